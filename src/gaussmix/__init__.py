@@ -1,0 +1,47 @@
+"""gaussmix: exact high-dimensional learning curves of linear classifiers on Gaussian mixtures.
+
+Quick start::
+
+    import gaussmix as gm
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    res = gm.solve(mix, "cross-entropy", lam=1.0, alpha=2.0)
+    res.test_error, res.train_error, res.train_loss
+
+The equations are those of Loureiro et al. (2021), "Learning Gaussian mixtures with
+generalised linear models: precise asymptotics in high-dimensions" (Theorems 1-2).
+"""
+
+__version__ = "0.1.0"
+
+from .exceptions import (  # noqa: E402
+    ConvergenceError,
+    ConvergenceWarning,
+    GaussmixError,
+    IntegrationWarning,
+    SpuriousFixedPointError,
+)
+from .experiments import lambda_sweep, learning_curve  # noqa: E402
+from .losses import get_loss  # noqa: E402
+from .mixture import LabelMap, Mixture, mean_gram  # noqa: E402
+from .problem import make_problem  # noqa: E402
+from .quadrature import GaussHermite  # noqa: E402
+from .solver import FixedPointResult, solve  # noqa: E402
+
+__all__ = [
+    "__version__",
+    "Mixture",
+    "LabelMap",
+    "mean_gram",
+    "solve",
+    "FixedPointResult",
+    "learning_curve",
+    "lambda_sweep",
+    "make_problem",
+    "get_loss",
+    "GaussHermite",
+    "GaussmixError",
+    "ConvergenceError",
+    "SpuriousFixedPointError",
+    "ConvergenceWarning",
+    "IntegrationWarning",
+]

@@ -1,0 +1,48 @@
+"""Exception and warning classes raised by gaussmix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "GaussmixError",
+    "ConvergenceError",
+    "SpuriousFixedPointError",
+    "ConvergenceWarning",
+    "IntegrationWarning",
+]
+
+
+class GaussmixError(Exception):
+    """Base class of every gaussmix error."""
+
+
+class ConvergenceError(GaussmixError, RuntimeError):
+    """The fixed-point iteration did not converge, or converged to an invalid point.
+
+    Attributes
+    ----------
+    result : FixedPointResult or None
+        The last iterate, with ``converged=False``; its observables must not be
+        used as predictions.
+    """
+
+    def __init__(self, message: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class SpuriousFixedPointError(ConvergenceError):
+    """The iteration reached a point that is not a valid fixed point.
+
+    Raised when an overlap matrix ``Q_c`` or ``V_c`` is not positive
+    semi-definite, or a quantity is NaN (DESIGN.md pitfall 5).
+    """
+
+
+class ConvergenceWarning(UserWarning):
+    """A point of a sweep or curve did not converge and was reported as NaN."""
+
+
+class IntegrationWarning(UserWarning):
+    """The estimated quadrature error exceeds the requested accuracy."""

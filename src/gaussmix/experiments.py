@@ -1,0 +1,189 @@
+"""Curves of fixed points: learning curves over alpha and sweeps over lambda.
+
+Both walk along the curve with warm starts (continuation) and return tidy pandas tables,
+one row per point.  Sweeps over lambda run from large to small lambda (annealing, Appendix
+B numerical note 1) whatever the order asked for, then report in the order asked for.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ._validation import check_array
+from .exceptions import ConvergenceError, ConvergenceWarning
+from .losses import Loss
+from .mixture import Mixture
+from .problem import make_problem
+from .solver import FixedPointResult, solve_problem
+
+__all__ = ["learning_curve", "lambda_sweep", "parse_range"]
+
+
+def parse_range(spec: str, *, name: str = "alphas", log: bool | None = None) -> np.ndarray:
+    """Parse ``'start:stop:num'`` (linear) or ``'log:start:stop:num'`` into an array."""
+    parts = spec.split(":")
+    is_log = False
+    if parts and parts[0] == "log":
+        is_log, parts = True, parts[1:]
+    if log is not None:
+        is_log = log
+    if len(parts) != 3:
+        raise ValueError(
+            f"{name} must look like 'start:stop:num' (or 'log:start:stop:num'), got {spec!r}"
+        )
+    try:
+        start, stop, num = float(parts[0]), float(parts[1]), int(parts[2])
+    except ValueError as exc:
+        raise ValueError(f"{name}: cannot parse {spec!r} as start:stop:num") from exc
+    if num < 1:
+        raise ValueError(f"{name}: the number of points must be >= 1, got {num}")
+    if is_log:
+        if start <= 0 or stop <= 0:
+            raise ValueError(f"{name}: a log range needs positive ends, got {spec!r}")
+        return np.geomspace(start, stop, num)
+    return np.linspace(start, stop, num)
+
+
+def _row(res: FixedPointResult | None, **coords: Any) -> dict:
+    if res is None:
+        base = {
+            "test_error": np.nan,
+            "train_error": np.nan,
+            "train_loss": np.nan,
+            "free_energy": np.nan,
+            "penalty_value": np.nan,
+            "converged": False,
+            "n_iter": 0,
+            "residual": np.nan,
+            "integration_error": np.nan,
+        }
+    else:
+        base = res.summary()
+    return {**coords, **base}
+
+
+def _curve(
+    mixture: Mixture,
+    loss: str | Loss,
+    points: list[tuple[float, float]],
+    *,
+    penalty: str,
+    progress: bool,
+    desc: str,
+    solve_kw: dict,
+) -> list[FixedPointResult | None]:
+    results: list[FixedPointResult | None] = []
+    prev: FixedPointResult | None = None
+    for lam, alpha in tqdm(points, desc=desc, disable=not progress, leave=False):
+        problem = make_problem(mixture, loss, lam=lam, alpha=alpha, penalty=penalty)
+        res: FixedPointResult | None = None
+        for init in (prev, None) if prev is not None else (None,):
+            try:
+                res = solve_problem(problem, init=init, throw=True, **solve_kw)
+                break
+            except ConvergenceError as exc:
+                res = None
+                last = exc
+        if res is None:
+            warnings.warn(
+                f"no fixed point at lam={lam:g}, alpha={alpha:g}: {last}; reported as NaN",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        else:
+            prev = res
+        results.append(res)
+    return results
+
+
+def learning_curve(
+    mixture: Mixture,
+    loss: str | Loss,
+    alphas: Sequence[float] | np.ndarray,
+    *,
+    lam: float,
+    penalty: str = "l2",
+    progress: bool = False,
+    return_results: bool = False,
+    **solve_kw: Any,
+) -> pd.DataFrame | tuple[pd.DataFrame, list]:
+    """Theory learning curve: Theorem 2 errors at each ``alpha``, warm-started.
+
+    Parameters
+    ----------
+    mixture, loss, lam, penalty
+        As in :func:`gaussmix.solve`.
+    alphas : sequence of float
+        Sample complexities (each > 0).
+    progress : bool
+        Show a progress bar.
+    return_results : bool
+        Also return the list of :class:`FixedPointResult` (None where no fixed point).
+    **solve_kw
+        Passed to the solver (``tol``, ``quadrature``, ``max_iter``, ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``alpha, lam, test_error, train_error, train_loss, free_energy,
+        penalty_value, converged, n_iter, residual, integration_error``.  Points without a
+        valid fixed point are NaN with ``converged=False`` (and a ConvergenceWarning).
+    """
+    a = check_array("alphas", alphas, shape=(None,), positive=True)
+    if a.size == 0:
+        raise ValueError("alphas must not be empty")
+    points = [(float(lam), float(x)) for x in a]
+    res = _curve(
+        mixture,
+        loss,
+        points,
+        penalty=penalty,
+        progress=progress,
+        desc="alpha",
+        solve_kw=solve_kw,
+    )
+    df = pd.DataFrame([_row(r, alpha=al, lam=float(lam)) for r, (_, al) in zip(res, points)])
+    return (df, res) if return_results else df
+
+
+def lambda_sweep(
+    mixture: Mixture,
+    loss: str | Loss,
+    lams: Sequence[float] | np.ndarray,
+    *,
+    alpha: float,
+    penalty: str = "l2",
+    progress: bool = False,
+    return_results: bool = False,
+    **solve_kw: Any,
+) -> pd.DataFrame | tuple[pd.DataFrame, list]:
+    """Theorem 2 errors at fixed ``alpha`` over penalty strengths ``lams``.
+
+    Solved from the largest to the smallest lambda with warm starts (annealing); the table
+    is in the order of ``lams``.
+    """
+    lv = check_array("lams", lams, shape=(None,), nonnegative=True)
+    if lv.size == 0:
+        raise ValueError("lams must not be empty")
+    order = np.argsort(-lv, kind="stable")
+    points = [(float(lv[i]), float(alpha)) for i in order]
+    res_sorted = _curve(
+        mixture,
+        loss,
+        points,
+        penalty=penalty,
+        progress=progress,
+        desc="lambda",
+        solve_kw=solve_kw,
+    )
+    res: list = [None] * lv.size
+    for i, r in zip(order, res_sorted):
+        res[i] = r
+    df = pd.DataFrame([_row(r, alpha=float(alpha), lam=float(lam)) for r, lam in zip(res, lv)])
+    return (df, res) if return_results else df

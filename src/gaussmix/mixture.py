@@ -1,0 +1,428 @@
+"""The data model: a mixture of K Gaussian clusters with a label map.
+
+A :class:`Mixture` stores what the asymptotic theory needs to know about
+``P(x, c) = rho_c N(x | mu_c, Sigma_c)``, independent of any loss:
+
+* the cluster priors ``rho`` (K,);
+* the label map (:class:`LabelMap`), the L-dimensional label ``y_c`` of each cluster;
+* the joint law of the covariance eigenvalues and mean components over shared
+  eigen-directions (Corollary 1): a finite set of *atoms* ``j`` with weights
+  ``weights[j]`` (fractions of directions), eigenvalues ``sigma[j, k]`` of
+  ``Sigma_k`` on those directions and the conditional second moment of the
+  rescaled mean components ``theta[j, k, k'] = E[mu^k mu^k' | atom j]``, where
+  ``mu^k_i = sqrt(d) mu_k . v_i``.
+
+The *isotropic* representation (``Sigma_k = Delta_k I``, Gram matrix of the
+means) is the one-atom case, the parametric *block* law and the *empirical*
+spectral law are several atoms.  The mean Gram matrix is
+``gram = sum_j weights[j] theta[j]`` (``Theta_kk' = mu_k . mu_k'``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._validation import (
+    check_array,
+    check_choice,
+    check_int,
+    check_probability_vector,
+)
+
+__all__ = ["LabelMap", "Mixture", "mean_gram"]
+
+MEAN_KINDS = ("simplex", "gaussian", "antipodal")
+
+
+@dataclass(frozen=True, eq=False)
+class LabelMap:
+    """Labels ``y_c`` in ``R^L`` of the K clusters.
+
+    Parameters
+    ----------
+    labels : ndarray, shape (K, L)
+        Row ``c`` is the label vector of cluster ``c``.  Several clusters may share a label
+        (e.g. ten clusters, two classes).
+    kind : {'onehot', 'binary', 'custom'}
+        How the map was built; ``'onehot'`` means every row is a canonical basis vector.
+
+    Notes
+    -----
+    A point is classified to the *nearest* distinct label vector: for one-hot labels that
+    is ``argmax``, for binary ``+-1`` labels it is ``sign`` (Appendix B, classifier ``phi``).
+    """
+
+    labels: np.ndarray
+    kind: str = "custom"
+    classes: np.ndarray = field(init=False, repr=False)
+    cluster_class: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        y = check_array("labels", self.labels)
+        if y.ndim == 1:
+            y = y[:, None]
+        if y.ndim != 2 or y.shape[0] < 2 or y.shape[1] < 1:
+            raise ValueError(f"labels must have shape (K, L) with K >= 2, got {y.shape}")
+        classes, inverse = np.unique(y, axis=0, return_inverse=True)
+        if classes.shape[0] < 2:
+            raise ValueError("labels must contain at least two distinct label vectors")
+        object.__setattr__(self, "labels", y)
+        object.__setattr__(self, "classes", classes)
+        object.__setattr__(self, "cluster_class", np.asarray(inverse).reshape(-1))
+        is_onehot = bool(
+            np.all((y == 0) | (y == 1)) and np.all(y.sum(axis=1) == 1) and y.shape[1] >= 2
+        )
+        if self.kind == "onehot" and not is_onehot:
+            raise ValueError("labels of kind 'onehot' must be canonical basis vectors")
+        if self.kind == "custom" and is_onehot:
+            object.__setattr__(self, "kind", "onehot")
+
+    @classmethod
+    def onehot(cls, n_clusters: int) -> LabelMap:
+        """One-hot labels ``y_c = e_c`` in ``R^K`` (the paper's convention)."""
+        k = check_int("n_clusters", n_clusters, low=2)
+        return cls(np.eye(k), kind="onehot")
+
+    @classmethod
+    def binary(cls) -> LabelMap:
+        """Scalar labels for K = 2: cluster 1 -> +1, cluster 2 -> -1 (Appendix C.2)."""
+        return cls(np.array([[1.0], [-1.0]]), kind="binary")
+
+    @classmethod
+    def make(cls, spec: Any, n_clusters: int) -> LabelMap:
+        """Build from ``'onehot'``, ``'binary'``, an array of shape (K, L) or a LabelMap."""
+        if isinstance(spec, LabelMap):
+            lm = spec
+        elif isinstance(spec, str):
+            check_choice("labels", spec, ("onehot", "binary"))
+            if spec == "binary":
+                if n_clusters != 2:
+                    raise ValueError(
+                        f"labels='binary' needs exactly 2 clusters, got n_clusters={n_clusters}"
+                    )
+                lm = cls.binary()
+            else:
+                lm = cls.onehot(n_clusters)
+        else:
+            lm = cls(np.asarray(spec, dtype=float))
+        if lm.n_clusters != n_clusters:
+            raise ValueError(
+                f"labels has {lm.n_clusters} rows but the mixture has {n_clusters} clusters"
+            )
+        return lm
+
+    @property
+    def n_clusters(self) -> int:
+        """Number of clusters K."""
+        return int(self.labels.shape[0])
+
+    @property
+    def dim(self) -> int:
+        """Label dimension L."""
+        return int(self.labels.shape[1])
+
+    @property
+    def is_onehot(self) -> bool:
+        """Whether every label is a canonical basis vector of R^L."""
+        return self.kind == "onehot"
+
+    @property
+    def is_binary(self) -> bool:
+        """Whether the labels are the scalars +1 / -1."""
+        return self.dim == 1 and set(np.unique(self.labels).tolist()) == {-1.0, 1.0}
+
+    def permute(self, perm: np.ndarray) -> LabelMap:
+        """The same labels attached to clusters in the order ``perm``."""
+        return LabelMap(self.labels[np.asarray(perm)], kind=self.kind)
+
+
+def mean_gram(kind: str, n_clusters: int) -> np.ndarray:
+    """Gram matrix ``Theta_kk' = mu_k . mu_k'`` of a named family of means.
+
+    Parameters
+    ----------
+    kind : {'simplex', 'gaussian', 'antipodal'}
+        ``'simplex'``: unit-norm means at the vertices of a regular simplex centred at the
+        origin, ``Theta = K/(K-1) (I - 11^T / K)``; ``'gaussian'``: ``mu_k ~ N(0, I_d/d)``,
+        whose Gram matrix tends to ``I`` (Section 3.2); ``'antipodal'``: ``mu_1 = -mu_2``
+        with ``||mu|| = 1`` (K = 2 only).
+    n_clusters : int
+        K.
+    """
+    check_choice("means", kind, MEAN_KINDS)
+    k = n_clusters
+    if kind == "gaussian":
+        return np.eye(k)
+    if kind == "antipodal":
+        if k != 2:
+            raise ValueError(f"means='antipodal' needs exactly 2 clusters, got {k}")
+        return np.array([[1.0, -1.0], [-1.0, 1.0]])
+    return k / (k - 1) * (np.eye(k) - np.ones((k, k)) / k)
+
+
+def _check_gram(name: str, gram: Any, k: int) -> np.ndarray:
+    g = check_array(name, gram, shape=(k, k))
+    if not np.allclose(g, g.T, atol=1e-12, rtol=0):
+        raise ValueError(f"{name} must be symmetric")
+    ev = np.linalg.eigvalsh(0.5 * (g + g.T))
+    if ev.min() < -1e-10 * max(1.0, abs(ev).max()):
+        raise ValueError(
+            f"{name} must be positive semi-definite (smallest eigenvalue {ev.min():g})"
+        )
+    return 0.5 * (g + g.T)
+
+
+@dataclass(frozen=True, eq=False)
+class Mixture:
+    """A K-cluster Gaussian mixture in its spectral representation (see module docs).
+
+    Build it with :meth:`isotropic`, :meth:`block` or :meth:`spectral`; the constructor
+    itself validates the arrays.
+
+    Attributes
+    ----------
+    rho : ndarray (K,)
+    labels : LabelMap
+    weights : ndarray (J,)
+    sigma : ndarray (J, K)
+    theta : ndarray (J, K, K)
+    kind : str
+        ``'isotropic'``, ``'block'`` or ``'spectral'``.
+    mu : ndarray (J, K) or None
+        For an empirical law: the mean components on each atom (then
+        ``theta[j] = outer(mu[j], mu[j])``); ``None`` when the mean components are Gaussian
+        with covariance ``theta[j]``.
+    """
+
+    rho: np.ndarray
+    labels: LabelMap
+    weights: np.ndarray
+    sigma: np.ndarray
+    theta: np.ndarray
+    kind: str = "spectral"
+    mu: np.ndarray | None = None
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        k = self.labels.n_clusters
+        rho = check_probability_vector("rho", self.rho, size=k)
+        w = check_array("weights", self.weights, shape=(None,), positive=True)
+        if abs(w.sum() - 1.0) > 1e-9:
+            raise ValueError(f"atom weights must sum to 1, got {w.sum():.12g}")
+        j = w.size
+        sigma = check_array("sigma", self.sigma, shape=(j, k), positive=True)
+        theta = check_array("theta", self.theta, shape=(j, k, k))
+        object.__setattr__(self, "rho", rho)
+        object.__setattr__(self, "weights", w / w.sum())
+        object.__setattr__(self, "sigma", sigma)
+        object.__setattr__(self, "theta", 0.5 * (theta + np.swapaxes(theta, 1, 2)))
+        if self.mu is not None:
+            object.__setattr__(self, "mu", check_array("mu", self.mu, shape=(j, k)))
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def isotropic(
+        cls,
+        delta: float | Any = 1.0,
+        means: str | Any = "simplex",
+        *,
+        n_clusters: int | None = None,
+        rho: Any = None,
+        labels: str | Any = "onehot",
+    ) -> Mixture:
+        """Isotropic clusters ``Sigma_k = Delta_k I`` with a given Gram matrix of the means.
+
+        Parameters
+        ----------
+        delta : float or array (K,)
+            Cluster variances ``Delta_k > 0`` (one number: shared by all clusters).
+        means : {'simplex', 'gaussian', 'antipodal'} or array (K, K)
+            A named family (:func:`mean_gram`) or the Gram matrix ``mu_k . mu_k'`` itself.
+        n_clusters : int, optional
+            K; inferred from ``delta``, ``rho``, ``means`` or ``labels`` when omitted.
+        rho : array (K,), optional
+            Cluster priors (default balanced).
+        labels : {'onehot', 'binary'}, array (K, L) or LabelMap
+        """
+        k = _infer_k(n_clusters, delta=delta, rho=rho, means=means, labels=labels)
+        d = np.asarray(delta, dtype=float) if not np.isscalar(delta) else None
+        if d is None:
+            from ._validation import check_real
+
+            dv = check_real("delta", delta, low=0.0, low_open=True)
+            deltas = np.full(k, dv)
+        else:
+            deltas = check_array("delta", d, shape=(k,), positive=True)
+        gram = mean_gram(means, k) if isinstance(means, str) else _check_gram("means", means, k)
+        rho_arr = np.full(k, 1.0 / k) if rho is None else rho
+        lm = LabelMap.make(labels, k)
+        return cls(
+            rho=rho_arr,
+            labels=lm,
+            weights=np.ones(1),
+            sigma=deltas[None, :],
+            theta=gram[None, :, :],
+            kind="isotropic",
+            info={"means": means if isinstance(means, str) else "custom"},
+        )
+
+    @classmethod
+    def block(
+        cls,
+        fractions: Any,
+        deltas: Any,
+        *,
+        means: str | Any = "antipodal",
+        rho: Any = None,
+        labels: str | Any = "binary",
+        n_clusters: int | None = None,
+    ) -> Mixture:
+        """Parametric block law: blocks of directions with their own variances.
+
+        A fraction ``fractions[b]`` of the eigen-directions has covariance eigenvalue
+        ``deltas[b]`` (shared by all clusters, or ``deltas[b, k]`` per cluster); on every
+        direction the rescaled mean components are Gaussian with covariance ``Theta``
+        given by ``means`` (default: antipodal binary means, ``mu^1 = -mu^2 ~ N(0, 1)``).
+        Then ``||mu_k||^2 = Theta_kk``.
+        """
+        f = check_array("fractions", fractions, shape=(None,), positive=True)
+        if abs(f.sum() - 1.0) > 1e-9:
+            raise ValueError(f"fractions must sum to 1, got {f.sum():.12g}")
+        nb = f.size
+        dl = check_array("deltas", deltas, positive=True)
+        k = _infer_k(n_clusters, rho=rho, means=means, labels=labels)
+        if dl.ndim == 1:
+            if dl.shape != (nb,):
+                raise ValueError(
+                    f"deltas must have one entry per block ({nb}), got shape {dl.shape}"
+                )
+            sigma = np.repeat(dl[:, None], k, axis=1)
+        elif dl.shape == (nb, k):
+            sigma = dl
+        else:
+            raise ValueError(f"deltas must have shape ({nb},) or ({nb}, {k}), got {dl.shape}")
+        gram = mean_gram(means, k) if isinstance(means, str) else _check_gram("means", means, k)
+        rho_arr = np.full(k, 1.0 / k) if rho is None else rho
+        return cls(
+            rho=rho_arr,
+            labels=LabelMap.make(labels, k),
+            weights=f,
+            sigma=sigma,
+            theta=np.repeat(gram[None], nb, axis=0),
+            kind="block",
+            info={"means": means if isinstance(means, str) else "custom"},
+        )
+
+    @classmethod
+    def spectral(
+        cls,
+        sigma: Any,
+        mu: Any,
+        *,
+        rho: Any = None,
+        labels: str | Any = "onehot",
+    ) -> Mixture:
+        """Empirical joint law of ``(sigma_i^k, mu_i^k)`` over d shared eigen-directions.
+
+        Parameters
+        ----------
+        sigma : array (d, K)
+            ``sigma[i, k]``: eigenvalue of ``Sigma_k`` on eigenvector ``v_i``.
+        mu : array (d, K)
+            ``mu[i, k] = sqrt(d) mu_k . v_i``.
+        """
+        s = check_array("sigma", sigma, positive=True)
+        if s.ndim != 2:
+            raise ValueError(f"sigma must have shape (d, K), got {s.shape}")
+        d, k = s.shape
+        m = check_array("mu", mu, shape=(d, k))
+        return cls(
+            rho=np.full(k, 1.0 / k) if rho is None else rho,
+            labels=LabelMap.make(labels, k),
+            weights=np.full(d, 1.0 / d),
+            sigma=s,
+            theta=m[:, :, None] * m[:, None, :],
+            kind="spectral",
+            mu=m,
+        )
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def n_clusters(self) -> int:
+        """K."""
+        return int(self.rho.size)
+
+    @property
+    def n_atoms(self) -> int:
+        """Number of atoms J of the spectral law."""
+        return int(self.weights.size)
+
+    @property
+    def gram(self) -> np.ndarray:
+        """Gram matrix of the means, ``Theta_kk' = mu_k . mu_k'``."""
+        return np.einsum("j,jkl->kl", self.weights, self.theta)
+
+    @property
+    def mean_variance(self) -> np.ndarray:
+        """``tr(Sigma_k) / d`` for each cluster."""
+        return self.weights @ self.sigma
+
+    def permute(self, perm: Any) -> Mixture:
+        """The same mixture with its clusters listed in the order ``perm``."""
+        p = np.asarray(perm)
+        if sorted(p.tolist()) != list(range(self.n_clusters)):
+            raise ValueError(f"perm must be a permutation of 0..{self.n_clusters - 1}")
+        return Mixture(
+            rho=self.rho[p],
+            labels=self.labels.permute(p),
+            weights=self.weights,
+            sigma=self.sigma[:, p],
+            theta=self.theta[:, p][:, :, p],
+            kind=self.kind,
+            mu=None if self.mu is None else self.mu[:, p],
+            info=dict(self.info),
+        )
+
+    def describe(self) -> dict:
+        """A JSON-friendly summary (for provenance in result tables)."""
+        return {
+            "kind": self.kind,
+            "n_clusters": self.n_clusters,
+            "label_dim": self.labels.dim,
+            "labels": self.labels.kind,
+            "rho": self.rho.tolist(),
+            "n_atoms": self.n_atoms,
+            **self.info,
+        }
+
+
+def _infer_k(n_clusters: int | None, **candidates: Any) -> int:
+    ks: dict[str, int] = {}
+    for name, value in candidates.items():
+        if value is None or isinstance(value, str) or np.isscalar(value):
+            continue
+        if isinstance(value, LabelMap):
+            ks[name] = value.n_clusters
+            continue
+        arr = np.asarray(value)
+        if arr.ndim >= 1:
+            ks[name] = int(arr.shape[0])
+    if n_clusters is not None:
+        k = check_int("n_clusters", n_clusters, low=2)
+        ks = {"n_clusters": k, **ks}
+    if not ks:
+        if candidates.get("labels") == "binary" or candidates.get("means") == "antipodal":
+            return 2
+        raise ValueError("cannot infer the number of clusters: pass n_clusters")
+    first_name, first = next(iter(ks.items()))
+    for name, value in ks.items():
+        if value != first:
+            raise ValueError(
+                f"shapes disagree: {first_name} implies {first} clusters, {name} implies {value}"
+            )
+    if first < 2:
+        raise ValueError(f"a mixture needs at least 2 clusters, got {first}")
+    return first

@@ -1,0 +1,545 @@
+"""The fixed-point solver of Theorem 1 and its result object.
+
+One iteration maps the order parameters ``x = (Q_c, M_c, V_c, b)`` to new ones:
+
+1. channel (loss half, eq. spgeneral right):  ``Qhat_c = alpha rho_c E[f f^T]``,
+   ``Mhat_c = alpha rho_c E[f]``, ``Vhat_c = alpha rho_c E[(I + H V_c)^{-1} H]``;
+2. bias: one Newton step on the stationarity condition of the unpenalised bias,
+   ``sum_c rho_c E[f_c] = 0`` (gradient form, DESIGN.md pitfall 1), i.e.
+   ``b <- b + (sum_c Vhat_c)^{-1} sum_c Mhat_c``;
+3. prior (eq. spgeneral left / Corollary 1): ``(Q_c, M_c, V_c)`` from the hats.
+
+The map is accelerated with Anderson mixing (with a ridge-regularised least-squares
+problem and a fallback to damped steps whenever an extrapolation leaves the cone of valid
+overlaps).  Convergence is declared when ``max_i |T(x)_i - x_i| / max(1, |x_i|) < tol``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from ._validation import check_int, check_real
+from .channel import channel_moments
+from .exceptions import ConvergenceError, IntegrationWarning, SpuriousFixedPointError
+from .losses import Loss
+from .mixture import Mixture
+from .observables import free_energy_terms, test_accuracy, train_accuracy
+from .prior import ridge_prior
+from .problem import Problem, make_problem
+from .quadrature import GaussHermite, default_rule
+
+__all__ = ["FixedPointResult", "solve", "solve_problem", "free_energy"]
+
+
+@dataclass
+class FixedPointResult:
+    """Result of :func:`solve`, in the spirit of ``scipy.optimize.OptimizeResult``.
+
+    Order parameters are in the full label space (``L`` = label dimension): ``Q``, ``V``,
+    ``Qhat``, ``Vhat`` have shape (K, L, L); ``M``, ``Mhat`` (K, L); ``b`` (L,).  For the
+    cross-entropy the outputs are in the gauge ``1^T h = 0`` (``Q_c 1 = 0``).
+
+    Attributes
+    ----------
+    converged : bool
+    n_iter : int
+    residual : float
+        Final scaled residual ``max |T(x) - x| / max(1, |x|)``.
+    message : str
+    test_error, train_error, train_loss : float
+        Theorem 2.
+    free_energy : float
+        RS free energy (eq. app:rsfree) at the fixed point (= minimal risk per dimension).
+    penalty_value : float
+        ``E[r(W*)] / d``.
+    integration_error : float
+        Estimated quadrature error of the three errors (0 for closed-form channels).
+    """
+
+    converged: bool
+    n_iter: int
+    residual: float
+    message: str
+    Q: np.ndarray
+    M: np.ndarray
+    V: np.ndarray
+    b: np.ndarray
+    Qhat: np.ndarray
+    Mhat: np.ndarray
+    Vhat: np.ndarray
+    test_error: float
+    train_error: float
+    train_loss: float
+    free_energy: float
+    penalty_value: float
+    integration_error: float
+    params: dict = field(default_factory=dict)
+    _state: Any = field(default=None, repr=False)
+
+    @property
+    def success(self) -> bool:
+        """Alias of ``converged`` (scipy naming)."""
+        return self.converged
+
+    def to_dict(self) -> dict:
+        """JSON-friendly dictionary (the ``gaussmix point --json`` contract)."""
+        return {
+            "test_error": float(self.test_error),
+            "train_error": float(self.train_error),
+            "train_loss": float(self.train_loss),
+            "converged": bool(self.converged),
+            "n_iter": int(self.n_iter),
+            "residual": float(self.residual),
+            "Q": self.Q.tolist(),
+            "M": self.M.tolist(),
+            "V": self.V.tolist(),
+            "b": self.b.tolist(),
+            "free_energy": float(self.free_energy),
+            "integration_error": float(self.integration_error),
+            "message": self.message,
+        }
+
+    def summary(self) -> dict:
+        """Scalar observables only (a row of a learning-curve table)."""
+        return {
+            "test_error": self.test_error,
+            "train_error": self.train_error,
+            "train_loss": self.train_loss,
+            "free_energy": self.free_energy,
+            "penalty_value": self.penalty_value,
+            "converged": self.converged,
+            "n_iter": self.n_iter,
+            "residual": self.residual,
+            "integration_error": self.integration_error,
+        }
+
+
+# --------------------------------------------------------------------------- packing
+def _pack(Q: np.ndarray, M: np.ndarray, V: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.concatenate([Q.ravel(), M.ravel(), V.ravel(), b.ravel()])
+
+
+def _unpack(x: np.ndarray, K: int, L: int):
+    n2 = K * L * L
+    Q = x[:n2].reshape(K, L, L)
+    M = x[n2 : n2 + K * L].reshape(K, L)
+    V = x[n2 + K * L : 2 * n2 + K * L].reshape(K, L, L)
+    b = x[2 * n2 + K * L :]
+    return Q, M, V, b
+
+
+def _valid(x: np.ndarray, K: int, L: int) -> bool:
+    if not np.all(np.isfinite(x)):
+        return False
+    Q, _, V, _ = _unpack(x, K, L)
+    eq = np.linalg.eigvalsh(0.5 * (Q + np.swapaxes(Q, 1, 2)))
+    ev = np.linalg.eigvalsh(0.5 * (V + np.swapaxes(V, 1, 2)))
+    scale = max(1.0, float(np.abs(eq).max()))
+    return bool(eq.min() >= -1e-9 * scale and ev.min() > 0)
+
+
+class _Map:
+    """The fixed-point map ``x -> T(x)`` of one problem and one quadrature rule."""
+
+    def __init__(self, problem: Problem, rule: GaussHermite) -> None:
+        self.problem = problem
+        self.rule = rule
+        self.cache: dict = {}
+        self.K = problem.n_clusters
+        self.L = problem.dim
+        self.ar = problem.alpha * problem.mixture.rho
+
+    def hats(self, x: np.ndarray):
+        Q, M, V, b = _unpack(x, self.K, self.L)
+        p = self.problem
+        mom = channel_moments(p.loss, p.y, M, b, Q, V, self.rule, self.cache)
+        Mhat = self.ar[:, None] * mom.Ef
+        Qhat = self.ar[:, None, None] * mom.Eff
+        Vhat = self.ar[:, None, None] * mom.Edf
+        return mom, Qhat, Mhat, Vhat
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        Q, M, V, b = _unpack(x, self.K, self.L)
+        _, Qhat, Mhat, Vhat = self.hats(x)
+        Sv = Vhat.sum(axis=0)
+        Sm = Mhat.sum(axis=0)
+        reg = 1e-12 * max(1.0, float(np.abs(Sv).max()))
+        db = np.linalg.solve(Sv + reg * np.eye(self.L), Sm)
+        pr = ridge_prior(self.problem.mixture, self.problem.lam, Qhat, Mhat, Vhat)
+        return _pack(pr.Q, pr.M, pr.V, b + db)
+
+
+def _initial_state(problem: Problem) -> np.ndarray:
+    L = problem.dim
+    rho = problem.mixture.rho
+    ar = problem.alpha * rho
+    yr = problem.y @ problem.P.T  # effective labels
+    ybar = rho @ yr
+    Mhat = 0.5 * ar[:, None] * (yr - ybar)
+    Qhat = 0.5 * ar[:, None, None] * np.eye(L)
+    Vhat = 0.5 * ar[:, None, None] * np.eye(L)
+    lam = problem.lam if problem.lam > 0 else 1e-3
+    pr = ridge_prior(problem.mixture, lam, Qhat, Mhat, Vhat)
+    return _pack(pr.Q, pr.M, pr.V, ybar)
+
+
+def _state_from_result(problem: Problem, res: FixedPointResult) -> np.ndarray | None:
+    P = problem.P
+    try:
+        Q = P @ res.Q @ P.T
+        V = P @ res.V @ P.T
+        M = res.M @ P.T
+        b = res.b @ P.T
+    except ValueError:
+        return None
+    if Q.shape != (problem.n_clusters, problem.dim, problem.dim):
+        return None
+    return _pack(Q, M, V, b)
+
+
+def _anderson(
+    T: _Map,
+    x0: np.ndarray,
+    *,
+    tol: float,
+    max_iter: int,
+    memory: int,
+    damping: float,
+    callback=None,
+) -> tuple[np.ndarray, int, float, bool, str]:
+    """Anderson-accelerated fixed-point iteration with safeguards."""
+    K, L = T.K, T.L
+    x = x0.copy()
+    xs: list[np.ndarray] = []
+    gs: list[np.ndarray] = []
+    best = np.inf
+    beta = damping
+    res = np.inf
+    for it in range(1, max_iter + 1):
+        try:
+            g = T(x)
+        except (FloatingPointError, np.linalg.LinAlgError) as exc:
+            if xs:
+                x = xs[-1] + 0.5 * beta * (gs[-1] - xs[-1])
+                xs.clear()
+                gs.clear()
+                beta *= 0.5
+                continue
+            return x, it, np.inf, False, f"map failed: {exc}"
+        r = g - x
+        scale = np.maximum(1.0, np.abs(x))
+        res = float(np.max(np.abs(r) / scale))
+        if callback is not None:
+            callback(it, res)
+        if not np.isfinite(res):
+            return x, it, res, False, "NaN or infinite order parameters"
+        if res < tol:
+            return g, it, res, True, "converged"
+        if res > 1e4 * best and xs:
+            # divergence of the extrapolation: restart from the best point with more damping
+            xs.clear()
+            gs.clear()
+            beta = max(0.05, 0.5 * beta)
+        best = min(best, res)
+        xs.append(x)
+        gs.append(g)
+        if len(xs) > memory + 1:
+            xs.pop(0)
+            gs.pop(0)
+        x_new = x + beta * r
+        if len(xs) >= 2:
+            R = np.stack([(gg - xx) / scale for xx, gg in zip(xs, gs, strict=True)], axis=1)
+            dR = np.diff(R, axis=1)
+            X = np.stack(xs, axis=1)
+            G = np.stack(gs, axis=1)
+            dX = np.diff(X, axis=1)
+            dG = np.diff(G, axis=1)
+            A = dR.T @ dR
+            A += 1e-10 * np.trace(A) * np.eye(A.shape[0]) / A.shape[0] + 1e-300 * np.eye(
+                A.shape[0]
+            )
+            try:
+                gamma = np.linalg.solve(A, dR.T @ (r / scale))
+                cand = x + beta * r - (dX + beta * (dG - dX)) @ gamma
+                if _valid(cand, K, L):
+                    x_new = cand
+                else:
+                    xs.clear()
+                    gs.clear()
+            except np.linalg.LinAlgError:
+                xs.clear()
+                gs.clear()
+        if not _valid(x_new, K, L):
+            # a damped step that leaves the cone: shrink it
+            t = 0.5
+            while t > 1e-6 and not _valid(x + t * beta * r, K, L):
+                t *= 0.5
+            x_new = x + t * beta * r
+        x = x_new
+    return (
+        x,
+        max_iter,
+        res,
+        False,
+        f"did not converge in {max_iter} iterations (residual {res:.3g})",
+    )
+
+
+def _observables(problem: Problem, T: _Map, x: np.ndarray) -> dict:
+    K, L = T.K, T.L
+    Q, M, V, b = _unpack(x, K, L)
+    mom, Qhat, Mhat, Vhat = T.hats(x)
+    pr = ridge_prior(problem.mixture, problem.lam, Qhat, Mhat, Vhat)
+    rho = problem.mixture.rho
+    test_acc = test_accuracy(problem, M, b, Q)
+    train_acc, train_err = train_accuracy(problem, M, b, Q, V)
+    fe = free_energy_terms(problem, M, Q, V, Mhat, Qhat, Vhat, mom.Eenv, pr.psi_w)
+    return {
+        "state": (Q, M, V, b),
+        "hats": (Qhat, Mhat, Vhat),
+        "test_error": float(1.0 - rho @ test_acc),
+        "train_error": float(1.0 - rho @ train_acc),
+        "train_loss": float(rho @ mom.Eloss),
+        "free_energy": fe,
+        "penalty_value": pr.penalty,
+        "train_error_integration": train_err,
+    }
+
+
+def _needs_quadrature(problem: Problem) -> bool:
+    return problem.loss_name not in ("square", "hinge")
+
+
+def solve_problem(
+    problem: Problem,
+    *,
+    tol: float = 1e-8,
+    max_iter: int = 3000,
+    quadrature: GaussHermite | None = None,
+    init: FixedPointResult | None = None,
+    anderson: int = 6,
+    damping: float = 1.0,
+    estimate_error: bool = True,
+    throw: bool = True,
+    callback=None,
+) -> FixedPointResult:
+    """Solve the fixed point of a validated :class:`~gaussmix.problem.Problem`.
+
+    See :func:`solve` for the parameters.
+    """
+    tol = check_real("tol", tol, low=0.0, low_open=True)
+    max_iter = check_int("max_iter", max_iter, low=1)
+    anderson = check_int("anderson", anderson, low=0, high=50)
+    damping = check_real("damping", damping, low=0.0, high=1.0, low_open=True)
+    L = problem.dim
+    rule = quadrature if quadrature is not None else default_rule(L)
+    if not isinstance(rule, GaussHermite):
+        raise TypeError(f"quadrature must be a GaussHermite rule, got {type(rule).__name__}")
+    if rule.dim != L:
+        raise ValueError(f"quadrature has dimension {rule.dim}, the problem needs {L}")
+    x0 = _state_from_result(problem, init) if init is not None else None
+    if x0 is None or not _valid(x0, problem.n_clusters, L):
+        x0 = _initial_state(problem)
+    T = _Map(problem, rule)
+    kw = dict(tol=tol, max_iter=max_iter, memory=anderson, damping=damping, callback=callback)
+    x, n_iter, res, ok, msg = _anderson(T, x0, **kw)
+    obs = None
+    integration_error = 0.0
+    if ok:
+        obs = _observables(problem, T, x)
+        if estimate_error and _needs_quadrature(problem):
+            T2 = _Map(problem, rule.refined())
+            x2, n2, res2, ok2, msg2 = _anderson(T2, x, **kw)
+            if ok2:
+                obs2 = _observables(problem, T2, x2)
+                integration_error = max(
+                    abs(obs2[k] - obs[k]) for k in ("test_error", "train_error", "train_loss")
+                )
+                integration_error = max(integration_error, obs2["train_error_integration"])
+                x, obs, res, n_iter = x2, obs2, res2, n_iter + n2
+            else:
+                ok, msg = False, f"refined quadrature: {msg2}"
+    if obs is None:
+        obs = _observables_safe(problem, T, x)
+    Q, M, V, b = obs["state"]
+    Qhat, Mhat, Vhat = obs["hats"]
+    P = problem.P
+    valid = _valid(x, problem.n_clusters, L)
+    if ok and not valid:
+        ok = False
+        msg = "spurious fixed point: an overlap matrix Q_c or V_c is not positive definite"
+    result = FixedPointResult(
+        converged=ok,
+        n_iter=n_iter,
+        residual=res,
+        message=msg,
+        Q=_to_full(P, Q),
+        M=M @ P,
+        V=_to_full(P, V),
+        b=b @ P,
+        Qhat=_to_full(P, Qhat),
+        Mhat=Mhat @ P,
+        Vhat=_to_full(P, Vhat),
+        test_error=obs["test_error"] if ok else np.nan,
+        train_error=obs["train_error"] if ok else np.nan,
+        train_loss=obs["train_loss"] if ok else np.nan,
+        free_energy=obs["free_energy"] if ok else np.nan,
+        penalty_value=obs["penalty_value"] if ok else np.nan,
+        integration_error=integration_error,
+        params={
+            **problem.describe(),
+            "tol": tol,
+            "quadrature": rule.describe() if _needs_quadrature(problem) else "closed-form",
+            "version": __version__,
+        },
+        _state=(problem, rule, x),
+    )
+    if ok and integration_error > max(1e-6, 100 * tol):
+        warnings.warn(
+            f"estimated integration error {integration_error:.2g} is large; pass a finer "
+            "quadrature rule (quadrature=GaussHermite(n, dim))",
+            IntegrationWarning,
+            stacklevel=3,
+        )
+    if not ok and throw:
+        cls = SpuriousFixedPointError if "spurious" in msg or "NaN" in msg else ConvergenceError
+        raise cls(f"fixed point not found: {msg}", result)
+    return result
+
+
+def _to_full(P: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """``P^T A_c P`` for a stack of effective-space matrices."""
+    return np.einsum("ia,kij,jb->kab", P, A, P)
+
+
+def _observables_safe(problem: Problem, T: _Map, x: np.ndarray) -> dict:
+    K, L = T.K, T.L
+    Q, M, V, b = _unpack(x, K, L)
+    nan = np.full_like
+    try:
+        _, Qhat, Mhat, Vhat = T.hats(x)
+    except Exception:  # noqa: BLE001 - reporting a failed point
+        Qhat, Mhat, Vhat = nan(Q, np.nan), nan(M, np.nan), nan(V, np.nan)
+    return {
+        "state": (Q, M, V, b),
+        "hats": (Qhat, Mhat, Vhat),
+        "test_error": np.nan,
+        "train_error": np.nan,
+        "train_loss": np.nan,
+        "free_energy": np.nan,
+        "penalty_value": np.nan,
+    }
+
+
+def solve(
+    mixture: Mixture,
+    loss: str | Loss = "logistic",
+    *,
+    lam: float,
+    alpha: float,
+    penalty: str = "l2",
+    tol: float = 1e-8,
+    max_iter: int = 3000,
+    quadrature: GaussHermite | None = None,
+    init: FixedPointResult | None = None,
+    anderson: int = 6,
+    damping: float = 1.0,
+    estimate_error: bool = True,
+    throw: bool = True,
+) -> FixedPointResult:
+    """Solve the self-consistent equations of Theorem 1 and evaluate Theorem 2.
+
+    Parameters
+    ----------
+    mixture : Mixture
+        The data model (with its label map).
+    loss : {'square', 'logistic', 'cross-entropy', 'hinge'} or Loss
+    lam : float
+        Penalty strength ``lam >= 0`` of ``lam r(W)``.
+    alpha : float
+        Sample complexity ``n / d > 0``.
+    penalty : {'l2'}
+        ``r(W) = ||W||_F^2 / 2``.
+    tol : float
+        Tolerance on the scaled change of every order parameter.
+    max_iter : int
+        Maximum number of iterations.
+    quadrature : GaussHermite, optional
+        Rule for the channel expectations (default by output dimension, see
+        :func:`gaussmix.quadrature.default_rule`).
+    init : FixedPointResult, optional
+        Warm start (e.g. the previous point of a curve).
+    anderson : int
+        Anderson memory (0: damped plain iteration).
+    damping : float
+        Mixing parameter in (0, 1].
+    estimate_error : bool
+        Re-solve with a refined rule and report the change of the errors as
+        ``integration_error`` (the refined answer is returned).
+    throw : bool
+        Raise :class:`~gaussmix.exceptions.ConvergenceError` when no valid fixed point is
+        found (default).  With ``throw=False`` a result with ``converged=False`` and NaN
+        observables is returned.
+
+    Returns
+    -------
+    FixedPointResult
+    """
+    problem = make_problem(mixture, loss, lam=lam, alpha=alpha, penalty=penalty)
+    return solve_problem(
+        problem,
+        tol=tol,
+        max_iter=max_iter,
+        quadrature=quadrature,
+        init=init,
+        anderson=anderson,
+        damping=damping,
+        estimate_error=estimate_error,
+        throw=throw,
+    )
+
+
+def free_energy(
+    problem: Problem,
+    Q: np.ndarray,
+    M: np.ndarray,
+    V: np.ndarray,
+    b: np.ndarray,
+    Qhat: np.ndarray,
+    Mhat: np.ndarray,
+    Vhat: np.ndarray,
+    rule: GaussHermite | None = None,
+) -> float:
+    """The replica-symmetric free energy (eq. app:rsfree) at arbitrary order parameters.
+
+    All arguments are in the *effective* output space of ``problem`` (see
+    :mod:`gaussmix.problem`).  Stationary at the fixed point of Theorem 1, where it equals the
+    minimal empirical risk per dimension, ``alpha eps_l + lam E[r(W*)] / d``.
+    """
+    rule = rule if rule is not None else default_rule(problem.dim)
+    mom = channel_moments(problem.loss, problem.y, M, b, Q, V, rule)
+    pr = ridge_prior(problem.mixture, problem.lam, Qhat, Mhat, Vhat)
+    return free_energy_terms(problem, M, Q, V, Mhat, Qhat, Vhat, mom.Eenv, pr.psi_w)
+
+
+def effective_state(result: FixedPointResult) -> dict:
+    """Order parameters of a result in its effective output space (for tests and tools)."""
+    problem, rule, x = result._state
+    Q, M, V, b = _unpack(x, problem.n_clusters, problem.dim)
+    P = problem.P
+    return {
+        "problem": problem,
+        "rule": rule,
+        "Q": Q,
+        "M": M,
+        "V": V,
+        "b": b,
+        "Qhat": P @ result.Qhat @ P.T,
+        "Mhat": result.Mhat @ P.T,
+        "Vhat": P @ result.Vhat @ P.T,
+    }

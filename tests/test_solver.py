@@ -1,0 +1,240 @@
+"""The fixed-point solver against independent references: the square-loss closed form,
+exact reparametrisations between paths, relabelling symmetry, stationarity of the RS free
+energy, and its value (the minimal risk)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gaussmix as gm
+from gaussmix.solver import effective_state, free_energy
+
+
+def _square_closed_form(delta, gram, rho, lam, alpha):
+    """Independent derivation for the square loss, one-hot labels, Sigma_k = delta I.
+
+    V = v I with lam v^2 + (lam + alpha delta - delta) v = delta (DESIGN.md pitfall 3),
+    A = a I with a = lam + alpha delta / (1 + v); the bias solves sum_k rho_k E f_k = 0,
+    which leaves a linear system for the means M and a scalar equation for Q.
+    """
+    K = len(rho)
+    Y = np.eye(K)
+    c0 = lam + alpha * delta - delta
+    v = (-c0 + np.sqrt(c0**2 + 4 * lam * delta)) / (2 * lam)
+    a = lam + alpha * delta / (1 + v)
+    Pi = np.diag(rho)
+    C = np.eye(K) - np.outer(np.ones(K), rho)  # rows: y - M - b = C (Y - M)
+    c = alpha / (a * (1 + v))
+    B = c * gram @ Pi @ C
+    Mm = np.linalg.solve(np.eye(K) + B, B @ Y)
+    b = rho @ (Y - Mm)
+    R = Y - Mm - b
+    Mhat = alpha / (1 + v) * Pi @ R
+    X = Mhat.T @ gram @ Mhat + delta * alpha / (1 + v) ** 2 * (R.T @ Pi @ R)
+    g = delta**2 * alpha / (a**2 * (1 + v) ** 2)
+    Q = delta / a**2 * X / (1 - g)
+    return Q, Mm, v, b
+
+
+@pytest.mark.parametrize(
+    "K,means,rho,lam,alpha",
+    [
+        (3, "simplex", None, 1.0, 2.0),
+        (3, "gaussian", [0.2, 0.3, 0.5], 0.05, 0.7),
+        (4, "gaussian", [0.1, 0.2, 0.3, 0.4], 2.0, 3.0),
+        (2, "simplex", [0.3, 0.7], 0.3, 1.5),
+    ],
+)
+def test_square_loss_equals_closed_form(K, means, rho, lam, alpha):
+    delta = 0.6
+    mix = gm.Mixture.isotropic(delta, means, n_clusters=K, rho=rho)
+    res = gm.solve(mix, "square", lam=lam, alpha=alpha, tol=1e-14)
+    Q, M, v, b = _square_closed_form(delta, mix.gram, mix.rho, lam, alpha)
+    for k in range(K):
+        np.testing.assert_allclose(res.Q[k], Q, atol=1e-10)
+        np.testing.assert_allclose(res.V[k], v * np.eye(K), atol=1e-10)
+    np.testing.assert_allclose(res.M, M, atol=1e-10)
+    np.testing.assert_allclose(res.b, b, atol=1e-10)
+
+
+@pytest.mark.parametrize("lam,alpha", [(0.2, 0.5), (1.0, 2.0), (0.02, 3.0)])
+@pytest.mark.parametrize("rho", [None, [0.35, 0.65]])
+def test_two_class_cross_entropy_is_logistic_with_half_lambda(lam, alpha, rho):
+    """Softmax with lam/2 ||W||^2 on two classes is binary logistic on w = W_1 - W_2 with
+    lam_binary = lam / 2 (DESIGN.md pitfall 3)."""
+    delta = [0.4, 0.9]
+    ce = gm.solve(
+        gm.Mixture.isotropic(delta, "antipodal", rho=rho, labels="onehot"),
+        "cross-entropy",
+        lam=lam,
+        alpha=alpha,
+        tol=1e-12,
+    )
+    lo = gm.solve(
+        gm.Mixture.isotropic(delta, "antipodal", rho=rho, labels="binary"),
+        "logistic",
+        lam=lam / 2,
+        alpha=alpha,
+        tol=1e-12,
+    )
+    u = np.array([1.0, -1.0])
+    for k in range(2):
+        np.testing.assert_allclose(u @ ce.Q[k] @ u, lo.Q[k, 0, 0], rtol=1e-8)
+        np.testing.assert_allclose(u @ ce.V[k] @ u, lo.V[k, 0, 0], rtol=1e-8)
+        np.testing.assert_allclose(u @ ce.M[k], lo.M[k, 0], rtol=1e-8)
+    np.testing.assert_allclose(u @ ce.b, lo.b[0], atol=1e-8)
+    for key in ("test_error", "train_error", "train_loss"):
+        np.testing.assert_allclose(getattr(ce, key), getattr(lo, key), atol=1e-9)
+
+
+def test_two_class_onehot_square_is_binary_square_with_half_loss():
+    mix1 = gm.Mixture.isotropic([0.3, 0.8], "antipodal", rho=[0.4, 0.6], labels="onehot")
+    mix2 = gm.Mixture.isotropic([0.3, 0.8], "antipodal", rho=[0.4, 0.6], labels="binary")
+    a = gm.solve(mix1, "square", lam=0.3, alpha=1.7, tol=1e-13)
+    b = gm.solve(mix2, "square", lam=0.3, alpha=1.7, tol=1e-13)
+    u = np.array([1.0, -1.0])
+    np.testing.assert_allclose(a.test_error, b.test_error, atol=1e-10)
+    np.testing.assert_allclose(a.train_error, b.train_error, atol=1e-10)
+    np.testing.assert_allclose(a.train_loss, 0.5 * b.train_loss, atol=1e-10)
+    for k in range(2):
+        np.testing.assert_allclose(u @ a.Q[k] @ u, b.Q[k, 0, 0], rtol=1e-9)
+        np.testing.assert_allclose(u @ a.M[k], b.M[k, 0], rtol=1e-9)
+
+
+CASES = [
+    ("cross-entropy", "onehot", [0.3, 0.5, 0.8], [0.2, 0.3, 0.5]),
+    ("square", "onehot", [0.3, 0.5, 0.8], [0.2, 0.3, 0.5]),
+]
+
+
+@pytest.mark.parametrize("loss,labels,delta,rho", CASES)
+def test_relabelling_clusters_permutes_the_answer(loss, labels, delta, rho):
+    gram = np.array([[1.0, 0.2, -0.1], [0.2, 0.8, 0.0], [-0.1, 0.0, 1.2]])
+    mix = gm.Mixture.isotropic(delta, gram, rho=rho, labels=labels)
+    perm = np.array([2, 0, 1])
+    r0 = gm.solve(mix, loss, lam=0.5, alpha=1.3, tol=1e-12)
+    # clusters listed in another order, each keeping its label
+    r1 = gm.solve(mix.permute(perm), loss, lam=0.5, alpha=1.3, tol=1e-12)
+    np.testing.assert_allclose(r1.Q, r0.Q[perm], atol=1e-8)
+    np.testing.assert_allclose(r1.M, r0.M[perm], atol=1e-8)
+    np.testing.assert_allclose(r1.b, r0.b, atol=1e-8)
+    # the classes renamed: output coordinates permute
+    Pm = np.eye(3)[perm]
+    mix2 = gm.Mixture.isotropic(delta, gram, rho=rho, labels=np.eye(3)[perm])
+    r2 = gm.solve(mix2, loss, lam=0.5, alpha=1.3, tol=1e-12)
+    np.testing.assert_allclose(r2.Q, Pm.T @ r0.Q @ Pm, atol=1e-8)
+    np.testing.assert_allclose(r2.M, r0.M @ Pm, atol=1e-8)
+    for key in ("test_error", "train_error", "train_loss", "free_energy"):
+        np.testing.assert_allclose(getattr(r1, key), getattr(r0, key), atol=1e-9)
+        np.testing.assert_allclose(getattr(r2, key), getattr(r0, key), atol=1e-9)
+
+
+def test_symmetric_mixture_gives_symmetric_parameters():
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    r = gm.solve(mix, "cross-entropy", lam=0.3, alpha=1.5, tol=1e-12)
+    for perm in ([1, 2, 0], [1, 0, 2]):
+        Pm = np.eye(3)[:, perm]  # Pm e_k = e_perm[k]
+        for k in range(3):
+            np.testing.assert_allclose(Pm @ r.Q[k] @ Pm.T, r.Q[perm[k]], atol=1e-9)
+            np.testing.assert_allclose(Pm @ r.M[k], r.M[perm[k]], atol=1e-9)
+    np.testing.assert_allclose(r.b, 0.0, atol=1e-10)
+    # the gauge of the cross-entropy: Q_c 1 = 0
+    np.testing.assert_allclose(r.Q @ np.ones(3), 0.0, atol=1e-12)
+
+
+FE_CASES = [
+    ("logistic", gm.Mixture.isotropic([0.4, 0.7], "antipodal", rho=[0.3, 0.7], labels="binary")),
+    ("hinge", gm.Mixture.isotropic([0.4, 0.7], "antipodal", rho=[0.3, 0.7], labels="binary")),
+    ("square", gm.Mixture.isotropic([0.4, 0.7, 0.5], "gaussian", rho=[0.2, 0.3, 0.5])),
+    ("cross-entropy", gm.Mixture.isotropic([0.4, 0.7, 0.5], "gaussian", rho=[0.2, 0.3, 0.5])),
+    (
+        "logistic",
+        gm.Mixture.block([0.3, 0.7], [0.2, 1.0], labels="binary"),
+    ),
+]
+
+
+@pytest.mark.parametrize("loss,mix", FE_CASES, ids=[c[0] for c in FE_CASES])
+def test_free_energy_is_stationary_and_equals_the_minimal_risk(loss, mix):
+    lam, alpha = 0.3, 1.4
+    res = gm.solve(mix, loss, lam=lam, alpha=alpha, tol=1e-13, estimate_error=False)
+    st = effective_state(res)
+    names = ["Q", "M", "V", "b", "Qhat", "Mhat", "Vhat"]
+    args = {k: st[k].copy() for k in names}
+
+    def F(a):
+        return free_energy(st["problem"], *(a[k] for k in names), rule=st["rule"])
+
+    f0 = F(args)
+    np.testing.assert_allclose(f0, res.free_energy, rtol=1e-10)
+    # the value is the minimal empirical risk per dimension
+    np.testing.assert_allclose(f0, alpha * res.train_loss + lam * res.penalty_value, rtol=1e-7)
+    eps = 1e-5
+    worst = 0.0
+    for k in names:
+        arr = args[k]
+        for idx in np.ndindex(arr.shape):
+            if arr.ndim == 3 and idx[1] > idx[2]:
+                continue  # symmetric matrices: perturb (i, j) and (j, i) together
+            plus = {n: v.copy() for n, v in args.items()}
+            minus = {n: v.copy() for n, v in args.items()}
+            for a, s in ((plus, eps), (minus, -eps)):
+                a[k][idx] += s
+                if arr.ndim == 3 and idx[1] != idx[2]:
+                    a[k][idx[0], idx[2], idx[1]] += s
+            worst = max(worst, abs(F(plus) - F(minus)) / (2 * eps))
+    assert worst < 1e-7, worst
+
+
+def test_spectral_representations_agree():
+    """One atom, identical blocks and an empirical law with the same moments give the same
+    fixed point (ridge only sees second moments of the means)."""
+    iso = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+    blk = gm.Mixture.block([0.25, 0.75], [0.5, 0.5], labels="binary")
+    d = 400
+    z = np.linspace(-1, 1, d)
+    z = z / np.sqrt(np.mean(z**2))
+    emp = gm.Mixture.spectral(np.full((d, 2), 0.5), np.stack([z, -z], axis=1), labels="binary")
+    rs = [gm.solve(m, "logistic", lam=0.1, alpha=2.0, tol=1e-12) for m in (iso, blk, emp)]
+    for r in rs[1:]:
+        np.testing.assert_allclose(r.Q, rs[0].Q, rtol=1e-9)
+        np.testing.assert_allclose(r.M, rs[0].M, rtol=1e-9)
+        np.testing.assert_allclose(r.test_error, rs[0].test_error, atol=1e-11)
+
+
+def test_bias_condition_in_gradient_form():
+    """At the fixed point sum_c Mhat_c = 0, i.e. sum_c rho_c E[f_c] = 0 (DESIGN.md pitfall 1),
+    also when the clusters have different covariances."""
+    mix = gm.Mixture.isotropic([0.1, 1.0], "antipodal", rho=[0.3, 0.7], labels="binary")
+    for loss in ("square", "logistic", "hinge"):
+        r = gm.solve(mix, loss, lam=0.2, alpha=1.5, tol=1e-12)
+        np.testing.assert_allclose(r.Mhat.sum(axis=0), 0.0, atol=1e-10)
+
+
+def test_warm_start_reaches_the_same_point_faster():
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    cold = gm.solve(mix, "cross-entropy", lam=0.5, alpha=1.0, estimate_error=False)
+    near = gm.solve(mix, "cross-entropy", lam=0.5, alpha=1.05, estimate_error=False)
+    warm = gm.solve(mix, "cross-entropy", lam=0.5, alpha=1.0, init=near, estimate_error=False)
+    assert warm.n_iter < cold.n_iter
+    np.testing.assert_allclose(warm.test_error, cold.test_error, atol=1e-8)
+
+
+def test_non_convergence_is_reported_not_returned():
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    with pytest.raises(gm.ConvergenceError, match="did not converge"):
+        gm.solve(mix, "cross-entropy", lam=0.5, alpha=1.0, max_iter=2)
+    r = gm.solve(mix, "cross-entropy", lam=0.5, alpha=1.0, max_iter=2, throw=False)
+    assert not r.converged
+    assert np.isnan(r.test_error) and np.isnan(r.train_error) and np.isnan(r.train_loss)
+
+
+def test_integration_error_is_small_and_reported():
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    r = gm.solve(mix, "cross-entropy", lam=1.0, alpha=2.0)
+    assert 0 <= r.integration_error < 1e-7
+    r = gm.solve(
+        gm.Mixture.isotropic(0.5, "antipodal", labels="binary"), "hinge", lam=0.1, alpha=2.0
+    )
+    assert r.integration_error == 0.0
