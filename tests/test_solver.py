@@ -237,4 +237,4 @@ def test_integration_error_is_small_and_reported():
     r = gm.solve(
         gm.Mixture.isotropic(0.5, "antipodal", labels="binary"), "hinge", lam=0.1, alpha=2.0
     )
-    assert r.integration_error == 0.0
+    assert r.integration_error < 1e-14  # closed-form channel, one-dimensional orthant

@@ -1,0 +1,1053 @@
+"""Finite-size simulations: exact empirical risk minimisation on samples of a Mixture.
+
+The asymptotic theory (Theorems 1 and 2) describes the minimiser of eq. ERM,
+
+    (W*, b*) = argmin_{W, b} sum_nu loss(y_nu, W x_nu / sqrt(d) + b) + lam r(W),
+
+for ``n = alpha d`` samples of the mixture ``P(x, c) = rho_c N(x | mu_c, Sigma_c)``.  This
+module realises the *same* :class:`~gaussmix.mixture.Mixture` at a finite ``d``
+(:func:`realise`), samples a training set, minimises eq. ERM *exactly* (closed form,
+lbfgs, coordinate descent, saga or libsvm to a tight tolerance — never SGD or liblinear;
+the scikit-learn parameters come from :mod:`gaussmix.conventions`) and measures the
+observables of Theorem 2 (eq. errors): the training loss, the training error and the test
+error.  The test error of a fitted ``(W, b)`` is computed *exactly* on the population: for
+cluster ``c`` the output ``h = W x / sqrt(d) + b`` is Gaussian with mean
+``M_c + b = W mu_c / sqrt(d) + b`` and covariance ``Q_c = W Sigma_c W^T / d``, and the
+probability of classifying it correctly is a Gaussian orthant probability (DESIGN.md
+pitfall 6).  The overlaps ``Q_c, M_c, b`` are returned as well, averaged over seeds.
+
+Conventions (DESIGN.md pitfalls 7 and 8): covariances are diagonal in the standard basis;
+isotropic means realise the Gram matrix of the mixture exactly; Gaussian mean components
+of block laws are rescaled so that every atom has exactly its second moment ``theta[j]``;
+cluster counts are fixed to ``round(rho n)`` (largest remainder) unless
+``counts='random'``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import linalg
+
+from . import conventions as conv
+from ._validation import check_choice, check_int, check_real
+from .exceptions import ConvergenceWarning
+from .losses import get_loss
+from .mixture import LabelMap, Mixture
+
+__all__ = [
+    "Instance",
+    "SimulationResult",
+    "ERMConvergenceWarning",
+    "FiniteSizeWarning",
+    "LOSSES",
+    "largest_remainder",
+    "realise",
+    "fit_erm",
+    "overlaps",
+    "exact_test_error",
+    "monte_carlo_test_error",
+    "observables",
+    "simulate",
+]
+
+#: losses supported by the simulation engine
+LOSSES = ("square", "logistic", "cross-entropy", "hinge")
+
+_DEFAULT_TOL = {"lbfgs": 1e-10, "saga": 1e-10, "cd": 1e-10, "libsvm": 1e-8}
+_DEFAULT_MAX_ITER = {"lbfgs": 100_000, "saga": 200_000, "cd": 1_000_000}
+#: largest n for which the hinge loss uses a precomputed (n x n) Gram matrix
+_SVC_PRECOMPUTED_MAX_N = 6000
+_MC_CHUNK = 20_000
+
+
+class ERMConvergenceWarning(ConvergenceWarning):
+    """An empirical risk minimiser stopped before reaching its tolerance."""
+
+
+class FiniteSizeWarning(UserWarning):
+    """The finite instance cannot realise the mixture's law exactly at this ``d``."""
+
+
+# ---------------------------------------------------------------------------- instances
+def largest_remainder(weights: np.ndarray, total: int) -> np.ndarray:
+    """Integers ``n_j >= 0`` with ``sum n_j = total`` closest to ``weights * total``.
+
+    Hamilton's largest-remainder rounding: floor every quota, then give the remaining units
+    to the largest fractional parts (ties broken by order).
+    """
+    w = np.asarray(weights, dtype=float)
+    quota = w / w.sum() * total
+    base = np.floor(quota).astype(np.int64)
+    rest = int(total - base.sum())
+    if rest > 0:
+        order = np.argsort(-(quota - base), kind="stable")
+        base[order[:rest]] += 1
+    return base
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """One finite-``d`` realisation of a :class:`~gaussmix.mixture.Mixture`.
+
+    Attributes
+    ----------
+    means : ndarray (K, d)
+        Cluster means ``mu_k`` (norms O(1)).
+    variances : ndarray (K, d)
+        Eigenvalues of the diagonal covariances ``Sigma_k`` in the standard basis.
+    rho : ndarray (K,)
+    labels : LabelMap
+    """
+
+    means: np.ndarray
+    variances: np.ndarray
+    rho: np.ndarray
+    labels: LabelMap
+    info: dict = field(default_factory=dict)
+
+    @property
+    def d(self) -> int:
+        """Input dimension."""
+        return int(self.means.shape[1])
+
+    @property
+    def n_clusters(self) -> int:
+        """K."""
+        return int(self.means.shape[0])
+
+    @property
+    def gram(self) -> np.ndarray:
+        """Realised Gram matrix ``mu_k . mu_k'`` (K, K)."""
+        return self.means @ self.means.T
+
+    def cluster_counts(
+        self, n: int, rng: np.random.Generator, counts: str = "fixed"
+    ) -> np.ndarray:
+        """Number of points per cluster: ``round(rho n)`` (largest remainder) or multinomial."""
+        check_choice("counts", counts, ("fixed", "random"))
+        if counts == "fixed":
+            return largest_remainder(self.rho, n)
+        return rng.multinomial(n, self.rho)
+
+    def sample(
+        self, n: int, rng: np.random.Generator, counts: str = "fixed"
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Draw ``n`` points ``x = mu_c + sqrt(sigma_c) * g`` in random order.
+
+        Returns
+        -------
+        X : ndarray (n, d)
+        cluster_ids : ndarray (n,) of int
+        """
+        n = check_int("n", n, low=1)
+        nc = self.cluster_counts(n, rng, counts)
+        cid = np.repeat(np.arange(self.n_clusters), nc)
+        cid = cid[rng.permutation(n)]
+        X = rng.standard_normal((n, self.d))
+        X *= np.sqrt(self.variances[cid])
+        X += self.means[cid]
+        return X, cid
+
+
+def _psd_sqrt(a: np.ndarray) -> np.ndarray:
+    """Symmetric square root of a positive semi-definite matrix."""
+    ev, vec = np.linalg.eigh(0.5 * (a + a.T))
+    return (vec * np.sqrt(np.clip(ev, 0.0, None))) @ vec.T
+
+
+def _psd_factor(a: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
+    """``A`` (K, r) with ``A A^T = a`` and ``r = rank(a)``."""
+    ev, vec = np.linalg.eigh(0.5 * (a + a.T))
+    keep = ev > rtol * max(1.0, float(np.abs(ev).max(initial=0.0)))
+    return vec[:, keep] * np.sqrt(ev[keep])
+
+
+def _haar_frame(d: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random ``d x k`` matrix with orthonormal columns."""
+    q, r = np.linalg.qr(rng.standard_normal((d, k)))
+    s = np.sign(np.diag(r))
+    s[s == 0] = 1.0
+    return q * s
+
+
+def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
+    """Draw one finite instance (means and diagonal covariances) of ``mixture`` at dimension ``d``.
+
+    * isotropic mixtures: ``mu = Theta^{1/2} O^T`` with ``O`` a random ``d x K`` frame, so
+      that ``mu_k . mu_k' = Theta_kk'`` exactly (DESIGN.md pitfall 8); needs ``d >= K``;
+    * empirical spectral laws (``mixture.mu`` given, J atoms): needs ``d == J``;
+      ``mu_k[i] = mu[i, k] / sqrt(d)``, ``Sigma_k = diag(sigma[:, k])``;
+    * block / parametric laws: atom ``j`` gets ``n_j`` directions (largest-remainder rounding
+      of ``weights * d``) with eigenvalues ``sigma[j]``; its rescaled mean components are
+      Gaussian with covariance ``theta[j]``, whitened so that their empirical second moment
+      is exactly ``theta[j]``, and ``mu_k[i] = z_ik / sqrt(d)``.
+
+    Parameters
+    ----------
+    mixture : Mixture
+    d : int
+        Input dimension.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    Instance
+
+    Warns
+    -----
+    FiniteSizeWarning
+        If an atom gets no direction at this ``d`` or fewer directions than the rank of its
+        ``theta[j]`` (then its second moment is not realised exactly).
+    """
+    if not isinstance(mixture, Mixture):
+        raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
+    d = check_int("d", d, low=1)
+    k = mixture.n_clusters
+    info: dict[str, Any] = {}
+    if mixture.kind == "isotropic":
+        if d < k:
+            raise ValueError(
+                f"d must be >= the number of clusters ({k}) to realise the Gram matrix of an "
+                f"isotropic mixture exactly; got d={d}"
+            )
+        means = _psd_sqrt(mixture.theta[0]) @ _haar_frame(d, k, rng).T
+        variances = np.repeat(mixture.sigma[0][:, None], d, axis=1)
+        info["directions"] = [d]
+    elif mixture.mu is not None:
+        j = mixture.n_atoms
+        if d != j:
+            raise ValueError(
+                f"this mixture is an empirical spectral law over {j} directions: d must equal "
+                f"{j}, got d={d}"
+            )
+        means = mixture.mu.T / np.sqrt(d)
+        variances = mixture.sigma.T.copy()
+        info["directions"] = [1] * j
+    else:
+        nj = largest_remainder(mixture.weights, d)
+        if np.any(nj == 0):
+            warnings.warn(
+                f"at d={d}, atoms {np.flatnonzero(nj == 0).tolist()} of the spectral law get no "
+                "direction (weights too small); the realised law differs from the mixture's",
+                FiniteSizeWarning,
+                stacklevel=2,
+            )
+        means = np.empty((k, d))
+        variances = np.empty((k, d))
+        start = 0
+        for jj, n_j in enumerate(nj.tolist()):
+            sl = slice(start, start + n_j)
+            start += n_j
+            variances[:, sl] = mixture.sigma[jj][:, None]
+            if n_j == 0:
+                continue
+            A = _psd_factor(mixture.theta[jj])
+            r = A.shape[1]
+            if r == 0:
+                means[:, sl] = 0.0
+                continue
+            G = rng.standard_normal((n_j, r))
+            if n_j >= r:
+                G = G @ _inv_sqrt(G.T @ G / n_j)
+            else:
+                warnings.warn(
+                    f"atom {jj} has {n_j} directions at d={d}, fewer than the rank {r} of its "
+                    "mean second moment: it is not realised exactly",
+                    FiniteSizeWarning,
+                    stacklevel=2,
+                )
+            means[:, sl] = (G @ A.T).T / np.sqrt(d)
+        info["directions"] = nj.tolist()
+    return Instance(
+        means=np.ascontiguousarray(means),
+        variances=np.ascontiguousarray(variances),
+        rho=mixture.rho.copy(),
+        labels=mixture.labels,
+        info=info,
+    )
+
+
+def _inv_sqrt(s: np.ndarray) -> np.ndarray:
+    ev, vec = np.linalg.eigh(0.5 * (s + s.T))
+    return (vec / np.sqrt(ev)) @ vec.T
+
+
+# ---------------------------------------------------------------------------- fitting
+def _as_labelmap(labels: Any) -> LabelMap:
+    if isinstance(labels, LabelMap):
+        return labels
+    arr = np.asarray(labels, dtype=float)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    return LabelMap(arr)
+
+
+def _check_loss_labels(loss: str, labels: LabelMap) -> None:
+    if loss in ("logistic", "hinge") and not labels.is_binary:
+        raise ValueError(
+            f"loss={loss!r} needs binary labels (+1/-1, L = 1); got {labels.kind} labels of "
+            f"dimension {labels.dim} — use loss='cross-entropy' for one-hot labels"
+        )
+    if loss == "cross-entropy" and not labels.is_onehot:
+        raise ValueError(
+            f"loss='cross-entropy' needs one-hot labels; got {labels.kind} labels of dimension "
+            f"{labels.dim} — use loss='logistic' for binary +-1 labels"
+        )
+
+
+def _ridge(Xs: np.ndarray, Y: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """Closed-form square loss + ``lam ||W||^2 / 2`` with an unpenalised intercept."""
+    n, d = Xs.shape
+    xbar = Xs.mean(axis=0)
+    ybar = Y.mean(axis=0)
+    Xc = Xs - xbar
+    Yc = Y - ybar
+    try:
+        if d <= n or lam == 0.0:
+            A = Xc.T @ Xc
+            A[np.diag_indices_from(A)] += lam
+            WT = linalg.solve(A, Xc.T @ Yc, assume_a="pos")
+        else:
+            G = Xc @ Xc.T
+            G[np.diag_indices_from(G)] += lam
+            WT = Xc.T @ linalg.solve(G, Yc, assume_a="pos")
+    except (linalg.LinAlgError, np.linalg.LinAlgError) as exc:
+        raise ValueError(
+            f"the ridge system is singular (lam={lam:g}, n={n}, d={d}); use lam > 0"
+        ) from exc
+    W = WT.T
+    return W, ybar - W @ xbar
+
+
+def _run_sklearn(est: Any, X: np.ndarray, y: np.ndarray, max_iter: int) -> tuple[bool, int]:
+    """Fit ``est`` and report ``(converged, n_iter)`` (scikit-learn's warnings are caught)."""
+    from sklearn.exceptions import ConvergenceWarning as SkConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SkConvergenceWarning)
+        est.fit(X, y)
+    n_iter = int(np.max(np.atleast_1d(getattr(est, "n_iter_", 0))))
+    warned = any(issubclass(w.category, SkConvergenceWarning) for w in caught)
+    for w in caught:
+        if not issubclass(w.category, SkConvergenceWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return (not warned) and n_iter < max_iter, n_iter
+
+
+def _fit_logistic(
+    Xs: np.ndarray,
+    target: np.ndarray,
+    lam: float,
+    penalty: str,
+    l1_ratio: float | None,
+    tol: float | None,
+    max_iter: int | None,
+    random_state: int | None,
+) -> tuple[np.ndarray, np.ndarray, dict]:
+    from sklearn.linear_model import LogisticRegression
+
+    params = conv.sklearn_logistic_params(lam, penalty, l1_ratio)
+    solver = params["solver"]
+    tol_v = _DEFAULT_TOL[solver] if tol is None else tol
+    mi = _DEFAULT_MAX_ITER[solver] if max_iter is None else max_iter
+    est = LogisticRegression(**params, tol=tol_v, max_iter=mi, random_state=random_state)
+    ok, n_iter = _run_sklearn(est, Xs, target, mi)
+    info = {"solver": solver, "converged": ok, "n_iter": n_iter}
+    if solver == "lbfgs" and ok:
+        # lbfgs often stops on its relative-decrease test (64 eps) with a gradient of ~1e-8;
+        # a warm-started Newton-CG pass (exact Newton directions, stops on max |gradient|
+        # <= tol) brings the stationarity residual down to the requested tolerance.
+        binary = est.coef_.shape[0] == 1
+        Yk = (2.0 * target - 1.0)[:, None] if binary else np.eye(est.coef_.shape[0])[target]
+        kind = "logistic" if binary else "cross-entropy"
+        if _kkt_residual(Xs, Yk, est.coef_, est.intercept_, kind, lam, "l2", 0.0) > tol_v:
+            est.set_params(solver="newton-cg", warm_start=True)
+            ok, extra = _run_sklearn(est, Xs, target, mi)
+            info.update(solver="lbfgs+newton-cg", converged=ok, n_iter=n_iter + extra)
+    return np.array(est.coef_, dtype=float), np.array(est.intercept_, dtype=float), info
+
+
+def _fit_hinge(
+    Xs: np.ndarray, y: np.ndarray, lam: float, tol: float | None
+) -> tuple[np.ndarray, np.ndarray, dict]:
+    from sklearn.svm import SVC
+
+    n = Xs.shape[0]
+    C = conv.svc_C(lam)
+    tol_v = _DEFAULT_TOL["libsvm"] if tol is None else tol
+    if n <= _SVC_PRECOMPUTED_MAX_N:
+        est = SVC(kernel="precomputed", C=C, tol=tol_v, max_iter=-1)
+        est.fit(Xs @ Xs.T, y)
+    else:
+        est = SVC(kernel="linear", C=C, tol=tol_v, max_iter=-1, cache_size=500)
+        est.fit(Xs, y)
+    # decision function: sum_i dual_coef_i K(x_i, x) + intercept, positive -> classes_[1] = +1
+    w = est.dual_coef_ @ Xs[est.support_]
+    b = np.array(est.intercept_, dtype=float)
+    ok = int(getattr(est, "fit_status_", 0)) == 0
+    n_iter = int(np.max(np.atleast_1d(getattr(est, "n_iter_", 0))))
+    return w, b, {"solver": "libsvm", "converged": ok, "n_iter": n_iter}
+
+
+def fit_erm(
+    X: np.ndarray,
+    labels: LabelMap | np.ndarray,
+    cluster_ids: np.ndarray,
+    loss: str,
+    penalty: str = "l2",
+    lam: float = 1.0,
+    l1_ratio: float | None = None,
+    *,
+    tol: float | None = None,
+    max_iter: int | None = None,
+    random_state: int | None = None,
+    return_info: bool = False,
+) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, dict]:
+    """Minimise eq. ERM exactly on a finite sample.
+
+    Parameters
+    ----------
+    X : ndarray (n, d)
+        Raw inputs; the fit uses the features ``X / sqrt(d)``.
+    labels : LabelMap or ndarray (K, L)
+        Label vector ``y_c`` of every cluster.
+    cluster_ids : ndarray (n,) of int
+        Cluster of every sample; its label is ``labels[cluster_ids]``.
+    loss : {'square', 'logistic', 'cross-entropy', 'hinge'}
+        ``||y - h||^2 / 2`` (any labels), ``log(1 + exp(-y h))`` (+-1 labels),
+        ``-y.h + logsumexp(h)`` (one-hot labels), ``max(0, 1 - y h)`` (+-1 labels).
+    penalty : {'l2', 'l1', 'elastic-net'}
+    lam : float
+        Penalty strength (``lam = 0`` only for the square loss with ridge and ``n > d + 1``).
+    l1_ratio : float, optional
+        Elastic-net mixing, ``r = l1_ratio ||W||_1 + (1 - l1_ratio) ||W||_F^2 / 2``.
+    tol, max_iter : optional
+        Solver tolerance and iteration cap (defaults: 1e-10 for lbfgs, saga and coordinate
+        descent, 1e-8 for libsvm).
+    random_state : int, optional
+        Seed of saga's sampling order.
+    return_info : bool
+        Also return a dict with ``solver``, ``converged``, ``n_iter``, ``kkt_residual``.
+
+    Returns
+    -------
+    W : ndarray (L, d)
+    b : ndarray (L,)
+        For one-hot cross-entropy the gauge is ``sum_k b_k = 0``; with ridge
+        ``sum_k W_k = 0`` holds at the minimiser.  Two-class cross-entropy is fitted as the
+        equivalent binary logistic problem
+        (:func:`gaussmix.conventions.twoclass_softmax_as_binary`) and returned as
+        ``W = [w/2, -w/2]``, ``b = [b/2, -b/2]``.
+    info : dict
+        Only with ``return_info=True``.
+
+    Warns
+    -----
+    ERMConvergenceWarning
+        If the solver stopped before reaching its tolerance.
+
+    Notes
+    -----
+    Solvers: square + ridge in closed form (primal or dual, whichever is smaller); square +
+    lasso / elastic net by coordinate descent (``Lasso`` / ``ElasticNet`` applied to every
+    output, the penalty being separable); logistic and cross-entropy by lbfgs (ridge; followed
+    by a warm-started Newton-CG pass when lbfgs stops on its relative-decrease test before the
+    gradient reaches ``tol``) or saga (lasso, elastic net), multinomial for three or more
+    classes; hinge + ridge by libsvm (dual coordinate descent to ``tol``, unpenalised bias).
+    ``info['kkt_residual']`` is the largest violation of the stationarity conditions of
+    eq. ERM divided by ``n`` (NaN for the hinge loss).
+    """
+    check_choice("loss", loss, LOSSES)
+    pen, r = conv.normalise_penalty(penalty, l1_ratio)
+    l1r = r if pen == "elastic-net" else None
+    lm = _as_labelmap(labels)
+    _check_loss_labels(loss, lm)
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise ValueError(f"X must have shape (n, d), got {X.shape}")
+    n, d = X.shape
+    cid = np.asarray(cluster_ids)
+    if cid.shape != (n,) or not np.issubdtype(cid.dtype, np.integer):
+        raise ValueError(f"cluster_ids must be {n} integers, got shape {cid.shape}")
+    if cid.min() < 0 or cid.max() >= lm.n_clusters:
+        raise ValueError(f"cluster_ids must lie in 0..{lm.n_clusters - 1}")
+    lam_v = check_real("lam", lam, low=0.0)
+    if lam_v == 0.0 and not (loss == "square" and pen == "l2" and n > d + 1):
+        raise ValueError(
+            f"lam=0 needs loss='square', penalty='l2' and n > d + 1 (got loss={loss!r}, "
+            f"penalty={pen!r}, n={n}, d={d}); use lam > 0"
+        )
+    if loss == "hinge" and pen != "l2":
+        raise ValueError(
+            f"penalty={penalty!r} with loss='hinge' has no exact solver here; use penalty='l2'"
+        )
+    Y = lm.labels[cid]
+    Xs = np.ascontiguousarray(X / np.sqrt(d))
+    L = lm.dim
+
+    if loss == "square" and pen == "l2":
+        W, b = _ridge(Xs, Y, lam_v)
+        info = {"solver": "closed-form", "converged": True, "n_iter": 0}
+    elif loss == "square":
+        from sklearn.linear_model import ElasticNet, Lasso
+
+        params = conv.sklearn_elasticnet_params(lam_v, n, pen, l1r)
+        tol_v = _DEFAULT_TOL["cd"] if tol is None else tol
+        mi = _DEFAULT_MAX_ITER["cd"] if max_iter is None else max_iter
+        if pen == "l1":
+            est = Lasso(alpha=params["alpha"], tol=tol_v, max_iter=mi)
+        else:
+            est = ElasticNet(**params, tol=tol_v, max_iter=mi)
+        ok, n_iter = _run_sklearn(est, Xs, Y, mi)
+        W = np.array(est.coef_, dtype=float).reshape(L, d)
+        b = np.array(est.intercept_, dtype=float).reshape(L)
+        info = {"solver": "coordinate-descent", "converged": ok, "n_iter": n_iter}
+    elif loss == "logistic":
+        W, b, info = _fit_logistic(
+            Xs, (Y[:, 0] > 0).astype(int), lam_v, pen, l1r, tol, max_iter, random_state
+        )
+    elif loss == "cross-entropy":
+        t = np.argmax(Y, axis=1)
+        present = np.bincount(t, minlength=L)
+        if np.any(present == 0):
+            raise ValueError(
+                f"classes {np.flatnonzero(present == 0).tolist()} have no training point; "
+                "increase n (alpha * d)"
+            )
+        if L == 2:
+            lam_b, pen_b, l1r_b = conv.twoclass_softmax_as_binary(lam_v, pen, l1r)
+            w, bb, info = _fit_logistic(
+                Xs, (t == 0).astype(int), lam_b, pen_b, l1r_b, tol, max_iter, random_state
+            )
+            W = np.vstack([w / 2.0, -w / 2.0])
+            b = np.array([bb[0] / 2.0, -bb[0] / 2.0])
+        else:
+            W, b, info = _fit_logistic(Xs, t, lam_v, pen, l1r, tol, max_iter, random_state)
+            b = b - b.mean()
+    else:  # hinge
+        W, b, info = _fit_hinge(Xs, Y[:, 0], lam_v, tol)
+
+    W = np.ascontiguousarray(W.reshape(L, d))
+    b = np.asarray(b, dtype=float).reshape(L)
+    info["kkt_residual"] = _kkt_residual(Xs, Y, W, b, loss, lam_v, pen, r)
+    if not info["converged"]:
+        warnings.warn(
+            f"{info['solver']} did not reach its tolerance for loss={loss!r}, penalty={pen!r}, "
+            f"lam={lam_v:g} after {info['n_iter']} iterations (KKT residual "
+            f"{info['kkt_residual']:.2e})",
+            ERMConvergenceWarning,
+            stacklevel=2,
+        )
+    if return_info:
+        return W, b, info
+    return W, b
+
+
+def _kkt_residual(
+    Xs: np.ndarray,
+    Y: np.ndarray,
+    W: np.ndarray,
+    b: np.ndarray,
+    loss: str,
+    lam: float,
+    penalty: str,
+    l1_ratio: float,
+) -> float:
+    """Largest violation of the stationarity conditions of eq. ERM divided by ``n``.
+
+    Smooth part ``G = sum_nu grad loss x_nu^T / sqrt(d) + lam (1 - l1_ratio) W``; the ``l1``
+    part contributes the minimum-norm subgradient.  NaN for the (non-smooth) hinge loss.
+    """
+    if loss == "hinge":
+        return float("nan")
+    n = Xs.shape[0]
+    h = Xs @ W.T + b
+    g = get_loss(loss).grad(Y, h)
+    gW = g.T @ Xs + lam * (1.0 - l1_ratio) * W
+    gb = g.sum(axis=0)
+    lam1 = lam * l1_ratio
+    if lam1 > 0:
+        gW = np.where(
+            W != 0, gW + lam1 * np.sign(W), np.sign(gW) * np.maximum(np.abs(gW) - lam1, 0.0)
+        )
+    return float(max(np.abs(gW).max(initial=0.0), np.abs(gb).max(initial=0.0)) / n)
+
+
+# ---------------------------------------------------------------------------- observables
+def overlaps(
+    instance: Instance, W: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Overlaps of Theorem 1 measured on an instance.
+
+    Returns
+    -------
+    Q : ndarray (K, L, L)
+        ``Q_c = W Sigma_c W^T / d``.
+    M : ndarray (K, L)
+        ``M_c = W mu_c / sqrt(d)``.
+    b : ndarray (L,)
+    """
+    W = np.atleast_2d(np.asarray(W, dtype=float))
+    d = instance.d
+    Q = np.einsum("li,ki,mi->klm", W, instance.variances, W) / d
+    M = instance.means @ W.T / np.sqrt(d)
+    return Q, M, np.asarray(b, dtype=float).reshape(W.shape[0])
+
+
+def _decision_constraints(labels: LabelMap, c: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(D, t)``: ``h`` is classified as cluster ``c``'s class iff ``D h < t``.
+
+    Nearest distinct label vector: ``|h - y_a|^2 > |h - y_c|^2`` for every other class ``a``,
+    i.e. ``(y_a - y_c).h < (|y_a|^2 - |y_c|^2) / 2``.
+    """
+    classes = labels.classes
+    ci = labels.cluster_class[c]
+    others = np.array([a for a in range(classes.shape[0]) if a != ci])
+    D = classes[others] - classes[ci]
+    t = 0.5 * (np.sum(classes[others] ** 2, axis=1) - np.sum(classes[ci] ** 2))
+    return D, t
+
+
+def _orthant(mean: np.ndarray, cov: np.ndarray) -> tuple[float, float]:
+    """``P[Z <= 0]`` for ``Z ~ N(mean, cov)`` by :func:`gaussmix.orthant.orthant_probability`."""
+    from .orthant import orthant_probability
+
+    p, err = orthant_probability(mean, cov)
+    return float(p), float(err)
+
+
+def exact_test_error(
+    instance: Instance, W: np.ndarray, b: np.ndarray
+) -> tuple[float, np.ndarray, float]:
+    """Population misclassification rate of ``(W, b)`` (Theorem 2, eq. errors, ``epsilon_g``).
+
+    For cluster ``c``, ``h = W x / sqrt(d) + b ~ N(M_c + b, Q_c)``; the point is correctly
+    classified iff ``D_c h < t_c`` (nearest distinct label vector), a Gaussian orthant
+    probability evaluated by :func:`gaussmix.orthant.orthant_probability`.
+
+    Returns
+    -------
+    test_error : float
+        ``1 - sum_c rho_c P[correct | c]``.
+    correct : ndarray (K,)
+        ``P[correct | c]``.
+    integration_error : float
+        ``sum_c rho_c`` times the orthant routine's error estimates.
+    """
+    Q, M, bb = overlaps(instance, W, b)
+    K = instance.n_clusters
+    correct = np.empty(K)
+    err = 0.0
+    for c in range(K):
+        D, t = _decision_constraints(instance.labels, c)
+        mean = D @ (M[c] + bb) - t
+        cov = D @ Q[c] @ D.T
+        correct[c], e = _orthant(mean, 0.5 * (cov + cov.T))
+        err += instance.rho[c] * e
+    return float(1.0 - instance.rho @ correct), correct, float(err)
+
+
+def _predict_class(labels: LabelMap, h: np.ndarray) -> np.ndarray:
+    """Index (into ``labels.classes``) of the nearest distinct label vector."""
+    classes = labels.classes
+    score = h @ classes.T - 0.5 * np.sum(classes**2, axis=1)
+    return np.argmax(score, axis=1)
+
+
+def monte_carlo_test_error(
+    instance: Instance,
+    W: np.ndarray,
+    b: np.ndarray,
+    n_test: int,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
+    """Misclassification rate on ``n_test`` fresh i.i.d. samples, with its standard error."""
+    n_test = check_int("test_samples", n_test, low=1)
+    W = np.atleast_2d(W)
+    wrong = 0
+    done = 0
+    while done < n_test:
+        m = min(_MC_CHUNK, n_test - done)
+        X, cid = instance.sample(m, rng, counts="random")
+        h = X @ W.T / np.sqrt(instance.d) + b
+        wrong += int(
+            np.sum(_predict_class(instance.labels, h) != instance.labels.cluster_class[cid])
+        )
+        done += m
+    p = wrong / n_test
+    return p, float(np.sqrt(max(p * (1.0 - p), 1.0 / n_test) / n_test))
+
+
+def observables(
+    instance: Instance,
+    X: np.ndarray,
+    cluster_ids: np.ndarray,
+    W: np.ndarray,
+    b: np.ndarray,
+    loss: str,
+) -> dict[str, Any]:
+    """Training loss, training error, exact test error and overlaps of a fitted ``(W, b)``.
+
+    Returns a dict with ``train_loss`` (mean loss over the training points), ``train_error``
+    and ``test_error`` (Theorem 2, eq. errors), ``integration_error``, ``Q``, ``M``, ``b``.
+    """
+    check_choice("loss", loss, LOSSES)
+    W = np.atleast_2d(np.asarray(W, dtype=float))
+    b = np.asarray(b, dtype=float).reshape(W.shape[0])
+    lm = instance.labels
+    h = X @ W.T / np.sqrt(instance.d) + b
+    Y = lm.labels[cluster_ids]
+    train_loss = float(np.mean(get_loss(loss).value(Y, h)))
+    train_error = float(np.mean(_predict_class(lm, h) != lm.cluster_class[cluster_ids]))
+    test_error, _, ierr = exact_test_error(instance, W, b)
+    Q, M, bb = overlaps(instance, W, b)
+    return {
+        "test_error": test_error,
+        "train_error": train_error,
+        "train_loss": train_loss,
+        "integration_error": ierr,
+        "Q": Q,
+        "M": M,
+        "b": bb,
+    }
+
+
+# ---------------------------------------------------------------------------- driver
+@dataclass(eq=False)
+class SimulationResult:
+    """Finite-size observables averaged over independent seeds.
+
+    Attributes
+    ----------
+    per_seed : pandas.DataFrame
+        One row per seed: ``seed``, ``test_error``, ``train_error``, ``train_loss``,
+        ``nonzero_fraction`` (lasso / elastic net only), ``test_error_mc`` and
+        ``test_error_mc_se`` (with ``test_samples``), ``converged``, ``n_iter``,
+        ``kkt_residual``, ``integration_error``.
+    mean, se : dict
+        Mean and standard error (``std(ddof=1) / sqrt(seeds)``; NaN for one seed) of the
+        numeric per-seed observables.
+    Q, Q_se : ndarray (K, L, L)
+    M, M_se : ndarray (K, L)
+    b, b_se : ndarray (L,)
+        Mean overlaps ``Q_c = W Sigma_c W^T / d``, ``M_c = W mu_c / sqrt(d)`` and bias, with
+        their standard errors.
+    params : dict
+        The arguments of :func:`simulate` and ``n``.
+    """
+
+    per_seed: pd.DataFrame
+    mean: dict
+    se: dict
+    Q: np.ndarray
+    Q_se: np.ndarray
+    M: np.ndarray
+    M_se: np.ndarray
+    b: np.ndarray
+    b_se: np.ndarray
+    params: dict
+
+    @property
+    def converged(self) -> bool:
+        """Whether every seed's solver reached its tolerance."""
+        return bool(self.per_seed["converged"].all())
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly summary with the keys of the fixed-point result's ``to_dict``."""
+
+        def num(x: Any) -> float | None:
+            x = float(x)
+            return None if np.isnan(x) else x
+
+        return {
+            "test_error": num(self.mean["test_error"]),
+            "train_error": num(self.mean["train_error"]),
+            "train_loss": num(self.mean["train_loss"]),
+            "test_error_se": num(self.se["test_error"]),
+            "train_error_se": num(self.se["train_error"]),
+            "train_loss_se": num(self.se["train_loss"]),
+            "Q": self.Q.tolist(),
+            "M": self.M.tolist(),
+            "b": self.b.tolist(),
+            "V": None,
+            "converged": self.converged,
+            "n_iter": None,
+            "integration_error": float(self.per_seed["integration_error"].max()),
+            "d": int(self.params["d"]),
+            "seeds": int(self.params["seeds"]),
+        }
+
+
+def _one_seed(
+    mixture: Mixture,
+    seq: np.random.SeedSequence,
+    *,
+    loss: str,
+    lam: float,
+    n: int,
+    d: int,
+    penalty: str,
+    l1_ratio: float | None,
+    counts: str,
+    test_samples: int | None,
+    tol: float | None,
+    max_iter: int | None,
+) -> dict[str, Any]:
+    rng = np.random.default_rng(seq)
+    inst = realise(mixture, d, rng)
+    X, cid = inst.sample(n, rng, counts)
+    random_state = int(rng.integers(2**31 - 1))
+    W, b, info = fit_erm(
+        X,
+        inst.labels,
+        cid,
+        loss,
+        penalty,
+        lam,
+        l1_ratio,
+        tol=tol,
+        max_iter=max_iter,
+        random_state=random_state,
+        return_info=True,
+    )
+    obs = observables(inst, X, cid, W, b, loss)
+    obs.update(
+        converged=bool(info["converged"]),
+        n_iter=int(info["n_iter"]),
+        kkt_residual=float(info["kkt_residual"]),
+    )
+    if penalty != "l2":
+        obs["nonzero_fraction"] = float(np.mean(W != 0.0))
+    if test_samples is not None:
+        obs["test_error_mc"], obs["test_error_mc_se"] = monte_carlo_test_error(
+            inst, W, b, test_samples, rng
+        )
+    return obs
+
+
+def _validate(
+    mixture: Any,
+    loss: Any,
+    lam: Any,
+    alpha: Any,
+    d: Any,
+    seeds: Any,
+    seed: Any,
+    penalty: Any,
+    l1_ratio: Any,
+    counts: Any,
+    n_jobs: Any,
+    test_samples: Any,
+) -> dict[str, Any]:
+    if not isinstance(mixture, Mixture):
+        raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
+    check_choice("loss", loss, LOSSES)
+    pen, r = conv.normalise_penalty(penalty, l1_ratio)
+    lam_v = check_real("lam", lam, low=0.0)
+    alpha_v = check_real("alpha", alpha, low=0.0, low_open=True)
+    d_v = check_int("d", d, low=1)
+    seeds_v = check_int("seeds", seeds, low=1)
+    seed_v = check_int("seed", seed, low=0)
+    check_choice("counts", counts, ("fixed", "random"))
+    n_jobs_v = check_int("n_jobs", n_jobs)
+    if n_jobs_v == 0:
+        raise ValueError("n_jobs must be a non-zero integer (joblib convention), got 0")
+    if test_samples is not None:
+        test_samples = check_int("test_samples", test_samples, low=1)
+    _check_loss_labels(loss, mixture.labels)
+    if loss == "hinge" and pen != "l2":
+        raise ValueError(
+            f"penalty={penalty!r} with loss='hinge' has no exact solver here; use penalty='l2'"
+        )
+    n = int(np.floor(alpha_v * d_v + 0.5))
+    if n < 2:
+        raise ValueError(
+            f"alpha * d must give at least 2 samples, got n = round({alpha_v * d_v:g})"
+        )
+    if lam_v == 0.0 and not (loss == "square" and pen == "l2" and n > d_v + 1):
+        raise ValueError(
+            f"lam=0 is only valid for loss='square' with penalty='l2' and alpha * d > d + 1 "
+            f"(got loss={loss!r}, penalty={pen!r}, n={n}, d={d_v}); use lam > 0"
+        )
+    return {
+        "loss": loss,
+        "lam": lam_v,
+        "alpha": alpha_v,
+        "d": d_v,
+        "n": n,
+        "seeds": seeds_v,
+        "seed": seed_v,
+        "penalty": pen,
+        "l1_ratio": r if pen == "elastic-net" else None,
+        "counts": counts,
+        "n_jobs": n_jobs_v,
+        "test_samples": test_samples,
+    }
+
+
+def simulate(
+    mixture: Mixture,
+    *,
+    loss: str,
+    lam: float,
+    alpha: float,
+    d: int,
+    seeds: int = 5,
+    seed: int = 0,
+    penalty: str = "l2",
+    l1_ratio: float | None = None,
+    counts: str = "fixed",
+    n_jobs: int = 1,
+    progress: bool = False,
+    test_samples: int | None = None,
+    tol: float | None = None,
+    max_iter: int | None = None,
+) -> SimulationResult:
+    """Finite-size ERM (eq. ERM) on ``seeds`` independent instances of ``mixture``.
+
+    Each seed realises the mixture at dimension ``d`` (:func:`realise`), draws
+    ``n = round(alpha d)`` training points, minimises eq. ERM exactly (:func:`fit_erm`) and
+    measures the observables of Theorem 2 (eq. errors) — the test error exactly, as an
+    orthant probability — and the overlaps ``Q_c, M_c, b``.
+
+    Parameters
+    ----------
+    mixture : Mixture
+    loss : {'square', 'logistic', 'cross-entropy', 'hinge'}
+        ``logistic`` and ``hinge`` need binary +-1 labels, ``cross-entropy`` one-hot labels.
+    lam : float
+        Penalty strength, ``>= 0`` (0 only for square loss + ridge with ``alpha d > d + 1``).
+    alpha : float
+        Sample complexity ``n / d > 0``.
+    d : int
+        Input dimension.
+    seeds : int
+        Number of independent instances (standard errors need ``seeds >= 2``; NaN otherwise).
+    seed : int
+        Root of ``numpy.random.SeedSequence(seed).spawn(seeds)``: results are reproducible
+        bit for bit.
+    penalty : {'l2', 'l1', 'elastic-net'}
+    l1_ratio : float, optional
+        Elastic-net mixing in ``[0, 1]`` (elastic net only).
+    counts : {'fixed', 'random'}
+        Cluster counts ``round(rho n)`` (largest remainder, default) or multinomial.
+    n_jobs : int
+        joblib workers over seeds (1: serial).
+    progress : bool
+        Show a tqdm progress bar over seeds.
+    test_samples : int, optional
+        Also estimate the test error on this many fresh samples (Monte-Carlo cross-check).
+    tol, max_iter : optional
+        Passed to :func:`fit_erm`.
+
+    Returns
+    -------
+    SimulationResult
+
+    Raises
+    ------
+    TypeError, ValueError
+        Invalid arguments (the message names the argument).
+    """
+    p = _validate(
+        mixture,
+        loss,
+        lam,
+        alpha,
+        d,
+        seeds,
+        seed,
+        penalty,
+        l1_ratio,
+        counts,
+        n_jobs,
+        test_samples,
+    )
+    if not isinstance(progress, bool):
+        raise TypeError(f"progress must be a bool, got {progress!r}")
+    children = np.random.SeedSequence(p["seed"]).spawn(p["seeds"])
+    kw = {
+        "loss": p["loss"],
+        "lam": p["lam"],
+        "n": p["n"],
+        "d": p["d"],
+        "penalty": p["penalty"],
+        "l1_ratio": p["l1_ratio"],
+        "counts": p["counts"],
+        "test_samples": p["test_samples"],
+        "tol": tol,
+        "max_iter": max_iter,
+    }
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=p["seeds"], desc=f"simulate d={p['d']}", unit="seed")
+    try:
+        if p["n_jobs"] == 1:
+            results = []
+            for child in children:
+                results.append(_one_seed(mixture, child, **kw))
+                if bar is not None:
+                    bar.update()
+        else:
+            from joblib import Parallel, delayed
+
+            gen = Parallel(n_jobs=p["n_jobs"], return_as="generator")(
+                delayed(_one_seed)(mixture, child, **kw) for child in children
+            )
+            results = []
+            for res in gen:
+                results.append(res)
+                if bar is not None:
+                    bar.update()
+    finally:
+        if bar is not None:
+            bar.close()
+    return _aggregate(results, p)
+
+
+def _aggregate(results: list[dict[str, Any]], params: dict[str, Any]) -> SimulationResult:
+    s = len(results)
+    scalar = [key for key in results[0] if key not in ("Q", "M", "b")]
+    df = pd.DataFrame([{k: r[k] for k in scalar} for r in results])
+    df.insert(0, "seed", np.arange(s))
+    numeric = [c for c in df.columns if c not in ("seed", "converged")]
+    mean = {c: float(df[c].mean()) for c in numeric}
+    if s >= 2:
+        se = {c: float(df[c].std(ddof=1) / np.sqrt(s)) for c in numeric}
+    else:
+        se = {c: float("nan") for c in numeric}
+
+    def stats(key: str) -> tuple[np.ndarray, np.ndarray]:
+        arr = np.stack([r[key] for r in results])
+        m = arr.mean(axis=0)
+        e = arr.std(axis=0, ddof=1) / np.sqrt(s) if s >= 2 else np.full_like(m, np.nan)
+        return m, e
+
+    Q, Q_se = stats("Q")
+    M, M_se = stats("M")
+    b, b_se = stats("b")
+    if not bool(df["converged"].all()):
+        warnings.warn(
+            f"{int((~df['converged']).sum())} of {s} seeds did not reach the solver tolerance",
+            ERMConvergenceWarning,
+            stacklevel=3,
+        )
+    return SimulationResult(
+        per_seed=df,
+        mean=mean,
+        se=se,
+        Q=Q,
+        Q_se=Q_se,
+        M=M,
+        M_se=M_se,
+        b=b,
+        b_se=b_se,
+        params=dict(params),
+    )
