@@ -1,0 +1,139 @@
+"""Bad input fails at the door with a message naming the argument (API); fuzzed with
+hypothesis so that no input produces a traceback from deep inside numpy or a wrong number."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import gaussmix as gm
+
+BIN = dict(means="antipodal", labels="binary")
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(delta=-0.5, **BIN), "delta"),
+        (dict(delta=float("nan"), **BIN), "delta"),
+        (dict(delta=float("inf"), **BIN), "delta"),
+        (dict(delta=[0.5, -1.0], **BIN), "delta"),
+        (dict(delta=0.5, rho=[0.5, 0.6], **BIN), "rho"),
+        (dict(delta=0.5, rho=[1.2, -0.2], **BIN), "rho"),
+        (dict(delta=0.5, rho=[0.2, 0.3, 0.5], **BIN), "antipodal|disagree|rho"),
+        (dict(delta=[0.5, 0.5, 0.5], **BIN), "antipodal|disagree|delta"),
+        (dict(delta=0.5, means="pentagon", n_clusters=3), "means"),
+        (dict(delta=0.5, means="antipodal", n_clusters=3), "antipodal"),
+        (dict(delta=0.5, means=np.eye(3), n_clusters=2), "disagree|means"),
+        (dict(delta=0.5, means=[[1.0, 2.0], [2.0, 1.0]], labels="binary"), "semi-definite"),
+        (dict(delta=0.5, labels="binary", n_clusters=3), "binary"),
+        (dict(delta=0.5, labels="twohot", n_clusters=3), "labels"),
+        (dict(delta=0.5, n_clusters=1), "n_clusters"),
+    ],
+)
+def test_mixture_rejects_bad_input(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        gm.Mixture.isotropic(**kwargs)
+
+
+def test_block_rejects_bad_input():
+    with pytest.raises(ValueError, match="fractions"):
+        gm.Mixture.block([0.5, 0.6], [1.0, 2.0])
+    with pytest.raises(ValueError, match="deltas"):
+        gm.Mixture.block([0.5, 0.5], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="deltas"):
+        gm.Mixture.block([0.5, 0.5], [1.0, -2.0])
+
+
+MIX2 = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+MIX3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+
+
+@pytest.mark.parametrize(
+    "mix,kwargs,match",
+    [
+        (MIX2, dict(loss="logistic", lam=0.1, alpha=0.0), "alpha"),
+        (MIX2, dict(loss="logistic", lam=0.1, alpha=-1.0), "alpha"),
+        (MIX2, dict(loss="logistic", lam=-0.1, alpha=1.0), "lam"),
+        (MIX2, dict(loss="logistic", lam=float("nan"), alpha=1.0), "lam"),
+        (MIX2, dict(loss="logistic", lam=0.0, alpha=1.0), "lam=0"),
+        (MIX2, dict(loss="hinge", lam=0.0, alpha=3.0), "lam=0"),
+        (MIX2, dict(loss="square", lam=0.0, alpha=0.5), "lam=0"),
+        (MIX3, dict(loss="logistic", lam=0.1, alpha=1.0), "binary labels"),
+        (MIX3, dict(loss="hinge", lam=0.1, alpha=1.0), "binary labels"),
+        (MIX2, dict(loss="cross-entropy", lam=0.1, alpha=1.0), "one-hot"),
+        (MIX2, dict(loss="exponential", lam=0.1, alpha=1.0), "loss"),
+        (MIX2, dict(loss="logistic", lam=0.1, alpha=1.0, penalty="l3"), "penalty"),
+        (MIX2, dict(loss="logistic", lam="0.1", alpha=1.0), "lam"),
+        (MIX2, dict(loss="logistic", lam=0.1, alpha=1.0, tol=0.0), "tol"),
+        (MIX2, dict(loss="logistic", lam=0.1, alpha=1.0, max_iter=1e4), "max_iter"),
+        (MIX2, dict(loss="logistic", lam=0.1, alpha=1.0, quadrature=gm.GaussHermite(8, 2)), "dim"),
+        ("mix", dict(loss="logistic", lam=0.1, alpha=1.0), "Mixture"),
+    ],
+)
+def test_solve_rejects_bad_input(mix, kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        gm.solve(mix, **kwargs)
+
+
+def test_square_loss_at_lambda_zero_is_allowed_above_alpha_one():
+    r = gm.solve(MIX2, "square", lam=0.0, alpha=3.0)
+    assert r.converged and 0 < r.test_error < 0.5
+
+
+finite = st.floats(allow_nan=True, allow_infinity=True, width=64)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(
+    delta=st.one_of(finite, st.lists(finite, min_size=1, max_size=4)),
+    rho=st.one_of(st.none(), st.lists(finite, min_size=1, max_size=4)),
+    lam=st.one_of(finite, st.integers(-3, 3), st.text(max_size=3)),
+    alpha=st.one_of(finite, st.integers(-3, 3)),
+    loss=st.sampled_from(["square", "logistic", "cross-entropy", "hinge", "bogus"]),
+    labels=st.sampled_from(["onehot", "binary", "x"]),
+    means=st.sampled_from(["simplex", "gaussian", "antipodal", "y"]),
+    k=st.integers(-1, 4),
+)
+def test_fuzz_api_either_clear_error_or_valid_result(
+    delta, rho, lam, alpha, loss, labels, means, k
+):
+    try:
+        mix = gm.Mixture.isotropic(delta, means, n_clusters=k, rho=rho, labels=labels)
+        res = gm.solve(mix, loss, lam=lam, alpha=alpha, max_iter=500)
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        assert msg and "\n" not in msg
+        names = (
+            "delta",
+            "rho",
+            "lam",
+            "alpha",
+            "loss",
+            "labels",
+            "means",
+            "n_clusters",
+            "cluster",
+            "disagree",
+            "mixture",
+            "penalty",
+        )
+        assert any(n in msg for n in names), msg
+        return
+    except gm.ConvergenceError as exc:
+        assert exc.result is not None and not exc.result.converged
+        return
+    assert res.converged
+    for key in ("test_error", "train_error"):
+        v = getattr(res, key)
+        assert math.isfinite(v) and -1e-12 <= v <= 1 + 1e-12
+    assert math.isfinite(res.train_loss) and res.train_loss >= 0
