@@ -79,11 +79,13 @@ def _curve(
     solve_kw: dict,
 ) -> list[FixedPointResult | None]:
     results: list[FixedPointResult | None] = []
-    prev: FixedPointResult | None = None
+    done: list[tuple[float, FixedPointResult]] = []  # (curve parameter, result)
+    last: Exception | None = None
     for lam, alpha in tqdm(points, desc=desc, disable=not progress, leave=False):
         problem = make_problem(mixture, loss, lam=lam, alpha=alpha, penalty=penalty)
+        param = alpha if desc == "alpha" else np.log(max(lam, 1e-300))
         res: FixedPointResult | None = None
-        for init in (prev, None) if prev is not None else (None,):
+        for init in _warm_starts(done, param):
             try:
                 res = solve_problem(problem, init=init, throw=True, **solve_kw)
                 break
@@ -97,9 +99,28 @@ def _curve(
                 stacklevel=3,
             )
         else:
-            prev = res
+            done.append((param, res))
         results.append(res)
     return results
+
+
+def _warm_starts(done: list, param: float) -> list:
+    """Initial points to try, best first: a secant predictor through the last two points of
+    the curve, the last point, a cold start."""
+    starts: list = []
+    if len(done) >= 2 and done[-1][0] != done[-2][0]:
+        (p1, r1), (p2, r2) = done[-2], done[-1]
+        s = (param - p2) / (p2 - p1)
+        starts.append(
+            {
+                k: getattr(r2, k) + s * (getattr(r2, k) - getattr(r1, k))
+                for k in ("Q", "M", "V", "b")
+            }
+        )
+    if done:
+        starts.append(done[-1][1])
+    starts.append(None)
+    return starts
 
 
 def learning_curve(

@@ -169,13 +169,13 @@ def _wedge_probability(
         return (h + loss.grad(y, h) @ V.T - m) @ Linv.T
 
     def flux(u: np.ndarray) -> tuple[float, float]:
-        s0 = np.linspace(0.0, _WEDGE_S1, 4097)
+        s0 = np.linspace(0.0, _WEDGE_S1, 2049)
         z0 = z_of(s0, u)
         seg = np.linalg.norm(np.diff(z0, axis=0), axis=1)
         rmin = np.minimum(np.linalg.norm(z0[:-1], axis=1), np.linalg.norm(z0[1:], axis=1))
         mu = np.concatenate([[0.0], np.cumsum(seg / (rmin + 0.05))])
         out = []
-        for per_panel, nodes in ((0.1, 10), (0.2, 6)):
+        for per_panel, nodes in ((0.25, 10), (0.5, 6)):
             n_pan = int(np.clip(np.ceil(mu[-1] / per_panel), 16, 4000))
             edges = np.interp(np.linspace(0.0, mu[-1], n_pan + 1), mu, s0)
             edges = np.unique(edges)

@@ -195,16 +195,21 @@ def _initial_state(problem: Problem) -> np.ndarray:
     return _pack(pr.Q, pr.M, pr.V, ybar)
 
 
-def _state_from_result(problem: Problem, res: FixedPointResult) -> np.ndarray | None:
+def _state_from_result(problem: Problem, res: FixedPointResult | dict) -> np.ndarray | None:
+    """Effective-space state vector from a result (or a dict with full-space Q, M, V, b)."""
     P = problem.P
+    get = res.get if isinstance(res, dict) else lambda k: getattr(res, k)
     try:
-        Q = P @ res.Q @ P.T
-        V = P @ res.V @ P.T
-        M = res.M @ P.T
-        b = res.b @ P.T
-    except ValueError:
+        Q = P @ np.asarray(get("Q")) @ P.T
+        V = P @ np.asarray(get("V")) @ P.T
+        M = np.asarray(get("M")) @ P.T
+        b = np.asarray(get("b")) @ P.T
+    except (ValueError, TypeError, KeyError, AttributeError):
         return None
-    if Q.shape != (problem.n_clusters, problem.dim, problem.dim):
+    if Q.shape != (problem.n_clusters, problem.dim, problem.dim) or M.shape != (
+        problem.n_clusters,
+        problem.dim,
+    ):
         return None
     return _pack(Q, M, V, b)
 
@@ -328,7 +333,7 @@ def solve_problem(
     tol: float = 1e-8,
     max_iter: int = 3000,
     quadrature: GaussHermite | None = None,
-    init: FixedPointResult | None = None,
+    init: FixedPointResult | dict | None = None,
     anderson: int = 6,
     damping: float = 1.0,
     estimate_error: bool = True,
@@ -481,8 +486,9 @@ def solve(
     quadrature : GaussHermite, optional
         Rule for the channel expectations (default by output dimension, see
         :func:`gaussmix.quadrature.default_rule`).
-    init : FixedPointResult, optional
-        Warm start (e.g. the previous point of a curve).
+    init : FixedPointResult or dict, optional
+        Warm start (e.g. the previous point of a curve), or a dict of full-space ``Q``,
+        ``M``, ``V``, ``b`` (e.g. a predictor extrapolated along a curve).
     anderson : int
         Anderson memory (0: damped plain iteration).
     damping : float

@@ -1,0 +1,201 @@
+"""Publication-ready figures of learning curves (matplotlib, no display needed).
+
+Figures are built with the object-oriented API on an Agg canvas
+(:class:`matplotlib.figure.Figure` + ``FigureCanvasAgg``): nothing here selects a global
+backend or touches ``pyplot``, so the module works headless and does not disturb an
+interactive session.  Pass ``ax=`` to draw into an axes of your own figure instead.
+
+Theory curves are lines; simulations (a DataFrame with columns ``x``, ``<y>`` and
+``<y>_se``) are dots with error bars in the colour of the matching theory line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+__all__ = ["plot_learning_curve", "plot_lambda_curve", "save_figure", "new_axes"]
+
+#: axis labels of known columns
+AXIS_LABELS = {
+    "alpha": r"$\alpha = n/d$",
+    "lam": r"$\lambda$",
+    "lambda": r"$\lambda$",
+}
+#: legend names of known columns
+SERIES_LABELS = {
+    "test_error": "test error",
+    "train_error": "train error",
+    "train_loss": "train loss",
+    "free_energy": "free energy",
+    "penalty_value": "penalty",
+}
+#: style applied to figures created here
+STYLE = {
+    "font.size": 9.0,
+    "axes.labelsize": 10.0,
+    "axes.titlesize": 10.0,
+    "legend.fontsize": 8.0,
+    "legend.frameon": False,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "lines.linewidth": 1.6,
+    "lines.markersize": 4.0,
+    "errorbar.capsize": 2.0,
+}
+
+
+def new_axes(figsize: tuple[float, float] = (4.5, 3.2)) -> Axes:
+    """A fresh axes on its own Agg figure (with the module's style)."""
+    with mpl.rc_context(STYLE):
+        fig = Figure(figsize=figsize, layout="constrained")
+        FigureCanvasAgg(fig)
+        return fig.add_subplot()
+
+
+def _y_label(ys: Sequence[str]) -> str:
+    if all(y.endswith("_error") for y in ys):
+        return "error"
+    if all(y.endswith("_loss") for y in ys):
+        return "loss"
+    if len(ys) == 1:
+        return SERIES_LABELS.get(ys[0], ys[0])
+    return "value"
+
+
+def _check_columns(name: str, df: Any, columns: Sequence[str]) -> pd.DataFrame:
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{name} has no column(s) {missing}; columns are {list(df.columns)}")
+    return df
+
+
+def plot_learning_curve(
+    df: pd.DataFrame,
+    *,
+    x: str = "alpha",
+    ys: str | Sequence[str] = ("test_error", "train_error"),
+    sim: pd.DataFrame | None = None,
+    ax: Axes | None = None,
+    logx: bool = False,
+    logy: bool = False,
+    title: str | None = None,
+) -> Axes:
+    """Theory curves ``ys`` against ``x``, with optional simulation points.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Theory table, e.g. from :func:`gaussmix.learning_curve` (columns ``x`` and ``ys``).
+        Rows are sorted by ``x``; NaN rows (points without a fixed point) leave gaps.
+    x : str
+        Column on the horizontal axis (``'alpha'`` or ``'lam'``).
+    ys : str or sequence of str
+        Columns to draw as lines.
+    sim : DataFrame, optional
+        Simulation table with columns ``x``, ``<y>`` and (for error bars) ``<y>_se`` for
+        each ``y`` of ``ys``; missing ``<y>`` columns are skipped.
+    ax : Axes, optional
+        Draw into this axes (default: a new figure, see :func:`new_axes`).
+    logx, logy : bool
+        Logarithmic axes.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn into; its figure is ``ax.figure`` (see :func:`save_figure`).
+    """
+    ys = (ys,) if isinstance(ys, str) else tuple(ys)
+    if not ys:
+        raise ValueError("ys must name at least one column")
+    _check_columns("df", df, [x, *ys])
+    if sim is not None:
+        _check_columns("sim", sim, [x])
+    if ax is None:
+        ax = new_axes()
+    with mpl.rc_context(STYLE):
+        theory = df.sort_values(x, kind="stable")
+        xv = theory[x].to_numpy(dtype=float)
+        for y in ys:
+            name = SERIES_LABELS.get(y, y)
+            (line,) = ax.plot(xv, theory[y].to_numpy(dtype=float), "-", label=f"{name} (theory)")
+            if sim is None or y not in sim.columns:
+                continue
+            s = sim.sort_values(x, kind="stable")
+            se = f"{y}_se"
+            yerr = s[se].to_numpy(dtype=float) if se in s.columns else None
+            ax.errorbar(
+                s[x].to_numpy(dtype=float),
+                s[y].to_numpy(dtype=float),
+                yerr=yerr,
+                fmt="o",
+                color=line.get_color(),
+                capsize=STYLE["errorbar.capsize"],
+                markersize=STYLE["lines.markersize"],
+                label=f"{name} (simulation)",
+            )
+        if logx:
+            ax.set_xscale("log")
+        if logy:
+            ax.set_yscale("log")
+        ax.set_xlabel(AXIS_LABELS.get(x, x))
+        ax.set_ylabel(_y_label(ys))
+        if title:
+            ax.set_title(title)
+        ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
+        ax.legend(loc="best")
+    return ax
+
+
+def plot_lambda_curve(
+    df: pd.DataFrame,
+    *,
+    ys: str | Sequence[str] = ("test_error", "train_error"),
+    sim: pd.DataFrame | None = None,
+    ax: Axes | None = None,
+    logx: bool | None = None,
+    logy: bool = False,
+    title: str | None = None,
+) -> Axes:
+    """Errors against the penalty strength ``lam`` (e.g. :func:`gaussmix.lambda_sweep`).
+
+    The horizontal axis is logarithmic unless ``logx=False`` or some ``lam`` is <= 0.
+    Other parameters as in :func:`plot_learning_curve`.
+    """
+    _check_columns("df", df, ["lam"])
+    if logx is None:
+        lam = df["lam"].to_numpy(dtype=float)
+        logx = bool(np.all(lam[np.isfinite(lam)] > 0))
+    return plot_learning_curve(
+        df, x="lam", ys=ys, sim=sim, ax=ax, logx=logx, logy=logy, title=title
+    )
+
+
+def save_figure(fig: Figure | Axes, path: str | Path, *, dpi: int = 150) -> Path:
+    """Save a figure (or the figure of an axes) with a tight bounding box.
+
+    The format follows the suffix of ``path`` (PNG when there is none); parent
+    directories are created.  Returns the path written.
+    """
+    if isinstance(fig, Axes):
+        fig = fig.figure
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure or Axes, got {type(fig).__name__}")
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fmt = p.suffix[1:].lower() if p.suffix else "png"
+    if fig.canvas is None or not hasattr(fig.canvas, "print_figure"):
+        FigureCanvasAgg(fig)
+    fig.savefig(p, dpi=dpi, bbox_inches="tight", format=fmt)
+    return p
