@@ -20,6 +20,9 @@ from .mixture import Mixture
 __all__ = ["Problem", "make_problem", "PENALTIES"]
 
 PENALTIES = ("l2",)
+#: admissible ranges of the penalty strength and of the sample complexity
+LAM_MAX = 1e8
+ALPHA_MIN, ALPHA_MAX = 1e-8, 1e8
 
 
 def _complement_of_ones(L: int) -> np.ndarray:
@@ -101,8 +104,10 @@ def make_problem(
     base = get_loss(loss)
     name = base.name
     check_choice("penalty", penalty, PENALTIES)
-    lam_v = check_real("lam", lam, low=0.0)
-    alpha_v = check_real("alpha", alpha, low=0.0, low_open=True)
+    # beyond these bounds the weights (or the data per dimension) under/overflow double
+    # precision and the errors would be decided by ties, not by the theory
+    lam_v = check_real("lam", lam, low=0.0, high=LAM_MAX)
+    alpha_v = check_real("alpha", alpha, low=ALPHA_MIN, high=ALPHA_MAX)
     labels = mixture.labels
     if name in ("logistic", "hinge") and not labels.is_binary:
         raise ValueError(

@@ -35,6 +35,11 @@ from .quadrature import GaussHermite, default_rule
 
 __all__ = ["FixedPointResult", "solve", "solve_problem", "free_energy"]
 
+#: largest dimension of the channel integral (cross-entropy with K classes: K - 1)
+MAX_QUADRATURE_DIM = 5
+#: largest number of nodes a refinement may reach
+MAX_QUADRATURE_NODES = 60_000
+
 
 @dataclass
 class FixedPointResult:
@@ -337,6 +342,9 @@ def solve_problem(
     anderson: int = 6,
     damping: float = 1.0,
     estimate_error: bool = True,
+    auto_refine: bool = True,
+    quad_tol: float = 1e-7,
+    max_refine: int = 4,
     throw: bool = True,
     callback=None,
 ) -> FixedPointResult:
@@ -348,12 +356,26 @@ def solve_problem(
     max_iter = check_int("max_iter", max_iter, low=1)
     anderson = check_int("anderson", anderson, low=0, high=50)
     damping = check_real("damping", damping, low=0.0, high=1.0, low_open=True)
+    quad_tol = check_real("quad_tol", quad_tol, low=0.0)
+    max_refine = check_int("max_refine", max_refine, low=0, high=10)
     L = problem.dim
-    rule = quadrature if quadrature is not None else default_rule(L)
-    if not isinstance(rule, GaussHermite):
-        raise TypeError(f"quadrature must be a GaussHermite rule, got {type(rule).__name__}")
-    if rule.dim != L:
-        raise ValueError(f"quadrature has dimension {rule.dim}, the problem needs {L}")
+    needs_quad = _needs_quadrature(problem)
+    if quadrature is not None:
+        rule = quadrature
+        if not isinstance(rule, GaussHermite):
+            raise TypeError(f"quadrature must be a GaussHermite rule, got {type(rule).__name__}")
+        if rule.dim != L:
+            raise ValueError(f"quadrature has dimension {rule.dim}, the problem needs {L}")
+    elif needs_quad:
+        if L > MAX_QUADRATURE_DIM:
+            raise ValueError(
+                f"loss={problem.loss_name!r} with {L + 1} classes needs a {L}-dimensional "
+                f"quadrature; at most {MAX_QUADRATURE_DIM} is supported (K <= "
+                f"{MAX_QUADRATURE_DIM + 1})"
+            )
+        rule = default_rule(L)
+    else:
+        rule = GaussHermite(1, 1)  # unused: closed-form channel
     x0 = _state_from_result(problem, init) if init is not None else None
     if x0 is None or not _valid(x0, problem.n_clusters, L):
         x0 = _initial_state(problem)
@@ -362,19 +384,29 @@ def solve_problem(
     x, n_iter, res, ok, msg = _anderson(T, x0, **kw)
     obs = None
     errors = {"test_error": 0.0, "train_error": 0.0, "train_loss": 0.0}
-    if ok:
-        obs = _observables(problem, T, x)
-        errors = dict(obs["errors"])
-        if estimate_error and _needs_quadrature(problem):
-            T2 = _Map(problem, rule.refined())
-            x2, n2, res2, ok2, msg2 = _anderson(T2, x, **kw)
-            if ok2:
+    try:
+        if ok:
+            obs = _observables(problem, T, x)
+            errors = dict(obs["errors"])
+            refinements = max_refine if auto_refine else 1
+            for _ in range(refinements if estimate_error and needs_quad else 0):
+                # re-solve with a finer rule from the fixed point; the change of the errors
+                # (plus each evaluation's own error) estimates the integration error
+                finer = rule.refined()
+                if finer.weights.size > MAX_QUADRATURE_NODES:
+                    break
+                T2 = _Map(problem, finer)
+                x2, n2, res2, ok2, msg2 = _anderson(T2, x, **kw)
+                if not ok2:
+                    ok, msg = False, f"refined quadrature: {msg2}"
+                    break
                 obs2 = _observables(problem, T2, x2)
-                # channel quadrature: change under refinement; plus each evaluation's own error
                 errors = {k: abs(obs2[k] - obs[k]) + obs2["errors"][k] for k in errors}
-                x, obs, res, n_iter = x2, obs2, res2, n_iter + n2
-            else:
-                ok, msg = False, f"refined quadrature: {msg2}"
+                x, obs, res, n_iter, rule, T = x2, obs2, res2, n_iter + n2, finer, T2
+                if max(errors["test_error"], errors["train_loss"]) <= quad_tol:
+                    break
+    except (FloatingPointError, np.linalg.LinAlgError, ValueError) as exc:
+        ok, msg, obs = False, f"numerical failure at the fixed point: {exc}", None
     integration_error = max(errors.values())
     if obs is None:
         obs = _observables_safe(problem, T, x)
@@ -407,7 +439,7 @@ def solve_problem(
         params={
             **problem.describe(),
             "tol": tol,
-            "quadrature": rule.describe() if _needs_quadrature(problem) else "closed-form",
+            "quadrature": rule.describe() if needs_quad else "closed-form",
             "version": __version__,
         },
         _state=(problem, rule, x),
@@ -464,6 +496,8 @@ def solve(
     anderson: int = 6,
     damping: float = 1.0,
     estimate_error: bool = True,
+    auto_refine: bool = True,
+    quad_tol: float = 1e-7,
     throw: bool = True,
 ) -> FixedPointResult:
     """Solve the self-consistent equations of Theorem 1 and evaluate Theorem 2.
@@ -496,6 +530,12 @@ def solve(
     estimate_error : bool
         Re-solve with a refined rule and report the change of the errors as
         ``integration_error`` (the refined answer is returned).
+    auto_refine : bool
+        While the estimated integration error of the test error or the training loss exceeds
+        ``quad_tol``, refine the rule again (up to 4 times, and at most
+        ``MAX_QUADRATURE_NODES`` nodes); otherwise refine once.
+    quad_tol : float
+        Target integration error for ``auto_refine``.
     throw : bool
         Raise :class:`~gaussmix.exceptions.ConvergenceError` when no valid fixed point is
         found (default).  With ``throw=False`` a result with ``converged=False`` and NaN
@@ -515,6 +555,8 @@ def solve(
         anderson=anderson,
         damping=damping,
         estimate_error=estimate_error,
+        auto_refine=auto_refine,
+        quad_tol=quad_tol,
         throw=throw,
     )
 
