@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
-from .losses import HingeLoss, Loss, SquareLoss
+from .losses import HingeLoss, Loss, SquareLoss, _solve_batch
 from .quadrature import GaussHermite
 
 __all__ = ["ChannelMoments", "channel_moments", "sqrtm_psd"]
@@ -148,7 +148,7 @@ def _quadrature_moments(loss, y, m, Q, V, rule, cache) -> ChannelMoments:
         df = (hh / (1.0 + hh * v))[..., None, None]
     else:
         Vb = V[:, None]
-        df = np.linalg.solve(np.eye(L) + H @ Vb, H)
+        df = _solve_batch(np.eye(L) + H @ Vb, H)
         df = 0.5 * (df + np.swapaxes(df, -1, -2))
     Ef = np.einsum("n,kni->ki", w, f)
     Eff = np.einsum("n,kni,knj->kij", w, f, f)

@@ -80,6 +80,7 @@ def _curve(
 ) -> list[FixedPointResult | None]:
     results: list[FixedPointResult | None] = []
     done: list[tuple[float, FixedPointResult]] = []  # (curve parameter, result)
+    history: dict = {}  # Anderson secant pairs (per quadrature rule) carried along the curve
     last: Exception | None = None
     for lam, alpha in tqdm(points, desc=desc, disable=not progress, leave=False):
         problem = make_problem(mixture, loss, lam=lam, alpha=alpha, penalty=penalty)
@@ -87,11 +88,12 @@ def _curve(
         res: FixedPointResult | None = None
         for init in _warm_starts(done, param):
             try:
-                res = solve_problem(problem, init=init, throw=True, **solve_kw)
+                res = solve_problem(problem, init=init, throw=True, history=history, **solve_kw)
                 break
             except ConvergenceError as exc:
                 res = None
                 last = exc
+                history.clear()
         if res is None:
             warnings.warn(
                 f"no fixed point at lam={lam:g}, alpha={alpha:g}: {last}; reported as NaN",

@@ -228,12 +228,19 @@ def _anderson(
     memory: int,
     damping: float,
     callback=None,
+    history: list | None = None,
 ) -> tuple[np.ndarray, int, float, bool, str]:
-    """Anderson-accelerated fixed-point iteration with safeguards."""
+    """Anderson-accelerated fixed-point iteration with safeguards.
+
+    ``history`` is a list of difference pairs ``(dx, dg)`` (``dg = T(x + dx) - T(x)``); it is
+    extended in place, so that the next point of a curve can start with a secant model of the
+    inverse Jacobian of the previous one (a quasi-Newton warm start).
+    """
     K, L = T.K, T.L
     x = x0.copy()
-    xs: list[np.ndarray] = []
-    gs: list[np.ndarray] = []
+    pairs: list[tuple[np.ndarray, np.ndarray]] = history if history is not None else []
+    del pairs[: max(0, len(pairs) - memory)]
+    last: tuple[np.ndarray, np.ndarray] | None = None
     best = np.inf
     beta = damping
     res = np.inf
@@ -241,10 +248,10 @@ def _anderson(
         try:
             g = T(x)
         except (FloatingPointError, np.linalg.LinAlgError) as exc:
-            if xs:
-                x = xs[-1] + 0.5 * beta * (gs[-1] - xs[-1])
-                xs.clear()
-                gs.clear()
+            if last is not None:
+                x = last[0] + 0.5 * beta * (last[1] - last[0])
+                pairs.clear()
+                last = None
                 beta *= 0.5
                 continue
             return x, it, np.inf, False, f"map failed: {exc}"
@@ -255,42 +262,34 @@ def _anderson(
             callback(it, res)
         if not np.isfinite(res):
             return x, it, res, False, "NaN or infinite order parameters"
+        if last is not None:
+            pairs.append((x - last[0], g - last[1]))
+            if len(pairs) > memory:
+                pairs.pop(0)
         if res < tol:
             return g, it, res, True, "converged"
-        if res > 1e4 * best and xs:
-            # divergence of the extrapolation: restart from the best point with more damping
-            xs.clear()
-            gs.clear()
+        if res > 1e4 * best and pairs:
+            # divergence of the extrapolation: restart from here with more damping
+            pairs.clear()
             beta = max(0.05, 0.5 * beta)
         best = min(best, res)
-        xs.append(x)
-        gs.append(g)
-        if len(xs) > memory + 1:
-            xs.pop(0)
-            gs.pop(0)
+        last = (x, g)
         x_new = x + beta * r
-        if len(xs) >= 2:
-            R = np.stack([(gg - xx) / scale for xx, gg in zip(xs, gs, strict=True)], axis=1)
-            dR = np.diff(R, axis=1)
-            X = np.stack(xs, axis=1)
-            G = np.stack(gs, axis=1)
-            dX = np.diff(X, axis=1)
-            dG = np.diff(G, axis=1)
+        if pairs and memory > 0:
+            dX = np.stack([p[0] for p in pairs], axis=1)
+            dG = np.stack([p[1] for p in pairs], axis=1)
+            dR = (dG - dX) / scale[:, None]
             A = dR.T @ dR
-            A += 1e-10 * np.trace(A) * np.eye(A.shape[0]) / A.shape[0] + 1e-300 * np.eye(
-                A.shape[0]
-            )
+            A += (1e-10 * np.trace(A) / A.shape[0] + 1e-300) * np.eye(A.shape[0])
             try:
                 gamma = np.linalg.solve(A, dR.T @ (r / scale))
                 cand = x + beta * r - (dX + beta * (dG - dX)) @ gamma
                 if _valid(cand, K, L):
                     x_new = cand
                 else:
-                    xs.clear()
-                    gs.clear()
+                    pairs.clear()
             except np.linalg.LinAlgError:
-                xs.clear()
-                gs.clear()
+                pairs.clear()
         if not _valid(x_new, K, L):
             # a damped step that leaves the cone: shrink it
             t = 0.5
@@ -347,11 +346,14 @@ def solve_problem(
     max_refine: int = 4,
     throw: bool = True,
     callback=None,
+    history: dict | None = None,
 ) -> FixedPointResult:
     """Solve the fixed point of a validated :class:`~gaussmix.problem.Problem`.
 
-    See :func:`solve` for the parameters.
+    See :func:`solve` for the parameters.  ``history`` (a dict, updated in place) carries
+    the Anderson secant pairs of each quadrature rule from one point of a curve to the next.
     """
+    history = history if history is not None else {}
     tol = check_real("tol", tol, low=0.0, low_open=True)
     max_iter = check_int("max_iter", max_iter, low=1)
     anderson = check_int("anderson", anderson, low=0, high=50)
@@ -380,8 +382,14 @@ def solve_problem(
     if x0 is None or not _valid(x0, problem.n_clusters, L):
         x0 = _initial_state(problem)
     T = _Map(problem, rule)
-    kw = dict(tol=tol, max_iter=max_iter, memory=anderson, damping=damping, callback=callback)
-    x, n_iter, res, ok, msg = _anderson(T, x0, **kw)
+    kw = dict(
+        tol=tol,
+        max_iter=max_iter,
+        memory=anderson,
+        damping=damping,
+        callback=callback,
+    )
+    x, n_iter, res, ok, msg = _anderson(T, x0, history=history.setdefault(rule, []), **kw)
     obs = None
     errors = {"test_error": 0.0, "train_error": 0.0, "train_loss": 0.0}
     try:
@@ -396,7 +404,9 @@ def solve_problem(
                 if finer.weights.size > MAX_QUADRATURE_NODES:
                     break
                 T2 = _Map(problem, finer)
-                x2, n2, res2, ok2, msg2 = _anderson(T2, x, **kw)
+                x2, n2, res2, ok2, msg2 = _anderson(
+                    T2, x, history=history.setdefault(finer, []), **kw
+                )
                 if not ok2:
                     ok, msg = False, f"refined quadrature: {msg2}"
                     break
