@@ -207,9 +207,11 @@ class LogisticLoss(Loss):
             lo = np.where(g < 0, h, lo)
             hi = np.where(g > 0, h, hi)
             h_new = h - g / (1.0 + v * s * (1.0 - s))
-            # bisect where Newton leaves the bracket or stalls (|g| not halved)
-            bisect = (h_new <= lo) | (h_new >= hi) | (ag > 0.5 * g_prev)
-            h = np.where(bisect, 0.5 * (lo + hi), h_new)
+            # bisect where Newton leaves the bracket or stalls (|g| not halved); nodes that
+            # have converged stay where they are
+            done = ag <= scale
+            bisect = ~done & ((h_new <= lo) | (h_new >= hi) | (ag > 0.5 * g_prev))
+            h = np.where(done, h, np.where(bisect, 0.5 * (lo + hi), h_new))
             g_prev = np.where(bisect, np.inf, ag)
         raise FloatingPointError("logistic proximal map did not converge")
 
