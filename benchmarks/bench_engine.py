@@ -34,9 +34,11 @@ def median_time(fn, repeats: int = 5) -> tuple[float, object]:
 
 
 def main() -> None:
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"python {platform.python_version()}, numpy {np.__version__}, gaussmix "
-          f"{gm.__version__}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"python {platform.python_version()}, numpy {np.__version__}, gaussmix "
+        f"{gm.__version__}"
+    )
     binary = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
     rows = []
     for loss in ("logistic", "hinge", "square"):
@@ -79,8 +81,15 @@ def main() -> None:
     for name, mix, loss, lam, dim, ns in cases:
         prev = None
         for n in ns:
-            r = gm.solve(mix, loss, lam=lam, alpha=2.0 if "alpha=2" in name else 0.5,
-                         quadrature=gm.GaussHermite(n, dim), tol=1e-12, estimate_error=False)
+            r = gm.solve(
+                mix,
+                loss,
+                lam=lam,
+                alpha=2.0 if "alpha=2" in name else 0.5,
+                quadrature=gm.GaussHermite(n, dim),
+                tol=1e-12,
+                estimate_error=False,
+            )
             ch = "" if prev is None else f"{abs(r.test_error - prev):.1e}"
             print(f"| {name} | {n} | {r.test_error:.12f} | {ch} |")
             prev = r.test_error
