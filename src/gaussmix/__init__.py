@@ -20,7 +20,14 @@ from .exceptions import (  # noqa: E402
     IntegrationWarning,
     SpuriousFixedPointError,
 )
-from .experiments import lambda_sweep, learning_curve  # noqa: E402
+from .experiments import (  # noqa: E402
+    OptimalLambdaResult,
+    d_test_error_d_lambda,
+    lambda_sweep,
+    learning_curve,
+    optimal_lambda,
+    optimal_lambda_curve,
+)
 from .losses import get_loss  # noqa: E402
 from .mixture import LabelMap, Mixture, mean_gram  # noqa: E402
 from .problem import make_problem  # noqa: E402
@@ -36,6 +43,10 @@ __all__ = [
     "FixedPointResult",
     "learning_curve",
     "lambda_sweep",
+    "optimal_lambda",
+    "optimal_lambda_curve",
+    "OptimalLambdaResult",
+    "d_test_error_d_lambda",
     "make_problem",
     "get_loss",
     "GaussHermite",

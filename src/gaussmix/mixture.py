@@ -13,8 +13,8 @@ A :class:`Mixture` stores what the asymptotic theory needs to know about
   ``mu^k_i = sqrt(d) mu_k . v_i``.
 
 The *isotropic* representation (``Sigma_k = Delta_k I``, Gram matrix of the
-means) is the one-atom case, the parametric *block* law and the *empirical*
-spectral law are several atoms.  The mean Gram matrix is
+means) is the one-atom case, the parametric *block* law, the correlated *sparse*
+model eq. (sparse) and the *empirical* spectral law are several atoms.  The mean Gram matrix is
 ``gram = sum_j weights[j] theta[j]`` (``Theta_kk' = mu_k . mu_k'``).
 """
 
@@ -179,8 +179,8 @@ def _check_gram(name: str, gram: Any, k: int) -> np.ndarray:
 class Mixture:
     """A K-cluster Gaussian mixture in its spectral representation (see module docs).
 
-    Build it with :meth:`isotropic`, :meth:`block` or :meth:`spectral`; the constructor
-    itself validates the arrays.
+    Build it with :meth:`isotropic`, :meth:`block`, :meth:`sparse` or :meth:`spectral`; the
+    constructor itself validates the arrays.
 
     Attributes
     ----------
@@ -190,7 +190,7 @@ class Mixture:
     sigma : ndarray (J, K)
     theta : ndarray (J, K, K)
     kind : str
-        ``'isotropic'``, ``'block'`` or ``'spectral'``.
+        ``'isotropic'``, ``'block'``, ``'sparse'`` or ``'spectral'``.
     mu : ndarray (J, K) or None
         For an empirical law: the mean components on each atom (then
         ``theta[j] = outer(mu[j], mu[j])``); ``None`` when the mean components are Gaussian
@@ -348,6 +348,65 @@ class Mixture:
             kind="spectral",
             mu=m,
         )
+
+    @classmethod
+    def sparse(
+        cls,
+        sparsity: float,
+        delta1: float,
+        delta2: float,
+        *,
+        rho: Any = None,
+    ) -> Mixture:
+        """The correlated sparse binary mixture, eq. (sparse) of Section 3.1.
+
+        ``x ~ N(y mu, Sigma)``, ``y = +-1``, with diagonal ``Sigma`` and sparse means: on a
+        fraction ``sparsity`` of the directions the rescaled mean component is
+        ``sqrt(d) mu_i ~ N(0, 1)`` and the variance is ``delta1``; on the others the mean
+        component is zero and the variance ``delta2``.  So ``||mu||^2 = sparsity``.
+
+        In the spectral representation: two atoms, weight ``sparsity`` with
+        ``sigma = (delta1, delta1)`` and Gaussian antipodal mean components
+        (``theta = [[1, -1], [-1, 1]]``), weight ``1 - sparsity`` with
+        ``sigma = (delta2, delta2)`` and ``theta = 0`` (one atom when ``sparsity = 1``).
+
+        Parameters
+        ----------
+        sparsity : float
+            Fraction ``rho`` of directions carrying the means, in ``(0, 1]``.
+        delta1, delta2 : float
+            Variances on and off the support of the means (``> 0``).
+        rho : array (2,), optional
+            Cluster priors of ``y = +1`` and ``y = -1`` (default balanced).
+        """
+        from ._validation import check_real
+
+        sp = check_real("sparsity", sparsity, low=0.0, high=1.0, low_open=True)
+        d1 = check_real("delta1", delta1, low=0.0, low_open=True)
+        d2 = check_real("delta2", delta2, low=0.0, low_open=True)
+        anti = mean_gram("antipodal", 2)
+        if sp == 1.0:
+            weights = np.ones(1)
+            sigma = np.array([[d1, d1]])
+            theta = anti[None]
+        else:
+            weights = np.array([sp, 1.0 - sp])
+            sigma = np.array([[d1, d1], [d2, d2]])
+            theta = np.stack([anti, np.zeros((2, 2))])
+        return cls(
+            rho=np.full(2, 0.5) if rho is None else rho,
+            labels=LabelMap.binary(),
+            weights=weights,
+            sigma=sigma,
+            theta=theta,
+            kind="sparse",
+            info={"means": "sparse", "sparsity": sp, "delta1": d1, "delta2": d2},
+        )
+
+    @property
+    def support(self) -> np.ndarray:
+        """Boolean mask (J,) of the atoms on the support of the means (``theta[j] != 0``)."""
+        return np.any(self.theta != 0.0, axis=(1, 2))
 
     # ------------------------------------------------------------------ properties
     @property

@@ -10,7 +10,9 @@
 * free energy (eq. app:rsfree, zero temperature)
   ``Phi = alpha sum_c rho_c E[env_c] + Psi_w + sum_c [Mhat_c.M_c - tr(Vhat_c Q_c)/2
   + tr(Qhat_c V_c)/2]``, stationary at the fixed point, equal there to the minimal
-  empirical risk per dimension ``alpha eps_l + lam E[r(W*)]/d``.
+  empirical risk per dimension ``alpha eps_l + lam E[r(W*)]/d``;
+* statistics of the law of ``W*`` (lasso / elastic net): the fraction of non-zero weight
+  components, overall and on / off the support of the means, and ``||W*||_1 / d``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from .channel import sqrtm_psd
 from .orthant import orthant_probability
 from .problem import Problem
 
-__all__ = ["test_accuracy", "train_accuracy", "free_energy_terms"]
+__all__ = ["test_accuracy", "train_accuracy", "free_energy_terms", "weight_sparsity"]
 
 
 def test_accuracy(
@@ -253,3 +255,31 @@ def free_energy_terms(
         + 0.5 * np.einsum("kab,kba->", Qhat, V)
     )
     return float(problem.alpha * rho @ Eenv + psi_w + coupling)
+
+
+def weight_sparsity(mixture, prior) -> dict:
+    """Sparsity of ``W*`` from a prior update (:class:`gaussmix.prior.PriorResult`).
+
+    Returns
+    -------
+    dict
+        ``nonzero_fraction``: expected fraction of non-zero components of ``W*`` (per output
+        row); ``nonzero_fraction_support`` / ``nonzero_fraction_off_support``: the same
+        restricted to the directions where the means have a non-zero component (atoms with
+        ``theta != 0``) / zero mean components (NaN if there is no such direction);
+        ``l1_norm``: ``||W*||_1 / d``.  Ridge weights are non-zero almost surely (1.0).
+    """
+    w = mixture.weights
+    p = np.ones(w.size) if prior.atom_nonzero is None else np.asarray(prior.atom_nonzero)
+    on = mixture.support
+
+    def frac(mask: np.ndarray) -> float:
+        tot = float(w[mask].sum())
+        return float(w[mask] @ p[mask] / tot) if tot > 0 else float("nan")
+
+    return {
+        "nonzero_fraction": float(w @ p),
+        "nonzero_fraction_support": frac(on),
+        "nonzero_fraction_off_support": frac(~on),
+        "l1_norm": float(prior.l1_norm),
+    }

@@ -11,6 +11,28 @@ Gaussian with mean ``A_j^{-1} B_j`` and covariance ``A_j^{-1} C_j A_j^{-1}``, wh
 
 so that ``Q_k = E_j[sigma^k A^{-1}(B B^T + C) A^{-1}]``, ``M_k = E_j[mu^k A^{-1} B]``,
 ``V_k = E_j[sigma^k A^{-1}]``.  The isotropic mixture is the one-atom case.
+
+Lasso and elastic net, ``r(w) = rho1 ||w||_1 + (1 - rho1) ||w||^2 / 2`` (Appendix C.2,
+binary labels: one effective output, L = 1), re-derived here (DESIGN.md pitfall 3).  On
+atom ``j`` the weight component solves the scalar problem
+
+    w = argmin_w  lam rho1 |w| + a w^2 / 2 - B w = soft(B, t) / a,
+    a = sum_k sigma^k Vhat_k + lam (1 - rho1),   t = lam rho1,
+    B = sum_k mu^k Mhat_k + sqrt(c) xi,          c = sum_k sigma^k Qhat_k,
+
+whose minimum is ``-(|B| - t)_+^2 / (2 a)``.  Hence, with ``E`` over atoms, mean components
+and ``xi``,
+
+    Q_k = E[sigma^k (|B| - t)_+^2] / a^2,   V_k = E[sigma^k P(|B| > t)] / a,
+    M_k = E[mu^k soft(B, t)] / a,           Psi_w = -E[(|B| - t)_+^2] / (2 a),
+
+(``V_k`` is ``sigma^k`` times the derivative of ``w`` with respect to ``B``).  ``B`` is
+Gaussian given the atom: for Gaussian mean components (``mixture.mu is None``,
+``mu ~ N(0, theta_j)``) it is centred with variance ``s^2 = Mhat^T theta_j Mhat + c`` and
+Stein's lemma gives ``E[mu^k soft(B, t)] = (theta_j Mhat)_k P(|B| > t)``; for an empirical
+law it has mean ``m = mu_j . Mhat`` and variance ``c``.  The Gaussian partial moments
+(:func:`soft_threshold_moments`) are closed forms in ``ndtr`` and the normal density.  At
+``rho1 = 0`` everything reduces to the ridge prior (``t = 0``).
 """
 
 from __future__ import annotations
@@ -18,10 +40,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import ndtr
 
 from .mixture import Mixture
 
-__all__ = ["PriorResult", "ridge_prior"]
+__all__ = [
+    "PriorResult",
+    "ridge_prior",
+    "elastic_net_prior",
+    "soft_threshold_moments",
+    "prior_update",
+]
+
+_INV_SQRT_2PI = 0.3989422804014327
 
 
 @dataclass
@@ -37,6 +68,11 @@ class PriorResult:
         with respect to ``Vhat_k``, ``Mhat_k``, ``Qhat_k``).
     penalty : float
         ``E[r(W*)] / d`` at these hat parameters.
+    atom_nonzero : ndarray (J,)
+        Probability that a weight component on atom ``j`` is non-zero (all ones for ridge,
+        whose weights are Gaussian given the atom).
+    l1_norm : float
+        ``E|W*|_1 / d`` (sum over the L output rows).
     """
 
     Q: np.ndarray
@@ -44,6 +80,8 @@ class PriorResult:
     V: np.ndarray
     psi_w: float
     penalty: float
+    atom_nonzero: np.ndarray | None = None
+    l1_norm: float = float("nan")
 
 
 def ridge_prior(
@@ -53,6 +91,8 @@ def ridge_prior(
     Mhat: np.ndarray,
     Vhat: np.ndarray,
     P: np.ndarray | None = None,
+    *,
+    details: bool = False,
 ) -> PriorResult:
     """Ridge prior update on a spectral mixture (Corollary 1, L x L blocks).
 
@@ -65,6 +105,8 @@ def ridge_prior(
         Hat parameters in the effective output space.
     P : unused
         Kept for signature symmetry with other priors.
+    details : bool
+        Also compute ``l1_norm`` (NaN otherwise; it is not needed by the iteration).
     """
     w = mixture.weights
     sig = mixture.sigma
@@ -82,4 +124,132 @@ def ridge_prior(
     penalty = 0.5 * float(np.einsum("j,jaa->", w, AXA))
     Q = 0.5 * (Q + np.swapaxes(Q, 1, 2))
     V = 0.5 * (V + np.swapaxes(V, 1, 2))
-    return PriorResult(Q=Q, M=M, V=V, psi_w=psi_w, penalty=penalty)
+    out = PriorResult(Q=Q, M=M, V=V, psi_w=psi_w, penalty=penalty, atom_nonzero=np.ones(w.size))
+    if not details:
+        return out
+    # E|w_a| per atom: w_a is Gaussian with mean (A^-1 B)_a (empirical law) or 0
+    if mixture.mu is None:
+        mean = np.zeros((w.size, L))
+        var = np.einsum("jaa->ja", AXA)
+    else:
+        mean = np.einsum("jab,jk,kb->ja", Ainv, mixture.mu, Mhat)
+        C = np.einsum("jk,kab->jab", sig, Qhat)
+        var = np.einsum("jaa->ja", Ainv @ C @ Ainv)
+    _, abs_mean, _, _ = soft_threshold_moments(mean, np.sqrt(np.clip(var, 0.0, None)), 0.0)
+    out.l1_norm = float(w @ abs_mean.sum(axis=1))
+    return out
+
+
+def soft_threshold_moments(
+    m: np.ndarray | float, s: np.ndarray | float, t: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Gaussian moments of the soft threshold ``soft(B, t) = sign(B) (|B| - t)_+``.
+
+    For ``B ~ N(m, s^2)`` and ``t >= 0`` return
+
+    * ``P(|B| > t)``,
+    * ``E[(|B| - t)_+]`` (= ``E|soft(B, t)|``),
+    * ``E[(|B| - t)_+^2]`` (= ``E[soft(B, t)^2]``),
+    * ``E[soft(B, t)]``,
+
+    from the partial moments of each tail: with ``u = (+-m - t) / s``,
+    ``E[(+-B - t)_+^0] = Phi(u)``, ``E[(+-B - t)_+] = s (u Phi(u) + phi(u))`` and
+    ``E[(+-B - t)_+^2] = s^2 ((u^2 + 1) Phi(u) + u phi(u))``.  ``s = 0`` is the point mass.
+    """
+    m = np.asarray(m, dtype=float)
+    s = np.asarray(s, dtype=float)
+    m, s = np.broadcast_arrays(m, s)
+    pos = s > 0
+    ss = np.where(pos, s, 1.0)
+    out = []
+    for sign in (1.0, -1.0):
+        x = sign * m - t
+        u = x / ss
+        Phi = ndtr(u)
+        phi = _INV_SQRT_2PI * np.exp(-0.5 * u * u)
+        p0 = np.where(pos, Phi, (x > 0).astype(float))
+        p1 = np.where(pos, ss * (u * Phi + phi), np.maximum(x, 0.0))
+        p2 = np.where(pos, ss * ss * ((u * u + 1.0) * Phi + u * phi), np.maximum(x, 0.0) ** 2)
+        out.append((p0, np.maximum(p1, 0.0), np.maximum(p2, 0.0)))
+    (r0, r1, r2), (l0, l1, l2) = out
+    return r0 + l0, r1 + l1, r2 + l2, r1 - l1
+
+
+def elastic_net_prior(
+    mixture: Mixture,
+    lam: float,
+    l1_ratio: float,
+    Qhat: np.ndarray,
+    Mhat: np.ndarray,
+    Vhat: np.ndarray,
+) -> PriorResult:
+    """Lasso / elastic-net prior update on a spectral mixture with one effective output.
+
+    ``r(w) = l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2 / 2`` (``l1_ratio = 1``: lasso,
+    ``0``: ridge); closed forms of the module docstring.
+
+    Parameters
+    ----------
+    mixture : Mixture
+    lam : float
+        Penalty strength ``lam > 0`` (``lam = 0`` is allowed only if every atom has
+        ``sum_k sigma^k Vhat_k > 0``).
+    l1_ratio : float
+        In ``[0, 1]``.
+    Qhat, Vhat : ndarray (K, 1, 1); Mhat : ndarray (K, 1)
+    """
+    if Mhat.shape[-1] != 1:
+        raise ValueError(
+            f"the lasso / elastic-net prior needs one effective output (binary labels), got "
+            f"L = {Mhat.shape[-1]}"
+        )
+    w = mixture.weights
+    sig = mixture.sigma
+    qh = Qhat[:, 0, 0]
+    mh = Mhat[:, 0]
+    vh = Vhat[:, 0, 0]
+    a = sig @ vh + lam * (1.0 - l1_ratio)
+    t = lam * l1_ratio
+    c = sig @ qh
+    if mixture.mu is None:
+        cov = mixture.theta @ mh  # (J, K): Cov(mu^k, B) on each atom
+        s2 = cov @ mh + c
+        p0, p1, p2, _ = soft_threshold_moments(0.0, np.sqrt(np.clip(s2, 0.0, None)), t)
+        Mk = np.einsum("j,jk->k", w * p0 / a, cov)
+    else:
+        m = mixture.mu @ mh
+        p0, p1, p2, es = soft_threshold_moments(m, np.sqrt(np.clip(c, 0.0, None)), t)
+        Mk = np.einsum("j,jk->k", w * es / a, mixture.mu)
+    Q = np.einsum("j,jk->k", w * p2 / a**2, sig)
+    V = np.einsum("j,jk->k", w * p0 / a, sig)
+    l1 = float(w @ (p1 / a))
+    l2 = float(w @ (p2 / a**2))
+    return PriorResult(
+        Q=Q[:, None, None],
+        M=Mk[:, None],
+        V=V[:, None, None],
+        psi_w=-0.5 * float(w @ (p2 / a)),
+        penalty=l1_ratio * l1 + 0.5 * (1.0 - l1_ratio) * l2,
+        atom_nonzero=np.asarray(p0, dtype=float),
+        l1_norm=l1,
+    )
+
+
+def prior_update(
+    problem,
+    Qhat: np.ndarray,
+    Mhat: np.ndarray,
+    Vhat: np.ndarray,
+    lam: float | None = None,
+    *,
+    details: bool = False,
+) -> PriorResult:
+    """The prior half of the fixed point for ``problem`` (dispatch on its penalty).
+
+    ``lam`` overrides ``problem.lam`` (e.g. for an initial state); ``details`` asks the
+    ridge prior for ``l1_norm`` too.
+    """
+    lam = problem.lam if lam is None else lam
+    if problem.penalty == "l2":
+        return ridge_prior(problem.mixture, lam, Qhat, Mhat, Vhat, details=details)
+    return elastic_net_prior(problem.mixture, lam, problem.l1_ratio, Qhat, Mhat, Vhat)

@@ -17,9 +17,9 @@ from ._validation import check_choice, check_real
 from .losses import CrossEntropyLoss, Loss, ReducedLoss, get_loss
 from .mixture import Mixture
 
-__all__ = ["Problem", "make_problem", "PENALTIES"]
+__all__ = ["Problem", "make_problem", "check_penalty", "PENALTIES"]
 
-PENALTIES = ("l2",)
+PENALTIES = ("l2", "l1", "elastic-net")
 #: admissible ranges of the penalty strength and of the sample complexity
 LAM_MAX = 1e8
 ALPHA_MIN, ALPHA_MAX = 1e-8, 1e8
@@ -46,6 +46,9 @@ class Problem:
         The loss acting on the effective outputs (a :class:`ReducedLoss` for cross-entropy).
     loss_name, penalty : str
     lam, alpha : float
+    l1_ratio : float or None
+        ``rho1`` of ``r(w) = rho1 ||w||_1 + (1 - rho1) ||w||^2 / 2``: 1 for ``'l1'``, the
+        given value for ``'elastic-net'``, None for ``'l2'``.
     P : ndarray (L', L)
         Orthonormal map from effective to full outputs.
     y : ndarray (K, L)
@@ -64,6 +67,7 @@ class Problem:
     P: np.ndarray
     y: np.ndarray
     constraints: tuple
+    l1_ratio: float | None = None
 
     @property
     def n_clusters(self) -> int:
@@ -75,13 +79,46 @@ class Problem:
         return int(self.P.shape[0])
 
     def describe(self) -> dict:
+        extra = {} if self.penalty == "l2" else {"l1_ratio": self.l1_ratio}
         return {
             "loss": self.loss_name,
             "penalty": self.penalty,
+            **extra,
             "lam": self.lam,
             "alpha": self.alpha,
             **{f"mixture_{k}": v for k, v in self.mixture.describe().items()},
         }
+
+
+def check_penalty(penalty: str, l1_ratio: float | None = None) -> float | None:
+    """Validate ``penalty`` and ``l1_ratio``; return the ``l1_ratio`` the prior uses.
+
+    ``'l2'``: ridge, ``l1_ratio`` None (or 0); ``'l1'``: lasso, ``l1_ratio`` None (or 1);
+    ``'elastic-net'``: ``l1_ratio`` required, in ``[0, 1]``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        With the offending argument named.
+    """
+    check_choice("penalty", penalty, PENALTIES)
+    implied = {"l2": 0.0, "l1": 1.0}
+    if penalty in implied:
+        if l1_ratio is not None:
+            r = check_real("l1_ratio", l1_ratio, low=0.0, high=1.0)
+            if r != implied[penalty]:
+                raise ValueError(
+                    f"l1_ratio={r:g} contradicts penalty={penalty!r} (which means "
+                    f"l1_ratio={implied[penalty]:g}); use penalty='elastic-net' for a mixture "
+                    "of l1 and l2"
+                )
+        return None if penalty == "l2" else 1.0
+    if l1_ratio is None:
+        raise ValueError(
+            "penalty='elastic-net' needs l1_ratio in [0, 1] "
+            "(r(w) = l1_ratio |w|_1 + (1 - l1_ratio) |w|^2 / 2); got l1_ratio=None"
+        )
+    return check_real("l1_ratio", l1_ratio, low=0.0, high=1.0)
 
 
 def make_problem(
@@ -91,8 +128,12 @@ def make_problem(
     lam: float,
     alpha: float,
     penalty: str = "l2",
+    l1_ratio: float | None = None,
 ) -> Problem:
     """Validate a learning problem and build its effective output space.
+
+    ``penalty='l1'`` / ``'elastic-net'`` (with ``l1_ratio``, see :func:`check_penalty`) need
+    binary labels (one output, Appendix C.2) and ``lam > 0``.
 
     Raises
     ------
@@ -103,7 +144,7 @@ def make_problem(
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
     base = get_loss(loss)
     name = base.name
-    check_choice("penalty", penalty, PENALTIES)
+    rho1 = check_penalty(penalty, l1_ratio)
     # beyond these bounds the weights (or the data per dimension) under/overflow double
     # precision and the errors would be decided by ties, not by the theory
     lam_v = check_real("lam", lam, low=0.0, high=LAM_MAX)
@@ -120,6 +161,20 @@ def make_problem(
             f"loss='cross-entropy' needs one-hot labels; got {labels.kind} labels of dimension "
             f"{labels.dim} — use loss='logistic' for binary +-1 labels"
         )
+    if penalty != "l2":
+        if labels.dim != 1:
+            raise ValueError(
+                f"penalty={penalty!r} needs binary labels (one output per sample, L = 1: the "
+                f"closed-form soft-threshold prior of Appendix C.2); got {labels.kind} labels "
+                f"of dimension {labels.dim} — use penalty='l2', or labels='binary' with a "
+                "scalar loss"
+            )
+        if lam_v == 0.0 and rho1 > 0.0:
+            raise ValueError(
+                f"lam=0 with penalty={penalty!r} (basis pursuit) is the boundary lam -> 0+ "
+                "and is not solved directly; use a small positive lam, or "
+                "gaussmix.optimal_lambda, which detects a lam -> 0+ optimum"
+            )
     if lam_v == 0.0:
         if not (name == "square" and alpha_v > 1.0):
             raise ValueError(
@@ -153,4 +208,5 @@ def make_problem(
         P=P,
         y=labels.labels,
         constraints=tuple(constraints),
+        l1_ratio=rho1,
     )

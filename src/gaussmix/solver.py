@@ -28,8 +28,8 @@ from .channel import channel_moments
 from .exceptions import ConvergenceError, IntegrationWarning, SpuriousFixedPointError
 from .losses import Loss
 from .mixture import Mixture
-from .observables import free_energy_terms, test_accuracy, train_accuracy
-from .prior import ridge_prior
+from .observables import free_energy_terms, test_accuracy, train_accuracy, weight_sparsity
+from .prior import prior_update
 from .problem import Problem, make_problem
 from .quadrature import GaussHermite, default_rule
 
@@ -69,6 +69,13 @@ class FixedPointResult:
         The estimate for each of ``test_error``, ``train_error``, ``train_loss``: the change
         under a refined channel rule plus the error of the final evaluation itself (the
         training error of the cross-entropy with K >= 4 uses seeded quasi-Monte Carlo).
+    nonzero_fraction : float
+        Expected fraction of non-zero components of ``W*`` (1.0 for ridge).
+    nonzero_fraction_support, nonzero_fraction_off_support : float
+        The same on the directions where the means have non-zero / zero components (NaN if
+        there are none).
+    l1_norm : float
+        ``||W*||_1 / d``.
     """
 
     converged: bool
@@ -89,6 +96,10 @@ class FixedPointResult:
     penalty_value: float
     integration_error: float
     integration_errors: dict = field(default_factory=dict)
+    nonzero_fraction: float = float("nan")
+    nonzero_fraction_support: float = float("nan")
+    nonzero_fraction_off_support: float = float("nan")
+    l1_norm: float = float("nan")
     params: dict = field(default_factory=dict)
     _state: Any = field(default=None, repr=False)
 
@@ -113,6 +124,7 @@ class FixedPointResult:
             "free_energy": float(self.free_energy),
             "integration_error": float(self.integration_error),
             "integration_errors": {k: float(v) for k, v in self.integration_errors.items()},
+            "nonzero_fraction": float(self.nonzero_fraction),
             "message": self.message,
         }
 
@@ -124,6 +136,10 @@ class FixedPointResult:
             "train_loss": self.train_loss,
             "free_energy": self.free_energy,
             "penalty_value": self.penalty_value,
+            "nonzero_fraction": self.nonzero_fraction,
+            "nonzero_fraction_support": self.nonzero_fraction_support,
+            "nonzero_fraction_off_support": self.nonzero_fraction_off_support,
+            "l1_norm": self.l1_norm,
             "converged": self.converged,
             "n_iter": self.n_iter,
             "residual": self.residual,
@@ -182,7 +198,7 @@ class _Map:
         Sm = Mhat.sum(axis=0)
         reg = 1e-12 * max(1.0, float(np.abs(Sv).max()))
         db = np.linalg.solve(Sv + reg * np.eye(self.L), Sm)
-        pr = ridge_prior(self.problem.mixture, self.problem.lam, Qhat, Mhat, Vhat)
+        pr = prior_update(self.problem, Qhat, Mhat, Vhat)
         return _pack(pr.Q, pr.M, pr.V, b + db)
 
 
@@ -196,7 +212,7 @@ def _initial_state(problem: Problem) -> np.ndarray:
     Qhat = 0.5 * ar[:, None, None] * np.eye(L)
     Vhat = 0.5 * ar[:, None, None] * np.eye(L)
     lam = problem.lam if problem.lam > 0 else 1e-3
-    pr = ridge_prior(problem.mixture, lam, Qhat, Mhat, Vhat)
+    pr = prior_update(problem, Qhat, Mhat, Vhat, lam=lam)
     return _pack(pr.Q, pr.M, pr.V, ybar)
 
 
@@ -310,7 +326,7 @@ def _observables(problem: Problem, T: _Map, x: np.ndarray) -> dict:
     K, L = T.K, T.L
     Q, M, V, b = _unpack(x, K, L)
     mom, Qhat, Mhat, Vhat = T.hats(x)
-    pr = ridge_prior(problem.mixture, problem.lam, Qhat, Mhat, Vhat)
+    pr = prior_update(problem, Qhat, Mhat, Vhat, details=True)
     rho = problem.mixture.rho
     test_acc, test_err = test_accuracy(problem, M, b, Q)
     train_acc, train_err = train_accuracy(problem, M, b, Q, V)
@@ -323,6 +339,7 @@ def _observables(problem: Problem, T: _Map, x: np.ndarray) -> dict:
         "train_loss": float(rho @ mom.Eloss),
         "free_energy": fe,
         "penalty_value": pr.penalty,
+        "sparsity": weight_sparsity(problem.mixture, pr),
         "errors": {"test_error": test_err, "train_error": train_err, "train_loss": 0.0},
     }
 
@@ -446,6 +463,7 @@ def solve_problem(
         penalty_value=obs["penalty_value"] if ok else np.nan,
         integration_error=integration_error,
         integration_errors=errors,
+        **{k: (v if ok else np.nan) for k, v in obs.get("sparsity", {}).items()},
         params={
             **problem.describe(),
             "tol": tol,
@@ -499,6 +517,7 @@ def solve(
     lam: float,
     alpha: float,
     penalty: str = "l2",
+    l1_ratio: float | None = None,
     tol: float = 1e-8,
     max_iter: int = 3000,
     quadrature: GaussHermite | None = None,
@@ -521,8 +540,13 @@ def solve(
         Penalty strength ``lam >= 0`` of ``lam r(W)``.
     alpha : float
         Sample complexity ``n / d > 0``.
-    penalty : {'l2'}
-        ``r(W) = ||W||_F^2 / 2``.
+    penalty : {'l2', 'l1', 'elastic-net'}
+        ``r(W) = ||W||_F^2 / 2``, ``||W||_1`` or
+        ``l1_ratio ||W||_1 + (1 - l1_ratio) ||W||_F^2 / 2``; ``'l1'`` and ``'elastic-net'``
+        need binary labels (one output) and ``lam > 0``.
+    l1_ratio : float, optional
+        Elastic-net mixing in ``[0, 1]`` (required for ``'elastic-net'``, implied 1 for
+        ``'l1'``, None for ``'l2'``).
     tol : float
         Tolerance on the scaled change of every order parameter.
     max_iter : int
@@ -555,7 +579,7 @@ def solve(
     -------
     FixedPointResult
     """
-    problem = make_problem(mixture, loss, lam=lam, alpha=alpha, penalty=penalty)
+    problem = make_problem(mixture, loss, lam=lam, alpha=alpha, penalty=penalty, l1_ratio=l1_ratio)
     return solve_problem(
         problem,
         tol=tol,
@@ -590,7 +614,7 @@ def free_energy(
     """
     rule = rule if rule is not None else default_rule(problem.dim)
     mom = channel_moments(problem.loss, problem.y, M, b, Q, V, rule)
-    pr = ridge_prior(problem.mixture, problem.lam, Qhat, Mhat, Vhat)
+    pr = prior_update(problem, Qhat, Mhat, Vhat)
     return free_energy_terms(problem, M, Q, V, Mhat, Qhat, Vhat, mom.Eenv, pr.psi_w)
 
 
