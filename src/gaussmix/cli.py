@@ -1,4 +1,4 @@
-"""Command-line interface: ``gaussmix point | curve | lambda-curve``.
+"""Command-line interface: ``gaussmix point | curve | lambda-curve | simulate | compare | sweep``.
 
 A thin layer over the library: options are parsed here, turned into a
 :class:`~gaussmix.mixture.Mixture` and solver keyword arguments, and handed to
@@ -14,6 +14,17 @@ Interface contract (checked outside the repository -- keep it stable)
   inputs).
 * ``gaussmix curve`` writes ``DIR/curve.csv`` and ``DIR/curve.png``;
   ``gaussmix lambda-curve`` writes ``DIR/lambda_curve.csv`` and ``DIR/lambda_curve.png``.
+* ``gaussmix simulate [point options] --d D --seeds S [--seed N] --json`` prints one JSON
+  object with the keys of ``point --json`` (means over seeds) plus ``<key>_se`` (standard
+  error over seeds) for ``test_error``, ``train_error``, ``train_loss`` (and ``Q, M, b``).
+* ``gaussmix compare [point options] --alphas a:b:n --d D --seeds S --out DIR`` writes
+  ``DIR/compare.csv`` and ``DIR/compare.png``.
+* ``gaussmix sweep --grid FILE.toml --out FILE.csv [--scheduler ADDRESS] [--jobs N]``:
+  the TOML file has a ``[fixed]`` table (any ``point`` option, names without dashes), a
+  ``[grid]`` table (option -> list of values; their Cartesian product is run) and an
+  optional ``[simulate]`` table (``d``, ``seeds``, ``seed``) that switches from theory to
+  simulation.  The CSV has one row per grid point: the grid options, then the JSON keys of
+  ``point`` (or ``simulate``); see :mod:`gaussmix.sweep`.
 * Every failure prints exactly one line ``gaussmix: error: <message>`` on stderr and exits
   with status 2 (bad input), 3 (no valid fixed point or a numerical failure) or 1
   (anything else, e.g. an output directory that cannot be created); never a
@@ -37,6 +48,7 @@ collects them into ``opts``.  Then :func:`build_point` turns them into a validat
         ...  # e.g. gaussmix.simulate.<...>(setup.mixture, setup.loss, lam=setup.lam, ...)
 """
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -46,7 +58,7 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -200,13 +212,21 @@ def _annotation(f: dataclasses.Field) -> Any:
     return Annotated[type_, info]
 
 
-def point_options(func: Callable[..., Any]) -> Callable[..., Any]:
+def point_options(
+    func: Callable[..., Any] | None = None, /, **defaults: Any
+) -> Callable[..., Any]:
     """Attach every :class:`PointOptions` option to a typer command.
 
     ``func`` must accept a keyword parameter ``opts`` (a :class:`PointOptions`); its other
     parameters are kept as they are (they may be typer options of their own).  Use it
-    *below* ``@app.command()``.
+    *below* ``@app.command()``, as ``@point_options`` or, to change the command-line
+    defaults of some options for this command, ``@point_options(lam=0.1)``.
     """
+    unknown = sorted(set(defaults) - set(PointOptions.option_names()))
+    if unknown:
+        raise TypeError(f"point_options: unknown options {unknown}")
+    if func is None:
+        return lambda f: point_options(f, **defaults)
     sig = inspect.signature(func)
     if "opts" not in sig.parameters:
         raise TypeError(f"{func.__name__} must take a keyword parameter 'opts: PointOptions'")
@@ -223,7 +243,7 @@ def point_options(func: Callable[..., Any]) -> Callable[..., Any]:
         inspect.Parameter(
             f.name,
             inspect.Parameter.KEYWORD_ONLY,
-            default=f.default,
+            default=defaults.get(f.name, f.default),
             annotation=_annotation(f),
         )
         for f in dataclasses.fields(PointOptions)
@@ -408,6 +428,18 @@ class PointSetup:
             penalty=self.penalty,
         )
 
+    def at(self, *, lam: float | None = None, alpha: float | None = None) -> "PointSetup":
+        """The same setup at another ``lam`` / ``alpha`` (validated; the mixture is shared).
+
+        Equivalent to ``build_point(opts, lam=lam, alpha=alpha)`` without rebuilding the
+        mixture.
+        """
+        lam = self.lam if lam is None else lam
+        alpha = self.alpha if alpha is None else alpha
+        problem = self.check(lam=lam, alpha=alpha)
+        params = {**self.params, "lam": lam, "alpha": alpha}
+        return dataclasses.replace(self, lam=lam, alpha=alpha, params=params, problem=problem)
+
 
 def build_point(
     opts: PointOptions, *, lam: float | None = None, alpha: float | None = None
@@ -474,6 +506,10 @@ _OPTION_NAMES = {
     "lam": "--lam",
     "tol": "--tol",
     "max_iter": "--max-iter",
+    "seeds": "--seeds",
+    "seed": "--seed",
+    "n_jobs": "--jobs",
+    "d": "--d",
 }
 _NAME_RE = re.compile(
     r"(?<![\w-])("
@@ -748,6 +784,277 @@ def lambda_curve(
     _report_curve(df, paths)
 
 
+# ============================================================================ simulations
+JobsOption = Annotated[
+    int,
+    typer.Option(
+        "--jobs",
+        "-j",
+        metavar="N",
+        help="Worker processes (joblib convention: -1 = all cores). Results do not depend on it.",
+    ),
+]
+DOption = Annotated[
+    int, typer.Option("--d", metavar="D", help="Input dimension of the simulated instances.")
+]
+SeedOption = Annotated[
+    int,
+    typer.Option(
+        "--seed",
+        metavar="N",
+        help="Root seed (numpy SeedSequence(N).spawn(seeds)): reproducible bit for bit.",
+    ),
+]
+
+
+def _seeds_option(help_text: str) -> Any:
+    return typer.Option("--seeds", metavar="S", help=help_text)
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """One BLAS thread per process (here and in joblib workers): parallelism comes from
+    --jobs, and the bits of a seeded simulation do not depend on it."""
+    from joblib import parallel_config
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1), parallel_config(backend="loky", inner_max_num_threads=1):
+        yield
+
+
+@app.command()
+@point_options
+def simulate(
+    opts: PointOptions,
+    d: DOption = 1000,
+    seeds: Annotated[
+        int, _seeds_option("Number of independent instances; standard errors over them.")
+    ] = 5,
+    seed: SeedOption = 0,
+    jobs: JobsOption = -1,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object (machine-readable).")
+    ] = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Finite-size ERM on samples of the mixture: errors averaged over seeds.
+
+    Takes the options of ``point`` (--tol, --max-iter and --quad-order set the theory
+    solver and are not used here: the ERM is solved exactly, to scikit-learn tolerances
+    of 1e-10).  Each seed realises the mixture at dimension --d, draws n = alpha d
+    training points and measures the test error exactly.  With --json, prints the keys
+    of ``point --json`` (means over seeds) plus <key>_se (standard errors).
+    """
+    from .sweep import check_simulation, simulation_payload
+
+    setup = build_point(opts)
+    check_simulation(setup, d=d, seeds=seeds, seed=seed)
+    with _one_blas_thread():
+        payload = simulation_payload(
+            setup, d=d, seeds=seeds, seed=seed, n_jobs=jobs, progress=not quiet
+        )
+    _check_finite_errors(payload)
+    if json_out:
+        typer.echo(json.dumps(_finite_or_none(payload), allow_nan=False))
+        return
+    p = payload["params"]
+    typer.echo(f"{_describe(setup.params)}; d={d}, n={p['n']}, {seeds} seeds (seed {seed})")
+    for key in ("test_error", "train_error", "train_loss"):
+        se = payload[f"{key}_se"]
+        err = f" ± {se:.2g}" if math.isfinite(se) else ""
+        typer.echo(f"  {key:<18} {payload[key]:.6g}{err}")
+    typer.echo(
+        f"  {'converged':<18} {payload['converged']} (at most {payload['n_iter']} ERM "
+        f"iterations; {payload['message']})"
+    )
+    typer.echo(f"  {'b':<18} {_fmt(payload['b'])}")
+
+
+#: default penalty of ``gaussmix compare`` (training error 0 below the separability
+#: threshold, then rising: a more telling picture than lam = 1)
+COMPARE_LAM = 0.1
+COMPARE_ALPHAS = "0.25:3:12"
+COMPARE_D = 1000
+COMPARE_SEEDS = 10
+
+
+@app.command()
+@point_options(lam=COMPARE_LAM)
+def compare(
+    opts: PointOptions,
+    alphas: Annotated[
+        str,
+        typer.Option(
+            "--alphas",
+            metavar="[log:]START:STOP:NUM",
+            help="Sample complexities alpha = n/d (linear, or log-spaced with 'log:').",
+        ),
+    ] = COMPARE_ALPHAS,
+    d: DOption = COMPARE_D,
+    seeds: Annotated[
+        int, _seeds_option("Simulated instances per alpha (error bars: standard errors).")
+    ] = COMPARE_SEEDS,
+    seed: SeedOption = 0,
+    jobs: JobsOption = -1,
+    out: OutOption = Path("gaussmix-out"),
+    quiet: QuietOption = False,
+) -> None:
+    """Theory learning curve against simulations: writes DIR/compare.csv and .png.
+
+    Takes the options of ``point`` (default --lam 0.1 here); ``--alphas`` replaces
+    ``--alpha``.  The theory (lines) is the fixed point at each alpha; each simulation
+    (dots, error bars = standard error over --seeds) is ``gaussmix simulate`` at that
+    alpha.  With no options: the K = 3 cross-entropy problem (Delta = 0.5, simplex
+    means, lam = 0.1) at d = 1000 with 10 seeds per alpha, about a minute on 2 cores.
+    CSV columns: the theory curve (alpha, lam, test_error, train_error, train_loss, ...)
+    then sim_<key> and sim_<key>_se for each error, sim_converged, sim_d, sim_seeds.
+    """
+    from tqdm.auto import tqdm
+
+    from .plotting import plot_comparison, save_figure
+    from .sweep import check_simulation, simulation_payload
+
+    grid = _parse_range("--alphas", alphas, positive=True)
+    setup = build_point(opts, alpha=float(grid.max()))
+    _check_grid(setup, "--alphas", grid, "alpha")
+    check_simulation(setup, d=d, seeds=seeds, seed=seed)
+    setups = [setup.at(alpha=float(a)) for a in grid]
+    for a, s in zip(grid, setups):
+        try:
+            check_simulation(s, d=d, seeds=seeds, seed=seed)
+        except ValueError as exc:
+            raise ValueError(f"--alphas value {a:g}: {option_message(str(exc))}") from None
+    out = _make_out_dir(out)
+    theory = learning_curve(
+        setup.mixture,
+        setup.loss,
+        grid,
+        lam=setup.lam,
+        penalty=setup.penalty,
+        progress=not quiet,
+        **setup.solve_kw,
+    )
+    sims = []
+    with (
+        _one_blas_thread(),
+        tqdm(
+            total=len(grid) * seeds,
+            desc=f"simulate d={d}",
+            unit="seed",
+            disable=quiet,
+            file=sys.stderr,
+        ) as bar,
+    ):
+        for a, s in zip(grid, setups):
+            bar.set_postfix_str(f"alpha={a:.3g}")
+            p = simulation_payload(s, d=d, seeds=seeds, seed=seed, n_jobs=jobs)
+            row = {}
+            for key in ("test_error", "train_error", "train_loss"):
+                row[f"sim_{key}"] = p[key]
+                row[f"sim_{key}_se"] = p[f"{key}_se"]
+            row.update(sim_converged=p["converged"], sim_d=d, sim_seeds=seeds)
+            sims.append(row)
+            bar.update(seeds)
+    import pandas as pd
+
+    df = pd.concat([theory.reset_index(drop=True), pd.DataFrame(sims)], axis=1)
+    csv_path = out / "compare.csv"
+    png_path = out / "compare.png"
+    df.to_csv(csv_path, index=False)
+    pp = setup.params
+    title = (
+        f"{pp['loss']}, K={pp['clusters']}, λ={pp['lam']:g}: theory (lines) vs "
+        f"simulation (d={d}, {seeds} seeds)"
+    )
+    fig = plot_comparison(df, title=title, logx=alphas.startswith("log:"))
+    save_figure(fig, png_path)
+    _report_curve(df, (csv_path, png_path))
+
+
+@app.command("sweep")
+def sweep_command(
+    grid: Annotated[
+        Path,
+        typer.Option(
+            "--grid",
+            metavar="FILE.toml",
+            help="Grid file: [fixed] options, [grid] option = [values] (Cartesian product), "
+            "optional [simulate] d, seeds, seed (simulate instead of solving the theory).",
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            metavar="FILE.csv",
+            help="Output table (one row per grid point); its checkpoint is "
+            "FILE.csv.checkpoint.jsonl.",
+        ),
+    ],
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            metavar="ADDRESS",
+            help="Run on a dask.distributed scheduler, e.g. tcp://host:8786.",
+        ),
+    ] = None,
+    jobs: JobsOption = -1,
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            "--backend",
+            metavar="joblib|dask|serial",
+            help="Executor [default: dask with --scheduler, else joblib].",
+        ),
+    ] = None,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint", metavar="FILE", help="Checkpoint file [default: next to --out]."
+        ),
+    ] = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Run a grid of points (theory or simulation), resumable: writes FILE.csv.
+
+    Every point is validated before any work starts.  Finished points stream to the
+    checkpoint; running the same command again (after a crash, a kill or Ctrl-C) skips
+    them.  Delete the checkpoint to recompute from scratch.
+    """
+    from .sweep import checkpoint_path
+    from .sweep import sweep as run_sweep
+
+    if out.is_dir():
+        raise OSError(f"--out: {str(out)!r} is a directory; give a file name such as sweep.csv")
+    ck = checkpoint if checkpoint is not None else checkpoint_path(out)
+    try:
+        res = run_sweep(
+            grid,
+            out=out,
+            checkpoint=ck,
+            backend=backend,
+            jobs=jobs,
+            scheduler=scheduler,
+            progress=not quiet,
+        )
+    except KeyboardInterrupt:
+        sys.stderr.write(
+            f"gaussmix: finished points are in {str(ck)!r}; run the same command to resume\n"
+        )
+        raise
+    failed = f"; {res.failed} without a valid result" if res.failed else ""
+    typer.echo(
+        f"wrote {out} ({len(res.df)} points: {res.computed} computed, {res.resumed} from "
+        f"the checkpoint {ck}{failed})"
+    )
+    if res.failed == len(res.df):
+        raise ConvergenceError(
+            f"no grid point has a valid result (see the message column of {out})"
+        )
+
+
 # ============================================================================ main
 _CLICK_ERRORS: tuple[type[BaseException], ...] = (click.ClickException,) + (
     (typer.TyperException,) if hasattr(typer, "TyperException") else ()
@@ -828,7 +1135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (np.linalg.LinAlgError, ArithmeticError) as exc:
             return _error(f"numerical failure: {exc}", EXIT_NO_FIXED_POINT)
         except (ValueError, TypeError) as exc:
-            return _error(option_message(str(exc)), EXIT_BAD_INPUT)
+            verbatim = getattr(exc, "cli_verbatim", False)  # e.g. sweep.GridError
+            return _error(str(exc) if verbatim else option_message(str(exc)), EXIT_BAD_INPUT)
         except GaussmixError as exc:
             return _error(str(exc), EXIT_ERROR)
         except OSError as exc:

@@ -22,7 +22,13 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-__all__ = ["plot_learning_curve", "plot_lambda_curve", "save_figure", "new_axes"]
+__all__ = [
+    "plot_learning_curve",
+    "plot_lambda_curve",
+    "plot_comparison",
+    "save_figure",
+    "new_axes",
+]
 
 #: axis labels of known columns
 AXIS_LABELS = {
@@ -180,6 +186,43 @@ def plot_lambda_curve(
     return plot_learning_curve(
         df, x="lam", ys=ys, sim=sim, ax=ax, logx=logx, logy=logy, title=title
     )
+
+
+def plot_comparison(
+    df: pd.DataFrame,
+    *,
+    x: str = "alpha",
+    prefix: str = "sim_",
+    logx: bool = False,
+    title: str | None = None,
+    figsize: tuple[float, float] = (8.0, 3.2),
+) -> Figure:
+    """Theory against simulation in two panels: errors, and training loss.
+
+    ``df`` has the theory columns ``x, test_error, train_error, train_loss`` and the
+    simulation columns ``<prefix><y>`` and ``<prefix><y>_se`` (as written by
+    ``gaussmix compare``).  Theory: lines; simulation: dots with standard-error bars.
+    """
+    ys = ("test_error", "train_error", "train_loss")
+    _check_columns("df", df, [x, *ys])
+    sim = pd.DataFrame({x: df[x]})
+    for y in ys:
+        for suffix in ("", "_se"):
+            col = f"{prefix}{y}{suffix}"
+            if col in df.columns:
+                sim[f"{y}{suffix}"] = df[col]
+    with mpl.rc_context(STYLE):
+        fig = Figure(figsize=figsize, layout="constrained")
+        FigureCanvasAgg(fig)
+        ax_err, ax_loss = fig.subplots(1, 2)
+    plot_learning_curve(df, x=x, ys=ys[:2], sim=sim, ax=ax_err, logx=logx)
+    plot_learning_curve(df, x=x, ys=ys[2:], sim=sim, ax=ax_loss, logx=logx)
+    with mpl.rc_context(STYLE):
+        ax_err.set_title("classification error")
+        ax_loss.set_title("training loss")
+        if title:
+            fig.suptitle(title, fontsize=STYLE["axes.titlesize"])
+    return fig
 
 
 def save_figure(fig: Figure | Axes, path: str | Path, *, dpi: int = 150) -> Path:

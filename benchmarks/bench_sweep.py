@@ -1,0 +1,197 @@
+"""Benchmarks of sweeps and simulations (issue: sweeps, simulations, CLI; Performance).
+
+Run:  python benchmarks/bench_sweep.py [a] [b] [c]   (Markdown tables; all parts ~2 minutes)
+
+Parallel timings need an otherwise idle machine: the load average is printed.
+
+Serial timings are CPU times (``time.process_time``, BLAS on one thread); parallel ones
+are wall times.
+
+(a) Theory per point against the simulation it predicts (d = 1000, 10 seeds), for binary
+    logistic and K = 3 cross-entropy, side by side in one run (BLAS on one thread for
+    both; the simulation runs its seeds serially, so both columns are single-core times).
+(b) Sweep overhead on 1000 cheap points (50 alphas x 20 lambdas; binary square loss,
+    ~2 ms a point, and binary logistic, ~5 ms a point): ``sweep(...)`` (grid
+    validation, tasks, checkpoint, CSV) against the bare loop of ``gaussmix.solve`` over
+    the same points; CPU time of this process, best of 5 interleaved runs (robust to
+    other load on the machine).
+(c) A sweep on 2 workers against 1 worker on a grid of 40 K = 3 cross-entropy points
+    (joblib, warm worker pool; and a dask LocalCluster of 2 workers).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+import gaussmix as gm
+from gaussmix.simulate import simulate
+from gaussmix.sweep import Grid, sweep
+
+warnings.simplefilter("ignore")
+
+#: a few cheap points that start (and import gaussmix in) every worker
+WARM_UP = Grid({"alpha": [0.5, 1.0, 1.5, 2.0, 2.5, 3.0]}, fixed={"loss": "square"})
+
+
+def median_time(fn, repeats: int = 5):
+    fn()
+    ts, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts), out
+
+
+def cpu_time(fn) -> float:
+    t0 = time.process_time()
+    fn()
+    return time.process_time() - t0
+
+
+def theory_vs_simulation() -> list[str]:
+    binary = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+    k3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    cases = [
+        ("binary logistic, lam=0.1, alpha=2", binary, "logistic", 0.1, 2.0),
+        ("K=3 cross-entropy, lam=1, alpha=2", k3, "cross-entropy", 1.0, 2.0),
+    ]
+    lines = [
+        "| problem | theory / point | simulation (d=1000, 10 seeds) | ratio | "
+        "test error theory | test error simulation |",
+        "|---|---|---|---|---|---|",
+    ]
+    with threadpool_limits(1):
+        for name, mix, loss, lam, alpha in cases:
+
+            def theory(mix=mix, loss=loss, lam=lam, alpha=alpha):
+                return gm.solve(mix, loss, lam=lam, alpha=alpha)
+
+            res = theory()
+            tt = min(cpu_time(theory) for _ in range(7))
+            t0 = time.process_time()
+            sim = simulate(mix, loss=loss, lam=lam, alpha=alpha, d=1000, seeds=10, seed=0)
+            ts = time.process_time() - t0
+            lines.append(
+                f"| {name} | {tt * 1e3:.1f} ms | {ts:.2f} s | {ts / tt:,.0f}x | "
+                f"{res.test_error:.4f} | {sim.mean['test_error']:.4f} "
+                f"± {sim.se['test_error']:.4f} |"
+            )
+    return lines
+
+
+def sweep_overhead(tmp: Path) -> list[str]:
+    alphas = [float(a) for a in np.round(np.linspace(0.2, 5.0, 50), 6)]
+    lams = [float(x) for x in np.round(np.geomspace(0.01, 10.0, 20), 8)]
+    mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+    lines = [
+        "| 1000 points | bare loop of solve | sweep, serial, checkpoint + CSV | overhead |"
+        " sweep, joblib 2 workers (wall) |",
+        "|---|---|---|---|---|",
+    ]
+    for loss in ("square", "logistic"):
+        spec = {
+            "fixed": {"loss": loss, "labels": "binary"},
+            "grid": {"alpha": alphas, "lam": lams},
+        }
+
+        def bare(loss=loss) -> None:
+            for a in alphas:
+                for lam in lams:
+                    gm.solve(mix, loss, lam=lam, alpha=a)
+
+        def swept(spec=spec, **kw) -> None:
+            out = tmp / "b.csv"
+            for p in (out, out.with_name(out.name + ".checkpoint.jsonl")):
+                p.unlink(missing_ok=True)
+            res = sweep(spec, out=out, progress=False, **kw)
+            assert res.computed == 1000 and res.failed == 0
+
+        tb, ts = [], []
+        with threadpool_limits(1):
+            bare()  # warm-up
+            for _ in range(5):
+                tb.append(cpu_time(bare))
+                ts.append(cpu_time(lambda: swept(backend="serial")))
+        sweep(WARM_UP, jobs=2, progress=False)  # start the workers
+        tj = min(_timed(lambda: swept(backend="joblib", jobs=2)) for _ in range(2))
+        b, s = min(tb), min(ts)
+        lines.append(
+            f"| binary {loss} ({b:.1f} ms / point) | {b:.2f} s | {s:.2f} s | "
+            f"{(s - b) / b * 100:+.1f} % | {tj:.2f} s ({b / tj:.2f}x the bare loop) |"
+        )
+    return lines
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def scaling() -> list[str]:
+    grid = Grid(
+        {"alpha": [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0], "lam": [0.1, 0.2, 0.5, 1.0, 2.0]},
+        fixed={"loss": "cross-entropy", "clusters": 3},
+    )
+    assert len(grid) == 40
+    sweep(WARM_UP, jobs=2, progress=False)  # start the workers
+    t1 = min(
+        _timed(lambda: sweep(grid, backend="joblib", jobs=1, progress=False)) for _ in range(2)
+    )
+    t2 = min(
+        _timed(lambda: sweep(grid, backend="joblib", jobs=2, progress=False)) for _ in range(2)
+    )
+    lines = [
+        "| 40 K=3 cross-entropy points | wall time | speed-up vs 1 worker |",
+        "|---|---|---|",
+        f"| 1 worker | {t1:.2f} s | 1.00x |",
+        f"| joblib, 2 workers | {t2:.2f} s | {t1 / t2:.2f}x |",
+    ]
+    try:
+        from distributed import LocalCluster
+    except ImportError:
+        return lines
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        addr = cluster.scheduler_address
+        sweep(WARM_UP, scheduler=addr, progress=False)  # import gaussmix on the workers
+        td = min(_timed(lambda: sweep(grid, scheduler=addr, progress=False)) for _ in range(2))
+    lines.append(f"| dask LocalCluster, 2 workers | {td:.2f} s | {t1 / td:.2f}x |")
+    return lines
+
+
+def main() -> None:
+    parts = set(sys.argv[1:]) or {"a", "b", "c"}
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"python {platform.python_version()}, numpy {np.__version__}, gaussmix "
+        f"{gm.__version__}, load average {os.getloadavg()[0]:.2f}"
+    )
+    if "a" in parts:
+        print("\n### (a) theory per point vs simulation")
+        print("\n".join(theory_vs_simulation()))
+    if "b" in parts:
+        with tempfile.TemporaryDirectory() as tmp:
+            print("\n### (b) sweep overhead on 1000 cheap points")
+            print("\n".join(sweep_overhead(Path(tmp))))
+    if "c" in parts:
+        print("\n### (c) 2 workers vs 1")
+        print("\n".join(scaling()))
+    print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,436 @@
+"""Tests of :mod:`gaussmix.sweep`: grids, executors, checkpoint / resume, provenance.
+
+The dask test starts a real ``distributed.LocalCluster`` (two worker processes on the
+loopback interface); the SIGKILL test runs ``python -m gaussmix.cli sweep`` in a
+subprocess, kills it in the middle and resumes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import gaussmix as gm
+from gaussmix import sweep as sw
+from gaussmix.cli import main
+from gaussmix.sweep import (
+    TEST_DELAY_ENV,
+    Grid,
+    GridError,
+    checkpoint_path,
+    point_key,
+    simulation_keys,
+    sweep,
+    theory_keys,
+)
+
+BINARY = {"loss": "logistic", "lam": 0.1}
+SQUARE = {"loss": "square", "labels": "binary", "lam": 0.1}
+
+
+def small_grid(**simulate) -> Grid:
+    """Six binary logistic points (alpha x delta)."""
+    return Grid(
+        {"alpha": [0.5, 1.0, 2.0], "delta": [0.25, 0.5]},
+        fixed=BINARY,
+        simulate=simulate or None,
+    )
+
+
+def checkpoint_lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+@pytest.fixture(scope="module")
+def theory_serial() -> sw.SweepResult:
+    return sweep(small_grid(), backend="serial", progress=False)
+
+
+# ---------------------------------------------------------------------------- grids
+def test_grid_points_in_product_order() -> None:
+    g = small_grid()
+    assert len(g) == 6 and g.shape == (3, 2) and g.mode == "theory"
+    assert g.points()[:3] == [
+        {"alpha": 0.5, "delta": 0.25},
+        {"alpha": 0.5, "delta": 0.5},
+        {"alpha": 1.0, "delta": 0.25},
+    ]
+    assert len(set(g.keys())) == 6
+
+
+def test_grid_accepts_dashes_lists_and_integers() -> None:
+    g = Grid(
+        {"max-iter": [500, 1000], "rho": [[0.3, 0.7], "0.5,0.5"]},
+        fixed={"loss": "square", "alpha": 2, "quad-order": 32},
+    )
+    assert g.columns == ("max-iter", "rho")
+    assert g.axes["rho"] == ("0.3,0.7", "0.5,0.5")
+    task = g.tasks()[0]
+    assert task["options"]["max_iter"] == 500
+    assert Grid({"alpha": np.linspace(1, 2, 3)}).axes["alpha"] == (1.0, 1.5, 2.0)
+    assert task["options"]["alpha"] == 2.0 and isinstance(task["options"]["alpha"], float)
+    assert task["options"]["quad_order"] == 32
+
+
+def test_point_key_is_stable_and_complete() -> None:
+    a = Grid({"alpha": [1]}, fixed=BINARY).keys()[0]
+    b = Grid({"alpha": [1.0]}, fixed={**BINARY, "tol": 1e-8}).keys()[0]  # tol = default
+    assert a == b
+    assert Grid({"alpha": [1.0]}, fixed={**BINARY, "tol": 1e-9}).keys()[0] != a
+    sim = Grid({"alpha": [1.0]}, fixed=BINARY, simulate={"d": 50, "seeds": 2}).keys()[0]
+    assert sim != a
+    opts = Grid({"alpha": [1.0]}, fixed=BINARY).tasks()[0]["options"]
+    assert point_key(opts) == a  # pure function of the parameters
+
+
+@pytest.mark.parametrize(
+    ("grid", "fixed", "simulate", "needles"),
+    [
+        ({"alpah": [1.0]}, {}, None, ["unknown parameter 'alpah'", "alpha", "lam"]),
+        ({"alpha": [1.0]}, {"lamda": 1.0}, None, ["unknown parameter 'lamda'"]),
+        ({"alpha": []}, {}, None, ["'alpha'", "empty list"]),
+        ({}, {}, None, ["[grid] is empty"]),
+        ({"alpha": 1.0}, {}, None, ["'alpha' must be a list"]),
+        ({"alpha": [1.0, 1.0]}, {}, None, ["repeated values"]),
+        ({"alpha": [1.0]}, {"alpha": 2.0}, None, ["both in [fixed] and in [grid]"]),
+        ({"alpha": [1.0]}, {}, {"d": 0, "seeds": 2}, ["'d'", "positive integer", "got 0"]),
+        ({"alpha": [1.0]}, {}, {"d": -10, "seeds": 2}, ["'d'", "got -10"]),
+        ({"alpha": [1.0]}, {}, {"d": 50, "seeds": 0}, ["'seeds'", "positive integer"]),
+        ({"alpha": [1.0]}, {}, {"d": 50.5, "seeds": 2}, ["'d'"]),
+        ({"alpha": [1.0]}, {}, {"seeds": 2}, ["needs 'd'"]),
+        ({"alpha": [1.0]}, {}, {"d": 50, "seeds": 2, "n": 3}, ["unknown parameter 'n'"]),
+        ({"seeds": [1, 0]}, {}, {"d": 50, "seeds": 2}, ["'seeds'", "got 0"]),
+        ({"clusters": [2.5]}, {}, None, ["'clusters' must be an integer"]),
+        ({"lam": [1.0, -1.0]}, {}, None, ["grid point 2 of 2", "lam = -1.0", "lam must be"]),
+        ({"alpha": [1.0, 0.0]}, {}, None, ["grid point 2 of 2", "alpha"]),
+        ({"loss": ["square", "logistc"]}, {}, None, ["grid point 2 of 2", "logistc"]),
+        ({"alpha": [1.0]}, {"clusters": 3}, {"d": 2, "seeds": 2}, ["number of clusters"]),
+    ],
+)
+def test_bad_grids_fail_with_a_message_naming_the_problem(
+    grid: dict, fixed: dict, simulate: dict | None, needles: list[str]
+) -> None:
+    with pytest.raises(GridError) as info:
+        Grid(grid, fixed=fixed, simulate=simulate)
+    assert isinstance(info.value, ValueError)
+    for needle in needles:
+        assert needle in str(info.value), (needle, str(info.value))
+
+
+def test_bad_toml_files(tmp_path: Path) -> None:
+    cases = {
+        "syntax.toml": ("[grid]\nalpha = [1, 2\n", "not valid TOML"),
+        "table.toml": ("[grids]\nalpha = [1, 2]\n", "unknown table or key 'grids'"),
+        "nogrid.toml": ("[fixed]\nlam = 1.0\n", "missing [grid]"),
+        "unknown.toml": ("[grid]\nalpah = [1, 2]\n", "unknown parameter 'alpah'"),
+    }
+    for name, (text, needle) in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(GridError, match=None) as info:
+            Grid.from_toml(path)
+        assert needle in str(info.value), (name, str(info.value))
+        assert name in str(info.value) or "TOML" in str(info.value)
+    with pytest.raises(GridError, match="cannot read grid file"):
+        Grid.from_toml(tmp_path / "missing.toml")
+
+
+def test_bad_grid_fails_before_any_work(tmp_path: Path, monkeypatch) -> None:
+    calls = []
+    monkeypatch.setattr(sw, "run_task", lambda task: calls.append(task))
+    out = tmp_path / "out.csv"
+    spec = {"fixed": BINARY, "grid": {"alpha": [1.0, 2.0]}, "simulate": {"d": 0, "seeds": 3}}
+    with pytest.raises(GridError, match="'d'"):
+        sweep(spec, out=out, backend="serial", progress=False)
+    spec = {"fixed": BINARY, "grid": {"alpha": [1.0, 2.0, -1.0]}}
+    with pytest.raises(GridError, match="grid point 3 of 3"):
+        sweep(spec, out=out, backend="serial", progress=False)
+    assert calls == []
+    assert list(tmp_path.iterdir()) == []  # no checkpoint, no output
+
+
+def test_bad_sweep_arguments() -> None:
+    g = small_grid()
+    with pytest.raises(ValueError, match="backend must be one of"):
+        sweep(g, backend="spark", progress=False)
+    with pytest.raises(ValueError, match="jobs"):
+        sweep(g, jobs=0, progress=False)
+    with pytest.raises(ValueError, match="scheduler is only used with backend='dask'"):
+        sweep(g, backend="joblib", scheduler="tcp://127.0.0.1:1", progress=False)
+
+
+# ---------------------------------------------------------------------------- tables
+def test_theory_table_matches_direct_solves(theory_serial: sw.SweepResult) -> None:
+    df = theory_serial.df
+    assert list(df.columns) == ["alpha", "delta", *theory_keys()]
+    assert len(df) == 6 and theory_serial.computed == 6 and theory_serial.failed == 0
+    for row in df.itertuples(index=False):
+        mix = gm.Mixture.isotropic(row.delta, "simplex", n_clusters=2, labels="binary")
+        ref = gm.solve(mix, "logistic", lam=0.1, alpha=row.alpha)
+        assert row.test_error == ref.test_error
+        assert row.train_loss == ref.train_loss
+        np.testing.assert_array_equal(json.loads(row.Q), ref.Q.tolist())
+        assert json.loads(row.params)["alpha"] == row.alpha
+
+
+def test_sweep_rows_have_the_keys_of_point_json(theory_serial: sw.SweepResult) -> None:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["point", "--json", "--loss", "logistic", "--lam", "0.1", "--alpha", "0.5",
+                     "--delta", "0.25"]) == 0  # fmt: skip
+    point = json.loads(buf.getvalue())
+    assert tuple(point) == theory_keys()
+    row = theory_serial.df.iloc[0]
+    assert row["test_error"] == point["test_error"]
+    assert json.loads(row["params"]) == point["params"]
+
+
+def test_joblib_equals_serial(theory_serial: sw.SweepResult) -> None:
+    res = sweep(small_grid(), backend="joblib", jobs=2, progress=False)
+    pd.testing.assert_frame_equal(res.df, theory_serial.df, check_exact=True)
+
+
+def test_failed_point_is_a_row_not_a_crash() -> None:
+    g = Grid({"max_iter": [1, 3000]}, fixed={"alpha": 2.0})  # K = 3 cross-entropy
+    with pytest.warns(gm.ConvergenceWarning, match="1 of 2 grid points"):
+        res = sweep(g, backend="serial", progress=False)
+    bad, good = res.df.iloc[0], res.df.iloc[1]
+    assert not bad["converged"] and np.isnan(bad["test_error"])
+    assert "did not converge" in bad["message"]
+    assert good["converged"] and 0 < good["test_error"] < 1
+    assert res.failed == 1
+    assert res.attrs["max_iter"] == "grid" and res.attrs["tol"] == 1e-8
+
+
+def test_xarray_dims_and_provenance(theory_serial: sw.SweepResult) -> None:
+    ds = theory_serial.to_xarray()
+    assert dict(ds.sizes)["alpha"] == 3 and dict(ds.sizes)["delta"] == 2
+    assert ds["test_error"].dims == ("alpha", "delta")
+    assert ds["Q"].dims == ("alpha", "delta", "cluster", "out", "out2")
+    assert ds["b"].dims == ("alpha", "delta", "out")
+    assert ds["test_error"].sel(alpha=1.0, delta=0.5).item() == (
+        theory_serial.df.query("alpha == 1.0 and delta == 0.5")["test_error"].item()
+    )
+    a = ds.attrs
+    assert a["gaussmix_version"] == gm.__version__
+    assert a["mode"] == "theory" and a["tol"] == 1e-8 and a["max_iter"] == 3000
+    assert "gauss-hermite" in a["quadrature"]
+    assert json.loads(a["fixed"]) == BINARY
+    assert json.loads(a["grid"]) == {"alpha": [0.5, 1.0, 2.0], "delta": [0.25, 0.5]}
+    assert a["created"].endswith("+00:00")
+    assert all(isinstance(v, str | int | float) for v in a.values())
+
+
+# ---------------------------------------------------------------------------- simulations
+def test_simulation_sweep_reproducible_and_provenance() -> None:
+    g = Grid({"alpha": [1.0, 2.0]}, fixed=BINARY, simulate={"d": 40, "seeds": 2, "seed": 7})
+    a = sweep(g, backend="serial", progress=False)
+    b = sweep(g, backend="joblib", jobs=2, progress=False)
+    pd.testing.assert_frame_equal(a.df, b.df, check_exact=True)
+    assert list(a.df.columns) == ["alpha", *simulation_keys()]
+    assert (a.df["test_error_se"] > 0).all()
+    attrs = a.to_xarray().attrs
+    assert attrs["mode"] == "simulation"
+    assert (attrs["d"], attrs["seeds"], attrs["seed"]) == (40, 2, 7)
+    # the same numbers as the simulation engine called directly
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=2, labels="binary")
+    from threadpoolctl import threadpool_limits
+
+    from gaussmix.simulate import simulate
+
+    with threadpool_limits(1):
+        ref = simulate(mix, loss="logistic", lam=0.1, alpha=2.0, d=40, seeds=2, seed=7)
+    assert a.df["test_error"].iloc[1] == ref.mean["test_error"]
+    assert a.df["test_error_se"].iloc[1] == ref.se["test_error"]
+
+
+def test_simulate_argument_switches_mode() -> None:
+    g = small_grid().with_simulate({"d": 30, "seeds": 2})
+    assert g.mode == "simulation" and g.columns == ("alpha", "delta")
+    res = sweep(
+        Grid({"alpha": [1.0]}, fixed=BINARY),
+        simulate={"d": 30, "seeds": 2},
+        backend="serial",
+        progress=False,
+    )
+    assert "test_error_se" in res.df.columns
+
+
+def test_dask_local_cluster_equals_joblib(tmp_path: Path, theory_serial: sw.SweepResult) -> None:
+    distributed = pytest.importorskip("distributed")
+    sim_grid = Grid({"alpha": [1.0, 2.0]}, fixed=BINARY, simulate={"d": 40, "seeds": 2})
+    sim_joblib = sweep(sim_grid, backend="joblib", jobs=2, progress=False)
+    theory_joblib = sweep(small_grid(), backend="joblib", jobs=2, progress=False)
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+    ) as cluster:
+        address = cluster.scheduler_address
+        theory_dask = sweep(small_grid(), scheduler=address, progress=False)
+        sim_dask = sweep(sim_grid, scheduler=address, progress=False)
+        # and through the command line
+        toml = tmp_path / "grid.toml"
+        toml.write_text(
+            '[fixed]\nloss = "logistic"\nlam = 0.1\n'
+            "[grid]\nalpha = [0.5, 1.0, 2.0]\ndelta = [0.25, 0.5]\n"
+        )
+        for name, extra in (("dask.csv", ["--scheduler", address]), ("joblib.csv", [])):
+            args = ["sweep", "--grid", str(toml), "--out", str(tmp_path / name), "-q", *extra]
+            with contextlib.redirect_stdout(io.StringIO()):
+                assert main(args) == 0
+    assert theory_dask.attrs["backend"] == "dask"
+    pd.testing.assert_frame_equal(theory_dask.df, theory_joblib.df, check_exact=True)
+    pd.testing.assert_frame_equal(theory_dask.df, theory_serial.df, check_exact=True)
+    pd.testing.assert_frame_equal(sim_dask.df, sim_joblib.df, check_exact=True)
+    assert (tmp_path / "dask.csv").read_text() == (tmp_path / "joblib.csv").read_text()
+    assert (tmp_path / "dask.csv").read_text() == theory_serial.df.to_csv(index=False)
+
+
+def test_unreachable_scheduler_is_an_oserror(monkeypatch) -> None:
+    pytest.importorskip("distributed")
+    monkeypatch.setattr(sw, "CONNECT_TIMEOUT", "1s")
+    g = Grid({"alpha": [1.0]}, fixed=BINARY)
+    with pytest.raises(OSError, match="cannot connect to the dask scheduler"):
+        sweep(g, scheduler="tcp://127.0.0.1:9", progress=False)
+
+
+# ---------------------------------------------------------------------------- checkpoint
+def test_resume_skips_finished_points(tmp_path: Path, theory_serial: sw.SweepResult) -> None:
+    out = tmp_path / "t.csv"
+    first = sweep(small_grid(), out=out, backend="serial", progress=False)
+    ck = checkpoint_path(out)
+    assert first.checkpoint == ck and len(checkpoint_lines(ck)) == 6
+    text = out.read_text()
+    second = sweep(small_grid(), out=out, backend="serial", progress=False)
+    assert (second.computed, second.resumed) == (0, 6)
+    assert out.read_text() == text
+    pd.testing.assert_frame_equal(second.df, theory_serial.df, check_exact=True)
+    assert pd.read_csv(out).shape == (6, 2 + len(theory_keys()))
+
+
+def test_resume_after_partial_line(tmp_path: Path, theory_serial: sw.SweepResult) -> None:
+    ck = tmp_path / "ck.jsonl"
+    sweep(small_grid(), checkpoint=ck, backend="serial", progress=False)
+    lines = ck.read_bytes().splitlines(keepends=True)
+    # a killed writer: two whole rows lost, half of the next one written
+    ck.write_bytes(b"".join(lines[:3]) + lines[3][: len(lines[3]) // 2])
+    res = sweep(small_grid(), checkpoint=ck, backend="serial", progress=False)
+    assert (res.computed, res.resumed) == (3, 3)
+    pd.testing.assert_frame_equal(res.df, theory_serial.df, check_exact=True)
+    recs = checkpoint_lines(ck)  # every line parses: the half line was dropped
+    assert len(recs) == 6 and len({r["key"] for r in recs}) == 6
+
+
+def test_checkpoint_of_another_grid_is_not_reused(tmp_path: Path) -> None:
+    ck = tmp_path / "ck.jsonl"
+    sweep(Grid({"alpha": [1.0, 2.0]}, fixed=BINARY), checkpoint=ck, backend="serial",
+          progress=False)  # fmt: skip
+    res = sweep(
+        Grid({"alpha": [1.0, 2.0]}, fixed={**BINARY, "lam": 0.2}),
+        checkpoint=ck,
+        backend="serial",
+        progress=False,
+    )
+    assert (res.computed, res.resumed) == (2, 0)
+    assert res.df["params"].map(lambda p: json.loads(p)["lam"]).tolist() == [0.2, 0.2]
+
+
+def test_checkpoint_is_locked_while_in_use(tmp_path: Path) -> None:
+    ck = tmp_path / "ck.jsonl"
+    holder = sw._Checkpoint(ck, fsync_interval=0.0)
+    holder.open()
+    try:
+        with pytest.raises(OSError, match="in use by another running sweep"):
+            sweep(Grid({"alpha": [1.0]}, fixed=BINARY), checkpoint=ck, progress=False)
+    finally:
+        holder.close()
+
+
+def _count_complete_lines(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
+    grid = tmp_path / "grid.toml"
+    grid.write_text(
+        '[fixed]\nloss = "square"\nlabels = "binary"\nlam = 0.1\n'
+        "[grid]\nalpha = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0]\n"
+        "delta = [0.25, 0.5, 1.0]\n"
+    )
+    n_points = 30
+
+    def command(out: Path) -> list[str]:
+        return [sys.executable, "-m", "gaussmix.cli", "sweep", "--grid", str(grid),
+                "--out", str(out), "--jobs", "2", "--quiet"]  # fmt: skip
+
+    env = {k: v for k, v in os.environ.items() if k != TEST_DELAY_ENV}
+    out = tmp_path / "killed.csv"
+    ck = checkpoint_path(out)
+    slow = {**env, TEST_DELAY_ENV: "0.15"}
+    proc = subprocess.Popen(
+        command(out),
+        env=slow,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while _count_complete_lines(ck) < 5:
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "the sweep did not start"
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # its worker processes too
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+    saved = _count_complete_lines(ck)
+    assert 5 <= saved < n_points, saved
+    assert not out.exists()
+
+    resumed = subprocess.run(command(out), env=env, capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{n_points - saved} computed, {saved} from the checkpoint" in resumed.stdout
+
+    # an uninterrupted run (in this process, serially): the same table, byte for byte
+    ref = sweep(grid, out=tmp_path / "reference.csv", backend="serial", progress=False)
+    assert ref.computed == n_points
+    assert out.read_text() == (tmp_path / "reference.csv").read_text()
+    df = pd.read_csv(out)
+    assert len(df) == n_points and not df.duplicated(["alpha", "delta"]).any()
+    keys = [r["key"] for r in checkpoint_lines(ck)]
+    assert len(keys) == len(set(keys)) == n_points
+
+
+def test_warnings_of_points_are_reemitted(monkeypatch) -> None:
+    real = sw.theory_payload
+
+    def noisy(setup, **kw):
+        warnings.warn("coarse rule", gm.IntegrationWarning, stacklevel=2)
+        return real(setup, **kw)
+
+    monkeypatch.setattr(sw, "theory_payload", noisy)
+    with pytest.warns(gm.IntegrationWarning, match=r"coarse rule \(at alpha = 1.0\)"):
+        res = sweep(Grid({"alpha": [1.0]}, fixed=BINARY), backend="serial", progress=False)
+    assert res.warnings == [("IntegrationWarning", "coarse rule", "alpha = 1.0")]
