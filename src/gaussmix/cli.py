@@ -1,4 +1,5 @@
-"""Command-line interface: ``gaussmix point | curve | lambda-curve | simulate | compare | sweep``.
+"""Command-line interface: ``gaussmix point | curve | lambda-curve | optimal-lambda | simulate |
+compare | sweep | figure``.
 
 A thin layer over the library: options are parsed here, turned into a
 :class:`~gaussmix.mixture.Mixture` and solver keyword arguments, and handed to
@@ -10,8 +11,17 @@ Interface contract (checked outside the repository -- keep it stable)
 --------------------------------------------------------------------
 * ``gaussmix point [options] --json`` prints one JSON object on stdout with (at least)
   ``test_error, train_error, train_loss, converged, n_iter, Q, M, V, b,
-  integration_error`` (:meth:`FixedPointResult.to_dict`) and ``params`` (the resolved
-  inputs).
+  integration_error, nonzero_fraction`` (:meth:`FixedPointResult.to_dict`;
+  ``nonzero_fraction`` is 1.0 for ridge) and ``params`` (the resolved inputs).
+* Point options include ``--model sparse --sparsity RHO --delta1 D1 --delta2 D2`` (the
+  correlated sparse binary mixture, K = 2) and ``--penalty l2|l1|elastic-net
+  [--l1-ratio R]``; every command that takes point options (and every sweep grid) takes
+  them.
+* ``gaussmix optimal-lambda [point options] [--lam-min L --lam-max L] --json`` prints one
+  JSON object: ``lam_star`` (0 when the optimum is lambda -> 0+, then ``at_boundary`` is
+  true; null when it is lambda -> infinity, ``at_upper_bound``), ``at_boundary,
+  at_upper_bound, lam_min, lam_max, derivative, n_evaluations, search_message`` and the
+  keys of ``point --json`` at the fixed point returned.
 * ``gaussmix curve`` writes ``DIR/curve.csv`` and ``DIR/curve.png``;
   ``gaussmix lambda-curve`` writes ``DIR/lambda_curve.csv`` and ``DIR/lambda_curve.png``.
 * ``gaussmix simulate [point options] --d D --seeds S [--seed N] --json`` prints one JSON
@@ -25,6 +35,8 @@ Interface contract (checked outside the repository -- keep it stable)
   optional ``[simulate]`` table (``d``, ``seeds``, ``seed``) that switches from theory to
   simulation.  The CSV has one row per grid point: the grid options, then the JSON keys of
   ``point`` (or ``simulate``); see :mod:`gaussmix.sweep`.
+* ``gaussmix figure sparse-setup|sparse-curves --out DIR`` writes ``DIR/<name>.csv`` and
+  ``DIR/<name>.png`` (:mod:`gaussmix.figures`).
 * Every failure prints exactly one line ``gaussmix: error: <message>`` on stderr and exits
   with status 2 (bad input), 3 (no valid fixed point or a numerical failure) or 1
   (anything else, e.g. an output directory that cannot be created); never a
@@ -93,7 +105,10 @@ __all__ = [
 
 #: losses whose labels are the scalars +1 / -1
 BINARY_LOSSES = ("logistic", "hinge")
-MODELS = ("isotropic", "block")
+MODELS = ("isotropic", "block", "sparse")
+PENALTIES = ("l2", "l1", "elastic-net")
+#: default fraction of directions carrying the means in ``--model sparse`` (the paper's)
+SPARSE_SPARSITY = 0.1
 
 #: exit statuses
 EXIT_ERROR = 1
@@ -115,9 +130,11 @@ class PointOptions:
     Field defaults are the command-line defaults.  ``'auto'`` values and a missing
     ``clusters`` are resolved by :func:`resolve_options`: K from ``--rho`` / ``--delta``
     lists, else 2 for binary problems (``--labels binary``, ``--loss logistic|hinge``,
-    antipodal means, the block model), else 3; labels ``binary`` for logistic/hinge with
-    K = 2, else ``onehot``; means ``antipodal`` for the block model with K = 2, else
-    ``simplex`` (for K = 2 the two Gram matrices coincide).
+    antipodal means, the block model, ``--penalty l1|elastic-net`` with a loss other than
+    cross-entropy), else 3; labels ``binary`` for logistic/hinge or the lasso / elastic
+    net with K = 2, else ``onehot``; means ``antipodal`` for the block model with K = 2,
+    else ``simplex`` (for K = 2 the two Gram matrices coincide).  The sparse model is
+    always K = 2 with binary labels and its own (sparse) means.
     """
 
     clusters: int | None = _opt(
@@ -147,9 +164,11 @@ class PointOptions:
         "isotropic",
         str,
         "--model",
-        metavar="isotropic|block",
-        help="Covariance model: isotropic Sigma_c = Delta_c I, or block (blocks of directions "
-        "with variances --deltas on fractions --fractions).",
+        metavar="isotropic|block|sparse",
+        help="Covariance model: isotropic Sigma_c = Delta_c I; block (blocks of directions "
+        "with variances --deltas on fractions --fractions); sparse (the correlated sparse "
+        "binary mixture of Section 3.1: means on a fraction --sparsity of the directions, "
+        "variance --delta1 there and --delta2 elsewhere; K = 2, binary labels).",
     )
     delta: str | None = _opt(
         None,
@@ -179,6 +198,28 @@ class PointOptions:
         metavar="s1,...,sB",
         help="Block model: covariance eigenvalue of each block (shared by the clusters).",
     )
+    sparsity: float | None = _opt(
+        None,
+        float | None,
+        "--sparsity",
+        metavar="RHO",
+        help="Sparse model: fraction of directions carrying the means, in (0, 1] "
+        f"[default: {SPARSE_SPARSITY:g}].",
+    )
+    delta1: float | None = _opt(
+        None,
+        float | None,
+        "--delta1",
+        metavar="D1",
+        help="Sparse model: variance on the directions of the means (> 0).",
+    )
+    delta2: float | None = _opt(
+        None,
+        float | None,
+        "--delta2",
+        metavar="D2",
+        help="Sparse model: variance on the other directions (> 0).",
+    )
     loss: str = _opt(
         "cross-entropy",
         str,
@@ -186,7 +227,23 @@ class PointOptions:
         metavar="square|logistic|cross-entropy|hinge",
         help="Training loss.",
     )
-    penalty: str = _opt("l2", str, "--penalty", metavar="l2", help="Penalty r(W).")
+    penalty: str = _opt(
+        "l2",
+        str,
+        "--penalty",
+        metavar="l2|l1|elastic-net",
+        help="Penalty r(W): ridge ||W||^2/2, lasso ||W||_1, or elastic net "
+        "l1_ratio ||W||_1 + (1 - l1_ratio) ||W||^2/2.  l1 and elastic-net need binary "
+        "labels (one output) and lam > 0.",
+    )
+    l1_ratio: float | None = _opt(
+        None,
+        float | None,
+        "--l1-ratio",
+        metavar="R",
+        help="Elastic-net mixing in [0, 1] (required with --penalty elastic-net, only "
+        "valid there).",
+    )
     lam: float = _opt(1.0, float, "--lam", metavar="LAMBDA", help="Penalty strength lambda >= 0.")
     alpha: float = _opt(2.0, float, "--alpha", metavar="ALPHA", help="Sample complexity n/d > 0.")
     tol: float = _opt(1e-8, float, "--tol", help="Solver tolerance on the order parameters.")
@@ -299,6 +356,74 @@ class ResolvedOptions:
     tol: float
     max_iter: int
     quad_order: int | None
+    sparsity: float | None = None
+    delta1: float | None = None
+    delta2: float | None = None
+    l1_ratio: float | None = None
+
+
+def _check_penalty_options(opts: PointOptions) -> float | None:
+    """``--penalty`` / ``--l1-ratio``: one-line messages in option names."""
+    if opts.penalty not in PENALTIES:
+        allowed = ", ".join(repr(p) for p in PENALTIES)
+        raise ValueError(f"--penalty must be one of {allowed}; got {opts.penalty!r}")
+    r = opts.l1_ratio
+    if opts.penalty == "elastic-net":
+        if r is None:
+            raise ValueError("--penalty elastic-net needs --l1-ratio R with R in [0, 1]")
+        if not (math.isfinite(r) and 0.0 <= r <= 1.0):
+            raise ValueError(f"--l1-ratio must be in [0, 1], got {r:g}")
+        return float(r)
+    if r is not None:
+        raise ValueError(
+            f"--l1-ratio is only valid with --penalty elastic-net (got --penalty {opts.penalty})"
+        )
+    return None
+
+
+def _resolve_sparse(opts: PointOptions, loss: str) -> dict[str, Any]:
+    """Checks and values of ``--model sparse`` (the correlated sparse binary mixture)."""
+    for name, value in (
+        ("--delta", opts.delta),
+        ("--fractions", opts.fractions),
+        ("--deltas", opts.deltas),
+    ):
+        if value is not None:
+            raise ValueError(
+                f"{name} cannot be used with --model sparse (give the variances with "
+                "--delta1 on the support of the means and --delta2 elsewhere)"
+            )
+    if opts.means not in ("auto", "sparse"):
+        raise ValueError(
+            f"--means {opts.means} cannot be used with --model sparse (its means are "
+            "sparse: N(0, 1) components on a fraction --sparsity of the directions)"
+        )
+    if opts.labels not in ("auto", "binary"):
+        raise ValueError(f"--model sparse has binary labels (+1/-1); got --labels {opts.labels}")
+    if opts.clusters is not None and opts.clusters != 2:
+        raise ValueError(f"--model sparse has K = 2 clusters; got --clusters {opts.clusters}")
+    if loss == "cross-entropy":
+        raise ValueError(
+            "--model sparse has binary labels (+1/-1): use --loss square, logistic or hinge "
+            "(--loss cross-entropy, the default, needs one-hot labels)"
+        )
+    missing = [n for n, v in (("--delta1", opts.delta1), ("--delta2", opts.delta2)) if v is None]
+    if missing:
+        raise ValueError(
+            "--model sparse needs --delta1 D1 (variance on the support of the means) and "
+            f"--delta2 D2 (elsewhere); missing {' and '.join(missing)}"
+        )
+    sparsity = SPARSE_SPARSITY if opts.sparsity is None else opts.sparsity
+    if not (math.isfinite(sparsity) and 0.0 < sparsity <= 1.0):
+        raise ValueError(f"--sparsity must be in (0, 1], got {sparsity:g}")
+    for name, v in (("--delta1", opts.delta1), ("--delta2", opts.delta2)):
+        if not (math.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be > 0, got {v:g}")
+    return {
+        "sparsity": float(sparsity),
+        "delta1": float(opts.delta1),
+        "delta2": float(opts.delta2),
+    }
 
 
 def resolve_options(opts: PointOptions) -> ResolvedOptions:
@@ -307,6 +432,42 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
     if opts.model not in MODELS:
         allowed = ", ".join(repr(m) for m in MODELS)
         raise ValueError(f"--model must be one of {allowed}; got {opts.model!r}")
+    l1_ratio = _check_penalty_options(opts)
+    if opts.model == "sparse":
+        sparse = _resolve_sparse(opts, loss)
+        rho = parse_floats("--rho", opts.rho) if opts.rho is not None else None
+        if rho is not None and len(rho) != 2:
+            raise ValueError(
+                f"--rho must be 2 comma-separated numbers with --model sparse (K = 2), "
+                f"got {opts.rho!r}"
+            )
+        return ResolvedOptions(
+            model="sparse",
+            clusters=2,
+            labels="binary",
+            means="sparse",
+            rho=rho,
+            delta=None,
+            fractions=None,
+            deltas=None,
+            loss=loss,
+            penalty=opts.penalty,
+            lam=opts.lam,
+            alpha=opts.alpha,
+            tol=opts.tol,
+            max_iter=opts.max_iter,
+            quad_order=opts.quad_order,
+            l1_ratio=l1_ratio,
+            **sparse,
+        )
+    for name, value in (
+        ("--sparsity", opts.sparsity),
+        ("--delta1", opts.delta1),
+        ("--delta2", opts.delta2),
+    ):
+        if value is not None:
+            raise ValueError(f"{name} is only valid with --model sparse")
+    sparse_penalty = opts.penalty != "l2" and loss != "cross-entropy"
     block = opts.model == "block"
     if block:
         if opts.delta is not None:
@@ -360,6 +521,7 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
             or loss in BINARY_LOSSES
             or opts.means == "antipodal"
             or (block and opts.means == "auto")
+            or sparse_penalty
         ):
             k = 2
         else:
@@ -370,7 +532,18 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
         means = "antipodal" if block and k == 2 else "simplex"
     labels = opts.labels
     if labels == "auto":
-        labels = "binary" if loss in BINARY_LOSSES and k == 2 else "onehot"
+        labels = "binary" if (loss in BINARY_LOSSES or sparse_penalty) and k == 2 else "onehot"
+    if opts.penalty != "l2" and labels != "binary":
+        hint = (
+            "use --loss logistic with K = 2"
+            if loss == "cross-entropy"
+            else "use K = 2 with --labels binary"
+        )
+        raise ValueError(
+            f"--penalty {opts.penalty} needs binary labels (+1/-1, one output: the "
+            f"soft-threshold prior of Appendix C.2); got {labels} labels with K = {k} -- "
+            f"{hint}, or --model sparse, or --penalty l2"
+        )
     return ResolvedOptions(
         model=opts.model,
         clusters=k,
@@ -387,12 +560,15 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
         tol=opts.tol,
         max_iter=opts.max_iter,
         quad_order=opts.quad_order,
+        l1_ratio=l1_ratio,
     )
 
 
 def mixture_from_options(opts: PointOptions | ResolvedOptions) -> Mixture:
     """Build the :class:`~gaussmix.mixture.Mixture` described by the point options."""
     r = opts if isinstance(opts, ResolvedOptions) else resolve_options(opts)
+    if r.model == "sparse":
+        return Mixture.sparse(r.sparsity, r.delta1, r.delta2, rho=r.rho)
     if r.model == "block":
         return Mixture.block(
             r.fractions, r.deltas, means=r.means, rho=r.rho, labels=r.labels, n_clusters=r.clusters
@@ -406,7 +582,7 @@ class PointSetup:
     """Everything needed to call the library for one point of the options.
 
     ``gaussmix.solve(setup.mixture, setup.loss, lam=setup.lam, alpha=setup.alpha,
-    penalty=setup.penalty, **setup.solve_kw)``.
+    **setup.penalty_kw, **setup.solve_kw)``.
     """
 
     mixture: Mixture
@@ -417,6 +593,12 @@ class PointSetup:
     solve_kw: dict
     params: dict
     problem: Problem
+    l1_ratio: float | None = None
+
+    @property
+    def penalty_kw(self) -> dict[str, Any]:
+        """``{'penalty': ..., 'l1_ratio': ...}`` for the library's functions."""
+        return {"penalty": self.penalty, "l1_ratio": self.l1_ratio}
 
     def check(self, *, lam: float | None = None, alpha: float | None = None) -> Problem:
         """Validate the problem at another ``lam`` / ``alpha`` (library checks)."""
@@ -425,7 +607,7 @@ class PointSetup:
             self.loss,
             lam=self.lam if lam is None else lam,
             alpha=self.alpha if alpha is None else alpha,
-            penalty=self.penalty,
+            **self.penalty_kw,
         )
 
     def at(self, *, lam: float | None = None, alpha: float | None = None) -> "PointSetup":
@@ -451,7 +633,9 @@ def build_point(
             r, lam=r.lam if lam is None else lam, alpha=r.alpha if alpha is None else alpha
         )
     mixture = mixture_from_options(r)
-    problem = make_problem(mixture, r.loss, lam=r.lam, alpha=r.alpha, penalty=r.penalty)
+    problem = make_problem(
+        mixture, r.loss, lam=r.lam, alpha=r.alpha, penalty=r.penalty, l1_ratio=r.l1_ratio
+    )
     solve_kw: dict[str, Any] = {"tol": r.tol, "max_iter": r.max_iter}
     if r.quad_order is not None:
         solve_kw["quadrature"] = GaussHermite(r.quad_order, problem.dim)
@@ -464,11 +648,14 @@ def build_point(
     }
     if r.model == "block":
         params.update(fractions=r.fractions, deltas=r.deltas)
+    elif r.model == "sparse":
+        params.update(sparsity=r.sparsity, delta1=r.delta1, delta2=r.delta2)
     else:
         params["delta"] = r.delta
     params.update(
         loss=r.loss,
         penalty=r.penalty,
+        l1_ratio=r.l1_ratio,
         lam=r.lam,
         alpha=r.alpha,
         tol=r.tol,
@@ -484,6 +671,7 @@ def build_point(
         solve_kw=solve_kw,
         params=params,
         problem=problem,
+        l1_ratio=r.l1_ratio,
     )
 
 
@@ -492,6 +680,10 @@ def build_point(
 _OPTION_NAMES = {
     "quadrature order n": "--quad-order",
     "n_clusters": "--clusters",
+    "sparsity": "--sparsity",
+    "delta1": "--delta1",
+    "delta2": "--delta2",
+    "l1_ratio": "--l1-ratio",
     "fractions": "--fractions",
     "deltas": "--deltas",
     "alphas": "--alphas",
@@ -509,6 +701,12 @@ _OPTION_NAMES = {
     "seeds": "--seeds",
     "seed": "--seed",
     "n_jobs": "--jobs",
+    "simulate_d": "--d",
+    "sim_alphas": "--sim-alphas",
+    "ratios": "--ratios",
+    "delta2s": "--delta2s",
+    "lam_bounds[0]": "--lam-min",
+    "lam_bounds[1]": "--lam-max",
     "d": "--d",
 }
 _NAME_RE = re.compile(
@@ -520,7 +718,8 @@ _NAME_RE = re.compile(
 
 def option_message(message: str) -> str:
     """Rewrite the library's argument names (``lam must be ...``) as options (``--lam``)."""
-    return _NAME_RE.sub(lambda m: _OPTION_NAMES[m.group(1)], message)
+    text = _NAME_RE.sub(lambda m: _OPTION_NAMES[m.group(1)], message)
+    return text.replace("gaussmix.optimal_lambda", "gaussmix optimal-lambda")
 
 
 def _one_line(message: str) -> str:
@@ -550,11 +749,19 @@ def _fmt(x: Any) -> str:
 def _describe(params: dict) -> str:
     if params["model"] == "block":
         cov = f"block fractions={_fmt(params['fractions'])} deltas={_fmt(params['deltas'])}"
+    elif params["model"] == "sparse":
+        cov = (
+            f"sparse sparsity={_fmt(params['sparsity'])} delta1={_fmt(params['delta1'])} "
+            f"delta2={_fmt(params['delta2'])}"
+        )
     else:
         cov = f"isotropic delta={_fmt(params['delta'])}"
+    penalty = params["penalty"]
+    if params.get("l1_ratio") is not None:
+        penalty += f" (l1_ratio={_fmt(params['l1_ratio'])})"
     return (
         f"K={params['clusters']} ({params['labels']} labels, {params['means']} means, "
-        f"rho={_fmt(params['rho'])}), {cov}; {params['loss']} loss, {params['penalty']} "
+        f"rho={_fmt(params['rho'])}), {cov}; {params['loss']} loss, {penalty} "
         f"penalty, lam={_fmt(params['lam'])}, alpha={_fmt(params['alpha'])}"
     )
 
@@ -611,7 +818,7 @@ def point(
         setup.loss,
         lam=setup.lam,
         alpha=setup.alpha,
-        penalty=setup.penalty,
+        **setup.penalty_kw,
         **setup.solve_kw,
     )
     payload = res.to_dict()
@@ -637,6 +844,8 @@ def point(
         ("integration_error", f"{payload['integration_error']:.2g}"),
         ("b", _fmt(payload["b"])),
     ]
+    if setup.penalty != "l2":
+        rows.insert(4, ("nonzero_fraction", payload["nonzero_fraction"]))
     typer.echo(_describe(setup.params))
     for name, value in rows:
         typer.echo(f"  {name:<18} {_fmt(value)}")
@@ -671,6 +880,9 @@ QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress ba
 
 #: largest number of points of a curve
 MAX_POINTS = 10_000
+#: default search interval of ``gaussmix optimal-lambda`` (the library's)
+OPTIMAL_LAM_MIN = 1e-5
+OPTIMAL_LAM_MAX = 1e2
 
 
 def _parse_range(option: str, spec: str, *, positive: bool) -> np.ndarray:
@@ -731,7 +943,7 @@ def curve(
         setup.loss,
         grid,
         lam=setup.lam,
-        penalty=setup.penalty,
+        **setup.penalty_kw,
         progress=not quiet,
         **setup.solve_kw,
     )
@@ -771,7 +983,7 @@ def lambda_curve(
         setup.loss,
         grid,
         alpha=setup.alpha,
-        penalty=setup.penalty,
+        **setup.penalty_kw,
         progress=not quiet,
         **setup.solve_kw,
     )
@@ -782,6 +994,121 @@ def lambda_curve(
     logx = lams.startswith("log:") or bool(np.all(grid > 0))
     paths = _write_curve(df, out, "lambda_curve", x="lam", title=title, logx=logx)
     _report_curve(df, paths)
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether the parameter ``name`` was given on the command line (not defaulted)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+@app.command("optimal-lambda")
+@point_options
+def optimal_lambda_command(
+    ctx: typer.Context,
+    opts: PointOptions,
+    lam_min: Annotated[
+        float,
+        typer.Option(
+            "--lam-min",
+            metavar="LAMBDA",
+            help="Lower end of the coarse search grid (> 0); the search goes two decades "
+            "below it while the test error still decreases there.",
+        ),
+    ] = OPTIMAL_LAM_MIN,
+    lam_max: Annotated[
+        float,
+        typer.Option(
+            "--lam-max",
+            metavar="LAMBDA",
+            help="Upper end of the coarse search grid (> --lam-min); extended likewise.",
+        ),
+    ] = OPTIMAL_LAM_MAX,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object (machine-readable).")
+    ] = False,
+) -> None:
+    """The penalty minimising the test error at one alpha, lambda* = argmin eps_g.
+
+    Takes the options of ``point`` except --lam.  A log grid on [--lam-min, --lam-max],
+    extended while the best point is at an end, then a bounded minimisation in
+    log lambda.  When the test error decreases all the way to the smallest penalty
+    solved, the optimum is the boundary lambda -> 0+ (basis pursuit for the lasso):
+    lam_star is 0 and at_boundary true; the errors are those of the smallest penalty
+    solved (lam_min).  Likewise at_upper_bound (lam_star infinite, null in JSON).
+    With --json: lam_star, at_boundary, at_upper_bound, lam_min, lam_max (smallest and
+    largest penalty solved), derivative (d test_error / d lambda there),
+    n_evaluations, search_message, then the keys of ``point --json`` at the returned
+    fixed point (params.lam is its penalty).
+    """
+    from ._validation import check_real
+    from .experiments import optimal_lambda
+    from .problem import LAM_MAX
+
+    if _given(ctx, "lam"):
+        raise ValueError(
+            "--lam cannot be used with optimal-lambda (it searches lambda; set the search "
+            "interval with --lam-min and --lam-max)"
+        )
+    lo = check_real("--lam-min", lam_min, low=0.0, low_open=True)
+    hi = check_real("--lam-max", lam_max, low=lo, low_open=True, high=LAM_MAX)
+    setup = build_point(opts, lam=hi)
+    res = optimal_lambda(
+        setup.mixture,
+        setup.loss,
+        alpha=setup.alpha,
+        **setup.penalty_kw,
+        lam_bounds=(lo, hi),
+        **setup.solve_kw,
+    )
+    fp = res.result
+    if fp is None or not fp.converged:
+        raise ConvergenceError(
+            f"no fixed point at the optimal penalty ({res.message}); try --lam-min/--lam-max"
+        )
+    point = fp.to_dict()
+    _check_finite_errors(point)
+    point["params"] = {
+        **setup.params,
+        "lam": float(fp.params["lam"]),
+        "quadrature": fp.params.get("quadrature"),
+        "version": __version__,
+    }
+    payload = {
+        "lam_star": float(res.lam_star),
+        "at_boundary": bool(res.at_boundary),
+        "at_upper_bound": bool(res.at_upper_bound),
+        "lam_min": float(res.lam_min),
+        "lam_max": float(res.lam_max),
+        "derivative": float(res.derivative),
+        "n_evaluations": int(res.n_evaluations),
+        "search_message": res.message,
+        **point,
+    }
+    if json_out:
+        typer.echo(json.dumps(_finite_or_none(payload), allow_nan=False))
+        return
+    if res.at_boundary:
+        star = f"0+ (lambda -> 0+; errors at lambda = {res.lam_min:.3g}, the smallest solved)"
+    elif res.at_upper_bound:
+        star = f"inf (lambda -> infinity; errors at lambda = {res.lam_max:.3g})"
+    else:
+        star = f"{res.lam_star:.6g}"
+    typer.echo(_describe({**setup.params, "lam": "optimal"}))
+    rows = [
+        ("lam_star", star),
+        ("test_error", point["test_error"]),
+        ("train_error", point["train_error"]),
+        ("train_loss", point["train_loss"]),
+    ]
+    if setup.penalty != "l2":
+        rows.append(("nonzero_fraction", point["nonzero_fraction"]))
+    rows += [
+        ("d test_error/d lam", f"{res.derivative:.3g}"),
+        ("evaluations", f"{res.n_evaluations} fixed points ({res.message})"),
+    ]
+    for name, value in rows:
+        typer.echo(f"  {name:<18} {_fmt(value)}")
 
 
 # ============================================================================ simulations
@@ -859,7 +1186,10 @@ def simulate(
         return
     p = payload["params"]
     typer.echo(f"{_describe(setup.params)}; d={d}, n={p['n']}, {seeds} seeds (seed {seed})")
-    for key in ("test_error", "train_error", "train_loss"):
+    keys = ["test_error", "train_error", "train_loss"]
+    if setup.penalty != "l2" and "nonzero_fraction_se" in payload:
+        keys.append("nonzero_fraction")
+    for key in keys:
         se = payload[f"{key}_se"]
         err = f" ± {se:.2g}" if math.isfinite(se) else ""
         typer.echo(f"  {key:<18} {payload[key]:.6g}{err}")
@@ -930,7 +1260,7 @@ def compare(
         setup.loss,
         grid,
         lam=setup.lam,
-        penalty=setup.penalty,
+        **setup.penalty_kw,
         progress=not quiet,
         **setup.solve_kw,
     )
@@ -1053,6 +1383,154 @@ def sweep_command(
         raise ConvergenceError(
             f"no grid point has a valid result (see the message column of {out})"
         )
+
+
+# ============================================================================ figures
+#: options of ``gaussmix figure`` that only one figure uses (parameter -> figure)
+_FIGURE_ONLY = {
+    "ratios": "sparse-setup",
+    "delta2": "sparse-setup",
+    "delta1": "sparse-curves",
+    "delta2s": "sparse-curves",
+    "sim_alphas": "sparse-curves",
+    "d": "sparse-curves",
+    "seeds": "sparse-curves",
+    "seed": "sparse-curves",
+    "jobs": "sparse-curves",
+}
+#: simulation options of ``gaussmix figure sparse-curves``
+_FIGURE_SIM = ("sim_alphas", "d", "seeds", "seed", "jobs")
+
+
+def _option_of(ctx: typer.Context, name: str) -> str:
+    for p in ctx.command.params:
+        if p.name == name:
+            return max(p.opts, key=len)
+    return "--" + name.replace("_", "-")
+
+
+@app.command("figure")
+def figure_command(
+    ctx: typer.Context,
+    name: Annotated[
+        str,
+        typer.Argument(
+            metavar="NAME",
+            help="sparse-setup (Fig. 1 right: lasso sparsity and lambda* vs alpha) or "
+            "sparse-curves (Fig. 2: ridge vs lasso at lambda*, theory and simulation).",
+        ),
+    ],
+    out: OutOption = Path("gaussmix-out"),
+    alphas: Annotated[
+        str | None,
+        typer.Option(
+            "--alphas",
+            metavar="[log:]START:STOP:NUM",
+            help="Theory grid of alpha = n/d [default: log:0.1:5:25 for sparse-setup, "
+            "log:0.1:3:20 for sparse-curves].",
+        ),
+    ] = None,
+    loss: Annotated[
+        str, typer.Option("--loss", metavar="square|logistic|hinge", help="Training loss.")
+    ] = "square",
+    sparsity: Annotated[
+        float,
+        typer.Option("--sparsity", metavar="RHO", help="Fraction of directions with means."),
+    ] = 0.1,
+    ratios: Annotated[
+        str,
+        typer.Option(
+            "--ratios",
+            metavar="r1,...",
+            help="sparse-setup: anisotropy ratios Delta1/Delta2, one curve each.",
+        ),
+    ] = "1,0.1,0.01",
+    delta2: Annotated[
+        float,
+        typer.Option("--delta2", metavar="D2", help="sparse-setup: variance off the support."),
+    ] = 1.0,
+    delta1: Annotated[
+        float,
+        typer.Option("--delta1", metavar="D1", help="sparse-curves: variance on the support."),
+    ] = 0.1,
+    delta2s: Annotated[
+        str,
+        typer.Option(
+            "--delta2s",
+            metavar="d1,...",
+            help="sparse-curves: variances off the support, one colour each.",
+        ),
+    ] = "0.01,0.1,1,10",
+    simulate: Annotated[
+        bool,
+        typer.Option(
+            "--simulate/--no-simulate",
+            help="sparse-curves: simulation dots (finite-size ERM); sparse-setup has none.",
+        ),
+    ] = True,
+    sim_alphas: Annotated[
+        str,
+        typer.Option(
+            "--sim-alphas",
+            metavar="a1,...",
+            help="sparse-curves: simulated alphas (rounded to an even n = alpha d).",
+        ),
+    ] = "0.3,0.7,1.5,3",
+    d: DOption = 1000,
+    seeds: Annotated[
+        int, _seeds_option("sparse-curves: instances per simulated point (error bars).")
+    ] = 8,
+    seed: SeedOption = 0,
+    jobs: JobsOption = -1,
+    quiet: QuietOption = False,
+) -> None:
+    """A figure of the paper: writes DIR/NAME.csv and DIR/NAME.png.
+
+    sparse-setup (Fig. 1 right): the fraction of non-zero weights of the lasso at its
+    optimal penalty and lambda* itself against alpha, for ratios Delta1/Delta2 at
+    sparsity 0.1 (Delta2 = 1); where lambda* -> 0+ (basis pursuit) the table has
+    lam_star = 0, at_boundary = true and the plot a triangle on the bottom edge.
+    About 12 s.
+
+    sparse-curves (Fig. 2): test error and training loss of ridge (dashed) and lasso
+    (solid) at their optimal penalties against alpha, Delta1 = 0.1 and several Delta2,
+    with simulations (d = 1000, 8 seeds, square loss by coordinate descent) at four
+    alphas.  About a minute on 2 cores (12 s with --no-simulate).
+    """
+    from .figures import FIGURES, validate_figure, write_figure
+
+    if name not in FIGURES:
+        allowed = ", ".join(repr(n) for n in FIGURES)
+        raise ValueError(f"NAME must be one of {allowed}; got {name!r}")
+    for param, only in _FIGURE_ONLY.items():
+        if only != name and _given(ctx, param):
+            raise ValueError(f"{_option_of(ctx, param)} is only valid with figure {only}")
+    if name == "sparse-setup" and _given(ctx, "simulate") and simulate:
+        raise ValueError("--simulate is only valid with figure sparse-curves")
+    if name == "sparse-curves" and not simulate:
+        for param in _FIGURE_SIM:
+            if _given(ctx, param):
+                raise ValueError(f"{_option_of(ctx, param)} cannot be used with --no-simulate")
+    kw: dict[str, Any] = {"loss": loss, "sparsity": sparsity, "progress": not quiet}
+    if alphas is not None:
+        kw["alphas"] = _parse_range("--alphas", alphas, positive=True)
+    if name == "sparse-setup":
+        kw.update(ratios=parse_floats("--ratios", ratios), delta2=delta2)
+    else:
+        kw.update(delta1=delta1, delta2s=parse_floats("--delta2s", delta2s), simulate=simulate)
+        if simulate:
+            kw.update(
+                sim_alphas=parse_floats("--sim-alphas", sim_alphas),
+                simulate_d=d,
+                seeds=seeds,
+                seed=seed,
+                n_jobs=jobs,
+            )
+    validate_figure(name, **kw)
+    out = _make_out_dir(out)
+    with _one_blas_thread() if kw.get("simulate") else contextlib.nullcontext():
+        res = write_figure(name, out, **kw)
+    _report_curve(res.data, (res.csv, res.png))
 
 
 # ============================================================================ main

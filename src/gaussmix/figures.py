@@ -1,0 +1,778 @@
+"""The paper's figures as data and pictures: tidy tables, then matplotlib figures.
+
+Each figure is a pair of pure functions: one computes a pandas table (theory, and
+finite-size simulations where the paper shows them), the other draws it.  Both are
+usable on their own; :func:`write_figure` runs a named figure and writes
+``DIR/<name>.csv`` and ``DIR/<name>.png``.  Figures are built on an Agg canvas without
+``pyplot`` (see :mod:`gaussmix.plotting`).
+
+Figures (Section 3.1 of the paper, the correlated sparse mixture eq. (sparse)):
+
+``sparse-setup`` -- :func:`sparse_setup` / :func:`plot_sparse_setup`
+    Fig. 1 (right): fraction of non-zero weights of the lasso at the optimal penalty
+    ``lambda*`` and ``lambda*`` itself against ``alpha = n/d``, for several anisotropy
+    ratios ``Delta1 / Delta2`` at sparsity ``rho = 0.1``.  Where the test error decreases
+    all the way down to ``lambda -> 0+`` (basis pursuit), ``lam_star = 0`` and
+    ``at_boundary`` is True.
+``sparse-curves`` -- :func:`sparse_curves` / :func:`plot_sparse_curves`
+    Fig. 2: test error and training loss of ridge and lasso at their optimal penalties
+    against ``alpha``, ``rho = 0.1``, ``Delta1 = 0.1`` and several ``Delta2``; theory
+    lines and simulation dots at ``d = 1000``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from tqdm.auto import tqdm
+
+from ._validation import check_array, check_choice, check_int, check_real
+from .experiments import OptimalLambdaResult, optimal_lambda_curve
+from .mixture import Mixture
+from .plotting import AXIS_LABELS, STYLE, save_figure
+from .simulate import simulate as run_simulation
+
+__all__ = [
+    "FIGURES",
+    "FigureOutput",
+    "SETUP_ALPHAS",
+    "CURVE_ALPHAS",
+    "CURVE_SIM_ALPHAS",
+    "CURVE_DELTA2S",
+    "CURVE_SEEDS",
+    "sparse_setup",
+    "plot_sparse_setup",
+    "sparse_curves",
+    "plot_sparse_curves",
+    "simulation_alpha",
+    "write_figure",
+    "validate_figure",
+]
+
+#: default sample complexities of ``sparse-setup`` (log-spaced: the lambda -> 0+ region
+#: sits at small alpha)
+SETUP_ALPHAS = tuple(float(a) for a in np.geomspace(0.1, 5.0, 25))
+#: default theory grid of ``sparse-curves``
+CURVE_ALPHAS = tuple(float(a) for a in np.geomspace(0.1, 3.0, 20))
+#: default simulated sample complexities of ``sparse-curves`` (also solved by the theory)
+CURVE_SIM_ALPHAS = (0.3, 0.7, 1.5, 3.0)
+#: default variances off the support in ``sparse-curves`` (with Delta1 = 0.1: ratios
+#: Delta1/Delta2 = 10, 1, 0.1, 0.01 -- both regimes of Fig. 2)
+CURVE_DELTA2S = (0.01, 0.1, 1.0, 10.0)
+#: default simulated instances per point of ``sparse-curves``
+CURVE_SEEDS = 8
+#: penalties of ``sparse-curves`` and their names in legends
+PENALTY_NAMES = {"l2": r"ridge ($\ell_2$)", "l1": r"lasso ($\ell_1$)"}
+#: losses with +-1 labels (the sparse mixture is binary)
+BINARY_LOSSES = ("square", "logistic", "hinge")
+#: lasso penalties below this are simulated at a larger penalty with the same theory
+#: errors (coordinate descent near basis pursuit takes minutes and stops early)
+LASSO_SIM_LAM_MIN = 0.05
+
+
+# =========================================================================== helpers
+def _alphas(name: str, alphas: Any) -> np.ndarray:
+    a = check_array(name, alphas, shape=(None,), positive=True)
+    if a.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    return np.unique(a)
+
+
+def _positive_list(name: str, values: Any) -> np.ndarray:
+    v = check_array(name, values, shape=(None,), positive=True)
+    if v.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if np.unique(v).size != v.size:
+        raise ValueError(f"{name} must not repeat a value, got {v.tolist()}")
+    return v
+
+
+def _check_loss(loss: Any) -> str:
+    return check_choice("loss", loss, BINARY_LOSSES)
+
+
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+    return bool(value)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def simulation_alpha(alpha: float, d: int) -> float:
+    """``alpha`` rounded so that ``n = alpha d`` is even (and >= 2).
+
+    With balanced clusters the simulated class counts are then exactly equal.  With one
+    extra sample of one class the unpenalised intercept is off by ``1/n``, which dominates
+    the scores of a strongly penalised estimator (ridge at ``lambda* -> infinity``) and
+    sends its simulated test error to 1/2.
+    """
+    n = max(2, 2 * int(np.floor(alpha * d / 2 + 0.5)))
+    return n / d
+
+
+def _colours(n: int) -> list:
+    cycle = mpl.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+    return [cycle[i % len(cycle)] for i in range(n)]
+
+
+def _new_figure(figsize: tuple[float, float], nrows: int, ncols: int, **kw: Any):
+    with mpl.rc_context(STYLE):
+        fig = Figure(figsize=figsize, layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(nrows, ncols, squeeze=False, **kw)
+    return fig, axes
+
+
+def _check_df(df: Any, columns: Sequence[str]) -> pd.DataFrame:
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"df has no column(s) {missing}; columns are {list(df.columns)}")
+    if df.empty:
+        raise ValueError("df has no rows")
+    return df
+
+
+def _curve_rows(df: pd.DataFrame, **coords: Any) -> pd.DataFrame:
+    keep = [
+        "alpha",
+        "lam_star",
+        "at_boundary",
+        "at_upper_bound",
+        "test_error",
+        "train_error",
+        "train_loss",
+        "nonzero_fraction",
+        "l1_norm",
+        "lam_min",
+        "lam_max",
+        "converged",
+    ]
+    out = df.reindex(columns=keep).copy()
+    for c in ("at_boundary", "at_upper_bound", "converged"):
+        out[c] = out[c].fillna(False).astype(bool)
+    for i, (name, value) in enumerate(coords.items()):
+        out.insert(1 + i, name, value)
+    return out
+
+
+# =========================================================================== Fig. 1 right
+def sparse_setup(
+    alphas: Sequence[float] | np.ndarray = SETUP_ALPHAS,
+    ratios: Sequence[float] = (1.0, 0.1, 0.01),
+    *,
+    sparsity: float = 0.1,
+    delta2: float = 1.0,
+    loss: str = "square",
+    progress: bool = False,
+    **search_kw: Any,
+) -> pd.DataFrame:
+    """Fig. 1 (right): sparsity of the lasso and ``lambda*`` against ``alpha``.
+
+    For each anisotropy ratio ``r = Delta1 / Delta2`` (``Delta1 = r * delta2``) the
+    lasso's optimal penalty ``lambda*(alpha) = argmin_lambda eps_g`` is followed along
+    ``alphas`` (:func:`gaussmix.optimal_lambda_curve`), with the fraction of non-zero
+    weights of the estimator there.
+
+    Parameters
+    ----------
+    alphas : sequence of float
+        Sample complexities ``n/d`` (> 0; sorted, duplicates dropped).
+    ratios : sequence of float
+        Anisotropy ratios ``Delta1 / Delta2`` (> 0), one curve each.
+    sparsity : float
+        Fraction ``rho`` of directions carrying the means, in ``(0, 1]``.
+    delta2 : float
+        Variance off the support of the means (> 0).
+    loss : {'square', 'logistic', 'hinge'}
+        Training loss (the paper: square).
+    progress : bool
+        Progress bars (stderr).
+    **search_kw
+        Passed to :func:`gaussmix.optimal_lambda` (``lam_bounds``, ``n_grid``, ``tol``, ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per ``(ratio, alpha)``: ``alpha, ratio, delta1, delta2, sparsity, lam_star,
+        at_boundary, at_upper_bound, test_error, train_error, train_loss,
+        nonzero_fraction, l1_norm, lam_min, lam_max, converged``.  ``lam_star = 0`` and
+        ``at_boundary = True`` where the optimum is ``lambda -> 0+`` (basis pursuit);
+        there the errors and the non-zero fraction are those of the smallest penalty
+        solved (``lam_min``), i.e. of the ``lambda -> 0+`` limit.
+    """
+    a, r, sp, d2, loss, progress, mixtures = _setup_args(
+        alphas, ratios, sparsity, delta2, loss, progress
+    )
+    frames = []
+    for ratio, mix in tqdm(
+        list(zip(r, mixtures)), desc="sparse-setup", disable=not progress, unit="curve"
+    ):
+        df = optimal_lambda_curve(mix, loss, a, penalty="l1", progress=progress, **search_kw)
+        frames.append(
+            _curve_rows(
+                df,
+                ratio=float(ratio),
+                delta1=float(ratio) * d2,
+                delta2=d2,
+                sparsity=sp,
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def _setup_args(alphas, ratios, sparsity, delta2, loss, progress) -> tuple:
+    a = _alphas("alphas", alphas)
+    r = _positive_list("ratios", ratios)
+    sp = check_real("sparsity", sparsity, low=0.0, high=1.0, low_open=True)
+    d2 = check_real("delta2", delta2, low=0.0, low_open=True)
+    loss = _check_loss(loss)
+    progress = _check_bool("progress", progress)
+    mixtures = [Mixture.sparse(sp, float(x) * d2, d2) for x in r]  # validates every Delta1
+    return a, r, sp, d2, loss, progress, mixtures
+
+
+def _boundary_markers(ax: Axes, x: np.ndarray, y_axes: float, colour: Any, marker: str) -> None:
+    """Markers at a fixed height in axes coordinates (for lambda* = 0+ or infinity)."""
+    if x.size == 0:
+        return
+    ax.plot(
+        x,
+        np.full(x.size, y_axes),
+        linestyle="none",
+        marker=marker,
+        color=colour,
+        markersize=STYLE["lines.markersize"] + 1.5,
+        transform=ax.get_xaxis_transform(),
+        clip_on=False,
+    )
+
+
+def plot_sparse_setup(df: pd.DataFrame, *, title: str | None = None) -> Figure:
+    """Draw :func:`sparse_setup`: non-zero fraction (top) and ``lambda*`` (bottom) vs alpha.
+
+    One colour per ratio ``Delta1 / Delta2``.  In the ``lambda*`` panel (log scale)
+    points where the optimum is ``lambda -> 0+`` (``at_boundary``) are drawn as downward
+    triangles on the bottom edge, ``lambda -> infinity`` (``at_upper_bound``) as upward
+    triangles on the top edge.  The dotted line in the top panel is the sparsity ``rho``
+    of the means.
+    """
+    cols = ["alpha", "ratio", "lam_star", "at_boundary", "nonzero_fraction"]
+    df = _check_df(df, cols)
+    fig, axes = _new_figure((4.8, 5.4), 2, 1, sharex=True)
+    ax_nz, ax_lam = axes[:, 0]
+    ratios = list(dict.fromkeys(df["ratio"].tolist()))
+    colours = _colours(len(ratios))
+    n_low = n_high = 0  # rows of boundary markers drawn so far (stacked, not overlapping)
+    with mpl.rc_context(STYLE):
+        for ratio, colour in zip(ratios, colours):
+            g = df[df["ratio"] == ratio].sort_values("alpha", kind="stable")
+            alpha = g["alpha"].to_numpy(dtype=float)
+            label = rf"$\Delta_1/\Delta_2 = {_fmt(ratio)}$"
+            ax_nz.plot(alpha, g["nonzero_fraction"].to_numpy(dtype=float), "-", color=colour)
+            low = g["at_boundary"].to_numpy(dtype=bool)
+            high = (
+                g["at_upper_bound"].to_numpy(dtype=bool)
+                if "at_upper_bound" in g.columns
+                else np.zeros(alpha.size, dtype=bool)
+            )
+            lam = g["lam_star"].to_numpy(dtype=float).copy()
+            lam[low | high | ~np.isfinite(lam) | (lam <= 0)] = np.nan
+            ax_lam.plot(alpha, lam, "-", color=colour, label=label)
+            _boundary_markers(ax_lam, alpha[low], 0.03 + 0.045 * n_low, colour, "v")
+            _boundary_markers(ax_lam, alpha[high], 0.97 - 0.045 * n_high, colour, "^")
+            n_low += bool(low.any())
+            n_high += bool(high.any())
+        any_low, any_high = n_low > 0, n_high > 0
+        if "sparsity" in df.columns and df["sparsity"].nunique() == 1:
+            rho = float(df["sparsity"].iloc[0])
+            ax_nz.axhline(rho, color="0.5", linestyle=":", linewidth=1.0)
+            ax_nz.annotate(
+                rf"$\rho = {_fmt(rho)}$",
+                xy=(1.0, rho),
+                xycoords=ax_nz.get_yaxis_transform(),
+                xytext=(-2, -2),
+                textcoords="offset points",
+                ha="right",
+                va="top",
+                color="0.4",
+                fontsize=STYLE["legend.fontsize"],
+            )
+        ax_nz.set_ylabel(r"fraction of non-zero weights")
+        ax_nz.set_ylim(bottom=0.0)
+        ax_lam.set_ylabel(r"optimal penalty $\lambda^*$")
+        finite = df["lam_star"].to_numpy(dtype=float)
+        if np.any(np.isfinite(finite) & (finite > 0)):
+            ax_lam.set_yscale("log")
+        ax_lam.set_xlabel(AXIS_LABELS["alpha"])
+        alpha_all = df["alpha"].to_numpy(dtype=float)
+        if np.all(alpha_all > 0) and alpha_all.max() / alpha_all.min() > 5:
+            ax_lam.set_xscale("log")
+        for ax in (ax_nz, ax_lam):
+            ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
+        handles, labels = ax_lam.get_legend_handles_labels()
+        size = STYLE["lines.markersize"] + 1.5
+        if any_low:
+            handles.append(
+                Line2D([], [], linestyle="none", marker="v", color="0.3", markersize=size)
+            )
+            labels.append(r"$\lambda^* \to 0^+$ (basis pursuit)")
+        if any_high:
+            handles.append(
+                Line2D([], [], linestyle="none", marker="^", color="0.3", markersize=size)
+            )
+            labels.append(r"$\lambda^* \to \infty$")
+        ax_lam.legend(handles, labels, loc="best")
+        if title is None:
+            title = _setup_title(df)
+        if title:
+            fig.suptitle(title, fontsize=STYLE["axes.titlesize"])
+    return fig
+
+
+def _setup_title(df: pd.DataFrame) -> str:
+    parts = ["lasso at $\\lambda^*$"]
+    if "sparsity" in df.columns and df["sparsity"].nunique() == 1:
+        parts.append(rf"$\rho = {_fmt(float(df['sparsity'].iloc[0]))}$")
+    if "delta2" in df.columns and df["delta2"].nunique() == 1:
+        parts.append(rf"$\Delta_2 = {_fmt(float(df['delta2'].iloc[0]))}$")
+    return ", ".join(parts)
+
+
+# =========================================================================== Fig. 2
+SIM_COLUMNS = (
+    "sim_alpha",
+    "sim_lam",
+    "sim_test_error",
+    "sim_test_error_se",
+    "sim_train_loss",
+    "sim_train_loss_se",
+    "sim_nonzero_fraction",
+    "sim_converged",
+    "sim_d",
+    "sim_seeds",
+)
+
+
+def _simulation_lambda(res: OptimalLambdaResult, penalty: str, tol: float) -> float:
+    """The penalty at which a point of the lambda* curve is simulated.
+
+    ``lambda*`` itself when it is interior (the smallest / largest penalty solved when the
+    optimum is ``lambda -> 0+`` / ``infinity``).  For the lasso below
+    :data:`LASSO_SIM_LAM_MIN` (near basis pursuit, where coordinate descent stalls): the
+    largest penalty of the search, at least ``lambda*``, whose theory test error and
+    training loss are both within ``tol`` of those at ``lambda*``.
+    """
+    r = res.result
+    lam = float(r.params["lam"]) if r is not None else float(res.lam_star)
+    if penalty == "l2" or lam >= LASSO_SIM_LAM_MIN:
+        return lam
+    ev = res.evaluations
+    ev = ev[ev["converged"] & (ev["lam"] >= lam)]
+    ok = (np.abs(ev["test_error"] - r.test_error) <= tol) & (
+        np.abs(ev["train_loss"] - r.train_loss) <= tol
+    )
+    return float(max(lam, ev.loc[ok, "lam"].max())) if ok.any() else lam
+
+
+def sparse_curves(
+    alphas: Sequence[float] | np.ndarray = CURVE_ALPHAS,
+    delta2s: Sequence[float] = CURVE_DELTA2S,
+    *,
+    sparsity: float = 0.1,
+    delta1: float = 0.1,
+    loss: str = "square",
+    simulate: bool = True,
+    sim_alphas: Sequence[float] | np.ndarray = CURVE_SIM_ALPHAS,
+    simulate_d: int = 1000,
+    seeds: int = CURVE_SEEDS,
+    seed: int = 0,
+    n_jobs: int = 1,
+    sim_tol: float = 2e-3,
+    erm_tol: float | None = None,
+    progress: bool = False,
+    **search_kw: Any,
+) -> pd.DataFrame:
+    """Fig. 2: ridge against lasso at their optimal penalties, theory and simulation.
+
+    For each ``Delta2`` of ``delta2s`` and each penalty (``'l2'``, ``'l1'``) the optimal
+    penalty ``lambda*(alpha)`` is followed along ``alphas`` and the test error and
+    training loss there are reported; at ``sim_alphas`` the same estimator is also fitted
+    on ``seeds`` finite instances of dimension ``simulate_d`` (:func:`gaussmix.simulate.simulate`).
+
+    Parameters
+    ----------
+    alphas : sequence of float
+        Theory grid (the simulated alphas are added to it).
+    delta2s : sequence of float
+        Variances off the support of the means, one pair of curves each.
+    sparsity, delta1 : float
+        ``rho`` in ``(0, 1]`` and the variance on the support.
+    loss : {'square', 'logistic', 'hinge'}
+        Training loss (the paper: square; the hinge loss has no lasso simulation).
+    simulate : bool
+        Run the simulations (otherwise the ``sim_*`` columns are NaN).
+    sim_alphas : sequence of float
+        Sample complexities simulated, each rounded so that ``n = alpha d`` is even
+        (:func:`simulation_alpha`) and added to the theory grid.
+    simulate_d : int
+        Input dimension of the simulated instances.
+    seeds, seed : int
+        Instances per point (error bars: standard errors over them) and root seed.
+    n_jobs : int
+        joblib workers over seeds (results do not depend on it).
+    sim_tol : float
+        Tolerance on the theory errors when a lasso point is simulated at a larger penalty
+        than ``lambda*`` (see below).
+    erm_tol : float, optional
+        Tolerance of the finite-size solver (default: that of
+        :func:`gaussmix.simulate.fit_erm`; 1e-5 is ample for logistic + lasso, whose saga
+        fits are slow).
+    progress : bool
+        Progress bars (stderr).
+    **search_kw
+        Passed to :func:`gaussmix.optimal_lambda`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per ``(delta2, penalty, alpha)``: ``alpha, delta2, penalty, delta1, ratio,
+        sparsity, loss, lam_star, at_boundary, at_upper_bound, test_error, train_error,
+        train_loss, nonzero_fraction, l1_norm, lam_min, lam_max, converged`` and the
+        simulation columns ``sim_alpha, sim_lam, sim_test_error, sim_test_error_se,
+        sim_train_loss, sim_train_loss_se, sim_nonzero_fraction, sim_converged, sim_d,
+        sim_seeds`` (NaN except at the simulated alphas).
+
+    Notes
+    -----
+    The penalty simulated (``sim_lam``) is ``lambda*``, except at the boundaries: when
+    the optimum is ``lambda -> 0+`` (``lam_star = 0``) or ``lambda -> infinity``
+    (``lam_star = inf``), the smallest or largest penalty solved; and for the lasso
+    below ``lambda = 0.05`` (basis pursuit and its neighbourhood, where coordinate
+    descent needs minutes and stops early), the largest penalty of the search whose
+    theory test error and training loss both lie within ``sim_tol`` of those at
+    ``lambda*``.
+    """
+    v = _curves_args(
+        alphas,
+        delta2s,
+        sparsity,
+        delta1,
+        loss,
+        simulate,
+        sim_alphas,
+        simulate_d,
+        seeds,
+        seed,
+        n_jobs,
+        sim_tol,
+        erm_tol,
+        progress,
+    )
+    grid, dd, sp, d1, loss, simulate, sim_a, d, seeds, seed, n_jobs, sim_tol, progress = v
+    mixtures = [Mixture.sparse(sp, d1, float(x)) for x in dd]
+    frames = []
+    jobs = [(float(x), mix, pen) for x, mix in zip(dd, mixtures) for pen in ("l2", "l1")]
+    for d2, mix, pen in tqdm(jobs, desc="sparse-curves", disable=not progress, unit="curve"):
+        df, res = optimal_lambda_curve(
+            mix, loss, grid, penalty=pen, progress=progress, return_results=True, **search_kw
+        )
+        rows = _curve_rows(
+            df,
+            delta2=d2,
+            penalty=pen,
+            delta1=d1,
+            ratio=d1 / d2,
+            sparsity=sp,
+            loss=loss,
+        )
+        for c in SIM_COLUMNS:
+            rows[c] = np.nan
+        rows["sim_converged"] = pd.array([pd.NA] * len(rows), dtype="boolean")
+        frames.append((rows, res, mix))
+    if simulate:
+        total = sum(int(np.isin(rows["alpha"], sim_a).sum()) for rows, _, _ in frames)
+        with tqdm(
+            total=total * seeds,
+            desc=f"simulate d={d}",
+            unit="seed",
+            disable=not progress,
+        ) as bar:
+            for rows, res, mix in frames:
+                pen = str(rows["penalty"].iloc[0])
+                for i in np.flatnonzero(np.isin(rows["alpha"].to_numpy(), sim_a)):
+                    r = res[i]
+                    if r is None or r.result is None:
+                        bar.update(seeds)
+                        continue
+                    lam = _simulation_lambda(r, pen, sim_tol)
+                    alpha = float(rows["alpha"].iloc[i])
+                    bar.set_postfix_str(f"{pen}, Δ2={rows['delta2'].iloc[i]:g}, α={alpha:.3g}")
+                    s = run_simulation(
+                        mix,
+                        loss=loss,
+                        lam=lam,
+                        alpha=alpha,
+                        d=d,
+                        seeds=seeds,
+                        seed=seed,
+                        penalty=pen,
+                        n_jobs=n_jobs,
+                        tol=erm_tol,
+                    )
+                    idx = rows.index[i]
+                    rows.loc[idx, "sim_alpha"] = alpha
+                    rows.loc[idx, "sim_lam"] = lam
+                    for key in ("test_error", "train_loss"):
+                        rows.loc[idx, f"sim_{key}"] = s.mean[key]
+                        rows.loc[idx, f"sim_{key}_se"] = s.se[key]
+                    rows.loc[idx, "sim_nonzero_fraction"] = (
+                        s.mean["nonzero_fraction"] if pen != "l2" else 1.0
+                    )
+                    rows.loc[idx, "sim_converged"] = s.converged
+                    rows.loc[idx, "sim_d"] = d
+                    rows.loc[idx, "sim_seeds"] = seeds
+                    bar.update(seeds)
+    return pd.concat([f[0] for f in frames], ignore_index=True)
+
+
+def _curves_args(
+    alphas,
+    delta2s,
+    sparsity,
+    delta1,
+    loss,
+    simulate,
+    sim_alphas,
+    simulate_d,
+    seeds,
+    seed,
+    n_jobs,
+    sim_tol,
+    erm_tol,
+    progress,
+) -> tuple:
+    grid = _alphas("alphas", alphas)
+    dd = _positive_list("delta2s", delta2s)
+    sp = check_real("sparsity", sparsity, low=0.0, high=1.0, low_open=True)
+    d1 = check_real("delta1", delta1, low=0.0, low_open=True)
+    loss = _check_loss(loss)
+    simulate = _check_bool("simulate", simulate)
+    progress = _check_bool("progress", progress)
+    sim_tol = check_real("sim_tol", sim_tol, low=0.0)
+    if erm_tol is not None:
+        check_real("erm_tol", erm_tol, low=0.0, low_open=True)
+    sim_a = np.empty(0)
+    d = None
+    if simulate:
+        d = check_int("simulate_d", simulate_d, low=2)
+        seeds = check_int("seeds", seeds, low=1)
+        seed = check_int("seed", seed, low=0)
+        n_jobs = check_int("n_jobs", n_jobs)
+        if n_jobs == 0:
+            raise ValueError("n_jobs must be a non-zero integer (joblib convention), got 0")
+        if loss == "hinge":
+            raise ValueError("loss='hinge' has no lasso simulation; use simulate=False")
+        sim_a = np.unique([simulation_alpha(x, d) for x in _alphas("sim_alphas", sim_alphas)])
+        grid = np.unique(np.concatenate([grid, sim_a]))
+    for x in dd:
+        Mixture.sparse(sp, d1, float(x))  # validates every Delta2
+    return grid, dd, sp, d1, loss, simulate, sim_a, d, seeds, seed, n_jobs, sim_tol, progress
+
+
+def plot_sparse_curves(
+    df: pd.DataFrame, *, title: str | None = None, logx: bool = False
+) -> Figure:
+    """Draw :func:`sparse_curves`: test error (left) and training loss (right) vs alpha.
+
+    One colour per ``Delta2``; ridge dashed, lasso solid (theory at ``lambda*``);
+    simulations as dots (ridge: open squares, lasso: filled circles) with standard-error
+    bars in the colour of their curve.
+    """
+    cols = ["alpha", "delta2", "penalty", "test_error", "train_loss"]
+    df = _check_df(df, cols)
+    fig, axes = _new_figure((8.4, 3.4), 1, 2)
+    ax_err, ax_loss = axes[0]
+    delta2s = list(dict.fromkeys(df["delta2"].tolist()))
+    colours = _colours(len(delta2s))
+    styles = {"l2": ("--", "s", "none"), "l1": ("-", "o", None)}
+    sims = False
+    with mpl.rc_context(STYLE):
+        for d2, colour in zip(delta2s, colours):
+            for pen, (ls, marker, face) in styles.items():
+                g = df[(df["delta2"] == d2) & (df["penalty"] == pen)]
+                if g.empty:
+                    continue
+                g = g.sort_values("alpha", kind="stable")
+                alpha = g["alpha"].to_numpy(dtype=float)
+                for ax, key in ((ax_err, "test_error"), (ax_loss, "train_loss")):
+                    ax.plot(alpha, g[key].to_numpy(dtype=float), ls, color=colour)
+                    col = f"sim_{key}"
+                    if col not in g.columns:
+                        continue
+                    s = g[np.isfinite(g[col].to_numpy(dtype=float))]
+                    if s.empty:
+                        continue
+                    sims = True
+                    se = f"{col}_se"
+                    yerr = s[se].to_numpy(dtype=float) if se in s.columns else None
+                    x = s["sim_alpha"] if "sim_alpha" in s.columns else s["alpha"]
+                    ax.errorbar(
+                        x.to_numpy(dtype=float),
+                        s[col].to_numpy(dtype=float),
+                        yerr=yerr,
+                        fmt=marker,
+                        color=colour,
+                        mfc=face if face is not None else colour,
+                        capsize=STYLE["errorbar.capsize"],
+                        markersize=STYLE["lines.markersize"] + 0.5,
+                    )
+        ax_err.set_ylabel(r"test error $\varepsilon_g$")
+        ax_loss.set_ylabel(r"training loss $\varepsilon_\ell$")
+        for ax in (ax_err, ax_loss):
+            ax.set_xlabel(AXIS_LABELS["alpha"])
+            if logx:
+                ax.set_xscale("log")
+            ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
+        ax_err.set_title(r"classification error at $\lambda^*$")
+        ax_loss.set_title(r"training loss at $\lambda^*$")
+        d1 = float(df["delta1"].iloc[0]) if "delta1" in df.columns else None
+        handles = [
+            Line2D(
+                [],
+                [],
+                color=c,
+                label=rf"$\Delta_2 = {_fmt(d2)}$"
+                + (rf" ($\Delta_1/\Delta_2 = {_fmt(d1 / d2)}$)" if d1 is not None else ""),
+            )
+            for d2, c in zip(delta2s, colours)
+        ]
+        present = [p for p in styles if (df["penalty"] == p).any()]
+        for pen in present:
+            ls, marker, face = styles[pen]
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color="0.2",
+                    linestyle=ls,
+                    marker=marker if sims else None,
+                    mfc=face if face is not None else "0.2",
+                    label=PENALTY_NAMES[pen],
+                )
+            )
+        if sims:
+            d = df["sim_d"].dropna()
+            n_seeds = df["sim_seeds"].dropna()
+            what = "dots: simulation"
+            if not d.empty:
+                what += f", $d = {int(d.iloc[0])}$"
+            if not n_seeds.empty:
+                what += f", {int(n_seeds.iloc[0])} seeds"
+            handles.append(Line2D([], [], linestyle="none", label=what))
+        fig.legend(handles=handles, loc="outside right center", frameon=False)
+        if title is None:
+            title = _curves_title(df)
+        if title:
+            fig.suptitle(title, fontsize=STYLE["axes.titlesize"])
+    return fig
+
+
+def _curves_title(df: pd.DataFrame) -> str:
+    parts = []
+    if "loss" in df.columns and df["loss"].nunique() == 1:
+        parts.append(f"{df['loss'].iloc[0]} loss at the optimal penalty")
+    if "sparsity" in df.columns and df["sparsity"].nunique() == 1:
+        parts.append(rf"$\rho = {_fmt(float(df['sparsity'].iloc[0]))}$")
+    if "delta1" in df.columns and df["delta1"].nunique() == 1:
+        parts.append(rf"$\Delta_1 = {_fmt(float(df['delta1'].iloc[0]))}$")
+    return ", ".join(parts)
+
+
+# =========================================================================== registry
+class FigureOutput(NamedTuple):
+    """What :func:`write_figure` produced."""
+
+    data: pd.DataFrame
+    csv: Path
+    png: Path
+
+
+#: name -> (table function, plotting function)
+FIGURES: dict[str, tuple[Callable[..., pd.DataFrame], Callable[..., Figure]]] = {
+    "sparse-setup": (sparse_setup, plot_sparse_setup),
+    "sparse-curves": (sparse_curves, plot_sparse_curves),
+}
+
+
+#: name -> argument check of the table function (raises on bad input, computes nothing)
+_CHECKS: dict[str, Callable[..., Any]] = {
+    "sparse-setup": _setup_args,
+    "sparse-curves": _curves_args,
+}
+
+
+def validate_figure(name: str, **kw: Any) -> None:
+    """Check the arguments of figure ``name`` without computing anything.
+
+    Raises the ``TypeError`` / ``ValueError`` (naming the argument) that
+    :func:`write_figure` would raise at the start, so that a caller can fail before
+    creating files (options of the lambda* search are checked only when it runs).
+    """
+    import inspect
+
+    check_choice("name", name, tuple(FIGURES))
+    make = FIGURES[name][0]
+    try:
+        bound = inspect.signature(make).bind(**kw)
+    except TypeError as exc:
+        raise TypeError(f"figure {name!r}: {exc}") from None
+    bound.apply_defaults()
+    args = dict(bound.arguments)
+    args.pop("search_kw", None)  # checked by gaussmix.optimal_lambda
+    _CHECKS[name](**args)
+
+
+def write_figure(name: str, out_dir: str | Path, **kw: Any) -> FigureOutput:
+    """Compute figure ``name`` and write ``out_dir/<name>.csv`` and ``out_dir/<name>.png``.
+
+    Parameters
+    ----------
+    name : {'sparse-setup', 'sparse-curves'}
+        See the module documentation.
+    out_dir : path
+        Output directory (created if needed).
+    **kw
+        Passed to the table function (:func:`sparse_setup` or :func:`sparse_curves`).
+
+    Returns
+    -------
+    FigureOutput
+        The table and the two paths written.
+    """
+    check_choice("name", name, tuple(FIGURES))
+    make, draw = FIGURES[name]
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"out_dir {str(out)!r} exists and is not a directory")
+    df = make(**kw)
+    out.mkdir(parents=True, exist_ok=True)
+    csv = out / f"{name}.csv"
+    png = out / f"{name}.png"
+    df.to_csv(csv, index=False)
+    fig = draw(df)
+    save_figure(fig, png)
+    return FigureOutput(df, csv, png)
