@@ -1,7 +1,7 @@
 """Sweeps: any grid of independent points, for the theory or for simulations, on an executor.
 
 A :class:`Grid` is a table of *fixed* point options (the options of ``gaussmix point``,
-see :class:`gaussmix.cli.PointOptions`) and *grid* options (option -> list of values); the
+see :class:`gaussmix.options.PointOptions`) and *grid* options (option -> list of values); the
 sweep runs the Cartesian product of the grid options, first option slowest.  With a
 ``simulate`` table (``d``, ``seeds``, optional ``seed``) every point is a finite-size
 simulation (:func:`gaussmix.simulate.simulate`) instead of a fixed point
@@ -80,8 +80,8 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
-from .cli import PointOptions, PointSetup, build_point
 from .exceptions import ConvergenceWarning, GaussmixError
+from .options import PointOptions, PointSetup, build_point
 from .solver import solve
 
 __all__ = [
@@ -697,7 +697,7 @@ def run_task(task: Mapping[str, Any]) -> dict[str, Any]:
     lists and dicts (``Q``, ``params``, ...) as JSON strings.
 
     ``task`` is one of :meth:`Grid.tasks`: ``{'key', 'point', 'options', 'simulate'}``
-    (``options``: every :class:`~gaussmix.cli.PointOptions` field; ``simulate``: None or
+    (``options``: every :class:`~gaussmix.options.PointOptions` field; ``simulate``: None or
     ``{'d', 'seeds', 'seed'}``), plus ``'limit_threads': True`` to pin BLAS to one thread
     in this process.  Numerical failures become a row with ``converged=False``.
     """
