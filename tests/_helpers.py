@@ -11,3 +11,36 @@ def random_spd(rng: np.random.Generator, n: int, low: float = 0.05, high: float 
     U, _ = np.linalg.qr(A)
     ev = rng.uniform(low, high, size=n)
     return (U * ev) @ U.T
+
+
+def check_free_energy(res, *, lam: float, alpha: float, eps: float = 1e-5) -> float:
+    """Check the RS free energy of a converged result: its value equals the minimal risk per
+    dimension ``alpha eps_l + lam E[r]/d``, and it is stationary (central differences in
+    every order parameter, symmetric matrices perturbed symmetrically).  Returns the largest
+    finite-difference derivative."""
+    from gaussmix.solver import effective_state, free_energy
+
+    st = effective_state(res)
+    names = ["Q", "M", "V", "b", "Qhat", "Mhat", "Vhat"]
+    args = {k: st[k].copy() for k in names}
+
+    def F(a):
+        return free_energy(st["problem"], *(a[k] for k in names), rule=st["rule"])
+
+    f0 = F(args)
+    np.testing.assert_allclose(f0, res.free_energy, rtol=1e-10)
+    np.testing.assert_allclose(f0, alpha * res.train_loss + lam * res.penalty_value, rtol=1e-7)
+    worst = 0.0
+    for k in names:
+        arr = args[k]
+        for idx in np.ndindex(arr.shape):
+            if arr.ndim == 3 and idx[1] > idx[2]:
+                continue
+            plus = {n: v.copy() for n, v in args.items()}
+            minus = {n: v.copy() for n, v in args.items()}
+            for a, s in ((plus, eps), (minus, -eps)):
+                a[k][idx] += s
+                if arr.ndim == 3 and idx[1] != idx[2]:
+                    a[k][idx[0], idx[2], idx[1]] += s
+            worst = max(worst, abs(F(plus) - F(minus)) / (2 * eps))
+    return worst

@@ -10,13 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from _helpers import check_free_energy
 from scipy import integrate
 
 import gaussmix as gm
 from gaussmix.experiments import d_test_error_d_lambda, optimal_lambda, optimal_lambda_curve
 from gaussmix.mixture import LabelMap, Mixture
 from gaussmix.prior import elastic_net_prior, ridge_prior, soft_threshold_moments
-from gaussmix.solver import effective_state, free_energy
 
 # ----------------------------------------------------------------------------- quadrature
 
@@ -245,28 +245,9 @@ def test_free_energy_is_stationary_and_equals_the_minimal_risk(loss, penalty, l1
         estimate_error=False,
     )
     assert 0.0 < res.nonzero_fraction < 1.0
-    st = effective_state(res)
-    names = ["Q", "M", "V", "b", "Qhat", "Mhat", "Vhat"]
-    args = {k: st[k].copy() for k in names}
-
-    def F(a):
-        return free_energy(st["problem"], *(a[k] for k in names), rule=st["rule"])
-
-    f0 = F(args)
-    np.testing.assert_allclose(f0, res.free_energy, rtol=1e-10)
-    np.testing.assert_allclose(f0, alpha * res.train_loss + lam * res.penalty_value, rtol=1e-7)
     # the hats are small here (V is large): a small step keeps the O(eps^2) truncation error
     # of the central difference (third derivatives ~ 1/Vhat^4) below the tolerance
-    eps = 1e-6
-    worst = 0.0
-    for k in names:
-        arr = args[k]
-        for idx in np.ndindex(arr.shape):
-            plus = {n: v.copy() for n, v in args.items()}
-            minus = {n: v.copy() for n, v in args.items()}
-            plus[k][idx] += eps
-            minus[k][idx] -= eps
-            worst = max(worst, abs(F(plus) - F(minus)) / (2 * eps))
+    worst = check_free_energy(res, lam=lam, alpha=alpha, eps=1e-6)
     assert worst < 1e-7, worst
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _helpers import check_free_energy
 
 import gaussmix as gm
-from gaussmix.solver import effective_state, free_energy
 
 
 def _square_closed_form(delta, gram, rho, lam, alpha):
@@ -159,31 +159,7 @@ FE_CASES = [
 def test_free_energy_is_stationary_and_equals_the_minimal_risk(loss, mix):
     lam, alpha = 0.3, 1.4
     res = gm.solve(mix, loss, lam=lam, alpha=alpha, tol=1e-13, estimate_error=False)
-    st = effective_state(res)
-    names = ["Q", "M", "V", "b", "Qhat", "Mhat", "Vhat"]
-    args = {k: st[k].copy() for k in names}
-
-    def F(a):
-        return free_energy(st["problem"], *(a[k] for k in names), rule=st["rule"])
-
-    f0 = F(args)
-    np.testing.assert_allclose(f0, res.free_energy, rtol=1e-10)
-    # the value is the minimal empirical risk per dimension
-    np.testing.assert_allclose(f0, alpha * res.train_loss + lam * res.penalty_value, rtol=1e-7)
-    eps = 1e-5
-    worst = 0.0
-    for k in names:
-        arr = args[k]
-        for idx in np.ndindex(arr.shape):
-            if arr.ndim == 3 and idx[1] > idx[2]:
-                continue  # symmetric matrices: perturb (i, j) and (j, i) together
-            plus = {n: v.copy() for n, v in args.items()}
-            minus = {n: v.copy() for n, v in args.items()}
-            for a, s in ((plus, eps), (minus, -eps)):
-                a[k][idx] += s
-                if arr.ndim == 3 and idx[1] != idx[2]:
-                    a[k][idx[0], idx[2], idx[1]] += s
-            worst = max(worst, abs(F(plus) - F(minus)) / (2 * eps))
+    worst = check_free_energy(res, lam=lam, alpha=alpha)
     assert worst < 1e-7, worst
 
 
