@@ -12,35 +12,19 @@ Measures, on the correlated sparse mixture eq. (sparse) with rho = 0.1, Delta1 =
 
 from __future__ import annotations
 
-import os
-import platform
-import statistics
 import time
 import warnings
 
 import numpy as np
+from _timing import machine_line, median_time
 
 import gaussmix as gm
 
 warnings.simplefilter("ignore", gm.IntegrationWarning)
 
 
-def median_time(fn, repeats: int = 5) -> tuple[float, object]:
-    fn()  # warm-up (imports, caches)
-    ts, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts), out
-
-
 def main() -> None:
-    print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"python {platform.python_version()}, numpy {np.__version__}, gaussmix "
-        f"{gm.__version__}\n"
-    )
+    print(machine_line() + "\n")
     mix = gm.Mixture.sparse(0.1, 0.1, 1.0)
     rows = []
     for loss in ("square", "logistic", "hinge"):

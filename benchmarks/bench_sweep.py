@@ -22,8 +22,6 @@ are wall times.
 from __future__ import annotations
 
 import os
-import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -31,6 +29,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from _timing import machine_line
 from threadpoolctl import threadpool_limits
 
 import gaussmix as gm
@@ -41,16 +40,6 @@ warnings.simplefilter("ignore")
 
 #: a few cheap points that start (and import gaussmix in) every worker
 WARM_UP = Grid({"alpha": [0.5, 1.0, 1.5, 2.0, 2.5, 3.0]}, fixed={"loss": "square"})
-
-
-def median_time(fn, repeats: int = 5):
-    fn()
-    ts, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts), out
 
 
 def cpu_time(fn) -> float:
@@ -174,11 +163,7 @@ def scaling() -> list[str]:
 
 def main() -> None:
     parts = set(sys.argv[1:]) or {"a", "b", "c"}
-    print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"python {platform.python_version()}, numpy {np.__version__}, gaussmix "
-        f"{gm.__version__}, load average {os.getloadavg()[0]:.2f}"
-    )
+    print(f"{machine_line()}, load average {os.getloadavg()[0]:.2f}")
     if "a" in parts:
         print("\n### (a) theory per point vs simulation")
         print("\n".join(theory_vs_simulation()))
