@@ -7,8 +7,6 @@ end to end.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import shutil
@@ -22,12 +20,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import typer
+from _cli_helpers import assert_one_line_error, run, run_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gaussmix as gm
 from gaussmix import cli
-from gaussmix.cli import PointOptions, build_point, main, mixture_from_options, point_options
+from gaussmix.cli import PointOptions, build_point, mixture_from_options, point_options
 
 JSON_KEYS = (
     "test_error",
@@ -44,30 +43,8 @@ JSON_KEYS = (
 )
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    """Run ``gaussmix *args`` in-process; return (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(args))
-    return code, out.getvalue(), err.getvalue()
-
-
 def point_json(*args: str) -> dict:
-    code, out, err = run("point", "--json", *args)
-    assert code == 0, err
-    assert out.count("\n") == 1, "one JSON object on one line"
-    return json.loads(out)
-
-
-def assert_one_line_error(code: int, out: str, err: str, *names: str, status: int = 2) -> None:
-    assert code == status, (code, err)
-    assert out == ""
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("gaussmix: error: "), err
-    assert "Traceback" not in err
-    for name in names:
-        assert name in lines[0], (name, lines[0])
+    return run_json("point", *args)
 
 
 # --------------------------------------------------------------------------- point --json

@@ -6,8 +6,6 @@ including its one-line error handling) on small instances (d <= 80).
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 from pathlib import Path
@@ -15,40 +13,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _cli_helpers import assert_one_line_error, run, run_json
 from threadpoolctl import threadpool_limits
 
 import gaussmix as gm
-from gaussmix.cli import main
 from gaussmix.simulate import simulate
 from gaussmix.sweep import checkpoint_path, simulation_keys, sweep, theory_keys
 
 SMALL = ("--d", "60", "--seeds", "3", "--quiet")
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    """Run ``gaussmix *args`` in-process; return (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(args))
-    return code, out.getvalue(), err.getvalue()
-
-
-def run_json(*args: str) -> dict:
-    code, out, err = run(*args, "--json")
-    assert code == 0, err
-    assert out.count("\n") == 1, "one JSON object on one line"
-    return json.loads(out)
-
-
-def assert_one_line_error(code: int, out: str, err: str, *needles: str, status: int = 2) -> None:
-    assert code == status, (code, err)
-    assert out == ""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("gaussmix: error: "), err
-    assert "Traceback" not in err
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 # ---------------------------------------------------------------------------- help

@@ -6,47 +6,18 @@ In-process runs of :func:`gaussmix.cli.main` on tiny problems.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
+from _cli_helpers import assert_one_line_error, run, run_json
 
 import gaussmix as gm
-from gaussmix.cli import main
 from gaussmix.sweep import Grid, GridError, sweep
 
 SPARSE = ("--model", "sparse", "--delta1", "0.1", "--delta2", "1", "--loss", "square")
 MIX = gm.Mixture.sparse(0.1, 0.1, 1.0)
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    """Run ``gaussmix *args`` in-process; return (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(args))
-    return code, out.getvalue(), err.getvalue()
-
-
-def run_json(*args: str) -> dict:
-    code, out, err = run(*args, "--json")
-    assert code == 0, err
-    assert out.count("\n") == 1, "one JSON object on one line"
-    return json.loads(out)
-
-
-def assert_one_line_error(code: int, out: str, err: str, *needles: str, status: int = 2) -> None:
-    assert code == status, (code, err)
-    assert out == ""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("gaussmix: error: "), err
-    assert "Traceback" not in err
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 # --------------------------------------------------------------------------- point

@@ -1,0 +1,39 @@
+"""Helpers shared by the command-line tests: run ``gaussmix`` in-process and check its
+one-line error contract."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+from gaussmix.cli import main
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    """Run ``gaussmix *args`` in-process; return (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_json(*args: str) -> dict:
+    """Run ``gaussmix *args --json``; it must succeed and print one JSON object on one line."""
+    code, out, err = run(*args, "--json")
+    assert code == 0, err
+    assert out.count("\n") == 1, "one JSON object on one line"
+    return json.loads(out)
+
+
+def assert_one_line_error(code: int, out: str, err: str, *needles: str, status: int = 2) -> None:
+    """Exit ``status``, nothing on stdout, exactly one ``gaussmix: error:`` line on stderr
+    containing every needle, and no traceback."""
+    assert code == status, (code, err)
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("gaussmix: error: "), err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
