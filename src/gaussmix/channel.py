@@ -23,7 +23,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
-from .losses import HingeLoss, Loss, SquareLoss, _solve_batch
+from .losses import (
+    CrossEntropyLoss,
+    HingeLoss,
+    LogisticLoss,
+    Loss,
+    ReducedLoss,
+    SquareLoss,
+    _solve_batch,
+)
 from .quadrature import GaussHermite
 
 __all__ = ["ChannelMoments", "channel_moments", "sqrtm_psd"]
@@ -43,8 +51,23 @@ class ChannelMoments:
 
 
 def sqrtm_psd(Q: np.ndarray) -> np.ndarray:
-    """Symmetric square root of a stack of PSD matrices (negative eigenvalues clipped)."""
-    w, U = np.linalg.eigh(0.5 * (Q + np.swapaxes(Q, -1, -2)))
+    """Symmetric square root of a stack of PSD matrices (negative eigenvalues clipped).
+
+    Closed forms for 1 x 1 and positive-definite 2 x 2 blocks (``sqrt(A) = (A + s I) / t``
+    with ``s = sqrt(det A)``, ``t = sqrt(tr A + 2 s)``); an eigendecomposition otherwise.
+    """
+    L = Q.shape[-1]
+    if L == 1:
+        return np.sqrt(np.clip(Q, 0.0, None))
+    Qs = 0.5 * (Q + np.swapaxes(Q, -1, -2))
+    if L == 2:
+        det = Qs[..., 0, 0] * Qs[..., 1, 1] - Qs[..., 0, 1] ** 2
+        tr = Qs[..., 0, 0] + Qs[..., 1, 1]
+        if np.all(det > 1e-12 * tr * tr):
+            sd = np.sqrt(det)
+            t = np.sqrt(tr + 2.0 * sd)
+            return (Qs + sd[..., None, None] * np.eye(2)) / t[..., None, None]
+    w, U = np.linalg.eigh(Qs)
     return (U * np.sqrt(np.clip(w, 0.0, None))[..., None, :]) @ np.swapaxes(U, -1, -2)
 
 
@@ -125,7 +148,62 @@ def _hinge_moments(y, m, Q, V) -> ChannelMoments:
     return ChannelMoments(Ef, Eff, Edf, Eloss, Eenv)
 
 
-def _quadrature_moments(loss, y, m, Q, V, rule, cache) -> ChannelMoments:
+def _compiled_kernel(loss: Loss) -> str | None:
+    """Which compiled kernel of :mod:`gaussmix._kernels` serves ``loss``, if any."""
+    if isinstance(loss, LogisticLoss):
+        return "logistic"
+    if isinstance(loss, ReducedLoss) and isinstance(loss.base, CrossEntropyLoss):
+        return "cross-entropy"
+    return None
+
+
+def _compiled_moments(kind, loss, y, omega, V, w, h0, tol) -> tuple[ChannelMoments, np.ndarray]:
+    """Channel moments from a compiled kernel (same contract as the numpy path)."""
+    from . import _kernels
+
+    K, N, L = omega.shape
+    h = np.ascontiguousarray(omega if h0 is None else h0, dtype=float).copy()
+    w = np.ascontiguousarray(w, dtype=float)
+    if kind == "logistic":
+        h2 = h.reshape(K, N)
+        Ef, Eff, Edf, Eloss, Eenv, failed = _kernels.logistic_channel(
+            np.ascontiguousarray(y[:, 0], dtype=float),
+            np.ascontiguousarray(omega.reshape(K, N)),
+            np.ascontiguousarray(V[:, 0, 0]),
+            h2,
+            w,
+            float(tol),
+            100,
+        )
+        mom = ChannelMoments(Ef[:, None], Eff[:, None, None], Edf[:, None, None], Eloss, Eenv)
+    else:
+        Vc = np.ascontiguousarray(0.5 * (V + np.swapaxes(V, -1, -2)))
+        Ef, Eff, Edf, Eloss, Eenv, failed = _kernels.ce_channel(
+            np.ascontiguousarray(np.argmax(y, axis=-1), dtype=np.int64),
+            np.ascontiguousarray(loss.P),
+            np.ascontiguousarray(omega),
+            Vc,
+            np.ascontiguousarray(np.linalg.inv(Vc)),
+            h,
+            w,
+            float(tol),
+            100,
+        )
+        mom = ChannelMoments(Ef, 0.5 * (Eff + np.swapaxes(Eff, -1, -2)), Edf, Eloss, Eenv)
+    if failed:
+        raise FloatingPointError(
+            f"{loss.name} proximal map did not converge at {failed} quadrature node(s)"
+        )
+    return mom, h
+
+
+def _quadrature_moments(loss, y, m, Q, V, rule, cache, compiled: bool = True) -> ChannelMoments:
+    """Channel moments by quadrature (Theorem 1, eq. spgeneral, hat updates).
+
+    ``compiled=True`` uses a kernel of :mod:`gaussmix._kernels` where the loss has one
+    (logistic, cross-entropy); ``compiled=False`` is the numpy reference path (batched
+    Newton prox, then the moments), which the kernels are tested against.
+    """
     xi = rule.nodes
     w = rule.weights
     S = sqrtm_psd(Q)
@@ -134,6 +212,18 @@ def _quadrature_moments(loss, y, m, Q, V, rule, cache) -> ChannelMoments:
     h0 = None
     if cache is not None and cache.get("key") == key:
         h0 = cache["h"]
+    kind = _compiled_kernel(loss) if compiled else None
+    if kind is not None:
+        if h0 is not None:
+            # predictor: keep f = V^{-1}(h - omega) of the previous evaluation, which varies
+            # slowly along the iteration, and map it through the new omega and V
+            f_old = _solve_batch(cache["V"][:, None], h0 - cache["omega"])
+            h0 = omega + np.einsum("kij,knj->kni", V, f_old)
+        tol = 1e-13 * (1.0 + float(np.abs(omega).max()))
+        mom, h = _compiled_moments(kind, loss, y, omega, V, w, h0, tol)
+        if cache is not None:
+            cache.update(key=key, h=h, omega=omega, V=V)
+        return mom
     h = loss.prox(y, omega, V, h0=h0)
     if cache is not None:
         cache["key"] = key

@@ -106,27 +106,39 @@ def ridge_prior(
     P : unused
         Kept for signature symmetry with other priors.
     details : bool
-        Also compute ``l1_norm`` (NaN otherwise; it is not needed by the iteration).
+        Also compute ``psi_w``, ``penalty`` and ``l1_norm`` (NaN otherwise; the iteration
+        needs only the overlaps).
     """
     w = mixture.weights
     sig = mixture.sigma
     th = mixture.theta
-    L = Mhat.shape[-1]
-    A = lam * np.eye(L) + np.einsum("jk,kab->jab", sig, Vhat)
-    Ainv = np.linalg.inv(A)
-    Ainv = 0.5 * (Ainv + np.swapaxes(Ainv, 1, 2))
-    X = np.einsum("jkl,ka,lb->jab", th, Mhat, Mhat) + np.einsum("jk,kab->jab", sig, Qhat)
+    K, L = Mhat.shape
+    J = w.size
+    # per atom j: A_j = lam I + sum_k sigma_j^k Vhat_k,  X_j = Mhat^T theta_j Mhat +
+    # sum_k sigma_j^k Qhat_k;  Q_k = sum_j w_j sigma_j^k A_j^-1 X_j A_j^-1,
+    # V_k = sum_j w_j sigma_j^k A_j^-1,  M_k = sum_j w_j A_j^-1 (theta_j Mhat)_k
+    # (matrix products rather than einsum: this runs at every iteration)
+    A = (sig @ Vhat.reshape(K, L * L)).reshape(J, L, L)
+    if L == 1:
+        Ainv = 1.0 / (A + lam)
+    else:
+        Ainv = np.linalg.inv(A + lam * np.eye(L))
+        Ainv = 0.5 * (Ainv + np.swapaxes(Ainv, 1, 2))
+    TM = th @ Mhat  # (J, K, L)
+    X = Mhat.T @ TM + (sig @ Qhat.reshape(K, L * L)).reshape(J, L, L)
     AXA = Ainv @ X @ Ainv
-    Q = np.einsum("j,jk,jab->kab", w, sig, AXA)
-    V = np.einsum("j,jk,jab->kab", w, sig, Ainv)
-    M = np.einsum("j,jab,jkl,lb->ka", w, Ainv, th, Mhat)
-    psi_w = -0.5 * float(np.einsum("j,jab,jba->", w, Ainv, X))
-    penalty = 0.5 * float(np.einsum("j,jaa->", w, AXA))
-    Q = 0.5 * (Q + np.swapaxes(Q, 1, 2))
-    V = 0.5 * (V + np.swapaxes(V, 1, 2))
+    wsig = (w[:, None] * sig).T  # (K, J)
+    Q = (wsig @ AXA.reshape(J, L * L)).reshape(K, L, L)
+    V = (wsig @ Ainv.reshape(J, L * L)).reshape(K, L, L)
+    M = (w @ (TM @ Ainv).reshape(J, K * L)).reshape(K, L)  # A_j^-1 symmetric
+    if L > 1:
+        Q = 0.5 * (Q + np.swapaxes(Q, 1, 2))
+        V = 0.5 * (V + np.swapaxes(V, 1, 2))
+    if not details:  # the iteration needs the overlaps only
+        return PriorResult(Q=Q, M=M, V=V, psi_w=np.nan, penalty=np.nan)
+    psi_w = -0.5 * float(w @ (Ainv * X).sum(axis=(1, 2)))  # tr(A^-1 X), both symmetric
+    penalty = 0.5 * float(w @ np.trace(AXA, axis1=1, axis2=2))
     out = PriorResult(Q=Q, M=M, V=V, psi_w=psi_w, penalty=penalty, atom_nonzero=np.ones(w.size))
-    if not details:
-        return out
     # E|w_a| per atom: w_a is Gaussian with mean (A^-1 B)_a (empirical law) or 0
     if mixture.mu is None:
         mean = np.zeros((w.size, L))
