@@ -35,10 +35,12 @@ from numba import njit
 __all__ = ["logistic_channel", "ce_channel", "ce_ray_flux"]
 
 #: points of the scan that places the panels of :func:`ce_ray_flux`
-_WEDGE_SCAN = 513
+_WEDGE_SCAN = 129
+#: panel size of :func:`ce_ray_flux`, in units of ``|dz| / (|z| + 0.05)``
+_WEDGE_PANEL = 0.5
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _log1pexp(x: float) -> float:
     """``log(1 + exp(x))`` without overflow."""
     if x > 0.0:
@@ -46,7 +48,7 @@ def _log1pexp(x: float) -> float:
     return math.log1p(math.exp(x))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _expit(x: float) -> float:
     if x >= 0.0:
         return 1.0 / (1.0 + math.exp(-x))
@@ -54,7 +56,7 @@ def _expit(x: float) -> float:
     return e / (1.0 + e)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def logistic_channel(y, omega, v, h, w, tol, max_iter):  # pragma: no cover - compiled
     """Logistic-loss channel moments (one output).
 
@@ -122,7 +124,7 @@ def logistic_channel(y, omega, v, h, w, tol, max_iter):  # pragma: no cover - co
     return Ef, Eff, Edf, Eloss, Eenv, n_failed
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _cholesky(A, C):  # pragma: no cover - compiled
     """Lower Cholesky factor of ``A`` into ``C``; False if ``A`` is not positive definite."""
     L = A.shape[0]
@@ -140,7 +142,7 @@ def _cholesky(A, C):  # pragma: no cover - compiled
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _chol_solve(C, b, x):  # pragma: no cover - compiled
     """Solve ``C C^T x = b`` given the lower factor ``C``."""
     L = C.shape[0]
@@ -156,7 +158,7 @@ def _chol_solve(C, b, x):  # pragma: no cover - compiled
         x[i] = t / C[i, i]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _ce_eval(u, P, yc, z, p, Pp, gr):  # pragma: no cover - compiled
     """Logits ``z = P^T u``, softmax ``p``, ``Pp = P p`` and the reduced gradient
     ``gr = P (p - e_y)``; returns the loss ``logsumexp(z) - z_y``."""
@@ -184,7 +186,7 @@ def _ce_eval(u, P, yc, z, p, Pp, gr):  # pragma: no cover - compiled
     return zmax + math.log(S) - z[yc]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _ce_system(Vi, P, p, Pp, A):  # pragma: no cover - compiled
     """``A = V^{-1} + H`` with the reduced Hessian ``H = P (diag p - p p^T) P^T``."""
     L, Kf = P.shape
@@ -196,7 +198,7 @@ def _ce_system(Vi, P, p, Pp, A):  # pragma: no cover - compiled
             A[i, j] = t
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cover - compiled
     """Cross-entropy channel moments on the complement of ``(1, ..., 1)``.
 
@@ -343,36 +345,43 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
     return Ef, Eff, Edf, Eloss, Eenv, n_failed
 
 
-@njit(cache=True)
-def _ce_ray_point(s, u, P, yc, V, m, Linv, z, dz, zl, pl, Ppl, grl, w4):  # pragma: no cover
-    """Whitened image ``z = L^{-1}(h + V grad(h) - m)`` of ``h = s u`` and ``dz/ds``
-    (``w4``: scratch, shape (4, L))."""
-    L = u.shape[0]
-    hs = w4[0]
-    for i in range(L):
-        hs[i] = s * u[i]
-    _ce_eval(hs, P, yc, zl, pl, Ppl, grl)
-    Kf = P.shape[1]
-    # omega(h) - m and its derivative along u: u + V H u, H u = P (p * (P^T u)) - Pp (Pp.u)
+@njit(cache=True, error_model="numpy")
+def _ce_ray_point(s, u, cu, P, yc, V, m, Linv, z, dz, p, w4):  # pragma: no cover - compiled
+    """Whitened image ``z = L^{-1}(h + V grad(h) - m)`` of ``h = s u`` and ``dz/ds``.
+
+    ``cu = P^T u`` (the logits are ``s cu``); ``p`` (Kf) and ``w4`` (4, L) are scratch.
+    With ``Pp = P p``: ``grad = Pp - P e_y`` and ``H u = P (p * cu) - Pp (p . cu)``.
+    """
+    L, Kf = P.shape
+    zmax = -math.inf
+    for k in range(Kf):
+        if s * cu[k] > zmax:
+            zmax = s * cu[k]
+    S = 0.0
+    pc = 0.0
+    for k in range(Kf):
+        p[k] = math.exp(s * cu[k] - zmax)
+        S += p[k]
+    for k in range(Kf):
+        p[k] /= S
+        pc += p[k] * cu[k]
+    gr = w4[0]
     Hu = w4[1]
-    pu = 0.0
     for i in range(L):
-        pu += Ppl[i] * u[i]
-    for i in range(L):
-        t = 0.0
+        a = 0.0
+        b = 0.0
         for k in range(Kf):
-            ptu = 0.0
-            for j in range(L):
-                ptu += P[j, k] * u[j]
-            t += P[i, k] * pl[k] * ptu
-        Hu[i] = t - Ppl[i] * pu
+            a += P[i, k] * p[k]
+            b += P[i, k] * p[k] * cu[k]
+        gr[i] = a - P[i, yc]
+        Hu[i] = b - a * pc
     om = w4[2]
     dom = w4[3]
     for i in range(L):
-        t = hs[i] - m[i]
+        t = s * u[i] - m[i]
         d = u[i]
         for j in range(L):
-            t += V[i, j] * grl[j]
+            t += V[i, j] * gr[j]
             d += V[i, j] * Hu[j]
         om[i] = t
         dom[i] = d
@@ -386,25 +395,27 @@ def _ce_ray_point(s, u, P, yc, V, m, Linv, z, dz, zl, pl, Ppl, grl, w4):  # prag
         dz[i] = d
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def ce_ray_flux(u, P, yc, V, m, Linv, s1, xa, wa, xb, wb):  # pragma: no cover - compiled
     """Flux of ``F(z) = z (1 - exp(-|z|^2/2)) / (2 pi |z|^2)`` through the curved part
     (``0 <= s <= s1``) of the image of the ray ``h = s u`` (two effective outputs).
 
     Used by :func:`gaussmix.observables._wedge_probability`.  The ray is split into panels
     of equal increments of ``|dz| / (|z| + 0.05)`` (from a scan of ``_WEDGE_SCAN`` points
-    ``s = s1 (i / n)^2``, dense near the apex), ``4 |...|`` per
-    unit for rule ``a`` (Gauss-Legendre nodes ``xa, wa`` on ``[-1, 1]``) and half as many
-    for rule ``b``; both fluxes are returned (their difference estimates the error), with
+    ``s = s1 (i / n)^2``, dense near the apex), ``_WEDGE_PANEL`` per panel, with at least
+    16 panels.  Rule ``a`` (Gauss-Legendre nodes ``xa, wa`` on ``[-1, 1]``, 10 nodes) and
+    rule ``b`` (``xb, wb``, 6 nodes) share the panels; both fluxes are returned (their
+    difference estimates the error of the lower-order rule), with
     the end point ``z(s1)``.
     """
     n0 = _WEDGE_SCAN
     Kf = P.shape[1]
     w4 = np.empty((4, 2))
-    zl = np.empty(Kf)
     pl = np.empty(Kf)
-    Ppl = np.empty(2)
-    grl = np.empty(2)
+    cu = np.zeros(Kf)
+    for k in range(Kf):
+        for i in range(2):
+            cu[k] += P[i, k] * u[i]
     z = np.empty(2)
     dz = np.empty(2)
     s0 = np.empty(n0)
@@ -412,7 +423,7 @@ def ce_ray_flux(u, P, yc, V, m, Linv, s1, xa, wa, xb, wb):  # pragma: no cover -
     zprev = np.empty(2)
     for i in range(n0):
         s0[i] = s1 * (i / (n0 - 1)) ** 2
-        _ce_ray_point(s0[i], u, P, yc, V, m, Linv, z, dz, zl, pl, Ppl, grl, w4)
+        _ce_ray_point(s0[i], u, cu, P, yc, V, m, Linv, z, dz, pl, w4)
         if i == 0:
             mu[0] = 0.0
         else:
@@ -424,7 +435,7 @@ def ce_ray_flux(u, P, yc, V, m, Linv, s1, xa, wa, xb, wb):  # pragma: no cover -
     zend = zprev.copy()
     out = np.empty(2)
     for r in range(2):
-        per_panel = 0.25 if r == 0 else 0.5
+        per_panel = _WEDGE_PANEL
         x = xa if r == 0 else xb
         wq = wa if r == 0 else wb
         n_pan = int(math.ceil(mu[n0 - 1] / per_panel))
@@ -439,7 +450,7 @@ def ce_ray_flux(u, P, yc, V, m, Linv, s1, xa, wa, xb, wb):  # pragma: no cover -
             for q in range(x.shape[0]):
                 s = a + (e - a) * (x[q] + 1.0) / 2.0
                 ws = (e - a) / 2.0 * wq[q]
-                _ce_ray_point(s, u, P, yc, V, m, Linv, z, dz, zl, pl, Ppl, grl, w4)
+                _ce_ray_point(s, u, cu, P, yc, V, m, Linv, z, dz, pl, w4)
                 r2 = z[0] * z[0] + z[1] * z[1]
                 if r2 < 1e-8:
                     G = 1.0 / (4.0 * math.pi)
@@ -448,3 +459,86 @@ def ce_ray_flux(u, P, yc, V, m, Linv, s1, xa, wa, xb, wb):  # pragma: no cover -
                 total += ws * G * (z[0] * dz[1] - z[1] * dz[0])
         out[r] = total
     return out, zend
+
+
+# ------------------------------------------------------------------ bivariate normal
+@njit(cache=True, error_model="numpy")
+def _ndtr(x):  # pragma: no cover - compiled
+    """Standard normal distribution function."""
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+@njit(cache=True, error_model="numpy")
+def _bvnu_one(h, k, r, x, w):  # pragma: no cover - compiled
+    """``P[X > h, Y > k]``, standard bivariate normal with correlation ``r`` (finite h, k):
+    A. Genz's ``bvnu`` (Drezner & Wesolowsky 1989 with Genz's double-precision
+    modifications), Gauss-Legendre nodes ``x`` and weights ``w`` on ``[-1, 1]``."""
+    r = min(max(r, -1.0), 1.0)
+    hk = h * k
+    n = x.shape[0]
+    if abs(r) < 0.925:
+        asr = math.asin(r)
+        hs = (h * h + k * k) / 2.0
+        s = 0.0
+        for i in range(n):
+            sn = math.sin(asr * (1.0 + x[i]) / 2.0)
+            s += w[i] * math.exp((sn * hk - hs) / (1.0 - sn * sn))
+        out = asr / (4.0 * math.pi) * s + _ndtr(-h) * _ndtr(-k)
+        return min(max(out, 0.0), 1.0)
+    kb = k
+    hkb = hk
+    if r < 0.0:
+        kb = -k
+        hkb = -hk
+    big = 0.0
+    if abs(r) < 1.0:
+        as_ = (1.0 - r) * (1.0 + r)
+        a = math.sqrt(as_)
+        bs = (h - kb) ** 2
+        c = (4.0 - hkb) / 8.0
+        d = (12.0 - hkb) / 16.0
+        asr_b = -(bs / as_ + hkb) / 2.0
+        t1 = 0.0
+        if asr_b > -100.0:
+            t1 = (
+                a
+                * math.exp(asr_b)
+                * (1.0 - c * (bs - as_) * (1.0 - d * bs / 5.0) / 3.0 + c * d * as_ * as_ / 5.0)
+            )
+        b = math.sqrt(bs)
+        t2 = 0.0
+        if hkb > -100.0:
+            sp = math.sqrt(2.0 * math.pi) * _ndtr(-b / a)
+            t2 = math.exp(-hkb / 2.0) * sp * b * (1.0 - c * bs * (1.0 - d * bs / 5.0) / 3.0)
+        ah = a / 2.0
+        t3 = 0.0
+        for i in range(n):
+            xs = (ah * (1.0 + x[i])) ** 2
+            rsq = math.sqrt(1.0 - xs)
+            asr_n = -(bs / xs + hkb) / 2.0
+            if asr_n > -100.0:
+                spn = 1.0 + c * xs * (1.0 + d * xs)
+                ep = asr_n - hkb * (1.0 - rsq) / (2.0 * (1.0 + rsq))
+                t3 += w[i] * (math.exp(ep) / rsq - math.exp(asr_n) * spn)
+        t3 *= ah
+        big = -(t1 - t2 + t3) / (2.0 * math.pi)
+    if r > 0.0:
+        out = big + _ndtr(-max(h, kb))
+    else:
+        # P[h < X <= kb], accurate in both tails
+        if kb > h:
+            p = _ndtr(-h) - _ndtr(-kb) if h > 0.0 else _ndtr(kb) - _ndtr(h)
+            p = max(p, 0.0)
+        else:
+            p = 0.0
+        out = -big + p
+    return min(max(out, 0.0), 1.0)
+
+
+@njit(cache=True, error_model="numpy")
+def bvnu(h, k, r, x, w):  # pragma: no cover - compiled
+    """:func:`_bvnu_one` over flat arrays ``h, k, r`` of one length."""
+    out = np.empty(h.shape[0])
+    for i in range(h.shape[0]):
+        out[i] = _bvnu_one(h[i], k[i], r[i], x, w)
+    return out

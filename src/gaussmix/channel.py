@@ -178,12 +178,13 @@ def _compiled_moments(kind, loss, y, omega, V, w, h0, tol) -> tuple[ChannelMomen
         mom = ChannelMoments(Ef[:, None], Eff[:, None, None], Edf[:, None, None], Eloss, Eenv)
     else:
         Vc = np.ascontiguousarray(0.5 * (V + np.swapaxes(V, -1, -2)))
+        Vinv = _solve_batch(Vc, np.broadcast_to(np.eye(L), Vc.shape))
         Ef, Eff, Edf, Eloss, Eenv, failed = _kernels.ce_channel(
-            np.ascontiguousarray(np.argmax(y, axis=-1), dtype=np.int64),
+            np.argmax(y, axis=-1).astype(np.int64),
             np.ascontiguousarray(loss.P),
             np.ascontiguousarray(omega),
             Vc,
-            np.ascontiguousarray(np.linalg.inv(Vc)),
+            np.ascontiguousarray(Vinv),
             h,
             w,
             float(tol),
@@ -207,7 +208,7 @@ def _quadrature_moments(loss, y, m, Q, V, rule, cache, compiled: bool = True) ->
     xi = rule.nodes
     w = rule.weights
     S = sqrtm_psd(Q)
-    omega = m[:, None, :] + np.einsum("kij,nj->kni", S, xi)
+    omega = m[:, None, :] + xi @ S  # S symmetric: omega_kn = m_k + S_k xi_n
     key = (rule.n, rule.dim, omega.shape)
     h0 = None
     if cache is not None and cache.get("key") == key:
@@ -218,7 +219,7 @@ def _quadrature_moments(loss, y, m, Q, V, rule, cache, compiled: bool = True) ->
             # predictor: keep f = V^{-1}(h - omega) of the previous evaluation, which varies
             # slowly along the iteration, and map it through the new omega and V
             f_old = _solve_batch(cache["V"][:, None], h0 - cache["omega"])
-            h0 = omega + np.einsum("kij,knj->kni", V, f_old)
+            h0 = omega + f_old @ V  # V symmetric
         tol = 1e-13 * (1.0 + float(np.abs(omega).max()))
         mom, h = _compiled_moments(kind, loss, y, omega, V, w, h0, tol)
         if cache is not None:

@@ -22,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import ndtr, owens_t
 
-from ._kernels import _WEDGE_SCAN
+from ._kernels import _WEDGE_PANEL, _WEDGE_SCAN
 from .channel import sqrtm_psd
 from .orthant import _EXACT_ERR_1D, _EXACT_ERR_2D, _orthant_small, orthant_probability
 from .problem import Problem
@@ -167,7 +167,7 @@ def _wedge_probability(
     is a straight ray, whose flux is closed-form (:func:`_ray_flux`).  ``compiled`` selects the
     kernel :func:`gaussmix._kernels.ce_ray_flux` for the curved part (cross-entropy; the
     numpy path is its reference).  The error estimate
-    compares two panel rules.
+    compares Gauss-Legendre rules of 10 and 6 nodes on the same panels.
     """
     D, t = problem.constraints[c]
     if np.any(t != 0):
@@ -223,8 +223,8 @@ def _wedge_probability(
         rmin = np.minimum(np.linalg.norm(z0[:-1], axis=1), np.linalg.norm(z0[1:], axis=1))
         mu = np.concatenate([[0.0], np.cumsum(seg / (rmin + 0.05))])
         out = []
-        for per_panel, nodes in ((0.25, 10), (0.5, 6)):
-            n_pan = int(np.clip(np.ceil(mu[-1] / per_panel), 16, 4000))
+        for nodes in (10, 6):
+            n_pan = int(np.clip(np.ceil(mu[-1] / _WEDGE_PANEL), 16, 4000))
             edges = np.interp(np.linspace(0.0, mu[-1], n_pan + 1), mu, s0)
             edges = np.unique(edges)
             x, w = _leggauss(nodes)

@@ -13,10 +13,13 @@ import numpy as np
 
 from ._validation import check_int
 
-__all__ = ["GaussHermite", "default_rule"]
+__all__ = ["GaussHermite", "default_rule", "MAX_ORDER"]
+
+#: largest order: numpy's Gauss-Hermite weights overflow (NaN) above about 390 nodes
+MAX_ORDER = 360
 
 #: default number of nodes per dimension, by dimension of the integral
-DEFAULT_ORDER = {1: 64, 2: 24, 3: 10, 4: 8}
+DEFAULT_ORDER = {1: 64, 2: 10, 3: 10, 4: 8}
 
 
 @lru_cache(maxsize=64)
@@ -56,7 +59,7 @@ class GaussHermite:
     prune: float = 1e-16
 
     def __post_init__(self) -> None:
-        check_int("quadrature order n", self.n, low=1, high=2000)
+        check_int("quadrature order n", self.n, low=1, high=MAX_ORDER)
         check_int("quadrature dim", self.dim, low=1, high=8)
 
     @property
@@ -69,10 +72,22 @@ class GaussHermite:
         """Weights, shape (N,), summing to one."""
         return _tensor_rule(self.n, self.dim, self.prune)[1]
 
-    def refined(self) -> GaussHermite:
-        """A finer rule of the same family, used to estimate the integration error."""
+    def refined(self) -> GaussHermite | None:
+        """A finer rule of the same family, used to estimate the integration error (None
+        beyond ``MAX_ORDER``)."""
         step = max(2, self.n // 2) if self.dim <= 2 else 2
+        if self.n + step > MAX_ORDER:
+            return None
         return GaussHermite(self.n + step, self.dim, self.prune)
+
+    def coarsened(self) -> GaussHermite | None:
+        """A cheaper rule of the same family for a continuation start (a third of the
+        nodes per dimension, at least 6), or None where the rule is already cheap (fewer
+        than 200 nodes: the cost of an evaluation is then mostly fixed overhead)."""
+        if self.weights.size < 200:
+            return None
+        n = max(6, self.n // 3)
+        return GaussHermite(n, self.dim, self.prune) if n < self.n else None
 
     def describe(self) -> str:
         """Short text for provenance."""

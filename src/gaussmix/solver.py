@@ -169,6 +169,17 @@ def _valid(x: np.ndarray, K: int, L: int) -> bool:
     if L == 1:  # 1 x 1 blocks: the eigenvalues are the entries
         q, v = Q.ravel(), V.ravel()
         return bool(q.min() >= -1e-9 * max(1.0, float(np.abs(q).max())) and v.min() > 0)
+    if L == 2:  # 2 x 2 blocks: eigenvalues tr/2 -+ sqrt((a - c)^2 / 4 + b^2)
+
+        def low_high(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            a, c, b = A[:, 0, 0], A[:, 1, 1], 0.5 * (A[:, 0, 1] + A[:, 1, 0])
+            half, rad = 0.5 * (a + c), np.sqrt(0.25 * (a - c) ** 2 + b * b)
+            return half - rad, half + rad
+
+        qlo, qhi = low_high(Q)
+        vlo, _ = low_high(V)
+        scale = max(1.0, float(np.abs(qlo).max()), float(np.abs(qhi).max()))
+        return bool(qlo.min() >= -1e-9 * scale and vlo.min() > 0)
     eq = np.linalg.eigvalsh(0.5 * (Q + np.swapaxes(Q, 1, 2)))
     ev = np.linalg.eigvalsh(0.5 * (V + np.swapaxes(V, 1, 2)))
     scale = max(1.0, float(np.abs(eq).max()))
@@ -375,7 +386,7 @@ def solve_problem(
     estimate_error: bool = True,
     auto_refine: bool = True,
     quad_tol: float = 1e-7,
-    max_refine: int = 4,
+    max_refine: int = 5,
     throw: bool = True,
     callback=None,
     history: dict | None = None,
@@ -421,12 +432,27 @@ def solve_problem(
         damping=damping,
         callback=callback,
     )
+    n_coarse = 0
+    coarse = rule.coarsened() if needs_quad else None
+    if coarse is not None:
+        # continuation in the rule: converge with a coarse rule first (cheap evaluations),
+        # then the default rule starts from there with the coarse secant pairs as its
+        # Jacobian model and needs one or two evaluations.  Only the starting point and the
+        # secant pairs carry over; a failure of the coarse solve is ignored.
+        pairs: list = []
+        xc, n_coarse, _, okc, _ = _anderson(
+            _Map(problem, coarse), x0, history=pairs, return_image=False, **kw
+        )
+        if okc and _valid(xc, problem.n_clusters, L):
+            x0 = xc
+            history[rule] = pairs
     # the first solve returns its last evaluated state (its observables reuse that channel
     # evaluation); the re-solve with a refined rule returns the image T2(x), so that the
     # state moves with the rule and the change of every observable estimates the error
     x, n_iter, res, ok, msg = _anderson(
         T, x0, history=history.setdefault(rule, []), return_image=False, **kw
     )
+    n_iter += n_coarse
     obs = None
     errors = {"test_error": 0.0, "train_error": 0.0, "train_loss": 0.0}
     try:
@@ -438,12 +464,13 @@ def solve_problem(
                 # re-solve with a finer rule from the fixed point; the change of the errors
                 # (plus each evaluation's own error) estimates the integration error
                 finer = rule.refined()
-                if finer.weights.size > MAX_QUADRATURE_NODES:
+                if finer is None or finer.weights.size > MAX_QUADRATURE_NODES:
                     break
                 T2 = _Map(problem, finer)
-                x2, n2, res2, ok2, msg2 = _anderson(
-                    T2, x, history=history.setdefault(finer, []), **kw
-                )
+                pairs2 = history.setdefault(finer, [])
+                if not pairs2:  # the previous rule's secant pairs model this map's Jacobian
+                    pairs2.extend(history.get(rule, []))
+                x2, n2, res2, ok2, msg2 = _anderson(T2, x, history=pairs2, **kw)
                 if not ok2:
                     ok, msg = False, f"refined quadrature: {msg2}"
                     break
@@ -586,7 +613,7 @@ def solve(
         ``integration_error`` (the refined answer is returned).
     auto_refine : bool
         While the estimated integration error of the test error or the training loss exceeds
-        ``quad_tol``, refine the rule again (up to 4 times, and at most
+        ``quad_tol``, refine the rule again (up to 5 times, and at most
         ``MAX_QUADRATURE_NODES`` nodes); otherwise refine once.
     quad_tol : float
         Target integration error for ``auto_refine``.
