@@ -390,11 +390,15 @@ def solve_problem(
     throw: bool = True,
     callback=None,
     history: dict | None = None,
+    continuation: bool = True,
 ) -> FixedPointResult:
     """Solve the fixed point of a validated :class:`~gaussmix.problem.Problem`.
 
     See :func:`solve` for the parameters.  ``history`` (a dict, updated in place) carries
     the Anderson secant pairs of each quadrature rule from one point of a curve to the next.
+    ``continuation`` first converges with a coarser rule where the rule is expensive
+    (:meth:`~gaussmix.quadrature.GaussHermite.coarsened`); it changes the starting point
+    only, not the fixed point.
     """
     history = history if history is not None else {}
     tol = check_real("tol", tol, low=0.0, low_open=True)
@@ -433,7 +437,7 @@ def solve_problem(
         callback=callback,
     )
     n_coarse = 0
-    coarse = rule.coarsened() if needs_quad else None
+    coarse = rule.coarsened() if needs_quad and continuation else None
     if coarse is not None:
         # continuation in the rule: converge with a coarse rule first (cheap evaluations),
         # then the default rule starts from there with the coarse secant pairs as its

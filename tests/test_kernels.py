@@ -1,0 +1,188 @@
+"""Compiled kernels (gaussmix._kernels) against the numpy reference paths they replace:
+channel moments (logistic, reduced cross-entropy), the wedge flux of the training error,
+the closed-form small-matrix helpers, and the reporting of a failed proximal solve."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _helpers import random_spd
+
+import gaussmix as gm
+from gaussmix import _kernels
+from gaussmix.channel import _quadrature_moments, sqrtm_psd
+from gaussmix.losses import CrossEntropyLoss, LogisticLoss, ReducedLoss
+from gaussmix.observables import _wedge_probability
+from gaussmix.problem import _complement_of_ones
+from gaussmix.quadrature import MAX_ORDER, GaussHermite
+from gaussmix.solver import _unpack, _valid, solve_problem
+
+FIELDS = ("Ef", "Eff", "Edf", "Eloss", "Eenv")
+
+
+def _assert_moments_equal(a, b, rtol=1e-10, atol=1e-12):
+    for f in FIELDS:
+        np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=rtol, atol=atol, err_msg=f)
+
+
+def _ce_state(rng, K, scale_m=1.0, v_range=(0.05, 5.0), q_range=(0.05, 5.0)):
+    L = K - 1
+    P = _complement_of_ones(K)
+    loss = ReducedLoss(CrossEntropyLoss(), P)
+    y = np.eye(K)[rng.permutation(K)]
+    m = scale_m * rng.standard_normal((K, L))
+    Q = np.stack([random_spd(rng, L, *q_range) for _ in range(K)])
+    V = np.stack([random_spd(rng, L, *v_range) for _ in range(K)])
+    return loss, y, m, Q, V
+
+
+@pytest.mark.parametrize("K", [3, 4])
+@pytest.mark.parametrize(
+    "scale_m,v_range",
+    [(1.0, (0.05, 5.0)), (8.0, (0.05, 5.0)), (1.0, (1e-3, 1e-2)), (2.0, (20.0, 200.0))],
+)
+def test_cross_entropy_kernel_matches_numpy_path(K, scale_m, v_range):
+    rng = np.random.default_rng(K * 100 + int(scale_m))
+    loss, y, m, Q, V = _ce_state(rng, K, scale_m, v_range)
+    rule = GaussHermite(12 if K == 3 else 6, K - 1)
+    ref = _quadrature_moments(loss, y, m, Q, V, rule, None, compiled=False)
+    got = _quadrature_moments(loss, y, m, Q, V, rule, None, compiled=True)
+    _assert_moments_equal(got, ref)
+
+
+@pytest.mark.parametrize("y", [1.0, -1.0])
+@pytest.mark.parametrize("m,q,v", [(0.7, 0.8, 0.5), (-30.0, 2.0, 0.01), (3.0, 50.0, 400.0)])
+def test_logistic_kernel_matches_numpy_path(y, m, q, v):
+    loss = LogisticLoss()
+    Y = np.array([[y], [-y]])
+    M = np.array([[m], [-0.5 * m]])
+    Q = np.array([[[q]], [[2 * q]]])
+    V = np.array([[[v]], [[0.3 * v]]])
+    rule = GaussHermite(64)
+    ref = _quadrature_moments(loss, Y, M, Q, V, rule, None, compiled=False)
+    got = _quadrature_moments(loss, Y, M, Q, V, rule, None, compiled=True)
+    _assert_moments_equal(got, ref)
+
+
+def test_warm_start_predictor_does_not_change_the_moments():
+    """The cache predicts the proximal points of a new evaluation from the previous one;
+    the answer must be that of a cold start (only the number of Newton steps changes)."""
+    rng = np.random.default_rng(7)
+    loss, y, m, Q, V = _ce_state(rng, 3)
+    rule = GaussHermite(10, 2)
+    cache: dict = {}
+    _quadrature_moments(loss, y, m, Q, V, rule, cache)
+    m2, Q2, V2 = m + 0.3, 1.2 * Q, 0.7 * V
+    warm = _quadrature_moments(loss, y, m2, Q2, V2, rule, cache)
+    cold = _quadrature_moments(loss, y, m2, Q2, V2, rule, None)
+    _assert_moments_equal(warm, cold, rtol=1e-11)
+
+
+def test_kernel_proximal_points_are_stationary():
+    """Prox optimality at the points the kernel returns: h - omega + V grad loss(h) = 0."""
+    rng = np.random.default_rng(3)
+    loss, y, m, Q, V = _ce_state(rng, 4, scale_m=3.0)
+    rule = GaussHermite(5, 3)
+    omega = m[:, None, :] + rule.nodes @ sqrtm_psd(Q)
+    h = omega.copy()
+    out = _kernels.ce_channel(
+        np.argmax(y, axis=1).astype(np.int64),
+        np.ascontiguousarray(loss.P),
+        np.ascontiguousarray(omega),
+        np.ascontiguousarray(V),
+        np.ascontiguousarray(np.linalg.inv(V)),
+        h,
+        np.ascontiguousarray(rule.weights),
+        1e-13,
+        100,
+    )
+    assert out[-1] == 0
+    g = h - omega + np.einsum("kij,knj->kni", V, loss.grad(y[:, None, :], h))
+    assert np.abs(g).max() < 1e-11
+
+
+def test_kernel_reports_nodes_that_did_not_converge():
+    rng = np.random.default_rng(4)
+    loss, y, m, Q, V = _ce_state(rng, 3, scale_m=5.0)
+    rule = GaussHermite(6, 2)
+    omega = np.ascontiguousarray(m[:, None, :] + rule.nodes @ sqrtm_psd(Q))
+    args = (
+        np.argmax(y, axis=1).astype(np.int64),
+        np.ascontiguousarray(loss.P),
+        omega,
+        np.ascontiguousarray(V),
+        np.ascontiguousarray(np.linalg.inv(V)),
+    )
+    w = np.ascontiguousarray(rule.weights)
+    failed = _kernels.ce_channel(*args, omega.copy(), w, 1e-13, 1)[-1]
+    assert 0 < failed <= omega.shape[0] * omega.shape[1]
+    lf = _kernels.logistic_channel(
+        np.array([1.0]), np.zeros((1, 4)), np.array([30.0]), np.zeros((1, 4)), w[:4], 1e-14, 1
+    )[-1]
+    assert lf == 4
+
+
+@pytest.mark.parametrize("lam,alpha", [(1.0, 2.0), (0.01, 0.5), (10.0, 1.0)])
+def test_compiled_wedge_matches_numpy_wedge(lam, alpha):
+    gram = [[1.0, 0.2, -0.1], [0.2, 0.8, 0.0], [-0.1, 0.0, 1.3]]
+    mix = gm.Mixture.isotropic([0.7, 0.5, 0.9], gram, rho=[0.3, 0.3, 0.4])
+    res = gm.solve(mix, "cross-entropy", lam=lam, alpha=alpha)
+    problem, _, x = res._state
+    Q, M, V, b = _unpack(x, 3, 2)
+    for c in range(3):
+        p1, e1 = _wedge_probability(problem, c, M[c] + b, Q[c], V[c], compiled=True)
+        p0, e0 = _wedge_probability(problem, c, M[c] + b, Q[c], V[c], compiled=False)
+        assert abs(p1 - p0) < 1e-13
+        assert e1 == pytest.approx(e0, rel=1e-3, abs=1e-15)
+
+
+@pytest.mark.parametrize("L", [1, 2, 3])
+def test_sqrtm_closed_forms_agree_with_the_eigendecomposition(L):
+    rng = np.random.default_rng(L)
+    Q = np.stack([random_spd(rng, L, 1e-6, 10.0) for _ in range(20)])
+    S = sqrtm_psd(Q)
+    np.testing.assert_allclose(S @ S, Q, atol=1e-12)
+    np.testing.assert_allclose(S, np.swapaxes(S, 1, 2), atol=1e-14)
+    # singular and slightly indefinite 2 x 2 blocks: clipped eigenvalues
+    if L == 2:
+        u = np.array([0.6, 0.8])
+        Z = np.stack([np.outer(u, u), np.outer(u, u) - 1e-14 * np.eye(2)])
+        S = sqrtm_psd(Z)
+        np.testing.assert_allclose(S @ S, np.stack([np.outer(u, u)] * 2), atol=1e-7)
+
+
+@pytest.mark.parametrize("L", [1, 2])
+def test_closed_form_validity_check_agrees_with_eigenvalues(L):
+    rng = np.random.default_rng(10 + L)
+    K = 3
+    for _ in range(200):
+        Q = rng.standard_normal((K, L, L))
+        Q = Q @ np.swapaxes(Q, 1, 2) - rng.uniform(0, 0.5) * np.eye(L)
+        V = rng.standard_normal((K, L, L))
+        V = V @ np.swapaxes(V, 1, 2) - rng.uniform(0, 0.5) * np.eye(L)
+        x = np.concatenate([Q.ravel(), rng.standard_normal(K * L), V.ravel(), np.zeros(L)])
+        eq, ev = np.linalg.eigvalsh(Q), np.linalg.eigvalsh(V)
+        scale = max(1.0, float(np.abs(eq).max()))
+        expected = bool(eq.min() >= -1e-9 * scale and ev.min() > 0)
+        assert _valid(x, K, L) == expected
+
+
+def test_gauss_hermite_order_is_capped_where_numpy_weights_overflow():
+    with pytest.raises(ValueError, match="quadrature order n must be <= 360"):
+        GaussHermite(MAX_ORDER + 1)
+    assert GaussHermite(MAX_ORDER).weights.sum() == pytest.approx(1.0)
+    assert GaussHermite(300).refined() is None
+    assert GaussHermite(200).refined().n == 300
+
+
+def test_continuation_from_a_coarse_rule_does_not_change_the_fixed_point():
+    """K = 4 cross-entropy: the default 3-d rule starts from a coarse-rule solution; the
+    fixed point is the one reached from the cold start (within the solver tolerance)."""
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=4)
+    res = gm.solve(mix, "cross-entropy", lam=1.0, alpha=1.5, estimate_error=False)
+    assert GaussHermite(10, 3).coarsened() is not None
+    cold = solve_problem(res._state[0], estimate_error=False, continuation=False, tol=1e-10)
+    # (the K = 4 test error is a 3-d orthant probability by seeded QMC: error ~1e-8)
+    assert res.test_error == pytest.approx(cold.test_error, abs=1e-7)
+    assert res.train_loss == pytest.approx(cold.train_loss, abs=1e-8)
+    np.testing.assert_allclose(res.Q, cold.Q, atol=1e-7)
