@@ -23,7 +23,7 @@ import typer
 
 from .losses import get_loss
 from .mixture import Mixture
-from .problem import Problem, make_problem
+from .problem import Problem, check_lam_alpha, make_problem
 from .quadrature import GaussHermite
 
 __all__ = [
@@ -541,6 +541,17 @@ class PointSetup:
             lam=self.lam if lam is None else lam,
             alpha=self.alpha if alpha is None else alpha,
             **self.penalty_kw,
+        )
+
+    def check_lam_alpha(self, *, lam: float, alpha: float) -> None:
+        """The checks of :meth:`check` that depend on ``lam`` and ``alpha`` only (the rest
+        of the setup was validated when it was built)."""
+        check_lam_alpha(
+            lam,
+            alpha,
+            loss=self.problem.loss_name,
+            penalty=self.problem.penalty,
+            l1_ratio=self.problem.l1_ratio,
         )
 
     def at(self, *, lam: float | None = None, alpha: float | None = None) -> PointSetup:

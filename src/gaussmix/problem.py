@@ -121,6 +121,38 @@ def check_penalty(penalty: str, l1_ratio: float | None = None) -> float | None:
     return check_real("l1_ratio", l1_ratio, low=0.0, high=1.0)
 
 
+def check_lam_alpha(
+    lam: float,
+    alpha: float,
+    *,
+    loss: str,
+    penalty: str = "l2",
+    l1_ratio: float = 0.0,
+) -> tuple[float, float]:
+    """The checks of :func:`make_problem` that depend on ``lam`` and ``alpha`` (for a loss
+    name and an already validated penalty and ``l1_ratio``); returns them as floats.
+
+    Sweeps validate the other options once per combination and these per point.
+    """
+    # beyond these bounds the weights (or the data per dimension) under/overflow double
+    # precision and the errors would be decided by ties, not by the theory
+    lam_v = check_real("lam", lam, low=0.0, high=LAM_MAX)
+    alpha_v = check_real("alpha", alpha, low=ALPHA_MIN, high=ALPHA_MAX)
+    if lam_v == 0.0 and penalty != "l2" and l1_ratio > 0.0:
+        raise ValueError(
+            f"lam=0 with penalty={penalty!r} (basis pursuit) is the boundary lam -> 0+ "
+            "and is not solved directly; use a small positive lam, or "
+            "gaussmix.optimal_lambda, which detects a lam -> 0+ optimum"
+        )
+    if lam_v == 0.0 and not (loss == "square" and alpha_v > 1.0):
+        raise ValueError(
+            f"lam=0 is only valid for loss='square' with alpha > 1 (the minimiser does not "
+            f"exist or is not unique otherwise); got loss={loss!r}, alpha={alpha_v:g}. "
+            "Use a small positive lam."
+        )
+    return lam_v, alpha_v
+
+
 def make_problem(
     mixture: Mixture,
     loss: str | Loss,
@@ -145,10 +177,7 @@ def make_problem(
     base = get_loss(loss)
     name = base.name
     rho1 = check_penalty(penalty, l1_ratio)
-    # beyond these bounds the weights (or the data per dimension) under/overflow double
-    # precision and the errors would be decided by ties, not by the theory
-    lam_v = check_real("lam", lam, low=0.0, high=LAM_MAX)
-    alpha_v = check_real("alpha", alpha, low=ALPHA_MIN, high=ALPHA_MAX)
+    lam_v, alpha_v = check_lam_alpha(lam, alpha, loss=name, penalty=penalty, l1_ratio=rho1)
     labels = mixture.labels
     if name in ("logistic", "hinge") and not labels.is_binary:
         raise ValueError(
@@ -168,19 +197,6 @@ def make_problem(
                 f"closed-form soft-threshold prior of Appendix C.2); got {labels.kind} labels "
                 f"of dimension {labels.dim} — use penalty='l2', or labels='binary' with a "
                 "scalar loss"
-            )
-        if lam_v == 0.0 and rho1 > 0.0:
-            raise ValueError(
-                f"lam=0 with penalty={penalty!r} (basis pursuit) is the boundary lam -> 0+ "
-                "and is not solved directly; use a small positive lam, or "
-                "gaussmix.optimal_lambda, which detects a lam -> 0+ optimum"
-            )
-    if lam_v == 0.0:
-        if not (name == "square" and alpha_v > 1.0):
-            raise ValueError(
-                f"lam=0 is only valid for loss='square' with alpha > 1 (the minimiser does not "
-                f"exist or is not unique otherwise); got loss={name!r}, alpha={alpha_v:g}. "
-                "Use a small positive lam."
             )
     L = labels.dim
     if isinstance(base, CrossEntropyLoss):

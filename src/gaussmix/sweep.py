@@ -430,7 +430,9 @@ class Grid:
                 base = _base_setup(full, cache)
                 lam, alpha = full["lam"], full["alpha"]
                 if (lam, alpha) != (base.lam, base.alpha):
-                    base.check(lam=lam, alpha=alpha)  # the library's validation
+                    # the library's checks that depend on lam / alpha (the rest of the
+                    # point was validated with its setup)
+                    base.check_lam_alpha(lam=lam, alpha=alpha)
                 if sim is not None:
                     check_simulation(
                         base.at(lam=lam, alpha=alpha),
@@ -472,8 +474,18 @@ def point_key(options: Mapping[str, Any], simulate: Mapping[str, Any] | None = N
     return hashlib.sha256(_JSON_SORTED.encode(spec).encode()).hexdigest()[:20]
 
 
+#: compact JSON (one encoder: json.dumps with options builds a new one at every call)
+_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=True)
+_JSON_SORTED = json.JSONEncoder(separators=(",", ":"), allow_nan=True, sort_keys=True)
+
+
 #: every PointOptions field with its default, in field order
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(PointOptions)}
+
+
+def _setup_key(options: Mapping[str, Any]) -> tuple:
+    """The options of a point other than lam and alpha (hashable)."""
+    return tuple((k, v) for k, v in options.items() if k not in _CHEAP)
 
 
 def _base_setup(options: Mapping[str, Any], cache: dict[tuple, PointSetup]) -> PointSetup:
@@ -482,7 +494,7 @@ def _base_setup(options: Mapping[str, Any], cache: dict[tuple, PointSetup]) -> P
     ``options`` has every PointOptions field.  Built (and validated) by ``build_point`` at
     the first such point; the returned setup carries that point's lam and alpha.
     """
-    ck = tuple((k, v) for k, v in options.items() if k not in _CHEAP)
+    ck = _setup_key(options)
     setup = cache.get(ck)
     if setup is None:
         setup = build_point(PointOptions(**options))
@@ -693,8 +705,8 @@ _POINT_FAILURES = (GaussmixError, ArithmeticError, np.linalg.LinAlgError, ValueE
 def run_task(task: Mapping[str, Any]) -> dict[str, Any]:
     """Run one point; return ``{'key', 'row', 'warnings', 'quadrature'}`` (JSON-friendly).
 
-    ``row`` is the ``point --json`` (or ``simulate --json``) object of the point, with its
-    lists and dicts (``Q``, ``params``, ...) as JSON strings.
+    ``row`` is the ``point --json`` (or ``simulate --json``) object of the point (nested
+    values as lists and dicts; the table encodes them as JSON text).
 
     ``task`` is one of :meth:`Grid.tasks`: ``{'key', 'point', 'options', 'simulate'}``
     (``options``: every :class:`~gaussmix.options.PointOptions` field; ``simulate``: None or
@@ -736,9 +748,9 @@ def run_task(task: Mapping[str, Any]) -> dict[str, Any]:
             seen.append(item)
     p = row.get("params")
     quadrature = p.get("quadrature") if isinstance(p, dict) else None
-    # nested values travel as JSON text: encoded once, here, and used as they are by the
-    # table (the checkpoint holds JSON strings for them)
-    row = {k: _json_text(v) if isinstance(v, list | dict) else v for k, v in row.items()}
+    # nested values (Q, params, ...) stay Python lists and dicts: the checkpoint line
+    # encodes them as JSON values, and the table turns them into JSON text once, at the
+    # end, for fresh and resumed points alike (floats round-trip by repr)
     return {"key": task["key"], "row": row, "warnings": seen, "quadrature": quadrature}
 
 
@@ -747,11 +759,6 @@ def checkpoint_path(out: str | os.PathLike) -> Path:
     """The checkpoint of the final table ``out``: ``<out>.checkpoint.jsonl`` next to it."""
     p = Path(out)
     return p.with_name(p.name + ".checkpoint.jsonl")
-
-
-#: compact JSON (one encoder: json.dumps with options builds a new one at every call)
-_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=True)
-_JSON_SORTED = json.JSONEncoder(separators=(",", ":"), allow_nan=True, sort_keys=True)
 
 
 def _json_text(value: Any) -> str:
@@ -945,7 +952,7 @@ def _run_dask(tasks: list[dict], scheduler: Any, jobs: int) -> Iterator[dict]:
 def _table_value(key: str, value: Any) -> Any:
     if value is None:
         return None if key in NESTED_KEYS or key == "message" else float("nan")
-    if isinstance(value, list | dict):  # (run_task sends them encoded already)
+    if isinstance(value, list | dict):  # nested values become JSON text in the table
         return _json_text(value)
     return value
 
@@ -1236,9 +1243,11 @@ def sweep(
             failed += 1
         for cat, msg in rec.get("warnings", []):
             found.append((cat, msg, _describe_point(t["point"])))
-        if any(isinstance(v, list | dict) for v in payload.values()):
-            payload = {k: _table_value(k, v) for k, v in payload.items()}
-        rows.append({**t["point"], **payload})
+        row = {**t["point"], **payload}
+        for k, v in payload.items():
+            if v is None or isinstance(v, list | dict):  # nested values: JSON text
+                row[k] = _table_value(k, v)
+        rows.append(row)
     # (pandas turns the None of numeric columns into NaN)
     df = pd.DataFrame(rows, columns=[*grid.columns, *row_keys])
     attrs = _provenance(grid, [records[k] for k in keys], backend, created, failed)
