@@ -115,6 +115,15 @@ def test_point_key_is_stable_and_complete() -> None:
         ({"clusters": [2.5]}, {}, None, ["'clusters' must be an integer"]),
         ({"lam": [1.0, -1.0]}, {}, None, ["grid point 2 of 2", "lam = -1.0", "lam must be"]),
         ({"alpha": [1.0, 0.0]}, {}, None, ["grid point 2 of 2", "alpha"]),
+        # the checks that depend on lam / alpha are those of make_problem, per point
+        ({"lam": [0.1, 0.0]}, {"loss": "logistic", "labels": "binary"}, None, ["lam=0 is only"]),
+        ({"alpha": [2.0, 0.5]}, {"loss": "square", "lam": 0.0}, None, ["grid point 2 of 2"]),
+        (
+            {"lam": [0.1, 0.0]},
+            {"loss": "square", "penalty": "l1", "model": "sparse", "delta1": 0.1, "delta2": 1.0},
+            None,
+            ["grid point 2 of 2", "basis pursuit"],
+        ),
         ({"loss": ["square", "logistc"]}, {}, None, ["grid point 2 of 2", "logistc"]),
         ({"alpha": [1.0]}, {"clusters": 3}, {"d": 2, "seeds": 2}, ["number of clusters"]),
     ],
