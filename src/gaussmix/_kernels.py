@@ -274,6 +274,13 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
                 if not _cholesky(A, C):
                     break
                 _chol_solve(C, g, s)
+                if res <= 1e-4:
+                    # close to the minimum (quadratic convergence region of Newton's
+                    # method): the full step, no line search
+                    for i in range(L):
+                        u[i] -= s[i]
+                    lval = _ce_eval(u, P, yc, z, p, Pp, gr)
+                    continue
                 slope = 0.0
                 for i in range(L):
                     slope += g[i] * s[i]
@@ -291,23 +298,20 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
                         phin += 0.5 * (u_new[i] - om[i]) * d
                     # Armijo on phi, or (near the minimum, where phi is flat to rounding)
                     # a decrease of the scaled residual
-                    rnew = 0.0
-                    for i in range(L):
-                        t = u_new[i] - om[i]
-                        for j in range(L):
-                            t += Vc[i, j] * gr[j]
-                        if abs(t) > rnew:
-                            rnew = abs(t)
-                    if (
-                        phin <= phi - 1e-4 * t_step * slope
-                        or (
-                            abs(phin - phi) <= 1e-13 * (1.0 + abs(phi))
-                            and rnew <= (1.0 - 1e-4 * t_step) * res
-                        )
-                        or t_step < 1e-12
-                    ):
+                    if phin <= phi - 1e-4 * t_step * slope or t_step < 1e-12:
                         accepted = True
                         break
+                    if abs(phin - phi) <= 1e-13 * (1.0 + abs(phi)):
+                        rnew = 0.0
+                        for i in range(L):
+                            t = u_new[i] - om[i]
+                            for j in range(L):
+                                t += Vc[i, j] * gr[j]
+                            if abs(t) > rnew:
+                                rnew = abs(t)
+                        if rnew <= (1.0 - 1e-4 * t_step) * res:
+                            accepted = True
+                            break
                     t_step *= 0.5
                 for i in range(L):
                     u[i] = u_new[i]
