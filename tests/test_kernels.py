@@ -186,3 +186,18 @@ def test_continuation_from_a_coarse_rule_does_not_change_the_fixed_point():
     assert res.test_error == pytest.approx(cold.test_error, abs=1e-7)
     assert res.train_loss == pytest.approx(cold.train_loss, abs=1e-8)
     np.testing.assert_allclose(res.Q, cold.Q, atol=1e-7)
+
+
+def test_prox_points_for_the_qmc_training_error_match_the_numpy_prox():
+    """K >= 4 training error (QMC over omega) takes its proximal points from the kernel."""
+    from gaussmix.observables import _prox_points
+
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=4)
+    res = gm.solve(mix, "cross-entropy", lam=0.5, alpha=1.0, estimate_error=False)
+    problem, _, x = res._state
+    Q, M, V, b = _unpack(x, 4, 3)
+    rng = np.random.default_rng(0)
+    omega = (M + b)[:, None, :] + rng.standard_normal((200, 3)) @ sqrtm_psd(Q)
+    np.testing.assert_allclose(
+        _prox_points(problem, omega, V), problem.loss.prox(problem.y, omega, V), atol=1e-10
+    )

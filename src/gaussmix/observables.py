@@ -260,6 +260,21 @@ def _leggauss(n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.polynomial.legendre.leggauss(n)
 
 
+def _prox_points(problem: Problem, omega: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """Proximal points of the problem's loss at ``omega`` (K, N, L) under the metrics ``V``:
+    the compiled channel kernel where the loss has one (its moments are discarded), the
+    loss's batched numpy prox otherwise."""
+    from .channel import _compiled_kernel, _compiled_moments
+
+    loss = problem.loss
+    kind = _compiled_kernel(loss)
+    if kind is None:
+        return loss.prox(problem.y, omega, V)
+    w = np.full(omega.shape[1], 1.0 / omega.shape[1])
+    tol = 1e-13 * (1.0 + float(np.abs(omega).max()))
+    return _compiled_moments(kind, loss, problem.y, omega, V, w, None, tol)[1]
+
+
 def _qmc_train_accuracy(
     problem: Problem, M, b, Q, V, *, seed: int = 0, n_log2: int = 12, n_rep: int = 8
 ) -> tuple[np.ndarray, float]:
@@ -273,8 +288,8 @@ def _qmc_train_accuracy(
     for r in range(n_rep):
         u = qmc.Sobol(d=L, scramble=True, seed=seed + r).random_base2(n_log2)
         xi = ndtri(np.clip(u, 1e-16, 1 - 1e-16))
-        omega = (M + b)[:, None, :] + np.einsum("kij,nj->kni", S, xi)
-        h = problem.loss.prox(problem.y, omega, V)
+        omega = (M + b)[:, None, :] + xi @ S  # S symmetric
+        h = _prox_points(problem, omega, V)
         for c, (D, t) in enumerate(problem.constraints):
             reps[r, c] = np.mean(np.all(h[c] @ D.T < t, axis=-1))
     acc = reps.mean(axis=0)
