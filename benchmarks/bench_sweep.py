@@ -16,8 +16,9 @@ are wall times.
     (CPU time of this process, best of 7 interleaved runs), and by accounting inside one
     run (total CPU time of the sweep minus the CPU time inside its ``solve`` calls; median
     and range of 7 runs).
-(c) A sweep on 2 workers against 1 worker on a grid of 40 K = 3 cross-entropy points
-    (joblib, warm worker pool; and a dask LocalCluster of 2 workers).
+(c) A sweep on 2 workers against 1 worker (joblib, warm worker pool; and a dask
+    LocalCluster of 2 workers) on three grids: 40 and 200 K = 3 cross-entropy theory
+    points (~8 ms each), and 12 simulated points (~0.3 s each).
 """
 
 from __future__ import annotations
@@ -157,35 +158,55 @@ def _timed(fn) -> float:
 
 
 def scaling() -> list[str]:
-    grid = Grid(
-        {"alpha": [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0], "lam": [0.1, 0.2, 0.5, 1.0, 2.0]},
-        fixed={"loss": "cross-entropy", "clusters": 3},
-    )
-    assert len(grid) == 40
+    grids = {
+        "40 K=3 cross-entropy theory points (~8 ms each)": Grid(
+            {"alpha": [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0], "lam": [0.1, 0.2, 0.5, 1.0, 2.0]},
+            fixed={"loss": "cross-entropy", "clusters": 3},
+        ),
+        "200 K=3 cross-entropy theory points": Grid(
+            {
+                "alpha": list(np.round(np.linspace(0.25, 5.0, 40), 4)),
+                "lam": [0.1, 0.2, 0.5, 1.0, 2.0],
+            },
+            fixed={"loss": "cross-entropy", "clusters": 3},
+        ),
+        "12 simulated points (binary logistic, d=400, 2 seeds)": Grid(
+            {"alpha": [0.5, 1.0, 1.5, 2.0, 2.5, 3.0], "lam": [0.1, 1.0]},
+            fixed={"loss": "logistic", "labels": "binary"},
+            simulate={"d": 400, "seeds": 2},
+        ),
+    }
     sweep(WARM_UP, jobs=2, progress=False)  # start the workers
-    t1 = min(
-        _timed(lambda: sweep(grid, backend="joblib", jobs=1, progress=False)) for _ in range(2)
-    )
-    t2 = min(
-        _timed(lambda: sweep(grid, backend="joblib", jobs=2, progress=False)) for _ in range(2)
-    )
     lines = [
-        "| 40 K=3 cross-entropy points | wall time | speed-up vs 1 worker |",
-        "|---|---|---|",
-        f"| 1 worker | {t1:.2f} s | 1.00x |",
-        f"| joblib, 2 workers | {t2:.2f} s | {t1 / t2:.2f}x |",
+        "| grid | 1 worker | joblib, 2 workers | dask LocalCluster, 2 workers |",
+        "|---|---|---|---|",
     ]
     try:
         from distributed import LocalCluster
-    except ImportError:
-        return lines
-    with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster:
-        addr = cluster.scheduler_address
-        sweep(WARM_UP, scheduler=addr, progress=False)  # import gaussmix on the workers
-        td = min(_timed(lambda: sweep(grid, scheduler=addr, progress=False)) for _ in range(2))
-    lines.append(f"| dask LocalCluster, 2 workers | {td:.2f} s | {t1 / td:.2f}x |")
+    except ImportError:  # pragma: no cover
+        LocalCluster = None
+    for name, grid in grids.items():
+        t1 = min(
+            _timed(lambda g=grid: sweep(g, backend="joblib", jobs=1, progress=False))
+            for _ in range(2)
+        )
+        t2 = min(
+            _timed(lambda g=grid: sweep(g, backend="joblib", jobs=2, progress=False))
+            for _ in range(2)
+        )
+        dask = "n/a"
+        if LocalCluster is not None:
+            with LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            ) as cluster:
+                addr = cluster.scheduler_address
+                sweep(WARM_UP, scheduler=addr, progress=False)  # import gaussmix there
+                td = min(
+                    _timed(lambda g=grid: sweep(g, scheduler=addr, progress=False))
+                    for _ in range(2)
+                )
+            dask = f"{td:.2f} s ({t1 / td:.2f}x)"
+        lines.append(f"| {name} | {t1:.2f} s | {t2:.2f} s ({t1 / t2:.2f}x) | {dask} |")
     return lines
 
 

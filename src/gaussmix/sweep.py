@@ -112,6 +112,8 @@ BACKENDS = ("joblib", "dask", "serial")
 SIMULATE_KEYS = ("d", "seeds", "seed")
 #: test-only: seconds each task sleeps before its work (to kill a sweep in the middle)
 TEST_DELAY_ENV = "GAUSSMIX_SWEEP_TEST_DELAY"
+#: largest number of points in one dask task (see ``_run_dask``)
+DASK_CHUNK = 16
 #: how long to try to reach a dask scheduler
 CONNECT_TIMEOUT = "20s"
 #: largest number of grid points
@@ -754,6 +756,11 @@ def run_task(task: Mapping[str, Any]) -> dict[str, Any]:
     return {"key": task["key"], "row": row, "warnings": seen, "quadrature": quadrature}
 
 
+def run_tasks(tasks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`run_task` over a chunk of tasks (the unit of work sent to a dask worker)."""
+    return [run_task(t) for t in tasks]
+
+
 # ============================================================================ checkpoint
 def checkpoint_path(out: str | os.PathLike) -> Path:
     """The checkpoint of the final table ``out``: ``<out>.checkpoint.jsonl`` next to it."""
@@ -934,10 +941,16 @@ def _run_dask(tasks: list[dict], scheduler: Any, jobs: int) -> Iterator[dict]:
     futures = []
     try:
         todo = [{**t, "limit_threads": True} for t in tasks]
-        futures = c.map(run_task, todo, key=[f"gaussmix-sweep-{t['key']}" for t in tasks])
-        for fut, rec in as_completed(futures, loop=c.loop, with_results=True):
+        # points travel in chunks (a few per worker and round) so that the scheduler's cost
+        # per task stays small against cheap points; a chunk is in flight as a whole
+        n_workers = max(1, len(c.scheduler_info().get("workers", {})))
+        size = max(1, min(DASK_CHUNK, len(todo) // (4 * n_workers)))
+        chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+        keys = [f"gaussmix-sweep-{ch[0]['key']}-{len(ch)}" for ch in chunks]
+        futures = c.map(run_tasks, chunks, key=keys)
+        for fut, recs in as_completed(futures, loop=c.loop, with_results=True):
             fut.release()
-            yield rec
+            yield from recs
     finally:
         pending = [f for f in futures if not f.done()]
         if pending:
