@@ -202,7 +202,7 @@ def scaling() -> list[str]:
                 addr = cluster.scheduler_address
                 sweep(WARM_UP, scheduler=addr, progress=False)  # import gaussmix there
                 td = min(
-                    _timed(lambda g=grid: sweep(g, scheduler=addr, progress=False))
+                    _timed(lambda g=grid, a=addr: sweep(g, scheduler=a, progress=False))
                     for _ in range(2)
                 )
             dask = f"{td:.2f} s ({t1 / td:.2f}x)"
