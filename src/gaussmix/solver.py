@@ -348,25 +348,41 @@ def _anderson(
     )
 
 
-def _observables(problem: Problem, T: _Map, x: np.ndarray) -> dict:
+def _observables(problem: Problem, T: _Map, x: np.ndarray, *, light: bool = False) -> dict:
+    """Theorem 2 observables at the state ``x``; ``light`` computes only the three errors
+    (what the integration-error estimate compares), not the free energy, penalty and
+    sparsity."""
     K, L = T.K, T.L
     Q, M, V, b = _unpack(x, K, L)
     mom, Qhat, Mhat, Vhat = T.hats(x)
-    pr = prior_update(problem, Qhat, Mhat, Vhat, details=True)
     rho = problem.mixture.rho
     test_acc, test_err = test_accuracy(problem, M, b, Q)
     train_acc, train_err = train_accuracy(problem, M, b, Q, V)
-    fe = free_energy_terms(problem, M, Q, V, Mhat, Qhat, Vhat, mom.Eenv, pr.psi_w)
-    return {
+    out = {
         "state": (Q, M, V, b),
         "hats": (Qhat, Mhat, Vhat),
         "test_error": float(1.0 - rho @ test_acc),
         "train_error": float(1.0 - rho @ train_acc),
         "train_loss": float(rho @ mom.Eloss),
-        "free_energy": fe,
+        "errors": {"test_error": test_err, "train_error": train_err, "train_loss": 0.0},
+        "light": light,
+    }
+    if not light:
+        out.update(_state_statistics(problem, T, x))
+    return out
+
+
+def _state_statistics(problem: Problem, T: _Map, x: np.ndarray) -> dict:
+    """Free energy (eq. app:rsfree), penalty value and sparsity of ``W*`` at the state."""
+    K, L = T.K, T.L
+    Q, M, V, b = _unpack(x, K, L)
+    mom, Qhat, Mhat, Vhat = T.hats(x)
+    pr = prior_update(problem, Qhat, Mhat, Vhat, details=True)
+    return {
+        "free_energy": free_energy_terms(problem, M, Q, V, Mhat, Qhat, Vhat, mom.Eenv, pr.psi_w),
         "penalty_value": pr.penalty,
         "sparsity": weight_sparsity(problem.mixture, pr),
-        "errors": {"test_error": test_err, "train_error": train_err, "train_loss": 0.0},
+        "light": False,
     }
 
 
@@ -461,10 +477,12 @@ def solve_problem(
     errors = {"test_error": 0.0, "train_error": 0.0, "train_loss": 0.0}
     try:
         if ok:
-            obs = _observables(problem, T, x)
-            errors = dict(obs["errors"])
             refinements = max_refine if auto_refine else 1
-            for _ in range(refinements if estimate_error and needs_quad else 0):
+            refining = estimate_error and needs_quad and refinements > 0
+            # (only the errors at a rule that a finer one will replace)
+            obs = _observables(problem, T, x, light=refining)
+            errors = dict(obs["errors"])
+            for _ in range(refinements if refining else 0):
                 # re-solve with a finer rule from the fixed point; the change of the errors
                 # (plus each evaluation's own error) estimates the integration error
                 finer = rule.refined()
@@ -478,11 +496,13 @@ def solve_problem(
                 if not ok2:
                     ok, msg = False, f"refined quadrature: {msg2}"
                     break
-                obs2 = _observables(problem, T2, x2)
+                obs2 = _observables(problem, T2, x2, light=True)
                 errors = {k: abs(obs2[k] - obs[k]) + obs2["errors"][k] for k in errors}
                 x, obs, res, n_iter, rule, T = x2, obs2, res2, n_iter + n2, finer, T2
                 if max(errors["test_error"], errors["train_loss"]) <= quad_tol:
                     break
+        if ok and obs["light"]:  # the returned state's free energy, penalty, sparsity
+            obs.update(_state_statistics(problem, T, x))
     except (FloatingPointError, np.linalg.LinAlgError, ValueError) as exc:
         ok, msg, obs = False, f"numerical failure at the fixed point: {exc}", None
     integration_error = max(errors.values())
