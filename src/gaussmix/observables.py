@@ -22,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import ndtr, owens_t
 
-from ._kernels import _WEDGE_PANEL, _WEDGE_SCAN
+from ._kernels import _WEDGE_MIN_PANELS, _WEDGE_PANEL, _WEDGE_SCAN
 from .channel import sqrtm_psd
 from .orthant import _EXACT_ERR_1D, _EXACT_ERR_2D, _orthant_small, orthant_probability
 from .problem import Problem
@@ -224,7 +224,7 @@ def _wedge_probability(
         mu = np.concatenate([[0.0], np.cumsum(seg / (rmin + 0.05))])
         out = []
         for nodes in (10, 6):
-            n_pan = int(np.clip(np.ceil(mu[-1] / _WEDGE_PANEL), 16, 4000))
+            n_pan = int(np.clip(np.ceil(mu[-1] / _WEDGE_PANEL), _WEDGE_MIN_PANELS, 4000))
             edges = np.interp(np.linspace(0.0, mu[-1], n_pan + 1), mu, s0)
             edges = np.unique(edges)
             x, w = _leggauss(nodes)
