@@ -409,10 +409,10 @@ def ce_ray_flux(u, P, yc, V, m, Linv, s1, xa, wa, xb, wb):  # pragma: no cover -
     Used by :func:`gaussmix.observables._wedge_probability`.  The ray is split into panels
     of equal increments of ``|dz| / (|z| + 0.05)`` (from a scan of ``_WEDGE_SCAN`` points
     ``s = s1 (i / n)^2``, dense near the apex), ``_WEDGE_PANEL`` per panel, with at least
-    ``_WEDGE_MIN_PANELS`` panels.  Rule ``a`` (Gauss-Legendre nodes ``xa, wa`` on ``[-1, 1]``, 10 nodes) and
-    rule ``b`` (``xb, wb``, 6 nodes) share the panels; both fluxes are returned (their
-    difference estimates the error of the lower-order rule), with
-    the end point ``z(s1)``.
+    ``_WEDGE_MIN_PANELS`` panels.  Rule ``a`` (Gauss-Legendre nodes ``xa, wa`` on
+    ``[-1, 1]``, 10 nodes) and rule ``b`` (``xb, wb``, 6 nodes) share the panels; both
+    fluxes are returned (their difference estimates the error of the lower-order rule),
+    with the end point ``z(s1)``.
     """
     n0 = _WEDGE_SCAN
     Kf = P.shape[1]

@@ -181,7 +181,7 @@ def _compiled_moments(kind, loss, y, omega, V, w, h0, tol) -> tuple[ChannelMomen
         Vinv = _solve_batch(Vc, np.broadcast_to(np.eye(L), Vc.shape))
         Ef, Eff, Edf, Eloss, Eenv, failed = _kernels.ce_channel(
             np.argmax(y, axis=-1).astype(np.int64),
-            np.ascontiguousarray(loss.P),
+            loss.P if loss.P.flags.c_contiguous else np.ascontiguousarray(loss.P),
             np.ascontiguousarray(omega),
             Vc,
             np.ascontiguousarray(Vinv),

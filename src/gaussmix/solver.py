@@ -26,7 +26,7 @@ from . import __version__
 from ._validation import check_int, check_real
 from .channel import channel_moments
 from .exceptions import ConvergenceError, IntegrationWarning, SpuriousFixedPointError
-from .losses import Loss
+from .losses import Loss, _solve_batch
 from .mixture import Mixture
 from .observables import free_energy_terms, test_accuracy, train_accuracy, weight_sparsity
 from .prior import prior_update
@@ -219,7 +219,7 @@ class _Map:
         Sv = Vhat.sum(axis=0)
         Sm = Mhat.sum(axis=0)
         reg = 1e-12 * max(1.0, float(np.abs(Sv).max()))
-        db = np.linalg.solve(Sv + reg * np.eye(self.L), Sm)
+        db = _solve_batch(Sv + reg * np.eye(self.L), Sm)
         pr = prior_update(self.problem, Qhat, Mhat, Vhat)
         return _pack(pr.Q, pr.M, pr.V, b + db)
 
