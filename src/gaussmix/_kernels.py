@@ -480,6 +480,8 @@ def _bvnu_one(h, k, r, x, w):  # pragma: no cover - compiled
     A. Genz's ``bvnu`` (Drezner & Wesolowsky 1989 with Genz's double-precision
     modifications), Gauss-Legendre nodes ``x`` and weights ``w`` on ``[-1, 1]``."""
     r = min(max(r, -1.0), 1.0)
+    if h < k:  # symmetric in (h, k): one canonical order makes the result exactly so
+        h, k = k, h
     hk = h * k
     n = x.shape[0]
     if abs(r) < 0.925:
