@@ -210,7 +210,9 @@ def _orthant_small(mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
         return marg[:, 0]
     both = pos[:, 0] & pos[:, 1]
     with np.errstate(all="ignore"):  # divide one sd at a time: the product may underflow
-        r = np.nan_to_num(np.clip(cov[:, 0, 1] / sd[:, 0] / sd[:, 1], -1.0, 1.0))
+        # (larger sd first: the same rounding whichever component comes first)
+        s_hi, s_lo = np.maximum(sd[:, 0], sd[:, 1]), np.minimum(sd[:, 0], sd[:, 1])
+        r = np.nan_to_num(np.clip(cov[:, 0, 1] / s_hi / s_lo, -1.0, 1.0))
     # near +-1 the answer is infinitely sensitive to r (1/4 + asin(r)/(2 pi) at h = k = 0):
     # treat a rounding-level distance from +-1 as a singular covariance
     r = np.where(np.abs(r) >= 1.0 - _MERGE_TOL, np.sign(r), r)
