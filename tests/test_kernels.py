@@ -201,3 +201,36 @@ def test_prox_points_for_the_qmc_training_error_match_the_numpy_prox():
     np.testing.assert_allclose(
         _prox_points(problem, omega, V), problem.loss.prox(problem.y, omega, V), atol=1e-10
     )
+
+
+@pytest.mark.parametrize(
+    "scale_m,v_range,q_range",
+    [
+        (1.0, (0.05, 5.0), (0.05, 5.0)),
+        (10.0, (0.05, 5.0), (0.05, 5.0)),
+        (1.0, (1e-4, 1e-3), (0.05, 5.0)),
+        (2.0, (50.0, 500.0), (10.0, 100.0)),
+    ],
+)
+def test_three_class_fast_path_matches_the_general_kernel(scale_m, v_range, q_range):
+    """K = 3: the scalar kernel (ce3_channel) against the general one, on the same nodes
+    and warm start, including its proximal points."""
+    rng = np.random.default_rng(int(scale_m * 10))
+    loss, y, m, Q, V = _ce_state(rng, 3, scale_m, v_range, q_range)
+    rule = GaussHermite(12, 2)
+    omega = np.ascontiguousarray(m[:, None, :] + rule.nodes @ sqrtm_psd(Q))
+    args = (
+        np.argmax(y, axis=1).astype(np.int64),
+        np.ascontiguousarray(loss.P),
+        omega,
+        np.ascontiguousarray(V),
+        np.ascontiguousarray(np.linalg.inv(V)),
+    )
+    w = np.ascontiguousarray(rule.weights)
+    h_gen, h_fast = omega.copy(), omega.copy()
+    gen = _kernels.ce_channel(*args, h_gen, w, 1e-13 * (1 + np.abs(omega).max()), 100)
+    fast = _kernels.ce3_channel(*args, h_fast, w, 1e-13 * (1 + np.abs(omega).max()), 100)
+    assert gen[-1] == 0 and fast[-1] == 0
+    np.testing.assert_allclose(h_fast, h_gen, atol=1e-11)
+    for a, b in zip(fast[:5], gen[:5]):
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-13)

@@ -179,7 +179,9 @@ def _compiled_moments(kind, loss, y, omega, V, w, h0, tol) -> tuple[ChannelMomen
     else:
         Vc = np.ascontiguousarray(0.5 * (V + np.swapaxes(V, -1, -2)))
         Vinv = _solve_batch(Vc, np.broadcast_to(np.eye(L), Vc.shape))
-        Ef, Eff, Edf, Eloss, Eenv, failed = _kernels.ce_channel(
+        # three classes (two reduced outputs): the scalar fast path of the same kernel
+        kernel = _kernels.ce3_channel if loss.P.shape == (2, 3) else _kernels.ce_channel
+        Ef, Eff, Edf, Eloss, Eenv, failed = kernel(
             np.argmax(y, axis=-1).astype(np.int64),
             loss.P if loss.P.flags.c_contiguous else np.ascontiguousarray(loss.P),
             np.ascontiguousarray(omega),
