@@ -234,3 +234,27 @@ def test_three_class_fast_path_matches_the_general_kernel(scale_m, v_range, q_ra
     np.testing.assert_allclose(h_fast, h_gen, atol=1e-11)
     for a, b in zip(fast[:5], gen[:5]):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-13)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_whole_solves_with_and_without_the_kernels_agree(seed, monkeypatch):
+    """End to end: the fixed point and its errors with the compiled kernels equal those of
+    the numpy reference path (random three-class mixtures and binary mixtures)."""
+    import gaussmix.channel as channel
+
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(3, 3))
+    k3 = gm.Mixture.isotropic(rng.uniform(0.2, 2, 3), A @ A.T / 3, rho=rng.dirichlet([3] * 3))
+    binary = gm.Mixture.isotropic(
+        rng.uniform(0.2, 2, 2), "antipodal", labels="binary", rho=rng.dirichlet([3, 3])
+    )
+    for mix, loss in ((k3, "cross-entropy"), (binary, "logistic")):
+        lam, alpha = float(10 ** rng.uniform(-1, 0.5)), float(10 ** rng.uniform(-0.3, 0.6))
+        fast = gm.solve(mix, loss, lam=lam, alpha=alpha, tol=1e-10)
+        with monkeypatch.context() as m:
+            m.setattr(channel, "_compiled_kernel", lambda loss: None)
+            ref = gm.solve(mix, loss, lam=lam, alpha=alpha, tol=1e-10)
+        for key in ("test_error", "train_error", "train_loss", "free_energy"):
+            assert getattr(fast, key) == pytest.approx(getattr(ref, key), abs=1e-9), key
+        np.testing.assert_allclose(fast.Q, ref.Q, atol=1e-8)
+        np.testing.assert_allclose(fast.M, ref.M, atol=1e-8)
