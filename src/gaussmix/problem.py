@@ -17,7 +17,7 @@ from ._validation import check_choice, check_real
 from .losses import CrossEntropyLoss, Loss, ReducedLoss, get_loss
 from .mixture import Mixture
 
-__all__ = ["Problem", "make_problem", "check_penalty", "PENALTIES"]
+__all__ = ["Problem", "make_problem", "check_penalty", "check_lam_alpha", "PENALTIES"]
 
 PENALTIES = ("l2", "l1", "elastic-net")
 #: admissible ranges of the penalty strength and of the sample complexity
