@@ -94,7 +94,7 @@ def sweep_overhead(tmp: Path) -> list[str]:
         "|---|---|---|---|---|---|",
     ]
     inside = [0.0]
-    real_solve = sweep_module.solve
+    real_solve = sweep_module.solve_problem
 
     def timed_solve(*args, **kw):
         t0 = time.process_time()
@@ -131,15 +131,15 @@ def sweep_overhead(tmp: Path) -> list[str]:
             for _ in range(7):
                 tb.append(cpu_time(bare))
                 ts.append(cpu_time(lambda: swept(backend="serial")))
-                # the same sweep, its solve calls timed from inside: overhead = total CPU
-                # time minus the CPU time spent in solve (immune to drifts of the machine
-                # between two separate loops)
+                # the same sweep, its solver calls timed from inside: overhead = total CPU
+                # time minus the CPU time spent in the solver (immune to drifts of the
+                # machine between two separate loops)
                 inside[0] = 0.0
-                sweep_module.solve = timed_solve
+                sweep_module.solve_problem = timed_solve
                 try:
                     total = cpu_time(lambda: swept(backend="serial"))
                 finally:
-                    sweep_module.solve = real_solve
+                    sweep_module.solve_problem = real_solve
                 acc.append((total - inside[0]) / inside[0])
         sweep(WARM_UP, jobs=2, progress=False)  # start the workers
         tj = min(_timed(lambda: swept(backend="joblib", jobs=2)) for _ in range(2))

@@ -543,16 +543,18 @@ class PointSetup:
             **self.penalty_kw,
         )
 
-    def check_lam_alpha(self, *, lam: float, alpha: float) -> None:
+    def check_lam_alpha(self, *, lam: float, alpha: float) -> Problem:
         """The checks of :meth:`check` that depend on ``lam`` and ``alpha`` only (the rest
-        of the setup was validated when it was built)."""
-        check_lam_alpha(
+        of the setup was validated when it was built); returns the problem at them (what
+        :meth:`check` returns, without validating the mixture and loss again)."""
+        lam_v, alpha_v = check_lam_alpha(
             lam,
             alpha,
             loss=self.problem.loss_name,
             penalty=self.problem.penalty,
             l1_ratio=self.problem.l1_ratio,
         )
+        return dataclasses.replace(self.problem, lam=lam_v, alpha=alpha_v)
 
     def at(self, *, lam: float | None = None, alpha: float | None = None) -> PointSetup:
         """The same setup at another ``lam`` / ``alpha`` (validated; the mixture is shared).

@@ -82,7 +82,7 @@ import pandas as pd
 from . import __version__
 from .exceptions import ConvergenceWarning, GaussmixError
 from .options import PointOptions, PointSetup, build_point
-from .solver import solve
+from .solver import solve, solve_problem
 
 __all__ = [
     "Grid",
@@ -545,15 +545,10 @@ def theory_payload(
     """
     lam = setup.lam if lam is None else lam
     alpha = setup.alpha if alpha is None else alpha
-    res = solve(
-        setup.mixture,
-        setup.loss,
-        lam=lam,
-        alpha=alpha,
-        **setup.penalty_kw,
-        throw=throw,
-        **setup.solve_kw,
-    )
+    # the setup's problem at this lam / alpha: the checks of make_problem that depend on
+    # them (the mixture, loss and penalty were validated with the setup)
+    problem = setup.check_lam_alpha(lam=lam, alpha=alpha)
+    res = solve_problem(problem, throw=throw, **setup.solve_kw)
     payload = res.to_dict()
     payload["params"] = {
         **setup.params,
