@@ -14,12 +14,17 @@ Two smooth losses have kernels:
 * :func:`ce_channel` — softmax cross-entropy on the complement of ``(1, ..., 1)`` (the
   :class:`~gaussmix.losses.ReducedLoss`), any number of outputs (Newton on the strictly
   convex proximal objective with Armijo backtracking; Cholesky solves of the symmetric
-  system ``(V^{-1} + H) s = grad``).
+  system ``(V^{-1} + H) s = grad``), and :func:`ce3_channel`, its scalar fast path for
+  three classes (two outputs, closed-form 2 x 2 systems).
 
-Both return the same moments as the numpy reference path
+They return the same moments as the numpy reference path
 :func:`gaussmix.channel._quadrature_moments` (``Ef, Eff, Edf, Eloss, Eenv``), which the
 tests compare them with, plus a status: 0 on success, otherwise the number of nodes whose
 proximal solve did not converge.  ``h`` (the warm start) is updated in place.
+
+Two observables have kernels too: :func:`ce_ray_flux` (the curved part of the boundary
+integral of the K = 3 training error, :func:`gaussmix.observables._wedge_probability`) and
+:func:`bvnu` (Genz's bivariate normal, :mod:`gaussmix.orthant`).
 
 Functions are compiled on first use and cached on disk (``cache=True``); every argument must
 be a C-contiguous float64 array (int64 for labels) so that one signature serves all calls.
