@@ -534,22 +534,12 @@ class PointSetup:
         return {"penalty": self.penalty, "l1_ratio": self.l1_ratio}
 
     def check(self, *, lam: float | None = None, alpha: float | None = None) -> Problem:
-        """Validate the problem at another ``lam`` / ``alpha`` (library checks)."""
-        return make_problem(
-            self.mixture,
-            self.loss,
-            lam=self.lam if lam is None else lam,
-            alpha=self.alpha if alpha is None else alpha,
-            **self.penalty_kw,
-        )
-
-    def check_lam_alpha(self, *, lam: float, alpha: float) -> Problem:
-        """The checks of :meth:`check` that depend on ``lam`` and ``alpha`` only (the rest
-        of the setup was validated when it was built); returns the problem at them (what
-        :meth:`check` returns, without validating the mixture and loss again)."""
+        """The validated problem at another ``lam`` / ``alpha``: the checks of
+        :func:`~gaussmix.problem.make_problem` that depend on them (the mixture, loss and
+        penalty were validated when the setup was built, and do not change)."""
         lam_v, alpha_v = check_lam_alpha(
-            lam,
-            alpha,
+            self.lam if lam is None else lam,
+            self.alpha if alpha is None else alpha,
             loss=self.problem.loss_name,
             penalty=self.problem.penalty,
             l1_ratio=self.problem.l1_ratio,

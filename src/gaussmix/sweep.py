@@ -434,7 +434,7 @@ class Grid:
                 if (lam, alpha) != (base.lam, base.alpha):
                     # the library's checks that depend on lam / alpha (the rest of the
                     # point was validated with its setup)
-                    base.check_lam_alpha(lam=lam, alpha=alpha)
+                    base.check(lam=lam, alpha=alpha)
                 if sim is not None:
                     check_simulation(
                         base.at(lam=lam, alpha=alpha),
@@ -547,7 +547,7 @@ def theory_payload(
     alpha = setup.alpha if alpha is None else alpha
     # the setup's problem at this lam / alpha: the checks of make_problem that depend on
     # them (the mixture, loss and penalty were validated with the setup)
-    problem = setup.check_lam_alpha(lam=lam, alpha=alpha)
+    problem = setup.check(lam=lam, alpha=alpha)
     res = solve_problem(problem, throw=throw, **setup.solve_kw)
     payload = res.to_dict()
     payload["params"] = {
