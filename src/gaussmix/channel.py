@@ -157,12 +157,16 @@ def _compiled_kernel(loss: Loss) -> str | None:
     return None
 
 
-def _compiled_moments(kind, loss, y, omega, V, w, h0, tol) -> tuple[ChannelMoments, np.ndarray]:
-    """Channel moments from a compiled kernel (same contract as the numpy path)."""
+def _compiled_moments(kind, loss, y, omega, V, w, h0) -> tuple[ChannelMoments, np.ndarray]:
+    """Channel moments from a compiled kernel (same contract as the numpy path) and the
+    proximal points; ``h0`` (a warm start, or None: start at ``omega``) is not modified.
+    The proximal solves converge to ``max |h - omega + V grad| <= 1e-13 (1 + max |omega|)``,
+    the threshold of :meth:`gaussmix.losses.Loss.prox`."""
     from . import _kernels
 
     K, N, L = omega.shape
-    h = np.ascontiguousarray(omega if h0 is None else h0, dtype=float).copy()
+    tol = 1e-13 * (1.0 + float(np.abs(omega).max()))
+    h = np.array(omega if h0 is None else h0, dtype=float, order="C")  # a copy
     w = np.ascontiguousarray(w, dtype=float)
     if kind == "logistic":
         h2 = h.reshape(K, N)
@@ -222,8 +226,7 @@ def _quadrature_moments(loss, y, m, Q, V, rule, cache, compiled: bool = True) ->
             # slowly along the iteration, and map it through the new omega and V
             f_old = _solve_batch(cache["V"][:, None], h0 - cache["omega"])
             h0 = omega + f_old @ V  # V symmetric
-        tol = 1e-13 * (1.0 + float(np.abs(omega).max()))
-        mom, h = _compiled_moments(kind, loss, y, omega, V, w, h0, tol)
+        mom, h = _compiled_moments(kind, loss, y, omega, V, w, h0)
         if cache is not None:
             cache.update(key=key, h=h, omega=omega, V=V)
         return mom

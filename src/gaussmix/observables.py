@@ -22,8 +22,8 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import ndtr, owens_t
 
-from ._kernels import _WEDGE_MIN_PANELS, _WEDGE_PANEL, _WEDGE_SCAN
-from .channel import sqrtm_psd
+from ._kernels import _WEDGE_MIN_PANELS, _WEDGE_PANEL, _WEDGE_SCAN, ce_ray_flux
+from .channel import _compiled_kernel, _compiled_moments, sqrtm_psd
 from .orthant import _EXACT_ERR_1D, _EXACT_ERR_2D, _orthant_small, orthant_probability
 from .problem import Problem
 
@@ -190,16 +190,10 @@ def _wedge_probability(
         h = s[:, None] * u
         return (h + loss.grad(y, h) @ V.T - m) @ Linv.T
 
-    from .losses import CrossEntropyLoss, ReducedLoss
-
-    compiled = (
-        isinstance(loss, ReducedLoss) and isinstance(loss.base, CrossEntropyLoss)
-    ) and compiled
+    compiled = compiled and _compiled_kernel(loss) == "cross-entropy"
 
     def flux(u: np.ndarray) -> tuple[float, float]:
         if compiled:
-            from ._kernels import ce_ray_flux
-
             xa, wa = _leggauss(10)
             xb, wb = _leggauss(6)
             (fa, fb), zend = ce_ray_flux(
@@ -264,15 +258,12 @@ def _prox_points(problem: Problem, omega: np.ndarray, V: np.ndarray) -> np.ndarr
     """Proximal points of the problem's loss at ``omega`` (K, N, L) under the metrics ``V``:
     the compiled channel kernel where the loss has one (its moments are discarded), the
     loss's batched numpy prox otherwise."""
-    from .channel import _compiled_kernel, _compiled_moments
-
     loss = problem.loss
     kind = _compiled_kernel(loss)
     if kind is None:
         return loss.prox(problem.y, omega, V)
     w = np.full(omega.shape[1], 1.0 / omega.shape[1])
-    tol = 1e-13 * (1.0 + float(np.abs(omega).max()))
-    return _compiled_moments(kind, loss, problem.y, omega, V, w, None, tol)[1]
+    return _compiled_moments(kind, loss, problem.y, omega, V, w, None)[1]
 
 
 def _qmc_train_accuracy(
