@@ -206,6 +206,34 @@ def _ce_system(Vi, P, p, Pp, A):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy")
+def _scaled_residual(u, om, Vc, gr):  # pragma: no cover - compiled
+    """``max_i |u - omega + V grad|_i``, the convergence test of the numpy prox."""
+    L = u.shape[0]
+    res = 0.0
+    for i in range(L):
+        t = u[i] - om[i]
+        for j in range(L):
+            t += Vc[i, j] * gr[j]
+        if abs(t) > res:
+            res = abs(t)
+    return res
+
+
+@njit(cache=True, error_model="numpy")
+def _metric_term(u, om, Vi, vd):  # pragma: no cover - compiled
+    """``1/2 (u - omega)^T V^{-1} (u - omega)``; ``vd`` receives ``V^{-1} (u - omega)``."""
+    L = u.shape[0]
+    q = 0.0
+    for i in range(L):
+        d = 0.0
+        for j in range(L):
+            d += Vi[i, j] * (u[j] - om[j])
+        vd[i] = d
+        q += 0.5 * (u[i] - om[i]) * d
+    return q
+
+
+@njit(cache=True, error_model="numpy")
 def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cover - compiled
     """Cross-entropy channel moments on the complement of ``(1, ..., 1)``.
 
@@ -255,28 +283,14 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
             lval = _ce_eval(u, P, yc, z, p, Pp, gr)
             ok = False
             for _ in range(max_iter):
-                # scaled residual u - omega + V grad (the convergence test of the numpy path)
-                res = 0.0
-                for i in range(L):
-                    t = u[i] - om[i]
-                    for j in range(L):
-                        t += Vc[i, j] * gr[j]
-                    if abs(t) > res:
-                        res = abs(t)
+                res = _scaled_residual(u, om, Vc, gr)
                 if res <= tol:
                     ok = True
                     break
-                # gradient of phi and the Newton system (V^{-1} + H) s = g
-                phi = lval
+                # phi, its gradient g = grad + V^{-1} (u - omega), the system (V^{-1} + H) s = g
+                phi = lval + _metric_term(u, om, Vi, g)
                 for i in range(L):
-                    t = gr[i]
-                    for j in range(L):
-                        t += Vi[i, j] * (u[j] - om[j])
-                    g[i] = t
-                    d = 0.0
-                    for j in range(L):
-                        d += Vi[i, j] * (u[j] - om[j])
-                    phi += 0.5 * (u[i] - om[i]) * d
+                    g[i] += gr[i]
                 _ce_system(Vi, P, p, Pp, A)
                 if not _cholesky(A, C):
                     break
@@ -297,25 +311,14 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
                     for i in range(L):
                         u_new[i] = u[i] - t_step * s[i]
                     lnew = _ce_eval(u_new, P, yc, z, p, Pp, gr)
-                    phin = lnew
-                    for i in range(L):
-                        d = 0.0
-                        for j in range(L):
-                            d += Vi[i, j] * (u_new[j] - om[j])
-                        phin += 0.5 * (u_new[i] - om[i]) * d
+                    phin = lnew + _metric_term(u_new, om, Vi, e)
                     # Armijo on phi, or (near the minimum, where phi is flat to rounding)
                     # a decrease of the scaled residual
                     if phin <= phi - 1e-4 * t_step * slope or t_step < 1e-12:
                         accepted = True
                         break
                     if abs(phin - phi) <= 1e-13 * (1.0 + abs(phi)):
-                        rnew = 0.0
-                        for i in range(L):
-                            t = u_new[i] - om[i]
-                            for j in range(L):
-                                t += Vc[i, j] * gr[j]
-                            if abs(t) > rnew:
-                                rnew = abs(t)
+                        rnew = _scaled_residual(u_new, om, Vc, gr)
                         if rnew <= (1.0 - 1e-4 * t_step) * res:
                             accepted = True
                             break
@@ -580,6 +583,16 @@ def _ce3_eval(u0, u1, P, yc):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy")
+def _ce3_system(i00, i01, i11, a00k, a01k, a11k, p0, p1, p2, q0, q1):  # pragma: no cover
+    """:func:`_ce_system` for K = 3: the entries of ``A = V^{-1} + P diag(p) P^T - q q^T``
+    (``a..k``: the entries of the outer products ``P_k P_k^T``, ``q = P p``)."""
+    a00 = i00 + a00k[0] * p0 + a00k[1] * p1 + a00k[2] * p2 - q0 * q0
+    a01 = i01 + a01k[0] * p0 + a01k[1] * p1 + a01k[2] * p2 - q0 * q1
+    a11 = i11 + a11k[0] * p0 + a11k[1] * p1 + a11k[2] * p2 - q1 * q1
+    return a00, a01, a11
+
+
+@njit(cache=True, error_model="numpy")
 def ce3_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cover - compiled
     """:func:`ce_channel` for K = 3 classes (two reduced outputs), in scalar arithmetic.
 
@@ -625,9 +638,7 @@ def ce3_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cov
                 w1 = i01 * d0 + i11 * d1
                 b0 = g0 + w0
                 b1 = g1 + w1
-                a00 = i00 + a00k[0] * p0 + a00k[1] * p1 + a00k[2] * p2 - q0 * q0
-                a01 = i01 + a01k[0] * p0 + a01k[1] * p1 + a01k[2] * p2 - q0 * q1
-                a11 = i11 + a11k[0] * p0 + a11k[1] * p1 + a11k[2] * p2 - q1 * q1
+                a00, a01, a11 = _ce3_system(i00, i01, i11, a00k, a01k, a11k, p0, p1, p2, q0, q1)
                 det = a00 * a11 - a01 * a01
                 if not det > 0.0 or not a00 > 0.0:
                     break
@@ -673,9 +684,7 @@ def ce3_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cov
             h[c, n, 0] = u0
             h[c, n, 1] = u1
             # contributions at the proximal point: f = -grad, Edf = V^-1 - V^-1 A^-1 V^-1
-            a00 = i00 + a00k[0] * p0 + a00k[1] * p1 + a00k[2] * p2 - q0 * q0
-            a01 = i01 + a01k[0] * p0 + a01k[1] * p1 + a01k[2] * p2 - q0 * q1
-            a11 = i11 + a11k[0] * p0 + a11k[1] * p1 + a11k[2] * p2 - q1 * q1
+            a00, a01, a11 = _ce3_system(i00, i01, i11, a00k, a01k, a11k, p0, p1, p2, q0, q1)
             det = a00 * a11 - a01 * a01
             if not det > 0.0 or not a00 > 0.0:
                 n_failed += 1
