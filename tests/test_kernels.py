@@ -36,6 +36,20 @@ def _ce_state(rng, K, scale_m=1.0, v_range=(0.05, 5.0), q_range=(0.05, 5.0)):
     return loss, y, m, Q, V
 
 
+def _ce_kernel_inputs(loss, y, m, Q, V, rule):
+    """The leading arguments of the cross-entropy kernels (labels, basis, nodes ``omega``,
+    metric and its inverse) for a state and rule, and the weights."""
+    omega = np.ascontiguousarray(m[:, None, :] + rule.nodes @ sqrtm_psd(Q))
+    args = (
+        np.argmax(y, axis=1).astype(np.int64),
+        np.ascontiguousarray(loss.P),
+        omega,
+        np.ascontiguousarray(V),
+        np.ascontiguousarray(np.linalg.inv(V)),
+    )
+    return args, np.ascontiguousarray(rule.weights)
+
+
 @pytest.mark.parametrize("K", [3, 4])
 @pytest.mark.parametrize(
     "scale_m,v_range",
@@ -82,20 +96,10 @@ def test_kernel_proximal_points_are_stationary():
     """Prox optimality at the points the kernel returns: h - omega + V grad loss(h) = 0."""
     rng = np.random.default_rng(3)
     loss, y, m, Q, V = _ce_state(rng, 4, scale_m=3.0)
-    rule = GaussHermite(5, 3)
-    omega = m[:, None, :] + rule.nodes @ sqrtm_psd(Q)
+    args, w = _ce_kernel_inputs(loss, y, m, Q, V, GaussHermite(5, 3))
+    omega = args[2]
     h = omega.copy()
-    out = _kernels.ce_channel(
-        np.argmax(y, axis=1).astype(np.int64),
-        np.ascontiguousarray(loss.P),
-        np.ascontiguousarray(omega),
-        np.ascontiguousarray(V),
-        np.ascontiguousarray(np.linalg.inv(V)),
-        h,
-        np.ascontiguousarray(rule.weights),
-        1e-13,
-        100,
-    )
+    out = _kernels.ce_channel(*args, h, w, 1e-13, 100)
     assert out[-1] == 0
     g = h - omega + np.einsum("kij,knj->kni", V, loss.grad(y[:, None, :], h))
     assert np.abs(g).max() < 1e-11
@@ -104,16 +108,8 @@ def test_kernel_proximal_points_are_stationary():
 def test_kernel_reports_nodes_that_did_not_converge():
     rng = np.random.default_rng(4)
     loss, y, m, Q, V = _ce_state(rng, 3, scale_m=5.0)
-    rule = GaussHermite(6, 2)
-    omega = np.ascontiguousarray(m[:, None, :] + rule.nodes @ sqrtm_psd(Q))
-    args = (
-        np.argmax(y, axis=1).astype(np.int64),
-        np.ascontiguousarray(loss.P),
-        omega,
-        np.ascontiguousarray(V),
-        np.ascontiguousarray(np.linalg.inv(V)),
-    )
-    w = np.ascontiguousarray(rule.weights)
+    args, w = _ce_kernel_inputs(loss, y, m, Q, V, GaussHermite(6, 2))
+    omega = args[2]
     failed = _kernels.ce_channel(*args, omega.copy(), w, 1e-13, 1)[-1]
     assert 0 < failed <= omega.shape[0] * omega.shape[1]
     lf = _kernels.logistic_channel(
@@ -217,16 +213,8 @@ def test_three_class_fast_path_matches_the_general_kernel(scale_m, v_range, q_ra
     and warm start, including its proximal points."""
     rng = np.random.default_rng(int(scale_m * 10))
     loss, y, m, Q, V = _ce_state(rng, 3, scale_m, v_range, q_range)
-    rule = GaussHermite(12, 2)
-    omega = np.ascontiguousarray(m[:, None, :] + rule.nodes @ sqrtm_psd(Q))
-    args = (
-        np.argmax(y, axis=1).astype(np.int64),
-        np.ascontiguousarray(loss.P),
-        omega,
-        np.ascontiguousarray(V),
-        np.ascontiguousarray(np.linalg.inv(V)),
-    )
-    w = np.ascontiguousarray(rule.weights)
+    args, w = _ce_kernel_inputs(loss, y, m, Q, V, GaussHermite(12, 2))
+    omega = args[2]
     h_gen, h_fast = omega.copy(), omega.copy()
     gen = _kernels.ce_channel(*args, h_gen, w, 1e-13 * (1 + np.abs(omega).max()), 100)
     fast = _kernels.ce3_channel(*args, h_fast, w, 1e-13 * (1 + np.abs(omega).max()), 100)
