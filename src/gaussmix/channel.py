@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
+from . import _kernels
 from .losses import (
     CrossEntropyLoss,
     HingeLoss,
@@ -162,8 +163,6 @@ def _compiled_moments(kind, loss, y, omega, V, w, h0) -> tuple[ChannelMoments, n
     proximal points; ``h0`` (a warm start, or None: start at ``omega``) is not modified.
     The proximal solves converge to ``max |h - omega + V grad| <= 1e-13 (1 + max |omega|)``,
     the threshold of :meth:`gaussmix.losses.Loss.prox`."""
-    from . import _kernels
-
     K, N, L = omega.shape
     tol = 1e-13 * (1.0 + float(np.abs(omega).max()))
     h = np.array(omega if h0 is None else h0, dtype=float, order="C")  # a copy
