@@ -24,7 +24,12 @@ from scipy.special import ndtr, owens_t
 
 from ._kernels import _WEDGE_MIN_PANELS, _WEDGE_PANEL, _WEDGE_SCAN, ce_ray_flux
 from .channel import _compiled_kernel, _compiled_moments, sqrtm_psd
-from .orthant import _EXACT_ERR_1D, _EXACT_ERR_2D, _orthant_small, orthant_probability
+from .orthant import (
+    _EXACT_ERR_1D,
+    _EXACT_ERR_2D,
+    orthant_probability,
+    orthant_probability_batch,
+)
 from .problem import Problem
 
 __all__ = ["test_accuracy", "train_accuracy", "free_energy_terms", "weight_sparsity"]
@@ -37,16 +42,12 @@ def test_accuracy(
     error of ``sum_c rho_c P_c`` (zero up to rounding for orthants of dimension <= 2)."""
     sizes = {D.shape[0] for D, _ in problem.constraints}
     if len(sizes) == 1 and sizes.pop() <= 2:
-        # orthants of dimension <= 2, all clusters in one batched call (the inputs are
-        # symmetric PSD by construction: the public validation is skipped)
+        # orthants of dimension <= 2: all clusters in one batched call
         D = np.stack([D for D, _ in problem.constraints])
         t = np.stack([t for _, t in problem.constraints])
         mean = np.einsum("kij,kj->ki", D, M + b) - t
-        cov = D @ Q @ np.swapaxes(D, 1, 2)
-        cov = 0.5 * (cov + np.swapaxes(cov, 1, 2))
-        out = _orthant_small(mean, cov)
-        exact = _EXACT_ERR_1D if D.shape[1] == 1 else _EXACT_ERR_2D
-        return out, exact
+        out = orthant_probability_batch(mean, D @ Q @ np.swapaxes(D, 1, 2))
+        return out, _EXACT_ERR_1D if D.shape[1] == 1 else _EXACT_ERR_2D
     out = np.empty(problem.n_clusters)
     err = np.empty(problem.n_clusters)
     for c, (D, t) in enumerate(problem.constraints):

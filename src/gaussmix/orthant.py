@@ -51,6 +51,7 @@ import numpy as np
 from scipy.special import log_ndtr, ndtr, ndtri
 from scipy.stats import qmc
 
+from ._kernels import bvnu
 from ._validation import check_array, check_int, check_real
 
 __all__ = ["orthant_probability", "orthant_probability_batch"]
@@ -142,8 +143,6 @@ def _bvnu(dh: np.ndarray, dk: np.ndarray, r: np.ndarray) -> np.ndarray:
     precision and ``|r|`` near one), a 20-point Gauss-Legendre rule in both branches;
     compiled (:func:`gaussmix._kernels.bvnu`) and applied elementwise after broadcasting.
     """
-    from ._kernels import bvnu
-
     h, k, r = np.broadcast_arrays(
         np.asarray(dh, dtype=float), np.asarray(dk, dtype=float), np.asarray(r, dtype=float)
     )
