@@ -485,18 +485,13 @@ _JSON_SORTED = json.JSONEncoder(separators=(",", ":"), allow_nan=True, sort_keys
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(PointOptions)}
 
 
-def _setup_key(options: Mapping[str, Any]) -> tuple:
-    """The options of a point other than lam and alpha (hashable)."""
-    return tuple((k, v) for k, v in options.items() if k not in _CHEAP)
-
-
 def _base_setup(options: Mapping[str, Any], cache: dict[tuple, PointSetup]) -> PointSetup:
     """A validated setup for every point that differs from ``options`` only in lam/alpha.
 
     ``options`` has every PointOptions field.  Built (and validated) by ``build_point`` at
     the first such point; the returned setup carries that point's lam and alpha.
     """
-    ck = _setup_key(options)
+    ck = tuple((k, v) for k, v in options.items() if k not in _CHEAP)
     setup = cache.get(ck)
     if setup is None:
         setup = build_point(PointOptions(**options))
