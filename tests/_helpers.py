@@ -44,3 +44,19 @@ def check_free_energy(res, *, lam: float, alpha: float, eps: float = 1e-5) -> fl
                     a[k][idx[0], idx[2], idx[1]] += s
             worst = max(worst, abs(F(plus) - F(minus)) / (2 * eps))
     return worst
+
+
+def check_within_3se(theory, sim, keys, *, floor: float = 1e-6) -> None:
+    """Assert that every observable in ``keys`` of a theory result lies within 3 standard
+    errors (plus ``floor``) of a simulation's mean over seeds; print the comparison."""
+    lines, ok = [], True
+    for key in keys:
+        t = getattr(theory, key)
+        m, se = sim.mean[key], sim.se[key]
+        good = abs(t - m) <= 3 * se + floor
+        ok &= good
+        lines.append(
+            f"{key}: theory {t:.5f}, simulation {m:.5f} +- {se:.5f} {'' if good else '<--'}"
+        )
+    print("\n".join(lines))
+    assert ok, "\n".join(lines)

@@ -6,6 +6,7 @@ fraction of non-zero weights.  Slow: run with ``pytest -m slow``."""
 from __future__ import annotations
 
 import pytest
+from _helpers import check_within_3se
 
 import gaussmix as gm
 from gaussmix.simulate import simulate
@@ -17,33 +18,19 @@ KEYS = ("test_error", "train_loss", "nonzero_fraction")
 MIX = gm.Mixture.sparse(0.1, 0.1, 1.0)
 
 
-def _check(theory: gm.FixedPointResult, sim, *, floor: float = 1e-6) -> None:
-    lines, ok = [], True
-    for key in KEYS:
-        t = getattr(theory, key)
-        m, se = sim.mean[key], sim.se[key]
-        good = abs(t - m) <= 3 * se + floor
-        ok &= good
-        lines.append(
-            f"{key}: theory {t:.5f}, simulation {m:.5f} +- {se:.5f} {'' if good else '<--'}"
-        )
-    print("\n".join(lines))
-    assert ok, "\n".join(lines)
-
-
 @pytest.mark.parametrize("alpha", [0.5, 1.0, 2.0])
 def test_lasso_square_loss(alpha):
     lam = 0.1
     theory = gm.solve(MIX, "square", lam=lam, alpha=alpha, penalty="l1")
     sim = simulate(MIX, loss="square", penalty="l1", lam=lam, alpha=alpha, d=D, seeds=10, n_jobs=2)
-    _check(theory, sim)
+    check_within_3se(theory, sim, KEYS)
 
 
 def test_elastic_net_square_loss():
     kw = dict(lam=0.2, alpha=1.0, penalty="elastic-net", l1_ratio=0.5)
     theory = gm.solve(MIX, "square", **kw)
     sim = simulate(MIX, loss="square", d=D, seeds=10, n_jobs=2, **kw)
-    _check(theory, sim)
+    check_within_3se(theory, sim, KEYS)
 
 
 @pytest.mark.parametrize("alpha", [0.5, 1.0, 2.0])
@@ -64,4 +51,4 @@ def test_lasso_logistic_loss(alpha):
         tol=1e-5,
     )
     assert sim.per_seed["kkt_residual"].max() < 1e-5
-    _check(theory, sim)
+    check_within_3se(theory, sim, KEYS)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _helpers import check_within_3se
 
 import gaussmix as gm
 from gaussmix.simulate import simulate
@@ -17,20 +18,6 @@ SEEDS = 6
 KEYS = ("test_error", "train_error", "train_loss")
 
 
-def _check(theory: gm.FixedPointResult, sim, *, keys=KEYS, floor: float = 1e-6) -> None:
-    lines = []
-    ok = True
-    for key in keys:
-        t = getattr(theory, key)
-        m, se = sim.mean[key], sim.se[key]
-        good = abs(t - m) <= 3 * se + floor
-        ok &= good
-        lines.append(
-            f"{key}: theory {t:.5f}, simulation {m:.5f} +- {se:.5f} {'' if good else '<--'}"
-        )
-    assert ok, "\n".join(lines)
-
-
 CE_CASES = [(lam, alpha) for lam in (0.01, 1.0) for alpha in (0.5, 2.0)]
 
 
@@ -39,7 +26,7 @@ def test_three_class_cross_entropy(lam, alpha):
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     theory = gm.solve(mix, "cross-entropy", lam=lam, alpha=alpha)
     sim = simulate(mix, loss="cross-entropy", lam=lam, alpha=alpha, d=D, seeds=SEEDS, n_jobs=2)
-    _check(theory, sim)
+    check_within_3se(theory, sim, KEYS)
     # the overlaps too (the cross-entropy gauge 1^T h = 0 is shared by both)
     for c in range(3):
         np.testing.assert_allclose(sim.M[c], theory.M[c], atol=3 * sim.M_se[c].max() + 0.02)
@@ -50,7 +37,7 @@ def test_binary_logistic_and_hinge(loss):
     mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
     theory = gm.solve(mix, loss, lam=0.1, alpha=2.0)
     sim = simulate(mix, loss=loss, lam=0.1, alpha=2.0, d=D, seeds=SEEDS, n_jobs=2)
-    _check(theory, sim)
+    check_within_3se(theory, sim, KEYS)
 
 
 def test_binary_square_loss_with_different_covariances_and_unbalanced_clusters():
@@ -58,5 +45,5 @@ def test_binary_square_loss_with_different_covariances_and_unbalanced_clusters()
     mix = gm.Mixture.isotropic([0.1, 1.0], "antipodal", rho=[0.3, 0.7], labels="binary")
     theory = gm.solve(mix, "square", lam=0.1, alpha=2.0)
     sim = simulate(mix, loss="square", lam=0.1, alpha=2.0, d=2 * D, seeds=SEEDS, n_jobs=2)
-    _check(theory, sim)
+    check_within_3se(theory, sim, KEYS)
     np.testing.assert_allclose(sim.b[0], theory.b[0], atol=3 * sim.b_se[0] + 1e-3)
