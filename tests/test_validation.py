@@ -137,3 +137,35 @@ def test_fuzz_api_either_clear_error_or_valid_result(
         v = getattr(res, key)
         assert math.isfinite(v) and -1e-12 <= v <= 1 + 1e-12
     assert math.isfinite(res.train_loss) and res.train_loss >= 0
+
+
+def test_check_real_fast_path_keeps_every_check():
+    from gaussmix._validation import check_real
+
+    assert check_real("lam", 0.5, low=0.0) == 0.5
+    assert check_real("lam", np.float32(0.5), low=0.0) == 0.5
+    assert check_real("lam", 2, low=0.0) == 2.0 and isinstance(check_real("x", 2), float)
+    for bad, err in [(math.nan, ValueError), (math.inf, ValueError), (-0.5, ValueError),
+                     (True, TypeError), ("0.5", TypeError), (None, TypeError)]:  # fmt: skip
+        with pytest.raises(err, match="lam"):
+            check_real("lam", bad, low=0.0, high=10.0)
+    with pytest.raises(ValueError, match="lam must be <= 10"):
+        check_real("lam", 11.0, low=0.0, high=10.0)
+
+
+def test_problem_at_another_lam_alpha_equals_replace():
+    import dataclasses
+
+    from gaussmix.problem import make_problem
+
+    mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+    p = make_problem(mix, "logistic", lam=0.1, alpha=1.0, penalty="elastic-net", l1_ratio=0.3)
+    q = p.with_lam_alpha(0.7, 2.5)
+    r = dataclasses.replace(p, lam=0.7, alpha=2.5)
+    assert (p.lam, p.alpha) == (0.1, 1.0)  # the original is untouched
+    for f in dataclasses.fields(p):
+        a, b = getattr(q, f.name), getattr(r, f.name)
+        assert a is b or np.array_equal(a, b) or a == b, f.name
+    assert type(q) is type(p) and vars(q).keys() == vars(r).keys()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        q.lam = 1.0

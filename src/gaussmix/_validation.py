@@ -28,9 +28,12 @@ def check_real(
     high_open: bool = False,
 ) -> float:
     """Return ``value`` as a finite float inside the given interval or raise ``ValueError``."""
-    if isinstance(value, bool) or not isinstance(value, Real | np.floating | np.integer):
+    if value.__class__ is float:  # the common case, without the abstract-class checks
+        v = value
+    elif isinstance(value, bool) or not isinstance(value, Real | np.floating | np.integer):
         raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
-    v = float(value)
+    else:
+        v = float(value)
     if not math.isfinite(v):
         raise ValueError(f"{name} must be finite, got {v!r}")
     if low is not None and (v < low or (low_open and v == low)):

@@ -544,7 +544,7 @@ class PointSetup:
             penalty=self.problem.penalty,
             l1_ratio=self.problem.l1_ratio,
         )
-        return dataclasses.replace(self.problem, lam=lam_v, alpha=alpha_v)
+        return self.problem.with_lam_alpha(lam_v, alpha_v)
 
     def at(self, *, lam: float | None = None, alpha: float | None = None) -> PointSetup:
         """The same setup at another ``lam`` / ``alpha`` (validated; the mixture is shared).
