@@ -158,7 +158,7 @@ def test_bad_toml_files(tmp_path: Path) -> None:
 
 def test_bad_grid_fails_before_any_work(tmp_path: Path, monkeypatch) -> None:
     calls = []
-    monkeypatch.setattr(sw, "run_task", lambda task: calls.append(task))
+    monkeypatch.setattr(sw, "_run_point", lambda task: calls.append(task))
     out = tmp_path / "out.csv"
     spec = {"fixed": BINARY, "grid": {"alpha": [1.0, 2.0]}, "simulate": {"d": 0, "seeds": 3}}
     with pytest.raises(GridError, match="'d'"):
@@ -307,7 +307,7 @@ def test_dask_local_cluster_equals_joblib(tmp_path: Path, theory_serial: sw.Swee
     pd.testing.assert_frame_equal(theory_dask.df, theory_serial.df, check_exact=True)
     pd.testing.assert_frame_equal(sim_dask.df, sim_joblib.df, check_exact=True)
     assert (tmp_path / "dask.csv").read_text() == (tmp_path / "joblib.csv").read_text()
-    assert (tmp_path / "dask.csv").read_text() == theory_serial.df.to_csv(index=False)
+    assert (tmp_path / "dask.csv").read_bytes() == sw._csv_bytes(theory_serial.df)
 
 
 def test_unreachable_scheduler_is_an_oserror(monkeypatch) -> None:
@@ -443,3 +443,63 @@ def test_warnings_of_points_are_reemitted(monkeypatch) -> None:
     with pytest.warns(gm.IntegrationWarning, match=r"coarse rule \(at alpha = 1.0\)"):
         res = sweep(Grid({"alpha": [1.0]}, fixed=BINARY), backend="serial", progress=False)
     assert res.warnings == [("IntegrationWarning", "coarse rule", "alpha = 1.0")]
+
+
+def test_warnings_belong_to_their_point_and_filters_are_restored(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # the serial stream records warnings once for all points: each point must still get its
+    # own, and the caller's warning filters must be back after the sweep, even one that fails
+    real = sw.theory_payload
+
+    def noisy(setup, *, lam, alpha, **kw):
+        if alpha == 2.0:
+            warnings.warn("coarse rule", gm.IntegrationWarning, stacklevel=2)
+        return real(setup, lam=lam, alpha=alpha, **kw)
+
+    monkeypatch.setattr(sw, "theory_payload", noisy)
+    grid = Grid({"alpha": [1.0, 2.0, 3.0]}, fixed=BINARY)
+    before = list(warnings.filters)
+    with pytest.warns(gm.IntegrationWarning, match=r"coarse rule \(at alpha = 2.0\)"):
+        res = sweep(grid, backend="serial", progress=False)
+    assert res.warnings == [("IntegrationWarning", "coarse rule", "alpha = 2.0")]
+    assert warnings.filters == before
+
+    def full_disk(self, line):
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(sw._Checkpoint, "append", full_disk)
+    with pytest.raises(OSError, match="no space left") as info:
+        sweep(grid, checkpoint=tmp_path / "ck.jsonl", backend="serial", progress=False)
+    # (while the traceback, and with it the sweep's frame, is alive)
+    assert info.value is not None and warnings.filters == before
+    with pytest.warns(UserWarning, match="still recorded"):
+        warnings.warn("still recorded", UserWarning, stacklevel=1)
+
+
+def test_csv_writer_reads_back_like_pandas() -> None:
+    # the sweep writes its CSV itself (float text by orjson): pandas must read back exactly
+    # the frame that it reads from its own to_csv, on every kind of cell of a table
+    df = pd.DataFrame(
+        {
+            "alpha": [0.5, 1e-8, 1e22],
+            "loss": ["square", "hinge", 'a "quoted", text'],
+            "x": [np.nan, -0.0, 5e-324],
+            "y": [0.1, 2.5e-300, 1.7976931348623157e308],
+            "converged": [True, False, True],
+            "n_iter": [3, 0, 12],
+            "Q": ["[[0.1,0.2]]", None, '{"a":1,"b":[null]}'],
+            "message": ["converged", "failed: ValueError: x, y", "line\nbreak"],
+            "mixed": [1.5, None, "text"],
+        }
+    )
+    # a float column that is a strided view of a 2-D block (Fortran order)
+    block = np.asfortranarray(np.random.default_rng(0).normal(size=(3, 2)))
+    df = pd.concat([df, pd.DataFrame(block, columns=["f0", "f1"])], axis=1)
+    ours = pd.read_csv(io.BytesIO(sw._csv_bytes(df)))
+    theirs = pd.read_csv(io.StringIO(df.to_csv(index=False)))
+    pd.testing.assert_frame_equal(ours, theirs, check_exact=True)
+    assert b"1e-8" in sw._csv_bytes(df) and ours["y"].iloc[2] == 1.7976931348623157e308
+    # infinities (never in a sweep's table) are kept, not emptied
+    inf = pd.DataFrame({"v": [np.inf, -np.inf, 1.0]})
+    assert pd.read_csv(io.BytesIO(sw._csv_bytes(inf)))["v"].tolist() == [np.inf, -np.inf, 1.0]

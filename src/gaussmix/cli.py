@@ -76,6 +76,7 @@ import numpy as np
 import typer
 
 from . import __version__
+from ._json import finite_or_none
 from ._validation import check_array
 from .exceptions import ConvergenceError, GaussmixError
 from .experiments import lambda_sweep, learning_curve, parse_range
@@ -163,17 +164,6 @@ def _one_line(message: str) -> str:
 
 
 # ============================================================================ output
-def _finite_or_none(obj: Any) -> Any:
-    """Replace non-finite floats by None so that the JSON is strict."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite_or_none(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite_or_none(v) for v in obj]
-    return obj
-
-
 def _fmt(x: Any) -> str:
     if isinstance(x, float):
         return f"{x:.6g}"
@@ -265,7 +255,7 @@ def point(
         "version": __version__,
     }
     if json_out:
-        typer.echo(json.dumps(_finite_or_none(payload), allow_nan=False))
+        typer.echo(json.dumps(finite_or_none(payload), allow_nan=False))
         return
     rows = [
         ("test_error", payload["test_error"]),
@@ -522,7 +512,7 @@ def optimal_lambda_command(
         **point,
     }
     if json_out:
-        typer.echo(json.dumps(_finite_or_none(payload), allow_nan=False))
+        typer.echo(json.dumps(finite_or_none(payload), allow_nan=False))
         return
     if res.at_boundary:
         star = f"0+ (lambda -> 0+; errors at lambda = {res.lam_min:.3g}, the smallest solved)"
@@ -618,7 +608,7 @@ def simulate(
         )
     _check_finite_errors(payload)
     if json_out:
-        typer.echo(json.dumps(_finite_or_none(payload), allow_nan=False))
+        typer.echo(json.dumps(finite_or_none(payload), allow_nan=False))
         return
     p = payload["params"]
     typer.echo(f"{_describe(setup.params)}; d={d}, n={p['n']}, {seeds} seeds (seed {seed})")

@@ -27,8 +27,8 @@ parameters (:func:`point_key`), run by :func:`run_task` on
 Checkpoint and resume
 ---------------------
 Finished points stream to a checkpoint file (JSON lines, one per point: ``{"key", "row",
-"warnings", "quadrature"}`` with the row's lists and dicts as JSON strings, non-finite
-numbers as ``NaN``), each appended with a single ``os.write`` of a complete line to a file
+"warnings", "quadrature"}``; floats as their shortest round-trip text, non-finite numbers
+as ``NaN`` / ``Infinity``), each appended with a single ``os.write`` of a complete line to a file
 opened with ``O_APPEND``.  A process
 killed at any moment (even by SIGKILL) leaves at most an incomplete last line, which the
 next run discards; running the same sweep again skips every point already in the
@@ -49,8 +49,9 @@ options and whose ``attrs`` carry the provenance.  A point without a fixed point
 simulation failed) is a row with ``converged=False``, NaN observables and a ``message``; it
 does not stop the sweep.
 
-Test hook: the environment variable ``GAUSSMIX_SWEEP_TEST_DELAY`` (seconds) makes every task
-sleep before its work, so that a test can kill a sweep in the middle.  Not for other uses.
+Test hook: the environment variable ``GAUSSMIX_SWEEP_TEST_DELAY`` (seconds; read when this
+module is imported, in every worker) makes every task sleep before its work, so that a test
+can kill a sweep in the middle.  Not for other uses.
 
 Reproducibility: BLAS runs one thread per task (parallelism comes from the workers), so a
 point gives the same bits on every backend and with any number of workers, and seeded
@@ -60,10 +61,12 @@ simulations are reproducible bit for bit.
 from __future__ import annotations
 
 import contextlib
+import csv
 import dataclasses
 import datetime as _dt
 import functools
 import hashlib
+import io
 import itertools
 import json
 import math
@@ -77,9 +80,11 @@ from pathlib import Path
 from typing import Any, get_args
 
 import numpy as np
+import orjson
 import pandas as pd
 
 from . import __version__
+from ._json import dumps, loads
 from .exceptions import ConvergenceWarning, GaussmixError
 from .options import PointOptions, PointSetup, build_point
 from .solver import solve, solve_problem
@@ -120,7 +125,8 @@ CONNECT_TIMEOUT = "20s"
 MAX_POINTS = 1_000_000
 #: options that vary a point without changing its mixture (cheap re-validation)
 _CHEAP = ("lam", "alpha")
-_CHECKPOINT_VERSION = 1
+#: version 2: checkpoint lines and point keys by orjson (strict JSON)
+_CHECKPOINT_VERSION = 2
 
 
 class GridError(ValueError):
@@ -415,7 +421,11 @@ class Grid:
     def _validate(self) -> list[dict[str, Any]]:
         cols = list(self.axes)
         tasks = []
+        # the points that differ only in lam / alpha (or in the simulation settings) share
+        # a setup, validated once: by the indices of the other grid options
         cache: dict[tuple, PointSetup] = {}
+        setup_keys: dict[tuple, str] = {}  # those indices -> hash of the setup's options
+        shared = [self._fields[c] not in (*_CHEAP, *SIMULATE_KEYS) for c in cols]
         n = math.prod(self.shape)
         for i, idx in enumerate(itertools.product(*(range(k) for k in self.shape))):
             point = {c: self.axes[c][j] for c, j in zip(cols, idx)}
@@ -428,8 +438,9 @@ class Grid:
                 else:
                     options[f] = v
             full = {**_DEFAULTS, **options}
+            setup_idx = tuple(j for j, s in zip(idx, shared) if s)
             try:
-                base = _base_setup(full, cache)
+                base = _base_setup(full, cache, setup_idx)
                 lam, alpha = full["lam"], full["alpha"]
                 if (lam, alpha) != (base.lam, base.alpha):
                     # the library's checks that depend on lam / alpha (the rest of the
@@ -446,12 +457,16 @@ class Grid:
                 raise GridError(
                     f"grid point {i + 1} of {n} ({_describe_point(point)}): {exc}"
                 ) from None
+            setup_key = setup_keys.get(setup_idx)
+            if setup_key is None:
+                setup_key = setup_keys[setup_idx] = point_key(dict(_setup_options(full)))
             tasks.append(
                 {
                     "key": point_key(full, sim),
                     "point": point,
                     "options": full,
                     "simulate": sim,
+                    "setup": setup_key,
                 }
             )
         return tasks
@@ -473,31 +488,39 @@ def point_key(options: Mapping[str, Any], simulate: Mapping[str, Any] | None = N
         "options": dict(options),
         "simulate": None if simulate is None else dict(simulate),
     }
-    return hashlib.sha256(_JSON_SORTED.encode(spec).encode()).hexdigest()[:20]
-
-
-#: compact JSON (one encoder: json.dumps with options builds a new one at every call)
-_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=True)
-_JSON_SORTED = json.JSONEncoder(separators=(",", ":"), allow_nan=True, sort_keys=True)
+    try:
+        text = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # a type orjson refuses: the standard library, keys sorted alike
+        text = json.dumps(spec, separators=(",", ":"), sort_keys=True).encode()
+    return hashlib.sha256(text).hexdigest()[:20]
 
 
 #: every PointOptions field with its default, in field order
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(PointOptions)}
 
 
-def _base_setup(options: Mapping[str, Any], cache: dict[tuple, PointSetup]) -> PointSetup:
+def _setup_options(options: Mapping[str, Any]) -> tuple:
+    """The options of a point that its setup depends on (all but lam / alpha), hashable."""
+    return tuple((k, v) for k, v in options.items() if k not in _CHEAP)
+
+
+def _base_setup(
+    options: Mapping[str, Any], cache: dict[Any, PointSetup], key: Any = None
+) -> PointSetup:
     """A validated setup for every point that differs from ``options`` only in lam/alpha.
 
-    ``options`` has every PointOptions field.  Built (and validated) by ``build_point`` at
-    the first such point; the returned setup carries that point's lam and alpha.
+    ``options`` has every PointOptions field; ``key`` identifies them up to lam / alpha in
+    ``cache`` (default: :func:`_setup_options`).  Built (and validated) by ``build_point``
+    at the first such point; the returned setup carries that point's lam and alpha.
     """
-    ck = tuple((k, v) for k, v in options.items() if k not in _CHEAP)
-    setup = cache.get(ck)
+    if key is None:
+        key = _setup_options(options)
+    setup = cache.get(key)
     if setup is None:
         setup = build_point(PointOptions(**options))
         if len(cache) >= 256:
             cache.clear()
-        cache[ck] = setup
+        cache[key] = setup
     return setup
 
 
@@ -690,65 +713,100 @@ def _limit_threads_once() -> None:
 
 
 _THREAD_LIMITER: Any = None
+#: the test hook's delay per task (read when the module is imported, in every worker)
+_TEST_DELAY = float(os.environ.get(TEST_DELAY_ENV) or 0.0)
 #: numerical failures of one point, reported as a row instead of stopping the sweep
 _POINT_FAILURES = (GaussmixError, ArithmeticError, np.linalg.LinAlgError, ValueError)
 
 
 def run_task(task: Mapping[str, Any]) -> dict[str, Any]:
-    """Run one point; return ``{'key', 'row', 'warnings', 'quadrature'}`` (JSON-friendly).
+    """Run one point; return ``{'key', 'row', 'warnings', 'quadrature'}`` (JSON values).
 
-    ``row`` is the ``point --json`` (or ``simulate --json``) object of the point (nested
-    values as lists and dicts; the table encodes them as JSON text).
+    ``row`` is the ``point --json`` (or ``simulate --json``) object of the point, as the
+    checkpoint holds it: nested values as lists and dicts, non-finite numbers as None (the
+    table turns them into NaN again).
 
-    ``task`` is one of :meth:`Grid.tasks`: ``{'key', 'point', 'options', 'simulate'}``
-    (``options``: every :class:`~gaussmix.options.PointOptions` field; ``simulate``: None or
-    ``{'d', 'seeds', 'seed'}``), plus ``'limit_threads': True`` to pin BLAS to one thread
-    in this process.  Numerical failures become a row with ``converged=False``.
+    ``task`` is one of :meth:`Grid.tasks`: ``{'key', 'point', 'options', 'simulate',
+    'setup'}`` (``options``: every :class:`~gaussmix.options.PointOptions` field;
+    ``simulate``: None or ``{'d', 'seeds', 'seed'}``; ``setup``: a hash of the options
+    other than lam and alpha, which this process validates once), plus
+    ``'limit_threads': True`` to pin BLAS to one thread in this process.  Numerical failures
+    become a row with ``converged=False``.
     """
-    if task.get("limit_threads"):
-        _limit_threads_once()
-    delay = os.environ.get(TEST_DELAY_ENV)
-    if delay:
-        time.sleep(float(delay))
-    sim = task.get("simulate")
-    keys = theory_keys() if sim is None else simulation_keys()
-    params: dict[str, Any] = {}
-    with warnings.catch_warnings(record=True) as caught:
+    return loads(_run_point(task)[1])
+
+
+@contextlib.contextmanager
+def _recording() -> Iterator[list]:
+    """Record every warning (numpy's RuntimeWarnings aside) into the yielded list."""
+    with warnings.catch_warnings(record=True) as log:
         warnings.simplefilter("always")
         warnings.simplefilter("ignore", RuntimeWarning)  # numpy overflow noise
-        try:
-            options = task["options"]
-            lam, alpha = options["lam"], options["alpha"]
-            base = _base_setup(options, _WORKER_SETUPS)
-            params = {**base.params, "lam": lam, "alpha": alpha}
-            if sim is None:
-                row = theory_payload(base, lam=lam, alpha=alpha, throw=False)
-            else:
-                row = simulation_payload(
-                    base.at(lam=lam, alpha=alpha),
-                    d=sim["d"],
-                    seeds=sim["seeds"],
-                    seed=sim.get("seed", 0),
-                )
-        except _POINT_FAILURES as exc:
-            msg = " ".join(str(exc).split())
-            row = _failed_payload(keys, f"failed: {type(exc).__name__}: {msg}", params)
+        yield log
+
+
+def _run_point(task: Mapping[str, Any], log: list | None = None) -> tuple[str, bytes]:
+    """Run one point: its key and its checkpoint line (the record of :func:`run_task`).
+
+    ``log``: the list of an active :func:`_recording`, whose warnings (all of them, then
+    emptied) are this point's; by default the point records its own.
+    """
+    if log is None:
+        with _recording() as log:
+            return _run_point(task, log)
+    if task.get("limit_threads"):
+        _limit_threads_once()
+    if _TEST_DELAY:
+        time.sleep(_TEST_DELAY)
+    sim = task.get("simulate")
+    base = None
+    try:
+        options = task["options"]
+        lam, alpha = options["lam"], options["alpha"]
+        base = _base_setup(options, _WORKER_SETUPS, task.get("setup"))
+        if sim is None:
+            row = theory_payload(base, lam=lam, alpha=alpha, throw=False)
+        else:
+            row = simulation_payload(
+                base.at(lam=lam, alpha=alpha),
+                d=sim["d"],
+                seeds=sim["seeds"],
+                seed=sim.get("seed", 0),
+            )
+    except _POINT_FAILURES as exc:
+        msg = " ".join(str(exc).split())
+        keys = theory_keys() if sim is None else simulation_keys()
+        params = {} if base is None else {**base.params, "lam": lam, "alpha": alpha}
+        row = _failed_payload(keys, f"failed: {type(exc).__name__}: {msg}", params)
     seen: list[list[str]] = []
-    for w in caught:
+    for w in log:
         item = [w.category.__name__, " ".join(str(w.message).split())]
         if item not in seen:
             seen.append(item)
+    del log[:]
     p = row.get("params")
     quadrature = p.get("quadrature") if isinstance(p, dict) else None
-    # nested values (Q, params, ...) stay Python lists and dicts: the checkpoint line
-    # encodes them as JSON values, and the table turns them into JSON text once, at the
-    # end, for fresh and resumed points alike (floats round-trip by repr)
-    return {"key": task["key"], "row": row, "warnings": seen, "quadrature": quadrature}
+    record = {"key": task["key"], "row": row, "warnings": seen, "quadrature": quadrature}
+    # the line is the point's one encoding: the table reads fresh and resumed points alike
+    # from their lines (floats round-trip exactly)
+    return task["key"], dumps(record) + b"\n"
 
 
-def run_tasks(tasks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """:func:`run_task` over a chunk of tasks (the unit of work sent to a dask worker)."""
-    return [run_task(t) for t in tasks]
+def _run_stream(tasks: Sequence[Mapping[str, Any]]) -> Iterator[tuple[str, bytes]]:
+    """:func:`_run_point` over ``tasks`` in this process, with one warnings recorder for
+    all of them (a recorder per point costs more than the bookkeeping of a cheap point).
+
+    A warning issued while the caller holds the generator between two points is counted
+    with the next point.  Close the generator (``contextlib.closing``) when abandoning it.
+    """
+    with _recording() as log:
+        for t in tasks:
+            yield _run_point(t, log)
+
+
+def _run_points(tasks: Sequence[Mapping[str, Any]]) -> list[tuple[str, bytes]]:
+    """:func:`_run_point` over a chunk of tasks (the unit of work sent to a dask worker)."""
+    return list(_run_stream(tasks))
 
 
 # ============================================================================ checkpoint
@@ -756,19 +814,6 @@ def checkpoint_path(out: str | os.PathLike) -> Path:
     """The checkpoint of the final table ``out``: ``<out>.checkpoint.jsonl`` next to it."""
     p = Path(out)
     return p.with_name(p.name + ".checkpoint.jsonl")
-
-
-def _json_text(value: Any) -> str:
-    """Compact JSON of a list or dict (nested lists of finite floats by the faster repr)."""
-    if isinstance(value, list):
-        text = repr(value)
-        if "n" not in text and "'" not in text:  # no nan / inf / None / strings
-            return text.replace(" ", "")
-    return _JSON.encode(value)
-
-
-def _encode(record: Mapping[str, Any]) -> bytes:
-    return (_JSON.encode(record) + "\n").encode()
 
 
 class _Checkpoint:
@@ -781,8 +826,9 @@ class _Checkpoint:
         self._last_sync = time.monotonic()
         self._dirty = False
 
-    def open(self) -> dict[str, dict]:
-        """Lock the file, drop an incomplete last line and return the finished records."""
+    def open(self) -> dict[str, bytes]:
+        """Lock the file, drop an incomplete last line and return the finished points' lines
+        (key -> line; the first line of a key wins)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
@@ -806,26 +852,27 @@ class _Checkpoint:
                 f"checkpoint {str(self.path)!r} is in use by another running sweep"
             ) from None
 
-    def _load(self, fd: int) -> dict[str, dict]:
+    def _load(self, fd: int) -> dict[str, bytes]:
         size = os.fstat(fd).st_size
         data = os.pread(fd, size, 0) if size else b""
         end = data.rfind(b"\n") + 1
         if end < len(data):  # a killed writer left half a line: drop it
             os.ftruncate(fd, end)
             data = data[:end]
-        records: dict[str, dict] = {}
+        records: dict[str, bytes] = {}
         bad = 0
-        for line in data.splitlines():
+        for line in data.splitlines(keepends=True):
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
+                rec = loads(line)
                 key = rec["key"]
-                rec["row"]  # noqa: B018 - must exist
+                if not isinstance(rec["row"], dict):
+                    raise TypeError
             except (ValueError, KeyError, TypeError):
                 bad += 1
                 continue
-            records.setdefault(key, rec)
+            records.setdefault(key, line)
         if bad:
             warnings.warn(
                 f"checkpoint {str(self.path)!r}: ignored {bad} unreadable line(s)",
@@ -836,10 +883,11 @@ class _Checkpoint:
 
     def append(self, line: bytes) -> None:
         assert self.fd is not None
-        view = memoryview(line)
-        while view:
-            n = os.write(self.fd, view)
-            view = view[n:]
+        n = os.write(self.fd, line)
+        if n < len(line):  # (a regular file takes the whole line at once)
+            view = memoryview(line)[n:]
+            while view:
+                view = view[os.write(self.fd, view) :]
         self._dirty = True
         now = time.monotonic()
         if now - self._last_sync >= self.fsync_interval:
@@ -858,14 +906,40 @@ class _Checkpoint:
             self.fd = None
 
 
+def _csv_cells(values: np.ndarray) -> list[Any]:
+    """The cells of one column for :func:`csv.writer` (see :func:`_csv_bytes`)."""
+    if values.dtype.kind == "f" and len(values) and not np.isinf(values).any():
+        # orjson writes the shortest round-trip text of float64 arrays in one C call (NaN
+        # as null -> empty cell), ~2x faster than the repr that pandas uses
+        text = orjson.dumps(
+            np.ascontiguousarray(values, dtype=np.float64), option=orjson.OPT_SERIALIZE_NUMPY
+        ).decode()
+        return text[1:-1].replace("null", "").split(",")
+    if values.dtype == object:
+        return ["" if v is None or (isinstance(v, float) and v != v) else v for v in values]
+    return values.tolist()
+
+
+def _csv_bytes(df: pd.DataFrame) -> bytes:
+    """``df`` as UTF-8 CSV without index, read back by :func:`pandas.read_csv` exactly as
+    ``df.to_csv(index=False)`` (same quoting, empty cells for NaN and None); floats in
+    their shortest round-trip text (``1e-8`` where pandas writes ``1e-08``)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(df.columns)
+    writer.writerows(zip(*(_csv_cells(df[c].to_numpy()) for c in df.columns)))
+    return buf.getvalue().encode()
+
+
 def _write_csv_atomic(df: pd.DataFrame, path: Path) -> Path:
     import tempfile
 
+    data = _csv_bytes(df)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            df.to_csv(fh, index=False)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -877,15 +951,14 @@ def _write_csv_atomic(df: pd.DataFrame, path: Path) -> Path:
 
 
 # ============================================================================ executors
-def _run_serial(tasks: list[dict]) -> Iterator[dict]:
+def _run_serial(tasks: list[dict]) -> Iterator[tuple[str, bytes]]:
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(1):
-        for t in tasks:
-            yield run_task(t)
+        yield from _run_stream(tasks)
 
 
-def _run_joblib(tasks: list[dict], jobs: int) -> Iterator[dict]:
+def _run_joblib(tasks: list[dict], jobs: int) -> Iterator[tuple[str, bytes]]:
     from joblib import Parallel, delayed, effective_n_jobs, parallel_config
 
     if effective_n_jobs(jobs) == 1 or len(tasks) == 1:
@@ -893,12 +966,12 @@ def _run_joblib(tasks: list[dict], jobs: int) -> Iterator[dict]:
         return
     with parallel_config(backend="loky", inner_max_num_threads=1):
         gen = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-            delayed(run_task)(t) for t in tasks
+            delayed(_run_point)(t) for t in tasks
         )
         yield from gen
 
 
-def _run_dask(tasks: list[dict], scheduler: Any, jobs: int) -> Iterator[dict]:
+def _run_dask(tasks: list[dict], scheduler: Any, jobs: int) -> Iterator[tuple[str, bytes]]:
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError as exc:  # pragma: no cover
@@ -937,7 +1010,7 @@ def _run_dask(tasks: list[dict], scheduler: Any, jobs: int) -> Iterator[dict]:
         size = max(1, min(DASK_CHUNK, len(todo) // (4 * n_workers)))
         chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
         keys = [f"gaussmix-sweep-{ch[0]['key']}-{len(ch)}" for ch in chunks]
-        futures = c.map(run_tasks, chunks, key=keys)
+        futures = c.map(_run_points, chunks, key=keys)
         for fut, recs in as_completed(futures, loop=c.loop, with_results=True):
             fut.release()
             yield from recs
@@ -952,26 +1025,50 @@ def _run_dask(tasks: list[dict], scheduler: Any, jobs: int) -> Iterator[dict]:
 
 
 # ============================================================================ results
-def _table_value(key: str, value: Any) -> Any:
-    if value is None:
-        return None if key in NESTED_KEYS or key == "message" else float("nan")
-    if isinstance(value, list | dict):  # nested values become JSON text in the table
-        return _json_text(value)
-    return value
+def _table(
+    grid: Grid, tasks: Sequence[Mapping[str, Any]], lines: Sequence[bytes]
+) -> tuple[pd.DataFrame, int, list[tuple[str, str, str]], list[str]]:
+    """The table of a sweep from its points' checkpoint lines (in grid order).
 
-
-def _row_keys(payloads: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Columns of the table: the keys of the fullest row, then any other key seen."""
-    if not payloads:
-        return []
-    keys = list(max(payloads, key=len))
-    seen = set(keys)
-    for p in payloads:
-        for k in p:
-            if k not in seen:
-                keys.append(k)
-                seen.add(k)
-    return keys
+    Returns the DataFrame (grid columns, then the keys of the fullest row and any other key
+    seen; nested values as JSON text, missing numbers as NaN), the number of failed points,
+    the warnings ``(category, message, point)`` and the distinct quadrature rules.  Each
+    line is decoded and dropped in turn (holding a thousand decoded records makes the
+    garbage collector scan them, which costs more than the decoding).
+    """
+    columns: dict[str, list] = {}
+    fullest: list[str] = []
+    found: list[tuple[str, str, str]] = []
+    quads: list[str] = []
+    failed = 0
+    for i, (task, line) in enumerate(zip(tasks, lines)):
+        rec = loads(line)
+        row = rec["row"]
+        if not row.get("converged"):
+            failed += 1
+        for cat, msg in rec.get("warnings", ()):
+            found.append((cat, msg, _describe_point(task["point"])))
+        q = rec.get("quadrature")
+        if q and q not in quads:
+            quads.append(q)
+        if len(row) > len(fullest):
+            fullest = list(row)
+        for k, v in row.items():
+            col = columns.get(k)
+            if col is None:
+                col = columns[k] = [None] * i
+            col.append(dumps(v).decode() if isinstance(v, list | dict) else v)
+        if len(row) < len(columns):  # keys that this row lacks
+            for col in columns.values():
+                if len(col) == i:
+                    col.append(None)
+    data = {c: [t["point"][c] for t in tasks] for c in grid.columns}
+    for k in [*fullest, *(k for k in columns if k not in fullest)]:
+        col = columns[k]
+        if not (k in NESTED_KEYS or k == "message") and None in col:
+            col = [math.nan if v is None else v for v in col]
+        data[k] = col
+    return pd.DataFrame(data), failed, found, quads
 
 
 @dataclass(eq=False)
@@ -1076,13 +1173,8 @@ def _netcdf_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _provenance(
-    grid: Grid, records: list[dict], backend: str, created: str, failed: int
+    grid: Grid, quads: Sequence[str], backend: str, created: str, failed: int
 ) -> dict[str, Any]:
-    quads = []
-    for r in records:
-        q = r.get("quadrature")
-        if q and q not in quads:
-            quads.append(q)
     swept = set(grid._fields.values())
 
     def setting(name: str) -> Any:  # fixed value, default, or 'grid' (a dimension)
@@ -1194,9 +1286,9 @@ def sweep(
         ck_path = checkpoint_path(out_path)
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
-    tasks = grid.tasks()
+    tasks = grid._tasks  # (read only: the executors send copies or leave them alone)
     keys = grid.keys()
-    records: dict[str, dict] = {}
+    records: dict[str, bytes] = {}  # key -> checkpoint line
     ck = _Checkpoint(ck_path, fsync_interval=fsync_interval) if ck_path is not None else None
     if ck is not None:
         done = ck.open()
@@ -1224,36 +1316,20 @@ def sweep(
                     stream = _run_joblib(todo, int(jobs))
                 else:
                     stream = _run_dask(todo, scheduler, int(jobs))
-                for rec in stream:
-                    if ck is not None:
-                        ck.append(_encode(rec))
-                    # JSON round-trips these payloads exactly (floats by repr): a resumed
-                    # point and a fresh one give the same table
-                    records[rec["key"]] = rec
-                    computed += 1
-                    bar.update()
+                with contextlib.closing(stream):
+                    for key, line in stream:
+                        if ck is not None:
+                            ck.append(line)
+                        records[key] = line
+                        computed += 1
+                        bar.update()
     finally:
         if ck is not None:
             ck.close()
 
-    row_keys = _row_keys([records[k]["row"] for k in keys])
-    rows, found = [], []
-    failed = 0
-    for t in tasks:
-        rec = records[t["key"]]
-        payload = rec["row"]
-        if not payload.get("converged"):
-            failed += 1
-        for cat, msg in rec.get("warnings", []):
-            found.append((cat, msg, _describe_point(t["point"])))
-        row = {**t["point"], **payload}
-        for k, v in payload.items():
-            if v is None or isinstance(v, list | dict):  # nested values: JSON text
-                row[k] = _table_value(k, v)
-        rows.append(row)
-    # (pandas turns the None of numeric columns into NaN)
-    df = pd.DataFrame(rows, columns=[*grid.columns, *row_keys])
-    attrs = _provenance(grid, [records[k] for k in keys], backend, created, failed)
+    # fresh and resumed points alike: the table reads every point from its line
+    df, failed, found, quads = _table(grid, tasks, [records[k] for k in keys])
+    attrs = _provenance(grid, quads, backend, created, failed)
     result = SweepResult(
         df=df,
         grid=grid,
