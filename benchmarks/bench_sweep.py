@@ -18,7 +18,7 @@ are wall times.
     and range of 7 runs).
 (c) A sweep on 2 workers against 1 worker (joblib, warm worker pool; and a dask
     LocalCluster of 2 workers) on three grids: 40 and 200 K = 3 cross-entropy theory
-    points (~8 ms each), and 12 simulated points (~0.3 s each).
+    points (~6 ms each), and 12 simulated points (~0.05 s each).
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def _timed(fn) -> float:
 
 def scaling() -> list[str]:
     grids = {
-        "40 K=3 cross-entropy theory points (~8 ms each)": Grid(
+        "40 K=3 cross-entropy theory points (~6 ms each)": Grid(
             {"alpha": [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0], "lam": [0.1, 0.2, 0.5, 1.0, 2.0]},
             fixed={"loss": "cross-entropy", "clusters": 3},
         ),
