@@ -27,12 +27,13 @@ parameters (:func:`point_key`), run by :func:`run_task` on
 Checkpoint and resume
 ---------------------
 Finished points stream to a checkpoint file (JSON lines, one per point: ``{"key", "row",
-"warnings", "quadrature"}``; floats as their shortest round-trip text, non-finite numbers
-as ``NaN`` / ``Infinity``), each appended with a single ``os.write`` of a complete line to a file
-opened with ``O_APPEND``.  A process
-killed at any moment (even by SIGKILL) leaves at most an incomplete last line, which the
-next run discards; running the same sweep again skips every point already in the
-checkpoint, so a killed sweep loses only the points that were in flight.  The data reach
+"warnings", "quadrature"}``; strict JSON by :mod:`gaussmix._json`: floats as their shortest
+round-trip text, non-finite numbers as ``null``), each appended with a single ``os.write``
+of a complete line to a file opened with ``O_APPEND``.  The table is read back from these
+lines for fresh and resumed points alike.  A process killed at any moment (even by
+SIGKILL) leaves at most an incomplete last line, which the next run discards; running the
+same sweep again skips every point already in the checkpoint, so a killed sweep loses only
+the points that were in flight.  The data reach
 the kernel with every row; ``fsync`` (protection against a crash of the *machine*) runs at
 most every ``fsync_interval`` seconds and when the sweep ends.  Only one sweep at a time may
 use a checkpoint (an advisory lock).  The checkpoint is kept after the sweep: delete it to
