@@ -163,6 +163,26 @@ def test_closed_form_validity_check_agrees_with_eigenvalues(L):
         assert _valid(x, K, L) == expected
 
 
+@pytest.mark.parametrize("m", [1, 2, 3])
+def test_symmetric_eigenvalues_closed_forms_agree_with_lapack(m):
+    from gaussmix._linalg import sym_eigvals
+
+    rng = np.random.default_rng(20 + m)
+    for scale in (1e-300, 1e-8, 1.0, 1e8, 1e300):
+        A = scale * rng.standard_normal((500, m, m))  # not symmetric: its symmetric part
+        ref = np.linalg.eigvalsh(0.5 * (A + np.swapaxes(A, 1, 2)))
+        got = sym_eigvals(A)
+        assert got.shape == ref.shape and np.all(np.isfinite(got))
+        top = np.abs(ref).max(axis=1, keepdims=True)
+        assert np.all(np.abs(got - ref) <= 4e-16 * m * top)
+    # singular, diagonal and zero blocks (the PSD checks decide on the smallest one)
+    u = np.array([0.6, 0.8])
+    special = {1: [[[0.0]], [[2.0]]], 2: [np.outer(u, u), np.diag([3.0, -1.0]), np.zeros((2, 2))]}
+    if m in special:
+        B = np.asarray(special[m], dtype=float)
+        np.testing.assert_allclose(sym_eigvals(B), np.linalg.eigvalsh(B), atol=1e-15)
+
+
 def test_gauss_hermite_order_is_capped_where_numpy_weights_overflow():
     with pytest.raises(ValueError, match="quadrature order n must be <= 360"):
         GaussHermite(MAX_ORDER + 1)

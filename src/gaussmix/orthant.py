@@ -52,6 +52,7 @@ from scipy.special import log_ndtr, ndtr, ndtri
 from scipy.stats import qmc
 
 from ._kernels import bvnu
+from ._linalg import sym_eigvals
 from ._validation import check_array, check_int, check_real
 
 __all__ = ["orthant_probability", "orthant_probability_batch"]
@@ -113,7 +114,7 @@ def _check_psd(name: str, cov: np.ndarray) -> None:
             f"{name} must be symmetric (relative tolerance {_PSD_RTOL:g}); "
             f"max |cov - cov^T| = {asym[i]:.3g} for max |cov| = {scale[i]:.3g}"
         )
-    eig = np.linalg.eigvalsh(0.5 * (cov + np.swapaxes(cov, -1, -2)))
+    eig = sym_eigvals(cov)
     top = np.abs(eig).max(axis=-1)
     low = eig.min(axis=-1)
     bad = low < -_PSD_RTOL * top

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import __version__
+from ._linalg import sym_eigvals
 from ._validation import check_int, check_real
 from .channel import channel_moments
 from .exceptions import ConvergenceError, IntegrationWarning, SpuriousFixedPointError
@@ -161,29 +162,12 @@ def _unpack(x: np.ndarray, K: int, L: int):
     return Q, M, V, b
 
 
-def _eigvals_2x2(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Smallest and largest eigenvalue of each symmetrised 2 x 2 block of ``A`` (K, 2, 2):
-    ``tr/2 -+ sqrt((a - c)^2 / 4 + b^2)``."""
-    a, c, b = A[:, 0, 0], A[:, 1, 1], 0.5 * (A[:, 0, 1] + A[:, 1, 0])
-    half, rad = 0.5 * (a + c), np.sqrt(0.25 * (a - c) ** 2 + b * b)
-    return half - rad, half + rad
-
-
 def _valid(x: np.ndarray, K: int, L: int) -> bool:
     """Finite, every ``Q_c`` positive semi-definite and every ``V_c`` positive definite."""
     if not np.all(np.isfinite(x)):
         return False
     Q, _, V, _ = _unpack(x, K, L)
-    if L == 1:  # 1 x 1 blocks: the eigenvalues are the entries
-        q, v = Q.ravel(), V.ravel()
-        return bool(q.min() >= -1e-9 * max(1.0, float(np.abs(q).max())) and v.min() > 0)
-    if L == 2:  # 2 x 2 blocks: closed-form eigenvalues
-        qlo, qhi = _eigvals_2x2(Q)
-        vlo, _ = _eigvals_2x2(V)
-        scale = max(1.0, float(np.abs(qlo).max()), float(np.abs(qhi).max()))
-        return bool(qlo.min() >= -1e-9 * scale and vlo.min() > 0)
-    eq = np.linalg.eigvalsh(0.5 * (Q + np.swapaxes(Q, 1, 2)))
-    ev = np.linalg.eigvalsh(0.5 * (V + np.swapaxes(V, 1, 2)))
+    eq, ev = sym_eigvals(Q), sym_eigvals(V)
     scale = max(1.0, float(np.abs(eq).max()))
     return bool(eq.min() >= -1e-9 * scale and ev.min() > 0)
 

@@ -1,0 +1,27 @@
+"""Small dense linear algebra on stacks of tiny matrices (run at every iteration)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["sym_eigvals"]
+
+
+def sym_eigvals(A: np.ndarray) -> np.ndarray:
+    """Eigenvalues, ascending, of the symmetric part of each block of ``A`` (..., m, m).
+
+    Closed forms for ``m = 1`` (the entry) and ``m = 2`` (``tr/2 -+ hypot((a - c)/2, b)``,
+    no LAPACK call: ~10x cheaper on the small stacks of the solver and the orthant
+    probabilities); :func:`numpy.linalg.eigvalsh` beyond.  Absolute error ~1e-16 times the
+    largest ``|eigenvalue|`` in every case.
+    """
+    A = np.asarray(A, dtype=float)
+    m = A.shape[-1]
+    if m == 1:
+        return A[..., 0, :].copy()
+    if m == 2:
+        a, c = A[..., 0, 0], A[..., 1, 1]
+        b = 0.5 * (A[..., 0, 1] + A[..., 1, 0])
+        half, rad = 0.5 * (a + c), np.hypot(0.5 * (a - c), b)
+        return np.stack([half - rad, half + rad], axis=-1)
+    return np.linalg.eigvalsh(0.5 * (A + np.swapaxes(A, -1, -2)))
