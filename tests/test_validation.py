@@ -169,3 +169,27 @@ def test_problem_at_another_lam_alpha_equals_replace():
     assert type(q) is type(p) and vars(q).keys() == vars(r).keys()
     with pytest.raises(dataclasses.FrozenInstanceError):
         q.lam = 1.0
+
+
+def test_output_space_is_built_once_per_label_map_and_read_only():
+    from gaussmix.mixture import LabelMap
+    from gaussmix.problem import _output_space, make_problem
+
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    p1 = make_problem(mix, "cross-entropy", lam=0.1, alpha=1.0)
+    p2 = make_problem(mix, "cross-entropy", lam=1.0, alpha=2.0)
+    sq = make_problem(mix, "square", lam=1.0, alpha=2.0)
+    assert p1.P is p2.P and p1.constraints is p2.constraints  # shared, not rebuilt
+    assert sq.P.shape == (3, 3) and p1.P.shape == (2, 3)  # the reduced space is another entry
+    with pytest.raises(ValueError, match="read-only"):
+        p1.constraints[0][0][0, 0] = 1.0
+    # the same rule as a fresh label map with the same labels (nearest label vector)
+    P, cons = _output_space(LabelMap(np.eye(3)), True)
+    np.testing.assert_array_equal(P, p1.P)
+    for (D, t), (D1, t1) in zip(cons, p1.constraints):
+        np.testing.assert_array_equal(D, D1)
+        np.testing.assert_array_equal(t, t1)
+    # the binary flag is computed once, with the same answer as the definition
+    for labels, expected in [([[1.0], [-1.0]], True), ([[1.0], [0.0]], False),
+                             ([[1.0], [-1.0], [1.0]], True), (np.eye(2), False)]:  # fmt: skip
+        assert LabelMap(np.asarray(labels)).is_binary is expected

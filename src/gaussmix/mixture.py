@@ -59,6 +59,7 @@ class LabelMap:
     kind: str = "custom"
     classes: np.ndarray = field(init=False, repr=False)
     cluster_class: np.ndarray = field(init=False, repr=False)
+    _is_binary: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         y = check_array("labels", self.labels)
@@ -72,6 +73,8 @@ class LabelMap:
         object.__setattr__(self, "labels", y)
         object.__setattr__(self, "classes", classes)
         object.__setattr__(self, "cluster_class", np.asarray(inverse).reshape(-1))
+        binary = y.shape[1] == 1 and set(np.unique(y).tolist()) == {-1.0, 1.0}
+        object.__setattr__(self, "_is_binary", binary)
         is_onehot = bool(
             np.all((y == 0) | (y == 1)) and np.all(y.sum(axis=1) == 1) and y.shape[1] >= 2
         )
@@ -132,7 +135,7 @@ class LabelMap:
     @property
     def is_binary(self) -> bool:
         """Whether the labels are the scalars +1 / -1."""
-        return self.dim == 1 and set(np.unique(self.labels).tolist()) == {-1.0, 1.0}
+        return self._is_binary
 
     def permute(self, perm: np.ndarray) -> LabelMap:
         """The same labels attached to clusters in the order ``perm``."""

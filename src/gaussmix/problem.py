@@ -9,13 +9,14 @@ orthonormal basis of that space; full-space quantities are ``Q_full = P^T Q P``,
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
 from ._validation import check_choice, check_real
 from .losses import CrossEntropyLoss, Loss, ReducedLoss, get_loss
-from .mixture import Mixture
+from .mixture import LabelMap, Mixture
 
 __all__ = ["Problem", "make_problem", "check_penalty", "check_lam_alpha", "PENALTIES"]
 
@@ -33,6 +34,39 @@ def _complement_of_ones(L: int) -> np.ndarray:
         P[i - 1, i] = -i
         P[i - 1] /= np.sqrt(i * (i + 1))
     return P
+
+
+#: the output space of each label map, built once (label maps are immutable)
+_OUTPUT_SPACES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _output_space(labels: LabelMap, reduced: bool) -> tuple[np.ndarray, tuple]:
+    """The effective output space of ``labels`` and its classification rule.
+
+    ``reduced``: the complement of ``1`` (cross-entropy), else the label space itself.
+    Returns ``P`` (L', L) and, per cluster, ``(D, t)``: the effective output ``h`` is
+    classified to the cluster's label iff ``D h < t`` componentwise (nearest distinct label
+    vector, one row per other class).  Computed once per label map and kind (read-only
+    arrays, shared by every problem on these labels).
+    """
+    cache = _OUTPUT_SPACES.setdefault(labels, {})
+    hit = cache.get(reduced)
+    if hit is not None:
+        return hit
+    L = labels.dim
+    P = _complement_of_ones(L) if reduced else np.eye(L)
+    classes = labels.classes
+    constraints = []
+    for c in range(labels.n_clusters):
+        ci = labels.cluster_class[c]
+        others = [a for a in range(classes.shape[0]) if a != ci]
+        D = (classes[others] - classes[ci]) @ P.T
+        t = 0.5 * (np.sum(classes[others] ** 2, axis=1) - np.sum(classes[ci] ** 2))
+        D.flags.writeable = t.flags.writeable = False
+        constraints.append((D, t))
+    P.flags.writeable = False
+    cache[reduced] = out = (P, tuple(constraints))
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -209,22 +243,9 @@ def make_problem(
                 f"of dimension {labels.dim} — use penalty='l2', or labels='binary' with a "
                 "scalar loss"
             )
-    L = labels.dim
-    if isinstance(base, CrossEntropyLoss):
-        P = _complement_of_ones(L)
-        eff: Loss = ReducedLoss(base, P)
-    else:
-        P = np.eye(L)
-        eff = base
-    classes = labels.classes
-    constraints = []
-    for c in range(mixture.n_clusters):
-        ci = labels.cluster_class[c]
-        others = [a for a in range(classes.shape[0]) if a != ci]
-        diff = classes[others] - classes[ci]
-        D = diff @ P.T
-        t = 0.5 * (np.sum(classes[others] ** 2, axis=1) - np.sum(classes[ci] ** 2))
-        constraints.append((D, t))
+    reduced = isinstance(base, CrossEntropyLoss)
+    P, constraints = _output_space(labels, reduced)
+    eff: Loss = ReducedLoss(base, P) if reduced else base
     return Problem(
         mixture=mixture,
         loss=eff,
