@@ -47,3 +47,20 @@ def test_types_orjson_refuses_take_the_same_conventions():
 def test_loads_reads_the_standard_library_nan_tokens():
     assert math.isnan(loads(b'{"a": NaN}')["a"])
     assert loads('{"a": Infinity}')["a"] == math.inf
+
+
+@given(values)
+def test_sorted_text_is_canonical(value):
+    # the same value with its dicts built in reverse key order hashes to the same text
+    def reverse(v):
+        if isinstance(v, dict):
+            return {k: reverse(v[k]) for k in reversed(list(v))}
+        if isinstance(v, list):
+            return [reverse(x) for x in v]
+        return v
+
+    text = dumps(value, sort_keys=True)
+    assert text == dumps(reverse(value), sort_keys=True)
+    assert json.loads(text) == value
+    keys = [k for k in json.loads(text)] if isinstance(value, dict) else []
+    assert keys == sorted(keys)

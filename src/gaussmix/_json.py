@@ -16,6 +16,7 @@ import orjson
 __all__ = ["finite_or_none", "dumps", "loads"]
 
 _STRICT = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+_STRICT_SORTED = json.JSONEncoder(separators=(",", ":"), allow_nan=False, sort_keys=True)
 
 
 def finite_or_none(obj: Any) -> Any:
@@ -29,16 +30,18 @@ def finite_or_none(obj: Any) -> Any:
     return obj
 
 
-def dumps(value: Any) -> bytes:
-    """Compact strict JSON of ``value`` (UTF-8), non-finite floats as ``null``.
+def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
+    """Compact strict JSON of ``value`` (UTF-8), non-finite floats as ``null``; with
+    ``sort_keys`` the keys of every dict in sorted order (a canonical text to hash).
 
     orjson, ~10x faster than the standard library, which takes over for the types orjson
     refuses (e.g. ``numpy.float64``, integers beyond 64 bits) with the same conventions.
     """
     try:
-        return orjson.dumps(value)
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None)
     except TypeError:
-        return _STRICT.encode(finite_or_none(value)).encode()
+        encoder = _STRICT_SORTED if sort_keys else _STRICT
+        return encoder.encode(finite_or_none(value)).encode()
 
 
 def loads(data: bytes | str) -> Any:

@@ -255,6 +255,6 @@ def make_problem(
         alpha=alpha_v,
         P=P,
         y=labels.labels,
-        constraints=tuple(constraints),
+        constraints=constraints,
         l1_ratio=rho1,
     )

@@ -489,11 +489,7 @@ def point_key(options: Mapping[str, Any], simulate: Mapping[str, Any] | None = N
         "options": dict(options),
         "simulate": None if simulate is None else dict(simulate),
     }
-    try:
-        text = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)
-    except TypeError:  # a type orjson refuses: the standard library, keys sorted alike
-        text = json.dumps(spec, separators=(",", ":"), sort_keys=True).encode()
-    return hashlib.sha256(text).hexdigest()[:20]
+    return hashlib.sha256(dumps(spec, sort_keys=True)).hexdigest()[:20]
 
 
 #: every PointOptions field with its default, in field order
