@@ -240,8 +240,16 @@ def test_three_class_fast_path_matches_the_general_kernel(scale_m, v_range, q_ra
     fast = _kernels.ce3_channel(*args, h_fast, w, 1e-13 * (1 + np.abs(omega).max()), 100)
     assert gen[-1] == 0 and fast[-1] == 0
     np.testing.assert_allclose(h_fast, h_gen, atol=1e-11)
+    # The moments are built from f = V^-1 (h - omega): a rounding error of h (eps |omega|)
+    # reaches f amplified by ||V^-1||, by cancellation where V is small and h ~ omega, and
+    # the second moments double it.  The two kernels order their arithmetic differently, so
+    # they may differ by that much (measured: 2.5e-13 absolute at V ~ 1e-4, 1e-3 times the
+    # bound), beyond the 1e-11 relative agreement they show elsewhere.
+    eps = np.finfo(float).eps
+    amplified = eps * (1 + np.abs(omega).max()) * np.abs(args[4]).max()
     for a, b in zip(fast[:5], gen[:5]):
-        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-13)
+        bound = 4 * amplified * (1 + np.abs(b).max())
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=max(1e-13, bound))
 
 
 @pytest.mark.parametrize("seed", [0, 1])

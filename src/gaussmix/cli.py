@@ -71,7 +71,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import numpy as np
 import typer
 
@@ -960,10 +959,11 @@ def figure_command(
 
 
 # ============================================================================ main
-_CLICK_ERRORS: tuple[type[BaseException], ...] = (click.ClickException,) + (
-    (typer.TyperException,) if hasattr(typer, "TyperException") else ()
-)
-_ABORTS: tuple[type[BaseException], ...] = (click.exceptions.Abort, typer.Abort)
+def _is_a(exc: BaseException, name: str) -> bool:
+    """Whether ``exc`` is an instance of a class called ``name``: typer raises click's
+    exceptions, from the ``click`` package or from the copy it vendors (typer >= 0.20), so
+    they are recognised by class name and nothing here imports click."""
+    return any(c.__name__ == name for c in type(exc).__mro__)
 
 
 def _error(message: str, code: int) -> int:
@@ -1028,9 +1028,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.showwarning = show_warning
         try:
             rv = app(args=args, prog_name="gaussmix", standalone_mode=False)
-        except _CLICK_ERRORS as exc:
-            return _click_error(exc)
-        except _ABORTS:
+        except typer.Abort:
             return _error("aborted", EXIT_ERROR)
         except KeyboardInterrupt:
             return _error("interrupted", 130)
@@ -1046,6 +1044,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError as exc:
             return _error(str(exc), EXIT_ERROR)
         except Exception as exc:  # noqa: BLE001 - a CLI never shows a traceback
+            if _is_a(exc, "Abort"):
+                return _error("aborted", EXIT_ERROR)
+            if _is_a(exc, "ClickException"):
+                return _click_error(exc)
             if os.environ.get("GAUSSMIX_DEBUG"):
                 raise
             return _error(f"internal error ({type(exc).__name__}): {exc}", EXIT_ERROR)
