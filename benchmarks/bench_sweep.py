@@ -35,8 +35,8 @@ from _timing import machine_line
 from threadpoolctl import threadpool_limits
 
 import gaussmix as gm
-from gaussmix.simulate import simulate
-from gaussmix.sweep import Grid, sweep
+from gaussmix.simulate.simulation import simulate
+from gaussmix.sweep.engine import Grid, sweep
 
 warnings.simplefilter("ignore")
 
@@ -84,7 +84,7 @@ def theory_vs_simulation() -> list[str]:
 
 
 def sweep_overhead(tmp: Path) -> list[str]:
-    import gaussmix.sweep as sweep_module
+    import gaussmix.sweep.engine as sweep_module
 
     alphas = [float(a) for a in np.round(np.linspace(0.2, 5.0, 50), 6)]
     lams = [float(x) for x in np.round(np.geomspace(0.01, 10.0, 20), 8)]

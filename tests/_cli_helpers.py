@@ -7,7 +7,7 @@ import contextlib
 import io
 import json
 
-from gaussmix.cli import main
+from gaussmix.cli.commands import main
 
 
 def run(*args: str) -> tuple[int, str, str]:

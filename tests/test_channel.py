@@ -9,10 +9,16 @@ from _helpers import random_spd
 from scipy import integrate
 from scipy.stats import norm
 
-from gaussmix.channel import _quadrature_moments, channel_moments, sqrtm_psd
-from gaussmix.losses import CrossEntropyLoss, HingeLoss, LogisticLoss, ReducedLoss, SquareLoss
-from gaussmix.problem import _complement_of_ones
-from gaussmix.quadrature import GaussHermite
+from gaussmix.theory.channel import _quadrature_moments, channel_moments, sqrtm_psd
+from gaussmix.theory.losses import (
+    CrossEntropyLoss,
+    HingeLoss,
+    LogisticLoss,
+    ReducedLoss,
+    SquareLoss,
+)
+from gaussmix.theory.problem import _complement_of_ones
+from gaussmix.theory.quadrature import GaussHermite
 
 
 def _scalar_expectations(loss, y, m, q, v):

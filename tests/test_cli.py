@@ -1,6 +1,6 @@
 """Tests of the command-line interface (``gaussmix point | curve | lambda-curve``).
 
-Most tests run :func:`gaussmix.cli.main` in-process (it is the console script's entry
+Most tests run :func:`gaussmix.cli.commands.main` in-process (it is the console script's entry
 point, including the one-line error handling); two tests run the installed console script
 end to end.
 """
@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gaussmix as gm
-from gaussmix import cli
-from gaussmix.cli import PointOptions, build_point, mixture_from_options, point_options
+import gaussmix.cli.commands as cli
+from gaussmix.cli.commands import PointOptions, build_point, mixture_from_options, point_options
 
 JSON_KEYS = (
     "test_error",

@@ -1,6 +1,6 @@
 """Tests of the commands ``gaussmix simulate``, ``gaussmix compare`` and ``gaussmix sweep``.
 
-They run :func:`gaussmix.cli.main` in-process (the console script's entry point,
+They run :func:`gaussmix.cli.commands.main` in-process (the console script's entry point,
 including its one-line error handling) on small instances (d <= 80).
 """
 
@@ -17,8 +17,8 @@ from _cli_helpers import assert_one_line_error, run, run_json
 from threadpoolctl import threadpool_limits
 
 import gaussmix as gm
-from gaussmix.simulate import simulate
-from gaussmix.sweep import checkpoint_path, simulation_keys, sweep, theory_keys
+from gaussmix.simulate.simulation import simulate
+from gaussmix.sweep.engine import checkpoint_path, simulation_keys, sweep, theory_keys
 
 SMALL = ("--d", "60", "--seeds", "3", "--quiet")
 

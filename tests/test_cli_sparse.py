@@ -1,7 +1,7 @@
 """Tests of the sparse-mixture command line: ``--model sparse``, ``--penalty l1|elastic-net``,
 ``--l1-ratio``, ``gaussmix optimal-lambda`` and ``gaussmix figure``.
 
-In-process runs of :func:`gaussmix.cli.main` on tiny problems.
+In-process runs of :func:`gaussmix.cli.commands.main` on tiny problems.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from _cli_helpers import assert_one_line_error, run, run_json
 
 import gaussmix as gm
-from gaussmix.sweep import Grid, GridError, sweep
+from gaussmix.sweep.engine import Grid, GridError, sweep
 
 SPARSE = ("--model", "sparse", "--delta1", "0.1", "--delta2", "1", "--loss", "square")
 MIX = gm.Mixture.sparse(0.1, 0.1, 1.0)

@@ -1,4 +1,4 @@
-"""Tests of the paper's figures (gaussmix.figures): tables, pictures, files.  Tiny grids."""
+"""Tests of the paper's figures (gaussmix.figures.sparse): tables, pictures, files.  Tiny grids."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 
 import gaussmix as gm
-from gaussmix.figures import (
+from gaussmix.figures.sparse import (
     FIGURES,
     _simulation_lambda,
     plot_sparse_curves,

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gaussmix._json import dumps, finite_or_none, loads
+from gaussmix.core.jsonio import dumps, finite_or_none, loads
 
 finite = st.floats(allow_nan=False, allow_infinity=False)
 values = st.recursive(

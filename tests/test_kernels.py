@@ -1,4 +1,4 @@
-"""Compiled kernels (gaussmix._kernels) against the numpy reference paths they replace:
+"""Compiled kernels (gaussmix.theory._kernels) against the numpy reference paths they replace:
 channel moments (logistic, reduced cross-entropy), the wedge flux of the training error,
 the closed-form small-matrix helpers, and the reporting of a failed proximal solve."""
 
@@ -9,13 +9,13 @@ import pytest
 from _helpers import random_spd
 
 import gaussmix as gm
-from gaussmix import _kernels
-from gaussmix.channel import _quadrature_moments, sqrtm_psd
-from gaussmix.losses import CrossEntropyLoss, LogisticLoss, ReducedLoss
-from gaussmix.observables import _wedge_probability
-from gaussmix.problem import _complement_of_ones
-from gaussmix.quadrature import MAX_ORDER, GaussHermite
-from gaussmix.solver import _unpack, _valid, solve_problem
+from gaussmix.theory import _kernels
+from gaussmix.theory.channel import _quadrature_moments, sqrtm_psd
+from gaussmix.theory.losses import CrossEntropyLoss, LogisticLoss, ReducedLoss
+from gaussmix.theory.observables import _wedge_probability
+from gaussmix.theory.problem import _complement_of_ones
+from gaussmix.theory.quadrature import MAX_ORDER, GaussHermite
+from gaussmix.theory.solver import _unpack, _valid, solve_problem
 
 FIELDS = ("Ef", "Eff", "Edf", "Eloss", "Eenv")
 
@@ -165,7 +165,7 @@ def test_closed_form_validity_check_agrees_with_eigenvalues(L):
 
 @pytest.mark.parametrize("m", [1, 2, 3])
 def test_symmetric_eigenvalues_closed_forms_agree_with_lapack(m):
-    from gaussmix._linalg import sym_eigvals
+    from gaussmix.theory.linalg import sym_eigvals
 
     rng = np.random.default_rng(20 + m)
     for scale in (1e-300, 1e-8, 1.0, 1e8, 1e300):
@@ -206,7 +206,7 @@ def test_continuation_from_a_coarse_rule_does_not_change_the_fixed_point():
 
 def test_prox_points_for_the_qmc_training_error_match_the_numpy_prox():
     """K >= 4 training error (QMC over omega) takes its proximal points from the kernel."""
-    from gaussmix.observables import _prox_points
+    from gaussmix.theory.observables import _prox_points
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=4)
     res = gm.solve(mix, "cross-entropy", lam=0.5, alpha=1.0, estimate_error=False)
@@ -256,7 +256,7 @@ def test_three_class_fast_path_matches_the_general_kernel(scale_m, v_range, q_ra
 def test_whole_solves_with_and_without_the_kernels_agree(seed, monkeypatch):
     """End to end: the fixed point and its errors with the compiled kernels equal those of
     the numpy reference path (random three-class mixtures and binary mixtures)."""
-    import gaussmix.channel as channel
+    import gaussmix.theory.channel as channel
 
     rng = np.random.default_rng(seed)
     A = rng.normal(size=(3, 3))

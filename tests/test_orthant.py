@@ -1,4 +1,4 @@
-"""Tests of the deterministic Gaussian orthant probabilities (gaussmix.orthant)."""
+"""Tests of the deterministic Gaussian orthant probabilities (gaussmix.theory.orthant)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from scipy.integrate import quad
 from scipy.special import ndtr
 from scipy.stats import multivariate_normal, norm
 
-from gaussmix.orthant import orthant_probability, orthant_probability_batch
+from gaussmix.theory.orthant import orthant_probability, orthant_probability_batch
 
 
 def _scipy_cdf(mean: np.ndarray, cov: np.ndarray) -> float:

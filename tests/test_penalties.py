@@ -1,7 +1,7 @@
 """Lasso and elastic-net penalties (Appendix C.2) on spectral binary mixtures, the correlated
 sparse mixture eq. (sparse), the sparsity observables of W*, and the optimal penalty.
 
-The closed forms of :mod:`gaussmix.prior` are checked against direct quadrature of the
+The closed forms of :mod:`gaussmix.theory.prior` are checked against direct quadrature of the
 soft-threshold proximal map, the elastic net against its ridge and lasso limits, and the
 fixed point against the free-energy identities of the core engine."""
 
@@ -14,9 +14,9 @@ from _helpers import check_free_energy
 from scipy import integrate
 
 import gaussmix as gm
-from gaussmix.experiments import d_test_error_d_lambda, optimal_lambda, optimal_lambda_curve
-from gaussmix.mixture import LabelMap, Mixture
-from gaussmix.prior import elastic_net_prior, ridge_prior, soft_threshold_moments
+from gaussmix.experiments.curves import d_test_error_d_lambda, optimal_lambda, optimal_lambda_curve
+from gaussmix.theory.mixture import LabelMap, Mixture
+from gaussmix.theory.prior import elastic_net_prior, ridge_prior, soft_threshold_moments
 
 # ----------------------------------------------------------------------------- quadrature
 
@@ -350,7 +350,7 @@ def test_sparse_mixture_layout():
 
 
 def test_sparse_mixture_realises_its_law():
-    from gaussmix.simulate import realise
+    from gaussmix.simulate.simulation import realise
 
     inst = realise(gm.Mixture.sparse(0.1, 0.2, 3.0), 1000, np.random.default_rng(0))
     on = inst.variances[0] == 0.2

@@ -11,7 +11,7 @@ import pytest
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 
-from gaussmix.plotting import (
+from gaussmix.figures.plotting import (
     new_axes,
     plot_lambda_curve,
     plot_learning_curve,

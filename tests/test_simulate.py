@@ -9,10 +9,7 @@ import pandas as pd
 import pytest
 from scipy.optimize import minimize
 
-from gaussmix import conventions as conv
-from gaussmix.losses import get_loss
-from gaussmix.mixture import Mixture
-from gaussmix.simulate import (
+from gaussmix.simulate.simulation import (
     ERMConvergenceWarning,
     Instance,
     exact_test_error,
@@ -23,6 +20,9 @@ from gaussmix.simulate import (
     realise,
     simulate,
 )
+from gaussmix.theory import conventions as conv
+from gaussmix.theory.losses import get_loss
+from gaussmix.theory.mixture import Mixture
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -9,7 +9,7 @@ import pytest
 from _helpers import check_within_3se
 
 import gaussmix as gm
-from gaussmix.simulate import simulate
+from gaussmix.simulate.simulation import simulate
 
 pytestmark = pytest.mark.slow
 

@@ -1,7 +1,7 @@
-"""Tests of :mod:`gaussmix.sweep`: grids, executors, checkpoint / resume, provenance.
+"""Tests of :mod:`gaussmix.sweep.engine`: grids, executors, checkpoint / resume, provenance.
 
 The dask test starts a real ``distributed.LocalCluster`` (two worker processes on the
-loopback interface); the SIGKILL test runs ``python -m gaussmix.cli sweep`` in a
+loopback interface); the SIGKILL test runs ``python -m gaussmix.cli.commands sweep`` in a
 subprocess, kills it in the middle and resumes it.
 """
 
@@ -23,9 +23,9 @@ import pandas as pd
 import pytest
 
 import gaussmix as gm
-from gaussmix import sweep as sw
-from gaussmix.cli import main
-from gaussmix.sweep import (
+from gaussmix.cli.commands import main
+from gaussmix.sweep import engine as sw
+from gaussmix.sweep.engine import (
     TEST_DELAY_ENV,
     Grid,
     GridError,
@@ -257,7 +257,7 @@ def test_simulation_sweep_reproducible_and_provenance() -> None:
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=2, labels="binary")
     from threadpoolctl import threadpool_limits
 
-    from gaussmix.simulate import simulate
+    from gaussmix.simulate.simulation import simulate
 
     with threadpool_limits(1):
         ref = simulate(mix, loss="logistic", lam=0.1, alpha=2.0, d=40, seeds=2, seed=7)
@@ -387,7 +387,7 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
     n_points = 30
 
     def command(out: Path) -> list[str]:
-        return [sys.executable, "-m", "gaussmix.cli", "sweep", "--grid", str(grid),
+        return [sys.executable, "-m", "gaussmix.cli.commands", "sweep", "--grid", str(grid),
                 "--out", str(out), "--jobs", "2", "--quiet"]  # fmt: skip
 
     env = {k: v for k, v in os.environ.items() if k != TEST_DELAY_ENV}

@@ -140,7 +140,7 @@ def test_fuzz_api_either_clear_error_or_valid_result(
 
 
 def test_check_real_fast_path_keeps_every_check():
-    from gaussmix._validation import check_real
+    from gaussmix.core.validation import check_real
 
     assert check_real("lam", 0.5, low=0.0) == 0.5
     assert check_real("lam", np.float32(0.5), low=0.0) == 0.5
@@ -156,7 +156,7 @@ def test_check_real_fast_path_keeps_every_check():
 def test_problem_at_another_lam_alpha_equals_replace():
     import dataclasses
 
-    from gaussmix.problem import make_problem
+    from gaussmix.theory.problem import make_problem
 
     mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
     p = make_problem(mix, "logistic", lam=0.1, alpha=1.0, penalty="elastic-net", l1_ratio=0.3)
@@ -172,8 +172,8 @@ def test_problem_at_another_lam_alpha_equals_replace():
 
 
 def test_output_space_is_built_once_per_label_map_and_read_only():
-    from gaussmix.mixture import LabelMap
-    from gaussmix.problem import _output_space, make_problem
+    from gaussmix.theory.mixture import LabelMap
+    from gaussmix.theory.problem import _output_space, make_problem
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     p1 = make_problem(mix, "cross-entropy", lam=0.1, alpha=1.0)

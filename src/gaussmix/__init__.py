@@ -11,16 +11,15 @@ The equations are those of Loureiro et al. (2021), "Learning Gaussian mixtures w
 generalised linear models: precise asymptotics in high-dimensions" (Theorems 1-2).
 """
 
-__version__ = "0.1.0"
-
-from .exceptions import (  # noqa: E402
+from .core.exceptions import (
     ConvergenceError,
     ConvergenceWarning,
     GaussmixError,
     IntegrationWarning,
     SpuriousFixedPointError,
 )
-from .experiments import (  # noqa: E402
+from .core.version import __version__
+from .experiments import (
     OptimalLambdaResult,
     d_test_error_d_lambda,
     lambda_sweep,
@@ -28,11 +27,11 @@ from .experiments import (  # noqa: E402
     optimal_lambda,
     optimal_lambda_curve,
 )
-from .losses import get_loss  # noqa: E402
-from .mixture import LabelMap, Mixture, mean_gram  # noqa: E402
-from .problem import make_problem  # noqa: E402
-from .quadrature import GaussHermite  # noqa: E402
-from .solver import FixedPointResult, solve  # noqa: E402
+from .theory.losses import get_loss
+from .theory.mixture import LabelMap, Mixture, mean_gram
+from .theory.problem import make_problem
+from .theory.quadrature import GaussHermite
+from .theory.solver import FixedPointResult, solve
 
 __all__ = [
     "__version__",

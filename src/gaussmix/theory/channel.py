@@ -162,7 +162,7 @@ def _compiled_moments(kind, loss, y, omega, V, w, h0) -> tuple[ChannelMoments, n
     """Channel moments from a compiled kernel (same contract as the numpy path) and the
     proximal points; ``h0`` (a warm start, or None: start at ``omega``) is not modified.
     The proximal solves converge to ``max |h - omega + V grad| <= 1e-13 (1 + max |omega|)``,
-    the threshold of :meth:`gaussmix.losses.Loss.prox`."""
+    the threshold of :meth:`gaussmix.theory.losses.Loss.prox`."""
     K, N, L = omega.shape
     tol = 1e-13 * (1.0 + float(np.abs(omega).max()))
     h = np.array(omega if h0 is None else h0, dtype=float, order="C")  # a copy

@@ -21,10 +21,10 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from .losses import get_loss
-from .mixture import Mixture
-from .problem import Problem, check_lam_alpha, make_problem
-from .quadrature import GaussHermite
+from gaussmix.theory.losses import get_loss
+from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.problem import Problem, check_lam_alpha, make_problem
+from gaussmix.theory.quadrature import GaussHermite
 
 __all__ = [
     "PointOptions",
@@ -498,7 +498,7 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
 
 
 def mixture_from_options(opts: PointOptions | ResolvedOptions) -> Mixture:
-    """Build the :class:`~gaussmix.mixture.Mixture` described by the point options."""
+    """Build the :class:`~gaussmix.theory.mixture.Mixture` described by the point options."""
     r = opts if isinstance(opts, ResolvedOptions) else resolve_options(opts)
     if r.model == "sparse":
         return Mixture.sparse(r.sparsity, r.delta1, r.delta2, rho=r.rho)
@@ -535,7 +535,7 @@ class PointSetup:
 
     def check(self, *, lam: float | None = None, alpha: float | None = None) -> Problem:
         """The validated problem at another ``lam`` / ``alpha``: the checks of
-        :func:`~gaussmix.problem.make_problem` that depend on them (the mixture, loss and
+        :func:`~gaussmix.theory.problem.make_problem` that depend on them (the mixture, loss and
         penalty were validated when the setup was built, and do not change)."""
         lam_v, alpha_v = check_lam_alpha(
             self.lam if lam is None else lam,

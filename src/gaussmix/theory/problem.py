@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_choice, check_real
+from gaussmix.core.validation import check_choice, check_real
+
 from .losses import CrossEntropyLoss, Loss, ReducedLoss, get_loss
 from .mixture import LabelMap, Mixture
 

@@ -19,13 +19,13 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ._validation import check_array, check_int, check_real
-from .exceptions import ConvergenceError, ConvergenceWarning
-from .losses import Loss
-from .mixture import Mixture
-from .observables import test_accuracy
-from .problem import LAM_MAX, make_problem
-from .solver import FixedPointResult, solve_problem
+from gaussmix.core.exceptions import ConvergenceError, ConvergenceWarning
+from gaussmix.core.validation import check_array, check_int, check_real
+from gaussmix.theory.losses import Loss
+from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.observables import test_accuracy
+from gaussmix.theory.problem import LAM_MAX, make_problem
+from gaussmix.theory.solver import FixedPointResult, solve_problem
 
 __all__ = [
     "learning_curve",
@@ -611,7 +611,7 @@ def d_test_error_d_lambda(result: FixedPointResult, *, rel_step: float = 1e-6) -
     ``rel_step max(1, |x_i|)`` (smaller for tiny positive overlaps, which must stay positive);
     nothing is re-solved, so the cost is ``2 dim(x) + 2`` evaluations of the map.
     """
-    from .solver import _Map, _unpack
+    from gaussmix.theory.solver import _Map, _unpack
 
     if result._state is None or not result.converged:
         raise ValueError("d_test_error_d_lambda needs a converged FixedPointResult")

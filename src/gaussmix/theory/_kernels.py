@@ -12,19 +12,19 @@ Two smooth losses have kernels:
   the bracket between ``omega`` and ``omega + v y``, where the stationarity condition
   changes sign);
 * :func:`ce_channel` — softmax cross-entropy on the complement of ``(1, ..., 1)`` (the
-  :class:`~gaussmix.losses.ReducedLoss`), any number of outputs (Newton on the strictly
+  :class:`~gaussmix.theory.losses.ReducedLoss`), any number of outputs (Newton on the strictly
   convex proximal objective with Armijo backtracking; Cholesky solves of the symmetric
   system ``(V^{-1} + H) s = grad``), and :func:`ce3_channel`, its scalar fast path for
   three classes (two outputs, closed-form 2 x 2 systems).
 
 They return the same moments as the numpy reference path
-:func:`gaussmix.channel._quadrature_moments` (``Ef, Eff, Edf, Eloss, Eenv``), which the
+:func:`gaussmix.theory.channel._quadrature_moments` (``Ef, Eff, Edf, Eloss, Eenv``), which the
 tests compare them with, plus a status: 0 on success, otherwise the number of nodes whose
 proximal solve did not converge.  ``h`` (the warm start) is updated in place.
 
 Two observables have kernels too: :func:`ce_ray_flux` (the curved part of the boundary
-integral of the K = 3 training error, :func:`gaussmix.observables._wedge_probability`) and
-:func:`bvnu` (Genz's bivariate normal, :mod:`gaussmix.orthant`).
+integral of the K = 3 training error, :func:`gaussmix.theory.observables._wedge_probability`) and
+:func:`bvnu` (Genz's bivariate normal, :mod:`gaussmix.theory.orthant`).
 
 Functions are compiled on first use and cached on disk (``cache=True``); every argument must
 be a C-contiguous float64 array (int64 for labels) so that one signature serves all calls.
@@ -414,7 +414,7 @@ def ce_ray_flux(u, P, yc, V, m, Linv, s1, xa, wa, xb, wb):  # pragma: no cover -
     """Flux of ``F(z) = z (1 - exp(-|z|^2/2)) / (2 pi |z|^2)`` through the curved part
     (``0 <= s <= s1``) of the image of the ray ``h = s u`` (two effective outputs).
 
-    Used by :func:`gaussmix.observables._wedge_probability`.  The ray is split into panels
+    Used by :func:`gaussmix.theory.observables._wedge_probability`.  The ray is split into panels
     of equal increments of ``|dz| / (|z| + 0.05)`` (from a scan of ``_WEDGE_SCAN`` points
     ``s = s1 (i / n)^2``, dense near the apex), ``_WEDGE_PANEL`` per panel, with at least
     ``_WEDGE_MIN_PANELS`` panels.  Rule ``a`` (Gauss-Legendre nodes ``xa, wa`` on

@@ -22,11 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
-from ._linalg import sym_eigvals
-from ._validation import check_int, check_real
+from gaussmix.core.exceptions import ConvergenceError, IntegrationWarning, SpuriousFixedPointError
+from gaussmix.core.validation import check_int, check_real
+from gaussmix.core.version import __version__
+
 from .channel import channel_moments
-from .exceptions import ConvergenceError, IntegrationWarning, SpuriousFixedPointError
+from .linalg import sym_eigvals
 from .losses import Loss, _solve_batch
 from .mixture import Mixture
 from .observables import free_energy_terms, test_accuracy, train_accuracy, weight_sparsity
@@ -394,12 +395,12 @@ def solve_problem(
     history: dict | None = None,
     continuation: bool = True,
 ) -> FixedPointResult:
-    """Solve the fixed point of a validated :class:`~gaussmix.problem.Problem`.
+    """Solve the fixed point of a validated :class:`~gaussmix.theory.problem.Problem`.
 
     See :func:`solve` for the parameters.  ``history`` (a dict, updated in place) carries
     the Anderson secant pairs of each quadrature rule from one point of a curve to the next.
     ``continuation`` first converges with a coarser rule where the rule is expensive
-    (:meth:`~gaussmix.quadrature.GaussHermite.coarsened`); it changes the starting point
+    (:meth:`~gaussmix.theory.quadrature.GaussHermite.coarsened`); it changes the starting point
     only, not the fixed point.
     """
     history = history if history is not None else {}
@@ -610,7 +611,7 @@ def solve(
         Maximum number of iterations.
     quadrature : GaussHermite, optional
         Rule for the channel expectations (default by output dimension, see
-        :func:`gaussmix.quadrature.default_rule`).
+        :func:`gaussmix.theory.quadrature.default_rule`).
     init : FixedPointResult or dict, optional
         Warm start (e.g. the previous point of a curve), or a dict of full-space ``Q``,
         ``M``, ``V``, ``b`` (e.g. a predictor extrapolated along a curve).
@@ -666,8 +667,8 @@ def free_energy(
     """The replica-symmetric free energy (eq. app:rsfree) at arbitrary order parameters.
 
     All arguments are in the *effective* output space of ``problem`` (see
-    :mod:`gaussmix.problem`).  Stationary at the fixed point of Theorem 1, where it equals the
-    minimal empirical risk per dimension, ``alpha eps_l + lam E[r(W*)] / d``.
+    :mod:`gaussmix.theory.problem`).  Stationary at the fixed point of Theorem 1, where it
+    equals the minimal empirical risk per dimension, ``alpha eps_l + lam E[r(W*)] / d``.
     """
     rule = rule if rule is not None else default_rule(problem.dim)
     mom = channel_moments(problem.loss, problem.y, M, b, Q, V, rule)

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import (
+from gaussmix.core.validation import (
     check_array,
     check_choice,
     check_int,
@@ -253,7 +253,7 @@ class Mixture:
         k = _infer_k(n_clusters, delta=delta, rho=rho, means=means, labels=labels)
         d = np.asarray(delta, dtype=float) if not np.isscalar(delta) else None
         if d is None:
-            from ._validation import check_real
+            from gaussmix.core.validation import check_real
 
             dv = check_real("delta", delta, low=0.0, low_open=True)
             deltas = np.full(k, dv)
@@ -382,7 +382,7 @@ class Mixture:
         rho : array (2,), optional
             Cluster priors of ``y = +1`` and ``y = -1`` (default balanced).
         """
-        from ._validation import check_real
+        from gaussmix.core.validation import check_real
 
         sp = check_real("sparsity", sparsity, low=0.0, high=1.0, low_open=True)
         d1 = check_real("delta1", delta1, low=0.0, low_open=True)

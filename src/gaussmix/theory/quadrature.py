@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._validation import check_int
+from gaussmix.core.validation import check_int
 
 __all__ = ["GaussHermite", "default_rule", "MAX_ORDER"]
 

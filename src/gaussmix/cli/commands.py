@@ -2,7 +2,7 @@
 compare | sweep | figure``.
 
 A thin layer over the library: options are parsed here, turned into a
-:class:`~gaussmix.mixture.Mixture` and solver keyword arguments, and handed to
+:class:`~gaussmix.theory.mixture.Mixture` and solver keyword arguments, and handed to
 :func:`gaussmix.solve`, :func:`gaussmix.learning_curve` or :func:`gaussmix.lambda_sweep`.
 Values are validated by the library (which names the offending argument); this module
 only parses comma lists and ranges and translates argument names into option names.
@@ -74,11 +74,13 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from . import __version__
-from ._json import finite_or_none
-from ._validation import check_array
-from .exceptions import ConvergenceError, GaussmixError
-from .experiments import lambda_sweep, learning_curve, parse_range
+from gaussmix.core.exceptions import ConvergenceError, GaussmixError
+from gaussmix.core.jsonio import finite_or_none
+from gaussmix.core.validation import check_array
+from gaussmix.core.version import __version__
+from gaussmix.experiments.curves import lambda_sweep, learning_curve, parse_range
+from gaussmix.theory.solver import solve
+
 from .options import (
     PointOptions,
     PointSetup,
@@ -89,7 +91,6 @@ from .options import (
     point_options,
     resolve_options,
 )
-from .solver import solve
 
 __all__ = [
     "app",
@@ -279,7 +280,7 @@ def point(
 def _write_curve(
     df: Any, out: Path, stem: str, *, x: str, title: str, logx: bool
 ) -> tuple[Path, Path]:
-    from .plotting import plot_learning_curve, save_figure
+    from gaussmix.figures.plotting import plot_learning_curve, save_figure
 
     csv_path = out / f"{stem}.csv"
     png_path = out / f"{stem}.png"
@@ -466,9 +467,9 @@ def optimal_lambda_command(
     n_evaluations, search_message, then the keys of ``point --json`` at the returned
     fixed point (params.lam is its penalty).
     """
-    from ._validation import check_real
-    from .experiments import optimal_lambda
-    from .problem import LAM_MAX
+    from gaussmix.core.validation import check_real
+    from gaussmix.experiments.curves import optimal_lambda
+    from gaussmix.theory.problem import LAM_MAX
 
     if _given(ctx, "lam"):
         raise ValueError(
@@ -597,7 +598,7 @@ def simulate(
     training points and measures the test error exactly.  With --json, prints the keys
     of ``point --json`` (means over seeds) plus <key>_se (standard errors).
     """
-    from .sweep import check_simulation, simulation_payload
+    from gaussmix.sweep.engine import check_simulation, simulation_payload
 
     setup = build_point(opts)
     check_simulation(setup, d=d, seeds=seeds, seed=seed)
@@ -666,8 +667,8 @@ def compare(
     """
     from tqdm.auto import tqdm
 
-    from .plotting import plot_comparison, save_figure
-    from .sweep import check_simulation, simulation_payload
+    from gaussmix.figures.plotting import plot_comparison, save_figure
+    from gaussmix.sweep.engine import check_simulation, simulation_payload
 
     grid = _parse_range("--alphas", alphas, positive=True)
     setup = build_point(opts, alpha=float(grid.max()))
@@ -778,8 +779,8 @@ def sweep_command(
     checkpoint; running the same command again (after a crash, a kill or Ctrl-C) skips
     them.  Delete the checkpoint to recompute from scratch.
     """
-    from .sweep import checkpoint_path
-    from .sweep import sweep as run_sweep
+    from gaussmix.sweep.engine import checkpoint_path
+    from gaussmix.sweep.engine import sweep as run_sweep
 
     if out.is_dir():
         raise OSError(f"--out: {str(out)!r} is a directory; give a file name such as sweep.csv")
@@ -922,7 +923,7 @@ def figure_command(
     with simulations (d = 1000, 8 seeds, square loss by coordinate descent) at four
     alphas.  About a minute on 2 cores (12 s with --no-simulate).
     """
-    from .figures import FIGURES, validate_figure, write_figure
+    from gaussmix.figures.sparse import FIGURES, validate_figure, write_figure
 
     if name not in FIGURES:
         allowed = ", ".join(repr(n) for n in FIGURES)

@@ -5,10 +5,10 @@ The asymptotic theory (Theorems 1 and 2) describes the minimiser of eq. ERM,
     (W*, b*) = argmin_{W, b} sum_nu loss(y_nu, W x_nu / sqrt(d) + b) + lam r(W),
 
 for ``n = alpha d`` samples of the mixture ``P(x, c) = rho_c N(x | mu_c, Sigma_c)``.  This
-module realises the *same* :class:`~gaussmix.mixture.Mixture` at a finite ``d``
+module realises the *same* :class:`~gaussmix.theory.mixture.Mixture` at a finite ``d``
 (:func:`realise`), samples a training set, minimises eq. ERM *exactly* (closed form,
 lbfgs, coordinate descent, saga or libsvm to a tight tolerance — never SGD or liblinear;
-the scikit-learn parameters come from :mod:`gaussmix.conventions`) and measures the
+the scikit-learn parameters come from :mod:`gaussmix.theory.conventions`) and measures the
 observables of Theorem 2 (eq. errors): the training loss, the training error and the test
 error.  The test error of a fitted ``(W, b)`` is computed *exactly* on the population: for
 cluster ``c`` the output ``h = W x / sqrt(d) + b`` is Gaussian with mean
@@ -33,11 +33,11 @@ import numpy as np
 import pandas as pd
 from scipy import linalg
 
-from . import conventions as conv
-from ._validation import check_choice, check_int, check_real
-from .exceptions import ConvergenceWarning
-from .losses import get_loss
-from .mixture import LabelMap, Mixture
+from gaussmix.core.exceptions import ConvergenceWarning
+from gaussmix.core.validation import check_choice, check_int, check_real
+from gaussmix.theory import conventions as conv
+from gaussmix.theory.losses import get_loss
+from gaussmix.theory.mixture import LabelMap, Mixture
 
 __all__ = [
     "Instance",
@@ -92,7 +92,7 @@ def largest_remainder(weights: np.ndarray, total: int) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Instance:
-    """One finite-``d`` realisation of a :class:`~gaussmix.mixture.Mixture`.
+    """One finite-``d`` realisation of a :class:`~gaussmix.theory.mixture.Mixture`.
 
     Attributes
     ----------
@@ -441,7 +441,7 @@ def fit_erm(
         For one-hot cross-entropy the gauge is ``sum_k b_k = 0``; with ridge
         ``sum_k W_k = 0`` holds at the minimiser.  Two-class cross-entropy is fitted as the
         equivalent binary logistic problem
-        (:func:`gaussmix.conventions.twoclass_softmax_as_binary`) and returned as
+        (:func:`gaussmix.theory.conventions.twoclass_softmax_as_binary`) and returned as
         ``W = [w/2, -w/2]``, ``b = [b/2, -b/2]``.
     info : dict
         Only with ``return_info=True``.
@@ -614,8 +614,9 @@ def _decision_constraints(labels: LabelMap, c: int) -> tuple[np.ndarray, np.ndar
 
 
 def _orthant(mean: np.ndarray, cov: np.ndarray) -> tuple[float, float]:
-    """``P[Z <= 0]`` for ``Z ~ N(mean, cov)`` by :func:`gaussmix.orthant.orthant_probability`."""
-    from .orthant import orthant_probability
+    """``P[Z <= 0]`` for ``Z ~ N(mean, cov)``, by
+    :func:`gaussmix.theory.orthant.orthant_probability`."""
+    from gaussmix.theory.orthant import orthant_probability
 
     p, err = orthant_probability(mean, cov)
     return float(p), float(err)
@@ -628,7 +629,7 @@ def exact_test_error(
 
     For cluster ``c``, ``h = W x / sqrt(d) + b ~ N(M_c + b, Q_c)``; the point is correctly
     classified iff ``D_c h < t_c`` (nearest distinct label vector), a Gaussian orthant
-    probability evaluated by :func:`gaussmix.orthant.orthant_probability`.
+    probability evaluated by :func:`gaussmix.theory.orthant.orthant_probability`.
 
     Returns
     -------

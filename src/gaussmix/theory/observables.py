@@ -311,7 +311,7 @@ def free_energy_terms(
 
 
 def weight_sparsity(mixture, prior) -> dict:
-    """Sparsity of ``W*`` from a prior update (:class:`gaussmix.prior.PriorResult`).
+    """Sparsity of ``W*`` from a prior update (:class:`gaussmix.theory.prior.PriorResult`).
 
     Returns
     -------

@@ -4,7 +4,7 @@ Each figure is a pair of pure functions: one computes a pandas table (theory, an
 finite-size simulations where the paper shows them), the other draws it.  Both are
 usable on their own; :func:`write_figure` runs a named figure and writes
 ``DIR/<name>.csv`` and ``DIR/<name>.png``.  Figures are built on an Agg canvas without
-``pyplot`` (see :mod:`gaussmix.plotting`).
+``pyplot`` (see :mod:`gaussmix.figures`).
 
 Figures (Section 3.1 of the paper, the correlated sparse mixture eq. (sparse)):
 
@@ -35,11 +35,12 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from tqdm.auto import tqdm
 
-from ._validation import check_array, check_choice, check_int, check_real
-from .experiments import OptimalLambdaResult, optimal_lambda_curve
-from .mixture import Mixture
+from gaussmix.core.validation import check_array, check_choice, check_int, check_real
+from gaussmix.experiments.curves import OptimalLambdaResult, optimal_lambda_curve
+from gaussmix.simulate.simulation import simulate as run_simulation
+from gaussmix.theory.mixture import Mixture
+
 from .plotting import AXIS_LABELS, STYLE, save_figure
-from .simulate import simulate as run_simulation
 
 __all__ = [
     "FIGURES",

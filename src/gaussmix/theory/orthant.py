@@ -10,7 +10,7 @@ xi`` with ``xi ~ N(0, I_K)``, and the point is classified correctly iff
 ``(K-1)``-dimensional Gaussian orthant probability::
 
     >>> import numpy as np
-    >>> from gaussmix.orthant import orthant_probability
+    >>> from gaussmix.theory.orthant import orthant_probability
     >>> p, err = orthant_probability(np.zeros(2), np.array([[1.0, 0.5], [0.5, 1.0]]))
     >>> round(p, 12)  # 1/4 + asin(1/2) / (2 pi) = 1/3
     0.333333333333
@@ -51,9 +51,10 @@ import numpy as np
 from scipy.special import log_ndtr, ndtr, ndtri
 from scipy.stats import qmc
 
+from gaussmix.core.validation import check_array, check_int, check_real
+
 from ._kernels import bvnu
-from ._linalg import sym_eigvals
-from ._validation import check_array, check_int, check_real
+from .linalg import sym_eigvals
 
 __all__ = ["orthant_probability", "orthant_probability_batch"]
 

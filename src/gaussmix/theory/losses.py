@@ -303,7 +303,7 @@ def get_loss(name: str | Loss) -> Loss:
     """Instantiate a loss by name: square, logistic, cross-entropy or hinge."""
     if isinstance(name, Loss):
         return name
-    from ._validation import check_choice
+    from gaussmix.core.validation import check_choice
 
     check_choice("loss", name, tuple(LOSSES))
     return LOSSES[name]()

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_choice, check_int, check_real
+from gaussmix.core.validation import check_choice, check_int, check_real
 
 __all__ = [
     "PENALTIES",

@@ -1,7 +1,7 @@
 """Sweeps: any grid of independent points, for the theory or for simulations, on an executor.
 
 A :class:`Grid` is a table of *fixed* point options (the options of ``gaussmix point``,
-see :class:`gaussmix.options.PointOptions`) and *grid* options (option -> list of values); the
+see :class:`gaussmix.cli.options.PointOptions`) and *grid* options (option -> list of values); the
 sweep runs the Cartesian product of the grid options, first option slowest.  With a
 ``simulate`` table (``d``, ``seeds``, optional ``seed``) every point is a finite-size
 simulation (:func:`gaussmix.simulate.simulate`) instead of a fixed point
@@ -27,7 +27,7 @@ parameters (:func:`point_key`), run by :func:`run_task` on
 Checkpoint and resume
 ---------------------
 Finished points stream to a checkpoint file (JSON lines, one per point: ``{"key", "row",
-"warnings", "quadrature"}``; strict JSON by :mod:`gaussmix._json`: floats as their shortest
+"warnings", "quadrature"}``; strict JSON by :mod:`gaussmix.core.jsonio`: floats as their shortest
 round-trip text, non-finite numbers as ``null``), each appended with a single ``os.write``
 of a complete line to a file opened with ``O_APPEND``.  The table is read back from these
 lines for fresh and resumed points alike.  A process killed at any moment (even by
@@ -84,11 +84,11 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from . import __version__
-from ._json import dumps, loads
-from .exceptions import ConvergenceWarning, GaussmixError
-from .options import PointOptions, PointSetup, build_point
-from .solver import solve, solve_problem
+from gaussmix.cli.options import PointOptions, PointSetup, build_point
+from gaussmix.core.exceptions import ConvergenceWarning, GaussmixError
+from gaussmix.core.jsonio import dumps, loads
+from gaussmix.core.version import __version__
+from gaussmix.theory.solver import solve, solve_problem
 
 __all__ = [
     "Grid",
@@ -529,7 +529,7 @@ def theory_keys() -> tuple[str, ...]:
     Read from the result of a tiny closed-form problem, so that tables follow the result
     object when it gains a key.
     """
-    from .mixture import Mixture
+    from gaussmix.theory.mixture import Mixture
 
     mix = Mixture.isotropic(0.5, "antipodal", n_clusters=2, labels="binary")
     res = solve(mix, "square", lam=1.0, alpha=1.0, estimate_error=False)
@@ -587,7 +587,7 @@ def check_simulation(setup: PointSetup, *, d: Any, seeds: Any, seed: Any = 0) ->
 
     Returns the validated simulation parameters (with ``n = round(alpha d)``).
     """
-    from . import simulate as sim
+    from gaussmix.simulate import simulation as sim
 
     p = sim._validate(
         setup.mixture,
@@ -627,7 +627,7 @@ def simulation_payload(
     tolerance of :data:`SAGA_L1_TOL` on the coefficients (the default 1e-10 takes about a
     minute per seed at d = 1000).
     """
-    from .simulate import simulate
+    from gaussmix.simulate.simulation import simulate
 
     saga_l1 = setup.loss in ("logistic", "cross-entropy") and setup.penalty != "l2"
     res = simulate(
@@ -724,7 +724,7 @@ def run_task(task: Mapping[str, Any]) -> dict[str, Any]:
     table turns them into NaN again).
 
     ``task`` is one of :meth:`Grid.tasks`: ``{'key', 'point', 'options', 'simulate',
-    'setup'}`` (``options``: every :class:`~gaussmix.options.PointOptions` field;
+    'setup'}`` (``options``: every :class:`~gaussmix.cli.options.PointOptions` field;
     ``simulate``: None or ``{'d', 'seeds', 'seed'}``; ``setup``: a hash of the options
     other than lam and alpha, which this process validates once), plus
     ``'limit_threads': True`` to pin BLAS to one thread in this process.  Numerical failures
@@ -1196,7 +1196,7 @@ def _provenance(
         attrs["max_iter"] = setting("max_iter")
         attrs["quad_order"] = setting("quad_order")  # None: the library's default rule
     else:
-        from . import simulate as sim
+        from gaussmix.simulate import simulation as sim
 
         attrs["erm_tolerances"] = dict(getattr(sim, "_DEFAULT_TOL", {}))
         for key in SIMULATE_KEYS:
@@ -1347,7 +1347,8 @@ def sweep(
 
 def _reemit(found: list[tuple[str, str, str]], failed: int, total: int) -> None:
     """Re-issue the points' warnings in this process (one per distinct message)."""
-    from . import exceptions, simulate
+    from gaussmix.core import exceptions
+    from gaussmix.simulate import simulation as simulate
 
     classes: dict[str, type[Warning]] = {}
     for mod in (exceptions, simulate):

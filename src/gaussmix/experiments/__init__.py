@@ -1,0 +1,24 @@
+"""Experiments built on the solver: learning curves, lambda sweeps, the optimal lambda.
+
+Each returns a tidy pandas table (or a small result object) ready to plot.
+"""
+
+from .curves import (
+    OptimalLambdaResult,
+    d_test_error_d_lambda,
+    lambda_sweep,
+    learning_curve,
+    optimal_lambda,
+    optimal_lambda_curve,
+    parse_range,
+)
+
+__all__ = [
+    "learning_curve",
+    "lambda_sweep",
+    "parse_range",
+    "optimal_lambda",
+    "optimal_lambda_curve",
+    "OptimalLambdaResult",
+    "d_test_error_d_lambda",
+]

@@ -1,0 +1,37 @@
+"""Finite-size simulations: exact ERM on samples of the same mixture the theory solves.
+
+``simulate(mixture, loss=..., lam=..., alpha=..., d=..., seeds=...)`` returns the
+observables of Theorem 2 and the overlaps of Theorem 1 with their standard errors.
+"""
+
+from .simulation import (
+    LOSSES,
+    ERMConvergenceWarning,
+    FiniteSizeWarning,
+    Instance,
+    SimulationResult,
+    exact_test_error,
+    fit_erm,
+    largest_remainder,
+    monte_carlo_test_error,
+    observables,
+    overlaps,
+    realise,
+    simulate,
+)
+
+__all__ = [
+    "Instance",
+    "SimulationResult",
+    "ERMConvergenceWarning",
+    "FiniteSizeWarning",
+    "LOSSES",
+    "largest_remainder",
+    "realise",
+    "fit_erm",
+    "overlaps",
+    "exact_test_error",
+    "monte_carlo_test_error",
+    "observables",
+    "simulate",
+]

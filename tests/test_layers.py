@@ -1,0 +1,219 @@
+"""The package's layout is its architecture (DESIGN.md section 2), checked, not hoped for.
+
+Layers, lowest first: ``core`` < ``theory`` < ``experiments`` | ``simulate`` < ``sweep`` <
+``figures`` < ``cli``.  A module may import its own subpackage and any lower layer; never a
+higher one, never a peer of its own rank, never the top-level ``gaussmix`` package (which
+re-exports the public API and so sits above everything but the CLI), and never a private
+name (or private module) of another subpackage.  The command-line framework (typer, click)
+is imported only by ``gaussmix.cli``.  Module-level imports have no cycles.
+
+The checker reads the source with :mod:`ast` (every ``import``, also inside functions) and is
+itself tested on a small package with an upward import, a peer import, a private import and a
+cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+#: rank of each subpackage; equal ranks are independent peers
+LAYERS = {
+    "core": 0,
+    "theory": 1,
+    "experiments": 2,
+    "simulate": 2,
+    "sweep": 3,
+    "figures": 4,
+    "cli": 5,
+}
+CLI_ONLY = ("typer", "click")
+
+
+def _module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(root: Path, path: Path) -> list[tuple[str, tuple[str, ...], bool, int]]:
+    """``(module, names, at_module_level, line)`` for every import in ``path``."""
+    name = _module_name(root, path)
+    is_pkg = path.name == "__init__.py"
+    package = name if is_pkg else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(), str(path))
+    top = {id(n) for n in tree.body}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                out.append((a.name, (), id(node) in top, node.lineno))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                if node.level > 1:
+                    base = base[: len(base) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            out.append((mod, tuple(a.name for a in node.names), id(node) in top, node.lineno))
+    return out
+
+
+def check_layers(root: Path, package: str = "gaussmix") -> list[str]:
+    """Every violation of the layering rules in ``root/package``, one line each."""
+    problems: list[str] = []
+    files = sorted((root / package).rglob("*.py"))
+    modules = {_module_name(root, f) for f in files}
+    graph: dict[str, set[str]] = {}
+    for f in files:
+        me = _module_name(root, f)
+        parts = me.split(".")
+        sub = parts[1] if len(parts) > 1 else None  # None: the top-level __init__
+        where = f"{f.relative_to(root)}"
+        graph[me] = set()
+        for mod, names, at_top, line in _imports(root, f):
+            head = mod.split(".")[0]
+            if head in CLI_ONLY and sub != "cli":
+                problems.append(f"{where}:{line}: imports {mod} (only {package}.cli may)")
+            if head != package:
+                continue
+            targets = [mod]
+            targets += [f"{mod}.{n}" for n in names if f"{mod}.{n}" in modules]
+            for t in targets:
+                if t in modules and at_top:
+                    graph[me].add(t)
+            tparts = mod.split(".")
+            if sub is None:
+                continue  # the top-level package re-exports the layers below it
+            if len(tparts) == 1:
+                problems.append(f"{where}:{line}: imports the top-level package {package}")
+                continue
+            tsub = tparts[1]
+            if tsub not in LAYERS:
+                problems.append(f"{where}:{line}: imports {mod}, outside every layer")
+                continue
+            if sub not in LAYERS:
+                problems.append(f"{where}: subpackage {sub!r} has no layer")
+                continue
+            if tsub != sub:
+                if LAYERS[tsub] > LAYERS[sub]:
+                    problems.append(f"{where}:{line}: upward import of {mod} ({sub} -> {tsub})")
+                elif LAYERS[tsub] == LAYERS[sub]:
+                    problems.append(f"{where}:{line}: peer import of {mod} ({sub} -> {tsub})")
+                private = [p for p in tparts[2:] if p.startswith("_") and p != "__init__"]
+                private += [n for n in names if n.startswith("_") and n != "__version__"]
+                if private:
+                    problems.append(
+                        f"{where}:{line}: imports private {private} of {mod} across subpackages"
+                    )
+    problems += [f"import cycle: {' -> '.join(c)}" for c in _cycles(graph)]
+    return problems
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One representative cycle per strongly connected component with a cycle (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in graph.get(v, ()):
+                found.append(sorted(comp) + [sorted(comp)[0]])
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+#: violations being removed (each entry must still occur, so the list only shrinks)
+KNOWN: set[str] = {
+    "gaussmix/experiments/curves.py:614: imports private ['_Map', '_unpack'] of "
+    "gaussmix.theory.solver across subpackages",
+    "gaussmix/sweep/engine.py:87: upward import of gaussmix.cli.options (sweep -> cli)",
+}
+
+
+def test_the_package_respects_its_layers():
+    problems = check_layers(SRC)
+    assert not [p for p in problems if p not in KNOWN], "\n".join(problems)
+    assert KNOWN <= set(problems), f"fixed, remove from KNOWN: {KNOWN - set(problems)}"
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+CLEAN = {
+    "pkgx/__init__.py": "from .theory.solver import solve\n",
+    "pkgx/core/__init__.py": "",
+    "pkgx/core/validation.py": "import numpy\n",
+    "pkgx/theory/__init__.py": "",
+    "pkgx/theory/solver.py": "from pkgx.core.validation import numpy\nfrom . import prior\n",
+    "pkgx/theory/prior.py": "def f():\n    from .solver import solve\n",
+    "pkgx/cli/__init__.py": "import typer\nfrom pkgx.theory.solver import solve\n",
+}
+
+
+@pytest.mark.parametrize(
+    "extra,expected",
+    [
+        ({}, None),
+        ({"pkgx/theory/up.py": "from pkgx.cli import main\n"}, "upward import of pkgx.cli"),
+        ({"pkgx/theory/top.py": "import pkgx\n"}, "imports the top-level package"),
+        (
+            {
+                "pkgx/simulate/__init__.py": "",
+                "pkgx/experiments/__init__.py": "from pkgx.simulate import x\n",
+            },
+            "peer import",
+        ),
+        ({"pkgx/cli/x.py": "from pkgx.theory.solver import _unpack\n"}, "private ['_unpack']"),
+        ({"pkgx/cli/y.py": "from pkgx.theory._kernels import f\n"}, "private ['_kernels']"),
+        ({"pkgx/theory/t.py": "import typer\n"}, "only pkgx.cli may"),
+        (
+            {
+                "pkgx/theory/a.py": "from . import b\n",
+                "pkgx/theory/b.py": "from .a import x\n",
+            },
+            "import cycle: pkgx.theory.a -> pkgx.theory.b -> pkgx.theory.a",
+        ),
+    ],
+)
+def test_the_checker_finds_each_kind_of_violation(tmp_path, extra, expected):
+    _write(tmp_path, {**CLEAN, **extra})
+    problems = check_layers(tmp_path, "pkgx")
+    if expected is None:
+        assert problems == []
+    else:
+        assert any(expected in p for p in problems), problems
