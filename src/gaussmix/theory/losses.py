@@ -64,6 +64,9 @@ class Loss:
     smooth: bool = True
     #: whether ``h -> prox`` is affine in omega (closed-form Gaussian expectations)
     affine_prox: bool = False
+    #: whether the channel's Gaussian expectations are exact closed forms (no quadrature
+    #: rule is needed: square and hinge losses)
+    exact_channel: bool = False
 
     def value(self, y: np.ndarray, h: np.ndarray) -> np.ndarray:
         """Loss value, shape ``h.shape[:-1]``."""
@@ -154,6 +157,7 @@ class SquareLoss(Loss):
 
     name = "square"
     affine_prox = True
+    exact_channel = True
 
     def value(self, y: np.ndarray, h: np.ndarray) -> np.ndarray:
         return 0.5 * np.sum((y - h) ** 2, axis=-1)
@@ -244,6 +248,7 @@ class HingeLoss(Loss):
 
     name = "hinge"
     smooth = False
+    exact_channel = True
 
     def value(self, y, h):
         return np.maximum(0.0, 1.0 - y * h)[..., 0]
@@ -276,6 +281,7 @@ class ReducedLoss(Loss):
         self.name = base.name
         self.smooth = base.smooth
         self.affine_prox = base.affine_prox
+        self.exact_channel = base.exact_channel
 
     def value(self, y, u):
         return self.base.value(y, u @ self.P)

@@ -374,7 +374,7 @@ def _state_statistics(problem: Problem, T: _Map, x: np.ndarray) -> dict:
 
 
 def _needs_quadrature(problem: Problem) -> bool:
-    return problem.loss_name not in ("square", "hinge")
+    return not problem.loss.exact_channel
 
 
 def solve_problem(
