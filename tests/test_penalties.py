@@ -15,7 +15,7 @@ from scipy import integrate
 
 import gaussmix as gm
 from gaussmix.experiments.curves import d_test_error_d_lambda, optimal_lambda, optimal_lambda_curve
-from gaussmix.theory.mixture import LabelMap, Mixture
+from gaussmix.theory.mixture import LabelMap, Mixture, SpectralLaw
 from gaussmix.theory.prior import elastic_net_prior, ridge_prior, soft_threshold_moments
 
 # ----------------------------------------------------------------------------- quadrature
@@ -137,9 +137,11 @@ def _asymmetric_gaussian_mixture():
     return Mixture(
         rho=np.array([0.35, 0.65]),
         labels=LabelMap.binary(),
-        weights=np.array([0.2, 0.3, 0.5]),
-        sigma=np.array([[0.1, 0.3], [0.6, 0.4], [1.5, 1.0]]),
-        theta=np.stack([th, 2.0 * th, np.zeros((2, 2))]),
+        covariance=SpectralLaw(
+            weights=np.array([0.2, 0.3, 0.5]),
+            sigma=np.array([[0.1, 0.3], [0.6, 0.4], [1.5, 1.0]]),
+            theta=np.stack([th, 2.0 * th, np.zeros((2, 2))]),
+        ),
     )
 
 
@@ -151,10 +153,12 @@ def _empirical_mixture():
     return Mixture(
         rho=np.array([0.4, 0.6]),
         labels=LabelMap.binary(),
-        weights=np.full(J, 1.0 / J),
-        sigma=rng.uniform(0.2, 1.5, size=(J, 2)),
-        theta=mu[:, :, None] * mu[:, None, :],
-        mu=mu,
+        covariance=SpectralLaw(
+            weights=np.full(J, 1.0 / J),
+            sigma=rng.uniform(0.2, 1.5, size=(J, 2)),
+            theta=mu[:, :, None] * mu[:, None, :],
+            mu=mu,
+        ),
     )
 
 
@@ -301,9 +305,11 @@ def test_spectral_representations_agree_for_the_lasso():
     split = Mixture(
         rho=np.full(2, 0.5),
         labels=LabelMap.binary(),
-        weights=np.array([0.1, 0.2, 0.7]),
-        sigma=np.array([[0.2, 0.2], [0.2, 0.2], [0.9, 0.9]]),
-        theta=np.stack([anti, anti, np.zeros((2, 2))]),
+        covariance=SpectralLaw(
+            weights=np.array([0.1, 0.2, 0.7]),
+            sigma=np.array([[0.2, 0.2], [0.2, 0.2], [0.9, 0.9]]),
+            theta=np.stack([anti, anti, np.zeros((2, 2))]),
+        ),
     )
     z, wz = np.polynomial.hermite_e.hermegauss(60)
     wz = wz / wz.sum()
@@ -311,10 +317,12 @@ def test_spectral_representations_agree_for_the_lasso():
     emp = Mixture(
         rho=np.full(2, 0.5),
         labels=LabelMap.binary(),
-        weights=np.concatenate([0.3 * wz, [0.7]]),
-        sigma=np.concatenate([np.full((60, 2), 0.2), [[0.9, 0.9]]]),
-        theta=mu[:, :, None] * mu[:, None, :],
-        mu=mu,
+        covariance=SpectralLaw(
+            weights=np.concatenate([0.3 * wz, [0.7]]),
+            sigma=np.concatenate([np.full((60, 2), 0.2), [[0.9, 0.9]]]),
+            theta=mu[:, :, None] * mu[:, None, :],
+            mu=mu,
+        ),
     )
     for loss in ("square", "logistic"):
         ref = gm.solve(sp, loss, **kw)

@@ -27,8 +27,10 @@ from .experiments import (
     optimal_lambda,
     optimal_lambda_curve,
 )
-from .theory.losses import get_loss
-from .theory.mixture import LabelMap, Mixture, mean_gram
+from .theory.losses import LOSSES, Loss, get_loss
+from .theory.mixture import LABEL_MAPS, MIXTURE_MODELS, LabelMap, Mixture, mean_gram
+from .theory.outputs import OBSERVABLES
+from .theory.penalties import PENALTIES, make_penalty
 from .theory.problem import make_problem
 from .theory.quadrature import GaussHermite
 from .theory.solver import FixedPointResult, solve
@@ -48,6 +50,13 @@ __all__ = [
     "d_test_error_d_lambda",
     "make_problem",
     "get_loss",
+    "Loss",
+    "make_penalty",
+    "LOSSES",
+    "PENALTIES",
+    "LABEL_MAPS",
+    "MIXTURE_MODELS",
+    "OBSERVABLES",
     "GaussHermite",
     "GaussmixError",
     "ConvergenceError",

@@ -31,13 +31,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import linalg
 
 from gaussmix.core.exceptions import ConvergenceWarning
 from gaussmix.core.validation import check_choice, check_int, check_real
-from gaussmix.theory import conventions as conv
-from gaussmix.theory.losses import get_loss
+from gaussmix.theory.erm import kkt_residual
+from gaussmix.theory.losses import LOSSES, Loss, get_loss
 from gaussmix.theory.mixture import LabelMap, Mixture
+from gaussmix.theory.outputs import error_keys
+from gaussmix.theory.penalties import Penalty, make_penalty
 
 __all__ = [
     "Instance",
@@ -55,13 +56,6 @@ __all__ = [
     "simulate",
 ]
 
-#: losses supported by the simulation engine
-LOSSES = ("square", "logistic", "cross-entropy", "hinge")
-
-_DEFAULT_TOL = {"lbfgs": 1e-10, "saga": 1e-10, "cd": 1e-10, "libsvm": 1e-8}
-_DEFAULT_MAX_ITER = {"lbfgs": 100_000, "saga": 200_000, "cd": 1_000_000}
-#: largest n for which the hinge loss uses a precomputed (n x n) Gram matrix
-_SVC_PRECOMPUTED_MAX_N = 6000
 _MC_CHUNK = 20_000
 
 
@@ -209,7 +203,7 @@ def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
     d = check_int("d", d, low=1)
     k = mixture.n_clusters
     info: dict[str, Any] = {}
-    if mixture.kind == "isotropic":
+    if mixture.model.exact_means:
         if d < k:
             raise ValueError(
                 f"d must be >= the number of clusters ({k}) to realise the Gram matrix of an "
@@ -287,113 +281,6 @@ def _as_labelmap(labels: Any) -> LabelMap:
     return LabelMap(arr)
 
 
-def _check_loss_labels(loss: str, labels: LabelMap) -> None:
-    if loss in ("logistic", "hinge") and not labels.is_binary:
-        raise ValueError(
-            f"loss={loss!r} needs binary labels (+1/-1, L = 1); got {labels.kind} labels of "
-            f"dimension {labels.dim} — use loss='cross-entropy' for one-hot labels"
-        )
-    if loss == "cross-entropy" and not labels.is_onehot:
-        raise ValueError(
-            f"loss='cross-entropy' needs one-hot labels; got {labels.kind} labels of dimension "
-            f"{labels.dim} — use loss='logistic' for binary +-1 labels"
-        )
-
-
-def _ridge(Xs: np.ndarray, Y: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
-    """Closed-form square loss + ``lam ||W||^2 / 2`` with an unpenalised intercept."""
-    n, d = Xs.shape
-    xbar = Xs.mean(axis=0)
-    ybar = Y.mean(axis=0)
-    Xc = Xs - xbar
-    Yc = Y - ybar
-    try:
-        if d <= n or lam == 0.0:
-            A = Xc.T @ Xc
-            A[np.diag_indices_from(A)] += lam
-            WT = linalg.solve(A, Xc.T @ Yc, assume_a="pos")
-        else:
-            G = Xc @ Xc.T
-            G[np.diag_indices_from(G)] += lam
-            WT = Xc.T @ linalg.solve(G, Yc, assume_a="pos")
-    except (linalg.LinAlgError, np.linalg.LinAlgError) as exc:
-        raise ValueError(
-            f"the ridge system is singular (lam={lam:g}, n={n}, d={d}); use lam > 0"
-        ) from exc
-    W = WT.T
-    return W, ybar - W @ xbar
-
-
-def _run_sklearn(est: Any, X: np.ndarray, y: np.ndarray, max_iter: int) -> tuple[bool, int]:
-    """Fit ``est`` and report ``(converged, n_iter)`` (scikit-learn's warnings are caught)."""
-    from sklearn.exceptions import ConvergenceWarning as SkConvergenceWarning
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", SkConvergenceWarning)
-        est.fit(X, y)
-    n_iter = int(np.max(np.atleast_1d(getattr(est, "n_iter_", 0))))
-    warned = any(issubclass(w.category, SkConvergenceWarning) for w in caught)
-    for w in caught:
-        if not issubclass(w.category, SkConvergenceWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return (not warned) and n_iter < max_iter, n_iter
-
-
-def _fit_logistic(
-    Xs: np.ndarray,
-    target: np.ndarray,
-    lam: float,
-    penalty: str,
-    l1_ratio: float | None,
-    tol: float | None,
-    max_iter: int | None,
-    random_state: int | None,
-) -> tuple[np.ndarray, np.ndarray, dict]:
-    from sklearn.linear_model import LogisticRegression
-
-    params = conv.sklearn_logistic_params(lam, penalty, l1_ratio)
-    solver = params["solver"]
-    tol_v = _DEFAULT_TOL[solver] if tol is None else tol
-    mi = _DEFAULT_MAX_ITER[solver] if max_iter is None else max_iter
-    est = LogisticRegression(**params, tol=tol_v, max_iter=mi, random_state=random_state)
-    ok, n_iter = _run_sklearn(est, Xs, target, mi)
-    info = {"solver": solver, "converged": ok, "n_iter": n_iter}
-    if solver == "lbfgs" and ok:
-        # lbfgs often stops on its relative-decrease test (64 eps) with a gradient of ~1e-8;
-        # a warm-started Newton-CG pass (exact Newton directions, stops on max |gradient|
-        # <= tol) brings the stationarity residual down to the requested tolerance.
-        binary = est.coef_.shape[0] == 1
-        Yk = (2.0 * target - 1.0)[:, None] if binary else np.eye(est.coef_.shape[0])[target]
-        kind = "logistic" if binary else "cross-entropy"
-        if _kkt_residual(Xs, Yk, est.coef_, est.intercept_, kind, lam, "l2", 0.0) > tol_v:
-            est.set_params(solver="newton-cg", warm_start=True)
-            ok, extra = _run_sklearn(est, Xs, target, mi)
-            info.update(solver="lbfgs+newton-cg", converged=ok, n_iter=n_iter + extra)
-    return np.array(est.coef_, dtype=float), np.array(est.intercept_, dtype=float), info
-
-
-def _fit_hinge(
-    Xs: np.ndarray, y: np.ndarray, lam: float, tol: float | None
-) -> tuple[np.ndarray, np.ndarray, dict]:
-    from sklearn.svm import SVC
-
-    n = Xs.shape[0]
-    C = conv.svc_C(lam)
-    tol_v = _DEFAULT_TOL["libsvm"] if tol is None else tol
-    if n <= _SVC_PRECOMPUTED_MAX_N:
-        est = SVC(kernel="precomputed", C=C, tol=tol_v, max_iter=-1)
-        est.fit(Xs @ Xs.T, y)
-    else:
-        est = SVC(kernel="linear", C=C, tol=tol_v, max_iter=-1, cache_size=500)
-        est.fit(Xs, y)
-    # decision function: sum_i dual_coef_i K(x_i, x) + intercept, positive -> classes_[1] = +1
-    w = est.dual_coef_ @ Xs[est.support_]
-    b = np.array(est.intercept_, dtype=float)
-    ok = int(getattr(est, "fit_status_", 0)) == 0
-    n_iter = int(np.max(np.atleast_1d(getattr(est, "n_iter_", 0))))
-    return w, b, {"solver": "libsvm", "converged": ok, "n_iter": n_iter}
-
-
 def fit_erm(
     X: np.ndarray,
     labels: LabelMap | np.ndarray,
@@ -462,11 +349,10 @@ def fit_erm(
     ``info['kkt_residual']`` is the largest violation of the stationarity conditions of
     eq. ERM divided by ``n`` (NaN for the hinge loss).
     """
-    check_choice("loss", loss, LOSSES)
-    pen, r = conv.normalise_penalty(penalty, l1_ratio)
-    l1r = r if pen == "elastic-net" else None
+    loss_obj = get_loss(loss)
+    pen = make_penalty(penalty, l1_ratio).canonical()
     lm = _as_labelmap(labels)
-    _check_loss_labels(loss, lm)
+    loss_obj.check_labels(lm)
     X = np.asarray(X, dtype=float)
     if X.ndim != 2:
         raise ValueError(f"X must have shape (n, d), got {X.shape}")
@@ -477,69 +363,23 @@ def fit_erm(
     if cid.min() < 0 or cid.max() >= lm.n_clusters:
         raise ValueError(f"cluster_ids must lie in 0..{lm.n_clusters - 1}")
     lam_v = check_real("lam", lam, low=0.0)
-    if lam_v == 0.0 and not (loss == "square" and pen == "l2" and n > d + 1):
-        raise ValueError(
-            f"lam=0 needs loss='square', penalty='l2' and n > d + 1 (got loss={loss!r}, "
-            f"penalty={pen!r}, n={n}, d={d}); use lam > 0"
-        )
-    if loss == "hinge" and pen != "l2":
-        raise ValueError(
-            f"penalty={penalty!r} with loss='hinge' has no exact solver here; use penalty='l2'"
-        )
+    if lam_v == 0.0:
+        _check_zero_lam(loss_obj, pen, n, d)
+    loss_obj.check_simulation_penalty(pen)
     Y = lm.labels[cid]
     Xs = np.ascontiguousarray(X / np.sqrt(d))
     L = lm.dim
-
-    if loss == "square" and pen == "l2":
-        W, b = _ridge(Xs, Y, lam_v)
-        info = {"solver": "closed-form", "converged": True, "n_iter": 0}
-    elif loss == "square":
-        from sklearn.linear_model import ElasticNet, Lasso
-
-        params = conv.sklearn_elasticnet_params(lam_v, n, pen, l1r)
-        tol_v = _DEFAULT_TOL["cd"] if tol is None else tol
-        mi = _DEFAULT_MAX_ITER["cd"] if max_iter is None else max_iter
-        if pen == "l1":
-            est = Lasso(alpha=params["alpha"], tol=tol_v, max_iter=mi)
-        else:
-            est = ElasticNet(**params, tol=tol_v, max_iter=mi)
-        ok, n_iter = _run_sklearn(est, Xs, Y, mi)
-        W = np.array(est.coef_, dtype=float).reshape(L, d)
-        b = np.array(est.intercept_, dtype=float).reshape(L)
-        info = {"solver": "coordinate-descent", "converged": ok, "n_iter": n_iter}
-    elif loss == "logistic":
-        W, b, info = _fit_logistic(
-            Xs, (Y[:, 0] > 0).astype(int), lam_v, pen, l1r, tol, max_iter, random_state
-        )
-    elif loss == "cross-entropy":
-        t = np.argmax(Y, axis=1)
-        present = np.bincount(t, minlength=L)
-        if np.any(present == 0):
-            raise ValueError(
-                f"classes {np.flatnonzero(present == 0).tolist()} have no training point; "
-                "increase n (alpha * d)"
-            )
-        if L == 2:
-            lam_b, pen_b, l1r_b = conv.twoclass_softmax_as_binary(lam_v, pen, l1r)
-            w, bb, info = _fit_logistic(
-                Xs, (t == 0).astype(int), lam_b, pen_b, l1r_b, tol, max_iter, random_state
-            )
-            W = np.vstack([w / 2.0, -w / 2.0])
-            b = np.array([bb[0] / 2.0, -bb[0] / 2.0])
-        else:
-            W, b, info = _fit_logistic(Xs, t, lam_v, pen, l1r, tol, max_iter, random_state)
-            b = b - b.mean()
-    else:  # hinge
-        W, b, info = _fit_hinge(Xs, Y[:, 0], lam_v, tol)
-
+    W, b, info = loss_obj.fit_erm(
+        Xs, Y, lam_v, pen, tol=tol, max_iter=max_iter, random_state=random_state
+    )
     W = np.ascontiguousarray(W.reshape(L, d))
     b = np.asarray(b, dtype=float).reshape(L)
-    info["kkt_residual"] = _kkt_residual(Xs, Y, W, b, loss, lam_v, pen, r)
+    info["kkt_residual"] = kkt_residual(Xs, Y, W, b, loss_obj, lam_v, pen)
     if not info["converged"]:
         warnings.warn(
-            f"{info['solver']} did not reach its tolerance for loss={loss!r}, penalty={pen!r}, "
-            f"lam={lam_v:g} after {info['n_iter']} iterations (KKT residual "
-            f"{info['kkt_residual']:.2e})",
+            f"{info['solver']} did not reach its tolerance for loss={loss_obj.name!r}, "
+            f"penalty={pen.name!r}, lam={lam_v:g} after {info['n_iter']} iterations (KKT "
+            f"residual {info['kkt_residual']:.2e})",
             ERMConvergenceWarning,
             stacklevel=2,
         )
@@ -548,34 +388,21 @@ def fit_erm(
     return W, b
 
 
-def _kkt_residual(
-    Xs: np.ndarray,
-    Y: np.ndarray,
-    W: np.ndarray,
-    b: np.ndarray,
-    loss: str,
-    lam: float,
-    penalty: str,
-    l1_ratio: float,
-) -> float:
-    """Largest violation of the stationarity conditions of eq. ERM divided by ``n``.
-
-    Smooth part ``G = sum_nu grad loss x_nu^T / sqrt(d) + lam (1 - l1_ratio) W``; the ``l1``
-    part contributes the minimum-norm subgradient.  NaN for the (non-smooth) hinge loss.
-    """
-    if loss == "hinge":
-        return float("nan")
-    n = Xs.shape[0]
-    h = Xs @ W.T + b
-    g = get_loss(loss).grad(Y, h)
-    gW = g.T @ Xs + lam * (1.0 - l1_ratio) * W
-    gb = g.sum(axis=0)
-    lam1 = lam * l1_ratio
-    if lam1 > 0:
-        gW = np.where(
-            W != 0, gW + lam1 * np.sign(W), np.sign(gW) * np.maximum(np.abs(gW) - lam1, 0.0)
+def _check_zero_lam(loss: Loss, pen: Penalty, n: int, d: int) -> None:
+    """``lam = 0`` needs a unique finite-size minimiser: no l1 part, and a loss that declares
+    one above a sample complexity (``Loss.zero_lam_min_alpha``), with ``n > alpha_min d + 1``
+    (the intercept takes one sample)."""
+    bound = loss.zero_lam_min_alpha
+    if not (pen.l1_ratio == 0.0 and bound is not None and n > bound * d + 1):
+        valid = [
+            f"loss={c.name!r}, penalty='l2' and n > {c.zero_lam_min_alpha:g} d + 1"
+            for c in LOSSES
+            if c.zero_lam_min_alpha is not None
+        ]
+        raise ValueError(
+            f"lam=0 needs {' or '.join(valid)} (got loss={loss.name!r}, penalty={pen.name!r}, "
+            f"n={n}, d={d}); use lam > 0"
         )
-    return float(max(np.abs(gW).max(initial=0.0), np.abs(gb).max(initial=0.0)) / n)
 
 
 # ---------------------------------------------------------------------------- observables
@@ -697,13 +524,13 @@ def observables(
     Returns a dict with ``train_loss`` (mean loss over the training points), ``train_error``
     and ``test_error`` (Theorem 2, eq. errors), ``integration_error``, ``Q``, ``M``, ``b``.
     """
-    check_choice("loss", loss, LOSSES)
+    loss_obj = get_loss(loss)
     W = np.atleast_2d(np.asarray(W, dtype=float))
     b = np.asarray(b, dtype=float).reshape(W.shape[0])
     lm = instance.labels
     h = X @ W.T / np.sqrt(instance.d) + b
     Y = lm.labels[cluster_ids]
-    train_loss = float(np.mean(get_loss(loss).value(Y, h)))
+    train_loss = float(np.mean(loss_obj.value(Y, h)))
     train_error = float(np.mean(_predict_class(lm, h) != lm.cluster_class[cluster_ids]))
     test_error, _, ierr = exact_test_error(instance, W, b)
     Q, M, bb = overlaps(instance, W, b)
@@ -765,13 +592,10 @@ class SimulationResult:
             x = float(x)
             return None if np.isnan(x) else x
 
+        keys = error_keys()
         return {
-            "test_error": num(self.mean["test_error"]),
-            "train_error": num(self.mean["train_error"]),
-            "train_loss": num(self.mean["train_loss"]),
-            "test_error_se": num(self.se["test_error"]),
-            "train_error_se": num(self.se["train_error"]),
-            "train_loss_se": num(self.se["train_loss"]),
+            **{k: num(self.mean[k]) for k in keys},
+            **{f"{k}_se": num(self.se[k]) for k in keys},
             "Q": self.Q.tolist(),
             "M": self.M.tolist(),
             "b": self.b.tolist(),
@@ -822,7 +646,7 @@ def _one_seed(
         n_iter=int(info["n_iter"]),
         kkt_residual=float(info["kkt_residual"]),
     )
-    if penalty != "l2":
+    if make_penalty(penalty, l1_ratio).sparse:
         obs["nonzero_fraction"] = float(np.mean(W != 0.0))
     if test_samples is not None:
         obs["test_error_mc"], obs["test_error_mc_se"] = monte_carlo_test_error(
@@ -847,8 +671,8 @@ def _validate(
 ) -> dict[str, Any]:
     if not isinstance(mixture, Mixture):
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
-    check_choice("loss", loss, LOSSES)
-    pen, r = conv.normalise_penalty(penalty, l1_ratio)
+    loss_obj = get_loss(loss)
+    pen = make_penalty(penalty, l1_ratio).canonical()
     lam_v = check_real("lam", lam, low=0.0)
     alpha_v = check_real("alpha", alpha, low=0.0, low_open=True)
     d_v = check_int("d", d, low=1)
@@ -860,31 +684,25 @@ def _validate(
         raise ValueError("n_jobs must be a non-zero integer (joblib convention), got 0")
     if test_samples is not None:
         test_samples = check_int("test_samples", test_samples, low=1)
-    _check_loss_labels(loss, mixture.labels)
-    if loss == "hinge" and pen != "l2":
-        raise ValueError(
-            f"penalty={penalty!r} with loss='hinge' has no exact solver here; use penalty='l2'"
-        )
+    loss_obj.check_labels(mixture.labels)
+    loss_obj.check_simulation_penalty(pen)
     n = int(np.floor(alpha_v * d_v + 0.5))
     if n < 2:
         raise ValueError(
             f"alpha * d must give at least 2 samples, got n = round({alpha_v * d_v:g})"
         )
-    if lam_v == 0.0 and not (loss == "square" and pen == "l2" and n > d_v + 1):
-        raise ValueError(
-            f"lam=0 is only valid for loss='square' with penalty='l2' and alpha * d > d + 1 "
-            f"(got loss={loss!r}, penalty={pen!r}, n={n}, d={d_v}); use lam > 0"
-        )
+    if lam_v == 0.0:
+        _check_zero_lam(loss_obj, pen, n, d_v)
     return {
-        "loss": loss,
+        "loss": loss_obj.name,
         "lam": lam_v,
         "alpha": alpha_v,
         "d": d_v,
         "n": n,
         "seeds": seeds_v,
         "seed": seed_v,
-        "penalty": pen,
-        "l1_ratio": r if pen == "elastic-net" else None,
+        "penalty": pen.name,
+        "l1_ratio": pen.user_l1_ratio,
         "counts": counts,
         "n_jobs": n_jobs_v,
         "test_samples": test_samples,

@@ -38,10 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from gaussmix.core.validation import check_choice, check_int, check_real
+from gaussmix.core.validation import check_int, check_real
+
+from .penalties import Penalty, make_penalty
 
 __all__ = [
-    "PENALTIES",
     "normalise_penalty",
     "penalty_value",
     "feature_scale",
@@ -55,47 +56,20 @@ __all__ = [
     "erm_objective",
 ]
 
-#: penalties ``r(W)`` understood by the simulation engine
-PENALTIES = ("l2", "l1", "elastic-net")
 
-
-def normalise_penalty(penalty: str, l1_ratio: float | None = None) -> tuple[str, float]:
-    """Validate a penalty and return ``(penalty, l1_ratio)`` in canonical form.
-
-    ``'l2'`` has ``l1_ratio = 0``, ``'l1'`` has ``l1_ratio = 1``; an elastic net with
-    ``l1_ratio`` exactly 0 or 1 is returned as ``'l2'`` or ``'l1'``.
-
-    Raises
-    ------
-    ValueError
-        If ``penalty`` is unknown, ``l1_ratio`` is missing or outside ``[0, 1]`` for the
-        elastic net, or given for another penalty.
+def normalise_penalty(penalty: str | Penalty, l1_ratio: float | None = None) -> tuple[str, float]:
+    """Validate a penalty (:func:`gaussmix.theory.penalties.make_penalty`) and return
+    ``(penalty, l1_ratio)`` in canonical form: ``'l2'`` has ``l1_ratio = 0``, ``'l1'`` has
+    ``l1_ratio = 1``; an elastic net with ``l1_ratio`` exactly 0 or 1 is returned as ``'l2'``
+    or ``'l1'``.
     """
-    check_choice("penalty", penalty, PENALTIES)
-    if penalty != "elastic-net":
-        if l1_ratio is not None:
-            raise ValueError(
-                f"l1_ratio is only used with penalty='elastic-net'; got l1_ratio={l1_ratio!r} "
-                f"with penalty={penalty!r}"
-            )
-        return penalty, (1.0 if penalty == "l1" else 0.0)
-    if l1_ratio is None:
-        raise ValueError("penalty='elastic-net' needs l1_ratio in [0, 1]; got l1_ratio=None")
-    r = check_real("l1_ratio", l1_ratio, low=0.0, high=1.0)
-    if r == 0.0:
-        return "l2", 0.0
-    if r == 1.0:
-        return "l1", 1.0
-    return "elastic-net", r
+    pen = make_penalty(penalty, l1_ratio).canonical()
+    return pen.name, pen.l1_ratio
 
 
-def penalty_value(W: np.ndarray, penalty: str, l1_ratio: float | None = None) -> float:
+def penalty_value(W: np.ndarray, penalty: str | Penalty, l1_ratio: float | None = None) -> float:
     """``r(W)`` of eq. ERM: ridge ``||W||_F^2/2``, lasso ``||W||_1`` or their mixture."""
-    pen, r = normalise_penalty(penalty, l1_ratio)
-    W = np.asarray(W, dtype=float)
-    l1 = float(np.abs(W).sum())
-    l2 = 0.5 * float(np.sum(W * W))
-    return r * l1 + (1.0 - r) * l2
+    return make_penalty(penalty, l1_ratio).value(W)
 
 
 def feature_scale(d: int) -> float:
@@ -119,7 +93,7 @@ def sklearn_logistic_C(lam: float) -> float:
     return 1.0 / _positive_lam(lam, "LogisticRegression")
 
 
-def sklearn_logistic_l1_ratio(penalty: str, l1_ratio: float | None = None) -> float:
+def sklearn_logistic_l1_ratio(penalty: str | Penalty, l1_ratio: float | None = None) -> float:
     """``l1_ratio`` of ``LogisticRegression`` (0: ridge, 1: lasso, in between: elastic net).
 
     scikit-learn's elastic net is ``l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2 / 2``, the same
@@ -157,11 +131,11 @@ def sklearn_lasso_alpha(lam: float, n: int) -> float:
 
 
 def sklearn_elasticnet_params(
-    lam: float, n: int, penalty: str = "l1", l1_ratio: float | None = None
+    lam: float, n: int, penalty: str | Penalty = "l1", l1_ratio: float | None = None
 ) -> dict[str, Any]:
     """Keyword arguments of ``ElasticNet`` (``l1_ratio = 1``: ``Lasso``) for eq. ERM."""
-    pen, r = normalise_penalty(penalty, l1_ratio)
-    if pen == "l2":
+    r = make_penalty(penalty, l1_ratio).l1_ratio
+    if r == 0.0:
         raise ValueError("penalty='l2' with the square loss has a closed form; not ElasticNet")
     return {"alpha": sklearn_lasso_alpha(lam, n), "l1_ratio": r, "fit_intercept": True}
 
@@ -194,14 +168,9 @@ def twoclass_softmax_as_binary(
     l1_ratio_b : float or None
         ``None`` unless ``penalty_b == 'elastic-net'``.
     """
-    pen, r = normalise_penalty(penalty, l1_ratio)
     lam_v = check_real("lam", lam, low=0.0)
-    lam_b = lam_v * (r + 0.5 * (1.0 - r))
-    if pen == "l2":
-        return lam_b, "l2", None
-    if pen == "l1":
-        return lam_b, "l1", None
-    return lam_b, "elastic-net", lam_v * r / lam_b
+    lam_b, pen_b = make_penalty(penalty, l1_ratio).canonical().two_class_binary(lam_v)
+    return lam_b, pen_b.name, pen_b.user_l1_ratio
 
 
 def erm_objective(

@@ -15,8 +15,14 @@ shift-invariant direction of the cross-entropy (DESIGN.md pitfall 2).
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import numpy as np
 from scipy.special import expit, log_expit, logsumexp, softmax
+
+from gaussmix.core.registry import Registry
+
+from .penalties import Penalty, Ridge
 
 __all__ = [
     "Loss",
@@ -52,14 +58,32 @@ def _solve_batch(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.linalg.solve(a, b)
 
 
-class Loss:
-    """Base class of a convex loss ``loss(y, h)``.
+#: every loss, by the name users type (``loss='logistic'``, ``--loss logistic``)
+LOSSES: Registry[type[Loss]] = Registry("loss")
 
-    Subclasses implement :meth:`value`, :meth:`grad`, :meth:`hess`; smooth losses inherit the
-    Newton proximal map.
+
+class Loss:
+    """Base class of a convex loss ``loss(y, h)``: the one declaration of everything the
+    package needs to know about it.
+
+    Subclasses implement :meth:`value`, :meth:`grad`, :meth:`hess` (smooth losses inherit the
+    Newton proximal map, others override :meth:`prox`), declare their constraints in the
+    class attributes below and their finite-size solver in :meth:`fit_erm`, and are registered
+    in :data:`LOSSES` (``@LOSSES.register``).  The channel's compiled kernels and closed forms
+    are selected from the class (:mod:`gaussmix.theory.channel`).
     """
 
     name: str = "loss"
+    #: the labels it accepts: ``'any'``, ``'binary'`` (scalars +-1) or ``'onehot'``
+    labels: ClassVar[str] = "any"
+    #: invariant under ``h -> h + t 1``: solved on the complement of ``1`` (DESIGN.md
+    #: pitfall 2) through :class:`ReducedLoss`
+    shift_invariant: ClassVar[bool] = False
+    #: ``lam = 0`` (without an l1 part) has a unique minimiser for ``alpha`` above this value;
+    #: None: never
+    zero_lam_min_alpha: ClassVar[float | None] = None
+    #: penalties its exact finite-size solver handles (None: every registered penalty)
+    simulation_penalties: ClassVar[tuple[type[Penalty], ...] | None] = None
     #: whether the loss is twice differentiable (Newton prox, Stein-free Vhat)
     smooth: bool = True
     #: whether ``h -> prox`` is affine in omega (closed-form Gaussian expectations)
@@ -79,6 +103,46 @@ class Loss:
     def hess(self, y: np.ndarray, h: np.ndarray) -> np.ndarray:
         """Hessian with respect to ``h``, shape ``h.shape + (L,)``."""
         raise NotImplementedError
+
+    # ------------------------------------------------------------------ constraints
+    def check_labels(self, labels: Any) -> None:
+        """Raise a ValueError unless ``labels`` (a LabelMap) are of the kind this loss needs."""
+        if self.labels == "binary" and not labels.is_binary:
+            raise ValueError(
+                f"loss={self.name!r} needs binary labels (+1/-1, labels='binary', 2 clusters or "
+                f"a custom +-1 map); got {labels.kind} labels of dimension {labels.dim} — use "
+                "loss='cross-entropy' for one-hot multi-class labels"
+            )
+        if self.labels == "onehot" and not labels.is_onehot:
+            raise ValueError(
+                f"loss={self.name!r} needs one-hot labels; got {labels.kind} labels of "
+                f"dimension {labels.dim} — use loss='logistic' for binary +-1 labels"
+            )
+
+    def check_simulation_penalty(self, penalty: Penalty) -> None:
+        """Raise a ValueError if the exact finite-size solver does not handle ``penalty``."""
+        allowed = self.simulation_penalties
+        if allowed is not None and not isinstance(penalty, allowed):
+            names = ", ".join(repr(p.name) for p in allowed)
+            raise ValueError(
+                f"penalty={penalty.name!r} with loss={self.name!r} has no exact solver here; "
+                f"use penalty={names}"
+            )
+
+    def fit_erm(
+        self,
+        Xs: np.ndarray,
+        Y: np.ndarray,
+        lam: float,
+        penalty: Penalty,
+        *,
+        tol: float | None = None,
+        max_iter: int | None = None,
+        random_state: int | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, dict]:
+        """Minimise eq. (ERM) exactly on features ``Xs = X / sqrt(d)`` and labels ``Y``
+        (n, L); returns ``(W, b, info)`` (:mod:`gaussmix.theory.erm`)."""
+        raise NotImplementedError(f"loss={self.name!r} has no finite-size solver")
 
     # ------------------------------------------------------------------ proximal map
     def prox(
@@ -152,12 +216,19 @@ class Loss:
         return f"{type(self).__name__}()"
 
 
+@LOSSES.register
 class SquareLoss(Loss):
     """``loss(y, h) = ||y - h||^2 / 2`` (any label dimension)."""
 
     name = "square"
     affine_prox = True
     exact_channel = True
+    zero_lam_min_alpha = 1.0
+
+    def fit_erm(self, Xs, Y, lam, penalty, **kw):
+        from .erm import fit_square
+
+        return fit_square(self, Xs, Y, lam, penalty, **kw)
 
     def value(self, y: np.ndarray, h: np.ndarray) -> np.ndarray:
         return 0.5 * np.sum((y - h) ** 2, axis=-1)
@@ -177,10 +248,17 @@ class SquareLoss(Loss):
         return _solve_batch(A[:, None], rhs)
 
 
+@LOSSES.register
 class LogisticLoss(Loss):
     """Binary logistic loss ``log(1 + exp(-y h))``, ``y = +-1``, ``L = 1``."""
 
     name = "logistic"
+    labels = "binary"
+
+    def fit_erm(self, Xs, Y, lam, penalty, **kw):
+        from .erm import fit_logistic
+
+        return fit_logistic(self, Xs, Y, lam, penalty, **kw)
 
     def value(self, y, h):
         return -log_expit(y * h)[..., 0]
@@ -220,6 +298,7 @@ class LogisticLoss(Loss):
         raise FloatingPointError("logistic proximal map did not converge")
 
 
+@LOSSES.register
 class CrossEntropyLoss(Loss):
     """Softmax cross-entropy ``-y.h + logsumexp(h)`` with one-hot ``y`` (L >= 2).
 
@@ -227,6 +306,13 @@ class CrossEntropyLoss(Loss):
     """
 
     name = "cross-entropy"
+    labels = "onehot"
+    shift_invariant = True
+
+    def fit_erm(self, Xs, Y, lam, penalty, **kw):
+        from .erm import fit_cross_entropy
+
+        return fit_cross_entropy(self, Xs, Y, lam, penalty, **kw)
 
     def value(self, y, h):
         return logsumexp(h, axis=-1) - np.sum(y * h, axis=-1)
@@ -239,6 +325,7 @@ class CrossEntropyLoss(Loss):
         return p[..., :, None] * (np.eye(h.shape[-1]) - p[..., None, :])
 
 
+@LOSSES.register
 class HingeLoss(Loss):
     """Hinge loss ``max(0, 1 - y h)``, ``y = +-1``, ``L = 1``.
 
@@ -247,8 +334,15 @@ class HingeLoss(Loss):
     """
 
     name = "hinge"
+    labels = "binary"
     smooth = False
     exact_channel = True
+    simulation_penalties = (Ridge,)
+
+    def fit_erm(self, Xs, Y, lam, penalty, **kw):
+        from .erm import fit_hinge
+
+        return fit_hinge(self, Xs, Y, lam, penalty, **kw)
 
     def value(self, y, h):
         return np.maximum(0.0, 1.0 - y * h)[..., 0]
@@ -282,6 +376,10 @@ class ReducedLoss(Loss):
         self.smooth = base.smooth
         self.affine_prox = base.affine_prox
         self.exact_channel = base.exact_channel
+        self.labels = base.labels
+        self.shift_invariant = base.shift_invariant
+        self.zero_lam_min_alpha = base.zero_lam_min_alpha
+        self.simulation_penalties = base.simulation_penalties
 
     def value(self, y, u):
         return self.base.value(y, u @ self.P)
@@ -297,19 +395,9 @@ class ReducedLoss(Loss):
         return f"ReducedLoss({self.base!r}, dim={self.P.shape[0]})"
 
 
-LOSSES: dict[str, type[Loss]] = {
-    "square": SquareLoss,
-    "logistic": LogisticLoss,
-    "cross-entropy": CrossEntropyLoss,
-    "hinge": HingeLoss,
-}
-
-
 def get_loss(name: str | Loss) -> Loss:
-    """Instantiate a loss by name: square, logistic, cross-entropy or hinge."""
+    """A loss by its registered name (:data:`LOSSES`): square, logistic, cross-entropy or
+    hinge; a :class:`Loss` instance is returned as is."""
     if isinstance(name, Loss):
         return name
-    from gaussmix.core.validation import check_choice
-
-    check_choice("loss", name, tuple(LOSSES))
-    return LOSSES[name]()
+    return LOSSES.get(name)()

@@ -20,11 +20,13 @@ model eq. (sparse) and the *empirical* spectral law are several atoms.  The mean
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from gaussmix.core.registry import Registry
 from gaussmix.core.validation import (
     check_array,
     check_choice,
@@ -32,7 +34,15 @@ from gaussmix.core.validation import (
     check_probability_vector,
 )
 
-__all__ = ["LabelMap", "Mixture", "mean_gram"]
+__all__ = [
+    "LabelMap",
+    "Mixture",
+    "SpectralLaw",
+    "MixtureModel",
+    "mean_gram",
+    "LABEL_MAPS",
+    "MIXTURE_MODELS",
+]
 
 MEAN_KINDS = ("simplex", "gaussian", "antipodal")
 
@@ -100,15 +110,7 @@ class LabelMap:
         if isinstance(spec, LabelMap):
             lm = spec
         elif isinstance(spec, str):
-            check_choice("labels", spec, ("onehot", "binary"))
-            if spec == "binary":
-                if n_clusters != 2:
-                    raise ValueError(
-                        f"labels='binary' needs exactly 2 clusters, got n_clusters={n_clusters}"
-                    )
-                lm = cls.binary()
-            else:
-                lm = cls.onehot(n_clusters)
+            lm = LABEL_MAPS.get(spec)(n_clusters)
         else:
             lm = cls(np.asarray(spec, dtype=float))
         if lm.n_clusters != n_clusters:
@@ -179,51 +181,147 @@ def _check_gram(name: str, gram: Any, k: int) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class Mixture:
-    """A K-cluster Gaussian mixture in its spectral representation (see module docs).
+class SpectralLaw:
+    """Covariances that share eigenvectors (Corollary 1): the joint law of the covariance
+    eigenvalues and the rescaled mean components over the shared eigen-directions.
 
-    Build it with :meth:`isotropic`, :meth:`block`, :meth:`sparse` or :meth:`spectral`; the
-    constructor itself validates the arrays.
+    A finite set of *atoms* ``j`` with weights ``weights[j]`` (fractions of directions),
+    eigenvalues ``sigma[j, k]`` of ``Sigma_k`` on those directions and the conditional second
+    moment ``theta[j, k, k'] = E[mu^k mu^k' | atom j]`` of the rescaled mean components
+    ``mu^k_i = sqrt(d) mu_k . v_i``.  Covers isotropic (one atom), block-diagonal, the sparse
+    model eq. (sparse) and empirical spectral laws.
 
     Attributes
     ----------
-    rho : ndarray (K,)
-    labels : LabelMap
     weights : ndarray (J,)
     sigma : ndarray (J, K)
     theta : ndarray (J, K, K)
-    kind : str
-        ``'isotropic'``, ``'block'``, ``'sparse'`` or ``'spectral'``.
     mu : ndarray (J, K) or None
         For an empirical law: the mean components on each atom (then
         ``theta[j] = outer(mu[j], mu[j])``); ``None`` when the mean components are Gaussian
         with covariance ``theta[j]``.
     """
 
-    rho: np.ndarray
-    labels: LabelMap
     weights: np.ndarray
     sigma: np.ndarray
     theta: np.ndarray
-    kind: str = "spectral"
     mu: np.ndarray | None = None
-    info: dict = field(default_factory=dict)
+
+    #: the name priors are registered under (:data:`gaussmix.theory.prior.PRIORS`)
+    structure = "spectral"
 
     def __post_init__(self) -> None:
-        k = self.labels.n_clusters
-        rho = check_probability_vector("rho", self.rho, size=k)
         w = check_array("weights", self.weights, shape=(None,), positive=True)
         if abs(w.sum() - 1.0) > 1e-9:
             raise ValueError(f"atom weights must sum to 1, got {w.sum():.12g}")
         j = w.size
-        sigma = check_array("sigma", self.sigma, shape=(j, k), positive=True)
+        sigma = check_array("sigma", self.sigma, positive=True)
+        if sigma.ndim != 2 or sigma.shape[0] != j:
+            raise ValueError(f"sigma must have shape ({j}, K), got {sigma.shape}")
+        k = sigma.shape[1]
         theta = check_array("theta", self.theta, shape=(j, k, k))
-        object.__setattr__(self, "rho", rho)
         object.__setattr__(self, "weights", w / w.sum())
         object.__setattr__(self, "sigma", sigma)
         object.__setattr__(self, "theta", 0.5 * (theta + np.swapaxes(theta, 1, 2)))
         if self.mu is not None:
             object.__setattr__(self, "mu", check_array("mu", self.mu, shape=(j, k)))
+
+    @property
+    def n_clusters(self) -> int:
+        """K."""
+        return int(self.sigma.shape[1])
+
+    @property
+    def n_atoms(self) -> int:
+        """Number of atoms J."""
+        return int(self.weights.size)
+
+    @property
+    def gram(self) -> np.ndarray:
+        """Gram matrix of the means, ``Theta_kk' = mu_k . mu_k' = sum_j weights_j theta_j``."""
+        return np.einsum("j,jkl->kl", self.weights, self.theta)
+
+    @property
+    def mean_variance(self) -> np.ndarray:
+        """``tr(Sigma_k) / d`` for each cluster."""
+        return self.weights @ self.sigma
+
+    @property
+    def support(self) -> np.ndarray:
+        """Boolean mask (J,) of the atoms on the support of the means (``theta[j] != 0``)."""
+        return np.any(self.theta != 0.0, axis=(1, 2))
+
+    def permute(self, p: np.ndarray) -> SpectralLaw:
+        """The same law with its clusters listed in the order ``p``."""
+        return SpectralLaw(
+            weights=self.weights,
+            sigma=self.sigma[:, p],
+            theta=self.theta[:, p][:, :, p],
+            mu=None if self.mu is None else self.mu[:, p],
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Mixture:
+    """A K-cluster Gaussian mixture: priors, label map and covariance structure.
+
+    Build it with :meth:`isotropic`, :meth:`block`, :meth:`sparse` or :meth:`spectral` (the
+    models of :data:`MIXTURE_MODELS`); the constructor itself validates the parts.
+
+    Attributes
+    ----------
+    rho : ndarray (K,)
+    labels : LabelMap
+    covariance : SpectralLaw
+        The covariance structure (with the means).  The priors of the fixed point are chosen
+        by (penalty, ``covariance.structure``), see :data:`gaussmix.theory.prior.PRIORS`.
+    kind : str
+        The mixture model that built it (a name in :data:`MIXTURE_MODELS`).
+    """
+
+    rho: np.ndarray
+    labels: LabelMap
+    covariance: SpectralLaw
+    kind: str = "spectral"
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        k = self.labels.n_clusters
+        rho = check_probability_vector("rho", self.rho, size=k)
+        if not isinstance(self.covariance, SpectralLaw):
+            raise TypeError(
+                "covariance must be a covariance structure (gaussmix.theory.mixture."
+                f"SpectralLaw), got {type(self.covariance).__name__}"
+            )
+        if self.covariance.n_clusters != k:
+            raise ValueError(
+                f"the covariance structure has {self.covariance.n_clusters} clusters but the "
+                f"labels have {k}"
+            )
+        MIXTURE_MODELS.get(self.kind)  # a registered model, or a ValueError naming them
+        object.__setattr__(self, "rho", rho)
+
+    @property
+    def model(self) -> MixtureModel:
+        """The declaration of the model that built this mixture."""
+        return MIXTURE_MODELS.get(self.kind)
+
+    # spectral-law conveniences (the fields of ``covariance``)
+    @property
+    def weights(self) -> np.ndarray:
+        return self.covariance.weights
+
+    @property
+    def sigma(self) -> np.ndarray:
+        return self.covariance.sigma
+
+    @property
+    def theta(self) -> np.ndarray:
+        return self.covariance.theta
+
+    @property
+    def mu(self) -> np.ndarray | None:
+        return self.covariance.mu
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -265,9 +363,7 @@ class Mixture:
         return cls(
             rho=rho_arr,
             labels=lm,
-            weights=np.ones(1),
-            sigma=deltas[None, :],
-            theta=gram[None, :, :],
+            covariance=SpectralLaw(np.ones(1), deltas[None, :], gram[None, :, :]),
             kind="isotropic",
             info={"means": means if isinstance(means, str) else "custom"},
         )
@@ -312,9 +408,7 @@ class Mixture:
         return cls(
             rho=rho_arr,
             labels=LabelMap.make(labels, k),
-            weights=f,
-            sigma=sigma,
-            theta=np.repeat(gram[None], nb, axis=0),
+            covariance=SpectralLaw(f, sigma, np.repeat(gram[None], nb, axis=0)),
             kind="block",
             info={"means": means if isinstance(means, str) else "custom"},
         )
@@ -345,11 +439,8 @@ class Mixture:
         return cls(
             rho=np.full(k, 1.0 / k) if rho is None else rho,
             labels=LabelMap.make(labels, k),
-            weights=np.full(d, 1.0 / d),
-            sigma=s,
-            theta=m[:, :, None] * m[:, None, :],
+            covariance=SpectralLaw(np.full(d, 1.0 / d), s, m[:, :, None] * m[:, None, :], mu=m),
             kind="spectral",
-            mu=m,
         )
 
     @classmethod
@@ -399,9 +490,7 @@ class Mixture:
         return cls(
             rho=np.full(2, 0.5) if rho is None else rho,
             labels=LabelMap.binary(),
-            weights=weights,
-            sigma=sigma,
-            theta=theta,
+            covariance=SpectralLaw(weights, sigma, theta),
             kind="sparse",
             info={"means": "sparse", "sparsity": sp, "delta1": d1, "delta2": d2},
         )
@@ -409,7 +498,7 @@ class Mixture:
     @property
     def support(self) -> np.ndarray:
         """Boolean mask (J,) of the atoms on the support of the means (``theta[j] != 0``)."""
-        return np.any(self.theta != 0.0, axis=(1, 2))
+        return self.covariance.support
 
     # ------------------------------------------------------------------ properties
     @property
@@ -420,17 +509,17 @@ class Mixture:
     @property
     def n_atoms(self) -> int:
         """Number of atoms J of the spectral law."""
-        return int(self.weights.size)
+        return self.covariance.n_atoms
 
     @property
     def gram(self) -> np.ndarray:
         """Gram matrix of the means, ``Theta_kk' = mu_k . mu_k'``."""
-        return np.einsum("j,jkl->kl", self.weights, self.theta)
+        return self.covariance.gram
 
     @property
     def mean_variance(self) -> np.ndarray:
         """``tr(Sigma_k) / d`` for each cluster."""
-        return self.weights @ self.sigma
+        return self.covariance.mean_variance
 
     def permute(self, perm: Any) -> Mixture:
         """The same mixture with its clusters listed in the order ``perm``."""
@@ -440,11 +529,8 @@ class Mixture:
         return Mixture(
             rho=self.rho[p],
             labels=self.labels.permute(p),
-            weights=self.weights,
-            sigma=self.sigma[:, p],
-            theta=self.theta[:, p][:, :, p],
+            covariance=self.covariance.permute(p),
             kind=self.kind,
-            mu=None if self.mu is None else self.mu[:, p],
             info=dict(self.info),
         )
 
@@ -488,3 +574,72 @@ def _infer_k(n_clusters: int | None, **candidates: Any) -> int:
     if first < 2:
         raise ValueError(f"a mixture needs at least 2 clusters, got {first}")
     return first
+
+
+# ---------------------------------------------------------------------------- registries
+#: named label maps: ``labels='onehot'`` / ``'binary'`` (a function of K)
+LABEL_MAPS: Registry[Callable[[int], LabelMap]] = Registry("label map", "labels")
+
+
+def _binary_labels(n_clusters: int) -> LabelMap:
+    if n_clusters != 2:
+        raise ValueError(f"labels='binary' needs exactly 2 clusters, got n_clusters={n_clusters}")
+    return LabelMap.binary()
+
+
+LABEL_MAPS.register(LabelMap.onehot, name="onehot")
+LABEL_MAPS.register(_binary_labels, name="binary")
+
+
+@dataclass(frozen=True)
+class MixtureModel:
+    """The declaration of a mixture model (a way of building a :class:`Mixture`).
+
+    Attributes
+    ----------
+    name : str
+        The model's name (``Mixture.kind``; ``--model`` on the command line).
+    build : callable
+        The constructor (a :class:`Mixture` class method).
+    exact_means : bool
+        Whether a finite-size realisation places the means so that their Gram matrix is
+        exactly the model's (DESIGN.md pitfall 8): then a simulation needs ``d >= K``.
+    binary : bool
+        Whether the model is defined for two clusters with ``+-1`` labels only.
+    description : str
+    """
+
+    name: str
+    build: Callable[..., Mixture]
+    exact_means: bool = False
+    binary: bool = False
+    description: str = ""
+
+
+#: every mixture model, by name
+MIXTURE_MODELS: Registry[MixtureModel] = Registry("mixture model", "model")
+for _model in (
+    MixtureModel(
+        "isotropic",
+        Mixture.isotropic,
+        exact_means=True,
+        description="isotropic clusters Sigma_c = Delta_c I with a Gram matrix of the means",
+    ),
+    MixtureModel(
+        "block",
+        Mixture.block,
+        description="blocks of directions with their own variances, shared eigenvectors",
+    ),
+    MixtureModel(
+        "sparse",
+        Mixture.sparse,
+        binary=True,
+        description="the correlated sparse binary mixture of Section 3.1, eq. (sparse)",
+    ),
+    MixtureModel(
+        "spectral",
+        Mixture.spectral,
+        description="an empirical joint law of covariance eigenvalues and mean components",
+    ),
+):
+    MIXTURE_MODELS.register(_model)

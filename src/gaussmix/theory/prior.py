@@ -37,12 +37,14 @@ law it has mean ``m = mu_j . Mhat`` and variance ``c``.  The Gaussian partial mo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ndtr
 
 from .mixture import Mixture
+from .penalties import ElasticNet, Lasso, Penalty, Ridge
 
 __all__ = [
     "PriorResult",
@@ -50,6 +52,9 @@ __all__ = [
     "elastic_net_prior",
     "soft_threshold_moments",
     "prior_update",
+    "prior_for",
+    "register_prior",
+    "PRIORS",
 ]
 
 _INV_SQRT_2PI = 0.3989422804014327
@@ -247,6 +252,53 @@ def elastic_net_prior(
     )
 
 
+#: the prior of each (penalty class, covariance structure): the solver never asks which
+#: one it has (it calls ``problem.prior``, resolved once by :func:`prior_for`)
+PRIORS: dict[tuple[type, str], Callable[..., PriorResult]] = {}
+
+
+def register_prior(penalty_cls: type, structure: str) -> Callable:
+    """Declare the prior of ``penalty_cls`` on covariance structures named ``structure``."""
+
+    def deco(fn: Callable[..., PriorResult]) -> Callable[..., PriorResult]:
+        key = (penalty_cls, structure)
+        if key in PRIORS:
+            raise ValueError(f"a prior for {penalty_cls.__name__} on {structure!r} exists")
+        PRIORS[key] = fn
+        return fn
+
+    return deco
+
+
+def prior_for(penalty: Penalty, mixture: Mixture) -> Callable[..., PriorResult]:
+    """The prior serving ``penalty`` on ``mixture``'s covariance structure.
+
+    Raises
+    ------
+    ValueError
+        If no prior is registered for the pair.
+    """
+    structure = mixture.covariance.structure
+    fn = PRIORS.get((type(penalty), structure))
+    if fn is None:
+        raise ValueError(
+            f"penalty={penalty.name!r} is not available on a {structure!r} covariance "
+            "structure (no prior is registered for the pair)"
+        )
+    return fn
+
+
+@register_prior(Ridge, "spectral")
+def _ridge_spectral(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False) -> PriorResult:
+    return ridge_prior(mixture, lam, Qhat, Mhat, Vhat, details=details)
+
+
+@register_prior(Lasso, "spectral")
+@register_prior(ElasticNet, "spectral")
+def _elastic_net_spectral(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False):
+    return elastic_net_prior(mixture, lam, penalty.l1_ratio, Qhat, Mhat, Vhat)
+
+
 def prior_update(
     problem,
     Qhat: np.ndarray,
@@ -256,12 +308,13 @@ def prior_update(
     *,
     details: bool = False,
 ) -> PriorResult:
-    """The prior half of the fixed point for ``problem`` (dispatch on its penalty).
+    """The prior half of the fixed point for ``problem`` (the prior its penalty declares for
+    its mixture's covariance structure, resolved when the problem was made).
 
     ``lam`` overrides ``problem.lam`` (e.g. for an initial state); ``details`` asks the
     ridge prior for ``l1_norm`` too.
     """
     lam = problem.lam if lam is None else lam
-    if problem.penalty == "l2":
-        return ridge_prior(problem.mixture, lam, Qhat, Mhat, Vhat, details=details)
-    return elastic_net_prior(problem.mixture, lam, problem.l1_ratio, Qhat, Mhat, Vhat)
+    return problem.prior(
+        problem.penalty_spec, problem.mixture, lam, Qhat, Mhat, Vhat, details=details
+    )

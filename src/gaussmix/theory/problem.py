@@ -10,18 +10,19 @@ orthonormal basis of that space; full-space quantities are ``Q_full = P^T Q P``,
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from gaussmix.core.validation import check_choice, check_real
+from gaussmix.core.validation import check_real
 
-from .losses import CrossEntropyLoss, Loss, ReducedLoss, get_loss
+from .losses import LOSSES, Loss, ReducedLoss, get_loss
 from .mixture import LabelMap, Mixture
+from .penalties import PENALTIES, Penalty, make_penalty
+from .prior import prior_for
 
 __all__ = ["Problem", "make_problem", "check_penalty", "check_lam_alpha", "PENALTIES"]
-
-PENALTIES = ("l2", "l1", "elastic-net")
 #: admissible ranges of the penalty strength and of the sample complexity
 LAM_MAX = 1e8
 ALPHA_MIN, ALPHA_MAX = 1e-8, 1e8
@@ -91,6 +92,11 @@ class Problem:
     constraints : list of (D, t)
         For cluster ``c``: ``h`` (effective) is classified correctly iff ``D h < t``
         componentwise (nearest-label rule, one row per other class).
+    penalty_spec : Penalty
+        The penalty's declaration (:mod:`gaussmix.theory.penalties`).
+    prior : callable
+        The prior of the fixed point for this penalty on this mixture's covariance structure
+        (:func:`gaussmix.theory.prior.prior_for`), resolved once here.
     """
 
     mixture: Mixture
@@ -102,6 +108,8 @@ class Problem:
     P: np.ndarray
     y: np.ndarray
     constraints: tuple
+    penalty_spec: Penalty
+    prior: Callable
     l1_ratio: float | None = None
 
     @property
@@ -125,7 +133,7 @@ class Problem:
         return new
 
     def describe(self) -> dict:
-        extra = {} if self.penalty == "l2" else {"l1_ratio": self.l1_ratio}
+        extra = {} if self.l1_ratio is None else {"l1_ratio": self.l1_ratio}
         return {
             "loss": self.loss_name,
             "penalty": self.penalty,
@@ -136,67 +144,67 @@ class Problem:
         }
 
 
-def check_penalty(penalty: str, l1_ratio: float | None = None) -> float | None:
-    """Validate ``penalty`` and ``l1_ratio``; return the ``l1_ratio`` the prior uses.
-
-    ``'l2'``: ridge, ``l1_ratio`` None (or 0); ``'l1'``: lasso, ``l1_ratio`` None (or 1);
-    ``'elastic-net'``: ``l1_ratio`` required, in ``[0, 1]``.
+def check_penalty(penalty: str | Penalty, l1_ratio: float | None = None) -> float | None:
+    """Validate ``penalty`` and ``l1_ratio`` (:func:`gaussmix.theory.penalties.make_penalty`);
+    return the ``l1_ratio`` the prior uses: None for ridge, 1 for lasso, the given value for
+    the elastic net.
 
     Raises
     ------
     TypeError, ValueError
         With the offending argument named.
     """
-    check_choice("penalty", penalty, PENALTIES)
-    implied = {"l2": 0.0, "l1": 1.0}
-    if penalty in implied:
-        if l1_ratio is not None:
-            r = check_real("l1_ratio", l1_ratio, low=0.0, high=1.0)
-            if r != implied[penalty]:
-                raise ValueError(
-                    f"l1_ratio={r:g} contradicts penalty={penalty!r} (which means "
-                    f"l1_ratio={implied[penalty]:g}); use penalty='elastic-net' for a mixture "
-                    "of l1 and l2"
-                )
-        return None if penalty == "l2" else 1.0
-    if l1_ratio is None:
-        raise ValueError(
-            "penalty='elastic-net' needs l1_ratio in [0, 1] "
-            "(r(w) = l1_ratio |w|_1 + (1 - l1_ratio) |w|^2 / 2); got l1_ratio=None"
-        )
-    return check_real("l1_ratio", l1_ratio, low=0.0, high=1.0)
+    return _problem_l1_ratio(make_penalty(penalty, l1_ratio))
+
+
+def _problem_l1_ratio(pen: Penalty) -> float | None:
+    return None if pen.l1_ratio == 0.0 and pen.user_l1_ratio is None else pen.l1_ratio
 
 
 def check_lam_alpha(
     lam: float,
     alpha: float,
     *,
-    loss: str,
-    penalty: str = "l2",
-    l1_ratio: float = 0.0,
+    loss: str | Loss,
+    penalty: str | Penalty = "l2",
+    l1_ratio: float | None = 0.0,
 ) -> tuple[float, float]:
     """The checks of :func:`make_problem` that depend on ``lam`` and ``alpha`` (for a loss
-    name and an already validated penalty and ``l1_ratio``); returns them as floats.
+    and an already validated penalty); returns them as floats.
 
+    ``lam = 0`` is accepted when the penalty has no l1 part and the loss declares a unique
+    minimiser there (``Loss.zero_lam_min_alpha``: the square loss with ``alpha > 1``).
     Sweeps validate the other options once per combination and these per point.
     """
     # beyond these bounds the weights (or the data per dimension) under/overflow double
     # precision and the errors would be decided by ties, not by the theory
     lam_v = check_real("lam", lam, low=0.0, high=LAM_MAX)
     alpha_v = check_real("alpha", alpha, low=ALPHA_MIN, high=ALPHA_MAX)
-    if lam_v == 0.0 and penalty != "l2" and l1_ratio > 0.0:
+    if lam_v == 0.0:
+        pen = penalty if isinstance(penalty, Penalty) else make_penalty(penalty, l1_ratio or None)
+        _check_zero_lam(get_loss(loss), pen, alpha_v)
+    return lam_v, alpha_v
+
+
+def _check_zero_lam(loss: Loss, pen: Penalty, alpha: float) -> None:
+    if not pen.allows_zero_lam:
         raise ValueError(
-            f"lam=0 with penalty={penalty!r} (basis pursuit) is the boundary lam -> 0+ "
+            f"lam=0 with penalty={pen.name!r} (basis pursuit) is the boundary lam -> 0+ "
             "and is not solved directly; use a small positive lam, or "
             "gaussmix.optimal_lambda, which detects a lam -> 0+ optimum"
         )
-    if lam_v == 0.0 and not (loss == "square" and alpha_v > 1.0):
+    bound = loss.zero_lam_min_alpha
+    if bound is None or not alpha > bound:
+        valid = [
+            f"loss={c.name!r} with alpha > {c.zero_lam_min_alpha:g}"
+            for c in LOSSES
+            if c.zero_lam_min_alpha is not None
+        ]
         raise ValueError(
-            f"lam=0 is only valid for loss='square' with alpha > 1 (the minimiser does not "
-            f"exist or is not unique otherwise); got loss={loss!r}, alpha={alpha_v:g}. "
+            f"lam=0 is only valid for {' or '.join(valid)} (the minimiser does not "
+            f"exist or is not unique otherwise); got loss={loss.name!r}, alpha={alpha:g}. "
             "Use a small positive lam."
         )
-    return lam_v, alpha_v
 
 
 def make_problem(
@@ -221,41 +229,32 @@ def make_problem(
     if not isinstance(mixture, Mixture):
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
     base = get_loss(loss)
-    name = base.name
-    rho1 = check_penalty(penalty, l1_ratio)
-    lam_v, alpha_v = check_lam_alpha(lam, alpha, loss=name, penalty=penalty, l1_ratio=rho1)
+    pen = make_penalty(penalty, l1_ratio)
+    lam_v, alpha_v = check_lam_alpha(lam, alpha, loss=base, penalty=pen)
     labels = mixture.labels
-    if name in ("logistic", "hinge") and not labels.is_binary:
+    base.check_labels(labels)
+    if pen.scalar_output and labels.dim != 1:
         raise ValueError(
-            f"loss={name!r} needs binary labels (+1/-1, labels='binary', 2 clusters or a custom "
-            f"+-1 map); got {labels.kind} labels of dimension {labels.dim} — use "
-            "loss='cross-entropy' for one-hot multi-class labels"
+            f"penalty={pen.name!r} needs binary labels (one output per sample, L = 1: the "
+            f"closed-form soft-threshold prior of Appendix C.2); got {labels.kind} labels "
+            f"of dimension {labels.dim} — use penalty='l2', or labels='binary' with a "
+            "scalar loss"
         )
-    if name == "cross-entropy" and not labels.is_onehot:
-        raise ValueError(
-            f"loss='cross-entropy' needs one-hot labels; got {labels.kind} labels of dimension "
-            f"{labels.dim} — use loss='logistic' for binary +-1 labels"
-        )
-    if penalty != "l2":
-        if labels.dim != 1:
-            raise ValueError(
-                f"penalty={penalty!r} needs binary labels (one output per sample, L = 1: the "
-                f"closed-form soft-threshold prior of Appendix C.2); got {labels.kind} labels "
-                f"of dimension {labels.dim} — use penalty='l2', or labels='binary' with a "
-                "scalar loss"
-            )
-    reduced = isinstance(base, CrossEntropyLoss)
+    prior = prior_for(pen, mixture)
+    reduced = base.shift_invariant
     P, constraints = _output_space(labels, reduced)
     eff: Loss = ReducedLoss(base, P) if reduced else base
     return Problem(
         mixture=mixture,
         loss=eff,
-        loss_name=name,
-        penalty=penalty,
+        loss_name=base.name,
+        penalty=pen.name,
         lam=lam_v,
         alpha=alpha_v,
         P=P,
         y=labels.labels,
         constraints=constraints,
-        l1_ratio=rho1,
+        penalty_spec=pen,
+        prior=prior,
+        l1_ratio=_problem_l1_ratio(pen),
     )
