@@ -11,29 +11,80 @@ The equations are those of Loureiro et al. (2021), "Learning Gaussian mixtures w
 generalised linear models: precise asymptotics in high-dimensions" (Theorems 1-2).
 """
 
-from .core.exceptions import (
-    ConvergenceError,
-    ConvergenceWarning,
-    GaussmixError,
-    IntegrationWarning,
-    SpuriousFixedPointError,
-)
+from typing import TYPE_CHECKING
+
 from .core.version import __version__
-from .experiments import (
-    OptimalLambdaResult,
-    d_test_error_d_lambda,
-    lambda_sweep,
-    learning_curve,
-    optimal_lambda,
-    optimal_lambda_curve,
-)
-from .theory.losses import LOSSES, Loss, get_loss
-from .theory.mixture import LABEL_MAPS, MIXTURE_MODELS, LabelMap, Mixture, mean_gram
-from .theory.outputs import OBSERVABLES
-from .theory.penalties import PENALTIES, make_penalty
-from .theory.problem import make_problem
-from .theory.quadrature import GaussHermite
-from .theory.solver import FixedPointResult, solve
+
+#: public name -> module that defines it; imported on first use (PEP 562), so that
+#: ``import gaussmix`` and ``gaussmix --help`` do not pay for numpy, scipy, numba or pandas
+_EXPORTS = {
+    "ConvergenceError": "gaussmix.core.exceptions",
+    "ConvergenceWarning": "gaussmix.core.exceptions",
+    "GaussmixError": "gaussmix.core.exceptions",
+    "IntegrationWarning": "gaussmix.core.exceptions",
+    "SpuriousFixedPointError": "gaussmix.core.exceptions",
+    "OptimalLambdaResult": "gaussmix.experiments",
+    "d_test_error_d_lambda": "gaussmix.experiments",
+    "lambda_sweep": "gaussmix.experiments",
+    "learning_curve": "gaussmix.experiments",
+    "optimal_lambda": "gaussmix.experiments",
+    "optimal_lambda_curve": "gaussmix.experiments",
+    "LOSSES": "gaussmix.theory.losses",
+    "Loss": "gaussmix.theory.losses",
+    "get_loss": "gaussmix.theory.losses",
+    "LABEL_MAPS": "gaussmix.theory.mixture",
+    "MIXTURE_MODELS": "gaussmix.theory.mixture",
+    "LabelMap": "gaussmix.theory.mixture",
+    "Mixture": "gaussmix.theory.mixture",
+    "mean_gram": "gaussmix.theory.mixture",
+    "OBSERVABLES": "gaussmix.theory.outputs",
+    "PENALTIES": "gaussmix.theory.penalties",
+    "make_penalty": "gaussmix.theory.penalties",
+    "make_problem": "gaussmix.theory.problem",
+    "GaussHermite": "gaussmix.theory.quadrature",
+    "FixedPointResult": "gaussmix.theory.solver",
+    "solve": "gaussmix.theory.solver",
+}
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from .core.exceptions import (
+        ConvergenceError,
+        ConvergenceWarning,
+        GaussmixError,
+        IntegrationWarning,
+        SpuriousFixedPointError,
+    )
+    from .experiments import (
+        OptimalLambdaResult,
+        d_test_error_d_lambda,
+        lambda_sweep,
+        learning_curve,
+        optimal_lambda,
+        optimal_lambda_curve,
+    )
+    from .theory.losses import LOSSES, Loss, get_loss
+    from .theory.mixture import LABEL_MAPS, MIXTURE_MODELS, LabelMap, Mixture, mean_gram
+    from .theory.outputs import OBSERVABLES
+    from .theory.penalties import PENALTIES, make_penalty
+    from .theory.problem import make_problem
+    from .theory.quadrature import GaussHermite
+    from .theory.solver import FixedPointResult, solve
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gaussmix' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = [
     "__version__",

@@ -49,7 +49,6 @@ import inspect
 
 import numpy as np
 from scipy.special import log_ndtr, ndtr, ndtri
-from scipy.stats import qmc
 
 from gaussmix.core.validation import check_array, check_int, check_real
 
@@ -87,7 +86,11 @@ _LOG2_N_MAX = 16
 _WORK_BUDGET = 2**21
 
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(20)
-_SOBOL_RNG_KW = "rng" if "rng" in inspect.signature(qmc.Sobol).parameters else "seed"
+
+
+def _sobol_rng_kw(sobol: type) -> str:
+    """Keyword of ``qmc.Sobol``'s generator (``rng`` in recent scipy, ``seed`` before)."""
+    return "rng" if "rng" in inspect.signature(sobol).parameters else "seed"
 
 
 # --------------------------------------------------------------------------- validation
@@ -379,8 +382,11 @@ class _SOVFactor:
         return prod
 
 
-def _make_sobol(dim: int, seed: np.random.SeedSequence) -> qmc.Sobol:
-    return qmc.Sobol(dim, scramble=True, **{_SOBOL_RNG_KW: np.random.default_rng(seed)})
+def _make_sobol(dim: int, seed: np.random.SeedSequence):
+    from scipy.stats import qmc  # only K >= 4 needs it: kept out of the start-up
+
+    kw = _sobol_rng_kw(qmc.Sobol)
+    return qmc.Sobol(dim, scramble=True, **{kw: np.random.default_rng(seed)})
 
 
 def _sov_rqmc(
