@@ -1,4 +1,5 @@
-"""Tests of :mod:`gaussmix.sweep.engine`: grids, executors, checkpoint / resume, provenance.
+"""Tests of :mod:`gaussmix.sweep` (point specs, executors, checkpoint / resume, provenance)
+and of the grids of :mod:`gaussmix.cli.grid` that translate option names into specs.
 
 The dask test starts a real ``distributed.LocalCluster`` (two worker processes on the
 loopback interface); the SIGKILL test runs ``python -m gaussmix.cli.commands sweep`` in a
@@ -24,17 +25,20 @@ import pytest
 
 import gaussmix as gm
 from gaussmix.cli.commands import main
-from gaussmix.sweep import engine as sw
-from gaussmix.sweep.engine import (
+from gaussmix.cli.grid import Grid, GridError, run_grid
+from gaussmix.sweep import (
     TEST_DELAY_ENV,
-    Grid,
-    GridError,
+    SweepResult,
     checkpoint_path,
+    executors,
     point_key,
     simulation_keys,
     sweep,
+    tasks,
     theory_keys,
 )
+from gaussmix.sweep import checkpoint as ck_module
+from gaussmix.sweep.table import csv_bytes
 
 BINARY = {"loss": "logistic", "lam": 0.1}
 SQUARE = {"loss": "square", "labels": "binary", "lam": 0.1}
@@ -54,7 +58,7 @@ def checkpoint_lines(path: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def theory_serial() -> sw.SweepResult:
+def theory_serial() -> SweepResult:
     return sweep(small_grid(), backend="serial", progress=False)
 
 
@@ -77,11 +81,12 @@ def test_grid_accepts_dashes_lists_and_integers() -> None:
     )
     assert g.columns == ("max-iter", "rho")
     assert g.axes["rho"] == ("0.3,0.7", "0.5,0.5")
-    task = g.tasks()[0]
-    assert task["options"]["max_iter"] == 500
+    spec = g.specs()[0]
+    assert spec.max_iter == 500 and spec.params["max_iter"] == 500
     assert Grid({"alpha": np.linspace(1, 2, 3)}).axes["alpha"] == (1.0, 1.5, 2.0)
-    assert task["options"]["alpha"] == 2.0 and isinstance(task["options"]["alpha"], float)
-    assert task["options"]["quad_order"] == 32
+    assert spec.alpha == 2.0 and isinstance(spec.alpha, float)
+    assert spec.quad_order == 32 and spec.params["quad_order"] == 32
+    assert spec.coords == {"max-iter": 500, "rho": "0.3,0.7"}
 
 
 def test_point_key_is_stable_and_complete() -> None:
@@ -91,8 +96,8 @@ def test_point_key_is_stable_and_complete() -> None:
     assert Grid({"alpha": [1.0]}, fixed={**BINARY, "tol": 1e-9}).keys()[0] != a
     sim = Grid({"alpha": [1.0]}, fixed=BINARY, simulate={"d": 50, "seeds": 2}).keys()[0]
     assert sim != a
-    opts = Grid({"alpha": [1.0]}, fixed=BINARY).tasks()[0]["options"]
-    assert point_key(opts) == a  # pure function of the parameters
+    spec = Grid({"alpha": [1.0]}, fixed=BINARY).specs()[0]
+    assert point_key(spec) == a  # pure function of the parameters
 
 
 @pytest.mark.parametrize(
@@ -158,14 +163,14 @@ def test_bad_toml_files(tmp_path: Path) -> None:
 
 def test_bad_grid_fails_before_any_work(tmp_path: Path, monkeypatch) -> None:
     calls = []
-    monkeypatch.setattr(sw, "_run_point", lambda task: calls.append(task))
+    monkeypatch.setattr(tasks, "_run_point", lambda task: calls.append(task))
     out = tmp_path / "out.csv"
     spec = {"fixed": BINARY, "grid": {"alpha": [1.0, 2.0]}, "simulate": {"d": 0, "seeds": 3}}
     with pytest.raises(GridError, match="'d'"):
-        sweep(spec, out=out, backend="serial", progress=False)
+        run_grid(spec, out=out, backend="serial", progress=False)
     spec = {"fixed": BINARY, "grid": {"alpha": [1.0, 2.0, -1.0]}}
     with pytest.raises(GridError, match="grid point 3 of 3"):
-        sweep(spec, out=out, backend="serial", progress=False)
+        run_grid(spec, out=out, backend="serial", progress=False)
     assert calls == []
     assert list(tmp_path.iterdir()) == []  # no checkpoint, no output
 
@@ -181,7 +186,7 @@ def test_bad_sweep_arguments() -> None:
 
 
 # ---------------------------------------------------------------------------- tables
-def test_theory_table_matches_direct_solves(theory_serial: sw.SweepResult) -> None:
+def test_theory_table_matches_direct_solves(theory_serial: SweepResult) -> None:
     df = theory_serial.df
     assert list(df.columns) == ["alpha", "delta", *theory_keys()]
     assert len(df) == 6 and theory_serial.computed == 6 and theory_serial.failed == 0
@@ -194,7 +199,7 @@ def test_theory_table_matches_direct_solves(theory_serial: sw.SweepResult) -> No
         assert json.loads(row.params)["alpha"] == row.alpha
 
 
-def test_sweep_rows_have_the_keys_of_point_json(theory_serial: sw.SweepResult) -> None:
+def test_sweep_rows_have_the_keys_of_point_json(theory_serial: SweepResult) -> None:
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         assert main(["point", "--json", "--loss", "logistic", "--lam", "0.1", "--alpha", "0.5",
@@ -206,7 +211,7 @@ def test_sweep_rows_have_the_keys_of_point_json(theory_serial: sw.SweepResult) -
     assert json.loads(row["params"]) == point["params"]
 
 
-def test_joblib_equals_serial(theory_serial: sw.SweepResult) -> None:
+def test_joblib_equals_serial(theory_serial: SweepResult) -> None:
     res = sweep(small_grid(), backend="joblib", jobs=2, progress=False)
     pd.testing.assert_frame_equal(res.df, theory_serial.df, check_exact=True)
 
@@ -223,7 +228,7 @@ def test_failed_point_is_a_row_not_a_crash() -> None:
     assert res.attrs["max_iter"] == "grid" and res.attrs["tol"] == 1e-8
 
 
-def test_xarray_dims_and_provenance(theory_serial: sw.SweepResult) -> None:
+def test_xarray_dims_and_provenance(theory_serial: SweepResult) -> None:
     ds = theory_serial.to_xarray()
     assert dict(ds.sizes)["alpha"] == 3 and dict(ds.sizes)["delta"] == 2
     assert ds["test_error"].dims == ("alpha", "delta")
@@ -268,7 +273,7 @@ def test_simulation_sweep_reproducible_and_provenance() -> None:
 def test_simulate_argument_switches_mode() -> None:
     g = small_grid().with_simulate({"d": 30, "seeds": 2})
     assert g.mode == "simulation" and g.columns == ("alpha", "delta")
-    res = sweep(
+    res = run_grid(
         Grid({"alpha": [1.0]}, fixed=BINARY),
         simulate={"d": 30, "seeds": 2},
         backend="serial",
@@ -277,7 +282,7 @@ def test_simulate_argument_switches_mode() -> None:
     assert "test_error_se" in res.df.columns
 
 
-def test_dask_local_cluster_equals_joblib(tmp_path: Path, theory_serial: sw.SweepResult) -> None:
+def test_dask_local_cluster_equals_joblib(tmp_path: Path, theory_serial: SweepResult) -> None:
     distributed = pytest.importorskip("distributed")
     sim_grid = Grid({"alpha": [1.0, 2.0]}, fixed=BINARY, simulate={"d": 40, "seeds": 2})
     sim_joblib = sweep(sim_grid, backend="joblib", jobs=2, progress=False)
@@ -307,19 +312,19 @@ def test_dask_local_cluster_equals_joblib(tmp_path: Path, theory_serial: sw.Swee
     pd.testing.assert_frame_equal(theory_dask.df, theory_serial.df, check_exact=True)
     pd.testing.assert_frame_equal(sim_dask.df, sim_joblib.df, check_exact=True)
     assert (tmp_path / "dask.csv").read_text() == (tmp_path / "joblib.csv").read_text()
-    assert (tmp_path / "dask.csv").read_bytes() == sw._csv_bytes(theory_serial.df)
+    assert (tmp_path / "dask.csv").read_bytes() == csv_bytes(theory_serial.df)
 
 
 def test_unreachable_scheduler_is_an_oserror(monkeypatch) -> None:
     pytest.importorskip("distributed")
-    monkeypatch.setattr(sw, "CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr(executors, "CONNECT_TIMEOUT", "1s")
     g = Grid({"alpha": [1.0]}, fixed=BINARY)
     with pytest.raises(OSError, match="cannot connect to the dask scheduler"):
         sweep(g, scheduler="tcp://127.0.0.1:9", progress=False)
 
 
 # ---------------------------------------------------------------------------- checkpoint
-def test_resume_skips_finished_points(tmp_path: Path, theory_serial: sw.SweepResult) -> None:
+def test_resume_skips_finished_points(tmp_path: Path, theory_serial: SweepResult) -> None:
     out = tmp_path / "t.csv"
     first = sweep(small_grid(), out=out, backend="serial", progress=False)
     ck = checkpoint_path(out)
@@ -332,7 +337,7 @@ def test_resume_skips_finished_points(tmp_path: Path, theory_serial: sw.SweepRes
     assert pd.read_csv(out).shape == (6, 2 + len(theory_keys()))
 
 
-def test_resume_after_partial_line(tmp_path: Path, theory_serial: sw.SweepResult) -> None:
+def test_resume_after_partial_line(tmp_path: Path, theory_serial: SweepResult) -> None:
     ck = tmp_path / "ck.jsonl"
     sweep(small_grid(), checkpoint=ck, backend="serial", progress=False)
     lines = ck.read_bytes().splitlines(keepends=True)
@@ -361,7 +366,7 @@ def test_checkpoint_of_another_grid_is_not_reused(tmp_path: Path) -> None:
 
 def test_checkpoint_is_locked_while_in_use(tmp_path: Path) -> None:
     ck = tmp_path / "ck.jsonl"
-    holder = sw._Checkpoint(ck, fsync_interval=0.0)
+    holder = ck_module._Checkpoint(ck, fsync_interval=0.0)
     holder.open()
     try:
         with pytest.raises(OSError, match="in use by another running sweep"):
@@ -423,7 +428,7 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
     assert f"{n_points - saved} computed, {saved} from the checkpoint" in resumed.stdout
 
     # an uninterrupted run (in this process, serially): the same table, byte for byte
-    ref = sweep(grid, out=tmp_path / "reference.csv", backend="serial", progress=False)
+    ref = run_grid(grid, out=tmp_path / "reference.csv", backend="serial", progress=False)
     assert ref.computed == n_points
     assert out.read_text() == (tmp_path / "reference.csv").read_text()
     df = pd.read_csv(out)
@@ -433,13 +438,13 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
 
 
 def test_warnings_of_points_are_reemitted(monkeypatch) -> None:
-    real = sw.theory_payload
+    real = tasks.theory_payload
 
     def noisy(setup, **kw):
         warnings.warn("coarse rule", gm.IntegrationWarning, stacklevel=2)
         return real(setup, **kw)
 
-    monkeypatch.setattr(sw, "theory_payload", noisy)
+    monkeypatch.setattr(tasks, "theory_payload", noisy)
     with pytest.warns(gm.IntegrationWarning, match=r"coarse rule \(at alpha = 1.0\)"):
         res = sweep(Grid({"alpha": [1.0]}, fixed=BINARY), backend="serial", progress=False)
     assert res.warnings == [("IntegrationWarning", "coarse rule", "alpha = 1.0")]
@@ -450,14 +455,14 @@ def test_warnings_belong_to_their_point_and_filters_are_restored(
 ) -> None:
     # the serial stream records warnings once for all points: each point must still get its
     # own, and the caller's warning filters must be back after the sweep, even one that fails
-    real = sw.theory_payload
+    real = tasks.theory_payload
 
     def noisy(setup, *, lam, alpha, **kw):
         if alpha == 2.0:
             warnings.warn("coarse rule", gm.IntegrationWarning, stacklevel=2)
         return real(setup, lam=lam, alpha=alpha, **kw)
 
-    monkeypatch.setattr(sw, "theory_payload", noisy)
+    monkeypatch.setattr(tasks, "theory_payload", noisy)
     grid = Grid({"alpha": [1.0, 2.0, 3.0]}, fixed=BINARY)
     before = list(warnings.filters)
     with pytest.warns(gm.IntegrationWarning, match=r"coarse rule \(at alpha = 2.0\)"):
@@ -468,7 +473,7 @@ def test_warnings_belong_to_their_point_and_filters_are_restored(
     def full_disk(self, line):
         raise OSError("no space left on device")
 
-    monkeypatch.setattr(sw._Checkpoint, "append", full_disk)
+    monkeypatch.setattr(ck_module._Checkpoint, "append", full_disk)
     with pytest.raises(OSError, match="no space left") as info:
         sweep(grid, checkpoint=tmp_path / "ck.jsonl", backend="serial", progress=False)
     # (while the traceback, and with it the sweep's frame, is alive)
@@ -496,10 +501,10 @@ def test_csv_writer_reads_back_like_pandas() -> None:
     # a float column that is a strided view of a 2-D block (Fortran order)
     block = np.asfortranarray(np.random.default_rng(0).normal(size=(3, 2)))
     df = pd.concat([df, pd.DataFrame(block, columns=["f0", "f1"])], axis=1)
-    ours = pd.read_csv(io.BytesIO(sw._csv_bytes(df)))
+    ours = pd.read_csv(io.BytesIO(csv_bytes(df)))
     theirs = pd.read_csv(io.StringIO(df.to_csv(index=False)))
     pd.testing.assert_frame_equal(ours, theirs, check_exact=True)
-    assert b"1e-8" in sw._csv_bytes(df) and ours["y"].iloc[2] == 1.7976931348623157e308
+    assert b"1e-8" in csv_bytes(df) and ours["y"].iloc[2] == 1.7976931348623157e308
     # infinities (never in a sweep's table) are kept, not emptied
     inf = pd.DataFrame({"v": [np.inf, -np.inf, 1.0]})
-    assert pd.read_csv(io.BytesIO(sw._csv_bytes(inf)))["v"].tolist() == [np.inf, -np.inf, 1.0]
+    assert pd.read_csv(io.BytesIO(csv_bytes(inf)))["v"].tolist() == [np.inf, -np.inf, 1.0]
