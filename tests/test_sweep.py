@@ -22,16 +22,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _cli_helpers import assert_one_line_error, run
 
 import gaussmix as gm
 from gaussmix.cli.commands import main
 from gaussmix.cli.grid import Grid, GridError, run_grid
 from gaussmix.sweep import (
     TEST_DELAY_ENV,
+    PointSpec,
+    Simulation,
+    SpecGrid,
     SweepResult,
     checkpoint_path,
     executors,
     point_key,
+    run_task,
     simulation_keys,
     sweep,
     tasks,
@@ -508,3 +513,208 @@ def test_csv_writer_reads_back_like_pandas() -> None:
     # infinities (never in a sweep's table) are kept, not emptied
     inf = pd.DataFrame({"v": [np.inf, -np.inf, 1.0]})
     assert pd.read_csv(io.BytesIO(csv_bytes(inf)))["v"].tolist() == [np.inf, -np.inf, 1.0]
+
+
+# ---------------------------------------------------------------------------- library points
+def binary_spec(alpha: float, delta: float, **kw) -> PointSpec:
+    mix = gm.Mixture.isotropic(delta, "simplex", n_clusters=2, labels="binary")
+    coords = {"alpha": alpha, "delta": delta}
+    return PointSpec(mix, "logistic", lam=0.1, alpha=alpha, coords=coords, **kw)
+
+
+def test_sweep_of_library_specs_equals_the_option_grid(theory_serial: SweepResult) -> None:
+    specs = [binary_spec(a, d) for a in (0.5, 1.0, 2.0) for d in (0.25, 0.5)]
+    res = sweep(specs, backend="serial", progress=False)
+    assert res.grid.axes == {"alpha": (0.5, 1.0, 2.0), "delta": (0.25, 0.5)}
+    assert list(res.df.columns) == list(theory_serial.df.columns)
+    numbers = ["alpha", "delta", "test_error", "train_loss", "Q", "M", "V", "b"]
+    pd.testing.assert_frame_equal(res.df[numbers], theory_serial.df[numbers], check_exact=True)
+    params = json.loads(res.df["params"].iloc[0])  # the default params: the mixture and settings
+    assert params["mixture"]["kind"] == "isotropic" and params["loss"] == "logistic"
+    assert res.to_xarray()["test_error"].dims == ("alpha", "delta")
+    # points that are not a Cartesian product: one dimension 'point'
+    part = sweep(specs[:3], backend="serial", progress=False)
+    ds = part.to_xarray()
+    assert ds["test_error"].dims == ("point",) and ds["Q"].dims[0] == "point"
+    assert ds["alpha"].values.tolist() == [0.5, 0.5, 1.0]
+    pd.testing.assert_frame_equal(part.df, res.df.iloc[:3], check_exact=True)
+
+
+def test_spec_grid_validates_points_and_run_task() -> None:
+    spec = binary_spec(1.0, 0.5)
+    rec = run_task(spec)
+    assert rec["key"] == point_key(spec) and rec["row"]["converged"]
+    assert point_key(spec) == point_key(binary_spec(1.0, 0.5))
+    assert point_key(spec) != point_key(binary_spec(1.0, 0.5, tol=1e-9))
+    assert point_key(spec) != point_key(spec.at(lam=0.2))
+    sim = binary_spec(1.0, 0.5, simulate=Simulation(d=40, seeds=2))
+    assert point_key(sim) != point_key(spec) and sim.mode == "simulation"
+    with pytest.raises(TypeError, match="mixture must be a gaussmix.Mixture"):
+        PointSpec("isotropic", "logistic", lam=0.1, alpha=1.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="seeds must be an integer >= 1"):
+        Simulation(d=40, seeds=0)
+    bad = [binary_spec(1.0, 0.5), binary_spec(2.0, 0.5).at(lam=-1.0)]
+    with pytest.raises(ValueError, match=r"point 2 of 2 \(alpha = 2.0, delta = 0.5\): lam"):
+        SpecGrid(tuple(bad))
+    with pytest.raises(ValueError, match="number of clusters"):
+        SpecGrid((binary_spec(4.0, 0.5, simulate=Simulation(d=1, seeds=2)),))
+    with pytest.raises(ValueError, match="all be theory points or all simulations"):
+        SpecGrid((spec, sim))
+    with pytest.raises(TypeError, match="points must be a SpecGrid"):
+        sweep(42, progress=False)  # type: ignore[arg-type]
+
+
+def test_sweep_and_point_options_work_without_typer() -> None:
+    # the library's sweep never imports the command-line framework, and the resolution of
+    # the point options does not need it (options.py builds typer options only for commands)
+    options = Path(__file__).resolve().parents[1] / "src/gaussmix/cli/options.py"
+    code = f"""
+import importlib.util, sys
+sys.modules["typer"] = None  # any import of typer fails
+sys.modules["click"] = None
+import gaussmix.sweep
+spec = importlib.util.spec_from_file_location("isolated_options", {str(options)!r})
+mod = importlib.util.module_from_spec(spec)
+sys.modules["isolated_options"] = mod
+spec.loader.exec_module(mod)
+r = mod.resolve_options(mod.PointOptions(loss="logistic"))
+assert (r.clusters, r.labels, r.means) == (2, "binary", "simplex"), r
+r = mod.resolve_options(mod.PointOptions(model="block", fractions="0.5,0.5", deltas="1,2"))
+assert (r.clusters, r.labels, r.means) == (2, "onehot", "antipodal"), r
+r = mod.resolve_options(mod.PointOptions(delta="0.5,0.5,1,1"))
+assert (r.clusters, r.labels, r.means) == (4, "onehot", "simplex"), r
+try:
+    mod.resolve_options(mod.PointOptions(rho="0.5,0.5", delta="1,1,1"))
+except ValueError as exc:
+    assert "--rho has 2 entries but --delta has 3" in str(exc), exc
+else:
+    raise AssertionError("no error")
+mod.build_point(mod.PointOptions(model="sparse", loss="square", delta1=0.1, delta2=1.0))
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == "ok\n", proc.stderr
+
+
+def test_no_function_of_the_sweep_is_longer_than_80_lines() -> None:
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "src/gaussmix"
+    files = [*(root / "sweep").glob("*.py"), root / "cli/options.py", root / "cli/grid.py"]
+    long = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                if node.end_lineno - node.lineno + 1 > 80:
+                    long.append(f"{path.name}:{node.name}")
+    assert long == []
+
+
+# ---------------------------------------------------------------------------- command line
+TOML = '[fixed]\nloss = "logistic"\nlam = 0.1\n[grid]\nalpha = [0.5, 1.0]\n'
+
+
+def sweep_cli(tmp_path: Path, *args: str) -> tuple[int, str, str, float]:
+    grid = tmp_path / "grid.toml"
+    grid.write_text(TOML)
+    t0 = time.monotonic()
+    code, out, err = run("sweep", "--grid", str(grid), *args)
+    return code, out, err, time.monotonic() - t0
+
+
+@pytest.mark.parametrize("address", ["notaurl", "tcp://host", "tcp://127.0.0.1:99999", ""])
+def test_malformed_scheduler_is_refused_before_any_work(tmp_path: Path, address: str) -> None:
+    out = tmp_path / "o.csv"
+    code, stdout, err, elapsed = sweep_cli(tmp_path, "--out", str(out), "--scheduler", address)
+    assert_one_line_error(code, stdout, err, "--scheduler", repr(address), "tcp://host:8786")
+    assert elapsed < 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grid.toml"]
+
+
+def test_unreachable_scheduler_fails_fast_and_leaves_nothing(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    out = tmp_path / "o.csv"
+    code, stdout, err, elapsed = sweep_cli(
+        tmp_path, "--out", str(out), "--scheduler", "tcp://127.0.0.1:1"
+    )
+    assert_one_line_error(code, stdout, err, "--scheduler", "cannot connect", "127.0.0.1:1")
+    assert elapsed < 15, elapsed  # the connect timeout (3 s) and the client's start
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grid.toml"]  # no checkpoint, CSV
+
+
+def test_unwritable_out_is_a_bad_option(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "afile").write_text("")
+    code, stdout, err, _ = sweep_cli(tmp_path, "--out", str(tmp_path / "afile" / "x.csv"))
+    assert_one_line_error(code, stdout, err, "--out", "not a directory")
+    code, stdout, err, _ = sweep_cli(
+        tmp_path, "--out", str(tmp_path / "o.csv"), "--checkpoint", str(tmp_path / "afile/c")
+    )
+    assert_one_line_error(code, stdout, err, "--checkpoint", "not a directory")
+    if os.geteuid() != 0:  # (root writes into read-only directories)
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o555)
+        code, stdout, err, _ = sweep_cli(tmp_path, "--out", str(ro / "x.csv"))
+        assert_one_line_error(code, stdout, err, "--out", "permission denied")
+    # a directory that this user cannot create (as a user other than root would see it)
+    real_access = os.access
+
+    def access(path, mode, **kw) -> bool:  # '/' is not writable for this user
+        return False if str(path) == "/" else real_access(path, mode, **kw)
+
+    monkeypatch.setattr(os, "access", access)
+    code, stdout, err, _ = sweep_cli(tmp_path, "--out", "/nonexistent/dir/x.csv")
+    assert_one_line_error(code, stdout, err, "--out", "/nonexistent/dir", "permission denied")
+    assert not Path("/nonexistent").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) in (
+        ["afile", "grid.toml"],
+        ["afile", "grid.toml", "ro"],
+    )
+
+
+def test_csv_follows_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        res = sweep(small_grid(), out=tmp_path / "t.csv", backend="serial", progress=False)
+    finally:
+        os.umask(old)
+    assert (res.out.stat().st_mode & 0o777) == 0o640  # not the 0600 of a temporary file
+    assert (res.checkpoint.stat().st_mode & 0o777) == 0o640
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_progress_on_a_pipe_has_no_escape_codes(tmp_path: Path) -> None:
+    grid = tmp_path / "grid.toml"
+    grid.write_text(TOML)
+    env = {k: v for k, v in os.environ.items() if k != TEST_DELAY_ENV}
+    cmd = [sys.executable, "-m", "gaussmix.cli.commands", "sweep", "--grid", str(grid),
+           "--out", str(tmp_path / "o.csv"), "--jobs", "1"]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b[" not in proc.stderr and "\r" not in proc.stderr
+    assert proc.stderr.count("sweep (theory)") <= 1, proc.stderr
+    assert "2 computed" in proc.stdout
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_policy_draws_only_on_a_terminal() -> None:
+    from gaussmix.core.progress import progress_bar, progress_enabled
+
+    pipe = io.StringIO()
+    with progress_bar(total=3, desc="outer", file=pipe) as outer:
+        with progress_bar(total=2, desc="inner", position=1, file=pipe) as inner:
+            inner.update(2)
+        outer.update(3)
+    assert pipe.getvalue() == ""
+    term = _Terminal()
+    with progress_bar(total=3, desc="outer", file=term) as bar:
+        bar.update(3)
+    assert "outer" in term.getvalue()
+    with progress_bar(total=3, desc="off", file=term, enabled=False) as bar:
+        bar.update(3)
+    assert "off" not in term.getvalue()
+    assert not progress_enabled(True, pipe) and progress_enabled(True, term)
+    assert not progress_enabled(False, term)

@@ -779,6 +779,20 @@ def sweep_command(
     checkpoint; running the same command again (after a crash, a kill or Ctrl-C) skips
     them.  Delete the checkpoint to recompute from scratch.
     """
+    _run_sweep(grid, out, scheduler, jobs, backend, checkpoint, quiet)
+
+
+def _run_sweep(
+    grid: Path,
+    out: Path,
+    scheduler: str | None,
+    jobs: int,
+    backend: str | None,
+    checkpoint: Path | None,
+    quiet: bool,
+) -> None:
+    """``gaussmix sweep``: options checked before any work, the grid translated into the
+    library's points (:class:`gaussmix.cli.grid.Grid`), then :func:`gaussmix.sweep.sweep`."""
     from gaussmix.cli.grid import Grid
     from gaussmix.sweep import SchedulerError, checkpoint_path
     from gaussmix.sweep import sweep as run_sweep

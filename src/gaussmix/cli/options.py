@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import inspect
 import math
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -244,8 +245,14 @@ def point_options(
     sig = inspect.signature(func)
     if "opts" not in sig.parameters:
         raise TypeError(f"{func.__name__} must take a keyword parameter 'opts: PointOptions'")
+    # the command's own annotations, resolved where it was written (they may be strings
+    # naming typer there: the wrapper's globals are this module's, which lacks typer)
+    try:
+        hints = typing.get_type_hints(func, include_extras=True)
+    except (NameError, TypeError):  # left to typer, as before
+        hints = {}
     own = [
-        p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(p.name, p.annotation))
         for p in sig.parameters.values()
         if p.name != "opts"
     ]

@@ -30,7 +30,7 @@ BACKENDS = ("joblib", "dask", "serial")
 #: largest number of points in one dask task (see ``_run_dask``)
 DASK_CHUNK = 16
 #: how long to try to reach a dask scheduler
-CONNECT_TIMEOUT = "5s"
+CONNECT_TIMEOUT = "3s"
 #: ``[protocol://]host:port`` (tcp, tls, ws, wss, ucx) or ``inproc://...``
 _ADDRESS = re.compile(
     r"^(?:(?:tcp|tls|ws|wss|ucx)://)?"

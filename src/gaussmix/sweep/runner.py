@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import os
 import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,28 +131,46 @@ def sweep(
     if ck_path is None and out_path is not None:
         ck_path = checkpoint_path(out_path)
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    executor = functools.partial(
+        open_executor,
+        backend,
+        jobs=int(jobs),
+        scheduler=scheduler,
+        connect_timeout=connect_timeout,
+    )
+    records, counts = _execute(
+        grid, executor, ck_path, interval, progress=progress, remote=scheduler is not None
+    )
+    return _finish(grid, records, backend, created, counts, out_path, ck_path, t0)
+
+
+def _execute(
+    grid: SpecGrid,
+    executor: Callable[[], contextlib.AbstractContextManager[Runner]],
+    ck_path: Path | None,
+    fsync_interval: float,
+    *,
+    progress: bool,
+    remote: bool,
+) -> tuple[dict[str, bytes], tuple[int, int]]:
+    """Resume from the checkpoint and compute the other points: every point's line (by
+    key) and the counts ``(computed, resumed)``.  A ``remote`` scheduler is reached before
+    the checkpoint is opened (nothing is written if it cannot be); a local executor starts
+    only if there is work."""
     keys = grid.keys()
     with contextlib.ExitStack() as stack:
-
-        def executor() -> Runner:
-            return stack.enter_context(
-                open_executor(
-                    backend, jobs=int(jobs), scheduler=scheduler, connect_timeout=connect_timeout
-                )
-            )
-
-        # a remote scheduler is reached before anything is written
-        run = executor() if scheduler is not None else None
+        run = stack.enter_context(executor()) if remote else None
         records: dict[str, bytes] = {}  # key -> checkpoint line
         ck = None
         if ck_path is not None:
-            ck = _Checkpoint(ck_path, fsync_interval=interval)
+            ck = _Checkpoint(ck_path, fsync_interval=fsync_interval)
             done = ck.open()
             stack.callback(ck.close)
             wanted = set(keys)
             records = {k: v for k, v in done.items() if k in wanted}
         resumed = len(records)
         todo = _todo(grid, keys, records)
+        computed = 0
         with progress_bar(
             total=len(keys),
             initial=sum(k in records for k in keys),
@@ -161,12 +180,9 @@ def sweep(
             smoothing=0.05,
         ) as bar:
             if todo:
-                run = run or executor()
+                run = run or stack.enter_context(executor())
                 computed = _compute(run, todo, ck, records, bar, keys)
-            else:
-                computed = 0
-    return _finish(grid, records, keys, backend, created, (computed, resumed), out_path,
-                   ck_path, t0)  # fmt: skip
+    return records, (computed, resumed)
 
 
 def _todo(grid: SpecGrid, keys: Sequence[str], records: Mapping[str, bytes]) -> list[Task]:
@@ -206,7 +222,6 @@ def _compute(
 def _finish(
     grid: SpecGrid,
     records: Mapping[str, bytes],
-    keys: Sequence[str],
     backend: str,
     created: str,
     counts: tuple[int, int],
@@ -215,6 +230,7 @@ def _finish(
     t0: float,
 ) -> SweepResult:
     """The result from the points' lines (fresh and resumed alike); the CSV; warnings."""
+    keys = grid.keys()
     df, failed, found, quads = read_table(grid, [records[k] for k in keys])
     result = SweepResult(
         df=df,

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from gaussmix.core.exceptions import GaussmixError
 from gaussmix.core.jsonio import dumps
 from gaussmix.theory.mixture import Mixture
@@ -31,6 +33,7 @@ __all__ = [
     "Simulation",
     "SpecGrid",
     "point_key",
+    "mixture_fingerprint",
     "check_points",
     "describe_point",
     "CHECKPOINT_VERSION",
@@ -100,10 +103,9 @@ class PointSpec:
     simulate : Simulation, optional
         Simulate the point at finite size instead of solving the fixed point.
     params : mapping, optional
-        JSON-friendly description of the point (the ``params`` of its row, and with the
-        settings above and ``simulate`` the input of :func:`point_key`).  It must tell
-        apart points with different mixtures.  Default: ``mixture.describe()`` and the
-        settings.
+        JSON-friendly description of the point: the ``params`` of its row, and with the
+        mixture's arrays, the settings above and ``simulate`` the input of
+        :func:`point_key`.  Default: ``mixture.describe()`` and the settings.
     coords : mapping
         Column -> value: the grid values of this point (the table's first columns).
 
@@ -187,19 +189,50 @@ class PointSpec:
         return kw
 
 
-def point_key(spec: PointSpec) -> str:
-    """Stable hash of a point: its mode, ``params``, settings and simulation settings.
+def mixture_fingerprint(mixture: Mixture) -> str:
+    """A hash of the arrays that define ``mixture`` (priors, labels, spectral weights,
+    variances, mean overlaps, mean components) and of its kind: equal for equal mixtures,
+    in every process."""
+    h = hashlib.sha256(mixture.kind.encode())
+    arrays = (mixture.rho, mixture.labels.labels, mixture.weights, mixture.sigma)
+    for a in (*arrays, mixture.theta, mixture.mu):
+        if a is None:
+            h.update(b"none;")
+            continue
+        x = np.ascontiguousarray(a, dtype="<f8")
+        h.update(repr(x.shape).encode())
+        h.update(x.tobytes())
+    return h.hexdigest()[:20]
+
+
+def point_key(spec: PointSpec, *, fingerprint: str | None = None) -> str:
+    """Stable hash of a point: its mode, mixture (:func:`mixture_fingerprint`), ``params``,
+    settings and simulation settings.
 
     The same point gives the same key in every process and run (the checkpoint's key).
+    ``fingerprint``: the mixture's, when the caller already has it.
     """
     data = {
         "v": CHECKPOINT_VERSION,
         "mode": spec.mode,
+        "mixture": mixture_fingerprint(spec.mixture) if fingerprint is None else fingerprint,
         "params": spec.params,
         "settings": spec.settings(),
         "simulate": None if spec.simulate is None else spec.simulate.as_dict(),
     }
     return hashlib.sha256(dumps(data, sort_keys=True)).hexdigest()[:20]
+
+
+def _keys(points: Sequence[PointSpec]) -> tuple[str, ...]:
+    """:func:`point_key` of every point (each mixture object hashed once)."""
+    prints: dict[int, str] = {}
+    keys = []
+    for p in points:
+        fp = prints.get(id(p.mixture))
+        if fp is None:
+            fp = prints[id(p.mixture)] = mixture_fingerprint(p.mixture)
+        keys.append(point_key(p, fingerprint=fp))
+    return tuple(keys)
 
 
 def describe_point(coords: Mapping[str, Any]) -> str:
@@ -304,7 +337,7 @@ class SpecGrid:
         object.__setattr__(self, "axes", axes)
         object.__setattr__(self, "description", dict(self.description))
         object.__setattr__(self, "swept", frozenset(self.swept))
-        object.__setattr__(self, "_keys", tuple(point_key(p) for p in points))
+        object.__setattr__(self, "_keys", _keys(points))
 
     def _given_axes(self, points: tuple[PointSpec, ...]) -> dict[str, tuple]:
         axes = {str(c): tuple(v) for c, v in dict(self.axes or {}).items()}
