@@ -35,8 +35,9 @@ from _timing import machine_line
 from threadpoolctl import threadpool_limits
 
 import gaussmix as gm
+from gaussmix.cli.grid import Grid, run_grid
 from gaussmix.simulate.simulation import simulate
-from gaussmix.sweep.engine import Grid, sweep
+from gaussmix.sweep import sweep
 
 warnings.simplefilter("ignore")
 
@@ -84,7 +85,7 @@ def theory_vs_simulation() -> list[str]:
 
 
 def sweep_overhead(tmp: Path) -> list[str]:
-    import gaussmix.sweep.engine as sweep_module
+    import gaussmix.sweep.tasks as sweep_module
 
     alphas = [float(a) for a in np.round(np.linspace(0.2, 5.0, 50), 6)]
     lams = [float(x) for x in np.round(np.geomspace(0.01, 10.0, 20), 8)]
@@ -110,8 +111,7 @@ def sweep_overhead(tmp: Path) -> list[str]:
         }
         # the mixture the sweep builds from these options (the bare loop solves the same
         # problems)
-        first = Grid.from_dict(spec).tasks()[0]["options"]
-        mix = sweep_module._base_setup(first, {}).mixture
+        mix = Grid.from_dict(spec).specs()[0].mixture
 
         def bare(loss=loss, mix=mix) -> None:
             for a in alphas:
@@ -122,7 +122,7 @@ def sweep_overhead(tmp: Path) -> list[str]:
             out = tmp / "b.csv"
             for p in (out, out.with_name(out.name + ".checkpoint.jsonl")):
                 p.unlink(missing_ok=True)
-            res = sweep(spec, out=out, progress=False, **kw)
+            res = run_grid(spec, out=out, progress=False, **kw)
             assert res.computed == 1000 and res.failed == 0
 
         tb, ts, acc = [], [], []

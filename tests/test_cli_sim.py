@@ -17,8 +17,9 @@ from _cli_helpers import assert_one_line_error, run, run_json
 from threadpoolctl import threadpool_limits
 
 import gaussmix as gm
+from gaussmix.cli.grid import run_grid
 from gaussmix.simulate.simulation import simulate
-from gaussmix.sweep.engine import checkpoint_path, simulation_keys, sweep, theory_keys
+from gaussmix.sweep import checkpoint_path, simulation_keys, theory_keys
 
 SMALL = ("--d", "60", "--seeds", "3", "--quiet")
 
@@ -176,7 +177,7 @@ def test_sweep_cli_writes_the_table(tmp_path: Path) -> None:
     assert df["converged"].all()
     assert json.loads(df["Q"].iloc[0])[0][0][0] > 0
     # the same table as the Python API, and a second run only resumes
-    api = sweep(grid, backend="serial", progress=False)
+    api = run_grid(grid, backend="serial", progress=False)
     assert api.to_csv(tmp_path / "api.csv").read_bytes() == out.read_bytes()
     code, stdout, err = run("sweep", "--grid", str(grid), "--out", str(out), "--quiet")
     assert code == 0 and "0 computed, 6 from the checkpoint" in stdout

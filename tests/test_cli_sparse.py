@@ -14,7 +14,8 @@ import pytest
 from _cli_helpers import assert_one_line_error, run, run_json
 
 import gaussmix as gm
-from gaussmix.sweep.engine import Grid, GridError, sweep
+from gaussmix.cli.grid import Grid, GridError
+from gaussmix.sweep import sweep
 
 SPARSE = ("--model", "sparse", "--delta1", "0.1", "--delta2", "1", "--loss", "square")
 MIX = gm.Mixture.sparse(0.1, 0.1, 1.0)

@@ -157,7 +157,6 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 KNOWN: set[str] = {
     "gaussmix/experiments/curves.py:614: imports private ['_Map', '_unpack'] of "
     "gaussmix.theory.solver across subpackages",
-    "gaussmix/sweep/engine.py:87: upward import of gaussmix.cli.options (sweep -> cli)",
 }
 
 

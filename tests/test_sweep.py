@@ -1,4 +1,5 @@
-"""Tests of :mod:`gaussmix.sweep.engine`: grids, executors, checkpoint / resume, provenance.
+"""Tests of :mod:`gaussmix.sweep` (point specs, executors, checkpoint / resume, provenance)
+and of the grids of :mod:`gaussmix.cli.grid` that translate option names into specs.
 
 The dask test starts a real ``distributed.LocalCluster`` (two worker processes on the
 loopback interface); the SIGKILL test runs ``python -m gaussmix.cli.commands sweep`` in a
@@ -21,20 +22,28 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _cli_helpers import assert_one_line_error, run
 
 import gaussmix as gm
 from gaussmix.cli.commands import main
-from gaussmix.sweep import engine as sw
-from gaussmix.sweep.engine import (
+from gaussmix.cli.grid import Grid, GridError, run_grid
+from gaussmix.sweep import (
     TEST_DELAY_ENV,
-    Grid,
-    GridError,
+    PointSpec,
+    Simulation,
+    SpecGrid,
+    SweepResult,
     checkpoint_path,
+    executors,
     point_key,
+    run_task,
     simulation_keys,
     sweep,
+    tasks,
     theory_keys,
 )
+from gaussmix.sweep import checkpoint as ck_module
+from gaussmix.sweep.table import csv_bytes
 
 BINARY = {"loss": "logistic", "lam": 0.1}
 SQUARE = {"loss": "square", "labels": "binary", "lam": 0.1}
@@ -54,7 +63,7 @@ def checkpoint_lines(path: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def theory_serial() -> sw.SweepResult:
+def theory_serial() -> SweepResult:
     return sweep(small_grid(), backend="serial", progress=False)
 
 
@@ -77,11 +86,12 @@ def test_grid_accepts_dashes_lists_and_integers() -> None:
     )
     assert g.columns == ("max-iter", "rho")
     assert g.axes["rho"] == ("0.3,0.7", "0.5,0.5")
-    task = g.tasks()[0]
-    assert task["options"]["max_iter"] == 500
+    spec = g.specs()[0]
+    assert spec.max_iter == 500 and spec.params["max_iter"] == 500
     assert Grid({"alpha": np.linspace(1, 2, 3)}).axes["alpha"] == (1.0, 1.5, 2.0)
-    assert task["options"]["alpha"] == 2.0 and isinstance(task["options"]["alpha"], float)
-    assert task["options"]["quad_order"] == 32
+    assert spec.alpha == 2.0 and isinstance(spec.alpha, float)
+    assert spec.quad_order == 32 and spec.params["quad_order"] == 32
+    assert spec.coords == {"max-iter": 500, "rho": "0.3,0.7"}
 
 
 def test_point_key_is_stable_and_complete() -> None:
@@ -91,8 +101,8 @@ def test_point_key_is_stable_and_complete() -> None:
     assert Grid({"alpha": [1.0]}, fixed={**BINARY, "tol": 1e-9}).keys()[0] != a
     sim = Grid({"alpha": [1.0]}, fixed=BINARY, simulate={"d": 50, "seeds": 2}).keys()[0]
     assert sim != a
-    opts = Grid({"alpha": [1.0]}, fixed=BINARY).tasks()[0]["options"]
-    assert point_key(opts) == a  # pure function of the parameters
+    spec = Grid({"alpha": [1.0]}, fixed=BINARY).specs()[0]
+    assert point_key(spec) == a  # pure function of the parameters
 
 
 @pytest.mark.parametrize(
@@ -158,14 +168,14 @@ def test_bad_toml_files(tmp_path: Path) -> None:
 
 def test_bad_grid_fails_before_any_work(tmp_path: Path, monkeypatch) -> None:
     calls = []
-    monkeypatch.setattr(sw, "_run_point", lambda task: calls.append(task))
+    monkeypatch.setattr(tasks, "_run_point", lambda task: calls.append(task))
     out = tmp_path / "out.csv"
     spec = {"fixed": BINARY, "grid": {"alpha": [1.0, 2.0]}, "simulate": {"d": 0, "seeds": 3}}
     with pytest.raises(GridError, match="'d'"):
-        sweep(spec, out=out, backend="serial", progress=False)
+        run_grid(spec, out=out, backend="serial", progress=False)
     spec = {"fixed": BINARY, "grid": {"alpha": [1.0, 2.0, -1.0]}}
     with pytest.raises(GridError, match="grid point 3 of 3"):
-        sweep(spec, out=out, backend="serial", progress=False)
+        run_grid(spec, out=out, backend="serial", progress=False)
     assert calls == []
     assert list(tmp_path.iterdir()) == []  # no checkpoint, no output
 
@@ -181,7 +191,7 @@ def test_bad_sweep_arguments() -> None:
 
 
 # ---------------------------------------------------------------------------- tables
-def test_theory_table_matches_direct_solves(theory_serial: sw.SweepResult) -> None:
+def test_theory_table_matches_direct_solves(theory_serial: SweepResult) -> None:
     df = theory_serial.df
     assert list(df.columns) == ["alpha", "delta", *theory_keys()]
     assert len(df) == 6 and theory_serial.computed == 6 and theory_serial.failed == 0
@@ -194,7 +204,7 @@ def test_theory_table_matches_direct_solves(theory_serial: sw.SweepResult) -> No
         assert json.loads(row.params)["alpha"] == row.alpha
 
 
-def test_sweep_rows_have_the_keys_of_point_json(theory_serial: sw.SweepResult) -> None:
+def test_sweep_rows_have_the_keys_of_point_json(theory_serial: SweepResult) -> None:
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         assert main(["point", "--json", "--loss", "logistic", "--lam", "0.1", "--alpha", "0.5",
@@ -206,7 +216,7 @@ def test_sweep_rows_have_the_keys_of_point_json(theory_serial: sw.SweepResult) -
     assert json.loads(row["params"]) == point["params"]
 
 
-def test_joblib_equals_serial(theory_serial: sw.SweepResult) -> None:
+def test_joblib_equals_serial(theory_serial: SweepResult) -> None:
     res = sweep(small_grid(), backend="joblib", jobs=2, progress=False)
     pd.testing.assert_frame_equal(res.df, theory_serial.df, check_exact=True)
 
@@ -223,7 +233,7 @@ def test_failed_point_is_a_row_not_a_crash() -> None:
     assert res.attrs["max_iter"] == "grid" and res.attrs["tol"] == 1e-8
 
 
-def test_xarray_dims_and_provenance(theory_serial: sw.SweepResult) -> None:
+def test_xarray_dims_and_provenance(theory_serial: SweepResult) -> None:
     ds = theory_serial.to_xarray()
     assert dict(ds.sizes)["alpha"] == 3 and dict(ds.sizes)["delta"] == 2
     assert ds["test_error"].dims == ("alpha", "delta")
@@ -268,7 +278,7 @@ def test_simulation_sweep_reproducible_and_provenance() -> None:
 def test_simulate_argument_switches_mode() -> None:
     g = small_grid().with_simulate({"d": 30, "seeds": 2})
     assert g.mode == "simulation" and g.columns == ("alpha", "delta")
-    res = sweep(
+    res = run_grid(
         Grid({"alpha": [1.0]}, fixed=BINARY),
         simulate={"d": 30, "seeds": 2},
         backend="serial",
@@ -277,7 +287,7 @@ def test_simulate_argument_switches_mode() -> None:
     assert "test_error_se" in res.df.columns
 
 
-def test_dask_local_cluster_equals_joblib(tmp_path: Path, theory_serial: sw.SweepResult) -> None:
+def test_dask_local_cluster_equals_joblib(tmp_path: Path, theory_serial: SweepResult) -> None:
     distributed = pytest.importorskip("distributed")
     sim_grid = Grid({"alpha": [1.0, 2.0]}, fixed=BINARY, simulate={"d": 40, "seeds": 2})
     sim_joblib = sweep(sim_grid, backend="joblib", jobs=2, progress=False)
@@ -307,19 +317,19 @@ def test_dask_local_cluster_equals_joblib(tmp_path: Path, theory_serial: sw.Swee
     pd.testing.assert_frame_equal(theory_dask.df, theory_serial.df, check_exact=True)
     pd.testing.assert_frame_equal(sim_dask.df, sim_joblib.df, check_exact=True)
     assert (tmp_path / "dask.csv").read_text() == (tmp_path / "joblib.csv").read_text()
-    assert (tmp_path / "dask.csv").read_bytes() == sw._csv_bytes(theory_serial.df)
+    assert (tmp_path / "dask.csv").read_bytes() == csv_bytes(theory_serial.df)
 
 
 def test_unreachable_scheduler_is_an_oserror(monkeypatch) -> None:
     pytest.importorskip("distributed")
-    monkeypatch.setattr(sw, "CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr(executors, "CONNECT_TIMEOUT", "1s")
     g = Grid({"alpha": [1.0]}, fixed=BINARY)
     with pytest.raises(OSError, match="cannot connect to the dask scheduler"):
         sweep(g, scheduler="tcp://127.0.0.1:9", progress=False)
 
 
 # ---------------------------------------------------------------------------- checkpoint
-def test_resume_skips_finished_points(tmp_path: Path, theory_serial: sw.SweepResult) -> None:
+def test_resume_skips_finished_points(tmp_path: Path, theory_serial: SweepResult) -> None:
     out = tmp_path / "t.csv"
     first = sweep(small_grid(), out=out, backend="serial", progress=False)
     ck = checkpoint_path(out)
@@ -332,7 +342,7 @@ def test_resume_skips_finished_points(tmp_path: Path, theory_serial: sw.SweepRes
     assert pd.read_csv(out).shape == (6, 2 + len(theory_keys()))
 
 
-def test_resume_after_partial_line(tmp_path: Path, theory_serial: sw.SweepResult) -> None:
+def test_resume_after_partial_line(tmp_path: Path, theory_serial: SweepResult) -> None:
     ck = tmp_path / "ck.jsonl"
     sweep(small_grid(), checkpoint=ck, backend="serial", progress=False)
     lines = ck.read_bytes().splitlines(keepends=True)
@@ -361,7 +371,7 @@ def test_checkpoint_of_another_grid_is_not_reused(tmp_path: Path) -> None:
 
 def test_checkpoint_is_locked_while_in_use(tmp_path: Path) -> None:
     ck = tmp_path / "ck.jsonl"
-    holder = sw._Checkpoint(ck, fsync_interval=0.0)
+    holder = ck_module._Checkpoint(ck, fsync_interval=0.0)
     holder.open()
     try:
         with pytest.raises(OSError, match="in use by another running sweep"):
@@ -423,7 +433,7 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
     assert f"{n_points - saved} computed, {saved} from the checkpoint" in resumed.stdout
 
     # an uninterrupted run (in this process, serially): the same table, byte for byte
-    ref = sweep(grid, out=tmp_path / "reference.csv", backend="serial", progress=False)
+    ref = run_grid(grid, out=tmp_path / "reference.csv", backend="serial", progress=False)
     assert ref.computed == n_points
     assert out.read_text() == (tmp_path / "reference.csv").read_text()
     df = pd.read_csv(out)
@@ -433,13 +443,13 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
 
 
 def test_warnings_of_points_are_reemitted(monkeypatch) -> None:
-    real = sw.theory_payload
+    real = tasks.theory_payload
 
     def noisy(setup, **kw):
         warnings.warn("coarse rule", gm.IntegrationWarning, stacklevel=2)
         return real(setup, **kw)
 
-    monkeypatch.setattr(sw, "theory_payload", noisy)
+    monkeypatch.setattr(tasks, "theory_payload", noisy)
     with pytest.warns(gm.IntegrationWarning, match=r"coarse rule \(at alpha = 1.0\)"):
         res = sweep(Grid({"alpha": [1.0]}, fixed=BINARY), backend="serial", progress=False)
     assert res.warnings == [("IntegrationWarning", "coarse rule", "alpha = 1.0")]
@@ -450,14 +460,14 @@ def test_warnings_belong_to_their_point_and_filters_are_restored(
 ) -> None:
     # the serial stream records warnings once for all points: each point must still get its
     # own, and the caller's warning filters must be back after the sweep, even one that fails
-    real = sw.theory_payload
+    real = tasks.theory_payload
 
     def noisy(setup, *, lam, alpha, **kw):
         if alpha == 2.0:
             warnings.warn("coarse rule", gm.IntegrationWarning, stacklevel=2)
         return real(setup, lam=lam, alpha=alpha, **kw)
 
-    monkeypatch.setattr(sw, "theory_payload", noisy)
+    monkeypatch.setattr(tasks, "theory_payload", noisy)
     grid = Grid({"alpha": [1.0, 2.0, 3.0]}, fixed=BINARY)
     before = list(warnings.filters)
     with pytest.warns(gm.IntegrationWarning, match=r"coarse rule \(at alpha = 2.0\)"):
@@ -468,7 +478,7 @@ def test_warnings_belong_to_their_point_and_filters_are_restored(
     def full_disk(self, line):
         raise OSError("no space left on device")
 
-    monkeypatch.setattr(sw._Checkpoint, "append", full_disk)
+    monkeypatch.setattr(ck_module._Checkpoint, "append", full_disk)
     with pytest.raises(OSError, match="no space left") as info:
         sweep(grid, checkpoint=tmp_path / "ck.jsonl", backend="serial", progress=False)
     # (while the traceback, and with it the sweep's frame, is alive)
@@ -496,10 +506,215 @@ def test_csv_writer_reads_back_like_pandas() -> None:
     # a float column that is a strided view of a 2-D block (Fortran order)
     block = np.asfortranarray(np.random.default_rng(0).normal(size=(3, 2)))
     df = pd.concat([df, pd.DataFrame(block, columns=["f0", "f1"])], axis=1)
-    ours = pd.read_csv(io.BytesIO(sw._csv_bytes(df)))
+    ours = pd.read_csv(io.BytesIO(csv_bytes(df)))
     theirs = pd.read_csv(io.StringIO(df.to_csv(index=False)))
     pd.testing.assert_frame_equal(ours, theirs, check_exact=True)
-    assert b"1e-8" in sw._csv_bytes(df) and ours["y"].iloc[2] == 1.7976931348623157e308
+    assert b"1e-8" in csv_bytes(df) and ours["y"].iloc[2] == 1.7976931348623157e308
     # infinities (never in a sweep's table) are kept, not emptied
     inf = pd.DataFrame({"v": [np.inf, -np.inf, 1.0]})
-    assert pd.read_csv(io.BytesIO(sw._csv_bytes(inf)))["v"].tolist() == [np.inf, -np.inf, 1.0]
+    assert pd.read_csv(io.BytesIO(csv_bytes(inf)))["v"].tolist() == [np.inf, -np.inf, 1.0]
+
+
+# ---------------------------------------------------------------------------- library points
+def binary_spec(alpha: float, delta: float, **kw) -> PointSpec:
+    mix = gm.Mixture.isotropic(delta, "simplex", n_clusters=2, labels="binary")
+    coords = {"alpha": alpha, "delta": delta}
+    return PointSpec(mix, "logistic", lam=0.1, alpha=alpha, coords=coords, **kw)
+
+
+def test_sweep_of_library_specs_equals_the_option_grid(theory_serial: SweepResult) -> None:
+    specs = [binary_spec(a, d) for a in (0.5, 1.0, 2.0) for d in (0.25, 0.5)]
+    res = sweep(specs, backend="serial", progress=False)
+    assert res.grid.axes == {"alpha": (0.5, 1.0, 2.0), "delta": (0.25, 0.5)}
+    assert list(res.df.columns) == list(theory_serial.df.columns)
+    numbers = ["alpha", "delta", "test_error", "train_loss", "Q", "M", "V", "b"]
+    pd.testing.assert_frame_equal(res.df[numbers], theory_serial.df[numbers], check_exact=True)
+    params = json.loads(res.df["params"].iloc[0])  # the default params: the mixture and settings
+    assert params["mixture"]["kind"] == "isotropic" and params["loss"] == "logistic"
+    assert res.to_xarray()["test_error"].dims == ("alpha", "delta")
+    # points that are not a Cartesian product: one dimension 'point'
+    part = sweep(specs[:3], backend="serial", progress=False)
+    ds = part.to_xarray()
+    assert ds["test_error"].dims == ("point",) and ds["Q"].dims[0] == "point"
+    assert ds["alpha"].values.tolist() == [0.5, 0.5, 1.0]
+    pd.testing.assert_frame_equal(part.df, res.df.iloc[:3], check_exact=True)
+
+
+def test_spec_grid_validates_points_and_run_task() -> None:
+    spec = binary_spec(1.0, 0.5)
+    rec = run_task(spec)
+    assert rec["key"] == point_key(spec) and rec["row"]["converged"]
+    assert point_key(spec) == point_key(binary_spec(1.0, 0.5))
+    assert point_key(spec) != point_key(binary_spec(1.0, 0.5, tol=1e-9))
+    assert point_key(spec) != point_key(spec.at(lam=0.2))
+    sim = binary_spec(1.0, 0.5, simulate=Simulation(d=40, seeds=2))
+    assert point_key(sim) != point_key(spec) and sim.mode == "simulation"
+    with pytest.raises(TypeError, match="mixture must be a gaussmix.Mixture"):
+        PointSpec("isotropic", "logistic", lam=0.1, alpha=1.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="seeds must be an integer >= 1"):
+        Simulation(d=40, seeds=0)
+    bad = [binary_spec(1.0, 0.5), binary_spec(2.0, 0.5).at(lam=-1.0)]
+    with pytest.raises(ValueError, match=r"point 2 of 2 \(alpha = 2.0, delta = 0.5\): lam"):
+        SpecGrid(tuple(bad))
+    with pytest.raises(ValueError, match="number of clusters"):
+        SpecGrid((binary_spec(4.0, 0.5, simulate=Simulation(d=1, seeds=2)),))
+    with pytest.raises(ValueError, match="all be theory points or all simulations"):
+        SpecGrid((spec, sim))
+    with pytest.raises(TypeError, match="points must be a SpecGrid"):
+        sweep(42, progress=False)  # type: ignore[arg-type]
+
+
+def test_sweep_and_point_options_work_without_typer() -> None:
+    # the library's sweep never imports the command-line framework, and the resolution of
+    # the point options does not need it (options.py builds typer options only for commands)
+    options = Path(__file__).resolve().parents[1] / "src/gaussmix/cli/options.py"
+    code = f"""
+import importlib.util, sys
+sys.modules["typer"] = None  # any import of typer fails
+sys.modules["click"] = None
+import gaussmix.sweep
+spec = importlib.util.spec_from_file_location("isolated_options", {str(options)!r})
+mod = importlib.util.module_from_spec(spec)
+sys.modules["isolated_options"] = mod
+spec.loader.exec_module(mod)
+r = mod.resolve_options(mod.PointOptions(loss="logistic"))
+assert (r.clusters, r.labels, r.means) == (2, "binary", "simplex"), r
+r = mod.resolve_options(mod.PointOptions(model="block", fractions="0.5,0.5", deltas="1,2"))
+assert (r.clusters, r.labels, r.means) == (2, "onehot", "antipodal"), r
+r = mod.resolve_options(mod.PointOptions(delta="0.5,0.5,1,1"))
+assert (r.clusters, r.labels, r.means) == (4, "onehot", "simplex"), r
+try:
+    mod.resolve_options(mod.PointOptions(rho="0.5,0.5", delta="1,1,1"))
+except ValueError as exc:
+    assert "--rho has 2 entries but --delta has 3" in str(exc), exc
+else:
+    raise AssertionError("no error")
+mod.build_point(mod.PointOptions(model="sparse", loss="square", delta1=0.1, delta2=1.0))
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == "ok\n", proc.stderr
+
+
+def test_no_function_of_the_sweep_is_longer_than_80_lines() -> None:
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "src/gaussmix"
+    files = [*(root / "sweep").glob("*.py"), root / "cli/options.py", root / "cli/grid.py"]
+    long = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                if node.end_lineno - node.lineno + 1 > 80:
+                    long.append(f"{path.name}:{node.name}")
+    assert long == []
+
+
+# ---------------------------------------------------------------------------- command line
+TOML = '[fixed]\nloss = "logistic"\nlam = 0.1\n[grid]\nalpha = [0.5, 1.0]\n'
+
+
+def sweep_cli(tmp_path: Path, *args: str) -> tuple[int, str, str, float]:
+    grid = tmp_path / "grid.toml"
+    grid.write_text(TOML)
+    t0 = time.monotonic()
+    code, out, err = run("sweep", "--grid", str(grid), *args)
+    return code, out, err, time.monotonic() - t0
+
+
+@pytest.mark.parametrize("address", ["notaurl", "tcp://host", "tcp://127.0.0.1:99999", ""])
+def test_malformed_scheduler_is_refused_before_any_work(tmp_path: Path, address: str) -> None:
+    out = tmp_path / "o.csv"
+    code, stdout, err, elapsed = sweep_cli(tmp_path, "--out", str(out), "--scheduler", address)
+    assert_one_line_error(code, stdout, err, "--scheduler", repr(address), "tcp://host:8786")
+    assert elapsed < 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grid.toml"]
+
+
+def test_unreachable_scheduler_fails_fast_and_leaves_nothing(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    out = tmp_path / "o.csv"
+    code, stdout, err, elapsed = sweep_cli(
+        tmp_path, "--out", str(out), "--scheduler", "tcp://127.0.0.1:1"
+    )
+    assert_one_line_error(code, stdout, err, "--scheduler", "cannot connect", "127.0.0.1:1")
+    assert elapsed < 15, elapsed  # the connect timeout (3 s) and the client's start
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grid.toml"]  # no checkpoint, CSV
+
+
+def test_unwritable_out_is_a_bad_option(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "afile").write_text("")
+    code, stdout, err, _ = sweep_cli(tmp_path, "--out", str(tmp_path / "afile" / "x.csv"))
+    assert_one_line_error(code, stdout, err, "--out", "not a directory")
+    code, stdout, err, _ = sweep_cli(
+        tmp_path, "--out", str(tmp_path / "o.csv"), "--checkpoint", str(tmp_path / "afile/c")
+    )
+    assert_one_line_error(code, stdout, err, "--checkpoint", "not a directory")
+    if os.geteuid() != 0:  # (root writes into read-only directories)
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o555)
+        code, stdout, err, _ = sweep_cli(tmp_path, "--out", str(ro / "x.csv"))
+        assert_one_line_error(code, stdout, err, "--out", "permission denied")
+    # a directory that this user cannot create (as a user other than root would see it)
+    real_access = os.access
+
+    def access(path, mode, **kw) -> bool:  # '/' is not writable for this user
+        return False if str(path) == "/" else real_access(path, mode, **kw)
+
+    monkeypatch.setattr(os, "access", access)
+    code, stdout, err, _ = sweep_cli(tmp_path, "--out", "/nonexistent/dir/x.csv")
+    assert_one_line_error(code, stdout, err, "--out", "/nonexistent/dir", "permission denied")
+    assert not Path("/nonexistent").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) in (
+        ["afile", "grid.toml"],
+        ["afile", "grid.toml", "ro"],
+    )
+
+
+def test_csv_follows_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        res = sweep(small_grid(), out=tmp_path / "t.csv", backend="serial", progress=False)
+    finally:
+        os.umask(old)
+    assert (res.out.stat().st_mode & 0o777) == 0o640  # not the 0600 of a temporary file
+    assert (res.checkpoint.stat().st_mode & 0o777) == 0o640
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_progress_on_a_pipe_has_no_escape_codes(tmp_path: Path) -> None:
+    grid = tmp_path / "grid.toml"
+    grid.write_text(TOML)
+    env = {k: v for k, v in os.environ.items() if k != TEST_DELAY_ENV}
+    cmd = [sys.executable, "-m", "gaussmix.cli.commands", "sweep", "--grid", str(grid),
+           "--out", str(tmp_path / "o.csv"), "--jobs", "1"]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b[" not in proc.stderr and "\r" not in proc.stderr
+    assert proc.stderr.count("sweep (theory)") <= 1, proc.stderr
+    assert "2 computed" in proc.stdout
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_policy_draws_only_on_a_terminal() -> None:
+    from gaussmix.core.progress import progress_bar, progress_enabled
+
+    pipe = io.StringIO()
+    with progress_bar(total=3, desc="outer", file=pipe) as outer:
+        with progress_bar(total=2, desc="inner", position=1, file=pipe) as inner:
+            inner.update(2)
+        outer.update(3)
+    assert pipe.getvalue() == ""
+    term = _Terminal()
+    with progress_bar(total=3, desc="outer", file=term) as bar:
+        bar.update(3)
+    assert "outer" in term.getvalue()
+    with progress_bar(total=3, desc="off", file=term, enabled=False) as bar:
+        bar.update(3)
+    assert "off" not in term.getvalue()
+    assert not progress_enabled(True, pipe) and progress_enabled(True, term)
+    assert not progress_enabled(False, term)

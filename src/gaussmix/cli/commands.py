@@ -779,15 +779,36 @@ def sweep_command(
     checkpoint; running the same command again (after a crash, a kill or Ctrl-C) skips
     them.  Delete the checkpoint to recompute from scratch.
     """
-    from gaussmix.sweep.engine import checkpoint_path
-    from gaussmix.sweep.engine import sweep as run_sweep
+    _run_sweep(grid, out, scheduler, jobs, backend, checkpoint, quiet)
+
+
+def _run_sweep(
+    grid: Path,
+    out: Path,
+    scheduler: str | None,
+    jobs: int,
+    backend: str | None,
+    checkpoint: Path | None,
+    quiet: bool,
+) -> None:
+    """``gaussmix sweep``: options checked before any work, the grid translated into the
+    library's points (:class:`gaussmix.cli.grid.Grid`), then :func:`gaussmix.sweep.sweep`."""
+    from gaussmix.cli.grid import Grid
+    from gaussmix.sweep import SchedulerError, checkpoint_path
+    from gaussmix.sweep import sweep as run_sweep
 
     if out.is_dir():
         raise OSError(f"--out: {str(out)!r} is a directory; give a file name such as sweep.csv")
+    if scheduler is not None:
+        _check_scheduler_option(scheduler)
     ck = checkpoint if checkpoint is not None else checkpoint_path(out)
+    points = Grid.from_toml(grid)
+    _check_writable_dir("--out", out)
+    if checkpoint is not None:
+        _check_writable_dir("--checkpoint", checkpoint)
     try:
         res = run_sweep(
-            grid,
+            points,
             out=out,
             checkpoint=ck,
             backend=backend,
@@ -795,6 +816,8 @@ def sweep_command(
             scheduler=scheduler,
             progress=not quiet,
         )
+    except SchedulerError as exc:
+        raise _SweepOptionError(f"--scheduler: {exc}") from None
     except KeyboardInterrupt:
         sys.stderr.write(
             f"gaussmix: finished points are in {str(ck)!r}; run the same command to resume\n"
@@ -808,6 +831,45 @@ def sweep_command(
     if res.failed == len(res.df):
         raise ConvergenceError(
             f"no grid point has a valid result (see the message column of {out})"
+        )
+
+
+class _SweepOptionError(ValueError):
+    """A bad ``gaussmix sweep`` option, whose message names it (printed as it is)."""
+
+    cli_verbatim = True
+
+
+def _check_scheduler_option(scheduler: str) -> None:
+    """``--scheduler``: a dask address (``tcp://host:8786``), checked before any work."""
+    from gaussmix.sweep import check_scheduler_address
+
+    try:
+        check_scheduler_address(scheduler)
+    except ValueError:
+        raise _SweepOptionError(
+            "--scheduler must be the address of a dask scheduler such as tcp://host:8786 "
+            f"(protocol://host:port), got {scheduler!r}"
+        ) from None
+
+
+def _check_writable_dir(option: str, path: Path) -> None:
+    """The output file of ``gaussmix sweep`` can be written: its directory exists and is
+    writable, or can be created (its nearest existing ancestor is a writable directory).
+    Nothing is created here."""
+    folder = path.absolute().parent
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise _SweepOptionError(
+            f"{option}: cannot write {str(path)!r}: {str(existing)!r} is not a directory"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        verb = "write to" if existing == folder else "create"
+        raise _SweepOptionError(
+            f"{option}: cannot write {str(path)!r}: permission denied to {verb} the "
+            f"directory {str(folder)!r}"
         )
 
 

@@ -4,8 +4,9 @@ grids spell them, and their translation into library objects.
 :class:`PointOptions` lists every option once (its default and its command-line form);
 :func:`build_point` resolves the automatic choices (K, labels, means), validates everything
 through the library and returns a :class:`PointSetup` (mixture, loss, penalty, solver keyword
-arguments and JSON-friendly ``params``).  Used by :mod:`gaussmix.cli` and
-:mod:`gaussmix.sweep`; no mathematics lives here.
+arguments and JSON-friendly ``params``).  Used by the commands and by
+:mod:`gaussmix.cli.grid` (which turns them into the sweep's point specifications); no
+mathematics lives here, and typer is imported only when a command is built.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ import dataclasses
 import functools
 import inspect
 import math
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import numpy as np
-import typer
 
 from gaussmix.theory.losses import get_loss
 from gaussmix.theory.mixture import Mixture
@@ -51,9 +52,16 @@ SPARSE_SPARSITY = 0.1
 
 # ============================================================================ options
 def _opt(default: Any, type_: Any, *decls: str, help: str, metavar: str | None = None) -> Any:
-    """A dataclass field that also describes its command-line option."""
-    info = typer.Option(*decls, help=help, metavar=metavar, show_default=default is not None)
-    return field(default=default, metadata={"cli_type": type_, "cli_option": info})
+    """A dataclass field that also describes its command-line option (plain data: the
+    typer option is made from it by :func:`point_options`, so that this module does not
+    import typer)."""
+    option = {
+        "decls": decls,
+        "help": help,
+        "metavar": metavar,
+        "show_default": default is not None,
+    }
+    return field(default=default, metadata={"cli_type": type_, "cli_option": option})
 
 
 @dataclass(frozen=True)
@@ -197,9 +205,26 @@ class PointOptions:
         return tuple(f.name for f in dataclasses.fields(cls))
 
 
+_FIELDS = {f.name: f for f in dataclasses.fields(PointOptions)}
+
+
+@functools.cache
+def _typer_option(name: str) -> Any:
+    """The typer option of a :class:`PointOptions` field (made once, when a command needs it)."""
+    import typer
+
+    spec = _FIELDS[name].metadata["cli_option"]
+    return typer.Option(
+        *spec["decls"],
+        help=spec["help"],
+        metavar=spec["metavar"],
+        show_default=spec["show_default"],
+    )
+
+
 def _annotation(f: dataclasses.Field) -> Any:
-    type_, info = f.metadata["cli_type"], f.metadata["cli_option"]
-    return Annotated[type_, info]
+    type_ = f.metadata["cli_type"]
+    return Annotated[type_, _typer_option(f.name)]
 
 
 def point_options(
@@ -220,8 +245,14 @@ def point_options(
     sig = inspect.signature(func)
     if "opts" not in sig.parameters:
         raise TypeError(f"{func.__name__} must take a keyword parameter 'opts: PointOptions'")
+    # the command's own annotations, resolved where it was written (they may be strings
+    # naming typer there: the wrapper's globals are this module's, which lacks typer)
+    try:
+        hints = typing.get_type_hints(func, include_extras=True)
+    except (NameError, TypeError):  # left to typer, as before
+        hints = {}
     own = [
-        p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(p.name, p.annotation))
         for p in sig.parameters.values()
         if p.name != "opts"
     ]
@@ -359,40 +390,39 @@ def _resolve_sparse(opts: PointOptions, loss: str) -> dict[str, Any]:
     }
 
 
-def resolve_options(opts: PointOptions) -> ResolvedOptions:
-    """Decide K, labels and means, and parse the comma lists (see :class:`PointOptions`)."""
-    loss = get_loss(opts.loss).name  # validates the name
-    if opts.model not in MODELS:
-        allowed = ", ".join(repr(m) for m in MODELS)
-        raise ValueError(f"--model must be one of {allowed}; got {opts.model!r}")
-    l1_ratio = _check_penalty_options(opts)
-    if opts.model == "sparse":
-        sparse = _resolve_sparse(opts, loss)
-        rho = parse_floats("--rho", opts.rho) if opts.rho is not None else None
-        if rho is not None and len(rho) != 2:
-            raise ValueError(
-                f"--rho must be 2 comma-separated numbers with --model sparse (K = 2), "
-                f"got {opts.rho!r}"
-            )
-        return ResolvedOptions(
-            model="sparse",
-            clusters=2,
-            labels="binary",
-            means="sparse",
-            rho=rho,
-            delta=None,
-            fractions=None,
-            deltas=None,
-            loss=loss,
-            penalty=opts.penalty,
-            lam=opts.lam,
-            alpha=opts.alpha,
-            tol=opts.tol,
-            max_iter=opts.max_iter,
-            quad_order=opts.quad_order,
-            l1_ratio=l1_ratio,
-            **sparse,
+def _sparse_model(opts: PointOptions, loss: str, l1_ratio: float | None) -> ResolvedOptions:
+    """``--model sparse``: K = 2, binary labels, sparse means (see :func:`_resolve_sparse`)."""
+    sparse = _resolve_sparse(opts, loss)
+    rho = parse_floats("--rho", opts.rho) if opts.rho is not None else None
+    if rho is not None and len(rho) != 2:
+        raise ValueError(
+            f"--rho must be 2 comma-separated numbers with --model sparse (K = 2), "
+            f"got {opts.rho!r}"
         )
+    return ResolvedOptions(
+        model="sparse",
+        clusters=2,
+        labels="binary",
+        means="sparse",
+        rho=rho,
+        delta=None,
+        fractions=None,
+        deltas=None,
+        loss=loss,
+        penalty=opts.penalty,
+        lam=opts.lam,
+        alpha=opts.alpha,
+        tol=opts.tol,
+        max_iter=opts.max_iter,
+        quad_order=opts.quad_order,
+        l1_ratio=l1_ratio,
+        **sparse,
+    )
+
+
+def _covariances(opts: PointOptions) -> tuple[Any, Any, Any]:
+    """``(fractions, deltas, delta)`` of the block model (``--fractions``, ``--deltas``) or
+    of the isotropic one (``--delta``); the other model's options are refused."""
     for name, value in (
         ("--sparsity", opts.sparsity),
         ("--delta1", opts.delta1),
@@ -400,9 +430,7 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
     ):
         if value is not None:
             raise ValueError(f"{name} is only valid with --model sparse")
-    sparse_penalty = opts.penalty != "l2" and loss != "cross-entropy"
-    block = opts.model == "block"
-    if block:
+    if opts.model == "block":
         if opts.delta is not None:
             raise ValueError(
                 "--delta cannot be used with --model block (give the block variances with "
@@ -410,59 +438,75 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
             )
         if opts.fractions is None or opts.deltas is None:
             raise ValueError("--model block needs --fractions f1,...,fB and --deltas s1,...,sB")
-        fractions = parse_floats("--fractions", opts.fractions)
-        deltas = parse_floats("--deltas", opts.deltas)
-        delta = None
-    else:
-        for name, value in (("--fractions", opts.fractions), ("--deltas", opts.deltas)):
-            if value is not None:
-                raise ValueError(f"{name} is only valid with --model block")
-        fractions = deltas = None
-        delta = _parse_delta(opts.delta)
-    rho = parse_floats("--rho", opts.rho) if opts.rho is not None else None
+        return (
+            parse_floats("--fractions", opts.fractions),
+            parse_floats("--deltas", opts.deltas),
+            None,
+        )
+    for name, value in (("--fractions", opts.fractions), ("--deltas", opts.deltas)):
+        if value is not None:
+            raise ValueError(f"{name} is only valid with --model block")
+    return None, None, _parse_delta(opts.delta)
 
+
+def _check_given_clusters(opts: PointOptions, rho: list[float] | None, delta: Any) -> int:
+    """``--clusters K``, checked against the lengths of ``--rho`` and ``--delta``."""
+    k = opts.clusters
+    if k < 2:
+        raise ValueError(f"--clusters must be >= 2, got {k}")
+    if rho is not None and len(rho) != k:
+        raise ValueError(
+            f"--rho must be K={k} comma-separated numbers (one per cluster), got {opts.rho!r}"
+        )
+    if isinstance(delta, list) and len(delta) != k:
+        raise ValueError(
+            f"--delta must be one number or K={k} comma-separated numbers, got {opts.delta!r}"
+        )
+    return k
+
+
+def _infer_clusters(
+    opts: PointOptions, loss: str, rho: list[float] | None, delta: Any, sparse_penalty: bool
+) -> int:
+    """K: ``--clusters``, else the length of ``--rho`` / ``--delta`` lists, else 2 for binary
+    problems, else 3 (see :class:`PointOptions`)."""
     if opts.clusters is not None:
-        k = opts.clusters
+        return _check_given_clusters(opts, rho, delta)
+    implied = {}
+    if rho is not None:
+        implied["--rho"] = len(rho)
+    if isinstance(delta, list):
+        implied["--delta"] = len(delta)
+    if len(set(implied.values())) > 1:
+        raise ValueError(
+            f"--rho has {implied['--rho']} entries but --delta has {implied['--delta']}; "
+            "they must both have one entry per cluster"
+        )
+    if implied:
+        k = next(iter(implied.values()))
         if k < 2:
-            raise ValueError(f"--clusters must be >= 2, got {k}")
-        if rho is not None and len(rho) != k:
-            raise ValueError(
-                f"--rho must be K={k} comma-separated numbers (one per cluster), got {opts.rho!r}"
-            )
-        if isinstance(delta, list) and len(delta) != k:
-            raise ValueError(
-                f"--delta must be one number or K={k} comma-separated numbers, got {opts.delta!r}"
-            )
-    else:
-        implied = {}
-        if rho is not None:
-            implied["--rho"] = len(rho)
-        if isinstance(delta, list):
-            implied["--delta"] = len(delta)
-        if len(set(implied.values())) > 1:
-            raise ValueError(
-                f"--rho has {implied['--rho']} entries but --delta has {implied['--delta']}; "
-                "they must both have one entry per cluster"
-            )
-        if implied:
-            k = next(iter(implied.values()))
-            if k < 2:
-                name = next(iter(implied))
-                raise ValueError(f"{name} must have one entry per cluster (K >= 2), got 1")
-        elif (
-            opts.labels == "binary"
-            or loss in BINARY_LOSSES
-            or opts.means == "antipodal"
-            or (block and opts.means == "auto")
-            or sparse_penalty
-        ):
-            k = 2
-        else:
-            k = 3
+            name = next(iter(implied))
+            raise ValueError(f"{name} must have one entry per cluster (K >= 2), got 1")
+        return k
+    block = opts.model == "block"
+    binary = (
+        opts.labels == "binary"
+        or loss in BINARY_LOSSES
+        or opts.means == "antipodal"
+        or (block and opts.means == "auto")
+        or sparse_penalty
+    )
+    return 2 if binary else 3
 
+
+def _labels_and_means(
+    opts: PointOptions, loss: str, k: int, sparse_penalty: bool
+) -> tuple[str, str]:
+    """The ``auto`` label map and means decided for K = ``k``; an l1 / elastic-net penalty
+    needs binary labels."""
     means = opts.means
     if means == "auto":
-        means = "antipodal" if block and k == 2 else "simplex"
+        means = "antipodal" if opts.model == "block" and k == 2 else "simplex"
     labels = opts.labels
     if labels == "auto":
         labels = "binary" if (loss in BINARY_LOSSES or sparse_penalty) and k == 2 else "onehot"
@@ -477,6 +521,23 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
             f"soft-threshold prior of Appendix C.2); got {labels} labels with K = {k} -- "
             f"{hint}, or --model sparse, or --penalty l2"
         )
+    return labels, means
+
+
+def resolve_options(opts: PointOptions) -> ResolvedOptions:
+    """Decide K, labels and means, and parse the comma lists (see :class:`PointOptions`)."""
+    loss = get_loss(opts.loss).name  # validates the name
+    if opts.model not in MODELS:
+        allowed = ", ".join(repr(m) for m in MODELS)
+        raise ValueError(f"--model must be one of {allowed}; got {opts.model!r}")
+    l1_ratio = _check_penalty_options(opts)
+    if opts.model == "sparse":
+        return _sparse_model(opts, loss, l1_ratio)
+    sparse_penalty = opts.penalty != "l2" and loss != "cross-entropy"
+    fractions, deltas, delta = _covariances(opts)
+    rho = parse_floats("--rho", opts.rho) if opts.rho is not None else None
+    k = _infer_clusters(opts, loss, rho, delta, sparse_penalty)
+    labels, means = _labels_and_means(opts, loss, k, sparse_penalty)
     return ResolvedOptions(
         model=opts.model,
         clusters=k,

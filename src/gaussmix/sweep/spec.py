@@ -1,0 +1,408 @@
+"""Library-level point specifications: what a sweep runs, made of library objects.
+
+A :class:`PointSpec` is one point: a :class:`~gaussmix.theory.mixture.Mixture`, a loss, a
+penalty, ``lam``, ``alpha``, the solver settings and, for a finite-size simulation, a
+:class:`Simulation`; plus the JSON-friendly ``params`` that describe it (they give the
+point's key, its ``params`` column and provenance) and its ``coords`` (the grid values that
+become the table's columns and the xarray dimensions).  A :class:`SpecGrid` is a validated,
+ordered collection of points -- usually the Cartesian product of some ``axes``.  Nothing here
+knows about the command line: :mod:`gaussmix.cli.grid` translates TOML grids into specs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import math
+import numbers
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gaussmix.core.exceptions import GaussmixError
+from gaussmix.core.jsonio import dumps
+from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.problem import Problem, check_lam_alpha, make_problem
+from gaussmix.theory.quadrature import GaussHermite
+
+__all__ = [
+    "PointSpec",
+    "Simulation",
+    "SpecGrid",
+    "point_key",
+    "mixture_fingerprint",
+    "check_points",
+    "describe_point",
+    "CHECKPOINT_VERSION",
+    "MAX_POINTS",
+]
+
+#: version 3: point keys from the spec's params (library objects, no command-line names)
+CHECKPOINT_VERSION = 3
+#: largest number of points in a sweep
+MAX_POINTS = 1_000_000
+#: the spec fields that the key and the provenance read (besides params and simulate)
+_SETTINGS = ("loss", "penalty", "l1_ratio", "lam", "alpha", "tol", "max_iter", "quad_order")
+
+
+def _check_count(name: str, value: Any, low: int) -> int:
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not ok or int(value) < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """Settings of a finite-size simulation of a point (:func:`gaussmix.simulate.simulate`).
+
+    Parameters
+    ----------
+    d : int
+        Input dimension, >= 1.
+    seeds : int
+        Number of independent seeds, >= 1 (standard errors over them).
+    seed : int
+        Root seed, >= 0 (``numpy.random.SeedSequence(seed).spawn(seeds)``).
+    """
+
+    d: int
+    seeds: int
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "d", _check_count("d", self.d, 1))
+        object.__setattr__(self, "seeds", _check_count("seeds", self.seeds, 1))
+        object.__setattr__(self, "seed", _check_count("seed", self.seed, 0))
+
+    def as_dict(self) -> dict[str, int]:
+        """``{'d', 'seeds', 'seed'}``."""
+        return {"d": self.d, "seeds": self.seeds, "seed": self.seed}
+
+
+@dataclass(frozen=True, eq=False)
+class PointSpec:
+    """One point of a sweep, in library objects.
+
+    Parameters
+    ----------
+    mixture : Mixture
+    loss : str
+        A loss name of :func:`gaussmix.get_loss`.
+    lam, alpha : float
+        Penalty strength and sample complexity ``n/d``.
+    penalty : {'l2', 'l1', 'elastic-net'}
+    l1_ratio : float, optional
+        Elastic-net mixing (only with ``penalty='elastic-net'``).
+    tol, max_iter, quad_order
+        Theory solver settings (:func:`gaussmix.solve`): tolerance, iteration cap and
+        Gauss-Hermite nodes per dimension (None: the library's default rule).
+    simulate : Simulation, optional
+        Simulate the point at finite size instead of solving the fixed point.
+    params : mapping, optional
+        JSON-friendly description of the point: the ``params`` of its row, and with the
+        mixture's arrays, the settings above and ``simulate`` the input of
+        :func:`point_key`.  Default: ``mixture.describe()`` and the settings.
+    coords : mapping
+        Column -> value: the grid values of this point (the table's first columns).
+
+    Notes
+    -----
+    The fields are checked for type here; the mathematical checks (those of
+    :func:`gaussmix.theory.problem.make_problem`) are made by :func:`check_points`.
+    """
+
+    mixture: Mixture
+    loss: str
+    lam: float
+    alpha: float
+    penalty: str = "l2"
+    l1_ratio: float | None = None
+    tol: float = 1e-8
+    max_iter: int = 3000
+    quad_order: int | None = None
+    simulate: Simulation | None = None
+    params: Mapping[str, Any] | None = None
+    coords: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.mixture, Mixture):
+            raise TypeError(f"mixture must be a gaussmix.Mixture, got {self.mixture!r}")
+        for name in ("loss", "penalty"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a string, got {getattr(self, name)!r}")
+        if self.simulate is not None and not isinstance(self.simulate, Simulation):
+            raise TypeError(f"simulate must be a Simulation or None, got {self.simulate!r}")
+        if not isinstance(self.coords, Mapping):
+            raise TypeError(f"coords must be a mapping, got {self.coords!r}")
+        params = self.params
+        if params is None:
+            params = {"mixture": self.mixture.describe(), **self.settings()}
+        elif not isinstance(params, Mapping):
+            raise TypeError(f"params must be a mapping or None, got {params!r}")
+        object.__setattr__(self, "params", dict(params))
+        object.__setattr__(self, "coords", dict(self.coords))
+
+    # ------------------------------------------------------------------ views
+    @property
+    def mode(self) -> str:
+        """``'simulation'`` with a :class:`Simulation`, else ``'theory'``."""
+        return "theory" if self.simulate is None else "simulation"
+
+    @property
+    def penalty_kw(self) -> dict[str, Any]:
+        """``{'penalty': ..., 'l1_ratio': ...}`` for the library's functions."""
+        return {"penalty": self.penalty, "l1_ratio": self.l1_ratio}
+
+    def settings(self) -> dict[str, Any]:
+        """Loss, penalty, l1_ratio, lam, alpha, tol, max_iter, quad_order (in this order)."""
+        return {name: getattr(self, name) for name in _SETTINGS}
+
+    def at(self, *, lam: float | None = None, alpha: float | None = None) -> PointSpec:
+        """The same point at another ``lam`` / ``alpha`` (``params`` follow; not checked)."""
+        lam = self.lam if lam is None else lam
+        alpha = self.alpha if alpha is None else alpha
+        params = {**self.params, "lam": lam, "alpha": alpha}
+        return dataclasses.replace(self, lam=lam, alpha=alpha, params=params)
+
+    # ------------------------------------------------------------------ library objects
+    def problem(self) -> Problem:
+        """The validated :class:`~gaussmix.theory.problem.Problem` (:func:`make_problem`)."""
+        return make_problem(
+            self.mixture,
+            self.loss,
+            lam=self.lam,
+            alpha=self.alpha,
+            penalty=self.penalty,
+            l1_ratio=self.l1_ratio,
+        )
+
+    def solve_kw(self, problem: Problem) -> dict[str, Any]:
+        """Keyword arguments of :func:`~gaussmix.theory.solver.solve_problem` for
+        ``problem`` (this point's): ``tol``, ``max_iter`` and the quadrature rule."""
+        kw: dict[str, Any] = {"tol": self.tol, "max_iter": self.max_iter}
+        if self.quad_order is not None:
+            kw["quadrature"] = GaussHermite(self.quad_order, problem.dim)
+        return kw
+
+
+def mixture_fingerprint(mixture: Mixture) -> str:
+    """A hash of the arrays that define ``mixture`` (priors, labels, spectral weights,
+    variances, mean overlaps, mean components) and of its kind: equal for equal mixtures,
+    in every process."""
+    h = hashlib.sha256(mixture.kind.encode())
+    arrays = (mixture.rho, mixture.labels.labels, mixture.weights, mixture.sigma)
+    for a in (*arrays, mixture.theta, mixture.mu):
+        if a is None:
+            h.update(b"none;")
+            continue
+        x = np.ascontiguousarray(a, dtype="<f8")
+        h.update(repr(x.shape).encode())
+        h.update(x.tobytes())
+    return h.hexdigest()[:20]
+
+
+def point_key(spec: PointSpec, *, fingerprint: str | None = None) -> str:
+    """Stable hash of a point: its mode, mixture (:func:`mixture_fingerprint`), ``params``,
+    settings and simulation settings.
+
+    The same point gives the same key in every process and run (the checkpoint's key).
+    ``fingerprint``: the mixture's, when the caller already has it.
+    """
+    data = {
+        "v": CHECKPOINT_VERSION,
+        "mode": spec.mode,
+        "mixture": mixture_fingerprint(spec.mixture) if fingerprint is None else fingerprint,
+        "params": spec.params,
+        "settings": spec.settings(),
+        "simulate": None if spec.simulate is None else spec.simulate.as_dict(),
+    }
+    return hashlib.sha256(dumps(data, sort_keys=True)).hexdigest()[:20]
+
+
+def _keys(points: Sequence[PointSpec]) -> tuple[str, ...]:
+    """:func:`point_key` of every point (each mixture object hashed once)."""
+    prints: dict[int, str] = {}
+    keys = []
+    for p in points:
+        fp = prints.get(id(p.mixture))
+        if fp is None:
+            fp = prints[id(p.mixture)] = mixture_fingerprint(p.mixture)
+        keys.append(point_key(p, fingerprint=fp))
+    return tuple(keys)
+
+
+def describe_point(coords: Mapping[str, Any]) -> str:
+    """``'alpha = 1.0, delta = 0.5'``: a point's coordinates, for messages."""
+    return ", ".join(f"{k} = {v!r}" for k, v in coords.items())
+
+
+def check_points(points: Sequence[PointSpec]) -> None:
+    """Validate every point before any work: the checks of the library's solver (or of the
+    simulation) for each; raise ``ValueError`` naming the first bad point.
+
+    Points that share their mixture object, loss and penalty share one full validation;
+    the others then only check ``lam`` / ``alpha`` (cheap on large grids).
+    """
+    from .tasks import check_simulation
+
+    cache: dict[tuple, Problem] = {}
+    n = len(points)
+    for i, spec in enumerate(points):
+        if not isinstance(spec, PointSpec):
+            raise TypeError(f"points[{i}] must be a PointSpec, got {type(spec).__name__}")
+        try:
+            _check_point(spec, cache)
+            if spec.simulate is not None:
+                s = spec.simulate
+                check_simulation(spec, d=s.d, seeds=s.seeds, seed=s.seed)
+        except (ValueError, TypeError, GaussmixError) as exc:
+            where = describe_point(spec.coords) or f"index {i}"
+            kind = TypeError if isinstance(exc, TypeError) else ValueError
+            raise kind(f"point {i + 1} of {n} ({where}): {exc}") from None
+
+
+def _check_point(spec: PointSpec, cache: dict[tuple, Problem]) -> None:
+    key = (id(spec.mixture), spec.loss, spec.penalty, spec.l1_ratio, spec.quad_order)
+    base = cache.get(key)
+    if base is None:
+        base = spec.problem()
+        spec.solve_kw(base)  # the quadrature order
+        if len(cache) >= 256:
+            cache.clear()
+        cache[key] = base  # (the spec holds the mixture: its id is not reused meanwhile)
+    else:
+        check_lam_alpha(
+            spec.lam, spec.alpha, loss=base.loss_name, penalty=base.penalty, l1_ratio=base.l1_ratio
+        )
+    _check_count("max_iter", spec.max_iter, 1)
+    if isinstance(spec.tol, bool) or not isinstance(spec.tol, numbers.Real) or not spec.tol > 0:
+        raise ValueError(f"tol must be a number > 0, got {spec.tol!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class SpecGrid:
+    """An ordered, validated collection of points (usually a Cartesian product).
+
+    Parameters
+    ----------
+    points : sequence of PointSpec
+        In table order; every point has the same mode and the same ``coords`` columns.
+    axes : mapping, optional
+        Column -> tuple of values when the points are the Cartesian product of the axes
+        (first axis slowest): the xarray view has these dimensions.  Default: inferred from
+        the points' coords when they form such a product, else one dimension ``point``.
+    description : mapping, optional
+        JSON-friendly provenance of the grid (e.g. ``{'fixed': ..., 'grid': ...}`` of a TOML
+        file); ``'fixed'`` and ``'grid'`` default to ``{}`` and the axes.
+    swept : iterable of str
+        Spec fields (``tol``, ``max_iter``, ``quad_order``, ``d``, ``seeds``, ``seed``)
+        that the grid varies on purpose: reported as ``'grid'`` in the provenance even
+        when they take one value.
+
+    Raises
+    ------
+    ValueError, TypeError
+        No point, more than :data:`MAX_POINTS`, mixed modes or columns, axes that do not
+        match the points, or a point that the library rejects (:func:`check_points`).
+    """
+
+    points: tuple[PointSpec, ...]
+    axes: Mapping[str, tuple] | None = None
+    description: Mapping[str, Any] = field(default_factory=dict)
+    swept: frozenset[str] = frozenset()
+    _keys: tuple[str, ...] = field(default=(), init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        points = tuple(self.points)
+        if not points:
+            raise ValueError("points must hold at least one PointSpec")
+        if len(points) > MAX_POINTS:
+            raise ValueError(f"points has {len(points)} points, more than {MAX_POINTS}")
+        check_points(points)
+        modes = {p.mode for p in points}
+        if len(modes) > 1:
+            raise ValueError("points must all be theory points or all simulations")
+        columns = tuple(points[0].coords)
+        for i, p in enumerate(points):
+            if tuple(p.coords) != columns:
+                raise ValueError(
+                    f"points[{i}] has coords {list(p.coords)}, points[0] has {list(columns)}"
+                )
+        axes = _axes(points, columns) if self.axes is None else self._given_axes(points)
+        object.__setattr__(self, "points", points)
+        object.__setattr__(self, "axes", axes)
+        object.__setattr__(self, "description", dict(self.description))
+        object.__setattr__(self, "swept", frozenset(self.swept))
+        object.__setattr__(self, "_keys", _keys(points))
+
+    def _given_axes(self, points: tuple[PointSpec, ...]) -> dict[str, tuple]:
+        axes = {str(c): tuple(v) for c, v in dict(self.axes or {}).items()}
+        if math.prod(len(v) for v in axes.values()) != len(points):
+            raise ValueError(
+                f"axes ({', '.join(f'{c}[{len(v)}]' for c, v in axes.items())}) do not "
+                f"match the {len(points)} points"
+            )
+        return axes
+
+    # ------------------------------------------------------------------ content
+    @property
+    def mode(self) -> str:
+        """``'theory'`` or ``'simulation'``."""
+        return self.points[0].mode
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The coordinate columns of the points (the table's first columns)."""
+        return tuple(self.points[0].coords)
+
+    @property
+    def dims(self) -> tuple[str, ...]:
+        """Dimensions of the xarray view: the axes, or ``('point',)``."""
+        return tuple(self.axes) if self.axes else ("point",)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Lengths of the dimensions."""
+        return tuple(len(v) for v in self.axes.values()) if self.axes else (len(self),)
+
+    def keys(self) -> list[str]:
+        """The stable key of every point (:func:`point_key`), in order."""
+        return list(self._keys)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def __iter__(self) -> Iterable[PointSpec]:
+        return iter(self.points)
+
+    def __repr__(self) -> str:
+        dims = ", ".join(f"{k}[{n}]" for k, n in zip(self.dims, self.shape))
+        return f"SpecGrid({len(self)} points: {dims}; mode={self.mode})"
+
+
+def _axes(points: tuple[PointSpec, ...], columns: tuple[str, ...]) -> dict[str, tuple] | None:
+    """The axes of which ``points`` are the Cartesian product (first slowest), or None."""
+    if not columns:
+        return None
+    values: dict[str, list] = {c: [] for c in columns}
+    seen: dict[str, set] = {c: set() for c in columns}
+    for p in points:
+        for c in columns:
+            v = p.coords[c]
+            try:
+                new = v not in seen[c]
+                seen[c].add(v)
+            except TypeError:  # unhashable (a list): compare with the values found
+                new = v not in values[c]
+            if new:
+                values[c].append(v)
+    if math.prod(len(v) for v in values.values()) != len(points):
+        return None
+    product = itertools.product(*values.values())
+    if any(tuple(p.coords.values()) != combo for p, combo in zip(points, product)):
+        return None
+    return {c: tuple(v) for c, v in values.items()}
