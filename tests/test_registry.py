@@ -214,7 +214,6 @@ def _string_dispatch(path: Path) -> list[str]:
 #: modules whose name-string dispatch is still to be pointed at the registry
 STRING_DISPATCH_TODO = {
     "cli",
-    "sweep",
     "figures",
     "experiments",
     "theory/channel.py",

@@ -18,6 +18,7 @@ from .simulation import (
     overlaps,
     realise,
     simulate,
+    validate_simulation,
 )
 
 __all__ = [
@@ -34,4 +35,5 @@ __all__ = [
     "monte_carlo_test_error",
     "observables",
     "simulate",
+    "validate_simulation",
 ]

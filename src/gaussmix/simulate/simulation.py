@@ -54,6 +54,7 @@ __all__ = [
     "monte_carlo_test_error",
     "observables",
     "simulate",
+    "validate_simulation",
 ]
 
 _MC_CHUNK = 20_000
@@ -655,7 +656,7 @@ def _one_seed(
     return obs
 
 
-def _validate(
+def validate_simulation(
     mixture: Any,
     loss: Any,
     lam: Any,
@@ -669,6 +670,15 @@ def _validate(
     n_jobs: Any,
     test_samples: Any,
 ) -> dict[str, Any]:
+    """Validate the arguments of :func:`simulate` (every check made before any work: the
+    loss's label and penalty constraints, ``lam = 0``, ``n = round(alpha d) >= 2``, ``d >= K``
+    for models realising their means exactly); returns them canonical, with ``n``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        With the offending argument named.
+    """
     if not isinstance(mixture, Mixture):
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
     loss_obj = get_loss(loss)
@@ -693,6 +703,9 @@ def _validate(
         )
     if lam_v == 0.0:
         _check_zero_lam(loss_obj, pen, n, d_v)
+    k = mixture.n_clusters
+    if mixture.model.exact_means and d_v < k:
+        raise ValueError(f"d must be >= the number of clusters K={k}, got {d_v}")
     return {
         "loss": loss_obj.name,
         "lam": lam_v,
@@ -773,7 +786,7 @@ def simulate(
     TypeError, ValueError
         Invalid arguments (the message names the argument).
     """
-    p = _validate(
+    p = validate_simulation(
         mixture,
         loss,
         lam,

@@ -25,6 +25,9 @@ import numpy as np
 from gaussmix.core.exceptions import GaussmixError
 from gaussmix.core.jsonio import dumps, loads
 from gaussmix.core.version import __version__
+from gaussmix.theory.losses import get_loss
+from gaussmix.theory.outputs import error_keys
+from gaussmix.theory.penalties import make_penalty
 from gaussmix.theory.solver import solve, solve_problem
 
 from .spec import PointSpec, point_key
@@ -41,18 +44,14 @@ __all__ = [
     "ERROR_KEYS",
     "NESTED_KEYS",
     "TEST_DELAY_ENV",
-    "SAGA_L1_TOL",
 ]
 
 #: the observables that simulations report with a standard error over seeds
-ERROR_KEYS = ("test_error", "train_error", "train_loss")
+ERROR_KEYS = error_keys()
 #: keys whose values are lists or dicts (JSON strings in tables)
 NESTED_KEYS = ("Q", "Q_se", "M", "M_se", "V", "b", "b_se", "integration_errors", "params")
 #: test-only: seconds each task sleeps before its work (to kill a sweep in the middle)
 TEST_DELAY_ENV = "GAUSSMIX_SWEEP_TEST_DELAY"
-#: solver tolerance of simulated logistic fits with an l1 term (saga): the KKT residual is
-#: then ~1e-7 and the observables move by < 1e-4 (see tests/test_sparse_validation.py)
-SAGA_L1_TOL = 1e-5
 
 
 class Task(NamedTuple):
@@ -90,11 +89,11 @@ def simulation_keys(extra: Sequence[str] = ()) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def simulation_tol(loss: str, penalty: str) -> float | None:
-    """The ERM tolerance of a simulated point: :data:`SAGA_L1_TOL` for logistic /
-    cross-entropy fits with an l1 term (scikit-learn's saga), else None (the default)."""
-    saga_l1 = loss in ("logistic", "cross-entropy") and penalty != "l2"
-    return SAGA_L1_TOL if saga_l1 else None
+def simulation_tol(loss: str, penalty: str, l1_ratio: float | None = None) -> float | None:
+    """The ERM tolerance of a simulated point in a sweep, as the loss declares it for the
+    penalty (``Loss.sweep_erm_tol``: e.g. scikit-learn's saga for logistic fits with an l1
+    term), else None (the solver's default)."""
+    return get_loss(loss).sweep_erm_tol(make_penalty(penalty, l1_ratio))
 
 
 def theory_only_params() -> tuple[str, ...]:
@@ -138,9 +137,9 @@ def check_simulation(spec: Any, *, d: Any, seeds: Any, seed: Any = 0) -> dict:
     ``lam``, ``alpha``, ``penalty``, ``l1_ratio`` (e.g. the CLI's ``PointSetup``).
     Returns the validated simulation parameters (with ``n = round(alpha d)``).
     """
-    from gaussmix.simulate import simulation as sim
+    from gaussmix.simulate import validate_simulation
 
-    p = sim._validate(
+    return validate_simulation(
         spec.mixture,
         spec.loss,
         spec.lam,
@@ -154,10 +153,6 @@ def check_simulation(spec: Any, *, d: Any, seeds: Any, seed: Any = 0) -> dict:
         1,
         None,
     )
-    k = spec.mixture.n_clusters
-    if spec.mixture.kind == "isotropic" and p["d"] < k:
-        raise ValueError(f"d must be >= the number of clusters K={k}, got {p['d']}")
-    return p
 
 
 def simulation_payload(
@@ -190,7 +185,7 @@ def simulation_payload(
         **spec.penalty_kw,
         n_jobs=n_jobs,
         progress=progress,
-        tol=simulation_tol(spec.loss, spec.penalty),
+        tol=simulation_tol(spec.loss, spec.penalty, spec.l1_ratio),
     )
     params = {k: v for k, v in spec.params.items() if k not in theory_only_params()}
     params.update(

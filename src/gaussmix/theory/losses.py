@@ -144,6 +144,10 @@ class Loss:
         (n, L); returns ``(W, b, info)`` (:mod:`gaussmix.theory.erm`)."""
         raise NotImplementedError(f"loss={self.name!r} has no finite-size solver")
 
+    def sweep_erm_tol(self, penalty: Penalty) -> float | None:
+        """The tolerance of :meth:`fit_erm` in sweeps and figures (None: its default)."""
+        return None
+
     # ------------------------------------------------------------------ proximal map
     def prox(
         self,
@@ -260,6 +264,11 @@ class LogisticLoss(Loss):
 
         return fit_logistic(self, Xs, Y, lam, penalty, **kw)
 
+    def sweep_erm_tol(self, penalty):
+        from .erm import saga_sweep_tol
+
+        return saga_sweep_tol(penalty)
+
     def value(self, y, h):
         return -log_expit(y * h)[..., 0]
 
@@ -313,6 +322,11 @@ class CrossEntropyLoss(Loss):
         from .erm import fit_cross_entropy
 
         return fit_cross_entropy(self, Xs, Y, lam, penalty, **kw)
+
+    def sweep_erm_tol(self, penalty):
+        from .erm import saga_sweep_tol
+
+        return saga_sweep_tol(penalty)
 
     def value(self, y, h):
         return logsumexp(h, axis=-1) - np.sum(y * h, axis=-1)
