@@ -78,7 +78,7 @@ def test_square_closed_form_equals_quadrature_path(rng):
     Q = np.stack([random_spd(rng, L) for _ in range(K)])
     V = np.stack([random_spd(rng, L) for _ in range(K)])
     exact = channel_moments(SquareLoss(), y, M, b, Q, V)
-    quad = _quadrature_moments(SquareLoss(), y, M + b, Q, V, GaussHermite(4, L), None)
+    quad = _quadrature_moments(SquareLoss(), y, M + b, Q, V, GaussHermite(4, L), None)[0]
     for name in ("Ef", "Eff", "Edf", "Eloss", "Eenv"):
         np.testing.assert_allclose(getattr(quad, name), getattr(exact, name), atol=1e-12)
 

@@ -611,16 +611,14 @@ def d_test_error_d_lambda(result: FixedPointResult, *, rel_step: float = 1e-6) -
     ``rel_step max(1, |x_i|)`` (smaller for tiny positive overlaps, which must stay positive);
     nothing is re-solved, so the cost is ``2 dim(x) + 2`` evaluations of the map.
     """
-    from gaussmix.theory.solver import _Map, _unpack
-
-    if result._state is None or not result.converged:
+    state = result.state
+    if state is None or not result.converged:
         raise ValueError("d_test_error_d_lambda needs a converged FixedPointResult")
-    problem, rule, x = result._state
+    problem, x = state.problem, state.x
     if problem.lam <= 0:
         raise ValueError("d_test_error_d_lambda needs lam > 0")
-    K, L = problem.n_clusters, problem.dim
     n = x.size
-    T = _Map(problem, rule)
+    T = state.map()
     J = np.empty((n, n))
     for i in range(n):
         h = _fd_step(x[i], rel_step)
@@ -629,13 +627,13 @@ def d_test_error_d_lambda(result: FixedPointResult, *, rel_step: float = 1e-6) -
         J[:, i] = (T(x + e) - T(x - e)) / (2 * h)
     lam = problem.lam
     hl = rel_step * max(lam, 1e-300)
-    Tp = _Map(replace(problem, lam=lam + hl), rule)(x)
-    Tm = _Map(replace(problem, lam=lam - hl), rule)(x)
+    Tp = state.map(replace(problem, lam=lam + hl))(x)
+    Tm = state.map(replace(problem, lam=lam - hl))(x)
     dx = np.linalg.solve(np.eye(n) - J, (Tp - Tm) / (2 * hl))
     rho = problem.mixture.rho
 
     def eps(xx: np.ndarray) -> float:
-        Q, M, _, b = _unpack(xx, K, L)
+        Q, M, _, b = state.unpack(xx)
         return float(1.0 - rho @ test_accuracy(problem, M, b, Q)[0])
 
     g = np.empty(n)
