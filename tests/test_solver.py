@@ -324,7 +324,9 @@ def test_fixed_point_state_is_public_and_a_fixed_point_of_its_map():
     assert T.rule == st.rule and T.is_valid(st.x)
     step = np.abs(T(st.x) - st.x) / np.maximum(1.0, np.abs(st.x))
     assert step.max() < 1e-9
-    assert r._state[0] is st.problem and r._state[2] is st.x  # the deprecated tuple
+    with pytest.warns(DeprecationWarning, match="use FixedPointResult.state"):
+        legacy = r._state
+    assert legacy[0] is st.problem and legacy[1] is st.rule and legacy[2] is st.x
 
 
 # ----------------------------------------------------------------------------- status

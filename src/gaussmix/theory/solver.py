@@ -364,6 +364,11 @@ class FixedPointResult:
     @property
     def _state(self) -> tuple[Problem, GaussHermite, np.ndarray] | None:
         """Deprecated: ``(problem, rule, x)`` of :attr:`state` (use ``state``)."""
+        warnings.warn(
+            "FixedPointResult._state is deprecated; use FixedPointResult.state",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         s = self.state
         return None if s is None else (s.problem, s.rule, s.x)
 
@@ -1043,10 +1048,10 @@ def _integration_warning(problem: Problem, opts: SolverOptions, est: _Estimate) 
     if e > q or e > threshold:
         dim = max(D.shape[0] for D, _ in problem.constraints)
         parts.append(
-            f"{e:.2g} is the standard error of the seeded quasi-Monte Carlo estimate of the "
+            f"{e:.2g} is the standard error of the seeded quasi-Monte Carlo estimates of the "
             f"{dim}-dimensional Gaussian orthant probabilities (one per cluster) that make up "
-            "the test error, at its sampling cap: no solver option reduces it, and the test "
-            "error is accurate to about that much (one standard error)"
+            "the test error; they are at their sampling cap, so no solver option reduces it, "
+            "and the test error is accurate to about that much (one standard error)"
         )
     return "; ".join(parts)
 
