@@ -260,9 +260,9 @@ def test_solver_options_validate_with_the_argument_name():
         gm.solve(mix, "logistic", lam=0.1, alpha=1.0, quadrature=64)
 
 
-def test_options_of_the_full_solver_act_through_solve():
+def test_options_of_the_full_solver_act_through_solve(monkeypatch):
     from gaussmix.theory.quadrature import default_rule
-    from gaussmix.theory.solver import AndersonState
+    from gaussmix.theory.solver import AndersonState, FixedPointMap
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     calls: list = []
@@ -276,13 +276,24 @@ def test_options_of_the_full_solver_act_through_solve():
     assert r1.params["quadrature"] == default.refined().describe()  # one refinement
     r0 = gm.solve(mix, "cross-entropy", max_refine=0, **kw)  # no refinement: default rule
     assert r0.params["quadrature"] == default.describe()
+    # continuation (K = 4: the default 3-d rule is expensive) starts from a coarse rule
     k4 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=4)
-    seen: list = []
-    gm.solve(k4, "cross-entropy", estimate_error=False, callback=lambda *a: seen.append(a), **kw)
-    n_cont = len(seen)
-    seen.clear()
-    gm.solve(k4, "cross-entropy", estimate_error=False, continuation=False, **kw)
-    assert n_cont > 0 and not seen  # the callback goes only where it is passed
+    rules: list = []
+    real_init = FixedPointMap.__init__
+
+    def spy(self, problem, rule):
+        rules.append(rule)
+        real_init(self, problem, rule)
+
+    with monkeypatch.context() as m:
+        m.setattr(FixedPointMap, "__init__", spy)
+        on = gm.solve(k4, "cross-entropy", estimate_error=False, **kw)
+        coarse = list(rules)
+        rules.clear()
+        off = gm.solve(k4, "cross-entropy", estimate_error=False, continuation=False, **kw)
+    default = default_rule(3)
+    assert coarse == [default.coarsened(), default] and rules == [default]
+    assert on.test_error == pytest.approx(off.test_error, abs=1e-7)
 
 
 # ----------------------------------------------------------------------------- state
