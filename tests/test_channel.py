@@ -78,7 +78,7 @@ def test_square_closed_form_equals_quadrature_path(rng):
     Q = np.stack([random_spd(rng, L) for _ in range(K)])
     V = np.stack([random_spd(rng, L) for _ in range(K)])
     exact = channel_moments(SquareLoss(), y, M, b, Q, V)
-    quad = _quadrature_moments(SquareLoss(), y, M + b, Q, V, GaussHermite(4, L), None)
+    quad = _quadrature_moments(SquareLoss(), y, M + b, Q, V, GaussHermite(4, L), None)[0]
     for name in ("Ef", "Eff", "Edf", "Eloss", "Eenv"):
         np.testing.assert_allclose(getattr(quad, name), getattr(exact, name), atol=1e-12)
 
@@ -100,3 +100,71 @@ def test_cross_entropy_stein_identity(rng):
     Efxi = np.einsum("n,kni,nj->kij", rule.weights, f, rule.nodes)
     stein = -Efxi @ np.linalg.inv(S)
     np.testing.assert_allclose(mom.Edf, stein, atol=1e-9)
+
+
+# ----------------------------------------------------------------------------- kernel table
+def test_compiled_kernels_are_chosen_from_one_table_by_loss_type():
+    from gaussmix.theory.channel import (
+        COMPILED_KERNELS,
+        CROSS_ENTROPY_KERNEL,
+        LOGISTIC_KERNEL,
+        CompiledKernel,
+        compiled_kernel,
+    )
+
+    class MyLogistic(LogisticLoss):
+        pass
+
+    reduced_ce = ReducedLoss(CrossEntropyLoss(), _complement_of_ones(3))
+    assert compiled_kernel(LogisticLoss()) is LOGISTIC_KERNEL
+    assert compiled_kernel(MyLogistic()) is LOGISTIC_KERNEL  # subclasses inherit
+    assert compiled_kernel(reduced_ce) is CROSS_ENTROPY_KERNEL
+    assert compiled_kernel(CrossEntropyLoss()) is None  # the kernel needs the reduced loss
+    assert compiled_kernel(ReducedLoss(LogisticLoss(), np.eye(1))) is None
+    for loss in (SquareLoss(), HingeLoss()):
+        assert compiled_kernel(loss) is None
+    assert all(isinstance(k, CompiledKernel) for k in COMPILED_KERNELS.values())
+    assert set(COMPILED_KERNELS) == {LogisticLoss, CrossEntropyLoss}
+
+
+def test_a_loss_without_a_table_entry_takes_the_numpy_path(rng, monkeypatch):
+    import gaussmix.theory.channel as channel
+
+    K = 3
+    loss = ReducedLoss(CrossEntropyLoss(), _complement_of_ones(K))
+    y = np.eye(K)
+    M = rng.standard_normal((K, K - 1))
+    Q = np.stack([random_spd(rng, K - 1, 0.2, 2.0) for _ in range(K)])
+    V = np.stack([random_spd(rng, K - 1, 0.2, 3.0) for _ in range(K)])
+    rule = GaussHermite(12, K - 1)
+    fast = channel_moments(loss, y, M, np.zeros(K - 1), Q, V, rule)
+    calls: list = []
+    real_prox = ReducedLoss.prox
+    with monkeypatch.context() as m:
+        m.delitem(channel.COMPILED_KERNELS, CrossEntropyLoss)
+        m.setattr(ReducedLoss, "prox", lambda *a, **k: calls.append(1) or real_prox(*a, **k))
+        ref = channel_moments(loss, y, M, np.zeros(K - 1), Q, V, rule)
+    assert calls  # the numpy proximal map ran
+    for name in ("Ef", "Eff", "Edf", "Eloss", "Eenv"):
+        np.testing.assert_allclose(getattr(fast, name), getattr(ref, name), rtol=1e-10, atol=1e-12)
+
+
+def test_exact_channel_losses_need_no_rule_and_declare_their_closed_form(rng):
+    from gaussmix.theory.channel import channel_evaluation
+
+    y = np.array([[1.0], [-1.0]])
+    M = rng.standard_normal((2, 1))
+    Q = np.array([[[0.7]], [[1.3]]])
+    V = np.array([[[0.4]], [[2.0]]])
+    for loss in (SquareLoss(), HingeLoss()):
+        assert loss.exact_channel
+        mom, warm = channel_evaluation(loss, y, M, np.zeros(1), Q, V, None)
+        assert warm is None and np.all(np.isfinite(mom.Eff))
+
+    class Declared(LogisticLoss):
+        exact_channel = True  # claims a closed form that the channel does not have
+
+    with pytest.raises(TypeError, match="Declared declares exact_channel=True"):
+        channel_moments(Declared(), y, M, np.zeros(1), Q, V, GaussHermite(8))
+    with pytest.raises(ValueError, match="a quadrature rule is needed"):
+        channel_moments(LogisticLoss(), y, M, np.zeros(1), Q, V, None)

@@ -15,7 +15,7 @@ from gaussmix.theory.losses import CrossEntropyLoss, LogisticLoss, ReducedLoss
 from gaussmix.theory.observables import _wedge_probability
 from gaussmix.theory.problem import _complement_of_ones
 from gaussmix.theory.quadrature import MAX_ORDER, GaussHermite
-from gaussmix.theory.solver import _unpack, _valid, solve_problem
+from gaussmix.theory.solver import is_valid_state, solve_problem
 
 FIELDS = ("Ef", "Eff", "Edf", "Eloss", "Eenv")
 
@@ -59,8 +59,8 @@ def test_cross_entropy_kernel_matches_numpy_path(K, scale_m, v_range):
     rng = np.random.default_rng(K * 100 + int(scale_m))
     loss, y, m, Q, V = _ce_state(rng, K, scale_m, v_range)
     rule = GaussHermite(12 if K == 3 else 6, K - 1)
-    ref = _quadrature_moments(loss, y, m, Q, V, rule, None, compiled=False)
-    got = _quadrature_moments(loss, y, m, Q, V, rule, None, compiled=True)
+    ref = _quadrature_moments(loss, y, m, Q, V, rule, None, compiled=False)[0]
+    got = _quadrature_moments(loss, y, m, Q, V, rule, None, compiled=True)[0]
     _assert_moments_equal(got, ref)
 
 
@@ -73,23 +73,25 @@ def test_logistic_kernel_matches_numpy_path(y, m, q, v):
     Q = np.array([[[q]], [[2 * q]]])
     V = np.array([[[v]], [[0.3 * v]]])
     rule = GaussHermite(64)
-    ref = _quadrature_moments(loss, Y, M, Q, V, rule, None, compiled=False)
-    got = _quadrature_moments(loss, Y, M, Q, V, rule, None, compiled=True)
+    ref = _quadrature_moments(loss, Y, M, Q, V, rule, None, compiled=False)[0]
+    got = _quadrature_moments(loss, Y, M, Q, V, rule, None, compiled=True)[0]
     _assert_moments_equal(got, ref)
 
 
 def test_warm_start_predictor_does_not_change_the_moments():
-    """The cache predicts the proximal points of a new evaluation from the previous one;
-    the answer must be that of a cold start (only the number of Newton steps changes)."""
+    """The warm start (ProxWarmStart) predicts the proximal points of a new evaluation from
+    the previous one; the answer must be that of a cold start (only the number of Newton
+    steps changes)."""
     rng = np.random.default_rng(7)
     loss, y, m, Q, V = _ce_state(rng, 3)
     rule = GaussHermite(10, 2)
-    cache: dict = {}
-    _quadrature_moments(loss, y, m, Q, V, rule, cache)
+    _, first = _quadrature_moments(loss, y, m, Q, V, rule)
+    assert first.key == (rule.n, rule.dim, (3, rule.weights.size, 2))
     m2, Q2, V2 = m + 0.3, 1.2 * Q, 0.7 * V
-    warm = _quadrature_moments(loss, y, m2, Q2, V2, rule, cache)
-    cold = _quadrature_moments(loss, y, m2, Q2, V2, rule, None)
+    warm, after_warm = _quadrature_moments(loss, y, m2, Q2, V2, rule, first)
+    cold, after_cold = _quadrature_moments(loss, y, m2, Q2, V2, rule, None)
     _assert_moments_equal(warm, cold, rtol=1e-11)
+    np.testing.assert_allclose(after_warm.h, after_cold.h, atol=1e-11)
 
 
 def test_kernel_proximal_points_are_stationary():
@@ -123,8 +125,8 @@ def test_compiled_wedge_matches_numpy_wedge(lam, alpha):
     gram = [[1.0, 0.2, -0.1], [0.2, 0.8, 0.0], [-0.1, 0.0, 1.3]]
     mix = gm.Mixture.isotropic([0.7, 0.5, 0.9], gram, rho=[0.3, 0.3, 0.4])
     res = gm.solve(mix, "cross-entropy", lam=lam, alpha=alpha)
-    problem, _, x = res._state
-    Q, M, V, b = _unpack(x, 3, 2)
+    problem = res.state.problem
+    Q, M, V, b = res.state.unpack()
     for c in range(3):
         p1, e1 = _wedge_probability(problem, c, M[c] + b, Q[c], V[c], compiled=True)
         p0, e0 = _wedge_probability(problem, c, M[c] + b, Q[c], V[c], compiled=False)
@@ -160,7 +162,7 @@ def test_closed_form_validity_check_agrees_with_eigenvalues(L):
         eq, ev = np.linalg.eigvalsh(Q), np.linalg.eigvalsh(V)
         scale = max(1.0, float(np.abs(eq).max()))
         expected = bool(eq.min() >= -1e-9 * scale and ev.min() > 0)
-        assert _valid(x, K, L) == expected
+        assert is_valid_state(x, K, L) == expected
 
 
 @pytest.mark.parametrize("m", [1, 2, 3])
@@ -197,7 +199,7 @@ def test_continuation_from_a_coarse_rule_does_not_change_the_fixed_point():
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=4)
     res = gm.solve(mix, "cross-entropy", lam=1.0, alpha=1.5, estimate_error=False)
     assert GaussHermite(10, 3).coarsened() is not None
-    cold = solve_problem(res._state[0], estimate_error=False, continuation=False, tol=1e-10)
+    cold = solve_problem(res.state.problem, estimate_error=False, continuation=False, tol=1e-10)
     # (the K = 4 test error is a 3-d orthant probability by seeded QMC: error ~1e-8)
     assert res.test_error == pytest.approx(cold.test_error, abs=1e-7)
     assert res.train_loss == pytest.approx(cold.train_loss, abs=1e-8)
@@ -210,8 +212,8 @@ def test_prox_points_for_the_qmc_training_error_match_the_numpy_prox():
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=4)
     res = gm.solve(mix, "cross-entropy", lam=0.5, alpha=1.0, estimate_error=False)
-    problem, _, x = res._state
-    Q, M, V, b = _unpack(x, 4, 3)
+    problem = res.state.problem
+    Q, M, V, b = res.state.unpack()
     rng = np.random.default_rng(0)
     omega = (M + b)[:, None, :] + rng.standard_normal((200, 3)) @ sqrtm_psd(Q)
     np.testing.assert_allclose(
@@ -268,7 +270,7 @@ def test_whole_solves_with_and_without_the_kernels_agree(seed, monkeypatch):
         lam, alpha = float(10 ** rng.uniform(-1, 0.5)), float(10 ** rng.uniform(-0.3, 0.6))
         fast = gm.solve(mix, loss, lam=lam, alpha=alpha, tol=1e-10)
         with monkeypatch.context() as m:
-            m.setattr(channel, "_compiled_kernel", lambda loss: None)
+            m.setattr(channel, "compiled_kernel", lambda loss: None)
             ref = gm.solve(mix, loss, lam=lam, alpha=alpha, tol=1e-10)
         for key in ("test_error", "train_error", "train_loss", "free_energy"):
             assert getattr(fast, key) == pytest.approx(getattr(ref, key), abs=1e-9), key

@@ -153,17 +153,9 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-#: violations being removed (each entry must still occur, so the list only shrinks)
-KNOWN: set[str] = {
-    "gaussmix/experiments/curves.py:614: imports private ['_Map', '_unpack'] of "
-    "gaussmix.theory.solver across subpackages",
-}
-
-
 def test_the_package_respects_its_layers():
     problems = check_layers(SRC)
-    assert not [p for p in problems if p not in KNOWN], "\n".join(problems)
-    assert KNOWN <= set(problems), f"fixed, remove from KNOWN: {KNOWN - set(problems)}"
+    assert not problems, "\n".join(problems)
 
 
 def _write(root: Path, files: dict[str, str]) -> None:

@@ -216,8 +216,6 @@ STRING_DISPATCH_TODO = {
     "cli",
     "figures",
     "experiments",
-    "theory/channel.py",
-    "theory/observables.py",
 }
 
 

@@ -214,3 +214,227 @@ def test_integration_error_is_small_and_reported():
         gm.Mixture.isotropic(0.5, "antipodal", labels="binary"), "hinge", lam=0.1, alpha=2.0
     )
     assert r.integration_error < 1e-14  # closed-form channel, one-dimensional orthant
+
+
+# ----------------------------------------------------------------------------- options
+def test_solve_exposes_every_option_of_solve_problem_with_one_default_and_doc():
+    """Every option of solve_problem is a keyword of solve with the same default (the
+    SolverOptions field, or None for the per-call inputs) and the same documentation."""
+    import dataclasses
+    import inspect
+    import re
+
+    from gaussmix.theory.solver import SolverOptions, solve, solve_problem
+
+    full = inspect.signature(solve_problem).parameters
+    easy = inspect.signature(solve).parameters
+    defaults = {f.name: f.default for f in dataclasses.fields(SolverOptions)}
+    options = [n for n in full if n != "problem"]
+    assert set(defaults) <= set(options)
+    for name in options:
+        assert name in easy, name
+        assert easy[name].kind is inspect.Parameter.KEYWORD_ONLY, name
+        assert easy[name].default == full[name].default, name
+        assert full[name].default == defaults.get(name), name
+
+    def doc(func, name):
+        m = re.search(rf"^    {name} : .*?(?=^    \w+ : |^    Returns)", func.__doc__, re.M | re.S)
+        assert m, (func.__name__, name)
+        return m.group(0)
+
+    for name in options:
+        assert doc(solve, name) == doc(solve_problem, name)
+
+
+def test_solver_options_validate_with_the_argument_name():
+    mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+    for kw, match in [
+        ({"max_refine": 11}, "max_refine"),
+        ({"tol": 0.0}, "tol"),
+        ({"anderson": -1}, "anderson"),
+        ({"damping": 1.5}, "damping"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            gm.solve(mix, "logistic", lam=0.1, alpha=1.0, **kw)
+    with pytest.raises(TypeError, match="quadrature must be a GaussHermite"):
+        gm.solve(mix, "logistic", lam=0.1, alpha=1.0, quadrature=64)
+
+
+def test_options_of_the_full_solver_act_through_solve(monkeypatch):
+    from gaussmix.theory.quadrature import default_rule
+    from gaussmix.theory.solver import AndersonState, FixedPointMap
+
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    calls: list = []
+    history: dict = {}
+    kw = dict(lam=0.5, alpha=1.0)
+    r = gm.solve(mix, "cross-entropy", callback=lambda it, res: calls.append(res), **kw)
+    assert len(calls) == r.n_iter and calls[-1] == r.residual
+    r1 = gm.solve(mix, "cross-entropy", history=history, max_refine=1, quad_tol=0.0, **kw)
+    assert history and all(isinstance(v, AndersonState) for v in history.values())
+    default = default_rule(2)
+    assert r1.params["quadrature"] == default.refined().describe()  # one refinement
+    r0 = gm.solve(mix, "cross-entropy", max_refine=0, **kw)  # no refinement: default rule
+    assert r0.params["quadrature"] == default.describe()
+    # continuation (K = 4: the default 3-d rule is expensive) starts from a coarse rule
+    k4 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=4)
+    rules: list = []
+    real_init = FixedPointMap.__init__
+
+    def spy(self, problem, rule):
+        rules.append(rule)
+        real_init(self, problem, rule)
+
+    with monkeypatch.context() as m:
+        m.setattr(FixedPointMap, "__init__", spy)
+        on = gm.solve(k4, "cross-entropy", estimate_error=False, **kw)
+        coarse = list(rules)
+        rules.clear()
+        off = gm.solve(k4, "cross-entropy", estimate_error=False, continuation=False, **kw)
+    default = default_rule(3)
+    assert coarse == [default.coarsened(), default] and rules == [default]
+    assert on.test_error == pytest.approx(off.test_error, abs=1e-7)
+
+
+# ----------------------------------------------------------------------------- state
+def test_anderson_state_is_immutable_and_keeps_the_newest_pairs():
+    import dataclasses
+
+    from gaussmix.theory.solver import AndersonState
+
+    pairs = [(np.full(3, i), np.full(3, 10 + i)) for i in range(5)]
+    s = AndersonState.init(3)
+    assert s.empty
+    for dx, dg in pairs:
+        s2 = s.update(dx, dg)
+        assert len(s2.dxs) == min(len(s.dxs) + 1, 3)
+        s = s2
+    assert [int(d[0]) for d in s.dxs] == [2, 3, 4] and [int(d[0]) for d in s.dgs] == [12, 13, 14]
+    t = AndersonState.init(2, s)
+    assert [int(d[0]) for d in t.dxs] == [3, 4] and len(s.dxs) == 3
+    assert AndersonState.init(0, s).empty and AndersonState.init(0).update(*pairs[0]).empty
+    assert s.cleared().empty and s.cleared().memory == 3 and not s.empty
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.memory = 4
+
+
+def test_fixed_point_state_is_public_and_a_fixed_point_of_its_map():
+    from gaussmix.theory.solver import effective_state, unpack_state
+
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    r = gm.solve(mix, "cross-entropy", lam=0.5, alpha=1.3, tol=1e-11)
+    st = r.state
+    Q, M, V, b = st.unpack()
+    eff = effective_state(r)
+    for name, arr in zip("QMVb", (Q, M, V, b)):
+        np.testing.assert_array_equal(arr, eff[name])
+    np.testing.assert_array_equal(Q, unpack_state(st.x, 3, 2)[0])
+    P = st.problem.P
+    np.testing.assert_allclose(P.T @ Q @ P, r.Q, atol=1e-15)
+    T = st.map()
+    assert T.rule == st.rule and T.is_valid(st.x)
+    step = np.abs(T(st.x) - st.x) / np.maximum(1.0, np.abs(st.x))
+    assert step.max() < 1e-9
+    with pytest.warns(DeprecationWarning, match="use FixedPointResult.state"):
+        legacy = r._state
+    assert legacy[0] is st.problem and legacy[1] is st.rule and legacy[2] is st.x
+
+
+# ----------------------------------------------------------------------------- status
+def test_error_class_follows_the_status_not_the_message(monkeypatch):
+    import gaussmix.theory.solver as solver
+    from gaussmix.theory.solver import FixedPointMap, IterationStatus
+
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    kw = dict(lam=0.5, alpha=1.0)
+    with pytest.raises(gm.ConvergenceError) as exc:
+        gm.solve(mix, "cross-entropy", max_iter=2, **kw)
+    assert type(exc.value) is gm.ConvergenceError
+    assert exc.value.result.status is IterationStatus.MAX_ITER
+    with monkeypatch.context() as m:  # a failing map whose message says NaN and spurious
+        m.setattr(FixedPointMap, "__call__", _raise_spurious_sounding_error)
+        with pytest.raises(gm.ConvergenceError, match="map failed") as exc:
+            gm.solve(mix, "square", **kw)
+        assert type(exc.value) is gm.ConvergenceError
+        assert exc.value.result.status is IterationStatus.MAP_FAILED
+    real = solver.prior_update
+
+    def nan_prior(*args, **kwargs):
+        pr = real(*args, **kwargs)
+        if "lam" not in kwargs:  # the map's updates, not the starting point
+            pr.Q = pr.Q * np.nan
+        return pr
+
+    with monkeypatch.context() as m:
+        m.setattr(solver, "prior_update", nan_prior)
+        with pytest.raises(gm.SpuriousFixedPointError, match="NaN or infinite") as exc:
+            gm.solve(mix, "square", **kw)
+        assert exc.value.result.status is IterationStatus.NON_FINITE
+    with monkeypatch.context() as m:
+        m.setattr(FixedPointMap, "is_valid", lambda self, x: False)
+        with pytest.raises(gm.SpuriousFixedPointError, match="spurious fixed point") as exc:
+            gm.solve(mix, "square", **kw)
+        assert exc.value.result.status is IterationStatus.NOT_POSITIVE_DEFINITE
+        r = gm.solve(mix, "square", throw=False, **kw)
+        assert not r.converged and np.isnan(r.test_error)
+    r = gm.solve(mix, "square", **kw)
+    assert r.status is IterationStatus.CONVERGED and r.converged
+
+
+def _raise_spurious_sounding_error(self, x):
+    raise FloatingPointError("NaN in a spurious place")
+
+
+# ----------------------------------------------------------------------------- warnings
+def _integration_warnings(*args, **kwargs) -> list[str]:
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gm.solve(*args, **kwargs)
+    return [str(w.message) for w in caught if issubclass(w.category, gm.IntegrationWarning)]
+
+
+def _assert_qmc_orthant_advice(texts: list[str], dim: int) -> None:
+    assert len(texts) == 1, texts
+    text = texts[0]
+    assert "of the test error is large" in text
+    assert f"{dim}-dimensional Gaussian orthant" in text and "quasi-Monte Carlo" in text
+    assert "no solver option reduces it" in text
+    assert "quadrature" not in text and "GaussHermite" not in text
+
+
+def test_integration_warning_of_a_qmc_orthant_advises_no_quadrature_rule():
+    """Square loss (no channel quadrature at all), K = 10: the test error is a 9-dimensional
+    orthant probability by seeded quasi-Monte Carlo; a finer rule cannot help."""
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=10)
+    _assert_qmc_orthant_advice(_integration_warnings(mix, "square", lam=1.0, alpha=2.0), 9)
+
+
+@pytest.mark.slow
+def test_integration_warning_for_fifty_clusters_square_loss_advises_no_quadrature_rule():
+    """The case of issue 9 (``gaussmix point --clusters 50 --loss square``)."""
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=50)
+    _assert_qmc_orthant_advice(_integration_warnings(mix, "square", lam=1.0, alpha=2.0), 49)
+
+
+def test_integration_warning_advises_a_finer_rule_where_refinement_is_the_remedy():
+    mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+    texts = _integration_warnings(
+        mix, "logistic", lam=0.1, alpha=1.0, quadrature=gm.GaussHermite(4), auto_refine=False
+    )
+    assert len(texts) == 1, texts
+    assert "training loss changes by" in texts[0]
+    assert "pass a finer quadrature rule (quadrature=GaussHermite(n, dim))" in texts[0]
+    assert "orthant" not in texts[0]
+    # following the advice helps: the default rule with refinement does not warn
+    assert _integration_warnings(mix, "logistic", lam=0.1, alpha=1.0) == []
+
+
+def test_integration_warning_says_when_no_finer_rule_is_admissible():
+    """lam -> 0 logistic: refinement reaches the largest order and the change remains."""
+    mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+    texts = _integration_warnings(mix, "logistic", lam=1e-4, alpha=3.0, tol=1e-10)
+    assert len(texts) == 1, texts
+    assert "no finer rule is admissible (at most 360 nodes per dimension)" in texts[0]
+    assert "GaussHermite(n, dim)" not in texts[0]

@@ -606,45 +606,68 @@ def d_test_error_d_lambda(result: FixedPointResult, *, rel_step: float = 1e-6) -
 
     With ``x* = T(x*; lambda)`` the fixed point of the map of Theorem 1,
     ``dx*/dlambda = (I - dT/dx)^{-1} dT/dlambda``, and
-    ``d eps_g / d lambda = grad_x eps_g(x*) . dx*/dlambda``.  The Jacobians of the (smooth)
-    map and of ``eps_g(Q, M, b)`` are central differences with step
-    ``rel_step max(1, |x_i|)`` (smaller for tiny positive overlaps, which must stay positive);
-    nothing is re-solved, so the cost is ``2 dim(x) + 2`` evaluations of the map.
+    ``d eps_g / d lambda = grad_x eps_g(x*) . dx*/dlambda``.  The state is parametrised by
+    its independent entries (each symmetric pair ``Q_c[i, j] = Q_c[j, i]``, ``V_c[i, j] =
+    V_c[j, i]`` is one coordinate, perturbed on both sides, so every perturbed overlap stays
+    symmetric).  The Jacobians of the (smooth) map and of ``eps_g(Q, M, b)`` are central
+    differences with step ``rel_step max(1, |x_i|)`` (smaller for tiny positive overlaps,
+    which must stay positive); nothing is re-solved, so the cost is ``2 m + 2`` evaluations
+    of the map for ``m`` independent entries.
     """
-    from gaussmix.theory.solver import _Map, _unpack
-
-    if result._state is None or not result.converged:
+    state = result.state
+    if state is None or not result.converged:
         raise ValueError("d_test_error_d_lambda needs a converged FixedPointResult")
-    problem, rule, x = result._state
+    problem, x = state.problem, state.x
     if problem.lam <= 0:
         raise ValueError("d_test_error_d_lambda needs lam > 0")
-    K, L = problem.n_clusters, problem.dim
     n = x.size
-    T = _Map(problem, rule)
-    J = np.empty((n, n))
-    for i in range(n):
-        h = _fd_step(x[i], rel_step)
+    coords = _independent_entries(problem.n_clusters, problem.dim)
+    rows = np.array([idx[0] for idx in coords])
+    m = rows.size
+    T = state.map()
+    J = np.empty((m, m))
+    for k, idx in enumerate(coords):
+        h = _fd_step(x[idx[0]], rel_step)
         e = np.zeros(n)
-        e[i] = h
-        J[:, i] = (T(x + e) - T(x - e)) / (2 * h)
+        e[idx] = h
+        J[:, k] = ((T(x + e) - T(x - e)) / (2 * h))[rows]
     lam = problem.lam
     hl = rel_step * max(lam, 1e-300)
-    Tp = _Map(replace(problem, lam=lam + hl), rule)(x)
-    Tm = _Map(replace(problem, lam=lam - hl), rule)(x)
-    dx = np.linalg.solve(np.eye(n) - J, (Tp - Tm) / (2 * hl))
+    Tp = state.map(replace(problem, lam=lam + hl))(x)
+    Tm = state.map(replace(problem, lam=lam - hl))(x)
+    dz = np.linalg.solve(np.eye(m) - J, ((Tp - Tm) / (2 * hl))[rows])
     rho = problem.mixture.rho
 
     def eps(xx: np.ndarray) -> float:
-        Q, M, _, b = _unpack(xx, K, L)
+        Q, M, _, b = state.unpack(xx)
         return float(1.0 - rho @ test_accuracy(problem, M, b, Q)[0])
 
-    g = np.empty(n)
-    for i in range(n):
-        h = _fd_step(x[i], rel_step)
+    g = np.empty(m)
+    for k, idx in enumerate(coords):
+        h = _fd_step(x[idx[0]], rel_step)
         e = np.zeros(n)
-        e[i] = h
-        g[i] = (eps(x + e) - eps(x - e)) / (2 * h)
-    return float(g @ dx)
+        e[idx] = h
+        g[k] = (eps(x + e) - eps(x - e)) / (2 * h)
+    return float(g @ dz)
+
+
+def _independent_entries(K: int, L: int) -> list[np.ndarray]:
+    """Indices into the state vector ``(Q, M, V, b)`` of each independent coordinate, in state
+    order: a symmetric pair of an overlap matrix is one coordinate (its upper entry first),
+    every other entry its own (for ``L = 1``: every entry, in order)."""
+    n2 = K * L * L
+    block = np.arange(n2).reshape(K, L, L)
+    sym = [
+        np.array([block[c, i, j], block[c, j, i]][: 1 + (i != j)])
+        for c in range(K)
+        for i in range(L)
+        for j in range(L)
+        if i <= j
+    ]
+    means = [np.array([n2 + i]) for i in range(K * L)]
+    metrics = [idx + n2 + K * L for idx in sym]
+    bias = [np.array([2 * n2 + K * L + i]) for i in range(L)]
+    return sym + means + metrics + bias
 
 
 def _fd_step(xi: float, rel_step: float) -> float:

@@ -12,8 +12,9 @@ proximal map ``h_c = prox(omega_c)`` (metric ``V_c``) and ``f_c = V_c^{-1}(h_c -
 * ``Eenv = E[min_h 1/2 (h-omega)^T V^{-1} (h-omega) + loss]`` (the Moreau envelope, whose
   average is the channel part of the free energy, eq. app:rsfree).
 
-The hat parameters are ``alpha rho_c`` times these.  Square and hinge losses have closed
-forms (no quadrature); smooth losses use the quadrature rule given by the caller.
+The hat parameters are ``alpha rho_c`` times these.  Losses with ``exact_channel`` (square,
+hinge) have closed forms (no quadrature); smooth losses use the quadrature rule given by the
+caller, with a compiled kernel where :data:`COMPILED_KERNELS` has one for the loss.
 """
 
 from __future__ import annotations
@@ -34,8 +35,21 @@ from .losses import (
     _solve_batch,
 )
 from .quadrature import GaussHermite
+from .tolerances import PROX_MAX_ITER, PROX_TOL, SQRTM_2X2_DET_RTOL
 
-__all__ = ["ChannelMoments", "channel_moments", "sqrtm_psd"]
+__all__ = [
+    "ChannelMoments",
+    "ProxWarmStart",
+    "CompiledKernel",
+    "COMPILED_KERNELS",
+    "LOGISTIC_KERNEL",
+    "CROSS_ENTROPY_KERNEL",
+    "channel_moments",
+    "channel_evaluation",
+    "compiled_kernel",
+    "compiled_moments",
+    "sqrtm_psd",
+]
 
 _SQRT2PI = np.sqrt(2.0 * np.pi)
 
@@ -51,6 +65,34 @@ class ChannelMoments:
     Eenv: np.ndarray
 
 
+@dataclass(frozen=True)
+class ProxWarmStart:
+    """The proximal points of one channel evaluation by quadrature, kept to start the next.
+
+    Lifetime: made by one evaluation (:func:`channel_evaluation`) and handed to the next
+    evaluation of the same iteration, which returns its successor; the fixed-point map that
+    holds it (one problem, one rule) drops it with itself.  It is used only when ``key``
+    matches the next evaluation (same rule and shapes), so a stale one is harmless.
+
+    Attributes
+    ----------
+    key : tuple
+        ``(rule.n, rule.dim, omega.shape)`` of the evaluation.
+    h : ndarray (K, N, L)
+        Proximal points at the nodes.
+    omega : ndarray (K, N, L)
+        The nodes ``M_c + b + Q_c^{1/2} xi_n``.
+    V : ndarray (K, L, L)
+        The metrics of the evaluation (with ``omega`` and ``h``: ``f = V^{-1}(h - omega)``,
+        from which the compiled path predicts the next proximal points).
+    """
+
+    key: tuple
+    h: np.ndarray
+    omega: np.ndarray
+    V: np.ndarray
+
+
 def sqrtm_psd(Q: np.ndarray) -> np.ndarray:
     """Symmetric square root of a stack of PSD matrices (negative eigenvalues clipped).
 
@@ -64,7 +106,7 @@ def sqrtm_psd(Q: np.ndarray) -> np.ndarray:
     if L == 2:
         det = Qs[..., 0, 0] * Qs[..., 1, 1] - Qs[..., 0, 1] ** 2
         tr = Qs[..., 0, 0] + Qs[..., 1, 1]
-        if np.all(det > 1e-12 * tr * tr):
+        if np.all(det > SQRTM_2X2_DET_RTOL * tr * tr):
             sd = np.sqrt(det)
             t = np.sqrt(tr + 2.0 * sd)
             return (Qs + sd[..., None, None] * np.eye(2)) / t[..., None, None]
@@ -84,9 +126,8 @@ def channel_moments(
     Q: np.ndarray,
     V: np.ndarray,
     rule: GaussHermite | None = None,
-    cache: dict | None = None,
 ) -> ChannelMoments:
-    """Channel expectations for all clusters at once.
+    """Channel expectations for all clusters at once (Theorem 1, eq. spgeneral, hat updates).
 
     Parameters
     ----------
@@ -97,17 +138,60 @@ def channel_moments(
     M : ndarray (K, L); b : ndarray (L); Q, V : ndarray (K, L, L)
         Order parameters in the effective output space.
     rule : GaussHermite, optional
-        Quadrature rule (dimension L); ignored by the closed-form losses.
-    cache : dict, optional
-        Holds the previous proximal solutions for warm starts.
+        Quadrature rule (dimension L); ignored by the closed-form losses
+        (``loss.exact_channel``).
+
+    Returns
+    -------
+    ChannelMoments
     """
-    if isinstance(loss, SquareLoss):
-        return _square_moments(y, M + b, Q, V)
-    if isinstance(loss, HingeLoss):
-        return _hinge_moments(y, M + b, Q, V)
+    return channel_evaluation(loss, y, M, b, Q, V, rule)[0]
+
+
+def channel_evaluation(
+    loss: Loss,
+    y: np.ndarray,
+    M: np.ndarray,
+    b: np.ndarray,
+    Q: np.ndarray,
+    V: np.ndarray,
+    rule: GaussHermite | None = None,
+    warm: ProxWarmStart | None = None,
+) -> tuple[ChannelMoments, ProxWarmStart | None]:
+    """:func:`channel_moments` with an explicit warm start of the proximal solves.
+
+    Parameters
+    ----------
+    loss, y, M, b, Q, V, rule
+        As in :func:`channel_moments`.
+    warm : ProxWarmStart, optional
+        The proximal points returned by the previous evaluation of the same iteration
+        (ignored unless it was made with the same rule and shapes).
+
+    Returns
+    -------
+    moments : ChannelMoments
+    warm : ProxWarmStart or None
+        The proximal points of this evaluation, to pass to the next one (None for the
+        closed-form channels, which solve no proximal problem numerically).
+    """
+    if loss.exact_channel:
+        return _exact_moments(loss)(y, M + b, Q, V), None
     if rule is None:
         raise ValueError("a quadrature rule is needed for this loss")
-    return _quadrature_moments(loss, y, M + b, Q, V, rule, cache)
+    return _quadrature_moments(loss, y, M + b, Q, V, rule, warm)
+
+
+def _exact_moments(loss: Loss):
+    """The closed-form moment function of :data:`_EXACT_MOMENTS` for ``loss``."""
+    for cls in type(loss).__mro__:
+        fn = _EXACT_MOMENTS.get(cls)
+        if fn is not None:
+            return fn
+    raise TypeError(
+        f"loss {type(loss).__name__} declares exact_channel=True but has no closed-form "
+        "channel moments"
+    )
 
 
 def _square_moments(y, m, Q, V) -> ChannelMoments:
@@ -149,37 +233,75 @@ def _hinge_moments(y, m, Q, V) -> ChannelMoments:
     return ChannelMoments(Ef, Eff, Edf, Eloss, Eenv)
 
 
-def _compiled_kernel(loss: Loss) -> str | None:
-    """Which compiled kernel of :mod:`gaussmix._kernels` serves ``loss``, if any."""
-    if isinstance(loss, LogisticLoss):
-        return "logistic"
-    if isinstance(loss, ReducedLoss) and isinstance(loss.base, CrossEntropyLoss):
-        return "cross-entropy"
-    return None
+#: Closed-form channel moments of the losses with ``exact_channel = True``, by loss class.
+_EXACT_MOMENTS = {SquareLoss: _square_moments, HingeLoss: _hinge_moments}
 
 
-def _compiled_moments(kind, loss, y, omega, V, w, h0) -> tuple[ChannelMoments, np.ndarray]:
-    """Channel moments from a compiled kernel (same contract as the numpy path) and the
-    proximal points; ``h0`` (a warm start, or None: start at ``omega``) is not modified.
-    The proximal solves converge to ``max |h - omega + V grad| <= 1e-13 (1 + max |omega|)``,
-    the threshold of :meth:`gaussmix.theory.losses.Loss.prox`."""
-    K, N, L = omega.shape
-    tol = 1e-13 * (1.0 + float(np.abs(omega).max()))
-    h = np.array(omega if h0 is None else h0, dtype=float, order="C")  # a copy
-    w = np.ascontiguousarray(w, dtype=float)
-    if kind == "logistic":
-        h2 = h.reshape(K, N)
+class CompiledKernel:
+    """A compiled channel kernel of :mod:`gaussmix.theory._kernels` and its calling convention.
+
+    One instance per kernel; :data:`COMPILED_KERNELS` says which loss each serves.  The
+    instances are stateless (the warm start travels in :class:`ProxWarmStart`).
+
+    Attributes
+    ----------
+    reduced : bool
+        Whether the kernel serves the loss composed with an orthonormal basis ``P``
+        (:class:`~gaussmix.theory.losses.ReducedLoss`) rather than the bare loss.
+    """
+
+    __slots__ = ()
+    reduced: bool = False
+
+    def run(
+        self,
+        loss: Loss,
+        y: np.ndarray,
+        omega: np.ndarray,
+        V: np.ndarray,
+        h: np.ndarray,
+        w: np.ndarray,
+        tol: float,
+    ) -> tuple[ChannelMoments, int]:
+        """Channel moments at the nodes ``omega`` (K, N, L) with weights ``w`` (N,).
+
+        ``h`` (K, N, L), C-contiguous, holds the starting points of the proximal solves and
+        is overwritten with the proximal points; ``tol`` is the absolute stationarity
+        threshold.  Returns the moments and the number of nodes whose solve failed.
+        """
+        raise NotImplementedError
+
+
+class _LogisticKernel(CompiledKernel):
+    """:func:`gaussmix.theory._kernels.logistic_channel`: binary logistic loss, L = 1."""
+
+    __slots__ = ()
+
+    def run(self, loss, y, omega, V, h, w, tol):  # noqa: D102 - see CompiledKernel.run
+        K, N, _ = omega.shape
         Ef, Eff, Edf, Eloss, Eenv, failed = _kernels.logistic_channel(
             np.ascontiguousarray(y[:, 0], dtype=float),
             np.ascontiguousarray(omega.reshape(K, N)),
             np.ascontiguousarray(V[:, 0, 0]),
-            h2,
+            h.reshape(K, N),
             w,
             float(tol),
-            100,
+            PROX_MAX_ITER,
         )
         mom = ChannelMoments(Ef[:, None], Eff[:, None, None], Edf[:, None, None], Eloss, Eenv)
-    else:
+        return mom, failed
+
+
+class _CrossEntropyKernel(CompiledKernel):
+    """:func:`gaussmix.theory._kernels.ce_channel` (and its three-class fast path
+    :func:`~gaussmix.theory._kernels.ce3_channel`): softmax cross-entropy on the complement
+    of ``(1, ..., 1)``."""
+
+    __slots__ = ()
+    reduced = True
+
+    def run(self, loss, y, omega, V, h, w, tol):  # noqa: D102 - see CompiledKernel.run
+        L = omega.shape[-1]
         Vc = np.ascontiguousarray(0.5 * (V + np.swapaxes(V, -1, -2)))
         Vinv = _solve_batch(Vc, np.broadcast_to(np.eye(L), Vc.shape))
         # three classes (two reduced outputs): the scalar fast path of the same kernel
@@ -193,9 +315,88 @@ def _compiled_moments(kind, loss, y, omega, V, w, h0) -> tuple[ChannelMoments, n
             h,
             w,
             float(tol),
-            100,
+            PROX_MAX_ITER,
         )
         mom = ChannelMoments(Ef, 0.5 * (Eff + np.swapaxes(Eff, -1, -2)), Edf, Eloss, Eenv)
+        return mom, failed
+
+
+#: the compiled kernel of the binary logistic loss
+LOGISTIC_KERNEL: CompiledKernel = _LogisticKernel()
+#: the compiled kernel of the (reduced) softmax cross-entropy
+CROSS_ENTROPY_KERNEL: CompiledKernel = _CrossEntropyKernel()
+
+#: The one table of compiled kernels, by loss class (subclasses inherit their parent's
+#: kernel).  A kernel with ``reduced=True`` serves ``ReducedLoss(loss)``, not the bare loss.
+#: Losses without an entry take the numpy reference path.
+COMPILED_KERNELS: dict[type[Loss], CompiledKernel] = {
+    LogisticLoss: LOGISTIC_KERNEL,
+    CrossEntropyLoss: CROSS_ENTROPY_KERNEL,
+}
+
+
+def compiled_kernel(loss: Loss) -> CompiledKernel | None:
+    """The compiled kernel of :data:`COMPILED_KERNELS` that serves ``loss``, if any.
+
+    Parameters
+    ----------
+    loss : Loss
+        The loss on effective outputs (possibly a
+        :class:`~gaussmix.theory.losses.ReducedLoss`).
+
+    Returns
+    -------
+    CompiledKernel or None
+    """
+    reduced = isinstance(loss, ReducedLoss)
+    target = loss.base if reduced else loss
+    for cls in type(target).__mro__:
+        kernel = COMPILED_KERNELS.get(cls)
+        if kernel is not None:
+            return kernel if kernel.reduced == reduced else None
+    return None
+
+
+def compiled_moments(
+    kernel: CompiledKernel,
+    loss: Loss,
+    y: np.ndarray,
+    omega: np.ndarray,
+    V: np.ndarray,
+    w: np.ndarray,
+    h0: np.ndarray | None,
+) -> tuple[ChannelMoments, np.ndarray]:
+    """Channel moments from a compiled kernel (same contract as the numpy path) and the
+    proximal points.
+
+    Parameters
+    ----------
+    kernel : CompiledKernel
+        The kernel serving ``loss`` (:func:`compiled_kernel`).
+    loss : Loss
+    y : ndarray (K, L_full)
+    omega : ndarray (K, N, L)
+        Quadrature nodes of every cluster.
+    V : ndarray (K, L, L)
+    w : ndarray (N,)
+        Quadrature weights.
+    h0 : ndarray (K, N, L) or None
+        Warm start (None: start at ``omega``); not modified.
+
+    Returns
+    -------
+    ChannelMoments, ndarray (K, N, L)
+
+    Notes
+    -----
+    The proximal solves converge to ``max |h - omega + V grad| <= PROX_TOL (1 + max |omega|)``
+    (:data:`~gaussmix.theory.tolerances.PROX_TOL`, the threshold of
+    :meth:`gaussmix.theory.losses.Loss.prox`).
+    """
+    tol = PROX_TOL * (1.0 + float(np.abs(omega).max()))
+    h = np.array(omega if h0 is None else h0, dtype=float, order="C")  # a copy
+    w = np.ascontiguousarray(w, dtype=float)
+    mom, failed = kernel.run(loss, y, omega, V, h, w, tol)
     if failed:
         raise FloatingPointError(
             f"{loss.name} proximal map did not converge at {failed} quadrature node(s)"
@@ -203,12 +404,23 @@ def _compiled_moments(kind, loss, y, omega, V, w, h0) -> tuple[ChannelMoments, n
     return mom, h
 
 
-def _quadrature_moments(loss, y, m, Q, V, rule, cache, compiled: bool = True) -> ChannelMoments:
+def _quadrature_moments(
+    loss: Loss,
+    y: np.ndarray,
+    m: np.ndarray,
+    Q: np.ndarray,
+    V: np.ndarray,
+    rule: GaussHermite,
+    warm: ProxWarmStart | None = None,
+    compiled: bool = True,
+) -> tuple[ChannelMoments, ProxWarmStart]:
     """Channel moments by quadrature (Theorem 1, eq. spgeneral, hat updates).
 
-    ``compiled=True`` uses a kernel of :mod:`gaussmix._kernels` where the loss has one
+    ``compiled=True`` uses the kernel of :data:`COMPILED_KERNELS` where the loss has one
     (logistic, cross-entropy); ``compiled=False`` is the numpy reference path (batched
-    Newton prox, then the moments), which the kernels are tested against.
+    Newton prox, then the moments), which the kernels are tested against.  ``warm`` (the
+    proximal points of the previous evaluation with the same rule) starts the proximal
+    solves; the proximal points of this evaluation are returned for the next one.
     """
     xi = rule.nodes
     w = rule.weights
@@ -216,23 +428,19 @@ def _quadrature_moments(loss, y, m, Q, V, rule, cache, compiled: bool = True) ->
     omega = m[:, None, :] + xi @ S  # S symmetric: omega_kn = m_k + S_k xi_n
     key = (rule.n, rule.dim, omega.shape)
     h0 = None
-    if cache is not None and cache.get("key") == key:
-        h0 = cache["h"]
-    kind = _compiled_kernel(loss) if compiled else None
-    if kind is not None:
+    if warm is not None and warm.key == key:
+        h0 = warm.h
+    kernel = compiled_kernel(loss) if compiled else None
+    if kernel is not None:
         if h0 is not None:
             # predictor: keep f = V^{-1}(h - omega) of the previous evaluation, which varies
             # slowly along the iteration, and map it through the new omega and V
-            f_old = _solve_batch(cache["V"][:, None], h0 - cache["omega"])
+            f_old = _solve_batch(warm.V[:, None], h0 - warm.omega)
             h0 = omega + f_old @ V  # V symmetric
-        mom, h = _compiled_moments(kind, loss, y, omega, V, w, h0)
-        if cache is not None:
-            cache.update(key=key, h=h, omega=omega, V=V)
-        return mom
+        mom, h = compiled_moments(kernel, loss, y, omega, V, w, h0)
+        return mom, ProxWarmStart(key, h, omega, V)
     h = loss.prox(y, omega, V, h0=h0)
-    if cache is not None:
-        cache["key"] = key
-        cache["h"] = h
+    nxt = ProxWarmStart(key, h, omega, V)
     yb = y[:, None, :]
     f = -loss.grad(yb, h)
     H = loss.hess(yb, h)
@@ -252,4 +460,4 @@ def _quadrature_moments(loss, y, m, Q, V, rule, cache, compiled: bool = True) ->
     Eloss = lval @ w
     quad = np.einsum("kni,kij,knj->kn", f, V, f)
     Eenv = (0.5 * quad + lval) @ w
-    return ChannelMoments(Ef, Eff, Edf, Eloss, Eenv)
+    return ChannelMoments(Ef, Eff, Edf, Eloss, Eenv), nxt

@@ -23,6 +23,7 @@ from scipy.special import expit, log_expit, logsumexp, softmax
 from gaussmix.core.registry import Registry
 
 from .penalties import Penalty, Ridge
+from .tolerances import PROX_TOL
 
 __all__ = [
     "Loss",
@@ -156,7 +157,7 @@ class Loss:
         V: np.ndarray,
         h0: np.ndarray | None = None,
         *,
-        tol: float = 1e-13,
+        tol: float = PROX_TOL,
         max_iter: int = 100,
     ) -> np.ndarray:
         """Proximal map ``argmin_h 1/2 (h-omega)^T V^{-1} (h-omega) + loss(y, h)``.
@@ -279,7 +280,7 @@ class LogisticLoss(Loss):
         s = expit(y * h)
         return (s * (1.0 - s))[..., None]
 
-    def prox(self, y, omega, V, h0=None, *, tol=1e-13, max_iter=100):
+    def prox(self, y, omega, V, h0=None, *, tol=PROX_TOL, max_iter=100):
         # Scalar safeguarded Newton on g(h) = h - omega - V y sigmoid(-y h) = 0.  The root lies
         # between omega and omega + V y, where g changes sign; g' = 1 + V s (1-s) >= 1.
         v = V[:, None, :, 0]

@@ -23,7 +23,7 @@ import numpy as np
 from scipy.special import ndtr, owens_t
 
 from ._kernels import _WEDGE_MIN_PANELS, _WEDGE_PANEL, _WEDGE_SCAN, ce_ray_flux
-from .channel import _compiled_kernel, _compiled_moments, sqrtm_psd
+from .channel import CROSS_ENTROPY_KERNEL, compiled_kernel, compiled_moments, sqrtm_psd
 from .orthant import (
     _EXACT_ERR_1D,
     _EXACT_ERR_2D,
@@ -191,7 +191,8 @@ def _wedge_probability(
         h = s[:, None] * u
         return (h + loss.grad(y, h) @ V.T - m) @ Linv.T
 
-    compiled = compiled and _compiled_kernel(loss) == "cross-entropy"
+    # the curved part has a compiled kernel where the loss has the cross-entropy channel kernel
+    compiled = compiled and compiled_kernel(loss) is CROSS_ENTROPY_KERNEL
 
     def flux(u: np.ndarray) -> tuple[float, float]:
         if compiled:
@@ -260,11 +261,11 @@ def _prox_points(problem: Problem, omega: np.ndarray, V: np.ndarray) -> np.ndarr
     the compiled channel kernel where the loss has one (its moments are discarded), the
     loss's batched numpy prox otherwise."""
     loss = problem.loss
-    kind = _compiled_kernel(loss)
-    if kind is None:
+    kernel = compiled_kernel(loss)
+    if kernel is None:
         return loss.prox(problem.y, omega, V)
     w = np.full(omega.shape[1], 1.0 / omega.shape[1])
-    return _compiled_moments(kind, loss, problem.y, omega, V, w, None)[1]
+    return compiled_moments(kernel, loss, problem.y, omega, V, w, None)[1]
 
 
 def _qmc_train_accuracy(

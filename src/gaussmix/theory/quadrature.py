@@ -13,6 +13,8 @@ import numpy as np
 
 from gaussmix.core.validation import check_int
 
+from .tolerances import QUADRATURE_PRUNE
+
 __all__ = ["GaussHermite", "default_rule", "MAX_ORDER"]
 
 #: largest order: numpy's Gauss-Hermite weights overflow (NaN) above about 390 nodes
@@ -52,11 +54,12 @@ class GaussHermite:
     prune : float
         In more than one dimension, drop tensor nodes whose weight is below
         ``prune * max(weight)`` (their total mass is negligible); weights are renormalised.
+        Default :data:`~gaussmix.theory.tolerances.QUADRATURE_PRUNE`.
     """
 
     n: int
     dim: int = 1
-    prune: float = 1e-16
+    prune: float = QUADRATURE_PRUNE
 
     def __post_init__(self) -> None:
         check_int("quadrature order n", self.n, low=1, high=MAX_ORDER)

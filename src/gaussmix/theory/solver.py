@@ -12,12 +12,22 @@ One iteration maps the order parameters ``x = (Q_c, M_c, V_c, b)`` to new ones:
 The map is accelerated with Anderson mixing (with a ridge-regularised least-squares
 problem and a fallback to damped steps whenever an extrapolation leaves the cone of valid
 overlaps).  Convergence is declared when ``max_i |T(x)_i - x_i| / max(1, |x_i|) < tol``.
+
+State is explicit: the map of one problem and one rule is a :class:`FixedPointMap` (its
+memory, the last channel evaluation and the warm start of the proximal solves, lives and
+dies with it); the secant history of Anderson mixing is an immutable :class:`AndersonState`
+(``init`` / ``update``, in the spirit of jaxopt's ``AndersonAcceleration``); an iteration ends
+with an :class:`IterationOutcome` whose :class:`IterationStatus` decides the error class; the
+fixed point of a result is its :class:`FixedPointState`.  Tolerances are the named constants
+of :mod:`gaussmix.theory.tolerances`.
 """
 
 from __future__ import annotations
 
+import enum
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -26,23 +36,256 @@ from gaussmix.core.exceptions import ConvergenceError, IntegrationWarning, Spuri
 from gaussmix.core.validation import check_int, check_real
 from gaussmix.core.version import __version__
 
-from .channel import channel_moments
+from .channel import ChannelMoments, ProxWarmStart, channel_evaluation, channel_moments
 from .linalg import sym_eigvals
 from .losses import Loss, _solve_batch
 from .mixture import Mixture
 from .observables import free_energy_terms, test_accuracy, train_accuracy, weight_sparsity
 from .prior import prior_update
 from .problem import Problem, make_problem
-from .quadrature import GaussHermite, default_rule
+from .quadrature import MAX_ORDER, GaussHermite, default_rule
+from .tolerances import (
+    ANDERSON_RIDGE,
+    ANDERSON_RIDGE_FLOOR,
+    BIAS_RIDGE,
+    DIVERGENCE_FACTOR,
+    FIXED_POINT_TOL,
+    MIN_RESTART_DAMPING,
+    MIN_STEP_FRACTION,
+    PSD_RTOL,
+    QUAD_TOL,
+    integration_warning_threshold,
+)
 
-__all__ = ["FixedPointResult", "solve", "solve_problem", "free_energy"]
+__all__ = [
+    "FixedPointResult",
+    "FixedPointState",
+    "FixedPointMap",
+    "SolverOptions",
+    "IterationStatus",
+    "IterationOutcome",
+    "AndersonState",
+    "solve",
+    "solve_problem",
+    "free_energy",
+    "effective_state",
+    "pack_state",
+    "unpack_state",
+    "is_valid_state",
+    "MAX_QUADRATURE_DIM",
+    "MAX_QUADRATURE_NODES",
+]
 
 #: largest dimension of the channel integral (cross-entropy with K classes: K - 1)
 MAX_QUADRATURE_DIM = 5
 #: largest number of nodes a refinement may reach
 MAX_QUADRATURE_NODES = 60_000
+#: penalty strength of the starting point when ``lam = 0`` (the prior needs ``lam > 0``)
+_START_LAM = 1e-3
+#: the observables whose integration error is estimated
+_ERROR_KEYS = ("test_error", "train_error", "train_loss")
 
 
+# --------------------------------------------------------------------------- status
+class IterationStatus(enum.Enum):
+    """Why a fixed-point iteration stopped (``FixedPointResult.status``)."""
+
+    #: the scaled residual fell below ``tol`` at a valid state
+    CONVERGED = "converged"
+    #: ``max_iter`` iterations without convergence
+    MAX_ITER = "max-iter"
+    #: NaN or infinite order parameters
+    NON_FINITE = "non-finite"
+    #: converged to a state whose ``Q_c`` or ``V_c`` is not positive (semi-)definite
+    NOT_POSITIVE_DEFINITE = "not-positive-definite"
+    #: the map failed at the starting point (no earlier iterate to retreat to)
+    MAP_FAILED = "map-failed"
+    #: the observables could not be evaluated at the fixed point
+    NUMERICAL_FAILURE = "numerical-failure"
+
+    @property
+    def spurious(self) -> bool:
+        """Whether the iteration reached an invalid point (DESIGN.md pitfall 5)."""
+        return self in (IterationStatus.NON_FINITE, IterationStatus.NOT_POSITIVE_DEFINITE)
+
+    @property
+    def error_class(self) -> type[ConvergenceError]:
+        """The exception raised for this status with ``throw=True``:
+        :class:`~gaussmix.core.exceptions.SpuriousFixedPointError` for an invalid point,
+        :class:`~gaussmix.core.exceptions.ConvergenceError` otherwise."""
+        return SpuriousFixedPointError if self.spurious else ConvergenceError
+
+
+# --------------------------------------------------------------------------- packing
+def pack_state(Q: np.ndarray, M: np.ndarray, V: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The state vector ``x = (Q, M, V, b)`` (flattened, in this order) iterated by the solver.
+
+    Parameters
+    ----------
+    Q, V : ndarray (K, L, L); M : ndarray (K, L); b : ndarray (L,)
+        Order parameters in the effective output space.
+
+    Returns
+    -------
+    ndarray (2 K L^2 + K L + L,)
+    """
+    return np.concatenate([Q.ravel(), M.ravel(), V.ravel(), b.ravel()])
+
+
+def unpack_state(
+    x: np.ndarray, K: int, L: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(Q, M, V, b)`` of a state vector (views of ``x``; the inverse of :func:`pack_state`).
+
+    Parameters
+    ----------
+    x : ndarray
+        State vector of a problem with ``K`` clusters and ``L`` effective outputs.
+    K, L : int
+
+    Returns
+    -------
+    Q : ndarray (K, L, L); M : ndarray (K, L); V : ndarray (K, L, L); b : ndarray (L,)
+    """
+    n2 = K * L * L
+    Q = x[:n2].reshape(K, L, L)
+    M = x[n2 : n2 + K * L].reshape(K, L)
+    V = x[n2 + K * L : 2 * n2 + K * L].reshape(K, L, L)
+    b = x[2 * n2 + K * L :]
+    return Q, M, V, b
+
+
+def is_valid_state(x: np.ndarray, K: int, L: int) -> bool:
+    """Whether a state is finite, every ``Q_c`` positive semi-definite and every ``V_c``
+    positive definite (the cone the iteration must stay in; DESIGN.md pitfall 5).
+
+    ``Q_c`` is accepted down to a smallest eigenvalue of ``-PSD_RTOL max(1, max |eig Q|)``
+    (:data:`~gaussmix.theory.tolerances.PSD_RTOL`: rounding of the singular cross-entropy
+    overlaps).
+    """
+    if not np.all(np.isfinite(x)):
+        return False
+    Q, _, V, _ = unpack_state(x, K, L)
+    eq, ev = sym_eigvals(Q), sym_eigvals(V)
+    scale = max(1.0, float(np.abs(eq).max()))
+    return bool(eq.min() >= -PSD_RTOL * scale and ev.min() > 0)
+
+
+# --------------------------------------------------------------------------- the map
+@dataclass(frozen=True)
+class HatEvaluation:
+    """One channel evaluation at a state: the channel moments and the hat parameters
+    ``Qhat_c = alpha rho_c E[f f^T]``, ``Mhat_c = alpha rho_c E[f]``,
+    ``Vhat_c = alpha rho_c E[(I + H V_c)^{-1} H]`` (Theorem 1, eq. spgeneral)."""
+
+    x: np.ndarray
+    moments: ChannelMoments
+    Qhat: np.ndarray
+    Mhat: np.ndarray
+    Vhat: np.ndarray
+
+
+class FixedPointMap:
+    """The fixed-point map ``x -> T(x)`` of Theorem 1 for one problem and one quadrature rule.
+
+    Parameters
+    ----------
+    problem : Problem
+    rule : GaussHermite
+        The channel's quadrature rule (unused by closed-form channels).
+
+    Attributes
+    ----------
+    last : HatEvaluation or None
+        The last channel evaluation, returned again by :meth:`hats` at the same state (the
+        observables at a converged state then cost no second channel evaluation).
+    warm : ProxWarmStart or None
+        The proximal points of the last evaluation, the warm start of the next.
+
+    Notes
+    -----
+    Lifetime of ``last`` and ``warm``: the map's own.  A map is made for one solve with one
+    rule (a refinement makes a new map) and both are dropped with it; nothing is shared
+    between maps or carried into results.
+    """
+
+    __slots__ = ("problem", "rule", "K", "L", "ar", "last", "warm")
+
+    def __init__(self, problem: Problem, rule: GaussHermite) -> None:
+        self.problem = problem
+        self.rule = rule
+        self.K = problem.n_clusters
+        self.L = problem.dim
+        self.ar = problem.alpha * problem.mixture.rho
+        self.last: HatEvaluation | None = None
+        self.warm: ProxWarmStart | None = None
+
+    def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(Q, M, V, b)`` of a state of this problem (:func:`unpack_state`)."""
+        return unpack_state(x, self.K, self.L)
+
+    def is_valid(self, x: np.ndarray) -> bool:
+        """:func:`is_valid_state` for this problem."""
+        return is_valid_state(x, self.K, self.L)
+
+    def hats(self, x: np.ndarray) -> HatEvaluation:
+        """Channel moments and hat parameters at ``x`` (the last evaluation is remembered)."""
+        last = self.last
+        if last is not None and np.array_equal(last.x, x):
+            return last
+        Q, M, V, b = unpack_state(x, self.K, self.L)
+        p = self.problem
+        mom, self.warm = channel_evaluation(p.loss, p.y, M, b, Q, V, self.rule, self.warm)
+        Mhat = self.ar[:, None] * mom.Ef
+        Qhat = self.ar[:, None, None] * mom.Eff
+        Vhat = self.ar[:, None, None] * mom.Edf
+        self.last = HatEvaluation(x.copy(), mom, Qhat, Mhat, Vhat)
+        return self.last
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """``T(x)``: channel, Newton step of the bias condition, prior."""
+        b = self.unpack(x)[3]
+        ev = self.hats(x)
+        Sv = ev.Vhat.sum(axis=0)
+        Sm = ev.Mhat.sum(axis=0)
+        reg = BIAS_RIDGE * max(1.0, float(np.abs(Sv).max()))
+        db = _solve_batch(Sv + reg * np.eye(self.L), Sm)
+        pr = prior_update(self.problem, ev.Qhat, ev.Mhat, ev.Vhat)
+        return pack_state(pr.Q, pr.M, pr.V, b + db)
+
+
+@dataclass(frozen=True)
+class FixedPointState:
+    """The fixed point behind a :class:`FixedPointResult`, in the problem's effective output
+    space (see :mod:`gaussmix.theory.problem`).
+
+    Attributes
+    ----------
+    problem : Problem
+    rule : GaussHermite
+        The channel rule of the returned state (a placeholder for closed-form channels).
+    x : ndarray
+        The state vector (:func:`pack_state`).
+    """
+
+    problem: Problem
+    rule: GaussHermite
+    x: np.ndarray
+
+    def unpack(
+        self, x: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(Q, M, V, b)`` of the fixed point, or of another state ``x`` of the same problem
+        (e.g. a perturbed one)."""
+        return unpack_state(self.x if x is None else x, self.problem.n_clusters, self.problem.dim)
+
+    def map(self, problem: Problem | None = None) -> FixedPointMap:
+        """A fresh map ``T`` with this state's rule, for this problem or another one with the
+        same clusters and outputs (e.g. another ``lam``); ``T(x) = x`` at the fixed point."""
+        return FixedPointMap(self.problem if problem is None else problem, self.rule)
+
+
+# --------------------------------------------------------------------------- result
 @dataclass
 class FixedPointResult:
     """Result of :func:`solve`, in the spirit of ``scipy.optimize.OptimizeResult``.
@@ -78,6 +321,13 @@ class FixedPointResult:
         there are none).
     l1_norm : float
         ``||W*||_1 / d``.
+    params : dict
+        Provenance: the problem, ``tol``, the quadrature rule, the library version.
+    status : IterationStatus or None
+        Why the iteration stopped (scipy's ``status``).
+    state : FixedPointState or None
+        The fixed point in the effective output space, for tools that continue from it
+        (implicit differentiation, warm starts).
     """
 
     converged: bool
@@ -103,12 +353,24 @@ class FixedPointResult:
     nonzero_fraction_off_support: float = float("nan")
     l1_norm: float = float("nan")
     params: dict = field(default_factory=dict)
-    _state: Any = field(default=None, repr=False)
+    status: IterationStatus | None = None
+    state: FixedPointState | None = field(default=None, repr=False)
 
     @property
     def success(self) -> bool:
         """Alias of ``converged`` (scipy naming)."""
         return self.converged
+
+    @property
+    def _state(self) -> tuple[Problem, GaussHermite, np.ndarray] | None:
+        """Deprecated: ``(problem, rule, x)`` of :attr:`state` (use ``state``)."""
+        warnings.warn(
+            "FixedPointResult._state is deprecated; use FixedPointResult.state",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        s = self.state
+        return None if s is None else (s.problem, s.rule, s.x)
 
     def to_dict(self) -> dict:
         """JSON-friendly dictionary (the ``gaussmix point --json`` contract)."""
@@ -149,68 +411,7 @@ class FixedPointResult:
         }
 
 
-# --------------------------------------------------------------------------- packing
-def _pack(Q: np.ndarray, M: np.ndarray, V: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.concatenate([Q.ravel(), M.ravel(), V.ravel(), b.ravel()])
-
-
-def _unpack(x: np.ndarray, K: int, L: int):
-    n2 = K * L * L
-    Q = x[:n2].reshape(K, L, L)
-    M = x[n2 : n2 + K * L].reshape(K, L)
-    V = x[n2 + K * L : 2 * n2 + K * L].reshape(K, L, L)
-    b = x[2 * n2 + K * L :]
-    return Q, M, V, b
-
-
-def _valid(x: np.ndarray, K: int, L: int) -> bool:
-    """Finite, every ``Q_c`` positive semi-definite and every ``V_c`` positive definite."""
-    if not np.all(np.isfinite(x)):
-        return False
-    Q, _, V, _ = _unpack(x, K, L)
-    eq, ev = sym_eigvals(Q), sym_eigvals(V)
-    scale = max(1.0, float(np.abs(eq).max()))
-    return bool(eq.min() >= -1e-9 * scale and ev.min() > 0)
-
-
-class _Map:
-    """The fixed-point map ``x -> T(x)`` of one problem and one quadrature rule."""
-
-    def __init__(self, problem: Problem, rule: GaussHermite) -> None:
-        self.problem = problem
-        self.rule = rule
-        self.cache: dict = {}
-        self.K = problem.n_clusters
-        self.L = problem.dim
-        self.ar = problem.alpha * problem.mixture.rho
-
-    def hats(self, x: np.ndarray):
-        """Channel moments and hat parameters at ``x`` (the last evaluation is remembered,
-        so the observables at a converged state cost no second channel evaluation)."""
-        last = self.cache.get("last")
-        if last is not None and np.array_equal(last[0], x):
-            return last[1]
-        Q, M, V, b = _unpack(x, self.K, self.L)
-        p = self.problem
-        mom = channel_moments(p.loss, p.y, M, b, Q, V, self.rule, self.cache)
-        Mhat = self.ar[:, None] * mom.Ef
-        Qhat = self.ar[:, None, None] * mom.Eff
-        Vhat = self.ar[:, None, None] * mom.Edf
-        out = (mom, Qhat, Mhat, Vhat)
-        self.cache["last"] = (x.copy(), out)
-        return out
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        Q, M, V, b = _unpack(x, self.K, self.L)
-        _, Qhat, Mhat, Vhat = self.hats(x)
-        Sv = Vhat.sum(axis=0)
-        Sm = Mhat.sum(axis=0)
-        reg = 1e-12 * max(1.0, float(np.abs(Sv).max()))
-        db = _solve_batch(Sv + reg * np.eye(self.L), Sm)
-        pr = prior_update(self.problem, Qhat, Mhat, Vhat)
-        return _pack(pr.Q, pr.M, pr.V, b + db)
-
-
+# --------------------------------------------------------------------------- starting point
 def _initial_state(problem: Problem) -> np.ndarray:
     L = problem.dim
     rho = problem.mixture.rho
@@ -220,9 +421,9 @@ def _initial_state(problem: Problem) -> np.ndarray:
     Mhat = 0.5 * ar[:, None] * (yr - ybar)
     Qhat = 0.5 * ar[:, None, None] * np.eye(L)
     Vhat = 0.5 * ar[:, None, None] * np.eye(L)
-    lam = problem.lam if problem.lam > 0 else 1e-3
+    lam = problem.lam if problem.lam > 0 else _START_LAM
     pr = prior_update(problem, Qhat, Mhat, Vhat, lam=lam)
-    return _pack(pr.Q, pr.M, pr.V, ybar)
+    return pack_state(pr.Q, pr.M, pr.V, ybar)
 
 
 def _state_from_result(problem: Problem, res: FixedPointResult | dict) -> np.ndarray | None:
@@ -241,34 +442,141 @@ def _state_from_result(problem: Problem, res: FixedPointResult | dict) -> np.nda
         problem.dim,
     ):
         return None
-    return _pack(Q, M, V, b)
+    return pack_state(Q, M, V, b)
 
 
-def _anderson(
-    T: _Map,
+def _start(problem: Problem, init: FixedPointResult | dict | None) -> np.ndarray:
+    """The starting state: ``init`` if it is a valid state of this problem, else the default."""
+    x0 = _state_from_result(problem, init) if init is not None else None
+    if x0 is None or not is_valid_state(x0, problem.n_clusters, problem.dim):
+        x0 = _initial_state(problem)
+    return x0
+
+
+# --------------------------------------------------------------------------- Anderson mixing
+@dataclass(frozen=True)
+class AndersonState:
+    """Secant history of Anderson mixing: the last ``memory`` difference pairs.
+
+    ``dxs[i] = x_{j+1} - x_j`` and ``dgs[i] = T(x_{j+1}) - T(x_j)`` for consecutive iterates;
+    together they are a secant model of the Jacobian of ``T``.  Immutable: :meth:`update`
+    and :meth:`cleared` return new states.  A state outlives one iteration only through the
+    ``history`` of :func:`solve_problem`, which hands the final state of a point of a curve
+    to the next point as a quasi-Newton warm start.
+
+    Attributes
+    ----------
+    dxs, dgs : tuple of ndarray
+        The pairs, oldest first.
+    memory : int
+        Largest number of pairs kept (0: plain damped iteration).
+    """
+
+    dxs: tuple[np.ndarray, ...]
+    dgs: tuple[np.ndarray, ...]
+    memory: int
+
+    @classmethod
+    def init(cls, memory: int, previous: AndersonState | None = None) -> AndersonState:
+        """A state with memory ``memory``, starting from the newest pairs of ``previous``."""
+        if previous is None:
+            return cls((), (), memory)
+        start = max(0, len(previous.dxs) - memory)
+        return cls(previous.dxs[start:], previous.dgs[start:], memory)
+
+    @property
+    def empty(self) -> bool:
+        """Whether there are no pairs."""
+        return not self.dxs
+
+    def update(self, dx: np.ndarray, dg: np.ndarray) -> AndersonState:
+        """The state with the pair ``(dx, dg)`` appended (the oldest dropped beyond memory)."""
+        dxs, dgs = self.dxs + (dx,), self.dgs + (dg,)
+        if len(dxs) > self.memory:
+            dxs, dgs = dxs[1:], dgs[1:]
+        return AndersonState(dxs, dgs, self.memory)
+
+    def cleared(self) -> AndersonState:
+        """The state without pairs (a restart of the mixing)."""
+        return AndersonState((), (), self.memory)
+
+    def extrapolate(
+        self, x: np.ndarray, r: np.ndarray, beta: float, scale: np.ndarray
+    ) -> np.ndarray:
+        """The Anderson-mixed step from ``x`` with residual ``r = T(x) - x`` and damping
+        ``beta``: ``x + beta r - (dX + beta (dG - dX)) gamma``, with ``gamma`` minimising the
+        scaled linearised residual ``|(r - (dG - dX) gamma) / scale|``.
+
+        The normal equations carry the ridge ``(ANDERSON_RIDGE tr(A) / m +
+        ANDERSON_RIDGE_FLOOR) I`` (:mod:`gaussmix.theory.tolerances`).  Raises
+        ``numpy.linalg.LinAlgError`` if they are singular all the same.
+        """
+        dX = np.stack(self.dxs, axis=1)
+        dG = np.stack(self.dgs, axis=1)
+        dR = (dG - dX) / scale[:, None]
+        A = dR.T @ dR
+        m = A.shape[0]
+        A += (ANDERSON_RIDGE * np.trace(A) / m + ANDERSON_RIDGE_FLOOR) * np.eye(m)
+        gamma = np.linalg.solve(A, dR.T @ (r / scale))
+        return x + beta * r - (dX + beta * (dG - dX)) @ gamma
+
+
+@dataclass(frozen=True)
+class IterationOutcome:
+    """How one Anderson-accelerated iteration ended.
+
+    Attributes
+    ----------
+    x : ndarray
+        The returned state (on convergence ``T(x)`` or the last evaluated state, see
+        :func:`_iterate`; otherwise the last iterate).
+    n_iter : int
+        Evaluations of the map.
+    residual : float
+        Last scaled residual ``max |T(x) - x| / max(1, |x|)``.
+    status : IterationStatus
+    message : str
+    anderson : AndersonState
+        The final secant history (a warm start for the next point of a curve).
+    """
+
+    x: np.ndarray
+    n_iter: int
+    residual: float
+    status: IterationStatus
+    message: str
+    anderson: AndersonState
+
+    @property
+    def converged(self) -> bool:
+        """Whether the status is :attr:`IterationStatus.CONVERGED`."""
+        return self.status is IterationStatus.CONVERGED
+
+
+def _iterate(
+    T: FixedPointMap,
     x0: np.ndarray,
+    anderson: AndersonState,
     *,
     tol: float,
     max_iter: int,
-    memory: int,
     damping: float,
-    callback=None,
-    history: list | None = None,
+    callback: Callable[[int, float], Any] | None = None,
     return_image: bool = True,
-) -> tuple[np.ndarray, int, float, bool, str]:
-    """Anderson-accelerated fixed-point iteration with safeguards.
+) -> IterationOutcome:
+    """Anderson-accelerated fixed-point iteration with safeguards, from ``x0`` with the
+    secant history ``anderson``.
 
     On convergence (``max |T(x) - x| / max(1, |x|) < tol``) the image ``T(x)`` is returned,
     or ``x`` itself with ``return_image=False`` (whose channel moments the map remembers).
-
-    ``history`` is a list of difference pairs ``(dx, dg)`` (``dg = T(x + dx) - T(x)``); it is
-    extended in place, so that the next point of a curve can start with a secant model of the
-    inverse Jacobian of the previous one (a quasi-Newton warm start).
+    A failing map evaluation retreats half-way to the previous iterate with half the
+    damping; an extrapolation that diverges or leaves the cone of valid states drops the
+    history; a damped step that leaves the cone is shortened.
     """
     K, L = T.K, T.L
+    S = IterationStatus
     x = x0.copy()
-    pairs: list[tuple[np.ndarray, np.ndarray]] = history if history is not None else []
-    del pairs[: max(0, len(pairs) - memory)]
+    state = anderson
     last: tuple[np.ndarray, np.ndarray] | None = None
     best = np.inf
     beta = damping
@@ -279,233 +587,385 @@ def _anderson(
         except (FloatingPointError, np.linalg.LinAlgError) as exc:
             if last is not None:
                 x = last[0] + 0.5 * beta * (last[1] - last[0])
-                pairs.clear()
+                state = state.cleared()
                 last = None
                 beta *= 0.5
                 continue
-            return x, it, np.inf, False, f"map failed: {exc}"
+            return IterationOutcome(x, it, np.inf, S.MAP_FAILED, f"map failed: {exc}", state)
         r = g - x
         scale = np.maximum(1.0, np.abs(x))
         res = float(np.max(np.abs(r) / scale))
         if callback is not None:
             callback(it, res)
         if not np.isfinite(res):
-            return x, it, res, False, "NaN or infinite order parameters"
+            msg = "NaN or infinite order parameters"
+            return IterationOutcome(x, it, res, S.NON_FINITE, msg, state)
         if last is not None:
-            pairs.append((x - last[0], g - last[1]))
-            if len(pairs) > memory:
-                pairs.pop(0)
+            state = state.update(x - last[0], g - last[1])
         if res < tol:
-            return (g if return_image else x), it, res, True, "converged"
-        if res > 1e4 * best and pairs:
+            xr = g if return_image else x
+            return IterationOutcome(xr, it, res, S.CONVERGED, "converged", state)
+        if res > DIVERGENCE_FACTOR * best and not state.empty:
             # divergence of the extrapolation: restart from here with more damping
-            pairs.clear()
-            beta = max(0.05, 0.5 * beta)
+            state = state.cleared()
+            beta = max(MIN_RESTART_DAMPING, 0.5 * beta)
         best = min(best, res)
         last = (x, g)
         x_new = x + beta * r
-        if pairs and memory > 0:
-            dX = np.stack([p[0] for p in pairs], axis=1)
-            dG = np.stack([p[1] for p in pairs], axis=1)
-            dR = (dG - dX) / scale[:, None]
-            A = dR.T @ dR
-            A += (1e-10 * np.trace(A) / A.shape[0] + 1e-300) * np.eye(A.shape[0])
+        if not state.empty and state.memory > 0:
             try:
-                gamma = np.linalg.solve(A, dR.T @ (r / scale))
-                cand = x + beta * r - (dX + beta * (dG - dX)) @ gamma
-                if _valid(cand, K, L):
+                cand = state.extrapolate(x, r, beta, scale)
+                if is_valid_state(cand, K, L):
                     x_new = cand
                 else:
-                    pairs.clear()
+                    state = state.cleared()
             except np.linalg.LinAlgError:
-                pairs.clear()
-        if not _valid(x_new, K, L):
+                state = state.cleared()
+        if not is_valid_state(x_new, K, L):
             # a damped step that leaves the cone: shrink it
             t = 0.5
-            while t > 1e-6 and not _valid(x + t * beta * r, K, L):
+            while t > MIN_STEP_FRACTION and not is_valid_state(x + t * beta * r, K, L):
                 t *= 0.5
             x_new = x + t * beta * r
         x = x_new
-    return (
-        x,
-        max_iter,
-        res,
-        False,
-        f"did not converge in {max_iter} iterations (residual {res:.3g})",
-    )
+    msg = f"did not converge in {max_iter} iterations (residual {res:.3g})"
+    return IterationOutcome(x, max_iter, res, S.MAX_ITER, msg, state)
 
 
-def _observables(problem: Problem, T: _Map, x: np.ndarray, *, light: bool = False) -> dict:
-    """Theorem 2 observables at the state ``x``; ``light`` computes only the three errors
-    (what the integration-error estimate compares), not the free energy, penalty and
-    sparsity."""
-    K, L = T.K, T.L
-    Q, M, V, b = _unpack(x, K, L)
-    mom, Qhat, Mhat, Vhat = T.hats(x)
+# --------------------------------------------------------------------------- observables
+@dataclass(frozen=True)
+class _Observables:
+    """Theorem 2 observables at one state; ``complete`` once the free energy, penalty and
+    sparsity are in (a "light" evaluation has only the three errors, which the
+    integration-error estimate compares)."""
+
+    state: tuple
+    hats: tuple
+    test_error: float
+    train_error: float
+    train_loss: float
+    errors: dict
+    free_energy: float = np.nan
+    penalty_value: float = np.nan
+    sparsity: dict = field(default_factory=dict)
+    complete: bool = False
+
+    def value(self, key: str) -> float:
+        """One of the three errors by name (``test_error``, ``train_error``, ``train_loss``)."""
+        return float(getattr(self, key))
+
+
+def _observables(
+    problem: Problem, T: FixedPointMap, x: np.ndarray, *, light: bool = False
+) -> _Observables:
+    """Theorem 2 observables at the state ``x``; ``light`` computes only the three errors."""
+    Q, M, V, b = T.unpack(x)
+    ev = T.hats(x)
     rho = problem.mixture.rho
     test_acc, test_err = test_accuracy(problem, M, b, Q)
     train_acc, train_err = train_accuracy(problem, M, b, Q, V)
-    out = {
-        "state": (Q, M, V, b),
-        "hats": (Qhat, Mhat, Vhat),
-        "test_error": float(1.0 - rho @ test_acc),
-        "train_error": float(1.0 - rho @ train_acc),
-        "train_loss": float(rho @ mom.Eloss),
-        "errors": {"test_error": test_err, "train_error": train_err, "train_loss": 0.0},
-        "light": light,
-    }
-    if not light:
-        out.update(_state_statistics(problem, T, x))
-    return out
+    obs = _Observables(
+        state=(Q, M, V, b),
+        hats=(ev.Qhat, ev.Mhat, ev.Vhat),
+        test_error=float(1.0 - rho @ test_acc),
+        train_error=float(1.0 - rho @ train_acc),
+        train_loss=float(rho @ ev.moments.Eloss),
+        errors={"test_error": test_err, "train_error": train_err, "train_loss": 0.0},
+    )
+    return obs if light else _with_statistics(problem, T, x, obs)
 
 
-def _state_statistics(problem: Problem, T: _Map, x: np.ndarray) -> dict:
-    """Free energy (eq. app:rsfree), penalty value and sparsity of ``W*`` at the state."""
-    K, L = T.K, T.L
-    Q, M, V, b = _unpack(x, K, L)
-    mom, Qhat, Mhat, Vhat = T.hats(x)
-    pr = prior_update(problem, Qhat, Mhat, Vhat, details=True)
-    return {
-        "free_energy": free_energy_terms(problem, M, Q, V, Mhat, Qhat, Vhat, mom.Eenv, pr.psi_w),
-        "penalty_value": pr.penalty,
-        "sparsity": weight_sparsity(problem.mixture, pr),
-        "light": False,
-    }
+def _with_statistics(
+    problem: Problem, T: FixedPointMap, x: np.ndarray, obs: _Observables
+) -> _Observables:
+    """``obs`` with the free energy (eq. app:rsfree), penalty value and sparsity of ``W*``."""
+    Q, M, V, b = T.unpack(x)
+    ev = T.hats(x)
+    pr = prior_update(problem, ev.Qhat, ev.Mhat, ev.Vhat, details=True)
+    fe = free_energy_terms(problem, M, Q, V, ev.Mhat, ev.Qhat, ev.Vhat, ev.moments.Eenv, pr.psi_w)
+    return replace(
+        obs,
+        free_energy=fe,
+        penalty_value=pr.penalty,
+        sparsity=weight_sparsity(problem.mixture, pr),
+        complete=True,
+    )
+
+
+def _observables_safe(problem: Problem, T: FixedPointMap, x: np.ndarray) -> _Observables:
+    """NaN observables at a failed point (with its hats where they can be evaluated)."""
+    Q, M, V, b = T.unpack(x)
+    nan = np.full_like
+    try:
+        ev = T.hats(x)
+        hats = (ev.Qhat, ev.Mhat, ev.Vhat)
+    except Exception:  # noqa: BLE001 - reporting a failed point
+        hats = (nan(Q, np.nan), nan(M, np.nan), nan(V, np.nan))
+    return _Observables((Q, M, V, b), hats, np.nan, np.nan, np.nan, {})
 
 
 def _needs_quadrature(problem: Problem) -> bool:
     return not problem.loss.exact_channel
 
 
-def solve_problem(
-    problem: Problem,
-    *,
-    tol: float = 1e-8,
-    max_iter: int = 3000,
-    quadrature: GaussHermite | None = None,
-    init: FixedPointResult | dict | None = None,
-    anderson: int = 6,
-    damping: float = 1.0,
-    estimate_error: bool = True,
-    auto_refine: bool = True,
-    quad_tol: float = 1e-7,
-    max_refine: int = 5,
-    throw: bool = True,
-    callback=None,
-    history: dict | None = None,
-    continuation: bool = True,
-) -> FixedPointResult:
-    """Solve the fixed point of a validated :class:`~gaussmix.theory.problem.Problem`.
+# --------------------------------------------------------------------------- options
+#: Parameter documentation shared by :func:`solve` and :func:`solve_problem` (numpydoc), one
+#: entry per solver option, in the order of their signatures.
+_OPTIONS_DOC = """\
+    tol : float
+        Tolerance on the scaled change of every order parameter,
+        ``max_i |T(x)_i - x_i| / max(1, |x_i|) < tol`` (default
+        :data:`~gaussmix.theory.tolerances.FIXED_POINT_TOL`).
+    max_iter : int
+        Maximum number of iterations.
+    quadrature : GaussHermite, optional
+        Rule for the channel expectations (default by output dimension, see
+        :func:`gaussmix.theory.quadrature.default_rule`).
+    init : FixedPointResult or dict, optional
+        Warm start (e.g. the previous point of a curve), or a dict of full-space ``Q``,
+        ``M``, ``V``, ``b`` (e.g. a predictor extrapolated along a curve).
+    anderson : int
+        Anderson memory (0: damped plain iteration).
+    damping : float
+        Mixing parameter in (0, 1].
+    estimate_error : bool
+        Re-solve with a refined rule and report the change of the errors as
+        ``integration_error`` (the refined answer is returned).
+    auto_refine : bool
+        While the estimated integration error of the test error or the training loss exceeds
+        ``quad_tol``, refine the rule again (up to ``max_refine`` times, and at most
+        ``MAX_QUADRATURE_NODES`` nodes); otherwise refine once.
+    quad_tol : float
+        Target integration error for ``auto_refine`` (default
+        :data:`~gaussmix.theory.tolerances.QUAD_TOL`).
+    max_refine : int
+        Largest number of refinements with ``auto_refine`` (0 to 10).
+    throw : bool
+        Raise :class:`~gaussmix.core.exceptions.ConvergenceError` when no valid fixed point is
+        found (default), :class:`~gaussmix.core.exceptions.SpuriousFixedPointError` when the
+        iteration reached an invalid point (NaN, or an overlap matrix that is not positive
+        definite).  With ``throw=False`` a result with ``converged=False`` and NaN
+        observables is returned.
+    callback : callable, optional
+        Called as ``callback(iteration, residual)`` after every evaluation of the map.
+    history : dict, optional
+        Carries the Anderson secant history of each quadrature rule from one point of a
+        curve to the next (updated in place; pass the same dict along the curve).
+    continuation : bool
+        First converge with a coarser rule where the rule is expensive
+        (:meth:`~gaussmix.theory.quadrature.GaussHermite.coarsened`); it changes the
+        starting point only, not the fixed point.
+"""
 
-    See :func:`solve` for the parameters.  ``history`` (a dict, updated in place) carries
-    the Anderson secant pairs of each quadrature rule from one point of a curve to the next.
-    ``continuation`` first converges with a coarser rule where the rule is expensive
-    (:meth:`~gaussmix.theory.quadrature.GaussHermite.coarsened`); it changes the starting point
-    only, not the fixed point.
+
+def _with_options_doc(func: Callable) -> Callable:
+    """Insert :data:`_OPTIONS_DOC` at the ``%(solver_options)s`` mark of a docstring."""
+    func.__doc__ = (func.__doc__ or "").replace("    %(solver_options)s\n", _OPTIONS_DOC + "\n")
+    return func
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """The solver's options, validated; the one definition of their defaults.
+
+    :func:`solve` and :func:`solve_problem` take these fields as keyword arguments with
+    these defaults (see :func:`solve` for their meaning).  Construction validates them: a
+    bad value raises ``ValueError`` / ``TypeError`` naming the option.
     """
-    history = history if history is not None else {}
-    tol = check_real("tol", tol, low=0.0, low_open=True)
-    max_iter = check_int("max_iter", max_iter, low=1)
-    anderson = check_int("anderson", anderson, low=0, high=50)
-    damping = check_real("damping", damping, low=0.0, high=1.0, low_open=True)
-    quad_tol = check_real("quad_tol", quad_tol, low=0.0)
-    max_refine = check_int("max_refine", max_refine, low=0, high=10)
-    L = problem.dim
-    needs_quad = _needs_quadrature(problem)
-    if quadrature is not None:
-        rule = quadrature
-        if not isinstance(rule, GaussHermite):
+
+    tol: float = FIXED_POINT_TOL
+    max_iter: int = 3000
+    quadrature: GaussHermite | None = None
+    anderson: int = 6
+    damping: float = 1.0
+    estimate_error: bool = True
+    auto_refine: bool = True
+    quad_tol: float = QUAD_TOL
+    max_refine: int = 5
+    throw: bool = True
+    continuation: bool = True
+
+    def __post_init__(self) -> None:
+        checked = {
+            "tol": check_real("tol", self.tol, low=0.0, low_open=True),
+            "max_iter": check_int("max_iter", self.max_iter, low=1),
+            "anderson": check_int("anderson", self.anderson, low=0, high=50),
+            "damping": check_real("damping", self.damping, low=0.0, high=1.0, low_open=True),
+            "quad_tol": check_real("quad_tol", self.quad_tol, low=0.0),
+            "max_refine": check_int("max_refine", self.max_refine, low=0, high=10),
+        }
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+        rule = self.quadrature
+        if rule is not None and not isinstance(rule, GaussHermite):
             raise TypeError(f"quadrature must be a GaussHermite rule, got {type(rule).__name__}")
-        if rule.dim != L:
-            raise ValueError(f"quadrature has dimension {rule.dim}, the problem needs {L}")
-    elif needs_quad:
-        if L > MAX_QUADRATURE_DIM:
-            raise ValueError(
-                f"loss={problem.loss_name!r} with {L + 1} classes needs a {L}-dimensional "
-                f"quadrature; at most {MAX_QUADRATURE_DIM} is supported (K <= "
-                f"{MAX_QUADRATURE_DIM + 1})"
-            )
-        rule = default_rule(L)
-    else:
-        rule = GaussHermite(1, 1)  # unused: closed-form channel
-    x0 = _state_from_result(problem, init) if init is not None else None
-    if x0 is None or not _valid(x0, problem.n_clusters, L):
-        x0 = _initial_state(problem)
-    T = _Map(problem, rule)
-    kw = dict(
-        tol=tol,
-        max_iter=max_iter,
-        memory=anderson,
-        damping=damping,
-        callback=callback,
-    )
-    n_coarse = 0
-    coarse = rule.coarsened() if needs_quad and continuation else None
-    if coarse is not None:
-        # continuation in the rule: converge with a coarse rule first (cheap evaluations),
-        # then the default rule starts from there with the coarse secant pairs as its
-        # Jacobian model and needs one or two evaluations.  Only the starting point and the
-        # secant pairs carry over; a failure of the coarse solve is ignored.
-        pairs: list = []
-        xc, n_coarse, _, okc, _ = _anderson(
-            _Map(problem, coarse), x0, history=pairs, return_image=False, **kw
+
+
+_DEFAULT = SolverOptions()
+
+
+def _channel_rule(problem: Problem, quadrature: GaussHermite | None) -> GaussHermite:
+    """The channel's quadrature rule: the given one (checked against the problem), the
+    default for the output dimension, or a placeholder for closed-form channels."""
+    L = problem.dim
+    if quadrature is not None:
+        if quadrature.dim != L:
+            raise ValueError(f"quadrature has dimension {quadrature.dim}, the problem needs {L}")
+        return quadrature
+    if not _needs_quadrature(problem):
+        return GaussHermite(1, 1)  # unused: closed-form channel
+    if L > MAX_QUADRATURE_DIM:
+        raise ValueError(
+            f"loss={problem.loss_name!r} with {L + 1} classes needs a {L}-dimensional "
+            f"quadrature; at most {MAX_QUADRATURE_DIM} is supported (K <= "
+            f"{MAX_QUADRATURE_DIM + 1})"
         )
-        if okc and _valid(xc, problem.n_clusters, L):
-            x0 = xc
-            history[rule] = pairs
-    # the first solve returns its last evaluated state (its observables reuse that channel
-    # evaluation); the re-solve with a refined rule returns the image T2(x), so that the
-    # state moves with the rule and the change of every observable estimates the error
-    x, n_iter, res, ok, msg = _anderson(
-        T, x0, history=history.setdefault(rule, []), return_image=False, **kw
-    )
-    n_iter += n_coarse
+    return default_rule(L)
+
+
+def _finer_rule(rule: GaussHermite) -> GaussHermite | None:
+    """The next rule of a refinement, or None beyond ``MAX_QUADRATURE_NODES`` nodes."""
+    finer = rule.refined()
+    if finer is None or finer.weights.size > MAX_QUADRATURE_NODES:
+        return None
+    return finer
+
+
+# --------------------------------------------------------------------------- the solve
+def _run_fixed_point(
+    problem: Problem,
+    rule: GaussHermite,
+    x0: np.ndarray,
+    opts: SolverOptions,
+    callback: Callable | None,
+    history: dict,
+) -> tuple[FixedPointMap, IterationOutcome]:
+    """The fixed-point run with the channel rule ``rule``, after a continuation from a
+    coarser rule where that is cheaper.
+
+    The coarse solve (``opts.continuation``) converges with cheap evaluations; the rule's
+    own solve then starts from there with the coarse secant pairs as its Jacobian model and
+    needs one or two evaluations.  Only the starting point and the secant pairs carry over;
+    a failure of the coarse solve is ignored.  The returned state is the last evaluated
+    one, whose channel evaluation the map remembers (its observables reuse it).
+    """
+    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
+    n_coarse = 0
+    coarse = rule.coarsened() if _needs_quadrature(problem) and opts.continuation else None
+    if coarse is not None:
+        start = AndersonState.init(opts.anderson)
+        out = _iterate(FixedPointMap(problem, coarse), x0, start, return_image=False, **kw)
+        n_coarse = out.n_iter
+        if out.converged and is_valid_state(out.x, problem.n_clusters, problem.dim):
+            x0 = out.x
+            history[rule] = out.anderson
+    T = FixedPointMap(problem, rule)
+    start = AndersonState.init(opts.anderson, history.get(rule))
+    out = _iterate(T, x0, start, return_image=False, **kw)
+    history[rule] = out.anderson
+    return T, replace(out, n_iter=out.n_iter + n_coarse)
+
+
+@dataclass(frozen=True)
+class _Estimate:
+    """The solve after the error estimate: the map and state it ended with, the iteration's
+    totals, the observables (None after a numerical failure) and the integration error of
+    each observable in two parts, the change under the last refinement of the channel rule
+    (``quad``) and the final evaluation's own error (``evals``: orthant and training-error
+    integrals)."""
+
+    T: FixedPointMap
+    x: np.ndarray
+    n_iter: int
+    residual: float
+    status: IterationStatus
+    message: str
+    obs: _Observables | None
+    quad: dict
+    evals: dict
+
+    @property
+    def errors(self) -> dict:
+        """The integration error of each observable (``quad + evals``)."""
+        return {k: self.quad[k] + self.evals[k] for k in _ERROR_KEYS}
+
+
+def _estimate_errors(
+    problem: Problem,
+    T: FixedPointMap,
+    out: IterationOutcome,
+    opts: SolverOptions,
+    callback: Callable | None,
+    history: dict,
+) -> _Estimate:
+    """Observables at the fixed point, and their integration error by refinement.
+
+    The state is re-solved with finer rules from the fixed point (each returning the image
+    ``T2(x)``, so that the state moves with the rule); the change of every observable plus
+    each evaluation's own error estimates the integration error.  With ``auto_refine`` this
+    repeats while the estimate of the test error or training loss exceeds ``quad_tol``.
+    """
+    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
+    x, n_iter, res, status, msg = out.x, out.n_iter, out.residual, out.status, out.message
     obs = None
-    errors = {"test_error": 0.0, "train_error": 0.0, "train_loss": 0.0}
+    quad = dict.fromkeys(_ERROR_KEYS, 0.0)
+    evals = dict.fromkeys(_ERROR_KEYS, 0.0)
     try:
-        if ok:
-            refinements = max_refine if auto_refine else 1
-            refining = estimate_error and needs_quad and refinements > 0
+        if status is IterationStatus.CONVERGED:
+            refinements = opts.max_refine if opts.auto_refine else 1
+            refining = opts.estimate_error and _needs_quadrature(problem) and refinements > 0
             # (only the errors at a rule that a finer one will replace)
             obs = _observables(problem, T, x, light=refining)
-            errors = dict(obs["errors"])
+            evals = dict(obs.errors)
             for _ in range(refinements if refining else 0):
-                # re-solve with a finer rule from the fixed point; the change of the errors
-                # (plus each evaluation's own error) estimates the integration error
-                finer = rule.refined()
-                if finer is None or finer.weights.size > MAX_QUADRATURE_NODES:
+                finer = _finer_rule(T.rule)
+                if finer is None:
                     break
-                T2 = _Map(problem, finer)
-                pairs2 = history.setdefault(finer, [])
-                if not pairs2:  # the previous rule's secant pairs model this map's Jacobian
-                    pairs2.extend(history.get(rule, []))
-                x2, n2, res2, ok2, msg2 = _anderson(T2, x, history=pairs2, **kw)
-                if not ok2:
-                    ok, msg = False, f"refined quadrature: {msg2}"
+                T2 = FixedPointMap(problem, finer)
+                prev = history.get(finer)
+                if prev is None or prev.empty:  # the coarser rule's pairs model this Jacobian
+                    prev = history.get(T.rule)
+                out2 = _iterate(T2, x, AndersonState.init(opts.anderson, prev), **kw)
+                history[finer] = out2.anderson
+                if not out2.converged:
+                    status, msg = out2.status, f"refined quadrature: {out2.message}"
                     break
-                obs2 = _observables(problem, T2, x2, light=True)
-                errors = {k: abs(obs2[k] - obs[k]) + obs2["errors"][k] for k in errors}
-                x, obs, res, n_iter, rule, T = x2, obs2, res2, n_iter + n2, finer, T2
-                if max(errors["test_error"], errors["train_loss"]) <= quad_tol:
+                obs2 = _observables(problem, T2, out2.x, light=True)
+                quad = {k: abs(obs2.value(k) - obs.value(k)) for k in _ERROR_KEYS}
+                evals = dict(obs2.errors)
+                x, obs, res, n_iter, T = out2.x, obs2, out2.residual, n_iter + out2.n_iter, T2
+                total = {k: quad[k] + evals[k] for k in ("test_error", "train_loss")}
+                if max(total["test_error"], total["train_loss"]) <= opts.quad_tol:
                     break
-        if ok and obs["light"]:  # the returned state's free energy, penalty, sparsity
-            obs.update(_state_statistics(problem, T, x))
+        if status is IterationStatus.CONVERGED and not obs.complete:
+            obs = _with_statistics(problem, T, x, obs)  # of the returned state
     except (FloatingPointError, np.linalg.LinAlgError, ValueError) as exc:
-        ok, msg, obs = False, f"numerical failure at the fixed point: {exc}", None
-    integration_error = max(errors.values())
-    if obs is None:
-        obs = _observables_safe(problem, T, x)
-    Q, M, V, b = obs["state"]
-    Qhat, Mhat, Vhat = obs["hats"]
-    P = problem.P
-    valid = _valid(x, problem.n_clusters, L)
-    if ok and not valid:
-        ok = False
+        status, msg, obs = (
+            IterationStatus.NUMERICAL_FAILURE,
+            f"numerical failure at the fixed point: {exc}",
+            None,
+        )
+    return _Estimate(T, x, n_iter, res, status, msg, obs, quad, evals)
+
+
+def _assemble(problem: Problem, opts: SolverOptions, est: _Estimate) -> FixedPointResult:
+    """The result of a solve (NaN observables unless converged to a valid state), with a
+    spurious point detected, and the integration warning where the estimate is large."""
+    T, x, status, msg = est.T, est.x, est.status, est.message
+    obs = est.obs if est.obs is not None else _observables_safe(problem, T, x)
+    if status is IterationStatus.CONVERGED and not T.is_valid(x):
+        status = IterationStatus.NOT_POSITIVE_DEFINITE
         msg = "spurious fixed point: an overlap matrix Q_c or V_c is not positive definite"
+    ok = status is IterationStatus.CONVERGED
+    errors = est.errors
+    Q, M, V, b = obs.state
+    Qhat, Mhat, Vhat = obs.hats
+    P = problem.P
+    nan = np.nan
     result = FixedPointResult(
         converged=ok,
-        n_iter=n_iter,
-        residual=res,
+        n_iter=est.n_iter,
+        residual=est.residual,
         message=msg,
         Q=_to_full(P, Q),
         M=M @ P,
@@ -514,33 +974,29 @@ def solve_problem(
         Qhat=_to_full(P, Qhat),
         Mhat=Mhat @ P,
         Vhat=_to_full(P, Vhat),
-        test_error=obs["test_error"] if ok else np.nan,
-        train_error=obs["train_error"] if ok else np.nan,
-        train_loss=obs["train_loss"] if ok else np.nan,
-        free_energy=obs["free_energy"] if ok else np.nan,
-        penalty_value=obs["penalty_value"] if ok else np.nan,
-        integration_error=integration_error,
+        test_error=obs.test_error if ok else nan,
+        train_error=obs.train_error if ok else nan,
+        train_loss=obs.train_loss if ok else nan,
+        free_energy=obs.free_energy if ok else nan,
+        penalty_value=obs.penalty_value if ok else nan,
+        integration_error=max(errors.values()),
         integration_errors=errors,
-        **{k: (v if ok else np.nan) for k, v in obs.get("sparsity", {}).items()},
+        **{k: (v if ok else nan) for k, v in obs.sparsity.items()},
         params={
             **problem.describe(),
-            "tol": tol,
-            "quadrature": rule.describe() if needs_quad else "closed-form",
+            "tol": opts.tol,
+            "quadrature": T.rule.describe() if _needs_quadrature(problem) else "closed-form",
             "version": __version__,
         },
-        _state=(problem, rule, x),
+        status=status,
+        state=FixedPointState(problem, T.rule, x),
     )
     worst = max(errors["test_error"], errors["train_loss"])
-    if ok and worst > max(1e-6, 100 * tol):
-        warnings.warn(
-            f"estimated integration error {worst:.2g} of the test error or training loss is "
-            "large; pass a finer quadrature rule (quadrature=GaussHermite(n, dim))",
-            IntegrationWarning,
-            stacklevel=3,
-        )
-    if not ok and throw:
-        cls = SpuriousFixedPointError if "spurious" in msg or "NaN" in msg else ConvergenceError
-        raise cls(f"fixed point not found: {msg}", result)
+    if ok and worst > integration_warning_threshold(opts.tol):
+        # stacklevel: _assemble <- solve_problem <- its caller's caller (as solve's user)
+        warnings.warn(_integration_warning(problem, opts, est), IntegrationWarning, stacklevel=4)
+    if not ok and opts.throw:
+        raise status.error_class(f"fixed point not found: {msg}", result)
     return result
 
 
@@ -549,25 +1005,109 @@ def _to_full(P: np.ndarray, A: np.ndarray) -> np.ndarray:
     return np.einsum("ia,kij,jb->kab", P, A, P)
 
 
-def _observables_safe(problem: Problem, T: _Map, x: np.ndarray) -> dict:
-    K, L = T.K, T.L
-    Q, M, V, b = _unpack(x, K, L)
-    nan = np.full_like
-    try:
-        _, Qhat, Mhat, Vhat = T.hats(x)
-    except Exception:  # noqa: BLE001 - reporting a failed point
-        Qhat, Mhat, Vhat = nan(Q, np.nan), nan(M, np.nan), nan(V, np.nan)
-    return {
-        "state": (Q, M, V, b),
-        "hats": (Qhat, Mhat, Vhat),
-        "test_error": np.nan,
-        "train_error": np.nan,
-        "train_loss": np.nan,
-        "free_energy": np.nan,
-        "penalty_value": np.nan,
-    }
+def _refinement_limit(rule: GaussHermite) -> str | None:
+    """Why no finer rule than ``rule`` is admissible, or None if one is."""
+    if rule.dim > MAX_QUADRATURE_DIM:
+        return f"the channel integral has {rule.dim} > {MAX_QUADRATURE_DIM} dimensions"
+    finer = rule.refined()
+    if finer is None:
+        return f"at most {MAX_ORDER} nodes per dimension"
+    if finer.weights.size > MAX_QUADRATURE_NODES:
+        return f"at most {MAX_QUADRATURE_NODES} nodes"
+    return None
 
 
+def _integration_warning(problem: Problem, opts: SolverOptions, est: _Estimate) -> str:
+    """The text of the :class:`~gaussmix.core.exceptions.IntegrationWarning`: where the
+    estimated error comes from, and a remedy only where one exists.
+
+    Two sources add up: the change of an observable under a refined channel rule (a finer
+    Gauss-Hermite rule reduces it, if one is admissible) and the final evaluation's own
+    error, for the test error the standard error of the seeded quasi-Monte Carlo orthant
+    probability of dimension >= 3 at its sampling cap (nothing in the solver's options
+    reduces it).  Each source is named if it dominates or alone exceeds the threshold.
+    """
+    threshold = integration_warning_threshold(opts.tol)
+    errors = est.errors
+    key = "test_error" if errors["test_error"] >= errors["train_loss"] else "train_loss"
+    what = key.replace("_", " ").replace("train ", "training ")
+    q, e = est.quad[key], est.evals[key]
+    parts = [f"estimated integration error {errors[key]:.2g} of the {what} is large"]
+    if q >= e or q > threshold:
+        rule = est.T.rule
+        text = (
+            f"the {what} changes by {q:.2g} between the last two channel quadrature rules "
+            f"(the finer: {rule.describe()})"
+        )
+        limit = _refinement_limit(rule)
+        if limit is None:
+            text += "; pass a finer quadrature rule (quadrature=GaussHermite(n, dim))"
+        else:
+            text += f"; no finer rule is admissible ({limit}), so the estimate stands"
+        parts.append(text)
+    if e > q or e > threshold:
+        dim = max(D.shape[0] for D, _ in problem.constraints)
+        parts.append(
+            f"{e:.2g} is the standard error of the seeded quasi-Monte Carlo estimates of the "
+            f"{dim}-dimensional Gaussian orthant probabilities (one per cluster) that make up "
+            "the test error; they are at their sampling cap, so no solver option reduces it, "
+            "and the test error is accurate to about that much (one standard error)"
+        )
+    return "; ".join(parts)
+
+
+@_with_options_doc
+def solve_problem(
+    problem: Problem,
+    *,
+    tol: float = _DEFAULT.tol,
+    max_iter: int = _DEFAULT.max_iter,
+    quadrature: GaussHermite | None = _DEFAULT.quadrature,
+    init: FixedPointResult | dict | None = None,
+    anderson: int = _DEFAULT.anderson,
+    damping: float = _DEFAULT.damping,
+    estimate_error: bool = _DEFAULT.estimate_error,
+    auto_refine: bool = _DEFAULT.auto_refine,
+    quad_tol: float = _DEFAULT.quad_tol,
+    max_refine: int = _DEFAULT.max_refine,
+    throw: bool = _DEFAULT.throw,
+    callback: Callable[[int, float], Any] | None = None,
+    history: dict | None = None,
+    continuation: bool = _DEFAULT.continuation,
+) -> FixedPointResult:
+    """Solve the fixed point of a validated :class:`~gaussmix.theory.problem.Problem`.
+
+    Parameters
+    ----------
+    problem : Problem
+        Mixture, loss, penalty, ``lam`` and ``alpha``
+        (:func:`~gaussmix.theory.problem.make_problem`).
+    %(solver_options)s
+    Returns
+    -------
+    FixedPointResult
+    """
+    opts = SolverOptions(
+        tol=tol,
+        max_iter=max_iter,
+        quadrature=quadrature,
+        anderson=anderson,
+        damping=damping,
+        estimate_error=estimate_error,
+        auto_refine=auto_refine,
+        quad_tol=quad_tol,
+        max_refine=max_refine,
+        throw=throw,
+        continuation=continuation,
+    )
+    history = history if history is not None else {}
+    rule = _channel_rule(problem, opts.quadrature)
+    T, out = _run_fixed_point(problem, rule, _start(problem, init), opts, callback, history)
+    est = _estimate_errors(problem, T, out, opts, callback, history)
+    return _assemble(problem, opts, est)
+
+
+@_with_options_doc
 def solve(
     mixture: Mixture,
     loss: str | Loss = "logistic",
@@ -576,16 +1116,20 @@ def solve(
     alpha: float,
     penalty: str = "l2",
     l1_ratio: float | None = None,
-    tol: float = 1e-8,
-    max_iter: int = 3000,
-    quadrature: GaussHermite | None = None,
-    init: FixedPointResult | None = None,
-    anderson: int = 6,
-    damping: float = 1.0,
-    estimate_error: bool = True,
-    auto_refine: bool = True,
-    quad_tol: float = 1e-7,
-    throw: bool = True,
+    tol: float = _DEFAULT.tol,
+    max_iter: int = _DEFAULT.max_iter,
+    quadrature: GaussHermite | None = _DEFAULT.quadrature,
+    init: FixedPointResult | dict | None = None,
+    anderson: int = _DEFAULT.anderson,
+    damping: float = _DEFAULT.damping,
+    estimate_error: bool = _DEFAULT.estimate_error,
+    auto_refine: bool = _DEFAULT.auto_refine,
+    quad_tol: float = _DEFAULT.quad_tol,
+    max_refine: int = _DEFAULT.max_refine,
+    throw: bool = _DEFAULT.throw,
+    callback: Callable[[int, float], Any] | None = None,
+    history: dict | None = None,
+    continuation: bool = _DEFAULT.continuation,
 ) -> FixedPointResult:
     """Solve the self-consistent equations of Theorem 1 and evaluate Theorem 2.
 
@@ -605,34 +1149,7 @@ def solve(
     l1_ratio : float, optional
         Elastic-net mixing in ``[0, 1]`` (required for ``'elastic-net'``, implied 1 for
         ``'l1'``, None for ``'l2'``).
-    tol : float
-        Tolerance on the scaled change of every order parameter.
-    max_iter : int
-        Maximum number of iterations.
-    quadrature : GaussHermite, optional
-        Rule for the channel expectations (default by output dimension, see
-        :func:`gaussmix.theory.quadrature.default_rule`).
-    init : FixedPointResult or dict, optional
-        Warm start (e.g. the previous point of a curve), or a dict of full-space ``Q``,
-        ``M``, ``V``, ``b`` (e.g. a predictor extrapolated along a curve).
-    anderson : int
-        Anderson memory (0: damped plain iteration).
-    damping : float
-        Mixing parameter in (0, 1].
-    estimate_error : bool
-        Re-solve with a refined rule and report the change of the errors as
-        ``integration_error`` (the refined answer is returned).
-    auto_refine : bool
-        While the estimated integration error of the test error or the training loss exceeds
-        ``quad_tol``, refine the rule again (up to 5 times, and at most
-        ``MAX_QUADRATURE_NODES`` nodes); otherwise refine once.
-    quad_tol : float
-        Target integration error for ``auto_refine``.
-    throw : bool
-        Raise :class:`~gaussmix.exceptions.ConvergenceError` when no valid fixed point is
-        found (default).  With ``throw=False`` a result with ``converged=False`` and NaN
-        observables is returned.
-
+    %(solver_options)s
     Returns
     -------
     FixedPointResult
@@ -649,7 +1166,11 @@ def solve(
         estimate_error=estimate_error,
         auto_refine=auto_refine,
         quad_tol=quad_tol,
+        max_refine=max_refine,
         throw=throw,
+        callback=callback,
+        history=history,
+        continuation=continuation,
     )
 
 
@@ -678,12 +1199,15 @@ def free_energy(
 
 def effective_state(result: FixedPointResult) -> dict:
     """Order parameters of a result in its effective output space (for tests and tools)."""
-    problem, rule, x = result._state
-    Q, M, V, b = _unpack(x, problem.n_clusters, problem.dim)
+    state = result.state
+    if state is None:
+        raise ValueError("effective_state needs a FixedPointResult made by the solver")
+    problem = state.problem
+    Q, M, V, b = state.unpack()
     P = problem.P
     return {
         "problem": problem,
-        "rule": rule,
+        "rule": state.rule,
         "Q": Q,
         "M": M,
         "V": V,

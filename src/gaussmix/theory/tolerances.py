@@ -1,0 +1,121 @@
+"""The numerical tolerances of the theory layer, one named constant each.
+
+Every threshold that decides when an iteration stops, when a quantity counts as zero or
+when a result earns a warning is defined here once, with what it bounds and why it has
+that value.  The solver, the channel, the losses' proximal maps and the quadrature rules
+import these names; no literal tolerance is repeated elsewhere.
+
+Grouped by where they act:
+
+* proximal map (:meth:`gaussmix.theory.losses.Loss.prox` and the compiled channel kernels);
+* fixed-point iteration (:func:`gaussmix.theory.solver.solve`): defaults of ``tol`` and
+  ``quad_tol``, the validity test of a state, the safeguards of Anderson mixing;
+* integration error: when the estimate earns an
+  :class:`~gaussmix.core.exceptions.IntegrationWarning`;
+* small linear algebra and quadrature rules.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PROX_TOL",
+    "PROX_MAX_ITER",
+    "FIXED_POINT_TOL",
+    "QUAD_TOL",
+    "PSD_RTOL",
+    "BIAS_RIDGE",
+    "ANDERSON_RIDGE",
+    "ANDERSON_RIDGE_FLOOR",
+    "DIVERGENCE_FACTOR",
+    "MIN_RESTART_DAMPING",
+    "MIN_STEP_FRACTION",
+    "INTEGRATION_WARNING_FLOOR",
+    "INTEGRATION_WARNING_FACTOR",
+    "integration_warning_threshold",
+    "SQRTM_2X2_DET_RTOL",
+    "QUADRATURE_PRUNE",
+]
+
+# --------------------------------------------------------------------------- proximal map
+#: Stationarity tolerance of every proximal solve: Newton stops when
+#: ``max |h - omega + V grad loss(h)| <= PROX_TOL (1 + max |omega|)`` (relative to the size of
+#: the nodes ``omega``).  About 450 ulps: the channel moments built from ``h`` are then exact
+#: to rounding, orders of magnitude below any fixed-point ``tol``, while the threshold stays
+#: safely above what rounding lets Newton reach (a few ulps of ``omega``).
+PROX_TOL = 1e-13
+#: Newton steps allowed per proximal solve before a node is reported as failed (typically 3-8
+#: are needed from a warm start; bisection safeguards can take a few tens).
+PROX_MAX_ITER = 100
+
+# --------------------------------------------------------------------------- fixed point
+#: Default ``tol`` of the fixed-point iteration: converged when
+#: ``max_i |T(x)_i - x_i| / max(1, |x_i|) < tol`` over every order parameter.  The errors of
+#: Theorem 2 are smooth functions of the state, so they inherit an error of that order: far
+#: below any visible difference on a learning curve or against a simulation.
+FIXED_POINT_TOL = 1e-8
+#: Default ``quad_tol``: with ``auto_refine`` the channel rule is refined while the estimated
+#: integration error of the test error or the training loss exceeds it.  One order of
+#: magnitude above ``FIXED_POINT_TOL``: below it, the iteration error (not the quadrature)
+#: dominates the change between two rules, and refining further cannot reduce the estimate.
+QUAD_TOL = 1e-7
+#: Relative tolerance of the validity test of a state: ``Q_c`` counts as positive
+#: semi-definite when its smallest eigenvalue is ``>= -PSD_RTOL max(1, max |eig Q|)``.
+#: Rounding of a singular ``Q_c`` (the cross-entropy gauge ``Q_c 1 = 0``) stays far inside it;
+#: a genuinely indefinite extrapolation (DESIGN.md pitfall 5) is far outside.
+PSD_RTOL = 1e-9
+#: Ridge ``BIAS_RIDGE max(1, max |sum_c Vhat_c|)`` added to the Newton step of the bias
+#: condition (``sum_c Vhat_c`` is singular where a class has no curvature, e.g. a hinge loss
+#: with every point beyond the margin); relative to the matrix, so it changes a regular step by
+#: ~1e-12 relative, far below ``tol``.
+BIAS_RIDGE = 1e-12
+#: Relative Tikhonov term of Anderson's least-squares problem: the normal matrix ``A = dR^T dR``
+#: gets ``(ANDERSON_RIDGE tr(A) / m + ANDERSON_RIDGE_FLOOR) I``.  The safeguard of jaxopt's
+#: ``AndersonAcceleration`` (its ``ridge``): nearly collinear secant pairs, common close to
+#: convergence, would otherwise make the mixing coefficients explode.
+ANDERSON_RIDGE = 1e-10
+#: Absolute floor of the Anderson ridge (keeps ``A`` invertible when every pair is zero).
+ANDERSON_RIDGE_FLOOR = 1e-300
+#: An extrapolated step whose residual exceeds ``DIVERGENCE_FACTOR`` times the best one so far
+#: has diverged: the secant history is dropped and the damping halved.
+DIVERGENCE_FACTOR = 1e4
+#: Smallest damping a divergence restart may leave (halving stops there).
+MIN_RESTART_DAMPING = 0.05
+#: A damped step that leaves the cone of valid overlaps is halved down to this fraction of
+#: itself before it is taken anyway (the validity test of the next step then reports it).
+MIN_STEP_FRACTION = 1e-6
+
+# --------------------------------------------------------------------------- integration error
+#: Absolute floor of the :class:`~gaussmix.core.exceptions.IntegrationWarning` threshold: an
+#: integration error below ``1e-6`` is invisible on any curve and in any comparison with a
+#: simulation (whose standard errors are ``>= 1e-4`` at realistic sizes).
+INTEGRATION_WARNING_FLOOR = 1e-6
+#: The warning threshold grows with a loose ``tol``: an integration error well below the
+#: iteration error (``100 tol``) is not worth a warning.
+INTEGRATION_WARNING_FACTOR = 100.0
+
+
+def integration_warning_threshold(tol: float) -> float:
+    """Estimated integration error above which a solve warns,
+    ``max(INTEGRATION_WARNING_FLOOR, INTEGRATION_WARNING_FACTOR tol)``.
+
+    Parameters
+    ----------
+    tol : float
+        The fixed-point tolerance of the solve.
+
+    Returns
+    -------
+    float
+    """
+    return max(INTEGRATION_WARNING_FLOOR, INTEGRATION_WARNING_FACTOR * tol)
+
+
+# --------------------------------------------------------------------------- linear algebra
+#: The closed-form square root of a 2 x 2 block, ``(A + s I) / sqrt(tr A + 2 s)`` with
+#: ``s = sqrt(det A)``, is used when ``det A > SQRTM_2X2_DET_RTOL tr(A)^2`` for every block;
+#: closer to singular it loses digits to cancellation and an eigendecomposition is used.
+SQRTM_2X2_DET_RTOL = 1e-12
+#: Default pruning of tensor Gauss-Hermite rules in more than one dimension: nodes whose
+#: weight is below ``QUADRATURE_PRUNE`` times the largest are dropped (their total mass is
+#: below double-precision rounding of the sum).
+QUADRATURE_PRUNE = 1e-16
