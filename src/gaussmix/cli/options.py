@@ -22,10 +22,13 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from gaussmix.theory.losses import get_loss
-from gaussmix.theory.mixture import Mixture
-from gaussmix.theory.problem import Problem, check_lam_alpha, make_problem
-from gaussmix.theory.quadrature import GaussHermite
+from gaussmix.theory.losses import LOSSES, get_loss
+from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture
+from gaussmix.theory.penalties import PENALTIES as PENALTY_REGISTRY
+from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
+
+if typing.TYPE_CHECKING:  # the theory's solver modules load when a point is built
+    from gaussmix.theory.problem import Problem
 
 __all__ = [
     "PointOptions",
@@ -42,10 +45,11 @@ __all__ = [
     "SPARSE_SPARSITY",
 ]
 
-#: losses whose labels are the scalars +1 / -1
-BINARY_LOSSES = ("logistic", "hinge")
-MODELS = ("isotropic", "block", "sparse")
-PENALTIES = ("l2", "l1", "elastic-net")
+#: losses whose labels are the scalars +1 / -1 (as the losses declare)
+BINARY_LOSSES = tuple(c.name for c in LOSSES if c.labels == "binary")
+#: mixture models built from options (the parametric ones)
+MODELS = tuple(m.name for m in MIXTURE_MODELS if m.parametric)
+PENALTIES = PENALTY_REGISTRY.names()
 #: default fraction of directions carrying the means in ``--model sparse`` (the paper's)
 SPARSE_SPARSITY = 0.1
 
@@ -105,7 +109,7 @@ class PointOptions:
         "isotropic",
         str,
         "--model",
-        metavar="isotropic|block|sparse",
+        metavar="|".join(MODELS),
         help="Covariance model: isotropic Sigma_c = Delta_c I; block (blocks of directions "
         "with variances --deltas on fractions --fractions); sparse (the correlated sparse "
         "binary mixture of Section 3.1: means on a fraction --sparsity of the directions, "
@@ -165,14 +169,14 @@ class PointOptions:
         "cross-entropy",
         str,
         "--loss",
-        metavar="square|logistic|cross-entropy|hinge",
+        metavar="|".join(LOSSES.names()),
         help="Training loss.",
     )
     penalty: str = _opt(
         "l2",
         str,
         "--penalty",
-        metavar="l2|l1|elastic-net",
+        metavar="|".join(PENALTIES),
         help="Penalty r(W): ridge ||W||^2/2, lasso ||W||_1, or elastic net "
         "l1_ratio ||W||_1 + (1 - l1_ratio) ||W||^2/2.  l1 and elastic-net need binary "
         "labels (one output) and lam > 0.",
@@ -187,9 +191,15 @@ class PointOptions:
     )
     lam: float = _opt(1.0, float, "--lam", metavar="LAMBDA", help="Penalty strength lambda >= 0.")
     alpha: float = _opt(2.0, float, "--alpha", metavar="ALPHA", help="Sample complexity n/d > 0.")
-    tol: float = _opt(1e-8, float, "--tol", help="Solver tolerance on the order parameters.")
+    tol: float = _opt(
+        FIXED_POINT_TOL, float, "--tol", help="Solver tolerance on the order parameters."
+    )
     max_iter: int = _opt(
-        3000, int, "--max-iter", metavar="N", help="Maximum fixed-point iterations per point."
+        FIXED_POINT_MAX_ITER,
+        int,
+        "--max-iter",
+        metavar="N",
+        help="Maximum fixed-point iterations per point.",
     )
     quad_order: int | None = _opt(
         None,
@@ -328,19 +338,20 @@ class ResolvedOptions:
 
 def _check_penalty_options(opts: PointOptions) -> float | None:
     """``--penalty`` / ``--l1-ratio``: one-line messages in option names."""
-    if opts.penalty not in PENALTIES:
+    if opts.penalty not in PENALTY_REGISTRY:
         allowed = ", ".join(repr(p) for p in PENALTIES)
         raise ValueError(f"--penalty must be one of {allowed}; got {opts.penalty!r}")
     r = opts.l1_ratio
-    if opts.penalty == "elastic-net":
+    if PENALTY_REGISTRY.get(opts.penalty).takes_l1_ratio:
         if r is None:
-            raise ValueError("--penalty elastic-net needs --l1-ratio R with R in [0, 1]")
+            raise ValueError(f"--penalty {opts.penalty} needs --l1-ratio R with R in [0, 1]")
         if not (math.isfinite(r) and 0.0 <= r <= 1.0):
             raise ValueError(f"--l1-ratio must be in [0, 1], got {r:g}")
         return float(r)
     if r is not None:
+        takers = " or ".join(p.name for p in PENALTY_REGISTRY if p.takes_l1_ratio)
         raise ValueError(
-            f"--l1-ratio is only valid with --penalty elastic-net (got --penalty {opts.penalty})"
+            f"--l1-ratio is only valid with --penalty {takers} (got --penalty {opts.penalty})"
         )
     return None
 
@@ -366,10 +377,13 @@ def _resolve_sparse(opts: PointOptions, loss: str) -> dict[str, Any]:
         raise ValueError(f"--model sparse has binary labels (+1/-1); got --labels {opts.labels}")
     if opts.clusters is not None and opts.clusters != 2:
         raise ValueError(f"--model sparse has K = 2 clusters; got --clusters {opts.clusters}")
-    if loss == "cross-entropy":
+    if get_loss(loss).labels == "onehot":
+        usable = [c.name for c in LOSSES if c.labels != "onehot"]
         raise ValueError(
-            "--model sparse has binary labels (+1/-1): use --loss square, logistic or hinge "
-            "(--loss cross-entropy, the default, needs one-hot labels)"
+            f"--model sparse has binary labels (+1/-1): use --loss {', '.join(usable[:-1])} "
+            f"or {usable[-1]} (--loss {loss}"
+            + (", the default," if loss == PointOptions.loss else "")
+            + " needs one-hot labels)"
         )
     missing = [n for n, v in (("--delta1", opts.delta1), ("--delta2", opts.delta2)) if v is None]
     if missing:
@@ -510,16 +524,17 @@ def _labels_and_means(
     labels = opts.labels
     if labels == "auto":
         labels = "binary" if (loss in BINARY_LOSSES or sparse_penalty) and k == 2 else "onehot"
-    if opts.penalty != "l2" and labels != "binary":
+    if PENALTY_REGISTRY.get(opts.penalty).scalar_output and labels != "binary":
+        binary_losses = " or ".join(BINARY_LOSSES)
         hint = (
-            "use --loss logistic with K = 2"
-            if loss == "cross-entropy"
+            f"use --loss {binary_losses} with K = 2"
+            if get_loss(loss).labels == "onehot"
             else "use K = 2 with --labels binary"
         )
         raise ValueError(
             f"--penalty {opts.penalty} needs binary labels (+1/-1, one output: the "
             f"soft-threshold prior of Appendix C.2); got {labels} labels with K = {k} -- "
-            f"{hint}, or --model sparse, or --penalty l2"
+            f"{hint}, or --model sparse, or --penalty {PENALTIES[0]}"
         )
     return labels, means
 
@@ -533,7 +548,11 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
     l1_ratio = _check_penalty_options(opts)
     if opts.model == "sparse":
         return _sparse_model(opts, loss, l1_ratio)
-    sparse_penalty = opts.penalty != "l2" and loss != "cross-entropy"
+    # a penalty with one output per sample makes a binary problem, unless the loss needs
+    # one-hot labels (then the labels check reports the conflict)
+    sparse_penalty = (
+        PENALTY_REGISTRY.get(opts.penalty).scalar_output and get_loss(loss).labels != "onehot"
+    )
     fractions, deltas, delta = _covariances(opts)
     rho = parse_floats("--rho", opts.rho) if opts.rho is not None else None
     k = _infer_clusters(opts, loss, rho, delta, sparse_penalty)
@@ -598,6 +617,8 @@ class PointSetup:
         """The validated problem at another ``lam`` / ``alpha``: the checks of
         :func:`~gaussmix.theory.problem.make_problem` that depend on them (the mixture, loss and
         penalty were validated when the setup was built, and do not change)."""
+        from gaussmix.theory.problem import check_lam_alpha
+
         lam_v, alpha_v = check_lam_alpha(
             self.lam if lam is None else lam,
             self.alpha if alpha is None else alpha,
@@ -630,6 +651,9 @@ def build_point(
             r, lam=r.lam if lam is None else lam, alpha=r.alpha if alpha is None else alpha
         )
     mixture = mixture_from_options(r)
+    from gaussmix.theory.problem import make_problem
+    from gaussmix.theory.quadrature import GaussHermite
+
     problem = make_problem(
         mixture, r.loss, lam=r.lam, alpha=r.alpha, penalty=r.penalty, l1_ratio=r.l1_ratio
     )

@@ -13,7 +13,6 @@ can kill a sweep in the middle.  Not for other uses.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import time
 import warnings
@@ -28,7 +27,7 @@ from gaussmix.core.version import __version__
 from gaussmix.theory.losses import get_loss
 from gaussmix.theory.outputs import error_keys
 from gaussmix.theory.penalties import make_penalty
-from gaussmix.theory.solver import solve, solve_problem
+from gaussmix.theory.solver import FixedPointResult, solve_problem
 
 from .spec import PointSpec, point_key
 
@@ -64,18 +63,9 @@ class Task(NamedTuple):
 
 # ============================================================================ rules
 # (each loss / penalty / observable rule of the sweep in one function, for a registry)
-@functools.lru_cache(maxsize=1)
 def theory_keys() -> tuple[str, ...]:
-    """Keys of ``gaussmix point --json`` (:meth:`FixedPointResult.to_dict` + ``params``).
-
-    Read from the result of a tiny closed-form problem, so that tables follow the result
-    object when it gains a key.
-    """
-    from gaussmix.theory.mixture import Mixture
-
-    mix = Mixture.isotropic(0.5, "antipodal", n_clusters=2, labels="binary")
-    res = solve(mix, "square", lam=1.0, alpha=1.0, estimate_error=False)
-    return (*res.to_dict(), "params")
+    """Keys of ``gaussmix point --json``: :meth:`FixedPointResult.json_keys` + ``params``."""
+    return (*FixedPointResult.json_keys(), "params")
 
 
 def simulation_keys(extra: Sequence[str] = ()) -> tuple[str, ...]:

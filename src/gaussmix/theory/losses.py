@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import expit, log_expit, logsumexp, softmax
 
 from gaussmix.core.registry import Registry
 
@@ -57,6 +56,14 @@ def _solve_batch(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if vec:
         return np.linalg.solve(a, b[..., None])[..., 0]
     return np.linalg.solve(a, b)
+
+
+def _special():
+    """``scipy.special``, imported on first use: the loss declarations (names, constraints)
+    are read by the command line's ``--help``, which should not pay for scipy."""
+    import scipy.special
+
+    return scipy.special
 
 
 #: every loss, by the name users type (``loss='logistic'``, ``--loss logistic``)
@@ -271,13 +278,13 @@ class LogisticLoss(Loss):
         return saga_sweep_tol(penalty)
 
     def value(self, y, h):
-        return -log_expit(y * h)[..., 0]
+        return -_special().log_expit(y * h)[..., 0]
 
     def grad(self, y, h):
-        return -y * expit(-y * h)
+        return -y * _special().expit(-y * h)
 
     def hess(self, y, h):
-        s = expit(y * h)
+        s = _special().expit(y * h)
         return (s * (1.0 - s))[..., None]
 
     def prox(self, y, omega, V, h0=None, *, tol=PROX_TOL, max_iter=100):
@@ -287,6 +294,7 @@ class LogisticLoss(Loss):
         yb = y[:, None, :]
         lo = np.minimum(omega, omega + v * yb)
         hi = np.maximum(omega, omega + v * yb)
+        expit = _special().expit
         h = np.clip(omega if h0 is None else h0, lo, hi)
         scale = tol * (1.0 + np.abs(omega).max())
         g_prev = np.full_like(h, np.inf)
@@ -330,13 +338,13 @@ class CrossEntropyLoss(Loss):
         return saga_sweep_tol(penalty)
 
     def value(self, y, h):
-        return logsumexp(h, axis=-1) - np.sum(y * h, axis=-1)
+        return _special().logsumexp(h, axis=-1) - np.sum(y * h, axis=-1)
 
     def grad(self, y, h):
-        return softmax(h, axis=-1) - y
+        return _special().softmax(h, axis=-1) - y
 
     def hess(self, y, h):
-        p = softmax(h, axis=-1)
+        p = _special().softmax(h, axis=-1)
         return p[..., :, None] * (np.eye(h.shape[-1]) - p[..., None, :])
 
 

@@ -606,6 +606,9 @@ class MixtureModel:
         exactly the model's (DESIGN.md pitfall 8): then a simulation needs ``d >= K``.
     binary : bool
         Whether the model is defined for two clusters with ``+-1`` labels only.
+    parametric : bool
+        Whether it is built from a few numbers (the command line and grid files offer it)
+        rather than from arrays.
     description : str
     """
 
@@ -613,6 +616,7 @@ class MixtureModel:
     build: Callable[..., Mixture]
     exact_means: bool = False
     binary: bool = False
+    parametric: bool = True
     description: str = ""
 
 
@@ -639,6 +643,7 @@ for _model in (
     MixtureModel(
         "spectral",
         Mixture.spectral,
+        parametric=False,
         description="an empirical joint law of covariance eigenvalues and mean components",
     ),
 ):

@@ -43,6 +43,8 @@ class Penalty:
     sparse: ClassVar[bool] = False
     #: human-readable name for tables and figures
     label: ClassVar[str] = "penalty"
+    #: whether the user chooses ``l1_ratio`` (elastic net); ridge and lasso imply theirs
+    takes_l1_ratio: ClassVar[bool] = False
 
     __slots__ = ("l1_ratio",)
 
@@ -159,6 +161,7 @@ class ElasticNet(Penalty):
     label = "elastic net"
     scalar_output = True
     sparse = True
+    takes_l1_ratio = True
 
     @classmethod
     def from_l1_ratio(cls, l1_ratio: float | None) -> Penalty:

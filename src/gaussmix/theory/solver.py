@@ -28,7 +28,7 @@ import enum
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from .linalg import sym_eigvals
 from .losses import Loss, _solve_batch
 from .mixture import Mixture
 from .observables import free_energy_terms, test_accuracy, train_accuracy, weight_sparsity
+from .outputs import error_keys, summary_keys
 from .prior import prior_update
 from .problem import Problem, make_problem
 from .quadrature import MAX_ORDER, GaussHermite, default_rule
@@ -49,6 +50,7 @@ from .tolerances import (
     ANDERSON_RIDGE_FLOOR,
     BIAS_RIDGE,
     DIVERGENCE_FACTOR,
+    FIXED_POINT_MAX_ITER,
     FIXED_POINT_TOL,
     MIN_RESTART_DAMPING,
     MIN_STEP_FRACTION,
@@ -372,43 +374,60 @@ class FixedPointResult:
         s = self.state
         return None if s is None else (s.problem, s.rule, s.x)
 
+    #: keys of :meth:`to_dict` beside the observables, and how each is written
+    _STATUS_JSON: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "converged": bool,
+        "n_iter": int,
+        "residual": float,
+        "Q": np.ndarray.tolist,
+        "M": np.ndarray.tolist,
+        "V": np.ndarray.tolist,
+        "b": np.ndarray.tolist,
+        "integration_error": float,
+        "integration_errors": lambda errs: {k: float(v) for k, v in errs.items()},
+        "message": str,
+    }
+
+    @classmethod
+    def json_keys(cls) -> tuple[str, ...]:
+        """Keys of :meth:`to_dict` (the ``gaussmix point --json`` contract), in order: the
+        errors, the status and order parameters, the free energy, the integration errors,
+        the non-zero fraction (observables from :data:`gaussmix.theory.outputs.OBSERVABLES`)
+        and the message."""
+        errors = error_keys()
+        return (
+            *errors,
+            "converged",
+            "n_iter",
+            "residual",
+            "Q",
+            "M",
+            "V",
+            "b",
+            "free_energy",
+            "integration_error",
+            "integration_errors",
+            "nonzero_fraction",
+            "message",
+        )
+
     def to_dict(self) -> dict:
-        """JSON-friendly dictionary (the ``gaussmix point --json`` contract)."""
-        return {
-            "test_error": float(self.test_error),
-            "train_error": float(self.train_error),
-            "train_loss": float(self.train_loss),
-            "converged": bool(self.converged),
-            "n_iter": int(self.n_iter),
-            "residual": float(self.residual),
-            "Q": self.Q.tolist(),
-            "M": self.M.tolist(),
-            "V": self.V.tolist(),
-            "b": self.b.tolist(),
-            "free_energy": float(self.free_energy),
-            "integration_error": float(self.integration_error),
-            "integration_errors": {k: float(v) for k, v in self.integration_errors.items()},
-            "nonzero_fraction": float(self.nonzero_fraction),
-            "message": self.message,
-        }
+        """JSON-friendly dictionary (the ``gaussmix point --json`` contract,
+        :meth:`json_keys`)."""
+        conv = self._STATUS_JSON
+        return {k: conv.get(k, float)(getattr(self, k)) for k in self.json_keys()}
 
     def summary(self) -> dict:
-        """Scalar observables only (a row of a learning-curve table)."""
-        return {
-            "test_error": self.test_error,
-            "train_error": self.train_error,
-            "train_loss": self.train_loss,
-            "free_energy": self.free_energy,
-            "penalty_value": self.penalty_value,
-            "nonzero_fraction": self.nonzero_fraction,
-            "nonzero_fraction_support": self.nonzero_fraction_support,
-            "nonzero_fraction_off_support": self.nonzero_fraction_off_support,
-            "l1_norm": self.l1_norm,
-            "converged": self.converged,
-            "n_iter": self.n_iter,
-            "residual": self.residual,
-            "integration_error": self.integration_error,
-        }
+        """Scalar observables only (a row of a learning-curve table): every registered
+        observable, then the status."""
+        out = {k: getattr(self, k) for k in summary_keys()}
+        out.update(
+            converged=self.converged,
+            n_iter=self.n_iter,
+            residual=self.residual,
+            integration_error=self.integration_error,
+        )
+        return out
 
 
 # --------------------------------------------------------------------------- starting point
@@ -774,7 +793,7 @@ class SolverOptions:
     """
 
     tol: float = FIXED_POINT_TOL
-    max_iter: int = 3000
+    max_iter: int = FIXED_POINT_MAX_ITER
     quadrature: GaussHermite | None = None
     anderson: int = 6
     damping: float = 1.0

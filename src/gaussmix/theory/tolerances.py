@@ -53,6 +53,9 @@ PROX_MAX_ITER = 100
 #: Theorem 2 are smooth functions of the state, so they inherit an error of that order: far
 #: below any visible difference on a learning curve or against a simulation.
 FIXED_POINT_TOL = 1e-8
+#: default cap on fixed-point iterations per solve (Anderson converges in ~6-30 iterations
+#: on every problem of the test suite; the cap only stops a diverging or cycling iteration)
+FIXED_POINT_MAX_ITER = 3000
 #: Default ``quad_tol``: with ``auto_refine`` the channel rule is refined while the estimated
 #: integration error of the test error or the training loss exceeds it.  One order of
 #: magnitude above ``FIXED_POINT_TOL``: below it, the iteration error (not the quadrature)
