@@ -468,7 +468,7 @@ def optimal_lambda_command(
     fixed point (params.lam is its penalty).
     """
     from gaussmix.core.validation import check_real
-    from gaussmix.experiments.curves import optimal_lambda
+    from gaussmix.experiments.lambda_star import optimal_lambda
     from gaussmix.theory.problem import LAM_MAX
 
     if _given(ctx, "lam"):

@@ -36,7 +36,7 @@ from matplotlib.lines import Line2D
 from tqdm.auto import tqdm
 
 from gaussmix.core.validation import check_array, check_choice, check_int, check_real
-from gaussmix.experiments.curves import OptimalLambdaResult, optimal_lambda_curve
+from gaussmix.experiments.lambda_star import OptimalLambdaResult, optimal_lambda_curve
 from gaussmix.simulate.simulation import simulate as run_simulation
 from gaussmix.theory.mixture import Mixture
 
