@@ -61,6 +61,8 @@ collects them into ``opts``.  Then :func:`build_point` turns them into a validat
 """
 
 import contextlib
+import functools
+import inspect
 import json
 import math
 import os
@@ -104,6 +106,7 @@ __all__ = [
     "build_point",
     "parse_floats",
     "option_message",
+    "without_options",
 ]
 
 #: exit statuses
@@ -229,6 +232,36 @@ def _root(
     """Exact high-dimensional learning curves of linear classifiers on Gaussian mixtures."""
 
 
+def without_options(*names: str) -> Any:
+    """Drop the point options ``names`` from a command built by :func:`point_options`.
+
+    Use it *between* ``@app.command()`` and ``@point_options``.  The command's signature
+    (hence ``--help`` and the parser) no longer has them, so giving one is the parser's
+    one-line error ``No such option`` (exit 2) instead of a value silently ignored; the
+    wrapped function receives them at their ``point_options`` default (a command that
+    replaces ``--alpha`` by ``--alphas`` sets the alpha it needs itself).
+    """
+    unknown = sorted(set(names) - set(PointOptions.option_names()))
+    if unknown:
+        raise TypeError(f"without_options: {unknown} are not point options")
+
+    def decorate(func: Any) -> Any:
+        sig = inspect.signature(func)
+        fixed = {n: sig.parameters[n].default for n in names}
+        params = [p for p in sig.parameters.values() if p.name not in fixed]
+
+        @functools.wraps(func)
+        def wrapper(**kwargs: Any) -> Any:
+            return func(**kwargs, **fixed)
+
+        del wrapper.__wrapped__  # typer must see the new signature
+        wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return wrapper
+
+    return decorate
+
+
 @app.command()
 @point_options
 def point(
@@ -342,6 +375,7 @@ def _make_out_dir(out: Path) -> Path:
 
 
 @app.command()
+@without_options("alpha")
 @point_options
 def curve(
     opts: PointOptions,
@@ -358,7 +392,7 @@ def curve(
 ) -> None:
     """Learning curve over alpha at fixed lam: writes DIR/curve.csv and DIR/curve.png.
 
-    Takes the options of ``point``; ``--alphas`` replaces ``--alpha``.
+    Takes the options of ``point`` except --alpha: ``--alphas`` replaces it.
     """
     grid = _parse_range("--alphas", alphas, positive=True)
     setup = build_point(opts, alpha=float(grid.max()))
@@ -382,6 +416,7 @@ def curve(
 
 
 @app.command("lambda-curve")
+@without_options("lam")
 @point_options
 def lambda_curve(
     opts: PointOptions,
@@ -398,7 +433,7 @@ def lambda_curve(
 ) -> None:
     """Errors over lambda at fixed alpha: writes DIR/lambda_curve.csv and .png.
 
-    Takes the options of ``point``; ``--lams`` replaces ``--lam``.
+    Takes the options of ``point`` except --lam: ``--lams`` replaces it.
     """
     grid = _parse_range("--lams", lams, positive=False)
     setup = build_point(opts, lam=float(grid.max()))
@@ -428,31 +463,37 @@ def _given(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
 
 
+LamMinOption = Annotated[
+    float,
+    typer.Option(
+        "--lam-min",
+        metavar="LAMBDA",
+        help="Lower end of the coarse search grid (> 0); the search goes two decades "
+        "below it while the test error still decreases there.",
+    ),
+]
+LamMaxOption = Annotated[
+    float,
+    typer.Option(
+        "--lam-max",
+        metavar="LAMBDA",
+        help="Upper end of the coarse search grid (> --lam-min); extended likewise (up to "
+        "1e8 while the test error still decreases by more than its accuracy).",
+    ),
+]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print one JSON object (machine-readable).")
+]
+
+
 @app.command("optimal-lambda")
+@without_options("lam")
 @point_options
 def optimal_lambda_command(
-    ctx: typer.Context,
     opts: PointOptions,
-    lam_min: Annotated[
-        float,
-        typer.Option(
-            "--lam-min",
-            metavar="LAMBDA",
-            help="Lower end of the coarse search grid (> 0); the search goes two decades "
-            "below it while the test error still decreases there.",
-        ),
-    ] = OPTIMAL_LAM_MIN,
-    lam_max: Annotated[
-        float,
-        typer.Option(
-            "--lam-max",
-            metavar="LAMBDA",
-            help="Upper end of the coarse search grid (> --lam-min); extended likewise.",
-        ),
-    ] = OPTIMAL_LAM_MAX,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print one JSON object (machine-readable).")
-    ] = False,
+    lam_min: LamMinOption = OPTIMAL_LAM_MIN,
+    lam_max: LamMaxOption = OPTIMAL_LAM_MAX,
+    json_out: JsonOption = False,
 ) -> None:
     """The penalty minimising the test error at one alpha, lambda* = argmin eps_g.
 
@@ -461,7 +502,8 @@ def optimal_lambda_command(
     log lambda.  When the test error decreases all the way to the smallest penalty
     solved, the optimum is the boundary lambda -> 0+ (basis pursuit for the lasso):
     lam_star is 0 and at_boundary true; the errors are those of the smallest penalty
-    solved (lam_min).  Likewise at_upper_bound (lam_star infinite, null in JSON).
+    solved (lam_min).  Likewise at_upper_bound (lam_star infinite, null in JSON) when it
+    decreases all the way to the largest penalty solved (lam_max).
     With --json: lam_star, at_boundary, at_upper_bound, lam_min, lam_max (smallest and
     largest penalty solved), derivative (d test_error / d lambda there),
     n_evaluations, search_message, then the keys of ``point --json`` at the returned
@@ -471,11 +513,6 @@ def optimal_lambda_command(
     from gaussmix.experiments.lambda_star import optimal_lambda
     from gaussmix.theory.problem import LAM_MAX
 
-    if _given(ctx, "lam"):
-        raise ValueError(
-            "--lam cannot be used with optimal-lambda (it searches lambda; set the search "
-            "interval with --lam-min and --lam-max)"
-        )
     lo = check_real("--lam-min", lam_min, low=0.0, low_open=True)
     hi = check_real("--lam-max", lam_max, low=lo, low_open=True, high=LAM_MAX)
     setup = build_point(opts, lam=hi)
@@ -487,6 +524,15 @@ def optimal_lambda_command(
         lam_bounds=(lo, hi),
         **setup.solve_kw,
     )
+    payload = _optimal_lambda_payload(setup, res)
+    if json_out:
+        typer.echo(json.dumps(finite_or_none(payload), allow_nan=False))
+    else:
+        _print_optimal_lambda(setup, res, payload)
+
+
+def _optimal_lambda_payload(setup: PointSetup, res: Any) -> dict:
+    """The ``optimal-lambda --json`` object of an :class:`OptimalLambdaResult`."""
     fp = res.result
     if fp is None or not fp.converged:
         raise ConvergenceError(
@@ -500,7 +546,7 @@ def optimal_lambda_command(
         "quadrature": fp.params.get("quadrature"),
         "version": __version__,
     }
-    payload = {
+    return {
         "lam_star": float(res.lam_star),
         "at_boundary": bool(res.at_boundary),
         "at_upper_bound": bool(res.at_upper_bound),
@@ -511,9 +557,10 @@ def optimal_lambda_command(
         "search_message": res.message,
         **point,
     }
-    if json_out:
-        typer.echo(json.dumps(finite_or_none(payload), allow_nan=False))
-        return
+
+
+def _print_optimal_lambda(setup: PointSetup, res: Any, point: dict) -> None:
+    """The human-readable report of ``optimal-lambda``."""
     if res.at_boundary:
         star = f"0+ (lambda -> 0+; errors at lambda = {res.lam_min:.3g}, the smallest solved)"
     elif res.at_upper_bound:
@@ -576,6 +623,7 @@ def _one_blas_thread() -> Iterator[None]:
 
 
 @app.command()
+@without_options("tol", "max_iter", "quad_order")
 @point_options
 def simulate(
     opts: PointOptions,
@@ -592,10 +640,10 @@ def simulate(
 ) -> None:
     """Finite-size ERM on samples of the mixture: errors averaged over seeds.
 
-    Takes the options of ``point`` (--tol, --max-iter and --quad-order set the theory
-    solver and are not used here: the ERM is solved exactly, to scikit-learn tolerances
-    of 1e-10).  Each seed realises the mixture at dimension --d, draws n = alpha d
-    training points and measures the test error exactly.  With --json, prints the keys
+    Takes the options of ``point`` except those of the theory solver (--tol, --max-iter,
+    --quad-order): the ERM is solved exactly, to scikit-learn tolerances of 1e-10.  Each
+    seed realises the mixture at dimension --d, draws n = alpha d training points and
+    measures the test error exactly.  With --json, prints the keys
     of ``point --json`` (means over seeds) plus <key>_se (standard errors).
     """
     from gaussmix.sweep.engine import check_simulation, simulation_payload
@@ -635,6 +683,7 @@ COMPARE_SEEDS = 10
 
 
 @app.command()
+@without_options("alpha")
 @point_options(lam=COMPARE_LAM)
 def compare(
     opts: PointOptions,
@@ -657,8 +706,8 @@ def compare(
 ) -> None:
     """Theory learning curve against simulations: writes DIR/compare.csv and .png.
 
-    Takes the options of ``point`` (default --lam 0.1 here); ``--alphas`` replaces
-    ``--alpha``.  The theory (lines) is the fixed point at each alpha; each simulation
+    Takes the options of ``point`` except --alpha (default --lam 0.1 here); ``--alphas``
+    replaces it.  The theory (lines) is the fixed point at each alpha; each simulation
     (dots, error bars = standard error over --seeds) is ``gaussmix simulate`` at that
     alpha.  With no options: the K = 3 cross-entropy problem (Delta = 0.5, simplex
     means, lam = 0.1) at d = 1000 with 10 seeds per alpha, about a minute on 2 cores.
