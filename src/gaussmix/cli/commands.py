@@ -682,19 +682,22 @@ COMPARE_D = 1000
 COMPARE_SEEDS = 10
 
 
+AlphasOption = Annotated[
+    str,
+    typer.Option(
+        "--alphas",
+        metavar="[log:]START:STOP:NUM",
+        help="Sample complexities alpha = n/d (linear, or log-spaced with 'log:').",
+    ),
+]
+
+
 @app.command()
 @without_options("alpha")
 @point_options(lam=COMPARE_LAM)
 def compare(
     opts: PointOptions,
-    alphas: Annotated[
-        str,
-        typer.Option(
-            "--alphas",
-            metavar="[log:]START:STOP:NUM",
-            help="Sample complexities alpha = n/d (linear, or log-spaced with 'log:').",
-        ),
-    ] = COMPARE_ALPHAS,
+    alphas: AlphasOption = COMPARE_ALPHAS,
     d: DOption = COMPARE_D,
     seeds: Annotated[
         int, _seeds_option("Simulated instances per alpha (error bars: standard errors).")
@@ -714,21 +717,12 @@ def compare(
     CSV columns: the theory curve (alpha, lam, test_error, train_error, train_loss, ...)
     then sim_<key> and sim_<key>_se for each error, sim_converged, sim_d, sim_seeds.
     """
-    from tqdm.auto import tqdm
-
-    from gaussmix.figures.plotting import plot_comparison, save_figure
-    from gaussmix.sweep.engine import check_simulation, simulation_payload
+    import pandas as pd
 
     grid = _parse_range("--alphas", alphas, positive=True)
     setup = build_point(opts, alpha=float(grid.max()))
     _check_grid(setup, "--alphas", grid, "alpha")
-    check_simulation(setup, d=d, seeds=seeds, seed=seed)
-    setups = [setup.at(alpha=float(a)) for a in grid]
-    for a, s in zip(grid, setups):
-        try:
-            check_simulation(s, d=d, seeds=seeds, seed=seed)
-        except ValueError as exc:
-            raise ValueError(f"--alphas value {a:g}: {option_message(str(exc))}") from None
+    setups = _simulation_setups(setup, grid, d=d, seeds=seeds, seed=seed)
     out = _make_out_dir(out)
     theory = learning_curve(
         setup.mixture,
@@ -739,6 +733,45 @@ def compare(
         progress=not quiet,
         **setup.solve_kw,
     )
+    sims = _simulate_curve(setups, grid, d=d, seeds=seeds, seed=seed, jobs=jobs, quiet=quiet)
+    df = pd.concat([theory.reset_index(drop=True), sims], axis=1)
+    logx = alphas.startswith("log:")
+    paths = _write_comparison(df, out, setup.params, d=d, seeds=seeds, logx=logx)
+    _report_curve(df, paths)
+
+
+def _simulation_setups(
+    setup: PointSetup, grid: np.ndarray, *, d: int, seeds: int, seed: int
+) -> list[PointSetup]:
+    """The setup at each alpha of ``grid``, each checked for simulation (before any work)."""
+    from gaussmix.sweep.engine import check_simulation
+
+    check_simulation(setup, d=d, seeds=seeds, seed=seed)
+    setups = [setup.at(alpha=float(a)) for a in grid]
+    for a, s in zip(grid, setups):
+        try:
+            check_simulation(s, d=d, seeds=seeds, seed=seed)
+        except ValueError as exc:
+            raise ValueError(f"--alphas value {a:g}: {option_message(str(exc))}") from None
+    return setups
+
+
+def _simulate_curve(
+    setups: list[PointSetup],
+    grid: np.ndarray,
+    *,
+    d: int,
+    seeds: int,
+    seed: int,
+    jobs: int,
+    quiet: bool,
+) -> Any:
+    """The ``sim_*`` columns of ``compare``: one simulation per alpha, with a progress bar."""
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    from gaussmix.sweep.engine import simulation_payload
+
     sims = []
     with (
         _one_blas_thread(),
@@ -760,20 +793,25 @@ def compare(
             row.update(sim_converged=p["converged"], sim_d=d, sim_seeds=seeds)
             sims.append(row)
             bar.update(seeds)
-    import pandas as pd
+    return pd.DataFrame(sims)
 
-    df = pd.concat([theory.reset_index(drop=True), pd.DataFrame(sims)], axis=1)
+
+def _write_comparison(
+    df: Any, out: Path, params: dict, *, d: int, seeds: int, logx: bool
+) -> tuple[Path, Path]:
+    """``DIR/compare.csv`` and ``DIR/compare.png`` (log alpha axis for a 'log:' range)."""
+    from gaussmix.figures.plotting import plot_comparison, save_figure
+
     csv_path = out / "compare.csv"
     png_path = out / "compare.png"
     df.to_csv(csv_path, index=False)
-    pp = setup.params
     title = (
-        f"{pp['loss']}, K={pp['clusters']}, λ={pp['lam']:g}: theory (lines) vs "
+        f"{params['loss']}, K={params['clusters']}, λ={params['lam']:g}: theory (lines) vs "
         f"simulation (d={d}, {seeds} seeds)"
     )
-    fig = plot_comparison(df, title=title, logx=alphas.startswith("log:"))
+    fig = plot_comparison(df, title=title, logx=logx)
     save_figure(fig, png_path)
-    _report_curve(df, (csv_path, png_path))
+    return csv_path, png_path
 
 
 @app.command("sweep")
@@ -884,77 +922,90 @@ def _option_of(ctx: typer.Context, name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+FigureName = Annotated[
+    str,
+    typer.Argument(
+        metavar="NAME",
+        help="sparse-setup (Fig. 1 right: lasso sparsity and lambda* vs alpha) or "
+        "sparse-curves (Fig. 2: ridge vs lasso at lambda*, theory and simulation).",
+    ),
+]
+FigureAlphas = Annotated[
+    str | None,
+    typer.Option(
+        "--alphas",
+        metavar="[log:]START:STOP:NUM",
+        help="Theory grid of alpha = n/d [default: log:0.1:5:25 for sparse-setup, "
+        "log:0.1:3:20 for sparse-curves].",
+    ),
+]
+FigureLoss = Annotated[
+    str, typer.Option("--loss", metavar="square|logistic|hinge", help="Training loss.")
+]
+FigureSparsity = Annotated[
+    float,
+    typer.Option("--sparsity", metavar="RHO", help="Fraction of directions with means."),
+]
+FigureRatios = Annotated[
+    str,
+    typer.Option(
+        "--ratios",
+        metavar="r1,...",
+        help="sparse-setup: anisotropy ratios Delta1/Delta2, one curve each.",
+    ),
+]
+FigureDelta2 = Annotated[
+    float,
+    typer.Option("--delta2", metavar="D2", help="sparse-setup: variance off the support."),
+]
+FigureDelta1 = Annotated[
+    float,
+    typer.Option("--delta1", metavar="D1", help="sparse-curves: variance on the support."),
+]
+FigureDelta2s = Annotated[
+    str,
+    typer.Option(
+        "--delta2s",
+        metavar="d1,...",
+        help="sparse-curves: variances off the support, one colour each.",
+    ),
+]
+FigureSimulate = Annotated[
+    bool,
+    typer.Option(
+        "--simulate/--no-simulate",
+        help="sparse-curves: simulation dots (finite-size ERM); sparse-setup has none.",
+    ),
+]
+FigureSimAlphas = Annotated[
+    str,
+    typer.Option(
+        "--sim-alphas",
+        metavar="a1,...",
+        help="sparse-curves: simulated alphas (rounded to an even n = alpha d).",
+    ),
+]
+FigureSeeds = Annotated[
+    int, _seeds_option("sparse-curves: instances per simulated point (error bars).")
+]
+
+
 @app.command("figure")
 def figure_command(
     ctx: typer.Context,
-    name: Annotated[
-        str,
-        typer.Argument(
-            metavar="NAME",
-            help="sparse-setup (Fig. 1 right: lasso sparsity and lambda* vs alpha) or "
-            "sparse-curves (Fig. 2: ridge vs lasso at lambda*, theory and simulation).",
-        ),
-    ],
+    name: FigureName,
     out: OutOption = Path("gaussmix-out"),
-    alphas: Annotated[
-        str | None,
-        typer.Option(
-            "--alphas",
-            metavar="[log:]START:STOP:NUM",
-            help="Theory grid of alpha = n/d [default: log:0.1:5:25 for sparse-setup, "
-            "log:0.1:3:20 for sparse-curves].",
-        ),
-    ] = None,
-    loss: Annotated[
-        str, typer.Option("--loss", metavar="square|logistic|hinge", help="Training loss.")
-    ] = "square",
-    sparsity: Annotated[
-        float,
-        typer.Option("--sparsity", metavar="RHO", help="Fraction of directions with means."),
-    ] = 0.1,
-    ratios: Annotated[
-        str,
-        typer.Option(
-            "--ratios",
-            metavar="r1,...",
-            help="sparse-setup: anisotropy ratios Delta1/Delta2, one curve each.",
-        ),
-    ] = "1,0.1,0.01",
-    delta2: Annotated[
-        float,
-        typer.Option("--delta2", metavar="D2", help="sparse-setup: variance off the support."),
-    ] = 1.0,
-    delta1: Annotated[
-        float,
-        typer.Option("--delta1", metavar="D1", help="sparse-curves: variance on the support."),
-    ] = 0.1,
-    delta2s: Annotated[
-        str,
-        typer.Option(
-            "--delta2s",
-            metavar="d1,...",
-            help="sparse-curves: variances off the support, one colour each.",
-        ),
-    ] = "0.01,0.1,1,10",
-    simulate: Annotated[
-        bool,
-        typer.Option(
-            "--simulate/--no-simulate",
-            help="sparse-curves: simulation dots (finite-size ERM); sparse-setup has none.",
-        ),
-    ] = True,
-    sim_alphas: Annotated[
-        str,
-        typer.Option(
-            "--sim-alphas",
-            metavar="a1,...",
-            help="sparse-curves: simulated alphas (rounded to an even n = alpha d).",
-        ),
-    ] = "0.3,0.7,1.5,3",
+    alphas: FigureAlphas = None,
+    loss: FigureLoss = "square",
+    sparsity: FigureSparsity = 0.1,
+    ratios: FigureRatios = "1,0.1,0.01",
+    delta2: FigureDelta2 = 1.0,
+    delta1: FigureDelta1 = 0.1,
+    delta2s: FigureDelta2s = "0.01,0.1,1,10",
+    simulate: FigureSimulate = True,
+    sim_alphas: FigureSimAlphas = "0.3,0.7,1.5,3",
     d: DOption = 1000,
-    seeds: Annotated[
-        int, _seeds_option("sparse-curves: instances per simulated point (error bars).")
-    ] = 8,
+    seeds: FigureSeeds = 8,
     seed: SeedOption = 0,
     jobs: JobsOption = -1,
     quiet: QuietOption = False,
@@ -972,20 +1023,9 @@ def figure_command(
     with simulations (d = 1000, 8 seeds, square loss by coordinate descent) at four
     alphas.  About a minute on 2 cores (12 s with --no-simulate).
     """
-    from gaussmix.figures.sparse import FIGURES, validate_figure, write_figure
+    from gaussmix.figures.sparse import validate_figure, write_figure
 
-    if name not in FIGURES:
-        allowed = ", ".join(repr(n) for n in FIGURES)
-        raise ValueError(f"NAME must be one of {allowed}; got {name!r}")
-    for param, only in _FIGURE_ONLY.items():
-        if only != name and _given(ctx, param):
-            raise ValueError(f"{_option_of(ctx, param)} is only valid with figure {only}")
-    if name == "sparse-setup" and _given(ctx, "simulate") and simulate:
-        raise ValueError("--simulate is only valid with figure sparse-curves")
-    if name == "sparse-curves" and not simulate:
-        for param in _FIGURE_SIM:
-            if _given(ctx, param):
-                raise ValueError(f"{_option_of(ctx, param)} cannot be used with --no-simulate")
+    _check_figure_options(ctx, name, simulate)
     kw: dict[str, Any] = {"loss": loss, "sparsity": sparsity, "progress": not quiet}
     if alphas is not None:
         kw["alphas"] = _parse_range("--alphas", alphas, positive=True)
@@ -1006,6 +1046,24 @@ def figure_command(
     with _one_blas_thread() if kw.get("simulate") else contextlib.nullcontext():
         res = write_figure(name, out, **kw)
     _report_curve(res.data, (res.csv, res.png))
+
+
+def _check_figure_options(ctx: typer.Context, name: str, simulate: bool) -> None:
+    """The figure exists, and no option given on the command line is one it ignores."""
+    from gaussmix.figures.sparse import FIGURES
+
+    if name not in FIGURES:
+        allowed = ", ".join(repr(n) for n in FIGURES)
+        raise ValueError(f"NAME must be one of {allowed}; got {name!r}")
+    for param, only in _FIGURE_ONLY.items():
+        if only != name and _given(ctx, param):
+            raise ValueError(f"{_option_of(ctx, param)} is only valid with figure {only}")
+    if name == "sparse-setup" and _given(ctx, "simulate") and simulate:
+        raise ValueError("--simulate is only valid with figure sparse-curves")
+    if name == "sparse-curves" and not simulate:
+        for param in _FIGURE_SIM:
+            if _given(ctx, param):
+                raise ValueError(f"{_option_of(ctx, param)} cannot be used with --no-simulate")
 
 
 # ============================================================================ main
