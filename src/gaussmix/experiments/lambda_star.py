@@ -408,20 +408,16 @@ def optimal_lambda(
     """The penalty strength minimising the test error, ``lambda* = argmin eps_g(alpha, .)``.
 
     1. A coarse log grid of ``n_grid`` penalties in ``lam_bounds``, solved from the largest
-       to the smallest with warm starts (annealing, Appendix B note 1).
-    2. If the best grid point is an end of the grid, the grid is extended by factors of 10
-       (``extend`` times) beyond it; at the top, further decades (up to ``LAM_MAX``) while
-       the test error still decreases by more than its accuracy.  If the test error is
-       still smallest (within its accuracy) at the smallest penalty solved, the optimum
-       is the boundary ``lambda -> 0+`` (basis pursuit for the lasso):
-       ``at_boundary=True``, ``lam_star=0.0`` -- not the grid edge.  Symmetrically
-       ``at_upper_bound`` and ``lam_star=inf`` at the top.
-    3. Otherwise a bounded scalar minimisation (Brent, ``scipy.optimize.minimize_scalar``)
-       on ``log lambda`` between the neighbours of the best point, to ``xtol`` in
-       ``log lambda``, each fixed point warm-started from the nearest solved one.
-
-    Two test errors count as equal when they differ by at most ``flat_tol`` plus the
-    integration error of each (the change under a refined quadrature rule).
+       to the smallest with warm starts (annealing, Appendix B note 1), extended by
+       decades (``extend`` times) beyond an end where the best point sits; at the top,
+       further decades up to ``LAM_MAX`` while the error still falls by more than its
+       accuracy.
+    2. If the test error is smallest (within its accuracy: ``flat_tol`` plus the
+       integration errors) at the smallest penalty solved, the optimum is the boundary
+       ``lambda -> 0+`` (basis pursuit for the lasso): ``at_boundary``, ``lam_star = 0``
+       -- not the grid edge; symmetrically ``at_upper_bound``, ``lam_star = inf``.
+    3. Otherwise Brent's bounded minimisation on ``log lambda`` between the neighbours of
+       the best point, to ``xtol``, each point warm-started from the nearest solved one.
 
     Parameters
     ----------
@@ -436,14 +432,11 @@ def optimal_lambda(
     xtol : float
         Tolerance on ``log lambda*``.
     flat_tol : float
-        Test errors within ``flat_tol`` (plus their integration errors) are treated as
-        equal (boundary detection).
+        Test errors within ``flat_tol`` plus their integration errors are equal.
     search_tol : float
-        Fixed-point tolerance during the search, relative to the overlaps where they are
-        small (the test error must be accurate to well below ``flat_tol``).  The search
-        solves without quadrature refinement, with the rule ``solve_kw['quadrature']`` if
-        given (the default rule otherwise); for the logistic loss deep in the separable
-        regime (tiny lambda) pass a finer rule, e.g. ``quadrature=GaussHermite(256)``.
+        Fixed-point tolerance of the search (relative to small overlaps), which uses the
+        rule ``solve_kw['quadrature']`` (else the default) without refinement; for the
+        logistic loss at tiny lambda pass a finer rule, e.g. ``GaussHermite(256)``.
     derivative : bool
         Also compute ``d eps_g / d lambda`` at the answer (:func:`d_test_error_d_lambda`).
     init : dict, optional
@@ -459,10 +452,8 @@ def optimal_lambda(
     lo, hi, n_grid, extend, xtol, flat_tol, search_tol = _check_search_args(
         lam_bounds, n_grid, extend, xtol, flat_tol, search_tol
     )
-    # validate everything else once, at the door
     make_problem(mixture, loss, lam=hi, alpha=alpha, penalty=penalty, l1_ratio=l1_ratio)
-    # the search uses one fixed quadrature rule (a smooth error curve in lambda); the final
-    # point gets the caller's options (error estimate and refinement by default)
+    # one fixed rule for the search (a smooth error curve); the caller's options at the end
     search_kw = {k: v for k, v in solve_kw.items() if k in _SEARCH_KEYS}
     search_kw.update(tol=min(search_tol, solve_kw.get("tol", search_tol)), estimate_error=False)
     search = _LambdaSearch(
@@ -471,22 +462,26 @@ def optimal_lambda(
     _grid_and_extend(search, lo, hi, n_grid, extend)
     _extend_upper(search, hi, flat_tol)
     kind = _boundary(search, lo, hi, flat_tol)
+    if kind == "interior":
+        lam_best, message = _refine(search, xtol)
+    else:
+        lam_best, message = _boundary_answer(search, kind)
+    return _assemble(search, kind, lam_best, message, solve_kw, derivative)
+
+
+def _boundary_answer(search: _LambdaSearch, kind: str) -> tuple[float, str]:
+    """The penalty solved nearest the boundary ``kind`` (``'low'`` or ``'high'``) and a
+    message."""
     lams, _ = search.table()
     if kind == "low":
-        lam_best = float(lams[0])
-        message = (
-            f"the test error decreases down to lambda = {lam_best:.3g} (the smallest penalty "
+        return float(lams[0]), (
+            f"the test error decreases down to lambda = {lams[0]:.3g} (the smallest penalty "
             "solved): the optimum is the boundary lambda -> 0+"
         )
-    elif kind == "high":
-        lam_best = float(lams[-1])
-        message = (
-            f"the test error decreases up to lambda = {lam_best:.3g} (the largest penalty "
-            "solved): the optimum is the boundary lambda -> infinity"
-        )
-    else:
-        lam_best, message = _refine(search, xtol)
-    return _assemble(search, kind, lam_best, message, solve_kw, derivative)
+    return float(lams[-1]), (
+        f"the test error decreases up to lambda = {lams[-1]:.3g} (the largest penalty "
+        "solved): the optimum is the boundary lambda -> infinity"
+    )
 
 
 def optimal_lambda_curve(
