@@ -27,6 +27,7 @@ from gaussmix.theory.losses import Loss
 from gaussmix.theory.mixture import Mixture
 from gaussmix.theory.observables import test_accuracy
 from gaussmix.theory.problem import make_problem
+from gaussmix.theory.quadrature import GaussHermite, default_rule
 from gaussmix.theory.solver import FixedPointResult, solve_problem
 
 __all__ = [
@@ -106,7 +107,18 @@ def _curve(
     desc: str,
     solve_kw: dict,
     l1_ratio: float | None = None,
+    carry_rule: bool = False,
 ) -> list[FixedPointResult | None]:
+    """Solve ``points`` in order, each warm-started from the previous ones.
+
+    With ``carry_rule`` (annealing in lambda: the channel integrand sharpens as lambda
+    decreases) each point starts from the quadrature rule its predecessor found accurate
+    (:func:`_next_start_rule`), so that its own refinements (at most ``max_refine``) go
+    beyond it instead of starting again from the default rule; not when the caller fixes
+    ``quadrature``.
+    """
+    kw = dict(solve_kw)
+    carry_rule = carry_rule and "quadrature" not in solve_kw
     results: list[FixedPointResult | None] = []
     done: list[tuple[float, FixedPointResult]] = []  # (curve parameter, result)
     history: dict = {}  # Anderson secant pairs (per quadrature rule) carried along the curve
@@ -119,7 +131,7 @@ def _curve(
         res: FixedPointResult | None = None
         for init in _warm_starts(done, param):
             try:
-                res = solve_problem(problem, init=init, throw=True, history=history, **solve_kw)
+                res = solve_problem(problem, init=init, throw=True, history=history, **kw)
                 break
             except ConvergenceError as exc:
                 res = None
@@ -133,8 +145,26 @@ def _curve(
             )
         else:
             done.append((param, res))
+            if carry_rule:
+                start = _next_start_rule(res, kw.get("quadrature") or default_rule(problem.dim))
+                if start is not None:
+                    kw["quadrature"] = start
         results.append(res)
     return results
+
+
+def _next_start_rule(res: FixedPointResult, base: GaussHermite) -> GaussHermite | None:
+    """The rule the next point of an annealing starts from: the last rule that ``res``'s
+    refinement (from ``base``) judged accurate, i.e. the one before the finest rule reached
+    (whose only role was to estimate the error), so that the rule grows only where a
+    point needed more than one refinement.  None for a closed-form channel."""
+    final = res._state[1] if res._state is not None else None
+    if res.params.get("quadrature") == "closed-form" or not isinstance(final, GaussHermite):
+        return None
+    prev, rule = base, base
+    while rule is not None and rule != final:
+        prev, rule = rule, rule.refined()
+    return prev if rule == final else base
 
 
 def _warm_starts(done: list, param: float) -> list:
@@ -224,8 +254,10 @@ def lambda_sweep(
 ) -> pd.DataFrame | tuple[pd.DataFrame, list]:
     """Theorem 2 errors at fixed ``alpha`` over penalty strengths ``lams``.
 
-    Solved from the largest to the smallest lambda with warm starts (annealing); the table
-    is in the order of ``lams``.
+    Solved from the largest to the smallest lambda with warm starts (annealing), each
+    point starting from the finest quadrature rule that the larger penalties needed (the
+    channel integrand sharpens as lambda decreases, towards the separable regime); the
+    table is in the order of ``lams``.
     """
     lv = check_array("lams", lams, shape=(None,), nonnegative=True)
     if lv.size == 0:
@@ -241,6 +273,7 @@ def lambda_sweep(
         desc="lambda",
         solve_kw=solve_kw,
         l1_ratio=l1_ratio,
+        carry_rule=True,
     )
     res: list = [None] * lv.size
     for i, r in zip(order, res_sorted):
