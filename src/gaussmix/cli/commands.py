@@ -58,6 +58,11 @@ collects them into ``opts``.  Then :func:`build_point` turns them into a validat
     ) -> None:
         setup = build_point(opts)
         ...  # e.g. gaussmix.simulate.<...>(setup.mixture, setup.loss, lam=setup.lam, ...)
+
+A command that replaces or does not use some point options must not offer them (an option
+silently ignored is a bug): put :func:`without_options` between ``@app.command()`` and
+``@point_options``, e.g. ``@without_options("alpha")`` for a command taking ``--alphas``;
+the parser then refuses ``--alpha`` in one line and ``--help`` does not list it.
 """
 
 import contextlib
