@@ -7,6 +7,7 @@ end to end.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import shutil
@@ -526,3 +527,58 @@ def test_console_script_end_to_end() -> None:
         timeout=120,
     )
     assert_one_line_error(bad.returncode, bad.stdout, bad.stderr, "--rho")
+
+
+# --------------------------------------------------------------------------- ignored options
+#: command -> the point options it replaces or does not use (issue 9, item 7)
+NOT_OFFERED = {
+    "curve": {"--alpha": "5"},
+    "compare": {"--alpha": "5"},
+    "lambda-curve": {"--lam": "0.5"},
+    "optimal-lambda": {"--lam": "0.5"},
+    "simulate": {"--tol": "1e-6", "--max-iter": "10", "--quad-order": "16"},
+}
+
+
+def _options_of(command: str) -> set[str]:
+    click_command = typer.main.get_command(cli.app).commands[command]
+    return {o for p in click_command.params for o in p.opts}
+
+
+@pytest.mark.parametrize(
+    "command, option, value",
+    [(c, o, v) for c, opts in NOT_OFFERED.items() for o, v in opts.items()],
+)
+def test_an_option_a_command_ignores_is_not_offered(command, option, value) -> None:
+    """``gaussmix curve --alpha 5`` exited 0 and ignored --alpha: now the command does not
+    have it (not in --help) and the parser refuses it in one line."""
+    assert option not in _options_of(command)
+    code, out, err = run(command, option, value, "--out", "/nonexistent/never-written")
+    assert_one_line_error(code, out, err, "No such option", option)
+
+
+def test_commands_keep_every_other_point_option() -> None:
+    point = _options_of("point")
+    for command, dropped in NOT_OFFERED.items():
+        assert point - set(dropped) - {"--json"} <= _options_of(command), command
+    assert "--alphas" in _options_of("curve") and "--lams" in _options_of("lambda-curve")
+    assert "--lam" in _options_of("curve") and "--alpha" in _options_of("lambda-curve")
+
+
+def test_without_options_rejects_an_unknown_name() -> None:
+    with pytest.raises(TypeError, match="not point options"):
+        cli.without_options("alphas")
+
+
+def test_without_options_passes_the_default_to_the_command() -> None:
+    seen = {}
+
+    @cli.without_options("alpha", "tol")
+    @point_options(alpha=0.7)
+    def command(opts: PointOptions) -> None:
+        seen["opts"] = opts
+
+    params = inspect.signature(command).parameters
+    assert "alpha" not in params and "tol" not in params and "lam" in params
+    command(**{n: p.default for n, p in params.items()})
+    assert seen["opts"].alpha == 0.7 and seen["opts"].tol == PointOptions().tol

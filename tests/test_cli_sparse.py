@@ -152,6 +152,19 @@ def test_optimal_lambda_upper_boundary_is_null_in_json() -> None:
     assert math.isfinite(d["test_error"])
 
 
+def test_optimal_lambda_logistic_balanced_is_the_upper_boundary() -> None:
+    """Issue 9 item 5: it reported an interior lam_star ~ 539 although ``point --lam 1e4``
+    has a lower test error."""
+    d = run_json("optimal-lambda", "--loss", "logistic", "--alpha", "1")
+    assert d["lam_star"] is None and d["at_upper_bound"] is True and d["at_boundary"] is False
+    assert d["lam_max"] >= 1e4 and d["params"]["lam"] == d["lam_max"]
+    p = run_json("point", "--loss", "logistic", "--alpha", "1", "--lam", "1e4")
+    assert d["test_error"] <= p["test_error"]
+    code, out, err = run("optimal-lambda", "--loss", "logistic", "--alpha", "1")
+    assert code == 0, err
+    assert "inf (lambda -> infinity" in out
+
+
 @pytest.mark.parametrize(
     "args, name",
     [

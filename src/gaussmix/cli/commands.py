@@ -58,9 +58,16 @@ collects them into ``opts``.  Then :func:`build_point` turns them into a validat
     ) -> None:
         setup = build_point(opts)
         ...  # e.g. gaussmix.simulate.<...>(setup.mixture, setup.loss, lam=setup.lam, ...)
+
+A command that replaces or does not use some point options must not offer them (an option
+silently ignored is a bug): put :func:`without_options` between ``@app.command()`` and
+``@point_options``, e.g. ``@without_options("alpha")`` for a command taking ``--alphas``;
+the parser then refuses ``--alpha`` in one line and ``--help`` does not list it.
 """
 
 import contextlib
+import functools
+import inspect
 import json
 import math
 import os
@@ -104,6 +111,7 @@ __all__ = [
     "build_point",
     "parse_floats",
     "option_message",
+    "without_options",
 ]
 
 #: exit statuses
@@ -229,6 +237,36 @@ def _root(
     """Exact high-dimensional learning curves of linear classifiers on Gaussian mixtures."""
 
 
+def without_options(*names: str) -> Any:
+    """Drop the point options ``names`` from a command built by :func:`point_options`.
+
+    Use it *between* ``@app.command()`` and ``@point_options``.  The command's signature
+    (hence ``--help`` and the parser) no longer has them, so giving one is the parser's
+    one-line error ``No such option`` (exit 2) instead of a value silently ignored; the
+    wrapped function receives them at their ``point_options`` default (a command that
+    replaces ``--alpha`` by ``--alphas`` sets the alpha it needs itself).
+    """
+    unknown = sorted(set(names) - set(PointOptions.option_names()))
+    if unknown:
+        raise TypeError(f"without_options: {unknown} are not point options")
+
+    def decorate(func: Any) -> Any:
+        sig = inspect.signature(func)
+        fixed = {n: sig.parameters[n].default for n in names}
+        params = [p for p in sig.parameters.values() if p.name not in fixed]
+
+        @functools.wraps(func)
+        def wrapper(**kwargs: Any) -> Any:
+            return func(**kwargs, **fixed)
+
+        del wrapper.__wrapped__  # typer must see the new signature
+        wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return wrapper
+
+    return decorate
+
+
 @app.command()
 @point_options
 def point(
@@ -342,6 +380,7 @@ def _make_out_dir(out: Path) -> Path:
 
 
 @app.command()
+@without_options("alpha")
 @point_options
 def curve(
     opts: PointOptions,
@@ -358,7 +397,7 @@ def curve(
 ) -> None:
     """Learning curve over alpha at fixed lam: writes DIR/curve.csv and DIR/curve.png.
 
-    Takes the options of ``point``; ``--alphas`` replaces ``--alpha``.
+    Takes the options of ``point`` except --alpha: ``--alphas`` replaces it.
     """
     grid = _parse_range("--alphas", alphas, positive=True)
     setup = build_point(opts, alpha=float(grid.max()))
@@ -382,6 +421,7 @@ def curve(
 
 
 @app.command("lambda-curve")
+@without_options("lam")
 @point_options
 def lambda_curve(
     opts: PointOptions,
@@ -398,7 +438,7 @@ def lambda_curve(
 ) -> None:
     """Errors over lambda at fixed alpha: writes DIR/lambda_curve.csv and .png.
 
-    Takes the options of ``point``; ``--lams`` replaces ``--lam``.
+    Takes the options of ``point`` except --lam: ``--lams`` replaces it.
     """
     grid = _parse_range("--lams", lams, positive=False)
     setup = build_point(opts, lam=float(grid.max()))
@@ -428,31 +468,37 @@ def _given(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
 
 
+LamMinOption = Annotated[
+    float,
+    typer.Option(
+        "--lam-min",
+        metavar="LAMBDA",
+        help="Lower end of the coarse search grid (> 0); the search goes two decades "
+        "below it while the test error still decreases there.",
+    ),
+]
+LamMaxOption = Annotated[
+    float,
+    typer.Option(
+        "--lam-max",
+        metavar="LAMBDA",
+        help="Upper end of the coarse search grid (> --lam-min); extended likewise (up to "
+        "1e8 while the test error still decreases by more than its accuracy).",
+    ),
+]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print one JSON object (machine-readable).")
+]
+
+
 @app.command("optimal-lambda")
+@without_options("lam")
 @point_options
 def optimal_lambda_command(
-    ctx: typer.Context,
     opts: PointOptions,
-    lam_min: Annotated[
-        float,
-        typer.Option(
-            "--lam-min",
-            metavar="LAMBDA",
-            help="Lower end of the coarse search grid (> 0); the search goes two decades "
-            "below it while the test error still decreases there.",
-        ),
-    ] = OPTIMAL_LAM_MIN,
-    lam_max: Annotated[
-        float,
-        typer.Option(
-            "--lam-max",
-            metavar="LAMBDA",
-            help="Upper end of the coarse search grid (> --lam-min); extended likewise.",
-        ),
-    ] = OPTIMAL_LAM_MAX,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print one JSON object (machine-readable).")
-    ] = False,
+    lam_min: LamMinOption = OPTIMAL_LAM_MIN,
+    lam_max: LamMaxOption = OPTIMAL_LAM_MAX,
+    json_out: JsonOption = False,
 ) -> None:
     """The penalty minimising the test error at one alpha, lambda* = argmin eps_g.
 
@@ -461,21 +507,17 @@ def optimal_lambda_command(
     log lambda.  When the test error decreases all the way to the smallest penalty
     solved, the optimum is the boundary lambda -> 0+ (basis pursuit for the lasso):
     lam_star is 0 and at_boundary true; the errors are those of the smallest penalty
-    solved (lam_min).  Likewise at_upper_bound (lam_star infinite, null in JSON).
+    solved (lam_min).  Likewise at_upper_bound (lam_star infinite, null in JSON) when it
+    decreases all the way to the largest penalty solved (lam_max).
     With --json: lam_star, at_boundary, at_upper_bound, lam_min, lam_max (smallest and
     largest penalty solved), derivative (d test_error / d lambda there),
     n_evaluations, search_message, then the keys of ``point --json`` at the returned
     fixed point (params.lam is its penalty).
     """
     from gaussmix.core.validation import check_real
-    from gaussmix.experiments.curves import optimal_lambda
+    from gaussmix.experiments.lambda_star import optimal_lambda
     from gaussmix.theory.problem import LAM_MAX
 
-    if _given(ctx, "lam"):
-        raise ValueError(
-            "--lam cannot be used with optimal-lambda (it searches lambda; set the search "
-            "interval with --lam-min and --lam-max)"
-        )
     lo = check_real("--lam-min", lam_min, low=0.0, low_open=True)
     hi = check_real("--lam-max", lam_max, low=lo, low_open=True, high=LAM_MAX)
     setup = build_point(opts, lam=hi)
@@ -487,6 +529,15 @@ def optimal_lambda_command(
         lam_bounds=(lo, hi),
         **setup.solve_kw,
     )
+    payload = _optimal_lambda_payload(setup, res)
+    if json_out:
+        typer.echo(json.dumps(finite_or_none(payload), allow_nan=False))
+    else:
+        _print_optimal_lambda(setup, res, payload)
+
+
+def _optimal_lambda_payload(setup: PointSetup, res: Any) -> dict:
+    """The ``optimal-lambda --json`` object of an :class:`OptimalLambdaResult`."""
     fp = res.result
     if fp is None or not fp.converged:
         raise ConvergenceError(
@@ -500,7 +551,7 @@ def optimal_lambda_command(
         "quadrature": fp.params.get("quadrature"),
         "version": __version__,
     }
-    payload = {
+    return {
         "lam_star": float(res.lam_star),
         "at_boundary": bool(res.at_boundary),
         "at_upper_bound": bool(res.at_upper_bound),
@@ -511,9 +562,10 @@ def optimal_lambda_command(
         "search_message": res.message,
         **point,
     }
-    if json_out:
-        typer.echo(json.dumps(finite_or_none(payload), allow_nan=False))
-        return
+
+
+def _print_optimal_lambda(setup: PointSetup, res: Any, point: dict) -> None:
+    """The human-readable report of ``optimal-lambda``."""
     if res.at_boundary:
         star = f"0+ (lambda -> 0+; errors at lambda = {res.lam_min:.3g}, the smallest solved)"
     elif res.at_upper_bound:
@@ -576,6 +628,7 @@ def _one_blas_thread() -> Iterator[None]:
 
 
 @app.command()
+@without_options("tol", "max_iter", "quad_order")
 @point_options
 def simulate(
     opts: PointOptions,
@@ -592,10 +645,10 @@ def simulate(
 ) -> None:
     """Finite-size ERM on samples of the mixture: errors averaged over seeds.
 
-    Takes the options of ``point`` (--tol, --max-iter and --quad-order set the theory
-    solver and are not used here: the ERM is solved exactly, to scikit-learn tolerances
-    of 1e-10).  Each seed realises the mixture at dimension --d, draws n = alpha d
-    training points and measures the test error exactly.  With --json, prints the keys
+    Takes the options of ``point`` except those of the theory solver (--tol, --max-iter,
+    --quad-order): the ERM is solved exactly, to scikit-learn tolerances of 1e-10.  Each
+    seed realises the mixture at dimension --d, draws n = alpha d training points and
+    measures the test error exactly.  With --json, prints the keys
     of ``point --json`` (means over seeds) plus <key>_se (standard errors).
     """
     from gaussmix.sweep.engine import check_simulation, simulation_payload
@@ -634,18 +687,22 @@ COMPARE_D = 1000
 COMPARE_SEEDS = 10
 
 
+AlphasOption = Annotated[
+    str,
+    typer.Option(
+        "--alphas",
+        metavar="[log:]START:STOP:NUM",
+        help="Sample complexities alpha = n/d (linear, or log-spaced with 'log:').",
+    ),
+]
+
+
 @app.command()
+@without_options("alpha")
 @point_options(lam=COMPARE_LAM)
 def compare(
     opts: PointOptions,
-    alphas: Annotated[
-        str,
-        typer.Option(
-            "--alphas",
-            metavar="[log:]START:STOP:NUM",
-            help="Sample complexities alpha = n/d (linear, or log-spaced with 'log:').",
-        ),
-    ] = COMPARE_ALPHAS,
+    alphas: AlphasOption = COMPARE_ALPHAS,
     d: DOption = COMPARE_D,
     seeds: Annotated[
         int, _seeds_option("Simulated instances per alpha (error bars: standard errors).")
@@ -657,29 +714,20 @@ def compare(
 ) -> None:
     """Theory learning curve against simulations: writes DIR/compare.csv and .png.
 
-    Takes the options of ``point`` (default --lam 0.1 here); ``--alphas`` replaces
-    ``--alpha``.  The theory (lines) is the fixed point at each alpha; each simulation
+    Takes the options of ``point`` except --alpha (default --lam 0.1 here); ``--alphas``
+    replaces it.  The theory (lines) is the fixed point at each alpha; each simulation
     (dots, error bars = standard error over --seeds) is ``gaussmix simulate`` at that
     alpha.  With no options: the K = 3 cross-entropy problem (Delta = 0.5, simplex
     means, lam = 0.1) at d = 1000 with 10 seeds per alpha, about a minute on 2 cores.
     CSV columns: the theory curve (alpha, lam, test_error, train_error, train_loss, ...)
     then sim_<key> and sim_<key>_se for each error, sim_converged, sim_d, sim_seeds.
     """
-    from tqdm.auto import tqdm
-
-    from gaussmix.figures.plotting import plot_comparison, save_figure
-    from gaussmix.sweep.engine import check_simulation, simulation_payload
+    import pandas as pd
 
     grid = _parse_range("--alphas", alphas, positive=True)
     setup = build_point(opts, alpha=float(grid.max()))
     _check_grid(setup, "--alphas", grid, "alpha")
-    check_simulation(setup, d=d, seeds=seeds, seed=seed)
-    setups = [setup.at(alpha=float(a)) for a in grid]
-    for a, s in zip(grid, setups):
-        try:
-            check_simulation(s, d=d, seeds=seeds, seed=seed)
-        except ValueError as exc:
-            raise ValueError(f"--alphas value {a:g}: {option_message(str(exc))}") from None
+    setups = _simulation_setups(setup, grid, d=d, seeds=seeds, seed=seed)
     out = _make_out_dir(out)
     theory = learning_curve(
         setup.mixture,
@@ -690,6 +738,45 @@ def compare(
         progress=not quiet,
         **setup.solve_kw,
     )
+    sims = _simulate_curve(setups, grid, d=d, seeds=seeds, seed=seed, jobs=jobs, quiet=quiet)
+    df = pd.concat([theory.reset_index(drop=True), sims], axis=1)
+    logx = alphas.startswith("log:")
+    paths = _write_comparison(df, out, setup.params, d=d, seeds=seeds, logx=logx)
+    _report_curve(df, paths)
+
+
+def _simulation_setups(
+    setup: PointSetup, grid: np.ndarray, *, d: int, seeds: int, seed: int
+) -> list[PointSetup]:
+    """The setup at each alpha of ``grid``, each checked for simulation (before any work)."""
+    from gaussmix.sweep.engine import check_simulation
+
+    check_simulation(setup, d=d, seeds=seeds, seed=seed)
+    setups = [setup.at(alpha=float(a)) for a in grid]
+    for a, s in zip(grid, setups):
+        try:
+            check_simulation(s, d=d, seeds=seeds, seed=seed)
+        except ValueError as exc:
+            raise ValueError(f"--alphas value {a:g}: {option_message(str(exc))}") from None
+    return setups
+
+
+def _simulate_curve(
+    setups: list[PointSetup],
+    grid: np.ndarray,
+    *,
+    d: int,
+    seeds: int,
+    seed: int,
+    jobs: int,
+    quiet: bool,
+) -> Any:
+    """The ``sim_*`` columns of ``compare``: one simulation per alpha, with a progress bar."""
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    from gaussmix.sweep.engine import simulation_payload
+
     sims = []
     with (
         _one_blas_thread(),
@@ -711,20 +798,25 @@ def compare(
             row.update(sim_converged=p["converged"], sim_d=d, sim_seeds=seeds)
             sims.append(row)
             bar.update(seeds)
-    import pandas as pd
+    return pd.DataFrame(sims)
 
-    df = pd.concat([theory.reset_index(drop=True), pd.DataFrame(sims)], axis=1)
+
+def _write_comparison(
+    df: Any, out: Path, params: dict, *, d: int, seeds: int, logx: bool
+) -> tuple[Path, Path]:
+    """``DIR/compare.csv`` and ``DIR/compare.png`` (log alpha axis for a 'log:' range)."""
+    from gaussmix.figures.plotting import plot_comparison, save_figure
+
     csv_path = out / "compare.csv"
     png_path = out / "compare.png"
     df.to_csv(csv_path, index=False)
-    pp = setup.params
     title = (
-        f"{pp['loss']}, K={pp['clusters']}, λ={pp['lam']:g}: theory (lines) vs "
+        f"{params['loss']}, K={params['clusters']}, λ={params['lam']:g}: theory (lines) vs "
         f"simulation (d={d}, {seeds} seeds)"
     )
-    fig = plot_comparison(df, title=title, logx=alphas.startswith("log:"))
+    fig = plot_comparison(df, title=title, logx=logx)
     save_figure(fig, png_path)
-    _report_curve(df, (csv_path, png_path))
+    return csv_path, png_path
 
 
 @app.command("sweep")
@@ -897,77 +989,90 @@ def _option_of(ctx: typer.Context, name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+FigureName = Annotated[
+    str,
+    typer.Argument(
+        metavar="NAME",
+        help="sparse-setup (Fig. 1 right: lasso sparsity and lambda* vs alpha) or "
+        "sparse-curves (Fig. 2: ridge vs lasso at lambda*, theory and simulation).",
+    ),
+]
+FigureAlphas = Annotated[
+    str | None,
+    typer.Option(
+        "--alphas",
+        metavar="[log:]START:STOP:NUM",
+        help="Theory grid of alpha = n/d [default: log:0.1:5:25 for sparse-setup, "
+        "log:0.1:3:20 for sparse-curves].",
+    ),
+]
+FigureLoss = Annotated[
+    str, typer.Option("--loss", metavar="square|logistic|hinge", help="Training loss.")
+]
+FigureSparsity = Annotated[
+    float,
+    typer.Option("--sparsity", metavar="RHO", help="Fraction of directions with means."),
+]
+FigureRatios = Annotated[
+    str,
+    typer.Option(
+        "--ratios",
+        metavar="r1,...",
+        help="sparse-setup: anisotropy ratios Delta1/Delta2, one curve each.",
+    ),
+]
+FigureDelta2 = Annotated[
+    float,
+    typer.Option("--delta2", metavar="D2", help="sparse-setup: variance off the support."),
+]
+FigureDelta1 = Annotated[
+    float,
+    typer.Option("--delta1", metavar="D1", help="sparse-curves: variance on the support."),
+]
+FigureDelta2s = Annotated[
+    str,
+    typer.Option(
+        "--delta2s",
+        metavar="d1,...",
+        help="sparse-curves: variances off the support, one colour each.",
+    ),
+]
+FigureSimulate = Annotated[
+    bool,
+    typer.Option(
+        "--simulate/--no-simulate",
+        help="sparse-curves: simulation dots (finite-size ERM); sparse-setup has none.",
+    ),
+]
+FigureSimAlphas = Annotated[
+    str,
+    typer.Option(
+        "--sim-alphas",
+        metavar="a1,...",
+        help="sparse-curves: simulated alphas (rounded to an even n = alpha d).",
+    ),
+]
+FigureSeeds = Annotated[
+    int, _seeds_option("sparse-curves: instances per simulated point (error bars).")
+]
+
+
 @app.command("figure")
 def figure_command(
     ctx: typer.Context,
-    name: Annotated[
-        str,
-        typer.Argument(
-            metavar="NAME",
-            help="sparse-setup (Fig. 1 right: lasso sparsity and lambda* vs alpha) or "
-            "sparse-curves (Fig. 2: ridge vs lasso at lambda*, theory and simulation).",
-        ),
-    ],
+    name: FigureName,
     out: OutOption = Path("gaussmix-out"),
-    alphas: Annotated[
-        str | None,
-        typer.Option(
-            "--alphas",
-            metavar="[log:]START:STOP:NUM",
-            help="Theory grid of alpha = n/d [default: log:0.1:5:25 for sparse-setup, "
-            "log:0.1:3:20 for sparse-curves].",
-        ),
-    ] = None,
-    loss: Annotated[
-        str, typer.Option("--loss", metavar="square|logistic|hinge", help="Training loss.")
-    ] = "square",
-    sparsity: Annotated[
-        float,
-        typer.Option("--sparsity", metavar="RHO", help="Fraction of directions with means."),
-    ] = 0.1,
-    ratios: Annotated[
-        str,
-        typer.Option(
-            "--ratios",
-            metavar="r1,...",
-            help="sparse-setup: anisotropy ratios Delta1/Delta2, one curve each.",
-        ),
-    ] = "1,0.1,0.01",
-    delta2: Annotated[
-        float,
-        typer.Option("--delta2", metavar="D2", help="sparse-setup: variance off the support."),
-    ] = 1.0,
-    delta1: Annotated[
-        float,
-        typer.Option("--delta1", metavar="D1", help="sparse-curves: variance on the support."),
-    ] = 0.1,
-    delta2s: Annotated[
-        str,
-        typer.Option(
-            "--delta2s",
-            metavar="d1,...",
-            help="sparse-curves: variances off the support, one colour each.",
-        ),
-    ] = "0.01,0.1,1,10",
-    simulate: Annotated[
-        bool,
-        typer.Option(
-            "--simulate/--no-simulate",
-            help="sparse-curves: simulation dots (finite-size ERM); sparse-setup has none.",
-        ),
-    ] = True,
-    sim_alphas: Annotated[
-        str,
-        typer.Option(
-            "--sim-alphas",
-            metavar="a1,...",
-            help="sparse-curves: simulated alphas (rounded to an even n = alpha d).",
-        ),
-    ] = "0.3,0.7,1.5,3",
+    alphas: FigureAlphas = None,
+    loss: FigureLoss = "square",
+    sparsity: FigureSparsity = 0.1,
+    ratios: FigureRatios = "1,0.1,0.01",
+    delta2: FigureDelta2 = 1.0,
+    delta1: FigureDelta1 = 0.1,
+    delta2s: FigureDelta2s = "0.01,0.1,1,10",
+    simulate: FigureSimulate = True,
+    sim_alphas: FigureSimAlphas = "0.3,0.7,1.5,3",
     d: DOption = 1000,
-    seeds: Annotated[
-        int, _seeds_option("sparse-curves: instances per simulated point (error bars).")
-    ] = 8,
+    seeds: FigureSeeds = 8,
     seed: SeedOption = 0,
     jobs: JobsOption = -1,
     quiet: QuietOption = False,
@@ -985,20 +1090,9 @@ def figure_command(
     with simulations (d = 1000, 8 seeds, square loss by coordinate descent) at four
     alphas.  About a minute on 2 cores (12 s with --no-simulate).
     """
-    from gaussmix.figures.sparse import FIGURES, validate_figure, write_figure
+    from gaussmix.figures.sparse import validate_figure, write_figure
 
-    if name not in FIGURES:
-        allowed = ", ".join(repr(n) for n in FIGURES)
-        raise ValueError(f"NAME must be one of {allowed}; got {name!r}")
-    for param, only in _FIGURE_ONLY.items():
-        if only != name and _given(ctx, param):
-            raise ValueError(f"{_option_of(ctx, param)} is only valid with figure {only}")
-    if name == "sparse-setup" and _given(ctx, "simulate") and simulate:
-        raise ValueError("--simulate is only valid with figure sparse-curves")
-    if name == "sparse-curves" and not simulate:
-        for param in _FIGURE_SIM:
-            if _given(ctx, param):
-                raise ValueError(f"{_option_of(ctx, param)} cannot be used with --no-simulate")
+    _check_figure_options(ctx, name, simulate)
     kw: dict[str, Any] = {"loss": loss, "sparsity": sparsity, "progress": not quiet}
     if alphas is not None:
         kw["alphas"] = _parse_range("--alphas", alphas, positive=True)
@@ -1019,6 +1113,24 @@ def figure_command(
     with _one_blas_thread() if kw.get("simulate") else contextlib.nullcontext():
         res = write_figure(name, out, **kw)
     _report_curve(res.data, (res.csv, res.png))
+
+
+def _check_figure_options(ctx: typer.Context, name: str, simulate: bool) -> None:
+    """The figure exists, and no option given on the command line is one it ignores."""
+    from gaussmix.figures.sparse import FIGURES
+
+    if name not in FIGURES:
+        allowed = ", ".join(repr(n) for n in FIGURES)
+        raise ValueError(f"NAME must be one of {allowed}; got {name!r}")
+    for param, only in _FIGURE_ONLY.items():
+        if only != name and _given(ctx, param):
+            raise ValueError(f"{_option_of(ctx, param)} is only valid with figure {only}")
+    if name == "sparse-setup" and _given(ctx, "simulate") and simulate:
+        raise ValueError("--simulate is only valid with figure sparse-curves")
+    if name == "sparse-curves" and not simulate:
+        for param in _FIGURE_SIM:
+            if _given(ctx, param):
+                raise ValueError(f"{_option_of(ctx, param)} cannot be used with --no-simulate")
 
 
 # ============================================================================ main

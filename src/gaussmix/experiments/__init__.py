@@ -3,15 +3,8 @@
 Each returns a tidy pandas table (or a small result object) ready to plot.
 """
 
-from .curves import (
-    OptimalLambdaResult,
-    d_test_error_d_lambda,
-    lambda_sweep,
-    learning_curve,
-    optimal_lambda,
-    optimal_lambda_curve,
-    parse_range,
-)
+from .curves import d_test_error_d_lambda, lambda_sweep, learning_curve, parse_range
+from .lambda_star import OptimalLambdaResult, optimal_lambda, optimal_lambda_curve
 
 __all__ = [
     "learning_curve",

@@ -1,18 +1,20 @@
 """Curves of fixed points: learning curves over alpha and sweeps over lambda.
 
 Both walk along the curve with warm starts (continuation) and return tidy pandas tables,
-one row per point.  :func:`optimal_lambda` searches ``argmin_lambda eps_g`` (detecting the
-boundary optimum ``lambda -> 0+``), :func:`optimal_lambda_curve` follows it along alpha, and
-:func:`d_test_error_d_lambda` differentiates ``eps_g`` with respect to lambda through the
-fixed point.  Sweeps over lambda run from large to small lambda (annealing, Appendix
-B numerical note 1) whatever the order asked for, then report in the order asked for.
+one row per point.  :func:`d_test_error_d_lambda` differentiates ``eps_g`` with respect to
+lambda through the fixed point.  Sweeps over lambda run from large to small lambda
+(annealing, Appendix B numerical note 1) whatever the order asked for, then report in the
+order asked for.
+The optimal penalty (``optimal_lambda``, ``optimal_lambda_curve``, ``OptimalLambdaResult``)
+lives in :mod:`gaussmix.experiments.lambda_star`; the names are still importable from
+here.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,22 +22,32 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from gaussmix.core.exceptions import ConvergenceError, ConvergenceWarning
-from gaussmix.core.validation import check_array, check_int, check_real
+from gaussmix.core.validation import check_array
 from gaussmix.theory.losses import Loss
 from gaussmix.theory.mixture import Mixture
 from gaussmix.theory.observables import test_accuracy
-from gaussmix.theory.problem import LAM_MAX, make_problem
+from gaussmix.theory.problem import make_problem
+from gaussmix.theory.quadrature import GaussHermite, default_rule
 from gaussmix.theory.solver import FixedPointResult, solve_problem
 
 __all__ = [
     "learning_curve",
     "lambda_sweep",
     "parse_range",
-    "optimal_lambda",
-    "optimal_lambda_curve",
-    "OptimalLambdaResult",
     "d_test_error_d_lambda",
 ]
+
+#: names that moved to :mod:`gaussmix.experiments.lambda_star` (imported on first use:
+#: that module imports this one)
+_MOVED = ("optimal_lambda", "optimal_lambda_curve", "OptimalLambdaResult")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        from . import lambda_star as _module
+
+        return getattr(_module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_range(spec: str, *, name: str = "alphas", log: bool | None = None) -> np.ndarray:
@@ -95,7 +107,18 @@ def _curve(
     desc: str,
     solve_kw: dict,
     l1_ratio: float | None = None,
+    carry_rule: bool = False,
 ) -> list[FixedPointResult | None]:
+    """Solve ``points`` in order, each warm-started from the previous ones.
+
+    With ``carry_rule`` (annealing in lambda: the channel integrand sharpens as lambda
+    decreases) each point starts from the quadrature rule its predecessor found accurate
+    (:func:`_next_start_rule`), so that its own refinements (at most ``max_refine``) go
+    beyond it instead of starting again from the default rule; not when the caller fixes
+    ``quadrature``.
+    """
+    kw = dict(solve_kw)
+    carry_rule = carry_rule and "quadrature" not in solve_kw
     results: list[FixedPointResult | None] = []
     done: list[tuple[float, FixedPointResult]] = []  # (curve parameter, result)
     history: dict = {}  # Anderson secant pairs (per quadrature rule) carried along the curve
@@ -108,7 +131,7 @@ def _curve(
         res: FixedPointResult | None = None
         for init in _warm_starts(done, param):
             try:
-                res = solve_problem(problem, init=init, throw=True, history=history, **solve_kw)
+                res = solve_problem(problem, init=init, throw=True, history=history, **kw)
                 break
             except ConvergenceError as exc:
                 res = None
@@ -122,8 +145,26 @@ def _curve(
             )
         else:
             done.append((param, res))
+            if carry_rule:
+                start = _next_start_rule(res, kw.get("quadrature") or default_rule(problem.dim))
+                if start is not None:
+                    kw["quadrature"] = start
         results.append(res)
     return results
+
+
+def _next_start_rule(res: FixedPointResult, base: GaussHermite) -> GaussHermite | None:
+    """The rule the next point of an annealing starts from: the last rule that ``res``'s
+    refinement (from ``base``) judged accurate, i.e. the one before the finest rule reached
+    (whose only role was to estimate the error), so that the rule grows only where a
+    point needed more than one refinement.  None for a closed-form channel."""
+    final = res.state.rule if res.state is not None else None
+    if res.params.get("quadrature") == "closed-form" or not isinstance(final, GaussHermite):
+        return None
+    prev, rule = base, base
+    while rule is not None and rule != final:
+        prev, rule = rule, rule.refined()
+    return prev if rule == final else base
 
 
 def _warm_starts(done: list, param: float) -> list:
@@ -213,8 +254,10 @@ def lambda_sweep(
 ) -> pd.DataFrame | tuple[pd.DataFrame, list]:
     """Theorem 2 errors at fixed ``alpha`` over penalty strengths ``lams``.
 
-    Solved from the largest to the smallest lambda with warm starts (annealing); the table
-    is in the order of ``lams``.
+    Solved from the largest to the smallest lambda with warm starts (annealing), each
+    point starting from the finest quadrature rule that the larger penalties needed (the
+    channel integrand sharpens as lambda decreases, towards the separable regime); the
+    table is in the order of ``lams``.
     """
     lv = check_array("lams", lams, shape=(None,), nonnegative=True)
     if lv.size == 0:
@@ -230,375 +273,13 @@ def lambda_sweep(
         desc="lambda",
         solve_kw=solve_kw,
         l1_ratio=l1_ratio,
+        carry_rule=True,
     )
     res: list = [None] * lv.size
     for i, r in zip(order, res_sorted):
         res[i] = r
     df = pd.DataFrame([_row(r, alpha=float(alpha), lam=float(lam)) for r, lam in zip(res, lv)])
     return (df, res) if return_results else df
-
-
-# --------------------------------------------------------------------------- optimal lambda
-@dataclass
-class OptimalLambdaResult:
-    """Result of :func:`optimal_lambda`: ``lambda* = argmin_lambda eps_g(alpha, lambda)``.
-
-    Attributes
-    ----------
-    lam_star : float
-        The optimal penalty strength; ``0.0`` when ``at_boundary`` (the optimum is the limit
-        ``lambda -> 0+``, basis pursuit for the lasso).
-    test_error : float
-        ``eps_g`` at ``lam_star`` (at ``lam_min`` when ``at_boundary``: the test error still
-        decreases, by less than ``flat_tol``, towards the ``lambda -> 0+`` limit).
-    at_boundary : bool
-        The test error decreases monotonically down to the smallest penalty solved
-        (``lam_min``, two decades below ``lam_bounds[0]`` by default): ``lambda* -> 0+``.
-    at_upper_bound : bool
-        The test error still decreases (or is flat within ``flat_tol``) at the largest
-        penalty solved (``lam_max``, two decades above ``lam_bounds[1]`` by default): the
-        optimum is ``lambda -> infinity`` (for ridge: the mean / Hebbian estimator) and
-        ``lam_star = inf``.
-    result : FixedPointResult or None
-        The fixed point at ``lam_star`` (at ``lam_min`` / ``lam_max`` at a boundary), solved
-        with the caller's solver options.
-    evaluations : pandas.DataFrame
-        Every fixed point of the search, in order: ``lam, test_error, train_error,
-        train_loss, nonzero_fraction, converged, stage`` (``'grid'``, ``'extend'``,
-        ``'refine'``, ``'final'``).
-    lam_min, lam_max : float
-        Smallest and largest penalty solved.
-    derivative : float
-        ``d eps_g / d lambda`` at the returned point, by implicit differentiation through the
-        fixed point (:func:`d_test_error_d_lambda`); ~0 at an interior optimum, > 0 at the
-        ``lambda -> 0+`` boundary.  NaN if not computed.
-    message : str
-    """
-
-    lam_star: float
-    test_error: float
-    at_boundary: bool
-    result: FixedPointResult | None
-    evaluations: pd.DataFrame
-    lam_min: float
-    at_upper_bound: bool = False
-    lam_max: float = float("nan")
-    derivative: float = float("nan")
-    message: str = ""
-    _fixed_points: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def n_evaluations(self) -> int:
-        """Number of fixed points solved."""
-        return int(len(self.evaluations))
-
-    def summary(self) -> dict:
-        """Scalar summary (a row of :func:`optimal_lambda_curve`)."""
-        r = self.result
-        get = (lambda k: getattr(r, k)) if r is not None else (lambda k: np.nan)
-        return {
-            "lam_star": self.lam_star,
-            "at_boundary": self.at_boundary,
-            "at_upper_bound": self.at_upper_bound,
-            "test_error": self.test_error,
-            "train_error": get("train_error"),
-            "train_loss": get("train_loss"),
-            "nonzero_fraction": get("nonzero_fraction"),
-            "l1_norm": get("l1_norm"),
-            "lam_min": self.lam_min,
-            "lam_max": self.lam_max,
-            "derivative": self.derivative,
-            "converged": bool(r is not None and r.converged),
-            "n_evaluations": self.n_evaluations,
-        }
-
-
-class _LambdaSearch:
-    """Fixed points at one ``alpha`` over penalty strengths, each warm-started from the
-    nearest solved penalty (or from the same penalty on a neighbouring curve point)."""
-
-    def __init__(
-        self,
-        mixture: Mixture,
-        loss: str | Loss,
-        alpha: float,
-        penalty: str,
-        l1_ratio: float | None,
-        solve_kw: dict,
-        warm: dict | None,
-    ) -> None:
-        self.mixture, self.loss, self.alpha = mixture, loss, alpha
-        self.penalty, self.l1_ratio = penalty, l1_ratio
-        self.solve_kw = solve_kw
-        self.warm = warm or {}
-        self.solved: dict[float, FixedPointResult] = {}
-        self.rows: list[dict] = []
-        self.history: dict = {}  # Anderson secant pairs carried from point to point
-
-    def _nearest(self, pool: dict, lam: float) -> tuple[float, FixedPointResult | None]:
-        if not pool:
-            return np.inf, None
-        keys = np.fromiter(pool.keys(), dtype=float)
-        dist = np.abs(np.log(keys / lam))
-        i = int(np.argmin(dist))
-        return float(dist[i]), pool[float(keys[i])]
-
-    def solve(self, lam: float, stage: str, kw: dict | None = None) -> FixedPointResult | None:
-        problem = make_problem(
-            self.mixture,
-            self.loss,
-            lam=lam,
-            alpha=self.alpha,
-            penalty=self.penalty,
-            l1_ratio=self.l1_ratio,
-        )
-        d_here, here = self._nearest(self.solved, lam)
-        d_warm, there = self._nearest(self.warm, lam)
-        starts = [here, there] if d_here <= min(d_warm, 0.05) else [there, here]
-        starts = [s for s in starts if s is not None] + [None]
-        kw = self.solve_kw if kw is None else kw
-        res = None
-        for init in starts:
-            try:
-                res = solve_problem(problem, init=init, throw=True, history=self.history, **kw)
-                break
-            except ConvergenceError:
-                res = None
-                self.history.clear()
-        if res is not None:
-            self.solved[lam] = res
-        self.rows.append(
-            {
-                "lam": lam,
-                "test_error": np.nan if res is None else res.test_error,
-                "train_error": np.nan if res is None else res.train_error,
-                "train_loss": np.nan if res is None else res.train_loss,
-                "nonzero_fraction": np.nan if res is None else res.nonzero_fraction,
-                "converged": res is not None,
-                "stage": stage,
-            }
-        )
-        return res
-
-    def error(self, lam: float, stage: str) -> float:
-        res = self.solve(lam, stage)
-        return np.inf if res is None else float(res.test_error)
-
-    def table(self) -> tuple[np.ndarray, np.ndarray]:
-        """Solved penalties (ascending) and their test errors."""
-        lams = np.array(sorted(self.solved))
-        return lams, np.array([self.solved[x].test_error for x in lams])
-
-
-def optimal_lambda(
-    mixture: Mixture,
-    loss: str | Loss,
-    *,
-    alpha: float,
-    penalty: str = "l2",
-    l1_ratio: float | None = None,
-    lam_bounds: tuple[float, float] = (1e-5, 1e2),
-    n_grid: int = 15,
-    extend: int = 2,
-    xtol: float = 1e-3,
-    flat_tol: float = 1e-9,
-    search_tol: float = 1e-10,
-    derivative: bool = True,
-    init: dict | None = None,
-    **solve_kw: Any,
-) -> OptimalLambdaResult:
-    """The penalty strength minimising the test error, ``lambda* = argmin eps_g(alpha, .)``.
-
-    1. A coarse log grid of ``n_grid`` penalties in ``lam_bounds``, solved from the largest
-       to the smallest with warm starts (annealing, Appendix B note 1).
-    2. If the best grid point is an end of the grid, the grid is extended by factors of 10
-       (``extend`` times) beyond it.  If the test error is still (weakly, within
-       ``flat_tol``) smallest at the smallest penalty solved, the optimum is the boundary
-       ``lambda -> 0+`` (basis pursuit for the lasso): ``at_boundary=True``,
-       ``lam_star=0.0`` — not the grid edge.  Symmetrically ``at_upper_bound`` and
-       ``lam_star=inf`` at the top.
-    3. Otherwise a bounded scalar minimisation (Brent, ``scipy.optimize.minimize_scalar``)
-       on ``log lambda`` between the neighbours of the best point, to ``xtol`` in
-       ``log lambda``, each fixed point warm-started from the nearest solved one.
-
-    Parameters
-    ----------
-    mixture, loss, alpha, penalty, l1_ratio
-        As in :func:`gaussmix.solve`.
-    lam_bounds : (float, float)
-        Search interval ``0 < lo < hi``.
-    n_grid : int
-        Points of the coarse grid (>= 3).
-    extend : int
-        Decades added beyond an edge of the grid when the best point is there (>= 0).
-    xtol : float
-        Tolerance on ``log lambda*``.
-    flat_tol : float
-        Test errors within ``flat_tol`` are treated as equal (boundary detection).
-    search_tol : float
-        Fixed-point tolerance during the search (the test error must be accurate to well
-        below ``flat_tol``).  The search solves without quadrature refinement, with the
-        rule ``solve_kw['quadrature']`` if given (the default rule otherwise); for the
-        logistic loss deep in the separable regime (tiny lambda) pass a finer rule, e.g.
-        ``quadrature=GaussHermite(256)``.
-    derivative : bool
-        Also compute ``d eps_g / d lambda`` at the answer (:func:`d_test_error_d_lambda`).
-    init : dict, optional
-        ``{lam: FixedPointResult}`` at a neighbouring ``alpha`` (warm starts along a curve).
-    **solve_kw
-        Options of the final solve at ``lam_star`` (``tol``, ``quadrature``,
-        ``estimate_error``, ...).
-
-    Returns
-    -------
-    OptimalLambdaResult
-    """
-    from scipy.optimize import minimize_scalar
-
-    try:
-        lo, hi = (float(v) for v in lam_bounds)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"lam_bounds must be a pair of floats, got {lam_bounds!r}") from exc
-    lo = check_real("lam_bounds[0]", lo, low=0.0, low_open=True)
-    hi = check_real("lam_bounds[1]", hi, low=lo, low_open=True, high=LAM_MAX)
-    n_grid = check_int("n_grid", n_grid, low=3)
-    extend = check_int("extend", extend, low=0, high=10)
-    xtol = check_real("xtol", xtol, low=0.0, low_open=True)
-    flat_tol = check_real("flat_tol", flat_tol, low=0.0)
-    search_tol = check_real("search_tol", search_tol, low=0.0, low_open=True)
-    # validate everything else once, at the door
-    make_problem(mixture, loss, lam=hi, alpha=alpha, penalty=penalty, l1_ratio=l1_ratio)
-    # the search uses one fixed quadrature rule (a smooth error curve in lambda); the final
-    # point gets the caller's options (error estimate and refinement by default)
-    keep = ("quadrature", "max_iter", "anderson", "damping")
-    search_kw = {k: v for k, v in solve_kw.items() if k in keep}
-    search_kw.update(tol=min(search_tol, solve_kw.get("tol", search_tol)), estimate_error=False)
-    search = _LambdaSearch(mixture, loss, float(alpha), penalty, l1_ratio, search_kw, init)
-    for lam in np.geomspace(hi, lo, n_grid):
-        search.solve(float(lam), "grid")
-    lams, errs = search.table()
-    if lams.size == 0:
-        raise ConvergenceError(
-            f"no fixed point on the lambda grid [{lo:g}, {hi:g}] at alpha={alpha:g}"
-        )
-    # extend beyond an edge while the best point sits there
-    for _ in range(extend):
-        k = int(np.argmin(errs))
-        if k == 0 and lams[0] <= lo * (1 + 1e-12):
-            search.solve(float(lams[0] / 10.0), "extend")
-        elif k == lams.size - 1 and lams[-1] >= hi * (1 - 1e-12) and lams[-1] * 10 <= LAM_MAX:
-            search.solve(float(lams[-1] * 10.0), "extend")
-        else:
-            break
-        lams, errs = search.table()
-    emin = float(np.min(errs))
-    k = int(np.argmin(errs))
-    lam_min = float(lams[0])
-    at_boundary = bool(errs[0] <= emin + flat_tol and lams[0] < lo)
-    at_upper = bool(not at_boundary and errs[-1] <= emin + flat_tol and lams[-1] > hi)
-    if at_boundary:
-        lam_best = lam_min
-        message = (
-            f"the test error decreases down to lambda = {lam_min:.3g} (the smallest penalty "
-            "solved): the optimum is the boundary lambda -> 0+"
-        )
-    elif at_upper:
-        lam_best = float(lams[-1])
-        message = (
-            f"the test error decreases up to lambda = {lam_best:.3g} (the largest penalty "
-            "solved): the optimum is the boundary lambda -> infinity"
-        )
-    else:
-        a = lams[max(k - 1, 0)]
-        b = lams[min(k + 1, lams.size - 1)]
-        opt = minimize_scalar(
-            lambda u: search.error(float(np.exp(u)), "refine"),
-            bounds=(float(np.log(a)), float(np.log(b))),
-            method="bounded",
-            options={"xatol": xtol},
-        )
-        lams, errs = search.table()
-        k = int(np.argmin(errs))
-        lam_best = float(lams[k])
-        message = f"interior optimum ({opt.nfev} refinement steps)"
-    final = search.solve(lam_best, "final", solve_kw)
-    d = np.nan
-    if derivative and final is not None:
-        try:
-            d = d_test_error_d_lambda(final)
-        except (FloatingPointError, np.linalg.LinAlgError, ValueError):
-            d = np.nan
-    return OptimalLambdaResult(
-        lam_star=0.0 if at_boundary else (np.inf if at_upper else lam_best),
-        test_error=np.nan if final is None else float(final.test_error),
-        at_boundary=at_boundary,
-        result=final,
-        evaluations=pd.DataFrame(search.rows),
-        lam_min=lam_min,
-        at_upper_bound=at_upper,
-        lam_max=float(lams[-1]),
-        derivative=float(d),
-        message=message,
-        _fixed_points=dict(search.solved),
-    )
-
-
-def optimal_lambda_curve(
-    mixture: Mixture,
-    loss: str | Loss,
-    alphas: Sequence[float] | np.ndarray,
-    *,
-    penalty: str = "l2",
-    l1_ratio: float | None = None,
-    progress: bool = False,
-    return_results: bool = False,
-    **kw: Any,
-) -> pd.DataFrame | tuple[pd.DataFrame, list]:
-    """Optimal-penalty learning curve: :func:`optimal_lambda` at each ``alpha``.
-
-    Every search is warm-started from the fixed points of the previous ``alpha`` at the
-    same penalties.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``alpha, lam_star, at_boundary, at_upper_bound, test_error, train_error,
-        train_loss, nonzero_fraction, l1_norm, lam_min, lam_max, derivative, converged,
-        n_evaluations`` (``lam_star = 0`` where the optimum is ``lambda -> 0+``, ``inf``
-        where it is ``lambda -> infinity``).  With
-        ``return_results`` also the list of :class:`OptimalLambdaResult`.
-    """
-    a = check_array("alphas", alphas, shape=(None,), positive=True)
-    if a.size == 0:
-        raise ValueError("alphas must not be empty")
-    rows, out = [], []
-    warm: dict | None = None
-    for alpha in tqdm(a, desc="alpha", disable=not progress, leave=False):
-        try:
-            res = optimal_lambda(
-                mixture,
-                loss,
-                alpha=float(alpha),
-                penalty=penalty,
-                l1_ratio=l1_ratio,
-                init=warm,
-                **kw,
-            )
-        except ConvergenceError as exc:
-            warnings.warn(
-                f"no optimal lambda at alpha={alpha:g}: {exc}; reported as NaN",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
-            res = None
-        if res is None:
-            rows.append({"alpha": float(alpha), "lam_star": np.nan, "converged": False})
-        else:
-            rows.append({"alpha": float(alpha), **res.summary()})
-            warm = res._fixed_points
-        out.append(res)
-    df = pd.DataFrame(rows)
-    return (df, out) if return_results else df
 
 
 def d_test_error_d_lambda(result: FixedPointResult, *, rel_step: float = 1e-6) -> float:

@@ -36,7 +36,7 @@ from matplotlib.lines import Line2D
 from tqdm.auto import tqdm
 
 from gaussmix.core.validation import check_array, check_choice, check_int, check_real
-from gaussmix.experiments.curves import OptimalLambdaResult, optimal_lambda_curve
+from gaussmix.experiments.lambda_star import OptimalLambdaResult, optimal_lambda_curve
 from gaussmix.simulate.simulation import simulate as run_simulation
 from gaussmix.theory.mixture import Mixture
 
@@ -275,73 +275,90 @@ def plot_sparse_setup(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     df = _check_df(df, cols)
     fig, axes = _new_figure((4.8, 5.4), 2, 1, sharex=True)
     ax_nz, ax_lam = axes[:, 0]
-    ratios = list(dict.fromkeys(df["ratio"].tolist()))
-    colours = _colours(len(ratios))
-    n_low = n_high = 0  # rows of boundary markers drawn so far (stacked, not overlapping)
     with mpl.rc_context(STYLE):
-        for ratio, colour in zip(ratios, colours):
-            g = df[df["ratio"] == ratio].sort_values("alpha", kind="stable")
-            alpha = g["alpha"].to_numpy(dtype=float)
-            label = rf"$\Delta_1/\Delta_2 = {_fmt(ratio)}$"
-            ax_nz.plot(alpha, g["nonzero_fraction"].to_numpy(dtype=float), "-", color=colour)
-            low = g["at_boundary"].to_numpy(dtype=bool)
-            high = (
-                g["at_upper_bound"].to_numpy(dtype=bool)
-                if "at_upper_bound" in g.columns
-                else np.zeros(alpha.size, dtype=bool)
-            )
-            lam = g["lam_star"].to_numpy(dtype=float).copy()
-            lam[low | high | ~np.isfinite(lam) | (lam <= 0)] = np.nan
-            ax_lam.plot(alpha, lam, "-", color=colour, label=label)
-            _boundary_markers(ax_lam, alpha[low], 0.03 + 0.045 * n_low, colour, "v")
-            _boundary_markers(ax_lam, alpha[high], 0.97 - 0.045 * n_high, colour, "^")
-            n_low += bool(low.any())
-            n_high += bool(high.any())
-        any_low, any_high = n_low > 0, n_high > 0
-        if "sparsity" in df.columns and df["sparsity"].nunique() == 1:
-            rho = float(df["sparsity"].iloc[0])
-            ax_nz.axhline(rho, color="0.5", linestyle=":", linewidth=1.0)
-            ax_nz.annotate(
-                rf"$\rho = {_fmt(rho)}$",
-                xy=(1.0, rho),
-                xycoords=ax_nz.get_yaxis_transform(),
-                xytext=(-2, -2),
-                textcoords="offset points",
-                ha="right",
-                va="top",
-                color="0.4",
-                fontsize=STYLE["legend.fontsize"],
-            )
-        ax_nz.set_ylabel(r"fraction of non-zero weights")
-        ax_nz.set_ylim(bottom=0.0)
-        ax_lam.set_ylabel(r"optimal penalty $\lambda^*$")
-        finite = df["lam_star"].to_numpy(dtype=float)
-        if np.any(np.isfinite(finite) & (finite > 0)):
-            ax_lam.set_yscale("log")
-        ax_lam.set_xlabel(AXIS_LABELS["alpha"])
-        alpha_all = df["alpha"].to_numpy(dtype=float)
-        if np.all(alpha_all > 0) and alpha_all.max() / alpha_all.min() > 5:
-            ax_lam.set_xscale("log")
-        for ax in (ax_nz, ax_lam):
-            ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
-        handles, labels = ax_lam.get_legend_handles_labels()
-        size = STYLE["lines.markersize"] + 1.5
-        if any_low:
-            handles.append(
-                Line2D([], [], linestyle="none", marker="v", color="0.3", markersize=size)
-            )
-            labels.append(r"$\lambda^* \to 0^+$ (basis pursuit)")
-        if any_high:
-            handles.append(
-                Line2D([], [], linestyle="none", marker="^", color="0.3", markersize=size)
-            )
-            labels.append(r"$\lambda^* \to \infty$")
-        ax_lam.legend(handles, labels, loc="best")
+        any_low, any_high = _draw_setup_curves(ax_nz, ax_lam, df)
+        _draw_sparsity_line(ax_nz, df)
+        _setup_axes(ax_nz, ax_lam, df)
+        _setup_legend(ax_lam, any_low, any_high)
         if title is None:
             title = _setup_title(df)
         if title:
             fig.suptitle(title, fontsize=STYLE["axes.titlesize"])
     return fig
+
+
+def _draw_setup_curves(ax_nz: Axes, ax_lam: Axes, df: pd.DataFrame) -> tuple[bool, bool]:
+    """One colour per ratio: non-zero fraction, interior ``lambda*``, and boundary markers
+    (stacked rows, not overlapping).  Whether any ``lambda* -> 0+`` / ``infinity``."""
+    ratios = list(dict.fromkeys(df["ratio"].tolist()))
+    n_low = n_high = 0  # rows of boundary markers drawn so far
+    for ratio, colour in zip(ratios, _colours(len(ratios))):
+        g = df[df["ratio"] == ratio].sort_values("alpha", kind="stable")
+        alpha = g["alpha"].to_numpy(dtype=float)
+        label = rf"$\Delta_1/\Delta_2 = {_fmt(ratio)}$"
+        ax_nz.plot(alpha, g["nonzero_fraction"].to_numpy(dtype=float), "-", color=colour)
+        low = g["at_boundary"].to_numpy(dtype=bool)
+        high = (
+            g["at_upper_bound"].to_numpy(dtype=bool)
+            if "at_upper_bound" in g.columns
+            else np.zeros(alpha.size, dtype=bool)
+        )
+        lam = g["lam_star"].to_numpy(dtype=float).copy()
+        lam[low | high | ~np.isfinite(lam) | (lam <= 0)] = np.nan
+        ax_lam.plot(alpha, lam, "-", color=colour, label=label)
+        _boundary_markers(ax_lam, alpha[low], 0.03 + 0.045 * n_low, colour, "v")
+        _boundary_markers(ax_lam, alpha[high], 0.97 - 0.045 * n_high, colour, "^")
+        n_low += bool(low.any())
+        n_high += bool(high.any())
+    return n_low > 0, n_high > 0
+
+
+def _draw_sparsity_line(ax_nz: Axes, df: pd.DataFrame) -> None:
+    """The dotted line at the sparsity ``rho`` of the means (when there is one)."""
+    if "sparsity" not in df.columns or df["sparsity"].nunique() != 1:
+        return
+    rho = float(df["sparsity"].iloc[0])
+    ax_nz.axhline(rho, color="0.5", linestyle=":", linewidth=1.0)
+    ax_nz.annotate(
+        rf"$\rho = {_fmt(rho)}$",
+        xy=(1.0, rho),
+        xycoords=ax_nz.get_yaxis_transform(),
+        xytext=(-2, -2),
+        textcoords="offset points",
+        ha="right",
+        va="top",
+        color="0.4",
+        fontsize=STYLE["legend.fontsize"],
+    )
+
+
+def _setup_axes(ax_nz: Axes, ax_lam: Axes, df: pd.DataFrame) -> None:
+    """Labels, scales (log ``lambda*`` when any is finite, log alpha over > 5x), grids."""
+    ax_nz.set_ylabel(r"fraction of non-zero weights")
+    ax_nz.set_ylim(bottom=0.0)
+    ax_lam.set_ylabel(r"optimal penalty $\lambda^*$")
+    finite = df["lam_star"].to_numpy(dtype=float)
+    if np.any(np.isfinite(finite) & (finite > 0)):
+        ax_lam.set_yscale("log")
+    ax_lam.set_xlabel(AXIS_LABELS["alpha"])
+    alpha_all = df["alpha"].to_numpy(dtype=float)
+    if np.all(alpha_all > 0) and alpha_all.max() / alpha_all.min() > 5:
+        ax_lam.set_xscale("log")
+    for ax in (ax_nz, ax_lam):
+        ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
+
+
+def _setup_legend(ax_lam: Axes, any_low: bool, any_high: bool) -> None:
+    """The ratios, plus the boundary markers that were drawn."""
+    handles, labels = ax_lam.get_legend_handles_labels()
+    size = STYLE["lines.markersize"] + 1.5
+    if any_low:
+        handles.append(Line2D([], [], linestyle="none", marker="v", color="0.3", markersize=size))
+        labels.append(r"$\lambda^* \to 0^+$ (basis pursuit)")
+    if any_high:
+        handles.append(Line2D([], [], linestyle="none", marker="^", color="0.3", markersize=size))
+        labels.append(r"$\lambda^* \to \infty$")
+    ax_lam.legend(handles, labels, loc="best")
 
 
 def _setup_title(df: pd.DataFrame) -> str:
@@ -369,13 +386,14 @@ SIM_COLUMNS = (
 
 
 def _simulation_lambda(res: OptimalLambdaResult, penalty: str, tol: float) -> float:
-    """The penalty at which a point of the lambda* curve is simulated.
+    """The penalty at which a point of the lambda* curve is simulated (``sim_lam``).
 
     ``lambda*`` itself when it is interior (the smallest / largest penalty solved when the
     optimum is ``lambda -> 0+`` / ``infinity``).  For the lasso below
-    :data:`LASSO_SIM_LAM_MIN` (near basis pursuit, where coordinate descent stalls): the
-    largest penalty of the search, at least ``lambda*``, whose theory test error and
-    training loss are both within ``tol`` of those at ``lambda*``.
+    :data:`LASSO_SIM_LAM_MIN` (basis pursuit and its neighbourhood, where coordinate
+    descent needs minutes and stops early): the largest penalty of the search, at least
+    ``lambda*``, whose theory test error and training loss are both within ``tol``
+    (``sim_tol`` of :func:`sparse_curves`) of those at ``lambda*``.
     """
     r = res.result
     lam = float(r.params["lam"]) if r is not None else float(res.lam_star)
@@ -412,7 +430,8 @@ def sparse_curves(
     For each ``Delta2`` of ``delta2s`` and each penalty (``'l2'``, ``'l1'``) the optimal
     penalty ``lambda*(alpha)`` is followed along ``alphas`` and the test error and
     training loss there are reported; at ``sim_alphas`` the same estimator is also fitted
-    on ``seeds`` finite instances of dimension ``simulate_d`` (:func:`gaussmix.simulate.simulate`).
+    on ``seeds`` finite instances of dimension ``simulate_d`` (:func:`gaussmix.simulate.simulate`)
+    at the penalty ``sim_lam`` of :func:`_simulation_lambda` (``lambda*``, or near it).
 
     Parameters
     ----------
@@ -437,11 +456,10 @@ def sparse_curves(
         joblib workers over seeds (results do not depend on it).
     sim_tol : float
         Tolerance on the theory errors when a lasso point is simulated at a larger penalty
-        than ``lambda*`` (see below).
+        than ``lambda*`` (see :func:`_simulation_lambda`).
     erm_tol : float, optional
         Tolerance of the finite-size solver (default: that of
-        :func:`gaussmix.simulate.fit_erm`; 1e-5 is ample for logistic + lasso, whose saga
-        fits are slow).
+        :func:`gaussmix.simulate.fit_erm`; 1e-5 is ample for logistic + lasso).
     progress : bool
         Progress bars (stderr).
     **search_kw
@@ -451,42 +469,35 @@ def sparse_curves(
     -------
     pandas.DataFrame
         One row per ``(delta2, penalty, alpha)``: ``alpha, delta2, penalty, delta1, ratio,
-        sparsity, loss, lam_star, at_boundary, at_upper_bound, test_error, train_error,
-        train_loss, nonzero_fraction, l1_norm, lam_min, lam_max, converged`` and the
-        simulation columns ``sim_alpha, sim_lam, sim_test_error, sim_test_error_se,
-        sim_train_loss, sim_train_loss_se, sim_nonzero_fraction, sim_converged, sim_d,
-        sim_seeds`` (NaN except at the simulated alphas).
-
-    Notes
-    -----
-    The penalty simulated (``sim_lam``) is ``lambda*``, except at the boundaries: when
-    the optimum is ``lambda -> 0+`` (``lam_star = 0``) or ``lambda -> infinity``
-    (``lam_star = inf``), the smallest or largest penalty solved; and for the lasso
-    below ``lambda = 0.05`` (basis pursuit and its neighbourhood, where coordinate
-    descent needs minutes and stops early), the largest penalty of the search whose
-    theory test error and training loss both lie within ``sim_tol`` of those at
-    ``lambda*``.
+        sparsity, loss,`` the columns of :func:`gaussmix.optimal_lambda_curve` (``lam_star,
+        at_boundary, at_upper_bound, test_error, train_error, train_loss, nonzero_fraction,
+        l1_norm, lam_min, lam_max, converged``) and :data:`SIM_COLUMNS` (NaN except at the
+        simulated alphas).
     """
-    v = _curves_args(
-        alphas,
-        delta2s,
-        sparsity,
-        delta1,
-        loss,
-        simulate,
-        sim_alphas,
-        simulate_d,
-        seeds,
-        seed,
-        n_jobs,
-        sim_tol,
-        erm_tol,
-        progress,
-    )
-    grid, dd, sp, d1, loss, simulate, sim_a, d, seeds, seed, n_jobs, sim_tol, progress = v
-    mixtures = [Mixture.sparse(sp, d1, float(x)) for x in dd]
+    # _curves_args takes the parameters of this function by name (as validate_figure does)
+    checked = _curves_args(**{k: v for k, v in locals().items() if k != "search_kw"})
+    grid, dd, sp, d1, loss, simulate, sim_a, d, seeds, seed, n_jobs, sim_tol, progress = checked
+    frames = _theory_frames(grid, dd, sp, d1, loss, progress, search_kw)
+    if simulate:
+        sim = {"d": d, "seeds": seeds, "seed": seed, "n_jobs": n_jobs, "erm_tol": erm_tol}
+        _simulate_frames(frames, sim_a, loss, sim, sim_tol=sim_tol, progress=progress)
+    return pd.concat([f[0] for f in frames], ignore_index=True)
+
+
+def _theory_frames(
+    grid: np.ndarray,
+    delta2s: np.ndarray,
+    sparsity: float,
+    delta1: float,
+    loss: str,
+    progress: bool,
+    search_kw: dict,
+) -> list[tuple[pd.DataFrame, list, Mixture]]:
+    """For each ``(Delta2, penalty)``: its rows (``sim_*`` columns empty), the
+    :class:`OptimalLambdaResult` at each alpha, and the mixture."""
+    mixtures = [Mixture.sparse(sparsity, delta1, float(x)) for x in delta2s]
     frames = []
-    jobs = [(float(x), mix, pen) for x, mix in zip(dd, mixtures) for pen in ("l2", "l1")]
+    jobs = [(float(x), mix, pen) for x, mix in zip(delta2s, mixtures) for pen in ("l2", "l1")]
     for d2, mix, pen in tqdm(jobs, desc="sparse-curves", disable=not progress, unit="curve"):
         df, res = optimal_lambda_curve(
             mix, loss, grid, penalty=pen, progress=progress, return_results=True, **search_kw
@@ -495,59 +506,77 @@ def sparse_curves(
             df,
             delta2=d2,
             penalty=pen,
-            delta1=d1,
-            ratio=d1 / d2,
-            sparsity=sp,
+            delta1=delta1,
+            ratio=delta1 / d2,
+            sparsity=sparsity,
             loss=loss,
         )
         for c in SIM_COLUMNS:
             rows[c] = np.nan
         rows["sim_converged"] = pd.array([pd.NA] * len(rows), dtype="boolean")
         frames.append((rows, res, mix))
-    if simulate:
-        total = sum(int(np.isin(rows["alpha"], sim_a).sum()) for rows, _, _ in frames)
-        with tqdm(
-            total=total * seeds,
-            desc=f"simulate d={d}",
-            unit="seed",
-            disable=not progress,
-        ) as bar:
-            for rows, res, mix in frames:
-                pen = str(rows["penalty"].iloc[0])
-                for i in np.flatnonzero(np.isin(rows["alpha"].to_numpy(), sim_a)):
-                    r = res[i]
-                    if r is None or r.result is None:
-                        bar.update(seeds)
-                        continue
+    return frames
+
+
+def _simulate_frames(
+    frames: list, sim_alphas: np.ndarray, loss: str, sim: dict, *, sim_tol: float, progress: bool
+) -> None:
+    """Fill the ``sim_*`` columns of ``frames`` at ``sim_alphas`` (in place).
+
+    ``sim`` holds ``d, seeds, seed, n_jobs, erm_tol``."""
+    seeds = sim["seeds"]
+    total = sum(int(np.isin(rows["alpha"], sim_alphas).sum()) for rows, _, _ in frames)
+    with tqdm(
+        total=total * seeds,
+        desc=f"simulate d={sim['d']}",
+        unit="seed",
+        disable=not progress,
+    ) as bar:
+        for rows, res, mix in frames:
+            pen = str(rows["penalty"].iloc[0])
+            for i in np.flatnonzero(np.isin(rows["alpha"].to_numpy(), sim_alphas)):
+                r = res[i]
+                if r is not None and r.result is not None:
                     lam = _simulation_lambda(r, pen, sim_tol)
                     alpha = float(rows["alpha"].iloc[i])
                     bar.set_postfix_str(f"{pen}, Δ2={rows['delta2'].iloc[i]:g}, α={alpha:.3g}")
-                    s = run_simulation(
-                        mix,
-                        loss=loss,
-                        lam=lam,
-                        alpha=alpha,
-                        d=d,
-                        seeds=seeds,
-                        seed=seed,
-                        penalty=pen,
-                        n_jobs=n_jobs,
-                        tol=erm_tol,
-                    )
-                    idx = rows.index[i]
-                    rows.loc[idx, "sim_alpha"] = alpha
-                    rows.loc[idx, "sim_lam"] = lam
-                    for key in ("test_error", "train_loss"):
-                        rows.loc[idx, f"sim_{key}"] = s.mean[key]
-                        rows.loc[idx, f"sim_{key}_se"] = s.se[key]
-                    rows.loc[idx, "sim_nonzero_fraction"] = (
-                        s.mean["nonzero_fraction"] if pen != "l2" else 1.0
-                    )
-                    rows.loc[idx, "sim_converged"] = s.converged
-                    rows.loc[idx, "sim_d"] = d
-                    rows.loc[idx, "sim_seeds"] = seeds
-                    bar.update(seeds)
-    return pd.concat([f[0] for f in frames], ignore_index=True)
+                    _simulate_row(rows, rows.index[i], mix, loss, pen, lam, alpha, sim)
+                bar.update(seeds)
+
+
+def _simulate_row(
+    rows: pd.DataFrame,
+    idx: Any,
+    mix: Mixture,
+    loss: str,
+    pen: str,
+    lam: float,
+    alpha: float,
+    sim: dict,
+) -> None:
+    """Simulate one point and write its ``sim_*`` columns into ``rows.loc[idx]``."""
+    d, seeds = sim["d"], sim["seeds"]
+    s = run_simulation(
+        mix,
+        loss=loss,
+        lam=lam,
+        alpha=alpha,
+        d=d,
+        seeds=seeds,
+        seed=sim["seed"],
+        penalty=pen,
+        n_jobs=sim["n_jobs"],
+        tol=sim["erm_tol"],
+    )
+    rows.loc[idx, "sim_alpha"] = alpha
+    rows.loc[idx, "sim_lam"] = lam
+    for key in ("test_error", "train_loss"):
+        rows.loc[idx, f"sim_{key}"] = s.mean[key]
+        rows.loc[idx, f"sim_{key}_se"] = s.se[key]
+    rows.loc[idx, "sim_nonzero_fraction"] = s.mean["nonzero_fraction"] if pen != "l2" else 1.0
+    rows.loc[idx, "sim_converged"] = s.converged
+    rows.loc[idx, "sim_d"] = d
+    rows.loc[idx, "sim_seeds"] = seeds
 
 
 def _curves_args(
@@ -594,6 +623,10 @@ def _curves_args(
     return grid, dd, sp, d1, loss, simulate, sim_a, d, seeds, seed, n_jobs, sim_tol, progress
 
 
+#: penalty -> (line style, simulation marker, marker face; None: filled)
+_CURVE_STYLES = {"l2": ("--", "s", "none"), "l1": ("-", "o", None)}
+
+
 def plot_sparse_curves(
     df: pd.DataFrame, *, title: str | None = None, logx: bool = False
 ) -> Figure:
@@ -609,87 +642,107 @@ def plot_sparse_curves(
     ax_err, ax_loss = axes[0]
     delta2s = list(dict.fromkeys(df["delta2"].tolist()))
     colours = _colours(len(delta2s))
-    styles = {"l2": ("--", "s", "none"), "l1": ("-", "o", None)}
-    sims = False
     with mpl.rc_context(STYLE):
+        sims = False
         for d2, colour in zip(delta2s, colours):
-            for pen, (ls, marker, face) in styles.items():
+            for pen in _CURVE_STYLES:
                 g = df[(df["delta2"] == d2) & (df["penalty"] == pen)]
-                if g.empty:
-                    continue
-                g = g.sort_values("alpha", kind="stable")
-                alpha = g["alpha"].to_numpy(dtype=float)
-                for ax, key in ((ax_err, "test_error"), (ax_loss, "train_loss")):
-                    ax.plot(alpha, g[key].to_numpy(dtype=float), ls, color=colour)
-                    col = f"sim_{key}"
-                    if col not in g.columns:
-                        continue
-                    s = g[np.isfinite(g[col].to_numpy(dtype=float))]
-                    if s.empty:
-                        continue
-                    sims = True
-                    se = f"{col}_se"
-                    yerr = s[se].to_numpy(dtype=float) if se in s.columns else None
-                    x = s["sim_alpha"] if "sim_alpha" in s.columns else s["alpha"]
-                    ax.errorbar(
-                        x.to_numpy(dtype=float),
-                        s[col].to_numpy(dtype=float),
-                        yerr=yerr,
-                        fmt=marker,
-                        color=colour,
-                        mfc=face if face is not None else colour,
-                        capsize=STYLE["errorbar.capsize"],
-                        markersize=STYLE["lines.markersize"] + 0.5,
-                    )
-        ax_err.set_ylabel(r"test error $\varepsilon_g$")
-        ax_loss.set_ylabel(r"training loss $\varepsilon_\ell$")
-        for ax in (ax_err, ax_loss):
-            ax.set_xlabel(AXIS_LABELS["alpha"])
-            if logx:
-                ax.set_xscale("log")
-            ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
-        ax_err.set_title(r"classification error at $\lambda^*$")
-        ax_loss.set_title(r"training loss at $\lambda^*$")
-        d1 = float(df["delta1"].iloc[0]) if "delta1" in df.columns else None
-        handles = [
-            Line2D(
-                [],
-                [],
-                color=c,
-                label=rf"$\Delta_2 = {_fmt(d2)}$"
-                + (rf" ($\Delta_1/\Delta_2 = {_fmt(d1 / d2)}$)" if d1 is not None else ""),
-            )
-            for d2, c in zip(delta2s, colours)
-        ]
-        present = [p for p in styles if (df["penalty"] == p).any()]
-        for pen in present:
-            ls, marker, face = styles[pen]
-            handles.append(
-                Line2D(
-                    [],
-                    [],
-                    color="0.2",
-                    linestyle=ls,
-                    marker=marker if sims else None,
-                    mfc=face if face is not None else "0.2",
-                    label=PENALTY_NAMES[pen],
-                )
-            )
-        if sims:
-            d = df["sim_d"].dropna()
-            n_seeds = df["sim_seeds"].dropna()
-            what = "dots: simulation"
-            if not d.empty:
-                what += f", $d = {int(d.iloc[0])}$"
-            if not n_seeds.empty:
-                what += f", {int(n_seeds.iloc[0])} seeds"
-            handles.append(Line2D([], [], linestyle="none", label=what))
-        fig.legend(handles=handles, loc="outside right center", frameon=False)
+                if not g.empty:
+                    sims |= _draw_penalty_curves(ax_err, ax_loss, g, pen, colour)
+        _curves_axes(ax_err, ax_loss, logx)
+        fig.legend(
+            handles=_curves_legend(df, delta2s, colours, sims),
+            loc="outside right center",
+            frameon=False,
+        )
         if title is None:
             title = _curves_title(df)
         if title:
             fig.suptitle(title, fontsize=STYLE["axes.titlesize"])
     return fig
+
+
+def _draw_penalty_curves(ax_err: Axes, ax_loss: Axes, g: pd.DataFrame, pen: str, colour) -> bool:
+    """The theory lines of one ``(Delta2, penalty)`` and its simulation dots with error
+    bars; whether any simulation was drawn."""
+    ls, marker, face = _CURVE_STYLES[pen]
+    g = g.sort_values("alpha", kind="stable")
+    alpha = g["alpha"].to_numpy(dtype=float)
+    sims = False
+    for ax, key in ((ax_err, "test_error"), (ax_loss, "train_loss")):
+        ax.plot(alpha, g[key].to_numpy(dtype=float), ls, color=colour)
+        col = f"sim_{key}"
+        if col not in g.columns:
+            continue
+        s = g[np.isfinite(g[col].to_numpy(dtype=float))]
+        if s.empty:
+            continue
+        sims = True
+        se = f"{col}_se"
+        yerr = s[se].to_numpy(dtype=float) if se in s.columns else None
+        x = s["sim_alpha"] if "sim_alpha" in s.columns else s["alpha"]
+        ax.errorbar(
+            x.to_numpy(dtype=float),
+            s[col].to_numpy(dtype=float),
+            yerr=yerr,
+            fmt=marker,
+            color=colour,
+            mfc=face if face is not None else colour,
+            capsize=STYLE["errorbar.capsize"],
+            markersize=STYLE["lines.markersize"] + 0.5,
+        )
+    return sims
+
+
+def _curves_axes(ax_err: Axes, ax_loss: Axes, logx: bool) -> None:
+    ax_err.set_ylabel(r"test error $\varepsilon_g$")
+    ax_loss.set_ylabel(r"training loss $\varepsilon_\ell$")
+    for ax in (ax_err, ax_loss):
+        ax.set_xlabel(AXIS_LABELS["alpha"])
+        if logx:
+            ax.set_xscale("log")
+        ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
+    ax_err.set_title(r"classification error at $\lambda^*$")
+    ax_loss.set_title(r"training loss at $\lambda^*$")
+
+
+def _curves_legend(df: pd.DataFrame, delta2s: list, colours: list, sims: bool) -> list:
+    """Handles: one colour per ``Delta2``, one line style per penalty, what dots are."""
+    d1 = float(df["delta1"].iloc[0]) if "delta1" in df.columns else None
+    handles = [
+        Line2D(
+            [],
+            [],
+            color=c,
+            label=rf"$\Delta_2 = {_fmt(d2)}$"
+            + (rf" ($\Delta_1/\Delta_2 = {_fmt(d1 / d2)}$)" if d1 is not None else ""),
+        )
+        for d2, c in zip(delta2s, colours)
+    ]
+    present = [p for p in _CURVE_STYLES if (df["penalty"] == p).any()]
+    for pen in present:
+        ls, marker, face = _CURVE_STYLES[pen]
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color="0.2",
+                linestyle=ls,
+                marker=marker if sims else None,
+                mfc=face if face is not None else "0.2",
+                label=PENALTY_NAMES[pen],
+            )
+        )
+    if sims:
+        d = df["sim_d"].dropna()
+        n_seeds = df["sim_seeds"].dropna()
+        what = "dots: simulation"
+        if not d.empty:
+            what += f", $d = {int(d.iloc[0])}$"
+        if not n_seeds.empty:
+            what += f", {int(n_seeds.iloc[0])} seeds"
+        handles.append(Line2D([], [], linestyle="none", label=what))
+    return handles
 
 
 def _curves_title(df: pd.DataFrame) -> str:

@@ -576,6 +576,20 @@ def _iterate(
     T: FixedPointMap,
     x0: np.ndarray,
     anderson: AndersonState,
+    **kw: Any,
+) -> IterationOutcome:
+    """:func:`_iterate_checked` with numpy's floating-point warnings off: a trial state far
+    from the fixed point (an Anderson extrapolation) can overflow inside the map, and its
+    image is then rejected by the explicit finiteness test, not reported as a
+    RuntimeWarning."""
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        return _iterate_checked(T, x0, anderson, **kw)
+
+
+def _iterate_checked(
+    T: FixedPointMap,
+    x0: np.ndarray,
+    anderson: AndersonState,
     *,
     tol: float,
     max_iter: int,
@@ -588,9 +602,9 @@ def _iterate(
 
     On convergence (``max |T(x) - x| / max(1, |x|) < tol``) the image ``T(x)`` is returned,
     or ``x`` itself with ``return_image=False`` (whose channel moments the map remembers).
-    A failing map evaluation retreats half-way to the previous iterate with half the
-    damping; an extrapolation that diverges or leaves the cone of valid states drops the
-    history; a damped step that leaves the cone is shortened.
+    A failing map evaluation, or a non-finite image, retreats half-way to the previous
+    iterate with half the damping; an extrapolation that diverges or leaves the cone of
+    valid states drops the history; a damped step that leaves the cone is shortened.
     """
     K, L = T.K, T.L
     S = IterationStatus
@@ -617,6 +631,12 @@ def _iterate(
         if callback is not None:
             callback(it, res)
         if not np.isfinite(res):
+            if last is not None:  # a step from a finite image overflowed: retreat from it
+                x = last[0] + 0.5 * beta * (last[1] - last[0])
+                state = state.cleared()
+                last = None
+                beta *= 0.5
+                continue
             msg = "NaN or infinite order parameters"
             return IterationOutcome(x, it, res, S.NON_FINITE, msg, state)
         if last is not None:
