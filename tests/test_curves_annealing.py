@@ -3,6 +3,7 @@ the README's sweep warned about its integration error at small lambda)."""
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -38,8 +39,7 @@ def test_the_rule_grows_only_where_a_point_needed_it() -> None:
     res = gm.solve(MIX3, "cross-entropy", lam=1.0, alpha=2.0)
 
     def at(rule):
-        res._state = (res._state[0], rule, res._state[2])
-        return res
+        return dataclasses.replace(res, state=dataclasses.replace(res.state, rule=rule))
 
     assert _next_start_rule(at(base), base) == base  # no refinement
     assert _next_start_rule(at(r1), base) == base  # one refinement: accurate at base

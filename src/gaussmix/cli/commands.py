@@ -85,8 +85,7 @@ from gaussmix.core.exceptions import ConvergenceError, GaussmixError
 from gaussmix.core.jsonio import finite_or_none
 from gaussmix.core.validation import check_array
 from gaussmix.core.version import __version__
-from gaussmix.experiments.curves import lambda_sweep, learning_curve, parse_range
-from gaussmix.theory.solver import solve
+from gaussmix.theory.outputs import simulated_keys
 
 from .options import (
     PointOptions,
@@ -113,6 +112,26 @@ __all__ = [
     "option_message",
     "without_options",
 ]
+
+
+def _lazy(module: str, name: str) -> Any:
+    """``module.name``, imported when first called: ``gaussmix --help`` and option errors
+    do not pay for the solver's start-up (scipy, numba, pandas)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"``{module}.{name}``, imported on first use."
+    return call
+
+
+solve = _lazy("gaussmix.theory.solver", "solve")
+lambda_sweep = _lazy("gaussmix.experiments", "lambda_sweep")
+learning_curve = _lazy("gaussmix.experiments", "learning_curve")
+parse_range = _lazy("gaussmix.experiments", "parse_range")
 
 #: exit statuses
 EXIT_ERROR = 1
@@ -308,7 +327,7 @@ def point(
         ("integration_error", f"{payload['integration_error']:.2g}"),
         ("b", _fmt(payload["b"])),
     ]
-    if setup.penalty != "l2":
+    if setup.problem.penalty_spec.sparse:
         rows.insert(4, ("nonzero_fraction", payload["nonzero_fraction"]))
     typer.echo(_describe(setup.params))
     for name, value in rows:
@@ -579,7 +598,7 @@ def _print_optimal_lambda(setup: PointSetup, res: Any, point: dict) -> None:
         ("train_error", point["train_error"]),
         ("train_loss", point["train_loss"]),
     ]
-    if setup.penalty != "l2":
+    if setup.problem.penalty_spec.sparse:
         rows.append(("nonzero_fraction", point["nonzero_fraction"]))
     rows += [
         ("d test_error/d lam", f"{res.derivative:.3g}"),
@@ -651,7 +670,7 @@ def simulate(
     measures the test error exactly.  With --json, prints the keys
     of ``point --json`` (means over seeds) plus <key>_se (standard errors).
     """
-    from gaussmix.sweep.engine import check_simulation, simulation_payload
+    from gaussmix.sweep import check_simulation, simulation_payload
 
     setup = build_point(opts)
     check_simulation(setup, d=d, seeds=seeds, seed=seed)
@@ -665,9 +684,8 @@ def simulate(
         return
     p = payload["params"]
     typer.echo(f"{_describe(setup.params)}; d={d}, n={p['n']}, {seeds} seeds (seed {seed})")
-    keys = ["test_error", "train_error", "train_loss"]
-    if setup.penalty != "l2" and "nonzero_fraction_se" in payload:
-        keys.append("nonzero_fraction")
+    sparse = setup.problem.penalty_spec.sparse
+    keys = [k for k in simulated_keys(sparse) if f"{k}_se" in payload]
     for key in keys:
         se = payload[f"{key}_se"]
         err = f" ± {se:.2g}" if math.isfinite(se) else ""
@@ -749,7 +767,7 @@ def _simulation_setups(
     setup: PointSetup, grid: np.ndarray, *, d: int, seeds: int, seed: int
 ) -> list[PointSetup]:
     """The setup at each alpha of ``grid``, each checked for simulation (before any work)."""
-    from gaussmix.sweep.engine import check_simulation
+    from gaussmix.sweep import check_simulation
 
     check_simulation(setup, d=d, seeds=seeds, seed=seed)
     setups = [setup.at(alpha=float(a)) for a in grid]
@@ -773,19 +791,18 @@ def _simulate_curve(
 ) -> Any:
     """The ``sim_*`` columns of ``compare``: one simulation per alpha, with a progress bar."""
     import pandas as pd
-    from tqdm.auto import tqdm
 
-    from gaussmix.sweep.engine import simulation_payload
+    from gaussmix.core.progress import progress_bar
+    from gaussmix.sweep import simulation_payload
 
     sims = []
     with (
         _one_blas_thread(),
-        tqdm(
+        progress_bar(
             total=len(grid) * seeds,
             desc=f"simulate d={d}",
             unit="seed",
-            disable=quiet,
-            file=sys.stderr,
+            enabled=not quiet,
         ) as bar,
     ):
         for a, s in zip(grid, setups):

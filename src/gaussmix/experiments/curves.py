@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from gaussmix.core.exceptions import ConvergenceError, ConvergenceWarning
+from gaussmix.core.progress import progress_bar
 from gaussmix.core.validation import check_array
 from gaussmix.theory.losses import Loss
 from gaussmix.theory.mixture import Mixture
@@ -123,7 +123,7 @@ def _curve(
     done: list[tuple[float, FixedPointResult]] = []  # (curve parameter, result)
     history: dict = {}  # Anderson secant pairs (per quadrature rule) carried along the curve
     last: Exception | None = None
-    for lam, alpha in tqdm(points, desc=desc, disable=not progress, leave=False):
+    for lam, alpha in progress_bar(points, desc=desc, enabled=progress, leave=False):
         problem = make_problem(
             mixture, loss, lam=lam, alpha=alpha, penalty=penalty, l1_ratio=l1_ratio
         )

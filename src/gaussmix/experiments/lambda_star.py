@@ -26,12 +26,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from gaussmix.core.exceptions import ConvergenceError, ConvergenceWarning, IntegrationWarning
+from gaussmix.core.progress import progress_bar
 from gaussmix.core.validation import check_array, check_int, check_real
 from gaussmix.theory.losses import Loss
 from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.penalties import make_penalty
 from gaussmix.theory.problem import LAM_MAX, Problem, make_problem
 from gaussmix.theory.solver import FixedPointResult, solve_problem
 
@@ -166,6 +167,9 @@ class _LambdaSearch:
         self.mixture, self.loss, self.alpha = mixture, loss, alpha
         self.resolution = resolution  # test errors closer than this count as equal
         self.penalty, self.l1_ratio = penalty, l1_ratio
+        # penalties whose W* has exact zeros (lasso, elastic net) reach W* = 0 at a finite
+        # lambda: their search keeps the absolute tolerance
+        self.penalty_spec = make_penalty(penalty, l1_ratio)
         self.solve_kw = solve_kw
         self.warm = warm or {}
         self.solved: dict[float, FixedPointResult] = {}
@@ -210,7 +214,7 @@ class _LambdaSearch:
         problem = self.problem(lam)
         kw = self.solve_kw if kw is None else kw
         res = self._solve_from(problem, self._starts(lam), kw)
-        relative = res is not None and self.penalty == "l2"
+        relative = res is not None and not self.penalty_spec.sparse
         tight = _relative_kw(res, kw, self.resolution) if relative else None
         if tight is not None:
             # the solver's tolerance is absolute: re-solve (cheaply, from the fixed point)
@@ -247,7 +251,7 @@ class _LambdaSearch:
         if lam not in self._accuracy:
             res = self.solved[lam]
             kw = {**self.solve_kw, "estimate_error": True, "auto_refine": False}
-            if self.penalty == "l2":
+            if not self.penalty_spec.sparse:
                 kw = _relative_kw(res, kw, self.resolution) or kw
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", IntegrationWarning)  # the estimate is the point
@@ -514,7 +518,7 @@ def optimal_lambda_curve(
         raise ValueError("alphas must not be empty")
     rows, out = [], []
     warm: dict | None = None
-    for alpha in tqdm(a, desc="alpha", disable=not progress, leave=False):
+    for alpha in progress_bar(a, desc="alpha", enabled=progress, leave=False):
         try:
             res = optimal_lambda(
                 mixture,

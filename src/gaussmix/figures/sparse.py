@@ -33,12 +33,14 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from tqdm.auto import tqdm
 
+from gaussmix.core.progress import progress_bar
 from gaussmix.core.validation import check_array, check_choice, check_int, check_real
 from gaussmix.experiments.lambda_star import OptimalLambdaResult, optimal_lambda_curve
 from gaussmix.simulate.simulation import simulate as run_simulation
+from gaussmix.theory.losses import get_loss
 from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.penalties import make_penalty
 
 from .plotting import AXIS_LABELS, STYLE, save_figure
 
@@ -219,8 +221,8 @@ def sparse_setup(
         alphas, ratios, sparsity, delta2, loss, progress
     )
     frames = []
-    for ratio, mix in tqdm(
-        list(zip(r, mixtures)), desc="sparse-setup", disable=not progress, unit="curve"
+    for ratio, mix in progress_bar(
+        list(zip(r, mixtures)), desc="sparse-setup", enabled=progress, unit="curve"
     ):
         df = optimal_lambda_curve(mix, loss, a, penalty="l1", progress=progress, **search_kw)
         frames.append(
@@ -397,7 +399,7 @@ def _simulation_lambda(res: OptimalLambdaResult, penalty: str, tol: float) -> fl
     """
     r = res.result
     lam = float(r.params["lam"]) if r is not None else float(res.lam_star)
-    if penalty == "l2" or lam >= LASSO_SIM_LAM_MIN:
+    if not make_penalty(penalty).sparse or lam >= LASSO_SIM_LAM_MIN:
         return lam
     ev = res.evaluations
     ev = ev[ev["converged"] & (ev["lam"] >= lam)]
@@ -498,7 +500,7 @@ def _theory_frames(
     mixtures = [Mixture.sparse(sparsity, delta1, float(x)) for x in delta2s]
     frames = []
     jobs = [(float(x), mix, pen) for x, mix in zip(delta2s, mixtures) for pen in ("l2", "l1")]
-    for d2, mix, pen in tqdm(jobs, desc="sparse-curves", disable=not progress, unit="curve"):
+    for d2, mix, pen in progress_bar(jobs, desc="sparse-curves", enabled=progress, unit="curve"):
         df, res = optimal_lambda_curve(
             mix, loss, grid, penalty=pen, progress=progress, return_results=True, **search_kw
         )
@@ -526,11 +528,11 @@ def _simulate_frames(
     ``sim`` holds ``d, seeds, seed, n_jobs, erm_tol``."""
     seeds = sim["seeds"]
     total = sum(int(np.isin(rows["alpha"], sim_alphas).sum()) for rows, _, _ in frames)
-    with tqdm(
+    with progress_bar(
         total=total * seeds,
         desc=f"simulate d={sim['d']}",
         unit="seed",
-        disable=not progress,
+        enabled=progress,
     ) as bar:
         for rows, res, mix in frames:
             pen = str(rows["penalty"].iloc[0])
@@ -573,7 +575,8 @@ def _simulate_row(
     for key in ("test_error", "train_loss"):
         rows.loc[idx, f"sim_{key}"] = s.mean[key]
         rows.loc[idx, f"sim_{key}_se"] = s.se[key]
-    rows.loc[idx, "sim_nonzero_fraction"] = s.mean["nonzero_fraction"] if pen != "l2" else 1.0
+    sparse = make_penalty(pen).sparse
+    rows.loc[idx, "sim_nonzero_fraction"] = s.mean["nonzero_fraction"] if sparse else 1.0
     rows.loc[idx, "sim_converged"] = s.converged
     rows.loc[idx, "sim_d"] = d
     rows.loc[idx, "sim_seeds"] = seeds
@@ -614,8 +617,10 @@ def _curves_args(
         n_jobs = check_int("n_jobs", n_jobs)
         if n_jobs == 0:
             raise ValueError("n_jobs must be a non-zero integer (joblib convention), got 0")
-        if loss == "hinge":
-            raise ValueError("loss='hinge' has no lasso simulation; use simulate=False")
+        try:
+            get_loss(loss).check_simulation_penalty(make_penalty("l1"))
+        except ValueError as exc:
+            raise ValueError(f"{exc}; or use simulate=False") from None
         sim_a = np.unique([simulation_alpha(x, d) for x in _alphas("sim_alphas", sim_alphas)])
         grid = np.unique(np.concatenate([grid, sim_a]))
     for x in dd:

@@ -224,40 +224,7 @@ def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
         variances = mixture.sigma.T.copy()
         info["directions"] = [1] * j
     else:
-        nj = largest_remainder(mixture.weights, d)
-        if np.any(nj == 0):
-            warnings.warn(
-                f"at d={d}, atoms {np.flatnonzero(nj == 0).tolist()} of the spectral law get no "
-                "direction (weights too small); the realised law differs from the mixture's",
-                FiniteSizeWarning,
-                stacklevel=2,
-            )
-        means = np.empty((k, d))
-        variances = np.empty((k, d))
-        start = 0
-        for jj, n_j in enumerate(nj.tolist()):
-            sl = slice(start, start + n_j)
-            start += n_j
-            variances[:, sl] = mixture.sigma[jj][:, None]
-            if n_j == 0:
-                continue
-            A = _psd_factor(mixture.theta[jj])
-            r = A.shape[1]
-            if r == 0:
-                means[:, sl] = 0.0
-                continue
-            G = rng.standard_normal((n_j, r))
-            if n_j >= r:
-                G = G @ _inv_sqrt(G.T @ G / n_j)
-            else:
-                warnings.warn(
-                    f"atom {jj} has {n_j} directions at d={d}, fewer than the rank {r} of its "
-                    "mean second moment: it is not realised exactly",
-                    FiniteSizeWarning,
-                    stacklevel=2,
-                )
-            means[:, sl] = (G @ A.T).T / np.sqrt(d)
-        info["directions"] = nj.tolist()
+        means, variances, info["directions"] = _realise_atoms(mixture, d, rng)
     return Instance(
         means=np.ascontiguousarray(means),
         variances=np.ascontiguousarray(variances),
@@ -265,6 +232,49 @@ def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
         labels=mixture.labels,
         info=info,
     )
+
+
+def _realise_atoms(
+    mixture: Mixture, d: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Means and variances (K, d) of a spectral law with Gaussian mean components: atom
+    ``j`` gets ``n_j`` directions (largest remainder), its mean components whitened so that
+    their empirical second moment is exactly ``theta[j]``; and the ``n_j``."""
+    k = mixture.n_clusters
+    nj = largest_remainder(mixture.weights, d)
+    if np.any(nj == 0):
+        warnings.warn(
+            f"at d={d}, atoms {np.flatnonzero(nj == 0).tolist()} of the spectral law get no "
+            "direction (weights too small); the realised law differs from the mixture's",
+            FiniteSizeWarning,
+            stacklevel=3,
+        )
+    means = np.empty((k, d))
+    variances = np.empty((k, d))
+    start = 0
+    for jj, n_j in enumerate(nj.tolist()):
+        sl = slice(start, start + n_j)
+        start += n_j
+        variances[:, sl] = mixture.sigma[jj][:, None]
+        if n_j == 0:
+            continue
+        A = _psd_factor(mixture.theta[jj])
+        r = A.shape[1]
+        if r == 0:
+            means[:, sl] = 0.0
+            continue
+        G = rng.standard_normal((n_j, r))
+        if n_j >= r:
+            G = G @ _inv_sqrt(G.T @ G / n_j)
+        else:
+            warnings.warn(
+                f"atom {jj} has {n_j} directions at d={d}, fewer than the rank {r} of its "
+                "mean second moment: it is not realised exactly",
+                FiniteSizeWarning,
+                stacklevel=3,
+            )
+        means[:, sl] = (G @ A.T).T / np.sqrt(d)
+    return means, variances, nj.tolist()
 
 
 def _inv_sqrt(s: np.ndarray) -> np.ndarray:
@@ -350,23 +360,10 @@ def fit_erm(
     ``info['kkt_residual']`` is the largest violation of the stationarity conditions of
     eq. ERM divided by ``n`` (NaN for the hinge loss).
     """
-    loss_obj = get_loss(loss)
-    pen = make_penalty(penalty, l1_ratio).canonical()
-    lm = _as_labelmap(labels)
-    loss_obj.check_labels(lm)
-    X = np.asarray(X, dtype=float)
-    if X.ndim != 2:
-        raise ValueError(f"X must have shape (n, d), got {X.shape}")
-    n, d = X.shape
-    cid = np.asarray(cluster_ids)
-    if cid.shape != (n,) or not np.issubdtype(cid.dtype, np.integer):
-        raise ValueError(f"cluster_ids must be {n} integers, got shape {cid.shape}")
-    if cid.min() < 0 or cid.max() >= lm.n_clusters:
-        raise ValueError(f"cluster_ids must lie in 0..{lm.n_clusters - 1}")
-    lam_v = check_real("lam", lam, low=0.0)
-    if lam_v == 0.0:
-        _check_zero_lam(loss_obj, pen, n, d)
-    loss_obj.check_simulation_penalty(pen)
+    loss_obj, pen, lm, X, cid, lam_v = _fit_inputs(
+        X, labels, cluster_ids, loss, penalty, lam, l1_ratio
+    )
+    d = X.shape[1]
     Y = lm.labels[cid]
     Xs = np.ascontiguousarray(X / np.sqrt(d))
     L = lm.dim
@@ -387,6 +384,31 @@ def fit_erm(
     if return_info:
         return W, b, info
     return W, b
+
+
+def _fit_inputs(
+    X: Any, labels: Any, cluster_ids: Any, loss: Any, penalty: Any, lam: Any, l1_ratio: Any
+) -> tuple[Loss, Penalty, LabelMap, np.ndarray, np.ndarray, float]:
+    """The validated arguments of :func:`fit_erm` (the loss's and penalty's declarations,
+    labels, data shapes, ``lam``)."""
+    loss_obj = get_loss(loss)
+    pen = make_penalty(penalty, l1_ratio).canonical()
+    lm = _as_labelmap(labels)
+    loss_obj.check_labels(lm)
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise ValueError(f"X must have shape (n, d), got {X.shape}")
+    n, d = X.shape
+    cid = np.asarray(cluster_ids)
+    if cid.shape != (n,) or not np.issubdtype(cid.dtype, np.integer):
+        raise ValueError(f"cluster_ids must be {n} integers, got shape {cid.shape}")
+    if cid.min() < 0 or cid.max() >= lm.n_clusters:
+        raise ValueError(f"cluster_ids must lie in 0..{lm.n_clusters - 1}")
+    lam_v = check_real("lam", lam, low=0.0)
+    if lam_v == 0.0:
+        _check_zero_lam(loss_obj, pen, n, d)
+    loss_obj.check_simulation_penalty(pen)
+    return loss_obj, pen, lm, X, cid, lam_v
 
 
 def _check_zero_lam(loss: Loss, pen: Penalty, n: int, d: int) -> None:
@@ -771,7 +793,7 @@ def simulate(
     n_jobs : int
         joblib workers over seeds (1: serial).
     progress : bool
-        Show a tqdm progress bar over seeds.
+        Show a progress bar over seeds (on a terminal: :mod:`gaussmix.core.progress`).
     test_samples : int, optional
         Also estimate the test error on this many fresh samples (Monte-Carlo cross-check).
     tol, max_iter : optional
@@ -815,33 +837,39 @@ def simulate(
         "tol": tol,
         "max_iter": max_iter,
     }
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    results = _run_seeds(
+        mixture, children, kw, n_jobs=p["n_jobs"], progress=progress, desc=f"simulate d={p['d']}"
+    )
+    return _aggregate(results, p)
 
-        bar = tqdm(total=p["seeds"], desc=f"simulate d={p['d']}", unit="seed")
-    try:
-        if p["n_jobs"] == 1:
-            results = []
-            for child in children:
-                results.append(_one_seed(mixture, child, **kw))
-                if bar is not None:
-                    bar.update()
+
+def _run_seeds(
+    mixture: Mixture,
+    children: list[np.random.SeedSequence],
+    kw: dict[str, Any],
+    *,
+    n_jobs: int,
+    progress: bool,
+    desc: str,
+) -> list[dict[str, Any]]:
+    """One :func:`_one_seed` per child seed, in this process (``n_jobs = 1``) or on joblib
+    workers, in seed order, with a progress bar over seeds."""
+    from gaussmix.core.progress import progress_bar
+
+    with progress_bar(total=len(children), desc=desc, unit="seed", enabled=progress) as bar:
+        if n_jobs == 1:
+            gen: Any = (_one_seed(mixture, child, **kw) for child in children)
         else:
             from joblib import Parallel, delayed
 
-            gen = Parallel(n_jobs=p["n_jobs"], return_as="generator")(
+            gen = Parallel(n_jobs=n_jobs, return_as="generator")(
                 delayed(_one_seed)(mixture, child, **kw) for child in children
             )
-            results = []
-            for res in gen:
-                results.append(res)
-                if bar is not None:
-                    bar.update()
-    finally:
-        if bar is not None:
-            bar.close()
-    return _aggregate(results, p)
+        results = []
+        for res in gen:
+            results.append(res)
+            bar.update()
+    return results
 
 
 def _aggregate(results: list[dict[str, Any]], params: dict[str, Any]) -> SimulationResult:
