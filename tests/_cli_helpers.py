@@ -10,9 +10,17 @@ import json
 from gaussmix.cli.commands import main
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    """Run ``gaussmix *args`` in-process; return (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
+class _Terminal(io.StringIO):
+    """A captured stream that says it is a terminal (progress bars are drawn only there)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def run(*args: str, tty: bool = False) -> tuple[int, str, str]:
+    """Run ``gaussmix *args`` in-process; return (exit status, stdout, stderr).  With
+    ``tty=True`` stderr behaves as a terminal."""
+    out, err = io.StringIO(), (_Terminal() if tty else io.StringIO())
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(args))
     return code, out.getvalue(), err.getvalue()

@@ -227,12 +227,13 @@ def test_curve_writes_csv_and_png(tmp_path: Path) -> None:
 
 
 def test_lambda_curve_writes_csv_and_png_with_progress(tmp_path: Path) -> None:
-    code, out, err = run(
-        "lambda-curve", "--lams", "log:0.1:1:3", "--loss", "logistic", "--out", str(tmp_path)
-    )
+    args = ("lambda-curve", "--lams", "log:0.1:1:3", "--loss", "logistic", "--out")
+    code, out, err = run(*args, str(tmp_path), tty=True)
     assert code == 0, err
-    assert "lambda:" in err and "/3" in err  # the progress bar goes to stderr...
+    assert "lambda:" in err and "/3" in err  # the progress bar goes to a terminal's stderr...
     assert "it/s" not in out  # ...never to stdout
+    code, out, err = run(*args, str(tmp_path / "piped"))
+    assert code == 0 and err == "" and "it/s" not in out  # and is not drawn off a terminal
     df = pd.read_csv(tmp_path / "lambda_curve.csv")
     np.testing.assert_allclose(df["lam"], [0.1, np.sqrt(0.1), 1.0])
     assert (df["alpha"] == 2.0).all() and df["converged"].all()

@@ -650,25 +650,38 @@ def _iterate_checked(
             beta = max(MIN_RESTART_DAMPING, 0.5 * beta)
         best = min(best, res)
         last = (x, g)
-        x_new = x + beta * r
-        if not state.empty and state.memory > 0:
-            try:
-                cand = state.extrapolate(x, r, beta, scale)
-                if is_valid_state(cand, K, L):
-                    x_new = cand
-                else:
-                    state = state.cleared()
-            except np.linalg.LinAlgError:
-                state = state.cleared()
-        if not is_valid_state(x_new, K, L):
-            # a damped step that leaves the cone: shrink it
-            t = 0.5
-            while t > MIN_STEP_FRACTION and not is_valid_state(x + t * beta * r, K, L):
-                t *= 0.5
-            x_new = x + t * beta * r
-        x = x_new
+        x, state = _next_iterate(x, r, beta, scale, state, K, L)
     msg = f"did not converge in {max_iter} iterations (residual {res:.3g})"
     return IterationOutcome(x, max_iter, res, S.MAX_ITER, msg, state)
+
+
+def _next_iterate(
+    x: np.ndarray,
+    r: np.ndarray,
+    beta: float,
+    scale: np.ndarray,
+    state: AndersonState,
+    K: int,
+    L: int,
+) -> tuple[np.ndarray, AndersonState]:
+    """The next iterate from ``x`` with residual ``r = T(x) - x``: the Anderson
+    extrapolation when it stays in the cone of valid states (else the history is dropped),
+    otherwise the damped step ``x + beta r``, shortened until it is valid."""
+    x_new = x + beta * r
+    if not state.empty and state.memory > 0:
+        try:
+            cand = state.extrapolate(x, r, beta, scale)
+            if is_valid_state(cand, K, L):
+                return cand, state
+            state = state.cleared()
+        except np.linalg.LinAlgError:
+            state = state.cleared()
+    if not is_valid_state(x_new, K, L):
+        t = 0.5
+        while t > MIN_STEP_FRACTION and not is_valid_state(x + t * beta * r, K, L):
+            t *= 0.5
+        x_new = x + t * beta * r
+    return x_new, state
 
 
 # --------------------------------------------------------------------------- observables
