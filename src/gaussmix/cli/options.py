@@ -622,9 +622,8 @@ class PointSetup:
         lam_v, alpha_v = check_lam_alpha(
             self.lam if lam is None else lam,
             self.alpha if alpha is None else alpha,
-            loss=self.problem.loss_name,
-            penalty=self.problem.penalty,
-            l1_ratio=self.problem.l1_ratio,
+            loss=self.problem.loss,
+            penalty=self.problem.penalty_spec,
         )
         return self.problem.with_lam_alpha(lam_v, alpha_v)
 

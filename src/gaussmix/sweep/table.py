@@ -120,7 +120,7 @@ class _Columns:
             col = self.data.get(k)
             if col is None:
                 col = self.data[k] = [None] * i
-            col.append(dumps(v).decode() if isinstance(v, list | dict) else v)
+            col.append(dumps(v).decode() if isinstance(v, (list, dict)) else v)
         if len(row) < len(self.data):  # keys that this row lacks
             for col in self.data.values():
                 if len(col) == i:

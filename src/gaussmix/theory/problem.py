@@ -167,7 +167,7 @@ def check_lam_alpha(
     *,
     loss: str | Loss,
     penalty: str | Penalty = "l2",
-    l1_ratio: float | None = 0.0,
+    l1_ratio: float | None = None,
 ) -> tuple[float, float]:
     """The checks of :func:`make_problem` that depend on ``lam`` and ``alpha`` (for a loss
     and an already validated penalty); returns them as floats.
@@ -181,7 +181,7 @@ def check_lam_alpha(
     lam_v = check_real("lam", lam, low=0.0, high=LAM_MAX)
     alpha_v = check_real("alpha", alpha, low=ALPHA_MIN, high=ALPHA_MAX)
     if lam_v == 0.0:
-        pen = penalty if isinstance(penalty, Penalty) else make_penalty(penalty, l1_ratio or None)
+        pen = make_penalty(penalty, l1_ratio)
         _check_zero_lam(get_loss(loss), pen, alpha_v)
     return lam_v, alpha_v
 

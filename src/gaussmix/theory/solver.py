@@ -25,6 +25,7 @@ of :mod:`gaussmix.theory.tolerances`.
 from __future__ import annotations
 
 import enum
+import functools
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -411,11 +412,17 @@ class FixedPointResult:
             "message",
         )
 
+    @classmethod
+    @functools.cache
+    def _json_plan(cls) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
+        """``(key, converter)`` of every key of :meth:`to_dict`, computed once."""
+        return tuple((k, cls._STATUS_JSON.get(k, float)) for k in cls.json_keys())
+
     def to_dict(self) -> dict:
         """JSON-friendly dictionary (the ``gaussmix point --json`` contract,
         :meth:`json_keys`)."""
-        conv = self._STATUS_JSON
-        return {k: conv.get(k, float)(getattr(self, k)) for k in self.json_keys()}
+        values = self.__dict__
+        return {k: conv(values[k]) for k, conv in self._json_plan()}
 
     def summary(self) -> dict:
         """Scalar observables only (a row of a learning-curve table): every registered
