@@ -214,3 +214,22 @@ def _string_dispatch(path: Path) -> list[str]:
 def test_no_dispatch_on_loss_or_penalty_names_outside_the_registry():
     found = [hit for path in sorted(SRC.rglob("*.py")) for hit in _string_dispatch(path)]
     assert not found, found
+
+
+def test_zero_lambda_elastic_net_without_l1_part_is_ridge_at_every_entry_point():
+    """An elastic net with l1_ratio = 0 has no l1 part: lam = 0 is solved where ridge is
+    (square loss, alpha > 1), by solve and by a sweep's points (validated once, then checked
+    per point)."""
+    from gaussmix.sweep import PointSpec
+
+    mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+    kw = dict(penalty="elastic-net", l1_ratio=0.0)
+    ridge = gm.solve(mix, "square", lam=0.0, alpha=2.0)
+    assert gm.solve(mix, "square", lam=0.0, alpha=2.0, **kw).test_error == pytest.approx(
+        ridge.test_error, abs=1e-10
+    )
+    first = PointSpec(mix, "square", lam=0.1, alpha=2.0, **kw)
+    assert first.problem().lam == 0.1
+    assert first.at(lam=0.0).problem().lam == 0.0  # the shared problem, checked at lam = 0
+    with pytest.raises(ValueError, match="lam=0 is only valid"):
+        first.at(lam=0.0, alpha=0.5).problem()

@@ -419,7 +419,7 @@ class Grid:
         """Resolve every point into a spec (the points that differ only in lam / alpha or
         in the simulation settings share one setup, validated once); then the library's
         checks of every point."""
-        cache: dict[tuple, PointSetup] = {}
+        cache: dict[tuple, PointSpec] = {}
         shared = [self._fields[c] not in (*_CHEAP, *SIMULATE_KEYS) for c in self.axes]
         n = math.prod(self.shape)
         specs = []
@@ -428,10 +428,15 @@ class Grid:
             key = tuple(j for j, s in zip(idx, shared) if s)
             try:
                 base = cache.get(key)
-                if base is None:
-                    base = cache[key] = build_point(PointOptions(**options))
-                spec = spec_of_setup(base, sim, point)
-                spec = spec.at(lam=options["lam"], alpha=options["alpha"])
+                if base is None:  # the setup's spec, validated once
+                    setup = build_point(PointOptions(**options))
+                    base = cache[key] = spec_of_setup(setup)
+                spec = base.at(
+                    lam=options["lam"],
+                    alpha=options["alpha"],
+                    coords=point,
+                    simulate=None if sim is None else Simulation(**sim),
+                )
             except (ValueError, TypeError, GaussmixError) as exc:
                 where = f"grid point {i + 1} of {n} ({describe_point(point)})"
                 raise GridError(f"{where}: {exc}") from None

@@ -164,15 +164,34 @@ class PointSpec:
         """Loss, penalty, l1_ratio, lam, alpha, tol, max_iter, quad_order (in this order)."""
         return {name: getattr(self, name) for name in _SETTINGS}
 
-    def at(self, *, lam: float | None = None, alpha: float | None = None) -> PointSpec:
-        """The same point at another ``lam`` / ``alpha`` (``params`` follow; not checked)."""
+    def at(
+        self,
+        *,
+        lam: float | None = None,
+        alpha: float | None = None,
+        coords: Mapping[str, Any] | None = None,
+        simulate: Simulation | None = None,
+    ) -> PointSpec:
+        """The same point at another ``lam`` / ``alpha`` (``params`` follow; not checked
+        here: :func:`check_points` checks every point of a grid), with other ``coords`` or
+        ``simulate`` if given."""
         lam = self.lam if lam is None else lam
         alpha = self.alpha if alpha is None else alpha
-        params = {**self.params, "lam": lam, "alpha": alpha}
+        if simulate is not None and not isinstance(simulate, Simulation):
+            raise TypeError(f"simulate must be a Simulation or None, got {simulate!r}")
+        changes: dict[str, Any] = {
+            "lam": lam,
+            "alpha": alpha,
+            "params": {**self.params, "lam": lam, "alpha": alpha},
+        }
+        if coords is not None:
+            changes["coords"] = dict(coords)
+        if simulate is not None:
+            changes["simulate"] = simulate
         # a copy, not dataclasses.replace: the other fields were checked when this spec was
         # made, and grids call this once per point (~4x cheaper)
         new = object.__new__(PointSpec)
-        new.__dict__.update(self.__dict__, lam=lam, alpha=alpha, params=params)
+        new.__dict__.update(self.__dict__, **changes)
         return new
 
     # ------------------------------------------------------------------ library objects
