@@ -99,6 +99,17 @@ class Loss:
     #: whether the channel's Gaussian expectations are exact closed forms (no quadrature
     #: rule is needed: square and hinge losses)
     exact_channel: bool = False
+    #: the class attributes above: what a :class:`ReducedLoss` shares with its base loss
+    DECLARATIONS: ClassVar[tuple[str, ...]] = (
+        "name",
+        "labels",
+        "shift_invariant",
+        "zero_lam_min_alpha",
+        "simulation_penalties",
+        "smooth",
+        "affine_prox",
+        "exact_channel",
+    )
 
     def value(self, y: np.ndarray, h: np.ndarray) -> np.ndarray:
         """Loss value, shape ``h.shape[:-1]``."""
@@ -395,14 +406,14 @@ class ReducedLoss(Loss):
     def __init__(self, base: Loss, P: np.ndarray) -> None:
         self.base = base
         self.P = np.asarray(P, dtype=float)
-        self.name = base.name
-        self.smooth = base.smooth
-        self.affine_prox = base.affine_prox
-        self.exact_channel = base.exact_channel
-        self.labels = base.labels
-        self.shift_invariant = base.shift_invariant
-        self.zero_lam_min_alpha = base.zero_lam_min_alpha
-        self.simulation_penalties = base.simulation_penalties
+        for attr in Loss.DECLARATIONS:
+            setattr(self, attr, getattr(base, attr))
+
+    def fit_erm(self, Xs, Y, lam, penalty, **kw):
+        return self.base.fit_erm(Xs, Y, lam, penalty, **kw)
+
+    def sweep_erm_tol(self, penalty):
+        return self.base.sweep_erm_tol(penalty)
 
     def value(self, y, u):
         return self.base.value(y, u @ self.P)
