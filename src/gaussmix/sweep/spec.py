@@ -309,14 +309,31 @@ def check_points(points: Sequence[PointSpec]) -> None:
 
 
 def _check_point(spec: PointSpec, cache: dict[tuple, Problem]) -> None:
-    problem = spec.problem()  # validated once per mixture, loss and penalty
-    key = (id(spec.mixture), spec.quad_order, problem.dim)
-    if key not in cache:
+    """The checks of one point; the full validation (:func:`make_problem`, the quadrature
+    order) runs once per setup (mixture object, loss, penalty, solver settings), the others
+    then check ``lam`` / ``alpha``."""
+    tol, max_iter = spec.tol, spec.max_iter
+    if not (type(max_iter) is int and max_iter >= 1):  # exact types first: ABCs are slow
+        _check_count("max_iter", max_iter, 1)
+    if not (type(tol) is float and tol > 0):
+        if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol > 0:
+            raise ValueError(f"tol must be a number > 0, got {tol!r}")
+    key = (
+        id(spec.mixture),
+        spec.loss,
+        spec.penalty,
+        spec.l1_ratio,
+        spec.quad_order,
+        spec.tol,
+        spec.max_iter,
+    )
+    base = cache.get(key)
+    if base is None:
+        problem = spec.problem()  # the full validation (make_problem), once per setup
         spec.solve_kw(problem)  # the quadrature order
-        cache[key] = problem
-    _check_count("max_iter", spec.max_iter, 1)
-    if isinstance(spec.tol, bool) or not isinstance(spec.tol, numbers.Real) or not spec.tol > 0:
-        raise ValueError(f"tol must be a number > 0, got {spec.tol!r}")
+        cache[key] = problem  # (the spec holds the mixture: its id is not reused meanwhile)
+        return
+    check_lam_alpha(spec.lam, spec.alpha, loss=base.loss, penalty=base.penalty_spec)
 
 
 @dataclass(frozen=True, eq=False)
