@@ -22,7 +22,7 @@ from .mixture import LabelMap, Mixture
 from .penalties import PENALTIES, Penalty, make_penalty
 from .prior import prior_for
 
-__all__ = ["Problem", "make_problem", "check_penalty", "check_lam_alpha", "PENALTIES"]
+__all__ = ["Problem", "make_problem", "check_lam_alpha", "PENALTIES"]
 #: admissible ranges of the penalty strength and of the sample complexity
 LAM_MAX = 1e8
 ALPHA_MIN, ALPHA_MAX = 1e-8, 1e8
@@ -144,20 +144,8 @@ class Problem:
         }
 
 
-def check_penalty(penalty: str | Penalty, l1_ratio: float | None = None) -> float | None:
-    """Validate ``penalty`` and ``l1_ratio`` (:func:`gaussmix.theory.penalties.make_penalty`);
-    return the ``l1_ratio`` the prior uses: None for ridge, 1 for lasso, the given value for
-    the elastic net.
-
-    Raises
-    ------
-    TypeError, ValueError
-        With the offending argument named.
-    """
-    return _problem_l1_ratio(make_penalty(penalty, l1_ratio))
-
-
 def _problem_l1_ratio(pen: Penalty) -> float | None:
+    """``Problem.l1_ratio``: None for ridge, 1 for lasso, the given value for the elastic net."""
     return None if pen.l1_ratio == 0.0 and pen.user_l1_ratio is None else pen.l1_ratio
 
 
@@ -218,8 +206,9 @@ def make_problem(
 ) -> Problem:
     """Validate a learning problem and build its effective output space.
 
-    ``penalty='l1'`` / ``'elastic-net'`` (with ``l1_ratio``, see :func:`check_penalty`) need
-    binary labels (one output, Appendix C.2) and ``lam > 0``.
+    ``penalty='l1'`` / ``'elastic-net'`` (with ``l1_ratio``, validated by
+    :func:`gaussmix.theory.penalties.make_penalty`) need binary labels (one output,
+    Appendix C.2) and ``lam > 0``.
 
     Raises
     ------
