@@ -1,10 +1,12 @@
 """The package's layout is its architecture (DESIGN.md section 2), checked, not hoped for.
 
-Layers, lowest first: ``core`` < ``theory`` < ``experiments`` | ``simulate`` < ``sweep`` <
-``figures`` < ``cli``.  A module may import its own subpackage and any lower layer; never a
-higher one, never a peer of its own rank, never the top-level ``gaussmix`` package (which
-re-exports the public API and so sits above everything but the CLI), and never a private
-name (or private module) of another subpackage.  The command-line framework (typer, click)
+Layers, lowest first: ``core`` < ``theory`` | ``data`` < ``experiments`` | ``simulate`` <
+``sweep`` < ``figures`` < ``cli``.  ``data`` (real data sets, feature maps) is a peer of
+``theory``: neither imports the other, and the layers above may use both.  A module may
+import its own subpackage and any lower layer; never a higher one, never a peer of its own
+rank, never the top-level ``gaussmix`` package (which re-exports the public API and so sits
+above everything but the CLI), and never a private name (or private module) of another
+subpackage.  The command-line framework (typer, click)
 is imported only by ``gaussmix.cli``.  Module-level imports have no cycles.
 
 The checker reads the source with :mod:`ast` (every ``import``, also inside functions) and is
@@ -25,6 +27,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS = {
     "core": 0,
     "theory": 1,
+    "data": 1,
     "experiments": 2,
     "simulate": 2,
     "sweep": 3,

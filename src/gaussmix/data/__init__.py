@@ -1,0 +1,47 @@
+"""Real data sets, binary tasks and feature maps (DESIGN.md section 2, "datasets / features").
+
+* :mod:`~gaussmix.data.datasets` -- MNIST, Fashion-MNIST and scikit-learn's digits, found
+  offline (a directory, installed packages) or downloaded with checksums, under one protocol
+  (pixels / 255, flattened, centred on the training mean);
+* :mod:`~gaussmix.data.tasks` -- binary tasks (``even-odd``, ``low-high``,
+  ``clothes-accessories``);
+* :mod:`~gaussmix.data.download` -- verified, atomic downloads into a cache directory.
+
+This subpackage depends on :mod:`gaussmix.core`, numpy and scikit-learn only.
+"""
+
+from .datasets import (
+    DATASETS,
+    DataNotFoundError,
+    Dataset,
+    DatasetSpec,
+    RawData,
+    data_home,
+    load_dataset,
+    load_raw,
+    read_idx,
+    subsample_indices,
+)
+from .download import ChecksumError, DownloadError, RemoteFile, content_sha256, fetch
+from .tasks import TASKS, Task, get_task
+
+__all__ = [
+    "DATASETS",
+    "TASKS",
+    "ChecksumError",
+    "DataNotFoundError",
+    "Dataset",
+    "DatasetSpec",
+    "DownloadError",
+    "RawData",
+    "RemoteFile",
+    "Task",
+    "content_sha256",
+    "data_home",
+    "fetch",
+    "get_task",
+    "load_dataset",
+    "load_raw",
+    "read_idx",
+    "subsample_indices",
+]
