@@ -5,6 +5,9 @@
   (pixels / 255, flattened, centred on the training mean);
 * :mod:`~gaussmix.data.tasks` -- binary tasks (``even-odd``, ``low-high``,
   ``clothes-accessories``);
+* :mod:`~gaussmix.data.features` -- feature maps fitted on training data and applied to both
+  splits: random features ``erf(F x / sqrt(d))`` and the hidden layer of a trained two-layer
+  network;
 * :mod:`~gaussmix.data.download` -- verified, atomic downloads into a cache directory.
 
 This subpackage depends on :mod:`gaussmix.core`, numpy and scikit-learn only.
@@ -23,6 +26,7 @@ from .datasets import (
     subsample_indices,
 )
 from .download import ChecksumError, DownloadError, RemoteFile, content_sha256, fetch
+from .features import NetworkFeatures, RandomFeatures, featurize
 from .tasks import TASKS, Task, get_task
 
 __all__ = [
@@ -35,9 +39,12 @@ __all__ = [
     "DownloadError",
     "RawData",
     "RemoteFile",
+    "NetworkFeatures",
+    "RandomFeatures",
     "Task",
     "content_sha256",
     "data_home",
+    "featurize",
     "fetch",
     "get_task",
     "load_dataset",
