@@ -69,6 +69,13 @@ def server(tmp_path):
     class Counting(_Handler):
         def do_GET(self) -> None:
             hits.append(self.path)
+            if self.path.endswith("/truncated.gz"):  # promises 1000 bytes, sends 10
+                self.send_response(200)
+                self.send_header("Content-Length", "1000")
+                self.end_headers()
+                self.wfile.write(b"x" * 10)
+                self.close_connection = True
+                return
             super().do_GET()
 
     httpd = http.server.ThreadingHTTPServer(
@@ -144,6 +151,13 @@ def test_a_missing_file_on_the_server_says_http_404(server, tmp_path):
     url, _, _ = server
     with pytest.raises(DownloadError, match="HTTP 404"):
         fetch((RemoteFile("nope.gz", "0" * 64),), tmp_path / "c", [url], timeout=5)
+
+
+def test_a_truncated_transfer_is_a_download_error(server, tmp_path):
+    url, _, _ = server
+    with pytest.raises(DownloadError, match="truncated.gz .transfer ended after 10 of 1000 bytes"):
+        fetch((RemoteFile("truncated.gz", "0" * 64),), tmp_path / "c", [url], timeout=5)
+    assert list((tmp_path / "c").iterdir()) == []
 
 
 def test_a_corrupted_cached_file_is_refused(server, tmp_path):

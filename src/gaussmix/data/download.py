@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import hashlib
+import http.client
 import os
 import tempfile
 import urllib.error
@@ -105,8 +106,13 @@ def _download(url: str, dest: Path, timeout: float) -> Path:
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+            expected = resp.headers.get("Content-Length")
+            written = 0
             for chunk in iter(lambda: resp.read(_CHUNK), b""):
                 out.write(chunk)
+                written += len(chunk)
+        if expected is not None and expected.isdigit() and written != int(expected):
+            raise OSError(f"transfer ended after {written} of {expected} bytes")
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -170,7 +176,7 @@ def fetch(
             except urllib.error.HTTPError as exc:
                 failures.append(f"{url} (HTTP {exc.code} {exc.reason})")
                 continue
-            except (urllib.error.URLError, OSError, ValueError) as exc:
+            except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
                 reason = getattr(exc, "reason", exc)
                 failures.append(f"{url} ({reason})")
                 continue
