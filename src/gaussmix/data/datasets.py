@@ -6,7 +6,8 @@ The protocol (Appendix E of the paper), implemented once, in :func:`load_dataset
    digits), as float64, so that each component lies in ``[0, 1]``;
 2. each image is flattened to a vector (``d = 784`` for 28 x 28 images, 64 for digits);
 3. the inputs are centred by subtracting the mean of the *training* inputs (all 60 000 for
-   MNIST and Fashion-MNIST); the same vector is subtracted from the test split;
+   MNIST and Fashion-MNIST, computed from exact integer pixel sums); the same vector is
+   subtracted from the test split;
 4. nothing else: no per-pixel scaling, no whitening.
 
 The standard splits are kept: 60 000 training and 10 000 test images for MNIST and
