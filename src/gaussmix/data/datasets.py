@@ -85,7 +85,7 @@ class DataNotFoundError(GaussmixError, FileNotFoundError):
     """A data set was found nowhere; the message says how to get it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RawData:
     """A data set as stored: ``uint8`` pixels, flattened, and original class ids.
 
@@ -159,7 +159,7 @@ class DatasetSpec:
         return math.prod(self.image_shape)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Dataset:
     """A data set under the protocol of this module, with optional binary labels.
 
