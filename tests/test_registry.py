@@ -113,7 +113,7 @@ def test_zero_lambda_rule_is_declared_by_the_loss():
     with pytest.raises(ValueError, match="lam=0 is only valid for loss='square'"):
         gm.solve(mix, "square", lam=0.0, alpha=0.5)
     # logistic declares zero_lam_above_separability: alpha = 2 is below alpha* = 6.66
-    with pytest.raises(ValueError, match=r"\(lam=0\) does not exist.*separable"):
+    with pytest.raises(ValueError, match="lam=0 is only valid for loss='logistic' above the"):
         gm.solve(mix, "logistic", lam=0.0, alpha=2.0)
     with pytest.raises(ValueError, match="lam=0 needs loss='square'"):
         simulate(mix, loss="logistic", lam=0.0, alpha=2.0, d=50, seeds=1)

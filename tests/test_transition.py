@@ -202,8 +202,9 @@ def test_lam_zero_maximum_likelihood_exists_only_above_alpha_star():
     r1 = gm.solve(mix, "logistic", lam=1e-6, alpha=1.5 * astar)
     assert r0.converged and r0.train_error > 0
     assert r0.test_error == pytest.approx(r1.test_error, abs=1e-5)
-    with pytest.raises(ValueError, match="make_problem"):
+    with pytest.raises(ValueError, match="pass mixture="):
         check_lam_alpha(0.0, 10.0, loss="cross-entropy")
+    assert check_lam_alpha(0.0, 1.5 * astar, loss="logistic", mixture=mix) == (0.0, 1.5 * astar)
     with pytest.raises(ValueError, match="lam=0 is only valid"):
         gm.solve(mix, "hinge", lam=0.0, alpha=10.0)
 

@@ -996,7 +996,7 @@ def cached_threshold(mixture: Mixture) -> ThresholdEstimate:
     return hit
 
 
-def check_not_separable(mixture: Mixture, alpha: float) -> None:
+def check_not_separable(mixture: Mixture, alpha: float, loss_name: str = "logistic") -> None:
     """Raise :class:`SeparabilityError` unless ``alpha`` is clearly above ``alpha*``: the
     condition for the unregularised (``lam = 0``) logistic / cross-entropy estimator to
     exist (below ``alpha*`` the training data are linearly separable and the likelihood has
@@ -1005,13 +1005,14 @@ def check_not_separable(mixture: Mixture, alpha: float) -> None:
     est = cached_threshold(mixture)
     if not est.converged:
         raise SeparabilityError(
-            f"lam=0: the separability threshold of this mixture could not be computed "
-            f"({est.message}); use lam > 0"
+            f"lam=0 is only valid for loss={loss_name!r} above the separability threshold, "
+            f"which could not be computed for this mixture ({est.message}); use lam > 0"
         )
     margin = max(4.0 * est.std_error, 1e-9 * est.alpha_star)
     if alpha <= est.alpha_star + margin:
         raise SeparabilityError(
-            "the maximum-likelihood estimator (lam=0) does not exist: the training data are "
+            f"lam=0 is only valid for loss={loss_name!r} above the separability threshold: "
+            "the maximum-likelihood estimator does not exist, the training data are "
             f"linearly separable for alpha < alpha* = {est.alpha_star:.4g} "
             f"({_describe(mixture)}), got alpha={alpha:g}; use lam > 0 or max_margin"
         )

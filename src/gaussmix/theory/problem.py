@@ -188,12 +188,12 @@ def _check_zero_lam(loss: Loss, pen: Penalty, alpha: float, mixture: Mixture | N
     if loss.zero_lam_above_separability:
         if mixture is None:
             raise ValueError(
-                f"lam=0 with loss={loss.name!r} exists only above the separability threshold "
-                "of the mixture; validate it with make_problem (which knows the mixture)"
+                f"lam=0 is only valid for loss={loss.name!r} above the separability threshold "
+                "of the mixture, which this check needs (pass mixture=, or use make_problem)"
             )
         from .margin import check_not_separable  # the threshold needs the fixed point
 
-        check_not_separable(mixture, alpha)
+        check_not_separable(mixture, alpha, loss.name)
         return
     bound = loss.zero_lam_min_alpha
     if bound is None or not alpha > bound:
