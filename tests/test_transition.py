@@ -48,6 +48,13 @@ def test_two_clusters_fixed_point_matches_gardner_closed_form(delta, rho):
         assert res.evidence["closed_form"] == pytest.approx(closed, rel=1e-12)
 
 
+def test_exchangeable_equation_matches_closed_form_for_two_clusters():
+    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=2)
+    est = mg.separability_threshold_estimate(mix, method="exchangeable", log2_n=13)
+    assert abs(est.alpha_star - mg.gardner_threshold(0.5, 0.5)) < 4 * est.std_error
+    assert est.std_error < 2e-3
+
+
 def test_cover_limit_without_means():
     mix = gm.Mixture.isotropic(0.7, np.zeros((2, 2)), labels="binary")
     assert mg.binary_separability_threshold(mix) == pytest.approx(2.0, rel=1e-9)
@@ -105,7 +112,7 @@ def test_exchangeable_equation_matches_general_homogeneous_map():
 def test_threshold_increases_with_k_and_decreases_with_delta():
     by_k = [
         mg.separability_threshold_estimate(
-            gm.Mixture.isotropic(0.5, "gaussian", n_clusters=k), log2_n=13
+            gm.Mixture.isotropic(0.5, "gaussian", n_clusters=k), log2_n=12
         )
         for k in (2, 3, 4, 5)
     ]
@@ -114,24 +121,38 @@ def test_threshold_increases_with_k_and_decreases_with_delta():
     assert all(x + 4 * e.std_error < y for x, y, e in zip(a, a[1:], by_k[1:], strict=False))
     by_delta = [
         mg.separability_threshold_estimate(
-            gm.Mixture.isotropic(d, "gaussian", n_clusters=3), log2_n=13
+            gm.Mixture.isotropic(d, "gaussian", n_clusters=3), log2_n=12
         ).alpha_star
         for d in (0.25, 0.5, 1.0)
     ]
     assert by_delta[0] > by_delta[1] > by_delta[2] > 2.0
 
 
-def test_separability_threshold_contract_and_json():
-    res = separability_threshold(gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3))
+def _check_contract(res: TransitionResult) -> None:
     assert isinstance(res, TransitionResult)
-    assert res.converged and res.rel_accuracy <= 1e-4
+    assert res.converged and res.rel_accuracy <= 1e-4 and res.message == "converged"
     lo, hi = res.bracket
-    assert lo < res.alpha_star < hi and (hi - lo) / res.alpha_star < 1e-3
+    assert lo <= res.alpha_star <= hi and (hi - lo) / res.alpha_star < 1e-3
     below, above = res.evidence["below"], res.evidence["above"]
     assert below["alpha"] < lo and below["train_error"] == 0.0 and below["margin"] > 0
     assert above["alpha"] > hi and above["train_error"] > 0.01
     d = json.loads(json.dumps(res.to_dict(), allow_nan=False))
     assert d["converged"] is True and d["alpha_star"] == pytest.approx(res.alpha_star)
+    assert res.n_evaluations > 0 and res.elapsed > 0
+
+
+def test_separability_threshold_contract_two_clusters():
+    res = separability_threshold(_binary())
+    _check_contract(res)
+    assert res.rel_accuracy < 1e-12 and res.log2_n == 0
+    assert res.evidence["above"]["loss"] == "logistic"
+
+
+@pytest.mark.slow
+def test_separability_threshold_contract_three_clusters():
+    res = separability_threshold(gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3))
+    _check_contract(res)
+    assert res.evidence["above"]["loss"] == "cross-entropy"
 
 
 # --------------------------------------------------------------------------- max-margin
@@ -145,6 +166,7 @@ def test_max_margin_equals_hinge_at_small_lambda():
     assert mm.test_error == pytest.approx(hinge.test_error, abs=1e-8)
 
 
+@pytest.mark.slow
 def test_margin_vanishes_linearly_at_alpha_star():
     mix = _binary()
     astar = mg.binary_separability_threshold(mix)
@@ -156,6 +178,7 @@ def test_margin_vanishes_linearly_at_alpha_star():
     assert root == pytest.approx(astar, rel=2e-3)
 
 
+@pytest.mark.slow
 def test_cross_entropy_approaches_max_margin_as_lambda_vanishes():
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3)
     astar = 4.2210  # separability_threshold of this mixture (tested above)

@@ -777,7 +777,7 @@ def _exchangeable_threshold(
     a_theta = float(np.trace(Pi @ th) / (K - 1))
     nodes = QMCNodes.make(K, log2_n, n_randomisations, seed)
     g = nodes.xi
-    count = [0]
+    count = [0.0]
 
     def stats(r: float) -> tuple[np.ndarray, np.ndarray]:
         count[0] += 1
@@ -805,18 +805,37 @@ def _exchangeable_threshold(
                     np.nan,
                     np.nan,
                 )
-        r_star = brentq(fn, 0.0, hi, xtol=1e-12, rtol=1e-12)
-    e1, e2 = stats(r_star)
-    alphas = (K - 1) / e1
+        r_star = brentq(fn, 0.0, hi, xtol=1e-10, rtol=1e-10)
+    e1, _ = stats(r_star)
     astar = float((K - 1) / e1.mean())
-    se = float(np.std(alphas, ddof=1) / np.sqrt(alphas.size))
+    # the error: the root and alpha* of each scrambling alone (near the pooled root)
+    alphas = []
+    for i in range(g.shape[0]):
+        gi = g[i : i + 1]
+
+        def fi(r: float, gi: np.ndarray = gi) -> float:
+            count[0] += 1.0 / g.shape[0]
+            _, d0, dg, _ = _exchangeable_stats(r, gi)
+            return r * delta * float(-dg.mean()) - a_theta * float(d0.mean())
+
+        ri = r_star
+        if a_theta > 0.0:
+            lo, hi_i = 0.9 * r_star, 1.1 * r_star
+            while fi(lo) > 0.0 and lo > 1e-6:
+                lo *= 0.5
+            while fi(hi_i) <= 0.0 and hi_i < 50.0:
+                hi_i *= 1.5
+            ri = brentq(fi, lo, hi_i, xtol=1e-10, rtol=1e-10)
+        _, _, dg, _ = _exchangeable_stats(ri, gi)
+        alphas.append((K - 1) / float(-dg.mean()))
+    se = float(np.std(alphas, ddof=1) / np.sqrt(len(alphas)))
     return ThresholdEstimate(
         alpha_star=astar,
         std_error=se,
         method="exchangeable",
         converged=bool(np.isfinite(astar)),
         message="converged",
-        n_evaluations=count[0],
+        n_evaluations=int(round(count[0])),
         growth=1.0,
         active=float(K - 1),
         shape={"r": float(r_star), "a_theta": a_theta, "delta": delta},
@@ -849,24 +868,12 @@ def _homogeneous_step(
     return xn, a_new, s2, Ek
 
 
-def _homogeneous_threshold(
-    mixture: Mixture,
-    log2_n: int,
-    n_randomisations: int,
-    seed: int,
-    tol: float = 1e-10,
-    max_iter: int = 3000,
-) -> ThresholdEstimate:
-    """``alpha*`` from the normalised homogeneous map (any supported mixture)."""
-    problem = margin_problem(mixture, 1.0)
+def _homogeneous_iterate(
+    problem: Problem, x: np.ndarray, nodes: QMCNodes | None, tol: float, max_iter: int
+) -> tuple[np.ndarray, float, int, str]:
+    """Anderson-accelerated iteration of :func:`_homogeneous_step` from ``x``: the final
+    state, its scaled residual, the number of steps and a failure message ('' if none)."""
     K, L = problem.n_clusters, problem.dim
-    nodes = None if L == 1 else QMCNodes.make(L, log2_n, n_randomisations, seed)
-    rho = problem.mixture.rho
-    x = _initial_margin_state(problem)
-    Q, M, V, b = unpack_state(x, K, L)
-    x = pack_state(Q / np.einsum("k,kii->", rho, Q), M, V, b)
-    # rescale M so that the start has the normalisation too
-    alpha = np.nan
     anderson = AndersonState.init(6)
     last = None
     res = np.inf
@@ -874,26 +881,16 @@ def _homogeneous_threshold(
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for n in range(1, max_iter + 1):
             try:
-                g, alpha, s2, Ek = _homogeneous_step(problem, x, nodes)
+                g = _homogeneous_step(problem, x, nodes)[0]
             except (FloatingPointError, np.linalg.LinAlgError) as exc:
-                return ThresholdEstimate(
-                    np.nan,
-                    np.nan,
-                    "homogeneous",
-                    False,
-                    f"map failed: {exc}",
-                    n,
-                    np.nan,
-                    np.nan,
-                )
+                return x, np.inf, n, f"map failed: {exc}"
             r = g - x
             scale = np.maximum(1.0, np.abs(x))
             res = float(np.max(np.abs(r) / scale))
             if not np.isfinite(res):
-                break
+                return x, res, n, "NaN or infinite order parameters"
             if res < tol:
-                x = g
-                break
+                return g, res, n, ""
             if last is not None:
                 anderson = anderson.update(x - last[0], g - last[1])
             last = (x, g)
@@ -907,21 +904,54 @@ def _homogeneous_threshold(
                 anderson = anderson.cleared()
                 cand = g
             x = cand
+    return (
+        x,
+        res,
+        n,
+        f"the homogeneous map did not converge in {n} iterations (residual {res:.3g})",
+    )
+
+
+def _homogeneous_threshold(
+    mixture: Mixture,
+    log2_n: int,
+    n_randomisations: int,
+    seed: int,
+    tol: float = 1e-10,
+    max_iter: int = 3000,
+) -> ThresholdEstimate:
+    """``alpha*`` from the normalised homogeneous map (any supported mixture); the standard
+    error from re-solving with each scrambling alone, started at the pooled solution."""
+    problem = margin_problem(mixture, 1.0)
+    K, L = problem.n_clusters, problem.dim
+    nodes = None if L == 1 else QMCNodes.make(L, log2_n, n_randomisations, seed)
+    rho = problem.mixture.rho
+    x = _initial_margin_state(problem)
+    Q, M, V, b = unpack_state(x, K, L)
+    x = pack_state(Q / np.einsum("k,kii->", rho, Q), M, V, b)
+    x, res, n, fail = _homogeneous_iterate(problem, x, nodes, tol, max_iter)
+    if fail and not np.isfinite(res):
+        return ThresholdEstimate(np.nan, np.nan, "homogeneous", False, fail, n, np.nan, np.nan)
     converged = res < tol
     # the growth factor, alpha and E|A| at the final state (and the spread over scramblings)
     g, alpha, s2, Ek = _homogeneous_step(problem, x, nodes)
     se = 0.0
-    if nodes is not None:
-        alphas = [
-            _homogeneous_step(problem, x, QMCNodes(nodes.xi[i : i + 1]))[1]
-            for i in range(nodes.n_randomisations)
-        ]
-        se = float(np.std(alphas, ddof=1) / np.sqrt(len(alphas)))
-        n += nodes.n_randomisations
+    if nodes is not None and converged:
+        alphas = []
+        for i in range(nodes.n_randomisations):
+            one = QMCNodes(nodes.xi[i : i + 1])
+            xi_, res_i, n_i, fail_i = _homogeneous_iterate(problem, x, one, tol, max_iter)
+            n += n_i
+            if fail_i:
+                converged, fail = False, f"scrambling {i}: {fail_i}"
+                break
+            alphas.append(_homogeneous_step(problem, xi_, one)[1])
+        if converged:
+            se = float(np.std(alphas, ddof=1) / np.sqrt(len(alphas)))
     growth_tol = max(1e-6, 10.0 * se / max(alpha, 1e-300))
     msg = "converged"
     if not converged:
-        msg = f"the homogeneous map did not converge in {n} iterations (residual {res:.3g})"
+        msg = fail
     elif abs(s2 - 1.0) > growth_tol:
         converged = False
         msg = (
