@@ -529,7 +529,8 @@ def max_margin(
         for step in steps:
             T = _MarginMap(problem.with_lam_alpha(1.0, float(step)), 1.0, nodes)
             # Anderson mixing can stall in a cycle on this map: then Powell's hybrid method
-            # from the (warm) start, then plain iteration (slow but monotone here)
+            # from the (warm) start, then plain iteration (slow but monotone here) and Powell
+            # again from where it ended
             out = _iterate(T, x, AndersonState.init(4), tol=tol, max_iter=300, damping=1.0)
             if not out.converged:
                 out = _polish(T, replace(out, x=x), tol)
@@ -537,6 +538,8 @@ def max_margin(
                 out = _iterate(
                     T, x, AndersonState.init(0), tol=tol, max_iter=max_iter, damping=1.0
                 )
+            if not out.converged and np.all(np.isfinite(out.x)):
+                out = _polish(T, out, tol)  # from the nearly converged plain iterate
             if not out.converged:
                 break
             x = out.x
