@@ -29,6 +29,11 @@ _EXPORTS = {
     "learning_curve": "gaussmix.experiments",
     "optimal_lambda": "gaussmix.experiments",
     "optimal_lambda_curve": "gaussmix.experiments",
+    "separability_threshold": "gaussmix.experiments.transition",
+    "binary_separability_threshold": "gaussmix.experiments.transition",
+    "max_margin": "gaussmix.experiments.transition",
+    "TransitionResult": "gaussmix.experiments.transition",
+    "SeparabilityError": "gaussmix.experiments.transition",
     "LOSSES": "gaussmix.theory.losses",
     "Loss": "gaussmix.theory.losses",
     "get_loss": "gaussmix.theory.losses",
@@ -61,6 +66,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         learning_curve,
         optimal_lambda,
         optimal_lambda_curve,
+    )
+    from .experiments.transition import (
+        SeparabilityError,
+        TransitionResult,
+        binary_separability_threshold,
+        max_margin,
+        separability_threshold,
     )
     from .theory.losses import LOSSES, Loss, get_loss
     from .theory.mixture import LABEL_MAPS, MIXTURE_MODELS, LabelMap, Mixture, mean_gram
@@ -99,6 +111,11 @@ __all__ = [
     "optimal_lambda_curve",
     "OptimalLambdaResult",
     "d_test_error_d_lambda",
+    "separability_threshold",
+    "binary_separability_threshold",
+    "max_margin",
+    "TransitionResult",
+    "SeparabilityError",
     "make_problem",
     "get_loss",
     "Loss",

@@ -624,6 +624,7 @@ class PointSetup:
             self.alpha if alpha is None else alpha,
             loss=self.problem.loss,
             penalty=self.problem.penalty_spec,
+            mixture=self.problem.mixture,
         )
         return self.problem.with_lam_alpha(lam_v, alpha_v)
 

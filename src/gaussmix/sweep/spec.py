@@ -219,7 +219,7 @@ class PointSpec:
             return base
         base = hit[1]
         lam, alpha = check_lam_alpha(
-            self.lam, self.alpha, loss=base.loss, penalty=base.penalty_spec
+            self.lam, self.alpha, loss=base.loss, penalty=base.penalty_spec, mixture=base.mixture
         )
         return base.with_lam_alpha(lam, alpha)
 
@@ -333,7 +333,9 @@ def _check_point(spec: PointSpec, cache: dict[tuple, Problem]) -> None:
         spec.solve_kw(problem)  # the quadrature order
         cache[key] = problem  # (the spec holds the mixture: its id is not reused meanwhile)
         return
-    check_lam_alpha(spec.lam, spec.alpha, loss=base.loss, penalty=base.penalty_spec)
+    check_lam_alpha(
+        spec.lam, spec.alpha, loss=base.loss, penalty=base.penalty_spec, mixture=base.mixture
+    )
 
 
 @dataclass(frozen=True, eq=False)

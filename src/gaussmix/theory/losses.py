@@ -90,6 +90,11 @@ class Loss:
     #: ``lam = 0`` (without an l1 part) has a unique minimiser for ``alpha`` above this value;
     #: None: never
     zero_lam_min_alpha: ClassVar[float | None] = None
+    #: ``lam = 0`` (ridge) has a minimiser exactly when the training data are not linearly
+    #: separable, i.e. above the mixture's separability threshold ``alpha*``
+    #: (:mod:`gaussmix.theory.margin`; paper, Appendix C, eq. lam0): checked by
+    #: :func:`gaussmix.theory.problem.make_problem`, which knows the mixture
+    zero_lam_above_separability: ClassVar[bool] = False
     #: penalties its exact finite-size solver handles (None: every registered penalty)
     simulation_penalties: ClassVar[tuple[type[Penalty], ...] | None] = None
     #: whether the loss is twice differentiable (Newton prox, Stein-free Vhat)
@@ -105,6 +110,7 @@ class Loss:
         "labels",
         "shift_invariant",
         "zero_lam_min_alpha",
+        "zero_lam_above_separability",
         "simulation_penalties",
         "smooth",
         "affine_prox",
@@ -277,6 +283,7 @@ class LogisticLoss(Loss):
 
     name = "logistic"
     labels = "binary"
+    zero_lam_above_separability = True
 
     def fit_erm(self, Xs, Y, lam, penalty, **kw):
         from .erm import fit_logistic
@@ -337,6 +344,7 @@ class CrossEntropyLoss(Loss):
     name = "cross-entropy"
     labels = "onehot"
     shift_invariant = True
+    zero_lam_above_separability = True
 
     def fit_erm(self, Xs, Y, lam, penalty, **kw):
         from .erm import fit_cross_entropy

@@ -156,13 +156,17 @@ def check_lam_alpha(
     loss: str | Loss,
     penalty: str | Penalty = "l2",
     l1_ratio: float | None = None,
+    mixture: Mixture | None = None,
 ) -> tuple[float, float]:
     """The checks of :func:`make_problem` that depend on ``lam`` and ``alpha`` (for a loss
     and an already validated penalty); returns them as floats.
 
     ``lam = 0`` is accepted when the penalty has no l1 part and the loss declares a unique
-    minimiser there (``Loss.zero_lam_min_alpha``: the square loss with ``alpha > 1``).
-    Sweeps validate the other options once per combination and these per point.
+    minimiser there: ``Loss.zero_lam_min_alpha`` (the square loss with ``alpha > 1``), or
+    ``Loss.zero_lam_above_separability`` (logistic, cross-entropy) with ``alpha`` above the
+    separability threshold ``alpha*`` of ``mixture`` (:mod:`gaussmix.theory.margin`; the
+    check needs the mixture).  Sweeps validate the other options once per combination and
+    these per point.
     """
     # beyond these bounds the weights (or the data per dimension) under/overflow double
     # precision and the errors would be decided by ties, not by the theory
@@ -170,23 +174,37 @@ def check_lam_alpha(
     alpha_v = check_real("alpha", alpha, low=ALPHA_MIN, high=ALPHA_MAX)
     if lam_v == 0.0:
         pen = make_penalty(penalty, l1_ratio)
-        _check_zero_lam(get_loss(loss), pen, alpha_v)
+        _check_zero_lam(get_loss(loss), pen, alpha_v, mixture)
     return lam_v, alpha_v
 
 
-def _check_zero_lam(loss: Loss, pen: Penalty, alpha: float) -> None:
+def _check_zero_lam(loss: Loss, pen: Penalty, alpha: float, mixture: Mixture | None) -> None:
     if not pen.allows_zero_lam:
         raise ValueError(
             f"lam=0 with penalty={pen.name!r} (basis pursuit) is the boundary lam -> 0+ "
             "and is not solved directly; use a small positive lam, or "
             "gaussmix.optimal_lambda, which detects a lam -> 0+ optimum"
         )
+    if loss.zero_lam_above_separability:
+        if mixture is None:
+            raise ValueError(
+                f"lam=0 is only valid for loss={loss.name!r} above the separability threshold "
+                "of the mixture, which this check needs (pass mixture=, or use make_problem)"
+            )
+        from .margin import check_not_separable  # the threshold needs the fixed point
+
+        check_not_separable(mixture, alpha, loss.name)
+        return
     bound = loss.zero_lam_min_alpha
     if bound is None or not alpha > bound:
         valid = [
             f"loss={c.name!r} with alpha > {c.zero_lam_min_alpha:g}"
             for c in LOSSES
             if c.zero_lam_min_alpha is not None
+        ] + [
+            f"loss={c.name!r} with alpha > alpha* (non-separable data)"
+            for c in LOSSES
+            if c.zero_lam_above_separability
         ]
         raise ValueError(
             f"lam=0 is only valid for {' or '.join(valid)} (the minimiser does not "
@@ -219,9 +237,9 @@ def make_problem(
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
     base = get_loss(loss)
     pen = make_penalty(penalty, l1_ratio)
-    lam_v, alpha_v = check_lam_alpha(lam, alpha, loss=base, penalty=pen)
     labels = mixture.labels
     base.check_labels(labels)
+    lam_v, alpha_v = check_lam_alpha(lam, alpha, loss=base, penalty=pen, mixture=mixture)
     if pen.scalar_output and labels.dim != 1:
         raise ValueError(
             f"penalty={pen.name!r} needs binary labels (one output per sample, L = 1: the "

@@ -1,0 +1,1112 @@
+"""The max-margin estimator, the limit lambda -> 0+, and the separability threshold alpha*.
+
+**Max-margin estimator.**  ``min ||W||_F^2 / 2`` subject to the margin constraints of every
+training sample: one-hot labels ``(W x / sqrt(d) + b)_c - (W x / sqrt(d) + b)_mu >= 1`` for
+``mu != c``; binary labels ``y (w.x / sqrt(d) + b) >= 1``.  It is Theorem 1 with the ridge
+prior (any ``lam > 0`` gives the same minimiser; we use ``lam = 1``) and the loss equal to
+the indicator of the *margin polyhedron* of each cluster, in the effective output space of
+:mod:`gaussmix.theory.problem` (``P``, ``constraints``):
+
+    C_c(kappa) = {h : D_c h <= t_c - kappa g_c},   g_c = |rows of D_c|^2 / 2,
+
+(``kappa = 1``: the rows ``(y_mu - y_c) . h`` of the nearest-label rule are at least
+``|y_mu - y_c|^2 / 2`` inside, i.e. margin 1 in both label conventions).  Its proximal map is
+the projection onto ``C_c`` in the metric ``V_c^{-1}``; with ``z = D h`` (``D`` square and
+invertible for one-hot and binary labels), ``u = t' - z >= 0`` and ``G = D V D^T`` this is the
+non-negative quadratic program ``min (u - u0)^T G^{-1} (u - u0) / 2``, ``u >= 0``, solved by
+enumerating the active set ``A``: ``mu_A = -G_AA^{-1} u0_A >= 0`` and
+``u_F = u0_F + G_FA mu_A >= 0``.  Then ``f = V^{-1}(h - omega) = -D^T mu`` and
+``-df/domega = D_A^T G_AA^{-1} D_A`` (the Stein form of ``Vhat``).
+
+It exists only below the separability threshold ``alpha*``; there it is the direction of
+the cross-entropy (logistic, hinge) estimator as ``lam -> 0+`` (Rosset et al. 2003;
+paper, Appendix C, eq. lam0), so its test error is the ``lam -> 0+`` test error and its
+training error is 0.
+
+**Separability threshold.**  At margin ``kappa = 0`` and ``lam = 0`` in the ridge prior the
+map ``(Q, M, b, V) -> (Q', M', b', V')`` is homogeneous: invariant under
+``(Q, M, b, V) -> (s^2 Q, s M, s b, V / c)``.  A non-trivial fixed point (the limit of the
+max-margin fixed point rescaled by its norm as ``alpha -> alpha*-``, where the normalised
+margin ``kappa(alpha) -> 0``) exists only at ``alpha = alpha*``.  ``V' `` scales exactly as
+``1 / alpha`` (the hats are proportional to ``alpha``, ``A_j = sum_k sigma_j^k Vhat_k``), so we
+iterate on (shape of the state, alpha): ``alpha <- tr(sum rho V'_1) / tr(sum rho V)`` makes
+``V' = V`` in trace, the state is normalised to ``tr(sum_c rho_c Q_c) = 1``, and at
+convergence the growth factor ``s^2`` of ``Q`` must be 1 — an identity (Moreau
+decomposition ``|h - omega|^2 = -(h - omega) . omega`` and Stein's lemma) that is checked,
+not imposed.  At the threshold the expected number of active constraints per sample is
+``E|A| = (K - 1) / alpha*`` for balanced isotropic clusters (``alpha* E|A|`` = parameters per
+input dimension: the classical support-vector count at the SAT/UNSAT transition).
+
+*Exchangeable clusters* (isotropic, one shared ``Delta``, balanced ``rho``, Gram matrix
+``a I + b 11^T``, one-hot labels): by permutation symmetry ``Q = q Pi``, ``V = v Pi``,
+``M_c = m Pi e_c``, ``b = 0`` (``Pi`` the projector on the complement of ``1``), the metric
+is Euclidean and the projection onto ``{h_c - h_mu >= kappa}`` is the sort-based closed form
+``h_c = tau``, ``h_mu = tau - kappa`` for the ``k`` largest competitors, ``tau = (omega_c +
+sum_top-k (omega_mu + kappa)) / (k + 1)``, ``k = #{mu : omega_mu + kappa > tau_{k-1}}``.
+Eliminating ``alpha`` and ``q`` leaves one scalar equation for ``r = m / sqrt(q)``,
+
+    r Delta e1(r) = a e2(r),   e1 = E|A| = -E[(h - omega) . g],   e2 = E[h_c - omega_c],
+
+(``omega = r e_c + g``, ``g ~ N(0, I_K)``; ``e1`` by Stein's lemma, which is smoother than
+the count), and ``alpha* = (K - 1) / e1(r*)``.
+
+**Binary closed form.**  For two isotropic clusters (variance ``Delta``, means ``+-mu_bar``
+around a centre absorbed by the bias, ``s = |mu_bar|^2``, priors ``rho, 1 - rho``), Gordon's
+comparison (Gardner's volume) on the directions orthogonal to ``mu_bar`` gives: separable
+with bias iff there are ``c in [0, 1)`` and ``b`` with
+``alpha E_{y, xi}[(xi - (c sqrt(s) + y b) / sqrt(Delta))_+^2] < 1 - c^2``, so
+
+    alpha*_2 = max_{c, b} (1 - c^2) / E_{y, xi}[(xi - (c sqrt(s) + y b) / sqrt(Delta))_+^2]
+
+(Cover's 2 at ``s = 0``; cf. Mignacco et al. 2020, Deng, Kammoun & Thrampoulidis 2019).  It
+is an independent derivation of what the fixed point computes for ``K = 2``.
+
+Integrals: one effective output (``K = 2``) uses exact Gaussian partial moments; more use
+scrambled Sobol points (seeded, ``n_randomisations`` independent scramblings: the spread
+is the error estimate), the same points for every evaluation (common random numbers, so the
+root searches see a deterministic function).
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from gaussmix.core.exceptions import GaussmixError
+from gaussmix.core.validation import check_int, check_real
+
+from .channel import ChannelMoments, sqrtm_psd
+from .losses import _solve_batch
+from .mixture import Mixture
+from .observables import test_accuracy
+from .orthant import _make_sobol
+from .prior import prior_update
+from .problem import Problem, make_problem
+from .solver import (
+    AndersonState,
+    FixedPointMap,
+    HatEvaluation,
+    IterationStatus,
+    _iterate,
+    is_valid_state,
+    pack_state,
+    unpack_state,
+)
+
+__all__ = [
+    "SeparabilityError",
+    "MaxMarginResult",
+    "ThresholdEstimate",
+    "QMCNodes",
+    "margin_problem",
+    "is_exchangeable",
+    "polyhedron_moments",
+    "max_margin",
+    "separability_threshold_estimate",
+    "binary_separability_threshold",
+    "gardner_threshold",
+    "check_not_separable",
+    "cached_threshold",
+]
+
+_INV_SQRT_2PI = 0.3989422804014327
+#: largest effective output dimension for the active-set enumeration (2^L subsets)
+MAX_ENUMERATION_DIM = 5
+
+
+class SeparabilityError(GaussmixError, ValueError):
+    """An estimator that exists only on one side of the separability threshold was asked
+    for on the other (max-margin at ``alpha >= alpha*``, maximum likelihood at
+    ``alpha <= alpha*``)."""
+
+
+# --------------------------------------------------------------------------- nodes
+@dataclass(frozen=True)
+class QMCNodes:
+    """Standard normal points from scrambled Sobol sequences (seeded).
+
+    Attributes
+    ----------
+    xi : ndarray (R, N, dim)
+        ``R`` independent scramblings of ``N = 2^log2_n`` points each.
+    """
+
+    xi: np.ndarray
+
+    @classmethod
+    def make(cls, dim: int, log2_n: int, n_randomisations: int, seed: int = 0) -> QMCNodes:
+        out = []
+        for child in np.random.SeedSequence(seed).spawn(n_randomisations):
+            out.append(ndtri(_make_sobol(dim, child).random_base2(log2_n)))
+        xi = np.stack(out)
+        xi.setflags(write=False)
+        return cls(xi)
+
+    @property
+    def n_randomisations(self) -> int:
+        return int(self.xi.shape[0])
+
+    @property
+    def pooled(self) -> np.ndarray:
+        """All points, (R N, dim)."""
+        return self.xi.reshape(-1, self.xi.shape[-1])
+
+
+# --------------------------------------------------------------------------- problem
+def margin_problem(mixture: Mixture, alpha: float) -> Problem:
+    """The problem whose effective output space and classification rule the max-margin
+    estimator uses: the cross-entropy's (complement of ``1``) for one-hot labels, the
+    label space for binary ``+-1`` labels; ridge prior with ``lam = 1``.
+
+    Raises
+    ------
+    ValueError
+        For other label maps (the margin polyhedron needs one constraint per effective
+        output: one-hot labels, or binary labels with two clusters).
+    """
+    if not isinstance(mixture, Mixture):
+        raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
+    labels = mixture.labels
+    if labels.is_onehot and labels.n_clusters == labels.dim:
+        loss = "cross-entropy"
+    elif labels.is_binary and labels.n_clusters == 2:
+        loss = "logistic"
+    else:
+        raise ValueError(
+            "mixture must have one-hot labels (one class per cluster) or binary +-1 labels "
+            f"with 2 clusters for the max-margin estimator; got {labels.kind} labels of "
+            f"dimension {labels.dim} for {labels.n_clusters} clusters"
+        )
+    return make_problem(mixture, loss, lam=1.0, alpha=alpha)
+
+
+def _geometry(problem: Problem, kappa: float) -> tuple[np.ndarray, np.ndarray]:
+    """``D`` (K, L, L) and the shifted thresholds ``t' = t - kappa |D rows|^2 / 2`` (K, L)."""
+    D = np.stack([D for D, _ in problem.constraints])
+    t = np.stack([t for _, t in problem.constraints])
+    return D, t - kappa * 0.5 * np.sum(D * D, axis=-1)
+
+
+def is_exchangeable(mixture: Mixture) -> bool:
+    """Whether all clusters are equivalent under relabelling: one isotropic atom with one
+    shared variance, balanced priors, one-hot labels and a Gram matrix ``a I + b 11^T``."""
+    K = mixture.n_clusters
+    if mixture.n_atoms != 1 or mixture.mu is not None or not mixture.labels.is_onehot:
+        return False
+    sig = mixture.sigma[0]
+    th = mixture.theta[0]
+    off = th[~np.eye(K, dtype=bool)]
+    return bool(
+        np.allclose(sig, sig[0], rtol=1e-12, atol=0)
+        and np.allclose(mixture.rho, 1.0 / K, rtol=1e-12, atol=0)
+        and np.allclose(np.diag(th), th[0, 0], rtol=1e-12, atol=1e-15)
+        and (off.size == 0 or np.allclose(off, off[0], rtol=1e-12, atol=1e-15))
+        and mixture.labels.dim == K
+    )
+
+
+# --------------------------------------------------------------------------- channel
+def _relu_moments(m: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``P(X > 0)``, ``E[X_+]``, ``E[X_+^2]`` for ``X ~ N(m, s^2)``, ``s > 0``."""
+    u = m / s
+    Phi = ndtr(u)
+    phi = _INV_SQRT_2PI * np.exp(-0.5 * u * u)
+    return Phi, s * (u * Phi + phi), s * s * ((u * u + 1.0) * Phi + u * phi)
+
+
+def polyhedron_moments(
+    problem: Problem,
+    M: np.ndarray,
+    b: np.ndarray,
+    Q: np.ndarray,
+    V: np.ndarray,
+    kappa: float,
+    nodes: QMCNodes | None,
+    *,
+    per_randomisation: bool = False,
+) -> tuple[ChannelMoments, np.ndarray]:
+    """Channel moments of the indicator loss of ``C_c(kappa)`` (module docstring).
+
+    Returns the moments (``Ef``, ``Eff``, ``Edf = -E[df/domega]``; ``Eloss = 0``,
+    ``Eenv = E[f^T V f] / 2``) and ``E|A|`` (K,), the expected number of active
+    constraints.  One effective output: exact; more: quasi-Monte Carlo over ``nodes`` with
+    ``Edf`` in Stein's form ``-E[f xi^T] S^{-1}`` (``S = Q_c^{1/2}``), which is continuous
+    in ``omega`` where the active-set form is piecewise constant.  ``per_randomisation``:
+    arrays get a leading axis over the independent scramblings (for error estimates).
+    """
+    D, tp = _geometry(problem, kappa)
+    K, L = M.shape
+    m = M + b
+    if L == 1:
+        d = D[:, 0, 0]
+        v = V[:, 0, 0]
+        s = np.abs(d) * np.sqrt(np.maximum(Q[:, 0, 0], 1e-300))
+        # X = -u0 = d omega - t' ~ N(d m - t', d^2 q);  mu = X_+ / (d^2 v);  f = -d mu
+        p0, p1, p2 = _relu_moments(d * m[:, 0] - tp[:, 0], s)
+        G = d * d * v
+        Ef = (-d * p1 / G)[:, None]
+        Eff = (d * d * p2 / G**2)[:, None, None]
+        Edf = (p0 / v)[:, None, None]
+        mom = ChannelMoments(Ef, Eff, Edf, np.zeros(K), 0.5 * v * Eff[:, 0, 0])
+        if per_randomisation:
+            mom = ChannelMoments(*(a[None] for a in (Ef, Eff, Edf, mom.Eloss, mom.Eenv)))
+            return mom, p0[None]
+        return mom, p0
+    if L > MAX_ENUMERATION_DIM:
+        raise ValueError(
+            f"the max-margin channel with {L + 1} classes and non-exchangeable clusters needs "
+            f"an active-set enumeration over 2^{L} subsets; at most {MAX_ENUMERATION_DIM + 1} "
+            "classes are supported (exchangeable clusters have a closed form for any K)"
+        )
+    if nodes is None or nodes.xi.shape[-1] != L:
+        raise ValueError(f"quasi-Monte Carlo nodes of dimension {L} are needed")
+    xi = nodes.xi  # (R, N, L)
+    R, N, _ = xi.shape
+    S = sqrtm_psd(Q)
+    Sinv = np.linalg.inv(S)
+    shape = (R, K) if per_randomisation else (K,)
+    Ef = np.zeros(shape + (L,))
+    Eff = np.zeros(shape + (L, L))
+    Edf = np.zeros(shape + (L, L))
+    Eenv = np.zeros(shape)
+    Ek = np.zeros(shape)
+    subsets = [
+        np.array(A, dtype=int) for n in range(L + 1) for A in itertools.combinations(range(L), n)
+    ]
+    for c in range(K):
+        omega = m[c] + xi @ S[c]  # (R, N, L), S symmetric
+        u0 = tp[c] - omega @ D[c].T
+        G = D[c] @ V[c] @ D[c].T
+        G = 0.5 * (G + G.T)
+        mu = np.zeros_like(u0)
+        kact = np.zeros((R, N))
+        done = np.zeros((R, N), dtype=bool)
+        for A in subsets:
+            F = np.setdiff1d(np.arange(L), A)
+            if A.size == 0:
+                ok = np.all(u0 >= 0.0, axis=-1)
+                muA = None
+            else:
+                GAi = np.linalg.inv(G[np.ix_(A, A)])
+                muA = -u0[..., A] @ GAi.T
+                uF = u0[..., F] + muA @ G[np.ix_(F, A)].T
+                ok = np.all(muA >= 0.0, axis=-1) & np.all(uF >= 0.0, axis=-1)
+            ok &= ~done
+            if muA is not None:
+                sub = mu[..., A]
+                mu[..., A] = np.where(ok[..., None], muA, sub)
+            kact = np.where(ok, A.size, kact)
+            done |= ok
+        if not np.all(done):
+            raise FloatingPointError(
+                f"max-margin projection: no active set found at {int((~done).sum())} nodes"
+            )
+        f = -mu @ D[c]  # (R, N, L)
+        axes = (1,) if per_randomisation else (0, 1)
+        Ef[..., c, :] = f.mean(axis=axes)
+        fT = np.swapaxes(f, 1, 2)
+        ff = fT @ f / N
+        Eff[..., c, :, :] = ff if per_randomisation else ff.mean(axis=0)
+        fx = fT @ xi / N  # E[f xi^T] per scrambling
+        fx = fx if per_randomisation else fx.mean(axis=0)
+        Edf[..., c, :, :] = -fx @ Sinv[c]
+        Eenv[..., c] = 0.5 * np.sum((f @ V[c]) * f, axis=-1).mean(axis=axes)
+        Ek[..., c] = kact.mean(axis=axes)
+    Edf = 0.5 * (Edf + np.swapaxes(Edf, -1, -2))
+    return ChannelMoments(Ef, Eff, Edf, np.zeros(shape), Eenv), Ek
+
+
+# --------------------------------------------------------------------------- max-margin map
+class _MarginMap(FixedPointMap):
+    """Theorem 1's map with the max-margin channel (margin ``kappa``) and the problem's ridge
+    prior; the bias and prior steps are :class:`~gaussmix.theory.solver.FixedPointMap`'s."""
+
+    __slots__ = ("kappa", "nodes")
+
+    def __init__(self, problem: Problem, kappa: float, nodes: QMCNodes | None) -> None:
+        super().__init__(problem, None)  # type: ignore[arg-type] - no quadrature rule
+        self.kappa = kappa
+        self.nodes = nodes
+
+    def hats(self, x: np.ndarray) -> HatEvaluation:
+        last = self.last
+        if last is not None and np.array_equal(last.x, x):
+            return last
+        Q, M, V, b = unpack_state(x, self.K, self.L)
+        mom, _ = polyhedron_moments(self.problem, M, b, Q, V, self.kappa, self.nodes)
+        ar = self.ar
+        self.last = HatEvaluation(
+            x.copy(),
+            mom,
+            ar[:, None, None] * mom.Eff,
+            ar[:, None] * mom.Ef,
+            ar[:, None, None] * mom.Edf,
+        )
+        return self.last
+
+
+@dataclass
+class MaxMarginResult:
+    """The max-margin estimator at one ``alpha`` (below ``alpha*``).
+
+    Attributes
+    ----------
+    converged : bool
+    message : str
+    alpha : float
+    test_error : float
+        Theorem 2 (Gaussian orthant probabilities, :mod:`gaussmix.theory.orthant`); equal to
+        the ``lam -> 0+`` test error of cross-entropy / logistic / hinge.
+    train_error : float
+        0 (every training sample is classified with margin 1).
+    margin : float
+        The normalised margin ``1 / (||W||_F / sqrt(d))`` (Theorem 1 with ``||W||_F^2 / d =
+        2 E[r(W*)] / d`` from the prior).
+    Q, M, V, b, Qhat, Mhat, Vhat : ndarray
+        Order parameters in the full label space (as in
+        :class:`~gaussmix.theory.solver.FixedPointResult`), for ``||W||`` normalised so that
+        the margin is 1 (the hats are None on the exchangeable path, which iterates on
+        ``q, m, v`` only).
+    n_iter : int
+    residual : float
+    integration_error : float
+        Standard error of the test error from the quasi-Monte Carlo channel (0 for K = 2).
+    alpha_star : float
+        The separability threshold it was checked against.
+    """
+
+    converged: bool
+    message: str
+    alpha: float
+    test_error: float
+    train_error: float
+    margin: float
+    Q: np.ndarray
+    M: np.ndarray
+    V: np.ndarray
+    b: np.ndarray
+    Qhat: np.ndarray | None
+    Mhat: np.ndarray | None
+    Vhat: np.ndarray | None
+    n_iter: int
+    residual: float
+    integration_error: float
+    alpha_star: float
+    params: dict = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        return self.converged
+
+    def to_dict(self) -> dict:
+        """JSON-safe plain types."""
+        out: dict[str, Any] = {}
+        for k, v in self.__dict__.items():
+            out[k] = v.tolist() if isinstance(v, np.ndarray) else v
+        return out
+
+
+def _to_full(P: np.ndarray, A: np.ndarray) -> np.ndarray:
+    return np.einsum("ia,kij,jb->kab", P, A, P)
+
+
+def _initial_margin_state(problem: Problem, scale: float = 1.0) -> np.ndarray:
+    """A valid starting state: the prior of unit hats along the labels."""
+    L = problem.dim
+    rho = problem.mixture.rho
+    yr = problem.y @ problem.P.T
+    ybar = rho @ yr
+    K = problem.n_clusters
+    Mhat = scale * rho[:, None] * (yr - ybar)
+    Qhat = scale * rho[:, None, None] * np.broadcast_to(np.eye(L), (K, L, L))
+    Vhat = scale * rho[:, None, None] * np.broadcast_to(np.eye(L), (K, L, L))
+    pr = prior_update(problem, Qhat, Mhat, Vhat, lam=1.0)
+    return pack_state(pr.Q, pr.M, pr.V, np.zeros(L))
+
+
+def max_margin(
+    mixture: Mixture,
+    alpha: float,
+    *,
+    alpha_star: float | None = None,
+    tol: float = 1e-9,
+    max_iter: int = 3000,
+    log2_n: int = 14,
+    n_randomisations: int = 8,
+    seed: int = 0,
+    method: str = "auto",
+    throw: bool = True,
+) -> MaxMarginResult:
+    """The max-margin classifier's fixed point (Theorem 1 with the margin-polyhedron
+    indicator loss and ridge, see the module docstring) and its Theorem 2 test error.
+
+    Parameters
+    ----------
+    mixture : Mixture
+        One-hot labels (any K with exchangeable clusters, K <= 6 otherwise) or binary
+        ``+-1`` labels (K = 2).
+    alpha : float
+        Sample complexity; must be below ``alpha*``.
+    alpha_star : float, optional
+        The separability threshold, if known (else computed).
+    tol, max_iter
+        Fixed-point tolerance (scaled residual) and iteration cap.
+    log2_n, n_randomisations, seed
+        Quasi-Monte Carlo nodes for ``K >= 3`` (``2^log2_n`` points per scrambling).
+    method : {'auto', 'exchangeable', 'general'}
+        ``'auto'``: the scalar map of exchangeable clusters (:func:`is_exchangeable`) for
+        ``K >= 3``, the general map (active-set enumeration, ``K <= 6``) otherwise.
+    throw : bool
+        Raise :class:`~gaussmix.core.exceptions.ConvergenceError` if no fixed point is found
+        (else return ``converged=False`` with NaN observables).
+
+    Raises
+    ------
+    SeparabilityError
+        If ``alpha >= alpha*``: the data are not linearly separable and the estimator does
+        not exist.
+    """
+    from gaussmix.core.exceptions import ConvergenceError
+
+    problem = margin_problem(mixture, alpha)
+    a = problem.alpha
+    if alpha_star is None:
+        alpha_star = separability_threshold_estimate(
+            mixture, log2_n=max(log2_n, 15), n_randomisations=n_randomisations, seed=seed
+        ).alpha_star
+    astar = check_real("alpha_star", alpha_star, low=0.0, low_open=True)
+    if a >= astar:
+        raise SeparabilityError(
+            f"the max-margin estimator does not exist at alpha={a:g}: the training data are "
+            f"not linearly separable for alpha >= alpha* = {astar:.6g} "
+            f"({_describe(mixture)}); use lam > 0"
+        )
+    L = problem.dim
+    if method not in ("auto", "exchangeable", "general"):
+        raise ValueError(f"method must be 'auto', 'exchangeable' or 'general', got {method!r}")
+    exch = is_exchangeable(mixture)
+    if method == "exchangeable" and not exch:
+        raise ValueError("method='exchangeable' needs exchangeable clusters (is_exchangeable)")
+    if method == "exchangeable" or (method == "auto" and exch and L > 1):
+        nodes = QMCNodes.make(L + 1, log2_n, n_randomisations, seed)
+        ok, msg, n_it, resid, o = _exchangeable_max_margin(problem, tol, max_iter, nodes)
+        nan = np.full((problem.n_clusters,) + (L + 1,) * 2, np.nan)
+        res = MaxMarginResult(
+            converged=ok,
+            message=msg,
+            alpha=a,
+            test_error=float(o.get("test_error", np.nan)),
+            train_error=0.0 if ok else np.nan,
+            margin=float(o.get("margin", np.nan)),
+            Q=o.get("Q", nan),
+            M=o.get("M", nan[:, 0]),
+            V=o.get("V", nan),
+            b=o.get("b", nan[0, 0]),
+            Qhat=None,
+            Mhat=None,
+            Vhat=None,
+            n_iter=n_it,
+            residual=resid,
+            integration_error=float(o.get("integration_error", np.nan)),
+            alpha_star=astar,
+            params={"mixture": mixture.describe(), "tol": tol, "method": "exchangeable"},
+        )
+        if not ok and throw:
+            raise ConvergenceError(f"max-margin fixed point not found: {msg}", res)
+        return res
+    nodes = None if L == 1 else QMCNodes.make(L, log2_n, n_randomisations, seed)
+    x = _initial_margin_state(problem)
+    # continuation in alpha: the norm of the margin-1 solution grows like (alpha* - alpha)^-2,
+    # so the gaps alpha* - alpha of the steps shrink geometrically towards the target's
+    gap0, gap = 0.4 * astar, astar - a
+    steps = [a] if gap >= gap0 else list(astar - np.geomspace(gap0, gap, 6))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for step in steps:
+            T = _MarginMap(problem.with_lam_alpha(1.0, float(step)), 1.0, nodes)
+            # Anderson mixing can stall in a cycle on this map: then Powell's hybrid method
+            # from the (warm) start, then plain iteration (slow but monotone here) and Powell
+            # again from where it ended
+            out = _iterate(T, x, AndersonState.init(4), tol=tol, max_iter=300, damping=1.0)
+            if not out.converged:
+                out = _polish(T, replace(out, x=x), tol)
+            if not out.converged:
+                out = _iterate(
+                    T, x, AndersonState.init(0), tol=tol, max_iter=max_iter, damping=1.0
+                )
+            if not out.converged and np.all(np.isfinite(out.x)):
+                out = _polish(T, out, tol)  # from the nearly converged plain iterate
+            if not out.converged:
+                break
+            x = out.x
+    P = problem.P
+    ok = out.converged and is_valid_state(out.x, problem.n_clusters, L)
+    Q, M, V, b = unpack_state(out.x, problem.n_clusters, L)
+    ev = T.hats(out.x) if ok else None
+    test_err = margin = ierr = np.nan
+    if ok:
+        acc, err = test_accuracy(problem, M, b, Q)
+        test_err = float(1.0 - problem.mixture.rho @ acc)
+        pr = prior_update(problem, ev.Qhat, ev.Mhat, ev.Vhat, details=True)
+        margin = float(1.0 / np.sqrt(2.0 * pr.penalty))
+        ierr = err + (0.0 if nodes is None else _margin_test_se(problem, T, out.x, nodes))
+    nanK = np.full_like
+    res = MaxMarginResult(
+        converged=ok,
+        message=out.message if ok or not out.converged else "spurious fixed point",
+        alpha=a,
+        test_error=test_err,
+        train_error=0.0 if ok else np.nan,
+        margin=margin,
+        Q=_to_full(P, Q),
+        M=M @ P,
+        V=_to_full(P, V),
+        b=b @ P,
+        Qhat=_to_full(P, ev.Qhat) if ok else nanK(_to_full(P, Q), np.nan),
+        Mhat=ev.Mhat @ P if ok else nanK(M @ P, np.nan),
+        Vhat=_to_full(P, ev.Vhat) if ok else nanK(_to_full(P, Q), np.nan),
+        n_iter=out.n_iter,
+        residual=out.residual,
+        integration_error=float(ierr),
+        alpha_star=astar,
+        params={"mixture": mixture.describe(), "tol": tol, "method": "general"},
+    )
+    if not ok and throw:
+        raise ConvergenceError(f"max-margin fixed point not found: {res.message}", res)
+    return res
+
+
+def _exchangeable_margin_map(
+    x: np.ndarray, alpha: float, delta: float, a_theta: float, g: np.ndarray
+) -> np.ndarray:
+    """The max-margin map (margin 1, ridge ``lam = 1``) of exchangeable clusters on
+    ``(log q, m, log v)`` (module docstring): with ``e1 = E|A|`` (Stein form),
+    ``phi = E[f_0] K / (K - 1)`` and ``E|f|^2`` from the sort-based projection,
+
+        a = 1 + Delta alpha e1 / (v (K - 1)),   v' = Delta / a,
+        m' = alpha phi a_theta / (K a),
+        q' = Delta [(alpha phi / K)^2 a_theta + Delta alpha E|f|^2 / (K - 1)] / a^2.
+    """
+    K = g.shape[-1]
+    q, m, v = np.exp(x[0]), x[1], np.exp(x[2])
+    sq = np.sqrt(q)
+    _, d0, dg, dd = _exchangeable_stats(m / sq, g, 1.0 / sq)
+    e1 = -float(dg.mean())
+    phi = sq * float(d0.mean()) * K / ((K - 1) * v)
+    ef2 = q * float(dd.mean()) / (v * v)
+    a = 1.0 + delta * alpha * e1 / (v * (K - 1))
+    v2 = delta / a
+    m2 = alpha * phi * a_theta / (K * a)
+    q2 = delta * ((alpha * phi / K) ** 2 * a_theta + delta * alpha * ef2 / (K - 1)) / a**2
+    return np.array([np.log(q2), m2, np.log(v2)])
+
+
+def _exchangeable_max_margin(
+    problem: Problem, tol: float, max_iter: int, nodes: QMCNodes
+) -> tuple[bool, str, int, float, dict]:
+    """Fixed point of :func:`_exchangeable_margin_map` (Anderson-accelerated), the test error
+    (a ``(K - 1)``-dimensional orthant probability) and the full-space order parameters."""
+    from .orthant import orthant_probability
+
+    mix = problem.mixture
+    K = mix.n_clusters
+    delta = float(mix.sigma[0, 0])
+    Pi = np.eye(K) - 1.0 / K
+    a_theta = float(np.trace(Pi @ mix.theta[0]) / (K - 1))
+    g = nodes.pooled
+    x = np.array([0.0, 1.0, 0.0])
+    anderson = AndersonState.init(5)
+    last = None
+    res = np.inf
+    it = 0
+    while it < max_iter:
+        it += 1
+        gx = _exchangeable_margin_map(x, problem.alpha, delta, a_theta, g)
+        r = gx - x
+        res = float(np.max(np.abs(r) / np.maximum(1.0, np.abs(x))))
+        if not np.isfinite(res):
+            break
+        if res < tol:
+            x = gx
+            break
+        if last is not None:
+            anderson = anderson.update(x - last[0], gx - last[1])
+        last = (x, gx)
+        try:
+            x = anderson.extrapolate(x, r, 1.0, np.ones(3)) if not anderson.empty else gx
+        except np.linalg.LinAlgError:
+            anderson, x = anderson.cleared(), gx
+    ok = bool(res < tol)
+    q, m, v = np.exp(x[0]), x[1], np.exp(x[2])
+    out: dict = {}
+    if ok:
+        p, err = orthant_probability(np.full(K - 1, -m), q * (np.eye(K - 1) + 1.0))
+        out = {
+            "test_error": 1.0 - p,
+            "integration_error": err,
+            "margin": 1.0 / np.sqrt(q * (K - 1) / delta),
+            "Q": np.broadcast_to(q * Pi, (K, K, K)).copy(),
+            "M": m * Pi,
+            "V": np.broadcast_to(v * Pi, (K, K, K)).copy(),
+            "b": np.zeros(K),
+        }
+    msg = "converged" if ok else f"did not converge in {it} iterations (residual {res:.3g})"
+    return ok, msg, it, res, out
+
+
+def _polish(T: FixedPointMap, out: Any, tol: float) -> Any:
+    """Near ``alpha*`` the map contracts slowly (the margin-1 norm diverges): finish with
+    Powell's hybrid method on ``T(x) - x`` from the last iterate (the channel is continuous
+    in the state with fixed quasi-Monte Carlo points), and accept only a valid state whose
+    scaled residual meets ``tol``."""
+    from scipy.optimize import root
+
+    def fun(x: np.ndarray) -> np.ndarray:
+        try:
+            return T(x) - x
+        except (FloatingPointError, np.linalg.LinAlgError):
+            return np.full_like(x, 1e6)
+
+    sol = root(fun, out.x, method="hybr", options={"xtol": 1e-13, "maxfev": 2000})
+    x = sol.x
+    if not (np.all(np.isfinite(x)) and T.is_valid(x)):
+        return out
+    g = T(x)
+    res = float(np.max(np.abs(g - x) / np.maximum(1.0, np.abs(x))))
+    if res >= tol:
+        return out
+    return replace(out, x=g, residual=res, status=IterationStatus.CONVERGED, message="converged")
+
+
+def _margin_test_se(problem: Problem, T: _MarginMap, x: np.ndarray, nodes: QMCNodes) -> float:
+    """Standard error of the test error across the quasi-Monte Carlo scramblings: one map
+    step per scrambling from the fixed point, test error of each image."""
+    vals = []
+    for r in range(nodes.n_randomisations):
+        Tr = _MarginMap(problem, T.kappa, QMCNodes(nodes.xi[r : r + 1]))
+        Q, M, V, b = unpack_state(Tr(x), problem.n_clusters, problem.dim)
+        acc, _ = test_accuracy(problem, M, b, Q)
+        vals.append(1.0 - problem.mixture.rho @ acc)
+    return float(np.std(vals, ddof=1) / np.sqrt(len(vals)))
+
+
+def _describe(mixture: Mixture) -> str:
+    info = mixture.describe()
+    parts = [f"K = {mixture.n_clusters}", f"{info['kind']}"]
+    if mixture.n_atoms == 1:
+        d = np.unique(mixture.sigma[0])
+        parts.append("Delta = " + ", ".join(f"{v:g}" for v in d))
+    if "means" in info:
+        parts.append(f"means={info['means']}")
+    return ", ".join(parts)
+
+
+# --------------------------------------------------------------------------- threshold
+@dataclass
+class ThresholdEstimate:
+    """The fixed point at the separability threshold (theory layer; the experiment
+    :func:`gaussmix.experiments.transition.separability_threshold` wraps it).
+
+    Attributes
+    ----------
+    alpha_star : float
+    std_error : float
+        Standard error from the independent quasi-Monte Carlo scramblings (0 for K = 2).
+    method : str
+        ``'exchangeable'`` (scalar equation for ``r = m / sqrt(q)``) or ``'homogeneous'``
+        (the normalised homogeneous map).
+    converged : bool
+    message : str
+    n_evaluations : int
+        Channel evaluations.
+    growth : float
+        ``s^2`` of the homogeneous map at the solution (1 at a true fixed point).
+    active : float
+        ``alpha* sum_c rho_c E|A_c|``, the support vectors per input dimension.
+    shape : dict
+        The normalised state (``r`` for exchangeable clusters; full-space ``Q, M, b, V``).
+    """
+
+    alpha_star: float
+    std_error: float
+    method: str
+    converged: bool
+    message: str
+    n_evaluations: int
+    growth: float
+    active: float
+    shape: dict = field(default_factory=dict)
+
+
+def _exchangeable_stats(
+    r: float, g: np.ndarray, kappa: float = 0.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-node quantities of the Euclidean projection of ``omega = r e_0 + g`` onto
+    ``{h_0 - h_mu >= kappa}``: ``k = |A|``, ``d_0 = h_0 - omega_0``, ``d . g`` and ``|d|^2``
+    with ``d = h - omega`` (the sort-based closed form of the module docstring)."""
+    a = r + g[..., 0]
+    y = g[..., 1:] + kappa
+    ys = -np.sort(-y, axis=-1)
+    cs = np.cumsum(ys, axis=-1)
+    K1 = ys.shape[-1]
+    j = np.arange(1, K1 + 1)
+    # tau_{j-1} = (a + sum of the j-1 largest) / j, compared with the j-th largest
+    tau_prev = np.concatenate([a[..., None], (a[..., None] + cs[..., :-1]) / j[1:]], axis=-1)
+    k = np.sum(ys > tau_prev, axis=-1)
+    csum = np.concatenate([np.zeros(a.shape + (1,)), cs], axis=-1)
+    tau = (a + np.take_along_axis(csum, k[..., None], axis=-1)[..., 0]) / (k + 1)
+    d0 = tau - a
+    dy = np.where(j - 1 < k[..., None], tau[..., None] - ys, 0.0)
+    dg = d0 * g[..., 0] + np.sum(dy * (ys - kappa), axis=-1)
+    dd = d0 * d0 + np.sum(dy * dy, axis=-1)
+    return k, d0, dg, dd
+
+
+def _exchangeable_threshold(
+    mixture: Mixture, log2_n: int, n_randomisations: int, seed: int
+) -> ThresholdEstimate:
+    """``alpha*`` for exchangeable clusters: root ``r*`` of ``r Delta e1(r) = a e2(r)``,
+    then ``alpha* = (K - 1) / e1(r*)`` (module docstring)."""
+    from scipy.optimize import brentq
+
+    K = mixture.n_clusters
+    delta = float(mixture.sigma[0, 0])
+    th = mixture.theta[0]
+    Pi = np.eye(K) - 1.0 / K
+    a_theta = float(np.trace(Pi @ th) / (K - 1))
+    nodes = QMCNodes.make(K, log2_n, n_randomisations, seed)
+    g = nodes.xi
+    count = [0.0]
+
+    def stats(r: float) -> tuple[np.ndarray, np.ndarray]:
+        count[0] += 1
+        _, d0, dg, _ = _exchangeable_stats(r, g)
+        return -dg.mean(axis=-1), d0.mean(axis=-1)  # e1, e2 per scrambling
+
+    def fn(r: float) -> float:
+        e1, e2 = stats(r)
+        return r * delta * e1.mean() - a_theta * e2.mean()
+
+    if a_theta <= 0.0:  # no information in the means: the symmetric point r = 0
+        r_star = 0.0
+    else:
+        hi = 0.25
+        while fn(hi) <= 0.0:
+            hi *= 1.5
+            if hi > 50.0:
+                return ThresholdEstimate(
+                    np.nan,
+                    np.nan,
+                    "exchangeable",
+                    False,
+                    "no root of the exchangeable threshold equation below r = 50",
+                    count[0],
+                    np.nan,
+                    np.nan,
+                )
+        r_star = brentq(fn, 0.0, hi, xtol=1e-10, rtol=1e-10)
+    e1, _ = stats(r_star)
+    astar = float((K - 1) / e1.mean())
+    # the error: the root and alpha* of each scrambling alone (near the pooled root)
+    alphas = []
+    for i in range(g.shape[0]):
+        gi = g[i : i + 1]
+
+        def fi(r: float, gi: np.ndarray = gi) -> float:
+            count[0] += 1.0 / g.shape[0]
+            _, d0, dg, _ = _exchangeable_stats(r, gi)
+            return r * delta * float(-dg.mean()) - a_theta * float(d0.mean())
+
+        ri = r_star
+        if a_theta > 0.0:
+            lo, hi_i = 0.9 * r_star, 1.1 * r_star
+            while fi(lo) > 0.0 and lo > 1e-6:
+                lo *= 0.5
+            while fi(hi_i) <= 0.0 and hi_i < 50.0:
+                hi_i *= 1.5
+            ri = brentq(fi, lo, hi_i, xtol=1e-10, rtol=1e-10)
+        _, _, dg, _ = _exchangeable_stats(ri, gi)
+        alphas.append((K - 1) / float(-dg.mean()))
+    se = float(np.std(alphas, ddof=1) / np.sqrt(len(alphas)))
+    return ThresholdEstimate(
+        alpha_star=astar,
+        std_error=se,
+        method="exchangeable",
+        converged=bool(np.isfinite(astar)),
+        message="converged",
+        n_evaluations=int(round(count[0])),
+        growth=1.0,
+        active=float(K - 1),
+        shape={"r": float(r_star), "a_theta": a_theta, "delta": delta},
+    )
+
+
+def _homogeneous_step(
+    problem: Problem, x: np.ndarray, nodes: QMCNodes | None, *, per_randomisation=False
+) -> tuple[np.ndarray, float, float, np.ndarray]:
+    """One step of the normalised homogeneous map (margin 0, ``lam = 0``): returns the
+    normalised image, the ``alpha`` that makes ``tr V' = tr V``, the growth ``s^2`` and
+    ``E|A|`` per cluster (module docstring)."""
+    K, L = problem.n_clusters, problem.dim
+    rho = problem.mixture.rho
+    Q, M, V, b = unpack_state(x, K, L)
+    mom, Ek = polyhedron_moments(problem, M, b, Q, V, 0.0, nodes)
+    Mh = rho[:, None] * mom.Ef
+    Qh = rho[:, None, None] * mom.Eff
+    Vh = rho[:, None, None] * mom.Edf
+    pr1 = prior_update(problem, Qh, Mh, Vh, lam=0.0)
+    prm = prior_update(problem, np.zeros_like(Qh), Mh, Vh, lam=0.0)
+    a_new = float(np.einsum("k,kii->", rho, pr1.V) / np.einsum("k,kii->", rho, V))
+    Qn = prm.Q + (pr1.Q - prm.Q) / a_new
+    Vn = pr1.V / a_new
+    Sv, Sm = Vh.sum(axis=0), Mh.sum(axis=0)
+    bn = b + _solve_batch(Sv, Sm)
+    s2 = float(np.einsum("k,kii->", rho, Qn) / np.einsum("k,kii->", rho, Q))
+    s = np.sqrt(s2)
+    xn = pack_state(Qn / s2, pr1.M / s, Vn, bn / s)
+    return xn, a_new, s2, Ek
+
+
+def _homogeneous_iterate(
+    problem: Problem, x: np.ndarray, nodes: QMCNodes | None, tol: float, max_iter: int
+) -> tuple[np.ndarray, float, int, str]:
+    """Anderson-accelerated iteration of :func:`_homogeneous_step` from ``x``: the final
+    state, its scaled residual, the number of steps and a failure message ('' if none)."""
+    K, L = problem.n_clusters, problem.dim
+    anderson = AndersonState.init(6)
+    last = None
+    res = np.inf
+    n = 0
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for n in range(1, max_iter + 1):
+            try:
+                g = _homogeneous_step(problem, x, nodes)[0]
+            except (FloatingPointError, np.linalg.LinAlgError) as exc:
+                return x, np.inf, n, f"map failed: {exc}"
+            r = g - x
+            scale = np.maximum(1.0, np.abs(x))
+            res = float(np.max(np.abs(r) / scale))
+            if not np.isfinite(res):
+                return x, res, n, "NaN or infinite order parameters"
+            if res < tol:
+                return g, res, n, ""
+            if last is not None:
+                anderson = anderson.update(x - last[0], g - last[1])
+            last = (x, g)
+            cand = None
+            if not anderson.empty:
+                try:
+                    cand = anderson.extrapolate(x, r, 1.0, scale)
+                except np.linalg.LinAlgError:
+                    cand = None
+            if cand is None or not is_valid_state(cand, K, L):
+                anderson = anderson.cleared()
+                cand = g
+            x = cand
+    return (
+        x,
+        res,
+        n,
+        f"the homogeneous map did not converge in {n} iterations (residual {res:.3g})",
+    )
+
+
+def _homogeneous_threshold(
+    mixture: Mixture,
+    log2_n: int,
+    n_randomisations: int,
+    seed: int,
+    tol: float = 1e-10,
+    max_iter: int = 3000,
+) -> ThresholdEstimate:
+    """``alpha*`` from the normalised homogeneous map (any supported mixture); the standard
+    error from re-solving with each scrambling alone, started at the pooled solution."""
+    problem = margin_problem(mixture, 1.0)
+    K, L = problem.n_clusters, problem.dim
+    nodes = None if L == 1 else QMCNodes.make(L, log2_n, n_randomisations, seed)
+    rho = problem.mixture.rho
+    x = _initial_margin_state(problem)
+    Q, M, V, b = unpack_state(x, K, L)
+    x = pack_state(Q / np.einsum("k,kii->", rho, Q), M, V, b)
+    x, res, n, fail = _homogeneous_iterate(problem, x, nodes, tol, max_iter)
+    if fail and not np.isfinite(res):
+        return ThresholdEstimate(np.nan, np.nan, "homogeneous", False, fail, n, np.nan, np.nan)
+    converged = res < tol
+    # the growth factor, alpha and E|A| at the final state (and the spread over scramblings)
+    g, alpha, s2, Ek = _homogeneous_step(problem, x, nodes)
+    se = 0.0
+    if nodes is not None and converged:
+        alphas = []
+        for i in range(nodes.n_randomisations):
+            one = QMCNodes(nodes.xi[i : i + 1])
+            xi_, res_i, n_i, fail_i = _homogeneous_iterate(problem, x, one, tol, max_iter)
+            n += n_i
+            if fail_i:
+                converged, fail = False, f"scrambling {i}: {fail_i}"
+                break
+            alphas.append(_homogeneous_step(problem, xi_, one)[1])
+        if converged:
+            se = float(np.std(alphas, ddof=1) / np.sqrt(len(alphas)))
+    growth_tol = max(1e-6, 10.0 * se / max(alpha, 1e-300))
+    msg = "converged"
+    if not converged:
+        msg = fail
+    elif abs(s2 - 1.0) > growth_tol:
+        converged = False
+        msg = (
+            f"the normalised homogeneous map converged with growth factor s^2 = {s2:.6g} != 1: "
+            "no fixed point at the threshold (inconsistent equations)"
+        )
+    Q, M, V, b = unpack_state(x, K, L)
+    P = problem.P
+    return ThresholdEstimate(
+        alpha_star=float(alpha) if converged else np.nan,
+        std_error=se,
+        method="homogeneous",
+        converged=converged,
+        message=msg,
+        n_evaluations=n + 1,
+        growth=s2,
+        active=float(alpha * rho @ Ek),
+        shape={
+            "Q": _to_full(P, Q).tolist(),
+            "M": (M @ P).tolist(),
+            "b": (b @ P).tolist(),
+            "V": _to_full(P, V).tolist(),
+        },
+    )
+
+
+def separability_threshold_estimate(
+    mixture: Mixture,
+    *,
+    log2_n: int = 16,
+    n_randomisations: int = 8,
+    seed: int = 0,
+    method: str = "auto",
+) -> ThresholdEstimate:
+    """The separability threshold ``alpha*`` of ``mixture`` from the fixed point at the
+    threshold (module docstring).
+
+    Parameters
+    ----------
+    mixture : Mixture
+        One-hot labels, or binary ``+-1`` labels with two clusters.
+    log2_n, n_randomisations, seed
+        Quasi-Monte Carlo points (``K >= 3``): ``n_randomisations`` scramblings of
+        ``2^log2_n`` points.
+    method : {'auto', 'exchangeable', 'homogeneous'}
+        ``'auto'``: the scalar equation for exchangeable clusters with ``K >= 3``
+        (:func:`is_exchangeable`), the homogeneous map otherwise (exact for ``K = 2``).
+    """
+    margin_problem(mixture, 1.0)  # label checks
+    log2_n = check_int("log2_n", log2_n, low=6, high=22)
+    n_randomisations = check_int("n_randomisations", n_randomisations, low=2, high=64)
+    if method not in ("auto", "exchangeable", "homogeneous"):
+        raise ValueError(f"method must be 'auto', 'exchangeable' or 'homogeneous', got {method!r}")
+    exch = is_exchangeable(mixture)
+    if method == "exchangeable" and not exch:
+        raise ValueError("method='exchangeable' needs exchangeable clusters (is_exchangeable)")
+    if method == "exchangeable" or (method == "auto" and exch and mixture.n_clusters >= 3):
+        return _exchangeable_threshold(mixture, log2_n, n_randomisations, seed)
+    return _homogeneous_threshold(mixture, log2_n, n_randomisations, seed)
+
+
+#: alpha* of each mixture already checked by :func:`check_not_separable` (mixtures are
+#: immutable)
+_THRESHOLDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def cached_threshold(mixture: Mixture) -> ThresholdEstimate:
+    """:func:`separability_threshold_estimate` with its defaults, computed once per mixture."""
+    hit = _THRESHOLDS.get(mixture)
+    if hit is None:
+        hit = _THRESHOLDS[mixture] = separability_threshold_estimate(mixture)
+    return hit
+
+
+def check_not_separable(mixture: Mixture, alpha: float, loss_name: str = "logistic") -> None:
+    """Raise :class:`SeparabilityError` unless ``alpha`` is clearly above ``alpha*``: the
+    condition for the unregularised (``lam = 0``) logistic / cross-entropy estimator to
+    exist (below ``alpha*`` the training data are linearly separable and the likelihood has
+    no maximiser).  Within four standard errors of ``alpha*`` it cannot be decided, and is
+    refused too."""
+    est = cached_threshold(mixture)
+    if not est.converged:
+        raise SeparabilityError(
+            f"lam=0 is only valid for loss={loss_name!r} above the separability threshold, "
+            f"which could not be computed for this mixture ({est.message}); use lam > 0"
+        )
+    margin = max(4.0 * est.std_error, 1e-9 * est.alpha_star)
+    if alpha <= est.alpha_star + margin:
+        raise SeparabilityError(
+            f"lam=0 is only valid for loss={loss_name!r} above the separability threshold: "
+            "the maximum-likelihood estimator does not exist, the training data are "
+            f"linearly separable for alpha < alpha* = {est.alpha_star:.4g} "
+            f"({_describe(mixture)}), got alpha={alpha:g}; use lam > 0 or max_margin"
+        )
+
+
+# --------------------------------------------------------------------------- closed form
+def gardner_threshold(mean_sq: float, delta: float, rho: float = 0.5) -> float:
+    """``alpha*_2 = max_{c, b} (1 - c^2) / E_{y, xi}[(xi - (c sqrt(s) + y b)/sqrt(Delta))_+^2]``
+    (module docstring; ``s = mean_sq = |mu_bar|^2``, ``y = +1`` with probability ``rho``).
+
+    The partial moment is ``E[(xi - a)_+^2] = (1 + a^2) Phi(-a) - a phi(a)``; the maximum
+    over ``c = tanh(u) in (-1, 1)`` and ``b`` is found by Nelder-Mead from three starts,
+    polished by BFGS.
+    """
+    from scipy.optimize import minimize
+
+    s = check_real("mean_sq", mean_sq, low=0.0)
+    dl = check_real("delta", delta, low=0.0, low_open=True)
+    p = check_real("rho", rho, low=0.0, high=1.0, low_open=True, high_open=True)
+    rs, sd = np.sqrt(s), np.sqrt(dl)
+
+    def m2(a: float) -> float:
+        return (1.0 + a * a) * ndtr(-a) - a * _INV_SQRT_2PI * np.exp(-0.5 * a * a)
+
+    def neg(z: np.ndarray) -> float:
+        c = np.tanh(z[0])
+        e = p * m2((c * rs + z[1]) / sd) + (1.0 - p) * m2((c * rs - z[1]) / sd)
+        return -(1.0 - c * c) / e
+
+    best = None
+    for u0 in (0.0, 0.5, 1.0):
+        r = minimize(
+            neg,
+            np.array([u0, 0.0]),
+            method="Nelder-Mead",
+            options={"xatol": 1e-7, "fatol": 1e-13, "maxiter": 4000},
+        )
+        if best is None or r.fun < best.fun:
+            best = r
+    # polish the smooth maximum (quasi-Newton from the simplex's best point)
+    pol = minimize(neg, best.x, method="BFGS", options={"gtol": 1e-12})
+    return float(-min(best.fun, pol.fun))
+
+
+def binary_separability_threshold(mixture: Mixture) -> float:
+    """Closed-form ``alpha*`` of a two-cluster isotropic mixture with one shared variance
+    (one-hot or binary labels, any priors and Gram matrix): :func:`gardner_threshold` with
+    ``|mu_bar|^2 = (Theta_11 + Theta_22 - 2 Theta_12) / 4``."""
+    if not isinstance(mixture, Mixture):
+        raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
+    if mixture.n_clusters != 2 or mixture.n_atoms != 1 or mixture.mu is not None:
+        raise ValueError(
+            "mixture must be a two-cluster isotropic mixture (one atom) for the closed form; "
+            f"got {mixture.n_clusters} clusters and {mixture.n_atoms} atoms"
+        )
+    sig = mixture.sigma[0]
+    if not np.isclose(sig[0], sig[1], rtol=1e-12, atol=0):
+        raise ValueError(
+            f"mixture must have one shared variance for the closed form, got Delta = {sig}"
+        )
+    th = mixture.theta[0]
+    s = max(0.0, float(th[0, 0] + th[1, 1] - 2.0 * th[0, 1]) / 4.0)
+    margin_problem(mixture, 1.0)  # label checks
+    return gardner_threshold(s, float(sig[0]), float(mixture.rho[0]))
