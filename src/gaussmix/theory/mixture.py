@@ -618,6 +618,7 @@ class Mixture:
         y: Any,
         *,
         labels: str | Any = "onehot",
+        center: bool = True,
     ) -> Mixture:
         """The Gaussian mixture with the per-cluster means, covariances and frequencies of a
         data set (Appendix E: ``P_2``, or ``P_K`` with one cluster per original class).
@@ -625,8 +626,16 @@ class Mixture:
         For each cluster ``c`` (the samples with ``y == c``): ``mu_c`` is the sample mean,
         ``Sigma_c = (1/n_c) sum (x - mu_c)(x - mu_c)^T`` and ``rho_c = n_c / n``.  The
         inputs are used in their own units (no rescaling; the estimator acts on
-        ``x / sqrt(d)``, see :class:`DenseCovariance`); centre or normalise them first if
-        the model should.
+        ``x / sqrt(d)``, see :class:`DenseCovariance`); normalise them first if the model
+        should.
+
+        With ``center`` (default) the means are translated by the mean of all inputs, so
+        that ``sum_c rho_c mu_c = 0``.  A common translation of the inputs changes nothing
+        but ``M_c`` and ``b`` (by ``-+ w . mu_0 / sqrt(d)``; the bias is unpenalised): the
+        errors, the training loss, ``Q_c`` and ``V_c`` are the same.  It matters for the
+        fixed-point iteration, which is badly conditioned by a common mean of norm
+        ``O(sqrt(d))`` (e.g. raw pixels): the bias and the weights' component along it are
+        then nearly collinear and the iteration may not converge (it then reports so).
 
         Parameters
         ----------
@@ -647,10 +656,14 @@ class Mixture:
               (``P_10``);
             * an array (K, L) or :class:`LabelMap`, rows in the sorted order of the ids.
 
+        center : bool
+            Translate the means so that ``sum_c rho_c mu_c = 0`` (see above).
+
         Returns
         -------
         Mixture
-            Of kind ``'dense'``; ``info`` holds ``clusters``, ``counts`` and ``n_samples``.
+            Of kind ``'dense'``; ``info`` holds ``clusters``, ``counts``, ``n_samples`` and
+            ``centered``.
 
         Raises
         ------
@@ -697,13 +710,18 @@ class Mixture:
             means[c] = mu
             np.matmul(Xc.T, Xc, out=covs[c])  # X^T X: one symmetric rank-n update
             covs[c] /= counts[c]
-        return cls.dense(
-            means,
-            covs,
-            rho=counts / n,
-            labels=lm,
-            info={"clusters": ids_py, "counts": counts.tolist(), "n_samples": int(n)},
-        )
+        if not isinstance(center, bool):
+            raise TypeError(f"center must be a bool, got {center!r}")
+        rho = counts / n
+        if center:
+            means -= rho @ means
+        info = {
+            "clusters": ids_py,
+            "counts": counts.tolist(),
+            "n_samples": int(n),
+            "centered": center,
+        }
+        return cls.dense(means, covs, rho=rho, labels=lm, info=info)
 
     @classmethod
     def sparse(
