@@ -23,11 +23,16 @@ These are Appendix C's ``Q_k, M_k, V_k`` with the ``sqrt(d)`` of the replica mea
 (Theorem 1 as printed omits it; DESIGN.md pitfall 9) and, for covariances with common
 eigenvectors ``v_i`` and ``mu^k_i = sqrt(d) mu_k . v_i``, exactly Corollary 1.
 
+Axes on which every covariance vanishes (constant pixels: a zero diagonal entry of a
+positive semi-definite matrix zeroes its row and column) are treated in closed form: there
+``A = lam I``, so ``u = m / lam`` and nothing enters ``Q_k``, ``V_k`` or ``S C S``; the
+matrices below are restricted to the r remaining axes (``d`` stays the input dimension).
+
 Linear algebra per call: one Cholesky factorisation of ``A`` and the inverse from it
 (LAPACK ``potrf`` / ``potri``: the partial traces need the entries of ``S``, so a solve does
 not suffice), two matrix products for ``S C S``, and ``O(K L^2 d^2)`` for everything else.
 No covariance is inverted or assumed invertible: ``lam > 0`` makes ``A`` positive definite.
-The ``O((Ld)^3)`` cost does not depend on K.
+The ``O((Lr)^3)`` cost does not depend on K.
 """
 
 from __future__ import annotations
@@ -65,23 +70,25 @@ class DenseRidgeTerms:
     weight_var: np.ndarray | None = None
 
 
-def _kron_sum(coef: np.ndarray, cov: DenseCovariance) -> np.ndarray:
-    """``sum_k coef_k (x) Sigma_k`` (Ld x Ld) for ``coef`` (K, L, L)."""
+def _kron_sum(coef: np.ndarray, covs: np.ndarray) -> np.ndarray:
+    """``sum_k coef_k (x) Sigma_k`` (Lr x Lr) for ``coef`` (K, L, L), ``covs`` (K, r, r)."""
     K, L, _ = coef.shape
-    d = cov.dim
+    r = covs.shape[1]
+    flat = covs.reshape(K, r * r)
     if L == 1:
-        return (coef[:, 0, 0] @ cov.flat).reshape(d, d)
-    blocks = (coef.reshape(K, L * L).T @ cov.flat).reshape(L, L, d, d)
-    return np.ascontiguousarray(blocks.transpose(0, 2, 1, 3)).reshape(L * d, L * d)
+        return (coef[:, 0, 0] @ flat).reshape(r, r)
+    blocks = (coef.reshape(K, L * L).T @ flat).reshape(L, L, r, r)
+    return np.ascontiguousarray(blocks.transpose(0, 2, 1, 3)).reshape(L * r, L * r)
 
 
-def _partial_traces(X: np.ndarray, cov: DenseCovariance, L: int) -> np.ndarray:
-    """``ptr_k(X)[a, b] = <X_ab, Sigma_k>`` (K, L, L) for a symmetric ``X`` (Ld x Ld)."""
-    d = cov.dim
+def _partial_traces(X: np.ndarray, covs: np.ndarray, L: int) -> np.ndarray:
+    """``ptr_k(X)[a, b] = <X_ab, Sigma_k>`` (K, L, L) for a symmetric ``X`` (Lr x Lr)."""
+    K, r, _ = covs.shape
+    flat = covs.reshape(K, r * r)
     if L == 1:
-        return (cov.flat @ X.reshape(-1)).reshape(-1, 1, 1)
-    blocks = np.ascontiguousarray(X.reshape(L, d, L, d).transpose(0, 2, 1, 3))
-    out = (blocks.reshape(L * L, d * d) @ cov.flat.T).T.reshape(-1, L, L)
+        return (flat @ X.reshape(-1)).reshape(-1, 1, 1)
+    blocks = np.ascontiguousarray(X.reshape(L, r, L, r).transpose(0, 2, 1, 3))
+    out = (blocks.reshape(L * L, r * r) @ flat.T).T.reshape(-1, L, L)
     return 0.5 * (out + np.swapaxes(out, 1, 2))
 
 
@@ -143,31 +150,33 @@ def dense_ridge_terms(
         )
     K, L = Mhat.shape
     d = cov.dim
-    A = _kron_sum(Vhat, cov)
+    act = cov.active
+    covs = cov.active_covariances  # (K, r, r): axes of zero variance everywhere left out
+    r = covs.shape[1]
+    A = _kron_sum(Vhat, covs)
     A[np.diag_indices_from(A)] += lam
     S = _spd_inverse(A)
-    m = (Mhat.T @ cov.means).reshape(-1)  # vec of sum_k Mhat_k mu_k^T
-    u = S @ m
-    U = u.reshape(L, d)
-    C = _kron_sum(Qhat, cov)
+    m = Mhat.T @ cov.means  # (L, d): sum_k Mhat_k mu_k^T
+    U = m / lam  # on the inactive axes S = I / lam exactly
+    ma = np.ascontiguousarray(m[:, act]).reshape(-1)
+    ua = S @ ma
+    Ua = ua.reshape(L, r)
+    U[:, act] = Ua
+    C = _kron_sum(Qhat, covs)
     Z = S @ C @ S
     Z = 0.5 * (Z + Z.T)
-    SigU = cov.covariances @ U.T  # (K, d, L)
-    Q = np.einsum("ai,kib->kab", U, SigU) + _partial_traces(Z, cov, L) / d
+    SigU = covs @ Ua.T  # (K, r, L)
+    Q = np.einsum("ai,kib->kab", Ua, SigU) + _partial_traces(Z, covs, L) / d
     M = cov.means @ U.T
-    V = _partial_traces(S, cov, L) / d
+    V = _partial_traces(S, covs, L) / d
     if L > 1:
         Q = 0.5 * (Q + np.swapaxes(Q, 1, 2))
     if not details:
         return DenseRidgeTerms(Q=Q, M=M, V=V)
-    psi_w = -0.5 * float(m @ u) - 0.5 * float(np.vdot(S, C)) / d
-    penalty = 0.5 * float(u @ u) + 0.5 * float(np.trace(Z)) / d
+    psi_w = -0.5 * float(np.vdot(m, U)) - 0.5 * float(np.vdot(S, C)) / d
+    penalty = 0.5 * float(np.vdot(U, U)) + 0.5 * float(np.trace(Z)) / d
+    var = np.zeros((L, d))
+    var[:, act] = np.clip(np.diag(Z), 0.0, None).reshape(L, r)
     return DenseRidgeTerms(
-        Q=Q,
-        M=M,
-        V=V,
-        psi_w=psi_w,
-        penalty=penalty,
-        weight_mean=np.sqrt(d) * U,
-        weight_var=np.clip(np.diag(Z), 0.0, None).reshape(L, d),
+        Q=Q, M=M, V=V, psi_w=psi_w, penalty=penalty, weight_mean=np.sqrt(d) * U, weight_var=var
     )

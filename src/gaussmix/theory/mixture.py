@@ -312,7 +312,8 @@ class DenseCovariance:
 
     means: np.ndarray
     covariances: np.ndarray
-    _flat: np.ndarray = field(init=False, repr=False)
+    _active: np.ndarray = field(init=False, repr=False)
+    _active_cov: np.ndarray = field(init=False, repr=False)
 
     #: the name priors are registered under (:data:`gaussmix.theory.prior.PRIORS`)
     structure = "dense"
@@ -337,10 +338,16 @@ class DenseCovariance:
                 )
         mu = np.ascontiguousarray(mu)
         cov = np.ascontiguousarray(cov)
-        mu.flags.writeable = cov.flags.writeable = False
+        # an axis with zero variance in every cluster has a zero row and column in every
+        # (positive semi-definite) covariance: the prior treats those axes in closed form
+        active = np.any(np.diagonal(cov, axis1=1, axis2=2) > 0.0, axis=0)
+        sub = cov if active.all() else np.ascontiguousarray(cov[:, active][:, :, active])
+        for a in (mu, cov, sub, active):
+            a.flags.writeable = False
         object.__setattr__(self, "means", mu)
         object.__setattr__(self, "covariances", cov)
-        object.__setattr__(self, "_flat", cov.reshape(k, d * d))
+        object.__setattr__(self, "_active", active)
+        object.__setattr__(self, "_active_cov", sub)
 
     @property
     def n_clusters(self) -> int:
@@ -353,10 +360,15 @@ class DenseCovariance:
         return int(self.means.shape[1])
 
     @property
-    def flat(self) -> np.ndarray:
-        """The covariances as rows of length ``d^2`` (K, d*d), a read-only view: Frobenius
-        products ``<X, Sigma_k>`` of all clusters are one matrix product."""
-        return self._flat
+    def active(self) -> np.ndarray:
+        """Boolean mask (d,) of the axes with non-zero variance in some cluster (on the
+        others every covariance has a zero row and column: e.g. constant pixels)."""
+        return self._active
+
+    @property
+    def active_covariances(self) -> np.ndarray:
+        """The covariances restricted to the :attr:`active` axes (K, r, r), read-only."""
+        return self._active_cov
 
     @property
     def n_atoms(self) -> int:
