@@ -29,18 +29,20 @@ positive semi-definite matrix zeroes its row and column) are treated in closed f
 matrices below are restricted to the r remaining axes (``d`` stays the input dimension).
 
 Linear algebra per call: one Cholesky factorisation of ``A`` and the inverse from it
-(LAPACK ``potrf`` / ``potri``: the partial traces need the entries of ``S``, so a solve does
-not suffice), two matrix products for ``S C S``, and ``O(K L^2 d^2)`` for everything else.
-No covariance is inverted or assumed invertible: ``lam > 0`` makes ``A`` positive definite.
-The ``O((Lr)^3)`` cost does not depend on K.
+(LAPACK ``potrf`` / ``potri`` on one BLAS thread: the partial traces need the entries of
+``S``, so a solve does not suffice), two matrix products for ``S C S``, and
+``O(K L^2 d^2)`` for everything else.  No covariance is inverted or assumed invertible:
+``lam > 0`` makes ``A`` positive definite.  The ``O((Lr)^3)`` cost does not depend on K.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import lapack
+from threadpoolctl import ThreadpoolController
 
 from .mixture import DenseCovariance
 
@@ -92,23 +94,36 @@ def _partial_traces(X: np.ndarray, covs: np.ndarray, L: int) -> np.ndarray:
     return 0.5 * (out + np.swapaxes(out, 1, 2))
 
 
+@functools.cache
+def _blas_threads() -> ThreadpoolController:
+    """The BLAS thread pools of the process (inspected once, on first use)."""
+    return ThreadpoolController()
+
+
 def _spd_inverse(A: np.ndarray) -> np.ndarray:
     """Inverse of a symmetric positive-definite matrix by Cholesky (``potrf`` + ``potri``).
+
+    The two LAPACK calls run with one BLAS thread: at these sizes (hundreds to a few
+    thousand) threaded OpenBLAS gains little on an idle machine and, on a loaded one, was
+    measured 30x slower (3.6 s against 0.12 s at d = 717 on the project's 2-core machine;
+    BENCHMARKS.md).  The matrix products elsewhere keep the user's thread setting.
 
     Raises
     ------
     numpy.linalg.LinAlgError
         If ``A`` is not numerically positive definite (the solver then retreats).
     """
-    c, info = lapack.dpotrf(A, lower=0, clean=1, overwrite_a=1)
+    with _blas_threads().limit(limits=1, user_api="blas"):
+        c, info = lapack.dpotrf(A, lower=0, clean=1, overwrite_a=1)
+        if info == 0:
+            S, info_inv = lapack.dpotri(c, lower=0, overwrite_c=1)
     if info != 0:
         raise np.linalg.LinAlgError(
             "the ridge prior's matrix lam I + sum_k Vhat_k (x) Sigma_k is not positive "
             f"definite (Cholesky pivot {info})"
         )
-    S, info = lapack.dpotri(c, lower=0, overwrite_c=1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"the ridge prior's inverse failed (potri info {info})")
+    if info_inv != 0:
+        raise np.linalg.LinAlgError(f"the ridge prior's inverse failed (potri info {info_inv})")
     S = np.triu(S)
     S += np.triu(S, 1).T
     return S
