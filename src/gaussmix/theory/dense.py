@@ -37,13 +37,12 @@ Linear algebra per call: one Cholesky factorisation of ``A`` and the inverse fro
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import lapack
-from threadpoolctl import ThreadpoolController
 
+from .linalg import one_blas_thread
 from .mixture import DenseCovariance
 
 __all__ = ["DenseRidgeTerms", "dense_ridge_terms"]
@@ -94,26 +93,18 @@ def _partial_traces(X: np.ndarray, covs: np.ndarray, L: int) -> np.ndarray:
     return 0.5 * (out + np.swapaxes(out, 1, 2))
 
 
-@functools.cache
-def _blas_threads() -> ThreadpoolController:
-    """The BLAS thread pools of the process (inspected once, on first use)."""
-    return ThreadpoolController()
-
-
 def _spd_inverse(A: np.ndarray) -> np.ndarray:
     """Inverse of a symmetric positive-definite matrix by Cholesky (``potrf`` + ``potri``).
 
-    The two LAPACK calls run with one BLAS thread: at these sizes (hundreds to a few
-    thousand) threaded OpenBLAS gains little on an idle machine and, on a loaded one, was
-    measured 30x slower (3.6 s against 0.12 s at d = 717 on the project's 2-core machine;
-    BENCHMARKS.md).  The matrix products elsewhere keep the user's thread setting.
+    The two LAPACK calls run on one BLAS thread (:func:`~.linalg.one_blas_thread`); the
+    matrix products elsewhere keep the user's thread setting.
 
     Raises
     ------
     numpy.linalg.LinAlgError
         If ``A`` is not numerically positive definite (the solver then retreats).
     """
-    with _blas_threads().limit(limits=1, user_api="blas"):
+    with one_blas_thread():
         c, info = lapack.dpotrf(A, lower=0, clean=1, overwrite_a=1)
         if info == 0:
             S, info_inv = lapack.dpotri(c, lower=0, overwrite_c=1)

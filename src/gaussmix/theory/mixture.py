@@ -48,6 +48,8 @@ from gaussmix.core.validation import (
     check_probability_vector,
 )
 
+from .linalg import one_blas_thread
+
 __all__ = [
     "LabelMap",
     "Mixture",
@@ -330,7 +332,8 @@ class DenseCovariance:
             raise ValueError(f"covariances must be symmetric (largest asymmetry {asym:g})")
         cov = 0.5 * (cov + np.swapaxes(cov, 1, 2))
         for c in range(k):
-            ev = np.linalg.eigvalsh(cov[c])
+            with one_blas_thread():
+                ev = np.linalg.eigvalsh(cov[c])
             if ev[0] < -COVARIANCE_RTOL * max(float(ev[-1]), 1e-300):
                 raise ValueError(
                     f"covariances[{c}] must be positive semi-definite (smallest eigenvalue "
