@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _helpers import check_free_energy, check_within_3se
+from threadpoolctl import threadpool_limits
 
 import gaussmix as gm
 from gaussmix.core.exceptions import SpuriousFixedPointError
@@ -226,6 +227,14 @@ def test_a_non_positive_definite_overlap_is_never_returned_as_valid(monkeypatch)
 
 
 # ---------------------------------------------------------------------------- simulation
+@pytest.fixture(autouse=True)
+def _one_blas_thread():
+    """Exact ERM at d = 64 is a sequence of tiny BLAS calls: threads only add contention
+    (on the shared 2-core machine 10-50x slower than one thread)."""
+    with threadpool_limits(1):
+        yield
+
+
 @pytest.fixture(scope="module")
 def digits_p2():
     """P2 of even vs odd digits (d = 64, in [0, 1]; 10 of 128 covariance eigenvalues are 0)."""
