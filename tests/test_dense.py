@@ -187,6 +187,14 @@ def test_dense_prior_refuses_lam_zero_and_reports_a_non_positive_matrix():
         dense_ridge_terms(cov, 0.1, z, np.ones((2, 1)), -z)
 
 
+def test_spectral_fields_of_a_dense_mixture_say_which_structure_it_has():
+    mix = gm.Mixture.dense(np.zeros((2, 3)), np.stack([np.eye(3)] * 2), labels="binary")
+    assert mix.kind == "dense" and mix.n_atoms == 3 and mix.describe()["dim"] == 3
+    np.testing.assert_allclose(mix.mean_variance, [1.0, 1.0])
+    with pytest.raises(AttributeError, match="covariance structure is 'dense'"):
+        mix.sigma  # noqa: B018
+
+
 def test_covariances_that_are_not_positive_semidefinite_are_refused():
     covs = np.stack([np.eye(3), np.diag([1.0, 1.0, -1e-3])])
     with pytest.raises(ValueError, match=r"covariances\[1\] must be positive semi-definite"):

@@ -460,15 +460,24 @@ class Mixture:
 
     @property
     def sigma(self) -> np.ndarray:
-        return self.covariance.sigma
+        return self._spectral("sigma")
 
     @property
     def theta(self) -> np.ndarray:
-        return self.covariance.theta
+        return self._spectral("theta")
 
     @property
     def mu(self) -> np.ndarray | None:
-        return self.covariance.mu
+        return self._spectral("mu")
+
+    def _spectral(self, name: str) -> Any:
+        """A field of a spectral law, or an AttributeError naming the structure."""
+        if not isinstance(self.covariance, SpectralLaw):
+            raise AttributeError(
+                f"Mixture.{name} is a field of spectral laws; this mixture's covariance "
+                f"structure is {self.covariance.structure!r} (see mixture.covariance)"
+            )
+        return getattr(self.covariance, name)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
