@@ -39,7 +39,7 @@ def test_the_registries_hold_the_documented_names():
     assert gm.LOSSES.names() == ("square", "logistic", "cross-entropy", "hinge")
     assert gm.PENALTIES.names() == ("l2", "l1", "elastic-net")
     assert gm.LABEL_MAPS.names() == ("onehot", "binary")
-    assert gm.MIXTURE_MODELS.names() == ("isotropic", "block", "sparse", "spectral")
+    assert gm.MIXTURE_MODELS.names() == ("isotropic", "block", "sparse", "spectral", "dense")
     assert gm.OBSERVABLES.names()[:3] == ("test_error", "train_error", "train_loss")
 
 

@@ -16,7 +16,10 @@ cluster ``c`` the output ``h = W x / sqrt(d) + b`` is Gaussian with mean
 probability of classifying it correctly is a Gaussian orthant probability (DESIGN.md
 pitfall 6).  The overlaps ``Q_c, M_c, b`` are returned as well, averaged over seeds.
 
-Conventions (DESIGN.md pitfalls 7 and 8): covariances are diagonal in the standard basis;
+Conventions (DESIGN.md pitfalls 7 and 8): covariances are diagonal in the standard basis,
+except for a dense mixture (:class:`~gaussmix.theory.mixture.DenseCovariance`), whose full
+covariances are sampled through an eigen-factorisation ``Sigma_k = F_k F_k^T`` (zero and
+rounding-level negative eigenvalues give zero columns, so singular covariances are exact);
 isotropic means realise the Gram matrix of the mixture exactly; Gaussian mean components
 of block laws are rescaled so that every atom has exactly its second moment ``theta[j]``;
 cluster counts are fixed to ``round(rho n)`` (largest remainder) unless
@@ -36,7 +39,7 @@ from gaussmix.core.exceptions import ConvergenceWarning
 from gaussmix.core.validation import check_choice, check_int, check_real
 from gaussmix.theory.erm import kkt_residual
 from gaussmix.theory.losses import LOSSES, Loss, get_loss
-from gaussmix.theory.mixture import LabelMap, Mixture
+from gaussmix.theory.mixture import DenseCovariance, LabelMap, Mixture
 from gaussmix.theory.outputs import error_keys
 from gaussmix.theory.penalties import Penalty, make_penalty
 
@@ -92,11 +95,15 @@ class Instance:
     Attributes
     ----------
     means : ndarray (K, d)
-        Cluster means ``mu_k`` (norms O(1)).
+        Cluster means ``mu_k`` (norms O(1), or in the data's own units for a dense mixture).
     variances : ndarray (K, d)
-        Eigenvalues of the diagonal covariances ``Sigma_k`` in the standard basis.
+        The diagonals of the covariances ``Sigma_k`` (their eigenvalues when, as for every
+        spectral law, they are diagonal in the standard basis).
     rho : ndarray (K,)
     labels : LabelMap
+    factors : ndarray (K, d, d) or None
+        For full covariances: ``F_k`` with ``Sigma_k = F_k F_k^T``; None when the
+        covariances are the diagonal matrices ``diag(variances[k])``.
     """
 
     means: np.ndarray
@@ -104,6 +111,14 @@ class Instance:
     rho: np.ndarray
     labels: LabelMap
     info: dict = field(default_factory=dict)
+    factors: np.ndarray | None = None
+
+    @property
+    def covariances(self) -> np.ndarray:
+        """The covariances ``Sigma_k`` (K, d, d)."""
+        if self.factors is None:
+            return np.stack([np.diag(v) for v in self.variances])
+        return self.factors @ np.swapaxes(self.factors, 1, 2)
 
     @property
     def d(self) -> int:
@@ -132,7 +147,8 @@ class Instance:
     def sample(
         self, n: int, rng: np.random.Generator, counts: str = "fixed"
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Draw ``n`` points ``x = mu_c + sqrt(sigma_c) * g`` in random order.
+        """Draw ``n`` points ``x = mu_c + sqrt(sigma_c) * g`` (``x = mu_c + F_c g`` for full
+        covariances) in random order.
 
         Returns
         -------
@@ -144,7 +160,12 @@ class Instance:
         cid = np.repeat(np.arange(self.n_clusters), nc)
         cid = cid[rng.permutation(n)]
         X = rng.standard_normal((n, self.d))
-        X *= np.sqrt(self.variances[cid])
+        if self.factors is None:
+            X *= np.sqrt(self.variances[cid])
+        else:
+            for c in range(self.n_clusters):
+                rows = cid == c
+                X[rows] = X[rows] @ self.factors[c].T
         X += self.means[cid]
         return X, cid
 
@@ -162,6 +183,14 @@ def _psd_factor(a: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
     return vec[:, keep] * np.sqrt(ev[keep])
 
 
+def _psd_full_factor(a: np.ndarray) -> np.ndarray:
+    """``F`` (d, d) with ``F F^T = a`` for a symmetric positive semi-definite ``a``: the
+    eigenvectors scaled by the square roots of the eigenvalues, negative rounding clipped to
+    zero (a singular ``a`` gets zero columns)."""
+    ev, vec = np.linalg.eigh(a)
+    return vec * np.sqrt(np.clip(ev, 0.0, None))
+
+
 def _haar_frame(d: int, k: int, rng: np.random.Generator) -> np.ndarray:
     """A uniformly random ``d x k`` matrix with orthonormal columns."""
     q, r = np.linalg.qr(rng.standard_normal((d, k)))
@@ -177,6 +206,9 @@ def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
       that ``mu_k . mu_k' = Theta_kk'`` exactly (DESIGN.md pitfall 8); needs ``d >= K``;
     * empirical spectral laws (``mixture.mu`` given, J atoms): needs ``d == J``;
       ``mu_k[i] = mu[i, k] / sqrt(d)``, ``Sigma_k = diag(sigma[:, k])``;
+    * dense mixtures (full covariances, e.g. fitted to data): needs ``d`` equal to their
+      dimension; the means and covariances are the mixture's, sampled through
+      ``Sigma_k = F_k F_k^T`` (:attr:`Instance.factors`);
     * block / parametric laws: atom ``j`` gets ``n_j`` directions (largest-remainder rounding
       of ``weights * d``) with eigenvalues ``sigma[j]``; its rescaled mean components are
       Gaussian with covariance ``theta[j]``, whitened so that their empirical second moment
@@ -204,6 +236,22 @@ def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
     d = check_int("d", d, low=1)
     k = mixture.n_clusters
     info: dict[str, Any] = {}
+    cov = mixture.covariance
+    if isinstance(cov, DenseCovariance):
+        if d != cov.dim:
+            raise ValueError(
+                f"this mixture has full covariances in dimension {cov.dim}: d must equal "
+                f"{cov.dim}, got d={d}"
+            )
+        factors = np.stack([_psd_full_factor(s) for s in cov.covariances])
+        return Instance(
+            means=np.array(cov.means),
+            variances=np.ascontiguousarray(np.diagonal(cov.covariances, axis1=1, axis2=2)),
+            rho=mixture.rho.copy(),
+            labels=mixture.labels,
+            info={"directions": [1] * d},
+            factors=factors,
+        )
     if mixture.model.exact_means:
         if d < k:
             raise ValueError(
@@ -444,7 +492,11 @@ def overlaps(
     """
     W = np.atleast_2d(np.asarray(W, dtype=float))
     d = instance.d
-    Q = np.einsum("li,ki,mi->klm", W, instance.variances, W) / d
+    if instance.factors is None:
+        Q = np.einsum("li,ki,mi->klm", W, instance.variances, W) / d
+    else:
+        WF = W @ instance.factors  # (K, L, d): W F_k
+        Q = WF @ np.swapaxes(WF, 1, 2) / d
     M = instance.means @ W.T / np.sqrt(d)
     return Q, M, np.asarray(b, dtype=float).reshape(W.shape[0])
 
@@ -728,6 +780,11 @@ def validate_simulation(
     k = mixture.n_clusters
     if mixture.model.exact_means and d_v < k:
         raise ValueError(f"d must be >= the number of clusters K={k}, got {d_v}")
+    cov = mixture.covariance
+    if isinstance(cov, DenseCovariance) and d_v != cov.dim:
+        raise ValueError(
+            f"d must equal the dimension {cov.dim} of the mixture's full covariances, got {d_v}"
+        )
     return {
         "loss": loss_obj.name,
         "lam": lam_v,

@@ -2,9 +2,31 @@
 
 from __future__ import annotations
 
+import functools
+from contextlib import AbstractContextManager
+
 import numpy as np
 
-__all__ = ["sym_eigvals"]
+__all__ = ["sym_eigvals", "one_blas_thread"]
+
+
+@functools.cache
+def _blas_pools():
+    """The BLAS thread pools of the process (inspected once, on first use)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def one_blas_thread() -> AbstractContextManager:
+    """A context in which BLAS / LAPACK run on one thread (restored on exit).
+
+    For dense LAPACK factorisations of a few hundred to a few thousand rows (Cholesky,
+    symmetric eigenvalues): threaded OpenBLAS gains little there on an idle machine and, on
+    a loaded one, was measured 30x slower (Cholesky and inverse at d = 717: 3.6 s against
+    0.12 s on the project's shared 2-core machine; BENCHMARKS.md).
+    """
+    return _blas_pools().limit(limits=1, user_api="blas")
 
 
 def sym_eigvals(A: np.ndarray) -> np.ndarray:

@@ -5,22 +5,36 @@ A :class:`Mixture` stores what the asymptotic theory needs to know about
 
 * the cluster priors ``rho`` (K,);
 * the label map (:class:`LabelMap`), the L-dimensional label ``y_c`` of each cluster;
-* the joint law of the covariance eigenvalues and mean components over shared
-  eigen-directions (Corollary 1): a finite set of *atoms* ``j`` with weights
-  ``weights[j]`` (fractions of directions), eigenvalues ``sigma[j, k]`` of
-  ``Sigma_k`` on those directions and the conditional second moment of the
-  rescaled mean components ``theta[j, k, k'] = E[mu^k mu^k' | atom j]``, where
-  ``mu^k_i = sqrt(d) mu_k . v_i``.
+* a covariance structure holding the means and covariances, one of
+
+  - :class:`SpectralLaw` (``structure = 'spectral'``): the joint law of the covariance
+    eigenvalues and mean components over shared eigen-directions (Corollary 1): a finite
+    set of *atoms* ``j`` with weights ``weights[j]`` (fractions of directions), eigenvalues
+    ``sigma[j, k]`` of ``Sigma_k`` on those directions and the conditional second moment
+    of the rescaled mean components ``theta[j, k, k'] = E[mu^k mu^k' | atom j]``, where
+    ``mu^k_i = sqrt(d) mu_k . v_i``;
+  - :class:`DenseCovariance` (``structure = 'dense'``): full ``Sigma_k`` (d x d) and
+    ``mu_k`` (d) at a given finite ``d`` (Appendix C, eq. of the l2 case), e.g. fitted to a
+    data set by :meth:`Mixture.from_data`.
 
 The *isotropic* representation (``Sigma_k = Delta_k I``, Gram matrix of the
 means) is the one-atom case, the parametric *block* law, the correlated *sparse*
 model eq. (sparse) and the *empirical* spectral law are several atoms.  The mean Gram matrix is
 ``gram = sum_j weights[j] theta[j]`` (``Theta_kk' = mu_k . mu_k'``).
+
+Units (DESIGN.md pitfall 9).  In both structures the estimator acts on ``x / sqrt(d)`` and
+the overlaps are ``M_k = W mu_k / sqrt(d)``, ``Q_k = W Sigma_k W^T / d``.  A dense structure
+stores the means *in the inputs' own units* (``x = mu_k + Sigma_k^{1/2} z``), exactly as
+:class:`gaussmix.simulate.Instance` does; its rescaled components on an eigenvector ``v_i``
+are ``mu^k_i = sqrt(d) mu_k . v_i``, so a dense mixture with diagonal covariances
+``diag(sigma[:, k])`` and means ``mu[:, k] / sqrt(d)`` *is* ``Mixture.spectral(sigma, mu)``.
+The paper's regime has ``||mu_k|| = O(1)``; means fitted to images have
+``||mu_k|| = O(sqrt(d))`` and are used as they are (the equations are the same at finite d).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,10 +48,13 @@ from gaussmix.core.validation import (
     check_probability_vector,
 )
 
+from .linalg import one_blas_thread
+
 __all__ = [
     "LabelMap",
     "Mixture",
     "SpectralLaw",
+    "DenseCovariance",
     "MixtureModel",
     "mean_gram",
     "LABEL_MAPS",
@@ -261,18 +278,148 @@ class SpectralLaw:
         )
 
 
+#: relative tolerance of the symmetry and positive semi-definiteness checks of a dense
+#: covariance: ``|Sigma - Sigma^T| <= tol max|Sigma|`` and smallest eigenvalue
+#: ``>= -tol max(eig)`` (rounding of an estimate ``X^T X / n`` stays ~1e-15 inside it)
+COVARIANCE_RTOL = 1e-10
+
+
+@dataclass(frozen=True, eq=False)
+class DenseCovariance:
+    """General covariances: full ``Sigma_k`` (d x d) and means ``mu_k`` (d) at a finite ``d``.
+
+    The structure of Appendix C (l2 case), ``S = (lam I_L (x) I_d + sum_k Vhat_k (x)
+    Sigma_k)^{-1}``; no assumption that the covariances commute or are invertible (real
+    covariances have exact zero eigenvalues, e.g. constant pixels).
+
+    Units: ``means`` are in the inputs' own units, ``x = mu_k + Sigma_k^{1/2} z`` with the
+    estimator acting on ``x / sqrt(d)``, so ``M_k = W mu_k / sqrt(d)`` and
+    ``Q_k = W Sigma_k W^T / d``; the mean term of the prior is then the replica form
+    ``sqrt(d) sum_k Mhat_k mu_k^T`` (Appendices B-C; DESIGN.md pitfall 9).  With
+    ``Sigma_k = diag(sigma[:, k])`` and ``means[k] = mu[:, k] / sqrt(d)`` this is
+    ``SpectralLaw`` of ``Mixture.spectral(sigma, mu)`` (Corollary 1).
+
+    Attributes
+    ----------
+    means : ndarray (K, d)
+    covariances : ndarray (K, d, d)
+        Symmetric positive semi-definite (checked to :data:`COVARIANCE_RTOL`, then
+        symmetrised); read-only.
+
+    Notes
+    -----
+    For the statistics of ``W*`` over directions (``weights``, ``support``) the directions
+    are the d coordinate axes, each of weight ``1/d``.
+    """
+
+    means: np.ndarray
+    covariances: np.ndarray
+    _active: np.ndarray = field(init=False, repr=False)
+    _active_cov: np.ndarray = field(init=False, repr=False)
+
+    #: the name priors are registered under (:data:`gaussmix.theory.prior.PRIORS`)
+    structure = "dense"
+
+    def __post_init__(self) -> None:
+        mu = check_array("means", self.means, shape=(None, None))
+        k, d = mu.shape
+        if k < 2 or d < 1:
+            raise ValueError(f"means must have shape (K, d) with K >= 2, got {mu.shape}")
+        cov = check_array("covariances", self.covariances, shape=(k, d, d))
+        scale = float(np.abs(cov).max(initial=0.0))
+        asym = float(np.abs(cov - np.swapaxes(cov, 1, 2)).max(initial=0.0))
+        if asym > COVARIANCE_RTOL * max(scale, 1e-300):
+            raise ValueError(f"covariances must be symmetric (largest asymmetry {asym:g})")
+        cov = 0.5 * (cov + np.swapaxes(cov, 1, 2))
+        for c in range(k):
+            with one_blas_thread():
+                ev = np.linalg.eigvalsh(cov[c])
+            if ev[0] < -COVARIANCE_RTOL * max(float(ev[-1]), 1e-300):
+                raise ValueError(
+                    f"covariances[{c}] must be positive semi-definite (smallest eigenvalue "
+                    f"{ev[0]:g}, largest {ev[-1]:g})"
+                )
+        mu = np.ascontiguousarray(mu)
+        cov = np.ascontiguousarray(cov)
+        # an axis with zero variance in every cluster has a zero row and column in every
+        # (positive semi-definite) covariance: the prior treats those axes in closed form
+        active = np.any(np.diagonal(cov, axis1=1, axis2=2) > 0.0, axis=0)
+        sub = cov if active.all() else np.ascontiguousarray(cov[:, active][:, :, active])
+        for a in (mu, cov, sub, active):
+            a.flags.writeable = False
+        object.__setattr__(self, "means", mu)
+        object.__setattr__(self, "covariances", cov)
+        object.__setattr__(self, "_active", active)
+        object.__setattr__(self, "_active_cov", sub)
+
+    @property
+    def n_clusters(self) -> int:
+        """K."""
+        return int(self.means.shape[0])
+
+    @property
+    def dim(self) -> int:
+        """Input dimension d."""
+        return int(self.means.shape[1])
+
+    @property
+    def active(self) -> np.ndarray:
+        """Boolean mask (d,) of the axes with non-zero variance in some cluster (on the
+        others every covariance has a zero row and column: e.g. constant pixels)."""
+        return self._active
+
+    @property
+    def active_covariances(self) -> np.ndarray:
+        """The covariances restricted to the :attr:`active` axes (K, r, r), read-only."""
+        return self._active_cov
+
+    @property
+    def n_atoms(self) -> int:
+        """Number of directions (the d coordinate axes)."""
+        return self.dim
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Weight ``1/d`` of each coordinate axis."""
+        return np.full(self.dim, 1.0 / self.dim)
+
+    @property
+    def support(self) -> np.ndarray:
+        """Boolean mask (d,) of the coordinate axes on which some mean is non-zero."""
+        return np.any(self.means != 0.0, axis=0)
+
+    @property
+    def gram(self) -> np.ndarray:
+        """Gram matrix of the means, ``Theta_kk' = mu_k . mu_k'`` (input units)."""
+        return self.means @ self.means.T
+
+    @property
+    def mean_variance(self) -> np.ndarray:
+        """``tr(Sigma_k) / d`` for each cluster."""
+        return np.trace(self.covariances, axis1=1, axis2=2) / self.dim
+
+    def permute(self, p: np.ndarray) -> DenseCovariance:
+        """The same structure with its clusters listed in the order ``p``."""
+        return DenseCovariance(self.means[p], self.covariances[p])
+
+
+#: the covariance structures a :class:`Mixture` may hold
+COVARIANCE_STRUCTURES = (SpectralLaw, DenseCovariance)
+
+
 @dataclass(frozen=True, eq=False)
 class Mixture:
     """A K-cluster Gaussian mixture: priors, label map and covariance structure.
 
-    Build it with :meth:`isotropic`, :meth:`block`, :meth:`sparse` or :meth:`spectral` (the
-    models of :data:`MIXTURE_MODELS`); the constructor itself validates the parts.
+    Build it with :meth:`isotropic`, :meth:`block`, :meth:`sparse`, :meth:`spectral`,
+    :meth:`dense` or :meth:`from_data` (the models of :data:`MIXTURE_MODELS`); the
+    constructor itself validates the parts.
 
     Attributes
     ----------
     rho : ndarray (K,)
     labels : LabelMap
-    covariance : SpectralLaw
+    covariance : SpectralLaw or DenseCovariance
         The covariance structure (with the means).  The priors of the fixed point are chosen
         by (penalty, ``covariance.structure``), see :data:`gaussmix.theory.prior.PRIORS`.
     kind : str
@@ -281,17 +428,17 @@ class Mixture:
 
     rho: np.ndarray
     labels: LabelMap
-    covariance: SpectralLaw
+    covariance: SpectralLaw | DenseCovariance
     kind: str = "spectral"
     info: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         k = self.labels.n_clusters
         rho = check_probability_vector("rho", self.rho, size=k)
-        if not isinstance(self.covariance, SpectralLaw):
+        if not isinstance(self.covariance, COVARIANCE_STRUCTURES):
             raise TypeError(
                 "covariance must be a covariance structure (gaussmix.theory.mixture."
-                f"SpectralLaw), got {type(self.covariance).__name__}"
+                f"SpectralLaw or DenseCovariance), got {type(self.covariance).__name__}"
             )
         if self.covariance.n_clusters != k:
             raise ValueError(
@@ -313,15 +460,24 @@ class Mixture:
 
     @property
     def sigma(self) -> np.ndarray:
-        return self.covariance.sigma
+        return self._spectral("sigma")
 
     @property
     def theta(self) -> np.ndarray:
-        return self.covariance.theta
+        return self._spectral("theta")
 
     @property
     def mu(self) -> np.ndarray | None:
-        return self.covariance.mu
+        return self._spectral("mu")
+
+    def _spectral(self, name: str) -> Any:
+        """A field of a spectral law, or an AttributeError naming the structure."""
+        if not isinstance(self.covariance, SpectralLaw):
+            raise AttributeError(
+                f"Mixture.{name} is a field of spectral laws; this mixture's covariance "
+                f"structure is {self.covariance.structure!r} (see mixture.covariance)"
+            )
+        return getattr(self.covariance, name)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -444,6 +600,154 @@ class Mixture:
         )
 
     @classmethod
+    def dense(
+        cls,
+        means: Any,
+        covariances: Any,
+        *,
+        rho: Any = None,
+        labels: str | Any = "onehot",
+        info: dict | None = None,
+    ) -> Mixture:
+        """General covariances: full ``Sigma_k`` and ``mu_k`` at a given ``d`` (Appendix C).
+
+        Parameters
+        ----------
+        means : array (K, d)
+            Cluster means in the inputs' own units (``x = mu_k + Sigma_k^{1/2} z``; the
+            estimator acts on ``x / sqrt(d)``, see :class:`DenseCovariance`).
+        covariances : array (K, d, d)
+            Symmetric positive semi-definite; singular covariances are allowed (``lam > 0``
+            keeps the ridge prior well defined).
+        rho : array (K,), optional
+            Cluster priors (default balanced).
+        labels : {'onehot', 'binary'}, array (K, L) or LabelMap
+        info : dict, optional
+            JSON-friendly provenance kept in :meth:`describe`.
+        """
+        cov = DenseCovariance(means, covariances)
+        k = cov.n_clusters
+        return cls(
+            rho=np.full(k, 1.0 / k) if rho is None else rho,
+            labels=LabelMap.make(labels, k),
+            covariance=cov,
+            kind="dense",
+            info={"dim": cov.dim, **(info or {})},
+        )
+
+    @classmethod
+    def from_data(
+        cls,
+        X: Any,
+        y: Any,
+        *,
+        labels: str | Any = "onehot",
+        center: bool = True,
+    ) -> Mixture:
+        """The Gaussian mixture with the per-cluster means, covariances and frequencies of a
+        data set (Appendix E: ``P_2``, or ``P_K`` with one cluster per original class).
+
+        For each cluster ``c`` (the samples with ``y == c``): ``mu_c`` is the sample mean,
+        ``Sigma_c = (1/n_c) sum (x - mu_c)(x - mu_c)^T`` and ``rho_c = n_c / n``.  The
+        inputs are used in their own units (no rescaling; the estimator acts on
+        ``x / sqrt(d)``, see :class:`DenseCovariance`); normalise them first if the model
+        should.
+
+        With ``center`` (default) the means are translated by the mean of all inputs, so
+        that ``sum_c rho_c mu_c = 0``.  A common translation of the inputs changes nothing
+        but ``M_c`` and ``b`` (by ``-+ w . mu_0 / sqrt(d)``; the bias is unpenalised): the
+        errors, the training loss, ``Q_c`` and ``V_c`` are the same.  It matters for the
+        fixed-point iteration, which is badly conditioned by a common mean of norm
+        ``O(sqrt(d))`` (e.g. raw pixels): the bias and the weights' component along it are
+        then nearly collinear and the iteration may not converge (it then reports so).
+
+        Parameters
+        ----------
+        X : array (n, d)
+            Inputs (any real dtype; e.g. ``uint8`` pixels are converted per cluster).
+        y : array (n,)
+            Cluster id of every sample (integers or strings).  The clusters are the distinct
+            ids in sorted order (``mixture.info['clusters']``).
+        labels : {'onehot', 'binary'}, mapping, array (K, L) or LabelMap
+            The label ``y_c`` of every cluster:
+
+            * ``'onehot'`` (default): one class per cluster, ``y_c = e_c``;
+            * ``'binary'``: the ids must be exactly ``-1`` and ``+1``, and are the labels
+              (``P_2`` of a binary task);
+            * a mapping ``{cluster id: label}`` with one entry per cluster, each label a
+              number (binary: ``+1`` / ``-1``) or a vector of length L, e.g. ten MNIST
+              digits to even / odd: ``{c: 1 if c % 2 == 0 else -1 for c in range(10)}``
+              (``P_10``);
+            * an array (K, L) or :class:`LabelMap`, rows in the sorted order of the ids.
+
+        center : bool
+            Translate the means so that ``sum_c rho_c mu_c = 0`` (see above).
+
+        Returns
+        -------
+        Mixture
+            Of kind ``'dense'``; ``info`` holds ``clusters``, ``counts``, ``n_samples`` and
+            ``centered``.
+
+        Raises
+        ------
+        ValueError
+            Bad shapes, non-finite inputs, fewer than two clusters, a cluster with fewer
+            than two samples, or labels that do not match the clusters.
+        """
+        try:
+            Xa = np.asarray(X)
+        except (TypeError, ValueError) as exc:  # ragged input
+            raise TypeError(f"X must be an array of real numbers: {exc}") from exc
+        if Xa.ndim != 2 or Xa.shape[0] < 1 or Xa.shape[1] < 1:
+            raise ValueError(f"X must have shape (n, d), got {Xa.shape}")
+        if not (np.issubdtype(Xa.dtype, np.number) and not np.iscomplexobj(Xa)):
+            raise TypeError(f"X must be an array of real numbers, got dtype {Xa.dtype}")
+        n, d = Xa.shape
+        ya = np.asarray(y)
+        if ya.ndim != 1 or ya.shape[0] != n:
+            raise ValueError(
+                f"y must have shape ({n},) (one cluster id per row of X), got {ya.shape}"
+            )
+        ids, inverse, counts = np.unique(ya, return_inverse=True, return_counts=True)
+        k = int(ids.size)
+        if k < 2:
+            raise ValueError(f"y must contain at least two clusters, got {k}")
+        ids_py = [v.item() if hasattr(v, "item") else v for v in ids]
+        few = [ids_py[c] for c in range(k) if counts[c] < 2]
+        if few:
+            raise ValueError(
+                f"y: clusters {few} have fewer than 2 samples; at least 2 per cluster are "
+                "needed to estimate a covariance"
+            )
+        lm = _data_labels(labels, ids_py)
+        order = np.argsort(inverse.reshape(-1), kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(counts)])
+        means = np.empty((k, d))
+        covs = np.empty((k, d, d))
+        for c in range(k):
+            Xc = np.asarray(Xa[order[bounds[c] : bounds[c + 1]]], dtype=float)
+            if not np.all(np.isfinite(Xc)):
+                raise ValueError("X must contain only finite numbers")
+            mu = Xc.mean(axis=0)
+            Xc -= mu
+            means[c] = mu
+            np.matmul(Xc.T, Xc, out=covs[c])  # X^T X: one symmetric rank-n update
+            covs[c] /= counts[c]
+        if not isinstance(center, bool):
+            raise TypeError(f"center must be a bool, got {center!r}")
+        rho = counts / n
+        if center:
+            means -= rho @ means
+        info = {
+            "clusters": ids_py,
+            "counts": counts.tolist(),
+            "n_samples": int(n),
+            "centered": center,
+        }
+        return cls.dense(means, covs, rho=rho, labels=lm, info=info)
+
+    @classmethod
     def sparse(
         cls,
         sparsity: float,
@@ -508,7 +812,7 @@ class Mixture:
 
     @property
     def n_atoms(self) -> int:
-        """Number of atoms J of the spectral law."""
+        """Number of atoms J of a spectral law (the d coordinate axes of a dense structure)."""
         return self.covariance.n_atoms
 
     @property
@@ -545,6 +849,32 @@ class Mixture:
             "n_atoms": self.n_atoms,
             **self.info,
         }
+
+
+def _data_labels(labels: Any, ids: list) -> LabelMap:
+    """The label map of :meth:`Mixture.from_data` for the sorted cluster ids ``ids``."""
+    k = len(ids)
+    if isinstance(labels, str) and labels == "binary":  # the ids are the +-1 labels
+        if sorted(ids) != [-1, 1]:
+            raise ValueError(
+                f"labels='binary' needs the cluster ids to be exactly -1 and +1, got {ids}; "
+                "pass a mapping {cluster id: +1 or -1}"
+            )
+        return LabelMap(np.asarray(ids, dtype=float)[:, None], kind="binary")
+    if isinstance(labels, Mapping):
+        keys = list(labels.keys())
+        missing = [c for c in ids if c not in labels]
+        extra = [c for c in keys if c not in set(ids)]
+        if missing or extra:
+            raise ValueError(
+                f"labels must map every cluster id of y to a label: missing {missing}, "
+                f"unknown {extra} (cluster ids: {ids})"
+            )
+        rows = [np.atleast_1d(np.asarray(labels[c], dtype=float)) for c in ids]
+        if any(r.ndim != 1 for r in rows) or len({r.size for r in rows}) != 1:
+            raise ValueError("labels: every label must be a number or a vector of one length L")
+        return LabelMap(np.stack(rows))
+    return LabelMap.make(labels, k)
 
 
 def _infer_k(n_clusters: int | None, **candidates: Any) -> int:
@@ -645,6 +975,13 @@ for _model in (
         Mixture.spectral,
         parametric=False,
         description="an empirical joint law of covariance eigenvalues and mean components",
+    ),
+    MixtureModel(
+        "dense",
+        Mixture.dense,
+        parametric=False,
+        description="full covariances and means at a finite d, e.g. fitted to a data set "
+        "(Mixture.from_data)",
     ),
 ):
     MIXTURE_MODELS.register(_model)

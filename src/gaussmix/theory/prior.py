@@ -10,7 +10,8 @@ Gaussian with mean ``A_j^{-1} B_j`` and covariance ``A_j^{-1} C_j A_j^{-1}``, wh
     C_j = sum_k sigma_j^k Qhat_k,
 
 so that ``Q_k = E_j[sigma^k A^{-1}(B B^T + C) A^{-1}]``, ``M_k = E_j[mu^k A^{-1} B]``,
-``V_k = E_j[sigma^k A^{-1}]``.  The isotropic mixture is the one-atom case.
+``V_k = E_j[sigma^k A^{-1}]``.  The isotropic mixture is the one-atom case.  Ridge on
+general (dense) covariances, Appendix C, is :mod:`gaussmix.theory.dense`.
 
 Lasso and elastic net, ``r(w) = rho1 ||w||_1 + (1 - rho1) ||w||^2 / 2`` (Appendix C.2,
 binary labels: one effective output, L = 1), re-derived here (DESIGN.md pitfall 3).  On
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
+from .dense import dense_ridge_terms
 from .mixture import Mixture
 from .penalties import ElasticNet, Lasso, Penalty, Ridge
 
@@ -291,6 +293,26 @@ def prior_for(penalty: Penalty, mixture: Mixture) -> Callable[..., PriorResult]:
 @register_prior(Ridge, "spectral")
 def _ridge_spectral(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False) -> PriorResult:
     return ridge_prior(mixture, lam, Qhat, Mhat, Vhat, details=details)
+
+
+@register_prior(Ridge, "dense")
+def _ridge_dense(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False) -> PriorResult:
+    """Ridge on general covariances (Appendix C; :mod:`gaussmix.theory.dense`)."""
+    t = dense_ridge_terms(mixture.covariance, lam, Qhat, Mhat, Vhat, details=details)
+    if not details:
+        return PriorResult(Q=t.Q, M=t.M, V=t.V, psi_w=np.nan, penalty=np.nan)
+    # each weight component is Gaussian: E|w| from its mean and variance
+    _, abs_mean, _, _ = soft_threshold_moments(t.weight_mean, np.sqrt(t.weight_var), 0.0)
+    d = mixture.covariance.dim
+    return PriorResult(
+        Q=t.Q,
+        M=t.M,
+        V=t.V,
+        psi_w=t.psi_w,
+        penalty=t.penalty,
+        atom_nonzero=np.ones(d),
+        l1_norm=float(abs_mean.sum()) / d,
+    )
 
 
 @register_prior(Lasso, "spectral")

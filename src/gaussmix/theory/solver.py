@@ -87,6 +87,11 @@ MAX_QUADRATURE_NODES = 60_000
 _START_LAM = 1e-3
 #: the observables whose integration error is estimated
 _ERROR_KEYS = ("test_error", "train_error", "train_loss")
+#: consecutive images T(x) outside the cone of valid states (a ``Q_c`` that is not positive
+#: semi-definite) after which a fixed point is reported spurious (DESIGN.md pitfall 5): the
+#: map of a valid state is valid in exact arithmetic, so this is a numerical breakdown
+#: (Appendix E's note on numerical instabilities), which the iteration cannot step around
+_MAX_INVALID_IMAGES = 3
 
 
 # --------------------------------------------------------------------------- status
@@ -621,6 +626,7 @@ def _iterate_checked(
     best = np.inf
     beta = damping
     res = np.inf
+    invalid_images = 0
     for it in range(1, max_iter + 1):
         try:
             g = T(x)
@@ -646,6 +652,13 @@ def _iterate_checked(
                 continue
             msg = "NaN or infinite order parameters"
             return IterationOutcome(x, it, res, S.NON_FINITE, msg, state)
+        invalid_images = 0 if is_valid_state(g, K, L) else invalid_images + 1
+        if invalid_images >= _MAX_INVALID_IMAGES:
+            msg = (
+                "spurious fixed point: the map returns an overlap matrix Q_c that is not "
+                f"positive semi-definite ({invalid_images} iterations in a row)"
+            )
+            return IterationOutcome(x, it, res, S.NOT_POSITIVE_DEFINITE, msg, state)
         if last is not None:
             state = state.update(x - last[0], g - last[1])
         if res < tol:

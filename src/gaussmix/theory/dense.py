@@ -1,0 +1,188 @@
+"""Ridge prior on general covariances (Appendix C, the l2 case, with the units of Appendix B).
+
+For ``r(W) = ||W||_F^2 / 2`` the prior potential is a Gaussian integral.  With ``W`` (L x d)
+flattened row by row (index ``(a, i)``, output ``a`` outer) and
+
+    A = lam I_L (x) I_d + sum_k Vhat_k (x) Sigma_k,          S = A^{-1}       (Ld x Ld),
+    m = sum_k Mhat_k (x) mu_k,                               u = S m,
+    C = sum_k Qhat_k (x) Sigma_k,
+
+the minimiser of ``lam r(W) + 1/2 sum_k tr(Vhat_k W Sigma_k W^T) - <W, B>`` with the replica
+field ``B = sqrt(d) sum_k Mhat_k mu_k^T + N``, ``Cov(vec N) = C`` (Appendix B, eq. of
+``Psi_w``), is ``vec W = S vec B``: Gaussian with mean ``sqrt(d) u`` and covariance ``S C S``.
+Hence, with ``U = u`` reshaped to (L, d) and ``ptr_k(X)[a, b] = <X_ab, Sigma_k>`` the partial
+trace of an (Ld x Ld) matrix against ``Sigma_k`` (``X_ab``: its d x d block ``(a, b)``),
+
+    Q_k = E[W Sigma_k W^T] / d = U Sigma_k U^T + ptr_k(S C S) / d,
+    M_k = E[W] mu_k / sqrt(d)  = U mu_k,
+    V_k = ptr_k(S) / d,
+    Psi_w = -E[vec B^T S vec B] / (2 d) = -(m . u) / 2 - <S, C> / (2 d),
+    E[r(W*)] / d = |u|^2 / 2 + tr(S C S) / (2 d).
+
+These are Appendix C's ``Q_k, M_k, V_k`` with the ``sqrt(d)`` of the replica mean term
+(Theorem 1 as printed omits it; DESIGN.md pitfall 9) and, for covariances with common
+eigenvectors ``v_i`` and ``mu^k_i = sqrt(d) mu_k . v_i``, exactly Corollary 1.
+
+Axes on which every covariance vanishes (constant pixels: a zero diagonal entry of a
+positive semi-definite matrix zeroes its row and column) are treated in closed form: there
+``A = lam I``, so ``u = m / lam`` and nothing enters ``Q_k``, ``V_k`` or ``S C S``; the
+matrices below are restricted to the r remaining axes (``d`` stays the input dimension).
+
+Linear algebra per call: one Cholesky factorisation of ``A`` and the inverse from it
+(LAPACK ``potrf`` / ``potri`` on one BLAS thread: the partial traces need the entries of
+``S``, so a solve does not suffice), two matrix products for ``S C S``, and
+``O(K L^2 d^2)`` for everything else.  No covariance is inverted or assumed invertible:
+``lam > 0`` makes ``A`` positive definite.  The ``O((Lr)^3)`` cost does not depend on K.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import lapack
+
+from .linalg import one_blas_thread
+from .mixture import DenseCovariance
+
+__all__ = ["DenseRidgeTerms", "dense_ridge_terms"]
+
+
+@dataclass(frozen=True)
+class DenseRidgeTerms:
+    """The ridge prior on a dense structure (module docstring).
+
+    Attributes
+    ----------
+    Q, V : ndarray (K, L, L); M : ndarray (K, L)
+    psi_w, penalty : float
+        ``Psi_w`` and ``E[r(W*)] / d`` (NaN unless asked for).
+    weight_mean, weight_var : ndarray (L, d) or None
+        Mean ``sqrt(d) u`` and variance ``diag(S C S)`` of each component of ``W*``
+        (asked for with ``details``).
+    """
+
+    Q: np.ndarray
+    M: np.ndarray
+    V: np.ndarray
+    psi_w: float = float("nan")
+    penalty: float = float("nan")
+    weight_mean: np.ndarray | None = None
+    weight_var: np.ndarray | None = None
+
+
+def _kron_sum(coef: np.ndarray, covs: np.ndarray) -> np.ndarray:
+    """``sum_k coef_k (x) Sigma_k`` (Lr x Lr) for ``coef`` (K, L, L), ``covs`` (K, r, r)."""
+    K, L, _ = coef.shape
+    r = covs.shape[1]
+    flat = covs.reshape(K, r * r)
+    if L == 1:
+        return (coef[:, 0, 0] @ flat).reshape(r, r)
+    blocks = (coef.reshape(K, L * L).T @ flat).reshape(L, L, r, r)
+    return np.ascontiguousarray(blocks.transpose(0, 2, 1, 3)).reshape(L * r, L * r)
+
+
+def _partial_traces(X: np.ndarray, covs: np.ndarray, L: int) -> np.ndarray:
+    """``ptr_k(X)[a, b] = <X_ab, Sigma_k>`` (K, L, L) for a symmetric ``X`` (Lr x Lr)."""
+    K, r, _ = covs.shape
+    flat = covs.reshape(K, r * r)
+    if L == 1:
+        return (flat @ X.reshape(-1)).reshape(-1, 1, 1)
+    blocks = np.ascontiguousarray(X.reshape(L, r, L, r).transpose(0, 2, 1, 3))
+    out = (blocks.reshape(L * L, r * r) @ flat.T).T.reshape(-1, L, L)
+    return 0.5 * (out + np.swapaxes(out, 1, 2))
+
+
+def _spd_inverse(A: np.ndarray) -> np.ndarray:
+    """Inverse of a symmetric positive-definite matrix by Cholesky (``potrf`` + ``potri``).
+
+    The two LAPACK calls run on one BLAS thread (:func:`~.linalg.one_blas_thread`); the
+    matrix products elsewhere keep the user's thread setting.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If ``A`` is not numerically positive definite (the solver then retreats).
+    """
+    with one_blas_thread():
+        c, info = lapack.dpotrf(A, lower=0, clean=1, overwrite_a=1)
+        if info == 0:
+            S, info_inv = lapack.dpotri(c, lower=0, overwrite_c=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(
+            "the ridge prior's matrix lam I + sum_k Vhat_k (x) Sigma_k is not positive "
+            f"definite (Cholesky pivot {info})"
+        )
+    if info_inv != 0:
+        raise np.linalg.LinAlgError(f"the ridge prior's inverse failed (potri info {info_inv})")
+    S = np.triu(S)
+    S += np.triu(S, 1).T
+    return S
+
+
+def dense_ridge_terms(
+    cov: DenseCovariance,
+    lam: float,
+    Qhat: np.ndarray,
+    Mhat: np.ndarray,
+    Vhat: np.ndarray,
+    *,
+    details: bool = False,
+) -> DenseRidgeTerms:
+    """``Q_k, M_k, V_k`` of the ridge prior on general covariances (module docstring).
+
+    Parameters
+    ----------
+    cov : DenseCovariance
+        Means (input units) and covariances.
+    lam : float
+        Penalty strength, ``> 0`` (the covariances may be singular).
+    Qhat, Vhat : ndarray (K, L, L); Mhat : ndarray (K, L)
+        Hat parameters in the effective output space.
+    details : bool
+        Also compute ``psi_w``, ``penalty`` and the law of each weight component.
+
+    Raises
+    ------
+    ValueError
+        If ``lam <= 0``.
+    numpy.linalg.LinAlgError
+        If ``lam I + sum_k Vhat_k (x) Sigma_k`` is not numerically positive definite.
+    """
+    if not lam > 0.0:
+        raise ValueError(
+            f"lam must be > 0 on a dense covariance structure (its covariances may be "
+            f"singular, and lam = 0 leaves the weights undetermined there); got lam={lam:g}"
+        )
+    K, L = Mhat.shape
+    d = cov.dim
+    act = cov.active
+    covs = cov.active_covariances  # (K, r, r): axes of zero variance everywhere left out
+    r = covs.shape[1]
+    A = _kron_sum(Vhat, covs)
+    A[np.diag_indices_from(A)] += lam
+    S = _spd_inverse(A)
+    m = Mhat.T @ cov.means  # (L, d): sum_k Mhat_k mu_k^T
+    U = m / lam  # on the inactive axes S = I / lam exactly
+    ma = np.ascontiguousarray(m[:, act]).reshape(-1)
+    ua = S @ ma
+    Ua = ua.reshape(L, r)
+    U[:, act] = Ua
+    C = _kron_sum(Qhat, covs)
+    Z = S @ C @ S
+    Z = 0.5 * (Z + Z.T)
+    SigU = covs @ Ua.T  # (K, r, L)
+    Q = np.einsum("ai,kib->kab", Ua, SigU) + _partial_traces(Z, covs, L) / d
+    M = cov.means @ U.T
+    V = _partial_traces(S, covs, L) / d
+    if L > 1:
+        Q = 0.5 * (Q + np.swapaxes(Q, 1, 2))
+    if not details:
+        return DenseRidgeTerms(Q=Q, M=M, V=V)
+    psi_w = -0.5 * float(np.vdot(m, U)) - 0.5 * float(np.vdot(S, C)) / d
+    penalty = 0.5 * float(np.vdot(U, U)) + 0.5 * float(np.trace(Z)) / d
+    var = np.zeros((L, d))
+    var[:, act] = np.clip(np.diag(Z), 0.0, None).reshape(L, r)
+    return DenseRidgeTerms(
+        Q=Q, M=M, V=V, psi_w=psi_w, penalty=penalty, weight_mean=np.sqrt(d) * U, weight_var=var
+    )
