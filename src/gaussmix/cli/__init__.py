@@ -2,5 +2,6 @@
 objects (nothing below this package imports typer)."""
 
 from .commands import app, main
+from .realdata import realdata_command  # noqa: F401  (registers `gaussmix realdata`)
 
 __all__ = ["app", "main"]

@@ -1,0 +1,511 @@
+"""Real data against Gaussian-mixture theory (Section 3.3 and Appendix E of the paper).
+
+One protocol, used everywhere (README, "Real data"):
+
+1. the data set is loaded under :func:`gaussmix.data.load_dataset`'s protocol — pixels / 255
+   as float64, flattened (``d = 784``), centred by the mean of the 60 000 training inputs
+   (the same vector subtracted from the test split), nothing else — with the binary labels of
+   a task (``even-odd``, ``clothes-accessories``, ``low-high``);
+2. optionally a feature map, fitted on the training split only and applied to both splits
+   (random features ``erf(F x / sqrt(d))``, ``p = gamma d``, or a trained network's hidden
+   layer); then ``d`` is the feature dimension;
+3. a Gaussian mixture is fitted on *all* inputs of both splits (the population both splits
+   come from; :meth:`gaussmix.Mixture.from_data`, covariances with 1/n_c normalisation):
+   ``'p2'`` one cluster per binary class, ``'pk'`` one cluster per original class with the
+   task's binary label map;
+4. three learning curves of the same estimator — the loss summed over the samples plus
+   ``lam ||w||^2 / 2``, acting on ``x / sqrt(d)`` with an unpenalised intercept:
+
+   * **real**: ``n = round(alpha d)`` images drawn without replacement from the training
+     split, the test error measured on the whole test split, averaged over subsamples;
+   * **synthetic**: the same ERM on ``n`` samples of the fitted mixture, the test error exact
+     on the mixture (:func:`gaussmix.simulate.simulate`), averaged over seeds;
+   * **theory**: the fixed point of Theorem 1 for the fitted mixture and Theorem 2.
+
+Error bars are one standard error over subsamples (real) or seeds (synthetic).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gaussmix.core.progress import progress_bar
+from gaussmix.core.registry import Registry
+from gaussmix.core.validation import check_array, check_int, check_real
+from gaussmix.data import Dataset, featurize, load_dataset, subsample_indices
+from gaussmix.experiments.curves import lambda_sweep, learning_curve
+from gaussmix.simulate import fit_erm, simulate
+from gaussmix.theory.losses import get_loss
+from gaussmix.theory.mixture import LabelMap, Mixture
+
+__all__ = [
+    "CLUSTERINGS",
+    "SOURCES",
+    "RealDataProblem",
+    "prepare_realdata",
+    "real_curve",
+    "synthetic_curve",
+    "theory_curve",
+    "realdata_curve",
+    "realdata_lambda_curve",
+]
+
+#: the three curves of a real-data study, in the order of the table
+SOURCES = ("theory", "synthetic", "real")
+
+#: columns of every curve (mean and one standard error; theory has se 0)
+COLUMNS = (
+    "alpha",
+    "lam",
+    "source",
+    "n",
+    "test_error",
+    "test_error_se",
+    "train_error",
+    "train_error_se",
+    "train_loss",
+    "train_loss_se",
+    "converged",
+)
+
+
+@dataclass(frozen=True)
+class Clustering:
+    """How the clusters of the fitted mixture are formed from a data set's classes.
+
+    Attributes
+    ----------
+    name : str
+    description : str
+    """
+
+    name: str
+    description: str
+
+    def clusters(self, ds: Dataset) -> tuple[np.ndarray, np.ndarray, LabelMap]:
+        """Cluster ids of the training and test inputs and the label map of the clusters."""
+        raise NotImplementedError
+
+
+#: the mixtures a data set can be fitted with
+CLUSTERINGS: Registry[Clustering] = Registry("clusters")
+
+
+class _BinaryClasses(Clustering):
+    def clusters(self, ds: Dataset) -> tuple[np.ndarray, np.ndarray, LabelMap]:
+        # cluster 0: label +1, cluster 1: label -1 (LabelMap.binary)
+        return (
+            np.where(ds.y_train > 0, 0, 1),
+            np.where(ds.y_test > 0, 0, 1),
+            LabelMap.binary(),
+        )
+
+
+class _OriginalClasses(Clustering):
+    def clusters(self, ds: Dataset) -> tuple[np.ndarray, np.ndarray, LabelMap]:
+        classes = np.unique(np.concatenate([ds.classes_train, ds.classes_test]))
+        index = {int(c): i for i, c in enumerate(classes)}
+        to_cluster = np.vectorize(index.__getitem__, otypes=[np.int64])
+        label_of = np.zeros((classes.size, 1))
+        for c, i in index.items():
+            label_of[i, 0] = ds.y_train[ds.classes_train == c][0]
+        return to_cluster(ds.classes_train), to_cluster(ds.classes_test), LabelMap(label_of)
+
+
+CLUSTERINGS.register(
+    _BinaryClasses("p2", "one cluster per binary class (the P2 mixture)"), name="p2"
+)
+CLUSTERINGS.register(
+    _OriginalClasses(
+        "pk", "one cluster per original class, labelled by the task (the P_K mixture, e.g. P10)"
+    ),
+    name="pk",
+)
+
+
+@dataclass(frozen=True, eq=False)
+class RealDataProblem:
+    """A data set under the protocol, its feature map, and the mixture fitted to it.
+
+    Attributes
+    ----------
+    dataset : Dataset
+        The data under the protocol (raw pixels, centred), with the task's labels.
+    x_train, x_test : ndarray (n, d)
+        The inputs the estimator sees (after the feature map, if any).
+    cluster_train, cluster_test : ndarray (n,)
+        Cluster id of every input (:data:`CLUSTERINGS`).
+    labels : LabelMap
+        Label of every cluster.
+    mixture : Mixture
+        Fitted on the inputs of both splits.
+    features : str
+        Description of the feature map (``'pixels'`` without one).
+    info : dict
+        Provenance (data source, clustering, timings).
+    """
+
+    dataset: Dataset
+    x_train: np.ndarray
+    x_test: np.ndarray
+    cluster_train: np.ndarray
+    cluster_test: np.ndarray
+    labels: LabelMap
+    mixture: Mixture
+    features: str = "pixels"
+    info: dict = field(default_factory=dict)
+
+    @property
+    def d(self) -> int:
+        """Dimension of the inputs the estimator sees."""
+        return int(self.x_train.shape[1])
+
+
+def prepare_realdata(
+    dataset: str | Dataset,
+    task: str | None = None,
+    *,
+    clusters: str = "p2",
+    feature_map: Any = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    download: bool = False,
+) -> RealDataProblem:
+    """Load a data set, apply a feature map and fit the Gaussian mixture (steps 1–3 of the
+    module's protocol).
+
+    Parameters
+    ----------
+    dataset : str or Dataset
+        A name of :data:`gaussmix.data.DATASETS` or a loaded data set (with a task).
+    task : str, optional
+        The binary task (required with a name).
+    clusters : {'p2', 'pk'}
+        The mixture: one cluster per binary class, or one per original class.
+    feature_map : object with ``fit(X, y)`` and ``transform(X)``, optional
+        Fitted on the training split only and applied to both
+        (:func:`gaussmix.data.featurize`), e.g. :class:`gaussmix.data.RandomFeatures` or a
+        stage of :class:`gaussmix.data.NetworkFeatures`.
+    data_dir, download
+        As in :func:`gaussmix.data.load_dataset`.
+    """
+    clustering = CLUSTERINGS.get(clusters)
+    t0 = time.perf_counter()
+    if isinstance(dataset, Dataset):
+        ds = dataset
+    else:
+        if task is None:
+            raise ValueError("task is required when dataset is given by name")
+        ds = load_dataset(dataset, task, data_dir=data_dir, download=download)
+    if ds.y_train is None:
+        raise ValueError(f"the data set {ds.name!r} has no binary task; load it with a task")
+    t_load = time.perf_counter() - t0
+    features = "pixels"
+    if feature_map is not None:
+        ds = featurize(ds, feature_map)
+        features = _describe(feature_map)
+    x_train, x_test = ds.x_train, ds.x_test
+    c_train, c_test, labels = clustering.clusters(ds)
+    t1 = time.perf_counter()
+    mixture = Mixture.from_data(
+        np.concatenate([x_train, x_test]), np.concatenate([c_train, c_test]), labels=labels
+    )
+    info = {
+        "dataset": ds.name,
+        "task": ds.task.name if ds.task is not None else None,
+        "source": ds.source,
+        "clusters": clustering.name,
+        "features": features,
+        "load_seconds": t_load,
+        "fit_seconds": time.perf_counter() - t1,
+    }
+    return RealDataProblem(
+        dataset=ds,
+        x_train=x_train,
+        x_test=x_test,
+        cluster_train=c_train,
+        cluster_test=c_test,
+        labels=labels,
+        mixture=mixture,
+        features=features,
+        info=info,
+    )
+
+
+def _describe(feature_map: Any) -> str:
+    """A short description of a feature map for titles and provenance."""
+    p = getattr(feature_map, "p", None)
+    d = getattr(feature_map, "d_", None)
+    name = type(feature_map).__name__
+    if p is not None and d:
+        return f"{name}(p={p}, gamma={p / d:g})"
+    return name
+
+
+def _grid(name: str, values: Sequence[float] | np.ndarray) -> np.ndarray:
+    a = check_array(name, values, shape=(None,), positive=True)
+    if a.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    return a
+
+
+def _points(
+    lam: float | Sequence[float], alpha: float | Sequence[float]
+) -> tuple[list[tuple[float, float]], str]:
+    """The (lam, alpha) points of a curve over alpha (``lam`` a number) or over lam."""
+    if np.ndim(lam) == 0:
+        lam_v = check_real("lam", lam, low=0.0)
+        return [(lam_v, float(a)) for a in _grid("alphas", alpha)], "alpha"
+    alpha_v = check_real("alpha", alpha, low=0.0, low_open=True)
+    return [(float(x), alpha_v) for x in _grid("lams", lam)], "lam"
+
+
+def _predict_cluster_label(labels: LabelMap, h: np.ndarray) -> np.ndarray:
+    """Index of the nearest distinct label vector (the classifier of Theorem 2)."""
+    classes = labels.classes
+    return np.argmax(h @ classes.T - 0.5 * np.sum(classes**2, axis=1), axis=1)
+
+
+def _real_point(
+    problem: RealDataProblem, loss: str, lam: float, alpha: float, seed: int
+) -> tuple[int, tuple[float, float, float, bool]]:
+    """ERM on one subsample of the training split; errors on the whole test split."""
+    labels, d = problem.labels, problem.d
+    idx = subsample_indices(problem.x_train.shape[0], d, alpha, seed=seed)
+    X, cid = problem.x_train[idx], problem.cluster_train[idx]
+    W, b, info = fit_erm(X, labels, cid, loss, lam=lam, return_info=True)
+    h_train = X @ W.T / np.sqrt(d) + b
+    h_test = problem.x_test @ W.T / np.sqrt(d) + b
+    true_test = labels.cluster_class[problem.cluster_test]
+    return idx.size, (
+        float(np.mean(_predict_cluster_label(labels, h_test) != true_test)),
+        float(np.mean(_predict_cluster_label(labels, h_train) != labels.cluster_class[cid])),
+        float(np.mean(get_loss(loss).value(labels.labels[cid], h_train))),
+        bool(info["converged"]),
+    )
+
+
+def _aggregate(lam: float, alpha: float, source: str, n: int, per: list[tuple]) -> dict:
+    arr = np.array([p[:3] for p in per], dtype=float)
+    m = arr.mean(axis=0)
+    se = arr.std(axis=0, ddof=1) / np.sqrt(len(per)) if len(per) > 1 else np.full(3, np.nan)
+    return {
+        "alpha": alpha,
+        "lam": lam,
+        "source": source,
+        "n": int(n),
+        "test_error": m[0],
+        "test_error_se": se[0],
+        "train_error": m[1],
+        "train_error_se": se[1],
+        "train_loss": m[2],
+        "train_loss_se": se[2],
+        "converged": all(p[3] for p in per),
+    }
+
+
+def real_curve(
+    problem: RealDataProblem,
+    *,
+    loss: str,
+    lam: float | Sequence[float],
+    alphas: float | Sequence[float] | np.ndarray,
+    subsamples: int = 5,
+    seed: int = 0,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """ERM on ``n = round(alpha d)`` training images (without replacement), tested on the
+    whole test split; mean and standard error over ``subsamples`` draws (seeds ``seed,
+    seed + 1, ...``).  A curve over ``alphas`` at one ``lam``, or over ``lam`` (a sequence)
+    at one alpha (``alphas`` a number)."""
+    points, _ = _points(lam, alphas)
+    subsamples = check_int("subsamples", subsamples, low=1)
+    rows = []
+    with progress_bar(total=len(points) * subsamples, desc="real", enabled=progress) as bar:
+        for lam_v, alpha in points:
+            per = []
+            for s in range(subsamples):
+                n, values = _real_point(problem, loss, lam_v, alpha, seed + s)
+                per.append(values)
+                bar.update(1)
+            rows.append(_aggregate(lam_v, alpha, "real", n, per))
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def synthetic_curve(
+    problem: RealDataProblem,
+    *,
+    loss: str,
+    lam: float | Sequence[float],
+    alphas: float | Sequence[float] | np.ndarray,
+    seeds: int = 5,
+    seed: int = 0,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """The same ERM on ``n = round(alpha d)`` samples of the fitted mixture; the test error
+    is exact on the mixture (:func:`gaussmix.simulate.simulate`).  Points as in
+    :func:`real_curve`."""
+    points, _ = _points(lam, alphas)
+    seeds = check_int("seeds", seeds, low=1)
+    rows = []
+    with progress_bar(total=len(points), desc="synthetic", enabled=progress) as bar:
+        for lam_v, alpha in points:
+            sim = simulate(
+                problem.mixture,
+                loss=loss,
+                lam=lam_v,
+                alpha=alpha,
+                d=problem.d,
+                seeds=seeds,
+                seed=seed,
+            )
+            row = {
+                "alpha": alpha,
+                "lam": lam_v,
+                "source": "synthetic",
+                "n": int(sim.params["n"]),
+            }
+            for key in ("test_error", "train_error", "train_loss"):
+                row[key] = float(sim.mean[key])
+                row[f"{key}_se"] = float(sim.se[key])
+            row["converged"] = bool(sim.converged)
+            rows.append(row)
+            bar.update(1)
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def theory_curve(
+    problem: RealDataProblem,
+    *,
+    loss: str,
+    lam: float | Sequence[float],
+    alphas: float | Sequence[float] | np.ndarray,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Theorems 1–2 for the fitted mixture: :func:`gaussmix.learning_curve` over alpha
+    (warm-started), or :func:`gaussmix.lambda_sweep` over lam (annealed)."""
+    points, x = _points(lam, alphas)
+    if x == "alpha":
+        df = learning_curve(
+            problem.mixture, loss, [a for _, a in points], lam=points[0][0], progress=progress
+        )
+    else:
+        df = lambda_sweep(
+            problem.mixture,
+            loss,
+            [lv for lv, _ in points],
+            alpha=points[0][1],
+            progress=progress,
+        )
+    out = pd.DataFrame(
+        {
+            "alpha": df["alpha"].astype(float),
+            "lam": df["lam"].astype(float),
+            "source": "theory",
+            "n": np.round(df["alpha"].to_numpy() * problem.d).astype(int),
+            "test_error": df["test_error"],
+            "test_error_se": 0.0,
+            "train_error": df["train_error"],
+            "train_error_se": 0.0,
+            "train_loss": df["train_loss"],
+            "train_loss_se": 0.0,
+            "converged": df["converged"].astype(bool),
+        }
+    )
+    return out[list(COLUMNS)]
+
+
+def _study(
+    problem: RealDataProblem,
+    loss: str,
+    lam: float | Sequence[float],
+    alphas: float | Sequence[float],
+    subsamples: int,
+    seeds: int,
+    seed: int,
+    sources: Sequence[str],
+    progress: bool,
+) -> pd.DataFrame:
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown or not sources:
+        raise ValueError(f"sources must be a non-empty subset of {SOURCES}, got {list(sources)}")
+    _, x = _points(lam, alphas)
+    parts = []
+    if "theory" in sources:
+        parts.append(theory_curve(problem, loss=loss, lam=lam, alphas=alphas, progress=progress))
+    if "synthetic" in sources:
+        parts.append(
+            synthetic_curve(
+                problem,
+                loss=loss,
+                lam=lam,
+                alphas=alphas,
+                seeds=seeds,
+                seed=seed,
+                progress=progress,
+            )
+        )
+    if "real" in sources:
+        parts.append(
+            real_curve(
+                problem,
+                loss=loss,
+                lam=lam,
+                alphas=alphas,
+                subsamples=subsamples,
+                seed=seed,
+                progress=progress,
+            )
+        )
+    df = pd.concat(parts, ignore_index=True)
+    rank = df["source"].map({s: i for i, s in enumerate(SOURCES)})
+    df = df.assign(_rank=rank).sort_values([x, "_rank"], kind="stable").drop(columns="_rank")
+    return df.reset_index(drop=True)
+
+
+def realdata_curve(
+    problem: RealDataProblem,
+    *,
+    loss: str = "logistic",
+    lam: float,
+    alphas: Sequence[float] | np.ndarray,
+    subsamples: int = 5,
+    seeds: int = 5,
+    seed: int = 0,
+    sources: Sequence[str] = SOURCES,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """The learning curves of step 4 of the module's protocol, one row per (alpha, source).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`COLUMNS`; ``*_se`` is one standard error over subsamples (real) or
+        seeds (synthetic), 0 for theory.
+    """
+    check_real("lam", lam, low=0.0)
+    return _study(problem, loss, lam, alphas, subsamples, seeds, seed, sources, progress)
+
+
+def realdata_lambda_curve(
+    problem: RealDataProblem,
+    *,
+    loss: str = "logistic",
+    lams: Sequence[float] | np.ndarray,
+    alpha: float,
+    subsamples: int = 5,
+    seeds: int = 5,
+    seed: int = 0,
+    sources: Sequence[str] = SOURCES,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """The test error against the penalty at one sample complexity (Fig. 4 right): one row
+    per (lam, source), columns :data:`COLUMNS`."""
+    check_real("alpha", alpha, low=0.0, low_open=True)
+    return _study(problem, loss, list(lams), alpha, subsamples, seeds, seed, sources, progress)
