@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from _cli_helpers import assert_one_line_error, run
-from gaussmix.data import load_dataset, subsample_indices
 from sklearn.linear_model import LogisticRegression
 
+from gaussmix.data import load_dataset, subsample_indices
 from gaussmix.studies import SOURCES, prepare_realdata, real_curve, realdata_curve
 
 LAM = 0.05
