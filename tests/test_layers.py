@@ -4,10 +4,10 @@ Layers, lowest first: ``core`` < ``theory`` | ``data`` < ``experiments`` | ``sim
 ``sweep`` | ``studies`` < ``figures`` < ``cli``.  ``data`` (real data sets, feature maps) is
 a peer of ``theory``: neither imports the other, and the layers above may use both.
 ``studies`` (real data against theory) uses the theory, the experiments and the
-simulations.  A module may import its own subpackage and any lower layer; never a higher one, never a peer of its own
-rank, never the top-level ``gaussmix`` package (which re-exports the public API and so sits
-above everything but the CLI), and never a private name (or private module) of another
-subpackage.  The command-line framework (typer, click)
+simulations.  A module may import its own subpackage and any lower layer; never a higher
+one, never a peer of its own rank, never the top-level ``gaussmix`` package (which
+re-exports the public API and so sits above everything but the CLI), and never a private
+name (or private module) of another subpackage.  The command-line framework (typer, click)
 is imported only by ``gaussmix.cli``.  Module-level imports have no cycles.
 
 The checker reads the source with :mod:`ast` (every ``import``, also inside functions) and is
