@@ -1,20 +1,68 @@
-"""Real data against Gaussian-mixture theory: the plot of a real-data study (Fig. 5 style).
+"""Real data against Gaussian-mixture theory: Fig. 4 (right), Fig. 5, Fig. 6 and the
+figures of Appendix E, as tables and matplotlib figures.
 
-Two panels against ``alpha``: the test error and the training loss.  Theory: a line;
-synthetic data from the fitted mixture: open circles; real data: filled squares; both with
-one-standard-error bars.  The table comes from :func:`gaussmix.studies.realdata_curve`.
+Every table comes from :mod:`gaussmix.studies.realdata` (one protocol, stated there and in
+the README): theory lines for the mixture fitted to the data, real-data dots (mean and one
+standard error over training subsamples), and, where asked, synthetic dots (the same ERM on
+samples of the fitted mixture, one standard error over seeds).
+
+* ``fig5`` -- :func:`fig5_table`: logistic regression, test error and training loss against
+  alpha, MNIST even/odd at lambda = 0.05 and Fashion-MNIST clothes/accessories at
+  lambda = 1;
+* ``fig6`` -- :func:`fig6_table`: the same on random features ``erf(F x / sqrt(d))`` for
+  several ``gamma = p / d``;
+* ``fig4-right`` -- :func:`fig4_right_table`: test error against lambda at one alpha;
+* ``appe-trained`` -- :func:`trained_features_table`: features of a two-layer network at
+  several stages of training;
+* ``appe-p2-p10`` -- :func:`p2_p10_table`: MNIST 0-4 vs 5-9 with the two-cluster and the
+  ten-cluster mixtures;
+* ``appe-xor`` -- :func:`xor_table`: four isotropic clusters (realisable and XOR labels)
+  against the two-cluster mixtures with the same class means and covariances (theory).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import matplotlib as mpl
+import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from gaussmix.core.progress import progress_bar
+from gaussmix.core.validation import check_array, check_int, check_real
+from gaussmix.data import NetworkFeatures, RandomFeatures, get_task, load_dataset
+from gaussmix.experiments.curves import learning_curve
+from gaussmix.studies import (
+    SOURCES,
+    prepare_realdata,
+    realdata_curve,
+    realdata_lambda_curve,
+)
+from gaussmix.theory.mixture import Mixture
+
 from .plotting import AXIS_LABELS, STYLE
 
-__all__ = ["plot_realdata", "SLIDE_STYLE"]
+__all__ = [
+    "REAL_SETUPS",
+    "SLIDE_STYLE",
+    "plot_realdata",
+    "fig5_table",
+    "plot_fig5",
+    "fig6_table",
+    "plot_fig6",
+    "fig4_right_table",
+    "plot_fig4_right",
+    "trained_features_table",
+    "plot_trained_features",
+    "p2_p10_table",
+    "plot_p2_p10",
+    "xor_mixtures",
+    "xor_table",
+    "plot_xor",
+]
 
 #: larger fonts than the library's default style: these figures are shown in talks
 SLIDE_STYLE = {
@@ -25,55 +73,500 @@ SLIDE_STYLE = {
     "legend.fontsize": 10.0,
 }
 
+#: the paper's task and penalty of each data set (Section 3.3); digits for quick checks
+REAL_SETUPS = {
+    "mnist": ("even-odd", 0.05),
+    "fashion-mnist": ("clothes-accessories", 1.0),
+    "digits": ("even-odd", 0.05),
+}
+
 _MARKERS = {"synthetic": ("o", "none"), "real": ("s", None)}
 _NAMES = {"theory": "theory", "synthetic": "synthetic (fitted mixture)", "real": "real data"}
+
+
+def _figure(figsize: tuple[float, float], nrows: int, ncols: int) -> tuple[Figure, Any]:
+    with mpl.rc_context(SLIDE_STYLE):
+        fig = Figure(figsize=figsize, layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(nrows, ncols, squeeze=False)
+    return fig, axes
+
+
+def _draw_sources(ax: Any, df: pd.DataFrame, x: str, y: str, colour: str, tag: str) -> None:
+    """Theory as a line; synthetic and real as dots with one-standard-error bars."""
+    for source, part in df.groupby("source", sort=False):
+        part = part.sort_values(x)
+        label = f"{tag}{_NAMES.get(str(source), str(source))}"
+        if str(source) == "theory":
+            ax.plot(part[x], part[y], "-", color=colour, label=label, zorder=1)
+            continue
+        marker, face = _MARKERS.get(str(source), ("^", None))
+        ax.errorbar(
+            part[x],
+            part[y],
+            yerr=part.get(f"{y}_se"),
+            fmt=marker,
+            color=colour,
+            mfc=face if face is not None else colour,
+            label=f"{label} ±1 s.e.",
+            zorder=3 if str(source) == "real" else 2,
+        )
 
 
 def plot_realdata(
     df: pd.DataFrame, *, title: str | None = None, figsize: tuple[float, float] = (10.0, 4.0)
 ) -> Figure:
-    """Test error and training loss against alpha for each source of ``df``.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame
-        Columns ``alpha, source, test_error, test_error_se, train_loss, train_loss_se``
-        (one row per (alpha, source)).
-    title : str, optional
-        The figure's title (name the data set, task, loss, penalty and lambda).
-    """
+    """Test error and training loss against alpha for each source of ``df`` (a table of
+    :func:`gaussmix.studies.realdata_curve`)."""
     missing = [c for c in ("alpha", "source", "test_error", "train_loss") if c not in df]
     if missing:
         raise ValueError(f"df lacks the columns {missing}")
+    fig, axes = _figure(figsize, 1, 2)
     with mpl.rc_context(SLIDE_STYLE):
-        fig = Figure(figsize=figsize, layout="constrained")
-        FigureCanvasAgg(fig)
-        axes = fig.subplots(1, 2)
         for ax, y, name in zip(
-            axes, ("test_error", "train_loss"), ("test error", "training loss")
+            axes[0], ("test_error", "train_loss"), ("test error", "training loss")
         ):
-            for i, (source, part) in enumerate(df.groupby("source", sort=False)):
-                part = part.sort_values("alpha")
-                color = f"C{i}"
-                label = _NAMES.get(str(source), str(source))
-                if str(source) == "theory":
-                    ax.plot(part["alpha"], part[y], "-", color=color, label=label, zorder=1)
-                    continue
-                marker, face = _MARKERS.get(str(source), ("^", None))
-                ax.errorbar(
-                    part["alpha"],
-                    part[y],
-                    yerr=part.get(f"{y}_se"),
-                    fmt=marker,
-                    color=color,
-                    mfc=face if face is not None else color,
-                    label=f"{label} (±1 s.e.)",
-                    zorder=2 + i,
-                )
+            for i, (_, part) in enumerate(df.groupby("source", sort=False)):
+                _draw_sources(ax, part, "alpha", y, f"C{i}", "")
             ax.set_xlabel(AXIS_LABELS["alpha"])
             ax.set_ylabel(name)
             ax.set_title(name)
-        axes[0].legend()
+        axes[0][0].legend()
         if title:
             fig.suptitle(title)
+    return fig
+
+
+# ------------------------------------------------------------------------- arguments
+def _grid(name: str, values: Any) -> np.ndarray:
+    a = check_array(name, values, shape=(None,), positive=True)
+    if a.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    return np.unique(a)
+
+
+def _datasets(datasets: Any) -> list[str]:
+    names = [datasets] if isinstance(datasets, str) else list(datasets)
+    if not names:
+        raise ValueError("datasets must not be empty")
+    for n in names:
+        if n not in REAL_SETUPS:
+            raise ValueError(f"datasets must be among {', '.join(REAL_SETUPS)}; got {n!r}")
+    return names
+
+
+def _sources(sources: Any) -> list[str]:
+    s = [sources] if isinstance(sources, str) else list(sources)
+    if not s or any(x not in SOURCES for x in s):
+        raise ValueError(f"sources must be a non-empty subset of {SOURCES}, got {s}")
+    return s
+
+
+def _counts(subsamples: int, seeds: int) -> tuple[int, int]:
+    return check_int("subsamples", subsamples, low=1), check_int("seeds", seeds, low=1)
+
+
+# ------------------------------------------------------------------------------ Fig. 5
+def fig5_table(
+    datasets: Sequence[str] = ("mnist", "fashion-mnist"),
+    alphas: Sequence[float] = (0.5, 1.0, 2.0, 3.0, 4.0),
+    *,
+    subsamples: int = 5,
+    seeds: int = 3,
+    seed: int = 0,
+    sources: Sequence[str] = SOURCES,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Fig. 5: logistic regression on each data set at the paper's penalty
+    (:data:`REAL_SETUPS`), pixels, the two-cluster mixture; one row per (dataset, alpha,
+    source) with the columns of :func:`gaussmix.studies.realdata_curve` and ``dataset,
+    task``."""
+    names, a = _datasets(datasets), _grid("alphas", alphas)
+    subsamples, seeds = _counts(subsamples, seeds)
+    src = _sources(sources)
+    parts = []
+    for name in names:
+        task, lam = REAL_SETUPS[name]
+        problem = prepare_realdata(name, task)
+        df = realdata_curve(
+            problem,
+            loss="logistic",
+            lam=lam,
+            alphas=a,
+            subsamples=subsamples,
+            seeds=seeds,
+            seed=seed,
+            sources=src,
+            progress=progress,
+        )
+        parts.append(df.assign(dataset=name, task=task))
+    return pd.concat(parts, ignore_index=True)
+
+
+def plot_fig5(df: pd.DataFrame) -> Figure:
+    """One row of panels per data set: test error and training loss against alpha."""
+    names = list(dict.fromkeys(df["dataset"]))
+    fig, axes = _figure((10.0, 3.6 * len(names)), len(names), 2)
+    with mpl.rc_context(SLIDE_STYLE):
+        for row, name in zip(axes, names):
+            part = df[df["dataset"] == name]
+            lam = float(part["lam"].iloc[0])
+            for ax, y, label in zip(
+                row, ("test_error", "train_loss"), ("test error", "training loss")
+            ):
+                for i, (_, sub) in enumerate(part.groupby("source", sort=False)):
+                    _draw_sources(ax, sub, "alpha", y, f"C{i}", "")
+                ax.set_xlabel(AXIS_LABELS["alpha"])
+                ax.set_ylabel(label)
+                ax.set_title(f"{name} {part['task'].iloc[0]}, logistic, ridge lambda = {lam:g}")
+            row[0].legend()
+    return fig
+
+
+# ------------------------------------------------------------------------------ Fig. 6
+def fig6_table(
+    dataset: str = "mnist",
+    gammas: Sequence[float] = (0.5, 1.0, 2.0),
+    alphas: Sequence[float] = (0.5, 1.0, 2.0, 3.0),
+    *,
+    subsamples: int = 3,
+    seeds: int = 3,
+    seed: int = 0,
+    sources: Sequence[str] = ("theory", "real"),
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Fig. 6: logistic regression on random features ``erf(F x / sqrt(d))``, ``p =
+    gamma d`` (``d = 784``), for several gamma; alpha is ``n / p`` (the features' own
+    dimension, as in the theory).  One row per (gamma, alpha, source)."""
+    (name,) = _datasets(dataset)
+    g, a = _grid("gammas", gammas), _grid("alphas", alphas)
+    subsamples, seeds = _counts(subsamples, seeds)
+    src = _sources(sources)
+    task, lam = REAL_SETUPS[name]
+    ds = load_dataset(name, task)
+    parts = []
+    for gamma in g:
+        fmap = RandomFeatures(max(1, round(gamma * ds.d)), seed=seed)
+        problem = prepare_realdata(ds, feature_map=fmap)
+        df = realdata_curve(
+            problem,
+            loss="logistic",
+            lam=lam,
+            alphas=a,
+            subsamples=subsamples,
+            seeds=seeds,
+            seed=seed,
+            sources=src,
+            progress=progress,
+        )
+        parts.append(df.assign(dataset=name, task=task, gamma=float(gamma), p=problem.d))
+    return pd.concat(parts, ignore_index=True)
+
+
+def plot_fig6(df: pd.DataFrame) -> Figure:
+    """Test error and training loss against alpha, one colour per gamma."""
+    fig, axes = _figure((10.0, 4.0), 1, 2)
+    with mpl.rc_context(SLIDE_STYLE):
+        for ax, y, label in zip(
+            axes[0], ("test_error", "train_loss"), ("test error", "training loss")
+        ):
+            for i, (gamma, part) in enumerate(df.groupby("gamma")):
+                _draw_sources(ax, part, "alpha", y, f"C{i}", f"gamma = {gamma:g}: ")
+            ax.set_xlabel(r"$\alpha = n/p$")
+            ax.set_ylabel(label)
+        axes[0][0].legend(fontsize=8)
+        lam = float(df["lam"].iloc[0])
+        fig.suptitle(
+            f"{df['dataset'].iloc[0]} {df['task'].iloc[0]}, random features erf(Fx/sqrt d), "
+            f"logistic, ridge lambda = {lam:g}"
+        )
+    return fig
+
+
+# ------------------------------------------------------------------------ Fig. 4 right
+def fig4_right_table(
+    datasets: Sequence[str] = ("mnist", "fashion-mnist"),
+    lams: Sequence[float] = tuple(np.geomspace(1e-3, 1e2, 11)),
+    alpha: float = 1.0,
+    *,
+    subsamples: int = 3,
+    seed: int = 0,
+    sources: Sequence[str] = ("theory", "real"),
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Fig. 4 (right): logistic regression, test error against lambda at one alpha, for
+    each data set (pixels, the two-cluster mixture).  One row per (dataset, lam, source)."""
+    names, lv = _datasets(datasets), _grid("lams", lams)
+    alpha = check_real("alpha", alpha, low=0.0, low_open=True)
+    subsamples = check_int("subsamples", subsamples, low=1)
+    src = _sources(sources)
+    parts = []
+    for name in names:
+        task, _ = REAL_SETUPS[name]
+        problem = prepare_realdata(name, task)
+        df = realdata_lambda_curve(
+            problem,
+            loss="logistic",
+            lams=lv,
+            alpha=alpha,
+            subsamples=subsamples,
+            seed=seed,
+            sources=src,
+            progress=progress,
+        )
+        parts.append(df.assign(dataset=name, task=task))
+    return pd.concat(parts, ignore_index=True)
+
+
+def plot_fig4_right(df: pd.DataFrame) -> Figure:
+    """Test error against lambda (log scale), one colour per data set."""
+    fig, axes = _figure((6.0, 4.2), 1, 1)
+    ax = axes[0][0]
+    with mpl.rc_context(SLIDE_STYLE):
+        for i, (name, part) in enumerate(df.groupby("dataset", sort=False)):
+            _draw_sources(ax, part, "lam", "test_error", f"C{i}", f"{name}: ")
+        ax.set_xscale("log")
+        ax.set_xlabel(AXIS_LABELS["lam"])
+        ax.set_ylabel("test error")
+        ax.set_title(f"logistic + ridge at alpha = {float(df['alpha'].iloc[0]):g}")
+        ax.legend(fontsize=8)
+    return fig
+
+
+# ------------------------------------------------------------- Appendix E: trained net
+def trained_features_table(
+    dataset: str = "mnist",
+    epochs: Sequence[int] = (1, 5, 20),
+    alphas: Sequence[float] = (0.5, 1.0, 2.0, 3.0),
+    *,
+    subsamples: int = 3,
+    seed: int = 0,
+    sources: Sequence[str] = ("theory", "real"),
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Appendix E: logistic regression (lambda = 0.05 for MNIST) on the hidden layer of a
+    784-784 ReLU network trained on the whole training split (square loss, Adam), at several
+    epochs.  One row per (epoch, alpha, source)."""
+    (name,) = _datasets(dataset)
+    ep = sorted({check_int("epochs", e, low=1) for e in epochs})
+    if not ep:
+        raise ValueError("epochs must not be empty")
+    a = _grid("alphas", alphas)
+    subsamples = check_int("subsamples", subsamples, low=1)
+    src = _sources(sources)
+    task, lam = REAL_SETUPS[name]
+    ds = load_dataset(name, task)
+    net = NetworkFeatures(epochs=tuple(ep), seed=seed).fit(ds.x_train, ds.y_train)
+    parts = []
+    for e in ep:
+        problem = prepare_realdata(ds, feature_map=_Fitted(net.at(e), f"network, epoch {e}"))
+        df = realdata_curve(
+            problem,
+            loss="logistic",
+            lam=lam,
+            alphas=a,
+            subsamples=subsamples,
+            seeds=2,
+            seed=seed,
+            sources=src,
+            progress=progress,
+        )
+        parts.append(df.assign(dataset=name, task=task, epoch=e))
+    return pd.concat(parts, ignore_index=True)
+
+
+class _Fitted:
+    """A fitted feature map presented to :func:`gaussmix.data.featurize` (fit is a no-op:
+    the network was trained on the training split already)."""
+
+    def __init__(self, stage: Any, description: str) -> None:
+        self.stage, self.description = stage, description
+
+    def fit(self, X: Any, y: Any = None) -> _Fitted:
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        return self.stage.transform(X)
+
+
+def plot_trained_features(df: pd.DataFrame) -> Figure:
+    """Test error and training loss against alpha, one colour per stage of training."""
+    fig, axes = _figure((10.0, 4.0), 1, 2)
+    with mpl.rc_context(SLIDE_STYLE):
+        for ax, y, label in zip(
+            axes[0], ("test_error", "train_loss"), ("test error", "training loss")
+        ):
+            for i, (epoch, part) in enumerate(df.groupby("epoch")):
+                _draw_sources(ax, part, "alpha", y, f"C{i}", f"epoch {epoch}: ")
+            ax.set_xlabel(AXIS_LABELS["alpha"])
+            ax.set_ylabel(label)
+        axes[0][0].legend(fontsize=8)
+        fig.suptitle(
+            f"{df['dataset'].iloc[0]} {df['task'].iloc[0]} on trained-network features, "
+            f"logistic, ridge lambda = {float(df['lam'].iloc[0]):g}"
+        )
+    return fig
+
+
+# ---------------------------------------------------------- Appendix E: P2 against P10
+def p2_p10_table(
+    dataset: str = "mnist",
+    alphas: Sequence[float] = (0.5, 1.0, 2.0, 3.0),
+    lam: float = 0.1,
+    *,
+    subsamples: int = 3,
+    seeds: int = 3,
+    seed: int = 0,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Appendix E: MNIST 0-4 vs 5-9, logistic regression at lambda = 0.1; the two-cluster
+    mixture ``P2`` (theory and synthetic), the ten-cluster mixture ``P10`` (theory and
+    synthetic) and the real data.  One row per (mixture, alpha, source); ``mixture`` is
+    ``'P2'``, ``'P10'`` or ``'data'``."""
+    (name,) = _datasets(dataset)
+    get_task("low-high", name)
+    a = _grid("alphas", alphas)
+    lam = check_real("lam", lam, low=0.0, low_open=True)
+    subsamples, seeds = _counts(subsamples, seeds)
+    ds = load_dataset(name, "low-high")
+    parts = []
+    for clusters, label in (("p2", "P2"), ("pk", f"P{np.unique(ds.classes_train).size}")):
+        problem = prepare_realdata(ds, clusters=clusters)
+        sources = ["theory", "synthetic"] + (["real"] if clusters == "p2" else [])
+        df = realdata_curve(
+            problem,
+            loss="logistic",
+            lam=lam,
+            alphas=a,
+            subsamples=subsamples,
+            seeds=seeds,
+            seed=seed,
+            sources=sources,
+            progress=progress,
+        )
+        df["mixture"] = np.where(df["source"] == "real", "data", label)
+        parts.append(df.assign(dataset=name, task="low-high"))
+    return pd.concat(parts, ignore_index=True)
+
+
+def plot_p2_p10(df: pd.DataFrame) -> Figure:
+    """Test error and training loss against alpha: P2 and P10 (theory lines, synthetic
+    dots) and the real data."""
+    fig, axes = _figure((10.0, 4.0), 1, 2)
+    with mpl.rc_context(SLIDE_STYLE):
+        for ax, y, label in zip(
+            axes[0], ("test_error", "train_loss"), ("test error", "training loss")
+        ):
+            for i, (mix, part) in enumerate(df.groupby("mixture", sort=False)):
+                _draw_sources(ax, part, "alpha", y, f"C{i}", f"{mix}: ")
+            ax.set_xlabel(AXIS_LABELS["alpha"])
+            ax.set_ylabel(label)
+        axes[0][0].legend(fontsize=8)
+        fig.suptitle(
+            f"{df['dataset'].iloc[0]} 0-4 vs 5-9, logistic, ridge lambda = "
+            f"{float(df['lam'].iloc[0]):g}"
+        )
+    return fig
+
+
+# ------------------------------------------------------------------ Appendix E: XOR
+#: the four means of eq. (app:4vs2) in the plane of e_1, e_2
+_XOR_MEANS = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]])
+#: the labels of the four clusters: realisable (1, 2 vs 3, 4) and XOR (1, 4 vs 2, 3)
+XOR_LABELS = {"realisable": (1.0, 1.0, -1.0, -1.0), "xor": (1.0, -1.0, -1.0, 1.0)}
+
+
+def xor_mixtures(model: str, delta: float = 0.5, d: int = 1000) -> tuple[Mixture, Mixture]:
+    """The K = 4 mixture of eq. (app:4vs2) with ``model``'s labels, and the K = 2 mixture
+    with the same class means and covariances.
+
+    The four clusters are isotropic (``Sigma = delta I``) with means ``+-e_1 +- e_2``; the
+    class ``y`` of the matched mixture has the mean and covariance of its two clusters:
+    ``mu_y = (mu_a + mu_b) / 2`` and ``Sigma_y = delta I + (mu_a - mu_b)(mu_a - mu_b)^T / 4``.
+    The two class covariances commute (their spikes are orthogonal or equal), so the matched
+    mixture is an empirical spectral law at dimension ``d`` (two spiked directions, the
+    others of variance ``delta``), exact at that ``d``.
+    """
+    if model not in XOR_LABELS:
+        raise ValueError(f"model must be one of {', '.join(XOR_LABELS)}; got {model!r}")
+    delta = check_real("delta", delta, low=0.0, low_open=True)
+    d = check_int("d", d, low=3)
+    y = np.array(XOR_LABELS[model])
+    k4 = Mixture.isotropic(delta, _XOR_MEANS @ _XOR_MEANS.T, labels=y[:, None])
+    means, covs = [], []
+    for label in (1.0, -1.0):
+        m = _XOR_MEANS[y == label]
+        means.append(m.mean(axis=0))
+        covs.append(np.cov(m.T, bias=True))
+    _, U = np.linalg.eigh(covs[0] + 2.0 * covs[1])  # a common eigenbasis of both spikes
+    sigma = np.full((d, 2), delta)
+    mu = np.zeros((d, 2))
+    for c in range(2):
+        sigma[:2, c] += np.diag(U.T @ covs[c] @ U)
+        mu[:2, c] = np.sqrt(d) * (U.T @ means[c])
+    return k4, Mixture.spectral(sigma, mu, labels="binary")
+
+
+def xor_table(
+    alphas: Sequence[float] = tuple(np.geomspace(0.25, 8.0, 12)),
+    lam: float = 1e-2,
+    delta: float = 0.5,
+    d: int = 1000,
+    *,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Appendix E (Fig. app:2vs4): logistic regression on the four-cluster mixtures
+    (realisable and XOR labels) and on their matched two-cluster mixtures (theory).
+    One row per (model, mixture, alpha) with ``test_error, train_error, train_loss``."""
+    a = _grid("alphas", alphas)
+    lam = check_real("lam", lam, low=0.0, low_open=True)
+    rows = []
+    with progress_bar(total=4, desc="xor", enabled=progress) as bar:
+        for model in XOR_LABELS:
+            k4, k2 = xor_mixtures(model, delta, d)
+            for label, mix in (("K = 4", k4), ("matched K = 2", k2)):
+                df = learning_curve(mix, "logistic", a, lam=lam)
+                rows.append(df.assign(model=model, mixture=label, delta=delta))
+                bar.update(1)
+    cols = [
+        "model",
+        "mixture",
+        "alpha",
+        "lam",
+        "test_error",
+        "train_error",
+        "train_loss",
+        "converged",
+    ]
+    return pd.concat(rows, ignore_index=True)[cols]
+
+
+def plot_xor(df: pd.DataFrame) -> Figure:
+    """Test and training error against alpha: K = 4 solid, matched K = 2 dashed with
+    markers (coincident curves stay visible)."""
+    fig, axes = _figure((10.0, 4.0), 1, 2)
+    with mpl.rc_context(SLIDE_STYLE):
+        for ax, y, label in zip(
+            axes[0], ("test_error", "train_error"), ("test error", "training error")
+        ):
+            for i, (model, part) in enumerate(df.groupby("model", sort=False)):
+                for mix, style in (("K = 4", "-"), ("matched K = 2", "--o")):
+                    sub = part[part["mixture"] == mix]
+                    ax.plot(
+                        sub["alpha"],
+                        sub[y],
+                        style,
+                        color=f"C{i}",
+                        label=f"{model}, {mix}",
+                        mfc="none",
+                        ms=6,
+                    )
+            ax.set_xscale("log")
+            ax.set_xlabel(AXIS_LABELS["alpha"])
+            ax.set_ylabel(label)
+        axes[0][0].legend(fontsize=8)
+        fig.suptitle(
+            f"four clusters +-e1 +-e2, Delta = {float(df['delta'].iloc[0]):g}: "
+            f"logistic + ridge, lambda = {float(df['lam'].iloc[0]):g}"
+        )
     return fig
