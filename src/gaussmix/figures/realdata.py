@@ -531,6 +531,7 @@ def xor_table(
     cols = [
         "model",
         "mixture",
+        "delta",
         "alpha",
         "lam",
         "test_error",
