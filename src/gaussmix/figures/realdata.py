@@ -339,13 +339,14 @@ def trained_features_table(
     epochs: Sequence[int] = (1, 5, 20),
     alphas: Sequence[float] = (0.5, 1.0, 2.0, 3.0),
     *,
+    hidden: int = 784,
     subsamples: int = 3,
     seed: int = 0,
     sources: Sequence[str] = ("theory", "real"),
     progress: bool = False,
 ) -> pd.DataFrame:
     """Appendix E: logistic regression (lambda = 0.05 for MNIST) on the hidden layer of a
-    784-784 ReLU network trained on the whole training split (square loss, Adam), at several
+    784-``hidden`` ReLU network trained on the whole training split (square loss, Adam), at several
     epochs.  One row per (epoch, alpha, source)."""
     (name,) = _datasets(dataset)
     ep = sorted({check_int("epochs", e, low=1) for e in epochs})
@@ -356,7 +357,8 @@ def trained_features_table(
     src = _sources(sources)
     task, lam = REAL_SETUPS[name]
     ds = load_dataset(name, task)
-    net = NetworkFeatures(epochs=tuple(ep), seed=seed).fit(ds.x_train, ds.y_train)
+    hidden = check_int("hidden", hidden, low=1)
+    net = NetworkFeatures(epochs=tuple(ep), hidden=hidden, seed=seed).fit(ds.x_train, ds.y_train)
     parts = []
     for e in ep:
         problem = prepare_realdata(ds, feature_map=_Fitted(net.at(e), f"network, epoch {e}"))

@@ -1,0 +1,106 @@
+"""The real-data figures (Fig. 4 right, 5, 6, Appendix E) on scikit-learn's digits (fast,
+offline), and the Appendix E comparison of four clusters with their matched two-cluster
+mixtures (theory)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gaussmix.figures.realdata import (
+    fig4_right_table,
+    fig5_table,
+    fig6_table,
+    p2_p10_table,
+    plot_fig4_right,
+    plot_fig5,
+    plot_fig6,
+    plot_p2_p10,
+    plot_trained_features,
+    plot_xor,
+    trained_features_table,
+    xor_mixtures,
+    xor_table,
+)
+
+
+def _drawn(fig) -> None:
+    fig.canvas.draw()
+    assert fig.axes and all(ax.has_data() for ax in fig.axes)
+
+
+def test_fig5_on_digits():
+    df = fig5_table(["digits"], [1.0, 2.0], subsamples=2, seeds=2)
+    assert set(df["source"]) == {"theory", "synthetic", "real"}
+    assert (df["lam"] == 0.05).all() and (df["task"] == "even-odd").all()
+    assert df["converged"].all()
+    _drawn(plot_fig5(df))
+
+
+def test_fig6_random_features_dimension():
+    df = fig6_table("digits", gammas=[0.5, 1.0], alphas=[1.0], subsamples=2)
+    assert sorted(set(df["p"])) == [32, 64]
+    # alpha is n / p: the real subsample has round(alpha p) images
+    real = df[df["source"] == "real"]
+    assert np.array_equal(real["n"].to_numpy(), real["p"].to_numpy())
+    _drawn(plot_fig6(df))
+
+
+def test_fig4_right_large_penalty_predicts_the_majority_class():
+    """lambda -> infinity: the weights vanish and the unpenalised bias predicts the larger
+    class, so the theory's test error tends to the smaller class's prior."""
+    df = fig4_right_table(["digits"], lams=[0.01, 1.0, 1e3], alpha=1.0, subsamples=2)
+    th = df[df["source"] == "theory"].set_index("lam")
+    from gaussmix.studies import prepare_realdata
+
+    rho = prepare_realdata("digits", "even-odd").mixture.rho
+    assert th.loc[1e3, "test_error"] == pytest.approx(rho.min(), abs=1e-3)
+    assert th.loc[0.01, "test_error"] < th.loc[1.0, "test_error"] < th.loc[1e3, "test_error"]
+    _drawn(plot_fig4_right(df))
+
+
+def test_trained_features_change_with_training():
+    df = trained_features_table("digits", epochs=[1, 5], alphas=[1.0], hidden=64, subsamples=2)
+    th = df[df["source"] == "theory"].set_index("epoch")
+    assert th["converged"].all()
+    # more training, features that separate the task better
+    assert th.loc[5, "test_error"] < th.loc[1, "test_error"]
+    _drawn(plot_trained_features(df))
+
+
+def test_p2_and_p10_on_digits():
+    df = p2_p10_table("digits", alphas=[1.0], subsamples=2, seeds=2)
+    assert set(df["mixture"]) == {"P2", "P10", "data"}
+    assert df[df["source"] == "theory"]["converged"].all()
+    _drawn(plot_p2_p10(df))
+
+
+def test_xor_matched_mixtures_agree_with_their_four_cluster_mixtures():
+    """Four isotropic clusters +-e1 +-e2 against the two-cluster mixtures with the same class
+    means and covariances.  The matched mixture is exact at dimension d; its difference from
+    the four-cluster limit is O(1/d) (a spike of weight 1/d), so it shrinks four-fold from
+    d = 1000 to 4000.  For the XOR labels the two also coincide: by the symmetry x -> -x of
+    the XOR mixture (clusters 1 <-> 4, 2 <-> 3, labels kept) the overlaps with the means
+    vanish, every cluster's local field is the same Gaussian, and so is the matched one."""
+    alphas = [0.5, 2.0]
+    for model in ("realisable", "xor"):
+        gaps = []
+        for d in (1000, 4000):
+            df = xor_table(alphas, lam=1e-2, d=d)
+            part = df[df["model"] == model]
+            k4 = part[part["mixture"] == "K = 4"]["test_error"].to_numpy()
+            k2 = part[part["mixture"] == "matched K = 2"]["test_error"].to_numpy()
+            gaps.append(np.max(np.abs(k4 - k2)))
+        if model == "realisable":
+            assert 3.0 < gaps[0] / gaps[1] < 5.0, gaps
+        assert gaps[1] < 1e-4, gaps
+    xor = xor_table(alphas, lam=1e-2)
+    assert np.allclose(xor[xor["model"] == "xor"]["test_error"], 0.5, atol=1e-12)
+    _drawn(plot_xor(xor))
+
+
+def test_xor_mixtures_bad_input():
+    with pytest.raises(ValueError, match="model must be one of"):
+        xor_mixtures("parity")
+    k4, k2 = xor_mixtures("xor", 0.5, 10)
+    assert k4.n_clusters == 4 and k2.n_clusters == 2
