@@ -1151,10 +1151,10 @@ def _check_figure_options(ctx: typer.Context, name: str, simulate: bool) -> None
 
 
 # ============================================================================ phase
-from . import phase  # noqa: E402  (bayes-optimal, transition: gaussmix.cli.phase)
+from .phase import ESTIMATOR_OPTIONS, bayes_optimal, transition  # noqa: E402
 
-app.command("bayes-optimal")(without_options(*phase.ESTIMATOR_OPTIONS)(phase.bayes_optimal))
-app.command("transition")(without_options(*phase.ESTIMATOR_OPTIONS, "alpha")(phase.transition))
+app.command("bayes-optimal")(without_options(*ESTIMATOR_OPTIONS)(bayes_optimal))
+app.command("transition")(without_options(*ESTIMATOR_OPTIONS, "alpha")(transition))
 
 
 # ============================================================================ main
