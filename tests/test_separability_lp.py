@@ -158,10 +158,12 @@ def test_bad_arguments_are_named():
 
 @pytest.mark.slow
 def test_no_signal_crossing_approaches_cover_threshold():
-    """K = 2, zero means: the 50 % crossing is Cover's 2 (d + 1) / d -> 2."""
-    for d in (40, 100):
-        alphas = np.linspace(1.7, 2.5, 9)
-        table = separability_fraction(NO_SIGNAL, alphas, d=d, n_datasets=40, seed=1)
+    """K = 2, zero means, i.i.d. labels: the 50 % crossing is Cover's 2 (d + 1) / d -> 2."""
+    for d in (30, 60):
+        alphas = np.linspace(1.6, 2.6, 9)
+        table = separability_fraction(
+            NO_SIGNAL, alphas, d=d, n_datasets=30, seed=1, counts="random"
+        )
         a50, se = lp_crossing(table)
         assert abs(a50 - 2 * (d + 1) / d) < 3 * se, (d, a50, se)
-        assert se < 0.05
+        assert se < 0.06
