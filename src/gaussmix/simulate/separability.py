@@ -14,9 +14,19 @@ map: the clusters for one-hot labels, the sign for binary labels).  Any strictly
 ``(W, b)`` can be rescaled to margin one, so feasibility is equivalent to separability.  The
 gauge ``W_{C-1} = 0, b_{C-1} = 0`` removes the shift invariance; for two classes the problem
 is the binary one, ``y_nu (w . x_nu + b) >= 1``.  The LP (zero objective, free variables) is
-solved by HiGHS (``scipy.optimize.linprog(method='highs')``): a feasible answer comes with a
-certificate whose margins are verified; "infeasible" is HiGHS's verdict; any other status is
-an error (never counted as separable or not).
+solved by HiGHS (``scipy.optimize.linprog(method='highs')``, then its interior-point method
+if the simplex stops undecided): a feasible answer comes with a certificate whose margins are
+verified; "infeasible" is HiGHS's verdict; any other status is an error (never counted as
+separable or not).
+
+Large LPs are slow (K = 3, ``d = 400``: about 30 s of CPU each), so ``method='auto'`` first
+looks there for a certificate from unpenalised logistic regression: a classifier with every
+margin positive (separable, verified), or -- when the fit converges -- the Farkas
+certificate ``lambda_{nu k} = p_k(x_nu) >= 0`` with ``sum lambda (e_c - e_k) (x_nu, 1) = r``
+(the negative gradient of the log-likelihood, near zero at the optimum): any ``(W, b)`` of
+margin one then has ``|(W, b)|_F >= sum lambda / |r|_F``, i.e. a geometric margin at most
+``|r|_F / sum lambda``; at or below ``1e-9`` the sample is declared not separable (the
+LP's own feasibility tolerance is ``1e-7``).  Without a certificate the LP decides.
 
 Samples are drawn from the mixture by the simulation's sampler
 (:func:`gaussmix.simulate.simulation.realise` and :meth:`Instance.sample`: isotropic means
@@ -169,7 +179,7 @@ def _farkas_ratio(X: np.ndarray, cls: np.ndarray, P: np.ndarray) -> float:
 
 
 def _logistic(X: np.ndarray, cls: np.ndarray, solver: str, max_iter: int) -> Any:
-    """Unpenalised multinomial (binary for two classes) logistic regression, or None."""
+    """Unpenalised multinomial (binary for two classes) logistic regression."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
