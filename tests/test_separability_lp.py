@@ -80,7 +80,7 @@ def test_the_logistic_certificates_agree_with_the_lp(mixture, d, alphas):
 
 def test_cover_count_without_signal():
     """No signal, i.i.d. fair labels: the fraction is Cover's exact function (any d)."""
-    d, n_datasets = 8, 100
+    d, n_datasets = 8, 80
     alphas = [1.5, 2.25, 3.0]
     table = separability_fraction(
         NO_SIGNAL, alphas, d=d, n_datasets=n_datasets, seed=4, counts="random"
