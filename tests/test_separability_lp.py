@@ -118,6 +118,11 @@ def test_lp_crossing_recovers_a_logistic_curve():
     step = pd.DataFrame({"alpha": [1.0, 2.0, 3.0], "d": 50, "n_separable": [5, 5, 0],
                          "n_datasets": 5})  # fmt: skip
     assert lp_crossing(step) == pytest.approx((2.5, 1 / np.sqrt(12)))
+    # one informative alpha: the error is at least the bracket's, not the Fisher one
+    one = pd.DataFrame({"alpha": [3.6, 3.9, 4.2, 4.5], "d": 400, "n_separable": [6, 6, 3, 0],
+                        "n_datasets": 6})  # fmt: skip
+    a50, se = lp_crossing(one)
+    assert abs(a50 - 4.2) < 1e-6 and se >= 0.6 / np.sqrt(12) - 1e-12
     with pytest.raises(ValueError, match="d must be given"):
         lp_crossing(pd.concat([table, step]))
     assert lp_crossing(pd.concat([table, step]), d=50)[0] == 2.5

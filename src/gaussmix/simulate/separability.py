@@ -475,7 +475,9 @@ def lp_crossing(table: pd.DataFrame, *, d: int | None = None) -> tuple[float, fl
     the Fisher information.  When the counts are a perfect step (every sample separable up
     to some alpha, none beyond), the likelihood has no maximum: ``alpha_50`` is then the
     midpoint of the step and the standard error that of a uniform law on it
-    (``gap / sqrt(12)``).
+    (``gap / sqrt(12)``).  With a single alpha strictly between all and none, the standard
+    error is at least that of a uniform law on the bracket of all-or-nothing alphas around
+    the crossing (the Fisher information would claim more than the data show).
 
     Parameters
     ----------
@@ -549,9 +551,17 @@ def lp_crossing(table: pd.DataFrame, *, d: int | None = None) -> tuple[float, fl
     g = np.array([-1.0 / b1, b0 / b1**2])
     se_x = float(np.sqrt(g @ cov @ g))
     alpha_50 = float(a.mean() + scale * x50)
+    se = scale * se_x
+    if np.count_nonzero((k > 0) & (k < N)) < 2:
+        # at most one informative alpha: the fitted slope is poorly determined and the
+        # Fisher error too small; the crossing is known to the bracket of all-or-nothing
+        # alphas around it (standard deviation of a uniform law on it) at best
+        lo = a[(k == N) & (a <= alpha_50)].max(initial=a.min())
+        hi = a[(k == 0) & (a >= alpha_50)].min(initial=a.max())
+        se = max(se, float((hi - lo) / np.sqrt(12.0)))
     if not a.min() <= alpha_50 <= a.max():
         raise ValueError(
             f"the fitted crossing alpha={alpha_50:g} at d={d} lies outside the alphas "
             f"[{a.min():g}, {a.max():g}]; widen them"
         )
-    return alpha_50, scale * se_x
+    return alpha_50, se
