@@ -49,6 +49,10 @@ _EXPORTS = {
     "GaussHermite": "gaussmix.theory.quadrature",
     "FixedPointResult": "gaussmix.theory.solver",
     "solve": "gaussmix.theory.solver",
+    "BayesOptimalResult": "gaussmix.theory.bayes",
+    "bayes_optimal_error": "gaussmix.theory.bayes",
+    "separability_fraction": "gaussmix.simulate.separability",
+    "lp_crossing": "gaussmix.simulate.separability",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
@@ -74,6 +78,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         max_margin,
         separability_threshold,
     )
+    from .simulate.separability import lp_crossing, separability_fraction
+    from .theory.bayes import BayesOptimalResult, bayes_optimal_error
     from .theory.losses import LOSSES, Loss, get_loss
     from .theory.mixture import LABEL_MAPS, MIXTURE_MODELS, LabelMap, Mixture, mean_gram
     from .theory.outputs import OBSERVABLES
@@ -131,4 +137,8 @@ __all__ = [
     "SpuriousFixedPointError",
     "ConvergenceWarning",
     "IntegrationWarning",
+    "BayesOptimalResult",
+    "bayes_optimal_error",
+    "separability_fraction",
+    "lp_crossing",
 ]

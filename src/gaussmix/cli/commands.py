@@ -1,5 +1,5 @@
 """Command-line interface: ``gaussmix point | curve | lambda-curve | optimal-lambda | simulate |
-compare | sweep | figure``.
+compare | sweep | figure | bayes-optimal | transition`` (the last two: :mod:`gaussmix.cli.phase`).
 
 A thin layer over the library: options are parsed here, turned into a
 :class:`~gaussmix.theory.mixture.Mixture` and solver keyword arguments, and handed to
@@ -1148,6 +1148,13 @@ def _check_figure_options(ctx: typer.Context, name: str, simulate: bool) -> None
         for param in _FIGURE_SIM:
             if _given(ctx, param):
                 raise ValueError(f"{_option_of(ctx, param)} cannot be used with --no-simulate")
+
+
+# ============================================================================ phase
+from .phase import ESTIMATOR_OPTIONS, bayes_optimal, transition  # noqa: E402
+
+app.command("bayes-optimal")(without_options(*ESTIMATOR_OPTIONS)(bayes_optimal))
+app.command("transition")(without_options(*ESTIMATOR_OPTIONS, "alpha")(transition))
 
 
 # ============================================================================ main

@@ -1,9 +1,19 @@
 """Finite-size simulations: exact ERM on samples of the same mixture the theory solves.
 
 ``simulate(mixture, loss=..., lam=..., alpha=..., d=..., seeds=...)`` returns the
-observables of Theorem 2 and the overlaps of Theorem 1 with their standard errors.
+observables of Theorem 2 and the overlaps of Theorem 1 with their standard errors;
+``separability_fraction(mixture, alphas, d=..., n_datasets=...)`` the fraction of linearly
+separable samples (the finite-size separability transition) and ``lp_crossing`` its 50 %
+point.
 """
 
+from .separability import (
+    LPError,
+    draw_dataset,
+    lp_crossing,
+    separability_fraction,
+    separating_hyperplane,
+)
 from .simulation import (
     LOSSES,
     ERMConvergenceWarning,
@@ -36,4 +46,9 @@ __all__ = [
     "observables",
     "simulate",
     "validate_simulation",
+    "LPError",
+    "draw_dataset",
+    "separating_hyperplane",
+    "separability_fraction",
+    "lp_crossing",
 ]

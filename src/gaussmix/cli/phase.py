@@ -1,0 +1,343 @@
+"""``gaussmix bayes-optimal`` and ``gaussmix transition``: the Bayes-optimal error and the
+separability threshold of a mixture (the commands are registered in
+:mod:`gaussmix.cli.commands`).
+
+Interface contract (checked outside the repository -- keep it stable)
+--------------------------------------------------------------------
+* ``gaussmix bayes-optimal [mixture options of point] --alpha A --json`` prints one JSON
+  object: ``test_error, error_estimate, cluster_errors, groups, learned_gram, K, rho,
+  delta, gram, alpha`` (:meth:`BayesOptimalResult.to_dict`) and ``params``.
+* ``gaussmix transition [mixture options of point] --json`` prints one JSON object with
+  (at least) ``alpha_star`` and ``converged`` (the ``to_dict()`` of
+  ``gaussmix.experiments.transition.separability_threshold``) and ``params``.  With
+  ``--simulate [--d 100,200,400 --datasets N --alphas ...]`` it also measures the fraction
+  of linearly separable samples (:func:`gaussmix.simulate.separability_fraction`), writes
+  ``DIR/transition.csv`` and ``DIR/transition.png`` and adds ``simulation`` (paths and the
+  50 % crossing per ``d``) to the JSON.  ``--no-theory`` skips alpha* (then
+  ``alpha_star`` and ``converged`` are null) and needs ``--simulate --alphas``.
+
+The mixture options are those of ``point`` without the estimator's (--loss, --penalty,
+--l1-ratio, --lam) and the solver's (--tol, --max-iter, --quad-order): neither quantity
+depends on them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from gaussmix.core.exceptions import GaussmixError
+from gaussmix.core.jsonio import finite_or_none
+from gaussmix.core.version import __version__
+from gaussmix.theory.losses import LOSSES
+from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture
+
+from .options import MODELS, PointOptions, build_point, parse_floats, point_options
+
+__all__ = ["ESTIMATOR_OPTIONS", "bayes_optimal", "transition"]
+
+#: point options that do not define the mixture (the estimator's and the solver's)
+ESTIMATOR_OPTIONS = ("loss", "penalty", "l1_ratio", "lam", "tol", "max_iter", "quad_order")
+
+#: defaults of ``gaussmix transition --simulate``
+TRANSITION_D = "100,200,400"
+TRANSITION_DATASETS = 20
+#: without --alphas, the simulated alphas are this many points on [lo, hi] * alpha*
+TRANSITION_SPAN = (0.7, 1.3, 9)
+
+
+def _mixture(opts: PointOptions, alpha: float | None = None) -> tuple[Mixture, dict]:
+    """The mixture of the point options and its JSON description (``params``).
+
+    The options are resolved as ``point`` resolves them; a model with binary labels only
+    (``--model sparse``) is resolved with a binary loss, the estimator being irrelevant here.
+    """
+    loss = opts.loss
+    if opts.model in MODELS and MIXTURE_MODELS.get(opts.model).binary:
+        loss = next(c.name for c in LOSSES if c.labels == "binary")
+    setup = build_point(dataclasses.replace(opts, loss=loss), alpha=alpha)
+    params = {k: v for k, v in setup.params.items() if k not in ESTIMATOR_OPTIONS}
+    if alpha is None:
+        params.pop("alpha", None)
+    return setup.mixture, {**params, "version": __version__}
+
+
+def _model_message(opts: PointOptions, exc: ValueError) -> ValueError:
+    """The library's ``mixture: ...`` refusal, in option names."""
+    text = str(exc)
+    if text.startswith("mixture: "):
+        return ValueError(f"--model {opts.model}: {text[len('mixture: ') :]}")
+    return exc
+
+
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print one JSON object (machine-readable).")
+]
+
+
+# ======================================================================= bayes-optimal
+@point_options
+def bayes_optimal(opts: PointOptions, json_out: JsonOption = False) -> None:
+    """Bayes-optimal test error at --alpha (Appendix D, corrected; isotropic mixtures).
+
+    Takes the mixture options of ``point`` and --alpha.  The error of the best possible
+    classifier that knows the model (rho, Delta_c, the law of the means) and sees
+    n = alpha d labelled samples, as d -> infinity: the floor of every ERM test error.
+    Clusters of different variance are never confused (|x|^2 / d identifies them).
+    """
+    from gaussmix.theory.bayes import bayes_optimal_error
+
+    mixture, params = _mixture(opts, alpha=opts.alpha)
+    try:
+        res = bayes_optimal_error(mixture, opts.alpha)
+    except ValueError as exc:
+        raise _model_message(opts, exc) from None
+    payload = {**res.to_dict(), "params": params}
+    if json_out:
+        typer.echo(json.dumps(finite_or_none(payload), allow_nan=False))
+        return
+    typer.echo(
+        f"K={params['clusters']} ({params['means']} means, rho={params['rho']}), "
+        f"delta={params.get('delta')}, alpha={opts.alpha:g}"
+    )
+    typer.echo(f"  {'test_error':<18} {res.test_error:.6g} ± {res.error_estimate:.2g}")
+    typer.echo(f"  {'cluster_errors':<18} {[round(float(v), 6) for v in res.cluster_errors]}")
+    if len(res.groups) > 1:
+        typer.echo(f"  {'variance groups':<18} {res.groups}")
+
+
+# ========================================================================== transition
+DOption = Annotated[
+    str,
+    typer.Option("--d", metavar="d1,d2,...", help="--simulate: input dimensions of the samples."),
+]
+DatasetsOption = Annotated[
+    int,
+    typer.Option("--datasets", metavar="N", help="--simulate: samples per (d, alpha)."),
+]
+TransitionAlphas = Annotated[
+    str | None,
+    typer.Option(
+        "--alphas",
+        metavar="[log:]START:STOP:NUM",
+        help="--simulate: sample complexities [default: 9 points on [0.7, 1.3] alpha*].",
+    ),
+]
+
+
+@point_options
+def transition(
+    ctx: typer.Context,
+    opts: PointOptions,
+    simulate: Annotated[
+        bool,
+        typer.Option(
+            "--simulate",
+            help="Also measure the fraction of linearly separable samples (LP, HiGHS) at "
+            "each --d and --alphas; writes DIR/transition.csv and DIR/transition.png.",
+        ),
+    ] = False,
+    theory: Annotated[
+        bool,
+        typer.Option(
+            "--theory/--no-theory",
+            help="Compute alpha* (--no-theory: the LP check only; needs --simulate --alphas).",
+        ),
+    ] = True,
+    rel_tol: Annotated[
+        float, typer.Option("--rel-tol", metavar="TOL", help="Relative tolerance on alpha*.")
+    ] = 1e-4,
+    d: DOption = TRANSITION_D,
+    datasets: DatasetsOption = TRANSITION_DATASETS,
+    alphas: TransitionAlphas = None,
+    seed: Annotated[
+        int, typer.Option("--seed", metavar="N", help="--simulate: root seed (reproducible).")
+    ] = 0,
+    jobs: Annotated[
+        int,
+        typer.Option("--jobs", "-j", metavar="N", help="--simulate: worker processes."),
+    ] = 1,
+    out: Annotated[Path, typer.Option("--out", "-o", help="--simulate: output directory.")] = Path(
+        "gaussmix-out"
+    ),
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Separability threshold alpha* (lam -> 0+: training error 0 below it).
+
+    Takes the mixture options of ``point``.  With --simulate, checks it at finite size:
+    the fraction of samples of n = round(alpha d) points that a linear classifier with
+    bias separates (an LP per sample), against alpha for each --d, with the 50 %
+    crossings (logistic fit, standard error).
+    """
+    from .commands import _given, _make_out_dir, _parse_range
+
+    sim_only = ("d", "datasets", "alphas", "seed", "jobs", "out")
+    if not simulate:
+        for name in sim_only:
+            if _given(ctx, name):
+                raise ValueError(f"--{name} is only valid with --simulate")
+        if not theory:
+            raise ValueError("--no-theory needs --simulate (there is nothing else to do)")
+    if not theory and alphas is None:
+        raise ValueError("--no-theory needs --alphas (the default range is around alpha*)")
+    from gaussmix.core.validation import check_real
+
+    rel_tol = check_real("--rel-tol", rel_tol, low=0.0, low_open=True, high=0.1)
+    mixture, params = _mixture(opts)
+    sim: dict[str, Any] = {}
+    if simulate:
+        sim = _simulation_options(d, datasets, alphas, seed, jobs, _parse_range)
+        _check_sizes(mixture, sim)
+    payload = _theory_payload(mixture, rel_tol, quiet) if theory else _no_theory()
+    payload["params"] = params
+    if simulate:
+        out = _make_out_dir(out)
+        payload["simulation"] = _simulate(mixture, sim, payload, out, quiet)
+    if json_out:
+        typer.echo(json.dumps(finite_or_none(payload), allow_nan=False))
+        return
+    _print_transition(payload)
+
+
+def _no_theory() -> dict[str, Any]:
+    return {"alpha_star": None, "converged": None, "message": "not computed (--no-theory)"}
+
+
+def _theory_payload(mixture: Mixture, rel_tol: float, quiet: bool) -> dict[str, Any]:
+    """``separability_threshold(...).to_dict()`` (the experiments layer's alpha*)."""
+    try:
+        from gaussmix.experiments.transition import separability_threshold
+    except ImportError as exc:
+        raise GaussmixError(
+            "the theory of alpha* (gaussmix.experiments.transition) is not available in "
+            f"this installation ({exc}); use --simulate --no-theory --alphas ... for the "
+            "finite-size check alone"
+        ) from None
+    res = separability_threshold(mixture, rel_tol=rel_tol, progress=not quiet)
+    payload = dict(res.to_dict())
+    payload["alpha_star"] = float(res.alpha_star) if res.alpha_star is not None else None
+    payload["converged"] = bool(res.converged)
+    return payload
+
+
+def _simulation_options(
+    d: str, datasets: int, alphas: str | None, seed: int, jobs: int, parse_range: Any
+) -> dict[str, Any]:
+    """Parsed and checked ``--d, --datasets, --alphas, --seed, --jobs`` (before any work)."""
+    from gaussmix.core.validation import check_int
+
+    dims = []
+    for v in parse_floats("--d", d):
+        if not (v == int(v) and v >= 1):
+            raise ValueError(f"--d must be positive integers, got {d!r}")
+        dims.append(int(v))
+    check_int("--datasets", datasets, low=1)
+    check_int("--seed", seed, low=0)
+    if jobs == 0 or jobs < -1:
+        raise ValueError(f"--jobs must be a positive integer or -1, got {jobs}")
+    grid = None if alphas is None else parse_range("--alphas", alphas, positive=True)
+    return {"d": dims, "datasets": datasets, "alphas": grid, "seed": seed, "jobs": jobs}
+
+
+def _check_sizes(mixture: Mixture, sim: dict[str, Any]) -> None:
+    k = mixture.n_clusters
+    for dim in sim["d"]:
+        if mixture.model.exact_means and dim < k:
+            raise ValueError(f"--d must be >= the number of clusters ({k}), got {dim}")
+        if sim["alphas"] is not None:
+            for a in sim["alphas"]:
+                if round(a * dim) < 1:
+                    raise ValueError(f"--alphas value {a:g} gives no sample at --d {dim}")
+
+
+def _simulate(
+    mixture: Mixture, sim: dict[str, Any], theory: dict[str, Any], out: Path, quiet: bool
+) -> dict[str, Any]:
+    """Run the LP check, write the CSV and the PNG, return the ``simulation`` entry."""
+    import numpy as np
+
+    from gaussmix.simulate.separability import lp_crossing, separability_fraction
+
+    from .commands import _one_blas_thread
+
+    grid = sim["alphas"]
+    star = theory.get("alpha_star")
+    if grid is None:
+        if star is None or not theory.get("converged"):
+            raise GaussmixError(
+                "alpha* is not available to centre the simulated alphas "
+                f"({theory.get('message')}); give --alphas"
+            )
+        lo, hi, num = TRANSITION_SPAN
+        grid = np.linspace(lo * star, hi * star, num)
+        _check_sizes(mixture, {**sim, "alphas": grid})
+    with _one_blas_thread():
+        table = separability_fraction(
+            mixture,
+            grid,
+            d=sim["d"],
+            n_datasets=sim["datasets"],
+            seed=sim["seed"],
+            n_jobs=sim["jobs"],
+            progress=not quiet,
+        )
+    crossings = []
+    for dim in sim["d"]:
+        try:
+            a50, se = lp_crossing(table, d=dim)
+            crossings.append({"d": dim, "alpha_50": a50, "se": se, "message": "ok"})
+        except ValueError as exc:
+            crossings.append({"d": dim, "alpha_50": None, "se": None, "message": str(exc)})
+    csv_path = out / "transition.csv"
+    png_path = out / "transition.png"
+    table.to_csv(csv_path, index=False)
+    _plot(table, star if theory.get("converged") else None, png_path)
+    return {
+        "csv": str(csv_path),
+        "png": str(png_path),
+        "d": sim["d"],
+        "datasets": sim["datasets"],
+        "seed": sim["seed"],
+        "crossings": crossings,
+    }
+
+
+def _plot(table: Any, alpha_star: float | None, path: Path) -> None:
+    """Fraction of separable samples against alpha, one curve per d; alpha* dashed."""
+    from gaussmix.figures.plotting import new_axes, save_figure
+
+    ax = new_axes()
+    for dim, t in table.groupby("d"):
+        ax.errorbar(t["alpha"], t["fraction"], yerr=t["se"], marker="o", label=f"d = {dim}")
+    if alpha_star is not None:
+        ax.axvline(alpha_star, color="k", linestyle="--", linewidth=1.0, label="α* (theory)")
+    ax.set_xlabel("α = n / d")
+    ax.set_ylabel("fraction linearly separable")
+    ax.set_ylim(-0.03, 1.03)
+    ax.legend(frameon=False)
+    save_figure(ax.figure, path)
+
+
+def _print_transition(payload: dict[str, Any]) -> None:
+    star = payload.get("alpha_star")
+    if payload.get("converged") is None:
+        typer.echo("alpha*: not computed (--no-theory)")
+    else:
+        state = "converged" if payload["converged"] else "NOT converged"
+        value = f"{star:.6g}" if star is not None else "none"
+        typer.echo(f"alpha* = {value} ({state}: {payload.get('message', '')})")
+    sim = payload.get("simulation")
+    if sim:
+        for c in sim["crossings"]:
+            if c["alpha_50"] is None:
+                typer.echo(f"  d = {c['d']}: {c['message']}")
+            else:
+                a50, se = c["alpha_50"], c["se"]
+                typer.echo(f"  d = {c['d']}: 50 % separable at alpha = {a50:.4g} ± {se:.2g}")
+        typer.echo(f"wrote {sim['csv']}")
+        typer.echo(f"wrote {sim['png']}")
