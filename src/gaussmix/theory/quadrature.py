@@ -77,7 +77,8 @@ DEFAULT_RQMC_LOG2 = {3: 9, 4: 9, 5: 9}
 DEFAULT_RQMC_LOG2_HIGH = 8
 #: default number of independent randomisations (replicates) of :class:`SobolRQMC`
 DEFAULT_RQMC_REPS = 8
-#: largest dimension of a tensor rule (beyond it the automatic rule is :class:`SobolRQMC`)
+#: largest dimension of an automatic tensor rule (beyond it the automatic rule is
+#: :class:`SobolRQMC`)
 MAX_TENSOR_DIM = 5
 
 
@@ -437,20 +438,17 @@ def default_rule(dim: int) -> GaussHermite:
     return GaussHermite(n, dim)
 
 
-def auto_rule(dim: int, *, smooth: bool = True, seed: int = 0) -> QuadratureRule:
+def auto_rule(dim: int, *, seed: int = 0) -> QuadratureRule:
     """The solver's automatic rule for an integral of dimension ``dim``.
 
-    * ``dim <= 2``: :class:`GradedPanels` (accurate in every regime, cheap enough);
-    * ``3 <= dim <= MAX_TENSOR_DIM`` and ``smooth``: the tensor :class:`GaussHermite` rule
-      (the integrand varies on the scale of ``xi``: spectral accuracy);
-    * otherwise :class:`SobolRQMC` (seeded with ``seed``).
+    * ``dim <= 2``: :class:`GradedPanels` (accurate in every regime of ``lam``, cheap enough);
+    * ``3 <= dim <= MAX_TENSOR_DIM``: the tensor :class:`GaussHermite` rule (its refinement
+      estimate is honest; at small ``lam`` it converges slowly and the solver says so);
+    * beyond: :class:`SobolRQMC` seeded with ``seed`` (tensor rules are out of reach).
 
     Parameters
     ----------
     dim : int
-    smooth : bool
-        Whether the integrand is smooth on the scale of ``xi`` (the solver decides it from
-        the overlaps, see :func:`gaussmix.theory.solver.solve`).
     seed : int
         Seed of a randomised rule.
 
@@ -461,7 +459,7 @@ def auto_rule(dim: int, *, smooth: bool = True, seed: int = 0) -> QuadratureRule
     dim = check_int("dim", dim, low=1)
     if dim <= 2:
         return GradedPanels(DEFAULT_PANELS[dim], dim, DEFAULT_PANEL_ORDER[dim])
-    if smooth and dim <= MAX_TENSOR_DIM:
+    if dim <= MAX_TENSOR_DIM:
         return default_rule(dim)
     n_log2 = DEFAULT_RQMC_LOG2.get(dim, DEFAULT_RQMC_LOG2_HIGH)
     return SobolRQMC(dim, n_log2, DEFAULT_RQMC_REPS, seed)

@@ -57,7 +57,6 @@ from .tolerances import (
     MIN_STEP_FRACTION,
     PSD_RTOL,
     QUAD_TOL,
-    SMOOTH_Q_MAX,
     integration_warning_threshold,
 )
 
@@ -794,11 +793,9 @@ _OPTIONS_DOC = """\
     quadrature : QuadratureRule, optional
         Rule for the channel expectations (``GaussHermite``, ``GradedPanels`` or
         ``SobolRQMC``; the seed of a randomised rule is its ``seed``).  Default: chosen by
-        output dimension and regime (:func:`gaussmix.theory.quadrature.auto_rule`):
-        graded composite Gauss-Legendre panels in one and two dimensions; tensor
-        Gauss-Hermite in three to five when every ``Q_c`` has eigenvalues
-        ``<= SMOOTH_Q_MAX`` (:mod:`gaussmix.theory.tolerances`) at the coarse solution,
-        seeded randomised quasi-Monte Carlo otherwise and beyond five.
+        output dimension (:func:`gaussmix.theory.quadrature.auto_rule`): graded composite
+        Gauss-Legendre panels in one and two dimensions (accurate at every ``lam``), tensor
+        Gauss-Hermite in three to five, seeded randomised quasi-Monte Carlo beyond five.
     init : FixedPointResult or dict, optional
         Warm start (e.g. the previous point of a curve), or a dict of full-space ``Q``,
         ``M``, ``V``, ``b`` (e.g. a predictor extrapolated along a curve).
@@ -891,9 +888,8 @@ _DEFAULT = SolverOptions()
 
 def _channel_rule(problem: Problem, quadrature: QuadratureRule | None) -> QuadratureRule:
     """The channel's quadrature rule: the given one (checked against the problem), the
-    automatic one for the output dimension (:func:`~gaussmix.theory.quadrature.auto_rule`,
-    in the smooth regime; :func:`_sharp_rule` may replace it once the overlaps are known), or
-    a placeholder for closed-form channels."""
+    automatic one for the output dimension (:func:`~gaussmix.theory.quadrature.auto_rule`),
+    or a placeholder for closed-form channels."""
     L = problem.dim
     if quadrature is not None:
         if quadrature.dim != L:
@@ -902,19 +898,6 @@ def _channel_rule(problem: Problem, quadrature: QuadratureRule | None) -> Quadra
     if not _needs_quadrature(problem):
         return GaussHermite(1, 1)  # unused: closed-form channel
     return auto_rule(L)
-
-
-def _sharp_rule(problem: Problem, rule: QuadratureRule, x: np.ndarray) -> QuadratureRule | None:
-    """The automatic rule of the sharp regime if the automatic ``rule`` is a tensor
-    Gauss-Hermite rule and the state ``x`` is sharp (some ``Q_c`` has an eigenvalue above
-    :data:`~gaussmix.theory.tolerances.SMOOTH_Q_MAX`: the proximal map then changes regime
-    on a scale ``~ 1 / sqrt(Q)`` of ``xi``, which Gauss-Hermite resolves poorly), else None."""
-    if not isinstance(rule, GaussHermite) or rule.dim < 3:
-        return None
-    Q = unpack_state(x, problem.n_clusters, problem.dim)[0]
-    if float(sym_eigvals(Q).max()) <= SMOOTH_Q_MAX:
-        return None
-    return auto_rule(rule.dim, smooth=False)
 
 
 def _finer_rule(rule: QuadratureRule) -> QuadratureRule | None:
@@ -933,7 +916,6 @@ def _run_fixed_point(
     opts: SolverOptions,
     callback: Callable | None,
     history: dict,
-    auto: bool = False,
 ) -> tuple[FixedPointMap, IterationOutcome]:
     """The fixed-point run with the channel rule ``rule``, after a continuation from a
     coarser rule where that is cheaper.
@@ -942,9 +924,7 @@ def _run_fixed_point(
     own solve then starts from there with the coarse secant pairs as its Jacobian model and
     needs one or two evaluations.  Only the starting point and the secant pairs carry over;
     a failure of the coarse solve is ignored.  The returned state is the last evaluated
-    one, whose channel evaluation the map remembers (its observables reuse it).  With
-    ``auto`` (the rule was chosen automatically) the coarse solution decides the regime
-    (:func:`_sharp_rule`), and the rule of the sharp regime replaces ``rule`` if needed.
+    one, whose channel evaluation the map remembers (its observables reuse it).
     """
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
     n_coarse = 0
@@ -956,10 +936,6 @@ def _run_fixed_point(
         if out.converged and is_valid_state(out.x, problem.n_clusters, problem.dim):
             x0 = out.x
             history[rule] = out.anderson
-            sharp = _sharp_rule(problem, rule, x0) if auto else None
-            if sharp is not None:
-                history.setdefault(sharp, out.anderson)
-                rule = sharp
     T = FixedPointMap(problem, rule)
     start = AndersonState.init(opts.anderson, history.get(rule))
     out = _iterate(T, x0, start, return_image=False, **kw)
@@ -1310,14 +1286,8 @@ def solve_problem(
         continuation=continuation,
     )
     history = history if history is not None else {}
-    auto = opts.quadrature is None and _needs_quadrature(problem)
     rule = _channel_rule(problem, opts.quadrature)
-    T, out = _run_fixed_point(problem, rule, _start(problem, init), opts, callback, history, auto)
-    sharp = _sharp_rule(problem, T.rule, out.x) if auto and out.converged else None
-    if sharp is not None:  # no coarse solve decided the regime: the solution does
-        history.setdefault(sharp, out.anderson)
-        T, out2 = _run_fixed_point(problem, sharp, out.x, opts, callback, history)
-        out = replace(out2, n_iter=out.n_iter + out2.n_iter)
+    T, out = _run_fixed_point(problem, rule, _start(problem, init), opts, callback, history)
     est = _estimate_errors(problem, T, out, opts, callback, history)
     return _assemble(problem, opts, est)
 

@@ -35,7 +35,6 @@ __all__ = [
     "SQRTM_2X2_DET_RTOL",
     "QUADRATURE_PRUNE",
     "XI_MAX",
-    "SMOOTH_Q_MAX",
     "TRAIN_QMC_TOL",
     "SPREAD_ORTHANT_TOL",
 ]
@@ -141,13 +140,6 @@ QUADRATURE_PRUNE = 1e-16
 #: ``~ 9 sqrt(Q) phi(9) < 1e-15`` for ``Q <= 1e4``: far below every integration tolerance.
 #: (Refinement does not see this error; it is bounded here instead.)
 XI_MAX = 9.0
-#: Regime of the channel integrand in three to five dimensions: the proximal map changes
-#: regime over a width ~1 in the output, i.e. ``~ 1 / sqrt(q)`` in ``xi`` with ``q`` the
-#: largest eigenvalue of any ``Q_c``.  With ``q <= SMOOTH_Q_MAX`` the features are at least
-#: half a unit of ``xi`` wide, which the tensor Gauss-Hermite rule resolves spectrally
-#: (measured: cross-entropy K = 4, 5 at lam >= 0.1, q < 1); beyond, randomised QMC (whose
-#: accuracy does not depend on smoothness beyond bounded variation) is chosen.
-SMOOTH_Q_MAX = 4.0
 #: Target standard error of the randomised-QMC training error (three or more effective
 #: outputs, where no boundary-integral formula is used): the points per randomisation double
 #: until the standard error is below it (issue 10: <= 1e-4), or the cap is reached (then the
@@ -155,7 +147,7 @@ SMOOTH_Q_MAX = 4.0
 TRAIN_QMC_TOL = 1e-4
 #: Standard error at which the seeded orthant probabilities (dimension >= 3) stop when they
 #: only serve the replicate spread of a randomised channel rule (differences between nearby
-#: states with common random numbers): two orders below the smallest spread that matters
-#: (``quad_tol`` at K >= 4 is out of reach of RQMC; the spreads measured are >= 1e-6), at a
-#: fraction of the cost of the work cap.
-SPREAD_ORTHANT_TOL = 1e-8
+#: states with common random numbers, so their own noise largely cancels): an order below
+#: the smallest spread of the test error measured with the default rules (1.2e-5 at K = 10),
+#: at a fraction of the cost of the work cap (about 3 s per replicate at K = 10).
+SPREAD_ORTHANT_TOL = 1e-6
