@@ -104,7 +104,7 @@ def train_accuracy(
     * more outputs: scrambled-Sobol quasi-Monte Carlo over ``omega`` (seeded with
       ``qmc_seed``), with the standard error over 8 independent scramblings; the points per
       scrambling double from ``2**12`` until the standard error is below
-      :data:`~gaussmix.theory.tolerances.TRAIN_QMC_TOL` (at most ``2**13``); ``quick`` uses
+      :data:`~gaussmix.theory.tolerances.TRAIN_QMC_TOL` (at most ``2**14``); ``quick`` uses
       ``2**10`` points without doubling (for differences between nearby states with the same
       seed).
 
@@ -157,7 +157,7 @@ def train_accuracy(
 
 #: log2 of the points per scrambling of the training-error QMC: first, largest, and quick
 _QMC_START_LOG2 = 12
-_QMC_MAX_LOG2 = 13
+_QMC_MAX_LOG2 = 14
 _QMC_QUICK_LOG2 = 10
 
 
