@@ -316,8 +316,10 @@ class FixedPointResult:
         with orthants of dimension <= 2).
     integration_errors : dict
         The estimate for each of ``test_error``, ``train_error``, ``train_loss``: the change
-        under a refined channel rule plus the error of the final evaluation itself (the
-        training error of the cross-entropy with K >= 4 uses seeded quasi-Monte Carlo).
+        under a refined channel rule (for a randomised rule, the standard error across its
+        independent replicates) plus the error of the final evaluation itself (the training
+        error of the cross-entropy with K >= 4 uses seeded quasi-Monte Carlo).  The rule
+        reached is ``params['quadrature']`` (and ``state.rule``).
     nonzero_fraction : float
         Expected fraction of non-zero components of ``W*`` (1.0 for ridge).
     nonzero_fraction_support, nonzero_fraction_off_support : float
