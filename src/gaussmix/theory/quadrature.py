@@ -29,7 +29,6 @@ from typing import ClassVar
 
 import numpy as np
 from scipy.special import ndtri
-from scipy.stats import qmc
 
 from gaussmix.core.validation import check_int, check_real
 
@@ -58,8 +57,11 @@ MAX_PANELS = 1024
 #: default panels per dimension of :class:`GradedPanels` by dimension (the first refinement
 #: doubles them): measured at the cross-entropy fixed point of K = 3, lam = 1e-4 and 1e-6,
 #: 16 panels of 6 nodes are accurate to ~3e-8 in the channel moments, 32 to ~2e-10, and the
-#: fixed point's training loss changes by 1.4e-8 from 16 to 32 panels (grade 3)
-DEFAULT_PANELS = {1: 32, 2: 16}
+#: fixed point's training loss changes by 1.4e-8 from 16 to 32 panels (grade 3).  In one
+#: dimension 16 panels of 8 nodes (128): with 256 nodes the map's rounding-level noise
+#: (~3e-14) kept a tight re-solve at lam = 1e3 from converging (the lambda* search test);
+#: refinement adds panels where small lambda needs them
+DEFAULT_PANELS = {1: 16, 2: 16}
 #: nodes per panel of :class:`GradedPanels` by dimension
 DEFAULT_PANEL_ORDER = {1: 8, 2: 6}
 #: sinh grading of the panels: the panel width grows by ``cosh(PANEL_GRADE)`` (~10) from
@@ -318,17 +320,19 @@ class GradedPanels(QuadratureRule):
 
 
 # --------------------------------------------------------------------------- RQMC
-def _sobol_rng_kw() -> str:
+def _sobol_rng_kw(sobol: type) -> str:
     """Keyword of ``qmc.Sobol``'s generator (``rng`` in recent scipy, ``seed`` before)."""
-    return "rng" if "rng" in inspect.signature(qmc.Sobol).parameters else "seed"
+    return "rng" if "rng" in inspect.signature(sobol).parameters else "seed"
 
 
 @lru_cache(maxsize=64)
 def _sobol_set(dim: int, n_log2: int, seed: int, rep: int) -> np.ndarray:
     """Replicate ``rep`` of the scrambled Sobol' sets of ``seed``: ``2**n_log2`` normal points
     (the first ``2**m`` points of the set with ``n_log2 > m`` are the set of ``m``)."""
+    from scipy.stats import qmc  # lazily: scipy.stats is slow to import (CLI start-up)
+
     rng = np.random.default_rng(np.random.SeedSequence([seed, rep]))
-    u = qmc.Sobol(d=dim, scramble=True, **{_sobol_rng_kw(): rng}).random_base2(n_log2)
+    u = qmc.Sobol(d=dim, scramble=True, **{_sobol_rng_kw(qmc.Sobol): rng}).random_base2(n_log2)
     eps = np.finfo(float).eps
     return ndtri(np.clip(u, eps, 1.0 - eps))
 
