@@ -1,6 +1,7 @@
 """Benchmarks of the automatic quadrature (issue 10, items 2-3).
 
 Run:  python benchmarks/bench_quadrature.py          (prints Markdown tables)
+      python benchmarks/bench_quadrature.py --no-k10  (without the K = 10 points, ~4 min)
 
 Measures, at tolerance 1e-8 and with the default options (automatic rule, refinement
 re-solve for the error estimate): the median wall time over 3 runs after a warm-up, the
@@ -81,6 +82,8 @@ def main() -> None:
     print(f"K=3 cross-entropy lam=1e-4, first call in a fresh process (import included): "
           f"{cold.stdout.strip()} s")  # fmt: skip
     print()
+    if "--no-k10" in sys.argv:
+        return
     for lam in (1.0, 1e-4):
         t0 = time.perf_counter()
         r, n_warn = _solve("gaussian", 10, "cross-entropy", lam, throw=False, max_iter=300)
