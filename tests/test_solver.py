@@ -272,7 +272,7 @@ def test_options_of_the_full_solver_act_through_solve(monkeypatch):
     assert len(calls) == r.n_iter and calls[-1] == r.residual
     r1 = gm.solve(mix, "cross-entropy", history=history, max_refine=1, quad_tol=0.0, **kw)
     assert history and all(isinstance(v, AndersonState) for v in history.values())
-    default = auto_rule(2)
+    default = auto_rule(2, smooth=True)
     assert r1.params["quadrature"] == default.refined().describe()  # one refinement
     r0 = gm.solve(mix, "cross-entropy", max_refine=0, **kw)  # no refinement: default rule
     assert r0.params["quadrature"] == default.describe()

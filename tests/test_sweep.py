@@ -245,7 +245,7 @@ def test_xarray_dims_and_provenance(theory_serial: SweepResult) -> None:
     a = ds.attrs
     assert a["gaussmix_version"] == gm.__version__
     assert a["mode"] == "theory" and a["tol"] == 1e-8 and a["max_iter"] == 3000
-    assert "graded-panels" in a["quadrature"]  # the automatic rule of a binary task
+    assert "gauss-hermite" in a["quadrature"]
     assert json.loads(a["fixed"]) == BINARY
     assert json.loads(a["grid"]) == {"alpha": [0.5, 1.0, 2.0], "delta": [0.25, 0.5]}
     assert a["created"].endswith("+00:00")

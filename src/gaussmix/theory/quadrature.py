@@ -442,10 +442,13 @@ def default_rule(dim: int) -> GaussHermite:
     return GaussHermite(n, dim)
 
 
-def auto_rule(dim: int, *, seed: int = 0) -> QuadratureRule:
+def auto_rule(dim: int, *, smooth: bool = False, seed: int = 0) -> QuadratureRule:
     """The solver's automatic rule for an integral of dimension ``dim``.
 
-    * ``dim <= 2``: :class:`GradedPanels` (accurate in every regime of ``lam``, cheap enough);
+    * ``dim == 1``: the Gauss-Hermite rule of :func:`default_rule` where the integrand is
+      ``smooth`` (spectrally accurate, the cheapest map, and the least rounding noise at
+      large ``lam``), :class:`GradedPanels` otherwise (small ``lam``: near-kinks);
+    * ``dim == 2``: :class:`GradedPanels` (accurate in every regime of ``lam``);
     * ``3 <= dim <= MAX_TENSOR_DIM``: the tensor :class:`GaussHermite` rule (its refinement
       estimate is honest; at small ``lam`` it converges slowly and the solver says so);
     * beyond: :class:`SobolRQMC` seeded with ``seed`` (tensor rules are out of reach).
@@ -453,6 +456,10 @@ def auto_rule(dim: int, *, seed: int = 0) -> QuadratureRule:
     Parameters
     ----------
     dim : int
+    smooth : bool
+        Whether the integrand varies on the scale of ``xi`` (the solver decides it from the
+        overlaps: every eigenvalue of every ``Q_c`` at most
+        :data:`~gaussmix.theory.tolerances.SMOOTH_Q_MAX`).
     seed : int
         Seed of a randomised rule.
 
@@ -461,6 +468,8 @@ def auto_rule(dim: int, *, seed: int = 0) -> QuadratureRule:
     QuadratureRule
     """
     dim = check_int("dim", dim, low=1)
+    if dim == 1 and smooth:
+        return default_rule(1)
     if dim <= 2:
         return GradedPanels(DEFAULT_PANELS[dim], dim, DEFAULT_PANEL_ORDER[dim])
     if dim <= MAX_TENSOR_DIM:

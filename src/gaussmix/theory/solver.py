@@ -57,6 +57,7 @@ from .tolerances import (
     MIN_STEP_FRACTION,
     PSD_RTOL,
     QUAD_TOL,
+    SMOOTH_Q_MAX,
     integration_warning_threshold,
 )
 
@@ -795,9 +796,11 @@ _OPTIONS_DOC = """\
     quadrature : QuadratureRule, optional
         Rule for the channel expectations (``GaussHermite``, ``GradedPanels`` or
         ``SobolRQMC``; the seed of a randomised rule is its ``seed``).  Default: chosen by
-        output dimension (:func:`gaussmix.theory.quadrature.auto_rule`): graded composite
-        Gauss-Legendre panels in one and two dimensions (accurate at every ``lam``), tensor
-        Gauss-Hermite in three to five, seeded randomised quasi-Monte Carlo beyond five.
+        output dimension and regime (:func:`gaussmix.theory.quadrature.auto_rule`): in one
+        dimension Gauss-Hermite, replaced by graded composite Gauss-Legendre panels when
+        the solution is sharp (an eigenvalue of ``Q_c`` above ``SMOOTH_Q_MAX``, small
+        ``lam``); graded panels in two (accurate at every ``lam``), tensor Gauss-Hermite
+        in three to five, seeded randomised quasi-Monte Carlo beyond five.
     init : FixedPointResult or dict, optional
         Warm start (e.g. the previous point of a curve), or a dict of full-space ``Q``,
         ``M``, ``V``, ``b`` (e.g. a predictor extrapolated along a curve).
@@ -899,7 +902,20 @@ def _channel_rule(problem: Problem, quadrature: QuadratureRule | None) -> Quadra
         return quadrature
     if not _needs_quadrature(problem):
         return GaussHermite(1, 1)  # unused: closed-form channel
-    return auto_rule(L)
+    return auto_rule(L, smooth=True)
+
+
+def _sharp_rule(problem: Problem, rule: QuadratureRule, x: np.ndarray) -> QuadratureRule | None:
+    """The automatic rule of the sharp regime where the automatic smooth-regime ``rule``
+    (one dimension) meets a sharp state ``x`` (some ``Q_c`` has an eigenvalue above
+    :data:`~gaussmix.theory.tolerances.SMOOTH_Q_MAX`: the proximal map then changes regime
+    on a scale ``~ 1 / sqrt(Q)`` of ``xi``), else None."""
+    if rule != auto_rule(rule.dim, smooth=True) or rule == auto_rule(rule.dim):
+        return None
+    Q = unpack_state(x, problem.n_clusters, problem.dim)[0]
+    if float(sym_eigvals(Q).max()) <= SMOOTH_Q_MAX:
+        return None
+    return auto_rule(rule.dim)
 
 
 def _finer_rule(rule: QuadratureRule) -> QuadratureRule | None:
@@ -1290,6 +1306,13 @@ def solve_problem(
     history = history if history is not None else {}
     rule = _channel_rule(problem, opts.quadrature)
     T, out = _run_fixed_point(problem, rule, _start(problem, init), opts, callback, history)
+    sharp = None
+    if opts.quadrature is None and _needs_quadrature(problem) and out.converged:
+        sharp = _sharp_rule(problem, T.rule, out.x)
+    if sharp is not None:  # the solution is in the sharp regime: its rule, from there
+        history.setdefault(sharp, out.anderson)
+        T, out2 = _run_fixed_point(problem, sharp, out.x, opts, callback, history)
+        out = replace(out2, n_iter=out.n_iter + out2.n_iter)
     est = _estimate_errors(problem, T, out, opts, callback, history)
     return _assemble(problem, opts, est)
 
