@@ -86,7 +86,7 @@ def test_warm_start_predictor_does_not_change_the_moments():
     loss, y, m, Q, V = _ce_state(rng, 3)
     rule = GaussHermite(10, 2)
     _, first = _quadrature_moments(loss, y, m, Q, V, rule)
-    assert first.key == (rule.n, rule.dim, (3, rule.weights.size, 2))
+    assert first.key == (rule, (3, rule.weights.size, 2))
     m2, Q2, V2 = m + 0.3, 1.2 * Q, 0.7 * V
     warm, after_warm = _quadrature_moments(loss, y, m2, Q2, V2, rule, first)
     cold, after_cold = _quadrature_moments(loss, y, m2, Q2, V2, rule, None)

@@ -261,7 +261,7 @@ def test_solver_options_validate_with_the_argument_name():
 
 
 def test_options_of_the_full_solver_act_through_solve(monkeypatch):
-    from gaussmix.theory.quadrature import default_rule
+    from gaussmix.theory.quadrature import auto_rule, default_rule
     from gaussmix.theory.solver import AndersonState, FixedPointMap
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
@@ -272,7 +272,7 @@ def test_options_of_the_full_solver_act_through_solve(monkeypatch):
     assert len(calls) == r.n_iter and calls[-1] == r.residual
     r1 = gm.solve(mix, "cross-entropy", history=history, max_refine=1, quad_tol=0.0, **kw)
     assert history and all(isinstance(v, AndersonState) for v in history.values())
-    default = default_rule(2)
+    default = auto_rule(2, smooth=True)
     assert r1.params["quadrature"] == default.refined().describe()  # one refinement
     r0 = gm.solve(mix, "cross-entropy", max_refine=0, **kw)  # no refinement: default rule
     assert r0.params["quadrature"] == default.describe()
@@ -434,7 +434,9 @@ def test_integration_warning_advises_a_finer_rule_where_refinement_is_the_remedy
 def test_integration_warning_says_when_no_finer_rule_is_admissible():
     """lam -> 0 logistic: refinement reaches the largest order and the change remains."""
     mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
-    texts = _integration_warnings(mix, "logistic", lam=1e-4, alpha=3.0, tol=1e-10)
+    texts = _integration_warnings(
+        mix, "logistic", lam=1e-4, alpha=3.0, tol=1e-10, quadrature=gm.GaussHermite(64)
+    )
     assert len(texts) == 1, texts
     assert "no finer rule is admissible (at most 360 nodes per dimension)" in texts[0]
     assert "GaussHermite(n, dim)" not in texts[0]

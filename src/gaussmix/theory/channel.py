@@ -34,7 +34,7 @@ from .losses import (
     SquareLoss,
     _solve_batch,
 )
-from .quadrature import GaussHermite
+from .quadrature import QuadratureRule
 from .tolerances import PROX_MAX_ITER, PROX_TOL, SQRTM_2X2_DET_RTOL
 
 __all__ = [
@@ -77,7 +77,7 @@ class ProxWarmStart:
     Attributes
     ----------
     key : tuple
-        ``(rule.n, rule.dim, omega.shape)`` of the evaluation.
+        ``(rule, omega.shape)`` of the evaluation (rules are frozen, hashable values).
     h : ndarray (K, N, L)
         Proximal points at the nodes.
     omega : ndarray (K, N, L)
@@ -125,7 +125,7 @@ def channel_moments(
     b: np.ndarray,
     Q: np.ndarray,
     V: np.ndarray,
-    rule: GaussHermite | None = None,
+    rule: QuadratureRule | None = None,
 ) -> ChannelMoments:
     """Channel expectations for all clusters at once (Theorem 1, eq. spgeneral, hat updates).
 
@@ -137,9 +137,9 @@ def channel_moments(
         Labels.
     M : ndarray (K, L); b : ndarray (L); Q, V : ndarray (K, L, L)
         Order parameters in the effective output space.
-    rule : GaussHermite, optional
-        Quadrature rule (dimension L); ignored by the closed-form losses
-        (``loss.exact_channel``).
+    rule : QuadratureRule, optional
+        Quadrature rule of dimension L (any family of :mod:`gaussmix.theory.quadrature`);
+        ignored by the closed-form losses (``loss.exact_channel``).
 
     Returns
     -------
@@ -155,7 +155,7 @@ def channel_evaluation(
     b: np.ndarray,
     Q: np.ndarray,
     V: np.ndarray,
-    rule: GaussHermite | None = None,
+    rule: QuadratureRule | None = None,
     warm: ProxWarmStart | None = None,
 ) -> tuple[ChannelMoments, ProxWarmStart | None]:
     """:func:`channel_moments` with an explicit warm start of the proximal solves.
@@ -389,11 +389,15 @@ def compiled_moments(
 
     Notes
     -----
-    The proximal solves converge to ``max |h - omega + V grad| <= PROX_TOL (1 + max |omega|)``
-    (:data:`~gaussmix.theory.tolerances.PROX_TOL`, the threshold of
+    The proximal solves converge to ``max |h - omega + V grad| <= PROX_TOL (1 + max |omega|)
+    max(1, max |V|)`` (:data:`~gaussmix.theory.tolerances.PROX_TOL`, the threshold of
     :meth:`gaussmix.theory.losses.Loss.prox`).
     """
-    tol = PROX_TOL * (1.0 + float(np.abs(omega).max()))
+    # the residual's rounding floor grows with the metric (eps |V| |grad|, and the last
+    # ulp of h amplified by I + V H); scaled by V the test still bounds f = V^{-1}(h - omega)
+    # to PROX_TOL (1 + max |omega|) (see tolerances.PROX_TOL)
+    scale = max(1.0, float(np.abs(V).max()))
+    tol = PROX_TOL * (1.0 + float(np.abs(omega).max())) * scale
     h = np.array(omega if h0 is None else h0, dtype=float, order="C")  # a copy
     w = np.ascontiguousarray(w, dtype=float)
     mom, failed = kernel.run(loss, y, omega, V, h, w, tol)
@@ -410,7 +414,7 @@ def _quadrature_moments(
     m: np.ndarray,
     Q: np.ndarray,
     V: np.ndarray,
-    rule: GaussHermite,
+    rule: QuadratureRule,
     warm: ProxWarmStart | None = None,
     compiled: bool = True,
 ) -> tuple[ChannelMoments, ProxWarmStart]:
@@ -426,7 +430,7 @@ def _quadrature_moments(
     w = rule.weights
     S = sqrtm_psd(Q)
     omega = m[:, None, :] + xi @ S  # S symmetric: omega_kn = m_k + S_k xi_n
-    key = (rule.n, rule.dim, omega.shape)
+    key = (rule, omega.shape)
     h0 = None
     if warm is not None and warm.key == key:
         h0 = warm.h

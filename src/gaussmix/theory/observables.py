@@ -31,15 +31,28 @@ from .orthant import (
     orthant_probability_batch,
 )
 from .problem import Problem
+from .quadrature import SobolRQMC
+from .tolerances import SPREAD_ORTHANT_TOL, TRAIN_QMC_TOL
 
 __all__ = ["test_accuracy", "train_accuracy", "free_energy_terms", "weight_sparsity"]
 
 
 def test_accuracy(
-    problem: Problem, M: np.ndarray, b: np.ndarray, Q: np.ndarray
+    problem: Problem,
+    M: np.ndarray,
+    b: np.ndarray,
+    Q: np.ndarray,
+    *,
+    seed: int = 0,
+    quick: bool = False,
 ) -> tuple[np.ndarray, float]:
     """``P[phi(omega_c) = y_c]`` for each cluster (Theorem 2, eq. errors) and the integration
-    error of ``sum_c rho_c P_c`` (zero up to rounding for orthants of dimension <= 2)."""
+    error of ``sum_c rho_c P_c`` (zero up to rounding for orthants of dimension <= 2).
+
+    Orthants of dimension >= 3 use seeded randomised QMC (:func:`orthant_probability` with
+    ``rng_seed=seed``); ``quick`` stops it at a standard error of
+    :data:`~gaussmix.theory.tolerances.SPREAD_ORTHANT_TOL` instead of its work cap (for
+    differences between nearby states with the same seed)."""
     sizes = {D.shape[0] for D, _ in problem.constraints}
     if len(sizes) == 1 and sizes.pop() <= 2:
         # orthants of dimension <= 2: all clusters in one batched call
@@ -53,7 +66,12 @@ def test_accuracy(
     for c, (D, t) in enumerate(problem.constraints):
         mean = D @ (M[c] + b) - t
         cov = D @ Q[c] @ D.T
-        out[c], err[c] = orthant_probability(mean, 0.5 * (cov + cov.T))
+        out[c], err[c] = orthant_probability(
+            mean,
+            0.5 * (cov + cov.T),
+            rng_seed=seed,
+            **({"abs_tol": SPREAD_ORTHANT_TOL} if quick else {}),
+        )
     return out, float(problem.mixture.rho @ err)
 
 
@@ -73,6 +91,7 @@ def train_accuracy(
     V: np.ndarray,
     *,
     qmc_seed: int = 0,
+    quick: bool = False,
 ) -> tuple[np.ndarray, float]:
     """``P[phi(h_c) = y_c]`` for each cluster (Theorem 2, eq. errors) and an error estimate.
 
@@ -82,8 +101,12 @@ def train_accuracy(
     * two effective outputs (cross-entropy, K = 3): the correct set in ``omega`` is bounded by
       the images of the two boundary rays of the correct wedge in ``h``; its probability is a
       boundary integral (divergence theorem), see :func:`_wedge_probability`;
-    * more outputs: scrambled-Sobol quasi-Monte Carlo over ``omega`` (seeded), with the
-      standard error over 8 independent scramblings.
+    * more outputs: scrambled-Sobol quasi-Monte Carlo over ``omega`` (seeded with
+      ``qmc_seed``), with the standard error over 8 independent scramblings; the points per
+      scrambling double from ``2**12`` until the standard error is below
+      :data:`~gaussmix.theory.tolerances.TRAIN_QMC_TOL` (at most ``2**14``); ``quick`` uses
+      ``2**10`` points without doubling (for differences between nearby states with the same
+      seed).
 
     Returns
     -------
@@ -123,7 +146,19 @@ def train_accuracy(
         for c in range(K):
             out[c], errs[c] = _wedge_probability(problem, c, M[c] + b, Q[c], V[c])
         return out, float(problem.mixture.rho @ errs)
-    return _qmc_train_accuracy(problem, M, b, Q, V, seed=qmc_seed)
+    if quick:
+        return _qmc_train_accuracy(
+            problem, M, b, Q, V, seed=qmc_seed, start=_QMC_QUICK_LOG2, stop=_QMC_QUICK_LOG2
+        )
+    return _qmc_train_accuracy(
+        problem, M, b, Q, V, seed=qmc_seed, start=_QMC_START_LOG2, stop=_QMC_MAX_LOG2
+    )
+
+
+#: log2 of the points per scrambling of the training-error QMC: first, largest, and quick
+_QMC_START_LOG2 = 12
+_QMC_MAX_LOG2 = 14
+_QMC_QUICK_LOG2 = 10
 
 
 def _ray_flux(p: np.ndarray, a: np.ndarray) -> float:
@@ -269,25 +304,45 @@ def _prox_points(problem: Problem, omega: np.ndarray, V: np.ndarray) -> np.ndarr
 
 
 def _qmc_train_accuracy(
-    problem: Problem, M, b, Q, V, *, seed: int = 0, n_log2: int = 12, n_rep: int = 8
+    problem: Problem,
+    M: np.ndarray,
+    b: np.ndarray,
+    Q: np.ndarray,
+    V: np.ndarray,
+    *,
+    seed: int = 0,
+    start: int = 12,
+    stop: int = 15,
+    n_rep: int = 8,
 ) -> tuple[np.ndarray, float]:
-    """Randomised quasi-Monte Carlo estimate of the training accuracy (seeded)."""
-    from scipy.special import ndtri
-    from scipy.stats import qmc
+    """Randomised quasi-Monte Carlo estimate of the training accuracy (seeded).
 
+    The points are the scrambled Sobol' sets of
+    :class:`~gaussmix.theory.quadrature.SobolRQMC` with ``seed`` (one per replicate), which are
+    nested in their size: the counts of ``2**start`` points per set are extended by the new
+    points of each doubling (no point is solved twice) until the standard error across the
+    ``n_rep`` sets is below :data:`~gaussmix.theory.tolerances.TRAIN_QMC_TOL` or there are
+    ``2**stop`` points per set.
+    """
     K, L = M.shape
     S = sqrtm_psd(Q)
-    reps = np.empty((n_rep, K))
-    for r in range(n_rep):
-        u = qmc.Sobol(d=L, scramble=True, seed=seed + r).random_base2(n_log2)
-        xi = ndtri(np.clip(u, 1e-16, 1 - 1e-16))
-        omega = (M + b)[:, None, :] + xi @ S  # S symmetric
-        h = _prox_points(problem, omega, V)
-        for c, (D, t) in enumerate(problem.constraints):
-            reps[r, c] = np.mean(np.all(h[c] @ D.T < t, axis=-1))
-    acc = reps.mean(axis=0)
-    tot = reps @ problem.mixture.rho
-    return acc, float(tot.std(ddof=1) / np.sqrt(n_rep))
+    rho = problem.mixture.rho
+    hits = np.zeros((n_rep, K))
+    done = 0
+    for n_log2 in range(start, stop + 1):
+        rule = SobolRQMC(L, n_log2, n_rep, seed)
+        for r, rep in enumerate(rule.replicates()):
+            xi = rep.nodes[done:]
+            omega = (M + b)[:, None, :] + xi @ S  # S symmetric
+            h = _prox_points(problem, omega, V)
+            for c, (D, t) in enumerate(problem.constraints):
+                hits[r, c] += np.count_nonzero(np.all(h[c] @ D.T < t, axis=-1))
+        done = 2**n_log2
+        reps = hits / done
+        err = float((reps @ rho).std(ddof=1) / np.sqrt(n_rep))
+        if err <= TRAIN_QMC_TOL:
+            break
+    return reps.mean(axis=0), err
 
 
 def free_energy_terms(

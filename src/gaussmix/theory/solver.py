@@ -45,7 +45,7 @@ from .observables import free_energy_terms, test_accuracy, train_accuracy, weigh
 from .outputs import error_keys, summary_keys
 from .prior import prior_update
 from .problem import Problem, make_problem
-from .quadrature import MAX_ORDER, GaussHermite, default_rule
+from .quadrature import MAX_TENSOR_DIM, GaussHermite, QuadratureRule, auto_rule
 from .tolerances import (
     ANDERSON_RIDGE,
     ANDERSON_RIDGE_FLOOR,
@@ -57,6 +57,7 @@ from .tolerances import (
     MIN_STEP_FRACTION,
     PSD_RTOL,
     QUAD_TOL,
+    SMOOTH_Q_MAX,
     integration_warning_threshold,
 )
 
@@ -79,8 +80,9 @@ __all__ = [
     "MAX_QUADRATURE_NODES",
 ]
 
-#: largest dimension of the channel integral (cross-entropy with K classes: K - 1)
-MAX_QUADRATURE_DIM = 5
+#: largest dimension of a deterministic (tensor) channel rule; beyond it the automatic rule is
+#: randomised quasi-Monte Carlo (:class:`~gaussmix.theory.quadrature.SobolRQMC`)
+MAX_QUADRATURE_DIM = MAX_TENSOR_DIM
 #: largest number of nodes a refinement may reach
 MAX_QUADRATURE_NODES = 60_000
 #: penalty strength of the starting point when ``lam = 0`` (the prior needs ``lam > 0``)
@@ -199,7 +201,7 @@ class FixedPointMap:
     Parameters
     ----------
     problem : Problem
-    rule : GaussHermite
+    rule : QuadratureRule
         The channel's quadrature rule (unused by closed-form channels).
 
     Attributes
@@ -219,7 +221,7 @@ class FixedPointMap:
 
     __slots__ = ("problem", "rule", "K", "L", "ar", "last", "warm")
 
-    def __init__(self, problem: Problem, rule: GaussHermite) -> None:
+    def __init__(self, problem: Problem, rule: QuadratureRule) -> None:
         self.problem = problem
         self.rule = rule
         self.K = problem.n_clusters
@@ -270,14 +272,14 @@ class FixedPointState:
     Attributes
     ----------
     problem : Problem
-    rule : GaussHermite
+    rule : QuadratureRule
         The channel rule of the returned state (a placeholder for closed-form channels).
     x : ndarray
         The state vector (:func:`pack_state`).
     """
 
     problem: Problem
-    rule: GaussHermite
+    rule: QuadratureRule
     x: np.ndarray
 
     def unpack(
@@ -320,8 +322,10 @@ class FixedPointResult:
         with orthants of dimension <= 2).
     integration_errors : dict
         The estimate for each of ``test_error``, ``train_error``, ``train_loss``: the change
-        under a refined channel rule plus the error of the final evaluation itself (the
-        training error of the cross-entropy with K >= 4 uses seeded quasi-Monte Carlo).
+        under a refined channel rule (for a randomised rule, the standard error across its
+        independent replicates) plus the error of the final evaluation itself (the training
+        error of the cross-entropy with K >= 4 uses seeded quasi-Monte Carlo).  The rule
+        reached is ``params['quadrature']`` (and ``state.rule``).
     nonzero_fraction : float
         Expected fraction of non-zero components of ``W*`` (1.0 for ridge).
     nonzero_fraction_support, nonzero_fraction_off_support : float
@@ -370,7 +374,7 @@ class FixedPointResult:
         return self.converged
 
     @property
-    def _state(self) -> tuple[Problem, GaussHermite, np.ndarray] | None:
+    def _state(self) -> tuple[Problem, QuadratureRule, np.ndarray] | None:
         """Deprecated: ``(problem, rule, x)`` of :attr:`state` (use ``state``)."""
         warnings.warn(
             "FixedPointResult._state is deprecated; use FixedPointResult.state",
@@ -728,14 +732,26 @@ class _Observables:
 
 
 def _observables(
-    problem: Problem, T: FixedPointMap, x: np.ndarray, *, light: bool = False
+    problem: Problem,
+    T: FixedPointMap,
+    x: np.ndarray,
+    *,
+    light: bool = False,
+    spread: bool = False,
 ) -> _Observables:
-    """Theorem 2 observables at the state ``x``; ``light`` computes only the three errors."""
+    """Theorem 2 observables at the state ``x``; ``light`` computes only the three errors.
+
+    The seeded estimators (orthant probabilities of dimension >= 3, the training error with
+    three or more outputs) take the seed of a randomised channel rule.  ``spread`` asks for
+    their cheaper versions with the same seeds (common random numbers), for the differences
+    between nearby states of :func:`_replicate_spread`.
+    """
     Q, M, V, b = T.unpack(x)
     ev = T.hats(x)
     rho = problem.mixture.rho
-    test_acc, test_err = test_accuracy(problem, M, b, Q)
-    train_acc, train_err = train_accuracy(problem, M, b, Q, V)
+    seed = getattr(T.rule, "seed", 0)
+    test_acc, test_err = test_accuracy(problem, M, b, Q, seed=seed, quick=spread)
+    train_acc, train_err = train_accuracy(problem, M, b, Q, V, qmc_seed=seed, quick=spread)
     obs = _Observables(
         state=(Q, M, V, b),
         hats=(ev.Qhat, ev.Mhat, ev.Vhat),
@@ -790,9 +806,14 @@ _OPTIONS_DOC = """\
         :data:`~gaussmix.theory.tolerances.FIXED_POINT_TOL`).
     max_iter : int
         Maximum number of iterations.
-    quadrature : GaussHermite, optional
-        Rule for the channel expectations (default by output dimension, see
-        :func:`gaussmix.theory.quadrature.default_rule`).
+    quadrature : QuadratureRule, optional
+        Rule for the channel expectations (``GaussHermite``, ``GradedPanels`` or
+        ``SobolRQMC``; the seed of a randomised rule is its ``seed``).  Default: chosen by
+        output dimension and regime (:func:`gaussmix.theory.quadrature.auto_rule`): in one
+        dimension Gauss-Hermite, replaced by graded composite Gauss-Legendre panels when
+        the solution is sharp (an eigenvalue of ``Q_c`` above ``SMOOTH_Q_MAX``, small
+        ``lam``); graded panels in two (accurate at every ``lam``), tensor Gauss-Hermite
+        in three to five, seeded randomised quasi-Monte Carlo beyond five.
     init : FixedPointResult or dict, optional
         Warm start (e.g. the previous point of a curve), or a dict of full-space ``Q``,
         ``M``, ``V``, ``b`` (e.g. a predictor extrapolated along a curve).
@@ -802,11 +823,15 @@ _OPTIONS_DOC = """\
         Mixing parameter in (0, 1].
     estimate_error : bool
         Re-solve with a refined rule and report the change of the errors as
-        ``integration_error`` (the refined answer is returned).
+        ``integration_error`` (the refined answer is returned); with a randomised rule,
+        re-solve with each of its independent replicates instead and report the standard
+        error of the observables across them.
     auto_refine : bool
         While the estimated integration error of the test error or the training loss exceeds
         ``quad_tol``, refine the rule again (up to ``max_refine`` times, and at most
-        ``MAX_QUADRATURE_NODES`` nodes); otherwise refine once.
+        ``MAX_QUADRATURE_NODES`` nodes; a randomised rule only while the target is within
+        reach at the node cap, assuming a standard error falling like ``1 / N``); otherwise
+        refine once.
     quad_tol : float
         Target integration error for ``auto_refine`` (default
         :data:`~gaussmix.theory.tolerances.QUAD_TOL`).
@@ -847,7 +872,7 @@ class SolverOptions:
 
     tol: float = FIXED_POINT_TOL
     max_iter: int = FIXED_POINT_MAX_ITER
-    quadrature: GaussHermite | None = None
+    quadrature: QuadratureRule | None = None
     anderson: int = 6
     damping: float = 1.0
     estimate_error: bool = True
@@ -869,16 +894,20 @@ class SolverOptions:
         for name, value in checked.items():
             object.__setattr__(self, name, value)
         rule = self.quadrature
-        if rule is not None and not isinstance(rule, GaussHermite):
-            raise TypeError(f"quadrature must be a GaussHermite rule, got {type(rule).__name__}")
+        if rule is not None and not isinstance(rule, QuadratureRule):
+            raise TypeError(
+                "quadrature must be a GaussHermite, GradedPanels or SobolRQMC rule, got "
+                f"{type(rule).__name__}"
+            )
 
 
 _DEFAULT = SolverOptions()
 
 
-def _channel_rule(problem: Problem, quadrature: GaussHermite | None) -> GaussHermite:
+def _channel_rule(problem: Problem, quadrature: QuadratureRule | None) -> QuadratureRule:
     """The channel's quadrature rule: the given one (checked against the problem), the
-    default for the output dimension, or a placeholder for closed-form channels."""
+    automatic one for the output dimension (:func:`~gaussmix.theory.quadrature.auto_rule`),
+    or a placeholder for closed-form channels."""
     L = problem.dim
     if quadrature is not None:
         if quadrature.dim != L:
@@ -886,16 +915,23 @@ def _channel_rule(problem: Problem, quadrature: GaussHermite | None) -> GaussHer
         return quadrature
     if not _needs_quadrature(problem):
         return GaussHermite(1, 1)  # unused: closed-form channel
-    if L > MAX_QUADRATURE_DIM:
-        raise ValueError(
-            f"loss={problem.loss_name!r} with {L + 1} classes needs a {L}-dimensional "
-            f"quadrature; at most {MAX_QUADRATURE_DIM} is supported (K <= "
-            f"{MAX_QUADRATURE_DIM + 1})"
-        )
-    return default_rule(L)
+    return auto_rule(L, smooth=True)
 
 
-def _finer_rule(rule: GaussHermite) -> GaussHermite | None:
+def _sharp_rule(problem: Problem, rule: QuadratureRule, x: np.ndarray) -> QuadratureRule | None:
+    """The automatic rule of the sharp regime where the automatic smooth-regime ``rule``
+    (one dimension) meets a sharp state ``x`` (some ``Q_c`` has an eigenvalue above
+    :data:`~gaussmix.theory.tolerances.SMOOTH_Q_MAX`: the proximal map then changes regime
+    on a scale ``~ 1 / sqrt(Q)`` of ``xi``), else None."""
+    if rule != auto_rule(rule.dim, smooth=True) or rule == auto_rule(rule.dim):
+        return None
+    Q = unpack_state(x, problem.n_clusters, problem.dim)[0]
+    if float(sym_eigvals(Q).max()) <= SMOOTH_Q_MAX:
+        return None
+    return auto_rule(rule.dim)
+
+
+def _finer_rule(rule: QuadratureRule) -> QuadratureRule | None:
     """The next rule of a refinement, or None beyond ``MAX_QUADRATURE_NODES`` nodes."""
     finer = rule.refined()
     if finer is None or finer.weights.size > MAX_QUADRATURE_NODES:
@@ -906,7 +942,7 @@ def _finer_rule(rule: GaussHermite) -> GaussHermite | None:
 # --------------------------------------------------------------------------- the solve
 def _run_fixed_point(
     problem: Problem,
-    rule: GaussHermite,
+    rule: QuadratureRule,
     x0: np.ndarray,
     opts: SolverOptions,
     callback: Callable | None,
@@ -983,6 +1019,8 @@ def _estimate_errors(
     quad = dict.fromkeys(_ERROR_KEYS, 0.0)
     evals = dict.fromkeys(_ERROR_KEYS, 0.0)
     try:
+        if status is IterationStatus.CONVERGED and T.rule.randomised and opts.estimate_error:
+            return _estimate_randomised(problem, T, out, opts, callback, history)
         if status is IterationStatus.CONVERGED:
             refinements = opts.max_refine if opts.auto_refine else 1
             refining = opts.estimate_error and _needs_quadrature(problem) and refinements > 0
@@ -1018,6 +1056,100 @@ def _estimate_errors(
             None,
         )
     return _Estimate(T, x, n_iter, res, status, msg, obs, quad, evals)
+
+
+def _replicate_spread(
+    problem: Problem,
+    T: FixedPointMap,
+    x: np.ndarray,
+    opts: SolverOptions,
+    callback: Callable | None,
+    history: dict,
+) -> tuple[dict, int] | None:
+    """Standard error of the three errors across the replicates of a randomised rule.
+
+    The fixed point is re-solved from ``x`` with each replicate of ``T.rule`` alone (an
+    independent randomisation; the rule is their average), and the observables are
+    evaluated at each replicate's fixed point with common random numbers (the same seeded
+    orthant and training-error estimators at every replicate, so that their own noise cancels
+    in the spread).  To first order in the channel error the fixed point of the full rule is
+    the mean of the replicates' fixed points, so the spread over ``sqrt(n_rep)`` is the
+    standard error of its observables.  Returns the standard errors and the iterations
+    spent, or None if a replicate solve fails.
+    """
+    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
+    values: dict = {k: [] for k in _ERROR_KEYS}
+    n_iter = 0
+    for rep in T.rule.replicates():
+        Tr = FixedPointMap(problem, rep)
+        out = _iterate(Tr, x, AndersonState.init(opts.anderson, history.get(T.rule)), **kw)
+        n_iter += out.n_iter
+        if not out.converged or not Tr.is_valid(out.x):
+            return None
+        obs = _observables(problem, Tr, out.x, light=True, spread=True)
+        for k in _ERROR_KEYS:
+            values[k].append(obs.value(k))
+    n = len(values["test_error"])
+    return {k: float(np.std(v, ddof=1) / np.sqrt(n)) for k, v in values.items()}, n_iter
+
+
+def _estimate_randomised(
+    problem: Problem,
+    T: FixedPointMap,
+    out: IterationOutcome,
+    opts: SolverOptions,
+    callback: Callable | None,
+    history: dict,
+) -> _Estimate:
+    """:func:`_estimate_errors` for a randomised rule: the integration error is the standard
+    error across its replicates (:func:`_replicate_spread`) plus the final evaluation's own
+    error.  With ``auto_refine`` the rule is refined (twice the points) while the estimate of
+    the test error or training loss exceeds ``quad_tol`` and the target is within reach
+    within ``MAX_QUADRATURE_NODES`` nodes at the optimistic rate ``1 / N``."""
+    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
+    x, n_iter, res, status, msg = out.x, out.n_iter, out.residual, out.status, out.message
+    for k in range(opts.max_refine + 1):
+        obs = _observables(problem, T, x, light=True)
+        spread = _replicate_spread(problem, T, x, opts, callback, history)
+        if spread is None:
+            status = IterationStatus.NUMERICAL_FAILURE
+            msg = "a replicate of the randomised channel rule found no fixed point"
+            quad = dict.fromkeys(_ERROR_KEYS, np.inf)
+            break
+        quad, extra = spread
+        n_iter += extra
+        evals = dict(obs.errors)
+        worst = max(quad[k2] + evals[k2] for k2 in ("test_error", "train_loss"))
+        finer = _finer_rule(T.rule)
+        if worst <= opts.quad_tol or not opts.auto_refine or k == opts.max_refine:
+            break
+        if finer is None:
+            break
+        reach = worst * T.rule.weights.size / _largest_nodes(T.rule)
+        if reach > opts.quad_tol:
+            break
+        T2 = FixedPointMap(problem, finer)
+        out2 = _iterate(T2, x, AndersonState.init(opts.anderson, history.get(T.rule)), **kw)
+        history[finer] = out2.anderson
+        n_iter += out2.n_iter
+        if not out2.converged:
+            status, msg = out2.status, f"refined quadrature: {out2.message}"
+            break
+        T, x, res = T2, out2.x, out2.residual
+    evals = dict(obs.errors)
+    if status is IterationStatus.CONVERGED:
+        obs = _with_statistics(problem, T, x, obs)
+    return _Estimate(T, x, n_iter, res, status, msg, obs, quad, evals)
+
+
+def _largest_nodes(rule: QuadratureRule) -> int:
+    """Nodes of the finest admissible refinement of ``rule``."""
+    size = rule.weights.size
+    finer = _finer_rule(rule)
+    while finer is not None:
+        size = finer.weights.size
+        finer = _finer_rule(finer)
+    return size
 
 
 def _assemble(problem: Problem, opts: SolverOptions, est: _Estimate) -> FixedPointResult:
@@ -1077,14 +1209,12 @@ def _to_full(P: np.ndarray, A: np.ndarray) -> np.ndarray:
     return np.einsum("ia,kij,jb->kab", P, A, P)
 
 
-def _refinement_limit(rule: GaussHermite) -> str | None:
+def _refinement_limit(rule: QuadratureRule) -> str | None:
     """Why no finer rule than ``rule`` is admissible, or None if one is."""
-    if rule.dim > MAX_QUADRATURE_DIM:
-        return f"the channel integral has {rule.dim} > {MAX_QUADRATURE_DIM} dimensions"
-    finer = rule.refined()
-    if finer is None:
-        return f"at most {MAX_ORDER} nodes per dimension"
-    if finer.weights.size > MAX_QUADRATURE_NODES:
+    limit = rule.limit()
+    if limit is not None:
+        return limit
+    if rule.refined().weights.size > MAX_QUADRATURE_NODES:
         return f"at most {MAX_QUADRATURE_NODES} nodes"
     return None
 
@@ -1112,8 +1242,22 @@ def _integration_warning(problem: Problem, opts: SolverOptions, est: _Estimate) 
             f"(the finer: {rule.describe()})"
         )
         limit = _refinement_limit(rule)
-        if limit is None:
-            text += "; pass a finer quadrature rule (quadrature=GaussHermite(n, dim))"
+        if rule.randomised:
+            text = (
+                f"{q:.2g} is the standard error of the {what} across the "
+                f"{rule.n_rep} independent randomisations of the channel rule "
+                f"({rule.describe()})"
+            )
+            if limit is None:
+                text += (
+                    f"; quad_tol={opts.quad_tol:g} is out of reach of refinement within "
+                    f"{MAX_QUADRATURE_NODES} nodes"
+                )
+            else:
+                text += f"; no finer rule is admissible ({limit})"
+            text += f"; to reduce it, {rule.remedy()}"
+        elif limit is None:
+            text += f"; {rule.remedy()}"
         else:
             text += f"; no finer rule is admissible ({limit}), so the estimate stands"
         parts.append(text)
@@ -1134,7 +1278,7 @@ def solve_problem(
     *,
     tol: float = _DEFAULT.tol,
     max_iter: int = _DEFAULT.max_iter,
-    quadrature: GaussHermite | None = _DEFAULT.quadrature,
+    quadrature: QuadratureRule | None = _DEFAULT.quadrature,
     init: FixedPointResult | dict | None = None,
     anderson: int = _DEFAULT.anderson,
     damping: float = _DEFAULT.damping,
@@ -1175,6 +1319,13 @@ def solve_problem(
     history = history if history is not None else {}
     rule = _channel_rule(problem, opts.quadrature)
     T, out = _run_fixed_point(problem, rule, _start(problem, init), opts, callback, history)
+    sharp = None
+    if opts.quadrature is None and _needs_quadrature(problem) and out.converged:
+        sharp = _sharp_rule(problem, T.rule, out.x)
+    if sharp is not None:  # the solution is in the sharp regime: its rule, from there
+        history.setdefault(sharp, out.anderson)
+        T, out2 = _run_fixed_point(problem, sharp, out.x, opts, callback, history)
+        out = replace(out2, n_iter=out.n_iter + out2.n_iter)
     est = _estimate_errors(problem, T, out, opts, callback, history)
     return _assemble(problem, opts, est)
 
@@ -1190,7 +1341,7 @@ def solve(
     l1_ratio: float | None = None,
     tol: float = _DEFAULT.tol,
     max_iter: int = _DEFAULT.max_iter,
-    quadrature: GaussHermite | None = _DEFAULT.quadrature,
+    quadrature: QuadratureRule | None = _DEFAULT.quadrature,
     init: FixedPointResult | dict | None = None,
     anderson: int = _DEFAULT.anderson,
     damping: float = _DEFAULT.damping,
@@ -1255,7 +1406,7 @@ def free_energy(
     Qhat: np.ndarray,
     Mhat: np.ndarray,
     Vhat: np.ndarray,
-    rule: GaussHermite | None = None,
+    rule: QuadratureRule | None = None,
 ) -> float:
     """The replica-symmetric free energy (eq. app:rsfree) at arbitrary order parameters.
 
@@ -1263,7 +1414,7 @@ def free_energy(
     :mod:`gaussmix.theory.problem`).  Stationary at the fixed point of Theorem 1, where it
     equals the minimal empirical risk per dimension, ``alpha eps_l + lam E[r(W*)] / d``.
     """
-    rule = rule if rule is not None else default_rule(problem.dim)
+    rule = rule if rule is not None else auto_rule(problem.dim)
     mom = channel_moments(problem.loss, problem.y, M, b, Q, V, rule)
     pr = prior_update(problem, Qhat, Mhat, Vhat, details=True)
     return free_energy_terms(problem, M, Q, V, Mhat, Qhat, Vhat, mom.Eenv, pr.psi_w)
