@@ -1,7 +1,9 @@
 """The paper's figures as tables and matplotlib figures, and the plotting helpers.
 
-``write_figure(name, out_dir)`` computes a figure registered in :data:`FIGURES` and writes
-its CSV and PNG; the table and plot functions of each figure are public too.
+Every figure is declared once in :data:`FIGURES` (:mod:`gaussmix.figures.registry`) by
+the module that makes it: :mod:`~gaussmix.figures.sparse` (Figs. 1 right and 2).
+``write_figure(name, out_dir)`` computes one and writes its CSV, PNG and JSON caption;
+the table and plot functions of each figure are public too.
 """
 
 from .plotting import (
@@ -11,26 +13,38 @@ from .plotting import (
     plot_learning_curve,
     save_figure,
 )
+from .registry import (
+    FIGURES,
+    FigureOption,
+    FigureOutput,
+    FigureSpec,
+    get_figure,
+    register_figure,
+    validate_figure,
+    write_figure,
+)
 from .sparse import (
     CURVE_ALPHAS,
     CURVE_DELTA2S,
     CURVE_SEEDS,
     CURVE_SIM_ALPHAS,
-    FIGURES,
     SETUP_ALPHAS,
-    FigureOutput,
     plot_sparse_curves,
     plot_sparse_setup,
     simulation_alpha,
     sparse_curves,
     sparse_setup,
-    validate_figure,
-    write_figure,
 )
 
 __all__ = [
     "FIGURES",
+    "FigureSpec",
+    "FigureOption",
     "FigureOutput",
+    "register_figure",
+    "get_figure",
+    "write_figure",
+    "validate_figure",
     "SETUP_ALPHAS",
     "CURVE_ALPHAS",
     "CURVE_SIM_ALPHAS",
@@ -41,8 +55,6 @@ __all__ = [
     "sparse_curves",
     "plot_sparse_curves",
     "simulation_alpha",
-    "write_figure",
-    "validate_figure",
     "plot_learning_curve",
     "plot_lambda_curve",
     "plot_comparison",
