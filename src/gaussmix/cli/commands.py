@@ -35,9 +35,10 @@ Interface contract (checked outside the repository -- keep it stable)
   optional ``[simulate]`` table (``d``, ``seeds``, ``seed``) that switches from theory to
   simulation.  The CSV has one row per grid point: the grid options, then the JSON keys of
   ``point`` (or ``simulate``); see :mod:`gaussmix.sweep`.
-* ``gaussmix figure NAME --out DIR`` (NAME: ``sparse-setup``, ``sparse-curves``) writes
-  ``DIR/<name>.csv``, ``DIR/<name>.png`` and ``DIR/<name>.json`` (:mod:`gaussmix.figures`);
-  the options a figure takes are declared by its :class:`~gaussmix.figures.FigureSpec`.
+* ``gaussmix figure NAME --out DIR`` (NAME: ``sparse-setup``, ``sparse-curves``,
+  ``fig3-left``, ``fig3-right``, ``fig4-left``) writes ``DIR/<name>.csv``,
+  ``DIR/<name>.png`` and ``DIR/<name>.json`` (:mod:`gaussmix.figures`); the options a
+  figure takes are declared by its :class:`~gaussmix.figures.FigureSpec`.
 * Every failure prints exactly one line ``gaussmix: error: <message>`` on stderr and exits
   with status 2 (bad input), 3 (no valid fixed point or a numerical failure) or 1
   (anything else, e.g. an output directory that cannot be created); never a
@@ -997,7 +998,8 @@ FigureName = Annotated[
     str,
     typer.Argument(
         metavar="NAME",
-        help="sparse-setup (Fig. 1 right) or sparse-curves (Fig. 2); see below.",
+        help="sparse-setup (Fig. 1 right), sparse-curves (Fig. 2), fig3-left, fig3-right "
+        "(Fig. 3), fig4-left (Fig. 4 left); see below.",
     ),
 ]
 
@@ -1012,8 +1014,16 @@ FigureAlphas = Annotated[
     _figure_option(
         "--alphas",
         _GRID,
-        "alpha = n/d: the theory grid [default: per figure].",
+        "alpha = n/d: the theory grid (sparse-*, fig3-left) or one curve each (fig3-right, "
+        "fig4-left) [default: per figure].",
     ),
+]
+FigureLams = Annotated[
+    str | None,
+    _figure_option("--lams", _GRID, "fig3-right, fig4-left: penalty strengths (> 0)."),
+]
+FigureKs = Annotated[
+    str | None, _figure_option("--ks", "K1,...", "fig3-left: numbers of clusters (>= 2).")
 ]
 FigureLoss = Annotated[
     str | None,
@@ -1041,11 +1051,34 @@ FigureDelta2s = Annotated[
         "--delta2s", "d1,...", "sparse-curves: variances off the support, one colour each."
     ),
 ]
+FigureDelta = Annotated[
+    float | None,
+    _figure_option("--delta", "DELTA", "fig3-*: cluster variance, Sigma = DELTA I [0.5]."),
+]
+FigureDeltas = Annotated[
+    str | None,
+    _figure_option("--deltas", "D1,D2", "fig4-left: the two cluster variances [0.1,0.01]."),
+]
+FigureLam = Annotated[
+    float | None, _figure_option("--lam", "LAMBDA", "fig3-left: penalty strength [1e-4].")
+]
+FigureClusters = Annotated[
+    int | None, _figure_option("--clusters", "K", "fig3-right: number of clusters [3].")
+]
+FigureFast = Annotated[
+    bool,
+    typer.Option(
+        "--fast",
+        help="fig3-*, fig4-left: small presets (fewer K, alphas, lambdas; small d, "
+        "few seeds) for a quick look.",
+    ),
+]
 FigureSimulate = Annotated[
     bool | None,
     typer.Option(
         "--simulate/--no-simulate",
-        help="sparse-curves: simulation dots (finite-size ERM) [default: simulate].",
+        help="sparse-curves, fig3-left, fig4-left: simulation dots (finite-size ERM) "
+        "[default: simulate].",
         show_default=False,
     ),
 ]
@@ -1054,8 +1087,11 @@ FigureSimAlphas = Annotated[
     _figure_option(
         "--sim-alphas",
         "a1,...",
-        "sparse-curves: simulated alphas (rounded so that classes are balanced).",
+        "sparse-curves, fig3-left: simulated alphas (rounded so that classes are balanced).",
     ),
+]
+FigureSimLams = Annotated[
+    str | None, _figure_option("--sim-lams", "l1,...", "fig4-left: simulated penalties.")
 ]
 FigureD = Annotated[
     int | None, _figure_option("--d", "D", "Input dimension of the simulated instances.")
@@ -1072,8 +1108,8 @@ FigureJobs = Annotated[
         "--jobs",
         "-j",
         metavar="N",
-        help="Worker processes over seeds (joblib: -1 = all cores) [-1]. Results do not "
-        "depend on it.",
+        help="Worker processes over seeds (joblib: -1 = all cores; sparse-curves: -1, "
+        "others: 1). Results do not depend on it.",
         show_default=False,
     ),
 ]
@@ -1085,14 +1121,22 @@ def figure_command(
     name: FigureName,
     out: OutOption = Path("gaussmix-out"),
     alphas: FigureAlphas = None,
+    lams: FigureLams = None,
+    ks: FigureKs = None,
     loss: FigureLoss = None,
     sparsity: FigureSparsity = None,
     ratios: FigureRatios = None,
     delta2: FigureDelta2 = None,
     delta1: FigureDelta1 = None,
     delta2s: FigureDelta2s = None,
+    delta: FigureDelta = None,
+    deltas: FigureDeltas = None,
+    lam: FigureLam = None,
+    clusters: FigureClusters = None,
+    fast: FigureFast = False,
     simulate: FigureSimulate = None,
     sim_alphas: FigureSimAlphas = None,
+    sim_lams: FigureSimLams = None,
     d: FigureD = None,
     seeds: FigureSeeds = None,
     seed: FigureSeed = None,
@@ -1108,6 +1152,17 @@ def figure_command(
     sparse-curves (Fig. 2): ridge (dashed) vs lasso (solid) at their optimal penalties
     against alpha, Delta1 = 0.1 and several Delta2, simulations at d = 1000.  About a
     minute on 2 cores (12 s with --no-simulate).
+
+    fig3-left (Fig. 3 left): cross-entropy, lambda = 1e-4, K = 2..5 Gaussian clusters
+    (Delta = 0.5): test error (top) and training error (bottom) against alpha, with
+    simulations at d = 1000 (hours on 2 cores; --fast: K = 2, 3, d = 240, about a minute).
+
+    fig3-right (Fig. 3 right): cross-entropy, K = 3: test error against lambda at a few
+    alpha (theory).
+
+    fig4-left (Fig. 4 left): ridge regression on two opposite clusters with
+    Sigma_1 = 0.1 I, Sigma_2 = 0.01 I: test error against lambda for several alpha,
+    lambda* marked, simulations at d = 1000.
     """
     from gaussmix.figures import FIGURES, validate_figure, write_figure
 

@@ -1,11 +1,23 @@
 """The paper's figures as tables and matplotlib figures, and the plotting helpers.
 
 Every figure is declared once in :data:`FIGURES` (:mod:`gaussmix.figures.registry`) by
-the module that makes it: :mod:`~gaussmix.figures.sparse` (Figs. 1 right and 2).
-``write_figure(name, out_dir)`` computes one and writes its CSV, PNG and JSON caption;
-the table and plot functions of each figure are public too.
+the module that makes it: :mod:`~gaussmix.figures.sparse` (Figs. 1 right and 2),
+:mod:`~gaussmix.figures.multiclass` (Fig. 3 left and right) and
+:mod:`~gaussmix.figures.regularisation` (Fig. 4 left).  ``write_figure(name, out_dir)``
+computes one and writes its CSV, PNG and JSON caption; the table and plot functions of
+each figure are public too.
 """
 
+from .multiclass import (
+    FIG3_LEFT_FAST,
+    FIG3_LEFT_FULL,
+    FIG3_RIGHT_FAST,
+    FIG3_RIGHT_FULL,
+    fig3_left,
+    fig3_right,
+    plot_fig3_left,
+    plot_fig3_right,
+)
 from .plotting import (
     new_axes,
     plot_comparison,
@@ -23,6 +35,7 @@ from .registry import (
     validate_figure,
     write_figure,
 )
+from .regularisation import FIG4_LEFT_FAST, FIG4_LEFT_FULL, fig4_left, plot_fig4_left
 from .sparse import (
     CURVE_ALPHAS,
     CURVE_DELTA2S,
@@ -55,6 +68,18 @@ __all__ = [
     "sparse_curves",
     "plot_sparse_curves",
     "simulation_alpha",
+    "FIG3_LEFT_FULL",
+    "FIG3_LEFT_FAST",
+    "FIG3_RIGHT_FULL",
+    "FIG3_RIGHT_FAST",
+    "fig3_left",
+    "plot_fig3_left",
+    "fig3_right",
+    "plot_fig3_right",
+    "FIG4_LEFT_FULL",
+    "FIG4_LEFT_FAST",
+    "fig4_left",
+    "plot_fig4_left",
     "plot_learning_curve",
     "plot_lambda_curve",
     "plot_comparison",
