@@ -94,7 +94,7 @@ FIG3_LEFT_FULL = {
 #: ``fig3-left`` with ``fast=True``: K = 2, 3, few alphas, small simulations
 FIG3_LEFT_FAST = {
     "ks": (2, 3),
-    "alphas": (0.5, 1.0, 2.0, 5.0, 6.0),
+    "alphas": (0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0),
     "sim_alphas": (1.0, 5.0),
     "simulate_d": 240,  # n = alpha d a multiple of 2 and 3
     "seeds": 3,
@@ -230,7 +230,7 @@ def fig3_left(
     n_jobs : int
         joblib workers over seeds (results do not depend on it).
     fast : bool
-        :data:`FIG3_LEFT_FAST` presets: K = 2, 3, five alphas, d = 240, 3 seeds.
+        :data:`FIG3_LEFT_FAST` presets: K = 2, 3, seven alphas, d = 240, 3 seeds.
     progress : bool
         Progress bars (stderr).
     bayes_error : callable, optional
@@ -335,7 +335,7 @@ def plot_fig3_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
         ax_train.set_ylim(bottom=-0.01)
         handles = [Line2D([], [], color=c, label=f"$K = {k}$") for k, c in zip(ks, colours)]
         ax_test.legend(handles=handles + _style_handles(df, drawn), loc="best")
-        fig.suptitle(title if title is not None else _fig3_title(df, lam=True))
+        fig.suptitle(title if title is not None else _fig3_title(df))
     return fig
 
 
@@ -396,13 +396,15 @@ def _style_handles(df: pd.DataFrame, drawn: dict) -> list:
     return handles
 
 
-def _fig3_title(df: pd.DataFrame, *, lam: bool) -> str:
+def _fig3_title(df: pd.DataFrame) -> str:
     delta = _fmt(float(df["delta"].iloc[0])) if "delta" in df.columns else "?"
     ks = sorted(set(int(k) for k in df["K"])) if "K" in df.columns else []
     kk = f"$K = {ks[0]}$" if len(ks) == 1 else f"$K = {ks[0]}..{ks[-1]}$"
     head = "cross-entropy + ridge ($\\ell_2$)"
-    if lam and "lam" in df.columns and df["lam"].nunique() == 1:
+    if "lam" in df.columns and df["lam"].nunique() == 1:
         head += f", $\\lambda = {_fmt(float(df['lam'].iloc[0]))}$"
+    elif "lam" in df.columns:
+        head += f", $\\lambda \\in$ [{_fmt(df['lam'].min())}, {_fmt(df['lam'].max())}]"
     return f"{head}\n{kk} balanced clusters, Gaussian means, $\\Sigma = {delta}\\,I$"
 
 
@@ -514,7 +516,7 @@ def plot_fig3_right(df: pd.DataFrame, *, title: str | None = None) -> Figure:
         if bayes:
             handles.append(Line2D([], [], color="0.3", linestyle="-.", label="Bayes-optimal"))
         ax.legend(handles=handles, loc="best")
-        fig.suptitle(title if title is not None else _fig3_title(df, lam=False))
+        fig.suptitle(title if title is not None else _fig3_title(df))
     return fig
 
 
