@@ -263,7 +263,7 @@ def write_figure(name: str, out_dir: str | Path, **kw: Any) -> FigureOutput:
     df.to_csv(csv, index=False)
     fig = spec.plot(df)
     save_figure(fig, png)
-    title = fig._suptitle.get_text() if fig._suptitle is not None else ""
+    title = fig.get_suptitle()
     info = {
         "figure": name,
         "paper": spec.paper,
