@@ -191,6 +191,10 @@ def test_plot_fig3_left(fig3_df: pd.DataFrame) -> None:
     assert "n/d" in ax_train.get_xlabel()
     for ax in (ax_test, ax_train):
         assert sum(isinstance(c, ErrorbarContainer) for c in ax.containers) == 2
+    # the zero training errors of K = 2 and 3 coincide: different widths and markers
+    theory = [ln for ln in ax_train.get_lines() if len(ln.get_xdata()) > 1]
+    assert len({ln.get_linewidth() for ln in theory}) == 2
+    assert len({ln.get_marker() for ln in theory}) == 2
     texts = [t.get_text() for t in ax_test.get_legend().get_texts()]
     assert "$K = 2$" in texts and "$K = 3$" in texts
     assert not any("Bayes" in t for t in texts)  # nothing drawn without the hook

@@ -307,9 +307,10 @@ def _simulate_alphas(rows: pd.DataFrame, mix: Mixture, sim_a: np.ndarray, a: dic
 def plot_fig3_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     """Draw :func:`fig3_left`: test error (top) and training error (bottom) against alpha.
 
-    One colour (and marker) per K; theory solid, simulations open dots with +-1
-    standard-error bars; where present, the Bayes-optimal error dash-dotted (top) and
-    ``alpha*_K`` as a dotted vertical line (both panels).
+    One colour and marker per K; theory solid (wider for smaller K, so that coincident
+    curves stay visible), simulations open dots with +-1 standard-error bars; where
+    present, the Bayes-optimal error dash-dotted (top) and ``alpha*_K`` as a dotted
+    vertical line (both panels).
     """
     df = _check_df(df, ["K", "alpha", "test_error", "train_error"])
     fig, axes = _new_slide_figure((6.6, 7.0), 2, 1, sharex=True)
@@ -322,8 +323,11 @@ def plot_fig3_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
             g = df[df["K"] == k].sort_values("alpha", kind="stable")
             marker = MARKERS[i % len(MARKERS)]
             alpha = g["alpha"].to_numpy(dtype=float)
+            # wider lines underneath: curves that coincide (zero training error) stay visible
+            width = SLIDE_STYLE["lines.linewidth"] + 0.9 * (len(ks) - 1 - i)
             for ax, key in ((ax_test, "test_error"), (ax_train, "train_error")):
-                ax.plot(alpha, g[key].to_numpy(dtype=float), "-", color=colour)
+                y = g[key].to_numpy(dtype=float)
+                ax.plot(alpha, y, "-", color=colour, linewidth=width, marker=marker, ms=3.5)
                 drawn["sim"] |= _draw_sim_column(ax, g, key, colour, marker)
             drawn["bayes"] |= _draw_bayes(ax_test, g, colour)
             drawn["star"] |= _draw_alpha_star(ax_test, ax_train, g, colour)
@@ -333,7 +337,10 @@ def plot_fig3_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
         for ax in (ax_test, ax_train):
             ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
         ax_train.set_ylim(bottom=-0.01)
-        handles = [Line2D([], [], color=c, label=f"$K = {k}$") for k, c in zip(ks, colours)]
+        handles = [
+            Line2D([], [], color=c, marker=MARKERS[i % len(MARKERS)], ms=3.5, label=f"$K = {k}$")
+            for i, (k, c) in enumerate(zip(ks, colours))
+        ]
         ax_test.legend(handles=handles + _style_handles(df, drawn), loc="best")
         fig.suptitle(title if title is not None else _fig3_title(df))
     return fig
