@@ -9,15 +9,14 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 
 import gaussmix as gm
+from gaussmix.figures import FIGURES, write_figure
 from gaussmix.figures.sparse import (
-    FIGURES,
     _simulation_lambda,
     plot_sparse_curves,
     plot_sparse_setup,
     simulation_alpha,
     sparse_curves,
     sparse_setup,
-    write_figure,
 )
 
 SETUP_COLUMNS = ["alpha", "ratio", "lam_star", "at_boundary", "nonzero_fraction", "test_error"]
@@ -181,7 +180,7 @@ def test_write_figure(tmp_path, name, kw) -> None:
 def test_bad_input(tmp_path) -> None:
     with pytest.raises(ValueError, match="name"):
         write_figure("fig-99", tmp_path)
-    assert set(FIGURES) == {"sparse-setup", "sparse-curves"}
+    assert {"sparse-setup", "sparse-curves"} <= set(FIGURES)
     with pytest.raises(ValueError, match="sparsity"):
         sparse_setup([1.0], sparsity=0.0)
     with pytest.raises(ValueError, match="sparsity"):

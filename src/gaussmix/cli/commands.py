@@ -35,8 +35,10 @@ Interface contract (checked outside the repository -- keep it stable)
   optional ``[simulate]`` table (``d``, ``seeds``, ``seed``) that switches from theory to
   simulation.  The CSV has one row per grid point: the grid options, then the JSON keys of
   ``point`` (or ``simulate``); see :mod:`gaussmix.sweep`.
-* ``gaussmix figure sparse-setup|sparse-curves --out DIR`` writes ``DIR/<name>.csv`` and
-  ``DIR/<name>.png`` (:mod:`gaussmix.figures`).
+* ``gaussmix figure NAME --out DIR`` (NAME: ``sparse-setup``, ``sparse-curves``,
+  ``fig3-left``, ``fig3-right``, ``fig4-left``) writes ``DIR/<name>.csv``,
+  ``DIR/<name>.png`` and ``DIR/<name>.json`` (:mod:`gaussmix.figures`); the options a
+  figure takes are declared by its :class:`~gaussmix.figures.FigureSpec`.
 * Every failure prints exactly one line ``gaussmix: error: <message>`` on stderr and exits
   with status 2 (bad input), 3 (no valid fixed point or a numerical failure) or 1
   (anything else, e.g. an output directory that cannot be created); never a
@@ -347,7 +349,7 @@ def _write_curve(
     return csv_path, png_path
 
 
-def _report_curve(df: Any, paths: tuple[Path, Path]) -> None:
+def _report_curve(df: Any, paths: tuple[Path, ...]) -> None:
     for p in paths:
         typer.echo(f"wrote {p}")
     n_bad = int((~df["converged"].astype(bool)).sum())
@@ -983,94 +985,133 @@ def _check_writable_dir(option: str, path: Path) -> None:
 
 
 # ============================================================================ figures
-#: options of ``gaussmix figure`` that only one figure uses (parameter -> figure)
-_FIGURE_ONLY = {
-    "ratios": "sparse-setup",
-    "delta2": "sparse-setup",
-    "delta1": "sparse-curves",
-    "delta2s": "sparse-curves",
-    "sim_alphas": "sparse-curves",
-    "d": "sparse-curves",
-    "seeds": "sparse-curves",
-    "seed": "sparse-curves",
-    "jobs": "sparse-curves",
-}
-#: simulation options of ``gaussmix figure sparse-curves``
-_FIGURE_SIM = ("sim_alphas", "d", "seeds", "seed", "jobs")
+#: options common to every figure (not declared by the registry)
+_FIGURE_COMMON = ("name", "out", "quiet")
 
 
-def _option_of(ctx: typer.Context, name: str) -> str:
-    for p in ctx.command.params:
-        if p.name == name:
-            return max(p.opts, key=len)
-    return "--" + name.replace("_", "-")
+def _flag(param: Any) -> str:
+    """The long flag of a click parameter (``--jobs`` for ``--jobs/-j``)."""
+    return max(param.opts, key=len)
 
 
 FigureName = Annotated[
     str,
     typer.Argument(
         metavar="NAME",
-        help="sparse-setup (Fig. 1 right: lasso sparsity and lambda* vs alpha) or "
-        "sparse-curves (Fig. 2: ridge vs lasso at lambda*, theory and simulation).",
+        help="sparse-setup (Fig. 1 right), sparse-curves (Fig. 2), fig3-left, fig3-right "
+        "(Fig. 3), fig4-left (Fig. 4 left); see below.",
     ),
 ]
+
+
+def _figure_option(flag: str, metavar: str | None, help_text: str) -> Any:
+    return typer.Option(flag, metavar=metavar, help=help_text, show_default=False)
+
+
+_GRID = "a,b,... or [log:]START:STOP:NUM"
 FigureAlphas = Annotated[
     str | None,
-    typer.Option(
+    _figure_option(
         "--alphas",
-        metavar="[log:]START:STOP:NUM",
-        help="Theory grid of alpha = n/d [default: log:0.1:5:25 for sparse-setup, "
-        "log:0.1:3:20 for sparse-curves].",
+        _GRID,
+        "alpha = n/d: the theory grid (sparse-*, fig3-left) or one curve each (fig3-right, "
+        "fig4-left) [default: per figure].",
     ),
+]
+FigureLams = Annotated[
+    str | None,
+    _figure_option("--lams", _GRID, "fig3-right, fig4-left: penalty strengths (> 0)."),
+]
+FigureKs = Annotated[
+    str | None, _figure_option("--ks", "K1,...", "fig3-left: numbers of clusters (>= 2).")
 ]
 FigureLoss = Annotated[
-    str, typer.Option("--loss", metavar="square|logistic|hinge", help="Training loss.")
+    str | None,
+    _figure_option("--loss", "square|logistic|hinge", "sparse-*: training loss [square]."),
 ]
 FigureSparsity = Annotated[
-    float,
-    typer.Option("--sparsity", metavar="RHO", help="Fraction of directions with means."),
+    float | None,
+    _figure_option("--sparsity", "RHO", "sparse-*: fraction of directions with means [0.1]."),
 ]
 FigureRatios = Annotated[
-    str,
-    typer.Option(
-        "--ratios",
-        metavar="r1,...",
-        help="sparse-setup: anisotropy ratios Delta1/Delta2, one curve each.",
-    ),
+    str | None,
+    _figure_option("--ratios", "r1,...", "sparse-setup: ratios Delta1/Delta2, one curve each."),
 ]
 FigureDelta2 = Annotated[
-    float,
-    typer.Option("--delta2", metavar="D2", help="sparse-setup: variance off the support."),
+    float | None,
+    _figure_option("--delta2", "D2", "sparse-setup: variance off the support [1]."),
 ]
 FigureDelta1 = Annotated[
-    float,
-    typer.Option("--delta1", metavar="D1", help="sparse-curves: variance on the support."),
+    float | None,
+    _figure_option("--delta1", "D1", "sparse-curves: variance on the support [0.1]."),
 ]
 FigureDelta2s = Annotated[
-    str,
+    str | None,
+    _figure_option(
+        "--delta2s", "d1,...", "sparse-curves: variances off the support, one colour each."
+    ),
+]
+FigureDelta = Annotated[
+    float | None,
+    _figure_option("--delta", "DELTA", "fig3-*: cluster variance, Sigma = DELTA I [0.5]."),
+]
+FigureDeltas = Annotated[
+    str | None,
+    _figure_option("--deltas", "D1,D2", "fig4-left: the two cluster variances [0.1,0.01]."),
+]
+FigureLam = Annotated[
+    float | None, _figure_option("--lam", "LAMBDA", "fig3-left: penalty strength [1e-4].")
+]
+FigureClusters = Annotated[
+    int | None, _figure_option("--clusters", "K", "fig3-right: number of clusters [3].")
+]
+FigureFast = Annotated[
+    bool,
     typer.Option(
-        "--delta2s",
-        metavar="d1,...",
-        help="sparse-curves: variances off the support, one colour each.",
+        "--fast",
+        help="fig3-*, fig4-left: small presets (fewer K, alphas, lambdas; small d, "
+        "few seeds) for a quick look.",
     ),
 ]
 FigureSimulate = Annotated[
-    bool,
+    bool | None,
     typer.Option(
         "--simulate/--no-simulate",
-        help="sparse-curves: simulation dots (finite-size ERM); sparse-setup has none.",
+        help="sparse-curves, fig3-left, fig4-left: simulation dots (finite-size ERM) "
+        "[default: simulate].",
+        show_default=False,
     ),
 ]
 FigureSimAlphas = Annotated[
-    str,
-    typer.Option(
+    str | None,
+    _figure_option(
         "--sim-alphas",
-        metavar="a1,...",
-        help="sparse-curves: simulated alphas (rounded to an even n = alpha d).",
+        "a1,...",
+        "sparse-curves, fig3-left: simulated alphas (rounded so that classes are balanced).",
     ),
 ]
+FigureSimLams = Annotated[
+    str | None, _figure_option("--sim-lams", "l1,...", "fig4-left: simulated penalties.")
+]
+FigureD = Annotated[
+    int | None, _figure_option("--d", "D", "Input dimension of the simulated instances.")
+]
 FigureSeeds = Annotated[
-    int, _seeds_option("sparse-curves: instances per simulated point (error bars).")
+    int | None, _figure_option("--seeds", "S", "Instances per simulated point (error bars).")
+]
+FigureSeed = Annotated[
+    int | None, _figure_option("--seed", "N", "Root seed of the simulations [0].")
+]
+FigureJobs = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        "-j",
+        metavar="N",
+        help="Worker processes over seeds (joblib: -1 = all cores; sparse-curves: -1, "
+        "others: 1). Results do not depend on it.",
+        show_default=False,
+    ),
 ]
 
 
@@ -1080,74 +1121,111 @@ def figure_command(
     name: FigureName,
     out: OutOption = Path("gaussmix-out"),
     alphas: FigureAlphas = None,
-    loss: FigureLoss = "square",
-    sparsity: FigureSparsity = 0.1,
-    ratios: FigureRatios = "1,0.1,0.01",
-    delta2: FigureDelta2 = 1.0,
-    delta1: FigureDelta1 = 0.1,
-    delta2s: FigureDelta2s = "0.01,0.1,1,10",
-    simulate: FigureSimulate = True,
-    sim_alphas: FigureSimAlphas = "0.3,0.7,1.5,3",
-    d: DOption = 1000,
-    seeds: FigureSeeds = 8,
-    seed: SeedOption = 0,
-    jobs: JobsOption = -1,
+    lams: FigureLams = None,
+    ks: FigureKs = None,
+    loss: FigureLoss = None,
+    sparsity: FigureSparsity = None,
+    ratios: FigureRatios = None,
+    delta2: FigureDelta2 = None,
+    delta1: FigureDelta1 = None,
+    delta2s: FigureDelta2s = None,
+    delta: FigureDelta = None,
+    deltas: FigureDeltas = None,
+    lam: FigureLam = None,
+    clusters: FigureClusters = None,
+    fast: FigureFast = False,
+    simulate: FigureSimulate = None,
+    sim_alphas: FigureSimAlphas = None,
+    sim_lams: FigureSimLams = None,
+    d: FigureD = None,
+    seeds: FigureSeeds = None,
+    seed: FigureSeed = None,
+    jobs: FigureJobs = None,
     quiet: QuietOption = False,
 ) -> None:
-    """A figure of the paper: writes DIR/NAME.csv and DIR/NAME.png.
+    """A figure of the paper: writes DIR/NAME.csv, DIR/NAME.png and DIR/NAME.json
+    (caption and arguments).  Each figure takes only its own options (others are refused).
 
-    sparse-setup (Fig. 1 right): the fraction of non-zero weights of the lasso at its
-    optimal penalty and lambda* itself against alpha, for ratios Delta1/Delta2 at
-    sparsity 0.1 (Delta2 = 1); where lambda* -> 0+ (basis pursuit) the table has
-    lam_star = 0, at_boundary = true and the plot a triangle on the bottom edge.
-    About 12 s.
+    sparse-setup (Fig. 1 right): fraction of non-zero weights of the lasso at its optimal
+    penalty and lambda* against alpha, for ratios Delta1/Delta2.  About 12 s.
 
-    sparse-curves (Fig. 2): test error and training loss of ridge (dashed) and lasso
-    (solid) at their optimal penalties against alpha, Delta1 = 0.1 and several Delta2,
-    with simulations (d = 1000, 8 seeds, square loss by coordinate descent) at four
-    alphas.  About a minute on 2 cores (12 s with --no-simulate).
+    sparse-curves (Fig. 2): ridge (dashed) vs lasso (solid) at their optimal penalties
+    against alpha, Delta1 = 0.1 and several Delta2, simulations at d = 1000.  About a
+    minute on 2 cores (12 s with --no-simulate).
+
+    fig3-left (Fig. 3 left): cross-entropy, lambda = 1e-4, K = 2..5 Gaussian clusters
+    (Delta = 0.5): test error (top) and training error (bottom) against alpha, with
+    simulations at d = 1000 (hours on 2 cores; --fast: K = 2, 3, d = 240, about a minute).
+
+    fig3-right (Fig. 3 right): cross-entropy, K = 3: test error against lambda at a few
+    alpha (theory).
+
+    fig4-left (Fig. 4 left): ridge regression on two opposite clusters with
+    Sigma_1 = 0.1 I, Sigma_2 = 0.01 I: test error against lambda for several alpha,
+    lambda* marked, simulations at d = 1000.
     """
-    from gaussmix.figures.sparse import validate_figure, write_figure
-
-    _check_figure_options(ctx, name, simulate)
-    kw: dict[str, Any] = {"loss": loss, "sparsity": sparsity, "progress": not quiet}
-    if alphas is not None:
-        kw["alphas"] = _parse_range("--alphas", alphas, positive=True)
-    if name == "sparse-setup":
-        kw.update(ratios=parse_floats("--ratios", ratios), delta2=delta2)
-    else:
-        kw.update(delta1=delta1, delta2s=parse_floats("--delta2s", delta2s), simulate=simulate)
-        if simulate:
-            kw.update(
-                sim_alphas=parse_floats("--sim-alphas", sim_alphas),
-                simulate_d=d,
-                seeds=seeds,
-                seed=seed,
-                n_jobs=jobs,
-            )
-    validate_figure(name, **kw)
-    out = _make_out_dir(out)
-    with _one_blas_thread() if kw.get("simulate") else contextlib.nullcontext():
-        res = write_figure(name, out, **kw)
-    _report_curve(res.data, (res.csv, res.png))
-
-
-def _check_figure_options(ctx: typer.Context, name: str, simulate: bool) -> None:
-    """The figure exists, and no option given on the command line is one it ignores."""
-    from gaussmix.figures.sparse import FIGURES
+    from gaussmix.figures import FIGURES, validate_figure, write_figure
 
     if name not in FIGURES:
         allowed = ", ".join(repr(n) for n in FIGURES)
         raise ValueError(f"NAME must be one of {allowed}; got {name!r}")
-    for param, only in _FIGURE_ONLY.items():
-        if only != name and _given(ctx, param):
-            raise ValueError(f"{_option_of(ctx, param)} is only valid with figure {only}")
-    if name == "sparse-setup" and _given(ctx, "simulate") and simulate:
-        raise ValueError("--simulate is only valid with figure sparse-curves")
-    if name == "sparse-curves" and not simulate:
-        for param in _FIGURE_SIM:
-            if _given(ctx, param):
-                raise ValueError(f"{_option_of(ctx, param)} cannot be used with --no-simulate")
+    spec = FIGURES[name]
+    kw = _figure_kwargs(ctx, spec)
+    kw["progress"] = not quiet
+    try:
+        validate_figure(name, **kw)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(_figure_message(spec, str(exc))) from None
+    out = _make_out_dir(out)
+    simulates = spec.simulates and kw.get("simulate", True)
+    with _one_blas_thread() if simulates else contextlib.nullcontext():
+        res = write_figure(name, out, **kw)
+    _report_curve(res.data, (res.csv, res.png, res.meta))
+
+
+def _figure_kwargs(ctx: typer.Context, spec: Any) -> dict[str, Any]:
+    """The table function's arguments from the options given on the command line; an
+    option the figure does not take, or a simulation option with ``--no-simulate``, is
+    refused naming it."""
+    given = [p for p in ctx.command.params if p.name not in _FIGURE_COMMON and _given(ctx, p.name)]
+    no_sim = _given(ctx, "simulate") and ctx.params["simulate"] is False
+    kw: dict[str, Any] = {}
+    for p in given:
+        opt = spec.option(_flag(p))
+        if opt is None:
+            takes = ", ".join(o.flag for o in spec.options) or "none"
+            raise ValueError(
+                f"{_flag(p)} is not an option of figure {spec.name} (its options: {takes})"
+            )
+        if opt.simulation and no_sim:
+            raise ValueError(f"{opt.flag} cannot be used with --no-simulate")
+        kw[opt.param] = _figure_value(opt, ctx.params[p.name])
+    for opt in spec.options:
+        if opt.param not in kw and opt.has_cli_default and not (opt.simulation and no_sim):
+            kw[opt.param] = opt.cli_default
+    return kw
+
+
+def _figure_value(opt: Any, value: Any) -> Any:
+    """The text of a list option parsed by the option's kind (others pass as they are)."""
+    if opt.kind == "grid":
+        if ":" in str(value):
+            return _parse_range(opt.flag, str(value), positive=True)
+        return parse_floats(opt.flag, value)
+    if opt.kind == "ints":
+        parts = [t.strip() for t in str(value).split(",")]
+        if not all(re.fullmatch(r"[+-]?\d+", t) for t in parts):
+            raise ValueError(f"{opt.flag} must be comma-separated integers, got {value!r}")
+        return [int(t) for t in parts]
+    return value
+
+
+def _figure_message(spec: Any, message: str) -> str:
+    """Rewrite the table function's argument names in ``message`` as the figure's flags."""
+    for opt in sorted(spec.options, key=lambda o: len(o.param), reverse=True):
+        pattern = rf"(?<![\w-]){re.escape(opt.param)}(?=\s+must\b|\s+has\b|=|:)"
+        message = re.sub(pattern, opt.flag, message)
+    return message
 
 
 # ============================================================================ phase

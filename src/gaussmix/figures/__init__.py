@@ -1,9 +1,23 @@
 """The paper's figures as tables and matplotlib figures, and the plotting helpers.
 
-``write_figure(name, out_dir)`` computes a figure registered in :data:`FIGURES` and writes
-its CSV and PNG; the table and plot functions of each figure are public too.
+Every figure is declared once in :data:`FIGURES` (:mod:`gaussmix.figures.registry`) by
+the module that makes it: :mod:`~gaussmix.figures.sparse` (Figs. 1 right and 2),
+:mod:`~gaussmix.figures.multiclass` (Fig. 3 left and right) and
+:mod:`~gaussmix.figures.regularisation` (Fig. 4 left).  ``write_figure(name, out_dir)``
+computes one and writes its CSV, PNG and JSON caption; the table and plot functions of
+each figure are public too.
 """
 
+from .multiclass import (
+    FIG3_LEFT_FAST,
+    FIG3_LEFT_FULL,
+    FIG3_RIGHT_FAST,
+    FIG3_RIGHT_FULL,
+    fig3_left,
+    fig3_right,
+    plot_fig3_left,
+    plot_fig3_right,
+)
 from .plotting import (
     new_axes,
     plot_comparison,
@@ -11,26 +25,39 @@ from .plotting import (
     plot_learning_curve,
     save_figure,
 )
+from .registry import (
+    FIGURES,
+    FigureOption,
+    FigureOutput,
+    FigureSpec,
+    get_figure,
+    register_figure,
+    validate_figure,
+    write_figure,
+)
+from .regularisation import FIG4_LEFT_FAST, FIG4_LEFT_FULL, fig4_left, plot_fig4_left
 from .sparse import (
     CURVE_ALPHAS,
     CURVE_DELTA2S,
     CURVE_SEEDS,
     CURVE_SIM_ALPHAS,
-    FIGURES,
     SETUP_ALPHAS,
-    FigureOutput,
     plot_sparse_curves,
     plot_sparse_setup,
     simulation_alpha,
     sparse_curves,
     sparse_setup,
-    validate_figure,
-    write_figure,
 )
 
 __all__ = [
     "FIGURES",
+    "FigureSpec",
+    "FigureOption",
     "FigureOutput",
+    "register_figure",
+    "get_figure",
+    "write_figure",
+    "validate_figure",
     "SETUP_ALPHAS",
     "CURVE_ALPHAS",
     "CURVE_SIM_ALPHAS",
@@ -41,8 +68,18 @@ __all__ = [
     "sparse_curves",
     "plot_sparse_curves",
     "simulation_alpha",
-    "write_figure",
-    "validate_figure",
+    "FIG3_LEFT_FULL",
+    "FIG3_LEFT_FAST",
+    "FIG3_RIGHT_FULL",
+    "FIG3_RIGHT_FAST",
+    "fig3_left",
+    "plot_fig3_left",
+    "fig3_right",
+    "plot_fig3_right",
+    "FIG4_LEFT_FULL",
+    "FIG4_LEFT_FAST",
+    "fig4_left",
+    "plot_fig4_left",
     "plot_learning_curve",
     "plot_lambda_curve",
     "plot_comparison",

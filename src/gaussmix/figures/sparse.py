@@ -2,9 +2,10 @@
 
 Each figure is a pair of pure functions: one computes a pandas table (theory, and
 finite-size simulations where the paper shows them), the other draws it.  Both are
-usable on their own; :func:`write_figure` runs a named figure and writes
-``DIR/<name>.csv`` and ``DIR/<name>.png``.  Figures are built on an Agg canvas without
-``pyplot`` (see :mod:`gaussmix.figures`).
+usable on their own; both are registered in :data:`gaussmix.figures.registry.FIGURES`
+and :func:`gaussmix.figures.write_figure` runs a named figure and writes
+``DIR/<name>.csv``, ``DIR/<name>.png`` and ``DIR/<name>.json``.  Figures are built on
+an Agg canvas without ``pyplot`` (see :mod:`gaussmix.figures`).
 
 Figures (Section 3.1 of the paper, the correlated sparse mixture eq. (sparse)):
 
@@ -22,31 +23,29 @@ Figures (Section 3.1 of the paper, the correlated sparse mixture eq. (sparse)):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from typing import Any
 
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from gaussmix.core.progress import progress_bar
-from gaussmix.core.validation import check_array, check_choice, check_int, check_real
+from gaussmix.core.validation import check_choice, check_int, check_real
 from gaussmix.experiments.lambda_star import OptimalLambdaResult, optimal_lambda_curve
 from gaussmix.simulate.simulation import simulate as run_simulation
 from gaussmix.theory.losses import get_loss
 from gaussmix.theory.mixture import Mixture
 from gaussmix.theory.penalties import make_penalty
 
-from .plotting import AXIS_LABELS, STYLE, save_figure
+from ._common import _alphas, _check_bool, _check_df, _colours, _fmt, _new_figure, _positive_list
+from .plotting import AXIS_LABELS, STYLE
+from .registry import ERROR_BAR_CAPTION, FigureOption, FigureSpec, register_figure
 
 __all__ = [
-    "FIGURES",
-    "FigureOutput",
     "SETUP_ALPHAS",
     "CURVE_ALPHAS",
     "CURVE_SIM_ALPHAS",
@@ -57,8 +56,6 @@ __all__ = [
     "sparse_curves",
     "plot_sparse_curves",
     "simulation_alpha",
-    "write_figure",
-    "validate_figure",
 ]
 
 #: default sample complexities of ``sparse-setup`` (log-spaced: the lambda -> 0+ region
@@ -83,34 +80,10 @@ LASSO_SIM_LAM_MIN = 0.05
 
 
 # =========================================================================== helpers
-def _alphas(name: str, alphas: Any) -> np.ndarray:
-    a = check_array(name, alphas, shape=(None,), positive=True)
-    if a.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    return np.unique(a)
-
-
-def _positive_list(name: str, values: Any) -> np.ndarray:
-    v = check_array(name, values, shape=(None,), positive=True)
-    if v.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    if np.unique(v).size != v.size:
-        raise ValueError(f"{name} must not repeat a value, got {v.tolist()}")
-    return v
 
 
 def _check_loss(loss: Any) -> str:
     return check_choice("loss", loss, BINARY_LOSSES)
-
-
-def _check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name} must be a bool, got {value!r}")
-    return bool(value)
-
-
-def _fmt(x: float) -> str:
-    return f"{x:g}"
 
 
 def simulation_alpha(alpha: float, d: int) -> float:
@@ -123,30 +96,6 @@ def simulation_alpha(alpha: float, d: int) -> float:
     """
     n = max(2, 2 * int(np.floor(alpha * d / 2 + 0.5)))
     return n / d
-
-
-def _colours(n: int) -> list:
-    cycle = mpl.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
-    return [cycle[i % len(cycle)] for i in range(n)]
-
-
-def _new_figure(figsize: tuple[float, float], nrows: int, ncols: int, **kw: Any):
-    with mpl.rc_context(STYLE):
-        fig = Figure(figsize=figsize, layout="constrained")
-        FigureCanvasAgg(fig)
-        axes = fig.subplots(nrows, ncols, squeeze=False, **kw)
-    return fig, axes
-
-
-def _check_df(df: Any, columns: Sequence[str]) -> pd.DataFrame:
-    if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"df has no column(s) {missing}; columns are {list(df.columns)}")
-    if df.empty:
-        raise ValueError("df has no rows")
-    return df
 
 
 def _curve_rows(df: pd.DataFrame, **coords: Any) -> pd.DataFrame:
@@ -762,76 +711,57 @@ def _curves_title(df: pd.DataFrame) -> str:
 
 
 # =========================================================================== registry
-class FigureOutput(NamedTuple):
-    """What :func:`write_figure` produced."""
+_SPARSE_COMMON = (
+    FigureOption("--alphas", "alphas", "grid"),
+    FigureOption("--loss", "loss", "str"),
+    FigureOption("--sparsity", "sparsity", "float"),
+)
 
-    data: pd.DataFrame
-    csv: Path
-    png: Path
+register_figure(
+    FigureSpec(
+        name="sparse-setup",
+        paper="Fig. 1 (right)",
+        description="lasso sparsity and lambda* vs alpha (sparse mixture)",
+        caption=(
+            "Lasso at its optimal penalty lambda*(alpha) on the correlated sparse mixture: "
+            "fraction of non-zero weights (top) and lambda* (bottom) against alpha, one "
+            "colour per ratio Delta1/Delta2. Triangles on the bottom edge: lambda* -> 0+ "
+            "(basis pursuit); on the top edge: lambda* -> infinity. Theory only."
+        ),
+        table=sparse_setup,
+        check=_setup_args,
+        plot=plot_sparse_setup,
+        options=(
+            *_SPARSE_COMMON,
+            FigureOption("--ratios", "ratios", "grid"),
+            FigureOption("--delta2", "delta2", "float"),
+        ),
+    )
+)
 
-
-#: name -> (table function, plotting function)
-FIGURES: dict[str, tuple[Callable[..., pd.DataFrame], Callable[..., Figure]]] = {
-    "sparse-setup": (sparse_setup, plot_sparse_setup),
-    "sparse-curves": (sparse_curves, plot_sparse_curves),
-}
-
-
-#: name -> argument check of the table function (raises on bad input, computes nothing)
-_CHECKS: dict[str, Callable[..., Any]] = {
-    "sparse-setup": _setup_args,
-    "sparse-curves": _curves_args,
-}
-
-
-def validate_figure(name: str, **kw: Any) -> None:
-    """Check the arguments of figure ``name`` without computing anything.
-
-    Raises the ``TypeError`` / ``ValueError`` (naming the argument) that
-    :func:`write_figure` would raise at the start, so that a caller can fail before
-    creating files (options of the lambda* search are checked only when it runs).
-    """
-    import inspect
-
-    check_choice("name", name, tuple(FIGURES))
-    make = FIGURES[name][0]
-    try:
-        bound = inspect.signature(make).bind(**kw)
-    except TypeError as exc:
-        raise TypeError(f"figure {name!r}: {exc}") from None
-    bound.apply_defaults()
-    args = dict(bound.arguments)
-    args.pop("search_kw", None)  # checked by gaussmix.optimal_lambda
-    _CHECKS[name](**args)
-
-
-def write_figure(name: str, out_dir: str | Path, **kw: Any) -> FigureOutput:
-    """Compute figure ``name`` and write ``out_dir/<name>.csv`` and ``out_dir/<name>.png``.
-
-    Parameters
-    ----------
-    name : {'sparse-setup', 'sparse-curves'}
-        See the module documentation.
-    out_dir : path
-        Output directory (created if needed).
-    **kw
-        Passed to the table function (:func:`sparse_setup` or :func:`sparse_curves`).
-
-    Returns
-    -------
-    FigureOutput
-        The table and the two paths written.
-    """
-    check_choice("name", name, tuple(FIGURES))
-    make, draw = FIGURES[name]
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"out_dir {str(out)!r} exists and is not a directory")
-    df = make(**kw)
-    out.mkdir(parents=True, exist_ok=True)
-    csv = out / f"{name}.csv"
-    png = out / f"{name}.png"
-    df.to_csv(csv, index=False)
-    fig = draw(df)
-    save_figure(fig, png)
-    return FigureOutput(df, csv, png)
+register_figure(
+    FigureSpec(
+        name="sparse-curves",
+        paper="Fig. 2",
+        description="ridge vs lasso at lambda*, theory and simulation (sparse mixture)",
+        caption=(
+            "Test error (left) and training loss (right) of ridge (dashed) and lasso "
+            "(solid) at their optimal penalties against alpha, one colour per Delta2. "
+            + ERROR_BAR_CAPTION
+        ),
+        table=sparse_curves,
+        check=_curves_args,
+        plot=plot_sparse_curves,
+        options=(
+            *_SPARSE_COMMON,
+            FigureOption("--delta1", "delta1", "float"),
+            FigureOption("--delta2s", "delta2s", "grid"),
+            FigureOption("--simulate", "simulate", "bool"),
+            FigureOption("--sim-alphas", "sim_alphas", "grid", simulation=True),
+            FigureOption("--d", "simulate_d", "int", simulation=True),
+            FigureOption("--seeds", "seeds", "int", simulation=True),
+            FigureOption("--seed", "seed", "int", simulation=True),
+            FigureOption("--jobs", "n_jobs", "int", simulation=True, cli_default=-1),
+        ),
+    )
+)

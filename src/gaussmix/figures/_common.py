@@ -1,0 +1,148 @@
+"""Helpers shared by the figure modules (validation of figure arguments, axes, colours)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from gaussmix.core.validation import check_array
+
+from .plotting import STYLE
+
+
+def _alphas(name: str, alphas: Any) -> np.ndarray:
+    a = check_array(name, alphas, shape=(None,), positive=True)
+    if a.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    return np.unique(a)
+
+
+def _positive_list(name: str, values: Any) -> np.ndarray:
+    v = check_array(name, values, shape=(None,), positive=True)
+    if v.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if np.unique(v).size != v.size:
+        raise ValueError(f"{name} must not repeat a value, got {v.tolist()}")
+    return v
+
+
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+    return bool(value)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def _colours(n: int) -> list:
+    cycle = mpl.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+    return [cycle[i % len(cycle)] for i in range(n)]
+
+
+def _new_figure(figsize: tuple[float, float], nrows: int, ncols: int, **kw: Any):
+    with mpl.rc_context(STYLE):
+        fig = Figure(figsize=figsize, layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(nrows, ncols, squeeze=False, **kw)
+    return fig, axes
+
+
+def _check_df(df: Any, columns: Sequence[str]) -> pd.DataFrame:
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"df has no column(s) {missing}; columns are {list(df.columns)}")
+    if df.empty:
+        raise ValueError("df has no rows")
+    return df
+
+
+#: style of the figures made for slides (larger type than :data:`STYLE`)
+SLIDE_STYLE = {
+    **STYLE,
+    "font.size": 11.0,
+    "axes.labelsize": 12.0,
+    "axes.titlesize": 12.0,
+    "legend.fontsize": 10.0,
+    "xtick.labelsize": 10.0,
+    "ytick.labelsize": 10.0,
+    "lines.linewidth": 1.8,
+    "lines.markersize": 5.0,
+}
+#: line styles cycled over series of one figure, so that coincident curves stay visible
+LINE_STYLES = ("-", "--", "-.", ":")
+#: markers cycled over series of one figure (theory lines carry a few of them)
+MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def _new_slide_figure(figsize: tuple[float, float], nrows: int, ncols: int, **kw: Any):
+    """A figure and its axes (``squeeze=False``) in :data:`SLIDE_STYLE`."""
+    with mpl.rc_context(SLIDE_STYLE):
+        fig = Figure(figsize=figsize, layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(nrows, ncols, squeeze=False, **kw)
+    return fig, axes
+
+
+def _balanced_alpha(alpha: float, d: int, k: int) -> float:
+    """``alpha`` rounded so that ``n = alpha d`` is a positive multiple of ``k``: with
+    balanced clusters the simulated class counts are then exactly equal."""
+    n = max(k, k * int(np.floor(alpha * d / k + 0.5)))
+    return n / d
+
+
+def _simulation_columns(rows: pd.DataFrame, keys: Sequence[str]) -> None:
+    """Add empty simulation columns (``sim_alpha``, ``sim_lam``, ``sim_<key>``,
+    ``sim_<key>_se``, ``sim_converged``, ``sim_d``, ``sim_seeds``) to ``rows`` in place."""
+    for c in ("sim_alpha", "sim_lam"):
+        rows[c] = np.nan
+    for key in keys:
+        rows[f"sim_{key}"] = np.nan
+        rows[f"sim_{key}_se"] = np.nan
+    rows["sim_converged"] = pd.array([pd.NA] * len(rows), dtype="boolean")
+    rows["sim_d"] = np.nan
+    rows["sim_seeds"] = np.nan
+
+
+def _fill_simulation(rows: pd.DataFrame, idx: Any, result: Any, keys: Sequence[str]) -> None:
+    """Write a :class:`gaussmix.simulate.SimulationResult` into the ``sim_*`` columns of
+    ``rows.loc[idx]``."""
+    p = result.params
+    rows.loc[idx, "sim_alpha"] = float(p["n"]) / float(p["d"])
+    rows.loc[idx, "sim_lam"] = float(p["lam"])
+    for key in keys:
+        rows.loc[idx, f"sim_{key}"] = float(result.mean[key])
+        rows.loc[idx, f"sim_{key}_se"] = float(result.se[key])
+    rows.loc[idx, "sim_converged"] = bool(result.converged)
+    rows.loc[idx, "sim_d"] = int(p["d"])
+    rows.loc[idx, "sim_seeds"] = int(p["seeds"])
+
+
+def _errorbars(ax: Any, x: Any, y: Any, se: Any, colour: Any, marker: str) -> None:
+    """Simulation dots with +-1 standard-error bars."""
+    ax.errorbar(
+        np.asarray(x, dtype=float),
+        np.asarray(y, dtype=float),
+        yerr=np.asarray(se, dtype=float),
+        fmt=marker,
+        color=colour,
+        mfc="white",
+        mew=1.3,
+        capsize=SLIDE_STYLE["errorbar.capsize"] + 1.0,
+        markersize=SLIDE_STYLE["lines.markersize"] + 1.0,
+        zorder=3,
+    )
+
+
+def _pick(value: Any, preset: Any) -> Any:
+    """``value`` unless it is None, then the preset."""
+    return preset if value is None else value

@@ -1,0 +1,585 @@
+"""Fig. 3: cross-entropy classification of K Gaussian clusters (Section 3.2).
+
+Setting of the paper: Gaussian means ``mu_k ~ N(0, I_d/d)`` (Gram matrix ``Theta = I``),
+``Sigma_k = Delta I`` with ``Delta = 1/2``, balanced clusters, one-hot labels, softmax
+cross-entropy and a ridge penalty ``lam ||W||_F^2 / 2``.
+
+``fig3-left`` -- :func:`fig3_left` / :func:`plot_fig3_left`
+    Test error (top) and training error (bottom) against ``alpha`` at ``lam = 1e-4`` for
+    ``K = 2..5``: theory lines and simulation dots (exact multinomial logistic regression
+    at ``d = 1000``, +-1 standard error over seeds).  The training error is 0 below the
+    separability transition ``alpha*_K`` and positive above it, where the test error has
+    a cusp.
+``fig3-right`` -- :func:`fig3_right` / :func:`plot_fig3_right`
+    Test error against ``lambda`` for ``K = 3`` at a few ``alpha``.
+
+Hooks for the Bayes-optimal error and the transition
+----------------------------------------------------
+Both table functions take ``bayes_error``, a callable ``(mixture, alpha) -> float``
+returning the Bayes-optimal test error (e.g. ``lambda m, a:
+gaussmix.theory.bayes.bayes_optimal_error(m, a).test_error``); :func:`fig3_left` also
+takes ``alpha_star``, a callable ``mixture -> float`` returning the separability
+threshold ``alpha*_K`` (e.g. ``lambda m:
+gaussmix.experiments.transition.separability_threshold(m).alpha_star``).  They fill the
+columns ``bayes_error`` (per row) and ``alpha_star`` (per K); without them these columns
+are NaN.  The plots draw a finite ``bayes_error`` as a dash-dotted line in the colour of
+its curve (:func:`plot_fig3_right`: a horizontal line per alpha) and a finite
+``alpha_star`` as a dotted vertical line in both panels.
+
+Small penalties
+---------------
+At ``lam = 1e-4`` near the cusp the fixed point is hard to reach: the solver may warn
+about the integration error, and a point where it finds no fixed point is NaN with
+``converged = False`` and a ``ConvergenceWarning``.  Nothing is hidden here: the
+warnings reach the caller (the CLI prints them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from gaussmix.core.progress import progress_bar
+from gaussmix.core.validation import check_array, check_int, check_real
+from gaussmix.experiments.curves import lambda_sweep, learning_curve
+from gaussmix.simulate.simulation import simulate as run_simulation
+from gaussmix.theory.mixture import Mixture
+
+from ._common import (
+    LINE_STYLES,
+    MARKERS,
+    SLIDE_STYLE,
+    _alphas,
+    _balanced_alpha,
+    _check_bool,
+    _check_df,
+    _colours,
+    _errorbars,
+    _fill_simulation,
+    _fmt,
+    _new_slide_figure,
+    _pick,
+    _positive_list,
+    _simulation_columns,
+)
+from .plotting import AXIS_LABELS
+from .registry import ERROR_BAR_CAPTION, FigureOption, FigureSpec, register_figure
+
+__all__ = [
+    "FIG3_LEFT_FULL",
+    "FIG3_LEFT_FAST",
+    "FIG3_RIGHT_FULL",
+    "FIG3_RIGHT_FAST",
+    "fig3_mixture",
+    "fig3_left",
+    "plot_fig3_left",
+    "fig3_right",
+    "plot_fig3_right",
+]
+
+#: defaults of ``fig3-left`` (the paper's setting; hours of simulation at d = 1000)
+FIG3_LEFT_FULL = {
+    "ks": (2, 3, 4, 5),
+    "alphas": tuple(float(x) for x in np.arange(0.5, 6.01, 0.5)),
+    "sim_alphas": (0.6, 1.2, 2.4, 4.8),  # n = alpha d a multiple of 2, 3, 4 and 5
+    "simulate_d": 1000,
+    "seeds": 8,
+}
+#: ``fig3-left`` with ``fast=True``: K = 2, 3, few alphas, small simulations
+FIG3_LEFT_FAST = {
+    "ks": (2, 3),
+    "alphas": (0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0),
+    "sim_alphas": (1.0, 5.0),
+    "simulate_d": 240,  # n = alpha d a multiple of 2 and 3
+    "seeds": 3,
+}
+#: defaults of ``fig3-right``
+FIG3_RIGHT_FULL = {
+    "alphas": (0.5, 1.0, 2.0, 5.0),
+    "lams": tuple(float(x) for x in np.geomspace(1e-4, 1e2, 25)),
+}
+#: ``fig3-right`` with ``fast=True``
+FIG3_RIGHT_FAST = {
+    "alphas": (1.0, 5.0),
+    "lams": tuple(float(x) for x in np.geomspace(1e-4, 1e2, 7)),
+}
+#: the paper's cluster variance and penalty of ``fig3-left``
+DELTA = 0.5
+LAM = 1e-4
+#: columns of :func:`gaussmix.learning_curve` / :func:`gaussmix.lambda_sweep` kept
+_THEORY = ("test_error", "train_error", "train_loss", "converged", "n_iter", "integration_error")
+_SIM_KEYS = ("test_error", "train_error")
+
+BayesHook = Callable[[Mixture, float], float]
+AlphaStarHook = Callable[[Mixture], float]
+
+
+def fig3_mixture(n_clusters: int, delta: float = DELTA) -> Mixture:
+    """The mixture of Fig. 3: ``K`` balanced clusters, Gaussian means, ``Sigma = Delta I``."""
+    return Mixture.isotropic(delta=delta, means="gaussian", n_clusters=n_clusters)
+
+
+def _check_hook(name: str, hook: Any) -> Any:
+    if hook is not None and not callable(hook):
+        raise TypeError(f"{name} must be callable or None, got {type(hook).__name__}")
+    return hook
+
+
+def _ks(ks: Any) -> tuple[int, ...]:
+    if isinstance(ks, int | np.integer):
+        ks = (ks,)
+    values = tuple(check_int("ks", k, low=2) for k in ks)
+    if not values:
+        raise ValueError("ks must not be empty")
+    if len(set(values)) != len(values):
+        raise ValueError(f"ks must not repeat a value, got {list(values)}")
+    return values
+
+
+def _sim_args(out: dict, preset: dict, sim_alphas, simulate_d, seeds, seed, n_jobs) -> None:
+    out["sim_alphas"] = _alphas("sim_alphas", _pick(sim_alphas, preset["sim_alphas"]))
+    out["d"] = check_int("simulate_d", _pick(simulate_d, preset["simulate_d"]), low=2)
+    out["seeds"] = check_int("seeds", _pick(seeds, preset["seeds"]), low=1)
+    out["seed"] = check_int("seed", seed, low=0)
+    out["n_jobs"] = check_int("n_jobs", n_jobs)
+    if out["n_jobs"] == 0:
+        raise ValueError("n_jobs must be a non-zero integer (joblib convention), got 0")
+    if out["d"] < max(out["ks"]):
+        raise ValueError(f"simulate_d must be >= the largest K ({max(out['ks'])}), got {out['d']}")
+
+
+# =========================================================================== Fig. 3 left
+def _left_args(
+    alphas,
+    ks,
+    delta,
+    lam,
+    simulate,
+    sim_alphas,
+    simulate_d,
+    seeds,
+    seed,
+    n_jobs,
+    fast,
+    progress,
+    bayes_error,
+    alpha_star,
+) -> dict[str, Any]:
+    """Validated arguments of :func:`fig3_left` with the presets applied."""
+    fast = _check_bool("fast", fast)
+    preset = FIG3_LEFT_FAST if fast else FIG3_LEFT_FULL
+    out: dict[str, Any] = {
+        "alphas": _alphas("alphas", _pick(alphas, preset["alphas"])),
+        "ks": _ks(_pick(ks, preset["ks"])),
+        "delta": check_real("delta", delta, low=0.0, low_open=True),
+        "lam": check_real("lam", lam, low=0.0, low_open=True),
+        "simulate": _check_bool("simulate", simulate),
+        "progress": _check_bool("progress", progress),
+        "bayes_error": _check_hook("bayes_error", bayes_error),
+        "alpha_star": _check_hook("alpha_star", alpha_star),
+    }
+    if out["simulate"]:
+        _sim_args(out, preset, sim_alphas, simulate_d, seeds, seed, n_jobs)
+    return out
+
+
+def fig3_left(
+    alphas: Sequence[float] | None = None,
+    ks: Sequence[int] | None = None,
+    *,
+    delta: float = DELTA,
+    lam: float = LAM,
+    simulate: bool = True,
+    sim_alphas: Sequence[float] | None = None,
+    simulate_d: int | None = None,
+    seeds: int | None = None,
+    seed: int = 0,
+    n_jobs: int = 1,
+    fast: bool = False,
+    progress: bool = False,
+    bayes_error: BayesHook | None = None,
+    alpha_star: AlphaStarHook | None = None,
+) -> pd.DataFrame:
+    """Fig. 3 (left): test and training errors of cross-entropy against alpha, K = 2..5.
+
+    Parameters
+    ----------
+    alphas : sequence of float, optional
+        Theory grid (default :data:`FIG3_LEFT_FULL`, or :data:`FIG3_LEFT_FAST` with
+        ``fast``; likewise for every ``None`` below).  The simulated alphas are added.
+    ks : sequence of int, optional
+        Numbers of clusters (>= 2), one colour each.
+    delta : float
+        Cluster variance ``Sigma_k = Delta I``.
+    lam : float
+        Ridge penalty strength (> 0).
+    simulate : bool
+        Simulation dots: multinomial logistic regression (exact ERM) on ``seeds``
+        instances of dimension ``simulate_d`` at each of ``sim_alphas``, each rounded so
+        that every cluster has exactly ``n/K`` samples.
+    sim_alphas : sequence of float, optional
+    simulate_d, seeds : int, optional
+    seed : int
+        Root seed of the simulations (reproducible bit for bit).
+    n_jobs : int
+        joblib workers over seeds (results do not depend on it).
+    fast : bool
+        :data:`FIG3_LEFT_FAST` presets: K = 2, 3, seven alphas, d = 240, 3 seeds.
+    progress : bool
+        Progress bars (stderr).
+    bayes_error : callable, optional
+        ``(mixture, alpha) -> float``: the Bayes-optimal test error (see the module
+        documentation); None leaves ``bayes_error`` NaN.
+    alpha_star : callable, optional
+        ``mixture -> float``: the separability threshold ``alpha*_K``; None leaves
+        ``alpha_star`` NaN.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per ``(K, alpha)``: ``K, alpha, delta, lam, loss, penalty, test_error,
+        train_error, train_loss, converged, n_iter, integration_error, bayes_error,
+        alpha_star, sim_alpha, sim_lam, sim_test_error, sim_test_error_se,
+        sim_train_error, sim_train_error_se, sim_converged, sim_d, sim_seeds`` (the
+        ``sim_*`` columns NaN except at the simulated alphas).
+    """
+    a = _left_args(**{k: v for k, v in locals().items()})
+    grid = a["alphas"]
+    frames = []
+    for k in progress_bar(a["ks"], desc="fig3-left", enabled=a["progress"], unit="K"):
+        mix = fig3_mixture(k, a["delta"])
+        sim_a = (
+            np.unique([_balanced_alpha(x, a["d"], k) for x in a["sim_alphas"]])
+            if a["simulate"]
+            else np.empty(0)
+        )
+        alphas_k = np.unique(np.concatenate([grid, sim_a]))
+        df = learning_curve(
+            mix, "cross-entropy", alphas_k, lam=a["lam"], penalty="l2", progress=a["progress"]
+        )
+        rows = df[["alpha", "lam", *_THEORY]].copy()
+        rows.insert(0, "K", k)
+        rows.insert(2, "delta", a["delta"])
+        rows.insert(4, "loss", "cross-entropy")
+        rows.insert(5, "penalty", "l2")
+        hook = a["bayes_error"]
+        rows["bayes_error"] = [float(hook(mix, float(x))) if hook else np.nan for x in alphas_k]
+        rows["alpha_star"] = float(a["alpha_star"](mix)) if a["alpha_star"] else np.nan
+        _simulation_columns(rows, _SIM_KEYS)
+        if a["simulate"]:
+            _simulate_alphas(rows, mix, sim_a, a)
+        frames.append(rows)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _simulate_alphas(rows: pd.DataFrame, mix: Mixture, sim_a: np.ndarray, a: dict) -> None:
+    """Fill the ``sim_*`` columns of one K at the alphas ``sim_a`` (in place)."""
+    k = mix.n_clusters
+    with progress_bar(
+        total=sim_a.size * a["seeds"],
+        desc=f"simulate K={k} d={a['d']}",
+        unit="seed",
+        enabled=a["progress"],
+    ) as bar:
+        for alpha in sim_a:
+            idx = rows.index[np.isclose(rows["alpha"].to_numpy(), alpha, rtol=1e-12)][0]
+            res = run_simulation(
+                mix,
+                loss="cross-entropy",
+                lam=a["lam"],
+                alpha=float(alpha),
+                d=a["d"],
+                seeds=a["seeds"],
+                seed=a["seed"],
+                penalty="l2",
+                n_jobs=a["n_jobs"],
+            )
+            _fill_simulation(rows, idx, res, _SIM_KEYS)
+            bar.update(a["seeds"])
+
+
+def plot_fig3_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
+    """Draw :func:`fig3_left`: test error (top) and training error (bottom) against alpha.
+
+    One colour and marker per K; theory solid (wider for smaller K, so that coincident
+    curves stay visible), simulations open dots with +-1 standard-error bars; where
+    present, the Bayes-optimal error dash-dotted (top) and ``alpha*_K`` as a dotted
+    vertical line (both panels).
+    """
+    df = _check_df(df, ["K", "alpha", "test_error", "train_error"])
+    fig, axes = _new_slide_figure((6.6, 7.0), 2, 1, sharex=True)
+    ax_test, ax_train = axes[:, 0]
+    ks = list(dict.fromkeys(df["K"].tolist()))
+    colours = _colours(len(ks))
+    drawn = {"sim": False, "bayes": False, "star": False}
+    with mpl.rc_context(SLIDE_STYLE):
+        for i, (k, colour) in enumerate(zip(ks, colours)):
+            g = df[df["K"] == k].sort_values("alpha", kind="stable")
+            marker = MARKERS[i % len(MARKERS)]
+            alpha = g["alpha"].to_numpy(dtype=float)
+            # wider lines underneath: curves that coincide (zero training error) stay visible
+            width = SLIDE_STYLE["lines.linewidth"] + 0.9 * (len(ks) - 1 - i)
+            for ax, key in ((ax_test, "test_error"), (ax_train, "train_error")):
+                y = g[key].to_numpy(dtype=float)
+                ax.plot(alpha, y, "-", color=colour, linewidth=width, marker=marker, ms=3.5)
+                drawn["sim"] |= _draw_sim_column(ax, g, key, colour, marker)
+            drawn["bayes"] |= _draw_bayes(ax_test, g, colour)
+            drawn["star"] |= _draw_alpha_star(ax_test, ax_train, g, colour)
+        ax_test.set_ylabel(r"test error $\varepsilon_g$")
+        ax_train.set_ylabel(r"training error $\varepsilon_t$")
+        ax_train.set_xlabel(AXIS_LABELS["alpha"])
+        for ax in (ax_test, ax_train):
+            ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
+        ax_train.set_ylim(bottom=-0.01)
+        handles = [
+            Line2D([], [], color=c, marker=MARKERS[i % len(MARKERS)], ms=3.5, label=f"$K = {k}$")
+            for i, (k, c) in enumerate(zip(ks, colours))
+        ]
+        ax_test.legend(handles=handles + _style_handles(df, drawn), loc="best")
+        fig.suptitle(title if title is not None else _fig3_title(df))
+    return fig
+
+
+def _draw_sim_column(ax: Any, g: pd.DataFrame, key: str, colour: Any, marker: str) -> bool:
+    col = f"sim_{key}"
+    if col not in g.columns:
+        return False
+    s = g[np.isfinite(g[col].to_numpy(dtype=float))]
+    if s.empty:
+        return False
+    x = s["sim_alpha"] if "sim_alpha" in s.columns else s["alpha"]
+    _errorbars(ax, x, s[col], s[f"{col}_se"], colour, marker)
+    return True
+
+
+def _draw_bayes(ax: Any, g: pd.DataFrame, colour: Any) -> bool:
+    """The Bayes-optimal error of one K, dash-dotted, where the hook filled it."""
+    if "bayes_error" not in g.columns:
+        return False
+    b = g["bayes_error"].to_numpy(dtype=float)
+    if not np.isfinite(b).any():
+        return False
+    ax.plot(g["alpha"].to_numpy(dtype=float), b, "-.", color=colour, linewidth=1.3)
+    return True
+
+
+def _draw_alpha_star(ax_test: Any, ax_train: Any, g: pd.DataFrame, colour: Any) -> bool:
+    if "alpha_star" not in g.columns:
+        return False
+    x = float(g["alpha_star"].iloc[0])
+    if not np.isfinite(x):
+        return False
+    for ax in (ax_test, ax_train):
+        ax.axvline(x, color=colour, linestyle=":", linewidth=1.2)
+    return True
+
+
+def _style_handles(df: pd.DataFrame, drawn: dict) -> list:
+    """Legend entries for what the line styles and dots mean."""
+    handles = [Line2D([], [], color="0.3", linestyle="-", label="theory")]
+    if drawn.get("bayes"):
+        handles.append(Line2D([], [], color="0.3", linestyle="-.", label="Bayes-optimal"))
+    if drawn.get("star"):
+        handles.append(Line2D([], [], color="0.3", linestyle=":", label=r"$\alpha^*_K$"))
+    if drawn.get("sim"):
+        d, n = int(df["sim_d"].dropna().iloc[0]), int(df["sim_seeds"].dropna().iloc[0])
+        handles.append(
+            Line2D(
+                [],
+                [],
+                linestyle="none",
+                marker="o",
+                mfc="white",
+                color="0.3",
+                label=rf"simulation $d = {d}$, {n} seeds ($\pm$1 s.e.)",
+            )
+        )
+    return handles
+
+
+def _fig3_title(df: pd.DataFrame) -> str:
+    delta = _fmt(float(df["delta"].iloc[0])) if "delta" in df.columns else "?"
+    ks = sorted(set(int(k) for k in df["K"])) if "K" in df.columns else []
+    kk = f"$K = {ks[0]}$" if len(ks) == 1 else f"$K = {ks[0]}..{ks[-1]}$"
+    head = "cross-entropy + ridge ($\\ell_2$)"
+    if "lam" in df.columns and df["lam"].nunique() == 1:
+        head += f", $\\lambda = {_fmt(float(df['lam'].iloc[0]))}$"
+    elif "lam" in df.columns:
+        head += f", $\\lambda \\in$ [{_fmt(df['lam'].min())}, {_fmt(df['lam'].max())}]"
+    return f"{head}\n{kk} balanced clusters, Gaussian means, $\\Sigma = {delta}\\,I$"
+
+
+# =========================================================================== Fig. 3 right
+def _right_args(lams, alphas, n_clusters, delta, fast, progress, bayes_error) -> dict[str, Any]:
+    """Validated arguments of :func:`fig3_right` with the presets applied."""
+    fast = _check_bool("fast", fast)
+    preset = FIG3_RIGHT_FAST if fast else FIG3_RIGHT_FULL
+    lv = check_array("lams", _pick(lams, preset["lams"]), shape=(None,), positive=True)
+    if lv.size == 0:
+        raise ValueError("lams must not be empty")
+    return {
+        "lams": np.unique(lv),
+        "alphas": _positive_list("alphas", _pick(alphas, preset["alphas"])),
+        "k": check_int("n_clusters", n_clusters, low=2),
+        "delta": check_real("delta", delta, low=0.0, low_open=True),
+        "progress": _check_bool("progress", progress),
+        "bayes_error": _check_hook("bayes_error", bayes_error),
+    }
+
+
+def fig3_right(
+    lams: Sequence[float] | None = None,
+    alphas: Sequence[float] | None = None,
+    *,
+    n_clusters: int = 3,
+    delta: float = DELTA,
+    fast: bool = False,
+    progress: bool = False,
+    bayes_error: BayesHook | None = None,
+) -> pd.DataFrame:
+    """Fig. 3 (right): cross-entropy test error against ``lambda`` at a few alpha (K = 3).
+
+    Parameters
+    ----------
+    lams : sequence of float, optional
+        Penalty strengths (> 0; default :data:`FIG3_RIGHT_FULL`, or
+        :data:`FIG3_RIGHT_FAST` with ``fast``), solved from the largest down (annealing).
+    alphas : sequence of float, optional
+        Sample complexities, one curve each.
+    n_clusters : int
+        K (the paper: 3).
+    delta : float
+        Cluster variance ``Sigma_k = Delta I``.
+    fast : bool
+        Coarser presets.
+    progress : bool
+        Progress bars (stderr).
+    bayes_error : callable, optional
+        ``(mixture, alpha) -> float``: the Bayes-optimal test error, drawn as a
+        horizontal dash-dotted line per alpha; None leaves ``bayes_error`` NaN.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per ``(alpha, lam)``: ``K, alpha, lam, delta, loss, penalty, test_error,
+        train_error, train_loss, converged, n_iter, integration_error, bayes_error``.
+    """
+    a = _right_args(**{k: v for k, v in locals().items()})
+    mix = fig3_mixture(a["k"], a["delta"])
+    frames = []
+    for alpha in progress_bar(a["alphas"], desc="fig3-right", enabled=a["progress"], unit="α"):
+        df = lambda_sweep(
+            mix, "cross-entropy", a["lams"], alpha=float(alpha), penalty="l2", progress=False
+        )
+        rows = df[["alpha", "lam", *_THEORY]].copy()
+        rows.insert(0, "K", a["k"])
+        rows.insert(3, "delta", a["delta"])
+        rows.insert(4, "loss", "cross-entropy")
+        rows.insert(5, "penalty", "l2")
+        hook = a["bayes_error"]
+        rows["bayes_error"] = float(hook(mix, float(alpha))) if hook else np.nan
+        frames.append(rows)
+    return pd.concat(frames, ignore_index=True)
+
+
+def plot_fig3_right(df: pd.DataFrame, *, title: str | None = None) -> Figure:
+    """Draw :func:`fig3_right`: test error against ``lambda`` (log), one curve per alpha,
+    each with its colour, line style and marker; the Bayes-optimal error (where present)
+    as a horizontal dash-dotted line in the same colour."""
+    df = _check_df(df, ["alpha", "lam", "test_error"])
+    fig, axes = _new_slide_figure((6.4, 4.6), 1, 1)
+    ax = axes[0, 0]
+    alphas = list(dict.fromkeys(df["alpha"].tolist()))
+    colours = _colours(len(alphas))
+    bayes = False
+    with mpl.rc_context(SLIDE_STYLE):
+        for i, (alpha, colour) in enumerate(zip(alphas, colours)):
+            g = df[df["alpha"] == alpha].sort_values("lam", kind="stable")
+            lam = g["lam"].to_numpy(dtype=float)
+            ax.plot(
+                lam,
+                g["test_error"].to_numpy(dtype=float),
+                linestyle=LINE_STYLES[i % len(LINE_STYLES)],
+                marker=MARKERS[i % len(MARKERS)],
+                markevery=max(1, lam.size // 6),
+                mfc="none",
+                color=colour,
+                label=rf"$\alpha = {_fmt(alpha)}$",
+            )
+            if "bayes_error" in g.columns and np.isfinite(g["bayes_error"].iloc[0]):
+                ax.axhline(float(g["bayes_error"].iloc[0]), color=colour, linestyle="-.")
+                bayes = True
+        ax.set_xscale("log")
+        ax.set_xlabel(AXIS_LABELS["lam"])
+        ax.set_ylabel(r"test error $\varepsilon_g$")
+        ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
+        handles, _ = ax.get_legend_handles_labels()
+        if bayes:
+            handles.append(Line2D([], [], color="0.3", linestyle="-.", label="Bayes-optimal"))
+        ax.legend(handles=handles, loc="best")
+        fig.suptitle(title if title is not None else _fig3_title(df))
+    return fig
+
+
+# =========================================================================== registry
+register_figure(
+    FigureSpec(
+        name="fig3-left",
+        paper="Fig. 3 (left)",
+        description="cross-entropy, K = 2..5 Gaussian clusters: test and training error "
+        "vs alpha at lambda = 1e-4, theory and simulation",
+        caption=(
+            "Cross-entropy with ridge penalty lambda = 1e-4 on K balanced clusters with "
+            "Gaussian means and Sigma = 0.5 I: test error (top) and training error "
+            "(bottom) against alpha, one colour per K; lines: theory (Theorems 1-2); "
+            "dash-dotted: Bayes-optimal error and dotted verticals: alpha*_K, where "
+            "provided. " + ERROR_BAR_CAPTION
+        ),
+        table=fig3_left,
+        check=_left_args,
+        plot=plot_fig3_left,
+        options=(
+            FigureOption("--alphas", "alphas", "grid"),
+            FigureOption("--ks", "ks", "ints"),
+            FigureOption("--delta", "delta", "float"),
+            FigureOption("--lam", "lam", "float"),
+            FigureOption("--fast", "fast", "bool"),
+            FigureOption("--simulate", "simulate", "bool"),
+            FigureOption("--sim-alphas", "sim_alphas", "grid", simulation=True),
+            FigureOption("--d", "simulate_d", "int", simulation=True),
+            FigureOption("--seeds", "seeds", "int", simulation=True),
+            FigureOption("--seed", "seed", "int", simulation=True),
+            FigureOption("--jobs", "n_jobs", "int", simulation=True),
+        ),
+    )
+)
+
+register_figure(
+    FigureSpec(
+        name="fig3-right",
+        paper="Fig. 3 (right)",
+        description="cross-entropy, K = 3 Gaussian clusters: test error vs lambda at a few alpha",
+        caption=(
+            "Cross-entropy with ridge penalty on K = 3 balanced clusters with Gaussian "
+            "means and Sigma = 0.5 I: test error against lambda, one curve per alpha "
+            "(theory); dash-dotted horizontal lines: the Bayes-optimal error, where "
+            "provided. No simulations."
+        ),
+        table=fig3_right,
+        check=_right_args,
+        plot=plot_fig3_right,
+        options=(
+            FigureOption("--lams", "lams", "grid"),
+            FigureOption("--alphas", "alphas", "grid"),
+            FigureOption("--clusters", "n_clusters", "int"),
+            FigureOption("--delta", "delta", "float"),
+            FigureOption("--fast", "fast", "bool"),
+        ),
+    )
+)
