@@ -162,7 +162,14 @@ def test_fig3_left_columns_and_hooks(fig3_df: pd.DataFrame) -> None:
                 "alpha_star", "sim_test_error", "sim_test_error_se", "sim_train_error",
                 "sim_d", "sim_seeds"):  # fmt: skip
         assert col in fig3_df.columns, col
-    assert fig3_df["bayes_error"].isna().all() and fig3_df["alpha_star"].isna().all()
+    # the default hooks: the Bayes-optimal error lies below the ERM test error, and the
+    # training error at lambda = 1e-4 is 0 below alpha*_K and positive above it
+    assert (fig3_df["bayes_error"] < fig3_df["test_error"]).all()
+    stars = fig3_df.groupby("K")["alpha_star"].first()
+    assert stars[2] == pytest.approx(3.700033, rel=1e-5) and stars[3] > stars[2]
+    below = fig3_df["alpha"] < fig3_df["alpha_star"]
+    assert (fig3_df.loc[below, "train_error"] < 1e-4).all()
+    assert (fig3_df.loc[~below, "train_error"] > 1e-3).all()
     assert (fig3_df["lam"] == 1e-4).all() and (fig3_df["delta"] == 0.5).all()
     sim = fig3_df[fig3_df["sim_test_error"].notna()]
     # n = alpha d is a multiple of K: alpha = 5 for K = 2 and 300/60 = 5 for K = 3
@@ -182,7 +189,7 @@ def test_fig3_left_columns_and_hooks(fig3_df: pd.DataFrame) -> None:
 
 
 def test_plot_fig3_left(fig3_df: pd.DataFrame) -> None:
-    fig = plot_fig3_left(fig3_df)
+    fig = plot_fig3_left(fig3_df.assign(bayes_error=np.nan, alpha_star=np.nan))
     ax_test, ax_train = fig.axes
     title = fig.get_suptitle()
     for word in ("cross-entropy", "ridge", r"\lambda = 0.0001", "Gaussian means", "0.5"):
@@ -197,7 +204,7 @@ def test_plot_fig3_left(fig3_df: pd.DataFrame) -> None:
     assert len({ln.get_marker() for ln in theory}) == 2
     texts = [t.get_text() for t in ax_test.get_legend().get_texts()]
     assert "$K = 2$" in texts and "$K = 3$" in texts
-    assert not any("Bayes" in t for t in texts)  # nothing drawn without the hook
+    assert not any("Bayes" in t for t in texts)  # nothing drawn without the hooks' columns
     # with the hooks' columns: dash-dotted Bayes lines and dotted alpha*_K verticals
     df = fig3_df.assign(bayes_error=0.05, alpha_star=fig3_df["K"] + 1.5)
     fig = plot_fig3_left(df)

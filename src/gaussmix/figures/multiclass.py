@@ -21,8 +21,9 @@ gaussmix.theory.bayes.bayes_optimal_error(m, a).test_error``); :func:`fig3_left`
 takes ``alpha_star``, a callable ``mixture -> float`` returning the separability
 threshold ``alpha*_K`` (e.g. ``lambda m:
 gaussmix.experiments.transition.separability_threshold(m).alpha_star``).  They fill the
-columns ``bayes_error`` (per row) and ``alpha_star`` (per K); without them these columns
-are NaN.  The plots draw a finite ``bayes_error`` as a dash-dotted line in the colour of
+columns ``bayes_error`` (per row) and ``alpha_star`` (per K); by default they are
+:func:`bayes_optimal_hook` and :func:`separability_hook`, and ``None`` leaves the columns
+NaN.  The plots draw a finite ``bayes_error`` as a dash-dotted line in the colour of
 its curve (:func:`plot_fig3_right`: a horizontal line per alpha) and a finite
 ``alpha_star`` as a dotted vertical line in both panels.
 
@@ -77,11 +78,31 @@ __all__ = [
     "FIG3_RIGHT_FULL",
     "FIG3_RIGHT_FAST",
     "fig3_mixture",
+    "bayes_optimal_hook",
+    "separability_hook",
     "fig3_left",
     "plot_fig3_left",
     "fig3_right",
     "plot_fig3_right",
 ]
+
+
+def bayes_optimal_hook(mixture: Mixture, alpha: float) -> float:
+    """The Bayes-optimal test error of ``mixture`` at ``alpha`` (Appendix D,
+    :func:`gaussmix.theory.bayes.bayes_optimal_error`): the default ``bayes_error`` hook."""
+    from gaussmix.theory.bayes import bayes_optimal_error
+
+    return float(bayes_optimal_error(mixture, alpha).test_error)
+
+
+def separability_hook(mixture: Mixture) -> float:
+    """The separability threshold ``alpha*_K`` of ``mixture``
+    (:func:`gaussmix.experiments.transition.separability_threshold`): the default
+    ``alpha_star`` hook."""
+    from gaussmix.experiments.transition import separability_threshold
+
+    return float(separability_threshold(mixture).alpha_star)
+
 
 #: defaults of ``fig3-left`` (the paper's setting; hours of simulation at d = 1000)
 FIG3_LEFT_FULL = {
@@ -203,8 +224,8 @@ def fig3_left(
     n_jobs: int = 1,
     fast: bool = False,
     progress: bool = False,
-    bayes_error: BayesHook | None = None,
-    alpha_star: AlphaStarHook | None = None,
+    bayes_error: BayesHook | None = bayes_optimal_hook,
+    alpha_star: AlphaStarHook | None = separability_hook,
 ) -> pd.DataFrame:
     """Fig. 3 (left): test and training errors of cross-entropy against alpha, K = 2..5.
 
@@ -441,7 +462,7 @@ def fig3_right(
     delta: float = DELTA,
     fast: bool = False,
     progress: bool = False,
-    bayes_error: BayesHook | None = None,
+    bayes_error: BayesHook | None = bayes_optimal_hook,
 ) -> pd.DataFrame:
     """Fig. 3 (right): cross-entropy test error against ``lambda`` at a few alpha (K = 3).
 
