@@ -999,7 +999,8 @@ FigureName = Annotated[
     typer.Argument(
         metavar="NAME",
         help="sparse-setup (Fig. 1 right), sparse-curves (Fig. 2), fig3-left, fig3-right "
-        "(Fig. 3), fig4-left (Fig. 4 left); see below.",
+        "(Fig. 3), fig4-left, fig4-right (Fig. 4), fig5, fig6, appe-trained, appe-p2-p10, "
+        "appe-xor (Appendix E); see below.",
     ),
 ]
 
@@ -1064,6 +1065,38 @@ FigureLam = Annotated[
 ]
 FigureClusters = Annotated[
     int | None, _figure_option("--clusters", "K", "fig3-right: number of clusters [3].")
+]
+FigureDatasets = Annotated[
+    str | None,
+    _figure_option(
+        "--datasets",
+        "NAME,...",
+        "fig5, fig4-right: mnist, fashion-mnist, digits [mnist,fashion-mnist].",
+    ),
+]
+FigureDataset = Annotated[
+    str | None,
+    _figure_option("--dataset", "NAME", "fig6, appe-*: mnist, fashion-mnist or digits [mnist]."),
+]
+FigureGammas = Annotated[
+    str | None, _figure_option("--gammas", _GRID, "fig6: random features per dimension, p / d.")
+]
+FigureEpochs = Annotated[
+    str | None, _figure_option("--epochs", "E1,...", "appe-trained: stages of training.")
+]
+FigureHidden = Annotated[
+    int | None, _figure_option("--hidden", "H", "appe-trained: hidden units [784].")
+]
+FigureSubsamples = Annotated[
+    int | None,
+    _figure_option("--subsamples", "S", "Real data: training subsamples per point (error bars)."),
+]
+FigureSources = Annotated[
+    str | None,
+    _figure_option("--sources", "theory,synthetic,real", "Real-data figures: the curves drawn."),
+]
+FigureAlpha = Annotated[
+    float | None, _figure_option("--alpha", "ALPHA", "fig4-right: sample complexity [1].")
 ]
 FigureFast = Annotated[
     bool,
@@ -1133,6 +1166,14 @@ def figure_command(
     deltas: FigureDeltas = None,
     lam: FigureLam = None,
     clusters: FigureClusters = None,
+    datasets: FigureDatasets = None,
+    dataset: FigureDataset = None,
+    gammas: FigureGammas = None,
+    epochs: FigureEpochs = None,
+    hidden: FigureHidden = None,
+    subsamples: FigureSubsamples = None,
+    sources: FigureSources = None,
+    alpha: FigureAlpha = None,
     fast: FigureFast = False,
     simulate: FigureSimulate = None,
     sim_alphas: FigureSimAlphas = None,
@@ -1159,6 +1200,11 @@ def figure_command(
 
     fig3-right (Fig. 3 right): cross-entropy, K = 3: test error against lambda at a few
     alpha (theory).
+
+    fig5 (Fig. 5), fig6 (Fig. 6, random features), fig4-right (Fig. 4 right),
+    appe-trained, appe-p2-p10, appe-xor (Appendix E): real data against the theory of the
+    Gaussian mixture fitted to it (MNIST / Fashion-MNIST; --datasets digits for a quick
+    look); minutes to tens of minutes on 2 cores (appe-xor: seconds, theory only).
 
     fig4-left (Fig. 4 left): ridge regression on two opposite clusters with
     Sigma_1 = 0.1 I, Sigma_2 = 0.01 I: test error against lambda for several alpha,

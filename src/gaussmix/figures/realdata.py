@@ -44,6 +44,7 @@ from gaussmix.studies import (
 from gaussmix.theory.mixture import Mixture
 
 from .plotting import AXIS_LABELS, STYLE
+from .registry import FigureOption, FigureSpec, register_figure
 
 __all__ = [
     "REAL_SETUPS",
@@ -146,7 +147,10 @@ def _grid(name: str, values: Any) -> np.ndarray:
 
 
 def _datasets(datasets: Any) -> list[str]:
-    names = [datasets] if isinstance(datasets, str) else list(datasets)
+    if isinstance(datasets, str):
+        names = [n.strip() for n in datasets.split(",")]
+    else:
+        names = list(datasets)
     if not names:
         raise ValueError("datasets must not be empty")
     for n in names:
@@ -156,7 +160,7 @@ def _datasets(datasets: Any) -> list[str]:
 
 
 def _sources(sources: Any) -> list[str]:
-    s = [sources] if isinstance(sources, str) else list(sources)
+    s = [x.strip() for x in sources.split(",")] if isinstance(sources, str) else list(sources)
     if not s or any(x not in SOURCES for x in s):
         raise ValueError(f"sources must be a non-empty subset of {SOURCES}, got {s}")
     return s
@@ -573,3 +577,178 @@ def plot_xor(df: pd.DataFrame) -> Figure:
             f"logistic + ridge, lambda = {float(df['lam'].iloc[0]):g}"
         )
     return fig
+
+
+# ---------------------------------------------------------------------- registration
+_REAL_CAPTION = (
+    "Lines: theory for the Gaussian mixture fitted to the data (Theorems 1-2); filled "
+    "squares: real data, n = round(alpha d) training images (without replacement) tested "
+    "on the whole test split, mean +-1 standard error over training subsamples; open "
+    "circles (where drawn): the same ERM on samples of the fitted mixture, +-1 standard "
+    "error over seeds."
+)
+
+
+def _check_fig5(datasets, alphas, subsamples, seeds, seed, sources, progress) -> None:
+    _datasets(datasets), _grid("alphas", alphas), _counts(subsamples, seeds), _sources(sources)
+    check_int("seed", seed, low=0)
+
+
+def _check_fig6(dataset, gammas, alphas, subsamples, seeds, seed, sources, progress) -> None:
+    _datasets(dataset), _grid("gammas", gammas), _grid("alphas", alphas)
+    _counts(subsamples, seeds), _sources(sources), check_int("seed", seed, low=0)
+
+
+def _check_fig4_right(datasets, lams, alpha, subsamples, seed, sources, progress) -> None:
+    _datasets(datasets), _grid("lams", lams), _sources(sources)
+    check_real("alpha", alpha, low=0.0, low_open=True)
+    check_int("subsamples", subsamples, low=1), check_int("seed", seed, low=0)
+
+
+def _check_trained(dataset, epochs, alphas, hidden, subsamples, seed, sources, progress) -> None:
+    _datasets(dataset), _grid("alphas", alphas), _sources(sources)
+    for e in epochs:
+        check_int("epochs", e, low=1)
+    check_int("hidden", hidden, low=1), check_int("subsamples", subsamples, low=1)
+    check_int("seed", seed, low=0)
+
+
+def _check_p2_p10(dataset, alphas, lam, subsamples, seeds, seed, progress) -> None:
+    (name,) = _datasets(dataset)
+    get_task("low-high", name)
+    _grid("alphas", alphas), _counts(subsamples, seeds), check_int("seed", seed, low=0)
+    check_real("lam", lam, low=0.0, low_open=True)
+
+
+def _check_xor(alphas, lam, delta, d, progress) -> None:
+    _grid("alphas", alphas), check_real("lam", lam, low=0.0, low_open=True)
+    check_real("delta", delta, low=0.0, low_open=True), check_int("d", d, low=3)
+
+
+_SUB = FigureOption("--subsamples", "subsamples", "int")
+_SEEDS = FigureOption("--seeds", "seeds", "int")
+_SEED = FigureOption("--seed", "seed", "int")
+_SOURCES = FigureOption("--sources", "sources", "str")
+
+register_figure(
+    FigureSpec(
+        name="fig5",
+        paper="Fig. 5",
+        description="real data: MNIST even/odd (lambda = 0.05) and Fashion-MNIST "
+        "clothes/accessories (lambda = 1), logistic, test error and training loss vs alpha",
+        caption=_REAL_CAPTION,
+        table=fig5_table,
+        check=_check_fig5,
+        plot=plot_fig5,
+        options=(
+            FigureOption("--datasets", "datasets", "str"),
+            FigureOption("--alphas", "alphas", "grid"),
+            _SUB,
+            _SEEDS,
+            _SEED,
+            _SOURCES,
+        ),
+    )
+)
+register_figure(
+    FigureSpec(
+        name="fig6",
+        paper="Fig. 6",
+        description="real data on random features erf(F x / sqrt d), several gamma = p / d",
+        caption=_REAL_CAPTION + " alpha = n / p.",
+        table=fig6_table,
+        check=_check_fig6,
+        plot=plot_fig6,
+        options=(
+            FigureOption("--dataset", "dataset", "str"),
+            FigureOption("--gammas", "gammas", "grid"),
+            FigureOption("--alphas", "alphas", "grid"),
+            _SUB,
+            _SEEDS,
+            _SEED,
+            _SOURCES,
+        ),
+    )
+)
+register_figure(
+    FigureSpec(
+        name="fig4-right",
+        paper="Fig. 4 (right)",
+        description="real data: logistic test error vs lambda at one alpha",
+        caption=_REAL_CAPTION,
+        table=fig4_right_table,
+        check=_check_fig4_right,
+        plot=plot_fig4_right,
+        options=(
+            FigureOption("--datasets", "datasets", "str"),
+            FigureOption("--lams", "lams", "grid"),
+            FigureOption("--alpha", "alpha", "float"),
+            _SUB,
+            _SEED,
+            _SOURCES,
+        ),
+    )
+)
+register_figure(
+    FigureSpec(
+        name="appe-trained",
+        paper="Appendix E (trained features)",
+        description="real data on the hidden layer of a trained two-layer network, several "
+        "stages of training",
+        caption=_REAL_CAPTION,
+        table=trained_features_table,
+        check=_check_trained,
+        plot=plot_trained_features,
+        options=(
+            FigureOption("--dataset", "dataset", "str"),
+            FigureOption("--epochs", "epochs", "ints"),
+            FigureOption("--alphas", "alphas", "grid"),
+            FigureOption("--hidden", "hidden", "int"),
+            _SUB,
+            _SEED,
+            _SOURCES,
+        ),
+    )
+)
+register_figure(
+    FigureSpec(
+        name="appe-p2-p10",
+        paper="Appendix E (P2 vs P10)",
+        description="MNIST 0-4 vs 5-9: the two-cluster and the ten-cluster mixtures against "
+        "the real data",
+        caption=_REAL_CAPTION,
+        table=p2_p10_table,
+        check=_check_p2_p10,
+        plot=plot_p2_p10,
+        options=(
+            FigureOption("--dataset", "dataset", "str"),
+            FigureOption("--alphas", "alphas", "grid"),
+            FigureOption("--lam", "lam", "float"),
+            _SUB,
+            _SEEDS,
+            _SEED,
+        ),
+    )
+)
+register_figure(
+    FigureSpec(
+        name="appe-xor",
+        paper="Appendix E (XOR vs realisable)",
+        description="four clusters +-e1 +-e2 (realisable and XOR labels) against their "
+        "matched two-cluster mixtures, theory",
+        caption=(
+            "Logistic regression with ridge penalty; solid: the four-cluster mixture, dashed "
+            "with circles: the two-cluster mixture with the same class means and covariances "
+            "(theory, Theorems 1-2). No simulations."
+        ),
+        table=xor_table,
+        check=_check_xor,
+        plot=plot_xor,
+        options=(
+            FigureOption("--alphas", "alphas", "grid"),
+            FigureOption("--lam", "lam", "float"),
+            FigureOption("--delta", "delta", "float"),
+            FigureOption("--d", "d", "int"),
+        ),
+    )
+)

@@ -181,6 +181,15 @@ def is_valid_state(x: np.ndarray, K: int, L: int) -> bool:
     return bool(eq.min() >= -PSD_RTOL * scale and ev.min() > 0)
 
 
+def _q_is_psd(x: np.ndarray, K: int, L: int) -> bool:
+    """Whether every ``Q_c`` of a (finite) state is positive semi-definite, to
+    :data:`~gaussmix.theory.tolerances.PSD_RTOL` (the spurious fixed points of Appendix E;
+    a vanishing ``V_c``, e.g. of a lasso that keeps no weight, is not one of them)."""
+    Q = unpack_state(x, K, L)[0]
+    eq = sym_eigvals(Q)
+    return bool(eq.min() >= -PSD_RTOL * max(1.0, float(np.abs(eq).max())))
+
+
 # --------------------------------------------------------------------------- the map
 @dataclass(frozen=True)
 class HatEvaluation:
@@ -656,7 +665,7 @@ def _iterate_checked(
                 continue
             msg = "NaN or infinite order parameters"
             return IterationOutcome(x, it, res, S.NON_FINITE, msg, state)
-        invalid_images = 0 if is_valid_state(g, K, L) else invalid_images + 1
+        invalid_images = 0 if _q_is_psd(g, K, L) else invalid_images + 1
         if invalid_images >= _MAX_INVALID_IMAGES:
             msg = (
                 "spurious fixed point: the map returns an overlap matrix Q_c that is not "
