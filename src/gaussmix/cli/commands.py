@@ -998,9 +998,9 @@ FigureName = Annotated[
     str,
     typer.Argument(
         metavar="NAME",
-        help="sparse-setup (Fig. 1 right), sparse-curves (Fig. 2), fig3-left, fig3-right "
-        "(Fig. 3), fig4-left, fig4-right (Fig. 4), fig5, fig6, appe-trained, appe-p2-p10, "
-        "appe-xor (Appendix E); see below.",
+        help="sparse-setup (Fig. 1 right), sparse-curves (Fig. 2), fig3-left, fig3-right, "
+        "fig3-centre (Fig. 3), fig4-left, fig4-right (Fig. 4), fig5, fig6, appe-trained, "
+        "appe-p2-p10, appe-xor (Appendix E); see below.",
     ),
 ]
 
@@ -1200,6 +1200,10 @@ def figure_command(
 
     fig3-right (Fig. 3 right): cross-entropy, K = 3: test error against lambda at a few
     alpha (theory).
+
+    fig3-centre (Fig. 3 centre): the separability threshold alpha*_K against K = 2..10 for
+    Delta = 0.25, 0.5, 1 (about 10 min on 2 cores; --fast: K = 2..4, seconds); --simulate
+    adds the LP crossings at d = 400 for K <= 5 (an hour or more).
 
     fig5 (Fig. 5), fig6 (Fig. 6, random features), fig4-right (Fig. 4 right),
     appe-trained, appe-p2-p10, appe-xor (Appendix E): real data against the theory of the

@@ -1,0 +1,182 @@
+"""Fig. 3 (centre): the separability threshold ``alpha*_K`` against K for several Delta.
+
+Setting of Section 3.2: K balanced clusters, Gaussian means (Gram matrix ``Theta = I``),
+``Sigma = Delta I``.  Lines: ``alpha*_K`` from :func:`gaussmix.separability_threshold` (K = 2
+exact; K >= 3 to a relative standard error of ``rel_tol``).  Dots (optional, ``simulate``):
+the 50 % crossing of the fraction of linearly separable data sets at dimension ``d``
+(:func:`gaussmix.separability_fraction`, HiGHS LP feasibility with bias, or its verified
+certificates), with its standard error, for the smaller K.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from gaussmix.core.progress import progress_bar
+from gaussmix.core.validation import check_int, check_real
+from gaussmix.experiments.transition import separability_threshold
+from gaussmix.simulate.separability import lp_crossing, separability_fraction
+from gaussmix.theory.mixture import Mixture
+
+from ._common import SLIDE_STYLE, _check_bool, _fmt, _new_slide_figure, _pick, _positive_list
+from .registry import FigureOption, FigureSpec, register_figure
+
+__all__ = ["FIG3_CENTRE_FULL", "FIG3_CENTRE_FAST", "fig3_centre", "plot_fig3_centre"]
+
+#: the paper's figure: K = 2..10, three Delta; LP dots at d = 400 for K <= 5
+FIG3_CENTRE_FULL = {
+    "ks": tuple(range(2, 11)),
+    "deltas": (0.25, 0.5, 1.0),
+    "sim_ks": (2, 3, 4, 5),
+    "sim_d": 400,
+    "datasets": 20,
+}
+#: a quick look: K = 2..4, two Delta, LP dots at d = 100
+FIG3_CENTRE_FAST = {
+    "ks": (2, 3, 4),
+    "deltas": (0.5, 1.0),
+    "sim_ks": (2, 3),
+    "sim_d": 100,
+    "datasets": 12,
+}
+#: the alphas of the LP check, relative to alpha*
+SIM_SPAN = np.linspace(0.8, 1.2, 7)
+
+
+def _args(ks, deltas, fast, simulate, sim_ks, simulate_d, datasets, seed, rel_tol, progress):
+    fast = _check_bool("fast", fast)
+    preset = FIG3_CENTRE_FAST if fast else FIG3_CENTRE_FULL
+    k = [check_int("ks", x, low=2) for x in _pick(ks, preset["ks"])]
+    if not k:
+        raise ValueError("ks must not be empty")
+    return {
+        "ks": sorted(set(k)),
+        "deltas": _positive_list("deltas", _pick(deltas, preset["deltas"])),
+        "simulate": _check_bool("simulate", simulate),
+        "sim_ks": sorted({check_int("sim_ks", x, low=2) for x in _pick(sim_ks, preset["sim_ks"])}),
+        "d": check_int("simulate_d", _pick(simulate_d, preset["sim_d"]), low=2),
+        "datasets": check_int("datasets", _pick(datasets, preset["datasets"]), low=2),
+        "seed": check_int("seed", seed, low=0),
+        "rel_tol": check_real("rel_tol", rel_tol, low=0.0, low_open=True),
+        "progress": _check_bool("progress", progress),
+    }
+
+
+def fig3_centre(
+    ks: Sequence[int] | None = None,
+    deltas: Sequence[float] | None = None,
+    *,
+    fast: bool = False,
+    simulate: bool = False,
+    sim_ks: Sequence[int] | None = None,
+    simulate_d: int | None = None,
+    datasets: int | None = None,
+    seed: int = 0,
+    rel_tol: float = 1e-4,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Fig. 3 (centre): ``alpha*_K`` for every (K, Delta), and the LP crossings.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (K, delta): ``K, delta, alpha_star, rel_accuracy, converged, seconds``
+        and, with ``simulate`` for K in ``sim_ks``, ``lp_alpha, lp_alpha_se, lp_d,
+        lp_datasets`` (NaN elsewhere).
+    """
+    a = _args(ks, deltas, fast, simulate, sim_ks, simulate_d, datasets, seed, rel_tol, progress)
+    rows = []
+    pairs = [(k, float(dl)) for dl in a["deltas"] for k in a["ks"]]
+    with progress_bar(total=len(pairs), desc="alpha*_K", enabled=a["progress"]) as bar:
+        for k, delta in pairs:
+            mix = Mixture.isotropic(delta, "gaussian", n_clusters=k)
+            res = separability_threshold(mix, rel_tol=a["rel_tol"], evidence=False)
+            row: dict[str, Any] = {
+                "K": k,
+                "delta": delta,
+                "alpha_star": res.alpha_star,
+                "rel_accuracy": res.rel_accuracy,
+                "converged": res.converged,
+                "seconds": res.elapsed,
+                "lp_alpha": np.nan,
+                "lp_alpha_se": np.nan,
+                "lp_d": np.nan,
+                "lp_datasets": np.nan,
+            }
+            if a["simulate"] and k in a["sim_ks"] and np.isfinite(res.alpha_star):
+                table = separability_fraction(
+                    mix,
+                    res.alpha_star * SIM_SPAN,
+                    d=a["d"],
+                    n_datasets=a["datasets"],
+                    seed=a["seed"],
+                )
+                c, se = lp_crossing(table)
+                row.update(lp_alpha=c, lp_alpha_se=se, lp_d=a["d"], lp_datasets=a["datasets"])
+            rows.append(row)
+            bar.update(1)
+    return pd.DataFrame(rows)
+
+
+def plot_fig3_centre(df: pd.DataFrame) -> Figure:
+    """``alpha*_K`` against K, one line per Delta; LP crossings as dots with error bars."""
+    fig, axes = _new_slide_figure((6.0, 4.5), 1, 1)
+    ax = axes[0][0]
+    with mpl.rc_context(SLIDE_STYLE):
+        for i, (delta, g) in enumerate(df.groupby("delta")):
+            g = g.sort_values("K")
+            colour = f"C{i}"
+            ax.plot(g["K"], g["alpha_star"], "-", marker=".", color=colour,
+                    label=rf"$\Delta = {_fmt(delta)}$ (theory)")  # fmt: skip
+            sim = g[g["lp_alpha"].notna()]
+            if len(sim):
+                d = int(sim["lp_d"].iloc[0])
+                ax.errorbar(sim["K"], sim["lp_alpha"], yerr=sim["lp_alpha_se"], fmt="o",
+                            mfc="white", color=colour,
+                            label=rf"LP crossing, $d = {d}$ ($\pm$1 s.e.)")  # fmt: skip
+        ax.set_xlabel("number of clusters $K$")
+        ax.set_ylabel(r"separability threshold $\alpha^*_K = n/d$")
+        ax.set_title(
+            "cross-entropy, $\\lambda \\to 0^+$: separability transition\n"
+            "balanced clusters, Gaussian means, $\\Sigma = \\Delta I$"
+        )
+        ax.legend(fontsize=9)
+    return fig
+
+
+def _check(ks, deltas, fast, simulate, sim_ks, simulate_d, datasets, seed, rel_tol, progress):
+    _args(ks, deltas, fast, simulate, sim_ks, simulate_d, datasets, seed, rel_tol, progress)
+
+
+register_figure(
+    FigureSpec(
+        name="fig3-centre",
+        paper="Fig. 3 (centre)",
+        description="separability threshold alpha*_K vs K = 2..10 for Delta = 0.25, 0.5, 1, "
+        "with LP crossings at finite d",
+        caption=(
+            "Lines: alpha*_K (K = 2 exact, K >= 3 to a relative standard error of 1e-4); "
+            "dots (with --simulate): the 50 % crossing of the fraction of linearly separable "
+            "data sets at dimension d (LP feasibility with bias), +-1 standard error of the "
+            "logistic fit."
+        ),
+        table=fig3_centre,
+        check=_check,
+        plot=plot_fig3_centre,
+        options=(
+            FigureOption("--ks", "ks", "ints"),
+            FigureOption("--deltas", "deltas", "grid"),
+            FigureOption("--fast", "fast", "bool"),
+            FigureOption("--simulate", "simulate", "bool", cli_default=False),
+            FigureOption("--d", "simulate_d", "int", simulation=True),
+            FigureOption("--seeds", "datasets", "int", simulation=True),
+            FigureOption("--seed", "seed", "int", simulation=True),
+        ),
+    )
+)
