@@ -114,6 +114,33 @@ def _draw_sources(ax: Any, df: pd.DataFrame, x: str, y: str, colour: str, tag: s
         )
 
 
+def _panels(
+    df: pd.DataFrame,
+    group: str,
+    tag: Any,
+    title: str | None,
+    *,
+    xlabel: str = AXIS_LABELS["alpha"],
+    figsize: tuple[float, float] = (10.0, 4.0),
+) -> Figure:
+    """Test error and training loss against alpha, one colour per value of ``group``
+    (``tag(value)`` prefixes its legend entries)."""
+    fig, axes = _figure(figsize, 1, 2)
+    with mpl.rc_context(SLIDE_STYLE):
+        for ax, y, name in zip(
+            axes[0], ("test_error", "train_loss"), ("test error", "training loss")
+        ):
+            for i, (value, part) in enumerate(df.groupby(group, sort=False)):
+                _draw_sources(ax, part, "alpha", y, f"C{i}", tag(value))
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(name)
+            ax.set_title(name)
+        axes[0][0].legend(fontsize=9)
+        if title:
+            fig.suptitle(title)
+    return fig
+
+
 def plot_realdata(
     df: pd.DataFrame, *, title: str | None = None, figsize: tuple[float, float] = (10.0, 4.0)
 ) -> Figure:
@@ -122,20 +149,12 @@ def plot_realdata(
     missing = [c for c in ("alpha", "source", "test_error", "train_loss") if c not in df]
     if missing:
         raise ValueError(f"df lacks the columns {missing}")
-    fig, axes = _figure(figsize, 1, 2)
-    with mpl.rc_context(SLIDE_STYLE):
-        for ax, y, name in zip(
-            axes[0], ("test_error", "train_loss"), ("test error", "training loss")
-        ):
-            for i, (_, part) in enumerate(df.groupby("source", sort=False)):
-                _draw_sources(ax, part, "alpha", y, f"C{i}", "")
-            ax.set_xlabel(AXIS_LABELS["alpha"])
-            ax.set_ylabel(name)
-            ax.set_title(name)
-        axes[0][0].legend()
-        if title:
-            fig.suptitle(title)
-    return fig
+    return _panels(df, "source", lambda _: "", title, figsize=figsize)
+
+
+def _curve(problem: Any, lam: float, alphas: np.ndarray, kw: dict) -> pd.DataFrame:
+    """:func:`gaussmix.studies.realdata_curve` of logistic regression at ``lam``."""
+    return realdata_curve(problem, loss="logistic", lam=lam, alphas=alphas, **kw)
 
 
 # ------------------------------------------------------------------------- arguments
@@ -187,22 +206,13 @@ def fig5_table(
     task``."""
     names, a = _datasets(datasets), _grid("alphas", alphas)
     subsamples, seeds = _counts(subsamples, seeds)
-    src = _sources(sources)
+    kw = dict(subsamples=subsamples, seeds=seeds, seed=seed, sources=_sources(sources))
+    kw["progress"] = progress
     parts = []
     for name in names:
         task, lam = REAL_SETUPS[name]
         problem = prepare_realdata(name, task)
-        df = realdata_curve(
-            problem,
-            loss="logistic",
-            lam=lam,
-            alphas=a,
-            subsamples=subsamples,
-            seeds=seeds,
-            seed=seed,
-            sources=src,
-            progress=progress,
-        )
+        df = _curve(problem, lam, a, kw)
         parts.append(df.assign(dataset=name, task=task))
     return pd.concat(parts, ignore_index=True)
 
@@ -245,46 +255,26 @@ def fig6_table(
     (name,) = _datasets(dataset)
     g, a = _grid("gammas", gammas), _grid("alphas", alphas)
     subsamples, seeds = _counts(subsamples, seeds)
-    src = _sources(sources)
+    kw = dict(subsamples=subsamples, seeds=seeds, seed=seed, sources=_sources(sources))
+    kw["progress"] = progress
     task, lam = REAL_SETUPS[name]
     ds = load_dataset(name, task)
     parts = []
     for gamma in g:
         fmap = RandomFeatures(max(1, round(gamma * ds.d)), seed=seed)
         problem = prepare_realdata(ds, feature_map=fmap)
-        df = realdata_curve(
-            problem,
-            loss="logistic",
-            lam=lam,
-            alphas=a,
-            subsamples=subsamples,
-            seeds=seeds,
-            seed=seed,
-            sources=src,
-            progress=progress,
-        )
+        df = _curve(problem, lam, a, kw)
         parts.append(df.assign(dataset=name, task=task, gamma=float(gamma), p=problem.d))
     return pd.concat(parts, ignore_index=True)
 
 
 def plot_fig6(df: pd.DataFrame) -> Figure:
     """Test error and training loss against alpha, one colour per gamma."""
-    fig, axes = _figure((10.0, 4.0), 1, 2)
-    with mpl.rc_context(SLIDE_STYLE):
-        for ax, y, label in zip(
-            axes[0], ("test_error", "train_loss"), ("test error", "training loss")
-        ):
-            for i, (gamma, part) in enumerate(df.groupby("gamma")):
-                _draw_sources(ax, part, "alpha", y, f"C{i}", f"gamma = {gamma:g}: ")
-            ax.set_xlabel(r"$\alpha = n/p$")
-            ax.set_ylabel(label)
-        axes[0][0].legend(fontsize=8)
-        lam = float(df["lam"].iloc[0])
-        fig.suptitle(
-            f"{df['dataset'].iloc[0]} {df['task'].iloc[0]}, random features erf(Fx/sqrt d), "
-            f"logistic, ridge lambda = {lam:g}"
-        )
-    return fig
+    title = (
+        f"{df['dataset'].iloc[0]} {df['task'].iloc[0]}, random features erf(Fx/sqrt d), "
+        f"logistic, ridge lambda = {float(df['lam'].iloc[0]):g}"
+    )
+    return _panels(df, "gamma", lambda g: f"gamma = {g:g}: ", title, xlabel=r"$\alpha = n/p$")
 
 
 # ------------------------------------------------------------------------ Fig. 4 right
@@ -366,17 +356,8 @@ def trained_features_table(
     parts = []
     for e in ep:
         problem = prepare_realdata(ds, feature_map=_Fitted(net.at(e), f"network, epoch {e}"))
-        df = realdata_curve(
-            problem,
-            loss="logistic",
-            lam=lam,
-            alphas=a,
-            subsamples=subsamples,
-            seeds=2,
-            seed=seed,
-            sources=src,
-            progress=progress,
-        )
+        kw = dict(subsamples=subsamples, seeds=2, seed=seed, sources=src, progress=progress)
+        df = _curve(problem, lam, a, kw)
         parts.append(df.assign(dataset=name, task=task, epoch=e))
     return pd.concat(parts, ignore_index=True)
 
@@ -397,21 +378,11 @@ class _Fitted:
 
 def plot_trained_features(df: pd.DataFrame) -> Figure:
     """Test error and training loss against alpha, one colour per stage of training."""
-    fig, axes = _figure((10.0, 4.0), 1, 2)
-    with mpl.rc_context(SLIDE_STYLE):
-        for ax, y, label in zip(
-            axes[0], ("test_error", "train_loss"), ("test error", "training loss")
-        ):
-            for i, (epoch, part) in enumerate(df.groupby("epoch")):
-                _draw_sources(ax, part, "alpha", y, f"C{i}", f"epoch {epoch}: ")
-            ax.set_xlabel(AXIS_LABELS["alpha"])
-            ax.set_ylabel(label)
-        axes[0][0].legend(fontsize=8)
-        fig.suptitle(
-            f"{df['dataset'].iloc[0]} {df['task'].iloc[0]} on trained-network features, "
-            f"logistic, ridge lambda = {float(df['lam'].iloc[0]):g}"
-        )
-    return fig
+    title = (
+        f"{df['dataset'].iloc[0]} {df['task'].iloc[0]} on trained-network features, "
+        f"logistic, ridge lambda = {float(df['lam'].iloc[0]):g}"
+    )
+    return _panels(df, "epoch", lambda e: f"epoch {e}: ", title)
 
 
 # ---------------------------------------------------------- Appendix E: P2 against P10
@@ -439,17 +410,8 @@ def p2_p10_table(
     for clusters, label in (("p2", "P2"), ("pk", f"P{np.unique(ds.classes_train).size}")):
         problem = prepare_realdata(ds, clusters=clusters)
         sources = ["theory", "synthetic"] + (["real"] if clusters == "p2" else [])
-        df = realdata_curve(
-            problem,
-            loss="logistic",
-            lam=lam,
-            alphas=a,
-            subsamples=subsamples,
-            seeds=seeds,
-            seed=seed,
-            sources=sources,
-            progress=progress,
-        )
+        kw = dict(subsamples=subsamples, seeds=seeds, seed=seed, sources=sources)
+        df = _curve(problem, lam, a, {**kw, "progress": progress})
         df["mixture"] = np.where(df["source"] == "real", "data", label)
         parts.append(df.assign(dataset=name, task="low-high"))
     return pd.concat(parts, ignore_index=True)
@@ -458,21 +420,11 @@ def p2_p10_table(
 def plot_p2_p10(df: pd.DataFrame) -> Figure:
     """Test error and training loss against alpha: P2 and P10 (theory lines, synthetic
     dots) and the real data."""
-    fig, axes = _figure((10.0, 4.0), 1, 2)
-    with mpl.rc_context(SLIDE_STYLE):
-        for ax, y, label in zip(
-            axes[0], ("test_error", "train_loss"), ("test error", "training loss")
-        ):
-            for i, (mix, part) in enumerate(df.groupby("mixture", sort=False)):
-                _draw_sources(ax, part, "alpha", y, f"C{i}", f"{mix}: ")
-            ax.set_xlabel(AXIS_LABELS["alpha"])
-            ax.set_ylabel(label)
-        axes[0][0].legend(fontsize=8)
-        fig.suptitle(
-            f"{df['dataset'].iloc[0]} 0-4 vs 5-9, logistic, ridge lambda = "
-            f"{float(df['lam'].iloc[0]):g}"
-        )
-    return fig
+    title = (
+        f"{df['dataset'].iloc[0]} 0-4 vs 5-9, logistic, ridge lambda = "
+        f"{float(df['lam'].iloc[0]):g}"
+    )
+    return _panels(df, "mixture", lambda m: f"{m}: ", title)
 
 
 # ------------------------------------------------------------------ Appendix E: XOR
