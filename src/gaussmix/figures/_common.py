@@ -146,3 +146,19 @@ def _errorbars(ax: Any, x: Any, y: Any, se: Any, colour: Any, marker: str) -> No
 def _pick(value: Any, preset: Any) -> Any:
     """``value`` unless it is None, then the preset."""
     return preset if value is None else value
+
+
+def _simulation_handle(df: pd.DataFrame) -> Any:
+    """The legend entry of simulation dots: open circles, with d, seeds and the error bars."""
+    from matplotlib.lines import Line2D
+
+    d, n = int(df["sim_d"].dropna().iloc[0]), int(df["sim_seeds"].dropna().iloc[0])
+    return Line2D(
+        [],
+        [],
+        linestyle="none",
+        marker="o",
+        mfc="white",
+        color="0.3",
+        label=rf"simulation $d = {d}$, {n} seeds ($\pm$1 s.e.)",
+    )

@@ -68,6 +68,7 @@ from ._common import (
     _pick,
     _positive_list,
     _simulation_columns,
+    _simulation_handle,
 )
 from .plotting import AXIS_LABELS
 from .registry import ERROR_BAR_CAPTION, FigureOption, FigureSpec, register_figure
@@ -409,18 +410,7 @@ def _style_handles(df: pd.DataFrame, drawn: dict) -> list:
     if drawn.get("star"):
         handles.append(Line2D([], [], color="0.3", linestyle=":", label=r"$\alpha^*_K$"))
     if drawn.get("sim"):
-        d, n = int(df["sim_d"].dropna().iloc[0]), int(df["sim_seeds"].dropna().iloc[0])
-        handles.append(
-            Line2D(
-                [],
-                [],
-                linestyle="none",
-                marker="o",
-                mfc="white",
-                color="0.3",
-                label=rf"simulation $d = {d}$, {n} seeds ($\pm$1 s.e.)",
-            )
-        )
+        handles.append(_simulation_handle(df))
     return handles
 
 

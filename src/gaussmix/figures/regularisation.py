@@ -53,6 +53,7 @@ from ._common import (
     _pick,
     _positive_list,
     _simulation_columns,
+    _simulation_handle,
 )
 from .plotting import AXIS_LABELS
 from .registry import ERROR_BAR_CAPTION, FigureOption, FigureSpec, register_figure
@@ -334,18 +335,7 @@ def _fig4_legend(ax: Any, df: pd.DataFrame, beyond: bool, sims: bool) -> list:
             )
         )
     if sims:
-        d, n = int(df["sim_d"].dropna().iloc[0]), int(df["sim_seeds"].dropna().iloc[0])
-        handles.append(
-            Line2D(
-                [],
-                [],
-                linestyle="none",
-                marker="o",
-                mfc="white",
-                color="0.3",
-                label=rf"simulation $d = {d}$, {n} seeds ($\pm$1 s.e.)",
-            )
-        )
+        handles.append(_simulation_handle(df))
     return handles
 
 
