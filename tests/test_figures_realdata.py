@@ -104,3 +104,29 @@ def test_xor_mixtures_bad_input():
         xor_mixtures("parity")
     k4, k2 = xor_mixtures("xor", 0.5, 10)
     assert k4.n_clusters == 4 and k2.n_clusters == 2
+
+
+def test_cli_real_data_figures(tmp_path):
+    import json
+
+    import pandas as pd
+    from _cli_helpers import assert_one_line_error, run
+
+    code, _, err = run(
+        "figure", "fig5", "--datasets", "digits", "--alphas", "1,2", "--subsamples", "2",
+        "--seeds", "2", "--out", str(tmp_path), "--quiet",
+    )  # fmt: skip
+    assert code == 0, err
+    df = pd.read_csv(tmp_path / "fig5.csv")
+    assert set(df["source"]) == {"theory", "synthetic", "real"} and set(df["alpha"]) == {1, 2}
+    meta = json.loads((tmp_path / "fig5.json").read_text())
+    assert meta["paper"] == "Fig. 5" and "standard error" in meta["caption"]
+    code, _, err = run("figure", "appe-xor", "--alphas", "0.5,2", "--out", str(tmp_path))
+    assert code == 0, err
+    assert (tmp_path / "appe-xor.png").stat().st_size > 0
+    assert_one_line_error(
+        *run("figure", "fig5", "--ks", "2", "--out", str(tmp_path)), "--ks is not an option"
+    )
+    assert_one_line_error(
+        *run("figure", "fig5", "--datasets", "cifar", "--out", str(tmp_path / "x")), "datasets"
+    )
