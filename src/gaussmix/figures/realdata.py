@@ -28,11 +28,10 @@ from typing import Any
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from gaussmix.core.progress import progress_bar
-from gaussmix.core.validation import check_array, check_int, check_real
+from gaussmix.core.validation import check_int, check_real
 from gaussmix.data import NetworkFeatures, RandomFeatures, get_task, load_dataset
 from gaussmix.experiments.curves import learning_curve
 from gaussmix.studies import (
@@ -43,7 +42,8 @@ from gaussmix.studies import (
 )
 from gaussmix.theory.mixture import Mixture
 
-from .plotting import AXIS_LABELS, STYLE
+from ._common import SLIDE_STYLE, _alphas, _new_slide_figure
+from .plotting import AXIS_LABELS
 from .registry import FigureOption, FigureSpec, register_figure
 
 __all__ = [
@@ -65,15 +65,6 @@ __all__ = [
     "plot_xor",
 ]
 
-#: larger fonts than the library's default style: these figures are shown in talks
-SLIDE_STYLE = {
-    **STYLE,
-    "font.size": 11.0,
-    "axes.labelsize": 12.0,
-    "axes.titlesize": 12.0,
-    "legend.fontsize": 10.0,
-}
-
 #: the paper's task and penalty of each data set (Section 3.3); digits for quick checks
 REAL_SETUPS = {
     "mnist": ("even-odd", 0.05),
@@ -83,14 +74,6 @@ REAL_SETUPS = {
 
 _MARKERS = {"synthetic": ("o", "none"), "real": ("s", None)}
 _NAMES = {"theory": "theory", "synthetic": "synthetic (fitted mixture)", "real": "real data"}
-
-
-def _figure(figsize: tuple[float, float], nrows: int, ncols: int) -> tuple[Figure, Any]:
-    with mpl.rc_context(SLIDE_STYLE):
-        fig = Figure(figsize=figsize, layout="constrained")
-        FigureCanvasAgg(fig)
-        axes = fig.subplots(nrows, ncols, squeeze=False)
-    return fig, axes
 
 
 def _draw_sources(ax: Any, df: pd.DataFrame, x: str, y: str, colour: str, tag: str) -> None:
@@ -125,7 +108,7 @@ def _panels(
 ) -> Figure:
     """Test error and training loss against alpha, one colour per value of ``group``
     (``tag(value)`` prefixes its legend entries)."""
-    fig, axes = _figure(figsize, 1, 2)
+    fig, axes = _new_slide_figure(figsize, 1, 2)
     with mpl.rc_context(SLIDE_STYLE):
         for ax, y, name in zip(
             axes[0], ("test_error", "train_loss"), ("test error", "training loss")
@@ -158,13 +141,6 @@ def _curve(problem: Any, lam: float, alphas: np.ndarray, kw: dict) -> pd.DataFra
 
 
 # ------------------------------------------------------------------------- arguments
-def _grid(name: str, values: Any) -> np.ndarray:
-    a = check_array(name, values, shape=(None,), positive=True)
-    if a.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    return np.unique(a)
-
-
 def _datasets(datasets: Any) -> list[str]:
     if isinstance(datasets, str):
         names = [n.strip() for n in datasets.split(",")]
@@ -204,7 +180,7 @@ def fig5_table(
     (:data:`REAL_SETUPS`), pixels, the two-cluster mixture; one row per (dataset, alpha,
     source) with the columns of :func:`gaussmix.studies.realdata_curve` and ``dataset,
     task``."""
-    names, a = _datasets(datasets), _grid("alphas", alphas)
+    names, a = _datasets(datasets), _alphas("alphas", alphas)
     subsamples, seeds = _counts(subsamples, seeds)
     kw = dict(subsamples=subsamples, seeds=seeds, seed=seed, sources=_sources(sources))
     kw["progress"] = progress
@@ -220,7 +196,7 @@ def fig5_table(
 def plot_fig5(df: pd.DataFrame) -> Figure:
     """One row of panels per data set: test error and training loss against alpha."""
     names = list(dict.fromkeys(df["dataset"]))
-    fig, axes = _figure((10.0, 3.6 * len(names)), len(names), 2)
+    fig, axes = _new_slide_figure((10.0, 3.6 * len(names)), len(names), 2)
     with mpl.rc_context(SLIDE_STYLE):
         for row, name in zip(axes, names):
             part = df[df["dataset"] == name]
@@ -253,7 +229,7 @@ def fig6_table(
     gamma d`` (``d = 784``), for several gamma; alpha is ``n / p`` (the features' own
     dimension, as in the theory).  One row per (gamma, alpha, source)."""
     (name,) = _datasets(dataset)
-    g, a = _grid("gammas", gammas), _grid("alphas", alphas)
+    g, a = _alphas("gammas", gammas), _alphas("alphas", alphas)
     subsamples, seeds = _counts(subsamples, seeds)
     kw = dict(subsamples=subsamples, seeds=seeds, seed=seed, sources=_sources(sources))
     kw["progress"] = progress
@@ -290,7 +266,7 @@ def fig4_right_table(
 ) -> pd.DataFrame:
     """Fig. 4 (right): logistic regression, test error against lambda at one alpha, for
     each data set (pixels, the two-cluster mixture).  One row per (dataset, lam, source)."""
-    names, lv = _datasets(datasets), _grid("lams", lams)
+    names, lv = _datasets(datasets), _alphas("lams", lams)
     alpha = check_real("alpha", alpha, low=0.0, low_open=True)
     subsamples = check_int("subsamples", subsamples, low=1)
     src = _sources(sources)
@@ -314,7 +290,7 @@ def fig4_right_table(
 
 def plot_fig4_right(df: pd.DataFrame) -> Figure:
     """Test error against lambda (log scale), one colour per data set."""
-    fig, axes = _figure((6.0, 4.2), 1, 1)
+    fig, axes = _new_slide_figure((6.0, 4.2), 1, 1)
     ax = axes[0][0]
     with mpl.rc_context(SLIDE_STYLE):
         for i, (name, part) in enumerate(df.groupby("dataset", sort=False)):
@@ -346,7 +322,7 @@ def trained_features_table(
     ep = sorted({check_int("epochs", e, low=1) for e in epochs})
     if not ep:
         raise ValueError("epochs must not be empty")
-    a = _grid("alphas", alphas)
+    a = _alphas("alphas", alphas)
     subsamples = check_int("subsamples", subsamples, low=1)
     src = _sources(sources)
     task, lam = REAL_SETUPS[name]
@@ -402,7 +378,7 @@ def p2_p10_table(
     ``'P2'``, ``'P10'`` or ``'data'``."""
     (name,) = _datasets(dataset)
     get_task("low-high", name)
-    a = _grid("alphas", alphas)
+    a = _alphas("alphas", alphas)
     lam = check_real("lam", lam, low=0.0, low_open=True)
     subsamples, seeds = _counts(subsamples, seeds)
     ds = load_dataset(name, "low-high")
@@ -476,7 +452,7 @@ def xor_table(
     """Appendix E (Fig. app:2vs4): logistic regression on the four-cluster mixtures
     (realisable and XOR labels) and on their matched two-cluster mixtures (theory).
     One row per (model, mixture, alpha) with ``test_error, train_error, train_loss``."""
-    a = _grid("alphas", alphas)
+    a = _alphas("alphas", alphas)
     lam = check_real("lam", lam, low=0.0, low_open=True)
     rows = []
     with progress_bar(total=4, desc="xor", enabled=progress) as bar:
@@ -503,7 +479,7 @@ def xor_table(
 def plot_xor(df: pd.DataFrame) -> Figure:
     """Test and training error against alpha: K = 4 solid, matched K = 2 dashed with
     markers (coincident curves stay visible)."""
-    fig, axes = _figure((10.0, 4.0), 1, 2)
+    fig, axes = _new_slide_figure((10.0, 4.0), 1, 2)
     with mpl.rc_context(SLIDE_STYLE):
         for ax, y, label in zip(
             axes[0], ("test_error", "train_error"), ("test error", "training error")
@@ -542,23 +518,23 @@ _REAL_CAPTION = (
 
 
 def _check_fig5(datasets, alphas, subsamples, seeds, seed, sources, progress) -> None:
-    _datasets(datasets), _grid("alphas", alphas), _counts(subsamples, seeds), _sources(sources)
+    _datasets(datasets), _alphas("alphas", alphas), _counts(subsamples, seeds), _sources(sources)
     check_int("seed", seed, low=0)
 
 
 def _check_fig6(dataset, gammas, alphas, subsamples, seeds, seed, sources, progress) -> None:
-    _datasets(dataset), _grid("gammas", gammas), _grid("alphas", alphas)
+    _datasets(dataset), _alphas("gammas", gammas), _alphas("alphas", alphas)
     _counts(subsamples, seeds), _sources(sources), check_int("seed", seed, low=0)
 
 
 def _check_fig4_right(datasets, lams, alpha, subsamples, seed, sources, progress) -> None:
-    _datasets(datasets), _grid("lams", lams), _sources(sources)
+    _datasets(datasets), _alphas("lams", lams), _sources(sources)
     check_real("alpha", alpha, low=0.0, low_open=True)
     check_int("subsamples", subsamples, low=1), check_int("seed", seed, low=0)
 
 
 def _check_trained(dataset, epochs, alphas, hidden, subsamples, seed, sources, progress) -> None:
-    _datasets(dataset), _grid("alphas", alphas), _sources(sources)
+    _datasets(dataset), _alphas("alphas", alphas), _sources(sources)
     for e in epochs:
         check_int("epochs", e, low=1)
     check_int("hidden", hidden, low=1), check_int("subsamples", subsamples, low=1)
@@ -568,12 +544,12 @@ def _check_trained(dataset, epochs, alphas, hidden, subsamples, seed, sources, p
 def _check_p2_p10(dataset, alphas, lam, subsamples, seeds, seed, progress) -> None:
     (name,) = _datasets(dataset)
     get_task("low-high", name)
-    _grid("alphas", alphas), _counts(subsamples, seeds), check_int("seed", seed, low=0)
+    _alphas("alphas", alphas), _counts(subsamples, seeds), check_int("seed", seed, low=0)
     check_real("lam", lam, low=0.0, low_open=True)
 
 
 def _check_xor(alphas, lam, delta, d, progress) -> None:
-    _grid("alphas", alphas), check_real("lam", lam, low=0.0, low_open=True)
+    _alphas("alphas", alphas), check_real("lam", lam, low=0.0, low_open=True)
     check_real("delta", delta, low=0.0, low_open=True), check_int("d", d, low=3)
 
 

@@ -57,6 +57,7 @@ __all__ = [
     "monte_carlo_test_error",
     "observables",
     "simulate",
+    "predict_class",
     "validate_simulation",
 ]
 
@@ -555,8 +556,9 @@ def exact_test_error(
     return float(1.0 - instance.rho @ correct), correct, float(err)
 
 
-def _predict_class(labels: LabelMap, h: np.ndarray) -> np.ndarray:
-    """Index (into ``labels.classes``) of the nearest distinct label vector."""
+def predict_class(labels: LabelMap, h: np.ndarray) -> np.ndarray:
+    """Index (into ``labels.classes``) of the nearest distinct label vector (the classifier
+    of Theorem 2) for outputs ``h`` (n, L)."""
     classes = labels.classes
     score = h @ classes.T - 0.5 * np.sum(classes**2, axis=1)
     return np.argmax(score, axis=1)
@@ -579,7 +581,7 @@ def monte_carlo_test_error(
         X, cid = instance.sample(m, rng, counts="random")
         h = X @ W.T / np.sqrt(instance.d) + b
         wrong += int(
-            np.sum(_predict_class(instance.labels, h) != instance.labels.cluster_class[cid])
+            np.sum(predict_class(instance.labels, h) != instance.labels.cluster_class[cid])
         )
         done += m
     p = wrong / n_test
@@ -606,7 +608,7 @@ def observables(
     h = X @ W.T / np.sqrt(instance.d) + b
     Y = lm.labels[cluster_ids]
     train_loss = float(np.mean(loss_obj.value(Y, h)))
-    train_error = float(np.mean(_predict_class(lm, h) != lm.cluster_class[cluster_ids]))
+    train_error = float(np.mean(predict_class(lm, h) != lm.cluster_class[cluster_ids]))
     test_error, _, ierr = exact_test_error(instance, W, b)
     Q, M, bb = overlaps(instance, W, b)
     return {

@@ -41,7 +41,7 @@ from gaussmix.core.registry import Registry
 from gaussmix.core.validation import check_array, check_int, check_real
 from gaussmix.data import Dataset, featurize, load_dataset, subsample_indices
 from gaussmix.experiments.curves import lambda_sweep, learning_curve
-from gaussmix.simulate import fit_erm, simulate
+from gaussmix.simulate import fit_erm, predict_class, simulate
 from gaussmix.theory.losses import get_loss
 from gaussmix.theory.mixture import LabelMap, Mixture
 
@@ -266,12 +266,6 @@ def _points(
     return [(float(x), alpha_v) for x in _grid("lams", lam)], "lam"
 
 
-def _predict_cluster_label(labels: LabelMap, h: np.ndarray) -> np.ndarray:
-    """Index of the nearest distinct label vector (the classifier of Theorem 2)."""
-    classes = labels.classes
-    return np.argmax(h @ classes.T - 0.5 * np.sum(classes**2, axis=1), axis=1)
-
-
 def _real_point(
     problem: RealDataProblem, loss: str, lam: float, alpha: float, seed: int
 ) -> tuple[int, tuple[float, float, float, bool]]:
@@ -284,8 +278,8 @@ def _real_point(
     h_test = problem.x_test @ W.T / np.sqrt(d) + b
     true_test = labels.cluster_class[problem.cluster_test]
     return idx.size, (
-        float(np.mean(_predict_cluster_label(labels, h_test) != true_test)),
-        float(np.mean(_predict_cluster_label(labels, h_train) != labels.cluster_class[cid])),
+        float(np.mean(predict_class(labels, h_test) != true_test)),
+        float(np.mean(predict_class(labels, h_train) != labels.cluster_class[cid])),
         float(np.mean(get_loss(loss).value(labels.labels[cid], h_train))),
         bool(info["converged"]),
     )
