@@ -35,6 +35,7 @@ LAYERS = {
     "studies": 3,
     "figures": 4,
     "cli": 5,
+    "__main__": 6,  # ``python -m gaussmix``: the entry point, above the CLI it runs
 }
 CLI_ONLY = ("typer", "click")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -26,6 +27,20 @@ def test_one_version_everywhere() -> None:
     assert f"## [{version}]" in (ROOT / "CHANGELOG.md").read_text()
     code, out, _ = run("--version")
     assert code == 0 and version in out
+
+
+def test_python_dash_m_gaussmix_is_the_command_line() -> None:
+    """``python -m gaussmix`` runs the same command line as the ``gaussmix`` script."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "gaussmix", "--version"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == f"gaussmix {gaussmix.__version__}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gaussmix", "point", "--alpha", "-1"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and proc.stderr.startswith("gaussmix: error:")
 
 
 def test_citation_names_the_paper() -> None:
