@@ -303,3 +303,53 @@ def test_the_exports_table_lists_the_public_names() -> None:
     for name in gaussmix.__all__:
         if name != "__version__":
             assert f"[`gm.{name}`]" in md, name
+
+
+# ---------------------------------------------------------------- API reference docstrings
+def _griffe_extension():
+    name = "gaussmix_griffe_extension"
+    if name not in sys.modules:
+        pytest.importorskip("griffe")
+        path = DOCS / "_hooks" / "griffe_gaussmix.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def test_docstrings_rst_habits_become_markdown() -> None:
+    ext = _griffe_extension()
+    text = "\n".join(
+        [
+            "See :func:`~gaussmix.theory.solver.solve` and :class:`Mixture`, ``a +",
+            "b``::",
+            "",
+            "    x = 1  # code",
+            "",
+            "Adding a figure::",
+            ">>> f(x)::",
+        ]
+    )
+    assert ext.markdown_docstring(text).splitlines() == [
+        "See `solve` and `Mixture`, `a +",
+        "b`:",
+        "",
+        "    x = 1  # code",
+        "",
+        "Adding a figure:",
+        ">>> f(x)::",
+    ]
+    assert ext.markdown_docstring(ext.markdown_docstring(text)) == ext.markdown_docstring(text)
+
+
+def test_shared_docstring_blocks_are_completed_from_the_imported_object() -> None:
+    """``solve``'s docstring holds a %(solver_options)s line that only the import fills."""
+    griffe = pytest.importorskip("griffe")
+    ext = _griffe_extension()
+    module = griffe.load("gaussmix.theory.solver", search_paths=[str(ROOT / "src")])
+    func = module["solve"]
+    assert ext._MARK.search(func.docstring.value)
+    doc = ext.runtime_docstring(func)
+    assert not ext._MARK.search(doc)
+    assert "tol" in doc and "Parameters" in doc
