@@ -353,3 +353,19 @@ def test_shared_docstring_blocks_are_completed_from_the_imported_object() -> Non
     doc = ext.runtime_docstring(func)
     assert not ext._MARK.search(doc)
     assert "tol" in doc and "Parameters" in doc
+
+
+def test_the_gallery_follows_the_papers_order() -> None:
+    hook = _hook()
+    papers = ["Appendix E (x)", "Fig. 3 (right)", "Fig. 1 (right)", "Fig. 3 (left)", "Fig. 2"]
+    assert sorted(papers, key=hook.paper_order) == [
+        "Fig. 1 (right)",
+        "Fig. 2",
+        "Fig. 3 (left)",
+        "Fig. 3 (right)",
+        "Appendix E (x)",
+    ]
+    rows = hook.figure_rows()
+    assert sorted(r["name"] for r in rows) == sorted(FIGURES)
+    keys = [hook.paper_order(r["paper"]) for r in rows]
+    assert keys == sorted(keys)

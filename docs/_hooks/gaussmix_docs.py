@@ -130,11 +130,22 @@ def format_seconds(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
+def paper_order(paper: str) -> tuple[int, int, int]:
+    """Sort key of a figure's place in the paper: Figs. 1, 2, ... (left, centre, right), then
+    the appendices (in registration order among themselves: the sort is stable)."""
+    m = re.match(r"Figs?\.\s*(\d+)", paper)
+    if m is None:
+        return (1, 0, 0)
+    side = next((i for i, w in enumerate(("left", "centre", "right")) if w in paper), 0)
+    return (0, int(m.group(1)), side)
+
+
 def figure_rows() -> list[dict[str, str]]:
-    """The figure registry as plain rows (name, paper, description, caption, command)."""
+    """The figure registry as plain rows (name, paper, description, caption, command), in
+    the paper's order."""
     from gaussmix.figures import FIGURES
 
-    return [
+    rows = [
         {
             "name": spec.name,
             "paper": spec.paper,
@@ -144,6 +155,7 @@ def figure_rows() -> list[dict[str, str]]:
         }
         for spec in FIGURES.values()
     ]
+    return sorted(rows, key=lambda r: paper_order(r["paper"]))
 
 
 def markdown_text(text: str) -> str:
