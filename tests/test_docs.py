@@ -156,6 +156,31 @@ def test_a_bad_atlas_is_refused_naming_the_file(
         hook.read_atlas(tmp_path)
 
 
+def test_atlas_paths_relative_to_the_directory_or_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hook = _hook()
+    atlas_dir = tmp_path / "atlas"
+    atlas_dir.mkdir()
+    for name in ("a", "b", "c"):
+        (atlas_dir / f"{name}.png").write_bytes(PNG)
+        (atlas_dir / f"{name}.csv").write_text("x\n1\n")
+    rows = [
+        {"name": "a", "png": "atlas/a.png", "csv": "atlas/a.csv"},  # as written (cwd)
+        {"name": "b"},  # no keys: NAME.png, NAME.csv in the directory
+        {"name": "c", "png": "", "csv": "elsewhere/missing.csv"},  # not listed / missing
+    ]
+    (atlas_dir / "atlas.json").write_text(json.dumps({"figures": rows}))
+    monkeypatch.chdir(tmp_path)
+    atlas = hook.read_atlas("atlas")
+    assert not atlas.fast
+    assert atlas.figures["a"].png.resolve() == (atlas_dir / "a.png").resolve()
+    assert atlas.figures["a"].csv.resolve() == (atlas_dir / "a.csv").resolve()
+    assert atlas.figures["b"].png == Path("atlas") / "b.png"
+    assert atlas.figures["c"].png is None and atlas.figures["c"].csv is None
+    assert atlas.figures["b"].seconds is None and atlas.figures["b"].status == ""
+
+
 def test_registry_text_is_escaped_for_markdown() -> None:
     """Captions say lambda* and alpha*_K: no emphasis may swallow the stars."""
     text = _hook().markdown_text

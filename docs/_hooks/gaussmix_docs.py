@@ -69,21 +69,28 @@ class Atlas:
 
 
 def _atlas_file(directory: Path, value: Any, field: str, name: str) -> Path | None:
-    if value in (None, ""):
-        return None
+    """The file an atlas entry names: relative to the atlas directory (or as written, or
+    by its file name there); None if it is not listed or does not exist."""
+    if value is None:
+        default = directory / f"{name}.{field}"
+        return default if default.is_file() else None
     if not isinstance(value, str):
         raise DocsError(f"{directory / 'atlas.json'}: figure {name!r}: {field} must be a path")
+    if not value:
+        return None
     path = Path(value)
-    path = path if path.is_absolute() else directory / path
-    return path if path.is_file() else None
+    candidates = [path] if path.is_absolute() else [directory / path, path, directory / path.name]
+    return next((c for c in candidates if c.is_file()), None)
 
 
 def read_atlas(directory: str | Path) -> Atlas:
     """Read ``directory/atlas.json`` (written by ``gaussmix figure all --out DIR``).
 
-    Paths in it are relative to ``directory`` (or absolute); a PNG or CSV that is listed
-    but missing counts as absent.  A missing or malformed ``atlas.json`` raises
-    :class:`DocsError` naming the file and :data:`ATLAS_ENV`.
+    Paths in it are relative to ``directory`` (or absolute, or relative to the working
+    directory, e.g. ``DIR/NAME.png``); a missing ``png`` / ``csv`` key means ``NAME.png`` /
+    ``NAME.csv`` in ``directory``; a file that is listed but missing counts as absent.
+    A missing or malformed ``atlas.json`` raises :class:`DocsError` naming the file and
+    :data:`ATLAS_ENV`.
     """
     directory = Path(directory)
     path = directory / "atlas.json"
