@@ -181,6 +181,31 @@ def test_atlas_paths_relative_to_the_directory_or_the_working_directory(
     assert atlas.figures["b"].seconds is None and atlas.figures["b"].status == ""
 
 
+def test_atlas_with_nested_files_errors_and_unconverged_points(tmp_path: Path) -> None:
+    """The layout of gaussmix.figures.atlas: file names under "files", "error" and
+    "not_converged" per figure."""
+    hook = _hook()
+    names = list(FIGURES)[:2]
+    (tmp_path / f"{names[0]}.png").write_bytes(PNG)
+    (tmp_path / f"{names[0]}.csv").write_text("x\n1\n")
+    rows = [
+        {"name": names[0], "paper": "p", "status": "ok", "seconds": 3.0, "cpu_seconds": 2.9,
+         "files": {"csv": f"{names[0]}.csv", "png": f"{names[0]}.png", "json": "x.json"},
+         "error": None, "warnings": [], "not_converged": 2},
+        {"name": names[1], "paper": "p", "status": "failed", "seconds": 0.5, "files": {},
+         "error": "ValueError: alpha_star* must be > 0", "warnings": [], "not_converged": 0},
+    ]  # fmt: skip
+    (tmp_path / "atlas.json").write_text(json.dumps({"fast": True, "failed": [], "figures": rows}))
+    atlas = hook.read_atlas(tmp_path)
+    first, second = atlas.figures[names[0]], atlas.figures[names[1]]
+    assert first.png == tmp_path / f"{names[0]}.png" and first.not_converged == 2
+    assert second.png is None and second.error.startswith("ValueError")
+    md = hook.gallery_markdown(hook.figure_rows(), atlas)
+    assert f"](atlas/{names[0]}.png)" in md
+    assert "2 point(s) of its table did not converge" in md
+    assert "status: failed; error: ValueError: alpha\\_star\\* must be \\> 0; no image" in md
+
+
 def test_registry_text_is_escaped_for_markdown() -> None:
     """Captions say lambda* and alpha*_K: no emphasis may swallow the stars."""
     text = _hook().markdown_text

@@ -7,9 +7,10 @@ Two things are generated at build time, so that the site cannot drift from the c
   When the environment variable ``GAUSSMIX_ATLAS_DIR`` names a directory written by
   ``gaussmix figure all --out DIR`` (``DIR/NAME.png``, ``DIR/NAME.csv`` per figure and
   ``DIR/atlas.json = {"fast": bool, "figures": [{"name", "paper", "seconds", "status",
-  "png", "csv"}, ...]}``), its images and tables are copied into the site and each entry
-  shows its image and runtime; without it the page lists the commands and says how to add
-  the images.
+  "png", "csv"}, ...]}``; the file names may also sit in ``"files": {"png", "csv"}``, with
+  optional ``"error"`` and ``"not_converged"``), its images and tables are copied into the
+  site and each entry shows its image and runtime; without it the page lists the commands
+  and says how to add the images.
 * README sections, included rather than copied: a line ``<!-- README: Title -->`` in a page
   is replaced by the README's ``## Title`` section (heading and body; ``(intro)`` is the
   text before the first section), ``<!-- README: Title from "START" to "END" -->`` by the
@@ -49,7 +50,7 @@ class DocsError(ValueError):
 # ---------------------------------------------------------------- the atlas and the gallery
 @dataclass(frozen=True)
 class AtlasEntry:
-    """One figure of an atlas directory (a row of ``atlas.json``)."""
+    """One figure of an atlas directory (a row of ``atlas.json``; files that exist only)."""
 
     name: str
     paper: str
@@ -57,6 +58,8 @@ class AtlasEntry:
     status: str
     png: Path | None
     csv: Path | None
+    error: str | None = None
+    not_converged: int = 0
 
 
 @dataclass(frozen=True)
@@ -115,13 +118,21 @@ def read_atlas(directory: str | Path) -> Atlas:
             isinstance(seconds, bool) or not isinstance(seconds, int | float)
         ):
             raise DocsError(f"{path}: figure {name!r}: seconds must be a number or null")
+        files = row.get("files") or {}
+        if not isinstance(files, dict):
+            raise DocsError(f"{path}: figure {name!r}: files must be an object")
+        bad = row.get("not_converged") or 0
+        if isinstance(bad, bool) or not isinstance(bad, int):
+            raise DocsError(f"{path}: figure {name!r}: not_converged must be an integer")
         figures[name] = AtlasEntry(
             name=name,
             paper=str(row.get("paper", "")),
             seconds=None if seconds is None else float(seconds),
             status=str(row.get("status", "")),
-            png=_atlas_file(directory, row.get("png"), "png", name),
-            csv=_atlas_file(directory, row.get("csv"), "csv", name),
+            png=_atlas_file(directory, row.get("png", files.get("png")), "png", name),
+            csv=_atlas_file(directory, row.get("csv", files.get("csv")), "csv", name),
+            error=None if row.get("error") is None else str(row["error"]),
+            not_converged=bad,
         )
     return Atlas(directory=directory, fast=bool(data.get("fast", False)), figures=figures)
 
@@ -238,6 +249,10 @@ def _atlas_line(entry: AtlasEntry | None, fast: bool) -> str:
         parts.append(f"made in {format_seconds(entry.seconds)}{' with --fast' if fast else ''}")
     if entry.status and entry.status != "ok":
         parts.append(f"status: {entry.status}")
+    if entry.error:
+        parts.append(f"error: {markdown_text(entry.error)}")
+    if entry.not_converged:
+        parts.append(f"{entry.not_converged} point(s) of its table did not converge")
     if entry.png is None:
         parts.append("no image")
     if entry.csv is not None:
