@@ -91,9 +91,9 @@ def read_atlas(directory: str | Path) -> Atlas:
 
     Paths in it are relative to ``directory`` (or absolute, or relative to the working
     directory, e.g. ``DIR/NAME.png``); a missing ``png`` / ``csv`` key means ``NAME.png`` /
-    ``NAME.csv`` in ``directory``; a file that is listed but missing counts as absent.
-    A missing or malformed ``atlas.json`` raises :class:`DocsError` naming the file and
-    :data:`ATLAS_ENV`.
+    ``NAME.csv`` in ``directory``; a file that is listed but missing counts as absent, and
+    so do the files of a figure whose status is not ``'ok'``.  A missing or malformed
+    ``atlas.json`` raises :class:`DocsError` naming the file and :data:`ATLAS_ENV`.
     """
     directory = Path(directory)
     path = directory / "atlas.json"
@@ -124,13 +124,18 @@ def read_atlas(directory: str | Path) -> Atlas:
         bad = row.get("not_converged") or 0
         if isinstance(bad, bool) or not isinstance(bad, int):
             raise DocsError(f"{path}: figure {name!r}: not_converged must be an integer")
+        status = str(row.get("status", ""))
+        png, csv = None, None
+        if status in ("", "ok"):  # a failed figure's files are stale ones, if any
+            png = _atlas_file(directory, row.get("png", files.get("png")), "png", name)
+            csv = _atlas_file(directory, row.get("csv", files.get("csv")), "csv", name)
         figures[name] = AtlasEntry(
             name=name,
             paper=str(row.get("paper", "")),
             seconds=None if seconds is None else float(seconds),
-            status=str(row.get("status", "")),
-            png=_atlas_file(directory, row.get("png", files.get("png")), "png", name),
-            csv=_atlas_file(directory, row.get("csv", files.get("csv")), "csv", name),
+            status=status,
+            png=png,
+            csv=csv,
             error=None if row.get("error") is None else str(row["error"]),
             not_converged=bad,
         )
