@@ -22,8 +22,8 @@ antipodal means) are allowed.  The log posterior-predictive of class ``k`` at ``
     s_k = ln rho_k - (d/2) ln Delta_k - |x|^2 / (2 Delta_k) + x.mhat_k / Delta_k
           - |mhat_k|^2 / (2 Delta_k) + o(1).
 
-(a) **Correlated fields.**  ``x.S_k / d -> alpha rho_k (Theta_ck + sqrt(Delta_c) h_k)
-+ sqrt(alpha rho_k Delta_k Delta_c) g'_k`` with ``h = (z.mu_k)_k ~ N(0, Theta)`` and
+(a) **Correlated fields.**  ``x.S_k / d -> alpha rho_k (Theta_ck + sqrt(Delta_c) h_k) +
+sqrt(alpha rho_k Delta_k Delta_c) g'_k`` with ``h = (z.mu_k)_k ~ N(0, Theta)`` and
 ``g' ~ N(0, I)``: the fields of different ``k`` are independent only for diagonal
 ``Theta`` (Appendix D treats them as independent).  (b) **Norms of the means.**  With
 ``|mhat_k|^2 -> (Theta - B)_kk`` the term ``-|mhat_k|^2 / (2 Delta)`` equals Appendix D's

@@ -8,8 +8,8 @@
   quadrature of the indicator;
 * training loss ``eps_l = sum_c rho_c E[loss(y_c, h_c)]``;
 * free energy (eq. app:rsfree, zero temperature)
-  ``Phi = alpha sum_c rho_c E[env_c] + Psi_w + sum_c [Mhat_c.M_c - tr(Vhat_c Q_c)/2
-  + tr(Qhat_c V_c)/2]``, stationary at the fixed point, equal there to the minimal
+  ``Phi = alpha sum_c rho_c E[env_c] + Psi_w + sum_c [Mhat_c.M_c - tr(Vhat_c Q_c)/2 +
+  tr(Qhat_c V_c)/2]``, stationary at the fixed point, equal there to the minimal
   empirical risk per dimension ``alpha eps_l + lam E[r(W*)]/d``;
 * statistics of the law of ``W*`` (lasso / elastic net): the fraction of non-zero weight
   components, overall and on / off the support of the means, and ``||W*||_1 / d``.

@@ -18,8 +18,8 @@ xi`` with ``xi ~ N(0, I_K)``, and the point is classified correctly iff
 It must be computed deterministically and accurately, never by sampling ``xi``: Monte Carlo
 noise would leak into learning curves and into derivative-based fixed-point solvers.
 
-Methods
--------
+Algorithms
+----------
 * ``m == 1``: exact, ``ndtr(-mean / sd)``.
 * ``m == 2``: the bivariate normal CDF by Genz's ``bvnu`` algorithm (Drezner & Wesolowsky
   1989 with Genz's double-precision modifications for ``|r|`` close to one), with a 20-point

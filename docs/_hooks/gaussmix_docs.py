@@ -1,0 +1,472 @@
+"""MkDocs hook of the gaussmix site (``hooks:`` in ``mkdocs.yml``).
+
+Two things are generated at build time, so that the site cannot drift from the code:
+
+* ``gallery.md``: one entry per figure of the registry :data:`gaussmix.figures.FIGURES`
+  (name, place in the paper, description, caption, the ``gaussmix figure NAME`` command).
+  When the environment variable ``GAUSSMIX_ATLAS_DIR`` names a directory written by
+  ``gaussmix figure all --out DIR`` (``DIR/NAME.png``, ``DIR/NAME.csv`` per figure and
+  ``DIR/atlas.json = {"fast": bool, "figures": [{"name", "paper", "seconds", "status",
+  "png", "csv"}, ...]}``; the file names may also sit in ``"files": {"png", "csv"}``, with
+  optional ``"error"`` and ``"not_converged"``), its images and tables are copied into the
+  site and each entry shows its image and runtime; without it the page lists the commands
+  and says how to add the images.
+* README sections, included rather than copied: a line ``<!-- README: Title -->`` in a page
+  is replaced by the README's ``## Title`` section (heading and body; ``(intro)`` is the
+  text before the first section), ``<!-- README: Title from "START" to "END" -->`` by the
+  part of its body from the first line beginning with ``START`` to before the next line
+  beginning with ``END`` (both optional, no heading).  Links to other README sections
+  point at the page that includes them.  A title or line that is not found fails the
+  build, naming it.
+* ``<!-- gaussmix: exports -->``: the table of the names the package exports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ATLAS_ENV = "GAUSSMIX_ATLAS_DIR"
+#: where the gallery page lives and where the atlas files are copied, inside the site
+GALLERY_PAGE = "gallery.md"
+GALLERY_DIR = "atlas"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+#: repository files the README links to, and what the site says instead
+REPO_FILES = ("BENCHMARKS.md", "CHANGELOG.md", "CITATION.cff", "DESIGN.md")
+
+_MARKER = re.compile(r"^<!--\s*README:\s*(?P<spec>.*?)\s*-->\s*$")
+_INTRO = "(intro)"
+
+
+class DocsError(ValueError):
+    """A problem in the sources of the site (README marker, atlas directory)."""
+
+
+# ---------------------------------------------------------------- the atlas and the gallery
+@dataclass(frozen=True)
+class AtlasEntry:
+    """One figure of an atlas directory (a row of ``atlas.json``; files that exist only)."""
+
+    name: str
+    paper: str
+    seconds: float | None
+    status: str
+    png: Path | None
+    csv: Path | None
+    error: str | None = None
+    not_converged: int = 0
+
+
+@dataclass(frozen=True)
+class Atlas:
+    """An atlas directory read from its ``atlas.json``."""
+
+    directory: Path
+    fast: bool
+    figures: dict[str, AtlasEntry]
+
+
+def _atlas_file(directory: Path, value: Any, field: str, name: str) -> Path | None:
+    """The file an atlas entry names: relative to the atlas directory (or as written, or
+    by its file name there); None if it is not listed or does not exist."""
+    if value is None:
+        default = directory / f"{name}.{field}"
+        return default if default.is_file() else None
+    if not isinstance(value, str):
+        raise DocsError(f"{directory / 'atlas.json'}: figure {name!r}: {field} must be a path")
+    if not value:
+        return None
+    path = Path(value)
+    candidates = [path] if path.is_absolute() else [directory / path, path, directory / path.name]
+    return next((c for c in candidates if c.is_file()), None)
+
+
+def read_atlas(directory: str | Path) -> Atlas:
+    """Read ``directory/atlas.json`` (written by ``gaussmix figure all --out DIR``).
+
+    Paths in it are relative to ``directory`` (or absolute, or relative to the working
+    directory, e.g. ``DIR/NAME.png``); a missing ``png`` / ``csv`` key means ``NAME.png`` /
+    ``NAME.csv`` in ``directory``; a file that is listed but missing counts as absent, and
+    so do the files of a figure whose status is not ``'ok'``.  A missing or malformed
+    ``atlas.json`` raises :class:`DocsError` naming the file and :data:`ATLAS_ENV`.
+    """
+    directory = Path(directory)
+    path = directory / "atlas.json"
+    if not path.is_file():
+        raise DocsError(
+            f"{ATLAS_ENV}={directory}: no atlas.json there; make the directory with "
+            f"'gaussmix figure all --fast --out {directory}' or unset {ATLAS_ENV}"
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DocsError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("figures"), list):
+        raise DocsError(f"{path}: expected an object with a list 'figures'")
+    figures: dict[str, AtlasEntry] = {}
+    for row in data["figures"]:
+        if not isinstance(row, dict) or not isinstance(row.get("name"), str):
+            raise DocsError(f"{path}: every entry of 'figures' needs a string 'name'")
+        name = row["name"]
+        seconds = row.get("seconds")
+        if seconds is not None and (
+            isinstance(seconds, bool) or not isinstance(seconds, int | float)
+        ):
+            raise DocsError(f"{path}: figure {name!r}: seconds must be a number or null")
+        files = row.get("files") or {}
+        if not isinstance(files, dict):
+            raise DocsError(f"{path}: figure {name!r}: files must be an object")
+        bad = row.get("not_converged") or 0
+        if isinstance(bad, bool) or not isinstance(bad, int):
+            raise DocsError(f"{path}: figure {name!r}: not_converged must be an integer")
+        status = str(row.get("status", ""))
+        png, csv = None, None
+        if status in ("", "ok"):  # a failed figure's files are stale ones, if any
+            png = _atlas_file(directory, row.get("png", files.get("png")), "png", name)
+            csv = _atlas_file(directory, row.get("csv", files.get("csv")), "csv", name)
+        figures[name] = AtlasEntry(
+            name=name,
+            paper=str(row.get("paper", "")),
+            seconds=None if seconds is None else float(seconds),
+            status=status,
+            png=png,
+            csv=csv,
+            error=None if row.get("error") is None else str(row["error"]),
+            not_converged=bad,
+        )
+    return Atlas(directory=directory, fast=bool(data.get("fast", False)), figures=figures)
+
+
+def format_seconds(seconds: float) -> str:
+    """``12.3 s``, ``4 min 05 s``, ``1 h 02 min``."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, sec = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {sec:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def paper_order(paper: str) -> tuple[int, int, int]:
+    """Sort key of a figure's place in the paper: Figs. 1, 2, ... (left, centre, right), then
+    the appendices (in registration order among themselves: the sort is stable)."""
+    m = re.match(r"Figs?\.\s*(\d+)", paper)
+    if m is None:
+        return (1, 0, 0)
+    side = next((i for i, w in enumerate(("left", "centre", "right")) if w in paper), 0)
+    return (0, int(m.group(1)), side)
+
+
+def figure_rows() -> list[dict[str, str]]:
+    """The figure registry as plain rows (name, paper, description, caption, command), in
+    the paper's order."""
+    from gaussmix.figures import FIGURES
+
+    rows = [
+        {
+            "name": spec.name,
+            "paper": spec.paper,
+            "description": spec.description,
+            "caption": spec.caption,
+            "command": f"gaussmix figure {spec.name} --out DIR",
+        }
+        for spec in FIGURES.values()
+    ]
+    return sorted(rows, key=lambda r: paper_order(r["paper"]))
+
+
+def markdown_text(text: str) -> str:
+    """Plain text (a description, a caption) with Markdown's special characters escaped."""
+    return re.sub(r"([\\`*_\[\]<>|])", r"\\\1", text)
+
+
+def gallery_markdown(rows: list[dict[str, str]], atlas: Atlas | None) -> str:
+    """The gallery page: every figure of ``rows``, with its image when ``atlas`` has it."""
+    lines = [
+        "# Gallery",
+        "",
+        "Every figure of the paper that gaussmix reproduces, from the figure registry "
+        "(`gaussmix.figures.FIGURES`; `gaussmix figure --help` lists the options of each). "
+        "`gaussmix figure NAME --out DIR` writes `DIR/NAME.png`, the table `DIR/NAME.csv` "
+        "and `DIR/NAME.json` (the caption: what lines, dots and error bars are).",
+        "",
+    ]
+    if atlas is None:
+        lines += [
+            '!!! note "No images in this build"',
+            "",
+            "    This site was built without an atlas directory, so the figures are listed "
+            "without their images. To add them, make the atlas and build again:",
+            "",
+            "    ```bash",
+            "    gaussmix figure all --fast --out atlas",
+            f"    {ATLAS_ENV}=atlas mkdocs build",
+            "    ```",
+            "",
+        ]
+    else:
+        mode = "`--fast` (fewer seeds, smaller d)" if atlas.fast else "the full settings"
+        total = sum(e.seconds for e in atlas.figures.values() if e.seconds is not None)
+        lines += [
+            f"The images were made with {mode} by `gaussmix figure all"
+            f"{' --fast' if atlas.fast else ''} --out DIR`, in {format_seconds(total)} "
+            "altogether; the runtime of each figure is given below it (on the machine that "
+            "built this site).",
+            "",
+        ]
+    lines += ["| figure | paper | what it shows |", "|---|---|---|"]
+    for r in rows:
+        paper, what = markdown_text(r["paper"]), markdown_text(r["description"])
+        lines.append(f"| [`{r['name']}`](#{r['name']}) | {paper} | {what} |")
+    lines.append("")
+    for r in rows:
+        name = r["name"]
+        paper = markdown_text(r["paper"])
+        lines += [f"## {name}: {paper} {{ #{name} }}", "", markdown_text(r["description"]), ""]
+        entry = None if atlas is None else atlas.figures.get(name)
+        if entry is not None and entry.png is not None:
+            lines += [f"![{name}: {paper}]({GALLERY_DIR}/{name}.png)", ""]
+        lines += [
+            f"**Caption.** {markdown_text(r['caption'])}",
+            "",
+            "```bash",
+            r["command"],
+            "```",
+            "",
+        ]
+        if atlas is not None:
+            lines.append(_atlas_line(entry, atlas.fast))
+            lines.append("")
+    return "\n".join(lines)
+
+
+def _atlas_line(entry: AtlasEntry | None, fast: bool) -> str:
+    if entry is None:
+        return "*Not in this build's atlas.*"
+    parts = []
+    if entry.seconds is not None:
+        parts.append(f"made in {format_seconds(entry.seconds)}{' with --fast' if fast else ''}")
+    if entry.status and entry.status != "ok":
+        parts.append(f"status: {entry.status}")
+    if entry.error:
+        parts.append(f"error: {markdown_text(entry.error)}")
+    if entry.not_converged:
+        parts.append(f"{entry.not_converged} point(s) of its table did not converge")
+    if entry.png is None:
+        parts.append("no image")
+    if entry.csv is not None:
+        parts.append(f"[table (CSV)]({GALLERY_DIR}/{entry.name}.csv)")
+    return "*" + "; ".join(parts) + ".*" if parts else ""
+
+
+def atlas_assets(atlas: Atlas, names: list[str]) -> dict[str, Path]:
+    """Site path -> source file of every image and table of ``atlas`` for ``names``."""
+    out: dict[str, Path] = {}
+    for name in names:
+        entry = atlas.figures.get(name)
+        if entry is None:
+            continue
+        if entry.png is not None:
+            out[f"{GALLERY_DIR}/{name}.png"] = entry.png
+        if entry.csv is not None:
+            out[f"{GALLERY_DIR}/{name}.csv"] = entry.csv
+    return out
+
+
+# ---------------------------------------------------------------- README sections
+def _slug(title: str) -> str:
+    """The anchor GitHub (and MkDocs' toc) gives a heading."""
+    return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+
+
+def _fence_state(fence: bool, line: str) -> bool:
+    """Whether a code fence is open after ``line`` (CommonMark: only a bare ``` closes)."""
+    if not fence:
+        return line.startswith("```")
+    return line.strip() != "```"
+
+
+def readme_sections(text: str) -> dict[str, list[str]]:
+    """``## Title`` -> the lines of its body; the text before the first one is ``(intro)``."""
+    sections: dict[str, list[str]] = {_INTRO: []}
+    current = _INTRO
+    fence = False
+    for line in text.splitlines():
+        fence = _fence_state(fence, line)
+        if not fence and line.startswith("## "):
+            current = line[3:].strip()
+            sections[current] = []
+            continue
+        sections[current].append(line)
+    # the intro starts after the page title
+    sections[_INTRO] = [ln for ln in sections[_INTRO] if not ln.startswith("# ")]
+    return sections
+
+
+_SPEC = re.compile(
+    r'^(?P<title>.+?)(?:\s+from\s+"(?P<start>[^"]+)")?(?:\s+to\s+"(?P<end>[^"]+)")?$'
+)
+
+
+def parse_marker(spec: str) -> tuple[str, str | None, str | None]:
+    """``Title from "START" to "END"`` (both parts optional) -> (title, start, end)."""
+    m = _SPEC.match(spec.strip())
+    if m is None:
+        raise DocsError(f'README marker {spec!r}: expected \'Title [from "START"] [to "END"]\'')
+    return m.group("title"), m.group("start"), m.group("end")
+
+
+def readme_excerpt(
+    sections: dict[str, list[str]], title: str, start: str | None = None, end: str | None = None
+) -> list[str]:
+    """The lines of README section ``title``, from ``start`` to before ``end``."""
+    if title not in sections:
+        raise DocsError(f"README.md has no section '## {title}' (known: {sorted(sections)})")
+    lines = sections[title]
+    i0 = 0
+    if start is not None:
+        i0 = next((i for i, ln in enumerate(lines) if ln.startswith(start)), -1)
+        if i0 < 0:
+            raise DocsError(f"README.md section {title!r}: no line starts with {start!r}")
+    i1 = len(lines)
+    if end is not None:
+        i1 = next((i for i in range(i0 + 1, len(lines)) if lines[i].startswith(end)), -1)
+        if i1 < 0:
+            raise DocsError(f"README.md section {title!r}: no line after it starts with {end!r}")
+    out = lines[i0:i1]
+    while out and not out[0].strip():
+        out = out[1:]
+    while out and not out[-1].strip():
+        out = out[:-1]
+    return out
+
+
+def rewrite_readme_lines(lines: list[str], anchors: dict[str, str]) -> list[str]:
+    """Demote headings and point README links at the site (``anchors``: slug -> page)."""
+    out = []
+    fence = False
+    for line in lines:
+        fence = _fence_state(fence, line)
+        if not fence:
+            if line.startswith("#"):
+                line = "#" + line
+            line = re.sub(
+                r"\]\(#([\w\-]+)\)",
+                lambda m: (
+                    f"]({anchors[m.group(1)]}#{m.group(1)})"
+                    if m.group(1) in anchors
+                    else f"](#{m.group(1)})"
+                ),
+                line,
+            )
+            for name in REPO_FILES:
+                line = line.replace(f"[{name}]({name})", f"`{name}` (in the repository)")
+        out.append(line)
+    return out
+
+
+def expand_readme_markers(
+    markdown: str, sections: dict[str, list[str]], anchors: dict[str, str], page: str
+) -> str:
+    """Replace every README marker of ``markdown`` (page ``page``) by its section."""
+    rel = {slug: _relative(page, target) for slug, target in anchors.items()}
+    out = []
+    for line in markdown.splitlines():
+        m = _MARKER.match(line)
+        if m is None:
+            out.append(line)
+            continue
+        title, start, end = parse_marker(m.group("spec"))
+        if start is None and title != _INTRO:
+            out += [f"## {title}", ""]
+        out += rewrite_readme_lines(readme_excerpt(sections, title, start, end), rel)
+    return "\n".join(out) + "\n"
+
+
+def _relative(page: str, target: str) -> str:
+    """Link from docs page ``page`` to docs page ``target`` ('' on the same page)."""
+    if page == target:
+        return ""
+    return os.path.relpath(target, os.path.dirname(page) or ".").replace(os.sep, "/")
+
+
+def readme_anchors(pages: dict[str, str]) -> dict[str, str]:
+    """Slug of every README section included whole -> the page that includes it."""
+    anchors: dict[str, str] = {}
+    for page, text in pages.items():
+        for line in text.splitlines():
+            m = _MARKER.match(line)
+            if m is None:
+                continue
+            title, start, _ = parse_marker(m.group("spec"))
+            if start is None and title != _INTRO:
+                anchors.setdefault(_slug(title), page)
+    return anchors
+
+
+# ---------------------------------------------------------------- the package's namespace
+_EXPORTS_MARKER = "<!-- gaussmix: exports -->"
+
+
+def exports_markdown() -> str:
+    """A table of the names of ``gaussmix.__all__``, each linked to its API entry."""
+    import gaussmix
+
+    rows = ["| name | defined in |", "|---|---|"]
+    for name in gaussmix.__all__:
+        module = gaussmix._EXPORTS.get(name)  # the package's lazy-import table
+        if module is None:
+            continue
+        rows.append(f"| [`gm.{name}`][{module}.{name}] | `{module}` |")
+    return "\n".join(rows)
+
+
+# ---------------------------------------------------------------- MkDocs events
+_state: dict[str, Any] = {}
+
+
+def on_files(files: Any, config: Any) -> Any:
+    """Add the generated gallery page (and the atlas files) to the site's files."""
+    from mkdocs.exceptions import PluginError
+    from mkdocs.structure.files import File
+
+    rows = figure_rows()
+    atlas_dir = os.environ.get(ATLAS_ENV)
+    try:
+        atlas = read_atlas(atlas_dir) if atlas_dir else None
+    except DocsError as exc:
+        raise PluginError(str(exc)) from None
+    files.append(File.generated(config, GALLERY_PAGE, content=gallery_markdown(rows, atlas)))
+    if atlas is not None:
+        for uri, src in atlas_assets(atlas, [r["name"] for r in rows]).items():
+            files.append(File.generated(config, uri, abs_src_path=str(src)))
+    pages = {
+        f.src_uri: Path(f.abs_src_path).read_text(encoding="utf-8")
+        for f in files
+        if f.src_uri.endswith(".md") and f.abs_src_path
+    }
+    _state["sections"] = readme_sections(README.read_text(encoding="utf-8"))
+    _state["anchors"] = readme_anchors(pages)
+    return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """Expand the README markers of a page."""
+    from mkdocs.exceptions import PluginError
+
+    if "<!--" not in markdown:
+        return markdown
+    if _EXPORTS_MARKER in markdown:
+        markdown = markdown.replace(_EXPORTS_MARKER, exports_markdown())
+    try:
+        return expand_readme_markers(
+            markdown, _state["sections"], _state["anchors"], page.file.src_uri
+        )
+    except DocsError as exc:
+        raise PluginError(f"{page.file.src_uri}: {exc}") from None
