@@ -5,7 +5,8 @@ checked against adaptive quadrature of its definition; ``waterfill_moments`` aga
 two-cluster closed forms and against the sort-based projection (itself checked against a
 brute-force projection in test_transition.py) averaged over scrambled Sobol points; the
 threshold against Gardner's closed form (K = 2), the quasi-Monte Carlo values recorded in
-BENCHMARKS.md, and its own error estimate against a finer rule.
+BENCHMARKS.md, its own error estimate against a finer rule, and the root of the max-margin
+margin (K = 5).
 """
 
 from __future__ import annotations
@@ -117,6 +118,21 @@ def test_error_estimate_bounds_a_finer_rule():
     ref = (K - 1) / mg.waterfill_moments(r, K, finer)[0]
     assert 0 < est.std_error <= 1e-6 * est.alpha_star
     assert abs(est.alpha_star - ref) <= est.std_error
+
+
+@pytest.mark.slow
+def test_max_margin_vanishes_at_the_deterministic_alpha_star():
+    # the exchangeable max-margin map (quasi-Monte Carlo, continuation in alpha) near the
+    # threshold: its margin vanishes linearly at alpha*, so the secant through 0.95 and
+    # 0.975 alpha* hits it up to O(gap^2) (measured 5e-4, as for K = 2 in test_transition)
+    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=5)
+    astar = mg.separability_threshold_estimate(mix).alpha_star
+    a1, a2 = 0.95 * astar, 0.975 * astar
+    k1, k2 = (
+        mg.max_margin(mix, a, alpha_star=astar, log2_n=12, tol=1e-9).margin for a in (a1, a2)
+    )
+    assert 0 < k2 < k1
+    assert a2 - k2 * (a2 - a1) / (k2 - k1) == pytest.approx(astar, rel=2e-3)
 
 
 def test_bad_rel_tol():

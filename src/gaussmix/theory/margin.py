@@ -505,7 +505,19 @@ def max_margin(
         raise ValueError("method='exchangeable' needs exchangeable clusters (is_exchangeable)")
     if method == "exchangeable" or (method == "auto" and exch and L > 1):
         nodes = QMCNodes.make(L + 1, log2_n, n_randomisations, seed)
-        ok, msg, n_it, resid, o = _exchangeable_max_margin(problem, tol, max_iter, nodes)
+        # continuation in alpha as on the general path below: warm starts along gaps
+        # alpha* - alpha shrinking geometrically (a cold start near alpha* overshoots)
+        gap0, gap = 0.4 * astar, astar - a
+        steps = [a] if gap >= gap0 else list(astar - np.geomspace(gap0, gap, 6))
+        x0, n_it = None, 0
+        for step in steps:
+            ok, msg, n_i, resid, o = _exchangeable_max_margin(
+                problem.with_lam_alpha(1.0, float(step)), tol, max_iter, nodes, x0
+            )
+            n_it += n_i
+            if not ok:
+                break
+            x0 = o["x"]
         nan = np.full((problem.n_clusters,) + (L + 1,) * 2, np.nan)
         res = MaxMarginResult(
             converged=ok,
@@ -617,10 +629,15 @@ def _exchangeable_margin_map(
 
 
 def _exchangeable_max_margin(
-    problem: Problem, tol: float, max_iter: int, nodes: QMCNodes
+    problem: Problem,
+    tol: float,
+    max_iter: int,
+    nodes: QMCNodes,
+    x0: np.ndarray | None = None,
 ) -> tuple[bool, str, int, float, dict]:
-    """Fixed point of :func:`_exchangeable_margin_map` (Anderson-accelerated), the test error
-    (a ``(K - 1)``-dimensional orthant probability) and the full-space order parameters."""
+    """Fixed point of :func:`_exchangeable_margin_map` (Anderson-accelerated, from ``x0`` =
+    ``(log q, m, log v)`` if given), the test error (a ``(K - 1)``-dimensional orthant
+    probability) and the full-space order parameters (and ``'x'``, the fixed point)."""
     from .orthant import orthant_probability
 
     mix = problem.mixture
@@ -629,18 +646,26 @@ def _exchangeable_max_margin(
     Pi = np.eye(K) - 1.0 / K
     a_theta = float(np.trace(Pi @ mix.theta[0]) / (K - 1))
     g = nodes.pooled
-    x = np.array([0.0, 1.0, 0.0])
+    x = np.array([0.0, 1.0, 0.0]) if x0 is None else np.array(x0, dtype=float)
     anderson = AndersonState.init(5)
     last = None
+    good = None  # the last finite image of the plain map
     res = np.inf
     it = 0
     while it < max_iter:
         it += 1
-        gx = _exchangeable_margin_map(x, problem.alpha, delta, a_theta, g)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            gx = _exchangeable_margin_map(x, problem.alpha, delta, a_theta, g)
         r = gx - x
         res = float(np.max(np.abs(r) / np.maximum(1.0, np.abs(x))))
         if not np.isfinite(res):
-            break
+            if good is None or np.array_equal(x, good):
+                break
+            # an extrapolation left the domain (near alpha* the norm grows fast): restart
+            # plain iteration, which converges here, from the last finite image
+            anderson, last, x = anderson.cleared(), None, good
+            continue
+        good = gx
         if res < tol:
             x = gx
             break
@@ -664,6 +689,7 @@ def _exchangeable_max_margin(
             "M": m * Pi,
             "V": np.broadcast_to(v * Pi, (K, K, K)).copy(),
             "b": np.zeros(K),
+            "x": x,
         }
     msg = "converged" if ok else f"did not converge in {it} iterations (residual {res:.3g})"
     return ok, msg, it, res, out
