@@ -752,10 +752,12 @@ class ThresholdEstimate:
     ----------
     alpha_star : float
     std_error : float
-        Standard error from the independent quasi-Monte Carlo scramblings (0 for K = 2).
+        Absolute error estimate: the standard error from the independent quasi-Monte Carlo
+        scramblings (homogeneous map, ``K >= 3``), the difference between the last two
+        quadrature rules (exchangeable clusters), 0 for K = 2 (exact integrals).
     method : str
-        ``'exchangeable'`` (scalar equation for ``r = m / sqrt(q)``) or ``'homogeneous'``
-        (the normalised homogeneous map).
+        ``'exchangeable'`` (scalar equation for ``r = m / sqrt(q)``, deterministic
+        quadrature) or ``'homogeneous'`` (the normalised homogeneous map).
     converged : bool
     message : str
     n_evaluations : int
