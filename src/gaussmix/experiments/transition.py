@@ -3,11 +3,13 @@ linearly separable (the max-margin estimator exists, the cross-entropy / logisti
 diverges as ``lam -> 0+`` and interpolates) and above which they are not.
 
 :func:`separability_threshold` solves the fixed point at the threshold
-(:mod:`gaussmix.theory.margin`): exactly for two clusters, with seeded randomised
-quasi-Monte Carlo beyond, refining the point set until the standard error over independent
-scramblings meets ``rel_tol``.  It checks the answer on both sides: below the threshold the
-max-margin fixed point exists with a positive margin (training error 0); above it the
-cross-entropy (logistic) estimator at a small ``lam`` has a positive training error.
+(:mod:`gaussmix.theory.margin`): exactly for two clusters, by deterministic nested 1-D
+quadrature for exchangeable clusters (any K, ``alpha*`` to about 1e-10), and with seeded
+randomised quasi-Monte Carlo otherwise, refining the point set until the standard error over
+independent scramblings meets ``rel_tol``.  It checks the answer on both sides: below the
+threshold the max-margin fixed point exists with a positive margin (training error 0);
+above it the cross-entropy (logistic) estimator at a small ``lam`` has a positive training
+error.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ EVIDENCE_LAM = 1e-4
 EVIDENCE_MAX_K = 4
 #: largest point set (2^n per scrambling) of the refinement
 MAX_LOG2_N = 20
+#: relative accuracy asked of the deterministic (exchangeable) quadrature when rel_tol is
+#: looser: it costs well under a second for K <= 10
+EXACT_REL_TOL = 1e-10
 
 
 @dataclass
@@ -66,9 +71,11 @@ class TransitionResult:
         ``alpha* -+ 2`` standard errors (the point itself for the exact two-cluster case,
         widened by the root-finding tolerance).
     rel_accuracy : float
-        Relative standard error (one sigma) of ``alpha*``: the spread of the thresholds
-        solved with each independent scrambling alone, over the square root of their
-        number (0 for two clusters, whose integrals are exact).
+        Relative error of ``alpha*``: for quasi-Monte Carlo, the standard error (one
+        sigma), the spread of the thresholds solved with each independent scrambling
+        alone over the square root of their number; for exchangeable clusters, the
+        difference between the last two quadrature rules (a bound in practice: the rules
+        converge exponentially); 0 for two clusters (exact integrals).
     evidence : dict
         ``'below'`` / ``'above'``: ``alpha`` and ``train_error`` (0 for the max-margin
         interpolator below; the cross-entropy / logistic training error at
@@ -83,7 +90,8 @@ class TransitionResult:
     method : str
         ``'homogeneous'`` or ``'exchangeable'`` (:mod:`gaussmix.theory.margin`).
     log2_n : int
-        Points per scrambling ``2^log2_n`` of the final solve (0: exact integrals, K = 2).
+        Points per scrambling ``2^log2_n`` of the final solve (0: deterministic integrals,
+        K = 2 or exchangeable clusters).
     mixture : dict
         The mixture's description.
     """
@@ -160,9 +168,10 @@ def separability_threshold(
         Gram matrix; one-hot labels (any K; K <= 6 unless the clusters are exchangeable,
         :func:`gaussmix.theory.margin.is_exchangeable`) or binary ``+-1`` labels (K = 2).
     rel_tol : float
-        Target relative standard error of ``alpha*`` (``1e-8 <= rel_tol < 1``); quasi-Monte
-        Carlo point sets are refined until it is met (up to ``2^max_log2_n`` points per
-        scrambling).
+        Target relative error of ``alpha*`` (``1e-8 <= rel_tol < 1``); quasi-Monte Carlo
+        point sets are refined until it is met (up to ``2^max_log2_n`` points per
+        scrambling); the deterministic quadrature of exchangeable clusters aims at
+        ``min(rel_tol, 1e-10)``.
     progress : bool
         Draw a progress bar on an interactive stderr.
     evidence : bool
@@ -194,13 +203,19 @@ def separability_threshold(
             "K <= 6, or any K for exchangeable clusters (isotropic, one shared Delta, "
             "balanced rho, Gram matrix a I + b 11^T)"
         )
-    exact = K == 2  # one effective output: exact Gaussian integrals
     log2_n = 14 if mixture.n_clusters <= 6 else 15
     n_eval = 0
     with progress_bar(total=3, desc=f"alpha* (K={K})", enabled=progress) as bar:
         est = separability_threshold_estimate(
-            mixture, log2_n=log2_n, n_randomisations=n_randomisations, seed=seed
+            mixture,
+            log2_n=log2_n,
+            n_randomisations=n_randomisations,
+            seed=seed,
+            rel_tol=min(tol, EXACT_REL_TOL),
         )
+        # deterministic integrals: exact Gaussian moments (one effective output, K = 2) or
+        # the water-filling quadrature of exchangeable clusters (its own error estimate)
+        exact = K == 2 or est.method == "exchangeable"
         n_eval += est.n_evaluations
         bar.update(1)
         rel = est.std_error / est.alpha_star if est.converged else np.inf
@@ -219,6 +234,11 @@ def separability_threshold(
         converged = bool(est.converged and rel <= tol)
         if not est.converged:
             message = est.message
+        elif not converged and exact:
+            message = (
+                f"relative error estimate {rel:.2g} above rel_tol={tol:g} with the finest "
+                "quadrature rule; the estimate is reported"
+            )
         elif not converged:
             message = (
                 f"relative standard error {rel:.2g} above rel_tol={tol:g} with the largest "
@@ -229,7 +249,7 @@ def separability_threshold(
         half = 2.0 * est.std_error + 1e-12 * abs(astar)
         bracket = (float(astar - half), float(astar + half))
         ev: dict = {}
-        if exact and mixture.n_atoms == 1 and np.ptp(mixture.sigma[0]) == 0.0:
+        if K == 2 and mixture.n_atoms == 1 and np.ptp(mixture.sigma[0]) == 0.0:
             ev["closed_form"] = binary_separability_threshold(mixture)
         if evidence and est.converged:
             ev.update(_evidence(mixture, astar, bracket, seed))

@@ -47,8 +47,13 @@ Eliminating ``alpha`` and ``q`` leaves one scalar equation for ``r = m / sqrt(q)
 
     r Delta e1(r) = a e2(r),   e1 = E|A| = -E[(h - omega) . g],   e2 = E[h_c - omega_c],
 
-(``omega = r e_c + g``, ``g ~ N(0, I_K)``; ``e1`` by Stein's lemma, which is smoother than
-the count), and ``alpha* = (K - 1) / e1(r*)``.
+(``omega = r e_c + g``, ``g ~ N(0, I_K)``), and ``alpha* = (K - 1) / e1(r*)``.  The
+competitors are i.i.d. given the own logit, so both integrals are nested 1-D ones
+(:func:`waterfill_moments`): the water level ``tau`` has the distribution function
+``P(Z + sum_mu (y_mu - t)_+ <= t - r)``, a Gil-Pelaez inversion of the ``(K-1)``-th power of
+one hinge's characteristic function (Faddeeva function); deterministic, ``alpha*`` to about
+1e-10 in about a second for K <= 20 (larger K needs finer rules, which the error estimate
+asks for).
 
 **Binary closed form.**  For two isotropic clusters (variance ``Delta``, means ``+-mu_bar``
 around a centre absorbed by the bias, ``s = |mu_bar|^2``, priors ``rho, 1 - rho``), Gordon's
@@ -61,21 +66,24 @@ with bias iff there are ``c in [0, 1)`` and ``b`` with
 (Cover's 2 at ``s = 0``; cf. Mignacco et al. 2020, Deng, Kammoun & Thrampoulidis 2019).  It
 is an independent derivation of what the fixed point computes for ``K = 2``.
 
-Integrals: one effective output (``K = 2``) uses exact Gaussian partial moments; more use
-scrambled Sobol points (seeded, ``n_randomisations`` independent scramblings: the spread
-is the error estimate), the same points for every evaluation (common random numbers, so the
-root searches see a deterministic function).
+Integrals: one effective output (``K = 2``) uses exact Gaussian partial moments; the
+exchangeable threshold, Gauss-Hermite / Gauss-Legendre rules refined until two agree to
+``rel_tol`` (their difference is the error estimate); the rest (the homogeneous map with
+``K >= 3``, the max-margin maps) scrambled Sobol points (seeded, ``n_randomisations``
+independent scramblings: the spread is the error estimate), the same points for every
+evaluation (common random numbers, so the root searches see a deterministic function).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import weakref
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtr, ndtri
+from scipy.special import ndtr, ndtri, wofz
 
 from gaussmix.core.exceptions import GaussmixError
 from gaussmix.core.validation import check_int, check_real
@@ -106,6 +114,8 @@ __all__ = [
     "margin_problem",
     "is_exchangeable",
     "polyhedron_moments",
+    "waterfill_cdf",
+    "waterfill_moments",
     "max_margin",
     "separability_threshold_estimate",
     "binary_separability_threshold",
@@ -115,6 +125,7 @@ __all__ = [
 ]
 
 _INV_SQRT_2PI = 0.3989422804014327
+_INV_SQRT_2 = 0.7071067811865476
 #: largest effective output dimension for the active-set enumeration (2^L subsets)
 MAX_ENUMERATION_DIM = 5
 
@@ -494,7 +505,19 @@ def max_margin(
         raise ValueError("method='exchangeable' needs exchangeable clusters (is_exchangeable)")
     if method == "exchangeable" or (method == "auto" and exch and L > 1):
         nodes = QMCNodes.make(L + 1, log2_n, n_randomisations, seed)
-        ok, msg, n_it, resid, o = _exchangeable_max_margin(problem, tol, max_iter, nodes)
+        # continuation in alpha as on the general path below: warm starts along gaps
+        # alpha* - alpha shrinking geometrically (a cold start near alpha* overshoots)
+        gap0, gap = 0.4 * astar, astar - a
+        steps = [a] if gap >= gap0 else list(astar - np.geomspace(gap0, gap, 6))
+        x0, n_it = None, 0
+        for step in steps:
+            ok, msg, n_i, resid, o = _exchangeable_max_margin(
+                problem.with_lam_alpha(1.0, float(step)), tol, max_iter, nodes, x0
+            )
+            n_it += n_i
+            if not ok:
+                break
+            x0 = o["x"]
         nan = np.full((problem.n_clusters,) + (L + 1,) * 2, np.nan)
         res = MaxMarginResult(
             converged=ok,
@@ -606,10 +629,15 @@ def _exchangeable_margin_map(
 
 
 def _exchangeable_max_margin(
-    problem: Problem, tol: float, max_iter: int, nodes: QMCNodes
+    problem: Problem,
+    tol: float,
+    max_iter: int,
+    nodes: QMCNodes,
+    x0: np.ndarray | None = None,
 ) -> tuple[bool, str, int, float, dict]:
-    """Fixed point of :func:`_exchangeable_margin_map` (Anderson-accelerated), the test error
-    (a ``(K - 1)``-dimensional orthant probability) and the full-space order parameters."""
+    """Fixed point of :func:`_exchangeable_margin_map` (Anderson-accelerated, from ``x0`` =
+    ``(log q, m, log v)`` if given), the test error (a ``(K - 1)``-dimensional orthant
+    probability) and the full-space order parameters (and ``'x'``, the fixed point)."""
     from .orthant import orthant_probability
 
     mix = problem.mixture
@@ -618,18 +646,26 @@ def _exchangeable_max_margin(
     Pi = np.eye(K) - 1.0 / K
     a_theta = float(np.trace(Pi @ mix.theta[0]) / (K - 1))
     g = nodes.pooled
-    x = np.array([0.0, 1.0, 0.0])
+    x = np.array([0.0, 1.0, 0.0]) if x0 is None else np.array(x0, dtype=float)
     anderson = AndersonState.init(5)
     last = None
+    good = None  # the last finite image of the plain map
     res = np.inf
     it = 0
     while it < max_iter:
         it += 1
-        gx = _exchangeable_margin_map(x, problem.alpha, delta, a_theta, g)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            gx = _exchangeable_margin_map(x, problem.alpha, delta, a_theta, g)
         r = gx - x
         res = float(np.max(np.abs(r) / np.maximum(1.0, np.abs(x))))
         if not np.isfinite(res):
-            break
+            if good is None or np.array_equal(x, good):
+                break
+            # an extrapolation left the domain (near alpha* the norm grows fast): restart
+            # plain iteration, which converges here, from the last finite image
+            anderson, last, x = anderson.cleared(), None, good
+            continue
+        good = gx
         if res < tol:
             x = gx
             break
@@ -653,6 +689,7 @@ def _exchangeable_max_margin(
             "M": m * Pi,
             "V": np.broadcast_to(v * Pi, (K, K, K)).copy(),
             "b": np.zeros(K),
+            "x": x,
         }
     msg = "converged" if ok else f"did not converge in {it} iterations (residual {res:.3g})"
     return ok, msg, it, res, out
@@ -715,10 +752,12 @@ class ThresholdEstimate:
     ----------
     alpha_star : float
     std_error : float
-        Standard error from the independent quasi-Monte Carlo scramblings (0 for K = 2).
+        Absolute error estimate: the standard error from the independent quasi-Monte Carlo
+        scramblings (homogeneous map, ``K >= 3``), the difference between the last two
+        quadrature rules (exchangeable clusters), 0 for K = 2 (exact integrals).
     method : str
-        ``'exchangeable'`` (scalar equation for ``r = m / sqrt(q)``) or ``'homogeneous'``
-        (the normalised homogeneous map).
+        ``'exchangeable'`` (scalar equation for ``r = m / sqrt(q)``, deterministic
+        quadrature) or ``'homogeneous'`` (the normalised homogeneous map).
     converged : bool
     message : str
     n_evaluations : int
@@ -766,11 +805,123 @@ def _exchangeable_stats(
     return k, d0, dg, dd
 
 
-def _exchangeable_threshold(
-    mixture: Mixture, log2_n: int, n_randomisations: int, seed: int
-) -> ThresholdEstimate:
+#: Gil-Pelaez inversion: the characteristic function of ``Z + S_t`` is below
+#: ``exp(-u^2 / 2)``, so ``u <= 9`` leaves a tail below ``exp(-40.5) / 81 ~ 3e-20``
+_GP_U_MAX = 9.0
+#: coarse grid that sets each inversion's own cut-off ``u_t`` (where ``|chi| / u`` has fallen
+#: below ``_GP_EPS``)
+_GP_SCAN = 24
+_GP_EPS = 1e-18
+#: the tails of tau and of the competitors beyond 9 standard deviations (Phi(-9) ~ 1e-19)
+_TAIL_SD = 9.0
+#: quadrature rules of the exchangeable threshold, coarse to fine: (nodes in t or s, nodes
+#: in u); each level's alpha* is compared with the previous level's (the error estimate)
+WATERFILL_RULES = ((32, 48), (48, 64), (64, 96), (96, 144), (128, 192), (192, 288), (256, 384))
+
+
+@functools.lru_cache(maxsize=16)
+def _legendre01(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Legendre nodes and weights on ``[0, 1]``."""
+    x, w = np.polynomial.legendre.leggauss(n)
+    return 0.5 * (x + 1.0), 0.5 * w
+
+
+@functools.lru_cache(maxsize=16)
+def _hermite_normal(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Hermite nodes and weights for ``E[f(s)]``, ``s ~ N(0, 1)``."""
+    x, w = np.polynomial.hermite_e.hermegauss(n)
+    return x, w / np.sqrt(2.0 * np.pi)
+
+
+def _hinge_cf(t: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Characteristic function ``E[exp(i u (y - t)_+)]`` of ``y ~ N(0, 1)``, broadcast over
+    ``t`` (T, 1) and ``u`` (T, N): ``Phi(t) + exp(-t^2 / 2) w((u + i t) / sqrt 2) / 2`` with
+    ``w`` the Faddeeva function (the atom at 0 plus ``int_t^inf phi(y) e^{iu(y - t)} dy``,
+    written without overflow)."""
+    return ndtr(t) + 0.5 * np.exp(-0.5 * t * t) * wofz((u + 1j * t) * _INV_SQRT_2)
+
+
+def waterfill_cdf(t: np.ndarray, c: np.ndarray, m: int, n_u: int = 96) -> np.ndarray:
+    """``P(Z + sum_{i <= m} (y_i - t)_+ <= c)`` for i.i.d. standard normal ``Z, y_i``, by
+    Gil-Pelaez inversion of the characteristic function ``exp(-u^2/2) psi_t(u)^m``
+    (``psi_t`` from :func:`_hinge_cf`):
+
+        P = 1/2 - (1/pi) int_0^inf Im[exp(-i u c) exp(-u^2/2) psi_t(u)^m] du / u,
+
+    Gauss-Legendre with ``n_u`` nodes on ``[0, u_t]``, ``u_t <= 9`` the point where the
+    integrand's modulus has fallen below 1e-18 (a coarse scan per ``t``).
+
+    Parameters
+    ----------
+    t, c : ndarray (T,)
+        Hinge locations and arguments of the distribution function.
+    m : int
+        Number of hinge terms (``m >= 0``; ``m = 0`` gives ``Phi(c)``).
+    n_u : int
+        Nodes of each inversion integral.
+    """
+    t = np.asarray(t, dtype=float)[:, None]
+    c = np.asarray(c, dtype=float)[:, None]
+    scan = np.linspace(_GP_U_MAX / _GP_SCAN, _GP_U_MAX, _GP_SCAN)
+    mod = np.exp(-0.5 * scan * scan) * np.abs(_hinge_cf(t, scan[None, :])) ** m / scan
+    above = mod > _GP_EPS
+    last = _GP_SCAN - 1 - np.argmax(above[:, ::-1], axis=1)  # last scan point above
+    u_t = scan[np.minimum(last + 1, _GP_SCAN - 1)][:, None]
+    x, w = _legendre01(n_u)
+    u = u_t * x[None, :]
+    chi = np.exp(-0.5 * u * u - 1j * u * c) * _hinge_cf(t, u) ** m
+    return 0.5 - (chi.imag / u) @ w * u_t[:, 0] / np.pi
+
+
+def waterfill_moments(r: float, K: int, rule: tuple[int, int] = (64, 96)) -> tuple[float, float]:
+    """``e1 = E|A|`` and ``e2 = E[h_0 - omega_0]`` of the Euclidean projection ``h`` of
+    ``omega = r e_0 + g`` (``g ~ N(0, I_K)``) onto the cone ``{h_0 >= h_mu}`` (margin 0):
+    the two integrals of the exchangeable threshold equation, deterministically.
+
+    The projection is a water-filling: ``h_0 = tau``, ``h_mu = min(omega_mu, tau)``, ``tau``
+    the root of ``tau - a = S_tau``, ``S_t = sum_mu (y_mu - t)_+`` (``a = omega_0``,
+    ``y_mu = omega_mu``, ``n = K - 1`` competitors, i.i.d. given nothing: the common factor
+    of the equicorrelated logits is the projection's invariant direction ``1``).  As
+    ``t - a - S_t`` increases with ``t``, ``tau <= t`` iff ``Z + S_t <= t - r``, and
+    ``y_1 > tau`` iff ``Z + S'_{y_1} < y_1 - r`` (``S'`` over the other ``n - 1``), so with
+    ``G_m(t, c) = P(Z + S^{(m)}_t <= c)`` (:func:`waterfill_cdf`):
+
+        e1 = n E_s[G_{n-1}(s, s - r)]                 (Gauss-Hermite in s),
+        e2 = E[tau] - r = T1 - int_T0^T1 G_n(t, t - r) dt - r   (Gauss-Legendre in t),
+
+    with ``T0 = max(r - 9, r/K - 9/sqrt K)`` (``tau >= max(a, mean(omega))``) and
+    ``T1 = max(r, 0) + 9`` (``tau <= max(a, y)``).  ``e1`` is the count of active
+    constraints (equal to ``-E[(h - omega) . g]`` by Stein's lemma, as in
+    :func:`_exchangeable_stats`).
+
+    Parameters
+    ----------
+    r : float
+        ``m / sqrt(q)``, the normalised mean of the own logit.
+    K : int
+        Number of clusters (``K >= 2``).
+    rule : (int, int)
+        Nodes in ``s`` / ``t`` and in each inversion integral ``u``.
+    """
+    n = K - 1
+    n_t, n_u = rule
+    s, ws = _hermite_normal(n_t)
+    e1 = n * float(ws @ waterfill_cdf(s, s - r, n - 1, n_u))
+    t0 = max(r - _TAIL_SD, r / K - _TAIL_SD / np.sqrt(K))
+    t1 = max(r, 0.0) + _TAIL_SD
+    x, w = _legendre01(n_t)
+    t = t0 + (t1 - t0) * x
+    e2 = t1 - (t1 - t0) * float(w @ waterfill_cdf(t, t - r, n, n_u)) - r
+    return e1, e2
+
+
+def _exchangeable_threshold(mixture: Mixture, rel_tol: float = 1e-10) -> ThresholdEstimate:
     """``alpha*`` for exchangeable clusters: root ``r*`` of ``r Delta e1(r) = a e2(r)``,
-    then ``alpha* = (K - 1) / e1(r*)`` (module docstring)."""
+    then ``alpha* = (K - 1) / e1(r*)`` (module docstring), with the deterministic integrals
+    of :func:`waterfill_moments`.  The rules of ``WATERFILL_RULES`` are taken coarse to
+    fine (a full root search on the coarsest, a bracket around the previous root on the
+    next) until two successive ``alpha*`` differ by at most ``rel_tol`` (relative); that
+    difference is the error estimate of the finer one (``std_error``)."""
     from scipy.optimize import brentq
 
     K = mixture.n_clusters
@@ -778,71 +929,70 @@ def _exchangeable_threshold(
     th = mixture.theta[0]
     Pi = np.eye(K) - 1.0 / K
     a_theta = float(np.trace(Pi @ th) / (K - 1))
-    nodes = QMCNodes.make(K, log2_n, n_randomisations, seed)
-    g = nodes.xi
-    count = [0.0]
+    count = [0]
 
-    def stats(r: float) -> tuple[np.ndarray, np.ndarray]:
+    def fn(r: float, rule: tuple[int, int]) -> float:
         count[0] += 1
-        _, d0, dg, _ = _exchangeable_stats(r, g)
-        return -dg.mean(axis=-1), d0.mean(axis=-1)  # e1, e2 per scrambling
+        e1, e2 = waterfill_moments(r, K, rule)
+        return r * delta * e1 - a_theta * e2
 
-    def fn(r: float) -> float:
-        e1, e2 = stats(r)
-        return r * delta * e1.mean() - a_theta * e2.mean()
+    def fail(msg: str) -> ThresholdEstimate:
+        return ThresholdEstimate(
+            np.nan, np.nan, "exchangeable", False, msg, count[0], np.nan, np.nan
+        )
 
-    if a_theta <= 0.0:  # no information in the means: the symmetric point r = 0
-        r_star = 0.0
-    else:
-        hi = 0.25
-        while fn(hi) <= 0.0:
-            hi *= 1.5
-            if hi > 50.0:
-                return ThresholdEstimate(
-                    np.nan,
-                    np.nan,
-                    "exchangeable",
-                    False,
-                    "no root of the exchangeable threshold equation below r = 50",
-                    count[0],
-                    np.nan,
-                    np.nan,
-                )
-        r_star = brentq(fn, 0.0, hi, xtol=1e-10, rtol=1e-10)
-    e1, _ = stats(r_star)
-    astar = float((K - 1) / e1.mean())
-    # the error: the root and alpha* of each scrambling alone (near the pooled root)
-    alphas = []
-    for i in range(g.shape[0]):
-        gi = g[i : i + 1]
-
-        def fi(r: float, gi: np.ndarray = gi) -> float:
-            count[0] += 1.0 / g.shape[0]
-            _, d0, dg, _ = _exchangeable_stats(r, gi)
-            return r * delta * float(-dg.mean()) - a_theta * float(d0.mean())
-
-        ri = r_star
-        if a_theta > 0.0:
-            lo, hi_i = 0.9 * r_star, 1.1 * r_star
-            while fi(lo) > 0.0 and lo > 1e-6:
-                lo *= 0.5
-            while fi(hi_i) <= 0.0 and hi_i < 50.0:
-                hi_i *= 1.5
-            ri = brentq(fi, lo, hi_i, xtol=1e-10, rtol=1e-10)
-        _, _, dg, _ = _exchangeable_stats(ri, gi)
-        alphas.append((K - 1) / float(-dg.mean()))
-    se = float(np.std(alphas, ddof=1) / np.sqrt(len(alphas)))
+    r_star = 0.0  # a_theta <= 0: no information in the means, the symmetric point r = 0
+    prev = np.nan
+    err = np.inf
+    rule = WATERFILL_RULES[0]
+    for level, rule in enumerate(WATERFILL_RULES):
+        if a_theta > 0.0 and level == 0:
+            hi = 0.25
+            while fn(hi, rule) <= 0.0:
+                hi *= 1.5
+                if hi > 50.0:
+                    return fail("no root of the exchangeable threshold equation below r = 50")
+            r_star = brentq(fn, 0.0, hi, args=(rule,), xtol=1e-13, rtol=1e-13)
+        elif a_theta > 0.0:
+            r_star = _root_near(lambda r, rule=rule: fn(r, rule), r_star)
+        count[0] += 1
+        astar = (K - 1) / waterfill_moments(r_star, K, rule)[0]
+        err = abs(astar - prev)
+        prev = astar
+        if err <= rel_tol * astar:
+            break
+    if not np.isfinite(astar):
+        return fail("the exchangeable threshold integrals are not finite")
     return ThresholdEstimate(
-        alpha_star=astar,
-        std_error=se,
+        alpha_star=float(astar),
+        std_error=float(err),
         method="exchangeable",
-        converged=bool(np.isfinite(astar)),
+        converged=True,
         message="converged",
-        n_evaluations=int(round(count[0])),
+        n_evaluations=count[0],
         growth=1.0,
         active=float(K - 1),
-        shape={"r": float(r_star), "a_theta": a_theta, "delta": delta},
+        shape={"r": float(r_star), "a_theta": a_theta, "delta": delta, "rule": list(rule)},
     )
+
+
+def _root_near(f: Any, x0: float, rel_step: float = 1e-4) -> float:
+    """Root of the increasing-through-zero ``f`` near ``x0``: a bracket grown geometrically
+    around ``x0`` until ``f`` changes sign, then Brent's method."""
+    from scipy.optimize import brentq
+
+    step = rel_step * max(abs(x0), 1e-3)
+    lo, hi = x0 - step, x0 + step
+    flo, fhi = f(lo), f(hi)
+    while flo * fhi > 0.0:
+        step *= 4.0
+        if flo > 0.0:
+            lo, flo = max(lo - step, 0.0), f(max(lo - step, 0.0))
+            if lo == 0.0 and flo > 0.0:
+                return 0.0
+        else:
+            hi, fhi = hi + step, f(hi + step)
+    return brentq(f, lo, hi, xtol=1e-13, rtol=1e-13)
 
 
 def _homogeneous_step(
@@ -988,6 +1138,7 @@ def separability_threshold_estimate(
     n_randomisations: int = 8,
     seed: int = 0,
     method: str = "auto",
+    rel_tol: float = 1e-10,
 ) -> ThresholdEstimate:
     """The separability threshold ``alpha*`` of ``mixture`` from the fixed point at the
     threshold (module docstring).
@@ -997,22 +1148,27 @@ def separability_threshold_estimate(
     mixture : Mixture
         One-hot labels, or binary ``+-1`` labels with two clusters.
     log2_n, n_randomisations, seed
-        Quasi-Monte Carlo points (``K >= 3``): ``n_randomisations`` scramblings of
-        ``2^log2_n`` points.
+        Quasi-Monte Carlo points of the homogeneous map with ``K >= 3``:
+        ``n_randomisations`` scramblings of ``2^log2_n`` points (unused by the exact paths).
     method : {'auto', 'exchangeable', 'homogeneous'}
         ``'auto'``: the scalar equation for exchangeable clusters with ``K >= 3``
-        (:func:`is_exchangeable`), the homogeneous map otherwise (exact for ``K = 2``).
+        (:func:`is_exchangeable`; deterministic integrals, :func:`waterfill_moments`), the
+        homogeneous map otherwise (exact for ``K = 2``).
+    rel_tol : float
+        Target relative error of the exchangeable path's deterministic quadrature
+        (``1e-13 <= rel_tol < 1``; the estimate reached is ``std_error``).
     """
     margin_problem(mixture, 1.0)  # label checks
     log2_n = check_int("log2_n", log2_n, low=6, high=22)
     n_randomisations = check_int("n_randomisations", n_randomisations, low=2, high=64)
+    rel_tol = check_real("rel_tol", rel_tol, low=1e-13, high=1.0, high_open=True)
     if method not in ("auto", "exchangeable", "homogeneous"):
         raise ValueError(f"method must be 'auto', 'exchangeable' or 'homogeneous', got {method!r}")
     exch = is_exchangeable(mixture)
     if method == "exchangeable" and not exch:
         raise ValueError("method='exchangeable' needs exchangeable clusters (is_exchangeable)")
     if method == "exchangeable" or (method == "auto" and exch and mixture.n_clusters >= 3):
-        return _exchangeable_threshold(mixture, log2_n, n_randomisations, seed)
+        return _exchangeable_threshold(mixture, rel_tol)
     return _homogeneous_threshold(mixture, log2_n, n_randomisations, seed)
 
 
