@@ -29,6 +29,7 @@ __all__ = [
     "DIVERGENCE_FACTOR",
     "MIN_RESTART_DAMPING",
     "MIN_STEP_FRACTION",
+    "LOG_CHART_MIN_EIG",
     "INTEGRATION_WARNING_FLOOR",
     "INTEGRATION_WARNING_FACTOR",
     "integration_warning_threshold",
@@ -99,6 +100,11 @@ MIN_RESTART_DAMPING = 0.05
 #: A damped step that leaves the cone of valid overlaps is halved down to this fraction of
 #: itself before it is taken anyway (the validity test of the next step then reports it).
 MIN_STEP_FRACTION = 1e-6
+#: The logarithmic chart of the fixed-point iteration (``gaussmix.theory.solver.LogChart``)
+#: needs positive-definite overlaps: a state whose ``Q_c`` or ``V_c`` has an eigenvalue at or
+#: below ``LOG_CHART_MIN_EIG`` times its largest is mixed in the state itself (the logarithm
+#: of a near-singular matrix is dominated by the rounding of its small eigenvalue).
+LOG_CHART_MIN_EIG = 1e-10
 
 # --------------------------------------------------------------------------- integration error
 #: Absolute floor of the :class:`~gaussmix.core.exceptions.IntegrationWarning` threshold: an
