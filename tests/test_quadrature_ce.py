@@ -169,3 +169,81 @@ def test_k4_tensor_rule_runs_with_the_symmetry():
     assert r.converged
     assert r.integration_errors["train_error"] <= 1e-4
     assert 0.0 < r.train_error < r.test_error < 0.75
+
+
+# ----------------------------------------------------------------------------- training error
+def _effective(mix, lam, **kw):
+    r = gm.solve(mix, "cross-entropy", lam=lam, alpha=float(mix.n_clusters), **kw)
+    e = S.effective_state(r)
+    return e["problem"], e["M"], e["b"], e["Q"], e["V"]
+
+
+@pytest.mark.parametrize("lam", [1.0, 1e-2, 1e-4])
+def test_training_accuracy_orthant_equals_the_wedge_boundary_integral(lam, monkeypatch):
+    """K = 3, exchangeable clusters (isotropic metric): the training accuracy as the orthant
+    probability of ``omega + v y`` equals the independent boundary integral over the image
+    of the correct wedge (divergence theorem)."""
+    from gaussmix.theory import observables as O
+
+    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3)
+    problem, M, b, Q, V = _effective(mix, lam, estimate_error=False)
+    assert O._isotropic_softmax_metric(problem, V)
+    fast, err = O.train_accuracy(problem, M, b, Q, V)
+    assert err <= 1e-14
+    monkeypatch.setattr(O, "_isotropic_softmax_metric", lambda problem, V: False)
+    wedge, werr = O.train_accuracy(problem, M, b, Q, V)
+    np.testing.assert_allclose(fast, wedge, atol=10 * werr + 1e-13)
+
+
+def test_training_accuracy_orthant_agrees_with_qmc_at_four_classes():
+    from gaussmix.theory import observables as O
+
+    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=4)
+    problem, M, b, Q, V = _effective(mix, 1.0, quadrature=GaussHermite(6, 3), estimate_error=False)
+    fast, err = O.train_accuracy(problem, M, b, Q, V)
+    assert err < 1e-6  # a seeded three-dimensional orthant
+    qmc, se = O._qmc_train_accuracy(problem, M, b, Q, V, start=12, stop=12)
+    assert se < 3e-4
+    assert abs(problem.mixture.rho @ (qmc - fast)) <= 4 * se
+
+
+def test_anisotropic_metrics_keep_the_general_training_error():
+    """Unbalanced clusters: V_c is not isotropic, so the orthant shortcut does not apply."""
+    from gaussmix.theory import observables as O
+
+    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3, rho=[0.2, 0.3, 0.5])
+    problem, M, b, Q, V = _effective(mix, 1e-2, estimate_error=False)
+    assert not O._isotropic_softmax_metric(problem, V)
+
+
+# ----------------------------------------------------------------------------- K >= 4 rules
+def test_automatic_rqmc_spends_the_saved_clusters_on_points():
+    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=10)
+    problem = make_problem(mix, "cross-entropy", lam=1.0, alpha=10.0)
+    sym = S._channel_rule(problem, None, symmetry=True)
+    full = S._channel_rule(problem, None, symmetry=False)
+    assert full.randomised and sym.n_log2 == full.n_log2 + 3  # 2**3 <= K = 10
+    assert sym.weights.size <= S.MAX_QUADRATURE_NODES
+    # three to five dimensions: the sharp-regime rule is at the node cap already
+    four = make_problem(gm.Mixture.isotropic(0.5, "gaussian", n_clusters=4), "cross-entropy",
+                        lam=1e-4, alpha=4.0)  # fmt: skip
+    assert S._channel_rule(four, None, symmetry=True) == GaussHermite(10, 3)
+
+
+@pytest.mark.long  # ~20 s: python -m pytest -m long tests/test_quadrature_ce.py
+def test_k4_small_lambda_rqmc_agrees_with_graded_panels():
+    """K = 4, lam = 1e-4 (issue 10, item 3): the automatic rule of the sharp regime is
+    randomised QMC; its answer is within four of its standard errors of a graded-panel
+    solve (12 panels of 6 nodes per dimension, 3e5 nodes, spread ~3e-5 in the test error
+    over 6-12 panels), where Gauss-Hermite at its refinement cap was 1.2e-3 away."""
+    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gm.IntegrationWarning)  # the estimate is ~1e-4
+        auto = gm.solve(mix, "cross-entropy", lam=1e-4, alpha=4.0)
+        ref = gm.solve(mix, "cross-entropy", lam=1e-4, alpha=4.0,
+                       quadrature=GradedPanels(12, 3, 6), estimate_error=False)  # fmt: skip
+    assert auto.params["quadrature"].startswith("sobol-rqmc")
+    for key, spread in (("test_error", 3e-5), ("train_loss", 2e-4)):
+        se = auto.integration_errors[key]
+        assert se < 3e-4
+        assert abs(getattr(auto, key) - getattr(ref, key)) <= 4 * se + spread, key

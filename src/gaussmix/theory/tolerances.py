@@ -39,6 +39,7 @@ __all__ = [
     "TRAIN_QMC_TOL",
     "SMOOTH_Q_MAX",
     "SPREAD_ORTHANT_TOL",
+    "ISOTROPIC_METRIC_RTOL",
 ]
 
 # --------------------------------------------------------------------------- proximal map
@@ -165,3 +166,9 @@ SPREAD_ORTHANT_TOL = 1e-6
 #: wide and Gauss-Hermite (64 nodes, refined) is accurate to ~1e-10 (measured: binary
 #: logistic at lam >= 1e-3); beyond, the solver switches to graded panels.
 SMOOTH_Q_MAX = 4.0
+#: The cross-entropy training accuracy is an orthant probability when every metric is
+#: isotropic (``gaussmix.theory.observables._isotropic_softmax_metric``); a metric counts as
+#: isotropic when ``max |V_c - v_c I| <= ISOTROPIC_METRIC_RTOL v_c``.  Exchangeable clusters
+#: reach it to rounding (~1e-15); the residual anisotropy moves the ordering of the proximal
+#: point's components by at most ``ISOTROPIC_METRIC_RTOL v``, far below every error estimate.
+ISOTROPIC_METRIC_RTOL = 1e-10
