@@ -1038,8 +1038,9 @@ def _channel_rule(
     With ``symmetry`` and exchangeable clusters (one cluster's channel is integrated instead
     of ``K``) an automatic randomised rule spends the work saved on its points: ``2**j``
     times the points per replicate, ``2**j <= K``, within ``MAX_QUADRATURE_NODES`` (its
-    standard error falls by about that factor to the power 1/2 to 3/4).  Measured at
-    K = 10, lam = 1: ... (see BENCHMARKS.md)."""
+    standard error falls by about that factor to the power 1/2 or more).  Measured at
+    K = 10, lam = 1: training-loss standard error 1.9e-5 with 8 x 2**11 points for one
+    cluster (10 s), 3.6e-4 with 8 x 2**8, 1.6e-4 for 8 x 2**8 on all ten clusters (63 s)."""
     L = problem.dim
     if quadrature is not None:
         if quadrature.dim != L:
