@@ -247,3 +247,17 @@ def test_k4_small_lambda_rqmc_agrees_with_graded_panels():
         se = auto.integration_errors[key]
         assert se < 3e-4
         assert abs(getattr(auto, key) - getattr(ref, key)) <= 4 * se + spread, key
+
+
+def test_a_curve_crossing_the_log_chart_threshold_drops_the_other_charts_pairs():
+    """History carried from a large-lambda point (state coordinates) to a small-lambda one
+    (log chart) is not mixed with it: the warm-started point equals the cold one."""
+    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3)
+    history: dict = {}
+    big = _solve(mix, 1.0, 3.0, history=history)
+    assert all(not h.log_chart for h in history.values())
+    warm = _solve(mix, 1e-2, 3.0, history=history, init=big)
+    cold = _solve(mix, 1e-2, 3.0)
+    assert warm.converged and any(h.log_chart for h in history.values())
+    assert warm.test_error == pytest.approx(cold.test_error, abs=1e-8)
+    np.testing.assert_allclose(warm.Q, cold.Q, rtol=1e-6)

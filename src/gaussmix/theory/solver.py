@@ -54,6 +54,7 @@ from .tolerances import (
     DIVERGENCE_FACTOR,
     FIXED_POINT_MAX_ITER,
     FIXED_POINT_TOL,
+    LOG_CHART_MAX_LAM,
     LOG_CHART_MIN_EIG,
     MIN_RESTART_DAMPING,
     MIN_STEP_FRACTION,
@@ -542,11 +543,15 @@ class AndersonState:
         The pairs, oldest first.
     memory : int
         Largest number of pairs kept (0: plain damped iteration).
+    log_chart : bool
+        Whether the pairs are differences in :class:`LogChart` coordinates (an iteration in
+        the other coordinates starts without them).
     """
 
     dxs: tuple[np.ndarray, ...]
     dgs: tuple[np.ndarray, ...]
     memory: int
+    log_chart: bool = False
 
     @classmethod
     def init(cls, memory: int, previous: AndersonState | None = None) -> AndersonState:
@@ -554,7 +559,7 @@ class AndersonState:
         if previous is None:
             return cls((), (), memory)
         start = max(0, len(previous.dxs) - memory)
-        return cls(previous.dxs[start:], previous.dgs[start:], memory)
+        return cls(previous.dxs[start:], previous.dgs[start:], memory, previous.log_chart)
 
     @property
     def empty(self) -> bool:
@@ -566,11 +571,11 @@ class AndersonState:
         dxs, dgs = self.dxs + (dx,), self.dgs + (dg,)
         if len(dxs) > self.memory:
             dxs, dgs = dxs[1:], dgs[1:]
-        return AndersonState(dxs, dgs, self.memory)
+        return AndersonState(dxs, dgs, self.memory, self.log_chart)
 
     def cleared(self) -> AndersonState:
         """The state without pairs (a restart of the mixing)."""
-        return AndersonState((), (), self.memory)
+        return AndersonState((), (), self.memory, self.log_chart)
 
     def extrapolate(
         self, x: np.ndarray, r: np.ndarray, beta: float, scale: np.ndarray
@@ -668,6 +673,8 @@ def _iterate_checked(
     chart = LogChart(K, L) if getattr(T, "log_chart", False) else None
     x = x0.copy()
     state = anderson
+    if state.log_chart != (chart is not None):  # pairs of the other coordinates: dropped
+        state = AndersonState((), (), state.memory, chart is not None)
     last: tuple[np.ndarray, np.ndarray] | None = None  # (y, T(x)) in chart coordinates
     best = np.inf
     beta = damping
@@ -1094,9 +1101,10 @@ def _new_map(
 def _uses_log_chart(problem: Problem) -> bool:
     """Whether the iteration mixes in :class:`LogChart` coordinates: channels by quadrature
     with two or more effective outputs (cross-entropy with three or more classes), whose
-    overlaps are positive definite in the effective space (DESIGN.md pitfall 2).  One
-    effective output keeps the state itself (its iteration is already fast)."""
-    return _needs_quadrature(problem) and problem.dim >= 2
+    overlaps are positive definite in the effective space (DESIGN.md pitfall 2), below
+    :data:`~gaussmix.theory.tolerances.LOG_CHART_MAX_LAM` (large overlaps, the regime it is
+    for).  One effective output keeps the state itself (its iteration is already fast)."""
+    return _needs_quadrature(problem) and problem.dim >= 2 and problem.lam < LOG_CHART_MAX_LAM
 
 
 def _finer_rule(rule: QuadratureRule) -> QuadratureRule | None:
