@@ -1,15 +1,16 @@
 """Benchmarks of the automatic quadrature (issue 10, items 2-3).
 
-Run:  python benchmarks/bench_quadrature.py          (prints Markdown tables)
-      python benchmarks/bench_quadrature.py --no-k10  (without the K = 10 points, ~4 min)
+Run:  python benchmarks/bench_quadrature.py          (prints Markdown tables, ~5 min)
+      python benchmarks/bench_quadrature.py --no-k10  (without the K = 10 points, ~3 min)
 
 Measures, at tolerance 1e-8 and with the default options (automatic rule, refinement
 re-solve for the error estimate): the median wall time over 3 runs after a warm-up, the
 iterations, the rule reached and the estimated integration errors of small-lambda points
 that the tensor Gauss-Hermite rule could not make accurate; the same points with the
 Gauss-Hermite rule for comparison; the first call in a fresh process ("cold": numba loads its
-cached kernels, nothing is compiled if the cache is warm); and one K = 10 cross-entropy point
-(randomised QMC).
+cached kernels, nothing is compiled if the cache is warm); K = 4..6 at lam = 1e-4 (one run
+each, the automatic rule and the tensor rule); and K = 10 cross-entropy points (randomised
+QMC), with and without the symmetric reduction of exchangeable clusters.
 """
 
 from __future__ import annotations
@@ -82,20 +83,29 @@ def main() -> None:
     print(f"K=3 cross-entropy lam=1e-4, first call in a fresh process (import included): "
           f"{cold.stdout.strip()} s")  # fmt: skip
     print()
+    print("| case | rule reached | time | iterations | test error | int. error test / train "
+          "/ loss | warns |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for K in (4, 5, 6):
+        for name, kw in (("auto", {}), ("tensor", {"quadrature": gm.GaussHermite(8, K - 1)})):
+            _one_run(f"K={K} lam=1e-4, {name}", K, 1e-4, **kw)
     if "--no-k10" in sys.argv:
         return
-    for lam in (1.0, 1e-4):
-        t0 = time.perf_counter()
-        r, n_warn = _solve("gaussian", 10, "cross-entropy", lam, throw=False, max_iter=300)
-        t = time.perf_counter() - t0
-        e = r.integration_errors
-        print(
-            f"K=10 cross-entropy lam={lam:g}: {t:.1f} s, converged={r.converged}, "
-            f"{r.n_iter} iterations, {r.params['quadrature']}, errors test "
-            f"{e.get('test_error', float('nan')):.1e} / train "
-            f"{e.get('train_error', float('nan')):.1e} / loss "
-            f"{e.get('train_loss', float('nan')):.1e}, {n_warn} warning(s)"
-        )
+    for lam, sym in ((1.0, True), (1e-4, True), (1.0, False)):
+        _one_run(f"K=10 lam={lam:g}, symmetry={sym}", 10, lam, symmetry=sym)
+
+
+def _one_run(name: str, K: int, lam: float, **kw) -> None:
+    """One cross-entropy point (Gaussian means), one row of the K >= 4 table."""
+    t0 = time.perf_counter()
+    r, n_warn = _solve("gaussian", K, "cross-entropy", lam, throw=False, max_iter=300, **kw)
+    t = time.perf_counter() - t0
+    e = r.integration_errors
+    errs = " / ".join(
+        f"{e.get(k, float('nan')):.1e}" for k in ("test_error", "train_error", "train_loss")
+    )
+    rule = r.params["quadrature"]
+    print(f"| {name} | {rule} | {t:.1f} s | {r.n_iter} | {r.test_error:.5f} | {errs} | {n_warn} |")
 
 
 if __name__ == "__main__":

@@ -104,6 +104,10 @@ class Loss:
     #: whether the channel's Gaussian expectations are exact closed forms (no quadrature
     #: rule is needed: square and hinge losses)
     exact_channel: bool = False
+    #: invariant under a common permutation of the label components and the outputs,
+    #: ``loss(Pi y, Pi h) = loss(y, h)`` (one-hot labels): exchangeable clusters then have
+    #: equivalent channels (:mod:`gaussmix.theory.symmetry`)
+    label_equivariant: ClassVar[bool] = False
     #: the class attributes above: what a :class:`ReducedLoss` shares with its base loss
     DECLARATIONS: ClassVar[tuple[str, ...]] = (
         "name",
@@ -115,6 +119,7 @@ class Loss:
         "smooth",
         "affine_prox",
         "exact_channel",
+        "label_equivariant",
     )
 
     def value(self, y: np.ndarray, h: np.ndarray) -> np.ndarray:
@@ -345,6 +350,7 @@ class CrossEntropyLoss(Loss):
     labels = "onehot"
     shift_invariant = True
     zero_lam_above_separability = True
+    label_equivariant = True
 
     def fit_erm(self, Xs, Y, lam, penalty, **kw):
         from .erm import fit_cross_entropy

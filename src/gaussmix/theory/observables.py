@@ -31,8 +31,8 @@ from .orthant import (
     orthant_probability_batch,
 )
 from .problem import Problem
-from .quadrature import SobolRQMC
-from .tolerances import SPREAD_ORTHANT_TOL, TRAIN_QMC_TOL
+from .quadrature import MAX_RQMC_LOG2, SobolRQMC
+from .tolerances import ISOTROPIC_METRIC_RTOL, SPREAD_ORTHANT_TOL, TRAIN_QMC_TOL
 
 __all__ = ["test_accuracy", "train_accuracy", "free_energy_terms", "weight_sparsity"]
 
@@ -45,6 +45,7 @@ def test_accuracy(
     *,
     seed: int = 0,
     quick: bool = False,
+    exchangeable: bool = False,
 ) -> tuple[np.ndarray, float]:
     """``P[phi(omega_c) = y_c]`` for each cluster (Theorem 2, eq. errors) and the integration
     error of ``sum_c rho_c P_c`` (zero up to rounding for orthants of dimension <= 2).
@@ -52,7 +53,9 @@ def test_accuracy(
     Orthants of dimension >= 3 use seeded randomised QMC (:func:`orthant_probability` with
     ``rng_seed=seed``); ``quick`` stops it at a standard error of
     :data:`~gaussmix.theory.tolerances.SPREAD_ORTHANT_TOL` instead of its work cap (for
-    differences between nearby states with the same seed)."""
+    differences between nearby states with the same seed).  ``exchangeable``: the clusters
+    and the state are equivariant under relabelling (:mod:`gaussmix.theory.symmetry`), so
+    cluster 0's probability stands for every cluster (one orthant instead of ``K``)."""
     sizes = {D.shape[0] for D, _ in problem.constraints}
     if len(sizes) == 1 and sizes.pop() <= 2:
         # orthants of dimension <= 2: all clusters in one batched call
@@ -63,7 +66,7 @@ def test_accuracy(
         return out, _EXACT_ERR_1D if D.shape[1] == 1 else _EXACT_ERR_2D
     out = np.empty(problem.n_clusters)
     err = np.empty(problem.n_clusters)
-    for c, (D, t) in enumerate(problem.constraints):
+    for c, (D, t) in enumerate(problem.constraints[:1] if exchangeable else problem.constraints):
         mean = D @ (M[c] + b) - t
         cov = D @ Q[c] @ D.T
         out[c], err[c] = orthant_probability(
@@ -72,6 +75,8 @@ def test_accuracy(
             rng_seed=seed,
             **({"abs_tol": SPREAD_ORTHANT_TOL} if quick else {}),
         )
+    if exchangeable:
+        return np.full(problem.n_clusters, out[0]), float(err[0])
     return out, float(problem.mixture.rho @ err)
 
 
@@ -92,12 +97,15 @@ def train_accuracy(
     *,
     qmc_seed: int = 0,
     quick: bool = False,
+    exchangeable: bool = False,
 ) -> tuple[np.ndarray, float]:
     """``P[phi(h_c) = y_c]`` for each cluster (Theorem 2, eq. errors) and an error estimate.
 
     * affine prox (square loss): ``h_c`` is Gaussian, an orthant probability;
     * one effective output: the prox is monotone, ``h`` in ``(lo, hi)`` iff ``omega`` in
       ``(omega(lo), omega(hi))`` with ``omega(h) = h + V grad loss(h)`` — exact;
+    * softmax cross-entropy with isotropic metrics ``V_c = v_c I`` (exchangeable clusters):
+      an orthant probability, see :func:`_isotropic_softmax_metric`;
     * two effective outputs (cross-entropy, K = 3): the correct set in ``omega`` is bounded by
       the images of the two boundary rays of the correct wedge in ``h``; its probability is a
       boundary integral (divergence theorem), see :func:`_wedge_probability`;
@@ -107,6 +115,12 @@ def train_accuracy(
       :data:`~gaussmix.theory.tolerances.TRAIN_QMC_TOL` (at most ``2**14``); ``quick`` uses
       ``2**10`` points without doubling (for differences between nearby states with the same
       seed).
+
+    ``exchangeable``: the clusters and the state are equivariant under relabelling
+    (:mod:`gaussmix.theory.symmetry`); cluster 0's probability stands for every cluster, and
+    the quasi-Monte Carlo estimate spends the work of ``K`` clusters on it (its cap is
+    ``2**14`` points per scrambling times the clusters it saves, rounded down to a power of 2,
+    at most ``2**MAX_RQMC_LOG2``).
 
     Returns
     -------
@@ -141,18 +155,50 @@ def train_accuracy(
                 M[c, 0] + b[0], float(np.sqrt(max(Q[c, 0, 0], 0.0))), *bounds
             )
         return out, 0.0
+    if _isotropic_softmax_metric(problem, V):
+        # h = omega - V (p - y) orders like omega + v y: an orthant probability
+        shifted = M + np.einsum("kij,kj->ki", V, problem.y @ problem.P.T)
+        return test_accuracy(
+            problem, shifted, b, Q, seed=qmc_seed, quick=quick, exchangeable=exchangeable
+        )
     if L == 2:
         errs = np.empty(K)
-        for c in range(K):
+        for c in range(1 if exchangeable else K):
             out[c], errs[c] = _wedge_probability(problem, c, M[c] + b, Q[c], V[c])
+        if exchangeable:
+            return np.full(K, out[0]), float(errs[0])
         return out, float(problem.mixture.rho @ errs)
-    if quick:
-        return _qmc_train_accuracy(
-            problem, M, b, Q, V, seed=qmc_seed, start=_QMC_QUICK_LOG2, stop=_QMC_QUICK_LOG2
-        )
-    return _qmc_train_accuracy(
-        problem, M, b, Q, V, seed=qmc_seed, start=_QMC_START_LOG2, stop=_QMC_MAX_LOG2
+    clusters = (0,) if exchangeable else tuple(range(K))
+    extra = int(np.floor(np.log2(K / len(clusters))))  # the work of the clusters saved
+    stop = min(_QMC_MAX_LOG2 + extra, MAX_RQMC_LOG2)
+    start, stop = (_QMC_QUICK_LOG2, _QMC_QUICK_LOG2) if quick else (_QMC_START_LOG2, stop)
+    acc, err = _qmc_train_accuracy(
+        problem, M, b, Q, V, seed=qmc_seed, start=start, stop=stop, clusters=clusters
     )
+    if exchangeable:
+        return np.full(K, acc[0]), err
+    return acc, err
+
+
+def _isotropic_softmax_metric(problem: Problem, V: np.ndarray) -> bool:
+    """Whether the training accuracy is an orthant probability: softmax cross-entropy with
+    every metric isotropic, ``V_c = v_c I`` in the effective space (to
+    :data:`~gaussmix.theory.tolerances.ISOTROPIC_METRIC_RTOL`; exchangeable clusters have
+    ``V_c = v Pi`` by symmetry).
+
+    Then the proximal point ``h = omega - v (p - y)`` (``p = softmax(h)``; the gauge term
+    vanishes since ``sum p = sum y = 1``) has components ``h_k = g(omega_k + v y_k)`` for one
+    strictly increasing ``g`` (the inverse of ``h -> h + v e^h / Z`` at the common
+    normaliser ``Z``), so ``argmax h = argmax(omega + v y)``: the training accuracy of
+    cluster ``c`` is the test-accuracy orthant of ``omega_c + V_c y_c``, deterministic or
+    seeded with a standard error of ~1e-6 at most, where quasi-Monte Carlo on the indicator
+    of the proximal points stalls at ~1e-4 (K = 10).
+    """
+    if compiled_kernel(problem.loss) is not CROSS_ENTROPY_KERNEL or problem.dim < 2:
+        return False
+    v = np.trace(V, axis1=1, axis2=2) / V.shape[-1]
+    dev = np.abs(V - v[:, None, None] * np.eye(V.shape[-1])).max(axis=(1, 2))
+    return bool(np.all(v > 0) and np.all(dev <= ISOTROPIC_METRIC_RTOL * v))
 
 
 #: log2 of the points per scrambling of the training-error QMC: first, largest, and quick
@@ -291,16 +337,19 @@ def _leggauss(n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.polynomial.legendre.leggauss(n)
 
 
-def _prox_points(problem: Problem, omega: np.ndarray, V: np.ndarray) -> np.ndarray:
-    """Proximal points of the problem's loss at ``omega`` (K, N, L) under the metrics ``V``:
-    the compiled channel kernel where the loss has one (its moments are discarded), the
-    loss's batched numpy prox otherwise."""
+def _prox_points(
+    problem: Problem, omega: np.ndarray, V: np.ndarray, clusters: np.ndarray | None = None
+) -> np.ndarray:
+    """Proximal points of the problem's loss at ``omega`` (k, N, L) under the metrics ``V``
+    (k, L, L) of the ``clusters`` (default all): the compiled channel kernel where the loss
+    has one (its moments are discarded), the loss's batched numpy prox otherwise."""
     loss = problem.loss
+    y = problem.y if clusters is None else problem.y[clusters]
     kernel = compiled_kernel(loss)
     if kernel is None:
-        return loss.prox(problem.y, omega, V)
+        return loss.prox(y, omega, V)
     w = np.full(omega.shape[1], 1.0 / omega.shape[1])
-    return compiled_moments(kernel, loss, problem.y, omega, V, w, None)[1]
+    return compiled_moments(kernel, loss, y, omega, V, w, None)[1]
 
 
 def _qmc_train_accuracy(
@@ -314,8 +363,11 @@ def _qmc_train_accuracy(
     start: int = 12,
     stop: int = 15,
     n_rep: int = 8,
+    clusters: tuple[int, ...] | None = None,
 ) -> tuple[np.ndarray, float]:
-    """Randomised quasi-Monte Carlo estimate of the training accuracy (seeded).
+    """Randomised quasi-Monte Carlo estimate of the training accuracy (seeded) of the
+    ``clusters`` (default all; returned in that order, with the standard error of their
+    ``rho``-weighted sum renormalised to the clusters computed).
 
     The points are the scrambled Sobol' sets of
     :class:`~gaussmix.theory.quadrature.SobolRQMC` with ``seed`` (one per replicate), which are
@@ -325,17 +377,20 @@ def _qmc_train_accuracy(
     ``2**stop`` points per set.
     """
     K, L = M.shape
+    idx = np.arange(K) if clusters is None else np.asarray(clusters, dtype=int)
+    M, Q, V = M[idx], Q[idx], V[idx]
     S = sqrtm_psd(Q)
-    rho = problem.mixture.rho
-    hits = np.zeros((n_rep, K))
+    rho = problem.mixture.rho[idx] / problem.mixture.rho[idx].sum()
+    constraints = [problem.constraints[c] for c in idx]
+    hits = np.zeros((n_rep, idx.size))
     done = 0
     for n_log2 in range(start, stop + 1):
         rule = SobolRQMC(L, n_log2, n_rep, seed)
         for r, rep in enumerate(rule.replicates()):
             xi = rep.nodes[done:]
             omega = (M + b)[:, None, :] + xi @ S  # S symmetric
-            h = _prox_points(problem, omega, V)
-            for c, (D, t) in enumerate(problem.constraints):
+            h = _prox_points(problem, omega, V, idx)
+            for c, (D, t) in enumerate(constraints):
                 hits[r, c] += np.count_nonzero(np.all(h[c] @ D.T < t, axis=-1))
         done = 2**n_log2
         reps = hits / done

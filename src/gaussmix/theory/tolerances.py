@@ -29,6 +29,8 @@ __all__ = [
     "DIVERGENCE_FACTOR",
     "MIN_RESTART_DAMPING",
     "MIN_STEP_FRACTION",
+    "LOG_CHART_MIN_EIG",
+    "LOG_CHART_MAX_LAM",
     "INTEGRATION_WARNING_FLOOR",
     "INTEGRATION_WARNING_FACTOR",
     "integration_warning_threshold",
@@ -38,6 +40,7 @@ __all__ = [
     "TRAIN_QMC_TOL",
     "SMOOTH_Q_MAX",
     "SPREAD_ORTHANT_TOL",
+    "ISOTROPIC_METRIC_RTOL",
 ]
 
 # --------------------------------------------------------------------------- proximal map
@@ -99,6 +102,19 @@ MIN_RESTART_DAMPING = 0.05
 #: A damped step that leaves the cone of valid overlaps is halved down to this fraction of
 #: itself before it is taken anyway (the validity test of the next step then reports it).
 MIN_STEP_FRACTION = 1e-6
+#: The logarithmic chart of the fixed-point iteration (``gaussmix.theory.solver.LogChart``)
+#: needs positive-definite overlaps: a state whose ``Q_c`` or ``V_c`` has an eigenvalue at or
+#: below ``LOG_CHART_MIN_EIG`` times its largest is mixed in the state itself (the logarithm
+#: of a near-singular matrix is dominated by the rounding of its small eigenvalue).
+LOG_CHART_MIN_EIG = 1e-10
+#: The logarithmic chart is used below this ``lam`` only: it is for the large overlaps of
+#: small ``lam`` (K = 3, lam = 1e-4: 35 iterations instead of 149); at large ``lam`` the
+#: overlaps are small (``Q ~ 1e-6`` at lam = 1e3), the iteration takes 5-12 steps in either
+#: coordinates, and the state's own coordinates keep the iteration error of the errors at
+#: the level the integration-error estimate (a difference of two solves) relies on
+#: (measured at K = 3, alpha = 0.5, lam = 1e3, tol = 1e-11: 1.9e-12 without the chart,
+#: 4.9e-9 with it).
+LOG_CHART_MAX_LAM = 0.1
 
 # --------------------------------------------------------------------------- integration error
 #: Absolute floor of the :class:`~gaussmix.core.exceptions.IntegrationWarning` threshold: an
@@ -159,3 +175,9 @@ SPREAD_ORTHANT_TOL = 1e-6
 #: wide and Gauss-Hermite (64 nodes, refined) is accurate to ~1e-10 (measured: binary
 #: logistic at lam >= 1e-3); beyond, the solver switches to graded panels.
 SMOOTH_Q_MAX = 4.0
+#: The cross-entropy training accuracy is an orthant probability when every metric is
+#: isotropic (``gaussmix.theory.observables._isotropic_softmax_metric``); a metric counts as
+#: isotropic when ``max |V_c - v_c I| <= ISOTROPIC_METRIC_RTOL v_c``.  Exchangeable clusters
+#: reach it to rounding (~1e-15); the residual anisotropy moves the ordering of the proximal
+#: point's components by at most ``ISOTROPIC_METRIC_RTOL v``, far below every error estimate.
+ISOTROPIC_METRIC_RTOL = 1e-10
