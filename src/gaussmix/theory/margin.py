@@ -105,6 +105,7 @@ from .solver import (
     pack_state,
     unpack_state,
 )
+from .symmetry import exchangeable_mixture
 
 __all__ = [
     "SeparabilityError",
@@ -203,22 +204,8 @@ def _geometry(problem: Problem, kappa: float) -> tuple[np.ndarray, np.ndarray]:
     return D, t - kappa * 0.5 * np.sum(D * D, axis=-1)
 
 
-def is_exchangeable(mixture: Mixture) -> bool:
-    """Whether all clusters are equivalent under relabelling: one isotropic atom with one
-    shared variance, balanced priors, one-hot labels and a Gram matrix ``a I + b 11^T``."""
-    K = mixture.n_clusters
-    if mixture.n_atoms != 1 or mixture.mu is not None or not mixture.labels.is_onehot:
-        return False
-    sig = mixture.sigma[0]
-    th = mixture.theta[0]
-    off = th[~np.eye(K, dtype=bool)]
-    return bool(
-        np.allclose(sig, sig[0], rtol=1e-12, atol=0)
-        and np.allclose(mixture.rho, 1.0 / K, rtol=1e-12, atol=0)
-        and np.allclose(np.diag(th), th[0, 0], rtol=1e-12, atol=1e-15)
-        and (off.size == 0 or np.allclose(off, off[0], rtol=1e-12, atol=1e-15))
-        and mixture.labels.dim == K
-    )
+#: whether all clusters are equivalent under relabelling (one test for the whole engine)
+is_exchangeable = exchangeable_mixture
 
 
 # --------------------------------------------------------------------------- channel
