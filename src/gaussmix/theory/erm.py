@@ -21,6 +21,7 @@ info)`` with ``info = {'solver', 'converged', 'n_iter'}`` (and solver-specific c
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -260,10 +261,7 @@ def newton_ridge(
             break
         info["n_iter"] += 1
         Hs = loss.hess(Y, h)
-
-        def hessp(vW: np.ndarray, vb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            T = np.einsum("nij,nj->ni", Hs, Xs @ vW.T + vb)
-            return gauge(T.T @ Xs + lam * vW, T.sum(axis=0))
+        hessp = functools.partial(_hessp, Xs, Hs, lam, gauge)
 
         precond = None
         if last_cg > precond_cost:
@@ -297,6 +295,15 @@ def newton_ridge(
         f = float(loss.value(Y, h).sum() + 0.5 * lam * np.vdot(W, W))
     info.update(n_hessp=n_hessp, n_precond=n_precond)
     return W, b, info
+
+
+def _hessp(
+    Xs: np.ndarray, Hs: np.ndarray, lam: float, gauge: Any, vW: np.ndarray, vb: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ERM Hessian (per-sample loss Hessians ``Hs`` (n, L, L), ridge ``lam``) applied to
+    the direction ``(vW, vb)``: two products with ``Xs``."""
+    T = np.einsum("nij,nj->ni", Hs, Xs @ vW.T + vb)
+    return gauge(T.T @ Xs + lam * vW, T.sum(axis=0))
 
 
 def _conjugate_gradient(
