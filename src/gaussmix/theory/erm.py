@@ -210,19 +210,20 @@ def newton_ridge(
     Notes
     -----
     Why not lbfgs: at small ``lam`` below the separability threshold the data are separable
-    and the minimiser has a norm of order ``log(1/lam)`` times the max-margin one (paper,
-    Appendix C, eq. lam0); first-order methods crawl there, Newton's method does not.  Each
-    iteration solves ``H s = -g`` with ``H = sum_nu x_nu^T H_nu x_nu + lam`` (``H_nu`` the
-    loss's L x L Hessian, applied through two products with ``Xs``) by conjugate gradients
-    to a relative residual ``min(0.5, sqrt(r))`` (``r`` the current KKT residual:
-    superlinear convergence, Eisenstat-Walker), then backtracks (Armijo) from the full
-    step.  When the previous solve took more conjugate-gradient steps than a
-    preconditioner costs (in units of Hessian-vector products), the next ones use the
-    Cholesky factor of ``[Xs, 1]^T diag(w) [Xs, 1] + lam`` with ``w_nu = tr H_nu / (L - 1)``
-    (``tr H_nu`` for ``L = 1``; exact Newton for the binary loss), shared by the ``L``
-    outputs.  Once the predicted decrease is below the rounding of the objective, full
-    steps are taken and the gradient measures progress.  Stops when :func:`kkt_residual`
-    ``<= tol``; unconverged after ``max_iter`` iterations, when no step decreases the
+    and the minimiser's norm grows like ``log(1/lam)`` while its direction tends to the
+    max-margin one (paper, Appendix C, eq. lam0); first-order methods crawl there, Newton's
+    method does not.  Each iteration solves ``H s = -g`` with ``H = sum_nu x_nu^T H_nu x_nu
+    + lam`` (``H_nu`` the loss's L x L Hessian, applied through two products with ``Xs``) by
+    conjugate gradients to the relative residual ``eta_k`` of Eisenstat and Walker's choice
+    2, ``eta_k = 0.9 (|g_k| / |g_{k-1}|)^2`` (safeguarded, at most 0.5: loose far from the
+    minimiser, superlinear near it), then backtracks (Armijo) from the full step.  When the
+    previous solve took more conjugate-gradient steps than a preconditioner costs (in units
+    of Hessian-vector products), the next ones use the Cholesky factor of ``[Xs, 1]^T
+    diag(w) [Xs, 1] + lam`` with ``w_nu = tr H_nu / (L - 1)`` (``tr H_nu`` for ``L = 1``:
+    the Hessian itself, up to ``lam`` on the bias), shared by the ``L`` outputs.  Once the
+    predicted decrease is below the rounding of the objective, full steps are taken and the
+    gradient measures progress.  Stops when :func:`kkt_residual` ``<= tol``; unconverged
+    after ``max_iter`` iterations, when no step decreases the
     objective, or when the residual stops decreasing (its rounding floor is above ``tol``).
     """
     n, d = Xs.shape
@@ -250,6 +251,8 @@ def newton_ridge(
     n_hessp = n_precond = stalls = 0
     last_cg = 0
     best_res = np.inf
+    eta = 0.5
+    gnorm_prev = None
     while True:
         G = loss.grad(Y, h)
         gW, gb = gauge(G.T @ Xs + lam * W, G.sum(axis=0))
@@ -267,9 +270,14 @@ def newton_ridge(
         if last_cg > precond_cost:
             precond = _ridge_preconditioner(Xs, Hs, lam, gauge)
             n_precond += 1
-        sW, sb, last_cg = _conjugate_gradient(
-            hessp, precond, -gW, -gb, min(0.5, np.sqrt(res)), cg_max, dot
-        )
+        gnorm = np.sqrt(dot(gW, gb, gW, gb))
+        if gnorm_prev is not None:  # Eisenstat-Walker forcing term (choice 2, safeguarded)
+            eta_new = 0.9 * (gnorm / gnorm_prev) ** 2
+            if 0.9 * eta**2 > 0.1:
+                eta_new = max(eta_new, 0.9 * eta**2)
+            eta = min(0.5, eta_new)
+        gnorm_prev = gnorm
+        sW, sb, last_cg = _conjugate_gradient(hessp, precond, -gW, -gb, eta, cg_max, dot)
         n_hessp += last_cg
         hs = Xs @ sW.T + sb
         slope = dot(gW, gb, sW, sb)
