@@ -44,8 +44,8 @@ __all__ = [
     "saga_sweep_tol",
 ]
 
-#: default solver tolerances (stationarity for lbfgs / saga / coordinate descent, libsvm's
-#: KKT tolerance)
+#: default solver tolerances (stationarity for Newton-CG / saga / coordinate descent, libsvm's
+#: KKT tolerance; lbfgs: the previous ridge solver, timed in benchmarks/bench_erm.py)
 DEFAULT_TOL = {"newton": 1e-10, "lbfgs": 1e-10, "saga": 1e-10, "cd": 1e-10, "libsvm": 1e-8}
 DEFAULT_MAX_ITER = {"newton": 500, "lbfgs": 100_000, "saga": 200_000, "cd": 1_000_000}
 #: tolerance of saga (logistic fits with an l1 term) in sweeps and figures: the KKT residual
@@ -223,8 +223,8 @@ def newton_ridge(
     the Hessian itself, up to ``lam`` on the bias), shared by the ``L`` outputs.  Once the
     predicted decrease is below the rounding of the objective, full steps are taken and the
     gradient measures progress.  Stops when :func:`kkt_residual` ``<= tol``; unconverged
-    after ``max_iter`` iterations, when no step decreases the
-    objective, or when the residual stops decreasing (its rounding floor is above ``tol``).
+    after ``max_iter`` iterations, when no step decreases the objective, or when the
+    residual stops decreasing (its rounding floor is above ``tol``).
     """
     n, d = Xs.shape
     L = Y.shape[1]
@@ -388,7 +388,8 @@ def fit_logistic(
     max_iter: int | None = None,
     random_state: int | None = None,
 ) -> Fit:
-    """Binary logistic loss on ``+-1`` labels (``LogisticRegression``, class 1 is ``+1``)."""
+    """Binary logistic loss on ``+-1`` labels: :func:`newton_ridge` for ridge,
+    ``LogisticRegression`` with saga otherwise (class 1 is ``+1``)."""
     target = (Y[:, 0] > 0).astype(int)
     return _logistic_regression(Xs, target, 2, lam, penalty, tol, max_iter, random_state)
 
