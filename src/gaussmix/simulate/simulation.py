@@ -7,7 +7,7 @@ The asymptotic theory (Theorems 1 and 2) describes the minimiser of eq. ERM,
 for ``n = alpha d`` samples of the mixture ``P(x, c) = rho_c N(x | mu_c, Sigma_c)``.  This
 module realises the *same* :class:`~gaussmix.theory.mixture.Mixture` at a finite ``d``
 (:func:`realise`), samples a training set, minimises eq. ERM *exactly* (closed form,
-lbfgs, coordinate descent, saga or libsvm to a tight tolerance — never SGD or liblinear;
+Newton-CG, coordinate descent, saga or libsvm to a tight tolerance — never SGD or liblinear;
 the scikit-learn parameters come from :mod:`gaussmix.theory.conventions`) and measures the
 observables of Theorem 2 (eq. errors): the training loss, the training error and the test
 error.  The test error of a fitted ``(W, b)`` is computed *exactly* on the population: for
@@ -374,8 +374,8 @@ def fit_erm(
     l1_ratio : float, optional
         Elastic-net mixing, ``r = l1_ratio ||W||_1 + (1 - l1_ratio) ||W||_F^2 / 2``.
     tol, max_iter : optional
-        Solver tolerance and iteration cap (defaults: 1e-10 for lbfgs, saga and coordinate
-        descent, 1e-8 for libsvm).
+        Solver tolerance and iteration cap (defaults: 1e-10 for Newton-CG, saga and
+        coordinate descent, 1e-8 for libsvm).
     random_state : int, optional
         Seed of saga's sampling order.
     return_info : bool
@@ -402,10 +402,11 @@ def fit_erm(
     -----
     Solvers: square + ridge in closed form (primal or dual, whichever is smaller); square +
     lasso / elastic net by coordinate descent (``Lasso`` / ``ElasticNet`` applied to every
-    output, the penalty being separable); logistic and cross-entropy by lbfgs (ridge; followed
-    by a warm-started Newton-CG pass when lbfgs stops on its relative-decrease test before the
-    gradient reaches ``tol``) or saga (lasso, elastic net), multinomial for three or more
-    classes; hinge + ridge by libsvm (dual coordinate descent to ``tol``, unpenalised bias).
+    output, the penalty being separable); logistic and cross-entropy + ridge by a full-batch
+    Newton method with conjugate gradients (:func:`gaussmix.theory.erm.newton_ridge`; fast
+    at small ``lam`` on separable data), + lasso / elastic net by saga, multinomial for three
+    or more classes; hinge + ridge by libsvm (dual coordinate descent to ``tol``,
+    unpenalised bias).
     ``info['kkt_residual']`` is the largest violation of the stationarity conditions of
     eq. ERM divided by ``n`` (NaN for the hinge loss).
     """

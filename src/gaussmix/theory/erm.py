@@ -7,19 +7,21 @@ Every loss class of :mod:`gaussmix.theory.losses` declares its solver through
 * square + ridge: closed form (primal or dual, whichever is smaller);
 * square + lasso / elastic net: coordinate descent (scikit-learn's ``Lasso`` /
   ``ElasticNet`` on every output, the penalty being separable);
-* logistic, cross-entropy: ``LogisticRegression`` with lbfgs (ridge; followed by a
-  warm-started Newton-CG pass when lbfgs stops on its relative-decrease test before the
-  gradient reaches ``tol``) or saga (lasso, elastic net), multinomial for three or more
-  classes; two-class cross-entropy as the equivalent binary logistic problem;
+* logistic, cross-entropy + ridge: :func:`newton_ridge`, a full-batch line-search Newton
+  method with (preconditioned) conjugate gradients, exact and fast at small ``lam`` where the
+  data are separable; multinomial for three or more classes, two-class cross-entropy as the
+  equivalent binary logistic problem;
+* logistic, cross-entropy + lasso / elastic net: ``LogisticRegression`` with saga;
 * hinge + ridge: libsvm (``SVC``, linear or precomputed kernel, unpenalised bias).
 
 The scikit-learn parameters come from :mod:`gaussmix.theory.conventions` (DESIGN.md pitfall
 7).  scikit-learn is imported when a solver first runs.  Each function returns ``(W, b,
-info)`` with ``info = {'solver', 'converged', 'n_iter'}``.
+info)`` with ``info = {'solver', 'converged', 'n_iter'}`` (and solver-specific counts).
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -30,6 +32,7 @@ from . import conventions as conv
 from .penalties import Penalty
 
 __all__ = [
+    "newton_ridge",
     "fit_square",
     "fit_logistic",
     "fit_cross_entropy",
@@ -41,10 +44,10 @@ __all__ = [
     "saga_sweep_tol",
 ]
 
-#: default solver tolerances (stationarity for lbfgs / saga / coordinate descent, libsvm's
-#: KKT tolerance)
-DEFAULT_TOL = {"lbfgs": 1e-10, "saga": 1e-10, "cd": 1e-10, "libsvm": 1e-8}
-DEFAULT_MAX_ITER = {"lbfgs": 100_000, "saga": 200_000, "cd": 1_000_000}
+#: default solver tolerances (stationarity for Newton-CG / saga / coordinate descent, libsvm's
+#: KKT tolerance; lbfgs: the previous ridge solver, timed in benchmarks/bench_erm.py)
+DEFAULT_TOL = {"newton": 1e-10, "lbfgs": 1e-10, "saga": 1e-10, "cd": 1e-10, "libsvm": 1e-8}
+DEFAULT_MAX_ITER = {"newton": 500, "lbfgs": 100_000, "saga": 200_000, "cd": 1_000_000}
 #: tolerance of saga (logistic fits with an l1 term) in sweeps and figures: the KKT residual
 #: is then ~1e-7 and the observables move by < 1e-4 (tests/test_sparse_validation.py), at a
 #: fraction of the cost of the default 1e-10
@@ -53,6 +56,9 @@ SAGA_L1_TOL = 1e-5
 SVC_PRECOMPUTED_MAX_N = 6000
 
 Fit = tuple[np.ndarray, np.ndarray, dict]
+#: relative size of a decrease of the ERM objective that is lost in its rounding (the sum
+#: of n loss values): below it :func:`newton_ridge` takes full Newton steps
+_ROUNDING = 1e-13
 
 
 def _ridge(Xs: np.ndarray, Y: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
@@ -130,16 +136,26 @@ def fit_square(
 def _logistic_regression(
     Xs: np.ndarray,
     target: np.ndarray,
+    n_classes: int,
     lam: float,
     penalty: Penalty,
     tol: float | None,
     max_iter: int | None,
     random_state: int | None,
 ) -> Fit:
-    """``LogisticRegression`` on integer targets (binary or multinomial), eq. (ERM)."""
-    from sklearn.linear_model import LogisticRegression
-
+    """Logistic / multinomial regression on integer targets, eq. (ERM): ridge by
+    :func:`newton_ridge`, lasso and elastic net by ``LogisticRegression`` with saga."""
     from .losses import CrossEntropyLoss, LogisticLoss
+
+    if penalty.canonical().l1_ratio == 0.0:
+        if n_classes == 2:
+            Y = (2.0 * target - 1.0)[:, None]
+            kind: Any = LogisticLoss()
+        else:
+            Y = np.eye(n_classes)[target]
+            kind = CrossEntropyLoss()
+        return newton_ridge(kind, Xs, Y, lam, tol=tol, max_iter=max_iter)
+    from sklearn.linear_model import LogisticRegression
 
     params = conv.sklearn_logistic_params(lam, penalty)
     solver = params["solver"]
@@ -148,18 +164,211 @@ def _logistic_regression(
     est = LogisticRegression(**params, tol=tol_v, max_iter=mi, random_state=random_state)
     ok, n_iter = _run_sklearn(est, Xs, target, mi)
     info = {"solver": solver, "converged": ok, "n_iter": n_iter}
-    if solver == "lbfgs" and ok:
-        # lbfgs often stops on its relative-decrease test (64 eps) with a gradient of ~1e-8;
-        # a warm-started Newton-CG pass (exact Newton directions, stops on max |gradient|
-        # <= tol) brings the stationarity residual down to the requested tolerance.
-        binary = est.coef_.shape[0] == 1
-        Yk = (2.0 * target - 1.0)[:, None] if binary else np.eye(est.coef_.shape[0])[target]
-        kind = LogisticLoss() if binary else CrossEntropyLoss()
-        if kkt_residual(Xs, Yk, est.coef_, est.intercept_, kind, lam, penalty) > tol_v:
-            est.set_params(solver="newton-cg", warm_start=True)
-            ok, extra = _run_sklearn(est, Xs, target, mi)
-            info.update(solver="lbfgs+newton-cg", converged=ok, n_iter=n_iter + extra)
     return np.array(est.coef_, dtype=float), np.array(est.intercept_, dtype=float), info
+
+
+def newton_ridge(
+    loss: Any,
+    Xs: np.ndarray,
+    Y: np.ndarray,
+    lam: float,
+    *,
+    tol: float | None = None,
+    max_iter: int | None = None,
+) -> Fit:
+    """Exact minimiser of eq. (ERM) with ridge, ``sum_nu loss(y_nu, W x_nu + b) + lam
+    ||W||_F^2 / 2``, for a smooth convex loss (logistic, cross-entropy), by a line-search
+    Newton method with (preconditioned) conjugate gradients on the full batch.
+
+    Parameters
+    ----------
+    loss : Loss
+        Provides ``value``, ``grad`` and ``hess`` (:mod:`gaussmix.theory.losses`); when
+        ``loss.shift_invariant`` (cross-entropy), the iterates stay in the gauge
+        ``sum_k W_k = 0``, ``sum_k b_k = 0``, which contains the ridge minimiser.
+    Xs : ndarray (n, d)
+        Features ``X / sqrt(d)``.
+    Y : ndarray (n, L)
+        Label vectors (``+-1`` for the logistic loss, one-hot for the cross-entropy).
+    lam : float
+        Ridge strength ``> 0``.
+    tol : float, optional
+        Stationarity tolerance on :func:`kkt_residual` (largest gradient entry over ``n``);
+        default :data:`DEFAULT_TOL` ``['newton']``.
+    max_iter : int, optional
+        Cap on the Newton iterations (default :data:`DEFAULT_MAX_ITER` ``['newton']``).
+
+    Returns
+    -------
+    W : ndarray (L, d)
+    b : ndarray (L,)
+    info : dict
+        ``solver='newton-cg'``, ``converged`` (the residual reached ``tol``), ``n_iter``
+        (Newton iterations), ``n_hessp`` (Hessian-vector products), ``n_precond``
+        (preconditioner factorisations).
+
+    Notes
+    -----
+    Why not lbfgs: at small ``lam`` below the separability threshold the data are separable
+    and the minimiser's norm grows like ``log(1/lam)`` while its direction tends to the
+    max-margin one (paper, Appendix C, eq. lam0); first-order methods crawl there, Newton's
+    method does not.  Each iteration solves ``H s = -g`` with ``H = sum_nu x_nu^T H_nu x_nu
+    + lam`` (``H_nu`` the loss's L x L Hessian, applied through two products with ``Xs``) by
+    conjugate gradients to the relative residual ``eta_k`` of Eisenstat and Walker's choice
+    2, ``eta_k = 0.9 (|g_k| / |g_{k-1}|)^2`` (safeguarded, at most 0.5: loose far from the
+    minimiser, superlinear near it), then backtracks (Armijo) from the full step.  When the
+    previous solve took more conjugate-gradient steps than a preconditioner costs (in units
+    of Hessian-vector products), the next ones use the Cholesky factor of ``[Xs, 1]^T
+    diag(w) [Xs, 1] + lam`` with ``w_nu = tr H_nu / (L - 1)`` (``tr H_nu`` for ``L = 1``:
+    the Hessian itself, up to ``lam`` on the bias), shared by the ``L`` outputs.  Once the
+    predicted decrease is below the rounding of the objective, full steps are taken and the
+    gradient measures progress.  Stops when :func:`kkt_residual` ``<= tol``; unconverged
+    after ``max_iter`` iterations, when no step decreases the objective, or when the
+    residual stops decreasing (its rounding floor is above ``tol``).
+    """
+    n, d = Xs.shape
+    L = Y.shape[1]
+    tol_v = DEFAULT_TOL["newton"] if tol is None else float(tol)
+    mi = DEFAULT_MAX_ITER["newton"] if max_iter is None else int(max_iter)
+    shift = bool(getattr(loss, "shift_invariant", False)) and L > 1
+
+    def gauge(gW: np.ndarray, gb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if shift:
+            return gW - gW.mean(axis=0), gb - gb.mean()
+        return gW, gb
+
+    def dot(aW: np.ndarray, ab: np.ndarray, cW: np.ndarray, cb: np.ndarray) -> float:
+        return float(np.vdot(aW, cW) + np.vdot(ab, cb))
+
+    W = np.zeros((L, d))
+    b = np.zeros(L)
+    h = np.zeros((n, L))
+    f = float(loss.value(Y, h).sum())
+    # cost of one preconditioner (Gram matrix + Cholesky) in Hessian-vector products
+    precond_cost = (n * d * d + d**3 / 3.0) / (4.0 * n * d * L)
+    cg_max = 2 * L * (d + 1)
+    info: dict[str, Any] = {"solver": "newton-cg", "converged": False, "n_iter": 0}
+    n_hessp = n_precond = stalls = 0
+    last_cg = 0
+    best_res = np.inf
+    eta = 0.5
+    gnorm_prev = None
+    while True:
+        G = loss.grad(Y, h)
+        gW, gb = gauge(G.T @ Xs + lam * W, G.sum(axis=0))
+        res = max(float(np.abs(gW).max()), float(np.abs(gb).max())) / n
+        if res <= tol_v:
+            info["converged"] = True
+            break
+        if info["n_iter"] >= mi:
+            break
+        info["n_iter"] += 1
+        Hs = loss.hess(Y, h)
+        hessp = functools.partial(_hessp, Xs, Hs, lam, gauge)
+
+        precond = None
+        if last_cg > precond_cost:
+            precond = _ridge_preconditioner(Xs, Hs, lam, gauge)
+            n_precond += 1
+        gnorm = np.sqrt(dot(gW, gb, gW, gb))
+        if gnorm_prev is not None:  # Eisenstat-Walker forcing term (choice 2, safeguarded)
+            eta_new = 0.9 * (gnorm / gnorm_prev) ** 2
+            if 0.9 * eta**2 > 0.1:
+                eta_new = max(eta_new, 0.9 * eta**2)
+            eta = min(0.5, eta_new)
+        gnorm_prev = gnorm
+        sW, sb, last_cg = _conjugate_gradient(hessp, precond, -gW, -gb, eta, cg_max, dot)
+        n_hessp += last_cg
+        hs = Xs @ sW.T + sb
+        slope = dot(gW, gb, sW, sb)
+        t = 1.0
+        if -slope > _ROUNDING * max(1.0, abs(f)):
+            # Armijo backtracking from the full Newton step
+            while True:
+                Wt = W + t * sW
+                ft = float(loss.value(Y, h + t * hs).sum() + 0.5 * lam * np.vdot(Wt, Wt))
+                if ft <= f + 1e-4 * t * slope or t < 1e-12:
+                    break
+                t *= 0.5
+            if not ft < f:
+                break  # no descent at all: give up (reported as not converged)
+        else:
+            # the predicted decrease is below the rounding of the objective: the full
+            # Newton step (the gradient, not the objective, measures progress here)
+            stalls = stalls + 1 if res >= best_res else 0
+            if stalls >= 3:
+                break  # the residual's rounding floor lies above tol
+        best_res = min(best_res, res)
+        W, b, h = W + t * sW, b + t * sb, h + t * hs
+        f = float(loss.value(Y, h).sum() + 0.5 * lam * np.vdot(W, W))
+    info.update(n_hessp=n_hessp, n_precond=n_precond)
+    return W, b, info
+
+
+def _hessp(
+    Xs: np.ndarray, Hs: np.ndarray, lam: float, gauge: Any, vW: np.ndarray, vb: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ERM Hessian (per-sample loss Hessians ``Hs`` (n, L, L), ridge ``lam``) applied to
+    the direction ``(vW, vb)``: two products with ``Xs``."""
+    T = np.einsum("nij,nj->ni", Hs, Xs @ vW.T + vb)
+    return gauge(T.T @ Xs + lam * vW, T.sum(axis=0))
+
+
+def _conjugate_gradient(
+    hessp: Any,
+    precond: Any,
+    rW: np.ndarray,
+    rb: np.ndarray,
+    rel_tol: float,
+    max_steps: int,
+    dot: Any,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Solve ``H s = r`` (``r = (rW, rb)``) by (preconditioned) conjugate gradients from
+    ``s = 0`` until ``|residual| <= rel_tol |r|``; returns ``(sW, sb, steps)``."""
+    sW, sb = np.zeros_like(rW), np.zeros_like(rb)
+    rW, rb = rW.copy(), rb.copy()
+    target = rel_tol * np.sqrt(dot(rW, rb, rW, rb))
+    zW, zb = precond(rW, rb) if precond is not None else (rW, rb)
+    pW, pb = zW.copy(), zb.copy()
+    rz = dot(rW, rb, zW, zb)
+    steps = 0
+    while steps < max_steps:
+        qW, qb = hessp(pW, pb)
+        steps += 1
+        a = rz / dot(pW, pb, qW, qb)
+        sW += a * pW
+        sb += a * pb
+        rW -= a * qW
+        rb -= a * qb
+        if np.sqrt(dot(rW, rb, rW, rb)) <= target:
+            break
+        zW, zb = precond(rW, rb) if precond is not None else (rW, rb)
+        rz_new = dot(rW, rb, zW, zb)
+        pW = zW + (rz_new / rz) * pW
+        pb = zb + (rz_new / rz) * pb
+        rz = rz_new
+    return sW, sb, steps
+
+
+def _ridge_preconditioner(Xs: np.ndarray, Hs: np.ndarray, lam: float, gauge: Any) -> Any:
+    """``(vW, vb) -> M^{-1} (vW, vb)`` with ``M = [Xs, 1]^T diag(w) [Xs, 1] + lam I`` (the same
+    for every output row), ``w_nu = tr H_nu / max(L - 1, 1)``: the Hessian with every
+    per-sample L x L block replaced by a multiple of the identity (on the complement of
+    ``1`` for a shift-invariant loss).  Samples with negligible ``w`` are skipped."""
+    n, d = Xs.shape
+    L = Hs.shape[-1]
+    w = np.trace(Hs, axis1=1, axis2=2) / max(L - 1, 1)
+    keep = w > 1e-14 * max(float(w.max()), lam)
+    Xa = np.hstack([Xs[keep], np.ones((int(keep.sum()), 1))])
+    M = (Xa * w[keep, None]).T @ Xa
+    M[np.diag_indices(d + 1)] += lam
+    factor = linalg.cho_factor(M, lower=True, check_finite=False)
+
+    def apply(vW: np.ndarray, vb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        z = linalg.cho_solve(factor, np.vstack([vW.T, vb[None, :]]), check_finite=False)
+        return gauge(np.ascontiguousarray(z[:d].T), z[d])
+
+    return apply
 
 
 def saga_sweep_tol(penalty: Penalty) -> float | None:
@@ -179,9 +388,10 @@ def fit_logistic(
     max_iter: int | None = None,
     random_state: int | None = None,
 ) -> Fit:
-    """Binary logistic loss on ``+-1`` labels (``LogisticRegression``, class 1 is ``+1``)."""
+    """Binary logistic loss on ``+-1`` labels: :func:`newton_ridge` for ridge,
+    ``LogisticRegression`` with saga otherwise (class 1 is ``+1``)."""
     target = (Y[:, 0] > 0).astype(int)
-    return _logistic_regression(Xs, target, lam, penalty, tol, max_iter, random_state)
+    return _logistic_regression(Xs, target, 2, lam, penalty, tol, max_iter, random_state)
 
 
 def fit_cross_entropy(
@@ -212,10 +422,10 @@ def fit_cross_entropy(
     if L == 2:
         lam_b, pen_b = penalty.two_class_binary(lam)
         w, bb, info = _logistic_regression(
-            Xs, (t == 0).astype(int), lam_b, pen_b, tol, max_iter, random_state
+            Xs, (t == 0).astype(int), 2, lam_b, pen_b, tol, max_iter, random_state
         )
         return np.vstack([w / 2.0, -w / 2.0]), np.array([bb[0] / 2.0, -bb[0] / 2.0]), info
-    W, b, info = _logistic_regression(Xs, t, lam, penalty, tol, max_iter, random_state)
+    W, b, info = _logistic_regression(Xs, t, L, lam, penalty, tol, max_iter, random_state)
     return W, b - b.mean(), info
 
 
