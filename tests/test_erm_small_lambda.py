@@ -19,8 +19,7 @@ where finite-size smoothing of the transition is small: about 0.7 ``alpha*`` bel
 Closer to ``alpha*`` (K = 3, alpha = 6) the simulated training error sits 0.004-0.007
 above the theory at d = 200-800 (2.8-3.5 standard errors): the finite-size smoothing of
 the transition that these alphas avoid.  The K = 3 check takes about 40 s (slow, in CI);
-the K = 5 one is long (its theory at lam = 1e-4 takes 4-7 minutes per point on a loaded
-machine).
+the K = 5 one is long (its twenty exact fits take about two minutes of CPU).
 
 The exact minimiser at ``lam = 1e-4`` comes from :func:`gaussmix.theory.erm.newton_ridge`
 (Newton-CG), checked here against scikit-learn's lbfgs on small separable problems.
@@ -149,14 +148,13 @@ def test_k3_theory_against_exact_erm_both_sides_of_alpha_star() -> None:
 @pytest.mark.long
 def test_k5_theory_against_exact_erm_both_sides_of_alpha_star() -> None:
     """K = 5 (alpha* = 5.124): alpha = 3 and 7, d = 200, ten seeds; the alphas bracket the
-    computed alpha*.  Long: the K = 5 theory at lam = 1e-4 (four-dimensional quadrature)
-    takes minutes per point."""
+    computed alpha*.  Long: the twenty exact fits at d = 200 take about two minutes of CPU
+    (the two theory points take seconds)."""
     star = gm.separability_threshold(_mixture(5), rel_tol=1e-3, evidence=False).alpha_star
     assert 3.0 < 0.75 * star and 7.0 > 1.3 * star
     _theory_against_erm(5, (3.0, 7.0), d=200, seeds=10)
 
 
-@pytest.mark.long
 def test_k3_alphas_bracket_alpha_star() -> None:
     """The K = 3 alphas of the slow test lie well on either side of the computed alpha*."""
     star = gm.separability_threshold(_mixture(3), rel_tol=1e-3, evidence=False).alpha_star
