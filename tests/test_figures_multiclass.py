@@ -326,7 +326,7 @@ def test_fig4_left_simulations_follow_the_theory() -> None:
         )
 
 
-@pytest.mark.long
+@pytest.mark.slow  # ~8 s with the Newton-CG fits (minutes with lbfgs)
 def test_fig3_left_simulations_follow_the_theory() -> None:
     """Cross-entropy at lambda = 1e-4, d = 240: test and training errors of the
     simulations within 3 standard errors (plus 0.01 for the finite-size bias at this d,

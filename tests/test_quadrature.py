@@ -221,7 +221,7 @@ def test_rqmc_agrees_with_the_tensor_rule_within_their_error_estimates(K):
     assert tensor.integration_errors["train_error"] <= 1e-4
 
 
-@pytest.mark.long
+@pytest.mark.slow  # ~5 s with the exchangeable-cluster reduction (a minute without it)
 def test_ten_class_cross_entropy_converges_with_error_estimates():
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=10)
     res, texts = _solve_quiet(mix, "cross-entropy", lam=1.0, alpha=10.0)
