@@ -61,6 +61,7 @@ from .tolerances import (
     PSD_RTOL,
     QUAD_TOL,
     SMOOTH_Q_MAX,
+    TRAIN_ERROR_TARGET,
     integration_warning_threshold,
 )
 
@@ -89,6 +90,9 @@ __all__ = [
 MAX_QUADRATURE_DIM = MAX_TENSOR_DIM
 #: largest number of nodes a refinement may reach
 MAX_QUADRATURE_NODES = 60_000
+#: largest number of nodes of a randomised rule refined for the training error's target
+#: (:data:`~gaussmix.theory.tolerances.TRAIN_ERROR_TARGET`): ``8 x 2**13`` Sobol' points
+MAX_TRAIN_RQMC_NODES = 2**16
 #: penalty strength of the starting point when ``lam = 0`` (the prior needs ``lam > 0``)
 _START_LAM = 1e-3
 #: the observables whose integration error is estimated
@@ -1107,10 +1111,10 @@ def _uses_log_chart(problem: Problem) -> bool:
     return _needs_quadrature(problem) and problem.dim >= 2 and problem.lam < LOG_CHART_MAX_LAM
 
 
-def _finer_rule(rule: QuadratureRule) -> QuadratureRule | None:
-    """The next rule of a refinement, or None beyond ``MAX_QUADRATURE_NODES`` nodes."""
+def _finer_rule(rule: QuadratureRule, cap: int = MAX_QUADRATURE_NODES) -> QuadratureRule | None:
+    """The next rule of a refinement, or None beyond ``cap`` nodes."""
     finer = rule.refined()
-    if finer is None or finer.weights.size > MAX_QUADRATURE_NODES:
+    if finer is None or finer.weights.size > cap:
         return None
     return finer
 
@@ -1283,7 +1287,10 @@ def _estimate_randomised(
     error across its replicates (:func:`_replicate_spread`) plus the final evaluation's own
     error.  With ``auto_refine`` the rule is refined (twice the points) while the estimate of
     the test error or training loss exceeds ``quad_tol`` and the target is within reach
-    within ``MAX_QUADRATURE_NODES`` nodes at the optimistic rate ``1 / N``."""
+    within ``MAX_QUADRATURE_NODES`` nodes at the optimistic rate ``1 / N``, and otherwise
+    while the training error's estimate exceeds
+    :data:`~gaussmix.theory.tolerances.TRAIN_ERROR_TARGET` (up to ``MAX_TRAIN_RQMC_NODES``
+    nodes)."""
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
     x, n_iter, res, status, msg = out.x, out.n_iter, out.residual, out.status, out.message
     for k in range(opts.max_refine + 1):
@@ -1298,14 +1305,15 @@ def _estimate_randomised(
         n_iter += extra
         evals = dict(obs.errors)
         worst = max(quad[k2] + evals[k2] for k2 in ("test_error", "train_loss"))
+        if not opts.auto_refine or k == opts.max_refine:
+            break
         finer = _finer_rule(T.rule)
-        if worst <= opts.quad_tol or not opts.auto_refine or k == opts.max_refine:
-            break
-        if finer is None:
-            break
         reach = worst * T.rule.weights.size / _largest_nodes(T.rule)
-        if reach > opts.quad_tol:
-            break
+        if worst <= opts.quad_tol or finer is None or reach > opts.quad_tol:
+            # the training error's own target (issue 10), a little further if need be
+            finer = _finer_rule(T.rule, cap=MAX_TRAIN_RQMC_NODES)
+            if quad["train_error"] + evals["train_error"] <= TRAIN_ERROR_TARGET or finer is None:
+                break
         T2 = _new_map(problem, finer, T)
         out2 = _iterate(T2, x, AndersonState.init(opts.anderson, history.get(T.rule)), **kw)
         history[finer] = out2.anderson
