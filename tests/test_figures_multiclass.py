@@ -68,7 +68,7 @@ def test_every_declared_option_exists_on_the_cli() -> None:
     flags = {max(p.opts, key=len) for p in command.params if p.opts[0].startswith("--")}
     declared = {o.flag for spec in FIGURES.values() for o in spec.options}
     assert declared <= flags, declared - flags
-    assert flags - declared <= {"--out", "--quiet"}, flags - declared
+    assert flags - declared <= {"--out", "--quiet", "--fast", "--list"}, flags - declared
     code, out, _ = run("figure", "--help")
     assert code == 0
     for name in FIGURES:
@@ -202,7 +202,7 @@ def test_plot_fig3_left(fig3_df: pd.DataFrame) -> None:
     theory = [ln for ln in ax_train.get_lines() if len(ln.get_xdata()) > 1]
     assert len({ln.get_linewidth() for ln in theory}) == 2
     assert len({ln.get_marker() for ln in theory}) == 2
-    texts = [t.get_text() for t in ax_test.get_legend().get_texts()]
+    texts = [t.get_text() for t in ax_train.get_legend().get_texts()]
     assert "$K = 2$" in texts and "$K = 3$" in texts
     assert not any("Bayes" in t for t in texts)  # nothing drawn without the hooks' columns
     # with the hooks' columns: dash-dotted Bayes lines and dotted alpha*_K verticals
@@ -212,7 +212,7 @@ def test_plot_fig3_left(fig3_df: pd.DataFrame) -> None:
     styles = [ln.get_linestyle() for ln in ax_test.get_lines()]
     assert styles.count("-.") == 2 and styles.count(":") == 2
     assert [ln.get_linestyle() for ln in ax_train.get_lines()].count(":") == 2
-    texts = [t.get_text() for t in ax_test.get_legend().get_texts()]
+    texts = [t.get_text() for t in ax_train.get_legend().get_texts()]
     assert "Bayes-optimal" in texts and r"$\alpha^*_K$" in texts
 
 
@@ -298,7 +298,7 @@ def test_cli_fig3_left_and_right(tmp_path) -> None:
         (["fig4-left", "--deltas", "0.1"], "--deltas"),
         (["fig4-left", "--lams", "log:1e-4:1e2:0"], "--lams"),
         (["fig3-right", "--clusters", "1"], "--clusters"),
-        (["sparse-setup", "--fast"], "--fast is not an option of figure sparse-setup"),
+        (["sparse-setup", "--ks", "2"], "--ks is not an option of figure sparse-setup"),
         (["sparse-curves", "--lams", "1"], "--lams"),
     ],
 )

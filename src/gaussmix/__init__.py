@@ -89,19 +89,25 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .theory.solver import FixedPointResult, solve
 
 
+#: subpackages reachable as attributes (``gm.figures.atlas()``), imported on first use
+_SUBPACKAGES = ("data", "experiments", "figures", "simulate", "studies", "sweep", "theory")
+
+
 def __getattr__(name: str):
+    import importlib
+
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"gaussmix.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'gaussmix' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later look-ups skip this function
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(_EXPORTS) | set(_SUBPACKAGES))
 
 
 __all__ = [

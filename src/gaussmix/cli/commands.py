@@ -35,10 +35,12 @@ Interface contract (checked outside the repository -- keep it stable)
   optional ``[simulate]`` table (``d``, ``seeds``, ``seed``) that switches from theory to
   simulation.  The CSV has one row per grid point: the grid options, then the JSON keys of
   ``point`` (or ``simulate``); see :mod:`gaussmix.sweep`.
-* ``gaussmix figure NAME --out DIR`` (NAME: ``sparse-setup``, ``sparse-curves``,
-  ``fig3-left``, ``fig3-right``, ``fig4-left``) writes ``DIR/<name>.csv``,
-  ``DIR/<name>.png`` and ``DIR/<name>.json`` (:mod:`gaussmix.figures`); the options a
-  figure takes are declared by its :class:`~gaussmix.figures.FigureSpec`.
+* ``gaussmix figure NAME --out DIR [--fast]`` (NAME: a figure of ``gaussmix figure
+  --list``) writes ``DIR/<name>.csv``, ``DIR/<name>.png`` and ``DIR/<name>.json``
+  (:mod:`gaussmix.figures`); the options a figure takes are declared by its
+  :class:`~gaussmix.figures.FigureSpec`.  ``gaussmix figure all --out DIR [--fast]
+  [--jobs N]`` writes every figure and ``DIR/atlas.json``; it exits 1 (after making the
+  others) when a figure fails, naming it.
 * Every failure prints exactly one line ``gaussmix: error: <message>`` on stderr and exits
   with status 2 (bad input), 3 (no valid fixed point or a numerical failure) or 1
   (anything else, e.g. an output directory that cannot be created); never a
@@ -98,6 +100,7 @@ from .options import (
     parse_floats,
     point_options,
     resolve_options,
+    with_signature,
 )
 
 __all__ = [
@@ -280,10 +283,7 @@ def without_options(*names: str) -> Any:
         def wrapper(**kwargs: Any) -> Any:
             return func(**kwargs, **fixed)
 
-        del wrapper.__wrapped__  # typer must see the new signature
-        wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
-        wrapper.__annotations__ = {p.name: p.annotation for p in params}
-        return wrapper
+        return with_signature(wrapper, sig, params)
 
     return decorate
 
@@ -352,6 +352,8 @@ def _write_curve(
 def _report_curve(df: Any, paths: tuple[Path, ...]) -> None:
     for p in paths:
         typer.echo(f"wrote {p}")
+    if "converged" not in df.columns:  # e.g. samples of a mixture: nothing solved
+        return
     n_bad = int((~df["converged"].astype(bool)).sum())
     if n_bad:
         typer.echo(f"{n_bad} of {len(df)} points did not converge (NaN in the table)")
@@ -985,8 +987,60 @@ def _check_writable_dir(option: str, path: Path) -> None:
 
 
 # ============================================================================ figures
-#: options common to every figure (not declared by the registry)
-_FIGURE_COMMON = ("name", "out", "quiet")
+#: parameters of ``gaussmix figure`` common to every figure (not declared by the registry)
+_FIGURE_COMMON = ("name", "out", "quiet", "fast", "list_")
+#: the options of ``gaussmix figure all`` (it makes every figure with its defaults)
+_ATLAS_OPTIONS = ("--out", "--fast", "--jobs", "--quiet")
+_GRID = "a,b,... or [log:]START:STOP:NUM"
+#: the options that figures declare (``FigureSpec.options``; each figure takes only its
+#: own): parameter -> (type, option declarations, metavar, help); all default to None
+_FIGURE_OPTIONS: dict[str, tuple[Any, tuple[str, ...], str | None, str]] = {
+    "alphas": (str, ("--alphas",), _GRID, "alpha = n/d: the theory grid (sparse-*, "
+               "fig3-left, appe-xor, real data) or one curve each (fig3-right, fig4-left)."),
+    "lams": (str, ("--lams",), _GRID, "fig3-right, fig4-*: penalty strengths (> 0)."),
+    "ks": (str, ("--ks",), "K1,...", "fig3-left, fig3-centre: numbers of clusters (>= 2)."),
+    "loss": (str, ("--loss",), "square|logistic|hinge", "sparse-*: training loss [square]."),
+    "sparsity": (float, ("--sparsity",), "RHO",
+                 "sparse-*: fraction of directions with means [0.1]."),
+    "ratios": (str, ("--ratios",), "r1,...",
+               "sparse-setup: ratios Delta1/Delta2, one curve each."),
+    "delta2": (float, ("--delta2",), "D2", "sparse-setup: variance off the support [1]."),
+    "delta1": (float, ("--delta1",), "D1",
+               "sparse-curves, sparse-projection: variance on the support [0.1]."),
+    "delta2s": (str, ("--delta2s",), "d1,...",
+                "sparse-curves, sparse-projection: variances off the support, one each."),
+    "delta": (float, ("--delta",), "DELTA",
+              "fig3-left/right, appe-xor*: cluster variance, Sigma = DELTA I [0.5]."),
+    "deltas": (str, ("--deltas",), "D1,...",
+               "fig4-left: the two cluster variances [0.1,0.01]; fig3-centre: one line each."),
+    "lam": (float, ("--lam",), "LAMBDA", "fig3-left, appe-*: penalty strength."),
+    "clusters": (int, ("--clusters",), "K", "fig3-right: number of clusters [3]."),
+    "datasets": (str, ("--datasets",), "NAME,...",
+                 "fig5, fig4-right: mnist, fashion-mnist, digits [mnist,fashion-mnist]."),
+    "dataset": (str, ("--dataset",), "NAME",
+                "fig6, appe-*: mnist, fashion-mnist or digits [mnist]."),
+    "gammas": (str, ("--gammas",), _GRID, "fig6: random features per dimension, p / d."),
+    "epochs": (str, ("--epochs",), "E1,...", "appe-trained: stages of training."),
+    "hidden": (int, ("--hidden",), "H", "appe-trained: hidden units [784]."),
+    "subsamples": (int, ("--subsamples",), "S",
+                   "Real data: training subsamples per point (error bars)."),
+    "sources": (str, ("--sources",), "theory,synthetic,real",
+                "Real-data figures: the curves drawn."),
+    "alpha": (float, ("--alpha",), "ALPHA", "fig4-right: sample complexity [1]."),
+    "simulate": (bool, ("--simulate/--no-simulate",), None,
+                 "sparse-curves, fig3-left, fig4-left: simulation dots (finite-size ERM) "
+                 "[default: simulate]; fig3-centre: LP dots [default: none]."),
+    "sim_alphas": (str, ("--sim-alphas",), "a1,...", "sparse-curves, fig3-left: simulated "
+                   "alphas (rounded so that classes are balanced)."),
+    "sim_lams": (str, ("--sim-lams",), "l1,...", "fig4-left: simulated penalties."),
+    "d": (int, ("--d",), "D", "Input dimension of the simulated instances or samples."),
+    "points": (int, ("--points",), "N", "*-projection: points drawn per panel."),
+    "seeds": (int, ("--seeds",), "S", "Instances per simulated point (error bars)."),
+    "seed": (int, ("--seed",), "N", "Root seed of the simulations or samples [0]."),
+    "jobs": (int, ("--jobs", "-j"), "N", "Worker processes (joblib: -1 = all cores): over "
+             "seeds for one figure (sparse-curves: -1, others: 1); over figures for 'all' [1]. "
+             "Results do not depend on it."),
+}  # fmt: skip
 
 
 def _flag(param: Any) -> str:
@@ -994,243 +1048,159 @@ def _flag(param: Any) -> str:
     return max(param.opts, key=len)
 
 
+def _figure_options(func: Any) -> Any:
+    """Give the ``figure`` command every option of :data:`_FIGURE_OPTIONS` (keyword-only,
+    default None: not given); the command reads their values from ``ctx.params``."""
+    sig = inspect.signature(func)
+    added = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[
+                type_ | None,
+                typer.Option(*decls, metavar=metavar, help=text, show_default=False),
+            ],
+        )
+        for name, (type_, decls, metavar, text) in _FIGURE_OPTIONS.items()
+    ]
+    own = list(sig.parameters)
+
+    @functools.wraps(func)
+    def wrapper(**kwargs: Any) -> Any:
+        return func(**{k: kwargs[k] for k in own})
+
+    return with_signature(wrapper, sig, [*sig.parameters.values(), *added])
+
+
 FigureName = Annotated[
-    str,
+    str | None,
     typer.Argument(
         metavar="NAME",
-        help="sparse-setup (Fig. 1 right), sparse-curves (Fig. 2), fig3-left, fig3-right, "
-        "fig3-centre (Fig. 3), fig4-left, fig4-right (Fig. 4), fig5, fig6, appe-trained, "
-        "appe-p2-p10, appe-xor (Appendix E); see below.",
+        help="sparse-projection, sparse-setup (Fig. 1), sparse-curves (Fig. 2), fig3-left, "
+        "fig3-centre, fig3-right (Fig. 3), fig4-left, fig4-right (Fig. 4), fig5, fig6, "
+        "appe-trained, appe-p2-p10, appe-xor-projection, appe-xor (Appendix E); or 'all' "
+        "(the whole atlas); see --list.",
+        show_default=False,
     ),
 ]
-
-
-def _figure_option(flag: str, metavar: str | None, help_text: str) -> Any:
-    return typer.Option(flag, metavar=metavar, help=help_text, show_default=False)
-
-
-_GRID = "a,b,... or [log:]START:STOP:NUM"
-FigureAlphas = Annotated[
-    str | None,
-    _figure_option(
-        "--alphas",
-        _GRID,
-        "alpha = n/d: the theory grid (sparse-*, fig3-left) or one curve each (fig3-right, "
-        "fig4-left) [default: per figure].",
+FigureList = Annotated[
+    bool,
+    typer.Option(
+        "--list",
+        help="List every reproducible figure: name, place in the paper, the dots drawn "
+        "besides the theory lines, description.",
     ),
-]
-FigureLams = Annotated[
-    str | None,
-    _figure_option("--lams", _GRID, "fig3-right, fig4-left: penalty strengths (> 0)."),
-]
-FigureKs = Annotated[
-    str | None, _figure_option("--ks", "K1,...", "fig3-left: numbers of clusters (>= 2).")
-]
-FigureLoss = Annotated[
-    str | None,
-    _figure_option("--loss", "square|logistic|hinge", "sparse-*: training loss [square]."),
-]
-FigureSparsity = Annotated[
-    float | None,
-    _figure_option("--sparsity", "RHO", "sparse-*: fraction of directions with means [0.1]."),
-]
-FigureRatios = Annotated[
-    str | None,
-    _figure_option("--ratios", "r1,...", "sparse-setup: ratios Delta1/Delta2, one curve each."),
-]
-FigureDelta2 = Annotated[
-    float | None,
-    _figure_option("--delta2", "D2", "sparse-setup: variance off the support [1]."),
-]
-FigureDelta1 = Annotated[
-    float | None,
-    _figure_option("--delta1", "D1", "sparse-curves: variance on the support [0.1]."),
-]
-FigureDelta2s = Annotated[
-    str | None,
-    _figure_option(
-        "--delta2s", "d1,...", "sparse-curves: variances off the support, one colour each."
-    ),
-]
-FigureDelta = Annotated[
-    float | None,
-    _figure_option("--delta", "DELTA", "fig3-*: cluster variance, Sigma = DELTA I [0.5]."),
-]
-FigureDeltas = Annotated[
-    str | None,
-    _figure_option("--deltas", "D1,D2", "fig4-left: the two cluster variances [0.1,0.01]."),
-]
-FigureLam = Annotated[
-    float | None, _figure_option("--lam", "LAMBDA", "fig3-left: penalty strength [1e-4].")
-]
-FigureClusters = Annotated[
-    int | None, _figure_option("--clusters", "K", "fig3-right: number of clusters [3].")
-]
-FigureDatasets = Annotated[
-    str | None,
-    _figure_option(
-        "--datasets",
-        "NAME,...",
-        "fig5, fig4-right: mnist, fashion-mnist, digits [mnist,fashion-mnist].",
-    ),
-]
-FigureDataset = Annotated[
-    str | None,
-    _figure_option("--dataset", "NAME", "fig6, appe-*: mnist, fashion-mnist or digits [mnist]."),
-]
-FigureGammas = Annotated[
-    str | None, _figure_option("--gammas", _GRID, "fig6: random features per dimension, p / d.")
-]
-FigureEpochs = Annotated[
-    str | None, _figure_option("--epochs", "E1,...", "appe-trained: stages of training.")
-]
-FigureHidden = Annotated[
-    int | None, _figure_option("--hidden", "H", "appe-trained: hidden units [784].")
-]
-FigureSubsamples = Annotated[
-    int | None,
-    _figure_option("--subsamples", "S", "Real data: training subsamples per point (error bars)."),
-]
-FigureSources = Annotated[
-    str | None,
-    _figure_option("--sources", "theory,synthetic,real", "Real-data figures: the curves drawn."),
-]
-FigureAlpha = Annotated[
-    float | None, _figure_option("--alpha", "ALPHA", "fig4-right: sample complexity [1].")
 ]
 FigureFast = Annotated[
     bool,
     typer.Option(
         "--fast",
-        help="fig3-*, fig4-left: small presets (fewer K, alphas, lambdas; small d, "
-        "few seeds) for a quick look.",
-    ),
-]
-FigureSimulate = Annotated[
-    bool | None,
-    typer.Option(
-        "--simulate/--no-simulate",
-        help="sparse-curves, fig3-left, fig4-left: simulation dots (finite-size ERM) "
-        "[default: simulate].",
-        show_default=False,
-    ),
-]
-FigureSimAlphas = Annotated[
-    str | None,
-    _figure_option(
-        "--sim-alphas",
-        "a1,...",
-        "sparse-curves, fig3-left: simulated alphas (rounded so that classes are balanced).",
-    ),
-]
-FigureSimLams = Annotated[
-    str | None, _figure_option("--sim-lams", "l1,...", "fig4-left: simulated penalties.")
-]
-FigureD = Annotated[
-    int | None, _figure_option("--d", "D", "Input dimension of the simulated instances.")
-]
-FigureSeeds = Annotated[
-    int | None, _figure_option("--seeds", "S", "Instances per simulated point (error bars).")
-]
-FigureSeed = Annotated[
-    int | None, _figure_option("--seed", "N", "Root seed of the simulations [0].")
-]
-FigureJobs = Annotated[
-    int | None,
-    typer.Option(
-        "--jobs",
-        "-j",
-        metavar="N",
-        help="Worker processes over seeds (joblib: -1 = all cores; sparse-curves: -1, "
-        "others: 1). Results do not depend on it.",
-        show_default=False,
+        help="The figure's small preset (fewer seeds, K, alphas or lambdas; small d; digits "
+        "instead of MNIST): seconds per figure (see --list).",
     ),
 ]
 
 
 @app.command("figure")
+@_figure_options
 def figure_command(
     ctx: typer.Context,
-    name: FigureName,
+    name: FigureName = None,
     out: OutOption = Path("gaussmix-out"),
-    alphas: FigureAlphas = None,
-    lams: FigureLams = None,
-    ks: FigureKs = None,
-    loss: FigureLoss = None,
-    sparsity: FigureSparsity = None,
-    ratios: FigureRatios = None,
-    delta2: FigureDelta2 = None,
-    delta1: FigureDelta1 = None,
-    delta2s: FigureDelta2s = None,
-    delta: FigureDelta = None,
-    deltas: FigureDeltas = None,
-    lam: FigureLam = None,
-    clusters: FigureClusters = None,
-    datasets: FigureDatasets = None,
-    dataset: FigureDataset = None,
-    gammas: FigureGammas = None,
-    epochs: FigureEpochs = None,
-    hidden: FigureHidden = None,
-    subsamples: FigureSubsamples = None,
-    sources: FigureSources = None,
-    alpha: FigureAlpha = None,
+    list_: FigureList = False,
     fast: FigureFast = False,
-    simulate: FigureSimulate = None,
-    sim_alphas: FigureSimAlphas = None,
-    sim_lams: FigureSimLams = None,
-    d: FigureD = None,
-    seeds: FigureSeeds = None,
-    seed: FigureSeed = None,
-    jobs: FigureJobs = None,
     quiet: QuietOption = False,
 ) -> None:
-    """A figure of the paper: writes DIR/NAME.csv, DIR/NAME.png and DIR/NAME.json
-    (caption and arguments).  Each figure takes only its own options (others are refused).
+    """A figure of the paper: writes DIR/NAME.csv (the tidy table), DIR/NAME.png and
+    DIR/NAME.json (its companion: place in the paper, title, caption saying what lines,
+    dots and +-1 standard-error bars are, arguments).  Each figure takes only its own
+    options (others are refused); --fast runs its small preset.
 
-    sparse-setup (Fig. 1 right): fraction of non-zero weights of the lasso at its optimal
-    penalty and lambda* against alpha, for ratios Delta1/Delta2.  About 12 s.
+    gaussmix figure --list names every figure with its place in the paper.
 
-    sparse-curves (Fig. 2): ridge (dashed) vs lasso (solid) at their optimal penalties
-    against alpha, Delta1 = 0.1 and several Delta2, simulations at d = 1000.  About a
-    minute on 2 cores (12 s with --no-simulate).
-
-    fig3-left (Fig. 3 left): cross-entropy, lambda = 1e-4, K = 2..5 Gaussian clusters
-    (Delta = 0.5): test error (top) and training error (bottom) against alpha, with
-    simulations at d = 1000 (hours on 2 cores; --fast: K = 2, 3, d = 240, about a minute).
-
-    fig3-right (Fig. 3 right): cross-entropy, K = 3: test error against lambda at a few
-    alpha (theory).
-
-    fig3-centre (Fig. 3 centre): the separability threshold alpha*_K against K = 2..10 for
-    Delta = 0.25, 0.5, 1 (about 10 min on 2 cores; --fast: K = 2..4, seconds); --simulate
-    adds the LP crossings at d = 400 for K <= 5 (an hour or more).
-
-    fig5 (Fig. 5), fig6 (Fig. 6, random features), fig4-right (Fig. 4 right),
-    appe-trained, appe-p2-p10, appe-xor (Appendix E): real data against the theory of the
-    Gaussian mixture fitted to it (MNIST / Fashion-MNIST; --datasets digits for a quick
-    look); minutes to tens of minutes on 2 cores (appe-xor: seconds, theory only).
-
-    fig4-left (Fig. 4 left): ridge regression on two opposite clusters with
-    Sigma_1 = 0.1 I, Sigma_2 = 0.01 I: test error against lambda for several alpha,
-    lambda* marked, simulations at d = 1000.
+    gaussmix figure all --out DIR [--fast] [--jobs N] makes every figure of the list
+    (PNG + CSV + JSON each) and DIR/atlas.json (per figure: status, seconds, files); a
+    figure that fails does not stop the others, and the command then exits 1 naming it.
+    With --fast the whole atlas takes a minute or two on 2 cores; without, the paper's
+    settings (simulations at d = 1000: hours, see BENCHMARKS.md).
     """
+    if list_:
+        given = [p for p in ctx.command.params if p.name != "list_" and _given(ctx, p.name)]
+        if name is not None or given:
+            raise ValueError("--list takes no NAME and no other option")
+        _print_atlas()
+        return
+    if name is None:
+        raise ValueError("NAME is missing: a figure of 'gaussmix figure --list', or 'all'")
+    if name == "all":
+        _figure_all(ctx, out, fast, quiet)
+        return
     from gaussmix.figures import FIGURES, validate_figure, write_figure
 
     if name not in FIGURES:
-        allowed = ", ".join(repr(n) for n in FIGURES)
+        allowed = ", ".join(repr(n) for n in (*FIGURES, "all"))
         raise ValueError(f"NAME must be one of {allowed}; got {name!r}")
     spec = FIGURES[name]
     kw = _figure_kwargs(ctx, spec)
     kw["progress"] = not quiet
     try:
-        validate_figure(name, **kw)
+        validate_figure(name, fast=fast, **kw)
     except (TypeError, ValueError) as exc:
         raise type(exc)(_figure_message(spec, str(exc))) from None
     out = _make_out_dir(out)
     simulates = spec.simulates and kw.get("simulate", True)
     with _one_blas_thread() if simulates else contextlib.nullcontext():
-        res = write_figure(name, out, **kw)
+        res = write_figure(name, out, fast=fast, **kw)
     _report_curve(res.data, (res.csv, res.png, res.meta))
+
+
+def _print_atlas() -> None:
+    """``gaussmix figure --list``: one line per figure of the atlas."""
+    from gaussmix.figures import atlas
+
+    df = atlas()
+    cols = ("name", "paper", "dots", "description")
+    widths = {c: max(len(c), *(len(str(v)) for v in df[c])) for c in cols[:-1]}
+    typer.echo("  ".join(c.upper().ljust(widths.get(c, 0)) for c in cols).rstrip())
+    for row in df.itertuples(index=False):
+        typer.echo("  ".join(str(getattr(row, c)).ljust(widths.get(c, 0)) for c in cols))
+    typer.echo(
+        f"{len(df)} figures: gaussmix figure NAME --out DIR [--fast]; all of them: "
+        "gaussmix figure all --out DIR [--fast] [--jobs N]"
+    )
+
+
+def _figure_all(ctx: typer.Context, out: Path, fast: bool, quiet: bool) -> None:
+    """``gaussmix figure all``: every figure of the atlas, and DIR/atlas.json."""
+    for p in ctx.command.params:
+        if p.name not in _FIGURE_COMMON and _given(ctx, p.name) and _flag(p) != "--jobs":
+            raise ValueError(
+                f"{_flag(p)} is not an option of figure all (its options: "
+                f"{', '.join(_ATLAS_OPTIONS)})"
+            )
+    jobs = ctx.params["jobs"] if ctx.params["jobs"] is not None else 1
+    if jobs == 0:
+        raise ValueError("--jobs must be a non-zero integer (joblib: -1 = all cores), got 0")
+    out = _make_out_dir(out)
+    from gaussmix.figures import make_atlas
+
+    res = make_atlas(out, fast=fast, n_jobs=jobs, progress=not quiet)
+    width = max(len(e.name) for e in res.entries)
+    for e in res.entries:
+        notes = [f"{len(e.warnings)} warnings"] if e.warnings else []
+        if e.not_converged:
+            notes.append(f"{e.not_converged} points did not converge")
+        if e.error:
+            notes.append(e.error)
+        line = f"{e.name.ljust(width)}  {e.status:<6}  {e.seconds:8.1f} s"
+        typer.echo("  ".join([line, *notes]) if notes else line)
+    typer.echo(f"wrote {res.path} ({len(res.entries)} figures, {res.seconds:.1f} s)")
+    if res.failed:
+        raise GaussmixError(
+            f"{len(res.failed)} of {len(res.entries)} figures failed: "
+            f"{', '.join(res.failed)} (errors in {res.path})"
+        )
 
 
 def _figure_kwargs(ctx: typer.Context, spec: Any) -> dict[str, Any]:

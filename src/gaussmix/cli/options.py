@@ -35,6 +35,7 @@ __all__ = [
     "ResolvedOptions",
     "PointSetup",
     "point_options",
+    "with_signature",
     "resolve_options",
     "mixture_from_options",
     "build_point",
@@ -285,8 +286,16 @@ def point_options(
         opts = PointOptions(**{n: kwargs.pop(n) for n in names})
         return func(opts=opts, **kwargs)
 
-    params = added + own
-    del wrapper.__wrapped__  # typer must see the new signature, not the wrapped one
+    return with_signature(wrapper, sig, added + own)
+
+
+def with_signature(
+    wrapper: Callable[..., Any], sig: inspect.Signature, params: list[inspect.Parameter]
+) -> Callable[..., Any]:
+    """``wrapper`` (made with :func:`functools.wraps`) presenting ``sig`` with the
+    parameters ``params`` to typer: the wrapped function's signature is hidden, so that
+    typer builds the command's options from ``params``."""
+    del wrapper.__wrapped__  # type: ignore[attr-defined]
     wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
     return wrapper

@@ -1,11 +1,15 @@
 """The paper's figures as tables and matplotlib figures, and the plotting helpers.
 
 Every figure is declared once in :data:`FIGURES` (:mod:`gaussmix.figures.registry`) by
-the module that makes it: :mod:`~gaussmix.figures.sparse` (Figs. 1 right and 2),
-:mod:`~gaussmix.figures.multiclass` (Fig. 3 left and right) and
-:mod:`~gaussmix.figures.regularisation` (Fig. 4 left).  ``write_figure(name, out_dir)``
-computes one and writes its CSV, PNG and JSON caption; the table and plot functions of
-each figure are public too.
+the module that makes it: :mod:`~gaussmix.figures.projections` (Fig. 1 left and the XOR
+set-up of Appendix E), :mod:`~gaussmix.figures.sparse` (Figs. 1 right and 2),
+:mod:`~gaussmix.figures.multiclass` (Fig. 3 left and right),
+:mod:`~gaussmix.figures.transition` (Fig. 3 centre),
+:mod:`~gaussmix.figures.regularisation` (Fig. 4 left) and
+:mod:`~gaussmix.figures.realdata` (Figs. 4 right, 5, 6 and Appendix E).
+``write_figure(name, out_dir)`` computes one and writes its CSV, PNG and JSON caption; the
+table and plot functions of each figure are public too.  :func:`atlas` lists them all and
+:func:`make_atlas` makes them all (:mod:`gaussmix.figures.paper_atlas`).
 """
 
 from .multiclass import (
@@ -18,12 +22,19 @@ from .multiclass import (
     plot_fig3_left,
     plot_fig3_right,
 )
+from .paper_atlas import AtlasResult, atlas, make_atlas
 from .plotting import (
     new_axes,
     plot_comparison,
     plot_lambda_curve,
     plot_learning_curve,
     save_figure,
+)
+from .projections import (  # registers Fig. 1 left and the XOR set-up of Appendix E
+    plot_sparse_projection,
+    plot_xor_projection,
+    sparse_projection,
+    xor_projection,
 )
 from .realdata import REAL_SETUPS, plot_realdata  # registers Figs. 4 right, 5, 6, App. E
 from .registry import (
@@ -52,6 +63,13 @@ from .sparse import (
 from .transition import fig3_centre, plot_fig3_centre  # registers Fig. 3 centre
 
 __all__ = [
+    "atlas",
+    "make_atlas",
+    "AtlasResult",
+    "sparse_projection",
+    "plot_sparse_projection",
+    "xor_projection",
+    "plot_xor_projection",
     "REAL_SETUPS",
     "plot_realdata",
     "fig3_centre",

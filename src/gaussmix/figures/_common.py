@@ -47,14 +47,6 @@ def _colours(n: int) -> list:
     return [cycle[i % len(cycle)] for i in range(n)]
 
 
-def _new_figure(figsize: tuple[float, float], nrows: int, ncols: int, **kw: Any):
-    with mpl.rc_context(STYLE):
-        fig = Figure(figsize=figsize, layout="constrained")
-        FigureCanvasAgg(fig)
-        axes = fig.subplots(nrows, ncols, squeeze=False, **kw)
-    return fig, axes
-
-
 def _check_df(df: Any, columns: Sequence[str]) -> pd.DataFrame:
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
@@ -91,6 +83,25 @@ def _new_slide_figure(figsize: tuple[float, float], nrows: int, ncols: int, **kw
         FigureCanvasAgg(fig)
         axes = fig.subplots(nrows, ncols, squeeze=False, **kw)
     return fig, axes
+
+
+def _log_axis(ax: Any, values: Any, axis: str = "x") -> None:
+    """A log scale over ``values`` with plain tick labels at powers of two (or of ten over
+    more than three decades) and no minor tick labels (they collide on short ranges)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    if v.size == 0:
+        return
+    lo, hi = float(v.min()), float(v.max())
+    base = 10.0 if hi / lo > 1e3 else 2.0
+    k = np.arange(np.floor(np.log(lo) / np.log(base)), np.ceil(np.log(hi) / np.log(base)) + 1)
+    target.set_major_locator(FixedLocator(base**k))
+    target.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    target.set_minor_formatter(NullFormatter())
 
 
 def _balanced_alpha(alpha: float, d: int, k: int) -> float:
@@ -141,6 +152,38 @@ def _errorbars(ax: Any, x: Any, y: Any, se: Any, colour: Any, marker: str) -> No
         markersize=SLIDE_STYLE["lines.markersize"] + 1.0,
         zorder=3,
     )
+
+
+#: words for the parameters of a preset in :func:`_preset_note`
+_PRESET_WORDS = {
+    "ks": "K",
+    "alphas": "alphas",
+    "lams": "lambdas",
+    "sim_alphas": "simulated alphas",
+    "sim_lams": "simulated lambdas",
+    "simulate_d": "simulation d",
+    "sim_d": "LP d",
+    "seeds": "seeds",
+    "datasets": "LP data sets per alpha",
+    "deltas": "Delta",
+    "sim_ks": "LP dots for K",
+}
+
+
+def _preset_note(preset: dict[str, Any]) -> str:
+    """A preset of a figure in words: ``'K = 2, 3; alphas: 7 in [0.5, 6]; ...'``."""
+    parts = []
+    for key, value in preset.items():
+        name = _PRESET_WORDS.get(key, key)
+        if isinstance(value, Sequence) and not isinstance(value, str):
+            v = [float(x) for x in value]
+            if len(v) > 4:
+                parts.append(f"{name}: {len(v)} in [{_fmt(min(v))}, {_fmt(max(v))}]")
+            else:
+                parts.append(f"{name} = {', '.join(_fmt(x) for x in v)}")
+        else:
+            parts.append(f"{name} = {value}")
+    return "; ".join(parts)
 
 
 def _pick(value: Any, preset: Any) -> Any:

@@ -67,11 +67,18 @@ from ._common import (
     _new_slide_figure,
     _pick,
     _positive_list,
+    _preset_note,
     _simulation_columns,
     _simulation_handle,
 )
 from .plotting import AXIS_LABELS
-from .registry import ERROR_BAR_CAPTION, FigureOption, FigureSpec, register_figure
+from .registry import (
+    ERROR_BAR_CAPTION,
+    FigureOption,
+    FigureSpec,
+    register_figure,
+    simulation_options,
+)
 
 __all__ = [
     "FIG3_LEFT_FULL",
@@ -115,10 +122,11 @@ FIG3_LEFT_FULL = {
     "simulate_d": 1000,
     "seeds": 8,
 }
-#: ``fig3-left`` with ``fast=True``: K = 2, 3, few alphas, small simulations
+#: ``fig3-left`` with ``fast=True``: K = 2, 3, few alphas (none just below alpha*_3 = 4.22,
+#: where the fixed point at lambda = 1e-4 takes tens of seconds), small simulations
 FIG3_LEFT_FAST = {
     "ks": (2, 3),
-    "alphas": (0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0),
+    "alphas": (0.5, 1.0, 2.0, 3.0, 4.5, 5.0, 6.0),
     "sim_alphas": (1.0, 5.0),
     "simulate_d": 240,  # n = alpha d a multiple of 2 and 3
     "seeds": 3,
@@ -365,7 +373,8 @@ def plot_fig3_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
             Line2D([], [], color=c, marker=MARKERS[i % len(MARKERS)], ms=3.5, label=f"$K = {k}$")
             for i, (k, c) in enumerate(zip(ks, colours))
         ]
-        ax_test.legend(handles=handles + _style_handles(df, drawn), loc="best")
+        # the training panel is empty above zero below the transitions: the legend goes there
+        ax_train.legend(handles=handles + _style_handles(df, drawn), loc="upper left")
         fig.suptitle(title if title is not None else _fig3_title(df))
     return fig
 
@@ -526,7 +535,9 @@ def plot_fig3_right(df: pd.DataFrame, *, title: str | None = None) -> Figure:
                 label=rf"$\alpha = {_fmt(alpha)}$",
             )
             if "bayes_error" in g.columns and np.isfinite(g["bayes_error"].iloc[0]):
-                ax.axhline(float(g["bayes_error"].iloc[0]), color=colour, linestyle="-.")
+                ax.axhline(
+                    float(g["bayes_error"].iloc[0]), color=colour, linestyle="-.", zorder=1.5
+                )
                 bayes = True
         ax.set_xscale("log")
         ax.set_xlabel(AXIS_LABELS["lam"])
@@ -557,18 +568,16 @@ register_figure(
         table=fig3_left,
         check=_left_args,
         plot=plot_fig3_left,
+        fast={"fast": True},
+        fast_note=_preset_note(FIG3_LEFT_FAST),
+        dots=("simulation",),
         options=(
             FigureOption("--alphas", "alphas", "grid"),
             FigureOption("--ks", "ks", "ints"),
             FigureOption("--delta", "delta", "float"),
             FigureOption("--lam", "lam", "float"),
-            FigureOption("--fast", "fast", "bool"),
-            FigureOption("--simulate", "simulate", "bool"),
             FigureOption("--sim-alphas", "sim_alphas", "grid", simulation=True),
-            FigureOption("--d", "simulate_d", "int", simulation=True),
-            FigureOption("--seeds", "seeds", "int", simulation=True),
-            FigureOption("--seed", "seed", "int", simulation=True),
-            FigureOption("--jobs", "n_jobs", "int", simulation=True),
+            *simulation_options(),
         ),
     )
 )
@@ -587,12 +596,13 @@ register_figure(
         table=fig3_right,
         check=_right_args,
         plot=plot_fig3_right,
+        fast={"fast": True},
+        fast_note=_preset_note(FIG3_RIGHT_FAST),
         options=(
             FigureOption("--lams", "lams", "grid"),
             FigureOption("--alphas", "alphas", "grid"),
             FigureOption("--clusters", "n_clusters", "int"),
             FigureOption("--delta", "delta", "float"),
-            FigureOption("--fast", "fast", "bool"),
         ),
     )
 )

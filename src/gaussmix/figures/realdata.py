@@ -42,7 +42,7 @@ from gaussmix.studies import (
 )
 from gaussmix.theory.mixture import Mixture
 
-from ._common import SLIDE_STYLE, _alphas, _new_slide_figure
+from ._common import SLIDE_STYLE, _alphas, _log_axis, _new_slide_figure
 from .plotting import AXIS_LABELS
 from .registry import FigureOption, FigureSpec, register_figure
 
@@ -72,8 +72,32 @@ REAL_SETUPS = {
     "digits": ("even-odd", 0.05),
 }
 
+#: how titles name the data sets (digits stands in for MNIST in the --fast presets)
+DATASET_NAMES = {
+    "mnist": "MNIST",
+    "fashion-mnist": "Fashion-MNIST",
+    "digits": "digits (scikit-learn 8x8, standing in for MNIST)",
+}
+#: the estimator of every real-data figure, as titles name it
+_ESTIMATOR = r"logistic + ridge ($\ell_2$)"
+
 _MARKERS = {"synthetic": ("o", "none"), "real": ("s", None)}
 _NAMES = {"theory": "theory", "synthetic": "synthetic (fitted mixture)", "real": "real data"}
+
+
+def _data_name(df: pd.DataFrame) -> str:
+    """``'MNIST even-odd'``: the data set and task of a one-data-set table."""
+    name = str(df["dataset"].iloc[0])
+    return f"{DATASET_NAMES.get(name, name)} {df['task'].iloc[0]}"
+
+
+def _short_name(name: str) -> str:
+    """``'MNIST'``, ``'digits'``: a data set's name without its note."""
+    return DATASET_NAMES.get(name, name).split(" (")[0]
+
+
+def _lam_text(df: pd.DataFrame) -> str:
+    return rf"$\lambda = {float(df['lam'].iloc[0]):g}$"
 
 
 def _draw_sources(ax: Any, df: pd.DataFrame, x: str, y: str, colour: str, tag: str) -> None:
@@ -107,7 +131,7 @@ def _panels(
     figsize: tuple[float, float] = (10.0, 4.0),
 ) -> Figure:
     """Test error and training loss against alpha, one colour per value of ``group``
-    (``tag(value)`` prefixes its legend entries)."""
+    (``tag(value)`` prefixes its legend entries, drawn to the right of the panels)."""
     fig, axes = _new_slide_figure(figsize, 1, 2)
     with mpl.rc_context(SLIDE_STYLE):
         for ax, y, name in zip(
@@ -117,15 +141,16 @@ def _panels(
                 _draw_sources(ax, part, "alpha", y, f"C{i}", tag(value))
             ax.set_xlabel(xlabel)
             ax.set_ylabel(name)
-            ax.set_title(name)
-        axes[0][0].legend(fontsize=9)
+            ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside right center", frameon=False)
         if title:
             fig.suptitle(title)
     return fig
 
 
 def plot_realdata(
-    df: pd.DataFrame, *, title: str | None = None, figsize: tuple[float, float] = (10.0, 4.0)
+    df: pd.DataFrame, *, title: str | None = None, figsize: tuple[float, float] = (13.0, 4.6)
 ) -> Figure:
     """Test error and training loss against alpha for each source of ``df`` (a table of
     :func:`gaussmix.studies.realdata_curve`)."""
@@ -194,13 +219,13 @@ def fig5_table(
 
 
 def plot_fig5(df: pd.DataFrame) -> Figure:
-    """One row of panels per data set: test error and training loss against alpha."""
+    """One row of panels per data set: test error and training loss against alpha; the
+    legend (what lines and dots are) to the right."""
     names = list(dict.fromkeys(df["dataset"]))
-    fig, axes = _new_slide_figure((10.0, 3.6 * len(names)), len(names), 2)
+    fig, axes = _new_slide_figure((13.0, 0.6 + 4.0 * len(names)), len(names), 2)
     with mpl.rc_context(SLIDE_STYLE):
         for row, name in zip(axes, names):
             part = df[df["dataset"] == name]
-            lam = float(part["lam"].iloc[0])
             for ax, y, label in zip(
                 row, ("test_error", "train_loss"), ("test error", "training loss")
             ):
@@ -208,8 +233,19 @@ def plot_fig5(df: pd.DataFrame) -> Figure:
                     _draw_sources(ax, sub, "alpha", y, f"C{i}", "")
                 ax.set_xlabel(AXIS_LABELS["alpha"])
                 ax.set_ylabel(label)
-                ax.set_title(f"{name} {part['task'].iloc[0]}, logistic, ridge lambda = {lam:g}")
-            row[0].legend()
+                ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
+                ax.set_title(f"{_short_name(name)}, {_lam_text(part)}: {label}")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside right center", frameon=False)
+        lams = ", ".join(
+            f"{_lam_text(df[df['dataset'] == name])} ({_short_name(name)})" for name in names
+        )
+        notes = [DATASET_NAMES[n] for n in names if DATASET_NAMES.get(n, "").endswith(")")]
+        fig.suptitle(
+            f"{_ESTIMATOR}, {lams}\nreal data, samples of the two-cluster Gaussian mixture "
+            "fitted to them, and its theory (lines, Theorems 1-2)"
+            + "".join(f"\n{n}" for n in notes)
+        )
     return fig
 
 
@@ -247,10 +283,12 @@ def fig6_table(
 def plot_fig6(df: pd.DataFrame) -> Figure:
     """Test error and training loss against alpha, one colour per gamma."""
     title = (
-        f"{df['dataset'].iloc[0]} {df['task'].iloc[0]}, random features erf(Fx/sqrt d), "
-        f"logistic, ridge lambda = {float(df['lam'].iloc[0]):g}"
+        f"{_data_name(df)} on random features "
+        r"$\mathrm{erf}(Fx/\sqrt{d})$, $p = \gamma d$"
+        f"\n{_ESTIMATOR}, {_lam_text(df)}; lines: theory for the two-cluster Gaussian "
+        "mixture fitted to the features"
     )
-    return _panels(df, "gamma", lambda g: f"gamma = {g:g}: ", title, xlabel=r"$\alpha = n/p$")
+    return _panels(df, "gamma", lambda g: rf"$\gamma = {g:g}$: ", title, xlabel=r"$\alpha = n/p$")
 
 
 # ------------------------------------------------------------------------ Fig. 4 right
@@ -290,16 +328,25 @@ def fig4_right_table(
 
 def plot_fig4_right(df: pd.DataFrame) -> Figure:
     """Test error against lambda (log scale), one colour per data set."""
-    fig, axes = _new_slide_figure((6.0, 4.2), 1, 1)
+    fig, axes = _new_slide_figure((7.2, 5.0), 1, 1)
     ax = axes[0][0]
     with mpl.rc_context(SLIDE_STYLE):
         for i, (name, part) in enumerate(df.groupby("dataset", sort=False)):
-            _draw_sources(ax, part, "lam", "test_error", f"C{i}", f"{name}: ")
+            tag = f"{_short_name(str(name))}: "
+            _draw_sources(ax, part, "lam", "test_error", f"C{i}", tag)
         ax.set_xscale("log")
         ax.set_xlabel(AXIS_LABELS["lam"])
         ax.set_ylabel("test error")
-        ax.set_title(f"logistic + ridge at alpha = {float(df['alpha'].iloc[0]):g}")
-        ax.legend(fontsize=8)
+        ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
+        ax.legend(loc="best")
+        data = ", ".join(
+            f"{DATASET_NAMES.get(str(n), n)} {t}"
+            for n, t in df[["dataset", "task"]].drop_duplicates().itertuples(index=False)
+        )
+        fig.suptitle(
+            f"{_ESTIMATOR} at $\\alpha = {float(df['alpha'].iloc[0]):g}$, "
+            f"$\\lambda$ varied\n{data}; lines: theory for the fitted two-cluster mixture"
+        )
     return fig
 
 
@@ -355,8 +402,9 @@ class _Fitted:
 def plot_trained_features(df: pd.DataFrame) -> Figure:
     """Test error and training loss against alpha, one colour per stage of training."""
     title = (
-        f"{df['dataset'].iloc[0]} {df['task'].iloc[0]} on trained-network features, "
-        f"logistic, ridge lambda = {float(df['lam'].iloc[0]):g}"
+        f"{_data_name(df)} on the hidden layer of a trained two-layer network"
+        f"\n{_ESTIMATOR}, {_lam_text(df)}; lines: theory for the two-cluster Gaussian "
+        "mixture fitted to the features"
     )
     return _panels(df, "epoch", lambda e: f"epoch {e}: ", title)
 
@@ -396,9 +444,11 @@ def p2_p10_table(
 def plot_p2_p10(df: pd.DataFrame) -> Figure:
     """Test error and training loss against alpha: P2 and P10 (theory lines, synthetic
     dots) and the real data."""
+    name = str(df["dataset"].iloc[0])
     title = (
-        f"{df['dataset'].iloc[0]} 0-4 vs 5-9, logistic, ridge lambda = "
-        f"{float(df['lam'].iloc[0]):g}"
+        f"{DATASET_NAMES.get(name, name)} 0-4 vs 5-9: {_ESTIMATOR}, {_lam_text(df)}\n"
+        "lines: theory for the two-cluster (P2) and ten-cluster (P10) Gaussian mixtures "
+        "fitted to the data"
     )
     return _panels(df, "mixture", lambda m: f"{m}: ", title)
 
@@ -421,24 +471,31 @@ def xor_mixtures(model: str, delta: float = 0.5, d: int = 1000) -> tuple[Mixture
     mixture is an empirical spectral law at dimension ``d`` (two spiked directions, the
     others of variance ``delta``), exact at that ``d``.
     """
-    if model not in XOR_LABELS:
-        raise ValueError(f"model must be one of {', '.join(XOR_LABELS)}; got {model!r}")
     delta = check_real("delta", delta, low=0.0, low_open=True)
     d = check_int("d", d, low=3)
-    y = np.array(XOR_LABELS[model])
+    y, means, covs, U = matched_classes(model)
     k4 = Mixture.isotropic(delta, _XOR_MEANS @ _XOR_MEANS.T, labels=y[:, None])
-    means, covs = [], []
-    for label in (1.0, -1.0):
-        m = _XOR_MEANS[y == label]
-        means.append(m.mean(axis=0))
-        covs.append(np.cov(m.T, bias=True))
-    _, U = np.linalg.eigh(covs[0] + 2.0 * covs[1])  # a common eigenbasis of both spikes
     sigma = np.full((d, 2), delta)
     mu = np.zeros((d, 2))
     for c in range(2):
         sigma[:2, c] += np.diag(U.T @ covs[c] @ U)
         mu[:2, c] = np.sqrt(d) * (U.T @ means[c])
     return k4, Mixture.spectral(sigma, mu, labels="binary")
+
+
+def matched_classes(model: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The labels of the four clusters of ``model``, and in the plane of ``e_1, e_2`` the
+    mean (2, 2) and the spread of the means (2, 2, 2) of the classes ``+1, -1``, with a
+    common eigenbasis ``U`` (2, 2) of the two spreads: the matched mixture of
+    :func:`xor_mixtures` has, in its first two directions, the means ``U^T mu_y`` and
+    the variances ``delta + diag(U^T S_y U)``."""
+    if model not in XOR_LABELS:
+        raise ValueError(f"model must be one of {', '.join(XOR_LABELS)}; got {model!r}")
+    y = np.array(XOR_LABELS[model])
+    means = np.stack([_XOR_MEANS[y == label].mean(axis=0) for label in (1.0, -1.0)])
+    covs = np.stack([np.cov(_XOR_MEANS[y == label].T, bias=True) for label in (1.0, -1.0)])
+    _, U = np.linalg.eigh(covs[0] + 2.0 * covs[1])  # a common eigenbasis of both spikes
+    return y, means, covs, U
 
 
 def xor_table(
@@ -476,40 +533,54 @@ def xor_table(
     return pd.concat(rows, ignore_index=True)[cols]
 
 
+#: how :func:`plot_xor` draws each mixture: K = 4 a wide pale line underneath, the matched
+#: mixture dashed with open markers on top (the two coincide, by symmetry for XOR)
+_XOR_STYLES = {
+    "K = 4": {"linestyle": "-", "linewidth": 5.0, "alpha": 0.4, "zorder": 1},
+    "matched K = 2": {"linestyle": "--", "linewidth": 1.8, "mfc": "none", "ms": 7, "zorder": 3},
+}
+#: the paper's markers: points for the realisable model, triangles for XOR
+_XOR_MARKERS = {"realisable": "o", "xor": "^"}
+
+
 def plot_xor(df: pd.DataFrame) -> Figure:
-    """Test and training error against alpha: K = 4 solid, matched K = 2 dashed with
-    markers (coincident curves stay visible)."""
-    fig, axes = _new_slide_figure((10.0, 4.0), 1, 2)
+    """Test and training error against alpha: K = 4 a wide pale line, the matched K = 2
+    mixture dashed with open markers on top of it (coincident curves stay visible)."""
+    fig, axes = _new_slide_figure((12.0, 4.8), 1, 2)
     with mpl.rc_context(SLIDE_STYLE):
         for ax, y, label in zip(
             axes[0], ("test_error", "train_error"), ("test error", "training error")
         ):
             for i, (model, part) in enumerate(df.groupby("model", sort=False)):
-                for mix, style in (("K = 4", "-"), ("matched K = 2", "--o")):
+                for mix, style in _XOR_STYLES.items():
                     sub = part[part["mixture"] == mix]
+                    marker = _XOR_MARKERS.get(str(model), "s") if "mfc" in style else None
                     ax.plot(
                         sub["alpha"],
                         sub[y],
-                        style,
                         color=f"C{i}",
+                        marker=marker,
                         label=f"{model}, {mix}",
-                        mfc="none",
-                        ms=6,
+                        **style,
                     )
-            ax.set_xscale("log")
+            _log_axis(ax, df["alpha"])
             ax.set_xlabel(AXIS_LABELS["alpha"])
             ax.set_ylabel(label)
-        axes[0][0].legend(fontsize=8)
+            ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside right center", frameon=False)
         fig.suptitle(
-            f"four clusters +-e1 +-e2, Delta = {float(df['delta'].iloc[0]):g}: "
-            f"logistic + ridge, lambda = {float(df['lam'].iloc[0]):g}"
+            f"{_ESTIMATOR}, {_lam_text(df)}: four clusters $\\pm e_1 \\pm e_2$, "
+            f"$\\Sigma = {float(df['delta'].iloc[0]):g}\\,I$ (realisable and XOR labels)\n"
+            "against the two-cluster mixtures with the same class means and covariances"
         )
     return fig
 
 
 # ---------------------------------------------------------------------- registration
 _REAL_CAPTION = (
-    "Lines: theory for the Gaussian mixture fitted to the data (Theorems 1-2); filled "
+    "Logistic regression with ridge penalty lambda ||w||^2 / 2 and an unpenalised "
+    "intercept. Lines: theory for the Gaussian mixture fitted to the data (Theorems 1-2); filled "
     "squares: real data, n = round(alpha d) training images (without replacement) tested "
     "on the whole test split, mean +-1 standard error over training subsamples; open "
     "circles (where drawn): the same ERM on samples of the fitted mixture, +-1 standard "
@@ -557,6 +628,34 @@ _SUB = FigureOption("--subsamples", "subsamples", "int")
 _SEEDS = FigureOption("--seeds", "seeds", "int")
 _SEED = FigureOption("--seed", "seed", "int")
 _SOURCES = FigureOption("--sources", "sources", "str")
+#: what the --fast presets of the real-data figures change
+_DIGITS_NOTE = "scikit-learn's 8x8 digits (d = 64, 1797 images) stand in for MNIST"
+#: the --fast presets of the real-data figures (digits, few alphas and subsamples)
+REAL_FAST = {
+    "fig5": {"datasets": ("digits",), "alphas": (0.5, 1.0, 2.0, 4.0), "subsamples": 4, "seeds": 3},
+    "fig6": {
+        "dataset": "digits",
+        "gammas": (0.5, 1.0, 2.0),
+        "alphas": (0.5, 1.0, 2.0),
+        "subsamples": 3,
+        "seeds": 3,
+        "sources": ("theory", "synthetic", "real"),
+    },
+    "fig4-right": {
+        "datasets": ("digits",),
+        "lams": tuple(float(x) for x in np.geomspace(1e-4, 1e2, 13)),
+        "subsamples": 3,
+    },
+    "appe-trained": {
+        "dataset": "digits",
+        "epochs": (1, 5, 20),
+        "alphas": (0.5, 1.0, 2.0),
+        "hidden": 64,
+        "subsamples": 3,
+    },
+    "appe-p2-p10": {"dataset": "digits", "alphas": (0.5, 1.0, 2.0), "subsamples": 3, "seeds": 3},
+    "appe-xor": {"alphas": tuple(float(x) for x in np.geomspace(0.25, 8.0, 6))},
+}
 
 register_figure(
     FigureSpec(
@@ -568,6 +667,10 @@ register_figure(
         table=fig5_table,
         check=_check_fig5,
         plot=plot_fig5,
+        fast=REAL_FAST["fig5"],
+        fast_note=f"{_DIGITS_NOTE} and Fashion-MNIST (even/odd, lambda = 0.05); 4 alphas, "
+        "4 subsamples, 3 seeds",
+        dots=("real data", "simulation"),
         options=(
             FigureOption("--datasets", "datasets", "str"),
             FigureOption("--alphas", "alphas", "grid"),
@@ -587,6 +690,9 @@ register_figure(
         table=fig6_table,
         check=_check_fig6,
         plot=plot_fig6,
+        fast=REAL_FAST["fig6"],
+        fast_note=f"{_DIGITS_NOTE}; gamma = 0.5, 1, 2 at 3 alphas, with the synthetic dots",
+        dots=("real data", "simulation"),
         options=(
             FigureOption("--dataset", "dataset", "str"),
             FigureOption("--gammas", "gammas", "grid"),
@@ -607,6 +713,9 @@ register_figure(
         table=fig4_right_table,
         check=_check_fig4_right,
         plot=plot_fig4_right,
+        fast=REAL_FAST["fig4-right"],
+        fast_note=f"{_DIGITS_NOTE} and Fashion-MNIST (even/odd, alpha = 1); 3 subsamples",
+        dots=("real data",),
         options=(
             FigureOption("--datasets", "datasets", "str"),
             FigureOption("--lams", "lams", "grid"),
@@ -620,13 +729,16 @@ register_figure(
 register_figure(
     FigureSpec(
         name="appe-trained",
-        paper="Appendix E (trained features)",
+        paper="Appendix E (trained features, fig:app:trained)",
         description="real data on the hidden layer of a trained two-layer network, several "
         "stages of training",
         caption=_REAL_CAPTION,
         table=trained_features_table,
         check=_check_trained,
         plot=plot_trained_features,
+        fast=REAL_FAST["appe-trained"],
+        fast_note=f"{_DIGITS_NOTE}; a 64-64 network, 3 alphas, 3 subsamples",
+        dots=("real data",),
         options=(
             FigureOption("--dataset", "dataset", "str"),
             FigureOption("--epochs", "epochs", "ints"),
@@ -641,13 +753,16 @@ register_figure(
 register_figure(
     FigureSpec(
         name="appe-p2-p10",
-        paper="Appendix E (P2 vs P10)",
+        paper="Appendix E (P2 vs P10, fig:app:2vs10)",
         description="MNIST 0-4 vs 5-9: the two-cluster and the ten-cluster mixtures against "
         "the real data",
         caption=_REAL_CAPTION,
         table=p2_p10_table,
         check=_check_p2_p10,
         plot=plot_p2_p10,
+        fast=REAL_FAST["appe-p2-p10"],
+        fast_note=f"{_DIGITS_NOTE} (0-4 vs 5-9); 3 alphas, 3 subsamples, 3 seeds",
+        dots=("real data", "simulation"),
         options=(
             FigureOption("--dataset", "dataset", "str"),
             FigureOption("--alphas", "alphas", "grid"),
@@ -661,17 +776,20 @@ register_figure(
 register_figure(
     FigureSpec(
         name="appe-xor",
-        paper="Appendix E (XOR vs realisable)",
+        paper="Appendix E (XOR vs realisable, fig:app:2vs4)",
         description="four clusters +-e1 +-e2 (realisable and XOR labels) against their "
         "matched two-cluster mixtures, theory",
         caption=(
-            "Logistic regression with ridge penalty; solid: the four-cluster mixture, dashed "
-            "with circles: the two-cluster mixture with the same class means and covariances "
-            "(theory, Theorems 1-2). No simulations."
+            "Logistic regression with ridge penalty; wide pale lines: the four-cluster "
+            "mixture, dashed with open markers (circles: realisable, triangles: XOR) on top: "
+            "the two-cluster mixture with the same class means and covariances (theory, "
+            "Theorems 1-2; the two coincide). No simulations."
         ),
         table=xor_table,
         check=_check_xor,
         plot=plot_xor,
+        fast=REAL_FAST["appe-xor"],
+        fast_note="6 alphas",
         options=(
             FigureOption("--alphas", "alphas", "grid"),
             FigureOption("--lam", "lam", "float"),

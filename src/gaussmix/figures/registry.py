@@ -2,22 +2,32 @@
 
 A figure module declares each of its figures with :func:`register_figure` at import
 time: a :class:`FigureSpec` carrying its name, the paper's figure number, a one-line
-description, a caption, the command-line options it takes (:class:`FigureOption`), the
-table function, the argument check and the plot function.  :func:`write_figure`,
-:func:`validate_figure` and the ``gaussmix figure`` command read the registry; nothing
-else dispatches on a figure's name.
+description, a caption, the table function, the argument check, the plot function, its
+``--fast`` preset, the kinds of dots it draws and the command-line options it takes
+(:class:`FigureOption`).  :func:`write_figure`, :func:`validate_figure`, the atlas
+(:mod:`gaussmix.figures.paper_atlas`) and the ``gaussmix figure`` command read the registry;
+nothing else dispatches on a figure's name.
 
 Adding a figure::
 
     def my_table(alphas=..., *, progress=False) -> pd.DataFrame: ...
     def _my_args(alphas, progress) -> tuple: ...      # validates, computes nothing
-    def plot_my_table(df: pd.DataFrame) -> Figure: ...
+    def plot_my_table(df: pd.DataFrame) -> Figure: ...   # with a suptitle
 
     register_figure(FigureSpec(
         name="my-figure", paper="Fig. 9", description="...", caption="...",
         table=my_table, check=_my_args, plot=plot_my_table,
+        fast={"alphas": (0.5, 2.0)}, fast_note="two alphas",
         options=(FigureOption("--alphas", "alphas", "grid"),),
     ))
+
+Files of a figure
+-----------------
+:func:`write_figure` writes ``<name>.csv`` (the tidy table, a plain CSV that any reader
+takes), ``<name>.png`` and ``<name>.json``, the CSV's companion: the figure's place in the
+paper, its title, the caption (what lines, dots and error bars are -- error bars are +-1
+standard error), whether the ``--fast`` preset was used (and what it changes), the
+arguments, the columns of the CSV and the library version.
 
 The ``check`` function takes the table function's parameters by name (apart from a
 ``**kw`` catch-all) and raises the ``TypeError`` / ``ValueError`` the table function
@@ -53,6 +63,9 @@ __all__ = [
     "validate_figure",
     "write_figure",
     "ERROR_BAR_CAPTION",
+    "DOT_KINDS",
+    "simulation_options",
+    "figure_arguments",
 ]
 
 #: option kinds: how the command line turns an option's text into the table's argument
@@ -61,6 +74,13 @@ OPTION_KINDS = ("float", "int", "bool", "str", "grid", "ints")
 ERROR_BAR_CAPTION = (
     "Dots: finite-size simulations (exact ERM); error bars are +-1 standard error over seeds."
 )
+#: the kinds of dots a figure can draw besides its theory lines (:attr:`FigureSpec.dots`)
+DOT_KINDS = {
+    "simulation": "finite-size simulations (exact ERM on samples of the mixture)",
+    "real data": "ERM on the real data set",
+    "LP": "finite-size separability (LP feasibility), with --simulate",
+    "samples": "samples of the mixture (no estimator)",
+}
 _MISSING = object()
 
 
@@ -123,10 +143,20 @@ class FigureSpec:
     check : callable
         Validates the table function's arguments (by name) without computing.
     plot : callable
-        ``plot(df) -> matplotlib.figure.Figure``.
+        ``plot(df) -> matplotlib.figure.Figure``, with a title (suptitle) naming the
+        mixture, the loss, the penalty and lambda.
+    fast : mapping
+        The ``--fast`` preset: arguments of the table function (applied under those given
+        explicitly) that make the figure in seconds -- fewer seeds, smaller d, fewer
+        alphas or K, digits instead of MNIST.  ``gaussmix figure all --fast`` uses it.
+    fast_note : str
+        What the preset changes, in words (appended to the caption when it is used).
+    dots : tuple of str
+        The kinds of dots drawn besides the theory lines, keys of :data:`DOT_KINDS`
+        (empty: theory only).
     options : tuple of FigureOption
-        The command-line options the figure takes (``--out`` and ``--quiet`` are common
-        to all figures).
+        The command-line options the figure takes (``--out``, ``--fast`` and ``--quiet``
+        are common to all figures).
     """
 
     name: str
@@ -136,6 +166,9 @@ class FigureSpec:
     table: Callable[..., pd.DataFrame]
     check: Callable[..., Any]
     plot: Callable[..., Figure]
+    fast: Mapping[str, Any]
+    fast_note: str
+    dots: tuple[str, ...] = ()
     options: tuple[FigureOption, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
@@ -149,6 +182,18 @@ class FigureSpec:
                     f"figure {self.name!r}: option {o.flag} sets {o.param!r}, which is not a "
                     f"parameter of {self.table.__name__}"
                 )
+        if not isinstance(self.fast, Mapping):
+            raise TypeError(f"figure {self.name!r}: fast must be a mapping of arguments")
+        unknown = sorted(set(self.fast) - set(params))
+        if unknown:
+            raise ValueError(
+                f"figure {self.name!r}: the fast preset sets {unknown}, which are not "
+                f"parameters of {self.table.__name__}"
+            )
+        if not self.fast_note:
+            raise ValueError(f"figure {self.name!r}: fast_note must say what --fast changes")
+        for kind in self.dots:
+            check_choice("dots", kind, tuple(DOT_KINDS))
 
     def option(self, flag: str) -> FigureOption | None:
         """The option ``flag`` of this figure, or None if it takes no such option."""
@@ -192,15 +237,38 @@ class FigureOutput(NamedTuple):
     meta: Path
 
 
-def validate_figure(name: str, **kw: Any) -> None:
+def simulation_options(*, jobs_default: Any = _MISSING) -> tuple[FigureOption, ...]:
+    """The options of a figure with simulation dots: ``--simulate/--no-simulate``, then
+    ``--d`` (``simulate_d``), ``--seeds``, ``--seed`` and ``--jobs`` (``n_jobs``; its
+    command-line default ``jobs_default``, else the table function's)."""
+    return (
+        FigureOption("--simulate", "simulate", "bool"),
+        FigureOption("--d", "simulate_d", "int", simulation=True),
+        FigureOption("--seeds", "seeds", "int", simulation=True),
+        FigureOption("--seed", "seed", "int", simulation=True),
+        FigureOption("--jobs", "n_jobs", "int", simulation=True, cli_default=jobs_default),
+    )
+
+
+def figure_arguments(name: str, *, fast: bool = False, **kw: Any) -> dict[str, Any]:
+    """The table function's arguments of figure ``name``: ``kw`` over the ``--fast``
+    preset (:attr:`FigureSpec.fast`) when ``fast``."""
+    if not isinstance(fast, bool | np.bool_):
+        raise TypeError(f"fast must be a bool, got {fast!r}")
+    spec = get_figure(name)
+    return {**spec.fast, **kw} if fast else dict(kw)
+
+
+def validate_figure(name: str, *, fast: bool = False, **kw: Any) -> None:
     """Check the arguments of figure ``name`` without computing anything.
 
     Raises the ``TypeError`` / ``ValueError`` (naming the argument) that
     :func:`write_figure` would raise at the start, so that a caller can fail before
     creating files (options passed on to a library search are checked when it runs).
+    ``fast`` applies the figure's ``--fast`` preset under ``kw``.
     """
     spec = get_figure(name)
-    args = _bind(spec, kw)
+    args = _bind(spec, figure_arguments(name, fast=fast, **kw))
     spec.check(**args)
 
 
@@ -233,11 +301,13 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def write_figure(name: str, out_dir: str | Path, **kw: Any) -> FigureOutput:
+def write_figure(name: str, out_dir: str | Path, *, fast: bool = False, **kw: Any) -> FigureOutput:
     """Compute figure ``name`` and write ``<name>.csv``, ``<name>.png`` and ``<name>.json``.
 
-    The JSON sidecar holds the figure's name, its place in the paper, the caption (what
-    lines, dots and error bars are), the arguments given and the library version.
+    The CSV is the tidy table; the JSON is its companion: the figure's name, its place in
+    the paper, its title, the caption (what lines, dots and error bars are; with ``fast``
+    it ends with what the preset changes), whether the preset was used, the arguments
+    given, the file names, the CSV's columns and the library version.
 
     Parameters
     ----------
@@ -245,6 +315,8 @@ def write_figure(name: str, out_dir: str | Path, **kw: Any) -> FigureOutput:
         A key of :data:`FIGURES`.
     out_dir : path
         Output directory (created if needed).
+    fast : bool
+        Apply the figure's ``--fast`` preset (:attr:`FigureSpec.fast`) under ``kw``.
     **kw
         Passed to the figure's table function.
 
@@ -254,23 +326,27 @@ def write_figure(name: str, out_dir: str | Path, **kw: Any) -> FigureOutput:
         The table and the three paths written.
     """
     spec = get_figure(name)
+    args = figure_arguments(name, fast=fast, **kw)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"out_dir {str(out)!r} exists and is not a directory")
-    df = spec.table(**kw)
+    df = spec.table(**args)
     out.mkdir(parents=True, exist_ok=True)
     csv, png, meta = (out / f"{name}.{ext}" for ext in ("csv", "png", "json"))
     df.to_csv(csv, index=False)
     fig = spec.plot(df)
     save_figure(fig, png)
-    title = fig.get_suptitle()
+    caption = spec.caption + (f" Fast preset (--fast): {spec.fast_note}." if fast else "")
     info = {
         "figure": name,
         "paper": spec.paper,
         "description": spec.description,
-        "title": title,
-        "caption": spec.caption,
-        "arguments": _jsonable({k: v for k, v in kw.items() if k != "progress"}),
+        "title": fig.get_suptitle(),
+        "caption": caption,
+        "fast": bool(fast),
+        "dots": list(spec.dots),
+        "arguments": _jsonable({k: v for k, v in args.items() if k != "progress"}),
+        "files": {"csv": csv.name, "png": png.name},
         "columns": list(df.columns),
         "gaussmix_version": __version__,
     }

@@ -52,11 +52,18 @@ from ._common import (
     _new_slide_figure,
     _pick,
     _positive_list,
+    _preset_note,
     _simulation_columns,
     _simulation_handle,
 )
 from .plotting import AXIS_LABELS
-from .registry import ERROR_BAR_CAPTION, FigureOption, FigureSpec, register_figure
+from .registry import (
+    ERROR_BAR_CAPTION,
+    FigureOption,
+    FigureSpec,
+    register_figure,
+    simulation_options,
+)
 
 __all__ = ["FIG4_LEFT_FULL", "FIG4_LEFT_FAST", "fig4_left", "plot_fig4_left"]
 
@@ -262,7 +269,7 @@ def plot_fig4_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
                 linestyle=ls,
                 marker=marker,
                 markevery=max(1, lam.size // 6),
-                mfc="none",
+                markersize=4.0,  # small and filled: the simulations are large open dots
                 color=colour,
                 label=rf"$\alpha = {_fmt(alpha)}$",
             )
@@ -365,17 +372,15 @@ register_figure(
         table=fig4_left,
         check=_fig4_args,
         plot=plot_fig4_left,
+        fast={"fast": True},
+        fast_note=_preset_note(FIG4_LEFT_FAST),
+        dots=("simulation",),
         options=(
             FigureOption("--alphas", "alphas", "grid"),
             FigureOption("--lams", "lams", "grid"),
             FigureOption("--deltas", "deltas", "grid"),
-            FigureOption("--fast", "fast", "bool"),
-            FigureOption("--simulate", "simulate", "bool"),
             FigureOption("--sim-lams", "sim_lams", "grid", simulation=True),
-            FigureOption("--d", "simulate_d", "int", simulation=True),
-            FigureOption("--seeds", "seeds", "int", simulation=True),
-            FigureOption("--seed", "seed", "int", simulation=True),
-            FigureOption("--jobs", "n_jobs", "int", simulation=True),
+            *simulation_options(),
         ),
     )
 )

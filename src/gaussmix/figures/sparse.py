@@ -41,9 +41,25 @@ from gaussmix.theory.losses import get_loss
 from gaussmix.theory.mixture import Mixture
 from gaussmix.theory.penalties import make_penalty
 
-from ._common import _alphas, _check_bool, _check_df, _colours, _fmt, _new_figure, _positive_list
-from .plotting import AXIS_LABELS, STYLE
-from .registry import ERROR_BAR_CAPTION, FigureOption, FigureSpec, register_figure
+from ._common import (
+    SLIDE_STYLE,
+    _alphas,
+    _check_bool,
+    _check_df,
+    _colours,
+    _fmt,
+    _log_axis,
+    _new_slide_figure,
+    _positive_list,
+)
+from .plotting import AXIS_LABELS
+from .registry import (
+    ERROR_BAR_CAPTION,
+    FigureOption,
+    FigureSpec,
+    register_figure,
+    simulation_options,
+)
 
 __all__ = [
     "SETUP_ALPHAS",
@@ -70,6 +86,16 @@ CURVE_SIM_ALPHAS = (0.3, 0.7, 1.5, 3.0)
 CURVE_DELTA2S = (0.01, 0.1, 1.0, 10.0)
 #: default simulated instances per point of ``sparse-curves``
 CURVE_SEEDS = 8
+#: ``sparse-setup`` with ``fast``: two ratios, seven alphas (basis pursuit still shows)
+SETUP_FAST = {"alphas": (0.1, 0.15, 0.3, 0.6, 1.2, 2.5, 5.0), "ratios": (1.0, 0.1)}
+#: ``sparse-curves`` with ``fast``: both regimes of Fig. 2, five alphas, small simulations
+CURVES_FAST = {
+    "alphas": (0.3, 0.6, 1.0, 2.0, 3.0),
+    "delta2s": (0.01, 1.0),
+    "sim_alphas": (1.0, 3.0),
+    "simulate_d": 200,
+    "seeds": 3,
+}
 #: penalties of ``sparse-curves`` and their names in legends
 PENALTY_NAMES = {"l2": r"ridge ($\ell_2$)", "l1": r"lasso ($\ell_1$)"}
 #: losses with +-1 labels (the sparse mixture is binary)
@@ -159,7 +185,7 @@ def sparse_setup(
     Returns
     -------
     pandas.DataFrame
-        One row per ``(ratio, alpha)``: ``alpha, ratio, delta1, delta2, sparsity, lam_star,
+        One row per ``(ratio, alpha)``: ``alpha, ratio, delta1, delta2, sparsity, loss, lam_star,
         at_boundary, at_upper_bound, test_error, train_error, train_loss,
         nonzero_fraction, l1_norm, lam_min, lam_max, converged``.  ``lam_star = 0`` and
         ``at_boundary = True`` where the optimum is ``lambda -> 0+`` (basis pursuit);
@@ -181,6 +207,7 @@ def sparse_setup(
                 delta1=float(ratio) * d2,
                 delta2=d2,
                 sparsity=sp,
+                loss=loss,
             )
         )
     return pd.concat(frames, ignore_index=True)
@@ -207,7 +234,7 @@ def _boundary_markers(ax: Axes, x: np.ndarray, y_axes: float, colour: Any, marke
         linestyle="none",
         marker=marker,
         color=colour,
-        markersize=STYLE["lines.markersize"] + 1.5,
+        markersize=SLIDE_STYLE["lines.markersize"] + 2.5,
         transform=ax.get_xaxis_transform(),
         clip_on=False,
     )
@@ -224,9 +251,9 @@ def plot_sparse_setup(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     """
     cols = ["alpha", "ratio", "lam_star", "at_boundary", "nonzero_fraction"]
     df = _check_df(df, cols)
-    fig, axes = _new_figure((4.8, 5.4), 2, 1, sharex=True)
+    fig, axes = _new_slide_figure((6.4, 7.0), 2, 1, sharex=True)
     ax_nz, ax_lam = axes[:, 0]
-    with mpl.rc_context(STYLE):
+    with mpl.rc_context(SLIDE_STYLE):
         any_low, any_high = _draw_setup_curves(ax_nz, ax_lam, df)
         _draw_sparsity_line(ax_nz, df)
         _setup_axes(ax_nz, ax_lam, df)
@@ -234,7 +261,7 @@ def plot_sparse_setup(df: pd.DataFrame, *, title: str | None = None) -> Figure:
         if title is None:
             title = _setup_title(df)
         if title:
-            fig.suptitle(title, fontsize=STYLE["axes.titlesize"])
+            fig.suptitle(title)
     return fig
 
 
@@ -279,7 +306,7 @@ def _draw_sparsity_line(ax_nz: Axes, df: pd.DataFrame) -> None:
         ha="right",
         va="top",
         color="0.4",
-        fontsize=STYLE["legend.fontsize"],
+        fontsize=SLIDE_STYLE["legend.fontsize"],
     )
 
 
@@ -294,7 +321,7 @@ def _setup_axes(ax_nz: Axes, ax_lam: Axes, df: pd.DataFrame) -> None:
     ax_lam.set_xlabel(AXIS_LABELS["alpha"])
     alpha_all = df["alpha"].to_numpy(dtype=float)
     if np.all(alpha_all > 0) and alpha_all.max() / alpha_all.min() > 5:
-        ax_lam.set_xscale("log")
+        _log_axis(ax_lam, alpha_all)
     for ax in (ax_nz, ax_lam):
         ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
 
@@ -302,7 +329,7 @@ def _setup_axes(ax_nz: Axes, ax_lam: Axes, df: pd.DataFrame) -> None:
 def _setup_legend(ax_lam: Axes, any_low: bool, any_high: bool) -> None:
     """The ratios, plus the boundary markers that were drawn."""
     handles, labels = ax_lam.get_legend_handles_labels()
-    size = STYLE["lines.markersize"] + 1.5
+    size = SLIDE_STYLE["lines.markersize"] + 2.5
     if any_low:
         handles.append(Line2D([], [], linestyle="none", marker="v", color="0.3", markersize=size))
         labels.append(r"$\lambda^* \to 0^+$ (basis pursuit)")
@@ -313,12 +340,23 @@ def _setup_legend(ax_lam: Axes, any_low: bool, any_high: bool) -> None:
 
 
 def _setup_title(df: pd.DataFrame) -> str:
-    parts = ["lasso at $\\lambda^*$"]
-    if "sparsity" in df.columns and df["sparsity"].nunique() == 1:
-        parts.append(rf"$\rho = {_fmt(float(df['sparsity'].iloc[0]))}$")
-    if "delta2" in df.columns and df["delta2"].nunique() == 1:
-        parts.append(rf"$\Delta_2 = {_fmt(float(df['delta2'].iloc[0]))}$")
-    return ", ".join(parts)
+    head = f"{_loss_name(df)} + lasso ($\\ell_1$) at its optimal $\\lambda^*(\\alpha)$"
+    return f"{head}\n{_sparse_mixture_name(df)}"
+
+
+def _loss_name(df: pd.DataFrame) -> str:
+    """``'square loss'`` (the table's loss, or the paper's when the table has none)."""
+    loss = str(df["loss"].iloc[0]) if "loss" in df.columns else "square"
+    return f"{loss} loss"
+
+
+def _sparse_mixture_name(df: pd.DataFrame) -> str:
+    """The mixture of eq. (sparse) and its parameters that are the same on every row."""
+    parts = []
+    for col, tex in (("sparsity", r"\rho"), ("delta1", r"\Delta_1"), ("delta2", r"\Delta_2")):
+        if col in df.columns and df[col].nunique() == 1:
+            parts.append(rf"${tex} = {_fmt(float(df[col].iloc[0]))}$")
+    return "sparse mixture eq. (sparse): " + ", ".join(parts)
 
 
 # =========================================================================== Fig. 2
@@ -579,6 +617,10 @@ def _curves_args(
 
 #: penalty -> (line style, simulation marker, marker face; None: filled)
 _CURVE_STYLES = {"l2": ("--", "s", "none"), "l1": ("-", "o", None)}
+#: penalty -> theory line width, opacity and drawing order: the lasso's wide pale line lies
+#: under the ridge's dashed one, so both stay visible where the two curves coincide
+#: (Delta1/Delta2 >~ 1)
+_CURVE_LAYERS = {"l2": (1.8, 1.0, 3), "l1": (4.2, 0.45, 2)}
 
 
 def plot_sparse_curves(
@@ -586,17 +628,18 @@ def plot_sparse_curves(
 ) -> Figure:
     """Draw :func:`sparse_curves`: test error (left) and training loss (right) vs alpha.
 
-    One colour per ``Delta2``; ridge dashed, lasso solid (theory at ``lambda*``);
-    simulations as dots (ridge: open squares, lasso: filled circles) with standard-error
-    bars in the colour of their curve.
+    One colour per ``Delta2``; ridge dashed, lasso a wide pale solid line underneath
+    (theory at ``lambda*``: where the two coincide the dashed line runs inside the wide
+    one); simulations as dots (ridge: open squares, lasso: filled circles) with +-1
+    standard-error bars in the colour of their curve.
     """
     cols = ["alpha", "delta2", "penalty", "test_error", "train_loss"]
     df = _check_df(df, cols)
-    fig, axes = _new_figure((8.4, 3.4), 1, 2)
+    fig, axes = _new_slide_figure((12.0, 4.8), 1, 2)
     ax_err, ax_loss = axes[0]
     delta2s = list(dict.fromkeys(df["delta2"].tolist()))
     colours = _colours(len(delta2s))
-    with mpl.rc_context(STYLE):
+    with mpl.rc_context(SLIDE_STYLE):
         sims = False
         for d2, colour in zip(delta2s, colours):
             for pen in _CURVE_STYLES:
@@ -612,7 +655,7 @@ def plot_sparse_curves(
         if title is None:
             title = _curves_title(df)
         if title:
-            fig.suptitle(title, fontsize=STYLE["axes.titlesize"])
+            fig.suptitle(title)
     return fig
 
 
@@ -620,11 +663,13 @@ def _draw_penalty_curves(ax_err: Axes, ax_loss: Axes, g: pd.DataFrame, pen: str,
     """The theory lines of one ``(Delta2, penalty)`` and its simulation dots with error
     bars; whether any simulation was drawn."""
     ls, marker, face = _CURVE_STYLES[pen]
+    width, opacity, order = _CURVE_LAYERS[pen]
     g = g.sort_values("alpha", kind="stable")
     alpha = g["alpha"].to_numpy(dtype=float)
     sims = False
     for ax, key in ((ax_err, "test_error"), (ax_loss, "train_loss")):
-        ax.plot(alpha, g[key].to_numpy(dtype=float), ls, color=colour)
+        y = g[key].to_numpy(dtype=float)
+        ax.plot(alpha, y, ls, color=colour, linewidth=width, alpha=opacity, zorder=order)
         col = f"sim_{key}"
         if col not in g.columns:
             continue
@@ -642,8 +687,9 @@ def _draw_penalty_curves(ax_err: Axes, ax_loss: Axes, g: pd.DataFrame, pen: str,
             fmt=marker,
             color=colour,
             mfc=face if face is not None else colour,
-            capsize=STYLE["errorbar.capsize"],
-            markersize=STYLE["lines.markersize"] + 0.5,
+            capsize=SLIDE_STYLE["errorbar.capsize"] + 1.0,
+            markersize=SLIDE_STYLE["lines.markersize"] + 1.0,
+            zorder=4,
         )
     return sims
 
@@ -676,12 +722,15 @@ def _curves_legend(df: pd.DataFrame, delta2s: list, colours: list, sims: bool) -
     present = [p for p in _CURVE_STYLES if (df["penalty"] == p).any()]
     for pen in present:
         ls, marker, face = _CURVE_STYLES[pen]
+        width, opacity, _ = _CURVE_LAYERS[pen]
         handles.append(
             Line2D(
                 [],
                 [],
                 color="0.2",
                 linestyle=ls,
+                linewidth=width,
+                alpha=opacity,
                 marker=marker if sims else None,
                 mfc=face if face is not None else "0.2",
                 label=PENALTY_NAMES[pen],
@@ -695,19 +744,16 @@ def _curves_legend(df: pd.DataFrame, delta2s: list, colours: list, sims: bool) -
             what += f", $d = {int(d.iloc[0])}$"
         if not n_seeds.empty:
             what += f", {int(n_seeds.iloc[0])} seeds"
-        handles.append(Line2D([], [], linestyle="none", label=what))
+        handles.append(Line2D([], [], linestyle="none", label=what + r" ($\pm$1 s.e.)"))
     return handles
 
 
 def _curves_title(df: pd.DataFrame) -> str:
-    parts = []
-    if "loss" in df.columns and df["loss"].nunique() == 1:
-        parts.append(f"{df['loss'].iloc[0]} loss at the optimal penalty")
-    if "sparsity" in df.columns and df["sparsity"].nunique() == 1:
-        parts.append(rf"$\rho = {_fmt(float(df['sparsity'].iloc[0]))}$")
-    if "delta1" in df.columns and df["delta1"].nunique() == 1:
-        parts.append(rf"$\Delta_1 = {_fmt(float(df['delta1'].iloc[0]))}$")
-    return ", ".join(parts)
+    head = (
+        f"{_loss_name(df)}: ridge ($\\ell_2$) vs lasso ($\\ell_1$), each at its optimal "
+        "$\\lambda^*(\\alpha)$"
+    )
+    return f"{head}\n{_sparse_mixture_name(df)}"
 
 
 # =========================================================================== registry
@@ -723,7 +769,8 @@ register_figure(
         paper="Fig. 1 (right)",
         description="lasso sparsity and lambda* vs alpha (sparse mixture)",
         caption=(
-            "Lasso at its optimal penalty lambda*(alpha) on the correlated sparse mixture: "
+            "Square loss with the lasso at its optimal penalty lambda*(alpha) on the "
+            "correlated sparse mixture eq. (sparse): "
             "fraction of non-zero weights (top) and lambda* (bottom) against alpha, one "
             "colour per ratio Delta1/Delta2. Triangles on the bottom edge: lambda* -> 0+ "
             "(basis pursuit); on the top edge: lambda* -> infinity. Theory only."
@@ -731,6 +778,8 @@ register_figure(
         table=sparse_setup,
         check=_setup_args,
         plot=plot_sparse_setup,
+        fast=SETUP_FAST,
+        fast_note="ratios Delta1/Delta2 = 1 and 0.1 at seven alphas in [0.1, 5]",
         options=(
             *_SPARSE_COMMON,
             FigureOption("--ratios", "ratios", "grid"),
@@ -745,23 +794,25 @@ register_figure(
         paper="Fig. 2",
         description="ridge vs lasso at lambda*, theory and simulation (sparse mixture)",
         caption=(
-            "Test error (left) and training loss (right) of ridge (dashed) and lasso "
-            "(solid) at their optimal penalties against alpha, one colour per Delta2. "
+            "Square loss on the correlated sparse mixture: test error (left) and training "
+            "loss (right) of ridge (dashed) and lasso (wide pale solid line underneath, so "
+            "that coincident curves stay visible) at their optimal penalties lambda*(alpha) "
+            "against alpha, one colour per Delta2; lines: theory (Theorems 1-2). "
             + ERROR_BAR_CAPTION
         ),
         table=sparse_curves,
         check=_curves_args,
         plot=plot_sparse_curves,
+        fast=CURVES_FAST,
+        fast_note="Delta2 = 0.01 and 1 (Delta1/Delta2 = 10 and 0.1: both regimes) at five "
+        "alphas; simulations at two alphas, d = 200, 3 seeds",
+        dots=("simulation",),
         options=(
             *_SPARSE_COMMON,
             FigureOption("--delta1", "delta1", "float"),
             FigureOption("--delta2s", "delta2s", "grid"),
-            FigureOption("--simulate", "simulate", "bool"),
             FigureOption("--sim-alphas", "sim_alphas", "grid", simulation=True),
-            FigureOption("--d", "simulate_d", "int", simulation=True),
-            FigureOption("--seeds", "seeds", "int", simulation=True),
-            FigureOption("--seed", "seed", "int", simulation=True),
-            FigureOption("--jobs", "n_jobs", "int", simulation=True, cli_default=-1),
+            *simulation_options(jobs_default=-1),
         ),
     )
 )
