@@ -109,6 +109,17 @@ def test_every_figure_declares_its_fast_preset() -> None:
         validate_figure(name, fast=True)  # the preset is valid input of the figure
 
 
+def test_the_command_parses_each_option_as_the_figures_declare_it() -> None:
+    """The table of figure options in the CLI gives each flag the type its kind needs."""
+    from gaussmix.cli.commands import _FIGURE_OPTIONS
+
+    types = {decls[0].split("/")[0]: t for t, decls, _, _ in _FIGURE_OPTIONS.values()}
+    for spec in FIGURES.values():
+        for o in spec.options:
+            expected = {"float": float, "int": int, "bool": bool}.get(o.kind, str)
+            assert types[o.flag] is expected, (spec.name, o.flag)
+
+
 def test_list_and_all_refuse_what_they_do_not_take(tmp_path) -> None:
     assert_one_line_error(*run("figure", "--list", "fig5"), "--list takes no NAME")
     assert_one_line_error(*run("figure", "--list", "--fast"), "--list")
@@ -167,23 +178,28 @@ def test_a_failing_figure_does_not_stop_the_others(tmp_path, monkeypatch) -> Non
             assert f["seconds"] >= 0.0
 
 
-def test_make_atlas_on_two_workers(tmp_path) -> None:
-    names = ["appe-xor-projection", "sparse-projection"]
-    res = make_atlas(tmp_path, fast=True, n_jobs=2, names=names)
-    assert [e.name for e in res.entries] == ["sparse-projection", "appe-xor-projection"]
-    assert res.failed == [] and res.fast and res.path == tmp_path / ATLAS_FILE
-    for e in res.entries:
-        for f in e.files.values():
-            assert (tmp_path / f).stat().st_size > 0
-    # the same bits as in one process
-    seq = make_atlas(tmp_path / "seq", fast=True, names=names)
-    for name in names:
-        assert _csv(tmp_path, name).equals(_csv(tmp_path / "seq", name))
+def test_make_atlas_refuses_bad_input(tmp_path) -> None:
     with pytest.raises(ValueError, match="n_jobs"):
         make_atlas(tmp_path, n_jobs=0)
     with pytest.raises(ValueError, match="names"):
         make_atlas(tmp_path, names=["fig9"])
-    assert seq.to_frame()["status"].tolist() == ["ok", "ok"]
+    with pytest.raises(ValueError, match="names"):
+        make_atlas(tmp_path, names=["fig5", "fig5"])
+    with pytest.raises(TypeError, match="fast"):
+        make_atlas(tmp_path, fast=1)
+    assert not (tmp_path / ATLAS_FILE).exists()
+
+
+@slow
+def test_the_same_bits_in_one_process(atlas_dir: Path, summary: dict, tmp_path) -> None:
+    """The atlas (made on two workers in CI and in the fixture) and the same figures made
+    here in one process agree to the bit, simulations included."""
+    names = ["sparse-projection", "fig4-left"]
+    res = make_atlas(tmp_path, fast=True, names=names)
+    assert [e.name for e in res.entries] == names and res.failed == []
+    assert res.to_frame()["status"].tolist() == ["ok", "ok"]
+    for name in names:
+        assert _csv(tmp_path, name).equals(_csv(atlas_dir, name)), name
 
 
 # =========================================================================== files

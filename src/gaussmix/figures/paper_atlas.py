@@ -209,10 +209,12 @@ def _make_one(name: str, out_dir: Path, fast: bool) -> AtlasEntry:
 def _run(names: Sequence[str], out_dir: Path, fast: bool, n_jobs: int) -> Iterator[AtlasEntry]:
     """The entries of ``names`` in the order they finish (``n_jobs`` processes)."""
     from joblib import Parallel, delayed, effective_n_jobs, parallel_config
+    from threadpoolctl import threadpool_limits
 
     if effective_n_jobs(n_jobs) == 1 or len(names) == 1:
-        for name in names:
-            yield _make_one(name, out_dir, fast)
+        with threadpool_limits(1):  # as in the workers: the same bits for any n_jobs
+            for name in names:
+                yield _make_one(name, out_dir, fast)
         return
     with parallel_config(backend="loky", inner_max_num_threads=1):
         yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
