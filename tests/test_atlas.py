@@ -335,6 +335,7 @@ def test_fig3_centre_threshold_grows_with_k_and_falls_with_delta(atlas_dir: Path
     df = _csv(atlas_dir, "fig3-centre")
     table = df.pivot(index="K", columns="delta", values="alpha_star")
     assert table.shape == (3, 2) and df["converged"].all()
+    assert (df["rel_accuracy"] <= 1e-3).all()  # the figure's relative standard error
     assert (table.diff(axis=0).iloc[1:] > 0).all().all()  # increases with K
     assert (table.diff(axis=1).iloc[:, 1:] < 0).all().all()  # decreases with Delta
     for delta in table.columns:  # K = 2 against the closed form
