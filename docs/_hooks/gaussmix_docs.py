@@ -154,31 +154,23 @@ def format_seconds(seconds: float) -> str:
 
 
 def paper_order(paper: str) -> tuple[int, int, int]:
-    """Sort key of a figure's place in the paper: Figs. 1, 2, ... (left, centre, right), then
-    the appendices (in registration order among themselves: the sort is stable)."""
-    m = re.match(r"Figs?\.\s*(\d+)", paper)
-    if m is None:
-        return (1, 0, 0)
-    side = next((i for i, w in enumerate(("left", "centre", "right")) if w in paper), 0)
-    return (0, int(m.group(1)), side)
+    """Sort key of a figure's place in the paper: the atlas's
+    (:func:`gaussmix.figures.paper_atlas.paper_order`)."""
+    from gaussmix.figures.paper_atlas import paper_order as order
+
+    return order(paper)
 
 
 def figure_rows() -> list[dict[str, str]]:
-    """The figure registry as plain rows (name, paper, description, caption, command), in
-    the paper's order."""
-    from gaussmix.figures import FIGURES
+    """The atlas (:func:`gaussmix.figures.atlas`: name, paper, description, command, in the
+    paper's order) with each figure's caption, as plain rows."""
+    from gaussmix.figures import FIGURES, atlas
 
-    rows = [
-        {
-            "name": spec.name,
-            "paper": spec.paper,
-            "description": spec.description,
-            "caption": spec.caption,
-            "command": f"gaussmix figure {spec.name} --out DIR",
-        }
-        for spec in FIGURES.values()
+    keys = ("name", "paper", "description", "command")
+    return [
+        {**{k: str(row[k]) for k in keys}, "caption": FIGURES[row["name"]].caption}
+        for _, row in atlas().iterrows()
     ]
-    return sorted(rows, key=lambda r: paper_order(r["paper"]))
 
 
 def markdown_text(text: str) -> str:

@@ -1119,11 +1119,11 @@ def figure_command(
 
     gaussmix figure --list names every figure with its place in the paper.
 
-    gaussmix figure all --out DIR [--fast] [--jobs N] makes every figure of the list
-    (PNG + CSV + JSON each) and DIR/atlas.json (per figure: status, seconds, files); a
-    figure that fails does not stop the others, and the command then exits 1 naming it.
-    With --fast the whole atlas takes a minute or two on 2 cores; without, the paper's
-    settings (simulations at d = 1000: hours, see BENCHMARKS.md).
+    gaussmix figure all --out DIR makes every figure of the list (PNG + CSV + JSON each)
+    and DIR/atlas.json (per figure: status, seconds, files), N figures at a time with
+    --jobs N; a figure that fails does not stop the others, and the command then exits 1
+    naming it.  With --fast the whole atlas takes a minute or two on 2 cores; without, the
+    paper's settings (simulations at d = 1000: an hour or more, see BENCHMARKS.md).
     """
     if list_:
         given = [p for p in ctx.command.params if p.name != "list_" and _given(ctx, p.name)]

@@ -36,7 +36,15 @@ from gaussmix.core.version import __version__
 
 from .registry import DOT_KINDS, FIGURES, FigureSpec, get_figure, write_figure
 
-__all__ = ["ATLAS_FILE", "AtlasEntry", "AtlasResult", "atlas", "atlas_names", "make_atlas"]
+__all__ = [
+    "ATLAS_FILE",
+    "AtlasEntry",
+    "AtlasResult",
+    "atlas",
+    "atlas_names",
+    "make_atlas",
+    "paper_order",
+]
 
 #: the summary written next to the figures
 ATLAS_FILE = "atlas.json"
@@ -47,26 +55,26 @@ _POSITION = {None: 0, "left": 0, "centre": 1, "right": 2}
 _APPENDIX_LABELS = ("fig:app:trained", "fig:app:xor", "fig:app:2vs4", "fig:app:2vs10")
 
 
-def _paper_order(item: tuple[int, FigureSpec]) -> tuple:
-    """Sort key: main-text figures by number and panel, then the appendices (by their
-    figures' order in the paper), then the registry's order."""
-    index, spec = item
-    m = re.match(r"Fig\. (\d+)(?: \((left|centre|right)\))?", spec.paper)
+def paper_order(paper: str) -> tuple[int, int, int]:
+    """Sort key of a figure's place in the paper (:attr:`FigureSpec.paper`): Figs. 1, 2, ...
+    (left, centre, right), then the appendices, their figures in the paper's order (by the
+    ``fig:app:...`` label the place names); ties keep the registry's order (a stable sort)."""
+    m = re.match(r"Figs?\.\s*(\d+)(?: \((left|centre|right)\))?", paper)
     if m:
-        return (0, int(m.group(1)), _POSITION[m.group(2)], index)
-    m = re.match(r"Appendix ([A-Z])", spec.paper)
-    label = re.search(r"fig:app:\w+", spec.paper)
-    position = (
+        return (0, int(m.group(1)), _POSITION[m.group(2)])
+    label = re.search(r"fig:app:\w+", paper)
+    where = (
         _APPENDIX_LABELS.index(label.group())
         if label and label.group() in _APPENDIX_LABELS
         else 99
     )
-    return (1, ord(m.group(1)) if m else 99, position, index)
+    m = re.match(r"Appendix ([A-Z])", paper)
+    return (1, ord(m.group(1)) if m else 99, where)
 
 
 def atlas_names() -> list[str]:
     """The registered figures' names in the paper's order."""
-    return [spec.name for _, spec in sorted(enumerate(FIGURES.values()), key=_paper_order)]
+    return [spec.name for spec in sorted(FIGURES.values(), key=lambda s: paper_order(s.paper))]
 
 
 def _dots(spec: FigureSpec) -> str:
