@@ -1,8 +1,8 @@
 """The paper atlas: ``gaussmix figure --list``, ``gaussmix figure all --fast``, and for every
 figure of the atlas a check of the paper's qualitative finding on its CSV.
 
-The atlas is made once per module (``gaussmix figure all --fast``, about a minute or two on
-two cores: the tests that read it are marked slow).  When the environment variable
+The atlas is made once per module (``gaussmix figure all --fast``, about half a minute: the
+tests that read it are marked slow).  When the environment variable
 ``GAUSSMIX_ATLAS_DIR`` names a directory made by ``gaussmix figure all --fast`` (CI makes
 it once in ``.ci/run``, and the docs gallery uses the same directory) the tests read that
 one instead.
@@ -47,7 +47,7 @@ def atlas_dir(tmp_path_factory) -> Path:
         assert json.loads(summary.read_text())["fast"], f"{given} is not a --fast atlas"
         return path
     out = tmp_path_factory.mktemp("atlas")
-    code, _, err = run("figure", "all", "--fast", "--jobs", "2", "--out", str(out), "-q")
+    code, _, err = run("figure", "all", "--fast", "--out", str(out), "-q")
     assert code == 0, err
     return out
 
@@ -191,11 +191,11 @@ def test_make_atlas_refuses_bad_input(tmp_path) -> None:
 
 
 @slow
-def test_the_same_bits_in_one_process(atlas_dir: Path, summary: dict, tmp_path) -> None:
-    """The atlas (made on two workers in CI and in the fixture) and the same figures made
-    here in one process agree to the bit, simulations included."""
+def test_the_same_bits_on_two_workers(atlas_dir: Path, summary: dict, tmp_path) -> None:
+    """Figures made two at a time in worker processes agree to the bit with the atlas
+    (made in one process by CI and by the fixture), simulations included."""
     names = ["sparse-projection", "fig4-left"]
-    res = make_atlas(tmp_path, fast=True, names=names)
+    res = make_atlas(tmp_path, fast=True, names=names, n_jobs=2)
     assert [e.name for e in res.entries] == names and res.failed == []
     assert res.to_frame()["status"].tolist() == ["ok", "ok"]
     for name in names:
@@ -335,7 +335,7 @@ def test_fig3_centre_threshold_grows_with_k_and_falls_with_delta(atlas_dir: Path
     df = _csv(atlas_dir, "fig3-centre")
     table = df.pivot(index="K", columns="delta", values="alpha_star")
     assert table.shape == (3, 2) and df["converged"].all()
-    assert (df["rel_accuracy"] <= 1e-3).all()  # the figure's relative standard error
+    assert (df["rel_accuracy"] <= 1e-4).all()
     assert (table.diff(axis=0).iloc[1:] > 0).all().all()  # increases with K
     assert (table.diff(axis=1).iloc[:, 1:] < 0).all().all()  # decreases with Delta
     for delta in table.columns:  # K = 2 against the closed form

@@ -1122,8 +1122,8 @@ def figure_command(
     gaussmix figure all --out DIR makes every figure of the list (PNG + CSV + JSON each)
     and DIR/atlas.json (per figure: status, seconds, files), N figures at a time with
     --jobs N; a figure that fails does not stop the others, and the command then exits 1
-    naming it.  With --fast the whole atlas takes a minute or two on 2 cores; without, the
-    paper's settings (simulations at d = 1000: an hour or more, see BENCHMARKS.md).
+    naming it.  With --fast the whole atlas takes about 30 s; with the paper's settings
+    (simulations at d = 1000) about 11 minutes with --jobs 2 (see BENCHMARKS.md).
     """
     if list_:
         given = [p for p in ctx.command.params if p.name != "list_" and _given(ctx, p.name)]

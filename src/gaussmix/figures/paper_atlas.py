@@ -259,10 +259,12 @@ def make_atlas(
     out_dir : path
         Output directory (created if needed).
     fast : bool
-        Each figure's ``--fast`` preset (:attr:`FigureSpec.fast`): the whole atlas in a
-        minute or two on two cores.
+        Each figure's ``--fast`` preset (:attr:`FigureSpec.fast`): the whole atlas in
+        about half a minute (the paper's settings: about 11 minutes with ``n_jobs=2``).
     n_jobs : int
-        Figures made at once, in separate processes (joblib convention: -1 = all cores).
+        Figures made at once, in separate processes (joblib convention: -1 = all cores);
+        a worker's start-up (imports) costs a few seconds, so the fast presets are made
+        quicker in one process.
     names : sequence of str, optional
         A subset of the registered figures (default: all of them, in the paper's order).
     progress : bool
