@@ -202,7 +202,7 @@ def test_plot_fig3_left(fig3_df: pd.DataFrame) -> None:
     theory = [ln for ln in ax_train.get_lines() if len(ln.get_xdata()) > 1]
     assert len({ln.get_linewidth() for ln in theory}) == 2
     assert len({ln.get_marker() for ln in theory}) == 2
-    texts = [t.get_text() for t in ax_train.get_legend().get_texts()]
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "$K = 2$" in texts and "$K = 3$" in texts
     assert not any("Bayes" in t for t in texts)  # nothing drawn without the hooks' columns
     # with the hooks' columns: dash-dotted Bayes lines and dotted alpha*_K verticals
@@ -212,7 +212,7 @@ def test_plot_fig3_left(fig3_df: pd.DataFrame) -> None:
     styles = [ln.get_linestyle() for ln in ax_test.get_lines()]
     assert styles.count("-.") == 2 and styles.count(":") == 2
     assert [ln.get_linestyle() for ln in ax_train.get_lines()].count(":") == 2
-    texts = [t.get_text() for t in ax_train.get_legend().get_texts()]
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "Bayes-optimal" in texts and r"$\alpha^*_K$" in texts
 
 

@@ -346,7 +346,7 @@ def plot_fig3_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     vertical line (both panels).
     """
     df = _check_df(df, ["K", "alpha", "test_error", "train_error"])
-    fig, axes = _new_slide_figure((6.6, 7.0), 2, 1, sharex=True)
+    fig, axes = _new_slide_figure((9.4, 7.0), 2, 1, sharex=True)
     ax_test, ax_train = axes[:, 0]
     ks = list(dict.fromkeys(df["K"].tolist()))
     colours = _colours(len(ks))
@@ -374,8 +374,10 @@ def plot_fig3_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
             Line2D([], [], color=c, marker=MARKERS[i % len(MARKERS)], ms=3.5, label=f"$K = {k}$")
             for i, (k, c) in enumerate(zip(ks, colours))
         ]
-        # the training panel is empty above zero below the transitions: the legend goes there
-        ax_train.legend(handles=handles + _style_handles(df, drawn), loc="upper left")
+        # to the right of both panels: inside, it would cover the curves of some K
+        fig.legend(
+            handles=handles + _style_handles(df, drawn), loc="outside right center", frameon=False
+        )
         fig.suptitle(title if title is not None else _fig3_title(df))
     return fig
 
