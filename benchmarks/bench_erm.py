@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 import numpy as np
 from _timing import machine_line
@@ -46,22 +47,21 @@ def _lbfgs(Xs: np.ndarray, cid: np.ndarray, k: int) -> tuple[np.ndarray, np.ndar
     else:
         target, lam = cid, LAM
     est = LogisticRegression(C=1 / lam, tol=DEFAULT_TOL["lbfgs"], max_iter=100_000)
-    est.fit(Xs, target)
-    if k == 2:
-        W = np.vstack([est.coef_ / 2, -est.coef_ / 2])
-        b = np.array([est.intercept_[0] / 2, -est.intercept_[0] / 2])
-    else:
-        W, b = est.coef_, est.intercept_ - est.intercept_.mean()
+    W, b = _softmax_weights(est.fit(Xs, target), k)
     Y = np.eye(k)[cid]
     if kkt_residual(Xs, Y, W, b, loss, LAM, pen) > DEFAULT_TOL["lbfgs"]:
         est.set_params(solver="newton-cg", warm_start=True)
-        est.fit(Xs, target)
-        if k == 2:
-            W = np.vstack([est.coef_ / 2, -est.coef_ / 2])
-            b = np.array([est.intercept_[0] / 2, -est.intercept_[0] / 2])
-        else:
-            W, b = est.coef_, est.intercept_ - est.intercept_.mean()
+        W, b = _softmax_weights(est.fit(Xs, target), k)
     return W, b
+
+
+def _softmax_weights(est: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(W, b)`` of the K-class softmax in the gauge ``sum_k b_k = 0`` from a fitted
+    scikit-learn estimator (two classes: the binary fit's ``w`` is ``W_1 - W_2``)."""
+    if k == 2:
+        w, c = est.coef_ / 2, est.intercept_[0] / 2
+        return np.vstack([w, -w]), np.array([c, -c])
+    return est.coef_, est.intercept_ - est.intercept_.mean()
 
 
 def main() -> None:
