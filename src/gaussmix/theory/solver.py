@@ -1308,8 +1308,12 @@ def _estimate_randomised(
         if not opts.auto_refine or k == opts.max_refine:
             break
         finer = _finer_rule(T.rule)
-        reach = worst * T.rule.weights.size / _largest_nodes(T.rule)
-        if worst <= opts.quad_tol or finer is None or reach > opts.quad_tol:
+        wants_finer = (
+            worst > opts.quad_tol
+            and finer is not None
+            and worst * T.rule.weights.size / _largest_nodes(T.rule) <= opts.quad_tol
+        )
+        if not wants_finer:
             # the training error's own target (issue 10), a little further if need be
             finer = _finer_rule(T.rule, cap=MAX_TRAIN_RQMC_NODES)
             if quad["train_error"] + evals["train_error"] <= TRAIN_ERROR_TARGET or finer is None:
