@@ -3,14 +3,12 @@ the training split and applied identically to both splits."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
+from conftest import require_dataset
 from scipy.special import erf
 
 from gaussmix.data import (
-    DataNotFoundError,
     NetworkFeatures,
     RandomFeatures,
     featurize,
@@ -118,12 +116,7 @@ def test_featurize_fits_on_the_training_split_only(digits):
 @pytest.mark.slow
 def test_network_features_on_mnist_follow_appendix_e(tmp_path):
     """784-784 ReLU network on 1000 MNIST even/odd images, two stages (10-20 s)."""
-    try:
-        ds = load_dataset("mnist", "even-odd", data_dir=tmp_path)
-    except DataNotFoundError as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(exc))
+    ds = require_dataset("mnist", "even-odd", data_dir=tmp_path)
     x, y, _ = ds.subsample(1000 / 784, seed=0)
     nf = NetworkFeatures((1, 2), seed=0).fit(x, y)
     v1 = nf.transform(ds.x_test[:500], epoch=1)
