@@ -8,7 +8,8 @@ opens full size in the lightbox on click; the home page fits a phone's width.
 Needs the built site in ``GAUSSMIX_SITE_DIR`` (``mkdocs build --strict --site-dir DIR``;
 with ``GAUSSMIX_ATLAS_DIR`` set for the gallery's images) and Chromium with its driver
 (``apt-get install chromium chromium-driver``; other paths through ``GAUSSMIX_CHROMIUM`` and
-``GAUSSMIX_CHROMEDRIVER``).  Without them the tests are skipped, saying which is missing.
+``GAUSSMIX_CHROMEDRIVER``).  Without them the tests are skipped, saying which is missing
+(or fail, when ``GAUSSMIX_REQUIRE_BROWSER`` is set, as in CI).
 """
 
 from __future__ import annotations
@@ -27,12 +28,20 @@ import pytest
 pytestmark = pytest.mark.browser
 
 SITE_ENV = "GAUSSMIX_SITE_DIR"
+#: set (as CI does) to make a missing site, browser or driver a failure rather than a skip
+REQUIRE_ENV = "GAUSSMIX_REQUIRE_BROWSER"
 #: seconds to wait for anything the browser does
 WAIT = 30
 #: a phone's viewport (CSS pixels)
 PHONE = (390, 844)
 #: TeX that must not survive on a rendered page
 RAW_TEX = ("$$", "\\(", "\\[", "\\frac", "\\mathbb", "\\hat", "\\sum", "\\begin", "\\alpha")
+
+
+def _skip(reason: str) -> None:
+    if os.environ.get(REQUIRE_ENV):
+        pytest.fail(f"{reason} ({REQUIRE_ENV} is set)")
+    pytest.skip(reason)
 
 
 def _executable(env: str, *names: str) -> str | None:
@@ -51,13 +60,13 @@ def _executable(env: str, *names: str) -> str | None:
 def site() -> Path:
     value = os.environ.get(SITE_ENV)
     if not value:
-        pytest.skip(
+        _skip(
             f"{SITE_ENV} is not set: build the site with 'mkdocs build --strict --site-dir DIR' "
             f"and run with {SITE_ENV}=DIR"
         )
     path = Path(value)
     if not (path / "index.html").is_file():
-        pytest.skip(
+        _skip(
             f"{SITE_ENV}={value} has no index.html: build it with "
             f"'mkdocs build --strict --site-dir {value}'"
         )
@@ -89,7 +98,7 @@ def driver(site: Path) -> Iterator[Any]:
     browser = _executable("GAUSSMIX_CHROMIUM", "chromium", "chromium-browser")
     chromedriver = _executable("GAUSSMIX_CHROMEDRIVER", "chromedriver")
     if browser is None or chromedriver is None:
-        pytest.skip("Chromium or its driver is missing: apt-get install chromium chromium-driver")
+        _skip("Chromium or its driver is missing: apt-get install chromium chromium-driver")
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
@@ -232,7 +241,7 @@ def _open_lightbox(driver: Any, base_url: str, page: str) -> None:
     _load(driver, base_url + page)
     links = driver.find_elements(By.CSS_SELECTOR, "article a.glightbox")
     if not links:
-        pytest.skip(
+        _skip(
             f"/{page} has no image: build the site with GAUSSMIX_ATLAS_DIR set (gaussmix "
             "figure all --fast --out DIR) for the gallery's images"
         )
