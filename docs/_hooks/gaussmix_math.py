@@ -10,10 +10,10 @@ Why MathML at build time rather than KaTeX or MathJax in the browser: the built 
 no JavaScript for mathematics at all (nothing to fetch from a CDN, nothing to bundle), works
 with no network, and browsers render MathML Core natively (Chromium since 109, Firefox,
 Safari).  The price is a TeX subset: ``aligned`` is not understood (write
-``\\begin{array}{rl}``), ``\\operatorname*`` neither (``\\operatorname``), and bold or
+``\\begin{array}{rl}``), nor spacing commands inside ``\\operatorname*{...}``, and bold or
 blackboard variants other than the Unicode letters (``\\mathbb{E}``, ``\\mathbb{R}``) are
-rendered upright.  A formula that the converter does not understand fails the build, naming
-the page and the TeX.
+rendered upright (Chromium's MathML Core ignores ``mathvariant``).  A formula that the
+converter does not understand fails the build, naming the page and the TeX.
 """
 
 from __future__ import annotations
