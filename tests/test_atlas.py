@@ -9,7 +9,7 @@ one instead.
 
 Tolerances of the checks against simulations: the fast presets simulate at small d (200 or
 240) with 3 seeds, and the real-data figures run on scikit-learn's digits (d = 64); the
-finite-size offsets there are O(1/sqrt(d)) (DESIGN.md, pitfall 8), so a simulated point
+finite-size offsets there are O(1/sqrt(d)) (docs/design.md, pitfall 8), so a simulated point
 must lie within 3 standard errors of the theory plus an allowance stated at each check.
 """
 

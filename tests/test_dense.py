@@ -207,7 +207,7 @@ def test_covariances_that_are_not_positive_semidefinite_are_refused():
 
 
 def test_a_non_positive_definite_overlap_is_never_returned_as_valid(monkeypatch):
-    """DESIGN.md pitfall 5 / Appendix E: a state whose ``Q_c`` is indefinite is invalid, and
+    """docs/design.md pitfall 5 / Appendix E: a state whose ``Q_c`` is indefinite is invalid, and
     a solve that ends on one reports it (SpuriousFixedPointError, or converged=False with NaN
     errors and the message) — here with a dense prior that loses positivity the way the
     paper's spurious fixed points do (a negative ``q`` for one cluster)."""

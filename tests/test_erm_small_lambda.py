@@ -4,7 +4,7 @@ Acceptance: at ``lam = 1e-4`` the training error is 0 below ``alpha*`` and posit
 the theory (Theorems 1-2) agrees with exact finite-size ERM within 3 standard errors at
 K = 3 and K = 5 on both sides of ``alpha*``.  Setting: isotropic clusters, ``Delta = 0.5``,
 Gaussian means with Gram matrix ``Theta = I`` realised exactly, balanced classes with exactly
-balanced counts (``n = alpha d`` a multiple of K; DESIGN.md pitfall 8), ridge.
+balanced counts (``n = alpha d`` a multiple of K; docs/design.md pitfall 8), ridge.
 
 The alphas sit well away from ``alpha*`` (4.221 for K = 3, 5.124 for K = 5; BENCHMARKS.md),
 where finite-size smoothing of the transition is small: about 0.7 ``alpha*`` below and
@@ -71,7 +71,7 @@ def test_newton_cg_is_the_lbfgs_minimiser_on_separable_data(k: int) -> None:
     h = Xs @ W.T + b
     assert np.all(np.argmax(h, axis=1) == cid)  # separable: training error 0
     loss = CrossEntropyLoss()
-    if k == 2:  # two-class softmax = binary logistic at lam / 2 (DESIGN.md pitfall 3)
+    if k == 2:  # two-class softmax = binary logistic at lam / 2 (docs/design.md pitfall 3)
         lam_b, _ = make_penalty("l2").two_class_binary(LAM)
         est = LogisticRegression(C=conv.sklearn_logistic_C(lam_b), tol=1e-12, max_iter=10**6)
         est.fit(Xs, (cid == 0).astype(int))

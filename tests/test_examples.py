@@ -38,8 +38,35 @@ def _run(script: str, *args: str, cwd: Path) -> str:
 
 
 def test_every_example_is_tested() -> None:
-    tested = {"learning_curve.py", "custom_mixture.py", "optimal_lambda.py", "dask_sweep.py"}
+    tested = {
+        "first_curve.py",
+        "learning_curve.py",
+        "custom_mixture.py",
+        "optimal_lambda.py",
+        "dask_sweep.py",
+    }
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested
+
+
+def test_first_curve(tmp_path: Path) -> None:
+    """The home page's ten lines: the table they print is the learning curve that a cold
+    ``gm.solve`` gives point by point (the curve warm-starts along alpha), and they draw."""
+    import gaussmix as gm
+
+    out = _run("first_curve.py", cwd=tmp_path)
+    assert (tmp_path / "first_curve.png").stat().st_size > 0
+    rows = [ln.split() for ln in out.strip().splitlines()]
+    assert rows[0] == ["alpha", "test_error", "train_error"]
+    table = np.array(rows[1:], dtype=float)
+    assert len(table) == 7
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    for alpha, test_error, train_error in table[[1, 4]]:
+        res = gm.solve(mix, "cross-entropy", lam=0.01, alpha=alpha)
+        # printed with 6 significant digits; the two solves agree to the solver's tolerance
+        assert abs(res.test_error - test_error) <= 1e-6 * max(1.0, test_error) + 1e-6
+        assert abs(res.train_error - train_error) <= 1e-6 * max(1.0, train_error) + 1e-6
+    assert np.all(np.diff(table[:, 1]) < 0)  # more data, lower test error
+    assert table[0, 2] < 1e-9 < 1e-3 < table[-1, 2]  # separable at first, not at the end
 
 
 def test_learning_curve(tmp_path: Path) -> None:

@@ -330,7 +330,7 @@ def test_fig4_left_simulations_follow_the_theory() -> None:
 def test_fig3_left_simulations_follow_the_theory() -> None:
     """Cross-entropy at lambda = 1e-4, d = 240: test and training errors of the
     simulations within 3 standard errors (plus 0.01 for the finite-size bias at this d,
-    DESIGN.md pitfall 8) of the theory, for K = 2 below and above the transition and
+    docs/design.md pitfall 8) of the theory, for K = 2 below and above the transition and
     K = 3 above it."""
     df = pd.concat(
         [

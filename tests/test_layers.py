@@ -1,4 +1,5 @@
-"""The package's layout is its architecture (DESIGN.md section 2), checked, not hoped for.
+"""The package's layout is its architecture (docs/design.md, "What does what"), checked, not
+hoped for.
 
 Layers, lowest first: ``core`` < ``theory`` | ``data`` < ``experiments`` | ``simulate`` <
 ``sweep`` | ``studies`` < ``figures`` < ``cli``.  ``data`` (real data sets, feature maps) is

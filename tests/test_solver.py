@@ -14,7 +14,7 @@ import gaussmix as gm
 def _square_closed_form(delta, gram, rho, lam, alpha):
     """Independent derivation for the square loss, one-hot labels, Sigma_k = delta I.
 
-    V = v I with lam v^2 + (lam + alpha delta - delta) v = delta (DESIGN.md pitfall 3),
+    V = v I with lam v^2 + (lam + alpha delta - delta) v = delta (docs/design.md pitfall 3),
     A = a I with a = lam + alpha delta / (1 + v); the bias solves sum_k rho_k E f_k = 0,
     which leaves a linear system for the means M and a scalar equation for Q.
     """
@@ -62,7 +62,7 @@ def test_square_loss_equals_closed_form(K, means, rho, lam, alpha):
 @pytest.mark.parametrize("rho", [None, [0.35, 0.65]])
 def test_two_class_cross_entropy_is_logistic_with_half_lambda(lam, alpha, rho):
     """Softmax with lam/2 ||W||^2 on two classes is binary logistic on w = W_1 - W_2 with
-    lam_binary = lam / 2 (DESIGN.md pitfall 3)."""
+    lam_binary = lam / 2 (docs/design.md pitfall 3)."""
     delta = [0.4, 0.9]
     ce = gm.solve(
         gm.Mixture.isotropic(delta, "antipodal", rho=rho, labels="onehot"),
@@ -180,7 +180,7 @@ def test_spectral_representations_agree():
 
 
 def test_bias_condition_in_gradient_form():
-    """At the fixed point sum_c Mhat_c = 0, i.e. sum_c rho_c E[f_c] = 0 (DESIGN.md pitfall 1),
+    """At the fixed point sum_c Mhat_c = 0, i.e. sum_c rho_c E[f_c] = 0 (docs/design.md pitfall 1),
     also when the clusters have different covariances."""
     mix = gm.Mixture.isotropic([0.1, 1.0], "antipodal", rho=[0.3, 0.7], labels="binary")
     for loss in ("square", "logistic", "hinge"):

@@ -41,7 +41,7 @@ def test_binary_logistic_and_hinge(loss):
 
 
 def test_binary_square_loss_with_different_covariances_and_unbalanced_clusters():
-    """DESIGN.md pitfall 1: the bias condition in gradient form sum_c rho_c E[f_c] = 0."""
+    """docs/design.md pitfall 1: the bias condition in gradient form sum_c rho_c E[f_c] = 0."""
     mix = gm.Mixture.isotropic([0.1, 1.0], "antipodal", rho=[0.3, 0.7], labels="binary")
     theory = gm.solve(mix, "square", lam=0.1, alpha=2.0)
     sim = simulate(mix, loss="square", lam=0.1, alpha=2.0, d=2 * D, seeds=SEEDS, n_jobs=2)

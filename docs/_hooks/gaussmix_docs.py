@@ -37,7 +37,7 @@ GALLERY_DIR = "atlas"
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 #: repository files the README links to, and what the site says instead
-REPO_FILES = ("BENCHMARKS.md", "CHANGELOG.md", "CITATION.cff", "DESIGN.md")
+REPO_FILES = ("BENCHMARKS.md", "CHANGELOG.md", "CITATION.cff")
 
 _MARKER = re.compile(r"^<!--\s*README:\s*(?P<spec>.*?)\s*-->\s*$")
 _INTRO = "(intro)"

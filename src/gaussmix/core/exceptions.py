@@ -36,7 +36,7 @@ class SpuriousFixedPointError(ConvergenceError):
     """The iteration reached a point that is not a valid fixed point.
 
     Raised when an overlap matrix ``Q_c`` or ``V_c`` is not positive
-    semi-definite, or a quantity is NaN (DESIGN.md pitfall 5).
+    semi-definite, or a quantity is NaN (docs/design.md pitfall 5).
     """
 
 

@@ -1,4 +1,4 @@
-"""Real data sets, binary tasks and feature maps (DESIGN.md section 2, "datasets / features").
+"""Real data sets, binary tasks and feature maps (docs/design.md, "What does what").
 
 * :mod:`~gaussmix.data.datasets` -- MNIST, Fashion-MNIST and scikit-learn's digits, found
   offline (a directory, installed packages) or downloaded with checksums, under one protocol

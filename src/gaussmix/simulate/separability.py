@@ -1,7 +1,7 @@
 """Finite-size check of the separability transition: is a sample linearly separable?
 
 The training error of the cross-entropy (or logistic) estimator at ``lam -> 0+`` is zero
-exactly when the training set is linearly separable (Section 3.2 of the paper; DESIGN.md
+exactly when the training set is linearly separable (Section 3.2 of the paper; docs/design.md
 pitfall 4), and the fraction of separable samples of ``n = round(alpha d)`` points drops from
 one to zero around ``alpha*`` as ``d`` grows.  This module measures that fraction directly,
 independently of the fixed point: for each sample it decides, by linear programming, whether

@@ -13,10 +13,10 @@ observables of Theorem 2 (eq. errors): the training loss, the training error and
 error.  The test error of a fitted ``(W, b)`` is computed *exactly* on the population: for
 cluster ``c`` the output ``h = W x / sqrt(d) + b`` is Gaussian with mean
 ``M_c + b = W mu_c / sqrt(d) + b`` and covariance ``Q_c = W Sigma_c W^T / d``, and the
-probability of classifying it correctly is a Gaussian orthant probability (DESIGN.md
+probability of classifying it correctly is a Gaussian orthant probability (docs/design.md
 pitfall 6).  The overlaps ``Q_c, M_c, b`` are returned as well, averaged over seeds.
 
-Conventions (DESIGN.md pitfalls 7 and 8): covariances are diagonal in the standard basis,
+Conventions (docs/design.md pitfalls 7 and 8): covariances are diagonal in the standard basis,
 except for a dense mixture (:class:`~gaussmix.theory.mixture.DenseCovariance`), whose full
 covariances are sampled through an eigen-factorisation ``Sigma_k = F_k F_k^T`` (zero and
 rounding-level negative eigenvalues give zero columns, so singular covariances are exact);
@@ -204,7 +204,7 @@ def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
     """Draw one finite instance (means and diagonal covariances) of ``mixture`` at dimension ``d``.
 
     * isotropic mixtures: ``mu = Theta^{1/2} O^T`` with ``O`` a random ``d x K`` frame, so
-      that ``mu_k . mu_k' = Theta_kk'`` exactly (DESIGN.md pitfall 8); needs ``d >= K``;
+      that ``mu_k . mu_k' = Theta_kk'`` exactly (docs/design.md pitfall 8); needs ``d >= K``;
     * empirical spectral laws (``mixture.mu`` given, J atoms): needs ``d == J``;
       ``mu_k[i] = mu[i, k] / sqrt(d)``, ``Sigma_k = diag(sigma[:, k])``;
     * dense mixtures (full covariances, e.g. fitted to data): needs ``d`` equal to their

@@ -10,7 +10,7 @@ with ``W`` (L, d), an *unpenalised* bias ``b`` (L,), features ``x / sqrt(d)`` an
 * ``r(W) = ||W||_1`` (entrywise)                                 (``penalty='l1'``),
 * ``r(W) = l1_ratio ||W||_1 + (1 - l1_ratio) ||W||_F^2 / 2``     (``penalty='elastic-net'``).
 
-scikit-learn's estimators minimise other, equivalent objectives (DESIGN.md pitfall 7):
+scikit-learn's estimators minimise other, equivalent objectives (docs/design.md pitfall 7):
 
 * ``LogisticRegression`` (scikit-learn >= 1.8: ``penalty`` is deprecated, the penalty is
   chosen by ``l1_ratio``; lbfgs and saga do not penalise the intercept, and for three or
@@ -152,7 +152,7 @@ def svc_C(lam: float) -> float:
 def twoclass_softmax_as_binary(
     lam: float, penalty: str = "l2", l1_ratio: float | None = None
 ) -> tuple[float, str, float | None]:
-    """Binary problem equivalent to a two-class softmax cross-entropy (DESIGN.md pitfall 3).
+    """Binary problem equivalent to a two-class softmax cross-entropy (docs/design.md pitfall 3).
 
     The two-class softmax loss depends on ``W`` only through ``w = W_1 - W_2``
     (``loss = log(1 + exp(-y (w.x/sqrt(d) + b_1 - b_2)))`` with ``y = +1`` for class 1); for

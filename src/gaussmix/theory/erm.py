@@ -14,7 +14,7 @@ Every loss class of :mod:`gaussmix.theory.losses` declares its solver through
 * logistic, cross-entropy + lasso / elastic net: ``LogisticRegression`` with saga;
 * hinge + ridge: libsvm (``SVC``, linear or precomputed kernel, unpenalised bias).
 
-The scikit-learn parameters come from :mod:`gaussmix.theory.conventions` (DESIGN.md pitfall
+The scikit-learn parameters come from :mod:`gaussmix.theory.conventions` (docs/design.md pitfall
 7).  scikit-learn is imported when a solver first runs.  Each function returns ``(W, b,
 info)`` with ``info = {'solver', 'converged', 'n_iter'}`` (and solver-specific counts).
 """

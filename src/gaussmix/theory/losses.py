@@ -10,7 +10,7 @@ batched over clusters and quadrature nodes: ``omega`` has shape ``(K, N, L)``, `
 hinge losses have closed forms.  Nothing here keeps solver state.
 
 A :class:`ReducedLoss` composes a loss with an orthonormal map ``u -> P^T u``; it removes the
-shift-invariant direction of the cross-entropy (DESIGN.md pitfall 2).
+shift-invariant direction of the cross-entropy (docs/design.md pitfall 2).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class Loss:
     name: str = "loss"
     #: the labels it accepts: ``'any'``, ``'binary'`` (scalars +-1) or ``'onehot'``
     labels: ClassVar[str] = "any"
-    #: invariant under ``h -> h + t 1``: solved on the complement of ``1`` (DESIGN.md
+    #: invariant under ``h -> h + t 1``: solved on the complement of ``1`` (docs/design.md
     #: pitfall 2) through :class:`ReducedLoss`
     shift_invariant: ClassVar[bool] = False
     #: ``lam = 0`` (without an l1 part) has a unique minimiser for ``alpha`` above this value;

@@ -22,7 +22,7 @@ means) is the one-atom case, the parametric *block* law, the correlated *sparse*
 model eq. (sparse) and the *empirical* spectral law are several atoms.  The mean Gram matrix is
 ``gram = sum_j weights[j] theta[j]`` (``Theta_kk' = mu_k . mu_k'``).
 
-Units (DESIGN.md pitfall 9).  In both structures the estimator acts on ``x / sqrt(d)`` and
+Units (docs/design.md pitfall 9).  In both structures the estimator acts on ``x / sqrt(d)`` and
 the overlaps are ``M_k = W mu_k / sqrt(d)``, ``Q_k = W Sigma_k W^T / d``.  A dense structure
 stores the means *in the inputs' own units* (``x = mu_k + Sigma_k^{1/2} z``), exactly as
 :class:`gaussmix.simulate.Instance` does; its rescaled components on an eigenvector ``v_i``
@@ -295,7 +295,7 @@ class DenseCovariance:
     Units: ``means`` are in the inputs' own units, ``x = mu_k + Sigma_k^{1/2} z`` with the
     estimator acting on ``x / sqrt(d)``, so ``M_k = W mu_k / sqrt(d)`` and
     ``Q_k = W Sigma_k W^T / d``; the mean term of the prior is then the replica form
-    ``sqrt(d) sum_k Mhat_k mu_k^T`` (Appendices B-C; DESIGN.md pitfall 9).  With
+    ``sqrt(d) sum_k Mhat_k mu_k^T`` (Appendices B-C; docs/design.md pitfall 9).  With
     ``Sigma_k = diag(sigma[:, k])`` and ``means[k] = mu[:, k] / sqrt(d)`` this is
     ``SpectralLaw`` of ``Mixture.spectral(sigma, mu)`` (Corollary 1).
 
@@ -933,7 +933,7 @@ class MixtureModel:
         The constructor (a :class:`Mixture` class method).
     exact_means : bool
         Whether a finite-size realisation places the means so that their Gram matrix is
-        exactly the model's (DESIGN.md pitfall 8): then a simulation needs ``d >= K``.
+        exactly the model's (docs/design.md pitfall 8): then a simulation needs ``d >= K``.
     binary : bool
         Whether the model is defined for two clusters with ``+-1`` labels only.
     parametric : bool

@@ -1,7 +1,7 @@
 """Observables at a fixed point: Theorem 2 errors and the replica-symmetric free energy.
 
 * test error ``eps_g = 1 - sum_c rho_c P[phi(omega_c) = y_c]`` with ``omega_c ~ N(M_c + b,
-  Q_c)``: a Gaussian orthant probability (DESIGN.md pitfall 6), computed deterministically;
+  Q_c)``: a Gaussian orthant probability (docs/design.md pitfall 6), computed deterministically;
 * training error ``eps_t = 1 - sum_c rho_c P[phi(h_c) = y_c]`` with ``h_c = prox(omega_c)``:
   exact for affine proxes (square loss: ``h_c`` is Gaussian) and for one-dimensional outputs
   (the prox is monotone, so the correct set is an interval of ``omega``); otherwise by

@@ -3,8 +3,9 @@
 Why this module exists
 ----------------------
 The test error of a linear classifier on a Gaussian mixture is an orthant probability
-(DESIGN.md pitfall 6).  For cluster ``c`` the pre-activations are ``omega = M_c + b + Q_c^{1/2}
-xi`` with ``xi ~ N(0, I_K)``, and the point is classified correctly iff
+(docs/design.md pitfall 6).  For cluster ``c`` the pre-activations are
+``omega = M_c + b + Q_c^{1/2} xi`` with ``xi ~ N(0, I_K)``, and the point is classified
+correctly iff
 ``omega_k - omega_c < 0`` for every ``k != c``.  With the ``(K-1) x K`` difference matrix ``D``
 (rows ``e_k - e_c``) this is ``P[Z <= 0]`` for ``Z ~ N(D (M_c + b), D Q_c D^T)``, a
 ``(K-1)``-dimensional Gaussian orthant probability::

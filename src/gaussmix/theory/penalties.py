@@ -110,7 +110,7 @@ class Penalty:
 
     def two_class_binary(self, lam: float) -> tuple[float, Penalty]:
         """The binary problem equivalent to a two-class softmax cross-entropy with this
-        penalty (DESIGN.md pitfall 3): ``(lam_b, penalty_b)``.
+        penalty (docs/design.md pitfall 3): ``(lam_b, penalty_b)``.
 
         The two-class softmax loss depends on ``W`` only through ``w = W_1 - W_2``; for fixed
         ``w`` the penalty is minimised by the split ``W = [w/2, -w/2]``, which gives

@@ -2,7 +2,7 @@
 
 Ridge penalty ``r(W) = ||W||_F^2 / 2`` on a spectral mixture (Corollary 1, eq. corr1,
 generalised to L x L blocks, with the sum inside the inverse over ``sigma^kappa Vhat_kappa``
-— DESIGN.md pitfall 3).  On atom ``j`` of the spectral law the weight row ``G_j`` (L) is
+— docs/design.md pitfall 3).  On atom ``j`` of the spectral law the weight row ``G_j`` (L) is
 Gaussian with mean ``A_j^{-1} B_j`` and covariance ``A_j^{-1} C_j A_j^{-1}``, where
 
     A_j = lam I + sum_k sigma_j^k Vhat_k,
@@ -14,7 +14,7 @@ so that ``Q_k = E_j[sigma^k A^{-1}(B B^T + C) A^{-1}]``, ``M_k = E_j[mu^k A^{-1}
 general (dense) covariances, Appendix C, is :mod:`gaussmix.theory.dense`.
 
 Lasso and elastic net, ``r(w) = rho1 ||w||_1 + (1 - rho1) ||w||^2 / 2`` (Appendix C.2,
-binary labels: one effective output, L = 1), re-derived here (DESIGN.md pitfall 3).  On
+binary labels: one effective output, L = 1), re-derived here (docs/design.md pitfall 3).  On
 atom ``j`` the weight component solves the scalar problem
 
     w = argmin_w  lam rho1 |w| + a w^2 / 2 - B w = soft(B, t) / a,

@@ -2,7 +2,7 @@
 
 The solver works in an *effective output space* of dimension ``L'``: the label space
 itself, except for the cross-entropy, whose shift invariance ``h -> h + t 1`` is removed by
-working on the orthogonal complement of ``1`` (DESIGN.md pitfall 2).  ``P`` (L', L) is an
+working on the orthogonal complement of ``1`` (docs/design.md pitfall 2).  ``P`` (L', L) is an
 orthonormal basis of that space; full-space quantities are ``Q_full = P^T Q P``,
 ``M_full = P^T M``, ``b_full = P^T b``.
 """

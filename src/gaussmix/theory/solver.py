@@ -5,7 +5,7 @@ One iteration maps the order parameters ``x = (Q_c, M_c, V_c, b)`` to new ones:
 1. channel (loss half, eq. spgeneral right):  ``Qhat_c = alpha rho_c E[f f^T]``,
    ``Mhat_c = alpha rho_c E[f]``, ``Vhat_c = alpha rho_c E[(I + H V_c)^{-1} H]``;
 2. bias: one Newton step on the stationarity condition of the unpenalised bias,
-   ``sum_c rho_c E[f_c] = 0`` (gradient form, DESIGN.md pitfall 1), i.e.
+   ``sum_c rho_c E[f_c] = 0`` (gradient form, docs/design.md pitfall 1), i.e.
    ``b <- b + (sum_c Vhat_c)^{-1} sum_c Mhat_c``;
 3. prior (eq. spgeneral left / Corollary 1): ``(Q_c, M_c, V_c)`` from the hats.
 
@@ -98,7 +98,7 @@ _START_LAM = 1e-3
 #: the observables whose integration error is estimated
 _ERROR_KEYS = ("test_error", "train_error", "train_loss")
 #: consecutive images T(x) outside the cone of valid states (a ``Q_c`` that is not positive
-#: semi-definite) after which a fixed point is reported spurious (DESIGN.md pitfall 5): the
+#: semi-definite) after which a fixed point is reported spurious (docs/design.md pitfall 5): the
 #: map of a valid state is valid in exact arithmetic, so this is a numerical breakdown
 #: (Appendix E's note on numerical instabilities), which the iteration cannot step around
 _MAX_INVALID_IMAGES = 3
@@ -123,7 +123,7 @@ class IterationStatus(enum.Enum):
 
     @property
     def spurious(self) -> bool:
-        """Whether the iteration reached an invalid point (DESIGN.md pitfall 5)."""
+        """Whether the iteration reached an invalid point (docs/design.md pitfall 5)."""
         return self in (IterationStatus.NON_FINITE, IterationStatus.NOT_POSITIVE_DEFINITE)
 
     @property
@@ -175,7 +175,7 @@ def unpack_state(
 
 def is_valid_state(x: np.ndarray, K: int, L: int) -> bool:
     """Whether a state is finite, every ``Q_c`` positive semi-definite and every ``V_c``
-    positive definite (the cone the iteration must stay in; DESIGN.md pitfall 5).
+    positive definite (the cone the iteration must stay in; docs/design.md pitfall 5).
 
     ``Q_c`` is accepted down to a smallest eigenvalue of ``-PSD_RTOL max(1, max |eig Q|)``
     (:data:`~gaussmix.theory.tolerances.PSD_RTOL`: rounding of the singular cross-entropy
@@ -1105,7 +1105,7 @@ def _new_map(
 def _uses_log_chart(problem: Problem) -> bool:
     """Whether the iteration mixes in :class:`LogChart` coordinates: channels by quadrature
     with two or more effective outputs (cross-entropy with three or more classes), whose
-    overlaps are positive definite in the effective space (DESIGN.md pitfall 2), below
+    overlaps are positive definite in the effective space (docs/design.md pitfall 2), below
     :data:`~gaussmix.theory.tolerances.LOG_CHART_MAX_LAM` (large overlaps, the regime it is
     for).  One effective output keeps the state itself (its iteration is already fast)."""
     return _needs_quadrature(problem) and problem.dim >= 2 and problem.lam < LOG_CHART_MAX_LAM

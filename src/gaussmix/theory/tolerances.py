@@ -81,7 +81,7 @@ QUAD_TOL = 1e-7
 #: Relative tolerance of the validity test of a state: ``Q_c`` counts as positive
 #: semi-definite when its smallest eigenvalue is ``>= -PSD_RTOL max(1, max |eig Q|)``.
 #: Rounding of a singular ``Q_c`` (the cross-entropy gauge ``Q_c 1 = 0``) stays far inside it;
-#: a genuinely indefinite extrapolation (DESIGN.md pitfall 5) is far outside.
+#: a genuinely indefinite extrapolation (docs/design.md pitfall 5) is far outside.
 PSD_RTOL = 1e-9
 #: Ridge ``BIAS_RIDGE max(1, max |sum_c Vhat_c|)`` added to the Newton step of the bias
 #: condition (``sum_c Vhat_c`` is singular where a class has no curvature, e.g. a hinge loss
