@@ -245,10 +245,8 @@ def _simulation_options(
 
 
 def _check_sizes(mixture: Mixture, sim: dict[str, Any]) -> None:
-    k = mixture.n_clusters
     for dim in sim["d"]:
-        if mixture.model.exact_means and dim < k:
-            raise ValueError(f"--d must be >= the number of clusters ({k}), got {dim}")
+        mixture.covariance.check_dim(dim, "--d")
         if sim["alphas"] is not None:
             for a in sim["alphas"]:
                 if round(a * dim) < 1:
