@@ -205,7 +205,9 @@ def _fmt(x: Any) -> str:
 
 
 def _describe(params: dict) -> str:
-    if params["model"] == "block":
+    if "structure" in params:  # a mixture file
+        cov = params["structure"]
+    elif params["model"] == "block":
         cov = f"block fractions={_fmt(params['fractions'])} deltas={_fmt(params['deltas'])}"
     elif params["model"] == "sparse":
         cov = (

@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import inspect
 import math
+import os
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ __all__ = [
     "with_signature",
     "resolve_options",
     "mixture_from_options",
+    "read_mixture_file",
     "build_point",
     "parse_floats",
     "BINARY_LOSSES",
@@ -56,17 +58,26 @@ SPARSE_SPARSITY = 0.1
 
 
 # ============================================================================ options
-def _opt(default: Any, type_: Any, *decls: str, help: str, metavar: str | None = None) -> Any:
+def _opt(
+    default: Any,
+    type_: Any,
+    *decls: str,
+    help: str,
+    metavar: str | None = None,
+    builds_mixture: bool = False,
+) -> Any:
     """A dataclass field that also describes its command-line option (plain data: the
     typer option is made from it by :func:`point_options`, so that this module does not
-    import typer)."""
+    import typer).  ``builds_mixture``: an option that builds the mixture (refused with
+    ``--mixture FILE``, whose file defines it)."""
     option = {
         "decls": decls,
         "help": help,
         "metavar": metavar,
         "show_default": default is not None,
     }
-    return field(default=default, metadata={"cli_type": type_, "cli_option": option})
+    meta = {"cli_type": type_, "cli_option": option, "builds_mixture": builds_mixture}
+    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,15 @@ class PointOptions:
     always K = 2 with binary labels and its own (sparse) means.
     """
 
+    mixture: str | None = _opt(
+        None,
+        str | None,
+        "--mixture",
+        metavar="FILE",
+        help="A mixture file (.npz, written by gaussmix.Mixture.save: means, covariances or "
+        "spectra, priors, labels; e.g. fitted to data by Mixture.from_data) in place of the "
+        "mixture options (--clusters ... --delta2), which it excludes.",
+    )
     clusters: int | None = _opt(
         None,
         int | None,
@@ -90,6 +110,7 @@ class PointOptions:
         "-K",
         metavar="K",
         help="Number of clusters K [default: from --rho/--delta, 2 for binary problems, else 3].",
+        builds_mixture=True,
     )
     labels: str = _opt(
         "auto",
@@ -98,6 +119,7 @@ class PointOptions:
         metavar="auto|onehot|binary",
         help="Label map: one-hot y_c = e_c, or binary (K = 2: cluster 1 -> +1, cluster 2 -> -1); "
         "auto: binary for logistic/hinge, else one-hot.",
+        builds_mixture=True,
     )
     rho: str | None = _opt(
         None,
@@ -105,6 +127,7 @@ class PointOptions:
         "--rho",
         metavar="r1,...,rK",
         help="Cluster priors, K comma-separated numbers summing to 1 [default: balanced].",
+        builds_mixture=True,
     )
     model: str = _opt(
         "isotropic",
@@ -115,6 +138,7 @@ class PointOptions:
         "with variances --deltas on fractions --fractions); sparse (the correlated sparse "
         "binary mixture of Section 3.1: means on a fraction --sparsity of the directions, "
         "variance --delta1 there and --delta2 elsewhere; K = 2, binary labels).",
+        builds_mixture=True,
     )
     delta: str | None = _opt(
         None,
@@ -122,6 +146,7 @@ class PointOptions:
         "--delta",
         metavar="d|d1,...,dK",
         help="Isotropic cluster variance Delta, shared or one per cluster [default: 0.5].",
+        builds_mixture=True,
     )
     means: str = _opt(
         "auto",
@@ -129,6 +154,7 @@ class PointOptions:
         "--means",
         metavar="auto|simplex|gaussian|antipodal",
         help="Family of cluster means (unit norm); auto: simplex, antipodal for the block model.",
+        builds_mixture=True,
     )
     fractions: str | None = _opt(
         None,
@@ -136,6 +162,7 @@ class PointOptions:
         "--fractions",
         metavar="f1,...,fB",
         help="Block model: fractions of directions in each block (sum to 1).",
+        builds_mixture=True,
     )
     deltas: str | None = _opt(
         None,
@@ -143,6 +170,7 @@ class PointOptions:
         "--deltas",
         metavar="s1,...,sB",
         help="Block model: covariance eigenvalue of each block (shared by the clusters).",
+        builds_mixture=True,
     )
     sparsity: float | None = _opt(
         None,
@@ -151,6 +179,7 @@ class PointOptions:
         metavar="RHO",
         help="Sparse model: fraction of directions carrying the means, in (0, 1] "
         f"[default: {SPARSE_SPARSITY:g}].",
+        builds_mixture=True,
     )
     delta1: float | None = _opt(
         None,
@@ -158,6 +187,7 @@ class PointOptions:
         "--delta1",
         metavar="D1",
         help="Sparse model: variance on the directions of the means (> 0).",
+        builds_mixture=True,
     )
     delta2: float | None = _opt(
         None,
@@ -165,6 +195,7 @@ class PointOptions:
         "--delta2",
         metavar="D2",
         help="Sparse model: variance on the other directions (> 0).",
+        builds_mixture=True,
     )
     loss: str = _opt(
         "cross-entropy",
@@ -343,6 +374,8 @@ class ResolvedOptions:
     delta1: float | None = None
     delta2: float | None = None
     l1_ratio: float | None = None
+    #: the mixture read from ``--mixture FILE`` (then the model options above describe it)
+    loaded: Mixture | None = None
 
 
 def _check_penalty_options(opts: PointOptions) -> float | None:
@@ -548,9 +581,69 @@ def _labels_and_means(
     return labels, means
 
 
+#: mixtures read from files: (absolute path, modification time, size) -> Mixture
+_FILES: dict[tuple[str, int, int], Mixture] = {}
+
+
+def read_mixture_file(path: str | os.PathLike) -> Mixture:
+    """The mixture of a mixture file (:meth:`Mixture.load`), read once per process for a
+    file that does not change (a grid's points share it); a ValueError names the file."""
+    name = os.path.abspath(os.fspath(path))
+    try:
+        st = os.stat(name)
+        key = (name, st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = None
+    hit = _FILES.get(key) if key is not None else None
+    if hit is None:
+        hit = Mixture.load(path)
+        if key is not None:
+            if len(_FILES) >= 16:
+                _FILES.clear()
+            _FILES[key] = hit
+    return hit
+
+
+def _file_model(opts: PointOptions, loss: str, l1_ratio: float | None) -> ResolvedOptions:
+    """``--mixture FILE``: the file's mixture; the options that build one are refused."""
+    given = [
+        f.metadata["cli_option"]["decls"][0]
+        for f in dataclasses.fields(PointOptions)
+        if f.metadata["builds_mixture"] and getattr(opts, f.name) != f.default
+    ]
+    if given:
+        raise ValueError(
+            f"--mixture cannot be combined with {', '.join(given)} (the mixture file defines "
+            "the mixture)"
+        )
+    mix = read_mixture_file(opts.mixture)
+    return ResolvedOptions(
+        model=mix.kind,
+        clusters=mix.n_clusters,
+        labels=mix.labels.kind,
+        means="file",
+        rho=mix.rho.tolist(),
+        delta=None,
+        fractions=None,
+        deltas=None,
+        loss=loss,
+        penalty=opts.penalty,
+        lam=opts.lam,
+        alpha=opts.alpha,
+        tol=opts.tol,
+        max_iter=opts.max_iter,
+        quad_order=opts.quad_order,
+        l1_ratio=l1_ratio,
+        loaded=mix,
+    )
+
+
 def resolve_options(opts: PointOptions) -> ResolvedOptions:
-    """Decide K, labels and means, and parse the comma lists (see :class:`PointOptions`)."""
+    """Decide K, labels and means, and parse the comma lists (see :class:`PointOptions`);
+    with ``--mixture FILE``, read the file instead."""
     loss = get_loss(opts.loss).name  # validates the name
+    if opts.mixture is not None:
+        return _file_model(opts, loss, _check_penalty_options(opts))
     if opts.model not in MODELS:
         allowed = ", ".join(repr(m) for m in MODELS)
         raise ValueError(f"--model must be one of {allowed}; got {opts.model!r}")
@@ -589,6 +682,8 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
 def mixture_from_options(opts: PointOptions | ResolvedOptions) -> Mixture:
     """Build the :class:`~gaussmix.theory.mixture.Mixture` described by the point options."""
     r = opts if isinstance(opts, ResolvedOptions) else resolve_options(opts)
+    if r.loaded is not None:
+        return r.loaded
     if r.model == "sparse":
         return Mixture.sparse(r.sparsity, r.delta1, r.delta2, rho=r.rho)
     if r.model == "block":
@@ -676,7 +771,9 @@ def build_point(
         "means": r.means,
         "rho": mixture.rho.tolist(),
     }
-    if r.model == "block":
+    if r.loaded is not None:  # by content: a file moved or renamed is the same point
+        params.update(structure=mixture.covariance.describe(), fingerprint=mixture.fingerprint())
+    elif r.model == "block":
         params.update(fractions=r.fractions, deltas=r.deltas)
     elif r.model == "sparse":
         params.update(sparsity=r.sparsity, delta1=r.delta1, delta2=r.delta2)

@@ -66,6 +66,7 @@ __all__ = [
     "MixtureModel",
     "mean_gram",
     "load_mixture",
+    "MixtureFileError",
     "MIXTURE_FILE_VERSION",
     "LABEL_MAPS",
     "MIXTURE_MODELS",
@@ -1099,11 +1100,12 @@ class Mixture:
 
         Raises
         ------
-        ValueError
-            One line naming the file and the problem: not a readable ``.npz`` file, an
-            unknown format version or structure, a missing or unknown entry, arrays of the
-            wrong shape or with mismatched K or d, non-finite values, a covariance that is
-            not symmetric positive semi-definite, priors that are not a probability vector.
+        MixtureFileError
+            (a ``ValueError``) One line naming the file and the problem: not a readable
+            ``.npz`` file, an unknown format version or structure, a missing or unknown
+            entry, arrays of the wrong shape or with mismatched K or d, non-finite values, a
+            covariance that is not symmetric positive semi-definite, priors that are not a
+            probability vector.
         """
         return load_mixture(path)
 
@@ -1132,6 +1134,13 @@ def _data_labels(labels: Any, ids: list) -> LabelMap:
             raise ValueError("labels: every label must be a number or a vector of one length L")
         return LabelMap(np.stack(rows))
     return LabelMap.make(labels, k)
+
+
+class MixtureFileError(ValueError):
+    """A mixture file cannot be read: the one-line message names the file and the problem."""
+
+    #: the command line prints the message as it is (it names entries of the file, not options)
+    cli_verbatim = True
 
 
 #: the format version of mixture files (:meth:`Mixture.save`)
@@ -1244,7 +1253,7 @@ def load_mixture(path: Any) -> Mixture:
         return _mixture_from_file(_read_npz(name))
     except (ValueError, TypeError) as exc:
         msg = " ".join(str(exc).split())
-        raise ValueError(f"mixture file {str(name)!r}: {msg}") from None
+        raise MixtureFileError(f"mixture file {str(name)!r}: {msg}") from None
 
 
 def _infer_k(n_clusters: int | None, **candidates: Any) -> int:
