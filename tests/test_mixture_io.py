@@ -251,3 +251,57 @@ def test_a_sweep_over_a_dense_mixture_resumes_from_its_checkpoint(tmp_path: Path
         PointSpec(loaded, "cross-entropy", lam=0.5, alpha=1.0, coords={"lam": 0.5, "alpha": 1.0})
     )
     assert MIXTURE_FILE_VERSION == 1
+
+
+# ---------------------------------------------------------------------------- the rule
+LAYERS_ABOVE = ("sweep", "simulate", "experiments", "figures", "cli", "studies")
+
+
+def _dispatches_on_mixtures(path: Path, names: set[str]) -> list[str]:
+    """``isinstance`` / names of the structure classes and comparisons with a model or
+    structure name in one source file."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    found = []
+    classes = {cls.__name__ for cls in STRUCTURES}
+    for node in ast.walk(tree):
+        ident = getattr(node, "id", None) or getattr(node, "attr", None)
+        if isinstance(node, ast.Name | ast.Attribute) and ident in classes:
+            found.append(f"{path.name}:{node.lineno}: {ident}")
+        if isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                values = side.elts if isinstance(side, ast.Tuple | ast.List | ast.Set) else [side]
+                for v in values:
+                    if isinstance(v, ast.Constant) and v.value in names:
+                        found.append(f"{path.name}:{node.lineno}: compares with {v.value!r}")
+    return found
+
+
+def test_no_layer_above_the_theory_dispatches_on_a_mixture_model_or_structure(
+    tmp_path: Path,
+) -> None:
+    """The layers ask the structure (the protocol) or the model's declaration
+    (MIXTURE_MODELS); none tests a class or a model / structure name itself."""
+    from gaussmix.theory.mixture import MIXTURE_MODELS
+
+    names = set(MIXTURE_MODELS.names()) | set(STRUCTURES.names())
+    src = Path(gm.__file__).parent
+    found = [
+        hit
+        for layer in LAYERS_ABOVE
+        for path in sorted((src / layer).rglob("*.py"))
+        for hit in _dispatches_on_mixtures(path, names)
+    ]
+    assert found == []
+    # the check finds what it looks for
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        'ok = isinstance(cov, DenseCovariance)\nblock = opts.model == "block"\n'
+        'full = name in ("dense", "x")\n'
+    )
+    assert sorted(_dispatches_on_mixtures(probe, names)) == [
+        "probe.py:1: DenseCovariance",
+        "probe.py:2: compares with 'block'",
+        "probe.py:3: compares with 'dense'",
+    ]

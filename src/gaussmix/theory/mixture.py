@@ -1316,6 +1316,17 @@ class MixtureModel:
         Whether it is built from a few numbers (the command line and grid files offer it)
         rather than from arrays.
     description : str
+    parameters : tuple of str
+        The parameters of ``build`` that belong to this model alone (``delta``;
+        ``fractions``, ``deltas``; ...): the options the command line and grid files offer
+        with it, and the entries of a point's ``params`` that describe its covariances.
+    required : tuple of str
+        Those of ``parameters`` without a default.
+    pair_means : str
+        The family of means chosen automatically for two clusters (for more: ``'simplex'``).
+    own_means : str or None
+        For a model whose means are its own (not a family of :func:`mean_gram`), the name
+        shown for them.
     """
 
     name: str
@@ -1323,6 +1334,10 @@ class MixtureModel:
     binary: bool = False
     parametric: bool = True
     description: str = ""
+    parameters: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    pair_means: str = "simplex"
+    own_means: str | None = None
 
 
 #: every mixture model, by name
@@ -1332,17 +1347,24 @@ for _model in (
         "isotropic",
         Mixture.isotropic,
         description="isotropic clusters Sigma_c = Delta_c I with a Gram matrix of the means",
+        parameters=("delta",),
     ),
     MixtureModel(
         "block",
         Mixture.block,
         description="blocks of directions with their own variances, shared eigenvectors",
+        parameters=("fractions", "deltas"),
+        required=("fractions", "deltas"),
+        pair_means="antipodal",
     ),
     MixtureModel(
         "sparse",
         Mixture.sparse,
         binary=True,
         description="the correlated sparse binary mixture of Section 3.1, eq. (sparse)",
+        parameters=("sparsity", "delta1", "delta2"),
+        required=("delta1", "delta2"),
+        own_means="sparse",
     ),
     MixtureModel(
         "spectral",
