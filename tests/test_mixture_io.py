@@ -194,21 +194,13 @@ def test_files_that_are_not_mixture_files(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------- sweeps
 def _old_specs() -> list[PointSpec]:
-    """The library points of tests/fixtures/checkpoint_v3/make.py."""
-    rng = np.random.default_rng(0)
-    mixes = [
-        gm.Mixture.isotropic(0.5, "simplex", n_clusters=2, labels="binary"),
-        gm.Mixture.block([0.5, 0.5], [0.5, 2.0]),
-        gm.Mixture.sparse(0.2, 0.5, 1.0),
-        gm.Mixture.spectral(
-            rng.uniform(0.5, 2.0, (8, 2)), rng.normal(size=(8, 2)), labels="binary"
-        ),
-    ]
-    return [
-        PointSpec(m, "square", lam=0.1, alpha=a, coords={"model": m.kind, "alpha": a})
-        for m in mixes
-        for a in (0.5, 2.0)
-    ]
+    """The library points of the fixture (``specs()`` of its make.py, which wrote it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("checkpoint_v3_make", FIXTURES / "make.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.specs()
 
 
 def test_checkpoints_written_before_the_protocol_still_resume(tmp_path: Path) -> None:

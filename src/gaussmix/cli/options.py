@@ -403,6 +403,24 @@ class ResolvedOptions:
     loaded: Mixture | None = None
 
 
+def _resolved(
+    opts: PointOptions, loss: str, l1_ratio: float | None, **mixture: Any
+) -> ResolvedOptions:
+    """The resolved options: the mixture's fields given, the estimator's and the solver's
+    taken from ``opts``."""
+    return ResolvedOptions(
+        **mixture,
+        loss=loss,
+        penalty=opts.penalty,
+        lam=opts.lam,
+        alpha=opts.alpha,
+        tol=opts.tol,
+        max_iter=opts.max_iter,
+        quad_order=opts.quad_order,
+        l1_ratio=l1_ratio,
+    )
+
+
 def _check_penalty_options(opts: PointOptions) -> float | None:
     """``--penalty`` / ``--l1-ratio``: one-line messages in option names."""
     if opts.penalty not in PENALTY_REGISTRY:
@@ -490,20 +508,15 @@ def _binary_model(
             f"--rho must be 2 comma-separated numbers with --model {model.name} (K = 2), "
             f"got {opts.rho!r}"
         )
-    return ResolvedOptions(
+    return _resolved(
+        opts,
+        loss,
+        l1_ratio,
         model=model.name,
         clusters=2,
         labels="binary",
         means=means,
         rho=rho,
-        loss=loss,
-        penalty=opts.penalty,
-        lam=opts.lam,
-        alpha=opts.alpha,
-        tol=opts.tol,
-        max_iter=opts.max_iter,
-        quad_order=opts.quad_order,
-        l1_ratio=l1_ratio,
         **own,
     )
 
@@ -622,20 +635,15 @@ def _file_model(opts: PointOptions, loss: str, l1_ratio: float | None) -> Resolv
             "the mixture)"
         )
     mix = read_mixture_file(opts.mixture)
-    return ResolvedOptions(
+    return _resolved(
+        opts,
+        loss,
+        l1_ratio,
         model=mix.kind,
         clusters=mix.n_clusters,
         labels=mix.labels.kind,
         means="file",
         rho=mix.rho.tolist(),
-        loss=loss,
-        penalty=opts.penalty,
-        lam=opts.lam,
-        alpha=opts.alpha,
-        tol=opts.tol,
-        max_iter=opts.max_iter,
-        quad_order=opts.quad_order,
-        l1_ratio=l1_ratio,
         loaded=mix,
     )
 
@@ -659,20 +667,15 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
     rho = parse_floats("--rho", opts.rho) if opts.rho is not None else None
     k = _infer_clusters(opts, model, loss, rho, own.get("delta"), sparse_penalty)
     labels, means = _labels_and_means(opts, model, loss, k, sparse_penalty)
-    return ResolvedOptions(
+    return _resolved(
+        opts,
+        loss,
+        l1_ratio,
         model=model.name,
         clusters=k,
         labels=labels,
         means=means,
         rho=rho,
-        loss=loss,
-        penalty=opts.penalty,
-        lam=opts.lam,
-        alpha=opts.alpha,
-        tol=opts.tol,
-        max_iter=opts.max_iter,
-        quad_order=opts.quad_order,
-        l1_ratio=l1_ratio,
         **own,
     )
 
