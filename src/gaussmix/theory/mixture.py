@@ -633,7 +633,8 @@ class Mixture:
     def __post_init__(self) -> None:
         k = self.labels.n_clusters
         rho = check_probability_vector("rho", self.rho, size=k)
-        if not isinstance(self.covariance, CovarianceStructure):
+        cov = self.covariance  # the library's structures first: a Protocol check is slow
+        if not (isinstance(cov, _Structure) or isinstance(cov, CovarianceStructure)):
             raise TypeError(
                 "covariance must be a covariance structure (gaussmix.theory.mixture."
                 f"IsotropicLaw, SpectralLaw or DenseCovariance), got "
