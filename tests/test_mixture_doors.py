@@ -112,11 +112,33 @@ def test_a_fitted_mixture_through_every_door(
     check_within_3se(solved, sim, NUMBERS)
     few = simulate(fitted, loss=LOSS, lam=LAM, alpha=ALPHA, d=D, seeds=8, seed=2)
     cli = run_json("simulate", *args, "--lam", str(LAM), "--alpha", str(ALPHA), "--d", str(D),
-                   "--seeds", "8", "--seed", "2")  # fmt: skip
+                   "--seeds", "8", "--seed", "2", "--jobs", "1")  # fmt: skip
     for key in NUMBERS:
         assert cli[key] == few.mean[key] and cli[f"{key}_se"] == few.se[key]
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("point",),
+        ("curve", "--out", "{out}"),
+        ("lambda-curve", "--out", "{out}"),
+        ("optimal-lambda",),
+        ("simulate", "--d", "30"),
+        ("compare", "--d", "30", "--out", "{out}"),
+        ("transition",),
+        ("bayes-optimal",),
+    ],
+)
+def test_every_command_with_point_options_reads_a_mixture_file(command, tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.npz")
+    args = [a.format(out=tmp_path / "out") for a in command]
+    code, out, err = run(*args, "--mixture", missing)
+    assert_one_line_error(code, out, err, f"mixture file {missing!r}: no such file")
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+@pytest.mark.slow
 def test_every_command_with_mixture_options_takes_a_mixture_file(
     fitted: gm.Mixture, tmp_path: Path
 ) -> None:
@@ -137,7 +159,7 @@ def test_every_command_with_mixture_options_takes_a_mixture_file(
     ol = run_json("optimal-lambda", "--mixture", path, "--lam-min", "0.01", "--lam-max", "10")
     assert ol["lam_star"] > 0 and ol["converged"]
     code, out, err = run("compare", *point, "--alphas", "2:2:1", "--d", str(D), "--seeds", "2",
-                         "--out", str(tmp_path / "cmp"), "--quiet")  # fmt: skip
+                         "--out", str(tmp_path / "cmp"), "--quiet", "--jobs", "1")  # fmt: skip
     assert code == 0, err
     # the commands whose theory needs a spectral law say so in one line
     code, out, err = run("transition", "--mixture", path)
