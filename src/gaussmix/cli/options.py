@@ -91,7 +91,10 @@ class PointOptions:
     cross-entropy), else 3; labels ``binary`` for logistic/hinge or the lasso / elastic
     net with K = 2, else ``onehot``; means ``antipodal`` for the block model with K = 2,
     else ``simplex`` (for K = 2 the two Gram matrices coincide).  The sparse model is
-    always K = 2 with binary labels and its own (sparse) means.
+    always K = 2 with binary labels and its own (sparse) means.  (What a model takes and
+    chooses is its declaration in :data:`~gaussmix.theory.mixture.MIXTURE_MODELS`.)
+    ``mixture``: a mixture file (:meth:`~gaussmix.theory.mixture.Mixture.save`) in place
+    of every option that builds a mixture (``builds_mixture`` in the field's metadata).
     """
 
     mixture: str | None = _opt(
