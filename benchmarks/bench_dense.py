@@ -11,7 +11,9 @@ commute; centred means with ``|mu_c - mu_c'| ~ 3``):
   default solver options, the integration-error re-solve included);
 * one P10 fixed point (K = 10 clusters, binary labels by parity, logistic, lam = 0.1);
 * one call of the dense ridge prior (d = 784, K = 2 and 10);
-* ``Mixture.from_data`` on 70 000 x 784 inputs with ten classes (float64, and uint8 pixels).
+* ``Mixture.from_data`` on 70 000 x 784 inputs with ten classes (float64, and uint8 pixels);
+* its mixture file: ``Mixture.fingerprint`` (the sweep's key), ``Mixture.save`` and
+  ``Mixture.load`` (which validates what ``Mixture.dense`` validates).
 
 Times are medians of repeated runs after a warm-up (``from_data``: the best of 3).  On a
 loaded machine run it with ``OPENBLAS_NUM_THREADS=1`` too (BENCHMARKS.md has both).
@@ -53,6 +55,29 @@ def image_like_mixture(n_clusters: int, seed: int = 0) -> gm.Mixture:
     return gm.Mixture.dense(means, covs, labels=labels)
 
 
+def file_rows(mix: gm.Mixture) -> list[tuple]:
+    """Fingerprint, save and load of a mixture (its file in a temporary folder)."""
+    import tempfile
+    from pathlib import Path
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "mixture.npz"
+
+        def fingerprint() -> str:
+            mix.__dict__.pop("_fingerprint", None)  # the cached value: hash again
+            return mix.fingerprint()
+
+        for name, fn in (
+            ("Mixture.fingerprint", fingerprint),
+            ("Mixture.save", lambda: mix.save(path)),
+            ("Mixture.load", lambda: gm.Mixture.load(path)),
+        ):
+            t, _ = median_time(fn, repeats=3)
+            rows.append((f"{name}, d=784, K=10", t, 1, np.nan, ""))
+    return rows
+
+
 def main() -> None:
     print(machine_line() + "\n")
     rows = []
@@ -88,6 +113,7 @@ def main() -> None:
         rows.append(
             (f"Mixture.from_data, 70000 x 784 {name}, 10 classes", min(ts), 1, np.nan, "< 10")
         )
+    rows += file_rows(mix)
     print("| benchmark | time (s) | iterations | test error | target |")
     print("|---|---|---|---|---|")
     for name, t, n_it, err, target in rows:

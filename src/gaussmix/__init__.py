@@ -42,6 +42,10 @@ _EXPORTS = {
     "LabelMap": "gaussmix.theory.mixture",
     "Mixture": "gaussmix.theory.mixture",
     "mean_gram": "gaussmix.theory.mixture",
+    "load_mixture": "gaussmix.theory.mixture",
+    "MixtureFileError": "gaussmix.theory.mixture",
+    "CovarianceStructure": "gaussmix.theory.mixture",
+    "STRUCTURES": "gaussmix.theory.mixture",
     "OBSERVABLES": "gaussmix.theory.outputs",
     "PENALTIES": "gaussmix.theory.penalties",
     "make_penalty": "gaussmix.theory.penalties",
@@ -81,7 +85,17 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .simulate.separability import lp_crossing, separability_fraction
     from .theory.bayes import BayesOptimalResult, bayes_optimal_error
     from .theory.losses import LOSSES, Loss, get_loss
-    from .theory.mixture import LABEL_MAPS, MIXTURE_MODELS, LabelMap, Mixture, mean_gram
+    from .theory.mixture import (
+        LABEL_MAPS,
+        MIXTURE_MODELS,
+        STRUCTURES,
+        CovarianceStructure,
+        LabelMap,
+        Mixture,
+        MixtureFileError,
+        load_mixture,
+        mean_gram,
+    )
     from .theory.outputs import OBSERVABLES
     from .theory.penalties import PENALTIES, make_penalty
     from .theory.problem import make_problem
@@ -115,6 +129,10 @@ __all__ = [
     "Mixture",
     "LabelMap",
     "mean_gram",
+    "load_mixture",
+    "MixtureFileError",
+    "CovarianceStructure",
+    "STRUCTURES",
     "solve",
     "FixedPointResult",
     "learning_curve",

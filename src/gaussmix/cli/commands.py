@@ -89,6 +89,7 @@ from gaussmix.core.exceptions import ConvergenceError, GaussmixError
 from gaussmix.core.jsonio import finite_or_none
 from gaussmix.core.validation import check_array
 from gaussmix.core.version import __version__
+from gaussmix.theory.mixture import MIXTURE_MODELS
 from gaussmix.theory.outputs import simulated_keys
 
 from .options import (
@@ -205,15 +206,11 @@ def _fmt(x: Any) -> str:
 
 
 def _describe(params: dict) -> str:
-    if params["model"] == "block":
-        cov = f"block fractions={_fmt(params['fractions'])} deltas={_fmt(params['deltas'])}"
-    elif params["model"] == "sparse":
-        cov = (
-            f"sparse sparsity={_fmt(params['sparsity'])} delta1={_fmt(params['delta1'])} "
-            f"delta2={_fmt(params['delta2'])}"
-        )
-    else:
-        cov = f"isotropic delta={_fmt(params['delta'])}"
+    if "structure" in params:  # a mixture file
+        cov = params["structure"]
+    else:  # the model and its own parameters
+        own = MIXTURE_MODELS.get(params["model"]).parameters
+        cov = " ".join([params["model"], *(f"{name}={_fmt(params[name])}" for name in own)])
     penalty = params["penalty"]
     if params.get("l1_ratio") is not None:
         penalty += f" (l1_ratio={_fmt(params['l1_ratio'])})"

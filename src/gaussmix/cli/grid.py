@@ -261,7 +261,10 @@ class Grid:
         grid: Mapping[str, Sequence[Any]],
         fixed: Mapping[str, Any] | None = None,
         simulate: Mapping[str, Any] | None = None,
+        *,
+        base: str | os.PathLike | None = None,
     ) -> None:
+        self._base = None if base is None else Path(base)
         self.simulate = _check_simulate(simulate)
         self._read_fixed({} if fixed is None else fixed)
         self._read_grid(grid)
@@ -281,6 +284,7 @@ class Grid:
             if norm in self.fixed:
                 raise GridError(f"[fixed]: option {norm!r} is given twice")
             self.fixed[norm], self._fixed_display[name] = _coerce(norm, f"[fixed] {norm!r}", value)
+            self.fixed[norm] = self._path(norm, self.fixed[norm])
 
     def _read_grid(self, grid: Any) -> None:
         extra = SIMULATE_KEYS if self.simulate is not None else ()
@@ -302,13 +306,21 @@ class Grid:
                 raise GridError(f"option {norm!r} is both in [fixed] and in [grid]")
             typed, shown = _grid_values(str(name), norm, values)
             self._fields[str(name)] = norm
-            self._values[str(name)] = typed
+            self._values[str(name)] = [self._path(norm, v) for v in typed]
             self.axes[str(name)] = shown
+
+    def _path(self, norm: str, value: Any) -> Any:
+        """A ``mixture`` file relative to the grid's folder (``base``), else ``value``."""
+        if norm != "mixture" or value is None or self._base is None:
+            return value
+        return str(self._base / Path(value).expanduser())
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_dict(cls, spec: Mapping[str, Any]) -> Grid:
-        """From ``{'fixed': {...}, 'grid': {...}, 'simulate': {...}}`` (a parsed TOML file)."""
+    def from_dict(cls, spec: Mapping[str, Any], *, base: str | os.PathLike | None = None) -> Grid:
+        """From ``{'fixed': {...}, 'grid': {...}, 'simulate': {...}}`` (a parsed TOML file);
+        a relative ``mixture`` file is read from the folder ``base`` (default: the current
+        one)."""
         if not isinstance(spec, Mapping):
             raise GridError(f"a grid must be a table, got {type(spec).__name__}")
         unknown = [k for k in spec if k not in ("fixed", "grid", "simulate")]
@@ -319,11 +331,12 @@ class Grid:
             )
         if "grid" not in spec:
             raise GridError("missing [grid] table (option = [values], e.g. alpha = [1, 2])")
-        return cls(spec["grid"], spec.get("fixed"), spec.get("simulate"))
+        return cls(spec["grid"], spec.get("fixed"), spec.get("simulate"), base=base)
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> Grid:
-        """Read a TOML file with ``[fixed]``, ``[grid]`` and optional ``[simulate]`` tables."""
+        """Read a TOML file with ``[fixed]``, ``[grid]`` and optional ``[simulate]`` tables
+        (a relative ``mixture = "file.npz"`` is read next to the TOML file)."""
         if sys.version_info >= (3, 11):
             import tomllib
         else:  # pragma: no cover
@@ -338,7 +351,7 @@ class Grid:
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise GridError(f"{str(p)!r} is not valid TOML: {exc}") from None
         try:
-            return cls.from_dict(spec)
+            return cls.from_dict(spec, base=p.parent)
         except GridError as exc:
             raise GridError(f"{p.name}: {exc}") from None
 
@@ -355,7 +368,12 @@ class Grid:
 
     def with_simulate(self, simulate: Mapping[str, Any] | None) -> Grid:
         """The same grid in simulation mode (``simulate`` table) or theory mode (None)."""
-        return Grid({c: list(v) for c, v in self.axes.items()}, self._fixed_display, simulate)
+        return Grid(
+            {c: list(v) for c, v in self.axes.items()},
+            self._fixed_display,
+            simulate,
+            base=self._base,
+        )
 
     # ------------------------------------------------------------------ content
     @property

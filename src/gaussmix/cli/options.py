@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import inspect
 import math
+import os
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from typing import Annotated, Any
 import numpy as np
 
 from gaussmix.theory.losses import LOSSES, get_loss
-from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture
+from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture, MixtureModel
 from gaussmix.theory.penalties import PENALTIES as PENALTY_REGISTRY
 from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
 
@@ -38,6 +39,7 @@ __all__ = [
     "with_signature",
     "resolve_options",
     "mixture_from_options",
+    "read_mixture_file",
     "build_point",
     "parse_floats",
     "BINARY_LOSSES",
@@ -56,17 +58,26 @@ SPARSE_SPARSITY = 0.1
 
 
 # ============================================================================ options
-def _opt(default: Any, type_: Any, *decls: str, help: str, metavar: str | None = None) -> Any:
+def _opt(
+    default: Any,
+    type_: Any,
+    *decls: str,
+    help: str,
+    metavar: str | None = None,
+    builds_mixture: bool = False,
+) -> Any:
     """A dataclass field that also describes its command-line option (plain data: the
     typer option is made from it by :func:`point_options`, so that this module does not
-    import typer)."""
+    import typer).  ``builds_mixture``: an option that builds the mixture (refused with
+    ``--mixture FILE``, whose file defines it)."""
     option = {
         "decls": decls,
         "help": help,
         "metavar": metavar,
         "show_default": default is not None,
     }
-    return field(default=default, metadata={"cli_type": type_, "cli_option": option})
+    meta = {"cli_type": type_, "cli_option": option, "builds_mixture": builds_mixture}
+    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)
@@ -80,9 +91,21 @@ class PointOptions:
     cross-entropy), else 3; labels ``binary`` for logistic/hinge or the lasso / elastic
     net with K = 2, else ``onehot``; means ``antipodal`` for the block model with K = 2,
     else ``simplex`` (for K = 2 the two Gram matrices coincide).  The sparse model is
-    always K = 2 with binary labels and its own (sparse) means.
+    always K = 2 with binary labels and its own (sparse) means.  (What a model takes and
+    chooses is its declaration in :data:`~gaussmix.theory.mixture.MIXTURE_MODELS`.)
+    ``mixture``: a mixture file (:meth:`~gaussmix.theory.mixture.Mixture.save`) in place
+    of every option that builds a mixture (``builds_mixture`` in the field's metadata).
     """
 
+    mixture: str | None = _opt(
+        None,
+        str | None,
+        "--mixture",
+        metavar="FILE",
+        help="A mixture file (.npz, written by gaussmix.Mixture.save: means, covariances or "
+        "spectra, priors, labels; e.g. fitted to data by Mixture.from_data) in place of the "
+        "mixture options (--clusters ... --delta2), which it excludes.",
+    )
     clusters: int | None = _opt(
         None,
         int | None,
@@ -90,6 +113,7 @@ class PointOptions:
         "-K",
         metavar="K",
         help="Number of clusters K [default: from --rho/--delta, 2 for binary problems, else 3].",
+        builds_mixture=True,
     )
     labels: str = _opt(
         "auto",
@@ -98,6 +122,7 @@ class PointOptions:
         metavar="auto|onehot|binary",
         help="Label map: one-hot y_c = e_c, or binary (K = 2: cluster 1 -> +1, cluster 2 -> -1); "
         "auto: binary for logistic/hinge, else one-hot.",
+        builds_mixture=True,
     )
     rho: str | None = _opt(
         None,
@@ -105,6 +130,7 @@ class PointOptions:
         "--rho",
         metavar="r1,...,rK",
         help="Cluster priors, K comma-separated numbers summing to 1 [default: balanced].",
+        builds_mixture=True,
     )
     model: str = _opt(
         "isotropic",
@@ -115,6 +141,7 @@ class PointOptions:
         "with variances --deltas on fractions --fractions); sparse (the correlated sparse "
         "binary mixture of Section 3.1: means on a fraction --sparsity of the directions, "
         "variance --delta1 there and --delta2 elsewhere; K = 2, binary labels).",
+        builds_mixture=True,
     )
     delta: str | None = _opt(
         None,
@@ -122,6 +149,7 @@ class PointOptions:
         "--delta",
         metavar="d|d1,...,dK",
         help="Isotropic cluster variance Delta, shared or one per cluster [default: 0.5].",
+        builds_mixture=True,
     )
     means: str = _opt(
         "auto",
@@ -129,6 +157,7 @@ class PointOptions:
         "--means",
         metavar="auto|simplex|gaussian|antipodal",
         help="Family of cluster means (unit norm); auto: simplex, antipodal for the block model.",
+        builds_mixture=True,
     )
     fractions: str | None = _opt(
         None,
@@ -136,6 +165,7 @@ class PointOptions:
         "--fractions",
         metavar="f1,...,fB",
         help="Block model: fractions of directions in each block (sum to 1).",
+        builds_mixture=True,
     )
     deltas: str | None = _opt(
         None,
@@ -143,6 +173,7 @@ class PointOptions:
         "--deltas",
         metavar="s1,...,sB",
         help="Block model: covariance eigenvalue of each block (shared by the clusters).",
+        builds_mixture=True,
     )
     sparsity: float | None = _opt(
         None,
@@ -151,6 +182,7 @@ class PointOptions:
         metavar="RHO",
         help="Sparse model: fraction of directions carrying the means, in (0, 1] "
         f"[default: {SPARSE_SPARSITY:g}].",
+        builds_mixture=True,
     )
     delta1: float | None = _opt(
         None,
@@ -158,6 +190,7 @@ class PointOptions:
         "--delta1",
         metavar="D1",
         help="Sparse model: variance on the directions of the means (> 0).",
+        builds_mixture=True,
     )
     delta2: float | None = _opt(
         None,
@@ -165,6 +198,7 @@ class PointOptions:
         "--delta2",
         metavar="D2",
         help="Sparse model: variance on the other directions (> 0).",
+        builds_mixture=True,
     )
     loss: str = _opt(
         "cross-entropy",
@@ -320,18 +354,40 @@ def _parse_delta(text: str | None) -> float | list[float]:
     return values[0] if len(values) == 1 else values
 
 
+def _parse_sparsity(value: float | None) -> float:
+    sparsity = SPARSE_SPARSITY if value is None else value
+    if not (math.isfinite(sparsity) and 0.0 < sparsity <= 1.0):
+        raise ValueError(f"--sparsity must be in (0, 1], got {sparsity:g}")
+    return float(sparsity)
+
+
+def _positive(flag: str, value: float) -> float:
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{flag} must be > 0, got {value:g}")
+    return float(value)
+
+
+#: how the options that are a model's own parameters (MixtureModel.parameters) are read
+_PARSERS: dict[str, Callable[[Any], Any]] = {
+    "delta": _parse_delta,
+    "fractions": functools.partial(parse_floats, "--fractions"),
+    "deltas": functools.partial(parse_floats, "--deltas"),
+    "sparsity": _parse_sparsity,
+    "delta1": functools.partial(_positive, "--delta1"),
+    "delta2": functools.partial(_positive, "--delta2"),
+}
+
+
 @dataclass(frozen=True)
 class ResolvedOptions:
-    """:class:`PointOptions` with every ``auto`` value decided and every list parsed."""
+    """:class:`PointOptions` with every ``auto`` value decided and every list parsed (the
+    model's own parameters, :attr:`MixtureModel.parameters`, set; the others None)."""
 
     model: str
     clusters: int
     labels: str
     means: str
     rho: list[float] | None
-    delta: float | list[float] | None
-    fractions: list[float] | None
-    deltas: list[float] | None
     loss: str
     penalty: str
     lam: float
@@ -339,10 +395,33 @@ class ResolvedOptions:
     tol: float
     max_iter: int
     quad_order: int | None
+    delta: float | list[float] | None = None
+    fractions: list[float] | None = None
+    deltas: list[float] | None = None
     sparsity: float | None = None
     delta1: float | None = None
     delta2: float | None = None
     l1_ratio: float | None = None
+    #: the mixture read from ``--mixture FILE`` (then the model options above describe it)
+    loaded: Mixture | None = None
+
+
+def _resolved(
+    opts: PointOptions, loss: str, l1_ratio: float | None, **mixture: Any
+) -> ResolvedOptions:
+    """The resolved options: the mixture's fields given, the estimator's and the solver's
+    taken from ``opts``."""
+    return ResolvedOptions(
+        **mixture,
+        loss=loss,
+        penalty=opts.penalty,
+        lam=opts.lam,
+        alpha=opts.alpha,
+        tol=opts.tol,
+        max_iter=opts.max_iter,
+        quad_order=opts.quad_order,
+        l1_ratio=l1_ratio,
+    )
 
 
 def _check_penalty_options(opts: PointOptions) -> float | None:
@@ -365,111 +444,84 @@ def _check_penalty_options(opts: PointOptions) -> float | None:
     return None
 
 
-def _resolve_sparse(opts: PointOptions, loss: str) -> dict[str, Any]:
-    """Checks and values of ``--model sparse`` (the correlated sparse binary mixture)."""
-    for name, value in (
-        ("--delta", opts.delta),
-        ("--fractions", opts.fractions),
-        ("--deltas", opts.deltas),
-    ):
-        if value is not None:
-            raise ValueError(
-                f"{name} cannot be used with --model sparse (give the variances with "
-                "--delta1 on the support of the means and --delta2 elsewhere)"
-            )
-    if opts.means not in ("auto", "sparse"):
+def _flag(name: str) -> str:
+    """The command-line flag of a :class:`PointOptions` field."""
+    return _FIELDS[name].metadata["cli_option"]["decls"][0]
+
+
+def _model(opts: PointOptions) -> MixtureModel:
+    """The declaration of ``--model`` (a parametric model)."""
+    if opts.model not in MODELS:
+        allowed = ", ".join(repr(m) for m in MODELS)
+        raise ValueError(f"--model must be one of {allowed}; got {opts.model!r}")
+    return MIXTURE_MODELS.get(opts.model)
+
+
+def _model_parameters(opts: PointOptions, model: MixtureModel) -> dict[str, Any]:
+    """The model's own options (:attr:`MixtureModel.parameters`), read; another model's
+    own option, or a missing required one, is refused naming the flags."""
+    takes = ", ".join(_flag(n) for n in model.parameters) or "none"
+    for other in MIXTURE_MODELS:
+        for name in other.parameters:
+            if name not in model.parameters and getattr(opts, name) is not None:
+                raise ValueError(
+                    f"{_flag(name)} is only valid with --model {other.name} (--model "
+                    f"{model.name} takes {takes})"
+                )
+    missing = [_flag(n) for n in model.required if getattr(opts, n) is None]
+    if missing:
+        needs = " and ".join(
+            f"{_flag(n)} {_FIELDS[n].metadata['cli_option']['metavar']}" for n in model.required
+        )
+        raise ValueError(f"--model {model.name} needs {needs}; missing {' and '.join(missing)}")
+    return {name: _PARSERS[name](getattr(opts, name)) for name in model.parameters}
+
+
+def _binary_model(
+    opts: PointOptions, model: MixtureModel, loss: str, l1_ratio: float | None
+) -> ResolvedOptions:
+    """A model defined for K = 2 with binary labels only (``--model sparse``): its
+    labels, K and means are fixed; the options that would choose them are refused."""
+    own = _model_parameters(opts, model)
+    means = model.own_means or model.pair_means
+    if opts.means not in ("auto", means):
         raise ValueError(
-            f"--means {opts.means} cannot be used with --model sparse (its means are "
-            "sparse: N(0, 1) components on a fraction --sparsity of the directions)"
+            f"--means {opts.means} cannot be used with --model {model.name} (its means are "
+            f"{means}: {model.description})"
         )
     if opts.labels not in ("auto", "binary"):
-        raise ValueError(f"--model sparse has binary labels (+1/-1); got --labels {opts.labels}")
+        raise ValueError(
+            f"--model {model.name} has binary labels (+1/-1); got --labels {opts.labels}"
+        )
     if opts.clusters is not None and opts.clusters != 2:
-        raise ValueError(f"--model sparse has K = 2 clusters; got --clusters {opts.clusters}")
+        raise ValueError(
+            f"--model {model.name} has K = 2 clusters; got --clusters {opts.clusters}"
+        )
     if get_loss(loss).labels == "onehot":
         usable = [c.name for c in LOSSES if c.labels != "onehot"]
         raise ValueError(
-            f"--model sparse has binary labels (+1/-1): use --loss {', '.join(usable[:-1])} "
-            f"or {usable[-1]} (--loss {loss}"
+            f"--model {model.name} has binary labels (+1/-1): use --loss "
+            f"{', '.join(usable[:-1])} or {usable[-1]} (--loss {loss}"
             + (", the default," if loss == PointOptions.loss else "")
             + " needs one-hot labels)"
         )
-    missing = [n for n, v in (("--delta1", opts.delta1), ("--delta2", opts.delta2)) if v is None]
-    if missing:
-        raise ValueError(
-            "--model sparse needs --delta1 D1 (variance on the support of the means) and "
-            f"--delta2 D2 (elsewhere); missing {' and '.join(missing)}"
-        )
-    sparsity = SPARSE_SPARSITY if opts.sparsity is None else opts.sparsity
-    if not (math.isfinite(sparsity) and 0.0 < sparsity <= 1.0):
-        raise ValueError(f"--sparsity must be in (0, 1], got {sparsity:g}")
-    for name, v in (("--delta1", opts.delta1), ("--delta2", opts.delta2)):
-        if not (math.isfinite(v) and v > 0):
-            raise ValueError(f"{name} must be > 0, got {v:g}")
-    return {
-        "sparsity": float(sparsity),
-        "delta1": float(opts.delta1),
-        "delta2": float(opts.delta2),
-    }
-
-
-def _sparse_model(opts: PointOptions, loss: str, l1_ratio: float | None) -> ResolvedOptions:
-    """``--model sparse``: K = 2, binary labels, sparse means (see :func:`_resolve_sparse`)."""
-    sparse = _resolve_sparse(opts, loss)
     rho = parse_floats("--rho", opts.rho) if opts.rho is not None else None
     if rho is not None and len(rho) != 2:
         raise ValueError(
-            f"--rho must be 2 comma-separated numbers with --model sparse (K = 2), "
+            f"--rho must be 2 comma-separated numbers with --model {model.name} (K = 2), "
             f"got {opts.rho!r}"
         )
-    return ResolvedOptions(
-        model="sparse",
+    return _resolved(
+        opts,
+        loss,
+        l1_ratio,
+        model=model.name,
         clusters=2,
         labels="binary",
-        means="sparse",
+        means=means,
         rho=rho,
-        delta=None,
-        fractions=None,
-        deltas=None,
-        loss=loss,
-        penalty=opts.penalty,
-        lam=opts.lam,
-        alpha=opts.alpha,
-        tol=opts.tol,
-        max_iter=opts.max_iter,
-        quad_order=opts.quad_order,
-        l1_ratio=l1_ratio,
-        **sparse,
+        **own,
     )
-
-
-def _covariances(opts: PointOptions) -> tuple[Any, Any, Any]:
-    """``(fractions, deltas, delta)`` of the block model (``--fractions``, ``--deltas``) or
-    of the isotropic one (``--delta``); the other model's options are refused."""
-    for name, value in (
-        ("--sparsity", opts.sparsity),
-        ("--delta1", opts.delta1),
-        ("--delta2", opts.delta2),
-    ):
-        if value is not None:
-            raise ValueError(f"{name} is only valid with --model sparse")
-    if opts.model == "block":
-        if opts.delta is not None:
-            raise ValueError(
-                "--delta cannot be used with --model block (give the block variances with "
-                "--deltas and their fractions with --fractions)"
-            )
-        if opts.fractions is None or opts.deltas is None:
-            raise ValueError("--model block needs --fractions f1,...,fB and --deltas s1,...,sB")
-        return (
-            parse_floats("--fractions", opts.fractions),
-            parse_floats("--deltas", opts.deltas),
-            None,
-        )
-    for name, value in (("--fractions", opts.fractions), ("--deltas", opts.deltas)):
-        if value is not None:
-            raise ValueError(f"{name} is only valid with --model block")
-    return None, None, _parse_delta(opts.delta)
 
 
 def _check_given_clusters(opts: PointOptions, rho: list[float] | None, delta: Any) -> int:
@@ -489,7 +541,12 @@ def _check_given_clusters(opts: PointOptions, rho: list[float] | None, delta: An
 
 
 def _infer_clusters(
-    opts: PointOptions, loss: str, rho: list[float] | None, delta: Any, sparse_penalty: bool
+    opts: PointOptions,
+    model: MixtureModel,
+    loss: str,
+    rho: list[float] | None,
+    delta: Any,
+    sparse_penalty: bool,
 ) -> int:
     """K: ``--clusters``, else the length of ``--rho`` / ``--delta`` lists, else 2 for binary
     problems, else 3 (see :class:`PointOptions`)."""
@@ -511,25 +568,21 @@ def _infer_clusters(
             name = next(iter(implied))
             raise ValueError(f"{name} must have one entry per cluster (K >= 2), got 1")
         return k
-    block = opts.model == "block"
-    binary = (
-        opts.labels == "binary"
-        or loss in BINARY_LOSSES
-        or opts.means == "antipodal"
-        or (block and opts.means == "auto")
-        or sparse_penalty
+    antipodal = opts.means == "antipodal" or (
+        opts.means == "auto" and model.pair_means == "antipodal"
     )
+    binary = opts.labels == "binary" or loss in BINARY_LOSSES or antipodal or sparse_penalty
     return 2 if binary else 3
 
 
 def _labels_and_means(
-    opts: PointOptions, loss: str, k: int, sparse_penalty: bool
+    opts: PointOptions, model: MixtureModel, loss: str, k: int, sparse_penalty: bool
 ) -> tuple[str, str]:
     """The ``auto`` label map and means decided for K = ``k``; an l1 / elastic-net penalty
     needs binary labels."""
     means = opts.means
     if means == "auto":
-        means = "antipodal" if opts.model == "block" and k == 2 else "simplex"
+        means = model.pair_means if k == 2 else "simplex"
     labels = opts.labels
     if labels == "auto":
         labels = "binary" if (loss in BINARY_LOSSES or sparse_penalty) and k == 2 else "onehot"
@@ -540,63 +593,114 @@ def _labels_and_means(
             if get_loss(loss).labels == "onehot"
             else "use K = 2 with --labels binary"
         )
+        binary_models = " or ".join(f"--model {m.name}" for m in MIXTURE_MODELS if m.binary)
         raise ValueError(
             f"--penalty {opts.penalty} needs binary labels (+1/-1, one output: the "
             f"soft-threshold prior of Appendix C.2); got {labels} labels with K = {k} -- "
-            f"{hint}, or --model sparse, or --penalty {PENALTIES[0]}"
+            f"{hint}, or {binary_models}, or --penalty {PENALTIES[0]}"
         )
     return labels, means
 
 
+#: mixtures read from files: (absolute path, modification time, size) -> Mixture
+_FILES: dict[tuple[str, int, int], Mixture] = {}
+
+
+def read_mixture_file(path: str | os.PathLike) -> Mixture:
+    """The mixture of a mixture file (:meth:`Mixture.load`), read once per process for a
+    file that does not change (a grid's points share it); a ValueError names the file."""
+    name = os.path.abspath(os.fspath(path))
+    try:
+        st = os.stat(name)
+        key = (name, st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = None
+    hit = _FILES.get(key) if key is not None else None
+    if hit is None:
+        hit = Mixture.load(path)
+        if key is not None:
+            if len(_FILES) >= 16:
+                _FILES.clear()
+            _FILES[key] = hit
+    return hit
+
+
+def _file_model(opts: PointOptions, loss: str, l1_ratio: float | None) -> ResolvedOptions:
+    """``--mixture FILE``: the file's mixture; the options that build one are refused."""
+    given = [
+        f.metadata["cli_option"]["decls"][0]
+        for f in dataclasses.fields(PointOptions)
+        if f.metadata["builds_mixture"] and getattr(opts, f.name) != f.default
+    ]
+    if given:
+        raise ValueError(
+            f"--mixture cannot be combined with {', '.join(given)} (the mixture file defines "
+            "the mixture)"
+        )
+    mix = read_mixture_file(opts.mixture)
+    return _resolved(
+        opts,
+        loss,
+        l1_ratio,
+        model=mix.kind,
+        clusters=mix.n_clusters,
+        labels=mix.labels.kind,
+        means="file",
+        rho=mix.rho.tolist(),
+        loaded=mix,
+    )
+
+
 def resolve_options(opts: PointOptions) -> ResolvedOptions:
-    """Decide K, labels and means, and parse the comma lists (see :class:`PointOptions`)."""
+    """Decide K, labels and means, and parse the comma lists (see :class:`PointOptions`);
+    with ``--mixture FILE``, read the file instead."""
     loss = get_loss(opts.loss).name  # validates the name
-    if opts.model not in MODELS:
-        allowed = ", ".join(repr(m) for m in MODELS)
-        raise ValueError(f"--model must be one of {allowed}; got {opts.model!r}")
+    if opts.mixture is not None:
+        return _file_model(opts, loss, _check_penalty_options(opts))
+    model = _model(opts)
     l1_ratio = _check_penalty_options(opts)
-    if opts.model == "sparse":
-        return _sparse_model(opts, loss, l1_ratio)
+    if model.binary:
+        return _binary_model(opts, model, loss, l1_ratio)
     # a penalty with one output per sample makes a binary problem, unless the loss needs
     # one-hot labels (then the labels check reports the conflict)
     sparse_penalty = (
         PENALTY_REGISTRY.get(opts.penalty).scalar_output and get_loss(loss).labels != "onehot"
     )
-    fractions, deltas, delta = _covariances(opts)
+    own = _model_parameters(opts, model)
     rho = parse_floats("--rho", opts.rho) if opts.rho is not None else None
-    k = _infer_clusters(opts, loss, rho, delta, sparse_penalty)
-    labels, means = _labels_and_means(opts, loss, k, sparse_penalty)
-    return ResolvedOptions(
-        model=opts.model,
+    k = _infer_clusters(opts, model, loss, rho, own.get("delta"), sparse_penalty)
+    labels, means = _labels_and_means(opts, model, loss, k, sparse_penalty)
+    return _resolved(
+        opts,
+        loss,
+        l1_ratio,
+        model=model.name,
         clusters=k,
         labels=labels,
         means=means,
         rho=rho,
-        delta=delta,
-        fractions=fractions,
-        deltas=deltas,
-        loss=loss,
-        penalty=opts.penalty,
-        lam=opts.lam,
-        alpha=opts.alpha,
-        tol=opts.tol,
-        max_iter=opts.max_iter,
-        quad_order=opts.quad_order,
-        l1_ratio=l1_ratio,
+        **own,
     )
 
 
 def mixture_from_options(opts: PointOptions | ResolvedOptions) -> Mixture:
-    """Build the :class:`~gaussmix.theory.mixture.Mixture` described by the point options."""
+    """Build the :class:`~gaussmix.theory.mixture.Mixture` described by the point options:
+    the model's ``build`` with the resolved values of the parameters it takes."""
     r = opts if isinstance(opts, ResolvedOptions) else resolve_options(opts)
-    if r.model == "sparse":
-        return Mixture.sparse(r.sparsity, r.delta1, r.delta2, rho=r.rho)
-    if r.model == "block":
-        return Mixture.block(
-            r.fractions, r.deltas, means=r.means, rho=r.rho, labels=r.labels, n_clusters=r.clusters
-        )
-    delta = np.asarray(r.delta) if isinstance(r.delta, list) else r.delta
-    return Mixture.isotropic(delta, r.means, n_clusters=r.clusters, rho=r.rho, labels=r.labels)
+    if r.loaded is not None:
+        return r.loaded
+    model = MIXTURE_MODELS.get(r.model)
+    values = {
+        "n_clusters": r.clusters,
+        "labels": r.labels,
+        "means": r.means,
+        "rho": r.rho,
+        **{name: getattr(r, name) for name in model.parameters},
+    }
+    if isinstance(values.get("delta"), list):  # one variance per cluster
+        values["delta"] = np.asarray(values["delta"])
+    accepted = inspect.signature(model.build).parameters
+    return model.build(**{k: v for k, v in values.items() if k in accepted})
 
 
 @dataclass(frozen=True)
@@ -676,12 +780,10 @@ def build_point(
         "means": r.means,
         "rho": mixture.rho.tolist(),
     }
-    if r.model == "block":
-        params.update(fractions=r.fractions, deltas=r.deltas)
-    elif r.model == "sparse":
-        params.update(sparsity=r.sparsity, delta1=r.delta1, delta2=r.delta2)
+    if r.loaded is not None:  # by content: a file moved or renamed is the same point
+        params.update(structure=mixture.covariance.describe(), fingerprint=mixture.fingerprint())
     else:
-        params["delta"] = r.delta
+        params.update({name: getattr(r, name) for name in MIXTURE_MODELS.get(r.model).parameters})
     params.update(
         loss=r.loss,
         penalty=r.penalty,

@@ -36,7 +36,14 @@ from gaussmix.core.version import __version__
 from gaussmix.theory.losses import LOSSES
 from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture
 
-from .options import MODELS, PointOptions, build_point, parse_floats, point_options
+from .options import (
+    MODELS,
+    PointOptions,
+    build_point,
+    parse_floats,
+    point_options,
+    read_mixture_file,
+)
 
 __all__ = ["ESTIMATOR_OPTIONS", "bayes_optimal", "transition"]
 
@@ -57,7 +64,11 @@ def _mixture(opts: PointOptions, alpha: float | None = None) -> tuple[Mixture, d
     (``--model sparse``) is resolved with a binary loss, the estimator being irrelevant here.
     """
     loss = opts.loss
-    if opts.model in MODELS and MIXTURE_MODELS.get(opts.model).binary:
+    if opts.mixture is not None:
+        binary = read_mixture_file(opts.mixture).labels.is_binary
+    else:
+        binary = opts.model in MODELS and MIXTURE_MODELS.get(opts.model).binary
+    if binary:
         loss = next(c.name for c in LOSSES if c.labels == "binary")
     setup = build_point(dataclasses.replace(opts, loss=loss), alpha=alpha)
     params = {k: v for k, v in setup.params.items() if k not in ESTIMATOR_OPTIONS}
@@ -70,7 +81,8 @@ def _model_message(opts: PointOptions, exc: ValueError) -> ValueError:
     """The library's ``mixture: ...`` refusal, in option names."""
     text = str(exc)
     if text.startswith("mixture: "):
-        return ValueError(f"--model {opts.model}: {text[len('mixture: ') :]}")
+        flag = f"--model {opts.model}" if opts.mixture is None else f"--mixture {opts.mixture}"
+        return ValueError(f"{flag}: {text[len('mixture: ') :]}")
     return exc
 
 
@@ -193,7 +205,7 @@ def transition(
     if simulate:
         sim = _simulation_options(d, datasets, alphas, seed, jobs, _parse_range)
         _check_sizes(mixture, sim)
-    payload = _theory_payload(mixture, rel_tol, quiet) if theory else _no_theory()
+    payload = _theory_payload(opts, mixture, rel_tol, quiet) if theory else _no_theory()
     payload["params"] = params
     if simulate:
         out = _make_out_dir(out)
@@ -208,7 +220,9 @@ def _no_theory() -> dict[str, Any]:
     return {"alpha_star": None, "converged": None, "message": "not computed (--no-theory)"}
 
 
-def _theory_payload(mixture: Mixture, rel_tol: float, quiet: bool) -> dict[str, Any]:
+def _theory_payload(
+    opts: PointOptions, mixture: Mixture, rel_tol: float, quiet: bool
+) -> dict[str, Any]:
     """``separability_threshold(...).to_dict()`` (the experiments layer's alpha*)."""
     try:
         from gaussmix.experiments.transition import separability_threshold
@@ -218,7 +232,10 @@ def _theory_payload(mixture: Mixture, rel_tol: float, quiet: bool) -> dict[str, 
             f"this installation ({exc}); use --simulate --no-theory --alphas ... for the "
             "finite-size check alone"
         ) from None
-    res = separability_threshold(mixture, rel_tol=rel_tol, progress=not quiet)
+    try:
+        res = separability_threshold(mixture, rel_tol=rel_tol, progress=not quiet)
+    except ValueError as exc:
+        raise _model_message(opts, exc) from None
     payload = dict(res.to_dict())
     payload["alpha_star"] = float(res.alpha_star) if res.alpha_star is not None else None
     payload["converged"] = bool(res.converged)
@@ -245,10 +262,8 @@ def _simulation_options(
 
 
 def _check_sizes(mixture: Mixture, sim: dict[str, Any]) -> None:
-    k = mixture.n_clusters
     for dim in sim["d"]:
-        if mixture.model.exact_means and dim < k:
-            raise ValueError(f"--d must be >= the number of clusters ({k}), got {dim}")
+        mixture.covariance.check_dim(dim, "--d")
         if sim["alphas"] is not None:
             for a in sim["alphas"]:
                 if round(a * dim) < 1:

@@ -402,10 +402,8 @@ def separability_fraction(
         raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs}")
     check_choice("counts", counts, ("fixed", "random"))
     check_choice("method", method, METHODS)
-    k = mixture.n_clusters
     for dim in dims:
-        if mixture.model.exact_means and dim < k:
-            raise ValueError(f"d must be >= the number of clusters ({k}), got d={dim}")
+        mixture.covariance.check_dim(dim)
         for a in grid:
             if int(round(a * dim)) < 1:
                 raise ValueError(f"alphas: alpha={a:g} gives n = round(alpha d) = 0 at d={dim}")

@@ -39,9 +39,10 @@ from gaussmix.core.exceptions import ConvergenceWarning
 from gaussmix.core.validation import check_choice, check_int, check_real
 from gaussmix.theory.erm import kkt_residual
 from gaussmix.theory.losses import LOSSES, Loss, get_loss
-from gaussmix.theory.mixture import DenseCovariance, LabelMap, Mixture
+from gaussmix.theory.mixture import LabelMap, Mixture
 from gaussmix.theory.outputs import error_keys
 from gaussmix.theory.penalties import Penalty, make_penalty
+from gaussmix.theory.realisation import FiniteSizeWarning, largest_remainder
 
 __all__ = [
     "Instance",
@@ -65,30 +66,15 @@ _MC_CHUNK = 20_000
 
 
 class ERMConvergenceWarning(ConvergenceWarning):
-    """An empirical risk minimiser stopped before reaching its tolerance."""
+    """An empirical risk minimiser stopped before reaching its tolerance.
 
-
-class FiniteSizeWarning(UserWarning):
-    """The finite instance cannot realise the mixture's law exactly at this ``d``."""
+    (:class:`~gaussmix.theory.realisation.FiniteSizeWarning` and
+    :func:`~gaussmix.theory.realisation.largest_remainder` live with the realisations of
+    the covariance structures; this module re-exports them.)
+    """
 
 
 # ---------------------------------------------------------------------------- instances
-def largest_remainder(weights: np.ndarray, total: int) -> np.ndarray:
-    """Integers ``n_j >= 0`` with ``sum n_j = total`` closest to ``weights * total``.
-
-    Hamilton's largest-remainder rounding: floor every quota, then give the remaining units
-    to the largest fractional parts (ties broken by order).
-    """
-    w = np.asarray(weights, dtype=float)
-    quota = w / w.sum() * total
-    base = np.floor(quota).astype(np.int64)
-    rest = int(total - base.sum())
-    if rest > 0:
-        order = np.argsort(-(quota - base), kind="stable")
-        base[order[:rest]] += 1
-    return base
-
-
 @dataclass(frozen=True, eq=False)
 class Instance:
     """One finite-``d`` realisation of a :class:`~gaussmix.theory.mixture.Mixture`.
@@ -171,49 +157,13 @@ class Instance:
         return X, cid
 
 
-def _psd_sqrt(a: np.ndarray) -> np.ndarray:
-    """Symmetric square root of a positive semi-definite matrix."""
-    ev, vec = np.linalg.eigh(0.5 * (a + a.T))
-    return (vec * np.sqrt(np.clip(ev, 0.0, None))) @ vec.T
-
-
-def _psd_factor(a: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
-    """``A`` (K, r) with ``A A^T = a`` and ``r = rank(a)``."""
-    ev, vec = np.linalg.eigh(0.5 * (a + a.T))
-    keep = ev > rtol * max(1.0, float(np.abs(ev).max(initial=0.0)))
-    return vec[:, keep] * np.sqrt(ev[keep])
-
-
-def _psd_full_factor(a: np.ndarray) -> np.ndarray:
-    """``F`` (d, d) with ``F F^T = a`` for a symmetric positive semi-definite ``a``: the
-    eigenvectors scaled by the square roots of the eigenvalues, negative rounding clipped to
-    zero (a singular ``a`` gets zero columns)."""
-    ev, vec = np.linalg.eigh(a)
-    return vec * np.sqrt(np.clip(ev, 0.0, None))
-
-
-def _haar_frame(d: int, k: int, rng: np.random.Generator) -> np.ndarray:
-    """A uniformly random ``d x k`` matrix with orthonormal columns."""
-    q, r = np.linalg.qr(rng.standard_normal((d, k)))
-    s = np.sign(np.diag(r))
-    s[s == 0] = 1.0
-    return q * s
-
-
 def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
-    """Draw one finite instance (means and diagonal covariances) of ``mixture`` at dimension ``d``.
-
-    * isotropic mixtures: ``mu = Theta^{1/2} O^T`` with ``O`` a random ``d x K`` frame, so
-      that ``mu_k . mu_k' = Theta_kk'`` exactly (docs/design.md pitfall 8); needs ``d >= K``;
-    * empirical spectral laws (``mixture.mu`` given, J atoms): needs ``d == J``;
-      ``mu_k[i] = mu[i, k] / sqrt(d)``, ``Sigma_k = diag(sigma[:, k])``;
-    * dense mixtures (full covariances, e.g. fitted to data): needs ``d`` equal to their
-      dimension; the means and covariances are the mixture's, sampled through
-      ``Sigma_k = F_k F_k^T`` (:attr:`Instance.factors`);
-    * block / parametric laws: atom ``j`` gets ``n_j`` directions (largest-remainder rounding
-      of ``weights * d``) with eigenvalues ``sigma[j]``; its rescaled mean components are
-      Gaussian with covariance ``theta[j]``, whitened so that their empirical second moment
-      is exactly ``theta[j]``, and ``mu_k[i] = z_ik / sqrt(d)``.
+    """Draw one finite instance of ``mixture`` at dimension ``d``: the realisation of its
+    covariance structure (``mixture.covariance.realise(d, rng)``, rules in
+    :mod:`gaussmix.theory.realisation`: isotropic means realise their Gram matrix exactly and
+    need ``d >= K``; an empirical spectral law or a dense mixture only exists at its own
+    ``d``; the atoms of a block law get ``round(weights d)`` directions) with the mixture's
+    priors and labels.
 
     Parameters
     ----------
@@ -234,101 +184,15 @@ def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
     """
     if not isinstance(mixture, Mixture):
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
-    d = check_int("d", d, low=1)
-    k = mixture.n_clusters
-    info: dict[str, Any] = {}
-    cov = mixture.covariance
-    if isinstance(cov, DenseCovariance):
-        if d != cov.dim:
-            raise ValueError(
-                f"this mixture has full covariances in dimension {cov.dim}: d must equal "
-                f"{cov.dim}, got d={d}"
-            )
-        factors = np.stack([_psd_full_factor(s) for s in cov.covariances])
-        return Instance(
-            means=np.array(cov.means),
-            variances=np.ascontiguousarray(np.diagonal(cov.covariances, axis1=1, axis2=2)),
-            rho=mixture.rho.copy(),
-            labels=mixture.labels,
-            info={"directions": [1] * d},
-            factors=factors,
-        )
-    if mixture.model.exact_means:
-        if d < k:
-            raise ValueError(
-                f"d must be >= the number of clusters ({k}) to realise the Gram matrix of an "
-                f"isotropic mixture exactly; got d={d}"
-            )
-        means = _psd_sqrt(mixture.theta[0]) @ _haar_frame(d, k, rng).T
-        variances = np.repeat(mixture.sigma[0][:, None], d, axis=1)
-        info["directions"] = [d]
-    elif mixture.mu is not None:
-        j = mixture.n_atoms
-        if d != j:
-            raise ValueError(
-                f"this mixture is an empirical spectral law over {j} directions: d must equal "
-                f"{j}, got d={d}"
-            )
-        means = mixture.mu.T / np.sqrt(d)
-        variances = mixture.sigma.T.copy()
-        info["directions"] = [1] * j
-    else:
-        means, variances, info["directions"] = _realise_atoms(mixture, d, rng)
+    r = mixture.covariance.realise(d, rng)
     return Instance(
-        means=np.ascontiguousarray(means),
-        variances=np.ascontiguousarray(variances),
+        means=r.means,
+        variances=r.variances,
         rho=mixture.rho.copy(),
         labels=mixture.labels,
-        info=info,
+        info={"directions": r.directions},
+        factors=r.factors,
     )
-
-
-def _realise_atoms(
-    mixture: Mixture, d: int, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """Means and variances (K, d) of a spectral law with Gaussian mean components: atom
-    ``j`` gets ``n_j`` directions (largest remainder), its mean components whitened so that
-    their empirical second moment is exactly ``theta[j]``; and the ``n_j``."""
-    k = mixture.n_clusters
-    nj = largest_remainder(mixture.weights, d)
-    if np.any(nj == 0):
-        warnings.warn(
-            f"at d={d}, atoms {np.flatnonzero(nj == 0).tolist()} of the spectral law get no "
-            "direction (weights too small); the realised law differs from the mixture's",
-            FiniteSizeWarning,
-            stacklevel=3,
-        )
-    means = np.empty((k, d))
-    variances = np.empty((k, d))
-    start = 0
-    for jj, n_j in enumerate(nj.tolist()):
-        sl = slice(start, start + n_j)
-        start += n_j
-        variances[:, sl] = mixture.sigma[jj][:, None]
-        if n_j == 0:
-            continue
-        A = _psd_factor(mixture.theta[jj])
-        r = A.shape[1]
-        if r == 0:
-            means[:, sl] = 0.0
-            continue
-        G = rng.standard_normal((n_j, r))
-        if n_j >= r:
-            G = G @ _inv_sqrt(G.T @ G / n_j)
-        else:
-            warnings.warn(
-                f"atom {jj} has {n_j} directions at d={d}, fewer than the rank {r} of its "
-                "mean second moment: it is not realised exactly",
-                FiniteSizeWarning,
-                stacklevel=3,
-            )
-        means[:, sl] = (G @ A.T).T / np.sqrt(d)
-    return means, variances, nj.tolist()
-
-
-def _inv_sqrt(s: np.ndarray) -> np.ndarray:
-    ev, vec = np.linalg.eigh(0.5 * (s + s.T))
-    return (vec / np.sqrt(ev)) @ vec.T
 
 
 # ---------------------------------------------------------------------------- fitting
@@ -780,14 +644,7 @@ def validate_simulation(
         )
     if lam_v == 0.0:
         _check_zero_lam(loss_obj, pen, n, d_v)
-    k = mixture.n_clusters
-    if mixture.model.exact_means and d_v < k:
-        raise ValueError(f"d must be >= the number of clusters K={k}, got {d_v}")
-    cov = mixture.covariance
-    if isinstance(cov, DenseCovariance) and d_v != cov.dim:
-        raise ValueError(
-            f"d must equal the dimension {cov.dim} of the mixture's full covariances, got {d_v}"
-        )
+    mixture.covariance.check_dim(d_v)
     return {
         "loss": loss_obj.name,
         "lam": lam_v,

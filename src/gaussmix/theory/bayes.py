@@ -128,7 +128,7 @@ def _check_mixture(mixture: Any) -> Mixture:
     """An isotropic mixture whose clusters carry distinct labels, or a one-line error."""
     if not isinstance(mixture, Mixture):
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
-    if mixture.n_atoms != 1:
+    if mixture.covariance.structure != "spectral" or mixture.n_atoms != 1:
         raise ValueError(
             "mixture: the Bayes-optimal error is available only for isotropic covariances "
             "Sigma_c = Delta_c I (Mixture.isotropic); this mixture "

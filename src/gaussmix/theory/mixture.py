@@ -34,9 +34,11 @@ The paper's regime has ``||mu_k|| = O(1)``; means fitted to images have
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import dataclasses
+import hashlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -48,15 +50,24 @@ from gaussmix.core.validation import (
     check_probability_vector,
 )
 
+from . import realisation as _real
 from .linalg import one_blas_thread
+from .realisation import Realisation
 
 __all__ = [
     "LabelMap",
     "Mixture",
+    "CovarianceStructure",
     "SpectralLaw",
+    "IsotropicLaw",
     "DenseCovariance",
+    "STRUCTURES",
+    "hash_arrays",
     "MixtureModel",
     "mean_gram",
+    "load_mixture",
+    "MixtureFileError",
+    "MIXTURE_FILE_VERSION",
     "LABEL_MAPS",
     "MIXTURE_MODELS",
 ]
@@ -197,8 +208,87 @@ def _check_gram(name: str, gram: Any, k: int) -> np.ndarray:
     return 0.5 * (g + g.T)
 
 
+def hash_arrays(h: Any, arrays: Iterable[np.ndarray | None]) -> None:
+    """Feed arrays to the hashlib object ``h``: each as its shape and little-endian float64
+    bytes, ``None`` as ``b'none;'`` (the encoding of the sweep's checkpoint keys since their
+    version 3: changing it would orphan every existing checkpoint)."""
+    for a in arrays:
+        if a is None:
+            h.update(b"none;")
+            continue
+        x = np.ascontiguousarray(a, dtype="<f8")
+        h.update(repr(x.shape).encode())
+        h.update(x.tobytes())
+
+
+@runtime_checkable
+class CovarianceStructure(Protocol):
+    """What every covariance structure of a :class:`Mixture` answers (and all that the
+    layers above the theory may ask of it: no ``isinstance`` on the classes elsewhere).
+
+    Attributes
+    ----------
+    name : str
+        The structure's name (:data:`STRUCTURES`; the ``structure`` entry of a mixture file).
+    structure : str
+        The family the priors of the fixed point are registered under
+        (:data:`gaussmix.theory.prior.PRIORS`): ``'spectral'`` or ``'dense'``.
+    """
+
+    name: ClassVar[str]
+    structure: ClassVar[str]
+
+    @property
+    def n_clusters(self) -> int: ...
+
+    def arrays(self) -> dict[str, np.ndarray | None]:
+        """The arrays that define the structure, by name (what a mixture file stores)."""
+        ...
+
+    def fingerprint(self) -> str:
+        """A stable hash of :meth:`arrays` (equal for equal structures, in every process)."""
+        ...
+
+    def check_dim(self, d: Any, name: str = "d") -> int:
+        """``d`` if the structure can be realised in dimension ``d``, else a ValueError
+        naming ``name``."""
+        ...
+
+    def realise(self, d: int, rng: np.random.Generator) -> Realisation:
+        """Means and covariances of one instance in dimension ``d``."""
+        ...
+
+    def describe(self) -> str:
+        """One line for tables, titles and messages."""
+        ...
+
+    def permute(self, p: np.ndarray) -> CovarianceStructure:
+        """The same structure with its clusters listed in the order ``p``."""
+        ...
+
+
+class _Structure:
+    """The parts of :class:`CovarianceStructure` that every structure shares."""
+
+    name: ClassVar[str]
+
+    def arrays(self) -> dict[str, np.ndarray | None]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, Any]) -> Any:
+        """The structure from :meth:`arrays` (validated by the constructor)."""
+        return cls(**arrays)
+
+    def fingerprint(self) -> str:
+        """sha256 of the name and :meth:`arrays` (:func:`hash_arrays`), 20 hex digits."""
+        h = hashlib.sha256(self.name.encode())
+        hash_arrays(h, self.arrays().values())
+        return h.hexdigest()[:20]
+
+
 @dataclass(frozen=True, eq=False)
-class SpectralLaw:
+class SpectralLaw(_Structure):
     """Covariances that share eigenvectors (Corollary 1): the joint law of the covariance
     eigenvalues and the rescaled mean components over the shared eigen-directions.
 
@@ -224,8 +314,10 @@ class SpectralLaw:
     theta: np.ndarray
     mu: np.ndarray | None = None
 
+    #: the structure's name (:data:`STRUCTURES`)
+    name: ClassVar[str] = "spectral"
     #: the name priors are registered under (:data:`gaussmix.theory.prior.PRIORS`)
-    structure = "spectral"
+    structure: ClassVar[str] = "spectral"
 
     def __post_init__(self) -> None:
         w = check_array("weights", self.weights, shape=(None,), positive=True)
@@ -270,12 +362,89 @@ class SpectralLaw:
 
     def permute(self, p: np.ndarray) -> SpectralLaw:
         """The same law with its clusters listed in the order ``p``."""
-        return SpectralLaw(
+        return type(self)(
             weights=self.weights,
             sigma=self.sigma[:, p],
             theta=self.theta[:, p][:, :, p],
             mu=None if self.mu is None else self.mu[:, p],
         )
+
+    def arrays(self) -> dict[str, np.ndarray | None]:
+        """``weights``, ``sigma``, ``theta`` and ``mu`` (None for Gaussian components)."""
+        return {"weights": self.weights, "sigma": self.sigma, "theta": self.theta, "mu": self.mu}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, Any]) -> SpectralLaw:
+        """The law of :meth:`arrays`, validated by the constructor, with the stored weights
+        exactly (normalising a normalised vector again may move its last bits)."""
+        law = cls(**arrays)
+        object.__setattr__(law, "weights", np.array(arrays["weights"], dtype=float))
+        return law
+
+    def check_dim(self, d: Any, name: str = "d") -> int:
+        """Any ``d >= 1``; an empirical law (``mu`` given) only on its own J directions."""
+        d = check_int(name, d, low=1)
+        if self.mu is not None and d != self.n_atoms:
+            raise ValueError(
+                f"{name} must equal {self.n_atoms}, the number of directions of this "
+                f"empirical spectral law, got {name}={d}"
+            )
+        return d
+
+    def realise(self, d: int, rng: np.random.Generator) -> Realisation:
+        """An empirical law on its own directions (:func:`~gaussmix.theory.realisation.
+        realise_components`), else atoms of ``round(weights d)`` directions whose Gaussian
+        mean components have exactly the second moments ``theta``
+        (:func:`~gaussmix.theory.realisation.realise_atoms`)."""
+        d = self.check_dim(d)
+        if self.mu is not None:
+            return _real.realise_components(self.sigma, self.mu)
+        return _real.realise_atoms(self.weights, self.sigma, self.theta, d, rng)
+
+    def describe(self) -> str:
+        """``'spectral law: J atoms, K = k'`` (``empirical`` with mean components)."""
+        kind = "empirical spectral law" if self.mu is not None else "spectral law"
+        atoms = "atom" if self.n_atoms == 1 else "atoms"
+        return f"{kind}: {self.n_atoms} {atoms}, K = {self.n_clusters}"
+
+
+@dataclass(frozen=True, eq=False)
+class IsotropicLaw(SpectralLaw):
+    """Isotropic clusters ``Sigma_k = Delta_k I`` (``sigma[0]``) with the Gram matrix
+    ``theta[0]`` of the means: a one-atom :class:`SpectralLaw` whose finite instances
+    realise the Gram matrix exactly (so they need ``d >= K``)."""
+
+    name: ClassVar[str] = "isotropic"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.n_atoms != 1 or self.mu is not None:
+            raise ValueError(
+                f"an isotropic law has one atom and no mean components, got {self.n_atoms} "
+                "atoms" + ("" if self.mu is None else " and mean components mu")
+            )
+
+    def check_dim(self, d: Any, name: str = "d") -> int:
+        """``d >= K`` (the means realise their Gram matrix exactly)."""
+        d = check_int(name, d, low=1)
+        k = self.n_clusters
+        if d < k:
+            raise ValueError(
+                f"{name} must be >= the number of clusters K={k} to realise the Gram matrix "
+                f"of the means exactly, got {name}={d}"
+            )
+        return d
+
+    def realise(self, d: int, rng: np.random.Generator) -> Realisation:
+        """Means ``Theta^{1/2} O^T`` with a random frame ``O`` (the Gram matrix exactly)."""
+        d = self.check_dim(d)
+        return _real.realise_exact_gram(self.theta[0], self.sigma[0], d, rng)
+
+    def describe(self) -> str:
+        """``'isotropic: K = k, Delta = ...'``."""
+        delta = self.sigma[0]
+        shown = f"{delta[0]:g}" if np.all(delta == delta[0]) else ",".join(f"{v:g}" for v in delta)
+        return f"isotropic: K = {self.n_clusters}, Delta = {shown}"
 
 
 #: relative tolerance of the symmetry and positive semi-definiteness checks of a dense
@@ -285,7 +454,7 @@ COVARIANCE_RTOL = 1e-10
 
 
 @dataclass(frozen=True, eq=False)
-class DenseCovariance:
+class DenseCovariance(_Structure):
     """General covariances: full ``Sigma_k`` (d x d) and means ``mu_k`` (d) at a finite ``d``.
 
     The structure of Appendix C (l2 case), ``S = (lam I_L (x) I_d + sum_k Vhat_k (x)
@@ -317,8 +486,10 @@ class DenseCovariance:
     _active: np.ndarray = field(init=False, repr=False)
     _active_cov: np.ndarray = field(init=False, repr=False)
 
+    #: the structure's name (:data:`STRUCTURES`)
+    name: ClassVar[str] = "dense"
     #: the name priors are registered under (:data:`gaussmix.theory.prior.PRIORS`)
-    structure = "dense"
+    structure: ClassVar[str] = "dense"
 
     def __post_init__(self) -> None:
         mu = check_array("means", self.means, shape=(None, None))
@@ -402,9 +573,34 @@ class DenseCovariance:
         """The same structure with its clusters listed in the order ``p``."""
         return DenseCovariance(self.means[p], self.covariances[p])
 
+    def arrays(self) -> dict[str, np.ndarray | None]:
+        """``means`` (K, d) and ``covariances`` (K, d, d)."""
+        return {"means": self.means, "covariances": self.covariances}
 
-#: the covariance structures a :class:`Mixture` may hold
-COVARIANCE_STRUCTURES = (SpectralLaw, DenseCovariance)
+    def check_dim(self, d: Any, name: str = "d") -> int:
+        """Only the structure's own dimension."""
+        d = check_int(name, d, low=1)
+        if d != self.dim:
+            raise ValueError(
+                f"{name} must equal the dimension {self.dim} of the mixture's full "
+                f"covariances, got {name}={d}"
+            )
+        return d
+
+    def realise(self, d: int, rng: np.random.Generator) -> Realisation:
+        """The structure's means and covariances, with factors ``Sigma_k = F_k F_k^T``."""
+        self.check_dim(d)
+        return _real.realise_full(self.means, self.covariances)
+
+    def describe(self) -> str:
+        """``'dense: K = k, d = d'``."""
+        return f"dense: K = {self.n_clusters}, d = {self.dim}"
+
+
+#: the covariance structures, by name (the ``structure`` entry of a mixture file)
+STRUCTURES: Registry[type] = Registry("covariance structure", "structure")
+for _cls in (IsotropicLaw, SpectralLaw, DenseCovariance):
+    STRUCTURES.register(_cls, name=_cls.name)
 
 
 @dataclass(frozen=True, eq=False)
@@ -419,26 +615,30 @@ class Mixture:
     ----------
     rho : ndarray (K,)
     labels : LabelMap
-    covariance : SpectralLaw or DenseCovariance
-        The covariance structure (with the means).  The priors of the fixed point are chosen
-        by (penalty, ``covariance.structure``), see :data:`gaussmix.theory.prior.PRIORS`.
+    covariance : CovarianceStructure
+        The covariance structure with the means (:class:`IsotropicLaw`,
+        :class:`SpectralLaw` or :class:`DenseCovariance`).  The priors of the fixed point
+        are chosen by (penalty, ``covariance.structure``), see
+        :data:`gaussmix.theory.prior.PRIORS`.
     kind : str
         The mixture model that built it (a name in :data:`MIXTURE_MODELS`).
     """
 
     rho: np.ndarray
     labels: LabelMap
-    covariance: SpectralLaw | DenseCovariance
+    covariance: CovarianceStructure
     kind: str = "spectral"
     info: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         k = self.labels.n_clusters
         rho = check_probability_vector("rho", self.rho, size=k)
-        if not isinstance(self.covariance, COVARIANCE_STRUCTURES):
+        cov = self.covariance  # the library's structures first: a Protocol check is slow
+        if not (isinstance(cov, _Structure) or isinstance(cov, CovarianceStructure)):
             raise TypeError(
                 "covariance must be a covariance structure (gaussmix.theory.mixture."
-                f"SpectralLaw or DenseCovariance), got {type(self.covariance).__name__}"
+                f"IsotropicLaw, SpectralLaw or DenseCovariance), got "
+                f"{type(self.covariance).__name__}"
             )
         if self.covariance.n_clusters != k:
             raise ValueError(
@@ -519,7 +719,7 @@ class Mixture:
         return cls(
             rho=rho_arr,
             labels=lm,
-            covariance=SpectralLaw(np.ones(1), deltas[None, :], gram[None, :, :]),
+            covariance=IsotropicLaw(np.ones(1), deltas[None, :], gram[None, :, :]),
             kind="isotropic",
             info={"means": means if isinstance(means, str) else "custom"},
         )
@@ -850,6 +1050,66 @@ class Mixture:
             **self.info,
         }
 
+    # ------------------------------------------------------------------ identity and files
+    def fingerprint(self) -> str:
+        """A stable, content-based hash (20 hex digits) of the model name, the priors, the
+        label vectors and the structure's arrays (:meth:`CovarianceStructure.arrays`): equal
+        for equal mixtures in every process, whatever file or constructor they came from.
+        The sweep's checkpoint keys read it."""
+        fp = self.__dict__.get("_fingerprint")
+        if fp is None:
+            h = hashlib.sha256(self.kind.encode())
+            hash_arrays(h, (self.rho, self.labels.labels, *self.covariance.arrays().values()))
+            fp = h.hexdigest()[:20]
+            object.__setattr__(self, "_fingerprint", fp)
+        return fp
+
+    def save(self, path: Any) -> None:
+        """Write the mixture to an ``.npz`` file that :meth:`load` reads back exactly.
+
+        The file holds ``version`` (:data:`MIXTURE_FILE_VERSION`), ``structure`` (a name
+        of :data:`STRUCTURES`), ``kind`` (the model), ``rho`` (K,), ``labels`` (K, L),
+        ``label_kind``, ``info`` (JSON text) and the structure's arrays: ``means`` (K, d)
+        and ``covariances`` (K, d, d) for a dense mixture; ``weights`` (J,), ``sigma``
+        (J, K), ``theta`` (J, K, K) and, for an empirical law, ``mu`` (J, K) for a spectral
+        one.  Written uncompressed through a temporary file, then renamed: a failed write
+        leaves nothing behind.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file (numpy adds ``.npz`` if the name lacks it).
+        """
+        from gaussmix.core.jsonio import dumps
+
+        target = str(path) if str(path).endswith(".npz") else f"{path}.npz"
+        content: dict[str, Any] = {
+            "version": np.int64(MIXTURE_FILE_VERSION),
+            "structure": np.str_(self.covariance.name),
+            "kind": np.str_(self.kind),
+            "rho": self.rho,
+            "labels": self.labels.labels,
+            "label_kind": np.str_(self.labels.kind),
+            "info": np.str_(dumps(self.info).decode()),
+        }
+        content.update({k: v for k, v in self.covariance.arrays().items() if v is not None})
+        _write_atomically(target, content)
+
+    @classmethod
+    def load(cls, path: Any) -> Mixture:
+        """Read a mixture written by :meth:`save` (the same arrays, to the bit).
+
+        Raises
+        ------
+        MixtureFileError
+            (a ``ValueError``) One line naming the file and the problem: not a readable
+            ``.npz`` file, an unknown format version or structure, a missing or unknown
+            entry, arrays of the wrong shape or with mismatched K or d, non-finite values, a
+            covariance that is not symmetric positive semi-definite, priors that are not a
+            probability vector.
+        """
+        return load_mixture(path)
+
 
 def _data_labels(labels: Any, ids: list) -> LabelMap:
     """The label map of :meth:`Mixture.from_data` for the sorted cluster ids ``ids``."""
@@ -875,6 +1135,126 @@ def _data_labels(labels: Any, ids: list) -> LabelMap:
             raise ValueError("labels: every label must be a number or a vector of one length L")
         return LabelMap(np.stack(rows))
     return LabelMap.make(labels, k)
+
+
+class MixtureFileError(ValueError):
+    """A mixture file cannot be read: the one-line message names the file and the problem."""
+
+    #: the command line prints the message as it is (it names entries of the file, not options)
+    cli_verbatim = True
+
+
+#: the format version of mixture files (:meth:`Mixture.save`)
+MIXTURE_FILE_VERSION = 1
+#: the entries of every mixture file besides the structure's arrays
+_FILE_KEYS = ("version", "structure", "kind", "rho", "labels", "label_kind", "info")
+
+
+def _write_atomically(target: str, content: dict[str, Any]) -> None:
+    """``numpy.savez`` to a temporary file next to ``target``, renamed over it."""
+    import os
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(target))
+    fd, tmp = tempfile.mkstemp(prefix=".gaussmix-", suffix=".npz", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **content)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _read_npz(path: Any) -> dict[str, np.ndarray]:
+    """Every entry of an ``.npz`` file (no pickles); ValueError for an unreadable file."""
+    import pickle
+    import zipfile
+
+    try:
+        data = np.load(path, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise ValueError("not an .npz archive (a single .npy array)")
+        with data:
+            return {k: data[k] for k in data.files}
+    except FileNotFoundError:
+        raise ValueError("no such file") from None
+    except IsADirectoryError:
+        raise ValueError("is a directory, not an .npz file") from None
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile, pickle.UnpicklingError) as exc:
+        msg = " ".join(str(exc).split())
+        if msg.startswith("not an .npz"):
+            raise
+        raise ValueError(f"not a readable .npz file ({msg})") from None
+
+
+def _scalar(data: Mapping[str, np.ndarray], key: str, kind: type) -> Any:
+    v = data[key]
+    if v.shape != () or not isinstance(v.item(), kind):
+        want = "an integer" if kind is int else "a string"
+        raise ValueError(f"entry {key!r} must be {want}, got {v!r}")
+    return v.item()
+
+
+def _mixture_from_file(data: Mapping[str, np.ndarray]) -> Mixture:
+    """The mixture of the entries of a mixture file (every check of the constructors)."""
+    from gaussmix.core.jsonio import loads
+
+    missing = [k for k in _FILE_KEYS if k not in data]
+    if missing:
+        raise ValueError(f"missing entries {missing} (is it a file of Mixture.save?)")
+    version = _scalar(data, "version", int)
+    if version != MIXTURE_FILE_VERSION:
+        raise ValueError(
+            f"format version {version} is not supported (this gaussmix reads version "
+            f"{MIXTURE_FILE_VERSION})"
+        )
+    structure = STRUCTURES.get(_scalar(data, "structure", str))
+    declared = [f for f in dataclasses.fields(structure) if f.init]
+    fields = [f.name for f in declared]
+    extra = sorted(set(data) - set(_FILE_KEYS) - set(fields))
+    if extra:
+        raise ValueError(f"unknown entries {extra} for a {structure.name!r} structure")
+    arrays = {f: data[f] for f in fields if f in data}
+    required = [f.name for f in declared if f.default is not None]
+    absent = [f for f in required if f not in arrays]
+    if absent:
+        raise ValueError(f"missing entries {absent} of a {structure.name!r} structure")
+    cov = structure.from_arrays(arrays)
+    info = loads(_scalar(data, "info", str))
+    if not isinstance(info, dict):
+        raise ValueError(f"entry 'info' must hold a JSON object, got {info!r}")
+    k = cov.n_clusters
+    for key in ("rho", "labels"):
+        if data[key].ndim not in (1, 2) or data[key].shape[0] != k:
+            raise ValueError(
+                f"{key} has shape {data[key].shape} but the {structure.name} structure has "
+                f"K = {k} clusters"
+            )
+    labels = LabelMap(data["labels"], kind=_scalar(data, "label_kind", str))
+    rho = data["rho"]
+    mix = Mixture(
+        rho=rho, labels=labels, covariance=cov, kind=_scalar(data, "kind", str), info=info
+    )
+    # the stored normalised priors exactly (dividing by their sum again may move a last bit)
+    object.__setattr__(mix, "rho", np.array(rho, dtype=float))
+    return mix
+
+
+def load_mixture(path: Any) -> Mixture:
+    """Read a mixture file written by :meth:`Mixture.save` (see :meth:`Mixture.load`)."""
+    import os
+
+    try:
+        name = os.fspath(path)
+    except TypeError:
+        raise TypeError(f"path must be a file name, got {path!r}") from None
+    try:
+        return _mixture_from_file(_read_npz(name))
+    except (ValueError, TypeError) as exc:
+        msg = " ".join(str(exc).split())
+        raise MixtureFileError(f"mixture file {str(name)!r}: {msg}") from None
 
 
 def _infer_k(n_clusters: int | None, **candidates: Any) -> int:
@@ -931,23 +1311,34 @@ class MixtureModel:
         The model's name (``Mixture.kind``; ``--model`` on the command line).
     build : callable
         The constructor (a :class:`Mixture` class method).
-    exact_means : bool
-        Whether a finite-size realisation places the means so that their Gram matrix is
-        exactly the model's (docs/design.md pitfall 8): then a simulation needs ``d >= K``.
     binary : bool
         Whether the model is defined for two clusters with ``+-1`` labels only.
     parametric : bool
         Whether it is built from a few numbers (the command line and grid files offer it)
         rather than from arrays.
     description : str
+    parameters : tuple of str
+        The parameters of ``build`` that belong to this model alone (``delta``;
+        ``fractions``, ``deltas``; ...): the options the command line and grid files offer
+        with it, and the entries of a point's ``params`` that describe its covariances.
+    required : tuple of str
+        Those of ``parameters`` without a default.
+    pair_means : str
+        The family of means chosen automatically for two clusters (for more: ``'simplex'``).
+    own_means : str or None
+        For a model whose means are its own (not a family of :func:`mean_gram`), the name
+        shown for them.
     """
 
     name: str
     build: Callable[..., Mixture]
-    exact_means: bool = False
     binary: bool = False
     parametric: bool = True
     description: str = ""
+    parameters: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    pair_means: str = "simplex"
+    own_means: str | None = None
 
 
 #: every mixture model, by name
@@ -956,19 +1347,25 @@ for _model in (
     MixtureModel(
         "isotropic",
         Mixture.isotropic,
-        exact_means=True,
         description="isotropic clusters Sigma_c = Delta_c I with a Gram matrix of the means",
+        parameters=("delta",),
     ),
     MixtureModel(
         "block",
         Mixture.block,
         description="blocks of directions with their own variances, shared eigenvectors",
+        parameters=("fractions", "deltas"),
+        required=("fractions", "deltas"),
+        pair_means="antipodal",
     ),
     MixtureModel(
         "sparse",
         Mixture.sparse,
         binary=True,
         description="the correlated sparse binary mixture of Section 3.1, eq. (sparse)",
+        parameters=("sparsity", "delta1", "delta2"),
+        required=("delta1", "delta2"),
+        own_means="sparse",
     ),
     MixtureModel(
         "spectral",
