@@ -45,10 +45,10 @@ _EXPORTS = {
     "OBSERVABLES": "gaussmix.theory.outputs",
     "PENALTIES": "gaussmix.theory.penalties",
     "make_penalty": "gaussmix.theory.penalties",
-    "make_problem": "gaussmix.theory.problem",
+    "make_problem": "gaussmix.theory.api",
     "GaussHermite": "gaussmix.theory.quadrature",
     "FixedPointResult": "gaussmix.theory.solver",
-    "solve": "gaussmix.theory.solver",
+    "solve": "gaussmix.theory.api",
     "BayesOptimalResult": "gaussmix.theory.bayes",
     "bayes_optimal_error": "gaussmix.theory.bayes",
     "separability_fraction": "gaussmix.simulate.separability",
@@ -79,14 +79,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         separability_threshold,
     )
     from .simulate.separability import lp_crossing, separability_fraction
+    from .theory.api import make_problem, solve
     from .theory.bayes import BayesOptimalResult, bayes_optimal_error
     from .theory.losses import LOSSES, Loss, get_loss
     from .theory.mixture import LABEL_MAPS, MIXTURE_MODELS, LabelMap, Mixture, mean_gram
     from .theory.outputs import OBSERVABLES
     from .theory.penalties import PENALTIES, make_penalty
-    from .theory.problem import make_problem
     from .theory.quadrature import GaussHermite
-    from .theory.solver import FixedPointResult, solve
+    from .theory.solver import FixedPointResult
 
 
 #: subpackages reachable as attributes (``gm.figures.atlas()``), imported on first use

@@ -368,7 +368,7 @@ def synthetic_curve(
             for key in ("test_error", "train_error", "train_loss"):
                 row[key] = float(sim.mean[key])
                 row[f"{key}_se"] = float(sim.se[key])
-            row["converged"] = bool(sim.converged)
+            row["converged"] = bool(sim.success)
             rows.append(row)
             bar.update(1)
     return pd.DataFrame(rows, columns=list(COLUMNS))
