@@ -41,15 +41,11 @@ def check_lam_alpha(
     l1_ratio: float | None = None,
     mixture: Mixture | None = None,
 ) -> tuple[float, float]:
-    """The checks of :func:`make_problem` that depend on ``lam`` and ``alpha`` (for a loss
-    and an already validated penalty); returns them as floats.
-
-    ``lam = 0`` is accepted when the penalty has no l1 part and the loss declares a unique
-    minimiser there: ``Loss.zero_lam_min_alpha`` (the square loss with ``alpha > 1``), or
-    ``Loss.zero_lam_above_separability`` (logistic, cross-entropy) with ``alpha`` above the
-    separability threshold ``alpha*`` of ``mixture`` (:mod:`gaussmix.theory.margin`; the
-    check needs the mixture).  Sweeps validate the other options once per combination and
-    these per point.
+    """The checks of :func:`make_problem` that depend on ``lam`` and ``alpha``, returned as
+    floats: :func:`~gaussmix.theory.problem.validate_lam_alpha` (which states the rules)
+    with the check of ``lam = 0`` against the separability threshold
+    (:func:`gaussmix.theory.margin.check_not_separable`).  Sweeps validate the other
+    options once per combination and these per point.
     """
     return validate_lam_alpha(
         lam,
