@@ -42,8 +42,11 @@ class CurveTable(pd.DataFrame):
         return pd.DataFrame
 
     @classmethod
-    def from_rows(cls, rows: Sequence[dict[str, Any]], points: Sequence[Any]) -> CurveTable:
-        """The table of ``rows`` (one dict per point) with ``points`` beside them."""
+    def from_rows(
+        cls, rows: Sequence[dict[str, Any]] | pd.DataFrame, points: Sequence[Any]
+    ) -> CurveTable:
+        """The table of ``rows`` (one dict per point, or a DataFrame) with ``points``
+        beside them, in the same order."""
         if len(rows) != len(points):
             raise ValueError(f"{len(rows)} rows but {len(points)} points")
         table = cls(rows)
