@@ -1085,8 +1085,8 @@ def figure_command(
     (simulations at d = 1000) about 11 minutes with --jobs 2 (see BENCHMARKS.md).
     """
     if list_:
-        given = [p for p in ctx.command.params if p.name != "list_" and given(ctx, p.name)]
-        if name is not None or given:
+        passed = [p for p in ctx.command.params if p.name != "list_" and given(ctx, p.name)]
+        if name is not None or passed:
             raise ValueError("--list takes no NAME and no other option")
         _print_atlas()
         return
@@ -1166,10 +1166,10 @@ def _figure_kwargs(ctx: typer.Context, spec: Any) -> dict[str, Any]:
     """The table function's arguments from the options given on the command line; an
     option the figure does not take, or a simulation option with ``--no-simulate``, is
     refused naming it."""
-    given = [p for p in ctx.command.params if p.name not in _FIGURE_COMMON and given(ctx, p.name)]
+    passed = [p for p in ctx.command.params if p.name not in _FIGURE_COMMON and given(ctx, p.name)]
     no_sim = given(ctx, "simulate") and ctx.params["simulate"] is False
     kw: dict[str, Any] = {}
-    for p in given:
+    for p in passed:
         opt = spec.option(_flag(p))
         if opt is None:
             takes = ", ".join(o.flag for o in spec.options) or "none"
