@@ -195,6 +195,12 @@ def test_solve_simulate_and_sweep_are_functions():
         # the subpackage is sys.modules['gaussmix.sweep'] / importlib.import_module
         "import gaussmix.sweep as m; assert inspect.isfunction(m); "
         "assert importlib.import_module('gaussmix.sweep').PointSpec",
+        # so `import a.b.c as d` looks c up on the function and fails; `from a.b import c`
+        # (the documented form) reads the subpackage from sys.modules
+        "from gaussmix.sweep import tasks as t; from gaussmix.simulate import separability; "
+        "assert t.run_task and separability.lp_crossing\n"
+        "try:\n    import gaussmix.sweep.tasks as t2\n"
+        "except ImportError:\n    pass\nelse:\n    raise AssertionError('bound')",
     ],
 )
 def test_the_functions_and_their_subpackages_in_a_fresh_interpreter(code):
