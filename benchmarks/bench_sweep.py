@@ -85,7 +85,7 @@ def theory_vs_simulation() -> list[str]:
 
 
 def sweep_overhead(tmp: Path) -> list[str]:
-    import gaussmix.sweep.tasks as sweep_module
+    from gaussmix.sweep import tasks as sweep_module
 
     alphas = [float(a) for a in np.round(np.linspace(0.2, 5.0, 50), 6)]
     lams = [float(x) for x in np.round(np.geomspace(0.01, 10.0, 20), 8)]

@@ -40,7 +40,7 @@ def main() -> None:
     for k in ks:
         cells = [
             f"{table[k, d].alpha_star:.5f} (±{table[k, d].rel_accuracy:.1e})"
-            if table[k, d].converged
+            if table[k, d].success
             else f"not converged: {table[k, d].message}"
             for d in deltas
         ]

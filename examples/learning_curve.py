@@ -16,7 +16,6 @@ import pandas as pd
 
 import gaussmix as gm
 from gaussmix.figures import new_axes, save_figure
-from gaussmix.simulate import simulate
 
 quick = "--quick" in sys.argv
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
@@ -31,7 +30,7 @@ d, seeds = (200, 2) if quick else (1000, 10)
 theory = gm.learning_curve(mix, loss, np.linspace(0.25, 3.0, 12), lam=lam)
 rows = []
 for alpha in (0.5, 1.5, 3.0):
-    sim = simulate(mix, loss=loss, lam=lam, alpha=alpha, d=d, seeds=seeds)
+    sim = gm.simulate(mix, loss=loss, lam=lam, alpha=alpha, d=d, seeds=seeds)
     rows.append(
         {
             "alpha": alpha,

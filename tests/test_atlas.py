@@ -28,7 +28,7 @@ import gaussmix as gm
 from gaussmix.figures import FIGURES, atlas, get_figure, make_atlas, validate_figure
 from gaussmix.figures import paper_atlas as atlas_module
 from gaussmix.figures.paper_atlas import ATLAS_FILE, atlas_names
-from gaussmix.figures.realdata import _XOR_MEANS, matched_classes
+from gaussmix.figures.realdata import XOR_MEANS, matched_classes
 from gaussmix.figures.registry import DOT_KINDS, FigureOutput
 
 ATLAS_ENV = "GAUSSMIX_ATLAS_DIR"
@@ -453,7 +453,7 @@ def test_appe_xor_projection(atlas_dir: Path) -> None:
         k4 = part[part["mixture"] == "K = 4"]
         for c, g in k4.groupby("cluster"):
             tol = 4 * np.sqrt(delta / len(g))
-            assert np.allclose(g[["x1", "x2"]].mean(), _XOR_MEANS[c], atol=tol)
+            assert np.allclose(g[["x1", "x2"]].mean(), XOR_MEANS[c], atol=tol)
         x1, x2, y = (k4[c].to_numpy() for c in ("x1", "x2", "y"))
         rule = np.sign(x1) if model == "realisable" else np.sign(x1 * x2)
         assert np.mean(rule == y) > 0.75

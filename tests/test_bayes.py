@@ -235,7 +235,7 @@ def test_bayes_error_is_below_every_erm_test_error(mixture):
         for loss in ("cross-entropy", "square"):
             for lam in (1e-2, 1.0, 1e2):
                 res = gm.solve(mixture, loss, lam=lam, alpha=alpha)
-                assert res.converged
+                assert res.success
                 assert bo.test_error < res.test_error - res.integration_error, (loss, lam)
 
 
@@ -255,7 +255,7 @@ def test_cross_entropy_at_large_lambda_approaches_the_bayes_error(mixture):
         gaps = []
         for lam in (1e2, 1e3):
             res = gm.solve(mixture, "cross-entropy", lam=lam, alpha=alpha, tol=1e-11)
-            assert res.converged
+            assert res.success
             gap = res.test_error - bo
             assert gap > 10 * res.integration_error  # resolved, and above the Bayes error
             gaps.append(gap)

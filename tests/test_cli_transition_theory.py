@@ -23,7 +23,7 @@ def test_transition_json_is_the_library_threshold():
     ref = separability_threshold(
         gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3), rel_tol=1e-4, progress=False
     )
-    assert payload["converged"] is True and ref.converged
+    assert payload["converged"] is True and ref.success
     assert payload["alpha_star"] == float(ref.alpha_star)
     assert payload["params"]["means"] == "gaussian" and payload["params"]["clusters"] == 3
 

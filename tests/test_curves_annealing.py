@@ -51,13 +51,12 @@ def test_the_rule_grows_only_where_a_point_needed_it() -> None:
 
 def test_a_fixed_quadrature_is_not_changed() -> None:
     rule = GaussHermite(12, 2)
-    _, res = gm.lambda_sweep(
+    res = gm.lambda_sweep(
         MIX3,
         "cross-entropy",
         [1.0, 0.1],
         alpha=2.0,
         quadrature=rule,
         estimate_error=False,
-        return_results=True,
-    )
+    ).points
     assert all(r.params["quadrature"] == rule.describe() for r in res)

@@ -91,7 +91,7 @@ def test_dense_path_equals_spectral_path_when_covariances_commute(kind, k, label
     kw = dict(lam=0.3, alpha=1.7, tol=1e-13)
     a = gm.solve(spec, loss, **kw)
     b = gm.solve(dense, loss, **kw)
-    assert a.converged and b.converged
+    assert a.success and b.success
     for key in KEYS + SCALARS:
         _assert_rel(getattr(a, key), getattr(b, key), key)
     if kind == "diagonal":  # ||W||_1 depends on the basis
@@ -228,7 +228,7 @@ def test_a_non_positive_definite_overlap_is_never_returned_as_valid(monkeypatch)
     cov = _noncommuting(rng, 2, 8, zero=0)
     mix = gm.Mixture.dense(cov.means, cov.covariances, labels="binary")
     res = gm.solve(mix, "square", lam=1.0, alpha=0.5, throw=False)
-    assert not res.converged and res.status is IterationStatus.NOT_POSITIVE_DEFINITE
+    assert not res.success and res.status is IterationStatus.NOT_POSITIVE_DEFINITE
     assert np.isnan(res.test_error) and "not positive semi-definite" in res.message
     with pytest.raises(SpuriousFixedPointError, match="spurious fixed point"):
         gm.solve(mix, "square", lam=1.0, alpha=0.5)

@@ -119,10 +119,10 @@ def _theory_against_erm(k: int, alphas: tuple[float, float], d: int, seeds: int)
     for side, alpha in zip(("below", "above"), alphas, strict=True):
         assert round(alpha * d) % k == 0  # exactly balanced class counts
         th = gm.solve(mix, "cross-entropy", lam=LAM, alpha=alpha)
-        assert th.converged
+        assert th.success
         sim = simulate(mix, loss="cross-entropy", lam=LAM, alpha=alpha, d=d, seeds=seeds,
                        seed=SEED)  # fmt: skip
-        assert sim.converged
+        assert sim.success
         assert sim.per_seed["kkt_residual"].max() <= 1e-10
         train = sim.per_seed["train_error"]
         if side == "below":

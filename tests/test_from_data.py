@@ -52,7 +52,7 @@ def test_p2_and_p10_label_maps():
     w = p10.rho[even] / p10.rho[even].sum()
     np.testing.assert_allclose(p2.covariance.means[1], w @ p10.covariance.means[even], atol=1e-12)
     res = gm.solve(p10, "logistic", lam=0.1, alpha=2.0)
-    assert res.converged and 0.0 < res.test_error < 0.5
+    assert res.success and 0.0 < res.test_error < 0.5
 
 
 def test_a_translation_of_the_inputs_changes_only_m_and_b():

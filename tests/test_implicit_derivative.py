@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import gaussmix as gm
-from gaussmix.experiments.curves import _independent_entries, d_test_error_d_lambda
+from gaussmix.experiments.derivative import _independent_entries, d_test_error_d_lambda
 
 
 @pytest.mark.parametrize("loss", ["cross-entropy", "square"])

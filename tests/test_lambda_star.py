@@ -28,7 +28,7 @@ def test_logistic_balanced_optimum_is_lambda_to_infinity() -> None:
     assert "infinity" in opt.message
     at_1e4 = gm.solve(BALANCED, "logistic", lam=1e4, alpha=1.0)
     assert opt.test_error <= at_1e4.test_error
-    assert opt.result.converged and opt.result.params["lam"] == opt.lam_max
+    assert opt.result.success and opt.result.params["lam"] == opt.lam_max
 
 
 def test_search_errors_at_large_lambda_are_accurate() -> None:
@@ -73,7 +73,8 @@ def test_ridge_upper_boundary_is_consistent_along_alpha(delta2, alphas) -> None:
     alpha (ridge, Delta1 = 0.1): the test error decreases to the lambda -> infinity limit
     at every alpha, and every point says so."""
     mix = gm.Mixture.sparse(0.1, 0.1, delta2)
-    df, res = optimal_lambda_curve(mix, "square", alphas, penalty="l2", return_results=True)
+    df = optimal_lambda_curve(mix, "square", alphas, penalty="l2")
+    res = df.points
     assert df["at_upper_bound"].all(), df[["alpha", "lam_star", "lam_max"]]
     assert np.isinf(df["lam_star"]).all()
     for r, a in zip(res, alphas):

@@ -7,13 +7,16 @@ a peer of ``theory``: neither imports the other, and the layers above may use bo
 ``studies`` (real data against theory) uses the theory, the experiments and the
 simulations.  A module may import its own subpackage and any lower layer; never a higher
 one, never a peer of its own rank, never the top-level ``gaussmix`` package (which
-re-exports the public API and so sits above everything but the CLI), and never a private
-name (or private module) of another subpackage.  The command-line framework (typer, click)
-is imported only by ``gaussmix.cli``.  Module-level imports have no cycles.
+re-exports the public API and so sits above everything but the CLI).  The command-line
+framework (typer, click) is imported only by ``gaussmix.cli``.
 
-The checker reads the source with :mod:`ast` (every ``import``, also inside functions) and is
-itself tested on a small package with an upward import, a peer import, a private import and a
-cycle.
+No import cycle at all: the graph has an edge for every ``import`` anywhere in a module, at
+module level or inside a function (a deferred import still ties the two modules together).
+No module imports a private name (``_x``, not a dunder) of another module; a private
+*module* (``_kernels``) may be imported only from inside the package that holds it.
+
+The checker reads the source with :mod:`ast` and is itself tested on a small package with
+each kind of violation.
 """
 
 from __future__ import annotations
@@ -48,18 +51,18 @@ def _module_name(root: Path, path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(root: Path, path: Path) -> list[tuple[str, tuple[str, ...], bool, int]]:
-    """``(module, names, at_module_level, line)`` for every import in ``path``."""
+def _imports(root: Path, path: Path) -> list[tuple[str, tuple[str, ...], int]]:
+    """``(module, names, line)`` for every import in ``path``, wherever it is (at module
+    level, in a function, under ``if TYPE_CHECKING``)."""
     name = _module_name(root, path)
     is_pkg = path.name == "__init__.py"
     package = name if is_pkg else name.rpartition(".")[0]
     tree = ast.parse(path.read_text(), str(path))
-    top = {id(n) for n in tree.body}
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
-                out.append((a.name, (), id(node) in top, node.lineno))
+                out.append((a.name, (), node.lineno))
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -68,8 +71,12 @@ def _imports(root: Path, path: Path) -> list[tuple[str, tuple[str, ...], bool, i
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
-            out.append((mod, tuple(a.name for a in node.names), id(node) in top, node.lineno))
+            out.append((mod, tuple(a.name for a in node.names), node.lineno))
     return out
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
 def check_layers(root: Path, package: str = "gaussmix") -> list[str]:
@@ -82,19 +89,32 @@ def check_layers(root: Path, package: str = "gaussmix") -> list[str]:
         me = _module_name(root, f)
         parts = me.split(".")
         sub = parts[1] if len(parts) > 1 else None  # None: the top-level __init__
+        my_package = me if f.name == "__init__.py" else me.rpartition(".")[0]
         where = f"{f.relative_to(root)}"
         graph[me] = set()
-        for mod, names, at_top, line in _imports(root, f):
+        for mod, names, line in _imports(root, f):
             head = mod.split(".")[0]
             if head in CLI_ONLY and sub != "cli":
                 problems.append(f"{where}:{line}: imports {mod} (only {package}.cli may)")
             if head != package:
                 continue
-            targets = [mod]
-            targets += [f"{mod}.{n}" for n in names if f"{mod}.{n}" in modules]
+            # ``from P import m`` with m a submodule depends on m (P, its parent, is imported
+            # first anyway); any other name makes it depend on P itself
+            submodules = [f"{mod}.{n}" for n in names if f"{mod}.{n}" in modules]
+            targets = submodules + ([mod] if len(submodules) < len(names) or not names else [])
+            graph[me].update(t for t in targets if t in modules and t != me)
             for t in targets:
-                if t in modules and at_top:
-                    graph[me].add(t)
+                tp = t.split(".")
+                for i in range(1, len(tp)):
+                    owner = ".".join(tp[:i])
+                    inside = my_package == owner or my_package.startswith(owner + ".")
+                    if _is_private(tp[i]) and not inside:
+                        problems.append(
+                            f"{where}:{line}: imports the private module {t} from outside {owner}"
+                        )
+            private = [n for n in names if _is_private(n) and f"{mod}.{n}" not in modules]
+            if private and mod != me:
+                problems.append(f"{where}:{line}: imports private {private} of {mod}")
             tparts = mod.split(".")
             if sub is None:
                 continue  # the top-level package re-exports the layers below it
@@ -113,12 +133,6 @@ def check_layers(root: Path, package: str = "gaussmix") -> list[str]:
                     problems.append(f"{where}:{line}: upward import of {mod} ({sub} -> {tsub})")
                 elif LAYERS[tsub] == LAYERS[sub]:
                     problems.append(f"{where}:{line}: peer import of {mod} ({sub} -> {tsub})")
-                private = [p for p in tparts[2:] if p.startswith("_") and p != "__init__"]
-                private += [n for n in names if n.startswith("_") and n != "__version__"]
-                if private:
-                    problems.append(
-                        f"{where}:{line}: imports private {private} of {mod} across subpackages"
-                    )
     problems += [f"import cycle: {' -> '.join(c)}" for c in _cycles(graph)]
     return problems
 
@@ -176,9 +190,17 @@ CLEAN = {
     "pkgx/__init__.py": "from .theory.solver import solve\n",
     "pkgx/core/__init__.py": "",
     "pkgx/core/validation.py": "import numpy\n",
+    "pkgx/core/version.py": "__version__ = '1'\n",
     "pkgx/theory/__init__.py": "",
-    "pkgx/theory/solver.py": "from pkgx.core.validation import numpy\nfrom . import prior\n",
-    "pkgx/theory/prior.py": "def f():\n    from .solver import solve\n",
+    "pkgx/theory/_kernels.py": "",
+    "pkgx/theory/solver.py": (
+        "from pkgx.core.validation import numpy\n"
+        "from pkgx.core.version import __version__\n"
+        "from . import _kernels, prior\n"
+    ),
+    "pkgx/theory/prior.py": "def f():\n    import numpy\n",
+    "pkgx/theory/sub/__init__.py": "",
+    "pkgx/theory/sub/inner.py": "from pkgx.theory._kernels import f\n",
     "pkgx/cli/__init__.py": "import typer\nfrom pkgx.theory.solver import solve\n",
 }
 
@@ -197,7 +219,13 @@ CLEAN = {
             "peer import",
         ),
         ({"pkgx/cli/x.py": "from pkgx.theory.solver import _unpack\n"}, "private ['_unpack']"),
-        ({"pkgx/cli/y.py": "from pkgx.theory._kernels import f\n"}, "private ['_kernels']"),
+        ({"pkgx/theory/y.py": "from .solver import _unpack\n"}, "private ['_unpack']"),
+        (
+            {"pkgx/theory/z.py": "def f():\n    from pkgx.theory.prior import _g\n"},
+            "private ['_g'] of pkgx.theory.prior",
+        ),
+        ({"pkgx/cli/y.py": "from pkgx.theory._kernels import f\n"}, "private module"),
+        ({"pkgx/cli/w.py": "from pkgx.theory import _kernels\n"}, "private module"),
         ({"pkgx/theory/t.py": "import typer\n"}, "only pkgx.cli may"),
         (
             {
@@ -205,6 +233,20 @@ CLEAN = {
                 "pkgx/theory/b.py": "from .a import x\n",
             },
             "import cycle: pkgx.theory.a -> pkgx.theory.b -> pkgx.theory.a",
+        ),
+        (
+            {
+                "pkgx/theory/a.py": "from . import b\n",
+                "pkgx/theory/b.py": "def f():\n    from .a import x\n",
+            },
+            "import cycle: pkgx.theory.a -> pkgx.theory.b -> pkgx.theory.a",
+        ),
+        (
+            {
+                "pkgx/experiments/__init__.py": "from .curves import f\n",
+                "pkgx/experiments/curves.py": "def g():\n    from pkgx.experiments import h\n",
+            },
+            "import cycle: pkgx.experiments -> pkgx.experiments.curves -> pkgx.experiments",
         ),
     ],
 )

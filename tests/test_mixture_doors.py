@@ -53,7 +53,7 @@ def fitted() -> gm.Mixture:
 @pytest.fixture(scope="module")
 def solved(fitted: gm.Mixture) -> gm.FixedPointResult:
     res = gm.solve(fitted, LOSS, lam=LAM, alpha=ALPHA)
-    assert res.converged
+    assert res.success
     return res
 
 
@@ -72,9 +72,8 @@ def test_a_fitted_mixture_through_every_door(
 ) -> None:
     # a learning curve: its first point is solved cold, as gm.solve does; the next one
     # warm-started, to the solver's tolerance
-    curve, results = gm.learning_curve(
-        fitted, LOSS, alphas=[ALPHA, 3.0], lam=LAM, return_results=True
-    )
+    curve = gm.learning_curve(fitted, LOSS, alphas=[ALPHA, 3.0], lam=LAM)
+    results = curve.points
     _same({**curve.iloc[0].to_dict(), **{k: getattr(results[0], k) for k in "QMb"}}, solved)
     assert curve["test_error"].iloc[0] == solved.test_error
     cold = gm.solve(fitted, LOSS, lam=LAM, alpha=3.0)

@@ -389,7 +389,7 @@ def test_optimal_lambda_agrees_with_dense_grid(loss, penalty, alpha):
     mix = gm.Mixture.sparse(0.1, 0.1, 1.0)
     opt = optimal_lambda(mix, loss, alpha=alpha, penalty=penalty)
     assert not opt.at_boundary and not opt.at_upper_bound
-    assert opt.lam_star > 0 and opt.result.converged
+    assert opt.lam_star > 0 and opt.result.success
     # a dense grid over the whole range: its argmin is within one grid step of lambda*
     lams = np.geomspace(1e-4, 10.0, 161)
     with warnings.catch_warnings(record=True) as caught:
@@ -458,10 +458,18 @@ def test_curves_take_the_elastic_net():
 
 def test_optimal_lambda_curve_table():
     mix = gm.Mixture.sparse(0.1, 0.1, 1.0)
-    df, res = optimal_lambda_curve(
-        mix, "square", [0.2, 0.5, 1.0], penalty="l1", return_results=True
-    )
+    df = optimal_lambda_curve(mix, "square", [0.2, 0.5, 1.0], penalty="l1")
+    res = df.points
     assert isinstance(df, pd.DataFrame) and len(res) == 3
+    assert all(isinstance(r, gm.OptimalLambdaResult) for r in res)
+    assert df["lam_star"].tolist() == [r.lam_star for r in res]
+    # the deprecated flag still returns the pair, with a warning naming the replacement
+    with pytest.warns(FutureWarning, match=r"\.points"):
+        df2, res2 = optimal_lambda_curve(
+            mix, "square", [0.2, 0.5, 1.0], penalty="l1", return_results=True
+        )
+    assert [r.lam_star for r in res2] == [r.lam_star for r in res]
+    pd.testing.assert_frame_equal(df2.to_frame(), df.to_frame())
     for col in (
         "alpha",
         "lam_star",

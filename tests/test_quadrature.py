@@ -167,7 +167,7 @@ UNBALANCED_BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary", rho=
 )
 def test_small_lambda_is_as_accurate_as_large_lambda(mix, loss, lam, alpha):
     res, texts = _solve_quiet(mix, loss, lam=lam, alpha=alpha)
-    assert res.converged and texts == []
+    assert res.success and texts == []
     assert res.integration_errors["test_error"] <= SMALL_LAM_TARGET
     assert res.integration_errors["train_loss"] <= SMALL_LAM_TARGET
     assert res.params["quadrature"].startswith("graded-panels")
@@ -176,7 +176,7 @@ def test_small_lambda_is_as_accurate_as_large_lambda(mix, loss, lam, alpha):
 def test_small_lambda_unbalanced_three_clusters():
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3, rho=[0.2, 0.3, 0.5])
     res, texts = _solve_quiet(mix, "cross-entropy", lam=1e-4, alpha=3.0)
-    assert res.converged and texts == []
+    assert res.success and texts == []
     assert res.integration_errors["test_error"] <= SMALL_LAM_TARGET
 
 
@@ -211,7 +211,7 @@ def test_rqmc_agrees_with_the_tensor_rule_within_their_error_estimates(K):
     tensor, _ = _solve_quiet(mix, "cross-entropy", **kw)
     assert tensor.params["quadrature"].startswith("gauss-hermite")
     rqmc, texts = _solve_quiet(mix, "cross-entropy", quadrature=SobolRQMC(K - 1, 9), **kw)
-    assert rqmc.converged and rqmc.params["quadrature"].startswith("sobol-rqmc")
+    assert rqmc.success and rqmc.params["quadrature"].startswith("sobol-rqmc")
     for key in ("test_error", "train_error", "train_loss"):
         se = rqmc.integration_errors[key]
         assert 0 < se < 1e-3, (key, se)
@@ -225,7 +225,7 @@ def test_rqmc_agrees_with_the_tensor_rule_within_their_error_estimates(K):
 def test_ten_class_cross_entropy_converges_with_error_estimates():
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=10)
     res, texts = _solve_quiet(mix, "cross-entropy", lam=1.0, alpha=10.0)
-    assert res.converged and res.params["quadrature"].startswith("sobol-rqmc")
+    assert res.success and res.params["quadrature"].startswith("sobol-rqmc")
     errs = res.integration_errors
     assert all(0 < errs[k] < 1e-3 for k in ("test_error", "train_error", "train_loss")), errs
     # the estimate is above quad_tol: the warning says so and names the remedy
@@ -242,7 +242,7 @@ def test_a_randomised_rule_makes_a_deterministic_map():
         gm.solve(mix, "cross-entropy", quadrature=SobolRQMC(3, 6, 4, seed=s), **kw)
         for s in (1, 1, 2)
     ]
-    assert all(r.converged for r in runs)
+    assert all(r.success for r in runs)
     np.testing.assert_array_equal(runs[0].Q, runs[1].Q)
     assert runs[0].train_loss == runs[1].train_loss
     assert runs[0].train_loss != runs[2].train_loss

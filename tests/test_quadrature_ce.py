@@ -12,7 +12,7 @@ import pytest
 
 import gaussmix as gm
 from gaussmix.theory import solver as S
-from gaussmix.theory.problem import make_problem
+from gaussmix.theory.api import make_problem
 from gaussmix.theory.quadrature import GaussHermite, GradedPanels
 from gaussmix.theory.symmetry import ClusterSymmetry, exchangeable_mixture
 
@@ -126,7 +126,7 @@ def test_k3_small_lambda_cold_start_is_cheap_and_accurate():
     warning."""
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3)
     r = _solve(mix, 1e-4, 3.0)
-    assert r.converged and r.n_iter <= 60
+    assert r.success and r.n_iter <= 60
     assert r.integration_errors["test_error"] <= SMALL_LAM_TARGET
     assert r.train_error == 0.0  # separable at alpha = 3 (alpha*_3(0.5) is larger)
 
@@ -166,7 +166,7 @@ def test_k4_tensor_rule_runs_with_the_symmetry():
     issue 10's 1e-4."""
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=4)
     r = _solve(mix, 1.0, 4.0, quadrature=GaussHermite(8, 3))
-    assert r.converged
+    assert r.success
     assert r.integration_errors["train_error"] <= 1e-4
     assert 0.0 < r.train_error < r.test_error < 0.75
 
@@ -258,7 +258,7 @@ def test_a_curve_crossing_the_log_chart_threshold_drops_the_other_charts_pairs()
     assert all(not h.log_chart for h in history.values())
     warm = _solve(mix, 1e-2, 3.0, history=history, init=big)
     cold = _solve(mix, 1e-2, 3.0)
-    assert warm.converged and any(h.log_chart for h in history.values())
+    assert warm.success and any(h.log_chart for h in history.values())
     assert warm.test_error == pytest.approx(cold.test_error, abs=1e-8)
     np.testing.assert_allclose(warm.Q, cold.Q, rtol=1e-6)
 
@@ -280,7 +280,7 @@ def test_training_error_estimate_is_refined_to_its_target():
             mix, "cross-entropy", lam=1e-4, alpha=6.0, quadrature=SobolRQMC(5, 12, 8),
             auto_refine=False,
         )  # fmt: skip
-    assert res.converged and coarse.converged
+    assert res.success and coarse.success
     assert res.params["quadrature"].startswith("sobol-rqmc(dim=5, points=2**13")
     assert res.integration_errors["train_error"] <= TRAIN_ERROR_TARGET
     assert coarse.integration_errors["train_error"] > TRAIN_ERROR_TARGET

@@ -12,6 +12,7 @@ import pytest
 from _cli_helpers import assert_one_line_error, run
 from sklearn.linear_model import LogisticRegression
 
+import gaussmix as gm
 from gaussmix.data import load_dataset, subsample_indices
 from gaussmix.studies import SOURCES, prepare_realdata, real_curve, realdata_curve
 
@@ -62,6 +63,17 @@ def test_realdata_curve_table_and_reproducibility(digits):
     for _, part in df.groupby("source"):
         assert part.sort_values("alpha")["test_error"].is_monotonic_decreasing
     pd.testing.assert_frame_equal(df, realdata_curve(digits, **kw))
+    # each row's result beside it, in the sorted order (theory, synthetic, real per alpha)
+    assert isinstance(df, gm.CurveTable) and len(df.points) == len(df)
+    for (_, row), r in zip(df.iterrows(), df.points, strict=True):
+        if row["source"] == "theory":
+            assert isinstance(r, gm.FixedPointResult) and r.test_error == row["test_error"]
+            assert r.params["alpha"] == row["alpha"]
+        elif row["source"] == "synthetic":
+            assert isinstance(r, gm.SimulationResult) and r.params["alpha"] == row["alpha"]
+            assert r.mean["test_error"] == row["test_error"]
+        else:
+            assert r is None
 
 
 def test_bad_sources(digits):

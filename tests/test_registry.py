@@ -109,7 +109,7 @@ def test_label_constraints_come_from_the_loss_for_theory_and_simulation(loss):
 
 def test_zero_lambda_rule_is_declared_by_the_loss():
     mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
-    assert gm.solve(mix, "square", lam=0.0, alpha=2.0).converged
+    assert gm.solve(mix, "square", lam=0.0, alpha=2.0).success
     with pytest.raises(ValueError, match="lam=0 is only valid for loss='square'"):
         gm.solve(mix, "square", lam=0.0, alpha=0.5)
     # logistic declares zero_lam_above_separability: alpha = 2 is below alpha* = 6.66

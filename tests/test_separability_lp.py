@@ -131,7 +131,7 @@ def test_lp_crossing_recovers_a_logistic_curve():
 
 
 def test_highs_failures_are_errors(monkeypatch):
-    import gaussmix.simulate.separability as sep
+    from gaussmix.simulate import separability as sep
 
     class Failed:
         status, message, x = 4, "numerical difficulties", None

@@ -77,7 +77,7 @@ def _direct(X, Y, loss, lam, penalty="l2", l1_ratio=None):
 
 
 def _objective(X, Y, W, b, loss, lam, penalty="l2", l1_ratio=None):
-    return conv.erm_objective(W, b, X, Y, loss, lam, penalty, l1_ratio)
+    return conv.erm_objective(W, b, X, Y, get_loss(loss), lam, penalty, l1_ratio)
 
 
 BINARY = Mixture.isotropic(0.6, "antipodal", labels="binary")
@@ -432,7 +432,7 @@ def test_simulate_random_counts_and_progress():
     r = simulate(
         BINARY, loss="hinge", lam=0.5, alpha=2.0, d=40, seeds=2, counts="random", progress=True
     )
-    assert r.per_seed.shape[0] == 2 and r.converged
+    assert r.per_seed.shape[0] == 2 and r.success
     assert np.isnan(r.per_seed["kkt_residual"]).all()
 
 

@@ -202,7 +202,7 @@ def test_non_convergence_is_reported_not_returned():
     with pytest.raises(gm.ConvergenceError, match="did not converge"):
         gm.solve(mix, "cross-entropy", lam=0.5, alpha=1.0, max_iter=2)
     r = gm.solve(mix, "cross-entropy", lam=0.5, alpha=1.0, max_iter=2, throw=False)
-    assert not r.converged
+    assert not r.success
     assert np.isnan(r.test_error) and np.isnan(r.train_error) and np.isnan(r.train_loss)
 
 
@@ -224,7 +224,8 @@ def test_solve_exposes_every_option_of_solve_problem_with_one_default_and_doc():
     import inspect
     import re
 
-    from gaussmix.theory.solver import SolverOptions, solve, solve_problem
+    from gaussmix.theory.api import solve
+    from gaussmix.theory.solver import SolverOptions, solve_problem
 
     full = inspect.signature(solve_problem).parameters
     easy = inspect.signature(solve).parameters
@@ -376,9 +377,9 @@ def test_error_class_follows_the_status_not_the_message(monkeypatch):
             gm.solve(mix, "square", **kw)
         assert exc.value.result.status is IterationStatus.NOT_POSITIVE_DEFINITE
         r = gm.solve(mix, "square", throw=False, **kw)
-        assert not r.converged and np.isnan(r.test_error)
+        assert not r.success and np.isnan(r.test_error)
     r = gm.solve(mix, "square", **kw)
-    assert r.status is IterationStatus.CONVERGED and r.converged
+    assert r.status is IterationStatus.CONVERGED and r.success
 
 
 def _raise_spurious_sounding_error(self, x):

@@ -168,7 +168,7 @@ def test_bad_toml_files(tmp_path: Path) -> None:
 
 def test_bad_grid_fails_before_any_work(tmp_path: Path, monkeypatch) -> None:
     calls = []
-    monkeypatch.setattr(tasks, "_run_point", lambda task: calls.append(task))
+    monkeypatch.setattr(tasks, "run_point", lambda task: calls.append(task))
     out = tmp_path / "out.csv"
     spec = {"fixed": BINARY, "grid": {"alpha": [1.0, 2.0]}, "simulate": {"d": 0, "seeds": 3}}
     with pytest.raises(GridError, match="'d'"):
@@ -371,7 +371,7 @@ def test_checkpoint_of_another_grid_is_not_reused(tmp_path: Path) -> None:
 
 def test_checkpoint_is_locked_while_in_use(tmp_path: Path) -> None:
     ck = tmp_path / "ck.jsonl"
-    holder = ck_module._Checkpoint(ck, fsync_interval=0.0)
+    holder = ck_module.Checkpoint(ck, fsync_interval=0.0)
     holder.open()
     try:
         with pytest.raises(OSError, match="in use by another running sweep"):
@@ -478,7 +478,7 @@ def test_warnings_belong_to_their_point_and_filters_are_restored(
     def full_disk(self, line):
         raise OSError("no space left on device")
 
-    monkeypatch.setattr(ck_module._Checkpoint, "append", full_disk)
+    monkeypatch.setattr(ck_module.Checkpoint, "append", full_disk)
     with pytest.raises(OSError, match="no space left") as info:
         sweep(grid, checkpoint=tmp_path / "ck.jsonl", backend="serial", progress=False)
     # (while the traceback, and with it the sweep's frame, is alive)

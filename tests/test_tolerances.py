@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from gaussmix.theory import tolerances as tols
+from gaussmix.theory.api import solve
 from gaussmix.theory.losses import LogisticLoss, Loss
 from gaussmix.theory.quadrature import GaussHermite
-from gaussmix.theory.solver import SolverOptions, solve, solve_problem
+from gaussmix.theory.solver import SolverOptions, solve_problem
 
 THEORY = Path(__file__).resolve().parents[1] / "src" / "gaussmix" / "theory"
 

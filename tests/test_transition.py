@@ -21,7 +21,7 @@ import gaussmix as gm
 from gaussmix.core.exceptions import IntegrationWarning
 from gaussmix.experiments.transition import TransitionResult, separability_threshold
 from gaussmix.theory import margin as mg
-from gaussmix.theory.problem import check_lam_alpha
+from gaussmix.theory.api import check_lam_alpha
 
 
 def _binary(delta=0.5, rho=None):
@@ -40,11 +40,11 @@ def test_two_clusters_fixed_point_matches_gardner_closed_form(delta, rho):
     closed = mg.gardner_threshold(0.5, delta, 0.5 if rho is None else rho[0])
     for mix in (onehot, binary):
         est = mg.separability_threshold_estimate(mix)
-        assert est.converged and est.method == "homogeneous"
+        assert est.success and est.method == "homogeneous"
         assert est.alpha_star == pytest.approx(closed, rel=1e-8)
         assert est.growth == pytest.approx(1.0, abs=1e-9)  # the identity s^2 = 1
         res = separability_threshold(mix, evidence=False)
-        assert res.converged and abs(res.alpha_star / closed - 1) < 1e-4
+        assert res.success and abs(res.alpha_star / closed - 1) < 1e-4
         assert res.evidence["closed_form"] == pytest.approx(closed, rel=1e-12)
 
 
@@ -68,7 +68,7 @@ def test_relabelling_two_non_exchangeable_clusters():
     )
     a = mg.separability_threshold_estimate(mix)
     b = mg.separability_threshold_estimate(mix.permute([1, 0]))
-    assert a.converged and b.converged
+    assert a.success and b.success
     assert a.alpha_star == pytest.approx(b.alpha_star, rel=1e-10)
     assert a.alpha_star > 2.0  # informative means make separation easier than Cover's 2
 
@@ -101,7 +101,7 @@ def test_exchangeable_equation_matches_general_homogeneous_map():
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3)
     ex = mg.separability_threshold_estimate(mix, method="exchangeable", log2_n=13)
     ho = mg.separability_threshold_estimate(mix, method="homogeneous", log2_n=12)
-    assert ex.converged and ho.converged
+    assert ex.success and ho.success
     se = math.hypot(ex.std_error, ho.std_error)
     assert abs(ex.alpha_star - ho.alpha_star) < 4 * se
     assert ho.growth == pytest.approx(1.0, abs=1e-3)
@@ -117,7 +117,7 @@ def test_threshold_increases_with_k_and_decreases_with_delta():
         for k in (2, 3, 4, 5)
     ]
     a = [e.alpha_star for e in by_k]
-    assert all(e.converged for e in by_k)
+    assert all(e.success for e in by_k)
     assert all(x + 4 * e.std_error < y for x, y, e in zip(a, a[1:], by_k[1:], strict=False))
     by_delta = [
         mg.separability_threshold_estimate(
@@ -130,7 +130,7 @@ def test_threshold_increases_with_k_and_decreases_with_delta():
 
 def _check_contract(res: TransitionResult) -> None:
     assert isinstance(res, TransitionResult)
-    assert res.converged and res.rel_accuracy <= 1e-4 and res.message == "converged"
+    assert res.success and res.rel_accuracy <= 1e-4 and res.message == "converged"
     lo, hi = res.bracket
     assert lo <= res.alpha_star <= hi and (hi - lo) / res.alpha_star < 1e-3
     below, above = res.evidence["below"], res.evidence["above"]
@@ -162,7 +162,7 @@ def test_max_margin_equals_hinge_at_small_lambda():
     astar = mg.binary_separability_threshold(mix)
     mm = mg.max_margin(mix, 3.0, alpha_star=astar)
     hinge = gm.solve(mix, "hinge", lam=1e-3, alpha=3.0)
-    assert mm.converged and mm.train_error == 0.0 and hinge.train_error == 0.0
+    assert mm.success and mm.train_error == 0.0 and hinge.train_error == 0.0
     assert mm.test_error == pytest.approx(hinge.test_error, abs=1e-8)
 
 
@@ -223,7 +223,7 @@ def test_lam_zero_maximum_likelihood_exists_only_above_alpha_star():
         gm.make_problem(mix, "logistic", lam=0.0, alpha=astar)
     r0 = gm.solve(mix, "logistic", lam=0.0, alpha=1.5 * astar)
     r1 = gm.solve(mix, "logistic", lam=1e-6, alpha=1.5 * astar)
-    assert r0.converged and r0.train_error > 0
+    assert r0.success and r0.train_error > 0
     assert r0.test_error == pytest.approx(r1.test_error, abs=1e-5)
     with pytest.raises(ValueError, match="pass mixture="):
         check_lam_alpha(0.0, 10.0, loss="cross-entropy")
@@ -263,7 +263,7 @@ def test_ten_classes():
     res5 = mg.separability_threshold_estimate(
         gm.Mixture.isotropic(0.5, "gaussian", n_clusters=5), log2_n=13
     )
-    assert res10.converged and res10.rel_accuracy <= 1e-4
+    assert res10.success and res10.rel_accuracy <= 1e-4
     assert res10.alpha_star > res5.alpha_star + 4 * res5.std_error
 
 
@@ -273,5 +273,5 @@ def test_relabelling_three_non_exchangeable_clusters():
     mix = gm.Mixture.isotropic([0.4, 0.6, 0.5], gram, rho=[0.25, 0.35, 0.4])
     a = mg.separability_threshold_estimate(mix, log2_n=12)
     b = mg.separability_threshold_estimate(mix.permute([2, 0, 1]), log2_n=12)
-    assert a.converged and b.converged
+    assert a.success and b.success
     assert abs(a.alpha_star - b.alpha_star) < 4 * math.hypot(a.std_error, b.std_error)

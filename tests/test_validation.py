@@ -82,7 +82,7 @@ def test_solve_rejects_bad_input(mix, kwargs, match):
 
 def test_square_loss_at_lambda_zero_is_allowed_above_alpha_one():
     r = gm.solve(MIX2, "square", lam=0.0, alpha=3.0)
-    assert r.converged and 0 < r.test_error < 0.5
+    assert r.success and 0 < r.test_error < 0.5
 
 
 finite = st.floats(allow_nan=True, allow_infinity=True, width=64)
@@ -130,9 +130,9 @@ def test_fuzz_api_either_clear_error_or_valid_result(
         assert any(n in msg for n in names), msg
         return
     except gm.ConvergenceError as exc:
-        assert exc.result is not None and not exc.result.converged
+        assert exc.result is not None and not exc.result.success
         return
-    assert res.converged
+    assert res.success
     for key in ("test_error", "train_error"):
         v = getattr(res, key)
         assert math.isfinite(v) and -1e-12 <= v <= 1 + 1e-12
@@ -156,7 +156,7 @@ def test_check_real_fast_path_keeps_every_check():
 def test_problem_at_another_lam_alpha_equals_replace():
     import dataclasses
 
-    from gaussmix.theory.problem import make_problem
+    from gaussmix.theory.api import make_problem
 
     mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
     p = make_problem(mix, "logistic", lam=0.1, alpha=1.0, penalty="elastic-net", l1_ratio=0.3)
@@ -172,8 +172,9 @@ def test_problem_at_another_lam_alpha_equals_replace():
 
 
 def test_output_space_is_built_once_per_label_map_and_read_only():
+    from gaussmix.theory.api import make_problem
     from gaussmix.theory.mixture import LabelMap
-    from gaussmix.theory.problem import _output_space, make_problem
+    from gaussmix.theory.problem import _output_space
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     p1 = make_problem(mix, "cross-entropy", lam=0.1, alpha=1.0)

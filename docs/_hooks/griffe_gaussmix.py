@@ -1,7 +1,7 @@
 """Griffe extension of the gaussmix site: docstrings as the site shows them.
 
 * A few functions share a block of their docstring (e.g. the solver options of
-  :func:`gaussmix.theory.solver.solve`): the source holds a line ``%(name)s`` that the
+  :func:`gaussmix.theory.api.solve`): the source holds a line ``%(name)s`` that the
   module replaces when it is imported.  Griffe reads the source, so for such a function the
   docstring of the imported object is taken instead.
 * The docstrings are numpy-style with a few reStructuredText habits (roles such as

@@ -11,6 +11,8 @@ The equations are those of Loureiro et al. (2021), "Learning Gaussian mixtures w
 generalised linear models: precise asymptotics in high-dimensions" (Theorems 1-2).
 """
 
+import sys
+import types
 from typing import TYPE_CHECKING
 
 from .core.version import __version__
@@ -49,14 +51,19 @@ _EXPORTS = {
     "OBSERVABLES": "gaussmix.theory.outputs",
     "PENALTIES": "gaussmix.theory.penalties",
     "make_penalty": "gaussmix.theory.penalties",
-    "make_problem": "gaussmix.theory.problem",
+    "make_problem": "gaussmix.theory.api",
     "GaussHermite": "gaussmix.theory.quadrature",
     "FixedPointResult": "gaussmix.theory.solver",
-    "solve": "gaussmix.theory.solver",
+    "solve": "gaussmix.theory.api",
     "BayesOptimalResult": "gaussmix.theory.bayes",
     "bayes_optimal_error": "gaussmix.theory.bayes",
     "separability_fraction": "gaussmix.simulate.separability",
     "lp_crossing": "gaussmix.simulate.separability",
+    "simulate": "gaussmix.simulate.simulation",
+    "SimulationResult": "gaussmix.simulate.simulation",
+    "sweep": "gaussmix.sweep.runner",
+    "SweepResult": "gaussmix.sweep.table",
+    "CurveTable": "gaussmix.core.tables",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
@@ -67,6 +74,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         IntegrationWarning,
         SpuriousFixedPointError,
     )
+    from .core.tables import CurveTable
     from .experiments import (
         OptimalLambdaResult,
         d_test_error_d_lambda,
@@ -83,6 +91,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         separability_threshold,
     )
     from .simulate.separability import lp_crossing, separability_fraction
+    from .simulate.simulation import SimulationResult, simulate
+    from .sweep.runner import sweep
+    from .sweep.table import SweepResult
+    from .theory.api import make_problem, solve
     from .theory.bayes import BayesOptimalResult, bayes_optimal_error
     from .theory.losses import LOSSES, Loss, get_loss
     from .theory.mixture import (
@@ -98,13 +110,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     )
     from .theory.outputs import OBSERVABLES
     from .theory.penalties import PENALTIES, make_penalty
-    from .theory.problem import make_problem
     from .theory.quadrature import GaussHermite
-    from .theory.solver import FixedPointResult, solve
+    from .theory.solver import FixedPointResult
 
 
-#: subpackages reachable as attributes (``gm.figures.atlas()``), imported on first use
-_SUBPACKAGES = ("data", "experiments", "figures", "simulate", "studies", "sweep", "theory")
+#: subpackages reachable as attributes (``gm.figures.atlas()``), imported on first use;
+#: ``gm.simulate`` and ``gm.sweep`` are the functions (their subpackages are imported as
+#: ``import gaussmix.simulate`` / ``from gaussmix.sweep import PointSpec``)
+_SUBPACKAGES = ("data", "experiments", "figures", "studies", "theory")
+#: public names that are also subpackages: the name is the function
+_SHADOWED = ("simulate", "sweep")
 
 
 def __getattr__(name: str):
@@ -121,7 +136,25 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS) | set(_SUBPACKAGES))
+    """The public names (:data:`__all__`) and the subpackages reachable as attributes."""
+    return sorted(set(__all__) | set(_SUBPACKAGES))
+
+
+class _Package(types.ModuleType):
+    """The class of this module: after importing a submodule, the import system binds it
+    on its parent (``setattr(gaussmix, 'simulate', <module>)``, in
+    ``importlib._bootstrap._find_and_load_unlocked``); for the names of :data:`_SHADOWED`
+    the public name is the function, so that binding is declined and ``gm.simulate`` stays
+    the function after ``import gaussmix.simulate`` (the module is
+    ``sys.modules['gaussmix.simulate']``)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _SHADOWED and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [
@@ -165,4 +198,9 @@ __all__ = [
     "bayes_optimal_error",
     "separability_fraction",
     "lp_crossing",
+    "simulate",
+    "SimulationResult",
+    "sweep",
+    "SweepResult",
+    "CurveTable",
 ]

@@ -78,7 +78,7 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -87,11 +87,11 @@ import typer
 
 from gaussmix.core.exceptions import ConvergenceError, GaussmixError
 from gaussmix.core.jsonio import finite_or_none
-from gaussmix.core.validation import check_array
 from gaussmix.core.version import __version__
 from gaussmix.theory.mixture import MIXTURE_MODELS
 from gaussmix.theory.outputs import simulated_keys
 
+from .helpers import given, make_out_dir, one_blas_thread, parse_grid
 from .options import (
     PointOptions,
     PointSetup,
@@ -134,10 +134,9 @@ def _lazy(module: str, name: str) -> Any:
     return call
 
 
-solve = _lazy("gaussmix.theory.solver", "solve")
+solve = _lazy("gaussmix.theory.api", "solve")
 lambda_sweep = _lazy("gaussmix.experiments", "lambda_sweep")
 learning_curve = _lazy("gaussmix.experiments", "learning_curve")
-parse_range = _lazy("gaussmix.experiments", "parse_range")
 
 #: exit statuses
 EXIT_ERROR = 1
@@ -362,22 +361,9 @@ OutOption = Annotated[
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 
 
-#: largest number of points of a curve
-MAX_POINTS = 10_000
 #: default search interval of ``gaussmix optimal-lambda`` (the library's)
 OPTIMAL_LAM_MIN = 1e-5
 OPTIMAL_LAM_MAX = 1e2
-
-
-def _parse_range(option: str, spec: str, *, positive: bool) -> np.ndarray:
-    """Parse ``[log:]start:stop:num`` and check the sign of the values (library checks)."""
-    num = spec.rsplit(":", 1)[-1].strip()
-    if num.isdigit() and int(num) > MAX_POINTS:
-        raise ValueError(f"{option}: at most {MAX_POINTS} points, got {num}")
-    grid = parse_range(spec, name=option)
-    if positive:
-        return check_array(option, grid, shape=(None,), positive=True)
-    return check_array(option, grid, shape=(None,), nonnegative=True)
 
 
 def _check_grid(setup: PointSetup, option: str, grid: np.ndarray, key: str) -> None:
@@ -387,16 +373,6 @@ def _check_grid(setup: PointSetup, option: str, grid: np.ndarray, key: str) -> N
             setup.check(**{key: float(value)})
         except ValueError as exc:
             raise ValueError(f"{option} value {value:g}: {option_message(str(exc))}") from None
-
-
-def _make_out_dir(out: Path) -> Path:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OSError(f"--out: cannot create directory {str(out)!r}: {exc.strerror}") from None
-    if not out.is_dir():
-        raise OSError(f"--out: {str(out)!r} is not a directory")
-    return out
 
 
 @app.command()
@@ -419,10 +395,10 @@ def curve(
 
     Takes the options of ``point`` except --alpha: ``--alphas`` replaces it.
     """
-    grid = _parse_range("--alphas", alphas, positive=True)
+    grid = parse_grid("--alphas", alphas, positive=True)
     setup = build_point(opts, alpha=float(grid.max()))
     _check_grid(setup, "--alphas", grid, "alpha")
-    out = _make_out_dir(out)
+    out = make_out_dir(out)
     df = learning_curve(
         setup.mixture,
         setup.loss,
@@ -460,10 +436,10 @@ def lambda_curve(
 
     Takes the options of ``point`` except --lam: ``--lams`` replaces it.
     """
-    grid = _parse_range("--lams", lams, positive=False)
+    grid = parse_grid("--lams", lams, positive=False)
     setup = build_point(opts, lam=float(grid.max()))
     _check_grid(setup, "--lams", grid, "lam")
-    out = _make_out_dir(out)
+    out = make_out_dir(out)
     df = lambda_sweep(
         setup.mixture,
         setup.loss,
@@ -480,12 +456,6 @@ def lambda_curve(
     logx = lams.startswith("log:") or bool(np.all(grid > 0))
     paths = _write_curve(df, out, "lambda_curve", x="lam", title=title, logx=logx)
     _report_curve(df, paths)
-
-
-def _given(ctx: typer.Context, name: str) -> bool:
-    """Whether the parameter ``name`` was given on the command line (not defaulted)."""
-    source = ctx.get_parameter_source(name)
-    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
 
 
 LamMinOption = Annotated[
@@ -559,7 +529,7 @@ def optimal_lambda_command(
 def _optimal_lambda_payload(setup: PointSetup, res: Any) -> dict:
     """The ``optimal-lambda --json`` object of an :class:`OptimalLambdaResult`."""
     fp = res.result
-    if fp is None or not fp.converged:
+    if fp is None or not fp.success:
         raise ConvergenceError(
             f"no fixed point at the optimal penalty ({res.message}); try --lam-min/--lam-max"
         )
@@ -636,17 +606,6 @@ def _seeds_option(help_text: str) -> Any:
     return typer.Option("--seeds", metavar="S", help=help_text)
 
 
-@contextlib.contextmanager
-def _one_blas_thread() -> Iterator[None]:
-    """One BLAS thread per process (here and in joblib workers): parallelism comes from
-    --jobs, and the bits of a seeded simulation do not depend on it."""
-    from joblib import parallel_config
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1), parallel_config(backend="loky", inner_max_num_threads=1):
-        yield
-
-
 @app.command()
 @without_options("tol", "max_iter", "quad_order")
 @point_options
@@ -675,7 +634,7 @@ def simulate(
 
     setup = build_point(opts)
     check_simulation(setup, d=d, seeds=seeds, seed=seed)
-    with _one_blas_thread():
+    with one_blas_thread():
         payload = simulation_payload(
             setup, d=d, seeds=seeds, seed=seed, n_jobs=jobs, progress=not quiet
         )
@@ -743,11 +702,11 @@ def compare(
     """
     import pandas as pd
 
-    grid = _parse_range("--alphas", alphas, positive=True)
+    grid = parse_grid("--alphas", alphas, positive=True)
     setup = build_point(opts, alpha=float(grid.max()))
     _check_grid(setup, "--alphas", grid, "alpha")
     setups = _simulation_setups(setup, grid, d=d, seeds=seeds, seed=seed)
-    out = _make_out_dir(out)
+    out = make_out_dir(out)
     theory = learning_curve(
         setup.mixture,
         setup.loss,
@@ -798,7 +757,7 @@ def _simulate_curve(
 
     sims = []
     with (
-        _one_blas_thread(),
+        one_blas_thread(),
         progress_bar(
             total=len(grid) * seeds,
             desc=f"simulate d={d}",
@@ -1123,8 +1082,8 @@ def figure_command(
     (simulations at d = 1000) about 11 minutes with --jobs 2 (see BENCHMARKS.md).
     """
     if list_:
-        given = [p for p in ctx.command.params if p.name != "list_" and _given(ctx, p.name)]
-        if name is not None or given:
+        passed = [p for p in ctx.command.params if p.name != "list_" and given(ctx, p.name)]
+        if name is not None or passed:
             raise ValueError("--list takes no NAME and no other option")
         _print_atlas()
         return
@@ -1145,9 +1104,9 @@ def figure_command(
         validate_figure(name, fast=fast, **kw)
     except (TypeError, ValueError) as exc:
         raise type(exc)(_figure_message(spec, str(exc))) from None
-    out = _make_out_dir(out)
+    out = make_out_dir(out)
     simulates = spec.simulates and kw.get("simulate", True)
-    with _one_blas_thread() if simulates else contextlib.nullcontext():
+    with one_blas_thread() if simulates else contextlib.nullcontext():
         res = write_figure(name, out, fast=fast, **kw)
     _report_curve(res.data, (res.csv, res.png, res.meta))
 
@@ -1171,7 +1130,7 @@ def _print_atlas() -> None:
 def _figure_all(ctx: typer.Context, out: Path, fast: bool, quiet: bool) -> None:
     """``gaussmix figure all``: every figure of the atlas, and DIR/atlas.json."""
     for p in ctx.command.params:
-        if p.name not in _FIGURE_COMMON and _given(ctx, p.name) and _flag(p) != "--jobs":
+        if p.name not in _FIGURE_COMMON and given(ctx, p.name) and _flag(p) != "--jobs":
             raise ValueError(
                 f"{_flag(p)} is not an option of figure all (its options: "
                 f"{', '.join(_ATLAS_OPTIONS)})"
@@ -1179,7 +1138,7 @@ def _figure_all(ctx: typer.Context, out: Path, fast: bool, quiet: bool) -> None:
     jobs = ctx.params["jobs"] if ctx.params["jobs"] is not None else 1
     if jobs == 0:
         raise ValueError("--jobs must be a non-zero integer (joblib: -1 = all cores), got 0")
-    out = _make_out_dir(out)
+    out = make_out_dir(out)
     from gaussmix.figures import make_atlas
 
     res = make_atlas(out, fast=fast, n_jobs=jobs, progress=not quiet)
@@ -1204,10 +1163,10 @@ def _figure_kwargs(ctx: typer.Context, spec: Any) -> dict[str, Any]:
     """The table function's arguments from the options given on the command line; an
     option the figure does not take, or a simulation option with ``--no-simulate``, is
     refused naming it."""
-    given = [p for p in ctx.command.params if p.name not in _FIGURE_COMMON and _given(ctx, p.name)]
-    no_sim = _given(ctx, "simulate") and ctx.params["simulate"] is False
+    passed = [p for p in ctx.command.params if p.name not in _FIGURE_COMMON and given(ctx, p.name)]
+    no_sim = given(ctx, "simulate") and ctx.params["simulate"] is False
     kw: dict[str, Any] = {}
-    for p in given:
+    for p in passed:
         opt = spec.option(_flag(p))
         if opt is None:
             takes = ", ".join(o.flag for o in spec.options) or "none"
@@ -1227,7 +1186,7 @@ def _figure_value(opt: Any, value: Any) -> Any:
     """The text of a list option parsed by the option's kind (others pass as they are)."""
     if opt.kind == "grid":
         if ":" in str(value):
-            return _parse_range(opt.flag, str(value), positive=True)
+            return parse_grid(opt.flag, str(value), positive=True)
         return parse_floats(opt.flag, value)
     if opt.kind == "ints":
         parts = [t.strip() for t in str(value).split(",")]

@@ -728,9 +728,9 @@ class PointSetup:
 
     def check(self, *, lam: float | None = None, alpha: float | None = None) -> Problem:
         """The validated problem at another ``lam`` / ``alpha``: the checks of
-        :func:`~gaussmix.theory.problem.make_problem` that depend on them (the mixture, loss and
+        :func:`~gaussmix.theory.api.make_problem` that depend on them (the mixture, loss and
         penalty were validated when the setup was built, and do not change)."""
-        from gaussmix.theory.problem import check_lam_alpha
+        from gaussmix.theory.api import check_lam_alpha
 
         lam_v, alpha_v = check_lam_alpha(
             self.lam if lam is None else lam,
@@ -764,7 +764,7 @@ def build_point(
             r, lam=r.lam if lam is None else lam, alpha=r.alpha if alpha is None else alpha
         )
     mixture = mixture_from_options(r)
-    from gaussmix.theory.problem import make_problem
+    from gaussmix.theory.api import make_problem
     from gaussmix.theory.quadrature import GaussHermite
 
     problem = make_problem(

@@ -36,6 +36,7 @@ from gaussmix.core.version import __version__
 from gaussmix.theory.losses import LOSSES
 from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture
 
+from .helpers import given, make_out_dir, one_blas_thread, parse_grid
 from .options import (
     MODELS,
     PointOptions,
@@ -186,12 +187,10 @@ def transition(
     bias separates (an LP per sample), against alpha for each --d, with the 50 %
     crossings (logistic fit, standard error).
     """
-    from .commands import _given, _make_out_dir, _parse_range
-
     sim_only = ("d", "datasets", "alphas", "seed", "jobs", "out")
     if not simulate:
         for name in sim_only:
-            if _given(ctx, name):
+            if given(ctx, name):
                 raise ValueError(f"--{name} is only valid with --simulate")
         if not theory:
             raise ValueError("--no-theory needs --simulate (there is nothing else to do)")
@@ -203,12 +202,12 @@ def transition(
     mixture, params = _mixture(opts)
     sim: dict[str, Any] = {}
     if simulate:
-        sim = _simulation_options(d, datasets, alphas, seed, jobs, _parse_range)
+        sim = _simulation_options(d, datasets, alphas, seed, jobs, parse_grid)
         _check_sizes(mixture, sim)
     payload = _theory_payload(opts, mixture, rel_tol, quiet) if theory else _no_theory()
     payload["params"] = params
     if simulate:
-        out = _make_out_dir(out)
+        out = make_out_dir(out)
         payload["simulation"] = _simulate(mixture, sim, payload, out, quiet)
     if json_out:
         typer.echo(json.dumps(finite_or_none(payload), allow_nan=False))
@@ -238,7 +237,7 @@ def _theory_payload(
         raise _model_message(opts, exc) from None
     payload = dict(res.to_dict())
     payload["alpha_star"] = float(res.alpha_star) if res.alpha_star is not None else None
-    payload["converged"] = bool(res.converged)
+    payload["converged"] = bool(res.success)
     return payload
 
 
@@ -278,8 +277,6 @@ def _simulate(
 
     from gaussmix.simulate.separability import lp_crossing, separability_fraction
 
-    from .commands import _one_blas_thread
-
     grid = sim["alphas"]
     star = theory.get("alpha_star")
     if grid is None:
@@ -291,7 +288,7 @@ def _simulate(
         lo, hi, num = TRANSITION_SPAN
         grid = np.linspace(lo * star, hi * star, num)
         _check_sizes(mixture, {**sim, "alphas": grid})
-    with _one_blas_thread():
+    with one_blas_thread():
         table = separability_fraction(
             mixture,
             grid,

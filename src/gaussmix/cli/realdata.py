@@ -17,7 +17,8 @@ from typing import Annotated
 
 import typer
 
-from .commands import OutOption, QuietOption, _make_out_dir, _one_blas_thread, app
+from .commands import OutOption, QuietOption, app
+from .helpers import make_out_dir, one_blas_thread
 from .options import parse_floats
 
 __all__ = ["realdata_command"]
@@ -113,8 +114,8 @@ def realdata_command(
         raise ValueError("--features rf needs --gamma (the number of features over d)")
     if gamma is not None and not gamma > 0:
         raise ValueError(f"--gamma must be > 0, got {gamma:g}")
-    out = _make_out_dir(out)
-    with _one_blas_thread():
+    out = make_out_dir(out)
+    with one_blas_thread():
         ds = load_dataset(dataset, task, data_dir=data_dir, download=download)
         fmap = None
         if features == "rf":

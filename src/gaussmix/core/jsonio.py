@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["finite_or_none", "dumps", "loads"]
+__all__ = ["finite_or_none", "plain", "dumps", "loads"]
 
 _STRICT = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 _STRICT_SORTED = json.JSONEncoder(separators=(",", ":"), allow_nan=False, sort_keys=True)
@@ -28,6 +28,24 @@ def finite_or_none(obj: Any) -> Any:
     if isinstance(obj, list | tuple):
         return [finite_or_none(v) for v in obj]
     return obj
+
+
+def plain(x: Any) -> Any:
+    """``x`` with numpy scalars / arrays turned into Python ones, tuples into lists and NaN /
+    inf into None: JSON-safe (``json.dumps(plain(x), allow_nan=False)`` succeeds)."""
+    if isinstance(x, dict):
+        return {str(k): plain(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [plain(v) for v in x]
+    if hasattr(x, "tolist") and hasattr(x, "dtype"):  # numpy array or scalar
+        return plain(x.tolist())
+    if isinstance(x, bool):
+        return x
+    if isinstance(x, int):
+        return int(x)
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    return x
 
 
 def dumps(value: Any, *, sort_keys: bool = False) -> bytes:

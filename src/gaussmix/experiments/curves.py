@@ -1,10 +1,10 @@
 """Curves of fixed points: learning curves over alpha and sweeps over lambda.
 
 Both walk along the curve with warm starts (continuation) and return tidy pandas tables,
-one row per point.  :func:`d_test_error_d_lambda` differentiates ``eps_g`` with respect to
-lambda through the fixed point.  Sweeps over lambda run from large to small lambda
-(annealing, Appendix B numerical note 1) whatever the order asked for, then report in the
-order asked for.
+one row per point.  Sweeps over lambda run from large to small lambda (annealing, Appendix
+B numerical note 1) whatever the order asked for, then report in the order asked for.
+:func:`d_test_error_d_lambda` (:mod:`gaussmix.experiments.derivative`) differentiates
+``eps_g`` with respect to lambda through the fixed point.
 The optimal penalty (``optimal_lambda``, ``optimal_lambda_curve``, ``OptimalLambdaResult``)
 lives in :mod:`gaussmix.experiments.lambda_star`; the names are still importable from
 here.
@@ -14,21 +14,24 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from gaussmix.core.exceptions import ConvergenceError, ConvergenceWarning
 from gaussmix.core.progress import progress_bar
+from gaussmix.core.tables import CurveTable, deprecated_return_results
 from gaussmix.core.validation import check_array
+from gaussmix.theory.api import make_problem
 from gaussmix.theory.losses import Loss
 from gaussmix.theory.mixture import Mixture
-from gaussmix.theory.observables import test_accuracy
-from gaussmix.theory.problem import make_problem
 from gaussmix.theory.quadrature import GaussHermite, default_rule
 from gaussmix.theory.solver import FixedPointResult, solve_problem
+
+from .derivative import d_test_error_d_lambda
+
+# moved to gaussmix.experiments.lambda_star; still importable from here
+from .lambda_star import OptimalLambdaResult, optimal_lambda, optimal_lambda_curve  # noqa: F401
 
 __all__ = [
     "learning_curve",
@@ -36,18 +39,6 @@ __all__ = [
     "parse_range",
     "d_test_error_d_lambda",
 ]
-
-#: names that moved to :mod:`gaussmix.experiments.lambda_star` (imported on first use:
-#: that module imports this one)
-_MOVED = ("optimal_lambda", "optimal_lambda_curve", "OptimalLambdaResult")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        from . import lambda_star as _module
-
-        return getattr(_module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_range(spec: str, *, name: str = "alphas", log: bool | None = None) -> np.ndarray:
@@ -195,9 +186,9 @@ def learning_curve(
     penalty: str = "l2",
     l1_ratio: float | None = None,
     progress: bool = False,
-    return_results: bool = False,
+    return_results: bool | None = None,
     **solve_kw: Any,
-) -> pd.DataFrame | tuple[pd.DataFrame, list]:
+) -> CurveTable:
     """Theory learning curve: Theorem 2 errors at each ``alpha``, warm-started.
 
     Parameters
@@ -209,18 +200,22 @@ def learning_curve(
     progress : bool
         Show a progress bar.
     return_results : bool
-        Also return the list of :class:`FixedPointResult` (None where no fixed point).
+        Deprecated: the table's ``.points`` holds the :class:`FixedPointResult` of every
+        row (``True`` still returns ``(table, list)``, with a ``FutureWarning``, for one
+        release).
     **solve_kw
         Passed to the solver (``tol``, ``quadrature``, ``max_iter``, ...).
 
     Returns
     -------
-    pandas.DataFrame
-        Columns ``alpha, lam, test_error, train_error, train_loss, free_energy,
-        penalty_value, nonzero_fraction, nonzero_fraction_support,
-        nonzero_fraction_off_support, l1_norm, converged, n_iter, residual,
-        integration_error``.  Points without a
-        valid fixed point are NaN with ``converged=False`` (and a ConvergenceWarning).
+    CurveTable
+        A :class:`pandas.DataFrame` with columns ``alpha, lam, test_error, train_error,
+        train_loss, free_energy, penalty_value, nonzero_fraction,
+        nonzero_fraction_support, nonzero_fraction_off_support, l1_norm, converged,
+        n_iter, residual, integration_error``, and the :class:`FixedPointResult` of each
+        row in ``.points`` (:class:`~gaussmix.core.tables.CurveTable`).  Points without a
+        valid fixed point are NaN with ``converged=False`` and None in ``.points`` (and a
+        ConvergenceWarning).
     """
     a = check_array("alphas", alphas, shape=(None,), positive=True)
     if a.size == 0:
@@ -236,8 +231,8 @@ def learning_curve(
         solve_kw=solve_kw,
         l1_ratio=l1_ratio,
     )
-    df = pd.DataFrame([_row(r, alpha=al, lam=float(lam)) for r, (_, al) in zip(res, points)])
-    return (df, res) if return_results else df
+    rows = [_row(r, alpha=al, lam=float(lam)) for r, (_, al) in zip(res, points)]
+    return deprecated_return_results(CurveTable.from_rows(rows, res), return_results)
 
 
 def lambda_sweep(
@@ -249,15 +244,17 @@ def lambda_sweep(
     penalty: str = "l2",
     l1_ratio: float | None = None,
     progress: bool = False,
-    return_results: bool = False,
+    return_results: bool | None = None,
     **solve_kw: Any,
-) -> pd.DataFrame | tuple[pd.DataFrame, list]:
+) -> CurveTable:
     """Theorem 2 errors at fixed ``alpha`` over penalty strengths ``lams``.
 
     Solved from the largest to the smallest lambda with warm starts (annealing), each
     point starting from the finest quadrature rule that the larger penalties needed (the
     channel integrand sharpens as lambda decreases, towards the separable regime); the
-    table is in the order of ``lams``.
+    table is in the order of ``lams``, with the columns of :func:`learning_curve` and the
+    :class:`FixedPointResult` of each row in ``.points`` (``return_results`` is
+    deprecated as there).
     """
     lv = check_array("lams", lams, shape=(None,), nonnegative=True)
     if lv.size == 0:
@@ -278,79 +275,5 @@ def lambda_sweep(
     res: list = [None] * lv.size
     for i, r in zip(order, res_sorted):
         res[i] = r
-    df = pd.DataFrame([_row(r, alpha=float(alpha), lam=float(lam)) for r, lam in zip(res, lv)])
-    return (df, res) if return_results else df
-
-
-def d_test_error_d_lambda(result: FixedPointResult, *, rel_step: float = 1e-6) -> float:
-    """``d eps_g / d lambda`` at a fixed point, by implicit differentiation.
-
-    With ``x* = T(x*; lambda)`` the fixed point of the map of Theorem 1,
-    ``dx*/dlambda = (I - dT/dx)^{-1} dT/dlambda``, and
-    ``d eps_g / d lambda = grad_x eps_g(x*) . dx*/dlambda``.  The state is parametrised by
-    its independent entries (each symmetric pair ``Q_c[i, j] = Q_c[j, i]``, ``V_c[i, j] =
-    V_c[j, i]`` is one coordinate, perturbed on both sides, so every perturbed overlap stays
-    symmetric).  The Jacobians of the (smooth) map and of ``eps_g(Q, M, b)`` are central
-    differences with step ``rel_step max(1, |x_i|)`` (smaller for tiny positive overlaps,
-    which must stay positive); nothing is re-solved, so the cost is ``2 m + 2`` evaluations
-    of the map for ``m`` independent entries.
-    """
-    state = result.state
-    if state is None or not result.converged:
-        raise ValueError("d_test_error_d_lambda needs a converged FixedPointResult")
-    problem, x = state.problem, state.x
-    if problem.lam <= 0:
-        raise ValueError("d_test_error_d_lambda needs lam > 0")
-    n = x.size
-    coords = _independent_entries(problem.n_clusters, problem.dim)
-    rows = np.array([idx[0] for idx in coords])
-    m = rows.size
-    T = state.map()
-    J = np.empty((m, m))
-    for k, idx in enumerate(coords):
-        h = _fd_step(x[idx[0]], rel_step)
-        e = np.zeros(n)
-        e[idx] = h
-        J[:, k] = ((T(x + e) - T(x - e)) / (2 * h))[rows]
-    lam = problem.lam
-    hl = rel_step * max(lam, 1e-300)
-    Tp = state.map(replace(problem, lam=lam + hl))(x)
-    Tm = state.map(replace(problem, lam=lam - hl))(x)
-    dz = np.linalg.solve(np.eye(m) - J, ((Tp - Tm) / (2 * hl))[rows])
-    rho = problem.mixture.rho
-
-    def eps(xx: np.ndarray) -> float:
-        Q, M, _, b = state.unpack(xx)
-        return float(1.0 - rho @ test_accuracy(problem, M, b, Q)[0])
-
-    g = np.empty(m)
-    for k, idx in enumerate(coords):
-        h = _fd_step(x[idx[0]], rel_step)
-        e = np.zeros(n)
-        e[idx] = h
-        g[k] = (eps(x + e) - eps(x - e)) / (2 * h)
-    return float(g @ dz)
-
-
-def _independent_entries(K: int, L: int) -> list[np.ndarray]:
-    """Indices into the state vector ``(Q, M, V, b)`` of each independent coordinate, in state
-    order: a symmetric pair of an overlap matrix is one coordinate (its upper entry first),
-    every other entry its own (for ``L = 1``: every entry, in order)."""
-    n2 = K * L * L
-    block = np.arange(n2).reshape(K, L, L)
-    sym = [
-        np.array([block[c, i, j], block[c, j, i]][: 1 + (i != j)])
-        for c in range(K)
-        for i in range(L)
-        for j in range(L)
-        if i <= j
-    ]
-    means = [np.array([n2 + i]) for i in range(K * L)]
-    metrics = [idx + n2 + K * L for idx in sym]
-    bias = [np.array([2 * n2 + K * L + i]) for i in range(L)]
-    return sym + means + metrics + bias
-
-
-def _fd_step(xi: float, rel_step: float) -> float:
-    h = rel_step * max(1.0, abs(xi))
-    return 1e-3 * xi if 0.0 < xi < 1e3 * h else h
+    rows = [_row(r, alpha=float(alpha), lam=float(lam)) for r, lam in zip(res, lv)]
+    return deprecated_return_results(CurveTable.from_rows(rows, res), return_results)

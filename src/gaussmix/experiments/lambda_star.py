@@ -22,21 +22,25 @@ import inspect
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from gaussmix.core.exceptions import ConvergenceError, ConvergenceWarning, IntegrationWarning
+from gaussmix.core.jsonio import plain
 from gaussmix.core.progress import progress_bar
+from gaussmix.core.results import Result
+from gaussmix.core.tables import CurveTable, deprecated_return_results
 from gaussmix.core.validation import check_array, check_int, check_real
+from gaussmix.theory.api import make_problem
 from gaussmix.theory.losses import Loss
 from gaussmix.theory.mixture import Mixture
 from gaussmix.theory.penalties import make_penalty
-from gaussmix.theory.problem import LAM_MAX, Problem, make_problem
+from gaussmix.theory.problem import LAM_MAX, Problem
 from gaussmix.theory.solver import FixedPointResult, solve_problem
 
-from .curves import d_test_error_d_lambda
+from .derivative import d_test_error_d_lambda
 
 __all__ = ["optimal_lambda", "optimal_lambda_curve", "OptimalLambdaResult"]
 
@@ -52,8 +56,9 @@ _SEARCH_KEYS = ("quadrature", "max_iter", "anderson", "damping")
 
 
 @dataclass
-class OptimalLambdaResult:
-    """Result of :func:`optimal_lambda`: ``lambda* = argmin_lambda eps_g(alpha, lambda)``.
+class OptimalLambdaResult(Result):
+    """Result of :func:`optimal_lambda`: ``lambda* = argmin_lambda eps_g(alpha, lambda)``
+    (the result protocol of :mod:`gaussmix.core.results`).
 
     Attributes
     ----------
@@ -84,10 +89,16 @@ class OptimalLambdaResult:
         Smallest and largest penalty solved.
     derivative : float
         ``d eps_g / d lambda`` at the returned point, by implicit differentiation through the
-        fixed point (:func:`~gaussmix.experiments.curves.d_test_error_d_lambda`); ~0 at an
+        fixed point (:func:`~gaussmix.experiments.derivative.d_test_error_d_lambda`); ~0 at an
         interior optimum, > 0 at the ``lambda -> 0+`` boundary.  NaN if not computed.
     message : str
+    success : bool
+        The fixed point at ``lam_star`` was found (property; the column of
+        :meth:`summary` is ``converged``).
     """
+
+    #: nothing iterates (the result protocol's ``n_iter`` does not apply)
+    n_iter: ClassVar[None] = None
 
     lam_star: float
     test_error: float
@@ -100,6 +111,10 @@ class OptimalLambdaResult:
     derivative: float = float("nan")
     message: str = ""
     _fixed_points: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def success(self) -> bool:
+        return bool(self.result is not None and self.result.success)
 
     @property
     def n_evaluations(self) -> int:
@@ -122,9 +137,19 @@ class OptimalLambdaResult:
             "lam_min": self.lam_min,
             "lam_max": self.lam_max,
             "derivative": self.derivative,
-            "converged": bool(r is not None and r.converged),
+            "converged": self.success,
             "n_evaluations": self.n_evaluations,
         }
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe plain types: :meth:`summary` (with ``success`` for its ``converged``)
+        and the message; the fixed point is ``result.to_dict()``."""
+        row = {("success" if k == "converged" else k): v for k, v in self.summary().items()}
+        return plain({**row, "message": self.message})
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row: :meth:`summary` (the row of :func:`optimal_lambda_curve`)."""
+        return pd.DataFrame([self.summary()])
 
 
 def _overlap_scale(res: FixedPointResult) -> float:
@@ -496,9 +521,9 @@ def optimal_lambda_curve(
     penalty: str = "l2",
     l1_ratio: float | None = None,
     progress: bool = False,
-    return_results: bool = False,
+    return_results: bool | None = None,
     **kw: Any,
-) -> pd.DataFrame | tuple[pd.DataFrame, list]:
+) -> CurveTable:
     """Optimal-penalty learning curve: :func:`optimal_lambda` at each ``alpha``.
 
     Every search is warm-started from the fixed points of the previous ``alpha`` at the
@@ -506,12 +531,14 @@ def optimal_lambda_curve(
 
     Returns
     -------
-    pandas.DataFrame
-        Columns ``alpha, lam_star, at_boundary, at_upper_bound, test_error, train_error,
-        train_loss, nonzero_fraction, l1_norm, lam_min, lam_max, derivative, converged,
-        n_evaluations`` (``lam_star = 0`` where the optimum is ``lambda -> 0+``, ``inf``
-        where it is ``lambda -> infinity``).  With
-        ``return_results`` also the list of :class:`OptimalLambdaResult`.
+    CurveTable
+        A :class:`pandas.DataFrame` with columns ``alpha, lam_star, at_boundary,
+        at_upper_bound, test_error, train_error, train_loss, nonzero_fraction, l1_norm,
+        lam_min, lam_max, derivative, converged, n_evaluations`` (``lam_star = 0`` where
+        the optimum is ``lambda -> 0+``, ``inf`` where it is ``lambda -> infinity``), and
+        the :class:`OptimalLambdaResult` of each row in ``.points`` (None where the search
+        failed).  ``return_results`` is deprecated (``True`` still returns ``(table,
+        list)`` with a ``FutureWarning``, for one release).
     """
     a = check_array("alphas", alphas, shape=(None,), positive=True)
     if a.size == 0:
@@ -542,5 +569,4 @@ def optimal_lambda_curve(
             rows.append({"alpha": float(alpha), **res.summary()})
             warm = res._fixed_points
         out.append(res)
-    df = pd.DataFrame(rows)
-    return (df, out) if return_results else df
+    return deprecated_return_results(CurveTable.from_rows(rows, out), return_results)

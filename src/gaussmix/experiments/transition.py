@@ -18,12 +18,14 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gaussmix.core.exceptions import ConvergenceError, IntegrationWarning
+from gaussmix.core.jsonio import plain
 from gaussmix.core.progress import progress_bar
+from gaussmix.core.results import Result
 from gaussmix.core.validation import check_int, check_real
 from gaussmix.theory.margin import (
     SeparabilityError,
@@ -58,15 +60,17 @@ EXACT_REL_TOL = 1e-10
 
 
 @dataclass
-class TransitionResult:
-    """The separability threshold of a mixture and the evidence for it.
+class TransitionResult(Result):
+    """The separability threshold of a mixture and the evidence for it (the result protocol
+    of :mod:`gaussmix.core.results`).
 
     Attributes
     ----------
     alpha_star : float
         The threshold (NaN if not converged).
-    converged : bool
-        Whether the fixed point was found and ``rel_accuracy <= rel_tol``.
+    success : bool
+        Whether the fixed point was found and ``rel_accuracy <= rel_tol`` (``converged`` is
+        its deprecated name; the JSON key stays ``converged``).
     bracket : tuple of float
         ``alpha* -+ 2`` standard errors (the point itself for the exact two-cluster case,
         widened by the root-finding tolerance).
@@ -96,8 +100,11 @@ class TransitionResult:
         The mixture's description.
     """
 
+    #: nothing iterates (the result protocol's ``n_iter`` does not apply)
+    n_iter: ClassVar[None] = None
+
     alpha_star: float
-    converged: bool
+    success: bool
     bracket: tuple[float, float]
     rel_accuracy: float
     evidence: dict
@@ -108,16 +115,12 @@ class TransitionResult:
     log2_n: int = 0
     mixture: dict = field(default_factory=dict)
 
-    @property
-    def success(self) -> bool:
-        return self.converged
-
     def to_dict(self) -> dict:
         """Plain JSON-safe types (``gaussmix transition --json``): NaN becomes None."""
-        return _plain(
+        return plain(
             {
                 "alpha_star": self.alpha_star,
-                "converged": self.converged,
+                "converged": self.success,
                 "bracket": list(self.bracket),
                 "rel_accuracy": self.rel_accuracy,
                 "evidence": self.evidence,
@@ -129,24 +132,6 @@ class TransitionResult:
                 "mixture": self.mixture,
             }
         )
-
-
-def _plain(x: Any) -> Any:
-    """``x`` with numpy scalars / arrays turned into Python ones and NaN / inf into None."""
-    if isinstance(x, dict):
-        return {str(k): _plain(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_plain(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return _plain(x.tolist())
-    if isinstance(x, bool | np.bool_):
-        return bool(x)
-    if isinstance(x, int | np.integer):
-        return int(x)
-    if isinstance(x, float | np.floating):
-        v = float(x)
-        return v if math.isfinite(v) else None
-    return x
 
 
 def separability_threshold(
@@ -218,8 +203,8 @@ def separability_threshold(
         exact = K == 2 or est.method == "exchangeable"
         n_eval += est.n_evaluations
         bar.update(1)
-        rel = est.std_error / est.alpha_star if est.converged else np.inf
-        while not exact and est.converged and rel > tol and log2_n < max_log2_n:
+        rel = est.std_error / est.alpha_star if est.success else np.inf
+        while not exact and est.success and rel > tol and log2_n < max_log2_n:
             # quasi-Monte Carlo error ~ N^-0.85 (measured; 0.7 and a 20% margin assumed):
             # jump to the predicted size
             need = log2_n + math.ceil(math.log2(rel / (0.8 * tol)) / 0.7)
@@ -228,11 +213,11 @@ def separability_threshold(
                 mixture, log2_n=log2_n, n_randomisations=n_randomisations, seed=seed
             )
             n_eval += est.n_evaluations
-            rel = est.std_error / est.alpha_star if est.converged else np.inf
+            rel = est.std_error / est.alpha_star if est.success else np.inf
         bar.update(1)
-        astar = est.alpha_star if est.converged else np.nan
-        converged = bool(est.converged and rel <= tol)
-        if not est.converged:
+        astar = est.alpha_star if est.success else np.nan
+        converged = bool(est.success and rel <= tol)
+        if not est.success:
             message = est.message
         elif not converged and exact:
             message = (
@@ -251,14 +236,14 @@ def separability_threshold(
         ev: dict = {}
         if K == 2 and mixture.n_atoms == 1 and np.ptp(mixture.sigma[0]) == 0.0:
             ev["closed_form"] = binary_separability_threshold(mixture)
-        if evidence and est.converged:
+        if evidence and est.success:
             ev.update(_evidence(mixture, astar, bracket, seed))
         bar.update(1)
     if exact:
         log2_n = 0  # no quasi-Monte Carlo points
     return TransitionResult(
         alpha_star=float(astar),
-        converged=converged,
+        success=converged,
         bracket=bracket,
         rel_accuracy=float(rel) if np.isfinite(rel) else np.nan,
         evidence=ev,
@@ -283,7 +268,7 @@ def _evidence(mixture: Mixture, astar: float, bracket: tuple, seed: int) -> dict
         below.update(train_error=None, margin=None, error=str(exc))
     above: dict[str, Any] = {"alpha": hi, "train_error": None, "lam": EVIDENCE_LAM}
     if mixture.n_clusters <= EVIDENCE_MAX_K:
-        from gaussmix.theory.solver import solve
+        from gaussmix.theory.api import solve
 
         labels = mixture.labels
         loss = "logistic" if labels.is_binary else "cross-entropy"
@@ -293,11 +278,11 @@ def _evidence(mixture: Mixture, astar: float, bracket: tuple, seed: int) -> dict
                 warnings.simplefilter("ignore", IntegrationWarning)
                 res = solve(mixture, loss, lam=EVIDENCE_LAM, alpha=hi, throw=False)
             above.update(
-                train_error=res.train_error if res.converged else None,
+                train_error=res.train_error if res.success else None,
                 loss=loss,
                 integration_error=res.integration_error,
             )
-            if not res.converged:
+            if not res.success:
                 above["error"] = res.message
         except (ConvergenceError, ValueError) as exc:
             above["error"] = str(exc)

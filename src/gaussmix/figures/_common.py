@@ -16,14 +16,14 @@ from gaussmix.core.validation import check_array
 from .plotting import STYLE
 
 
-def _alphas(name: str, alphas: Any) -> np.ndarray:
+def check_alphas(name: str, alphas: Any) -> np.ndarray:
     a = check_array(name, alphas, shape=(None,), positive=True)
     if a.size == 0:
         raise ValueError(f"{name} must not be empty")
     return np.unique(a)
 
 
-def _positive_list(name: str, values: Any) -> np.ndarray:
+def positive_list(name: str, values: Any) -> np.ndarray:
     v = check_array(name, values, shape=(None,), positive=True)
     if v.size == 0:
         raise ValueError(f"{name} must not be empty")
@@ -32,22 +32,22 @@ def _positive_list(name: str, values: Any) -> np.ndarray:
     return v
 
 
-def _check_bool(name: str, value: Any) -> bool:
+def check_bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool | np.bool_):
         raise TypeError(f"{name} must be a bool, got {value!r}")
     return bool(value)
 
 
-def _fmt(x: float) -> str:
+def fmt_g(x: float) -> str:
     return f"{x:g}"
 
 
-def _colours(n: int) -> list:
+def colour_cycle(n: int) -> list:
     cycle = mpl.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
     return [cycle[i % len(cycle)] for i in range(n)]
 
 
-def _check_df(df: Any, columns: Sequence[str]) -> pd.DataFrame:
+def check_df(df: Any, columns: Sequence[str]) -> pd.DataFrame:
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
     missing = [c for c in columns if c not in df.columns]
@@ -76,7 +76,7 @@ LINE_STYLES = ("-", "--", "-.", ":")
 MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
-def _new_slide_figure(figsize: tuple[float, float], nrows: int, ncols: int, **kw: Any):
+def new_slide_figure(figsize: tuple[float, float], nrows: int, ncols: int, **kw: Any):
     """A figure and its axes (``squeeze=False``) in :data:`SLIDE_STYLE`."""
     with mpl.rc_context(SLIDE_STYLE):
         fig = Figure(figsize=figsize, layout="constrained")
@@ -85,7 +85,7 @@ def _new_slide_figure(figsize: tuple[float, float], nrows: int, ncols: int, **kw
     return fig, axes
 
 
-def _log_axis(ax: Any, values: Any, axis: str = "x") -> None:
+def log_axis(ax: Any, values: Any, axis: str = "x") -> None:
     """A log scale over ``values`` with plain tick labels at powers of two (or of ten over
     more than three decades) and no minor tick labels (they collide on short ranges)."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
@@ -104,14 +104,14 @@ def _log_axis(ax: Any, values: Any, axis: str = "x") -> None:
     target.set_minor_formatter(NullFormatter())
 
 
-def _balanced_alpha(alpha: float, d: int, k: int) -> float:
+def balanced_alpha(alpha: float, d: int, k: int) -> float:
     """``alpha`` rounded so that ``n = alpha d`` is a positive multiple of ``k``: with
     balanced clusters the simulated class counts are then exactly equal."""
     n = max(k, k * int(np.floor(alpha * d / k + 0.5)))
     return n / d
 
 
-def _simulation_columns(rows: pd.DataFrame, keys: Sequence[str]) -> None:
+def simulation_columns(rows: pd.DataFrame, keys: Sequence[str]) -> None:
     """Add empty simulation columns (``sim_alpha``, ``sim_lam``, ``sim_<key>``,
     ``sim_<key>_se``, ``sim_converged``, ``sim_d``, ``sim_seeds``) to ``rows`` in place."""
     for c in ("sim_alpha", "sim_lam"):
@@ -124,7 +124,7 @@ def _simulation_columns(rows: pd.DataFrame, keys: Sequence[str]) -> None:
     rows["sim_seeds"] = np.nan
 
 
-def _fill_simulation(rows: pd.DataFrame, idx: Any, result: Any, keys: Sequence[str]) -> None:
+def fill_simulation(rows: pd.DataFrame, idx: Any, result: Any, keys: Sequence[str]) -> None:
     """Write a :class:`gaussmix.simulate.SimulationResult` into the ``sim_*`` columns of
     ``rows.loc[idx]``."""
     p = result.params
@@ -133,12 +133,12 @@ def _fill_simulation(rows: pd.DataFrame, idx: Any, result: Any, keys: Sequence[s
     for key in keys:
         rows.loc[idx, f"sim_{key}"] = float(result.mean[key])
         rows.loc[idx, f"sim_{key}_se"] = float(result.se[key])
-    rows.loc[idx, "sim_converged"] = bool(result.converged)
+    rows.loc[idx, "sim_converged"] = bool(result.success)
     rows.loc[idx, "sim_d"] = int(p["d"])
     rows.loc[idx, "sim_seeds"] = int(p["seeds"])
 
 
-def _errorbars(ax: Any, x: Any, y: Any, se: Any, colour: Any, marker: str) -> None:
+def errorbars(ax: Any, x: Any, y: Any, se: Any, colour: Any, marker: str) -> None:
     """Simulation dots with +-1 standard-error bars."""
     ax.errorbar(
         np.asarray(x, dtype=float),
@@ -154,7 +154,7 @@ def _errorbars(ax: Any, x: Any, y: Any, se: Any, colour: Any, marker: str) -> No
     )
 
 
-#: words for the parameters of a preset in :func:`_preset_note`
+#: words for the parameters of a preset in :func:`preset_note`
 _PRESET_WORDS = {
     "ks": "K",
     "alphas": "alphas",
@@ -170,7 +170,7 @@ _PRESET_WORDS = {
 }
 
 
-def _preset_note(preset: dict[str, Any]) -> str:
+def preset_note(preset: dict[str, Any]) -> str:
     """A preset of a figure in words: ``'K = 2, 3; alphas: 7 in [0.5, 6]; ...'``."""
     parts = []
     for key, value in preset.items():
@@ -178,20 +178,20 @@ def _preset_note(preset: dict[str, Any]) -> str:
         if isinstance(value, Sequence) and not isinstance(value, str):
             v = [float(x) for x in value]
             if len(v) > 4:
-                parts.append(f"{name}: {len(v)} in [{_fmt(min(v))}, {_fmt(max(v))}]")
+                parts.append(f"{name}: {len(v)} in [{fmt_g(min(v))}, {fmt_g(max(v))}]")
             else:
-                parts.append(f"{name} = {', '.join(_fmt(x) for x in v)}")
+                parts.append(f"{name} = {', '.join(fmt_g(x) for x in v)}")
         else:
             parts.append(f"{name} = {value}")
     return "; ".join(parts)
 
 
-def _pick(value: Any, preset: Any) -> Any:
+def pick(value: Any, preset: Any) -> Any:
     """``value`` unless it is None, then the preset."""
     return preset if value is None else value
 
 
-def _simulation_handle(df: pd.DataFrame) -> Any:
+def simulation_handle(df: pd.DataFrame) -> Any:
     """The legend entry of simulation dots: open circles, with d, seeds and the error bars."""
     from matplotlib.lines import Line2D
 

@@ -56,20 +56,20 @@ from ._common import (
     LINE_STYLES,
     MARKERS,
     SLIDE_STYLE,
-    _alphas,
-    _balanced_alpha,
-    _check_bool,
-    _check_df,
-    _colours,
-    _errorbars,
-    _fill_simulation,
-    _fmt,
-    _new_slide_figure,
-    _pick,
-    _positive_list,
-    _preset_note,
-    _simulation_columns,
-    _simulation_handle,
+    balanced_alpha,
+    check_alphas,
+    check_bool,
+    check_df,
+    colour_cycle,
+    errorbars,
+    fill_simulation,
+    fmt_g,
+    new_slide_figure,
+    pick,
+    positive_list,
+    preset_note,
+    simulation_columns,
+    simulation_handle,
 )
 from .plotting import AXIS_LABELS
 from .registry import (
@@ -176,9 +176,9 @@ def _ks(ks: Any) -> tuple[int, ...]:
 
 
 def _sim_args(out: dict, preset: dict, sim_alphas, simulate_d, seeds, seed, n_jobs) -> None:
-    out["sim_alphas"] = _alphas("sim_alphas", _pick(sim_alphas, preset["sim_alphas"]))
-    out["d"] = check_int("simulate_d", _pick(simulate_d, preset["simulate_d"]), low=2)
-    out["seeds"] = check_int("seeds", _pick(seeds, preset["seeds"]), low=1)
+    out["sim_alphas"] = check_alphas("sim_alphas", pick(sim_alphas, preset["sim_alphas"]))
+    out["d"] = check_int("simulate_d", pick(simulate_d, preset["simulate_d"]), low=2)
+    out["seeds"] = check_int("seeds", pick(seeds, preset["seeds"]), low=1)
     out["seed"] = check_int("seed", seed, low=0)
     out["n_jobs"] = check_int("n_jobs", n_jobs)
     if out["n_jobs"] == 0:
@@ -205,15 +205,15 @@ def _left_args(
     alpha_star,
 ) -> dict[str, Any]:
     """Validated arguments of :func:`fig3_left` with the presets applied."""
-    fast = _check_bool("fast", fast)
+    fast = check_bool("fast", fast)
     preset = FIG3_LEFT_FAST if fast else FIG3_LEFT_FULL
     out: dict[str, Any] = {
-        "alphas": _alphas("alphas", _pick(alphas, preset["alphas"])),
-        "ks": _ks(_pick(ks, preset["ks"])),
+        "alphas": check_alphas("alphas", pick(alphas, preset["alphas"])),
+        "ks": _ks(pick(ks, preset["ks"])),
         "delta": check_real("delta", delta, low=0.0, low_open=True),
         "lam": check_real("lam", lam, low=0.0, low_open=True),
-        "simulate": _check_bool("simulate", simulate),
-        "progress": _check_bool("progress", progress),
+        "simulate": check_bool("simulate", simulate),
+        "progress": check_bool("progress", progress),
         "bayes_error": _check_hook("bayes_error", bayes_error),
         "alpha_star": _check_hook("alpha_star", alpha_star),
     }
@@ -288,7 +288,7 @@ def fig3_left(
     for k in progress_bar(a["ks"], desc="fig3-left", enabled=a["progress"], unit="K"):
         mix = fig3_mixture(k, a["delta"])
         sim_a = (
-            np.unique([_balanced_alpha(x, a["d"], k) for x in a["sim_alphas"]])
+            np.unique([balanced_alpha(x, a["d"], k) for x in a["sim_alphas"]])
             if a["simulate"]
             else np.empty(0)
         )
@@ -304,7 +304,7 @@ def fig3_left(
         hook = a["bayes_error"]
         rows["bayes_error"] = [float(hook(mix, float(x))) if hook else np.nan for x in alphas_k]
         rows["alpha_star"] = float(a["alpha_star"](mix)) if a["alpha_star"] else np.nan
-        _simulation_columns(rows, _SIM_KEYS)
+        simulation_columns(rows, _SIM_KEYS)
         if a["simulate"]:
             _simulate_alphas(rows, mix, sim_a, a)
         frames.append(rows)
@@ -333,7 +333,7 @@ def _simulate_alphas(rows: pd.DataFrame, mix: Mixture, sim_a: np.ndarray, a: dic
                 penalty="l2",
                 n_jobs=a["n_jobs"],
             )
-            _fill_simulation(rows, idx, res, _SIM_KEYS)
+            fill_simulation(rows, idx, res, _SIM_KEYS)
             bar.update(a["seeds"])
 
 
@@ -345,11 +345,11 @@ def plot_fig3_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     present, the Bayes-optimal error dash-dotted (top) and ``alpha*_K`` as a dotted
     vertical line (both panels).
     """
-    df = _check_df(df, ["K", "alpha", "test_error", "train_error"])
-    fig, axes = _new_slide_figure((9.4, 7.0), 2, 1, sharex=True)
+    df = check_df(df, ["K", "alpha", "test_error", "train_error"])
+    fig, axes = new_slide_figure((9.4, 7.0), 2, 1, sharex=True)
     ax_test, ax_train = axes[:, 0]
     ks = list(dict.fromkeys(df["K"].tolist()))
-    colours = _colours(len(ks))
+    colours = colour_cycle(len(ks))
     drawn = {"sim": False, "bayes": False, "star": False}
     with mpl.rc_context(SLIDE_STYLE):
         for i, (k, colour) in enumerate(zip(ks, colours)):
@@ -390,7 +390,7 @@ def _draw_sim_column(ax: Any, g: pd.DataFrame, key: str, colour: Any, marker: st
     if s.empty:
         return False
     x = s["sim_alpha"] if "sim_alpha" in s.columns else s["alpha"]
-    _errorbars(ax, x, s[col], s[f"{col}_se"], colour, marker)
+    errorbars(ax, x, s[col], s[f"{col}_se"], colour, marker)
     return True
 
 
@@ -424,36 +424,36 @@ def _style_handles(df: pd.DataFrame, drawn: dict) -> list:
     if drawn.get("star"):
         handles.append(Line2D([], [], color="0.3", linestyle=":", label=r"$\alpha^*_K$"))
     if drawn.get("sim"):
-        handles.append(_simulation_handle(df))
+        handles.append(simulation_handle(df))
     return handles
 
 
 def _fig3_title(df: pd.DataFrame) -> str:
-    delta = _fmt(float(df["delta"].iloc[0])) if "delta" in df.columns else "?"
+    delta = fmt_g(float(df["delta"].iloc[0])) if "delta" in df.columns else "?"
     ks = sorted(set(int(k) for k in df["K"])) if "K" in df.columns else []
     kk = f"$K = {ks[0]}$" if len(ks) == 1 else f"$K = {ks[0]}..{ks[-1]}$"
     head = "cross-entropy + ridge ($\\ell_2$)"
     if "lam" in df.columns and df["lam"].nunique() == 1:
-        head += f", $\\lambda = {_fmt(float(df['lam'].iloc[0]))}$"
+        head += f", $\\lambda = {fmt_g(float(df['lam'].iloc[0]))}$"
     elif "lam" in df.columns:
-        head += f", $\\lambda \\in$ [{_fmt(df['lam'].min())}, {_fmt(df['lam'].max())}]"
+        head += f", $\\lambda \\in$ [{fmt_g(df['lam'].min())}, {fmt_g(df['lam'].max())}]"
     return f"{head}\n{kk} balanced clusters, Gaussian means, $\\Sigma = {delta}\\,I$"
 
 
 # =========================================================================== Fig. 3 right
 def _right_args(lams, alphas, n_clusters, delta, fast, progress, bayes_error) -> dict[str, Any]:
     """Validated arguments of :func:`fig3_right` with the presets applied."""
-    fast = _check_bool("fast", fast)
+    fast = check_bool("fast", fast)
     preset = FIG3_RIGHT_FAST if fast else FIG3_RIGHT_FULL
-    lv = check_array("lams", _pick(lams, preset["lams"]), shape=(None,), positive=True)
+    lv = check_array("lams", pick(lams, preset["lams"]), shape=(None,), positive=True)
     if lv.size == 0:
         raise ValueError("lams must not be empty")
     return {
         "lams": np.unique(lv),
-        "alphas": _positive_list("alphas", _pick(alphas, preset["alphas"])),
+        "alphas": positive_list("alphas", pick(alphas, preset["alphas"])),
         "k": check_int("n_clusters", n_clusters, low=2),
         "delta": check_real("delta", delta, low=0.0, low_open=True),
-        "progress": _check_bool("progress", progress),
+        "progress": check_bool("progress", progress),
         "bayes_error": _check_hook("bayes_error", bayes_error),
     }
 
@@ -517,11 +517,11 @@ def plot_fig3_right(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     """Draw :func:`fig3_right`: test error against ``lambda`` (log), one curve per alpha,
     each with its colour, line style and marker; the Bayes-optimal error (where present)
     as a horizontal dash-dotted line in the same colour."""
-    df = _check_df(df, ["alpha", "lam", "test_error"])
-    fig, axes = _new_slide_figure((6.4, 4.6), 1, 1)
+    df = check_df(df, ["alpha", "lam", "test_error"])
+    fig, axes = new_slide_figure((6.4, 4.6), 1, 1)
     ax = axes[0, 0]
     alphas = list(dict.fromkeys(df["alpha"].tolist()))
-    colours = _colours(len(alphas))
+    colours = colour_cycle(len(alphas))
     bayes = False
     with mpl.rc_context(SLIDE_STYLE):
         for i, (alpha, colour) in enumerate(zip(alphas, colours)):
@@ -535,7 +535,7 @@ def plot_fig3_right(df: pd.DataFrame, *, title: str | None = None) -> Figure:
                 markevery=max(1, lam.size // 6),
                 mfc="none",
                 color=colour,
-                label=rf"$\alpha = {_fmt(alpha)}$",
+                label=rf"$\alpha = {fmt_g(alpha)}$",
             )
             if "bayes_error" in g.columns and np.isfinite(g["bayes_error"].iloc[0]):
                 ax.axhline(
@@ -572,7 +572,7 @@ register_figure(
         check=_left_args,
         plot=plot_fig3_left,
         fast={"fast": True},
-        fast_note=_preset_note(FIG3_LEFT_FAST),
+        fast_note=preset_note(FIG3_LEFT_FAST),
         dots=("simulation",),
         options=(
             FigureOption("--alphas", "alphas", "grid"),
@@ -600,7 +600,7 @@ register_figure(
         check=_right_args,
         plot=plot_fig3_right,
         fast={"fast": True},
-        fast_note=_preset_note(FIG3_RIGHT_FAST),
+        fast_note=preset_note(FIG3_RIGHT_FAST),
         options=(
             FigureOption("--lams", "lams", "grid"),
             FigureOption("--alphas", "alphas", "grid"),

@@ -26,11 +26,13 @@ import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
+from gaussmix.core.jsonio import plain
 from gaussmix.core.progress import progress_bar
+from gaussmix.core.results import Result
 from gaussmix.core.validation import check_choice, check_int
 from gaussmix.core.version import __version__
 
@@ -141,8 +143,13 @@ class AtlasEntry:
 
 
 @dataclass(frozen=True)
-class AtlasResult:
-    """What :func:`make_atlas` made: one :class:`AtlasEntry` per figure (paper order)."""
+class AtlasResult(Result):
+    """What :func:`make_atlas` made: one :class:`AtlasEntry` per figure (paper order); the
+    result protocol of :mod:`gaussmix.core.results` (``success``: no figure failed;
+    :meth:`to_frame`: one row per figure)."""
+
+    #: nothing iterates (the result protocol's ``n_iter`` does not apply)
+    n_iter: ClassVar[None] = None
 
     out_dir: Path
     path: Path
@@ -155,6 +162,33 @@ class AtlasResult:
     def failed(self) -> list[str]:
         """Names of the figures that failed."""
         return [e.name for e in self.entries if e.status != "ok"]
+
+    @property
+    def success(self) -> bool:
+        return not self.failed
+
+    @property
+    def message(self) -> str:
+        n = len(self.entries)
+        if not self.failed:
+            return f"{n} figures made in {self.seconds:g} s"
+        return f"{len(self.failed)} of {n} figures failed: {', '.join(self.failed)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: ``success, message, out_dir, path, fast, n_jobs, seconds`` and one
+        dict per figure (:class:`AtlasEntry`'s fields)."""
+        return plain(
+            {
+                "success": self.success,
+                "message": self.message,
+                "out_dir": str(self.out_dir),
+                "path": str(self.path),
+                "fast": self.fast,
+                "n_jobs": self.n_jobs,
+                "seconds": self.seconds,
+                "entries": [asdict(e) for e in self.entries],
+            }
+        )
 
     def to_frame(self) -> pd.DataFrame:
         """One row per figure: ``name, paper, status, seconds, cpu_seconds, error,

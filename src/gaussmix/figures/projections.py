@@ -31,8 +31,15 @@ from gaussmix.core.validation import check_int, check_real
 from gaussmix.simulate.simulation import realise
 from gaussmix.theory.mixture import Mixture
 
-from ._common import SLIDE_STYLE, _check_bool, _check_df, _fmt, _new_slide_figure, _positive_list
-from .realdata import _XOR_MEANS, XOR_LABELS, matched_classes, xor_mixtures
+from ._common import (
+    SLIDE_STYLE,
+    check_bool,
+    check_df,
+    fmt_g,
+    new_slide_figure,
+    positive_list,
+)
+from .realdata import XOR_LABELS, XOR_MEANS, matched_classes, xor_mixtures
 from .registry import FigureOption, FigureSpec, register_figure
 
 __all__ = [
@@ -62,7 +69,7 @@ def _check_counts(d: Any, n: Any, seed: Any, d_min: int) -> tuple[int, int, int]
 
 # =========================================================================== Fig. 1 left
 def _sparse_args(delta2s, sparsity, delta1, d, n, seed, progress) -> dict[str, Any]:
-    dd = _positive_list("delta2s", delta2s)
+    dd = positive_list("delta2s", delta2s)
     sp = check_real("sparsity", sparsity, low=0.0, high=1.0, low_open=True)
     d1 = check_real("delta1", delta1, low=0.0, low_open=True)
     d, n, seed = _check_counts(d, n, seed, 2)
@@ -71,7 +78,7 @@ def _sparse_args(delta2s, sparsity, delta1, d, n, seed, progress) -> dict[str, A
             f"sparsity * d must be >= 1 and sparsity < 1 (a direction on and one off the "
             f"support), got sparsity={sp:g}, d={d}"
         )
-    _check_bool("progress", progress)
+    check_bool("progress", progress)
     mixtures = [Mixture.sparse(sp, d1, float(x)) for x in dd]  # validates every Delta2
     return {
         "delta2s": dd,
@@ -141,9 +148,9 @@ def sparse_projection(
 def plot_sparse_projection(df: pd.DataFrame) -> Figure:
     """One panel per ``Delta2``: the samples coloured by class, the class means as crosses,
     the same axis limits in every panel."""
-    df = _check_df(df, ["delta2", "ratio", "y", "u", "v", "mean_norm"])
+    df = check_df(df, ["delta2", "ratio", "y", "u", "v", "mean_norm"])
     delta2s = list(dict.fromkeys(df["delta2"].tolist()))
-    fig, axes = _new_slide_figure((5.2 * len(delta2s) + 1.2, 5.4), 1, len(delta2s))
+    fig, axes = new_slide_figure((5.2 * len(delta2s) + 1.2, 5.4), 1, len(delta2s))
     lim = 1.05 * float(np.abs(df[["u", "v"]].to_numpy()).max())
     with mpl.rc_context(SLIDE_STYLE):
         for ax, d2 in zip(axes[0], delta2s):
@@ -151,7 +158,7 @@ def plot_sparse_projection(df: pd.DataFrame) -> Figure:
             norm = float(g["mean_norm"].iloc[0])
             _scatter_classes(ax, g["y"], g["u"], g["v"], [(norm, 0.0), (-norm, 0.0)])
             ax.set_title(
-                rf"$\Delta_2 = {_fmt(d2)}$: $\Delta_1/\Delta_2 = {_fmt(g['ratio'].iloc[0])}$"
+                rf"$\Delta_2 = {fmt_g(d2)}$: $\Delta_1/\Delta_2 = {fmt_g(g['ratio'].iloc[0])}$"
             )
             ax.set_xlabel(r"$x \cdot \mu / \|\mu\|$ (on the support: variance $\Delta_1$)")
             ax.set_xlim(-lim, lim)
@@ -162,8 +169,8 @@ def plot_sparse_projection(df: pd.DataFrame) -> Figure:
         fig.legend(handles=_class_handles(), loc="outside right center", frameon=False)
         first = df.iloc[0]
         fig.suptitle(
-            rf"correlated sparse mixture eq. (sparse): $\rho = {_fmt(first['sparsity'])}$, "
-            rf"$\Delta_1 = {_fmt(first['delta1'])}$, $y = \pm 1$"
+            rf"correlated sparse mixture eq. (sparse): $\rho = {fmt_g(first['sparsity'])}$, "
+            rf"$\Delta_1 = {fmt_g(first['delta1'])}$, $y = \pm 1$"
             f"\nsamples at $d = {int(first['d'])}$ (seed {int(first['seed'])}): the data "
             "only, no estimator"
         )
@@ -215,7 +222,7 @@ def _class_handles() -> list:
 def _xor_args(delta, d, n, seed, progress) -> dict[str, Any]:
     delta = check_real("delta", delta, low=0.0, low_open=True)
     d, n, seed = _check_counts(d, n, seed, 4)
-    _check_bool("progress", progress)
+    check_bool("progress", progress)
     return {"delta": delta, "d": d, "n": n, "seed": seed}
 
 
@@ -254,7 +261,7 @@ def xor_projection(
             inst = realise(mix, a["d"], rng)
             X, cid = inst.sample(a["n"], rng)
             if name == "K = 4":
-                plane = X @ (np.linalg.pinv(inst.means) @ _XOR_MEANS)
+                plane = X @ (np.linalg.pinv(inst.means) @ XOR_MEANS)
             else:
                 plane = X[:, :2] @ U.T
             frames.append(
@@ -278,10 +285,10 @@ def xor_projection(
 def plot_xor_projection(df: pd.DataFrame) -> Figure:
     """Four panels: realisable (left) and XOR (right) labels; the four-cluster mixtures
     (top) and their matched two-cluster mixtures (bottom)."""
-    df = _check_df(df, ["model", "mixture", "y", "x1", "x2"])
+    df = check_df(df, ["model", "mixture", "y", "x1", "x2"])
     models = list(dict.fromkeys(df["model"]))
     rows = list(dict.fromkeys(df["mixture"]))
-    fig, axes = _new_slide_figure((10.4, 9.6), len(rows), len(models), sharex=True, sharey=True)
+    fig, axes = new_slide_figure((10.4, 9.6), len(rows), len(models), sharex=True, sharey=True)
     lim = 1.05 * float(np.abs(df[["x1", "x2"]].to_numpy()).max())
     with mpl.rc_context(SLIDE_STYLE):
         for r, mixture in enumerate(rows):
@@ -292,8 +299,8 @@ def plot_xor_projection(df: pd.DataFrame) -> Figure:
                 _scatter_classes(ax, g["y"], g["x1"], g["x2"], [tuple(m) for m in means])
                 if mixture == "K = 4":
                     ax.plot(
-                        _XOR_MEANS[:, 0],
-                        _XOR_MEANS[:, 1],
+                        XOR_MEANS[:, 0],
+                        XOR_MEANS[:, 1],
                         "k+",
                         markersize=12,
                         markeredgewidth=2,
@@ -323,7 +330,7 @@ def plot_xor_projection(df: pd.DataFrame) -> Figure:
         fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False)
         first = df.iloc[0]
         fig.suptitle(
-            f"four clusters $\\pm e_1 \\pm e_2$, $\\Sigma = {_fmt(first['delta'])}\\,I$ (top) "
+            f"four clusters $\\pm e_1 \\pm e_2$, $\\Sigma = {fmt_g(first['delta'])}\\,I$ (top) "
             "and the two-cluster mixtures\nwith the same class means and covariances "
             f"(bottom); samples at $d = {int(first['d'])}$: the data only, no estimator"
         )

@@ -42,7 +42,7 @@ from gaussmix.studies import (
 )
 from gaussmix.theory.mixture import Mixture
 
-from ._common import SLIDE_STYLE, _alphas, _log_axis, _new_slide_figure
+from ._common import SLIDE_STYLE, check_alphas, log_axis, new_slide_figure
 from .plotting import AXIS_LABELS
 from .registry import FigureOption, FigureSpec, register_figure
 
@@ -132,7 +132,7 @@ def _panels(
 ) -> Figure:
     """Test error and training loss against alpha, one colour per value of ``group``
     (``tag(value)`` prefixes its legend entries, drawn to the right of the panels)."""
-    fig, axes = _new_slide_figure(figsize, 1, 2)
+    fig, axes = new_slide_figure(figsize, 1, 2)
     with mpl.rc_context(SLIDE_STYLE):
         for ax, y, name in zip(
             axes[0], ("test_error", "train_loss"), ("test error", "training loss")
@@ -205,7 +205,7 @@ def fig5_table(
     (:data:`REAL_SETUPS`), pixels, the two-cluster mixture; one row per (dataset, alpha,
     source) with the columns of :func:`gaussmix.studies.realdata_curve` and ``dataset,
     task``."""
-    names, a = _datasets(datasets), _alphas("alphas", alphas)
+    names, a = _datasets(datasets), check_alphas("alphas", alphas)
     subsamples, seeds = _counts(subsamples, seeds)
     kw = dict(subsamples=subsamples, seeds=seeds, seed=seed, sources=_sources(sources))
     kw["progress"] = progress
@@ -222,7 +222,7 @@ def plot_fig5(df: pd.DataFrame) -> Figure:
     """One row of panels per data set: test error and training loss against alpha; the
     legend (what lines and dots are) to the right."""
     names = list(dict.fromkeys(df["dataset"]))
-    fig, axes = _new_slide_figure((13.0, 0.6 + 4.0 * len(names)), len(names), 2)
+    fig, axes = new_slide_figure((13.0, 0.6 + 4.0 * len(names)), len(names), 2)
     with mpl.rc_context(SLIDE_STYLE):
         for row, name in zip(axes, names):
             part = df[df["dataset"] == name]
@@ -265,7 +265,7 @@ def fig6_table(
     gamma d`` (``d = 784``), for several gamma; alpha is ``n / p`` (the features' own
     dimension, as in the theory).  One row per (gamma, alpha, source)."""
     (name,) = _datasets(dataset)
-    g, a = _alphas("gammas", gammas), _alphas("alphas", alphas)
+    g, a = check_alphas("gammas", gammas), check_alphas("alphas", alphas)
     subsamples, seeds = _counts(subsamples, seeds)
     kw = dict(subsamples=subsamples, seeds=seeds, seed=seed, sources=_sources(sources))
     kw["progress"] = progress
@@ -304,7 +304,7 @@ def fig4_right_table(
 ) -> pd.DataFrame:
     """Fig. 4 (right): logistic regression, test error against lambda at one alpha, for
     each data set (pixels, the two-cluster mixture).  One row per (dataset, lam, source)."""
-    names, lv = _datasets(datasets), _alphas("lams", lams)
+    names, lv = _datasets(datasets), check_alphas("lams", lams)
     alpha = check_real("alpha", alpha, low=0.0, low_open=True)
     subsamples = check_int("subsamples", subsamples, low=1)
     src = _sources(sources)
@@ -328,7 +328,7 @@ def fig4_right_table(
 
 def plot_fig4_right(df: pd.DataFrame) -> Figure:
     """Test error against lambda (log scale), one colour per data set."""
-    fig, axes = _new_slide_figure((7.2, 5.0), 1, 1)
+    fig, axes = new_slide_figure((7.2, 5.0), 1, 1)
     ax = axes[0][0]
     with mpl.rc_context(SLIDE_STYLE):
         for i, (name, part) in enumerate(df.groupby("dataset", sort=False)):
@@ -369,7 +369,7 @@ def trained_features_table(
     ep = sorted({check_int("epochs", e, low=1) for e in epochs})
     if not ep:
         raise ValueError("epochs must not be empty")
-    a = _alphas("alphas", alphas)
+    a = check_alphas("alphas", alphas)
     subsamples = check_int("subsamples", subsamples, low=1)
     src = _sources(sources)
     task, lam = REAL_SETUPS[name]
@@ -426,7 +426,7 @@ def p2_p10_table(
     ``'P2'``, ``'P10'`` or ``'data'``."""
     (name,) = _datasets(dataset)
     get_task("low-high", name)
-    a = _alphas("alphas", alphas)
+    a = check_alphas("alphas", alphas)
     lam = check_real("lam", lam, low=0.0, low_open=True)
     subsamples, seeds = _counts(subsamples, seeds)
     ds = load_dataset(name, "low-high")
@@ -455,7 +455,7 @@ def plot_p2_p10(df: pd.DataFrame) -> Figure:
 
 # ------------------------------------------------------------------ Appendix E: XOR
 #: the four means of eq. (app:4vs2) in the plane of e_1, e_2
-_XOR_MEANS = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]])
+XOR_MEANS = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]])
 #: the labels of the four clusters: realisable (1, 2 vs 3, 4) and XOR (1, 4 vs 2, 3)
 XOR_LABELS = {"realisable": (1.0, 1.0, -1.0, -1.0), "xor": (1.0, -1.0, -1.0, 1.0)}
 
@@ -474,7 +474,7 @@ def xor_mixtures(model: str, delta: float = 0.5, d: int = 1000) -> tuple[Mixture
     delta = check_real("delta", delta, low=0.0, low_open=True)
     d = check_int("d", d, low=3)
     y, means, covs, U = matched_classes(model)
-    k4 = Mixture.isotropic(delta, _XOR_MEANS @ _XOR_MEANS.T, labels=y[:, None])
+    k4 = Mixture.isotropic(delta, XOR_MEANS @ XOR_MEANS.T, labels=y[:, None])
     sigma = np.full((d, 2), delta)
     mu = np.zeros((d, 2))
     for c in range(2):
@@ -492,8 +492,8 @@ def matched_classes(model: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     if model not in XOR_LABELS:
         raise ValueError(f"model must be one of {', '.join(XOR_LABELS)}; got {model!r}")
     y = np.array(XOR_LABELS[model])
-    means = np.stack([_XOR_MEANS[y == label].mean(axis=0) for label in (1.0, -1.0)])
-    covs = np.stack([np.cov(_XOR_MEANS[y == label].T, bias=True) for label in (1.0, -1.0)])
+    means = np.stack([XOR_MEANS[y == label].mean(axis=0) for label in (1.0, -1.0)])
+    covs = np.stack([np.cov(XOR_MEANS[y == label].T, bias=True) for label in (1.0, -1.0)])
     _, U = np.linalg.eigh(covs[0] + 2.0 * covs[1])  # a common eigenbasis of both spikes
     return y, means, covs, U
 
@@ -509,7 +509,7 @@ def xor_table(
     """Appendix E (Fig. app:2vs4): logistic regression on the four-cluster mixtures
     (realisable and XOR labels) and on their matched two-cluster mixtures (theory).
     One row per (model, mixture, alpha) with ``test_error, train_error, train_loss``."""
-    a = _alphas("alphas", alphas)
+    a = check_alphas("alphas", alphas)
     lam = check_real("lam", lam, low=0.0, low_open=True)
     rows = []
     with progress_bar(total=4, desc="xor", enabled=progress) as bar:
@@ -546,7 +546,7 @@ _XOR_MARKERS = {"realisable": "o", "xor": "^"}
 def plot_xor(df: pd.DataFrame) -> Figure:
     """Test and training error against alpha: K = 4 a wide pale line, the matched K = 2
     mixture dashed with open markers on top of it (coincident curves stay visible)."""
-    fig, axes = _new_slide_figure((12.0, 4.8), 1, 2)
+    fig, axes = new_slide_figure((12.0, 4.8), 1, 2)
     with mpl.rc_context(SLIDE_STYLE):
         for ax, y, label in zip(
             axes[0], ("test_error", "train_error"), ("test error", "training error")
@@ -563,7 +563,7 @@ def plot_xor(df: pd.DataFrame) -> Figure:
                         label=f"{model}, {mix}",
                         **style,
                     )
-            _log_axis(ax, df["alpha"])
+            log_axis(ax, df["alpha"])
             ax.set_xlabel(AXIS_LABELS["alpha"])
             ax.set_ylabel(label)
             ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
@@ -589,23 +589,28 @@ _REAL_CAPTION = (
 
 
 def _check_fig5(datasets, alphas, subsamples, seeds, seed, sources, progress) -> None:
-    _datasets(datasets), _alphas("alphas", alphas), _counts(subsamples, seeds), _sources(sources)
+    (
+        _datasets(datasets),
+        check_alphas("alphas", alphas),
+        _counts(subsamples, seeds),
+        _sources(sources),
+    )
     check_int("seed", seed, low=0)
 
 
 def _check_fig6(dataset, gammas, alphas, subsamples, seeds, seed, sources, progress) -> None:
-    _datasets(dataset), _alphas("gammas", gammas), _alphas("alphas", alphas)
+    _datasets(dataset), check_alphas("gammas", gammas), check_alphas("alphas", alphas)
     _counts(subsamples, seeds), _sources(sources), check_int("seed", seed, low=0)
 
 
 def _check_fig4_right(datasets, lams, alpha, subsamples, seed, sources, progress) -> None:
-    _datasets(datasets), _alphas("lams", lams), _sources(sources)
+    _datasets(datasets), check_alphas("lams", lams), _sources(sources)
     check_real("alpha", alpha, low=0.0, low_open=True)
     check_int("subsamples", subsamples, low=1), check_int("seed", seed, low=0)
 
 
 def _check_trained(dataset, epochs, alphas, hidden, subsamples, seed, sources, progress) -> None:
-    _datasets(dataset), _alphas("alphas", alphas), _sources(sources)
+    _datasets(dataset), check_alphas("alphas", alphas), _sources(sources)
     for e in epochs:
         check_int("epochs", e, low=1)
     check_int("hidden", hidden, low=1), check_int("subsamples", subsamples, low=1)
@@ -615,12 +620,12 @@ def _check_trained(dataset, epochs, alphas, hidden, subsamples, seed, sources, p
 def _check_p2_p10(dataset, alphas, lam, subsamples, seeds, seed, progress) -> None:
     (name,) = _datasets(dataset)
     get_task("low-high", name)
-    _alphas("alphas", alphas), _counts(subsamples, seeds), check_int("seed", seed, low=0)
+    check_alphas("alphas", alphas), _counts(subsamples, seeds), check_int("seed", seed, low=0)
     check_real("lam", lam, low=0.0, low_open=True)
 
 
 def _check_xor(alphas, lam, delta, d, progress) -> None:
-    _alphas("alphas", alphas), check_real("lam", lam, low=0.0, low_open=True)
+    check_alphas("alphas", alphas), check_real("lam", lam, low=0.0, low_open=True)
     check_real("delta", delta, low=0.0, low_open=True), check_int("d", d, low=3)
 
 

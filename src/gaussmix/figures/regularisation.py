@@ -41,20 +41,20 @@ from ._common import (
     LINE_STYLES,
     MARKERS,
     SLIDE_STYLE,
-    _alphas,
-    _balanced_alpha,
-    _check_bool,
-    _check_df,
-    _colours,
-    _errorbars,
-    _fill_simulation,
-    _fmt,
-    _new_slide_figure,
-    _pick,
-    _positive_list,
-    _preset_note,
-    _simulation_columns,
-    _simulation_handle,
+    balanced_alpha,
+    check_alphas,
+    check_bool,
+    check_df,
+    colour_cycle,
+    errorbars,
+    fill_simulation,
+    fmt_g,
+    new_slide_figure,
+    pick,
+    positive_list,
+    preset_note,
+    simulation_columns,
+    simulation_handle,
 )
 from .plotting import AXIS_LABELS
 from .registry import (
@@ -101,21 +101,21 @@ def _fig4_args(
     progress,
 ) -> dict[str, Any]:
     """Validated arguments of :func:`fig4_left` with the presets applied."""
-    fast = _check_bool("fast", fast)
+    fast = check_bool("fast", fast)
     preset = FIG4_LEFT_FAST if fast else FIG4_LEFT_FULL
     out: dict[str, Any] = {
-        "alphas": _alphas("alphas", _pick(alphas, preset["alphas"])),
-        "lams": np.unique(_positive_list("lams", _pick(lams, preset["lams"]))),
-        "simulate": _check_bool("simulate", simulate),
-        "progress": _check_bool("progress", progress),
+        "alphas": check_alphas("alphas", pick(alphas, preset["alphas"])),
+        "lams": np.unique(positive_list("lams", pick(lams, preset["lams"]))),
+        "simulate": check_bool("simulate", simulate),
+        "progress": check_bool("progress", progress),
     }
     dv = check_array("deltas", deltas, shape=(2,), positive=True)
     out["mixture"] = Mixture.isotropic(delta=dv, means="antipodal", labels="binary")
     out["deltas"] = dv
     if out["simulate"]:
-        out["sim_lams"] = _positive_list("sim_lams", _pick(sim_lams, preset["sim_lams"]))
-        out["d"] = check_int("simulate_d", _pick(simulate_d, preset["simulate_d"]), low=2)
-        out["seeds"] = check_int("seeds", _pick(seeds, preset["seeds"]), low=1)
+        out["sim_lams"] = positive_list("sim_lams", pick(sim_lams, preset["sim_lams"]))
+        out["d"] = check_int("simulate_d", pick(simulate_d, preset["simulate_d"]), low=2)
+        out["seeds"] = check_int("seeds", pick(seeds, preset["seeds"]), low=1)
         out["seed"] = check_int("seed", seed, low=0)
         out["n_jobs"] = check_int("n_jobs", n_jobs)
         if out["n_jobs"] == 0:
@@ -187,7 +187,7 @@ def fig4_left(
         rows.insert(5, "penalty", "l2")
         for key, value in _lambda_star(mix, float(alpha), lams_v).items():
             rows[key] = value
-        _simulation_columns(rows, ("test_error", "train_error"))
+        simulation_columns(rows, ("test_error", "train_error"))
         frames.append(rows)
     if a["simulate"]:
         _simulate_fig4(frames, mix, a)
@@ -227,7 +227,7 @@ def _simulate_fig4(frames: list[pd.DataFrame], mix: Mixture, a: dict) -> None:
         total=total, desc=f"simulate d={a['d']}", unit="seed", enabled=a["progress"]
     ) as bar:
         for rows in frames:
-            alpha = _balanced_alpha(float(rows["alpha"].iloc[0]), a["d"], 2)
+            alpha = balanced_alpha(float(rows["alpha"].iloc[0]), a["d"], 2)
             for lam in a["sim_lams"]:
                 idx = rows.index[np.isclose(rows["lam"].to_numpy(), lam, rtol=1e-12)][0]
                 res = run_simulation(
@@ -241,7 +241,7 @@ def _simulate_fig4(frames: list[pd.DataFrame], mix: Mixture, a: dict) -> None:
                     penalty="l2",
                     n_jobs=a["n_jobs"],
                 )
-                _fill_simulation(rows, idx, res, ("test_error", "train_error"))
+                fill_simulation(rows, idx, res, ("test_error", "train_error"))
                 bar.update(a["seeds"])
 
 
@@ -252,11 +252,11 @@ def plot_fig4_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     curve, or a right-pointing triangle on the right edge (at the height of the plateau)
     when it lies beyond the grid; simulations are open dots with +-1 standard-error bars.
     """
-    df = _check_df(df, ["alpha", "lam", "test_error"])
-    fig, axes = _new_slide_figure((6.4, 4.6), 1, 1)
+    df = check_df(df, ["alpha", "lam", "test_error"])
+    fig, axes = new_slide_figure((6.4, 4.6), 1, 1)
     ax = axes[0, 0]
     alphas = list(dict.fromkeys(df["alpha"].tolist()))
-    colours = _colours(len(alphas))
+    colours = colour_cycle(len(alphas))
     beyond = sims = False
     with mpl.rc_context(SLIDE_STYLE):
         for i, (alpha, colour) in enumerate(zip(alphas, colours)):
@@ -271,7 +271,7 @@ def plot_fig4_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
                 markevery=max(1, lam.size // 6),
                 markersize=4.0,  # small and filled: the simulations are large open dots
                 color=colour,
-                label=rf"$\alpha = {_fmt(alpha)}$",
+                label=rf"$\alpha = {fmt_g(alpha)}$",
             )
             beyond |= _mark_lambda_star(ax, g, colour, lam.max())
             sims |= _draw_sims(ax, g, colour, marker)
@@ -318,7 +318,7 @@ def _draw_sims(ax: Any, g: pd.DataFrame, colour: Any, marker: str) -> bool:
     s = g[np.isfinite(g["sim_test_error"].to_numpy(dtype=float))]
     if s.empty:
         return False
-    _errorbars(ax, s["lam"], s["sim_test_error"], s["sim_test_error_se"], colour, marker)
+    errorbars(ax, s["lam"], s["sim_test_error"], s["sim_test_error_se"], colour, marker)
     return True
 
 
@@ -342,16 +342,16 @@ def _fig4_legend(ax: Any, df: pd.DataFrame, beyond: bool, sims: bool) -> list:
             )
         )
     if sims:
-        handles.append(_simulation_handle(df))
+        handles.append(simulation_handle(df))
     return handles
 
 
 def _fig4_title(df: pd.DataFrame) -> str:
-    d1 = _fmt(float(df["delta1"].iloc[0])) if "delta1" in df.columns else "?"
-    d2 = _fmt(float(df["delta2"].iloc[0])) if "delta2" in df.columns else "?"
+    d1 = fmt_g(float(df["delta1"].iloc[0])) if "delta1" in df.columns else "?"
+    d2 = fmt_g(float(df["delta2"].iloc[0])) if "delta2" in df.columns else "?"
     return (
         "ridge regression (square loss, $\\ell_2$), $\\lambda \\in$ "
-        f"[{_fmt(df['lam'].min())}, {_fmt(df['lam'].max())}]\n"
+        f"[{fmt_g(df['lam'].min())}, {fmt_g(df['lam'].max())}]\n"
         f"2 opposite balanced clusters, $\\Sigma_1 = {d1}\\,I$, $\\Sigma_2 = {d2}\\,I$"
     )
 
@@ -373,7 +373,7 @@ register_figure(
         check=_fig4_args,
         plot=plot_fig4_left,
         fast={"fast": True},
-        fast_note=_preset_note(FIG4_LEFT_FAST),
+        fast_note=preset_note(FIG4_LEFT_FAST),
         dots=("simulation",),
         options=(
             FigureOption("--alphas", "alphas", "grid"),

@@ -43,14 +43,14 @@ from gaussmix.theory.penalties import make_penalty
 
 from ._common import (
     SLIDE_STYLE,
-    _alphas,
-    _check_bool,
-    _check_df,
-    _colours,
-    _fmt,
-    _log_axis,
-    _new_slide_figure,
-    _positive_list,
+    check_alphas,
+    check_bool,
+    check_df,
+    colour_cycle,
+    fmt_g,
+    log_axis,
+    new_slide_figure,
+    positive_list,
 )
 from .plotting import AXIS_LABELS
 from .registry import (
@@ -214,12 +214,12 @@ def sparse_setup(
 
 
 def _setup_args(alphas, ratios, sparsity, delta2, loss, progress) -> tuple:
-    a = _alphas("alphas", alphas)
-    r = _positive_list("ratios", ratios)
+    a = check_alphas("alphas", alphas)
+    r = positive_list("ratios", ratios)
     sp = check_real("sparsity", sparsity, low=0.0, high=1.0, low_open=True)
     d2 = check_real("delta2", delta2, low=0.0, low_open=True)
     loss = _check_loss(loss)
-    progress = _check_bool("progress", progress)
+    progress = check_bool("progress", progress)
     mixtures = [Mixture.sparse(sp, float(x) * d2, d2) for x in r]  # validates every Delta1
     return a, r, sp, d2, loss, progress, mixtures
 
@@ -250,8 +250,8 @@ def plot_sparse_setup(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     of the means.
     """
     cols = ["alpha", "ratio", "lam_star", "at_boundary", "nonzero_fraction"]
-    df = _check_df(df, cols)
-    fig, axes = _new_slide_figure((6.4, 7.0), 2, 1, sharex=True)
+    df = check_df(df, cols)
+    fig, axes = new_slide_figure((6.4, 7.0), 2, 1, sharex=True)
     ax_nz, ax_lam = axes[:, 0]
     with mpl.rc_context(SLIDE_STYLE):
         any_low, any_high = _draw_setup_curves(ax_nz, ax_lam, df)
@@ -270,10 +270,10 @@ def _draw_setup_curves(ax_nz: Axes, ax_lam: Axes, df: pd.DataFrame) -> tuple[boo
     (stacked rows, not overlapping).  Whether any ``lambda* -> 0+`` / ``infinity``."""
     ratios = list(dict.fromkeys(df["ratio"].tolist()))
     n_low = n_high = 0  # rows of boundary markers drawn so far
-    for ratio, colour in zip(ratios, _colours(len(ratios))):
+    for ratio, colour in zip(ratios, colour_cycle(len(ratios))):
         g = df[df["ratio"] == ratio].sort_values("alpha", kind="stable")
         alpha = g["alpha"].to_numpy(dtype=float)
-        label = rf"$\Delta_1/\Delta_2 = {_fmt(ratio)}$"
+        label = rf"$\Delta_1/\Delta_2 = {fmt_g(ratio)}$"
         ax_nz.plot(alpha, g["nonzero_fraction"].to_numpy(dtype=float), "-", color=colour)
         low = g["at_boundary"].to_numpy(dtype=bool)
         high = (
@@ -298,7 +298,7 @@ def _draw_sparsity_line(ax_nz: Axes, df: pd.DataFrame) -> None:
     rho = float(df["sparsity"].iloc[0])
     ax_nz.axhline(rho, color="0.5", linestyle=":", linewidth=1.0)
     ax_nz.annotate(
-        rf"$\rho = {_fmt(rho)}$",
+        rf"$\rho = {fmt_g(rho)}$",
         xy=(1.0, rho),
         xycoords=ax_nz.get_yaxis_transform(),
         xytext=(-2, -2),
@@ -321,7 +321,7 @@ def _setup_axes(ax_nz: Axes, ax_lam: Axes, df: pd.DataFrame) -> None:
     ax_lam.set_xlabel(AXIS_LABELS["alpha"])
     alpha_all = df["alpha"].to_numpy(dtype=float)
     if np.all(alpha_all > 0) and alpha_all.max() / alpha_all.min() > 5:
-        _log_axis(ax_lam, alpha_all)
+        log_axis(ax_lam, alpha_all)
     for ax in (ax_nz, ax_lam):
         ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
 
@@ -355,7 +355,7 @@ def _sparse_mixture_name(df: pd.DataFrame) -> str:
     parts = []
     for col, tex in (("sparsity", r"\rho"), ("delta1", r"\Delta_1"), ("delta2", r"\Delta_2")):
         if col in df.columns and df[col].nunique() == 1:
-            parts.append(rf"${tex} = {_fmt(float(df[col].iloc[0]))}$")
+            parts.append(rf"${tex} = {fmt_g(float(df[col].iloc[0]))}$")
     return "sparse mixture eq. (sparse): " + ", ".join(parts)
 
 
@@ -488,9 +488,8 @@ def _theory_frames(
     frames = []
     jobs = [(float(x), mix, pen) for x, mix in zip(delta2s, mixtures) for pen in ("l2", "l1")]
     for d2, mix, pen in progress_bar(jobs, desc="sparse-curves", enabled=progress, unit="curve"):
-        df, res = optimal_lambda_curve(
-            mix, loss, grid, penalty=pen, progress=progress, return_results=True, **search_kw
-        )
+        df = optimal_lambda_curve(mix, loss, grid, penalty=pen, progress=progress, **search_kw)
+        res = df.points
         rows = _curve_rows(
             df,
             delta2=d2,
@@ -564,7 +563,7 @@ def _simulate_row(
         rows.loc[idx, f"sim_{key}_se"] = s.se[key]
     sparse = make_penalty(pen).sparse
     rows.loc[idx, "sim_nonzero_fraction"] = s.mean["nonzero_fraction"] if sparse else 1.0
-    rows.loc[idx, "sim_converged"] = s.converged
+    rows.loc[idx, "sim_converged"] = s.success
     rows.loc[idx, "sim_d"] = d
     rows.loc[idx, "sim_seeds"] = seeds
 
@@ -585,13 +584,13 @@ def _curves_args(
     erm_tol,
     progress,
 ) -> tuple:
-    grid = _alphas("alphas", alphas)
-    dd = _positive_list("delta2s", delta2s)
+    grid = check_alphas("alphas", alphas)
+    dd = positive_list("delta2s", delta2s)
     sp = check_real("sparsity", sparsity, low=0.0, high=1.0, low_open=True)
     d1 = check_real("delta1", delta1, low=0.0, low_open=True)
     loss = _check_loss(loss)
-    simulate = _check_bool("simulate", simulate)
-    progress = _check_bool("progress", progress)
+    simulate = check_bool("simulate", simulate)
+    progress = check_bool("progress", progress)
     sim_tol = check_real("sim_tol", sim_tol, low=0.0)
     if erm_tol is not None:
         check_real("erm_tol", erm_tol, low=0.0, low_open=True)
@@ -608,7 +607,7 @@ def _curves_args(
             get_loss(loss).check_simulation_penalty(make_penalty("l1"))
         except ValueError as exc:
             raise ValueError(f"{exc}; or use simulate=False") from None
-        sim_a = np.unique([simulation_alpha(x, d) for x in _alphas("sim_alphas", sim_alphas)])
+        sim_a = np.unique([simulation_alpha(x, d) for x in check_alphas("sim_alphas", sim_alphas)])
         grid = np.unique(np.concatenate([grid, sim_a]))
     for x in dd:
         Mixture.sparse(sp, d1, float(x))  # validates every Delta2
@@ -634,11 +633,11 @@ def plot_sparse_curves(
     standard-error bars in the colour of their curve.
     """
     cols = ["alpha", "delta2", "penalty", "test_error", "train_loss"]
-    df = _check_df(df, cols)
-    fig, axes = _new_slide_figure((12.0, 4.8), 1, 2)
+    df = check_df(df, cols)
+    fig, axes = new_slide_figure((12.0, 4.8), 1, 2)
     ax_err, ax_loss = axes[0]
     delta2s = list(dict.fromkeys(df["delta2"].tolist()))
-    colours = _colours(len(delta2s))
+    colours = colour_cycle(len(delta2s))
     with mpl.rc_context(SLIDE_STYLE):
         sims = False
         for d2, colour in zip(delta2s, colours):
@@ -714,8 +713,8 @@ def _curves_legend(df: pd.DataFrame, delta2s: list, colours: list, sims: bool) -
             [],
             [],
             color=c,
-            label=rf"$\Delta_2 = {_fmt(d2)}$"
-            + (rf" ($\Delta_1/\Delta_2 = {_fmt(d1 / d2)}$)" if d1 is not None else ""),
+            label=rf"$\Delta_2 = {fmt_g(d2)}$"
+            + (rf" ($\Delta_1/\Delta_2 = {fmt_g(d1 / d2)}$)" if d1 is not None else ""),
         )
         for d2, c in zip(delta2s, colours)
     ]

@@ -28,11 +28,11 @@ from ._common import (
     LINE_STYLES,
     MARKERS,
     SLIDE_STYLE,
-    _check_bool,
-    _fmt,
-    _new_slide_figure,
-    _pick,
-    _positive_list,
+    check_bool,
+    fmt_g,
+    new_slide_figure,
+    pick,
+    positive_list,
 )
 from .registry import FigureOption, FigureSpec, register_figure
 
@@ -59,21 +59,21 @@ SIM_SPAN = np.linspace(0.8, 1.2, 7)
 
 
 def _args(ks, deltas, fast, simulate, sim_ks, simulate_d, datasets, seed, rel_tol, progress):
-    fast = _check_bool("fast", fast)
+    fast = check_bool("fast", fast)
     preset = FIG3_CENTRE_FAST if fast else FIG3_CENTRE_FULL
-    k = [check_int("ks", x, low=2) for x in _pick(ks, preset["ks"])]
+    k = [check_int("ks", x, low=2) for x in pick(ks, preset["ks"])]
     if not k:
         raise ValueError("ks must not be empty")
     return {
         "ks": sorted(set(k)),
-        "deltas": _positive_list("deltas", _pick(deltas, preset["deltas"])),
-        "simulate": _check_bool("simulate", simulate),
-        "sim_ks": sorted({check_int("sim_ks", x, low=2) for x in _pick(sim_ks, preset["sim_ks"])}),
-        "d": check_int("simulate_d", _pick(simulate_d, preset["sim_d"]), low=2),
-        "datasets": check_int("datasets", _pick(datasets, preset["datasets"]), low=2),
+        "deltas": positive_list("deltas", pick(deltas, preset["deltas"])),
+        "simulate": check_bool("simulate", simulate),
+        "sim_ks": sorted({check_int("sim_ks", x, low=2) for x in pick(sim_ks, preset["sim_ks"])}),
+        "d": check_int("simulate_d", pick(simulate_d, preset["sim_d"]), low=2),
+        "datasets": check_int("datasets", pick(datasets, preset["datasets"]), low=2),
         "seed": check_int("seed", seed, low=0),
         "rel_tol": check_real("rel_tol", rel_tol, low=0.0, low_open=True),
-        "progress": _check_bool("progress", progress),
+        "progress": check_bool("progress", progress),
     }
 
 
@@ -111,7 +111,7 @@ def fig3_centre(
                 "delta": delta,
                 "alpha_star": res.alpha_star,
                 "rel_accuracy": res.rel_accuracy,
-                "converged": res.converged,
+                "converged": res.success,
                 "seconds": res.elapsed,
                 "lp_alpha": np.nan,
                 "lp_alpha_se": np.nan,
@@ -138,14 +138,14 @@ def plot_fig3_centre(df: pd.DataFrame) -> Figure:
     crossings as open dots with +-1 standard-error bars."""
     from matplotlib.ticker import MaxNLocator
 
-    fig, axes = _new_slide_figure((6.4, 4.8), 1, 1)
+    fig, axes = new_slide_figure((6.4, 4.8), 1, 1)
     ax = axes[0][0]
     with mpl.rc_context(SLIDE_STYLE):
         for i, (delta, g) in enumerate(df.groupby("delta")):
             g = g.sort_values("K")
             colour, ls, marker = f"C{i}", LINE_STYLES[i % 4], MARKERS[i % len(MARKERS)]
             ax.plot(g["K"], g["alpha_star"], linestyle=ls, marker=marker, color=colour,
-                    label=rf"$\Delta = {_fmt(delta)}$ (theory)")  # fmt: skip
+                    label=rf"$\Delta = {fmt_g(delta)}$ (theory)")  # fmt: skip
             sim = g[g["lp_alpha"].notna()]
             if len(sim):
                 d = int(sim["lp_d"].iloc[0])

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from gaussmix.core.exceptions import ConvergenceWarning
+from gaussmix.core.results import Result
 from gaussmix.core.validation import check_choice, check_int, check_real
 from gaussmix.theory.erm import kkt_residual
 from gaussmix.theory.losses import LOSSES, Loss, get_loss
@@ -489,8 +490,9 @@ def observables(
 
 # ---------------------------------------------------------------------------- driver
 @dataclass(eq=False)
-class SimulationResult:
-    """Finite-size observables averaged over independent seeds.
+class SimulationResult(Result):
+    """Finite-size observables averaged over independent seeds (the result protocol of
+    :mod:`gaussmix.core.results`; ``n_iter`` is per seed, in :attr:`per_seed`).
 
     Attributes
     ----------
@@ -509,7 +511,15 @@ class SimulationResult:
         their standard errors.
     params : dict
         The arguments of :func:`simulate` and ``n``.
+    success : bool
+        Every seed's solver reached its tolerance (property; ``converged`` is its
+        deprecated name, the JSON key stays ``converged``).
+    message : str
+        Which seeds did not (property).
     """
+
+    #: nothing iterates (the result protocol's ``n_iter`` does not apply)
+    n_iter: ClassVar[None] = None
 
     per_seed: pd.DataFrame
     mean: dict
@@ -523,9 +533,16 @@ class SimulationResult:
     params: dict
 
     @property
-    def converged(self) -> bool:
-        """Whether every seed's solver reached its tolerance."""
+    def success(self) -> bool:
         return bool(self.per_seed["converged"].all())
+
+    @property
+    def message(self) -> str:
+        bad = self.per_seed.loc[~self.per_seed["converged"].astype(bool), "seed"].tolist()
+        n = len(self.per_seed)
+        if not bad:
+            return f"every solver converged ({n} seeds)"
+        return f"{len(bad)} of {n} seeds did not converge (seeds {bad})"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly summary with the keys of the fixed-point result's ``to_dict``."""
@@ -542,7 +559,7 @@ class SimulationResult:
             "M": self.M.tolist(),
             "b": self.b.tolist(),
             "V": None,
-            "converged": self.converged,
+            "converged": self.success,
             "n_iter": None,
             "integration_error": float(self.per_seed["integration_error"].max()),
             "d": int(self.params["d"]),

@@ -38,6 +38,7 @@ import pandas as pd
 
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.registry import Registry
+from gaussmix.core.tables import CurveTable
 from gaussmix.core.validation import check_array, check_int, check_real
 from gaussmix.data import Dataset, featurize, load_dataset, subsample_indices
 from gaussmix.experiments.curves import lambda_sweep, learning_curve
@@ -313,7 +314,7 @@ def real_curve(
     subsamples: int = 5,
     seed: int = 0,
     progress: bool = False,
-) -> pd.DataFrame:
+) -> CurveTable:
     """ERM on ``n = round(alpha d)`` training images (without replacement), tested on the
     whole test split; mean and standard error over ``subsamples`` draws (seeds ``seed,
     seed + 1, ...``).  A curve over ``alphas`` at one ``lam``, or over ``lam`` (a sequence)
@@ -329,7 +330,8 @@ def real_curve(
                 per.append(values)
                 bar.update(1)
             rows.append(_aggregate(lam_v, alpha, "real", n, per))
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    # no result object per point: the subsamples are aggregated in the row
+    return CurveTable.from_rows(pd.DataFrame(rows, columns=list(COLUMNS)), [None] * len(rows))
 
 
 def synthetic_curve(
@@ -341,13 +343,13 @@ def synthetic_curve(
     seeds: int = 5,
     seed: int = 0,
     progress: bool = False,
-) -> pd.DataFrame:
+) -> CurveTable:
     """The same ERM on ``n = round(alpha d)`` samples of the fitted mixture; the test error
     is exact on the mixture (:func:`gaussmix.simulate.simulate`).  Points as in
     :func:`real_curve`."""
     points, _ = _points(lam, alphas)
     seeds = check_int("seeds", seeds, low=1)
-    rows = []
+    rows, sims = [], []
     with progress_bar(total=len(points), desc="synthetic", enabled=progress) as bar:
         for lam_v, alpha in points:
             sim = simulate(
@@ -368,10 +370,11 @@ def synthetic_curve(
             for key in ("test_error", "train_error", "train_loss"):
                 row[key] = float(sim.mean[key])
                 row[f"{key}_se"] = float(sim.se[key])
-            row["converged"] = bool(sim.converged)
+            row["converged"] = bool(sim.success)
             rows.append(row)
+            sims.append(sim)
             bar.update(1)
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    return CurveTable.from_rows(pd.DataFrame(rows, columns=list(COLUMNS)), sims)
 
 
 def theory_curve(
@@ -381,7 +384,7 @@ def theory_curve(
     lam: float | Sequence[float],
     alphas: float | Sequence[float] | np.ndarray,
     progress: bool = False,
-) -> pd.DataFrame:
+) -> CurveTable:
     """Theorems 1–2 for the fitted mixture: :func:`gaussmix.learning_curve` over alpha
     (warm-started), or :func:`gaussmix.lambda_sweep` over lam (annealed)."""
     points, x = _points(lam, alphas)
@@ -412,7 +415,7 @@ def theory_curve(
             "converged": df["converged"].astype(bool),
         }
     )
-    return out[list(COLUMNS)]
+    return CurveTable.from_rows(out[list(COLUMNS)], df.points)
 
 
 def _study(
@@ -425,7 +428,7 @@ def _study(
     seed: int,
     sources: Sequence[str],
     progress: bool,
-) -> pd.DataFrame:
+) -> CurveTable:
     unknown = [s for s in sources if s not in SOURCES]
     if unknown or not sources:
         raise ValueError(f"sources must be a non-empty subset of {SOURCES}, got {list(sources)}")
@@ -458,9 +461,10 @@ def _study(
             )
         )
     df = pd.concat(parts, ignore_index=True)
+    points = [p for part in parts for p in part.points]
     rank = df["source"].map({s: i for i, s in enumerate(SOURCES)})
-    df = df.assign(_rank=rank).sort_values([x, "_rank"], kind="stable").drop(columns="_rank")
-    return df.reset_index(drop=True)
+    order = df.assign(_rank=rank).sort_values([x, "_rank"], kind="stable").index
+    return CurveTable.from_rows(df.loc[order].reset_index(drop=True), [points[i] for i in order])
 
 
 def realdata_curve(
@@ -474,14 +478,16 @@ def realdata_curve(
     seed: int = 0,
     sources: Sequence[str] = SOURCES,
     progress: bool = False,
-) -> pd.DataFrame:
+) -> CurveTable:
     """The learning curves of step 4 of the module's protocol, one row per (alpha, source).
 
     Returns
     -------
-    pandas.DataFrame
-        Columns :data:`COLUMNS`; ``*_se`` is one standard error over subsamples (real) or
-        seeds (synthetic), 0 for theory.
+    CurveTable
+        A pandas DataFrame with columns :data:`COLUMNS`; ``*_se`` is one standard error
+        over subsamples (real) or seeds (synthetic), 0 for theory; ``.points`` holds each
+        row's result (a ``FixedPointResult`` for theory, a ``SimulationResult`` for
+        synthetic, None for real data, whose subsamples the row aggregates).
     """
     check_real("lam", lam, low=0.0)
     return _study(problem, loss, lam, alphas, subsamples, seeds, seed, sources, progress)
@@ -498,7 +504,7 @@ def realdata_lambda_curve(
     seed: int = 0,
     sources: Sequence[str] = SOURCES,
     progress: bool = False,
-) -> pd.DataFrame:
+) -> CurveTable:
     """The test error against the penalty at one sample complexity (Fig. 4 right): one row
     per (lam, source), columns :data:`COLUMNS`."""
     check_real("alpha", alpha, low=0.0, low_open=True)

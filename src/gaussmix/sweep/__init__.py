@@ -33,13 +33,20 @@ Modules: :mod:`.spec` (points, keys), :mod:`.tasks` (one point), :mod:`.checkpoi
 from .checkpoint import checkpoint_path
 from .executors import BACKENDS, CONNECT_TIMEOUT, SchedulerError, check_scheduler_address
 from .runner import as_spec_grid, sweep
-from .spec import CHECKPOINT_VERSION, PointSpec, Simulation, SpecGrid, check_points, point_key
+from .spec import (
+    CHECKPOINT_VERSION,
+    PointSpec,
+    Simulation,
+    SpecGrid,
+    check_points,
+    check_simulation,
+    point_key,
+)
 from .table import SweepResult, matrix_dims
 from .tasks import (
     ERROR_KEYS,
     NESTED_KEYS,
     TEST_DELAY_ENV,
-    check_simulation,
     run_task,
     simulation_keys,
     simulation_payload,

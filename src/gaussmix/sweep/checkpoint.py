@@ -28,7 +28,7 @@ def checkpoint_path(out: str | os.PathLike) -> Path:
     return p.with_name(p.name + ".checkpoint.jsonl")
 
 
-class _Checkpoint:
+class Checkpoint:
     """Append-only JSON-lines file of finished points, one complete line per write."""
 
     def __init__(self, path: Path, *, fsync_interval: float) -> None:

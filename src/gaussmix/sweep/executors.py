@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from .tasks import Task, _run_point, _run_points, _run_stream
+from .tasks import Task, run_point, run_points, run_stream
 
 __all__ = [
     "BACKENDS",
@@ -90,7 +90,7 @@ def _run_serial(tasks: Sequence[Task]) -> Iterator[tuple[str, bytes]]:
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(1):
-        yield from _run_stream(tasks)
+        yield from run_stream(tasks)
 
 
 def _run_joblib(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[str, bytes]]:
@@ -101,7 +101,7 @@ def _run_joblib(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[str, bytes]]
         return
     with parallel_config(backend="loky", inner_max_num_threads=1):
         gen = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-            delayed(_run_point)(t) for t in tasks
+            delayed(run_point)(t) for t in tasks
         )
         yield from gen
 
@@ -158,7 +158,7 @@ def _run_dask(c: Any, tasks: Sequence[Task]) -> Iterator[tuple[str, bytes]]:
         size = max(1, min(DASK_CHUNK, len(todo) // (4 * n_workers)))
         chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
         keys = [f"gaussmix-sweep-{ch[0].key}-{len(ch)}" for ch in chunks]
-        futures = c.map(_run_points, chunks, key=keys)
+        futures = c.map(run_points, chunks, key=keys)
         for fut, recs in as_completed(futures, loop=c.loop, with_results=True):
             fut.release()
             yield from recs

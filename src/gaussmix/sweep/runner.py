@@ -17,7 +17,7 @@ import numpy as np
 from gaussmix.core.exceptions import ConvergenceWarning
 from gaussmix.core.progress import progress_bar
 
-from .checkpoint import _Checkpoint, checkpoint_path
+from .checkpoint import Checkpoint, checkpoint_path
 from .executors import BACKENDS, Runner, check_scheduler_address, open_executor
 from .spec import PointSpec, SpecGrid
 from .table import SweepResult, provenance, read_table
@@ -163,7 +163,7 @@ def _execute(
         records: dict[str, bytes] = {}  # key -> checkpoint line
         ck = None
         if ck_path is not None:
-            ck = _Checkpoint(ck_path, fsync_interval=fsync_interval)
+            ck = Checkpoint(ck_path, fsync_interval=fsync_interval)
             done = ck.open()
             stack.callback(ck.close)
             wanted = set(keys)
@@ -198,7 +198,7 @@ def _todo(grid: SpecGrid, keys: Sequence[str], records: Mapping[str, bytes]) -> 
 def _compute(
     run: Runner,
     todo: list[Task],
-    ck: _Checkpoint | None,
+    ck: Checkpoint | None,
     records: dict[str, bytes],
     bar: Any,
     keys: Sequence[str],

@@ -21,8 +21,9 @@ from typing import Any
 
 from gaussmix.core.exceptions import GaussmixError
 from gaussmix.core.jsonio import dumps
+from gaussmix.theory.api import check_lam_alpha, make_problem
 from gaussmix.theory.mixture import Mixture
-from gaussmix.theory.problem import Problem, check_lam_alpha, make_problem
+from gaussmix.theory.problem import Problem
 from gaussmix.theory.quadrature import GaussHermite
 from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
 
@@ -33,6 +34,7 @@ __all__ = [
     "point_key",
     "mixture_fingerprint",
     "check_points",
+    "check_simulation",
     "describe_point",
     "CHECKPOINT_VERSION",
     "MAX_POINTS",
@@ -113,7 +115,7 @@ class PointSpec:
     Notes
     -----
     The fields are checked for type here; the mathematical checks (those of
-    :func:`gaussmix.theory.problem.make_problem`) are made by :func:`check_points`.
+    :func:`gaussmix.theory.api.make_problem`) are made by :func:`check_points`.
     """
 
     mixture: Mixture
@@ -272,6 +274,31 @@ def describe_point(coords: Mapping[str, Any]) -> str:
     return ", ".join(f"{k} = {v!r}" for k, v in coords.items())
 
 
+def check_simulation(spec: Any, *, d: Any, seeds: Any, seed: Any = 0) -> dict:
+    """Validate a simulation of ``spec`` at dimension ``d`` before running it.
+
+    ``spec``: a :class:`PointSpec`, or any object with its attributes ``mixture``, ``loss``,
+    ``lam``, ``alpha``, ``penalty``, ``l1_ratio`` (e.g. the CLI's ``PointSetup``).
+    Returns the validated simulation parameters (with ``n = round(alpha d)``).
+    """
+    from gaussmix.simulate import validate_simulation
+
+    return validate_simulation(
+        spec.mixture,
+        spec.loss,
+        spec.lam,
+        spec.alpha,
+        d,
+        seeds,
+        seed,
+        spec.penalty,
+        spec.l1_ratio,
+        "fixed",
+        1,
+        None,
+    )
+
+
 def check_points(points: Sequence[PointSpec]) -> None:
     """Validate every point before any work: the checks of the library's solver (or of the
     simulation) for each; raise ``ValueError`` naming the first bad point.
@@ -279,8 +306,6 @@ def check_points(points: Sequence[PointSpec]) -> None:
     Points that share their mixture object, loss and penalty share one full validation;
     the others then only check ``lam`` / ``alpha`` (cheap on large grids).
     """
-    from .tasks import check_simulation
-
     cache: dict[tuple, Problem] = {}
     n = len(points)
     for i, spec in enumerate(points):

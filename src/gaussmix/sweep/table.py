@@ -18,13 +18,14 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import orjson
 import pandas as pd
 
-from gaussmix.core.jsonio import dumps, loads
+from gaussmix.core.jsonio import dumps, loads, plain
+from gaussmix.core.results import Result
 from gaussmix.core.version import __version__
 
 from .spec import SpecGrid, describe_point
@@ -170,8 +171,10 @@ def read_table(
 
 # ============================================================================ result
 @dataclass(eq=False)
-class SweepResult:
-    """The table of a sweep, one row per point in the grid's order.
+class SweepResult(Result):
+    """The table of a sweep, one row per point in the grid's order (the result protocol of
+    :mod:`gaussmix.core.results`: :meth:`to_frame` is the table, :meth:`to_dict` the
+    summary).
 
     Attributes
     ----------
@@ -188,7 +191,14 @@ class SweepResult:
     out, checkpoint : Path or None
     warnings : list of (category, message, point)
         Warnings raised while computing the points (including resumed ones).
+    success : bool
+        Every point has a valid result (property).
+    message : str
+        How many points were computed, resumed and failed (property).
     """
+
+    #: nothing iterates (the result protocol's ``n_iter`` does not apply)
+    n_iter: ClassVar[None] = None
 
     df: pd.DataFrame
     grid: SpecGrid
@@ -200,6 +210,41 @@ class SweepResult:
     out: Path | None = None
     checkpoint: Path | None = None
     warnings: list = field(default_factory=list)
+
+    @property
+    def success(self) -> bool:
+        return self.failed == 0
+
+    @property
+    def message(self) -> str:
+        n = len(self.df)
+        text = f"{n} points: {self.computed} computed, {self.resumed} from the checkpoint"
+        if self.failed:
+            text += f"; {self.failed} without a valid result (converged=False)"
+        return text
+
+    def to_frame(self) -> pd.DataFrame:
+        """The table (:attr:`df`, one row per point)."""
+        return self.df
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe summary: ``success, message, mode, n_points, computed, resumed, failed,
+        elapsed, out, checkpoint, attrs`` (the rows are :meth:`to_frame`)."""
+        return plain(
+            {
+                "success": self.success,
+                "message": self.message,
+                "mode": self.mode,
+                "n_points": len(self.df),
+                "computed": self.computed,
+                "resumed": self.resumed,
+                "failed": self.failed,
+                "elapsed": self.elapsed,
+                "out": None if self.out is None else str(self.out),
+                "checkpoint": None if self.checkpoint is None else str(self.checkpoint),
+                "attrs": self.attrs,
+            }
+        )
 
     @property
     def mode(self) -> str:

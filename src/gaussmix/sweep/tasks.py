@@ -29,7 +29,7 @@ from gaussmix.theory.outputs import error_keys
 from gaussmix.theory.penalties import make_penalty
 from gaussmix.theory.solver import FixedPointResult, solve_problem
 
-from .spec import PointSpec, point_key
+from .spec import PointSpec, check_simulation, point_key
 
 __all__ = [
     "run_task",
@@ -118,31 +118,6 @@ def theory_payload(
         "version": __version__,
     }
     return payload
-
-
-def check_simulation(spec: Any, *, d: Any, seeds: Any, seed: Any = 0) -> dict:
-    """Validate a simulation of ``spec`` at dimension ``d`` before running it.
-
-    ``spec``: a :class:`PointSpec`, or any object with its attributes ``mixture``, ``loss``,
-    ``lam``, ``alpha``, ``penalty``, ``l1_ratio`` (e.g. the CLI's ``PointSetup``).
-    Returns the validated simulation parameters (with ``n = round(alpha d)``).
-    """
-    from gaussmix.simulate import validate_simulation
-
-    return validate_simulation(
-        spec.mixture,
-        spec.loss,
-        spec.lam,
-        spec.alpha,
-        d,
-        seeds,
-        seed,
-        spec.penalty,
-        spec.l1_ratio,
-        "fixed",
-        1,
-        None,
-    )
 
 
 def simulation_payload(
@@ -262,7 +237,7 @@ def run_task(spec: PointSpec, key: str | None = None) -> dict[str, Any]:
     """
     if not isinstance(spec, PointSpec):
         raise TypeError(f"spec must be a PointSpec, got {type(spec).__name__}")
-    return loads(_run_point(Task(point_key(spec) if key is None else key, spec))[1])
+    return loads(run_point(Task(point_key(spec) if key is None else key, spec))[1])
 
 
 @contextlib.contextmanager
@@ -288,7 +263,7 @@ def _payload(spec: PointSpec) -> dict[str, Any]:
         return _failed_payload(keys, f"failed: {type(exc).__name__}: {msg}", params)
 
 
-def _run_point(task: Task, log: list | None = None) -> tuple[str, bytes]:
+def run_point(task: Task, log: list | None = None) -> tuple[str, bytes]:
     """Run one point: its key and its checkpoint line (the record of :func:`run_task`).
 
     ``log``: the list of an active :func:`_recording`, whose warnings (all of them, then
@@ -296,7 +271,7 @@ def _run_point(task: Task, log: list | None = None) -> tuple[str, bytes]:
     """
     if log is None:
         with _recording() as log:
-            return _run_point(task, log)
+            return run_point(task, log)
     if task.limit_threads:
         _limit_threads_once()
     if _TEST_DELAY:
@@ -316,8 +291,8 @@ def _run_point(task: Task, log: list | None = None) -> tuple[str, bytes]:
     return task.key, dumps(record) + b"\n"
 
 
-def _run_stream(tasks: Sequence[Task]) -> Iterator[tuple[str, bytes]]:
-    """:func:`_run_point` over ``tasks`` in this process, with one warnings recorder for
+def run_stream(tasks: Sequence[Task]) -> Iterator[tuple[str, bytes]]:
+    """:func:`run_point` over ``tasks`` in this process, with one warnings recorder for
     all of them (a recorder per point costs more than the bookkeeping of a cheap point).
 
     A warning issued while the caller holds the generator between two points is counted
@@ -325,9 +300,9 @@ def _run_stream(tasks: Sequence[Task]) -> Iterator[tuple[str, bytes]]:
     """
     with _recording() as log:
         for t in tasks:
-            yield _run_point(t, log)
+            yield run_point(t, log)
 
 
-def _run_points(tasks: Sequence[Task]) -> list[tuple[str, bytes]]:
-    """:func:`_run_point` over a chunk of tasks (the unit of work sent to a dask worker)."""
-    return list(_run_stream(tasks))
+def run_points(tasks: Sequence[Task]) -> list[tuple[str, bytes]]:
+    """:func:`run_point` over a chunk of tasks (the unit of work sent to a dask worker)."""
+    return list(run_stream(tasks))

@@ -40,11 +40,11 @@ from numba import njit
 __all__ = ["logistic_channel", "ce_channel", "ce3_channel", "ce_ray_flux", "bvnu"]
 
 #: points of the scan that places the panels of :func:`ce_ray_flux`
-_WEDGE_SCAN = 65
+WEDGE_SCAN = 65
 #: panel size of :func:`ce_ray_flux`, in units of ``|dz| / (|z| + 0.05)``
-_WEDGE_PANEL = 0.5
+WEDGE_PANEL = 0.5
 #: fewest panels of :func:`ce_ray_flux`
-_WEDGE_MIN_PANELS = 16
+WEDGE_MIN_PANELS = 16
 
 
 @njit(cache=True, error_model="numpy")
@@ -415,14 +415,14 @@ def ce_ray_flux(u, P, yc, V, m, Linv, s1, xa, wa, xb, wb):  # pragma: no cover -
     (``0 <= s <= s1``) of the image of the ray ``h = s u`` (two effective outputs).
 
     Used by :func:`gaussmix.theory.observables._wedge_probability`.  The ray is split into panels
-    of equal increments of ``|dz| / (|z| + 0.05)`` (from a scan of ``_WEDGE_SCAN`` points
-    ``s = s1 (i / n)^2``, dense near the apex), ``_WEDGE_PANEL`` per panel, with at least
-    ``_WEDGE_MIN_PANELS`` panels.  Rule ``a`` (Gauss-Legendre nodes ``xa, wa`` on
+    of equal increments of ``|dz| / (|z| + 0.05)`` (from a scan of ``WEDGE_SCAN`` points
+    ``s = s1 (i / n)^2``, dense near the apex), ``WEDGE_PANEL`` per panel, with at least
+    ``WEDGE_MIN_PANELS`` panels.  Rule ``a`` (Gauss-Legendre nodes ``xa, wa`` on
     ``[-1, 1]``, 10 nodes) and rule ``b`` (``xb, wb``, 6 nodes) share the panels; both
     fluxes are returned (their difference estimates the error of the lower-order rule),
     with the end point ``z(s1)``.
     """
-    n0 = _WEDGE_SCAN
+    n0 = WEDGE_SCAN
     Kf = P.shape[1]
     w4 = np.empty((4, 2))
     pl = np.empty(Kf)
@@ -449,11 +449,11 @@ def ce_ray_flux(u, P, yc, V, m, Linv, s1, xa, wa, xb, wb):  # pragma: no cover -
     zend = zprev.copy()
     out = np.empty(2)
     for r in range(2):
-        per_panel = _WEDGE_PANEL
+        per_panel = WEDGE_PANEL
         x = xa if r == 0 else xb
         wq = wa if r == 0 else wb
         n_pan = int(math.ceil(mu[n0 - 1] / per_panel))
-        n_pan = min(max(n_pan, _WEDGE_MIN_PANELS), 4000)
+        n_pan = min(max(n_pan, WEDGE_MIN_PANELS), 4000)
         edges = np.interp(np.linspace(0.0, mu[n0 - 1], n_pan + 1), mu, s0)
         total = 0.0
         for k in range(n_pan):

@@ -64,10 +64,11 @@ estimate).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from gaussmix.core.results import Result
 from gaussmix.core.validation import check_real
 
 from .mixture import Mixture
@@ -81,8 +82,9 @@ _TIE_TOL = 1e-12
 
 
 @dataclass(frozen=True)
-class BayesOptimalResult:
-    """The Bayes-optimal test error of a mixture at sample complexity ``alpha``.
+class BayesOptimalResult(Result):
+    """The Bayes-optimal test error of a mixture at sample complexity ``alpha`` (the result
+    protocol of :mod:`gaussmix.core.results`; nothing iterates, so ``n_iter`` is None).
 
     Attributes
     ----------
@@ -101,7 +103,14 @@ class BayesOptimalResult:
         ``E = Theta - B`` of eq. (2).
     params : dict
         JSON-friendly description of the mixture.
+    success : bool
+        The error and its estimate are finite (property).
+    message : str
+        How the error was computed, or what is missing (property).
     """
+
+    #: nothing iterates (the result protocol's ``n_iter`` does not apply)
+    n_iter: ClassVar[None] = None
 
     test_error: float
     error_estimate: float
@@ -111,8 +120,22 @@ class BayesOptimalResult:
     learned_gram: np.ndarray
     params: dict = field(default_factory=dict)
 
+    @property
+    def success(self) -> bool:
+        return bool(np.isfinite(self.test_error) and np.isfinite(self.error_estimate))
+
+    @property
+    def message(self) -> str:
+        if not self.success:
+            return "the Bayes-optimal error is not finite (an orthant probability failed)"
+        return (
+            f"Gaussian orthant probabilities of {len(self.groups)} group(s) of clusters "
+            f"(integration error {self.error_estimate:.2g})"
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe dict (lists and floats)."""
+        """A JSON-safe dict (lists and floats; the ``gaussmix bayes-optimal --json``
+        contract)."""
         return {
             "test_error": float(self.test_error),
             "error_estimate": float(self.error_estimate),

@@ -32,7 +32,7 @@ from .losses import (
     Loss,
     ReducedLoss,
     SquareLoss,
-    _solve_batch,
+    solve_batch,
 )
 from .quadrature import QuadratureRule
 from .tolerances import PROX_MAX_ITER, PROX_TOL, SQRTM_2X2_DET_RTOL
@@ -303,7 +303,7 @@ class _CrossEntropyKernel(CompiledKernel):
     def run(self, loss, y, omega, V, h, w, tol):  # noqa: D102 - see CompiledKernel.run
         L = omega.shape[-1]
         Vc = np.ascontiguousarray(0.5 * (V + np.swapaxes(V, -1, -2)))
-        Vinv = _solve_batch(Vc, np.broadcast_to(np.eye(L), Vc.shape))
+        Vinv = solve_batch(Vc, np.broadcast_to(np.eye(L), Vc.shape))
         # three classes (two reduced outputs): the scalar fast path of the same kernel
         kernel = _kernels.ce3_channel if loss.P.shape == (2, 3) else _kernels.ce_channel
         Ef, Eff, Edf, Eloss, Eenv, failed = kernel(
@@ -439,7 +439,7 @@ def _quadrature_moments(
         if h0 is not None:
             # predictor: keep f = V^{-1}(h - omega) of the previous evaluation, which varies
             # slowly along the iteration, and map it through the new omega and V
-            f_old = _solve_batch(warm.V[:, None], h0 - warm.omega)
+            f_old = solve_batch(warm.V[:, None], h0 - warm.omega)
             h0 = omega + f_old @ V  # V symmetric
         mom, h = compiled_moments(kernel, loss, y, omega, V, w, h0)
         return mom, ProxWarmStart(key, h, omega, V)
@@ -455,7 +455,7 @@ def _quadrature_moments(
         df = (hh / (1.0 + hh * v))[..., None, None]
     else:
         Vb = V[:, None]
-        df = _solve_batch(np.eye(L) + H @ Vb, H)
+        df = solve_batch(np.eye(L) + H @ Vb, H)
         df = 0.5 * (df + np.swapaxes(df, -1, -2))
     Ef = np.einsum("n,kni->ki", w, f)
     Eff = np.einsum("n,kni,knj->kij", w, f, f)

@@ -178,7 +178,7 @@ def erm_objective(
     b: np.ndarray,
     X: np.ndarray,
     Y: np.ndarray,
-    loss: str,
+    loss: Any,
     lam: float,
     penalty: str = "l2",
     l1_ratio: float | None = None,
@@ -193,16 +193,15 @@ def erm_objective(
         Raw inputs; the function applies the ``1 / sqrt(d)`` scaling.
     Y : ndarray (n, L)
         Label vector of every sample.
-    loss : {'square', 'logistic', 'cross-entropy', 'hinge'}
+    loss : Loss
+        The loss object (``gaussmix.get_loss(name)``), whose ``value(y, h)`` is summed.
     lam : float
     penalty, l1_ratio
         See :func:`normalise_penalty`.
     """
-    from .losses import get_loss
-
     X = np.asarray(X, dtype=float)
     W = np.atleast_2d(np.asarray(W, dtype=float))
     h = X @ W.T / np.sqrt(X.shape[1]) + np.asarray(b, dtype=float)
     Yv = np.asarray(Y, dtype=float).reshape(h.shape)
-    data = float(np.sum(get_loss(loss).value(Yv, h)))
+    data = float(np.sum(loss.value(Yv, h)))
     return data + float(lam) * penalty_value(W, penalty, l1_ratio)

@@ -142,19 +142,17 @@ def _logistic_regression(
     tol: float | None,
     max_iter: int | None,
     random_state: int | None,
+    loss: Any,
 ) -> Fit:
     """Logistic / multinomial regression on integer targets, eq. (ERM): ridge by
-    :func:`newton_ridge`, lasso and elastic net by ``LogisticRegression`` with saga."""
-    from .losses import CrossEntropyLoss, LogisticLoss
-
+    :func:`newton_ridge` on ``loss`` (the logistic loss for two classes, the cross-entropy
+    for more), lasso and elastic net by ``LogisticRegression`` with saga."""
     if penalty.canonical().l1_ratio == 0.0:
         if n_classes == 2:
             Y = (2.0 * target - 1.0)[:, None]
-            kind: Any = LogisticLoss()
         else:
             Y = np.eye(n_classes)[target]
-            kind = CrossEntropyLoss()
-        return newton_ridge(kind, Xs, Y, lam, tol=tol, max_iter=max_iter)
+        return newton_ridge(loss, Xs, Y, lam, tol=tol, max_iter=max_iter)
     from sklearn.linear_model import LogisticRegression
 
     params = conv.sklearn_logistic_params(lam, penalty)
@@ -391,7 +389,7 @@ def fit_logistic(
     """Binary logistic loss on ``+-1`` labels: :func:`newton_ridge` for ridge,
     ``LogisticRegression`` with saga otherwise (class 1 is ``+1``)."""
     target = (Y[:, 0] > 0).astype(int)
-    return _logistic_regression(Xs, target, 2, lam, penalty, tol, max_iter, random_state)
+    return _logistic_regression(Xs, target, 2, lam, penalty, tol, max_iter, random_state, loss)
 
 
 def fit_cross_entropy(
@@ -408,8 +406,8 @@ def fit_cross_entropy(
     """Softmax cross-entropy on one-hot labels; gauge ``sum_k b_k = 0``.
 
     Two classes are fitted as the equivalent binary logistic problem
-    (:meth:`gaussmix.theory.penalties.Penalty.two_class_binary`) and returned as
-    ``W = [w/2, -w/2]``, ``b = [b/2, -b/2]``.
+    (:meth:`gaussmix.theory.penalties.Penalty.two_class_binary`, with the loss
+    ``loss.two_class_binary()``) and returned as ``W = [w/2, -w/2]``, ``b = [b/2, -b/2]``.
     """
     L = Y.shape[1]
     t = np.argmax(Y, axis=1)
@@ -421,11 +419,12 @@ def fit_cross_entropy(
         )
     if L == 2:
         lam_b, pen_b = penalty.two_class_binary(lam)
+        binary = loss.two_class_binary()
         w, bb, info = _logistic_regression(
-            Xs, (t == 0).astype(int), 2, lam_b, pen_b, tol, max_iter, random_state
+            Xs, (t == 0).astype(int), 2, lam_b, pen_b, tol, max_iter, random_state, binary
         )
         return np.vstack([w / 2.0, -w / 2.0]), np.array([bb[0] / 2.0, -bb[0] / 2.0]), info
-    W, b, info = _logistic_regression(Xs, t, L, lam, penalty, tol, max_iter, random_state)
+    W, b, info = _logistic_regression(Xs, t, L, lam, penalty, tol, max_iter, random_state, loss)
     return W, b - b.mean(), info
 
 

@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-def _solve_batch(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def solve_batch(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Solve ``a x = b`` for stacks of small systems, ``a`` (..., L, L), ``b`` (..., L) or
     (..., L, M).  Explicit formulas for L <= 2 (much faster than batched LAPACK calls)."""
     L = a.shape[-1]
@@ -93,7 +93,7 @@ class Loss:
     #: ``lam = 0`` (ridge) has a minimiser exactly when the training data are not linearly
     #: separable, i.e. above the mixture's separability threshold ``alpha*``
     #: (:mod:`gaussmix.theory.margin`; paper, Appendix C, eq. lam0): checked by
-    #: :func:`gaussmix.theory.problem.make_problem`, which knows the mixture
+    #: :func:`gaussmix.theory.api.make_problem`, which knows the mixture
     zero_lam_above_separability: ClassVar[bool] = False
     #: penalties its exact finite-size solver handles (None: every registered penalty)
     simulation_penalties: ClassVar[tuple[type[Penalty], ...] | None] = None
@@ -227,7 +227,7 @@ class Loss:
             ng = np.abs(g).max(axis=-1)
             if ng.max() <= scale:
                 return h
-            step = -_solve_batch(eye + Vb @ self.hess(yb, h), g)
+            step = -solve_batch(eye + Vb @ self.hess(yb, h), g)
             # Newton with backtracking on the residual norm: for a strictly convex smooth
             # objective the Newton direction decreases |g| for small enough steps.
             t = 1.0
@@ -279,7 +279,7 @@ class SquareLoss(Loss):
         L = omega.shape[-1]
         A = np.eye(L) + V
         rhs = omega + np.einsum("kij,kj->ki", V, y)[:, None, :]
-        return _solve_batch(A[:, None], rhs)
+        return solve_batch(A[:, None], rhs)
 
 
 @LOSSES.register
@@ -356,6 +356,12 @@ class CrossEntropyLoss(Loss):
         from .erm import fit_cross_entropy
 
         return fit_cross_entropy(self, Xs, Y, lam, penalty, **kw)
+
+    def two_class_binary(self) -> Loss:
+        """The binary loss that two-class cross-entropy is equivalent to: logistic on
+        ``w = W_1 - W_2`` (with the penalty of
+        :meth:`~gaussmix.theory.penalties.Penalty.two_class_binary`)."""
+        return LogisticLoss()
 
     def sweep_erm_tol(self, penalty):
         from .erm import saga_sweep_tol

@@ -80,28 +80,30 @@ import functools
 import itertools
 import weakref
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import ndtr, ndtri, wofz
 
 from gaussmix.core.exceptions import GaussmixError
+from gaussmix.core.jsonio import plain
+from gaussmix.core.results import Result
 from gaussmix.core.validation import check_int, check_real
 
 from .channel import ChannelMoments, sqrtm_psd
-from .losses import _solve_batch
+from .losses import solve_batch
 from .mixture import Mixture
 from .observables import test_accuracy
-from .orthant import _make_sobol
+from .orthant import make_sobol
 from .prior import prior_update
-from .problem import Problem, make_problem
+from .problem import Problem, build_problem
 from .solver import (
     AndersonState,
     FixedPointMap,
     HatEvaluation,
     IterationStatus,
-    _iterate,
     is_valid_state,
+    iterate,
     pack_state,
     unpack_state,
 )
@@ -154,7 +156,7 @@ class QMCNodes:
     def make(cls, dim: int, log2_n: int, n_randomisations: int, seed: int = 0) -> QMCNodes:
         out = []
         for child in np.random.SeedSequence(seed).spawn(n_randomisations):
-            out.append(ndtri(_make_sobol(dim, child).random_base2(log2_n)))
+            out.append(ndtri(make_sobol(dim, child).random_base2(log2_n)))
         xi = np.stack(out)
         xi.setflags(write=False)
         return cls(xi)
@@ -200,7 +202,7 @@ def margin_problem(mixture: Mixture, alpha: float) -> Problem:
             f"with 2 clusters for the max-margin estimator; got {labels.kind} labels of "
             f"dimension {labels.dim} for {labels.n_clusters} clusters"
         )
-    return make_problem(mixture, loss, lam=1.0, alpha=alpha)
+    return build_problem(mixture, loss, lam=1.0, alpha=alpha, separability=check_not_separable)
 
 
 def _geometry(problem: Problem, kappa: float) -> tuple[np.ndarray, np.ndarray]:
@@ -355,12 +357,14 @@ class _MarginMap(FixedPointMap):
 
 
 @dataclass
-class MaxMarginResult:
-    """The max-margin estimator at one ``alpha`` (below ``alpha*``).
+class MaxMarginResult(Result):
+    """The max-margin estimator at one ``alpha`` (below ``alpha*``); the result protocol of
+    :mod:`gaussmix.core.results`.
 
     Attributes
     ----------
-    converged : bool
+    success : bool
+        The fixed point was found and is valid (``converged`` is its deprecated name).
     message : str
     alpha : float
     test_error : float
@@ -384,7 +388,7 @@ class MaxMarginResult:
         The separability threshold it was checked against.
     """
 
-    converged: bool
+    success: bool
     message: str
     alpha: float
     test_error: float
@@ -403,16 +407,9 @@ class MaxMarginResult:
     alpha_star: float
     params: dict = field(default_factory=dict)
 
-    @property
-    def success(self) -> bool:
-        return self.converged
-
     def to_dict(self) -> dict:
-        """JSON-safe plain types."""
-        out: dict[str, Any] = {}
-        for k, v in self.__dict__.items():
-            out[k] = v.tolist() if isinstance(v, np.ndarray) else v
-        return out
+        """JSON-safe plain types (NaN as None); the flag under its key ``converged``."""
+        return {("converged" if k == "success" else k): plain(v) for k, v in self.__dict__.items()}
 
 
 def _to_full(P: np.ndarray, A: np.ndarray) -> np.ndarray:
@@ -467,7 +464,7 @@ def max_margin(
         ``K >= 3``, the general map (active-set enumeration, ``K <= 6``) otherwise.
     throw : bool
         Raise :class:`~gaussmix.core.exceptions.ConvergenceError` if no fixed point is found
-        (else return ``converged=False`` with NaN observables).
+        (else return ``success=False`` with NaN observables).
 
     Raises
     ------
@@ -513,7 +510,7 @@ def max_margin(
             x0 = o["x"]
         nan = np.full((problem.n_clusters,) + (L + 1,) * 2, np.nan)
         res = MaxMarginResult(
-            converged=ok,
+            success=ok,
             message=msg,
             alpha=a,
             test_error=float(o.get("test_error", np.nan)),
@@ -547,13 +544,11 @@ def max_margin(
             # Anderson mixing can stall in a cycle on this map: then Powell's hybrid method
             # from the (warm) start, then plain iteration (slow but monotone here) and Powell
             # again from where it ended
-            out = _iterate(T, x, AndersonState.init(4), tol=tol, max_iter=300, damping=1.0)
+            out = iterate(T, x, AndersonState.init(4), tol=tol, max_iter=300, damping=1.0)
             if not out.converged:
                 out = _polish(T, replace(out, x=x), tol)
             if not out.converged:
-                out = _iterate(
-                    T, x, AndersonState.init(0), tol=tol, max_iter=max_iter, damping=1.0
-                )
+                out = iterate(T, x, AndersonState.init(0), tol=tol, max_iter=max_iter, damping=1.0)
             if not out.converged and np.all(np.isfinite(out.x)):
                 out = _polish(T, out, tol)  # from the nearly converged plain iterate
             if not out.converged:
@@ -572,7 +567,7 @@ def max_margin(
         ierr = err + (0.0 if nodes is None else _margin_test_se(problem, T, out.x, nodes))
     nanK = np.full_like
     res = MaxMarginResult(
-        converged=ok,
+        success=ok,
         message=out.message if ok or not out.converged else "spurious fixed point",
         alpha=a,
         test_error=test_err,
@@ -737,7 +732,7 @@ def _describe(mixture: Mixture) -> str:
 
 # --------------------------------------------------------------------------- threshold
 @dataclass
-class ThresholdEstimate:
+class ThresholdEstimate(Result):
     """The fixed point at the separability threshold (theory layer; the experiment
     :func:`gaussmix.experiments.transition.separability_threshold` wraps it).
 
@@ -751,7 +746,8 @@ class ThresholdEstimate:
     method : str
         ``'exchangeable'`` (scalar equation for ``r = m / sqrt(q)``, deterministic
         quadrature) or ``'homogeneous'`` (the normalised homogeneous map).
-    converged : bool
+    success : bool
+        The threshold's fixed point was found (``converged`` is its deprecated name).
     message : str
     n_evaluations : int
         Channel evaluations.
@@ -763,15 +759,22 @@ class ThresholdEstimate:
         The normalised state (``r`` for exchangeable clusters; full-space ``Q, M, b, V``).
     """
 
+    #: nothing iterates (the result protocol's ``n_iter`` does not apply)
+    n_iter: ClassVar[None] = None
+
     alpha_star: float
     std_error: float
     method: str
-    converged: bool
+    success: bool
     message: str
     n_evaluations: int
     growth: float
     active: float
     shape: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """JSON-safe plain types (NaN as None)."""
+        return plain(self.__dict__)
 
 
 def _exchangeable_stats(
@@ -960,7 +963,7 @@ def _exchangeable_threshold(mixture: Mixture, rel_tol: float = 1e-10) -> Thresho
         alpha_star=float(astar),
         std_error=float(err),
         method="exchangeable",
-        converged=True,
+        success=True,
         message="converged",
         n_evaluations=count[0],
         growth=1.0,
@@ -1007,7 +1010,7 @@ def _homogeneous_step(
     Qn = prm.Q + (pr1.Q - prm.Q) / a_new
     Vn = pr1.V / a_new
     Sv, Sm = Vh.sum(axis=0), Mh.sum(axis=0)
-    bn = b + _solve_batch(Sv, Sm)
+    bn = b + solve_batch(Sv, Sm)
     s2 = float(np.einsum("k,kii->", rho, Qn) / np.einsum("k,kii->", rho, Q))
     s = np.sqrt(s2)
     xn = pack_state(Qn / s2, pr1.M / s, Vn, bn / s)
@@ -1110,7 +1113,7 @@ def _homogeneous_threshold(
         alpha_star=float(alpha) if converged else np.nan,
         std_error=se,
         method="homogeneous",
-        converged=converged,
+        success=converged,
         message=msg,
         n_evaluations=n + 1,
         growth=s2,
@@ -1185,7 +1188,7 @@ def check_not_separable(mixture: Mixture, alpha: float, loss_name: str = "logist
     no maximiser).  Within four standard errors of ``alpha*`` it cannot be decided, and is
     refused too."""
     est = cached_threshold(mixture)
-    if not est.converged:
+    if not est.success:
         raise SeparabilityError(
             f"lam=0 is only valid for loss={loss_name!r} above the separability threshold, "
             f"which could not be computed for this mixture ({est.message}); use lam > 0"

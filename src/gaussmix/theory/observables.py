@@ -22,11 +22,11 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import ndtr, owens_t
 
-from ._kernels import _WEDGE_MIN_PANELS, _WEDGE_PANEL, _WEDGE_SCAN, ce_ray_flux
+from ._kernels import WEDGE_MIN_PANELS, WEDGE_PANEL, WEDGE_SCAN, ce_ray_flux
 from .channel import CROSS_ENTROPY_KERNEL, compiled_kernel, compiled_moments, sqrtm_psd
 from .orthant import (
-    _EXACT_ERR_1D,
-    _EXACT_ERR_2D,
+    EXACT_ERR_1D,
+    EXACT_ERR_2D,
     orthant_probability,
     orthant_probability_batch,
 )
@@ -63,7 +63,7 @@ def test_accuracy(
         t = np.stack([t for _, t in problem.constraints])
         mean = np.einsum("kij,kj->ki", D, M + b) - t
         out = orthant_probability_batch(mean, D @ Q @ np.swapaxes(D, 1, 2))
-        return out, _EXACT_ERR_1D if D.shape[1] == 1 else _EXACT_ERR_2D
+        return out, EXACT_ERR_1D if D.shape[1] == 1 else EXACT_ERR_2D
     out = np.empty(problem.n_clusters)
     err = np.empty(problem.n_clusters)
     for c, (D, t) in enumerate(problem.constraints[:1] if exchangeable else problem.constraints):
@@ -294,14 +294,14 @@ def _wedge_probability(
             )
             ray = _ray_flux(zend, Linv @ u)
             return fa + ray, abs(fa - fb)
-        s0 = _WEDGE_S1 * np.linspace(0.0, 1.0, _WEDGE_SCAN) ** 2
+        s0 = _WEDGE_S1 * np.linspace(0.0, 1.0, WEDGE_SCAN) ** 2
         z0 = z_of(s0, u)
         seg = np.linalg.norm(np.diff(z0, axis=0), axis=1)
         rmin = np.minimum(np.linalg.norm(z0[:-1], axis=1), np.linalg.norm(z0[1:], axis=1))
         mu = np.concatenate([[0.0], np.cumsum(seg / (rmin + 0.05))])
         out = []
         for nodes in (10, 6):
-            n_pan = int(np.clip(np.ceil(mu[-1] / _WEDGE_PANEL), _WEDGE_MIN_PANELS, 4000))
+            n_pan = int(np.clip(np.ceil(mu[-1] / WEDGE_PANEL), WEDGE_MIN_PANELS, 4000))
             edges = np.interp(np.linspace(0.0, mu[-1], n_pan + 1), mu, s0)
             edges = np.unique(edges)
             x, w = _leggauss(nodes)

@@ -59,9 +59,9 @@ from .linalg import sym_eigvals
 __all__ = ["orthant_probability", "orthant_probability_batch"]
 
 #: error estimate reported by the exact one-dimensional path
-_EXACT_ERR_1D = 1e-16
+EXACT_ERR_1D = 1e-16
 #: error estimate reported by the deterministic two-dimensional path
-_EXACT_ERR_2D = 1e-15
+EXACT_ERR_2D = 1e-15
 #: relative tolerance of the symmetry and positive semi-definiteness checks
 _PSD_RTOL = 1e-10
 #: a conditional variance (correlation scale) at or below this is treated as zero
@@ -383,7 +383,7 @@ class _SOVFactor:
         return prod
 
 
-def _make_sobol(dim: int, seed: np.random.SeedSequence):
+def make_sobol(dim: int, seed: np.random.SeedSequence):
     from scipy.stats import qmc  # only K >= 4 needs it: kept out of the start-up
 
     kw = _sobol_rng_kw(qmc.Sobol)
@@ -399,11 +399,11 @@ def _sov_rqmc(
         return 0.0, 0.0
     dim = factor.rank - 1
     if dim == 0:  # one random variable: the integrand is a constant
-        return float(factor.integrand(np.zeros((1, 0)))[0]), _EXACT_ERR_1D
+        return float(factor.integrand(np.zeros((1, 0)))[0]), EXACT_ERR_1D
     log2_cap = int(np.floor(np.log2(_WORK_BUDGET / (_N_RANDOMISATIONS * factor.rank))))
     log2_cap = min(_LOG2_N_MAX, max(_LOG2_N_START, log2_cap))
     seeds = np.random.SeedSequence(rng_seed).spawn(_N_RANDOMISATIONS)
-    engines = [_make_sobol(dim, s) for s in seeds]
+    engines = [make_sobol(dim, s) for s in seeds]
     sums = np.zeros(_N_RANDOMISATIONS)
     n_total = 0
     log2_new = _LOG2_N_START
@@ -477,7 +477,7 @@ def orthant_probability(
     m = mean.shape[0]
     if m <= 2:
         p = float(_orthant_small(mean[None], cov[None])[0])
-        return p, _EXACT_ERR_1D if m == 1 else _EXACT_ERR_2D
+        return p, EXACT_ERR_1D if m == 1 else EXACT_ERR_2D
 
     var = np.diag(cov)
     zero = var <= 0
@@ -498,7 +498,7 @@ def orthant_probability(
         return 0.0, 0.0
     a, b, corr = reduced
     if a.shape[0] <= 2:
-        err = _EXACT_ERR_2D if a.shape[0] == 2 else _EXACT_ERR_1D
+        err = EXACT_ERR_2D if a.shape[0] == 2 else EXACT_ERR_1D
         return _rectangle_prob_small(a, b, corr), err
     return _sov_rqmc(a, b, corr, rng_seed, abs_tol)
 

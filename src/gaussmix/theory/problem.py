@@ -22,7 +22,19 @@ from .mixture import LabelMap, Mixture
 from .penalties import PENALTIES, Penalty, make_penalty
 from .prior import prior_for
 
-__all__ = ["Problem", "make_problem", "check_lam_alpha", "PENALTIES"]
+__all__ = [
+    "Problem",
+    "build_problem",
+    "validate_lam_alpha",
+    "SeparabilityCheck",
+    "PENALTIES",
+    "LAM_MAX",
+]
+
+#: ``check(mixture, alpha, loss_name)`` raises unless ``alpha`` is above the separability
+#: threshold of ``mixture`` (:func:`gaussmix.theory.margin.check_not_separable`): the
+#: threshold is itself a fixed point, so the layers above the solver pass it in
+SeparabilityCheck = Callable[[Mixture, float, str], None]
 #: admissible ranges of the penalty strength and of the sample complexity
 LAM_MAX = 1e8
 ALPHA_MIN, ALPHA_MAX = 1e-8, 1e8
@@ -123,7 +135,7 @@ class Problem:
 
     def with_lam_alpha(self, lam: float, alpha: float) -> Problem:
         """This problem at another ``lam`` / ``alpha``, already validated (e.g. by
-        :func:`check_lam_alpha`); every other field is shared.
+        :func:`~gaussmix.theory.api.check_lam_alpha`); every other field is shared.
 
         Equal to ``dataclasses.replace(self, lam=lam, alpha=alpha)``, which re-runs
         ``__init__`` and costs ~5x more: sweeps call this once per point.
@@ -149,7 +161,7 @@ def _problem_l1_ratio(pen: Penalty) -> float | None:
     return None if pen.l1_ratio == 0.0 and pen.user_l1_ratio is None else pen.l1_ratio
 
 
-def check_lam_alpha(
+def validate_lam_alpha(
     lam: float,
     alpha: float,
     *,
@@ -157,14 +169,18 @@ def check_lam_alpha(
     penalty: str | Penalty = "l2",
     l1_ratio: float | None = None,
     mixture: Mixture | None = None,
+    separability: SeparabilityCheck,
 ) -> tuple[float, float]:
-    """The checks of :func:`make_problem` that depend on ``lam`` and ``alpha`` (for a loss
+    """The checks of :func:`build_problem` that depend on ``lam`` and ``alpha`` (for a loss
     and an already validated penalty); returns them as floats.
+
+    The public form is :func:`gaussmix.theory.api.check_lam_alpha`, which passes
+    ``separability``.
 
     ``lam = 0`` is accepted when the penalty has no l1 part and the loss declares a unique
     minimiser there: ``Loss.zero_lam_min_alpha`` (the square loss with ``alpha > 1``), or
     ``Loss.zero_lam_above_separability`` (logistic, cross-entropy) with ``alpha`` above the
-    separability threshold ``alpha*`` of ``mixture`` (:mod:`gaussmix.theory.margin`; the
+    separability threshold ``alpha*`` of ``mixture`` (checked by ``separability``; the
     check needs the mixture).  Sweeps validate the other options once per combination and
     these per point.
     """
@@ -174,11 +190,17 @@ def check_lam_alpha(
     alpha_v = check_real("alpha", alpha, low=ALPHA_MIN, high=ALPHA_MAX)
     if lam_v == 0.0:
         pen = make_penalty(penalty, l1_ratio)
-        _check_zero_lam(get_loss(loss), pen, alpha_v, mixture)
+        _check_zero_lam(get_loss(loss), pen, alpha_v, mixture, separability)
     return lam_v, alpha_v
 
 
-def _check_zero_lam(loss: Loss, pen: Penalty, alpha: float, mixture: Mixture | None) -> None:
+def _check_zero_lam(
+    loss: Loss,
+    pen: Penalty,
+    alpha: float,
+    mixture: Mixture | None,
+    separability: SeparabilityCheck,
+) -> None:
     if not pen.allows_zero_lam:
         raise ValueError(
             f"lam=0 with penalty={pen.name!r} (basis pursuit) is the boundary lam -> 0+ "
@@ -191,9 +213,7 @@ def _check_zero_lam(loss: Loss, pen: Penalty, alpha: float, mixture: Mixture | N
                 f"lam=0 is only valid for loss={loss.name!r} above the separability threshold "
                 "of the mixture, which this check needs (pass mixture=, or use make_problem)"
             )
-        from .margin import check_not_separable  # the threshold needs the fixed point
-
-        check_not_separable(mixture, alpha, loss.name)
+        separability(mixture, alpha, loss.name)
         return
     bound = loss.zero_lam_min_alpha
     if bound is None or not alpha > bound:
@@ -213,7 +233,7 @@ def _check_zero_lam(loss: Loss, pen: Penalty, alpha: float, mixture: Mixture | N
         )
 
 
-def make_problem(
+def build_problem(
     mixture: Mixture,
     loss: str | Loss,
     *,
@@ -221,8 +241,13 @@ def make_problem(
     alpha: float,
     penalty: str = "l2",
     l1_ratio: float | None = None,
+    separability: SeparabilityCheck,
 ) -> Problem:
     """Validate a learning problem and build its effective output space.
+
+    The public form is :func:`gaussmix.make_problem` (:func:`gaussmix.theory.api.make_problem`),
+    which passes ``separability`` (the check of ``lam = 0`` against the separability
+    threshold, itself a fixed point: :mod:`gaussmix.theory.margin`).
 
     ``penalty='l1'`` / ``'elastic-net'`` (with ``l1_ratio``, validated by
     :func:`gaussmix.theory.penalties.make_penalty`) need binary labels (one output,
@@ -239,7 +264,9 @@ def make_problem(
     pen = make_penalty(penalty, l1_ratio)
     labels = mixture.labels
     base.check_labels(labels)
-    lam_v, alpha_v = check_lam_alpha(lam, alpha, loss=base, penalty=pen, mixture=mixture)
+    lam_v, alpha_v = validate_lam_alpha(
+        lam, alpha, loss=base, penalty=pen, mixture=mixture, separability=separability
+    )
     if pen.scalar_output and labels.dim != 1:
         raise ValueError(
             f"penalty={pen.name!r} needs binary labels (one output per sample, L = 1: the "

@@ -34,17 +34,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gaussmix.core.exceptions import ConvergenceError, IntegrationWarning, SpuriousFixedPointError
+from gaussmix.core.results import Result
 from gaussmix.core.validation import check_int, check_real
 from gaussmix.core.version import __version__
 
 from .channel import ChannelMoments, ProxWarmStart, channel_evaluation, channel_moments
 from .linalg import sym_eigvals
-from .losses import Loss, _solve_batch
-from .mixture import Mixture
+from .losses import solve_batch
 from .observables import free_energy_terms, test_accuracy, train_accuracy, weight_sparsity
 from .outputs import error_keys, summary_keys
 from .prior import prior_update
-from .problem import Problem, make_problem
+from .problem import Problem
 from .quadrature import MAX_TENSOR_DIM, GaussHermite, QuadratureRule, auto_rule
 from .symmetry import ClusterSymmetry
 from .tolerances import (
@@ -74,8 +74,9 @@ __all__ = [
     "IterationOutcome",
     "AndersonState",
     "LogChart",
-    "solve",
     "solve_problem",
+    "with_options_doc",
+    "DEFAULT_OPTIONS",
     "free_energy",
     "effective_state",
     "pack_state",
@@ -295,7 +296,7 @@ class FixedPointMap:
         Sv = ev.Vhat.sum(axis=0)
         Sm = ev.Mhat.sum(axis=0)
         reg = BIAS_RIDGE * max(1.0, float(np.abs(Sv).max()))
-        db = _solve_batch(Sv + reg * np.eye(self.L), Sm)
+        db = solve_batch(Sv + reg * np.eye(self.L), Sm)
         pr = prior_update(self.problem, ev.Qhat, ev.Mhat, ev.Vhat)
         return pack_state(pr.Q, pr.M, pr.V, b + db)
 
@@ -339,8 +340,9 @@ class FixedPointState:
 
 # --------------------------------------------------------------------------- result
 @dataclass
-class FixedPointResult:
-    """Result of :func:`solve`, in the spirit of ``scipy.optimize.OptimizeResult``.
+class FixedPointResult(Result):
+    """Result of :func:`~gaussmix.theory.api.solve`, in the spirit of
+    ``scipy.optimize.OptimizeResult`` (the result protocol of :mod:`gaussmix.core.results`).
 
     Order parameters are in the full label space (``L`` = label dimension): ``Q``, ``V``,
     ``Qhat``, ``Vhat`` have shape (K, L, L); ``M``, ``Mhat`` (K, L); ``b`` (L,).  For the
@@ -348,7 +350,9 @@ class FixedPointResult:
 
     Attributes
     ----------
-    converged : bool
+    success : bool
+        A valid fixed point was found within ``tol`` (``converged`` is its deprecated name;
+        the JSON key and table column keep the name ``converged``).
     n_iter : int
     residual : float
         Final scaled residual ``max |T(x) - x| / max(1, |x|)``.
@@ -384,7 +388,7 @@ class FixedPointResult:
         (implicit differentiation, warm starts).
     """
 
-    converged: bool
+    success: bool
     n_iter: int
     residual: float
     message: str
@@ -411,11 +415,6 @@ class FixedPointResult:
     state: FixedPointState | None = field(default=None, repr=False)
 
     @property
-    def success(self) -> bool:
-        """Alias of ``converged`` (scipy naming)."""
-        return self.converged
-
-    @property
     def _state(self) -> tuple[Problem, QuadratureRule, np.ndarray] | None:
         """Deprecated: ``(problem, rule, x)`` of :attr:`state` (use ``state``)."""
         warnings.warn(
@@ -426,6 +425,8 @@ class FixedPointResult:
         s = self.state
         return None if s is None else (s.problem, s.rule, s.x)
 
+    #: attribute behind each key of :meth:`to_dict` whose name differs
+    _JSON_ATTR: ClassVar[dict[str, str]] = {"converged": "success"}
     #: keys of :meth:`to_dict` beside the observables, and how each is written
     _STATUS_JSON: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "converged": bool,
@@ -465,27 +466,35 @@ class FixedPointResult:
 
     @classmethod
     @functools.cache
-    def _json_plan(cls) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
-        """``(key, converter)`` of every key of :meth:`to_dict`, computed once."""
-        return tuple((k, cls._STATUS_JSON.get(k, float)) for k in cls.json_keys())
+    def _json_plan(cls) -> tuple[tuple[str, str, Callable[[Any], Any]], ...]:
+        """``(key, attribute, converter)`` of every key of :meth:`to_dict`, computed once."""
+        return tuple(
+            (k, cls._JSON_ATTR.get(k, k), cls._STATUS_JSON.get(k, float)) for k in cls.json_keys()
+        )
 
     def to_dict(self) -> dict:
         """JSON-friendly dictionary (the ``gaussmix point --json`` contract,
         :meth:`json_keys`)."""
         values = self.__dict__
-        return {k: conv(values[k]) for k, conv in self._json_plan()}
+        return {k: conv(values[a]) for k, a, conv in self._json_plan()}
 
     def summary(self) -> dict:
         """Scalar observables only (a row of a learning-curve table): every registered
         observable, then the status."""
         out = {k: getattr(self, k) for k in summary_keys()}
         out.update(
-            converged=self.converged,
+            converged=self.success,
             n_iter=self.n_iter,
             residual=self.residual,
             integration_error=self.integration_error,
         )
         return out
+
+    def to_frame(self) -> Any:
+        """One row: :meth:`summary` (the row of a learning-curve table)."""
+        import pandas as pd
+
+        return pd.DataFrame([self.summary()])
 
 
 # --------------------------------------------------------------------------- starting point
@@ -610,7 +619,7 @@ class IterationOutcome:
     ----------
     x : ndarray
         The returned state (on convergence ``T(x)`` or the last evaluated state, see
-        :func:`_iterate`; otherwise the last iterate).
+        :func:`iterate`; otherwise the last iterate).
     n_iter : int
         Evaluations of the map.
     residual : float
@@ -634,7 +643,7 @@ class IterationOutcome:
         return self.status is IterationStatus.CONVERGED
 
 
-def _iterate(
+def iterate(
     T: FixedPointMap,
     x0: np.ndarray,
     anderson: AndersonState,
@@ -779,7 +788,7 @@ def _next_iterate(
 @dataclass(frozen=True)
 class LogChart:
     """Coordinates ``(log Q_c, M_c, log V_c, b)`` of a state (matrix logarithms of the
-    positive-definite overlaps) in which :func:`_iterate` mixes.
+    positive-definite overlaps) in which :func:`iterate` mixes.
 
     At small ``lam`` the overlaps of the fixed point are large (``V_c ~ 1 / lam`` where the
     data are separable) and the map moves them by a factor per iteration far from it: a
@@ -969,7 +978,7 @@ _OPTIONS_DOC = """\
         Raise :class:`~gaussmix.core.exceptions.ConvergenceError` when no valid fixed point is
         found (default), :class:`~gaussmix.core.exceptions.SpuriousFixedPointError` when the
         iteration reached an invalid point (NaN, or an overlap matrix that is not positive
-        definite).  With ``throw=False`` a result with ``converged=False`` and NaN
+        definite).  With ``throw=False`` a result with ``success=False`` and NaN
         observables is returned.
     callback : callable, optional
         Called as ``callback(iteration, residual)`` after every evaluation of the map.
@@ -989,7 +998,7 @@ _OPTIONS_DOC = """\
 """
 
 
-def _with_options_doc(func: Callable) -> Callable:
+def with_options_doc(func: Callable) -> Callable:
     """Insert :data:`_OPTIONS_DOC` at the ``%(solver_options)s`` mark of a docstring."""
     func.__doc__ = (func.__doc__ or "").replace("    %(solver_options)s\n", _OPTIONS_DOC + "\n")
     return func
@@ -1036,7 +1045,7 @@ class SolverOptions:
             )
 
 
-_DEFAULT = SolverOptions()
+DEFAULT_OPTIONS = SolverOptions()
 
 
 def _channel_rule(
@@ -1144,14 +1153,14 @@ def _run_fixed_point(
     if coarse is not None:
         start = AndersonState.init(opts.anderson)
         Tc = _new_map(problem, coarse, features)
-        out = _iterate(Tc, x0, start, return_image=False, **kw)
+        out = iterate(Tc, x0, start, return_image=False, **kw)
         n_coarse = out.n_iter
         if out.converged and is_valid_state(out.x, problem.n_clusters, problem.dim):
             x0 = out.x
             history[rule] = out.anderson
     T = _new_map(problem, rule, features)
     start = AndersonState.init(opts.anderson, history.get(rule))
-    out = _iterate(T, x0, start, return_image=False, **kw)
+    out = iterate(T, x0, start, return_image=False, **kw)
     history[rule] = out.anderson
     return T, replace(out, n_iter=out.n_iter + n_coarse)
 
@@ -1217,7 +1226,7 @@ def _estimate_errors(
                 prev = history.get(finer)
                 if prev is None or prev.empty:  # the coarser rule's pairs model this Jacobian
                     prev = history.get(T.rule)
-                out2 = _iterate(T2, x, AndersonState.init(opts.anderson, prev), **kw)
+                out2 = iterate(T2, x, AndersonState.init(opts.anderson, prev), **kw)
                 history[finer] = out2.anderson
                 if not out2.converged:
                     status, msg = out2.status, f"refined quadrature: {out2.message}"
@@ -1264,7 +1273,7 @@ def _replicate_spread(
     n_iter = 0
     for rep in T.rule.replicates():
         Tr = _new_map(problem, rep, T)
-        out = _iterate(Tr, x, AndersonState.init(opts.anderson, history.get(T.rule)), **kw)
+        out = iterate(Tr, x, AndersonState.init(opts.anderson, history.get(T.rule)), **kw)
         n_iter += out.n_iter
         if not out.converged or not Tr.is_valid(out.x):
             return None
@@ -1319,7 +1328,7 @@ def _estimate_randomised(
             if quad["train_error"] + evals["train_error"] <= TRAIN_ERROR_TARGET or finer is None:
                 break
         T2 = _new_map(problem, finer, T)
-        out2 = _iterate(T2, x, AndersonState.init(opts.anderson, history.get(T.rule)), **kw)
+        out2 = iterate(T2, x, AndersonState.init(opts.anderson, history.get(T.rule)), **kw)
         history[finer] = out2.anderson
         n_iter += out2.n_iter
         if not out2.converged:
@@ -1357,7 +1366,7 @@ def _assemble(problem: Problem, opts: SolverOptions, est: _Estimate) -> FixedPoi
     P = problem.P
     nan = np.nan
     result = FixedPointResult(
-        converged=ok,
+        success=ok,
         n_iter=est.n_iter,
         residual=est.residual,
         message=msg,
@@ -1462,25 +1471,25 @@ def _integration_warning(problem: Problem, opts: SolverOptions, est: _Estimate) 
     return "; ".join(parts)
 
 
-@_with_options_doc
+@with_options_doc
 def solve_problem(
     problem: Problem,
     *,
-    tol: float = _DEFAULT.tol,
-    max_iter: int = _DEFAULT.max_iter,
-    quadrature: QuadratureRule | None = _DEFAULT.quadrature,
+    tol: float = DEFAULT_OPTIONS.tol,
+    max_iter: int = DEFAULT_OPTIONS.max_iter,
+    quadrature: QuadratureRule | None = DEFAULT_OPTIONS.quadrature,
     init: FixedPointResult | dict | None = None,
-    anderson: int = _DEFAULT.anderson,
-    damping: float = _DEFAULT.damping,
-    estimate_error: bool = _DEFAULT.estimate_error,
-    auto_refine: bool = _DEFAULT.auto_refine,
-    quad_tol: float = _DEFAULT.quad_tol,
-    max_refine: int = _DEFAULT.max_refine,
-    throw: bool = _DEFAULT.throw,
+    anderson: int = DEFAULT_OPTIONS.anderson,
+    damping: float = DEFAULT_OPTIONS.damping,
+    estimate_error: bool = DEFAULT_OPTIONS.estimate_error,
+    auto_refine: bool = DEFAULT_OPTIONS.auto_refine,
+    quad_tol: float = DEFAULT_OPTIONS.quad_tol,
+    max_refine: int = DEFAULT_OPTIONS.max_refine,
+    throw: bool = DEFAULT_OPTIONS.throw,
     callback: Callable[[int, float], Any] | None = None,
     history: dict | None = None,
-    continuation: bool = _DEFAULT.continuation,
-    symmetry: bool = _DEFAULT.symmetry,
+    continuation: bool = DEFAULT_OPTIONS.continuation,
+    symmetry: bool = DEFAULT_OPTIONS.symmetry,
 ) -> FixedPointResult:
     """Solve the fixed point of a validated :class:`~gaussmix.theory.problem.Problem`.
 
@@ -1488,7 +1497,7 @@ def solve_problem(
     ----------
     problem : Problem
         Mixture, loss, penalty, ``lam`` and ``alpha``
-        (:func:`~gaussmix.theory.problem.make_problem`).
+        (:func:`~gaussmix.theory.api.make_problem`).
     %(solver_options)s
     Returns
     -------
@@ -1520,75 +1529,6 @@ def solve_problem(
         out = replace(out2, n_iter=out.n_iter + out2.n_iter)
     est = _estimate_errors(problem, T, out, opts, callback, history)
     return _assemble(problem, opts, est)
-
-
-@_with_options_doc
-def solve(
-    mixture: Mixture,
-    loss: str | Loss = "logistic",
-    *,
-    lam: float,
-    alpha: float,
-    penalty: str = "l2",
-    l1_ratio: float | None = None,
-    tol: float = _DEFAULT.tol,
-    max_iter: int = _DEFAULT.max_iter,
-    quadrature: QuadratureRule | None = _DEFAULT.quadrature,
-    init: FixedPointResult | dict | None = None,
-    anderson: int = _DEFAULT.anderson,
-    damping: float = _DEFAULT.damping,
-    estimate_error: bool = _DEFAULT.estimate_error,
-    auto_refine: bool = _DEFAULT.auto_refine,
-    quad_tol: float = _DEFAULT.quad_tol,
-    max_refine: int = _DEFAULT.max_refine,
-    throw: bool = _DEFAULT.throw,
-    callback: Callable[[int, float], Any] | None = None,
-    history: dict | None = None,
-    continuation: bool = _DEFAULT.continuation,
-    symmetry: bool = _DEFAULT.symmetry,
-) -> FixedPointResult:
-    """Solve the self-consistent equations of Theorem 1 and evaluate Theorem 2.
-
-    Parameters
-    ----------
-    mixture : Mixture
-        The data model (with its label map).
-    loss : {'square', 'logistic', 'cross-entropy', 'hinge'} or Loss
-    lam : float
-        Penalty strength ``lam >= 0`` of ``lam r(W)``.
-    alpha : float
-        Sample complexity ``n / d > 0``.
-    penalty : {'l2', 'l1', 'elastic-net'}
-        ``r(W) = ||W||_F^2 / 2``, ``||W||_1`` or
-        ``l1_ratio ||W||_1 + (1 - l1_ratio) ||W||_F^2 / 2``; ``'l1'`` and ``'elastic-net'``
-        need binary labels (one output) and ``lam > 0``.
-    l1_ratio : float, optional
-        Elastic-net mixing in ``[0, 1]`` (required for ``'elastic-net'``, implied 1 for
-        ``'l1'``, None for ``'l2'``).
-    %(solver_options)s
-    Returns
-    -------
-    FixedPointResult
-    """
-    problem = make_problem(mixture, loss, lam=lam, alpha=alpha, penalty=penalty, l1_ratio=l1_ratio)
-    return solve_problem(
-        problem,
-        tol=tol,
-        max_iter=max_iter,
-        quadrature=quadrature,
-        init=init,
-        anderson=anderson,
-        damping=damping,
-        estimate_error=estimate_error,
-        auto_refine=auto_refine,
-        quad_tol=quad_tol,
-        max_refine=max_refine,
-        throw=throw,
-        callback=callback,
-        history=history,
-        continuation=continuation,
-        symmetry=symmetry,
-    )
 
 
 def free_energy(

@@ -8,7 +8,7 @@ import these names; no literal tolerance is repeated elsewhere.
 Grouped by where they act:
 
 * proximal map (:meth:`gaussmix.theory.losses.Loss.prox` and the compiled channel kernels);
-* fixed-point iteration (:func:`gaussmix.theory.solver.solve`): defaults of ``tol`` and
+* fixed-point iteration (:func:`gaussmix.theory.api.solve`): defaults of ``tol`` and
   ``quad_tol``, the validity test of a state, the safeguards of Anderson mixing;
 * integration error: when the estimate earns an
   :class:`~gaussmix.core.exceptions.IntegrationWarning`;

@@ -1,0 +1,68 @@
+"""Helpers shared by the command modules (:mod:`~gaussmix.cli.commands`,
+:mod:`~gaussmix.cli.phase`, :mod:`~gaussmix.cli.realdata`): option sources, the output
+directory, ranges of points, one BLAS thread per process.
+
+This module sits below the command modules (it imports none of them), so that each of them
+can use it without an import cycle; the library is imported on first use only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from gaussmix.core.validation import check_array
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+__all__ = ["MAX_POINTS", "given", "make_out_dir", "parse_grid", "one_blas_thread"]
+
+#: largest number of points of a curve
+MAX_POINTS = 10_000
+
+
+def given(ctx: typer.Context, name: str) -> bool:
+    """Whether the parameter ``name`` was given on the command line (not defaulted)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+def make_out_dir(out: Path) -> Path:
+    """Create the output directory ``out`` (``--out``), or raise one line naming it."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OSError(f"--out: cannot create directory {str(out)!r}: {exc.strerror}") from None
+    if not out.is_dir():
+        raise OSError(f"--out: {str(out)!r} is not a directory")
+    return out
+
+
+def parse_grid(option: str, spec: str, *, positive: bool) -> np.ndarray:
+    """Parse ``[log:]start:stop:num`` (:func:`gaussmix.experiments.parse_range`), at most
+    :data:`MAX_POINTS` points, and check the sign of the values (library checks)."""
+    from gaussmix.experiments.curves import parse_range
+
+    num = spec.rsplit(":", 1)[-1].strip()
+    if num.isdigit() and int(num) > MAX_POINTS:
+        raise ValueError(f"{option}: at most {MAX_POINTS} points, got {num}")
+    grid = parse_range(spec, name=option)
+    if positive:
+        return check_array(option, grid, shape=(None,), positive=True)
+    return check_array(option, grid, shape=(None,), nonnegative=True)
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """One BLAS thread per process (here and in joblib workers): parallelism comes from
+    --jobs, and the bits of a seeded simulation do not depend on it."""
+    from joblib import parallel_config
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1), parallel_config(backend="loky", inner_max_num_threads=1):
+        yield

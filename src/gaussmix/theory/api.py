@@ -1,0 +1,158 @@
+"""The theory's validating entry points: :func:`make_problem`, :func:`check_lam_alpha` and
+:func:`solve` (``gm.make_problem``, ``gm.solve``).
+
+They sit above :mod:`gaussmix.theory.margin`: ``lam = 0`` with the logistic or cross-entropy
+loss is valid only above the separability threshold ``alpha*``, which is itself a fixed
+point of the solver.  The problem's module (:mod:`gaussmix.theory.problem`) and the solver
+(:mod:`gaussmix.theory.solver`) sit below the threshold's module and take that check as an
+argument (:data:`~gaussmix.theory.problem.SeparabilityCheck`); this module passes it, so
+that the dependency runs one way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .losses import Loss
+from .mixture import Mixture
+from .penalties import Penalty
+from .problem import Problem, build_problem, validate_lam_alpha
+from .quadrature import QuadratureRule
+from .solver import DEFAULT_OPTIONS, FixedPointResult, solve_problem, with_options_doc
+
+__all__ = ["make_problem", "check_lam_alpha", "solve"]
+
+
+def check_not_separable(mixture: Mixture, alpha: float, loss_name: str) -> None:
+    """:func:`gaussmix.theory.margin.check_not_separable`, imported when ``lam = 0`` needs it
+    (the threshold's module is not loaded by problems with ``lam > 0``)."""
+    from .margin import check_not_separable as check
+
+    check(mixture, alpha, loss_name)
+
+
+def check_lam_alpha(
+    lam: float,
+    alpha: float,
+    *,
+    loss: str | Loss,
+    penalty: str | Penalty = "l2",
+    l1_ratio: float | None = None,
+    mixture: Mixture | None = None,
+) -> tuple[float, float]:
+    """The checks of :func:`make_problem` that depend on ``lam`` and ``alpha``, returned as
+    floats: :func:`~gaussmix.theory.problem.validate_lam_alpha` (which states the rules)
+    with the check of ``lam = 0`` against the separability threshold
+    (:func:`gaussmix.theory.margin.check_not_separable`).  Sweeps validate the other
+    options once per combination and these per point.
+    """
+    return validate_lam_alpha(
+        lam,
+        alpha,
+        loss=loss,
+        penalty=penalty,
+        l1_ratio=l1_ratio,
+        mixture=mixture,
+        separability=check_not_separable,
+    )
+
+
+def make_problem(
+    mixture: Mixture,
+    loss: str | Loss,
+    *,
+    lam: float,
+    alpha: float,
+    penalty: str = "l2",
+    l1_ratio: float | None = None,
+) -> Problem:
+    """Validate a learning problem and build its effective output space.
+
+    ``penalty='l1'`` / ``'elastic-net'`` (with ``l1_ratio``, validated by
+    :func:`gaussmix.theory.penalties.make_penalty`) need binary labels (one output,
+    Appendix C.2) and ``lam > 0``; ``lam = 0`` as in :func:`check_lam_alpha`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        With the offending argument named.
+    """
+    return build_problem(
+        mixture,
+        loss,
+        lam=lam,
+        alpha=alpha,
+        penalty=penalty,
+        l1_ratio=l1_ratio,
+        separability=check_not_separable,
+    )
+
+
+@with_options_doc
+def solve(
+    mixture: Mixture,
+    loss: str | Loss = "logistic",
+    *,
+    lam: float,
+    alpha: float,
+    penalty: str = "l2",
+    l1_ratio: float | None = None,
+    tol: float = DEFAULT_OPTIONS.tol,
+    max_iter: int = DEFAULT_OPTIONS.max_iter,
+    quadrature: QuadratureRule | None = DEFAULT_OPTIONS.quadrature,
+    init: FixedPointResult | dict | None = None,
+    anderson: int = DEFAULT_OPTIONS.anderson,
+    damping: float = DEFAULT_OPTIONS.damping,
+    estimate_error: bool = DEFAULT_OPTIONS.estimate_error,
+    auto_refine: bool = DEFAULT_OPTIONS.auto_refine,
+    quad_tol: float = DEFAULT_OPTIONS.quad_tol,
+    max_refine: int = DEFAULT_OPTIONS.max_refine,
+    throw: bool = DEFAULT_OPTIONS.throw,
+    callback: Callable[[int, float], Any] | None = None,
+    history: dict | None = None,
+    continuation: bool = DEFAULT_OPTIONS.continuation,
+    symmetry: bool = DEFAULT_OPTIONS.symmetry,
+) -> FixedPointResult:
+    """Solve the self-consistent equations of Theorem 1 and evaluate Theorem 2.
+
+    Parameters
+    ----------
+    mixture : Mixture
+        The data model (with its label map).
+    loss : {'square', 'logistic', 'cross-entropy', 'hinge'} or Loss
+    lam : float
+        Penalty strength ``lam >= 0`` of ``lam r(W)``.
+    alpha : float
+        Sample complexity ``n / d > 0``.
+    penalty : {'l2', 'l1', 'elastic-net'}
+        ``r(W) = ||W||_F^2 / 2``, ``||W||_1`` or
+        ``l1_ratio ||W||_1 + (1 - l1_ratio) ||W||_F^2 / 2``; ``'l1'`` and ``'elastic-net'``
+        need binary labels (one output) and ``lam > 0``.
+    l1_ratio : float, optional
+        Elastic-net mixing in ``[0, 1]`` (required for ``'elastic-net'``, implied 1 for
+        ``'l1'``, None for ``'l2'``).
+    %(solver_options)s
+    Returns
+    -------
+    FixedPointResult
+    """
+    problem = make_problem(mixture, loss, lam=lam, alpha=alpha, penalty=penalty, l1_ratio=l1_ratio)
+    return solve_problem(
+        problem,
+        tol=tol,
+        max_iter=max_iter,
+        quadrature=quadrature,
+        init=init,
+        anderson=anderson,
+        damping=damping,
+        estimate_error=estimate_error,
+        auto_refine=auto_refine,
+        quad_tol=quad_tol,
+        max_refine=max_refine,
+        throw=throw,
+        callback=callback,
+        history=history,
+        continuation=continuation,
+        symmetry=symmetry,
+    )
