@@ -184,14 +184,6 @@ def _psd_factor(a: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
     return vec[:, keep] * np.sqrt(ev[keep])
 
 
-def _psd_full_factor(a: np.ndarray) -> np.ndarray:
-    """``F`` (d, d) with ``F F^T = a`` for a symmetric positive semi-definite ``a``: the
-    eigenvectors scaled by the square roots of the eigenvalues, negative rounding clipped to
-    zero (a singular ``a`` gets zero columns)."""
-    ev, vec = np.linalg.eigh(a)
-    return vec * np.sqrt(np.clip(ev, 0.0, None))
-
-
 def _haar_frame(d: int, k: int, rng: np.random.Generator) -> np.ndarray:
     """A uniformly random ``d x k`` matrix with orthonormal columns."""
     q, r = np.linalg.qr(rng.standard_normal((d, k)))
@@ -244,7 +236,7 @@ def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
                 f"this mixture has full covariances in dimension {cov.dim}: d must equal "
                 f"{cov.dim}, got d={d}"
             )
-        factors = np.stack([_psd_full_factor(s) for s in cov.covariances])
+        factors = cov.factors
         return Instance(
             means=np.array(cov.means),
             variances=np.ascontiguousarray(np.diagonal(cov.covariances, axis1=1, axis2=2)),
@@ -867,6 +859,21 @@ def simulate(
     ------
     TypeError, ValueError
         Invalid arguments (the message names the argument).
+
+    Examples
+    --------
+    Exact ERM on 4 instances at d = 200 against the theory's test error:
+
+    >>> import gaussmix as gm
+    >>> from gaussmix.simulate import simulate
+    >>> mix = gm.Mixture.isotropic(delta=0.5, means="antipodal", labels="binary")
+    >>> sim = simulate(mix, loss="logistic", lam=0.1, alpha=2.0, d=200, seeds=4)
+    >>> mean, se = sim.mean["test_error"], sim.se["test_error"]
+    >>> theory = gm.solve(mix, "logistic", lam=0.1, alpha=2.0).test_error
+    >>> print(f"simulation {mean:.3f} +- {se:.3f}, theory {theory:.3f}")
+    simulation 0.120 +- 0.002, theory 0.117
+    >>> bool(abs(mean - theory) < 3 * se)
+    True
     """
     p = validate_simulation(
         mixture,

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -373,6 +374,20 @@ class DenseCovariance:
         """The covariances restricted to the :attr:`active` axes (K, r, r), read-only."""
         return self._active_cov
 
+    @cached_property
+    def factors(self) -> np.ndarray:
+        """``F_k`` (K, d, d) with ``F_k F_k^T = Sigma_k``: the eigenvectors scaled by the
+        square roots of the eigenvalues, negative rounding clipped to zero (a singular
+        ``Sigma_k`` gets zero columns); computed once per mixture (the samplers of
+        :func:`gaussmix.simulate.realise` draw ``x = mu_k + F_k z``), read-only."""
+        out = []
+        for s in self.covariances:
+            ev, vec = np.linalg.eigh(s)
+            out.append(vec * np.sqrt(np.clip(ev, 0.0, None)))
+        f = np.stack(out)
+        f.flags.writeable = False
+        return f
+
     @property
     def n_atoms(self) -> int:
         """Number of directions (the d coordinate axes)."""
@@ -418,12 +433,33 @@ class Mixture:
     Attributes
     ----------
     rho : ndarray (K,)
+        Cluster priors ``rho_k`` (positive, summing to 1).
     labels : LabelMap
+        The label vector ``y_k`` of every cluster (one-hot, binary +-1 or custom).
     covariance : SpectralLaw or DenseCovariance
         The covariance structure (with the means).  The priors of the fixed point are chosen
         by (penalty, ``covariance.structure``), see :data:`gaussmix.theory.prior.PRIORS`.
     kind : str
         The mixture model that built it (a name in :data:`MIXTURE_MODELS`).
+    info : dict
+        What the model recorded about how it was built (e.g. the data set a mixture was
+        fitted to); not used by the theory.
+
+    Examples
+    --------
+    Three balanced clusters with Gaussian means (Gram matrix I) and ``Sigma = 0.5 I``,
+    one-hot labels:
+
+    >>> import gaussmix as gm
+    >>> mix = gm.Mixture.isotropic(delta=0.5, means="gaussian", n_clusters=3)
+    >>> mix.n_clusters, mix.labels.kind, mix.rho.round(3).tolist()
+    (3, 'onehot', [0.333, 0.333, 0.333])
+
+    Two opposite clusters with labels +-1 and their own variances:
+
+    >>> two = gm.Mixture.isotropic(delta=[0.1, 0.01], means="antipodal", labels="binary")
+    >>> two.labels.labels.ravel().tolist(), two.sigma.ravel().tolist()
+    ([1.0, -1.0], [0.1, 0.01])
     """
 
     rho: np.ndarray
