@@ -31,7 +31,15 @@ from gaussmix.core.validation import check_int, check_real
 from gaussmix.simulate.simulation import realise
 from gaussmix.theory.mixture import Mixture
 
-from ._common import SLIDE_STYLE, _check_bool, _check_df, _fmt, _new_slide_figure, _positive_list
+from ._common import (
+    SLIDE_STYLE,
+    _check_bool,
+    _check_df,
+    _fmt,
+    _new_slide_figure,
+    _positive_list,
+    _preset_note,
+)
 from .realdata import _XOR_MEANS, XOR_LABELS, matched_classes, xor_mixtures
 from .registry import FigureOption, FigureSpec, register_figure
 
@@ -102,6 +110,23 @@ def sparse_projection(
     variance is ``Delta1``: ``u`` has mean ``y ||mu||`` and variance ``Delta1``) and
     ``v = x . e`` along a unit vector ``e`` drawn at random off the support (mean 0,
     variance ``Delta2``).
+    Parameters
+    ----------
+    delta2s : sequence of float
+        Variances off the support, one panel each.
+    sparsity : float
+        Fraction ``rho`` of the directions in the support.
+    delta1 : float
+        Variance on the support.
+    d : int
+        Input dimension of the instance.
+    n : int
+        Points drawn per panel.
+    seed : int
+        Seed of the instances and the points.
+    progress : bool
+        Show a progress bar.
+
 
     Returns
     -------
@@ -140,7 +165,13 @@ def sparse_projection(
 
 def plot_sparse_projection(df: pd.DataFrame) -> Figure:
     """One panel per ``Delta2``: the samples coloured by class, the class means as crosses,
-    the same axis limits in every panel."""
+    the same axis limits in every panel.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A table of :func:`sparse_projection`.
+    """
     df = _check_df(df, ["delta2", "ratio", "y", "u", "v", "mean_norm"])
     delta2s = list(dict.fromkeys(df["delta2"].tolist()))
     fig, axes = _new_slide_figure((5.2 * len(delta2s) + 1.2, 5.4), 1, len(delta2s))
@@ -236,6 +267,19 @@ def xor_projection(
     are ``+-e_1 +- e_2``.  The matched mixture is an empirical spectral law whose first
     two directions carry the class means and spreads in the eigenbasis ``U`` of
     :func:`matched_classes`; its samples are rotated back by ``U``.
+    Parameters
+    ----------
+    delta : float
+        Cluster variance ``Sigma_k = Delta I``.
+    d : int
+        Input dimension of the instances.
+    n : int
+        Points drawn per panel.
+    seed : int
+        Seed of the instances and the points.
+    progress : bool
+        Show a progress bar.
+
 
     Returns
     -------
@@ -277,7 +321,13 @@ def xor_projection(
 
 def plot_xor_projection(df: pd.DataFrame) -> Figure:
     """Four panels: realisable (left) and XOR (right) labels; the four-cluster mixtures
-    (top) and their matched two-cluster mixtures (bottom)."""
+    (top) and their matched two-cluster mixtures (bottom).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A table of :func:`xor_projection`.
+    """
     df = _check_df(df, ["model", "mixture", "y", "x1", "x2"])
     models = list(dict.fromkeys(df["model"]))
     rows = list(dict.fromkeys(df["mixture"]))
@@ -331,6 +381,10 @@ def plot_xor_projection(df: pd.DataFrame) -> Figure:
 
 
 # =========================================================================== registry
+#: the --fast presets of the two projections
+SPARSE_PROJECTION_FAST = {"d": 200, "n": 300}
+XOR_PROJECTION_FAST = {"d": 200, "n": 400}
+
 register_figure(
     FigureSpec(
         name="sparse-projection",
@@ -346,8 +400,8 @@ register_figure(
         table=sparse_projection,
         check=_sparse_args,
         plot=plot_sparse_projection,
-        fast={"d": 200, "n": 300},
-        fast_note="d = 200, 300 points per panel",
+        fast=SPARSE_PROJECTION_FAST,
+        fast_note=_preset_note(SPARSE_PROJECTION_FAST),
         dots=("samples",),
         options=(
             FigureOption("--delta2s", "delta2s", "grid"),
@@ -375,8 +429,8 @@ register_figure(
         table=xor_projection,
         check=_xor_args,
         plot=plot_xor_projection,
-        fast={"d": 200, "n": 400},
-        fast_note="d = 200, 400 points per panel",
+        fast=XOR_PROJECTION_FAST,
+        fast_note=_preset_note(XOR_PROJECTION_FAST),
         dots=("samples",),
         options=(
             FigureOption("--delta", "delta", "float"),
