@@ -135,6 +135,9 @@ class DatasetSpec:
         Default base URLs for downloads.
     install : str
         How to install a package that ships the data (for the not-found message).
+    packaged : callable
+        ``() -> (source, reader)`` when an installed package ships the data (the reader
+        returns the arrays), else ``() -> None``.
     """
 
     name: str
@@ -237,6 +240,17 @@ def subsample_indices(n_available: int, d: int, alpha: float, *, seed: int = 0) 
     so the same ``seed`` gives the same indices, and a larger ``alpha`` with the same seed
     does not in general contain the smaller sample.
 
+    Parameters
+    ----------
+    n_available : int
+        Items to draw from (e.g. the training split's size).
+    d : int
+        Input dimension.
+    alpha : float
+        Sample complexity ``n / d``.
+    seed : int
+        Seed of the draw.
+
     Raises
     ------
     ValueError
@@ -260,6 +274,11 @@ def subsample_indices(n_available: int, d: int, alpha: float, *, seed: int = 0) 
 
 def read_idx(path: str | os.PathLike[str]) -> np.ndarray:
     """Read an IDX file of unsigned bytes (gzipped if its name ends with ``.gz``).
+
+    Parameters
+    ----------
+    path : path
+        The file (MNIST's format: a header of dimensions, then the bytes).
 
     Raises
     ------
@@ -488,7 +507,13 @@ def _spec(name: str) -> DatasetSpec:
 
 def data_home(data_dir: str | os.PathLike[str] | None = None) -> Path:
     """The directory searched first and downloaded into: ``data_dir``, else
-    ``$GAUSSMIX_DATA``, else ``$XDG_CACHE_HOME/gaussmix`` (default ``~/.cache/gaussmix``)."""
+    ``$GAUSSMIX_DATA``, else ``$XDG_CACHE_HOME/gaussmix`` (default ``~/.cache/gaussmix``).
+
+    Parameters
+    ----------
+    data_dir : path, optional
+        A directory given by the caller, used as it is.
+    """
     if data_dir is not None:
         return Path(data_dir).expanduser()
     env = os.environ.get("GAUSSMIX_DATA")
@@ -594,6 +619,12 @@ def load_raw(
         The files found are not the standard data (shape, counts or checksum).
     gaussmix.data.download.DownloadError, gaussmix.data.download.ChecksumError
         The download failed or was refused.
+
+    Examples
+    --------
+    >>> raw = load_raw("digits")
+    >>> raw.x_train.shape, raw.x_train.dtype, raw.x_train.flags.writeable
+    ((1347, 64), dtype('uint8'), False)
     """
     spec = _spec(name)
     if not isinstance(download, bool):
