@@ -35,8 +35,14 @@ PUBLIC_PACKAGES = (
 #: numpydoc Parameters section (a class's fields: Parameters or Attributes)
 DESCRIBED_PACKAGES = ("gaussmix",)
 #: the packages whose every public parameter has at least an entry (the others:
-#: gaussmix.simulate, gaussmix.sweep and gaussmix.studies, still to be completed)
-LISTED_PACKAGES = ("gaussmix", "gaussmix.experiments", "gaussmix.data", "gaussmix.figures")
+#: gaussmix.simulate and gaussmix.sweep, still to be completed)
+LISTED_PACKAGES = (
+    "gaussmix",
+    "gaussmix.experiments",
+    "gaussmix.data",
+    "gaussmix.studies",
+    "gaussmix.figures",
+)
 #: the entry points with a runnable Examples section
 EXAMPLES = (
     "gaussmix.solve",
@@ -232,3 +238,33 @@ def test_examples_run(dotted: str) -> None:
         runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.failed == 0 and result.attempted > 0, dotted
+
+
+def test_shared_docstring_blocks() -> None:
+    """A ``%(name)s`` line becomes the block, indented as the mark; an unknown block is an
+    error; the studies' curves read their shared blocks."""
+    from gaussmix.core.docstrings import shared_doc
+    from gaussmix.studies import realdata_curve
+
+    @shared_doc(common="x : int\n    The x.")
+    def f(x: int) -> None:
+        """Do.
+
+        Parameters
+        ----------
+        %(common)s
+        """
+
+    assert inspect.getdoc(f).splitlines()[4:6] == ["x : int", "    The x."]
+
+    def g() -> None:
+        """Do.
+
+        %(other)s
+        """
+
+    with pytest.raises(KeyError, match="other"):
+        shared_doc(common="")(g)
+
+    doc = inspect.getdoc(realdata_curve)
+    assert "%(" not in doc and "problem : RealDataProblem" in doc

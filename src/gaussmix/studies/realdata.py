@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gaussmix.core.docstrings import shared_doc
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.registry import Registry
 from gaussmix.core.validation import check_array, check_int, check_real
@@ -304,6 +305,36 @@ def _aggregate(lam: float, alpha: float, source: str, n: int, per: list[tuple]) 
     }
 
 
+#: docstring blocks of the curve functions (:func:`gaussmix.core.docstrings.shared_doc`)
+_DOC = shared_doc(
+    problem="""
+        problem : RealDataProblem
+            The data under the protocol and its fitted mixture (:func:`prepare_realdata`).
+        loss : str
+            The loss of the ERM (a name of :data:`gaussmix.LOSSES`).
+    """,
+    points="""
+        lam : float or sequence of float
+            The penalty strength, or several (a curve over lambda at one alpha).
+        alphas : float or sequence of float
+            The sample complexities, or one (with several ``lam``).
+    """,
+    sources="""
+        subsamples : int
+            Training subsamples per point of the real curve.
+        seeds : int
+            Samples of the fitted mixture per point of the synthetic curve.
+        seed : int
+            Root seed of the subsamples and the samples.
+        sources : sequence of {'theory', 'synthetic', 'real'}
+            The curves computed.
+        progress : bool
+            Show a progress bar.
+    """,
+)
+
+
+@_DOC
 def real_curve(
     problem: RealDataProblem,
     *,
@@ -317,7 +348,19 @@ def real_curve(
     """ERM on ``n = round(alpha d)`` training images (without replacement), tested on the
     whole test split; mean and standard error over ``subsamples`` draws (seeds ``seed,
     seed + 1, ...``).  A curve over ``alphas`` at one ``lam``, or over ``lam`` (a sequence)
-    at one alpha (``alphas`` a number)."""
+    at one alpha (``alphas`` a number).
+
+    Parameters
+    ----------
+    %(problem)s
+    %(points)s
+    subsamples : int
+        Training subsamples per point.
+    seed : int
+        Seed of the first subsample.
+    progress : bool
+        Show a progress bar.
+    """
     points, _ = _points(lam, alphas)
     subsamples = check_int("subsamples", subsamples, low=1)
     rows = []
@@ -332,6 +375,7 @@ def real_curve(
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
+@_DOC
 def synthetic_curve(
     problem: RealDataProblem,
     *,
@@ -344,7 +388,19 @@ def synthetic_curve(
 ) -> pd.DataFrame:
     """The same ERM on ``n = round(alpha d)`` samples of the fitted mixture; the test error
     is exact on the mixture (:func:`gaussmix.simulate.simulate`).  Points as in
-    :func:`real_curve`."""
+    :func:`real_curve`.
+
+    Parameters
+    ----------
+    %(problem)s
+    %(points)s
+    seeds : int
+        Samples of the fitted mixture per point.
+    seed : int
+        Root seed of the samples.
+    progress : bool
+        Show a progress bar.
+    """
     points, _ = _points(lam, alphas)
     seeds = check_int("seeds", seeds, low=1)
     rows = []
@@ -374,6 +430,7 @@ def synthetic_curve(
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
+@_DOC
 def theory_curve(
     problem: RealDataProblem,
     *,
@@ -383,7 +440,15 @@ def theory_curve(
     progress: bool = False,
 ) -> pd.DataFrame:
     """Theorems 1–2 for the fitted mixture: :func:`gaussmix.learning_curve` over alpha
-    (warm-started), or :func:`gaussmix.lambda_sweep` over lam (annealed)."""
+    (warm-started), or :func:`gaussmix.lambda_sweep` over lam (annealed).
+
+    Parameters
+    ----------
+    %(problem)s
+    %(points)s
+    progress : bool
+        Show a progress bar.
+    """
     points, x = _points(lam, alphas)
     if x == "alpha":
         df = learning_curve(
@@ -463,6 +528,7 @@ def _study(
     return df.reset_index(drop=True)
 
 
+@_DOC
 def realdata_curve(
     problem: RealDataProblem,
     *,
@@ -476,6 +542,14 @@ def realdata_curve(
     progress: bool = False,
 ) -> pd.DataFrame:
     """The learning curves of step 4 of the module's protocol, one row per (alpha, source).
+    Parameters
+    ----------
+    %(problem)s
+    lam : float
+        The penalty strength.
+    alphas : sequence of float
+        The sample complexities ``n / d``.
+    %(sources)s
 
     Returns
     -------
@@ -487,6 +561,7 @@ def realdata_curve(
     return _study(problem, loss, lam, alphas, subsamples, seeds, seed, sources, progress)
 
 
+@_DOC
 def realdata_lambda_curve(
     problem: RealDataProblem,
     *,
@@ -500,6 +575,16 @@ def realdata_lambda_curve(
     progress: bool = False,
 ) -> pd.DataFrame:
     """The test error against the penalty at one sample complexity (Fig. 4 right): one row
-    per (lam, source), columns :data:`COLUMNS`."""
+    per (lam, source), columns :data:`COLUMNS`.
+
+    Parameters
+    ----------
+    %(problem)s
+    lams : sequence of float
+        The penalty strengths.
+    alpha : float
+        The sample complexity ``n / d``.
+    %(sources)s
+    """
     check_real("alpha", alpha, low=0.0, low_open=True)
     return _study(problem, loss, list(lams), alpha, subsamples, seeds, seed, sources, progress)
