@@ -232,6 +232,7 @@ def test_fig4_left_note_states_the_optima_of_the_test_mse() -> None:
         assert errors[0] > errors[1] > errors[2], alpha  # no interior optimum there
 
 
+@slow
 def test_the_test_mse_of_the_fixed_point_against_a_simulation() -> None:
     """The mean-squared-error formula from the overlaps against exact ridge regression on
     samples (d = 400, 6 seeds): the test MSE measured on fresh samples agrees with the
