@@ -210,7 +210,7 @@ def test_registry_text_is_escaped_for_markdown() -> None:
     """Captions say lambda* and alpha*_K: no emphasis may swallow the stars."""
     text = _hook().markdown_text
     assert text("lambda*(alpha) and alpha*_K [1] <b> `c` |") == (
-        "lambda\\*(alpha) and alpha\\*\\_K \\[1\\] \\<b\\> \\`c\\` \\|"
+        "lambda\\*(alpha) and alpha\\*\\_K \\[1\\] &lt;b\\> \\`c\\` \\|"
     )
     md = _hook().gallery_markdown(_hook().figure_rows(), None)
     assert "lambda\\*" in md

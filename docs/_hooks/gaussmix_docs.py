@@ -195,8 +195,10 @@ def figure_rows() -> list[dict[str, str]]:
 
 
 def markdown_text(text: str) -> str:
-    """Plain text (a description, a caption) with Markdown's special characters escaped."""
-    return re.sub(r"([\\`*_\[\]<>|])", r"\\\1", text)
+    """Plain text (a description, a caption) with Markdown's special characters escaped
+    (``<`` as an HTML entity: Python-Markdown has no backslash escape for it, so
+    ``1 <-> 4`` would show its backslash)."""
+    return re.sub(r"([\\`*_\[\]>|])", r"\\\1", text).replace("<", "&lt;")
 
 
 def gallery_markdown(rows: list[dict[str, str]], atlas: Atlas | None) -> str:
