@@ -32,11 +32,9 @@ PUBLIC_PACKAGES = (
     "gaussmix.figures",
 )
 #: the packages whose every public parameter is listed, with a description, in a
-#: numpydoc Parameters section (a class's fields: Parameters or Attributes)
-DESCRIBED_PACKAGES = ("gaussmix",)
-#: the packages whose every public parameter has at least an entry (the others:
-#: gaussmix.simulate and gaussmix.sweep, still to be completed)
-LISTED_PACKAGES = (
+#: numpydoc Parameters section (a class's fields: Parameters or Attributes); still to be
+#: completed: gaussmix.simulate and gaussmix.sweep
+DESCRIBED_PACKAGES = (
     "gaussmix",
     "gaussmix.experiments",
     "gaussmix.data",
@@ -206,19 +204,6 @@ def test_every_public_parameter_is_described(reference, package) -> None:
                 missing.append(f"{path}({name}): not listed")
             elif not entry[1].description.strip():
                 missing.append(f"{path}({name}): no description")
-    assert not missing, "\n".join(missing)
-
-
-@pytest.mark.parametrize("package", LISTED_PACKAGES)
-def test_every_public_parameter_is_listed(reference, package) -> None:
-    """Beyond :data:`DESCRIBED_PACKAGES`, every parameter has at least an entry."""
-    pkg, _ = reference
-    missing = [
-        f"{path}({name})"
-        for path, obj in public_objects((package,)).items()
-        for name in _parameters(obj)
-        if name not in _documented(pkg, path)
-    ]
     assert not missing, "\n".join(missing)
 
 

@@ -92,6 +92,7 @@ class RawData:
     Attributes
     ----------
     name : str
+        The data set's name.
     x_train, x_test : ndarray of uint8, shape (n, d)
         Read-only.
     classes_train, classes_test : ndarray of int64, shape (n,)
@@ -177,6 +178,7 @@ class Dataset:
     mean : ndarray of float64, shape (d,)
         Mean of the scaled training inputs, subtracted from both splits.
     class_names : tuple of str
+        Name of each original class id.
     task : Task or None
         The binary task, if one was asked for.
     y_train, y_test : ndarray of float64 or None
@@ -597,6 +599,7 @@ def load_raw(
     Parameters
     ----------
     name : {'mnist', 'fashion-mnist', 'digits'}
+        A data set of :data:`DATASETS`.
     data_dir : path, optional
         Directory searched first and downloaded into (default :func:`data_home`).
     download : bool
@@ -671,6 +674,7 @@ def load_dataset(
     Parameters
     ----------
     name : {'mnist', 'fashion-mnist', 'digits'}
+        A data set of :data:`DATASETS`.
     task : str or Task, optional
         A binary task that applies to ``name`` (see :data:`gaussmix.data.tasks.TASKS`).
     data_dir, download, mirrors

@@ -259,7 +259,11 @@ def fig3_left(
         instances of dimension ``simulate_d`` at each of ``sim_alphas``, each rounded so
         that every cluster has exactly ``n/K`` samples.
     sim_alphas : sequence of float, optional
-    simulate_d, seeds : int, optional
+        The simulated sample complexities (solved by the theory too).
+    simulate_d : int, optional
+        Dimension of the simulated instances.
+    seeds : int, optional
+        Instances per simulated point.
     seed : int
         Root seed of the simulations (reproducible bit for bit).
     n_jobs : int

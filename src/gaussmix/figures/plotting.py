@@ -122,6 +122,7 @@ def plot_learning_curve(
     logx, logy : bool
         Logarithmic axes.
     title : str, optional
+        The axes' title.
 
     Returns
     -------

@@ -166,7 +166,11 @@ def fig4_left(
         ``simulate_d`` at each ``alpha`` (rounded so that both classes have ``n/2``
         samples) and each penalty of ``sim_lams``.
     sim_lams : sequence of float, optional
-    simulate_d, seeds : int, optional
+        The simulated penalties (solved by the theory too).
+    simulate_d : int, optional
+        Dimension of the simulated instances.
+    seeds : int, optional
+        Instances per simulated point.
     seed : int
         Root seed of the simulations (reproducible bit for bit).
     n_jobs : int
