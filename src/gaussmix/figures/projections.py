@@ -27,6 +27,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from gaussmix.core.docstrings import shared_doc
 from gaussmix.core.validation import check_int, check_real
 from gaussmix.simulate.simulation import realise
 from gaussmix.theory.mixture import Mixture
@@ -92,6 +93,22 @@ def _sparse_args(delta2s, sparsity, delta1, d, n, seed, progress) -> dict[str, A
     }
 
 
+#: the parameters the two projections share (:func:`gaussmix.core.docstrings.shared_doc`)
+_SAMPLING_DOC = shared_doc(
+    sampling="""
+        d : int
+            Input dimension of the instances.
+        n : int
+            Points drawn per panel.
+        seed : int
+            Seed of the instances and the points.
+        progress : bool
+            Show a progress bar.
+    """
+)
+
+
+@_SAMPLING_DOC
 def sparse_projection(
     delta2s: Sequence[float] = (1.0, 0.01),
     *,
@@ -110,6 +127,7 @@ def sparse_projection(
     variance is ``Delta1``: ``u`` has mean ``y ||mu||`` and variance ``Delta1``) and
     ``v = x . e`` along a unit vector ``e`` drawn at random off the support (mean 0,
     variance ``Delta2``).
+
     Parameters
     ----------
     delta2s : sequence of float
@@ -118,15 +136,7 @@ def sparse_projection(
         Fraction ``rho`` of the directions in the support.
     delta1 : float
         Variance on the support.
-    d : int
-        Input dimension of the instance.
-    n : int
-        Points drawn per panel.
-    seed : int
-        Seed of the instances and the points.
-    progress : bool
-        Show a progress bar.
-
+    %(sampling)s
 
     Returns
     -------
@@ -250,6 +260,7 @@ def _xor_args(delta, d, n, seed, progress) -> dict[str, Any]:
     return {"delta": delta, "d": d, "n": n, "seed": seed}
 
 
+@_SAMPLING_DOC
 def xor_projection(
     delta: float = 0.5,
     *,
@@ -267,19 +278,12 @@ def xor_projection(
     are ``+-e_1 +- e_2``.  The matched mixture is an empirical spectral law whose first
     two directions carry the class means and spreads in the eigenbasis ``U`` of
     :func:`matched_classes`; its samples are rotated back by ``U``.
+
     Parameters
     ----------
     delta : float
         Cluster variance ``Sigma_k = Delta I``.
-    d : int
-        Input dimension of the instances.
-    n : int
-        Points drawn per panel.
-    seed : int
-        Seed of the instances and the points.
-    progress : bool
-        Show a progress bar.
-
+    %(sampling)s
 
     Returns
     -------

@@ -92,6 +92,7 @@ def fig3_centre(
     progress: bool = False,
 ) -> pd.DataFrame:
     """Fig. 3 (centre): ``alpha*_K`` for every (K, Delta), and the LP crossings.
+
     Parameters
     ----------
     ks : sequence of int, optional
@@ -117,7 +118,6 @@ def fig3_centre(
         (:func:`gaussmix.separability_threshold`).
     progress : bool
         Show a progress bar.
-
 
     Returns
     -------

@@ -542,6 +542,7 @@ def realdata_curve(
     progress: bool = False,
 ) -> pd.DataFrame:
     """The learning curves of step 4 of the module's protocol, one row per (alpha, source).
+
     Parameters
     ----------
     %(problem)s
