@@ -1,16 +1,17 @@
 """The paper atlas: ``gaussmix figure --list``, ``gaussmix figure all --fast``, and for every
 figure of the atlas a check of the paper's qualitative finding on its CSV.
 
-The atlas is made once per module (``gaussmix figure all --fast``, about half a minute: the
+The atlas is made once per module (``gaussmix figure all --fast``, about two minutes: the
 tests that read it are marked slow).  When the environment variable
 ``GAUSSMIX_ATLAS_DIR`` names a directory made by ``gaussmix figure all --fast`` (CI makes
 it once in ``.ci/run``, and the docs gallery uses the same directory) the tests read that
 one instead.
 
 Tolerances of the checks against simulations: the fast presets simulate at small d (200 or
-240) with 3 seeds, and the real-data figures run on scikit-learn's digits (d = 64); the
-finite-size offsets there are O(1/sqrt(d)) (docs/design.md, pitfall 8), so a simulated point
-must lie within 3 standard errors of the theory plus an allowance stated at each check.
+240) with 3 seeds, and the real-data figures run on MNIST and Fashion-MNIST (d = 784, or
+the features' p) with 2 seeds; the finite-size offsets there are O(1/sqrt(d))
+(docs/design.md, pitfall 8), so a simulated point must lie within 3 standard errors of the
+theory plus an allowance stated at each check.
 """
 
 from __future__ import annotations
@@ -73,15 +74,24 @@ def test_list_names_every_registered_figure() -> None:
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["NAME", "PAPER", "DOTS"]
-    body = lines[1:-1]
+    body = [line for line in lines[1:-1] if not line.startswith(" ")]
     assert len(body) == len(FIGURES)
     for line, name in zip(body, atlas_names()):
         spec = get_figure(name)
         assert line.startswith(f"{name} ") and spec.paper in line and spec.description in line
+    # under each figure: what --fast changes, and how it differs from the paper if it does
+    notes = [line.strip() for line in lines[1:-1] if line.startswith(" ")]
+    for name in atlas_names():
+        spec = get_figure(name)
+        assert f"--fast: {spec.fast_note}" in notes, name
+        assert (f"differs from the paper: {spec.differs}" in notes) == bool(spec.differs), name
+    # the figures whose finding differs from the paper's (appe-p2-p10 agrees on MNIST)
+    assert {n for n, spec in FIGURES.items() if spec.differs} == {"fig4-left", "appe-xor"}
     assert "gaussmix figure all --out DIR" in lines[-1]
     table = atlas()
     assert list(table["name"]) == atlas_names() and set(table["name"]) == set(FIGURES)
     assert set(table.columns) >= {"name", "paper", "description", "dots", "fast", "command"}
+    assert list(table["differs"]) == [get_figure(n).differs for n in atlas_names()]
     assert gm.figures.atlas().equals(table)  # also from `import gaussmix as gm`
 
 
@@ -237,8 +247,7 @@ def test_every_figure_has_a_title_caption_and_companion(atlas_dir: Path) -> None
             assert "standard error" in meta["caption"], name
     for name in ("fig5", "fig6", "fig4-right", "appe-trained", "appe-p2-p10"):
         meta = json.loads((atlas_dir / f"{name}.json").read_text())
-        assert "digits" in meta["title"] and "instead of MNIST" not in meta["title"]
-        assert "stand in for MNIST" in meta["caption"]
+        assert "MNIST" in meta["title"] and "digits" not in meta["title"], name
 
 
 # =========================================================================== Fig. 1
@@ -308,8 +317,11 @@ def test_fig2_lasso_beats_ridge_when_the_relevant_directions_are_strong(
 @slow
 def test_fig3_left_training_error_vanishes_below_the_transition(atlas_dir: Path) -> None:
     """lambda = 1e-4: the training error is 0 below alpha*_K and positive above, where the
-    test error has a cusp (it falls several times faster just above alpha*_K than just
-    below); the Bayes-optimal error lies below; simulations agree with the theory."""
+    test error has a cusp: on the dense grid (alpha*_K one of its points) it falls several
+    times faster over [alpha*, 1.15 alpha*] than over [0.6 alpha*, 0.9 alpha*] (fitted
+    slopes; at lambda = 1e-4 the training error leaves 0 slightly below alpha*_K, which
+    rounds the cusp); the Bayes-optimal error lies below; simulations agree with the
+    theory."""
     df = _csv(atlas_dir, "fig3-left")
     assert set(df["K"]) == {2, 3} and df["converged"].all()
     for k, g in df.groupby("K"):
@@ -318,10 +330,13 @@ def test_fig3_left_training_error_vanishes_below_the_transition(atlas_dir: Path)
         a, test, train = (g[c].to_numpy() for c in ("alpha", "test_error", "train_error"))
         assert np.all(train[a <= 0.85 * star] < 1e-3)
         assert np.all(train[a >= 1.05 * star] > 0.05)
-        below, above = a < star, a > star
-        slope_below = -np.diff(test[below])[-1] / np.diff(a[below])[-1]
-        slope_above = -np.diff(test[above])[0] / np.diff(a[above])[0]
-        assert slope_above > 2.0 * slope_below > 0, (k, slope_below, slope_above)
+        assert np.isclose(a, star, rtol=1e-12, atol=0).any()  # alpha*_K is drawn
+        below = (a >= 0.6 * star) & (a <= 0.9 * star)
+        above = (a >= star) & (a <= 1.15 * star)
+        assert below.sum() >= 5 and above.sum() >= 3
+        slope_below = -np.polyfit(a[below], test[below], 1)[0]
+        slope_above = -np.polyfit(a[above], test[above], 1)[0]
+        assert slope_above > 5.0 * slope_below > 0, (k, slope_below, slope_above)
         assert np.all(np.diff(test) < 0)
         assert np.all(g["bayes_error"] < test)
     sim = df[df["sim_test_error"].notna()]
@@ -334,7 +349,7 @@ def test_fig3_left_training_error_vanishes_below_the_transition(atlas_dir: Path)
 def test_fig3_centre_threshold_grows_with_k_and_falls_with_delta(atlas_dir: Path) -> None:
     df = _csv(atlas_dir, "fig3-centre")
     table = df.pivot(index="K", columns="delta", values="alpha_star")
-    assert table.shape == (3, 2) and df["converged"].all()
+    assert table.shape == (9, 3) and df["converged"].all()
     assert (df["rel_accuracy"] <= 1e-4).all()
     assert (table.diff(axis=0).iloc[1:] > 0).all().all()  # increases with K
     assert (table.diff(axis=1).iloc[:, 1:] < 0).all().all()  # decreases with Delta
@@ -369,7 +384,7 @@ def test_fig4_left_regularisation_matters(atlas_dir: Path) -> None:
         assert err[0] > 5.0 * err.min()
         assert g["lam_star_at_upper_bound"].all()
     sim = df[df["sim_test_error"].notna()]
-    assert len(sim) == 4
+    assert len(sim) == 8  # 4 alphas x 2 penalties
     allowance = 0.1 * sim["test_error"]  # 10 %: d = 200
     assert _within(
         sim["sim_test_error"], sim["sim_test_error_se"], sim["test_error"], allowance
@@ -378,21 +393,26 @@ def test_fig4_left_regularisation_matters(atlas_dir: Path) -> None:
 
 @slow
 def test_fig4_right_finite_optimal_lambda_on_real_data(atlas_dir: Path) -> None:
-    """The theory's optimal lambda is finite (interior), and so is the real data's; at large
-    lambda the estimator predicts the larger class."""
+    """MNIST even/odd: the theory's optimal lambda is finite (interior), and so is the real
+    data's; at large lambda the estimator predicts the larger class (about half of MNIST's
+    even/odd, 0.3 to 0.4 of Fashion-MNIST's clothes/accessories), as the real data do."""
     df = _csv(atlas_dir, "fig4-right")
+    assert set(df["dataset"]) == {"mnist", "fashion-mnist"} and df["converged"].all()
+    mnist = df[df["dataset"] == "mnist"]
     for source in ("theory", "real"):
-        g = df[df["source"] == source].sort_values("lam")
+        g = mnist[mnist["source"] == source].sort_values("lam")
         best = int(np.argmin(g["test_error"].to_numpy()))
         assert 0 < best < len(g) - 1, source
-    th = df[df["source"] == "theory"].sort_values("lam")
-    assert th["test_error"].iloc[-1] > 0.45
+    for name, floor in (("mnist", 0.45), ("fashion-mnist", 0.3)):
+        part = df[df["dataset"] == name]
+        last = part[part["lam"] == part["lam"].max()].set_index("source")["test_error"]
+        assert last["theory"] > floor and abs(last["real"] - last["theory"]) < 0.05, name
 
 
 # =========================================================================== Figs. 5, 6
 def _synthetic_close_to_theory(df: pd.DataFrame, by: list[str]) -> None:
-    """Synthetic samples of the fitted mixture against its theory (d = 64, 3 seeds): the mean
-    gap over the points <= 0.02, every gap <= 0.05."""
+    """Synthetic samples of the fitted mixture against its theory (d = 784 or the features'
+    p, 2 seeds): the mean gap over the points <= 0.02, every gap <= 0.05."""
     th = df[df["source"] == "theory"].set_index(by)["test_error"]
     syn = df[df["source"] == "synthetic"].set_index(by)["test_error"]
     gap = (syn - th.reindex(syn.index)).abs()
@@ -404,12 +424,15 @@ def _synthetic_close_to_theory(df: pd.DataFrame, by: list[str]) -> None:
 def test_fig5_theory_follows_synthetic_and_real_data(atlas_dir: Path) -> None:
     df = _csv(atlas_dir, "fig5")
     assert set(df["source"]) == {"theory", "synthetic", "real"} and df["converged"].all()
-    _synthetic_close_to_theory(df, ["alpha"])
-    th = df[df["source"] == "theory"].sort_values("alpha")["test_error"].to_numpy()
-    real = df[df["source"] == "real"].sort_values("alpha")
-    assert np.all(np.diff(th) < 0) and real["test_error"].iloc[-1] < real["test_error"].iloc[0]
-    # the real data approach the theory of their Gaussian mixture as alpha grows
-    assert abs(real["test_error"].iloc[-1] - th[-1]) < 0.05
+    assert set(df["dataset"]) == {"mnist", "fashion-mnist"}
+    for _, part in df.groupby("dataset"):
+        _synthetic_close_to_theory(part, ["alpha"])
+        th = part[part["source"] == "theory"].sort_values("alpha")["test_error"].to_numpy()
+        real = part[part["source"] == "real"].sort_values("alpha")
+        assert np.all(np.diff(th) < 0)
+        assert real["test_error"].iloc[-1] < real["test_error"].iloc[0]
+        # the real data approach the theory of their Gaussian mixture as alpha grows
+        assert abs(real["test_error"].iloc[-1] - th[-1]) < 0.02
 
 
 @slow
@@ -438,6 +461,9 @@ def test_appe_p10_lies_below_p2(atlas_dir: Path) -> None:
     df = _csv(atlas_dir, "appe-p2-p10")
     th = df[df["source"] == "theory"].pivot(index="alpha", columns="mixture", values="test_error")
     assert (th["P10"] < th["P2"]).all()
+    # on MNIST, as in the paper, the real data are closer to P10 than to P2
+    real = df[df["source"] == "real"].set_index("alpha")["test_error"]
+    assert ((real - th["P10"]).abs() < (real - th["P2"]).abs()).all()
     for mixture in ("P2", "P10"):
         _synthetic_close_to_theory(df[df["mixture"] == mixture], ["alpha"])
     assert (df[df["source"] == "real"]["mixture"] == "data").all()

@@ -294,3 +294,18 @@ def test_theory_matches_erm_on_a_mixture_fitted_to_digits_logistic_more(digits_p
     sim = simulate(digits_p2, loss="logistic", lam=0.05, alpha=alpha, d=64, seeds=200, seed=4)
     check_within_3se(th, sim, ("test_error", "train_error", "train_loss"))
     assert np.all(np.abs(th.Q.ravel() - sim.Q.ravel()) <= 3 * sim.Q_se.ravel())
+
+
+def test_covariance_factors_are_computed_once_and_reproduce_the_covariances():
+    """``F_k F_k^T = Sigma_k`` (a singular ``Sigma_k`` too), one read-only array per mixture,
+    which every realised instance shares (the samplers do not factor again per seed)."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((6, 4))
+    cov = np.stack([a @ a.T, np.diag([2.0, 1.0, 0.5, 0.0, 0.0, 3.0])])  # ranks 4 and 4
+    dense = DenseCovariance(means=rng.standard_normal((2, 6)), covariances=cov)
+    f = dense.factors
+    assert f is dense.factors and not f.flags.writeable
+    np.testing.assert_allclose(f @ np.swapaxes(f, 1, 2), cov, atol=1e-12 * np.abs(cov).max())
+    mix = gm.Mixture.dense(dense.means, cov, labels="binary")
+    first, second = (realise(mix, 6, np.random.default_rng(s)) for s in (0, 1))
+    assert first.factors is second.factors is mix.covariance.factors

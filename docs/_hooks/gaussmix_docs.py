@@ -3,14 +3,17 @@
 Two things are generated at build time, so that the site cannot drift from the code:
 
 * ``gallery.md``: one entry per figure of the registry :data:`gaussmix.figures.FIGURES`
-  (name, place in the paper, description, caption, the ``gaussmix figure NAME`` command).
+  (name, place in the paper, description, what the ``--fast`` preset changes, how the
+  figure differs from the paper's where it does, caption, the ``gaussmix figure NAME``
+  command).
   When the environment variable ``GAUSSMIX_ATLAS_DIR`` names a directory written by
   ``gaussmix figure all --out DIR`` (``DIR/NAME.png``, ``DIR/NAME.csv`` per figure and
   ``DIR/atlas.json = {"fast": bool, "figures": [{"name", "paper", "seconds", "status",
   "png", "csv"}, ...]}``; the file names may also sit in ``"files": {"png", "csv"}``, with
   optional ``"error"`` and ``"not_converged"``), its images and tables are copied into the
-  site and each entry shows its image and runtime; without it the page lists the commands
-  and says how to add the images.
+  site and each entry shows its image, what the image draws (the ``"drawn"`` values of
+  ``DIR/NAME.json``: K, data sets, lambdas, alphas, ...) and its runtime; without it the
+  page lists the commands and says how to add the images.
 * README sections, included rather than copied: a line ``<!-- README: Title -->`` in a page
   is replaced by the README's ``## Title`` section (heading and body; ``(intro)`` is the
   text before the first section), ``<!-- README: Title from "START" to "END" -->`` by the
@@ -60,6 +63,7 @@ class AtlasEntry:
     csv: Path | None
     error: str | None = None
     not_converged: int = 0
+    drawn: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -125,10 +129,13 @@ def read_atlas(directory: str | Path) -> Atlas:
         if isinstance(bad, bool) or not isinstance(bad, int):
             raise DocsError(f"{path}: figure {name!r}: not_converged must be an integer")
         status = str(row.get("status", ""))
-        png, csv = None, None
+        png, csv, drawn = None, None, None
         if status in ("", "ok"):  # a failed figure's files are stale ones, if any
             png = _atlas_file(directory, row.get("png", files.get("png")), "png", name)
             csv = _atlas_file(directory, row.get("csv", files.get("csv")), "csv", name)
+            drawn = _drawn(
+                _atlas_file(directory, row.get("json", files.get("json")), "json", name)
+            )
         figures[name] = AtlasEntry(
             name=name,
             paper=str(row.get("paper", "")),
@@ -138,8 +145,21 @@ def read_atlas(directory: str | Path) -> Atlas:
             csv=csv,
             error=None if row.get("error") is None else str(row["error"]),
             not_converged=bad,
+            drawn=drawn,
         )
     return Atlas(directory=directory, fast=bool(data.get("fast", False)), figures=figures)
+
+
+def _drawn(path: Path | None) -> dict[str, Any] | None:
+    """The ``"drawn"`` values of a figure's JSON companion (None if it has none)."""
+    if path is None:
+        return None
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DocsError(f"{path}: not valid JSON ({exc})") from None
+    drawn = meta.get("drawn") if isinstance(meta, dict) else None
+    return drawn if isinstance(drawn, dict) else None
 
 
 def format_seconds(seconds: float) -> str:
@@ -162,11 +182,12 @@ def paper_order(paper: str) -> tuple[int, int, int]:
 
 
 def figure_rows() -> list[dict[str, str]]:
-    """The atlas (:func:`gaussmix.figures.atlas`: name, paper, description, command, in the
-    paper's order) with each figure's caption, as plain rows."""
+    """The atlas (:func:`gaussmix.figures.atlas`: name, paper, description, what ``--fast``
+    changes, how the figure differs from the paper, command, in the paper's order) with
+    each figure's caption, as plain rows."""
     from gaussmix.figures import FIGURES, atlas
 
-    keys = ("name", "paper", "description", "command")
+    keys = ("name", "paper", "description", "fast", "differs", "command")
     return [
         {**{k: str(row[k]) for k in keys}, "caption": FIGURES[row["name"]].caption}
         for _, row in atlas().iterrows()
@@ -174,8 +195,10 @@ def figure_rows() -> list[dict[str, str]]:
 
 
 def markdown_text(text: str) -> str:
-    """Plain text (a description, a caption) with Markdown's special characters escaped."""
-    return re.sub(r"([\\`*_\[\]<>|])", r"\\\1", text)
+    """Plain text (a description, a caption) with Markdown's special characters escaped
+    (``<`` as an HTML entity: Python-Markdown has no backslash escape for it, so
+    ``1 <-> 4`` would show its backslash)."""
+    return re.sub(r"([\\`*_\[\]>|])", r"\\\1", text).replace("<", "&lt;")
 
 
 def gallery_markdown(rows: list[dict[str, str]], atlas: Atlas | None) -> str:
@@ -186,7 +209,10 @@ def gallery_markdown(rows: list[dict[str, str]], atlas: Atlas | None) -> str:
         "Every figure of the paper that gaussmix reproduces, from the figure registry "
         "(`gaussmix.figures.FIGURES`; `gaussmix figure --help` lists the options of each). "
         "`gaussmix figure NAME --out DIR` writes `DIR/NAME.png`, the table `DIR/NAME.csv` "
-        "and `DIR/NAME.json` (the caption: what lines, dots and error bars are).",
+        "and `DIR/NAME.json` (the caption: what lines, dots and error bars are). Each entry "
+        "says which figure of the paper it reproduces, what the image draws, what the "
+        "`--fast` preset changes against the paper's settings (the default), and, where "
+        "the result differs from the paper's, how and on what evidence.",
         "",
     ]
     if atlas is None:
@@ -203,7 +229,7 @@ def gallery_markdown(rows: list[dict[str, str]], atlas: Atlas | None) -> str:
             "",
         ]
     else:
-        mode = "`--fast` (fewer seeds, smaller d)" if atlas.fast else "the full settings"
+        mode = "the `--fast` presets" if atlas.fast else "the full settings"
         total = sum(e.seconds for e in atlas.figures.values() if e.seconds is not None)
         lines += [
             f"The images were made with {mode} by `gaussmix figure all"
@@ -224,6 +250,14 @@ def gallery_markdown(rows: list[dict[str, str]], atlas: Atlas | None) -> str:
         entry = None if atlas is None else atlas.figures.get(name)
         if entry is not None and entry.png is not None:
             lines += [f"![{name}: {paper}]({GALLERY_DIR}/{name}.png)", ""]
+        lines += _preset_lines(r, entry, atlas)
+        if r["differs"]:
+            lines += [
+                '!!! warning "Differs from the paper"',
+                "",
+                f"    {markdown_text(r['differs'])}",
+                "",
+            ]
         lines += [
             f"**Caption.** {markdown_text(r['caption'])}",
             "",
@@ -236,6 +270,18 @@ def gallery_markdown(rows: list[dict[str, str]], atlas: Atlas | None) -> str:
             lines.append(_atlas_line(entry, atlas.fast))
             lines.append("")
     return "\n".join(lines)
+
+
+def _preset_lines(r: dict[str, str], entry: AtlasEntry | None, atlas: Atlas | None) -> list[str]:
+    """What the image shows (its ``drawn`` values) and what ``--fast`` changes."""
+    from gaussmix.figures.registry import drawn_summary
+
+    fast = f"`--fast` changes: {markdown_text(r['fast'])}."
+    if entry is None or entry.png is None or atlas is None:
+        return [f"**Paper's settings** by default; {fast}", ""]
+    preset = "the `--fast` preset" if atlas.fast else "the paper's settings"
+    drawn = f": {markdown_text(drawn_summary(entry.drawn))}" if entry.drawn else ""
+    return [f"**Shown here** ({preset}){drawn}. {fast}", ""]
 
 
 def _atlas_line(entry: AtlasEntry | None, fast: bool) -> str:
@@ -407,7 +453,10 @@ _EXPORTS_MARKER = "<!-- gaussmix: exports -->"
 
 
 def exports_markdown() -> str:
-    """A table of the names of ``gaussmix.__all__``, each linked to its API entry."""
+    """A table of the names of ``gaussmix.__all__``, each linked to its API entry (under
+    the name of the module that defines it, where the reference documents it)."""
+    import importlib
+
     import gaussmix
 
     rows = ["| name | defined in |", "|---|---|"]
@@ -415,8 +464,17 @@ def exports_markdown() -> str:
         module = gaussmix._EXPORTS.get(name)  # the package's lazy-import table
         if module is None:
             continue
-        rows.append(f"| [`gm.{name}`][{module}.{name}] | `{module}` |")
+        home = _defining_module(getattr(importlib.import_module(module), name), module)
+        rows.append(f"| [`gm.{name}`][{home}.{name}] | `{home}` |")
     return "\n".join(rows)
+
+
+def _defining_module(obj: Any, module: str) -> str:
+    """The module that defines ``obj`` (a function or class; a constant: ``module``, the
+    package's lazy-import table names the module that assigns it)."""
+    import inspect
+
+    return obj.__module__ if inspect.isfunction(obj) or inspect.isclass(obj) else module
 
 
 # ---------------------------------------------------------------- MkDocs events

@@ -1052,8 +1052,9 @@ FigureFast = Annotated[
     bool,
     typer.Option(
         "--fast",
-        help="The figure's small preset (fewer seeds, K, alphas or lambdas; small d; digits "
-        "instead of MNIST): seconds per figure (see --list).",
+        help="The figure's small preset (dense theory grids; fewer seeds, K, subsamples; "
+        "small d; MNIST and Fashion-MNIST with fewer points): seconds per figure (see "
+        "--list).",
     ),
 ]
 
@@ -1078,7 +1079,7 @@ def figure_command(
     gaussmix figure all --out DIR makes every figure of the list (PNG + CSV + JSON each)
     and DIR/atlas.json (per figure: status, seconds, files), N figures at a time with
     --jobs N; a figure that fails does not stop the others, and the command then exits 1
-    naming it.  With --fast the whole atlas takes about 30 s; with the paper's settings
+    naming it.  With --fast the whole atlas takes about 2 minutes; with the paper's settings
     (simulations at d = 1000) about 11 minutes with --jobs 2 (see BENCHMARKS.md).
     """
     if list_:
@@ -1119,8 +1120,12 @@ def _print_atlas() -> None:
     cols = ("name", "paper", "dots", "description")
     widths = {c: max(len(c), *(len(str(v)) for v in df[c])) for c in cols[:-1]}
     typer.echo("  ".join(c.upper().ljust(widths.get(c, 0)) for c in cols).rstrip())
+    indent = " " * (sum(widths.values()) + 2 * len(widths))
     for row in df.itertuples(index=False):
         typer.echo("  ".join(str(getattr(row, c)).ljust(widths.get(c, 0)) for c in cols))
+        typer.echo(f"{indent}--fast: {row.fast}")
+        if row.differs:
+            typer.echo(f"{indent}differs from the paper: {row.differs}")
     typer.echo(
         f"{len(df)} figures: gaussmix figure NAME --out DIR [--fast]; all of them: "
         "gaussmix figure all --out DIR [--fast] [--jobs N]"

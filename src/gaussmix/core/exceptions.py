@@ -20,8 +20,10 @@ class GaussmixError(Exception):
 class ConvergenceError(GaussmixError, RuntimeError):
     """The fixed-point iteration did not converge, or converged to an invalid point.
 
-    Attributes
+    Parameters
     ----------
+    message : str
+        What went wrong, naming the point (``alpha``, ``lam``) and the residual.
     result : FixedPointResult or None
         The last iterate, with ``converged=False``; its observables must not be
         used as predictions.
@@ -37,6 +39,13 @@ class SpuriousFixedPointError(ConvergenceError):
 
     Raised when an overlap matrix ``Q_c`` or ``V_c`` is not positive
     semi-definite, or a quantity is NaN (docs/design.md pitfall 5).
+
+    Parameters
+    ----------
+    message : str
+        What went wrong, naming the invalid quantity.
+    result : FixedPointResult or None
+        The invalid point, with ``success=False``.
     """
 
 

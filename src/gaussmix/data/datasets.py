@@ -92,6 +92,7 @@ class RawData:
     Attributes
     ----------
     name : str
+        The data set's name.
     x_train, x_test : ndarray of uint8, shape (n, d)
         Read-only.
     classes_train, classes_test : ndarray of int64, shape (n,)
@@ -135,6 +136,9 @@ class DatasetSpec:
         Default base URLs for downloads.
     install : str
         How to install a package that ships the data (for the not-found message).
+    packaged : callable
+        ``() -> (source, reader)`` when an installed package ships the data (the reader
+        returns the arrays), else ``() -> None``.
     """
 
     name: str
@@ -174,6 +178,7 @@ class Dataset:
     mean : ndarray of float64, shape (d,)
         Mean of the scaled training inputs, subtracted from both splits.
     class_names : tuple of str
+        Name of each original class id.
     task : Task or None
         The binary task, if one was asked for.
     y_train, y_test : ndarray of float64 or None
@@ -237,6 +242,17 @@ def subsample_indices(n_available: int, d: int, alpha: float, *, seed: int = 0) 
     so the same ``seed`` gives the same indices, and a larger ``alpha`` with the same seed
     does not in general contain the smaller sample.
 
+    Parameters
+    ----------
+    n_available : int
+        Items to draw from (e.g. the training split's size).
+    d : int
+        Input dimension.
+    alpha : float
+        Sample complexity ``n / d``.
+    seed : int
+        Seed of the draw.
+
     Raises
     ------
     ValueError
@@ -260,6 +276,11 @@ def subsample_indices(n_available: int, d: int, alpha: float, *, seed: int = 0) 
 
 def read_idx(path: str | os.PathLike[str]) -> np.ndarray:
     """Read an IDX file of unsigned bytes (gzipped if its name ends with ``.gz``).
+
+    Parameters
+    ----------
+    path : path
+        The file (MNIST's format: a header of dimensions, then the bytes).
 
     Raises
     ------
@@ -488,7 +509,13 @@ def _spec(name: str) -> DatasetSpec:
 
 def data_home(data_dir: str | os.PathLike[str] | None = None) -> Path:
     """The directory searched first and downloaded into: ``data_dir``, else
-    ``$GAUSSMIX_DATA``, else ``$XDG_CACHE_HOME/gaussmix`` (default ``~/.cache/gaussmix``)."""
+    ``$GAUSSMIX_DATA``, else ``$XDG_CACHE_HOME/gaussmix`` (default ``~/.cache/gaussmix``).
+
+    Parameters
+    ----------
+    data_dir : path, optional
+        A directory given by the caller, used as it is.
+    """
     if data_dir is not None:
         return Path(data_dir).expanduser()
     env = os.environ.get("GAUSSMIX_DATA")
@@ -572,6 +599,7 @@ def load_raw(
     Parameters
     ----------
     name : {'mnist', 'fashion-mnist', 'digits'}
+        A data set of :data:`DATASETS`.
     data_dir : path, optional
         Directory searched first and downloaded into (default :func:`data_home`).
     download : bool
@@ -594,6 +622,12 @@ def load_raw(
         The files found are not the standard data (shape, counts or checksum).
     gaussmix.data.download.DownloadError, gaussmix.data.download.ChecksumError
         The download failed or was refused.
+
+    Examples
+    --------
+    >>> raw = load_raw("digits")
+    >>> raw.x_train.shape, raw.x_train.dtype, raw.x_train.flags.writeable
+    ((1347, 64), dtype('uint8'), False)
     """
     spec = _spec(name)
     if not isinstance(download, bool):
@@ -640,6 +674,7 @@ def load_dataset(
     Parameters
     ----------
     name : {'mnist', 'fashion-mnist', 'digits'}
+        A data set of :data:`DATASETS`.
     task : str or Task, optional
         A binary task that applies to ``name`` (see :data:`gaussmix.data.tasks.TASKS`).
     data_dir, download, mirrors

@@ -71,6 +71,13 @@ def content_sha256(path: str | os.PathLike[str], gzipped: bool | None = None) ->
     """Hex SHA-256 of a file's content, decompressed if ``gzipped`` (default: if the file's
     name ends with ``.gz``).
 
+    Parameters
+    ----------
+    path : path
+        The file.
+    gzipped : bool, optional
+        Hash the decompressed content (default: if the name ends with ``.gz``).
+
     Raises
     ------
     ChecksumError

@@ -231,6 +231,7 @@ def featurize(dataset: Dataset, feature_map: object, *, fit: bool = True) -> Dat
     Parameters
     ----------
     dataset : Dataset
+        A data set under the protocol (:func:`gaussmix.data.load_dataset`).
     feature_map : object with ``fit(X, y)`` and ``transform(X)``
         E.g. :class:`RandomFeatures`, :class:`NetworkFeatures`, or ``NetworkFeatures.at(e)``.
     fit : bool

@@ -120,6 +120,13 @@ TASKS.register(
 def get_task(task: str | Task, dataset: str | None = None) -> Task:
     """The :class:`Task` named ``task`` (or ``task`` itself), checked against ``dataset``.
 
+    Parameters
+    ----------
+    task : str or Task
+        A name of :data:`TASKS` or a task.
+    dataset : str, optional
+        A data set the task must apply to.
+
     Raises
     ------
     ValueError

@@ -42,7 +42,18 @@ __all__ = [
 
 
 def parse_range(spec: str, *, name: str = "alphas", log: bool | None = None) -> np.ndarray:
-    """Parse ``'start:stop:num'`` (linear) or ``'log:start:stop:num'`` into an array."""
+    """Parse ``'start:stop:num'`` (linear) or ``'log:start:stop:num'`` into an array.
+
+    Parameters
+    ----------
+    spec : str
+        The range: ``num`` points from ``start`` to ``stop`` (both included).
+    name : str
+        The argument's name in error messages.
+    log : bool, optional
+        Force a log (True) or linear (False) spacing; default: log with the ``log:``
+        prefix.
+    """
     parts = spec.split(":")
     is_log = False
     if parts and parts[0] == "log":
@@ -216,6 +227,17 @@ def learning_curve(
         row in ``.points`` (:class:`~gaussmix.core.tables.CurveTable`).  Points without a
         valid fixed point are NaN with ``converged=False`` and None in ``.points`` (and a
         ConvergenceWarning).
+
+    Examples
+    --------
+    >>> import gaussmix as gm
+    >>> mix = gm.Mixture.isotropic(delta=0.5, means="antipodal", labels="binary")
+    >>> df = gm.learning_curve(mix, "logistic", [0.5, 1.0, 2.0], lam=0.1)
+    >>> print(df[["alpha", "test_error", "train_error"]].round(4).to_string(index=False))
+     alpha  test_error  train_error
+       0.5      0.1673       0.0002
+       1.0      0.1361       0.0032
+       2.0      0.1166       0.0146
     """
     a = check_array("alphas", alphas, shape=(None,), positive=True)
     if a.size == 0:
@@ -252,9 +274,37 @@ def lambda_sweep(
     Solved from the largest to the smallest lambda with warm starts (annealing), each
     point starting from the finest quadrature rule that the larger penalties needed (the
     channel integrand sharpens as lambda decreases, towards the separable regime); the
-    table is in the order of ``lams``, with the columns of :func:`learning_curve` and the
-    :class:`FixedPointResult` of each row in ``.points`` (``return_results`` is
-    deprecated as there).
+    table is in the order of ``lams``.
+
+    Parameters
+    ----------
+    mixture, loss, alpha, penalty, l1_ratio
+        As in :func:`gaussmix.solve`.
+    lams : sequence of float
+        Penalty strengths (each >= 0).
+    progress : bool
+        Show a progress bar.
+    return_results : bool
+        Deprecated: the table holds the per-point results in ``.points``.
+    **solve_kw
+        Passed to the solver (``tol``, ``quadrature``, ``max_iter``, ...).
+
+    Returns
+    -------
+    CurveTable
+        The columns of :func:`learning_curve`, one row per penalty, in the order of
+        ``lams``, and the :class:`FixedPointResult` of each row in ``.points``.
+
+    Examples
+    --------
+    >>> import gaussmix as gm
+    >>> mix = gm.Mixture.isotropic(delta=0.5, means="antipodal", labels="binary")
+    >>> df = gm.lambda_sweep(mix, "square", [0.01, 0.1, 1.0], alpha=2.0)
+    >>> print(df[["lam", "test_error"]].round(4).to_string(index=False))
+     lam  test_error
+    0.01      0.1811
+    0.10      0.1563
+    1.00      0.1146
     """
     lv = check_array("lams", lams, shape=(None,), nonnegative=True)
     if lv.size == 0:

@@ -92,6 +92,7 @@ class OptimalLambdaResult(Result):
         fixed point (:func:`~gaussmix.experiments.derivative.d_test_error_d_lambda`); ~0 at an
         interior optimum, > 0 at the ``lambda -> 0+`` boundary.  NaN if not computed.
     message : str
+        How the search ended, in words (e.g. "interior optimum (6 refinement steps)").
     success : bool
         The fixed point at ``lam_star`` was found (property; the column of
         :meth:`summary` is ``converged``).
@@ -477,6 +478,20 @@ def optimal_lambda(
     Returns
     -------
     OptimalLambdaResult
+
+    Examples
+    --------
+    On two balanced opposite isotropic clusters the ridge classifier is best at
+    ``lambda -> infinity`` (the mean estimator), where it reaches the Bayes-optimal error:
+
+    >>> import gaussmix as gm
+    >>> mix = gm.Mixture.isotropic(delta=0.5, means="antipodal", labels="binary")
+    >>> opt = gm.optimal_lambda(mix, "square", alpha=2.0)
+    >>> opt.lam_star, opt.at_upper_bound
+    (inf, True)
+    >>> bayes = gm.bayes_optimal_error(mix, alpha=2.0)
+    >>> print(f"{opt.test_error:.4f} {bayes.test_error:.4f}")
+    0.1030 0.1030
     """
     lo, hi, n_grid, extend, xtol, flat_tol, search_tol = _check_search_args(
         lam_bounds, n_grid, extend, xtol, flat_tol, search_tol
@@ -528,6 +543,19 @@ def optimal_lambda_curve(
 
     Every search is warm-started from the fixed points of the previous ``alpha`` at the
     same penalties.
+
+    Parameters
+    ----------
+    mixture, loss, penalty, l1_ratio
+        As in :func:`gaussmix.solve`.
+    alphas : sequence of float
+        Sample complexities (each > 0).
+    progress : bool
+        Show a progress bar.
+    return_results : bool
+        Also return the list of :class:`OptimalLambdaResult`.
+    **kw
+        Passed to :func:`optimal_lambda` (search bounds, solver options).
 
     Returns
     -------

@@ -91,6 +91,7 @@ class TransitionResult(Result):
     elapsed : float
         Wall time (s).
     message : str
+        How the search ended, in words.
     method : str
         ``'homogeneous'`` or ``'exchangeable'`` (:mod:`gaussmix.theory.margin`).
     log2_n : int
@@ -172,6 +173,20 @@ def separability_threshold(
     Returns
     -------
     TransitionResult
+
+    Examples
+    --------
+    >>> import gaussmix as gm
+    >>> mix = gm.Mixture.isotropic(delta=0.5, means="gaussian", n_clusters=3)
+    >>> print(f"alpha*_3 = {gm.separability_threshold(mix).alpha_star:.2f}")
+    alpha*_3 = 4.22
+
+    Two clusters have a closed form:
+
+    >>> two = gm.Mixture.isotropic(delta=0.5, means="antipodal", labels="binary")
+    >>> res = gm.separability_threshold(two)
+    >>> print(f"{res.alpha_star:.4f} {gm.binary_separability_threshold(two):.4f}")
+    6.6628 6.6628
     """
     t0 = time.perf_counter()
     if not isinstance(mixture, Mixture):

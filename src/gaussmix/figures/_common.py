@@ -167,7 +167,18 @@ _PRESET_WORDS = {
     "datasets": "LP data sets per alpha",
     "deltas": "Delta",
     "sim_ks": "LP dots for K",
+    "ratios": "Delta1/Delta2",
+    "delta2s": "Delta2",
+    "gammas": "gamma = p/d",
+    "subsamples": "real-data subsamples",
+    "epochs": "epochs",
+    "hidden": "hidden units",
+    "sources": "curves",
+    "d": "d",
+    "n": "points per panel",
 }
+#: keys whose values are names (data sets, curves), not numbers
+_NAME_WORDS = {"datasets": "data sets", "dataset": "data set", "sources": "curves"}
 
 
 def preset_note(preset: dict[str, Any]) -> str:
@@ -175,7 +186,12 @@ def preset_note(preset: dict[str, Any]) -> str:
     parts = []
     for key, value in preset.items():
         name = _PRESET_WORDS.get(key, key)
-        if isinstance(value, Sequence) and not isinstance(value, str):
+        if key in _NAME_WORDS and (
+            isinstance(value, str) or (isinstance(value, Sequence) and isinstance(value[0], str))
+        ):
+            names = [value] if isinstance(value, str) else list(value)
+            parts.append(f"{_NAME_WORDS[key]}: {', '.join(names)}")
+        elif isinstance(value, Sequence) and not isinstance(value, str):
             v = [float(x) for x in value]
             if len(v) > 4:
                 parts.append(f"{name}: {len(v)} in [{fmt_g(min(v))}, {fmt_g(max(v))}]")

@@ -123,11 +123,11 @@ FIG3_LEFT_FULL = {
     "simulate_d": 1000,
     "seeds": 8,
 }
-#: ``fig3-left`` with ``fast=True``: K = 2, 3, few alphas (none just below alpha*_3 = 4.22,
-#: where the fixed point at lambda = 1e-4 takes tens of seconds), small simulations
+#: ``fig3-left`` with ``fast=True``: K = 2, 3 on 40 alphas (alpha*_K is added to each K's
+#: grid, so the cusp is drawn), small simulations
 FIG3_LEFT_FAST = {
     "ks": (2, 3),
-    "alphas": (0.5, 1.0, 2.0, 3.0, 4.5, 5.0, 6.0),
+    "alphas": tuple(float(x) for x in np.linspace(0.25, 6.0, 40)),
     "sim_alphas": (1.0, 5.0),
     "simulate_d": 240,  # n = alpha d a multiple of 2 and 3
     "seeds": 3,
@@ -139,8 +139,8 @@ FIG3_RIGHT_FULL = {
 }
 #: ``fig3-right`` with ``fast=True``
 FIG3_RIGHT_FAST = {
-    "alphas": (1.0, 5.0),
-    "lams": tuple(float(x) for x in np.geomspace(1e-4, 1e2, 7)),
+    "alphas": (0.5, 1.0, 2.0, 5.0),
+    "lams": tuple(float(x) for x in np.geomspace(1e-4, 1e2, 40)),
 }
 #: the paper's cluster variance and penalty of ``fig3-left``
 DELTA = 0.5
@@ -245,7 +245,9 @@ def fig3_left(
     ----------
     alphas : sequence of float, optional
         Theory grid (default :data:`FIG3_LEFT_FULL`, or :data:`FIG3_LEFT_FAST` with
-        ``fast``; likewise for every ``None`` below).  The simulated alphas are added.
+        ``fast``; likewise for every ``None`` below).  The simulated alphas are added, and
+        so is each K's ``alpha*_K`` (with ``alpha_star``) when it lies inside the grid, so
+        that the cusp is drawn where it is.
     ks : sequence of int, optional
         Numbers of clusters (>= 2), one colour each.
     delta : float
@@ -257,7 +259,11 @@ def fig3_left(
         instances of dimension ``simulate_d`` at each of ``sim_alphas``, each rounded so
         that every cluster has exactly ``n/K`` samples.
     sim_alphas : sequence of float, optional
-    simulate_d, seeds : int, optional
+        The simulated sample complexities (solved by the theory too).
+    simulate_d : int, optional
+        Dimension of the simulated instances.
+    seeds : int, optional
+        Instances per simulated point.
     seed : int
         Root seed of the simulations (reproducible bit for bit).
     n_jobs : int
@@ -292,7 +298,10 @@ def fig3_left(
             if a["simulate"]
             else np.empty(0)
         )
-        alphas_k = np.unique(np.concatenate([grid, sim_a]))
+        star = float(a["alpha_star"](mix)) if a["alpha_star"] else np.nan
+        # alpha*_K itself on the grid (inside it): the cusp is drawn where it is
+        at_star = [star] if grid[0] < star < grid[-1] else []
+        alphas_k = np.unique(np.concatenate([grid, sim_a, at_star]))
         df = learning_curve(
             mix, "cross-entropy", alphas_k, lam=a["lam"], penalty="l2", progress=a["progress"]
         )
@@ -303,7 +312,7 @@ def fig3_left(
         rows.insert(5, "penalty", "l2")
         hook = a["bayes_error"]
         rows["bayes_error"] = [float(hook(mix, float(x))) if hook else np.nan for x in alphas_k]
-        rows["alpha_star"] = float(a["alpha_star"](mix)) if a["alpha_star"] else np.nan
+        rows["alpha_star"] = star
         simulation_columns(rows, _SIM_KEYS)
         if a["simulate"]:
             _simulate_alphas(rows, mix, sim_a, a)
@@ -344,6 +353,14 @@ def plot_fig3_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     curves stay visible), simulations open dots with +-1 standard-error bars; where
     present, the Bayes-optimal error dash-dotted (top) and ``alpha*_K`` as a dotted
     vertical line (both panels).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A table of :func:`fig3_left`.
+    title : str, optional
+        The figure's title (default: one naming the mixture, the loss, the penalty and
+        lambda).
     """
     df = check_df(df, ["K", "alpha", "test_error", "train_error"])
     fig, axes = new_slide_figure((9.4, 7.0), 2, 1, sharex=True)
@@ -516,7 +533,16 @@ def fig3_right(
 def plot_fig3_right(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     """Draw :func:`fig3_right`: test error against ``lambda`` (log), one curve per alpha,
     each with its colour, line style and marker; the Bayes-optimal error (where present)
-    as a horizontal dash-dotted line in the same colour."""
+    as a horizontal dash-dotted line in the same colour.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A table of :func:`fig3_right`.
+    title : str, optional
+        The figure's title (default: one naming the mixture, the loss, the penalty and
+        lambda).
+    """
     df = check_df(df, ["alpha", "lam", "test_error"])
     fig, axes = new_slide_figure((6.4, 4.6), 1, 1)
     ax = axes[0, 0]
@@ -559,8 +585,9 @@ register_figure(
     FigureSpec(
         name="fig3-left",
         paper="Fig. 3 (left)",
-        description="cross-entropy, K = 2..5 Gaussian clusters: test and training error "
-        "vs alpha at lambda = 1e-4, theory and simulation",
+        description="cross-entropy on K balanced Gaussian clusters (Delta = 0.5), lambda = "
+        "1e-4: test and training error vs alpha, with the cusp at the separability threshold "
+        "alpha*_K; theory and simulation",
         caption=(
             "Cross-entropy with ridge penalty lambda = 1e-4 on K balanced clusters with "
             "Gaussian means and Sigma = 0.5 I: test error (top) and training error "
@@ -589,7 +616,8 @@ register_figure(
     FigureSpec(
         name="fig3-right",
         paper="Fig. 3 (right)",
-        description="cross-entropy, K = 3 Gaussian clusters: test error vs lambda at a few alpha",
+        description="cross-entropy, K = 3 Gaussian clusters (Delta = 0.5): test error vs "
+        "lambda at a few alpha, falling to the Bayes-optimal error",
         caption=(
             "Cross-entropy with ridge penalty on K = 3 balanced clusters with Gaussian "
             "means and Sigma = 0.5 I: test error against lambda, one curve per alpha "

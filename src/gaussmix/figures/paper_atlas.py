@@ -92,7 +92,9 @@ def atlas() -> pd.DataFrame:
         ``name`` (for ``gaussmix figure NAME``), ``paper`` (where it is in the paper),
         ``description``, ``dots`` (what is drawn besides the theory lines: ``'simulation'``,
         ``'real data'``, ``'LP'``, ``'samples'``, or ``'none (theory only)'``), ``fast``
-        (what ``--fast`` changes) and ``command``.
+        (what ``--fast`` changes), ``differs`` (how the figure differs from the paper's,
+        with the evidence; empty when it does not: :attr:`FigureSpec.differs`) and
+        ``command``.
     """
     rows = []
     for name in atlas_names():
@@ -104,10 +106,12 @@ def atlas() -> pd.DataFrame:
                 "description": spec.description,
                 "dots": _dots(spec),
                 "fast": spec.fast_note,
+                "differs": spec.differs,
                 "command": f"gaussmix figure {name} --out DIR",
             }
         )
-    return pd.DataFrame(rows, columns=["name", "paper", "description", "dots", "fast", "command"])
+    columns = ["name", "paper", "description", "dots", "fast", "differs", "command"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 @dataclass(frozen=True)
@@ -146,7 +150,23 @@ class AtlasEntry:
 class AtlasResult(Result):
     """What :func:`make_atlas` made: one :class:`AtlasEntry` per figure (paper order); the
     result protocol of :mod:`gaussmix.core.results` (``success``: no figure failed;
-    :meth:`to_frame`: one row per figure)."""
+    :meth:`to_frame`: one row per figure).
+
+    Attributes
+    ----------
+    out_dir : pathlib.Path
+        The output directory.
+    path : pathlib.Path
+        ``out_dir / 'atlas.json'``.
+    fast : bool
+        Whether the ``--fast`` presets were used.
+    n_jobs : int
+        Figures made at once.
+    seconds : float
+        Wall time of the whole run.
+    entries : tuple of AtlasEntry
+        One per figure, in the paper's order.
+    """
 
     #: nothing iterates (the result protocol's ``n_iter`` does not apply)
     n_iter: ClassVar[None] = None
@@ -294,7 +314,7 @@ def make_atlas(
         Output directory (created if needed).
     fast : bool
         Each figure's ``--fast`` preset (:attr:`FigureSpec.fast`): the whole atlas in
-        about half a minute (the paper's settings: about 11 minutes with ``n_jobs=2``).
+        about two minutes (the paper's settings: about 11 minutes with ``n_jobs=2``).
     n_jobs : int
         Figures made at once, in separate processes (joblib convention: -1 = all cores);
         a worker's start-up (imports) costs a few seconds, so the fast presets are made

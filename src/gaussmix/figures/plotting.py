@@ -60,7 +60,13 @@ STYLE = {
 
 
 def new_axes(figsize: tuple[float, float] = (4.5, 3.2)) -> Axes:
-    """A fresh axes on its own Agg figure (with the module's style)."""
+    """A fresh axes on its own Agg figure (with the module's style).
+
+    Parameters
+    ----------
+    figsize : (float, float)
+        Figure size in inches.
+    """
     with mpl.rc_context(STYLE):
         fig = Figure(figsize=figsize, layout="constrained")
         FigureCanvasAgg(fig)
@@ -116,6 +122,7 @@ def plot_learning_curve(
     logx, logy : bool
         Logarithmic axes.
     title : str, optional
+        The axes' title.
 
     Returns
     -------
@@ -178,6 +185,21 @@ def plot_lambda_curve(
 
     The horizontal axis is logarithmic unless ``logx=False`` or some ``lam`` is <= 0.
     Other parameters as in :func:`plot_learning_curve`.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Theory: a table with ``lam`` and the columns ``ys``.
+    ys : str or sequence of str
+        The columns drawn.
+    sim : pandas.DataFrame, optional
+        Simulations (``lam`` and ``<y>``, ``<y>_se``), drawn as dots with error bars.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw (default: new axes).
+    logx, logy : bool
+        Logarithmic axes (``logx`` default: log unless some ``lam`` <= 0).
+    title : str, optional
+        The axes' title.
     """
     _check_columns("df", df, ["lam"])
     if logx is None:
@@ -202,6 +224,21 @@ def plot_comparison(
     ``df`` has the theory columns ``x, test_error, train_error, train_loss`` and the
     simulation columns ``<prefix><y>`` and ``<prefix><y>_se`` (as written by
     ``gaussmix compare``).  Theory: lines; simulation: dots with standard-error bars.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Theory and simulation columns, as above.
+    x : str
+        The column on the horizontal axis.
+    prefix : str
+        The prefix of the simulation columns.
+    logx : bool
+        A logarithmic horizontal axis.
+    title : str, optional
+        The figure's title.
+    figsize : (float, float)
+        Figure size in inches.
     """
     ys = ("test_error", "train_error", "train_loss")
     _check_columns("df", df, [x, *ys])
@@ -230,6 +267,15 @@ def save_figure(fig: Figure | Axes, path: str | Path, *, dpi: int = 150) -> Path
 
     The format follows the suffix of ``path`` (PNG when there is none); parent
     directories are created.  Returns the path written.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure or matplotlib.axes.Axes
+        What to save.
+    path : path
+        The file written.
+    dpi : int
+        Resolution of raster formats.
     """
     if isinstance(fig, Axes):
         fig = fig.figure

@@ -27,6 +27,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from gaussmix.core.docstrings import shared_doc
 from gaussmix.core.validation import check_int, check_real
 from gaussmix.simulate.simulation import realise
 from gaussmix.theory.mixture import Mixture
@@ -38,6 +39,7 @@ from ._common import (
     fmt_g,
     new_slide_figure,
     positive_list,
+    preset_note,
 )
 from .realdata import XOR_LABELS, XOR_MEANS, matched_classes, xor_mixtures
 from .registry import FigureOption, FigureSpec, register_figure
@@ -91,6 +93,22 @@ def _sparse_args(delta2s, sparsity, delta1, d, n, seed, progress) -> dict[str, A
     }
 
 
+#: the parameters the two projections share (:func:`gaussmix.core.docstrings.shared_doc`)
+_SAMPLING_DOC = shared_doc(
+    sampling="""
+        d : int
+            Input dimension of the instances.
+        n : int
+            Points drawn per panel.
+        seed : int
+            Seed of the instances and the points.
+        progress : bool
+            Show a progress bar.
+    """
+)
+
+
+@_SAMPLING_DOC
 def sparse_projection(
     delta2s: Sequence[float] = (1.0, 0.01),
     *,
@@ -109,6 +127,16 @@ def sparse_projection(
     variance is ``Delta1``: ``u`` has mean ``y ||mu||`` and variance ``Delta1``) and
     ``v = x . e`` along a unit vector ``e`` drawn at random off the support (mean 0,
     variance ``Delta2``).
+
+    Parameters
+    ----------
+    delta2s : sequence of float
+        Variances off the support, one panel each.
+    sparsity : float
+        Fraction ``rho`` of the directions in the support.
+    delta1 : float
+        Variance on the support.
+    %(sampling)s
 
     Returns
     -------
@@ -147,7 +175,13 @@ def sparse_projection(
 
 def plot_sparse_projection(df: pd.DataFrame) -> Figure:
     """One panel per ``Delta2``: the samples coloured by class, the class means as crosses,
-    the same axis limits in every panel."""
+    the same axis limits in every panel.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A table of :func:`sparse_projection`.
+    """
     df = check_df(df, ["delta2", "ratio", "y", "u", "v", "mean_norm"])
     delta2s = list(dict.fromkeys(df["delta2"].tolist()))
     fig, axes = new_slide_figure((5.2 * len(delta2s) + 1.2, 5.4), 1, len(delta2s))
@@ -226,6 +260,7 @@ def _xor_args(delta, d, n, seed, progress) -> dict[str, Any]:
     return {"delta": delta, "d": d, "n": n, "seed": seed}
 
 
+@_SAMPLING_DOC
 def xor_projection(
     delta: float = 0.5,
     *,
@@ -243,6 +278,12 @@ def xor_projection(
     are ``+-e_1 +- e_2``.  The matched mixture is an empirical spectral law whose first
     two directions carry the class means and spreads in the eigenbasis ``U`` of
     :func:`matched_classes`; its samples are rotated back by ``U``.
+
+    Parameters
+    ----------
+    delta : float
+        Cluster variance ``Sigma_k = Delta I``.
+    %(sampling)s
 
     Returns
     -------
@@ -284,7 +325,13 @@ def xor_projection(
 
 def plot_xor_projection(df: pd.DataFrame) -> Figure:
     """Four panels: realisable (left) and XOR (right) labels; the four-cluster mixtures
-    (top) and their matched two-cluster mixtures (bottom)."""
+    (top) and their matched two-cluster mixtures (bottom).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A table of :func:`xor_projection`.
+    """
     df = check_df(df, ["model", "mixture", "y", "x1", "x2"])
     models = list(dict.fromkeys(df["model"]))
     rows = list(dict.fromkeys(df["mixture"]))
@@ -338,6 +385,10 @@ def plot_xor_projection(df: pd.DataFrame) -> Figure:
 
 
 # =========================================================================== registry
+#: the --fast presets of the two projections
+SPARSE_PROJECTION_FAST = {"d": 200, "n": 300}
+XOR_PROJECTION_FAST = {"d": 200, "n": 400}
+
 register_figure(
     FigureSpec(
         name="sparse-projection",
@@ -353,8 +404,8 @@ register_figure(
         table=sparse_projection,
         check=_sparse_args,
         plot=plot_sparse_projection,
-        fast={"d": 200, "n": 300},
-        fast_note="d = 200, 300 points per panel",
+        fast=SPARSE_PROJECTION_FAST,
+        fast_note=preset_note(SPARSE_PROJECTION_FAST),
         dots=("samples",),
         options=(
             FigureOption("--delta2s", "delta2s", "grid"),
@@ -382,8 +433,8 @@ register_figure(
         table=xor_projection,
         check=_xor_args,
         plot=plot_xor_projection,
-        fast={"d": 200, "n": 400},
-        fast_note="d = 200, 400 points per panel",
+        fast=XOR_PROJECTION_FAST,
+        fast_note=preset_note(XOR_PROJECTION_FAST),
         dots=("samples",),
         options=(
             FigureOption("--delta", "delta", "float"),

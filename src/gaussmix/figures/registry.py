@@ -66,6 +66,8 @@ __all__ = [
     "DOT_KINDS",
     "simulation_options",
     "figure_arguments",
+    "drawn_values",
+    "drawn_summary",
 ]
 
 #: option kinds: how the command line turns an option's text into the table's argument
@@ -151,6 +153,10 @@ class FigureSpec:
         alphas or K, digits instead of MNIST.  ``gaussmix figure all --fast`` uses it.
     fast_note : str
         What the preset changes, in words (appended to the caption when it is used).
+    differs : str
+        How the figure differs from the paper's, with the evidence, in a few sentences
+        (empty: it reproduces the paper's finding).  ``gaussmix figure --list``, the
+        figure's JSON and the docs gallery show this one text.
     dots : tuple of str
         The kinds of dots drawn besides the theory lines, keys of :data:`DOT_KINDS`
         (empty: theory only).
@@ -169,6 +175,7 @@ class FigureSpec:
     fast: Mapping[str, Any]
     fast_note: str
     dots: tuple[str, ...] = ()
+    differs: str = ""
     options: tuple[FigureOption, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
@@ -213,7 +220,13 @@ FIGURES: dict[str, FigureSpec] = {}
 
 
 def register_figure(spec: FigureSpec) -> FigureSpec:
-    """Add ``spec`` to :data:`FIGURES` (a name is registered once) and return it."""
+    """Add ``spec`` to :data:`FIGURES` (a name is registered once) and return it.
+
+    Parameters
+    ----------
+    spec : FigureSpec
+        The figure; its name must be new (or the same spec again).
+    """
     if not isinstance(spec, FigureSpec):
         raise TypeError(f"spec must be a FigureSpec, got {type(spec).__name__}")
     if spec.name in FIGURES and FIGURES[spec.name] is not spec:
@@ -223,13 +236,27 @@ def register_figure(spec: FigureSpec) -> FigureSpec:
 
 
 def get_figure(name: str) -> FigureSpec:
-    """The registered figure ``name`` (``ValueError`` naming the known figures otherwise)."""
+    """The registered figure ``name`` (``ValueError`` naming the known figures otherwise).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`FIGURES`.
+    """
     check_choice("name", name, tuple(FIGURES))
     return FIGURES[name]
 
 
 class FigureOutput(NamedTuple):
-    """What :func:`write_figure` produced."""
+    """What :func:`write_figure` produced.
+
+    Attributes
+    ----------
+    data : pandas.DataFrame
+        The figure's table.
+    csv, png, meta : pathlib.Path
+        The files written: the table, the image and the JSON companion.
+    """
 
     data: pd.DataFrame
     csv: Path
@@ -266,6 +293,15 @@ def validate_figure(name: str, *, fast: bool = False, **kw: Any) -> None:
     :func:`write_figure` would raise at the start, so that a caller can fail before
     creating files (options passed on to a library search are checked when it runs).
     ``fast`` applies the figure's ``--fast`` preset under ``kw``.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`FIGURES`.
+    fast : bool
+        Apply the figure's ``--fast`` preset under ``kw``.
+    **kw
+        The table function's arguments.
     """
     spec = get_figure(name)
     args = _bind(spec, figure_arguments(name, fast=fast, **kw))
@@ -287,6 +323,87 @@ def _bind(spec: FigureSpec, kw: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+#: columns of a figure's table whose distinct values :func:`drawn_values` records, and
+#: the key each gets in the figure's JSON (``"drawn"``)
+DRAWN_COLUMNS = {
+    "K": "K",
+    "dataset": "datasets",
+    "lam": "lambdas",
+    "delta": "deltas",
+    "delta1": "delta1s",
+    "delta2": "delta2s",
+    "ratio": "ratios",
+    "gamma": "gammas",
+    "epoch": "epochs",
+    "mixture": "mixtures",
+    "sim_d": "simulation_d",
+    "sim_seeds": "simulation_seeds",
+}
+
+
+def drawn_values(df: pd.DataFrame) -> dict[str, Any]:
+    """What a figure's table draws: the sorted distinct values of each column of
+    :data:`DRAWN_COLUMNS` it has (the K values, data sets, lambdas, Deltas, ...), and the
+    number and range of its alphas (``"alphas": {"n", "min", "max"}``).
+
+    Recorded as ``"drawn"`` in the figure's JSON, so that what a description or the gallery
+    says about a figure can be checked against the figure itself."""
+    out: dict[str, Any] = {}
+    for column, key in DRAWN_COLUMNS.items():
+        if column in df.columns:
+            values = df[column].dropna().unique().tolist()
+            if values:
+                out[key] = sorted(_jsonable(values), key=lambda v: (isinstance(v, str), v))
+    if "alpha" in df.columns:
+        a = np.unique(df["alpha"].dropna().to_numpy(dtype=float))
+        if a.size:
+            out["alphas"] = {"n": int(a.size), "min": float(a[0]), "max": float(a[-1])}
+    return out
+
+
+#: how :func:`drawn_summary` names the keys of :func:`drawn_values`
+_DRAWN_WORDS = {
+    "K": "K",
+    "datasets": "data sets",
+    "lambdas": "lambda",
+    "deltas": "Delta",
+    "delta1s": "Delta1",
+    "delta2s": "Delta2",
+    "ratios": "Delta1/Delta2",
+    "gammas": "gamma = p/d",
+    "epochs": "epochs",
+    "mixtures": "mixtures",
+    "simulation_d": "simulation d",
+    "simulation_seeds": "seeds",
+}
+
+
+def _g(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def drawn_summary(drawn: Mapping[str, Any]) -> str:
+    """What a figure draws (:func:`drawn_values`) in words: ``'K = 2, 3; lambda = 0.0001;
+    alphas: 41 in [0.25, 6]; ...'`` (more than six values: their number and range)."""
+    parts = []
+    for key, word in _DRAWN_WORDS.items():
+        values = drawn.get(key)
+        if not values:
+            continue
+        if len(values) > 6 and all(isinstance(v, int | float) for v in values):
+            parts.append(f"{word}: {len(values)} in [{_g(values[0])}, {_g(values[-1])}]")
+        else:
+            parts.append(f"{word} = {', '.join(_g(v) for v in values)}")
+    a = drawn.get("alphas")
+    if a:
+        parts.append(
+            f"alpha = {_g(a['min'])}"
+            if a["n"] == 1
+            else f"alphas: {a['n']} in [{_g(a['min'])}, {_g(a['max'])}]"
+        )
+    return "; ".join(parts)
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return [_jsonable(v) for v in value.tolist()]
@@ -306,7 +423,9 @@ def write_figure(name: str, out_dir: str | Path, *, fast: bool = False, **kw: An
 
     The CSV is the tidy table; the JSON is its companion: the figure's name, its place in
     the paper, its title, the caption (what lines, dots and error bars are; with ``fast``
-    it ends with what the preset changes), whether the preset was used, the arguments
+    it ends with what the preset changes), whether the preset was used and what it changes
+    (``fast_note``), how the figure differs from the paper's (``differs``, empty when it
+    does not), what it draws (``drawn``: :func:`drawn_values` of the table), the arguments
     given, the file names, the CSV's columns and the library version.
 
     Parameters
@@ -344,6 +463,9 @@ def write_figure(name: str, out_dir: str | Path, *, fast: bool = False, **kw: An
         "title": fig.get_suptitle(),
         "caption": caption,
         "fast": bool(fast),
+        "fast_note": spec.fast_note,
+        "differs": spec.differs,
+        "drawn": drawn_values(df),
         "dots": list(spec.dots),
         "arguments": _jsonable({k: v for k, v in args.items() if k != "progress"}),
         "files": {"csv": csv.name, "png": png.name},

@@ -51,6 +51,7 @@ from ._common import (
     log_axis,
     new_slide_figure,
     positive_list,
+    preset_note,
 )
 from .plotting import AXIS_LABELS
 from .registry import (
@@ -87,10 +88,13 @@ CURVE_DELTA2S = (0.01, 0.1, 1.0, 10.0)
 #: default simulated instances per point of ``sparse-curves``
 CURVE_SEEDS = 8
 #: ``sparse-setup`` with ``fast``: two ratios, seven alphas (basis pursuit still shows)
-SETUP_FAST = {"alphas": (0.1, 0.15, 0.3, 0.6, 1.2, 2.5, 5.0), "ratios": (1.0, 0.1)}
+SETUP_FAST = {
+    "alphas": tuple(float(a) for a in np.geomspace(0.1, 5.0, 40)),
+    "ratios": (1.0, 0.1, 0.01),
+}
 #: ``sparse-curves`` with ``fast``: both regimes of Fig. 2, five alphas, small simulations
 CURVES_FAST = {
-    "alphas": (0.3, 0.6, 1.0, 2.0, 3.0),
+    "alphas": tuple(float(a) for a in np.geomspace(0.1, 3.0, 40)),
     "delta2s": (0.01, 1.0),
     "sim_alphas": (1.0, 3.0),
     "simulate_d": 200,
@@ -119,6 +123,13 @@ def simulation_alpha(alpha: float, d: int) -> float:
     extra sample of one class the unpenalised intercept is off by ``1/n``, which dominates
     the scores of a strongly penalised estimator (ridge at ``lambda* -> infinity``) and
     sends its simulated test error to 1/2.
+
+    Parameters
+    ----------
+    alpha : float
+        The sample complexity asked for.
+    d : int
+        The simulations' dimension.
     """
     n = max(2, 2 * int(np.floor(alpha * d / 2 + 0.5)))
     return n / d
@@ -248,6 +259,14 @@ def plot_sparse_setup(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     triangles on the bottom edge, ``lambda -> infinity`` (``at_upper_bound``) as upward
     triangles on the top edge.  The dotted line in the top panel is the sparsity ``rho``
     of the means.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A table of :func:`sparse_setup`.
+    title : str, optional
+        The figure's title (default: one naming the mixture, the loss, the penalty and
+        lambda).
     """
     cols = ["alpha", "ratio", "lam_star", "at_boundary", "nonzero_fraction"]
     df = check_df(df, cols)
@@ -631,6 +650,16 @@ def plot_sparse_curves(
     (theory at ``lambda*``: where the two coincide the dashed line runs inside the wide
     one); simulations as dots (ridge: open squares, lasso: filled circles) with +-1
     standard-error bars in the colour of their curve.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A table of :func:`sparse_curves`.
+    title : str, optional
+        The figure's title (default: one naming the mixture, the loss, the penalty and
+        lambda).
+    logx : bool
+        A logarithmic alpha axis.
     """
     cols = ["alpha", "delta2", "penalty", "test_error", "train_loss"]
     df = check_df(df, cols)
@@ -766,7 +795,8 @@ register_figure(
     FigureSpec(
         name="sparse-setup",
         paper="Fig. 1 (right)",
-        description="lasso sparsity and lambda* vs alpha (sparse mixture)",
+        description="lasso at lambda*: fraction of non-zero weights and lambda* vs alpha, "
+        "Delta1/Delta2 = 1, 0.1, 0.01 (sparse mixture)",
         caption=(
             "Square loss with the lasso at its optimal penalty lambda*(alpha) on the "
             "correlated sparse mixture eq. (sparse): "
@@ -778,7 +808,7 @@ register_figure(
         check=_setup_args,
         plot=plot_sparse_setup,
         fast=SETUP_FAST,
-        fast_note="ratios Delta1/Delta2 = 1 and 0.1 at seven alphas in [0.1, 5]",
+        fast_note=preset_note(SETUP_FAST),
         options=(
             *_SPARSE_COMMON,
             FigureOption("--ratios", "ratios", "grid"),
@@ -803,8 +833,7 @@ register_figure(
         check=_curves_args,
         plot=plot_sparse_curves,
         fast=CURVES_FAST,
-        fast_note="Delta2 = 0.01 and 1 (Delta1/Delta2 = 10 and 0.1: both regimes) at five "
-        "alphas; simulations at two alphas, d = 200, 3 seeds",
+        fast_note=preset_note(CURVES_FAST),
         dots=("simulation",),
         options=(
             *_SPARSE_COMMON,

@@ -33,6 +33,7 @@ from ._common import (
     new_slide_figure,
     pick,
     positive_list,
+    preset_note,
 )
 from .registry import FigureOption, FigureSpec, register_figure
 
@@ -46,10 +47,10 @@ FIG3_CENTRE_FULL = {
     "sim_d": 400,
     "datasets": 20,
 }
-#: a quick look: K = 2..4, two Delta, LP dots at d = 100
+#: a quick look: the paper's thresholds (theory is cheap), LP dots at d = 100
 FIG3_CENTRE_FAST = {
-    "ks": (2, 3, 4),
-    "deltas": (0.5, 1.0),
+    "ks": tuple(range(2, 11)),
+    "deltas": (0.25, 0.5, 1.0),
     "sim_ks": (2, 3),
     "sim_d": 100,
     "datasets": 12,
@@ -91,6 +92,32 @@ def fig3_centre(
     progress: bool = False,
 ) -> pd.DataFrame:
     """Fig. 3 (centre): ``alpha*_K`` for every (K, Delta), and the LP crossings.
+
+    Parameters
+    ----------
+    ks : sequence of int, optional
+        Numbers of clusters (default :data:`FIG3_CENTRE_FULL`, or :data:`FIG3_CENTRE_FAST`
+        with ``fast``; likewise for every ``None`` below).
+    deltas : sequence of float, optional
+        Cluster variances ``Sigma = Delta I``, one line each.
+    fast : bool
+        The smaller presets.
+    simulate : bool
+        Add the LP crossings: the alpha where half of the data sets of dimension
+        ``simulate_d`` are linearly separable.
+    sim_ks : sequence of int, optional
+        The K of the LP crossings.
+    simulate_d : int, optional
+        Dimension of the LP data sets.
+    datasets : int, optional
+        Data sets per alpha of the LP check.
+    seed : int
+        Root seed of the LP data sets.
+    rel_tol : float
+        Relative standard error of ``alpha*_K`` for K >= 3
+        (:func:`gaussmix.separability_threshold`).
+    progress : bool
+        Show a progress bar.
 
     Returns
     -------
@@ -135,7 +162,13 @@ def fig3_centre(
 
 def plot_fig3_centre(df: pd.DataFrame) -> Figure:
     """``alpha*_K`` against K, one line (colour, line style, marker) per Delta; LP
-    crossings as open dots with +-1 standard-error bars."""
+    crossings as open dots with +-1 standard-error bars.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A table of :func:`fig3_centre`.
+    """
     from matplotlib.ticker import MaxNLocator
 
     fig, axes = new_slide_figure((6.4, 4.8), 1, 1)
@@ -173,8 +206,8 @@ register_figure(
     FigureSpec(
         name="fig3-centre",
         paper="Fig. 3 (centre)",
-        description="separability threshold alpha*_K vs K = 2..10 for Delta = 0.25, 0.5, 1, "
-        "with LP crossings at finite d",
+        description="separability threshold alpha*_K vs K = 2..10 for Delta = 0.25, 0.5, 1 "
+        "(theory; with --simulate, LP crossings at finite d)",
         caption=(
             "Cross-entropy with ridge penalty, lambda -> 0+, on K balanced clusters with "
             "Gaussian means and Sigma = Delta I. Lines: the separability threshold alpha*_K "
@@ -187,8 +220,7 @@ register_figure(
         check=_check,
         plot=plot_fig3_centre,
         fast={"fast": True},
-        fast_note="K = 2, 3, 4; Delta = 0.5, 1 (with --simulate: LP dots for K = 2, 3 at "
-        "d = 100, 12 data sets per alpha)",
+        fast_note=preset_note(FIG3_CENTRE_FAST),
         dots=("LP",),
         options=(
             FigureOption("--ks", "ks", "ints"),

@@ -358,6 +358,7 @@ def separability_fraction(
     Parameters
     ----------
     mixture : Mixture
+        The data model (its label map gives the classes to separate).
     alphas : sequence of float
         Sample complexities; each sample has ``n = round(alpha d) >= 1`` points.
     d : int or sequence of int

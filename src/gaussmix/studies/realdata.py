@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gaussmix.core.docstrings import shared_doc
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.registry import Registry
 from gaussmix.core.tables import CurveTable
@@ -305,6 +306,36 @@ def _aggregate(lam: float, alpha: float, source: str, n: int, per: list[tuple]) 
     }
 
 
+#: docstring blocks of the curve functions (:func:`gaussmix.core.docstrings.shared_doc`)
+_DOC = shared_doc(
+    problem="""
+        problem : RealDataProblem
+            The data under the protocol and its fitted mixture (:func:`prepare_realdata`).
+        loss : str
+            The loss of the ERM (a name of :data:`gaussmix.LOSSES`).
+    """,
+    points="""
+        lam : float or sequence of float
+            The penalty strength, or several (a curve over lambda at one alpha).
+        alphas : float or sequence of float
+            The sample complexities, or one (with several ``lam``).
+    """,
+    sources="""
+        subsamples : int
+            Training subsamples per point of the real curve.
+        seeds : int
+            Samples of the fitted mixture per point of the synthetic curve.
+        seed : int
+            Root seed of the subsamples and the samples.
+        sources : sequence of {'theory', 'synthetic', 'real'}
+            The curves computed.
+        progress : bool
+            Show a progress bar.
+    """,
+)
+
+
+@_DOC
 def real_curve(
     problem: RealDataProblem,
     *,
@@ -318,7 +349,19 @@ def real_curve(
     """ERM on ``n = round(alpha d)`` training images (without replacement), tested on the
     whole test split; mean and standard error over ``subsamples`` draws (seeds ``seed,
     seed + 1, ...``).  A curve over ``alphas`` at one ``lam``, or over ``lam`` (a sequence)
-    at one alpha (``alphas`` a number)."""
+    at one alpha (``alphas`` a number).
+
+    Parameters
+    ----------
+    %(problem)s
+    %(points)s
+    subsamples : int
+        Training subsamples per point.
+    seed : int
+        Seed of the first subsample.
+    progress : bool
+        Show a progress bar.
+    """
     points, _ = _points(lam, alphas)
     subsamples = check_int("subsamples", subsamples, low=1)
     rows = []
@@ -334,6 +377,7 @@ def real_curve(
     return CurveTable.from_rows(pd.DataFrame(rows, columns=list(COLUMNS)), [None] * len(rows))
 
 
+@_DOC
 def synthetic_curve(
     problem: RealDataProblem,
     *,
@@ -346,7 +390,19 @@ def synthetic_curve(
 ) -> CurveTable:
     """The same ERM on ``n = round(alpha d)`` samples of the fitted mixture; the test error
     is exact on the mixture (:func:`gaussmix.simulate.simulate`).  Points as in
-    :func:`real_curve`."""
+    :func:`real_curve`.
+
+    Parameters
+    ----------
+    %(problem)s
+    %(points)s
+    seeds : int
+        Samples of the fitted mixture per point.
+    seed : int
+        Root seed of the samples.
+    progress : bool
+        Show a progress bar.
+    """
     points, _ = _points(lam, alphas)
     seeds = check_int("seeds", seeds, low=1)
     rows, sims = [], []
@@ -377,6 +433,7 @@ def synthetic_curve(
     return CurveTable.from_rows(pd.DataFrame(rows, columns=list(COLUMNS)), sims)
 
 
+@_DOC
 def theory_curve(
     problem: RealDataProblem,
     *,
@@ -386,7 +443,15 @@ def theory_curve(
     progress: bool = False,
 ) -> CurveTable:
     """Theorems 1–2 for the fitted mixture: :func:`gaussmix.learning_curve` over alpha
-    (warm-started), or :func:`gaussmix.lambda_sweep` over lam (annealed)."""
+    (warm-started), or :func:`gaussmix.lambda_sweep` over lam (annealed).
+
+    Parameters
+    ----------
+    %(problem)s
+    %(points)s
+    progress : bool
+        Show a progress bar.
+    """
     points, x = _points(lam, alphas)
     if x == "alpha":
         df = learning_curve(
@@ -467,6 +532,7 @@ def _study(
     return CurveTable.from_rows(df.loc[order].reset_index(drop=True), [points[i] for i in order])
 
 
+@_DOC
 def realdata_curve(
     problem: RealDataProblem,
     *,
@@ -481,6 +547,15 @@ def realdata_curve(
 ) -> CurveTable:
     """The learning curves of step 4 of the module's protocol, one row per (alpha, source).
 
+    Parameters
+    ----------
+    %(problem)s
+    lam : float
+        The penalty strength.
+    alphas : sequence of float
+        The sample complexities ``n / d``.
+    %(sources)s
+
     Returns
     -------
     CurveTable
@@ -493,6 +568,7 @@ def realdata_curve(
     return _study(problem, loss, lam, alphas, subsamples, seeds, seed, sources, progress)
 
 
+@_DOC
 def realdata_lambda_curve(
     problem: RealDataProblem,
     *,
@@ -506,6 +582,16 @@ def realdata_lambda_curve(
     progress: bool = False,
 ) -> CurveTable:
     """The test error against the penalty at one sample complexity (Fig. 4 right): one row
-    per (lam, source), columns :data:`COLUMNS`."""
+    per (lam, source), columns :data:`COLUMNS`.
+
+    Parameters
+    ----------
+    %(problem)s
+    lams : sequence of float
+        The penalty strengths.
+    alpha : float
+        The sample complexity ``n / d``.
+    %(sources)s
+    """
     check_real("alpha", alpha, low=0.0, low_open=True)
     return _study(problem, loss, list(lams), alpha, subsamples, seeds, seed, sources, progress)

@@ -121,6 +121,10 @@ def solve(
     mixture : Mixture
         The data model (with its label map).
     loss : {'square', 'logistic', 'cross-entropy', 'hinge'} or Loss
+        The loss ``l(y, h)`` of eq. ERM, summed over the samples: a name of
+        :data:`~gaussmix.theory.losses.LOSSES` or a :class:`~gaussmix.theory.losses.Loss`
+        (the cross-entropy is the softmax loss of K >= 2 one-hot labels; the others take
+        binary +-1 labels, the square loss any labels).
     lam : float
         Penalty strength ``lam >= 0`` of ``lam r(W)``.
     alpha : float
@@ -136,6 +140,19 @@ def solve(
     Returns
     -------
     FixedPointResult
+
+    Examples
+    --------
+    Two opposite clusters with variance 0.5 and labels +-1, logistic regression with a
+    ridge penalty at two samples per dimension:
+
+    >>> import gaussmix as gm
+    >>> mix = gm.Mixture.isotropic(delta=0.5, means="antipodal", labels="binary")
+    >>> res = gm.solve(mix, "logistic", lam=0.1, alpha=2.0)
+    >>> res.success
+    True
+    >>> print(f"test error {res.test_error:.4f}, training error {res.train_error:.4f}")
+    test error 0.1166, training error 0.0146
     """
     problem = make_problem(mixture, loss, lam=lam, alpha=alpha, penalty=penalty, l1_ratio=l1_ratio)
     return solve_problem(

@@ -451,7 +451,13 @@ class ReducedLoss(Loss):
 
 def get_loss(name: str | Loss) -> Loss:
     """A loss by its registered name (:data:`LOSSES`): square, logistic, cross-entropy or
-    hinge; a :class:`Loss` instance is returned as is."""
+    hinge; a :class:`Loss` instance is returned as is.
+
+    Parameters
+    ----------
+    name : {'square', 'logistic', 'cross-entropy', 'hinge'} or Loss
+        A name of :data:`LOSSES` (``ValueError`` naming the known ones otherwise) or a loss.
+    """
     if isinstance(name, Loss):
         return name
     return LOSSES.get(name)()

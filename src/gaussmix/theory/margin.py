@@ -1245,7 +1245,12 @@ def gardner_threshold(mean_sq: float, delta: float, rho: float = 0.5) -> float:
 def binary_separability_threshold(mixture: Mixture) -> float:
     """Closed-form ``alpha*`` of a two-cluster isotropic mixture with one shared variance
     (one-hot or binary labels, any priors and Gram matrix): :func:`gardner_threshold` with
-    ``|mu_bar|^2 = (Theta_11 + Theta_22 - 2 Theta_12) / 4``."""
+    ``|mu_bar|^2 = (Theta_11 + Theta_22 - 2 Theta_12) / 4``.
+
+    Parameters
+    ----------
+    mixture : Mixture
+        Two isotropic clusters (one atom) with one shared variance ``Delta``."""
     if not isinstance(mixture, Mixture):
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
     if mixture.n_clusters != 2 or mixture.n_atoms != 1 or mixture.mu is not None:

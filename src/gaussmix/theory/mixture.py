@@ -38,6 +38,7 @@ import dataclasses
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -544,6 +545,14 @@ class DenseCovariance(_Structure):
         """The covariances restricted to the :attr:`active` axes (K, r, r), read-only."""
         return self._active_cov
 
+    @cached_property
+    def factors(self) -> np.ndarray:
+        """``F_k`` (K, d, d) with ``F_k F_k^T = Sigma_k``: the eigenvectors scaled by the
+        square roots of the eigenvalues, negative rounding clipped to zero (a singular
+        ``Sigma_k`` gets zero columns); computed once per mixture (the samplers of
+        :func:`gaussmix.simulate.realise` draw ``x = mu_k + F_k z``), read-only."""
+        return _real.full_factors(self.covariances)
+
     @property
     def n_atoms(self) -> int:
         """Number of directions (the d coordinate axes)."""
@@ -590,7 +599,7 @@ class DenseCovariance(_Structure):
     def realise(self, d: int, rng: np.random.Generator) -> Realisation:
         """The structure's means and covariances, with factors ``Sigma_k = F_k F_k^T``."""
         self.check_dim(d)
-        return _real.realise_full(self.means, self.covariances)
+        return _real.realise_full(self.means, self.covariances, self.factors)
 
     def describe(self) -> str:
         """``'dense: K = k, d = d'``."""
@@ -614,7 +623,9 @@ class Mixture:
     Attributes
     ----------
     rho : ndarray (K,)
+        Cluster priors ``rho_k`` (positive, summing to 1).
     labels : LabelMap
+        The label vector ``y_k`` of every cluster (one-hot, binary +-1 or custom).
     covariance : CovarianceStructure
         The covariance structure with the means (:class:`IsotropicLaw`,
         :class:`SpectralLaw` or :class:`DenseCovariance`).  The priors of the fixed point
@@ -622,6 +633,25 @@ class Mixture:
         :data:`gaussmix.theory.prior.PRIORS`.
     kind : str
         The mixture model that built it (a name in :data:`MIXTURE_MODELS`).
+    info : dict
+        What the model recorded about how it was built (e.g. the data set a mixture was
+        fitted to); not used by the theory.
+
+    Examples
+    --------
+    Three balanced clusters with Gaussian means (Gram matrix I) and ``Sigma = 0.5 I``,
+    one-hot labels:
+
+    >>> import gaussmix as gm
+    >>> mix = gm.Mixture.isotropic(delta=0.5, means="gaussian", n_clusters=3)
+    >>> mix.n_clusters, mix.labels.kind, mix.rho.round(3).tolist()
+    (3, 'onehot', [0.333, 0.333, 0.333])
+
+    Two opposite clusters with labels +-1 and their own variances:
+
+    >>> two = gm.Mixture.isotropic(delta=[0.1, 0.01], means="antipodal", labels="binary")
+    >>> two.labels.labels.ravel().tolist(), two.sigma.ravel().tolist()
+    ([1.0, -1.0], [0.1, 0.01])
     """
 
     rho: np.ndarray

@@ -199,6 +199,8 @@ def make_penalty(penalty: str | Penalty = "l2", l1_ratio: float | None = None) -
     Parameters
     ----------
     penalty : {'l2', 'l1', 'elastic-net'} or Penalty
+        The penalty ``r(W)``: ridge ``||W||_F^2 / 2``, lasso ``||W||_1`` or their mix; a
+        :class:`Penalty` instance is checked against ``l1_ratio`` and returned.
     l1_ratio : float, optional
         Required for ``'elastic-net'`` (in ``[0, 1]``); for ``'l2'`` / ``'l1'`` it may be
         given only as the value they imply (0 / 1).

@@ -253,6 +253,11 @@ def build_problem(
     :func:`gaussmix.theory.penalties.make_penalty`) need binary labels (one output,
     Appendix C.2) and ``lam > 0``.
 
+    Parameters
+    ----------
+    mixture, loss, lam, alpha, penalty, l1_ratio
+        As in :func:`gaussmix.solve`.
+
     Raises
     ------
     TypeError, ValueError

@@ -32,6 +32,7 @@ __all__ = [
     "realise_exact_gram",
     "realise_components",
     "realise_atoms",
+    "full_factors",
     "realise_full",
 ]
 
@@ -90,12 +91,18 @@ def _psd_factor(a: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
     return vec[:, keep] * np.sqrt(ev[keep])
 
 
-def _psd_full_factor(a: np.ndarray) -> np.ndarray:
-    """``F`` (d, d) with ``F F^T = a`` for a symmetric positive semi-definite ``a``: the
-    eigenvectors scaled by the square roots of the eigenvalues, negative rounding clipped to
-    zero (a singular ``a`` gets zero columns)."""
-    ev, vec = np.linalg.eigh(a)
-    return vec * np.sqrt(np.clip(ev, 0.0, None))
+def full_factors(covariances: np.ndarray) -> np.ndarray:
+    """``F_k`` (K, d, d) with ``F_k F_k^T = Sigma_k`` for symmetric positive semi-definite
+    ``covariances`` (K, d, d): the eigenvectors scaled by the square roots of the
+    eigenvalues, negative rounding clipped to zero (a singular ``Sigma_k`` gets zero
+    columns); read-only."""
+    out = []
+    for s in covariances:
+        ev, vec = np.linalg.eigh(s)
+        out.append(vec * np.sqrt(np.clip(ev, 0.0, None)))
+    f = np.stack(out)
+    f.flags.writeable = False
+    return f
 
 
 def _haar_frame(d: int, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -186,9 +193,9 @@ def realise_atoms(
     return Realisation(means, variances, None, nj.tolist())
 
 
-def realise_full(means: np.ndarray, covariances: np.ndarray) -> Realisation:
-    """Full covariances at their own dimension, sampled through ``Sigma_k = F_k F_k^T``."""
+def realise_full(means: np.ndarray, covariances: np.ndarray, factors: np.ndarray) -> Realisation:
+    """Full covariances at their own dimension, sampled through ``Sigma_k = F_k F_k^T``
+    (``factors``, from :func:`full_factors`)."""
     d = means.shape[1]
-    factors = np.stack([_psd_full_factor(s) for s in covariances])
     diag = np.ascontiguousarray(np.diagonal(covariances, axis1=1, axis2=2))
     return Realisation(np.array(means), diag, factors, [1] * d)

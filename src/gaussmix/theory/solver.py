@@ -354,9 +354,21 @@ class FixedPointResult(Result):
         A valid fixed point was found within ``tol`` (``converged`` is its deprecated name;
         the JSON key and table column keep the name ``converged``).
     n_iter : int
+        Iterations of the fixed-point map.
     residual : float
         Final scaled residual ``max |T(x) - x| / max(1, |x|)``.
     message : str
+        How the iteration ended, in words.
+    Q, V : ndarray (K, L, L)
+        The overlaps of Theorem 1: ``Q_c = W Sigma_c W^T / d`` and the response ``V_c``.
+    M : ndarray (K, L)
+        ``M_c = W mu_c / sqrt(d)``.
+    b : ndarray (L,)
+        The intercept.
+    Qhat, Vhat : ndarray (K, L, L)
+        The conjugate overlaps of Theorem 1 (the hats).
+    Mhat : ndarray (K, L)
+        The conjugate of ``M``.
     test_error, train_error, train_loss : float
         Theorem 2.
     free_energy : float

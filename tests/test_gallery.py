@@ -1,0 +1,257 @@
+"""The gallery tells the truth: what each figure's description states (its K values, data
+sets, lambdas, Deltas) is what the figure draws (the ``"drawn"`` values of its JSON
+companion, from its own table), the ``--fast`` presets draw the findings on dense theory
+grids, and the "Differs from the paper" notes state what the theory gives.
+
+The checks on the atlas read the fast atlas of ``$GAUSSMIX_ATLAS_DIR`` when it is set (CI
+makes it once), else make it once for this module (slow).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _cli_helpers import run
+from scipy.optimize import minimize_scalar
+
+import gaussmix as gm
+from gaussmix.figures import FIGURES, get_figure
+from gaussmix.figures.paper_atlas import ATLAS_FILE, atlas_names
+from gaussmix.figures.registry import drawn_summary, drawn_values
+from gaussmix.simulate.simulation import fit_erm, overlaps, realise
+
+ATLAS_ENV = "GAUSSMIX_ATLAS_DIR"
+slow = pytest.mark.slow
+_NUMBER = r"\d+(?:\.\d+)?(?:e[+-]?\d+)?"
+_LIST = rf"{_NUMBER}(?:\.\.{_NUMBER}|(?:, {_NUMBER})*)"
+
+
+# =========================================================================== statements
+def _numbers(text: str) -> list[float]:
+    """``'2..5'`` -> 2, 3, 4, 5; ``'0.25, 0.5, 1'`` -> the three."""
+    if ".." in text:
+        lo, hi = (int(x) for x in text.split(".."))
+        return [float(k) for k in range(lo, hi + 1)]
+    return [float(x) for x in text.split(", ")]
+
+
+def stated_values(description: str) -> dict[str, list]:
+    """What a description states about a figure: ``K = ...``, ``Delta = ...``,
+    ``Delta1/Delta2 = ...``, ``lambda = ...`` (not ``lambda*``) and the data sets it names."""
+    out: dict[str, list] = {}
+    patterns = {
+        "K": rf"\bK = ({_LIST})",
+        "deltas": rf"\bDelta = ({_LIST})",
+        "ratios": rf"\bDelta1/Delta2 = ({_LIST})",
+        "lambdas": rf"\blambda = ({_LIST})",
+        "gammas": rf"\bgamma = ({_LIST})",
+    }
+    for key, pattern in patterns.items():
+        values = [v for m in re.finditer(pattern, description) for v in _numbers(m.group(1))]
+        if values:
+            out[key] = values
+    names = {
+        "fashion-mnist": r"Fashion-MNIST",
+        "mnist": r"(?<!Fashion-)\bMNIST\b",
+        "digits": r"\bdigits\b",
+    }
+    found = [name for name, pattern in names.items() if re.search(pattern, description)]
+    if found:
+        out["datasets"] = found
+    return out
+
+
+def mismatches(description: str, drawn: dict) -> list[str]:
+    """Every value a description states that the figure does not draw."""
+    bad = []
+    for key, values in stated_values(description).items():
+        have = drawn.get(key, [])
+        for v in values:
+            if isinstance(v, str):
+                ok = v in have
+            else:
+                ok = any(isinstance(h, int | float) and np.isclose(h, v, rtol=1e-9) for h in have)
+            if not ok:
+                bad.append(f"{key} = {v} (drawn: {have})")
+    return bad
+
+
+def test_the_statements_of_a_description_are_read() -> None:
+    """The parser finds what a description states, so that a wrong one fails."""
+    got = stated_values(
+        "cross-entropy, K = 2..5 clusters (Delta = 0.25, 0.5), lambda = 1e-4, lambda* vs "
+        "alpha; MNIST and Fashion-MNIST, Delta1/Delta2 = 1, 0.1"
+    )
+    assert got == {
+        "K": [2.0, 3.0, 4.0, 5.0],
+        "deltas": [0.25, 0.5],
+        "ratios": [1.0, 0.1],
+        "lambdas": [1e-4],
+        "datasets": ["fashion-mnist", "mnist"],
+    }
+    drawn = {"K": [2, 3], "deltas": [0.5], "datasets": ["digits"], "lambdas": [0.0001]}
+    assert mismatches("K = 2..5, lambda = 1e-4", drawn) == [
+        "K = 4.0 (drawn: [2, 3])",
+        "K = 5.0 (drawn: [2, 3])",
+    ]
+    assert mismatches("MNIST and Fashion-MNIST", drawn) == [
+        "datasets = fashion-mnist (drawn: ['digits'])",
+        "datasets = mnist (drawn: ['digits'])",
+    ]
+    assert mismatches("K = 2, 3 at Delta = 0.5 and lambda = 0.0001", drawn) == []
+
+
+def test_drawn_values_and_their_summary() -> None:
+    import pandas as pd
+
+    df = pd.DataFrame(
+        {
+            "K": [3, 2, 2, 3],
+            "alpha": [0.5, 0.5, 6.0, 2.0],
+            "lam": 1e-4,
+            "dataset": ["mnist", "mnist", "fashion-mnist", "mnist"],
+            "sim_d": [np.nan, 240.0, np.nan, np.nan],
+        }
+    )
+    drawn = drawn_values(df)
+    assert drawn == {
+        "K": [2, 3],
+        "datasets": ["fashion-mnist", "mnist"],
+        "lambdas": [1e-4],
+        "simulation_d": [240.0],
+        "alphas": {"n": 3, "min": 0.5, "max": 6.0},
+    }
+    assert drawn_summary(drawn) == (
+        "K = 2, 3; data sets = fashion-mnist, mnist; lambda = 0.0001; simulation d = 240; "
+        "alphas: 3 in [0.5, 6]"
+    )
+
+
+# =========================================================================== the atlas
+@pytest.fixture(scope="module")
+def atlas_dir(tmp_path_factory) -> Path:
+    given = os.environ.get(ATLAS_ENV)
+    if given:
+        path = Path(given)
+        assert json.loads((path / ATLAS_FILE).read_text())["fast"], f"{given}: not --fast"
+        return path
+    out = tmp_path_factory.mktemp("atlas")
+    code, _, err = run("figure", "all", "--fast", "--out", str(out), "-q")
+    assert code == 0, err
+    return out
+
+
+def _meta(atlas_dir: Path, name: str) -> dict:
+    return json.loads((atlas_dir / f"{name}.json").read_text())
+
+
+@slow
+def test_every_description_states_what_its_figure_draws(atlas_dir: Path) -> None:
+    for name in atlas_names():
+        spec, meta = get_figure(name), _meta(atlas_dir, name)
+        assert meta["description"] == spec.description
+        assert meta["fast_note"] == spec.fast_note and meta["differs"] == spec.differs
+        assert mismatches(spec.description, meta["drawn"]) == [], name
+
+
+@slow
+def test_the_real_data_figures_run_on_mnist_and_fashion_mnist(atlas_dir: Path) -> None:
+    real = [n for n, s in FIGURES.items() if "real data" in s.dots]
+    assert len(real) == 5
+    for name in real:
+        datasets = set(_meta(atlas_dir, name)["drawn"]["datasets"])
+        assert datasets <= {"mnist", "fashion-mnist"} and datasets, name
+    for name in ("fig5", "fig4-right"):  # the paper's two data sets
+        assert set(_meta(atlas_dir, name)["drawn"]["datasets"]) == {"mnist", "fashion-mnist"}
+
+
+@slow
+def test_the_theory_is_drawn_on_dense_grids(atlas_dir: Path) -> None:
+    """At least 40 alphas (or lambdas, for the curves against lambda) per theory curve."""
+    for name in ("sparse-setup", "sparse-curves", "fig3-left", "appe-xor"):
+        assert _meta(atlas_dir, name)["drawn"]["alphas"]["n"] >= 40, name
+    for name in ("fig3-right", "fig4-left"):
+        assert len(_meta(atlas_dir, name)["drawn"]["lambdas"]) >= 40, name
+
+
+@slow
+def test_fig3_left_draws_alpha_star_itself(atlas_dir: Path) -> None:
+    """alpha*_K is a point of each K's theory grid, so the cusp is drawn where it is."""
+    import pandas as pd
+
+    df = pd.read_csv(atlas_dir / "fig3-left.csv")
+    for k, g in df.groupby("K"):
+        star = float(g["alpha_star"].iloc[0])
+        assert np.isclose(g["alpha"], star, rtol=1e-12, atol=0).sum() == 1, k
+        assert g["alpha"].min() < star < g["alpha"].max()
+
+
+# =========================================================================== fig4-left's note
+def _fig4_mixture() -> gm.Mixture:
+    return gm.Mixture.isotropic(delta=np.array([0.1, 0.01]), means="antipodal", labels="binary")
+
+
+def _test_mse(mixture: gm.Mixture, alpha: float, lam: float) -> float:
+    """The test mean-squared error of ridge regression from the fixed point: per cluster the
+    output is Gaussian, mean ``m_c + b`` and variance ``q_c`` (Theorem 2's local field)."""
+    r = gm.solve(mixture, loss="square", alpha=alpha, lam=lam, penalty="l2", tol=1e-10)
+    assert r.converged
+    y = mixture.labels.labels[:, 0]
+    m, q = r.M[:, 0] + r.b[0], r.Q[:, 0, 0]
+    return float(np.sum(mixture.rho * ((y - m) ** 2 + q)))
+
+
+def test_fig4_left_note_states_the_optima_of_the_test_mse() -> None:
+    """The optima of the test mean-squared error stated by fig4-left's note are the
+    theory's (to the two digits stated), interior, and growing with alpha; the
+    classification error has no interior optimum on the same range."""
+    note = get_figure("fig4-left").differs
+    m = re.search(rf"lambda\* = ({_LIST}) at alpha = ({_LIST})", note)
+    assert m is not None, note
+    stars, alphas = _numbers(m.group(1)), _numbers(m.group(2))
+    assert len(stars) == len(alphas) == 4 and np.all(np.diff(stars) > 0)
+    mix = _fig4_mixture()
+    for alpha, stated in zip(alphas, stars):
+        res = minimize_scalar(
+            lambda t, a=alpha: _test_mse(mix, a, float(np.exp(t))),
+            bounds=(np.log(stated / 4), np.log(stated * 4)),
+            method="bounded",
+            options={"xatol": 1e-3},
+        )
+        assert np.exp(res.x) == pytest.approx(stated, rel=0.05), alpha
+        assert res.fun < min(_test_mse(mix, alpha, stated / 4), _test_mse(mix, alpha, stated * 4))
+        errors = [
+            gm.solve(mix, loss="square", alpha=alpha, lam=lam).test_error
+            for lam in (stated / 4, stated, stated * 4)
+        ]
+        assert errors[0] > errors[1] > errors[2], alpha  # no interior optimum there
+
+
+@slow
+def test_the_test_mse_of_the_fixed_point_against_a_simulation() -> None:
+    """The mean-squared-error formula from the overlaps against exact ridge regression on
+    samples (d = 400, 6 seeds): the test MSE measured on fresh samples agrees with the
+    theory within 3 standard errors plus a 3 % finite-size allowance."""
+    mix, alpha, lam, d = _fig4_mixture(), 1.0, 0.06, 400
+    theory = _test_mse(mix, alpha, lam)
+    y = mix.labels.labels[:, 0]
+    measured = []
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        inst = realise(mix, d, rng)
+        X, cid = inst.sample(int(alpha * d), rng)
+        W, b = fit_erm(X, mix.labels, cid, "square", "l2", lam)
+        Xt, ct = inst.sample(20_000, rng)
+        f = Xt @ np.atleast_2d(W)[0] / np.sqrt(d) + b[0]
+        mc = float(np.mean((y[ct] - f) ** 2))
+        Q, M, bb = overlaps(inst, W, b)  # the same formula on this instance's overlaps
+        exact = float(np.sum(mix.rho * ((y - M[:, 0] - bb[0]) ** 2 + Q[:, 0, 0])))
+        assert mc == pytest.approx(exact, rel=0.03)  # Monte Carlo of 20 000 points
+        measured.append(exact)
+    mean, se = np.mean(measured), np.std(measured, ddof=1) / np.sqrt(len(measured))
+    assert abs(mean - theory) <= 3 * se + 0.03 * theory, (mean, se, theory)
