@@ -96,6 +96,14 @@ def public_objects(packages=PUBLIC_PACKAGES) -> dict[str, object]:
 
 
 def _parameters(obj) -> list[str]:
+    """The parameters the reference must describe: a class whose constructor is inherited
+    from another library (``CurveTable``: pandas' ``DataFrame``) has none of its own."""
+    if inspect.isclass(obj):
+        ctor = next(
+            (k for k in obj.__mro__ if "__init__" in vars(k) or "__new__" in vars(k)), object
+        )
+        if not ctor.__module__.startswith("gaussmix") and ctor is not object:
+            return []
     try:
         sig = inspect.signature(obj)
     except (TypeError, ValueError):
@@ -128,7 +136,7 @@ def _documented(pkg, path: str) -> dict[str, tuple[str, object]]:
 def test_the_public_api_is_not_empty() -> None:
     objs = public_objects()
     assert len(objs) > 100
-    assert "gaussmix.theory.solver.solve" in objs and "gaussmix.data.datasets.load_dataset" in objs
+    assert "gaussmix.theory.api.solve" in objs and "gaussmix.data.datasets.load_dataset" in objs
 
 
 def test_rendered_defaults_are_the_signatures(reference) -> None:
@@ -153,7 +161,7 @@ def test_rendered_defaults_are_the_signatures(reference) -> None:
 def test_the_issues_defaults(reference) -> None:
     """The defaults the reference used to get wrong."""
     pkg, _ = reference
-    solve = dict(_documented(pkg, "gaussmix.theory.solver.solve"))
+    solve = dict(_documented(pkg, "gaussmix.theory.api.solve"))
     assert str(solve["loss"][1].value) == "'logistic'"
     assert str(solve["tol"][1].value) == repr(
         inspect.signature(gm.solve).parameters["tol"].default

@@ -200,7 +200,7 @@ def _test_mse(mixture: gm.Mixture, alpha: float, lam: float) -> float:
     """The test mean-squared error of ridge regression from the fixed point: per cluster the
     output is Gaussian, mean ``m_c + b`` and variance ``q_c`` (Theorem 2's local field)."""
     r = gm.solve(mixture, loss="square", alpha=alpha, lam=lam, penalty="l2", tol=1e-10)
-    assert r.converged
+    assert r.success
     y = mixture.labels.labels[:, 0]
     m, q = r.M[:, 0] + r.b[0], r.Q[:, 0, 0]
     return float(np.sum(mixture.rho * ((y - m) ** 2 + q)))

@@ -27,6 +27,17 @@ def d_test_error_d_lambda(result: FixedPointResult, *, rel_step: float = 1e-6) -
     differences with step ``rel_step max(1, |x_i|)`` (smaller for tiny positive overlaps,
     which must stay positive); nothing is re-solved, so the cost is ``2 m + 2`` evaluations
     of the map for ``m`` independent entries.
+
+    Parameters
+    ----------
+    result : FixedPointResult
+        A converged fixed point of :func:`gaussmix.solve` (with its ``state``).
+    rel_step : float
+        Relative step of the central differences.
+
+    Returns
+    -------
+    float
     """
     state = result.state
     if state is None or not result.success:

@@ -505,7 +505,10 @@ class SimulationResult(Result):
         Mean and standard error (``std(ddof=1) / sqrt(seeds)``; NaN for one seed) of the
         numeric per-seed observables.
     Q, Q_se : ndarray (K, L, L)
+        Mean over seeds of the overlaps ``Q_c = W Sigma_c W^T / d`` and their standard
+        errors.
     M, M_se : ndarray (K, L)
+        Mean over seeds of ``M_c = W mu_c / sqrt(d)`` and their standard errors.
     b, b_se : ndarray (L,)
         Mean overlaps ``Q_c = W Sigma_c W^T / d``, ``M_c = W mu_c / sqrt(d)`` and bias, with
         their standard errors.
@@ -706,6 +709,8 @@ def simulate(
     Parameters
     ----------
     mixture : Mixture
+        The data model whose finite instances are sampled (any covariance structure at a
+        dimension it can take, see :meth:`CovarianceStructure.check_dim`).
     loss : {'square', 'logistic', 'cross-entropy', 'hinge'}
         ``logistic`` and ``hinge`` need binary +-1 labels, ``cross-entropy`` one-hot labels.
     lam : float
@@ -720,6 +725,7 @@ def simulate(
         Root of ``numpy.random.SeedSequence(seed).spawn(seeds)``: results are reproducible
         bit for bit.
     penalty : {'l2', 'l1', 'elastic-net'}
+        The penalty of the fitted ERM (as in :func:`gaussmix.solve`).
     l1_ratio : float, optional
         Elastic-net mixing in ``[0, 1]`` (elastic net only).
     counts : {'fixed', 'random'}

@@ -183,12 +183,16 @@ class SweepResult(Result):
         (theory) or ``gaussmix simulate --json`` (simulation); nested values are JSON
         strings.
     grid : SpecGrid
+        The points of the sweep (their specs and coordinates).
     attrs : dict
         Provenance (see :meth:`to_xarray`).
     computed, resumed, failed : int
         Points computed by this run, taken from the checkpoint, and without a valid
         result (``converged=False``).
     out, checkpoint : Path or None
+        The CSV written and its checkpoint (None when the sweep wrote nothing).
+    elapsed : float
+        Wall time of this run, in seconds.
     warnings : list of (category, message, point)
         Warnings raised while computing the points (including resumed ones).
     success : bool

@@ -73,6 +73,25 @@ def make_problem(
     :func:`gaussmix.theory.penalties.make_penalty`) need binary labels (one output,
     Appendix C.2) and ``lam > 0``; ``lam = 0`` as in :func:`check_lam_alpha`.
 
+    Parameters
+    ----------
+    mixture : Mixture
+        The data model (with its label map).
+    loss : str or Loss
+        A name of :data:`~gaussmix.theory.losses.LOSSES` or a loss object.
+    lam : float
+        Penalty strength ``lam >= 0``.
+    alpha : float
+        Sample complexity ``n / d > 0``.
+    penalty : {'l2', 'l1', 'elastic-net'}
+        The penalty ``r(W)`` (see :func:`solve`).
+    l1_ratio : float, optional
+        Elastic-net mixing in ``[0, 1]``.
+
+    Returns
+    -------
+    Problem
+
     Raises
     ------
     TypeError, ValueError

@@ -1273,7 +1273,23 @@ def _mixture_from_file(data: Mapping[str, np.ndarray]) -> Mixture:
 
 
 def load_mixture(path: Any) -> Mixture:
-    """Read a mixture file written by :meth:`Mixture.save` (see :meth:`Mixture.load`)."""
+    """Read a mixture file written by :meth:`Mixture.save` (see :meth:`Mixture.load`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``.npz`` file.
+
+    Returns
+    -------
+    Mixture
+
+    Raises
+    ------
+    MixtureFileError
+        The file is not a mixture file of a known version, or its contents are not valid
+        (one line naming the file and the problem).
+    """
     import os
 
     try:
