@@ -174,7 +174,8 @@ def transition(
     bias separates (an LP per sample), against alpha for each --d, with the 50 %
     crossings (logistic fit, standard error).
     """
-    from .commands import _given, _make_out_dir, _parse_range
+    from .commands import _given, _parse_range
+    from .exits import check_output_path, make_out_dir
 
     sim_only = ("d", "datasets", "alphas", "seed", "jobs", "out")
     if not simulate:
@@ -193,10 +194,11 @@ def transition(
     if simulate:
         sim = _simulation_options(d, datasets, alphas, seed, jobs, _parse_range)
         _check_sizes(mixture, sim)
+        check_output_path("--out", out, kind="dir")
     payload = _theory_payload(mixture, rel_tol, quiet) if theory else _no_theory()
     payload["params"] = params
     if simulate:
-        out = _make_out_dir(out)
+        out = make_out_dir(out)
         payload["simulation"] = _simulate(mixture, sim, payload, out, quiet)
     if json_out:
         typer.echo(json.dumps(finite_or_none(payload), allow_nan=False))

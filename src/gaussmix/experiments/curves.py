@@ -76,7 +76,10 @@ def parse_range(spec: str, *, name: str = "alphas", log: bool | None = None) -> 
 
 
 def _row(res: FixedPointResult | None, **coords: Any) -> dict:
-    if res is None:
+    """A row of a curve's table: ``res``'s summary, or NaN observables with
+    ``converged=False`` when ``res`` is None or not converged (``n_iter`` and ``residual``
+    are then those of the last attempt, as in a sweep's row: the iterations it ran)."""
+    if res is None or not res.converged:
         base = {
             "test_error": np.nan,
             "train_error": np.nan,
@@ -92,6 +95,8 @@ def _row(res: FixedPointResult | None, **coords: Any) -> dict:
             "residual": np.nan,
             "integration_error": np.nan,
         }
+        if res is not None:
+            base.update(n_iter=int(res.n_iter), residual=float(res.residual))
     else:
         base = res.summary()
     return {**coords, **base}
@@ -109,7 +114,8 @@ def _curve(
     l1_ratio: float | None = None,
     carry_rule: bool = False,
 ) -> list[FixedPointResult | None]:
-    """Solve ``points`` in order, each warm-started from the previous ones.
+    """Solve ``points`` in order, each warm-started from the previous ones; each point's
+    result, or the last iterate of its last attempt (``converged=False``), or None.
 
     With ``carry_rule`` (annealing in lambda: the channel integrand sharpens as lambda
     decreases) each point starts from the quadrature rule its predecessor found accurate
@@ -138,12 +144,13 @@ def _curve(
                 last = exc
                 history.clear()
         if res is None:
+            res = getattr(last, "result", None)  # the last attempt's iterate, not converged
             warnings.warn(
                 f"no fixed point at lam={lam:g}, alpha={alpha:g}: {last}; reported as NaN",
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        else:
+        if res is not None and res.converged:
             done.append((param, res))
             if carry_rule:
                 start = _next_start_rule(res, kw.get("quadrature") or default_rule(problem.dim))
@@ -237,7 +244,12 @@ def learning_curve(
         l1_ratio=l1_ratio,
     )
     df = pd.DataFrame([_row(r, alpha=al, lam=float(lam)) for r, (_, al) in zip(res, points)])
-    return (df, res) if return_results else df
+    return (df, _converged(res)) if return_results else df
+
+
+def _converged(results: list[FixedPointResult | None]) -> list[FixedPointResult | None]:
+    """The results of ``return_results``: None where no fixed point."""
+    return [r if r is not None and r.converged else None for r in results]
 
 
 def lambda_sweep(
@@ -279,7 +291,7 @@ def lambda_sweep(
     for i, r in zip(order, res_sorted):
         res[i] = r
     df = pd.DataFrame([_row(r, alpha=float(alpha), lam=float(lam)) for r, lam in zip(res, lv)])
-    return (df, res) if return_results else df
+    return (df, _converged(res)) if return_results else df
 
 
 def d_test_error_d_lambda(result: FixedPointResult, *, rel_step: float = 1e-6) -> float:

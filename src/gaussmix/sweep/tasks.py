@@ -120,8 +120,9 @@ def theory_payload(
     return payload
 
 
-def check_simulation(spec: Any, *, d: Any, seeds: Any, seed: Any = 0) -> dict:
-    """Validate a simulation of ``spec`` at dimension ``d`` before running it.
+def check_simulation(spec: Any, *, d: Any, seeds: Any, seed: Any = 0, n_jobs: Any = 1) -> dict:
+    """Validate a simulation of ``spec`` at dimension ``d`` (on ``n_jobs`` workers, joblib
+    convention) before running it.
 
     ``spec``: a :class:`PointSpec`, or any object with its attributes ``mixture``, ``loss``,
     ``lam``, ``alpha``, ``penalty``, ``l1_ratio`` (e.g. the CLI's ``PointSetup``).
@@ -140,7 +141,7 @@ def check_simulation(spec: Any, *, d: Any, seeds: Any, seed: Any = 0) -> dict:
         spec.penalty,
         spec.l1_ratio,
         "fixed",
-        1,
+        n_jobs,
         None,
     )
 
