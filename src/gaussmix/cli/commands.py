@@ -97,6 +97,8 @@ from gaussmix.theory.outputs import simulated_keys
 from .exits import (
     EXIT_BAD_INPUT,
     EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    Interrupted,
     PartialResultsError,
     _is_a,
     check_output_path,
@@ -941,10 +943,9 @@ def _run_sweep(
     except SchedulerError as exc:
         raise _SweepOptionError(f"--scheduler: {exc}") from None
     except KeyboardInterrupt:
-        sys.stderr.write(
-            f"gaussmix: finished points are in {str(ck)!r}; run the same command to resume\n"
-        )
-        raise
+        raise Interrupted(
+            f"interrupted; the finished points are in {str(ck)!r}: run the same command to resume"
+        ) from None
     failed = f"; {res.failed} without a valid result" if res.failed else ""
     typer.echo(
         f"wrote {out} ({len(res.df)} points: {res.computed} computed, {res.resumed} from "
@@ -1324,6 +1325,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if isinstance(exc, PartialResultsError):  # the points' own reasons first
                 _print_warnings(pending)
             return _error(message, code)
+    if rv == EXIT_INTERRUPTED:  # typer's status for a KeyboardInterrupt it caught
+        return _error("interrupted", EXIT_INTERRUPTED)
     _print_warnings(pending)
     return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
 

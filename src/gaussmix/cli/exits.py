@@ -43,6 +43,7 @@ __all__ = [
     "OutputPathError",
     "PartialResultsError",
     "SchedulerLostError",
+    "Interrupted",
     "classify",
     "check_output_path",
     "make_out_dir",
@@ -79,6 +80,10 @@ class SchedulerLostError(GaussmixError):
     (exit 4)."""
 
 
+class Interrupted(GaussmixError):
+    """A command interrupted (SIGINT), with what was kept and how to resume (exit 130)."""
+
+
 def _is_a(exc: BaseException, name: str) -> bool:
     """Whether ``exc`` is an instance of a class called ``name``: typer raises click's
     exceptions, from the ``click`` package or from the copy it vendors (typer >= 0.20), so
@@ -94,6 +99,8 @@ def classify(exc: BaseException) -> tuple[int, str]:
     """
     if isinstance(exc, KeyboardInterrupt) or _is_a(exc, "Abort"):
         return EXIT_INTERRUPTED, "interrupted"
+    if isinstance(exc, Interrupted):
+        return EXIT_INTERRUPTED, str(exc)
     if isinstance(exc, SchedulerLostError):
         return EXIT_SCHEDULER_LOST, str(exc)
     if isinstance(exc, ConvergenceError):

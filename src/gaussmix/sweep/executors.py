@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import re
+import signal
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -27,6 +31,8 @@ __all__ = [
 ]
 
 BACKENDS = ("joblib", "dask", "serial")
+#: seconds between a joblib worker's checks that the process which started it is alive
+PARENT_POLL = 0.5
 #: largest number of points in one dask task (see ``_run_dask``)
 DASK_CHUNK = 16
 #: how long to try to reach a dask scheduler
@@ -99,11 +105,46 @@ def _run_joblib(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[str, bytes]]
     if effective_n_jobs(jobs) == 1 or len(tasks) == 1:
         yield from _run_serial(tasks)
         return
-    with parallel_config(backend="loky", inner_max_num_threads=1):
-        gen = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-            delayed(_run_point)(t) for t in tasks
-        )
+    # loky's executor options (joblib passes them through): each worker ignores Ctrl-C
+    # (this process handles it and stops them) and exits when this process is gone
+    workers = {"initializer": _worker_init, "initargs": (os.getpid(),)}
+    with parallel_config(backend="loky", inner_max_num_threads=1, **workers):
+        with _sigint_blocked():  # the workers start with it blocked (then ignored)
+            gen = Parallel(n_jobs=jobs, return_as="generator_unordered")(
+                delayed(_run_point)(t) for t in tasks
+            )
         yield from gen
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread (and in the processes and threads it starts) for the
+    duration: a Ctrl-C while the workers start is handled here when it ends, instead of
+    interrupting a worker's imports with a traceback."""
+    block = getattr(signal, "pthread_sigmask", None)
+    if block is None:  # pragma: no cover - not POSIX
+        yield
+        return
+    old = block(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        block(signal.SIG_SETMASK, old)
+
+
+def _worker_init(parent: int) -> None:
+    """Initializer of a joblib (loky) worker: SIGINT ignored (a terminal's Ctrl-C reaches
+    the whole process group; the sweep's process stops its workers itself), and a daemon
+    thread that ends the worker once ``parent`` is no longer its parent (SIGKILL of the
+    sweep leaves no handler to stop it; loky's idle workers would wait minutes)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="gaussmix-parent-watch", daemon=True).start()
 
 
 @contextlib.contextmanager
