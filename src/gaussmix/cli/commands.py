@@ -76,6 +76,7 @@ import contextlib
 import functools
 import inspect
 import json
+import logging
 import math
 import os
 import re
@@ -920,12 +921,14 @@ def _run_sweep(
     """``gaussmix sweep``: options checked before any work, the grid translated into the
     library's points (:class:`gaussmix.cli.grid.Grid`), then :func:`gaussmix.sweep.sweep`."""
     from gaussmix.cli.grid import Grid
+    from gaussmix.core.exceptions import SchedulerLostError
     from gaussmix.sweep import SchedulerError, checkpoint_path
     from gaussmix.sweep import sweep as run_sweep
 
     check_output_path("--out", out, kind="file")
     if scheduler is not None:
         _check_scheduler_option(scheduler)
+        _quiet_distributed()
     ck = checkpoint if checkpoint is not None else checkpoint_path(out)
     points = Grid.from_toml(grid)
     if checkpoint is not None:
@@ -942,6 +945,11 @@ def _run_sweep(
         )
     except SchedulerError as exc:
         raise _SweepOptionError(f"--scheduler: {exc}") from None
+    except SchedulerLostError as exc:
+        raise SchedulerLostError(
+            f"--scheduler: {exc}: run the same command to resume (with a running scheduler, "
+            "or without --scheduler to run here)"
+        ) from None
     except KeyboardInterrupt:
         raise Interrupted(
             f"interrupted; the finished points are in {str(ck)!r}: run the same command to resume"
@@ -960,6 +968,17 @@ def _run_sweep(
             f"{res.failed} of {len(res.df)} grid points have no valid result (converged "
             f"False, NaN; see the message column of {out})"
         )
+
+
+def _quiet_distributed() -> None:
+    """Silence dask.distributed's loggers (it logs a lost connection with tracebacks; the
+    command says it in its one line).  Its loggers' levels are set when it is imported."""
+    with contextlib.suppress(ImportError):
+        import distributed  # noqa: F401
+
+    for name in ["distributed", *logging.root.manager.loggerDict]:
+        if name == "distributed" or name.startswith("distributed."):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 class _SweepOptionError(ValueError):

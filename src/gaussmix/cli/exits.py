@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gaussmix.core.exceptions import ConvergenceError, GaussmixError
+from gaussmix.core.exceptions import ConvergenceError, GaussmixError, SchedulerLostError
 
 __all__ = [
     "EXIT_OK",
@@ -73,11 +73,6 @@ class OutputPathError(GaussmixError, OSError):
 
 class PartialResultsError(ConvergenceError):
     """Some points have no fixed point; what there is was written (exit 3)."""
-
-
-class SchedulerLostError(GaussmixError):
-    """The dask scheduler was lost during a sweep; the checkpoint holds the finished points
-    (exit 4)."""
 
 
 class Interrupted(GaussmixError):

@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from gaussmix.core.exceptions import SchedulerLostError
+
 from .tasks import Task, _run_point, _run_points, _run_stream
 
 __all__ = [
@@ -200,10 +202,30 @@ def _run_dask(c: Any, tasks: Sequence[Task]) -> Iterator[tuple[str, bytes]]:
         chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
         keys = [f"gaussmix-sweep-{ch[0].key}-{len(ch)}" for ch in chunks]
         futures = c.map(_run_points, chunks, key=keys)
-        for fut, recs in as_completed(futures, loop=c.loop, with_results=True):
-            fut.release()
-            yield from recs
+        try:
+            for fut, recs in as_completed(futures, loop=c.loop, with_results=True):
+                if fut.status != "finished" or isinstance(recs, BaseException):
+                    raise _lost(c, recs)
+                fut.release()
+                yield from recs
+        except (OSError, TimeoutError, _cancelled_error()) as exc:
+            raise _lost(c, exc) from None
     finally:
         pending = [f for f in futures if not f.done()]
-        if pending:
-            c.cancel(pending)
+        if pending and c.status == "running":
+            with contextlib.suppress(Exception):
+                c.cancel(pending)
+
+
+def _cancelled_error() -> type[BaseException]:
+    """dask's exception for a cancelled future (its name changed across versions)."""
+    import distributed.client as dc
+
+    return getattr(dc, "FutureCancelledError", None) or dc.CancelledError
+
+
+def _lost(c: Any, cause: Any) -> SchedulerLostError:
+    """The error of a sweep whose dask scheduler went away (its futures were cancelled)."""
+    address = getattr(c.scheduler, "address", None) or "?"
+    reason = type(cause).__name__ if isinstance(cause, BaseException) else "cancelled"
+    return SchedulerLostError(f"lost the dask scheduler {address} ({reason})")
