@@ -248,3 +248,25 @@ def test_success_exits_0(tmp_path: Path, name: str) -> None:
     assert "gaussmix: error" not in err
     if COMMANDS[name].out == "dir":
         assert any(out.iterdir())
+
+
+def test_problems_too_large_for_the_memory_are_refused(tmp_path: Path) -> None:
+    """Found by the fuzzer's huge values: a simulation of 2e18 numbers ran away (now refused
+    before any allocation, by the library's one rule), a MemoryError was an internal error."""
+    import gaussmix as gm
+    from gaussmix.simulate import separability_fraction
+    from gaussmix.simulate.simulation import MAX_SAMPLE_ENTRIES
+
+    code, stdout, err = run("simulate", "--d", "1000000000", "--seeds", "1", "--jobs", "1")
+    assert_one_line_error(code, stdout, err, "--d must keep a sample", "GiB")
+    out = tmp_path / "t"
+    code, stdout, err = run("transition", "--simulate", "--no-theory", "--alphas", "1:2:2",
+                            "--d", "1000000000", "--out", str(out), "-q")  # fmt: skip
+    assert_one_line_error(code, stdout, err, "--d must keep a sample")
+    assert not out.exists()
+    mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+    d = int(MAX_SAMPLE_ENTRIES**0.5) + 1  # alpha = 1: n d just above the bound
+    with pytest.raises(ValueError, match="d must keep a sample"):
+        separability_fraction(mix, [1.0], d=d, n_datasets=1)
+    code, stdout, err = run("point", "--clusters", "100000000")
+    assert_one_line_error(code, stdout, err, "out of memory: the problem is too large")

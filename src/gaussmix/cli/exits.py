@@ -8,9 +8,9 @@ code   meaning
 0      success
 1      an unexpected internal error (a bug: please report it), or ``figure all`` with a
        figure that failed (the others are made)
-2      bad input: an option's value, a missing data set, an unusable output path (not
-       writable, a file where a directory is needed, a read-only file system); nothing is
-       written
+2      bad input: an option's value (or a problem too large for the memory), a missing
+       data set, an unusable output path (not writable, a file where a directory is
+       needed, a read-only file system); nothing is written
 3      no fixed point, or partial results: the points that did not converge are written
        as NaN with ``converged`` False and counted on stderr
 4      the distributed scheduler was lost during a sweep: the finished points are in the
@@ -102,6 +102,8 @@ def classify(exc: BaseException) -> tuple[int, str]:
         return EXIT_NO_FIXED_POINT, str(exc)
     if isinstance(exc, np.linalg.LinAlgError | ArithmeticError):
         return EXIT_NO_FIXED_POINT, f"numerical failure: {exc}"
+    if isinstance(exc, MemoryError):  # a problem too large for this machine
+        return EXIT_BAD_INPUT, f"out of memory: the problem is too large ({exc})"
     if isinstance(exc, ValueError | TypeError | OutputPathError):
         return EXIT_BAD_INPUT, str(exc)
     if isinstance(exc, OSError):

@@ -247,6 +247,8 @@ def _simulation_options(
 
 
 def _check_sizes(mixture: Mixture, sim: dict[str, Any]) -> None:
+    from gaussmix.simulate.simulation import check_sample_size
+
     k = mixture.n_clusters
     for dim in sim["d"]:
         if mixture.model.exact_means and dim < k:
@@ -255,6 +257,7 @@ def _check_sizes(mixture: Mixture, sim: dict[str, Any]) -> None:
             for a in sim["alphas"]:
                 if round(a * dim) < 1:
                     raise ValueError(f"--alphas value {a:g} gives no sample at --d {dim}")
+                check_sample_size(round(a * dim), dim)
 
 
 def _simulate(
