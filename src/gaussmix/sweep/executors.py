@@ -208,8 +208,10 @@ def _run_dask(c: Any, tasks: Sequence[Task]) -> Iterator[tuple[str, bytes]]:
                     raise _lost(c, recs)
                 fut.release()
                 yield from recs
-        except (OSError, TimeoutError, _cancelled_error()) as exc:
-            raise _lost(c, exc) from None
+        except Exception as exc:
+            if isinstance(exc, _cancelled_error()) or c.status != "running":
+                raise _lost(c, exc) from None
+            raise  # a task's own error, the scheduler still there
     finally:
         pending = [f for f in futures if not f.done()]
         if pending and c.status == "running":
