@@ -291,3 +291,26 @@ def test_missing_data_exits_2_and_leaves_nothing(tmp_path: Path, monkeypatch) ->
     code, stdout, err = run("figure", "fig5", "--fast", "--out", str(tmp_path / "f"), "-q")
     assert_one_line_error(code, stdout, err, "not found (test)")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_transition_without_alpha_star_exits_3(tmp_path: Path, monkeypatch) -> None:
+    """alpha* not found: the output is printed (converged false) and the command exits 3;
+    with --simulate and no --alphas (centred on alpha*) nothing is simulated or written."""
+    import json
+
+    from gaussmix.experiments import transition
+    from gaussmix.experiments.transition import TransitionResult
+
+    def not_found(mixture, **kwargs) -> TransitionResult:
+        return TransitionResult(float("nan"), False, (1.0, 9.0), float("inf"), {}, 3, 0.0,
+                                "test: no bracket")  # fmt: skip
+
+    monkeypatch.setattr(transition, "separability_threshold", not_found)
+    code, stdout, err = run("transition", "--json")
+    assert code == EXIT_NO_FIXED_POINT, err
+    assert json.loads(stdout)["converged"] is False
+    assert err.splitlines() == ["gaussmix: error: alpha* not found: test: no bracket"]
+    out = tmp_path / "out"
+    code, stdout, err = run("transition", "--simulate", "--out", str(out), "-q")
+    assert_one_line_error(code, stdout, err, "give --alphas", status=EXIT_NO_FIXED_POINT)
+    assert not out.exists()

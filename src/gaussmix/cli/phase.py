@@ -30,12 +30,13 @@ from typing import Annotated, Any
 
 import typer
 
-from gaussmix.core.exceptions import GaussmixError
+from gaussmix.core.exceptions import ConvergenceError, GaussmixError
 from gaussmix.core.jsonio import finite_or_none
 from gaussmix.core.version import __version__
 from gaussmix.theory.losses import LOSSES
 from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture
 
+from .exits import PartialResultsError, make_out_dir
 from .options import MODELS, PointOptions, build_point, parse_floats, point_options
 
 __all__ = ["ESTIMATOR_OPTIONS", "bayes_optimal", "transition"]
@@ -175,7 +176,7 @@ def transition(
     crossings (logistic fit, standard error).
     """
     from .commands import _given, _parse_range
-    from .exits import check_output_path, make_out_dir
+    from .exits import check_output_path
 
     sim_only = ("d", "datasets", "alphas", "seed", "jobs", "out")
     if not simulate:
@@ -198,12 +199,13 @@ def transition(
     payload = _theory_payload(mixture, rel_tol, quiet) if theory else _no_theory()
     payload["params"] = params
     if simulate:
-        out = make_out_dir(out)
         payload["simulation"] = _simulate(mixture, sim, payload, out, quiet)
     if json_out:
         typer.echo(json.dumps(finite_or_none(payload), allow_nan=False))
-        return
-    _print_transition(payload)
+    else:
+        _print_transition(payload)
+    if theory and not payload["converged"]:  # printed, and said: exit 3
+        raise PartialResultsError(f"alpha* not found: {payload.get('message', '')}")
 
 
 def _no_theory() -> dict[str, Any]:
@@ -274,7 +276,7 @@ def _simulate(
     star = theory.get("alpha_star")
     if grid is None:
         if star is None or not theory.get("converged"):
-            raise GaussmixError(
+            raise ConvergenceError(
                 "alpha* is not available to centre the simulated alphas "
                 f"({theory.get('message')}); give --alphas"
             )
@@ -298,6 +300,7 @@ def _simulate(
             crossings.append({"d": dim, "alpha_50": a50, "se": se, "message": "ok"})
         except ValueError as exc:
             crossings.append({"d": dim, "alpha_50": None, "se": None, "message": str(exc)})
+    out = make_out_dir(out)
     csv_path = out / "transition.csv"
     png_path = out / "transition.png"
     table.to_csv(csv_path, index=False)
