@@ -276,8 +276,8 @@ def test_curve_reports_points_without_fixed_point(
 ) -> None:
     monkeypatch.setattr(cli, "learning_curve", _fake_curve([True, False, True]))
     code, out, err = run("curve", "--alphas", "1:2:3", "--out", str(tmp_path), "-q")
-    assert code == 0, err
-    assert "1 of 3 points did not converge" in out
+    assert code == 3, err  # partial results: written, marked, exit 3
+    assert "1 of 3 points did not converge" in err.splitlines()[-1]
     assert pd.read_csv(tmp_path / "curve.csv")["test_error"].isna().sum() == 1
 
     monkeypatch.setattr(cli, "learning_curve", _fake_curve([False, False, False]))
@@ -289,7 +289,7 @@ def test_curve_unwritable_out(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
     code, out, err = run("curve", "--alphas", "1:2:2", "--out", str(blocker / "sub"), "-q")
-    assert_one_line_error(code, out, err, "--out", status=1)
+    assert_one_line_error(code, out, err, "--out", "is a file, not a directory", status=2)
 
 
 # --------------------------------------------------------------------------- bad input

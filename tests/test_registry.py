@@ -110,8 +110,14 @@ def test_label_constraints_come_from_the_loss_for_theory_and_simulation(loss):
 def test_zero_lambda_rule_is_declared_by_the_loss():
     mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
     assert gm.solve(mix, "square", lam=0.0, alpha=2.0).success
-    with pytest.raises(ValueError, match="lam=0 is only valid for loss='square'"):
+    with pytest.raises(ValueError, match="lam=0 is only valid for loss='square'") as info:
         gm.solve(mix, "square", lam=0.0, alpha=0.5)
+    assert "alpha > 1" in str(info.value) and "logistic" not in str(info.value)
+    # each loss's message states its own rule: hinge has no lam = 0 at all
+    with pytest.raises(ValueError, match="lam=0 is not valid for loss='hinge'") as info:
+        gm.solve(mix, "hinge", lam=0.0, alpha=20.0)
+    assert "lam must be > 0" in str(info.value)
+    assert "square" not in str(info.value) and "logistic" not in str(info.value)
     # logistic declares zero_lam_above_separability: alpha = 2 is below alpha* = 6.66
     with pytest.raises(ValueError, match="lam=0 is only valid for loss='logistic' above the"):
         gm.solve(mix, "logistic", lam=0.0, alpha=2.0)

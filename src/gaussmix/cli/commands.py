@@ -41,10 +41,13 @@ Interface contract (checked outside the repository -- keep it stable)
   :class:`~gaussmix.figures.FigureSpec`.  ``gaussmix figure all --out DIR [--fast]
   [--jobs N]`` writes every figure and ``DIR/atlas.json``; it exits 1 (after making the
   others) when a figure fails, naming it.
-* Every failure prints exactly one line ``gaussmix: error: <message>`` on stderr and exits
-  with status 2 (bad input), 3 (no valid fixed point or a numerical failure) or 1
-  (anything else, e.g. an output directory that cannot be created); never a
-  traceback.  Set ``GAUSSMIX_DEBUG=1`` to get the traceback of an unexpected error.
+* Every failure prints exactly one line ``gaussmix: error: <message>`` on stderr (after
+  the points' warnings for partial results) and exits with a status of the one table
+  :data:`gaussmix.cli.exits.EXIT_CODES`: 2 bad input or unusable output path (nothing
+  written), 3 no fixed point or partial results (written, the failed points marked), 4 a
+  sweep's dask scheduler lost (finished points kept), 130 interrupted, 1 an internal
+  error; never a traceback.  Set ``GAUSSMIX_DEBUG=1`` to get the traceback of an
+  internal error.
 
 Adding a command with the same point options
 -------------------------------------------
@@ -73,6 +76,7 @@ import contextlib
 import functools
 import inspect
 import json
+import logging
 import math
 import os
 import re
@@ -91,7 +95,18 @@ from gaussmix.core.version import __version__
 from gaussmix.theory.mixture import MIXTURE_MODELS
 from gaussmix.theory.outputs import simulated_keys
 
-from .helpers import given, make_out_dir, one_blas_thread, parse_grid
+from .exits import (
+    EXIT_BAD_INPUT,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    Interrupted,
+    PartialResultsError,
+    check_output_path,
+    classify,
+    is_a,
+    make_out_dir,
+)
+from .helpers import given, one_blas_thread, parse_grid
 from .options import (
     PointOptions,
     PointSetup,
@@ -137,11 +152,6 @@ def _lazy(module: str, name: str) -> Any:
 solve = _lazy("gaussmix.theory.api", "solve")
 lambda_sweep = _lazy("gaussmix.experiments", "lambda_sweep")
 learning_curve = _lazy("gaussmix.experiments", "learning_curve")
-
-#: exit statuses
-EXIT_ERROR = 1
-EXIT_BAD_INPUT = 2
-EXIT_NO_FIXED_POINT = 3
 
 
 # ============================================================================ messages
@@ -337,6 +347,7 @@ def _write_curve(
 ) -> tuple[Path, Path]:
     from gaussmix.figures.plotting import plot_learning_curve, save_figure
 
+    out = make_out_dir(out)
     csv_path = out / f"{stem}.csv"
     png_path = out / f"{stem}.png"
     df.to_csv(csv_path, index=False)
@@ -345,14 +356,26 @@ def _write_curve(
     return csv_path, png_path
 
 
-def _report_curve(df: Any, paths: tuple[Path, ...]) -> None:
+def _report_curve(df: Any, paths: tuple[Path, ...], *, partial_fails: bool = True) -> None:
+    """Print the files written; with ``partial_fails``, points without a fixed point (or
+    a simulation without a valid result) end the command with exit 3 (partial results:
+    they are in the table as NaN with ``converged`` False)."""
     for p in paths:
         typer.echo(f"wrote {p}")
-    if "converged" not in df.columns:  # e.g. samples of a mixture: nothing solved
+    flags = [c for c in ("converged", "sim_converged") if c in df.columns]
+    if not flags:  # e.g. samples of a mixture: nothing solved
         return
-    n_bad = int((~df["converged"].astype(bool)).sum())
-    if n_bad:
-        typer.echo(f"{n_bad} of {len(df)} points did not converge (NaN in the table)")
+    bad = np.zeros(len(df), dtype=bool)
+    for c in flags:  # False marks a failed point; NaN a point without that part
+        bad |= np.array([isinstance(v, bool | np.bool_) and not v for v in df[c].tolist()])
+    n_bad = int(bad.sum())
+    if not n_bad:
+        return
+    message = f"{n_bad} of {len(df)} points did not converge (NaN, converged False in {paths[0]})"
+    if not partial_fails:
+        typer.echo(message)
+        return
+    raise PartialResultsError(message)
 
 
 OutOption = Annotated[
@@ -398,7 +421,7 @@ def curve(
     grid = parse_grid("--alphas", alphas, positive=True)
     setup = build_point(opts, alpha=float(grid.max()))
     _check_grid(setup, "--alphas", grid, "alpha")
-    out = make_out_dir(out)
+    check_output_path("--out", out, kind="dir")
     df = learning_curve(
         setup.mixture,
         setup.loss,
@@ -439,7 +462,7 @@ def lambda_curve(
     grid = parse_grid("--lams", lams, positive=False)
     setup = build_point(opts, lam=float(grid.max()))
     _check_grid(setup, "--lams", grid, "lam")
-    out = make_out_dir(out)
+    check_output_path("--out", out, kind="dir")
     df = lambda_sweep(
         setup.mixture,
         setup.loss,
@@ -633,7 +656,7 @@ def simulate(
     from gaussmix.sweep import check_simulation, simulation_payload
 
     setup = build_point(opts)
-    check_simulation(setup, d=d, seeds=seeds, seed=seed)
+    check_simulation(setup, d=d, seeds=seeds, seed=seed, n_jobs=jobs)
     with one_blas_thread():
         payload = simulation_payload(
             setup, d=d, seeds=seeds, seed=seed, n_jobs=jobs, progress=not quiet
@@ -705,8 +728,8 @@ def compare(
     grid = parse_grid("--alphas", alphas, positive=True)
     setup = build_point(opts, alpha=float(grid.max()))
     _check_grid(setup, "--alphas", grid, "alpha")
-    setups = _simulation_setups(setup, grid, d=d, seeds=seeds, seed=seed)
-    out = make_out_dir(out)
+    setups = _simulation_setups(setup, grid, d=d, seeds=seeds, seed=seed, jobs=jobs)
+    check_output_path("--out", out, kind="dir")
     theory = learning_curve(
         setup.mixture,
         setup.loss,
@@ -724,12 +747,12 @@ def compare(
 
 
 def _simulation_setups(
-    setup: PointSetup, grid: np.ndarray, *, d: int, seeds: int, seed: int
+    setup: PointSetup, grid: np.ndarray, *, d: int, seeds: int, seed: int, jobs: int
 ) -> list[PointSetup]:
     """The setup at each alpha of ``grid``, each checked for simulation (before any work)."""
     from gaussmix.sweep import check_simulation
 
-    check_simulation(setup, d=d, seeds=seeds, seed=seed)
+    check_simulation(setup, d=d, seeds=seeds, seed=seed, n_jobs=jobs)
     setups = [setup.at(alpha=float(a)) for a in grid]
     for a, s in zip(grid, setups):
         try:
@@ -784,6 +807,7 @@ def _write_comparison(
     """``DIR/compare.csv`` and ``DIR/compare.png`` (log alpha axis for a 'log:' range)."""
     from gaussmix.figures.plotting import plot_comparison, save_figure
 
+    out = make_out_dir(out)
     csv_path = out / "compare.csv"
     png_path = out / "compare.png"
     df.to_csv(csv_path, index=False)
@@ -863,18 +887,18 @@ def _run_sweep(
     """``gaussmix sweep``: options checked before any work, the grid translated into the
     library's points (:class:`gaussmix.cli.grid.Grid`), then :func:`gaussmix.sweep.sweep`."""
     from gaussmix.cli.grid import Grid
+    from gaussmix.core.exceptions import SchedulerLostError
     from gaussmix.sweep import SchedulerError, checkpoint_path
     from gaussmix.sweep import sweep as run_sweep
 
-    if out.is_dir():
-        raise OSError(f"--out: {str(out)!r} is a directory; give a file name such as sweep.csv")
+    check_output_path("--out", out, kind="file")
     if scheduler is not None:
         _check_scheduler_option(scheduler)
+        _quiet_distributed()
     ck = checkpoint if checkpoint is not None else checkpoint_path(out)
     points = Grid.from_toml(grid)
-    _check_writable_dir("--out", out)
     if checkpoint is not None:
-        _check_writable_dir("--checkpoint", checkpoint)
+        check_output_path("--checkpoint", checkpoint, kind="file")
     try:
         res = run_sweep(
             points,
@@ -887,11 +911,15 @@ def _run_sweep(
         )
     except SchedulerError as exc:
         raise _SweepOptionError(f"--scheduler: {exc}") from None
+    except SchedulerLostError as exc:
+        raise SchedulerLostError(
+            f"--scheduler: {exc}: run the same command to resume (with a running scheduler, "
+            "or without --scheduler to run here)"
+        ) from None
     except KeyboardInterrupt:
-        sys.stderr.write(
-            f"gaussmix: finished points are in {str(ck)!r}; run the same command to resume\n"
-        )
-        raise
+        raise Interrupted(
+            f"interrupted; the finished points are in {str(ck)!r}: run the same command to resume"
+        ) from None
     failed = f"; {res.failed} without a valid result" if res.failed else ""
     typer.echo(
         f"wrote {out} ({len(res.df)} points: {res.computed} computed, {res.resumed} from "
@@ -901,6 +929,22 @@ def _run_sweep(
         raise ConvergenceError(
             f"no grid point has a valid result (see the message column of {out})"
         )
+    if res.failed:
+        raise PartialResultsError(
+            f"{res.failed} of {len(res.df)} grid points have no valid result (converged "
+            f"False, NaN; see the message column of {out})"
+        )
+
+
+def _quiet_distributed() -> None:
+    """Silence dask.distributed's loggers (it logs a lost connection with tracebacks; the
+    command says it in its one line).  Its loggers' levels are set when it is imported."""
+    with contextlib.suppress(ImportError):
+        import distributed  # noqa: F401
+
+    for name in ["distributed", *logging.root.manager.loggerDict]:
+        if name == "distributed" or name.startswith("distributed."):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 class _SweepOptionError(ValueError):
@@ -920,26 +964,6 @@ def _check_scheduler_option(scheduler: str) -> None:
             "--scheduler must be the address of a dask scheduler such as tcp://host:8786 "
             f"(protocol://host:port), got {scheduler!r}"
         ) from None
-
-
-def _check_writable_dir(option: str, path: Path) -> None:
-    """The output file of ``gaussmix sweep`` can be written: its directory exists and is
-    writable, or can be created (its nearest existing ancestor is a writable directory).
-    Nothing is created here."""
-    folder = path.absolute().parent
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise _SweepOptionError(
-            f"{option}: cannot write {str(path)!r}: {str(existing)!r} is not a directory"
-        )
-    if not os.access(existing, os.W_OK | os.X_OK):
-        verb = "write to" if existing == folder else "create"
-        raise _SweepOptionError(
-            f"{option}: cannot write {str(path)!r}: permission denied to {verb} the "
-            f"directory {str(folder)!r}"
-        )
 
 
 # ============================================================================ figures
@@ -1105,11 +1129,11 @@ def figure_command(
         validate_figure(name, fast=fast, **kw)
     except (TypeError, ValueError) as exc:
         raise type(exc)(_figure_message(spec, str(exc))) from None
-    out = make_out_dir(out)
+    check_output_path("--out", out, kind="dir")
     simulates = spec.simulates and kw.get("simulate", True)
     with one_blas_thread() if simulates else contextlib.nullcontext():
         res = write_figure(name, out, fast=fast, **kw)
-    _report_curve(res.data, (res.csv, res.png, res.meta))
+    _report_curve(res.data, (res.csv, res.png, res.meta), partial_fails=False)
 
 
 def _print_atlas() -> None:
@@ -1217,13 +1241,6 @@ app.command("transition")(without_options(*ESTIMATOR_OPTIONS, "alpha")(transitio
 
 
 # ============================================================================ main
-def _is_a(exc: BaseException, name: str) -> bool:
-    """Whether ``exc`` is an instance of a class called ``name``: typer raises click's
-    exceptions, from the ``click`` package or from the copy it vendors (typer >= 0.20), so
-    they are recognised by class name and nothing here imports click."""
-    return any(c.__name__ == name for c in type(exc).__mro__)
-
-
 def _error(message: str, code: int) -> int:
     msg = _one_line(message)
     sys.stderr.write(f"gaussmix: error: {msg}\n")
@@ -1237,8 +1254,7 @@ def _click_error(exc: BaseException) -> int:
         sys.stdout.write(msg + "\n")
         return 0
     ctx = getattr(exc, "ctx", None)
-    is_usage = any(c.__name__ == "UsageError" for c in type(exc).__mro__)
-    if is_usage:
+    if is_a(exc, "UsageError"):
         path = ctx.command_path if ctx is not None else "gaussmix"
         return _error(f"{msg} (see '{path} --help')", EXIT_BAD_INPUT)
     return _error(msg, getattr(exc, "exit_code", EXIT_ERROR) or EXIT_ERROR)
@@ -1269,8 +1285,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``gaussmix ...`` and return its exit status.
 
     ``argv`` excludes the program name (default ``sys.argv[1:]``).  Errors never raise:
-    they print one line ``gaussmix: error: ...`` on stderr and return 2 (bad input),
-    3 (no valid fixed point) or 1.
+    they print one line ``gaussmix: error: ...`` on stderr and return the status of
+    :data:`gaussmix.cli.exits.EXIT_CODES` (:func:`gaussmix.cli.exits.classify`).
     """
     args = list(sys.argv[1:] if argv is None else argv)
     pending: list[tuple[str, str]] = []
@@ -1286,29 +1302,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.showwarning = show_warning
         try:
             rv = app(args=args, prog_name="gaussmix", standalone_mode=False)
-        except typer.Abort:
-            return _error("aborted", EXIT_ERROR)
-        except KeyboardInterrupt:
-            return _error("interrupted", 130)
-        except ConvergenceError as exc:
-            return _error(str(exc), EXIT_NO_FIXED_POINT)
-        except (np.linalg.LinAlgError, ArithmeticError) as exc:
-            return _error(f"numerical failure: {exc}", EXIT_NO_FIXED_POINT)
-        except (ValueError, TypeError) as exc:
-            verbatim = getattr(exc, "cli_verbatim", False)  # e.g. sweep.GridError
-            return _error(str(exc) if verbatim else option_message(str(exc)), EXIT_BAD_INPUT)
-        except GaussmixError as exc:
-            return _error(str(exc), EXIT_ERROR)
-        except OSError as exc:
-            return _error(str(exc), EXIT_ERROR)
-        except Exception as exc:  # noqa: BLE001 - a CLI never shows a traceback
-            if _is_a(exc, "Abort"):
-                return _error("aborted", EXIT_ERROR)
-            if _is_a(exc, "ClickException"):
-                return _click_error(exc)
-            if os.environ.get("GAUSSMIX_DEBUG"):
+        except BaseException as exc:  # noqa: BLE001 - a CLI never shows a traceback
+            if isinstance(exc, SystemExit | GeneratorExit):
                 raise
-            return _error(f"internal error ({type(exc).__name__}): {exc}", EXIT_ERROR)
+            if is_a(exc, "ClickException"):
+                return _click_error(exc)
+            if os.environ.get("GAUSSMIX_DEBUG") and classify(exc)[0] == EXIT_ERROR:
+                raise
+            code, message = classify(exc)
+            if code == EXIT_BAD_INPUT and not getattr(exc, "cli_verbatim", False):
+                message = option_message(message)  # e.g. sweep.GridError is verbatim
+            if isinstance(exc, PartialResultsError):  # the points' own reasons first
+                _print_warnings(pending)
+            return _error(message, code)
+    if rv == EXIT_INTERRUPTED:  # typer's status for a KeyboardInterrupt it caught
+        return _error("interrupted", EXIT_INTERRUPTED)
     _print_warnings(pending)
     return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
 

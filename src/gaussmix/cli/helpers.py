@@ -1,6 +1,6 @@
 """Helpers shared by the command modules (:mod:`~gaussmix.cli.commands`,
-:mod:`~gaussmix.cli.phase`, :mod:`~gaussmix.cli.realdata`): option sources, the output
-directory, ranges of points, one BLAS thread per process.
+:mod:`~gaussmix.cli.phase`, :mod:`~gaussmix.cli.realdata`): option sources, ranges of
+points, one BLAS thread per process.
 
 This module sits below the command modules (it imports none of them), so that each of them
 can use it without an import cycle; the library is imported on first use only.
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -20,7 +19,7 @@ from gaussmix.core.validation import check_array
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-__all__ = ["MAX_POINTS", "given", "make_out_dir", "parse_grid", "one_blas_thread"]
+__all__ = ["MAX_POINTS", "given", "parse_grid", "one_blas_thread"]
 
 #: largest number of points of a curve
 MAX_POINTS = 10_000
@@ -30,17 +29,6 @@ def given(ctx: typer.Context, name: str) -> bool:
     """Whether the parameter ``name`` was given on the command line (not defaulted)."""
     source = ctx.get_parameter_source(name)
     return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
-
-
-def make_out_dir(out: Path) -> Path:
-    """Create the output directory ``out`` (``--out``), or raise one line naming it."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OSError(f"--out: cannot create directory {str(out)!r}: {exc.strerror}") from None
-    if not out.is_dir():
-        raise OSError(f"--out: {str(out)!r} is not a directory")
-    return out
 
 
 def parse_grid(option: str, spec: str, *, positive: bool) -> np.ndarray:

@@ -30,13 +30,14 @@ from typing import Annotated, Any
 
 import typer
 
-from gaussmix.core.exceptions import GaussmixError
+from gaussmix.core.exceptions import ConvergenceError, GaussmixError
 from gaussmix.core.jsonio import finite_or_none
 from gaussmix.core.version import __version__
 from gaussmix.theory.losses import LOSSES
 from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture
 
-from .helpers import given, make_out_dir, one_blas_thread, parse_grid
+from .exits import PartialResultsError, check_output_path, make_out_dir
+from .helpers import given, one_blas_thread, parse_grid
 from .options import (
     MODELS,
     PointOptions,
@@ -204,15 +205,17 @@ def transition(
     if simulate:
         sim = _simulation_options(d, datasets, alphas, seed, jobs, parse_grid)
         _check_sizes(mixture, sim)
+        check_output_path("--out", out, kind="dir")
     payload = _theory_payload(opts, mixture, rel_tol, quiet) if theory else _no_theory()
     payload["params"] = params
     if simulate:
-        out = make_out_dir(out)
         payload["simulation"] = _simulate(mixture, sim, payload, out, quiet)
     if json_out:
         typer.echo(json.dumps(finite_or_none(payload), allow_nan=False))
-        return
-    _print_transition(payload)
+    else:
+        _print_transition(payload)
+    if theory and not payload["converged"]:  # printed, and said: exit 3
+        raise PartialResultsError(f"alpha* not found: {payload.get('message', '')}")
 
 
 def _no_theory() -> dict[str, Any]:
@@ -261,12 +264,15 @@ def _simulation_options(
 
 
 def _check_sizes(mixture: Mixture, sim: dict[str, Any]) -> None:
+    from gaussmix.simulate.simulation import check_sample_size
+
     for dim in sim["d"]:
         mixture.covariance.check_dim(dim, "--d")
         if sim["alphas"] is not None:
             for a in sim["alphas"]:
                 if round(a * dim) < 1:
                     raise ValueError(f"--alphas value {a:g} gives no sample at --d {dim}")
+                check_sample_size(round(a * dim), dim)
 
 
 def _simulate(
@@ -281,7 +287,7 @@ def _simulate(
     star = theory.get("alpha_star")
     if grid is None:
         if star is None or not theory.get("converged"):
-            raise GaussmixError(
+            raise ConvergenceError(
                 "alpha* is not available to centre the simulated alphas "
                 f"({theory.get('message')}); give --alphas"
             )
@@ -305,6 +311,7 @@ def _simulate(
             crossings.append({"d": dim, "alpha_50": a50, "se": se, "message": "ok"})
         except ValueError as exc:
             crossings.append({"d": dim, "alpha_50": None, "se": None, "message": str(exc)})
+    out = make_out_dir(out)
     csv_path = out / "transition.csv"
     png_path = out / "transition.png"
     table.to_csv(csv_path, index=False)

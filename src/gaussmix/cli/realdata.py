@@ -18,7 +18,8 @@ from typing import Annotated
 import typer
 
 from .commands import OutOption, QuietOption, app
-from .helpers import make_out_dir, one_blas_thread
+from .exits import check_output_path, make_out_dir
+from .helpers import one_blas_thread
 from .options import parse_floats
 
 __all__ = ["realdata_command"]
@@ -114,7 +115,7 @@ def realdata_command(
         raise ValueError("--features rf needs --gamma (the number of features over d)")
     if gamma is not None and not gamma > 0:
         raise ValueError(f"--gamma must be > 0, got {gamma:g}")
-    out = make_out_dir(out)
+    check_output_path("--out", out, kind="dir")
     with one_blas_thread():
         ds = load_dataset(dataset, task, data_dir=data_dir, download=download)
         fmap = None
@@ -132,6 +133,7 @@ def realdata_command(
             sources=src,
             progress=not quiet,
         )
+    out = make_out_dir(out)
     csv = out / "realdata.csv"
     df.to_csv(csv, index=False)
     meta = {

@@ -8,6 +8,7 @@ __all__ = [
     "GaussmixError",
     "ConvergenceError",
     "SpuriousFixedPointError",
+    "SchedulerLostError",
     "ConvergenceWarning",
     "IntegrationWarning",
 ]
@@ -47,6 +48,28 @@ class SpuriousFixedPointError(ConvergenceError):
     result : FixedPointResult or None
         The invalid point, with ``success=False``.
     """
+
+
+class SchedulerLostError(GaussmixError):
+    """The distributed (dask) scheduler of a sweep was lost while it ran.
+
+    The points finished before are in the sweep's checkpoint (when it has one): the same
+    sweep run again resumes from them.
+
+    Attributes
+    ----------
+    kept, total : int or None
+        Points in the checkpoint, and points of the sweep (None when not known).
+    checkpoint : path or None
+        The checkpoint holding them.
+    """
+
+    def __init__(
+        self, message: str, *, kept: int | None = None, total: int | None = None,
+        checkpoint: Any = None,
+    ) -> None:  # fmt: skip
+        super().__init__(message)
+        self.kept, self.total, self.checkpoint = kept, total, checkpoint
 
 
 class ConvergenceWarning(UserWarning):

@@ -67,6 +67,20 @@ def progress_bar(
     """
     from tqdm.auto import tqdm
 
+    _thread_lock()
     stream = sys.stderr if file is None else file
     kwargs.pop("disable", None)
     return tqdm(iterable, file=stream, disable=not progress_enabled(enabled, stream), **kwargs)
+
+
+def _thread_lock() -> None:
+    """Give tqdm a threading lock before its first bar in this process: its default also
+    makes a multiprocessing lock (a POSIX semaphore), which a worker process killed at
+    Ctrl-C never releases (``resource_tracker: There appear to be N leaked semaphore
+    objects``); the package draws bars in one process only."""
+    import threading
+
+    from tqdm import std
+
+    if "_lock" not in vars(std.tqdm):
+        std.tqdm.set_lock(threading.RLock())

@@ -78,7 +78,10 @@ def parse_range(spec: str, *, name: str = "alphas", log: bool | None = None) -> 
 
 
 def _row(res: FixedPointResult | None, **coords: Any) -> dict:
-    if res is None:
+    """A row of a curve's table: ``res``'s summary, or NaN observables with
+    ``converged=False`` when ``res`` is None or not converged (``n_iter`` and ``residual``
+    are then those of the last attempt, as in a sweep's row: the iterations it ran)."""
+    if res is None or not res.success:
         base = {
             "test_error": np.nan,
             "train_error": np.nan,
@@ -94,6 +97,8 @@ def _row(res: FixedPointResult | None, **coords: Any) -> dict:
             "residual": np.nan,
             "integration_error": np.nan,
         }
+        if res is not None:
+            base.update(n_iter=int(res.n_iter), residual=float(res.residual))
     else:
         base = res.summary()
     return {**coords, **base}
@@ -111,7 +116,8 @@ def _curve(
     l1_ratio: float | None = None,
     carry_rule: bool = False,
 ) -> list[FixedPointResult | None]:
-    """Solve ``points`` in order, each warm-started from the previous ones.
+    """Solve ``points`` in order, each warm-started from the previous ones; each point's
+    result, or the last iterate of its last attempt (``converged=False``), or None.
 
     With ``carry_rule`` (annealing in lambda: the channel integrand sharpens as lambda
     decreases) each point starts from the quadrature rule its predecessor found accurate
@@ -140,12 +146,13 @@ def _curve(
                 last = exc
                 history.clear()
         if res is None:
+            res = getattr(last, "result", None)  # the last attempt's iterate, not converged
             warnings.warn(
                 f"no fixed point at lam={lam:g}, alpha={alpha:g}: {last}; reported as NaN",
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        else:
+        if res is not None and res.success:
             done.append((param, res))
             if carry_rule:
                 start = _next_start_rule(res, kw.get("quadrature") or default_rule(problem.dim))
@@ -254,7 +261,13 @@ def learning_curve(
         l1_ratio=l1_ratio,
     )
     rows = [_row(r, alpha=al, lam=float(lam)) for r, (_, al) in zip(res, points)]
-    return deprecated_return_results(CurveTable.from_rows(rows, res), return_results)
+    return deprecated_return_results(CurveTable.from_rows(rows, _converged(res)), return_results)
+
+
+def _converged(results: list[FixedPointResult | None]) -> list[FixedPointResult | None]:
+    """The per-point results of a curve: None where no fixed point (a row that did not
+    converge keeps its last attempt's ``n_iter`` and ``residual`` in the table only)."""
+    return [r if r is not None and r.success else None for r in results]
 
 
 def lambda_sweep(
@@ -326,4 +339,4 @@ def lambda_sweep(
     for i, r in zip(order, res_sorted):
         res[i] = r
     rows = [_row(r, alpha=float(alpha), lam=float(lam)) for r, lam in zip(res, lv)]
-    return deprecated_return_results(CurveTable.from_rows(rows, res), return_results)
+    return deprecated_return_results(CurveTable.from_rows(rows, _converged(res)), return_results)

@@ -52,7 +52,7 @@ from gaussmix.core.progress import progress_bar
 from gaussmix.core.validation import check_array, check_choice, check_int
 from gaussmix.theory.mixture import Mixture
 
-from .simulation import realise
+from .simulation import check_sample_size, realise
 
 __all__ = [
     "LPError",
@@ -408,6 +408,7 @@ def separability_fraction(
         for a in grid:
             if int(round(a * dim)) < 1:
                 raise ValueError(f"alphas: alpha={a:g} gives n = round(alpha d) = 0 at d={dim}")
+            check_sample_size(int(round(a * dim)), dim)
     tasks = [
         (dim, i, r, int(round(a * dim)))
         for dim in dims

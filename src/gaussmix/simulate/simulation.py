@@ -46,6 +46,8 @@ from gaussmix.theory.penalties import Penalty, make_penalty
 from gaussmix.theory.realisation import FiniteSizeWarning, largest_remainder
 
 __all__ = [
+    "MAX_SAMPLE_ENTRIES",
+    "check_sample_size",
     "Instance",
     "SimulationResult",
     "ERMConvergenceWarning",
@@ -64,6 +66,9 @@ __all__ = [
 ]
 
 _MC_CHUNK = 20_000
+#: largest training set of one simulated instance, n d numbers (16 GiB in float64): beyond
+#: it a simulation would exhaust memory rather than fail
+MAX_SAMPLE_ENTRIES = 2**31
 
 
 class ERMConvergenceWarning(ConvergenceWarning):
@@ -617,6 +622,17 @@ def _one_seed(
     return obs
 
 
+def check_sample_size(n: int, d: int) -> None:
+    """Refuse a sample of ``n`` points in dimension ``d`` beyond :data:`MAX_SAMPLE_ENTRIES`
+    numbers (a ValueError naming ``d``), before anything is allocated."""
+    if n * d > MAX_SAMPLE_ENTRIES:
+        raise ValueError(
+            f"d must keep a sample of n x d = {n} x {d} points within "
+            f"{MAX_SAMPLE_ENTRIES:.3g} numbers (it would need {8 * n * d / 2**30:.3g} GiB), "
+            f"got d={d}"
+        )
+
+
 def validate_simulation(
     mixture: Any,
     loss: Any,
@@ -662,6 +678,7 @@ def validate_simulation(
         raise ValueError(
             f"alpha * d must give at least 2 samples, got n = round({alpha_v * d_v:g})"
         )
+    check_sample_size(n, d_v)
     if lam_v == 0.0:
         _check_zero_lam(loss_obj, pen, n, d_v)
     mixture.covariance.check_dim(d_v)

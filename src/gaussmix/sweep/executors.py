@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import re
+import signal
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
+
+from gaussmix.core.exceptions import SchedulerLostError
 
 from .tasks import Task, run_point, run_points, run_stream
 
@@ -27,6 +33,8 @@ __all__ = [
 ]
 
 BACKENDS = ("joblib", "dask", "serial")
+#: seconds between a joblib worker's checks that the process which started it is alive
+PARENT_POLL = 0.5
 #: largest number of points in one dask task (see ``_run_dask``)
 DASK_CHUNK = 16
 #: how long to try to reach a dask scheduler
@@ -99,11 +107,46 @@ def _run_joblib(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[str, bytes]]
     if effective_n_jobs(jobs) == 1 or len(tasks) == 1:
         yield from _run_serial(tasks)
         return
-    with parallel_config(backend="loky", inner_max_num_threads=1):
-        gen = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-            delayed(run_point)(t) for t in tasks
-        )
+    # loky's executor options (joblib passes them through): each worker ignores Ctrl-C
+    # (this process handles it and stops them) and exits when this process is gone
+    workers = {"initializer": _worker_init, "initargs": (os.getpid(),)}
+    with parallel_config(backend="loky", inner_max_num_threads=1, **workers):
+        with _sigint_blocked():  # the workers start with it blocked (then ignored)
+            gen = Parallel(n_jobs=jobs, return_as="generator_unordered")(
+                delayed(run_point)(t) for t in tasks
+            )
         yield from gen
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread (and in the processes and threads it starts) for the
+    duration: a Ctrl-C while the workers start is handled here when it ends, instead of
+    interrupting a worker's imports with a traceback."""
+    block = getattr(signal, "pthread_sigmask", None)
+    if block is None:  # pragma: no cover - not POSIX
+        yield
+        return
+    old = block(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        block(signal.SIG_SETMASK, old)
+
+
+def _worker_init(parent: int) -> None:
+    """Initializer of a joblib (loky) worker: SIGINT ignored (a terminal's Ctrl-C reaches
+    the whole process group; the sweep's process stops its workers itself), and a daemon
+    thread that ends the worker once ``parent`` is no longer its parent (SIGKILL of the
+    sweep leaves no handler to stop it; loky's idle workers would wait minutes)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="gaussmix-parent-watch", daemon=True).start()
 
 
 @contextlib.contextmanager
@@ -159,10 +202,32 @@ def _run_dask(c: Any, tasks: Sequence[Task]) -> Iterator[tuple[str, bytes]]:
         chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
         keys = [f"gaussmix-sweep-{ch[0].key}-{len(ch)}" for ch in chunks]
         futures = c.map(run_points, chunks, key=keys)
-        for fut, recs in as_completed(futures, loop=c.loop, with_results=True):
-            fut.release()
-            yield from recs
+        try:
+            for fut, recs in as_completed(futures, loop=c.loop, with_results=True):
+                if fut.status != "finished" or isinstance(recs, BaseException):
+                    raise _lost(c, recs)
+                fut.release()
+                yield from recs
+        except Exception as exc:
+            if isinstance(exc, _cancelled_error()) or c.status != "running":
+                raise _lost(c, exc) from None
+            raise  # a task's own error, the scheduler still there
     finally:
         pending = [f for f in futures if not f.done()]
-        if pending:
-            c.cancel(pending)
+        if pending and c.status == "running":
+            with contextlib.suppress(Exception):
+                c.cancel(pending)
+
+
+def _cancelled_error() -> type[BaseException]:
+    """dask's exception for a cancelled future (its name changed across versions)."""
+    import distributed.client as dc
+
+    return getattr(dc, "FutureCancelledError", None) or dc.CancelledError
+
+
+def _lost(c: Any, cause: Any) -> SchedulerLostError:
+    """The error of a sweep whose dask scheduler went away (its futures were cancelled)."""
+    address = getattr(c.scheduler, "address", None) or "?"
+    reason = type(cause).__name__ if isinstance(cause, BaseException) else "cancelled"
+    return SchedulerLostError(f"lost the dask scheduler {address} ({reason})")

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gaussmix.core.exceptions import ConvergenceWarning
+from gaussmix.core.exceptions import ConvergenceWarning, SchedulerLostError
 from gaussmix.core.progress import progress_bar
 
 from .checkpoint import Checkpoint, checkpoint_path
@@ -120,6 +120,9 @@ def sweep(
         Invalid points or arguments (before any work).
     SchedulerError
         (an ``OSError``) The scheduler cannot be reached; nothing was written.
+    SchedulerLostError
+        The dask scheduler went away during the sweep; the points finished before are in
+        the checkpoint (the same call resumes from them).
     OSError
         Checkpoint in use by another sweep, unwritable output.
     """
@@ -181,7 +184,17 @@ def _execute(
         ) as bar:
             if todo:
                 run = run or stack.enter_context(executor())
-                computed = _compute(run, todo, ck, records, bar, keys)
+                try:
+                    computed = _compute(run, todo, ck, records, bar, keys)
+                except SchedulerLostError as exc:
+                    kept = sum(k in records for k in keys)
+                    where = f"in the checkpoint {str(ck_path)!r}" if ck is not None else "lost"
+                    raise SchedulerLostError(
+                        f"{exc}; {kept} of {len(keys)} points finished, {where}",
+                        kept=kept if ck is not None else 0,
+                        total=len(keys),
+                        checkpoint=ck_path,
+                    ) from None
     return records, (computed, resumed)
 
 

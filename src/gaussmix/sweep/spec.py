@@ -274,8 +274,9 @@ def describe_point(coords: Mapping[str, Any]) -> str:
     return ", ".join(f"{k} = {v!r}" for k, v in coords.items())
 
 
-def check_simulation(spec: Any, *, d: Any, seeds: Any, seed: Any = 0) -> dict:
-    """Validate a simulation of ``spec`` at dimension ``d`` before running it.
+def check_simulation(spec: Any, *, d: Any, seeds: Any, seed: Any = 0, n_jobs: Any = 1) -> dict:
+    """Validate a simulation of ``spec`` at dimension ``d`` (on ``n_jobs`` workers, joblib
+    convention) before running it.
 
     ``spec``: a :class:`PointSpec`, or any object with its attributes ``mixture``, ``loss``,
     ``lam``, ``alpha``, ``penalty``, ``l1_ratio`` (e.g. the CLI's ``PointSetup``).
@@ -294,7 +295,7 @@ def check_simulation(spec: Any, *, d: Any, seeds: Any, seed: Any = 0) -> dict:
         spec.penalty,
         spec.l1_ratio,
         "fixed",
-        1,
+        n_jobs,
         None,
     )
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from gaussmix.core.validation import check_real
 
-from .losses import LOSSES, Loss, ReducedLoss, get_loss
+from .losses import Loss, ReducedLoss, get_loss
 from .mixture import LabelMap, Mixture
 from .penalties import PENALTIES, Penalty, make_penalty
 from .prior import prior_for
@@ -216,20 +216,16 @@ def _check_zero_lam(
         separability(mixture, alpha, loss.name)
         return
     bound = loss.zero_lam_min_alpha
-    if bound is None or not alpha > bound:
-        valid = [
-            f"loss={c.name!r} with alpha > {c.zero_lam_min_alpha:g}"
-            for c in LOSSES
-            if c.zero_lam_min_alpha is not None
-        ] + [
-            f"loss={c.name!r} with alpha > alpha* (non-separable data)"
-            for c in LOSSES
-            if c.zero_lam_above_separability
-        ]
+    if bound is None:
         raise ValueError(
-            f"lam=0 is only valid for {' or '.join(valid)} (the minimiser does not "
-            f"exist or is not unique otherwise); got loss={loss.name!r}, alpha={alpha:g}. "
-            "Use a small positive lam."
+            f"lam=0 is not valid for loss={loss.name!r} (without a penalty its minimiser "
+            "does not exist or is not unique): lam must be > 0; use a small positive lam"
+        )
+    if not alpha > bound:
+        raise ValueError(
+            f"lam=0 is only valid for loss={loss.name!r} with alpha > {bound:g} (the "
+            f"minimiser is not unique otherwise); got alpha={alpha:g}. Use a small positive "
+            "lam."
         )
 
 
