@@ -87,7 +87,7 @@ import typer
 
 from gaussmix.core.exceptions import ConvergenceError, GaussmixError
 from gaussmix.core.jsonio import finite_or_none
-from gaussmix.core.validation import check_array
+from gaussmix.core.validation import check_array, check_param
 from gaussmix.core.version import __version__
 from gaussmix.theory.outputs import simulated_keys
 
@@ -1180,8 +1180,7 @@ def _figure_all(ctx: typer.Context, out: Path, fast: bool, quiet: bool) -> None:
                 f"{', '.join(_ATLAS_OPTIONS)})"
             )
     jobs = ctx.params["jobs"] if ctx.params["jobs"] is not None else 1
-    if jobs == 0:
-        raise ValueError("--jobs must be a non-zero integer (joblib: -1 = all cores), got 0")
+    check_param("n_jobs", jobs, name="--jobs")
     out = _make_out_dir(out)
     from gaussmix.figures import make_atlas
 

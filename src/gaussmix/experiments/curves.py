@@ -22,7 +22,7 @@ import pandas as pd
 
 from gaussmix.core.exceptions import ConvergenceError, ConvergenceWarning
 from gaussmix.core.progress import progress_bar
-from gaussmix.core.validation import check_array
+from gaussmix.core.validation import check_param, check_param_values
 from gaussmix.theory.losses import Loss
 from gaussmix.theory.mixture import Mixture
 from gaussmix.theory.observables import test_accuracy
@@ -222,10 +222,9 @@ def learning_curve(
         integration_error``.  Points without a
         valid fixed point are NaN with ``converged=False`` (and a ConvergenceWarning).
     """
-    a = check_array("alphas", alphas, shape=(None,), positive=True)
-    if a.size == 0:
-        raise ValueError("alphas must not be empty")
-    points = [(float(lam), float(x)) for x in a]
+    a = check_param_values("alpha", alphas, name="alphas")
+    lam = check_param("lam", lam)
+    points = [(lam, float(x)) for x in a]
     res = _curve(
         mixture,
         loss,
@@ -259,9 +258,8 @@ def lambda_sweep(
     channel integrand sharpens as lambda decreases, towards the separable regime); the
     table is in the order of ``lams``.
     """
-    lv = check_array("lams", lams, shape=(None,), nonnegative=True)
-    if lv.size == 0:
-        raise ValueError("lams must not be empty")
+    lv = check_param_values("lam", lams, name="lams")
+    alpha = check_param("alpha", alpha)
     order = np.argsort(-lv, kind="stable")
     points = [(float(lv[i]), float(alpha)) for i in order]
     res_sorted = _curve(

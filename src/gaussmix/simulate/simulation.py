@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from gaussmix.core.exceptions import ConvergenceWarning
-from gaussmix.core.validation import check_choice, check_int, check_real
+from gaussmix.core.validation import check_choice, check_int, check_param
 from gaussmix.theory.erm import kkt_residual
 from gaussmix.theory.losses import LOSSES, Loss, get_loss
 from gaussmix.theory.mixture import DenseCovariance, LabelMap, Mixture
@@ -51,6 +51,7 @@ __all__ = [
     "LOSSES",
     "largest_remainder",
     "realise",
+    "check_dimension",
     "fit_erm",
     "overlaps",
     "exact_test_error",
@@ -234,16 +235,11 @@ def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
     """
     if not isinstance(mixture, Mixture):
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
-    d = check_int("d", d, low=1)
+    d = check_dimension(mixture, d)
     k = mixture.n_clusters
     info: dict[str, Any] = {}
     cov = mixture.covariance
     if isinstance(cov, DenseCovariance):
-        if d != cov.dim:
-            raise ValueError(
-                f"this mixture has full covariances in dimension {cov.dim}: d must equal "
-                f"{cov.dim}, got d={d}"
-            )
         factors = np.stack([_psd_full_factor(s) for s in cov.covariances])
         return Instance(
             means=np.array(cov.means),
@@ -254,21 +250,11 @@ def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
             factors=factors,
         )
     if mixture.model.exact_means:
-        if d < k:
-            raise ValueError(
-                f"d must be >= the number of clusters ({k}) to realise the Gram matrix of an "
-                f"isotropic mixture exactly; got d={d}"
-            )
         means = _psd_sqrt(mixture.theta[0]) @ _haar_frame(d, k, rng).T
         variances = np.repeat(mixture.sigma[0][:, None], d, axis=1)
         info["directions"] = [d]
     elif mixture.mu is not None:
         j = mixture.n_atoms
-        if d != j:
-            raise ValueError(
-                f"this mixture is an empirical spectral law over {j} directions: d must equal "
-                f"{j}, got d={d}"
-            )
         means = mixture.mu.T / np.sqrt(d)
         variances = mixture.sigma.T.copy()
         info["directions"] = [1] * j
@@ -281,6 +267,35 @@ def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
         labels=mixture.labels,
         info=info,
     )
+
+
+def check_dimension(mixture: Mixture, d: Any, *, name: str = "d") -> int:
+    """The dimension ``d`` of a simulation of ``mixture``, validated: the rule of ``d``
+    (:data:`gaussmix.core.validation.PARAMETERS`), ``d >= K`` for a mixture realising the
+    Gram matrix of its means exactly, and the mixture's own dimension for full covariances
+    or an empirical spectral law.  The one check of ``d`` of :func:`realise`,
+    :func:`simulate` and :func:`~gaussmix.simulate.separability_fraction`."""
+    d_v = check_param("d", d, name=name)
+    k = mixture.n_clusters
+    cov = mixture.covariance
+    if isinstance(cov, DenseCovariance):
+        if d_v != cov.dim:
+            raise ValueError(
+                f"{name} must equal the dimension {cov.dim} of the mixture's full "
+                f"covariances, got {d_v}"
+            )
+    elif mixture.model.exact_means:
+        if d_v < k:
+            raise ValueError(
+                f"{name} must be >= the number of clusters K={k} (to realise the Gram matrix "
+                f"of the means exactly), got {d_v}"
+            )
+    elif mixture.mu is not None and d_v != mixture.n_atoms:
+        raise ValueError(
+            f"{name} must equal the {mixture.n_atoms} directions of this empirical spectral "
+            f"law, got {d_v}"
+        )
+    return d_v
 
 
 def _realise_atoms(
@@ -454,7 +469,7 @@ def _fit_inputs(
         raise ValueError(f"cluster_ids must be {n} integers, got shape {cid.shape}")
     if cid.min() < 0 or cid.max() >= lm.n_clusters:
         raise ValueError(f"cluster_ids must lie in 0..{lm.n_clusters - 1}")
-    lam_v = check_real("lam", lam, low=0.0)
+    lam_v = check_param("lam", lam)
     if lam_v == 0.0:
         _check_zero_lam(loss_obj, pen, n, d)
     loss_obj.check_simulation_penalty(pen)
@@ -760,15 +775,13 @@ def validate_simulation(
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
     loss_obj = get_loss(loss)
     pen = make_penalty(penalty, l1_ratio).canonical()
-    lam_v = check_real("lam", lam, low=0.0)
-    alpha_v = check_real("alpha", alpha, low=0.0, low_open=True)
-    d_v = check_int("d", d, low=1)
-    seeds_v = check_int("seeds", seeds, low=1)
-    seed_v = check_int("seed", seed, low=0)
+    lam_v = check_param("lam", lam)
+    alpha_v = check_param("alpha", alpha)
+    d_v = check_dimension(mixture, d)
+    seeds_v = check_param("seeds", seeds)
+    seed_v = check_param("seed", seed)
     check_choice("counts", counts, ("fixed", "random"))
-    n_jobs_v = check_int("n_jobs", n_jobs)
-    if n_jobs_v == 0:
-        raise ValueError("n_jobs must be a non-zero integer (joblib convention), got 0")
+    n_jobs_v = check_param("n_jobs", n_jobs)
     if test_samples is not None:
         test_samples = check_int("test_samples", test_samples, low=1)
     loss_obj.check_labels(mixture.labels)
@@ -780,14 +793,6 @@ def validate_simulation(
         )
     if lam_v == 0.0:
         _check_zero_lam(loss_obj, pen, n, d_v)
-    k = mixture.n_clusters
-    if mixture.model.exact_means and d_v < k:
-        raise ValueError(f"d must be >= the number of clusters K={k}, got {d_v}")
-    cov = mixture.covariance
-    if isinstance(cov, DenseCovariance) and d_v != cov.dim:
-        raise ValueError(
-            f"d must equal the dimension {cov.dim} of the mixture's full covariances, got {d_v}"
-        )
     return {
         "loss": loss_obj.name,
         "lam": lam_v,

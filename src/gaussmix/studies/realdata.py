@@ -38,7 +38,7 @@ import pandas as pd
 
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.registry import Registry
-from gaussmix.core.validation import check_array, check_int, check_real
+from gaussmix.core.validation import check_array, check_int, check_param
 from gaussmix.data import Dataset, featurize, load_dataset, subsample_indices
 from gaussmix.experiments.curves import lambda_sweep, learning_curve
 from gaussmix.simulate import fit_erm, predict_class, simulate
@@ -260,9 +260,9 @@ def _points(
 ) -> tuple[list[tuple[float, float]], str]:
     """The (lam, alpha) points of a curve over alpha (``lam`` a number) or over lam."""
     if np.ndim(lam) == 0:
-        lam_v = check_real("lam", lam, low=0.0)
+        lam_v = check_param("lam", lam)
         return [(lam_v, float(a)) for a in _grid("alphas", alpha)], "alpha"
-    alpha_v = check_real("alpha", alpha, low=0.0, low_open=True)
+    alpha_v = check_param("alpha", alpha)
     return [(float(x), alpha_v) for x in _grid("lams", lam)], "lam"
 
 
@@ -346,7 +346,7 @@ def synthetic_curve(
     is exact on the mixture (:func:`gaussmix.simulate.simulate`).  Points as in
     :func:`real_curve`."""
     points, _ = _points(lam, alphas)
-    seeds = check_int("seeds", seeds, low=1)
+    seeds = check_param("seeds", seeds)
     rows = []
     with progress_bar(total=len(points), desc="synthetic", enabled=progress) as bar:
         for lam_v, alpha in points:
@@ -483,7 +483,7 @@ def realdata_curve(
         Columns :data:`COLUMNS`; ``*_se`` is one standard error over subsamples (real) or
         seeds (synthetic), 0 for theory.
     """
-    check_real("lam", lam, low=0.0)
+    check_param("lam", lam)
     return _study(problem, loss, lam, alphas, subsamples, seeds, seed, sources, progress)
 
 
@@ -501,5 +501,5 @@ def realdata_lambda_curve(
 ) -> pd.DataFrame:
     """The test error against the penalty at one sample complexity (Fig. 4 right): one row
     per (lam, source), columns :data:`COLUMNS`."""
-    check_real("alpha", alpha, low=0.0, low_open=True)
+    check_param("alpha", alpha)
     return _study(problem, loss, list(lams), alpha, subsamples, seeds, seed, sources, progress)
