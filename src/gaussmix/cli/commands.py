@@ -87,7 +87,7 @@ import typer
 
 from gaussmix.core.exceptions import ConvergenceError, GaussmixError
 from gaussmix.core.jsonio import finite_or_none
-from gaussmix.core.validation import check_array, check_param
+from gaussmix.core.validation import check_array, check_param, check_param_values
 from gaussmix.core.version import __version__
 from gaussmix.theory.outputs import simulated_keys
 
@@ -372,15 +372,17 @@ OPTIMAL_LAM_MIN = 1e-5
 OPTIMAL_LAM_MAX = 1e2
 
 
-def _parse_range(option: str, spec: str, *, positive: bool) -> np.ndarray:
-    """Parse ``[log:]start:stop:num`` and check the sign of the values (library checks)."""
+def _parse_range(option: str, spec: str, *, fact: str | None) -> np.ndarray:
+    """Parse ``[log:]start:stop:num``; every value follows the library's rule of ``fact``
+    (``'alpha'``, ``'lam'``: :data:`gaussmix.core.validation.PARAMETERS`), or is > 0 for
+    ``fact=None`` (a figure's grid of another quantity)."""
     num = spec.rsplit(":", 1)[-1].strip()
     if num.isdigit() and int(num) > MAX_POINTS:
         raise ValueError(f"{option}: at most {MAX_POINTS} points, got {num}")
     grid = parse_range(spec, name=option)
-    if positive:
+    if fact is None:
         return check_array(option, grid, shape=(None,), positive=True)
-    return check_array(option, grid, shape=(None,), nonnegative=True)
+    return check_param_values(fact, grid, name=option)
 
 
 def _check_grid(setup: PointSetup, option: str, grid: np.ndarray, key: str) -> None:
@@ -422,7 +424,7 @@ def curve(
 
     Takes the options of ``point`` except --alpha: ``--alphas`` replaces it.
     """
-    grid = _parse_range("--alphas", alphas, positive=True)
+    grid = _parse_range("--alphas", alphas, fact="alpha")
     setup = build_point(opts, alpha=float(grid.max()))
     _check_grid(setup, "--alphas", grid, "alpha")
     out = _make_out_dir(out)
@@ -463,7 +465,7 @@ def lambda_curve(
 
     Takes the options of ``point`` except --lam: ``--lams`` replaces it.
     """
-    grid = _parse_range("--lams", lams, positive=False)
+    grid = _parse_range("--lams", lams, fact="lam")
     setup = build_point(opts, lam=float(grid.max()))
     _check_grid(setup, "--lams", grid, "lam")
     out = _make_out_dir(out)
@@ -746,7 +748,7 @@ def compare(
     """
     import pandas as pd
 
-    grid = _parse_range("--alphas", alphas, positive=True)
+    grid = _parse_range("--alphas", alphas, fact="alpha")
     setup = build_point(opts, alpha=float(grid.max()))
     _check_grid(setup, "--alphas", grid, "alpha")
     setups = _simulation_setups(setup, grid, d=d, seeds=seeds, seed=seed)
@@ -1229,7 +1231,7 @@ def _figure_value(opt: Any, value: Any) -> Any:
     """The text of a list option parsed by the option's kind (others pass as they are)."""
     if opt.kind == "grid":
         if ":" in str(value):
-            return _parse_range(opt.flag, str(value), positive=True)
+            return _parse_range(opt.flag, str(value), fact=None)
         return parse_floats(opt.flag, value)
     if opt.kind == "ints":
         parts = [t.strip() for t in str(value).split(",")]

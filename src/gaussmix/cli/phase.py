@@ -239,7 +239,7 @@ def _simulation_options(
     check_param("seeds", datasets, name="--datasets")
     check_param("seed", seed, name="--seed")
     check_param("n_jobs", jobs, name="--jobs")
-    grid = None if alphas is None else parse_range("--alphas", alphas, positive=True)
+    grid = None if alphas is None else parse_range("--alphas", alphas, fact="alpha")
     return {"d": dims, "datasets": datasets, "alphas": grid, "seed": seed, "jobs": jobs}
 
 

@@ -201,11 +201,11 @@ class JobCount:
     def check(self, name: str, value: Any) -> int:
         v = check_int(name, value)
         if v == 0:
-            raise ValueError(f"{name} must be a non-zero integer (joblib: -1 = all cores), got 0")
+            raise ValueError(f"{name} must be {self}, got 0")
         return v
 
     def __str__(self) -> str:
-        return "non-zero integer (joblib: -1 = all cores)"
+        return "a non-zero integer (joblib: -1 = all cores)"
 
 
 #: The admissible values of every parameter a point is made of, each stated once: the
@@ -233,9 +233,12 @@ def check_param(fact: str, value: Any, *, name: str | None = None) -> Any:
 def check_param_values(fact: str, values: Any, *, name: str) -> np.ndarray:
     """A non-empty 1-d sequence of values of ``fact`` (a grid of ``lam`` or ``alpha``), each
     validated by :func:`check_param` under the name ``name``; returned as a float array."""
-    arr = check_array(name, values, shape=(None,)) if np.ndim(values) == 1 else None
-    if arr is None:
-        raise ValueError(f"{name} must be a 1-d sequence of numbers, got {values!r}")
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a sequence of real numbers, got {values!r}") from exc
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d sequence of numbers, got shape {arr.shape}")
     if arr.size == 0:
         raise ValueError(f"{name} must not be empty")
     rule = PARAMETERS[fact]

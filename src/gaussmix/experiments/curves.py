@@ -72,6 +72,8 @@ def parse_range(spec: str, *, name: str = "alphas", log: bool | None = None) -> 
         if start <= 0 or stop <= 0:
             raise ValueError(f"{name}: a log range needs positive ends, got {spec!r}")
         return np.geomspace(start, stop, num)
+    if num == 1:  # its start (linspace computes start + 0 * step: NaN for start = inf)
+        return np.array([start])
     return np.linspace(start, stop, num)
 
 
