@@ -45,7 +45,6 @@ from gaussmix.core.validation import (
     PARAMETERS,
     check_array,
     check_choice,
-    check_int,
     check_param,
     check_probability_vector,
 )
@@ -116,7 +115,7 @@ class LabelMap:
     @classmethod
     def onehot(cls, n_clusters: int) -> LabelMap:
         """One-hot labels ``y_c = e_c`` in ``R^K`` (the paper's convention)."""
-        k = check_int("n_clusters", n_clusters, low=2)
+        k = check_param("n_clusters", n_clusters)
         return cls(np.eye(k), kind="onehot")
 
     @classmethod
