@@ -27,6 +27,22 @@ __all__ = [
 ]
 
 
+def _as_float(name: str, value: Any, want: str) -> float:
+    """``value`` as a float, or ``TypeError``: ``'<name> must be <want>, got ...'``."""
+    if value.__class__ is float:  # the common case, without the abstract-class checks
+        return value
+    if isinstance(value, bool) or not isinstance(value, Real | np.floating | np.integer):
+        raise TypeError(f"{name} must be {want}, got {value!r} ({type(value).__name__})")
+    return float(value)
+
+
+def _as_int(name: str, value: Any, want: str) -> int:
+    """``value`` as an int, or ``TypeError``: ``'<name> must be <want>, got ...'``."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{name} must be {want}, got {value!r} ({type(value).__name__})")
+    return int(value)
+
+
 def check_real(
     name: str,
     value: Any,
@@ -37,12 +53,7 @@ def check_real(
     high_open: bool = False,
 ) -> float:
     """Return ``value`` as a finite float inside the given interval or raise ``ValueError``."""
-    if value.__class__ is float:  # the common case, without the abstract-class checks
-        v = value
-    elif isinstance(value, bool) or not isinstance(value, Real | np.floating | np.integer):
-        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
-    else:
-        v = float(value)
+    v = _as_float(name, value, "a real number")
     if not math.isfinite(v):
         raise ValueError(f"{name} must be finite, got {v!r}")
     if low is not None and (v < low or (low_open and v == low)):
@@ -56,9 +67,7 @@ def check_real(
 
 def check_int(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:
     """Return ``value`` as an int inside ``[low, high]`` or raise."""
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    v = int(value)
+    v = _as_int(name, value, "an integer")
     if low is not None and v < low:
         raise ValueError(f"{name} must be >= {low}, got {v}")
     if high is not None and v > high:
@@ -165,18 +174,12 @@ class Interval:
         """``value`` as a float (an int for integers) inside the interval, or raise
         ``TypeError`` / ``ValueError``: ``'<name> must be <this interval>, got <value>'``."""
         if self.kind is Integral:
-            if isinstance(value, bool) or not isinstance(value, Integral):
-                raise TypeError(f"{name} must be {self}, got {value!r} ({type(value).__name__})")
-            v: Any = int(value)
-        elif value.__class__ is float:  # the common case, without the abstract-class checks
-            v = value
-        elif isinstance(value, bool) or not isinstance(value, Real | np.floating | np.integer):
-            raise TypeError(f"{name} must be {self}, got {value!r} ({type(value).__name__})")
+            v: Any = _as_int(name, value, str(self))
         else:
-            v = float(value)
-        if v != v or not self.contains(v):  # v != v: NaN, outside every interval
-            raise ValueError(f"{name} must be {self}, got {v:g}")
-        if self.kind is Real and not math.isfinite(v):
+            v = _as_float(name, value, str(self))
+            if not math.isfinite(v):  # NaN and +-inf: outside every interval
+                raise ValueError(f"{name} must be {self}, got {v:g}")
+        if not self.contains(v):
             raise ValueError(f"{name} must be {self}, got {v:g}")
         return v
 
