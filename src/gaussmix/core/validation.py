@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 
-def _as_float(name: str, value: Any, want: str) -> float:
+def _as_float(name: str, value: Any, want: object) -> float:
     """``value`` as a float, or ``TypeError``: ``'<name> must be <want>, got ...'``."""
     if value.__class__ is float:  # the common case, without the abstract-class checks
         return value
@@ -36,7 +36,7 @@ def _as_float(name: str, value: Any, want: str) -> float:
     return float(value)
 
 
-def _as_int(name: str, value: Any, want: str) -> int:
+def _as_int(name: str, value: Any, want: object) -> int:
     """``value`` as an int, or ``TypeError``: ``'<name> must be <want>, got ...'``."""
     if isinstance(value, bool) or not isinstance(value, Integral):
         raise TypeError(f"{name} must be {want}, got {value!r} ({type(value).__name__})")
@@ -154,6 +154,8 @@ class Interval:
         if self.kind not in (Real, Integral):
             raise TypeError(f"kind must be numbers.Real or numbers.Integral, got {self.kind!r}")
         check_choice("closed", self.closed, _CLOSED)
+        # the ends as plain values: sweeps check lam and alpha once per point
+        object.__setattr__(self, "_ends", (self.low, self.high, self.low_open, self.high_open))
 
     @property
     def low_open(self) -> bool:
@@ -165,18 +167,18 @@ class Interval:
 
     def contains(self, v: float) -> bool:
         """Whether the number ``v`` (of the right kind) lies in the interval."""
-        lo, hi = self.low, self.high
-        if lo is not None and (v < lo or (v == lo and self.low_open)):
+        lo, hi, lo_open, hi_open = self._ends
+        if lo is not None and (v < lo or (v == lo and lo_open)):
             return False
-        return hi is None or not (v > hi or (v == hi and self.high_open))
+        return hi is None or not (v > hi or (v == hi and hi_open))
 
     def check(self, name: str, value: Any) -> Any:
         """``value`` as a float (an int for integers) inside the interval, or raise
         ``TypeError`` / ``ValueError``: ``'<name> must be <this interval>, got <value>'``."""
         if self.kind is Integral:
-            v: Any = _as_int(name, value, str(self))
+            v: Any = _as_int(name, value, self)
         else:
-            v = _as_float(name, value, str(self))
+            v = _as_float(name, value, self)
             if not math.isfinite(v):  # NaN and +-inf: outside every interval
                 raise ValueError(f"{name} must be {self}, got {v:g}")
         if not self.contains(v):
