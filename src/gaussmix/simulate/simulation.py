@@ -477,11 +477,14 @@ def _fit_inputs(
 
 
 def _check_zero_lam(loss: Loss, pen: Penalty, n: int, d: int) -> None:
-    """``lam = 0`` needs a unique finite-size minimiser: no l1 part, and a loss that declares
-    one above a sample complexity (``Loss.zero_lam_min_alpha``), with ``n > alpha_min d + 1``
-    (the intercept takes one sample)."""
+    """``lam = 0`` needs a unique finite-size minimiser: no l1 part
+    (``Penalty.allows_zero_lam``, as for the theory), and a loss that declares one above a
+    sample complexity (``Loss.zero_lam_min_alpha``), with ``n > alpha_min d + 1`` (the
+    intercept takes one sample).  Unlike the theory's rule
+    (:func:`gaussmix.theory.problem.check_lam_alpha`), logistic / cross-entropy above the
+    separability threshold are refused: a finite sample may be separable at any ``alpha``."""
     bound = loss.zero_lam_min_alpha
-    if not (pen.l1_ratio == 0.0 and bound is not None and n > bound * d + 1):
+    if not (pen.allows_zero_lam and bound is not None and n > bound * d + 1):
         valid = [
             f"loss={c.name!r}, penalty='l2' and n > {c.zero_lam_min_alpha:g} d + 1"
             for c in LOSSES
