@@ -38,7 +38,7 @@ import pandas as pd
 
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.registry import Registry
-from gaussmix.core.validation import check_array, check_int, check_param
+from gaussmix.core.validation import check_int, check_param, check_param_values
 from gaussmix.data import Dataset, featurize, load_dataset, subsample_indices
 from gaussmix.experiments.curves import lambda_sweep, learning_curve
 from gaussmix.simulate import fit_erm, predict_class, simulate
@@ -248,22 +248,17 @@ def _describe(feature_map: Any) -> str:
     return name
 
 
-def _grid(name: str, values: Sequence[float] | np.ndarray) -> np.ndarray:
-    a = check_array(name, values, shape=(None,), positive=True)
-    if a.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    return a
-
-
 def _points(
     lam: float | Sequence[float], alpha: float | Sequence[float]
 ) -> tuple[list[tuple[float, float]], str]:
     """The (lam, alpha) points of a curve over alpha (``lam`` a number) or over lam."""
     if np.ndim(lam) == 0:
         lam_v = check_param("lam", lam)
-        return [(lam_v, float(a)) for a in _grid("alphas", alpha)], "alpha"
+        alphas = check_param_values("alpha", alpha, name="alphas").tolist()
+        return [(lam_v, a) for a in alphas], "alpha"
     alpha_v = check_param("alpha", alpha)
-    return [(float(x), alpha_v) for x in _grid("lams", lam)], "lam"
+    lams = check_param_values("lam", lam, name="lams").tolist()
+    return [(x, alpha_v) for x in lams], "lam"
 
 
 def _real_point(
