@@ -22,6 +22,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
+from gaussmix.core.validation import PARAMETERS
 from gaussmix.theory.losses import BINARY_LOSSES, LOSSES, get_loss, losses_accepting
 from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture, infer_n_clusters
 from gaussmix.theory.penalties import PENALTIES as PENALTY_REGISTRY
@@ -187,8 +188,20 @@ class PointOptions:
         help="Elastic-net mixing in [0, 1] (required with --penalty elastic-net, only "
         "valid there).",
     )
-    lam: float = _opt(1.0, float, "--lam", metavar="LAMBDA", help="Penalty strength lambda >= 0.")
-    alpha: float = _opt(2.0, float, "--alpha", metavar="ALPHA", help="Sample complexity n/d > 0.")
+    lam: float = _opt(
+        1.0,
+        float,
+        "--lam",
+        metavar="LAMBDA",
+        help=f"Penalty strength lambda, {PARAMETERS['lam']}.",
+    )
+    alpha: float = _opt(
+        2.0,
+        float,
+        "--alpha",
+        metavar="ALPHA",
+        help=f"Sample complexity n/d, {PARAMETERS['alpha']}.",
+    )
     tol: float = _opt(
         FIXED_POINT_TOL, float, "--tol", help="Solver tolerance on the order parameters."
     )
