@@ -96,12 +96,12 @@ def test_simulate_table_output() -> None:
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (("--d", "0"), ("--d must be >= 1",)),
+        (("--d", "0"), ("--d must be an integer >= 2, got 0",)),
         (("--d", "-5"), ("--d",)),
-        (("--seeds", "0"), ("--seeds must be >= 1",)),
-        (("--seed", "-1"), ("--seed must be >= 0",)),
+        (("--seeds", "0"), ("--seeds must be an integer >= 1, got 0",)),
+        (("--seed", "-1"), ("--seed must be an integer >= 0, got -1",)),
         (("--d", "2"), ("--d", "number of clusters K=3")),
-        (("--jobs", "0"), ("--jobs",)),
+        (("--jobs", "0"), ("--jobs must be a non-zero integer (joblib: -1 = all cores), got 0",)),
         (("--d", "abc"), ("--d",)),
         (("--lam", "-1"), ("--lam",)),
     ],
@@ -213,7 +213,10 @@ def test_sweep_cli_simulation_mode(tmp_path: Path) -> None:
         ("[grid]\nalpha = [1.0, 2.0\n", ("not valid TOML",)),
         ("[grids]\nalpha = [1.0]\n", ("'grids'",)),
         ('[fixed]\nloss = "hinj"\n[grid]\nalpha = [1.0]\n', ("grid point 1 of 1", "hinj")),
-        ("[grid]\nlam = [1.0, -2.0]\n", ("grid point 2 of 2", "lam must be >= 0")),
+        (
+            "[grid]\nlam = [1.0, -2.0]\n",
+            ("grid point 2 of 2", "lam must be a real number in [0, 1e+08], got -2"),
+        ),
     ],
 )
 def test_sweep_cli_bad_grid_fails_before_work(

@@ -296,5 +296,7 @@ def test_subsample_indices():
     assert np.array_equal(np.sort(subsample_indices(100, 10, 10.0)), np.arange(100))
     with pytest.raises(ValueError, match=r"n = round\(alpha d\) = 101"):
         subsample_indices(100, 10, 10.1)
-    with pytest.raises(ValueError, match="alpha must be > 0"):
+    with pytest.raises(
+        ValueError, match=r"alpha must be a real number in \[1e-08, 1e\+08\], got 0"
+    ):
         subsample_indices(100, 10, 0.0)

@@ -147,9 +147,9 @@ def test_bad_arguments_are_named():
         separability_fraction(THREE, [-1.0], d=10, n_datasets=1)
     with pytest.raises(ValueError, match="d must be >= the number of clusters"):
         separability_fraction(THREE, [1.0], d=2, n_datasets=1)
-    with pytest.raises(ValueError, match="n_datasets must be >= 1"):
+    with pytest.raises(ValueError, match="n_datasets must be an integer >= 1, got 0"):
         separability_fraction(THREE, [1.0], d=10, n_datasets=0)
-    with pytest.raises(ValueError, match="n_jobs must be"):
+    with pytest.raises(ValueError, match=r"n_jobs must be a non-zero integer \(joblib"):
         separability_fraction(THREE, [1.0], d=10, n_datasets=1, n_jobs=0)
     with pytest.raises(ValueError, match="method must be one of"):
         separability_fraction(THREE, [1.0], d=10, n_datasets=1, method="simplex")

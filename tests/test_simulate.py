@@ -274,7 +274,9 @@ def test_spectral_law_and_counts():
     inst = realise(mix, 30, rng)
     np.testing.assert_allclose(inst.means, mu.T / np.sqrt(30))
     np.testing.assert_allclose(inst.variances, sig.T)
-    with pytest.raises(ValueError, match="d must equal 30"):
+    with pytest.raises(
+        ValueError, match="d must equal the 30 directions of this empirical spectral law, got 31"
+    ):
         realise(mix, 31, rng)
     assert largest_remainder(np.array([1, 1, 1]) / 3, 10).tolist() == [4, 3, 3]
     X, cid = realise(THREE, 20, rng).sample(10, rng)

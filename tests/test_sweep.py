@@ -115,9 +115,19 @@ def test_point_key_is_stable_and_complete() -> None:
         ({"alpha": 1.0}, {}, None, ["'alpha' must be a list"]),
         ({"alpha": [1.0, 1.0]}, {}, None, ["repeated values"]),
         ({"alpha": [1.0]}, {"alpha": 2.0}, None, ["both in [fixed] and in [grid]"]),
-        ({"alpha": [1.0]}, {}, {"d": 0, "seeds": 2}, ["'d'", "positive integer", "got 0"]),
+        (
+            {"alpha": [1.0]},
+            {},
+            {"d": 0, "seeds": 2},
+            ["[simulate] 'd' must be an integer >= 2, got 0"],
+        ),
         ({"alpha": [1.0]}, {}, {"d": -10, "seeds": 2}, ["'d'", "got -10"]),
-        ({"alpha": [1.0]}, {}, {"d": 50, "seeds": 0}, ["'seeds'", "positive integer"]),
+        (
+            {"alpha": [1.0]},
+            {},
+            {"d": 50, "seeds": 0},
+            ["[simulate] 'seeds' must be an integer >= 1, got 0"],
+        ),
         ({"alpha": [1.0]}, {}, {"d": 50.5, "seeds": 2}, ["'d'"]),
         ({"alpha": [1.0]}, {}, {"seeds": 2}, ["needs 'd'"]),
         ({"alpha": [1.0]}, {}, {"d": 50, "seeds": 2, "n": 3}, ["unknown parameter 'n'"]),
@@ -556,8 +566,11 @@ def test_spec_grid_validates_points_and_run_task() -> None:
     bad = [binary_spec(1.0, 0.5), binary_spec(2.0, 0.5).at(lam=-1.0)]
     with pytest.raises(ValueError, match=r"point 2 of 2 \(alpha = 2.0, delta = 0.5\): lam"):
         SpecGrid(tuple(bad))
-    with pytest.raises(ValueError, match="number of clusters"):
-        SpecGrid((binary_spec(4.0, 0.5, simulate=Simulation(d=1, seeds=2)),))
+    with pytest.raises(ValueError, match="d must be an integer >= 2, got 1"):
+        Simulation(d=1, seeds=2)
+    three = PointSpec(gm.Mixture.isotropic(0.5, n_clusters=3), "cross-entropy", lam=0.1, alpha=4.0)
+    with pytest.raises(ValueError, match="d must be >= the number of clusters K=3"):
+        SpecGrid((three.at(simulate=Simulation(d=2, seeds=2)),))
     with pytest.raises(ValueError, match="all be theory points or all simulations"):
         SpecGrid((spec, sim))
     with pytest.raises(TypeError, match="points must be a SpecGrid"):
@@ -586,7 +599,7 @@ assert (r.clusters, r.labels, r.means) == (4, "onehot", "simplex"), r
 try:
     mod.resolve_options(mod.PointOptions(rho="0.5,0.5", delta="1,1,1"))
 except ValueError as exc:
-    assert "--rho has 2 entries but --delta has 3" in str(exc), exc
+    assert str(exc) == "shapes disagree: rho implies 2 clusters, delta implies 3", exc
 else:
     raise AssertionError("no error")
 mod.build_point(mod.PointOptions(model="sparse", loss="square", delta1=0.1, delta2=1.0))

@@ -4,6 +4,7 @@ hypothesis so that no input produces a traceback from deep inside numpy or a wro
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -194,3 +195,41 @@ def test_output_space_is_built_once_per_label_map_and_read_only():
     for labels, expected in [([[1.0], [-1.0]], True), ([[1.0], [0.0]], False),
                              ([[1.0], [-1.0], [1.0]], True), (np.eye(2), False)]:  # fmt: skip
         assert LabelMap(np.asarray(labels)).is_binary is expected
+
+
+def test_interval_constraints_check_and_describe_their_bounds():
+    """The declarative bounds of core.validation: every closure, both kinds, one message."""
+    from numbers import Integral, Real
+
+    from gaussmix.core.validation import Interval, JobCount
+
+    cases = {"both": (True, True), "left": (True, False), "right": (False, True)}
+    cases["neither"] = (False, False)
+    for closed, (has_low, has_high) in cases.items():
+        rule = Interval(Real, 0.0, 1.0, closed=closed)
+        assert rule.contains(0.0) is has_low and rule.contains(1.0) is has_high
+        assert rule.contains(0.5) and not rule.contains(-1e-300) and not rule.contains(1.5)
+        left, right = "[" if has_low else "(", "]" if has_high else ")"
+        assert str(rule) == f"a real number in {left}0, 1{right}"
+        bad = 0.0 if not has_low else 2.0
+        with pytest.raises(ValueError, match=re.escape(f"x must be {rule}, got {bad:g}")):
+            rule.check("x", bad)
+    # integers: open ends are the next integers; floats and bools are refused by type
+    ints = Interval(Integral, 2, 5, closed="neither")
+    assert [ints.check("k", k) for k in (3, np.int64(4))] == [3, 4]
+    assert type(ints.check("k", np.int64(4))) is int
+    for k in (2, 5):
+        with pytest.raises(ValueError, match=r"k must be an integer in \(2, 5\), got"):
+            ints.check("k", k)
+    for k in (3.0, True):
+        with pytest.raises(TypeError, match=r"k must be an integer in \(2, 5\)"):
+            ints.check("k", k)
+    half = Interval(Real, None, 0.0, closed="left")
+    assert str(half) == "a real number < 0" and half.check("x", np.float32(-2)) == -2.0
+    assert str(Interval(Real, None, None)) == "a real number"
+    assert Interval(Real, 0.0, None).check("x", 1e300) == 1e300
+    with pytest.raises(ValueError, match=r"x must be a real number >= 0, got inf"):
+        Interval(Real, 0.0, None).check("x", float("inf"))
+    with pytest.raises(ValueError, match="closed must be one of"):
+        Interval(Real, 0.0, 1.0, closed="open")
+    assert [JobCount().check("n_jobs", j) for j in (1, -1, -2, 8)] == [1, -1, -2, 8]

@@ -91,6 +91,7 @@ import typer
 
 from gaussmix.core.exceptions import ConvergenceError, GaussmixError
 from gaussmix.core.jsonio import finite_or_none
+from gaussmix.core.validation import check_param
 from gaussmix.core.version import __version__
 from gaussmix.theory.mixture import MIXTURE_MODELS
 from gaussmix.theory.outputs import simulated_keys
@@ -418,7 +419,7 @@ def curve(
 
     Takes the options of ``point`` except --alpha: ``--alphas`` replaces it.
     """
-    grid = parse_grid("--alphas", alphas, positive=True)
+    grid = parse_grid("--alphas", alphas, fact="alpha")
     setup = build_point(opts, alpha=float(grid.max()))
     _check_grid(setup, "--alphas", grid, "alpha")
     check_output_path("--out", out, kind="dir")
@@ -459,7 +460,7 @@ def lambda_curve(
 
     Takes the options of ``point`` except --lam: ``--lams`` replaces it.
     """
-    grid = parse_grid("--lams", lams, positive=False)
+    grid = parse_grid("--lams", lams, fact="lam")
     setup = build_point(opts, lam=float(grid.max()))
     _check_grid(setup, "--lams", grid, "lam")
     check_output_path("--out", out, kind="dir")
@@ -725,7 +726,7 @@ def compare(
     """
     import pandas as pd
 
-    grid = parse_grid("--alphas", alphas, positive=True)
+    grid = parse_grid("--alphas", alphas, fact="alpha")
     setup = build_point(opts, alpha=float(grid.max()))
     _check_grid(setup, "--alphas", grid, "alpha")
     setups = _simulation_setups(setup, grid, d=d, seeds=seeds, seed=seed, jobs=jobs)
@@ -1165,8 +1166,7 @@ def _figure_all(ctx: typer.Context, out: Path, fast: bool, quiet: bool) -> None:
                 f"{', '.join(_ATLAS_OPTIONS)})"
             )
     jobs = ctx.params["jobs"] if ctx.params["jobs"] is not None else 1
-    if jobs == 0:
-        raise ValueError("--jobs must be a non-zero integer (joblib: -1 = all cores), got 0")
+    check_param("n_jobs", jobs, name="--jobs")
     out = make_out_dir(out)
     from gaussmix.figures import make_atlas
 
@@ -1215,7 +1215,7 @@ def _figure_value(opt: Any, value: Any) -> Any:
     """The text of a list option parsed by the option's kind (others pass as they are)."""
     if opt.kind == "grid":
         if ":" in str(value):
-            return parse_grid(opt.flag, str(value), positive=True)
+            return parse_grid(opt.flag, str(value), fact=None)
         return parse_floats(opt.flag, value)
     if opt.kind == "ints":
         parts = [t.strip() for t in str(value).split(",")]

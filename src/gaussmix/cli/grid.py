@@ -32,6 +32,7 @@ from typing import Any, get_args
 import numpy as np
 
 from gaussmix.core.exceptions import GaussmixError
+from gaussmix.core.validation import PARAMETERS, check_param
 from gaussmix.sweep import PointSpec, Simulation, SpecGrid, SweepResult, sweep
 from gaussmix.sweep.spec import MAX_POINTS, describe_point
 
@@ -136,9 +137,9 @@ def _option_name(where: str, name: Any, extra: Sequence[str] = ()) -> str:
 
 
 _SIM_HELP = {
-    "d": "input dimension, a positive integer",
-    "seeds": "number of independent seeds, a positive integer",
-    "seed": "root seed, an integer >= 0",
+    "d": f"input dimension, {PARAMETERS['d']}",
+    "seeds": f"number of independent seeds, {PARAMETERS['seeds']}",
+    "seed": f"root seed, {PARAMETERS['seed']}",
 }
 
 
@@ -160,13 +161,13 @@ def _check_simulate(table: Any, where: str = "[simulate]") -> dict[str, int] | N
 
 
 def _sim_value(where: str, key: str, value: Any) -> int:
-    ok = isinstance(value, int | np.integer) and not isinstance(value, bool)
-    if not ok and isinstance(value, float) and value.is_integer():
-        value, ok = int(value), True
-    low = 0 if key == "seed" else 1
-    if not ok or int(value) < low:
-        raise GridError(f"{where} {key!r} must be the {_SIM_HELP[key]}, got {value!r}")
-    return int(value)
+    """A ``[simulate]`` value by the library's rule of ``key`` (a TOML ``1000.0`` is 1000)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    try:
+        return check_param(key, value, name=repr(key))
+    except (TypeError, ValueError) as exc:
+        raise GridError(f"{where} {exc}") from None
 
 
 def _grid_values(name: str, norm: str, values: Any) -> tuple[list, tuple]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from gaussmix.core.validation import check_array
+from gaussmix.core.validation import check_array, check_param_values
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -31,18 +31,20 @@ def given(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
 
 
-def parse_grid(option: str, spec: str, *, positive: bool) -> np.ndarray:
+def parse_grid(option: str, spec: str, *, fact: str | None) -> np.ndarray:
     """Parse ``[log:]start:stop:num`` (:func:`gaussmix.experiments.parse_range`), at most
-    :data:`MAX_POINTS` points, and check the sign of the values (library checks)."""
+    :data:`MAX_POINTS` points; every value follows the library's rule of ``fact``
+    (``'alpha'``, ``'lam'``: :data:`gaussmix.core.validation.PARAMETERS`), or is > 0 for
+    ``fact=None`` (a figure's grid of another quantity)."""
     from gaussmix.experiments.curves import parse_range
 
     num = spec.rsplit(":", 1)[-1].strip()
     if num.isdigit() and int(num) > MAX_POINTS:
         raise ValueError(f"{option}: at most {MAX_POINTS} points, got {num}")
     grid = parse_range(spec, name=option)
-    if positive:
+    if fact is None:
         return check_array(option, grid, shape=(None,), positive=True)
-    return check_array(option, grid, shape=(None,), nonnegative=True)
+    return check_param_values(fact, grid, name=option)
 
 
 @contextlib.contextmanager

@@ -23,8 +23,9 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from gaussmix.theory.losses import LOSSES, get_loss
-from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture, MixtureModel
+from gaussmix.core.validation import PARAMETERS
+from gaussmix.theory.losses import BINARY_LOSSES, LOSSES, get_loss, losses_accepting
+from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture, MixtureModel, infer_n_clusters
 from gaussmix.theory.penalties import PENALTIES as PENALTY_REGISTRY
 from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
 
@@ -42,14 +43,11 @@ __all__ = [
     "read_mixture_file",
     "build_point",
     "parse_floats",
-    "BINARY_LOSSES",
     "MODELS",
     "PENALTIES",
     "SPARSE_SPARSITY",
 ]
 
-#: losses whose labels are the scalars +1 / -1 (as the losses declare)
-BINARY_LOSSES = tuple(c.name for c in LOSSES if c.labels == "binary")
 #: mixture models built from options (the parametric ones)
 MODELS = tuple(m.name for m in MIXTURE_MODELS if m.parametric)
 PENALTIES = PENALTY_REGISTRY.names()
@@ -224,8 +222,20 @@ class PointOptions:
         help="Elastic-net mixing in [0, 1] (required with --penalty elastic-net, only "
         "valid there).",
     )
-    lam: float = _opt(1.0, float, "--lam", metavar="LAMBDA", help="Penalty strength lambda >= 0.")
-    alpha: float = _opt(2.0, float, "--alpha", metavar="ALPHA", help="Sample complexity n/d > 0.")
+    lam: float = _opt(
+        1.0,
+        float,
+        "--lam",
+        metavar="LAMBDA",
+        help=f"Penalty strength lambda, {PARAMETERS['lam']}.",
+    )
+    alpha: float = _opt(
+        2.0,
+        float,
+        "--alpha",
+        metavar="ALPHA",
+        help=f"Sample complexity n/d, {PARAMETERS['alpha']}.",
+    )
     tol: float = _opt(
         FIXED_POINT_TOL, float, "--tol", help="Solver tolerance on the order parameters."
     )
@@ -498,7 +508,7 @@ def _binary_model(
             f"--model {model.name} has K = 2 clusters; got --clusters {opts.clusters}"
         )
     if get_loss(loss).labels == "onehot":
-        usable = [c.name for c in LOSSES if c.labels != "onehot"]
+        usable = losses_accepting("binary")
         raise ValueError(
             f"--model {model.name} has binary labels (+1/-1): use --loss "
             f"{', '.join(usable[:-1])} or {usable[-1]} (--loss {loss}"
@@ -524,22 +534,6 @@ def _binary_model(
     )
 
 
-def _check_given_clusters(opts: PointOptions, rho: list[float] | None, delta: Any) -> int:
-    """``--clusters K``, checked against the lengths of ``--rho`` and ``--delta``."""
-    k = opts.clusters
-    if k < 2:
-        raise ValueError(f"--clusters must be >= 2, got {k}")
-    if rho is not None and len(rho) != k:
-        raise ValueError(
-            f"--rho must be K={k} comma-separated numbers (one per cluster), got {opts.rho!r}"
-        )
-    if isinstance(delta, list) and len(delta) != k:
-        raise ValueError(
-            f"--delta must be one number or K={k} comma-separated numbers, got {opts.delta!r}"
-        )
-    return k
-
-
 def _infer_clusters(
     opts: PointOptions,
     model: MixtureModel,
@@ -548,31 +542,20 @@ def _infer_clusters(
     delta: Any,
     sparse_penalty: bool,
 ) -> int:
-    """K: ``--clusters``, else the length of ``--rho`` / ``--delta`` lists, else 2 for binary
-    problems, else 3 (see :class:`PointOptions`)."""
-    if opts.clusters is not None:
-        return _check_given_clusters(opts, rho, delta)
-    implied = {}
-    if rho is not None:
-        implied["--rho"] = len(rho)
-    if isinstance(delta, list):
-        implied["--delta"] = len(delta)
-    if len(set(implied.values())) > 1:
-        raise ValueError(
-            f"--rho has {implied['--rho']} entries but --delta has {implied['--delta']}; "
-            "they must both have one entry per cluster"
-        )
-    if implied:
-        k = next(iter(implied.values()))
-        if k < 2:
-            name = next(iter(implied))
-            raise ValueError(f"{name} must have one entry per cluster (K >= 2), got 1")
-        return k
+    """K (:func:`~gaussmix.theory.mixture.infer_n_clusters`): ``--clusters``, else the length
+    of ``--rho`` / ``--delta`` lists, else 2 for binary problems, else 3 (see
+    :class:`PointOptions`)."""
     antipodal = opts.means == "antipodal" or (
         opts.means == "auto" and model.pair_means == "antipodal"
     )
     binary = opts.labels == "binary" or loss in BINARY_LOSSES or antipodal or sparse_penalty
-    return 2 if binary else 3
+    return infer_n_clusters(
+        opts.clusters,
+        binary=binary,
+        default=3,
+        rho=rho,
+        delta=delta if isinstance(delta, list) else None,
+    )
 
 
 def _labels_and_means(

@@ -248,26 +248,25 @@ def _simulation_options(
     d: str, datasets: int, alphas: str | None, seed: int, jobs: int, parse_range: Any
 ) -> dict[str, Any]:
     """Parsed and checked ``--d, --datasets, --alphas, --seed, --jobs`` (before any work)."""
-    from gaussmix.core.validation import check_int
+    from gaussmix.core.validation import PARAMETERS, check_param
 
     dims = []
     for v in parse_floats("--d", d):
-        if not (v == int(v) and v >= 1):
-            raise ValueError(f"--d must be positive integers, got {d!r}")
-        dims.append(int(v))
-    check_int("--datasets", datasets, low=1)
-    check_int("--seed", seed, low=0)
-    if jobs == 0 or jobs < -1:
-        raise ValueError(f"--jobs must be a positive integer or -1, got {jobs}")
-    grid = None if alphas is None else parse_range("--alphas", alphas, positive=True)
+        if v != int(v):
+            raise ValueError(f"--d must be {PARAMETERS['d']}, got {v:g}")
+        dims.append(check_param("d", int(v), name="--d"))
+    check_param("seeds", datasets, name="--datasets")
+    check_param("seed", seed, name="--seed")
+    check_param("n_jobs", jobs, name="--jobs")
+    grid = None if alphas is None else parse_range("--alphas", alphas, fact="alpha")
     return {"d": dims, "datasets": datasets, "alphas": grid, "seed": seed, "jobs": jobs}
 
 
 def _check_sizes(mixture: Mixture, sim: dict[str, Any]) -> None:
-    from gaussmix.simulate.simulation import check_sample_size
+    from gaussmix.simulate.simulation import check_dimension, check_sample_size
 
     for dim in sim["d"]:
-        mixture.covariance.check_dim(dim, "--d")
+        check_dimension(mixture, dim, name="--d")
         if sim["alphas"] is not None:
             for a in sim["alphas"]:
                 if round(a * dim) < 1:

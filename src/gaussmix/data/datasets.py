@@ -56,7 +56,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.exceptions import GaussmixError
-from ..core.validation import check_int, check_real
+from ..core.validation import check_int, check_param
 from .download import RemoteFile, fetch
 from .tasks import Task, get_task
 
@@ -260,8 +260,8 @@ def subsample_indices(n_available: int, d: int, alpha: float, *, seed: int = 0) 
     """
     n_available = check_int("n_available", n_available, low=1)
     d = check_int("d", d, low=1)
-    alpha = check_real("alpha", alpha, low=0.0, low_open=True)
-    seed = check_int("seed", seed, low=0)
+    alpha = check_param("alpha", alpha)
+    seed = check_param("seed", seed)
     n = math.floor(alpha * d + 0.5)
     if n < 1 or n > n_available:
         raise ValueError(

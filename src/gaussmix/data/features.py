@@ -28,7 +28,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..core.validation import check_int, check_real
+from ..core.validation import check_int, check_param, check_real
 from .datasets import Dataset
 
 __all__ = ["RandomFeatures", "NetworkFeatures", "featurize"]
@@ -79,7 +79,7 @@ class RandomFeatures:
 
     def __init__(self, p: int, *, seed: int = 0, chunk: int = 4096) -> None:
         self.p = check_int("p", p, low=1)
-        self.seed = check_int("seed", seed, low=0)
+        self.seed = check_param("seed", seed)
         self.chunk = check_int("chunk", chunk, low=1)
 
     def fit(self, X: object, y: object = None) -> RandomFeatures:
@@ -156,7 +156,7 @@ class NetworkFeatures:
             raise ValueError("epochs must name at least one epoch (>= 1)")
         self.epochs = tuple(eps)
         self.hidden = check_int("hidden", hidden, low=1)
-        self.seed = check_int("seed", seed, low=0)
+        self.seed = check_param("seed", seed)
         self.batch_size = check_int("batch_size", batch_size, low=1)
         self.learning_rate = check_real("learning_rate", learning_rate, low=0.0, low_open=True)
 

@@ -21,7 +21,7 @@ import numpy as np
 from gaussmix.core.exceptions import ConvergenceError, ConvergenceWarning
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.tables import CurveTable, deprecated_return_results
-from gaussmix.core.validation import check_array
+from gaussmix.core.validation import check_param, check_param_values
 from gaussmix.theory.api import make_problem
 from gaussmix.theory.losses import Loss
 from gaussmix.theory.mixture import Mixture
@@ -74,6 +74,8 @@ def parse_range(spec: str, *, name: str = "alphas", log: bool | None = None) -> 
         if start <= 0 or stop <= 0:
             raise ValueError(f"{name}: a log range needs positive ends, got {spec!r}")
         return np.geomspace(start, stop, num)
+    if num == 1:  # its start (linspace computes start + 0 * step: NaN for start = inf)
+        return np.array([start])
     return np.linspace(start, stop, num)
 
 
@@ -246,10 +248,9 @@ def learning_curve(
        1.0      0.1361       0.0032
        2.0      0.1166       0.0146
     """
-    a = check_array("alphas", alphas, shape=(None,), positive=True)
-    if a.size == 0:
-        raise ValueError("alphas must not be empty")
-    points = [(float(lam), float(x)) for x in a]
+    a = check_param_values("alpha", alphas, name="alphas")
+    lam = check_param("lam", lam)
+    points = [(lam, float(x)) for x in a]
     res = _curve(
         mixture,
         loss,
@@ -319,9 +320,8 @@ def lambda_sweep(
     0.10      0.1563
     1.00      0.1146
     """
-    lv = check_array("lams", lams, shape=(None,), nonnegative=True)
-    if lv.size == 0:
-        raise ValueError("lams must not be empty")
+    lv = check_param_values("lam", lams, name="lams")
+    alpha = check_param("alpha", alpha)
     order = np.argsort(-lv, kind="stable")
     points = [(float(lv[i]), float(alpha)) for i in order]
     res_sorted = _curve(

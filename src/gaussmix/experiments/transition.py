@@ -26,7 +26,7 @@ from gaussmix.core.exceptions import ConvergenceError, IntegrationWarning
 from gaussmix.core.jsonio import plain
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.results import Result
-from gaussmix.core.validation import check_int, check_real
+from gaussmix.core.validation import check_int, check_param, check_real
 from gaussmix.theory.margin import (
     SeparabilityError,
     binary_separability_threshold,
@@ -192,7 +192,7 @@ def separability_threshold(
     if not isinstance(mixture, Mixture):
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
     tol = check_real("rel_tol", rel_tol, low=1e-8, high=1.0, high_open=True)
-    seed = check_int("seed", seed, low=0)
+    seed = check_param("seed", seed)
     n_randomisations = check_int("n_randomisations", n_randomisations, low=2, high=64)
     max_log2_n = check_int("max_log2_n", max_log2_n, low=10, high=22)
     margin_problem(mixture, 1.0)  # label checks: one-hot, or binary with two clusters

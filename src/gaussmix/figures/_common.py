@@ -11,12 +11,20 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from gaussmix.core.validation import check_array
+from gaussmix.core.validation import check_array, check_param_values
 
 from .plotting import STYLE
 
+#: the rule (:data:`gaussmix.core.validation.PARAMETERS`) of each kind of grid of a figure
+_GRID_FACTS = {"alphas": "alpha", "sim_alphas": "alpha", "lams": "lam"}
+
 
 def check_alphas(name: str, alphas: Any) -> np.ndarray:
+    """A figure's grid, sorted and distinct: ``alphas`` / ``sim_alphas`` by the rule of
+    ``alpha``, ``lams`` by that of ``lam``, any other (``gammas``) positive."""
+    fact = _GRID_FACTS.get(name)
+    if fact is not None:
+        return np.unique(check_param_values(fact, alphas, name=name))
     a = check_array(name, alphas, shape=(None,), positive=True)
     if a.size == 0:
         raise ValueError(f"{name} must not be empty")

@@ -47,7 +47,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from gaussmix.core.progress import progress_bar
-from gaussmix.core.validation import check_array, check_int, check_real
+from gaussmix.core.validation import check_array, check_param, check_real
 from gaussmix.experiments.curves import lambda_sweep, learning_curve
 from gaussmix.simulate.simulation import simulate as run_simulation
 from gaussmix.theory.mixture import Mixture
@@ -167,7 +167,7 @@ def _check_hook(name: str, hook: Any) -> Any:
 def _ks(ks: Any) -> tuple[int, ...]:
     if isinstance(ks, int | np.integer):
         ks = (ks,)
-    values = tuple(check_int("ks", k, low=2) for k in ks)
+    values = tuple(check_param("n_clusters", k, name="ks") for k in ks)
     if not values:
         raise ValueError("ks must not be empty")
     if len(set(values)) != len(values):
@@ -177,12 +177,10 @@ def _ks(ks: Any) -> tuple[int, ...]:
 
 def _sim_args(out: dict, preset: dict, sim_alphas, simulate_d, seeds, seed, n_jobs) -> None:
     out["sim_alphas"] = check_alphas("sim_alphas", pick(sim_alphas, preset["sim_alphas"]))
-    out["d"] = check_int("simulate_d", pick(simulate_d, preset["simulate_d"]), low=2)
-    out["seeds"] = check_int("seeds", pick(seeds, preset["seeds"]), low=1)
-    out["seed"] = check_int("seed", seed, low=0)
-    out["n_jobs"] = check_int("n_jobs", n_jobs)
-    if out["n_jobs"] == 0:
-        raise ValueError("n_jobs must be a non-zero integer (joblib convention), got 0")
+    out["d"] = check_param("d", pick(simulate_d, preset["simulate_d"]), name="simulate_d")
+    out["seeds"] = check_param("seeds", pick(seeds, preset["seeds"]))
+    out["seed"] = check_param("seed", seed)
+    out["n_jobs"] = check_param("n_jobs", n_jobs)
     if out["d"] < max(out["ks"]):
         raise ValueError(f"simulate_d must be >= the largest K ({max(out['ks'])}), got {out['d']}")
 
@@ -211,7 +209,7 @@ def _left_args(
         "alphas": check_alphas("alphas", pick(alphas, preset["alphas"])),
         "ks": _ks(pick(ks, preset["ks"])),
         "delta": check_real("delta", delta, low=0.0, low_open=True),
-        "lam": check_real("lam", lam, low=0.0, low_open=True),
+        "lam": check_param("lam", lam),
         "simulate": check_bool("simulate", simulate),
         "progress": check_bool("progress", progress),
         "bayes_error": _check_hook("bayes_error", bayes_error),
@@ -468,7 +466,7 @@ def _right_args(lams, alphas, n_clusters, delta, fast, progress, bayes_error) ->
     return {
         "lams": np.unique(lv),
         "alphas": positive_list("alphas", pick(alphas, preset["alphas"])),
-        "k": check_int("n_clusters", n_clusters, low=2),
+        "k": check_param("n_clusters", n_clusters),
         "delta": check_real("delta", delta, low=0.0, low_open=True),
         "progress": check_bool("progress", progress),
         "bayes_error": _check_hook("bayes_error", bayes_error),

@@ -33,7 +33,7 @@ import pandas as pd
 from gaussmix.core.jsonio import plain
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.results import Result
-from gaussmix.core.validation import check_choice, check_int
+from gaussmix.core.validation import check_choice, check_param
 from gaussmix.core.version import __version__
 
 from .registry import DOT_KINDS, FIGURES, FigureSpec, get_figure, write_figure
@@ -332,9 +332,7 @@ def make_atlas(
     """
     if not isinstance(fast, bool):
         raise TypeError(f"fast must be a bool, got {fast!r}")
-    n_jobs = check_int("n_jobs", n_jobs)
-    if n_jobs == 0:
-        raise ValueError("n_jobs must be a non-zero integer (joblib convention), got 0")
+    n_jobs = check_param("n_jobs", n_jobs)
     all_names = atlas_names()
     todo = (
         all_names if names is None else [check_choice("names", n, tuple(FIGURES)) for n in names]

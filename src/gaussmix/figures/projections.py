@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from gaussmix.core.docstrings import shared_doc
-from gaussmix.core.validation import check_int, check_real
+from gaussmix.core.validation import check_int, check_param, check_real
 from gaussmix.simulate.simulation import realise
 from gaussmix.theory.mixture import Mixture
 
@@ -65,7 +65,7 @@ def _check_counts(d: Any, n: Any, seed: Any, d_min: int) -> tuple[int, int, int]
     return (
         check_int("d", d, low=d_min),
         check_int("n", n, low=2),
-        check_int("seed", seed, low=0),
+        check_param("seed", seed),
     )
 
 

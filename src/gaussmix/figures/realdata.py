@@ -32,7 +32,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from gaussmix.core.progress import progress_bar
-from gaussmix.core.validation import check_int, check_real
+from gaussmix.core.validation import check_int, check_param, check_real
 from gaussmix.data import NetworkFeatures, RandomFeatures, get_task, load_dataset
 from gaussmix.experiments.curves import learning_curve
 from gaussmix.studies import (
@@ -206,7 +206,7 @@ def _sources(sources: Any) -> list[str]:
 
 
 def _counts(subsamples: int, seeds: int) -> tuple[int, int]:
-    return check_int("subsamples", subsamples, low=1), check_int("seeds", seeds, low=1)
+    return check_int("subsamples", subsamples, low=1), check_param("seeds", seeds)
 
 
 # ------------------------------------------------------------------------------ Fig. 5
@@ -324,7 +324,7 @@ def fig4_right_table(
     """Fig. 4 (right): logistic regression, test error against lambda at one alpha, for
     each data set (pixels, the two-cluster mixture).  One row per (dataset, lam, source)."""
     names, lv = _datasets(datasets), check_alphas("lams", lams)
-    alpha = check_real("alpha", alpha, low=0.0, low_open=True)
+    alpha = check_param("alpha", alpha)
     subsamples = check_int("subsamples", subsamples, low=1)
     src = _sources(sources)
     parts = []
@@ -446,7 +446,7 @@ def p2_p10_table(
     (name,) = _datasets(dataset)
     get_task("low-high", name)
     a = check_alphas("alphas", alphas)
-    lam = check_real("lam", lam, low=0.0, low_open=True)
+    lam = check_param("lam", lam)
     subsamples, seeds = _counts(subsamples, seeds)
     ds = load_dataset(name, "low-high")
     parts = []
@@ -529,7 +529,7 @@ def xor_table(
     (realisable and XOR labels) and on their matched two-cluster mixtures (theory).
     One row per (model, mixture, alpha) with ``test_error, train_error, train_loss``."""
     a = check_alphas("alphas", alphas)
-    lam = check_real("lam", lam, low=0.0, low_open=True)
+    lam = check_param("lam", lam)
     rows = []
     with progress_bar(total=4, desc="xor", enabled=progress) as bar:
         for model in XOR_LABELS:
@@ -614,18 +614,18 @@ def _check_fig5(datasets, alphas, subsamples, seeds, seed, sources, progress) ->
         _counts(subsamples, seeds),
         _sources(sources),
     )
-    check_int("seed", seed, low=0)
+    check_param("seed", seed)
 
 
 def _check_fig6(dataset, gammas, alphas, subsamples, seeds, seed, sources, progress) -> None:
     _datasets(dataset), check_alphas("gammas", gammas), check_alphas("alphas", alphas)
-    _counts(subsamples, seeds), _sources(sources), check_int("seed", seed, low=0)
+    _counts(subsamples, seeds), _sources(sources), check_param("seed", seed)
 
 
 def _check_fig4_right(datasets, lams, alpha, subsamples, seed, sources, progress) -> None:
     _datasets(datasets), check_alphas("lams", lams), _sources(sources)
-    check_real("alpha", alpha, low=0.0, low_open=True)
-    check_int("subsamples", subsamples, low=1), check_int("seed", seed, low=0)
+    check_param("alpha", alpha)
+    check_int("subsamples", subsamples, low=1), check_param("seed", seed)
 
 
 def _check_trained(dataset, epochs, alphas, hidden, subsamples, seed, sources, progress) -> None:
@@ -633,18 +633,18 @@ def _check_trained(dataset, epochs, alphas, hidden, subsamples, seed, sources, p
     for e in epochs:
         check_int("epochs", e, low=1)
     check_int("hidden", hidden, low=1), check_int("subsamples", subsamples, low=1)
-    check_int("seed", seed, low=0)
+    check_param("seed", seed)
 
 
 def _check_p2_p10(dataset, alphas, lam, subsamples, seeds, seed, progress) -> None:
     (name,) = _datasets(dataset)
     get_task("low-high", name)
-    check_alphas("alphas", alphas), _counts(subsamples, seeds), check_int("seed", seed, low=0)
-    check_real("lam", lam, low=0.0, low_open=True)
+    check_alphas("alphas", alphas), _counts(subsamples, seeds), check_param("seed", seed)
+    check_param("lam", lam)
 
 
 def _check_xor(alphas, lam, delta, d, progress) -> None:
-    check_alphas("alphas", alphas), check_real("lam", lam, low=0.0, low_open=True)
+    check_alphas("alphas", alphas), check_param("lam", lam)
     check_real("delta", delta, low=0.0, low_open=True), check_int("d", d, low=3)
 
 

@@ -31,7 +31,7 @@ from matplotlib.lines import Line2D
 
 from gaussmix.core.exceptions import ConvergenceError, ConvergenceWarning
 from gaussmix.core.progress import progress_bar
-from gaussmix.core.validation import check_array, check_int
+from gaussmix.core.validation import check_array, check_param
 from gaussmix.experiments.curves import lambda_sweep
 from gaussmix.experiments.lambda_star import optimal_lambda
 from gaussmix.simulate.simulation import simulate as run_simulation
@@ -126,12 +126,10 @@ def _fig4_args(
     out["deltas"] = dv
     if out["simulate"]:
         out["sim_lams"] = positive_list("sim_lams", pick(sim_lams, preset["sim_lams"]))
-        out["d"] = check_int("simulate_d", pick(simulate_d, preset["simulate_d"]), low=2)
-        out["seeds"] = check_int("seeds", pick(seeds, preset["seeds"]), low=1)
-        out["seed"] = check_int("seed", seed, low=0)
-        out["n_jobs"] = check_int("n_jobs", n_jobs)
-        if out["n_jobs"] == 0:
-            raise ValueError("n_jobs must be a non-zero integer (joblib convention), got 0")
+        out["d"] = check_param("d", pick(simulate_d, preset["simulate_d"]), name="simulate_d")
+        out["seeds"] = check_param("seeds", pick(seeds, preset["seeds"]))
+        out["seed"] = check_param("seed", seed)
+        out["n_jobs"] = check_param("n_jobs", n_jobs)
         out["lams"] = np.unique(np.concatenate([out["lams"], out["sim_lams"]]))
     return out
 

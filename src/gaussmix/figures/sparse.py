@@ -34,10 +34,10 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from gaussmix.core.progress import progress_bar
-from gaussmix.core.validation import check_choice, check_int, check_real
+from gaussmix.core.validation import check_choice, check_param, check_real
 from gaussmix.experiments.lambda_star import OptimalLambdaResult, optimal_lambda_curve
 from gaussmix.simulate.simulation import simulate as run_simulation
-from gaussmix.theory.losses import get_loss
+from gaussmix.theory.losses import get_loss, losses_accepting
 from gaussmix.theory.mixture import Mixture
 from gaussmix.theory.penalties import make_penalty
 
@@ -102,8 +102,8 @@ CURVES_FAST = {
 }
 #: penalties of ``sparse-curves`` and their names in legends
 PENALTY_NAMES = {"l2": r"ridge ($\ell_2$)", "l1": r"lasso ($\ell_1$)"}
-#: losses with +-1 labels (the sparse mixture is binary)
-BINARY_LOSSES = ("square", "logistic", "hinge")
+#: the losses that train on +-1 labels (the sparse mixture is binary), as they declare
+SPARSE_LOSSES = losses_accepting("binary")
 #: lasso penalties below this are simulated at a larger penalty with the same theory
 #: errors (coordinate descent near basis pursuit takes minutes and stops early)
 LASSO_SIM_LAM_MIN = 0.05
@@ -113,7 +113,7 @@ LASSO_SIM_LAM_MIN = 0.05
 
 
 def _check_loss(loss: Any) -> str:
-    return check_choice("loss", loss, BINARY_LOSSES)
+    return check_choice("loss", loss, SPARSE_LOSSES)
 
 
 def simulation_alpha(alpha: float, d: int) -> float:
@@ -616,12 +616,10 @@ def _curves_args(
     sim_a = np.empty(0)
     d = None
     if simulate:
-        d = check_int("simulate_d", simulate_d, low=2)
-        seeds = check_int("seeds", seeds, low=1)
-        seed = check_int("seed", seed, low=0)
-        n_jobs = check_int("n_jobs", n_jobs)
-        if n_jobs == 0:
-            raise ValueError("n_jobs must be a non-zero integer (joblib convention), got 0")
+        d = check_param("d", simulate_d, name="simulate_d")
+        seeds = check_param("seeds", seeds)
+        seed = check_param("seed", seed)
+        n_jobs = check_param("n_jobs", n_jobs)
         try:
             get_loss(loss).check_simulation_penalty(make_penalty("l1"))
         except ValueError as exc:

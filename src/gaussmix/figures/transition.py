@@ -19,7 +19,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from gaussmix.core.progress import progress_bar
-from gaussmix.core.validation import check_int, check_real
+from gaussmix.core.validation import check_int, check_param, check_real
 from gaussmix.experiments.transition import separability_threshold
 from gaussmix.simulate.separability import lp_crossing, separability_fraction
 from gaussmix.theory.mixture import Mixture
@@ -62,17 +62,19 @@ SIM_SPAN = np.linspace(0.8, 1.2, 7)
 def _args(ks, deltas, fast, simulate, sim_ks, simulate_d, datasets, seed, rel_tol, progress):
     fast = check_bool("fast", fast)
     preset = FIG3_CENTRE_FAST if fast else FIG3_CENTRE_FULL
-    k = [check_int("ks", x, low=2) for x in pick(ks, preset["ks"])]
+    k = [check_param("n_clusters", x, name="ks") for x in pick(ks, preset["ks"])]
     if not k:
         raise ValueError("ks must not be empty")
     return {
         "ks": sorted(set(k)),
         "deltas": positive_list("deltas", pick(deltas, preset["deltas"])),
         "simulate": check_bool("simulate", simulate),
-        "sim_ks": sorted({check_int("sim_ks", x, low=2) for x in pick(sim_ks, preset["sim_ks"])}),
-        "d": check_int("simulate_d", pick(simulate_d, preset["sim_d"]), low=2),
+        "sim_ks": sorted(
+            {check_param("n_clusters", x, name="sim_ks") for x in pick(sim_ks, preset["sim_ks"])}
+        ),
+        "d": check_param("d", pick(simulate_d, preset["sim_d"]), name="simulate_d"),
         "datasets": check_int("datasets", pick(datasets, preset["datasets"]), low=2),
-        "seed": check_int("seed", seed, low=0),
+        "seed": check_param("seed", seed),
         "rel_tol": check_real("rel_tol", rel_tol, low=0.0, low_open=True),
         "progress": check_bool("progress", progress),
     }

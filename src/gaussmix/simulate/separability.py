@@ -49,10 +49,10 @@ from scipy.special import expit, log_expit
 
 from gaussmix.core.exceptions import GaussmixError
 from gaussmix.core.progress import progress_bar
-from gaussmix.core.validation import check_array, check_choice, check_int
+from gaussmix.core.validation import check_array, check_choice, check_int, check_param
 from gaussmix.theory.mixture import Mixture
 
-from .simulation import check_sample_size, realise
+from .simulation import check_dimension, check_sample_size, realise
 
 __all__ = [
     "LPError",
@@ -334,11 +334,11 @@ def _one(
     return separating_hyperplane(X, cls, n_classes, method=method) is not None
 
 
-def _as_dims(d: Any) -> list[int]:
+def _as_dims(mixture: Mixture, d: Any) -> list[int]:
     values = [d] if np.isscalar(d) else list(d)
     if not values:
-        raise ValueError("d must be a positive integer or a non-empty list of them")
-    return [check_int("d", v, low=1) for v in values]
+        raise ValueError("d must be an integer or a non-empty list of them")
+    return [check_dimension(mixture, v) for v in values]
 
 
 def separability_fraction(
@@ -395,16 +395,13 @@ def separability_fraction(
     grid = check_array("alphas", alphas, shape=(None,), positive=True)
     if grid.size == 0:
         raise ValueError("alphas must not be empty")
-    dims = _as_dims(d)
-    n_datasets = check_int("n_datasets", n_datasets, low=1)
-    seed = check_int("seed", seed, low=0)
-    n_jobs = check_int("n_jobs", n_jobs)
-    if n_jobs == 0 or n_jobs < -1:
-        raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs}")
+    dims = _as_dims(mixture, d)
+    n_datasets = check_param("seeds", n_datasets, name="n_datasets")
+    seed = check_param("seed", seed)
+    n_jobs = check_param("n_jobs", n_jobs)
     check_choice("counts", counts, ("fixed", "random"))
     check_choice("method", method, METHODS)
     for dim in dims:
-        mixture.covariance.check_dim(dim)
         for a in grid:
             if int(round(a * dim)) < 1:
                 raise ValueError(f"alphas: alpha={a:g} gives n = round(alpha d) = 0 at d={dim}")

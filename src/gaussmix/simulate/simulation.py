@@ -37,7 +37,7 @@ import pandas as pd
 
 from gaussmix.core.exceptions import ConvergenceWarning
 from gaussmix.core.results import Result
-from gaussmix.core.validation import check_choice, check_int, check_real
+from gaussmix.core.validation import check_choice, check_int, check_param
 from gaussmix.theory.erm import kkt_residual
 from gaussmix.theory.losses import LOSSES, Loss, get_loss
 from gaussmix.theory.mixture import LabelMap, Mixture
@@ -55,6 +55,7 @@ __all__ = [
     "LOSSES",
     "largest_remainder",
     "realise",
+    "check_dimension",
     "fit_erm",
     "overlaps",
     "exact_test_error",
@@ -190,6 +191,7 @@ def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
     """
     if not isinstance(mixture, Mixture):
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
+    d = check_dimension(mixture, d)
     r = mixture.covariance.realise(d, rng)
     return Instance(
         means=r.means,
@@ -199,6 +201,18 @@ def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
         info={"directions": r.directions},
         factors=r.factors,
     )
+
+
+def check_dimension(mixture: Mixture, d: Any, *, name: str = "d") -> int:
+    """The dimension ``d`` of a simulation of ``mixture``, validated: the rule of ``d``
+    (:data:`gaussmix.core.validation.PARAMETERS`), then the mixture's covariance structure
+    (:meth:`~gaussmix.theory.mixture.CovarianceStructure.check_dim`: ``d >= K`` where the
+    means realise their Gram matrix exactly, the mixture's own dimension for full
+    covariances or an empirical spectral law).  The one check of ``d`` of :func:`realise`,
+    :func:`simulate` and :func:`~gaussmix.simulate.separability_fraction`."""
+    d_v = check_param("d", d, name=name)
+    mixture.covariance.check_dim(d_v, name)
+    return d_v
 
 
 # ---------------------------------------------------------------------------- fitting
@@ -324,7 +338,7 @@ def _fit_inputs(
         raise ValueError(f"cluster_ids must be {n} integers, got shape {cid.shape}")
     if cid.min() < 0 or cid.max() >= lm.n_clusters:
         raise ValueError(f"cluster_ids must lie in 0..{lm.n_clusters - 1}")
-    lam_v = check_real("lam", lam, low=0.0)
+    lam_v = check_param("lam", lam)
     if lam_v == 0.0:
         _check_zero_lam(loss_obj, pen, n, d)
     loss_obj.check_simulation_penalty(pen)
@@ -332,11 +346,14 @@ def _fit_inputs(
 
 
 def _check_zero_lam(loss: Loss, pen: Penalty, n: int, d: int) -> None:
-    """``lam = 0`` needs a unique finite-size minimiser: no l1 part, and a loss that declares
-    one above a sample complexity (``Loss.zero_lam_min_alpha``), with ``n > alpha_min d + 1``
-    (the intercept takes one sample)."""
+    """``lam = 0`` needs a unique finite-size minimiser: no l1 part
+    (``Penalty.allows_zero_lam``, as for the theory), and a loss that declares one above a
+    sample complexity (``Loss.zero_lam_min_alpha``), with ``n > alpha_min d + 1`` (the
+    intercept takes one sample).  Unlike the theory's rule
+    (:func:`gaussmix.theory.problem.check_lam_alpha`), logistic / cross-entropy above the
+    separability threshold are refused: a finite sample may be separable at any ``alpha``."""
     bound = loss.zero_lam_min_alpha
-    if not (pen.l1_ratio == 0.0 and bound is not None and n > bound * d + 1):
+    if not (pen.allows_zero_lam and bound is not None and n > bound * d + 1):
         valid = [
             f"loss={c.name!r}, penalty='l2' and n > {c.zero_lam_min_alpha:g} d + 1"
             for c in LOSSES
@@ -660,15 +677,13 @@ def validate_simulation(
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
     loss_obj = get_loss(loss)
     pen = make_penalty(penalty, l1_ratio).canonical()
-    lam_v = check_real("lam", lam, low=0.0)
-    alpha_v = check_real("alpha", alpha, low=0.0, low_open=True)
-    d_v = check_int("d", d, low=1)
-    seeds_v = check_int("seeds", seeds, low=1)
-    seed_v = check_int("seed", seed, low=0)
+    lam_v = check_param("lam", lam)
+    alpha_v = check_param("alpha", alpha)
+    d_v = check_dimension(mixture, d)
+    seeds_v = check_param("seeds", seeds)
+    seed_v = check_param("seed", seed)
     check_choice("counts", counts, ("fixed", "random"))
-    n_jobs_v = check_int("n_jobs", n_jobs)
-    if n_jobs_v == 0:
-        raise ValueError("n_jobs must be a non-zero integer (joblib convention), got 0")
+    n_jobs_v = check_param("n_jobs", n_jobs)
     if test_samples is not None:
         test_samples = check_int("test_samples", test_samples, low=1)
     loss_obj.check_labels(mixture.labels)
@@ -681,7 +696,6 @@ def validate_simulation(
     check_sample_size(n, d_v)
     if lam_v == 0.0:
         _check_zero_lam(loss_obj, pen, n, d_v)
-    mixture.covariance.check_dim(d_v)
     return {
         "loss": loss_obj.name,
         "lam": lam_v,

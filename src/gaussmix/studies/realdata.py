@@ -40,7 +40,7 @@ from gaussmix.core.docstrings import shared_doc
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.registry import Registry
 from gaussmix.core.tables import CurveTable
-from gaussmix.core.validation import check_array, check_int, check_real
+from gaussmix.core.validation import check_int, check_param, check_param_values
 from gaussmix.data import Dataset, featurize, load_dataset, subsample_indices
 from gaussmix.experiments.curves import lambda_sweep, learning_curve
 from gaussmix.simulate import fit_erm, predict_class, simulate
@@ -250,22 +250,17 @@ def _describe(feature_map: Any) -> str:
     return name
 
 
-def _grid(name: str, values: Sequence[float] | np.ndarray) -> np.ndarray:
-    a = check_array(name, values, shape=(None,), positive=True)
-    if a.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    return a
-
-
 def _points(
     lam: float | Sequence[float], alpha: float | Sequence[float]
 ) -> tuple[list[tuple[float, float]], str]:
     """The (lam, alpha) points of a curve over alpha (``lam`` a number) or over lam."""
     if np.ndim(lam) == 0:
-        lam_v = check_real("lam", lam, low=0.0)
-        return [(lam_v, float(a)) for a in _grid("alphas", alpha)], "alpha"
-    alpha_v = check_real("alpha", alpha, low=0.0, low_open=True)
-    return [(float(x), alpha_v) for x in _grid("lams", lam)], "lam"
+        lam_v = check_param("lam", lam)
+        alphas = check_param_values("alpha", alpha, name="alphas").tolist()
+        return [(lam_v, a) for a in alphas], "alpha"
+    alpha_v = check_param("alpha", alpha)
+    lams = check_param_values("lam", lam, name="lams").tolist()
+    return [(x, alpha_v) for x in lams], "lam"
 
 
 def _real_point(
@@ -404,7 +399,7 @@ def synthetic_curve(
         Show a progress bar.
     """
     points, _ = _points(lam, alphas)
-    seeds = check_int("seeds", seeds, low=1)
+    seeds = check_param("seeds", seeds)
     rows, sims = [], []
     with progress_bar(total=len(points), desc="synthetic", enabled=progress) as bar:
         for lam_v, alpha in points:
@@ -564,7 +559,7 @@ def realdata_curve(
         row's result (a ``FixedPointResult`` for theory, a ``SimulationResult`` for
         synthetic, None for real data, whose subsamples the row aggregates).
     """
-    check_real("lam", lam, low=0.0)
+    check_param("lam", lam)
     return _study(problem, loss, lam, alphas, subsamples, seeds, seed, sources, progress)
 
 
@@ -593,5 +588,5 @@ def realdata_lambda_curve(
         The sample complexity ``n / d``.
     %(sources)s
     """
-    check_real("alpha", alpha, low=0.0, low_open=True)
+    check_param("alpha", alpha)
     return _study(problem, loss, list(lams), alpha, subsamples, seeds, seed, sources, progress)

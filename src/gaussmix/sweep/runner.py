@@ -12,10 +12,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from gaussmix.core.exceptions import ConvergenceWarning, SchedulerLostError
 from gaussmix.core.progress import progress_bar
+from gaussmix.core.validation import check_param
 
 from .checkpoint import Checkpoint, checkpoint_path
 from .executors import BACKENDS, Runner, check_scheduler_address, open_executor
@@ -61,8 +60,7 @@ def _check_arguments(
         raise ValueError(f"scheduler is only used with backend='dask', got backend={backend!r}")
     if isinstance(scheduler, str):
         check_scheduler_address(scheduler)
-    if isinstance(jobs, bool) or not isinstance(jobs, int | np.integer) or jobs == 0:
-        raise ValueError(f"jobs must be a non-zero integer (joblib convention), got {jobs!r}")
+    check_param("n_jobs", jobs, name="jobs")
     interval = float(fsync_interval)
     if not interval >= 0:
         raise ValueError(f"fsync_interval must be >= 0, got {interval}")

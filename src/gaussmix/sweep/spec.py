@@ -21,6 +21,7 @@ from typing import Any
 
 from gaussmix.core.exceptions import GaussmixError
 from gaussmix.core.jsonio import dumps
+from gaussmix.core.validation import check_param
 from gaussmix.theory.api import check_lam_alpha, make_problem
 from gaussmix.theory.mixture import Mixture
 from gaussmix.theory.problem import Problem
@@ -65,11 +66,14 @@ class Simulation:
     Parameters
     ----------
     d : int
-        Input dimension, >= 1.
+        Input dimension, >= 2 (and what the mixture needs: see
+        :func:`gaussmix.simulate.simulation.check_dimension`, checked with the point).
     seeds : int
         Number of independent seeds, >= 1 (standard errors over them).
     seed : int
         Root seed, >= 0 (``numpy.random.SeedSequence(seed).spawn(seeds)``).
+
+    The rules are :data:`gaussmix.core.validation.PARAMETERS`'.
     """
 
     d: int
@@ -77,9 +81,8 @@ class Simulation:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "d", _check_count("d", self.d, 1))
-        object.__setattr__(self, "seeds", _check_count("seeds", self.seeds, 1))
-        object.__setattr__(self, "seed", _check_count("seed", self.seed, 0))
+        for name in ("d", "seeds", "seed"):
+            object.__setattr__(self, name, check_param(name, getattr(self, name)))
 
     def as_dict(self) -> dict[str, int]:
         """``{'d', 'seeds', 'seed'}``."""

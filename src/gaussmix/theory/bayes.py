@@ -69,7 +69,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gaussmix.core.results import Result
-from gaussmix.core.validation import check_real
+from gaussmix.core.validation import check_param
 
 from .mixture import Mixture
 from .orthant import orthant_probability
@@ -249,7 +249,7 @@ def bayes_optimal_error(mixture: Mixture, alpha: float) -> BayesOptimalResult:
     """
     mixture = _check_mixture(mixture)
     known_means = isinstance(alpha, float | np.floating) and np.isposinf(alpha)
-    alpha = np.inf if known_means else check_real("alpha", alpha, low=0.0, low_open=True)
+    alpha = np.inf if known_means else check_param("alpha", alpha)
     rho = mixture.rho
     deltas = np.asarray(mixture.sigma[0], dtype=float)
     gram = np.asarray(mixture.theta[0], dtype=float)

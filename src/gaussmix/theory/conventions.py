@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from gaussmix.core.validation import check_int, check_real
+from gaussmix.core.validation import check_int, check_param
 
 from .penalties import Penalty, make_penalty
 
@@ -78,7 +78,7 @@ def feature_scale(d: int) -> float:
 
 
 def _positive_lam(lam: Any, what: str) -> float:
-    v = check_real("lam", lam, low=0.0)
+    v = check_param("lam", lam)
     if v == 0.0:
         raise ValueError(f"lam must be > 0 for {what}, got lam=0")
     return v
@@ -168,7 +168,7 @@ def twoclass_softmax_as_binary(
     l1_ratio_b : float or None
         ``None`` unless ``penalty_b == 'elastic-net'``.
     """
-    lam_v = check_real("lam", lam, low=0.0)
+    lam_v = check_param("lam", lam)
     lam_b, pen_b = make_penalty(penalty, l1_ratio).canonical().two_class_binary(lam_v)
     return lam_b, pen_b.name, pen_b.user_l1_ratio
 

@@ -33,6 +33,8 @@ __all__ = [
     "ReducedLoss",
     "get_loss",
     "LOSSES",
+    "BINARY_LOSSES",
+    "losses_accepting",
 ]
 
 
@@ -461,3 +463,14 @@ def get_loss(name: str | Loss) -> Loss:
     if isinstance(name, Loss):
         return name
     return LOSSES.get(name)()
+
+
+def losses_accepting(labels: str) -> tuple[str, ...]:
+    """The registered losses (:data:`LOSSES`) that train on ``labels``: ``'binary'``
+    (scalars +-1) or ``'onehot'``, as each loss declares (``Loss.labels``)."""
+    return tuple(c.name for c in LOSSES if c.labels in (labels, "any"))
+
+
+#: The losses that need binary labels (+-1, two clusters), as the losses declare: the one
+#: list, read by the command line (K = 2 by default) and the docs.
+BINARY_LOSSES = tuple(c.name for c in LOSSES if c.labels == "binary")

@@ -45,9 +45,10 @@ import numpy as np
 
 from gaussmix.core.registry import Registry
 from gaussmix.core.validation import (
+    PARAMETERS,
     check_array,
     check_choice,
-    check_int,
+    check_param,
     check_probability_vector,
 )
 
@@ -59,6 +60,7 @@ __all__ = [
     "LabelMap",
     "Mixture",
     "CovarianceStructure",
+    "infer_n_clusters",
     "SpectralLaw",
     "IsotropicLaw",
     "DenseCovariance",
@@ -125,7 +127,7 @@ class LabelMap:
     @classmethod
     def onehot(cls, n_clusters: int) -> LabelMap:
         """One-hot labels ``y_c = e_c`` in ``R^K`` (the paper's convention)."""
-        k = check_int("n_clusters", n_clusters, low=2)
+        k = check_param("n_clusters", n_clusters)
         return cls(np.eye(k), kind="onehot")
 
     @classmethod
@@ -384,7 +386,7 @@ class SpectralLaw(_Structure):
 
     def check_dim(self, d: Any, name: str = "d") -> int:
         """Any ``d >= 1``; an empirical law (``mu`` given) only on its own J directions."""
-        d = check_int(name, d, low=1)
+        d = check_param("d", d, name=name)
         if self.mu is not None and d != self.n_atoms:
             raise ValueError(
                 f"{name} must equal {self.n_atoms}, the number of directions of this "
@@ -427,7 +429,7 @@ class IsotropicLaw(SpectralLaw):
 
     def check_dim(self, d: Any, name: str = "d") -> int:
         """``d >= K`` (the means realise their Gram matrix exactly)."""
-        d = check_int(name, d, low=1)
+        d = check_param("d", d, name=name)
         k = self.n_clusters
         if d < k:
             raise ValueError(
@@ -588,7 +590,7 @@ class DenseCovariance(_Structure):
 
     def check_dim(self, d: Any, name: str = "d") -> int:
         """Only the structure's own dimension."""
-        d = check_int(name, d, low=1)
+        d = check_param("d", d, name=name)
         if d != self.dim:
             raise ValueError(
                 f"{name} must equal the dimension {self.dim} of the mixture's full "
@@ -734,7 +736,7 @@ class Mixture:
             Cluster priors (default balanced).
         labels : {'onehot', 'binary'}, array (K, L) or LabelMap
         """
-        k = _infer_k(n_clusters, delta=delta, rho=rho, means=means, labels=labels)
+        k = infer_n_clusters(n_clusters, delta=delta, rho=rho, means=means, labels=labels)
         d = np.asarray(delta, dtype=float) if not np.isscalar(delta) else None
         if d is None:
             from gaussmix.core.validation import check_real
@@ -778,7 +780,7 @@ class Mixture:
             raise ValueError(f"fractions must sum to 1, got {f.sum():.12g}")
         nb = f.size
         dl = check_array("deltas", deltas, positive=True)
-        k = _infer_k(n_clusters, rho=rho, means=means, labels=labels)
+        k = infer_n_clusters(n_clusters, rho=rho, means=means, labels=labels)
         if dl.ndim == 1:
             if dl.shape != (nb,):
                 raise ValueError(
@@ -1303,7 +1305,27 @@ def load_mixture(path: Any) -> Mixture:
         raise MixtureFileError(f"mixture file {str(name)!r}: {msg}") from None
 
 
-def _infer_k(n_clusters: int | None, **candidates: Any) -> int:
+def infer_n_clusters(
+    n_clusters: int | None,
+    *,
+    binary: bool = False,
+    default: int | None = None,
+    **candidates: Any,
+) -> int:
+    """The number of clusters K: the one place that infers it.
+
+    ``n_clusters`` if given (the rule of :data:`gaussmix.core.validation.PARAMETERS`), which
+    the first axis of every array among ``candidates`` (``delta``, ``rho``, ``means``,
+    ``labels``: a :class:`LabelMap` or an array) must match; else that common length;
+    else 2 for a binary problem (``binary``, ``labels='binary'`` or ``means='antipodal'``);
+    else ``default``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``n_clusters`` not an integer >= 2, lengths that disagree, or nothing to infer K
+        from and no ``default``.
+    """
     ks: dict[str, int] = {}
     for name, value in candidates.items():
         if value is None or isinstance(value, str) or np.isscalar(value):
@@ -1315,11 +1337,17 @@ def _infer_k(n_clusters: int | None, **candidates: Any) -> int:
         if arr.ndim >= 1:
             ks[name] = int(arr.shape[0])
     if n_clusters is not None:
-        k = check_int("n_clusters", n_clusters, low=2)
+        k = check_param("n_clusters", n_clusters)
         ks = {"n_clusters": k, **ks}
     if not ks:
-        if candidates.get("labels") == "binary" or candidates.get("means") == "antipodal":
+        if (
+            binary
+            or candidates.get("labels") == "binary"
+            or candidates.get("means") == "antipodal"
+        ):
             return 2
+        if default is not None:
+            return check_param("n_clusters", default)
         raise ValueError("cannot infer the number of clusters: pass n_clusters")
     first_name, first = next(iter(ks.items()))
     for name, value in ks.items():
@@ -1328,7 +1356,9 @@ def _infer_k(n_clusters: int | None, **candidates: Any) -> int:
                 f"shapes disagree: {first_name} implies {first} clusters, {name} implies {value}"
             )
     if first < 2:
-        raise ValueError(f"a mixture needs at least 2 clusters, got {first}")
+        raise ValueError(
+            f"{first_name} implies K={first}; n_clusters must be {PARAMETERS['n_clusters']}"
+        )
     return first
 
 

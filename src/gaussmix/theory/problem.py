@@ -15,7 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gaussmix.core.validation import check_real
+from gaussmix.core.validation import ALPHA_MAX as ALPHA_MAX
+from gaussmix.core.validation import ALPHA_MIN as ALPHA_MIN
+from gaussmix.core.validation import LAM_MAX as LAM_MAX
+from gaussmix.core.validation import check_param
 
 from .losses import Loss, ReducedLoss, get_loss
 from .mixture import LabelMap, Mixture
@@ -35,9 +38,8 @@ __all__ = [
 #: threshold of ``mixture`` (:func:`gaussmix.theory.margin.check_not_separable`): the
 #: threshold is itself a fixed point, so the layers above the solver pass it in
 SeparabilityCheck = Callable[[Mixture, float, str], None]
-#: admissible ranges of the penalty strength and of the sample complexity
-LAM_MAX = 1e8
-ALPHA_MIN, ALPHA_MAX = 1e-8, 1e8
+# LAM_MAX, ALPHA_MIN, ALPHA_MAX: re-exported from gaussmix.core.validation, where the rules
+# of lam and alpha are stated once (PARAMETERS)
 
 
 def _complement_of_ones(L: int) -> np.ndarray:
@@ -184,10 +186,8 @@ def validate_lam_alpha(
     check needs the mixture).  Sweeps validate the other options once per combination and
     these per point.
     """
-    # beyond these bounds the weights (or the data per dimension) under/overflow double
-    # precision and the errors would be decided by ties, not by the theory
-    lam_v = check_real("lam", lam, low=0.0, high=LAM_MAX)
-    alpha_v = check_real("alpha", alpha, low=ALPHA_MIN, high=ALPHA_MAX)
+    lam_v = check_param("lam", lam)
+    alpha_v = check_param("alpha", alpha)
     if lam_v == 0.0:
         pen = make_penalty(penalty, l1_ratio)
         _check_zero_lam(get_loss(loss), pen, alpha_v, mixture, separability)
