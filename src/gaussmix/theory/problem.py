@@ -225,8 +225,8 @@ def make_problem(
     """Validate a learning problem and build its effective output space.
 
     ``penalty='l1'`` / ``'elastic-net'`` (with ``l1_ratio``, validated by
-    :func:`gaussmix.theory.penalties.make_penalty`) need binary labels (one output,
-    Appendix C.2) and ``lam > 0``.
+    :func:`gaussmix.theory.penalties.make_penalty`) need ``lam > 0`` and a spectral
+    covariance structure (the prior of :func:`gaussmix.theory.prior.prior_for`).
 
     Raises
     ------
@@ -240,13 +240,6 @@ def make_problem(
     labels = mixture.labels
     base.check_labels(labels)
     lam_v, alpha_v = check_lam_alpha(lam, alpha, loss=base, penalty=pen, mixture=mixture)
-    if pen.scalar_output and labels.dim != 1:
-        raise ValueError(
-            f"penalty={pen.name!r} needs binary labels (one output per sample, L = 1: the "
-            f"closed-form soft-threshold prior of Appendix C.2); got {labels.kind} labels "
-            f"of dimension {labels.dim} — use penalty='l2', or labels='binary' with a "
-            "scalar loss"
-        )
     prior = prior_for(pen, mixture)
     reduced = base.shift_invariant
     P, constraints = _output_space(labels, reduced)
