@@ -104,10 +104,6 @@ BAD_OTHER = [
     (["--model", "sparse", "--delta1", "0.1", "--loss", "square"], "--delta2"),
     (["--delta1", "0.1"], "--model sparse"),
     (["--sparsity", "0.2", "--loss", "square"], "--model sparse"),
-    (["--penalty", "l1"], "--penalty"),  # cross-entropy, one-hot K = 3
-    (["--penalty", "l1", "--loss", "square", "--clusters", "3"], "binary"),
-    (["--penalty", "l1", "--loss", "square", "--labels", "onehot"], "binary"),
-    (["--penalty", "elastic-net", "--l1-ratio", "0.5", "--clusters", "3"], "--penalty"),
 ]
 
 

@@ -52,7 +52,7 @@ __all__ = [
 
 #: nodes per outer dimension of the Gauss-Hermite rule of :func:`gaussian_l1_moments`, by
 #: outer dimension ``L' - 1`` (the cost grows as its power)
-OUTER_ORDER = {1: 48, 2: 16}
+OUTER_ORDER = {1: 48, 2: 24}
 #: for more outer dimensions
 OUTER_ORDER_HIGH = 8
 #: points of the initial grid on each line (uniform on ``[-XI_MAX, XI_MAX]``; cells in which
@@ -418,17 +418,20 @@ def gaussian_l1_moments(
         )
         cell = {k: v[~done] for k, v in nxt.items()}
     off = base - np.repeat(mean, n_o, axis=0)
-    return _integrate_pieces(pieces, lw, atom, off, dirn, cov, P)
+    return _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A)
 
 
-def _integrate_pieces(pieces, lw, atom, off, dirn, cov, P) -> L1Moments:
+def _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A) -> L1Moments:
     """Sum the closed-form integrals of the affine pieces, by line then by atom.
 
     ``E[dw/dg]`` comes from Stein's lemma, ``E[dw/dB] = E[w (B - m)^T] cov^{-1}`` with
     ``dw/dB = (dw/dg) P^T``: along a line ``w (B - m)^T`` is continuous, so the outer rule
     integrates a function with kinks of the second order only (the direct form, piecewise
     constant along the line, leaves kinks of the first order where pieces appear).  It is
-    used where ``cov`` is well conditioned.
+    used where ``cov`` is well conditioned.  The number of non-zero entries likewise:
+    ``|S| = tr(A_SS^{-1} A_SS) = tr((dw/dg) A)``, whose part on ``range(P^T)`` is
+    ``tr(P (dw/dg) P^T P A P^T)`` and whose remainder (the direction ``n`` of ``1`` when
+    ``L' < L``) is ``(n^T A n) (n^T (dw/dg) n)``, zero for the shift-free metric.
     """
     line, a, b, zr, wr, sl, Jp = (np.concatenate(x) for x in zip(*pieces))
     J = cov.shape[0]
@@ -447,7 +450,6 @@ def _integrate_pieces(pieces, lw, atom, off, dirn, cov, P) -> L1Moments:
         + np.einsum("na,nb->nab", sl, e) * I2[:, None, None]
     )
     ej = Jp * I0[:, None, None]
-    nnz = np.count_nonzero(wr, axis=-1) * I0
     l1 = np.einsum("na,na->n", np.sign(wr), ew)  # the signs are constant on a piece
     wt = lw[line]  # outer weight of each piece's line
     aj = atom[line]
@@ -458,17 +460,24 @@ def _integrate_pieces(pieces, lw, atom, off, dirn, cov, P) -> L1Moments:
         return out
 
     eww = total(eww)
-    ej = total(ej)
+    ej_direct = total(ej)
+    ej = ej_direct.copy()
     ev = np.linalg.eigvalsh(cov)
     stein = ev[:, 0] > _STEIN_RCOND * ev[:, -1]
     if np.any(stein):
         ewb = total(ewb)[stein]
         ejs = np.linalg.solve(cov[stein], np.swapaxes(ewb, 1, 2))  # (cov^-1 E[(B-m) w^T])
         ej[stein] = np.swapaxes(ejs, 1, 2) @ P  # E[dw/dB] P = E[dw/dg] on range(P^T)
+    ej = 0.5 * (ej + np.swapaxes(ej, 1, 2))
+    nnz = np.einsum("jab,jba->j", P @ ej @ P.T, P @ A @ P.T)
+    L, Lp = P.shape[1], P.shape[0]
+    if L > Lp:
+        n = np.ones(L) / np.sqrt(L)
+        nnz = nnz + (n @ A @ n) * (n @ ej_direct @ n)
     return L1Moments(
         mean=total(ew),
         second=0.5 * (eww + np.swapaxes(eww, 1, 2)),
-        jacobian=0.5 * (ej + np.swapaxes(ej, 1, 2)),
-        nonzero=total(nnz),
+        jacobian=ej,
+        nonzero=nnz,
         l1=total(l1),
     )
