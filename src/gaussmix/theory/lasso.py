@@ -26,8 +26,9 @@ is bisected), so the integral over ``z`` of every moment the prior needs — ``E
 ``E[w w^T]``, ``E[dw/dg]``, the expected number of non-zero entries, ``E||w||_1`` — is a
 sum of Gaussian partial moments of polynomials of degree <= 2 in closed form.  For
 ``L' = 1`` (binary labels, two-class cross-entropy) there is no outer rule and the result is
-exact to rounding; for ``L' >= 2`` the outer Gauss-Hermite rule integrates a function that
-is smooth except at the projections of the vertices of the prox's pieces.
+exact to rounding; for ``L' >= 2`` the outer rule (composite Gauss-Legendre panels)
+integrates a function that is smooth except at the projections of the vertices of the
+prox's pieces.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
-from .quadrature import GaussHermite
+from .quadrature import GradedPanels
 from .tolerances import XI_MAX
 
 __all__ = [
@@ -46,15 +47,26 @@ __all__ = [
     "l1_kkt_residual",
     "L1Moments",
     "gaussian_l1_moments",
-    "OUTER_ORDER",
+    "OUTER_PANELS",
     "LINE_POINTS",
 ]
 
-#: nodes per outer dimension of the Gauss-Hermite rule of :func:`gaussian_l1_moments`, by
-#: outer dimension ``L' - 1`` (the cost grows as its power)
-OUTER_ORDER = {1: 48, 2: 24}
+#: panels per outer dimension of the composite Gauss-Legendre rule of
+#: :func:`gaussian_l1_moments`, by outer dimension ``L' - 1`` (the cost grows as its power).
+#: Measured on the K = 3 cross-entropy metric (isotropic, shift-free) at generic hats: with
+#: 32 panels of 3 nodes (grade 2) ``E[u u^T]`` is within 4e-9 and the non-zero count within
+#: 1.1e-6 of a 2001-node trapezoid reference on ``[-10, 10]``, where a Gauss-Hermite rule of
+#: 192 nodes is off by 1.5e-4 (the integrand has kinks where the prox's pieces appear).  At
+#: the K = 3 cross-entropy lasso fixed point (Delta = 0.5, lam = 0.1, alpha = 2) the test
+#: error moves by 2.5e-5 from 32 to 128 panels, by 7.6e-6 from 64 to 128; three effective
+#: outputs: 8 x 8 panels are within ~5e-4 (relative) of 24 x 24 at generic hats
+OUTER_PANELS = {1: 64, 2: 8}
 #: for more outer dimensions
-OUTER_ORDER_HIGH = 8
+OUTER_PANELS_HIGH = 4
+#: Gauss-Legendre nodes per panel and grading of the outer rule
+#: (:class:`~gaussmix.theory.quadrature.GradedPanels`)
+OUTER_PANEL_ORDER = 3
+OUTER_GRADE = 2.0
 #: points of the initial grid on each line (uniform on ``[-XI_MAX, XI_MAX]``; cells in which
 #: the active set changes are resolved exactly, so this only sets the cost of the search)
 LINE_POINTS = 25
@@ -272,7 +284,7 @@ def gaussian_l1_moments(
     lam: float,
     *,
     shift_free: bool = False,
-    order: int | None = None,
+    panels: int | None = None,
 ) -> L1Moments:
     """Moments of ``w = l1_prox(A_j, P^T B)`` for ``B ~ N(mean_j, cov_j)`` on each atom ``j``.
 
@@ -288,9 +300,9 @@ def gaussian_l1_moments(
         l1 strength ``lam1``.
     shift_free : bool
         See :func:`l1_prox`.
-    order : int, optional
-        Gauss-Hermite nodes per outer dimension (``L' - 1`` of them); default
-        :data:`OUTER_ORDER`.
+    panels : int, optional
+        Panels per outer dimension (``L' - 1`` of them) of the composite Gauss-Legendre
+        rule; default :data:`OUTER_PANELS`.
 
     Returns
     -------
@@ -303,8 +315,8 @@ def gaussian_l1_moments(
     # does not jump between fixed-point iterations when eigenvalues are degenerate
     R = (vec * np.sqrt(np.clip(ev, 0.0, None))[:, None, :]) @ np.swapaxes(vec, 1, 2)
     if Lp > 1:
-        n = OUTER_ORDER.get(Lp - 1, OUTER_ORDER_HIGH) if order is None else order
-        rule = GaussHermite(n, Lp - 1)
+        n = OUTER_PANELS.get(Lp - 1, OUTER_PANELS_HIGH) if panels is None else panels
+        rule = GradedPanels(n, Lp - 1, OUTER_PANEL_ORDER, OUTER_GRADE)
         xo, wo = np.asarray(rule.nodes), np.asarray(rule.weights)
     else:
         xo, wo = np.zeros((1, 0)), np.ones(1)
@@ -372,28 +384,8 @@ def gaussian_l1_moments(
         if depth == _MAX_BISECT:  # a cell of width ~1e-14: its breakpoint is immaterial
             good = np.ones_like(good)
         g_ = np.flatnonzero(good)
-        pieces.append(
-            (
-                c["line"][g_],
-                c["za"][g_],
-                zs[g_],
-                c["za"][g_],
-                c["wa"][g_],
-                c["sa"][g_],
-                c["Ja"][g_],
-            )
-        )
-        pieces.append(
-            (
-                c["line"][g_],
-                zs[g_],
-                c["zb"][g_],
-                c["zb"][g_],
-                c["wb"][g_],
-                c["sb"][g_],
-                c["Jb"][g_],
-            )
-        )
+        pieces.append(_cell_piece(c, g_, c["za"][g_], zs[g_], "a"))
+        pieces.append(_cell_piece(c, g_, zs[g_], c["zb"][g_], "b"))
         bad = np.flatnonzero(~good)
         if bad.size == 0:
             break
@@ -405,20 +397,23 @@ def gaussian_l1_moments(
         nxt = {k: np.concatenate([left[k], right[k]]) for k in c}
         done = nxt["ca"] == nxt["cb"]
         d_ = np.flatnonzero(done)
-        pieces.append(
-            (
-                nxt["line"][d_],
-                nxt["za"][d_],
-                nxt["zb"][d_],
-                nxt["za"][d_],
-                nxt["wa"][d_],
-                nxt["sa"][d_],
-                nxt["Ja"][d_],
-            )
-        )
+        pieces.append(_cell_piece(nxt, d_, nxt["za"][d_], nxt["zb"][d_], "a"))
         cell = {k: v[~done] for k, v in nxt.items()}
     off = base - np.repeat(mean, n_o, axis=0)
     return _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A)
+
+
+def _cell_piece(c: dict, idx: np.ndarray, a: np.ndarray, b: np.ndarray, end: str) -> tuple:
+    """The piece ``[a, b]`` of cells ``idx``, affine as at the cells' end ``end`` ('a'/'b')."""
+    return (
+        c["line"][idx],
+        a,
+        b,
+        c["z" + end][idx],
+        c["w" + end][idx],
+        c["s" + end][idx],
+        c["J" + end][idx],
+    )
 
 
 def _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A) -> L1Moments:
