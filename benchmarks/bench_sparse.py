@@ -5,6 +5,8 @@ Run:  python benchmarks/bench_sparse.py            (prints Markdown tables)
 Measures, on the correlated sparse mixture eq. (sparse) with rho = 0.1, Delta1 = 0.1:
 
 * one lasso point (square, logistic, hinge; default solver options, median of >= 5 runs);
+* one K = 3 lasso point with one-hot labels (cross-entropy and square; isotropic clusters,
+  Delta = 0.5, simplex means; the L-dimensional prior of :mod:`gaussmix.theory.lasso`);
 * one lambda* search (:func:`gaussmix.optimal_lambda`, median of 5);
 * the theory part of Fig. 2: test error and training loss against alpha (20 points in
   [0.1, 3]) for ridge and lasso at lambda*(alpha), Delta2 in {0.1, 1, 10}, square loss.
@@ -39,6 +41,21 @@ def main() -> None:
         repeats=7,
     )
     rows.append(("one elastic-net point, square, l1_ratio=0.5", t, r.n_iter, r.test_error, ""))
+    three = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    for loss in ("cross-entropy", "square"):
+        t, r = median_time(
+            lambda loss=loss: gm.solve(three, loss, lam=0.1, alpha=2.0, penalty="l1"), repeats=3
+        )
+        rows.append(
+            (
+                f"one K = 3 lasso point, {loss}, lam=0.1, alpha=2 "
+                f"(nonzero fraction {r.nonzero_fraction:.4f})",
+                t,
+                r.n_iter,
+                r.test_error,
+                "",
+            )
+        )
     for loss, alpha in (("square", 1.0), ("square", 0.2), ("logistic", 1.0), ("logistic", 3.0)):
         t, o = median_time(
             lambda loss=loss, alpha=alpha: gm.optimal_lambda(mix, loss, alpha=alpha, penalty="l1"),

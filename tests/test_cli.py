@@ -314,7 +314,6 @@ BAD_POINT = [
     (["--model", "nope"], "--model"),
     (["--labels", "nope"], "--labels"),
     (["--labels", "binary", "--loss", "square", "--clusters", "3"], "--labels"),
-    (["--penalty", "l1"], "--penalty"),
     (["--clusters", "1"], "--clusters"),
     (["--fractions", "0.5,0.5", "--deltas", "1,2"], "--fractions"),
     (["--deltas", "1,2"], "--deltas"),

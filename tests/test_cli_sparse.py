@@ -100,14 +100,20 @@ def test_sparse_bad_input_is_one_line(args: list[str], name: str) -> None:
     assert_one_line_error(code, out, err, name)
 
 
+def test_point_json_three_class_lasso_equals_direct_solve() -> None:
+    """One-hot labels take l1 / elastic-net too (K = 3 cross-entropy by default)."""
+    d = run_json("point", "--penalty", "l1", "--lam", "0.1", "--alpha", "2")
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    ref = gm.solve(mix, "cross-entropy", lam=0.1, alpha=2.0, penalty="l1")
+    for key in ("test_error", "train_error", "train_loss", "nonzero_fraction"):
+        assert d[key] == pytest.approx(getattr(ref, key), rel=1e-9, abs=1e-12), key
+    assert 0.0 < d["nonzero_fraction"] < 1.0
+
+
 BAD_OTHER = [
     (["--model", "sparse", "--delta1", "0.1", "--loss", "square"], "--delta2"),
     (["--delta1", "0.1"], "--model sparse"),
     (["--sparsity", "0.2", "--loss", "square"], "--model sparse"),
-    (["--penalty", "l1"], "--penalty"),  # cross-entropy, one-hot K = 3
-    (["--penalty", "l1", "--loss", "square", "--clusters", "3"], "binary"),
-    (["--penalty", "l1", "--loss", "square", "--labels", "onehot"], "binary"),
-    (["--penalty", "elastic-net", "--l1-ratio", "0.5", "--clusters", "3"], "--penalty"),
 ]
 
 

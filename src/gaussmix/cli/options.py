@@ -561,27 +561,14 @@ def _infer_clusters(
 def _labels_and_means(
     opts: PointOptions, model: MixtureModel, loss: str, k: int, sparse_penalty: bool
 ) -> tuple[str, str]:
-    """The ``auto`` label map and means decided for K = ``k``; an l1 / elastic-net penalty
-    needs binary labels."""
+    """The ``auto`` label map and means decided for K = ``k`` (binary for K = 2 with a
+    binary loss or, with a loss that takes either, an l1 / elastic-net penalty)."""
     means = opts.means
     if means == "auto":
         means = model.pair_means if k == 2 else "simplex"
     labels = opts.labels
     if labels == "auto":
         labels = "binary" if (loss in BINARY_LOSSES or sparse_penalty) and k == 2 else "onehot"
-    if PENALTY_REGISTRY.get(opts.penalty).scalar_output and labels != "binary":
-        binary_losses = " or ".join(BINARY_LOSSES)
-        hint = (
-            f"use --loss {binary_losses} with K = 2"
-            if get_loss(loss).labels == "onehot"
-            else "use K = 2 with --labels binary"
-        )
-        binary_models = " or ".join(f"--model {m.name}" for m in MIXTURE_MODELS if m.binary)
-        raise ValueError(
-            f"--penalty {opts.penalty} needs binary labels (+1/-1, one output: the "
-            f"soft-threshold prior of Appendix C.2); got {labels} labels with K = {k} -- "
-            f"{hint}, or {binary_models}, or --penalty {PENALTIES[0]}"
-        )
     return labels, means
 
 
@@ -647,7 +634,7 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
     # a penalty with one output per sample makes a binary problem, unless the loss needs
     # one-hot labels (then the labels check reports the conflict)
     sparse_penalty = (
-        PENALTY_REGISTRY.get(opts.penalty).scalar_output and get_loss(loss).labels != "onehot"
+        PENALTY_REGISTRY.get(opts.penalty).binary_default and get_loss(loss).labels != "onehot"
     )
     own = _model_parameters(opts, model)
     rho = parse_floats("--rho", opts.rho) if opts.rho is not None else None

@@ -1,12 +1,12 @@
 """Penalties ``r(W)`` of eq. (ERM), each declared once.
 
 A :class:`Penalty` carries everything the package needs to know about it: its name and
-constraints (the ``l1_ratio`` it admits, whether it needs one output per sample, whether
-``lam = 0`` is meaningful), its value ``r(W)``, whether ``W*`` is sparse (so that results report
-``nonzero_fraction``) and its scikit-learn parametrisation.  The classes are
-registered in :data:`PENALTIES`; :func:`make_penalty` is the one place where a user's
-``(penalty, l1_ratio)`` is validated.  The prior of the fixed point that serves a penalty on
-each covariance structure is declared in :data:`gaussmix.theory.prior.PRIORS`.
+constraints (the ``l1_ratio`` it admits, whether ``lam = 0`` is meaningful), its value
+``r(W)``, whether ``W*`` is sparse (so that results report ``nonzero_fraction``) and its
+scikit-learn parametrisation.  The classes are registered in :data:`PENALTIES`;
+:func:`make_penalty` is the one place where a user's ``(penalty, l1_ratio)`` is validated.
+The prior of the fixed point that serves a penalty on each covariance structure is declared
+in :data:`gaussmix.theory.prior.PRIORS`.
 
 * ``'l2'`` (ridge): ``r(W) = ||W||_F^2 / 2``;
 * ``'l1'`` (lasso): ``r(W) = ||W||_1``;
@@ -37,8 +37,9 @@ class Penalty:
 
     #: the registered name
     name: ClassVar[str] = "penalty"
-    #: one output per sample only (``L = 1``: the soft-threshold prior of Appendix C.2)
-    scalar_output: ClassVar[bool] = False
+    #: a set-up left to defaults (the command line's) is binary: K = 2 clusters, +-1 labels
+    #: (Appendix C.2's sparse classification); any label map is accepted
+    binary_default: ClassVar[bool] = False
     #: whether ``W*`` has exact zeros (results then report ``nonzero_fraction``)
     sparse: ClassVar[bool] = False
     #: human-readable name for tables and figures
@@ -140,11 +141,11 @@ class Ridge(Penalty):
 
 @PENALTIES.register
 class Lasso(Penalty):
-    """Lasso, ``r(W) = ||W||_1`` (one output: binary labels)."""
+    """Lasso, ``r(W) = ||W||_1`` (entrywise; any label dimension)."""
 
     name = "l1"
     label = r"lasso ($\ell_1$)"
-    scalar_output = True
+    binary_default = True
     sparse = True
 
     @classmethod
@@ -155,11 +156,12 @@ class Lasso(Penalty):
 
 @PENALTIES.register
 class ElasticNet(Penalty):
-    """Elastic net, ``r(W) = l1_ratio ||W||_1 + (1 - l1_ratio) ||W||_F^2 / 2`` (one output)."""
+    """Elastic net, ``r(W) = l1_ratio ||W||_1 + (1 - l1_ratio) ||W||_F^2 / 2`` (any label
+    dimension)."""
 
     name = "elastic-net"
     label = "elastic net"
-    scalar_output = True
+    binary_default = True
     sparse = True
     takes_l1_ratio = True
 

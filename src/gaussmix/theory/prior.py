@@ -45,6 +45,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from .dense import dense_ridge_terms
+from .lasso import gaussian_l1_moments
 from .mixture import Mixture
 from .penalties import ElasticNet, Lasso, Penalty, Ridge
 
@@ -52,6 +53,7 @@ __all__ = [
     "PriorResult",
     "ridge_prior",
     "elastic_net_prior",
+    "multi_output_elastic_net_prior",
     "soft_threshold_moments",
     "prior_update",
     "prior_for",
@@ -254,6 +256,92 @@ def elastic_net_prior(
     )
 
 
+def multi_output_elastic_net_prior(
+    mixture: Mixture,
+    lam: float,
+    l1_ratio: float,
+    Qhat: np.ndarray,
+    Mhat: np.ndarray,
+    Vhat: np.ndarray,
+    P: np.ndarray,
+) -> PriorResult:
+    """Lasso / elastic-net prior update on a spectral mixture for any number of outputs.
+
+    The generalisation of :func:`elastic_net_prior` (Theorem 1 with ``r`` separable over the
+    directions of the spectral law, each direction's weight row ``w`` in R^L solving an
+    L-dimensional lasso in the metric of the hats; :mod:`gaussmix.theory.lasso`).  On atom
+    ``j``, with ``A_j = P^T (sum_k sigma_j^k Vhat_k) P + lam (1 - l1_ratio) I_L`` and the
+    effective field ``B`` (L') Gaussian with covariance ``C_j = sum_k sigma_j^k Qhat_k`` plus
+    ``Mhat^T theta_j Mhat`` (Gaussian mean components, centred) or with mean
+    ``sum_k mu_j^k Mhat_k`` (empirical law), ``w = prox(P^T B)`` and ``u = P w``:
+
+        Q_k = E_j[sigma^k E[u u^T]],   V_k = E_j[sigma^k E[du/dB]],
+        M_k = E_j[E[du/dB] (theta_j Mhat)_k]   or   E_j[mu_j^k E[u]],
+
+    (``du/dB = P P_S A_SS^{-1} P_S^T P^T`` on the active set ``S``; the first form of ``M_k``
+    is Stein's lemma), ``Psi_w = -E[w^T A w] / 2`` and ``E r(w)`` in the full output space.
+    With ``L = 1`` and ``P = 1`` these are the soft-threshold closed forms, to rounding.
+
+    Parameters
+    ----------
+    mixture : Mixture
+    lam : float
+        ``> 0``.
+    l1_ratio : float
+        In ``(0, 1]``.
+    Qhat, Vhat : ndarray (K, L', L'); Mhat : ndarray (K, L')
+        Hat parameters in the effective output space.
+    P : ndarray (L', L)
+        The problem's effective-to-full output map; with ``L' < L`` (the complement of
+        ``1`` of the cross-entropy) the lasso's gauge is its least-``||w||_1`` one.
+
+    Returns
+    -------
+    PriorResult
+        ``atom_nonzero``: the expected fraction of the L entries of ``w`` that are non-zero
+        (``nonzero_fraction`` is thus the fraction of entries of ``W*``, as for ``L = 1``).
+    """
+    w = mixture.weights
+    sig = mixture.sigma
+    K, Lp = Mhat.shape
+    J = w.size
+    L = P.shape[1]
+    lam2 = lam * (1.0 - l1_ratio)
+    Aeff = (sig @ Vhat.reshape(K, Lp * Lp)).reshape(J, Lp, Lp)
+    A = P.T @ Aeff @ P + lam2 * np.eye(L)
+    A = 0.5 * (A + np.swapaxes(A, 1, 2))
+    C = (sig @ Qhat.reshape(K, Lp * Lp)).reshape(J, Lp, Lp)
+    if mixture.mu is None:
+        TM = mixture.theta @ Mhat  # (J, K, L'): Cov(mu^k, B) on each atom
+        mean = np.zeros((J, Lp))
+        cov = Mhat.T @ TM + C
+    else:
+        mean = mixture.mu @ Mhat
+        cov = C
+    shift_free = lam2 == 0.0 and L > Lp
+    mom = gaussian_l1_moments(A, P, mean, cov, lam * l1_ratio, shift_free=shift_free)
+    Euu = P @ mom.second @ P.T
+    EJ = P @ mom.jacobian @ P.T
+    wsig = (w[:, None] * sig).T  # (K, J)
+    Q = (wsig @ Euu.reshape(J, Lp * Lp)).reshape(K, Lp, Lp)
+    V = (wsig @ EJ.reshape(J, Lp * Lp)).reshape(K, Lp, Lp)
+    if mixture.mu is None:
+        M = np.einsum("j,jab,jkb->ka", w, EJ, TM)
+    else:
+        M = np.einsum("j,jk,ja->ka", w, mixture.mu, mom.mean @ P.T)
+    l1 = float(w @ mom.l1)
+    l2 = float(w @ np.trace(mom.second, axis1=1, axis2=2))
+    return PriorResult(
+        Q=0.5 * (Q + np.swapaxes(Q, 1, 2)),
+        M=M,
+        V=0.5 * (V + np.swapaxes(V, 1, 2)),
+        psi_w=-0.5 * float(w @ np.einsum("jab,jba->j", A, mom.second)),
+        penalty=l1_ratio * l1 + 0.5 * (1.0 - l1_ratio) * l2,
+        atom_nonzero=mom.nonzero / L,
+        l1_norm=l1,
+    )
+
+
 #: the prior of each (penalty class, covariance structure): the solver never asks which
 #: one it has (it calls ``problem.prior``, resolved once by :func:`prior_for`)
 PRIORS: dict[tuple[type, str], Callable[..., PriorResult]] = {}
@@ -291,12 +379,14 @@ def prior_for(penalty: Penalty, mixture: Mixture) -> Callable[..., PriorResult]:
 
 
 @register_prior(Ridge, "spectral")
-def _ridge_spectral(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False) -> PriorResult:
+def _ridge_spectral(
+    penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=None
+) -> PriorResult:
     return ridge_prior(mixture, lam, Qhat, Mhat, Vhat, details=details)
 
 
 @register_prior(Ridge, "dense")
-def _ridge_dense(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False) -> PriorResult:
+def _ridge_dense(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=None) -> PriorResult:
     """Ridge on general covariances (Appendix C; :mod:`gaussmix.theory.dense`)."""
     t = dense_ridge_terms(mixture.covariance, lam, Qhat, Mhat, Vhat, details=details)
     if not details:
@@ -317,8 +407,12 @@ def _ridge_dense(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False) -> P
 
 @register_prior(Lasso, "spectral")
 @register_prior(ElasticNet, "spectral")
-def _elastic_net_spectral(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False):
-    return elastic_net_prior(mixture, lam, penalty.l1_ratio, Qhat, Mhat, Vhat)
+def _elastic_net_spectral(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=None):
+    """One output (``P = 1``): the soft-threshold closed forms; otherwise the L-dimensional
+    lasso of :func:`multi_output_elastic_net_prior`."""
+    if P is None or P.shape == (1, 1):
+        return elastic_net_prior(mixture, lam, penalty.l1_ratio, Qhat, Mhat, Vhat)
+    return multi_output_elastic_net_prior(mixture, lam, penalty.l1_ratio, Qhat, Mhat, Vhat, P)
 
 
 def prior_update(
@@ -338,5 +432,5 @@ def prior_update(
     """
     lam = problem.lam if lam is None else lam
     return problem.prior(
-        problem.penalty_spec, problem.mixture, lam, Qhat, Mhat, Vhat, details=details
+        problem.penalty_spec, problem.mixture, lam, Qhat, Mhat, Vhat, details=details, P=problem.P
     )

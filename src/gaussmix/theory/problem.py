@@ -246,8 +246,8 @@ def build_problem(
     threshold, itself a fixed point: :mod:`gaussmix.theory.margin`).
 
     ``penalty='l1'`` / ``'elastic-net'`` (with ``l1_ratio``, validated by
-    :func:`gaussmix.theory.penalties.make_penalty`) need binary labels (one output,
-    Appendix C.2) and ``lam > 0``.
+    :func:`gaussmix.theory.penalties.make_penalty`) need ``lam > 0`` and a spectral
+    covariance structure (the prior of :func:`gaussmix.theory.prior.prior_for`).
 
     Parameters
     ----------
@@ -268,13 +268,6 @@ def build_problem(
     lam_v, alpha_v = validate_lam_alpha(
         lam, alpha, loss=base, penalty=pen, mixture=mixture, separability=separability
     )
-    if pen.scalar_output and labels.dim != 1:
-        raise ValueError(
-            f"penalty={pen.name!r} needs binary labels (one output per sample, L = 1: the "
-            f"closed-form soft-threshold prior of Appendix C.2); got {labels.kind} labels "
-            f"of dimension {labels.dim} — use penalty='l2', or labels='binary' with a "
-            "scalar loss"
-        )
     prior = prior_for(pen, mixture)
     reduced = base.shift_invariant
     P, constraints = _output_space(labels, reduced)
