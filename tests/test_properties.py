@@ -208,19 +208,25 @@ HINGE_RUNAWAY_BIAS = _point(
 )
 
 
+def profile(max_examples: int) -> settings:
+    """A deterministic profile of ``max_examples`` problems (no deadline: a point takes up
+    to a few seconds)."""
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @example(p=HINGE_RUNAWAY_BIAS)
 @example(p=AT_BAYES)
 @example(p=STEEP_SQUARE)
 @example(p=ISSUE17_SMALL)
 @example(p=ISSUE17_LARGE)
-@settings(
-    max_examples=100,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@profile(100)
 @given(problems())
 def test_every_result_is_reported_or_a_valid_fixed_point(p):
     check_point(p)
@@ -228,13 +234,7 @@ def test_every_result_is_reported_or_a_valid_fixed_point(p):
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@settings(
-    max_examples=500,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@profile(500)
 @given(problems(big=True))
 def test_every_result_is_reported_or_a_valid_fixed_point_large(p):
     check_point(p)
