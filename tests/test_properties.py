@@ -178,6 +178,15 @@ def _point(mixture, loss, lam, alpha, penalty="l2", l1_ratio=None) -> dict:
 #: found by this test: at lam -> inf the test error of balanced isotropic clusters tends to
 #: the Bayes-optimal error (here 1.4e-9 below it, within the iteration's error ~ tol)
 AT_BAYES = _point(gm.Mixture.isotropic(0.5, "simplex", n_clusters=3), "square", 1e7, 1e-3)
+#: found by this test: a training error of zero computed as 1 - sum came out -2.2e-16
+ROUNDED_BELOW_ZERO = _point(
+    gm.Mixture.isotropic(
+        1.0, "simplex", rho=np.array([0.7, 0.742, 0.8, 0.7]) / 2.942, labels="onehot"
+    ),
+    "square",
+    1.0,
+    0.1,
+)
 #: found by this test: the square loss's interpolation peak (steep, not discontinuous)
 STEEP_SQUARE = _point(
     gm.Mixture.isotropic(np.array([1.0, 0.5]), "simplex", n_clusters=2), "square", 1e-7, 1.0
@@ -223,6 +232,7 @@ def profile(max_examples: int) -> settings:
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @example(p=HINGE_RUNAWAY_BIAS)
 @example(p=AT_BAYES)
+@example(p=ROUNDED_BELOW_ZERO)
 @example(p=STEEP_SQUARE)
 @example(p=ISSUE17_SMALL)
 @example(p=ISSUE17_LARGE)

@@ -943,8 +943,10 @@ def _observables(
     obs = _Observables(
         state=(Q, M, V, b),
         hats=(ev.Qhat, ev.Mhat, ev.Vhat),
-        test_error=float(1.0 - rho @ test_acc),
-        train_error=float(1.0 - rho @ train_acc),
+        # (probabilities: 1 - sum can round a hair below 0, e.g. -2.2e-16 for a training
+        # error of zero at K = 4, found by tests/test_properties.py)
+        test_error=float(np.clip(1.0 - rho @ test_acc, 0.0, 1.0)),
+        train_error=float(np.clip(1.0 - rho @ train_acc, 0.0, 1.0)),
         train_loss=float(rho @ ev.moments.Eloss),
         errors={"test_error": test_err, "train_error": train_err, "train_loss": 0.0},
     )
