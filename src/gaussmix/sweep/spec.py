@@ -26,7 +26,12 @@ from gaussmix.theory.api import check_lam_alpha, make_problem
 from gaussmix.theory.mixture import Mixture
 from gaussmix.theory.problem import Problem
 from gaussmix.theory.quadrature import GaussHermite
-from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
+from gaussmix.theory.tolerances import (
+    FIXED_POINT_MAX_ITER,
+    FIXED_POINT_TOL,
+    MAX_FIXED_POINT_TOL,
+    check_tol,
+)
 
 __all__ = [
     "PointSpec",
@@ -333,9 +338,8 @@ def _check_point(spec: PointSpec, cache: dict[tuple, Problem]) -> None:
     tol, max_iter = spec.tol, spec.max_iter
     if not (type(max_iter) is int and max_iter >= 1):  # exact types first: ABCs are slow
         _check_count("max_iter", max_iter, 1)
-    if not (type(tol) is float and tol > 0):
-        if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol > 0:
-            raise ValueError(f"tol must be a number > 0, got {tol!r}")
+    if not (type(tol) is float and 0 < tol <= MAX_FIXED_POINT_TOL):
+        check_tol(tol)
     key = (
         id(spec.mixture),
         spec.loss,

@@ -71,8 +71,9 @@ def logistic_channel(y, omega, v, h, w, tol, max_iter):  # pragma: no cover - co
     ----------
     y : (K,) labels +-1; omega : (K, N) prox arguments; v : (K,) metric; h : (K, N) warm
     start, overwritten with the proximal points; w : (N,) quadrature weights; tol : float,
-    convergence threshold on ``|h - omega - v y sigmoid(-y h)|`` (absolute);
-    max_iter : int.
+    relative convergence threshold: a node has converged when
+    ``|h - omega - v y sigmoid(-y h)| <= tol (1 + |omega| + |h|) (1 + v s (1 - s))``
+    (``s = sigmoid(-y h)``; :data:`~gaussmix.theory.tolerances.PROX_TOL`); max_iter : int.
 
     Returns
     -------
@@ -102,7 +103,7 @@ def logistic_channel(y, omega, v, h, w, tol, max_iter):  # pragma: no cover - co
                 s = _expit(-yc * x)
                 g = x - om - vc * yc * s
                 ag = abs(g)
-                if ag <= tol:
+                if ag <= tol * (1.0 + abs(om) + abs(x)) * (1.0 + vc * s * (1.0 - s)):
                     ok = True
                     break
                 if g < 0.0:
@@ -168,7 +169,10 @@ def _chol_solve(C, b, x):  # pragma: no cover - compiled
 @njit(cache=True, error_model="numpy")
 def _ce_eval(u, P, yc, z, p, Pp, gr):  # pragma: no cover - compiled
     """Logits ``z = P^T u``, softmax ``p``, ``Pp = P p`` and the reduced gradient
-    ``gr = P (p - e_y)``; returns the loss ``logsumexp(z) - z_y``."""
+    ``gr = P (p - e_y) = sum_{k != y} (P_k - P_y) p_k`` (the sum of small terms where
+    ``p_y -> 1``: accurate relative to its size, not to 1, so that the stationarity residual
+    ``u - omega + V gr`` has no rounding floor ``eps |V|``); returns the loss
+    ``logsumexp(z) - z_y``."""
     L, Kf = P.shape
     zmax = -math.inf
     for k in range(Kf):
@@ -186,10 +190,13 @@ def _ce_eval(u, P, yc, z, p, Pp, gr):  # pragma: no cover - compiled
         p[k] /= S
     for i in range(L):
         t = 0.0
+        g = 0.0
         for k in range(Kf):
             t += P[i, k] * p[k]
+            if k != yc:
+                g += (P[i, k] - P[i, yc]) * p[k]
         Pp[i] = t
-        gr[i] = t - P[i, yc]
+        gr[i] = g
     return zmax + math.log(S) - z[yc]
 
 
@@ -220,6 +227,45 @@ def _scaled_residual(u, om, Vc, gr):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy")
+def _ce_curvature(p):  # pragma: no cover - compiled
+    """``2 (1 - max_k p_k)`` (as the sum of the other probabilities): a bound on the
+    max-norm of the softmax Hessian ``diag p - p p^T``."""
+    kmax = 0
+    for k in range(p.shape[0]):
+        if p[k] > p[kmax]:
+            kmax = k
+    q = 0.0
+    for k in range(p.shape[0]):
+        if k != kmax:
+            q += p[k]
+    return 2.0 * q
+
+
+@njit(cache=True, error_model="numpy")
+def _node_scale(u, om, vnorm, curv):  # pragma: no cover - compiled
+    """``(1 + max_i |omega_i| + max_i |u_i|) (1 + vnorm curv)``: the scale of the
+    stationarity residual of one node (:func:`gaussmix.theory.losses.prox_threshold`)."""
+    a = 0.0
+    b = 0.0
+    for i in range(u.shape[0]):
+        a = max(a, abs(om[i]))
+        b = max(b, abs(u[i]))
+    return (1.0 + a + b) * (1.0 + vnorm * curv)
+
+
+@njit(cache=True, error_model="numpy")
+def _max_row_sum(A):  # pragma: no cover - compiled
+    """The max-norm ``max_i sum_j |A_ij|`` of a square matrix."""
+    out = 0.0
+    for i in range(A.shape[0]):
+        t = 0.0
+        for j in range(A.shape[1]):
+            t += abs(A[i, j])
+        out = max(out, t)
+    return out
+
+
+@njit(cache=True, error_model="numpy")
 def _metric_term(u, om, Vi, vd):  # pragma: no cover - compiled
     """``1/2 (u - omega)^T V^{-1} (u - omega)``; ``vd`` receives ``V^{-1} (u - omega)``."""
     L = u.shape[0]
@@ -241,8 +287,9 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
     ----------
     ylab : (K,) int class of each cluster; P : (L, Kf) orthonormal basis of the reduced
     space; omega : (K, N, L); V, Vinv : (K, L, L) metric and its inverse; h : (K, N, L)
-    warm start, overwritten; w : (N,) weights; tol : float, absolute threshold on
-    ``max_i |h - omega + V grad|_i``; max_iter : int.
+    warm start, overwritten; w : (N,) weights; tol : float, relative threshold: a node
+    has converged when ``max_i |h - omega + V grad|_i <= tol (1 + max |omega| + max |h|)
+    (1 + ||V|| 2 (1 - max p))`` (:func:`_node_scale`); max_iter : int.
 
     Returns
     -------
@@ -277,6 +324,7 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
         yc = ylab[c]
         Vi = Vinv[c]
         Vc = V[c]
+        vnorm = _max_row_sum(Vc)
         for n in range(N):
             u = h[c, n]
             om = omega[c, n]
@@ -284,7 +332,7 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
             ok = False
             for _ in range(max_iter):
                 res = _scaled_residual(u, om, Vc, gr)
-                if res <= tol:
+                if res <= tol * _node_scale(u, om, vnorm, _ce_curvature(p)):
                     ok = True
                     break
                 # phi, its gradient g = grad + V^{-1} (u - omega), the system (V^{-1} + H) s = g
@@ -564,7 +612,8 @@ def bvnu(h, k, r, x, w):  # pragma: no cover - compiled
 @njit(cache=True, error_model="numpy")
 def _ce3_eval(u0, u1, P, yc):  # pragma: no cover - compiled
     """:func:`_ce_eval` for two reduced outputs and three classes, in scalars: returns the
-    loss, the softmax ``p`` and ``Pp = P p`` (the gradient is ``Pp - P e_y``)."""
+    loss, the softmax ``p``, ``Pp = P p`` and the gradient ``P (p - e_y)`` (as the sum over
+    the other classes, see :func:`_ce_eval`)."""
     z0 = u0 * P[0, 0] + u1 * P[1, 0]
     z1 = u0 * P[0, 1] + u1 * P[1, 1]
     z2 = u0 * P[0, 2] + u1 * P[1, 2]
@@ -579,7 +628,20 @@ def _ce3_eval(u0, u1, P, yc):  # pragma: no cover - compiled
     zy = z0 if yc == 0 else (z1 if yc == 1 else z2)
     q0 = P[0, 0] * p0 + P[0, 1] * p1 + P[0, 2] * p2
     q1 = P[1, 0] * p0 + P[1, 1] * p1 + P[1, 2] * p2
-    return zm + math.log(S) - zy, p0, p1, p2, q0, q1
+    y0 = P[0, yc]
+    y1 = P[1, yc]
+    g0 = 0.0
+    g1 = 0.0
+    if yc != 0:
+        g0 += (P[0, 0] - y0) * p0
+        g1 += (P[1, 0] - y1) * p0
+    if yc != 1:
+        g0 += (P[0, 1] - y0) * p1
+        g1 += (P[1, 1] - y1) * p1
+    if yc != 2:
+        g0 += (P[0, 2] - y0) * p2
+        g1 += (P[1, 2] - y1) * p2
+    return zm + math.log(S) - zy, p0, p1, p2, q0, q1, g0, g1
 
 
 @njit(cache=True, error_model="numpy")
@@ -610,8 +672,8 @@ def ce3_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cov
     for c in range(K):
         yc = ylab[c]
         v00, v01, v11 = V[c, 0, 0], V[c, 0, 1], V[c, 1, 1]
+        vnorm = max(abs(v00) + abs(v01), abs(v01) + abs(v11))
         i00, i01, i11 = Vinv[c, 0, 0], Vinv[c, 0, 1], Vinv[c, 1, 1]
-        y0, y1 = P[0, yc], P[1, yc]
         # P diag(p) P^T = sum_k p_k P_k P_k^T: the three outer products
         a00k = (P[0, 0] * P[0, 0], P[0, 1] * P[0, 1], P[0, 2] * P[0, 2])
         a01k = (P[0, 0] * P[1, 0], P[0, 1] * P[1, 1], P[0, 2] * P[1, 2])
@@ -621,9 +683,7 @@ def ce3_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cov
             u1 = h[c, n, 1]
             o0 = omega[c, n, 0]
             o1 = omega[c, n, 1]
-            lval, p0, p1, p2, q0, q1 = _ce3_eval(u0, u1, P, yc)
-            g0 = q0 - y0
-            g1 = q1 - y1
+            lval, p0, p1, p2, q0, q1, g0, g1 = _ce3_eval(u0, u1, P, yc)
             ok = False
             for _ in range(max_iter):
                 d0 = u0 - o0
@@ -631,7 +691,14 @@ def ce3_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cov
                 r0 = d0 + v00 * g0 + v01 * g1
                 r1 = d1 + v01 * g0 + v11 * g1
                 res = max(abs(r0), abs(r1))
-                if res <= tol:
+                size = 1.0 + max(abs(o0), abs(o1)) + max(abs(u0), abs(u1))
+                if p0 >= p1 and p0 >= p2:
+                    curv = 2.0 * (p1 + p2)
+                elif p1 >= p2:
+                    curv = 2.0 * (p0 + p2)
+                else:
+                    curv = 2.0 * (p0 + p1)
+                if res <= tol * size * (1.0 + vnorm * curv):
                     ok = True
                     break
                 w0 = i00 * d0 + i01 * d1
@@ -647,9 +714,7 @@ def ce3_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cov
                 if res <= 1e-4:
                     u0 -= s0
                     u1 -= s1
-                    lval, p0, p1, p2, q0, q1 = _ce3_eval(u0, u1, P, yc)
-                    g0 = q0 - y0
-                    g1 = q1 - y1
+                    lval, p0, p1, p2, q0, q1, g0, g1 = _ce3_eval(u0, u1, P, yc)
                     continue
                 phi = lval + 0.5 * (d0 * w0 + d1 * w1)
                 slope = b0 * s0 + b1 * s1
@@ -658,12 +723,10 @@ def ce3_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cov
                 for _ls in range(60):
                     n0 = u0 - t_step * s0
                     n1 = u1 - t_step * s1
-                    ln, pn0, pn1, pn2, qn0, qn1 = _ce3_eval(n0, n1, P, yc)
+                    ln, pn0, pn1, pn2, qn0, qn1, gn0, gn1 = _ce3_eval(n0, n1, P, yc)
                     e0 = n0 - o0
                     e1 = n1 - o1
                     phin = ln + 0.5 * (e0 * (i00 * e0 + i01 * e1) + e1 * (i01 * e0 + i11 * e1))
-                    gn0 = qn0 - y0
-                    gn1 = qn1 - y1
                     if phin <= phi - 1e-4 * t_step * slope or t_step < 1e-12:
                         accepted = True
                         break

@@ -266,8 +266,11 @@ class CompiledKernel:
         """Channel moments at the nodes ``omega`` (K, N, L) with weights ``w`` (N,).
 
         ``h`` (K, N, L), C-contiguous, holds the starting points of the proximal solves and
-        is overwritten with the proximal points; ``tol`` is the absolute stationarity
-        threshold.  Returns the moments and the number of nodes whose solve failed.
+        is overwritten with the proximal points; ``tol`` is the relative stationarity
+        threshold (a node has converged when
+        ``max |h - omega + V grad| <= tol (1 + max |omega| + max |h|) (1 + ||V|| ||H||)``,
+        :func:`gaussmix.theory.losses.prox_threshold`).  Returns the moments and the
+        number of nodes whose solve failed.
         """
         raise NotImplementedError
 
@@ -389,15 +392,12 @@ def compiled_moments(
 
     Notes
     -----
-    The proximal solves converge to ``max |h - omega + V grad| <= PROX_TOL (1 + max |omega|)
-    max(1, max |V|)`` (:data:`~gaussmix.theory.tolerances.PROX_TOL`, the threshold of
-    :meth:`gaussmix.theory.losses.Loss.prox`).
+    The proximal solve of a node converges to
+    ``max |h - omega + V grad| <= PROX_TOL (1 + max |omega| + max |h|) (1 + ||V|| ||H||)``
+    (:data:`~gaussmix.theory.tolerances.PROX_TOL`,
+    :func:`gaussmix.theory.losses.prox_threshold`).
     """
-    # the residual's rounding floor grows with the metric (eps |V| |grad|, and the last
-    # ulp of h amplified by I + V H); scaled by V the test still bounds f = V^{-1}(h - omega)
-    # to PROX_TOL (1 + max |omega|) (see tolerances.PROX_TOL)
-    scale = max(1.0, float(np.abs(V).max()))
-    tol = PROX_TOL * (1.0 + float(np.abs(omega).max())) * scale
+    tol = PROX_TOL
     h = np.array(omega if h0 is None else h0, dtype=float, order="C")  # a copy
     w = np.ascontiguousarray(w, dtype=float)
     mom, failed = kernel.run(loss, y, omega, V, h, w, tol)

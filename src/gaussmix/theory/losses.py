@@ -60,6 +60,40 @@ def solve_batch(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.linalg.solve(a, b)
 
 
+def prox_threshold(
+    tol: float, omega: np.ndarray, h: np.ndarray, curvature: np.ndarray
+) -> np.ndarray:
+    """The stationarity threshold of the proximal solve of each node,
+    ``tol (1 + max_i |omega_i| + max_i |h_i|) (1 + curvature)`` over the last axis.
+
+    ``curvature`` is ``||V H(h)||`` or a bound of it (the compiled kernels use
+    ``||V|| ||H||``): one ulp of ``h`` moves the residual ``h - omega + V grad(h)`` by
+    ``(I + V H)`` ulps, so its rounding floor is a few ulps of ``|h|`` and ``|omega|`` times
+    ``1 + ||V H||``, which this threshold stays above by ``tol / eps``.  The error of the
+    proximal point is then ``(I + V H)^{-1}`` times the residual, a relative ``tol`` of
+    ``|h|``, and that of ``f = -grad(h)`` is ``H`` times it.  The threshold must not grow
+    with ``V`` alone: the prior turns an error ``|residual| / |V|`` of ``f`` into an error
+    ``~ |residual|`` of the order parameters, so a threshold ``~ |V|`` grows without bound
+    as ``lam -> 0`` (issue 17: at lam = 1e-14 it accepted proximal points hundreds of units
+    off, the weights collapsed and the result was a converged test error of 0.5).
+
+    Parameters
+    ----------
+    tol : float
+        Relative tolerance (:data:`~gaussmix.theory.tolerances.PROX_TOL`).
+    omega, h : ndarray (..., L)
+        Nodes and current proximal points.
+    curvature : ndarray (...)
+        ``||V H(h)||`` at each node.
+
+    Returns
+    -------
+    ndarray (...)
+    """
+    size = 1.0 + np.abs(omega).max(axis=-1) + np.abs(h).max(axis=-1)
+    return tol * size * (1.0 + curvature)
+
+
 def _special():
     """``scipy.special``, imported on first use: the loss declarations (names, constraints)
     are read by the command line's ``--help``, which should not pay for scipy."""
@@ -212,14 +246,14 @@ class Loss:
         -----
         Damped Newton on the scaled stationarity condition ``g(h) = h - omega + V grad(h)``
         with Jacobian ``I + V H(h)``; a step is halved where it does not decrease the
-        objective.  Converged when ``max |g| <= tol (1 + |omega|)``.
+        objective.  Converged when ``max |g| <= tol (1 + max |omega| + max |h|)
+        (1 + ||V H||)`` at every node (:func:`prox_threshold`).
         """
         yb = y[:, None, :]
         Vb = V[:, None, :, :]
         h = omega.copy() if h0 is None else h0.copy()
         L = omega.shape[-1]
         eye = np.eye(L)
-        scale = tol * (1.0 + np.abs(omega).max())
 
         def residual(hh: np.ndarray) -> np.ndarray:
             return hh - omega + np.einsum("...ij,...j->...i", Vb, self.grad(yb, hh))
@@ -227,9 +261,11 @@ class Loss:
         g = residual(h)
         for _ in range(max_iter):
             ng = np.abs(g).max(axis=-1)
-            if ng.max() <= scale:
+            VH = Vb @ self.hess(yb, h)
+            scale = prox_threshold(tol, omega, h, np.abs(VH).sum(axis=-1).max(axis=-1))
+            if np.all(ng <= scale):
                 return h
-            step = -solve_batch(eye + Vb @ self.hess(yb, h), g)
+            step = -solve_batch(eye + VH, g)
             # Newton with backtracking on the residual norm: for a strictly convex smooth
             # objective the Newton direction decreases |g| for small enough steps.
             t = 1.0
@@ -242,7 +278,7 @@ class Loss:
                 g_new = np.where(bad[..., None], residual(h_new), g_new)
                 bad = bad & (np.abs(g_new).max(axis=-1) > (1.0 - 1e-4 * t) * ng)
             h, g = h_new, g_new
-        if not np.all(np.isfinite(g)) or np.abs(g).max() > 1e3 * scale:
+        if not np.all(np.isfinite(g)) or np.any(np.abs(g).max(axis=-1) > 1e3 * scale):
             raise FloatingPointError(
                 f"{self.name} proximal map did not converge (max residual {np.abs(g).max():.3g})"
             )
@@ -321,13 +357,13 @@ class LogisticLoss(Loss):
         hi = np.maximum(omega, omega + v * yb)
         expit = _special().expit
         h = np.clip(omega if h0 is None else h0, lo, hi)
-        scale = tol * (1.0 + np.abs(omega).max())
         g_prev = np.full_like(h, np.inf)
         for _ in range(max_iter):
             s = expit(-yb * h)
             g = h - omega - v * yb * s
             ag = np.abs(g)
-            if ag.max() <= scale:
+            scale = prox_threshold(tol, omega, h, (v * s * (1.0 - s))[..., 0])[..., None]
+            if np.all(ag <= scale):
                 return h
             lo = np.where(g < 0, h, lo)
             hi = np.where(g > 0, h, hi)
@@ -374,7 +410,10 @@ class CrossEntropyLoss(Loss):
         return _special().logsumexp(h, axis=-1) - np.sum(y * h, axis=-1)
 
     def grad(self, y, h):
-        return _special().softmax(h, axis=-1) - y
+        # p - y with the true class's component -(1 - p_y) written as minus the sum of the
+        # other probabilities: accurate relative to its size where p_y -> 1 (not to 1)
+        other = _special().softmax(h, axis=-1) * (1.0 - y)
+        return other - y * other.sum(axis=-1, keepdims=True)
 
     def hess(self, y, h):
         p = _special().softmax(h, axis=-1)

@@ -11,7 +11,10 @@ One iteration maps the order parameters ``x = (Q_c, M_c, V_c, b)`` to new ones:
 
 The map is accelerated with Anderson mixing (with a ridge-regularised least-squares
 problem and a fallback to damped steps whenever an extrapolation leaves the cone of valid
-overlaps).  Convergence is declared when ``max_i |T(x)_i - x_i| / max(1, |x_i|) < tol``.
+overlaps).  Convergence is declared when ``max_i |T(x)_i - x_i| / s_i < tol``, with
+``s_i = max(|x_i|, u_i)`` and ``u_i`` the size of the component's block capped at 1
+(:func:`residual_scale`: overlaps of order one are tested in absolute terms, small ones
+relative to their own size).
 
 State is explicit: the map of one problem and one rule is a :class:`FixedPointMap` (its
 memory, the last channel evaluation and the warm start of the proximal solves, lives and
@@ -51,6 +54,7 @@ from .tolerances import (
     ANDERSON_RIDGE,
     ANDERSON_RIDGE_FLOOR,
     BIAS_RIDGE,
+    DEGENERATE_BIAS_STEP,
     DIVERGENCE_FACTOR,
     FIXED_POINT_MAX_ITER,
     FIXED_POINT_TOL,
@@ -60,8 +64,10 @@ from .tolerances import (
     MIN_STEP_FRACTION,
     PSD_RTOL,
     QUAD_TOL,
+    SMALL_LAM_HINT,
     SMOOTH_Q_MAX,
     TRAIN_ERROR_TARGET,
+    check_tol,
     integration_warning_threshold,
 )
 
@@ -82,6 +88,8 @@ __all__ = [
     "pack_state",
     "unpack_state",
     "is_valid_state",
+    "residual_scale",
+    "bias_condition_step",
     "MAX_QUADRATURE_DIM",
     "MAX_QUADRATURE_NODES",
 ]
@@ -121,11 +129,19 @@ class IterationStatus(enum.Enum):
     MAP_FAILED = "map-failed"
     #: the observables could not be evaluated at the fixed point
     NUMERICAL_FAILURE = "numerical-failure"
+    #: converged to a degenerate state: the bias condition holds only in absolute terms
+    #: (the channel's moments underflowed; see :func:`bias_condition_step`)
+    DEGENERATE = "degenerate"
 
     @property
     def spurious(self) -> bool:
-        """Whether the iteration reached an invalid point (docs/design.md pitfall 5)."""
-        return self in (IterationStatus.NON_FINITE, IterationStatus.NOT_POSITIVE_DEFINITE)
+        """Whether the iteration reached an invalid point (docs/design.md pitfall 5), or a
+        degenerate one."""
+        return self in (
+            IterationStatus.NON_FINITE,
+            IterationStatus.NOT_POSITIVE_DEFINITE,
+            IterationStatus.DEGENERATE,
+        )
 
     @property
     def error_class(self) -> type[ConvergenceError]:
@@ -188,6 +204,45 @@ def is_valid_state(x: np.ndarray, K: int, L: int) -> bool:
     eq, ev = sym_eigvals(Q), sym_eigvals(V)
     scale = max(1.0, float(np.abs(eq).max()))
     return bool(eq.min() >= -PSD_RTOL * scale and ev.min() > 0)
+
+
+def residual_scale(x: np.ndarray, K: int, L: int) -> np.ndarray:
+    """The scale of each component of a state in the convergence test of the fixed-point
+    iteration, ``max_i |T(x)_i - x_i| / s_i < tol``.
+
+    ``s_i = max(|x_i|, u_i)``, with ``u_i`` the unit of the component's block, capped at 1:
+    ``min(1, max |Q_c|)`` for ``Q_c``, ``min(1, max(max |M_c|, sqrt(max |Q_c|)))`` for
+    ``M_c`` (the observables depend on ``M_c`` through ``M_c / sqrt(Q_c)``),
+    ``min(1, max |V_c|)`` for ``V_c``, and 1 for ``b`` (an O(1) quantity that the Newton step
+    of the bias condition solves to rounding).  Overlaps of order one or more are thus tested
+    as before (``max(1, |x_i|)``), and small ones relative to their own size: at ``lam = 1e8``
+    (``Q ~ 1e-17``, ``M ~ 1e-9``) an absolute test accepted the starting point with ``M``
+    half its fixed-point value (issue 17).
+
+    Parameters
+    ----------
+    x : ndarray
+        State vector (:func:`pack_state`) of a problem with ``K`` clusters and ``L``
+        effective outputs.
+    K, L : int
+
+    Returns
+    -------
+    ndarray
+        Positive scales, shaped like ``x``.
+    """
+    Q, M, V, b = unpack_state(np.abs(x), K, L)
+    tiny = np.finfo(float).tiny
+    q = Q.reshape(K, -1).max(axis=1)
+    unit_q = np.clip(q, tiny, 1.0)
+    unit_m = np.clip(np.maximum(M.max(axis=1), np.sqrt(q)), tiny, 1.0)
+    unit_v = np.clip(V.reshape(K, -1).max(axis=1), tiny, 1.0)
+    return pack_state(
+        np.maximum(Q, unit_q[:, None, None]),
+        np.maximum(M, unit_m[:, None]),
+        np.maximum(V, unit_v[:, None, None]),
+        np.maximum(b, 1.0),
+    )
 
 
 def _q_is_psd(x: np.ndarray, K: int, L: int) -> bool:
@@ -295,7 +350,8 @@ class FixedPointMap:
         ev = self.hats(x)
         Sv = ev.Vhat.sum(axis=0)
         Sm = ev.Mhat.sum(axis=0)
-        reg = BIAS_RIDGE * max(1.0, float(np.abs(Sv).max()))
+        size = float(np.abs(Sv).max())
+        reg = BIAS_RIDGE * (size if size > 0.0 else 1.0)
         db = solve_batch(Sv + reg * np.eye(self.L), Sm)
         pr = prior_update(self.problem, ev.Qhat, ev.Mhat, ev.Vhat)
         return pack_state(pr.Q, pr.M, pr.V, b + db)
@@ -356,7 +412,7 @@ class FixedPointResult(Result):
     n_iter : int
         Iterations of the fixed-point map.
     residual : float
-        Final scaled residual ``max |T(x) - x| / max(1, |x|)``.
+        Final scaled residual ``max |T(x) - x| / s`` (:func:`residual_scale`).
     message : str
         How the iteration ended, in words.
     Q, V : ndarray (K, L, L)
@@ -635,7 +691,7 @@ class IterationOutcome:
     n_iter : int
         Evaluations of the map.
     residual : float
-        Last scaled residual ``max |T(x) - x| / max(1, |x|)``.
+        Last scaled residual ``max |T(x) - x| / s`` (:func:`residual_scale`).
     status : IterationStatus
     message : str
     anderson : AndersonState
@@ -683,7 +739,8 @@ def _iterate_checked(
     """Anderson-accelerated fixed-point iteration with safeguards, from ``x0`` with the
     secant history ``anderson``.
 
-    On convergence (``max |T(x) - x| / max(1, |x|) < tol``) the image ``T(x)`` is returned,
+    On convergence (``max |T(x) - x| / s < tol``, :func:`residual_scale`) the image ``T(x)``
+    is returned,
     or ``x`` itself with ``return_image=False`` (whose channel moments the map remembers).
     A failing map evaluation, or a non-finite image, retreats half-way to the previous
     iterate with half the damping; an extrapolation that diverges or leaves the cone of
@@ -717,11 +774,14 @@ def _iterate_checked(
                 continue
             return IterationOutcome(x, it, np.inf, S.MAP_FAILED, f"map failed: {exc}", state)
         r = g - x
+        # the mixing's weights and measure of a step (divergence), in units max(1, |x|);
+        # the convergence test is relative to the size of each block (residual_scale)
         scale = np.maximum(1.0, np.abs(x))
-        res = float(np.max(np.abs(r) / scale))
+        step = float(np.max(np.abs(r) / scale))
+        res = float(np.max(np.abs(r) / residual_scale(x, K, L))) if np.isfinite(step) else step
         if callback is not None:
             callback(it, res)
-        if not np.isfinite(res):
+        if not np.isfinite(step):
             if last is not None:  # a step from a finite image overflowed: retreat from it
                 x = _back(chart, last[0] + 0.5 * beta * (last[1] - last[0]))
                 state = state.cleared()
@@ -750,11 +810,11 @@ def _iterate_checked(
         if res < tol:
             xr = g if return_image else x
             return IterationOutcome(xr, it, res, S.CONVERGED, "converged", state)
-        if res > DIVERGENCE_FACTOR * best and not state.empty:
+        if step > DIVERGENCE_FACTOR * best and not state.empty:
             # divergence of the extrapolation: restart from here with more damping
             state = state.cleared()
             beta = max(MIN_RESTART_DAMPING, 0.5 * beta)
-        best = min(best, res)
+        best = min(best, step)
         last = (y, yg)
         yscale = scale if chart is None else np.maximum(1.0, np.abs(y))
         x, state = _next_iterate(y, yg - y, beta, yscale, state, K, L, chart)
@@ -904,8 +964,10 @@ def _observables(
     obs = _Observables(
         state=(Q, M, V, b),
         hats=(ev.Qhat, ev.Mhat, ev.Vhat),
-        test_error=float(1.0 - rho @ test_acc),
-        train_error=float(1.0 - rho @ train_acc),
+        # (probabilities: 1 - sum can round a hair below 0, e.g. -2.2e-16 for a training
+        # error of zero at K = 4, found by tests/test_properties.py)
+        test_error=float(np.clip(1.0 - rho @ test_acc, 0.0, 1.0)),
+        train_error=float(np.clip(1.0 - rho @ train_acc, 0.0, 1.0)),
         train_loss=float(rho @ ev.moments.Eloss),
         errors={"test_error": test_err, "train_error": train_err, "train_loss": 0.0},
     )
@@ -951,8 +1013,10 @@ def _needs_quadrature(problem: Problem) -> bool:
 _OPTIONS_DOC = """\
     tol : float
         Tolerance on the scaled change of every order parameter,
-        ``max_i |T(x)_i - x_i| / max(1, |x_i|) < tol`` (default
-        :data:`~gaussmix.theory.tolerances.FIXED_POINT_TOL`).
+        ``max_i |T(x)_i - x_i| / s_i < tol`` with ``s_i = max(|x_i|, u_i)`` and ``u_i`` the
+        size of the component's block capped at 1 (default
+        :data:`~gaussmix.theory.tolerances.FIXED_POINT_TOL`; at most
+        :data:`~gaussmix.theory.tolerances.MAX_FIXED_POINT_TOL` = 1e-2).
     max_iter : int
         Maximum number of iterations.
     quadrature : QuadratureRule, optional
@@ -1040,7 +1104,7 @@ class SolverOptions:
 
     def __post_init__(self) -> None:
         checked = {
-            "tol": check_real("tol", self.tol, low=0.0, low_open=True),
+            "tol": check_tol(self.tol),
             "max_iter": check_int("max_iter", self.max_iter, low=1),
             "anderson": check_int("anderson", self.anderson, low=0, high=50),
             "damping": check_real("damping", self.damping, low=0.0, high=1.0, low_open=True),
@@ -1371,7 +1435,18 @@ def _assemble(problem: Problem, opts: SolverOptions, est: _Estimate) -> FixedPoi
     if status is IterationStatus.CONVERGED and not T.is_valid(x):
         status = IterationStatus.NOT_POSITIVE_DEFINITE
         msg = "spurious fixed point: an overlap matrix Q_c or V_c is not positive definite"
+    if status is IterationStatus.CONVERGED:
+        step = bias_condition_step(obs.hats[1], obs.hats[2], obs.state[3])
+        if step > max(DEGENERATE_BIAS_STEP, 100.0 * opts.tol):
+            status = IterationStatus.DEGENERATE
+            msg = (
+                "degenerate fixed point: the bias condition sum_c rho_c E[f_c] = 0 holds only "
+                f"in absolute terms (its Newton step is {step:.3g} relative): the channel's "
+                "moments underflowed and the weights collapsed"
+            )
     ok = status is IterationStatus.CONVERGED
+    if not ok and problem.lam < SMALL_LAM_HINT:
+        msg += f" (lam={problem.lam:g}; the limit lam -> 0+ is gaussmix.max_margin)"
     errors = est.errors
     Q, M, V, b = obs.state
     Qhat, Mhat, Vhat = obs.hats
@@ -1413,6 +1488,36 @@ def _assemble(problem: Problem, opts: SolverOptions, est: _Estimate) -> FixedPoi
     if not ok and opts.throw:
         raise status.error_class(f"fixed point not found: {msg}", result)
     return result
+
+
+def bias_condition_step(Mhat: np.ndarray, Vhat: np.ndarray, b: np.ndarray) -> float:
+    """The relative size of the unregularised Newton step of the bias condition,
+    ``|sum_c Mhat_c| / (||sum_c Vhat_c|| max(1, |b|))`` (max-norms; ``inf`` where the
+    curvature vanishes and the condition is not met, 0 where it is met exactly).
+
+    The map's bias update is this step (with a relative ridge), so at a fixed point of an
+    accurate channel it is below ``tol``.  A large value at a state that passed the
+    convergence test is the mark of a degenerate point (the condition ``sum_c rho_c E[f_c] =
+    0``, docs/design.md pitfall 1, holds only because its terms have underflowed).
+
+    Parameters
+    ----------
+    Mhat, Vhat : ndarray (K, L), (K, L, L)
+        Hat parameters in the effective output space.
+    b : ndarray (L,)
+        The bias.
+
+    Returns
+    -------
+    float
+    """
+    Sm = float(np.abs(Mhat.sum(axis=0)).max())
+    if Sm == 0.0:
+        return 0.0
+    Sv = float(np.abs(Vhat.sum(axis=0)).sum(axis=-1).max())  # the inf-norm of the matrix
+    if not Sv > 0.0:
+        return np.inf
+    return Sm / (Sv * max(1.0, float(np.abs(b).max())))
 
 
 def _to_full(P: np.ndarray, A: np.ndarray) -> np.ndarray:

@@ -17,13 +17,20 @@ Grouped by where they act:
 
 from __future__ import annotations
 
+from typing import Any
+
+from gaussmix.core.validation import check_real
+
 __all__ = [
     "PROX_TOL",
     "PROX_MAX_ITER",
     "FIXED_POINT_TOL",
+    "MAX_FIXED_POINT_TOL",
     "QUAD_TOL",
     "PSD_RTOL",
     "BIAS_RIDGE",
+    "DEGENERATE_BIAS_STEP",
+    "SMALL_LAM_HINT",
     "ANDERSON_RIDGE",
     "ANDERSON_RIDGE_FLOOR",
     "DIVERGENCE_FACTOR",
@@ -34,6 +41,7 @@ __all__ = [
     "INTEGRATION_WARNING_FLOOR",
     "INTEGRATION_WARNING_FACTOR",
     "integration_warning_threshold",
+    "check_tol",
     "SQRTM_2X2_DET_RTOL",
     "QUADRATURE_PRUNE",
     "XI_MAX",
@@ -45,16 +53,14 @@ __all__ = [
 ]
 
 # --------------------------------------------------------------------------- proximal map
-#: Stationarity tolerance of every proximal solve: Newton stops when
-#: ``max |h - omega + V grad loss(h)| <= PROX_TOL (1 + max |omega|)`` (relative to the size of
-#: the nodes ``omega``).  About 450 ulps: the channel moments built from ``h`` are then exact
-#: to rounding, orders of magnitude below any fixed-point ``tol``, while the threshold stays
-#: safely above what rounding lets Newton reach (a few ulps of ``omega``).  The compiled
-#: channel kernels multiply the threshold by ``max(1, max |V|)``: the residual's rounding
-#: floor is ``~ eps |V|`` (the metric multiplies the gradient and the last ulp of ``h``), and
-#: at small ``lam`` (``|V| ~ 1e4``) the unscaled threshold is below it; the scaled test still
-#: bounds ``f = V^{-1}(h - omega)``, which the moments are built from, to
-#: ``PROX_TOL (1 + max |omega|)``.
+#: Stationarity tolerance of every proximal solve: Newton stops at a node when
+#: ``max |h - omega + V grad loss(h)| <= PROX_TOL (1 + max |omega| + max |h|) (1 + ||V H||)``
+#: (:func:`gaussmix.theory.losses.prox_threshold`): about 450 ulps of the residual's rounding
+#: floor (one ulp of ``h`` moves the residual by ``I + V H``), so Newton reaches it, and the
+#: proximal point is accurate to a relative ``PROX_TOL``.  It must not grow with the metric
+#: alone: the prior turns the error ``|residual| / |V|`` of ``f = V^{-1}(h - omega)`` into an
+#: error ``~ |residual|`` of the order parameters; scaled by ``|V|`` (before issue 17) it let
+#: the weights collapse at ``lam = 1e-14``.
 PROX_TOL = 1e-13
 #: Newton steps allowed per proximal solve before a node is reported as failed (typically 3-8
 #: are needed from a warm start; bisection safeguards can take a few tens).  At very small
@@ -66,10 +72,18 @@ PROX_MAX_ITER = 2000
 
 # --------------------------------------------------------------------------- fixed point
 #: Default ``tol`` of the fixed-point iteration: converged when
-#: ``max_i |T(x)_i - x_i| / max(1, |x_i|) < tol`` over every order parameter.  The errors of
+#: ``max_i |T(x)_i - x_i| / s_i < tol`` over every order parameter, ``s_i = max(|x_i|, u_i)``
+#: with ``u_i`` the size of the component's block capped at 1
+#: (:func:`gaussmix.theory.solver.residual_scale`).  The errors of
 #: Theorem 2 are smooth functions of the state, so they inherit an error of that order: far
 #: below any visible difference on a learning curve or against a simulation.
 FIXED_POINT_TOL = 1e-8
+#: Largest ``tol`` a solve accepts.  ``tol`` bounds the scaled change of every order
+#: parameter, and the errors of Theorem 2 (probabilities) inherit an error of that order:
+#: from 1e-2 on they are not accurate to one percent, and the integration-error warning
+#: (threshold ``100 tol``) could no longer fire, as no estimate of a probability's error
+#: exceeds 1.  Issue 17: ``--tol 1`` was accepted silently.
+MAX_FIXED_POINT_TOL = 1e-2
 #: default cap on fixed-point iterations per solve (Anderson converges in ~6-30 iterations
 #: on every problem of the test suite; the cap only stops a diverging or cycling iteration)
 FIXED_POINT_MAX_ITER = 3000
@@ -83,11 +97,27 @@ QUAD_TOL = 1e-7
 #: Rounding of a singular ``Q_c`` (the cross-entropy gauge ``Q_c 1 = 0``) stays far inside it;
 #: a genuinely indefinite extrapolation (docs/design.md pitfall 5) is far outside.
 PSD_RTOL = 1e-9
-#: Ridge ``BIAS_RIDGE max(1, max |sum_c Vhat_c|)`` added to the Newton step of the bias
-#: condition (``sum_c Vhat_c`` is singular where a class has no curvature, e.g. a hinge loss
-#: with every point beyond the margin); relative to the matrix, so it changes a regular step by
-#: ~1e-12 relative, far below ``tol``.
+#: Ridge ``BIAS_RIDGE max |sum_c Vhat_c|`` added to the Newton step of the bias condition
+#: (``sum_c Vhat_c`` is singular where a class has no curvature, e.g. a hinge loss with every
+#: point beyond the margin; ``BIAS_RIDGE`` itself where it vanishes): relative to the matrix,
+#: so it changes a regular step by ~1e-12 relative, far below ``tol``.  Relative at every
+#: scale: the hats are ``O(lam)`` at small ``lam``, and an absolute floor (``max(1, ...)``
+#: before issue 17) turned the Newton step into a step ``~ 1e12 lam`` times too short, which
+#: froze the bias (at lam = 1e-14 a bias condition violated by 100% passed for converged).
 BIAS_RIDGE = 1e-12
+#: A converged state must satisfy the bias condition ``sum_c Mhat_c = 0`` relative to its
+#: curvature ``sum_c Vhat_c``: its unregularised Newton step ``|sum Mhat| / (|sum Vhat|
+#: max(1, |b|))`` is below ``tol`` at a fixed point of an accurate channel.  A state where it
+#: exceeds ``max(DEGENERATE_BIAS_STEP, 100 tol)`` is reported degenerate: the channel's
+#: moments have underflowed (the weights collapsed, the predictor is constant), and the
+#: condition holds only in absolute terms (issue 17: lam = 1e-14 gave a converged test error
+#: of 0.5 with ``Q ~ 1e-103`` and a step of 1/149).
+DEGENERATE_BIAS_STEP = 1e-3
+#: Below this ``lam`` the message of a failed solve points to the max-margin solver
+#: (``gaussmix.max_margin``, the limit ``lam -> 0+`` for separable data), the way out when
+#: the fixed point is beyond reach (e.g. three-class cross-entropy at lam = 1e-10, where the
+#: proximal solves of far-tail nodes exhaust ``PROX_MAX_ITER``).
+SMALL_LAM_HINT = 1e-6
 #: Relative Tikhonov term of Anderson's least-squares problem: the normal matrix ``A = dR^T dR``
 #: gets ``(ANDERSON_RIDGE tr(A) / m + ANDERSON_RIDGE_FLOOR) I``.  The safeguard of jaxopt's
 #: ``AndersonAcceleration`` (its ``ridge``): nearly collinear secant pairs, common close to
@@ -141,6 +171,23 @@ def integration_warning_threshold(tol: float) -> float:
     float
     """
     return max(INTEGRATION_WARNING_FLOOR, INTEGRATION_WARNING_FACTOR * tol)
+
+
+def check_tol(tol: Any) -> float:
+    """``tol`` as a float in ``(0, MAX_FIXED_POINT_TOL]``, or ``ValueError`` / ``TypeError``
+    naming it: the one check of the fixed-point tolerance, which
+    :class:`gaussmix.theory.solver.SolverOptions` (every solve, curve and sweep point) and
+    the sweep's validation call.
+
+    Parameters
+    ----------
+    tol : float
+
+    Returns
+    -------
+    float
+    """
+    return check_real("tol", tol, low=0.0, high=MAX_FIXED_POINT_TOL, low_open=True)
 
 
 # --------------------------------------------------------------------------- linear algebra
