@@ -129,9 +129,10 @@ def test_every_door_refuses_the_same_simulation_sizes(tmp_path: Path):
     refuses(lambda: simulate(BINARY, loss="logistic", lam=0.1, alpha=2.0, d=10, seeds=0), want)
     refuses(lambda: Simulation(d=10, seeds=0), want)
     cli_refuses(tmp_path, (*sim, "--d", "10", "--seeds", "0"), "seeds", want)
-    # d >= K where the means are realised exactly: one check (simulate.check_dimension)
-    want = "d must be >= the number of clusters K=3 (to realise the Gram matrix of the means "
-    want += "exactly), got 2"
+    # d >= K where the means are realised exactly: one check (simulate.check_dimension, which
+    # asks the covariance structure: IsotropicLaw.check_dim)
+    want = "d must be >= the number of clusters K=3 to realise the Gram matrix of the means "
+    want += "exactly, got 2"
     refuses(lambda: simulate(THREE, loss="square", lam=0.1, alpha=2.0, d=2, seeds=1), want)
     refuses(lambda: separability_fraction(THREE, [2.0], d=2, n_datasets=1), want)
     spec = PointSpec(THREE, "square", lam=0.1, alpha=2.0, simulate=Simulation(d=2, seeds=1))

@@ -60,8 +60,8 @@ def test_cross_entropy_kernels_agree_with_the_numpy_prox_at_a_huge_metric():
     """Three classes at V = 1e8 I (lam ~ 1e-8): the general kernel, the three-class kernel
     and the numpy oracle give the same f relative to its size (f is ~1e-7 here: an error
     relative to 1, as the old threshold allowed, would be 100%)."""
-    from gaussmix.theory.channel import ProxWarmStart  # noqa: F401 - the channel module loads
     from gaussmix.theory.api import make_problem
+    from gaussmix.theory.channel import ProxWarmStart  # noqa: F401 - the channel module loads
 
     problem = make_problem(THREE, "cross-entropy", lam=1.0, alpha=1.0)
     loss = problem.loss

@@ -275,7 +275,8 @@ def test_spectral_law_and_counts():
     np.testing.assert_allclose(inst.means, mu.T / np.sqrt(30))
     np.testing.assert_allclose(inst.variances, sig.T)
     with pytest.raises(
-        ValueError, match="d must equal the 30 directions of this empirical spectral law, got 31"
+        ValueError,
+        match="d must equal 30, the number of directions of this empirical spectral law, got 31",
     ):
         realise(mix, 31, rng)
     assert largest_remainder(np.array([1, 1, 1]) / 3, 10).tolist() == [4, 3, 3]

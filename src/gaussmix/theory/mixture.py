@@ -385,12 +385,13 @@ class SpectralLaw(_Structure):
         return law
 
     def check_dim(self, d: Any, name: str = "d") -> int:
-        """Any ``d >= 1``; an empirical law (``mu`` given) only on its own J directions."""
+        """Any ``d`` by the rule of ``d``; an empirical law (``mu`` given) only on its own J
+        directions."""
         d = check_param("d", d, name=name)
         if self.mu is not None and d != self.n_atoms:
             raise ValueError(
                 f"{name} must equal {self.n_atoms}, the number of directions of this "
-                f"empirical spectral law, got {name}={d}"
+                f"empirical spectral law, got {d}"
             )
         return d
 
@@ -434,7 +435,7 @@ class IsotropicLaw(SpectralLaw):
         if d < k:
             raise ValueError(
                 f"{name} must be >= the number of clusters K={k} to realise the Gram matrix "
-                f"of the means exactly, got {name}={d}"
+                f"of the means exactly, got {d}"
             )
         return d
 
@@ -594,7 +595,7 @@ class DenseCovariance(_Structure):
         if d != self.dim:
             raise ValueError(
                 f"{name} must equal the dimension {self.dim} of the mixture's full "
-                f"covariances, got {name}={d}"
+                f"covariances, got {d}"
             )
         return d
 
