@@ -10,7 +10,9 @@ ran.
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
@@ -56,6 +58,51 @@ def pytest_runtest_makereport(item, call):
             f"{REQUIRE_ENV}=1 (CI installs every optional resource), but this test was "
             f"skipped: {reason}"
         )
+
+
+#: a directory made by ``gaussmix figure all --fast`` (CI makes it once, for the tests and
+#: the docs gallery)
+ATLAS_ENV = "GAUSSMIX_ATLAS_DIR"
+
+
+@pytest.fixture(scope="session")
+def atlas_dir(tmp_path_factory) -> Path:
+    """A fast atlas: ``$GAUSSMIX_ATLAS_DIR`` if set, else made here once for the session.
+
+    A figure that failed for lack of its data set (MNIST, Fashion-MNIST) is allowed here
+    (:func:`require_figure` skips the tests that read it); any other failure is not.
+    """
+    from _cli_helpers import run
+
+    from gaussmix.figures.paper_atlas import ATLAS_FILE
+
+    given = os.environ.get(ATLAS_ENV)
+    if given:
+        path = Path(given)
+        summary = path / ATLAS_FILE
+        assert summary.is_file(), f"{ATLAS_ENV}={given} has no {ATLAS_FILE}"
+        assert json.loads(summary.read_text())["fast"], f"{given} is not a --fast atlas"
+        return path
+    out = tmp_path_factory.mktemp("atlas")
+    code, _, err = run("figure", "all", "--fast", "--out", str(out), "-q")
+    failed = [f for f in _atlas_figures(out) if f["status"] != "ok"]
+    other = [f for f in failed if not str(f.get("error", "")).startswith("DataNotFoundError")]
+    assert code == 0 or (failed and not other), err
+    return out
+
+
+def _atlas_figures(atlas: Path) -> list[dict]:
+    from gaussmix.figures.paper_atlas import ATLAS_FILE
+
+    return json.loads((atlas / ATLAS_FILE).read_text())["figures"]
+
+
+def require_figure(atlas: Path, name: str) -> None:
+    """Skip (``skip_optional``) if figure ``name`` of the atlas could not be made for lack
+    of its data set."""
+    for f in _atlas_figures(atlas):
+        if f["name"] == name and f["status"] != "ok":
+            skip_optional(f"figure {name} of the atlas: {f.get('error', '')}")
 
 
 @pytest.fixture

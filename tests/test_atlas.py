@@ -17,13 +17,13 @@ theory plus an allowance stated at each check.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from _cli_helpers import assert_one_line_error, run
+from conftest import require_figure
 
 import gaussmix as gm
 from gaussmix.figures import FIGURES, atlas, get_figure, make_atlas, validate_figure
@@ -32,33 +32,17 @@ from gaussmix.figures.paper_atlas import ATLAS_FILE, atlas_names
 from gaussmix.figures.realdata import XOR_MEANS, matched_classes
 from gaussmix.figures.registry import DOT_KINDS, FigureOutput
 
-ATLAS_ENV = "GAUSSMIX_ATLAS_DIR"
 slow = pytest.mark.slow
 
 
 # =========================================================================== fixtures
-@pytest.fixture(scope="module")
-def atlas_dir(tmp_path_factory) -> Path:
-    """A fast atlas: ``$GAUSSMIX_ATLAS_DIR`` if set, else made here."""
-    given = os.environ.get(ATLAS_ENV)
-    if given:
-        path = Path(given)
-        summary = path / ATLAS_FILE
-        assert summary.is_file(), f"{ATLAS_ENV}={given} has no {ATLAS_FILE}"
-        assert json.loads(summary.read_text())["fast"], f"{given} is not a --fast atlas"
-        return path
-    out = tmp_path_factory.mktemp("atlas")
-    code, _, err = run("figure", "all", "--fast", "--out", str(out), "-q")
-    assert code == 0, err
-    return out
-
-
 @pytest.fixture(scope="module")
 def summary(atlas_dir: Path) -> dict:
     return json.loads((atlas_dir / ATLAS_FILE).read_text())
 
 
 def _csv(atlas_dir: Path, name: str) -> pd.DataFrame:
+    require_figure(atlas_dir, name)
     return pd.read_csv(atlas_dir / f"{name}.csv")
 
 
@@ -215,6 +199,8 @@ def test_the_same_bits_on_two_workers(atlas_dir: Path, summary: dict, tmp_path) 
 # =========================================================================== files
 @slow
 def test_all_fast_writes_every_figure(atlas_dir: Path, summary: dict) -> None:
+    for name in atlas_names():
+        require_figure(atlas_dir, name)
     assert summary["fast"] is True and summary["failed"] == []
     assert [f["name"] for f in summary["figures"]] == atlas_names()
     for f in summary["figures"]:
@@ -228,6 +214,8 @@ def test_all_fast_writes_every_figure(atlas_dir: Path, summary: dict) -> None:
 
 @slow
 def test_every_figure_has_a_title_caption_and_companion(atlas_dir: Path) -> None:
+    for name in atlas_names():
+        require_figure(atlas_dir, name)
     for name in atlas_names():
         spec = get_figure(name)
         meta = json.loads((atlas_dir / f"{name}.json").read_text())

@@ -10,22 +10,20 @@ makes it once), else make it once for this module (slow).
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from _cli_helpers import run
+from conftest import require_figure
 from scipy.optimize import minimize_scalar
 
 import gaussmix as gm
 from gaussmix.figures import FIGURES, get_figure
-from gaussmix.figures.paper_atlas import ATLAS_FILE, atlas_names
+from gaussmix.figures.paper_atlas import atlas_names
 from gaussmix.figures.registry import drawn_summary, drawn_values
 from gaussmix.simulate.simulation import fit_erm, overlaps, realise
 
-ATLAS_ENV = "GAUSSMIX_ATLAS_DIR"
 slow = pytest.mark.slow
 _NUMBER = r"\d+(?:\.\d+)?(?:e[+-]?\d+)?"
 _LIST = rf"{_NUMBER}(?:\.\.{_NUMBER}|(?:, {_NUMBER})*)"
@@ -133,20 +131,8 @@ def test_drawn_values_and_their_summary() -> None:
 
 
 # =========================================================================== the atlas
-@pytest.fixture(scope="module")
-def atlas_dir(tmp_path_factory) -> Path:
-    given = os.environ.get(ATLAS_ENV)
-    if given:
-        path = Path(given)
-        assert json.loads((path / ATLAS_FILE).read_text())["fast"], f"{given}: not --fast"
-        return path
-    out = tmp_path_factory.mktemp("atlas")
-    code, _, err = run("figure", "all", "--fast", "--out", str(out), "-q")
-    assert code == 0, err
-    return out
-
-
 def _meta(atlas_dir: Path, name: str) -> dict:
+    require_figure(atlas_dir, name)
     return json.loads((atlas_dir / f"{name}.json").read_text())
 
 
@@ -184,6 +170,7 @@ def test_fig3_left_draws_alpha_star_itself(atlas_dir: Path) -> None:
     """alpha*_K is a point of each K's theory grid, so the cusp is drawn where it is."""
     import pandas as pd
 
+    require_figure(atlas_dir, "fig3-left")
     df = pd.read_csv(atlas_dir / "fig3-left.csv")
     for k, g in df.groupby("K"):
         star = float(g["alpha_star"].iloc[0])

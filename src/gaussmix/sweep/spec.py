@@ -78,7 +78,9 @@ class Simulation:
     seed : int
         Root seed, >= 0 (``numpy.random.SeedSequence(seed).spawn(seeds)``).
 
-    The rules are :data:`gaussmix.core.validation.PARAMETERS`'.
+    Notes
+    -----
+    The rules are those of :data:`gaussmix.core.validation.PARAMETERS`.
     """
 
     d: int
