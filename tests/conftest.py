@@ -92,9 +92,11 @@ def atlas_dir(tmp_path_factory) -> Path:
 
 
 def _atlas_figures(atlas: Path) -> list[dict]:
+    """The figures of ``atlas / atlas.json`` (none for a directory of single figures)."""
     from gaussmix.figures.paper_atlas import ATLAS_FILE
 
-    return json.loads((atlas / ATLAS_FILE).read_text())["figures"]
+    summary = atlas / ATLAS_FILE
+    return json.loads(summary.read_text())["figures"] if summary.is_file() else []
 
 
 def require_figure(atlas: Path, name: str) -> None:
