@@ -29,25 +29,30 @@ NUMBERS = ("test_error", "train_error", "train_loss")
 
 @pytest.fixture(autouse=True)
 def _one_blas_thread():
-    """ERM at d = 30 is many tiny BLAS calls: more threads only add contention.  One thread
-    also for the bits: the dense prior's matrix products round differently on several BLAS
-    threads (a sweep pins its workers to one), so the same dense point agrees to the last
-    bit across the doors only at equal thread counts (to ~1e-16 otherwise)."""
+    """ERM at d = 30 is many tiny BLAS calls: more threads only add contention.  (The dense
+    prior runs on one BLAS thread whatever the setting, so the theory's bits do not depend
+    on it: test_a_dense_point_is_the_same_number_whatever_the_blas_threads.)"""
     with threadpool_limits(1):
         yield
 
 
-@pytest.fixture(scope="module")
-def fitted() -> gm.Mixture:
-    """Three Gaussian classes at d = 30 with distinct, correlated covariances, fitted."""
+def fit_three_classes(d: int) -> gm.Mixture:
+    """Three Gaussian classes in dimension d with distinct, correlated covariances, fitted
+    (``Mixture.from_data`` on 300 points per class)."""
     rng = np.random.default_rng(18)
     X, y = [], []
     for c in range(3):
-        A = np.eye(D) + rng.standard_normal((D, D)) / np.sqrt(D) * 0.5 * (1 + c)
-        mean = 1.5 * np.eye(D)[c] + 0.1 * rng.standard_normal(D)
-        X.append(rng.standard_normal((300, D)) @ A.T + mean)
+        A = np.eye(d) + rng.standard_normal((d, d)) / np.sqrt(d) * 0.5 * (1 + c)
+        mean = 1.5 * np.eye(d)[c] + 0.1 * rng.standard_normal(d)
+        X.append(rng.standard_normal((300, d)) @ A.T + mean)
         y += [f"class{c}"] * 300
     return gm.Mixture.from_data(np.vstack(X), np.array(y))
+
+
+@pytest.fixture(scope="module")
+def fitted() -> gm.Mixture:
+    """Three Gaussian classes at d = 30, fitted."""
+    return fit_three_classes(D)
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +119,34 @@ def test_a_fitted_mixture_through_every_door(
                    "--seeds", "8", "--seed", "2", "--jobs", "1")  # fmt: skip
     for key in NUMBERS:
         assert cli[key] == few.mean[key] and cli[f"{key}_se"] == few.se[key]
+
+
+def test_a_dense_point_is_the_same_number_whatever_the_blas_threads(tmp_path: Path) -> None:
+    """The dense prior's linear algebra runs on one BLAS thread whatever the caller's
+    setting: the same dense point through ``gm.solve`` and ``gaussmix point`` on two BLAS
+    threads, and through a sweep (whose workers run on one), to the bit.  At d = 100 the
+    threaded matrix products (and, once, scipy's own threaded LAPACK, missed by the thread
+    limit) moved the last bits of these numbers."""
+    mix = fit_three_classes(100)
+    mix.save(tmp_path / "m.npz")
+    point = ("--mixture", str(tmp_path / "m.npz"), "--loss", "square", "--lam", "0.5")
+    with threadpool_limits(2):
+        res = gm.solve(mix, "square", lam=0.5, alpha=ALPHA)
+        payload = run_json("point", *point, "--alpha", str(ALPHA))
+    with threadpool_limits(1):
+        one = gm.solve(mix, "square", lam=0.5, alpha=ALPHA)
+    grid = tmp_path / "grid.toml"
+    grid.write_text(
+        f'[fixed]\nmixture = "m.npz"\nloss = "square"\nlam = 0.5\n[grid]\nalpha = [{ALPHA}]\n'
+    )
+    code, out, err = run("sweep", "--grid", str(grid), "--out", str(tmp_path / "s.csv"),
+                         "--quiet", "--jobs", "1")  # fmt: skip
+    assert code == 0, err
+    row = pd.read_csv(tmp_path / "s.csv").iloc[0]
+    assert res.success
+    for other in (one, payload, row):
+        _same(other if isinstance(other, dict | pd.Series) else other.to_dict(), res)
+    assert row["V"] and np.array_equal(np.asarray(json.loads(row["V"])), res.V)
 
 
 @pytest.mark.parametrize(

@@ -29,10 +29,17 @@ positive semi-definite matrix zeroes its row and column) are treated in closed f
 matrices below are restricted to the r remaining axes (``d`` stays the input dimension).
 
 Linear algebra per call: one Cholesky factorisation of ``A`` and the inverse from it
-(LAPACK ``potrf`` / ``potri`` on one BLAS thread: the partial traces need the entries of
-``S``, so a solve does not suffice), two matrix products for ``S C S``, and
-``O(K L^2 d^2)`` for everything else.  No covariance is inverted or assumed invertible:
-``lam > 0`` makes ``A`` positive definite.  The ``O((Lr)^3)`` cost does not depend on K.
+(LAPACK ``potrf`` / ``potri``: the partial traces need the entries of ``S``, so a solve does
+not suffice), two matrix products for ``S C S``, and ``O(K L^2 d^2)`` for everything else.
+All of it runs on one BLAS thread (:func:`~.linalg.one_blas_thread`), whatever the caller's
+setting: a threaded matrix product splits its sums differently and moves the last bits
+(measured: up to 7e-16 on the test error and the overlaps at d = 30..600), so one thread is
+what makes a dense point the same number through ``gaussmix.solve``, ``gaussmix point`` and
+a sweep (whose workers run on one thread).  It is also the faster setting on a shared
+machine: a cross-entropy point (K = 3, interleaved, three runs each, 2 cores under load 3)
+took 1.4-2.0 s at d = 300 and 7-13 s at d = 600 on one thread, 8.6-17 s and 26-35 s on
+two (BENCHMARKS.md).  No covariance is inverted or assumed invertible: ``lam > 0`` makes
+``A`` positive definite.  The ``O((Lr)^3)`` cost does not depend on K.
 """
 
 from __future__ import annotations
@@ -96,18 +103,16 @@ def _partial_traces(X: np.ndarray, covs: np.ndarray, L: int) -> np.ndarray:
 def _spd_inverse(A: np.ndarray) -> np.ndarray:
     """Inverse of a symmetric positive-definite matrix by Cholesky (``potrf`` + ``potri``).
 
-    The two LAPACK calls run on one BLAS thread (:func:`~.linalg.one_blas_thread`); the
-    matrix products elsewhere keep the user's thread setting.
+    Called on one BLAS thread (:func:`dense_ridge_terms`).
 
     Raises
     ------
     numpy.linalg.LinAlgError
         If ``A`` is not numerically positive definite (the solver then retreats).
     """
-    with one_blas_thread():
-        c, info = lapack.dpotrf(A, lower=0, clean=1, overwrite_a=1)
-        if info == 0:
-            S, info_inv = lapack.dpotri(c, lower=0, overwrite_c=1)
+    c, info = lapack.dpotrf(A, lower=0, clean=1, overwrite_a=1)
+    if info == 0:
+        S, info_inv = lapack.dpotri(c, lower=0, overwrite_c=1)
     if info != 0:
         raise np.linalg.LinAlgError(
             "the ridge prior's matrix lam I + sum_k Vhat_k (x) Sigma_k is not positive "
@@ -129,7 +134,8 @@ def dense_ridge_terms(
     *,
     details: bool = False,
 ) -> DenseRidgeTerms:
-    """``Q_k, M_k, V_k`` of the ridge prior on general covariances (module docstring).
+    """``Q_k, M_k, V_k`` of the ridge prior on general covariances (module docstring;
+    Appendix C, l2 case), computed on one BLAS thread.
 
     Parameters
     ----------
@@ -154,6 +160,19 @@ def dense_ridge_terms(
             f"lam must be > 0 on a dense covariance structure (its covariances may be "
             f"singular, and lam = 0 leaves the weights undetermined there); got lam={lam:g}"
         )
+    with one_blas_thread():
+        return _dense_ridge_terms(cov, lam, Qhat, Mhat, Vhat, details)
+
+
+def _dense_ridge_terms(
+    cov: DenseCovariance,
+    lam: float,
+    Qhat: np.ndarray,
+    Mhat: np.ndarray,
+    Vhat: np.ndarray,
+    details: bool,
+) -> DenseRidgeTerms:
+    """:func:`dense_ridge_terms` after its check, on the caller's BLAS threads."""
     K, L = Mhat.shape
     d = cov.dim
     act = cov.active

@@ -12,7 +12,10 @@ __all__ = ["sym_eigvals", "one_blas_thread"]
 
 @functools.cache
 def _blas_pools():
-    """The BLAS thread pools of the process (inspected once, on first use)."""
+    """The BLAS thread pools of the process (inspected once, on first use), scipy's
+    included: scipy ships its own OpenBLAS, loaded with ``scipy.linalg``; inspected before
+    it was loaded, the pools missed it and the dense prior's LAPACK calls ran threaded."""
+    import scipy.linalg  # noqa: F401 - load scipy's BLAS before the pools are listed
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController()
