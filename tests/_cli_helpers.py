@@ -6,6 +6,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from pathlib import Path
+
+import numpy as np
 
 from gaussmix.cli.commands import main
 
@@ -45,3 +48,27 @@ def assert_one_line_error(code: int, out: str, err: str, *needles: str, status: 
     assert "Traceback" not in err
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
+
+
+def bad_mixture_files(mixture, folder: Path) -> dict[str, Path]:
+    """Files in ``folder`` that are not valid mixture files, by a part of the message that
+    refuses each: not an ``.npz``, covariances of the wrong shape, a covariance that is not
+    positive semi-definite (from the dense ``mixture``, saved as ``good.npz``), no file."""
+    mixture.save(folder / "good.npz")
+    with np.load(folder / "good.npz") as f:
+        entries = {k: f[k] for k in f.files}
+    k, d = entries["means"].shape
+    files = {}
+    text = folder / "text.npz"
+    text.write_text("not a zip\n")
+    files["not a readable .npz file"] = text
+    shape = folder / "shape.npz"
+    np.savez(shape, **{**entries, "covariances": entries["covariances"][:, :-1, :-1]})
+    files[f"covariances must have shape ({k}, {d}, {d}), got ({k}, {d - 1}, {d - 1})"] = shape
+    cov = entries["covariances"].copy()
+    cov[k - 1, 0, 0] = -1.0
+    psd = folder / "psd.npz"
+    np.savez(psd, **{**entries, "covariances": cov})
+    files[f"covariances[{k - 1}] must be positive semi-definite"] = psd
+    files["no such file"] = folder / "absent.npz"
+    return files

@@ -81,7 +81,10 @@ def test_every_declared_option_exists_on_the_cli() -> None:
     flags = {max(p.opts, key=len) for p in command.params if p.opts[0].startswith("--")}
     declared = {o.flag for spec in FIGURES.values() for o in spec.options}
     assert declared <= flags, declared - flags
-    assert flags - declared <= {"--out", "--quiet", "--fast", "--list"}, flags - declared
+    assert flags - declared <= {"--out", "--quiet", "--fast", "--list", "--mixture"}, (
+        flags - declared
+    )
+    assert any(spec.takes_mixture for spec in FIGURES.values())  # --mixture is some figure's
     code, out, _ = run("figure", "--help")
     assert code == 0
     for name in FIGURES:

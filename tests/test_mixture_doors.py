@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _cli_helpers import assert_one_line_error, run, run_json
+from _cli_helpers import assert_one_line_error, bad_mixture_files, run, run_json
 from _helpers import check_within_3se
 from threadpoolctl import threadpool_limits
 
@@ -231,28 +231,8 @@ def test_a_spectral_mixture_file_gives_the_points_of_its_options(tmp_path: Path)
 
 
 # ---------------------------------------------------------------------------- bad input
-def _bad_files(fitted: gm.Mixture, tmp_path: Path) -> dict[str, Path]:
-    fitted.save(tmp_path / "good.npz")
-    with np.load(tmp_path / "good.npz") as f:
-        entries = {k: f[k] for k in f.files}
-    files = {}
-    text = tmp_path / "text.npz"
-    text.write_text("not a zip\n")
-    files["not a readable .npz file"] = text
-    shape = tmp_path / "shape.npz"
-    np.savez(shape, **{**entries, "covariances": entries["covariances"][:, :-1, :-1]})
-    files["covariances must have shape (3, 30, 30), got (3, 29, 29)"] = shape
-    cov = entries["covariances"].copy()
-    cov[2, 0, 0] = -1.0
-    psd = tmp_path / "psd.npz"
-    np.savez(psd, **{**entries, "covariances": cov})
-    files["covariances[2] must be positive semi-definite"] = psd
-    files["no such file"] = tmp_path / "absent.npz"
-    return files
-
-
 def test_bad_mixture_files_on_the_command_line(fitted: gm.Mixture, tmp_path: Path) -> None:
-    for needle, path in _bad_files(fitted, tmp_path).items():
+    for needle, path in bad_mixture_files(fitted, tmp_path).items():
         for command in (("point",), ("simulate", "--d", "30")):
             code, out, err = run(*command, "--mixture", str(path))
             assert_one_line_error(code, out, err, f"mixture file {str(path)!r}: ", needle)
@@ -335,7 +315,7 @@ def test_sweep_toml_with_a_mixture_file(fitted: gm.Mixture, tmp_path: Path) -> N
                           f"mixture file {missing!r}: no such file")  # fmt: skip
     assert sorted(p.name for p in empty.iterdir()) == ["grid.toml"]
     # a file with a non-PSD covariance, also refused before any work
-    for needle, path in _bad_files(fitted, tmp_path).items():
+    for needle, path in bad_mixture_files(fitted, tmp_path).items():
         bad.write_text(f'[fixed]\nmixture = "{path}"\n[grid]\nalpha = [1.0]\n')
         code, stdout, err = run(
             "sweep", "--grid", str(bad), "--out", str(empty / "o.csv"), "--jobs", "1"

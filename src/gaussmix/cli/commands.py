@@ -116,6 +116,7 @@ from .options import (
     mixture_from_options,
     parse_floats,
     point_options,
+    read_mixture_file,
     resolve_options,
     with_signature,
 )
@@ -968,6 +969,16 @@ def _check_scheduler_option(scheduler: str) -> None:
 
 
 # ============================================================================ figures
+def _point_option(name: str) -> tuple[tuple[str, ...], str | None]:
+    """The declarations and metavar of the point option ``name`` (a field of
+    :class:`PointOptions`), for a figure option that is the same option."""
+    import dataclasses
+
+    (f,) = [f for f in dataclasses.fields(PointOptions) if f.name == name]
+    option = f.metadata["cli_option"]
+    return option["decls"], option["metavar"]
+
+
 #: parameters of ``gaussmix figure`` common to every figure (not declared by the registry)
 _FIGURE_COMMON = ("name", "out", "quiet", "fast", "list_")
 #: the options of ``gaussmix figure all`` (it makes every figure with its defaults)
@@ -1021,7 +1032,20 @@ _FIGURE_OPTIONS: dict[str, tuple[Any, tuple[str, ...], str | None, str]] = {
     "jobs": (int, ("--jobs", "-j"), "N", "Worker processes (joblib: -1 = all cores): over "
              "seeds for one figure (sparse-curves: -1, others: 1); over figures for 'all' [1]. "
              "Results do not depend on it."),
+    # the point commands' --mixture (PointOptions.mixture), read by the same loader
+    "mixture": (str, *_point_option("mixture"), "A mixture file (.npz of gaussmix.Mixture."
+                "save) in place of the paper's mixture, for the figures that take one "
+                "(fig3-left, fig3-right, fig4-left; see --list); it excludes the options "
+                "that build the paper's mixture."),
 }  # fmt: skip
+
+
+def _figure_mixture(spec: Any, path: str) -> Any:
+    """``--mixture FILE`` of a figure: the file's mixture (read as the point commands read
+    it), or a one-line refusal naming the figure and why it takes none."""
+    if not spec.takes_mixture:
+        raise ValueError(f"figure {spec.name} takes no --mixture: {spec.fixed_mixture}")
+    return read_mixture_file(path)
 
 
 def _flag(param: Any) -> str:
@@ -1133,7 +1157,7 @@ def figure_command(
     check_output_path("--out", out, kind="dir")
     simulates = spec.simulates and kw.get("simulate", True)
     with one_blas_thread() if simulates else contextlib.nullcontext():
-        res = write_figure(name, out, fast=fast, **kw)
+        res = write_figure(name, out, fast=fast, mixture_file=ctx.params["mixture"], **kw)
     _report_curve(res.data, (res.csv, res.png, res.meta), partial_fails=False)
 
 
@@ -1196,6 +1220,9 @@ def _figure_kwargs(ctx: typer.Context, spec: Any) -> dict[str, Any]:
     no_sim = given(ctx, "simulate") and ctx.params["simulate"] is False
     kw: dict[str, Any] = {}
     for p in passed:
+        if p.name == "mixture":
+            kw["mixture"] = _figure_mixture(spec, ctx.params["mixture"])
+            continue
         opt = spec.option(_flag(p))
         if opt is None:
             takes = ", ".join(o.flag for o in spec.options) or "none"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import matplotlib as mpl
@@ -12,6 +13,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from gaussmix.core.validation import check_array, check_param_values
+from gaussmix.theory.api import make_problem
+from gaussmix.theory.mixture import Mixture
 
 from .plotting import STYLE
 
@@ -229,3 +232,66 @@ def simulation_handle(df: pd.DataFrame) -> Any:
         color="0.3",
         label=rf"simulation $d = {d}$, {n} seeds ($\pm$1 s.e.)",
     )
+
+
+# ============================================================================ a user's mixture
+def user_mixture(
+    mixture: Any, loss: str, *, lam: float, alpha: float, **builders: Any
+) -> Mixture | None:
+    """A figure's ``mixture`` argument: None (the paper's mixtures), or a mixture that the
+    figure's ``loss`` (ridge penalty) can train on at ``lam`` and ``alpha`` (validated by
+    :func:`gaussmix.theory.api.make_problem`, which names what does not fit), given without
+    ``builders``: the figure's arguments that build the paper's mixture (None when not
+    given)."""
+    if mixture is None:
+        return None
+    if not isinstance(mixture, Mixture):
+        raise TypeError(
+            f"mixture must be a gaussmix.Mixture or None, got {type(mixture).__name__}"
+        )
+    for name, value in builders.items():
+        if value is not None:
+            raise ValueError(
+                f"{name} must not be given with mixture (it builds the paper's mixture; "
+                "the mixture given defines its clusters, means and covariances)"
+            )
+    make_problem(mixture, loss, lam=lam, alpha=alpha, penalty="l2")
+    return mixture
+
+
+def add_mixture_columns(rows: pd.DataFrame, mixture: Mixture) -> None:
+    """The provenance of a user's mixture in a figure's table (in place): ``mixture`` (the
+    structure's ``describe()``) and ``fingerprint`` (:meth:`Mixture.fingerprint`)."""
+    rows["mixture"] = mixture.covariance.describe()
+    rows["fingerprint"] = mixture.fingerprint()
+
+
+def mixture_title(df: pd.DataFrame) -> str | None:
+    """The title's line naming a user's mixture (:func:`add_mixture_columns`), or None
+    for the paper's."""
+    if "fingerprint" not in df.columns:
+        return None
+    return f"mixture {df['mixture'].iloc[0]} (fingerprint {df['fingerprint'].iloc[0]})"
+
+
+def hook_values(
+    hook: Callable[..., float] | None, mixture: Mixture, points: Sequence[Any], *, user: bool
+) -> np.ndarray:
+    """``hook(mixture, *point)`` for every point (NaN without a hook).  On a user's mixture
+    a hook that refuses it (a ``ValueError``: e.g. the Bayes-optimal error needs isotropic
+    covariances) leaves the values NaN with a ``UserWarning`` giving its reason; on the
+    paper's mixtures its error propagates."""
+    if hook is None:
+        return np.full(len(points), np.nan)
+    try:
+        return np.array([float(hook(mixture, *p)) for p in points], dtype=float)
+    except ValueError as exc:
+        if not user:
+            raise
+        name = getattr(hook, "__name__", "hook")
+        warnings.warn(
+            f"{name} is not drawn on this mixture: {' '.join(str(exc).split())}",
+            UserWarning,
+            stacklevel=3,
+        )
+        return np.full(len(points), np.nan)

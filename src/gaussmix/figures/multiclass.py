@@ -13,6 +13,11 @@ cross-entropy and a ridge penalty ``lam ||W||_F^2 / 2``.
 ``fig3-right`` -- :func:`fig3_right` / :func:`plot_fig3_right`
     Test error against ``lambda`` for ``K = 3`` at a few ``alpha``.
 
+Both take any mixture with one-hot labels (``mixture=``, ``gaussmix figure NAME --mixture
+FILE``) in place of the paper's: one curve (fig3-left) or one curve per alpha (fig3-right)
+of the same cross-entropy and ridge penalty, with the mixture named in the title and the
+table (columns ``mixture``, ``fingerprint``).
+
 Hooks for the Bayes-optimal error and the transition
 ----------------------------------------------------
 Both table functions take ``bayes_error``, a callable ``(mixture, alpha) -> float``
@@ -56,6 +61,7 @@ from ._common import (
     LINE_STYLES,
     MARKERS,
     SLIDE_STYLE,
+    add_mixture_columns,
     balanced_alpha,
     check_alphas,
     check_bool,
@@ -64,12 +70,15 @@ from ._common import (
     errorbars,
     fill_simulation,
     fmt_g,
+    hook_values,
+    mixture_title,
     new_slide_figure,
     pick,
     positive_list,
     preset_note,
     simulation_columns,
     simulation_handle,
+    user_mixture,
 )
 from .plotting import AXIS_LABELS
 from .registry import (
@@ -181,14 +190,60 @@ def _sim_args(out: dict, preset: dict, sim_alphas, simulate_d, seeds, seed, n_jo
     out["seeds"] = check_param("seeds", pick(seeds, preset["seeds"]))
     out["seed"] = check_param("seed", seed)
     out["n_jobs"] = check_param("n_jobs", n_jobs)
-    if out["d"] < max(out["ks"]):
+    if out["mixture"] is not None:  # the dimensions its structure can be realised at
+        out["mixture"].covariance.check_dim(out["d"], name="simulate_d")
+    elif out["d"] < max(out["ks"]):
         raise ValueError(f"simulate_d must be >= the largest K ({max(out['ks'])}), got {out['d']}")
+
+
+def _mixture_args(
+    out: dict, mixture: Any, *, ks: Any, delta: Any, k_name: str, given: Any
+) -> None:
+    """The mixtures of a Fig. 3 table into ``out``: ``mixture`` (a user's, validated for
+    cross-entropy at the table's first alpha and lambda, or None), ``ks`` and ``delta``
+    (the paper's K and Delta; the user's K and NaN).  ``given``: the K argument as given
+    (refused with a mixture, as ``delta`` is)."""
+    lam = out["lam"] if "lam" in out else float(out["lams"][0])
+    user = user_mixture(
+        mixture,
+        "cross-entropy",
+        lam=lam,
+        alpha=float(out["alphas"][0]),
+        **{k_name: given, "delta": delta},
+    )
+    out["mixture"] = user
+    if user is not None:
+        out["ks"], out["delta"] = (user.n_clusters,), np.nan
+        return
+    out["ks"] = _ks(ks) if k_name == "ks" else (check_param("n_clusters", ks),)
+    out["delta"] = check_real("delta", pick(delta, DELTA), low=0.0, low_open=True)
+
+
+def _figure_mixtures(a: dict) -> list[Mixture]:
+    """The mixtures a Fig. 3 table draws: the user's, or the paper's for each K."""
+    if a["mixture"] is not None:
+        return [a["mixture"]]
+    return [fig3_mixture(k, a["delta"]) for k in a["ks"]]
+
+
+def _theory_rows(df: pd.DataFrame, mix: Mixture, a: dict, *, delta_at: int) -> pd.DataFrame:
+    """The theory columns of one curve: ``K``, the curve's ``alpha, lam``, ``delta`` (at
+    ``delta_at``, the paper's mixtures only), ``loss, penalty`` and :data:`_THEORY`."""
+    rows = df[["alpha", "lam", *_THEORY]].copy()
+    rows.insert(0, "K", mix.n_clusters)
+    if a["mixture"] is None:
+        rows.insert(delta_at, "delta", a["delta"])
+    at = 4 if a["mixture"] is None else 3
+    rows.insert(at, "loss", "cross-entropy")
+    rows.insert(at + 1, "penalty", "l2")
+    return rows
 
 
 # =========================================================================== Fig. 3 left
 def _left_args(
     alphas,
     ks,
+    mixture,
     delta,
     lam,
     simulate,
@@ -207,14 +262,13 @@ def _left_args(
     preset = FIG3_LEFT_FAST if fast else FIG3_LEFT_FULL
     out: dict[str, Any] = {
         "alphas": check_alphas("alphas", pick(alphas, preset["alphas"])),
-        "ks": _ks(pick(ks, preset["ks"])),
-        "delta": check_real("delta", delta, low=0.0, low_open=True),
         "lam": check_param("lam", lam),
         "simulate": check_bool("simulate", simulate),
         "progress": check_bool("progress", progress),
         "bayes_error": _check_hook("bayes_error", bayes_error),
         "alpha_star": _check_hook("alpha_star", alpha_star),
     }
+    _mixture_args(out, mixture, ks=pick(ks, preset["ks"]), delta=delta, k_name="ks", given=ks)
     if out["simulate"]:
         _sim_args(out, preset, sim_alphas, simulate_d, seeds, seed, n_jobs)
     return out
@@ -224,7 +278,8 @@ def fig3_left(
     alphas: Sequence[float] | None = None,
     ks: Sequence[int] | None = None,
     *,
-    delta: float = DELTA,
+    mixture: Mixture | None = None,
+    delta: float | None = None,
     lam: float = LAM,
     simulate: bool = True,
     sim_alphas: Sequence[float] | None = None,
@@ -248,8 +303,13 @@ def fig3_left(
         that the cusp is drawn where it is.
     ks : sequence of int, optional
         Numbers of clusters (>= 2), one colour each.
-    delta : float
-        Cluster variance ``Sigma_k = Delta I``.
+    mixture : Mixture, optional
+        Any mixture with one-hot labels in place of the paper's (then without ``ks`` and
+        ``delta``): one curve, its ``alpha*_K`` and Bayes-optimal error where the hooks
+        take the mixture (else NaN, with a ``UserWarning``), simulations at a
+        ``simulate_d`` its structure takes (a dense mixture: its own dimension).
+    delta : float, optional
+        Cluster variance ``Sigma_k = Delta I`` (default 0.5).
     lam : float
         Ridge penalty strength (> 0).
     simulate : bool
@@ -284,36 +344,38 @@ def fig3_left(
         train_error, train_loss, converged, n_iter, integration_error, bayes_error,
         alpha_star, sim_alpha, sim_lam, sim_test_error, sim_test_error_se,
         sim_train_error, sim_train_error_se, sim_converged, sim_d, sim_seeds`` (the
-        ``sim_*`` columns NaN except at the simulated alphas).
+        ``sim_*`` columns NaN except at the simulated alphas); with ``mixture``, no
+        ``delta`` but ``mixture`` and ``fingerprint`` last.
     """
     a = _left_args(**{k: v for k, v in locals().items()})
     grid = a["alphas"]
+    user = a["mixture"] is not None
     frames = []
-    for k in progress_bar(a["ks"], desc="fig3-left", enabled=a["progress"], unit="K"):
-        mix = fig3_mixture(k, a["delta"])
+    for mix in progress_bar(
+        _figure_mixtures(a), desc="fig3-left", enabled=a["progress"], unit="K"
+    ):
+        k = mix.n_clusters
         sim_a = (
             np.unique([balanced_alpha(x, a["d"], k) for x in a["sim_alphas"]])
             if a["simulate"]
             else np.empty(0)
         )
-        star = float(a["alpha_star"](mix)) if a["alpha_star"] else np.nan
+        star = float(hook_values(a["alpha_star"], mix, [()], user=user)[0])
         # alpha*_K itself on the grid (inside it): the cusp is drawn where it is
         at_star = [star] if grid[0] < star < grid[-1] else []
         alphas_k = np.unique(np.concatenate([grid, sim_a, at_star]))
         df = learning_curve(
             mix, "cross-entropy", alphas_k, lam=a["lam"], penalty="l2", progress=a["progress"]
         )
-        rows = df[["alpha", "lam", *_THEORY]].copy()
-        rows.insert(0, "K", k)
-        rows.insert(2, "delta", a["delta"])
-        rows.insert(4, "loss", "cross-entropy")
-        rows.insert(5, "penalty", "l2")
-        hook = a["bayes_error"]
-        rows["bayes_error"] = [float(hook(mix, float(x))) if hook else np.nan for x in alphas_k]
+        rows = _theory_rows(df, mix, a, delta_at=2)
+        points = [(float(x),) for x in alphas_k]
+        rows["bayes_error"] = hook_values(a["bayes_error"], mix, points, user=user)
         rows["alpha_star"] = star
         simulation_columns(rows, _SIM_KEYS)
         if a["simulate"]:
             _simulate_alphas(rows, mix, sim_a, a)
+        if user:
+            add_mixture_columns(rows, mix)
         frames.append(rows)
     return pd.concat(frames, ignore_index=True)
 
@@ -452,33 +514,40 @@ def _fig3_title(df: pd.DataFrame) -> str:
         head += f", $\\lambda = {fmt_g(float(df['lam'].iloc[0]))}$"
     elif "lam" in df.columns:
         head += f", $\\lambda \\in$ [{fmt_g(df['lam'].min())}, {fmt_g(df['lam'].max())}]"
+    user = mixture_title(df)
+    if user is not None:
+        return f"{head}\n{user}"
     return f"{head}\n{kk} balanced clusters, Gaussian means, $\\Sigma = {delta}\\,I$"
 
 
 # =========================================================================== Fig. 3 right
-def _right_args(lams, alphas, n_clusters, delta, fast, progress, bayes_error) -> dict[str, Any]:
+def _right_args(
+    lams, alphas, mixture, n_clusters, delta, fast, progress, bayes_error
+) -> dict[str, Any]:
     """Validated arguments of :func:`fig3_right` with the presets applied."""
     fast = check_bool("fast", fast)
     preset = FIG3_RIGHT_FAST if fast else FIG3_RIGHT_FULL
     lv = check_array("lams", pick(lams, preset["lams"]), shape=(None,), positive=True)
     if lv.size == 0:
         raise ValueError("lams must not be empty")
-    return {
+    out: dict[str, Any] = {
         "lams": np.unique(lv),
         "alphas": positive_list("alphas", pick(alphas, preset["alphas"])),
-        "k": check_param("n_clusters", n_clusters),
-        "delta": check_real("delta", delta, low=0.0, low_open=True),
         "progress": check_bool("progress", progress),
         "bayes_error": _check_hook("bayes_error", bayes_error),
     }
+    k = pick(n_clusters, 3)
+    _mixture_args(out, mixture, ks=k, delta=delta, k_name="n_clusters", given=n_clusters)
+    return out
 
 
 def fig3_right(
     lams: Sequence[float] | None = None,
     alphas: Sequence[float] | None = None,
     *,
-    n_clusters: int = 3,
-    delta: float = DELTA,
+    mixture: Mixture | None = None,
+    n_clusters: int | None = None,
+    delta: float | None = None,
     fast: bool = False,
     progress: bool = False,
     bayes_error: BayesHook | None = bayes_optimal_hook,
@@ -492,10 +561,14 @@ def fig3_right(
         :data:`FIG3_RIGHT_FAST` with ``fast``), solved from the largest down (annealing).
     alphas : sequence of float, optional
         Sample complexities, one curve each.
-    n_clusters : int
-        K (the paper: 3).
-    delta : float
-        Cluster variance ``Sigma_k = Delta I``.
+    mixture : Mixture, optional
+        Any mixture with one-hot labels in place of the paper's (then without
+        ``n_clusters`` and ``delta``); its Bayes-optimal error where the hook takes the
+        mixture (else NaN, with a ``UserWarning``).
+    n_clusters : int, optional
+        K (default 3, the paper's).
+    delta : float, optional
+        Cluster variance ``Sigma_k = Delta I`` (default 0.5).
     fast : bool
         Coarser presets.
     progress : bool
@@ -508,22 +581,24 @@ def fig3_right(
     -------
     pandas.DataFrame
         One row per ``(alpha, lam)``: ``K, alpha, lam, delta, loss, penalty, test_error,
-        train_error, train_loss, converged, n_iter, integration_error, bayes_error``.
+        train_error, train_loss, converged, n_iter, integration_error, bayes_error``; with
+        ``mixture``, no ``delta`` but ``mixture`` and ``fingerprint`` last.
     """
     a = _right_args(**{k: v for k, v in locals().items()})
-    mix = fig3_mixture(a["k"], a["delta"])
+    (mix,) = _figure_mixtures(a)
+    user = a["mixture"] is not None
+    bayes = hook_values(a["bayes_error"], mix, [(float(x),) for x in a["alphas"]], user=user)
     frames = []
-    for alpha in progress_bar(a["alphas"], desc="fig3-right", enabled=a["progress"], unit="α"):
+    for alpha, best in progress_bar(
+        list(zip(a["alphas"], bayes)), desc="fig3-right", enabled=a["progress"], unit="α"
+    ):
         df = lambda_sweep(
             mix, "cross-entropy", a["lams"], alpha=float(alpha), penalty="l2", progress=False
         )
-        rows = df[["alpha", "lam", *_THEORY]].copy()
-        rows.insert(0, "K", a["k"])
-        rows.insert(3, "delta", a["delta"])
-        rows.insert(4, "loss", "cross-entropy")
-        rows.insert(5, "penalty", "l2")
-        hook = a["bayes_error"]
-        rows["bayes_error"] = float(hook(mix, float(alpha))) if hook else np.nan
+        rows = _theory_rows(df, mix, a, delta_at=3)
+        rows["bayes_error"] = best
+        if user:
+            add_mixture_columns(rows, mix)
         frames.append(rows)
     return pd.concat(frames, ignore_index=True)
 
@@ -593,6 +668,12 @@ register_figure(
             "dash-dotted: Bayes-optimal error and dotted verticals: alpha*_K, where "
             "provided. " + ERROR_BAR_CAPTION
         ),
+        mixture_caption=(
+            "Cross-entropy with ridge penalty lambda on the mixture named below (one-hot "
+            "labels): test error (top) and training error (bottom) against alpha; lines: "
+            "theory (Theorems 1-2); dash-dotted: Bayes-optimal error and dotted vertical: "
+            "alpha*_K, where available for this mixture. " + ERROR_BAR_CAPTION
+        ),
         table=fig3_left,
         check=_left_args,
         plot=plot_fig3_left,
@@ -621,6 +702,12 @@ register_figure(
             "means and Sigma = 0.5 I: test error against lambda, one curve per alpha "
             "(theory); dash-dotted horizontal lines: the Bayes-optimal error, where "
             "provided. No simulations."
+        ),
+        mixture_caption=(
+            "Cross-entropy with ridge penalty on the mixture named below (one-hot labels): "
+            "test error against lambda, one curve per alpha (theory); dash-dotted "
+            "horizontal lines: the Bayes-optimal error, where available for this mixture. "
+            "No simulations."
         ),
         table=fig3_right,
         check=_right_args,

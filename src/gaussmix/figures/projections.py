@@ -401,6 +401,10 @@ register_figure(
             "support (variance Delta1); vertical: a direction off the support (variance "
             "Delta2). " + PROJECTION_CAPTION
         ),
+        fixed_mixture=(
+            "it draws samples of the correlated sparse mixture eq. (sparse) on its mean "
+            "direction and a direction off the support, for several Delta2"
+        ),
         table=sparse_projection,
         check=_sparse_args,
         plot=plot_sparse_projection,
@@ -429,6 +433,10 @@ register_figure(
             "realisably (left) or as XOR (right), and the two-cluster mixtures with the same "
             "class means and covariances (bottom), projected on the plane of e1, e2. "
             + PROJECTION_CAPTION
+        ),
+        fixed_mixture=(
+            "it draws samples of the four-cluster mixtures +-e1 +-e2 and of their matched "
+            "two-cluster mixtures"
         ),
         table=xor_projection,
         check=_xor_args,

@@ -693,6 +693,9 @@ register_figure(
         description="real data: MNIST even/odd (lambda = 0.05) and Fashion-MNIST "
         "clothes/accessories (lambda = 1), logistic, test error and training loss vs alpha",
         caption=_REAL_CAPTION,
+        fixed_mixture=(
+            "it compares real data (MNIST, Fashion-MNIST) with the mixtures fitted to them"
+        ),
         table=fig5_table,
         check=_check_fig5,
         plot=plot_fig5,
@@ -716,6 +719,9 @@ register_figure(
         description="MNIST on random features erf(F x / sqrt d), several gamma = p / d: "
         "logistic test error and training loss vs alpha",
         caption=_REAL_CAPTION + " alpha = n / p.",
+        fixed_mixture=(
+            "it compares real data on random features with the mixtures fitted to them"
+        ),
         table=fig6_table,
         check=_check_fig6,
         plot=plot_fig6,
@@ -740,6 +746,9 @@ register_figure(
         description="MNIST even/odd and Fashion-MNIST clothes/accessories: logistic test "
         "error vs lambda at alpha = 1, theory of the fitted mixture and the real data",
         caption=_REAL_CAPTION,
+        fixed_mixture=(
+            "it compares real data (MNIST, Fashion-MNIST) with the mixtures fitted to them"
+        ),
         table=fig4_right_table,
         check=_check_fig4_right,
         plot=plot_fig4_right,
@@ -763,6 +772,9 @@ register_figure(
         description="MNIST on the hidden layer of a trained two-layer network, several "
         "stages of training",
         caption=_REAL_CAPTION,
+        fixed_mixture=(
+            "it compares real data on trained features with the mixtures fitted to them"
+        ),
         table=trained_features_table,
         check=_check_trained,
         plot=plot_trained_features,
@@ -787,6 +799,9 @@ register_figure(
         description="MNIST 0-4 vs 5-9: the two-cluster and the ten-cluster mixtures against "
         "the real data",
         caption=_REAL_CAPTION,
+        fixed_mixture=(
+            "it compares the two- and ten-cluster mixtures fitted to MNIST with the real data"
+        ),
         table=p2_p10_table,
         check=_check_p2_p10,
         plot=plot_p2_p10,
@@ -814,6 +829,10 @@ register_figure(
             "mixture, dashed with open markers (circles: realisable, triangles: XOR) on top: "
             "the two-cluster mixture with the same class means and covariances (theory, "
             "Theorems 1-2; the two coincide). No simulations."
+        ),
+        fixed_mixture=(
+            "it compares the four-cluster XOR and realisable mixtures with their matched two-"
+            "cluster mixtures"
         ),
         table=xor_table,
         check=_check_xor,

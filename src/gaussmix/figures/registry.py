@@ -33,12 +33,28 @@ The ``check`` function takes the table function's parameters by name (apart from
 ``**kw`` catch-all) and raises the ``TypeError`` / ``ValueError`` the table function
 would raise, naming the argument.  Every option's flag must exist on the ``gaussmix
 figure`` command (a test checks it).
+
+Any mixture
+-----------
+A figure whose set-up is "a mixture and curves over alpha or lambda" takes a user's
+:class:`~gaussmix.theory.mixture.Mixture` in place of the paper's: its table function has a
+``mixture`` parameter and its spec a :attr:`FigureSpec.mixture_caption` (the caption then);
+``gaussmix figure NAME --mixture FILE`` reads the file as the point commands do.  A figure
+tied to a family of the paper's mixtures (it varies Delta or K, draws samples of a given
+model, reads real data) declares why in :attr:`FigureSpec.fixed_mixture` instead, and is
+refused a mixture in one line naming the figure and that reason.  With a mixture the table
+has the columns ``mixture`` (the structure's ``describe()``) and ``fingerprint``
+(:meth:`~gaussmix.theory.mixture.Mixture.fingerprint`), the title names them, and the JSON
+has a ``mixture`` entry (:meth:`~gaussmix.theory.mixture.Mixture.describe`, the structure,
+the fingerprint and, from the command line, the file and its SHA-256).
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +84,7 @@ __all__ = [
     "figure_arguments",
     "drawn_values",
     "drawn_summary",
+    "mixture_provenance",
 ]
 
 #: option kinds: how the command line turns an option's text into the table's argument
@@ -163,6 +180,14 @@ class FigureSpec:
     options : tuple of FigureOption
         The command-line options the figure takes (``--out``, ``--fast`` and ``--quiet``
         are common to all figures).
+    mixture_caption : str
+        The caption with a user's mixture (``mixture=``, ``--mixture FILE``): the figure
+        takes one (its table function has a ``mixture`` parameter).  Empty for a figure
+        tied to the paper's mixtures, which says why in ``fixed_mixture``.
+    fixed_mixture : str
+        Why the figure takes no other mixture than the paper's (e.g. ``'it varies Delta
+        and K of the isotropic mixture'``), shown when one is given.  Exactly one of
+        ``mixture_caption`` and ``fixed_mixture`` is set.
     """
 
     name: str
@@ -177,9 +202,21 @@ class FigureSpec:
     dots: tuple[str, ...] = ()
     differs: str = ""
     options: tuple[FigureOption, ...] = field(default_factory=tuple)
+    mixture_caption: str = ""
+    fixed_mixture: str = ""
 
     def __post_init__(self) -> None:
         params = inspect.signature(self.table).parameters
+        if bool(self.mixture_caption) == bool(self.fixed_mixture):
+            raise ValueError(
+                f"figure {self.name!r}: set exactly one of mixture_caption (it takes any "
+                "mixture) and fixed_mixture (why it does not)"
+            )
+        if self.takes_mixture != ("mixture" in params):
+            raise ValueError(
+                f"figure {self.name!r}: a figure takes a mixture (mixture_caption) exactly "
+                f"when {self.table.__name__} has a 'mixture' parameter"
+            )
         flags = [o.flag for o in self.options]
         if len(set(flags)) != len(flags):
             raise ValueError(f"figure {self.name!r} declares an option twice: {flags}")
@@ -208,6 +245,11 @@ class FigureSpec:
             if o.flag == flag:
                 return o
         return None
+
+    @property
+    def takes_mixture(self) -> bool:
+        """Whether the figure takes a user's mixture (``mixture=``, ``--mixture FILE``)."""
+        return bool(self.mixture_caption)
 
     @property
     def simulates(self) -> bool:
@@ -283,6 +325,8 @@ def figure_arguments(name: str, *, fast: bool = False, **kw: Any) -> dict[str, A
     if not isinstance(fast, bool | np.bool_):
         raise TypeError(f"fast must be a bool, got {fast!r}")
     spec = get_figure(name)
+    if "mixture" in kw and not spec.takes_mixture:
+        raise ValueError(f"figure {name} takes no mixture: {spec.fixed_mixture}")
     return {**spec.fast, **kw} if fast else dict(kw)
 
 
@@ -418,7 +462,39 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def write_figure(name: str, out_dir: str | Path, *, fast: bool = False, **kw: Any) -> FigureOutput:
+def mixture_provenance(mixture: Any, mixture_file: str | os.PathLike | None = None) -> dict:
+    """What the JSON of a figure drawn on a user's mixture records about it: the
+    structure (``describe()``), the fingerprint, :meth:`Mixture.describe` and, when it was
+    read from a file, the file's name and SHA-256."""
+    out = {
+        "structure": mixture.covariance.describe(),
+        "fingerprint": mixture.fingerprint(),
+        **_jsonable(mixture.describe()),
+    }
+    if mixture_file is not None:
+        data = Path(mixture_file).read_bytes()
+        out.update(file=os.fspath(mixture_file), sha256=hashlib.sha256(data).hexdigest())
+    return out
+
+
+def _mixture_sentence(prov: Mapping[str, Any]) -> str:
+    """The caption's last sentence for a user's mixture."""
+    text = (
+        f" Mixture: {prov['structure']} (model {prov['kind']}), fingerprint {prov['fingerprint']}"
+    )
+    if "file" in prov:
+        text += f", read from {Path(prov['file']).name} (SHA-256 {prov['sha256']})"
+    return text + "."
+
+
+def write_figure(
+    name: str,
+    out_dir: str | Path,
+    *,
+    fast: bool = False,
+    mixture_file: str | os.PathLike | None = None,
+    **kw: Any,
+) -> FigureOutput:
     """Compute figure ``name`` and write ``<name>.csv``, ``<name>.png`` and ``<name>.json``.
 
     The CSV is the tidy table; the JSON is its companion: the figure's name, its place in
@@ -436,8 +512,13 @@ def write_figure(name: str, out_dir: str | Path, *, fast: bool = False, **kw: An
         Output directory (created if needed).
     fast : bool
         Apply the figure's ``--fast`` preset (:attr:`FigureSpec.fast`) under ``kw``.
+    mixture_file : path, optional
+        The file the ``mixture`` argument was read from (:meth:`Mixture.load`): the JSON
+        records its name and SHA-256 (:func:`mixture_provenance`).
     **kw
-        Passed to the figure's table function.
+        Passed to the figure's table function (``mixture=`` a
+        :class:`~gaussmix.theory.mixture.Mixture` for a figure that takes one,
+        :attr:`FigureSpec.takes_mixture`).
 
     Returns
     -------
@@ -446,6 +527,9 @@ def write_figure(name: str, out_dir: str | Path, *, fast: bool = False, **kw: An
     """
     spec = get_figure(name)
     args = figure_arguments(name, fast=fast, **kw)
+    mixture = args.get("mixture")
+    if mixture_file is not None and mixture is None:
+        raise ValueError("mixture_file needs mixture (the mixture read from it)")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"out_dir {str(out)!r} exists and is not a directory")
@@ -455,7 +539,10 @@ def write_figure(name: str, out_dir: str | Path, *, fast: bool = False, **kw: An
     df.to_csv(csv, index=False)
     fig = spec.plot(df)
     save_figure(fig, png)
-    caption = spec.caption + (f" Fast preset (--fast): {spec.fast_note}." if fast else "")
+    caption = spec.mixture_caption if mixture is not None else spec.caption
+    caption += f" Fast preset (--fast): {spec.fast_note}." if fast else ""
+    prov = None if mixture is None else mixture_provenance(mixture, mixture_file)
+    caption += "" if prov is None else _mixture_sentence(prov)
     info = {
         "figure": name,
         "paper": spec.paper,
@@ -467,7 +554,10 @@ def write_figure(name: str, out_dir: str | Path, *, fast: bool = False, **kw: An
         "differs": spec.differs,
         "drawn": drawn_values(df),
         "dots": list(spec.dots),
-        "arguments": _jsonable({k: v for k, v in args.items() if k != "progress"}),
+        "arguments": _jsonable(
+            {k: v for k, v in args.items() if k not in ("progress", "mixture")}
+        ),
+        **({} if prov is None else {"mixture": prov}),
         "files": {"csv": csv.name, "png": png.name},
         "columns": list(df.columns),
         "gaussmix_version": __version__,

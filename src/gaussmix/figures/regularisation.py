@@ -15,6 +15,10 @@ to a plateau as ``lambda`` grows: the optimum sits at, or beyond, the top of the
 (``lam_star_at_upper_bound``), with at most a dip of relative size ~1e-4 on the
 plateau.  The figure shows what the theory gives and marks ``lambda*`` as a triangle on
 the right edge when it lies beyond the grid.
+
+The figure takes any mixture (``mixture=``, ``gaussmix figure fig4-left --mixture FILE``)
+in place of the two clusters: the same ridge regression on its label vectors, named in the
+title and the table (columns ``mixture``, ``fingerprint``).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from ._common import (
     LINE_STYLES,
     MARKERS,
     SLIDE_STYLE,
+    add_mixture_columns,
     balanced_alpha,
     check_alphas,
     check_bool,
@@ -49,12 +54,14 @@ from ._common import (
     errorbars,
     fill_simulation,
     fmt_g,
+    mixture_title,
     new_slide_figure,
     pick,
     positive_list,
     preset_note,
     simulation_columns,
     simulation_handle,
+    user_mixture,
 )
 from .plotting import AXIS_LABELS
 from .registry import (
@@ -83,6 +90,8 @@ FIG4_LEFT_FAST = {
     "simulate_d": 200,
     "seeds": 4,
 }
+#: the paper's cluster variances of ``fig4-left``
+DELTAS = (0.1, 0.01)
 #: how ``fig4-left`` differs from the paper's figure (tests/test_figures.py checks the
 #: optima of the test mean-squared error it states against the theory and a simulation)
 FIG4_LEFT_DIFFERS = (
@@ -102,6 +111,7 @@ _THEORY = ("test_error", "train_error", "train_loss", "converged", "n_iter", "in
 def _fig4_args(
     alphas,
     lams,
+    mixture,
     deltas,
     simulate,
     sim_lams,
@@ -121,15 +131,21 @@ def _fig4_args(
         "simulate": check_bool("simulate", simulate),
         "progress": check_bool("progress", progress),
     }
-    dv = check_array("deltas", deltas, shape=(2,), positive=True)
-    out["mixture"] = Mixture.isotropic(delta=dv, means="antipodal", labels="binary")
-    out["deltas"] = dv
+    lam, alpha = float(out["lams"][0]), float(out["alphas"][0])
+    out["user"] = user_mixture(mixture, "square", lam=lam, alpha=alpha, deltas=deltas)
+    if out["user"] is None:
+        dv = check_array("deltas", pick(deltas, DELTAS), shape=(2,), positive=True)
+        out["mixture"] = Mixture.isotropic(delta=dv, means="antipodal", labels="binary")
+        out["deltas"] = dv
+    else:
+        out["mixture"] = out["user"]
     if out["simulate"]:
         out["sim_lams"] = positive_list("sim_lams", pick(sim_lams, preset["sim_lams"]))
         out["d"] = check_param("d", pick(simulate_d, preset["simulate_d"]), name="simulate_d")
         out["seeds"] = check_param("seeds", pick(seeds, preset["seeds"]))
         out["seed"] = check_param("seed", seed)
         out["n_jobs"] = check_param("n_jobs", n_jobs)
+        out["mixture"].covariance.check_dim(out["d"], name="simulate_d")
         out["lams"] = np.unique(np.concatenate([out["lams"], out["sim_lams"]]))
     return out
 
@@ -138,7 +154,8 @@ def fig4_left(
     alphas: Sequence[float] | None = None,
     lams: Sequence[float] | None = None,
     *,
-    deltas: Sequence[float] = (0.1, 0.01),
+    mixture: Mixture | None = None,
+    deltas: Sequence[float] | None = None,
     simulate: bool = True,
     sim_lams: Sequence[float] | None = None,
     simulate_d: int | None = None,
@@ -157,8 +174,13 @@ def fig4_left(
         :data:`FIG4_LEFT_FAST` with ``fast``; likewise for every ``None`` below).
     lams : sequence of float, optional
         Penalty strengths (> 0); the simulated ones are added.
-    deltas : (float, float)
-        Variances ``Delta_1, Delta_2`` of the two clusters (``Sigma_c = Delta_c I``).
+    mixture : Mixture, optional
+        Any mixture in place of the paper's two clusters (then without ``deltas``); the
+        simulations need a ``simulate_d`` its structure takes (a dense mixture: its own
+        dimension).
+    deltas : (float, float), optional
+        Variances ``Delta_1, Delta_2`` of the two clusters (``Sigma_c = Delta_c I``;
+        default 0.1, 0.01).
     simulate : bool
         Simulation dots: ridge regression fitted on ``seeds`` instances of dimension
         ``simulate_d`` at each ``alpha`` (rounded so that both classes have ``n/2``
@@ -187,7 +209,8 @@ def fig4_left(
         ``lambda -> infinity``), ``lam_star_test_error, lam_star_at_upper_bound,
         lam_star_at_lower_bound``; and ``sim_alpha, sim_lam, sim_test_error,
         sim_test_error_se, sim_train_error, sim_train_error_se, sim_converged, sim_d,
-        sim_seeds`` (NaN except at the simulated penalties).
+        sim_seeds`` (NaN except at the simulated penalties); with ``mixture``, no
+        ``delta1, delta2`` but ``mixture`` and ``fingerprint`` last.
     """
     a = _fig4_args(**{k: v for k, v in locals().items()})
     mix, lams_v = a["mixture"], a["lams"]
@@ -195,16 +218,21 @@ def fig4_left(
     for alpha in progress_bar(a["alphas"], desc="fig4-left", enabled=a["progress"], unit="α"):
         df = lambda_sweep(mix, "square", lams_v, alpha=float(alpha), penalty="l2")
         rows = df[["alpha", "lam", *_THEORY]].copy()
-        rows.insert(2, "delta1", float(a["deltas"][0]))
-        rows.insert(3, "delta2", float(a["deltas"][1]))
-        rows.insert(4, "loss", "square")
-        rows.insert(5, "penalty", "l2")
+        if a["user"] is None:
+            rows.insert(2, "delta1", float(a["deltas"][0]))
+            rows.insert(3, "delta2", float(a["deltas"][1]))
+        at = 2 if a["user"] is not None else 4
+        rows.insert(at, "loss", "square")
+        rows.insert(at + 1, "penalty", "l2")
         for key, value in _lambda_star(mix, float(alpha), lams_v).items():
             rows[key] = value
         simulation_columns(rows, ("test_error", "train_error"))
         frames.append(rows)
     if a["simulate"]:
         _simulate_fig4(frames, mix, a)
+    if a["user"] is not None:
+        for rows in frames:
+            add_mixture_columns(rows, mix)
     return pd.concat(frames, ignore_index=True)
 
 
@@ -241,7 +269,7 @@ def _simulate_fig4(frames: list[pd.DataFrame], mix: Mixture, a: dict) -> None:
         total=total, desc=f"simulate d={a['d']}", unit="seed", enabled=a["progress"]
     ) as bar:
         for rows in frames:
-            alpha = balanced_alpha(float(rows["alpha"].iloc[0]), a["d"], 2)
+            alpha = balanced_alpha(float(rows["alpha"].iloc[0]), a["d"], mix.n_clusters)
             for lam in a["sim_lams"]:
                 idx = rows.index[np.isclose(rows["lam"].to_numpy(), lam, rtol=1e-12)][0]
                 res = run_simulation(
@@ -371,10 +399,15 @@ def _fig4_legend(ax: Any, df: pd.DataFrame, beyond: bool, sims: bool) -> list:
 def _fig4_title(df: pd.DataFrame) -> str:
     d1 = fmt_g(float(df["delta1"].iloc[0])) if "delta1" in df.columns else "?"
     d2 = fmt_g(float(df["delta2"].iloc[0])) if "delta2" in df.columns else "?"
+    user = mixture_title(df)
     return (
         "ridge regression (square loss, $\\ell_2$), $\\lambda \\in$ "
         f"[{fmt_g(df['lam'].min())}, {fmt_g(df['lam'].max())}]\n"
-        f"2 opposite balanced clusters, $\\Sigma_1 = {d1}\\,I$, $\\Sigma_2 = {d2}\\,I$"
+        + (
+            user
+            if user is not None
+            else f"2 opposite balanced clusters, $\\Sigma_1 = {d1}\\,I$, $\\Sigma_2 = {d2}\\,I$"
+        )
     )
 
 
@@ -390,6 +423,12 @@ register_figure(
             "curve per alpha (theory). Stars: the optimal lambda* of each curve; a "
             "triangle on the right edge: lambda* beyond the grid (the error decreases "
             "to a plateau). " + ERROR_BAR_CAPTION
+        ),
+        mixture_caption=(
+            "Ridge regression (square loss, l2 penalty) on the mixture named below: test "
+            "error against lambda, one curve per alpha (theory). Stars: the optimal lambda* "
+            "of each curve; a triangle on the right edge: lambda* beyond the grid. "
+            + ERROR_BAR_CAPTION
         ),
         table=fig4_left,
         check=_fig4_args,

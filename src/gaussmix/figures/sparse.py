@@ -802,6 +802,7 @@ register_figure(
             "colour per ratio Delta1/Delta2. Triangles on the bottom edge: lambda* -> 0+ "
             "(basis pursuit); on the top edge: lambda* -> infinity. Theory only."
         ),
+        fixed_mixture="it varies Delta1/Delta2 of the correlated sparse mixture eq. (sparse)",
         table=sparse_setup,
         check=_setup_args,
         plot=plot_sparse_setup,
@@ -827,6 +828,7 @@ register_figure(
             "against alpha, one colour per Delta2; lines: theory (Theorems 1-2). "
             + ERROR_BAR_CAPTION
         ),
+        fixed_mixture="it varies Delta2 of the correlated sparse mixture eq. (sparse)",
         table=sparse_curves,
         check=_curves_args,
         plot=plot_sparse_curves,

@@ -218,6 +218,7 @@ register_figure(
             "data sets at dimension d (LP feasibility with bias), +-1 standard error of the "
             "logistic fit."
         ),
+        fixed_mixture="it varies K and Delta of the isotropic mixture",
         table=fig3_centre,
         check=_check,
         plot=plot_fig3_centre,
