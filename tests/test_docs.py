@@ -106,6 +106,11 @@ def test_gallery_lists_every_registered_figure_without_an_atlas() -> None:
         assert f"gaussmix figure {name} --out DIR" in md
         assert hook.markdown_text(spec.caption) in md
         assert hook.markdown_text(spec.description) in md
+        # whether it draws a mixture of yours, or why only the paper's
+        if spec.takes_mixture:
+            assert f"**Any mixture.** `gaussmix figure {name} --mixture FILE" in md
+        else:
+            assert f"**The paper's mixtures only:** {hook.markdown_text(spec.fixed_mixture)}" in md
     assert "![" not in md  # no images without an atlas ...
     assert "GAUSSMIX_ATLAS_DIR=atlas mkdocs build" in md  # ... but how to add them
 

@@ -174,6 +174,8 @@ def test_the_registry_declares_which_figures_take_a_mixture() -> None:
     assert takes == ["fig3-left", "fig3-right", "fig4-left"]
     for spec in FIGURES.values():  # each says either how it draws one or why it does not
         assert bool(spec.mixture_caption) != bool(spec.fixed_mixture), spec.name
+    table = gm.figures.atlas().set_index("name")["mixture"]
+    assert table["fig3-right"] == "any" and table["fig3-centre"].startswith("it varies K")
     spec = FIGURES["fig3-right"]
     with pytest.raises(ValueError, match="exactly one of mixture_caption .* and fixed_mixture"):
         FigureSpec(**{**spec.__dict__, "fixed_mixture": "tied"})

@@ -187,7 +187,7 @@ def figure_rows() -> list[dict[str, str]]:
     each figure's caption, as plain rows."""
     from gaussmix.figures import FIGURES, atlas
 
-    keys = ("name", "paper", "description", "fast", "differs", "command")
+    keys = ("name", "paper", "description", "fast", "differs", "command", "mixture")
     return [
         {**{k: str(row[k]) for k in keys}, "caption": FIGURES[row["name"]].caption}
         for _, row in atlas().iterrows()
@@ -212,7 +212,8 @@ def gallery_markdown(rows: list[dict[str, str]], atlas: Atlas | None) -> str:
         "and `DIR/NAME.json` (the caption: what lines, dots and error bars are). Each entry "
         "says which figure of the paper it reproduces, what the image draws, what the "
         "`--fast` preset changes against the paper's settings (the default), and, where "
-        "the result differs from the paper's, how and on what evidence.",
+        "the result differs from the paper's, how and on what evidence; and whether it "
+        "draws a mixture of yours (`--mixture FILE`) or only the paper's, and why.",
         "",
     ]
     if atlas is None:
@@ -261,6 +262,7 @@ def gallery_markdown(rows: list[dict[str, str]], atlas: Atlas | None) -> str:
         lines += [
             f"**Caption.** {markdown_text(r['caption'])}",
             "",
+            *_mixture_lines(r),
             "```bash",
             r["command"],
             "```",
@@ -270,6 +272,21 @@ def gallery_markdown(rows: list[dict[str, str]], atlas: Atlas | None) -> str:
             lines.append(_atlas_line(entry, atlas.fast))
             lines.append("")
     return "\n".join(lines)
+
+
+def _mixture_lines(r: dict[str, str]) -> list[str]:
+    """Whether the figure draws a user's mixture (``atlas()``'s ``mixture``: ``'any'`` or
+    why not); nothing for rows without the column."""
+    why = r.get("mixture")
+    if not why:
+        return []
+    if why == "any":
+        return [
+            f"**Any mixture.** `gaussmix figure {r['name']} --mixture FILE --out DIR` draws "
+            "it on a mixture of yours (a file of `Mixture.save`; `mixture=` in Python).",
+            "",
+        ]
+    return [f"**The paper's mixtures only:** {markdown_text(why)}.", ""]
 
 
 def _preset_lines(r: dict[str, str], entry: AtlasEntry | None, atlas: Atlas | None) -> list[str]:

@@ -93,8 +93,9 @@ def atlas() -> pd.DataFrame:
         ``description``, ``dots`` (what is drawn besides the theory lines: ``'simulation'``,
         ``'real data'``, ``'LP'``, ``'samples'``, or ``'none (theory only)'``), ``fast``
         (what ``--fast`` changes), ``differs`` (how the figure differs from the paper's,
-        with the evidence; empty when it does not: :attr:`FigureSpec.differs`) and
-        ``command``.
+        with the evidence; empty when it does not: :attr:`FigureSpec.differs`),
+        ``command`` and ``mixture`` (``'any'``: it takes a user's mixture, ``gaussmix
+        figure NAME --mixture FILE``; else why it does not, :attr:`FigureSpec.fixed_mixture`).
     """
     rows = []
     for name in atlas_names():
@@ -108,9 +109,10 @@ def atlas() -> pd.DataFrame:
                 "fast": spec.fast_note,
                 "differs": spec.differs,
                 "command": f"gaussmix figure {name} --out DIR",
+                "mixture": "any" if spec.takes_mixture else spec.fixed_mixture,
             }
         )
-    columns = ["name", "paper", "description", "dots", "fast", "differs", "command"]
+    columns = ["name", "paper", "description", "dots", "fast", "differs", "command", "mixture"]
     return pd.DataFrame(rows, columns=columns)
 
 
