@@ -289,6 +289,18 @@ def test_sweep_toml_with_a_mixture_file(fitted: gm.Mixture, tmp_path: Path) -> N
         "sweep", "--grid", str(grid), "--out", str(out), "--quiet", "--jobs", "1"
     )
     assert code == 0 and "0 computed, 2 from the checkpoint" in stdout, (stdout, err)
+    # killed after its first point (the second line cut short): the resumed run computes
+    # the other one, and the table is the same to the bit
+    ck = Path(f"{out}.checkpoint.jsonl")
+    lines = ck.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 2
+    ck.write_bytes(lines[0] + lines[1][:30])
+    out.unlink()
+    code, stdout, err = run(
+        "sweep", "--grid", str(grid), "--out", str(out), "--quiet", "--jobs", "1"
+    )
+    assert code == 0 and "1 computed, 1 from the checkpoint" in stdout, (stdout, err)
+    pd.testing.assert_frame_equal(pd.read_csv(out), df, check_exact=True)
     # a [grid] list of mixture files: one column of file names, each file's own numbers
     iso = gm.Mixture.isotropic(0.5, n_clusters=3)
     iso.save(tmp_path / "iso.npz")
