@@ -233,6 +233,8 @@ def test_the_command_line_refuses_a_mixture_in_one_line(saved, tmp_path: Path) -
     for args, needle in cases:
         assert_one_line_error(*run("figure", *args, *m), needle)
         assert not out.exists(), args
+    code, listing, err = run("figure", "--list")
+    assert code == 0 and listing.count("--mixture FILE: draws any mixture") == 3, err
     binary = tmp_path / "binary.npz"
     gm.Mixture.isotropic(0.5, labels="binary").save(binary)
     code, stdout, err = run("figure", "fig3-right", "--mixture", str(binary), "--out", str(out))

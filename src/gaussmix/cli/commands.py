@@ -1173,6 +1173,8 @@ def _print_atlas() -> None:
     for row in df.itertuples(index=False):
         typer.echo("  ".join(str(getattr(row, c)).ljust(widths.get(c, 0)) for c in cols))
         typer.echo(f"{indent}--fast: {row.fast}")
+        if row.mixture == "any":
+            typer.echo(f"{indent}--mixture FILE: draws any mixture in place of the paper's")
         if row.differs:
             typer.echo(f"{indent}differs from the paper: {row.differs}")
     typer.echo(
