@@ -121,14 +121,16 @@ def test_list_and_all_refuse_what_they_do_not_take(tmp_path) -> None:
         *run("figure", "all", "--alphas", "1", "--out", str(tmp_path / "x")),
         "--alphas is not an option of figure all",
     )
-    assert_one_line_error(*run("figure", "all", "--jobs", "0", "--out", str(tmp_path)), "--jobs")
+    assert_one_line_error(
+        *run("figure", "all", "--n-jobs", "0", "--out", str(tmp_path)), "--n-jobs"
+    )
     assert_one_line_error(*run("figure", "-q"), "NAME is missing")
     assert not (tmp_path / "x").exists()
 
 
 def test_one_projection_from_the_command_line(tmp_path) -> None:
     code, out, err = run(
-        "figure", "appe-xor-projection", "--fast", "--points", "40", "--seed", "3",
+        "figure", "appe-xor-projection", "--fast", "--n-points", "40", "--seed", "3",
         "--out", str(tmp_path), "-q",
     )  # fmt: skip
     assert code == 0, err
@@ -138,7 +140,8 @@ def test_one_projection_from_the_command_line(tmp_path) -> None:
     meta = json.loads((tmp_path / "appe-xor-projection.json").read_text())
     assert meta["fast"] and meta["arguments"] == {"d": 200, "n": 40, "seed": 3}
     assert_one_line_error(
-        *run("figure", "sparse-projection", "--points", "1", "--out", str(tmp_path)), "--points"
+        *run("figure", "sparse-projection", "--n-points", "1", "--out", str(tmp_path)),
+        "--n-points",
     )
 
 

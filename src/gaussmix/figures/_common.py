@@ -164,6 +164,7 @@ def errorbars(ax: Any, x: Any, y: Any, se: Any, colour: Any, marker: str) -> Non
 
 #: words for the parameters of a preset in :func:`preset_note`
 _PRESET_WORDS = {
+    "n_clusters": "K",
     "ks": "K",
     "alphas": "alphas",
     "lams": "lambdas",
@@ -183,7 +184,7 @@ _PRESET_WORDS = {
     "hidden": "hidden units",
     "sources": "curves",
     "d": "d",
-    "n": "points per panel",
+    "n_points": "points per panel",
 }
 #: keys whose values are names (data sets, curves), not numbers
 _NAME_WORDS = {"datasets": "data sets", "dataset": "data set", "sources": "curves"}

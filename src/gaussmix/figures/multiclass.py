@@ -46,7 +46,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from gaussmix.core.exceptions import ArgumentError
 from gaussmix.core.progress import progress_bar
+from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import check_array, check_param, check_real
 from gaussmix.experiments.curves import lambda_sweep, learning_curve
 from gaussmix.simulate.simulation import simulate as run_simulation
@@ -117,19 +119,19 @@ def separability_hook(mixture: Mixture) -> float:
 #: defaults of ``fig3-left`` (the paper's setting; about 7 minutes on one core, most of it the
 #: 128 multinomial fits at d = 1000)
 FIG3_LEFT_FULL = {
-    "ks": (2, 3, 4, 5),
+    "n_clusters": (2, 3, 4, 5),
     "alphas": tuple(float(x) for x in np.arange(0.5, 6.01, 0.5)),
     "sim_alphas": (0.6, 1.2, 2.4, 4.8),  # n = alpha d a multiple of 2, 3, 4 and 5
-    "simulate_d": 1000,
+    "d": 1000,
     "seeds": 8,
 }
 #: ``fig3-left`` with ``fast=True``: K = 2, 3 on 40 alphas (alpha*_K is added to each K's
 #: grid, so the cusp is drawn), small simulations
 FIG3_LEFT_FAST = {
-    "ks": (2, 3),
+    "n_clusters": (2, 3),
     "alphas": tuple(float(x) for x in np.linspace(0.25, 6.0, 40)),
     "sim_alphas": (1.0, 5.0),
-    "simulate_d": 240,  # n = alpha d a multiple of 2 and 3
+    "d": 240,  # n = alpha d a multiple of 2 and 3
     "seeds": 3,
 }
 #: defaults of ``fig3-right``
@@ -164,36 +166,38 @@ def _check_hook(name: str, hook: Any) -> Any:
     return hook
 
 
-def _ks(ks: Any) -> tuple[int, ...]:
-    if isinstance(ks, int | np.integer):
-        ks = (ks,)
-    values = tuple(check_param("n_clusters", k, name="ks") for k in ks)
+def _ks(n_clusters: Any) -> tuple[int, ...]:
+    if isinstance(n_clusters, int | np.integer):
+        n_clusters = (n_clusters,)
+    values = tuple(check_param("n_clusters", k) for k in n_clusters)
     if not values:
-        raise ValueError("ks must not be empty")
+        raise ArgumentError("n_clusters", "must not be empty")
     if len(set(values)) != len(values):
-        raise ValueError(f"ks must not repeat a value, got {list(values)}")
+        raise ArgumentError("n_clusters", f"must not repeat a value, got {list(values)}")
     return values
 
 
-def _sim_args(out: dict, preset: dict, sim_alphas, simulate_d, seeds, seed, n_jobs) -> None:
+def _sim_args(out: dict, preset: dict, sim_alphas, d, seeds, seed, n_jobs) -> None:
     out["sim_alphas"] = check_alphas("sim_alphas", pick(sim_alphas, preset["sim_alphas"]))
-    out["d"] = check_param("d", pick(simulate_d, preset["simulate_d"]), name="simulate_d")
+    out["d"] = check_param("d", pick(d, preset["d"]))
     out["seeds"] = check_param("seeds", pick(seeds, preset["seeds"]))
     out["seed"] = check_param("seed", seed)
     out["n_jobs"] = check_param("n_jobs", n_jobs)
-    if out["d"] < max(out["ks"]):
-        raise ValueError(f"simulate_d must be >= the largest K ({max(out['ks'])}), got {out['d']}")
+    if out["d"] < max(out["n_clusters"]):
+        raise ArgumentError(
+            "d", f"must be >= the largest K ({max(out['n_clusters'])}), got {out['d']}"
+        )
 
 
 # =========================================================================== Fig. 3 left
 def _left_args(
     alphas,
-    ks,
+    n_clusters,
     delta,
     lam,
     simulate,
     sim_alphas,
-    simulate_d,
+    d,
     seeds,
     seed,
     n_jobs,
@@ -207,7 +211,7 @@ def _left_args(
     preset = FIG3_LEFT_FAST if fast else FIG3_LEFT_FULL
     out: dict[str, Any] = {
         "alphas": check_alphas("alphas", pick(alphas, preset["alphas"])),
-        "ks": _ks(pick(ks, preset["ks"])),
+        "n_clusters": _ks(pick(n_clusters, preset["n_clusters"])),
         "delta": check_real("delta", delta, low=0.0, low_open=True),
         "lam": check_param("lam", lam),
         "simulate": check_bool("simulate", simulate),
@@ -216,19 +220,20 @@ def _left_args(
         "alpha_star": _check_hook("alpha_star", alpha_star),
     }
     if out["simulate"]:
-        _sim_args(out, preset, sim_alphas, simulate_d, seeds, seed, n_jobs)
+        _sim_args(out, preset, sim_alphas, d, seeds, seed, n_jobs)
     return out
 
 
+@renamed_keywords(ks="n_clusters", simulate_d="d")
 def fig3_left(
     alphas: Sequence[float] | None = None,
-    ks: Sequence[int] | None = None,
+    n_clusters: Sequence[int] | None = None,
     *,
     delta: float = DELTA,
     lam: float = LAM,
     simulate: bool = True,
     sim_alphas: Sequence[float] | None = None,
-    simulate_d: int | None = None,
+    d: int | None = None,
     seeds: int | None = None,
     seed: int = 0,
     n_jobs: int = 1,
@@ -246,7 +251,7 @@ def fig3_left(
         ``fast``; likewise for every ``None`` below).  The simulated alphas are added, and
         so is each K's ``alpha*_K`` (with ``alpha_star``) when it lies inside the grid, so
         that the cusp is drawn where it is.
-    ks : sequence of int, optional
+    n_clusters : sequence of int, optional
         Numbers of clusters (>= 2), one colour each.
     delta : float
         Cluster variance ``Sigma_k = Delta I``.
@@ -254,11 +259,11 @@ def fig3_left(
         Ridge penalty strength (> 0).
     simulate : bool
         Simulation dots: multinomial logistic regression (exact ERM) on ``seeds``
-        instances of dimension ``simulate_d`` at each of ``sim_alphas``, each rounded so
+        instances of dimension ``d`` at each of ``sim_alphas``, each rounded so
         that every cluster has exactly ``n/K`` samples.
     sim_alphas : sequence of float, optional
         The simulated sample complexities (solved by the theory too).
-    simulate_d : int, optional
+    d : int, optional
         Dimension of the simulated instances.
     seeds : int, optional
         Instances per simulated point.
@@ -289,7 +294,7 @@ def fig3_left(
     a = _left_args(**{k: v for k, v in locals().items()})
     grid = a["alphas"]
     frames = []
-    for k in progress_bar(a["ks"], desc="fig3-left", enabled=a["progress"], unit="K"):
+    for k in progress_bar(a["n_clusters"], desc="fig3-left", enabled=a["progress"], unit="K"):
         mix = fig3_mixture(k, a["delta"])
         sim_a = (
             np.unique([balanced_alpha(x, a["d"], k) for x in a["sim_alphas"]])
@@ -462,7 +467,7 @@ def _right_args(lams, alphas, n_clusters, delta, fast, progress, bayes_error) ->
     preset = FIG3_RIGHT_FAST if fast else FIG3_RIGHT_FULL
     lv = check_array("lams", pick(lams, preset["lams"]), shape=(None,), positive=True)
     if lv.size == 0:
-        raise ValueError("lams must not be empty")
+        raise ArgumentError("lams", "must not be empty")
     return {
         "lams": np.unique(lv),
         "alphas": positive_list("alphas", pick(alphas, preset["alphas"])),
@@ -601,7 +606,7 @@ register_figure(
         dots=("simulation",),
         options=(
             FigureOption("--alphas", "alphas", "grid"),
-            FigureOption("--ks", "ks", "ints"),
+            FigureOption("--n-clusters", "n_clusters", "ints"),
             FigureOption("--delta", "delta", "float"),
             FigureOption("--lam", "lam", "float"),
             FigureOption("--sim-alphas", "sim_alphas", "grid", simulation=True),
@@ -630,7 +635,7 @@ register_figure(
         options=(
             FigureOption("--lams", "lams", "grid"),
             FigureOption("--alphas", "alphas", "grid"),
-            FigureOption("--clusters", "n_clusters", "int"),
+            FigureOption("--n-clusters", "n_clusters", "int"),
             FigureOption("--delta", "delta", "float"),
         ),
     )

@@ -85,7 +85,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import ndtr, ndtri, wofz
 
-from gaussmix.core.exceptions import GaussmixError
+from gaussmix.core.exceptions import ArgumentError, GaussmixError
 from gaussmix.core.jsonio import plain
 from gaussmix.core.results import Result
 from gaussmix.core.validation import check_int, check_real
@@ -137,6 +137,11 @@ class SeparabilityError(GaussmixError, ValueError):
     """An estimator that exists only on one side of the separability threshold was asked
     for on the other (max-margin at ``alpha >= alpha*``, maximum likelihood at
     ``alpha <= alpha*``)."""
+
+
+class ZeroPenaltyError(SeparabilityError, ArgumentError):
+    """``lam = 0`` asked for on the side of the separability threshold where the
+    maximum-likelihood estimator does not exist (an :class:`ArgumentError` naming ``lam``)."""
 
 
 # --------------------------------------------------------------------------- nodes
@@ -1189,17 +1194,19 @@ def check_not_separable(mixture: Mixture, alpha: float, loss_name: str = "logist
     refused too."""
     est = cached_threshold(mixture)
     if not est.success:
-        raise SeparabilityError(
-            f"lam=0 is only valid for loss={loss_name!r} above the separability threshold, "
-            f"which could not be computed for this mixture ({est.message}); use lam > 0"
+        raise ZeroPenaltyError(
+            "lam",
+            f"0 is only valid for loss={loss_name!r} above the separability threshold, "
+            f"which could not be computed for this mixture ({est.message}); use lam > 0",
         )
     margin = max(4.0 * est.std_error, 1e-9 * est.alpha_star)
     if alpha <= est.alpha_star + margin:
-        raise SeparabilityError(
-            f"lam=0 is only valid for loss={loss_name!r} above the separability threshold: "
+        raise ZeroPenaltyError(
+            "lam",
+            f"0 is only valid for loss={loss_name!r} above the separability threshold: "
             "the maximum-likelihood estimator does not exist, the training data are "
             f"linearly separable for alpha < alpha* = {est.alpha_star:.4g} "
-            f"({_describe(mixture)}), got alpha={alpha:g}; use lam > 0 or max_margin"
+            f"({_describe(mixture)}), got alpha={alpha:g}; use lam > 0 or max_margin",
         )
 
 
