@@ -10,12 +10,16 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["renamed_keywords", "REMOVED_IN"]
+__all__ = ["renamed_keywords", "REMOVED_IN", "RENAMED_KEYWORDS"]
 
 #: the release that removes the old names
 REMOVED_IN = "1.1"
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: every function with renamed keywords (``module.qualname`` -> {old: new}), filled as the
+#: modules that declare them are imported
+RENAMED_KEYWORDS: dict[str, dict[str, str]] = {}
 
 
 def renamed_keywords(**renames: str) -> Callable[[F], F]:
@@ -68,6 +72,7 @@ def renamed_keywords(**renames: str) -> Callable[[F], F]:
             return func(*args, **kwargs)
 
         wrapper.__renamed_keywords__ = dict(renames)  # type: ignore[attr-defined]
+        RENAMED_KEYWORDS[f"{func.__module__}.{func.__qualname__}"] = dict(renames)
         return wrapper  # type: ignore[return-value]
 
     return decorate
