@@ -111,6 +111,10 @@ def test_the_command_parses_each_option_as_the_figures_declare_it() -> None:
     for spec in FIGURES.values():
         for o in spec.options:
             expected = {"float": float, "int": int, "bool": bool}.get(o.kind, str)
+            if o.kind == "int" and types[o.flag] is str:  # one flag, a list in other figures
+                lists = [x for f in FIGURES.values() for x in f.options if x.flag == o.flag]
+                assert any(x.kind == "ints" for x in lists), (spec.name, o.flag)
+                continue  # the text is read as the integer (cli.options.integer_parser)
             assert types[o.flag] is expected, (spec.name, o.flag)
 
 
@@ -138,7 +142,7 @@ def test_one_projection_from_the_command_line(tmp_path) -> None:
     df = _csv(tmp_path, "appe-xor-projection")
     assert len(df) == 4 * 40 and (df["d"] == 200).all() and (df["seed"] == 3).all()
     meta = json.loads((tmp_path / "appe-xor-projection.json").read_text())
-    assert meta["fast"] and meta["arguments"] == {"d": 200, "n": 40, "seed": 3}
+    assert meta["fast"] and meta["arguments"] == {"d": 200, "n_points": 40, "seed": 3}
     assert_one_line_error(
         *run("figure", "sparse-projection", "--n-points", "1", "--out", str(tmp_path)),
         "--n-points",

@@ -64,7 +64,7 @@ def test_registry_declares_every_figure_once() -> None:
     )
     spec = get_figure("fig3-left")
     assert spec.paper == "Fig. 3 (left)" and spec.simulates
-    assert spec.option("--n-clusters").param == "ks" and spec.option("--ratios") is None
+    assert spec.option("--n-clusters").param == "n_clusters" and spec.option("--ratios") is None
     assert not get_figure("fig3-right").simulates
     with pytest.raises(ValueError, match="already registered"):
         register_figure(FigureSpec(**{**spec.__dict__, "description": "other"}))
