@@ -30,7 +30,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gaussmix.core.exceptions import ConvergenceError, GaussmixError
+from gaussmix.core.exceptions import ArgumentError, ConvergenceError, GaussmixError
 from gaussmix.core.jsonio import finite_or_none
 from gaussmix.core.version import __version__
 from gaussmix.theory.losses import LOSSES
@@ -80,11 +80,11 @@ def _mixture(opts: PointOptions, alpha: float | None = None) -> tuple[Mixture, d
 
 
 def _model_message(opts: PointOptions, exc: ValueError) -> ValueError:
-    """The library's ``mixture: ...`` refusal, in option names."""
-    text = str(exc)
-    if text.startswith("mixture: "):
+    """The library's refusal of the mixture (an ``ArgumentError`` naming ``mixture``) said
+    with the options that built it: ``--model block: ...`` or ``--mixture FILE: ...``."""
+    if isinstance(exc, ArgumentError) and exc.argument == "mixture":
         flag = f"--model {opts.model}" if opts.mixture is None else f"--mixture {opts.mixture}"
-        return ValueError(f"{flag}: {text[len('mixture: ') :]}")
+        return exc.named(flag)
     return exc
 
 

@@ -21,7 +21,8 @@ class GaussmixError(Exception):
 
 
 class _Argument:
-    """A bad value of one argument, said as ``'<argument> <requirement>'``.
+    """A bad value of one argument, said as ``'<argument> <requirement>'`` (a requirement
+    starting with a colon follows the name directly: ``'mixture: ...'``).
 
     The argument's name and the requirement are kept apart so that a caller that knows the
     argument under another name (the command line, which says ``--n-clusters`` for
@@ -32,7 +33,9 @@ class _Argument:
     requirement: str
 
     def __init__(self, argument: str, requirement: str) -> None:
-        super().__init__(f"{argument} {requirement}")
+        # 'lam must be ...', 'mixture: the ... is not available ...'
+        sep = "" if requirement.startswith(":") else " "
+        super().__init__(f"{argument}{sep}{requirement}")
         self.argument = argument
         self.requirement = requirement
 

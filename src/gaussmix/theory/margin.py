@@ -191,10 +191,11 @@ def margin_problem(mixture: Mixture, alpha: float) -> Problem:
     if not isinstance(mixture, Mixture):
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
     if mixture.covariance.structure == "dense":
-        raise ValueError(
-            "mixture: the separability threshold (the max-margin limit lam -> 0+) is not "
+        raise ArgumentError(
+            "mixture",
+            ": the separability threshold (the max-margin limit lam -> 0+) is not "
             "available for a dense covariance structure, whose ridge prior needs lam > 0; "
-            f"this mixture's is {mixture.covariance.describe()!r}"
+            f"this mixture's is {mixture.covariance.describe()!r}",
         )
     labels = mixture.labels
     if labels.is_onehot and labels.n_clusters == labels.dim:
