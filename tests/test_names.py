@@ -222,6 +222,27 @@ def test_old_checkpoints_resume_and_read_with_the_new_names(tmp_path: Path):
     assert all(p["n_clusters"] == 2 and "clusters" not in p for p in params)
 
 
+def test_a_sweep_over_k_written_before_the_renaming_resumes(tmp_path: Path):
+    """clusters.checkpoint.jsonl was written by gaussmix at 651c8e3 from clusters.toml (grid
+    key ``clusters``): the old file is refused naming the new key, and with the key renamed
+    every point is found in the old checkpoint, its numbers to the bit."""
+    import json
+
+    from gaussmix.cli.grid import run_grid
+
+    ck = tmp_path / "ck.jsonl"
+    shutil.copy(FIXTURES / "clusters.checkpoint.jsonl", ck)
+    with pytest.raises(GridError, match="'clusters' was renamed 'n_clusters'"):
+        run_grid(FIXTURES / "clusters.toml", checkpoint=ck, backend="serial", progress=False)
+    res = run_grid(FIXTURES / "clusters_renamed.toml", checkpoint=ck, backend="serial",
+                   progress=False)  # fmt: skip
+    assert (res.computed, res.resumed) == (0, 2)
+    assert res.df["n_clusters"].tolist() == [2, 3]
+    stored = [json.loads(line)["row"] for line in ck.read_text().splitlines()]
+    assert sorted(res.df["test_error"]) == sorted(r["test_error"] for r in stored)
+    assert [json.loads(p)["n_clusters"] for p in res.df["params"]] == [2, 3]
+
+
 def test_a_bad_argument_is_said_with_the_flag_of_the_command_that_took_it(tmp_path: Path):
     """The library raises an ArgumentError naming its keyword; the command line says it
     with the flag of that keyword, read from the command's own options (no text
