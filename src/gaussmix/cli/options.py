@@ -24,6 +24,7 @@ from typing import Annotated, Any
 import numpy as np
 
 from gaussmix.core.exceptions import ArgumentError, ArgumentTypeError
+from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import PARAMETERS, check_int, check_param
 from gaussmix.theory.losses import BINARY_LOSSES, LOSSES, get_loss, losses_accepting
 from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture, MixtureModel, infer_n_clusters
@@ -268,6 +269,8 @@ class PointOptions:
         return tuple(f.name for f in dataclasses.fields(cls))
 
 
+#: ``PointOptions(clusters=...)`` (before 1.0) warns and means ``n_clusters``
+PointOptions.__init__ = renamed_keywords(clusters="n_clusters")(PointOptions.__init__)  # type: ignore[method-assign]
 _FIELDS = {f.name: f for f in dataclasses.fields(PointOptions)}
 #: keyword -> command-line flag of every point option (the keyword with dashes)
 POINT_FLAGS = {name: f.metadata["cli_option"]["decls"][0] for name, f in _FIELDS.items()}

@@ -50,6 +50,8 @@ def renamed_keywords(**renames: str) -> Callable[[F], F]:
                     f"renamed_keywords: {func.__qualname__} must take {new!r} and not {old!r}"
                 )
         old_names = frozenset(renames)
+        # 'sweep', 'PointOptions' (for its __init__)
+        shown = func.__qualname__.removesuffix(".__init__").rsplit("<locals>.", 1)[-1]
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -59,11 +61,10 @@ def renamed_keywords(**renames: str) -> Callable[[F], F]:
                 new = renames[old]
                 if new in kwargs:
                     raise TypeError(
-                        f"{func.__name__}() got both {old!r} and {new!r} ({old!r} was renamed "
-                        f"{new!r})"
+                        f"{shown}() got both {old!r} and {new!r} ({old!r} was renamed {new!r})"
                     )
                 warnings.warn(
-                    f"{func.__name__}(): keyword {old!r} was renamed {new!r}; {old!r} will be "
+                    f"{shown}(): keyword {old!r} was renamed {new!r}; {old!r} will be "
                     f"removed in gaussmix {REMOVED_IN}",
                     FutureWarning,
                     stacklevel=2,
