@@ -4,8 +4,11 @@ compare | sweep | figure | bayes-optimal | transition`` (the last two: :mod:`gau
 A thin layer over the library: options are parsed here, turned into a
 :class:`~gaussmix.theory.mixture.Mixture` and solver keyword arguments, and handed to
 :func:`gaussmix.solve`, :func:`gaussmix.learning_curve` or :func:`gaussmix.lambda_sweep`.
-Values are validated by the library (which names the offending argument); this module
-only parses comma lists and ranges and translates argument names into option names.
+Values are validated by the library, which raises an
+:class:`~gaussmix.core.exceptions.ArgumentError` naming the offending keyword; every flag is
+that keyword with dashes (``--n-clusters`` for ``n_clusters``), and :func:`main` says the
+error with the flag of the command that took it (read from the command's options, never by
+rewriting the text).  This module only parses comma lists and ranges.
 
 Interface contract (checked outside the repository -- keep it stable)
 --------------------------------------------------------------------
