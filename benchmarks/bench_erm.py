@@ -1,6 +1,6 @@
 """Exact ERM at small lambda: the per-seed fits of the fig3-left simulations.
 
-Run:  python benchmarks/bench_erm.py [--seeds S] [--ks 2,3,4,5] [--lbfgs]   (Markdown table)
+Run:  python benchmarks/bench_erm.py [--seeds S] [--n-clusters 2,3,4,5] [--lbfgs]  (Markdown)
 
 The FULL preset of ``gaussmix figure fig3-left`` (:data:`gaussmix.figures.multiclass.
 FIG3_LEFT_FULL`): cross-entropy + ridge at ``lam = 1e-4``, Delta = 0.5, Gaussian means,
@@ -66,9 +66,9 @@ def _softmax_weights(est: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 def main() -> None:
     seeds = int(_arg("--seeds", "1"))
-    ks = tuple(int(k) for k in _arg("--ks", "2,3,4,5").split(","))
+    ks = tuple(int(k) for k in _arg("--n-clusters", "2,3,4,5").split(","))
     compare = "--lbfgs" in sys.argv[1:]
-    d = FIG3_LEFT_FULL["simulate_d"]
+    d = FIG3_LEFT_FULL["d"]
     loss, pen = CrossEntropyLoss(), make_penalty("l2")
     print(machine_line() + "\n")
     head = "| K | alpha | n | seed | CPU (s) | Newton its | Hv products | KKT residual |"

@@ -34,7 +34,7 @@ def main() -> None:
     rows.append(("Fig. 5 theory curve, 20 alphas", time.perf_counter() - t))
     assert df["converged"].all()
     t = time.perf_counter()
-    p10 = prepare_realdata(p2.dataset, clusters="pk")
+    p10 = prepare_realdata(p2.dataset, clustering="pk")
     rows.append(("fit P10 (ten clusters)", time.perf_counter() - t))
     t = time.perf_counter()
     r = gm.solve(p10.mixture, "logistic", lam=0.05, alpha=1.0)

@@ -111,6 +111,10 @@ def test_the_command_parses_each_option_as_the_figures_declare_it() -> None:
     for spec in FIGURES.values():
         for o in spec.options:
             expected = {"float": float, "int": int, "bool": bool}.get(o.kind, str)
+            if o.kind == "int" and types[o.flag] is str:  # one flag, a list in other figures
+                lists = [x for f in FIGURES.values() for x in f.options if x.flag == o.flag]
+                assert any(x.kind == "ints" for x in lists), (spec.name, o.flag)
+                continue  # the text is read as the integer (cli.options.integer_parser)
             assert types[o.flag] is expected, (spec.name, o.flag)
 
 
@@ -121,14 +125,16 @@ def test_list_and_all_refuse_what_they_do_not_take(tmp_path) -> None:
         *run("figure", "all", "--alphas", "1", "--out", str(tmp_path / "x")),
         "--alphas is not an option of figure all",
     )
-    assert_one_line_error(*run("figure", "all", "--jobs", "0", "--out", str(tmp_path)), "--jobs")
+    assert_one_line_error(
+        *run("figure", "all", "--n-jobs", "0", "--out", str(tmp_path)), "--n-jobs"
+    )
     assert_one_line_error(*run("figure", "-q"), "NAME is missing")
     assert not (tmp_path / "x").exists()
 
 
 def test_one_projection_from_the_command_line(tmp_path) -> None:
     code, out, err = run(
-        "figure", "appe-xor-projection", "--fast", "--points", "40", "--seed", "3",
+        "figure", "appe-xor-projection", "--fast", "--n-points", "40", "--seed", "3",
         "--out", str(tmp_path), "-q",
     )  # fmt: skip
     assert code == 0, err
@@ -136,9 +142,10 @@ def test_one_projection_from_the_command_line(tmp_path) -> None:
     df = _csv(tmp_path, "appe-xor-projection")
     assert len(df) == 4 * 40 and (df["d"] == 200).all() and (df["seed"] == 3).all()
     meta = json.loads((tmp_path / "appe-xor-projection.json").read_text())
-    assert meta["fast"] and meta["arguments"] == {"d": 200, "n": 40, "seed": 3}
+    assert meta["fast"] and meta["arguments"] == {"d": 200, "n_points": 40, "seed": 3}
     assert_one_line_error(
-        *run("figure", "sparse-projection", "--points", "1", "--out", str(tmp_path)), "--points"
+        *run("figure", "sparse-projection", "--n-points", "1", "--out", str(tmp_path)),
+        "--n-points",
     )
 
 

@@ -82,7 +82,7 @@ def test_point_json_keys_and_types(case: str) -> None:
     assert _shape(d["M"]) == (K, L)
     assert _shape(d["b"]) == (L,)
     p = d["params"]
-    assert p["clusters"] == K
+    assert p["n_clusters"] == K
     assert p["labels"] == ("binary" if L == 1 else "onehot")
     assert len(p["rho"]) == K
 
@@ -117,7 +117,7 @@ def test_point_json_equals_direct_solve(case: str) -> None:
 
 def test_point_defaults_and_params() -> None:
     p = point_json()["params"]
-    assert p["clusters"] == 3
+    assert p["n_clusters"] == 3
     assert p["model"] == "isotropic"
     assert p["loss"] == "cross-entropy"
     assert p["labels"] == "onehot"
@@ -144,7 +144,7 @@ def test_point_quad_order_and_options_reach_the_solver() -> None:
 
 def test_binary_labels_imply_two_clusters() -> None:
     d = point_json("--labels", "binary", "--loss", "square")
-    assert d["params"]["clusters"] == 2
+    assert d["params"]["n_clusters"] == 2
     assert _shape(d["M"]) == (2, 1)
 
 
@@ -163,7 +163,7 @@ def test_help_works() -> None:
         assert command in out
     code, out, _ = run("point", "--help")
     assert code == 0
-    for option in ("--clusters", "--rho", "--delta", "--fractions", "--quad-order", "--json"):
+    for option in ("--n-clusters", "--rho", "--delta", "--fractions", "--quad-order", "--json"):
         assert option in out
     code, out, _ = run("curve", "--help")
     assert code == 0 and "--alphas" in out and "--out" in out and "--lam" in out
@@ -180,7 +180,8 @@ def test_warnings_are_single_lines_after_success(monkeypatch: pytest.MonkeyPatch
     code, out, err = run("point", "--json", "--loss", "logistic")
     assert code == 0
     json.loads(out)
-    assert err.splitlines() == ["gaussmix: warning: IntegrationWarning: quadrature is coarse"]
+    want = "gaussmix: warning: IntegrationWarning: quadrature is coarse (on the command line: "
+    assert err.splitlines() == [want + "--quad-order N)"]
 
 
 def test_many_warnings_are_summarised(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -297,9 +298,9 @@ BAD_POINT = [
     (["--delta", "-0.5"], "--delta"),
     (["--delta", "0.3,-0.6"], "--delta"),
     (["--rho", "0.2,0.3,0.4"], "--rho"),
-    (["--rho", "0.5,0.5", "--clusters", "3"], "--rho"),
-    (["--rho", "0.5,0.5", "--delta", "1,1,1"], "--rho"),
-    (["--delta", "0.5,0.5", "--clusters", "3"], "--delta"),
+    (["--rho", "0.5,0.5", "--n-clusters", "3"], "--rho"),
+    (["--rho", "0.5,0.5", "--delta", "1,1,1"], "--delta implies 3 clusters, but rho implies 2"),
+    (["--delta", "0.5,0.5", "--n-clusters", "3"], "--delta"),
     (["--rho", "a,b"], "--rho"),
     (["--rho", "0.5,,0.5"], "--rho"),
     (["--alpha", "0"], "--alpha"),
@@ -307,14 +308,14 @@ BAD_POINT = [
     (["--lam", "-1"], "--lam"),
     (["--lam", "nan"], "--lam"),
     (["--loss", "logistic", "--lam", "0"], "--lam"),
-    (["--loss", "logistic", "--clusters", "3"], "--loss"),
-    (["--loss", "hinge", "--clusters", "3"], "--loss"),
+    (["--loss", "logistic", "--n-clusters", "3"], "--loss"),
+    (["--loss", "hinge", "--n-clusters", "3"], "--loss"),
     (["--loss", "nope"], "--loss"),
     (["--means", "nope"], "--means"),
     (["--model", "nope"], "--model"),
     (["--labels", "nope"], "--labels"),
-    (["--labels", "binary", "--loss", "square", "--clusters", "3"], "--labels"),
-    (["--clusters", "1"], "--clusters"),
+    (["--labels", "binary", "--loss", "square", "--n-clusters", "3"], "--labels"),
+    (["--n-clusters", "1"], "--n-clusters"),
     (["--fractions", "0.5,0.5", "--deltas", "1,2"], "--fractions"),
     (["--deltas", "1,2"], "--deltas"),
     (["--model", "block"], "--fractions"),
@@ -325,8 +326,8 @@ BAD_POINT = [
     (["--quad-order", "0"], "--quad-order"),
     (["--unknown-option", "3"], "--unknown-option"),
     (["--alpha", "abc"], "--alpha"),
-    (["--clusters", "x"], "--clusters"),
-    (["--clusters", "2.5"], "--clusters"),
+    (["--n-clusters", "x"], "--n-clusters"),
+    (["--n-clusters", "2.5"], "--n-clusters"),
     (["--alpha"], "--alpha"),
 ]
 
@@ -407,7 +408,7 @@ FUZZ_ANY = {
     "--delta": st.one_of(_number(), _list(st.integers(2, 3))),
     "--tol": st.sampled_from(["0", "-1", "x", "nan"]),
     "--rho": st.one_of(_list(st.integers(1, 3)), _rho_ok[2], _rho_ok[3]),
-    "--clusters": st.one_of(st.integers(-2, 3).map(str), _garbage, st.just("1e300")),
+    "--n-clusters": st.one_of(st.integers(-2, 3).map(str), _garbage, st.just("1e300")),
     "--loss": st.sampled_from(["square", "logistic", "cross-entropy", "hinge", "Logistic", ""]),
     "--labels": st.sampled_from(["onehot", "binary", "auto", "ternary"]),
     "--means": st.sampled_from(["simplex", "gaussian", "antipodal", "auto", "cube"]),
@@ -423,7 +424,7 @@ FUZZ_ANY = {
 def _argv(draw) -> list[str]:
     loss = draw(st.sampled_from(["square", "logistic", "cross-entropy", "hinge"]))
     k = 2 if loss in ("logistic", "hinge") else draw(st.sampled_from([2, 3]))
-    opts = {"--loss": loss, "--clusters": str(k)}
+    opts = {"--loss": loss, "--n-clusters": str(k)}
     if draw(st.integers(0, 3)) == 0:
         opts.update({"--model": "block", "--fractions": "0.4,0.6", "--deltas": "0.3,1"})
     for name in draw(st.lists(st.sampled_from(sorted(FUZZ_VALID)), max_size=3, unique=True)):

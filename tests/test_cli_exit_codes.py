@@ -46,11 +46,11 @@ class Command:
         self.no_fixed_point, self.partial = no_fixed_point, partial
 
 
-SIM = ["--d", "20", "--seeds", "1", "--jobs", "1"]
+SIM = ["--d", "20", "--seeds", "1", "--n-jobs", "1"]
 COMMANDS = {
     "point": Command(["--lam", "1"], ["--lam", "-1"], no_fixed_point=["--max-iter", "1"]),
     "optimal-lambda": Command(
-        ["--loss", "square", "--labels", "binary", "--clusters", "2"],
+        ["--loss", "square", "--labels", "binary", "--n-clusters", "2"],
         ["--lam-min", "-1"],
         no_fixed_point=["--max-iter", "1"],
     ),
@@ -69,12 +69,12 @@ COMMANDS = {
     "simulate": Command(SIM, ["--seeds", "0"]),
     "compare": Command(
         ["--alphas", "1:1:1", *SIM],
-        ["--alphas", "1:1:1", "--d", "20", "--seeds", "1", "--jobs", "0"],
+        ["--alphas", "1:1:1", "--d", "20", "--seeds", "1", "--n-jobs", "0"],
         out="dir",
         no_fixed_point=["--alphas", "1:1:1", *SIM, "--max-iter", "1"],
         partial=True,  # the simulations are written beside the missing theory
     ),
-    "sweep": Command(["--jobs", "1"], ["--jobs", "0"], out="file", partial=True),
+    "sweep": Command(["--n-jobs", "1"], ["--n-jobs", "0"], out="file", partial=True),
     "figure": Command(
         ["sparse-setup", "--alphas", "1"], ["sparse-setup", "--alphas", "-1"], out="dir"
     ),  # fmt: skip
@@ -106,9 +106,9 @@ COMMANDS = {
             "1:2:2",
             "--d",
             "20",
-            "--datasets",
+            "--seeds",
             "2",
-            "--jobs",
+            "--n-jobs",
             "1",
         ],
         ["--simulate", "--d", "0"],
@@ -223,12 +223,12 @@ def test_partial_results_are_written_marked_and_exit_3(tmp_path: Path) -> None:
     grid = tmp_path / "grid.toml"
     grid.write_text(GRID.replace("[grid]\n", "[grid]\nmax-iter = [1, 3000]\n"))
     code, _, err = run("sweep", "--grid", str(grid), "--out", str(tmp_path / "s.csv"), "-q",
-                       "--jobs", "1")  # fmt: skip
+                       "--n-jobs", "1")  # fmt: skip
     assert code == EXIT_NO_FIXED_POINT, err
     sweep = pd.read_csv(tmp_path / "s.csv")
     assert sweep["converged"].tolist() == [False, False, True, True]
     code, _, err = run("compare", "--alphas", "1:1:1", *SIM, "--max-iter", "1", "--loss",
-                       "square", "--labels", "binary", "--clusters", "2", "--lam", "0.1",
+                       "square", "--labels", "binary", "--n-clusters", "2", "--lam", "0.1",
                        "--out", str(tmp_path / "c"), "-q")  # fmt: skip
     assert code == EXIT_NO_FIXED_POINT, err
     assert "1 of 1 points did not converge" in err.splitlines()[-1]
@@ -257,7 +257,7 @@ def test_problems_too_large_for_the_memory_are_refused(tmp_path: Path) -> None:
     from gaussmix.simulate import separability_fraction
     from gaussmix.simulate.simulation import MAX_SAMPLE_ENTRIES
 
-    code, stdout, err = run("simulate", "--d", "1000000000", "--seeds", "1", "--jobs", "1")
+    code, stdout, err = run("simulate", "--d", "1000000000", "--seeds", "1", "--n-jobs", "1")
     assert_one_line_error(code, stdout, err, "--d must keep a sample", "GiB")
     out = tmp_path / "t"
     code, stdout, err = run("transition", "--simulate", "--no-theory", "--alphas", "1:2:2",
@@ -267,8 +267,8 @@ def test_problems_too_large_for_the_memory_are_refused(tmp_path: Path) -> None:
     mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
     d = int(MAX_SAMPLE_ENTRIES**0.5) + 1  # alpha = 1: n d just above the bound
     with pytest.raises(ValueError, match="d must keep a sample"):
-        separability_fraction(mix, [1.0], d=d, n_datasets=1)
-    code, stdout, err = run("point", "--clusters", "100000000")
+        separability_fraction(mix, [1.0], d=d, seeds=1)
+    code, stdout, err = run("point", "--n-clusters", "100000000")
     assert_one_line_error(code, stdout, err, "out of memory: the problem is too large")
 
 

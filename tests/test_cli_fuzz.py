@@ -5,7 +5,7 @@ parser, so that a new option is fuzzed without editing this file), an unknown op
 and then, and values valid and invalid: negative, zero, NaN, infinities, huge, wrong types,
 empty, malformed lists and ranges (``1:0:3``), unknown choices.  Each run is in-process
 (:func:`gaussmix.cli.commands.main`) with tiny budgets (``--max-iter``, ``--d``,
-``--seeds``, ``--jobs``, ... are always given, from small values and invalid ones) and must
+``--seeds``, ``--n-jobs``, ... are always given, from small values and invalid ones) and must
 keep the contract of the README's exit-code table:
 
 * the status is in the table, and is not 1 (an internal error is a defect);
@@ -48,13 +48,12 @@ BUDGET: dict[str, Pool] = {
     "--max-iter": (["2", "30"], ["-1", "0", "x", "1.5"]),
     "--d": (["20"], ["-1", "0", "1", "x", "1000000000"]),
     "--seeds": (["1", "2"], ["-1", "0", "x"]),
-    "--jobs": (["1"], ["-2", "0", "x"]),
+    "--n-jobs": (["1"], ["-2", "0", "x"]),
     "--subsamples": (["1"], ["-1", "0"]),
-    "--datasets": (["2"], ["-1", "0"]),
-    "--points": (["50"], ["-1", "0"]),
+    "--n-points": (["50"], ["-1", "0"]),
 }
 VALUES: dict[str, Pool] = {
-    "--clusters": (["2", "3"], ["-1", "0", "1", "x", "2.5", "p3", "100000000"]),
+    "--n-clusters": (["2", "3"], ["-1", "0", "1", "x", "2.5", "p3", "100000000"]),
     "--labels": (["auto", "onehot", "binary"], ["ternary", ""]),
     "--rho": (["0.5,0.5", "0.2,0.3,0.5"], ["1", "0.7,0.7", "-0.5,1.5", "nan,nan", "a,b", ""]),
     "--model": (["isotropic", "block", "sparse"], ["dense", ""]),
@@ -80,7 +79,6 @@ VALUES: dict[str, Pool] = {
     "--sources": (["theory"], ["x", "", "theory,,real"]),
     "--backend": (["joblib", "serial"], ["spark", ""]),
     "--scheduler": ([], ["", "nohost", "tcp://", "tcp://127.0.0.1:99999", "http://h:1", "h:"]),
-    "--ks": (["2", "2,3"], ["1", "0", "x", "2.5"]),
     "--epochs": (["1"], ["0", "-1", "x"]),
     "--hidden": (["10"], ["-1", "0", "x"]),
     "--gammas": GRIDS,
@@ -103,8 +101,8 @@ SKIP = {"--help", "--quiet", "--json", "--list", "--download", "--grid", "--out"
 #: options forced last (the last occurrence wins): keep the theory cheap (alpha* has a
 #: closed form for K = 2) without hiding the other options' checks; a figure's small preset
 FORCED = {
-    "transition": ["--clusters", "2"],
-    "bayes-optimal": ["--clusters", "2"],
+    "transition": ["--n-clusters", "2"],
+    "bayes-optimal": ["--n-clusters", "2"],
     "figure": ["--fast"],
 }
 #: options given first (the fuzzed ones after them win): the required ones, small budgets

@@ -42,7 +42,7 @@ def test_bayes_optimal_takes_the_mixture_options():
         (("--loss", "square"), ("No such option: --loss",)),
         (("--model", "block", "--fractions", "0.5,0.5", "--deltas", "1,2"), ("--model block",)),
         (("--model", "sparse", "--delta1", "1", "--delta2", "2"), ("--model sparse",)),
-        (("--rho", "0.5,0.5", "--delta", "1,2,3"), ("--rho", "--delta")),
+        (("--rho", "0.5,0.5", "--delta", "1,2,3"), ("--delta implies 3 clusters, but rho",)),
     ],
 )
 def test_bayes_optimal_bad_input_is_one_line(args, needles):
@@ -52,7 +52,7 @@ def test_bayes_optimal_bad_input_is_one_line(args, needles):
 def test_transition_simulate_writes_the_table_and_the_figure(tmp_path):
     args = ("--means", "gaussian", "-K", "2", "--d", "12,16", "--alphas", "2:6:3")
     payload = run_json(
-        "transition", "--simulate", "--no-theory", *args, "--datasets", "4", "--out",
+        "transition", "--simulate", "--no-theory", *args, "--seeds", "4", "--out",
         str(tmp_path), "--quiet",
     )  # fmt: skip
     assert payload["alpha_star"] is None and payload["converged"] is None
@@ -60,30 +60,30 @@ def test_transition_simulate_writes_the_table_and_the_figure(tmp_path):
     table = pd.read_csv(sim["csv"])
     ref = separability_fraction(
         gm.Mixture.isotropic(0.5, "gaussian", n_clusters=2), [2.0, 4.0, 6.0], d=[12, 16],
-        n_datasets=4, seed=0,
+        seeds=4, seed=0,
     )  # fmt: skip
     pd.testing.assert_frame_equal(table, ref, check_dtype=False)
     assert (tmp_path / "transition.png").stat().st_size > 1000
     assert [c["d"] for c in sim["crossings"]] == [12, 16]
-    assert sim["datasets"] == 4 and sim["seed"] == 0
+    assert sim["seeds"] == 4 and sim["seed"] == 0
 
 
 @pytest.mark.parametrize(
     "args,needles,status",
     [
         (("--d", "100"), ("--d is only valid with --simulate",), 2),
-        (("--datasets", "3"), ("--datasets is only valid with --simulate",), 2),
+        (("--seeds", "3"), ("--seeds is only valid with --simulate",), 2),
         (("--no-theory",), ("--no-theory needs --simulate",), 2),
         (("--simulate", "--no-theory"), ("--no-theory needs --alphas",), 2),
         (("--simulate", "--no-theory", "--alphas", "1:2:3", "--d", "1.5"), ("--d must",), 2),
         (("--simulate", "--no-theory", "--alphas", "1:2:3", "--d", "2"), ("--d must be >=",), 2),
         (
-            ("--simulate", "--no-theory", "--alphas", "1:2:3", "--datasets", "0"),
-            ("--datasets",),
+            ("--simulate", "--no-theory", "--alphas", "1:2:3", "--seeds", "0"),
+            ("--seeds",),
             2,
         ),
         (("--simulate", "--no-theory", "--alphas", "-1:2:3"), ("--alphas",), 2),
-        (("--simulate", "--no-theory", "--alphas", "1:2:3", "--jobs", "0"), ("--jobs",), 2),
+        (("--simulate", "--no-theory", "--alphas", "1:2:3", "--n-jobs", "0"), ("--n-jobs",), 2),
         (("--alpha", "2"), ("No such option: --alpha",), 2),
         (("--rel-tol", "0"), ("--rel-tol",), 2),
     ],

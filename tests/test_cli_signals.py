@@ -47,7 +47,7 @@ def _sweep(tmp_path: Path, delay: str = "0.3"):
     grid.write_text(GRID)
     out = tmp_path / "s.csv"
     cmd = [sys.executable, "-m", "gaussmix", "sweep", "--grid", str(grid), "--out", str(out),
-           "--jobs", "2", "--quiet"]  # fmt: skip
+           "--n-jobs", "2", "--quiet"]  # fmt: skip
     proc = subprocess.Popen(
         cmd,
         env={**os.environ, TEST_DELAY_ENV: delay},

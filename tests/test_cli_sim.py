@@ -32,7 +32,7 @@ def test_help_lists_the_new_commands() -> None:
         assert command in out
     code, out, _ = run("simulate", "--help")
     assert code == 0
-    for option in ("--d", "--seeds", "--seed", "--jobs", "--json", "--quiet", "--lam", "--loss"):
+    for option in ("--d", "--seeds", "--seed", "--n-jobs", "--json", "--quiet", "--lam", "--loss"):
         assert option in out
     code, out, _ = run("compare", "--help")
     assert code == 0
@@ -41,7 +41,7 @@ def test_help_lists_the_new_commands() -> None:
     assert "0.1" in out  # compare's own default lam
     code, out, _ = run("sweep", "--help")
     assert code == 0
-    for option in ("--grid", "--out", "--scheduler", "--jobs", "--quiet"):
+    for option in ("--grid", "--out", "--scheduler", "--n-jobs", "--quiet"):
         assert option in out
 
 
@@ -69,8 +69,8 @@ def test_simulate_is_reproducible_bit_for_bit() -> None:
     first = run(*args, "--json")
     assert first[0] == 0, first[2]
     assert run(*args, "--json") == first
-    assert run(*args, "--json", "--jobs", "2")[1] == first[1]  # workers do not change bits
-    assert run(*args, "--json", "--jobs", "1")[1] == first[1]
+    assert run(*args, "--json", "--n-jobs", "2")[1] == first[1]  # workers do not change bits
+    assert run(*args, "--json", "--n-jobs", "1")[1] == first[1]
     other = run_json(*args, "--seed", "1")
     assert other["test_error"] != json.loads(first[1])["test_error"]
 
@@ -101,7 +101,10 @@ def test_simulate_table_output() -> None:
         (("--seeds", "0"), ("--seeds must be an integer >= 1, got 0",)),
         (("--seed", "-1"), ("--seed must be an integer >= 0, got -1",)),
         (("--d", "2"), ("--d", "number of clusters K=3")),
-        (("--jobs", "0"), ("--jobs must be a non-zero integer (joblib: -1 = all cores), got 0",)),
+        (
+            ("--n-jobs", "0"),
+            ("--n-jobs must be a non-zero integer (joblib: -1 = all cores), got 0",),
+        ),
         (("--d", "abc"), ("--d",)),
         (("--lam", "-1"), ("--lam",)),
     ],
@@ -191,7 +194,7 @@ def test_sweep_cli_simulation_mode(tmp_path: Path) -> None:
         "[simulate]\nd = 40\nseeds = 2\nseed = 3\n",
     )
     out = tmp_path / "sim.csv"
-    code, _, err = run("sweep", "--grid", str(grid), "--out", str(out), "-q", "--jobs", "1")
+    code, _, err = run("sweep", "--grid", str(grid), "--out", str(out), "-q", "--n-jobs", "1")
     assert code == 0, err
     df = pd.read_csv(out)
     assert list(df.columns) == ["alpha", *simulation_keys()]

@@ -29,7 +29,7 @@ def test_point_json_lasso_equals_direct_solve() -> None:
         assert d[key] == pytest.approx(getattr(ref, key), rel=1e-9, abs=1e-12), key
     assert 0.0 < d["nonzero_fraction"] < 1.0
     p = d["params"]
-    assert p["model"] == "sparse" and p["clusters"] == 2 and p["labels"] == "binary"
+    assert p["model"] == "sparse" and p["n_clusters"] == 2 and p["labels"] == "binary"
     assert (p["sparsity"], p["delta1"], p["delta2"]) == (0.1, 0.1, 1.0)
     assert p["penalty"] == "l1" and p["l1_ratio"] is None
     assert np.asarray(d["Q"]).shape == (2, 1, 1)
@@ -59,7 +59,7 @@ def test_point_json_ridge_and_logistic_lasso() -> None:
     assert d["test_error"] == pytest.approx(ref.test_error, rel=1e-7)
     assert d["nonzero_fraction"] == pytest.approx(ref.nonzero_fraction, rel=1e-7)
     sq = run_json("point", "--loss", "square", "--penalty", "l1", "--lam", "0.3")
-    assert sq["params"]["labels"] == "binary" and sq["params"]["clusters"] == 2
+    assert sq["params"]["labels"] == "binary" and sq["params"]["n_clusters"] == 2
 
 
 def test_point_human_output_shows_nonzero_fraction() -> None:
@@ -81,7 +81,7 @@ BAD = [
     (["--deltas", "1,2"], "--deltas"),
     (["--means", "simplex"], "--means"),
     (["--labels", "onehot"], "--labels"),
-    (["--clusters", "3"], "--clusters"),
+    (["--n-clusters", "3"], "--n-clusters"),
     (["--rho", "0.2,0.3,0.5"], "--rho"),
     (["--loss", "cross-entropy"], "--loss"),
     (["--penalty", "elastic-net"], "--l1-ratio"),
@@ -225,7 +225,7 @@ def test_simulate_command_reports_nonzero_fraction() -> None:
         "100",
         "--seeds",
         "2",
-        "--jobs",
+        "--n-jobs",
         "1",
         "--quiet",
     )
@@ -274,7 +274,7 @@ def test_figure_sparse_curves_with_simulation(tmp_path) -> None:
         "100",
         "--seeds",
         "2",
-        "--jobs",
+        "--n-jobs",
         "1",
         "--out",
         str(tmp_path),

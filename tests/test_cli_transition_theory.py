@@ -25,12 +25,12 @@ def test_transition_json_is_the_library_threshold():
     )
     assert payload["converged"] is True and ref.success
     assert payload["alpha_star"] == float(ref.alpha_star)
-    assert payload["params"]["means"] == "gaussian" and payload["params"]["clusters"] == 3
+    assert payload["params"]["means"] == "gaussian" and payload["params"]["n_clusters"] == 3
 
 
 def test_transition_simulate_centres_the_alphas_on_alpha_star(tmp_path):
     payload = run_json(
-        "transition", *MIX2, "--simulate", "--d", "12", "--datasets", "2", "--out",
+        "transition", *MIX2, "--simulate", "--d", "12", "--seeds", "2", "--out",
         str(tmp_path), "--quiet",
     )  # fmt: skip
     star = payload["alpha_star"]

@@ -282,7 +282,7 @@ def test_cli_reference_is_generated_from_every_command() -> None:
         assert re.search(rf"^### {re.escape(name)}$", md, flags=re.M), name
         assert f"gaussmix {name} [OPTIONS]" in md
     # options are rendered (typer's own click objects, read by the plain style)
-    assert "--clusters" in md and "--out" in md
+    assert "--n-clusters" in md and "--out" in md
 
 
 # ---------------------------------------------------------------- pages and nav

@@ -46,7 +46,7 @@ def curves_df() -> pd.DataFrame:
         [0.5, 1.0],
         delta2s=(1.0,),
         sim_alphas=(1.0,),
-        simulate_d=200,
+        d=200,
         seeds=2,
     )
 

@@ -117,8 +117,7 @@ def test_learning_curve_figure_draws_a_dense_mixture_with_simulations(saved) -> 
     isotropic structure leave their columns NaN with a warning naming the reason."""
     mix, _ = saved["dense"]
     with pytest.warns(UserWarning) as caught:
-        df = fig3_left(alphas=ALPHAS, mixture=mix, lam=0.1, sim_alphas=[1.0], simulate_d=D,
-                       seeds=2)  # fmt: skip
+        df = fig3_left(alphas=ALPHAS, mixture=mix, lam=0.1, sim_alphas=[1.0], d=D, seeds=2)
     reasons = " ".join(str(w.message) for w in caught)
     assert "separability_hook is not drawn" in reasons and "dense covariance" in reasons
     assert "bayes_optimal_hook is not drawn" in reasons
@@ -144,14 +143,14 @@ def test_an_isotropic_mixture_given_keeps_its_hooks() -> None:
 def test_a_figure_refuses_what_does_not_fit_its_mixture(saved, tmp_path: Path) -> None:
     dense, _ = saved["dense"]
     cases = [
-        (lambda: fig3_left(ks=[2, 3], mixture=dense), ValueError, "ks must not be given with"),
+        (lambda: fig3_left(n_clusters=[2, 3], mixture=dense), ValueError, "n_clusters must not"),
         (lambda: fig3_right(mixture=dense, delta=0.5), ValueError, "delta must not be given"),
         (lambda: fig3_right(mixture=dense, n_clusters=3), ValueError, "n_clusters must not"),
         (lambda: fig4_left(mixture=dense, deltas=[0.1, 0.2]), ValueError, "deltas must not"),
         (
-            lambda: fig4_left(mixture=dense, simulate_d=20),
+            lambda: fig4_left(mixture=dense, d=20),
             ValueError,
-            "simulate_d must equal the dimension 12",
+            "d must equal the dimension 12",
         ),  # fmt: skip
         (lambda: fig3_right(mixture="dense.npz"), TypeError, "mixture must be a gaussmix"),
         (
@@ -223,8 +222,8 @@ def test_the_command_line_refuses_a_mixture_in_one_line(saved, tmp_path: Path) -
         (("fig4-right",), "figure fig4-right takes no --mixture: it compares real data"),
         (("appe-xor-projection",), "figure appe-xor-projection takes no --mixture"),
         (("fig3-right", "--delta", "0.5"), "--delta must not be given with mixture"),
-        (("fig3-right", "--clusters", "3"), "--clusters must not be given with mixture"),
-        (("fig3-left", "--ks", "2,3"), "--ks must not be given with mixture"),
+        (("fig3-right", "--n-clusters", "3"), "--n-clusters must not be given with mixture"),
+        (("fig3-left", "--n-clusters", "2,3"), "--n-clusters must not be given with"),
         (("fig4-left", "--deltas", "0.1,0.2"), "--deltas must not be given with mixture"),
         (("fig4-left", "--d", "20"), "--d must equal the dimension 12"),
         (("fig3-left", "--fast"), "--d must equal the dimension 12 of the mixture"),

@@ -38,7 +38,7 @@ FIG4_LAMS = tuple(float(x) for x in np.geomspace(1e-4, 1e2, 9))
 
 @pytest.fixture(scope="module")
 def fig4_df() -> pd.DataFrame:
-    return fig4_left((0.5, 2.0), FIG4_LAMS, sim_lams=(1e-2, 10.0), simulate_d=100, seeds=2, seed=1)
+    return fig4_left((0.5, 2.0), FIG4_LAMS, sim_lams=(1e-2, 10.0), d=100, seeds=2, seed=1)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def fig3_df() -> pd.DataFrame:
     # figure adds alpha*_K itself to each grid)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", IntegrationWarning)
-        df = fig3_left((0.5, 1.0, 5.0, 6.0), (2, 3), sim_alphas=(5.0,), simulate_d=60, seeds=2)
+        df = fig3_left((0.5, 1.0, 5.0, 6.0), (2, 3), sim_alphas=(5.0,), d=60, seeds=2)
     # the only point whose estimate may exceed the warning threshold (and warn, once) is the
     # cusp alpha = alpha*_3, where the channel integrand is sharpest (training loss, about
     # 3e-5 at the rule cap); no other point warns
@@ -64,7 +64,7 @@ def test_registry_declares_every_figure_once() -> None:
     )
     spec = get_figure("fig3-left")
     assert spec.paper == "Fig. 3 (left)" and spec.simulates
-    assert spec.option("--ks").param == "ks" and spec.option("--ratios") is None
+    assert spec.option("--n-clusters").param == "n_clusters" and spec.option("--ratios") is None
     assert not get_figure("fig3-right").simulates
     with pytest.raises(ValueError, match="already registered"):
         register_figure(FigureSpec(**{**spec.__dict__, "description": "other"}))
@@ -268,7 +268,7 @@ def test_write_figure_writes_caption(tmp_path) -> None:
 def test_cli_fig4_left(tmp_path) -> None:
     code, out, err = run(
         "figure", "fig4-left", "--alphas", "0.5,2", "--lams", "log:1e-4:1e2:4",
-        "--sim-lams", "1", "--d", "60", "--seeds", "2", "--jobs", "1", "--out", str(tmp_path),
+        "--sim-lams", "1", "--d", "60", "--seeds", "2", "--n-jobs", "1", "--out", str(tmp_path),
         "-q",
     )  # fmt: skip
     assert code == 0, err
@@ -282,7 +282,7 @@ def test_cli_fig4_left(tmp_path) -> None:
 
 def test_cli_fig3_left_and_right(tmp_path) -> None:
     code, _, err = run(
-        "figure", "fig3-left", "--ks", "2", "--alphas", "1,5", "--no-simulate",
+        "figure", "fig3-left", "--n-clusters", "2", "--alphas", "1,5", "--no-simulate",
         "--out", str(tmp_path), "-q",
     )  # fmt: skip
     assert code == 0, err
@@ -303,20 +303,23 @@ def test_cli_fig3_left_and_right(tmp_path) -> None:
     "args, needle",
     [
         (["fig4-left", "--ratios", "1"], "--ratios is not an option of figure fig4-left"),
-        (["fig4-left", "--ks", "2"], "--ks"),
+        (["fig4-left", "--n-clusters", "2"], "--n-clusters"),
         (["fig3-right", "--simulate"], "--simulate is not an option"),
         (["fig3-right", "--seeds", "2"], "--seeds"),
         (["fig3-left", "--lams", "1"], "--lams"),
         (["fig3-left", "--no-simulate", "--d", "100"], "--d cannot be used with --no-simulate"),
-        (["fig3-left", "--ks", "2,x"], "--ks"),
-        (["fig3-left", "--ks", "1"], "--ks"),
+        (["fig3-left", "--n-clusters", "2,x"], "--n-clusters"),
+        (["fig3-left", "--n-clusters", "1"], "--n-clusters"),
         (["fig3-left", "--lam", "-1"], "--lam"),
-        (["fig3-left", "--d", "2", "--ks", "3"], "--d"),
+        (["fig3-left", "--d", "2", "--n-clusters", "3"], "--d"),
         (["fig4-left", "--sim-lams", "0,1"], "--sim-lams"),
         (["fig4-left", "--deltas", "0.1"], "--deltas"),
         (["fig4-left", "--lams", "log:1e-4:1e2:0"], "--lams"),
-        (["fig3-right", "--clusters", "1"], "--clusters"),
-        (["sparse-setup", "--ks", "2"], "--ks is not an option of figure sparse-setup"),
+        (["fig3-right", "--n-clusters", "1"], "--n-clusters"),
+        (
+            ["sparse-setup", "--n-clusters", "2"],
+            "--n-clusters is not an option of figure sparse-setup",
+        ),
         (["sparse-curves", "--lams", "1"], "--lams"),
     ],
 )
@@ -334,7 +337,7 @@ def test_fig4_left_simulations_follow_the_theory() -> None:
     a finite-size allowance of 5% of the error) of the theory; the decrease with lambda
     is seen by the simulations too."""
     df = fig4_left((0.5, 2.0), (1e-3, 1e-1, 10.0), sim_lams=(1e-3, 1e-1, 10.0),
-                   simulate_d=400, seeds=6, seed=3)  # fmt: skip
+                   d=400, seeds=6, seed=3)  # fmt: skip
     for _, g in df.groupby("alpha"):
         g = g.sort_values("lam")
         gap = (g["sim_test_error"] - g["test_error"]).abs()
@@ -352,8 +355,8 @@ def test_fig3_left_simulations_follow_the_theory() -> None:
     K = 3 above it."""
     df = pd.concat(
         [
-            fig3_left((1.0, 5.0), (2,), sim_alphas=(1.0, 5.0), simulate_d=240, seeds=3),
-            fig3_left((5.0,), (3,), sim_alphas=(5.0,), simulate_d=240, seeds=3),
+            fig3_left((1.0, 5.0), (2,), sim_alphas=(1.0, 5.0), d=240, seeds=3),
+            fig3_left((5.0,), (3,), sim_alphas=(5.0,), d=240, seeds=3),
         ]
     )
     sim = df[df["sim_test_error"].notna()]

@@ -125,7 +125,8 @@ def test_cli_real_data_figures(tmp_path):
     assert code == 0, err
     assert (tmp_path / "appe-xor.png").stat().st_size > 0
     assert_one_line_error(
-        *run("figure", "fig5", "--ks", "2", "--out", str(tmp_path)), "--ks is not an option"
+        *run("figure", "fig5", "--n-clusters", "2", "--out", str(tmp_path)),
+        "--n-clusters is not an option",
     )
     assert_one_line_error(
         *run("figure", "fig5", "--datasets", "cifar", "--out", str(tmp_path / "x")), "datasets"

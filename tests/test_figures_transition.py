@@ -35,6 +35,6 @@ def test_lp_crossings_agree_with_alpha_star_at_finite_d():
     (Delta = 1).  Measured finite-size shifts at d = 100-400 (Delta = 0.5 and 1, K = 2, 3):
     -0.02 to +0.11, each within 1.5 standard errors of the crossing, so the tolerance is
     the crossing's own standard error."""
-    df = fig3_centre(ks=[2, 3], deltas=[1.0], simulate=True, simulate_d=100, datasets=12)
+    df = fig3_centre(n_clusters=[2, 3], deltas=[1.0], simulate=True, d=100, seeds=12)
     for _, row in df.iterrows():
         assert abs(row["lp_alpha"] - row["alpha_star"]) <= 3 * row["lp_alpha_se"], row

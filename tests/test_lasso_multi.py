@@ -242,7 +242,7 @@ def test_l1_on_dense_covariances_is_refused_naming_the_combination():
     rng = np.random.default_rng(0)
     covs = _psd(rng, 3, 5, ridge=0.5)
     dense = gm.Mixture.dense(rng.standard_normal((3, 5)) / np.sqrt(5), covs)
-    with pytest.raises(ValueError, match="penalty='l1' is not available on a 'dense'") as e:
+    with pytest.raises(ValueError, match="penalty 'l1' is not available on a 'dense'") as e:
         gm.solve(dense, "cross-entropy", lam=0.1, alpha=1.0, penalty="l1")
     assert "\n" not in str(e.value)
 

@@ -116,7 +116,7 @@ def test_a_fitted_mixture_through_every_door(
     check_within_3se(solved, sim, NUMBERS)
     few = simulate(fitted, loss=LOSS, lam=LAM, alpha=ALPHA, d=D, seeds=8, seed=2)
     cli = run_json("simulate", *args, "--lam", str(LAM), "--alpha", str(ALPHA), "--d", str(D),
-                   "--seeds", "8", "--seed", "2", "--jobs", "1")  # fmt: skip
+                   "--seeds", "8", "--seed", "2", "--n-jobs", "1")  # fmt: skip
     for key in NUMBERS:
         assert cli[key] == few.mean[key] and cli[f"{key}_se"] == few.se[key]
 
@@ -140,7 +140,7 @@ def test_a_dense_point_is_the_same_number_whatever_the_blas_threads(tmp_path: Pa
         f'[fixed]\nmixture = "m.npz"\nloss = "square"\nlam = 0.5\n[grid]\nalpha = [{ALPHA}]\n'
     )
     code, out, err = run("sweep", "--grid", str(grid), "--out", str(tmp_path / "s.csv"),
-                         "--quiet", "--jobs", "1")  # fmt: skip
+                         "--quiet", "--n-jobs", "1")  # fmt: skip
     assert code == 0, err
     row = pd.read_csv(tmp_path / "s.csv").iloc[0]
     assert res.success
@@ -191,7 +191,7 @@ def test_every_command_with_mixture_options_takes_a_mixture_file(
     ol = run_json("optimal-lambda", "--mixture", path, "--lam-min", "0.01", "--lam-max", "10")
     assert ol["lam_star"] > 0 and ol["converged"]
     code, out, err = run("compare", *point, "--alphas", "2:2:1", "--d", str(D), "--seeds", "2",
-                         "--out", str(tmp_path / "cmp"), "--quiet", "--jobs", "1")  # fmt: skip
+                         "--out", str(tmp_path / "cmp"), "--quiet", "--n-jobs", "1")  # fmt: skip
     assert code == 0, err
     # the commands whose theory needs a spectral law say so in one line
     code, out, err = run("transition", "--mixture", path)
@@ -204,7 +204,7 @@ def test_a_spectral_mixture_file_gives_the_points_of_its_options(tmp_path: Path)
     """A saved isotropic or sparse mixture through --mixture: the numbers of the options
     that built it (the same arrays: the same engine, bit for bit)."""
     for options, mix in (
-        (("--clusters", "3", "--delta", "0.5"), gm.Mixture.isotropic(0.5, n_clusters=3)),
+        (("--n-clusters", "3", "--delta", "0.5"), gm.Mixture.isotropic(0.5, n_clusters=3)),
         (
             (
                 "--model",
@@ -243,7 +243,10 @@ def test_bad_mixture_files_on_the_command_line(fitted: gm.Mixture, tmp_path: Pat
     [
         (("--delta", "0.3"), "--delta"),
         (("--model", "sparse", "--delta1", "1"), "--model, --delta1"),
-        (("-K", "3", "--labels", "onehot", "--rho", "0.2,0.3,0.5"), "--clusters, --labels, --rho"),
+        (
+            ("-K", "3", "--labels", "onehot", "--rho", "0.2,0.3,0.5"),
+            "--n-clusters, --labels, --rho",
+        ),
         (("--means", "gaussian"), "--means"),
     ],
 )
@@ -259,7 +262,7 @@ def test_unsupported_combinations_are_named_in_one_line(fitted: gm.Mixture, tmp_
     fitted.save(tmp_path / "m.npz")
     m = ("--mixture", str(tmp_path / "m.npz"))
     code, out, err = run("point", *m, "--loss", "logistic")
-    assert_one_line_error(code, out, err, "--loss='logistic' needs binary labels")
+    assert_one_line_error(code, out, err, "--loss 'logistic' needs binary labels")
     code, out, err = run("simulate", *m, "--d", "20")
     assert_one_line_error(code, out, err, "--d must equal the dimension 30")
     binary = gm.Mixture.from_data(
@@ -268,7 +271,7 @@ def test_unsupported_combinations_are_named_in_one_line(fitted: gm.Mixture, tmp_
     binary.save(tmp_path / "b.npz")
     code, out, err = run("point", "--mixture", str(tmp_path / "b.npz"), "--loss", "logistic",
                          "--penalty", "l1", "--lam", "0.1")  # fmt: skip
-    assert_one_line_error(code, out, err, "--penalty='l1' is not available on a 'dense'")
+    assert_one_line_error(code, out, err, "--penalty 'l1' is not available on a 'dense'")
 
 
 def test_sweep_toml_with_a_mixture_file(fitted: gm.Mixture, tmp_path: Path) -> None:
@@ -277,7 +280,7 @@ def test_sweep_toml_with_a_mixture_file(fitted: gm.Mixture, tmp_path: Path) -> N
     grid.write_text('[fixed]\nmixture = "fitted.npz"\nlam = 0.5\n[grid]\nalpha = [1.0, 2.0]\n')
     out = tmp_path / "out.csv"
     code, stdout, err = run(
-        "sweep", "--grid", str(grid), "--out", str(out), "--quiet", "--jobs", "1"
+        "sweep", "--grid", str(grid), "--out", str(out), "--quiet", "--n-jobs", "1"
     )
     assert code == 0, err
     df = pd.read_csv(out)
@@ -286,7 +289,7 @@ def test_sweep_toml_with_a_mixture_file(fitted: gm.Mixture, tmp_path: Path) -> N
     (tmp_path / "fitted.npz").rename(tmp_path / "renamed.npz")
     grid.write_text(grid.read_text().replace("fitted.npz", "renamed.npz"))
     code, stdout, err = run(
-        "sweep", "--grid", str(grid), "--out", str(out), "--quiet", "--jobs", "1"
+        "sweep", "--grid", str(grid), "--out", str(out), "--quiet", "--n-jobs", "1"
     )
     assert code == 0 and "0 computed, 2 from the checkpoint" in stdout, (stdout, err)
     # killed after its first point (the second line cut short): the resumed run computes
@@ -297,7 +300,7 @@ def test_sweep_toml_with_a_mixture_file(fitted: gm.Mixture, tmp_path: Path) -> N
     ck.write_bytes(lines[0] + lines[1][:30])
     out.unlink()
     code, stdout, err = run(
-        "sweep", "--grid", str(grid), "--out", str(out), "--quiet", "--jobs", "1"
+        "sweep", "--grid", str(grid), "--out", str(out), "--quiet", "--n-jobs", "1"
     )
     assert code == 0 and "1 computed, 1 from the checkpoint" in stdout, (stdout, err)
     pd.testing.assert_frame_equal(pd.read_csv(out), df, check_exact=True)
@@ -306,7 +309,7 @@ def test_sweep_toml_with_a_mixture_file(fitted: gm.Mixture, tmp_path: Path) -> N
     iso.save(tmp_path / "iso.npz")
     grid.write_text('[fixed]\nlam = 0.5\n[grid]\nmixture = ["renamed.npz", "iso.npz"]\n')
     code, stdout, err = run("sweep", "--grid", str(grid), "--out", str(tmp_path / "two.csv"),
-                            "--quiet", "--jobs", "1")  # fmt: skip
+                            "--quiet", "--n-jobs", "1")  # fmt: skip
     assert code == 0, err
     two = pd.read_csv(tmp_path / "two.csv")
     assert two["mixture"].tolist() == ["renamed.npz", "iso.npz"]
@@ -320,7 +323,7 @@ def test_sweep_toml_with_a_mixture_file(fitted: gm.Mixture, tmp_path: Path) -> N
     bad = empty / "grid.toml"
     bad.write_text('[fixed]\nmixture = "missing.npz"\n[grid]\nalpha = [1.0]\n')
     code, stdout, err = run(
-        "sweep", "--grid", str(bad), "--out", str(empty / "o.csv"), "--jobs", "1"
+        "sweep", "--grid", str(bad), "--out", str(empty / "o.csv"), "--n-jobs", "1"
     )
     missing = str(empty / "missing.npz")
     assert_one_line_error(code, stdout, err, "grid.toml: grid point 1 of 1 (alpha = 1.0): ",
@@ -330,7 +333,7 @@ def test_sweep_toml_with_a_mixture_file(fitted: gm.Mixture, tmp_path: Path) -> N
     for needle, path in bad_mixture_files(fitted, tmp_path).items():
         bad.write_text(f'[fixed]\nmixture = "{path}"\n[grid]\nalpha = [1.0]\n')
         code, stdout, err = run(
-            "sweep", "--grid", str(bad), "--out", str(empty / "o.csv"), "--jobs", "1"
+            "sweep", "--grid", str(bad), "--out", str(empty / "o.csv"), "--n-jobs", "1"
         )
         assert_one_line_error(code, stdout, err, needle)
         assert sorted(p.name for p in empty.iterdir()) == ["grid.toml"]

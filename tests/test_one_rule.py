@@ -24,8 +24,6 @@ from gaussmix.sweep import PointSpec, Simulation, SpecGrid, sweep
 
 BINARY = gm.Mixture.isotropic(0.5, n_clusters=2, labels="binary")
 THREE = gm.Mixture.isotropic(0.5, n_clusters=3)
-#: the flag of a keyword whose name differs on the command line (issue 18, item 2)
-FLAGS = {"n_jobs": "--jobs"}
 
 BAD_LAM = [-1.0, float("nan"), float("inf"), 1e9]
 BAD_ALPHA = [0.0, -1.0, float("nan"), 1e9]
@@ -37,7 +35,8 @@ def message(fact: str, name: str, value: float) -> str:
 
 
 def flag(keyword: str) -> str:
-    return FLAGS.get(keyword, "--" + keyword.replace("_", "-"))
+    """One name per concept: the flag is the keyword with dashes."""
+    return "--" + keyword.replace("_", "-")
 
 
 def refuses(call, expected: str, err: type[Exception] = ValueError) -> None:
@@ -123,7 +122,7 @@ def test_every_door_refuses_the_same_simulation_sizes(tmp_path: Path):
             lambda d=d: simulate(BINARY, loss="logistic", lam=0.1, alpha=2.0, d=d, seeds=1), want
         )
         refuses(lambda d=d: Simulation(d=d, seeds=1), want)
-        refuses(lambda d=d: separability_fraction(BINARY, [2.0], d=d, n_datasets=1), want)
+        refuses(lambda d=d: separability_fraction(BINARY, [2.0], d=d, seeds=1), want)
         cli_refuses(tmp_path, (*sim, "--d", str(d), "--seeds", "1"), "d", want)
     want = message("seeds", "seeds", 0)
     refuses(lambda: simulate(BINARY, loss="logistic", lam=0.1, alpha=2.0, d=10, seeds=0), want)
@@ -134,7 +133,7 @@ def test_every_door_refuses_the_same_simulation_sizes(tmp_path: Path):
     want = "d must be >= the number of clusters K=3 to realise the Gram matrix of the means "
     want += "exactly, got 2"
     refuses(lambda: simulate(THREE, loss="square", lam=0.1, alpha=2.0, d=2, seeds=1), want)
-    refuses(lambda: separability_fraction(THREE, [2.0], d=2, n_datasets=1), want)
+    refuses(lambda: separability_fraction(THREE, [2.0], d=2, seeds=1), want)
     spec = PointSpec(THREE, "square", lam=0.1, alpha=2.0, simulate=Simulation(d=2, seeds=1))
     refuses(lambda: SpecGrid((spec,)), want)
     cli_refuses(tmp_path, ("simulate", "--d", "2", "--seeds", "1"), "d", want)
@@ -145,12 +144,11 @@ def test_every_door_refuses_the_same_n_jobs(tmp_path: Path):
     assert want == "n_jobs must be a non-zero integer (joblib: -1 = all cores), got 0"
     call = lambda: simulate(BINARY, loss="logistic", lam=0.1, alpha=2.0, d=10, seeds=1, n_jobs=0)  # noqa: E731
     refuses(call, want)
-    refuses(lambda: separability_fraction(BINARY, [2.0], d=10, n_datasets=1, n_jobs=0), want)
+    refuses(lambda: separability_fraction(BINARY, [2.0], d=10, seeds=1, n_jobs=0), want)
     spec = PointSpec(BINARY, "logistic", lam=0.1, alpha=1.0)
-    # the sweep's keyword is ``jobs`` (issue 18, item 2 renames it); the rule is the same
-    refuses(lambda: sweep([spec], jobs=0, progress=False), want.replace("n_jobs", "jobs"))
+    refuses(lambda: sweep([spec], n_jobs=0, progress=False), want)
     cli = ("simulate", "--loss", "logistic", "--lam", "0.1", "--d", "10", "--seeds", "1")
-    cli_refuses(tmp_path, (*cli, "--jobs", "0"), "n_jobs", want)
+    cli_refuses(tmp_path, (*cli, "--n-jobs", "0"), "n_jobs", want)
 
 
 def test_a_float_number_of_clusters_is_refused(tmp_path: Path):
@@ -159,12 +157,15 @@ def test_a_float_number_of_clusters_is_refused(tmp_path: Path):
     refuses(lambda: gm.Mixture.block([0.5, 0.5], [1.0, 2.0], n_clusters=2.5), want, TypeError)
     want = "n_clusters must be an integer >= 2, got 1"
     refuses(lambda: gm.Mixture.isotropic(0.5, n_clusters=1), want)
-    cli_refuses(
-        tmp_path,
-        ("point", "--clusters", "1"),
-        "n_clusters",
-        want.replace("n_clusters", "clusters"),
+    cli_refuses(tmp_path, ("point", "--n-clusters", "1"), "n_clusters", want)
+    # a float is refused by the rule of K, as the library refuses it, on every door
+    want = "n_clusters must be an integer >= 2, got 2.5 (float)"
+    for args in [("point", "--n-clusters", "2.5"), ("simulate", "-K", "2.5")]:
+        cli_refuses(tmp_path, args, "n_clusters", want)
+    cli_refuses(tmp_path, ("figure", "fig3-right", "--n-clusters", "2.5"), "n_clusters", want)
+    grid = tmp_path / "grid.toml"
+    grid.write_text("[fixed]\nn_clusters = 2.5\n[grid]\nalpha = [1.0]\n")
+    code, out, err = run("sweep", "--grid", str(grid), "--out", str(tmp_path / "s.csv"))
+    assert_one_line_error(
+        code, out, err, "[fixed] 'n_clusters' must be an integer >= 2, got 2.5 (float)"
     )
-    # the command line's --clusters is parsed as an integer before the library sees it
-    code, out, err = run("point", "--clusters", "2.5")
-    assert_one_line_error(code, out, err, "'--clusters'", "valid integer")

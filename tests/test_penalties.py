@@ -547,7 +547,7 @@ def test_penalty_the_mixture_cannot_take_is_rejected():
     G = rng.standard_normal((3, 4, 5))
     dense = gm.Mixture.dense(rng.standard_normal((3, 4)) / 2.0, G @ np.swapaxes(G, 1, 2) / 5)
     for loss in ("cross-entropy", "square"):
-        with pytest.raises(ValueError, match="penalty='l1' is not available on a 'dense'"):
+        with pytest.raises(ValueError, match="penalty 'l1' is not available on a 'dense'"):
             gm.solve(dense, loss, lam=0.1, alpha=1.0, penalty="l1")
     with pytest.raises(ValueError, match="basis pursuit"):
         gm.solve(gm.Mixture.sparse(0.1, 0.1, 1.0), "square", lam=0.0, alpha=2.0, penalty="l1")

@@ -21,7 +21,7 @@ LAM = 0.05
 
 @pytest.fixture(scope="module")
 def digits():
-    return prepare_realdata("digits", "even-odd", clusters="p2")
+    return prepare_realdata("digits", "even-odd", clustering="p2")
 
 
 def test_prepare_fits_the_p2_and_pk_mixtures(digits):
@@ -30,7 +30,7 @@ def test_prepare_fits_the_p2_and_pk_mixtures(digits):
     ds = digits.dataset
     n_pos = np.sum(np.concatenate([ds.y_train, ds.y_test]) > 0)
     assert mix.rho[0] == pytest.approx(n_pos / (ds.n_train + ds.x_test.shape[0]))
-    pk = prepare_realdata(ds, clusters="pk")
+    pk = prepare_realdata(ds, clustering="pk")
     assert pk.mixture.n_clusters == 10
     # digit c is labelled +1 iff it is even (the task's map, carried by the label map)
     assert np.array_equal(pk.labels.labels[:, 0], np.where(np.arange(10) % 2 == 0, 1.0, -1.0))

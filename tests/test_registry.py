@@ -101,33 +101,33 @@ def test_ridge_with_an_explicit_zero_l1_ratio_is_ridge_everywhere():
 @pytest.mark.parametrize("loss", ["logistic", "hinge"])
 def test_label_constraints_come_from_the_loss_for_theory_and_simulation(loss):
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
-    with pytest.raises(ValueError, match=f"loss='{loss}' needs binary labels"):
+    with pytest.raises(ValueError, match=f"loss '{loss}' needs binary labels"):
         gm.solve(mix, loss, lam=0.1, alpha=1.0)
-    with pytest.raises(ValueError, match=f"loss='{loss}' needs binary labels"):
+    with pytest.raises(ValueError, match=f"loss '{loss}' needs binary labels"):
         simulate(mix, loss=loss, lam=0.1, alpha=1.0, d=50, seeds=1)
 
 
 def test_zero_lambda_rule_is_declared_by_the_loss():
     mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
     assert gm.solve(mix, "square", lam=0.0, alpha=2.0).success
-    with pytest.raises(ValueError, match="lam=0 is only valid for loss='square'") as info:
+    with pytest.raises(ValueError, match="lam 0 is only valid for loss='square'") as info:
         gm.solve(mix, "square", lam=0.0, alpha=0.5)
     assert "alpha > 1" in str(info.value) and "logistic" not in str(info.value)
     # each loss's message states its own rule: hinge has no lam = 0 at all
-    with pytest.raises(ValueError, match="lam=0 is not valid for loss='hinge'") as info:
+    with pytest.raises(ValueError, match="lam 0 is not valid for loss='hinge'") as info:
         gm.solve(mix, "hinge", lam=0.0, alpha=20.0)
     assert "lam must be > 0" in str(info.value)
     assert "square" not in str(info.value) and "logistic" not in str(info.value)
     # logistic declares zero_lam_above_separability: alpha = 2 is below alpha* = 6.66
-    with pytest.raises(ValueError, match="lam=0 is only valid for loss='logistic' above the"):
+    with pytest.raises(ValueError, match="lam 0 is only valid for loss='logistic' above the"):
         gm.solve(mix, "logistic", lam=0.0, alpha=2.0)
-    with pytest.raises(ValueError, match="lam=0 needs loss='square'"):
+    with pytest.raises(ValueError, match="lam 0 needs loss='square'"):
         simulate(mix, loss="logistic", lam=0.0, alpha=2.0, d=50, seeds=1)
 
 
 def test_hinge_simulation_refuses_a_penalty_it_cannot_solve_exactly():
     mix = gm.Mixture.sparse(0.2, 0.5, 1.0)
-    with pytest.raises(ValueError, match="penalty='l1' with loss='hinge' has no exact solver"):
+    with pytest.raises(ValueError, match="penalty 'l1' with loss='hinge' has no exact solver"):
         simulate(mix, loss="hinge", lam=0.1, alpha=1.0, d=50, seeds=1, penalty="l1")
 
 
@@ -239,5 +239,5 @@ def test_zero_lambda_elastic_net_without_l1_part_is_ridge_at_every_entry_point()
     first = PointSpec(mix, "square", lam=0.1, alpha=2.0, **kw)
     assert first.problem().lam == 0.1
     assert first.at(lam=0.0).problem().lam == 0.0  # the shared problem, checked at lam = 0
-    with pytest.raises(ValueError, match="lam=0 is only valid"):
+    with pytest.raises(ValueError, match="lam 0 is only valid"):
         first.at(lam=0.0, alpha=0.5).problem()

@@ -83,7 +83,7 @@ def test_cover_count_without_signal():
     d, n_datasets = 8, 80
     alphas = [1.5, 2.25, 3.0]
     table = separability_fraction(
-        NO_SIGNAL, alphas, d=d, n_datasets=n_datasets, seed=4, counts="random"
+        NO_SIGNAL, alphas, d=d, seeds=n_datasets, seed=4, counts="random"
     )
     for row in table.itertuples():
         p = _cover(row.n, d)
@@ -92,12 +92,12 @@ def test_cover_count_without_signal():
 
 
 def test_table_is_reproducible_and_decreases_with_alpha():
-    kw = {"d": 12, "n_datasets": 6, "seed": 2}
+    kw = {"d": 12, "seeds": 6, "seed": 2}
     t1 = separability_fraction(THREE, [1.0, 3.0, 5.0, 8.0], **kw)
     t2 = separability_fraction(THREE, [1.0, 3.0, 5.0, 8.0], **kw)
     pd.testing.assert_frame_equal(t1, t2)
     assert list(t1.columns) == [
-        "alpha", "d", "n", "fraction", "se", "n_separable", "n_datasets", "seed"
+        "alpha", "d", "n", "fraction", "se", "n_separable", "seeds", "seed"
     ]  # fmt: skip
     f = t1["fraction"].to_numpy()
     assert f[0] == 1.0 and f[-1] == 0.0 and np.all(np.diff(f) <= 0)
@@ -110,17 +110,17 @@ def test_lp_crossing_recovers_a_logistic_curve():
     n_data = 10_000
     p = expit(-(alphas - 2.03) / 0.08)
     table = pd.DataFrame(
-        {"alpha": alphas, "d": 100, "n_separable": np.round(p * n_data), "n_datasets": n_data}
+        {"alpha": alphas, "d": 100, "n_separable": np.round(p * n_data), "seeds": n_data}
     )
     a50, se = lp_crossing(table)
     assert 0 < se < 5e-3 and abs(a50 - 2.03) < 3 * se + 1e-4
     # a perfect step: the midpoint, with the standard deviation of a uniform law on it
     step = pd.DataFrame({"alpha": [1.0, 2.0, 3.0], "d": 50, "n_separable": [5, 5, 0],
-                         "n_datasets": 5})  # fmt: skip
+                         "seeds": 5})  # fmt: skip
     assert lp_crossing(step) == pytest.approx((2.5, 1 / np.sqrt(12)))
     # one informative alpha: the error is at least the bracket's, not the Fisher one
     one = pd.DataFrame({"alpha": [3.6, 3.9, 4.2, 4.5], "d": 400, "n_separable": [6, 6, 3, 0],
-                        "n_datasets": 6})  # fmt: skip
+                        "seeds": 6})  # fmt: skip
     a50, se = lp_crossing(one)
     assert abs(a50 - 4.2) < 1e-6 and se >= 0.6 / np.sqrt(12) - 1e-12
     with pytest.raises(ValueError, match="d must be given"):
@@ -144,19 +144,19 @@ def test_highs_failures_are_errors(monkeypatch):
 
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="alphas must"):
-        separability_fraction(THREE, [-1.0], d=10, n_datasets=1)
+        separability_fraction(THREE, [-1.0], d=10, seeds=1)
     with pytest.raises(ValueError, match="d must be >= the number of clusters"):
-        separability_fraction(THREE, [1.0], d=2, n_datasets=1)
-    with pytest.raises(ValueError, match="n_datasets must be an integer >= 1, got 0"):
-        separability_fraction(THREE, [1.0], d=10, n_datasets=0)
+        separability_fraction(THREE, [1.0], d=2, seeds=1)
+    with pytest.raises(ValueError, match="seeds must be an integer >= 1, got 0"):
+        separability_fraction(THREE, [1.0], d=10, seeds=0)
     with pytest.raises(ValueError, match=r"n_jobs must be a non-zero integer \(joblib"):
-        separability_fraction(THREE, [1.0], d=10, n_datasets=1, n_jobs=0)
+        separability_fraction(THREE, [1.0], d=10, seeds=1, n_jobs=0)
     with pytest.raises(ValueError, match="method must be one of"):
-        separability_fraction(THREE, [1.0], d=10, n_datasets=1, method="simplex")
+        separability_fraction(THREE, [1.0], d=10, seeds=1, method="simplex")
     with pytest.raises(ValueError, match="alpha=0.01 gives n = round"):
-        separability_fraction(THREE, [0.01], d=10, n_datasets=1)
+        separability_fraction(THREE, [0.01], d=10, seeds=1)
     with pytest.raises(TypeError, match="mixture must be"):
-        separability_fraction("three", [1.0], d=10, n_datasets=1)
+        separability_fraction("three", [1.0], d=10, seeds=1)
     with pytest.raises(ValueError, match="classes must lie"):
         separating_hyperplane(np.zeros((2, 1)), np.array([0, 2]), 2)
 
@@ -166,9 +166,7 @@ def test_no_signal_crossing_approaches_cover_threshold():
     """K = 2, zero means, i.i.d. labels: the 50 % crossing is Cover's 2 (d + 1) / d -> 2."""
     for d in (30, 60):
         alphas = np.linspace(1.6, 2.6, 9)
-        table = separability_fraction(
-            NO_SIGNAL, alphas, d=d, n_datasets=30, seed=1, counts="random"
-        )
+        table = separability_fraction(NO_SIGNAL, alphas, d=d, seeds=30, seed=1, counts="random")
         a50, se = lp_crossing(table)
         assert abs(a50 - 2 * (d + 1) / d) < 3 * se, (d, a50, se)
         assert se < 0.06

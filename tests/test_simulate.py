@@ -393,14 +393,14 @@ GOOD = {"loss": "logistic", "lam": 0.5, "alpha": 2.0, "d": 20}
         (BINARY, {"seed": -1}, ValueError, "seed"),
         (BINARY, {"lam": -1.0}, ValueError, "lam"),
         (BINARY, {"lam": "big"}, TypeError, "lam"),
-        (BINARY, {"lam": 0.0}, ValueError, "lam=0"),
-        (BINARY, {"loss": "square", "lam": 0.0, "alpha": 1.0}, ValueError, "lam=0"),
+        (BINARY, {"lam": 0.0}, ValueError, "lam 0 "),
+        (BINARY, {"loss": "square", "lam": 0.0, "alpha": 1.0}, ValueError, "lam 0 "),
         (BINARY, {"alpha": 0.0}, ValueError, "alpha"),
         (BINARY, {"alpha": float("nan")}, ValueError, "alpha"),
         (BINARY, {"loss": "probit"}, ValueError, "loss"),
-        (BINARY, {"loss": "cross-entropy"}, ValueError, "loss='cross-entropy'"),
-        (THREE, {}, ValueError, "loss='logistic'"),
-        (THREE, {"loss": "hinge"}, ValueError, "loss='hinge'"),
+        (BINARY, {"loss": "cross-entropy"}, ValueError, "loss 'cross-entropy'"),
+        (THREE, {}, ValueError, "loss 'logistic'"),
+        (THREE, {"loss": "hinge"}, ValueError, "loss 'hinge'"),
         (BINARY, {"penalty": "l3"}, ValueError, "penalty"),
         (BINARY, {"loss": "hinge", "penalty": "l1"}, ValueError, "penalty"),
         (BINARY, {"penalty": "elastic-net"}, ValueError, "l1_ratio"),
@@ -445,7 +445,7 @@ def test_fit_erm_bad_input():
         fit_erm(X, BINARY.labels, cid, "probit", "l2", 1.0)
     with pytest.raises(ValueError, match="cluster_ids"):
         fit_erm(X, BINARY.labels, cid[:-1], "logistic", "l2", 1.0)
-    with pytest.raises(ValueError, match="lam=0"):
+    with pytest.raises(ValueError, match="lam 0 "):
         fit_erm(X, BINARY.labels, cid, "logistic", "l2", 0.0)
     with pytest.raises(ValueError, match="d must"):
         realise(THREE, 0, np.random.default_rng(0))

@@ -414,7 +414,7 @@ def test_integration_warning_of_a_qmc_orthant_advises_no_quadrature_rule():
 
 @pytest.mark.long
 def test_integration_warning_for_fifty_clusters_square_loss_advises_no_quadrature_rule():
-    """The case of issue 9 (``gaussmix point --clusters 50 --loss square``).  Long (~40 s of
+    """The case of issue 9 (``gaussmix point --n-clusters 50 --loss square``).  Long (~40 s of
     CPU): the same branch of the warning and the same message as the K = 10 case above, which
     CI runs; only the orthant dimension differs."""
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=50)

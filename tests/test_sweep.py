@@ -132,11 +132,12 @@ def test_point_key_is_stable_and_complete() -> None:
         ({"alpha": [1.0]}, {}, {"seeds": 2}, ["needs 'd'"]),
         ({"alpha": [1.0]}, {}, {"d": 50, "seeds": 2, "n": 3}, ["unknown parameter 'n'"]),
         ({"seeds": [1, 0]}, {}, {"d": 50, "seeds": 2}, ["'seeds'", "got 0"]),
-        ({"clusters": [2.5]}, {}, None, ["'clusters' must be an integer"]),
+        ({"n_clusters": [2.5]}, {}, None, ["'n_clusters' must be an integer >= 2, got 2.5"]),
+        ({"clusters": [2]}, {}, None, ["'clusters' was renamed 'n_clusters'"]),
         ({"lam": [1.0, -1.0]}, {}, None, ["grid point 2 of 2", "lam = -1.0", "lam must be"]),
         ({"alpha": [1.0, 0.0]}, {}, None, ["grid point 2 of 2", "alpha"]),
         # the checks that depend on lam / alpha are those of make_problem, per point
-        ({"lam": [0.1, 0.0]}, {"loss": "logistic", "labels": "binary"}, None, ["lam=0 is only"]),
+        ({"lam": [0.1, 0.0]}, {"loss": "logistic", "labels": "binary"}, None, ["lam 0 is only"]),
         ({"alpha": [2.0, 0.5]}, {"loss": "square", "lam": 0.0}, None, ["grid point 2 of 2"]),
         (
             {"lam": [0.1, 0.0]},
@@ -145,7 +146,7 @@ def test_point_key_is_stable_and_complete() -> None:
             ["grid point 2 of 2", "basis pursuit"],
         ),
         ({"loss": ["square", "logistc"]}, {}, None, ["grid point 2 of 2", "logistc"]),
-        ({"alpha": [1.0]}, {"clusters": 3}, {"d": 2, "seeds": 2}, ["number of clusters"]),
+        ({"alpha": [1.0]}, {"n_clusters": 3}, {"d": 2, "seeds": 2}, ["number of clusters"]),
     ],
 )
 def test_bad_grids_fail_with_a_message_naming_the_problem(
@@ -195,7 +196,7 @@ def test_bad_sweep_arguments() -> None:
     with pytest.raises(ValueError, match="backend must be one of"):
         sweep(g, backend="spark", progress=False)
     with pytest.raises(ValueError, match="jobs"):
-        sweep(g, jobs=0, progress=False)
+        sweep(g, n_jobs=0, progress=False)
     with pytest.raises(ValueError, match="scheduler is only used with backend='dask'"):
         sweep(g, backend="joblib", scheduler="tcp://127.0.0.1:1", progress=False)
 
@@ -227,7 +228,7 @@ def test_sweep_rows_have_the_keys_of_point_json(theory_serial: SweepResult) -> N
 
 
 def test_joblib_equals_serial(theory_serial: SweepResult) -> None:
-    res = sweep(small_grid(), backend="joblib", jobs=2, progress=False)
+    res = sweep(small_grid(), backend="joblib", n_jobs=2, progress=False)
     pd.testing.assert_frame_equal(res.df, theory_serial.df, check_exact=True)
 
 
@@ -266,7 +267,7 @@ def test_xarray_dims_and_provenance(theory_serial: SweepResult) -> None:
 def test_simulation_sweep_reproducible_and_provenance() -> None:
     g = Grid({"alpha": [1.0, 2.0]}, fixed=BINARY, simulate={"d": 40, "seeds": 2, "seed": 7})
     a = sweep(g, backend="serial", progress=False)
-    b = sweep(g, backend="joblib", jobs=2, progress=False)
+    b = sweep(g, backend="joblib", n_jobs=2, progress=False)
     pd.testing.assert_frame_equal(a.df, b.df, check_exact=True)
     assert list(a.df.columns) == ["alpha", *simulation_keys()]
     assert (a.df["test_error_se"] > 0).all()
@@ -300,8 +301,8 @@ def test_simulate_argument_switches_mode() -> None:
 def test_dask_local_cluster_equals_joblib(tmp_path: Path, theory_serial: SweepResult) -> None:
     distributed = pytest.importorskip("distributed")
     sim_grid = Grid({"alpha": [1.0, 2.0]}, fixed=BINARY, simulate={"d": 40, "seeds": 2})
-    sim_joblib = sweep(sim_grid, backend="joblib", jobs=2, progress=False)
-    theory_joblib = sweep(small_grid(), backend="joblib", jobs=2, progress=False)
+    sim_joblib = sweep(sim_grid, backend="joblib", n_jobs=2, progress=False)
+    theory_joblib = sweep(small_grid(), backend="joblib", n_jobs=2, progress=False)
     with distributed.LocalCluster(
         n_workers=2,
         threads_per_worker=1,
@@ -408,7 +409,7 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
 
     def command(out: Path) -> list[str]:
         return [sys.executable, "-m", "gaussmix.cli.commands", "sweep", "--grid", str(grid),
-                "--out", str(out), "--jobs", "2", "--quiet"]  # fmt: skip
+                "--out", str(out), "--n-jobs", "2", "--quiet"]  # fmt: skip
 
     env = {k: v for k, v in os.environ.items() if k != TEST_DELAY_ENV}
     out = tmp_path / "killed.csv"
@@ -591,15 +592,15 @@ mod = importlib.util.module_from_spec(spec)
 sys.modules["isolated_options"] = mod
 spec.loader.exec_module(mod)
 r = mod.resolve_options(mod.PointOptions(loss="logistic"))
-assert (r.clusters, r.labels, r.means) == (2, "binary", "simplex"), r
+assert (r.n_clusters, r.labels, r.means) == (2, "binary", "simplex"), r
 r = mod.resolve_options(mod.PointOptions(model="block", fractions="0.5,0.5", deltas="1,2"))
-assert (r.clusters, r.labels, r.means) == (2, "onehot", "antipodal"), r
+assert (r.n_clusters, r.labels, r.means) == (2, "onehot", "antipodal"), r
 r = mod.resolve_options(mod.PointOptions(delta="0.5,0.5,1,1"))
-assert (r.clusters, r.labels, r.means) == (4, "onehot", "simplex"), r
+assert (r.n_clusters, r.labels, r.means) == (4, "onehot", "simplex"), r
 try:
     mod.resolve_options(mod.PointOptions(rho="0.5,0.5", delta="1,1,1"))
 except ValueError as exc:
-    assert str(exc) == "shapes disagree: rho implies 2 clusters, delta implies 3", exc
+    assert str(exc) == "delta implies 3 clusters, but rho implies 2", exc
 else:
     raise AssertionError("no error")
 mod.build_point(mod.PointOptions(model="sparse", loss="square", delta1=0.1, delta2=1.0))
@@ -700,7 +701,7 @@ def test_progress_on_a_pipe_has_no_escape_codes(tmp_path: Path) -> None:
     grid.write_text(TOML)
     env = {k: v for k, v in os.environ.items() if k != TEST_DELAY_ENV}
     cmd = [sys.executable, "-m", "gaussmix.cli.commands", "sweep", "--grid", str(grid),
-           "--out", str(tmp_path / "o.csv"), "--jobs", "1"]  # fmt: skip
+           "--out", str(tmp_path / "o.csv"), "--n-jobs", "1"]  # fmt: skip
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "\x1b[" not in proc.stderr and "\r" not in proc.stderr

@@ -147,7 +147,7 @@ def test_lost_scheduler_keeps_the_finished_points(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != TEST_DELAY_ENV}
     resumed = subprocess.run(
         [sys.executable, "-m", "gaussmix", "sweep", "--grid", str(grid), "--out", str(out),
-         "--jobs", "1", "--quiet"],
+         "--n-jobs", "1", "--quiet"],
         env=env, capture_output=True, text=True, timeout=DEADLINE,
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr

@@ -228,7 +228,7 @@ def test_lam_zero_maximum_likelihood_exists_only_above_alpha_star():
     with pytest.raises(ValueError, match="pass mixture="):
         check_lam_alpha(0.0, 10.0, loss="cross-entropy")
     assert check_lam_alpha(0.0, 1.5 * astar, loss="logistic", mixture=mix) == (0.0, 1.5 * astar)
-    with pytest.raises(ValueError, match=r"lam=0 is not valid for loss='hinge'.*lam must be > 0"):
+    with pytest.raises(ValueError, match=r"lam 0 is not valid for loss='hinge'.*lam must be > 0"):
         gm.solve(mix, "hinge", lam=0.0, alpha=10.0)
 
 

@@ -4,8 +4,11 @@ compare | sweep | figure | bayes-optimal | transition`` (the last two: :mod:`gau
 A thin layer over the library: options are parsed here, turned into a
 :class:`~gaussmix.theory.mixture.Mixture` and solver keyword arguments, and handed to
 :func:`gaussmix.solve`, :func:`gaussmix.learning_curve` or :func:`gaussmix.lambda_sweep`.
-Values are validated by the library (which names the offending argument); this module
-only parses comma lists and ranges and translates argument names into option names.
+Values are validated by the library, which raises an
+:class:`~gaussmix.core.exceptions.ArgumentError` naming the offending keyword; every flag is
+that keyword with dashes (``--n-clusters`` for ``n_clusters``), and :func:`main` says the
+error with the flag of the command that took it (read from the command's options, never by
+rewriting the text).  This module only parses comma lists and ranges.
 
 Interface contract (checked outside the repository -- keep it stable)
 --------------------------------------------------------------------
@@ -29,7 +32,7 @@ Interface contract (checked outside the repository -- keep it stable)
   error over seeds) for ``test_error``, ``train_error``, ``train_loss`` (and ``Q, M, b``).
 * ``gaussmix compare [point options] --alphas a:b:n --d D --seeds S --out DIR`` writes
   ``DIR/compare.csv`` and ``DIR/compare.png``.
-* ``gaussmix sweep --grid FILE.toml --out FILE.csv [--scheduler ADDRESS] [--jobs N]``:
+* ``gaussmix sweep --grid FILE.toml --out FILE.csv [--scheduler ADDRESS] [--n-jobs N]``:
   the TOML file has a ``[fixed]`` table (any ``point`` option, names without dashes), a
   ``[grid]`` table (option -> list of values; their Cartesian product is run) and an
   optional ``[simulate]`` table (``d``, ``seeds``, ``seed``) that switches from theory to
@@ -39,7 +42,7 @@ Interface contract (checked outside the repository -- keep it stable)
   --list``) writes ``DIR/<name>.csv``, ``DIR/<name>.png`` and ``DIR/<name>.json``
   (:mod:`gaussmix.figures`); the options a figure takes are declared by its
   :class:`~gaussmix.figures.FigureSpec`.  ``gaussmix figure all --out DIR [--fast]
-  [--jobs N]`` writes every figure and ``DIR/atlas.json``; it exits 1 (after making the
+  [--n-jobs N]`` writes every figure and ``DIR/atlas.json``; it exits 1 (after making the
   others) when a figure fails, naming it.
 * Every failure prints exactly one line ``gaussmix: error: <message>`` on stderr (after
   the points' warnings for partial results) and exits with a status of the one table
@@ -53,7 +56,7 @@ Adding a command with the same point options
 -------------------------------------------
 Decorate the function with :func:`point_options` *below* ``@app.command()`` and give it a
 keyword parameter ``opts: PointOptions``; the decorator adds every option of
-:class:`PointOptions` (``--clusters``, ``--loss``, ``--lam``, ...) to the command and
+:class:`PointOptions` (``--n-clusters``, ``--loss``, ``--lam``, ...) to the command and
 collects them into ``opts``.  Then :func:`build_point` turns them into a validated
 :class:`PointSetup` (mixture, loss, lam, alpha, solver keyword arguments, params)::
 
@@ -89,7 +92,12 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from gaussmix.core.exceptions import ConvergenceError, GaussmixError
+from gaussmix.core.exceptions import (
+    ArgumentError,
+    ArgumentTypeError,
+    ConvergenceError,
+    GaussmixError,
+)
 from gaussmix.core.jsonio import finite_or_none
 from gaussmix.core.validation import check_param
 from gaussmix.core.version import __version__
@@ -107,12 +115,14 @@ from .exits import (
     is_a,
     make_out_dir,
 )
-from .helpers import given, one_blas_thread, parse_grid
+from .helpers import flag_message, given, one_blas_thread, parse_grid
 from .options import (
+    POINT_FLAGS,
     PointOptions,
     PointSetup,
     ResolvedOptions,
     build_point,
+    integer_parser,
     mixture_from_options,
     parse_floats,
     point_options,
@@ -120,6 +130,7 @@ from .options import (
     resolve_options,
     with_signature,
 )
+from .renames import renamed_flag_message
 
 __all__ = [
     "app",
@@ -132,7 +143,6 @@ __all__ = [
     "mixture_from_options",
     "build_point",
     "parse_floats",
-    "option_message",
     "without_options",
 ]
 
@@ -157,52 +167,6 @@ learning_curve = _lazy("gaussmix.experiments", "learning_curve")
 
 
 # ============================================================================ messages
-#: library argument name -> command-line option
-_OPTION_NAMES = {
-    "quadrature order n": "--quad-order",
-    "n_clusters": "--clusters",
-    "sparsity": "--sparsity",
-    "delta1": "--delta1",
-    "delta2": "--delta2",
-    "l1_ratio": "--l1-ratio",
-    "fractions": "--fractions",
-    "deltas": "--deltas",
-    "alphas": "--alphas",
-    "labels": "--labels",
-    "penalty": "--penalty",
-    "delta": "--delta",
-    "means": "--means",
-    "alpha": "--alpha",
-    "lams": "--lams",
-    "loss": "--loss",
-    "rho": "--rho",
-    "lam": "--lam",
-    "tol": "--tol",
-    "max_iter": "--max-iter",
-    "seeds": "--seeds",
-    "seed": "--seed",
-    "n_jobs": "--jobs",
-    "simulate_d": "--d",
-    "sim_alphas": "--sim-alphas",
-    "ratios": "--ratios",
-    "delta2s": "--delta2s",
-    "lam_bounds[0]": "--lam-min",
-    "lam_bounds[1]": "--lam-max",
-    "d": "--d",
-}
-_NAME_RE = re.compile(
-    r"(?<![\w-])("
-    + "|".join(re.escape(n) for n in sorted(_OPTION_NAMES, key=len, reverse=True))
-    + r")(?=\s+must\b|\s+has\b|\s+implies\b|=|:)"
-)
-
-
-def option_message(message: str) -> str:
-    """Rewrite the library's argument names (``lam must be ...``) as options (``--lam``)."""
-    text = _NAME_RE.sub(lambda m: _OPTION_NAMES[m.group(1)], message)
-    return text.replace("gaussmix.optimal_lambda", "gaussmix optimal-lambda")
-
-
 def _one_line(message: str) -> str:
     return " ".join(str(message).split())
 
@@ -226,7 +190,7 @@ def _describe(params: dict) -> str:
     if params.get("l1_ratio") is not None:
         penalty += f" (l1_ratio={_fmt(params['l1_ratio'])})"
     return (
-        f"K={params['clusters']} ({params['labels']} labels, {params['means']} means, "
+        f"K={params['n_clusters']} ({params['labels']} labels, {params['means']} means, "
         f"rho={_fmt(params['rho'])}), {cov}; {params['loss']} loss, {penalty} "
         f"penalty, lam={_fmt(params['lam'])}, alpha={_fmt(params['alpha'])}"
     )
@@ -397,7 +361,9 @@ def _check_grid(setup: PointSetup, option: str, grid: np.ndarray, key: str) -> N
         try:
             setup.check(**{key: float(value)})
         except ValueError as exc:
-            raise ValueError(f"{option} value {value:g}: {option_message(str(exc))}") from None
+            raise ValueError(
+                f"{option} value {value:g}: {flag_message(exc, POINT_FLAGS)}"
+            ) from None
 
 
 @app.command()
@@ -436,7 +402,7 @@ def curve(
     if not df["converged"].any():
         raise ConvergenceError("no fixed point at any alpha of --alphas")
     p = setup.params
-    title = f"{p['loss']}, K={p['clusters']}, λ={p['lam']:g}"
+    title = f"{p['loss']}, K={p['n_clusters']}, λ={p['lam']:g}"
     paths = _write_curve(df, out, "curve", x="alpha", title=title, logx=alphas.startswith("log:"))
     _report_curve(df, paths)
 
@@ -477,7 +443,7 @@ def lambda_curve(
     if not df["converged"].any():
         raise ConvergenceError("no fixed point at any lambda of --lams")
     p = setup.params
-    title = f"{p['loss']}, K={p['clusters']}, α={p['alpha']:g}"
+    title = f"{p['loss']}, K={p['n_clusters']}, α={p['alpha']:g}"
     logx = lams.startswith("log:") or bool(np.all(grid > 0))
     paths = _write_curve(df, out, "lambda_curve", x="lam", title=title, logx=logx)
     _report_curve(df, paths)
@@ -608,7 +574,7 @@ def _print_optimal_lambda(setup: PointSetup, res: Any, point: dict) -> None:
 JobsOption = Annotated[
     int,
     typer.Option(
-        "--jobs",
+        "--n-jobs",
         "-j",
         metavar="N",
         help="Worker processes (joblib convention: -1 = all cores). Results do not depend on it.",
@@ -641,7 +607,7 @@ def simulate(
         int, _seeds_option("Number of independent instances; standard errors over them.")
     ] = 5,
     seed: SeedOption = 0,
-    jobs: JobsOption = -1,
+    n_jobs: JobsOption = -1,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print one JSON object (machine-readable).")
     ] = False,
@@ -658,10 +624,10 @@ def simulate(
     from gaussmix.sweep import check_simulation, simulation_payload
 
     setup = build_point(opts)
-    check_simulation(setup, d=d, seeds=seeds, seed=seed, n_jobs=jobs)
+    check_simulation(setup, d=d, seeds=seeds, seed=seed, n_jobs=n_jobs)
     with one_blas_thread():
         payload = simulation_payload(
-            setup, d=d, seeds=seeds, seed=seed, n_jobs=jobs, progress=not quiet
+            setup, d=d, seeds=seeds, seed=seed, n_jobs=n_jobs, progress=not quiet
         )
     _check_finite_errors(payload)
     if json_out:
@@ -711,7 +677,7 @@ def compare(
         int, _seeds_option("Simulated instances per alpha (error bars: standard errors).")
     ] = COMPARE_SEEDS,
     seed: SeedOption = 0,
-    jobs: JobsOption = -1,
+    n_jobs: JobsOption = -1,
     out: OutOption = Path("gaussmix-out"),
     quiet: QuietOption = False,
 ) -> None:
@@ -730,7 +696,7 @@ def compare(
     grid = parse_grid("--alphas", alphas, fact="alpha")
     setup = build_point(opts, alpha=float(grid.max()))
     _check_grid(setup, "--alphas", grid, "alpha")
-    setups = _simulation_setups(setup, grid, d=d, seeds=seeds, seed=seed, jobs=jobs)
+    setups = _simulation_setups(setup, grid, d=d, seeds=seeds, seed=seed, n_jobs=n_jobs)
     check_output_path("--out", out, kind="dir")
     theory = learning_curve(
         setup.mixture,
@@ -741,7 +707,7 @@ def compare(
         progress=not quiet,
         **setup.solve_kw,
     )
-    sims = _simulate_curve(setups, grid, d=d, seeds=seeds, seed=seed, jobs=jobs, quiet=quiet)
+    sims = _simulate_curve(setups, grid, d=d, seeds=seeds, seed=seed, n_jobs=n_jobs, quiet=quiet)
     df = pd.concat([theory.reset_index(drop=True), sims], axis=1)
     logx = alphas.startswith("log:")
     paths = _write_comparison(df, out, setup.params, d=d, seeds=seeds, logx=logx)
@@ -749,18 +715,18 @@ def compare(
 
 
 def _simulation_setups(
-    setup: PointSetup, grid: np.ndarray, *, d: int, seeds: int, seed: int, jobs: int
+    setup: PointSetup, grid: np.ndarray, *, d: int, seeds: int, seed: int, n_jobs: int
 ) -> list[PointSetup]:
     """The setup at each alpha of ``grid``, each checked for simulation (before any work)."""
     from gaussmix.sweep import check_simulation
 
-    check_simulation(setup, d=d, seeds=seeds, seed=seed, n_jobs=jobs)
+    check_simulation(setup, d=d, seeds=seeds, seed=seed, n_jobs=n_jobs)
     setups = [setup.at(alpha=float(a)) for a in grid]
     for a, s in zip(grid, setups):
         try:
             check_simulation(s, d=d, seeds=seeds, seed=seed)
         except ValueError as exc:
-            raise ValueError(f"--alphas value {a:g}: {option_message(str(exc))}") from None
+            raise ValueError(f"--alphas value {a:g}: {flag_message(exc, POINT_FLAGS)}") from None
     return setups
 
 
@@ -771,7 +737,7 @@ def _simulate_curve(
     d: int,
     seeds: int,
     seed: int,
-    jobs: int,
+    n_jobs: int,
     quiet: bool,
 ) -> Any:
     """The ``sim_*`` columns of ``compare``: one simulation per alpha, with a progress bar."""
@@ -792,7 +758,7 @@ def _simulate_curve(
     ):
         for a, s in zip(grid, setups):
             bar.set_postfix_str(f"alpha={a:.3g}")
-            p = simulation_payload(s, d=d, seeds=seeds, seed=seed, n_jobs=jobs)
+            p = simulation_payload(s, d=d, seeds=seeds, seed=seed, n_jobs=n_jobs)
             row = {}
             for key in ("test_error", "train_error", "train_loss"):
                 row[f"sim_{key}"] = p[key]
@@ -814,7 +780,7 @@ def _write_comparison(
     png_path = out / "compare.png"
     df.to_csv(csv_path, index=False)
     title = (
-        f"{params['loss']}, K={params['clusters']}, λ={params['lam']:g}: theory (lines) vs "
+        f"{params['loss']}, K={params['n_clusters']}, λ={params['lam']:g}: theory (lines) vs "
         f"simulation (d={d}, {seeds} seeds)"
     )
     fig = plot_comparison(df, title=title, logx=logx)
@@ -851,7 +817,7 @@ def sweep_command(
             help="Run on a dask.distributed scheduler, e.g. tcp://host:8786.",
         ),
     ] = None,
-    jobs: JobsOption = -1,
+    n_jobs: JobsOption = -1,
     backend: Annotated[
         str | None,
         typer.Option(
@@ -874,14 +840,14 @@ def sweep_command(
     checkpoint; running the same command again (after a crash, a kill or Ctrl-C) skips
     them.  Delete the checkpoint to recompute from scratch.
     """
-    _run_sweep(grid, out, scheduler, jobs, backend, checkpoint, quiet)
+    _run_sweep(grid, out, scheduler, n_jobs, backend, checkpoint, quiet)
 
 
 def _run_sweep(
     grid: Path,
     out: Path,
     scheduler: str | None,
-    jobs: int,
+    n_jobs: int,
     backend: str | None,
     checkpoint: Path | None,
     quiet: bool,
@@ -907,7 +873,7 @@ def _run_sweep(
             out=out,
             checkpoint=ck,
             backend=backend,
-            jobs=jobs,
+            n_jobs=n_jobs,
             scheduler=scheduler,
             progress=not quiet,
         )
@@ -952,8 +918,6 @@ def _quiet_distributed() -> None:
 class _SweepOptionError(ValueError):
     """A bad ``gaussmix sweep`` option, whose message names it (printed as it is)."""
 
-    cli_verbatim = True
-
 
 def _check_scheduler_option(scheduler: str) -> None:
     """``--scheduler``: a dask address (``tcp://host:8786``), checked before any work."""
@@ -982,7 +946,7 @@ def _point_option(name: str) -> tuple[tuple[str, ...], str | None]:
 #: parameters of ``gaussmix figure`` common to every figure (not declared by the registry)
 _FIGURE_COMMON = ("name", "out", "quiet", "fast", "list_")
 #: the options of ``gaussmix figure all`` (it makes every figure with its defaults)
-_ATLAS_OPTIONS = ("--out", "--fast", "--jobs", "--quiet")
+_ATLAS_OPTIONS = ("--out", "--fast", "--n-jobs", "--quiet")
 _GRID = "a,b,... or [log:]START:STOP:NUM"
 #: the options that figures declare (``FigureSpec.options``; each figure takes only its
 #: own): parameter -> (type, option declarations, metavar, help); all default to None
@@ -990,7 +954,8 @@ _FIGURE_OPTIONS: dict[str, tuple[Any, tuple[str, ...], str | None, str]] = {
     "alphas": (str, ("--alphas",), _GRID, "alpha = n/d: the theory grid (sparse-*, "
                "fig3-left, appe-xor, real data) or one curve each (fig3-right, fig4-left)."),
     "lams": (str, ("--lams",), _GRID, "fig3-right, fig4-*: penalty strengths (> 0)."),
-    "ks": (str, ("--ks",), "K1,...", "fig3-left, fig3-centre: numbers of clusters (>= 2)."),
+    "n_clusters": (str, ("--n-clusters", "-K"), "K|K1,...", "Numbers of clusters (>= 2): "
+                   "fig3-left, fig3-centre: one curve each (K1,...); fig3-right: K [3]."),
     "loss": (str, ("--loss",), "square|logistic|hinge", "sparse-*: training loss [square]."),
     "sparsity": (float, ("--sparsity",), "RHO",
                  "sparse-*: fraction of directions with means [0.1]."),
@@ -1006,7 +971,6 @@ _FIGURE_OPTIONS: dict[str, tuple[Any, tuple[str, ...], str | None, str]] = {
     "deltas": (str, ("--deltas",), "D1,...",
                "fig4-left: the two cluster variances [0.1,0.01]; fig3-centre: one line each."),
     "lam": (float, ("--lam",), "LAMBDA", "fig3-left, appe-*: penalty strength."),
-    "clusters": (int, ("--clusters",), "K", "fig3-right: number of clusters [3]."),
     "datasets": (str, ("--datasets",), "NAME,...",
                  "fig5, fig4-right: mnist, fashion-mnist, digits [mnist,fashion-mnist]."),
     "dataset": (str, ("--dataset",), "NAME",
@@ -1026,10 +990,10 @@ _FIGURE_OPTIONS: dict[str, tuple[Any, tuple[str, ...], str | None, str]] = {
                    "alphas (rounded so that classes are balanced)."),
     "sim_lams": (str, ("--sim-lams",), "l1,...", "fig4-left: simulated penalties."),
     "d": (int, ("--d",), "D", "Input dimension of the simulated instances or samples."),
-    "points": (int, ("--points",), "N", "*-projection: points drawn per panel."),
+    "n_points": (int, ("--n-points",), "N", "*-projection: points drawn per panel."),
     "seeds": (int, ("--seeds",), "S", "Instances per simulated point (error bars)."),
     "seed": (int, ("--seed",), "N", "Root seed of the simulations or samples [0]."),
-    "jobs": (int, ("--jobs", "-j"), "N", "Worker processes (joblib: -1 = all cores): over "
+    "n_jobs": (int, ("--n-jobs", "-j"), "N", "Worker processes (joblib: -1 = all cores): over "
              "seeds for one figure (sparse-curves: -1, others: 1); over figures for 'all' [1]. "
              "Results do not depend on it."),
     # the point commands' --mixture (PointOptions.mixture), read by the same loader
@@ -1049,7 +1013,7 @@ def _figure_mixture(spec: Any, path: str) -> Any:
 
 
 def _flag(param: Any) -> str:
-    """The long flag of a click parameter (``--jobs`` for ``--jobs/-j``)."""
+    """The long flag of a click parameter (``--n-jobs`` for ``--n-jobs/-j``)."""
     return max(param.opts, key=len)
 
 
@@ -1127,9 +1091,9 @@ def figure_command(
 
     gaussmix figure all --out DIR makes every figure of the list (PNG + CSV + JSON each)
     and DIR/atlas.json (per figure: status, seconds, files), N figures at a time with
-    --jobs N; a figure that fails does not stop the others, and the command then exits 1
+    --n-jobs N; a figure that fails does not stop the others, and the command then exits 1
     naming it.  With --fast the whole atlas takes about 2 minutes; with the paper's settings
-    (simulations at d = 1000) about 11 minutes with --jobs 2 (see BENCHMARKS.md).
+    (simulations at d = 1000) about 11 minutes with --n-jobs 2 (see BENCHMARKS.md).
     """
     if list_:
         passed = [p for p in ctx.command.params if p.name != "list_" and given(ctx, p.name)]
@@ -1150,10 +1114,7 @@ def figure_command(
     spec = FIGURES[name]
     kw = _figure_kwargs(ctx, spec)
     kw["progress"] = not quiet
-    try:
-        validate_figure(name, fast=fast, **kw)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(_figure_message(spec, str(exc))) from None
+    validate_figure(name, fast=fast, **kw)
     check_output_path("--out", out, kind="dir")
     simulates = spec.simulates and kw.get("simulate", True)
     with one_blas_thread() if simulates else contextlib.nullcontext():
@@ -1179,24 +1140,24 @@ def _print_atlas() -> None:
             typer.echo(f"{indent}differs from the paper: {row.differs}")
     typer.echo(
         f"{len(df)} figures: gaussmix figure NAME --out DIR [--fast]; all of them: "
-        "gaussmix figure all --out DIR [--fast] [--jobs N]"
+        "gaussmix figure all --out DIR [--fast] [--n-jobs N]"
     )
 
 
 def _figure_all(ctx: typer.Context, out: Path, fast: bool, quiet: bool) -> None:
     """``gaussmix figure all``: every figure of the atlas, and DIR/atlas.json."""
     for p in ctx.command.params:
-        if p.name not in _FIGURE_COMMON and given(ctx, p.name) and _flag(p) != "--jobs":
+        if p.name not in _FIGURE_COMMON and given(ctx, p.name) and p.name != "n_jobs":
             raise ValueError(
                 f"{_flag(p)} is not an option of figure all (its options: "
                 f"{', '.join(_ATLAS_OPTIONS)})"
             )
-    jobs = ctx.params["jobs"] if ctx.params["jobs"] is not None else 1
-    check_param("n_jobs", jobs, name="--jobs")
+    n_jobs = ctx.params["n_jobs"] if ctx.params["n_jobs"] is not None else 1
+    check_param("n_jobs", n_jobs, name="--n-jobs")
     out = make_out_dir(out)
     from gaussmix.figures import make_atlas
 
-    res = make_atlas(out, fast=fast, n_jobs=jobs, progress=not quiet)
+    res = make_atlas(out, fast=fast, n_jobs=n_jobs, progress=not quiet)
     width = max(len(e.name) for e in res.entries)
     for e in res.entries:
         notes = [f"{len(e.warnings)} warnings"] if e.warnings else []
@@ -1246,20 +1207,14 @@ def _figure_value(opt: Any, value: Any) -> Any:
         if ":" in str(value):
             return parse_grid(opt.flag, str(value), fact=None)
         return parse_floats(opt.flag, value)
+    if opt.kind == "int" and isinstance(value, str):  # a flag that other figures read as a list
+        return integer_parser(opt.param, opt.flag)(value)
     if opt.kind == "ints":
         parts = [t.strip() for t in str(value).split(",")]
         if not all(re.fullmatch(r"[+-]?\d+", t) for t in parts):
             raise ValueError(f"{opt.flag} must be comma-separated integers, got {value!r}")
         return [int(t) for t in parts]
     return value
-
-
-def _figure_message(spec: Any, message: str) -> str:
-    """Rewrite the table function's argument names in ``message`` as the figure's flags."""
-    for opt in sorted(spec.options, key=lambda o: len(o.param), reverse=True):
-        pattern = rf"(?<![\w-]){re.escape(opt.param)}(?=\s+must\b|\s+has\b|=|:)"
-        message = re.sub(pattern, opt.flag, message)
-    return message
 
 
 # ============================================================================ phase
@@ -1293,9 +1248,25 @@ def _click_error(exc: BaseException) -> int:
 MAX_WARNINGS = 3
 
 
-def _warning_text(message: str) -> str:
-    text = option_message(_one_line(message))
-    return text.replace("quadrature=GaussHermite(n, dim)", "--quad-order N")
+#: what a warning of a category asks for, on the command line (said after its text)
+_WARNING_REMEDIES = {"IntegrationWarning": "on the command line: --quad-order N"}
+
+
+def _warning_text(category: str, message: str) -> str:
+    """A warning in one line, with its command-line remedy (:data:`_WARNING_REMEDIES`)."""
+    remedy = _WARNING_REMEDIES.get(category)
+    return _one_line(message) + (f" ({remedy})" if remedy else "")
+
+
+def _command_flags(args: Sequence[str]) -> dict[str, str]:
+    """Keyword -> long flag of every option of the command ``args`` runs (read from the
+    command itself; empty when ``args`` names no command)."""
+    group = typer.main.get_command(app)
+    name = next((a for a in args if not a.startswith("-")), None)
+    command = getattr(group, "commands", {}).get(name) if name is not None else None
+    if command is None:
+        return {}
+    return {p.name: _flag(p) for p in command.params if p.param_type_name == "option" and p.name}
 
 
 def _print_warnings(pending: list[tuple[str, str]]) -> None:
@@ -1318,10 +1289,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     :data:`gaussmix.cli.exits.EXIT_CODES` (:func:`gaussmix.cli.exits.classify`).
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    renamed = renamed_flag_message(args)
+    if renamed is not None:
+        return _error(renamed, EXIT_BAD_INPUT)
     pending: list[tuple[str, str]] = []
 
     def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-        item = (category.__name__, _warning_text(str(message)))
+        item = (category.__name__, _warning_text(category.__name__, str(message)))
         if item not in pending:
             pending.append(item)
 
@@ -1339,8 +1313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if os.environ.get("GAUSSMIX_DEBUG") and classify(exc)[0] == EXIT_ERROR:
                 raise
             code, message = classify(exc)
-            if code == EXIT_BAD_INPUT and not getattr(exc, "cli_verbatim", False):
-                message = option_message(message)  # e.g. sweep.GridError is verbatim
+            if isinstance(exc, ArgumentError | ArgumentTypeError):  # said with its flag
+                message = flag_message(exc, _command_flags(args))
             if isinstance(exc, PartialResultsError):  # the points' own reasons first
                 _print_warnings(pending)
             return _error(message, code)

@@ -36,7 +36,8 @@ from gaussmix.core.validation import PARAMETERS, check_param
 from gaussmix.sweep import PointSpec, Simulation, SpecGrid, SweepResult, sweep
 from gaussmix.sweep.spec import MAX_POINTS, describe_point
 
-from .options import PointOptions, PointSetup, build_point
+from .options import PointOptions, PointSetup, build_point, integer_parser
+from .renames import RENAMED_GRID_KEYS
 
 __all__ = ["Grid", "GridError", "run_grid", "spec_of_setup", "SIMULATE_KEYS"]
 
@@ -52,9 +53,6 @@ _SWEPT = ("tol", "max_iter", "quad_order", *SIMULATE_KEYS)
 
 class GridError(ValueError):
     """A grid (or its TOML file) is invalid; the message names the problem."""
-
-    #: the CLI prints the message as it is (its names are those of the TOML file)
-    cli_verbatim = True
 
 
 # ============================================================================ values
@@ -72,6 +70,12 @@ def _field_kinds() -> dict[str, tuple[str, bool]]:
 
 
 _KINDS = _field_kinds()
+#: PointOptions field -> the fact whose rule reads its integer (:func:`integer_parser`)
+_PARSERS = {
+    f.name: f.metadata["cli_option"]["parser"]
+    for f in dataclasses.fields(PointOptions)
+    if f.metadata["cli_option"]["parser"] is not None
+}
 
 
 def _number_text(v: Any) -> str:
@@ -113,6 +117,12 @@ def _coerce(name: str, where: str, value: Any) -> tuple[Any, Any]:
     if isinstance(value, bool):
         raise GridError(f"{where} must be a {kind}, got the boolean {value!r}")
     if kind in ("float", "int"):
+        fact = _PARSERS.get(name)
+        if fact is not None and not (_is_number(value) and float(value).is_integer()):
+            try:  # the library's rule of the fact (a float K: the message of check_param)
+                integer_parser(fact, where)(value)
+            except (TypeError, ValueError) as exc:
+                raise GridError(str(exc)) from None
         return _coerce_number(kind, where, value)
     # str options, some of which are comma lists of numbers (rho, delta, ...)
     if isinstance(value, str):
@@ -132,6 +142,8 @@ def _option_name(where: str, name: Any, extra: Sequence[str] = ()) -> str:
     norm = name.strip().replace("-", "_")
     if norm in _KINDS or norm in extra:
         return norm
+    if norm in RENAMED_GRID_KEYS:
+        raise GridError(f"{where}: {name!r} was renamed {RENAMED_GRID_KEYS[norm]!r}")
     valid = ", ".join(sorted(set(_KINDS) | set(extra)))
     raise GridError(f"{where}: unknown parameter {name!r}; valid parameters are: {valid}")
 

@@ -9,11 +9,12 @@ can use it without an import cycle; the library is imported on first use only.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import typer
 
+from gaussmix.core.exceptions import ArgumentError, ArgumentTypeError
 from gaussmix.core.validation import check_array, check_param_values
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,6 +24,15 @@ __all__ = ["MAX_POINTS", "given", "parse_grid", "one_blas_thread"]
 
 #: largest number of points of a curve
 MAX_POINTS = 10_000
+
+
+def flag_message(exc: BaseException, flags: Mapping[str, str]) -> str:
+    """The message of ``exc``: a bad argument (:class:`~gaussmix.core.exceptions.ArgumentError`)
+    whose keyword has a flag in ``flags`` (keyword -> flag) is said with the flag
+    (``--n-clusters must be an integer >= 2, got 1``); anything else as it was raised."""
+    if isinstance(exc, ArgumentError | ArgumentTypeError) and exc.argument in flags:
+        return str(exc.named(flags[exc.argument]))
+    return str(exc)
 
 
 def given(ctx: typer.Context, name: str) -> bool:
@@ -50,7 +60,7 @@ def parse_grid(option: str, spec: str, *, fact: str | None) -> np.ndarray:
 @contextlib.contextmanager
 def one_blas_thread() -> Iterator[None]:
     """One BLAS thread per process (here and in joblib workers): parallelism comes from
-    --jobs, and the bits of a seeded simulation do not depend on it."""
+    --n-jobs, and the bits of a seeded simulation do not depend on it."""
     from joblib import parallel_config
     from threadpoolctl import threadpool_limits
 

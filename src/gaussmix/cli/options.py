@@ -23,7 +23,9 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from gaussmix.core.validation import PARAMETERS
+from gaussmix.core.exceptions import ArgumentError, ArgumentTypeError
+from gaussmix.core.renames import renamed_keywords
+from gaussmix.core.validation import PARAMETERS, check_int, check_param
 from gaussmix.theory.losses import BINARY_LOSSES, LOSSES, get_loss, losses_accepting
 from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture, MixtureModel, infer_n_clusters
 from gaussmix.theory.penalties import PENALTIES as PENALTY_REGISTRY
@@ -43,6 +45,8 @@ __all__ = [
     "read_mixture_file",
     "build_point",
     "parse_floats",
+    "integer_parser",
+    "POINT_FLAGS",
     "MODELS",
     "PENALTIES",
     "SPARSE_SPARSITY",
@@ -63,16 +67,20 @@ def _opt(
     help: str,
     metavar: str | None = None,
     builds_mixture: bool = False,
+    parser: str | None = None,
 ) -> Any:
     """A dataclass field that also describes its command-line option (plain data: the
     typer option is made from it by :func:`point_options`, so that this module does not
     import typer).  ``builds_mixture``: an option that builds the mixture (refused with
-    ``--mixture FILE``, whose file defines it)."""
+    ``--mixture FILE``, whose file defines it).  ``parser``: the fact of
+    :data:`~gaussmix.core.validation.PARAMETERS` whose type the option's text is read as
+    (:func:`integer_parser`: a float is refused with the library's message)."""
     option = {
         "decls": decls,
         "help": help,
         "metavar": metavar,
         "show_default": default is not None,
+        "parser": parser,
     }
     meta = {"cli_type": type_, "cli_option": option, "builds_mixture": builds_mixture}
     return field(default=default, metadata=meta)
@@ -83,7 +91,7 @@ class PointOptions:
     """The options that define one point (mixture + estimator + lam + alpha), as typed.
 
     Field defaults are the command-line defaults.  ``'auto'`` values and a missing
-    ``clusters`` are resolved by :func:`resolve_options`: K from ``--rho`` / ``--delta``
+    ``n_clusters`` are resolved by :func:`resolve_options`: K from ``--rho`` / ``--delta``
     lists, else 2 for binary problems (``--labels binary``, ``--loss logistic|hinge``,
     antipodal means, the block model, ``--penalty l1|elastic-net`` with a loss other than
     cross-entropy), else 3; labels ``binary`` for logistic/hinge or the lasso / elastic
@@ -102,16 +110,17 @@ class PointOptions:
         metavar="FILE",
         help="A mixture file (.npz, written by gaussmix.Mixture.save: means, covariances or "
         "spectra, priors, labels; e.g. fitted to data by Mixture.from_data) in place of the "
-        "mixture options (--clusters ... --delta2), which it excludes.",
+        "mixture options (--n-clusters ... --delta2), which it excludes.",
     )
-    clusters: int | None = _opt(
+    n_clusters: int | None = _opt(
         None,
         int | None,
-        "--clusters",
+        "--n-clusters",
         "-K",
         metavar="K",
         help="Number of clusters K [default: from --rho/--delta, 2 for binary problems, else 3].",
         builds_mixture=True,
+        parser="n_clusters",
     )
     labels: str = _opt(
         "auto",
@@ -260,7 +269,11 @@ class PointOptions:
         return tuple(f.name for f in dataclasses.fields(cls))
 
 
+#: ``PointOptions(clusters=...)`` (before 1.0) warns and means ``n_clusters``
+PointOptions.__init__ = renamed_keywords(clusters="n_clusters")(PointOptions.__init__)  # type: ignore[method-assign]
 _FIELDS = {f.name: f for f in dataclasses.fields(PointOptions)}
+#: keyword -> command-line flag of every point option (the keyword with dashes)
+POINT_FLAGS = {name: f.metadata["cli_option"]["decls"][0] for name, f in _FIELDS.items()}
 
 
 @functools.cache
@@ -269,11 +282,15 @@ def _typer_option(name: str) -> Any:
     import typer
 
     spec = _FIELDS[name].metadata["cli_option"]
+    extra = {}
+    if spec["parser"] is not None:
+        extra["parser"] = integer_parser(spec["parser"], spec["decls"][0])
     return typer.Option(
         *spec["decls"],
         help=spec["help"],
         metavar=spec["metavar"],
         show_default=spec["show_default"],
+        **extra,
     )
 
 
@@ -346,6 +363,35 @@ def with_signature(
 
 
 # ============================================================================ parsing
+def integer_parser(fact: str, flag: str) -> Callable[[Any], int]:
+    """The parser of an integer option ``flag`` holding a value of ``fact``: the text of an
+    integer is the integer (its range is the library's to check, which names the
+    argument); anything else (``2.5``, ``x``) is refused with the message of
+    :func:`~gaussmix.core.validation.check_param`, e.g. ``--n-clusters must be an integer
+    >= 2, got 2.5 (float)`` (a ``TypeError``: click would replace a ``ValueError`` by its
+    generic message)."""
+
+    def parse(text: Any) -> int:
+        if isinstance(text, int) and not isinstance(text, bool):
+            return text
+        value: Any = str(text).strip()
+        for kind in (int, float):
+            try:
+                value = kind(value)
+                break
+            except ValueError:
+                continue
+        if isinstance(value, int):
+            return value
+        if fact in PARAMETERS:  # raises: not an integer
+            check_param(fact, value, name=flag)
+        check_int(flag, value)
+        raise AssertionError(f"{fact}: {value!r} passed as an integer")  # pragma: no cover
+
+    parse.__name__ = fact
+    return parse
+
+
 def parse_floats(option: str, text: str) -> list[float]:
     """Parse ``'a,b,c'`` into floats; a ValueError names ``option``."""
     parts = [p.strip() for p in str(text).split(",")]
@@ -394,7 +440,7 @@ class ResolvedOptions:
     model's own parameters, :attr:`MixtureModel.parameters`, set; the others None)."""
 
     model: str
-    clusters: int
+    n_clusters: int
     labels: str
     means: str
     rho: list[float] | None
@@ -503,9 +549,9 @@ def _binary_model(
         raise ValueError(
             f"--model {model.name} has binary labels (+1/-1); got --labels {opts.labels}"
         )
-    if opts.clusters is not None and opts.clusters != 2:
+    if opts.n_clusters is not None and opts.n_clusters != 2:
         raise ValueError(
-            f"--model {model.name} has K = 2 clusters; got --clusters {opts.clusters}"
+            f"--model {model.name} has K = 2 clusters; got --n-clusters {opts.n_clusters}"
         )
     if get_loss(loss).labels == "onehot":
         usable = losses_accepting("binary")
@@ -526,7 +572,7 @@ def _binary_model(
         loss,
         l1_ratio,
         model=model.name,
-        clusters=2,
+        n_clusters=2,
         labels="binary",
         means=means,
         rho=rho,
@@ -542,7 +588,7 @@ def _infer_clusters(
     delta: Any,
     sparse_penalty: bool,
 ) -> int:
-    """K (:func:`~gaussmix.theory.mixture.infer_n_clusters`): ``--clusters``, else the length
+    """K (:func:`~gaussmix.theory.mixture.infer_n_clusters`): ``--n-clusters``, else the length
     of ``--rho`` / ``--delta`` lists, else 2 for binary problems, else 3 (see
     :class:`PointOptions`)."""
     antipodal = opts.means == "antipodal" or (
@@ -550,7 +596,7 @@ def _infer_clusters(
     )
     binary = opts.labels == "binary" or loss in BINARY_LOSSES or antipodal or sparse_penalty
     return infer_n_clusters(
-        opts.clusters,
+        opts.n_clusters,
         binary=binary,
         default=3,
         rho=rho,
@@ -613,7 +659,7 @@ def _file_model(opts: PointOptions, loss: str, l1_ratio: float | None) -> Resolv
         loss,
         l1_ratio,
         model=mix.kind,
-        clusters=mix.n_clusters,
+        n_clusters=mix.n_clusters,
         labels=mix.labels.kind,
         means="file",
         rho=mix.rho.tolist(),
@@ -645,7 +691,7 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
         loss,
         l1_ratio,
         model=model.name,
-        clusters=k,
+        n_clusters=k,
         labels=labels,
         means=means,
         rho=rho,
@@ -661,7 +707,7 @@ def mixture_from_options(opts: PointOptions | ResolvedOptions) -> Mixture:
         return r.loaded
     model = MIXTURE_MODELS.get(r.model)
     values = {
-        "n_clusters": r.clusters,
+        "n_clusters": r.n_clusters,
         "labels": r.labels,
         "means": r.means,
         "rho": r.rho,
@@ -742,10 +788,13 @@ def build_point(
     )
     solve_kw: dict[str, Any] = {"tol": r.tol, "max_iter": r.max_iter}
     if r.quad_order is not None:
-        solve_kw["quadrature"] = GaussHermite(r.quad_order, problem.dim)
+        try:
+            solve_kw["quadrature"] = GaussHermite(r.quad_order, problem.dim)
+        except (ArgumentError, ArgumentTypeError) as exc:  # its order is --quad-order's
+            raise exc.named("--quad-order") from None
     params = {
         "model": r.model,
-        "clusters": r.clusters,
+        "n_clusters": r.n_clusters,
         "labels": r.labels,
         "means": r.means,
         "rho": mixture.rho.tolist(),

@@ -10,7 +10,7 @@ Interface contract (checked outside the repository -- keep it stable)
 * ``gaussmix transition [mixture options of point] --json`` prints one JSON object with
   (at least) ``alpha_star`` and ``converged`` (the ``to_dict()`` of
   ``gaussmix.experiments.transition.separability_threshold``) and ``params``.  With
-  ``--simulate [--d 100,200,400 --datasets N --alphas ...]`` it also measures the fraction
+  ``--simulate [--d 100,200,400 --seeds N --alphas ...]`` it also measures the fraction
   of linearly separable samples (:func:`gaussmix.simulate.separability_fraction`), writes
   ``DIR/transition.csv`` and ``DIR/transition.png`` and adds ``simulation`` (paths and the
   50 % crossing per ``d``) to the JSON.  ``--no-theory`` skips alpha* (then
@@ -30,7 +30,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gaussmix.core.exceptions import ConvergenceError, GaussmixError
+from gaussmix.core.exceptions import ArgumentError, ConvergenceError, GaussmixError
 from gaussmix.core.jsonio import finite_or_none
 from gaussmix.core.version import __version__
 from gaussmix.theory.losses import LOSSES
@@ -54,7 +54,7 @@ ESTIMATOR_OPTIONS = ("loss", "penalty", "l1_ratio", "lam", "tol", "max_iter", "q
 
 #: defaults of ``gaussmix transition --simulate``
 TRANSITION_D = "100,200,400"
-TRANSITION_DATASETS = 20
+TRANSITION_SEEDS = 20
 #: without --alphas, the simulated alphas are this many points on [lo, hi] * alpha*
 TRANSITION_SPAN = (0.7, 1.3, 9)
 
@@ -80,11 +80,11 @@ def _mixture(opts: PointOptions, alpha: float | None = None) -> tuple[Mixture, d
 
 
 def _model_message(opts: PointOptions, exc: ValueError) -> ValueError:
-    """The library's ``mixture: ...`` refusal, in option names."""
-    text = str(exc)
-    if text.startswith("mixture: "):
+    """The library's refusal of the mixture (an ``ArgumentError`` naming ``mixture``) said
+    with the options that built it: ``--model block: ...`` or ``--mixture FILE: ...``."""
+    if isinstance(exc, ArgumentError) and exc.argument == "mixture":
         flag = f"--model {opts.model}" if opts.mixture is None else f"--mixture {opts.mixture}"
-        return ValueError(f"{flag}: {text[len('mixture: ') :]}")
+        return exc.named(flag)
     return exc
 
 
@@ -115,7 +115,7 @@ def bayes_optimal(opts: PointOptions, json_out: JsonOption = False) -> None:
         typer.echo(json.dumps(finite_or_none(payload), allow_nan=False))
         return
     typer.echo(
-        f"K={params['clusters']} ({params['means']} means, rho={params['rho']}), "
+        f"K={params['n_clusters']} ({params['means']} means, rho={params['rho']}), "
         f"delta={params.get('delta')}, alpha={opts.alpha:g}"
     )
     typer.echo(f"  {'test_error':<18} {res.test_error:.6g} ± {res.error_estimate:.2g}")
@@ -129,9 +129,9 @@ DOption = Annotated[
     str,
     typer.Option("--d", metavar="d1,d2,...", help="--simulate: input dimensions of the samples."),
 ]
-DatasetsOption = Annotated[
+SeedsOption = Annotated[
     int,
-    typer.Option("--datasets", metavar="N", help="--simulate: samples per (d, alpha)."),
+    typer.Option("--seeds", metavar="N", help="--simulate: samples per (d, alpha)."),
 ]
 TransitionAlphas = Annotated[
     str | None,
@@ -166,14 +166,14 @@ def transition(
         float, typer.Option("--rel-tol", metavar="TOL", help="Relative tolerance on alpha*.")
     ] = 1e-4,
     d: DOption = TRANSITION_D,
-    datasets: DatasetsOption = TRANSITION_DATASETS,
+    seeds: SeedsOption = TRANSITION_SEEDS,
     alphas: TransitionAlphas = None,
     seed: Annotated[
         int, typer.Option("--seed", metavar="N", help="--simulate: root seed (reproducible).")
     ] = 0,
-    jobs: Annotated[
+    n_jobs: Annotated[
         int,
-        typer.Option("--jobs", "-j", metavar="N", help="--simulate: worker processes."),
+        typer.Option("--n-jobs", "-j", metavar="N", help="--simulate: worker processes."),
     ] = 1,
     out: Annotated[Path, typer.Option("--out", "-o", help="--simulate: output directory.")] = Path(
         "gaussmix-out"
@@ -188,11 +188,12 @@ def transition(
     bias separates (an LP per sample), against alpha for each --d, with the 50 %
     crossings (logistic fit, standard error).
     """
-    sim_only = ("d", "datasets", "alphas", "seed", "jobs", "out")
+    sim_only = ("d", "seeds", "alphas", "seed", "n_jobs", "out")
     if not simulate:
         for name in sim_only:
             if given(ctx, name):
-                raise ValueError(f"--{name} is only valid with --simulate")
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(f"{flag} is only valid with --simulate")
         if not theory:
             raise ValueError("--no-theory needs --simulate (there is nothing else to do)")
     if not theory and alphas is None:
@@ -203,7 +204,7 @@ def transition(
     mixture, params = _mixture(opts)
     sim: dict[str, Any] = {}
     if simulate:
-        sim = _simulation_options(d, datasets, alphas, seed, jobs, parse_grid)
+        sim = _simulation_options(d, seeds, alphas, seed, n_jobs, parse_grid)
         _check_sizes(mixture, sim)
         check_output_path("--out", out, kind="dir")
     payload = _theory_payload(opts, mixture, rel_tol, quiet) if theory else _no_theory()
@@ -245,9 +246,9 @@ def _theory_payload(
 
 
 def _simulation_options(
-    d: str, datasets: int, alphas: str | None, seed: int, jobs: int, parse_range: Any
+    d: str, seeds: int, alphas: str | None, seed: int, n_jobs: int, parse_range: Any
 ) -> dict[str, Any]:
-    """Parsed and checked ``--d, --datasets, --alphas, --seed, --jobs`` (before any work)."""
+    """Parsed and checked ``--d, --seeds, --alphas, --seed, --n-jobs`` (before any work)."""
     from gaussmix.core.validation import PARAMETERS, check_param
 
     dims = []
@@ -255,11 +256,11 @@ def _simulation_options(
         if v != int(v):
             raise ValueError(f"--d must be {PARAMETERS['d']}, got {v:g}")
         dims.append(check_param("d", int(v), name="--d"))
-    check_param("seeds", datasets, name="--datasets")
+    check_param("seeds", seeds, name="--seeds")
     check_param("seed", seed, name="--seed")
-    check_param("n_jobs", jobs, name="--jobs")
+    check_param("n_jobs", n_jobs, name="--n-jobs")
     grid = None if alphas is None else parse_range("--alphas", alphas, fact="alpha")
-    return {"d": dims, "datasets": datasets, "alphas": grid, "seed": seed, "jobs": jobs}
+    return {"d": dims, "seeds": seeds, "alphas": grid, "seed": seed, "n_jobs": n_jobs}
 
 
 def _check_sizes(mixture: Mixture, sim: dict[str, Any]) -> None:
@@ -298,9 +299,9 @@ def _simulate(
             mixture,
             grid,
             d=sim["d"],
-            n_datasets=sim["datasets"],
+            seeds=sim["seeds"],
             seed=sim["seed"],
-            n_jobs=sim["jobs"],
+            n_jobs=sim["n_jobs"],
             progress=not quiet,
         )
     crossings = []
@@ -319,7 +320,7 @@ def _simulate(
         "csv": str(csv_path),
         "png": str(png_path),
         "d": sim["d"],
-        "datasets": sim["datasets"],
+        "seeds": sim["seeds"],
         "seed": sim["seed"],
         "crossings": crossings,
     }

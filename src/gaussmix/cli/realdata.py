@@ -65,8 +65,9 @@ def realdata_command(
     gamma: Annotated[
         float | None, typer.Option("--gamma", help="Random features: p / d (with --features rf).")
     ] = None,
-    clusters: Annotated[
-        str, typer.Option("--clusters", help="p2 (one cluster per class) or pk (per digit).")
+    clustering: Annotated[
+        str,
+        typer.Option("--clustering", help="p2 (one cluster per class) or pk (per digit)."),
     ] = "p2",
     subsamples: Annotated[
         int, typer.Option("--subsamples", help="Real data: training subsamples per alpha.")
@@ -103,7 +104,7 @@ def realdata_command(
     _choice("--dataset", dataset, tuple(DATASETS))
     _choice("--task", task, TASKS.names())
     get_task(task, dataset)
-    _choice("--clusters", clusters, CLUSTERINGS.names())
+    _choice("--clustering", clustering, CLUSTERINGS.names())
     _choice("--features", features, FEATURES)
     src = [s.strip() for s in sources.split(",")]
     for s in src:
@@ -121,7 +122,7 @@ def realdata_command(
         fmap = None
         if features == "rf":
             fmap = RandomFeatures(max(1, round(gamma * ds.d)), seed=seed)
-        problem = prepare_realdata(ds, clusters=clusters, feature_map=fmap)
+        problem = prepare_realdata(ds, clustering=clustering, feature_map=fmap)
         df = realdata_curve(
             problem,
             loss=loss,
@@ -150,7 +151,7 @@ def realdata_command(
     }
     (out / "realdata.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
     title = (
-        f"{problem.info['dataset']} {problem.info['task']} ({problem.info['clusters']}, "
+        f"{problem.info['dataset']} {problem.info['task']} ({problem.info['clustering']}, "
         f"{problem.features}), {loss} + ridge, lambda = {lam:g}"
     )
     png = save_figure(plot_realdata(df, title=title), out / "realdata.png")

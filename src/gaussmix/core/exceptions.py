@@ -11,11 +11,46 @@ __all__ = [
     "SchedulerLostError",
     "ConvergenceWarning",
     "IntegrationWarning",
+    "ArgumentError",
+    "ArgumentTypeError",
 ]
 
 
 class GaussmixError(Exception):
     """Base class of every gaussmix error."""
+
+
+class _Argument:
+    """A bad value of one argument, said as ``'<argument> <requirement>'`` (a requirement
+    starting with a colon follows the name directly: ``'mixture: ...'``).
+
+    The argument's name and the requirement are kept apart so that a caller that knows the
+    argument under another name (the command line, which says ``--n-clusters`` for
+    ``n_clusters``) says the same requirement with :meth:`named`, without reading the text.
+    """
+
+    argument: str
+    requirement: str
+
+    def __init__(self, argument: str, requirement: str) -> None:
+        # 'lam must be ...', 'mixture: the ... is not available ...'
+        sep = "" if requirement.startswith(":") else " "
+        super().__init__(f"{argument}{sep}{requirement}")
+        self.argument = argument
+        self.requirement = requirement
+
+    def named(self, name: str) -> Any:
+        """The same error naming the argument ``name``."""
+        return type(self)(name, self.requirement)
+
+
+class ArgumentError(_Argument, ValueError):
+    """A bad value of one argument (a ``ValueError``): ``argument`` is its name,
+    ``requirement`` what it must be (``'must be a real number in [0, 1e+08], got -1'``)."""
+
+
+class ArgumentTypeError(_Argument, TypeError):
+    """An argument of the wrong type (a ``TypeError``), as :class:`ArgumentError`."""
 
 
 class ConvergenceError(GaussmixError, RuntimeError):

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Generic, TypeVar
 
+from gaussmix.core.exceptions import ArgumentError
+
 __all__ = ["Registry"]
 
 T = TypeVar("T")
@@ -84,7 +86,7 @@ class Registry(Generic[T]):
         if isinstance(name, str) and name in self._items:
             return self._items[name]
         allowed = ", ".join(repr(n) for n in self._items)
-        raise ValueError(f"{self.argument} must be one of {allowed}; got {name!r}")
+        raise ArgumentError(self.argument, f"must be one of {allowed}; got {name!r}")
 
     def names(self) -> tuple[str, ...]:
         """The registered names, in order of registration."""

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from gaussmix.core.exceptions import ArgumentError, ArgumentTypeError
+
 __all__ = [
     "check_real",
     "check_int",
@@ -27,19 +29,25 @@ __all__ = [
 ]
 
 
+def _bad(kind: type[Exception], name: str, requirement: str) -> Exception:
+    """The error of a bad argument ``name``: an :class:`ArgumentError` (``kind`` ValueError)
+    or :class:`ArgumentTypeError` (``kind`` TypeError), ``'<name> <requirement>'``."""
+    return (ArgumentTypeError if kind is TypeError else ArgumentError)(name, requirement)
+
+
 def _as_float(name: str, value: Any, want: object) -> float:
     """``value`` as a float, or ``TypeError``: ``'<name> must be <want>, got ...'``."""
     if value.__class__ is float:  # the common case, without the abstract-class checks
         return value
     if isinstance(value, bool) or not isinstance(value, Real | np.floating | np.integer):
-        raise TypeError(f"{name} must be {want}, got {value!r} ({type(value).__name__})")
+        raise _bad(TypeError, name, f"must be {want}, got {value!r} ({type(value).__name__})")
     return float(value)
 
 
 def _as_int(name: str, value: Any, want: object) -> int:
     """``value`` as an int, or ``TypeError``: ``'<name> must be <want>, got ...'``."""
     if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be {want}, got {value!r} ({type(value).__name__})")
+        raise _bad(TypeError, name, f"must be {want}, got {value!r} ({type(value).__name__})")
     return int(value)
 
 
@@ -55,13 +63,13 @@ def check_real(
     """Return ``value`` as a finite float inside the given interval or raise ``ValueError``."""
     v = _as_float(name, value, "a real number")
     if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {v!r}")
+        raise _bad(ValueError, name, f"must be finite, got {v!r}")
     if low is not None and (v < low or (low_open and v == low)):
         op = ">" if low_open else ">="
-        raise ValueError(f"{name} must be {op} {low:g}, got {v:g}")
+        raise _bad(ValueError, name, f"must be {op} {low:g}, got {v:g}")
     if high is not None and (v > high or (high_open and v == high)):
         op = "<" if high_open else "<="
-        raise ValueError(f"{name} must be {op} {high:g}, got {v:g}")
+        raise _bad(ValueError, name, f"must be {op} {high:g}, got {v:g}")
     return v
 
 
@@ -69,9 +77,9 @@ def check_int(name: str, value: Any, *, low: int | None = None, high: int | None
     """Return ``value`` as an int inside ``[low, high]`` or raise."""
     v = _as_int(name, value, "an integer")
     if low is not None and v < low:
-        raise ValueError(f"{name} must be >= {low}, got {v}")
+        raise _bad(ValueError, name, f"must be >= {low}, got {v}")
     if high is not None and v > high:
-        raise ValueError(f"{name} must be <= {high}, got {v}")
+        raise _bad(ValueError, name, f"must be <= {high}, got {v}")
     return v
 
 
@@ -79,7 +87,7 @@ def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     """Return ``value`` if it is one of ``choices`` (strings) or raise ``ValueError``."""
     if not isinstance(value, str) or value not in choices:
         allowed = ", ".join(repr(c) for c in choices)
-        raise ValueError(f"{name} must be one of {allowed}; got {value!r}")
+        raise _bad(ValueError, name, f"must be one of {allowed}; got {value!r}")
     return value
 
 
@@ -95,20 +103,20 @@ def check_array(
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be an array of real numbers, got {value!r}") from exc
+        raise _bad(TypeError, name, f"must be an array of real numbers, got {value!r}") from exc
     if shape is not None:
         ok = arr.ndim == len(shape) and all(
             s is None or s == n for s, n in zip(shape, arr.shape, strict=True)
         )
         if not ok:
             want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
-            raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
+            raise _bad(ValueError, name, f"must have shape {want}, got {arr.shape}")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must contain only finite numbers")
+        raise _bad(ValueError, name, "must contain only finite numbers")
     if positive and not np.all(arr > 0):
-        raise ValueError(f"{name} must be strictly positive, got {arr.tolist()}")
+        raise _bad(ValueError, name, f"must be strictly positive, got {arr.tolist()}")
     if nonnegative and not np.all(arr >= 0):
-        raise ValueError(f"{name} must be non-negative, got {arr.tolist()}")
+        raise _bad(ValueError, name, f"must be non-negative, got {arr.tolist()}")
     return arr
 
 
@@ -116,12 +124,12 @@ def check_probability_vector(name: str, value: Any, size: int | None = None) -> 
     """A vector of strictly positive entries that sums to one (to 1e-9)."""
     arr = check_array(name, value, shape=(size,) if size is not None else (None,))
     if arr.size == 0:
-        raise ValueError(f"{name} must not be empty")
+        raise _bad(ValueError, name, "must not be empty")
     if not np.all(arr > 0):
-        raise ValueError(f"{name} must have strictly positive entries, got {arr.tolist()}")
+        raise _bad(ValueError, name, f"must have strictly positive entries, got {arr.tolist()}")
     total = float(arr.sum())
     if abs(total - 1.0) > 1e-9:
-        raise ValueError(f"{name} must sum to 1 (a probability vector), got sum {total:.12g}")
+        raise _bad(ValueError, name, f"must sum to 1 (a probability vector), got sum {total:.12g}")
     return arr / total
 
 
@@ -180,9 +188,9 @@ class Interval:
         else:
             v = _as_float(name, value, self)
             if not math.isfinite(v):  # NaN and +-inf: outside every interval
-                raise ValueError(f"{name} must be {self}, got {v:g}")
+                raise _bad(ValueError, name, f"must be {self}, got {v:g}")
         if not self.contains(v):
-            raise ValueError(f"{name} must be {self}, got {v:g}")
+            raise _bad(ValueError, name, f"must be {self}, got {v:g}")
         return v
 
     def __str__(self) -> str:
@@ -206,7 +214,7 @@ class JobCount:
     def check(self, name: str, value: Any) -> int:
         v = check_int(name, value)
         if v == 0:
-            raise ValueError(f"{name} must be {self}, got 0")
+            raise _bad(ValueError, name, f"must be {self}, got 0")
         return v
 
     def __str__(self) -> str:
@@ -231,7 +239,7 @@ PARAMETERS: dict[str, Interval | JobCount] = {
 
 def check_param(fact: str, value: Any, *, name: str | None = None) -> Any:
     """Validate ``value`` against the rule of ``fact`` in :data:`PARAMETERS`; the message
-    names ``name`` (default: ``fact``), e.g. ``check_param('d', 1, name='simulate_d')``."""
+    names ``name`` (default: ``fact``), e.g. ``check_param('d', 1, name='--d')``."""
     return PARAMETERS[fact].check(fact if name is None else name, value)
 
 
@@ -241,11 +249,11 @@ def check_param_values(fact: str, values: Any, *, name: str) -> np.ndarray:
     try:
         arr = np.asarray(values, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a sequence of real numbers, got {values!r}") from exc
+        raise _bad(TypeError, name, f"must be a sequence of real numbers, got {values!r}") from exc
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-d sequence of numbers, got shape {arr.shape}")
+        raise _bad(ValueError, name, f"must be a 1-d sequence of numbers, got shape {arr.shape}")
     if arr.size == 0:
-        raise ValueError(f"{name} must not be empty")
+        raise _bad(ValueError, name, "must not be empty")
     rule = PARAMETERS[fact]
     for v in arr.tolist():
         rule.check(name, v)

@@ -27,7 +27,12 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from gaussmix.core.exceptions import ConvergenceError, ConvergenceWarning, IntegrationWarning
+from gaussmix.core.exceptions import (
+    ArgumentError,
+    ConvergenceError,
+    ConvergenceWarning,
+    IntegrationWarning,
+)
 from gaussmix.core.jsonio import plain
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.results import Result
@@ -570,7 +575,7 @@ def optimal_lambda_curve(
     """
     a = check_array("alphas", alphas, shape=(None,), positive=True)
     if a.size == 0:
-        raise ValueError("alphas must not be empty")
+        raise ArgumentError("alphas", "must not be empty")
     rows, out = [], []
     warm: dict | None = None
     for alpha in progress_bar(a, desc="alpha", enabled=progress, leave=False):

@@ -12,6 +12,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from gaussmix.core.exceptions import ArgumentError, ArgumentTypeError
 from gaussmix.core.validation import check_array, check_param_values
 from gaussmix.theory.api import make_problem
 from gaussmix.theory.mixture import Mixture
@@ -167,6 +168,7 @@ def errorbars(ax: Any, x: Any, y: Any, se: Any, colour: Any, marker: str) -> Non
 
 #: words for the parameters of a preset in :func:`preset_note`
 _PRESET_WORDS = {
+    "n_clusters": "K",
     "ks": "K",
     "alphas": "alphas",
     "lams": "lambdas",
@@ -186,7 +188,7 @@ _PRESET_WORDS = {
     "hidden": "hidden units",
     "sources": "curves",
     "d": "d",
-    "n": "points per panel",
+    "n_points": "points per panel",
 }
 #: keys whose values are names (data sets, curves), not numbers
 _NAME_WORDS = {"datasets": "data sets", "dataset": "data set", "sources": "curves"}
@@ -246,14 +248,15 @@ def user_mixture(
     if mixture is None:
         return None
     if not isinstance(mixture, Mixture):
-        raise TypeError(
-            f"mixture must be a gaussmix.Mixture or None, got {type(mixture).__name__}"
+        raise ArgumentTypeError(
+            "mixture", f"must be a gaussmix.Mixture or None, got {type(mixture).__name__}"
         )
     for name, value in builders.items():
         if value is not None:
-            raise ValueError(
-                f"{name} must not be given with mixture (it builds the paper's mixture; "
-                "the mixture given defines its clusters, means and covariances)"
+            raise ArgumentError(
+                name,
+                "must not be given with mixture (it builds the paper's mixture; "
+                "the mixture given defines its clusters, means and covariances)",
             )
     make_problem(mixture, loss, lam=lam, alpha=alpha, penalty="l2")
     return mixture

@@ -51,7 +51,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from gaussmix.core.exceptions import ArgumentError
 from gaussmix.core.progress import progress_bar
+from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import check_array, check_param, check_real
 from gaussmix.experiments.curves import lambda_sweep, learning_curve
 from gaussmix.simulate.simulation import simulate as run_simulation
@@ -126,19 +128,19 @@ def separability_hook(mixture: Mixture) -> float:
 #: defaults of ``fig3-left`` (the paper's setting; about 7 minutes on one core, most of it the
 #: 128 multinomial fits at d = 1000)
 FIG3_LEFT_FULL = {
-    "ks": (2, 3, 4, 5),
+    "n_clusters": (2, 3, 4, 5),
     "alphas": tuple(float(x) for x in np.arange(0.5, 6.01, 0.5)),
     "sim_alphas": (0.6, 1.2, 2.4, 4.8),  # n = alpha d a multiple of 2, 3, 4 and 5
-    "simulate_d": 1000,
+    "d": 1000,
     "seeds": 8,
 }
 #: ``fig3-left`` with ``fast=True``: K = 2, 3 on 40 alphas (alpha*_K is added to each K's
 #: grid, so the cusp is drawn), small simulations
 FIG3_LEFT_FAST = {
-    "ks": (2, 3),
+    "n_clusters": (2, 3),
     "alphas": tuple(float(x) for x in np.linspace(0.25, 6.0, 40)),
     "sim_alphas": (1.0, 5.0),
-    "simulate_d": 240,  # n = alpha d a multiple of 2 and 3
+    "d": 240,  # n = alpha d a multiple of 2 and 3
     "seeds": 3,
 }
 #: defaults of ``fig3-right``
@@ -173,49 +175,50 @@ def _check_hook(name: str, hook: Any) -> Any:
     return hook
 
 
-def _ks(ks: Any) -> tuple[int, ...]:
-    if isinstance(ks, int | np.integer):
-        ks = (ks,)
-    values = tuple(check_param("n_clusters", k, name="ks") for k in ks)
+def _ks(n_clusters: Any) -> tuple[int, ...]:
+    if isinstance(n_clusters, int | np.integer):
+        n_clusters = (n_clusters,)
+    values = tuple(check_param("n_clusters", k) for k in n_clusters)
     if not values:
-        raise ValueError("ks must not be empty")
+        raise ArgumentError("n_clusters", "must not be empty")
     if len(set(values)) != len(values):
-        raise ValueError(f"ks must not repeat a value, got {list(values)}")
+        raise ArgumentError("n_clusters", f"must not repeat a value, got {list(values)}")
     return values
 
 
-def _sim_args(out: dict, preset: dict, sim_alphas, simulate_d, seeds, seed, n_jobs) -> None:
+def _sim_args(out: dict, preset: dict, sim_alphas, d, seeds, seed, n_jobs) -> None:
     out["sim_alphas"] = check_alphas("sim_alphas", pick(sim_alphas, preset["sim_alphas"]))
-    out["d"] = check_param("d", pick(simulate_d, preset["simulate_d"]), name="simulate_d")
+    out["d"] = check_param("d", pick(d, preset["d"]))
     out["seeds"] = check_param("seeds", pick(seeds, preset["seeds"]))
     out["seed"] = check_param("seed", seed)
     out["n_jobs"] = check_param("n_jobs", n_jobs)
     if out["mixture"] is not None:  # the dimensions its structure can be realised at
-        out["mixture"].covariance.check_dim(out["d"], name="simulate_d")
-    elif out["d"] < max(out["ks"]):
-        raise ValueError(f"simulate_d must be >= the largest K ({max(out['ks'])}), got {out['d']}")
+        out["mixture"].covariance.check_dim(out["d"], name="d")
+    elif out["d"] < max(out["n_clusters"]):
+        raise ArgumentError(
+            "d", f"must be >= the largest K ({max(out['n_clusters'])}), got {out['d']}"
+        )
 
 
-def _mixture_args(
-    out: dict, mixture: Any, *, ks: Any, delta: Any, k_name: str, given: Any
-) -> None:
+def _mixture_args(out: dict, mixture: Any, *, n_clusters: Any, delta: Any, given: Any) -> None:
     """The mixtures of a Fig. 3 table into ``out``: ``mixture`` (a user's, validated for
-    cross-entropy at the table's first alpha and lambda, or None), ``ks`` and ``delta``
-    (the paper's K and Delta; the user's K and NaN).  ``given``: the K argument as given
-    (refused with a mixture, as ``delta`` is)."""
+    cross-entropy at the table's first alpha and lambda, or None), ``n_clusters`` and
+    ``delta`` (the paper's K and Delta; the user's K and NaN).  ``given``: the K argument as
+    given (refused with a mixture, as ``delta`` is)."""
     lam = out["lam"] if "lam" in out else float(out["lams"][0])
     user = user_mixture(
         mixture,
         "cross-entropy",
         lam=lam,
         alpha=float(out["alphas"][0]),
-        **{k_name: given, "delta": delta},
+        n_clusters=given,
+        delta=delta,
     )
     out["mixture"] = user
     if user is not None:
-        out["ks"], out["delta"] = (user.n_clusters,), np.nan
+        out["n_clusters"], out["delta"] = (user.n_clusters,), np.nan
         return
-    out["ks"] = _ks(ks) if k_name == "ks" else (check_param("n_clusters", ks),)
+    out["n_clusters"] = _ks(n_clusters)
     out["delta"] = check_real("delta", pick(delta, DELTA), low=0.0, low_open=True)
 
 
@@ -223,7 +226,7 @@ def _figure_mixtures(a: dict) -> list[Mixture]:
     """The mixtures a Fig. 3 table draws: the user's, or the paper's for each K."""
     if a["mixture"] is not None:
         return [a["mixture"]]
-    return [fig3_mixture(k, a["delta"]) for k in a["ks"]]
+    return [fig3_mixture(k, a["delta"]) for k in a["n_clusters"]]
 
 
 def _theory_rows(df: pd.DataFrame, mix: Mixture, a: dict, *, delta_at: int) -> pd.DataFrame:
@@ -242,13 +245,13 @@ def _theory_rows(df: pd.DataFrame, mix: Mixture, a: dict, *, delta_at: int) -> p
 # =========================================================================== Fig. 3 left
 def _left_args(
     alphas,
-    ks,
+    n_clusters,
     mixture,
     delta,
     lam,
     simulate,
     sim_alphas,
-    simulate_d,
+    d,
     seeds,
     seed,
     n_jobs,
@@ -268,22 +271,29 @@ def _left_args(
         "bayes_error": _check_hook("bayes_error", bayes_error),
         "alpha_star": _check_hook("alpha_star", alpha_star),
     }
-    _mixture_args(out, mixture, ks=pick(ks, preset["ks"]), delta=delta, k_name="ks", given=ks)
+    _mixture_args(
+        out,
+        mixture,
+        n_clusters=pick(n_clusters, preset["n_clusters"]),
+        delta=delta,
+        given=n_clusters,
+    )
     if out["simulate"]:
-        _sim_args(out, preset, sim_alphas, simulate_d, seeds, seed, n_jobs)
+        _sim_args(out, preset, sim_alphas, d, seeds, seed, n_jobs)
     return out
 
 
+@renamed_keywords(ks="n_clusters", simulate_d="d")
 def fig3_left(
     alphas: Sequence[float] | None = None,
-    ks: Sequence[int] | None = None,
+    n_clusters: Sequence[int] | None = None,
     *,
     mixture: Mixture | None = None,
     delta: float | None = None,
     lam: float = LAM,
     simulate: bool = True,
     sim_alphas: Sequence[float] | None = None,
-    simulate_d: int | None = None,
+    d: int | None = None,
     seeds: int | None = None,
     seed: int = 0,
     n_jobs: int = 1,
@@ -301,24 +311,24 @@ def fig3_left(
         ``fast``; likewise for every ``None`` below).  The simulated alphas are added, and
         so is each K's ``alpha*_K`` (with ``alpha_star``) when it lies inside the grid, so
         that the cusp is drawn where it is.
-    ks : sequence of int, optional
+    n_clusters : sequence of int, optional
         Numbers of clusters (>= 2), one colour each.
     mixture : Mixture, optional
-        Any mixture with one-hot labels in place of the paper's (then without ``ks`` and
+        Any mixture with one-hot labels in place of the paper's (then without ``n_clusters`` and
         ``delta``): one curve, its ``alpha*_K`` and Bayes-optimal error where the hooks
         take the mixture (else NaN, with a ``UserWarning``), simulations at a
-        ``simulate_d`` its structure takes (a dense mixture: its own dimension).
+        ``d`` its structure takes (a dense mixture: its own dimension).
     delta : float, optional
         Cluster variance ``Sigma_k = Delta I`` (default 0.5).
     lam : float
         Ridge penalty strength (> 0).
     simulate : bool
         Simulation dots: multinomial logistic regression (exact ERM) on ``seeds``
-        instances of dimension ``simulate_d`` at each of ``sim_alphas``, each rounded so
+        instances of dimension ``d`` at each of ``sim_alphas``, each rounded so
         that every cluster has exactly ``n/K`` samples.
     sim_alphas : sequence of float, optional
         The simulated sample complexities (solved by the theory too).
-    simulate_d : int, optional
+    d : int, optional
         Dimension of the simulated instances.
     seeds : int, optional
         Instances per simulated point.
@@ -529,7 +539,7 @@ def _right_args(
     preset = FIG3_RIGHT_FAST if fast else FIG3_RIGHT_FULL
     lv = check_array("lams", pick(lams, preset["lams"]), shape=(None,), positive=True)
     if lv.size == 0:
-        raise ValueError("lams must not be empty")
+        raise ArgumentError("lams", "must not be empty")
     out: dict[str, Any] = {
         "lams": np.unique(lv),
         "alphas": positive_list("alphas", pick(alphas, preset["alphas"])),
@@ -537,7 +547,7 @@ def _right_args(
         "bayes_error": _check_hook("bayes_error", bayes_error),
     }
     k = pick(n_clusters, 3)
-    _mixture_args(out, mixture, ks=k, delta=delta, k_name="n_clusters", given=n_clusters)
+    _mixture_args(out, mixture, n_clusters=k, delta=delta, given=n_clusters)
     return out
 
 
@@ -682,7 +692,7 @@ register_figure(
         dots=("simulation",),
         options=(
             FigureOption("--alphas", "alphas", "grid"),
-            FigureOption("--ks", "ks", "ints"),
+            FigureOption("--n-clusters", "n_clusters", "ints"),
             FigureOption("--delta", "delta", "float"),
             FigureOption("--lam", "lam", "float"),
             FigureOption("--sim-alphas", "sim_alphas", "grid", simulation=True),
@@ -717,7 +727,7 @@ register_figure(
         options=(
             FigureOption("--lams", "lams", "grid"),
             FigureOption("--alphas", "alphas", "grid"),
-            FigureOption("--clusters", "n_clusters", "int"),
+            FigureOption("--n-clusters", "n_clusters", "int"),
             FigureOption("--delta", "delta", "float"),
         ),
     )

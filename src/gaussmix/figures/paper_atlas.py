@@ -1,6 +1,6 @@
 """The paper atlas: every registered figure, listed (:func:`atlas`) and made in one call
 (:func:`make_atlas`; on the command line ``gaussmix figure --list`` and ``gaussmix figure
-all --out DIR [--fast] [--jobs N]``).
+all --out DIR [--fast] [--n-jobs N]``).
 
 :func:`make_atlas` writes, for every figure of :data:`~gaussmix.figures.registry.FIGURES`,
 ``DIR/<name>.csv``, ``.png`` and ``.json`` (:func:`~gaussmix.figures.write_figure`), and

@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from gaussmix.core.docstrings import shared_doc
+from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import check_int, check_param, check_real
 from gaussmix.simulate.simulation import realise
 from gaussmix.theory.mixture import Mixture
@@ -61,20 +62,20 @@ PROJECTION_CAPTION = (
 _CLASS_STYLE = {1.0: ("C0", "o"), -1.0: ("C3", "^")}
 
 
-def _check_counts(d: Any, n: Any, seed: Any, d_min: int) -> tuple[int, int, int]:
+def _check_counts(d: Any, n_points: Any, seed: Any, d_min: int) -> tuple[int, int, int]:
     return (
         check_int("d", d, low=d_min),
-        check_int("n", n, low=2),
+        check_int("n_points", n_points, low=2),
         check_param("seed", seed),
     )
 
 
 # =========================================================================== Fig. 1 left
-def _sparse_args(delta2s, sparsity, delta1, d, n, seed, progress) -> dict[str, Any]:
+def _sparse_args(delta2s, sparsity, delta1, d, n_points, seed, progress) -> dict[str, Any]:
     dd = positive_list("delta2s", delta2s)
     sp = check_real("sparsity", sparsity, low=0.0, high=1.0, low_open=True)
     d1 = check_real("delta1", delta1, low=0.0, low_open=True)
-    d, n, seed = _check_counts(d, n, seed, 2)
+    d, n, seed = _check_counts(d, n_points, seed, 2)
     if sp * d < 1.0 or sp == 1.0:
         raise ValueError(
             f"sparsity * d must be >= 1 and sparsity < 1 (a direction on and one off the "
@@ -98,7 +99,7 @@ _SAMPLING_DOC = shared_doc(
     sampling="""
         d : int
             Input dimension of the instances.
-        n : int
+        n_points : int
             Points drawn per panel.
         seed : int
             Seed of the instances and the points.
@@ -109,20 +110,21 @@ _SAMPLING_DOC = shared_doc(
 
 
 @_SAMPLING_DOC
+@renamed_keywords(n="n_points")
 def sparse_projection(
     delta2s: Sequence[float] = (1.0, 0.01),
     *,
     sparsity: float = 0.1,
     delta1: float = 0.1,
     d: int = 1000,
-    n: int = 600,
+    n_points: int = 600,
     seed: int = 0,
     progress: bool = False,
 ) -> pd.DataFrame:
     """Fig. 1 (left): samples of the correlated sparse mixture in two dimensions.
 
     For each ``Delta2`` one instance of :meth:`Mixture.sparse` at dimension ``d`` is drawn
-    (seed ``seed``), then ``n`` labelled points.  Coordinates: ``u = x . mu / ||mu||``
+    (seed ``seed``), then ``n_points`` labelled points.  Coordinates: ``u = x . mu / ||mu||``
     along the means of the class ``y = +1`` (the means live on the support, where the
     variance is ``Delta1``: ``u`` has mean ``y ||mu||`` and variance ``Delta1``) and
     ``v = x . e`` along a unit vector ``e`` drawn at random off the support (mean 0,
@@ -144,7 +146,7 @@ def sparse_projection(
         One row per point: ``delta1, delta2, ratio, sparsity, d, seed, y, u, v`` and the
         realised ``mean_norm`` (``||mu||``, about ``sqrt(sparsity)``).
     """
-    a = _sparse_args(delta2s, sparsity, delta1, d, n, seed, progress)
+    a = _sparse_args(delta2s, sparsity, delta1, d, n_points, seed, progress)
     frames = []
     for i, (d2, mix) in enumerate(zip(a["delta2s"], a["mixtures"])):
         rng = np.random.default_rng([a["seed"], i])
@@ -253,19 +255,20 @@ def _class_handles() -> list:
 
 
 # ================================================================ Appendix E, fig:app:xor
-def _xor_args(delta, d, n, seed, progress) -> dict[str, Any]:
+def _xor_args(delta, d, n_points, seed, progress) -> dict[str, Any]:
     delta = check_real("delta", delta, low=0.0, low_open=True)
-    d, n, seed = _check_counts(d, n, seed, 4)
+    d, n, seed = _check_counts(d, n_points, seed, 4)
     check_bool("progress", progress)
     return {"delta": delta, "d": d, "n": n, "seed": seed}
 
 
 @_SAMPLING_DOC
+@renamed_keywords(n="n_points")
 def xor_projection(
     delta: float = 0.5,
     *,
     d: int = 1000,
-    n: int = 800,
+    n_points: int = 800,
     seed: int = 0,
     progress: bool = False,
 ) -> pd.DataFrame:
@@ -292,7 +295,7 @@ def xor_projection(
         (``'K = 4'`` / ``'matched K = 2'``), ``cluster`` (its index within that mixture),
         ``y``, ``x1, x2``, ``delta, d, seed``.
     """
-    a = _xor_args(delta, d, n, seed, progress)
+    a = _xor_args(delta, d, n_points, seed, progress)
     frames = []
     for i, model in enumerate(XOR_LABELS):
         k4, k2 = xor_mixtures(model, a["delta"], a["d"])
@@ -386,8 +389,8 @@ def plot_xor_projection(df: pd.DataFrame) -> Figure:
 
 # =========================================================================== registry
 #: the --fast presets of the two projections
-SPARSE_PROJECTION_FAST = {"d": 200, "n": 300}
-XOR_PROJECTION_FAST = {"d": 200, "n": 400}
+SPARSE_PROJECTION_FAST = {"d": 200, "n_points": 300}
+XOR_PROJECTION_FAST = {"d": 200, "n_points": 400}
 
 register_figure(
     FigureSpec(
@@ -416,7 +419,7 @@ register_figure(
             FigureOption("--sparsity", "sparsity", "float"),
             FigureOption("--delta1", "delta1", "float"),
             FigureOption("--d", "d", "int"),
-            FigureOption("--points", "n", "int"),
+            FigureOption("--n-points", "n_points", "int"),
             FigureOption("--seed", "seed", "int"),
         ),
     )
@@ -447,7 +450,7 @@ register_figure(
         options=(
             FigureOption("--delta", "delta", "float"),
             FigureOption("--d", "d", "int"),
-            FigureOption("--points", "n", "int"),
+            FigureOption("--n-points", "n_points", "int"),
             FigureOption("--seed", "seed", "int"),
         ),
     )

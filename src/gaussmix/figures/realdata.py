@@ -450,9 +450,9 @@ def p2_p10_table(
     subsamples, seeds = _counts(subsamples, seeds)
     ds = load_dataset(name, "low-high")
     parts = []
-    for clusters, label in (("p2", "P2"), ("pk", f"P{np.unique(ds.classes_train).size}")):
-        problem = prepare_realdata(ds, clusters=clusters)
-        sources = ["theory", "synthetic"] + (["real"] if clusters == "p2" else [])
+    for clustering, label in (("p2", "P2"), ("pk", f"P{np.unique(ds.classes_train).size}")):
+        problem = prepare_realdata(ds, clustering=clustering)
+        sources = ["theory", "synthetic"] + (["real"] if clustering == "p2" else [])
         kw = dict(subsamples=subsamples, seeds=seeds, seed=seed, sources=sources)
         df = _curve(problem, lam, a, {**kw, "progress": progress})
         df["mixture"] = np.where(df["source"] == "real", "data", label)

@@ -112,8 +112,7 @@ class FigureOption:
     flag : str
         The option on ``gaussmix figure`` (e.g. ``'--alphas'``).
     param : str
-        The table function's parameter it sets (e.g. ``'alphas'``; ``'--d'`` sets
-        ``'simulate_d'``).
+        The table function's parameter it sets, the flag without dashes (e.g. ``'alphas'``).
     kind : {'float', 'int', 'bool', 'str', 'grid', 'ints'}
         ``'grid'``: a comma list ``a,b,...`` or a range ``[log:]START:STOP:NUM``;
         ``'ints'``: a comma list of integers.
@@ -308,14 +307,14 @@ class FigureOutput(NamedTuple):
 
 def simulation_options(*, jobs_default: Any = _MISSING) -> tuple[FigureOption, ...]:
     """The options of a figure with simulation dots: ``--simulate/--no-simulate``, then
-    ``--d`` (``simulate_d``), ``--seeds``, ``--seed`` and ``--jobs`` (``n_jobs``; its
+    ``--d`` (``d``), ``--seeds``, ``--seed`` and ``--n-jobs`` (``n_jobs``; its
     command-line default ``jobs_default``, else the table function's)."""
     return (
         FigureOption("--simulate", "simulate", "bool"),
-        FigureOption("--d", "simulate_d", "int", simulation=True),
+        FigureOption("--d", "d", "int", simulation=True),
         FigureOption("--seeds", "seeds", "int", simulation=True),
         FigureOption("--seed", "seed", "int", simulation=True),
-        FigureOption("--jobs", "n_jobs", "int", simulation=True, cli_default=jobs_default),
+        FigureOption("--n-jobs", "n_jobs", "int", simulation=True, cli_default=jobs_default),
     )
 
 

@@ -35,6 +35,7 @@ from matplotlib.lines import Line2D
 
 from gaussmix.core.exceptions import ConvergenceError, ConvergenceWarning
 from gaussmix.core.progress import progress_bar
+from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import check_array, check_param
 from gaussmix.experiments.curves import lambda_sweep
 from gaussmix.experiments.lambda_star import optimal_lambda
@@ -79,7 +80,7 @@ FIG4_LEFT_FULL = {
     "alphas": (0.5, 1.0, 2.0, 5.0),
     "lams": tuple(float(x) for x in np.geomspace(1e-4, 1e2, 31)),
     "sim_lams": (1e-3, 1e-1, 1e1),
-    "simulate_d": 1000,
+    "d": 1000,
     "seeds": 8,
 }
 #: the same figure, coarser and smaller (``fast=True``)
@@ -87,7 +88,7 @@ FIG4_LEFT_FAST = {
     "alphas": (0.5, 1.0, 2.0, 5.0),
     "lams": tuple(float(x) for x in np.geomspace(1e-4, 1e2, 41)),
     "sim_lams": (1e-2, 1e1),
-    "simulate_d": 200,
+    "d": 200,
     "seeds": 4,
 }
 #: the paper's cluster variances of ``fig4-left``
@@ -115,7 +116,7 @@ def _fig4_args(
     deltas,
     simulate,
     sim_lams,
-    simulate_d,
+    d,
     seeds,
     seed,
     n_jobs,
@@ -141,15 +142,16 @@ def _fig4_args(
         out["mixture"] = out["user"]
     if out["simulate"]:
         out["sim_lams"] = positive_list("sim_lams", pick(sim_lams, preset["sim_lams"]))
-        out["d"] = check_param("d", pick(simulate_d, preset["simulate_d"]), name="simulate_d")
+        out["d"] = check_param("d", pick(d, preset["d"]))
         out["seeds"] = check_param("seeds", pick(seeds, preset["seeds"]))
         out["seed"] = check_param("seed", seed)
         out["n_jobs"] = check_param("n_jobs", n_jobs)
-        out["mixture"].covariance.check_dim(out["d"], name="simulate_d")
+        out["mixture"].covariance.check_dim(out["d"], name="d")
         out["lams"] = np.unique(np.concatenate([out["lams"], out["sim_lams"]]))
     return out
 
 
+@renamed_keywords(simulate_d="d")
 def fig4_left(
     alphas: Sequence[float] | None = None,
     lams: Sequence[float] | None = None,
@@ -158,7 +160,7 @@ def fig4_left(
     deltas: Sequence[float] | None = None,
     simulate: bool = True,
     sim_lams: Sequence[float] | None = None,
-    simulate_d: int | None = None,
+    d: int | None = None,
     seeds: int | None = None,
     seed: int = 0,
     n_jobs: int = 1,
@@ -176,18 +178,18 @@ def fig4_left(
         Penalty strengths (> 0); the simulated ones are added.
     mixture : Mixture, optional
         Any mixture in place of the paper's two clusters (then without ``deltas``); the
-        simulations need a ``simulate_d`` its structure takes (a dense mixture: its own
+        simulations need a ``d`` its structure takes (a dense mixture: its own
         dimension).
     deltas : (float, float), optional
         Variances ``Delta_1, Delta_2`` of the two clusters (``Sigma_c = Delta_c I``;
         default 0.1, 0.01).
     simulate : bool
         Simulation dots: ridge regression fitted on ``seeds`` instances of dimension
-        ``simulate_d`` at each ``alpha`` (rounded so that both classes have ``n/2``
+        ``d`` at each ``alpha`` (rounded so that both classes have ``n/2``
         samples) and each penalty of ``sim_lams``.
     sim_lams : sequence of float, optional
         The simulated penalties (solved by the theory too).
-    simulate_d : int, optional
+    d : int, optional
         Dimension of the simulated instances.
     seeds : int, optional
         Instances per simulated point.

@@ -34,6 +34,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from gaussmix.core.progress import progress_bar
+from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import check_choice, check_param, check_real
 from gaussmix.experiments.lambda_star import OptimalLambdaResult, optimal_lambda_curve
 from gaussmix.simulate.simulation import simulate as run_simulation
@@ -97,7 +98,7 @@ CURVES_FAST = {
     "alphas": tuple(float(a) for a in np.geomspace(0.1, 3.0, 40)),
     "delta2s": (0.01, 1.0),
     "sim_alphas": (1.0, 3.0),
-    "simulate_d": 200,
+    "d": 200,
     "seeds": 3,
 }
 #: penalties of ``sparse-curves`` and their names in legends
@@ -415,6 +416,7 @@ def _simulation_lambda(res: OptimalLambdaResult, penalty: str, tol: float) -> fl
     return float(max(lam, ev.loc[ok, "lam"].max())) if ok.any() else lam
 
 
+@renamed_keywords(simulate_d="d")
 def sparse_curves(
     alphas: Sequence[float] | np.ndarray = CURVE_ALPHAS,
     delta2s: Sequence[float] = CURVE_DELTA2S,
@@ -424,7 +426,7 @@ def sparse_curves(
     loss: str = "square",
     simulate: bool = True,
     sim_alphas: Sequence[float] | np.ndarray = CURVE_SIM_ALPHAS,
-    simulate_d: int = 1000,
+    d: int = 1000,
     seeds: int = CURVE_SEEDS,
     seed: int = 0,
     n_jobs: int = 1,
@@ -438,7 +440,7 @@ def sparse_curves(
     For each ``Delta2`` of ``delta2s`` and each penalty (``'l2'``, ``'l1'``) the optimal
     penalty ``lambda*(alpha)`` is followed along ``alphas`` and the test error and
     training loss there are reported; at ``sim_alphas`` the same estimator is also fitted
-    on ``seeds`` finite instances of dimension ``simulate_d`` (:func:`gaussmix.simulate.simulate`)
+    on ``seeds`` finite instances of dimension ``d`` (:func:`gaussmix.simulate.simulate`)
     at the penalty ``sim_lam`` of :func:`_simulation_lambda` (``lambda*``, or near it).
 
     Parameters
@@ -456,7 +458,7 @@ def sparse_curves(
     sim_alphas : sequence of float
         Sample complexities simulated, each rounded so that ``n = alpha d`` is even
         (:func:`simulation_alpha`) and added to the theory grid.
-    simulate_d : int
+    d : int
         Input dimension of the simulated instances.
     seeds, seed : int
         Instances per point (error bars: standard errors over them) and root seed.
@@ -595,7 +597,7 @@ def _curves_args(
     loss,
     simulate,
     sim_alphas,
-    simulate_d,
+    d,
     seeds,
     seed,
     n_jobs,
@@ -614,9 +616,8 @@ def _curves_args(
     if erm_tol is not None:
         check_real("erm_tol", erm_tol, low=0.0, low_open=True)
     sim_a = np.empty(0)
-    d = None
+    d = check_param("d", d) if simulate else None
     if simulate:
-        d = check_param("d", simulate_d, name="simulate_d")
         seeds = check_param("seeds", seeds)
         seed = check_param("seed", seed)
         n_jobs = check_param("n_jobs", n_jobs)

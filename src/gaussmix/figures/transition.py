@@ -18,7 +18,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from gaussmix.core.exceptions import ArgumentError
 from gaussmix.core.progress import progress_bar
+from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import check_int, check_param, check_real
 from gaussmix.experiments.transition import separability_threshold
 from gaussmix.simulate.separability import lp_crossing, separability_fraction
@@ -41,54 +43,55 @@ __all__ = ["FIG3_CENTRE_FULL", "FIG3_CENTRE_FAST", "fig3_centre", "plot_fig3_cen
 
 #: the paper's figure: K = 2..10, three Delta; LP dots at d = 400 for K <= 5
 FIG3_CENTRE_FULL = {
-    "ks": tuple(range(2, 11)),
+    "n_clusters": tuple(range(2, 11)),
     "deltas": (0.25, 0.5, 1.0),
     "sim_ks": (2, 3, 4, 5),
     "sim_d": 400,
-    "datasets": 20,
+    "seeds": 20,
 }
 #: a quick look: the paper's thresholds (theory is cheap), LP dots at d = 100
 FIG3_CENTRE_FAST = {
-    "ks": tuple(range(2, 11)),
+    "n_clusters": tuple(range(2, 11)),
     "deltas": (0.25, 0.5, 1.0),
     "sim_ks": (2, 3),
     "sim_d": 100,
-    "datasets": 12,
+    "seeds": 12,
 }
 #: the alphas of the LP check, relative to alpha*
 SIM_SPAN = np.linspace(0.8, 1.2, 7)
 
 
-def _args(ks, deltas, fast, simulate, sim_ks, simulate_d, datasets, seed, rel_tol, progress):
+def _args(n_clusters, deltas, fast, simulate, sim_ks, d, seeds, seed, rel_tol, progress):
     fast = check_bool("fast", fast)
     preset = FIG3_CENTRE_FAST if fast else FIG3_CENTRE_FULL
-    k = [check_param("n_clusters", x, name="ks") for x in pick(ks, preset["ks"])]
+    k = [check_param("n_clusters", x) for x in pick(n_clusters, preset["n_clusters"])]
     if not k:
-        raise ValueError("ks must not be empty")
+        raise ArgumentError("n_clusters", "must not be empty")
     return {
-        "ks": sorted(set(k)),
+        "n_clusters": sorted(set(k)),
         "deltas": positive_list("deltas", pick(deltas, preset["deltas"])),
         "simulate": check_bool("simulate", simulate),
         "sim_ks": sorted(
             {check_param("n_clusters", x, name="sim_ks") for x in pick(sim_ks, preset["sim_ks"])}
         ),
-        "d": check_param("d", pick(simulate_d, preset["sim_d"]), name="simulate_d"),
-        "datasets": check_int("datasets", pick(datasets, preset["datasets"]), low=2),
+        "d": check_param("d", pick(d, preset["sim_d"])),
+        "seeds": check_int("seeds", pick(seeds, preset["seeds"]), low=2),
         "seed": check_param("seed", seed),
         "rel_tol": check_real("rel_tol", rel_tol, low=0.0, low_open=True),
         "progress": check_bool("progress", progress),
     }
 
 
+@renamed_keywords(ks="n_clusters", simulate_d="d", datasets="seeds")
 def fig3_centre(
-    ks: Sequence[int] | None = None,
+    n_clusters: Sequence[int] | None = None,
     deltas: Sequence[float] | None = None,
     *,
     fast: bool = False,
     simulate: bool = False,
     sim_ks: Sequence[int] | None = None,
-    simulate_d: int | None = None,
-    datasets: int | None = None,
+    d: int | None = None,
+    seeds: int | None = None,
     seed: int = 0,
     rel_tol: float = 1e-4,
     progress: bool = False,
@@ -97,7 +100,7 @@ def fig3_centre(
 
     Parameters
     ----------
-    ks : sequence of int, optional
+    n_clusters : sequence of int, optional
         Numbers of clusters (default :data:`FIG3_CENTRE_FULL`, or :data:`FIG3_CENTRE_FAST`
         with ``fast``; likewise for every ``None`` below).
     deltas : sequence of float, optional
@@ -106,12 +109,12 @@ def fig3_centre(
         The smaller presets.
     simulate : bool
         Add the LP crossings: the alpha where half of the data sets of dimension
-        ``simulate_d`` are linearly separable.
+        ``d`` are linearly separable.
     sim_ks : sequence of int, optional
         The K of the LP crossings.
-    simulate_d : int, optional
+    d : int, optional
         Dimension of the LP data sets.
-    datasets : int, optional
+    seeds : int, optional
         Data sets per alpha of the LP check.
     seed : int
         Root seed of the LP data sets.
@@ -126,11 +129,11 @@ def fig3_centre(
     pandas.DataFrame
         One row per (K, delta): ``K, delta, alpha_star, rel_accuracy, converged, seconds``
         and, with ``simulate`` for K in ``sim_ks``, ``lp_alpha, lp_alpha_se, lp_d,
-        lp_datasets`` (NaN elsewhere).
+        lp_seeds`` (NaN elsewhere).
     """
-    a = _args(ks, deltas, fast, simulate, sim_ks, simulate_d, datasets, seed, rel_tol, progress)
+    a = _args(n_clusters, deltas, fast, simulate, sim_ks, d, seeds, seed, rel_tol, progress)
     rows = []
-    pairs = [(k, float(dl)) for dl in a["deltas"] for k in a["ks"]]
+    pairs = [(k, float(dl)) for dl in a["deltas"] for k in a["n_clusters"]]
     with progress_bar(total=len(pairs), desc="alpha*_K", enabled=a["progress"]) as bar:
         for k, delta in pairs:
             mix = Mixture.isotropic(delta, "gaussian", n_clusters=k)
@@ -145,18 +148,18 @@ def fig3_centre(
                 "lp_alpha": np.nan,
                 "lp_alpha_se": np.nan,
                 "lp_d": np.nan,
-                "lp_datasets": np.nan,
+                "lp_seeds": np.nan,
             }
             if a["simulate"] and k in a["sim_ks"] and np.isfinite(res.alpha_star):
                 table = separability_fraction(
                     mix,
                     res.alpha_star * SIM_SPAN,
                     d=a["d"],
-                    n_datasets=a["datasets"],
+                    seeds=a["seeds"],
                     seed=a["seed"],
                 )
                 c, se = lp_crossing(table)
-                row.update(lp_alpha=c, lp_alpha_se=se, lp_d=a["d"], lp_datasets=a["datasets"])
+                row.update(lp_alpha=c, lp_alpha_se=se, lp_d=a["d"], lp_seeds=a["seeds"])
             rows.append(row)
             bar.update(1)
     return pd.DataFrame(rows)
@@ -200,8 +203,8 @@ def plot_fig3_centre(df: pd.DataFrame) -> Figure:
     return fig
 
 
-def _check(ks, deltas, fast, simulate, sim_ks, simulate_d, datasets, seed, rel_tol, progress):
-    _args(ks, deltas, fast, simulate, sim_ks, simulate_d, datasets, seed, rel_tol, progress)
+def _check(n_clusters, deltas, fast, simulate, sim_ks, d, seeds, seed, rel_tol, progress):
+    _args(n_clusters, deltas, fast, simulate, sim_ks, d, seeds, seed, rel_tol, progress)
 
 
 register_figure(
@@ -226,11 +229,11 @@ register_figure(
         fast_note=preset_note(FIG3_CENTRE_FAST),
         dots=("LP",),
         options=(
-            FigureOption("--ks", "ks", "ints"),
+            FigureOption("--n-clusters", "n_clusters", "ints"),
             FigureOption("--deltas", "deltas", "grid"),
             FigureOption("--simulate", "simulate", "bool", cli_default=False),
-            FigureOption("--d", "simulate_d", "int", simulation=True),
-            FigureOption("--seeds", "datasets", "int", simulation=True),
+            FigureOption("--d", "d", "int", simulation=True),
+            FigureOption("--seeds", "seeds", "int", simulation=True),
             FigureOption("--seed", "seed", "int", simulation=True),
         ),
     )

@@ -2,7 +2,7 @@
 
 ``simulate(mixture, loss=..., lam=..., alpha=..., d=..., seeds=...)`` returns the
 observables of Theorem 2 and the overlaps of Theorem 1 with their standard errors;
-``separability_fraction(mixture, alphas, d=..., n_datasets=...)`` the fraction of linearly
+``separability_fraction(mixture, alphas, d=..., seeds=...)`` the fraction of linearly
 separable samples (the finite-size separability transition) and ``lp_crossing`` its 50 %
 point.
 """

@@ -47,8 +47,9 @@ import scipy.sparse as sp
 from scipy.optimize import linprog, minimize
 from scipy.special import expit, log_expit
 
-from gaussmix.core.exceptions import GaussmixError
+from gaussmix.core.exceptions import ArgumentError, GaussmixError
 from gaussmix.core.progress import progress_bar
+from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import check_array, check_choice, check_int, check_param
 from gaussmix.theory.mixture import Mixture
 
@@ -76,7 +77,9 @@ METHODS = ("auto", "lp", "certificate")
 #: logistic fits tried for a certificate before the LP: (solver, max_iter)
 _CERTIFICATE_SOLVERS = (("lbfgs", 100), ("newton-cg", 30))
 #: columns of :func:`separability_fraction`
-COLUMNS = ("alpha", "d", "n", "fraction", "se", "n_separable", "n_datasets", "seed")
+COLUMNS = ("alpha", "d", "n", "fraction", "se", "n_separable", "seeds", "seed")
+#: the column ``seeds`` as tables written before gaussmix 1.0 name it
+OLD_SEEDS_COLUMN = "n_datasets"
 
 
 class LPError(GaussmixError, RuntimeError):
@@ -337,16 +340,17 @@ def _one(
 def _as_dims(mixture: Mixture, d: Any) -> list[int]:
     values = [d] if np.isscalar(d) else list(d)
     if not values:
-        raise ValueError("d must be an integer or a non-empty list of them")
+        raise ArgumentError("d", "must be an integer or a non-empty list of them")
     return [check_dimension(mixture, v) for v in values]
 
 
+@renamed_keywords(n_datasets="seeds")
 def separability_fraction(
     mixture: Mixture,
     alphas: Sequence[float] | np.ndarray,
     *,
     d: int | Sequence[int],
-    n_datasets: int,
+    seeds: int,
     seed: int = 0,
     n_jobs: int = 1,
     progress: bool = False,
@@ -364,7 +368,7 @@ def separability_fraction(
     d : int or sequence of int
         Input dimension(s) (``>= K`` for isotropic mixtures, whose means are realised
         exactly).
-    n_datasets : int
+    seeds : int
         Independent samples per point (each with its own realisation of the means).
     seed : int
         Root seed; sample ``r`` at alpha index ``i`` and dimension ``d`` uses
@@ -382,8 +386,8 @@ def separability_fraction(
     -------
     pandas.DataFrame
         One row per ``(d, alpha)``: ``alpha, d, n, fraction, se`` (binomial standard error
-        ``sqrt(f (1 - f) / n_datasets)``, zero when every sample agrees),
-        ``n_separable, n_datasets, seed``.
+        ``sqrt(f (1 - f) / seeds)``, zero when every sample agrees),
+        ``n_separable, seeds, seed``.
 
     Raises
     ------
@@ -394,9 +398,9 @@ def separability_fraction(
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
     grid = check_array("alphas", alphas, shape=(None,), positive=True)
     if grid.size == 0:
-        raise ValueError("alphas must not be empty")
+        raise ArgumentError("alphas", "must not be empty")
     dims = _as_dims(mixture, d)
-    n_datasets = check_param("seeds", n_datasets, name="n_datasets")
+    seeds = check_param("seeds", seeds)
     seed = check_param("seed", seed)
     n_jobs = check_param("n_jobs", n_jobs)
     check_choice("counts", counts, ("fixed", "random"))
@@ -410,23 +414,23 @@ def separability_fraction(
         (dim, i, r, int(round(a * dim)))
         for dim in dims
         for i, a in enumerate(grid)
-        for r in range(n_datasets)
+        for r in range(seeds)
     ]
     results = _run(mixture, tasks, seed, counts, method, n_jobs, progress)
     rows = []
     for dim in dims:
         for i, a in enumerate(grid):
-            sep = sum(results[(dim, i, r)] for r in range(n_datasets))
-            f = sep / n_datasets
+            sep = sum(results[(dim, i, r)] for r in range(seeds))
+            f = sep / seeds
             rows.append(
                 {
                     "alpha": float(a),
                     "d": dim,
                     "n": int(round(a * dim)),
                     "fraction": f,
-                    "se": float(np.sqrt(f * (1 - f) / n_datasets)),
+                    "se": float(np.sqrt(f * (1 - f) / seeds)),
                     "n_separable": int(sep),
-                    "n_datasets": n_datasets,
+                    "seeds": seeds,
                     "seed": seed,
                 }
             )
@@ -479,7 +483,8 @@ def lp_crossing(table: pd.DataFrame, *, d: int | None = None) -> tuple[float, fl
     Parameters
     ----------
     table : pandas.DataFrame
-        Output of :func:`separability_fraction`.
+        Output of :func:`separability_fraction` (a table written before gaussmix 1.0,
+        whose column ``seeds`` was called ``n_datasets``, is read as well).
     d : int, optional
         The dimension to use (required when the table has several).
 
@@ -494,7 +499,9 @@ def lp_crossing(table: pd.DataFrame, *, d: int | None = None) -> tuple[float, fl
         cross one half inside the alphas of the table (widen them), or it increases with
         alpha.
     """
-    need = {"alpha", "d", "n_separable", "n_datasets"}
+    need = {"alpha", "d", "n_separable", "seeds"}
+    if isinstance(table, pd.DataFrame) and OLD_SEEDS_COLUMN in table.columns:
+        table = table.rename(columns={OLD_SEEDS_COLUMN: "seeds"})
     if not isinstance(table, pd.DataFrame) or not need <= set(table.columns):
         raise ValueError(
             f"table must be a separability_fraction table with columns {sorted(need)}"
@@ -502,14 +509,14 @@ def lp_crossing(table: pd.DataFrame, *, d: int | None = None) -> tuple[float, fl
     dims = sorted(set(table["d"].tolist()))
     if d is None:
         if len(dims) != 1:
-            raise ValueError(f"d must be given: the table has dimensions {dims}")
+            raise ArgumentError("d", f"must be given: the table has dimensions {dims}")
         d = dims[0]
     elif d not in dims:
-        raise ValueError(f"d={d} is not in the table (dimensions {dims})")
+        raise ArgumentError("d", f"{d} is not in the table (dimensions {dims})")
     t = table[table["d"] == d].sort_values("alpha")
     a = t["alpha"].to_numpy(float)
     k = t["n_separable"].to_numpy(float)
-    N = t["n_datasets"].to_numpy(float)
+    N = t["seeds"].to_numpy(float)
     f = k / N
     if not (f.max() > 0.5 and f.min() < 0.5):
         raise ValueError(

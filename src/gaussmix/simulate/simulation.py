@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from gaussmix.core.exceptions import ConvergenceWarning
+from gaussmix.core.exceptions import ArgumentError, ConvergenceWarning
 from gaussmix.core.results import Result
 from gaussmix.core.validation import check_choice, check_int, check_param
 from gaussmix.theory.erm import kkt_residual
@@ -359,9 +359,10 @@ def _check_zero_lam(loss: Loss, pen: Penalty, n: int, d: int) -> None:
             for c in LOSSES
             if c.zero_lam_min_alpha is not None
         ]
-        raise ValueError(
-            f"lam=0 needs {' or '.join(valid)} (got loss={loss.name!r}, penalty={pen.name!r}, "
-            f"n={n}, d={d}); use lam > 0"
+        raise ArgumentError(
+            "lam",
+            f"0 needs {' or '.join(valid)} (got loss={loss.name!r}, penalty={pen.name!r}, "
+            f"n={n}, d={d}); use lam > 0",
         )
 
 
@@ -643,10 +644,11 @@ def check_sample_size(n: int, d: int) -> None:
     """Refuse a sample of ``n`` points in dimension ``d`` beyond :data:`MAX_SAMPLE_ENTRIES`
     numbers (a ValueError naming ``d``), before anything is allocated."""
     if n * d > MAX_SAMPLE_ENTRIES:
-        raise ValueError(
-            f"d must keep a sample of n x d = {n} x {d} points within "
+        raise ArgumentError(
+            "d",
+            f"must keep a sample of n x d = {n} x {d} points within "
             f"{MAX_SAMPLE_ENTRIES:.3g} numbers (it would need {8 * n * d / 2**30:.3g} GiB), "
-            f"got d={d}"
+            f"got d={d}",
         )
 
 

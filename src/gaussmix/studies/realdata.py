@@ -39,6 +39,7 @@ import pandas as pd
 from gaussmix.core.docstrings import shared_doc
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.registry import Registry
+from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.tables import CurveTable
 from gaussmix.core.validation import check_int, check_param, check_param_values
 from gaussmix.data import Dataset, featurize, load_dataset, subsample_indices
@@ -97,7 +98,7 @@ class Clustering:
 
 
 #: the mixtures a data set can be fitted with
-CLUSTERINGS: Registry[Clustering] = Registry("clusters")
+CLUSTERINGS: Registry[Clustering] = Registry("clustering")
 
 
 class _BinaryClasses(Clustering):
@@ -170,11 +171,12 @@ class RealDataProblem:
         return int(self.x_train.shape[1])
 
 
+@renamed_keywords(clusters="clustering")
 def prepare_realdata(
     dataset: str | Dataset,
     task: str | None = None,
     *,
-    clusters: str = "p2",
+    clustering: str = "p2",
     feature_map: Any = None,
     data_dir: str | os.PathLike[str] | None = None,
     download: bool = False,
@@ -188,7 +190,7 @@ def prepare_realdata(
         A name of :data:`gaussmix.data.DATASETS` or a loaded data set (with a task).
     task : str, optional
         The binary task (required with a name).
-    clusters : {'p2', 'pk'}
+    clustering : {'p2', 'pk'}
         The mixture: one cluster per binary class, or one per original class.
     feature_map : object with ``fit(X, y)`` and ``transform(X)``, optional
         Fitted on the training split only and applied to both
@@ -197,7 +199,7 @@ def prepare_realdata(
     data_dir, download
         As in :func:`gaussmix.data.load_dataset`.
     """
-    clustering = CLUSTERINGS.get(clusters)
+    rule = CLUSTERINGS.get(clustering)
     t0 = time.perf_counter()
     if isinstance(dataset, Dataset):
         ds = dataset
@@ -213,7 +215,7 @@ def prepare_realdata(
         ds = featurize(ds, feature_map)
         features = _describe(feature_map)
     x_train, x_test = ds.x_train, ds.x_test
-    c_train, c_test, labels = clustering.clusters(ds)
+    c_train, c_test, labels = rule.clusters(ds)
     t1 = time.perf_counter()
     mixture = Mixture.from_data(
         np.concatenate([x_train, x_test]), np.concatenate([c_train, c_test]), labels=labels
@@ -222,7 +224,7 @@ def prepare_realdata(
         "dataset": ds.name,
         "task": ds.task.name if ds.task is not None else None,
         "source": ds.source,
-        "clusters": clustering.name,
+        "clustering": rule.name,
         "features": features,
         "load_seconds": t_load,
         "fit_seconds": time.perf_counter() - t1,

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from gaussmix.core.exceptions import SchedulerLostError
+from gaussmix.core.renames import renamed_keywords
 
 from .tasks import Task, run_point, run_points, run_stream
 
@@ -72,23 +73,24 @@ def check_scheduler_address(address: Any) -> str:
     return address
 
 
+@renamed_keywords(jobs="n_jobs")
 @contextlib.contextmanager
 def open_executor(
-    backend: str, *, jobs: int = -1, scheduler: Any = None, connect_timeout: Any = None
+    backend: str, *, n_jobs: int = -1, scheduler: Any = None, connect_timeout: Any = None
 ) -> Iterator[Runner]:
     """The runner of ``backend`` (``'serial'``, ``'joblib'`` or ``'dask'``).
 
-    ``jobs``: joblib workers (joblib convention) and workers of the LocalCluster that
+    ``n_jobs``: joblib workers (joblib convention) and workers of the LocalCluster that
     ``'dask'`` starts without ``scheduler`` (an address or a ``distributed.Client``).
     Raises :class:`SchedulerError` when the scheduler cannot be reached.
     """
     if backend == "serial":
         yield _run_serial
     elif backend == "joblib":
-        yield functools.partial(_run_joblib, jobs=jobs)
+        yield functools.partial(_run_joblib, n_jobs=n_jobs)
     elif backend == "dask":
         timeout = CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
-        with _dask_client(scheduler, jobs, timeout) as client:
+        with _dask_client(scheduler, n_jobs, timeout) as client:
             yield functools.partial(_run_dask, client)
     else:
         raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}")
@@ -101,10 +103,10 @@ def _run_serial(tasks: Sequence[Task]) -> Iterator[tuple[str, bytes]]:
         yield from run_stream(tasks)
 
 
-def _run_joblib(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[str, bytes]]:
+def _run_joblib(tasks: Sequence[Task], n_jobs: int) -> Iterator[tuple[str, bytes]]:
     from joblib import Parallel, delayed, effective_n_jobs, parallel_config
 
-    if effective_n_jobs(jobs) == 1 or len(tasks) == 1:
+    if effective_n_jobs(n_jobs) == 1 or len(tasks) == 1:
         yield from _run_serial(tasks)
         return
     # loky's executor options (joblib passes them through): each worker ignores Ctrl-C
@@ -112,7 +114,7 @@ def _run_joblib(tasks: Sequence[Task], jobs: int) -> Iterator[tuple[str, bytes]]
     workers = {"initializer": _worker_init, "initargs": (os.getpid(),)}
     with parallel_config(backend="loky", inner_max_num_threads=1, **workers):
         with _sigint_blocked():  # the workers start with it blocked (then ignored)
-            gen = Parallel(n_jobs=jobs, return_as="generator_unordered")(
+            gen = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
                 delayed(run_point)(t) for t in tasks
             )
         yield from gen
@@ -150,9 +152,9 @@ def _worker_init(parent: int) -> None:
 
 
 @contextlib.contextmanager
-def _dask_client(scheduler: Any, jobs: int, timeout: Any) -> Iterator[Any]:
+def _dask_client(scheduler: Any, n_jobs: int, timeout: Any) -> Iterator[Any]:
     """A connected ``distributed.Client``: ``scheduler`` itself when it is a client, else
-    one connected to the address, or to a new LocalCluster of ``jobs`` workers."""
+    one connected to the address, or to a new LocalCluster of ``n_jobs`` workers."""
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:  # pragma: no cover
@@ -167,7 +169,7 @@ def _dask_client(scheduler: Any, jobs: int, timeout: Any) -> Iterator[Any]:
         from joblib import effective_n_jobs
 
         cluster = LocalCluster(
-            n_workers=effective_n_jobs(jobs),
+            n_workers=effective_n_jobs(n_jobs),
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,

@@ -14,6 +14,7 @@ from typing import Any
 
 from gaussmix.core.exceptions import ConvergenceWarning, SchedulerLostError
 from gaussmix.core.progress import progress_bar
+from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import check_param
 
 from .checkpoint import Checkpoint, checkpoint_path
@@ -47,7 +48,7 @@ def as_spec_grid(points: Any) -> SpecGrid:
 
 
 def _check_arguments(
-    backend: str | None, jobs: Any, scheduler: Any, fsync_interval: Any
+    backend: str | None, n_jobs: Any, scheduler: Any, fsync_interval: Any
 ) -> tuple[str, float]:
     """The backend (its default) and fsync interval; ValueError naming a bad argument."""
     if backend is None:
@@ -60,20 +61,21 @@ def _check_arguments(
         raise ValueError(f"scheduler is only used with backend='dask', got backend={backend!r}")
     if isinstance(scheduler, str):
         check_scheduler_address(scheduler)
-    check_param("n_jobs", jobs, name="jobs")
+    check_param("n_jobs", n_jobs)
     interval = float(fsync_interval)
     if not interval >= 0:
         raise ValueError(f"fsync_interval must be >= 0, got {interval}")
     return backend, interval
 
 
+@renamed_keywords(jobs="n_jobs")
 def sweep(
     points: SpecGrid | Sequence[PointSpec] | Any,
     *,
     out: str | os.PathLike | None = None,
     checkpoint: str | os.PathLike | None = None,
     backend: str | None = None,
-    jobs: int = -1,
+    n_jobs: int = -1,
     scheduler: Any = None,
     progress: bool = True,
     fsync_interval: float = 1.0,
@@ -93,7 +95,7 @@ def sweep(
         Without ``out`` and ``checkpoint`` nothing is written.
     backend : {'joblib', 'dask', 'serial'}, optional
         Default: ``'dask'`` when ``scheduler`` is given, else ``'joblib'``.
-    jobs : int
+    n_jobs : int
         Workers for joblib (joblib convention, -1 = all cores) and for a LocalCluster
         started by ``backend='dask'`` without scheduler.
     scheduler : str or distributed.Client, optional
@@ -126,7 +128,7 @@ def sweep(
     """
     t0 = time.perf_counter()
     grid = as_spec_grid(points)
-    backend, interval = _check_arguments(backend, jobs, scheduler, fsync_interval)
+    backend, interval = _check_arguments(backend, n_jobs, scheduler, fsync_interval)
     out_path = Path(out) if out is not None else None
     ck_path = Path(checkpoint) if checkpoint is not None else None
     if ck_path is None and out_path is not None:
@@ -135,7 +137,7 @@ def sweep(
     executor = functools.partial(
         open_executor,
         backend,
-        jobs=int(jobs),
+        n_jobs=int(n_jobs),
         scheduler=scheduler,
         connect_timeout=connect_timeout,
     )

@@ -42,12 +42,20 @@ __all__ = [
     "check_points",
     "check_simulation",
     "describe_point",
+    "current_params",
+    "VERSION3_PARAM_NAMES",
     "CHECKPOINT_VERSION",
     "MAX_POINTS",
 ]
 
 #: version 3: point keys from the spec's params (library objects, no command-line names)
 CHECKPOINT_VERSION = 3
+#: ``params`` keys renamed in gaussmix 1.0 (new name -> name in checkpoints of version 3):
+#: a point's key hashes its ``params`` under the old names, so that a checkpoint written
+#: before the renaming still resumes; the rows read back from it carry the new names
+#: (:func:`current_params`)
+VERSION3_PARAM_NAMES = {"n_clusters": "clusters"}
+_CURRENT_PARAM_NAMES = {old: new for new, old in VERSION3_PARAM_NAMES.items()}
 #: largest number of points in a sweep
 MAX_POINTS = 1_000_000
 #: the spec fields that the key and the provenance read (besides params and simulate)
@@ -260,11 +268,18 @@ def point_key(spec: PointSpec, *, fingerprint: str | None = None) -> str:
         "v": CHECKPOINT_VERSION,
         "mode": spec.mode,
         "mixture": mixture_fingerprint(spec.mixture) if fingerprint is None else fingerprint,
-        "params": spec.params,
+        "params": {VERSION3_PARAM_NAMES.get(k, k): v for k, v in spec.params.items()},
         "settings": spec.settings(),
         "simulate": None if spec.simulate is None else spec.simulate.as_dict(),
     }
     return hashlib.sha256(dumps(data, sort_keys=True)).hexdigest()[:20]
+
+
+def current_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` (of a row read from a checkpoint) with the names of today: a row written
+    before gaussmix 1.0 says ``clusters`` for ``n_clusters``
+    (:data:`VERSION3_PARAM_NAMES`)."""
+    return {_CURRENT_PARAM_NAMES.get(k, k): v for k, v in params.items()}
 
 
 def _keys(points: Sequence[PointSpec]) -> tuple[str, ...]:

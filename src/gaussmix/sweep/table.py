@@ -28,7 +28,7 @@ from gaussmix.core.jsonio import dumps, loads, plain
 from gaussmix.core.results import Result
 from gaussmix.core.version import __version__
 
-from .spec import SpecGrid, describe_point
+from .spec import SpecGrid, current_params, describe_point
 from .tasks import NESTED_KEYS
 
 __all__ = ["SweepResult", "matrix_dims", "write_csv_atomic", "csv_bytes"]
@@ -156,6 +156,8 @@ def read_table(
     for i, (spec, line) in enumerate(zip(grid.points, lines)):
         rec = loads(line)
         row = rec["row"]
+        if isinstance(row.get("params"), dict):  # a row of a checkpoint of version 3
+            row["params"] = current_params(row["params"])
         if not row.get("converged"):
             failed += 1
         for cat, msg in rec.get("warnings", ()):

@@ -68,6 +68,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from gaussmix.core.exceptions import ArgumentError
 from gaussmix.core.results import Result
 from gaussmix.core.validation import check_param
 
@@ -153,17 +154,19 @@ def _check_mixture(mixture: Any) -> Mixture:
     if not isinstance(mixture, Mixture):
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
     if mixture.covariance.structure != "spectral" or mixture.n_atoms != 1:
-        raise ValueError(
-            "mixture: the Bayes-optimal error is available only for isotropic covariances "
+        raise ArgumentError(
+            "mixture",
+            ": the Bayes-optimal error is available only for isotropic covariances "
             "Sigma_c = Delta_c I (Mixture.isotropic); this mixture "
             f"(model {mixture.kind!r}) has {mixture.n_atoms} blocks of directions with "
-            "their own variances"
+            "their own variances",
         )
     cc = mixture.labels.cluster_class
     if np.unique(cc).size != cc.size:
-        raise ValueError(
-            "mixture: the Bayes-optimal error is available only when every cluster has its "
-            f"own label; this label map gives the clusters the classes {cc.tolist()}"
+        raise ArgumentError(
+            "mixture",
+            ": the Bayes-optimal error is available only when every cluster has its "
+            f"own label; this label map gives the clusters the classes {cc.tolist()}",
         )
     return mixture
 
@@ -276,10 +279,11 @@ def bayes_optimal_error(mixture: Mixture, alpha: float) -> BayesOptimalResult:
             tie = (var <= _TIE_TOL * scale) & (np.abs(mean) <= _TIE_TOL * scale)
             if np.any(tie):
                 k = others[int(np.argmax(tie))]
-                raise ValueError(
-                    f"mixture: clusters {c} and {k} cannot be told apart at alpha={alpha:g} "
+                raise ArgumentError(
+                    "mixture",
+                    f": clusters {c} and {k} cannot be told apart at alpha={alpha:g} "
                     "(same variance, prior and learned mean): the Bayes error depends on "
-                    "how ties are broken"
+                    "how ties are broken",
                 )
             p, e = orthant_probability(mean, cov)
             errors[c] = 1.0 - p

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from gaussmix.core.exceptions import ArgumentError
 from gaussmix.core.validation import check_int, check_param
 
 from .penalties import Penalty, make_penalty
@@ -80,7 +81,7 @@ def feature_scale(d: int) -> float:
 def _positive_lam(lam: Any, what: str) -> float:
     v = check_param("lam", lam)
     if v == 0.0:
-        raise ValueError(f"lam must be > 0 for {what}, got lam=0")
+        raise ArgumentError("lam", f"must be > 0 for {what}, got lam=0")
     return v
 
 

@@ -49,6 +49,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import lapack
 
+from gaussmix.core.exceptions import ArgumentError
+
 from .linalg import one_blas_thread
 from .mixture import DenseCovariance
 
@@ -156,9 +158,10 @@ def dense_ridge_terms(
         If ``lam I + sum_k Vhat_k (x) Sigma_k`` is not numerically positive definite.
     """
     if not lam > 0.0:
-        raise ValueError(
-            f"lam must be > 0 on a dense covariance structure (its covariances may be "
-            f"singular, and lam = 0 leaves the weights undetermined there); got lam={lam:g}"
+        raise ArgumentError(
+            "lam",
+            f"must be > 0 on a dense covariance structure (its covariances may be "
+            f"singular, and lam = 0 leaves the weights undetermined there); got lam={lam:g}",
         )
     with one_blas_thread():
         return _dense_ridge_terms(cov, lam, Qhat, Mhat, Vhat, details)

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from gaussmix.core.exceptions import ArgumentError
 from gaussmix.core.registry import Registry
 
 from .penalties import Penalty, Ridge
@@ -174,15 +175,17 @@ class Loss:
     def check_labels(self, labels: Any) -> None:
         """Raise a ValueError unless ``labels`` (a LabelMap) are of the kind this loss needs."""
         if self.labels == "binary" and not labels.is_binary:
-            raise ValueError(
-                f"loss={self.name!r} needs binary labels (+1/-1, labels='binary', 2 clusters or "
+            raise ArgumentError(
+                "loss",
+                f"{self.name!r} needs binary labels (+1/-1, labels='binary', 2 clusters or "
                 f"a custom +-1 map); got {labels.kind} labels of dimension {labels.dim} — use "
-                "loss='cross-entropy' for one-hot multi-class labels"
+                "loss='cross-entropy' for one-hot multi-class labels",
             )
         if self.labels == "onehot" and not labels.is_onehot:
-            raise ValueError(
-                f"loss={self.name!r} needs one-hot labels; got {labels.kind} labels of "
-                f"dimension {labels.dim} — use loss='logistic' for binary +-1 labels"
+            raise ArgumentError(
+                "loss",
+                f"{self.name!r} needs one-hot labels; got {labels.kind} labels of "
+                f"dimension {labels.dim} — use loss='logistic' for binary +-1 labels",
             )
 
     def check_simulation_penalty(self, penalty: Penalty) -> None:
@@ -190,9 +193,10 @@ class Loss:
         allowed = self.simulation_penalties
         if allowed is not None and not isinstance(penalty, allowed):
             names = ", ".join(repr(p.name) for p in allowed)
-            raise ValueError(
-                f"penalty={penalty.name!r} with loss={self.name!r} has no exact solver here; "
-                f"use penalty={names}"
+            raise ArgumentError(
+                "penalty",
+                f"{penalty.name!r} with loss={self.name!r} has no exact solver here; "
+                f"use penalty={names}",
             )
 
     def fit_erm(

@@ -85,7 +85,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import ndtr, ndtri, wofz
 
-from gaussmix.core.exceptions import GaussmixError
+from gaussmix.core.exceptions import ArgumentError, GaussmixError
 from gaussmix.core.jsonio import plain
 from gaussmix.core.results import Result
 from gaussmix.core.validation import check_int, check_real
@@ -139,6 +139,11 @@ class SeparabilityError(GaussmixError, ValueError):
     ``alpha <= alpha*``)."""
 
 
+class ZeroPenaltyError(SeparabilityError, ArgumentError):
+    """``lam = 0`` asked for on the side of the separability threshold where the
+    maximum-likelihood estimator does not exist (an :class:`ArgumentError` naming ``lam``)."""
+
+
 # --------------------------------------------------------------------------- nodes
 @dataclass(frozen=True)
 class QMCNodes:
@@ -186,10 +191,11 @@ def margin_problem(mixture: Mixture, alpha: float) -> Problem:
     if not isinstance(mixture, Mixture):
         raise TypeError(f"mixture must be a gaussmix.Mixture, got {type(mixture).__name__}")
     if mixture.covariance.structure == "dense":
-        raise ValueError(
-            "mixture: the separability threshold (the max-margin limit lam -> 0+) is not "
+        raise ArgumentError(
+            "mixture",
+            ": the separability threshold (the max-margin limit lam -> 0+) is not "
             "available for a dense covariance structure, whose ridge prior needs lam > 0; "
-            f"this mixture's is {mixture.covariance.describe()!r}"
+            f"this mixture's is {mixture.covariance.describe()!r}",
         )
     labels = mixture.labels
     if labels.is_onehot and labels.n_clusters == labels.dim:
@@ -1189,17 +1195,19 @@ def check_not_separable(mixture: Mixture, alpha: float, loss_name: str = "logist
     refused too."""
     est = cached_threshold(mixture)
     if not est.success:
-        raise SeparabilityError(
-            f"lam=0 is only valid for loss={loss_name!r} above the separability threshold, "
-            f"which could not be computed for this mixture ({est.message}); use lam > 0"
+        raise ZeroPenaltyError(
+            "lam",
+            f"0 is only valid for loss={loss_name!r} above the separability threshold, "
+            f"which could not be computed for this mixture ({est.message}); use lam > 0",
         )
     margin = max(4.0 * est.std_error, 1e-9 * est.alpha_star)
     if alpha <= est.alpha_star + margin:
-        raise SeparabilityError(
-            f"lam=0 is only valid for loss={loss_name!r} above the separability threshold: "
+        raise ZeroPenaltyError(
+            "lam",
+            f"0 is only valid for loss={loss_name!r} above the separability threshold: "
             "the maximum-likelihood estimator does not exist, the training data are "
             f"linearly separable for alpha < alpha* = {est.alpha_star:.4g} "
-            f"({_describe(mixture)}), got alpha={alpha:g}; use lam > 0 or max_margin"
+            f"({_describe(mixture)}), got alpha={alpha:g}; use lam > 0 or max_margin",
         )
 
 

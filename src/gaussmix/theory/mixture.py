@@ -43,6 +43,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
+from gaussmix.core.exceptions import ArgumentError
 from gaussmix.core.registry import Registry
 from gaussmix.core.validation import (
     PARAMETERS,
@@ -107,10 +108,10 @@ class LabelMap:
         if y.ndim == 1:
             y = y[:, None]
         if y.ndim != 2 or y.shape[0] < 2 or y.shape[1] < 1:
-            raise ValueError(f"labels must have shape (K, L) with K >= 2, got {y.shape}")
+            raise ArgumentError("labels", f"must have shape (K, L) with K >= 2, got {y.shape}")
         classes, inverse = np.unique(y, axis=0, return_inverse=True)
         if classes.shape[0] < 2:
-            raise ValueError("labels must contain at least two distinct label vectors")
+            raise ArgumentError("labels", "must contain at least two distinct label vectors")
         object.__setattr__(self, "labels", y)
         object.__setattr__(self, "classes", classes)
         object.__setattr__(self, "cluster_class", np.asarray(inverse).reshape(-1))
@@ -145,8 +146,8 @@ class LabelMap:
         else:
             lm = cls(np.asarray(spec, dtype=float))
         if lm.n_clusters != n_clusters:
-            raise ValueError(
-                f"labels has {lm.n_clusters} rows but the mixture has {n_clusters} clusters"
+            raise ArgumentError(
+                "labels", f"has {lm.n_clusters} rows but the mixture has {n_clusters} clusters"
             )
         return lm
 
@@ -194,7 +195,7 @@ def mean_gram(kind: str, n_clusters: int) -> np.ndarray:
         return np.eye(k)
     if kind == "antipodal":
         if k != 2:
-            raise ValueError(f"means='antipodal' needs exactly 2 clusters, got {k}")
+            raise ArgumentError("means", f"'antipodal' needs exactly 2 clusters, got {k}")
         return np.array([[1.0, -1.0], [-1.0, 1.0]])
     return k / (k - 1) * (np.eye(k) - np.ones((k, k)) / k)
 
@@ -389,9 +390,10 @@ class SpectralLaw(_Structure):
         directions."""
         d = check_param("d", d, name=name)
         if self.mu is not None and d != self.n_atoms:
-            raise ValueError(
-                f"{name} must equal {self.n_atoms}, the number of directions of this "
-                f"empirical spectral law, got {d}"
+            raise ArgumentError(
+                name,
+                f"must equal {self.n_atoms}, the number of directions of this empirical "
+                f"spectral law, got {d}",
             )
         return d
 
@@ -433,9 +435,10 @@ class IsotropicLaw(SpectralLaw):
         d = check_param("d", d, name=name)
         k = self.n_clusters
         if d < k:
-            raise ValueError(
-                f"{name} must be >= the number of clusters K={k} to realise the Gram matrix "
-                f"of the means exactly, got {d}"
+            raise ArgumentError(
+                name,
+                f"must be >= the number of clusters K={k} to realise the Gram matrix of the "
+                f"means exactly, got {d}",
             )
         return d
 
@@ -499,7 +502,7 @@ class DenseCovariance(_Structure):
         mu = check_array("means", self.means, shape=(None, None))
         k, d = mu.shape
         if k < 2 or d < 1:
-            raise ValueError(f"means must have shape (K, d) with K >= 2, got {mu.shape}")
+            raise ArgumentError("means", f"must have shape (K, d) with K >= 2, got {mu.shape}")
         cov = check_array("covariances", self.covariances, shape=(k, d, d))
         scale = float(np.abs(cov).max(initial=0.0))
         asym = float(np.abs(cov - np.swapaxes(cov, 1, 2)).max(initial=0.0))
@@ -593,9 +596,9 @@ class DenseCovariance(_Structure):
         """Only the structure's own dimension."""
         d = check_param("d", d, name=name)
         if d != self.dim:
-            raise ValueError(
-                f"{name} must equal the dimension {self.dim} of the mixture's full "
-                f"covariances, got {d}"
+            raise ArgumentError(
+                name,
+                f"must equal the dimension {self.dim} of the mixture's full covariances, got {d}",
             )
         return d
 
@@ -778,14 +781,14 @@ class Mixture:
         """
         f = check_array("fractions", fractions, shape=(None,), positive=True)
         if abs(f.sum() - 1.0) > 1e-9:
-            raise ValueError(f"fractions must sum to 1, got {f.sum():.12g}")
+            raise ArgumentError("fractions", f"must sum to 1, got {f.sum():.12g}")
         nb = f.size
         dl = check_array("deltas", deltas, positive=True)
         k = infer_n_clusters(n_clusters, rho=rho, means=means, labels=labels)
         if dl.ndim == 1:
             if dl.shape != (nb,):
-                raise ValueError(
-                    f"deltas must have one entry per block ({nb}), got shape {dl.shape}"
+                raise ArgumentError(
+                    "deltas", f"must have one entry per block ({nb}), got shape {dl.shape}"
                 )
             sigma = np.repeat(dl[:, None], k, axis=1)
         elif dl.shape == (nb, k):
@@ -1149,9 +1152,10 @@ def _data_labels(labels: Any, ids: list) -> LabelMap:
     k = len(ids)
     if isinstance(labels, str) and labels == "binary":  # the ids are the +-1 labels
         if sorted(ids) != [-1, 1]:
-            raise ValueError(
-                f"labels='binary' needs the cluster ids to be exactly -1 and +1, got {ids}; "
-                "pass a mapping {cluster id: +1 or -1}"
+            raise ArgumentError(
+                "labels",
+                f"'binary' needs the cluster ids to be exactly -1 and +1, got {ids}; "
+                "pass a mapping {cluster id: +1 or -1}",
             )
         return LabelMap(np.asarray(ids, dtype=float)[:, None], kind="binary")
     if isinstance(labels, Mapping):
@@ -1353,8 +1357,8 @@ def infer_n_clusters(
     first_name, first = next(iter(ks.items()))
     for name, value in ks.items():
         if value != first:
-            raise ValueError(
-                f"shapes disagree: {first_name} implies {first} clusters, {name} implies {value}"
+            raise ArgumentError(
+                name, f"implies {value} clusters, but {first_name} implies {first}"
             )
     if first < 2:
         raise ValueError(
@@ -1370,7 +1374,9 @@ LABEL_MAPS: Registry[Callable[[int], LabelMap]] = Registry("label map", "labels"
 
 def _binary_labels(n_clusters: int) -> LabelMap:
     if n_clusters != 2:
-        raise ValueError(f"labels='binary' needs exactly 2 clusters, got n_clusters={n_clusters}")
+        raise ArgumentError(
+            "labels", f"'binary' needs exactly 2 clusters, got n_clusters={n_clusters}"
+        )
     return LabelMap.binary()
 
 

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from gaussmix.core.exceptions import ArgumentError
 from gaussmix.core.registry import Registry
 from gaussmix.core.validation import check_real
 
@@ -168,9 +169,10 @@ class ElasticNet(Penalty):
     @classmethod
     def from_l1_ratio(cls, l1_ratio: float | None) -> Penalty:
         if l1_ratio is None:
-            raise ValueError(
-                "penalty='elastic-net' needs l1_ratio in [0, 1] "
-                "(r(w) = l1_ratio |w|_1 + (1 - l1_ratio) |w|^2 / 2); got l1_ratio=None"
+            raise ArgumentError(
+                "penalty",
+                "'elastic-net' needs l1_ratio in [0, 1] "
+                "(r(w) = l1_ratio |w|_1 + (1 - l1_ratio) |w|^2 / 2); got l1_ratio=None",
             )
         return cls(check_real("l1_ratio", l1_ratio, low=0.0, high=1.0))
 
@@ -189,9 +191,10 @@ def _implied(name: str, l1_ratio: float | None, implied: float) -> None:
         return
     r = check_real("l1_ratio", l1_ratio, low=0.0, high=1.0)
     if r != implied:
-        raise ValueError(
-            f"l1_ratio={r:g} contradicts penalty={name!r} (which means l1_ratio={implied:g}); "
-            "use penalty='elastic-net' for a mixture of l1 and l2"
+        raise ArgumentError(
+            "l1_ratio",
+            f"{r:g} contradicts penalty={name!r} (which means l1_ratio={implied:g}); "
+            "use penalty='elastic-net' for a mixture of l1 and l2",
         )
 
 
@@ -214,6 +217,8 @@ def make_penalty(penalty: str | Penalty = "l2", l1_ratio: float | None = None) -
     """
     if isinstance(penalty, Penalty):
         if l1_ratio is not None and float(l1_ratio) != penalty.l1_ratio:
-            raise ValueError(f"l1_ratio={l1_ratio!r} contradicts the penalty object {penalty!r}")
+            raise ArgumentError(
+                "l1_ratio", f"{l1_ratio!r} contradicts the penalty object {penalty!r}"
+            )
         return penalty
     return PENALTIES.get(penalty).from_l1_ratio(l1_ratio)

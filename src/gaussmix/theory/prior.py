@@ -44,6 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
+from gaussmix.core.exceptions import ArgumentError
+
 from .dense import dense_ridge_terms
 from .lasso import gaussian_l1_moments
 from .mixture import Mixture
@@ -371,9 +373,10 @@ def prior_for(penalty: Penalty, mixture: Mixture) -> Callable[..., PriorResult]:
     structure = mixture.covariance.structure
     fn = PRIORS.get((type(penalty), structure))
     if fn is None:
-        raise ValueError(
-            f"penalty={penalty.name!r} is not available on a {structure!r} covariance "
-            "structure (no prior is registered for the pair)"
+        raise ArgumentError(
+            "penalty",
+            f"{penalty.name!r} is not available on a {structure!r} covariance "
+            "structure (no prior is registered for the pair)",
         )
     return fn
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gaussmix.core.exceptions import ArgumentError
 from gaussmix.core.validation import ALPHA_MAX as ALPHA_MAX
 from gaussmix.core.validation import ALPHA_MIN as ALPHA_MIN
 from gaussmix.core.validation import LAM_MAX as LAM_MAX
@@ -202,30 +203,34 @@ def _check_zero_lam(
     separability: SeparabilityCheck,
 ) -> None:
     if not pen.allows_zero_lam:
-        raise ValueError(
-            f"lam=0 with penalty={pen.name!r} (basis pursuit) is the boundary lam -> 0+ "
+        raise ArgumentError(
+            "lam",
+            f"0 with penalty={pen.name!r} (basis pursuit) is the boundary lam -> 0+ "
             "and is not solved directly; use a small positive lam, or "
-            "gaussmix.optimal_lambda, which detects a lam -> 0+ optimum"
+            "gaussmix.optimal_lambda, which detects a lam -> 0+ optimum",
         )
     if loss.zero_lam_above_separability:
         if mixture is None:
-            raise ValueError(
-                f"lam=0 is only valid for loss={loss.name!r} above the separability threshold "
-                "of the mixture, which this check needs (pass mixture=, or use make_problem)"
+            raise ArgumentError(
+                "lam",
+                f"0 is only valid for loss={loss.name!r} above the separability threshold "
+                "of the mixture, which this check needs (pass mixture=, or use make_problem)",
             )
         separability(mixture, alpha, loss.name)
         return
     bound = loss.zero_lam_min_alpha
     if bound is None:
-        raise ValueError(
-            f"lam=0 is not valid for loss={loss.name!r} (without a penalty its minimiser "
-            "does not exist or is not unique): lam must be > 0; use a small positive lam"
+        raise ArgumentError(
+            "lam",
+            f"0 is not valid for loss={loss.name!r} (without a penalty its minimiser "
+            "does not exist or is not unique): lam must be > 0; use a small positive lam",
         )
     if not alpha > bound:
-        raise ValueError(
-            f"lam=0 is only valid for loss={loss.name!r} with alpha > {bound:g} (the "
+        raise ArgumentError(
+            "lam",
+            f"0 is only valid for loss={loss.name!r} with alpha > {bound:g} (the "
             f"minimiser is not unique otherwise); got alpha={alpha:g}. Use a small positive "
-            "lam."
+            "lam.",
         )
 
 
