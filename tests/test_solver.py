@@ -343,7 +343,7 @@ def test_fixed_point_state_is_public_and_a_fixed_point_of_its_map():
 
 # ----------------------------------------------------------------------------- status
 def test_error_class_follows_the_status_not_the_message(monkeypatch):
-    import gaussmix.theory.solver as solver
+    import gaussmix.theory.fixed_point as fixed_point
     from gaussmix.theory.solver import FixedPointMap, IterationStatus
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
@@ -358,7 +358,7 @@ def test_error_class_follows_the_status_not_the_message(monkeypatch):
             gm.solve(mix, "square", **kw)
         assert type(exc.value) is gm.ConvergenceError
         assert exc.value.result.status is IterationStatus.MAP_FAILED
-    real = solver.prior_update
+    real = fixed_point.prior_update  # the map's prior
 
     def nan_prior(*args, **kwargs):
         pr = real(*args, **kwargs)
@@ -367,7 +367,7 @@ def test_error_class_follows_the_status_not_the_message(monkeypatch):
         return pr
 
     with monkeypatch.context() as m:
-        m.setattr(solver, "prior_update", nan_prior)
+        m.setattr(fixed_point, "prior_update", nan_prior)
         with pytest.raises(gm.SpuriousFixedPointError, match="NaN or infinite") as exc:
             gm.solve(mix, "square", **kw)
         assert exc.value.result.status is IterationStatus.NON_FINITE

@@ -53,7 +53,7 @@ _EXPORTS = {
     "make_penalty": "gaussmix.theory.penalties",
     "make_problem": "gaussmix.theory.api",
     "GaussHermite": "gaussmix.theory.quadrature",
-    "FixedPointResult": "gaussmix.theory.solver",
+    "FixedPointResult": "gaussmix.theory.results",
     "solve": "gaussmix.theory.api",
     "BayesOptimalResult": "gaussmix.theory.bayes",
     "bayes_optimal_error": "gaussmix.theory.bayes",
@@ -111,7 +111,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .theory.outputs import OBSERVABLES
     from .theory.penalties import PENALTIES, make_penalty
     from .theory.quadrature import GaussHermite
-    from .theory.solver import FixedPointResult
+    from .theory.results import FixedPointResult
 
 
 #: subpackages reachable as attributes (``gm.figures.atlas()``), imported on first use;
