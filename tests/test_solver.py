@@ -443,3 +443,43 @@ def test_integration_warning_says_when_no_finer_rule_is_admissible():
     assert len(texts) == 1, texts
     assert "no finer rule is admissible (at most 360 nodes per dimension)" in texts[0]
     assert "GaussHermite(n, dim)" not in texts[0]
+
+
+def test_the_iteration_is_a_pure_init_step_terminate():
+    """Stepping a FixedPointIteration by hand gives iterate's outcome to the bit, a step
+    leaves the state it was given untouched, and terminate stops at max_iter."""
+    from gaussmix.theory.api import make_problem
+    from gaussmix.theory.fixed_point import FixedPointMap, start_state
+    from gaussmix.theory.iteration import AndersonState, FixedPointIteration, iterate
+    from gaussmix.theory.quadrature import GaussHermite
+
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    problem = make_problem(mix, "cross-entropy", lam=0.5, alpha=1.0)
+    rule = GaussHermite(12, 2)
+    x0 = start_state(problem, None)
+    kw = dict(tol=1e-10, max_iter=200, damping=1.0)
+    ref = iterate(FixedPointMap(problem, rule), x0, AndersonState.init(6), **kw)
+    assert ref.converged and ref.n_iter > 3
+
+    solver = FixedPointIteration(**kw)
+    T = FixedPointMap(problem, rule)
+    s = solver.init(T, x0, AndersonState.init(6))
+    residuals = []
+    while not solver.terminate(s):
+        before = s.x.copy()
+        s2 = solver.step(T, s)
+        np.testing.assert_array_equal(s.x, before)  # the step returned a new state
+        assert s2.n_iter == s.n_iter + 1
+        residuals.append(s2.residual)
+        s = s2
+    out = solver.outcome(s)
+    assert out.status is ref.status and out.n_iter == ref.n_iter
+    np.testing.assert_array_equal(out.x, ref.x)
+    assert out.residual == ref.residual == residuals[-1] < kw["tol"]
+
+    short = FixedPointIteration(tol=1e-10, max_iter=2, damping=1.0)
+    s = short.init(T, x0, AndersonState.init(6))
+    while not short.terminate(s):
+        s = short.step(T, s)
+    out = short.outcome(s)
+    assert out.n_iter == 2 and out.status.name == "MAX_ITER" and "2 iterations" in out.message

@@ -7,15 +7,17 @@ jaxopt's ``AndersonAcceleration``) to an :class:`IterationOutcome` whose
 :class:`IterationStatus` says why it stopped.  Convergence is declared when
 ``max_i |T(x)_i - x_i| / s_i < tol`` (:func:`~gaussmix.theory.state.residual_scale`).
 
-No I/O and no warnings: what happened is in the outcome; the solver
-(:mod:`gaussmix.theory.solver`) reports it.
+The iteration is a pure :class:`FixedPointIteration` (``init`` / ``step`` / ``terminate``
+over an immutable :class:`IterationState`, in the spirit of optimistix's solvers); the loop
+that drives it is :func:`iterate`.  No I/O and no warnings: what happened is in the outcome;
+the solver (:mod:`gaussmix.theory.solver`) reports it.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,7 +36,14 @@ from .tolerances import (
 if TYPE_CHECKING:
     from .fixed_point import FixedPointMap
 
-__all__ = ["IterationStatus", "AndersonState", "IterationOutcome", "iterate"]
+__all__ = [
+    "IterationStatus",
+    "AndersonState",
+    "IterationOutcome",
+    "IterationState",
+    "FixedPointIteration",
+    "iterate",
+]
 
 #: consecutive images T(x) outside the cone of valid states (a ``Q_c`` that is not positive
 #: semi-definite) after which a fixed point is reported spurious (docs/design.md pitfall 5): the
@@ -186,33 +195,55 @@ class IterationOutcome:
         return self.status is IterationStatus.CONVERGED
 
 
-def iterate(
-    T: FixedPointMap,
-    x0: np.ndarray,
-    anderson: AndersonState,
-    **kw: Any,
-) -> IterationOutcome:
-    """:func:`_iterate_checked` with numpy's floating-point warnings off: a trial state far
-    from the fixed point (an Anderson extrapolation) can overflow inside the map, and its
-    image is then rejected by the explicit finiteness test, not reported as a
-    RuntimeWarning."""
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        return _iterate_checked(T, x0, anderson, **kw)
+@dataclass(frozen=True)
+class IterationState:
+    """The state of a :class:`FixedPointIteration` between two evaluations of the map.
+
+    Attributes
+    ----------
+    x : ndarray
+        The state at which the map is evaluated next.
+    n_iter : int
+        Evaluations of the map so far.
+    anderson : AndersonState
+        The secant history, in the chart's coordinates.
+    chart : LogChart or None
+        The coordinates of the mixing (None: the state itself).
+    last : tuple of ndarray or None
+        ``(y, T(x))`` of the last accepted evaluation, in chart coordinates (where a failed
+        evaluation retreats to; None after a restart).
+    best : float
+        Smallest step ``max |T(x) - x| / max(1, |x|)`` seen (the divergence test).
+    damping : float
+        Current mixing parameter (halved by retreats and restarts).
+    residual : float
+        Last scaled residual ``max |T(x) - x| / s`` (inf before the first evaluation).
+    invalid_images : int
+        Consecutive images with a ``Q_c`` that is not positive semi-definite.
+    evaluated : bool
+        Whether the last step computed a residual (the callback reports it).
+    outcome : IterationOutcome or None
+        Set by the step that ended the iteration.
+    """
+
+    x: np.ndarray
+    n_iter: int
+    anderson: AndersonState
+    chart: LogChart | None
+    last: tuple[np.ndarray, np.ndarray] | None
+    best: float
+    damping: float
+    residual: float
+    invalid_images: int = 0
+    evaluated: bool = False
+    outcome: IterationOutcome | None = None
 
 
-def _iterate_checked(
-    T: FixedPointMap,
-    x0: np.ndarray,
-    anderson: AndersonState,
-    *,
-    tol: float,
-    max_iter: int,
-    damping: float,
-    callback: Callable[[int, float], Any] | None = None,
-    return_image: bool = True,
-) -> IterationOutcome:
-    """Anderson-accelerated fixed-point iteration with safeguards, from ``x0`` with the
-    secant history ``anderson``.
+@dataclass(frozen=True)
+class FixedPointIteration:
+    """Anderson-accelerated fixed-point iteration with safeguards, as a pure
+    ``init`` / ``step`` / ``terminate`` (in the spirit of optimistix's solvers); :func:`iterate`
+    is the loop that drives it.
 
     On convergence (``max |T(x) - x| / s < tol``,
     :func:`~gaussmix.theory.state.residual_scale`) the image ``T(x)`` is returned, or ``x``
@@ -224,77 +255,158 @@ def _iterate_checked(
     The mixing (secant pairs, extrapolation, damped steps) happens in the map's chart
     (:class:`~gaussmix.theory.state.LogChart` where ``T.log_chart``, else the state itself);
     the residual and the convergence test are always those of the state.
+
+    Attributes
+    ----------
+    tol : float
+        Tolerance of the convergence test.
+    max_iter : int
+        Largest number of evaluations of the map.
+    damping : float
+        Mixing parameter in (0, 1].
+    return_image : bool
+        Return ``T(x)`` (True) or ``x`` on convergence.
     """
-    K, L = T.K, T.L
-    S = IterationStatus
-    chart = LogChart(K, L) if getattr(T, "log_chart", False) else None
-    x = x0.copy()
-    state = anderson
-    if state.log_chart != (chart is not None):  # pairs of the other coordinates: dropped
-        state = AndersonState((), (), state.memory, chart is not None)
-    last: tuple[np.ndarray, np.ndarray] | None = None  # (y, T(x)) in chart coordinates
-    best = np.inf
-    beta = damping
-    res = np.inf
-    invalid_images = 0
-    for it in range(1, max_iter + 1):
+
+    tol: float
+    max_iter: int
+    damping: float
+    return_image: bool = True
+
+    def init(self, T: FixedPointMap, x0: np.ndarray, anderson: AndersonState) -> IterationState:
+        """The state before the first evaluation, from ``x0`` with the secant history
+        ``anderson`` (dropped if its pairs are in the other coordinates)."""
+        chart = LogChart(T.K, T.L) if getattr(T, "log_chart", False) else None
+        if anderson.log_chart != (chart is not None):  # pairs of the other coordinates
+            anderson = AndersonState((), (), anderson.memory, chart is not None)
+        return IterationState(x0.copy(), 0, anderson, chart, None, np.inf, self.damping, np.inf)
+
+    def terminate(self, s: IterationState) -> bool:
+        """Whether the iteration has ended (an outcome, or ``max_iter`` evaluations)."""
+        return s.outcome is not None or s.n_iter >= self.max_iter
+
+    def outcome(self, s: IterationState) -> IterationOutcome:
+        """The outcome of an ended iteration (:attr:`IterationStatus.MAX_ITER` if no step
+        ended it)."""
+        if s.outcome is not None:
+            return s.outcome
+        msg = f"did not converge in {self.max_iter} iterations (residual {s.residual:.3g})"
+        return IterationOutcome(
+            s.x, self.max_iter, s.residual, IterationStatus.MAX_ITER, msg, s.anderson
+        )
+
+    def step(self, T: FixedPointMap, s: IterationState) -> IterationState:
+        """One evaluation of the map at ``s.x`` and the next iterate (or the outcome)."""
+        K, L = T.K, T.L
+        S = IterationStatus
+        chart, state, last, beta = s.chart, s.anderson, s.last, s.damping
+        x, it = s.x, s.n_iter + 1
+
+        def ended(xr: np.ndarray, res: float, status: IterationStatus, msg: str, st):
+            out = IterationOutcome(xr, it, res, status, msg, st)
+            return replace(s, n_iter=it, residual=res, evaluated=True, outcome=out)
+
+        def retreat(**changes: Any) -> IterationState:  # half-way back to the last image
+            x_back = _back(chart, last[0] + 0.5 * beta * (last[1] - last[0]))
+            cleared = state.cleared()
+            return replace(s, x=x_back, n_iter=it, anderson=cleared, last=None, **changes)
+
         try:
             g = T(x)
         except (FloatingPointError, np.linalg.LinAlgError) as exc:
             if last is not None:
-                x = _back(chart, last[0] + 0.5 * beta * (last[1] - last[0]))
-                state = state.cleared()
-                last = None
-                beta *= 0.5
-                continue
-            return IterationOutcome(x, it, np.inf, S.MAP_FAILED, f"map failed: {exc}", state)
+                return retreat(damping=0.5 * beta, evaluated=False)
+            out = IterationOutcome(x, it, np.inf, S.MAP_FAILED, f"map failed: {exc}", state)
+            return replace(s, n_iter=it, evaluated=False, outcome=out)
         r = g - x
         # the mixing's weights and measure of a step (divergence), in units max(1, |x|);
         # the convergence test is relative to the size of each block (residual_scale)
         scale = np.maximum(1.0, np.abs(x))
         step = float(np.max(np.abs(r) / scale))
         res = float(np.max(np.abs(r) / residual_scale(x, K, L))) if np.isfinite(step) else step
-        if callback is not None:
-            callback(it, res)
         if not np.isfinite(step):
             if last is not None:  # a step from a finite image overflowed: retreat from it
-                x = _back(chart, last[0] + 0.5 * beta * (last[1] - last[0]))
-                state = state.cleared()
-                last = None
-                beta *= 0.5
-                continue
-            msg = "NaN or infinite order parameters"
-            return IterationOutcome(x, it, res, S.NON_FINITE, msg, state)
-        invalid_images = 0 if q_is_psd(g, K, L) else invalid_images + 1
+                return retreat(damping=0.5 * beta, residual=res, evaluated=True)
+            return ended(x, res, S.NON_FINITE, "NaN or infinite order parameters", state)
+        invalid_images = 0 if q_is_psd(g, K, L) else s.invalid_images + 1
         if invalid_images >= _MAX_INVALID_IMAGES:
             msg = (
                 "spurious fixed point: the map returns an overlap matrix Q_c that is not "
                 f"positive semi-definite ({invalid_images} iterations in a row)"
             )
-            return IterationOutcome(x, it, res, S.NOT_POSITIVE_DEFINITE, msg, state)
+            return ended(x, res, S.NOT_POSITIVE_DEFINITE, msg, state)
+        converged = res < self.tol
+        xr = g if self.return_image else x
         y, yg = (x, g) if chart is None else (chart.forward(x), chart.forward(g))
         if y is None or yg is None:  # outside the chart: a plain step, history dropped
-            state, last = state.cleared(), None
-            if res < tol:
-                xr = g if return_image else x
-                return IterationOutcome(xr, it, res, S.CONVERGED, "converged", state)
+            state = state.cleared()
+            if converged:
+                return ended(xr, res, S.CONVERGED, "converged", state)
             x, state = _next_iterate(x, r, beta, scale, state, K, L, None)
-            continue
+            return replace(
+                s,
+                x=x,
+                n_iter=it,
+                anderson=state,
+                last=None,
+                residual=res,
+                invalid_images=invalid_images,
+                evaluated=True,
+            )
         if last is not None:
             state = state.update(y - last[0], yg - last[1])
-        if res < tol:
-            xr = g if return_image else x
-            return IterationOutcome(xr, it, res, S.CONVERGED, "converged", state)
+        if converged:
+            return ended(xr, res, S.CONVERGED, "converged", state)
+        best = s.best
         if step > DIVERGENCE_FACTOR * best and not state.empty:
             # divergence of the extrapolation: restart from here with more damping
             state = state.cleared()
             beta = max(MIN_RESTART_DAMPING, 0.5 * beta)
         best = min(best, step)
-        last = (y, yg)
         yscale = scale if chart is None else np.maximum(1.0, np.abs(y))
         x, state = _next_iterate(y, yg - y, beta, yscale, state, K, L, chart)
-    msg = f"did not converge in {max_iter} iterations (residual {res:.3g})"
-    return IterationOutcome(x, max_iter, res, S.MAX_ITER, msg, state)
+        return replace(
+            s,
+            x=x,
+            n_iter=it,
+            anderson=state,
+            last=(y, yg),
+            best=best,
+            damping=beta,
+            residual=res,
+            invalid_images=invalid_images,
+            evaluated=True,
+        )
+
+
+def iterate(
+    T: FixedPointMap,
+    x0: np.ndarray,
+    anderson: AndersonState,
+    *,
+    tol: float,
+    max_iter: int,
+    damping: float,
+    callback: Callable[[int, float], Any] | None = None,
+    return_image: bool = True,
+) -> IterationOutcome:
+    """Run a :class:`FixedPointIteration` of ``T`` from ``x0`` with the secant history
+    ``anderson`` to its outcome.
+
+    ``callback(iteration, residual)`` is called after every evaluation of the map that
+    computed a residual.  numpy's floating-point warnings are off during the loop: a trial
+    state far from the fixed point (an Anderson extrapolation) can overflow inside the map,
+    and its image is then rejected by the explicit finiteness test, not reported as a
+    RuntimeWarning.
+    """
+    solver = FixedPointIteration(tol, max_iter, damping, return_image)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        s = solver.init(T, x0, anderson)
+        while not solver.terminate(s):
+            s = solver.step(T, s)
+            if callback is not None and s.evaluated:
+                callback(s.n_iter, s.residual)
+    return solver.outcome(s)
 
 
 def _back(chart: LogChart | None, y: np.ndarray) -> np.ndarray:
