@@ -217,9 +217,10 @@ def test_integration_error_is_small_and_reported():
 
 
 # ----------------------------------------------------------------------------- options
-def test_solve_exposes_every_option_of_solve_problem_with_one_default_and_doc():
-    """Every option of solve_problem is a keyword of solve with the same default (the
-    SolverOptions field, or None for the per-call inputs) and the same documentation."""
+def test_one_options_object_with_one_list_of_options_and_one_doc():
+    """The fields of SolverOptions are the solver's options: solve and solve_problem show
+    each as a keyword with the field's default (their signatures expand ``**kwargs``), and
+    SolverOptions, solve and solve_problem document each with the same text."""
     import dataclasses
     import inspect
     import re
@@ -227,24 +228,61 @@ def test_solve_exposes_every_option_of_solve_problem_with_one_default_and_doc():
     from gaussmix.theory.api import solve
     from gaussmix.theory.solver import SolverOptions, solve_problem
 
-    full = inspect.signature(solve_problem).parameters
-    easy = inspect.signature(solve).parameters
+    assert gm.SolverOptions is SolverOptions
+    fields = [f.name for f in dataclasses.fields(SolverOptions)]
     defaults = {f.name: f.default for f in dataclasses.fields(SolverOptions)}
-    options = [n for n in full if n != "problem"]
-    assert set(defaults) <= set(options)
-    for name in options:
-        assert name in easy, name
-        assert easy[name].kind is inspect.Parameter.KEYWORD_ONLY, name
-        assert easy[name].default == full[name].default, name
-        assert full[name].default == defaults.get(name), name
+    for func in (solve, solve_problem):
+        params = inspect.signature(func).parameters
+        assert [n for n in params if n in defaults] == fields, func.__name__
+        for name in fields:
+            assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, name
+            assert params[name].default == defaults[name], name
+        for name in ("options", "init", "callback", "history"):
+            assert params[name].default is None, name
 
-    def doc(func, name):
-        m = re.search(rf"^    {name} : .*?(?=^    \w+ : |^    Returns)", func.__doc__, re.M | re.S)
-        assert m, (func.__name__, name)
+    def doc(obj, name):
+        m = re.search(
+            rf"^    {name} : .*?(?=^    \w+ : |^    Returns|^    Examples)",
+            obj.__doc__,
+            re.M | re.S,
+        )
+        assert m, (obj.__name__, name)
         return m.group(0)
 
-    for name in options:
+    for name in fields:
+        assert doc(solve, name) == doc(solve_problem, name) == doc(SolverOptions, name)
+    for name in ("options", "init", "callback", "history"):
         assert doc(solve, name) == doc(solve_problem, name)
+
+
+def test_options_object_and_keywords_are_one_and_the_same():
+    """``options=SolverOptions(...)``, the same options as keywords, and keywords overriding
+    an options object give the same solve to the bit; an unknown keyword or a wrong options
+    object is refused with one line naming it."""
+    from gaussmix.theory.options import DEFAULT_OPTIONS, solver_options
+
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    kw = dict(lam=0.5, alpha=1.0)
+    by_keywords = gm.solve(mix, "cross-entropy", tol=1e-10, max_refine=1, **kw)
+    opts = gm.SolverOptions(tol=1e-10, max_refine=1)
+    by_object = gm.solve(mix, "cross-entropy", options=opts, **kw)
+    mixed = gm.solve(
+        mix, "cross-entropy", options=gm.SolverOptions(tol=1e-6, max_refine=1), tol=1e-10, **kw
+    )
+    for r in (by_object, mixed):
+        np.testing.assert_array_equal(r.state.x, by_keywords.state.x)
+        assert r.n_iter == by_keywords.n_iter and r.test_error == by_keywords.test_error
+    assert by_keywords.params["tol"] == 1e-10
+    assert solver_options(None, {}) is DEFAULT_OPTIONS and solver_options(opts) is opts
+    assert solver_options(opts, {"tol": 1e-9}) == gm.SolverOptions(tol=1e-9, max_refine=1)
+    with pytest.raises(TypeError, match=r"solve\(\) got an unexpected keyword argument 'tole'"):
+        gm.solve(mix, "cross-entropy", tole=1e-10, **kw)
+    with pytest.raises(TypeError, match="options must be a gaussmix.SolverOptions, got dict"):
+        gm.solve(mix, "cross-entropy", options={"tol": 1e-10}, **kw)
+    with pytest.raises(ValueError, match="tol"):
+        gm.SolverOptions(tol=-1.0)
+    with pytest.raises(TypeError, match="throw must be True or False, got 'no'"):
+        gm.SolverOptions(throw="no")
 
 
 def test_solver_options_validate_with_the_argument_name():

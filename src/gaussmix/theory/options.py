@@ -6,19 +6,25 @@ validates them and documents them (``%(solver_options)s`` in the docstrings of
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from gaussmix.core.validation import check_int, check_real
 
 from .quadrature import QuadratureRule
 from .tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL, QUAD_TOL, check_tol
 
-__all__ = ["SolverOptions", "DEFAULT_OPTIONS", "with_options_doc"]
+__all__ = ["SolverOptions", "DEFAULT_OPTIONS", "with_options_doc", "solver_options"]
 
-#: Parameter documentation shared by :func:`~gaussmix.theory.api.solve` and
-#: :func:`~gaussmix.theory.solver.solve_problem` (numpydoc), one entry per solver option, in
-#: the order of their signatures.
+#: Documentation of the solver's options (numpydoc), one entry per field of
+#: :class:`SolverOptions`, in their order: the ``%(solver_options)s`` block of the docstrings
+#: of :class:`SolverOptions`, :func:`~gaussmix.theory.api.solve` and
+#: :func:`~gaussmix.theory.solver.solve_problem`.
 _OPTIONS_DOC = """\
     tol : float
         Tolerance on the scaled change of every order parameter,
@@ -36,9 +42,6 @@ _OPTIONS_DOC = """\
         the solution is sharp (an eigenvalue of ``Q_c`` above ``SMOOTH_Q_MAX``, small
         ``lam``); graded panels in two (accurate at every ``lam``), tensor Gauss-Hermite
         in three to five, seeded randomised quasi-Monte Carlo beyond five.
-    init : FixedPointResult or dict, optional
-        Warm start (e.g. the previous point of a curve), or a dict of full-space ``Q``,
-        ``M``, ``V``, ``b`` (e.g. a predictor extrapolated along a curve).
     anderson : int
         Anderson memory (0: damped plain iteration).
     damping : float
@@ -65,11 +68,6 @@ _OPTIONS_DOC = """\
         iteration reached an invalid point (NaN, or an overlap matrix that is not positive
         definite).  With ``throw=False`` a result with ``success=False`` and NaN
         observables is returned.
-    callback : callable, optional
-        Called as ``callback(iteration, residual)`` after every evaluation of the map.
-    history : dict, optional
-        Carries the Anderson secant history of each quadrature rule from one point of a
-        curve to the next (updated in place; pass the same dict along the curve).
     continuation : bool
         First converge with a coarser rule where the rule is expensive
         (:meth:`~gaussmix.theory.quadrature.GaussHermite.coarsened`); it changes the
@@ -82,21 +80,80 @@ _OPTIONS_DOC = """\
         Ignored for other problems.
 """
 
+#: Documentation of the inputs of a solve beside its options (``%(solve_inputs)s``): the
+#: options object itself, the warm start, the callback and the secant history.
+_INPUTS_DOC = """\
+    options : SolverOptions, optional
+        The solver's options as one validated object (default :data:`DEFAULT_OPTIONS`).
+        Any option may instead, or also, be given as a keyword (``tol=1e-10``, the names
+        below): keywords override the fields of ``options``.
+    init : FixedPointResult or dict, optional
+        Warm start (e.g. the previous point of a curve), or a dict of full-space ``Q``,
+        ``M``, ``V``, ``b`` (e.g. a predictor extrapolated along a curve).
+    callback : callable, optional
+        Called as ``callback(iteration, residual)`` after every evaluation of the map.
+    history : dict, optional
+        Carries the Anderson secant history of each quadrature rule from one point of a
+        curve to the next (updated in place; pass the same dict along the curve).
+"""
 
-def with_options_doc(func: Callable) -> Callable:
-    """Insert :data:`_OPTIONS_DOC` at the ``%(solver_options)s`` mark of a docstring."""
-    func.__doc__ = (func.__doc__ or "").replace("    %(solver_options)s\n", _OPTIONS_DOC + "\n")
-    return func
+_BLOCKS = {"solver_options": _OPTIONS_DOC, "solve_inputs": _INPUTS_DOC}
 
 
+def with_options_doc(obj: Any) -> Any:
+    """Insert the solver's option documentation into a docstring, and the options into the
+    signature of a function that takes them as keywords.
+
+    A line ``%(solver_options)s`` becomes the entries of the fields of
+    :class:`SolverOptions`, a line ``%(solve_inputs)s`` those of ``options``, ``init``,
+    ``callback`` and ``history``.  A function whose ``**kwargs`` are solver options
+    (:func:`solver_options`) shows them in its signature (``inspect.signature``) as
+    keyword-only parameters with the fields' defaults, in place of ``**kwargs``.
+    """
+    doc = obj.__doc__ or ""
+    for name, block in _BLOCKS.items():
+        doc = doc.replace(f"    %({name})s\n", block + "\n")
+    obj.__doc__ = doc
+    if inspect.isfunction(obj):
+        sig = inspect.signature(obj)
+        params = list(sig.parameters.values())
+        if params and params[-1].kind is inspect.Parameter.VAR_KEYWORD:
+            expanded = [
+                inspect.Parameter(
+                    f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type
+                )
+                for f in dataclasses.fields(SolverOptions)
+            ]
+            obj.__signature__ = sig.replace(parameters=params[:-1] + expanded)
+    return obj
+
+
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+@with_options_doc
 @dataclass(frozen=True)
 class SolverOptions:
-    """The solver's options, validated; the one definition of their defaults.
+    """The solver's options, validated: the one place that defines their defaults, checks
+    them and documents them.
 
     :func:`~gaussmix.theory.api.solve` and :func:`~gaussmix.theory.solver.solve_problem` take
-    these fields as keyword arguments with these defaults (see
-    :func:`~gaussmix.theory.api.solve` for their meaning).  Construction validates them: a bad
-    value raises ``ValueError`` / ``TypeError`` naming the option.
+    an options object (``options=``) or the fields as keyword arguments, which become one
+    (:func:`solver_options`); curves, sweeps and the command line pass the same.
+    Construction validates every field: a bad value raises ``ValueError`` / ``TypeError``
+    naming the option, and nothing below re-checks it.
+
+    Parameters
+    ----------
+    %(solver_options)s
+    Examples
+    --------
+    >>> from gaussmix.theory.options import SolverOptions
+    >>> SolverOptions(tol=1e-10).max_iter
+    3000
     """
 
     tol: float = FIXED_POINT_TOL
@@ -121,6 +178,8 @@ class SolverOptions:
             "quad_tol": check_real("quad_tol", self.quad_tol, low=0.0),
             "max_refine": check_int("max_refine", self.max_refine, low=0, high=10),
         }
+        for name in _FLAGS:
+            checked[name] = _check_bool(name, getattr(self, name))
         for name, value in checked.items():
             object.__setattr__(self, name, value)
         rule = self.quadrature
@@ -131,4 +190,53 @@ class SolverOptions:
             )
 
 
+#: the options that are flags (True or False)
+_FLAGS = ("estimate_error", "auto_refine", "throw", "continuation", "symmetry")
+#: the names of the options, in their order
+_NAMES = tuple(f.name for f in dataclasses.fields(SolverOptions))
+
 DEFAULT_OPTIONS = SolverOptions()
+
+
+def solver_options(
+    options: SolverOptions | None = None,
+    keywords: Mapping[str, Any] | None = None,
+    *,
+    caller: str = "solve",
+) -> SolverOptions:
+    """The one options object of a solve: ``options`` (default :data:`DEFAULT_OPTIONS`)
+    with the fields named in ``keywords`` replaced, validated once.
+
+    Parameters
+    ----------
+    options : SolverOptions, optional
+        The base options.
+    keywords : mapping, optional
+        Solver options given as keywords (``{"tol": 1e-10}``).
+    caller : str
+        The function the keywords were given to (named in the error for an unknown one).
+
+    Returns
+    -------
+    SolverOptions
+
+    Raises
+    ------
+    TypeError
+        ``options`` is not a :class:`SolverOptions`, or a keyword is not a solver option.
+    ValueError
+        An option's value is out of range (named).
+    """
+    if options is None:
+        options = DEFAULT_OPTIONS
+    elif not isinstance(options, SolverOptions):
+        raise TypeError(f"options must be a gaussmix.SolverOptions, got {type(options).__name__}")
+    if not keywords:
+        return options
+    unknown = [k for k in keywords if k not in _NAMES]
+    if unknown:
+        raise TypeError(
+            f"{caller}() got an unexpected keyword argument {unknown[0]!r} "
+            f"(the solver options are {', '.join(_NAMES)})"
+        )
+    return dataclasses.replace(options, **keywords)

@@ -42,7 +42,7 @@ from .fixed_point import (
 )
 from .iteration import AndersonState, IterationOutcome, IterationStatus, iterate
 from .observables import free_energy_terms
-from .options import DEFAULT_OPTIONS, SolverOptions, with_options_doc
+from .options import DEFAULT_OPTIONS, SolverOptions, solver_options, with_options_doc
 from .prior import prior_update
 from .problem import Problem
 from .quadrature import QuadratureRule, auto_rule
@@ -163,48 +163,29 @@ def _to_full(P: np.ndarray, A: np.ndarray) -> np.ndarray:
 def solve_problem(
     problem: Problem,
     *,
-    tol: float = DEFAULT_OPTIONS.tol,
-    max_iter: int = DEFAULT_OPTIONS.max_iter,
-    quadrature: QuadratureRule | None = DEFAULT_OPTIONS.quadrature,
+    options: SolverOptions | None = None,
     init: FixedPointResult | dict | None = None,
-    anderson: int = DEFAULT_OPTIONS.anderson,
-    damping: float = DEFAULT_OPTIONS.damping,
-    estimate_error: bool = DEFAULT_OPTIONS.estimate_error,
-    auto_refine: bool = DEFAULT_OPTIONS.auto_refine,
-    quad_tol: float = DEFAULT_OPTIONS.quad_tol,
-    max_refine: int = DEFAULT_OPTIONS.max_refine,
-    throw: bool = DEFAULT_OPTIONS.throw,
     callback: Callable[[int, float], Any] | None = None,
     history: dict | None = None,
-    continuation: bool = DEFAULT_OPTIONS.continuation,
-    symmetry: bool = DEFAULT_OPTIONS.symmetry,
+    **option_keywords: Any,
 ) -> FixedPointResult:
     """Solve the fixed point of a validated :class:`~gaussmix.theory.problem.Problem`.
+
+    The options are one :class:`~gaussmix.theory.options.SolverOptions` (``options``, and
+    any option given as a keyword, :func:`~gaussmix.theory.options.solver_options`).
 
     Parameters
     ----------
     problem : Problem
         Mixture, loss, penalty, ``lam`` and ``alpha``
         (:func:`~gaussmix.theory.api.make_problem`).
+    %(solve_inputs)s
     %(solver_options)s
     Returns
     -------
     FixedPointResult
     """
-    opts = SolverOptions(
-        tol=tol,
-        max_iter=max_iter,
-        quadrature=quadrature,
-        anderson=anderson,
-        damping=damping,
-        estimate_error=estimate_error,
-        auto_refine=auto_refine,
-        quad_tol=quad_tol,
-        max_refine=max_refine,
-        throw=throw,
-        continuation=continuation,
-        symmetry=symmetry,
-    )
+    opts = solver_options(options, option_keywords, caller="solve_problem")
     history = history if history is not None else {}
     rule = channel_rule(problem, opts.quadrature, opts.symmetry)
     T, out = run_fixed_point(problem, rule, start_state(problem, init), opts, callback, history)
