@@ -521,3 +521,60 @@ def test_the_iteration_is_a_pure_init_step_terminate():
         s = short.step(T, s)
     out = short.outcome(s)
     assert out.n_iter == 2 and out.status.name == "MAX_ITER" and "2 iterations" in out.message
+
+
+def test_an_iteration_without_a_callback_skips_no_decision():
+    """Without a callback the residual of a step that the step alone shows unconverged is
+    left pending; the outcomes (state, residual, iterations, status) are those of the
+    iteration that computes every residual, to the bit, converged or not."""
+    from gaussmix.theory.api import make_problem
+    from gaussmix.theory.fixed_point import FixedPointMap, start_state
+    from gaussmix.theory.iteration import AndersonState, FixedPointIteration
+    from gaussmix.theory.quadrature import GaussHermite
+
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    problem = make_problem(mix, "cross-entropy", lam=0.5, alpha=1.0)
+    x0 = start_state(problem, None)
+    for max_iter in (3, 200):
+        outs = []
+        for report in (True, False):
+            solver = FixedPointIteration(1e-10, max_iter, 1.0, report=report)
+            T = FixedPointMap(problem, GaussHermite(12, 2))
+            s = solver.init(T, x0, AndersonState.init(6))
+            pending = 0
+            while not solver.terminate(s):
+                s = solver.step(T, s)
+                pending += s.pending is not None
+                if s.pending is not None:  # a lower bound that fails the test
+                    assert s.residual >= solver.tol
+                    assert s.exact_residual() >= s.residual
+            outs.append((solver.outcome(s), pending))
+        (a, pa), (b, pb) = outs
+        assert pa == 0 and pb > 0
+        assert a.status is b.status and a.n_iter == b.n_iter and a.residual == b.residual
+        np.testing.assert_array_equal(a.x, b.x)
+        assert a.message == b.message
+
+
+def test_residual_scale_is_the_block_units_componentwise():
+    """:func:`residual_scale` against its definition written out per component."""
+    from gaussmix.theory.state import pack_state, residual_scale
+
+    rng = np.random.default_rng(5)
+    for K, L in [(1, 1), (2, 1), (3, 2), (4, 3)]:
+        Q = rng.standard_normal((K, L, L)) * 10.0 ** rng.uniform(-20, 2, (K, 1, 1))
+        M = rng.standard_normal((K, L)) * 10.0 ** rng.uniform(-12, 1, (K, 1))
+        V = rng.standard_normal((K, L, L)) * 10.0 ** rng.uniform(-5, 3, (K, 1, 1))
+        b = rng.standard_normal(L)
+        want = []
+        for c in range(K):
+            q = np.abs(Q[c]).max()
+            want += [max(abs(v), min(1.0, max(q, np.finfo(float).tiny))) for v in Q[c].ravel()]
+        for c in range(K):
+            u = min(1.0, max(np.abs(M[c]).max(), np.sqrt(np.abs(Q[c]).max())))
+            want += [max(abs(v), u) for v in M[c]]
+        for c in range(K):
+            u = min(1.0, np.abs(V[c]).max())
+            want += [max(abs(v), u) for v in V[c].ravel()]
+        want += [max(abs(v), 1.0) for v in b]
+        np.testing.assert_array_equal(residual_scale(pack_state(Q, M, V, b), K, L), want)

@@ -10,12 +10,16 @@ no channel, no solver options.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from .linalg import sym_eigvals
 from .tolerances import LOG_CHART_MIN_EIG, PSD_RTOL
+
+#: the smallest positive normal float (the floor of a unit of :func:`residual_scale`)
+_TINY = np.finfo(float).tiny
 
 __all__ = [
     "pack_state",
@@ -73,12 +77,19 @@ def is_valid_state(x: np.ndarray, K: int, L: int) -> bool:
     (:data:`~gaussmix.theory.tolerances.PSD_RTOL`: rounding of the singular cross-entropy
     overlaps).
     """
-    if not np.all(np.isfinite(x)):
+    if not np.isfinite(x).all():
         return False
-    Q, _, V, _ = unpack_state(x, K, L)
-    eq, ev = sym_eigvals(Q), sym_eigvals(V)
+    eq, ev = _eigvals(x, K, L, 0), _eigvals(x, K, L, K * L * (L + 1))
     scale = max(1.0, float(np.abs(eq).max()))
     return bool(eq.min() >= -PSD_RTOL * scale and ev.min() > 0)
+
+
+def _eigvals(x: np.ndarray, K: int, L: int, start: int) -> np.ndarray:
+    """Eigenvalues of the ``K`` symmetric ``L x L`` blocks of ``x`` from ``start`` on (``Q``:
+    0, ``V``: ``K L (L + 1)``); for one output the entries themselves (a view)."""
+    if L == 1:
+        return x[start : start + K]
+    return sym_eigvals(x[start : start + K * L * L].reshape(K, L, L))
 
 
 def residual_scale(x: np.ndarray, K: int, L: int) -> np.ndarray:
@@ -106,17 +117,25 @@ def residual_scale(x: np.ndarray, K: int, L: int) -> np.ndarray:
     ndarray
         Positive scales, shaped like ``x``.
     """
-    Q, M, V, b = unpack_state(np.abs(x), K, L)
-    tiny = np.finfo(float).tiny
-    q = Q.reshape(K, -1).max(axis=1)
-    unit_q = np.clip(q, tiny, 1.0)
-    unit_m = np.clip(np.maximum(M.max(axis=1), np.sqrt(q)), tiny, 1.0)
-    unit_v = np.clip(V.reshape(K, -1).max(axis=1), tiny, 1.0)
-    return pack_state(
-        np.maximum(Q, unit_q[:, None, None]),
-        np.maximum(M, unit_m[:, None]),
-        np.maximum(V, unit_v[:, None, None]),
-        np.maximum(b, 1.0),
+    ax = np.abs(x)
+    n2, km = K * L * L, K * L
+    q = ax[:n2].reshape(K, -1).max(axis=1)
+    units = np.empty(3 * K + 1)
+    units[:K] = q
+    units[K : 2 * K] = np.maximum(ax[n2 : n2 + km].reshape(K, L).max(axis=1), np.sqrt(q))
+    units[2 * K : 3 * K] = ax[n2 + km : 2 * n2 + km].reshape(K, -1).max(axis=1)
+    np.minimum(np.maximum(units, _TINY, out=units), 1.0, out=units)  # np.clip, without its cost
+    units[3 * K] = 1.0
+    return np.maximum(ax, units[_unit_index(K, L)])
+
+
+@functools.lru_cache(maxsize=64)
+def _unit_index(K: int, L: int) -> np.ndarray:
+    """The unit of each component of a state as an index into ``(u_Q (K), u_M (K), u_V (K),
+    1)`` (:func:`residual_scale`)."""
+    c = np.arange(K)
+    return np.concatenate(
+        [np.repeat(c, L * L), K + np.repeat(c, L), 2 * K + np.repeat(c, L * L), np.full(L, 3 * K)]
     )
 
 
@@ -124,8 +143,7 @@ def q_is_psd(x: np.ndarray, K: int, L: int) -> bool:
     """Whether every ``Q_c`` of a (finite) state is positive semi-definite, to
     :data:`~gaussmix.theory.tolerances.PSD_RTOL` (the spurious fixed points of Appendix E;
     a vanishing ``V_c``, e.g. of a lasso that keeps no weight, is not one of them)."""
-    Q = unpack_state(x, K, L)[0]
-    eq = sym_eigvals(Q)
+    eq = _eigvals(x, K, L, 0)
     return bool(eq.min() >= -PSD_RTOL * max(1.0, float(np.abs(eq).max())))
 
 
