@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import gaussmix as gm
+from gaussmix.theory import fixed_point
 from gaussmix.theory import solver as S
 from gaussmix.theory.api import make_problem
 from gaussmix.theory.quadrature import GaussHermite, GradedPanels
@@ -150,7 +151,7 @@ def test_log_chart_changes_the_path_not_the_fixed_point(monkeypatch):
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3)
     kw = dict(quadrature=GradedPanels(16, 2, 6), estimate_error=False)
     log = _solve(mix, 1e-3, 3.0, **kw)
-    monkeypatch.setattr(S, "_uses_log_chart", lambda problem: False)
+    monkeypatch.setattr(fixed_point, "uses_log_chart", lambda problem: False)
     plain = _solve(mix, 1e-3, 3.0, **kw)
     assert log.n_iter < plain.n_iter
     np.testing.assert_allclose(log.Q, plain.Q, rtol=1e-7)
@@ -220,14 +221,14 @@ def test_anisotropic_metrics_keep_the_general_training_error():
 def test_automatic_rqmc_spends_the_saved_clusters_on_points():
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=10)
     problem = make_problem(mix, "cross-entropy", lam=1.0, alpha=10.0)
-    sym = S._channel_rule(problem, None, symmetry=True)
-    full = S._channel_rule(problem, None, symmetry=False)
+    sym = S.channel_rule(problem, None, symmetry=True)
+    full = S.channel_rule(problem, None, symmetry=False)
     assert full.randomised and sym.n_log2 == full.n_log2 + 3  # 2**3 <= K = 10
     assert sym.weights.size <= S.MAX_QUADRATURE_NODES
     # three to five dimensions: the sharp-regime rule is at the node cap already
     four = make_problem(gm.Mixture.isotropic(0.5, "gaussian", n_clusters=4), "cross-entropy",
                         lam=1e-4, alpha=4.0)  # fmt: skip
-    assert S._channel_rule(four, None, symmetry=True) == GaussHermite(10, 3)
+    assert S.channel_rule(four, None, symmetry=True) == GaussHermite(10, 3)
 
 
 @pytest.mark.long  # ~20 s: python -m pytest -m long tests/test_quadrature_ce.py

@@ -217,9 +217,10 @@ def test_integration_error_is_small_and_reported():
 
 
 # ----------------------------------------------------------------------------- options
-def test_solve_exposes_every_option_of_solve_problem_with_one_default_and_doc():
-    """Every option of solve_problem is a keyword of solve with the same default (the
-    SolverOptions field, or None for the per-call inputs) and the same documentation."""
+def test_one_options_object_with_one_list_of_options_and_one_doc():
+    """The fields of SolverOptions are the solver's options: solve and solve_problem show
+    each as a keyword with the field's default (their signatures expand ``**kwargs``), and
+    SolverOptions, solve and solve_problem document each with the same text."""
     import dataclasses
     import inspect
     import re
@@ -227,24 +228,61 @@ def test_solve_exposes_every_option_of_solve_problem_with_one_default_and_doc():
     from gaussmix.theory.api import solve
     from gaussmix.theory.solver import SolverOptions, solve_problem
 
-    full = inspect.signature(solve_problem).parameters
-    easy = inspect.signature(solve).parameters
+    assert gm.SolverOptions is SolverOptions
+    fields = [f.name for f in dataclasses.fields(SolverOptions)]
     defaults = {f.name: f.default for f in dataclasses.fields(SolverOptions)}
-    options = [n for n in full if n != "problem"]
-    assert set(defaults) <= set(options)
-    for name in options:
-        assert name in easy, name
-        assert easy[name].kind is inspect.Parameter.KEYWORD_ONLY, name
-        assert easy[name].default == full[name].default, name
-        assert full[name].default == defaults.get(name), name
+    for func in (solve, solve_problem):
+        params = inspect.signature(func).parameters
+        assert [n for n in params if n in defaults] == fields, func.__name__
+        for name in fields:
+            assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, name
+            assert params[name].default == defaults[name], name
+        for name in ("options", "init", "callback", "history"):
+            assert params[name].default is None, name
 
-    def doc(func, name):
-        m = re.search(rf"^    {name} : .*?(?=^    \w+ : |^    Returns)", func.__doc__, re.M | re.S)
-        assert m, (func.__name__, name)
+    def doc(obj, name):
+        m = re.search(
+            rf"^    {name} : .*?(?=^    \w+ : |^    Returns|^    Examples)",
+            obj.__doc__,
+            re.M | re.S,
+        )
+        assert m, (obj.__name__, name)
         return m.group(0)
 
-    for name in options:
+    for name in fields:
+        assert doc(solve, name) == doc(solve_problem, name) == doc(SolverOptions, name)
+    for name in ("options", "init", "callback", "history"):
         assert doc(solve, name) == doc(solve_problem, name)
+
+
+def test_options_object_and_keywords_are_one_and_the_same():
+    """``options=SolverOptions(...)``, the same options as keywords, and keywords overriding
+    an options object give the same solve to the bit; an unknown keyword or a wrong options
+    object is refused with one line naming it."""
+    from gaussmix.theory.options import DEFAULT_OPTIONS, solver_options
+
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    kw = dict(lam=0.5, alpha=1.0)
+    by_keywords = gm.solve(mix, "cross-entropy", tol=1e-10, max_refine=1, **kw)
+    opts = gm.SolverOptions(tol=1e-10, max_refine=1)
+    by_object = gm.solve(mix, "cross-entropy", options=opts, **kw)
+    mixed = gm.solve(
+        mix, "cross-entropy", options=gm.SolverOptions(tol=1e-6, max_refine=1), tol=1e-10, **kw
+    )
+    for r in (by_object, mixed):
+        np.testing.assert_array_equal(r.state.x, by_keywords.state.x)
+        assert r.n_iter == by_keywords.n_iter and r.test_error == by_keywords.test_error
+    assert by_keywords.params["tol"] == 1e-10
+    assert solver_options(None, {}) is DEFAULT_OPTIONS and solver_options(opts) is opts
+    assert solver_options(opts, {"tol": 1e-9}) == gm.SolverOptions(tol=1e-9, max_refine=1)
+    with pytest.raises(TypeError, match=r"solve\(\) got an unexpected keyword argument 'tole'"):
+        gm.solve(mix, "cross-entropy", tole=1e-10, **kw)
+    with pytest.raises(TypeError, match="options must be a gaussmix.SolverOptions, got dict"):
+        gm.solve(mix, "cross-entropy", options={"tol": 1e-10}, **kw)
+    with pytest.raises(ValueError, match="tol"):
+        gm.SolverOptions(tol=-1.0)
+    with pytest.raises(TypeError, match="throw must be True or False, got 'no'"):
+        gm.SolverOptions(throw="no")
 
 
 def test_solver_options_validate_with_the_argument_name():
@@ -343,7 +381,7 @@ def test_fixed_point_state_is_public_and_a_fixed_point_of_its_map():
 
 # ----------------------------------------------------------------------------- status
 def test_error_class_follows_the_status_not_the_message(monkeypatch):
-    import gaussmix.theory.solver as solver
+    import gaussmix.theory.fixed_point as fixed_point
     from gaussmix.theory.solver import FixedPointMap, IterationStatus
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
@@ -358,7 +396,7 @@ def test_error_class_follows_the_status_not_the_message(monkeypatch):
             gm.solve(mix, "square", **kw)
         assert type(exc.value) is gm.ConvergenceError
         assert exc.value.result.status is IterationStatus.MAP_FAILED
-    real = solver.prior_update
+    real = fixed_point.prior_update  # the map's prior
 
     def nan_prior(*args, **kwargs):
         pr = real(*args, **kwargs)
@@ -367,7 +405,7 @@ def test_error_class_follows_the_status_not_the_message(monkeypatch):
         return pr
 
     with monkeypatch.context() as m:
-        m.setattr(solver, "prior_update", nan_prior)
+        m.setattr(fixed_point, "prior_update", nan_prior)
         with pytest.raises(gm.SpuriousFixedPointError, match="NaN or infinite") as exc:
             gm.solve(mix, "square", **kw)
         assert exc.value.result.status is IterationStatus.NON_FINITE
@@ -443,3 +481,100 @@ def test_integration_warning_says_when_no_finer_rule_is_admissible():
     assert len(texts) == 1, texts
     assert "no finer rule is admissible (at most 360 nodes per dimension)" in texts[0]
     assert "GaussHermite(n, dim)" not in texts[0]
+
+
+def test_the_iteration_is_a_pure_init_step_terminate():
+    """Stepping a FixedPointIteration by hand gives iterate's outcome to the bit, a step
+    leaves the state it was given untouched, and terminate stops at max_iter."""
+    from gaussmix.theory.api import make_problem
+    from gaussmix.theory.fixed_point import FixedPointMap, start_state
+    from gaussmix.theory.iteration import AndersonState, FixedPointIteration, iterate
+    from gaussmix.theory.quadrature import GaussHermite
+
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    problem = make_problem(mix, "cross-entropy", lam=0.5, alpha=1.0)
+    rule = GaussHermite(12, 2)
+    x0 = start_state(problem, None)
+    kw = dict(tol=1e-10, max_iter=200, damping=1.0)
+    ref = iterate(FixedPointMap(problem, rule), x0, AndersonState.init(6), **kw)
+    assert ref.converged and ref.n_iter > 3
+
+    solver = FixedPointIteration(**kw)
+    T = FixedPointMap(problem, rule)
+    s = solver.init(T, x0, AndersonState.init(6))
+    residuals = []
+    while not solver.terminate(s):
+        before = s.x.copy()
+        s2 = solver.step(T, s)
+        np.testing.assert_array_equal(s.x, before)  # the step returned a new state
+        assert s2.n_iter == s.n_iter + 1
+        residuals.append(s2.residual)
+        s = s2
+    out = solver.outcome(s)
+    assert out.status is ref.status and out.n_iter == ref.n_iter
+    np.testing.assert_array_equal(out.x, ref.x)
+    assert out.residual == ref.residual == residuals[-1] < kw["tol"]
+
+    short = FixedPointIteration(tol=1e-10, max_iter=2, damping=1.0)
+    s = short.init(T, x0, AndersonState.init(6))
+    while not short.terminate(s):
+        s = short.step(T, s)
+    out = short.outcome(s)
+    assert out.n_iter == 2 and out.status.name == "MAX_ITER" and "2 iterations" in out.message
+
+
+def test_an_iteration_without_a_callback_skips_no_decision():
+    """Without a callback the residual of a step that the step alone shows unconverged is
+    left pending; the outcomes (state, residual, iterations, status) are those of the
+    iteration that computes every residual, to the bit, converged or not."""
+    from gaussmix.theory.api import make_problem
+    from gaussmix.theory.fixed_point import FixedPointMap, start_state
+    from gaussmix.theory.iteration import AndersonState, FixedPointIteration
+    from gaussmix.theory.quadrature import GaussHermite
+
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    problem = make_problem(mix, "cross-entropy", lam=0.5, alpha=1.0)
+    x0 = start_state(problem, None)
+    for max_iter in (3, 200):
+        outs = []
+        for report in (True, False):
+            solver = FixedPointIteration(1e-10, max_iter, 1.0, report=report)
+            T = FixedPointMap(problem, GaussHermite(12, 2))
+            s = solver.init(T, x0, AndersonState.init(6))
+            pending = 0
+            while not solver.terminate(s):
+                s = solver.step(T, s)
+                pending += s.pending is not None
+                if s.pending is not None:  # a lower bound that fails the test
+                    assert s.residual >= solver.tol
+                    assert s.exact_residual() >= s.residual
+            outs.append((solver.outcome(s), pending))
+        (a, pa), (b, pb) = outs
+        assert pa == 0 and pb > 0
+        assert a.status is b.status and a.n_iter == b.n_iter and a.residual == b.residual
+        np.testing.assert_array_equal(a.x, b.x)
+        assert a.message == b.message
+
+
+def test_residual_scale_is_the_block_units_componentwise():
+    """:func:`residual_scale` against its definition written out per component."""
+    from gaussmix.theory.state import pack_state, residual_scale
+
+    rng = np.random.default_rng(5)
+    for K, L in [(1, 1), (2, 1), (3, 2), (4, 3)]:
+        Q = rng.standard_normal((K, L, L)) * 10.0 ** rng.uniform(-20, 2, (K, 1, 1))
+        M = rng.standard_normal((K, L)) * 10.0 ** rng.uniform(-12, 1, (K, 1))
+        V = rng.standard_normal((K, L, L)) * 10.0 ** rng.uniform(-5, 3, (K, 1, 1))
+        b = rng.standard_normal(L)
+        want = []
+        for c in range(K):
+            q = np.abs(Q[c]).max()
+            want += [max(abs(v), min(1.0, max(q, np.finfo(float).tiny))) for v in Q[c].ravel()]
+        for c in range(K):
+            u = min(1.0, max(np.abs(M[c]).max(), np.sqrt(np.abs(Q[c]).max())))
+            want += [max(abs(v), u) for v in M[c]]
+        for c in range(K):
+            u = min(1.0, np.abs(V[c]).max())
+            want += [max(abs(v), u) for v in V[c].ravel()]
+        want += [max(abs(v), 1.0) for v in b]
+        np.testing.assert_array_equal(residual_scale(pack_state(Q, M, V, b), K, L), want)

@@ -1,12 +1,14 @@
 """Griffe extension of the gaussmix site: docstrings as the site shows them.
 
-* A few functions share a block of their docstring (e.g. the solver options of
-  :func:`gaussmix.theory.api.solve`): the source holds a line ``%(name)s`` that the
-  module replaces when it is imported.  Griffe reads the source, so for such a function the
-  docstring of the imported object is taken instead.
+* A few functions and classes share a block of their docstring (e.g. the solver options of
+  :func:`gaussmix.theory.api.solve` and :class:`gaussmix.SolverOptions`): the source holds a
+  line ``%(name)s`` that the module replaces when it is imported.  Griffe reads the source,
+  so for such an object the docstring of the imported object is taken instead.
 * The docstrings are numpy-style with a few reStructuredText habits (roles such as
   ``:func:`~gaussmix.solve```, double back-quotes, ``::`` before a literal block), which
   mkdocstrings would show as they are: they become Markdown code spans and paragraphs.
+* A function that takes the solver options as ``**kwargs`` shows them, as its imported
+  signature does (``inspect.signature``), as keyword-only parameters.
 * Defaults are the signature's, as Python sees it: griffe reads them from the source (a
   module constant such as ``_DEFAULT.tol`` shows as its name) and the numpy parser takes
   the first of a set of choices ``name : {'a', 'b'}`` as the default (numpydoc's rule,
@@ -167,7 +169,7 @@ class GaussmixDocstrings(griffe.Extension):
                 _set_defaults(obj)
             if obj.docstring is None:
                 continue
-            if obj.is_function and _MARK.search(obj.docstring.value):
+            if (obj.is_function or obj.is_class) and _MARK.search(obj.docstring.value):
                 obj.docstring.value = runtime_docstring(obj)
             obj.docstring.value = markdown_docstring(obj.docstring.value)
 
@@ -188,9 +190,28 @@ def _set_defaults(obj: griffe.Object) -> None:
                 field.value = default
         return
     params = obj.parameters if obj.is_function else _init_parameters(obj)
+    if obj.is_function and params is not None:
+        _expand_keywords(params, value)
     for p in params or ():
         if p.name in defaults:
             p.default = defaults[p.name]
+
+
+def _expand_keywords(params: Any, value: Any) -> None:
+    """The keyword-only parameters that the imported function's signature shows in place of
+    the source's ``**kwargs`` (a function that takes the solver options as keywords,
+    ``gaussmix.theory.options.with_options_doc``), added to griffe's ``params``."""
+    try:
+        sig = inspect.signature(value)
+    except (TypeError, ValueError):
+        return
+    var = [p for p in params if p.kind is griffe.ParameterKind.var_keyword]
+    if not var or any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return
+    del params[var[0].name]
+    for name in sig.parameters:
+        if name not in params:
+            params.add(griffe.Parameter(name, kind=griffe.ParameterKind.keyword_only))
 
 
 def _init_parameters(cls: griffe.Object) -> Any:

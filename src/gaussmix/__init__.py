@@ -53,7 +53,8 @@ _EXPORTS = {
     "make_penalty": "gaussmix.theory.penalties",
     "make_problem": "gaussmix.theory.api",
     "GaussHermite": "gaussmix.theory.quadrature",
-    "FixedPointResult": "gaussmix.theory.solver",
+    "FixedPointResult": "gaussmix.theory.results",
+    "SolverOptions": "gaussmix.theory.options",
     "solve": "gaussmix.theory.api",
     "BayesOptimalResult": "gaussmix.theory.bayes",
     "bayes_optimal_error": "gaussmix.theory.bayes",
@@ -108,10 +109,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         load_mixture,
         mean_gram,
     )
+    from .theory.options import SolverOptions
     from .theory.outputs import OBSERVABLES
     from .theory.penalties import PENALTIES, make_penalty
     from .theory.quadrature import GaussHermite
-    from .theory.solver import FixedPointResult
+    from .theory.results import FixedPointResult
 
 
 #: subpackages reachable as attributes (``gm.figures.atlas()``), imported on first use;
@@ -167,6 +169,7 @@ __all__ = [
     "CovarianceStructure",
     "STRUCTURES",
     "solve",
+    "SolverOptions",
     "FixedPointResult",
     "learning_curve",
     "lambda_sweep",

@@ -18,7 +18,6 @@ beyond a finite ``lambda``: there a small ``Q`` is no scale to resolve.)
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from gaussmix.core.validation import check_array, check_int, check_real
 from gaussmix.theory.api import make_problem
 from gaussmix.theory.losses import Loss
 from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.options import DEFAULT_OPTIONS
 from gaussmix.theory.penalties import make_penalty
 from gaussmix.theory.problem import LAM_MAX, Problem
 from gaussmix.theory.solver import FixedPointResult, solve_problem
@@ -50,8 +50,8 @@ from .derivative import d_test_error_d_lambda
 __all__ = ["optimal_lambda", "optimal_lambda_curve", "OptimalLambdaResult"]
 
 #: the solver's default tolerance (scaled down where the overlaps are small)
-_SOLVER_TOL = inspect.signature(solve_problem).parameters["tol"].default
-_MAX_ITER = inspect.signature(solve_problem).parameters["max_iter"].default
+_SOLVER_TOL = DEFAULT_OPTIONS.tol
+_MAX_ITER = DEFAULT_OPTIONS.max_iter
 #: relative rounding of an evaluation of the fixed-point map (floor of a relative tolerance)
 ROUNDING = 64 * np.finfo(float).eps
 #: iterations allowed to re-solve a fixed point to a relative tolerance (from the fixed point)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,14 +23,10 @@ from gaussmix.core.jsonio import dumps
 from gaussmix.core.validation import check_param
 from gaussmix.theory.api import check_lam_alpha, make_problem
 from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.options import SolverOptions
 from gaussmix.theory.problem import Problem
 from gaussmix.theory.quadrature import GaussHermite
-from gaussmix.theory.tolerances import (
-    FIXED_POINT_MAX_ITER,
-    FIXED_POINT_TOL,
-    MAX_FIXED_POINT_TOL,
-    check_tol,
-)
+from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
 
 __all__ = [
     "PointSpec",
@@ -63,13 +58,6 @@ _SETTINGS = ("loss", "penalty", "l1_ratio", "lam", "alpha", "tol", "max_iter", "
 #: (id of a mixture, loss, penalty, l1_ratio) -> (the mixture, its validated problem); per
 #: process, bounded (see :meth:`PointSpec.problem`)
 _BASE_PROBLEMS: dict[tuple, tuple[Mixture, Problem]] = {}
-
-
-def _check_count(name: str, value: Any, low: int) -> int:
-    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    if not ok or int(value) < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -352,11 +340,7 @@ def _check_point(spec: PointSpec, cache: dict[tuple, Problem]) -> None:
     """The checks of one point; the full validation (:func:`make_problem`, the quadrature
     order) runs once per setup (mixture object, loss, penalty, solver settings), the others
     then check ``lam`` / ``alpha``."""
-    tol, max_iter = spec.tol, spec.max_iter
-    if not (type(max_iter) is int and max_iter >= 1):  # exact types first: ABCs are slow
-        _check_count("max_iter", max_iter, 1)
-    if not (type(tol) is float and 0 < tol <= MAX_FIXED_POINT_TOL):
-        check_tol(tol)
+    SolverOptions(tol=spec.tol, max_iter=spec.max_iter)  # the options' own checks (one rule)
     key = (
         id(spec.mixture),
         spec.loss,

@@ -16,10 +16,11 @@ from typing import Any
 
 from .losses import Loss
 from .mixture import Mixture
+from .options import SolverOptions, solver_options, with_options_doc
 from .penalties import Penalty
 from .problem import Problem, build_problem, validate_lam_alpha
-from .quadrature import QuadratureRule
-from .solver import DEFAULT_OPTIONS, FixedPointResult, solve_problem, with_options_doc
+from .results import FixedPointResult
+from .solver import solve_problem
 
 __all__ = ["make_problem", "check_lam_alpha", "solve"]
 
@@ -117,21 +118,11 @@ def solve(
     alpha: float,
     penalty: str = "l2",
     l1_ratio: float | None = None,
-    tol: float = DEFAULT_OPTIONS.tol,
-    max_iter: int = DEFAULT_OPTIONS.max_iter,
-    quadrature: QuadratureRule | None = DEFAULT_OPTIONS.quadrature,
+    options: SolverOptions | None = None,
     init: FixedPointResult | dict | None = None,
-    anderson: int = DEFAULT_OPTIONS.anderson,
-    damping: float = DEFAULT_OPTIONS.damping,
-    estimate_error: bool = DEFAULT_OPTIONS.estimate_error,
-    auto_refine: bool = DEFAULT_OPTIONS.auto_refine,
-    quad_tol: float = DEFAULT_OPTIONS.quad_tol,
-    max_refine: int = DEFAULT_OPTIONS.max_refine,
-    throw: bool = DEFAULT_OPTIONS.throw,
     callback: Callable[[int, float], Any] | None = None,
     history: dict | None = None,
-    continuation: bool = DEFAULT_OPTIONS.continuation,
-    symmetry: bool = DEFAULT_OPTIONS.symmetry,
+    **option_keywords: Any,
 ) -> FixedPointResult:
     """Solve the self-consistent equations of Theorem 1 and evaluate Theorem 2.
 
@@ -155,6 +146,7 @@ def solve(
     l1_ratio : float, optional
         Elastic-net mixing in ``[0, 1]`` (required for ``'elastic-net'``, implied 1 for
         ``'l1'``, None for ``'l2'``).
+    %(solve_inputs)s
     %(solver_options)s
     Returns
     -------
@@ -174,21 +166,5 @@ def solve(
     test error 0.1166, training error 0.0146
     """
     problem = make_problem(mixture, loss, lam=lam, alpha=alpha, penalty=penalty, l1_ratio=l1_ratio)
-    return solve_problem(
-        problem,
-        tol=tol,
-        max_iter=max_iter,
-        quadrature=quadrature,
-        init=init,
-        anderson=anderson,
-        damping=damping,
-        estimate_error=estimate_error,
-        auto_refine=auto_refine,
-        quad_tol=quad_tol,
-        max_refine=max_refine,
-        throw=throw,
-        callback=callback,
-        history=history,
-        continuation=continuation,
-        symmetry=symmetry,
-    )
+    opts = solver_options(options, option_keywords, caller="solve")
+    return solve_problem(problem, options=opts, init=init, callback=callback, history=history)

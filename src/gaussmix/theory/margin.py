@@ -91,22 +91,15 @@ from gaussmix.core.results import Result
 from gaussmix.core.validation import check_int, check_real
 
 from .channel import ChannelMoments, sqrtm_psd
+from .fixed_point import FixedPointMap, HatEvaluation
+from .iteration import AndersonState, IterationStatus, iterate
 from .losses import solve_batch
 from .mixture import Mixture
 from .observables import test_accuracy
 from .orthant import make_sobol
 from .prior import prior_update
 from .problem import Problem, build_problem
-from .solver import (
-    AndersonState,
-    FixedPointMap,
-    HatEvaluation,
-    IterationStatus,
-    is_valid_state,
-    iterate,
-    pack_state,
-    unpack_state,
-)
+from .state import is_valid_state, pack_state, unpack_state
 from .symmetry import exchangeable_mixture
 
 __all__ = [
@@ -336,7 +329,7 @@ def polyhedron_moments(
 # --------------------------------------------------------------------------- max-margin map
 class _MarginMap(FixedPointMap):
     """Theorem 1's map with the max-margin channel (margin ``kappa``) and the problem's ridge
-    prior; the bias and prior steps are :class:`~gaussmix.theory.solver.FixedPointMap`'s."""
+    prior; the bias and prior steps are :class:`~gaussmix.theory.fixed_point.FixedPointMap`'s."""
 
     __slots__ = ("kappa", "nodes")
 
@@ -383,7 +376,7 @@ class MaxMarginResult(Result):
         2 E[r(W*)] / d`` from the prior).
     Q, M, V, b, Qhat, Mhat, Vhat : ndarray
         Order parameters in the full label space (as in
-        :class:`~gaussmix.theory.solver.FixedPointResult`), for ``||W||`` normalised so that
+        :class:`~gaussmix.theory.results.FixedPointResult`), for ``||W||`` normalised so that
         the margin is 1 (the hats are None on the exchangeable path, which iterates on
         ``q, m, v`` only).
     n_iter : int

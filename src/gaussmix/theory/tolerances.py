@@ -74,7 +74,7 @@ PROX_MAX_ITER = 2000
 #: Default ``tol`` of the fixed-point iteration: converged when
 #: ``max_i |T(x)_i - x_i| / s_i < tol`` over every order parameter, ``s_i = max(|x_i|, u_i)``
 #: with ``u_i`` the size of the component's block capped at 1
-#: (:func:`gaussmix.theory.solver.residual_scale`).  The errors of
+#: (:func:`gaussmix.theory.state.residual_scale`).  The errors of
 #: Theorem 2 are smooth functions of the state, so they inherit an error of that order: far
 #: below any visible difference on a learning curve or against a simulation.
 FIXED_POINT_TOL = 1e-8
@@ -133,7 +133,7 @@ MIN_RESTART_DAMPING = 0.05
 #: A damped step that leaves the cone of valid overlaps is halved down to this fraction of
 #: itself before it is taken anyway (the validity test of the next step then reports it).
 MIN_STEP_FRACTION = 1e-6
-#: The logarithmic chart of the fixed-point iteration (``gaussmix.theory.solver.LogChart``)
+#: The logarithmic chart of the fixed-point iteration (``gaussmix.theory.state.LogChart``)
 #: needs positive-definite overlaps: a state whose ``Q_c`` or ``V_c`` has an eigenvalue at or
 #: below ``LOG_CHART_MIN_EIG`` times its largest is mixed in the state itself (the logarithm
 #: of a near-singular matrix is dominated by the rounding of its small eigenvalue).
@@ -176,7 +176,7 @@ def integration_warning_threshold(tol: float) -> float:
 def check_tol(tol: Any) -> float:
     """``tol`` as a float in ``(0, MAX_FIXED_POINT_TOL]``, or ``ValueError`` / ``TypeError``
     naming it: the one check of the fixed-point tolerance, which
-    :class:`gaussmix.theory.solver.SolverOptions` (every solve, curve and sweep point) and
+    :class:`gaussmix.theory.options.SolverOptions` (every solve, curve and sweep point) and
     the sweep's validation call.
 
     Parameters

@@ -1,0 +1,298 @@
+"""The fixed-point map of Theorem 1 and its fixed point.
+
+One application of the map sends the order parameters ``x = (Q_c, M_c, V_c, b)`` to new
+ones:
+
+1. channel (loss half, eq. spgeneral right):  ``Qhat_c = alpha rho_c E[f f^T]``,
+   ``Mhat_c = alpha rho_c E[f]``, ``Vhat_c = alpha rho_c E[(I + H V_c)^{-1} H]``;
+2. bias: one Newton step on the stationarity condition of the unpenalised bias,
+   ``sum_c rho_c E[f_c] = 0`` (gradient form, docs/design.md pitfall 1), i.e.
+   ``b <- b + (sum_c Vhat_c)^{-1} sum_c Mhat_c``;
+3. prior (eq. spgeneral left / Corollary 1): ``(Q_c, M_c, V_c)`` from the hats.
+
+State is explicit: the map of one problem and one rule is a :class:`FixedPointMap` (its
+memory, the last channel evaluation and the warm start of the proximal solves, lives and
+dies with it); the fixed point of a result is its :class:`FixedPointState`.  This module
+also holds the starting point of an iteration (:func:`start_state`) and the test of a
+degenerate bias condition (:func:`bias_condition_step`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gaussmix.core.results import Result
+
+from .channel import ChannelMoments, ProxWarmStart, channel_evaluation
+from .losses import solve_batch
+from .options import SolverOptions
+from .prior import prior_update
+from .problem import Problem
+from .quadrature import QuadratureRule
+from .state import is_valid_state, pack_state, unpack_state
+from .symmetry import ClusterSymmetry
+from .tolerances import BIAS_RIDGE, LOG_CHART_MAX_LAM
+
+__all__ = [
+    "HatEvaluation",
+    "FixedPointMap",
+    "FixedPointState",
+    "needs_quadrature",
+    "uses_log_chart",
+    "map_features",
+    "new_map",
+    "start_state",
+    "bias_condition_step",
+]
+
+#: penalty strength of the starting point when ``lam = 0`` (the prior needs ``lam > 0``)
+_START_LAM = 1e-3
+
+
+@dataclass(frozen=True)
+class HatEvaluation:
+    """One channel evaluation at a state: the channel moments and the hat parameters
+    ``Qhat_c = alpha rho_c E[f f^T]``, ``Mhat_c = alpha rho_c E[f]``,
+    ``Vhat_c = alpha rho_c E[(I + H V_c)^{-1} H]`` (Theorem 1, eq. spgeneral)."""
+
+    x: np.ndarray
+    moments: ChannelMoments
+    Qhat: np.ndarray
+    Mhat: np.ndarray
+    Vhat: np.ndarray
+
+
+class FixedPointMap:
+    """The fixed-point map ``x -> T(x)`` of Theorem 1 for one problem and one quadrature rule.
+
+    Parameters
+    ----------
+    problem : Problem
+    rule : QuadratureRule
+        The channel's quadrature rule (unused by closed-form channels).
+
+    Attributes
+    ----------
+    last : HatEvaluation or None
+        The last channel evaluation, returned again by :meth:`hats` at the same state (the
+        observables at a converged state then cost no second channel evaluation).
+    warm : ProxWarmStart or None
+        The proximal points of the last evaluation, the warm start of the next.
+
+    Notes
+    -----
+    Lifetime of ``last`` and ``warm``: the map's own.  A map is made for one solve with one
+    rule (a refinement makes a new map) and both are dropped with it; nothing is shared
+    between maps or carried into results.
+    """
+
+    __slots__ = ("problem", "rule", "K", "L", "ar", "last", "warm", "symmetry", "log_chart")
+
+    def __init__(
+        self,
+        problem: Problem,
+        rule: QuadratureRule,
+        *,
+        symmetry: ClusterSymmetry | None = None,
+        log_chart: bool = False,
+    ) -> None:
+        self.problem = problem
+        self.rule = rule
+        self.K = problem.n_clusters
+        self.L = problem.dim
+        self.ar = problem.alpha * problem.mixture.rho
+        self.last: HatEvaluation | None = None
+        self.warm: ProxWarmStart | None = None
+        self.symmetry = symmetry
+        self.log_chart = log_chart
+
+    def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(Q, M, V, b)`` of a state of this problem
+        (:func:`~gaussmix.theory.state.unpack_state`)."""
+        return unpack_state(x, self.K, self.L)
+
+    def is_valid(self, x: np.ndarray) -> bool:
+        """:func:`~gaussmix.theory.state.is_valid_state` for this problem."""
+        return is_valid_state(x, self.K, self.L)
+
+    def hats(self, x: np.ndarray) -> HatEvaluation:
+        """Channel moments and hat parameters at ``x`` (the last evaluation is remembered)."""
+        last = self.last
+        if last is not None and np.array_equal(last.x, x):
+            return last
+        Q, M, V, b = unpack_state(x, self.K, self.L)
+        p = self.problem
+        sym = self.symmetry
+        if sym is None:
+            mom, self.warm = channel_evaluation(p.loss, p.y, M, b, Q, V, self.rule, self.warm)
+        else:  # exchangeable clusters: cluster 0's integrals stand for all
+            Q, M, V, b = sym.symmetric_state(Q, M, V, b)
+            mom0, self.warm = channel_evaluation(
+                p.loss, p.y[:1], M[:1], b, Q[:1], V[:1], self.rule, self.warm
+            )
+            mom = sym.expand_moments(mom0)
+        Mhat = self.ar[:, None] * mom.Ef
+        Qhat = self.ar[:, None, None] * mom.Eff
+        Vhat = self.ar[:, None, None] * mom.Edf
+        self.last = HatEvaluation(x.copy(), mom, Qhat, Mhat, Vhat)
+        return self.last
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """``T(x)``: channel, Newton step of the bias condition, prior."""
+        b = self.unpack(x)[3]
+        if self.symmetry is not None:  # the equivariant bias (see hats)
+            b = np.zeros_like(b)
+        ev = self.hats(x)
+        Sv = ev.Vhat.sum(axis=0)
+        Sm = ev.Mhat.sum(axis=0)
+        size = float(np.abs(Sv).max())
+        reg = BIAS_RIDGE * (size if size > 0.0 else 1.0)
+        db = solve_batch(Sv + reg * np.eye(self.L), Sm)
+        pr = prior_update(self.problem, ev.Qhat, ev.Mhat, ev.Vhat)
+        return pack_state(pr.Q, pr.M, pr.V, b + db)
+
+
+@dataclass(frozen=True)
+class FixedPointState:
+    """The fixed point behind a :class:`~gaussmix.theory.results.FixedPointResult`, in the
+    problem's effective output space (see :mod:`gaussmix.theory.problem`).
+
+    Attributes
+    ----------
+    problem : Problem
+    rule : QuadratureRule
+        The channel rule of the returned state (a placeholder for closed-form channels).
+    x : ndarray
+        The state vector (:func:`~gaussmix.theory.state.pack_state`).
+    symmetry : ClusterSymmetry or None
+        The relabelling symmetry the solve used (exchangeable clusters, see
+        :mod:`gaussmix.theory.symmetry`), kept by :meth:`map`.
+    """
+
+    problem: Problem
+    rule: QuadratureRule
+    x: np.ndarray
+    symmetry: ClusterSymmetry | None = None
+
+    def unpack(
+        self, x: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(Q, M, V, b)`` of the fixed point, or of another state ``x`` of the same problem
+        (e.g. a perturbed one)."""
+        return unpack_state(self.x if x is None else x, self.problem.n_clusters, self.problem.dim)
+
+    def map(self, problem: Problem | None = None) -> FixedPointMap:
+        """A fresh map ``T`` with this state's rule, for this problem or another one with the
+        same clusters and outputs (e.g. another ``lam``); ``T(x) = x`` at the fixed point."""
+        return FixedPointMap(
+            self.problem if problem is None else problem, self.rule, symmetry=self.symmetry
+        )
+
+
+def needs_quadrature(problem: Problem) -> bool:
+    return not problem.loss.exact_channel
+
+
+def map_features(problem: Problem, opts: SolverOptions) -> tuple[ClusterSymmetry | None, bool]:
+    """The symmetry and chart of every map of one solve:
+    :class:`~gaussmix.theory.symmetry.ClusterSymmetry` where ``opts.symmetry`` and the
+    clusters are exchangeable, :class:`~gaussmix.theory.state.LogChart` mixing where
+    :func:`uses_log_chart`."""
+    sym = ClusterSymmetry.of(problem) if opts.symmetry else None
+    return sym, uses_log_chart(problem)
+
+
+def new_map(
+    problem: Problem,
+    rule: QuadratureRule,
+    like: FixedPointMap | tuple[ClusterSymmetry | None, bool],
+) -> FixedPointMap:
+    """A map of ``problem`` with ``rule`` and the symmetry and chart of the map ``like`` (or
+    the pair of :func:`map_features`)."""
+    sym, log_chart = (like.symmetry, like.log_chart) if isinstance(like, FixedPointMap) else like
+    T = FixedPointMap(problem, rule)
+    T.symmetry, T.log_chart = sym, log_chart
+    return T
+
+
+def uses_log_chart(problem: Problem) -> bool:
+    """Whether the iteration mixes in :class:`~gaussmix.theory.state.LogChart` coordinates:
+    channels by quadrature with two or more effective outputs (cross-entropy with three or
+    more classes), whose overlaps are positive definite in the effective space
+    (docs/design.md pitfall 2), below
+    :data:`~gaussmix.theory.tolerances.LOG_CHART_MAX_LAM` (large overlaps, the regime it is
+    for).  One effective output keeps the state itself (its iteration is already fast)."""
+    return needs_quadrature(problem) and problem.dim >= 2 and problem.lam < LOG_CHART_MAX_LAM
+
+
+def _initial_state(problem: Problem) -> np.ndarray:
+    L = problem.dim
+    rho = problem.mixture.rho
+    ar = problem.alpha * rho
+    yr = problem.y @ problem.P.T  # effective labels
+    ybar = rho @ yr
+    Mhat = 0.5 * ar[:, None] * (yr - ybar)
+    Qhat = 0.5 * ar[:, None, None] * np.eye(L)
+    Vhat = 0.5 * ar[:, None, None] * np.eye(L)
+    lam = problem.lam if problem.lam > 0 else _START_LAM
+    pr = prior_update(problem, Qhat, Mhat, Vhat, lam=lam)
+    return pack_state(pr.Q, pr.M, pr.V, ybar)
+
+
+def _state_from_result(problem: Problem, res: Result | dict) -> np.ndarray | None:
+    """Effective-space state vector from a result (or a dict with full-space Q, M, V, b)."""
+    P = problem.P
+    get = res.get if isinstance(res, dict) else lambda k: getattr(res, k)
+    try:
+        Q = P @ np.asarray(get("Q")) @ P.T
+        V = P @ np.asarray(get("V")) @ P.T
+        M = np.asarray(get("M")) @ P.T
+        b = np.asarray(get("b")) @ P.T
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+    if Q.shape != (problem.n_clusters, problem.dim, problem.dim) or M.shape != (
+        problem.n_clusters,
+        problem.dim,
+    ):
+        return None
+    return pack_state(Q, M, V, b)
+
+
+def start_state(problem: Problem, init: Result | dict | None) -> np.ndarray:
+    """The starting state: ``init`` if it is a valid state of this problem, else the default."""
+    x0 = _state_from_result(problem, init) if init is not None else None
+    if x0 is None or not is_valid_state(x0, problem.n_clusters, problem.dim):
+        x0 = _initial_state(problem)
+    return x0
+
+
+def bias_condition_step(Mhat: np.ndarray, Vhat: np.ndarray, b: np.ndarray) -> float:
+    """The relative size of the unregularised Newton step of the bias condition,
+    ``|sum_c Mhat_c| / (||sum_c Vhat_c|| max(1, |b|))`` (max-norms; ``inf`` where the
+    curvature vanishes and the condition is not met, 0 where it is met exactly).
+
+    The map's bias update is this step (with a relative ridge), so at a fixed point of an
+    accurate channel it is below ``tol``.  A large value at a state that passed the
+    convergence test is the mark of a degenerate point (the condition ``sum_c rho_c E[f_c] =
+    0``, docs/design.md pitfall 1, holds only because its terms have underflowed).
+
+    Parameters
+    ----------
+    Mhat, Vhat : ndarray (K, L), (K, L, L)
+        Hat parameters in the effective output space.
+    b : ndarray (L,)
+        The bias.
+
+    Returns
+    -------
+    float
+    """
+    Sm = float(np.abs(Mhat.sum(axis=0)).max())
+    if Sm == 0.0:
+        return 0.0
+    Sv = float(np.abs(Vhat.sum(axis=0)).sum(axis=-1).max())  # the inf-norm of the matrix
+    if not Sv > 0.0:
+        return np.inf
+    return Sm / (Sv * max(1.0, float(np.abs(b).max())))
