@@ -41,6 +41,7 @@ __all__ = [
     "SobolRQMC",
     "default_rule",
     "auto_rule",
+    "graded_line",
     "MAX_ORDER",
     "MAX_PANELS",
     "MAX_RQMC_LOG2",
@@ -227,16 +228,25 @@ class GaussHermite(QuadratureRule):
 
 
 # --------------------------------------------------------------------------- graded panels
+def graded_line(
+    panels: int, order: int, grade: float, half_width: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Composite Gauss-Legendre rule (nodes, Legendre weights, no Gaussian factor) on
+    ``[-half_width, half_width]`` cut into ``panels`` panels with edges
+    ``half_width sinh(grade t) / sinh(grade)``, ``t`` uniform on ``[-1, 1]``."""
+    t = np.linspace(-1.0, 1.0, panels + 1)
+    edges = half_width * np.sinh(grade * t) / np.sinh(grade)
+    x, w = np.polynomial.legendre.leggauss(order)
+    a, e = edges[:-1, None], edges[1:, None]
+    return (0.5 * (a + e) + 0.5 * (e - a) * x).ravel(), (0.5 * (e - a) * w).ravel()
+
+
 @lru_cache(maxsize=64)
 def _panel_rule(
     panels: int, order: int, dim: int, grade: float, prune: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    t = np.linspace(-1.0, 1.0, panels + 1)
-    edges = XI_MAX * np.sinh(grade * t) / np.sinh(grade)
-    x, w = np.polynomial.legendre.leggauss(order)
-    a, e = edges[:-1, None], edges[1:, None]
-    xs = (0.5 * (a + e) + 0.5 * (e - a) * x).ravel()
-    ws = (0.5 * (e - a) * w).ravel() * np.exp(-0.5 * xs * xs) / np.sqrt(2.0 * np.pi)
+    xs, ws = graded_line(panels, order, grade, XI_MAX)
+    ws = ws * np.exp(-0.5 * xs * xs) / np.sqrt(2.0 * np.pi)
     return _tensor(xs, ws, dim, prune)
 
 

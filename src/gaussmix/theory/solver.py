@@ -49,7 +49,7 @@ from .outputs import error_keys, summary_keys
 from .prior import prior_update
 from .problem import Problem
 from .quadrature import MAX_TENSOR_DIM, GaussHermite, QuadratureRule, auto_rule
-from .symmetry import ClusterSymmetry
+from .symmetry import ClusterSymmetry, symmetric_rule
 from .tolerances import (
     ANDERSON_RIDGE,
     ANDERSON_RIDGE_FLOOR,
@@ -1141,6 +1141,13 @@ def _channel_rule(
     if quadrature is not None:
         if quadrature.dim != L:
             raise ValueError(f"quadrature has dimension {quadrature.dim}, the problem needs {L}")
+        if getattr(quadrature, "needs_symmetry", False) and not (
+            symmetry and ClusterSymmetry.of(problem) is not None
+        ):
+            raise ValueError(
+                f"quadrature {type(quadrature).__name__} needs exchangeable clusters, "
+                "cross-entropy, ridge and symmetry=True"
+            )
         return quadrature
     if not _needs_quadrature(problem):
         return GaussHermite(1, 1)  # unused: closed-form channel
@@ -1640,6 +1647,8 @@ def solve_problem(
     sharp = None
     if opts.quadrature is None and _needs_quadrature(problem) and out.converged:
         sharp = _sharp_rule(problem, T.rule, out.x)
+        if sharp is not None and T.symmetry is not None:  # exchangeable: cluster 0's rule
+            sharp = symmetric_rule(problem, sharp)
     if sharp is not None:  # the solution is in the sharp regime: its rule, from there
         history.setdefault(sharp, out.anderson)
         T, out2 = _run_fixed_point(problem, sharp, out.x, opts, callback, history)
