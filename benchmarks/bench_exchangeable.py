@@ -47,7 +47,7 @@ def main() -> None:
     star = separability_threshold(
         gm.Mixture.isotropic(DELTA, "gaussian", n_clusters=4), evidence=False
     ).alpha_star
-    alphas = (0.5, 3.0, 6.5) if quick else (0.5, 1.0, 2.0, 3.0, 4.0, star, 5.5, 6.5, 8.0)
+    alphas = (0.5, 3.0, 6.5) if quick else (0.5, 1.0, 2.0, 3.0, 4.0, 4.4, star, 5.0, 5.5, 6.5, 8.0)
     _point(4, 2.0)  # warm-up: compiled kernels, rule caches
     print("| K | alpha | wall (s) | iterations | rule | test error (est.) | "
           "training error (est.) | training loss (est.) | warnings |")  # fmt: skip

@@ -42,6 +42,7 @@ __all__ = [
     "default_rule",
     "auto_rule",
     "graded_line",
+    "composite_legendre",
     "MAX_ORDER",
     "MAX_PANELS",
     "MAX_RQMC_LOG2",
@@ -109,15 +110,19 @@ class QuadratureRule:
     dim: int
     randomised: ClassVar[bool] = False
 
+    def _rule(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(nodes, weights)``, cached by the family (read-only arrays)."""
+        raise NotImplementedError
+
     @property
     def nodes(self) -> np.ndarray:
         """Nodes, shape (N, dim)."""
-        raise NotImplementedError
+        return self._rule()[0]
 
     @property
     def weights(self) -> np.ndarray:
         """Weights, shape (N,), summing to one."""
-        raise NotImplementedError
+        return self._rule()[1]
 
     def refined(self) -> QuadratureRule | None:
         """A finer rule of the same family (None beyond the family's limit)."""
@@ -235,7 +240,12 @@ def graded_line(
     ``[-half_width, half_width]`` cut into ``panels`` panels with edges
     ``half_width sinh(grade t) / sinh(grade)``, ``t`` uniform on ``[-1, 1]``."""
     t = np.linspace(-1.0, 1.0, panels + 1)
-    edges = half_width * np.sinh(grade * t) / np.sinh(grade)
+    return composite_legendre(half_width * np.sinh(grade * t) / np.sinh(grade), order)
+
+
+def composite_legendre(edges: np.ndarray, order: int) -> tuple[np.ndarray, np.ndarray]:
+    """Composite Gauss-Legendre rule (nodes, weights) with ``order`` nodes on each of the
+    panels between consecutive ``edges``."""
     x, w = np.polynomial.legendre.leggauss(order)
     a, e = edges[:-1, None], edges[1:, None]
     return (0.5 * (a + e) + 0.5 * (e - a) * x).ravel(), (0.5 * (e - a) * w).ravel()
@@ -294,16 +304,6 @@ class GradedPanels(QuadratureRule):
 
     def _rule(self) -> tuple[np.ndarray, np.ndarray]:
         return _panel_rule(self.panels, self.order, self.dim, self.grade, QUADRATURE_PRUNE)
-
-    @property
-    def nodes(self) -> np.ndarray:
-        """Nodes, shape (N, dim)."""
-        return self._rule()[0]
-
-    @property
-    def weights(self) -> np.ndarray:
-        """Weights, shape (N,), summing to one."""
-        return self._rule()[1]
 
     def refined(self) -> GradedPanels | None:
         """Twice the panels (each panel split in two in ``t``), None beyond ``MAX_PANELS``."""

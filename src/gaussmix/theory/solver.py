@@ -1648,7 +1648,7 @@ def solve_problem(
     if opts.quadrature is None and _needs_quadrature(problem) and out.converged:
         sharp = _sharp_rule(problem, T.rule, out.x)
         if sharp is not None and T.symmetry is not None:  # exchangeable: cluster 0's rule
-            sharp = symmetric_rule(problem, sharp)
+            sharp = symmetric_rule(problem, sharp, *T.unpack(out.x)[:3])
     if sharp is not None:  # the solution is in the sharp regime: its rule, from there
         history.setdefault(sharp, out.anderson)
         T, out2 = _run_fixed_point(problem, sharp, out.x, opts, callback, history)
