@@ -112,6 +112,14 @@ def test_the_rule_is_refused_without_the_symmetry():
     with pytest.raises(ValueError, match="needs exchangeable clusters"):
         gm.solve(mix, "cross-entropy", lam=1.0, alpha=2.0, quadrature=ExchangeablePanels(4),
                  symmetry=False)  # fmt: skip
+    from gaussmix.theory.channel import channel_moments
+
+    problem = make_problem(mix, "cross-entropy", lam=1.0, alpha=2.0)
+    K, L = problem.n_clusters, problem.dim
+    with pytest.raises(ValueError, match="integrates only cluster 0"):
+        channel_moments(problem.loss, problem.y, np.zeros((K, L)), np.zeros(L),
+                        np.tile(np.eye(L), (K, 1, 1)), np.tile(np.eye(L), (K, 1, 1)),
+                        ExchangeablePanels(4))  # fmt: skip
     other = gm.Mixture.isotropic([0.4, 0.5, 0.5, 0.5], "gaussian", n_clusters=4)
     with pytest.raises(ValueError, match="needs exchangeable clusters"):
         gm.solve(other, "cross-entropy", lam=1.0, alpha=2.0, quadrature=ExchangeablePanels(4))
