@@ -140,6 +140,13 @@ def _theory_against_erm(k: int, alphas: tuple[float, float], d: int, seeds: int)
 
 
 @pytest.mark.slow
+def test_k4_theory_against_exact_erm_both_sides_of_alpha_star() -> None:
+    """K = 4 (alpha* = 4.690): alpha = 3 and 6.5, d = 200, ten seeds; the theory's channel
+    is the deterministic rule of exchangeable clusters (issue 19)."""
+    _theory_against_erm(4, (3.0, 6.5), d=200, seeds=10)
+
+
+@pytest.mark.slow
 def test_k3_theory_against_exact_erm_both_sides_of_alpha_star() -> None:
     """K = 3 (alpha* = 4.221): alpha = 3 and 8, d = 420, ten seeds."""
     _theory_against_erm(3, (3.0, 8.0), d=420, seeds=10)

@@ -144,7 +144,19 @@ def channel_moments(
     Returns
     -------
     ChannelMoments
+
+    Raises
+    ------
+    ValueError
+        For a rule that integrates only cluster 0's competitor-symmetric expectations
+        (``needs_symmetry``, :class:`~gaussmix.theory.symmetry.ExchangeablePanels`): the
+        solver uses it with the relabelling symmetry; here it would be silently wrong.
     """
+    if getattr(rule, "needs_symmetry", False):
+        raise ValueError(
+            f"quadrature {type(rule).__name__} integrates only cluster 0 of exchangeable "
+            "clusters (the solver's symmetry=True); pass a general rule"
+        )
     return channel_evaluation(loss, y, M, b, Q, V, rule)[0]
 
 

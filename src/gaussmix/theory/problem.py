@@ -28,6 +28,7 @@ from .prior import prior_for
 
 __all__ = [
     "Problem",
+    "complement_of_ones",
     "build_problem",
     "validate_lam_alpha",
     "SeparabilityCheck",
@@ -43,14 +44,18 @@ SeparabilityCheck = Callable[[Mixture, float, str], None]
 # of lam and alpha are stated once (PARAMETERS)
 
 
-def _complement_of_ones(L: int) -> np.ndarray:
-    """Orthonormal basis (L-1, L) of the complement of (1, ..., 1) (Helmert rows)."""
+def complement_of_ones(L: int) -> np.ndarray:
+    """Orthonormal basis (L-1, L) of the complement of (1, ..., 1) (Helmert rows): the
+    effective output space ``P`` of the shift-invariant cross-entropy."""
     P = np.zeros((L - 1, L))
     for i in range(1, L):
         P[i - 1, :i] = 1.0
         P[i - 1, i] = -i
         P[i - 1] /= np.sqrt(i * (i + 1))
     return P
+
+
+_complement_of_ones = complement_of_ones  # the former private name
 
 
 #: the output space of each label map, built once (label maps are immutable)
@@ -71,7 +76,7 @@ def _output_space(labels: LabelMap, reduced: bool) -> tuple[np.ndarray, tuple]:
     if hit is not None:
         return hit
     L = labels.dim
-    P = _complement_of_ones(L) if reduced else np.eye(L)
+    P = complement_of_ones(L) if reduced else np.eye(L)
     classes = labels.classes
     constraints = []
     for c in range(labels.n_clusters):

@@ -41,6 +41,8 @@ __all__ = [
     "SobolRQMC",
     "default_rule",
     "auto_rule",
+    "graded_line",
+    "composite_legendre",
     "MAX_ORDER",
     "MAX_PANELS",
     "MAX_RQMC_LOG2",
@@ -108,15 +110,19 @@ class QuadratureRule:
     dim: int
     randomised: ClassVar[bool] = False
 
+    def _rule(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(nodes, weights)``, cached by the family (read-only arrays)."""
+        raise NotImplementedError
+
     @property
     def nodes(self) -> np.ndarray:
         """Nodes, shape (N, dim)."""
-        raise NotImplementedError
+        return self._rule()[0]
 
     @property
     def weights(self) -> np.ndarray:
         """Weights, shape (N,), summing to one."""
-        raise NotImplementedError
+        return self._rule()[1]
 
     def refined(self) -> QuadratureRule | None:
         """A finer rule of the same family (None beyond the family's limit)."""
@@ -227,16 +233,30 @@ class GaussHermite(QuadratureRule):
 
 
 # --------------------------------------------------------------------------- graded panels
+def graded_line(
+    panels: int, order: int, grade: float, half_width: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Composite Gauss-Legendre rule (nodes, Legendre weights, no Gaussian factor) on
+    ``[-half_width, half_width]`` cut into ``panels`` panels with edges
+    ``half_width sinh(grade t) / sinh(grade)``, ``t`` uniform on ``[-1, 1]``."""
+    t = np.linspace(-1.0, 1.0, panels + 1)
+    return composite_legendre(half_width * np.sinh(grade * t) / np.sinh(grade), order)
+
+
+def composite_legendre(edges: np.ndarray, order: int) -> tuple[np.ndarray, np.ndarray]:
+    """Composite Gauss-Legendre rule (nodes, weights) with ``order`` nodes on each of the
+    panels between consecutive ``edges``."""
+    x, w = np.polynomial.legendre.leggauss(order)
+    a, e = edges[:-1, None], edges[1:, None]
+    return (0.5 * (a + e) + 0.5 * (e - a) * x).ravel(), (0.5 * (e - a) * w).ravel()
+
+
 @lru_cache(maxsize=64)
 def _panel_rule(
     panels: int, order: int, dim: int, grade: float, prune: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    t = np.linspace(-1.0, 1.0, panels + 1)
-    edges = XI_MAX * np.sinh(grade * t) / np.sinh(grade)
-    x, w = np.polynomial.legendre.leggauss(order)
-    a, e = edges[:-1, None], edges[1:, None]
-    xs = (0.5 * (a + e) + 0.5 * (e - a) * x).ravel()
-    ws = (0.5 * (e - a) * w).ravel() * np.exp(-0.5 * xs * xs) / np.sqrt(2.0 * np.pi)
+    xs, ws = graded_line(panels, order, grade, XI_MAX)
+    ws = ws * np.exp(-0.5 * xs * xs) / np.sqrt(2.0 * np.pi)
     return _tensor(xs, ws, dim, prune)
 
 
@@ -284,16 +304,6 @@ class GradedPanels(QuadratureRule):
 
     def _rule(self) -> tuple[np.ndarray, np.ndarray]:
         return _panel_rule(self.panels, self.order, self.dim, self.grade, QUADRATURE_PRUNE)
-
-    @property
-    def nodes(self) -> np.ndarray:
-        """Nodes, shape (N, dim)."""
-        return self._rule()[0]
-
-    @property
-    def weights(self) -> np.ndarray:
-        """Weights, shape (N,), summing to one."""
-        return self._rule()[1]
 
     def refined(self) -> GradedPanels | None:
         """Twice the panels (each panel split in two in ``t``), None beyond ``MAX_PANELS``."""

@@ -165,6 +165,13 @@ def channel_rule(
     if quadrature is not None:
         if quadrature.dim != L:
             raise ValueError(f"quadrature has dimension {quadrature.dim}, the problem needs {L}")
+        if getattr(quadrature, "needs_symmetry", False) and not (
+            symmetry and ClusterSymmetry.of(problem) is not None
+        ):
+            raise ValueError(
+                f"quadrature {type(quadrature).__name__} needs exchangeable clusters, "
+                "cross-entropy, ridge and symmetry=True"
+            )
         return quadrature
     if not needs_quadrature(problem):
         return GaussHermite(1, 1)  # unused: closed-form channel

@@ -59,6 +59,7 @@ from .refinement import (
     sharp_rule,
 )
 from .results import FixedPointResult
+from .symmetry import symmetric_rule
 from .state import LogChart, is_valid_state, pack_state, residual_scale, unpack_state
 from .tolerances import DEGENERATE_BIAS_STEP, SMALL_LAM_HINT, integration_warning_threshold
 
@@ -192,6 +193,8 @@ def solve_problem(
     sharp = None
     if opts.quadrature is None and needs_quadrature(problem) and out.converged:
         sharp = sharp_rule(problem, T.rule, out.x)
+        if sharp is not None and T.symmetry is not None:  # exchangeable: cluster 0's rule
+            sharp = symmetric_rule(problem, sharp, *T.unpack(out.x)[:3])
     if sharp is not None:  # the solution is in the sharp regime: its rule, from there
         history.setdefault(sharp, out.anderson)
         T, out2 = run_fixed_point(problem, sharp, out.x, opts, callback, history)
