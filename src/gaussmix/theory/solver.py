@@ -59,8 +59,8 @@ from .refinement import (
     sharp_rule,
 )
 from .results import FixedPointResult
-from .symmetry import symmetric_rule
 from .state import LogChart, is_valid_state, pack_state, residual_scale, unpack_state
+from .symmetry import symmetric_rule
 from .tolerances import DEGENERATE_BIAS_STEP, SMALL_LAM_HINT, integration_warning_threshold
 
 __all__ = [
