@@ -119,10 +119,12 @@ def chain_predecessor(rule: QuadratureRule) -> QuadratureRule | None:
 
 
 def curve_start_rule(result: FixedPointResult, problem: Problem) -> QuadratureRule | None:
-    """The rule the second point of a curve starts its refinement from: one step down the
-    refinement chain (:func:`chain_predecessor`) from the rule that the first point's
-    refinement judged accurate (:func:`next_start_rule`; the first point is solved as a
-    single point is).
+    """The rule the next point of a curve starts its refinement from, after a point solved
+    with the solver's automatic choice of rule: where that point ended on the chain of the
+    regime-free automatic rule (:func:`~gaussmix.theory.quadrature.auto_rule` without
+    ``smooth``: graded panels in one and two dimensions, accurate in every regime), one step
+    down the refinement chain (:func:`chain_predecessor`) from the rule its refinement
+    judged accurate (:func:`next_start_rule`).
 
     A single point refines its automatic rule once to estimate the error, and returns the
     finer answer; a curve whose points find the coarser rule accurate (their estimates
@@ -130,7 +132,10 @@ def curve_start_rule(result: FixedPointResult, problem: Problem) -> QuadratureRu
     automatic rule (measured at K = 3 cross-entropy: ``|GP(16) - GP(8)|`` from 2e-12 to
     3e-9 over ``lam`` in [1e-3, 10], ``alpha`` in [0.2, 4]; a point then costs about a
     quarter of the evaluations' work).  A point that does not find it accurate refines
-    further, and the rule is carried up from there (:func:`next_start_rule`).
+    further, and the rule is carried up from there (:func:`next_start_rule`).  In one
+    dimension a point in the sharp regime (small ``lam``, where the solver moves from
+    Gauss-Hermite to graded panels) hands its panels on, so that the next point does not
+    iterate on Gauss-Hermite first.
 
     Parameters
     ----------
@@ -142,15 +147,15 @@ def curve_start_rule(result: FixedPointResult, problem: Problem) -> QuadratureRu
     Returns
     -------
     QuadratureRule or None
-        None where the solver's choice is kept: a closed-form channel, an automatic rule
-        that depends on the regime (one output: Gauss-Hermite or graded panels; three to
-        five: Gauss-Hermite or randomised quasi-Monte Carlo, decided at each point), a
-        randomised rule.
+        None where the solver's choice is kept: a closed-form channel, a point that ended
+        on another chain (one output in the smooth regime: Gauss-Hermite, where the solver
+        decides the regime at each point), a randomised regime-free rule (three outputs
+        and more).
     """
     if problem.loss.exact_channel:
         return None
-    rule = auto_rule(problem.dim, smooth=True)
-    if rule != auto_rule(problem.dim) or rule.randomised:
+    rule = auto_rule(problem.dim)
+    if rule.randomised:
         return None
     accurate = next_start_rule(result, rule)
     if accurate is None:

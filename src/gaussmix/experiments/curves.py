@@ -130,13 +130,15 @@ def _curve(
     point, else from the cold start; the Anderson secant pairs are carried along too.
 
     Unless the caller fixes ``quadrature``, the channel rule is carried (:func:`_carried_rule`):
-    the first point is solved as a single point is; the second starts its refinement one
-    step down the chain from the rule the first found accurate
-    (:func:`~gaussmix.experiments.continuation.curve_start_rule`, where the automatic rule
-    does not depend on the regime), and each later point from the rule its predecessor
-    found accurate (:func:`_next_start_rule`), so that its own refinements (at most
-    ``max_refine``) go beyond it instead of starting again.  Every point's integration
-    error is still estimated at that point, by refinement until it meets ``quad_tol``.
+    points are solved as single points are until one ends on the chain of the regime-free
+    automatic rule (graded panels: in two dimensions the first point, in one the first in
+    the sharp regime); the next starts its refinement one step down that chain from the
+    rule this point found accurate
+    (:func:`~gaussmix.experiments.continuation.curve_start_rule`), and each later point from
+    the rule its predecessor found accurate (:func:`_next_start_rule`), so that its own
+    refinements (at most ``max_refine``) go beyond it instead of starting again.  Every
+    point's integration error is still estimated at that point, by refinement until it
+    meets ``quad_tol``.
     With ``carry_rule`` (annealing in lambda: the channel integrand sharpens as lambda
     decreases) the Gauss-Hermite rule of one output is carried too.
     """
@@ -170,10 +172,10 @@ def _carried_rule(
     res: FixedPointResult, problem: Problem, kw: dict, carry_rule: bool
 ) -> QuadratureRule | None:
     """The rule the point after ``res`` (solved with the options ``kw``) starts from, or
-    None to keep ``kw``'s: after the first point
-    :func:`~gaussmix.experiments.continuation.curve_start_rule` where the solves refine
-    their rule (else, with ``carry_rule``, the Gauss-Hermite rule of one output carried),
-    then :func:`_next_start_rule` from the rule the point started from."""
+    None to keep ``kw``'s: :func:`_next_start_rule` from the rule ``res`` started from once
+    a rule is carried; before, :func:`~gaussmix.experiments.continuation.curve_start_rule`
+    where the solves refine their rule (else, with ``carry_rule``, the Gauss-Hermite rule
+    of one output)."""
     if "quadrature" in kw:
         return _next_start_rule(res, kw["quadrature"])
     start = curve_start_rule(res, problem) if _refines(kw) else None
