@@ -113,6 +113,7 @@ def test_a_lasso_curve_is_its_single_points(loss) -> None:
 
 
 def test_the_curve_rule_steps_down_the_chain_where_the_rule_is_regime_free() -> None:
+    # two effective outputs: graded panels in every regime
     two = make_problem(MIX3, "cross-entropy", lam=1.0, alpha=1.0)
     first = gm.solve(MIX3, "cross-entropy", lam=1.0, alpha=1.0)  # refined once: GP16 judged
     start = curve_start_rule(first, two)
@@ -121,6 +122,10 @@ def test_the_curve_rule_steps_down_the_chain_where_the_rule_is_regime_free() -> 
     # one output (Gauss-Hermite or graded panels by regime), closed forms: the solver's
     one = gm.solve(BINARY, "logistic", lam=0.1, alpha=1.0)
     assert curve_start_rule(one, make_problem(BINARY, "logistic", lam=0.1, alpha=1.0)) is None
+    # ... until a point is in the sharp regime: its panels are handed on
+    sharp = gm.solve(BINARY, "logistic", lam=1e-3, alpha=2.0)
+    panels = curve_start_rule(sharp, make_problem(BINARY, "logistic", lam=1e-3, alpha=2.0))
+    assert panels == auto_rule(1) and sharp.state.rule == auto_rule(1).refined()
     sq = gm.solve(MIX3, "square", lam=0.1, alpha=1.0)
     assert curve_start_rule(sq, make_problem(MIX3, "square", lam=0.1, alpha=1.0)) is None
     # the first point of a curve is the single point, to the bit
@@ -176,3 +181,14 @@ def test_a_rejected_predictor_falls_back_to_the_plain_warm_start(monkeypatch) ->
     for alpha, r in zip(alphas, df.points):
         single = gm.solve(BINARY, "logistic", lam=0.1, alpha=alpha, tol=TOL)
         assert _gap(r, single) <= SAME + r.integration_error + single.integration_error
+
+
+def test_a_sharp_binary_curve_hands_its_panels_on_and_matches_single_points() -> None:
+    alphas = np.linspace(1.5, 3.0, 8)
+    df = gm.learning_curve(BINARY, "logistic", alphas, lam=1e-3, tol=TOL)
+    assert df.converged.all()
+    # every point ends on the panels refined once, as the single point does
+    assert {r.params["quadrature"] for r in df.points} == {auto_rule(1).refined().describe()}
+    for alpha, r in zip(alphas, df.points):
+        single = gm.solve(BINARY, "logistic", lam=1e-3, alpha=alpha, tol=TOL)
+        assert _gap(r, single) <= r.integration_error + single.integration_error + SAME
