@@ -5,6 +5,7 @@ rule fixed by the caller gives the single points; the predictor is safeguarded."
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -22,6 +23,7 @@ from gaussmix.experiments.continuation import (
 )
 from gaussmix.theory.api import make_problem
 from gaussmix.theory.quadrature import GaussHermite, auto_rule
+from gaussmix.theory.tolerances import integration_warning_threshold
 
 MIX3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
 BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
@@ -166,18 +168,30 @@ def test_the_predictor_is_a_cubic_and_its_safeguard_rejects_a_far_correction() -
     assert not prediction_accepted(sols[-1], far_from_near, sols[-2])
 
 
+def _timid(monkeypatch) -> list[bool]:
+    """Replace the curves' predictor by one a hair from the last point (its step is tiny, so
+    the safeguard rejects the fixed point it leads to); the safeguard's verdicts."""
+    verdicts: list[bool] = []
+
+    def timid(done, param):
+        if len(done) < 2:
+            return None
+        return {k: (1 + 1e-7) * getattr(done[-1][1], k) for k in ("Q", "M", "V", "b")}
+
+    def judged(*args):
+        verdicts.append(prediction_accepted(*args))
+        return verdicts[-1]
+
+    monkeypatch.setattr(curves, "predict", timid)
+    monkeypatch.setattr(curves, "prediction_accepted", judged)
+    return verdicts
+
+
 def test_a_rejected_predictor_falls_back_to_the_plain_warm_start(monkeypatch) -> None:
+    verdicts = _timid(monkeypatch)
     alphas = np.linspace(1.0, 2.0, 8)
-    calls = []
-
-    def wild(done, param):  # a predictor thrown far off the curve
-        out = predict(done, param)
-        calls.append(out is not None)
-        return None if out is None else {k: 3.0 * v for k, v in out.items()}
-
-    monkeypatch.setattr(curves, "predict", wild)
     df = gm.learning_curve(BINARY, "logistic", alphas, lam=0.1, tol=TOL)
-    assert sum(calls) >= 5
+    assert len(verdicts) == len(alphas) - 2 and not any(verdicts)
     for alpha, r in zip(alphas, df.points):
         single = gm.solve(BINARY, "logistic", lam=0.1, alpha=alpha, tol=TOL)
         assert _gap(r, single) <= SAME + r.integration_error + single.integration_error
@@ -192,3 +206,18 @@ def test_a_sharp_binary_curve_hands_its_panels_on_and_matches_single_points() ->
     for alpha, r in zip(alphas, df.points):
         single = gm.solve(BINARY, "logistic", lam=1e-3, alpha=alpha, tol=TOL)
         assert _gap(r, single) <= r.integration_error + single.integration_error + SAME
+
+
+@pytest.mark.parametrize("rejected", [False, True])
+def test_a_curve_warns_once_for_each_point_whose_estimate_is_large(monkeypatch, rejected):
+    # (rejected: every predictor; the warnings of its solves are dropped with them)
+    verdicts = _timid(monkeypatch) if rejected else []
+    alphas = np.linspace(0.5, 4.0, 10)
+    rule = GaussHermite(8, 1)  # coarse: some points' estimates exceed the threshold
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = gm.learning_curve(BINARY, "logistic", alphas, lam=0.1, quadrature=rule, max_refine=1)
+    large = int((df.integration_error > integration_warning_threshold(1e-8)).sum())
+    assert 0 < large < len(alphas)
+    assert sum(w.category is gm.IntegrationWarning for w in caught) == large
+    assert len(verdicts) == (len(alphas) - 2 if rejected else 0) and not any(verdicts)

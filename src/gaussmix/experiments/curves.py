@@ -207,12 +207,21 @@ def _predicted(
     prediction = predict(done, param)
     if prediction is not None:
         direct = {**opts, "continuation": False}
-        try:
-            res = solve_problem(problem, init=prediction, throw=True, history=history, **direct)
-            if prediction_accepted(res, prediction, previous):
-                return res
-        except ConvergenceError:
-            history.clear()
+        # the warnings of a solve that the safeguard rejects are dropped with it; those of
+        # an accepted one are given as the solve gave them (at the caller's line)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                res = solve_problem(
+                    problem, init=prediction, throw=True, history=history, **direct
+                )
+            except ConvergenceError:
+                res = None
+                history.clear()
+        if res is not None and prediction_accepted(res, prediction, previous):
+            for w in caught:
+                warnings.warn(w.message, w.category, stacklevel=2)
+            return res
     try:
         return solve_problem(problem, init=previous, throw=True, history=history, **opts)
     except ConvergenceError:
