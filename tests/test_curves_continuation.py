@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import gaussmix as gm
-from gaussmix.experiments import curves
+from gaussmix.experiments import continuation, curves
 from gaussmix.experiments.continuation import (
     chain_predecessor,
     curve_start_rule,
@@ -221,3 +221,17 @@ def test_a_curve_warns_once_for_each_point_whose_estimate_is_large(monkeypatch, 
     assert 0 < large < len(alphas)
     assert sum(w.category is gm.IntegrationWarning for w in caught) == large
     assert len(verdicts) == (len(alphas) - 2 if rejected else 0) and not any(verdicts)
+
+
+def test_a_slow_predictor_is_abandoned_for_the_warm_start() -> None:
+    # K = 3 at lam = 1e-4 across the separability threshold: the cubic's start at alpha = 8
+    # took 705 iterations without the cap; capped, the point is solved from alpha = 6.5
+    alphas = np.array([0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.5, 8.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gm.IntegrationWarning)  # the cusp's estimate
+        df = gm.learning_curve(MIX3, "cross-entropy", alphas, lam=1e-4)
+        single = gm.solve(MIX3, "cross-entropy", lam=1e-4, alpha=8.0)
+    assert df.converged.all()
+    assert df.n_iter.max() <= 2 * continuation.PREDICTOR_MIN_ITER
+    last = df.points[-1]
+    assert _gap(last, single) <= last.integration_error + single.integration_error + 1e-7

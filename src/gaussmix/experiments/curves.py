@@ -29,7 +29,14 @@ from gaussmix.theory.problem import Problem
 from gaussmix.theory.quadrature import QuadratureRule, default_rule
 from gaussmix.theory.solver import DEFAULT_OPTIONS, FixedPointResult, solve_problem
 
-from .continuation import curve_start_rule, next_start_rule, predict, prediction_accepted
+from .continuation import (
+    PREDICTOR_ITER_FACTOR,
+    PREDICTOR_MIN_ITER,
+    curve_start_rule,
+    next_start_rule,
+    predict,
+    prediction_accepted,
+)
 from .derivative import d_test_error_d_lambda
 
 # moved to gaussmix.experiments.lambda_star; still importable from here
@@ -208,13 +215,18 @@ def _predicted(
     From the predictor the solve skips the continuation from a coarser rule (``continuation``
     changes the starting point only): the predictor is closer to the fixed point than the
     coarse rule's (measured at K = 3 cross-entropy: 2 evaluations of the rule instead of 5
-    coarse and 2 of the rule, 30 % less time per point)."""
+    coarse and 2 of the rule, 30 % less time per point).  Its iterations are capped at
+    :data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times the last
+    point's (at least :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`):
+    a predictor that converges slowly is abandoned for the warm start."""
     if not done:
         return None
     previous = done[-1][1]
     prediction = predict(done, param)
     if prediction is not None:
-        direct = {**opts, "continuation": False}
+        cap = max(PREDICTOR_MIN_ITER, PREDICTOR_ITER_FACTOR * int(previous.n_iter))
+        max_iter = min(opts.get("max_iter", DEFAULT_OPTIONS.max_iter), cap)
+        direct = {**opts, "continuation": False, "max_iter": max_iter}
         # the warnings of a solve that the safeguard rejects are dropped with it; those of
         # an accepted one are given as the solve gave them (at the caller's line)
         with warnings.catch_warnings(record=True) as caught:
