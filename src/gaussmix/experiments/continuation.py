@@ -35,7 +35,6 @@ __all__ = [
     "PREDICTOR_POINTS",
     "PREDICTOR_ITER_FACTOR",
     "PREDICTOR_MIN_ITER",
-    "PREDICTOR_DIRECT_MAX_ITER",
     "STATE_KEYS",
     "predict",
     "state_distance",
@@ -58,13 +57,6 @@ PREDICTOR_ITER_FACTOR = 2
 
 #: The least iteration budget of a solve from the predictor.
 PREDICTOR_MIN_ITER = 30
-
-#: A solve from the predictor skips the continuation from a coarser rule only after a point
-#: that took at most this many iterations (a curve in its smooth part: 4-8 per point, the
-#: predictor lands close); after harder points (13 and more at K = 3, ``lam = 1e-4``) the
-#: coarse rule's iterations are the cheaper way in (8 alphas in [0.5, 8]: 0.68 s against
-#: 0.87 s; measured 0.64-0.68 s for thresholds 12 to 20, no change on smooth curves).
-PREDICTOR_DIRECT_MAX_ITER = 16
 
 #: The order parameters (full label space) a predictor extrapolates.
 STATE_KEYS = ("Q", "M", "V", "b")

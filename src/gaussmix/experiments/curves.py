@@ -30,7 +30,6 @@ from gaussmix.theory.quadrature import QuadratureRule, default_rule
 from gaussmix.theory.solver import DEFAULT_OPTIONS, FixedPointResult, solve_problem
 
 from .continuation import (
-    PREDICTOR_DIRECT_MAX_ITER,
     PREDICTOR_ITER_FACTOR,
     PREDICTOR_MIN_ITER,
     curve_start_rule,
@@ -214,11 +213,9 @@ def _predicted(
     is no predictor); None if that fails (or ``done`` is empty).
 
     From the predictor the solve skips the continuation from a coarser rule (``continuation``
-    changes the starting point only) where the last point took at most
-    :data:`~gaussmix.experiments.continuation.PREDICTOR_DIRECT_MAX_ITER` iterations: the
-    predictor is then closer to the fixed point than the coarse rule's (measured at K = 3
-    cross-entropy: 2 evaluations of the rule instead of 5 coarse and 2 of the rule, 30 %
-    less time per point).  Its iterations are capped at
+    changes the starting point only): the predictor is closer to the fixed point than the
+    coarse rule's (measured at K = 3 cross-entropy: 2 evaluations of the rule instead of 5
+    coarse and 2 of the rule, 30 % less time per point).  Its iterations are capped at
     :data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times the last
     point's (at least :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`):
     a predictor that converges slowly is abandoned for the warm start."""
@@ -229,9 +226,7 @@ def _predicted(
     if prediction is not None:
         cap = max(PREDICTOR_MIN_ITER, PREDICTOR_ITER_FACTOR * int(previous.n_iter))
         max_iter = min(opts.get("max_iter", DEFAULT_OPTIONS.max_iter), cap)
-        direct = {**opts, "max_iter": max_iter}
-        if previous.n_iter <= PREDICTOR_DIRECT_MAX_ITER:
-            direct["continuation"] = False
+        direct = {**opts, "continuation": False, "max_iter": max_iter}
         # the warnings of a solve that the safeguard rejects are dropped with it; those of
         # an accepted one are given as the solve gave them (at the caller's line)
         with warnings.catch_warnings(record=True) as caught:
