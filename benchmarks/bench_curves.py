@@ -1,0 +1,233 @@
+"""The cost of a curve against one cold point of the same problem (issue 19, item 3), as an
+interleaved A/B between two source trees.
+
+Run::
+
+    git archive 651c8e3 src | tar -x -C /tmp/base
+    python benchmarks/bench_curves.py --baseline /tmp/base/src [--rounds 5] [--cases a,b]
+    python benchmarks/bench_curves.py --carry-study
+
+For each case, a 20-point learning curve or lambda sweep (default solver options) and one
+cold point of the same problem (``gm.solve`` inside the curve's range) are timed in a fresh
+worker process with one BLAS thread (median CPU time of 5 points and of 3 curves, after a
+warm-up of each).  With ``--baseline`` the workers alternate between that tree (A) and this
+checkout (B), case after case, round after round, so that both see the same load of a shared
+machine; the table gives, per side, the median over the rounds and the range (min-max) of
+the cold point, the curve and their ratio, the curve's cost in cold points.  The load
+average is printed before and after.
+
+``--carry-study`` measures instead whether an integration-error estimate can be carried
+along a curve: on 39 alphas in [0.2, 4] with coarse rules (so that the errors stand above
+the fixed-point tolerance), each point's own estimate (refinement of its rule) against the
+larger of the estimates at two points 5 or 10 apart that agree within a factor 10, as
+anchors of a carried estimate would; the table gives the worst ratio over the points between
+them (above 1: the carried estimate does not bound the point's error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+
+#: case -> description
+CASES = {
+    "binary-logistic": "binary logistic, lam = 0.1, 20 alphas in [0.2, 4]",
+    "ce3": "K = 3 cross-entropy, lam = 1, 20 alphas in [0.2, 4]",
+    "ce3-lambda": "K = 3 cross-entropy, alpha = 2, 20 lambdas in [1e-3, 10]",
+    "lasso-square": "lasso + square (sparse mixture), lam = 0.1, 20 alphas in [0.2, 4]",
+    "lasso-logistic": "lasso + logistic (sparse mixture), lam = 0.1, 20 alphas in [0.2, 4]",
+    "lasso-lambda": "lasso + logistic (sparse mixture), alpha = 1, 20 lambdas in [1e-2, 1]",
+}
+
+
+def _problem(case: str):
+    """(point, curve) callables of a case."""
+    import numpy as np
+
+    import gaussmix as gm
+
+    alphas = np.linspace(0.2, 4.0, 20)
+    binary = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+    mix3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    sparse = gm.Mixture.sparse(0.1, 0.1, 1.0)
+    if case == "binary-logistic":
+        return (
+            lambda: gm.solve(binary, "logistic", lam=0.1, alpha=2.0),
+            lambda: gm.learning_curve(binary, "logistic", alphas, lam=0.1),
+        )
+    if case == "ce3":
+        return (
+            lambda: gm.solve(mix3, "cross-entropy", lam=1.0, alpha=2.0),
+            lambda: gm.learning_curve(mix3, "cross-entropy", alphas, lam=1.0),
+        )
+    if case == "ce3-lambda":
+        lams = np.geomspace(1e-3, 10, 20)
+        return (
+            lambda: gm.solve(mix3, "cross-entropy", lam=0.1, alpha=2.0),
+            lambda: gm.lambda_sweep(mix3, "cross-entropy", lams, alpha=2.0),
+        )
+    if case == "lasso-square":
+        return (
+            lambda: gm.solve(sparse, "square", lam=0.1, alpha=2.0, penalty="l1"),
+            lambda: gm.learning_curve(sparse, "square", alphas, lam=0.1, penalty="l1"),
+        )
+    if case == "lasso-logistic":
+        return (
+            lambda: gm.solve(sparse, "logistic", lam=0.1, alpha=2.0, penalty="l1"),
+            lambda: gm.learning_curve(sparse, "logistic", alphas, lam=0.1, penalty="l1"),
+        )
+    if case == "lasso-lambda":
+        lams = np.geomspace(1e-2, 1.0, 20)
+        return (
+            lambda: gm.solve(sparse, "logistic", lam=0.1, alpha=1.0, penalty="l1"),
+            lambda: gm.lambda_sweep(sparse, "logistic", lams, alpha=1.0, penalty="l1"),
+        )
+    raise ValueError(f"unknown case {case!r}")
+
+
+def _worker(case: str) -> None:
+    import warnings
+
+    from _timing import median_time
+
+    import gaussmix as gm
+
+    warnings.simplefilter("ignore", gm.IntegrationWarning)
+    point, curve = _problem(case)
+    tp = median_time(point, 5, clock=time.process_time)[0]
+    tc = median_time(curve, 3, clock=time.process_time)[0]
+    print(json.dumps({"point": tp, "curve": tc}))
+
+
+def carry_study() -> None:
+    """The worst ratio of a point's own integration-error estimate to the larger estimate
+    of two agreeing anchors around it (see the module's docstring)."""
+    import warnings
+
+    import numpy as np
+
+    import gaussmix as gm
+    from gaussmix.theory.quadrature import GaussHermite
+
+    warnings.simplefilter("ignore")
+    keys = ("test_error", "train_error", "train_loss")
+    binary = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+    mix3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    sparse = gm.Mixture.sparse(0.1, 0.1, 1.0)
+    opts = dict(tol=1e-10, quad_tol=1.0, max_refine=1)
+    cases = []
+    for n in (8, 12, 16, 24):
+        rule = GaussHermite(n, 1)
+        for lam in (0.1, 0.01):
+            cases.append(
+                (f"binary logistic, lam = {lam}, GH({n})", binary, "logistic", lam, "l2", rule)
+            )
+        cases.append((f"lasso logistic, lam = 0.1, GH({n})", sparse, "logistic", 0.1, "l1", rule))
+    for n in (4, 6, 8):
+        cases.append(
+            (
+                f"K = 3 cross-entropy, lam = 1, GH({n}, 2)",
+                mix3,
+                "cross-entropy",
+                1.0,
+                "l2",
+                GaussHermite(n, 2),
+            )
+        )
+    alphas = np.linspace(0.2, 4.0, 39)
+    print("| case | own estimates | worst own / carried |")
+    print("|---|---|---|")
+    for name, mix, loss, lam, penalty, rule in cases:
+        errs = np.array(
+            [
+                [
+                    gm.solve(
+                        mix, loss, lam=lam, alpha=a, penalty=penalty, quadrature=rule, **opts
+                    ).integration_errors[k]
+                    for k in keys
+                ]
+                for a in alphas
+            ]
+        )
+        worst = 0.0
+        for gap in (5, 10):
+            for i in range(len(alphas) - gap):
+                lo, hi = np.minimum(errs[i], errs[i + gap]), np.maximum(errs[i], errs[i + gap])
+                if np.all(hi <= 10 * np.maximum(lo, 1e-11)):
+                    inner = errs[i + 1 : i + gap] / np.maximum(hi, 1e-300)
+                    worst = max(worst, float(inner.max()))
+        print(f"| {name} | {errs.min():.1e} to {errs.max():.1e} | {worst:.2f} |")
+
+
+def _run(src: Path, case: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", case],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _spread(xs: list[float], scale: float = 1.0, fmt: str = "{:.0f}") -> str:
+    med = fmt.format(statistics.median(xs) * scale)
+    return f"{med} ({fmt.format(min(xs) * scale)}-{fmt.format(max(xs) * scale)})"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--baseline", type=Path, help="src directory of the tree to compare with")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--carry-study", action="store_true", help="see the module's docstring")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        _worker(args.worker)
+        return
+    if args.carry_study:
+        carry_study()
+        return
+    sides = {"B (this checkout)": SRC}
+    if args.baseline is not None:
+        sides = {"A (baseline)": args.baseline.resolve(), **sides}
+    cases = args.cases.split(",")
+    unknown = [c for c in cases if c not in CASES]
+    if unknown:
+        ap.error(f"--cases: unknown case(s) {', '.join(unknown)}; expected some of {list(CASES)}")
+    print(f"load average before: {os.getloadavg()}")
+    runs: dict = {(c, s): [] for c in cases for s in sides}
+    for _ in range(args.rounds):
+        for case in cases:
+            for side, src in sides.items():
+                runs[case, side].append(_run(src, case))
+    print(f"load average after: {os.getloadavg()}")
+    print()
+    print("| case | side | cold point (ms) | 20-point curve (ms) | curve / point |")
+    print("|---|---|---|---|---|")
+    for case in cases:
+        for side in sides:
+            r = runs[case, side]
+            tp = [x["point"] for x in r]
+            tc = [x["curve"] for x in r]
+            ratio = [x["curve"] / x["point"] for x in r]
+            print(
+                f"| {CASES[case]} | {side} | {_spread(tp, 1e3, '{:.1f}')} | "
+                f"{_spread(tc, 1e3)} | {_spread(ratio, fmt='{:.1f}')} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
