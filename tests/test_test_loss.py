@@ -206,3 +206,40 @@ def test_simulated_test_loss_agrees_with_the_theory(loss: str, mixture, lam: flo
     mean, se = sim.mean["test_loss"], sim.se["test_loss"]
     assert se > 0 and abs(mean - theory.test_loss) <= 3 * se, (mean, se, theory.test_loss)
     assert sim.to_dict()["test_loss_se"] == se
+
+
+# ------------------------------------------------------------------------ Fig. 4 left
+def test_fig4_left_marks_the_optima_of_the_test_mse_its_note_states() -> None:
+    """``lam_star_loss`` of fig4-left (the minimiser of the test loss, i.e. of the test
+    mean-squared error) equals the ``lambda*`` of the note to the digits stated (half a unit
+    of the last), is interior and grows with alpha; the classification error of the same
+    curves has no interior optimum (``lam_star_at_upper_bound``)."""
+    import re
+
+    from gaussmix.figures import get_figure
+    from gaussmix.figures.regularisation import fig4_left
+
+    note = get_figure("fig4-left").differs
+    m = re.search(r"lambda\* = ([0-9., ]+) at alpha = ([0-9., ]+)", note)
+    assert m is not None, note
+    stated = [s.strip() for s in m.group(1).split(",")]
+    alphas = [float(a) for a in m.group(2).rstrip(" .").split(",")]
+    df = fig4_left(alphas, fast=True, simulate=False)
+    star = df.groupby("alpha")["lam_star_loss"].first()
+    assert df.groupby("alpha")["lam_star_loss_interior"].first().all()
+    assert np.all(np.diff(star.to_numpy()) > 0)
+    for alpha, text in zip(alphas, stated):
+        half_unit = 0.5 * 10.0 ** -len(text.split(".")[1])
+        assert abs(star[alpha] - float(text)) <= half_unit, (alpha, star[alpha], text)
+    assert df["lam_star_at_upper_bound"].all()
+    # the column is the minimum of the theory's test loss on the curve and at the optimum
+    for alpha, g in df.groupby("alpha"):
+        best = float(g["lam_star_loss_test_loss"].iloc[0])
+        assert best <= g["test_loss"].min()
+        r = gm.solve(_fig4_mix(), "square", alpha=alpha,
+                     lam=float(star[alpha]), tol=1e-10)  # fmt: skip
+        assert r.test_loss == pytest.approx(best, rel=1e-9)
+
+
+def _fig4_mix() -> gm.Mixture:
+    return gm.Mixture.isotropic(delta=np.array([0.1, 0.01]), means="antipodal", labels="binary")
