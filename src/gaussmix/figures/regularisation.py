@@ -370,18 +370,7 @@ def plot_fig4_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
             _draw_mse_panel(axes[0, 1], df, alphas, colours)
         for i, (alpha, colour) in enumerate(zip(alphas, colours)):
             g = df[df["alpha"] == alpha].sort_values("lam", kind="stable")
-            ls, marker = LINE_STYLES[i % len(LINE_STYLES)], MARKERS[i % len(MARKERS)]
-            lam = g["lam"].to_numpy(dtype=float)
-            ax.plot(
-                lam,
-                g["test_error"].to_numpy(dtype=float),
-                linestyle=ls,
-                marker=marker,
-                markevery=max(1, lam.size // 6),
-                markersize=4.0,  # small and filled: the simulations are large open dots
-                color=colour,
-                label=rf"$\alpha = {fmt_g(alpha)}$",
-            )
+            marker, lam = _curve(ax, g, g["test_error"].to_numpy(dtype=float), i, colour)
             beyond |= _mark_lambda_star(ax, g, colour, lam.max())
             sims |= _draw_sims(ax, g, colour, marker)
         ax.set_xscale("log")
@@ -396,23 +385,30 @@ def plot_fig4_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
     return fig
 
 
+def _curve(ax: Any, g: pd.DataFrame, y: np.ndarray, i: int, colour: Any) -> tuple[str, Any]:
+    """The theory curve ``y`` of the ``i``-th alpha (rows ``g``, sorted by ``lam``) in its
+    colour, line style and marker; returns the marker and the penalties."""
+    ls, marker = LINE_STYLES[i % len(LINE_STYLES)], MARKERS[i % len(MARKERS)]
+    lam = g["lam"].to_numpy(dtype=float)
+    ax.plot(
+        lam,
+        y,
+        linestyle=ls,
+        marker=marker,
+        markevery=max(1, lam.size // 6),
+        markersize=4.0,  # small and filled: the simulations are large open dots
+        color=colour,
+        label=rf"$\alpha = {fmt_g(float(g['alpha'].iloc[0]))}$",
+    )
+    return marker, lam
+
+
 def _draw_mse_panel(ax: Any, df: pd.DataFrame, alphas: list, colours: list) -> None:
     """The test mean-squared error (``2 x test_loss``) against ``lambda``, one curve per
     alpha, a star at each interior ``lambda*_MSE`` and the simulations' dots."""
     for i, (alpha, colour) in enumerate(zip(alphas, colours)):
         g = df[df["alpha"] == alpha].sort_values("lam", kind="stable")
-        ls, marker = LINE_STYLES[i % len(LINE_STYLES)], MARKERS[i % len(MARKERS)]
-        lam = g["lam"].to_numpy(dtype=float)
-        ax.plot(
-            lam,
-            2.0 * g["test_loss"].to_numpy(dtype=float),
-            linestyle=ls,
-            marker=marker,
-            markevery=max(1, lam.size // 6),
-            markersize=4.0,
-            color=colour,
-            label=rf"$\alpha = {fmt_g(alpha)}$",
-        )
+        marker, _ = _curve(ax, g, 2.0 * g["test_loss"].to_numpy(dtype=float), i, colour)
         if "lam_star_loss" in g.columns and bool(g["lam_star_loss_interior"].iloc[0]):
             ax.plot(
                 [float(g["lam_star_loss"].iloc[0])],
