@@ -243,3 +243,19 @@ def test_fig4_left_marks_the_optima_of_the_test_mse_its_note_states() -> None:
 
 def _fig4_mix() -> gm.Mixture:
     return gm.Mixture.isotropic(delta=np.array([0.1, 0.01]), means="antipodal", labels="binary")
+
+
+@pytest.mark.parametrize("K", [3, 5])
+def test_compiled_cross_entropy_risk_equals_the_reference_path(K: int) -> None:
+    """The compiled risk (the channel kernel's own loss value) against ``loss.value``."""
+    from gaussmix.theory.api import make_problem
+    from gaussmix.theory.quadrature import SobolRQMC
+
+    p = make_problem(gm.Mixture.isotropic(0.5, "simplex", n_clusters=K), "cross-entropy",
+                     lam=1.0, alpha=2.0)  # fmt: skip
+    rng = np.random.default_rng(K)
+    m, Q = rng.normal(size=(K, K - 1)), 3.0 * _psd(rng, K, K - 1)
+    rule = SobolRQMC(K - 1, 8, 2, 0)
+    fast = obs.gaussian_risk(p.loss, p.y, m, Q, rule)
+    ref = obs.gaussian_risk(p.loss, p.y, m, Q, rule, compiled=False)
+    np.testing.assert_allclose(fast, ref, rtol=1e-13)

@@ -135,6 +135,8 @@ def gaussian_risk(
     m: np.ndarray,
     Q: np.ndarray,
     rule: QuadratureRule | None = None,
+    *,
+    compiled: bool = True,
 ) -> np.ndarray:
     """``E_{z ~ N(m_c, Q_c)} loss(y_c, z)`` for each cluster: the population risk of an
     estimator whose output on a fresh sample of cluster ``c`` is ``N(m_c, Q_c)``.
@@ -142,7 +144,9 @@ def gaussian_risk(
     Closed forms for the square loss (``(||y - m||^2 + tr Q) / 2``) and the hinge loss
     (``E (1 - y z)_+``, Gaussian partial moment); otherwise ``sum_n w_n loss(y_c, m_c +
     Q_c^{1/2} xi_n)`` with the nodes ``xi_n`` and weights ``w_n`` of ``rule`` (the channel's
-    rule of the solve, or any rule of :mod:`gaussmix.theory.quadrature`).
+    rule of the solve, or any rule of :mod:`gaussmix.theory.quadrature`), by the loss's
+    compiled channel kernel where it has a compiled risk (cross-entropy: the kernel's own
+    loss value) and ``compiled``, else by ``loss.value`` (the reference path).
 
     Parameters
     ----------
@@ -168,7 +172,12 @@ def gaussian_risk(
         return closed(y, m, Q)
     if rule is None:
         raise ValueError(f"a quadrature rule is needed for the {loss.name} risk")
-    z = m[:, None, :] + rule.nodes @ sqrtm_psd(Q)  # S symmetric: z_kn = m_k + S_k xi_n
+    S = sqrtm_psd(Q)
+    kernel = compiled_kernel(loss) if compiled else None
+    risk = None if kernel is None else kernel.risk(loss, y, m, S, rule)
+    if risk is not None:
+        return risk
+    z = m[:, None, :] + rule.nodes @ S  # S symmetric: z_kn = m_k + S_k xi_n
     return loss.value(y[:, None, :], z) @ rule.weights
 
 
