@@ -259,3 +259,11 @@ def test_compiled_cross_entropy_risk_equals_the_reference_path(K: int) -> None:
     fast = obs.gaussian_risk(p.loss, p.y, m, Q, rule)
     ref = obs.gaussian_risk(p.loss, p.y, m, Q, rule, compiled=False)
     np.testing.assert_allclose(fast, ref, rtol=1e-13)
+
+
+def test_test_loss_is_a_column_of_sweeps_and_simulation_json() -> None:
+    from gaussmix.sweep.tasks import simulation_keys, theory_keys
+
+    assert "test_loss" in theory_keys()
+    keys = simulation_keys()
+    assert keys[keys.index("test_loss") + 1] == "test_loss_se"
