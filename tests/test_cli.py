@@ -33,6 +33,7 @@ JSON_KEYS = (
     "test_error",
     "train_error",
     "train_loss",
+    "test_loss",
     "converged",
     "n_iter",
     "Q",
@@ -72,7 +73,7 @@ def test_point_json_keys_and_types(case: str) -> None:
     d = point_json(*args)
     for key in JSON_KEYS:
         assert key in d, key
-    for key in ("test_error", "train_error", "train_loss", "integration_error"):
+    for key in ("test_error", "train_error", "train_loss", "test_loss", "integration_error"):
         assert isinstance(d[key], float) and math.isfinite(d[key]), key
     assert 0.0 <= d["test_error"] <= 1.0 and 0.0 <= d["train_error"] <= 1.0
     assert d["converged"] is True
@@ -108,7 +109,7 @@ def _direct(case: str) -> gm.FixedPointResult:
 def test_point_json_equals_direct_solve(case: str) -> None:
     d = point_json(*CASES[case][0])
     ref = _direct(case).to_dict()
-    for key in ("test_error", "train_error", "train_loss", "integration_error"):
+    for key in ("test_error", "train_error", "train_loss", "test_loss", "integration_error"):
         assert d[key] == pytest.approx(ref[key], rel=1e-12, abs=1e-15), key
     for key in ("Q", "M", "V", "b"):
         np.testing.assert_allclose(d[key], ref[key], rtol=1e-12, atol=1e-15)

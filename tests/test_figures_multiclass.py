@@ -130,7 +130,14 @@ def test_fig4_left_simulation_columns(fig4_df: pd.DataFrame) -> None:
 
 def test_plot_fig4_left(fig4_df: pd.DataFrame) -> None:
     fig = plot_fig4_left(fig4_df)
-    (ax,) = fig.axes
+    ax, ax_mse = fig.axes
+    # the test mean-squared error panel: twice the test loss, a star at each lambda*_MSE
+    assert "mean-squared" in ax_mse.get_ylabel() and ax_mse.get_xscale() == "log"
+    stars = [ln for ln in ax_mse.get_lines() if ln.get_marker() == "*"]
+    assert len(stars) == fig4_df.groupby("alpha")["lam_star_loss_interior"].first().sum()
+    for ln in stars:
+        lam = float(ln.get_xdata()[0])
+        assert np.isclose(fig4_df["lam_star_loss"], lam).any()
     title = fig.get_suptitle()
     for word in ("ridge", "square", r"\ell_2", r"\Sigma_1 = 0.1", r"\Sigma_2 = 0.01", "lambda"):
         assert word in title, (word, title)

@@ -13,7 +13,7 @@ rewriting the text).  This module only parses comma lists and ranges.
 Interface contract (checked outside the repository -- keep it stable)
 --------------------------------------------------------------------
 * ``gaussmix point [options] --json`` prints one JSON object on stdout with (at least)
-  ``test_error, train_error, train_loss, converged, n_iter, Q, M, V, b,
+  ``test_error, train_error, train_loss, test_loss, converged, n_iter, Q, M, V, b,
   integration_error, nonzero_fraction`` (:meth:`FixedPointResult.to_dict`;
   ``nonzero_fraction`` is 1.0 for ridge) and ``params`` (the resolved inputs).
 * Point options include ``--model sparse --sparsity RHO --delta1 D1 --delta2 D2`` (the
@@ -29,7 +29,8 @@ Interface contract (checked outside the repository -- keep it stable)
   ``gaussmix lambda-curve`` writes ``DIR/lambda_curve.csv`` and ``DIR/lambda_curve.png``.
 * ``gaussmix simulate [point options] --d D --seeds S [--seed N] --json`` prints one JSON
   object with the keys of ``point --json`` (means over seeds) plus ``<key>_se`` (standard
-  error over seeds) for ``test_error``, ``train_error``, ``train_loss`` (and ``Q, M, b``).
+  error over seeds) for ``test_error``, ``train_error``, ``train_loss``, ``test_loss``
+  (and ``Q, M, b``).
 * ``gaussmix compare [point options] --alphas a:b:n --d D --seeds S --out DIR`` writes
   ``DIR/compare.csv`` and ``DIR/compare.png``.
 * ``gaussmix sweep --grid FILE.toml --out FILE.csv [--scheduler ADDRESS] [--n-jobs N]``:
@@ -197,7 +198,7 @@ def _describe(params: dict) -> str:
 
 
 def _check_finite_errors(payload: dict) -> None:
-    for key in ("test_error", "train_error", "train_loss"):
+    for key in ("test_error", "train_error", "train_loss", "test_loss"):
         v = payload[key]
         if not (isinstance(v, float) and math.isfinite(v)):
             raise ConvergenceError(f"the solver converged but {key} is not finite ({v!r})")
@@ -292,6 +293,7 @@ def point(
         ("test_error", payload["test_error"]),
         ("train_error", payload["train_error"]),
         ("train_loss", payload["train_loss"]),
+        ("test_loss", payload["test_loss"]),
         ("free_energy", payload["free_energy"]),
         (
             "converged",
@@ -559,6 +561,7 @@ def _print_optimal_lambda(setup: PointSetup, res: Any, point: dict) -> None:
         ("test_error", point["test_error"]),
         ("train_error", point["train_error"]),
         ("train_loss", point["train_loss"]),
+        ("test_loss", point["test_loss"]),
     ]
     if setup.problem.penalty_spec.sparse:
         rows.append(("nonzero_fraction", point["nonzero_fraction"]))
@@ -688,8 +691,9 @@ def compare(
     (dots, error bars = standard error over --seeds) is ``gaussmix simulate`` at that
     alpha.  With no options: the K = 3 cross-entropy problem (Delta = 0.5, simplex
     means, lam = 0.1) at d = 1000 with 10 seeds per alpha, about a minute on 2 cores.
-    CSV columns: the theory curve (alpha, lam, test_error, train_error, train_loss, ...)
-    then sim_<key> and sim_<key>_se for each error, sim_converged, sim_d, sim_seeds.
+    CSV columns: the theory curve (alpha, lam, test_error, train_error, train_loss,
+    test_loss, ...) then sim_<key> and sim_<key>_se for each error and loss,
+    sim_converged, sim_d, sim_seeds.
     """
     import pandas as pd
 
@@ -760,7 +764,7 @@ def _simulate_curve(
             bar.set_postfix_str(f"alpha={a:.3g}")
             p = simulation_payload(s, d=d, seeds=seeds, seed=seed, n_jobs=n_jobs)
             row = {}
-            for key in ("test_error", "train_error", "train_loss"):
+            for key in ("test_error", "train_error", "train_loss", "test_loss"):
                 row[f"sim_{key}"] = p[key]
                 row[f"sim_{key}_se"] = p[f"{key}_se"]
             row.update(sim_converged=p["converged"], sim_d=d, sim_seeds=seeds)

@@ -7,14 +7,18 @@
     ``lambda`` on a log grid in ``[1e-4, 1e2]`` for several ``alpha``, the optimal
     penalty ``lambda*(alpha)`` of each curve (:func:`gaussmix.optimal_lambda`, searched
     over the same interval and, where the error still falls at an end, beyond it), and
-    simulation dots.
+    simulation dots; beside it the test mean-squared error of the same estimator
+    (``2 x test_loss``, the population risk of the square loss) with its optimum
+    ``lambda*_MSE(alpha)``.
 
 The paper reports a finite ``lambda*`` that depends on ``alpha``.  The library finds
 (and finite-size simulations at d = 800 confirm) a test error that falls monotonically
 to a plateau as ``lambda`` grows: the optimum sits at, or beyond, the top of the grid
 (``lam_star_at_upper_bound``), with at most a dip of relative size ~1e-4 on the
 plateau.  The figure shows what the theory gives and marks ``lambda*`` as a triangle on
-the right edge when it lies beyond the grid.
+the right edge when it lies beyond the grid.  The test mean-squared error has the
+interior optimum that moves with ``alpha`` (``lam_star_loss``): the paper's claim holds
+for it.
 
 The figure takes any mixture (``mixture=``, ``gaussmix figure fig4-left --mixture FILE``)
 in place of the two clusters: the same ridge regression on its label vectors, named in the
@@ -40,6 +44,7 @@ from gaussmix.core.validation import check_array, check_param
 from gaussmix.experiments.curves import lambda_sweep
 from gaussmix.experiments.lambda_star import optimal_lambda
 from gaussmix.simulate.simulation import simulate as run_simulation
+from gaussmix.theory.api import solve
 from gaussmix.theory.mixture import Mixture
 
 from ._common import (
@@ -97,16 +102,22 @@ DELTAS = (0.1, 0.01)
 #: optima of the test mean-squared error it states against the theory and a simulation)
 FIG4_LEFT_DIFFERS = (
     "The paper draws an interior optimal lambda* on every curve. Under the paper's ERM "
-    "(square loss, ridge penalty) the theory's classification error has none: it falls "
-    "monotonically to a plateau as lambda grows (lambda* beyond the grid, drawn as a "
-    "triangle on the right edge), and the simulations agree with the theory. The test "
-    "mean-squared error of the same estimator, from the same fixed point "
-    "(sum_c rho_c [(y_c - m_c - b)^2 + q_c]), does have an interior optimum that moves "
-    "with alpha: lambda* = 0.021, 0.060, 0.12, 0.25 at alpha = 0.5, 1, 2, 5, the likely "
-    "reading of the paper's figure."
+    "(square loss, ridge penalty) the theory's classification error (left panel) has "
+    "none: it falls monotonically to a plateau as lambda grows (lambda* beyond the grid, "
+    "drawn as a triangle on the right edge), and the simulations agree with the theory. "
+    "The paper's claim holds for the test mean-squared error of the same estimator "
+    "(right panel: twice the test loss, sum_c rho_c [(y_c - m_c - b)^2 + q_c]), whose "
+    "interior optimum moves with alpha: lambda* = 0.021, 0.060, 0.12, 0.25 at "
+    "alpha = 0.5, 1, 2, 5 (stars), the likely reading of the paper's figure."
 )
 #: theory columns of :func:`fig4_left` taken from :func:`gaussmix.lambda_sweep`
 _THEORY = ("test_error", "train_error", "train_loss", "converged", "n_iter", "integration_error")
+#: the simulated observables of :func:`fig4_left`
+_SIMULATED = ("test_error", "train_error", "test_loss")
+#: tolerance of the fixed points of the search for ``lambda*_MSE`` (the test loss is a
+#: closed form of the overlaps; its minimum in ``log lambda`` is located to ``_LOSS_XATOL``)
+_LOSS_SOLVE_TOL = 1e-10
+_LOSS_XATOL = 1e-4
 
 
 def _fig4_args(
@@ -211,8 +222,11 @@ def fig4_left(
         ``lambda -> infinity``), ``lam_star_test_error, lam_star_at_upper_bound,
         lam_star_at_lower_bound``; and ``sim_alpha, sim_lam, sim_test_error,
         sim_test_error_se, sim_train_error, sim_train_error_se, sim_converged, sim_d,
-        sim_seeds`` (NaN except at the simulated penalties); with ``mixture``, no
-        ``delta1, delta2`` but ``mixture`` and ``fingerprint`` last.
+        sim_seeds`` (NaN except at the simulated penalties); then ``test_loss`` (the
+        population risk of the square loss, half the test mean-squared error), its
+        optimum over the grid ``lam_star_loss, lam_star_loss_test_loss,
+        lam_star_loss_interior`` and ``sim_test_loss, sim_test_loss_se``; with
+        ``mixture``, no ``delta1, delta2`` but ``mixture`` and ``fingerprint`` last.
     """
     a = _fig4_args(**{k: v for k, v in locals().items()})
     mix, lams_v = a["mixture"], a["lams"]
@@ -229,6 +243,12 @@ def fig4_left(
         for key, value in _lambda_star(mix, float(alpha), lams_v).items():
             rows[key] = value
         simulation_columns(rows, ("test_error", "train_error"))
+        # the new columns after the former ones: the test loss and its optimum
+        rows["test_loss"] = df["test_loss"].to_numpy()
+        for key, value in _loss_lambda_star(mix, float(alpha), rows).items():
+            rows[key] = value
+        rows["sim_test_loss"] = np.nan
+        rows["sim_test_loss_se"] = np.nan
         frames.append(rows)
     if a["simulate"]:
         _simulate_fig4(frames, mix, a)
@@ -264,6 +284,38 @@ def _lambda_star(mix: Mixture, alpha: float, lams: np.ndarray) -> dict[str, Any]
     }
 
 
+def _loss_lambda_star(mix: Mixture, alpha: float, rows: pd.DataFrame) -> dict[str, Any]:
+    """The penalty minimising the test loss of one curve (for the square loss, the test
+    mean-squared error over two): the smallest grid value, then a bounded search in
+    ``log lambda`` between its two neighbours (to :data:`_LOSS_XATOL`).  At an end of the
+    grid that end is reported, with ``lam_star_loss_interior`` False."""
+    from scipy.optimize import minimize_scalar
+
+    g = rows.sort_values("lam", kind="stable")
+    lam, val = g["lam"].to_numpy(dtype=float), g["test_loss"].to_numpy(dtype=float)
+    if not np.any(np.isfinite(val)):
+        return {"lam_star_loss": np.nan, "lam_star_loss_test_loss": np.nan,
+                "lam_star_loss_interior": False}  # fmt: skip
+    i = int(np.nanargmin(val))
+    if i in (0, lam.size - 1):
+        return {"lam_star_loss": float(lam[i]), "lam_star_loss_test_loss": float(val[i]),
+                "lam_star_loss_interior": False}  # fmt: skip
+
+    def risk(t: float) -> float:
+        r = solve(mix, "square", lam=float(np.exp(t)), alpha=alpha, tol=_LOSS_SOLVE_TOL)
+        return float(r.test_loss) if r.success else np.inf
+
+    res = minimize_scalar(
+        risk,
+        bounds=(np.log(lam[i - 1]), np.log(lam[i + 1])),
+        method="bounded",
+        options={"xatol": _LOSS_XATOL},
+    )
+    best = (float(np.exp(res.x)), float(res.fun)) if res.fun <= val[i] else (lam[i], val[i])
+    return {"lam_star_loss": float(best[0]), "lam_star_loss_test_loss": float(best[1]),
+            "lam_star_loss_interior": True}  # fmt: skip
+
+
 def _simulate_fig4(frames: list[pd.DataFrame], mix: Mixture, a: dict) -> None:
     """Fill the ``sim_*`` columns of ``frames`` at the simulated penalties (in place)."""
     total = len(frames) * len(a["sim_lams"]) * a["seeds"]
@@ -285,12 +337,14 @@ def _simulate_fig4(frames: list[pd.DataFrame], mix: Mixture, a: dict) -> None:
                     penalty="l2",
                     n_jobs=a["n_jobs"],
                 )
-                fill_simulation(rows, idx, res, ("test_error", "train_error"))
+                fill_simulation(rows, idx, res, _SIMULATED)
                 bar.update(a["seeds"])
 
 
 def plot_fig4_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
-    """Draw :func:`fig4_left`: test error (log) against ``lambda`` (log), one curve per alpha.
+    """Draw :func:`fig4_left`: test error (log) against ``lambda`` (log), one curve per
+    alpha, and beside it the test mean-squared error (``2 x test_loss``) with
+    ``lambda*_MSE`` (tables without ``test_loss``: the first panel alone).
 
     Each alpha has its colour, line style and marker; ``lambda*`` is a star on its
     curve, or a right-pointing triangle on the right edge (at the height of the plateau)
@@ -305,26 +359,18 @@ def plot_fig4_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
         lambda).
     """
     df = check_df(df, ["alpha", "lam", "test_error"])
-    fig, axes = new_slide_figure((6.4, 4.6), 1, 1)
+    mse = "test_loss" in df.columns  # (tables written before the test loss: one panel)
+    fig, axes = new_slide_figure((11.6, 4.6) if mse else (6.4, 4.6), 1, 2 if mse else 1)
     ax = axes[0, 0]
     alphas = list(dict.fromkeys(df["alpha"].tolist()))
     colours = colour_cycle(len(alphas))
     beyond = sims = False
     with mpl.rc_context(SLIDE_STYLE):
+        if mse:
+            _draw_mse_panel(axes[0, 1], df, alphas, colours)
         for i, (alpha, colour) in enumerate(zip(alphas, colours)):
             g = df[df["alpha"] == alpha].sort_values("lam", kind="stable")
-            ls, marker = LINE_STYLES[i % len(LINE_STYLES)], MARKERS[i % len(MARKERS)]
-            lam = g["lam"].to_numpy(dtype=float)
-            ax.plot(
-                lam,
-                g["test_error"].to_numpy(dtype=float),
-                linestyle=ls,
-                marker=marker,
-                markevery=max(1, lam.size // 6),
-                markersize=4.0,  # small and filled: the simulations are large open dots
-                color=colour,
-                label=rf"$\alpha = {fmt_g(alpha)}$",
-            )
+            marker, lam = _curve(ax, g, g["test_error"].to_numpy(dtype=float), i, colour)
             beyond |= _mark_lambda_star(ax, g, colour, lam.max())
             sims |= _draw_sims(ax, g, colour, marker)
         ax.set_xscale("log")
@@ -337,6 +383,52 @@ def plot_fig4_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
         ax.legend(handles=_fig4_legend(ax, df, beyond, sims), loc="best")
         fig.suptitle(title if title is not None else _fig4_title(df))
     return fig
+
+
+def _curve(ax: Any, g: pd.DataFrame, y: np.ndarray, i: int, colour: Any) -> tuple[str, Any]:
+    """The theory curve ``y`` of the ``i``-th alpha (rows ``g``, sorted by ``lam``) in its
+    colour, line style and marker; returns the marker and the penalties."""
+    ls, marker = LINE_STYLES[i % len(LINE_STYLES)], MARKERS[i % len(MARKERS)]
+    lam = g["lam"].to_numpy(dtype=float)
+    ax.plot(
+        lam,
+        y,
+        linestyle=ls,
+        marker=marker,
+        markevery=max(1, lam.size // 6),
+        markersize=4.0,  # small and filled: the simulations are large open dots
+        color=colour,
+        label=rf"$\alpha = {fmt_g(float(g['alpha'].iloc[0]))}$",
+    )
+    return marker, lam
+
+
+def _draw_mse_panel(ax: Any, df: pd.DataFrame, alphas: list, colours: list) -> None:
+    """The test mean-squared error (``2 x test_loss``) against ``lambda``, one curve per
+    alpha, a star at each interior ``lambda*_MSE`` and the simulations' dots."""
+    for i, (alpha, colour) in enumerate(zip(alphas, colours)):
+        g = df[df["alpha"] == alpha].sort_values("lam", kind="stable")
+        marker, _ = _curve(ax, g, 2.0 * g["test_loss"].to_numpy(dtype=float), i, colour)
+        if "lam_star_loss" in g.columns and bool(g["lam_star_loss_interior"].iloc[0]):
+            ax.plot(
+                [float(g["lam_star_loss"].iloc[0])],
+                [2.0 * float(g["lam_star_loss_test_loss"].iloc[0])],
+                linestyle="none",
+                marker="*",
+                color=colour,
+                markersize=SLIDE_STYLE["lines.markersize"] + 6,
+            )
+        if "sim_test_loss" in g.columns:
+            s = g[np.isfinite(g["sim_test_loss"].to_numpy(dtype=float))]
+            if not s.empty:
+                mse, se = 2.0 * s["sim_test_loss"], 2.0 * s["sim_test_loss_se"]
+                errorbars(ax, s["lam"], mse, se, colour, marker)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(AXIS_LABELS["lam"])
+    ax.set_ylabel(r"test mean-squared error ($2 \times$ test loss)")
+    ax.grid(True, which="both", alpha=0.3, linewidth=0.6)
+    ax.set_title(r"stars: $\lambda^*_{\mathrm{MSE}}$", fontsize="medium")
 
 
 def _mark_lambda_star(ax: Any, g: pd.DataFrame, colour: Any, lam_max: float) -> bool:
@@ -418,19 +510,22 @@ register_figure(
         name="fig4-left",
         paper="Fig. 4 (left)",
         description="ridge regression, two clusters of different covariances: "
-        "test error vs lambda for several alpha",
+        "test error and test mean-squared error vs lambda for several alpha",
         caption=(
             "Ridge regression (square loss, l2 penalty) on two opposite balanced clusters "
-            "with Sigma_1 = 0.1 I and Sigma_2 = 0.01 I: test error against lambda, one "
-            "curve per alpha (theory). Stars: the optimal lambda* of each curve; a "
+            "with Sigma_1 = 0.1 I and Sigma_2 = 0.01 I, one curve per alpha (theory). Left: "
+            "test error against lambda; stars: the optimal lambda* of each curve; a "
             "triangle on the right edge: lambda* beyond the grid (the error decreases "
-            "to a plateau). " + ERROR_BAR_CAPTION
+            "to a plateau). Right: test mean-squared error (twice the test loss) against "
+            "lambda; stars: its interior optimum lambda*_MSE, which moves with alpha. "
+            + ERROR_BAR_CAPTION
         ),
         mixture_caption=(
-            "Ridge regression (square loss, l2 penalty) on the mixture named below: test "
-            "error against lambda, one curve per alpha (theory). Stars: the optimal lambda* "
-            "of each curve; a triangle on the right edge: lambda* beyond the grid. "
-            + ERROR_BAR_CAPTION
+            "Ridge regression (square loss, l2 penalty) on the mixture named below, one "
+            "curve per alpha (theory). Left: test error against lambda; stars: the optimal "
+            "lambda* of each curve; a triangle on the right edge: lambda* beyond the grid. "
+            "Right: test mean-squared error (twice the test loss); stars: its optimum "
+            "lambda*_MSE where it is interior. " + ERROR_BAR_CAPTION
         ),
         table=fig4_left,
         check=_fig4_args,

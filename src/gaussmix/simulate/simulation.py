@@ -9,12 +9,16 @@ module realises the *same* :class:`~gaussmix.theory.mixture.Mixture` at a finite
 (:func:`realise`), samples a training set, minimises eq. ERM *exactly* (closed form,
 Newton-CG, coordinate descent, saga or libsvm to a tight tolerance — never SGD or liblinear;
 the scikit-learn parameters come from :mod:`gaussmix.theory.conventions`) and measures the
-observables of Theorem 2 (eq. errors): the training loss, the training error and the test
-error.  The test error of a fitted ``(W, b)`` is computed *exactly* on the population: for
-cluster ``c`` the output ``h = W x / sqrt(d) + b`` is Gaussian with mean
-``M_c + b = W mu_c / sqrt(d) + b`` and covariance ``Q_c = W Sigma_c W^T / d``, and the
+observables of Theorem 2 (eq. errors): the training loss, the training error, the test
+error and the test loss.  The test error and the test loss of a fitted ``(W, b)`` are
+computed *exactly* on the population, without a test set: for cluster ``c`` the output
+``h = W x / sqrt(d) + b`` of a fresh sample is Gaussian with mean
+``M_c + b = W mu_c / sqrt(d) + b`` and covariance ``Q_c = W Sigma_c W^T / d``; the
 probability of classifying it correctly is a Gaussian orthant probability (docs/design.md
-pitfall 6).  The overlaps ``Q_c, M_c, b`` are returned as well, averaged over seeds.
+pitfall 6) and the test loss ``E loss(y_c, h)`` a closed form (square, hinge) or a
+low-dimensional Gaussian integral (logistic: one dimension; cross-entropy: ``K - 1``), the
+same as the theory's (:func:`gaussmix.theory.observables.gaussian_risk`).  The overlaps
+``Q_c, M_c, b`` are returned as well, averaged over seeds.
 
 Conventions (docs/design.md pitfalls 7 and 8): covariances are diagonal in the standard basis,
 except for a dense mixture (:class:`~gaussmix.theory.mixture.DenseCovariance`), whose full
@@ -41,8 +45,10 @@ from gaussmix.core.validation import check_choice, check_int, check_param
 from gaussmix.theory.erm import kkt_residual
 from gaussmix.theory.losses import LOSSES, Loss, get_loss
 from gaussmix.theory.mixture import LabelMap, Mixture
+from gaussmix.theory.observables import estimated_risk
 from gaussmix.theory.outputs import error_keys
 from gaussmix.theory.penalties import Penalty, make_penalty
+from gaussmix.theory.problem import effective_loss
 from gaussmix.theory.realisation import FiniteSizeWarning, largest_remainder
 
 __all__ = [
@@ -59,11 +65,13 @@ __all__ = [
     "fit_erm",
     "overlaps",
     "exact_test_error",
+    "exact_test_loss",
     "monte_carlo_test_error",
     "observables",
     "simulate",
     "predict_class",
     "validate_simulation",
+    "largest_integration_error",
 ]
 
 _MC_CHUNK = 20_000
@@ -445,6 +453,35 @@ def exact_test_error(
     return float(1.0 - instance.rho @ correct), correct, float(err)
 
 
+def exact_test_loss(
+    instance: Instance, W: np.ndarray, b: np.ndarray, loss: str | Loss
+) -> tuple[float, np.ndarray, float]:
+    """Population risk ``E loss(y, W x / sqrt(d) + b)`` of ``(W, b)`` (the test loss: the
+    loss alone, no penalty).
+
+    For cluster ``c`` the output ``h ~ N(M_c + b, Q_c)`` (:func:`overlaps`), so the risk is
+    the Gaussian expectation of the theory's test loss
+    (:func:`gaussmix.theory.observables.estimated_risk`: closed forms for the square and
+    hinge losses, the solver's automatic quadrature rule and its refinement otherwise; the
+    cross-entropy on the complement of ``1``, where it lives).
+
+    Returns
+    -------
+    test_loss : float
+        ``sum_c rho_c E[loss(y_c, h) | c]``.
+    per_cluster : ndarray (K,)
+        ``E[loss(y_c, h) | c]``.
+    integration_error : float
+        The estimated integration error of ``test_loss`` (0 for the closed forms).
+    """
+    eff, P = effective_loss(loss, instance.labels)
+    Q, M, bb = overlaps(instance, W, b)
+    risk, err = estimated_risk(
+        eff, instance.labels.labels, (M + bb) @ P.T, P @ Q @ P.T, instance.rho
+    )
+    return float(instance.rho @ risk), risk, err
+
+
 def predict_class(labels: LabelMap, h: np.ndarray) -> np.ndarray:
     """Index (into ``labels.classes``) of the nearest distinct label vector (the classifier
     of Theorem 2) for outputs ``h`` (n, L)."""
@@ -485,10 +522,13 @@ def observables(
     b: np.ndarray,
     loss: str,
 ) -> dict[str, Any]:
-    """Training loss, training error, exact test error and overlaps of a fitted ``(W, b)``.
+    """Training loss, training error, exact test error and test loss, and overlaps of a
+    fitted ``(W, b)``.
 
-    Returns a dict with ``train_loss`` (mean loss over the training points), ``train_error``
-    and ``test_error`` (Theorem 2, eq. errors), ``integration_error``, ``Q``, ``M``, ``b``.
+    Returns a dict with ``train_loss`` (mean loss over the training points, no penalty),
+    ``train_error`` and ``test_error`` (Theorem 2, eq. errors), ``test_loss``
+    (:func:`exact_test_loss`), ``integration_error`` (of the test error's orthant
+    probabilities), ``test_loss_integration_error``, ``Q``, ``M``, ``b``.
     """
     loss_obj = get_loss(loss)
     W = np.atleast_2d(np.asarray(W, dtype=float))
@@ -499,12 +539,15 @@ def observables(
     train_loss = float(np.mean(loss_obj.value(Y, h)))
     train_error = float(np.mean(predict_class(lm, h) != lm.cluster_class[cluster_ids]))
     test_error, _, ierr = exact_test_error(instance, W, b)
+    test_loss, _, loss_err = exact_test_loss(instance, W, b, loss_obj)
     Q, M, bb = overlaps(instance, W, b)
     return {
         "test_error": test_error,
         "train_error": train_error,
         "train_loss": train_loss,
+        "test_loss": test_loss,
         "integration_error": ierr,
+        "test_loss_integration_error": loss_err,
         "Q": Q,
         "M": M,
         "b": bb,
@@ -521,9 +564,10 @@ class SimulationResult(Result):
     ----------
     per_seed : pandas.DataFrame
         One row per seed: ``seed``, ``test_error``, ``train_error``, ``train_loss``,
+        ``test_loss``, ``integration_error``, ``test_loss_integration_error``,
         ``nonzero_fraction`` (lasso / elastic net only), ``test_error_mc`` and
         ``test_error_mc_se`` (with ``test_samples``), ``converged``, ``n_iter``,
-        ``kkt_residual``, ``integration_error``.
+        ``kkt_residual``.
     mean, se : dict
         Mean and standard error (``std(ddof=1) / sqrt(seeds)``; NaN for one seed) of the
         numeric per-seed observables.
@@ -587,10 +631,17 @@ class SimulationResult(Result):
             "V": None,
             "converged": self.success,
             "n_iter": None,
-            "integration_error": float(self.per_seed["integration_error"].max()),
+            "integration_error": largest_integration_error(self.per_seed),
             "d": int(self.params["d"]),
             "seeds": int(self.params["seeds"]),
         }
+
+
+def largest_integration_error(per_seed: pd.DataFrame) -> float:
+    """The largest integration error estimate over seeds of the test error and the test
+    loss (``integration_error``, ``test_loss_integration_error``)."""
+    cols = ("integration_error", "test_loss_integration_error")
+    return float(per_seed[[c for c in cols if c in per_seed]].to_numpy().max())
 
 
 def _one_seed(

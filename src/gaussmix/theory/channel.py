@@ -286,6 +286,14 @@ class CompiledKernel:
         """
         raise NotImplementedError
 
+    def risk(
+        self, loss: Loss, y: np.ndarray, m: np.ndarray, S: np.ndarray, rule: QuadratureRule
+    ) -> np.ndarray | None:
+        """``sum_n w_n loss(y_c, m_c + S_c xi_n)`` for each cluster (the Gaussian risk of
+        :func:`gaussmix.theory.observables.gaussian_risk`, ``S_c`` a symmetric square root
+        of the outputs' covariance), or None where the kernel has no compiled risk."""
+        return None
+
 
 class _LogisticKernel(CompiledKernel):
     """:func:`gaussmix.theory._kernels.logistic_channel`: binary logistic loss, L = 1."""
@@ -334,6 +342,16 @@ class _CrossEntropyKernel(CompiledKernel):
         )
         mom = ChannelMoments(Ef, 0.5 * (Eff + np.swapaxes(Eff, -1, -2)), Edf, Eloss, Eenv)
         return mom, failed
+
+    def risk(self, loss, y, m, S, rule):  # noqa: D102 - see CompiledKernel.risk
+        return _kernels.ce_risk(
+            np.argmax(y, axis=-1).astype(np.int64),
+            np.ascontiguousarray(loss.P),
+            np.ascontiguousarray(m, dtype=float),
+            np.ascontiguousarray(S, dtype=float),
+            np.ascontiguousarray(rule.nodes),
+            np.ascontiguousarray(rule.weights),
+        )
 
 
 #: the compiled kernel of the binary logistic loss

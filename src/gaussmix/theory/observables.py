@@ -6,7 +6,12 @@
   exact for affine proxes (square loss: ``h_c`` is Gaussian) and for one-dimensional outputs
   (the prox is monotone, so the correct set is an interval of ``omega``); otherwise by
   quadrature of the indicator;
-* training loss ``eps_l = sum_c rho_c E[loss(y_c, h_c)]``;
+* training loss ``eps_l = sum_c rho_c E[loss(y_c, h_c)]`` (the loss alone, no penalty);
+* test loss ``sum_c rho_c E[loss(y_c, omega_c)]`` with ``omega_c ~ N(M_c + b, Q_c)``: the
+  population risk of the trained estimator, the loss alone (no penalty; for the square loss
+  the test mean-squared error over two), by the same logic as the test error (the output of
+  a fresh sample of cluster ``c`` is ``omega_c``, Theorem 2); closed forms for the square
+  and hinge losses, the channel's quadrature rule otherwise (:func:`gaussian_risk`);
 * free energy (eq. app:rsfree, zero temperature)
   ``Phi = alpha sum_c rho_c E[env_c] + Psi_w + sum_c [Mhat_c.M_c - tr(Vhat_c Q_c)/2 +
   tr(Qhat_c V_c)/2]``, stationary at the fixed point, equal there to the minimal
@@ -24,6 +29,8 @@ from scipy.special import ndtr, owens_t
 
 from ._kernels import WEDGE_MIN_PANELS, WEDGE_PANEL, WEDGE_SCAN, ce_ray_flux
 from .channel import CROSS_ENTROPY_KERNEL, compiled_kernel, compiled_moments, sqrtm_psd
+from .linalg import sym_eigvals
+from .losses import HingeLoss, Loss, SquareLoss
 from .orthant import (
     EXACT_ERR_1D,
     EXACT_ERR_2D,
@@ -31,10 +38,23 @@ from .orthant import (
     orthant_probability_batch,
 )
 from .problem import Problem
-from .quadrature import MAX_RQMC_LOG2, SobolRQMC
-from .tolerances import ISOTROPIC_METRIC_RTOL, SPREAD_ORTHANT_TOL, TRAIN_QMC_TOL
+from .quadrature import MAX_RQMC_LOG2, QuadratureRule, SobolRQMC, auto_rule
+from .tolerances import (
+    ISOTROPIC_METRIC_RTOL,
+    SMOOTH_Q_MAX,
+    SPREAD_ORTHANT_TOL,
+    TRAIN_QMC_TOL,
+)
 
-__all__ = ["test_accuracy", "train_accuracy", "free_energy_terms", "weight_sparsity"]
+__all__ = [
+    "test_accuracy",
+    "test_loss",
+    "gaussian_risk",
+    "estimated_risk",
+    "train_accuracy",
+    "free_energy_terms",
+    "weight_sparsity",
+]
 
 
 def test_accuracy(
@@ -78,6 +98,147 @@ def test_accuracy(
     if exchangeable:
         return np.full(problem.n_clusters, out[0]), float(err[0])
     return out, float(problem.mixture.rho @ err)
+
+
+def _square_risk(y: np.ndarray, m: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    """``E ||y - z||^2 / 2`` for ``z ~ N(m, Q)``: ``(||y - m||^2 + tr Q) / 2``."""
+    return 0.5 * (np.sum((y - m) ** 2, axis=-1) + np.trace(Q, axis1=-2, axis2=-1))
+
+
+def _hinge_risk(y: np.ndarray, m: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    """``E max(0, 1 - y z)`` for ``z ~ N(m, q)`` (L = 1): with ``u = 1 - y z ~ N(mu, s^2)``,
+    ``E u_+ = mu Phi(mu / s) + s phi(mu / s)`` (``max(mu, 0)`` at ``s = 0``)."""
+    mu = 1.0 - y[:, 0] * m[:, 0]
+    s = np.sqrt(np.clip(Q[:, 0, 0], 0.0, None))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = mu / s
+        out = mu * ndtr(a) + s * np.exp(-0.5 * a * a) / np.sqrt(2.0 * np.pi)
+    return np.where(s > 0.0, out, np.maximum(mu, 0.0))
+
+
+#: closed-form Gaussian risks ``E_{z ~ N(m_c, Q_c)} loss(y_c, z)``, by loss class
+_CLOSED_FORM_RISKS = {SquareLoss: _square_risk, HingeLoss: _hinge_risk}
+
+
+def _closed_form_risk(loss: Loss):
+    """The closed-form Gaussian risk of ``loss`` (:data:`_CLOSED_FORM_RISKS`), or None."""
+    for cls in type(loss).__mro__:
+        fn = _CLOSED_FORM_RISKS.get(cls)
+        if fn is not None:
+            return fn
+    return None
+
+
+def gaussian_risk(
+    loss: Loss,
+    y: np.ndarray,
+    m: np.ndarray,
+    Q: np.ndarray,
+    rule: QuadratureRule | None = None,
+    *,
+    compiled: bool = True,
+) -> np.ndarray:
+    """``E_{z ~ N(m_c, Q_c)} loss(y_c, z)`` for each cluster: the population risk of an
+    estimator whose output on a fresh sample of cluster ``c`` is ``N(m_c, Q_c)``.
+
+    Closed forms for the square loss (``(||y - m||^2 + tr Q) / 2``) and the hinge loss
+    (``E (1 - y z)_+``, Gaussian partial moment); otherwise ``sum_n w_n loss(y_c, m_c +
+    Q_c^{1/2} xi_n)`` with the nodes ``xi_n`` and weights ``w_n`` of ``rule`` (the channel's
+    rule of the solve, or any rule of :mod:`gaussmix.theory.quadrature`), by the loss's
+    compiled channel kernel where it has a compiled risk (cross-entropy: the kernel's own
+    loss value) and ``compiled``, else by ``loss.value`` (the reference path).
+
+    Parameters
+    ----------
+    loss : Loss
+        The loss on the outputs (a :class:`~gaussmix.theory.losses.ReducedLoss` acts on
+        effective outputs).
+    y : ndarray (K, L_full)
+        Labels.
+    m : ndarray (K, L)
+        Means of the outputs (``M_c + b``).
+    Q : ndarray (K, L, L)
+        Covariances of the outputs (positive semi-definite; rounding-level negative
+        eigenvalues are clipped).
+    rule : QuadratureRule, optional
+        Needed unless the loss has a closed form.
+
+    Returns
+    -------
+    ndarray (K,)
+    """
+    closed = _closed_form_risk(loss)
+    if closed is not None:
+        return closed(y, m, Q)
+    if rule is None:
+        raise ValueError(f"a quadrature rule is needed for the {loss.name} risk")
+    S = sqrtm_psd(Q)
+    kernel = compiled_kernel(loss) if compiled else None
+    risk = None if kernel is None else kernel.risk(loss, y, m, S, rule)
+    if risk is not None:
+        return risk
+    z = m[:, None, :] + rule.nodes @ S  # S symmetric: z_kn = m_k + S_k xi_n
+    return loss.value(y[:, None, :], z) @ rule.weights
+
+
+def estimated_risk(
+    loss: Loss, y: np.ndarray, m: np.ndarray, Q: np.ndarray, rho: np.ndarray
+) -> tuple[np.ndarray, float]:
+    """:func:`gaussian_risk` of each cluster with an estimate of the integration error of
+    ``sum_c rho_c risk_c``, for outputs not at a fixed point (a fitted estimator's).
+
+    The rule is the solver's automatic one for the outputs' dimension and regime
+    (:func:`~gaussmix.theory.quadrature.auto_rule`, sharp where an eigenvalue of some
+    ``Q_c`` exceeds :data:`~gaussmix.theory.tolerances.SMOOTH_Q_MAX`); the value is that of
+    its refinement and the error the change from the rule to the refinement, or for a
+    randomised rule the standard error across its independent replicates.  Closed forms
+    (square, hinge) have error 0.
+
+    Returns
+    -------
+    risk : ndarray (K,)
+    error : float
+    """
+    if _closed_form_risk(loss) is not None:
+        return gaussian_risk(loss, y, m, Q), 0.0
+    smooth = bool(float(sym_eigvals(Q).max()) <= SMOOTH_Q_MAX)
+    rule = auto_rule(m.shape[-1], smooth=smooth)
+    if rule.randomised:
+        reps = np.stack([gaussian_risk(loss, y, m, Q, r) for r in rule.replicates()])
+        err = float((reps @ rho).std(ddof=1) / np.sqrt(reps.shape[0]))
+        return reps.mean(axis=0), err
+    coarse = gaussian_risk(loss, y, m, Q, rule)
+    finer = rule.refined()
+    if finer is None:  # (not for the automatic rules: they all refine)
+        return coarse, float("nan")
+    fine = gaussian_risk(loss, y, m, Q, finer)
+    return fine, float(abs(rho @ (fine - coarse)))
+
+
+def test_loss(
+    problem: Problem,
+    M: np.ndarray,
+    b: np.ndarray,
+    Q: np.ndarray,
+    rule: QuadratureRule | None,
+    *,
+    exchangeable: bool = False,
+) -> float:
+    """The test loss ``sum_c rho_c E[loss(y_c, omega_c)]``, ``omega_c ~ N(M_c + b, Q_c)``
+    (effective space): the population risk of the loss alone (no penalty, as the training
+    loss), Theorem 2's logic applied to the loss instead of the indicator of an error.
+
+    ``rule`` is the channel's rule of the solve (unused by the closed forms,
+    :func:`gaussian_risk`); its error is estimated as that of the training loss, by the
+    change under a refined rule (:func:`gaussmix.theory.refinement.estimate_errors`).
+    ``exchangeable``: the clusters and the state are equivariant under relabelling
+    (:mod:`gaussmix.theory.symmetry`), so cluster 0's risk stands for every cluster (and
+    ``rule`` may be one that integrates only competitor-symmetric integrands: the risk of
+    cluster 0 at a symmetric state is one).
+    """
+    k = 1 if exchangeable else problem.n_clusters
+    risk = gaussian_risk(problem.loss, problem.y[:k], (M + b)[:k], Q[:k], rule)
+    return float(risk[0]) if exchangeable else float(problem.mixture.rho @ risk)
 
 
 def _gaussian_interval(m: float, s: float, lo: float, hi: float) -> float:

@@ -72,8 +72,17 @@ for _obs in (
     ),
     Observable(
         "train_loss",
-        "training loss per sample, Theorem 2",
+        "training loss per sample, Theorem 2 (the loss alone, without the penalty)",
         "training loss",
+        integrated=True,
+        simulated=True,
+    ),
+    Observable(
+        "test_loss",
+        "test loss: population risk E loss(y, W x / sqrt(d) + b) of the trained estimator, "
+        "the loss alone without the penalty (Theorem 2's logic; square loss: half the test "
+        "mean-squared error)",
+        "test loss",
         integrated=True,
         simulated=True,
     ),
@@ -106,7 +115,8 @@ for _obs in (
 
 
 def error_keys() -> tuple[str, ...]:
-    """The observables with an estimated integration error (Theorem 2's three errors)."""
+    """The observables with an estimated integration error (Theorem 2's three errors and the
+    test loss)."""
     return tuple(o.name for o in OBSERVABLES if o.integrated)
 
 

@@ -29,6 +29,7 @@ from .prior import prior_for
 __all__ = [
     "Problem",
     "complement_of_ones",
+    "effective_loss",
     "build_problem",
     "validate_lam_alpha",
     "SeparabilityCheck",
@@ -89,6 +90,20 @@ def _output_space(labels: LabelMap, reduced: bool) -> tuple[np.ndarray, tuple]:
     P.flags.writeable = False
     cache[reduced] = out = (P, tuple(constraints))
     return out
+
+
+def effective_loss(loss: str | Loss, labels: LabelMap) -> tuple[Loss, np.ndarray]:
+    """The loss acting on the effective outputs of ``labels`` and the basis ``P`` (L', L)
+    of that space: a :class:`~gaussmix.theory.losses.ReducedLoss` on the complement of
+    ``1`` for a shift-invariant loss (cross-entropy), else the loss itself and ``I``.
+
+    A full-space output ``h`` has the effective output ``P h``; for the losses here
+    ``loss(y, h) = effective(y, P h)`` (shift invariance), so a Gaussian output
+    ``N(m, Q)`` has the effective law ``N(P m, P Q P^T)``.
+    """
+    base = get_loss(loss)
+    P = _output_space(labels, base.shift_invariant)[0]
+    return (ReducedLoss(base, P) if base.shift_invariant else base), P
 
 
 @dataclass(frozen=True, eq=False)
@@ -279,9 +294,8 @@ def build_problem(
         lam, alpha, loss=base, penalty=pen, mixture=mixture, separability=separability
     )
     prior = prior_for(pen, mixture)
-    reduced = base.shift_invariant
-    P, constraints = _output_space(labels, reduced)
-    eff: Loss = ReducedLoss(base, P) if reduced else base
+    eff, P = effective_loss(base, labels)
+    constraints = _output_space(labels, base.shift_invariant)[1]
     return Problem(
         mixture=mixture,
         loss=eff,

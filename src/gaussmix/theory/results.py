@@ -57,16 +57,21 @@ class FixedPointResult(Result):
     Mhat : ndarray (K, L)
         The conjugate of ``M``.
     test_error, train_error, train_loss : float
-        Theorem 2.
+        Theorem 2 (the training loss is the loss alone, without the penalty).
+    test_loss : float
+        The population risk of the loss alone (no penalty), ``sum_c rho_c E[loss(y_c,
+        omega_c)]`` with ``omega_c ~ N(M_c + b, Q_c)`` the output on a fresh sample of cluster
+        ``c`` (Theorem 2's logic; for the square loss half the test mean-squared error).
     free_energy : float
         RS free energy (eq. app:rsfree) at the fixed point (= minimal risk per dimension).
     penalty_value : float
         ``E[r(W*)] / d``.
     integration_error : float
-        Largest estimated integration error of the three errors (0 for closed-form channels
-        with orthants of dimension <= 2).
+        Largest estimated integration error of the errors and losses (0 for closed-form
+        channels with orthants of dimension <= 2).
     integration_errors : dict
-        The estimate for each of ``test_error``, ``train_error``, ``train_loss``: the change
+        The estimate for each of ``test_error``, ``train_error``, ``train_loss``,
+        ``test_loss``: the change
         under a refined channel rule (for a randomised rule, the standard error across its
         independent replicates) plus the error of the final evaluation itself (the training
         error of the cross-entropy with K >= 4 uses seeded quasi-Monte Carlo).  The rule
@@ -101,6 +106,7 @@ class FixedPointResult(Result):
     test_error: float
     train_error: float
     train_loss: float
+    test_loss: float
     free_energy: float
     penalty_value: float
     integration_error: float

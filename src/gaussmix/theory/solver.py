@@ -130,6 +130,7 @@ def _assemble(problem: Problem, opts: SolverOptions, est: Estimate) -> FixedPoin
         test_error=obs.test_error if ok else nan,
         train_error=obs.train_error if ok else nan,
         train_loss=obs.train_loss if ok else nan,
+        test_loss=obs.test_loss if ok else nan,
         free_energy=obs.free_energy if ok else nan,
         penalty_value=obs.penalty_value if ok else nan,
         integration_error=max(errors.values()),
