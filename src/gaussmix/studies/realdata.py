@@ -52,6 +52,7 @@ __all__ = [
     "CLUSTERINGS",
     "SOURCES",
     "RealDataProblem",
+    "fit_problem",
     "prepare_realdata",
     "real_curve",
     "synthetic_curve",
@@ -214,12 +215,7 @@ def prepare_realdata(
     if feature_map is not None:
         ds = featurize(ds, feature_map)
         features = _describe(feature_map)
-    x_train, x_test = ds.x_train, ds.x_test
     c_train, c_test, labels = rule.clusters(ds)
-    t1 = time.perf_counter()
-    mixture = Mixture.from_data(
-        np.concatenate([x_train, x_test]), np.concatenate([c_train, c_test]), labels=labels
-    )
     info = {
         "dataset": ds.name,
         "task": ds.task.name if ds.task is not None else None,
@@ -227,14 +223,49 @@ def prepare_realdata(
         "clustering": rule.name,
         "features": features,
         "load_seconds": t_load,
-        "fit_seconds": time.perf_counter() - t1,
     }
+    return fit_problem(ds, c_train, c_test, labels, features=features, info=info)
+
+
+def fit_problem(
+    ds: Dataset,
+    cluster_train: np.ndarray,
+    cluster_test: np.ndarray,
+    labels: LabelMap,
+    *,
+    features: str = "pixels",
+    info: dict | None = None,
+) -> RealDataProblem:
+    """Step 3 of the module's protocol: the Gaussian mixture fitted on the inputs of both
+    splits (:meth:`gaussmix.Mixture.from_data`), one cluster per id of ``cluster_train`` /
+    ``cluster_test`` (integers ``0 .. K - 1``, the rows of ``labels``).
+
+    Parameters
+    ----------
+    ds : Dataset
+        The data under the protocol (its ``x_train``, ``x_test`` are the inputs).
+    cluster_train, cluster_test : ndarray (n,)
+        Cluster id of every input.
+    labels : LabelMap
+        Label of every cluster.
+    features : str
+        Description of the feature map.
+    info : dict, optional
+        Provenance, completed with ``fit_seconds``.
+    """
+    t1 = time.perf_counter()
+    mixture = Mixture.from_data(
+        np.concatenate([ds.x_train, ds.x_test]),
+        np.concatenate([cluster_train, cluster_test]),
+        labels=labels,
+    )
+    info = {**(info or {}), "fit_seconds": time.perf_counter() - t1}
     return RealDataProblem(
         dataset=ds,
-        x_train=x_train,
-        x_test=x_test,
-        cluster_train=c_train,
-        cluster_test=c_test,
+        x_train=ds.x_train,
+        x_test=ds.x_test,
+        cluster_train=cluster_train,
+        cluster_test=cluster_test,
         labels=labels,
         mixture=mixture,
         features=features,
@@ -480,6 +511,29 @@ def theory_curve(
     return CurveTable.from_rows(out[list(COLUMNS)], df.points)
 
 
+#: the observables whose Gaussian-equivalence gap is reported (a measured curve minus the
+#: theory at the same point): ``<name>_gap`` and ``<name>_gap_se`` columns.  The test loss
+#: joins here when the curves carry it.
+GAP_OBSERVABLES = ("test_error", "train_error")
+
+
+def _with_gaps(df: pd.DataFrame, x: str) -> pd.DataFrame:
+    """``df`` with the gap columns of :data:`GAP_OBSERVABLES`: on every real and synthetic
+    row, its value minus the theory's at the same (alpha, lam), with the row's standard
+    error (the theory's is 0); NaN on theory rows and where the theory is absent or did
+    not converge."""
+    theory = df[(df["source"] == "theory") & df["converged"].astype(bool)]
+    keys = ["alpha", "lam"]
+    for name in GAP_OBSERVABLES:
+        ref = df[keys].merge(theory[[*keys, name]], on=keys, how="left")[name].to_numpy()
+        measured = (df["source"] != "theory").to_numpy()
+        df[f"{name}_gap"] = np.where(measured, df[name].to_numpy() - ref, np.nan)
+        df[f"{name}_gap_se"] = np.where(
+            measured & np.isfinite(ref), df[f"{name}_se"].to_numpy(), np.nan
+        )
+    return df
+
+
 def _study(
     problem: RealDataProblem,
     loss: str,
@@ -522,7 +576,7 @@ def _study(
                 progress=progress,
             )
         )
-    df = pd.concat(parts, ignore_index=True)
+    df = _with_gaps(pd.concat(parts, ignore_index=True), x)
     points = [p for part in parts for p in part.points]
     rank = df["source"].map({s: i for i, s in enumerate(SOURCES)})
     order = df.assign(_rank=rank).sort_values([x, "_rank"], kind="stable").index
