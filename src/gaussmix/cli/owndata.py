@@ -77,6 +77,12 @@ def data_command(
     sources: Annotated[
         str, typer.Option("--sources", help="Comma list of theory, synthetic, real.")
     ] = "theory,synthetic,real",
+    counts: Annotated[
+        str,
+        typer.Option(
+            "--counts", help="Class counts of the subsamples: fixed round(rho n), or random."
+        ),
+    ] = "fixed",
     target_error: Annotated[
         float | None,
         typer.Option("--target-error", help="Smallest alpha (and n) where theory reaches it."),
@@ -133,6 +139,7 @@ def data_command(
             subsamples=subsamples,
             seeds=seeds,
             sources=[s.strip() for s in sources.split(",")],
+            counts=counts,
             target_error=target_error,
             alpha_max=alpha_max,
             optimal_lam=optimal_lam,

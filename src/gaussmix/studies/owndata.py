@@ -57,7 +57,14 @@ from gaussmix.theory.api import solve
 from gaussmix.theory.losses import get_loss
 from gaussmix.theory.mixture import LabelMap, Mixture
 
-from .realdata import SOURCES, RealDataProblem, _points, fit_problem, realdata_curve
+from .realdata import (
+    SOURCES,
+    RealDataProblem,
+    _points,
+    fit_problem,
+    realdata_curve,
+    realdata_lambda_curve,
+)
 
 __all__ = ["DataStudy", "prepare_data", "study_data", "target_alpha"]
 
@@ -388,6 +395,7 @@ def study_data(
     subsamples: int = 5,
     seeds: int = 5,
     sources: Sequence[str] = SOURCES,
+    counts: str = "fixed",
     target_error: float | None = None,
     alpha_max: float = 100.0,
     optimal_lam: bool = False,
@@ -409,6 +417,11 @@ def study_data(
         Sample complexities ``n / d`` of the training subsamples.
     subsamples, seeds, sources
         As in :func:`gaussmix.studies.realdata_curve`.
+    counts : {'fixed', 'random'}
+        Cluster counts of the training subsamples and of the mixture's samples: ``'fixed'``
+        (default), ``round(rho_c n)`` in both, as the theory assumes; ``'random'``, real
+        subsamples drawn from the whole training split and multinomial counts in the
+        samples (which raises the error at small n).
     target_error : float, optional
         Also find the smallest alpha at which the theory reaches this test error
         (:func:`target_alpha`, at ``lam``, which must then be one number).
@@ -449,21 +462,20 @@ def study_data(
             alpha_max=alpha_max,
             progress=progress,
         )
-    table = (
-        realdata_curve(
-            problem,
-            loss=loss,
-            lam=lam,
-            alphas=alphas,
-            subsamples=subsamples,
-            seeds=seeds,
-            seed=seed,
-            sources=sources,
-            progress=progress,
+    common = {
+        "subsamples": subsamples,
+        "seeds": seeds,
+        "seed": seed,
+        "sources": sources,
+        "progress": progress,
+        "counts": check_choice("counts", counts, ("fixed", "random")),
+    }
+    if x == "alpha":
+        table = realdata_curve(problem, loss=loss, lam=lam, alphas=alphas, **common)
+    else:
+        table = realdata_lambda_curve(
+            problem, loss=loss, lams=list(lam), alpha=float(alphas), **common
         )
-        if x == "alpha"
-        else _lambda_table(problem, loss, lam, alphas, subsamples, seeds, seed, sources, progress)
-    )
     if optimal_lam:
         best = optimal_lambda_curve(mixture, loss, [a for _, a in points], progress=progress)
         rows = pd.DataFrame(
@@ -490,25 +502,10 @@ def study_data(
         "subsamples": subsamples,
         "seeds": seeds,
         "sources": list(sources),
+        "counts": counts,
         "target": target,
         "caption": "error bars: one standard error over training subsamples (real) or over "
         "samples of the fitted mixture (synthetic); *_gap: real or synthetic minus theory at "
         "the same point, with that row's standard error",
     }
     return DataStudy(table=table, problem=problem, target=target, info=info)
-
-
-def _lambda_table(problem, loss, lam, alpha, subsamples, seeds, seed, sources, progress):
-    from .realdata import realdata_lambda_curve
-
-    return realdata_lambda_curve(
-        problem,
-        loss=loss,
-        lams=list(lam),
-        alpha=float(alpha),
-        subsamples=subsamples,
-        seeds=seeds,
-        seed=seed,
-        sources=sources,
-        progress=progress,
-    )

@@ -41,10 +41,10 @@ from gaussmix.core.progress import progress_bar
 from gaussmix.core.registry import Registry
 from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.tables import CurveTable
-from gaussmix.core.validation import check_int, check_param, check_param_values
+from gaussmix.core.validation import check_choice, check_int, check_param, check_param_values
 from gaussmix.data import Dataset, featurize, load_dataset, subsample_indices
 from gaussmix.experiments.curves import lambda_sweep, learning_curve
-from gaussmix.simulate import fit_erm, predict_class, simulate
+from gaussmix.simulate import fit_erm, largest_remainder, predict_class, simulate
 from gaussmix.theory.losses import get_loss
 from gaussmix.theory.mixture import LabelMap, Mixture
 
@@ -296,12 +296,38 @@ def _points(
     return [(x, alpha_v) for x in lams], "lam"
 
 
+def _stratified_indices(problem: RealDataProblem, alpha: float, seed: int) -> np.ndarray:
+    """``n = round(alpha d)`` training rows with the mixture's cluster counts
+    ``round(rho_c n)`` (largest remainder), drawn without replacement in every cluster."""
+    n = subsample_indices(problem.x_train.shape[0], problem.d, alpha, seed=seed).size
+    nc = largest_remainder(problem.mixture.rho, n)
+    rng = np.random.default_rng(seed)
+    idx = []
+    for c, k in enumerate(nc):
+        rows = np.flatnonzero(problem.cluster_train == c)
+        if k > rows.size:
+            raise ValueError(
+                f"alpha = {alpha:g} asks for {k} training rows of cluster {c} with fixed "
+                f"counts; the training split has {rows.size}: choose a smaller alpha"
+            )
+        idx.append(rng.choice(rows, size=k, replace=False))
+    return rng.permutation(np.concatenate(idx))
+
+
 def _real_point(
-    problem: RealDataProblem, loss: str, lam: float, alpha: float, seed: int
+    problem: RealDataProblem,
+    loss: str,
+    lam: float,
+    alpha: float,
+    seed: int,
+    counts: str | None = None,
 ) -> tuple[int, tuple[float, float, float, bool]]:
     """ERM on one subsample of the training split; errors on the whole test split."""
     labels, d = problem.labels, problem.d
-    idx = subsample_indices(problem.x_train.shape[0], d, alpha, seed=seed)
+    if counts == "fixed":
+        idx = _stratified_indices(problem, alpha, seed)
+    else:
+        idx = subsample_indices(problem.x_train.shape[0], d, alpha, seed=seed)
     X, cid = problem.x_train[idx], problem.cluster_train[idx]
     W, b, info = fit_erm(X, labels, cid, loss, lam=lam, return_info=True)
     h_train = X @ W.T / np.sqrt(d) + b
@@ -357,6 +383,13 @@ _DOC = shared_doc(
             Root seed of the subsamples and the samples.
         sources : sequence of {'theory', 'synthetic', 'real'}
             The curves computed.
+        counts : {'fixed', 'random'} or None
+            Cluster counts of the training samples: ``'fixed'``, ``round(rho_c n)``
+            (largest remainder) in both the real subsamples (drawn in every cluster) and
+            the samples of the mixture; ``'random'``, real subsamples drawn from the whole
+            training split and multinomial counts in the mixture's samples; None (the
+            registered tasks' protocol): real drawn at random, the mixture's fixed.
+            Random counts raise the error at small n (docs/design.md pitfall 8).
         progress : bool
             Show a progress bar.
     """,
@@ -373,6 +406,7 @@ def real_curve(
     subsamples: int = 5,
     seed: int = 0,
     progress: bool = False,
+    counts: str | None = None,
 ) -> CurveTable:
     """ERM on ``n = round(alpha d)`` training images (without replacement), tested on the
     whole test split; mean and standard error over ``subsamples`` draws (seeds ``seed,
@@ -389,15 +423,20 @@ def real_curve(
         Seed of the first subsample.
     progress : bool
         Show a progress bar.
+    counts : {'fixed', 'random'} or None
+        Cluster counts of the subsamples: None or ``'random'`` draws from the whole
+        training split, ``'fixed'`` in every cluster (:func:`realdata_curve`).
     """
     points, _ = _points(lam, alphas)
     subsamples = check_int("subsamples", subsamples, low=1)
+    if counts is not None:
+        check_choice("counts", counts, ("fixed", "random"))
     rows = []
     with progress_bar(total=len(points) * subsamples, desc="real", enabled=progress) as bar:
         for lam_v, alpha in points:
             per = []
             for s in range(subsamples):
-                n, values = _real_point(problem, loss, lam_v, alpha, seed + s)
+                n, values = _real_point(problem, loss, lam_v, alpha, seed + s, counts)
                 per.append(values)
                 bar.update(1)
             rows.append(_aggregate(lam_v, alpha, "real", n, per))
@@ -415,6 +454,7 @@ def synthetic_curve(
     seeds: int = 5,
     seed: int = 0,
     progress: bool = False,
+    counts: str | None = None,
 ) -> CurveTable:
     """The same ERM on ``n = round(alpha d)`` samples of the fitted mixture; the test error
     is exact on the mixture (:func:`gaussmix.simulate.simulate`).  Points as in
@@ -430,6 +470,8 @@ def synthetic_curve(
         Root seed of the samples.
     progress : bool
         Show a progress bar.
+    counts : {'fixed', 'random'} or None
+        Cluster counts of the samples (:func:`gaussmix.simulate.simulate`; None: fixed).
     """
     points, _ = _points(lam, alphas)
     seeds = check_param("seeds", seeds)
@@ -444,6 +486,7 @@ def synthetic_curve(
                 d=problem.d,
                 seeds=seeds,
                 seed=seed,
+                counts=counts or "fixed",
             )
             row = {
                 "alpha": alpha,
@@ -544,6 +587,7 @@ def _study(
     seed: int,
     sources: Sequence[str],
     progress: bool,
+    counts: str | None = None,
 ) -> CurveTable:
     unknown = [s for s in sources if s not in SOURCES]
     if unknown or not sources:
@@ -562,6 +606,7 @@ def _study(
                 seeds=seeds,
                 seed=seed,
                 progress=progress,
+                counts=counts,
             )
         )
     if "real" in sources:
@@ -574,6 +619,7 @@ def _study(
                 subsamples=subsamples,
                 seed=seed,
                 progress=progress,
+                counts=counts,
             )
         )
     df = _with_gaps(pd.concat(parts, ignore_index=True), x)
@@ -595,6 +641,7 @@ def realdata_curve(
     seed: int = 0,
     sources: Sequence[str] = SOURCES,
     progress: bool = False,
+    counts: str | None = None,
 ) -> CurveTable:
     """The learning curves of step 4 of the module's protocol, one row per (alpha, source).
 
@@ -611,12 +658,15 @@ def realdata_curve(
     -------
     CurveTable
         A pandas DataFrame with columns :data:`COLUMNS`; ``*_se`` is one standard error
-        over subsamples (real) or seeds (synthetic), 0 for theory; ``.points`` holds each
-        row's result (a ``FixedPointResult`` for theory, a ``SimulationResult`` for
-        synthetic, None for real data, whose subsamples the row aggregates).
+        over subsamples (real) or seeds (synthetic), 0 for theory; the Gaussian-equivalence
+        gaps ``<name>_gap``, ``<name>_gap_se`` of :data:`GAP_OBSERVABLES` (a real or
+        synthetic row minus the theory at the same point, with the row's standard error;
+        NaN on theory rows); ``.points`` holds each row's result (a ``FixedPointResult``
+        for theory, a ``SimulationResult`` for synthetic, None for real data, whose
+        subsamples the row aggregates).
     """
     check_param("lam", lam)
-    return _study(problem, loss, lam, alphas, subsamples, seeds, seed, sources, progress)
+    return _study(problem, loss, lam, alphas, subsamples, seeds, seed, sources, progress, counts)
 
 
 @_DOC
@@ -631,6 +681,7 @@ def realdata_lambda_curve(
     seed: int = 0,
     sources: Sequence[str] = SOURCES,
     progress: bool = False,
+    counts: str | None = None,
 ) -> CurveTable:
     """The test error against the penalty at one sample complexity (Fig. 4 right): one row
     per (lam, source), columns :data:`COLUMNS`.
@@ -645,4 +696,6 @@ def realdata_lambda_curve(
     %(sources)s
     """
     check_param("alpha", alpha)
-    return _study(problem, loss, list(lams), alpha, subsamples, seeds, seed, sources, progress)
+    return _study(
+        problem, loss, list(lams), alpha, subsamples, seeds, seed, sources, progress, counts
+    )
