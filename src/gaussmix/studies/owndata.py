@@ -380,6 +380,26 @@ def target_alpha(
     }
 
 
+def _check_alphas(problem: RealDataProblem, alpha: float, counts: str) -> None:
+    """Refuse, before any work, an alpha asking for more training rows than there are
+    (in a cluster, with fixed counts)."""
+    from gaussmix.simulate import largest_remainder
+
+    n = math.floor(alpha * problem.d + 0.5)
+    have = np.bincount(problem.cluster_train, minlength=problem.mixture.n_clusters)
+    need = largest_remainder(problem.mixture.rho, n) if counts == "fixed" else np.array([n])
+    have = have if counts == "fixed" else np.array([have.sum()])
+    if np.any(need > have):
+        worst = float(np.min(have / np.maximum(need, 1) * alpha))
+        raise ArgumentError(
+            "alphas",
+            f"asks for n = round(alpha d) = {n} training rows at alpha = {alpha:g} (d = "
+            f"{problem.d}); the training split has {problem.x_train.shape[0]}"
+            f"{' (counted per class)' if counts == 'fixed' else ''}: choose alphas up to "
+            f"about {worst:.3g}",
+        )
+
+
 def study_data(
     data: Any,
     y: Any = None,
@@ -433,7 +453,17 @@ def study_data(
     progress : bool
         Show progress bars.
     """
-    points, x = _points(lam, alphas)
+    points, x = _points(lam, alphas)  # every option checked before any work
+    counts = check_choice("counts", counts, ("fixed", "random"))
+    if not sources or any(s not in SOURCES for s in sources):
+        raise ArgumentError(
+            "sources", f"must be a non-empty subset of {', '.join(SOURCES)}; got {list(sources)}"
+        )
+    check_int("subsamples", subsamples, low=1)
+    check_int("seeds", seeds, low=1)
+    if target_error is not None:
+        check_real("target_error", target_error, low=0, high=1, low_open=True)
+        check_real("alpha_max", alpha_max, low=ALPHA_MIN, low_open=True)
     if target_error is not None and x != "alpha":
         raise ArgumentError("target_error", "needs one lam (a curve over alpha)")
     if optimal_lam and x != "alpha":
@@ -451,6 +481,8 @@ def study_data(
         max_memory=max_memory,
     )
     mixture = problem.mixture
+    if "real" in sources:
+        _check_alphas(problem, max(a for _, a in points), counts)
     target = None
     if target_error is not None:  # first: a target never reached stops before the curves
         target = target_alpha(
@@ -468,7 +500,7 @@ def study_data(
         "seed": seed,
         "sources": sources,
         "progress": progress,
-        "counts": check_choice("counts", counts, ("fixed", "random")),
+        "counts": counts,
     }
     if x == "alpha":
         table = realdata_curve(problem, loss=loss, lam=lam, alphas=alphas, **common)
