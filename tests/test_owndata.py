@@ -180,13 +180,13 @@ def test_label_encoding_follows_the_loss():
 def test_clusters_with_their_classes_label_map():
     X, y = gaussian_classes(3, 60)
     cls = np.where(y == 0, "a", "b")  # two classes, the second one made of two clusters
-    p = prepare_data(X, cls, clusters=y, loss="logistic")
+    p = prepare_data(X, cls, cluster_ids=y, loss="logistic")
     assert p.mixture.n_clusters == 3 and p.labels.dim == 1
     np.testing.assert_array_equal(p.labels.labels[:, 0], [-1.0, 1.0, 1.0])
     assert p.info["clustering"] == "per given cluster id"
     assert p.info["cluster_counts"] == [60, 60, 60]
     with pytest.raises(DataFileError, match="several classes"):
-        prepare_data(X, cls, clusters=np.arange(180) % 2)
+        prepare_data(X, cls, cluster_ids=np.arange(180) % 2)
 
 
 def test_a_singular_covariance_is_said_once_with_the_count():
@@ -408,3 +408,14 @@ def test_arrays_of_mismatched_length_and_non_numbers_in_python():
         prepare_data(X.astype(str), y)
     with pytest.raises(DataFileError, match="real numbers"):
         prepare_data(X > 0, y)
+
+
+def test_a_npy_too_large_is_refused_from_its_header(tmp_path, monkeypatch):
+    import gaussmix.data.files as files
+
+    X, y = gaussian_classes(2, 10)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    monkeypatch.setattr(files, "available_memory", lambda: 4096)
+    with pytest.raises(DataFileError, match=r"too large for memory: 20 x 50 .* available"):
+        load_labelled(tmp_path / "X.npy", tmp_path / "y.npy")

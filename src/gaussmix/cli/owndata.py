@@ -1,7 +1,7 @@
 """``gaussmix data``: theory, samples of the fitted Gaussian mixture and the real data for a
 labelled data set of your own (:func:`gaussmix.study_data`).
 
-``gaussmix data FILE [FILE2] [--label COLUMN] [--clusters COLUMN] [--split COLUMN]
+``gaussmix data FILE [FILE2] [--label COLUMN] [--cluster-ids COLUMN] [--split COLUMN]
 [--test-fraction F] [--scale none|standard|max] --loss LOSS --lam L --alphas a1,a2,...
 [--target-error E] [--optimal-lam] --out DIR`` writes ``DIR/data.csv`` (one row per
 (alpha, source), with the ``*_gap`` columns), ``DIR/data.json`` (provenance: file
@@ -20,7 +20,7 @@ from .commands import OutOption, QuietOption, app
 from .exits import check_output_path, make_out_dir
 from .helpers import one_blas_thread
 from .options import parse_floats
-from .realdata import _alphas
+from .realdata import parse_alphas
 
 __all__ = ["data_command"]
 
@@ -38,9 +38,11 @@ def data_command(
         str | None,
         typer.Option("--label", help="Label column (tables) or array (.npz; default y)."),
     ] = None,
-    clusters: Annotated[
+    cluster_ids: Annotated[
         str | None,
-        typer.Option("--clusters", help="Column / array of cluster ids (each inside one class)."),
+        typer.Option(
+            "--cluster-ids", help="Column / array of cluster ids (each inside one class)."
+        ),
     ] = None,
     split: Annotated[
         str | None,
@@ -116,16 +118,18 @@ def data_command(
     if len(files) > 2:
         raise ArgumentError("files", f"takes one data file or two .npy files, got {len(files)}")
     lams = parse_floats("--lam", lam)
-    a = _alphas(alphas)
+    a = parse_alphas(alphas)
     if len(lams) > 1 and len(a) > 1:
         raise ArgumentError(
             "lam", "takes several values only with one --alphas value (a curve over lambda)"
         )
-    if max_memory is not None and not max_memory > 0:
-        raise ArgumentError("max_memory", f"must be > 0 (GiB), got {max_memory:g}")
     check_output_path("--out", out, kind="dir")
     data = load_labelled(
-        files[0], files[1] if len(files) > 1 else None, label=label, clusters=clusters, split=split
+        files[0],
+        files[1] if len(files) > 1 else None,
+        label=label,
+        cluster_ids=cluster_ids,
+        split=split,
     )
     with one_blas_thread():
         study = study_data(
@@ -143,7 +147,7 @@ def data_command(
             target_error=target_error,
             alpha_max=alpha_max,
             optimal_lam=optimal_lam,
-            max_memory=None if max_memory is None else max_memory * 2**30,
+            max_memory=max_memory,
             progress=not quiet,
         )
     for p in save_data_study(study, make_out_dir(out)):

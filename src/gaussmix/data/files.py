@@ -4,8 +4,8 @@ preprocessed under one recorded protocol (README, "Your own data").
 Formats (:func:`load_labelled`), told by the suffix:
 
 * ``.npz``: arrays ``X`` (n, d) and the labels (key ``label``, default ``'y'``), optionally
-  the cluster ids and the split (keys named by ``clusters`` and ``split``);
-* ``.csv`` / ``.parquet``: a table; ``label`` names the label column (required), ``clusters``
+  the cluster ids and the split (keys named by ``cluster_ids`` and ``split``);
+* ``.csv`` / ``.parquet``: a table; ``label`` names the label column (required), ``cluster_ids``
   and ``split`` optional columns; every other column is a feature and must be numeric
   (Parquet needs ``pyarrow``: ``pip install 'gaussmix[parquet]'``);
 * ``.npy`` with a second ``.npy``: the features and the labels.
@@ -78,7 +78,7 @@ class LabelledData:
         Features, float64 (or float32 as stored).
     y : ndarray (n,)
         Class labels (numbers or strings).
-    clusters : ndarray (n,) or None
+    cluster_ids : ndarray (n,) or None
         Cluster id of every row (several clusters may share a class), or one cluster per
         class.
     split : ndarray of bool (n,) or None
@@ -91,7 +91,7 @@ class LabelledData:
 
     X: np.ndarray
     y: np.ndarray
-    clusters: np.ndarray | None = None
+    cluster_ids: np.ndarray | None = None
     split: np.ndarray | None = None
     columns: list[str] | None = None
     info: dict = field(default_factory=dict)
@@ -144,7 +144,7 @@ def load_labelled(
     labels_path: str | os.PathLike[str] | None = None,
     *,
     label: str | None = None,
-    clusters: str | None = None,
+    cluster_ids: str | None = None,
     split: str | None = None,
 ) -> LabelledData:
     """Read a labelled data set from a file (formats in the module's docstring).
@@ -157,7 +157,7 @@ def load_labelled(
         The ``.npy`` file of the labels, with a ``.npy`` of features.
     label : str, optional
         The label column (tables, required) or array (``.npz``, default ``'y'``).
-    clusters, split : str, optional
+    cluster_ids, split : str, optional
         The column or array of the cluster ids, and of the split.
 
     Raises
@@ -176,15 +176,15 @@ def load_labelled(
                 f"data file {str(p)!r}: a .npy file of features needs a second .npy file "
                 "with the labels"
             )
-        if label is not None or clusters is not None or split is not None:
+        if label is not None or cluster_ids is not None or split is not None:
             raise DataFileError(
-                "a pair of .npy files has no columns: --label, --clusters and --split apply "
+                "a pair of .npy files has no columns: --label, --cluster-ids and --split apply "
                 "to .npz, .csv and .parquet files"
             )
         q = Path(labels_path)
         _check_file(q)
         files.append(q)
-        X = _read_npy(p)
+        X = _read_npy(p, check_size=True)
         y = _read_npy(q)
         cl = sp = None
         cols = None
@@ -194,33 +194,39 @@ def load_labelled(
             f"a second file is read only with a .npy file of features, not with {suffix}"
         )
     elif suffix == ".npz":
-        X, y, cl, sp, used = _read_npz(p, label or "y", clusters, split)
+        X, y, cl, sp, used = _read_npz(p, label or "y", cluster_ids, split)
         cols = None
     else:
         if label is None:
             raise DataFileError(
                 f"data file {str(p)!r}: a table needs --label, the name of its label column"
             )
-        X, y, cl, sp, cols, used = _read_table(p, label, clusters, split)
+        X, y, cl, sp, cols, used = _read_table(p, label, cluster_ids, split)
     info = {
         "format": suffix.lstrip("."),
         "files": [{"path": str(f), "sha256": sha256_file(f)} for f in files],
         "columns": used,
     }
     return LabelledData(
-        X=X, y=np.asarray(y).reshape(-1), clusters=cl, split=sp, columns=cols, info=info
+        X=X, y=np.asarray(y).reshape(-1), cluster_ids=cl, split=sp, columns=cols, info=info
     )
 
 
-def _read_npy(path: Path) -> np.ndarray:
+def _read_npy(path: Path, check_size: bool = False) -> np.ndarray:
     try:
+        if check_size:  # the header's shape, before reading: the least a study needs
+            shape = np.load(path, mmap_mode="r", allow_pickle=False).shape
+            if len(shape) == 2:
+                check_memory(shape[0], shape[1], 2, 1)
         return np.load(path, allow_pickle=False)
+    except DataFileError:
+        raise
     except Exception as exc:  # noqa: BLE001 - any failure to parse is an unreadable file
         raise _unreadable(path, exc) from None
 
 
 def _read_npz(
-    path: Path, label: str, clusters: str | None, split: str | None
+    path: Path, label: str, cluster_ids: str | None, split: str | None
 ) -> tuple[Any, Any, Any, Any, dict]:
     try:
         with np.load(path, allow_pickle=False) as z:
@@ -228,23 +234,23 @@ def _read_npz(
     except Exception as exc:  # noqa: BLE001
         raise _unreadable(path, exc) from None
     known = sorted(arrays)
-    for kind, key in (("array", "X"), ("label array", label), ("array", clusters)):
+    for kind, key in (("array", "X"), ("label array", label), ("array", cluster_ids)):
         if key is not None and key not in arrays:
             raise _no_such(kind, key, known, path)
     if split is not None and split not in arrays:
         raise _no_such("array", split, known, path)
-    used = {"X": "X", "y": label, "clusters": clusters, "split": split}
+    used = {"X": "X", "y": label, "cluster_ids": cluster_ids, "split": split}
     return (
         arrays["X"],
         arrays[label],
-        None if clusters is None else arrays[clusters],
+        None if cluster_ids is None else arrays[cluster_ids],
         None if split is None else _as_split(arrays[split], split),
         used,
     )
 
 
 def _read_table(
-    path: Path, label: str, clusters: str | None, split: str | None
+    path: Path, label: str, cluster_ids: str | None, split: str | None
 ) -> tuple[Any, Any, Any, Any, list[str], dict]:
     import pandas as pd
 
@@ -267,13 +273,13 @@ def _read_table(
         raise DataFileError(f"data file {str(path)!r} has no rows")
     known = [str(c) for c in df.columns]
     df.columns = known
-    for kind, key in (("label column", label), ("column", clusters), ("column", split)):
+    for kind, key in (("label column", label), ("column", cluster_ids), ("column", split)):
         if key is not None and key not in known:
             raise _no_such(kind, key, known, path)
-    special = [c for c in (label, clusters, split) if c is not None]
+    special = [c for c in (label, cluster_ids, split) if c is not None]
     if len(set(special)) < len(special):
         raise DataFileError(
-            f"--label, --clusters and --split must name different columns: {special}"
+            f"--label, --cluster-ids and --split must name different columns: {special}"
         )
     features = [c for c in known if c not in special]
     if not features:
@@ -286,9 +292,9 @@ def _read_table(
             + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else "")
         )
     X = df[features].to_numpy(dtype=np.float64)
-    used = {"y": label, "clusters": clusters, "split": split, "features": len(features)}
+    used = {"y": label, "cluster_ids": cluster_ids, "split": split, "features": len(features)}
     sp = None if split is None else _as_split(df[split].to_numpy(), split)
-    cl = None if clusters is None else df[clusters].to_numpy()
+    cl = None if cluster_ids is None else df[cluster_ids].to_numpy()
     return X, df[label].to_numpy(), cl, sp, features, used
 
 
@@ -330,7 +336,7 @@ def check_labelled(data: LabelledData) -> LabelledData:
             f"labels of mismatched length: {y.shape[0] if y.ndim else 1} labels for "
             f"{n} rows of features"
         )
-    for name, arr in (("cluster ids", data.clusters), ("split", data.split)):
+    for name, arr in (("cluster ids", data.cluster_ids), ("split", data.split)):
         if arr is not None and np.asarray(arr).reshape(-1).shape[0] != n:
             raise DataFileError(
                 f"{name} of mismatched length: {np.asarray(arr).size} for {n} rows of features"
@@ -359,7 +365,7 @@ def check_labelled(data: LabelledData) -> LabelledData:
             f"class {c!r} has {k} sample: at least two per class are needed to fit its "
             "mean and covariance"
         )
-    return LabelledData(X, y, data.clusters, data.split, data.columns, dict(data.info))
+    return LabelledData(X, y, data.cluster_ids, data.split, data.columns, dict(data.info))
 
 
 def available_memory() -> int:

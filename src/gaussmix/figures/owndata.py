@@ -16,7 +16,7 @@ from gaussmix.studies.owndata import DataStudy
 
 from ._common import SLIDE_STYLE, new_slide_figure
 from .plotting import AXIS_LABELS, save_figure
-from .realdata import _draw_sources
+from .realdata import draw_sources
 
 __all__ = ["plot_data_study", "save_data_study"]
 
@@ -43,8 +43,8 @@ def plot_data_study(study: DataStudy, *, figsize: tuple[float, float] = (15.0, 4
     fig, axes = new_slide_figure(figsize, 1, 3)
     with mpl.rc_context(SLIDE_STYLE):
         ax_test, ax_train, ax_gap = axes[0]
-        _draw_sources(ax_test, main, x, "test_error", "C0", "")
-        _draw_sources(ax_train, main, x, "train_error", "C0", "")
+        draw_sources(ax_test, main, x, "test_error", "C0", "")
+        draw_sources(ax_train, main, x, "train_error", "C0", "")
         best = df[df["source"] == "optimal"].sort_values("alpha")
         if not best.empty:
             ax_test.plot(

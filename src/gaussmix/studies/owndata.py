@@ -60,7 +60,7 @@ from gaussmix.theory.mixture import LabelMap, Mixture
 from .realdata import (
     SOURCES,
     RealDataProblem,
-    _points,
+    curve_points,
     fit_problem,
     realdata_curve,
     realdata_lambda_curve,
@@ -97,9 +97,9 @@ class DataStudy:
     info: dict = field(default_factory=dict)
 
 
-def _as_labelled(data: Any, y: Any, clusters: Any, split: Any) -> LabelledData:
+def _as_labelled(data: Any, y: Any, cluster_ids: Any, split: Any) -> LabelledData:
     if isinstance(data, LabelledData):
-        if y is not None or clusters is not None or split is not None:
+        if y is not None or cluster_ids is not None or split is not None:
             raise ArgumentError("y", "must not be given with a LabelledData (it has its labels)")
         return data
     if y is None:
@@ -121,7 +121,7 @@ def _as_labelled(data: Any, y: Any, clusters: Any, split: Any) -> LabelledData:
     return LabelledData(
         X=X,
         y=np.asarray(y).reshape(-1) if np.ndim(y) else np.asarray([y]),
-        clusters=None if clusters is None else np.asarray(clusters).reshape(-1),
+        cluster_ids=None if cluster_ids is None else np.asarray(cluster_ids).reshape(-1),
         split=sp,
         info=info,
     )
@@ -142,13 +142,13 @@ def _encoding(loss: str, n_classes: int) -> str:
 
 
 def _clusters(
-    y: np.ndarray, clusters: np.ndarray | None, classes: np.ndarray
+    y: np.ndarray, cluster_ids: np.ndarray | None, classes: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, list]:
     """Cluster index of every row, the class index of every cluster, and the cluster ids."""
     class_of_row = np.searchsorted(classes, y)
-    if clusters is None:
+    if cluster_ids is None:
         return class_of_row, np.arange(classes.size), [py_value(c) for c in classes]
-    ids, cid = np.unique(clusters, return_inverse=True)
+    ids, cid = np.unique(cluster_ids, return_inverse=True)
     class_of = np.empty(ids.size, dtype=int)
     for k in range(ids.size):
         inside = np.unique(class_of_row[cid == k])
@@ -173,7 +173,7 @@ def prepare_data(
     y: Any = None,
     *,
     loss: str = "logistic",
-    clusters: Any = None,
+    cluster_ids: Any = None,
     split: Any = None,
     test_fraction: float = 0.25,
     seed: int = 0,
@@ -193,7 +193,7 @@ def prepare_data(
         Class labels (numbers or strings).
     loss : str
         The loss the study trains (it fixes the label encoding, step 4).
-    clusters : array (n,), optional
+    cluster_ids : array (n,), optional
         Cluster ids, each cluster inside one class (default: one cluster per class).
     split : array (n,), optional
         The held-out split: ``'train'`` / ``'test'`` or booleans (True: test).
@@ -207,7 +207,7 @@ def prepare_data(
     name : str, optional
         A name for titles (default: the file's name, or ``'data'``).
     max_memory : float, optional
-        Bytes the study may use (default: the memory available now).
+        GiB the study may use (default: the memory available now).
 
     Raises
     ------
@@ -220,14 +220,17 @@ def prepare_data(
     test_fraction = check_real(
         "test_fraction", test_fraction, low=0, high=1, low_open=True, high_open=True
     )
-    ld = check_labelled(_as_labelled(data, y, clusters, split))
+    ld = check_labelled(_as_labelled(data, y, cluster_ids, split))
     X, yv = ld.X, ld.y
     classes, class_counts = np.unique(yv, return_counts=True)
     encoding = _encoding(loss, classes.size)
-    cid, class_of, cluster_ids = _clusters(yv, ld.clusters, classes)
+    cid, class_of, ids = _clusters(yv, ld.cluster_ids, classes)
     n, d = X.shape
     n_out = 1 if encoding == "binary" else classes.size
-    check_memory(n, d, len(cluster_ids), n_out, limit=max_memory)
+    limit = (
+        None if max_memory is None else check_real("max_memory", max_memory, low=0, low_open=True)
+    )
+    check_memory(n, d, len(ids), n_out, limit=None if limit is None else limit * 2**30)
     if ld.split is None:
         train, test = split_indices(yv, test_fraction, seed)
         split_info = {"split": "drawn per class", "test_fraction": test_fraction, "seed": seed}
@@ -247,10 +250,8 @@ def prepare_data(
         rows = np.eye(classes.size)[class_of]
         label_of = {str(py_value(c)): f"e_{i}" for i, c in enumerate(classes)}
     labels = LabelMap(rows)
-    counts = np.bincount(cid, minlength=len(cluster_ids))
-    singular = [
-        (cluster_ids[k], int(counts[k])) for k in range(len(cluster_ids)) if counts[k] <= d
-    ]
+    counts = np.bincount(cid, minlength=len(ids))
+    singular = [(ids[k], int(counts[k])) for k in range(len(ids)) if counts[k] <= d]
     if singular:
         listed = ", ".join(f"{c!r}: {k}" for c, k in singular)
         warnings.warn(
@@ -286,8 +287,8 @@ def prepare_data(
         "class_counts": {
             str(py_value(c)): int(k) for c, k in zip(classes, class_counts, strict=True)
         },
-        "clustering": "per class" if ld.clusters is None else "per given cluster id",
-        "clusters": cluster_ids,
+        "clustering": "per class" if ld.cluster_ids is None else "per given cluster id",
+        "clusters": ids,
         "cluster_counts": counts.tolist(),
         "encoding": encoding,
         "label_map": label_of,
@@ -317,6 +318,27 @@ def target_alpha(
     the crossing, which bisection on ``log alpha`` (each point a fixed point of Theorem 1)
     finds to a relative ``xtol``.  A curve that dips below the target between two grid
     points and rises again is not seen.
+
+    Parameters
+    ----------
+    mixture : Mixture
+        The (fitted) mixture.
+    loss : str
+        The loss of the ERM.
+    lam : float
+        The ridge penalty.
+    target_error : float
+        The test error to reach, in (0, 1].
+    d : int
+        The dimension (``n = ceil(alpha d)``).
+    alpha_max : float
+        The largest alpha searched.
+    n_grid : int
+        Points of the log grid.
+    xtol : float
+        Bisection tolerance on ``log alpha``.
+    progress : bool
+        Show a progress bar.
 
     Returns
     -------
@@ -407,7 +429,7 @@ def study_data(
     loss: str = "logistic",
     lam: float | Sequence[float] = 0.1,
     alphas: float | Sequence[float] = (0.5, 1.0, 2.0, 4.0),
-    clusters: Any = None,
+    cluster_ids: Any = None,
     split: Any = None,
     test_fraction: float = 0.25,
     seed: int = 0,
@@ -428,7 +450,7 @@ def study_data(
 
     Parameters
     ----------
-    data, y, loss, clusters, split, test_fraction, seed, scale, name, max_memory
+    data, y, loss, cluster_ids, split, test_fraction, seed, scale, name, max_memory
         As in :func:`prepare_data`.
     lam : float or sequence of float
         The ridge penalty (a curve over ``alphas``), or several (a curve over lam at one
@@ -453,7 +475,7 @@ def study_data(
     progress : bool
         Show progress bars.
     """
-    points, x = _points(lam, alphas)  # every option checked before any work
+    points, x = curve_points(lam, alphas)  # every option checked before any work
     counts = check_choice("counts", counts, ("fixed", "random"))
     if not sources or any(s not in SOURCES for s in sources):
         raise ArgumentError(
@@ -472,7 +494,7 @@ def study_data(
         data,
         y,
         loss=loss,
-        clusters=clusters,
+        cluster_ids=cluster_ids,
         split=split,
         test_fraction=test_fraction,
         seed=seed,

@@ -283,7 +283,7 @@ def _describe(feature_map: Any) -> str:
     return name
 
 
-def _points(
+def curve_points(
     lam: float | Sequence[float], alpha: float | Sequence[float]
 ) -> tuple[list[tuple[float, float]], str]:
     """The (lam, alpha) points of a curve over alpha (``lam`` a number) or over lam."""
@@ -427,7 +427,7 @@ def real_curve(
         Cluster counts of the subsamples: None or ``'random'`` draws from the whole
         training split, ``'fixed'`` in every cluster (:func:`realdata_curve`).
     """
-    points, _ = _points(lam, alphas)
+    points, _ = curve_points(lam, alphas)
     subsamples = check_int("subsamples", subsamples, low=1)
     if counts is not None:
         check_choice("counts", counts, ("fixed", "random"))
@@ -473,7 +473,7 @@ def synthetic_curve(
     counts : {'fixed', 'random'} or None
         Cluster counts of the samples (:func:`gaussmix.simulate.simulate`; None: fixed).
     """
-    points, _ = _points(lam, alphas)
+    points, _ = curve_points(lam, alphas)
     seeds = check_param("seeds", seeds)
     rows, sims = [], []
     with progress_bar(total=len(points), desc="synthetic", enabled=progress) as bar:
@@ -523,7 +523,7 @@ def theory_curve(
     progress : bool
         Show a progress bar.
     """
-    points, x = _points(lam, alphas)
+    points, x = curve_points(lam, alphas)
     if x == "alpha":
         df = learning_curve(
             problem.mixture, loss, [a for _, a in points], lam=points[0][0], progress=progress
@@ -592,7 +592,7 @@ def _study(
     unknown = [s for s in sources if s not in SOURCES]
     if unknown or not sources:
         raise ValueError(f"sources must be a non-empty subset of {SOURCES}, got {list(sources)}")
-    _, x = _points(lam, alphas)
+    _, x = curve_points(lam, alphas)
     parts = []
     if "theory" in sources:
         parts.append(theory_curve(problem, loss=loss, lam=lam, alphas=alphas, progress=progress))
