@@ -560,6 +560,7 @@ def study_data(
         "target": target,
         "caption": "error bars: one standard error over training subsamples (real) or over "
         "samples of the fitted mixture (synthetic); *_gap: real or synthetic minus theory at "
-        "the same point, with that row's standard error",
+        "the same point, with that row's standard error (for the real test error combined "
+        "with the binomial error of the finite test split)",
     }
     return DataStudy(table=table, problem=problem, target=target, info=info)

@@ -560,20 +560,24 @@ def theory_curve(
 GAP_OBSERVABLES = ("test_error", "train_error")
 
 
-def _with_gaps(df: pd.DataFrame, x: str) -> pd.DataFrame:
+def _with_gaps(df: pd.DataFrame, n_test: int) -> pd.DataFrame:
     """``df`` with the gap columns of :data:`GAP_OBSERVABLES`: on every real and synthetic
     row, its value minus the theory's at the same (alpha, lam), with the row's standard
-    error (the theory's is 0); NaN on theory rows and where the theory is absent or did
-    not converge."""
+    error (the theory's is 0) -- for the real test error combined with the binomial error
+    ``sqrt(p (1 - p) / n_test)`` of the finite test split that every subsample shares; NaN
+    on theory rows and where the theory is absent or did not converge."""
     theory = df[(df["source"] == "theory") & df["converged"].astype(bool)]
     keys = ["alpha", "lam"]
+    measured = (df["source"] != "theory").to_numpy()
+    real = (df["source"] == "real").to_numpy()
     for name in GAP_OBSERVABLES:
         ref = df[keys].merge(theory[[*keys, name]], on=keys, how="left")[name].to_numpy()
-        measured = (df["source"] != "theory").to_numpy()
+        se = df[f"{name}_se"].to_numpy(dtype=float)
+        if name == "test_error":
+            p = df[name].to_numpy(dtype=float)
+            se = np.where(real, np.hypot(se, np.sqrt(p * (1 - p) / n_test)), se)
         df[f"{name}_gap"] = np.where(measured, df[name].to_numpy() - ref, np.nan)
-        df[f"{name}_gap_se"] = np.where(
-            measured & np.isfinite(ref), df[f"{name}_se"].to_numpy(), np.nan
-        )
+        df[f"{name}_gap_se"] = np.where(measured & np.isfinite(ref), se, np.nan)
     return df
 
 
@@ -622,7 +626,7 @@ def _study(
                 counts=counts,
             )
         )
-    df = _with_gaps(pd.concat(parts, ignore_index=True), x)
+    df = _with_gaps(pd.concat(parts, ignore_index=True), problem.x_test.shape[0])
     points = [p for part in parts for p in part.points]
     rank = df["source"].map({s: i for i, s in enumerate(SOURCES)})
     order = df.assign(_rank=rank).sort_values([x, "_rank"], kind="stable").index
@@ -660,7 +664,8 @@ def realdata_curve(
         A pandas DataFrame with columns :data:`COLUMNS`; ``*_se`` is one standard error
         over subsamples (real) or seeds (synthetic), 0 for theory; the Gaussian-equivalence
         gaps ``<name>_gap``, ``<name>_gap_se`` of :data:`GAP_OBSERVABLES` (a real or
-        synthetic row minus the theory at the same point, with the row's standard error;
+        synthetic row minus the theory at the same point, with the row's standard error,
+        for the real test error combined with the binomial error of the finite test split;
         NaN on theory rows); ``.points`` holds each row's result (a ``FixedPointResult``
         for theory, a ``SimulationResult`` for synthetic, None for real data, whose
         subsamples the row aggregates).
