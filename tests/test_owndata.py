@@ -49,7 +49,9 @@ def gaussian_classes(k: int, n_per: int, seed: int = 0) -> tuple[np.ndarray, np.
 # ------------------------------------------------------------------ the three curves agree
 
 
-@pytest.mark.parametrize(("k", "loss"), [(2, "logistic"), (3, "cross-entropy")])
+@pytest.mark.parametrize(
+    ("k", "loss"), [(2, "logistic"), (2, "hinge"), (3, "cross-entropy"), (3, "square")]
+)
 def test_theory_synthetic_and_real_agree_on_gaussian_classes(k, loss):
     """Data that are a Gaussian mixture: the fitted mixture is the truth up to O(1/sqrt(n))
     (8 000 samples per class), so the real curve, the samples of the fitted mixture and
@@ -420,3 +422,18 @@ def test_a_npy_too_large_is_refused_from_its_header(tmp_path, monkeypatch):
     monkeypatch.setattr(files, "available_memory", lambda: 4096)
     with pytest.raises(DataFileError, match=r"too large for memory: 20 x 50 .* available"):
         load_labelled(tmp_path / "X.npy", tmp_path / "y.npy")
+
+
+def test_the_command_line_says_a_singular_covariance_once(tmp_path):
+    files = _bad_files(tmp_path)  # 'good': 10 samples per class at d = 50
+    out = tmp_path / "out"
+    code, stdout, err = run(
+        "data", str(files["good"]), "--label", "label", "--alphas", "0.1,0.2", "--seeds", "2",
+        "--subsamples", "2", "--quiet", "--out", str(out),
+    )  # fmt: skip
+    assert code == 0, err
+    said = [line for line in err.splitlines() if "SingularCovarianceWarning" in line]
+    assert len(said) == 1, err
+    assert "(0: 10, 1: 10)" in said[0] and "theory describes the fitted Gaussian" in said[0]
+    meta = json.loads((out / "data.json").read_text())
+    assert meta["singular_clusters"] == [{"cluster": 0, "count": 10}, {"cluster": 1, "count": 10}]
