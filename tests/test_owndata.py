@@ -11,6 +11,7 @@ import json
 import math
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -437,3 +438,23 @@ def test_the_command_line_says_a_singular_covariance_once(tmp_path):
     assert "(0: 10, 1: 10)" in said[0] and "theory describes the fitted Gaussian" in said[0]
     meta = json.loads((out / "data.json").read_text())
     assert meta["singular_clusters"] == [{"cluster": 0, "count": 10}, {"cluster": 1, "count": 10}]
+
+
+def test_rows_that_did_not_converge_are_written_marked_and_exit_3(tmp_path, monkeypatch):
+    import gaussmix.studies as studies
+
+    real = studies.study_data
+
+    def one_row_fails(*args, **kw):
+        study = real(*args, **kw)
+        study.table.loc[0, "converged"] = False
+        return study
+
+    monkeypatch.setattr(studies, "study_data", one_row_fails)
+    out = tmp_path / "out"
+    own = Path(__file__).parent / "fixtures" / "owndata_small.csv"
+    code, _, err = run("data", str(own), "--label", "label", "--alphas", "0.5", "--seeds", "1",
+                       "--subsamples", "1", "--quiet", "--out", str(out))  # fmt: skip
+    assert code == 3, err
+    assert err.splitlines()[-1].startswith("gaussmix: error: 1 of 3 rows did not converge")
+    assert not pd.read_csv(out / "data.csv")["converged"].iloc[0]

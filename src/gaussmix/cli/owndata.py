@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from .commands import OutOption, QuietOption, app
-from .exits import check_output_path, make_out_dir
+from .exits import PartialResultsError, check_output_path, make_out_dir
 from .helpers import one_blas_thread
 from .options import parse_floats
 from .realdata import parse_alphas
@@ -150,7 +150,8 @@ def data_command(
             max_memory=max_memory,
             progress=not quiet,
         )
-    for p in save_data_study(study, make_out_dir(out)):
+    paths = save_data_study(study, make_out_dir(out))
+    for p in paths:
         typer.echo(f"wrote {p}")
     if study.target is not None:
         t = study.target
@@ -158,4 +159,10 @@ def data_command(
         typer.echo(
             f"test error {t['target_error']:g} reached by the theory at alpha = {bound}"
             f"{t['alpha']:.4g} (n = {t['n']}) with lam = {t['lam']:g}"
+        )
+    df = study.table
+    failed = int((~df["converged"].astype(bool)).sum())
+    if failed:  # written and marked (converged False, NaN where no fixed point): exit 3
+        raise PartialResultsError(
+            f"{failed} of {len(df)} rows did not converge (converged False; see {paths[0]})"
         )
