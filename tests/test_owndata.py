@@ -232,11 +232,27 @@ def test_target_alpha_is_the_crossing(two_classes):
     t = target_alpha(mix, "logistic", lam=0.1, target_error=0.25, d=D)
     assert not t["below_grid"] and t["n"] == math.ceil(t["alpha"] * D)
     at = gm.solve(mix, "logistic", lam=0.1, alpha=t["alpha"])
-    before = gm.solve(mix, "logistic", lam=0.1, alpha=t["alpha"] * math.exp(-2e-3))
+    before = gm.solve(mix, "logistic", lam=0.1, alpha=t["alpha"] * math.exp(-2e-2))
     assert at.test_error <= 0.25 < before.test_error
     assert t["test_error"] == pytest.approx(at.test_error, abs=1e-9)
     with pytest.raises(ArgumentError, match=r"never reached .* best test error is 0\.\d+"):
         target_alpha(mix, "logistic", lam=0.1, target_error=0.01, d=D, alpha_max=20)
+
+
+def test_target_alpha_at_the_optimal_lambda():
+    """'How many samples, and which lambda?': at lambda*(alpha) the target is reached no
+    later than at a fixed lambda, and the crossing is one (the error there at lambda* is
+    below the target, 2 % of alpha before it above).  Any mixture: here two isotropic
+    clusters of different variances, whose lambda* is finite."""
+    mix = gm.Mixture.isotropic([0.3, 1.0], "antipodal", n_clusters=2, labels="binary")
+    t = target_alpha(mix, "logistic", lam=None, target_error=0.2, d=100)
+    fixed = target_alpha(mix, "logistic", lam=0.01, target_error=0.2, d=100)
+    assert t["optimal_lam"] and not fixed["optimal_lam"]
+    assert t["alpha"] < fixed["alpha"] and t["n"] == math.ceil(t["alpha"] * 100)
+    at = gm.optimal_lambda(mix, "logistic", alpha=t["alpha"])
+    before = gm.optimal_lambda(mix, "logistic", alpha=t["alpha"] * math.exp(-2e-2))
+    assert at.test_error <= 0.2 < before.test_error
+    assert 0 < t["lam"] < np.inf and t["lam"] == pytest.approx(at.lam_star, rel=1e-2)
 
 
 @pytest.mark.slow

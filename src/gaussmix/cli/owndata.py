@@ -153,13 +153,14 @@ def data_command(
     paths = save_data_study(study, make_out_dir(out))
     for p in paths:
         typer.echo(f"wrote {p}")
-    if study.target is not None:
-        t = study.target
-        bound = "at most " if t["below_grid"] else ""
-        typer.echo(
-            f"test error {t['target_error']:g} reached by the theory at alpha = {bound}"
-            f"{t['alpha']:.4g} (n = {t['n']}) with lam = {t['lam']:g}"
-        )
+    for t in (study.target, study.target_optimal):
+        if t is not None:
+            bound = "at most " if t["below_grid"] else ""
+            which = "lambda* = " if t["optimal_lam"] else "lam = "
+            typer.echo(
+                f"test error {t['target_error']:g} reached by the theory at alpha = {bound}"
+                f"{t['alpha']:.4g} (n = {t['n']}) with {which}{t['lam']:.4g}"
+            )
     df = study.table
     failed = int((~df["converged"].astype(bool)).sum())
     if failed:  # written and marked (converged False, NaN where no fixed point): exit 3

@@ -55,21 +55,25 @@ def plot_data_study(study: DataStudy, *, figsize: tuple[float, float] = (15.0, 4
                 label="theory at lambda*(alpha)",
             )
         if study.target is not None:
-            t = study.target
             ax_test.axhline(
-                t["target_error"],
+                study.target["target_error"],
                 color="C3",
                 ls=":",
                 lw=1.0,
-                label=f"target {t['target_error']:g}",
+                label=f"target {study.target['target_error']:g}",
             )
-            ax_test.axvline(
-                t["alpha"],
-                color="C3",
-                ls=":",
-                lw=1.0,
-                label=f"reached at alpha = {t['alpha']:.3g} (n = {t['n']})",
-            )
+        for t, colour in ((study.target, "C3"), (study.target_optimal, "C2")):
+            if t is not None and x == "alpha":
+                which = (
+                    f"lambda* = {t['lam']:.3g}" if t["optimal_lam"] else f"lambda = {t['lam']:g}"
+                )
+                ax_test.axvline(
+                    t["alpha"],
+                    color=colour,
+                    ls=":",
+                    lw=1.0,
+                    label=f"reached at alpha = {t['alpha']:.3g} (n = {t['n']}), {which}",
+                )
         for i, source in enumerate(("real", "synthetic")):
             part = main[main["source"] == source].sort_values(x)
             if part.empty or "test_error_gap" not in part:

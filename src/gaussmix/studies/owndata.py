@@ -52,7 +52,7 @@ from gaussmix.data.files import (
     split_indices,
 )
 from gaussmix.experiments.curves import learning_curve
-from gaussmix.experiments.lambda_star import optimal_lambda_curve
+from gaussmix.experiments.lambda_star import optimal_lambda, optimal_lambda_curve
 from gaussmix.theory.api import solve
 from gaussmix.theory.losses import get_loss
 from gaussmix.theory.mixture import LabelMap, Mixture
@@ -85,7 +85,9 @@ class DataStudy:
     problem : RealDataProblem
         The data after the protocol and the fitted mixture.
     target : dict or None
-        :func:`target_alpha`'s answer, when a target error was given.
+        :func:`target_alpha`'s answer at the given ``lam``, when a target error was given.
+    target_optimal : dict or None
+        Its answer at the optimal penalty, when ``optimal_lam`` was asked for too.
     info : dict
         Provenance: files and checksums (or the arrays' checksum), split, preprocessing,
         d, class and cluster counts, label map, estimator, singular clusters.
@@ -94,6 +96,7 @@ class DataStudy:
     table: CurveTable
     problem: RealDataProblem
     target: dict | None = None
+    target_optimal: dict | None = None
     info: dict = field(default_factory=dict)
 
 
@@ -302,22 +305,25 @@ def target_alpha(
     mixture: Mixture,
     loss: str,
     *,
-    lam: float,
+    lam: float | None,
     target_error: float,
     d: int,
     alpha_max: float = 100.0,
     n_grid: int = 12,
-    xtol: float = 1e-3,
+    xtol: float = 1e-2,
     progress: bool = False,
 ) -> dict:
     """The smallest sample complexity at which the theory's test error (Theorem 2) reaches
-    ``target_error``, at penalty ``lam``.
+    ``target_error``, at penalty ``lam`` or at the optimal penalty ``lambda*(alpha)``.
 
-    The learning curve on a log grid of ``n_grid`` points in ``[0.05, alpha_max]``
-    (warm-started); the first point at or below the target and the one before it bracket
-    the crossing, which bisection on ``log alpha`` (each point a fixed point of Theorem 1)
-    finds to a relative ``xtol``.  A curve that dips below the target between two grid
-    points and rises again is not seen.
+    At a given ``lam``: the learning curve on a log grid of ``n_grid`` points in
+    ``[0.05, alpha_max]`` (warm-started); the first point at or below the target and the
+    one before it bracket the crossing, which bisection on ``log alpha`` (each point a
+    fixed point of Theorem 1) finds to a relative ``xtol``.  A curve that dips below the
+    target between two grid points and rises again is not seen.  At the optimal penalty
+    the error ``min_lam eps_g(alpha, lam)`` does not rise with alpha, so the bisection runs
+    on the whole interval from its ends (each point a search of
+    :func:`gaussmix.optimal_lambda`).
 
     Parameters
     ----------
@@ -325,8 +331,8 @@ def target_alpha(
         The (fitted) mixture.
     loss : str
         The loss of the ERM.
-    lam : float
-        The ridge penalty.
+    lam : float or None
+        The ridge penalty; None: the optimal penalty at every alpha.
     target_error : float
         The test error to reach, in (0, 1].
     d : int
@@ -334,16 +340,17 @@ def target_alpha(
     alpha_max : float
         The largest alpha searched.
     n_grid : int
-        Points of the log grid.
+        Points of the log grid (at a given ``lam``).
     xtol : float
-        Bisection tolerance on ``log alpha``.
+        Bisection tolerance on ``log alpha`` (the relative accuracy of alpha and n).
     progress : bool
         Show a progress bar.
 
     Returns
     -------
     dict
-        ``target_error``, ``lam``, ``alpha`` (the crossing), ``n = ceil(alpha d)``,
+        ``target_error``, ``lam`` (``lambda*`` at the crossing when ``lam`` is None, and
+        ``optimal_lam`` True), ``alpha`` (the crossing), ``n = ceil(alpha d)``,
         ``test_error`` there, ``below_grid`` (True when already reached at the smallest
         alpha: ``alpha`` is then an upper bound), ``alpha_max``.
 
@@ -358,47 +365,59 @@ def target_alpha(
     target = check_real("target_error", target_error, low=0, high=1, low_open=True)
     amax = check_real("alpha_max", alpha_max, low=ALPHA_MIN, low_open=True)
     grid = np.geomspace(ALPHA_MIN, amax, check_int("n_grid", n_grid, low=2))
-    curve = learning_curve(mixture, loss, grid, lam=lam, progress=progress)
-    err = curve["test_error"].to_numpy(dtype=float)
-    ok = curve["converged"].to_numpy(dtype=bool) & np.isfinite(err)
+    optimal = lam is None
+    if optimal:  # the two ends: monotone in alpha
+        grid = np.array([ALPHA_MIN, amax])
+        ends = [optimal_lambda(mixture, loss, alpha=float(a)) for a in grid]
+        lams = np.array([r.lam_star for r in ends], dtype=float)
+        err = np.array([r.test_error for r in ends], dtype=float)
+        ok = np.array([r.success for r in ends], dtype=bool) & np.isfinite(err)
+        points: list = [None, None]
+    else:
+        check_int("n_grid", n_grid, low=2)
+        grid = np.geomspace(ALPHA_MIN, amax, n_grid)
+        curve = learning_curve(mixture, loss, grid, lam=lam, progress=progress)
+        lams = np.full(grid.size, float(lam))
+        err = curve["test_error"].to_numpy(dtype=float)
+        ok = curve["converged"].to_numpy(dtype=bool) & np.isfinite(err)
+        points = list(curve.points)
     if not ok.any():
         raise ConvergenceError(f"no fixed point on the grid alpha in [{ALPHA_MIN}, {amax:g}]")
     hit = np.flatnonzero(ok & (err <= target))
-    answer: dict[str, Any] = {"target_error": target, "lam": float(lam), "alpha_max": amax}
+    at = "at the optimal lambda" if optimal else f"at lam = {lam:g}"
     if hit.size == 0:
         best = int(np.nanargmin(np.where(ok, err, np.nan)))
         raise ArgumentError(
             "target_error",
-            f"{target:g} is never reached by the theory at lam = {lam:g} for alpha in "
+            f"{target:g} is never reached by the theory {at} for alpha in "
             f"[{ALPHA_MIN}, {amax:g}]: the best test error is {err[best]:.4g} "
-            f"(at alpha = {grid[best]:.3g}); ask for a larger error, a larger alpha_max or "
-            "another penalty",
+            f"(at alpha = {grid[best]:.3g}); ask for a larger error, a larger alpha_max"
+            + ("" if optimal else " or another penalty"),
         )
+    answer: dict[str, Any] = {"target_error": target, "optimal_lam": optimal, "alpha_max": amax}
     j = int(hit[0])
-    if j == 0:
-        return {
-            **answer,
-            "alpha": float(grid[0]),
-            "n": math.ceil(grid[0] * d),
-            "test_error": float(err[0]),
-            "below_grid": True,
-        }
-    lo, hi, e_hi = float(np.log(grid[j - 1])), float(np.log(grid[j])), float(err[j])
-    res_hi = curve.points[j]
-    while hi - lo > xtol:
+    lo, hi, e_hi, lam_hi = np.log(grid[max(j - 1, 0)]), np.log(grid[j]), err[j], lams[j]
+    warm = points[j]
+    while j > 0 and hi - lo > xtol:
         mid = 0.5 * (lo + hi)
-        res = solve(mixture, loss, lam=lam, alpha=float(np.exp(mid)), init=res_hi)
-        if res.success and res.test_error <= target:
-            hi, e_hi, res_hi = mid, float(res.test_error), res
+        if optimal:
+            res = optimal_lambda(mixture, loss, alpha=float(np.exp(mid)))
+            good, e, lam_mid = res.success, res.test_error, res.lam_star
+        else:
+            res = solve(mixture, loss, lam=lam, alpha=float(np.exp(mid)), init=warm)
+            good, e, lam_mid = res.success, res.test_error, lam
+        if good and e <= target:
+            hi, e_hi, lam_hi, warm = mid, e, lam_mid, (None if optimal else res)
         else:
             lo = mid
     alpha = float(np.exp(hi))
     return {
         **answer,
+        "lam": float(lam_hi),
         "alpha": alpha,
         "n": math.ceil(alpha * d),
-        "test_error": e_hi,
-        "below_grid": False,
+        "test_error": float(e_hi),
+        "below_grid": j == 0,
     }
 
 
@@ -466,7 +485,9 @@ def study_data(
         samples (which raises the error at small n).
     target_error : float, optional
         Also find the smallest alpha at which the theory reaches this test error
-        (:func:`target_alpha`, at ``lam``, which must then be one number).
+        (:func:`target_alpha`, at ``lam``, which must then be one number; with
+        ``optimal_lam`` at the optimal penalty too, the answer to "how many samples, and
+        which lambda?").
     alpha_max : float
         The largest alpha of that search.
     optimal_lam : bool
@@ -505,17 +526,12 @@ def study_data(
     mixture = problem.mixture
     if "real" in sources:
         _check_alphas(problem, max(a for _, a in points), counts)
-    target = None
+    target = target_optimal = None
     if target_error is not None:  # first: a target never reached stops before the curves
-        target = target_alpha(
-            mixture,
-            loss,
-            lam=points[0][0],
-            target_error=target_error,
-            d=problem.d,
-            alpha_max=alpha_max,
-            progress=progress,
-        )
+        search = {"target_error": target_error, "d": problem.d, "alpha_max": alpha_max}
+        target = target_alpha(mixture, loss, lam=points[0][0], progress=progress, **search)
+        if optimal_lam:
+            target_optimal = target_alpha(mixture, loss, lam=None, progress=progress, **search)
     common = {
         "subsamples": subsamples,
         "seeds": seeds,
@@ -558,9 +574,12 @@ def study_data(
         "sources": list(sources),
         "counts": counts,
         "target": target,
+        "target_optimal": target_optimal,
         "caption": "error bars: one standard error over training subsamples (real) or over "
         "samples of the fitted mixture (synthetic); *_gap: real or synthetic minus theory at "
         "the same point, with that row's standard error (for the real test error combined "
         "with the binomial error of the finite test split)",
     }
-    return DataStudy(table=table, problem=problem, target=target, info=info)
+    return DataStudy(
+        table=table, problem=problem, target=target, target_optimal=target_optimal, info=info
+    )
