@@ -22,7 +22,8 @@ The protocol, each step recorded in :attr:`DataStudy.info`:
    Gaussian-equivalence gap), over alpha at one lam or over lam at one alpha;
 7. optionally, the smallest alpha (and n) at which the theory's test error reaches a
    target (:func:`target_alpha`), and the theory at the optimal penalty ``lambda*(alpha)``
-   (:func:`gaussmix.optimal_lambda_curve`; rows of source ``'optimal'``).
+   (:func:`gaussmix.optimal_lambda_curve`; rows of source ``'optimal'``), with the target
+   at the optimal penalty too.
 """
 
 from __future__ import annotations
