@@ -474,3 +474,30 @@ def test_rows_that_did_not_converge_are_written_marked_and_exit_3(tmp_path, monk
     assert code == 3, err
     assert err.splitlines()[-1].startswith("gaussmix: error: 1 of 3 rows did not converge")
     assert not pd.read_csv(out / "data.csv")["converged"].iloc[0]
+
+
+def test_cluster_ids_and_a_given_split_from_a_table(tmp_path):
+    """Ten-digit-like data: three clusters, two classes (the label map from the table), and
+    the split of a column; the JSON records both."""
+    X, cid = gaussian_classes(3, 120, seed=4)
+    cols = [f"f{i}" for i in range(D)]
+    table = pd.DataFrame(X, columns=cols).assign(
+        label=np.where(cid == 1, "odd", "even"),
+        group=cid,
+        part=np.where(np.arange(360) % 3 == 0, "test", "train"),
+    )
+    path = tmp_path / "groups.csv"
+    table.to_csv(path, index=False)
+    out = tmp_path / "out"
+    code, _, err = run(
+        "data", str(path), "--label", "label", "--cluster-ids", "group", "--split", "part",
+        "--alphas", "1", "--seeds", "1", "--subsamples", "2", "--quiet", "--out", str(out),
+    )  # fmt: skip
+    assert code == 0, err
+    meta = json.loads((out / "data.json").read_text())
+    assert meta["clustering"] == "per given cluster id" and meta["clusters"] == [0, 1, 2]
+    assert meta["label_map"] == {"even": -1, "odd": 1} and meta["d"] == D
+    assert meta["split"] == "given" and meta["n_test"] == 120 and meta["n_train"] == 240
+    assert meta["data"]["columns"] == {
+        "y": "label", "cluster_ids": "group", "split": "part", "features": D
+    }  # fmt: skip
