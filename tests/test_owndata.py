@@ -363,6 +363,10 @@ def _bad_files(tmp_path):
     np.save(tmp_path / "y_short.npy", y[:-3])
     files["parquet"] = tmp_path / "d.parquet"
     files["parquet"].write_bytes(b"PAR1")
+    files["no_x"] = tmp_path / "no_x.npz"
+    np.savez(files["no_x"], features=X, y=y)
+    files["xy"] = tmp_path / "xy.npz"
+    np.savez(files["xy"], X=X, y=y)
     three = table.assign(label=np.arange(20) % 3)
     csv("three", three)
     return files
@@ -383,6 +387,8 @@ BAD = [
     (["{one_sample}", "--label", "label"], "class 9 has 1 sample"),
     (["{text}", "--label", "label"], "column 'f3'"),
     (["{X}", "{y_short}"], "labels of mismatched length: 17 labels for 20 rows"),
+    (["{no_x}"], "array 'X' is not in"),
+    (["{xy}", "--label", "yy"], "label array 'yy' is not in"),
     (["{three}", "--label", "label", "--loss", "logistic"], "--loss 'logistic' needs two"),
     (["{good}", "--label", "label", "--alphas", "1,2"], "--alphas asks for n = round(alpha d)"),
     (["{good}", "--label", "label", "--sources", "theory,x"], "--sources must be a non-empty"),
