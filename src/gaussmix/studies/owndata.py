@@ -15,7 +15,8 @@ The protocol, each step recorded in :attr:`DataStudy.info`:
 5. a Gaussian mixture fitted per class, or per given cluster id (each cluster inside one
    class: its label is its class's), on the inputs of both splits
    (:func:`gaussmix.studies.realdata.fit_problem`); a cluster with no more samples than
-   dimensions has a singular covariance, said once (:class:`SingularCovarianceWarning`):
+   dimensions has a singular covariance, said once
+   (:class:`~gaussmix.core.exceptions.SingularCovarianceWarning`, by ``fit_problem``):
    the theory then describes the fitted mixture;
 6. the curves of :func:`gaussmix.studies.realdata_curve` (theory, samples of the fitted
    mixture, the real data subsampled at the same alphas, with error bars and the
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gaussmix.core.exceptions import ArgumentError, ConvergenceError, SingularCovarianceWarning
+from gaussmix.core.exceptions import ArgumentError, ConvergenceError
 from gaussmix.core.tables import CurveTable
 from gaussmix.core.validation import check_choice, check_int, check_real
 from gaussmix.data import Dataset
@@ -255,17 +255,6 @@ def prepare_data(
         label_of = {str(py_value(c)): f"e_{i}" for i, c in enumerate(classes)}
     labels = LabelMap(rows)
     counts = np.bincount(cid, minlength=len(ids))
-    singular = [(ids[k], int(counts[k])) for k in range(len(ids)) if counts[k] <= d]
-    if singular:
-        listed = ", ".join(f"{c!r}: {k}" for c, k in singular)
-        warnings.warn(
-            f"{len(singular)} cluster{'s' if len(singular) > 1 else ''} of the fitted mixture "
-            f"{'have' if len(singular) > 1 else 'has'} no more samples than the d = {d} "
-            f"dimensions ({listed}), so {'their' if len(singular) > 1 else 'its'} covariance "
-            "is singular: the theory describes the fitted Gaussian mixture, not the data",
-            SingularCovarianceWarning,
-            stacklevel=2,
-        )
     files = ld.info.get("files")
     title = name or (files[0]["path"].rsplit("/", 1)[-1] if files else "data")
     ds = Dataset(
@@ -296,10 +285,11 @@ def prepare_data(
         "cluster_counts": counts.tolist(),
         "encoding": encoding,
         "label_map": label_of,
-        "singular_clusters": [{"cluster": c, "count": k} for c, k in singular],
         "features": "as given",
     }
-    return fit_problem(ds, cid[train], cid[test], labels, features="as given", info=info)
+    return fit_problem(
+        ds, cid[train], cid[test], labels, features="as given", info=info, cluster_names=ids
+    )
 
 
 def target_alpha(

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from gaussmix.core.docstrings import shared_doc
+from gaussmix.core.exceptions import SingularCovarianceWarning
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.registry import Registry
 from gaussmix.core.renames import renamed_keywords
@@ -235,10 +237,16 @@ def fit_problem(
     *,
     features: str = "pixels",
     info: dict | None = None,
+    cluster_names: Sequence[Any] | None = None,
 ) -> RealDataProblem:
     """Step 3 of the module's protocol: the Gaussian mixture fitted on the inputs of both
     splits (:meth:`gaussmix.Mixture.from_data`), one cluster per id of ``cluster_train`` /
     ``cluster_test`` (integers ``0 .. K - 1``, the rows of ``labels``).
+
+    A cluster with no more samples than dimensions has a singular fitted covariance: said
+    once (:class:`~gaussmix.core.exceptions.SingularCovarianceWarning`, with the counts:
+    the theory then describes the fitted mixture, not the data) and recorded in
+    ``info['singular_clusters']``.
 
     Parameters
     ----------
@@ -251,7 +259,9 @@ def fit_problem(
     features : str
         Description of the feature map.
     info : dict, optional
-        Provenance, completed with ``fit_seconds``.
+        Provenance, completed with ``fit_seconds`` and ``singular_clusters``.
+    cluster_names : sequence, optional
+        The name of every cluster in messages (default: its index).
     """
     t1 = time.perf_counter()
     mixture = Mixture.from_data(
@@ -260,6 +270,22 @@ def fit_problem(
         labels=labels,
     )
     info = {**(info or {}), "fit_seconds": time.perf_counter() - t1}
+    names = list(range(mixture.n_clusters)) if cluster_names is None else list(cluster_names)
+    d = ds.x_train.shape[1]
+    counts = mixture.info["counts"]
+    singular = [(names[k], int(n)) for k, n in enumerate(counts) if n <= d]
+    info["singular_clusters"] = [{"cluster": c, "count": n} for c, n in singular]
+    if singular:
+        many = len(singular) > 1
+        warnings.warn(
+            f"{len(singular)} cluster{'s' if many else ''} of the fitted mixture "
+            f"{'have' if many else 'has'} no more samples than the d = {d} dimensions ("
+            + ", ".join(f"{c!r}: {n}" for c, n in singular)
+            + f"), so {'their' if many else 'its'} covariance is singular: the theory "
+            "describes the fitted Gaussian mixture, not the data",
+            SingularCovarianceWarning,
+            stacklevel=3,
+        )
     return RealDataProblem(
         dataset=ds,
         x_train=ds.x_train,
