@@ -46,6 +46,7 @@ __all__ = [
     "DataFileError",
     "LabelledData",
     "SCALINGS",
+    "as_split",
     "available_memory",
     "check_labelled",
     "check_memory",
@@ -244,7 +245,7 @@ def _read_npz(
         arrays["X"],
         arrays[label],
         None if cluster_ids is None else arrays[cluster_ids],
-        None if split is None else _as_split(arrays[split], split),
+        None if split is None else as_split(arrays[split], split),
         used,
     )
 
@@ -293,13 +294,22 @@ def _read_table(
         )
     X = df[features].to_numpy(dtype=np.float64)
     used = {"y": label, "cluster_ids": cluster_ids, "split": split, "features": len(features)}
-    sp = None if split is None else _as_split(df[split].to_numpy(), split)
+    sp = None if split is None else as_split(df[split].to_numpy(), split)
     cl = None if cluster_ids is None else df[cluster_ids].to_numpy()
     return X, df[label].to_numpy(), cl, sp, features, used
 
 
-def _as_split(values: Any, name: str) -> np.ndarray:
-    """The test mask of a split column: 'train' / 'test' (any case) or booleans / 0-1."""
+def as_split(values: Any, name: str) -> np.ndarray:
+    """The test mask of a split column: 'train' / 'test' (any case) or booleans / 0-1
+    (True, 1: test).
+
+    Parameters
+    ----------
+    values : array (n,)
+        The split of every row.
+    name : str
+        The column's name, for the message.
+    """
     v = np.asarray(values).reshape(-1)
     if v.dtype.kind in "biuf":
         if not np.all(np.isin(v, (0, 1))):

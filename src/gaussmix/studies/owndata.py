@@ -46,6 +46,7 @@ from gaussmix.data.files import (
     SCALINGS,
     DataFileError,
     LabelledData,
+    as_split,
     check_labelled,
     check_memory,
     preprocess,
@@ -112,16 +113,7 @@ def _as_labelled(data: Any, y: Any, cluster_ids: Any, split: Any) -> LabelledDat
     info = {"format": "arrays"}
     if X.dtype != object and np.issubdtype(X.dtype, np.number):
         info["sha256"] = hashlib.sha256(np.ascontiguousarray(X).tobytes()).hexdigest()
-    sp = None
-    if split is not None:
-        sp = np.asarray(split).reshape(-1)
-        if sp.dtype.kind in "US":
-            low = np.char.lower(sp.astype(str))
-            if not np.all(np.isin(low, ("train", "test"))):
-                raise ArgumentError("split", "must hold 'train' / 'test' or booleans (True: test)")
-            sp = low == "test"
-        else:
-            sp = sp.astype(bool)
+    sp = None if split is None else as_split(split, "split")
     return LabelledData(
         X=X,
         y=np.asarray(y).reshape(-1) if np.ndim(y) else np.asarray([y]),
