@@ -47,6 +47,8 @@ class Command:
 
 
 SIM = ["--d", "20", "--seeds", "1", "--n-jobs", "1"]
+#: a labelled table of two classes at d = 8 (``gaussmix data``)
+OWN = Path(__file__).parent / "fixtures" / "owndata_small.csv"
 COMMANDS = {
     "point": Command(["--lam", "1"], ["--lam", "-1"], no_fixed_point=["--max-iter", "1"]),
     "optimal-lambda": Command(
@@ -115,6 +117,11 @@ COMMANDS = {
         out="dir",
     ),  # fmt: skip
     "bayes-optimal": Command(["--alpha", "1"], ["--alpha", "-1"]),
+    "data": Command(
+        [str(OWN), "--label", "label", "--alphas", "0.5", "--seeds", "1", "--subsamples", "1"],
+        [str(OWN), "--label", "lable"],
+        out="dir",
+    ),
 }
 
 
@@ -132,7 +139,7 @@ def _args(tmp_path: Path, name: str, args: list[str], out: Path | None) -> list[
     return [name, *args, *extra, *(["-q"] if name in _QUIET else [])]
 
 
-_QUIET = {"curve", "lambda-curve", "simulate", "compare", "sweep", "figure", "realdata",
+_QUIET = {"curve", "lambda-curve", "simulate", "compare", "sweep", "figure", "realdata", "data",
           "transition"}  # fmt: skip
 
 

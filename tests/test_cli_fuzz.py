@@ -110,11 +110,16 @@ FIRST = {
     "realdata": ["--dataset", "digits", "--task", "even-odd", "--lam", "0.1", "--alphas",
                  "0.5", "--sources", "theory"],
     "transition": ["--simulate", "--alphas", "1:2:2"],
+    "data": ["--label", "label", "--alphas", "0.5", "--sources", "theory,real"],
 }  # fmt: skip
 #: commands whose budget options are not forced (a figure takes only its own options)
 NO_BUDGET = {"figure"}
 #: positional arguments of a command, drawn from these
-POSITIONAL = {"figure": ["sparse-setup", "appe-xor-projection", "fig3-right", "no-such-figure"]}
+POSITIONAL = {
+    "figure": ["sparse-setup", "appe-xor-projection", "fig3-right", "no-such-figure"],
+    # a labelled table of two classes at d = 8 (80 rows), and a file that does not exist
+    "data": [str(Path(__file__).parent / "fixtures" / "owndata_small.csv"), "no-such.npz"],
+}
 #: options given first when an option of a mixture model is drawn (the model it needs)
 COMPANIONS = {
     "--sparsity": ["--model", "sparse", "--delta1", "0.1", "--delta2", "1", "--loss", "square"],
@@ -220,7 +225,14 @@ def _check(name: str, args: list[str], grid_file: str) -> None:
 
 
 #: examples per command (derandomised: the same every run); about 50 s in all on 2 cores
-EXAMPLES = {"figure": 8, "realdata": 8, "transition": 8, "bayes-optimal": 8, "sweep": 15}
+EXAMPLES = {
+    "figure": 8,
+    "realdata": 8,
+    "data": 12,
+    "transition": 8,
+    "bayes-optimal": 8,
+    "sweep": 15,
+}
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

@@ -14,7 +14,7 @@ SRC = ROOT / "src" / "gaussmix"
 #: import name -> distribution name, where they differ
 DISTRIBUTION = {"sklearn": "scikit-learn", "distributed": "distributed", "yaml": "pyyaml"}
 #: imports guarded by an optional extra (name -> extra)
-OPTIONAL = {"distributed": "dask", "dask": "dask"}
+OPTIONAL = {"distributed": "dask", "dask": "dask", "pyarrow": "parquet"}
 
 
 def _declared() -> tuple[set[str], dict[str, set[str]]]:

@@ -52,6 +52,7 @@ COMMAND_CALLS = {
     "bayes-optimal": (bayes_optimal_error, *BUILDERS),
     "transition": (separability_threshold, separability_fraction, *BUILDERS),
     "realdata": (prepare_realdata, load_dataset, realdata_curve),
+    "data": (gm.load_labelled, gm.study_data),
 }
 #: flags that are no library keyword, and why (none may be a library keyword under another
 #: name: :func:`test_the_cli_only_flags_are_no_library_keyword_in_disguise`)

@@ -65,6 +65,9 @@ _EXPORTS = {
     "sweep": "gaussmix.sweep.runner",
     "SweepResult": "gaussmix.sweep.table",
     "CurveTable": "gaussmix.core.tables",
+    "study_data": "gaussmix.studies.owndata",
+    "load_labelled": "gaussmix.data.files",
+    "SingularCovarianceWarning": "gaussmix.core.exceptions",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
@@ -73,9 +76,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         ConvergenceWarning,
         GaussmixError,
         IntegrationWarning,
+        SingularCovarianceWarning,
         SpuriousFixedPointError,
     )
     from .core.tables import CurveTable
+    from .data.files import load_labelled
     from .experiments import (
         OptimalLambdaResult,
         d_test_error_d_lambda,
@@ -93,6 +98,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     )
     from .simulate.separability import lp_crossing, separability_fraction
     from .simulate.simulation import SimulationResult, simulate
+    from .studies.owndata import study_data
     from .sweep.runner import sweep
     from .sweep.table import SweepResult
     from .theory.api import make_problem, solve
@@ -206,4 +212,7 @@ __all__ = [
     "sweep",
     "SweepResult",
     "CurveTable",
+    "study_data",
+    "load_labelled",
+    "SingularCovarianceWarning",
 ]

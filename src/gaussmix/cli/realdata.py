@@ -25,7 +25,7 @@ from .options import parse_floats
 __all__ = ["realdata_command"]
 
 
-def _alphas(text: str) -> list[float]:
+def parse_alphas(text: str) -> list[float]:
     if ":" in text:
         from gaussmix.experiments.curves import parse_range
 
@@ -109,7 +109,7 @@ def realdata_command(
     src = [s.strip() for s in sources.split(",")]
     for s in src:
         _choice("--sources", s, SOURCES)
-    a = _alphas(alphas)
+    a = parse_alphas(alphas)
     if features == "none" and gamma is not None:
         raise ValueError("--gamma applies only with --features rf")
     if features == "rf" and gamma is None:

@@ -11,6 +11,7 @@ __all__ = [
     "SchedulerLostError",
     "ConvergenceWarning",
     "IntegrationWarning",
+    "SingularCovarianceWarning",
     "ArgumentError",
     "ArgumentTypeError",
 ]
@@ -113,3 +114,8 @@ class ConvergenceWarning(UserWarning):
 
 class IntegrationWarning(UserWarning):
     """The estimated quadrature error exceeds the requested accuracy."""
+
+
+class SingularCovarianceWarning(UserWarning):
+    """A covariance fitted to a data set is singular (a class with no more samples than
+    dimensions): the theory describes the fitted Gaussian mixture, not the data."""

@@ -8,9 +8,13 @@
 * :mod:`~gaussmix.data.features` -- feature maps fitted on training data and applied to both
   splits: random features ``erf(F x / sqrt(d))`` and the hidden layer of a trained two-layer
   network;
-* :mod:`~gaussmix.data.download` -- verified, atomic downloads into a cache directory.
+* :mod:`~gaussmix.data.download` -- verified, atomic downloads into a cache directory;
+* :mod:`~gaussmix.data.files` -- a labelled data set of your own from a file (``.npz``,
+  CSV, Parquet, a pair of ``.npy``), checked, split and preprocessed under a recorded
+  protocol.
 
-This subpackage depends on :mod:`gaussmix.core`, numpy and scikit-learn only.
+This subpackage depends on :mod:`gaussmix.core`, numpy, scikit-learn and (for tables)
+pandas only.
 """
 
 from .datasets import (
@@ -27,16 +31,19 @@ from .datasets import (
 )
 from .download import ChecksumError, DownloadError, RemoteFile, content_sha256, fetch
 from .features import NetworkFeatures, RandomFeatures, featurize
+from .files import DataFileError, LabelledData, load_labelled
 from .tasks import TASKS, Task, get_task
 
 __all__ = [
     "DATASETS",
     "TASKS",
     "ChecksumError",
+    "DataFileError",
     "DataNotFoundError",
     "Dataset",
     "DatasetSpec",
     "DownloadError",
+    "LabelledData",
     "RawData",
     "RemoteFile",
     "NetworkFeatures",
@@ -48,6 +55,7 @@ __all__ = [
     "fetch",
     "get_task",
     "load_dataset",
+    "load_labelled",
     "load_raw",
     "read_idx",
     "subsample_indices",

@@ -22,6 +22,7 @@ from .multiclass import (
     plot_fig3_left,
     plot_fig3_right,
 )
+from .owndata import plot_data_study, save_data_study
 from .paper_atlas import AtlasResult, atlas, make_atlas
 from .plotting import (
     new_axes,
@@ -72,6 +73,8 @@ __all__ = [
     "plot_xor_projection",
     "REAL_SETUPS",
     "plot_realdata",
+    "plot_data_study",
+    "save_data_study",
     "fig3_centre",
     "plot_fig3_centre",
     "FIGURES",

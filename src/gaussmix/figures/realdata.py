@@ -109,7 +109,7 @@ def _lam_text(df: pd.DataFrame) -> str:
     return rf"$\lambda = {float(df['lam'].iloc[0]):g}$"
 
 
-def _draw_sources(ax: Any, df: pd.DataFrame, x: str, y: str, colour: str, tag: str) -> None:
+def draw_sources(ax: Any, df: pd.DataFrame, x: str, y: str, colour: str, tag: str) -> None:
     """Theory as a line; synthetic and real as dots with one-standard-error bars."""
     for source, part in df.groupby("source", sort=False):
         part = part.sort_values(x)
@@ -147,7 +147,7 @@ def _panels(
             axes[0], ("test_error", "train_loss"), ("test error", "training loss")
         ):
             for i, (value, part) in enumerate(df.groupby(group, sort=False)):
-                _draw_sources(ax, part, "alpha", y, f"C{i}", tag(value))
+                draw_sources(ax, part, "alpha", y, f"C{i}", tag(value))
             ax.set_xlabel(xlabel)
             ax.set_ylabel(name)
             ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
@@ -249,7 +249,7 @@ def plot_fig5(df: pd.DataFrame) -> Figure:
                 row, ("test_error", "train_loss"), ("test error", "training loss")
             ):
                 for i, (_, sub) in enumerate(part.groupby("source", sort=False)):
-                    _draw_sources(ax, sub, "alpha", y, f"C{i}", "")
+                    draw_sources(ax, sub, "alpha", y, f"C{i}", "")
                 ax.set_xlabel(AXIS_LABELS["alpha"])
                 ax.set_ylabel(label)
                 ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
@@ -352,7 +352,7 @@ def plot_fig4_right(df: pd.DataFrame) -> Figure:
     with mpl.rc_context(SLIDE_STYLE):
         for i, (name, part) in enumerate(df.groupby("dataset", sort=False)):
             tag = f"{_short_name(str(name))}: "
-            _draw_sources(ax, part, "lam", "test_error", f"C{i}", tag)
+            draw_sources(ax, part, "lam", "test_error", f"C{i}", tag)
         ax.set_xscale("log")
         ax.set_xlabel(AXIS_LABELS["lam"])
         ax.set_ylabel("test error")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,14 +38,15 @@ import numpy as np
 import pandas as pd
 
 from gaussmix.core.docstrings import shared_doc
+from gaussmix.core.exceptions import SingularCovarianceWarning
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.registry import Registry
 from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.tables import CurveTable
-from gaussmix.core.validation import check_int, check_param, check_param_values
+from gaussmix.core.validation import check_choice, check_int, check_param, check_param_values
 from gaussmix.data import Dataset, featurize, load_dataset, subsample_indices
 from gaussmix.experiments.curves import lambda_sweep, learning_curve
-from gaussmix.simulate import fit_erm, predict_class, simulate
+from gaussmix.simulate import fit_erm, largest_remainder, predict_class, simulate
 from gaussmix.theory.losses import get_loss
 from gaussmix.theory.mixture import LabelMap, Mixture
 
@@ -52,6 +54,7 @@ __all__ = [
     "CLUSTERINGS",
     "SOURCES",
     "RealDataProblem",
+    "fit_problem",
     "prepare_realdata",
     "real_curve",
     "synthetic_curve",
@@ -214,12 +217,7 @@ def prepare_realdata(
     if feature_map is not None:
         ds = featurize(ds, feature_map)
         features = _describe(feature_map)
-    x_train, x_test = ds.x_train, ds.x_test
     c_train, c_test, labels = rule.clusters(ds)
-    t1 = time.perf_counter()
-    mixture = Mixture.from_data(
-        np.concatenate([x_train, x_test]), np.concatenate([c_train, c_test]), labels=labels
-    )
     info = {
         "dataset": ds.name,
         "task": ds.task.name if ds.task is not None else None,
@@ -227,14 +225,73 @@ def prepare_realdata(
         "clustering": rule.name,
         "features": features,
         "load_seconds": t_load,
-        "fit_seconds": time.perf_counter() - t1,
     }
+    return fit_problem(ds, c_train, c_test, labels, features=features, info=info)
+
+
+def fit_problem(
+    ds: Dataset,
+    cluster_train: np.ndarray,
+    cluster_test: np.ndarray,
+    labels: LabelMap,
+    *,
+    features: str = "pixels",
+    info: dict | None = None,
+    cluster_names: Sequence[Any] | None = None,
+) -> RealDataProblem:
+    """Step 3 of the module's protocol: the Gaussian mixture fitted on the inputs of both
+    splits (:meth:`gaussmix.Mixture.from_data`), one cluster per id of ``cluster_train`` /
+    ``cluster_test`` (integers ``0 .. K - 1``, the rows of ``labels``).
+
+    A cluster with no more samples than dimensions has a singular fitted covariance: said
+    once (:class:`~gaussmix.core.exceptions.SingularCovarianceWarning`, with the counts:
+    the theory then describes the fitted mixture, not the data) and recorded in
+    ``info['singular_clusters']``.
+
+    Parameters
+    ----------
+    ds : Dataset
+        The data under the protocol (its ``x_train``, ``x_test`` are the inputs).
+    cluster_train, cluster_test : ndarray (n,)
+        Cluster id of every input.
+    labels : LabelMap
+        Label of every cluster.
+    features : str
+        Description of the feature map.
+    info : dict, optional
+        Provenance, completed with ``fit_seconds`` and ``singular_clusters``.
+    cluster_names : sequence, optional
+        The name of every cluster in messages (default: its index).
+    """
+    t1 = time.perf_counter()
+    mixture = Mixture.from_data(
+        np.concatenate([ds.x_train, ds.x_test]),
+        np.concatenate([cluster_train, cluster_test]),
+        labels=labels,
+    )
+    info = {**(info or {}), "fit_seconds": time.perf_counter() - t1}
+    names = list(range(mixture.n_clusters)) if cluster_names is None else list(cluster_names)
+    d = ds.x_train.shape[1]
+    counts = mixture.info["counts"]
+    singular = [(names[k], int(n)) for k, n in enumerate(counts) if n <= d]
+    info["singular_clusters"] = [{"cluster": c, "count": n} for c, n in singular]
+    if singular:
+        many = len(singular) > 1
+        warnings.warn(
+            f"{len(singular)} cluster{'s' if many else ''} of the fitted mixture "
+            f"{'have' if many else 'has'} no more samples than the d = {d} dimensions ("
+            + ", ".join(f"{c!r}: {n}" for c, n in singular)
+            + f"), so {'their' if many else 'its'} covariance is singular: the theory "
+            "describes the fitted Gaussian mixture, not the data",
+            SingularCovarianceWarning,
+            stacklevel=3,
+        )
     return RealDataProblem(
         dataset=ds,
-        x_train=x_train,
-        x_test=x_test,
-        cluster_train=c_train,
-        cluster_test=c_test,
+        x_train=ds.x_train,
+        x_test=ds.x_test,
+        cluster_train=cluster_train,
+        cluster_test=cluster_test,
         labels=labels,
         mixture=mixture,
         features=features,
@@ -252,7 +309,7 @@ def _describe(feature_map: Any) -> str:
     return name
 
 
-def _points(
+def curve_points(
     lam: float | Sequence[float], alpha: float | Sequence[float]
 ) -> tuple[list[tuple[float, float]], str]:
     """The (lam, alpha) points of a curve over alpha (``lam`` a number) or over lam."""
@@ -265,12 +322,38 @@ def _points(
     return [(x, alpha_v) for x in lams], "lam"
 
 
+def _stratified_indices(problem: RealDataProblem, alpha: float, seed: int) -> np.ndarray:
+    """``n = round(alpha d)`` training rows with the mixture's cluster counts
+    ``round(rho_c n)`` (largest remainder), drawn without replacement in every cluster."""
+    n = subsample_indices(problem.x_train.shape[0], problem.d, alpha, seed=seed).size
+    nc = largest_remainder(problem.mixture.rho, n)
+    rng = np.random.default_rng(seed)
+    idx = []
+    for c, k in enumerate(nc):
+        rows = np.flatnonzero(problem.cluster_train == c)
+        if k > rows.size:
+            raise ValueError(
+                f"alpha = {alpha:g} asks for {k} training rows of cluster {c} with fixed "
+                f"counts; the training split has {rows.size}: choose a smaller alpha"
+            )
+        idx.append(rng.choice(rows, size=k, replace=False))
+    return rng.permutation(np.concatenate(idx))
+
+
 def _real_point(
-    problem: RealDataProblem, loss: str, lam: float, alpha: float, seed: int
+    problem: RealDataProblem,
+    loss: str,
+    lam: float,
+    alpha: float,
+    seed: int,
+    counts: str | None = None,
 ) -> tuple[int, tuple[float, float, float, bool]]:
     """ERM on one subsample of the training split; errors on the whole test split."""
     labels, d = problem.labels, problem.d
-    idx = subsample_indices(problem.x_train.shape[0], d, alpha, seed=seed)
+    if counts == "fixed":
+        idx = _stratified_indices(problem, alpha, seed)
+    else:
+        idx = subsample_indices(problem.x_train.shape[0], d, alpha, seed=seed)
     X, cid = problem.x_train[idx], problem.cluster_train[idx]
     W, b, info = fit_erm(X, labels, cid, loss, lam=lam, return_info=True)
     h_train = X @ W.T / np.sqrt(d) + b
@@ -326,6 +409,13 @@ _DOC = shared_doc(
             Root seed of the subsamples and the samples.
         sources : sequence of {'theory', 'synthetic', 'real'}
             The curves computed.
+        counts : {'fixed', 'random'} or None
+            Cluster counts of the training samples: ``'fixed'``, ``round(rho_c n)``
+            (largest remainder) in both the real subsamples (drawn in every cluster) and
+            the samples of the mixture; ``'random'``, real subsamples drawn from the whole
+            training split and multinomial counts in the mixture's samples; None (the
+            registered tasks' protocol): real drawn at random, the mixture's fixed.
+            Random counts raise the error at small n (docs/design.md pitfall 8).
         progress : bool
             Show a progress bar.
     """,
@@ -342,6 +432,7 @@ def real_curve(
     subsamples: int = 5,
     seed: int = 0,
     progress: bool = False,
+    counts: str | None = None,
 ) -> CurveTable:
     """ERM on ``n = round(alpha d)`` training images (without replacement), tested on the
     whole test split; mean and standard error over ``subsamples`` draws (seeds ``seed,
@@ -358,15 +449,20 @@ def real_curve(
         Seed of the first subsample.
     progress : bool
         Show a progress bar.
+    counts : {'fixed', 'random'} or None
+        Cluster counts of the subsamples: None or ``'random'`` draws from the whole
+        training split, ``'fixed'`` in every cluster (:func:`realdata_curve`).
     """
-    points, _ = _points(lam, alphas)
+    points, _ = curve_points(lam, alphas)
     subsamples = check_int("subsamples", subsamples, low=1)
+    if counts is not None:
+        check_choice("counts", counts, ("fixed", "random"))
     rows = []
     with progress_bar(total=len(points) * subsamples, desc="real", enabled=progress) as bar:
         for lam_v, alpha in points:
             per = []
             for s in range(subsamples):
-                n, values = _real_point(problem, loss, lam_v, alpha, seed + s)
+                n, values = _real_point(problem, loss, lam_v, alpha, seed + s, counts)
                 per.append(values)
                 bar.update(1)
             rows.append(_aggregate(lam_v, alpha, "real", n, per))
@@ -384,6 +480,7 @@ def synthetic_curve(
     seeds: int = 5,
     seed: int = 0,
     progress: bool = False,
+    counts: str | None = None,
 ) -> CurveTable:
     """The same ERM on ``n = round(alpha d)`` samples of the fitted mixture; the test error
     is exact on the mixture (:func:`gaussmix.simulate.simulate`).  Points as in
@@ -399,8 +496,10 @@ def synthetic_curve(
         Root seed of the samples.
     progress : bool
         Show a progress bar.
+    counts : {'fixed', 'random'} or None
+        Cluster counts of the samples (:func:`gaussmix.simulate.simulate`; None: fixed).
     """
-    points, _ = _points(lam, alphas)
+    points, _ = curve_points(lam, alphas)
     seeds = check_param("seeds", seeds)
     rows, sims = [], []
     with progress_bar(total=len(points), desc="synthetic", enabled=progress) as bar:
@@ -413,6 +512,7 @@ def synthetic_curve(
                 d=problem.d,
                 seeds=seeds,
                 seed=seed,
+                counts=counts or "fixed",
             )
             row = {
                 "alpha": alpha,
@@ -449,7 +549,7 @@ def theory_curve(
     progress : bool
         Show a progress bar.
     """
-    points, x = _points(lam, alphas)
+    points, x = curve_points(lam, alphas)
     if x == "alpha":
         df = learning_curve(
             problem.mixture, loss, [a for _, a in points], lam=points[0][0], progress=progress
@@ -480,6 +580,33 @@ def theory_curve(
     return CurveTable.from_rows(out[list(COLUMNS)], df.points)
 
 
+#: the observables whose Gaussian-equivalence gap is reported (a measured curve minus the
+#: theory at the same point): ``<name>_gap`` and ``<name>_gap_se`` columns.  The test loss
+#: joins here when the curves carry it.
+GAP_OBSERVABLES = ("test_error", "train_error")
+
+
+def _with_gaps(df: pd.DataFrame, n_test: int) -> pd.DataFrame:
+    """``df`` with the gap columns of :data:`GAP_OBSERVABLES`: on every real and synthetic
+    row, its value minus the theory's at the same (alpha, lam), with the row's standard
+    error (the theory's is 0) -- for the real test error combined with the binomial error
+    ``sqrt(p (1 - p) / n_test)`` of the finite test split that every subsample shares; NaN
+    on theory rows and where the theory is absent or did not converge."""
+    theory = df[(df["source"] == "theory") & df["converged"].astype(bool)]
+    keys = ["alpha", "lam"]
+    measured = (df["source"] != "theory").to_numpy()
+    real = (df["source"] == "real").to_numpy()
+    for name in GAP_OBSERVABLES:
+        ref = df[keys].merge(theory[[*keys, name]], on=keys, how="left")[name].to_numpy()
+        se = df[f"{name}_se"].to_numpy(dtype=float)
+        if name == "test_error":
+            p = df[name].to_numpy(dtype=float)
+            se = np.where(real, np.hypot(se, np.sqrt(p * (1 - p) / n_test)), se)
+        df[f"{name}_gap"] = np.where(measured, df[name].to_numpy() - ref, np.nan)
+        df[f"{name}_gap_se"] = np.where(measured & np.isfinite(ref), se, np.nan)
+    return df
+
+
 def _study(
     problem: RealDataProblem,
     loss: str,
@@ -490,11 +617,12 @@ def _study(
     seed: int,
     sources: Sequence[str],
     progress: bool,
+    counts: str | None = None,
 ) -> CurveTable:
     unknown = [s for s in sources if s not in SOURCES]
     if unknown or not sources:
         raise ValueError(f"sources must be a non-empty subset of {SOURCES}, got {list(sources)}")
-    _, x = _points(lam, alphas)
+    _, x = curve_points(lam, alphas)
     parts = []
     if "theory" in sources:
         parts.append(theory_curve(problem, loss=loss, lam=lam, alphas=alphas, progress=progress))
@@ -508,6 +636,7 @@ def _study(
                 seeds=seeds,
                 seed=seed,
                 progress=progress,
+                counts=counts,
             )
         )
     if "real" in sources:
@@ -520,9 +649,10 @@ def _study(
                 subsamples=subsamples,
                 seed=seed,
                 progress=progress,
+                counts=counts,
             )
         )
-    df = pd.concat(parts, ignore_index=True)
+    df = _with_gaps(pd.concat(parts, ignore_index=True), problem.x_test.shape[0])
     points = [p for part in parts for p in part.points]
     rank = df["source"].map({s: i for i, s in enumerate(SOURCES)})
     order = df.assign(_rank=rank).sort_values([x, "_rank"], kind="stable").index
@@ -541,6 +671,7 @@ def realdata_curve(
     seed: int = 0,
     sources: Sequence[str] = SOURCES,
     progress: bool = False,
+    counts: str | None = None,
 ) -> CurveTable:
     """The learning curves of step 4 of the module's protocol, one row per (alpha, source).
 
@@ -557,12 +688,16 @@ def realdata_curve(
     -------
     CurveTable
         A pandas DataFrame with columns :data:`COLUMNS`; ``*_se`` is one standard error
-        over subsamples (real) or seeds (synthetic), 0 for theory; ``.points`` holds each
-        row's result (a ``FixedPointResult`` for theory, a ``SimulationResult`` for
-        synthetic, None for real data, whose subsamples the row aggregates).
+        over subsamples (real) or seeds (synthetic), 0 for theory; the Gaussian-equivalence
+        gaps ``<name>_gap``, ``<name>_gap_se`` of :data:`GAP_OBSERVABLES` (a real or
+        synthetic row minus the theory at the same point, with the row's standard error,
+        for the real test error combined with the binomial error of the finite test split;
+        NaN on theory rows); ``.points`` holds each row's result (a ``FixedPointResult``
+        for theory, a ``SimulationResult`` for synthetic, None for real data, whose
+        subsamples the row aggregates).
     """
     check_param("lam", lam)
-    return _study(problem, loss, lam, alphas, subsamples, seeds, seed, sources, progress)
+    return _study(problem, loss, lam, alphas, subsamples, seeds, seed, sources, progress, counts)
 
 
 @_DOC
@@ -577,6 +712,7 @@ def realdata_lambda_curve(
     seed: int = 0,
     sources: Sequence[str] = SOURCES,
     progress: bool = False,
+    counts: str | None = None,
 ) -> CurveTable:
     """The test error against the penalty at one sample complexity (Fig. 4 right): one row
     per (lam, source), columns :data:`COLUMNS`.
@@ -591,4 +727,6 @@ def realdata_lambda_curve(
     %(sources)s
     """
     check_param("alpha", alpha)
-    return _study(problem, loss, list(lams), alpha, subsamples, seeds, seed, sources, progress)
+    return _study(
+        problem, loss, list(lams), alpha, subsamples, seeds, seed, sources, progress, counts
+    )

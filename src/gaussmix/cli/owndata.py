@@ -1,0 +1,169 @@
+"""``gaussmix data``: theory, samples of the fitted Gaussian mixture and the real data for a
+labelled data set of your own (:func:`gaussmix.study_data`).
+
+``gaussmix data FILE [FILE2] [--label COLUMN] [--cluster-ids COLUMN] [--split COLUMN]
+[--test-fraction F] [--scale none|standard|max] --loss LOSS --lam L --alphas a1,a2,...
+[--target-error E] [--optimal-lam] --out DIR`` writes ``DIR/data.csv`` (one row per
+(alpha, source), with the ``*_gap`` columns), ``DIR/data.json`` (provenance: file
+checksums, split, preprocessing, d, class counts, label map; the target's answer) and
+``DIR/data.png``.  Bad data or options: one line, exit 2, nothing written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .commands import OutOption, QuietOption, app
+from .exits import PartialResultsError, check_output_path, make_out_dir
+from .helpers import one_blas_thread
+from .options import parse_floats
+from .realdata import parse_alphas
+
+__all__ = ["data_command"]
+
+
+@app.command("data")
+def data_command(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="FILE.npz (X, y), FILE.csv / FILE.parquet (with --label), or X.npy y.npy.",
+            show_default=False,
+        ),
+    ],
+    label: Annotated[
+        str | None,
+        typer.Option("--label", help="Label column (tables) or array (.npz; default y)."),
+    ] = None,
+    cluster_ids: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster-ids", help="Column / array of cluster ids (each inside one class)."
+        ),
+    ] = None,
+    split: Annotated[
+        str | None,
+        typer.Option("--split", help="Column / array: train / test (or 0 / 1) per row."),
+    ] = None,
+    test_fraction: Annotated[
+        float, typer.Option("--test-fraction", help="Without --split: held out per class.")
+    ] = 0.25,
+    scale: Annotated[
+        str, typer.Option("--scale", help="After centring: none, standard (per feature), max.")
+    ] = "none",
+    loss: Annotated[
+        str,
+        typer.Option(
+            "--loss", help="logistic, hinge, square (binary); cross-entropy, square (multi-class)."
+        ),
+    ] = "logistic",
+    lam: Annotated[
+        str, typer.Option("--lam", help="Ridge penalty, or l1,l2,... with one --alphas value.")
+    ] = "0.1",
+    alphas: Annotated[
+        str,
+        typer.Option("--alphas", help="Sample complexities n / d: a1,a2,... or start:stop:num."),
+    ] = "0.5,1,2,4",
+    subsamples: Annotated[
+        int, typer.Option("--subsamples", help="Real data: training subsamples per point.")
+    ] = 5,
+    seeds: Annotated[
+        int, typer.Option("--seeds", help="Samples of the fitted mixture per point.")
+    ] = 5,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the split, subsamples, samples.")
+    ] = 0,
+    sources: Annotated[
+        str, typer.Option("--sources", help="Comma list of theory, synthetic, real.")
+    ] = "theory,synthetic,real",
+    counts: Annotated[
+        str,
+        typer.Option(
+            "--counts", help="Class counts of the subsamples: fixed round(rho n), or random."
+        ),
+    ] = "fixed",
+    target_error: Annotated[
+        float | None,
+        typer.Option("--target-error", help="Smallest alpha (and n) where theory reaches it."),
+    ] = None,
+    alpha_max: Annotated[
+        float, typer.Option("--alpha-max", help="Largest alpha of the --target-error search.")
+    ] = 100.0,
+    optimal_lam: Annotated[
+        bool, typer.Option("--optimal-lam", help="Also the theory at lambda*(alpha).")
+    ] = False,
+    max_memory: Annotated[
+        float | None,
+        typer.Option("--max-memory", help="GiB the study may use (default: available now)."),
+    ] = None,
+    out: OutOption = Path("gaussmix-out"),
+    quiet: QuietOption = False,
+) -> None:
+    """Your own labelled data: the Gaussian mixture fitted per class, the theory curve,
+    samples of the fitted mixture and the real data subsampled at the same alphas, with
+    error bars and the Gaussian-equivalence gap: writes DIR/data.csv, data.json, data.png.
+
+    The protocol (README, "Your own data"): a held-out split given or drawn per class with
+    --seed; centring on the training mean, then --scale; the mixture fitted on both splits;
+    real: n = round(alpha d) training rows, tested on the whole test split.
+    """
+    from gaussmix.core.exceptions import ArgumentError
+    from gaussmix.data.files import load_labelled
+    from gaussmix.figures.owndata import save_data_study
+    from gaussmix.studies import study_data
+
+    if len(files) > 2:
+        raise ArgumentError("files", f"takes one data file or two .npy files, got {len(files)}")
+    lams = parse_floats("--lam", lam)
+    a = parse_alphas(alphas)
+    if len(lams) > 1 and len(a) > 1:
+        raise ArgumentError(
+            "lam", "takes several values only with one --alphas value (a curve over lambda)"
+        )
+    check_output_path("--out", out, kind="dir")
+    data = load_labelled(
+        files[0],
+        files[1] if len(files) > 1 else None,
+        label=label,
+        cluster_ids=cluster_ids,
+        split=split,
+    )
+    with one_blas_thread():
+        study = study_data(
+            data,
+            loss=loss,
+            lam=lams[0] if len(lams) == 1 else lams,
+            alphas=a if len(lams) == 1 else a[0],
+            test_fraction=test_fraction,
+            seed=seed,
+            scale=scale,
+            subsamples=subsamples,
+            seeds=seeds,
+            sources=[s.strip() for s in sources.split(",")],
+            counts=counts,
+            target_error=target_error,
+            alpha_max=alpha_max,
+            optimal_lam=optimal_lam,
+            max_memory=max_memory,
+            progress=not quiet,
+        )
+    paths = save_data_study(study, make_out_dir(out))
+    for p in paths:
+        typer.echo(f"wrote {p}")
+    for t in (study.target, study.target_optimal):
+        if t is not None:
+            bound = "at most " if t["below_grid"] else ""
+            which = "lambda* = " if t["optimal_lam"] else "lam = "
+            typer.echo(
+                f"test error {t['target_error']:g} reached by the theory at alpha = {bound}"
+                f"{t['alpha']:.4g} (n = {t['n']}) with {which}{t['lam']:.4g}"
+            )
+    df = study.table
+    failed = int((~df["converged"].astype(bool)).sum())
+    if failed:  # written and marked (converged False, NaN where no fixed point): exit 3
+        raise PartialResultsError(
+            f"{failed} of {len(df)} rows did not converge (converged False; see {paths[0]})"
+        )
