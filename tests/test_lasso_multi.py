@@ -126,6 +126,38 @@ def test_line_moments_match_monte_carlo(Lp, L, shift_free):
     close(mom.l1, np.abs(w).sum(1)[:, None], "l1")
 
 
+@pytest.mark.parametrize(
+    "Lp,L,shift_free", [(1, 2, True), (2, 2, False), (2, 3, True), (3, 4, True), (4, 4, False)]
+)
+def test_region_pieces_are_the_prox_along_lines(Lp, L, shift_free):
+    """The affine pieces of the prox along lines, from the polyhedral regions of its sign
+    patterns, are the prox itself (coordinate descent + KKT check, :func:`l1_prox`) at random
+    points of every piece within 12 of the centre, including the shift-free metric of an
+    even L (whose gauge entry's constraint is tight on its whole region) and lines far from
+    the centre (a reference point near 0 keeps the affine form free of cancellation)."""
+    from gaussmix.theory.lasso import _region_pieces
+
+    rng = np.random.default_rng(3 * Lp + L)
+    P = _complement_of_ones(L) if shift_free else np.eye(L)
+    A = P.T @ _psd(rng, 2, Lp, ridge=0.1) @ P
+    n = 300
+    base = 3.0 * rng.standard_normal((n, Lp))
+    dirn = rng.standard_normal((n, Lp))
+    atom = rng.integers(0, 2, n)
+    pieces = _region_pieces(A, P, base, dirn, atom, 0.4, shift_free)
+    line, a, b, zr, wr, sl, _ = (np.concatenate(x) for x in zip(*pieces))
+    lo, hi = np.maximum(a, -12.0), np.minimum(b, 12.0)
+    keep = lo < hi
+    assert np.unique(line[keep]).size == n
+    z = lo + rng.uniform(size=line.size) * (hi - lo)
+    line, z, wr, zr, sl = line[keep], z[keep], wr[keep], zr[keep], sl[keep]
+    w, kkt = l1_prox(
+        A[atom[line]], (base[line] + z[:, None] * dirn[line]) @ P, 0.4, shift_free=shift_free
+    )
+    assert np.all(np.isfinite(kkt))
+    np.testing.assert_allclose(wr + (z - zr)[:, None] * sl, w, rtol=0, atol=1e-10)
+
+
 def test_outer_rule_refinement_three_effective_outputs():
     """Three effective outputs (one-hot square loss, K = 3) at generic hats: the default
     outer rule (8 x 8 panels) against 16 x 16.  The moments the fixed point uses (``E[w

@@ -19,27 +19,33 @@ Jacobian ``dw/dg = P_S A_SS^{-1} P_S^T`` on each piece (:func:`l1_prox_jacobian`
 
 Its Gaussian expectations (:func:`gaussian_l1_moments`) are computed along lines: the
 field is ``B = m + R (x, z)`` with ``R R^T`` its covariance, ``x`` (L' - 1 dimensions) on a
-tensor rule and ``z`` along a line.  On a line ``w`` is piecewise affine and its Jacobian
-piecewise constant, with pieces whose ends are found exactly (two adjacent affine pieces
-meet where their extensions cross, confirmed by a prox evaluation there; otherwise the cell
-is bisected), so the integral over ``z`` of every moment the prior needs — ``E[w]``,
-``E[w w^T]``, ``E[dw/dg]``, the expected number of non-zero entries, ``E||w||_1`` — is a
-sum of Gaussian partial moments of polynomials of degree <= 2 in closed form.  For
-``L' = 1`` (binary labels, two-class cross-entropy) there is no outer rule and the result is
-exact to rounding; for ``L' >= 2`` the outer rule (composite Gauss-Legendre panels)
-integrates a function that is smooth except at the projections of the vertices of the
-prox's pieces.
+tensor rule and ``z`` along a line.  The prox's pieces are the polyhedral regions of its
+sign patterns ``s`` (the KKT conditions of the pattern, affine in ``g``: ``s_i w_i > 0`` on
+the support, ``|g_i - (A w)_i| <= lam1`` off it), so on a line each pattern's piece is an
+interval whose ends are closed forms (:func:`_region_pieces`; the intervals are checked to
+tile the line), ``w`` is affine on it and its Jacobian constant, and the integral over
+``z`` of every moment the prior needs — ``E[w]``, ``E[w w^T]``, ``E[dw/dg]``, the expected
+number of non-zero entries, ``E||w||_1`` — is a sum of Gaussian partial moments of
+polynomials of degree <= 2 in closed form.  (Before issue 19 the pieces were found by
+evaluating the prox on a grid along each line and bisecting where the pattern changed:
+the same pieces, measured equal to 1e-13, at 3 to 20 times the cost.)  For ``L' = 1``
+(binary labels, two-class cross-entropy) there is no outer rule and the result is exact
+to rounding; for ``L' >= 2`` the outer rule (composite Gauss-Legendre panels) integrates
+a function that is smooth except where a line meets a face of dimension ``L' - 2`` of the
+pieces (the projections of their vertices for ``L' = 2``, of their edges for ``L' = 3``):
+its error falls like the panel width squared, and the solver estimates it by refinement
+(:func:`gaussmix.theory.refinement.refine_prior`).
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ndtr
 
 from .quadrature import GradedPanels
-from .tolerances import XI_MAX
 
 __all__ = [
     "l1_prox",
@@ -48,7 +54,7 @@ __all__ = [
     "L1Moments",
     "gaussian_l1_moments",
     "OUTER_PANELS",
-    "LINE_POINTS",
+    "outer_panels",
 ]
 
 #: panels per outer dimension of the composite Gauss-Legendre rule of
@@ -59,7 +65,9 @@ __all__ = [
 #: 192 nodes is off by 1.5e-4 (the integrand has kinks where the prox's pieces appear).  At
 #: the K = 3 cross-entropy lasso fixed point (Delta = 0.5, lam = 0.1, alpha = 2) the test
 #: error moves by 2.5e-5 from 32 to 128 panels, by 7.6e-6 from 64 to 128; three effective
-#: outputs: 8 x 8 panels are within ~5e-4 (relative) of 24 x 24 at generic hats
+#: outputs: 8 x 8 panels are within ~5e-4 (relative) of 24 x 24 at generic hats.  These are
+#: the rules a solve starts with; its error estimate refines them
+#: (:func:`gaussmix.theory.refinement.refine_prior`)
 OUTER_PANELS = {1: 64, 2: 8}
 #: for more outer dimensions
 OUTER_PANELS_HIGH = 4
@@ -67,21 +75,30 @@ OUTER_PANELS_HIGH = 4
 #: (:class:`~gaussmix.theory.quadrature.GradedPanels`)
 OUTER_PANEL_ORDER = 3
 OUTER_GRADE = 2.0
-#: points of the initial grid on each line (uniform on ``[-XI_MAX, XI_MAX]``; cells in which
-#: the active set changes are resolved exactly, so this only sets the cost of the search)
-LINE_POINTS = 25
 #: coordinate-descent sweeps between two exact solves on the guessed active set
 _SWEEPS = 8
 #: rounds of ``_SWEEPS`` sweeps before a node is reported as failed (NaN)
 _MAX_ROUNDS = 400
 #: a KKT violation below this many ulps of the problem's scale counts as zero
 _KKT_ULPS = 64.0
-#: bisections of a line cell before its breakpoint is taken at the crossing of its ends
-_MAX_BISECT = 48
+#: a region's constraint whose slope along a line is below this many ulps of its terms is
+#: constant along it (and decided by its value, with the same margin)
+_FLAT_ULPS = 1024.0
+#: smallest ``cond(A_SS)^{-1}`` of a support ``S`` whose region is used (below, ``A_SS`` is
+#: singular to rounding: the full support of the shift-free metric, excluded by its gauge)
+_PD_RCOND = 1e-12
+#: largest deviation from 1 of the Gaussian mass of the pieces of a line
+_TILE_TOL = 1e-9
 #: smallest ``cond(cov)^{-1}`` for which ``E[dw/dg]`` is taken from Stein's lemma
 _STEIN_RCOND = 1e-8
 _INV_SQRT_2PI = 0.3989422804014327
 _EPS = np.finfo(float).eps
+
+
+def outer_panels(n_outer: int) -> int:
+    """The default panels per dimension of the outer rule of :func:`gaussian_l1_moments`
+    with ``n_outer = L' - 1`` outer dimensions (:data:`OUTER_PANELS`)."""
+    return OUTER_PANELS.get(n_outer, OUTER_PANELS_HIGH)
 
 
 def l1_prox_jacobian(A: np.ndarray, support: np.ndarray) -> np.ndarray:
@@ -234,32 +251,6 @@ class L1Moments:
     l1: np.ndarray
 
 
-def _pattern(w: np.ndarray) -> np.ndarray:
-    """An integer code of the signs of each row of ``w`` (its piece of the prox)."""
-    L = w.shape[-1]
-    return ((np.sign(w) + 1.0) @ (3.0 ** np.arange(L))).astype(np.int64)
-
-
-class _Line:
-    """Prox values along the lines ``g(z) = P^T (base + z dirn)`` of a batch (helper of
-    :func:`gaussian_l1_moments`)."""
-
-    def __init__(self, A, P, base, dirn, atom, lam, shift_free):
-        self.A, self.P, self.base, self.dirn = A, P, base, dirn
-        self.atom, self.lam, self.shift_free = atom, lam, shift_free
-
-    def eval(self, line: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, ...]:
-        """``w``, its slope ``dw/dz``, Jacobian and piece code at ``(line, z)``."""
-        A = self.A[self.atom[line]]
-        gfull = (self.base[line] + z[:, None] * self.dirn[line]) @ self.P
-        w, _ = l1_prox(A, gfull, self.lam, shift_free=self.shift_free)
-        if not np.all(np.isfinite(w)):
-            raise FloatingPointError("the l1 proximal map did not converge")
-        J = l1_prox_jacobian(A, w != 0.0)
-        slope = np.einsum("nab,nb->na", J, self.dirn[line] @ self.P)
-        return w, slope, J, _pattern(w)
-
-
 def _partial_moments(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
     """``int_a^b z^k phi(z) dz`` for ``k = 0, 1, 2`` (``a, b`` may be infinite)."""
 
@@ -315,7 +306,7 @@ def gaussian_l1_moments(
     # does not jump between fixed-point iterations when eigenvalues are degenerate
     R = (vec * np.sqrt(np.clip(ev, 0.0, None))[:, None, :]) @ np.swapaxes(vec, 1, 2)
     if Lp > 1:
-        n = OUTER_PANELS.get(Lp - 1, OUTER_PANELS_HIGH) if panels is None else panels
+        n = outer_panels(Lp - 1) if panels is None else panels
         rule = GradedPanels(n, Lp - 1, OUTER_PANEL_ORDER, OUTER_GRADE)
         xo, wo = np.asarray(rule.nodes), np.asarray(rule.weights)
     else:
@@ -326,94 +317,107 @@ def gaussian_l1_moments(
     dirn = np.repeat(R[:, :, -1], n_o, axis=0)
     atom = np.repeat(np.arange(J), n_o)
     lw = np.tile(wo, J)
-    n_l = atom.size
-    ln = _Line(A, P, base, dirn, atom, lam, shift_free)
-
-    z = np.linspace(-XI_MAX, XI_MAX, LINE_POINTS)
-    n_z = z.size
-    line = np.repeat(np.arange(n_l), n_z)
-    zz = np.tile(z, n_l)
-    w, s, Jw, code = ln.eval(line, zz)
-    w, s, Jw, code = (x.reshape(n_l, n_z, *x.shape[1:]) for x in (w, s, Jw, code))
-    # pieces: (line, a, b, z_ref, w_ref, slope, J) with w = w_ref + slope (z - z_ref)
-    pieces: list[tuple[np.ndarray, ...]] = []
-    inf = np.full(n_l, np.inf)
-    lines = np.arange(n_l)
-    pieces.append(
-        (lines, -inf, np.full(n_l, z[0]), np.full(n_l, z[0]), w[:, 0], s[:, 0], Jw[:, 0])
-    )
-    pieces.append(
-        (lines, np.full(n_l, z[-1]), inf, np.full(n_l, z[-1]), w[:, -1], s[:, -1], Jw[:, -1])
-    )
-    same = code[:, :-1] == code[:, 1:]
-    li, ki = np.nonzero(same)
-    pieces.append((li, z[ki], z[ki + 1], z[ki], w[li, ki], s[li, ki], Jw[li, ki]))
-    li, ki = np.nonzero(~same)
-    # open cells: left end (za, w, slope, J) and right end
-    cell = dict(
-        line=li,
-        za=z[ki],
-        zb=z[ki + 1],
-        wa=w[li, ki],
-        sa=s[li, ki],
-        Ja=Jw[li, ki],
-        ca=code[li, ki],
-        wb=w[li, ki + 1],
-        sb=s[li, ki + 1],
-        Jb=Jw[li, ki + 1],
-        cb=code[li, ki + 1],
-    )
-    for depth in range(_MAX_BISECT + 1):
-        if cell["line"].size == 0:
-            break
-        c = cell
-        ds = c["sa"] - c["sb"]
-        rhs = c["wb"] - c["wa"] + c["za"][:, None] * c["sa"] - c["zb"][:, None] * c["sb"]
-        den = np.einsum("na,na->n", ds, ds)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            zs = np.einsum("na,na->n", ds, rhs) / den
-        width = c["zb"] - c["za"]
-        inside = (den > 0) & (zs >= c["za"] - 1e-12 * width) & (zs <= c["zb"] + 1e-12 * width)
-        zs = np.clip(np.where(inside, zs, 0.5 * (c["za"] + c["zb"])), c["za"], c["zb"])
-        ws, _, _, _ = ln.eval(c["line"], zs)
-        pa = c["wa"] + (zs - c["za"])[:, None] * c["sa"]
-        pb = c["wb"] + (zs - c["zb"])[:, None] * c["sb"]
-        size = np.maximum(np.abs(c["wa"]).max(-1), np.abs(c["wb"]).max(-1)) + 1e-300
-        tol = 1e-10 * size
-        good = inside & (np.abs(ws - pa).max(-1) <= tol) & (np.abs(ws - pb).max(-1) <= tol)
-        if depth == _MAX_BISECT:  # a cell of width ~1e-14: its breakpoint is immaterial
-            good = np.ones_like(good)
-        g_ = np.flatnonzero(good)
-        pieces.append(_cell_piece(c, g_, c["za"][g_], zs[g_], "a"))
-        pieces.append(_cell_piece(c, g_, zs[g_], c["zb"][g_], "b"))
-        bad = np.flatnonzero(~good)
-        if bad.size == 0:
-            break
-        c = {k: v[bad] for k, v in c.items()}
-        zm = 0.5 * (c["za"] + c["zb"])
-        wm, sm, Jm, cm = ln.eval(c["line"], zm)
-        left = dict(c, zb=zm, wb=wm, sb=sm, Jb=Jm, cb=cm)
-        right = dict(c, za=zm, wa=wm, sa=sm, Ja=Jm, ca=cm)
-        nxt = {k: np.concatenate([left[k], right[k]]) for k in c}
-        done = nxt["ca"] == nxt["cb"]
-        d_ = np.flatnonzero(done)
-        pieces.append(_cell_piece(nxt, d_, nxt["za"][d_], nxt["zb"][d_], "a"))
-        cell = {k: v[~done] for k, v in nxt.items()}
     off = base - np.repeat(mean, n_o, axis=0)
+    pieces = _region_pieces(A, P, base, dirn, atom, lam, shift_free)
     return _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A)
 
 
-def _cell_piece(c: dict, idx: np.ndarray, a: np.ndarray, b: np.ndarray, end: str) -> tuple:
-    """The piece ``[a, b]`` of cells ``idx``, affine as at the cells' end ``end`` ('a'/'b')."""
-    return (
-        c["line"][idx],
-        a,
-        b,
-        c["z" + end][idx],
-        c["w" + end][idx],
-        c["s" + end][idx],
-        c["J" + end][idx],
-    )
+def _sign_patterns(L: int, shift_free: bool) -> list[np.ndarray]:
+    """The sign patterns ``s`` in ``{-1, 0, 1}^L`` of the prox's pieces; ``shift_free``: only
+    those of the gauge :func:`l1_prox` returns (lower median entry zero: at most
+    ``(L - 1) // 2`` negative entries, and fewer negative entries than that plus zeros)."""
+    m = (L - 1) // 2
+    out = []
+    for s in itertools.product((-1.0, 0.0, 1.0), repeat=L):
+        sv = np.array(s)
+        neg, zero = int(np.sum(sv < 0)), int(np.sum(sv == 0))
+        if not shift_free or neg <= m < neg + zero:
+            out.append(sv)
+    return out
+
+
+def _region_pieces(A, P, base, dirn, atom, lam, shift_free) -> list[tuple[np.ndarray, ...]]:
+    """The affine pieces of the prox along every line ``g(z) = P^T (base + z dirn)``, from
+    the polyhedral region of each sign pattern ``s`` (support ``S``):
+
+        w_S = A_SS^{-1} (g_S - lam s_S),   s_i w_i > 0 (i in S),
+        |g_i - (A w)_i| <= lam (i not in S),
+
+    (the KKT conditions of the pattern; ``A_SS`` positive definite), all affine in ``z``
+    along a line, so that each pattern's interval on each line is the intersection of
+    half-lines, in closed form.  A constraint that does not vary along the line within
+    rounding is decided by its value (with a rounding margin: for the shift-free metric of
+    an even ``L`` the gauge entry's constraint is tight on the whole region).  The intervals
+    of a line tile it (checked: their Gaussian masses add up to 1); a gap or an overlap
+    raises FloatingPointError.
+
+    Returns
+    -------
+    list of (line, a, b, z_ref, w_ref, slope, J)
+        ``w = w_ref + slope (z - z_ref)`` on ``[a, b]`` with ``z_ref`` inside, Jacobian
+        ``J`` (:func:`l1_prox_jacobian`).
+    """
+    n_atoms, L = A.shape[0], A.shape[-1]
+    g0 = base @ P
+    e = dirn @ P
+    lines = np.arange(g0.shape[0])
+    gsize = np.abs(g0).max(-1) + lam
+    esize = np.abs(e).max(-1)
+    pieces = []
+    for s in _sign_patterns(L, shift_free):
+        S = s != 0.0
+        if S.any():
+            ev = np.linalg.eigvalsh(A[:, S][:, :, S])
+            pd = ev[:, 0] > _PD_RCOND * np.maximum(ev[:, -1], np.finfo(float).tiny)
+        else:
+            pd = np.ones(n_atoms, dtype=bool)
+        li = lines[pd[atom]]
+        if li.size == 0:
+            continue
+        Jp = l1_prox_jacobian(A, np.ascontiguousarray(np.broadcast_to(S, (n_atoms, L))))
+        Ja, Aa = Jp[atom[li]], A[atom[li]]
+        c = np.einsum("nab,nb->na", Ja, g0[li] - lam * s)  # w at z = 0
+        d = np.einsum("nab,nb->na", Ja, e[li])  # dw/dz
+        cs = np.einsum("nab,nb->na", np.abs(Aa), np.abs(c))
+        ds = np.einsum("nab,nb->na", np.abs(Aa), np.abs(d))
+        # alpha + beta z >= 0, with the size of each term (for the rounding margin)
+        on, offs = np.flatnonzero(S), np.flatnonzero(~S)
+        r0 = g0[li][:, offs] - np.einsum("nab,nb->na", Aa[:, offs, :], c)
+        r1 = e[li][:, offs] - np.einsum("nab,nb->na", Aa[:, offs, :], d)
+        alpha = np.concatenate([s[on] * c[:, on], lam - r0, lam + r0], axis=1)
+        beta = np.concatenate([s[on] * d[:, on], -r1, r1], axis=1)
+        asize = (
+            np.concatenate([np.abs(c[:, on]), cs[:, offs], cs[:, offs]], axis=1) + gsize[li, None]
+        )
+        bsize = (
+            np.concatenate([np.abs(d[:, on]), ds[:, offs], ds[:, offs]], axis=1) + esize[li, None]
+        )
+        flat = np.abs(beta) <= _FLAT_ULPS * _EPS * bsize
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = -alpha / beta
+        lo = np.where(~flat & (beta > 0), t, -np.inf).max(axis=1)
+        hi = np.where(~flat & (beta < 0), t, np.inf).min(axis=1)
+        fails = np.any(flat & (alpha < -_FLAT_ULPS * _EPS * asize), axis=1)
+        k = np.flatnonzero((lo < hi) & ~fails)
+        if k.size == 0:
+            continue
+        lo, hi = lo[k], hi[k]
+        # the reference point: inside the piece (where its signs hold) and as near 0 as
+        # that allows, so that ``w = w_ref + slope (z - z_ref)`` does not cancel
+        margin = np.minimum(0.5, 0.25 * (hi - lo))
+        zr = np.clip(0.0, lo + margin, hi - margin)
+        pieces.append((li[k], lo, hi, zr, c[k] + zr[:, None] * d[k], d[k], Ja[k]))
+    line = np.concatenate([p[0] for p in pieces])
+    mass = _partial_moments(
+        np.concatenate([p[1] for p in pieces]), np.concatenate([p[2] for p in pieces])
+    )[0]
+    total = np.bincount(line, mass, minlength=lines.size)
+    if not np.all(np.abs(total - 1.0) <= _TILE_TOL):
+        raise FloatingPointError(
+            "the regions of the l1 proximal map do not tile a line (Gaussian mass "
+            f"{total[np.argmax(np.abs(total - 1.0))]:.12g} instead of 1)"
+        )
+    return pieces
 
 
 def _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A) -> L1Moments:
