@@ -6,8 +6,10 @@ rule (:func:`run_fixed_point`), evaluates Theorem 2's observables at the fixed p
 (:func:`evaluate_observables`: test error, training error and loss, the free energy of
 eq. app:rsfree, the penalty and the sparsity of ``W*``), and estimates the integration error
 of each observable by re-solving with finer rules, or across the independent replicates of
-a randomised rule (:func:`estimate_errors`).  :func:`integration_warning_text` says where a
-large estimate comes from; the solver issues the warning.
+a randomised rule (:func:`estimate_errors`), then with a finer rule of the prior's own
+integrals where it has one (:func:`refine_prior`: the multi-output lasso).
+:func:`integration_warning_text` says where a large estimate comes from; the solver issues
+the warning.
 """
 
 from __future__ import annotations
@@ -286,6 +288,15 @@ class Estimate:
         return {k: self.quad[k] + self.evals[k] + self.prior[k] for k in _ERROR_KEYS}
 
 
+#: the exceptions of a numerical failure at the fixed point (reported, not raised)
+_NUMERICAL_FAILURES = (FloatingPointError, np.linalg.LinAlgError, ValueError)
+
+
+def _numerical_failure(exc: Exception) -> tuple[IterationStatus, str, None]:
+    """Status, message and (no) observables of a numerical failure at the fixed point."""
+    return IterationStatus.NUMERICAL_FAILURE, f"numerical failure at the fixed point: {exc}", None
+
+
 def estimate_errors(
     problem: Problem,
     T: FixedPointMap,
@@ -300,28 +311,7 @@ def estimate_errors(
     ``T2(x)``, so that the state moves with the rule); the change of every observable plus
     each evaluation's own error estimates the integration error.  With ``auto_refine`` this
     repeats while the estimate of the test error or training loss exceeds ``quad_tol``.
-    The channel's rule is refined first (:func:`_estimate_channel`), then the prior's own
-    rule where it has one (:func:`refine_prior`).
     """
-    est = _estimate_channel(problem, T, out, opts, callback, history)
-    if (
-        est.status is IterationStatus.CONVERGED
-        and opts.estimate_error
-        and prior_quadrature_dim(problem) > 0
-    ):
-        est = refine_prior(problem, est, opts, callback, history)
-    return est
-
-
-def _estimate_channel(
-    problem: Problem,
-    T: FixedPointMap,
-    out: IterationOutcome,
-    opts: SolverOptions,
-    callback: Callable | None,
-    history: dict,
-) -> Estimate:
-    """:func:`estimate_errors` for the channel's rule."""
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
     x, n_iter, res, status, msg = out.x, out.n_iter, out.residual, out.status, out.message
     obs = None
@@ -358,12 +348,8 @@ def _estimate_channel(
                     break
         if status is IterationStatus.CONVERGED and not obs.complete:
             obs = _with_statistics(problem, T, x, obs)  # of the returned state
-    except (FloatingPointError, np.linalg.LinAlgError, ValueError) as exc:
-        status, msg, obs = (
-            IterationStatus.NUMERICAL_FAILURE,
-            f"numerical failure at the fixed point: {exc}",
-            None,
-        )
+    except _NUMERICAL_FAILURES as exc:
+        status, msg, obs = _numerical_failure(exc)
     return Estimate(T, x, n_iter, res, status, msg, obs, quad, evals)
 
 
@@ -388,10 +374,13 @@ def refine_prior(
 ) -> Estimate:
     """The integration error of the prior's own rule, by refinement.
 
-    The multi-output lasso's moments (:func:`~gaussmix.theory.lasso.gaussian_l1_moments`)
-    are exact along lines and integrated across them by a composite Gauss-Legendre rule of
-    ``L' - 1`` dimensions, whose error reaches the order parameters (and so every
-    observable) through the fixed point.  As for the channel, the state of ``est`` (converged
+    Where the prior has its own rule (:func:`~gaussmix.theory.prior.prior_quadrature_dim`)
+    and a converged solve asks for an error estimate, after the channel's refinement
+    (:func:`estimate_errors`); otherwise ``est`` is returned as it is.  The multi-output
+    lasso's moments (:func:`~gaussmix.theory.lasso.gaussian_l1_moments`) are exact along
+    lines and integrated across them by a composite Gauss-Legendre rule of ``L' - 1``
+    dimensions, whose error reaches the order parameters (and so every observable) through
+    the fixed point.  As for the channel, the state of ``est`` (converged
     with its final channel rule) is re-solved with twice the panels per outer dimension; the
     change of each observable is its ``prior`` error and the refined answer is returned.
     With ``auto_refine`` this repeats while that change of the test error or the training
@@ -402,11 +391,13 @@ def refine_prior(
     start from the fixed point with the channel rule's secant pairs and reuse its channel
     evaluation there (the channel does not depend on the prior's rule).
     """
+    n_outer = prior_quadrature_dim(problem)
+    if est.status is not IterationStatus.CONVERGED or not opts.estimate_error or n_outer == 0:
+        return est
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
     T, x, obs, evals = est.T, est.x, est.obs, dict(est.evals)
     n_iter, res, status, msg = est.n_iter, est.residual, est.status, est.message
     prior = dict(est.prior)
-    n_outer = prior_quadrature_dim(problem)
     panels = T.prior_panels or outer_panels(n_outer)
     changed = False
     try:
@@ -432,12 +423,8 @@ def refine_prior(
                 break
         if changed and status is IterationStatus.CONVERGED:
             obs = _with_statistics(problem, T, x, obs)
-    except (FloatingPointError, np.linalg.LinAlgError, ValueError) as exc:
-        status, msg, obs = (
-            IterationStatus.NUMERICAL_FAILURE,
-            f"numerical failure at the fixed point: {exc}",
-            None,
-        )
+    except _NUMERICAL_FAILURES as exc:
+        status, msg, obs = _numerical_failure(exc)
     return replace(
         est,
         T=T,

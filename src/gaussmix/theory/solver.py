@@ -55,6 +55,7 @@ from .refinement import (
     estimate_errors,
     failed_observables,
     integration_warning_text,
+    refine_prior,
     run_fixed_point,
     sharp_rule,
 )
@@ -206,6 +207,7 @@ def solve_problem(
         T, out2 = run_fixed_point(problem, sharp, out.x, opts, callback, history)
         out = replace(out2, n_iter=out.n_iter + out2.n_iter)
     est = estimate_errors(problem, T, out, opts, callback, history)
+    est = refine_prior(problem, est, opts, callback, history)  # the multi-output lasso's
     return _assemble(problem, opts, est)
 
 
