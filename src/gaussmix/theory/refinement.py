@@ -59,18 +59,20 @@ MAX_QUADRATURE_NODES = 60_000
 #: (:data:`~gaussmix.theory.tolerances.TRAIN_ERROR_TARGET`): ``8 x 2**13`` Sobol' points
 MAX_TRAIN_RQMC_NODES = 2**16
 
-#: largest number of lines per atom (``(panels OUTER_PANEL_ORDER)^(L' - 1)``) of the prior's
-#: outer rule that the automatic refinement reaches beyond its first step
-#: (:func:`refine_prior`): 256 panels at two effective outputs, none beyond the estimate's 16
-#: x 16 at three.  Measured on the K = 3 lasso (Delta = 0.5, alpha = 2) under load: a prior
-#: evaluation costs 0.016 s with 64 panels and 0.06 s with 256 at two effective outputs
-#: (cross-entropy, lam = 0.1), 0.04 s with 8 x 8, 0.27 s with 16 x 16 and 1.5 s with 32 x 32
-#: at three (square loss, lam = 0.3); each refinement is a re-solve of ~5 iterations
+#: largest number of lines per atom (``(panels OUTER_PANEL_ORDER)^(L' - 1)``, before the
+#: kinks' extra panels) of the prior's outer rule that the automatic refinement reaches
+#: beyond its first step (:func:`refine_prior`): 1024 panels at two effective outputs, 32 x
+#: 32 at three.  Measured on the K = 3 lasso (Delta = 0.5, alpha = 2) under load: a prior
+#: evaluation costs 0.02 s with 64 to 256 panels at two effective outputs (cross-entropy,
+#: lam = 0.1, whose first refinement already meets ``quad_tol``), 0.09 s with 8 x 8, 0.19 s
+#: with 16 x 16 and 0.75 s with 32 x 32 at three (square loss, lam = 0.3); each refinement
+#: is a re-solve of 5 to 8 iterations
 MAX_PRIOR_LINES = 10_000
 #: largest number of lines per atom of the refined rule that makes the prior's estimate:
 #: four effective outputs (K = 4 square loss, K = 5 cross-entropy) refine 4 to 8 panels per
-#: dimension (13824 lines); five or more would need 3.3e5 and have no estimate (NaN)
-MAX_PRIOR_ESTIMATE_LINES = 20_000
+#: dimension (13824 lines), three may start from 32 x 32 (``prior_panels=32``, an estimate
+#: with 64 x 64: 36864 lines); five or more would need 3.3e5 and have no estimate (NaN)
+MAX_PRIOR_ESTIMATE_LINES = 40_000
 #: the observables whose integration error is estimated
 _ERROR_KEYS = ("test_error", "train_error", "train_loss")
 
@@ -627,8 +629,8 @@ def _prior_warning_text(problem: Problem, panels: int | None, what: str, change:
         f"integrals across lines ({n_outer}-dimensional composite Gauss-Legendre, the finer "
         f"with {panels} panels per dimension)"
     )
-    if panels > MAX_PANELS // 2:
-        limit = f"at most {MAX_PANELS} panels"
+    if panels > MAX_PANELS // 2 or _finer_prior_panels(panels, n_outer, first=True) is None:
+        limit = f"at most {MAX_PANELS} panels and {MAX_PRIOR_ESTIMATE_LINES} lines per atom"
         return f"{text}; no finer rule is admissible ({limit}), so the estimate stands"
     return text + (
         f"; to reduce it, pass prior_panels={panels} (the estimate's re-solve then has "
