@@ -292,6 +292,8 @@ def test_solver_options_validate_with_the_argument_name():
         ({"tol": 0.0}, "tol"),
         ({"anderson": -1}, "anderson"),
         ({"damping": 1.5}, "damping"),
+        ({"prior_panels": 1}, "prior_panels"),
+        ({"prior_panels": 1024}, "prior_panels"),  # the estimate needs twice as many
     ]:
         with pytest.raises(ValueError, match=match):
             gm.solve(mix, "logistic", lam=0.1, alpha=1.0, **kw)

@@ -72,6 +72,14 @@ class FixedPointMap:
     problem : Problem
     rule : QuadratureRule
         The channel's quadrature rule (unused by closed-form channels).
+    symmetry : ClusterSymmetry, optional
+        The relabelling symmetry of exchangeable clusters (one cluster's channel for all).
+    log_chart : bool
+        Mix in :class:`~gaussmix.theory.state.LogChart` coordinates.
+    prior_panels : int, optional
+        Panels per outer dimension of the prior's own rule where it has one (the lasso with
+        two or more effective outputs, :func:`~gaussmix.theory.prior.prior_quadrature_dim`);
+        default :func:`~gaussmix.theory.lasso.outer_panels`.
 
     Attributes
     ----------
@@ -88,7 +96,18 @@ class FixedPointMap:
     between maps or carried into results.
     """
 
-    __slots__ = ("problem", "rule", "K", "L", "ar", "last", "warm", "symmetry", "log_chart")
+    __slots__ = (
+        "problem",
+        "rule",
+        "K",
+        "L",
+        "ar",
+        "last",
+        "warm",
+        "symmetry",
+        "log_chart",
+        "prior_panels",
+    )
 
     def __init__(
         self,
@@ -97,6 +116,7 @@ class FixedPointMap:
         *,
         symmetry: ClusterSymmetry | None = None,
         log_chart: bool = False,
+        prior_panels: int | None = None,
     ) -> None:
         self.problem = problem
         self.rule = rule
@@ -107,6 +127,7 @@ class FixedPointMap:
         self.warm: ProxWarmStart | None = None
         self.symmetry = symmetry
         self.log_chart = log_chart
+        self.prior_panels = prior_panels
 
     def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(Q, M, V, b)`` of a state of this problem
@@ -150,7 +171,7 @@ class FixedPointMap:
         size = float(np.abs(Sv).max())
         reg = BIAS_RIDGE * (size if size > 0.0 else 1.0)
         db = solve_batch(Sv + reg * np.eye(self.L), Sm)
-        pr = prior_update(self.problem, ev.Qhat, ev.Mhat, ev.Vhat)
+        pr = prior_update(self.problem, ev.Qhat, ev.Mhat, ev.Vhat, panels=self.prior_panels)
         return pack_state(pr.Q, pr.M, pr.V, b + db)
 
 
@@ -169,12 +190,16 @@ class FixedPointState:
     symmetry : ClusterSymmetry or None
         The relabelling symmetry the solve used (exchangeable clusters, see
         :mod:`gaussmix.theory.symmetry`), kept by :meth:`map`.
+    prior_panels : int or None
+        The panels of the prior's own rule of the returned state (None: the default, or a
+        prior in closed form), kept by :meth:`map`.
     """
 
     problem: Problem
     rule: QuadratureRule
     x: np.ndarray
     symmetry: ClusterSymmetry | None = None
+    prior_panels: int | None = None
 
     def unpack(
         self, x: np.ndarray | None = None
@@ -187,7 +212,10 @@ class FixedPointState:
         """A fresh map ``T`` with this state's rule, for this problem or another one with the
         same clusters and outputs (e.g. another ``lam``); ``T(x) = x`` at the fixed point."""
         return FixedPointMap(
-            self.problem if problem is None else problem, self.rule, symmetry=self.symmetry
+            self.problem if problem is None else problem,
+            self.rule,
+            symmetry=self.symmetry,
+            prior_panels=self.prior_panels,
         )
 
 
@@ -209,11 +237,14 @@ def new_map(
     rule: QuadratureRule,
     like: FixedPointMap | tuple[ClusterSymmetry | None, bool],
 ) -> FixedPointMap:
-    """A map of ``problem`` with ``rule`` and the symmetry and chart of the map ``like`` (or
-    the pair of :func:`map_features`)."""
-    sym, log_chart = (like.symmetry, like.log_chart) if isinstance(like, FixedPointMap) else like
+    """A map of ``problem`` with ``rule`` and the symmetry, chart and prior panels of the map
+    ``like`` (or the symmetry and chart of the pair of :func:`map_features`)."""
+    if isinstance(like, FixedPointMap):
+        sym, log_chart, panels = like.symmetry, like.log_chart, like.prior_panels
+    else:
+        (sym, log_chart), panels = like, None
     T = FixedPointMap(problem, rule)
-    T.symmetry, T.log_chart = sym, log_chart
+    T.symmetry, T.log_chart, T.prior_panels = sym, log_chart, panels
     return T
 
 

@@ -19,26 +19,38 @@ Jacobian ``dw/dg = P_S A_SS^{-1} P_S^T`` on each piece (:func:`l1_prox_jacobian`
 
 Its Gaussian expectations (:func:`gaussian_l1_moments`) are computed along lines: the
 field is ``B = m + R (x, z)`` with ``R R^T`` its covariance, ``x`` (L' - 1 dimensions) on a
-tensor rule and ``z`` along a line.  On a line ``w`` is piecewise affine and its Jacobian
-piecewise constant, with pieces whose ends are found exactly (two adjacent affine pieces
-meet where their extensions cross, confirmed by a prox evaluation there; otherwise the cell
-is bisected), so the integral over ``z`` of every moment the prior needs — ``E[w]``,
-``E[w w^T]``, ``E[dw/dg]``, the expected number of non-zero entries, ``E||w||_1`` — is a
-sum of Gaussian partial moments of polynomials of degree <= 2 in closed form.  For
-``L' = 1`` (binary labels, two-class cross-entropy) there is no outer rule and the result is
-exact to rounding; for ``L' >= 2`` the outer rule (composite Gauss-Legendre panels)
-integrates a function that is smooth except at the projections of the vertices of the
-prox's pieces.
+tensor rule and ``z`` along a line.  The prox's pieces are the polyhedral regions of its
+sign patterns ``s`` (the KKT conditions of the pattern, affine in ``g``: ``s_i w_i > 0`` on
+the support, ``|g_i - (A w)_i| <= lam1`` off it), so on a line each pattern's piece is an
+interval whose ends are closed forms (:func:`_region_pieces`; the intervals are checked to
+tile the line), ``w`` is affine on it and its Jacobian constant, and the integral over
+``z`` of every moment the prior needs — ``E[w]``, ``E[w w^T]``, ``E[dw/dg]``, the expected
+number of non-zero entries, ``E||w||_1`` — is a sum of Gaussian partial moments of
+polynomials of degree <= 2 in closed form.  (Before issue 19 the pieces were found by
+evaluating the prox on a grid along each line and bisecting where the pattern changed:
+the same pieces, measured equal to 1e-13, at 3 to 20 times the cost.)  For ``L' = 1``
+(binary labels, two-class cross-entropy) there is no outer rule and the result is exact
+to rounding; for ``L' >= 2`` the outer rule (composite Gauss-Legendre panels) integrates
+a function that is smooth except where a line meets a face of dimension ``L' - 2`` of the
+pieces (their vertices for ``L' = 2``, their edges for ``L' = 3``).  For ``L' = 2`` those
+kinks are found (:func:`_kinks_across_lines`: each region's constraints are affine in the
+outer coordinate too) and the panels end there, so the rule converges like a smooth one
+(at the K = 3 cross-entropy lasso fixed point: 6.7e-6 relative with 16 panels, 1.4e-9 with
+64, against 2.6e-4 with 64 graded panels that ignore the kinks); for ``L' >= 3`` the kinks
+lie along lines and the panels ignore them (error ~ panel width squared).  The solver
+estimates the outer rule's error by refinement
+(:func:`gaussmix.theory.refinement.refine_prior`).
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ndtr
 
-from .quadrature import GradedPanels
+from .quadrature import GradedPanels, composite_legendre, graded_edges
 from .tolerances import XI_MAX
 
 __all__ = [
@@ -48,7 +60,7 @@ __all__ = [
     "L1Moments",
     "gaussian_l1_moments",
     "OUTER_PANELS",
-    "LINE_POINTS",
+    "outer_panels",
 ]
 
 #: panels per outer dimension of the composite Gauss-Legendre rule of
@@ -59,7 +71,11 @@ __all__ = [
 #: 192 nodes is off by 1.5e-4 (the integrand has kinks where the prox's pieces appear).  At
 #: the K = 3 cross-entropy lasso fixed point (Delta = 0.5, lam = 0.1, alpha = 2) the test
 #: error moves by 2.5e-5 from 32 to 128 panels, by 7.6e-6 from 64 to 128; three effective
-#: outputs: 8 x 8 panels are within ~5e-4 (relative) of 24 x 24 at generic hats
+#: outputs: 8 x 8 panels are within ~5e-4 (relative) of 24 x 24 at generic hats.  (Since
+#: issue 19 the one-dimensional rule has panels ending at the kinks: 64 panels within
+#: ~1e-9 at that fixed point, 1e-6 to 1e-8 at generic hats.)  These are
+#: the rules a solve starts with; its error estimate refines them
+#: (:func:`gaussmix.theory.refinement.refine_prior`)
 OUTER_PANELS = {1: 64, 2: 8}
 #: for more outer dimensions
 OUTER_PANELS_HIGH = 4
@@ -67,21 +83,35 @@ OUTER_PANELS_HIGH = 4
 #: (:class:`~gaussmix.theory.quadrature.GradedPanels`)
 OUTER_PANEL_ORDER = 3
 OUTER_GRADE = 2.0
-#: points of the initial grid on each line (uniform on ``[-XI_MAX, XI_MAX]``; cells in which
-#: the active set changes are resolved exactly, so this only sets the cost of the search)
-LINE_POINTS = 25
 #: coordinate-descent sweeps between two exact solves on the guessed active set
 _SWEEPS = 8
 #: rounds of ``_SWEEPS`` sweeps before a node is reported as failed (NaN)
 _MAX_ROUNDS = 400
 #: a KKT violation below this many ulps of the problem's scale counts as zero
 _KKT_ULPS = 64.0
-#: bisections of a line cell before its breakpoint is taken at the crossing of its ends
-_MAX_BISECT = 48
+#: a region's constraint whose slope along a line is below this many ulps of its terms is
+#: constant along it (and decided by its value, with the same margin)
+_FLAT_ULPS = 1024.0
+#: smallest ``cond(A_SS)^{-1}`` of a support ``S`` whose region is used (below, ``A_SS`` is
+#: singular to rounding: the full support of the shift-free metric, excluded by its gauge)
+_PD_RCOND = 1e-12
+#: largest deviation from 1 of the Gaussian mass of the pieces of a line
+_TILE_TOL = 1e-9
+#: relative tolerance of the kinks of the integrand across lines (a vertex's constraints)
+_KINK_RTOL = 1e-10
+#: a kink closer than this fraction of the half-width to a panel edge or another kink is
+#: merged with it (no panel narrower than ~1e-9)
+_KINK_MERGE = 1e-10
 #: smallest ``cond(cov)^{-1}`` for which ``E[dw/dg]`` is taken from Stein's lemma
 _STEIN_RCOND = 1e-8
 _INV_SQRT_2PI = 0.3989422804014327
 _EPS = np.finfo(float).eps
+
+
+def outer_panels(n_outer: int) -> int:
+    """The default panels per dimension of the outer rule of :func:`gaussian_l1_moments`
+    with ``n_outer = L' - 1`` outer dimensions (:data:`OUTER_PANELS`)."""
+    return OUTER_PANELS.get(n_outer, OUTER_PANELS_HIGH)
 
 
 def l1_prox_jacobian(A: np.ndarray, support: np.ndarray) -> np.ndarray:
@@ -234,32 +264,6 @@ class L1Moments:
     l1: np.ndarray
 
 
-def _pattern(w: np.ndarray) -> np.ndarray:
-    """An integer code of the signs of each row of ``w`` (its piece of the prox)."""
-    L = w.shape[-1]
-    return ((np.sign(w) + 1.0) @ (3.0 ** np.arange(L))).astype(np.int64)
-
-
-class _Line:
-    """Prox values along the lines ``g(z) = P^T (base + z dirn)`` of a batch (helper of
-    :func:`gaussian_l1_moments`)."""
-
-    def __init__(self, A, P, base, dirn, atom, lam, shift_free):
-        self.A, self.P, self.base, self.dirn = A, P, base, dirn
-        self.atom, self.lam, self.shift_free = atom, lam, shift_free
-
-    def eval(self, line: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, ...]:
-        """``w``, its slope ``dw/dz``, Jacobian and piece code at ``(line, z)``."""
-        A = self.A[self.atom[line]]
-        gfull = (self.base[line] + z[:, None] * self.dirn[line]) @ self.P
-        w, _ = l1_prox(A, gfull, self.lam, shift_free=self.shift_free)
-        if not np.all(np.isfinite(w)):
-            raise FloatingPointError("the l1 proximal map did not converge")
-        J = l1_prox_jacobian(A, w != 0.0)
-        slope = np.einsum("nab,nb->na", J, self.dirn[line] @ self.P)
-        return w, slope, J, _pattern(w)
-
-
 def _partial_moments(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
     """``int_a^b z^k phi(z) dz`` for ``k = 0, 1, 2`` (``a, b`` may be infinite)."""
 
@@ -314,106 +318,192 @@ def gaussian_l1_moments(
     # the symmetric square root (R R^T = cov): continuous in cov, so that the rule's frame
     # does not jump between fixed-point iterations when eigenvalues are degenerate
     R = (vec * np.sqrt(np.clip(ev, 0.0, None))[:, None, :]) @ np.swapaxes(vec, 1, 2)
-    if Lp > 1:
-        n = OUTER_PANELS.get(Lp - 1, OUTER_PANELS_HIGH) if panels is None else panels
-        rule = GradedPanels(n, Lp - 1, OUTER_PANEL_ORDER, OUTER_GRADE)
-        xo, wo = np.asarray(rule.nodes), np.asarray(rule.weights)
+    n = outer_panels(Lp - 1) if panels is None else panels
+    if Lp == 2:  # panels that end at the kinks of the integrand across lines
+        edges = graded_edges(n, OUTER_GRADE, XI_MAX)
+        rules = [
+            composite_legendre(_merge_edges(edges, k), OUTER_PANEL_ORDER)
+            for k in _kinks_across_lines(A, P, mean, R, lam, shift_free)
+        ]
+        xs = [x[:, None] for x, _ in rules]
+        ws = [w * np.exp(-0.5 * x * x) * _INV_SQRT_2PI for x, w in rules]
     else:
-        xo, wo = np.zeros((1, 0)), np.ones(1)
-    n_o = wo.size
+        if Lp > 2:
+            rule = GradedPanels(n, Lp - 1, OUTER_PANEL_ORDER, OUTER_GRADE)
+            xo, wo = np.asarray(rule.nodes), np.asarray(rule.weights)
+        else:
+            xo, wo = np.zeros((1, 0)), np.ones(1)
+        xs, ws = [xo] * J, [wo] * J
     # lines: (atom, outer node); g = mean + R[:, :, :-1] x + R[:, :, -1] z
-    base = (mean[:, None, :] + np.einsum("jab,ob->joa", R[:, :, :-1], xo)).reshape(-1, Lp)
-    dirn = np.repeat(R[:, :, -1], n_o, axis=0)
-    atom = np.repeat(np.arange(J), n_o)
-    lw = np.tile(wo, J)
-    n_l = atom.size
-    ln = _Line(A, P, base, dirn, atom, lam, shift_free)
-
-    z = np.linspace(-XI_MAX, XI_MAX, LINE_POINTS)
-    n_z = z.size
-    line = np.repeat(np.arange(n_l), n_z)
-    zz = np.tile(z, n_l)
-    w, s, Jw, code = ln.eval(line, zz)
-    w, s, Jw, code = (x.reshape(n_l, n_z, *x.shape[1:]) for x in (w, s, Jw, code))
-    # pieces: (line, a, b, z_ref, w_ref, slope, J) with w = w_ref + slope (z - z_ref)
-    pieces: list[tuple[np.ndarray, ...]] = []
-    inf = np.full(n_l, np.inf)
-    lines = np.arange(n_l)
-    pieces.append(
-        (lines, -inf, np.full(n_l, z[0]), np.full(n_l, z[0]), w[:, 0], s[:, 0], Jw[:, 0])
-    )
-    pieces.append(
-        (lines, np.full(n_l, z[-1]), inf, np.full(n_l, z[-1]), w[:, -1], s[:, -1], Jw[:, -1])
-    )
-    same = code[:, :-1] == code[:, 1:]
-    li, ki = np.nonzero(same)
-    pieces.append((li, z[ki], z[ki + 1], z[ki], w[li, ki], s[li, ki], Jw[li, ki]))
-    li, ki = np.nonzero(~same)
-    # open cells: left end (za, w, slope, J) and right end
-    cell = dict(
-        line=li,
-        za=z[ki],
-        zb=z[ki + 1],
-        wa=w[li, ki],
-        sa=s[li, ki],
-        Ja=Jw[li, ki],
-        ca=code[li, ki],
-        wb=w[li, ki + 1],
-        sb=s[li, ki + 1],
-        Jb=Jw[li, ki + 1],
-        cb=code[li, ki + 1],
-    )
-    for depth in range(_MAX_BISECT + 1):
-        if cell["line"].size == 0:
-            break
-        c = cell
-        ds = c["sa"] - c["sb"]
-        rhs = c["wb"] - c["wa"] + c["za"][:, None] * c["sa"] - c["zb"][:, None] * c["sb"]
-        den = np.einsum("na,na->n", ds, ds)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            zs = np.einsum("na,na->n", ds, rhs) / den
-        width = c["zb"] - c["za"]
-        inside = (den > 0) & (zs >= c["za"] - 1e-12 * width) & (zs <= c["zb"] + 1e-12 * width)
-        zs = np.clip(np.where(inside, zs, 0.5 * (c["za"] + c["zb"])), c["za"], c["zb"])
-        ws, _, _, _ = ln.eval(c["line"], zs)
-        pa = c["wa"] + (zs - c["za"])[:, None] * c["sa"]
-        pb = c["wb"] + (zs - c["zb"])[:, None] * c["sb"]
-        size = np.maximum(np.abs(c["wa"]).max(-1), np.abs(c["wb"]).max(-1)) + 1e-300
-        tol = 1e-10 * size
-        good = inside & (np.abs(ws - pa).max(-1) <= tol) & (np.abs(ws - pb).max(-1) <= tol)
-        if depth == _MAX_BISECT:  # a cell of width ~1e-14: its breakpoint is immaterial
-            good = np.ones_like(good)
-        g_ = np.flatnonzero(good)
-        pieces.append(_cell_piece(c, g_, c["za"][g_], zs[g_], "a"))
-        pieces.append(_cell_piece(c, g_, zs[g_], c["zb"][g_], "b"))
-        bad = np.flatnonzero(~good)
-        if bad.size == 0:
-            break
-        c = {k: v[bad] for k, v in c.items()}
-        zm = 0.5 * (c["za"] + c["zb"])
-        wm, sm, Jm, cm = ln.eval(c["line"], zm)
-        left = dict(c, zb=zm, wb=wm, sb=sm, Jb=Jm, cb=cm)
-        right = dict(c, za=zm, wa=wm, sa=sm, Ja=Jm, ca=cm)
-        nxt = {k: np.concatenate([left[k], right[k]]) for k in c}
-        done = nxt["ca"] == nxt["cb"]
-        d_ = np.flatnonzero(done)
-        pieces.append(_cell_piece(nxt, d_, nxt["za"][d_], nxt["zb"][d_], "a"))
-        cell = {k: v[~done] for k, v in nxt.items()}
-    off = base - np.repeat(mean, n_o, axis=0)
+    base = np.concatenate([mean[j] + xs[j] @ R[j, :, :-1].T for j in range(J)])
+    sizes = [w.size for w in ws]
+    dirn = np.repeat(R[:, :, -1], sizes, axis=0)
+    atom = np.repeat(np.arange(J), sizes)
+    lw = np.concatenate(ws)
+    off = base - np.repeat(mean, sizes, axis=0)
+    pieces = _region_pieces(A, P, base, dirn, atom, lam, shift_free)
     return _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A)
 
 
-def _cell_piece(c: dict, idx: np.ndarray, a: np.ndarray, b: np.ndarray, end: str) -> tuple:
-    """The piece ``[a, b]`` of cells ``idx``, affine as at the cells' end ``end`` ('a'/'b')."""
-    return (
-        c["line"][idx],
-        a,
-        b,
-        c["z" + end][idx],
-        c["w" + end][idx],
-        c["s" + end][idx],
-        c["J" + end][idx],
-    )
+def _merge_edges(edges: np.ndarray, kinks: np.ndarray) -> np.ndarray:
+    """The panel ``edges`` with the ``kinks`` between them added, except those within
+    ``_KINK_MERGE * XI_MAX`` of an edge or of the previous kink kept."""
+    tol = _KINK_MERGE * XI_MAX
+    inside = np.unique(kinks[(kinks > edges[0] + tol) & (kinks < edges[-1] - tol)])
+    if inside.size == 0:
+        return edges
+    inside = inside[np.min(np.abs(inside[:, None] - edges[None, :]), axis=1) > tol]
+    inside = inside[np.concatenate([[True], np.diff(inside) > tol])] if inside.size else inside
+    return np.sort(np.concatenate([edges, inside]))
+
+
+def _kinks_across_lines(A, P, mean, R, lam, shift_free) -> list[np.ndarray]:
+    """With two effective outputs, the abscissae ``x`` (one array per atom) where the
+    integrand across lines is not smooth: where the line ``B = mean + R (x, z)`` passes
+    through a vertex of the prox's pieces (two constraints of a pattern's region vanish
+    together and the others hold, :func:`_pattern_constraints`), or lies along an edge of
+    them (a constraint that does not vary along the line vanishes).  Each constraint is
+    affine in ``(x, z)``; it is read off at ``x = 0`` and ``x = 1``."""
+    J = A.shape[0]
+    base = np.concatenate([mean, mean + R[:, :, 0]])  # x = 0 (atoms 0..J-1), then x = 1
+    dirn = np.concatenate([R[:, :, 1], R[:, :, 1]])
+    atom = np.concatenate([np.arange(J), np.arange(J)])
+    kinks: list[list[np.ndarray]] = [[] for _ in range(J)]
+    for li, alpha, beta, *_ in _pattern_constraints(A, P, base, dirn, atom, lam, shift_free):
+        half = li.size // 2  # both lines of an atom or neither, x = 0 first
+        a0, ax = alpha[:half], alpha[half:] - alpha[:half]
+        az = beta[:half]
+        j = atom[li[:half]]
+        size = np.abs(a0) + np.abs(ax) + np.abs(az) + lam
+        # a constraint constant along the lines: its zero is a line x = const
+        along = np.abs(az) <= _KINK_RTOL * size
+        with np.errstate(divide="ignore", invalid="ignore"):
+            xe = np.where(along & (np.abs(ax) > _KINK_RTOL * size), -a0 / ax, np.nan)
+        # vertices: pairs of constraints
+        det = ax[:, :, None] * az[:, None, :] - az[:, :, None] * ax[:, None, :]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            xv = (az[:, :, None] * a0[:, None, :] - a0[:, :, None] * az[:, None, :]) / det
+            zv = (ax[:, None, :] * a0[:, :, None] - ax[:, :, None] * a0[:, None, :]) / det
+            val = a0[:, None, None, :] + ax[:, None, None, :] * xv[..., None]
+            val = val + az[:, None, None, :] * zv[..., None]
+            scale = 1.0 + np.abs(xv[..., None]) + np.abs(zv[..., None])
+            feasible = np.all(val >= -_KINK_RTOL * size[:, None, None, :] * scale, axis=-1)
+        ok = feasible & np.isfinite(xv) & (np.abs(det) > _KINK_RTOL * size[:, :, None] ** 2)
+        for row in range(half):
+            found = np.concatenate([xv[row][ok[row]], xe[row][np.isfinite(xe[row])]])
+            if found.size:
+                kinks[j[row]].append(found)
+    return [np.unique(np.concatenate(k)) if k else np.zeros(0) for k in kinks]
+
+
+def _sign_patterns(L: int, shift_free: bool) -> list[np.ndarray]:
+    """The sign patterns ``s`` in ``{-1, 0, 1}^L`` of the prox's pieces; ``shift_free``: only
+    those of the gauge :func:`l1_prox` returns (lower median entry zero: at most
+    ``(L - 1) // 2`` negative entries, and fewer negative entries than that plus zeros)."""
+    m = (L - 1) // 2
+    out = []
+    for s in itertools.product((-1.0, 0.0, 1.0), repeat=L):
+        sv = np.array(s)
+        neg, zero = int(np.sum(sv < 0)), int(np.sum(sv == 0))
+        if not shift_free or neg <= m < neg + zero:
+            out.append(sv)
+    return out
+
+
+def _pattern_constraints(A, P, base, dirn, atom, lam, shift_free):
+    """For each sign pattern ``s`` of the prox (support ``S``), its region's constraints
+    along every line ``g(z) = P^T (base + z dirn)`` whose ``A_SS`` is positive definite:
+
+        w_S = A_SS^{-1} (g_S - lam s_S),   s_i w_i > 0 (i in S),
+        |g_i - (A w)_i| <= lam (i not in S),
+
+    (the KKT conditions of the pattern), each affine in ``z``: ``alpha + beta z >= 0``.
+    Yields ``(lines, alpha, beta, flat, fails, c, d, J)``: the lines, the constraints
+    (lines x constraints), which are constant along the line within rounding (``flat``)
+    and which of those fail there (with a rounding margin: for the shift-free metric of an
+    even ``L`` the gauge entry's constraint is tight on the whole region), ``w = c + d z``
+    and the Jacobian (:func:`l1_prox_jacobian`).
+    """
+    n_atoms, L = A.shape[0], A.shape[-1]
+    g0 = base @ P
+    e = dirn @ P
+    lines = np.arange(g0.shape[0])
+    gsize = np.abs(g0).max(-1) + lam
+    esize = np.abs(e).max(-1)
+    for s in _sign_patterns(L, shift_free):
+        S = s != 0.0
+        if S.any():
+            ev = np.linalg.eigvalsh(A[:, S][:, :, S])
+            pd = ev[:, 0] > _PD_RCOND * np.maximum(ev[:, -1], np.finfo(float).tiny)
+        else:
+            pd = np.ones(n_atoms, dtype=bool)
+        li = lines[pd[atom]]
+        if li.size == 0:
+            continue
+        Jp = l1_prox_jacobian(A, np.ascontiguousarray(np.broadcast_to(S, (n_atoms, L))))
+        Ja, Aa = Jp[atom[li]], A[atom[li]]
+        c = np.einsum("nab,nb->na", Ja, g0[li] - lam * s)  # w at z = 0
+        d = np.einsum("nab,nb->na", Ja, e[li])  # dw/dz
+        cs = np.einsum("nab,nb->na", np.abs(Aa), np.abs(c))
+        ds = np.einsum("nab,nb->na", np.abs(Aa), np.abs(d))
+        # alpha + beta z >= 0, with the size of each term (for the rounding margin)
+        on, offs = np.flatnonzero(S), np.flatnonzero(~S)
+        r0 = g0[li][:, offs] - np.einsum("nab,nb->na", Aa[:, offs, :], c)
+        r1 = e[li][:, offs] - np.einsum("nab,nb->na", Aa[:, offs, :], d)
+        alpha = np.concatenate([s[on] * c[:, on], lam - r0, lam + r0], axis=1)
+        beta = np.concatenate([s[on] * d[:, on], -r1, r1], axis=1)
+        asize = (
+            np.concatenate([np.abs(c[:, on]), cs[:, offs], cs[:, offs]], axis=1) + gsize[li, None]
+        )
+        bsize = (
+            np.concatenate([np.abs(d[:, on]), ds[:, offs], ds[:, offs]], axis=1) + esize[li, None]
+        )
+        flat = np.abs(beta) <= _FLAT_ULPS * _EPS * bsize
+        fails = flat & (alpha < -_FLAT_ULPS * _EPS * asize)
+        yield li, alpha, beta, flat, fails, c, d, Ja
+
+
+def _region_pieces(A, P, base, dirn, atom, lam, shift_free) -> list[tuple[np.ndarray, ...]]:
+    """The affine pieces of the prox along every line ``g(z) = P^T (base + z dirn)``, from
+    the polyhedral region of each sign pattern (:func:`_pattern_constraints`): on a line,
+    each pattern's interval is the intersection of half-lines, in closed form.  The
+    intervals of a line tile it (checked: their Gaussian masses add up to 1); a gap or an
+    overlap raises FloatingPointError.
+
+    Returns
+    -------
+    list of (line, a, b, z_ref, w_ref, slope, J)
+        ``w = w_ref + slope (z - z_ref)`` on ``[a, b]`` with ``z_ref`` inside, Jacobian
+        ``J`` (:func:`l1_prox_jacobian`).
+    """
+    pieces = []
+    for li, alpha, beta, flat, fails, c, d, Ja in _pattern_constraints(
+        A, P, base, dirn, atom, lam, shift_free
+    ):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = -alpha / beta
+        lo = np.where(~flat & (beta > 0), t, -np.inf).max(axis=1)
+        hi = np.where(~flat & (beta < 0), t, np.inf).min(axis=1)
+        k = np.flatnonzero((lo < hi) & ~np.any(fails, axis=1))
+        if k.size == 0:
+            continue
+        lo, hi = lo[k], hi[k]
+        # the reference point: inside the piece (where its signs hold) and as near 0 as
+        # that allows, so that ``w = w_ref + slope (z - z_ref)`` does not cancel
+        margin = np.minimum(0.5, 0.25 * (hi - lo))
+        zr = np.clip(0.0, lo + margin, hi - margin)
+        pieces.append((li[k], lo, hi, zr, c[k] + zr[:, None] * d[k], d[k], Ja[k]))
+    line = np.concatenate([p[0] for p in pieces])
+    mass = _partial_moments(
+        np.concatenate([p[1] for p in pieces]), np.concatenate([p[2] for p in pieces])
+    )[0]
+    total = np.bincount(line, mass, minlength=base.shape[0])
+    if not np.all(np.abs(total - 1.0) <= _TILE_TOL):
+        raise FloatingPointError(
+            "the regions of the l1 proximal map do not tile a line (Gaussian mass "
+            f"{total[np.argmax(np.abs(total - 1.0))]:.12g} instead of 1)"
+        )
+    return pieces
 
 
 def _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A) -> L1Moments:

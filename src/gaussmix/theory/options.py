@@ -16,7 +16,7 @@ import numpy as np
 
 from gaussmix.core.validation import check_int, check_real
 
-from .quadrature import QuadratureRule
+from .quadrature import MAX_PANELS, QuadratureRule
 from .tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL, QUAD_TOL, check_tol
 
 __all__ = ["SolverOptions", "DEFAULT_OPTIONS", "with_options_doc", "solver_options"]
@@ -78,6 +78,17 @@ _OPTIONS_DOC = """\
         :mod:`gaussmix.theory.symmetry`): the order parameters are then equivariant, and one
         cluster's channel, test-error and training-error integrals stand for all ``K``.
         Ignored for other problems.
+    prior_panels : int, optional
+        Panels per outer dimension of the prior's own rule where it has one: the lasso /
+        elastic net with two or more effective outputs (one-hot labels), whose moments are
+        exact along lines and integrated across them by composite Gauss-Legendre panels in
+        ``L' - 1`` dimensions (:func:`~gaussmix.theory.lasso.gaussian_l1_moments`; default
+        :func:`~gaussmix.theory.lasso.outer_panels`: 64 for two effective outputs, 8 for
+        three, 4 beyond).  The error estimate re-solves with twice the panels (and
+        ``auto_refine`` doubles them while the change exceeds ``quad_tol``, up to
+        :data:`~gaussmix.theory.refinement.MAX_PRIOR_LINES` lines); the cost of a prior
+        evaluation grows as ``prior_panels ** (L' - 1)``.  At most 512.  Ignored for other
+        problems.
 """
 
 #: Documentation of the inputs of a solve beside its options (``%(solve_inputs)s``): the
@@ -168,6 +179,7 @@ class SolverOptions:
     throw: bool = True
     continuation: bool = True
     symmetry: bool = True
+    prior_panels: int | None = None
 
     def __post_init__(self) -> None:
         checked = {
@@ -178,6 +190,10 @@ class SolverOptions:
             "quad_tol": check_real("quad_tol", self.quad_tol, low=0.0),
             "max_refine": check_int("max_refine", self.max_refine, low=0, high=10),
         }
+        if self.prior_panels is not None:
+            checked["prior_panels"] = check_int(
+                "prior_panels", self.prior_panels, low=2, high=MAX_PANELS // 2
+            )  # (the estimate needs twice as many)
         for name in _FLAGS:
             checked[name] = _check_bool(name, getattr(self, name))
         for name, value in checked.items():

@@ -58,6 +58,7 @@ __all__ = [
     "multi_output_elastic_net_prior",
     "soft_threshold_moments",
     "prior_update",
+    "prior_quadrature_dim",
     "prior_for",
     "register_prior",
     "PRIORS",
@@ -266,6 +267,7 @@ def multi_output_elastic_net_prior(
     Mhat: np.ndarray,
     Vhat: np.ndarray,
     P: np.ndarray,
+    panels: int | None = None,
 ) -> PriorResult:
     """Lasso / elastic-net prior update on a spectral mixture for any number of outputs.
 
@@ -296,6 +298,10 @@ def multi_output_elastic_net_prior(
     P : ndarray (L', L)
         The problem's effective-to-full output map; with ``L' < L`` (the complement of
         ``1`` of the cross-entropy) the lasso's gauge is its least-``||w||_1`` one.
+    panels : int, optional
+        Panels per outer dimension (``L' - 1`` of them) of the rule of
+        :func:`~gaussmix.theory.lasso.gaussian_l1_moments` (default
+        :func:`~gaussmix.theory.lasso.outer_panels`).
 
     Returns
     -------
@@ -321,7 +327,9 @@ def multi_output_elastic_net_prior(
         mean = mixture.mu @ Mhat
         cov = C
     shift_free = lam2 == 0.0 and L > Lp
-    mom = gaussian_l1_moments(A, P, mean, cov, lam * l1_ratio, shift_free=shift_free)
+    mom = gaussian_l1_moments(
+        A, P, mean, cov, lam * l1_ratio, shift_free=shift_free, panels=panels
+    )
     Euu = P @ mom.second @ P.T
     EJ = P @ mom.jacobian @ P.T
     wsig = (w[:, None] * sig).T  # (K, J)
@@ -410,12 +418,26 @@ def _ridge_dense(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=No
 
 @register_prior(Lasso, "spectral")
 @register_prior(ElasticNet, "spectral")
-def _elastic_net_spectral(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=None):
+def _elastic_net_spectral(
+    penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=None, panels=None
+):
     """One output (``P = 1``): the soft-threshold closed forms; otherwise the L-dimensional
-    lasso of :func:`multi_output_elastic_net_prior`."""
+    lasso of :func:`multi_output_elastic_net_prior` (with ``panels`` for its outer rule)."""
     if P is None or P.shape == (1, 1):
         return elastic_net_prior(mixture, lam, penalty.l1_ratio, Qhat, Mhat, Vhat)
-    return multi_output_elastic_net_prior(mixture, lam, penalty.l1_ratio, Qhat, Mhat, Vhat, P)
+    return multi_output_elastic_net_prior(
+        mixture, lam, penalty.l1_ratio, Qhat, Mhat, Vhat, P, panels
+    )
+
+
+def prior_quadrature_dim(problem) -> int:
+    """The dimension of the prior's own quadrature rule for ``problem``: ``L' - 1`` for the
+    lasso / elastic net with ``L' >= 2`` effective outputs (the outer rule of
+    :func:`~gaussmix.theory.lasso.gaussian_l1_moments`), 0 for a prior in closed form (ridge,
+    one effective output), whose integrals carry no quadrature error."""
+    if problem.prior is not _elastic_net_spectral or problem.dim < 2:
+        return 0
+    return problem.dim - 1
 
 
 def prior_update(
@@ -426,14 +448,25 @@ def prior_update(
     lam: float | None = None,
     *,
     details: bool = False,
+    panels: int | None = None,
 ) -> PriorResult:
     """The prior half of the fixed point for ``problem`` (the prior its penalty declares for
     its mixture's covariance structure, resolved when the problem was made).
 
     ``lam`` overrides ``problem.lam`` (e.g. for an initial state); ``details`` asks the
-    ridge prior for ``l1_norm`` too.
+    ridge prior for ``l1_norm`` too; ``panels`` sets the panels of the prior's own rule where
+    it has one (:func:`prior_quadrature_dim`; None: its default).
     """
     lam = problem.lam if lam is None else lam
+    extra = {"panels": panels} if panels is not None and prior_quadrature_dim(problem) else {}
     return problem.prior(
-        problem.penalty_spec, problem.mixture, lam, Qhat, Mhat, Vhat, details=details, P=problem.P
+        problem.penalty_spec,
+        problem.mixture,
+        lam,
+        Qhat,
+        Mhat,
+        Vhat,
+        details=details,
+        P=problem.P,
+        **extra,
     )

@@ -42,6 +42,7 @@ __all__ = [
     "default_rule",
     "auto_rule",
     "graded_line",
+    "graded_edges",
     "composite_legendre",
     "MAX_ORDER",
     "MAX_PANELS",
@@ -239,8 +240,13 @@ def graded_line(
     """Composite Gauss-Legendre rule (nodes, Legendre weights, no Gaussian factor) on
     ``[-half_width, half_width]`` cut into ``panels`` panels with edges
     ``half_width sinh(grade t) / sinh(grade)``, ``t`` uniform on ``[-1, 1]``."""
+    return composite_legendre(graded_edges(panels, grade, half_width), order)
+
+
+def graded_edges(panels: int, grade: float, half_width: float) -> np.ndarray:
+    """The panel edges of :func:`graded_line`."""
     t = np.linspace(-1.0, 1.0, panels + 1)
-    return composite_legendre(half_width * np.sinh(grade * t) / np.sinh(grade), order)
+    return half_width * np.sinh(grade * t) / np.sinh(grade)
 
 
 def composite_legendre(edges: np.ndarray, order: int) -> tuple[np.ndarray, np.ndarray]:

@@ -68,14 +68,18 @@ class FixedPointResult(Result):
         ``E[r(W*)] / d``.
     integration_error : float
         Largest estimated integration error of the errors and losses (0 for closed-form
-        channels with orthants of dimension <= 2).
+        channels with orthants of dimension <= 2 and priors in closed form; NaN if not
+        estimated).
     integration_errors : dict
         The estimate for each of ``test_error``, ``train_error``, ``train_loss``,
         ``test_loss``: the change
         under a refined channel rule (for a randomised rule, the standard error across its
         independent replicates) plus the error of the final evaluation itself (the training
-        error of the cross-entropy with K >= 4 uses seeded quasi-Monte Carlo).  The rule
-        reached is ``params['quadrature']`` (and ``state.rule``).
+        error of the cross-entropy with K >= 4 uses seeded quasi-Monte Carlo), plus, for the
+        lasso / elastic net with two or more effective outputs, the change under a refined
+        rule of the prior's own integrals (NaN where no refined rule is affordable: five or
+        more effective outputs).  The rule reached is ``params['quadrature']`` (and
+        ``state.rule``; the prior's panels ``state.prior_panels``).
     nonzero_fraction : float
         Expected fraction of non-zero components of ``W*`` (1.0 for ridge).
     nonzero_fraction_support, nonzero_fraction_off_support : float

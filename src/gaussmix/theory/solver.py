@@ -55,6 +55,7 @@ from .refinement import (
     estimate_errors,
     failed_observables,
     integration_warning_text,
+    refine_prior,
     run_fixed_point,
     sharp_rule,
 )
@@ -133,7 +134,7 @@ def _assemble(problem: Problem, opts: SolverOptions, est: Estimate) -> FixedPoin
         test_loss=obs.test_loss if ok else nan,
         free_energy=obs.free_energy if ok else nan,
         penalty_value=obs.penalty_value if ok else nan,
-        integration_error=max(errors.values()),
+        integration_error=_largest(errors),
         integration_errors=errors,
         **{k: (v if ok else nan) for k, v in obs.sparsity.items()},
         params={
@@ -143,10 +144,10 @@ def _assemble(problem: Problem, opts: SolverOptions, est: Estimate) -> FixedPoin
             "version": __version__,
         },
         status=status,
-        state=FixedPointState(problem, T.rule, x, T.symmetry),
+        state=FixedPointState(problem, T.rule, x, T.symmetry, T.prior_panels),
     )
     worst = max(errors["test_error"], errors["train_loss"])
-    if ok and worst > integration_warning_threshold(opts.tol):
+    if ok and (worst > integration_warning_threshold(opts.tol) or np.isnan(_largest(errors))):
         # stacklevel: _assemble <- solve_problem <- its caller's caller (as solve's user)
         warnings.warn(
             integration_warning_text(problem, opts, est), IntegrationWarning, stacklevel=4
@@ -154,6 +155,12 @@ def _assemble(problem: Problem, opts: SolverOptions, est: Estimate) -> FixedPoin
     if not ok and opts.throw:
         raise status.error_class(f"fixed point not found: {msg}", result)
     return result
+
+
+def _largest(errors: dict) -> float:
+    """The largest estimate, NaN if any is NaN (not estimated)."""
+    values = list(errors.values())
+    return np.nan if any(np.isnan(v) for v in values) else max(values)
 
 
 def _to_full(P: np.ndarray, A: np.ndarray) -> np.ndarray:
@@ -201,6 +208,7 @@ def solve_problem(
         T, out2 = run_fixed_point(problem, sharp, out.x, opts, callback, history)
         out = replace(out2, n_iter=out.n_iter + out2.n_iter)
     est = estimate_errors(problem, T, out, opts, callback, history)
+    est = refine_prior(problem, est, opts, callback, history)  # the multi-output lasso's
     return _assemble(problem, opts, est)
 
 
