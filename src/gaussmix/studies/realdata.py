@@ -103,6 +103,11 @@ CLUSTERINGS: Registry[Clustering] = Registry("clustering")
 
 class _BinaryClasses(Clustering):
     def clusters(self, ds: Dataset) -> tuple[np.ndarray, np.ndarray, LabelMap]:
+        if ds.task is not None and ds.task.is_onehot:
+            raise ValueError(
+                f"clustering 'p2' needs a binary task; {ds.task.name!r} is one-hot "
+                "(one cluster per class): use clustering 'pk'"
+            )
         # cluster 0: label +1, cluster 1: label -1 (LabelMap.binary)
         return (
             np.where(ds.y_train > 0, 0, 1),
@@ -116,6 +121,9 @@ class _OriginalClasses(Clustering):
         classes = np.unique(np.concatenate([ds.classes_train, ds.classes_test]))
         index = {int(c): i for i, c in enumerate(classes)}
         to_cluster = np.vectorize(index.__getitem__, otypes=[np.int64])
+        if ds.task is not None and ds.task.is_onehot:
+            onehot = LabelMap.onehot(classes.size)
+            return to_cluster(ds.classes_train), to_cluster(ds.classes_test), onehot
         label_of = np.zeros((classes.size, 1))
         for c, i in index.items():
             label_of[i, 0] = ds.y_train[ds.classes_train == c][0]
@@ -176,7 +184,7 @@ def prepare_realdata(
     dataset: str | Dataset,
     task: str | None = None,
     *,
-    clustering: str = "p2",
+    clustering: str | None = None,
     feature_map: Any = None,
     data_dir: str | os.PathLike[str] | None = None,
     download: bool = False,
@@ -190,8 +198,9 @@ def prepare_realdata(
         A name of :data:`gaussmix.data.DATASETS` or a loaded data set (with a task).
     task : str, optional
         The binary task (required with a name).
-    clustering : {'p2', 'pk'}
-        The mixture: one cluster per binary class, or one per original class.
+    clustering : {'p2', 'pk'}, optional
+        The mixture: one cluster per binary class, or one per original class (default:
+        ``'p2'`` for a binary task, ``'pk'`` for a one-hot task, whose labels are one-hot).
     feature_map : object with ``fit(X, y)`` and ``transform(X)``, optional
         Fitted on the training split only and applied to both
         (:func:`gaussmix.data.featurize`), e.g. :class:`gaussmix.data.RandomFeatures` or a
@@ -199,7 +208,8 @@ def prepare_realdata(
     data_dir, download
         As in :func:`gaussmix.data.load_dataset`.
     """
-    rule = CLUSTERINGS.get(clustering)
+    if clustering is not None:
+        CLUSTERINGS.get(clustering)  # an unknown name is refused before anything is loaded
     t0 = time.perf_counter()
     if isinstance(dataset, Dataset):
         ds = dataset
@@ -210,6 +220,9 @@ def prepare_realdata(
     if ds.y_train is None:
         raise ValueError(f"the data set {ds.name!r} has no binary task; load it with a task")
     t_load = time.perf_counter() - t0
+    if clustering is None:
+        clustering = "pk" if ds.task is not None and ds.task.is_onehot else "p2"
+    rule = CLUSTERINGS.get(clustering)
     features = "pixels"
     if feature_map is not None:
         ds = featurize(ds, feature_map)
