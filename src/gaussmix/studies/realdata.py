@@ -451,6 +451,7 @@ def theory_curve(
     lam: float | Sequence[float],
     alphas: float | Sequence[float] | np.ndarray,
     progress: bool = False,
+    options: Any = None,
 ) -> CurveTable:
     """Theorems 1–2 for the fitted mixture: :func:`gaussmix.learning_curve` over alpha
     (warm-started), or :func:`gaussmix.lambda_sweep` over lam (annealed).
@@ -461,11 +462,19 @@ def theory_curve(
     %(points)s
     progress : bool
         Show a progress bar.
+    options : SolverOptions, optional
+        Options of every fixed point (default: the solver's).
     """
     points, x = _points(lam, alphas)
+    kw = {} if options is None else {"options": options}
     if x == "alpha":
         df = learning_curve(
-            problem.mixture, loss, [a for _, a in points], lam=points[0][0], progress=progress
+            problem.mixture,
+            loss,
+            [a for _, a in points],
+            lam=points[0][0],
+            progress=progress,
+            **kw,
         )
     else:
         df = lambda_sweep(
@@ -474,6 +483,7 @@ def theory_curve(
             [lv for lv, _ in points],
             alpha=points[0][1],
             progress=progress,
+            **kw,
         )
     out = pd.DataFrame(
         {
@@ -503,6 +513,7 @@ def _study(
     seed: int,
     sources: Sequence[str],
     progress: bool,
+    options: Any = None,
 ) -> CurveTable:
     unknown = [s for s in sources if s not in SOURCES]
     if unknown or not sources:
@@ -510,7 +521,11 @@ def _study(
     _, x = _points(lam, alphas)
     parts = []
     if "theory" in sources:
-        parts.append(theory_curve(problem, loss=loss, lam=lam, alphas=alphas, progress=progress))
+        parts.append(
+            theory_curve(
+                problem, loss=loss, lam=lam, alphas=alphas, progress=progress, options=options
+            )
+        )
     if "synthetic" in sources:
         parts.append(
             synthetic_curve(
@@ -554,6 +569,7 @@ def realdata_curve(
     seed: int = 0,
     sources: Sequence[str] = SOURCES,
     progress: bool = False,
+    options: Any = None,
 ) -> CurveTable:
     """The learning curves of step 4 of the module's protocol, one row per (alpha, source).
 
@@ -565,6 +581,8 @@ def realdata_curve(
     alphas : sequence of float
         The sample complexities ``n / d``.
     %(sources)s
+    options : SolverOptions, optional
+        Options of the theory's fixed points (default: the solver's).
 
     Returns
     -------
@@ -575,7 +593,7 @@ def realdata_curve(
         synthetic, None for real data, whose subsamples the row aggregates).
     """
     check_param("lam", lam)
-    return _study(problem, loss, lam, alphas, subsamples, seeds, seed, sources, progress)
+    return _study(problem, loss, lam, alphas, subsamples, seeds, seed, sources, progress, options)
 
 
 @_DOC
