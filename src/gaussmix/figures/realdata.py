@@ -298,7 +298,9 @@ def tenclass_table(
     ``dataset, task, pool``.  The theory's fixed points skip the randomised
     integration-error estimate (``SolverOptions(estimate_error=False)``: it re-solves the
     fixed point per randomisation of the nine-dimensional channel rule, about forty times
-    the cost of the point; BENCHMARKS.md)."""
+    the cost of the point; BENCHMARKS.md).  The test error's nine-dimensional orthant
+    probabilities stop at their sampling cap (one standard error 4e-6 to 9e-6 at d = 49,
+    reported as an ``IntegrationWarning``), far below the dots' error bars."""
     from gaussmix.data import AveragePooling
     from gaussmix.theory.options import SolverOptions
 
