@@ -5,8 +5,12 @@ the fitted mixture."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import pandas as pd
 import pytest
+from _cli_helpers import assert_one_line_error, run
 from conftest import require_dataset
 from sklearn.linear_model import LogisticRegression
 
@@ -76,3 +80,22 @@ def test_mnist_ten_class_theory_against_the_fitted_mixture():
     assert abs(row["test_error"] - res.test_error) < 3.0 * row["test_error_se"]
     # and far from chance and from the binary tasks' errors: a ten-class problem
     assert 0.2 < res.test_error < 0.5
+
+
+def test_cli_ten_class_real_curve_and_bad_clustering(tmp_path):
+    out = tmp_path / "o"
+    code, _, err = run(
+        "realdata", "--dataset", "digits", "--task", "ten-class", "--loss", "cross-entropy",
+        "--lam", "0.1", "--alphas", "4", "--sources", "real", "--subsamples", "2",
+        "--out", str(out), "-q",
+    )  # fmt: skip
+    assert code == 0, err
+    df = pd.read_csv(out / "realdata.csv")
+    assert list(df["source"]) == ["real"] and 0.0 < df["test_error"].iloc[0] < 0.5
+    assert json.loads((out / "realdata.json").read_text())["clustering"] == "pk"
+    code, stdout, err = run(
+        "realdata", "--dataset", "digits", "--task", "ten-class", "--clustering", "p2",
+        "--loss", "cross-entropy", "--lam", "0.1", "--out", str(tmp_path / "bad"),
+    )  # fmt: skip
+    assert_one_line_error(code, stdout, err, "clustering 'p2' needs a binary task")
+    assert not (tmp_path / "bad").exists()
