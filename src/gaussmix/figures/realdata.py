@@ -300,7 +300,21 @@ def tenclass_table(
     fixed point per randomisation of the nine-dimensional channel rule, about forty times
     the cost of the point; BENCHMARKS.md).  The test error's nine-dimensional orthant
     probabilities stop at their sampling cap (one standard error 4e-6 to 9e-6 at d = 49,
-    reported as an ``IntegrationWarning``), far below the dots' error bars."""
+    reported as an ``IntegrationWarning``), far below the dots' error bars.
+
+    Parameters
+    ----------
+    datasets : sequence of {'mnist', 'fashion-mnist', 'digits'}
+        One row of panels each (digits only with ``pool = 1``: its images are 8 x 8).
+    alphas : sequence of float
+        Sample complexities ``n / d``.
+    pool : int
+        Side of the pixel blocks averaged (:class:`gaussmix.data.AveragePooling`); 1: pixels.
+    lam : float
+        Penalty strength, > 0.
+    subsamples, seeds, seed, sources, progress
+        As in :func:`gaussmix.studies.realdata_curve`.
+    """
     from gaussmix.data import AveragePooling
     from gaussmix.theory.options import SolverOptions
 
