@@ -32,6 +32,7 @@ from conftest import skip_optional
 from gaussmix.data import (
     DATASETS,
     TASKS,
+    AveragePooling,
     DataNotFoundError,
     Task,
     content_sha256,
@@ -263,7 +264,7 @@ def test_digits_behind_the_same_api():
 
 
 def test_task_maps():
-    assert TASKS.names() == ("even-odd", "low-high", "clothes-accessories")
+    assert TASKS.names() == ("even-odd", "low-high", "clothes-accessories", "ten-class")
     assert get_task("even-odd").mapping == {c: 1 if c % 2 == 0 else -1 for c in range(10)}
     assert get_task("low-high").mapping == {c: 1 if c < 5 else -1 for c in range(10)}
     ca = get_task("clothes-accessories")
@@ -281,6 +282,45 @@ def test_task_maps():
         ca.labels(np.array([10]))
     with pytest.raises(ValueError, match="cover 0..2 exactly once"):
         Task("bad", ("mnist",), (0, 1), (1,), "overlap")
+
+
+def test_ten_class_task_is_one_hot():
+    t = get_task("ten-class", "fashion-mnist")
+    assert t.is_onehot and t.n_classes == 10 and not get_task("even-odd").is_onehot
+    assert t.mapping == {c: c for c in range(10)}
+    np.testing.assert_array_equal(t.labels(np.array([3, 0, 9])), [3.0, 0.0, 9.0])
+    with pytest.raises(ValueError, match="class ids in"):
+        t.labels(np.array([10]))
+    with pytest.raises(ValueError, match="lists its classes in positive"):
+        Task("bad", ("mnist",), (0,), (1,), "one-hot with two sides", kind="one-hot")
+    with pytest.raises(ValueError, match="kind must be"):
+        Task("bad", ("mnist",), (0,), (1,), "unknown kind", kind="ternary")
+
+
+def test_average_pooling_against_a_loop():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 36))
+    pool = AveragePooling(3).fit(x)
+    v = pool.transform(x)
+    img = x.reshape(3, 6, 6)
+    expected = np.array(
+        [
+            [
+                img[n, 3 * i : 3 * i + 3, 3 * j : 3 * j + 3].mean()
+                for i in range(2)
+                for j in range(2)
+            ]
+            for n in range(3)
+        ]
+    )
+    assert pool.p == 4 and v.shape == (3, 4)
+    np.testing.assert_allclose(v, expected, rtol=0, atol=1e-15)
+    with pytest.raises(ValueError, match="size must divide the side of a square image"):
+        AveragePooling(4).fit(x)
+    with pytest.raises(ValueError, match="size must divide"):
+        AveragePooling(2).fit(rng.standard_normal((2, 10)))
+    with pytest.raises(RuntimeError, match="not fitted"):
+        AveragePooling(2).transform(x)
 
 
 # --------------------------------------------------------------------------- subsampling

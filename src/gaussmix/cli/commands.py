@@ -974,9 +974,10 @@ _FIGURE_OPTIONS: dict[str, tuple[Any, tuple[str, ...], str | None, str]] = {
               "fig3-left/right, appe-xor*: cluster variance, Sigma = DELTA I [0.5]."),
     "deltas": (str, ("--deltas",), "D1,...",
                "fig4-left: the two cluster variances [0.1,0.01]; fig3-centre: one line each."),
-    "lam": (float, ("--lam",), "LAMBDA", "fig3-left, appe-*: penalty strength."),
-    "datasets": (str, ("--datasets",), "NAME,...",
-                 "fig5, fig4-right: mnist, fashion-mnist, digits [mnist,fashion-mnist]."),
+    "lam": (float, ("--lam",), "LAMBDA", "fig3-left, appe-*, ten-class: penalty strength."),
+    "datasets": (str, ("--datasets",), "NAME,...", "fig5, fig4-right, ten-class: mnist, "
+                 "fashion-mnist, digits [mnist,fashion-mnist]."),
+    "pool": (int, ("--pool",), "P", "ten-class: block means of P x P pixels (1: pixels) [4]."),
     "dataset": (str, ("--dataset",), "NAME",
                 "fig6, appe-*: mnist, fashion-mnist or digits [mnist]."),
     "gammas": (str, ("--gammas",), _GRID, "fig6: random features per dimension, p / d."),

@@ -58,7 +58,9 @@ def realdata_command(
     alphas: Annotated[
         str, typer.Option("--alphas", help="Sample complexities: a1,a2,... or start:stop:num.")
     ] = "0.5,1,2,3",
-    loss: Annotated[str, typer.Option("--loss", help="Loss (binary labels).")] = "logistic",
+    loss: Annotated[
+        str, typer.Option("--loss", help="Loss (cross-entropy for ten-class).")
+    ] = "logistic",
     features: Annotated[
         str, typer.Option("--features", help="none, rf (random features erf(F x / sqrt d)).")
     ] = "none",
@@ -66,9 +68,12 @@ def realdata_command(
         float | None, typer.Option("--gamma", help="Random features: p / d (with --features rf).")
     ] = None,
     clustering: Annotated[
-        str,
-        typer.Option("--clustering", help="p2 (one cluster per class) or pk (per digit)."),
-    ] = "p2",
+        str | None,
+        typer.Option(
+            "--clustering",
+            help="p2 (one cluster per class) or pk (per digit); default p2, pk for ten-class.",
+        ),
+    ] = None,
     subsamples: Annotated[
         int, typer.Option("--subsamples", help="Real data: training subsamples per alpha.")
     ] = 5,
@@ -104,7 +109,8 @@ def realdata_command(
     _choice("--dataset", dataset, tuple(DATASETS))
     _choice("--task", task, TASKS.names())
     get_task(task, dataset)
-    _choice("--clustering", clustering, CLUSTERINGS.names())
+    if clustering is not None:
+        _choice("--clustering", clustering, CLUSTERINGS.names())
     _choice("--features", features, FEATURES)
     src = [s.strip() for s in sources.split(",")]
     for s in src:

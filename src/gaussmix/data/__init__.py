@@ -30,11 +30,12 @@ from .datasets import (
     subsample_indices,
 )
 from .download import ChecksumError, DownloadError, RemoteFile, content_sha256, fetch
-from .features import NetworkFeatures, RandomFeatures, featurize
+from .features import AveragePooling, NetworkFeatures, RandomFeatures, featurize
 from .files import DataFileError, LabelledData, load_labelled
 from .tasks import TASKS, Task, get_task
 
 __all__ = [
+    "AveragePooling",
     "DATASETS",
     "TASKS",
     "ChecksumError",

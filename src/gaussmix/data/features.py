@@ -11,6 +11,10 @@ its own means and covariances).
   p / d``.  Each feature lies in ``(-1, 1)``.  (The paper writes ``erf(F x)``; the
   ``1 / sqrt(d)`` keeps the argument of order one: with MNIST's centred pixels ``|x|^2 / d``
   is about 0.07, so the pre-activations have standard deviation about 0.27.)
+* :class:`AveragePooling` -- the mean of each ``size x size`` block of pixels of a square
+  image (``d = 784, size = 4``: 7 x 7 = 49 features); a fixed linear map, the reduced-size
+  stand-in for pixels where the dense theory at ``d = 784`` is too costly (the 10-class
+  tests and figure).
 * :class:`NetworkFeatures` -- the hidden layer ``v = relu(x W1 + b1)`` of a two-layer network
   ``d -> hidden (ReLU) -> 1`` trained with Adam on the square loss against the +-1 labels,
   snapshotted after several epochs.  Training uses scikit-learn's ``MLPRegressor`` (identity
@@ -31,7 +35,7 @@ import numpy as np
 from ..core.validation import check_int, check_param, check_real
 from .datasets import Dataset
 
-__all__ = ["RandomFeatures", "NetworkFeatures", "featurize"]
+__all__ = ["AveragePooling", "RandomFeatures", "NetworkFeatures", "featurize"]
 
 
 def _as_inputs(name: str, X: object, d: int | None = None) -> np.ndarray:
@@ -110,6 +114,57 @@ class RandomFeatures:
             np.matmul(X[start : start + self.chunk], ft, out=block)
             erf(block, out=block)
         return out
+
+    def fit_transform(self, X: object, y: object = None) -> np.ndarray:
+        return self.fit(X).transform(X)
+
+
+class AveragePooling:
+    """Block means ``v_(I, J) = mean of x_(i, j) over the size x size block (I, J)`` of a
+    square image, flattened row by row (the images of :func:`gaussmix.data.load_dataset`).
+
+    Parameters
+    ----------
+    size : int
+        Side of the blocks; it must divide the side of the image.
+
+    Attributes
+    ----------
+    d_ : int
+        Input dimension seen at :meth:`fit` (a square ``side x side``).
+    p : int
+        Number of features, ``(side / size)^2`` (set at :meth:`fit`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.arange(16.0).reshape(1, 16)
+    >>> AveragePooling(2).fit(x).transform(x)
+    array([[ 2.5,  4.5, 10.5, 12.5]])
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = check_int("size", size, low=1)
+
+    def fit(self, X: object, y: object = None) -> AveragePooling:
+        """Check that the rows of ``X`` are square images whose side ``size`` divides."""
+        d = _as_inputs("X", X).shape[1]
+        side = math.isqrt(d)
+        if side * side != d or side % self.size:
+            raise ValueError(
+                f"size must divide the side of a square image; got d = {d} and size = {self.size}"
+            )
+        self.d_, self.side_ = d, side
+        self.p = (side // self.size) ** 2
+        return self
+
+    def transform(self, X: object) -> np.ndarray:
+        """Block means of the rows of ``X``, shape ``(n, p)``."""
+        if not hasattr(self, "d_"):
+            raise _not_fitted(self)
+        X = _as_inputs("X", X, self.d_)
+        s, k = self.side_ // self.size, self.size
+        return X.reshape(-1, s, k, s, k).mean(axis=(2, 4)).reshape(-1, s * s)
 
     def fit_transform(self, X: object, y: object = None) -> np.ndarray:
         return self.fit(X).transform(X)

@@ -1,8 +1,12 @@
-"""Binary tasks on real data sets: which original classes are labelled +1 and which -1.
+"""Tasks on real data sets: which original classes are labelled +1 and which -1, or every
+class its own one-hot label.
 
 Each task is declared once in :data:`TASKS` (name -> :class:`Task`) and looked up by name at
-the edge (``load_dataset(..., task='even-odd')``).  A task names the data sets it applies to
-and must put every class of those data sets on exactly one side.
+the edge (``load_dataset(..., task='even-odd')``).  A task names the data sets it applies to;
+a binary task must put every class of those data sets on exactly one side, a one-hot task
+(``kind='one-hot'``) lists every class once in ``positive`` and labels class ``c`` by the
+canonical basis vector ``e_c`` of ``R^K`` (the labels it returns are the class ids; the
+mixture fitted to it has the label map :meth:`gaussmix.LabelMap.onehot`).
 
 =======================  ===============  =================================================
 name                     data sets        +1 / -1
@@ -11,6 +15,9 @@ name                     data sets        +1 / -1
 ``low-high``             mnist, digits    0-4 / 5-9
 ``clothes-accessories``  fashion-mnist    T-shirt/top, Trouser, Pullover, Dress, Coat,
                                           Shirt / Sandal, Sneaker, Bag, Ankle boot
+``ten-class``            mnist,           one-hot: class ``c`` labelled ``e_c`` (10 classes;
+                         fashion-mnist,   the cross-entropy or the square loss)
+                         digits
 =======================  ===============  =================================================
 """
 
@@ -27,7 +34,7 @@ __all__ = ["Task", "TASKS", "get_task"]
 
 @dataclass(frozen=True)
 class Task:
-    """A binary relabelling of a multi-class data set.
+    """A binary relabelling of a multi-class data set, or its one-hot labels.
 
     Parameters
     ----------
@@ -37,9 +44,12 @@ class Task:
         Names of the data sets the task applies to.
     positive, negative : tuple of int
         Original class ids labelled +1 and -1; together they are ``0 .. n_classes - 1``,
-        each exactly once.
+        each exactly once.  A one-hot task lists every class in ``positive`` and none in
+        ``negative``.
     description : str
         One line for people.
+    kind : {'binary', 'one-hot'}
+        Binary labels +1 / -1, or class ``c`` labelled ``e_c`` in ``R^K``.
     """
 
     name: str
@@ -47,8 +57,13 @@ class Task:
     positive: tuple[int, ...]
     negative: tuple[int, ...]
     description: str
+    kind: str = "binary"
 
     def __post_init__(self) -> None:
+        if self.kind not in ("binary", "one-hot"):
+            raise ValueError(f"task {self.name!r}: kind must be 'binary' or 'one-hot'")
+        if self.kind == "one-hot" and self.negative:
+            raise ValueError(f"task {self.name!r}: a one-hot task lists its classes in positive")
         both = sorted(self.positive + self.negative)
         if both != list(range(len(both))):
             raise ValueError(
@@ -62,12 +77,20 @@ class Task:
         return len(self.positive) + len(self.negative)
 
     @property
+    def is_onehot(self) -> bool:
+        """Whether class ``c`` is labelled by the basis vector ``e_c`` (``kind='one-hot'``)."""
+        return self.kind == "one-hot"
+
+    @property
     def mapping(self) -> dict[int, int]:
-        """Original class id -> binary label (+1 or -1)."""
+        """Original class id -> binary label (+1 or -1), or -> itself for a one-hot task."""
+        if self.is_onehot:
+            return {c: c for c in range(self.n_classes)}
         return {c: (1 if c in self.positive else -1) for c in range(self.n_classes)}
 
     def labels(self, classes: np.ndarray) -> np.ndarray:
-        """Binary labels (float64, +1 / -1) of an array of original class ids.
+        """Binary labels (float64, +1 / -1) of an array of original class ids; for a one-hot
+        task the class ids themselves (float64; class ``c`` stands for ``e_c``).
 
         Raises
         ------
@@ -113,6 +136,16 @@ TASKS.register(
             "clothes (+1: T-shirt/top, Trouser, Pullover, Dress, Coat, Shirt) against "
             "accessories (-1: Sandal, Sneaker, Bag, Ankle boot)"
         ),
+    )
+)
+TASKS.register(
+    Task(
+        "ten-class",
+        ("mnist", "fashion-mnist", "digits"),
+        positive=tuple(range(10)),
+        negative=(),
+        description="the ten classes, one-hot labels (class c labelled e_c in R^10)",
+        kind="one-hot",
     )
 )
 

@@ -55,6 +55,8 @@ __all__ = [
     "plot_fig5",
     "fig6_table",
     "plot_fig6",
+    "tenclass_table",
+    "plot_tenclass",
     "fig4_right_table",
     "plot_fig4_right",
     "trained_features_table",
@@ -237,9 +239,12 @@ def fig5_table(
     return pd.concat(parts, ignore_index=True)
 
 
-def plot_fig5(df: pd.DataFrame) -> Figure:
+def plot_fig5(
+    df: pd.DataFrame, *, estimator: str = _ESTIMATOR, mixture: str = "two-cluster"
+) -> Figure:
     """One row of panels per data set: test error and training loss against alpha; the
-    legend (what lines and dots are) to the right."""
+    legend (what lines and dots are) to the right; ``estimator`` and ``mixture`` name the
+    loss and the fitted mixture in the title."""
     names = list(dict.fromkeys(df["dataset"]))
     fig, axes = new_slide_figure((13.0, 0.6 + 4.0 * len(names)), len(names), 2)
     with mpl.rc_context(SLIDE_STYLE):
@@ -261,11 +266,104 @@ def plot_fig5(df: pd.DataFrame) -> Figure:
         )
         notes = [DATASET_NAMES[n] for n in names if DATASET_NAMES.get(n, "").endswith(")")]
         fig.suptitle(
-            f"{_ESTIMATOR}, {lams}\nreal data, samples of the two-cluster Gaussian mixture "
+            f"{estimator}, {lams}\nreal data, samples of the {mixture} Gaussian mixture "
             "fitted to them, and its theory (lines, Theorems 1-2)"
             + "".join(f"\n{n}" for n in notes)
         )
     return fig
+
+
+# ----------------------------------------------------------------------- ten classes
+#: the penalty of the ten-class figure (cross-entropy, one-hot labels)
+TEN_CLASS_LAM = 0.1
+
+
+def tenclass_table(
+    datasets: Sequence[str] = ("mnist", "fashion-mnist"),
+    alphas: Sequence[float] = (1.0, 2.0, 4.0, 8.0),
+    *,
+    pool: int = 4,
+    lam: float = TEN_CLASS_LAM,
+    subsamples: int = 5,
+    seeds: int = 3,
+    seed: int = 0,
+    sources: Sequence[str] = SOURCES,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Ten classes (task ``ten-class``): softmax cross-entropy with ridge on the block means
+    of ``pool x pool`` pixels (``pool = 1``: the pixels, d = 784), against the ten-cluster
+    mixture fitted to them (one cluster per class, one-hot labels; Theorem 1 in the
+    effective output space of dimension 9, the dense ridge prior).  One row per (dataset,
+    alpha, source) with the columns of :func:`gaussmix.studies.realdata_curve` and
+    ``dataset, task, pool``.  The theory's fixed points skip the randomised
+    integration-error estimate (``SolverOptions(estimate_error=False)``: it re-solves the
+    fixed point per randomisation of the nine-dimensional channel rule, about forty times
+    the cost of the point; BENCHMARKS.md).  The test error's nine-dimensional orthant
+    probabilities stop at their sampling cap (one standard error 4e-6 to 9e-6 at d = 49,
+    reported as an ``IntegrationWarning``), far below the dots' error bars.
+
+    Parameters
+    ----------
+    datasets : sequence of {'mnist', 'fashion-mnist', 'digits'}
+        One row of panels each (digits only with ``pool = 1``: its images are 8 x 8).
+    alphas : sequence of float
+        Sample complexities ``n / d``.
+    pool : int
+        Side of the pixel blocks averaged (:class:`gaussmix.data.AveragePooling`); 1: pixels.
+    lam : float
+        Penalty strength, > 0.
+    subsamples, seeds, seed, sources, progress
+        As in :func:`gaussmix.studies.realdata_curve`.
+    """
+    from gaussmix.data import AveragePooling
+    from gaussmix.theory.options import SolverOptions
+
+    names, a = _datasets(datasets), check_alphas("alphas", alphas)
+    if "digits" in names and pool != 1:
+        raise ValueError("pool must be 1 for digits (8 x 8 images)")
+    pool = check_int("pool", pool, low=1)
+    lam = check_real("lam", lam, low=0.0, low_open=True)
+    subsamples, seeds = _counts(subsamples, seeds)
+    src = _sources(sources)
+    parts = []
+    for name in names:
+        ds = load_dataset(name, "ten-class")
+        fmap = AveragePooling(pool) if pool > 1 else None
+        problem = prepare_realdata(ds, feature_map=fmap)
+        df = realdata_curve(
+            problem,
+            loss="cross-entropy",
+            lam=lam,
+            alphas=a,
+            subsamples=subsamples,
+            seeds=seeds,
+            seed=seed,
+            sources=src,
+            progress=progress,
+            options=SolverOptions(estimate_error=False),
+        )
+        parts.append(df.assign(dataset=name, task="ten-class", pool=pool, d=problem.d))
+    return pd.concat(parts, ignore_index=True)
+
+
+def plot_tenclass(df: pd.DataFrame) -> Figure:
+    """:func:`plot_fig5`'s panels for a table of :func:`tenclass_table`."""
+    pool = int(df["pool"].iloc[0])
+    feats = "pixels" if pool == 1 else f"{pool} x {pool} block means of the pixels"
+    d = int(df["d"].iloc[0])
+    return plot_fig5(
+        df,
+        estimator=rf"ten classes, cross-entropy + ridge ($\ell_2$) on {feats} (d = {d})",
+        mixture="ten-cluster (one-hot)",
+    )
+
+
+def _check_tenclass(
+    datasets, alphas, pool, lam, subsamples, seeds, seed, sources, progress
+) -> None:
+    _datasets(datasets), check_alphas("alphas", alphas), check_int("pool", pool, low=1)
+    check_real("lam", lam, low=0.0, low_open=True)
+    _counts(subsamples, seeds), _sources(sources), check_param("seed", seed)
 
 
 # ------------------------------------------------------------------------------ Fig. 6
@@ -684,6 +782,13 @@ REAL_FAST = {
     },
     "appe-p2-p10": {"dataset": "mnist", "alphas": (0.5, 1.0, 2.0), "subsamples": 2, "seeds": 2},
     "appe-xor": {"alphas": tuple(float(x) for x in np.geomspace(0.25, 8.0, 40))},
+    "ten-class": {
+        "datasets": ("mnist",),
+        "alphas": (2.0, 8.0),
+        "pool": 4,
+        "subsamples": 2,
+        "seeds": 2,
+    },
 }
 
 register_figure(
@@ -856,6 +961,43 @@ register_figure(
             FigureOption("--lam", "lam", "float"),
             FigureOption("--delta", "delta", "float"),
             FigureOption("--d", "d", "int"),
+        ),
+    )
+)
+register_figure(
+    FigureSpec(
+        name="ten-class",
+        paper="Section 3.3 (ten classes)",
+        description="real data, ten classes: MNIST and Fashion-MNIST, cross-entropy + ridge "
+        "(lambda = 0.1) on 4 x 4 block means of the pixels (d = 49), test error and "
+        "training loss vs alpha",
+        caption=_REAL_CAPTION.replace(
+            "Logistic regression with ridge penalty lambda ||w||^2 / 2",
+            "Softmax cross-entropy on one-hot labels with ridge penalty lambda ||W||_F^2 / 2",
+        )
+        + " The mixture has one cluster per class; the theory's fixed points carry no "
+        "randomised integration-error estimate (it would re-solve each point once per "
+        "randomisation of the nine-dimensional channel rule). --pool 1 is the pixels "
+        "(d = 784): one iteration of the dense prior there takes about a minute "
+        "(BENCHMARKS.md).",
+        fixed_mixture=(
+            "it compares real data (MNIST, Fashion-MNIST) with the mixtures fitted to them"
+        ),
+        table=tenclass_table,
+        check=_check_tenclass,
+        plot=plot_tenclass,
+        fast=REAL_FAST["ten-class"],
+        fast_note=preset_note(REAL_FAST["ten-class"]),
+        dots=("real data", "simulation"),
+        options=(
+            FigureOption("--datasets", "datasets", "str"),
+            FigureOption("--alphas", "alphas", "grid"),
+            FigureOption("--pool", "pool", "int"),
+            FigureOption("--lam", "lam", "float"),
+            _SUB,
+            _SEEDS,
+            _SEED,
+            _SOURCES,
         ),
     )
 )

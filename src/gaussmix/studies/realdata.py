@@ -106,6 +106,11 @@ CLUSTERINGS: Registry[Clustering] = Registry("clustering")
 
 class _BinaryClasses(Clustering):
     def clusters(self, ds: Dataset) -> tuple[np.ndarray, np.ndarray, LabelMap]:
+        if ds.task is not None and ds.task.is_onehot:
+            raise ValueError(
+                f"clustering 'p2' needs a binary task; {ds.task.name!r} is one-hot "
+                "(one cluster per class): use clustering 'pk'"
+            )
         # cluster 0: label +1, cluster 1: label -1 (LabelMap.binary)
         return (
             np.where(ds.y_train > 0, 0, 1),
@@ -119,6 +124,9 @@ class _OriginalClasses(Clustering):
         classes = np.unique(np.concatenate([ds.classes_train, ds.classes_test]))
         index = {int(c): i for i, c in enumerate(classes)}
         to_cluster = np.vectorize(index.__getitem__, otypes=[np.int64])
+        if ds.task is not None and ds.task.is_onehot:
+            onehot = LabelMap.onehot(classes.size)
+            return to_cluster(ds.classes_train), to_cluster(ds.classes_test), onehot
         label_of = np.zeros((classes.size, 1))
         for c, i in index.items():
             label_of[i, 0] = ds.y_train[ds.classes_train == c][0]
@@ -179,7 +187,7 @@ def prepare_realdata(
     dataset: str | Dataset,
     task: str | None = None,
     *,
-    clustering: str = "p2",
+    clustering: str | None = None,
     feature_map: Any = None,
     data_dir: str | os.PathLike[str] | None = None,
     download: bool = False,
@@ -193,8 +201,9 @@ def prepare_realdata(
         A name of :data:`gaussmix.data.DATASETS` or a loaded data set (with a task).
     task : str, optional
         The binary task (required with a name).
-    clustering : {'p2', 'pk'}
-        The mixture: one cluster per binary class, or one per original class.
+    clustering : {'p2', 'pk'}, optional
+        The mixture: one cluster per binary class, or one per original class (default:
+        ``'p2'`` for a binary task, ``'pk'`` for a one-hot task, whose labels are one-hot).
     feature_map : object with ``fit(X, y)`` and ``transform(X)``, optional
         Fitted on the training split only and applied to both
         (:func:`gaussmix.data.featurize`), e.g. :class:`gaussmix.data.RandomFeatures` or a
@@ -202,7 +211,8 @@ def prepare_realdata(
     data_dir, download
         As in :func:`gaussmix.data.load_dataset`.
     """
-    rule = CLUSTERINGS.get(clustering)
+    if clustering is not None:
+        CLUSTERINGS.get(clustering)  # an unknown name is refused before anything is loaded
     t0 = time.perf_counter()
     if isinstance(dataset, Dataset):
         ds = dataset
@@ -213,6 +223,9 @@ def prepare_realdata(
     if ds.y_train is None:
         raise ValueError(f"the data set {ds.name!r} has no binary task; load it with a task")
     t_load = time.perf_counter() - t0
+    if clustering is None:
+        clustering = "pk" if ds.task is not None and ds.task.is_onehot else "p2"
+    rule = CLUSTERINGS.get(clustering)
     features = "pixels"
     if feature_map is not None:
         ds = featurize(ds, feature_map)
@@ -538,6 +551,7 @@ def theory_curve(
     lam: float | Sequence[float],
     alphas: float | Sequence[float] | np.ndarray,
     progress: bool = False,
+    options: Any = None,
 ) -> CurveTable:
     """Theorems 1–2 for the fitted mixture: :func:`gaussmix.learning_curve` over alpha
     (warm-started), or :func:`gaussmix.lambda_sweep` over lam (annealed).
@@ -548,11 +562,19 @@ def theory_curve(
     %(points)s
     progress : bool
         Show a progress bar.
+    options : SolverOptions, optional
+        Options of every fixed point (default: the solver's).
     """
     points, x = curve_points(lam, alphas)
+    kw = {} if options is None else {"options": options}
     if x == "alpha":
         df = learning_curve(
-            problem.mixture, loss, [a for _, a in points], lam=points[0][0], progress=progress
+            problem.mixture,
+            loss,
+            [a for _, a in points],
+            lam=points[0][0],
+            progress=progress,
+            **kw,
         )
     else:
         df = lambda_sweep(
@@ -561,6 +583,7 @@ def theory_curve(
             [lv for lv, _ in points],
             alpha=points[0][1],
             progress=progress,
+            **kw,
         )
     out = pd.DataFrame(
         {
@@ -618,6 +641,7 @@ def _study(
     sources: Sequence[str],
     progress: bool,
     counts: str | None = None,
+    options: Any = None,
 ) -> CurveTable:
     unknown = [s for s in sources if s not in SOURCES]
     if unknown or not sources:
@@ -625,7 +649,11 @@ def _study(
     _, x = curve_points(lam, alphas)
     parts = []
     if "theory" in sources:
-        parts.append(theory_curve(problem, loss=loss, lam=lam, alphas=alphas, progress=progress))
+        parts.append(
+            theory_curve(
+                problem, loss=loss, lam=lam, alphas=alphas, progress=progress, options=options
+            )
+        )
     if "synthetic" in sources:
         parts.append(
             synthetic_curve(
@@ -672,6 +700,7 @@ def realdata_curve(
     sources: Sequence[str] = SOURCES,
     progress: bool = False,
     counts: str | None = None,
+    options: Any = None,
 ) -> CurveTable:
     """The learning curves of step 4 of the module's protocol, one row per (alpha, source).
 
@@ -683,6 +712,8 @@ def realdata_curve(
     alphas : sequence of float
         The sample complexities ``n / d``.
     %(sources)s
+    options : SolverOptions, optional
+        Options of the theory's fixed points (default: the solver's).
 
     Returns
     -------
@@ -697,7 +728,9 @@ def realdata_curve(
         subsamples the row aggregates).
     """
     check_param("lam", lam)
-    return _study(problem, loss, lam, alphas, subsamples, seeds, seed, sources, progress, counts)
+    return _study(
+        problem, loss, lam, alphas, subsamples, seeds, seed, sources, progress, counts, options
+    )
 
 
 @_DOC
