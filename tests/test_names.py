@@ -267,3 +267,17 @@ def test_a_bad_argument_is_said_with_the_flag_of_the_command_that_took_it(tmp_pa
     code, stdout, err = run("sweep", "--grid", str(grid), "--out", str(out), "-j", "0")
     assert_one_line_error(code, stdout, err, "--n-jobs must be a non-zero integer")
     assert not out.exists()
+
+
+def test_a_warning_gets_the_flag_of_the_remedy_it_names_and_no_other():
+    """The command line adds ``--quad-order N`` only to a warning whose remedy is the
+    Gauss-Hermite rule that flag builds; a warning saying no option helps stays as it is."""
+    from gaussmix.cli.commands import _warning_text
+
+    finer = "error 1e-05 is large; pass a finer quadrature rule (quadrature=GaussHermite(n, dim))"
+    capped = "error 4e-06 is large; at the sampling cap, so no solver option reduces it"
+    assert _warning_text("IntegrationWarning", finer).endswith(
+        "(on the command line: --quad-order N)"
+    )
+    assert _warning_text("IntegrationWarning", capped) == capped
+    assert _warning_text("ConvergenceWarning", finer) == finer

@@ -1253,13 +1253,20 @@ def _click_error(exc: BaseException) -> int:
 MAX_WARNINGS = 3
 
 
-#: what a warning of a category asks for, on the command line (said after its text)
-_WARNING_REMEDIES = {"IntegrationWarning": "on the command line: --quad-order N"}
+#: the command line's form of a remedy a library warning names: (category, the library's
+#: words, the flag that does the same; ``--quad-order N`` builds ``GaussHermite(N, L)``)
+_WARNING_REMEDIES = (
+    ("IntegrationWarning", "quadrature=GaussHermite(", "on the command line: --quad-order N"),
+)
 
 
 def _warning_text(category: str, message: str) -> str:
-    """A warning in one line, with its command-line remedy (:data:`_WARNING_REMEDIES`)."""
-    remedy = _WARNING_REMEDIES.get(category)
+    """A warning in one line, with the command-line form of the remedy it names, if any
+    (:data:`_WARNING_REMEDIES`; a warning whose remedy has no flag is said as it is)."""
+    remedy = next(
+        (flag for cat, words, flag in _WARNING_REMEDIES if cat == category and words in message),
+        None,
+    )
     return _one_line(message) + (f" ({remedy})" if remedy else "")
 
 
