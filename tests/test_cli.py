@@ -174,14 +174,21 @@ def test_warnings_are_single_lines_after_success(monkeypatch: pytest.MonkeyPatch
     real = cli.solve
 
     def noisy(*args, **kwargs):
-        warnings.warn("quadrature\nis coarse", gm.IntegrationWarning, stacklevel=2)
+        warnings.warn(
+            "quadrature\nis coarse (quadrature=GaussHermite(n, dim))",
+            gm.IntegrationWarning,
+            stacklevel=2,
+        )
         return real(*args, **kwargs)
 
     monkeypatch.setattr(cli, "solve", noisy)
     code, out, err = run("point", "--json", "--loss", "logistic")
     assert code == 0
     json.loads(out)
-    want = "gaussmix: warning: IntegrationWarning: quadrature is coarse (on the command line: "
+    want = (
+        "gaussmix: warning: IntegrationWarning: quadrature is coarse "
+        "(quadrature=GaussHermite(n, dim)) (on the command line: "
+    )
     assert err.splitlines() == [want + "--quad-order N)"]
 
 

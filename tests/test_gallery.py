@@ -148,7 +148,7 @@ def test_every_description_states_what_its_figure_draws(atlas_dir: Path) -> None
 @slow
 def test_the_real_data_figures_run_on_mnist_and_fashion_mnist(atlas_dir: Path) -> None:
     real = [n for n, s in FIGURES.items() if "real data" in s.dots]
-    assert len(real) == 5
+    assert len(real) == 6
     for name in real:
         datasets = set(_meta(atlas_dir, name)["drawn"]["datasets"])
         assert datasets <= {"mnist", "fashion-mnist"} and datasets, name

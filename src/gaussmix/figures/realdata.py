@@ -968,9 +968,10 @@ register_figure(
     FigureSpec(
         name="ten-class",
         paper="Section 3.3 (ten classes)",
-        description="real data, ten classes: MNIST and Fashion-MNIST, cross-entropy + ridge "
+        description="real data, ten classes: MNIST, cross-entropy + ridge "
         "(lambda = 0.1) on 4 x 4 block means of the pixels (d = 49), test error and "
-        "training loss vs alpha",
+        "training loss vs alpha (without --fast also the paper's other data set, "
+        "--datasets)",
         caption=_REAL_CAPTION.replace(
             "Logistic regression with ridge penalty lambda ||w||^2 / 2",
             "Softmax cross-entropy on one-hot labels with ridge penalty lambda ||W||_F^2 / 2",

@@ -67,9 +67,10 @@ class FixedPointResult(Result):
     penalty_value : float
         ``E[r(W*)] / d``.
     integration_error : float
-        Largest estimated integration error of the errors and losses (0 for closed-form
-        channels with orthants of dimension <= 2 and priors in closed form; NaN if not
-        estimated).
+        Largest estimated integration error of the test error, the training error and the
+        training loss (0 for closed-form channels with orthants of dimension <= 2 and priors
+        in closed form; NaN if not estimated); the test loss's is in
+        ``integration_errors``.
     integration_errors : dict
         The estimate for each of ``test_error``, ``train_error``, ``train_loss``,
         ``test_loss``: the change
