@@ -31,6 +31,7 @@ from .observables import (
     weight_sparsity,
 )
 from .options import SolverOptions
+from .outputs import error_keys
 from .prior import prior_quadrature_dim, prior_update
 from .problem import Problem
 from .quadrature import MAX_PANELS, MAX_TENSOR_DIM, GaussHermite, QuadratureRule, auto_rule
@@ -79,8 +80,8 @@ MAX_PRIOR_LINES = 10_000
 #: dimension (13824 lines), three may start from 32 x 32 (``prior_panels=32``, an estimate
 #: with 64 x 64: 36864 lines); five or more would need 3.3e5 and have no estimate (NaN)
 MAX_PRIOR_ESTIMATE_LINES = 40_000
-#: the observables whose integration error is estimated
-_ERROR_KEYS = ("test_error", "train_error", "train_loss", "test_loss")
+#: the observables whose integration error is estimated (the observables registry's)
+_ERROR_KEYS = error_keys()
 #: (the refinement's target, ``quad_tol``, and the integration warning are on the test error
 #: and the training loss; the test loss's estimate is reported, in ``integration_errors``:
 #: its integrand, the loss at the Gaussian output itself, is less smooth than the training
