@@ -1,7 +1,7 @@
 """Cluster 0's deterministic channel rule for exchangeable clusters (issue 19, item 1):
 :class:`~gaussmix.theory.symmetry.ExchangeablePanels` integrates competitor-symmetric
 functions of ``xi ~ N(0, I_{K-1})`` on sorted multi-indices, and the solver uses it for
-cross-entropy at K = 4 in the sharp regime (small ``lam``) with an honest error estimate."""
+cross-entropy at K = 3 and 4 in the sharp regime (small ``lam``) with an honest error estimate."""
 
 from __future__ import annotations
 
@@ -146,6 +146,35 @@ def test_k4_small_lambda_is_deterministic_and_estimated_to_the_target(alpha):
         # training loss by up to ~3e-7 (measured between rules and starts)
         bound = r.integration_errors[key] + 3e-7
         assert abs(getattr(r, key) - getattr(fine, key)) <= bound, key
+
+
+@pytest.mark.parametrize("alpha", [4.083, "alpha_star"])
+def test_k3_small_lambda_is_deterministic_through_the_transition(alpha):
+    """K = 3 at lam = 1e-4 (Fig. 3 left) where two logits share the softmax: in the band
+    below alpha*_3 = 4.22, where the default graded panels in ``xi`` were 1.5e-5 off and
+    warned (5.6e-4), and at the cusp itself.  The automatic rule of the sharp regime is the
+    symmetric one (32 panels), every estimate is <= 1e-6, nothing warns, and the values agree
+    with an independent rule -- graded panels in ``xi`` with 128 panels per dimension
+    (9.9e5 nodes, no use of the symmetry) -- within the estimate plus the iteration's
+    tolerance (measured: within 2.4e-9)."""
+    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3)
+    if alpha == "alpha_star":
+        from gaussmix.experiments.transition import separability_threshold
+
+        alpha = separability_threshold(mix, evidence=False).alpha_star
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = gm.solve(mix, "cross-entropy", lam=LAM, alpha=alpha)
+    assert r.success
+    assert r.params["quadrature"].startswith("exchangeable-panels(K=3, panels=32")
+    for key in ("test_error", "train_error", "train_loss"):
+        assert r.integration_errors[key] <= TARGET, key
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the reference's own estimate is not made
+        ref = gm.solve(mix, "cross-entropy", lam=LAM, alpha=alpha, init=r,
+                       estimate_error=False, quadrature=GradedPanels(128, 2, 8))  # fmt: skip
+    for key in ("test_error", "train_error", "train_loss"):
+        assert abs(getattr(r, key) - getattr(ref, key)) <= r.integration_errors[key] + 1e-8, key
 
 
 def test_the_automatic_rule_is_centred_at_the_entry_margin_and_k5_keeps_the_randomised_one():

@@ -147,14 +147,33 @@ UNBALANCED_BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary", rho=
 
 
 @pytest.mark.parametrize(
-    "mix,loss,lam,alpha",
+    "mix,loss,lam,alpha,rule",
     [
-        (BINARY, "logistic", 1e-4, 2.0),
-        (BINARY, "logistic", 1e-6, 2.0),
-        (UNBALANCED_BINARY, "logistic", 1e-4, 2.0),
-        (gm.Mixture.isotropic(0.5, "gaussian", n_clusters=2), "cross-entropy", 1e-4, 2.0),
-        (gm.Mixture.isotropic(0.5, "gaussian", n_clusters=2), "cross-entropy", 1e-6, 2.0),
-        (gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3), "cross-entropy", 1e-4, 3.0),
+        (BINARY, "logistic", 1e-4, 2.0, "graded-panels"),
+        (BINARY, "logistic", 1e-6, 2.0, "graded-panels"),
+        (UNBALANCED_BINARY, "logistic", 1e-4, 2.0, "graded-panels"),
+        (
+            gm.Mixture.isotropic(0.5, "gaussian", n_clusters=2),
+            "cross-entropy",
+            1e-4,
+            2.0,
+            "graded-panels",
+        ),
+        (
+            gm.Mixture.isotropic(0.5, "gaussian", n_clusters=2),
+            "cross-entropy",
+            1e-6,
+            2.0,
+            "graded-panels",
+        ),
+        # exchangeable clusters: cluster 0's rule (tests/test_exchangeable_rule.py)
+        (
+            gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3),
+            "cross-entropy",
+            1e-4,
+            3.0,
+            "exchangeable-panels(K=3, panels=32",
+        ),
     ],
     ids=[
         "logistic-1e-4",
@@ -165,12 +184,12 @@ UNBALANCED_BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary", rho=
         "ce3-1e-4",
     ],  # fmt: skip
 )
-def test_small_lambda_is_as_accurate_as_large_lambda(mix, loss, lam, alpha):
+def test_small_lambda_is_as_accurate_as_large_lambda(mix, loss, lam, alpha, rule):
     res, texts = _solve_quiet(mix, loss, lam=lam, alpha=alpha)
     assert res.success and texts == []
     assert res.integration_errors["test_error"] <= SMALL_LAM_TARGET
     assert res.integration_errors["train_loss"] <= SMALL_LAM_TARGET
-    assert res.params["quadrature"].startswith("graded-panels")
+    assert res.params["quadrature"].startswith(rule)
 
 
 def test_small_lambda_unbalanced_three_clusters():

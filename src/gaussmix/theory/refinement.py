@@ -36,7 +36,7 @@ from .prior import prior_quadrature_dim, prior_update
 from .problem import Problem
 from .quadrature import MAX_PANELS, MAX_TENSOR_DIM, GaussHermite, QuadratureRule, auto_rule
 from .state import is_valid_state, unpack_state
-from .symmetry import ClusterSymmetry
+from .symmetry import ClusterSymmetry, symmetric_rule
 from .tolerances import SMOOTH_Q_MAX, TRAIN_ERROR_TARGET, integration_warning_threshold
 
 __all__ = [
@@ -225,17 +225,29 @@ def channel_rule(
     return rule
 
 
-def sharp_rule(problem: Problem, rule: QuadratureRule, x: np.ndarray) -> QuadratureRule | None:
+def sharp_rule(
+    problem: Problem, rule: QuadratureRule, x: np.ndarray, symmetric: bool = False
+) -> QuadratureRule | None:
     """The automatic rule of the sharp regime where the automatic smooth-regime ``rule``
     (one dimension) meets a sharp state ``x`` (some ``Q_c`` has an eigenvalue above
     :data:`~gaussmix.theory.tolerances.SMOOTH_Q_MAX`: the proximal map then changes regime
-    on a scale ``~ 1 / sqrt(Q)`` of ``xi``), else None."""
-    if rule != auto_rule(rule.dim, smooth=True) or rule == auto_rule(rule.dim):
+    on a scale ``~ 1 / sqrt(Q)`` of ``xi``), else None.
+
+    With ``symmetric`` (the solve integrates cluster 0's channel for all exchangeable
+    clusters, :class:`~gaussmix.theory.symmetry.ClusterSymmetry`) the sharp rule is
+    :func:`~gaussmix.theory.symmetry.symmetric_rule`'s, also where the automatic rule of
+    the dimension is the same in both regimes (K = 3: graded panels in two dimensions)."""
+    if rule != auto_rule(rule.dim, smooth=True):
         return None
-    Q = unpack_state(x, problem.n_clusters, problem.dim)[0]
+    if not symmetric and rule == auto_rule(rule.dim):
+        return None
+    Q, M, V, _ = unpack_state(x, problem.n_clusters, problem.dim)
     if float(sym_eigvals(Q).max()) <= SMOOTH_Q_MAX:
         return None
-    return auto_rule(rule.dim)
+    sharp = auto_rule(rule.dim)
+    if symmetric:  # exchangeable clusters: cluster 0's rule
+        sharp = symmetric_rule(problem, sharp, Q, M, V)
+    return None if sharp == rule else sharp
 
 
 def _finer_rule(rule: QuadratureRule, cap: int = MAX_QUADRATURE_NODES) -> QuadratureRule | None:

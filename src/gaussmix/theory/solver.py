@@ -61,7 +61,6 @@ from .refinement import (
 )
 from .results import FixedPointResult
 from .state import LogChart, is_valid_state, pack_state, residual_scale, unpack_state
-from .symmetry import symmetric_rule
 from .tolerances import DEGENERATE_BIAS_STEP, SMALL_LAM_HINT, integration_warning_threshold
 
 __all__ = [
@@ -206,9 +205,7 @@ def solve_problem(
     T, out = run_fixed_point(problem, rule, start_state(problem, init), opts, callback, history)
     sharp = None
     if opts.quadrature is None and needs_quadrature(problem) and out.converged:
-        sharp = sharp_rule(problem, T.rule, out.x)
-        if sharp is not None and T.symmetry is not None:  # exchangeable: cluster 0's rule
-            sharp = symmetric_rule(problem, sharp, *T.unpack(out.x)[:3])
+        sharp = sharp_rule(problem, T.rule, out.x, symmetric=T.symmetry is not None)
     if sharp is not None:  # the solution is in the sharp regime: its rule, from there
         history.setdefault(sharp, out.anderson)
         T, out2 = run_fixed_point(problem, sharp, out.x, opts, callback, history)
