@@ -38,9 +38,9 @@ proximal map at small ``lam`` (a competitor's logit entering the softmax) are hy
 ``y_j = const``, one per competitor and at the same place for all, which the graded panels
 of one shared one-dimensional grid resolve (the integrand is analytic in a strip of
 half-width ``~ pi / sqrt(q)`` about them, where the prox's Lambert-W form is singular);
-:func:`symmetric_rule` grades them away from that margin.  It serves K = 4
-(:data:`EXCHANGEABLE_PANEL_DIMS`); beyond, the sorted multi-indices are too many and the
-solver keeps its randomised rule.
+:func:`symmetric_rule` grades them away from that margin.  It serves K = 3 and 4
+(:data:`EXCHANGEABLE_PANEL_DIMS`, with the panels of :data:`EXCHANGEABLE_AUTO`); beyond,
+the sorted multi-indices are too many and the solver keeps its randomised rule.
 """
 
 from __future__ import annotations
