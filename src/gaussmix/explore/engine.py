@@ -424,20 +424,19 @@ class OverlayJob(_Job):
         for name, calls in steps:
             overlay = Overlay(name)
             self.results[name] = overlay
+            errors: list[str] = []
             for call in calls:
                 self._check()
                 try:
                     call(overlay)
                 except (ValueError, TypeError, ArithmeticError, RuntimeError) as exc:
-                    if overlay.rows or overlay.value is not None:
-                        self.warnings.append(f"{name}: {' '.join(str(exc).split())}")
-                    else:
-                        overlay.unavailable = " ".join(str(exc).split())
-                        done += len(calls) - calls.index(call) - 1
-                        self.progress = (done + 1, self.progress[1])
-                        break
+                    errors.append(" ".join(str(exc).split()))
                 done += 1
                 self.progress = (done, self.progress[1])
+            if errors and not overlay.rows and overlay.value is None:
+                overlay.unavailable = errors[0]  # the library's reason (the same at each x)
+            else:
+                self.warnings.extend(f"{name}: {e}" for e in errors)
             if self._on_result is not None:
                 self._on_result(overlay)
 
