@@ -332,3 +332,52 @@ def test_the_costly_overlays_are_thinned_along_alpha_and_cancel():
     results = job.wait(60)
     assert job.progress[1] == MAX_OVERLAY_POINTS < 40
     assert job.cancelled and len(results["simulation"].rows) <= 1
+
+
+# ---------------------------------------------------------------------------- speed aids
+def test_the_coarse_pass_is_the_librarys_curve_on_every_few_points():
+    previews = []
+    job = start_curve(THREE.replace(n_points=21), coarse=5, on_preview=previews.append)
+    table = job.wait(120)
+    picked = np.geomspace(0.2, 8.0, 21)[[0, 5, 10, 15, 20]]
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    direct = gm.learning_curve(mix, "cross-entropy", picked, lam=1.0)
+    assert previews == [job.preview] and len(job.preview) == 5
+    _rows_are_the_table(job.preview, direct, "alpha")
+    # the final curve is unchanged by it, and within the solver's tolerance of it
+    full = gm.learning_curve(mix, "cross-entropy", np.geomspace(0.2, 8.0, 21), lam=1.0)
+    _same_bits(table, full)
+    np.testing.assert_allclose(
+        full["test_error"].to_numpy()[[0, 5, 10, 15, 20]], direct["test_error"], atol=1e-6
+    )
+
+
+def test_a_session_runs_the_coarse_pass_for_multi_output_problems_only():
+    with Session() as session:
+        binary = session.submit(BINARY.replace(n_points=40))
+        binary.wait(60)
+        three = session.submit(THREE.replace(n_points=20))
+        three.wait(120)
+    assert binary.preview == [] and len(three.preview) == 10
+
+
+def test_prefetched_neighbours_are_served_from_the_cache():
+    with Session(coarse=0) as session:
+        shown = session.submit(BINARY)
+        ahead = session.prefetch([BINARY.replace(lam=0.2), BINARY.replace(lam=-1.0)])
+        assert ahead.join(60) and ahead.error is None and ahead.progress == (2, 2)
+        assert shown.done
+        moved = session.submit(BINARY.replace(lam=0.2))
+        assert moved.wait(10) is not None and moved.cached
+    mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+    _same_bits(
+        moved.table, gm.learning_curve(mix, "logistic", np.geomspace(0.2, 8.0, 12), lam=0.2)
+    )
+
+
+def test_a_new_request_cancels_the_prefetch():
+    with Session(coarse=0) as session:
+        session.submit(BINARY).wait(60)
+        ahead = session.prefetch([THREE.replace(n_points=40, lam=lam) for lam in (0.3, 0.4)])
+        session.submit(BINARY.replace(lam=0.3))
+        assert ahead.join(60) and ahead.cancelled and ahead.progress[0] < 2
