@@ -9,7 +9,7 @@ asks for one) and to the whole curve; then the same state again (served from the
 Medians over ``--repeats`` changes, wall time; the load average is printed before and
 after.
 
-Usage: ``python benchmarks/bench_explore.py [--repeats 5]``
+Usage: ``python benchmarks/bench_explore.py [--repeats 5] [--coarse auto|0|N]``
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 
 from _timing import machine_line
 
-from gaussmix.explore import ExplorerState, clear_cache, start_curve
+from gaussmix.explore import ExplorerState, Session, clear_cache
 
 CASES = {
     "binary logistic, lam = 0.1": ExplorerState(),
@@ -40,43 +40,60 @@ CASES = {
 }
 
 
-def time_change(state: ExplorerState) -> tuple[float, float, float]:
-    """(first row, whole curve, from the cache) in seconds."""
+def time_change(session: Session, state: ExplorerState) -> tuple[float, ...]:
+    """(first row, coarse pass (NaN without one), whole curve, its CPU time, from the
+    cache) in seconds, the curve submitted to ``session``."""
     first: list[float] = []
+    preview: list[float] = []
+    c0 = time.process_time()
     t0 = time.perf_counter()
-    job = start_curve(state, on_point=lambda row: first or first.append(time.perf_counter()))
+    job = session.submit(
+        state,
+        on_point=lambda row: first or first.append(time.perf_counter()),
+        on_preview=lambda rows: preview.append(time.perf_counter()),
+    )
     job.wait()
     total = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     if job.error:
         raise RuntimeError(job.error)
     t1 = time.perf_counter()
-    start_curve(state).wait()
+    session.submit(state).wait()
     cached = time.perf_counter() - t1
-    return first[0] - t0, total, cached
+    coarse = preview[0] - t0 if preview else float("nan")
+    return first[0] - t0, coarse, total, cpu, cached
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--coarse", default="auto", help="the session's coarse pass: 'auto' or a number (0: none)"
+    )
     args = parser.parse_args()
     print(machine_line())
     print(f"load average before: {os.getloadavg()}")
-    print("| case | first row (s) | 40 points (s) | from the cache (s) |")
-    print("|---|---|---|---|")
-    for name, state in CASES.items():
-        clear_cache()
-        start_curve(state).wait()  # warm-up
-        firsts, totals, cached = [], [], []
-        for i in range(args.repeats):
-            moved = state.replace(**_moved(state, i))
-            a, b, c = time_change(moved)
-            firsts.append(a)
-            totals.append(b)
-            cached.append(c)
-        print(
-            f"| {name} | {statistics.median(firsts):.3f} | {statistics.median(totals):.3f} "
-            f"({min(totals):.3f}-{max(totals):.3f}) | {statistics.median(cached):.4f} |"
-        )
+    coarse = args.coarse if args.coarse == "auto" else int(args.coarse)
+    print(f"coarse pass: {coarse}")
+    print(
+        "| case | first row (s) | coarse pass (s) | 40 points (s) | 40 points, CPU (s) "
+        "| from the cache (s) |"
+    )
+    print("|---|---|---|---|---|---|")
+    with Session(coarse=coarse) as session:
+        for name, state in CASES.items():
+            clear_cache()
+            session.submit(state).wait()  # warm-up
+            times = [
+                time_change(session, state.replace(**_moved(state, i)))
+                for i in range(args.repeats)
+            ]
+            first, drawn, total, cpu, cached = (list(t) for t in zip(*times))
+            print(
+                f"| {name} | {statistics.median(first):.3f} | {statistics.median(drawn):.3f} | "
+                f"{statistics.median(total):.3f} ({min(total):.3f}-{max(total):.3f}) | "
+                f"{statistics.median(cpu):.3f} | {statistics.median(cached):.4f} |"
+            )
     print(f"load average after: {os.getloadavg()}")
 
 

@@ -353,7 +353,7 @@ def test_the_coarse_pass_is_the_librarys_curve_on_every_few_points():
 
 
 def test_a_session_runs_the_coarse_pass_for_multi_output_problems_only():
-    with Session() as session:
+    with Session(coarse="auto") as session:
         binary = session.submit(BINARY.replace(n_points=40))
         binary.wait(60)
         three = session.submit(THREE.replace(n_points=20))

@@ -658,9 +658,12 @@ class Session:
     Parameters
     ----------
     coarse : int or 'auto'
-        The coarse pass of each new curve (:func:`start_curve`); ``'auto'``:
+        The coarse pass of each new curve (:func:`start_curve`; default none); ``'auto'``:
         :data:`COARSE_POINTS` points for problems with more than one output, none for
-        binary ones (which take a tenth of a second).
+        binary ones (which take a tenth of a second).  A display that draws
+        :attr:`CurveJob.preview` until the rows cover the range should ask for ``'auto'``:
+        the whole range is drawn in about a quarter of the curve's time, the final rows
+        arrive about a third later.
 
     Examples
     --------
@@ -671,7 +674,7 @@ class Session:
     >>> session.close()
     """
 
-    def __init__(self, *, coarse: int | str = "auto") -> None:
+    def __init__(self, *, coarse: int | str = 0) -> None:
         self._lock = threading.Lock()
         self.coarse = coarse
         self.curve: CurveJob | None = None
