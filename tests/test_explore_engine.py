@@ -381,3 +381,29 @@ def test_a_new_request_cancels_the_prefetch():
         ahead = session.prefetch([THREE.replace(n_points=40, lam=lam) for lam in (0.3, 0.4)])
         session.submit(BINARY.replace(lam=0.3))
         assert ahead.join(60) and ahead.cancelled and ahead.progress[0] < 2
+
+
+# ---------------------------------------------------------------------------- the library hook
+def test_the_curves_callback_gives_each_row_and_result_as_solved():
+    mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+    seen = []
+    alphas = [0.5, 1.0, 2.0]
+    table = gm.learning_curve(mix, "logistic", alphas, lam=0.1, callback=lambda *a: seen.append(a))
+    assert [row["alpha"] for row, _ in seen] == alphas
+    _rows_are_the_table([row for row, _ in seen], table, "alpha")
+    assert [res for _, res in seen] == list(table.points)
+    assert table.equals(gm.learning_curve(mix, "logistic", alphas, lam=0.1))  # no effect
+
+
+def test_an_exception_in_the_callback_stops_the_curve():
+    mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+    seen = []
+
+    def stop(row, result):
+        seen.append(row["lam"])
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        gm.lambda_sweep(mix, "logistic", [0.01, 0.1, 1.0, 10.0], alpha=2.0, callback=stop)
+    assert seen == [10.0, 1.0]
