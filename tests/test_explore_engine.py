@@ -182,7 +182,7 @@ def test_a_point_without_fixed_point_is_listed_and_never_a_number(monkeypatch):
 def test_an_invalid_state_ends_the_job_with_the_librarys_message():
     job = start_curve(BINARY.replace(rho=(0.3, 0.3)))
     assert job.wait(10) is None
-    assert job.done and "rho must sum to 1" in job.error and job.rows == []
+    assert job.done and job.error.startswith("rho must sum to 1") and job.rows == []
 
 
 def test_an_exception_in_the_worker_becomes_the_error(monkeypatch):
@@ -203,7 +203,7 @@ def test_a_failing_on_point_callback_is_reported_too():
     job.wait(60)
     job = start_curve(BINARY, on_point=bad)  # from the cache: the callback still runs
     job.wait(10)
-    assert job.error == "ValueError: display failed"
+    assert job.error == "display failed"
 
 
 def test_warnings_of_the_library_are_collected_as_text(monkeypatch):

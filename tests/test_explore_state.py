@@ -112,6 +112,21 @@ def test_a_malformed_query_names_the_field(query, field, words):
     assert words in str(info.value)
 
 
+def test_sequences_are_kept_as_tuples():
+    state = ExplorerState(delta=0.5, rho=[0.25, 0.75], show=["test_error"], overlays=[])
+    assert (state.delta, state.rho, state.show, state.overlays) == (
+        (0.5,),
+        (0.25, 0.75),
+        ("test_error",),
+        (),
+    )
+    assert state == ExplorerState(delta=(0.5,), rho=(0.25, 0.75), show=("test_error",))
+    assert ExplorerState.from_query(state.to_query()) == state
+    from_numpy = ExplorerState(delta=np.array([0.5, 1.0]), lam=np.float64(0.25))
+    assert from_numpy.to_query() == "delta=0.5,1.0&lam=0.25"
+    assert ExplorerState.from_query(from_numpy.to_query()) == from_numpy
+
+
 def test_replace_refuses_an_unknown_control():
     assert ExplorerState().replace(lam=0.5).lam == 0.5
     with pytest.raises(ArgumentError, match="lamda is not a control"):

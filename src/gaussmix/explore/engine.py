@@ -199,6 +199,8 @@ class _Job:
             self._run()
         except _Cancelled:
             self.cancelled = True
+        except (ValueError, TypeError, OSError) as exc:  # bad input: the library's message
+            self.error = " ".join(str(exc).split())
         except Exception as exc:  # noqa: BLE001 - a job reports, it never kills its caller
             self.error = " ".join(f"{type(exc).__name__}: {exc}".split())
         finally:

@@ -103,6 +103,17 @@ class ExplorerState:
     sim_d: int = 400
     sim_seeds: int = 4
 
+    def __post_init__(self) -> None:
+        # sequences as tuples (a list or an array from an interface), one number as a
+        # one-element tuple (a shared Delta)
+        for name in _TUPLES:
+            value = getattr(self, name)
+            if value is None or isinstance(value, tuple):
+                continue
+            if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+                value = (value,)
+            object.__setattr__(self, name, tuple(_plain(v) for v in value))
+
     def replace(self, **changes: Any) -> ExplorerState:
         """A copy with ``changes`` (unknown names raise :class:`ArgumentError`)."""
         unknown = sorted(set(changes) - set(_FIELDS))
@@ -145,6 +156,18 @@ class ExplorerState:
 
 _FIELDS = {f.name: f for f in dataclasses.fields(ExplorerState)}
 _HINTS = typing.get_type_hints(ExplorerState)
+#: the fields holding tuples
+_TUPLES = tuple(
+    name
+    for name, hint in _HINTS.items()
+    if tuple in (typing.get_origin(hint), *map(typing.get_origin, typing.get_args(hint)))
+)
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python number it holds (anything else as it is)."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) and getattr(value, "ndim", None) == 0 else value
 
 
 def _known() -> str:
@@ -162,7 +185,7 @@ def _encode(value: Any) -> str:
     if isinstance(value, tuple):
         return ",".join(_encode(v) for v in value)
     if isinstance(value, float):
-        return repr(value)
+        return repr(float(value))  # numpy's floats too, as plain numbers
     return str(value)
 
 
