@@ -9,7 +9,7 @@ asks for one) and to the whole curve; then the same state again (served from the
 Medians over ``--repeats`` changes, wall time; the load average is printed before and
 after.
 
-Usage: ``python benchmarks/bench_explore.py [--repeats 5] [--coarse auto|0|N]``
+Usage: ``python benchmarks/bench_explore_engine.py [--repeats 5] [--coarse auto|0|N]``
 """
 
 from __future__ import annotations
