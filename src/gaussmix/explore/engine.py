@@ -313,7 +313,7 @@ class CurveJob(_Job):
     def _preview(self, point: Any, values: np.ndarray) -> None:
         """The coarse pass: the library's curve on ``coarse`` points of the grid, evenly
         picked (both ends), its warnings dropped (the final curve gives its own)."""
-        index = np.unique(np.round(np.linspace(0, len(values) - 1, self._coarse)).astype(int))
+        index = _evenly(len(values), self._coarse)
         rows: list[dict] = []
 
         def hook(row: dict, result: FixedPointResult | None) -> None:
@@ -398,7 +398,6 @@ def start_curve(
         Running; :meth:`CurveJob.wait` for the library's table.
     """
     job = CurveJob(state, on_point, coarse=coarse, on_preview=on_preview)
-
     job._start()
     return job
 
@@ -479,7 +478,6 @@ class OverlayJob(_Job):
         self.state = state
         self.results: dict[str, Overlay] = {}
         self._on_result = on_result
-        self._plan: list[tuple[str, Callable[[], Any]]] = []
         super().__init__(0)
 
     def wait(self, timeout: float | None = None) -> dict[str, Overlay]:
@@ -512,14 +510,14 @@ class OverlayJob(_Job):
                 self._on_result(overlay)
 
 
+def _evenly(n: int, k: int) -> np.ndarray:
+    """The indices of at most ``k`` of ``n`` points, evenly spread, both ends included."""
+    return np.unique(np.round(np.linspace(0, n - 1, min(k, n))).astype(int))
+
+
 def _thin(values: np.ndarray) -> list[float]:
-    """At most :data:`MAX_OVERLAY_POINTS` values of the grid, evenly picked, both ends
-    included."""
-    n = len(values)
-    if n <= MAX_OVERLAY_POINTS:
-        return [float(v) for v in values]
-    idx = np.unique(np.round(np.linspace(0, n - 1, MAX_OVERLAY_POINTS)).astype(int))
-    return [float(values[i]) for i in idx]
+    """At most :data:`MAX_OVERLAY_POINTS` values of the grid (:func:`_evenly`)."""
+    return [float(values[i]) for i in _evenly(len(values), MAX_OVERLAY_POINTS)]
 
 
 def _overlay_steps(state: ExplorerState, point: Any, values: np.ndarray) -> list:
@@ -601,7 +599,9 @@ def start_overlays(
     ``bayes``: the Bayes-optimal test error (Appendix D) at each alpha of the curve (at
     ``state.alpha`` on the lambda axis), for isotropic mixtures whose clusters each have
     their own label; ``alpha_star``: the separability threshold alpha*_K (the lambda -> 0+
-    limit of Appendix C, where the training error of the max-margin estimator leaves 0);
+    limit of Appendix C, where the training error of the max-margin estimator leaves 0;
+    the same value as :func:`gaussmix.separability_threshold`'s default, without its
+    evidence checks on both sides, which take three times as long);
     ``lambda_star``: the optimal penalty and its test error at up to
     :data:`MAX_OVERLAY_POINTS` alphas (one on the lambda axis); ``simulation``: exact ERM at
     dimension ``state.sim_d`` over ``state.sim_seeds`` seeds (seed 0) at up to
