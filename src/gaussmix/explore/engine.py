@@ -290,12 +290,12 @@ class CurveJob(_Job):
             for row in rows:
                 self._check()
                 self._add(dict(row))
-            self.table = table
+            self.table = _copy(table)
             return
         if 0 < self._coarse and 2 * self._coarse <= len(values):
             self._preview(point, values)
         self.table = _library_curve(self.state, point, values, self._solved(point))
-        _CACHE.put(key, (self.table, [dict(r) for r in self.rows], list(self.warnings)))
+        _CACHE.put(key, (_copy(self.table), [dict(r) for r in self.rows], list(self.warnings)))
 
     def _solved(self, point: Any) -> Callable[[dict, FixedPointResult | None], None]:
         """The library curve's callback: each row with its order parameters, then the
@@ -436,6 +436,14 @@ _CACHE = _LRU(CACHE_SIZE)
 def clear_cache() -> None:
     """Forget the finished curves (e.g. to time a computation)."""
     _CACHE.clear()
+
+
+def _copy(table: CurveTable) -> CurveTable:
+    """A copy of a curve's table with its points (a cached table is never handed out: a
+    caller may change its own)."""
+    from gaussmix.core.tables import CurveTable
+
+    return CurveTable.from_rows(table.to_frame(), table.points)
 
 
 def _cache_key(state: ExplorerState, params: dict, values: np.ndarray) -> str:
