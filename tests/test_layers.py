@@ -2,9 +2,9 @@
 hoped for.
 
 Layers, lowest first: ``core`` < ``theory`` | ``data`` < ``experiments`` | ``simulate`` <
-``sweep`` | ``studies`` < ``figures`` < ``cli``.  ``data`` (real data sets, feature maps) is
-a peer of ``theory``: neither imports the other, and the layers above may use both.
-``studies`` (real data against theory) uses the theory, the experiments and the
+``sweep`` | ``studies`` < ``figures`` < ``cli`` < ``explore``.  ``data`` (real data sets,
+feature maps) is a peer of ``theory``: neither imports the other, and the layers above may
+use both.  ``studies`` (real data against theory) uses the theory, the experiments and the
 simulations.  A module may import its own subpackage and any lower layer; never a higher
 one, never a peer of its own rank, never the top-level ``gaussmix`` package (which
 re-exports the public API and so sits above everything but the CLI).  The command-line
@@ -39,7 +39,10 @@ LAYERS = {
     "studies": 3,
     "figures": 4,
     "cli": 5,
-    "__main__": 6,  # ``python -m gaussmix``: the entry point, above the CLI it runs
+    # the interactive explorer: a client of the command line's validated option builder
+    # (gaussmix.cli.options); ``gaussmix explore`` loads it by name when run
+    "explore": 6,
+    "__main__": 7,  # ``python -m gaussmix``: the entry point, above the CLI it runs
 }
 CLI_ONLY = ("typer", "click")
 

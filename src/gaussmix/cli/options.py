@@ -42,6 +42,7 @@ __all__ = [
     "with_signature",
     "resolve_options",
     "mixture_from_options",
+    "mixture_arguments",
     "read_mixture_file",
     "build_point",
     "parse_floats",
@@ -701,10 +702,19 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
 
 def mixture_from_options(opts: PointOptions | ResolvedOptions) -> Mixture:
     """Build the :class:`~gaussmix.theory.mixture.Mixture` described by the point options:
-    the model's ``build`` with the resolved values of the parameters it takes."""
+    the model's ``build`` with the resolved values of the parameters it takes
+    (:func:`mixture_arguments`)."""
     r = opts if isinstance(opts, ResolvedOptions) else resolve_options(opts)
     if r.loaded is not None:
         return r.loaded
+    model, arguments = mixture_arguments(r)
+    return model.build(**arguments)
+
+
+def mixture_arguments(r: ResolvedOptions) -> tuple[MixtureModel, dict[str, Any]]:
+    """The parametric model of resolved options and the keyword arguments its ``build``
+    (a :class:`~gaussmix.theory.mixture.Mixture` constructor) is called with: K, labels,
+    means, priors and the model's own parameters (a list of variances as an array)."""
     model = MIXTURE_MODELS.get(r.model)
     values = {
         "n_clusters": r.n_clusters,
@@ -716,7 +726,7 @@ def mixture_from_options(opts: PointOptions | ResolvedOptions) -> Mixture:
     if isinstance(values.get("delta"), list):  # one variance per cluster
         values["delta"] = np.asarray(values["delta"])
     accepted = inspect.signature(model.build).parameters
-    return model.build(**{k: v for k, v in values.items() if k in accepted})
+    return model, {k: v for k, v in values.items() if k in accepted}
 
 
 @dataclass(frozen=True)

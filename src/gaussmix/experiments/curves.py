@@ -13,7 +13,7 @@ here.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ from gaussmix.core.validation import check_param, check_param_values
 from gaussmix.theory.api import make_problem
 from gaussmix.theory.losses import Loss
 from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.outputs import summary_keys
 from gaussmix.theory.problem import Problem
 from gaussmix.theory.quadrature import QuadratureRule, default_rule
 from gaussmix.theory.solver import DEFAULT_OPTIONS, FixedPointResult, solve_problem
@@ -93,21 +94,9 @@ def _row(res: FixedPointResult | None, **coords: Any) -> dict:
     ``converged=False`` when ``res`` is None or not converged (``n_iter`` and ``residual``
     are then those of the last attempt, as in a sweep's row: the iterations it ran)."""
     if res is None or not res.success:
-        base = {
-            "test_error": np.nan,
-            "train_error": np.nan,
-            "train_loss": np.nan,
-            "free_energy": np.nan,
-            "penalty_value": np.nan,
-            "nonzero_fraction": np.nan,
-            "nonzero_fraction_support": np.nan,
-            "nonzero_fraction_off_support": np.nan,
-            "l1_norm": np.nan,
-            "converged": False,
-            "n_iter": 0,
-            "residual": np.nan,
-            "integration_error": np.nan,
-        }
+        # the columns of a converged row (FixedPointResult.summary), in the same order
+        base = {key: np.nan for key in summary_keys()}
+        base.update(converged=False, n_iter=0, residual=np.nan, integration_error=np.nan)
         if res is not None:
             base.update(n_iter=int(res.n_iter), residual=float(res.residual))
     else:
@@ -126,6 +115,7 @@ def _curve(
     solve_kw: dict,
     l1_ratio: float | None = None,
     carry_rule: bool = False,
+    on_result: Callable[[int, FixedPointResult | None], None] | None = None,
 ) -> list[FixedPointResult | None]:
     """Solve ``points`` in order by predictor-corrector continuation; each point's result,
     or the last iterate of its last attempt (``converged=False``), or None.
@@ -148,6 +138,9 @@ def _curve(
     meets ``quad_tol``.
     With ``carry_rule`` (annealing in lambda: the channel integrand sharpens as lambda
     decreases) the Gauss-Hermite rule of one output is carried too.
+
+    ``on_result(i, result)`` is called after the point ``points[i]`` is solved (with what
+    :func:`_curve` returns for it); an exception it raises stops the curve there.
     """
     kw = dict(solve_kw)
     carry = "quadrature" not in solve_kw
@@ -178,6 +171,8 @@ def _curve(
             if res.params.get("quadrature") != "closed-form" and final != kw.get("quadrature"):
                 history.pop(final, None)
         results.append(res)
+        if on_result is not None:
+            on_result(len(results) - 1, res)
     for msg in failures:
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
     return results
@@ -285,6 +280,7 @@ def learning_curve(
     l1_ratio: float | None = None,
     progress: bool = False,
     return_results: bool | None = None,
+    callback: Callable[[dict, FixedPointResult | None], None] | None = None,
     **solve_kw: Any,
 ) -> CurveTable:
     """Theory learning curve: Theorem 2 errors at each ``alpha``, warm-started.
@@ -301,6 +297,12 @@ def learning_curve(
         Deprecated: the table's ``.points`` holds the :class:`FixedPointResult` of every
         row (``True`` still returns ``(table, list)``, with a ``FutureWarning``, for one
         release).
+    callback : callable, optional
+        ``callback(row, result)`` with each row of the table (a dict) and its
+        :class:`FixedPointResult` (None where there is no fixed point, as in ``.points``)
+        as soon as its point is solved, in the order solved (a hook for live displays).
+        An exception it raises stops the curve and propagates: a cooperative cancel
+        between two points.
     **solve_kw
         Passed to the solver (``tol``, ``quadrature``, ``max_iter``, ...).
 
@@ -338,9 +340,28 @@ def learning_curve(
         desc="alpha",
         solve_kw=solve_kw,
         l1_ratio=l1_ratio,
+        on_result=_row_callback(callback, points),
     )
     rows = [_row(r, alpha=al, lam=float(lam)) for r, (_, al) in zip(res, points)]
     return deprecated_return_results(CurveTable.from_rows(rows, _converged(res)), return_results)
+
+
+def _row_callback(
+    callback: Callable[[dict, FixedPointResult | None], None] | None,
+    points: list[tuple[float, float]],
+) -> Callable[[int, FixedPointResult | None], None] | None:
+    """The ``on_result`` hook of :func:`_curve` that gives ``callback`` the table's row of
+    each point (:func:`_row`, as the table has it) and its result (None without a fixed
+    point, as :func:`_converged`) as soon as it is solved."""
+    if callback is None:
+        return None
+
+    def on_result(i: int, res: FixedPointResult | None) -> None:
+        lam, alpha = points[i]
+        valid = res if res is not None and res.success else None
+        callback(_row(res, alpha=float(alpha), lam=float(lam)), valid)
+
+    return on_result
 
 
 def _converged(results: list[FixedPointResult | None]) -> list[FixedPointResult | None]:
@@ -359,6 +380,7 @@ def lambda_sweep(
     l1_ratio: float | None = None,
     progress: bool = False,
     return_results: bool | None = None,
+    callback: Callable[[dict, FixedPointResult | None], None] | None = None,
     **solve_kw: Any,
 ) -> CurveTable:
     """Theorem 2 errors at fixed ``alpha`` over penalty strengths ``lams``.
@@ -378,6 +400,9 @@ def lambda_sweep(
         Show a progress bar.
     return_results : bool
         Deprecated: the table holds the per-point results in ``.points``.
+    callback : callable, optional
+        As in :func:`learning_curve`: each row as soon as its point is solved (from the
+        largest lambda down).
     **solve_kw
         Passed to the solver (``tol``, ``quadrature``, ``max_iter``, ...).
 
@@ -412,6 +437,7 @@ def lambda_sweep(
         solve_kw=solve_kw,
         l1_ratio=l1_ratio,
         carry_rule=True,
+        on_result=_row_callback(callback, points),
     )
     res: list = [None] * lv.size
     for i, r in zip(order, res_sorted):

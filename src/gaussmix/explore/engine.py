@@ -1,0 +1,753 @@
+"""The explorer's engine: curves and overlays computed in background threads.
+
+:func:`start_curve` runs :func:`gaussmix.learning_curve` (axis alpha) or
+:func:`gaussmix.lambda_sweep` (axis lambda) on the problem the state describes, built by the
+library's one validated path (:func:`gaussmix.explore.state.setup`), in a thread, and
+delivers each row as its point is solved (the curve's ``callback`` hook).  The values are
+the library's to the bit: the job calls the library, nothing else.  A point without a fixed
+point is listed in :attr:`CurveJob.failed` and is NaN in the rows, never a number; warnings
+are collected as text; an exception becomes :attr:`CurveJob.error` (the caller never sees it
+raised).  :meth:`CurveJob.cancel` stops the job after the point being solved.
+
+Finished curves are kept in a small LRU cache keyed by the problem's parameters (the
+``params`` of :class:`~gaussmix.cli.options.PointSetup`, which identify a mixture file by
+its content) and the grid: moving a control back redraws at once.
+
+:func:`start_overlays` computes the Bayes-optimal error (:func:`gaussmix.bayes_optimal_error`,
+Appendix D), the separability threshold alpha*_K (:func:`gaussmix.separability_threshold`),
+the optimal penalty lambda* (:func:`gaussmix.optimal_lambda`) and finite-size simulation
+points (:func:`gaussmix.simulate`, seeded, with standard errors), each where it is defined
+(otherwise the reason is given), in the background, cancellable.
+
+:class:`Session` holds the jobs of one browser tab or notebook: a new request cancels the
+previous one.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .state import ORDER_PARAMETERS, ExplorerState, setup
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gaussmix.core.tables import CurveTable
+    from gaussmix.theory.mixture import Mixture
+    from gaussmix.theory.results import FixedPointResult
+
+__all__ = [
+    "CurveJob",
+    "OverlayJob",
+    "Session",
+    "start_curve",
+    "start_overlays",
+    "order_parameters",
+    "x_column",
+    "clear_cache",
+    "CACHE_SIZE",
+    "COARSE_POINTS",
+    "PrefetchJob",
+    "MAX_OVERLAY_POINTS",
+]
+
+#: finished curves kept (LRU)
+CACHE_SIZE = 64
+#: points of the coarse pass drawn first (:func:`start_curve`'s ``coarse``, :class:`Session`)
+COARSE_POINTS = 10
+#: largest number of alphas at which the costly overlays (lambda*, simulations) are computed
+MAX_OVERLAY_POINTS = 8
+
+
+class _Cancelled(Exception):
+    """Raised in a job's thread by its hook when the job was cancelled."""
+
+
+# ============================================================================ warnings
+class _WarningRouter:
+    """Collect the warnings raised in the threads of running jobs, per job.
+
+    :func:`warnings.catch_warnings` is not thread-safe (it swaps process-wide state on
+    entry and restores it on exit, which interleaved jobs would undo).  While at least one
+    job runs, the router is installed once (a job's thread may collect into an inner sink
+    for a while: :meth:`enter` and :meth:`exit` nest): an ``always`` filter (so that a repeated
+    message is seen by each job) and a ``showwarning`` that gives a job thread's warning to
+    that job and any other thread's to the previous ``showwarning``.  ``RuntimeWarning``
+    (numpy's overflow noise in the solver) is dropped in job threads, as the command line
+    does.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._sinks: dict[int, list[list[str]]] = {}  # thread -> stack of sinks
+        self._saved: tuple[Any, list] | None = None
+
+    def enter(self, sink: list[str]) -> None:
+        with self._lock:
+            self._sinks.setdefault(threading.get_ident(), []).append(sink)
+            self._users += 1
+            if self._users == 1:
+                self._saved = (warnings.showwarning, list(warnings.filters))
+                warnings.simplefilter("always")
+                warnings.showwarning = self._show
+
+    def exit(self) -> None:
+        with self._lock:
+            stack = self._sinks.get(threading.get_ident(), [])
+            if stack:
+                stack.pop()
+            if not stack:
+                self._sinks.pop(threading.get_ident(), None)
+            self._users -= 1
+            if self._users == 0 and self._saved is not None:
+                show, filters = self._saved
+                warnings.showwarning = show
+                warnings.filters[:] = filters
+                warnings._filters_mutated()  # type: ignore[attr-defined]
+                self._saved = None
+
+    def _show(self, message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+        stack = self._sinks.get(threading.get_ident())
+        if not stack:  # not a job's thread
+            saved = self._saved
+            show = saved[0] if saved is not None else _SHOWWARNING
+            show(message, category, filename, lineno, file, line)
+            return
+        sink = stack[-1]
+        if issubclass(category, RuntimeWarning):
+            return
+        text = f"{category.__name__}: {' '.join(str(message).split())}"
+        if text not in sink:
+            sink.append(text)
+
+
+#: the ``showwarning`` of the process when the engine was imported (a fallback for a router
+#: left installed by another thread's ``catch_warnings``, which restores what it saw)
+_SHOWWARNING = warnings.showwarning
+_WARNINGS = _WarningRouter()
+
+
+# ============================================================================ rows
+def x_column(state: ExplorerState) -> str:
+    """The table's column on the horizontal axis: ``'alpha'`` or ``'lam'``."""
+    return "alpha" if state.axis == "alpha" else "lam"
+
+
+def order_parameters(result: FixedPointResult | None, mixture: Mixture) -> dict[str, float]:
+    """The order parameters of Theorem 1 along each cluster's label, one column per cluster
+    ``c = 1..K``: ``m<c> = y_c . M_c``, ``q<c> = y_c^T Q_c y_c``, ``v<c> = y_c^T V_c y_c``
+    (``y_c`` the label vector of cluster c: for binary labels ``m<c> = +-M_c``, positive
+    when the estimator leans towards the cluster's label; for one-hot labels the diagonal
+    entries of cluster c's own class).  NaN without a fixed point."""
+    y = np.asarray(mixture.labels.labels, dtype=float)
+    k = y.shape[0]
+    if result is None:
+        return {f"{p}{c + 1}": float("nan") for c in range(k) for p in ORDER_PARAMETERS}
+    out: dict[str, float] = {}
+    for c in range(k):
+        yc = y[c]
+        out[f"m{c + 1}"] = float(yc @ np.asarray(result.M[c]))
+        out[f"q{c + 1}"] = float(yc @ np.asarray(result.Q[c]) @ yc)
+        out[f"v{c + 1}"] = float(yc @ np.asarray(result.V[c]) @ yc)
+    return out
+
+
+# ============================================================================ jobs
+class _Job:
+    """What a curve job and an overlay job share: a daemon thread, progress, cancel."""
+
+    def __init__(self, total: int) -> None:
+        self.progress: tuple[int, int] = (0, total)
+        self.done = False
+        self.cancelled = False
+        self.error: str | None = None
+        self.warnings: list[str] = []
+        self._cancel = threading.Event()
+        self._finished = threading.Event()
+        self._thread = threading.Thread(target=self._main, daemon=True, name=self._name())
+
+    def _name(self) -> str:
+        return f"gaussmix-explore-{type(self).__name__}"
+
+    def _start(self) -> None:
+        self._thread.start()
+
+    def cancel(self) -> None:
+        """Stop after the point being computed (cooperative: at most one more point)."""
+        self._cancel.set()
+
+    def _check(self) -> None:
+        if self._cancel.is_set():
+            raise _Cancelled
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the thread to end; whether it has."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _main(self) -> None:
+        _WARNINGS.enter(self.warnings)
+        try:
+            self._check()
+            self._run()
+        except _Cancelled:
+            self.cancelled = True
+        except (ValueError, TypeError, OSError) as exc:  # bad input: the library's message
+            self.error = " ".join(str(exc).split())
+        except Exception as exc:  # noqa: BLE001 - a job reports, it never kills its caller
+            self.error = " ".join(f"{type(exc).__name__}: {exc}".split())
+        finally:
+            _WARNINGS.exit()
+            self.done = True
+            self._finished.set()
+
+    def _run(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class CurveJob(_Job):
+    """One curve of the explorer computed in a background thread (:func:`start_curve`).
+
+    Attributes
+    ----------
+    state : ExplorerState
+        What is computed.
+    rows : list of dict
+        The rows that have arrived, in the order solved: the columns of the library's
+        table (:func:`gaussmix.learning_curve`) and the order parameters
+        (:func:`order_parameters`).  A point without a fixed point has NaN observables and
+        ``converged`` False.
+    preview : list of dict
+        The rows of the coarse pass, when one was run (:func:`start_curve`'s ``coarse``):
+        the library's curve on every few points of the grid, to draw until ``rows`` cover
+        the range (values within the solver's tolerance of the final ones; never exported).
+    failed : list of (float, str)
+        The x value and the reason of each point without a fixed point (drawn missing).
+    warnings : list of str
+        The warnings raised while computing, ``'<Category>: <message>'``.
+    progress : (int, int)
+        Points done, points in all (of the final curve).
+    done, cancelled : bool
+        Whether the job has ended, and whether it ended by :meth:`cancel`.
+    error : str or None
+        The error that ended the job (invalid state, unexpected failure).
+    table : CurveTable or None
+        The library's table, once the whole curve is computed.
+    cached : bool
+        Whether the curve came from the cache of finished curves.
+    """
+
+    def __init__(
+        self,
+        state: ExplorerState,
+        on_point: Callable[[dict], None] | None = None,
+        *,
+        coarse: int = 0,
+        on_preview: Callable[[list[dict]], None] | None = None,
+    ) -> None:
+        self.state = state
+        self.rows: list[dict] = []
+        self.preview: list[dict] = []
+        self.failed: list[tuple[float, str]] = []
+        self.table: CurveTable | None = None
+        self.cached = False
+        self._on_point = on_point
+        self._on_preview = on_preview
+        self._coarse = coarse
+        self._x = x_column(state)
+        super().__init__(state.n_points)
+
+    def wait(self, timeout: float | None = None) -> CurveTable | None:
+        """Wait for the job to end (at most ``timeout`` seconds); the table (None if the job
+        was cancelled, failed, or is still running)."""
+        self._finished.wait(timeout)
+        return self.table
+
+    def _add(self, row: dict) -> None:
+        if not row["converged"]:
+            self.failed.append((float(row[self._x]), row.pop("_reason")))
+        row.pop("_reason", None)
+        self.rows.append(row)
+        self.progress = (len(self.rows), self.progress[1])
+        if self._on_point is not None:
+            self._on_point(row)
+
+    def _run(self) -> None:
+        point, values = setup(self.state)
+        key = _cache_key(self.state, point.params, values)
+        hit = _CACHE.get(key)
+        if hit is not None:
+            table, rows, warned = hit
+            self.cached = True
+            self.warnings.extend(warned)
+            for row in rows:
+                self._check()
+                self._add(dict(row))
+            self.table = _copy(table)
+            return
+        if 0 < self._coarse and 2 * self._coarse <= len(values):
+            self._preview(point, values)
+        self.table = _library_curve(self.state, point, values, self._solved(point))
+        _CACHE.put(key, (_copy(self.table), [dict(r) for r in self.rows], list(self.warnings)))
+
+    def _solved(self, point: Any) -> Callable[[dict, FixedPointResult | None], None]:
+        """The library curve's callback: each row with its order parameters, then the
+        cancel check (the cooperative cancel between two points)."""
+
+        def hook(row: dict, result: FixedPointResult | None) -> None:
+            row = {**row, **order_parameters(result, point.mixture)}
+            if not row["converged"]:
+                row["_reason"] = _failure(row)
+            self._add(row)
+            self._check()
+
+        return hook
+
+    def _preview(self, point: Any, values: np.ndarray) -> None:
+        """The coarse pass: the library's curve on ``coarse`` points of the grid, evenly
+        picked (both ends), its warnings dropped (the final curve gives its own)."""
+        index = _evenly(len(values), self._coarse)
+        rows: list[dict] = []
+
+        def hook(row: dict, result: FixedPointResult | None) -> None:
+            rows.append({**row, **order_parameters(result, point.mixture)})
+            self._check()
+
+        mark = len(self.warnings)
+        _library_curve(self.state, point, values[index], hook)
+        del self.warnings[mark:]
+        self.preview = sorted(rows, key=lambda r: r[self._x])
+        if self._on_preview is not None:
+            self._on_preview(self.preview)
+
+
+def _library_curve(
+    state: ExplorerState,
+    point: Any,
+    values: np.ndarray,
+    callback: Callable[[dict, FixedPointResult | None], None],
+) -> CurveTable:
+    """:func:`gaussmix.learning_curve` (axis alpha) or :func:`gaussmix.lambda_sweep` (axis
+    lambda) of the validated point over ``values``, as ``gaussmix curve`` /
+    ``lambda-curve`` call them, with ``callback``."""
+    from gaussmix.experiments.curves import lambda_sweep, learning_curve
+
+    if state.axis == "alpha":
+        return learning_curve(
+            point.mixture,
+            point.loss,
+            values,
+            lam=point.lam,
+            **point.penalty_kw,
+            callback=callback,
+            **point.solve_kw,
+        )
+    return lambda_sweep(
+        point.mixture,
+        point.loss,
+        values,
+        alpha=point.alpha,
+        **point.penalty_kw,
+        callback=callback,
+        **point.solve_kw,
+    )
+
+
+def _failure(row: dict) -> str:
+    """Why a row has no fixed point."""
+    return (
+        f"no fixed point at lam={row['lam']:g}, alpha={row['alpha']:g} "
+        f"({int(row['n_iter'])} iterations, residual {row['residual']:.2g}): "
+        "drawn missing"
+    )
+
+
+def start_curve(
+    state: ExplorerState,
+    on_point: Callable[[dict], None] | None = None,
+    *,
+    coarse: int = 0,
+    on_preview: Callable[[list[dict]], None] | None = None,
+) -> CurveJob:
+    """Start computing the curve of ``state`` in a background thread.
+
+    Parameters
+    ----------
+    state : ExplorerState
+        The controls.  An invalid state ends the job at once with :attr:`CurveJob.error`
+        (the library's message); :func:`gaussmix.explore.validate` says which field.
+    on_point : callable, optional
+        ``on_point(row)`` in the job's thread for each row as it arrives.
+    coarse : int
+        Before a curve that is not in the cache (of at least ``2 coarse`` points), compute
+        the library's curve on ``coarse`` of its points (:attr:`CurveJob.preview`), to draw
+        the whole range early (0: none).  It costs about a third of the final curve.
+    on_preview : callable, optional
+        ``on_preview(rows)`` in the job's thread when the coarse pass is done.
+
+    Returns
+    -------
+    CurveJob
+        Running; :meth:`CurveJob.wait` for the library's table.
+    """
+    job = CurveJob(state, on_point, coarse=coarse, on_preview=on_preview)
+    job._start()
+    return job
+
+
+# ============================================================================ cache
+class _LRU:
+    """A small thread-safe least-recently-used cache."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: collections.OrderedDict[str, Any] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Any:
+        with self._lock:
+            if key not in self._items:
+                return None
+            self._items.move_to_end(key)
+            return self._items[key]
+
+    def put(self, key: str, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+_CACHE = _LRU(CACHE_SIZE)
+
+
+def clear_cache() -> None:
+    """Forget the finished curves (e.g. to time a computation)."""
+    _CACHE.clear()
+
+
+def _copy(table: CurveTable) -> CurveTable:
+    """A copy of a curve's table with its points (a cached table is never handed out: a
+    caller may change its own)."""
+    from gaussmix.core.tables import CurveTable
+
+    return CurveTable.from_rows(table.to_frame(), table.points)
+
+
+def _cache_key(state: ExplorerState, params: dict, values: np.ndarray) -> str:
+    """The problem's parameters (a mixture file by its content), the axis and the grid
+    (exactly: the values' bits)."""
+    return json.dumps(
+        {"params": params, "axis": state.axis, "grid": values.tobytes().hex()},
+        sort_keys=True,
+        default=str,
+    )
+
+
+# ============================================================================ overlays
+@dataclass
+class Overlay:
+    """One overlay: rows (``x`` and values, with standard errors ``<name>_se`` for
+    simulations), a single value (alpha*, lambda*), or why it is not available."""
+
+    name: str
+    rows: list[dict] = field(default_factory=list)
+    value: float | None = None
+    unavailable: str | None = None
+
+
+class OverlayJob(_Job):
+    """The overlays of a state computed in a background thread (:func:`start_overlays`).
+
+    Attributes
+    ----------
+    results : dict of str to Overlay
+        The overlays computed so far, by name (``bayes``, ``alpha_star``, ``lambda_star``,
+        ``simulation``).
+    progress, done, cancelled, error, warnings
+        As in :class:`CurveJob`; progress counts the library calls.
+    """
+
+    def __init__(
+        self, state: ExplorerState, on_result: Callable[[Overlay], None] | None = None
+    ) -> None:
+        self.state = state
+        self.results: dict[str, Overlay] = {}
+        self._on_result = on_result
+        super().__init__(0)
+
+    def wait(self, timeout: float | None = None) -> dict[str, Overlay]:
+        """Wait for the job to end (at most ``timeout`` seconds); the results so far."""
+        self._finished.wait(timeout)
+        return self.results
+
+    def _run(self) -> None:
+        point, values = setup(self.state)
+        steps = _overlay_steps(self.state, point, values)
+        self.progress = (0, sum(len(calls) for _, calls in steps))
+        done = 0
+        for name, calls in steps:
+            overlay = Overlay(name)
+            self.results[name] = overlay
+            errors: list[str] = []
+            for call in calls:
+                self._check()
+                try:
+                    call(overlay)
+                except (ValueError, TypeError, ArithmeticError, RuntimeError) as exc:
+                    errors.append(" ".join(str(exc).split()))
+                done += 1
+                self.progress = (done, self.progress[1])
+            if errors and not overlay.rows and overlay.value is None:
+                overlay.unavailable = errors[0]  # the library's reason (the same at each x)
+            else:
+                self.warnings.extend(f"{name}: {e}" for e in errors)
+            if self._on_result is not None:
+                self._on_result(overlay)
+
+
+def _evenly(n: int, k: int) -> np.ndarray:
+    """The indices of at most ``k`` of ``n`` points, evenly spread, both ends included."""
+    return np.unique(np.round(np.linspace(0, n - 1, min(k, n))).astype(int))
+
+
+def _thin(values: np.ndarray) -> list[float]:
+    """At most :data:`MAX_OVERLAY_POINTS` values of the grid (:func:`_evenly`)."""
+    return [float(values[i]) for i in _evenly(len(values), MAX_OVERLAY_POINTS)]
+
+
+def _overlay_steps(state: ExplorerState, point: Any, values: np.ndarray) -> list:
+    """``[(name, [call(overlay), ...]), ...]``: the library calls of each overlay asked for."""
+    from gaussmix.experiments.lambda_star import optimal_lambda
+    from gaussmix.experiments.transition import separability_threshold
+    from gaussmix.simulate.simulation import simulate
+    from gaussmix.theory.bayes import bayes_optimal_error
+
+    mixture = point.mixture
+    along_alpha = state.axis == "alpha"
+    steps = []
+    if "bayes" in state.overlays:
+        alphas = [float(v) for v in values] if along_alpha else [point.alpha]
+
+        def bayes(overlay: Overlay, alpha: float) -> None:
+            err = bayes_optimal_error(mixture, alpha).test_error
+            overlay.rows.append({"alpha": alpha, "test_error": float(err)})
+            if not along_alpha:
+                overlay.value = float(err)
+
+        steps.append(("bayes", [_bind(bayes, a) for a in alphas]))
+    if "alpha_star" in state.overlays:
+
+        def alpha_star(overlay: Overlay) -> None:
+            res = separability_threshold(mixture, evidence=False)
+            overlay.value = float(res.alpha_star)
+
+        steps.append(("alpha_star", [alpha_star]))
+    if "lambda_star" in state.overlays:
+        alphas = _thin(values) if along_alpha else [point.alpha]
+
+        def lambda_star(overlay: Overlay, alpha: float) -> None:
+            res = optimal_lambda(
+                mixture, point.loss, alpha=alpha, **point.penalty_kw, **point.solve_kw
+            )
+            overlay.rows.append(
+                {"alpha": alpha, "lam": float(res.lam_star), "test_error": float(res.test_error)}
+            )
+            if not along_alpha:
+                overlay.value = float(res.lam_star)
+
+        steps.append(("lambda_star", [_bind(lambda_star, a) for a in alphas]))
+    if "simulation" in state.overlays:
+        xs = _thin(values)
+
+        def simulation(overlay: Overlay, x: float) -> None:
+            lam, alpha = (point.lam, x) if along_alpha else (x, point.alpha)
+            res = simulate(
+                mixture,
+                loss=point.loss,
+                lam=lam,
+                alpha=alpha,
+                d=state.sim_d,
+                seeds=state.sim_seeds,
+                seed=0,
+                **point.penalty_kw,
+            )
+            row: dict[str, float] = {"alpha": alpha, "lam": lam}
+            for key, mean in res.mean.items():
+                if np.isscalar(mean):
+                    row[key] = float(mean)
+                    row[f"{key}_se"] = float(res.se[key])
+            overlay.rows.append(row)
+
+        steps.append(("simulation", [_bind(simulation, x) for x in xs]))
+    return steps
+
+
+def _bind(func: Callable[..., None], arg: float) -> Callable[[Overlay], None]:
+    return lambda overlay: func(overlay, arg)
+
+
+def start_overlays(
+    state: ExplorerState, on_result: Callable[[Overlay], None] | None = None
+) -> OverlayJob:
+    """Start computing the overlays ``state.overlays`` in a background thread.
+
+    ``bayes``: the Bayes-optimal test error (Appendix D) at each alpha of the curve (at
+    ``state.alpha`` on the lambda axis), for isotropic mixtures whose clusters each have
+    their own label; ``alpha_star``: the separability threshold alpha*_K (the lambda -> 0+
+    limit of Appendix C, where the training error of the max-margin estimator leaves 0;
+    the same value as :func:`gaussmix.separability_threshold`'s default, without its
+    evidence checks on both sides, which take three times as long);
+    ``lambda_star``: the optimal penalty and its test error at up to
+    :data:`MAX_OVERLAY_POINTS` alphas (one on the lambda axis); ``simulation``: exact ERM at
+    dimension ``state.sim_d`` over ``state.sim_seeds`` seeds (seed 0) at up to
+    :data:`MAX_OVERLAY_POINTS` points of the curve, means and standard errors.  An overlay
+    the library does not define for the state carries the library's reason in
+    :attr:`Overlay.unavailable`.
+
+    ``on_result(overlay)`` is called in the job's thread as each overlay completes.
+    """
+    job = OverlayJob(state, on_result)
+    job._start()
+    return job
+
+
+# ============================================================================ session
+class PrefetchJob(_Job):
+    """Curves computed ahead into the cache of finished curves (:meth:`Session.prefetch`),
+    one after the other, once ``after`` (the curve on display) has ended."""
+
+    def __init__(self, states: list[ExplorerState], after: _Job | None) -> None:
+        self.states = states
+        self._after = after
+        super().__init__(len(states))
+
+    def _run(self) -> None:
+        while self._after is not None and not self._after._finished.wait(0.01):
+            self._check()
+        for i, state in enumerate(self.states):
+            self._check()
+            job = CurveJob(state)
+            job._cancel = self._cancel  # cancelling the prefetch stops its curve
+            _WARNINGS.enter(job.warnings)  # the curve's own warnings, cached with it
+            try:
+                job._run()
+            except (ValueError, TypeError, OSError):
+                pass  # an invalid neighbour: nothing to prefetch
+            finally:
+                _WARNINGS.exit()
+            self.progress = (i + 1, self.progress[1])
+
+
+def _auto_coarse(state: ExplorerState) -> int:
+    """:data:`COARSE_POINTS` for curves of problems with more than one output (one-hot
+    labels: cross-entropy and multi-output square or hinge losses, about 10 times the cost
+    of a binary curve), else 0."""
+    try:
+        point, _ = setup(state)
+    except (ValueError, TypeError, OSError):
+        return 0
+    return COARSE_POINTS if point.problem.dim > 1 else 0
+
+
+class Session:
+    """The jobs of one browser tab or notebook: a newer request cancels the older one.
+
+    Parameters
+    ----------
+    coarse : int or 'auto'
+        The coarse pass of each new curve (:func:`start_curve`; default none); ``'auto'``:
+        :data:`COARSE_POINTS` points for problems with more than one output, none for
+        binary ones (which take a tenth of a second).  A display that draws
+        :attr:`CurveJob.preview` until the rows cover the range should ask for ``'auto'``:
+        the whole range is drawn in about a quarter of the curve's time, the final rows
+        arrive about a third later.
+
+    Examples
+    --------
+    >>> from gaussmix.explore import ExplorerState, Session
+    >>> session = Session()
+    >>> job = session.submit(ExplorerState(n_points=5))
+    >>> table = job.wait()
+    >>> session.close()
+    """
+
+    def __init__(self, *, coarse: int | str = 0) -> None:
+        self._lock = threading.Lock()
+        self.coarse = coarse
+        self.curve: CurveJob | None = None
+        self.overlays: OverlayJob | None = None
+        self.prefetching: PrefetchJob | None = None
+        self._jobs: list[_Job] = []
+
+    def _track(self, job: _Job) -> None:
+        self._jobs = [j for j in self._jobs if not j.done] + [job]
+
+    def submit(
+        self,
+        state: ExplorerState,
+        on_point: Callable[[dict], None] | None = None,
+        on_preview: Callable[[list[dict]], None] | None = None,
+    ) -> CurveJob:
+        """Cancel the running curve and prefetch (if any) and start the curve of
+        ``state``."""
+        coarse = _auto_coarse(state) if self.coarse == "auto" else int(self.coarse)
+        with self._lock:
+            for job in (self.curve, self.prefetching):
+                if job is not None:
+                    job.cancel()
+            self.curve = start_curve(state, on_point, coarse=coarse, on_preview=on_preview)
+            self._track(self.curve)
+            return self.curve
+
+    def prefetch(self, states: Sequence[ExplorerState]) -> PrefetchJob:
+        """Compute ``states`` into the cache once the current curve has ended (e.g. the
+        neighbouring positions of a slider: moving it there then redraws at once); the
+        next :meth:`submit` or :meth:`prefetch` cancels it."""
+        with self._lock:
+            if self.prefetching is not None:
+                self.prefetching.cancel()
+            job = PrefetchJob(list(states), self.curve)
+            job._start()
+            self.prefetching = job
+            self._track(job)
+            return job
+
+    def submit_overlays(
+        self, state: ExplorerState, on_result: Callable[[Overlay], None] | None = None
+    ) -> OverlayJob:
+        """Cancel the running overlays (if any) and start those of ``state``."""
+        with self._lock:
+            if self.overlays is not None:
+                self.overlays.cancel()
+            self.overlays = start_overlays(state, on_result)
+            self._track(self.overlays)
+            return self.overlays
+
+    def close(self, timeout: float | None = None) -> None:
+        """Cancel every job and wait for their threads to end."""
+        with self._lock:
+            jobs = list(self._jobs)
+            self._jobs = []
+        for job in jobs:
+            job.cancel()
+        for job in jobs:
+            job.join(timeout)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,470 @@
+"""The explorer's state: every control of the interactive explorer, as one frozen value.
+
+:class:`ExplorerState` is a thin description.  It is translated into the command line's
+:class:`~gaussmix.cli.options.PointOptions` (:func:`point_options`) and built by the
+library's one validated path (:func:`~gaussmix.cli.options.build_point`: the mixture
+models' builders, :func:`gaussmix.make_problem`); the grid of the curve is the command
+line's (:func:`~gaussmix.experiments.curves.parse_range` of ``[log:]start:stop:num``).  So
+the explorer, the command line and a script agree to the bit, and a bad value is refused
+with the library's own message (:func:`validate`), keyed by the explorer's field.
+
+A state travels as a URL query string of its non-default fields (:meth:`ExplorerState.to_query`
+and :meth:`ExplorerState.from_query`, which round-trip every state exactly: floats are
+written with :func:`repr`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import typing
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode
+
+from gaussmix.core.exceptions import ArgumentError, ArgumentTypeError
+
+if typing.TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from gaussmix.cli.options import PointOptions, PointSetup
+
+__all__ = [
+    "ExplorerState",
+    "AXES",
+    "OVERLAYS",
+    "ORDER_PARAMETERS",
+    "observable_names",
+    "validate",
+    "point_options",
+    "grid",
+    "grid_spec",
+    "setup",
+    "field_of",
+]
+
+#: the horizontal axes: a learning curve over alpha, or a sweep over lambda
+AXES = ("alpha", "lambda")
+#: the overlays computed on request (:func:`gaussmix.explore.start_overlays`)
+OVERLAYS = ("bayes", "alpha_star", "lambda_star", "simulation")
+#: order parameters that can be shown (one column per cluster ``c = 1..K``, see
+#: :func:`gaussmix.explore.engine.order_parameters`)
+ORDER_PARAMETERS = ("m", "q", "v")
+
+
+@dataclass(frozen=True)
+class ExplorerState:
+    """Every control of the explorer (the mixture, the estimator, the axis, what is shown).
+
+    The mixture's fields are the command line's mixture options (``gaussmix curve
+    --help``): ``n_clusters`` K, ``delta`` one variance shared by the clusters or one per
+    cluster, ``rho`` the priors (None: balanced), ``means`` and ``labels`` (``auto``: the
+    command line's choice), ``model`` the covariance model with its own parameters
+    (``fractions`` and ``deltas`` for ``block``; ``sparsity``, ``delta1``, ``delta2`` for
+    ``sparse``; the fields of another model are ignored), or ``mixture_file``, a file
+    written by :meth:`gaussmix.Mixture.save`, in place of all of them.  ``loss``,
+    ``penalty``, ``l1_ratio`` and ``lam`` are the estimator's.
+
+    ``axis`` ``'alpha'``: the learning curve at ``lam`` over ``n_points`` values of alpha
+    from ``alpha_min`` to ``alpha_max`` (log-spaced with ``log_x``); ``'lambda'``: the
+    sweep at ``alpha`` over lambda from ``lam_min`` to ``lam_max``.  ``show``: the columns
+    drawn (observables of :data:`gaussmix.OBSERVABLES` and the order parameters
+    ``m<c>``, ``q<c>``, ``v<c>``); ``overlays``: a subset of :data:`OVERLAYS`;
+    ``sim_d``, ``sim_seeds``: the dimension and number of seeds of the simulation points.
+    """
+
+    n_clusters: int = 2
+    delta: tuple[float, ...] = (1.0,)
+    rho: tuple[float, ...] | None = None
+    means: str = "auto"
+    model: str = "isotropic"
+    fractions: tuple[float, ...] | None = None
+    deltas: tuple[float, ...] | None = None
+    sparsity: float = 0.1
+    delta1: float | None = None
+    delta2: float | None = None
+    mixture_file: str | None = None
+    labels: str = "auto"
+    loss: str = "logistic"
+    penalty: str = "l2"
+    l1_ratio: float | None = None
+    lam: float = 0.1
+    axis: str = "alpha"
+    alpha_min: float = 0.2
+    alpha_max: float = 8.0
+    n_points: int = 40
+    log_x: bool = True
+    alpha: float = 2.0
+    lam_min: float = 1e-4
+    lam_max: float = 10.0
+    show: tuple[str, ...] = ("test_error", "train_error")
+    overlays: tuple[str, ...] = ()
+    sim_d: int = 400
+    sim_seeds: int = 4
+
+    def __post_init__(self) -> None:
+        # sequences as tuples (a list or an array from an interface), one number as a
+        # one-element tuple (a shared Delta)
+        for name in _TUPLES:
+            value = getattr(self, name)
+            if value is None or isinstance(value, tuple):
+                continue
+            if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+                value = (value,)
+            object.__setattr__(self, name, tuple(_plain(v) for v in value))
+
+    def replace(self, **changes: Any) -> ExplorerState:
+        """A copy with ``changes`` (unknown names raise :class:`ArgumentError`)."""
+        unknown = sorted(set(changes) - set(_FIELDS))
+        if unknown:
+            raise ArgumentError(unknown[0], f"is not a control of the explorer ({_known()})")
+        return dataclasses.replace(self, **changes)
+
+    def to_query(self) -> str:
+        """The URL query string of the fields that differ from their default (``''`` for
+        the default state); :meth:`from_query` reads it back to an equal state."""
+        pairs = [
+            (name, _encode(getattr(self, name)))
+            for name, f in _FIELDS.items()
+            if getattr(self, name) != f.default
+        ]
+        return urlencode(pairs, quote_via=quote, safe=",:/")
+
+    @classmethod
+    def from_query(cls, query: str) -> ExplorerState:
+        """The state a query string (:meth:`to_query`, with or without a leading ``?``)
+        describes; missing fields take their default.
+
+        Raises
+        ------
+        ArgumentError
+            An unknown field, a field given twice, or a value that cannot be read as the
+            field's type (the error's ``argument`` is the field).
+        """
+        values: dict[str, Any] = {}
+        for name, text in parse_qsl(
+            query.lstrip("?"), keep_blank_values=True, strict_parsing=False
+        ):
+            if name not in _FIELDS:
+                raise ArgumentError(name, f"is not a control of the explorer ({_known()})")
+            if name in values:
+                raise ArgumentError(name, "is given twice in the query")
+            values[name] = _decode(name, _HINTS[name], text)
+        return cls(**values)
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(ExplorerState)}
+_HINTS = typing.get_type_hints(ExplorerState)
+#: the fields holding tuples
+_TUPLES = tuple(
+    name
+    for name, hint in _HINTS.items()
+    if tuple in (typing.get_origin(hint), *map(typing.get_origin, typing.get_args(hint)))
+)
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python number it holds (anything else as it is)."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) and getattr(value, "ndim", None) == 0 else value
+
+
+def _known() -> str:
+    return "one of " + ", ".join(_FIELDS)
+
+
+# ============================================================================ query codec
+def _encode(value: Any) -> str:
+    """The text of a field's value: ``''`` for None, ``1``/``0`` for booleans, floats by
+    :func:`repr` (exact), tuples comma-separated."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, tuple):
+        return ",".join(_encode(v) for v in value)
+    if isinstance(value, float):
+        return repr(float(value))  # numpy's floats too, as plain numbers
+    return str(value)
+
+
+def _decode(name: str, hint: Any, text: str) -> Any:
+    """The value of the field ``name`` (type ``hint``) written as ``text``."""
+    args = typing.get_args(hint)
+    if type(None) in args:  # Optional: '' is None
+        if text == "":
+            return None
+        (hint,) = [a for a in args if a is not type(None)]
+        args = typing.get_args(hint)
+    if typing.get_origin(hint) is tuple:
+        item = args[0]
+        if text == "":
+            return ()
+        return tuple(_scalar(name, item, part) for part in text.split(","))
+    return _scalar(name, hint, text)
+
+
+def _scalar(name: str, kind: Any, text: str) -> Any:
+    if kind is str:
+        return text
+    if kind is bool:
+        if text in ("1", "true", "True"):
+            return True
+        if text in ("0", "false", "False"):
+            return False
+        raise ArgumentError(name, f"must be 0 or 1, got {text!r}")
+    try:
+        return kind(text)
+    except ValueError:
+        want = "an integer" if kind is int else "a number"
+        raise ArgumentError(name, f"must be {want}, got {text!r}") from None
+
+
+# ============================================================================ translation
+def _floats(values: tuple[float, ...] | None) -> str | None:
+    """A tuple as the command line's comma list (floats by :func:`repr`: exact)."""
+    if values is None:
+        return None
+    return ",".join(repr(float(v)) if isinstance(v, float) else str(v) for v in values)
+
+
+def point_options(state: ExplorerState) -> PointOptions:
+    """The command line's options for ``state`` (``alpha`` / ``lam`` of the swept axis are
+    set by :func:`setup`).
+
+    Only the fields of ``state.model`` are passed (a model refuses another model's
+    parameters); with a ``mixture_file`` no mixture option is passed (the file defines
+    the mixture)."""
+    from gaussmix.cli.options import PointOptions
+    from gaussmix.theory.mixture import MIXTURE_MODELS
+
+    estimator = {
+        "loss": state.loss,
+        "penalty": state.penalty,
+        "l1_ratio": state.l1_ratio,
+        "lam": state.lam,
+        "alpha": state.alpha,
+    }
+    if state.mixture_file is not None:
+        return PointOptions(mixture=state.mixture_file, **estimator)
+    own = MIXTURE_MODELS.get(state.model).parameters if state.model in MIXTURE_MODELS else ()
+    model = {
+        "delta": _floats(state.delta),
+        "fractions": _floats(state.fractions),
+        "deltas": _floats(state.deltas),
+        "sparsity": state.sparsity,
+        "delta1": state.delta1,
+        "delta2": state.delta2,
+    }
+    return PointOptions(
+        n_clusters=state.n_clusters,
+        labels=state.labels,
+        rho=_floats(state.rho),
+        model=state.model,
+        means=state.means,
+        **{k: v for k, v in model.items() if k in own},
+        **estimator,
+    )
+
+
+def grid_spec(state: ExplorerState) -> str:
+    """The command line's range of the swept axis, ``[log:]start:stop:num`` (``--alphas``
+    or ``--lams``; ends written exactly)."""
+    lo, hi = (
+        (state.alpha_min, state.alpha_max)
+        if state.axis == "alpha"
+        else (state.lam_min, state.lam_max)
+    )
+    return f"{'log:' if state.log_x else ''}{lo!r}:{hi!r}:{state.n_points}"
+
+
+def grid(state: ExplorerState) -> np.ndarray:
+    """The values of the swept axis: the command line's grid for :func:`grid_spec`
+    (:func:`~gaussmix.cli.helpers.parse_grid`), each checked by the library's rule of
+    alpha or lambda."""
+    from gaussmix.cli.helpers import parse_grid
+
+    option, fact = ("--alphas", "alpha") if state.axis == "alpha" else ("--lams", "lam")
+    return parse_grid(option, grid_spec(state), fact=fact)
+
+
+def setup(state: ExplorerState) -> tuple[PointSetup, np.ndarray]:
+    """The validated point (:func:`~gaussmix.cli.options.build_point`, as ``gaussmix
+    curve`` / ``lambda-curve`` build it: at the largest value of the swept axis) and the
+    grid; every value of the grid is validated.  Raises the library's errors."""
+    from gaussmix.cli.options import build_point
+
+    if state.axis not in AXES:
+        raise ArgumentError("axis", f"must be one of {', '.join(AXES)}, got {state.axis!r}")
+    values = grid(state)
+    key = _swept(state)
+    point = build_point(point_options(state), **{key: float(values.max())})
+    for v in values.tolist():
+        point.check(**{key: v})
+    return point, values
+
+
+# ============================================================================ validation
+_FLAG_RE = re.compile(r"--[a-z0-9][a-z0-9-]*")
+
+
+def _flag_fields() -> dict[str, str]:
+    """Command-line flag (and keyword) -> the explorer's field."""
+    from gaussmix.cli.options import POINT_FLAGS
+
+    out = {}
+    for keyword, flag in POINT_FLAGS.items():
+        name = _KEYWORDS.get(keyword, keyword)
+        out[flag] = out[keyword] = name
+    out.update(
+        {"--alphas": "alpha_min", "alphas": "alpha_min", "--lams": "lam_min", "lams": "lam_min"}
+    )
+    return out
+
+
+#: library keyword -> explorer field, where they differ
+_KEYWORDS = {"mixture": "mixture_file"}
+
+
+def field_of(exc: BaseException, state: ExplorerState) -> str:
+    """The explorer field a library error is about: the argument an
+    :class:`~gaussmix.core.exceptions.ArgumentError` names, else the first command-line
+    flag its message names, else (a mixture file that cannot be read, or a message naming
+    none) ``mixture_file`` with a file, ``model`` without."""
+    from gaussmix.theory.mixture import MixtureFileError
+
+    fields = _flag_fields()
+    if isinstance(exc, ArgumentError | ArgumentTypeError):
+        name = exc.argument
+        if name in _FIELDS:
+            return name
+        if name in fields:
+            return fields[name]
+    if isinstance(exc, MixtureFileError):
+        return "mixture_file"
+    for flag in _FLAG_RE.findall(str(exc)):
+        if flag in fields:
+            return fields[flag]
+    return "mixture_file" if state.mixture_file is not None else "model"
+
+
+def _check_explorer_fields(state: ExplorerState) -> dict[str, str]:
+    """The explorer's own controls (those that are not options of the command line)."""
+    from gaussmix.core.validation import check_choice, check_int, check_param
+
+    errors: dict[str, str] = {}
+
+    def run(name: str, check: Any) -> None:
+        try:
+            check()
+        except (ValueError, TypeError) as exc:
+            errors[name] = str(exc)
+
+    run("axis", lambda: check_choice("axis", state.axis, AXES))
+    run("n_points", lambda: check_int("n_points", state.n_points, low=1, high=_max_points()))
+    run("log_x", lambda: _check_bool("log_x", state.log_x))
+    for name in observable_unknown(state.show):
+        errors.setdefault("show", f"show: unknown column {name!r} (one of {', '.join(_shown())})")
+    for name in state.overlays:
+        if name not in OVERLAYS:
+            errors.setdefault(
+                "overlays", f"overlays: unknown overlay {name!r} (one of {', '.join(OVERLAYS)})"
+            )
+    if "simulation" in state.overlays:
+        run("sim_d", lambda: check_param("d", state.sim_d, name="sim_d"))
+        run("sim_seeds", lambda: check_param("seeds", state.sim_seeds, name="sim_seeds"))
+    for name in ("alpha_min", "alpha_max", "lam_min", "lam_max", "alpha"):
+        value = getattr(state, name)
+        if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
+            errors[name] = f"{name} must be a number, got {value!r}"
+    return errors
+
+
+def _check_bool(name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(name, f"must be True or False, got {value!r}")
+
+
+def _max_points() -> int:
+    from gaussmix.cli.helpers import MAX_POINTS
+
+    return MAX_POINTS
+
+
+def _shown() -> tuple[str, ...]:
+    from gaussmix.theory.outputs import OBSERVABLES
+
+    return (*OBSERVABLES.names(), *(f"{p}<c>" for p in ORDER_PARAMETERS))
+
+
+def observable_names() -> tuple[str, ...]:
+    """The observables that ``show`` may name (besides the order parameters)."""
+    from gaussmix.theory.outputs import OBSERVABLES
+
+    return OBSERVABLES.names()
+
+
+def observable_unknown(show: tuple[str, ...]) -> list[str]:
+    """The names of ``show`` that are neither an observable nor an order parameter
+    ``m<c>``, ``q<c>``, ``v<c>`` (``c >= 1``)."""
+    known = set(observable_names())
+    pattern = re.compile(rf"({'|'.join(ORDER_PARAMETERS)})[1-9][0-9]*")
+    return [s for s in show if s not in known and not pattern.fullmatch(s)]
+
+
+def validate(state: ExplorerState) -> dict[str, str]:
+    """Every problem of ``state``: explorer field -> the library's own message (``{}``
+    when the state is valid).
+
+    The mixture, the estimator and the grid are validated by building them through the
+    library (:func:`setup`); the library stops at its first error, which is reported under
+    the field it names (:func:`field_of`).  The explorer's own controls (axis, number of
+    points, shown columns, overlays, simulation size) are checked each.
+    """
+    errors = _check_explorer_fields(state)
+    if "axis" in errors or "n_points" in errors:
+        return errors
+    ends = _check_ends(state)
+    errors.update(ends)
+    try:
+        if ends:  # the rest, at a valid value of the swept parameter
+            from gaussmix.cli.options import build_point
+
+            build_point(point_options(state), **{_swept(state): 1.0})
+        else:
+            setup(state)
+    except (ValueError, TypeError, OSError) as exc:
+        name = field_of(exc, state)
+        errors.setdefault(name, _one_line(str(exc)))
+    return errors
+
+
+def _swept(state: ExplorerState) -> str:
+    """The library's name of the swept parameter: ``'alpha'`` or ``'lam'``."""
+    return "alpha" if state.axis == "alpha" else "lam"
+
+
+def _check_ends(state: ExplorerState) -> dict[str, str]:
+    """The ends of the swept axis, each by the library's rule of its parameter
+    (:func:`~gaussmix.core.validation.check_param`) under the field's name; on a log axis
+    an end must be > 0 (the message of the command line's range parser)."""
+    from gaussmix.core.validation import check_param
+    from gaussmix.experiments.curves import parse_range
+
+    fact = _swept(state)
+    names = ("alpha_min", "alpha_max") if fact == "alpha" else ("lam_min", "lam_max")
+    errors: dict[str, str] = {}
+    for name in names:
+        value = getattr(state, name)
+        try:
+            check_param(fact, value, name=name)
+            if state.log_x and value <= 0:
+                parse_range(grid_spec(state), name=f"--{fact}s")
+        except (ValueError, TypeError) as exc:
+            errors[name] = _one_line(str(exc))
+    return errors
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
