@@ -1,0 +1,283 @@
+"""The explorer's user interface (gaussmix.explore.app) without a browser, and the command
+``gaussmix explore``: the drawn curve is the library's; a control's bad value is answered
+beside it with the library's message; a point without a fixed point is drawn missing and
+listed; a newer request cancels an older one; the command refuses a bad option in one line,
+says which extra it needs, warns before listening beyond this machine, and stops on Ctrl-C
+leaving nothing behind.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import socket
+import threading
+import urllib.request
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _cli_helpers import run
+from _explore import DEADLINE, library_curve, served
+
+pn = pytest.importorskip("panel", reason="the explorer's interface is the 'explore' extra")
+
+from gaussmix.explore import ExplorerState, validate  # noqa: E402
+from gaussmix.explore.app import LAM_DIGITS, Explorer, _text, explorer  # noqa: E402
+
+N = 6
+
+
+def _columns(app: Explorer, key: str) -> np.ndarray:
+    return np.asarray(app.source.data[key], dtype=float)
+
+
+@pytest.fixture
+def app():
+    a = Explorer(ExplorerState(n_points=N), poll=False)
+    a.refresh(wait=True)
+    yield a
+    a.close()
+
+
+def test_the_drawn_curve_is_the_librarys(app: Explorer) -> None:
+    ref = library_curve(0.1, N)
+    assert np.array_equal(_columns(app, "x"), ref["alpha"].to_numpy())
+    for key in ("test_error", "train_error"):
+        assert np.array_equal(_columns(app, key), ref[key].to_numpy())
+        assert app.renderers[key][0].visible
+    assert app.status.object == f"{N} of {N} points" or "cached" in app.status.object
+
+
+def test_the_lambda_slider_redraws_the_librarys_curve(app: Explorer) -> None:
+    first = app.job
+    app.lam_slider.value = -1.5
+    lam = float(f"{10**-1.5:.{LAM_DIGITS}g}")
+    assert app.widgets["lam"].value == repr(lam) and app.state.lam == lam
+    assert app.job is not first
+    app.refresh(wait=True)
+    assert np.array_equal(_columns(app, "test_error"), library_curve(lam, N)["test_error"])
+    # the exact entry moves the slider back
+    app.widgets["lam"].value = "0.01"
+    assert app.lam_slider.value == pytest.approx(-2.0, abs=1e-12)
+    assert app.state.lam == 0.01
+
+
+def test_a_newer_request_cancels_the_older() -> None:
+    a = Explorer(ExplorerState(n_points=30, lam=0.0123), poll=False)
+    try:
+        old = a.job
+        a.widgets["lam"].value = "0.0456"
+        new = a.job
+        assert new is not old and a.session.curve is new
+        old.wait(DEADLINE)
+        assert old.cancelled or old.done  # finished before the change, or stopped
+        a.refresh(wait=True)
+        assert np.all(np.asarray(a.source.data["x"]).size == 30)
+        assert a.state.lam == 0.0456
+    finally:
+        a.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("gaussmix-explore")]
+
+
+@pytest.mark.parametrize(
+    ("field", "text", "state"),
+    [
+        ("rho", "0.5,0.6", ExplorerState(rho=(0.5, 0.6))),
+        ("lam", "-1", ExplorerState(lam=-1.0)),
+        ("delta", "1,2,3", ExplorerState(delta=(1.0, 2.0, 3.0))),
+    ],
+)
+def test_a_bad_value_is_answered_beside_its_control(
+    app: Explorer, field: str, text: str, state: ExplorerState
+) -> None:
+    job = app.job
+    app.widgets[field].value = text
+    expected = validate(state)[field]  # the library's own message
+    pane = app.error_panes[field]
+    assert pane.visible and pane.object == expected
+    # beside the control: in the same column, right below it
+    column = app.controls[field]
+    objects = list(column.objects)
+    assert objects.index(pane) == objects.index(app.widgets[field]) + 1
+    assert app.job is job  # nothing computed for a refused state
+    assert "Not computed" in app.status.object
+    # a value that does not parse is answered the same way
+    app.widgets[field].value = "abc"
+    assert app.error_panes[field].visible and "abc" in app.error_panes[field].object
+    app.widgets[field].value = _text(getattr(ExplorerState(), field))
+    assert not app.error_panes[field].visible and app.job is not job
+
+
+def test_k_equals_one_and_a_malformed_file_are_refused(app: Explorer, tmp_path: Path) -> None:
+    app.widgets["n_clusters"].value = 1
+    assert app.error_panes["n_clusters"].visible
+    assert (
+        app.error_panes["n_clusters"].object == validate(ExplorerState(n_clusters=1))["n_clusters"]
+    )
+    app.widgets["n_clusters"].value = 2
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a mixture")
+    app.widgets["mixture_file"].value = str(bad)
+    message = validate(ExplorerState(mixture_file=str(bad)))["mixture_file"]
+    assert app.error_panes["mixture_file"].object == message
+    assert app.widgets["n_clusters"].disabled  # the file replaces the mixture's controls
+
+
+def test_a_mixture_file_is_uploaded_and_removed_on_close(tmp_path: Path) -> None:
+    import gaussmix as gm
+
+    path = tmp_path / "mix.npz"
+    gm.Mixture.isotropic(0.5, "simplex", n_clusters=3).save(path)
+    a = Explorer(ExplorerState(n_points=3, loss="cross-entropy"), poll=False)
+    try:
+        a.upload.filename = "mix.npz"
+        a.upload.value = path.read_bytes()
+        copy = Path(a.widgets["mixture_file"].value)
+        assert copy.read_bytes() == path.read_bytes() and copy != path
+        assert not a.errors, a.errors
+        a.refresh(wait=True)
+        ref = gm.learning_curve(
+            gm.Mixture.load(path), "cross-entropy", np.geomspace(0.2, 8.0, 3), lam=0.1
+        )
+        assert np.array_equal(_columns(a, "test_error"), ref["test_error"].to_numpy())
+    finally:
+        a.close()
+    assert not copy.exists() and not copy.parent.exists()
+
+
+class _Job:
+    """A finished curve with a point that has no fixed point (as the engine reports it)."""
+
+    def __init__(self, state: ExplorerState) -> None:
+        nan = math.nan
+        self.state = state
+        self.rows = [
+            {"alpha": 1.0, "lam": 0.1, "test_error": 0.3, "converged": True},
+            {"alpha": 2.0, "lam": 0.1, "test_error": nan, "converged": False},
+            {"alpha": 4.0, "lam": 0.1, "test_error": 0.2, "converged": True},
+        ]
+        self.failed = [(2.0, "no fixed point at lam=0.1, alpha=2: drawn missing")]
+        self.warnings = ["ConvergenceWarning: no fixed point at alpha=2"]
+        self.progress, self.done, self.cancelled, self.error, self.cached = (3, 3), True, 0, 0, 0
+
+
+def test_a_point_without_a_fixed_point_is_drawn_missing_and_listed(app: Explorer) -> None:
+    app.job = _Job(app.state)
+    app.refresh()
+    y = _columns(app, "test_error")
+    assert y[0] == 0.3 and math.isnan(y[1]) and y[2] == 0.2  # a gap in the line
+    assert "alpha = 2: no fixed point" in app.failed_pane.object
+    assert "ConvergenceWarning" in app.warnings_pane.object
+
+
+def test_every_control_round_trips_through_the_state_url_reader() -> None:
+    state = ExplorerState(
+        n_clusters=3,
+        delta=(0.5, 1.0 / 3.0, 2.0),
+        rho=(0.2, 0.3, 0.5),
+        l1_ratio=0.1 + 0.2,
+        lam=1e-7,
+        mixture_file="/tmp/x y.npz",
+        show=("test_error", "m1"),
+    )
+    for f in fields(ExplorerState):
+        value = getattr(state, f.name)
+        from urllib.parse import urlencode
+
+        back = ExplorerState.from_query(urlencode({f.name: _text(value)}))
+        assert getattr(back, f.name) == value, f.name
+    a = Explorer(state.replace(mixture_file=None, loss="cross-entropy"), poll=False)
+    try:
+        assert a._read() == (state.replace(mixture_file=None, loss="cross-entropy"), {})
+        assert a.widgets["show"].value == ["test_error", "m1"]
+        assert "q3" in a.widgets["show"].options  # the order parameters of K = 3
+    finally:
+        a.close()
+
+
+def test_the_notebook_form_is_a_panel_layout() -> None:
+    layout = explorer(ExplorerState(n_points=3))
+    try:
+        assert isinstance(layout, pn.Row)
+        assert isinstance(layout.explorer, Explorer)
+        assert layout.explorer.state.n_points == 3
+    finally:
+        layout.explorer.close()
+
+
+def test_the_exports_are_the_engines(app: Explorer) -> None:
+    csv = app.downloads["csv"].callback().getvalue()
+    assert csv == library_curve(0.1, N).to_csv(index=False)
+    png = app.downloads["png"].callback().getvalue()
+    assert png.startswith(b"\x89PNG")
+    script = app.downloads["python"].callback().getvalue()
+    assert "learning_curve" in script
+    assert app.downloads["cli"].callback().getvalue().startswith("gaussmix curve ")
+
+
+# ---------------------------------------------------------------------------- the command
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--rho", "0.5,0.6"], "--rho must sum to 1"),
+        (["--lam", "-1"], "--lam must be"),
+        (["--n-clusters", "1"], "--n-clusters must be an integer >= 2"),
+        (["--lam", "abc"], "--lam must be a number"),
+        (["--port", "70000"], "--port must be"),
+        (["--show", "nope"], "--show"),
+    ],
+)
+def test_explore_refuses_a_bad_option_in_one_line(args: list[str], says: str) -> None:
+    code, out, err = run("explore", "--no-browser", *args)
+    assert code == 2 and out == ""
+    assert err.startswith("gaussmix: error: ") and err.count("\n") == 1, err
+    assert says in err, err
+
+
+def test_explore_without_its_extra_says_which(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    find = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "panel" else find(name, *a)
+    )
+    code, _, err = run("explore", "--no-browser")
+    assert code == 2
+    assert err == "gaussmix: error: gaussmix explore needs the 'explore' extra: pip install " \
+        "'gaussmix[explore]'\n"  # fmt: skip
+
+
+def _port_free(url: str) -> bool:
+    port = int(url.rstrip("/").rsplit(":", 1)[1])
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def test_ctrl_c_stops_the_server_cleanly(tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    with served("--n-points", "30", "--lam", "0.02", tmp=tmp) as (proc, url):
+        assert url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(url + "?lam=0.003", timeout=DEADLINE) as page:
+            assert b"gaussmix explorer" in page.read()  # a page, with its job started
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C
+        out, err = proc.communicate(timeout=DEADLINE)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
+    assert out.strip().endswith("gaussmix explorer: stopped")
+    assert _port_free(url)
+    assert not list(tmp.iterdir())  # no temporary file left
+
+
+def test_another_address_only_with_a_warning(tmp_path: Path) -> None:
+    with served("--host", "0.0.0.0", tmp=tmp_path / "tmp") as (proc, url):
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=DEADLINE)
+    assert proc.returncode == 0
+    assert err.startswith("gaussmix: warning: serving on 0.0.0.0: every machine"), err
