@@ -57,7 +57,7 @@ from gaussmix.theory.penalties import PENALTIES
 __all__ = ["Explorer", "explorer", "serve", "POLL_MS"]
 
 #: how often the page looks for new points of the running job (milliseconds)
-POLL_MS = 100
+POLL_MS = 50
 #: the lambda slider's range, in decades (the exact entry takes any value)
 LOG_LAM_RANGE = (-6.0, 2.0)
 #: the significant digits of a lambda set by the slider (the exact entry shows them all)
