@@ -104,11 +104,14 @@ def test_a_bad_value_is_answered_beside_its_control(
     assert objects.index(pane) == objects.index(app.widgets[field]) + 1
     assert app.job is job  # nothing computed for a refused state
     assert "Not computed" in app.status.object
+    assert all(button.disabled for button in app.downloads.values())  # nothing to take away
     # a value that does not parse is answered the same way
     app.widgets[field].value = "abc"
     assert app.error_panes[field].visible and "abc" in app.error_panes[field].object
     app.widgets[field].value = _text(getattr(ExplorerState(), field))
     assert not app.error_panes[field].visible and app.job is not job
+    app.refresh(wait=True)
+    assert not any(button.disabled for button in app.downloads.values())
 
 
 def test_k_equals_one_and_a_malformed_file_are_refused(app: Explorer, tmp_path: Path) -> None:
@@ -162,6 +165,7 @@ class _Job:
         self.failed = [(2.0, "no fixed point at lam=0.1, alpha=2: drawn missing")]
         self.warnings = ["ConvergenceWarning: no fixed point at alpha=2"]
         self.progress, self.done, self.cancelled, self.error, self.cached = (3, 3), True, 0, 0, 0
+        self.table = None  # the library's table is not needed to draw
 
 
 def test_a_point_without_a_fixed_point_is_drawn_missing_and_listed(app: Explorer) -> None:
@@ -209,6 +213,7 @@ def test_the_notebook_form_is_a_panel_layout() -> None:
 
 
 def test_the_exports_are_the_engines(app: Explorer) -> None:
+    assert not app.downloads["csv"].disabled  # the table is complete
     csv = app.downloads["csv"].callback().getvalue()
     assert csv == library_curve(0.1, N).to_csv(index=False)
     png = app.downloads["png"].callback().getvalue()
@@ -281,3 +286,20 @@ def test_another_address_only_with_a_warning(tmp_path: Path) -> None:
         _, err = proc.communicate(timeout=DEADLINE)
     assert proc.returncode == 0
     assert err.startswith("gaussmix: warning: serving on 0.0.0.0: every machine"), err
+
+
+def test_an_unexpected_failure_is_said_and_the_page_carries_on(
+    app: Explorer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gaussmix.explore.app as module
+
+    def broken(state: ExplorerState) -> dict[str, str]:
+        raise RuntimeError("something unforeseen")
+
+    monkeypatch.setattr(module, "validate", broken)
+    app.widgets["lam"].value = "0.3"  # no exception leaves the callback
+    assert app.status.object == "**Error**: RuntimeError: something unforeseen"
+    monkeypatch.undo()
+    app.widgets["lam"].value = "0.2"
+    app.refresh(wait=True)
+    assert np.array_equal(_columns(app, "test_error"), library_curve(0.2, N)["test_error"])

@@ -476,7 +476,14 @@ class Explorer:
         self._changed()
 
     def _changed(self) -> None:
-        """A control changed: show the messages beside the controls, or compute."""
+        """A control changed: show the messages beside the controls, or compute.  Nothing
+        a control holds stops the page: an unexpected failure is said above the plot."""
+        try:
+            self._apply()
+        except Exception as exc:  # noqa: BLE001 - the page reports, the server carries on
+            self.status.object = f"**Error**: {type(exc).__name__}: {' '.join(str(exc).split())}"
+
+    def _apply(self) -> None:
         state, errors = self._read()
         if state is not None:
             errors = validate(state)
@@ -487,6 +494,8 @@ class Explorer:
         self._arrange(state)
         if errors:
             self.status.object = "**Not computed**: a value is refused (see beside its control)."
+            for button in self.downloads.values():
+                button.disabled = True
             return
         self._submit(state)
 
@@ -524,6 +533,8 @@ class Explorer:
         self._drawn = None
         self.overlay_job = self.session.submit_overlays(state) if state.overlays else None
         self._overlays_drawn = None
+        for name, button in self.downloads.items():  # the table's wait for it
+            button.disabled = name in ("csv", "png")
         if (old.axis, old.log_x) != (state.axis, state.log_x):
             self._axis(state)
         self._show_columns()
@@ -576,6 +587,8 @@ class Explorer:
         self.progress.max = max(int(total), 1)
         self.progress.value = min(int(done), self.progress.max)
         self.progress.visible = not job.done
+        for name, button in self.downloads.items():  # the table's, once it is complete
+            button.disabled = name in ("csv", "png") and job.table is None
         if job.error:
             self.status.object = f"**Not computed**: {job.error}"
         elif job.cancelled:
@@ -681,7 +694,8 @@ class Explorer:
         import pandas as pd
 
         self._finished()
-        overlays = self.overlay_job.wait() if self.overlay_job is not None else None
+        # the overlays computed so far (a simulation may still run: never wait for it here)
+        overlays = dict(self.overlay_job.results) if self.overlay_job is not None else None
         rows = pd.DataFrame(self.job.rows).sort_values(x_column(self.state))
         return export_png(self.state, rows, overlays=overlays)
 
