@@ -29,7 +29,7 @@ import collections
 import json
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -52,11 +52,15 @@ __all__ = [
     "x_column",
     "clear_cache",
     "CACHE_SIZE",
+    "COARSE_POINTS",
+    "PrefetchJob",
     "MAX_OVERLAY_POINTS",
 ]
 
 #: finished curves kept (LRU)
 CACHE_SIZE = 64
+#: points of the coarse pass drawn first (:func:`start_curve`'s ``coarse``, :class:`Session`)
+COARSE_POINTS = 10
 #: largest number of alphas at which the costly overlays (lambda*, simulations) are computed
 MAX_OVERLAY_POINTS = 8
 
@@ -71,7 +75,8 @@ class _WarningRouter:
 
     :func:`warnings.catch_warnings` is not thread-safe (it swaps process-wide state on
     entry and restores it on exit, which interleaved jobs would undo).  While at least one
-    job runs, the router is installed once: an ``always`` filter (so that a repeated
+    job runs, the router is installed once (a job's thread may collect into an inner sink
+    for a while: :meth:`enter` and :meth:`exit` nest): an ``always`` filter (so that a repeated
     message is seen by each job) and a ``showwarning`` that gives a job thread's warning to
     that job and any other thread's to the previous ``showwarning``.  ``RuntimeWarning``
     (numpy's overflow noise in the solver) is dropped in job threads, as the command line
@@ -81,12 +86,12 @@ class _WarningRouter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._users = 0
-        self._sinks: dict[int, list[str]] = {}
+        self._sinks: dict[int, list[list[str]]] = {}  # thread -> stack of sinks
         self._saved: tuple[Any, list] | None = None
 
     def enter(self, sink: list[str]) -> None:
         with self._lock:
-            self._sinks[threading.get_ident()] = sink
+            self._sinks.setdefault(threading.get_ident(), []).append(sink)
             self._users += 1
             if self._users == 1:
                 self._saved = (warnings.showwarning, list(warnings.filters))
@@ -95,7 +100,11 @@ class _WarningRouter:
 
     def exit(self) -> None:
         with self._lock:
-            self._sinks.pop(threading.get_ident(), None)
+            stack = self._sinks.get(threading.get_ident(), [])
+            if stack:
+                stack.pop()
+            if not stack:
+                self._sinks.pop(threading.get_ident(), None)
             self._users -= 1
             if self._users == 0 and self._saved is not None:
                 show, filters = self._saved
@@ -105,12 +114,13 @@ class _WarningRouter:
                 self._saved = None
 
     def _show(self, message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
-        sink = self._sinks.get(threading.get_ident())
-        if sink is None:
+        stack = self._sinks.get(threading.get_ident())
+        if not stack:  # not a job's thread
             saved = self._saved
-            if saved is not None:
-                saved[0](message, category, filename, lineno, file, line)
+            show = saved[0] if saved is not None else _SHOWWARNING
+            show(message, category, filename, lineno, file, line)
             return
+        sink = stack[-1]
         if issubclass(category, RuntimeWarning):
             return
         text = f"{category.__name__}: {' '.join(str(message).split())}"
@@ -118,6 +128,9 @@ class _WarningRouter:
             sink.append(text)
 
 
+#: the ``showwarning`` of the process when the engine was imported (a fallback for a router
+#: left installed by another thread's ``catch_warnings``, which restores what it saw)
+_SHOWWARNING = warnings.showwarning
 _WARNINGS = _WarningRouter()
 
 
@@ -186,6 +199,8 @@ class _Job:
             self._run()
         except _Cancelled:
             self.cancelled = True
+        except (ValueError, TypeError, OSError) as exc:  # bad input: the library's message
+            self.error = " ".join(str(exc).split())
         except Exception as exc:  # noqa: BLE001 - a job reports, it never kills its caller
             self.error = " ".join(f"{type(exc).__name__}: {exc}".split())
         finally:
@@ -209,12 +224,16 @@ class CurveJob(_Job):
         table (:func:`gaussmix.learning_curve`) and the order parameters
         (:func:`order_parameters`).  A point without a fixed point has NaN observables and
         ``converged`` False.
+    preview : list of dict
+        The rows of the coarse pass, when one was run (:func:`start_curve`'s ``coarse``):
+        the library's curve on every few points of the grid, to draw until ``rows`` cover
+        the range (values within the solver's tolerance of the final ones; never exported).
     failed : list of (float, str)
         The x value and the reason of each point without a fixed point (drawn missing).
     warnings : list of str
         The warnings raised while computing, ``'<Category>: <message>'``.
     progress : (int, int)
-        Points done, points in all.
+        Points done, points in all (of the final curve).
     done, cancelled : bool
         Whether the job has ended, and whether it ended by :meth:`cancel`.
     error : str or None
@@ -226,14 +245,22 @@ class CurveJob(_Job):
     """
 
     def __init__(
-        self, state: ExplorerState, on_point: Callable[[dict], None] | None = None
+        self,
+        state: ExplorerState,
+        on_point: Callable[[dict], None] | None = None,
+        *,
+        coarse: int = 0,
+        on_preview: Callable[[list[dict]], None] | None = None,
     ) -> None:
         self.state = state
         self.rows: list[dict] = []
+        self.preview: list[dict] = []
         self.failed: list[tuple[float, str]] = []
         self.table: CurveTable | None = None
         self.cached = False
         self._on_point = on_point
+        self._on_preview = on_preview
+        self._coarse = coarse
         self._x = x_column(state)
         super().__init__(state.n_points)
 
@@ -263,43 +290,74 @@ class CurveJob(_Job):
             for row in rows:
                 self._check()
                 self._add(dict(row))
-            self.table = table
+            self.table = _copy(table)
             return
-        mixture = point.mixture
+        if 0 < self._coarse and 2 * self._coarse <= len(values):
+            self._preview(point, values)
+        self.table = _library_curve(self.state, point, values, self._solved(point))
+        _CACHE.put(key, (_copy(self.table), [dict(r) for r in self.rows], list(self.warnings)))
+
+    def _solved(self, point: Any) -> Callable[[dict, FixedPointResult | None], None]:
+        """The library curve's callback: each row with its order parameters, then the
+        cancel check (the cooperative cancel between two points)."""
 
         def hook(row: dict, result: FixedPointResult | None) -> None:
-            row = {**row, **order_parameters(result, mixture)}
+            row = {**row, **order_parameters(result, point.mixture)}
             if not row["converged"]:
                 row["_reason"] = _failure(row)
             self._add(row)
             self._check()
 
-        if self.state.axis == "alpha":
-            from gaussmix.experiments.curves import learning_curve
+        return hook
 
-            table = learning_curve(
-                mixture,
-                point.loss,
-                values,
-                lam=point.lam,
-                **point.penalty_kw,
-                callback=hook,
-                **point.solve_kw,
-            )
-        else:
-            from gaussmix.experiments.curves import lambda_sweep
+    def _preview(self, point: Any, values: np.ndarray) -> None:
+        """The coarse pass: the library's curve on ``coarse`` points of the grid, evenly
+        picked (both ends), its warnings dropped (the final curve gives its own)."""
+        index = _evenly(len(values), self._coarse)
+        rows: list[dict] = []
 
-            table = lambda_sweep(
-                mixture,
-                point.loss,
-                values,
-                alpha=point.alpha,
-                **point.penalty_kw,
-                callback=hook,
-                **point.solve_kw,
-            )
-        self.table = table
-        _CACHE.put(key, (table, [dict(r) for r in self.rows], list(self.warnings)))
+        def hook(row: dict, result: FixedPointResult | None) -> None:
+            rows.append({**row, **order_parameters(result, point.mixture)})
+            self._check()
+
+        mark = len(self.warnings)
+        _library_curve(self.state, point, values[index], hook)
+        del self.warnings[mark:]
+        self.preview = sorted(rows, key=lambda r: r[self._x])
+        if self._on_preview is not None:
+            self._on_preview(self.preview)
+
+
+def _library_curve(
+    state: ExplorerState,
+    point: Any,
+    values: np.ndarray,
+    callback: Callable[[dict, FixedPointResult | None], None],
+) -> CurveTable:
+    """:func:`gaussmix.learning_curve` (axis alpha) or :func:`gaussmix.lambda_sweep` (axis
+    lambda) of the validated point over ``values``, as ``gaussmix curve`` /
+    ``lambda-curve`` call them, with ``callback``."""
+    from gaussmix.experiments.curves import lambda_sweep, learning_curve
+
+    if state.axis == "alpha":
+        return learning_curve(
+            point.mixture,
+            point.loss,
+            values,
+            lam=point.lam,
+            **point.penalty_kw,
+            callback=callback,
+            **point.solve_kw,
+        )
+    return lambda_sweep(
+        point.mixture,
+        point.loss,
+        values,
+        alpha=point.alpha,
+        **point.penalty_kw,
+        callback=callback,
+        **point.solve_kw,
+    )
 
 
 def _failure(row: dict) -> str:
@@ -311,7 +369,13 @@ def _failure(row: dict) -> str:
     )
 
 
-def start_curve(state: ExplorerState, on_point: Callable[[dict], None] | None = None) -> CurveJob:
+def start_curve(
+    state: ExplorerState,
+    on_point: Callable[[dict], None] | None = None,
+    *,
+    coarse: int = 0,
+    on_preview: Callable[[list[dict]], None] | None = None,
+) -> CurveJob:
     """Start computing the curve of ``state`` in a background thread.
 
     Parameters
@@ -321,13 +385,19 @@ def start_curve(state: ExplorerState, on_point: Callable[[dict], None] | None = 
         (the library's message); :func:`gaussmix.explore.validate` says which field.
     on_point : callable, optional
         ``on_point(row)`` in the job's thread for each row as it arrives.
+    coarse : int
+        Before a curve that is not in the cache (of at least ``2 coarse`` points), compute
+        the library's curve on ``coarse`` of its points (:attr:`CurveJob.preview`), to draw
+        the whole range early (0: none).  It costs about a third of the final curve.
+    on_preview : callable, optional
+        ``on_preview(rows)`` in the job's thread when the coarse pass is done.
 
     Returns
     -------
     CurveJob
         Running; :meth:`CurveJob.wait` for the library's table.
     """
-    job = CurveJob(state, on_point)
+    job = CurveJob(state, on_point, coarse=coarse, on_preview=on_preview)
     job._start()
     return job
 
@@ -366,6 +436,14 @@ _CACHE = _LRU(CACHE_SIZE)
 def clear_cache() -> None:
     """Forget the finished curves (e.g. to time a computation)."""
     _CACHE.clear()
+
+
+def _copy(table: CurveTable) -> CurveTable:
+    """A copy of a curve's table with its points (a cached table is never handed out: a
+    caller may change its own)."""
+    from gaussmix.core.tables import CurveTable
+
+    return CurveTable.from_rows(table.to_frame(), table.points)
 
 
 def _cache_key(state: ExplorerState, params: dict, values: np.ndarray) -> str:
@@ -408,7 +486,6 @@ class OverlayJob(_Job):
         self.state = state
         self.results: dict[str, Overlay] = {}
         self._on_result = on_result
-        self._plan: list[tuple[str, Callable[[], Any]]] = []
         super().__init__(0)
 
     def wait(self, timeout: float | None = None) -> dict[str, Overlay]:
@@ -424,32 +501,31 @@ class OverlayJob(_Job):
         for name, calls in steps:
             overlay = Overlay(name)
             self.results[name] = overlay
+            errors: list[str] = []
             for call in calls:
                 self._check()
                 try:
                     call(overlay)
                 except (ValueError, TypeError, ArithmeticError, RuntimeError) as exc:
-                    if overlay.rows or overlay.value is not None:
-                        self.warnings.append(f"{name}: {' '.join(str(exc).split())}")
-                    else:
-                        overlay.unavailable = " ".join(str(exc).split())
-                        done += len(calls) - calls.index(call) - 1
-                        self.progress = (done + 1, self.progress[1])
-                        break
+                    errors.append(" ".join(str(exc).split()))
                 done += 1
                 self.progress = (done, self.progress[1])
+            if errors and not overlay.rows and overlay.value is None:
+                overlay.unavailable = errors[0]  # the library's reason (the same at each x)
+            else:
+                self.warnings.extend(f"{name}: {e}" for e in errors)
             if self._on_result is not None:
                 self._on_result(overlay)
 
 
+def _evenly(n: int, k: int) -> np.ndarray:
+    """The indices of at most ``k`` of ``n`` points, evenly spread, both ends included."""
+    return np.unique(np.round(np.linspace(0, n - 1, min(k, n))).astype(int))
+
+
 def _thin(values: np.ndarray) -> list[float]:
-    """At most :data:`MAX_OVERLAY_POINTS` values of the grid, evenly picked, both ends
-    included."""
-    n = len(values)
-    if n <= MAX_OVERLAY_POINTS:
-        return [float(v) for v in values]
-    idx = np.unique(np.round(np.linspace(0, n - 1, MAX_OVERLAY_POINTS)).astype(int))
-    return [float(values[i]) for i in idx]
+    """At most :data:`MAX_OVERLAY_POINTS` values of the grid (:func:`_evenly`)."""
+    return [float(values[i]) for i in _evenly(len(values), MAX_OVERLAY_POINTS)]
 
 
 def _overlay_steps(state: ExplorerState, point: Any, values: np.ndarray) -> list:
@@ -531,7 +607,9 @@ def start_overlays(
     ``bayes``: the Bayes-optimal test error (Appendix D) at each alpha of the curve (at
     ``state.alpha`` on the lambda axis), for isotropic mixtures whose clusters each have
     their own label; ``alpha_star``: the separability threshold alpha*_K (the lambda -> 0+
-    limit of Appendix C, where the training error of the max-margin estimator leaves 0);
+    limit of Appendix C, where the training error of the max-margin estimator leaves 0;
+    the same value as :func:`gaussmix.separability_threshold`'s default, without its
+    evidence checks on both sides, which take three times as long);
     ``lambda_star``: the optimal penalty and its test error at up to
     :data:`MAX_OVERLAY_POINTS` alphas (one on the lambda axis); ``simulation``: exact ERM at
     dimension ``state.sim_d`` over ``state.sim_seeds`` seeds (seed 0) at up to
@@ -547,8 +625,55 @@ def start_overlays(
 
 
 # ============================================================================ session
+class PrefetchJob(_Job):
+    """Curves computed ahead into the cache of finished curves (:meth:`Session.prefetch`),
+    one after the other, once ``after`` (the curve on display) has ended."""
+
+    def __init__(self, states: list[ExplorerState], after: _Job | None) -> None:
+        self.states = states
+        self._after = after
+        super().__init__(len(states))
+
+    def _run(self) -> None:
+        while self._after is not None and not self._after._finished.wait(0.01):
+            self._check()
+        for i, state in enumerate(self.states):
+            self._check()
+            job = CurveJob(state)
+            job._cancel = self._cancel  # cancelling the prefetch stops its curve
+            _WARNINGS.enter(job.warnings)  # the curve's own warnings, cached with it
+            try:
+                job._run()
+            except (ValueError, TypeError, OSError):
+                pass  # an invalid neighbour: nothing to prefetch
+            finally:
+                _WARNINGS.exit()
+            self.progress = (i + 1, self.progress[1])
+
+
+def _auto_coarse(state: ExplorerState) -> int:
+    """:data:`COARSE_POINTS` for curves of problems with more than one output (one-hot
+    labels: cross-entropy and multi-output square or hinge losses, about 10 times the cost
+    of a binary curve), else 0."""
+    try:
+        point, _ = setup(state)
+    except (ValueError, TypeError, OSError):
+        return 0
+    return COARSE_POINTS if point.problem.dim > 1 else 0
+
+
 class Session:
     """The jobs of one browser tab or notebook: a newer request cancels the older one.
+
+    Parameters
+    ----------
+    coarse : int or 'auto'
+        The coarse pass of each new curve (:func:`start_curve`; default none); ``'auto'``:
+        :data:`COARSE_POINTS` points for problems with more than one output, none for
+        binary ones (which take a tenth of a second).  A display that draws
+        :attr:`CurveJob.preview` until the rows cover the range should ask for ``'auto'``:
+        the whole range is drawn in about a quarter of the curve's time, the final rows
+        arrive about a third later.
 
     Examples
     --------
@@ -559,25 +684,46 @@ class Session:
     >>> session.close()
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, coarse: int | str = 0) -> None:
         self._lock = threading.Lock()
+        self.coarse = coarse
         self.curve: CurveJob | None = None
         self.overlays: OverlayJob | None = None
+        self.prefetching: PrefetchJob | None = None
         self._jobs: list[_Job] = []
 
     def _track(self, job: _Job) -> None:
         self._jobs = [j for j in self._jobs if not j.done] + [job]
 
     def submit(
-        self, state: ExplorerState, on_point: Callable[[dict], None] | None = None
+        self,
+        state: ExplorerState,
+        on_point: Callable[[dict], None] | None = None,
+        on_preview: Callable[[list[dict]], None] | None = None,
     ) -> CurveJob:
-        """Cancel the running curve (if any) and start the curve of ``state``."""
+        """Cancel the running curve and prefetch (if any) and start the curve of
+        ``state``."""
+        coarse = _auto_coarse(state) if self.coarse == "auto" else int(self.coarse)
         with self._lock:
-            if self.curve is not None:
-                self.curve.cancel()
-            self.curve = start_curve(state, on_point)
+            for job in (self.curve, self.prefetching):
+                if job is not None:
+                    job.cancel()
+            self.curve = start_curve(state, on_point, coarse=coarse, on_preview=on_preview)
             self._track(self.curve)
             return self.curve
+
+    def prefetch(self, states: Sequence[ExplorerState]) -> PrefetchJob:
+        """Compute ``states`` into the cache once the current curve has ended (e.g. the
+        neighbouring positions of a slider: moving it there then redraws at once); the
+        next :meth:`submit` or :meth:`prefetch` cancels it."""
+        with self._lock:
+            if self.prefetching is not None:
+                self.prefetching.cancel()
+            job = PrefetchJob(list(states), self.curve)
+            job._start()
+            self.prefetching = job
+            self._track(job)
+            return job
 
     def submit_overlays(
         self, state: ExplorerState, on_result: Callable[[Overlay], None] | None = None

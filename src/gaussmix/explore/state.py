@@ -103,6 +103,17 @@ class ExplorerState:
     sim_d: int = 400
     sim_seeds: int = 4
 
+    def __post_init__(self) -> None:
+        # sequences as tuples (a list or an array from an interface), one number as a
+        # one-element tuple (a shared Delta)
+        for name in _TUPLES:
+            value = getattr(self, name)
+            if value is None or isinstance(value, tuple):
+                continue
+            if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+                value = (value,)
+            object.__setattr__(self, name, tuple(_plain(v) for v in value))
+
     def replace(self, **changes: Any) -> ExplorerState:
         """A copy with ``changes`` (unknown names raise :class:`ArgumentError`)."""
         unknown = sorted(set(changes) - set(_FIELDS))
@@ -145,6 +156,18 @@ class ExplorerState:
 
 _FIELDS = {f.name: f for f in dataclasses.fields(ExplorerState)}
 _HINTS = typing.get_type_hints(ExplorerState)
+#: the fields holding tuples
+_TUPLES = tuple(
+    name
+    for name, hint in _HINTS.items()
+    if tuple in (typing.get_origin(hint), *map(typing.get_origin, typing.get_args(hint)))
+)
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python number it holds (anything else as it is)."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) and getattr(value, "ndim", None) == 0 else value
 
 
 def _known() -> str:
@@ -162,7 +185,7 @@ def _encode(value: Any) -> str:
     if isinstance(value, tuple):
         return ",".join(_encode(v) for v in value)
     if isinstance(value, float):
-        return repr(value)
+        return repr(float(value))  # numpy's floats too, as plain numbers
     return str(value)
 
 
@@ -275,7 +298,7 @@ def setup(state: ExplorerState) -> tuple[PointSetup, np.ndarray]:
     if state.axis not in AXES:
         raise ArgumentError("axis", f"must be one of {', '.join(AXES)}, got {state.axis!r}")
     values = grid(state)
-    key = "alpha" if state.axis == "alpha" else "lam"
+    key = _swept(state)
     point = build_point(point_options(state), **{key: float(values.max())})
     for v in values.tolist():
         point.check(**{key: v})
@@ -317,23 +340,13 @@ def field_of(exc: BaseException, state: ExplorerState) -> str:
         if name in _FIELDS:
             return name
         if name in fields:
-            return _range_field(fields[name], exc, state)
+            return fields[name]
     if isinstance(exc, MixtureFileError):
         return "mixture_file"
     for flag in _FLAG_RE.findall(str(exc)):
         if flag in fields:
-            return _range_field(fields[flag], exc, state)
+            return fields[flag]
     return "mixture_file" if state.mixture_file is not None else "model"
-
-
-def _range_field(name: str, exc: BaseException, state: ExplorerState) -> str:
-    """``alpha_min`` / ``lam_min`` for an error about the grid: ``*_max`` when the message
-    names the upper end's value."""
-    if name in ("alpha_min", "lam_min"):
-        hi = state.alpha_max if name == "alpha_min" else state.lam_max
-        if f"{hi:g}" in str(exc).split("got", 1)[-1]:
-            return name.replace("_min", "_max")
-    return name
 
 
 def _check_explorer_fields(state: ExplorerState) -> dict[str, str]:
@@ -412,11 +425,44 @@ def validate(state: ExplorerState) -> dict[str, str]:
     errors = _check_explorer_fields(state)
     if "axis" in errors or "n_points" in errors:
         return errors
+    ends = _check_ends(state)
+    errors.update(ends)
     try:
-        setup(state)
+        if ends:  # the rest, at a valid value of the swept parameter
+            from gaussmix.cli.options import build_point
+
+            build_point(point_options(state), **{_swept(state): 1.0})
+        else:
+            setup(state)
     except (ValueError, TypeError, OSError) as exc:
         name = field_of(exc, state)
         errors.setdefault(name, _one_line(str(exc)))
+    return errors
+
+
+def _swept(state: ExplorerState) -> str:
+    """The library's name of the swept parameter: ``'alpha'`` or ``'lam'``."""
+    return "alpha" if state.axis == "alpha" else "lam"
+
+
+def _check_ends(state: ExplorerState) -> dict[str, str]:
+    """The ends of the swept axis, each by the library's rule of its parameter
+    (:func:`~gaussmix.core.validation.check_param`) under the field's name; on a log axis
+    an end must be > 0 (the message of the command line's range parser)."""
+    from gaussmix.core.validation import check_param
+    from gaussmix.experiments.curves import parse_range
+
+    fact = _swept(state)
+    names = ("alpha_min", "alpha_max") if fact == "alpha" else ("lam_min", "lam_max")
+    errors: dict[str, str] = {}
+    for name in names:
+        value = getattr(state, name)
+        try:
+            check_param(fact, value, name=name)
+            if state.log_x and value <= 0:
+                parse_range(grid_spec(state), name=f"--{fact}s")
+        except (ValueError, TypeError) as exc:
+            errors[name] = _one_line(str(exc))
     return errors
 
 

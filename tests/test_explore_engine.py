@@ -1,0 +1,413 @@
+"""The explorer's engine (issue 22): the curve of a state is the library's to the bit,
+points arrive as they are solved, a point without a fixed point is listed and NaN, errors and
+warnings are reported, cancelling stops within one point, and no thread is left behind."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import gaussmix as gm
+import gaussmix.experiments.curves as curves
+from gaussmix.core.exceptions import ConvergenceError
+from gaussmix.explore import (
+    ExplorerState,
+    Session,
+    clear_cache,
+    start_curve,
+    start_overlays,
+)
+from gaussmix.explore.engine import CACHE_SIZE, MAX_OVERLAY_POINTS
+
+BINARY = ExplorerState(n_points=12)
+THREE = ExplorerState(n_clusters=3, delta=(0.5,), loss="cross-entropy", lam=1.0, n_points=10)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    clear_cache()
+    yield
+    clear_cache()
+
+
+def _cancel_from(holder: dict, when: int = 1):
+    """An ``on_point`` that cancels ``holder['job']`` when it has ``when`` rows (waiting
+    for the job to be stored, which may follow its first point)."""
+
+    def on_point(row: dict) -> None:
+        while "job" not in holder:
+            time.sleep(0.001)
+        if len(holder["job"].rows) == when:
+            holder["job"].cancel()
+
+    return on_point
+
+
+def _explore_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("gaussmix-explore")]
+
+
+@pytest.fixture(autouse=True)
+def _no_thread_left():
+    yield
+    deadline = time.monotonic() + 30
+    while _explore_threads() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _explore_threads() == []
+
+
+def _same_bits(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    for col in a.columns:
+        if a[col].dtype.kind == "f":
+            assert a[col].to_numpy().tobytes() == b[col].to_numpy().tobytes(), col
+
+
+def _rows_are_the_table(rows: list[dict], table: pd.DataFrame, x: str) -> None:
+    by_x = {row[x]: row for row in rows}
+    assert len(by_x) == len(table)
+    for rec in table.to_dict("records"):
+        row = by_x[rec[x]]
+        for key, value in rec.items():
+            if isinstance(value, float) and math.isnan(value):
+                assert math.isnan(row[key]), key
+            else:
+                assert row[key] == value, key
+
+
+# ---------------------------------------------------------------------------- to the bit
+def test_the_binary_curve_is_gm_learning_curve_to_the_bit():
+    job = start_curve(BINARY)
+    table = job.wait(60)
+    assert job.done and job.error is None and not job.cancelled
+    mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+    direct = gm.learning_curve(mix, "logistic", np.geomspace(0.2, 8.0, 12), lam=0.1)
+    _same_bits(table, direct)
+    _rows_are_the_table(job.rows, direct, "alpha")
+    assert job.progress == (12, 12) and job.failed == []
+
+
+def test_the_three_cluster_curve_is_gm_learning_curve_to_the_bit():
+    state = THREE.replace(rho=(0.2, 0.3, 0.5), log_x=False)
+    job = start_curve(state)
+    table = job.wait(120)
+    assert job.error is None
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3, rho=[0.2, 0.3, 0.5])
+    direct = gm.learning_curve(mix, "cross-entropy", np.linspace(0.2, 8.0, 10), lam=1.0)
+    _same_bits(table, direct)
+    _rows_are_the_table(job.rows, direct, "alpha")
+
+
+def test_the_lambda_axis_is_gm_lambda_sweep_to_the_bit():
+    state = BINARY.replace(axis="lambda", alpha=3.0, lam_min=1e-3, lam_max=10.0, n_points=9)
+    order = []
+    job = start_curve(state, on_point=lambda row: order.append(row["lam"]))
+    table = job.wait(60)
+    mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+    with pytest.warns(gm.IntegrationWarning) as caught:
+        direct = gm.lambda_sweep(mix, "logistic", np.geomspace(1e-3, 10.0, 9), alpha=3.0)
+    _same_bits(table, direct)
+    _rows_are_the_table(job.rows, direct, "lam")
+    assert order == sorted(order, reverse=True)  # solved from the largest lambda down
+    # the library's warnings (small lambda: the integration error estimate), as text
+    texts = {f"IntegrationWarning: {' '.join(str(w.message).split())}" for w in caught}
+    assert set(job.warnings) == texts
+
+
+def test_a_finished_curve_is_served_from_the_cache():
+    first = start_curve(BINARY)
+    table = first.wait(60)
+    again = start_curve(BINARY.replace(show=("train_loss",), overlays=("bayes",)))
+    served = again.wait(10)
+    assert again.cached and not first.cached
+    _same_bits(served, table)
+    assert served.points == table.points and again.rows == first.rows
+    served["test_error"] = 0.0  # the caller's own copy
+    _same_bits(start_curve(BINARY).wait(10), table)
+    # another lambda is another curve
+    other = start_curve(BINARY.replace(lam=0.2))
+    other.wait(60)
+    assert not other.cached
+    assert CACHE_SIZE >= 2
+
+
+# ---------------------------------------------------------------------------- order parameters
+def test_the_order_parameters_follow_each_clusters_label():
+    job = start_curve(BINARY.replace(n_points=3, alpha_min=1.0, alpha_max=4.0))
+    job.wait(60)
+    mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+    for row in job.rows:
+        res = gm.solve(mix, "logistic", lam=0.1, alpha=row["alpha"])
+        # y_1 = +1, y_2 = -1: m1 = M_1, m2 = -M_2 (equal by the mixture's symmetry)
+        assert row["m1"] == pytest.approx(float(res.M[0, 0]), rel=1e-6)
+        assert row["m2"] == pytest.approx(-float(res.M[1, 0]), rel=1e-6)
+        assert row["m1"] == pytest.approx(row["m2"], rel=1e-6)
+        assert row["q1"] == pytest.approx(float(res.Q[0, 0, 0]), rel=1e-6)
+        assert row["v2"] == pytest.approx(float(res.V[1, 0, 0]), rel=1e-6)
+        assert row["q1"] > row["m1"] ** 2  # Q - M^2 is the variance of the projection
+
+
+# ---------------------------------------------------------------------------- failures
+def _fail_at(monkeypatch, alpha_bad: float) -> None:
+    real = curves.solve_problem
+
+    def solve_problem(problem, **kw):
+        if problem.alpha == alpha_bad:
+            raise ConvergenceError(f"forced failure at alpha={alpha_bad}")
+        return real(problem, **kw)
+
+    monkeypatch.setattr(curves, "solve_problem", solve_problem)
+
+
+def test_a_point_without_fixed_point_is_listed_and_never_a_number(monkeypatch):
+    alphas = np.geomspace(0.2, 8.0, 12)
+    _fail_at(monkeypatch, float(alphas[5]))
+    job = start_curve(BINARY)
+    table = job.wait(60)
+    assert job.error is None
+    assert [x for x, _ in job.failed] == [float(alphas[5])]
+    assert "no fixed point" in job.failed[0][1]
+    bad = [row for row in job.rows if not row["converged"]]
+    assert len(bad) == 1 and math.isnan(bad[0]["test_error"]) and math.isnan(bad[0]["m1"])
+    assert math.isnan(table["test_error"].iloc[5]) and not table["converged"].iloc[5]
+    assert any(w.startswith("ConvergenceWarning: no fixed point") for w in job.warnings)
+    # the library's table with the same failure, to the bit
+    mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+    with pytest.warns(gm.ConvergenceWarning):
+        direct = gm.learning_curve(mix, "logistic", alphas, lam=0.1)
+    _same_bits(table, direct)
+
+
+def test_an_invalid_state_ends_the_job_with_the_librarys_message():
+    job = start_curve(BINARY.replace(rho=(0.3, 0.3)))
+    assert job.wait(10) is None
+    assert job.done and job.error.startswith("rho must sum to 1") and job.rows == []
+
+
+def test_an_exception_in_the_worker_becomes_the_error(monkeypatch):
+    def boom(*args, **kwargs):
+        raise RuntimeError("the solver broke")
+
+    monkeypatch.setattr(curves, "learning_curve", boom)
+    job = start_curve(BINARY)
+    assert job.wait(10) is None
+    assert job.error == "RuntimeError: the solver broke"
+
+
+def test_a_failing_on_point_callback_is_reported_too():
+    def bad(row):
+        raise ValueError("display failed")
+
+    job = start_curve(BINARY)
+    job.wait(60)
+    job = start_curve(BINARY, on_point=bad)  # from the cache: the callback still runs
+    job.wait(10)
+    assert job.error == "display failed"
+
+
+def test_warnings_of_the_library_are_collected_as_text(monkeypatch):
+    real = curves.solve_problem
+
+    def solve_problem(problem, **kw):
+        import warnings
+
+        warnings.warn("rule too coarse here", gm.IntegrationWarning, stacklevel=2)
+        return real(problem, **kw)
+
+    monkeypatch.setattr(curves, "solve_problem", solve_problem)
+    job = start_curve(BINARY.replace(n_points=3))
+    job.wait(60)
+    assert job.warnings == ["IntegrationWarning: rule too coarse here"]
+
+
+# ---------------------------------------------------------------------------- cancel
+def test_cancel_stops_within_one_point():
+    holder = {}
+    holder["job"] = job = start_curve(THREE.replace(n_points=40), on_point=_cancel_from(holder, 2))
+    assert job.wait(120) is None
+    assert job.cancelled and job.done and job.error is None
+    assert len(job.rows) == 2 and job.progress == (2, 40)
+
+
+def test_cancel_from_another_thread():
+    job = start_curve(THREE.replace(n_points=40, lam=0.05))
+    while not job.rows and not job.done:
+        time.sleep(0.001)
+    job.cancel()
+    seen = len(job.rows)
+    job.wait(120)
+    assert job.cancelled and len(job.rows) <= seen + 1
+
+
+def test_a_cancelled_curve_is_not_cached():
+    holder = {}
+    holder["job"] = start_curve(BINARY, on_point=_cancel_from(holder))
+    assert holder["job"].wait(60) is None and holder["job"].cancelled
+    job = start_curve(BINARY)
+    assert job.wait(60) is not None and not job.cached and len(job.rows) == 12
+
+
+def test_a_session_cancels_the_older_request_and_closes_cleanly():
+    with Session() as session:
+        slow = session.submit(THREE.replace(n_points=40, lam=0.05))
+        while not slow.rows:
+            time.sleep(0.001)
+        fast = session.submit(BINARY)
+        assert fast.wait(60) is not None
+        slow.wait(60)
+        assert slow.cancelled and len(slow.rows) < 40
+        overlays = session.submit_overlays(BINARY.replace(overlays=("bayes",)))
+        session.submit(THREE.replace(n_points=40, lam=0.02))
+    assert overlays.done
+    assert _explore_threads() == []
+
+
+# ---------------------------------------------------------------------------- overlays
+def test_the_bayes_overlay_is_the_librarys_and_below_the_curve():
+    state = BINARY.replace(overlays=("bayes",))
+    job = start_overlays(state)
+    results = job.wait(60)
+    assert job.error is None and job.progress == (12, 12)
+    mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+    curve = start_curve(state).wait(60)
+    for row, erm in zip(results["bayes"].rows, curve["test_error"]):
+        assert row["test_error"] == gm.bayes_optimal_error(mix, row["alpha"]).test_error
+        assert row["test_error"] < erm
+
+
+def test_alpha_star_is_the_closed_form_for_two_clusters():
+    results = start_overlays(BINARY.replace(overlays=("alpha_star",))).wait(60)
+    mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+    exact = gm.binary_separability_threshold(mix)
+    assert results["alpha_star"].value == pytest.approx(exact, rel=1e-4)
+
+
+def test_an_overlay_the_library_does_not_define_says_why():
+    block = BINARY.replace(
+        model="block", fractions=(0.5, 0.5), deltas=(0.5, 2.0), overlays=("bayes",)
+    )
+    bayes = start_overlays(block).wait(60)["bayes"]
+    assert bayes.rows == [] and "only for isotropic covariances" in bayes.unavailable
+    many = ExplorerState(
+        n_clusters=7,
+        loss="cross-entropy",
+        rho=(0.1, 0.1, 0.1, 0.1, 0.2, 0.2, 0.2),
+        overlays=("alpha_star",),
+    )
+    star = start_overlays(many).wait(60)["alpha_star"]
+    assert star.value is None and "supports K <= 6" in star.unavailable
+
+
+def test_lambda_star_and_simulation_points_are_the_librarys():
+    state = BINARY.replace(
+        axis="lambda",
+        alpha=2.0,
+        lam_min=0.01,
+        lam_max=1.0,
+        n_points=3,
+        overlays=("lambda_star", "simulation"),
+        sim_d=100,
+        sim_seeds=3,
+    )
+    seen = []
+    job = start_overlays(state, on_result=lambda o: seen.append(o.name))
+    results = job.wait(120)
+    assert seen == ["lambda_star", "simulation"] and job.progress == (4, 4)
+    mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+    best = gm.optimal_lambda(mix, "logistic", alpha=2.0)
+    assert results["lambda_star"].value == best.lam_star
+    sims = results["simulation"].rows
+    assert [r["lam"] for r in sims] == [0.01, 0.1, 1.0]
+    direct = gm.simulate(mix, loss="logistic", lam=0.1, alpha=2.0, d=100, seeds=3, seed=0)
+    assert sims[1]["test_error"] == direct.mean["test_error"]
+    assert sims[1]["test_error_se"] == direct.se["test_error"] > 0
+
+
+def test_the_costly_overlays_are_thinned_along_alpha_and_cancel():
+    job = start_overlays(BINARY.replace(n_points=40, overlays=("simulation",), sim_d=50))
+    while job.progress[1] == 0 and not job.done:
+        time.sleep(0.001)
+    job.cancel()
+    results = job.wait(60)
+    assert job.progress[1] == MAX_OVERLAY_POINTS < 40
+    assert job.cancelled and len(results["simulation"].rows) <= 1
+
+
+# ---------------------------------------------------------------------------- speed aids
+def test_the_coarse_pass_is_the_librarys_curve_on_every_few_points():
+    previews = []
+    job = start_curve(THREE.replace(n_points=21), coarse=5, on_preview=previews.append)
+    table = job.wait(120)
+    picked = np.geomspace(0.2, 8.0, 21)[[0, 5, 10, 15, 20]]
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    direct = gm.learning_curve(mix, "cross-entropy", picked, lam=1.0)
+    assert previews == [job.preview] and len(job.preview) == 5
+    _rows_are_the_table(job.preview, direct, "alpha")
+    # the final curve is unchanged by it, and within the solver's tolerance of it
+    full = gm.learning_curve(mix, "cross-entropy", np.geomspace(0.2, 8.0, 21), lam=1.0)
+    _same_bits(table, full)
+    np.testing.assert_allclose(
+        full["test_error"].to_numpy()[[0, 5, 10, 15, 20]], direct["test_error"], atol=1e-6
+    )
+
+
+def test_a_session_runs_the_coarse_pass_for_multi_output_problems_only():
+    with Session(coarse="auto") as session:
+        binary = session.submit(BINARY.replace(n_points=40))
+        binary.wait(60)
+        three = session.submit(THREE.replace(n_points=20))
+        three.wait(120)
+    assert binary.preview == [] and len(three.preview) == 10
+
+
+def test_prefetched_neighbours_are_served_from_the_cache():
+    with Session(coarse=0) as session:
+        shown = session.submit(BINARY)
+        ahead = session.prefetch([BINARY.replace(lam=0.2), BINARY.replace(lam=-1.0)])
+        assert ahead.join(60) and ahead.error is None and ahead.progress == (2, 2)
+        assert shown.done
+        moved = session.submit(BINARY.replace(lam=0.2))
+        assert moved.wait(10) is not None and moved.cached
+    mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+    _same_bits(
+        moved.table, gm.learning_curve(mix, "logistic", np.geomspace(0.2, 8.0, 12), lam=0.2)
+    )
+
+
+def test_a_new_request_cancels_the_prefetch():
+    with Session(coarse=0) as session:
+        session.submit(BINARY).wait(60)
+        ahead = session.prefetch([THREE.replace(n_points=40, lam=lam) for lam in (0.3, 0.4)])
+        session.submit(BINARY.replace(lam=0.3))
+        assert ahead.join(60) and ahead.cancelled and ahead.progress[0] < 2
+
+
+# ---------------------------------------------------------------------------- the library hook
+def test_the_curves_callback_gives_each_row_and_result_as_solved():
+    mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+    seen = []
+    alphas = [0.5, 1.0, 2.0]
+    table = gm.learning_curve(mix, "logistic", alphas, lam=0.1, callback=lambda *a: seen.append(a))
+    assert [row["alpha"] for row, _ in seen] == alphas
+    _rows_are_the_table([row for row, _ in seen], table, "alpha")
+    assert [res for _, res in seen] == list(table.points)
+    assert table.equals(gm.learning_curve(mix, "logistic", alphas, lam=0.1))  # no effect
+
+
+def test_an_exception_in_the_callback_stops_the_curve():
+    mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+    seen = []
+
+    def stop(row, result):
+        seen.append(row["lam"])
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        gm.lambda_sweep(mix, "logistic", [0.01, 0.1, 1.0, 10.0], alpha=2.0, callback=stop)
+    assert seen == [10.0, 1.0]
