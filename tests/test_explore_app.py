@@ -166,6 +166,7 @@ class _Job:
         self.warnings = ["ConvergenceWarning: no fixed point at alpha=2"]
         self.progress, self.done, self.cancelled, self.error, self.cached = (3, 3), True, 0, 0, 0
         self.table = None  # the library's table is not needed to draw
+        self.preview: list[dict] = []
 
 
 def test_a_point_without_a_fixed_point_is_drawn_missing_and_listed(app: Explorer) -> None:
@@ -256,10 +257,19 @@ def test_explore_without_its_extra_says_which(monkeypatch: pytest.MonkeyPatch) -
 
 
 def _port_free(url: str) -> bool:
+    """Nothing listens on the port of ``url`` and a server may listen there again (as a
+    restarted server does: with SO_REUSEADDR, past the closed connections' TIME_WAIT)."""
     port = int(url.rstrip("/").rsplit(":", 1)[1])
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        return False
+    except ConnectionRefusedError:
+        pass
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
+            s.listen()
         except OSError:
             return False
     return True
@@ -303,3 +313,34 @@ def test_an_unexpected_failure_is_said_and_the_page_carries_on(
     app.widgets["lam"].value = "0.2"
     app.refresh(wait=True)
     assert np.array_equal(_columns(app, "test_error"), library_curve(0.2, N)["test_error"])
+
+
+def test_the_coarse_pass_is_drawn_where_no_row_has_arrived(app: Explorer) -> None:
+    job = _Job(app.state)
+    job.done, job.progress = False, (2, 5)
+    job.rows = job.rows[:1] + [{"alpha": 2.0, "lam": 0.1, "test_error": 0.25, "converged": True}]
+    job.preview = [
+        {"alpha": a, "lam": 0.1, "test_error": e, "converged": True}
+        for a, e in ((0.5, 0.4), (1.5, 0.9), (4.0, 0.2))
+    ]
+    app.job = job
+    app.refresh()
+    # the rows cover [1, 2]: the coarse points outside it fill in the rest of the range
+    assert _columns(app, "x").tolist() == [0.5, 1.0, 2.0, 4.0]
+    assert _columns(app, "test_error").tolist() == [0.4, 0.3, 0.25, 0.2]
+    assert app.progress.visible and "computing: 2 of 5" in app.status.object
+    job.done = True
+    app.refresh()
+    assert _columns(app, "x").tolist() == [1.0, 2.0]  # the curve alone, once complete
+
+
+def test_the_sliders_next_positions_are_computed_ahead(app: Explorer) -> None:
+    from gaussmix.explore.app import LOG_LAM_STEP
+
+    app.session.prefetching.join(DEADLINE)  # after the curve on display
+    app.lam_slider.value = app.lam_slider.value + LOG_LAM_STEP
+    app.job.wait(DEADLINE)
+    assert app.job.cached  # redrawn from the cache at once
+    app.refresh()
+    ref = library_curve(app.state.lam, N)
+    assert np.array_equal(_columns(app, "test_error"), ref["test_error"].to_numpy())

@@ -60,6 +60,8 @@ __all__ = ["Explorer", "explorer", "serve", "POLL_MS"]
 POLL_MS = 50
 #: the lambda slider's range, in decades (the exact entry takes any value)
 LOG_LAM_RANGE = (-6.0, 2.0)
+#: the lambda slider's step, in decades
+LOG_LAM_STEP = 0.05
 #: the significant digits of a lambda set by the slider (the exact entry shows them all)
 LAM_DIGITS = 4
 
@@ -194,6 +196,19 @@ def _widget(name: str, value: Any, default: Any, n_clusters: int) -> pn.widgets.
     return pn.widgets.TextInput(label=label, value=_text(value))
 
 
+def _slider_lam(position: float) -> float:
+    """The lambda of a position of the slider (log10 lambda), to :data:`LAM_DIGITS`
+    significant digits."""
+    return float(f"{10.0**position:.{LAM_DIGITS}g}")
+
+
+def _neighbours(lam: float) -> list[float]:
+    """The lambdas of the slider's positions one step either side of ``lam``."""
+    here = _slider_value(lam)
+    lo, hi = LOG_LAM_RANGE
+    return [_slider_lam(p) for p in (here - LOG_LAM_STEP, here + LOG_LAM_STEP) if lo <= p <= hi]
+
+
 def _slider_value(lam: float) -> float:
     lo, hi = LOG_LAM_RANGE
     return min(max(math.log10(lam), lo), hi) if lam > 0 else lo
@@ -218,11 +233,12 @@ class Explorer:
         self, state: ExplorerState | None = None, *, poll: bool = True, location: bool = False
     ) -> None:
         self.state = state if state is not None else ExplorerState()
-        self.session = Session()
+        # problems with several outputs draw a coarse pass of the whole range first
+        self.session = Session(coarse="auto")
         self.job: Any = None
         self.overlay_job: Any = None
         self.errors: dict[str, str] = {}
-        self._drawn: tuple[int, bool] | None = None
+        self._drawn: tuple[int, bool, int] | None = None
         self._overlays_drawn: tuple[int, bool] | None = None
         self._location = location
         self._tmp: str | None = None
@@ -256,7 +272,7 @@ class Explorer:
             label="log10 lambda",
             start=LOG_LAM_RANGE[0],
             end=LOG_LAM_RANGE[1],
-            step=0.01,
+            step=LOG_LAM_STEP,
             value=_slider_value(self.state.lam),
             css_classes=["gm-lam-slider"],
         )
@@ -434,7 +450,7 @@ class Explorer:
     def _on_slider(self, event: Any) -> None:
         if self._updating:
             return
-        lam = float(f"{10.0**event.new:.{LAM_DIGITS}g}")
+        lam = _slider_lam(event.new)
         self._quietly(lambda: setattr(self.widgets["lam"], "value", _text(lam)))
         self._changed()
 
@@ -530,6 +546,8 @@ class Explorer:
         old = self.state
         self.state = state
         self.job = self.session.submit(state)
+        if state.axis == "alpha" and state.lam > 0:  # the slider's next positions, ahead
+            self.session.prefetch([state.replace(lam=lam) for lam in _neighbours(state.lam)])
         self._drawn = None
         self.overlay_job = self.session.submit_overlays(state) if state.overlays else None
         self._overlays_drawn = None
@@ -559,7 +577,7 @@ class Explorer:
             job.wait()
             if overlays is not None:
                 overlays.wait()
-        key = (len(job.rows), job.done)
+        key = (len(job.rows), job.done, len(job.preview))
         if key != self._drawn:
             self._draw(job, key)
         if overlays is not None:
@@ -569,9 +587,14 @@ class Explorer:
         elif self._overlays_drawn != (0, True):
             self._clear_overlays()
 
-    def _draw(self, job: Any, key: tuple[int, bool]) -> None:
+    def _draw(self, job: Any, key: tuple[int, bool, int]) -> None:
         x = x_column(job.state)
-        rows = sorted(job.rows[: key[0]], key=lambda r: r[x])
+        rows = job.rows[: key[0]]
+        if not job.done and job.preview:  # the coarse pass where no row has arrived yet
+            have = [r[x] for r in rows]
+            lo, hi = (min(have), max(have)) if have else (math.inf, -math.inf)
+            rows = rows + [r for r in job.preview if not lo <= r[x] <= hi]
+        rows = sorted(rows, key=lambda r: r[x])
         data: dict[str, Any] = {"x": np.array([r[x] for r in rows], dtype=float)}
         names = set(self.renderers) | set(job.state.show)
         for r in rows[:1]:
