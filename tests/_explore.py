@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+from _cli_helpers import start_in_session
 
 #: seconds to wait for the server
 DEADLINE = 60
@@ -30,12 +31,6 @@ def library_curve(lam: float, n_points: int, loss: str = "logistic"):
     return gm.learning_curve(mix, loss, np.geomspace(0.2, 8.0, n_points), lam=lam)
 
 
-def _default_signals() -> None:
-    """In the child: SIGINT handled (a shell may start the tests with it ignored)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
 @contextlib.contextmanager
 def served(*args: str, tmp: Path) -> Iterator[tuple[subprocess.Popen, str]]:
     """``gaussmix explore --port 0 --no-browser ARGS`` in its own session, with ``tmp`` as
@@ -44,15 +39,7 @@ def served(*args: str, tmp: Path) -> Iterator[tuple[subprocess.Popen, str]]:
     tmp.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "gaussmix", "explore", "--port", "0", "--no-browser", *args]
     env = {**os.environ, "TMPDIR": str(tmp), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        cmd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=_default_signals,
-    )
+    proc = start_in_session(cmd, env)
     try:
         t0 = time.monotonic()
         line = ""
