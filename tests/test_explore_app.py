@@ -256,6 +256,19 @@ def test_explore_without_its_extra_says_which(monkeypatch: pytest.MonkeyPatch) -
         "'gaussmix[explore]'\n"  # fmt: skip
 
 
+def test_a_port_in_use_or_a_foreign_address_is_refused_in_one_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, _, err = run("explore", "--no-browser", "--port", str(port))
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"gaussmix: error: --port {port} is not available on 127.0.0.1: "), err
+    code, _, err = run("explore", "--no-browser", "--host", "192.0.2.1", "--port", "0")
+    assert code == 2 and err.count("\n") == 1  # TEST-NET-1: not an address of this machine
+    assert err.startswith("gaussmix: error: --host 192.0.2.1 cannot be listened on: "), err
+
+
 def _port_free(url: str) -> bool:
     """Nothing listens on the port of ``url`` and a server may listen there again (as a
     restarted server does: with SO_REUSEADDR, past the closed connections' TIME_WAIT)."""

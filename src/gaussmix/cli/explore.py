@@ -13,10 +13,12 @@ a warning); Ctrl-C stops it (exit 0) after cancelling the running computations.
 
 from __future__ import annotations
 
+import errno
 import functools
 import importlib.util
 import inspect
 import ipaddress
+import logging
 import sys
 import typing
 from pathlib import Path
@@ -166,13 +168,26 @@ def explore_command(
         raise ArgumentError("port", f"must be an integer in [0, 65535], got {port}")
     initial = _initial_state(state, mixture)
     serve = importlib.import_module("gaussmix.explore.app").serve
+    quiet = logging.getLogger("bokeh.server.util")  # its wildcard warning: ours is below
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        server = serve(initial, host=host, port=port, websocket_origin=_origins(host))
+    except OSError as exc:  # the address is taken, forbidden or not this machine's
+        reason = exc.strerror or str(exc)
+        if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+            raise ArgumentError(
+                "port", f"{port} is not available on {host}: {reason} (give another, or 0)"
+            ) from None
+        raise ArgumentError("host", f"{host} cannot be listened on: {reason}") from None
+    finally:
+        quiet.setLevel(level)
     if not _is_loopback(host):
         sys.stderr.write(
             f"gaussmix: warning: serving on {host}: every machine that can reach this "
             "address can use the explorer (and make it read files by path); --host "
             "127.0.0.1 keeps it on this machine\n"
         )
-    server = serve(initial, host=host, port=port, websocket_origin=_origins(host))
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     if ":" in shown:
         shown = f"[{shown}]"
