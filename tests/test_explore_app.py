@@ -114,6 +114,16 @@ def test_a_bad_value_is_answered_beside_its_control(
     assert not any(button.disabled for button in app.downloads.values())
 
 
+def test_a_page_opened_on_a_refused_state_shows_no_legend_of_nothing() -> None:
+    a = Explorer(ExplorerState(rho=(0.5, 0.6)), poll=False)
+    try:
+        assert a.job is None and a.error_panes["rho"].visible
+        shown = [item for item in a.figure.legend.items if item.visible]
+        assert not shown  # no curve, no overlay drawn: nothing in the legend
+    finally:
+        a.close()
+
+
 def test_k_equals_one_and_a_malformed_file_are_refused(app: Explorer, tmp_path: Path) -> None:
     app.widgets["n_clusters"].value = 1
     assert app.error_panes["n_clusters"].visible

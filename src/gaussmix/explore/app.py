@@ -304,6 +304,7 @@ class Explorer:
             {"x": [], "y": [], "lower": [], "upper": []}, name="gm-simulation"
         )
         self.figure = self._figure()
+        self._show_columns()  # the legend of what is drawn, even before a curve
         self.progress = pn.indicators.Progress(
             value=0, max=1, width=200, bar_color="primary", visible=False
         )
@@ -409,7 +410,8 @@ class Explorer:
                 r.visible = key in shown
         for item in self.figure.legend.items:  # a column shown, or an overlay drawn
             item.visible = any(
-                r.visible if r.data_source is self.source else len(r.data_source.data["x"]) > 0
+                (r.visible or r.data_source is not self.source)
+                and len(r.data_source.data["x"]) > 0
                 for r in item.renderers
             )
 
