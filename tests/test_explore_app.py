@@ -367,3 +367,45 @@ def test_the_sliders_next_positions_are_computed_ahead(app: Explorer) -> None:
     app.refresh()
     ref = library_curve(app.state.lam, N)
     assert np.array_equal(_columns(app, "test_error"), ref["test_error"].to_numpy())
+
+
+def test_the_overlays_are_drawn_with_the_librarys_values() -> None:
+    import gaussmix as gm
+
+    state = ExplorerState(
+        n_points=4,
+        overlays=("bayes", "alpha_star", "lambda_star", "simulation"),
+        sim_d=100,
+        sim_seeds=2,
+    )
+    a = Explorer(state, poll=False)
+    try:
+        a.refresh(wait=True)
+        mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+        alphas = np.geomspace(0.2, 8.0, 4)
+        bayes = [gm.bayes_optimal_error(mix, float(x)).test_error for x in alphas]
+        assert a.bayes_source.data["x"] == alphas.tolist()
+        assert a.bayes_source.data["y"] == bayes
+        star = gm.separability_threshold(mix, evidence=False).alpha_star
+        assert a.x_span.visible and a.x_span.location == star
+        best = [gm.optimal_lambda(mix, "logistic", alpha=float(x)).test_error for x in alphas]
+        assert a.star_source.data["y"] == best
+        sims = [
+            gm.simulate(mix, loss="logistic", lam=0.1, alpha=float(x), d=100, seeds=2, seed=0)
+            for x in alphas
+        ]
+        y = np.array([s.mean["test_error"] for s in sims])
+        se = np.array([s.se["test_error"] for s in sims])
+        assert np.array_equal(a.sim_source.data["y"], y)
+        assert np.array_equal(a.sim_source.data["lower"], y - se)
+        assert np.array_equal(a.sim_source.data["upper"], y + se)
+        assert f"{star:.6g}" in a.overlay_pane.object
+        assert all(item.visible for item in a.figure.legend.items if item.label.value in (
+            "Bayes-optimal error", "test error at lambda*", "simulation"
+        ))  # fmt: skip
+        a.widgets["overlays"].value = []  # removed on request
+        a.refresh(wait=True)
+        assert a.bayes_source.data["x"] == [] and not a.x_span.visible
+        assert a.overlay_pane.object == ""
+    finally:
+        a.close()
