@@ -411,3 +411,15 @@ def test_an_exception_in_the_callback_stops_the_curve():
     with pytest.raises(KeyboardInterrupt):
         gm.lambda_sweep(mix, "logistic", [0.01, 0.1, 1.0, 10.0], alpha=2.0, callback=stop)
     assert seen == [10.0, 1.0]
+
+
+def test_a_row_without_fixed_point_has_the_columns_of_a_converged_row(monkeypatch):
+    alphas = np.geomspace(0.2, 8.0, 12)
+    _fail_at(monkeypatch, float(alphas[0]))
+    job = start_curve(BINARY)
+    table = job.wait(60)
+    monkeypatch.undo()
+    clear_cache()
+    assert list(job.rows[0]) == list(job.rows[1])  # test_loss included, in its place
+    assert list(table.columns) == list(start_curve(BINARY).wait(60).columns)
+    assert math.isnan(table["test_loss"].iloc[0])

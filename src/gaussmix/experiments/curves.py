@@ -25,6 +25,7 @@ from gaussmix.core.validation import check_param, check_param_values
 from gaussmix.theory.api import make_problem
 from gaussmix.theory.losses import Loss
 from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.outputs import summary_keys
 from gaussmix.theory.problem import Problem
 from gaussmix.theory.quadrature import QuadratureRule, default_rule
 from gaussmix.theory.solver import DEFAULT_OPTIONS, FixedPointResult, solve_problem
@@ -93,21 +94,9 @@ def _row(res: FixedPointResult | None, **coords: Any) -> dict:
     ``converged=False`` when ``res`` is None or not converged (``n_iter`` and ``residual``
     are then those of the last attempt, as in a sweep's row: the iterations it ran)."""
     if res is None or not res.success:
-        base = {
-            "test_error": np.nan,
-            "train_error": np.nan,
-            "train_loss": np.nan,
-            "free_energy": np.nan,
-            "penalty_value": np.nan,
-            "nonzero_fraction": np.nan,
-            "nonzero_fraction_support": np.nan,
-            "nonzero_fraction_off_support": np.nan,
-            "l1_norm": np.nan,
-            "converged": False,
-            "n_iter": 0,
-            "residual": np.nan,
-            "integration_error": np.nan,
-        }
+        # the columns of a converged row (FixedPointResult.summary), in the same order
+        base = {key: np.nan for key in summary_keys()}
+        base.update(converged=False, n_iter=0, residual=np.nan, integration_error=np.nan)
         if res is not None:
             base.update(n_iter=int(res.n_iter), residual=float(res.residual))
     else:

@@ -149,7 +149,7 @@ def order_parameters(result: FixedPointResult | None, mixture: Mixture) -> dict[
     y = np.asarray(mixture.labels.labels, dtype=float)
     k = y.shape[0]
     if result is None:
-        return {f"{p}{c + 1}": float("nan") for p in ORDER_PARAMETERS for c in range(k)}
+        return {f"{p}{c + 1}": float("nan") for c in range(k) for p in ORDER_PARAMETERS}
     out: dict[str, float] = {}
     for c in range(k):
         yc = y[c]
