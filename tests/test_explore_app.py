@@ -409,3 +409,28 @@ def test_the_overlays_are_drawn_with_the_librarys_values() -> None:
         assert a.overlay_pane.object == ""
     finally:
         a.close()
+
+
+def test_the_lambda_axis_and_a_linear_scale(app: Explorer) -> None:
+    from bokeh.models import LinearAxis, LinearScale, LogAxis, LogScale
+
+    import gaussmix as gm
+
+    assert isinstance(app.figure.x_scale, LogScale)
+    app.widgets["lam_min"].value = 0.01  # (smaller penalties warn of the quadrature's limit)
+    app.widgets["axis"].value = "lambda"
+    assert app.controls["alpha"].visible and not app.controls["alpha_min"].visible
+    app.refresh(wait=True)
+    mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+    lams = np.geomspace(0.01, 10.0, N)
+    ref = gm.lambda_sweep(mix, "logistic", lams, alpha=2.0)
+    assert np.array_equal(_columns(app, "x"), lams)
+    assert np.array_equal(_columns(app, "test_error"), ref["test_error"].to_numpy())
+    assert isinstance(app.figure.below[0], LogAxis)
+    assert app.figure.below[0].axis_label == "lambda"
+    app.widgets["log_x"].value = False
+    app.refresh(wait=True)
+    assert isinstance(app.figure.x_scale, LinearScale)
+    assert isinstance(app.figure.below[0], LinearAxis)
+    ref = gm.lambda_sweep(mix, "logistic", np.linspace(0.01, 10.0, N), alpha=2.0)
+    assert np.array_equal(_columns(app, "test_error"), ref["test_error"].to_numpy())
