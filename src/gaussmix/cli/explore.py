@@ -164,9 +164,9 @@ def explore_command(
         raise ValueError(
             f"gaussmix explore needs the '{EXTRA}' extra: pip install 'gaussmix[{EXTRA}]'"
         )
+    initial = _initial_state(state, mixture)
     if not 0 <= port <= 65535:
         raise ArgumentError("port", f"must be an integer in [0, 65535], got {port}")
-    initial = _initial_state(state, mixture)
     serve = importlib.import_module("gaussmix.explore.app").serve
     quiet = logging.getLogger("bokeh.server.util")  # its wildcard warning: ours is below
     level = quiet.level
