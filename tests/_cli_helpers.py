@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import signal
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -72,3 +74,25 @@ def bad_mixture_files(mixture, folder: Path) -> dict[str, Path]:
     files[f"covariances[{k - 1}] must be positive semi-definite"] = psd
     files["no such file"] = folder / "absent.npz"
     return files
+
+
+def default_signals() -> None:
+    """In a child process, before exec (``preexec_fn``): SIGINT handled (a shell may start
+    the tests with it ignored, and the child would inherit that) and not blocked."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def start_in_session(cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
+    """``cmd`` started in its own session (so that a signal to its process group reaches
+    it and its children, as a terminal's Ctrl-C does) with SIGINT handled, its output
+    piped as text."""
+    return subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=default_signals,
+    )

@@ -93,6 +93,13 @@ VALUES: dict[str, Pool] = {
     "--rel-tol": (["0.01"], ["0", "0.5", "nan", "x"]),
     "--data-dir": ([], ["/nonexistent"]),
     "--seed": (["0", "7"], ["-1", "x", "1e30"]),
+    # gaussmix explore's own state options
+    "--axis": (["alpha", "lambda"], ["beta", ""]),
+    "--log-x": (["1", "0", "true"], ["2", "x"]),
+    "--show": (["test_error", "test_error,m1,q2"], ["bogus", "m0", ""]),
+    "--overlays": (["bayes", "alpha_star,simulation"], ["nope"]),
+    "--sim-d": (["20"], ["-1", "0", "x"]),
+    "--sim-seeds": (["1"], ["-1", "0", "x"]),
 }
 #: flags never drawn: they only format the output, or would make a run long ('figure all'
 #: is fuzzed through its options of one figure; --download would go to the network)
@@ -104,6 +111,9 @@ FORCED = {
     "transition": ["--n-clusters", "2"],
     "bayes-optimal": ["--n-clusters", "2"],
     "figure": ["--fast"],
+    # the state options are parsed and validated first; a port out of range then ends the
+    # run before a server listens
+    "explore": ["--port", "-1"],
 }
 #: options given first (the fuzzed ones after them win): the required ones, small budgets
 FIRST = {

@@ -12,13 +12,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import psutil
 import pytest
+from _cli_helpers import start_in_session
 
 from gaussmix.sweep import TEST_DELAY_ENV, checkpoint_path
 
@@ -34,13 +34,6 @@ GRID = (
 DEADLINE = 90
 
 
-def _default_signals() -> None:
-    """In the child, before exec: SIGINT handled (a shell may start the tests with it
-    ignored, and the child would inherit that) and not blocked."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
 @contextlib.contextmanager
 def _sweep(tmp_path: Path, delay: str = "0.3"):
     grid = tmp_path / "grid.toml"
@@ -48,15 +41,7 @@ def _sweep(tmp_path: Path, delay: str = "0.3"):
     out = tmp_path / "s.csv"
     cmd = [sys.executable, "-m", "gaussmix", "sweep", "--grid", str(grid), "--out", str(out),
            "--n-jobs", "2", "--quiet"]  # fmt: skip
-    proc = subprocess.Popen(
-        cmd,
-        env={**os.environ, TEST_DELAY_ENV: delay},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=_default_signals,
-    )
+    proc = start_in_session(cmd, {**os.environ, TEST_DELAY_ENV: delay})
     try:
         ck = checkpoint_path(out)
         t0 = time.monotonic()

@@ -14,7 +14,13 @@ SRC = ROOT / "src" / "gaussmix"
 #: import name -> distribution name, where they differ
 DISTRIBUTION = {"sklearn": "scikit-learn", "distributed": "distributed", "yaml": "pyyaml"}
 #: imports guarded by an optional extra (name -> extra)
-OPTIONAL = {"distributed": "dask", "dask": "dask", "pyarrow": "parquet"}
+OPTIONAL = {
+    "distributed": "dask",
+    "dask": "dask",
+    "pyarrow": "parquet",
+    "panel": "explore",
+    "bokeh": "explore",
+}
 
 
 def _declared() -> tuple[set[str], dict[str, set[str]]]:

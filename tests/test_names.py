@@ -20,11 +20,13 @@ import gaussmix.figures
 import gaussmix.studies
 from gaussmix.cli.commands import app
 from gaussmix.cli.grid import Grid, GridError
+from gaussmix.cli.options import PointOptions
 from gaussmix.cli.renames import RENAMED_FLAGS, RENAMED_GRID_KEYS
 from gaussmix.core.renames import RENAMED_KEYWORDS, renamed_keywords
 from gaussmix.data import load_dataset
 from gaussmix.experiments.lambda_star import optimal_lambda
 from gaussmix.experiments.transition import separability_threshold
+from gaussmix.explore import ExplorerState
 from gaussmix.figures import FIGURES, write_figure
 from gaussmix.simulate import separability_fraction
 from gaussmix.simulate.separability import lp_crossing
@@ -53,6 +55,8 @@ COMMAND_CALLS = {
     "transition": (separability_threshold, separability_fraction, *BUILDERS),
     "realdata": (prepare_realdata, load_dataset, realdata_curve),
     "data": (gm.load_labelled, gm.study_data),
+    # the explorer's state (its mixture_file is the point options' mixture, --mixture)
+    "explore": (ExplorerState, PointOptions),
 }
 #: flags that are no library keyword, and why (none may be a library keyword under another
 #: name: :func:`test_the_cli_only_flags_are_no_library_keyword_in_disguise`)
@@ -70,6 +74,9 @@ CLI_ONLY = {
     "--theory": "transition: compute alpha* (separability_threshold), or not",
     "--features": "realdata: the feature map built for prepare_realdata(feature_map=)",
     "--gamma": "realdata: p / d of RandomFeatures(p), the feature map of --features rf",
+    "--host": "explore: the address the explorer's web server listens on",
+    "--port": "explore: the port the explorer's web server listens on",
+    "--no-browser": "explore: do not open a browser tab on the explorer",
 }
 
 
@@ -118,7 +125,10 @@ def test_every_figure_option_is_a_keyword_of_its_table_function():
 
 def test_the_cli_only_flags_are_no_library_keyword_in_disguise():
     """A CLI-only flag is no keyword of any command's functions, and no old name of one."""
-    every = _keywords(*{f for funcs in COMMAND_CALLS.values() for f in funcs})
+    # (the explorer's state names its controls after the command line's options, --model
+    # included: its fields are no library keywords)
+    calls = {f for name, funcs in COMMAND_CALLS.items() if name != "explore" for f in funcs}
+    every = _keywords(*calls)
     every |= {o.param for spec in FIGURES.values() for o in spec.options}
     old = {o for renames in RENAMED_KEYWORDS.values() for o in renames}
     old |= {f[2:].replace("-", "_") for table in RENAMED_FLAGS.values() for f in table}

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -24,29 +23,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _browser import FOREIGN_REQUESTS, WAIT, chrome, console_errors, load
 from conftest import skip_optional
 
 pytestmark = pytest.mark.browser
 
 SITE_ENV = "GAUSSMIX_SITE_DIR"
-#: seconds to wait for anything the browser does
-WAIT = 30
 #: a phone's viewport (CSS pixels)
 PHONE = (390, 844)
 #: TeX that must not survive on a rendered page
 RAW_TEX = ("$$", "\\(", "\\[", "\\frac", "\\mathbb", "\\hat", "\\sum", "\\begin", "\\alpha")
-
-
-def _executable(env: str, *names: str) -> str | None:
-    if os.environ.get(env):
-        return os.environ[env]
-    for name in names:
-        found = shutil.which(name) or (
-            f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None
-        )
-        if found:
-            return found
-    return None
 
 
 @pytest.fixture(scope="module")
@@ -87,35 +73,8 @@ def base_url(site: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def driver(site: Path) -> Iterator[Any]:
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the test extra")
-    browser = _executable("GAUSSMIX_CHROMIUM", "chromium", "chromium-browser")
-    chromedriver = _executable("GAUSSMIX_CHROMEDRIVER", "chromedriver")
-    if browser is None or chromedriver is None:
-        skip_optional(
-            "Chromium or its driver is missing: apt-get install chromium chromium-driver"
-        )
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = browser
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-extensions",
-        "--no-first-run",
-        "--window-size=1280,900",
-    ):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    # the driver's path is given, so Selenium Manager never looks for (or downloads) one
-    drv = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
-    drv.set_page_load_timeout(WAIT)
-    try:
+    with chrome() as drv:
         yield drv
-    finally:
-        drv.quit()
 
 
 def _pages(site: Path) -> list[str]:
@@ -126,23 +85,6 @@ def _pages(site: Path) -> list[str]:
     )
 
 
-def _load(driver: Any, url: str) -> None:
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    driver.get(url)
-    WebDriverWait(driver, WAIT).until(
-        lambda d: d.execute_script("return document.readyState") == "complete"
-    )
-
-
-def _console_errors(driver: Any) -> list[str]:
-    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-
-
-_FOREIGN_REQUESTS = """
-return performance.getEntriesByType('resource').map(e => e.name)
-    .filter(u => !u.startsWith(location.origin + '/') && !u.startsWith('data:'));
-"""
 _BROKEN_IMAGES = """
 return Array.from(document.images)
     .filter(img => !(img.complete && img.naturalWidth > 0))
@@ -158,12 +100,12 @@ def test_every_page_loads_with_no_console_error_and_every_image(
     driver.get_log("browser")  # start from an empty log
     problems, n_images = [], 0
     for page in pages:
-        _load(driver, base_url + page)
+        load(driver, base_url + page)
         driver.execute_script("window.scrollTo(0, document.body.scrollHeight)")
         broken = driver.execute_script(_BROKEN_IMAGES)
         n_images += driver.execute_script("return document.images.length")
-        errors = _console_errors(driver)
-        foreign = driver.execute_script(_FOREIGN_REQUESTS)  # the site needs no network
+        errors = console_errors(driver)
+        foreign = driver.execute_script(FOREIGN_REQUESTS)  # the site needs no network
         if broken or errors or foreign:
             problems.append(
                 f"/{page}: broken images {broken}, console errors {errors}, "
@@ -174,7 +116,7 @@ def test_every_page_loads_with_no_console_error_and_every_image(
 
 
 def test_the_theory_page_math_is_rendered(base_url: str, driver: Any) -> None:
-    _load(driver, base_url + "theory/")
+    load(driver, base_url + "theory/")
     n_math = driver.execute_script("return document.querySelectorAll('article math').length")
     n_block = driver.execute_script(
         "return document.querySelectorAll('article math[display=block]').length"
@@ -211,7 +153,7 @@ def test_search_finds_the_solver(base_url: str, driver: Any) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    _load(driver, base_url)
+    load(driver, base_url)
     box = driver.find_element(By.CSS_SELECTOR, "input.md-search__input")
     WebDriverWait(driver, WAIT).until(lambda d: box.is_displayed())
     box.click()
@@ -227,7 +169,7 @@ def test_search_finds_the_solver(base_url: str, driver: Any) -> None:
     # the API entry of the solver, wherever the reference puts it (its anchor is the
     # qualified name: gaussmix.theory.solver.solve today)
     assert any(h.split("#")[-1].endswith(".solve") for h in found), found
-    assert not _console_errors(driver)
+    assert not console_errors(driver)
 
 
 def _open_lightbox(driver: Any, base_url: str, page: str) -> None:
@@ -235,7 +177,7 @@ def _open_lightbox(driver: Any, base_url: str, page: str) -> None:
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
 
-    _load(driver, base_url + page)
+    load(driver, base_url + page)
     links = driver.find_elements(By.CSS_SELECTOR, "article a.glightbox")
     if not links:
         skip_optional(
@@ -268,7 +210,7 @@ def _open_lightbox(driver: Any, base_url: str, page: str) -> None:
     WebDriverWait(driver, WAIT).until(
         lambda d: not d.execute_script("return document.querySelector('.glightbox-container')")
     )
-    assert not _console_errors(driver)
+    assert not console_errors(driver)
 
 
 def test_gallery_images_open_in_the_lightbox(base_url: str, driver: Any) -> None:
@@ -286,7 +228,7 @@ def test_home_page_at_phone_width(base_url: str, driver: Any) -> None:
         {"width": width, "height": height, "deviceScaleFactor": 3, "mobile": True},
     )
     try:
-        _load(driver, base_url)
+        load(driver, base_url)
         layout = driver.execute_script(
             """
             const art = document.querySelector('article');

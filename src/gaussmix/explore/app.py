@@ -1,0 +1,830 @@
+"""The explorer's user interface: one Panel application, served by ``gaussmix explore`` and
+displayed in a Jupyter notebook (:func:`explorer`).
+
+The interface is a thin client of :mod:`gaussmix.explore`: every control is one field of
+:class:`~gaussmix.explore.ExplorerState`; its text is parsed by
+:meth:`ExplorerState.from_query <gaussmix.explore.ExplorerState.from_query>` (the same parser
+as the state URL and the command line's state options) and checked by
+:func:`~gaussmix.explore.validate`, whose messages (the library's own) are shown beside the
+offending control.  A valid state is handed to a :class:`~gaussmix.explore.Session`, which
+computes the curve (Theorem 2 of Loureiro et al. 2021 at every point, the library's
+``learning_curve`` / ``lambda_sweep``) in a background thread and cancels the previous
+request; the page polls the job and draws the points that have arrived, a point that did not
+converge as a gap (NaN), listed beside the plot.
+
+Panel (HoloViz) is the user-interface library: one layout object is both a Bokeh-server page
+and a notebook output, widgets are ``param`` objects that can be watched, Bokeh plots redraw
+in place from a ``ColumnDataSource``, and the Bokeh server serves its JavaScript from the
+installed package (nothing fetched from the network).  It is the optional extra ``explore``.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import fields
+from io import BytesIO, StringIO
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import numpy as np
+import panel as pn
+from bokeh.models import ColumnDataSource, LinearAxis, LinearScale, LogAxis, LogScale, Span
+from bokeh.plotting import figure
+
+from gaussmix.core.exceptions import ArgumentError
+from gaussmix.explore import (
+    OVERLAYS,
+    ExplorerState,
+    Session,
+    export_cli,
+    export_csv,
+    export_png,
+    export_python,
+    validate,
+)
+from gaussmix.explore.engine import x_column
+from gaussmix.explore.state import ORDER_PARAMETERS, observable_names
+from gaussmix.theory.losses import LOSSES
+from gaussmix.theory.mixture import LABEL_MAPS
+from gaussmix.theory.outputs import axis_label
+from gaussmix.theory.penalties import PENALTIES
+
+__all__ = ["Explorer", "explorer", "serve", "POLL_MS"]
+
+#: how often the page looks for new points of the running job (milliseconds)
+POLL_MS = 50
+#: the lambda slider's range, in decades (the exact entry takes any value)
+LOG_LAM_RANGE = (-6.0, 2.0)
+#: the lambda slider's step, in decades
+LOG_LAM_STEP = 0.05
+#: the significant digits of a lambda set by the slider (the exact entry shows them all)
+LAM_DIGITS = 4
+
+#: the labels of the overlays the engine computes on request
+OVERLAY_LABELS = {
+    "bayes": "Bayes-optimal error",
+    "alpha_star": "alpha*_K (separability threshold)",
+    "lambda_star": "lambda* (optimal penalty)",
+    "simulation": "simulation points (d = sim_d)",
+}
+#: the mixture's models that the controls build (a file holds any other)
+MODELS = ("isotropic", "block", "sparse")
+#: the families of cluster means
+MEANS = ("auto", "simplex", "gaussian", "antipodal")
+#: fields of a model's own parameters, shown for that model only
+MODEL_FIELDS = {
+    "block": ("fractions", "deltas"),
+    "sparse": ("sparsity", "delta1", "delta2"),
+}
+#: fields that build the mixture (a mixture file replaces them)
+BUILDER_FIELDS = (
+    "n_clusters",
+    "delta",
+    "rho",
+    "means",
+    "model",
+    "fractions",
+    "deltas",
+    "sparsity",
+    "delta1",
+    "delta2",
+    "labels",
+)
+#: the controls' labels
+LABELS = {
+    "n_clusters": "K (clusters)",
+    "delta": "Delta (one value, or one per cluster)",
+    "rho": "rho (cluster priors; empty: balanced)",
+    "means": "means",
+    "model": "covariance model",
+    "fractions": "block fractions",
+    "deltas": "block variances",
+    "sparsity": "sparsity",
+    "delta1": "Delta_1",
+    "delta2": "Delta_2",
+    "mixture_file": "mixture file (Mixture.save)",
+    "labels": "label map",
+    "loss": "loss",
+    "penalty": "penalty",
+    "l1_ratio": "l1_ratio (elastic net)",
+    "lam": "lambda (exact)",
+    "axis": "x axis",
+    "alpha_min": "alpha from",
+    "alpha_max": "alpha to",
+    "n_points": "points",
+    "log_x": "log scale",
+    "alpha": "alpha (fixed, lambda axis)",
+    "lam_min": "lambda from",
+    "lam_max": "lambda to",
+    "show": "show",
+    "overlays": "overlays",
+    "sim_d": "simulation d",
+    "sim_seeds": "simulation seeds",
+}
+
+#: every live explorer (closed when the server stops)
+_LIVE: weakref.WeakSet[Explorer] = weakref.WeakSet()
+
+
+def _text(value: Any) -> str:
+    """A value as the text of its control, written as in the state URL (read back by
+    :meth:`ExplorerState.from_query`): ``''`` for None, comma lists, floats exactly."""
+    if value is None:
+        return ""
+    if isinstance(value, tuple):
+        return ",".join(_text(v) for v in value)
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _kind(name: str, default: Any) -> str:
+    """The control of a field: a choice, several, a switch, a number or a text."""
+    if name in ("show", "overlays"):
+        return "multi"
+    if name in ("means", "model", "labels", "loss", "penalty", "axis"):
+        return "choice"
+    if isinstance(default, bool):
+        return "bool"
+    if isinstance(default, int) and not isinstance(default, bool):
+        return "int"
+    if isinstance(default, float) and name != "lam":
+        return "float"
+    return "text"
+
+
+def _choices(name: str, n_clusters: int = 2) -> list[str]:
+    """The options of a choice; ``show``: the observables and the order parameters of
+    ``n_clusters`` clusters."""
+    if name == "show":
+        order = [f"{p}{c}" for p in ORDER_PARAMETERS for c in range(1, n_clusters + 1)]
+        return [*observable_names(), *order]
+    return {
+        "means": list(MEANS),
+        "model": list(MODELS),
+        "labels": ["auto", *LABEL_MAPS.names()],
+        "loss": list(LOSSES.names()),
+        "penalty": list(PENALTIES.names()),
+        "axis": ["alpha", "lambda"],
+        "overlays": list(OVERLAYS),
+    }[name]
+
+
+def _widget(name: str, value: Any, default: Any, n_clusters: int) -> pn.widgets.Widget:
+    """The control of field ``name`` showing ``value``."""
+    label = LABELS.get(name, name)
+    kind = _kind(name, default)
+    if kind == "multi":
+        options: Any = _choices(name, n_clusters)
+        if name == "overlays":
+            options = {OVERLAY_LABELS.get(k, k): k for k in options}
+        else:
+            options = list(dict.fromkeys([*options, *value]))
+        return pn.widgets.CheckBoxGroup(label=label, options=options, value=list(value))
+    if kind == "choice":
+        options = list(dict.fromkeys([*_choices(name), value]))
+        return pn.widgets.Select(label=label, options=options, value=value)
+    if kind == "bool":
+        return pn.widgets.Checkbox(label=label, value=bool(value))
+    if kind == "int":
+        return pn.widgets.IntInput(label=label, value=int(value))
+    if kind == "float":
+        return pn.widgets.FloatInput(label=label, value=float(value))
+    return pn.widgets.TextInput(label=label, value=_text(value))
+
+
+def _slider_lam(position: float) -> float:
+    """The lambda of a position of the slider (log10 lambda), to :data:`LAM_DIGITS`
+    significant digits."""
+    return float(f"{10.0**position:.{LAM_DIGITS}g}")
+
+
+def _neighbours(lam: float) -> list[float]:
+    """The lambdas of the slider's positions one step either side of ``lam``."""
+    here = _slider_value(lam)
+    lo, hi = LOG_LAM_RANGE
+    return [_slider_lam(p) for p in (here - LOG_LAM_STEP, here + LOG_LAM_STEP) if lo <= p <= hi]
+
+
+def _slider_value(lam: float) -> float:
+    lo, hi = LOG_LAM_RANGE
+    return min(max(math.log10(lam), lo), hi) if lam > 0 else lo
+
+
+class Explorer:
+    """One explorer: its controls, plot, jobs and exports (one per browser tab or notebook).
+
+    Parameters
+    ----------
+    state : ExplorerState, optional
+        The state to start from (default: ``ExplorerState()``).
+    poll : bool
+        Draw arriving points from a periodic callback (a served page or a live notebook);
+        without it, call :meth:`refresh`.
+    location : bool
+        Keep the page's URL query equal to :meth:`ExplorerState.to_query` of the current
+        state (a served page).
+    """
+
+    def __init__(
+        self, state: ExplorerState | None = None, *, poll: bool = True, location: bool = False
+    ) -> None:
+        self.state = state if state is not None else ExplorerState()
+        # problems with several outputs draw a coarse pass of the whole range first
+        self.session = Session(coarse="auto")
+        self.job: Any = None
+        self.overlay_job: Any = None
+        self.errors: dict[str, str] = {}
+        self._drawn: tuple[int, bool, int] | None = None
+        self._overlays_drawn: tuple[int, bool] | None = None
+        self._location = location
+        self._tmp: str | None = None
+        self._updating = False
+        self._periodic: Any = None
+        self._build()
+        _LIVE.add(self)
+        self._changed()
+        if poll:
+            self._periodic = pn.state.add_periodic_callback(self.refresh, period=POLL_MS)
+
+    # ------------------------------------------------------------------ layout
+    def _build(self) -> None:
+        self.widgets: dict[str, pn.widgets.Widget] = {}
+        self.error_panes: dict[str, pn.pane.Alert] = {}
+        self.controls: dict[str, pn.Column] = {}
+        for f in fields(ExplorerState):
+            value = getattr(self.state, f.name)
+            w = _widget(f.name, value, f.default, self.state.n_clusters)
+            w.css_classes = [f"gm-field-{f.name}"]
+            w.param.watch(self._on_widget, "value")
+            self.widgets[f.name] = w
+            self.error_panes[f.name] = pn.pane.Alert(
+                "",
+                alert_type="danger",
+                visible=False,
+                margin=(0, 10),
+                css_classes=["gm-error", f"gm-error-{f.name}"],
+            )
+        self.lam_slider = pn.widgets.FloatSlider(
+            label="log10 lambda",
+            start=LOG_LAM_RANGE[0],
+            end=LOG_LAM_RANGE[1],
+            step=LOG_LAM_STEP,
+            value=_slider_value(self.state.lam),
+            css_classes=["gm-lam-slider"],
+        )
+        self.lam_slider.param.watch(self._on_slider, "value")
+        self.upload = pn.widgets.FileInput(accept=".npz", label="upload a mixture file")
+        self.upload.param.watch(self._on_upload, "value")
+        for name in self.widgets:
+            extra = [self.lam_slider] if name == "lam" else []
+            extra += [self.upload] if name == "mixture_file" else []
+            self.controls[name] = pn.Column(
+                *extra, self.widgets[name], self.error_panes[name], margin=0
+            )
+
+        def card(title: str, names: Iterable[str]) -> pn.Card:
+            return pn.Card(*(self.controls[n] for n in names), title=title, width=330)
+
+        axis = ["axis", "alpha_min", "alpha_max", "alpha", "lam_min", "lam_max", "n_points"]
+        sidebar = pn.Column(
+            card("Mixture", [*BUILDER_FIELDS[:-1], "mixture_file"]),
+            card("Estimator", ["labels", "loss", "penalty", "l1_ratio", "lam"]),
+            card("Axis", [*axis, "log_x"]),
+            card("Show", ["show", "overlays", "sim_d", "sim_seeds"]),
+            width=350,
+        )
+        self.source = ColumnDataSource({"x": np.array([], dtype=float)}, name="gm-curve")
+        self.bayes_source = ColumnDataSource({"x": [], "y": []}, name="gm-bayes")
+        self.star_source = ColumnDataSource({"x": [], "y": []}, name="gm-lambda-star")
+        self.sim_source = ColumnDataSource(
+            {"x": [], "y": [], "lower": [], "upper": []}, name="gm-simulation"
+        )
+        self.figure = self._figure()
+        self._show_columns()  # the legend of what is drawn, even before a curve
+        self.progress = pn.indicators.Progress(
+            value=0, max=1, width=200, bar_color="primary", visible=False
+        )
+        self.status = pn.pane.Markdown("", css_classes=["gm-status"], margin=(0, 10))
+        self.failed_pane = pn.pane.Markdown("", css_classes=["gm-failed"], margin=(0, 10))
+        self.warnings_pane = pn.pane.Markdown("", css_classes=["gm-warnings"], margin=(0, 10))
+        self.overlay_pane = pn.pane.Markdown("", css_classes=["gm-overlays"], margin=(0, 10))
+        self.cli_pane = pn.pane.Markdown("", css_classes=["gm-cli"], margin=(0, 10))
+        self.downloads = {
+            "png": self._download("PNG", "explore.png", lambda: BytesIO(self._export_png())),
+            "csv": self._download("CSV", "curve.csv", lambda: StringIO(self._export_csv())),
+            "python": self._download(
+                "Python", "explore.py", lambda: StringIO(export_python(self.state))
+            ),
+            "cli": self._download(
+                "CLI", "explore.sh", lambda: StringIO(export_cli(self.state) + "\n")
+            ),
+        }
+        main = pn.Column(
+            pn.pane.Markdown("## gaussmix explorer", margin=(0, 10)),
+            pn.pane.Bokeh(self.figure, sizing_mode="stretch_width"),
+            pn.Row(self.progress, self.status),
+            self.failed_pane,
+            self.warnings_pane,
+            self.overlay_pane,
+            pn.Row(*self.downloads.values()),
+            self.cli_pane,
+            sizing_mode="stretch_width",
+        )
+        self.layout = pn.Row(sidebar, main, sizing_mode="stretch_width")
+
+    def _download(self, label: str, filename: str, make: Callable[[], Any]) -> Any:
+        return pn.widgets.FileDownload(
+            callback=make,
+            filename=filename,
+            label=f"Download {label}",
+            color="primary",
+            embed=False,
+            css_classes=[f"gm-download-{label.lower()}"],
+        )
+
+    def _figure(self) -> Any:
+        s = self.state
+        fig = figure(
+            height=420,
+            sizing_mode="stretch_width",
+            x_axis_type="log" if s.log_x else "linear",
+            x_axis_label=_x_label(s),
+            tools="pan,wheel_zoom,box_zoom,reset,hover",
+            name="gm-figure",
+        )
+        self.renderers: dict[str, list[Any]] = {}
+        fig.line(
+            "x",
+            "y",
+            source=self.bayes_source,
+            color="black",
+            line_dash="dashed",
+            legend_label="Bayes-optimal error",
+        )
+        fig.scatter(
+            "x",
+            "y",
+            source=self.star_source,
+            color="gray",
+            marker="square",
+            size=7,
+            legend_label="test error at lambda*",
+        )
+        fig.scatter(
+            "x", "y", source=self.sim_source, color="black", marker="x", size=9,
+            legend_label="simulation",
+        )  # fmt: skip
+        fig.segment("x", "lower", "x", "upper", source=self.sim_source, color="black")
+        self.x_span = Span(dimension="height", line_dash="dotted", line_color="gray")
+        self.y_span = Span(dimension="width", line_dash="dashed", line_color="black")
+        self.x_span.visible = self.y_span.visible = False
+        fig.add_layout(self.x_span)
+        fig.add_layout(self.y_span)
+        fig.legend.location = "top_right"
+        fig.legend.click_policy = "hide"
+        return fig
+
+    def _renderer(self, key: str) -> list[Any]:
+        """The line and points of column ``key`` (made on first use)."""
+        if key not in self.renderers:
+            if key not in self.source.data:
+                n = len(self.source.data["x"])
+                self.source.data = {**self.source.data, key: np.full(n, math.nan)}
+            color = PALETTE[len(self.renderers) % len(PALETTE)]
+            label = axis_label(key) if key in observable_names() else key
+            line = self.figure.line("x", key, source=self.source, color=color, legend_label=label)
+            dots = self.figure.scatter("x", key, source=self.source, color=color, size=4)
+            self.renderers[key] = [line, dots]
+        return self.renderers[key]
+
+    def _show_columns(self) -> None:
+        shown = set(self.state.show)
+        for key in self.state.show:
+            self._renderer(key)
+        for key, rs in self.renderers.items():
+            for r in rs:
+                r.visible = key in shown
+        for item in self.figure.legend.items:  # a column shown, or an overlay drawn
+            item.visible = any(
+                (r.visible or r.data_source is not self.source)
+                and len(r.data_source.data["x"]) > 0
+                for r in item.renderers
+            )
+
+    # ------------------------------------------------------------------ state
+    def _read(self) -> tuple[ExplorerState | None, dict[str, str]]:
+        """The state the controls describe, or the message of each control that does not
+        hold a value: a text is read by :meth:`ExplorerState.from_query` (as in the
+        state URL), the other controls hold typed values."""
+        values: dict[str, Any] = {}
+        errors: dict[str, str] = {}
+        for name, w in self.widgets.items():
+            v = w.value
+            if isinstance(w, pn.widgets.TextInput):
+                try:
+                    values[name] = getattr(ExplorerState.from_query(urlencode({name: v})), name)
+                except (ArgumentError, TypeError, ValueError) as exc:
+                    errors[name] = str(exc)
+            elif v is None:
+                errors[name] = f"{name} must be given"
+            else:
+                values[name] = tuple(v) if isinstance(v, list) else v
+        if errors:
+            return None, errors
+        return ExplorerState(**values), {}
+
+    def _on_widget(self, event: Any) -> None:
+        if self._updating:
+            return
+        if event.obj is self.widgets["lam"]:
+            try:
+                lam = float(event.new)
+            except ValueError:
+                lam = math.nan
+            if lam > 0:
+                self._quietly(lambda: setattr(self.lam_slider, "value", _slider_value(lam)))
+        self._changed()
+
+    def _on_slider(self, event: Any) -> None:
+        if self._updating:
+            return
+        lam = _slider_lam(event.new)
+        self._quietly(lambda: setattr(self.widgets["lam"], "value", _text(lam)))
+        self._changed()
+
+    def _quietly(self, change: Callable[[], None]) -> None:
+        """Make ``change`` to the controls without reacting to it."""
+        self._updating = True
+        try:
+            change()
+        finally:
+            self._updating = False
+
+    def _on_upload(self, event: Any) -> None:
+        if not event.new:
+            return
+        if self._tmp is None:
+            self._tmp = tempfile.mkdtemp(prefix="gaussmix-explore-")
+        path = Path(self._tmp) / Path(self.upload.filename or "mixture.npz").name
+        path.write_bytes(event.new)
+        self.widgets["mixture_file"].value = str(path)
+
+    def set_state(self, state: ExplorerState) -> None:
+        """Show ``state`` in the controls and compute it."""
+
+        def change() -> None:
+            for f in fields(ExplorerState):
+                v = getattr(state, f.name)
+                w = self.widgets[f.name]
+                if isinstance(w, pn.widgets.CheckBoxGroup):
+                    if f.name == "show":
+                        w.options = list(dict.fromkeys([*_choices("show", state.n_clusters), *v]))
+                    w.value = list(v)
+                elif isinstance(w, pn.widgets.TextInput):
+                    w.value = _text(v)
+                else:
+                    w.value = v
+            self.lam_slider.value = _slider_value(state.lam)
+
+        self._quietly(change)
+        self._changed()
+
+    def _changed(self) -> None:
+        """A control changed: show the messages beside the controls, or compute.  Nothing
+        a control holds stops the page: an unexpected failure is said above the plot."""
+        try:
+            self._apply()
+        except Exception as exc:  # noqa: BLE001 - the page reports, the server carries on
+            self.status.object = f"**Error**: {type(exc).__name__}: {' '.join(str(exc).split())}"
+
+    def _apply(self) -> None:
+        state, errors = self._read()
+        if state is not None:
+            errors = validate(state)
+        self.errors = dict(errors)
+        for name, pane in self.error_panes.items():
+            pane.object = errors.get(name, "")
+            pane.visible = name in errors
+        self._arrange(state)
+        if errors:
+            self.status.object = "**Not computed**: a value is refused (see beside its control)."
+            for button in self.downloads.values():
+                button.disabled = True
+            return
+        self._submit(state)
+
+    def _arrange(self, state: ExplorerState | None) -> None:
+        """Show the controls that apply (a model's own parameters, the axis's range,
+        the simulation's size, the elastic net's ratio); a mixture file replaces the
+        mixture's controls."""
+        file_mode = bool(self.widgets["mixture_file"].value)
+        for name in BUILDER_FIELDS:
+            self.widgets[name].disabled = file_mode
+        model = self.widgets["model"].value
+        for m, names in MODEL_FIELDS.items():
+            for n in names:
+                self.controls[n].visible = (model == m and not file_mode) or bool(
+                    self.errors.get(n)
+                )
+        lam_axis = self.widgets["axis"].value == "lambda"
+        for n in ("alpha_min", "alpha_max"):
+            self.controls[n].visible = not lam_axis
+        for n in ("alpha", "lam_min", "lam_max"):
+            self.controls[n].visible = lam_axis
+        for n in ("sim_d", "sim_seeds"):
+            self.controls[n].visible = "simulation" in self.widgets["overlays"].value
+        self.controls["l1_ratio"].visible = self.widgets["penalty"].value == "elastic-net"
+        if state is not None and state.mixture_file is None:
+            show = self.widgets["show"]
+            options = list(dict.fromkeys([*_choices("show", state.n_clusters), *state.show]))
+            if options != list(show.options):
+                self._quietly(lambda: setattr(show, "options", options))
+
+    def _submit(self, state: ExplorerState) -> None:
+        old = self.state
+        self.state = state
+        self.job = self.session.submit(state)
+        if state.axis == "alpha" and state.lam > 0:  # the slider's next positions, ahead
+            self.session.prefetch([state.replace(lam=lam) for lam in _neighbours(state.lam)])
+        self._drawn = None
+        self.overlay_job = self.session.submit_overlays(state) if state.overlays else None
+        self._overlays_drawn = None
+        for name, button in self.downloads.items():  # the table's wait for it
+            button.disabled = name in ("csv", "png")
+        if (old.axis, old.log_x) != (state.axis, state.log_x):
+            self._axis(state)
+        self._show_columns()
+        self.cli_pane.object = f"Command line:\n```\n{export_cli(state)}\n```"
+        self.status.object = "computing..."
+        if self._location and pn.state.location is not None:
+            query = state.to_query()
+            pn.state.location.search = f"?{query}" if query else ""
+
+    def _axis(self, state: ExplorerState) -> None:
+        fig = self.figure
+        fig.x_scale = LogScale() if state.log_x else LinearScale()
+        fig.below = [(LogAxis if state.log_x else LinearAxis)(axis_label=_x_label(state))]
+
+    # ------------------------------------------------------------------ drawing
+    def refresh(self, wait: bool = False) -> None:
+        """Draw what the jobs have computed (``wait``: wait for them to finish first)."""
+        job, overlays = self.job, self.overlay_job
+        if job is None:
+            return
+        if wait:
+            job.wait()
+            if overlays is not None:
+                overlays.wait()
+        key = (len(job.rows), job.done, len(job.preview))
+        if key != self._drawn:
+            self._draw(job, key)
+        if overlays is not None:
+            okey = (len(overlays.results), overlays.done)
+            if okey != self._overlays_drawn:
+                self._draw_overlays(overlays, okey)
+        elif self._overlays_drawn != (0, True):
+            self._clear_overlays()
+
+    def _draw(self, job: Any, key: tuple[int, bool, int]) -> None:
+        x = x_column(job.state)
+        rows = job.rows[: key[0]]
+        if not job.done and job.preview:  # the coarse pass where no row has arrived yet
+            have = [r[x] for r in rows]
+            lo, hi = (min(have), max(have)) if have else (math.inf, -math.inf)
+            rows = rows + [r for r in job.preview if not lo <= r[x] <= hi]
+        rows = sorted(rows, key=lambda r: r[x])
+        data: dict[str, Any] = {"x": np.array([r[x] for r in rows], dtype=float)}
+        names = set(self.renderers) | set(job.state.show)
+        for r in rows[:1]:
+            names |= {k for k, v in r.items() if isinstance(v, float)}
+        for name in names:
+            data[name] = np.array(
+                [_number(r.get(name)) if r["converged"] else math.nan for r in rows], dtype=float
+            )
+        self.source.data = data
+        self._show_columns()
+        self._drawn = key
+        done, total = job.progress
+        self.progress.max = max(int(total), 1)
+        self.progress.value = min(int(done), self.progress.max)
+        self.progress.visible = not job.done
+        for name, button in self.downloads.items():  # the table's, once it is complete
+            button.disabled = name in ("csv", "png") and job.table is None
+        if job.error:
+            self.status.object = f"**Not computed**: {job.error}"
+        elif job.cancelled:
+            self.status.object = "cancelled (a newer request replaced it)"
+        elif job.done:
+            self.status.object = f"{done} of {total} points" + (" (cached)" if job.cached else "")
+        else:
+            self.status.object = f"computing: {done} of {total} points"
+        self.failed_pane.object = (
+            "**Did not converge** (drawn missing):"
+            + "".join(f"\n- {x} = {xv:g}: {msg}" for xv, msg in job.failed)
+            if job.failed
+            else ""
+        )
+        self.warnings_pane.object = (
+            "**Warnings**:" + "".join(f"\n- {w}" for w in job.warnings) if job.warnings else ""
+        )
+
+    def _clear_overlays(self) -> None:
+        self.bayes_source.data = {"x": [], "y": []}
+        self.star_source.data = {"x": [], "y": []}
+        self.sim_source.data = {"x": [], "y": [], "lower": [], "upper": []}
+        self.x_span.visible = self.y_span.visible = False
+        self.overlay_pane.object = ""
+        self._overlays_drawn = (0, True)
+        self._show_columns()
+
+    def _draw_overlays(self, job: Any, key: tuple[int, bool]) -> None:
+        """Draw the overlays that have arrived: the Bayes-optimal error (a dashed curve, or
+        a level on the lambda axis), alpha* and lambda* (a dotted line on their own axis;
+        on the alpha axis, lambda*'s test error as squares), simulation points with their
+        standard errors (the first shown observable)."""
+        self._clear_overlays()
+        self._overlays_drawn = key
+        state = job.state
+        x = x_column(state)
+        results = dict(job.results)
+        lines = []
+        for name, overlay in results.items():
+            label = OVERLAY_LABELS.get(name, name)
+            if overlay.unavailable:
+                lines.append(f"- {label}: not available: {overlay.unavailable}")
+                continue
+            if overlay.value is not None:
+                lines.append(f"- {label}: {overlay.value:.6g}")
+            elif overlay.rows:
+                lines.append(f"- {label}: {len(overlay.rows)} points")
+            self._draw_overlay(name, overlay, x, state)
+        done, total = job.progress
+        head = "**Overlays**" + ("" if job.done else f" (computing: {done} of {total})")
+        if job.error:
+            head += f": {job.error}"
+        warned = "".join(f"\n- {w}" for w in job.warnings)
+        self.overlay_pane.object = head + "\n" + "\n".join(lines) + warned
+        self._show_columns()
+
+    def _draw_overlay(self, name: str, overlay: Any, x: str, state: ExplorerState) -> None:
+        rows = sorted(overlay.rows, key=lambda r: r.get(x, 0.0))
+        if name == "bayes":
+            if x == "alpha":
+                self.bayes_source.data = {
+                    "x": [r["alpha"] for r in rows],
+                    "y": [r["test_error"] for r in rows],
+                }
+            elif overlay.value is not None:
+                self.y_span.location = overlay.value
+                self.y_span.visible = True
+        elif name == "alpha_star" and x == "alpha" and overlay.value is not None:
+            if math.isfinite(overlay.value):
+                self.x_span.location = overlay.value
+                self.x_span.visible = True
+        elif name == "lambda_star":
+            if x == "alpha":
+                self.star_source.data = {
+                    "x": [r["alpha"] for r in rows],
+                    "y": [r["test_error"] for r in rows],
+                }
+            elif overlay.value is not None and overlay.value > 0:
+                self.x_span.location = overlay.value
+                self.x_span.visible = True
+        elif name == "simulation":
+            key = next((k for k in state.show if rows and k in rows[0]), None)
+            if key is not None:
+                y = np.array([r[key] for r in rows])
+                se = np.array([r.get(f"{key}_se", 0.0) for r in rows])
+                self.sim_source.data = {
+                    "x": [r[x] for r in rows],
+                    "y": y,
+                    "lower": y - se,
+                    "upper": y + se,
+                }
+
+    # ------------------------------------------------------------------ exports
+    def _finished(self) -> Any:
+        if self.job is None:
+            raise ValueError("nothing computed yet")
+        return self.job.wait()
+
+    def _export_csv(self) -> str:
+        return export_csv(self.state, self._finished())
+
+    def _export_png(self) -> bytes:
+        import pandas as pd
+
+        self._finished()
+        # the overlays computed so far (a simulation may still run: never wait for it here)
+        overlays = dict(self.overlay_job.results) if self.overlay_job is not None else None
+        rows = pd.DataFrame(self.job.rows).sort_values(x_column(self.state))
+        return export_png(self.state, rows, overlays=overlays)
+
+    # ------------------------------------------------------------------ end
+    def close(self) -> None:
+        """Stop polling, cancel the jobs and join their threads, remove uploaded files."""
+        if self._periodic is not None:
+            self._periodic.stop()
+            self._periodic = None
+        self.session.close()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+        _LIVE.discard(self)
+
+    def __panel__(self) -> Any:
+        return self.layout
+
+
+#: the colours of the shown columns, in order
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+)  # fmt: skip
+
+
+def _x_label(state: ExplorerState) -> str:
+    return "alpha = n/d" if state.axis == "alpha" else "lambda"
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def explorer(state: ExplorerState | None = None) -> Any:
+    """The explorer as a Panel layout, for a Jupyter notebook (run ``pn.extension()``
+    first).
+
+    Parameters
+    ----------
+    state : ExplorerState, optional
+        The state to start from (default ``ExplorerState()``).
+
+    Returns
+    -------
+    panel.Row
+        The layout; its ``explorer`` attribute is the :class:`Explorer` behind it.
+    """
+    app = Explorer(state)
+    app.layout.explorer = app  # type: ignore[attr-defined]
+    return app.layout
+
+
+def _session_state(initial: ExplorerState) -> tuple[ExplorerState, str | None]:
+    """The state of a new page: its URL query if it has one, else ``initial``; a query
+    that cannot be read gives ``initial`` and the reason."""
+    args = pn.state.session_args or {}
+    pairs = [(k, v.decode()) for k, vs in args.items() for v in vs]
+    if not pairs:
+        return initial, None
+    try:
+        return ExplorerState.from_query(urlencode(pairs)), None
+    except (ArgumentError, TypeError, ValueError) as exc:
+        return initial, f"the URL's state was not restored: {exc}"
+
+
+def serve(
+    initial: ExplorerState,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 5006,
+    websocket_origin: list[str] | None = None,
+) -> Any:
+    """A Bokeh server (not started) whose pages are explorers starting from ``initial``
+    (or from their URL's query).
+
+    Each page is one :class:`Explorer`, closed when the page goes; :func:`close_all`
+    closes those left when the server stops.
+    """
+
+    def page() -> Any:
+        state, problem = _session_state(initial)
+        app = Explorer(state, location=True)
+        if problem:
+            app.status.object = f"**Not restored**: {problem}"
+        pn.state.on_session_destroyed(lambda _ctx: app.close())
+        return app.layout
+
+    return pn.serve(
+        page,
+        port=port,
+        address=host,
+        websocket_origin=websocket_origin,
+        show=False,
+        start=False,
+        title="gaussmix explorer",
+        verbose=False,
+    )
+
+
+def close_all() -> None:
+    """Close every live explorer (cancel and join its jobs, remove its uploads)."""
+    for app in list(_LIVE):
+        app.close()

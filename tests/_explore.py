@@ -1,0 +1,56 @@
+"""Helpers shared by the explorer's tests: the library's own curve for a state (the
+reference the explorer is compared with), and ``gaussmix explore`` served in a subprocess."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+from _cli_helpers import start_in_session
+
+#: seconds to wait for the server
+DEADLINE = 60
+
+
+def library_curve(lam: float, n_points: int, loss: str = "logistic"):
+    """``gm.learning_curve`` called directly for the default mixture of the explorer
+    (K = 2, Delta = 1, balanced; ``labels auto`` and ``means auto`` resolve to binary
+    labels and the simplex (antipodal) means for a binary loss) on its default alpha range
+    (0.2 to 8, log-spaced)."""
+    import gaussmix as gm
+
+    mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+    return gm.learning_curve(mix, loss, np.geomspace(0.2, 8.0, n_points), lam=lam)
+
+
+@contextlib.contextmanager
+def served(*args: str, tmp: Path) -> Iterator[tuple[subprocess.Popen, str]]:
+    """``gaussmix explore --port 0 --no-browser ARGS`` in its own session, with ``tmp`` as
+    its temporary directory: ``(process, url)`` once it prints its address; whatever is
+    left of its session is killed at the end."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "gaussmix", "explore", "--port", "0", "--no-browser", *args]
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONUNBUFFERED": "1"}
+    proc = start_in_session(cmd, env)
+    try:
+        t0 = time.monotonic()
+        line = ""
+        while "http://" not in line:
+            assert time.monotonic() - t0 < DEADLINE, "the explorer did not start"
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                raise AssertionError(f"the explorer ended: {proc.stderr.read()}")
+        url = re.search(r"http://\S+/", line).group(0)
+        yield proc, url
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=DEADLINE)

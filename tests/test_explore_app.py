@@ -1,0 +1,436 @@
+"""The explorer's user interface (gaussmix.explore.app) without a browser, and the command
+``gaussmix explore``: the drawn curve is the library's; a control's bad value is answered
+beside it with the library's message; a point without a fixed point is drawn missing and
+listed; a newer request cancels an older one; the command refuses a bad option in one line,
+says which extra it needs, warns before listening beyond this machine, and stops on Ctrl-C
+leaving nothing behind.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import socket
+import threading
+import urllib.request
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _cli_helpers import run
+from _explore import DEADLINE, library_curve, served
+
+pn = pytest.importorskip("panel", reason="the explorer's interface is the 'explore' extra")
+
+from gaussmix.explore import ExplorerState, validate  # noqa: E402
+from gaussmix.explore.app import LAM_DIGITS, Explorer, _text, explorer  # noqa: E402
+
+N = 6
+
+
+def _columns(app: Explorer, key: str) -> np.ndarray:
+    return np.asarray(app.source.data[key], dtype=float)
+
+
+@pytest.fixture
+def app():
+    a = Explorer(ExplorerState(n_points=N), poll=False)
+    a.refresh(wait=True)
+    yield a
+    a.close()
+
+
+def test_the_drawn_curve_is_the_librarys(app: Explorer) -> None:
+    ref = library_curve(0.1, N)
+    assert np.array_equal(_columns(app, "x"), ref["alpha"].to_numpy())
+    for key in ("test_error", "train_error"):
+        assert np.array_equal(_columns(app, key), ref[key].to_numpy())
+        assert app.renderers[key][0].visible
+    assert app.status.object == f"{N} of {N} points" or "cached" in app.status.object
+
+
+def test_the_lambda_slider_redraws_the_librarys_curve(app: Explorer) -> None:
+    first = app.job
+    app.lam_slider.value = -1.5
+    lam = float(f"{10**-1.5:.{LAM_DIGITS}g}")
+    assert app.widgets["lam"].value == repr(lam) and app.state.lam == lam
+    assert app.job is not first
+    app.refresh(wait=True)
+    assert np.array_equal(_columns(app, "test_error"), library_curve(lam, N)["test_error"])
+    # the exact entry moves the slider back
+    app.widgets["lam"].value = "0.01"
+    assert app.lam_slider.value == pytest.approx(-2.0, abs=1e-12)
+    assert app.state.lam == 0.01
+
+
+def test_a_newer_request_cancels_the_older() -> None:
+    a = Explorer(ExplorerState(n_points=30, lam=0.0123), poll=False)
+    try:
+        old = a.job
+        a.widgets["lam"].value = "0.0456"
+        new = a.job
+        assert new is not old and a.session.curve is new
+        old.wait(DEADLINE)
+        assert old.cancelled or old.done  # finished before the change, or stopped
+        a.refresh(wait=True)
+        assert np.all(np.asarray(a.source.data["x"]).size == 30)
+        assert a.state.lam == 0.0456
+    finally:
+        a.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("gaussmix-explore")]
+
+
+@pytest.mark.parametrize(
+    ("field", "text", "state"),
+    [
+        ("rho", "0.5,0.6", ExplorerState(rho=(0.5, 0.6))),
+        ("lam", "-1", ExplorerState(lam=-1.0)),
+        ("delta", "1,2,3", ExplorerState(delta=(1.0, 2.0, 3.0))),
+    ],
+)
+def test_a_bad_value_is_answered_beside_its_control(
+    app: Explorer, field: str, text: str, state: ExplorerState
+) -> None:
+    job = app.job
+    app.widgets[field].value = text
+    expected = validate(state)[field]  # the library's own message
+    pane = app.error_panes[field]
+    assert pane.visible and pane.object == expected
+    # beside the control: in the same column, right below it
+    column = app.controls[field]
+    objects = list(column.objects)
+    assert objects.index(pane) == objects.index(app.widgets[field]) + 1
+    assert app.job is job  # nothing computed for a refused state
+    assert "Not computed" in app.status.object
+    assert all(button.disabled for button in app.downloads.values())  # nothing to take away
+    # a value that does not parse is answered the same way
+    app.widgets[field].value = "abc"
+    assert app.error_panes[field].visible and "abc" in app.error_panes[field].object
+    app.widgets[field].value = _text(getattr(ExplorerState(), field))
+    assert not app.error_panes[field].visible and app.job is not job
+    app.refresh(wait=True)
+    assert not any(button.disabled for button in app.downloads.values())
+
+
+def test_a_page_opened_on_a_refused_state_shows_no_legend_of_nothing() -> None:
+    a = Explorer(ExplorerState(rho=(0.5, 0.6)), poll=False)
+    try:
+        assert a.job is None and a.error_panes["rho"].visible
+        shown = [item for item in a.figure.legend.items if item.visible]
+        assert not shown  # no curve, no overlay drawn: nothing in the legend
+    finally:
+        a.close()
+
+
+def test_k_equals_one_and_a_malformed_file_are_refused(app: Explorer, tmp_path: Path) -> None:
+    app.widgets["n_clusters"].value = 1
+    assert app.error_panes["n_clusters"].visible
+    assert (
+        app.error_panes["n_clusters"].object == validate(ExplorerState(n_clusters=1))["n_clusters"]
+    )
+    app.widgets["n_clusters"].value = 2
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a mixture")
+    app.widgets["mixture_file"].value = str(bad)
+    message = validate(ExplorerState(mixture_file=str(bad)))["mixture_file"]
+    assert app.error_panes["mixture_file"].object == message
+    assert app.widgets["n_clusters"].disabled  # the file replaces the mixture's controls
+
+
+def test_a_mixture_file_is_uploaded_and_removed_on_close(tmp_path: Path) -> None:
+    import gaussmix as gm
+
+    path = tmp_path / "mix.npz"
+    gm.Mixture.isotropic(0.5, "simplex", n_clusters=3).save(path)
+    a = Explorer(ExplorerState(n_points=3, loss="cross-entropy"), poll=False)
+    try:
+        a.upload.filename = "mix.npz"
+        a.upload.value = path.read_bytes()
+        copy = Path(a.widgets["mixture_file"].value)
+        assert copy.read_bytes() == path.read_bytes() and copy != path
+        assert not a.errors, a.errors
+        a.refresh(wait=True)
+        ref = gm.learning_curve(
+            gm.Mixture.load(path), "cross-entropy", np.geomspace(0.2, 8.0, 3), lam=0.1
+        )
+        assert np.array_equal(_columns(a, "test_error"), ref["test_error"].to_numpy())
+    finally:
+        a.close()
+    assert not copy.exists() and not copy.parent.exists()
+
+
+class _Job:
+    """A finished curve with a point that has no fixed point (as the engine reports it)."""
+
+    def __init__(self, state: ExplorerState) -> None:
+        nan = math.nan
+        self.state = state
+        self.rows = [
+            {"alpha": 1.0, "lam": 0.1, "test_error": 0.3, "converged": True},
+            {"alpha": 2.0, "lam": 0.1, "test_error": nan, "converged": False},
+            {"alpha": 4.0, "lam": 0.1, "test_error": 0.2, "converged": True},
+        ]
+        self.failed = [(2.0, "no fixed point at lam=0.1, alpha=2: drawn missing")]
+        self.warnings = ["ConvergenceWarning: no fixed point at alpha=2"]
+        self.progress, self.done, self.cancelled, self.error, self.cached = (3, 3), True, 0, 0, 0
+        self.table = None  # the library's table is not needed to draw
+        self.preview: list[dict] = []
+
+
+def test_a_point_without_a_fixed_point_is_drawn_missing_and_listed(app: Explorer) -> None:
+    app.job = _Job(app.state)
+    app.refresh()
+    y = _columns(app, "test_error")
+    assert y[0] == 0.3 and math.isnan(y[1]) and y[2] == 0.2  # a gap in the line
+    assert "alpha = 2: no fixed point" in app.failed_pane.object
+    assert "ConvergenceWarning" in app.warnings_pane.object
+
+
+def test_every_control_round_trips_through_the_state_url_reader() -> None:
+    state = ExplorerState(
+        n_clusters=3,
+        delta=(0.5, 1.0 / 3.0, 2.0),
+        rho=(0.2, 0.3, 0.5),
+        l1_ratio=0.1 + 0.2,
+        lam=1e-7,
+        mixture_file="/tmp/x y.npz",
+        show=("test_error", "m1"),
+    )
+    for f in fields(ExplorerState):
+        value = getattr(state, f.name)
+        from urllib.parse import urlencode
+
+        back = ExplorerState.from_query(urlencode({f.name: _text(value)}))
+        assert getattr(back, f.name) == value, f.name
+    a = Explorer(state.replace(mixture_file=None, loss="cross-entropy"), poll=False)
+    try:
+        assert a._read() == (state.replace(mixture_file=None, loss="cross-entropy"), {})
+        assert a.widgets["show"].value == ["test_error", "m1"]
+        assert "q3" in a.widgets["show"].options  # the order parameters of K = 3
+    finally:
+        a.close()
+
+
+def test_the_notebook_form_is_a_panel_layout() -> None:
+    layout = explorer(ExplorerState(n_points=3))
+    try:
+        assert isinstance(layout, pn.Row)
+        assert isinstance(layout.explorer, Explorer)
+        assert layout.explorer.state.n_points == 3
+    finally:
+        layout.explorer.close()
+
+
+def test_the_exports_are_the_engines(app: Explorer) -> None:
+    assert not app.downloads["csv"].disabled  # the table is complete
+    csv = app.downloads["csv"].callback().getvalue()
+    assert csv == library_curve(0.1, N).to_csv(index=False)
+    png = app.downloads["png"].callback().getvalue()
+    assert png.startswith(b"\x89PNG")
+    script = app.downloads["python"].callback().getvalue()
+    assert "learning_curve" in script
+    assert app.downloads["cli"].callback().getvalue().startswith("gaussmix curve ")
+
+
+# ---------------------------------------------------------------------------- the command
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--rho", "0.5,0.6"], "--rho must sum to 1"),
+        (["--lam", "-1"], "--lam must be"),
+        (["--n-clusters", "1"], "--n-clusters must be an integer >= 2"),
+        (["--lam", "abc"], "--lam must be a number"),
+        (["--port", "70000"], "--port must be"),
+        (["--show", "nope"], "--show"),
+    ],
+)
+def test_explore_refuses_a_bad_option_in_one_line(args: list[str], says: str) -> None:
+    code, out, err = run("explore", "--no-browser", *args)
+    assert code == 2 and out == ""
+    assert err.startswith("gaussmix: error: ") and err.count("\n") == 1, err
+    assert says in err, err
+
+
+def test_explore_without_its_extra_says_which(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    find = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "panel" else find(name, *a)
+    )
+    code, _, err = run("explore", "--no-browser")
+    assert code == 2
+    assert err == "gaussmix: error: gaussmix explore needs the 'explore' extra: pip install " \
+        "'gaussmix[explore]'\n"  # fmt: skip
+
+
+def test_a_port_in_use_or_a_foreign_address_is_refused_in_one_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, _, err = run("explore", "--no-browser", "--port", str(port))
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"gaussmix: error: --port {port} is not available on 127.0.0.1: "), err
+    code, _, err = run("explore", "--no-browser", "--host", "192.0.2.1", "--port", "0")
+    assert code == 2 and err.count("\n") == 1  # TEST-NET-1: not an address of this machine
+    assert err.startswith("gaussmix: error: --host 192.0.2.1 cannot be listened on: "), err
+
+
+def _port_free(url: str) -> bool:
+    """Nothing listens on the port of ``url`` and a server may listen there again (as a
+    restarted server does: with SO_REUSEADDR, past the closed connections' TIME_WAIT)."""
+    port = int(url.rstrip("/").rsplit(":", 1)[1])
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        return False
+    except ConnectionRefusedError:
+        pass
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            s.listen()
+        except OSError:
+            return False
+    return True
+
+
+def test_ctrl_c_stops_the_server_cleanly(tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    with served("--n-points", "30", "--lam", "0.02", tmp=tmp) as (proc, url):
+        assert url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(url + "?lam=0.003", timeout=DEADLINE) as page:
+            assert b"gaussmix explorer" in page.read()  # a page, with its job started
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C
+        out, err = proc.communicate(timeout=DEADLINE)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
+    assert out.strip().endswith("gaussmix explorer: stopped")
+    assert _port_free(url)
+    assert not list(tmp.iterdir())  # no temporary file left
+
+
+def test_another_address_only_with_a_warning(tmp_path: Path) -> None:
+    with served("--host", "0.0.0.0", tmp=tmp_path / "tmp") as (proc, url):
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=DEADLINE)
+    assert proc.returncode == 0
+    assert err.startswith("gaussmix: warning: serving on 0.0.0.0: every machine"), err
+
+
+def test_an_unexpected_failure_is_said_and_the_page_carries_on(
+    app: Explorer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gaussmix.explore.app as module
+
+    def broken(state: ExplorerState) -> dict[str, str]:
+        raise RuntimeError("something unforeseen")
+
+    monkeypatch.setattr(module, "validate", broken)
+    app.widgets["lam"].value = "0.3"  # no exception leaves the callback
+    assert app.status.object == "**Error**: RuntimeError: something unforeseen"
+    monkeypatch.undo()
+    app.widgets["lam"].value = "0.2"
+    app.refresh(wait=True)
+    assert np.array_equal(_columns(app, "test_error"), library_curve(0.2, N)["test_error"])
+
+
+def test_the_coarse_pass_is_drawn_where_no_row_has_arrived(app: Explorer) -> None:
+    job = _Job(app.state)
+    job.done, job.progress = False, (2, 5)
+    job.rows = job.rows[:1] + [{"alpha": 2.0, "lam": 0.1, "test_error": 0.25, "converged": True}]
+    job.preview = [
+        {"alpha": a, "lam": 0.1, "test_error": e, "converged": True}
+        for a, e in ((0.5, 0.4), (1.5, 0.9), (4.0, 0.2))
+    ]
+    app.job = job
+    app.refresh()
+    # the rows cover [1, 2]: the coarse points outside it fill in the rest of the range
+    assert _columns(app, "x").tolist() == [0.5, 1.0, 2.0, 4.0]
+    assert _columns(app, "test_error").tolist() == [0.4, 0.3, 0.25, 0.2]
+    assert app.progress.visible and "computing: 2 of 5" in app.status.object
+    job.done = True
+    app.refresh()
+    assert _columns(app, "x").tolist() == [1.0, 2.0]  # the curve alone, once complete
+
+
+def test_the_sliders_next_positions_are_computed_ahead(app: Explorer) -> None:
+    from gaussmix.explore.app import LOG_LAM_STEP
+
+    app.session.prefetching.join(DEADLINE)  # after the curve on display
+    app.lam_slider.value = app.lam_slider.value + LOG_LAM_STEP
+    app.job.wait(DEADLINE)
+    assert app.job.cached  # redrawn from the cache at once
+    app.refresh()
+    ref = library_curve(app.state.lam, N)
+    assert np.array_equal(_columns(app, "test_error"), ref["test_error"].to_numpy())
+
+
+def test_the_overlays_are_drawn_with_the_librarys_values() -> None:
+    import gaussmix as gm
+
+    state = ExplorerState(
+        n_points=4,
+        overlays=("bayes", "alpha_star", "lambda_star", "simulation"),
+        sim_d=100,
+        sim_seeds=2,
+    )
+    a = Explorer(state, poll=False)
+    try:
+        a.refresh(wait=True)
+        mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+        alphas = np.geomspace(0.2, 8.0, 4)
+        bayes = [gm.bayes_optimal_error(mix, float(x)).test_error for x in alphas]
+        assert a.bayes_source.data["x"] == alphas.tolist()
+        assert a.bayes_source.data["y"] == bayes
+        star = gm.separability_threshold(mix, evidence=False).alpha_star
+        assert a.x_span.visible and a.x_span.location == star
+        best = [gm.optimal_lambda(mix, "logistic", alpha=float(x)).test_error for x in alphas]
+        assert a.star_source.data["y"] == best
+        sims = [
+            gm.simulate(mix, loss="logistic", lam=0.1, alpha=float(x), d=100, seeds=2, seed=0)
+            for x in alphas
+        ]
+        y = np.array([s.mean["test_error"] for s in sims])
+        se = np.array([s.se["test_error"] for s in sims])
+        assert np.array_equal(a.sim_source.data["y"], y)
+        assert np.array_equal(a.sim_source.data["lower"], y - se)
+        assert np.array_equal(a.sim_source.data["upper"], y + se)
+        assert f"{star:.6g}" in a.overlay_pane.object
+        assert all(item.visible for item in a.figure.legend.items if item.label.value in (
+            "Bayes-optimal error", "test error at lambda*", "simulation"
+        ))  # fmt: skip
+        a.widgets["overlays"].value = []  # removed on request
+        a.refresh(wait=True)
+        assert a.bayes_source.data["x"] == [] and not a.x_span.visible
+        assert a.overlay_pane.object == ""
+    finally:
+        a.close()
+
+
+def test_the_lambda_axis_and_a_linear_scale(app: Explorer) -> None:
+    from bokeh.models import LinearAxis, LinearScale, LogAxis, LogScale
+
+    import gaussmix as gm
+
+    assert isinstance(app.figure.x_scale, LogScale)
+    app.widgets["lam_min"].value = 0.01  # (smaller penalties warn of the quadrature's limit)
+    app.widgets["axis"].value = "lambda"
+    assert app.controls["alpha"].visible and not app.controls["alpha_min"].visible
+    app.refresh(wait=True)
+    mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+    lams = np.geomspace(0.01, 10.0, N)
+    ref = gm.lambda_sweep(mix, "logistic", lams, alpha=2.0)
+    assert np.array_equal(_columns(app, "x"), lams)
+    assert np.array_equal(_columns(app, "test_error"), ref["test_error"].to_numpy())
+    assert isinstance(app.figure.below[0], LogAxis)
+    assert app.figure.below[0].axis_label == "lambda"
+    app.widgets["log_x"].value = False
+    app.refresh(wait=True)
+    assert isinstance(app.figure.x_scale, LinearScale)
+    assert isinstance(app.figure.below[0], LinearAxis)
+    ref = gm.lambda_sweep(mix, "logistic", np.linspace(0.01, 10.0, N), alpha=2.0)
+    assert np.array_equal(_columns(app, "test_error"), ref["test_error"].to_numpy())
