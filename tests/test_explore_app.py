@@ -25,7 +25,8 @@ from _explore import DEADLINE, library_curve, served
 pn = pytest.importorskip("panel", reason="the explorer's interface is the 'explore' extra")
 
 from gaussmix.explore import ExplorerState, validate  # noqa: E402
-from gaussmix.explore.app import LAM_DIGITS, Explorer, _text, explorer  # noqa: E402
+from gaussmix.explore.app import LAM_DIGITS, Explorer, explorer  # noqa: E402
+from gaussmix.explore.state import field_text  # noqa: E402
 
 N = 6
 
@@ -108,7 +109,7 @@ def test_a_bad_value_is_answered_beside_its_control(
     # a value that does not parse is answered the same way
     app.widgets[field].value = "abc"
     assert app.error_panes[field].visible and "abc" in app.error_panes[field].object
-    app.widgets[field].value = _text(getattr(ExplorerState(), field))
+    app.widgets[field].value = field_text(getattr(ExplorerState(), field))
     assert not app.error_panes[field].visible and app.job is not job
     app.refresh(wait=True)
     assert not any(button.disabled for button in app.downloads.values())
@@ -202,7 +203,7 @@ def test_every_control_round_trips_through_the_state_url_reader() -> None:
         value = getattr(state, f.name)
         from urllib.parse import urlencode
 
-        back = ExplorerState.from_query(urlencode({f.name: _text(value)}))
+        back = ExplorerState.from_query(urlencode({f.name: field_text(value)}))
         assert getattr(back, f.name) == value, f.name
     a = Explorer(state.replace(mixture_file=None, loss="cross-entropy"), poll=False)
     try:

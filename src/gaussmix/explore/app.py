@@ -48,7 +48,7 @@ from gaussmix.explore import (
     validate,
 )
 from gaussmix.explore.engine import x_column
-from gaussmix.explore.state import ORDER_PARAMETERS, observable_names
+from gaussmix.explore.state import ORDER_PARAMETERS, field_text, observable_names
 from gaussmix.theory.losses import LOSSES
 from gaussmix.theory.mixture import LABEL_MAPS
 from gaussmix.theory.outputs import axis_label
@@ -131,16 +131,6 @@ LABELS = {
 _LIVE: weakref.WeakSet[Explorer] = weakref.WeakSet()
 
 
-def _text(value: Any) -> str:
-    """A value as the text of its control, written as in the state URL (read back by
-    :meth:`ExplorerState.from_query`): ``''`` for None, comma lists, floats exactly."""
-    if value is None:
-        return ""
-    if isinstance(value, tuple):
-        return ",".join(_text(v) for v in value)
-    return repr(value) if isinstance(value, float) else str(value)
-
-
 def _kind(name: str, default: Any) -> str:
     """The control of a field: a choice, several, a switch, a number or a text."""
     if name in ("show", "overlays"):
@@ -193,7 +183,7 @@ def _widget(name: str, value: Any, default: Any, n_clusters: int) -> pn.widgets.
         return pn.widgets.IntInput(label=label, value=int(value))
     if kind == "float":
         return pn.widgets.FloatInput(label=label, value=float(value))
-    return pn.widgets.TextInput(label=label, value=_text(value))
+    return pn.widgets.TextInput(label=label, value=field_text(value))
 
 
 def _slider_lam(position: float) -> float:
@@ -453,7 +443,7 @@ class Explorer:
         if self._updating:
             return
         lam = _slider_lam(event.new)
-        self._quietly(lambda: setattr(self.widgets["lam"], "value", _text(lam)))
+        self._quietly(lambda: setattr(self.widgets["lam"], "value", field_text(lam)))
         self._changed()
 
     def _quietly(self, change: Callable[[], None]) -> None:
@@ -485,7 +475,7 @@ class Explorer:
                         w.options = list(dict.fromkeys([*_choices("show", state.n_clusters), *v]))
                     w.value = list(v)
                 elif isinstance(w, pn.widgets.TextInput):
-                    w.value = _text(v)
+                    w.value = field_text(v)
                 else:
                     w.value = v
             self.lam_slider.value = _slider_value(state.lam)

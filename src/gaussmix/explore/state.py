@@ -125,7 +125,7 @@ class ExplorerState:
         """The URL query string of the fields that differ from their default (``''`` for
         the default state); :meth:`from_query` reads it back to an equal state."""
         pairs = [
-            (name, _encode(getattr(self, name)))
+            (name, field_text(getattr(self, name)))
             for name, f in _FIELDS.items()
             if getattr(self, name) != f.default
         ]
@@ -175,7 +175,7 @@ def _known() -> str:
 
 
 # ============================================================================ query codec
-def _encode(value: Any) -> str:
+def field_text(value: Any) -> str:
     """The text of a field's value: ``''`` for None, ``1``/``0`` for booleans, floats by
     :func:`repr` (exact), tuples comma-separated."""
     if value is None:
@@ -183,7 +183,7 @@ def _encode(value: Any) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, tuple):
-        return ",".join(_encode(v) for v in value)
+        return ",".join(field_text(v) for v in value)
     if isinstance(value, float):
         return repr(float(value))  # numpy's floats too, as plain numbers
     return str(value)
