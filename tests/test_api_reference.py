@@ -30,6 +30,7 @@ PUBLIC_PACKAGES = (
     "gaussmix.data",
     "gaussmix.studies",
     "gaussmix.figures",
+    "gaussmix.explore",
 )
 #: the packages whose every public parameter is listed, with a description, in a
 #: numpydoc Parameters section (a class's fields: Parameters or Attributes); still to be
