@@ -22,7 +22,7 @@ from gaussmix.core.exceptions import ConvergenceError, ConvergenceWarning
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.tables import CurveTable, deprecated_return_results
 from gaussmix.core.validation import check_param, check_param_values
-from gaussmix.theory.api import make_problem
+from gaussmix.theory.api import check_lam_alpha, make_problem
 from gaussmix.theory.losses import Loss
 from gaussmix.theory.mixture import Mixture
 from gaussmix.theory.problem import Problem
@@ -155,10 +155,17 @@ def _curve(
     done: list[tuple[float, FixedPointResult]] = []  # (curve parameter, result)
     history: dict = {}  # Anderson secant pairs (per quadrature rule) carried along the curve
     failures: list[str] = []
+    base: Problem | None = None  # the first point's problem: the others share its fields
     for lam, alpha in progress_bar(points, desc=desc, enabled=progress, leave=False):
-        problem = make_problem(
-            mixture, loss, lam=lam, alpha=alpha, penalty=penalty, l1_ratio=l1_ratio
-        )
+        if base is None:
+            problem = base = make_problem(
+                mixture, loss, lam=lam, alpha=alpha, penalty=penalty, l1_ratio=l1_ratio
+            )
+        else:  # validated as make_problem would, built without its per-point cost
+            lam_v, alpha_v = check_lam_alpha(
+                lam, alpha, loss=loss, penalty=penalty, l1_ratio=l1_ratio, mixture=mixture
+            )
+            problem = base.with_lam_alpha(lam_v, alpha_v)
         param = float(np.log(max(alpha if desc == "alpha" else lam, 1e-300)))
         res = _predicted(problem, done, param, kw, history)
         if res is None:

@@ -228,7 +228,7 @@ def map_features(problem: Problem, opts: SolverOptions) -> tuple[ClusterSymmetry
     :class:`~gaussmix.theory.symmetry.ClusterSymmetry` where ``opts.symmetry`` and the
     clusters are exchangeable, :class:`~gaussmix.theory.state.LogChart` mixing where
     :func:`uses_log_chart`."""
-    sym = ClusterSymmetry.of(problem) if opts.symmetry else None
+    sym = problem.cluster_symmetry if opts.symmetry else None
     return sym, uses_log_chart(problem)
 
 
