@@ -10,6 +10,7 @@ import pytest
 import gaussmix as gm
 from gaussmix.core.exceptions import ArgumentError
 from gaussmix.theory.api import make_problem
+from gaussmix.theory.fixed_point import cluster_symmetry
 from gaussmix.theory.margin import ZeroPenaltyError
 from gaussmix.theory.symmetry import ClusterSymmetry
 
@@ -19,17 +20,26 @@ BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
 
 def test_the_cluster_symmetry_is_computed_once_and_shared_along_a_curve() -> None:
     first = make_problem(MIX3, "cross-entropy", lam=1.0, alpha=1.0)
-    sym = first.cluster_symmetry
+    sym = cluster_symmetry(first)
     fresh = ClusterSymmetry.of(first)
     assert sym is not None and np.array_equal(sym.R, fresh.R) and np.array_equal(sym.P, fresh.P)
     other = first.with_lam_alpha(1e-3, 4.0)
-    assert other.cluster_symmetry is sym  # shared, not recomputed
+    assert cluster_symmetry(other) is sym  # shared, not recomputed
     # it depends on neither lam nor alpha: a problem made at the other point has the same
-    made = make_problem(MIX3, "cross-entropy", lam=1e-3, alpha=4.0).cluster_symmetry
+    made = cluster_symmetry(make_problem(MIX3, "cross-entropy", lam=1e-3, alpha=4.0))
     assert np.array_equal(made.R, sym.R)
     # no symmetry: two clusters, or a penalty other than ridge
-    assert make_problem(BINARY, "logistic", lam=1.0, alpha=1.0).cluster_symmetry is None
-    assert make_problem(MIX3, "square", lam=1.0, alpha=1.0, penalty="l1").cluster_symmetry is None
+    assert cluster_symmetry(make_problem(BINARY, "logistic", lam=1.0, alpha=1.0)) is None
+    l1 = make_problem(MIX3, "square", lam=1.0, alpha=1.0, penalty="l1")
+    assert cluster_symmetry(l1) is None
+
+
+def test_the_points_of_a_curve_share_its_symmetry(monkeypatch) -> None:
+    seen = []
+    of = ClusterSymmetry.of
+    monkeypatch.setattr(ClusterSymmetry, "of", classmethod(lambda cls, p: seen.append(p) or of(p)))
+    gm.learning_curve(MIX3, "cross-entropy", [1.0, 1.5, 2.0], lam=1.0)
+    assert len(seen) == 1  # computed for the first problem, shared by the others
 
 
 def test_a_curve_point_gives_the_single_point_of_its_problem() -> None:

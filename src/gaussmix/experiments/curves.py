@@ -23,12 +23,14 @@ from gaussmix.core.progress import progress_bar
 from gaussmix.core.tables import CurveTable, deprecated_return_results
 from gaussmix.core.validation import check_param, check_param_values
 from gaussmix.theory.api import check_lam_alpha, make_problem
+from gaussmix.theory.fixed_point import cluster_symmetry
 from gaussmix.theory.losses import Loss
 from gaussmix.theory.mixture import Mixture
 from gaussmix.theory.problem import Problem
 from gaussmix.theory.quadrature import QuadratureRule, default_rule
 from gaussmix.theory.solver import DEFAULT_OPTIONS, FixedPointResult, solve_problem
 
+from .batched import STACKED_MIN_POINTS, solve_points, stackable, stackable_options
 from .continuation import (
     PREDICTOR_ITER_FACTOR,
     PREDICTOR_MIN_ITER,
@@ -155,17 +157,15 @@ def _curve(
     done: list[tuple[float, FixedPointResult]] = []  # (curve parameter, result)
     history: dict = {}  # Anderson secant pairs (per quadrature rule) carried along the curve
     failures: list[str] = []
-    base: Problem | None = None  # the first point's problem: the others share its fields
-    for lam, alpha in progress_bar(points, desc=desc, enabled=progress, leave=False):
-        if base is None:
-            problem = base = make_problem(
-                mixture, loss, lam=lam, alpha=alpha, penalty=penalty, l1_ratio=l1_ratio
-            )
-        else:  # validated as make_problem would, built without its per-point cost
-            lam_v, alpha_v = check_lam_alpha(
-                lam, alpha, loss=loss, penalty=penalty, l1_ratio=l1_ratio, mixture=mixture
-            )
-            problem = base.with_lam_alpha(lam_v, alpha_v)
+    problems = _problems(mixture, loss, points, penalty, l1_ratio)
+    opts = stackable_options(kw) if len(points) >= STACKED_MIN_POINTS else None
+    if opts is not None and stackable(problems[0], opts):
+        stacked = solve_points(problems, opts)
+        if stacked is not None:
+            return stacked
+    for problem, (lam, alpha) in zip(
+        progress_bar(problems, desc=desc, enabled=progress, leave=False), points
+    ):
         param = float(np.log(max(alpha if desc == "alpha" else lam, 1e-300)))
         res = _predicted(problem, done, param, kw, history)
         if res is None:
@@ -188,6 +188,31 @@ def _curve(
     for msg in failures:
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
     return results
+
+
+def _problems(
+    mixture: Mixture,
+    loss: str | Loss,
+    points: list[tuple[float, float]],
+    penalty: str,
+    l1_ratio: float | None,
+) -> list[Problem]:
+    """The problem of each ``(lam, alpha)`` of a curve: the first made by
+    :func:`~gaussmix.theory.api.make_problem`, the others copies of it
+    (:meth:`~gaussmix.theory.problem.Problem.with_lam_alpha`) validated per point as
+    ``make_problem`` validates them, sharing its relabelling symmetry
+    (:func:`~gaussmix.theory.fixed_point.cluster_symmetry`)."""
+    base = make_problem(
+        mixture, loss, lam=points[0][0], alpha=points[0][1], penalty=penalty, l1_ratio=l1_ratio
+    )
+    cluster_symmetry(base)  # before the copies, which share it
+    out = [base]
+    for lam, alpha in points[1:]:
+        lam_v, alpha_v = check_lam_alpha(
+            lam, alpha, loss=loss, penalty=penalty, l1_ratio=l1_ratio, mixture=mixture
+        )
+        out.append(base.with_lam_alpha(lam_v, alpha_v))
+    return out
 
 
 def _carried_rule(

@@ -12,8 +12,6 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,9 +25,6 @@ from .losses import Loss, ReducedLoss, get_loss
 from .mixture import LabelMap, Mixture
 from .penalties import PENALTIES, Penalty, make_penalty
 from .prior import prior_for
-
-if TYPE_CHECKING:
-    from .symmetry import ClusterSymmetry
 
 __all__ = [
     "Problem",
@@ -160,16 +155,6 @@ class Problem:
     def dim(self) -> int:
         """Effective output dimension L'."""
         return int(self.P.shape[0])
-
-    @cached_property
-    def cluster_symmetry(self) -> ClusterSymmetry | None:
-        """The relabelling symmetry of exchangeable clusters
-        (:meth:`gaussmix.theory.symmetry.ClusterSymmetry.of`), or None; computed once and
-        shared with the copies of :meth:`with_lam_alpha` (it depends on neither ``lam`` nor
-        ``alpha``): a curve pays for it once, not at every point (0.1-0.3 ms a point)."""
-        from .symmetry import ClusterSymmetry  # (that module imports this one)
-
-        return ClusterSymmetry.of(self)
 
     def with_lam_alpha(self, lam: float, alpha: float) -> Problem:
         """This problem at another ``lam`` / ``alpha``, already validated (e.g. by

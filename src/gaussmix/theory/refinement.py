@@ -45,6 +45,7 @@ __all__ = [
     "MAX_TRAIN_RQMC_NODES",
     "Observables",
     "evaluate_observables",
+    "with_statistics",
     "failed_observables",
     "channel_rule",
     "sharp_rule",
@@ -157,10 +158,10 @@ def evaluate_observables(
             "test_loss": 0.0,
         },
     )
-    return obs if light else _with_statistics(problem, T, x, obs)
+    return obs if light else with_statistics(problem, T, x, obs)
 
 
-def _with_statistics(
+def with_statistics(
     problem: Problem, T: FixedPointMap, x: np.ndarray, obs: Observables
 ) -> Observables:
     """``obs`` with the free energy (eq. app:rsfree), penalty value and sparsity of ``W*``."""
@@ -370,7 +371,7 @@ def estimate_errors(
                 if max(total["test_error"], total["train_loss"]) <= opts.quad_tol:
                     break
         if status is IterationStatus.CONVERGED and not obs.complete:
-            obs = _with_statistics(problem, T, x, obs)  # of the returned state
+            obs = with_statistics(problem, T, x, obs)  # of the returned state
     except _NUMERICAL_FAILURES as exc:
         status, msg, obs = _numerical_failure(exc)
     return Estimate(T, x, n_iter, res, status, msg, obs, quad, evals)
@@ -445,7 +446,7 @@ def refine_prior(
             if max(prior["test_error"], prior["train_loss"]) <= opts.quad_tol:
                 break
         if changed and status is IterationStatus.CONVERGED:
-            obs = _with_statistics(problem, T, x, obs)
+            obs = with_statistics(problem, T, x, obs)
     except _NUMERICAL_FAILURES as exc:
         status, msg, obs = _numerical_failure(exc)
     return replace(
@@ -550,7 +551,7 @@ def _estimate_randomised(
         T, x, res = T2, out2.x, out2.residual
     evals = dict(obs.errors)
     if status is IterationStatus.CONVERGED:
-        obs = _with_statistics(problem, T, x, obs)
+        obs = with_statistics(problem, T, x, obs)
     return Estimate(T, x, n_iter, res, status, msg, obs, quad, evals)
 
 

@@ -91,7 +91,7 @@ __all__ = [
 ]
 
 
-def _assemble(problem: Problem, opts: SolverOptions, est: Estimate) -> FixedPointResult:
+def assemble_result(problem: Problem, opts: SolverOptions, est: Estimate) -> FixedPointResult:
     """The result of a solve (NaN observables unless converged to a valid state), with a
     spurious point detected, and the integration warning where the estimate is large."""
     T, x, status, msg = est.T, est.x, est.status, est.message
@@ -148,7 +148,7 @@ def _assemble(problem: Problem, opts: SolverOptions, est: Estimate) -> FixedPoin
     )
     worst = max(errors["test_error"], errors["train_loss"])
     if ok and (worst > integration_warning_threshold(opts.tol) or np.isnan(_largest(errors))):
-        # stacklevel: _assemble <- solve_problem <- its caller's caller (as solve's user)
+        # stacklevel: assemble_result <- solve_problem <- its caller's caller (as solve's user)
         warnings.warn(
             integration_warning_text(problem, opts, est), IntegrationWarning, stacklevel=4
         )
@@ -215,7 +215,7 @@ def solve_problem(
         out = replace(out2, n_iter=out.n_iter + out2.n_iter)
     est = estimate_errors(problem, T, out, opts, callback, history)
     est = refine_prior(problem, est, opts, callback, history)  # the multi-output lasso's
-    return _assemble(problem, opts, est)
+    return assemble_result(problem, opts, est)
 
 
 def free_energy(
