@@ -11,6 +11,7 @@ import pytest
 import gaussmix as gm
 from gaussmix.experiments import batched, curves
 from gaussmix.theory.fixed_point import bias_step
+from gaussmix.theory.iteration import AndersonState
 from gaussmix.theory.prior import elastic_net_prior, ridge_prior
 
 BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
@@ -184,3 +185,26 @@ def test_the_groups_of_a_stacked_solve_keep_their_points() -> None:
         assert abs(r.test_error - single.test_error) <= (
             r.integration_error + single.integration_error + 1e-7
         )
+
+
+def test_each_block_is_mixed_as_if_alone() -> None:
+    # Anderson mixing of a stacked state with blocks: each block's step is the one its
+    # components would take in an iteration of their own
+    rng = np.random.default_rng(3)
+    blocks = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 2])
+    n, m = blocks.size, 3
+    pairs = [(rng.normal(size=n), rng.normal(size=n)) for _ in range(m)]
+    x, r = rng.normal(size=n), rng.normal(size=n)
+    scale = rng.uniform(0.5, 2.0, n)
+    stacked = AndersonState(
+        tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), m, False, blocks
+    ).extrapolate(x, r, 0.7, scale)
+    for b in range(3):
+        sel = blocks == b
+        alone = AndersonState(tuple(p[0][sel] for p in pairs), tuple(p[1][sel] for p in pairs), m)
+        np.testing.assert_allclose(
+            stacked[sel], alone.extrapolate(x[sel], r[sel], 0.7, scale[sel]), rtol=1e-12
+        )
+    # updates and restarts keep the blocks
+    st = AndersonState((), (), m, False, blocks).update(x, r)
+    assert st.blocks is blocks and st.cleared().blocks is blocks

@@ -139,6 +139,13 @@ class StackedMap:
         )
         self.last: HatEvaluation | None = None
         self.warm: ProxWarmStart | None = None
+        # the point of each component of the stacked state (Q, M, V: K0 each; b: one)
+        per = np.repeat(np.arange(self.n_points), self.K0)
+        self.blocks = np.concatenate([per, per, per, np.arange(self.n_points)])
+
+    def anderson(self, memory: int) -> AndersonState:
+        """An empty secant history that mixes each point with its own coefficients."""
+        return AndersonState((), (), memory, False, self.blocks)
 
     def stack(self, states: list[np.ndarray]) -> np.ndarray:
         """The stacked state of one state per point."""
@@ -280,7 +287,7 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
     with np.errstate(all="ignore"):
         x0 = T.stack([start_state(p, None) for p in problems])
-    out = iterate(T, x0, AndersonState.init(opts.anderson), return_image=False, **kw)
+    out = iterate(T, x0, T.anderson(opts.anderson), return_image=False, **kw)
     if not out.converged or not T.is_valid(out.x):
         return None
     states = T.split(out.x)
@@ -299,7 +306,7 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
             if sharp is not None:  # in the sharp regime: its rule, from there
                 T_g = StackedMap(T_g.problems, sharp)
                 out_g = iterate(
-                    T_g, x_g, AndersonState.init(opts.anderson), return_image=False, **kw
+                    T_g, x_g, T_g.anderson(opts.anderson), return_image=False, **kw
                 )
                 if not out_g.converged or not T_g.is_valid(out_g.x):
                     return None
@@ -343,9 +350,7 @@ def _estimate(
         if finer is None or finer.weights.size > MAX_QUADRATURE_NODES:
             break
         T2 = StackedMap([problems[i] for i in active], finer)
-        out2 = iterate(
-            T2, T2.stack([states[i] for i in active]), AndersonState.init(opts.anderson), **kw
-        )
+        out2 = iterate(T2, T2.stack([states[i] for i in active]), T2.anderson(opts.anderson), **kw)
         if not out2.converged:
             return None
         try:
