@@ -42,14 +42,14 @@ from gaussmix.theory.fixed_point import (
     FixedPointMap,
     HatEvaluation,
     bias_step,
+    initial_hats,
     needs_quadrature,
-    start_state,
 )
 from gaussmix.theory.iteration import AndersonState, IterationStatus, iterate
 from gaussmix.theory.observables import gaussian_risk, test_accuracy, train_accuracy
 from gaussmix.theory.options import SolverOptions, solver_options
 from gaussmix.theory.outputs import error_keys
-from gaussmix.theory.prior import prior_update
+from gaussmix.theory.prior import PriorResult, prior_update
 from gaussmix.theory.problem import Problem
 from gaussmix.theory.quadrature import QuadratureRule
 from gaussmix.theory.refinement import (
@@ -100,12 +100,15 @@ def stackable(problem: Problem, opts: SolverOptions) -> bool:
 
 @dataclass(frozen=True)
 class _StackedOutputs:
-    """The outputs of the ``P K`` stacked clusters as the observables read them (labels,
-    the loss and each cluster's correct set): a problem's, repeated for each point."""
+    """The outputs of the ``P K`` stacked clusters as the observables and the regime test
+    read them (labels, the loss, each cluster's correct set, the number of clusters and of
+    effective outputs): a problem's, repeated for each point."""
 
     loss: object
     y: np.ndarray
     constraints: tuple
+    n_clusters: int
+    dim: int = 1
 
 
 class StackedMap:
@@ -135,13 +138,23 @@ class StackedMap:
         self.ar = np.concatenate([p.alpha * p.mixture.rho for p in problems])
         self.lams = np.array([p.lam for p in problems])
         self.outputs = _StackedOutputs(
-            p0.loss, np.tile(p0.y, (self.n_points, 1)), p0.constraints * self.n_points
+            p0.loss, np.tile(p0.y, (self.n_points, 1)), p0.constraints * self.n_points, self.K
         )
         self.last: HatEvaluation | None = None
         self.warm: ProxWarmStart | None = None
         # the point of each component of the stacked state (Q, M, V: K0 each; b: one)
         per = np.repeat(np.arange(self.n_points), self.K0)
         self.blocks = np.concatenate([per, per, per, np.arange(self.n_points)])
+
+    def start(self) -> np.ndarray:
+        """The solver's starting point of every point
+        (:func:`~gaussmix.theory.fixed_point.start_state` without ``init``), its prior
+        update made for all points at once."""
+        hats = [initial_hats(p) for p in self.problems]
+        Qh, Mh, Vh = (np.stack([h[j] for h in hats]) for j in range(3))
+        pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=np.array([h[3] for h in hats]))
+        b = np.concatenate([h[4] for h in hats])
+        return pack_state(pr.Q.reshape(-1, 1, 1), pr.M.reshape(-1, 1), pr.V.reshape(-1, 1, 1), b)
 
     def anderson(self, memory: int) -> AndersonState:
         """An empty secant history that mixes each point with its own coefficients."""
@@ -273,7 +286,7 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
     spurious or degenerate point), for the caller to solve point by point.
 
     As a single point (:func:`~gaussmix.theory.solver.solve_problem`): every point starts
-    from the solver's cold start (:func:`~gaussmix.theory.fixed_point.start_state`) and the
+    from the solver's cold start (:meth:`StackedMap.start`) and the
     stacked state is iterated with the solver's automatic rule to ``opts.tol`` in every
     component of every point; the points in the sharp regime of the channel
     (:func:`~gaussmix.theory.refinement.sharp_rule`) are solved again, stacked, with its
@@ -285,16 +298,19 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
     rule = channel_rule(p0, None)
     T = StackedMap(problems, rule)
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
-    with np.errstate(all="ignore"):
-        x0 = T.stack([start_state(p, None) for p in problems])
+    x0 = T.start()
+    if not T.is_valid(x0):
+        return None
     out = iterate(T, x0, T.anderson(opts.anderson), return_image=False, **kw)
     if not out.converged or not T.is_valid(out.x):
         return None
     states = T.split(out.x)
-    groups: dict = {}  # the rule of each point -> its points
-    for i, (p, xi) in enumerate(zip(problems, states)):
-        sharp = sharp_rule(p, rule, xi) if needs_quadrature(p0) else None
-        groups.setdefault(sharp, []).append(i)
+    groups: dict = {None: list(range(len(problems)))}  # the rule of each point -> its points
+    # (the regime test of all points at once: one sharp point, and each is tested alone)
+    if needs_quadrature(p0) and sharp_rule(T.outputs, rule, out.x) is not None:
+        groups = {}
+        for i, (p, xi) in enumerate(zip(problems, states)):
+            groups.setdefault(sharp_rule(p, rule, xi), []).append(i)
     results: list = [None] * len(problems)
     with warnings.catch_warnings(record=True) as caught:  # given once every point stands
         warnings.simplefilter("always")
@@ -305,9 +321,7 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
                 x_g = T_g.stack([states[i] for i in idx])
             if sharp is not None:  # in the sharp regime: its rule, from there
                 T_g = StackedMap(T_g.problems, sharp)
-                out_g = iterate(
-                    T_g, x_g, T_g.anderson(opts.anderson), return_image=False, **kw
-                )
+                out_g = iterate(T_g, x_g, T_g.anderson(opts.anderson), return_image=False, **kw)
                 if not out_g.converged or not T_g.is_valid(out_g.x):
                     return None
                 x_g, n_iter = out_g.x, n_iter + out_g.n_iter
@@ -373,9 +387,13 @@ def _estimate(
             break
     opts = replace(opts, throw=False)
     results = []
+    try:
+        priors = _prior_details(T, [T_i.last for T_i in maps])
+    except (FloatingPointError, np.linalg.LinAlgError, ValueError):
+        return None
     for i, p in enumerate(problems):
         try:
-            full = with_statistics(p, maps[i], states[i], obs[i])
+            full = with_statistics(p, maps[i], states[i], obs[i], priors[i])
         except (FloatingPointError, np.linalg.LinAlgError, ValueError):
             return None
         est = Estimate(
@@ -394,3 +412,22 @@ def _estimate(
             return None
         results.append(res)
     return results
+
+
+def _prior_details(T: StackedMap, hats: list[HatEvaluation]) -> list[PriorResult]:
+    """The prior's details (``psi_w``, penalty, sparsity) at each point's hats, one prior
+    update for all points (:func:`~gaussmix.theory.prior.prior_update` with ``details``)."""
+    Qh, Mh, Vh = (np.stack([getattr(h, f) for h in hats]) for f in ("Qhat", "Mhat", "Vhat"))
+    pr = prior_update(T.problems[0], Qh, Mh, Vh, lam=T.lams, details=True)
+    return [
+        PriorResult(
+            Q=pr.Q[i],
+            M=pr.M[i],
+            V=pr.V[i],
+            psi_w=float(pr.psi_w[i]),
+            penalty=float(pr.penalty[i]),
+            atom_nonzero=pr.atom_nonzero[i],
+            l1_norm=float(pr.l1_norm[i]),
+        )
+        for i in range(len(hats))
+    ]

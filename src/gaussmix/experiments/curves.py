@@ -199,19 +199,22 @@ def _problems(
 ) -> list[Problem]:
     """The problem of each ``(lam, alpha)`` of a curve: the first made by
     :func:`~gaussmix.theory.api.make_problem`, the others copies of it
-    (:meth:`~gaussmix.theory.problem.Problem.with_lam_alpha`) validated per point as
-    ``make_problem`` validates them, sharing its relabelling symmetry
-    (:func:`~gaussmix.theory.fixed_point.cluster_symmetry`)."""
+    (:meth:`~gaussmix.theory.problem.Problem.with_lam_alpha`) sharing its relabelling
+    symmetry (:func:`~gaussmix.theory.fixed_point.cluster_symmetry`).  The values are
+    those the callers validated (``check_param_values``, ``check_param``); what
+    ``make_problem`` checks beyond them, at ``lam = 0``, is checked at each such point
+    (:func:`~gaussmix.theory.api.check_lam_alpha`)."""
     base = make_problem(
         mixture, loss, lam=points[0][0], alpha=points[0][1], penalty=penalty, l1_ratio=l1_ratio
     )
     cluster_symmetry(base)  # before the copies, which share it
     out = [base]
     for lam, alpha in points[1:]:
-        lam_v, alpha_v = check_lam_alpha(
-            lam, alpha, loss=loss, penalty=penalty, l1_ratio=l1_ratio, mixture=mixture
-        )
-        out.append(base.with_lam_alpha(lam_v, alpha_v))
+        if lam == 0.0:
+            check_lam_alpha(
+                lam, alpha, loss=loss, penalty=penalty, l1_ratio=l1_ratio, mixture=mixture
+            )
+        out.append(base.with_lam_alpha(float(lam), float(alpha)))
     return out
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "bias_condition_step",
     "bias_step",
     "cluster_symmetry",
+    "initial_hats",
 ]
 
 #: penalty strength of the starting point when ``lam = 0`` (the prior needs ``lam > 0``)
@@ -299,7 +300,14 @@ def uses_log_chart(problem: Problem) -> bool:
     return needs_quadrature(problem) and problem.dim >= 2 and problem.lam < LOG_CHART_MAX_LAM
 
 
-def _initial_state(problem: Problem) -> np.ndarray:
+def initial_hats(
+    problem: Problem,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]:
+    """The hats of the default starting point (``Qhat_c = Vhat_c = alpha rho_c I / 2``,
+    ``Mhat_c = alpha rho_c (y_c - ybar) / 2``), the penalty of its prior update (``lam``,
+    or a small one at ``lam = 0``) and its bias ``ybar = sum_c rho_c y_c`` (effective
+    labels); the starting state is the prior's image of the hats with that bias
+    (:func:`start_state`)."""
     L = problem.dim
     rho = problem.mixture.rho
     ar = problem.alpha * rho
@@ -309,6 +317,11 @@ def _initial_state(problem: Problem) -> np.ndarray:
     Qhat = 0.5 * ar[:, None, None] * np.eye(L)
     Vhat = 0.5 * ar[:, None, None] * np.eye(L)
     lam = problem.lam if problem.lam > 0 else _START_LAM
+    return Qhat, Mhat, Vhat, lam, ybar
+
+
+def _initial_state(problem: Problem) -> np.ndarray:
+    Qhat, Mhat, Vhat, lam, ybar = initial_hats(problem)
     pr = prior_update(problem, Qhat, Mhat, Vhat, lam=lam)
     return pack_state(pr.Q, pr.M, pr.V, ybar)
 

@@ -32,7 +32,7 @@ from .observables import (
 )
 from .options import SolverOptions
 from .outputs import error_keys
-from .prior import prior_quadrature_dim, prior_update
+from .prior import PriorResult, prior_quadrature_dim, prior_update
 from .problem import Problem
 from .quadrature import MAX_PANELS, MAX_TENSOR_DIM, GaussHermite, QuadratureRule, auto_rule
 from .state import is_valid_state, unpack_state
@@ -162,12 +162,19 @@ def evaluate_observables(
 
 
 def with_statistics(
-    problem: Problem, T: FixedPointMap, x: np.ndarray, obs: Observables
+    problem: Problem,
+    T: FixedPointMap,
+    x: np.ndarray,
+    obs: Observables,
+    prior: PriorResult | None = None,
 ) -> Observables:
-    """``obs`` with the free energy (eq. app:rsfree), penalty value and sparsity of ``W*``."""
+    """``obs`` with the free energy (eq. app:rsfree), penalty value and sparsity of ``W*``
+    (``prior``: the prior's details at the hats of ``x``, where already computed)."""
     Q, M, V, b = T.unpack(x)
     ev = T.hats(x)
-    pr = prior_update(problem, ev.Qhat, ev.Mhat, ev.Vhat, details=True, panels=T.prior_panels)
+    pr = prior
+    if pr is None:
+        pr = prior_update(problem, ev.Qhat, ev.Mhat, ev.Vhat, details=True, panels=T.prior_panels)
     fe = free_energy_terms(problem, M, Q, V, ev.Mhat, ev.Qhat, ev.Vhat, ev.moments.Eenv, pr.psi_w)
     return replace(
         obs,
