@@ -233,3 +233,25 @@ def test_the_stacked_prior_details_are_the_single_points_to_rounding() -> None:
                     np.testing.assert_allclose(
                         getattr(stacked, f)[i], getattr(one, f), rtol=1e-13, atol=1e-15
                     )
+
+
+def test_stacked_points_take_their_single_points_iterations(monkeypatch) -> None:
+    # each point is mixed with its own coefficients and stops (freezes) where its own
+    # residual passes the test: in the smooth regime its fixed point is the single point's
+    # iterate, to rounding (far below the tolerance, 1e-8), and converged points are not
+    # evaluated again
+    sizes: list[int] = []
+    evaluate = batched.channel_evaluation
+
+    def spy(loss, y, *args):
+        sizes.append(y.shape[0])
+        return evaluate(loss, y, *args)
+
+    monkeypatch.setattr(batched, "channel_evaluation", spy)
+    alphas = np.linspace(0.2, 4.0, 12)
+    df = gm.learning_curve(BINARY, "logistic", alphas, lam=0.1)
+    for alpha, r in zip(alphas, df.points):
+        single = gm.solve(BINARY, "logistic", lam=0.1, alpha=alpha)
+        assert abs(r.test_error - single.test_error) < 1e-12
+        assert abs(r.train_loss - single.train_loss) < 1e-12
+    assert sizes[0] == 2 * len(alphas) and min(sizes) < sizes[0]

@@ -62,7 +62,7 @@ from gaussmix.theory.refinement import (
 )
 from gaussmix.theory.results import FixedPointResult
 from gaussmix.theory.solver import assemble_result
-from gaussmix.theory.state import is_valid_state, pack_state, unpack_state
+from gaussmix.theory.state import is_valid_state, pack_state, residual_scale, unpack_state
 
 __all__ = ["STACKED_MIN_POINTS", "StackedMap", "stackable", "stackable_options", "solve_points"]
 
@@ -145,6 +145,12 @@ class StackedMap:
         # the point of each component of the stacked state (Q, M, V: K0 each; b: one)
         per = np.repeat(np.arange(self.n_points), self.K0)
         self.blocks = np.concatenate([per, per, per, np.arange(self.n_points)])
+        #: set (to the iteration's ``tol``) for a solve that returns the evaluated state:
+        #: a point whose own residual is below it is converged and stops being evaluated
+        self.freeze_tol: float | None = None
+        self.frozen = np.zeros(self.n_points, dtype=bool)
+        self.frozen_x = np.full(self.blocks.size, np.nan)  # the state each point froze at
+        self.residuals = np.full(self.n_points, np.nan)  # each frozen point's residual
 
     def start(self) -> np.ndarray:
         """The solver's starting point of every point
@@ -196,9 +202,25 @@ class StackedMap:
             return last
         m, Q, V = self.means(x)
         p = self.problems[0]
-        mom, self.warm = channel_evaluation(
-            p.loss, self.outputs.y, m, np.zeros(1), Q, V, self.rule, self.warm
-        )
+        active = ~self._frozen_at(x)[np.repeat(np.arange(self.n_points), self.K0)]
+        if last is None or active.all():
+            mom, self.warm = channel_evaluation(
+                p.loss, self.outputs.y, m, np.zeros(1), Q, V, self.rule, self.warm
+            )
+        else:  # the frozen points' moments are those of their (unchanged) states
+            sub, self.warm = channel_evaluation(
+                p.loss,
+                self.outputs.y[active],
+                m[active],
+                np.zeros(1),
+                Q[active],
+                V[active],
+                self.rule,
+                self.warm,
+            )
+            mom = ChannelMoments(
+                *(_merged(getattr(last.moments, f), getattr(sub, f), active) for f in _MOMENTS)
+            )
         ar = self.ar
         self.last = HatEvaluation(
             x.copy(),
@@ -218,9 +240,34 @@ class StackedMap:
         Mh = ev.Mhat.reshape(P, K0, 1)
         db = bias_step(Vh.sum(axis=1), Mh.sum(axis=1))[:, 0]
         pr = prior_update(self.problems[0], ev.Qhat.reshape(P, K0, 1, 1), Mh, Vh, lam=self.lams)
-        return pack_state(
-            pr.Q.reshape(-1, 1, 1), pr.M.reshape(-1, 1), pr.V.reshape(-1, 1, 1), b + db
-        )
+        g = pack_state(pr.Q.reshape(-1, 1, 1), pr.M.reshape(-1, 1), pr.V.reshape(-1, 1, 1), b + db)
+        if self.freeze_tol is not None:
+            self._freeze(x, g)
+        return g
+
+    def _frozen_at(self, x: np.ndarray) -> np.ndarray:
+        """The points frozen at their state in ``x`` (a frozen point whose state moved, by a
+        retreat of the iteration, is evaluated again)."""
+        if not self.frozen.any():
+            return self.frozen
+        moved = np.bincount(self.blocks, weights=x != self.frozen_x, minlength=self.n_points)
+        self.frozen &= moved == 0
+        return self.frozen
+
+    def _freeze(self, x: np.ndarray, g: np.ndarray) -> None:
+        """Freeze the points whose own residual ``max |T(x) - x| / s`` (the iteration's
+        convergence test, :func:`~gaussmix.theory.state.residual_scale`) is below
+        ``freeze_tol`` at ``x``: their image is set to ``x`` (residual 0: the iteration
+        leaves them where they are) and they are not evaluated again while they stay."""
+        r = np.abs(g - x) / residual_scale(x, self.K, 1)
+        own = np.zeros(self.n_points)
+        np.maximum.at(own, self.blocks, np.where(np.isfinite(r), r, np.inf))
+        new = (own < self.freeze_tol) & ~self.frozen
+        self.residuals[new] = own[new]
+        self.frozen |= new
+        comp = self.frozen[self.blocks]
+        g[comp] = x[comp]
+        self.frozen_x[comp] = x[comp]
 
     def point_maps(self, x: np.ndarray) -> tuple[list[np.ndarray], list[FixedPointMap]]:
         """Each point's state of the stacked state ``x`` and a single point's map there,
@@ -230,10 +277,9 @@ class StackedMap:
         states = self.split(x)
         maps = []
         k = self.K0
-        names = tuple(ChannelMoments.__dataclass_fields__)
         for i, (p, xi) in enumerate(zip(self.problems, states)):
             s = slice(i * k, (i + 1) * k)
-            mom = ChannelMoments(*(getattr(ev.moments, f)[s] for f in names))
+            mom = ChannelMoments(*(getattr(ev.moments, f)[s] for f in _MOMENTS))
             T = FixedPointMap(p, self.rule)
             T.last = HatEvaluation(xi.copy(), mom, ev.Qhat[s], ev.Mhat[s], ev.Vhat[s])
             maps.append(T)
@@ -301,10 +347,12 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
     x0 = T.start()
     if not T.is_valid(x0):
         return None
+    T.freeze_tol = opts.tol
     out = iterate(T, x0, T.anderson(opts.anderson), return_image=False, **kw)
     if not out.converged or not T.is_valid(out.x):
         return None
     states = T.split(out.x)
+    residuals = np.where(T.frozen, T.residuals, out.residual)  # each point's own
     groups: dict = {None: list(range(len(problems)))}  # the rule of each point -> its points
     # (the regime test of all points at once: one sharp point, and each is tested alone)
     if needs_quadrature(p0) and sharp_rule(T.outputs, rule, out.x) is not None:
@@ -315,17 +363,19 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
     with warnings.catch_warnings(record=True) as caught:  # given once every point stands
         warnings.simplefilter("always")
         for sharp, idx in groups.items():
-            T_g, x_g, n_iter = T, out.x, out.n_iter
+            T_g, x_g, n_iter, res_g = T, out.x, out.n_iter, residuals[idx]
             if len(idx) < len(problems):  # the group's points alone
                 T_g = StackedMap([problems[i] for i in idx], rule)
                 x_g = T_g.stack([states[i] for i in idx])
             if sharp is not None:  # in the sharp regime: its rule, from there
                 T_g = StackedMap(T_g.problems, sharp)
+                T_g.freeze_tol = opts.tol
                 out_g = iterate(T_g, x_g, T_g.anderson(opts.anderson), return_image=False, **kw)
                 if not out_g.converged or not T_g.is_valid(out_g.x):
                     return None
                 x_g, n_iter = out_g.x, n_iter + out_g.n_iter
-            done = _estimate(T_g, x_g, n_iter, out.residual, opts)
+                res_g = np.where(T_g.frozen, T_g.residuals, out_g.residual)
+            done = _estimate(T_g, x_g, n_iter, res_g, opts)
             if done is None:
                 return None
             for i, res in zip(idx, done):
@@ -336,7 +386,7 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
 
 
 def _estimate(
-    T: StackedMap, x: np.ndarray, n_iter: int, residual: float, opts: SolverOptions
+    T: StackedMap, x: np.ndarray, n_iter: int, residual: np.ndarray, opts: SolverOptions
 ) -> list[FixedPointResult] | None:
     """The results of the points of the stacked fixed point ``x`` of ``T``, each with its
     integration error estimated as :func:`~gaussmix.theory.refinement.estimate_errors`
@@ -355,7 +405,7 @@ def _estimate(
     quad = [dict.fromkeys(_ERROR_KEYS, 0.0) for _ in problems]
     evals = [dict(o.errors) for o in obs]
     n_iters = [n_iter] * len(problems)
-    residuals = [residual] * len(problems)
+    residuals = [float(r) for r in residual]
     refinements = opts.max_refine if opts.auto_refine else 1
     refining = opts.estimate_error and needs_quadrature(problems[0]) and refinements > 0
     active = list(range(len(problems))) if refining else []
@@ -431,3 +481,14 @@ def _prior_details(T: StackedMap, hats: list[HatEvaluation]) -> list[PriorResult
         )
         for i in range(len(hats))
     ]
+
+
+#: the fields of the channel moments
+_MOMENTS = tuple(ChannelMoments.__dataclass_fields__)
+
+
+def _merged(old: np.ndarray, new: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``old`` with its ``rows`` replaced by ``new``."""
+    out = old.copy()
+    out[rows] = new
+    return out
