@@ -208,7 +208,8 @@ class StackedMap:
                 p.loss, self.outputs.y, m, np.zeros(1), Q, V, self.rule, self.warm
             )
         else:  # the frozen points' moments are those of their (unchanged) states
-            sub, self.warm = channel_evaluation(
+            full = self.warm if self.warm is not None and self.warm.h.shape[0] == self.K else None
+            sub, warm = channel_evaluation(
                 p.loss,
                 self.outputs.y[active],
                 m[active],
@@ -216,8 +217,12 @@ class StackedMap:
                 Q[active],
                 V[active],
                 self.rule,
-                self.warm,
+                None if full is None else _warm_rows(full, active),
             )
+            if full is not None and warm is not None:  # the proximal points of every cluster
+                self.warm = ProxWarmStart(
+                    full.key, *(_merged(getattr(full, f), getattr(warm, f), active) for f in _WARM)
+                )
             mom = ChannelMoments(
                 *(_merged(getattr(last.moments, f), getattr(sub, f), active) for f in _MOMENTS)
             )
@@ -492,3 +497,14 @@ def _merged(old: np.ndarray, new: np.ndarray, rows: np.ndarray) -> np.ndarray:
     out = old.copy()
     out[rows] = new
     return out
+
+
+#: the arrays of a warm start of the proximal solves
+_WARM = ("h", "omega", "V")
+
+
+def _warm_rows(warm: ProxWarmStart, rows: np.ndarray) -> ProxWarmStart:
+    """The warm start of the proximal solves of the clusters ``rows`` (a mask)."""
+    rule, shape = warm.key
+    n = int(rows.sum())
+    return ProxWarmStart((rule, (n, *shape[1:])), *(getattr(warm, f)[rows] for f in _WARM))
