@@ -254,4 +254,5 @@ def test_stacked_points_take_their_single_points_iterations(monkeypatch) -> None
         single = gm.solve(BINARY, "logistic", lam=0.1, alpha=alpha)
         assert abs(r.test_error - single.test_error) < 1e-12
         assert abs(r.train_loss - single.train_loss) < 1e-12
+        assert r.n_iter == single.n_iter  # its own evaluations, not the stack's
     assert sizes[0] == 2 * len(alphas) and min(sizes) < sizes[0]

@@ -151,6 +151,8 @@ class StackedMap:
         self.frozen = np.zeros(self.n_points, dtype=bool)
         self.frozen_x = np.full(self.blocks.size, np.nan)  # the state each point froze at
         self.residuals = np.full(self.n_points, np.nan)  # each frozen point's residual
+        self.evaluations = 0  # of the map
+        self.frozen_after = np.zeros(self.n_points, dtype=int)  # each frozen point's
 
     def start(self) -> np.ndarray:
         """The solver's starting point of every point
@@ -246,9 +248,15 @@ class StackedMap:
         db = bias_step(Vh.sum(axis=1), Mh.sum(axis=1))[:, 0]
         pr = prior_update(self.problems[0], ev.Qhat.reshape(P, K0, 1, 1), Mh, Vh, lam=self.lams)
         g = pack_state(pr.Q.reshape(-1, 1, 1), pr.M.reshape(-1, 1), pr.V.reshape(-1, 1, 1), b + db)
+        self.evaluations += 1
         if self.freeze_tol is not None:
             self._freeze(x, g)
         return g
+
+    def own_iterations(self, n_iter: int) -> np.ndarray:
+        """Each point's evaluations in an iteration of ``n_iter`` evaluations: up to the one
+        that froze it (its own convergence), or all."""
+        return np.where(self.frozen, self.frozen_after, n_iter)
 
     def _frozen_at(self, x: np.ndarray) -> np.ndarray:
         """The points frozen at their state in ``x`` (a frozen point whose state moved, by a
@@ -269,6 +277,7 @@ class StackedMap:
         np.maximum.at(own, self.blocks, np.where(np.isfinite(r), r, np.inf))
         new = (own < self.freeze_tol) & ~self.frozen
         self.residuals[new] = own[new]
+        self.frozen_after[new] = self.evaluations
         self.frozen |= new
         comp = self.frozen[self.blocks]
         g[comp] = x[comp]
@@ -343,7 +352,7 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
     (:func:`~gaussmix.theory.refinement.sharp_rule`) are solved again, stacked, with its
     rule from there; then each group of points on one rule estimates its errors
     (:func:`_estimate`).  A point's ``n_iter`` counts the evaluations of the stacked maps
-    that made it.
+    up to its own convergence (the single point's count where the iterates agree).
     """
     p0 = problems[0]
     rule = channel_rule(p0, None)
@@ -358,6 +367,7 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
         return None
     states = T.split(out.x)
     residuals = np.where(T.frozen, T.residuals, out.residual)  # each point's own
+    n_iters = T.own_iterations(out.n_iter)
     groups: dict = {None: list(range(len(problems)))}  # the rule of each point -> its points
     # (the regime test of all points at once: one sharp point, and each is tested alone)
     if needs_quadrature(p0) and sharp_rule(T.outputs, rule, out.x) is not None:
@@ -368,7 +378,7 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
     with warnings.catch_warnings(record=True) as caught:  # given once every point stands
         warnings.simplefilter("always")
         for sharp, idx in groups.items():
-            T_g, x_g, n_iter, res_g = T, out.x, out.n_iter, residuals[idx]
+            T_g, x_g, n_iter, res_g = T, out.x, n_iters[idx], residuals[idx]
             if len(idx) < len(problems):  # the group's points alone
                 T_g = StackedMap([problems[i] for i in idx], rule)
                 x_g = T_g.stack([states[i] for i in idx])
@@ -378,7 +388,7 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
                 out_g = iterate(T_g, x_g, T_g.anderson(opts.anderson), return_image=False, **kw)
                 if not out_g.converged or not T_g.is_valid(out_g.x):
                     return None
-                x_g, n_iter = out_g.x, n_iter + out_g.n_iter
+                x_g, n_iter = out_g.x, n_iter + T_g.own_iterations(out_g.n_iter)
                 res_g = np.where(T_g.frozen, T_g.residuals, out_g.residual)
             done = _estimate(T_g, x_g, n_iter, res_g, opts)
             if done is None:
@@ -391,7 +401,7 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
 
 
 def _estimate(
-    T: StackedMap, x: np.ndarray, n_iter: int, residual: np.ndarray, opts: SolverOptions
+    T: StackedMap, x: np.ndarray, n_iter: np.ndarray, residual: np.ndarray, opts: SolverOptions
 ) -> list[FixedPointResult] | None:
     """The results of the points of the stacked fixed point ``x`` of ``T``, each with its
     integration error estimated as :func:`~gaussmix.theory.refinement.estimate_errors`
@@ -409,7 +419,7 @@ def _estimate(
         return None
     quad = [dict.fromkeys(_ERROR_KEYS, 0.0) for _ in problems]
     evals = [dict(o.errors) for o in obs]
-    n_iters = [n_iter] * len(problems)
+    n_iters = [int(n) for n in n_iter]
     residuals = [float(r) for r in residual]
     refinements = opts.max_refine if opts.auto_refine else 1
     refining = opts.estimate_error and needs_quadrature(problems[0]) and refinements > 0
