@@ -17,7 +17,8 @@ machine; the table gives, per side, the median over the rounds and the range (mi
 the cold point, the curve and their ratio, the curve's cost in cold points.  The load
 average is printed before and after.
 
-``--floor`` measures the least a curve can cost while every point is solved on its own:
+``--floor`` measures the least a curve can cost while every point is solved on its own
+(point by point, the stacked solve of one-output curves switched off):
 each case's curve over 20 *equal* parameters (the curve's own options, without the
 continuation from a coarser rule), so that every point after the first starts at the exact
 fixed point of its predecessor (the perfect predictor); a point then still pays its fixed
@@ -140,8 +141,10 @@ def floor_study(cases: list[str], repeats: int = 3) -> None:
     from _timing import median_time
 
     import gaussmix as gm
+    from gaussmix.experiments import curves
 
     warnings.simplefilter("ignore", gm.IntegrationWarning)
+    curves.stackable = lambda problem, opts: False  # point by point (not stacked)
     print(f"load average before: {os.getloadavg()}")
     print(
         "| case | cold point (ms) | point from the exact fixed point (ms) | in cold points |"
