@@ -1,8 +1,12 @@
 """Curves of fixed points: learning curves over alpha and sweeps over lambda.
 
-Both walk along the curve with warm starts (continuation) and return tidy pandas tables,
-one row per point.  Sweeps over lambda run from large to small lambda (annealing, Appendix
-B numerical note 1) whatever the order asked for, then report in the order asked for.
+Both return tidy pandas tables, one row per point.  One-output curves of
+:data:`~gaussmix.experiments.batched.STACKED_MIN_POINTS` points or more are solved at all
+their points at once (:mod:`gaussmix.experiments.batched`); the others walk along the
+curve with warm starts (predictor-corrector continuation,
+:mod:`gaussmix.experiments.continuation`), sweeps over lambda from large to small lambda
+(annealing, Appendix B numerical note 1) whatever the order asked for; both report in the
+order asked for.
 :func:`d_test_error_d_lambda` (:mod:`gaussmix.experiments.derivative`) differentiates
 ``eps_g`` with respect to lambda through the fixed point.
 The optimal penalty (``optimal_lambda``, ``optimal_lambda_curve``, ``OptimalLambdaResult``)
@@ -322,7 +326,8 @@ def learning_curve(
     return_results: bool | None = None,
     **solve_kw: Any,
 ) -> CurveTable:
-    """Theory learning curve: Theorem 2 errors at each ``alpha``, warm-started.
+    """Theory learning curve: Theorem 2 errors at each ``alpha``, warm-started (one-output
+    curves of 10 points or more: all points at once, :mod:`gaussmix.experiments.batched`).
 
     Parameters
     ----------
@@ -400,8 +405,10 @@ def lambda_sweep(
 
     Solved from the largest to the smallest lambda with warm starts (annealing), each
     point starting from the finest quadrature rule that the larger penalties needed (the
-    channel integrand sharpens as lambda decreases, towards the separable regime); the
-    table is in the order of ``lams``.
+    channel integrand sharpens as lambda decreases, towards the separable regime); a
+    one-output sweep of 10 points or more at all points at once, each on the rule of its
+    own regime (:mod:`gaussmix.experiments.batched`); the table is in the order of
+    ``lams``.
 
     Parameters
     ----------
