@@ -93,9 +93,9 @@ def test_a_failed_stacked_solve_falls_back_to_the_points(monkeypatch) -> None:
     assert np.allclose(fallback.test_error, expected.test_error, atol=1e-7)
 
 
-def _prior(mix, l1_ratio, lam, Qh, Mh, Vh):
+def _prior(mix, l1_ratio, lam, Qh, Mh, Vh, details=False):
     if l1_ratio is None:
-        return ridge_prior(mix, lam, Qh, Mh, Vh)
+        return ridge_prior(mix, lam, Qh, Mh, Vh, details=details)
     return elastic_net_prior(mix, lam, l1_ratio, Qh, Mh, Vh)
 
 
@@ -109,13 +109,17 @@ def test_the_stacked_priors_are_the_single_points_to_rounding() -> None:
         Mh = rng.normal(size=(P, K, 1))
         lams = rng.uniform(0.01, 1.0, P)
         for l1_ratio in (None, 1.0, 0.4):
-            stacked = _prior(mix, l1_ratio, lams, Qh, Mh, Vh)
-            for i in range(P):
-                one = _prior(mix, l1_ratio, float(lams[i]), Qh[i], Mh[i], Vh[i])
-                for f in ("Q", "M", "V"):
-                    np.testing.assert_allclose(
-                        getattr(stacked, f)[i], getattr(one, f), rtol=1e-13, atol=1e-15
-                    )
+            for details in (False, True):
+                stacked = _prior(mix, l1_ratio, lams, Qh, Mh, Vh, details)
+                for i in range(P):
+                    one = _prior(mix, l1_ratio, float(lams[i]), Qh[i], Mh[i], Vh[i], details)
+                    fields = ("Q", "M", "V")
+                    if details or l1_ratio is not None:
+                        fields += ("psi_w", "penalty", "l1_norm", "atom_nonzero")
+                    for f in fields:
+                        np.testing.assert_allclose(
+                            getattr(stacked, f)[i], getattr(one, f), rtol=1e-13, atol=1e-15
+                        )
 
 
 def test_the_stacked_bias_step_is_each_points() -> None:
@@ -208,31 +212,6 @@ def test_each_block_is_mixed_as_if_alone() -> None:
     # updates and restarts keep the blocks
     st = AndersonState((), (), m, False, blocks).update(x, r)
     assert st.blocks is blocks and st.cleared().blocks is blocks
-
-
-def test_the_stacked_prior_details_are_the_single_points_to_rounding() -> None:
-    rng = np.random.default_rng(4)
-    P = 4
-    for mix in (BINARY, SPARSE, gm.Mixture.sparse(0.3, 0.2, 2.0)):
-        K = mix.n_clusters
-        Qh = rng.uniform(0.1, 2.0, (P, K, 1, 1))
-        Vh = rng.uniform(0.1, 2.0, (P, K, 1, 1))
-        Mh = rng.normal(size=(P, K, 1))
-        lams = rng.uniform(0.01, 1.0, P)
-        for l1_ratio in (None, 1.0, 0.4):
-            if l1_ratio is None:
-                stacked = ridge_prior(mix, lams, Qh, Mh, Vh, details=True)
-            else:
-                stacked = elastic_net_prior(mix, lams, l1_ratio, Qh, Mh, Vh)
-            for i in range(P):
-                if l1_ratio is None:
-                    one = ridge_prior(mix, float(lams[i]), Qh[i], Mh[i], Vh[i], details=True)
-                else:
-                    one = elastic_net_prior(mix, float(lams[i]), l1_ratio, Qh[i], Mh[i], Vh[i])
-                for f in ("psi_w", "penalty", "l1_norm", "atom_nonzero"):
-                    np.testing.assert_allclose(
-                        getattr(stacked, f)[i], getattr(one, f), rtol=1e-13, atol=1e-15
-                    )
 
 
 def test_stacked_points_take_their_single_points_iterations(monkeypatch) -> None:

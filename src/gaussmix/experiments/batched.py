@@ -228,14 +228,7 @@ class StackedMap:
             mom = ChannelMoments(
                 *(_merged(getattr(last.moments, f), getattr(sub, f), active) for f in _MOMENTS)
             )
-        ar = self.ar
-        self.last = HatEvaluation(
-            x.copy(),
-            mom,
-            ar[:, None, None] * mom.Eff,
-            ar[:, None] * mom.Ef,
-            ar[:, None, None] * mom.Edf,
-        )
+        self.last = HatEvaluation.of(x, mom, self.ar)
         return self.last
 
     def __call__(self, x: np.ndarray) -> np.ndarray:

@@ -66,6 +66,18 @@ class HatEvaluation:
     Mhat: np.ndarray
     Vhat: np.ndarray
 
+    @classmethod
+    def of(cls, x: np.ndarray, moments: ChannelMoments, ar: np.ndarray) -> HatEvaluation:
+        """The evaluation at ``x`` (copied) with the channel ``moments`` of clusters of
+        weights ``ar = alpha rho_c``."""
+        return cls(
+            x.copy(),
+            moments,
+            ar[:, None, None] * moments.Eff,
+            ar[:, None] * moments.Ef,
+            ar[:, None, None] * moments.Edf,
+        )
+
 
 class FixedPointMap:
     """The fixed-point map ``x -> T(x)`` of Theorem 1 for one problem and one quadrature rule.
@@ -157,10 +169,7 @@ class FixedPointMap:
                 p.loss, p.y[:1], M[:1], b, Q[:1], V[:1], self.rule, self.warm
             )
             mom = sym.expand_moments(mom0)
-        Mhat = self.ar[:, None] * mom.Ef
-        Qhat = self.ar[:, None, None] * mom.Eff
-        Vhat = self.ar[:, None, None] * mom.Edf
-        self.last = HatEvaluation(x.copy(), mom, Qhat, Mhat, Vhat)
+        self.last = HatEvaluation.of(x, mom, self.ar)
         return self.last
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
