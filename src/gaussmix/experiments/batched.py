@@ -389,7 +389,8 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
             for i, res in zip(idx, done):
                 results[i] = res
     for w in caught:
-        warnings.warn(w.message, w.category, stacklevel=3)
+        # at the user's line: solve_points <- _curve <- learning_curve / lambda_sweep <- user
+        warnings.warn(w.message, w.category, stacklevel=4)
     return results
 
 
