@@ -16,18 +16,21 @@ the ``P K`` clusters (the compiled kernels loop over clusters), the Newton step 
 point's bias (:func:`~gaussmix.theory.fixed_point.bias_step`), the priors of all points in
 one call (:func:`~gaussmix.theory.prior.ridge_prior` and
 :func:`~gaussmix.theory.prior.elastic_net_prior` take a leading axis of points).  The
-iteration is the solver's own (:func:`~gaussmix.theory.iteration.iterate`: Anderson mixing
-of the stacked state, the convergence test of every component of every point).  Each point
-then estimates its own integration error as a single point does
+iteration is the solver's own (:func:`~gaussmix.theory.iteration.iterate`), with each point
+mixed with its own Anderson coefficients (``AndersonState.blocks``) and frozen, no longer
+evaluated, once its own residual passes the convergence test: a point's iterates are its
+single point's.  The points in the sharp regime of the channel are solved again, stacked,
+on its rule.  Each point then estimates its own integration error as a single point does
 (:func:`~gaussmix.theory.refinement.estimate_errors`): the stacked state re-solved with the
 refined rule, the change of each point's observables, refinement again for the points whose
 estimate exceeds ``quad_tol``; and its result is assembled by the solver's own code, with its
 free energy and sparsity.
 
-Where the stacked solve does not apply or does not succeed (more outputs, a rule given by
-the caller, a randomised rule, a point in the sharp regime of the channel, a dense
-covariance, no convergence), :func:`solve_points` returns None and the curve is solved point
-by point (:mod:`gaussmix.experiments.continuation`).
+Where the stacked solve does not apply (more outputs, a rule given by the caller, a
+randomised rule, a dense covariance, fewer than :data:`STACKED_MIN_POINTS` points) the
+curve is solved point by point (:mod:`gaussmix.experiments.continuation`); where it does not
+succeed (no convergence, a spurious or degenerate point) :func:`solve_points` returns None
+and so is the curve.
 """
 
 from __future__ import annotations
