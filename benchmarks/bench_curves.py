@@ -6,6 +6,7 @@ Run::
     git archive 651c8e3 src | tar -x -C /tmp/base
     python benchmarks/bench_curves.py --baseline /tmp/base/src [--rounds 5] [--cases a,b]
     python benchmarks/bench_curves.py --carry-study
+    python benchmarks/bench_curves.py --floor [--cases a,b]
 
 For each case, a 20-point learning curve or lambda sweep (default solver options) and one
 cold point of the same problem (``gm.solve`` inside the curve's range) are timed in a fresh
@@ -15,6 +16,15 @@ checkout (B), case after case, round after round, so that both see the same load
 machine; the table gives, per side, the median over the rounds and the range (min-max) of
 the cold point, the curve and their ratio, the curve's cost in cold points.  The load
 average is printed before and after.
+
+``--floor`` measures the least a curve can cost while every point is solved on its own
+(point by point, the stacked solve of one-output curves switched off):
+each case's curve over 20 *equal* parameters (the curve's own options, without the
+continuation from a coarser rule), so that every point after the first starts at the exact
+fixed point of its predecessor (the perfect predictor); a point then still pays its fixed
+costs (one evaluation of its rule, the refined re-solve of its error estimate, the
+observables at both rules, the free energy and sparsity, the result).  Their cost per point
+in cold points ``f`` bounds the curve from below by ``1 + 19 f`` cold points.
 
 ``--carry-study`` measures instead whether an integration-error estimate can be carried
 along a curve: on 39 alphas in [0.2, 4] with coarse rules (so that the errors stand above
@@ -27,6 +37,7 @@ them (above 1: the carried estimate does not bound the point's error).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -92,6 +103,69 @@ def _problem(case: str):
             lambda: gm.lambda_sweep(sparse, "logistic", lams, alpha=1.0, penalty="l1"),
         )
     raise ValueError(f"unknown case {case!r}")
+
+
+def _equal_points(case: str, n: int):
+    """The case's curve over ``n`` equal parameters (the middle of its range), without the
+    continuation from a coarser rule (see the module's docstring, ``--floor``)."""
+    import numpy as np
+
+    import gaussmix as gm
+
+    binary = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+    mix3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    sparse = gm.Mixture.sparse(0.1, 0.1, 1.0)
+    same = np.full(n, 2.0)
+    kw = dict(continuation=False)
+    if case == "binary-logistic":
+        return gm.learning_curve(binary, "logistic", same, lam=0.1, **kw)
+    if case == "ce3":
+        return gm.learning_curve(mix3, "cross-entropy", same, lam=1.0, **kw)
+    if case == "ce3-lambda":
+        return gm.lambda_sweep(mix3, "cross-entropy", np.full(n, 0.1), alpha=2.0, **kw)
+    if case == "lasso-square":
+        return gm.learning_curve(sparse, "square", same, lam=0.1, penalty="l1", **kw)
+    if case == "lasso-logistic":
+        return gm.learning_curve(sparse, "logistic", same, lam=0.1, penalty="l1", **kw)
+    if case == "lasso-lambda":
+        lams = np.full(n, 0.1)
+        return gm.lambda_sweep(sparse, "logistic", lams, alpha=1.0, penalty="l1", **kw)
+    raise ValueError(f"unknown case {case!r}")
+
+
+def floor_study(cases: list[str], repeats: int = 3) -> None:
+    """The fixed cost of a curve point in cold points and the least curve it implies (see
+    the module's docstring, ``--floor``)."""
+    import warnings
+
+    from _timing import median_time
+
+    import gaussmix as gm
+    from gaussmix.experiments import curves
+
+    warnings.simplefilter("ignore", gm.IntegrationWarning)
+    curves.stackable = lambda problem, opts: False  # point by point (not stacked)
+    print(f"load average before: {os.getloadavg()}")
+    print(
+        "| case | cold point (ms) | point from the exact fixed point (ms) | in cold points |"
+        " least 20-point curve (cold points) | iterations per point |"
+    )
+    print("|---|---|---|---|---|---|")
+    for case in cases:
+        point = _problem(case)[0]
+        tp = median_time(point, 5, clock=time.process_time)[0]
+        t1 = median_time(
+            functools.partial(_equal_points, case, 1), repeats, clock=time.process_time
+        )[0]
+        t20, df = median_time(
+            functools.partial(_equal_points, case, 20), repeats, clock=time.process_time
+        )
+        per = (t20 - t1) / 19
+        print(
+            f"| {CASES[case]} | {tp * 1e3:.1f} | {per * 1e3:.2f} | {per / tp:.2f} | "
+            f"{1 + 19 * per / tp:.1f} | {df.n_iter.iloc[1:].mean():.1f} |"
+        )
+    print(f"load average after: {os.getloadavg()}")
 
 
 def _worker(case: str) -> None:
@@ -192,6 +266,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--carry-study", action="store_true", help="see the module's docstring")
+    ap.add_argument("--floor", action="store_true", help="see the module's docstring")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -199,6 +274,15 @@ def main() -> None:
         return
     if args.carry_study:
         carry_study()
+        return
+    if args.floor:
+        cases = args.cases.split(",")
+        unknown = [c for c in cases if c not in CASES]
+        if unknown:
+            ap.error(
+                f"--cases: unknown case(s) {', '.join(unknown)}; expected some of {list(CASES)}"
+            )
+        floor_study(cases)
         return
     sides = {"B (this checkout)": SRC}
     if args.baseline is not None:

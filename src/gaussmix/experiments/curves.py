@@ -1,8 +1,12 @@
 """Curves of fixed points: learning curves over alpha and sweeps over lambda.
 
-Both walk along the curve with warm starts (continuation) and return tidy pandas tables,
-one row per point.  Sweeps over lambda run from large to small lambda (annealing, Appendix
-B numerical note 1) whatever the order asked for, then report in the order asked for.
+Both return tidy pandas tables, one row per point.  One-output curves of
+:data:`~gaussmix.experiments.batched.STACKED_MIN_POINTS` points or more are solved at all
+their points at once (:mod:`gaussmix.experiments.batched`); the others walk along the
+curve with warm starts (predictor-corrector continuation,
+:mod:`gaussmix.experiments.continuation`), sweeps over lambda from large to small lambda
+(annealing, Appendix B numerical note 1) whatever the order asked for; both report in the
+order asked for.
 :func:`d_test_error_d_lambda` (:mod:`gaussmix.experiments.derivative`) differentiates
 ``eps_g`` with respect to lambda through the fixed point.
 The optimal penalty (``optimal_lambda``, ``optimal_lambda_curve``, ``OptimalLambdaResult``)
@@ -22,7 +26,8 @@ from gaussmix.core.exceptions import ConvergenceError, ConvergenceWarning
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.tables import CurveTable, deprecated_return_results
 from gaussmix.core.validation import check_param, check_param_values
-from gaussmix.theory.api import make_problem
+from gaussmix.theory.api import check_lam_alpha, make_problem
+from gaussmix.theory.fixed_point import cluster_symmetry
 from gaussmix.theory.losses import Loss
 from gaussmix.theory.mixture import Mixture
 from gaussmix.theory.outputs import summary_keys
@@ -30,6 +35,7 @@ from gaussmix.theory.problem import Problem
 from gaussmix.theory.quadrature import QuadratureRule, default_rule
 from gaussmix.theory.solver import DEFAULT_OPTIONS, FixedPointResult, solve_problem
 
+from .batched import STACKED_MIN_POINTS, solve_points, stackable, stackable_options
 from .continuation import (
     PREDICTOR_ITER_FACTOR,
     PREDICTOR_MIN_ITER,
@@ -148,10 +154,15 @@ def _curve(
     done: list[tuple[float, FixedPointResult]] = []  # (curve parameter, result)
     history: dict = {}  # Anderson secant pairs (per quadrature rule) carried along the curve
     failures: list[str] = []
-    for lam, alpha in progress_bar(points, desc=desc, enabled=progress, leave=False):
-        problem = make_problem(
-            mixture, loss, lam=lam, alpha=alpha, penalty=penalty, l1_ratio=l1_ratio
-        )
+    problems = _problems(mixture, loss, points, penalty, l1_ratio)
+    opts = stackable_options(kw) if len(points) >= STACKED_MIN_POINTS else None
+    if opts is not None and stackable(problems[0], opts):
+        stacked = solve_points(problems, opts)
+        if stacked is not None:
+            return stacked
+    for problem, (lam, alpha) in zip(
+        progress_bar(problems, desc=desc, enabled=progress, leave=False), points
+    ):
         param = float(np.log(max(alpha if desc == "alpha" else lam, 1e-300)))
         res = _predicted(problem, done, param, kw, history)
         if res is None:
@@ -176,6 +187,34 @@ def _curve(
     for msg in failures:
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
     return results
+
+
+def _problems(
+    mixture: Mixture,
+    loss: str | Loss,
+    points: list[tuple[float, float]],
+    penalty: str,
+    l1_ratio: float | None,
+) -> list[Problem]:
+    """The problem of each ``(lam, alpha)`` of a curve: the first made by
+    :func:`~gaussmix.theory.api.make_problem`, the others copies of it
+    (:meth:`~gaussmix.theory.problem.Problem.with_lam_alpha`) sharing its relabelling
+    symmetry (:func:`~gaussmix.theory.fixed_point.cluster_symmetry`).  The values are
+    those the callers validated (``check_param_values``, ``check_param``); what
+    ``make_problem`` checks beyond them, at ``lam = 0``, is checked at each such point
+    (:func:`~gaussmix.theory.api.check_lam_alpha`)."""
+    base = make_problem(
+        mixture, loss, lam=points[0][0], alpha=points[0][1], penalty=penalty, l1_ratio=l1_ratio
+    )
+    cluster_symmetry(base)  # before the copies, which share it
+    out = [base]
+    for lam, alpha in points[1:]:
+        if lam == 0.0:
+            check_lam_alpha(
+                lam, alpha, loss=loss, penalty=penalty, l1_ratio=l1_ratio, mixture=mixture
+            )
+        out.append(base.with_lam_alpha(float(lam), float(alpha)))
+    return out
 
 
 def _carried_rule(
@@ -283,7 +322,8 @@ def learning_curve(
     callback: Callable[[dict, FixedPointResult | None], None] | None = None,
     **solve_kw: Any,
 ) -> CurveTable:
-    """Theory learning curve: Theorem 2 errors at each ``alpha``, warm-started.
+    """Theory learning curve: Theorem 2 errors at each ``alpha``, warm-started (one-output
+    curves of 10 points or more: all points at once, :mod:`gaussmix.experiments.batched`).
 
     Parameters
     ----------
@@ -387,8 +427,10 @@ def lambda_sweep(
 
     Solved from the largest to the smallest lambda with warm starts (annealing), each
     point starting from the finest quadrature rule that the larger penalties needed (the
-    channel integrand sharpens as lambda decreases, towards the separable regime); the
-    table is in the order of ``lams``.
+    channel integrand sharpens as lambda decreases, towards the separable regime); a
+    one-output sweep of 10 points or more at all points at once, each on the rule of its
+    own regime (:mod:`gaussmix.experiments.batched`); the table is in the order of
+    ``lams``.
 
     Parameters
     ----------

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -110,12 +110,17 @@ class AndersonState:
     log_chart : bool
         Whether the pairs are differences in :class:`~gaussmix.theory.state.LogChart`
         coordinates (an iteration in the other coordinates starts without them).
+    blocks : ndarray of int, optional
+        For a state made of independent blocks (the points of a curve stacked in one state,
+        :mod:`gaussmix.experiments.batched`), the block of each component: each block is
+        mixed with its own coefficients, as if iterated alone (None: one block).
     """
 
     dxs: tuple[np.ndarray, ...]
     dgs: tuple[np.ndarray, ...]
     memory: int
     log_chart: bool = False
+    blocks: np.ndarray | None = field(default=None, compare=False)
 
     @classmethod
     def init(cls, memory: int, previous: AndersonState | None = None) -> AndersonState:
@@ -135,11 +140,11 @@ class AndersonState:
         dxs, dgs = self.dxs + (dx,), self.dgs + (dg,)
         if len(dxs) > self.memory:
             dxs, dgs = dxs[1:], dgs[1:]
-        return AndersonState(dxs, dgs, self.memory, self.log_chart)
+        return AndersonState(dxs, dgs, self.memory, self.log_chart, self.blocks)
 
     def cleared(self) -> AndersonState:
         """The state without pairs (a restart of the mixing)."""
-        return AndersonState((), (), self.memory, self.log_chart)
+        return AndersonState((), (), self.memory, self.log_chart, self.blocks)
 
     def extrapolate(
         self, x: np.ndarray, r: np.ndarray, beta: float, scale: np.ndarray
@@ -155,11 +160,36 @@ class AndersonState:
         dX = np.stack(self.dxs, axis=1)
         dG = np.stack(self.dgs, axis=1)
         dR = (dG - dX) / scale[:, None]
+        if self.blocks is not None:
+            return self._extrapolate_blocks(x, r, beta, scale, dX, dG, dR)
         A = dR.T @ dR
         m = A.shape[0]
         A += (ANDERSON_RIDGE * np.trace(A) / m + ANDERSON_RIDGE_FLOOR) * np.eye(m)
         gamma = np.linalg.solve(A, dR.T @ (r / scale))
         return x + beta * r - (dX + beta * (dG - dX)) @ gamma
+
+    def _extrapolate_blocks(
+        self,
+        x: np.ndarray,
+        r: np.ndarray,
+        beta: float,
+        scale: np.ndarray,
+        dX: np.ndarray,
+        dG: np.ndarray,
+        dR: np.ndarray,
+    ) -> np.ndarray:
+        """:meth:`extrapolate` with one ``gamma`` per block (the same normal equations,
+        ridge and step, summed over each block's components)."""
+        blocks = self.blocks
+        n, m = dR.shape
+        onehot = np.zeros((int(blocks.max()) + 1, n))
+        onehot[blocks, np.arange(n)] = 1.0
+        A = (onehot @ (dR[:, :, None] * dR[:, None, :]).reshape(n, m * m)).reshape(-1, m, m)
+        rhs = onehot @ (dR * (r / scale)[:, None])
+        ridge = ANDERSON_RIDGE * np.trace(A, axis1=1, axis2=2) / m + ANDERSON_RIDGE_FLOOR
+        A += ridge[:, None, None] * np.eye(m)
+        gamma = np.linalg.solve(A, rhs[..., None])[..., 0]
+        return x + beta * r - ((dX + beta * (dG - dX)) * gamma[blocks]).sum(axis=1)
 
 
 @dataclass(frozen=True)
@@ -303,7 +333,7 @@ class FixedPointIteration:
         ``anderson`` (dropped if its pairs are in the other coordinates)."""
         chart = LogChart(T.K, T.L) if getattr(T, "log_chart", False) else None
         if anderson.log_chart != (chart is not None):  # pairs of the other coordinates
-            anderson = AndersonState((), (), anderson.memory, chart is not None)
+            anderson = replace(anderson.cleared(), log_chart=chart is not None)
         return IterationState(x0.copy(), 0, anderson, chart, None, np.inf, self.damping, np.inf)
 
     def terminate(self, s: IterationState) -> bool:

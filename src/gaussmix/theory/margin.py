@@ -344,14 +344,7 @@ class _MarginMap(FixedPointMap):
             return last
         Q, M, V, b = unpack_state(x, self.K, self.L)
         mom, _ = polyhedron_moments(self.problem, M, b, Q, V, self.kappa, self.nodes)
-        ar = self.ar
-        self.last = HatEvaluation(
-            x.copy(),
-            mom,
-            ar[:, None, None] * mom.Eff,
-            ar[:, None] * mom.Ef,
-            ar[:, None, None] * mom.Edf,
-        )
+        self.last = HatEvaluation.of(x, mom, self.ar)
         return self.last
 
 

@@ -241,12 +241,13 @@ def test_loss(
     return float(risk[0]) if exchangeable else float(problem.mixture.rho @ risk)
 
 
-def _gaussian_interval(m: float, s: float, lo: float, hi: float) -> float:
-    if s <= 0:
-        return float(lo < m < hi)
-    a = -np.inf if lo == -np.inf else (lo - m) / s
-    z = np.inf if hi == np.inf else (hi - m) / s
-    return float(ndtr(z) - ndtr(a))
+def _gaussian_interval(m: np.ndarray, s: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``P(lo < X < hi)`` for ``X ~ N(m, s^2)``, elementwise (``s = 0``: a point mass)."""
+    pos = s > 0
+    ss = np.where(pos, s, 1.0)
+    with np.errstate(invalid="ignore"):  # (an infinite end minus itself is not formed)
+        inside = ndtr((hi - m) / ss) - ndtr((lo - m) / ss)
+    return np.where(pos, inside, ((lo < m) & (m < hi)).astype(float))
 
 
 def train_accuracy(
@@ -300,22 +301,16 @@ def train_accuracy(
             out[c] = orthant_probability(D @ mh - t, 0.5 * (cov + cov.T))[0]
         return out, 0.0
     if L == 1:  # monotone prox: h in (lo, hi) iff omega in (omega(lo), omega(hi))
+        edges = np.empty((K, 2))  # the correct interval of h of each cluster
         for c, (D, t) in enumerate(problem.constraints):
             d = D[:, 0]
-            lo = max([t[i] / d[i] for i in range(d.size) if d[i] < 0], default=-np.inf)
-            hi = min([t[i] / d[i] for i in range(d.size) if d[i] > 0], default=np.inf)
-            bounds = []
-            for edge in (lo, hi):
-                if np.isinf(edge):
-                    bounds.append(edge)
-                    continue
-                he = np.array([[[edge]]])
-                g = loss.grad(problem.y[c][None, None, :], he)[0, 0, 0]
-                bounds.append(edge + V[c, 0, 0] * g)
-            out[c] = _gaussian_interval(
-                M[c, 0] + b[0], float(np.sqrt(max(Q[c, 0, 0], 0.0))), *bounds
-            )
-        return out, 0.0
+            edges[c, 0] = max([t[i] / d[i] for i in range(d.size) if d[i] < 0], default=-np.inf)
+            edges[c, 1] = min([t[i] / d[i] for i in range(d.size) if d[i] > 0], default=np.inf)
+        finite = np.isfinite(edges)
+        g = loss.grad(problem.y[:, None, :], np.where(finite, edges, 0.0)[..., None])[..., 0]
+        bounds = np.where(finite, edges + V[:, 0, :] * g, edges)
+        s = np.sqrt(np.maximum(Q[:, 0, 0], 0.0))
+        return _gaussian_interval(M[:, 0] + b[0], s, bounds[:, 0], bounds[:, 1]), 0.0
     if _isotropic_softmax_metric(problem, V):
         # h = omega - V (p - y) orders like omega + v y: an orthant probability
         shifted = M + np.einsum("kij,kj->ki", V, problem.y @ problem.P.T)

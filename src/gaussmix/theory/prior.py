@@ -120,34 +120,50 @@ def ridge_prior(
     details : bool
         Also compute ``psi_w``, ``penalty`` and ``l1_norm`` (NaN otherwise; the iteration
         needs only the overlaps).
+
+    Notes
+    -----
+    Points of a curve at once: hats with a leading axis of ``P`` points (``Qhat`` (P, K,
+    L, L), ...) and ``lam`` an array (P,) give every field with that leading axis; one
+    point's arrays take exactly the operations of a single point.
     """
     w = mixture.weights
     sig = mixture.sigma
     th = mixture.theta
-    K, L = Mhat.shape
+    K, L = Mhat.shape[-2:]
+    lead = Mhat.shape[:-2]  # () for one point, (P,) for the points of a curve
     J = w.size
+    if lead:
+        lam = np.asarray(lam, dtype=float).reshape(*lead, 1, 1, 1)
     # per atom j: A_j = lam I + sum_k sigma_j^k Vhat_k,  X_j = Mhat^T theta_j Mhat +
     # sum_k sigma_j^k Qhat_k;  Q_k = sum_j w_j sigma_j^k A_j^-1 X_j A_j^-1,
     # V_k = sum_j w_j sigma_j^k A_j^-1,  M_k = sum_j w_j A_j^-1 (theta_j Mhat)_k
     # (matrix products rather than einsum: this runs at every iteration)
-    A = (sig @ Vhat.reshape(K, L * L)).reshape(J, L, L)
+    A = (sig @ Vhat.reshape(*lead, K, L * L)).reshape(*lead, J, L, L)
     if L == 1:
         Ainv = 1.0 / (A + lam)
     else:
         Ainv = np.linalg.inv(A + lam * np.eye(L))
-        Ainv = 0.5 * (Ainv + np.swapaxes(Ainv, 1, 2))
-    TM = th @ Mhat  # (J, K, L)
-    X = Mhat.T @ TM + (sig @ Qhat.reshape(K, L * L)).reshape(J, L, L)
+        Ainv = 0.5 * (Ainv + np.swapaxes(Ainv, -1, -2))
+    if lead:  # (P, J, K, L) and (P, J, L, L)
+        TM = th @ Mhat[..., None, :, :]
+        X = np.swapaxes(Mhat, -1, -2)[..., None, :, :] @ TM
+    else:
+        TM = th @ Mhat  # (J, K, L)
+        X = Mhat.T @ TM
+    X = X + (sig @ Qhat.reshape(*lead, K, L * L)).reshape(*lead, J, L, L)
     AXA = Ainv @ X @ Ainv
     wsig = (w[:, None] * sig).T  # (K, J)
-    Q = (wsig @ AXA.reshape(J, L * L)).reshape(K, L, L)
-    V = (wsig @ Ainv.reshape(J, L * L)).reshape(K, L, L)
-    M = (w @ (TM @ Ainv).reshape(J, K * L)).reshape(K, L)  # A_j^-1 symmetric
+    Q = (wsig @ AXA.reshape(*lead, J, L * L)).reshape(*lead, K, L, L)
+    V = (wsig @ Ainv.reshape(*lead, J, L * L)).reshape(*lead, K, L, L)
+    M = (w @ (TM @ Ainv).reshape(*lead, J, K * L)).reshape(*lead, K, L)  # A_j^-1 symmetric
     if L > 1:
-        Q = 0.5 * (Q + np.swapaxes(Q, 1, 2))
-        V = 0.5 * (V + np.swapaxes(V, 1, 2))
+        Q = 0.5 * (Q + np.swapaxes(Q, -1, -2))
+        V = 0.5 * (V + np.swapaxes(V, -1, -2))
     if not details:  # the iteration needs the overlaps only
         return PriorResult(Q=Q, M=M, V=V, psi_w=np.nan, penalty=np.nan)
+    if lead:
+        return _ridge_details_points(mixture, Qhat, Mhat, Q, M, V, Ainv, X, AXA)
     psi_w = -0.5 * float(w @ (Ainv * X).sum(axis=(1, 2)))  # tr(A^-1 X), both symmetric
     penalty = 0.5 * float(w @ np.trace(AXA, axis1=1, axis2=2))
     out = PriorResult(Q=Q, M=M, V=V, psi_w=psi_w, penalty=penalty, atom_nonzero=np.ones(w.size))
@@ -162,6 +178,34 @@ def ridge_prior(
     _, abs_mean, _, _ = soft_threshold_moments(mean, np.sqrt(np.clip(var, 0.0, None)), 0.0)
     out.l1_norm = float(w @ abs_mean.sum(axis=1))
     return out
+
+
+def _ridge_details_points(
+    mixture: Mixture,
+    Qhat: np.ndarray,
+    Mhat: np.ndarray,
+    Q: np.ndarray,
+    M: np.ndarray,
+    V: np.ndarray,
+    Ainv: np.ndarray,
+    X: np.ndarray,
+    AXA: np.ndarray,
+) -> PriorResult:
+    """:func:`ridge_prior`'s ``details`` for points on a leading axis (arrays (P,) of
+    ``psi_w``, ``penalty``, ``l1_norm``; the single point's forms, per point)."""
+    w = mixture.weights
+    psi_w = -0.5 * ((Ainv * X).sum(axis=(-2, -1)) @ w)
+    penalty = 0.5 * (np.trace(AXA, axis1=-2, axis2=-1) @ w)
+    if mixture.mu is None:
+        var = np.diagonal(AXA, axis1=-2, axis2=-1)
+        mean = np.zeros_like(var)
+    else:
+        mean = np.einsum("...jab,jk,...kb->...ja", Ainv, mixture.mu, Mhat)
+        C = np.einsum("jk,...kab->...jab", mixture.sigma, Qhat)
+        var = np.diagonal(Ainv @ C @ Ainv, axis1=-2, axis2=-1)
+    _, abs_mean, _, _ = soft_threshold_moments(mean, np.sqrt(np.clip(var, 0.0, None)), 0.0)
+    ones = np.ones(AXA.shape[:-2])
+    return PriorResult(Q, M, V, psi_w, penalty, ones, abs_mean.sum(axis=-1) @ w)
 
 
 def soft_threshold_moments(
@@ -221,12 +265,20 @@ def elastic_net_prior(
     l1_ratio : float
         In ``[0, 1]``.
     Qhat, Vhat : ndarray (K, 1, 1); Mhat : ndarray (K, 1)
+
+    Notes
+    -----
+    Points of a curve at once: hats with a leading axis of ``P`` points and ``lam`` an
+    array (P,) give every field with that leading axis; one point's arrays take exactly the
+    operations of a single point.
     """
     if Mhat.shape[-1] != 1:
         raise ValueError(
             f"the lasso / elastic-net prior needs one effective output (binary labels), got "
             f"L = {Mhat.shape[-1]}"
         )
+    if Mhat.ndim > 2:
+        return _elastic_net_points(mixture, lam, l1_ratio, Qhat, Mhat, Vhat)
     w = mixture.weights
     sig = mixture.sigma
     qh = Qhat[:, 0, 0]
@@ -253,6 +305,50 @@ def elastic_net_prior(
         M=Mk[:, None],
         V=V[:, None, None],
         psi_w=-0.5 * float(w @ (p2 / a)),
+        penalty=l1_ratio * l1 + 0.5 * (1.0 - l1_ratio) * l2,
+        atom_nonzero=np.asarray(p0, dtype=float),
+        l1_norm=l1,
+    )
+
+
+def _elastic_net_points(
+    mixture: Mixture,
+    lam: np.ndarray,
+    l1_ratio: float,
+    Qhat: np.ndarray,
+    Mhat: np.ndarray,
+    Vhat: np.ndarray,
+) -> PriorResult:
+    """:func:`elastic_net_prior` for ``P`` points at once (hats (P, K, 1, 1), (P, K, 1),
+    ``lam`` (P,); ``psi_w``, ``penalty``, ``l1_norm`` arrays (P,), ``atom_nonzero`` (P, J)):
+    the closed forms of the single point with the points on a leading axis (the single
+    point keeps its own operations, to the bit; the two agree to rounding,
+    ``tests/test_batched_curves.py``)."""
+    w = mixture.weights
+    sig = mixture.sigma
+    lam = np.asarray(lam, dtype=float)[:, None]  # (P, 1): against the atoms (P, J)
+    qh, mh, vh = Qhat[:, :, 0, 0], Mhat[:, :, 0], Vhat[:, :, 0, 0]  # (P, K)
+    a = vh @ sig.T + lam * (1.0 - l1_ratio)  # (P, J)
+    t = lam * l1_ratio
+    c = qh @ sig.T
+    if mixture.mu is None:
+        cov = np.einsum("jkl,pl->pjk", mixture.theta, mh)  # Cov(mu^k, B) on each atom
+        s2 = np.einsum("pjk,pk->pj", cov, mh) + c
+        p0, p1, p2, _ = soft_threshold_moments(0.0, np.sqrt(np.clip(s2, 0.0, None)), t)
+        Mk = np.einsum("pj,pjk->pk", w * p0 / a, cov)
+    else:
+        m = mh @ mixture.mu.T
+        p0, p1, p2, es = soft_threshold_moments(m, np.sqrt(np.clip(c, 0.0, None)), t)
+        Mk = (w * es / a) @ mixture.mu
+    Q = (w * p2 / a**2) @ sig
+    V = (w * p0 / a) @ sig
+    l1 = (p1 / a) @ w
+    l2 = (p2 / a**2) @ w
+    return PriorResult(
+        Q=Q[..., None, None],
+        M=Mk[..., None],
+        V=V[..., None, None],
+        psi_w=-0.5 * ((p2 / a) @ w),
         penalty=l1_ratio * l1 + 0.5 * (1.0 - l1_ratio) * l2,
         atom_nonzero=np.asarray(p0, dtype=float),
         l1_norm=l1,

@@ -32,7 +32,7 @@ from .observables import (
 )
 from .options import SolverOptions
 from .outputs import error_keys
-from .prior import prior_quadrature_dim, prior_update
+from .prior import PriorResult, prior_quadrature_dim, prior_update
 from .problem import Problem
 from .quadrature import MAX_PANELS, MAX_TENSOR_DIM, GaussHermite, QuadratureRule, auto_rule
 from .state import is_valid_state, unpack_state
@@ -45,6 +45,7 @@ __all__ = [
     "MAX_TRAIN_RQMC_NODES",
     "Observables",
     "evaluate_observables",
+    "with_statistics",
     "failed_observables",
     "channel_rule",
     "sharp_rule",
@@ -157,16 +158,23 @@ def evaluate_observables(
             "test_loss": 0.0,
         },
     )
-    return obs if light else _with_statistics(problem, T, x, obs)
+    return obs if light else with_statistics(problem, T, x, obs)
 
 
-def _with_statistics(
-    problem: Problem, T: FixedPointMap, x: np.ndarray, obs: Observables
+def with_statistics(
+    problem: Problem,
+    T: FixedPointMap,
+    x: np.ndarray,
+    obs: Observables,
+    prior: PriorResult | None = None,
 ) -> Observables:
-    """``obs`` with the free energy (eq. app:rsfree), penalty value and sparsity of ``W*``."""
+    """``obs`` with the free energy (eq. app:rsfree), penalty value and sparsity of ``W*``
+    (``prior``: the prior's details at the hats of ``x``, where already computed)."""
     Q, M, V, b = T.unpack(x)
     ev = T.hats(x)
-    pr = prior_update(problem, ev.Qhat, ev.Mhat, ev.Vhat, details=True, panels=T.prior_panels)
+    pr = prior
+    if pr is None:
+        pr = prior_update(problem, ev.Qhat, ev.Mhat, ev.Vhat, details=True, panels=T.prior_panels)
     fe = free_energy_terms(problem, M, Q, V, ev.Mhat, ev.Qhat, ev.Vhat, ev.moments.Eenv, pr.psi_w)
     return replace(
         obs,
@@ -382,7 +390,7 @@ def estimate_errors(
                 if max(total["test_error"], total["train_loss"]) <= opts.quad_tol:
                     break
         if status is IterationStatus.CONVERGED and not obs.complete:
-            obs = _with_statistics(problem, T, x, obs)  # of the returned state
+            obs = with_statistics(problem, T, x, obs)  # of the returned state
     except _NUMERICAL_FAILURES as exc:
         status, msg, obs = _numerical_failure(exc)
     return Estimate(T, x, n_iter, res, status, msg, obs, quad, evals)
@@ -457,7 +465,7 @@ def refine_prior(
             if max(prior["test_error"], prior["train_loss"]) <= opts.quad_tol:
                 break
         if changed and status is IterationStatus.CONVERGED:
-            obs = _with_statistics(problem, T, x, obs)
+            obs = with_statistics(problem, T, x, obs)
     except _NUMERICAL_FAILURES as exc:
         status, msg, obs = _numerical_failure(exc)
     return replace(
@@ -562,7 +570,7 @@ def _estimate_randomised(
         T, x, res = T2, out2.x, out2.residual
     evals = dict(obs.errors)
     if status is IterationStatus.CONVERGED:
-        obs = _with_statistics(problem, T, x, obs)
+        obs = with_statistics(problem, T, x, obs)
     return Estimate(T, x, n_iter, res, status, msg, obs, quad, evals)
 
 

@@ -90,7 +90,7 @@ __all__ = [
 ]
 
 
-def _assemble(problem: Problem, opts: SolverOptions, est: Estimate) -> FixedPointResult:
+def assemble_result(problem: Problem, opts: SolverOptions, est: Estimate) -> FixedPointResult:
     """The result of a solve (NaN observables unless converged to a valid state), with a
     spurious point detected, and the integration warning where the estimate is large."""
     T, x, status, msg = est.T, est.x, est.status, est.message
@@ -147,7 +147,7 @@ def _assemble(problem: Problem, opts: SolverOptions, est: Estimate) -> FixedPoin
     )
     worst = max(errors["test_error"], errors["train_loss"])
     if ok and (worst > integration_warning_threshold(opts.tol) or np.isnan(_largest(errors))):
-        # stacklevel: _assemble <- solve_problem <- its caller's caller (as solve's user)
+        # stacklevel: assemble_result <- solve_problem <- its caller's caller (as solve's user)
         warnings.warn(
             integration_warning_text(problem, opts, est), IntegrationWarning, stacklevel=4
         )
@@ -165,11 +165,14 @@ SUMMARY_ERROR_KEYS = ("test_error", "train_error", "train_loss")
 def _largest(errors: dict) -> float:
     """The largest estimate, NaN if any is NaN (not estimated)."""
     values = list(errors.values())
-    return np.nan if any(np.isnan(v) for v in values) else max(values)
+    return np.nan if any(v != v for v in values) else max(values)  # (v != v: NaN)
 
 
 def _to_full(P: np.ndarray, A: np.ndarray) -> np.ndarray:
-    """``P^T A_c P`` for a stack of effective-space matrices."""
+    """``P^T A_c P`` for a stack of effective-space matrices (``A`` itself, a copy, for
+    the identity map of one output: the same numbers, without the einsum's cost)."""
+    if P.shape == (1, 1) and P[0, 0] == 1.0:
+        return A.copy()
     return np.einsum("ia,kij,jb->kab", P, A, P)
 
 
@@ -212,7 +215,7 @@ def solve_problem(
         out = replace(out2, n_iter=out.n_iter + out2.n_iter)
     est = estimate_errors(problem, T, out, opts, callback, history)
     est = refine_prior(problem, est, opts, callback, history)  # the multi-output lasso's
-    return _assemble(problem, opts, est)
+    return assemble_result(problem, opts, est)
 
 
 def free_energy(

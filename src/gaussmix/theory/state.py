@@ -126,16 +126,22 @@ def residual_scale(x: np.ndarray, K: int, L: int) -> np.ndarray:
     units[2 * K : 3 * K] = ax[n2 + km : 2 * n2 + km].reshape(K, -1).max(axis=1)
     np.minimum(np.maximum(units, _TINY, out=units), 1.0, out=units)  # np.clip, without its cost
     units[3 * K] = 1.0
-    return np.maximum(ax, units[_unit_index(K, L)])
+    return np.maximum(ax, units[_unit_index(K, L, x.size - 2 * n2 - km)])
 
 
 @functools.lru_cache(maxsize=64)
-def _unit_index(K: int, L: int) -> np.ndarray:
+def _unit_index(K: int, L: int, n_b: int) -> np.ndarray:
     """The unit of each component of a state as an index into ``(u_Q (K), u_M (K), u_V (K),
-    1)`` (:func:`residual_scale`)."""
+    1)`` (:func:`residual_scale`); ``n_b`` trailing bias components (``L``, or one per
+    point for the stacked states of :mod:`gaussmix.experiments.batched`)."""
     c = np.arange(K)
     return np.concatenate(
-        [np.repeat(c, L * L), K + np.repeat(c, L), 2 * K + np.repeat(c, L * L), np.full(L, 3 * K)]
+        [
+            np.repeat(c, L * L),
+            K + np.repeat(c, L),
+            2 * K + np.repeat(c, L * L),
+            np.full(n_b, 3 * K),
+        ]
     )
 
 

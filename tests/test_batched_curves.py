@@ -1,0 +1,237 @@
+"""One-output curves solved at all their points at once (issue 19, item 3,
+:mod:`gaussmix.experiments.batched`): each point agrees with the single point within the
+two integration-error estimates, on the same rules, with its own estimate; the stacked
+priors and bias step are the single point's on a leading axis of points."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gaussmix as gm
+from gaussmix.experiments import batched, curves
+from gaussmix.theory.fixed_point import bias_step
+from gaussmix.theory.iteration import AndersonState
+from gaussmix.theory.prior import elastic_net_prior, ridge_prior
+
+BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+SPARSE = gm.Mixture.sparse(0.1, 0.1, 1.0)
+MIX3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+KEYS = ("test_error", "train_error", "train_loss", "test_loss", "free_energy")
+TOL = 1e-10
+
+
+@pytest.fixture
+def stacked_calls(monkeypatch) -> list[bool]:
+    """Whether each curve was solved stacked (True) or fell back (False)."""
+    calls: list[bool] = []
+    solve = batched.solve_points
+
+    def spy(problems, opts):
+        out = solve(problems, opts)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(curves, "solve_points", spy)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("mixture", "loss", "penalty", "kind", "grid", "fixed"),
+    [
+        (BINARY, "logistic", "l2", "alpha", np.linspace(0.2, 4.0, 12), 0.1),
+        (SPARSE, "square", "l1", "alpha", np.linspace(0.2, 4.0, 12), 0.1),
+        # the sharp regime (graded panels) for most points, Gauss-Hermite for the first
+        (SPARSE, "logistic", "l1", "alpha", np.linspace(0.2, 4.0, 12), 0.1),
+        (SPARSE, "logistic", "l1", "lambda", np.geomspace(1e-2, 1.0, 12), 1.0),
+        (BINARY, "hinge", "l2", "alpha", np.linspace(0.5, 3.0, 10), 0.1),
+    ],
+    ids=["binary logistic", "lasso square", "lasso logistic", "lasso lambda", "hinge"],
+)
+def test_a_stacked_curve_is_its_single_points(
+    stacked_calls, mixture, loss, penalty, kind, grid, fixed
+) -> None:
+    if kind == "alpha":
+        df = gm.learning_curve(mixture, loss, grid, lam=fixed, penalty=penalty, tol=TOL)
+        pts = [(fixed, a) for a in grid]
+    else:
+        df = gm.lambda_sweep(mixture, loss, grid, alpha=fixed, penalty=penalty, tol=TOL)
+        pts = [(lam, fixed) for lam in grid]
+    assert stacked_calls == [True]
+    assert df.converged.all()
+    for (lam, alpha), r in zip(pts, df.points):
+        assert (r.params["lam"], r.params["alpha"]) == (lam, alpha)
+        single = gm.solve(mixture, loss, lam=lam, alpha=alpha, penalty=penalty, tol=TOL)
+        assert r.params["quadrature"] == single.params["quadrature"]
+        bound = r.integration_error + single.integration_error + 10 * TOL
+        for k in KEYS:
+            assert abs(getattr(r, k) - getattr(single, k)) <= bound, k
+        if penalty == "l1":
+            assert abs(r.nonzero_fraction - single.nonzero_fraction) <= bound
+        # its own estimate: the single point's, up to the fixed points' tolerance
+        assert abs(r.integration_error - single.integration_error) <= 100 * TOL
+
+
+def test_short_curves_and_other_problems_are_solved_point_by_point(stacked_calls) -> None:
+    short = np.linspace(1.0, 2.0, batched.STACKED_MIN_POINTS - 1)
+    gm.learning_curve(BINARY, "logistic", short, lam=0.1)
+    grid = np.linspace(1.0, 2.0, batched.STACKED_MIN_POINTS)
+    gm.learning_curve(MIX3, "cross-entropy", grid, lam=1.0)  # two effective outputs
+    # a rule given by the caller: its single points
+    gm.learning_curve(BINARY, "logistic", grid, lam=0.1, quadrature=gm.GaussHermite(16, 1))
+    assert stacked_calls == []
+    gm.learning_curve(BINARY, "logistic", grid, lam=0.1)
+    assert stacked_calls == [True]
+
+
+def test_a_failed_stacked_solve_falls_back_to_the_points(monkeypatch) -> None:
+    grid = np.linspace(0.5, 3.0, 12)
+    expected = gm.learning_curve(BINARY, "logistic", grid, lam=0.1)
+    monkeypatch.setattr(curves, "solve_points", lambda problems, opts: None)
+    fallback = gm.learning_curve(BINARY, "logistic", grid, lam=0.1)
+    assert fallback.converged.all()
+    assert np.allclose(fallback.test_error, expected.test_error, atol=1e-7)
+
+
+def _prior(mix, l1_ratio, lam, Qh, Mh, Vh, details=False):
+    if l1_ratio is None:
+        return ridge_prior(mix, lam, Qh, Mh, Vh, details=details)
+    return elastic_net_prior(mix, lam, l1_ratio, Qh, Mh, Vh)
+
+
+def test_the_stacked_priors_are_the_single_points_to_rounding() -> None:
+    rng = np.random.default_rng(1)
+    P = 5
+    for mix in (BINARY, SPARSE, gm.Mixture.sparse(0.3, 0.2, 2.0)):
+        K = mix.n_clusters
+        Qh = rng.uniform(0.1, 2.0, (P, K, 1, 1))
+        Vh = rng.uniform(0.1, 2.0, (P, K, 1, 1))
+        Mh = rng.normal(size=(P, K, 1))
+        lams = rng.uniform(0.01, 1.0, P)
+        for l1_ratio in (None, 1.0, 0.4):
+            for details in (False, True):
+                stacked = _prior(mix, l1_ratio, lams, Qh, Mh, Vh, details)
+                for i in range(P):
+                    one = _prior(mix, l1_ratio, float(lams[i]), Qh[i], Mh[i], Vh[i], details)
+                    fields = ("Q", "M", "V")
+                    if details or l1_ratio is not None:
+                        fields += ("psi_w", "penalty", "l1_norm", "atom_nonzero")
+                    for f in fields:
+                        np.testing.assert_allclose(
+                            getattr(stacked, f)[i], getattr(one, f), rtol=1e-13, atol=1e-15
+                        )
+
+
+def test_the_stacked_bias_step_is_each_points() -> None:
+    rng = np.random.default_rng(2)
+    for L in (1, 2):
+        A = rng.normal(size=(4, L, L))
+        Sv = A @ np.swapaxes(A, 1, 2) + np.eye(L)
+        Sm = rng.normal(size=(4, L))
+        Sv[2] = 0.0  # no curvature: the ridge's floor
+        stacked = bias_step(Sv, Sm)
+        for i in range(4):
+            np.testing.assert_allclose(stacked[i], bias_step(Sv[i], Sm[i]), rtol=1e-14)
+
+
+@pytest.mark.filterwarnings("ignore::gaussmix.IntegrationWarning")  # coarse on purpose
+def test_each_stacked_point_estimates_its_own_error(monkeypatch, stacked_calls) -> None:
+    # a coarse rule, so that the estimates stand far above the tolerance: each point's is
+    # the single point's on the same rule (not a neighbour's, not the curve's)
+    rule = gm.GaussHermite(8, 1)
+    monkeypatch.setattr(batched, "channel_rule", lambda problem, quadrature: rule)
+    alphas = np.linspace(0.5, 4.0, 12)
+    opts = dict(lam=0.1, tol=TOL, max_refine=1)
+    df = gm.learning_curve(BINARY, "logistic", alphas, **opts)
+    assert stacked_calls == [True]
+    errors = []
+    for alpha, r in zip(alphas, df.points):
+        single = gm.solve(BINARY, "logistic", alpha=alpha, quadrature=rule, **opts)
+        assert r.params["quadrature"] == single.params["quadrature"]
+        for k in ("test_error", "train_error", "train_loss"):
+            assert r.integration_errors[k] == pytest.approx(
+                single.integration_errors[k], abs=100 * TOL
+            )
+        errors.append(r.integration_error)
+    assert max(errors) > 1e4 * TOL and len(set(errors)) == len(errors)  # not vacuous
+
+
+def test_every_point_of_a_stacked_curve_is_its_own(stacked_calls) -> None:
+    # a sweep across the channel's regimes (Gauss-Hermite at large lam, graded panels
+    # below): the points are solved in groups, one per rule, and each row is its point's
+    lams = np.geomspace(1e-4, 10.0, 40)
+    df = gm.lambda_sweep(SPARSE, "logistic", lams, alpha=1.5, penalty="l1")
+    assert stacked_calls == [True] and df.converged.all()
+    rules = {r.params["quadrature"].split("(")[0] for r in df.points}
+    assert rules == {"gauss-hermite", "graded-panels"}
+    for lam, row, r in zip(lams, df.itertuples(), df.points):
+        assert r.params["lam"] == row.lam == lam and r.test_error == row.test_error
+    # each row is its point's: single points (where a cold start converges, lam >= 1e-2)
+    for i in range(16, 40, 4):
+        single = gm.solve(SPARSE, "logistic", lam=lams[i], alpha=1.5, penalty="l1")
+        r = df.points[i]
+        assert abs(r.test_error - single.test_error) <= (
+            r.integration_error + single.integration_error + 1e-7
+        )
+
+
+def test_the_groups_of_a_stacked_solve_keep_their_points() -> None:
+    # points of the two regimes interleaved: each result is its own point's
+    lams = [1e-3, 1.0, 3e-3, 2.0, 1e-2, 5.0, 2e-3, 0.5, 4e-3, 3.0]
+    problems = curves._problems(SPARSE, "logistic", [(lam, 1.5) for lam in lams], "l1", None)
+    opts = batched.stackable_options({})
+    results = batched.solve_points(problems, opts)
+    rules = [r.params["quadrature"].split("(")[0] for r in results]
+    assert set(rules) == {"gauss-hermite", "graded-panels"}
+    assert [r.params["lam"] for r in results] == lams
+    for lam, r in zip(lams[1::2], results[1::2]):
+        single = gm.solve(SPARSE, "logistic", lam=lam, alpha=1.5, penalty="l1")
+        assert abs(r.test_error - single.test_error) <= (
+            r.integration_error + single.integration_error + 1e-7
+        )
+
+
+def test_each_block_is_mixed_as_if_alone() -> None:
+    # Anderson mixing of a stacked state with blocks: each block's step is the one its
+    # components would take in an iteration of their own
+    rng = np.random.default_rng(3)
+    blocks = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 2])
+    n, m = blocks.size, 3
+    pairs = [(rng.normal(size=n), rng.normal(size=n)) for _ in range(m)]
+    x, r = rng.normal(size=n), rng.normal(size=n)
+    scale = rng.uniform(0.5, 2.0, n)
+    stacked = AndersonState(
+        tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), m, False, blocks
+    ).extrapolate(x, r, 0.7, scale)
+    for b in range(3):
+        sel = blocks == b
+        alone = AndersonState(tuple(p[0][sel] for p in pairs), tuple(p[1][sel] for p in pairs), m)
+        np.testing.assert_allclose(
+            stacked[sel], alone.extrapolate(x[sel], r[sel], 0.7, scale[sel]), rtol=1e-12
+        )
+    # updates and restarts keep the blocks
+    st = AndersonState((), (), m, False, blocks).update(x, r)
+    assert st.blocks is blocks and st.cleared().blocks is blocks
+
+
+def test_stacked_points_take_their_single_points_iterations(monkeypatch) -> None:
+    # each point is mixed with its own coefficients and stops (freezes) where its own
+    # residual passes the test: in the smooth regime its fixed point is the single point's
+    # iterate, to rounding (far below the tolerance, 1e-8), and converged points are not
+    # evaluated again
+    sizes: list[int] = []
+    evaluate = batched.channel_evaluation
+
+    def spy(loss, y, *args):
+        sizes.append(y.shape[0])
+        return evaluate(loss, y, *args)
+
+    monkeypatch.setattr(batched, "channel_evaluation", spy)
+    alphas = np.linspace(0.2, 4.0, 12)
+    df = gm.learning_curve(BINARY, "logistic", alphas, lam=0.1)
+    for alpha, r in zip(alphas, df.points):
+        single = gm.solve(BINARY, "logistic", lam=0.1, alpha=alpha)
+        assert abs(r.test_error - single.test_error) < 1e-12
+        assert abs(r.train_loss - single.train_loss) < 1e-12
+        assert r.n_iter == single.n_iter  # its own evaluations, not the stack's
+    assert sizes[0] == 2 * len(alphas) and min(sizes) < sizes[0]

@@ -1,0 +1,59 @@
+"""What a curve pays once instead of at every point (issue 19, item 3): the points of a
+curve are copies of its first problem (``Problem.with_lam_alpha``) that share its relabelling
+symmetry, computed once, and are validated per point as ``make_problem`` validates them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gaussmix as gm
+from gaussmix.core.exceptions import ArgumentError
+from gaussmix.theory.api import make_problem
+from gaussmix.theory.fixed_point import cluster_symmetry
+from gaussmix.theory.margin import ZeroPenaltyError
+from gaussmix.theory.symmetry import ClusterSymmetry
+
+MIX3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+
+
+def test_the_cluster_symmetry_is_computed_once_and_shared_along_a_curve() -> None:
+    first = make_problem(MIX3, "cross-entropy", lam=1.0, alpha=1.0)
+    sym = cluster_symmetry(first)
+    fresh = ClusterSymmetry.of(first)
+    assert sym is not None and np.array_equal(sym.R, fresh.R) and np.array_equal(sym.P, fresh.P)
+    other = first.with_lam_alpha(1e-3, 4.0)
+    assert cluster_symmetry(other) is sym  # shared, not recomputed
+    # it depends on neither lam nor alpha: a problem made at the other point has the same
+    made = cluster_symmetry(make_problem(MIX3, "cross-entropy", lam=1e-3, alpha=4.0))
+    assert np.array_equal(made.R, sym.R)
+    # no symmetry: two clusters, or a penalty other than ridge
+    assert cluster_symmetry(make_problem(BINARY, "logistic", lam=1.0, alpha=1.0)) is None
+    l1 = make_problem(MIX3, "square", lam=1.0, alpha=1.0, penalty="l1")
+    assert cluster_symmetry(l1) is None
+
+
+def test_the_points_of_a_curve_share_its_symmetry(monkeypatch) -> None:
+    seen = []
+    of = ClusterSymmetry.of
+    monkeypatch.setattr(ClusterSymmetry, "of", classmethod(lambda cls, p: seen.append(p) or of(p)))
+    gm.learning_curve(MIX3, "cross-entropy", [1.0, 1.5, 2.0], lam=1.0)
+    assert len(seen) == 1  # computed for the first problem, shared by the others
+
+
+def test_a_curve_point_gives_the_single_point_of_its_problem() -> None:
+    # the second point of the curve is built from the first's problem: same answer as a
+    # curve started there (a single point solved with the curve's options)
+    alphas = [1.0, 1.5]
+    df = gm.learning_curve(MIX3, "cross-entropy", alphas, lam=1.0, estimate_error=False)
+    single = gm.solve(MIX3, "cross-entropy", lam=1.0, alpha=1.5, estimate_error=False)
+    assert df.points[1].params == single.params
+    assert df.test_error.iloc[1] == pytest.approx(single.test_error, abs=1e-7)
+
+
+@pytest.mark.parametrize(("penalty", "error"), [("l2", ZeroPenaltyError), ("l1", ArgumentError)])
+def test_every_point_of_a_curve_is_validated(penalty, error) -> None:
+    # lam = 0 is checked at its own point (the sweep's last: it runs from the largest lam)
+    with pytest.raises(error, match="lam"):
+        gm.lambda_sweep(BINARY, "logistic", [1.0, 0.0], alpha=0.5, penalty=penalty)
