@@ -235,3 +235,27 @@ def test_stacked_points_take_their_single_points_iterations(monkeypatch) -> None
         assert abs(r.train_loss - single.train_loss) < 1e-12
         assert r.n_iter == single.n_iter  # its own evaluations, not the stack's
     assert sizes[0] == 2 * len(alphas) and min(sizes) < sizes[0]
+
+
+@pytest.mark.parametrize("kind", ["alpha", "lambda"])
+def test_a_stacked_curve_gives_the_callback_every_row(stacked_calls, kind) -> None:
+    """The per-row hook (which the explorer streams) sees each row of a stacked curve,
+    equal to the table's: a stacked solve must not skip it."""
+    rows: list[dict] = []
+    grid = np.linspace(0.2, 4.0, 12) if kind == "alpha" else np.geomspace(1e-2, 1.0, 12)
+    if kind == "alpha":
+        df = gm.learning_curve(
+            BINARY, "logistic", grid, lam=0.1, callback=lambda row, res: rows.append(row)
+        )
+    else:
+        df = gm.lambda_sweep(
+            BINARY, "logistic", grid, alpha=1.0, callback=lambda row, res: rows.append(row)
+        )
+    assert stacked_calls == [True]
+    assert len(rows) == len(df) == len(grid)
+    # in the order solved (a lambda sweep runs from the largest lambda down)
+    x = "alpha" if kind == "alpha" else "lam"
+    by_x = {row[x]: row for row in rows}
+    assert sorted(by_x) == sorted(df[x])
+    for _, expected in df.iterrows():
+        assert by_x[expected[x]]["test_error"] == expected["test_error"]

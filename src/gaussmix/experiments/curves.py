@@ -146,7 +146,9 @@ def _curve(
     decreases) the Gauss-Hermite rule of one output is carried too.
 
     ``on_result(i, result)`` is called after the point ``points[i]`` is solved (with what
-    :func:`_curve` returns for it); an exception it raises stops the curve there.
+    :func:`_curve` returns for it); an exception it raises stops the curve there.  A curve
+    solved as one stacked state (:func:`~gaussmix.experiments.batched.solve_points`) calls
+    it for every point once all are solved.
     """
     kw = dict(solve_kw)
     carry = "quadrature" not in solve_kw
@@ -159,6 +161,10 @@ def _curve(
     if opts is not None and stackable(problems[0], opts):
         stacked = solve_points(problems, opts)
         if stacked is not None:
+            # solved together: the hook sees the rows once the whole curve is done
+            for i, res in enumerate(stacked):
+                if on_result is not None:
+                    on_result(i, res)
             return stacked
     for problem, (lam, alpha) in zip(
         progress_bar(problems, desc=desc, enabled=progress, leave=False), points
