@@ -18,6 +18,7 @@ import gaussmix as gm
 from gaussmix.core.exceptions import SpuriousFixedPointError
 from gaussmix.simulate import realise, simulate
 from gaussmix.theory.dense import dense_ridge_terms
+from gaussmix.theory.fixed_point import FixedPointMap
 from gaussmix.theory.mixture import DenseCovariance
 from gaussmix.theory.penalties import Ridge
 from gaussmix.theory.prior import PRIORS, ridge_prior
@@ -225,6 +226,41 @@ def test_free_energy_is_stationary_on_singular_noncommuting_covariances():
     mix = gm.Mixture.dense(cov.means, cov.covariances, labels="binary", rho=[0.4, 0.6])
     res = gm.solve(mix, "logistic", lam=0.2, alpha=1.3, tol=1e-12)
     assert check_free_energy(res, lam=0.2, alpha=1.3) < 1e-6
+
+
+@pytest.mark.parametrize("loss,labels", [("logistic", "binary"), ("cross-entropy", "onehot")])
+def test_observables_reuse_the_last_dense_prior_evaluation(monkeypatch, loss, labels):
+    """The free energy and penalty of a converged state come from the map's last prior
+    evaluation (made at that state, details included): one dense prior evaluation fewer per
+    fixed point, and the same numbers to the last bit as a fresh evaluation."""
+    rng = np.random.default_rng(5)
+    K = 2 if labels == "binary" else 3
+    cov = _noncommuting(rng, K, 14, zero=2)
+    mix = gm.Mixture.dense(cov.means, cov.covariances, labels=labels)
+    real = PRIORS[(Ridge, "dense")]
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("details", False))
+        return real(*args, **kwargs)
+
+    monkeypatch.setitem(PRIORS, (Ridge, "dense"), counted)
+    kw = dict(lam=0.3, alpha=1.5, estimate_error=False)
+    reused = gm.solve(mix, loss, **kw)
+    n_reused = len(calls)
+    fresh_prior = FixedPointMap.prior_at
+
+    def fresh(self, ev):
+        self.last_prior = None
+        return fresh_prior(self, ev)
+
+    monkeypatch.setattr(FixedPointMap, "prior_at", fresh)
+    calls.clear()
+    ref = gm.solve(mix, loss, **kw)
+    assert reused.success and ref.success
+    assert n_reused == len(calls) - 1
+    for key in KEYS + SCALARS + ("l1_norm",):
+        np.testing.assert_array_equal(getattr(reused, key), getattr(ref, key), err_msg=key)
 
 
 def test_dense_prior_refuses_lam_zero_and_reports_a_non_positive_matrix():

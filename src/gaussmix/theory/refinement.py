@@ -32,7 +32,7 @@ from .observables import (
 )
 from .options import SolverOptions
 from .outputs import error_keys
-from .prior import prior_quadrature_dim, prior_update
+from .prior import prior_quadrature_dim
 from .problem import Problem
 from .quadrature import MAX_PANELS, MAX_TENSOR_DIM, GaussHermite, QuadratureRule, auto_rule
 from .state import is_valid_state, unpack_state
@@ -166,7 +166,7 @@ def _with_statistics(
     """``obs`` with the free energy (eq. app:rsfree), penalty value and sparsity of ``W*``."""
     Q, M, V, b = T.unpack(x)
     ev = T.hats(x)
-    pr = prior_update(problem, ev.Qhat, ev.Mhat, ev.Vhat, details=True, panels=T.prior_panels)
+    pr = T.prior_at(ev)  # the last evaluation of the map where it has the details
     fe = free_energy_terms(problem, M, Q, V, ev.Mhat, ev.Qhat, ev.Vhat, ev.moments.Eenv, pr.psi_w)
     return replace(
         obs,
