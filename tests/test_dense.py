@@ -17,6 +17,7 @@ from threadpoolctl import threadpool_limits
 import gaussmix as gm
 from gaussmix.core.exceptions import SpuriousFixedPointError
 from gaussmix.simulate import realise, simulate
+from gaussmix.theory import dense
 from gaussmix.theory.dense import dense_ridge_terms
 from gaussmix.theory.fixed_point import FixedPointMap
 from gaussmix.theory.mixture import DenseCovariance
@@ -201,21 +202,28 @@ def _explicit_ridge_terms(cov: DenseCovariance, lam, Qh, Mh, Vh):
 @pytest.mark.parametrize(
     "d,L,K,zero", [(20, 2, 3, 0), (33, 9, 10, 4), (60, 4, 5, 7), (25, 1, 4, 2)]
 )
-def test_dense_prior_equals_the_explicit_inverse_on_noncommuting_covariances(d, L, K, zero):
+def test_dense_prior_equals_the_explicit_inverse_on_noncommuting_covariances(
+    monkeypatch, d, L, K, zero
+):
     """The Cholesky-congruence algebra (``potrf``, ``sygst``, ``trtri``, ``lauum``) against
     the explicit inverse and ``S C S`` of the formulas, to 1e-12 relative, on covariances in
-    random bases of their own (singular, with constant axes) and random PSD hats."""
+    random bases of their own (singular, with constant axes) and random PSD hats; with its
+    independent LAPACK calls in pairs on two threads, the same bits as one after the other."""
     rng = np.random.default_rng(d * 100 + L)
     cov = _noncommuting(rng, K, d, zero=zero)
     G = rng.standard_normal((2, K, L, L + 1))
     Qh, Vh = G @ np.swapaxes(G, 2, 3) / (L + 1)
     Mh = rng.standard_normal((K, L))
     ref = _explicit_ridge_terms(cov, 0.15, Qh, Mh, Vh)
+    monkeypatch.setattr(dense, "PAIR_THREADS_MIN_N", 10**9)
     out = dense_ridge_terms(cov, 0.15, Qh, Mh, Vh, details=True)
+    monkeypatch.setattr(dense, "PAIR_THREADS_MIN_N", 1)
+    paired = dense_ridge_terms(cov, 0.15, Qh, Mh, Vh, details=True)
     for key, want in ref.items():
         a, b = np.asarray(want, dtype=float), np.asarray(getattr(out, key), dtype=float)
         err = float(np.abs(a - b).max()) / float(np.abs(a).max())
         assert err <= 1e-12, f"{key}: relative difference {err:.2e}"
+        np.testing.assert_array_equal(getattr(paired, key), getattr(out, key), err_msg=key)
 
 
 def test_free_energy_is_stationary_on_singular_noncommuting_covariances():

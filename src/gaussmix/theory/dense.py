@@ -33,8 +33,11 @@ Linear algebra per call (:func:`_inverse_and_sandwich`): one Cholesky factorisat
 symmetry of both sides (LAPACK ``potrf``, ``sygst``, ``trtri``, ``sygst``, ``lauum``): about
 ``3 n^3`` flops for ``n = L r``, against ``5 n^3`` for the inverse (``potri``) and two
 matrix products; the partial traces need the entries of ``S`` and ``S C S``, so a solve
-does not suffice.  ``O(K L^2 d^2)`` for everything else.
-All of it runs on one BLAS thread (:func:`~.linalg.one_blas_thread`), whatever the caller's
+does not suffice.  ``O(K L^2 d^2)`` for everything else.  From ``n = 1500`` on, the two
+pairs of independent calls (``trtri`` beside the first ``sygst``, ``lauum`` beside the
+second) run on two Python threads, each call on one BLAS thread: the same bits, and
+``7 n^3 / 3`` on the longer path where a second core is free.
+Every call runs on one BLAS thread (:func:`~.linalg.one_blas_thread`), whatever the caller's
 setting: a threaded matrix product splits its sums differently and moves the last bits
 (measured: up to 7e-16 on the test error and the overlaps at d = 30..600), so one thread is
 what makes a dense point the same number through ``gaussmix.solve``, ``gaussmix point`` and
@@ -47,7 +50,10 @@ two (BENCHMARKS.md).  No covariance is inverted or assumed invertible: ``lam > 0
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.linalg import lapack
@@ -112,6 +118,26 @@ def _upper_to_symmetric(X: np.ndarray) -> np.ndarray:
     return S
 
 
+#: Matrix size from which the independent LAPACK calls of :func:`_inverse_and_sandwich` run
+#: two at a time on two Python threads (each on one BLAS thread; below it a thread costs
+#: more than it saves)
+PAIR_THREADS_MIN_N = 1500
+
+
+def _in_pairs(n: int, first: Callable[[], Any], second: Callable[[], Any]) -> tuple[Any, Any]:
+    """``(first(), second())``, the two at once on two threads where ``n`` is large.
+
+    The LAPACK wrappers release the GIL, and each call runs on the one BLAS thread of
+    :func:`dense_ridge_terms`, so every call computes the same bits as it would alone: the
+    pair costs the longer of the two on a machine with a free core, their sum otherwise.
+    """
+    if n < PAIR_THREADS_MIN_N:
+        return first(), second()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(second)
+        return first(), future.result()
+
+
 def _inverse_and_sandwich(A: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """``S = A^{-1}``, ``Z = S C S`` and ``tr(S C)`` for a symmetric positive-definite ``A``
     and a symmetric ``C`` (both overwritten), from one Cholesky factorisation, in ``3 n^3``
@@ -122,14 +148,16 @@ def _inverse_and_sandwich(A: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.
     symmetric eigenproblem to standard form, which exploits the symmetry of both sides),
     ``Z = S C S = R^{-1} X R^{-T} = Y X Y^T`` (``sygst``, type 2 with ``Y`` as the factor,
     ``n^3``) and ``S = Y Y^T`` (``lauum``, ``n^3 / 3``; ``trtri`` + ``lauum`` is what
-    ``potri`` does); ``tr(S C) = tr(X)``.  Only upper triangles are computed.  Called on one
-    BLAS thread (:func:`dense_ridge_terms`).
+    ``potri`` does); ``tr(S C) = tr(X)``.  Only upper triangles are computed.  ``trtri``
+    runs beside the first ``sygst`` and ``lauum`` beside the second (:func:`_in_pairs`):
+    ``7 n^3 / 3`` on the longer path.  Called on one BLAS thread (:func:`dense_ridge_terms`).
 
     Raises
     ------
     numpy.linalg.LinAlgError
         If ``A`` is not numerically positive definite (the solver then retreats).
     """
+    n = A.shape[0]
     # symmetric C-ordered matrices passed transposed: Fortran-ordered, overwritten in place
     R, info = lapack.dpotrf(A.T, lower=0, clean=1, overwrite_a=1)
     if info != 0:
@@ -137,15 +165,21 @@ def _inverse_and_sandwich(A: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.
             "the ridge prior's matrix lam I + sum_k Vhat_k (x) Sigma_k is not positive "
             f"definite (Cholesky pivot {info})"
         )
-    X, info_x = lapack.dsygst(C.T, R, itype=1, lower=0, overwrite_a=1)
-    Y, info_y = lapack.dtrtri(R, lower=0, overwrite_c=1)
+    (X, info_x), (Y, info_y) = _in_pairs(
+        n,
+        lambda: lapack.dsygst(C.T, R, itype=1, lower=0, overwrite_a=1),
+        lambda: lapack.dtrtri(R, lower=0, overwrite_c=0),  # R is read by sygst meanwhile
+    )
     if info_x != 0 or info_y != 0:
         raise np.linalg.LinAlgError(
             f"the ridge prior's inverse failed (sygst info {info_x}, trtri info {info_y})"
         )
     tr_sc = float(np.trace(X))
-    Z, info_z = lapack.dsygst(X, Y, itype=2, lower=0, overwrite_a=1)
-    S, info_s = lapack.dlauum(Y, lower=0, overwrite_c=1)
+    (Z, info_z), (S, info_s) = _in_pairs(
+        n,
+        lambda: lapack.dsygst(X, Y, itype=2, lower=0, overwrite_a=1),
+        lambda: lapack.dlauum(Y, lower=0, overwrite_c=0),  # Y is read by sygst meanwhile
+    )
     if info_z != 0 or info_s != 0:
         raise np.linalg.LinAlgError(
             f"the ridge prior's inverse failed (sygst info {info_z}, lauum info {info_s})"
