@@ -17,7 +17,9 @@ from threadpoolctl import threadpool_limits
 import gaussmix as gm
 from gaussmix.core.exceptions import SpuriousFixedPointError
 from gaussmix.simulate import realise, simulate
+from gaussmix.theory import dense
 from gaussmix.theory.dense import dense_ridge_terms
+from gaussmix.theory.fixed_point import FixedPointMap
 from gaussmix.theory.mixture import DenseCovariance
 from gaussmix.theory.penalties import Ridge
 from gaussmix.theory.prior import PRIORS, ridge_prior
@@ -167,6 +169,63 @@ def test_prior_overlaps_are_the_derivatives_of_its_potential(L):
     assert np.all(np.linalg.eigvalsh(t.Q) > 0) and np.all(np.linalg.eigvalsh(t.V) > 0)
 
 
+def _explicit_ridge_terms(cov: DenseCovariance, lam, Qh, Mh, Vh):
+    """The module docstring's formulas, spelled out on all d axes: ``np.kron`` blocks, an
+    explicit inverse and two products (no Cholesky congruences, no active-axis split)."""
+    K, L = Mh.shape
+    d = cov.dim
+    covs = cov.covariances
+    A = lam * np.eye(L * d) + sum(np.kron(Vh[k], covs[k]) for k in range(K))
+    C = sum(np.kron(Qh[k], covs[k]) for k in range(K))
+    S = np.linalg.inv(A)
+    Z = S @ C @ S
+    U = (S @ (Mh.T @ cov.means).reshape(-1)).reshape(L, d)
+
+    def ptr(X):
+        return np.einsum("aibj,kji->kab", X.reshape(L, d, L, d), covs)
+
+    Q = np.einsum("ai,kij,bj->kab", U, covs, U) + ptr(Z) / d
+    m = Mh.T @ cov.means
+    psi_w = -0.5 * np.vdot(m, U) - 0.5 * np.trace(S @ C) / d
+    penalty = 0.5 * np.vdot(U, U) + 0.5 * np.trace(Z) / d
+    return dict(
+        Q=Q,
+        M=cov.means @ U.T,
+        V=ptr(S) / d,
+        psi_w=psi_w,
+        penalty=penalty,
+        weight_mean=np.sqrt(d) * U,
+        weight_var=np.diag(Z).reshape(L, d),
+    )
+
+
+@pytest.mark.parametrize(
+    "d,L,K,zero", [(20, 2, 3, 0), (33, 9, 10, 4), (60, 4, 5, 7), (25, 1, 4, 2)]
+)
+def test_dense_prior_equals_the_explicit_inverse_on_noncommuting_covariances(
+    monkeypatch, d, L, K, zero
+):
+    """The Cholesky-congruence algebra (``potrf``, ``sygst``, ``trtri``, ``lauum``) against
+    the explicit inverse and ``S C S`` of the formulas, to 1e-12 relative, on covariances in
+    random bases of their own (singular, with constant axes) and random PSD hats; with its
+    independent LAPACK calls in pairs on two threads, the same bits as one after the other."""
+    rng = np.random.default_rng(d * 100 + L)
+    cov = _noncommuting(rng, K, d, zero=zero)
+    G = rng.standard_normal((2, K, L, L + 1))
+    Qh, Vh = G @ np.swapaxes(G, 2, 3) / (L + 1)
+    Mh = rng.standard_normal((K, L))
+    ref = _explicit_ridge_terms(cov, 0.15, Qh, Mh, Vh)
+    monkeypatch.setattr(dense, "PAIR_THREADS_MIN_N", 10**9)
+    out = dense_ridge_terms(cov, 0.15, Qh, Mh, Vh, details=True)
+    monkeypatch.setattr(dense, "PAIR_THREADS_MIN_N", 1)
+    paired = dense_ridge_terms(cov, 0.15, Qh, Mh, Vh, details=True)
+    for key, want in ref.items():
+        a, b = np.asarray(want, dtype=float), np.asarray(getattr(out, key), dtype=float)
+        err = float(np.abs(a - b).max()) / float(np.abs(a).max())
+        assert err <= 1e-12, f"{key}: relative difference {err:.2e}"
+        np.testing.assert_array_equal(getattr(paired, key), getattr(out, key), err_msg=key)
+
+
 def test_free_energy_is_stationary_on_singular_noncommuting_covariances():
     """The solved fixed point on singular covariances: the RS free energy equals the minimal
     risk and is stationary in every order parameter (Theorem 1 with the dense prior)."""
@@ -175,6 +234,41 @@ def test_free_energy_is_stationary_on_singular_noncommuting_covariances():
     mix = gm.Mixture.dense(cov.means, cov.covariances, labels="binary", rho=[0.4, 0.6])
     res = gm.solve(mix, "logistic", lam=0.2, alpha=1.3, tol=1e-12)
     assert check_free_energy(res, lam=0.2, alpha=1.3) < 1e-6
+
+
+@pytest.mark.parametrize("loss,labels", [("logistic", "binary"), ("cross-entropy", "onehot")])
+def test_observables_reuse_the_last_dense_prior_evaluation(monkeypatch, loss, labels):
+    """The free energy and penalty of a converged state come from the map's last prior
+    evaluation (made at that state, details included): one dense prior evaluation fewer per
+    fixed point, and the same numbers to the last bit as a fresh evaluation."""
+    rng = np.random.default_rng(5)
+    K = 2 if labels == "binary" else 3
+    cov = _noncommuting(rng, K, 14, zero=2)
+    mix = gm.Mixture.dense(cov.means, cov.covariances, labels=labels)
+    real = PRIORS[(Ridge, "dense")]
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("details", False))
+        return real(*args, **kwargs)
+
+    monkeypatch.setitem(PRIORS, (Ridge, "dense"), counted)
+    kw = dict(lam=0.3, alpha=1.5, estimate_error=False)
+    reused = gm.solve(mix, loss, **kw)
+    n_reused = len(calls)
+    fresh_prior = FixedPointMap.prior_at
+
+    def fresh(self, ev):
+        self.last_prior = None
+        return fresh_prior(self, ev)
+
+    monkeypatch.setattr(FixedPointMap, "prior_at", fresh)
+    calls.clear()
+    ref = gm.solve(mix, loss, **kw)
+    assert reused.success and ref.success
+    assert n_reused == len(calls) - 1
+    for key in KEYS + SCALARS + ("l1_norm",):
+        np.testing.assert_array_equal(getattr(reused, key), getattr(ref, key), err_msg=key)
 
 
 def test_dense_prior_refuses_lam_zero_and_reports_a_non_positive_matrix():

@@ -28,7 +28,7 @@ from gaussmix.core.results import Result
 from .channel import ChannelMoments, ProxWarmStart, channel_evaluation
 from .losses import solve_batch
 from .options import SolverOptions
-from .prior import prior_update
+from .prior import PriorResult, prior_update
 from .problem import Problem
 from .quadrature import QuadratureRule
 from .state import is_valid_state, pack_state, unpack_state
@@ -101,14 +101,17 @@ class FixedPointMap:
     last : HatEvaluation or None
         The last channel evaluation, returned again by :meth:`hats` at the same state (the
         observables at a converged state then cost no second channel evaluation).
+    last_prior : tuple of (HatEvaluation, PriorResult) or None
+        The last prior evaluation of :meth:`__call__` and the channel evaluation it was
+        made at, returned again by :meth:`prior_at` at the same hats.
     warm : ProxWarmStart or None
         The proximal points of the last evaluation, the warm start of the next.
 
     Notes
     -----
-    Lifetime of ``last`` and ``warm``: the map's own.  A map is made for one solve with one
-    rule (a refinement makes a new map) and both are dropped with it; nothing is shared
-    between maps or carried into results.
+    Lifetime of ``last``, ``last_prior`` and ``warm``: the map's own.  A map is made for one
+    solve with one rule (a refinement makes a new map) and they are dropped with it; nothing
+    is shared between maps or carried into results.
     """
 
     __slots__ = (
@@ -118,6 +121,7 @@ class FixedPointMap:
         "L",
         "ar",
         "last",
+        "last_prior",
         "warm",
         "symmetry",
         "log_chart",
@@ -139,6 +143,7 @@ class FixedPointMap:
         self.L = problem.dim
         self.ar = problem.alpha * problem.mixture.rho
         self.last: HatEvaluation | None = None
+        self.last_prior: tuple[HatEvaluation, PriorResult] | None = None
         self.warm: ProxWarmStart | None = None
         self.symmetry = symmetry
         self.log_chart = log_chart
@@ -180,7 +185,30 @@ class FixedPointMap:
         ev = self.hats(x)
         db = bias_step(ev.Vhat.sum(axis=0), ev.Mhat.sum(axis=0))
         pr = prior_update(self.problem, ev.Qhat, ev.Mhat, ev.Vhat, panels=self.prior_panels)
+        self.last_prior = (ev, pr)
         return pack_state(pr.Q, pr.M, pr.V, b + db)
+
+    def prior_at(self, ev: HatEvaluation) -> PriorResult:
+        """The prior with its free-energy terms (``details``) at the hats of ``ev``.
+
+        The evaluation of the last :meth:`__call__` is returned again when it was made at
+        ``ev`` and already holds them: a converged state is the last one the map evaluated
+        (``return_image=False``), and a prior whose details cost nothing beside its
+        overlaps (the dense ridge prior, one ``O((L r)^3)`` evaluation) then costs no
+        second evaluation for the observables.  Same function, same inputs: the same
+        numbers either way.
+        """
+        last = self.last_prior
+        if last is not None and last[0] is ev and _has_details(last[1]):
+            return last[1]
+        return prior_update(
+            self.problem, ev.Qhat, ev.Mhat, ev.Vhat, details=True, panels=self.prior_panels
+        )
+
+
+def _has_details(pr: PriorResult) -> bool:
+    """Whether a prior result holds what ``details=True`` adds (free-energy terms, l1 norm)."""
+    return bool(np.isfinite(pr.psi_w) and np.isfinite(pr.penalty) and np.isfinite(pr.l1_norm))
 
 
 def bias_step(Sv: np.ndarray, Sm: np.ndarray) -> np.ndarray:

@@ -494,10 +494,12 @@ def _ridge_spectral(
 
 @register_prior(Ridge, "dense")
 def _ridge_dense(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=None) -> PriorResult:
-    """Ridge on general covariances (Appendix C; :mod:`gaussmix.theory.dense`)."""
-    t = dense_ridge_terms(mixture.covariance, lam, Qhat, Mhat, Vhat, details=details)
-    if not details:
-        return PriorResult(Q=t.Q, M=t.M, V=t.V, psi_w=np.nan, penalty=np.nan)
+    """Ridge on general covariances (Appendix C; :mod:`gaussmix.theory.dense`).
+
+    The details are always computed: beside the ``O((L r)^3)`` overlaps they cost
+    ``O(L d)``, and with them the map's last evaluation serves the observables of a converged
+    state (:meth:`~gaussmix.theory.fixed_point.FixedPointMap.prior_at`)."""
+    t = dense_ridge_terms(mixture.covariance, lam, Qhat, Mhat, Vhat, details=True)
     # each weight component is Gaussian: E|w| from its mean and variance
     _, abs_mean, _, _ = soft_threshold_moments(t.weight_mean, np.sqrt(t.weight_var), 0.0)
     d = mixture.covariance.dim

@@ -32,7 +32,7 @@ from .observables import (
 )
 from .options import SolverOptions
 from .outputs import error_keys
-from .prior import PriorResult, prior_quadrature_dim, prior_update
+from .prior import PriorResult, prior_quadrature_dim
 from .problem import Problem
 from .quadrature import MAX_PANELS, MAX_TENSOR_DIM, GaussHermite, QuadratureRule, auto_rule
 from .state import is_valid_state, unpack_state
@@ -172,9 +172,8 @@ def with_statistics(
     (``prior``: the prior's details at the hats of ``x``, where already computed)."""
     Q, M, V, b = T.unpack(x)
     ev = T.hats(x)
-    pr = prior
-    if pr is None:
-        pr = prior_update(problem, ev.Qhat, ev.Mhat, ev.Vhat, details=True, panels=T.prior_panels)
+    # the caller's evaluation, else the map's last where it has the details
+    pr = prior if prior is not None else T.prior_at(ev)
     fe = free_energy_terms(problem, M, Q, V, ev.Mhat, ev.Qhat, ev.Vhat, ev.moments.Eenv, pr.psi_w)
     return replace(
         obs,
