@@ -137,6 +137,8 @@ def test_k_equals_one_and_a_malformed_file_are_refused(app: Explorer, tmp_path: 
     app.widgets["mixture_file"].value = str(bad)
     message = validate(ExplorerState(mixture_file=str(bad)))["mixture_file"]
     assert app.error_panes["mixture_file"].object == message
+    # what the file is not, never numpy's advice to load pickles (no such option here)
+    assert "Mixture.save" in message and "pickle" not in message, message
     assert app.widgets["n_clusters"].disabled  # the file replaces the mixture's controls
 
 
