@@ -103,7 +103,7 @@ def test_a_bad_value_is_answered_beside_its_control(
     column = app.controls[field]
     objects = list(column.objects)
     assert objects.index(pane) == objects.index(app.widgets[field]) + 1
-    assert app.job is job  # nothing computed for a refused state
+    assert app.session.curve is job and app.job is None  # nothing computed for a refused state
     assert "Not computed" in app.status.object
     assert all(button.disabled for button in app.downloads.values())  # nothing to take away
     # a value that does not parse is answered the same way
@@ -112,6 +112,25 @@ def test_a_bad_value_is_answered_beside_its_control(
     app.widgets[field].value = field_text(getattr(ExplorerState(), field))
     assert not app.error_panes[field].visible and app.job is not job
     app.refresh(wait=True)
+    assert not any(button.disabled for button in app.downloads.values())
+
+
+def test_a_refused_value_stops_the_running_curve_and_keeps_its_status(app: Explorer) -> None:
+    """A value refused while a curve runs: the curve (of a state the controls no longer
+    show) is cancelled, and neither its end nor a later poll says it was computed or offers
+    its exports."""
+    app.widgets["lam"].value = "0.0321"
+    running = app.job
+    app.widgets["rho"].value = "0.5,0.6"
+    assert running.wait(DEADLINE) is None or running.done
+    assert running.cancelled or running.done
+    app.refresh(wait=True)
+    assert "Not computed" in app.status.object and app.error_panes["rho"].visible
+    assert all(button.disabled for button in app.downloads.values())
+    assert not app.progress.visible
+    app.widgets["rho"].value = ""  # fixed: computed again
+    app.refresh(wait=True)
+    assert app.status.object.startswith(f"{N} of {N} points")
     assert not any(button.disabled for button in app.downloads.values())
 
 

@@ -501,6 +501,13 @@ class Explorer:
             pane.visible = name in errors
         self._arrange(state)
         if errors:
+            # the running jobs are of a state the controls no longer show: stopped, so that
+            # they neither overwrite this status nor enable an export of that state
+            for job in (self.job, self.overlay_job):
+                if job is not None:
+                    job.cancel()
+            self.job = self.overlay_job = None
+            self.progress.visible = False
             self.status.object = "**Not computed**: a value is refused (see beside its control)."
             for button in self.downloads.values():
                 button.disabled = True
