@@ -456,3 +456,34 @@ def test_the_lambda_axis_and_a_linear_scale(app: Explorer) -> None:
     assert isinstance(app.figure.below[0], LinearAxis)
     ref = gm.lambda_sweep(mix, "logistic", np.linspace(0.01, 10.0, N), alpha=2.0)
     assert np.array_equal(_columns(app, "test_error"), ref["test_error"].to_numpy())
+
+
+def test_the_overlays_on_the_lambda_axis_are_in_the_legend_and_explained() -> None:
+    """On the lambda axis the Bayes-optimal error is a level across the range, with its
+    legend entry; an infinite lambda* (ridge on balanced isotropic clusters: the test error
+    decreases all the way to the mean-difference estimator) is explained, not drawn; the
+    simulation's line says its size."""
+    import gaussmix as gm
+
+    state = ExplorerState(
+        axis="lambda",
+        lam_min=0.1,
+        n_points=3,
+        overlays=("bayes", "lambda_star", "simulation"),
+        sim_d=60,
+        sim_seeds=2,
+    )
+    a = Explorer(state, poll=False)
+    try:
+        a.refresh(wait=True)
+        mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+        bayes = gm.bayes_optimal_error(mix, 2.0).test_error
+        assert a.bayes_source.data == {"x": [0.1, 10.0], "y": [bayes, bayes]}
+        legend = {item.label.value: item.visible for item in a.figure.legend.items}
+        assert legend["Bayes-optimal error"]
+        star = gm.optimal_lambda(mix, "logistic", alpha=2.0).lam_star
+        assert math.isinf(star) and not a.x_span.visible
+        assert "lambda -> infinity" in a.overlay_pane.object
+        assert "(d = 60, 2 seeds)" in a.overlay_pane.object
+    finally:
+        a.close()
