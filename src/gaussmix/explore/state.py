@@ -534,7 +534,7 @@ def _swept(state: ExplorerState) -> str:
 def _check_ends(state: ExplorerState) -> dict[str, str]:
     """The ends of the swept axis, each by the library's rule of its parameter
     (:func:`~gaussmix.core.validation.check_param`) under the field's name; on a log axis
-    an end must be > 0 (the message of the command line's range parser)."""
+    an end must be > 0 (the message of the library's range parser, naming the field)."""
     from gaussmix.core.validation import check_param
     from gaussmix.experiments.curves import parse_range
 
@@ -546,7 +546,7 @@ def _check_ends(state: ExplorerState) -> dict[str, str]:
         try:
             check_param(fact, value, name=name)
             if state.log_x and value <= 0:
-                parse_range(grid_spec(state), name=f"--{fact}s")
+                parse_range(grid_spec(state), name=name)
         except (ValueError, TypeError) as exc:
             errors[name] = _one_line(str(exc))
     return errors
