@@ -41,6 +41,7 @@ DESCRIBED_PACKAGES = (
     "gaussmix.data",
     "gaussmix.studies",
     "gaussmix.figures",
+    "gaussmix.explore",
 )
 #: the entry points with a runnable Examples section
 EXAMPLES = (

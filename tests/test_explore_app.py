@@ -103,7 +103,7 @@ def test_a_bad_value_is_answered_beside_its_control(
     column = app.controls[field]
     objects = list(column.objects)
     assert objects.index(pane) == objects.index(app.widgets[field]) + 1
-    assert app.job is job  # nothing computed for a refused state
+    assert app.session.curve is job and app.job is None  # nothing computed for a refused state
     assert "Not computed" in app.status.object
     assert all(button.disabled for button in app.downloads.values())  # nothing to take away
     # a value that does not parse is answered the same way
@@ -112,6 +112,25 @@ def test_a_bad_value_is_answered_beside_its_control(
     app.widgets[field].value = field_text(getattr(ExplorerState(), field))
     assert not app.error_panes[field].visible and app.job is not job
     app.refresh(wait=True)
+    assert not any(button.disabled for button in app.downloads.values())
+
+
+def test_a_refused_value_stops_the_running_curve_and_keeps_its_status(app: Explorer) -> None:
+    """A value refused while a curve runs: the curve (of a state the controls no longer
+    show) is cancelled, and neither its end nor a later poll says it was computed or offers
+    its exports."""
+    app.widgets["lam"].value = "0.0321"
+    running = app.job
+    app.widgets["rho"].value = "0.5,0.6"
+    assert running.wait(DEADLINE) is None or running.done
+    assert running.cancelled or running.done
+    app.refresh(wait=True)
+    assert "Not computed" in app.status.object and app.error_panes["rho"].visible
+    assert all(button.disabled for button in app.downloads.values())
+    assert not app.progress.visible
+    app.widgets["rho"].value = ""  # fixed: computed again
+    app.refresh(wait=True)
+    assert app.status.object.startswith(f"{N} of {N} points")
     assert not any(button.disabled for button in app.downloads.values())
 
 
@@ -137,6 +156,8 @@ def test_k_equals_one_and_a_malformed_file_are_refused(app: Explorer, tmp_path: 
     app.widgets["mixture_file"].value = str(bad)
     message = validate(ExplorerState(mixture_file=str(bad)))["mixture_file"]
     assert app.error_panes["mixture_file"].object == message
+    # what the file is not, never numpy's advice to load pickles (no such option here)
+    assert "Mixture.save" in message and "pickle" not in message, message
     assert app.widgets["n_clusters"].disabled  # the file replaces the mixture's controls
 
 
@@ -435,3 +456,34 @@ def test_the_lambda_axis_and_a_linear_scale(app: Explorer) -> None:
     assert isinstance(app.figure.below[0], LinearAxis)
     ref = gm.lambda_sweep(mix, "logistic", np.linspace(0.01, 10.0, N), alpha=2.0)
     assert np.array_equal(_columns(app, "test_error"), ref["test_error"].to_numpy())
+
+
+def test_the_overlays_on_the_lambda_axis_are_in_the_legend_and_explained() -> None:
+    """On the lambda axis the Bayes-optimal error is a level across the range, with its
+    legend entry; an infinite lambda* (ridge on balanced isotropic clusters: the test error
+    decreases all the way to the mean-difference estimator) is explained, not drawn; the
+    simulation's line says its size."""
+    import gaussmix as gm
+
+    state = ExplorerState(
+        axis="lambda",
+        lam_min=0.1,
+        n_points=3,
+        overlays=("bayes", "lambda_star", "simulation"),
+        sim_d=60,
+        sim_seeds=2,
+    )
+    a = Explorer(state, poll=False)
+    try:
+        a.refresh(wait=True)
+        mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
+        bayes = gm.bayes_optimal_error(mix, 2.0).test_error
+        assert a.bayes_source.data == {"x": [0.1, 10.0], "y": [bayes, bayes]}
+        legend = {item.label.value: item.visible for item in a.figure.legend.items}
+        assert legend["Bayes-optimal error"]
+        star = gm.optimal_lambda(mix, "logistic", alpha=2.0).lam_star
+        assert math.isinf(star) and not a.x_span.visible
+        assert "lambda -> infinity" in a.overlay_pane.object
+        assert "(d = 60, 2 seeds)" in a.overlay_pane.object
+    finally:
+        a.close()

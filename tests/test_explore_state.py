@@ -240,7 +240,7 @@ def test_a_mixture_file_is_valid(tmp_path):
         ({"alpha_min": 0.0}, "alpha_min", "alpha_min must be a real number in [1e-08"),
         ({"alpha_max": 1e12}, "alpha_max", "alpha_max must be a real number in [1e-08"),
         ({"axis": "lambda", "log_x": False, "lam_min": -1.0}, "lam_min", "lam_min must be"),
-        ({"axis": "lambda", "lam_min": 0.0}, "lam_min", "--lams: a log range needs positive"),
+        ({"axis": "lambda", "lam_min": 0.0}, "lam_min", "lam_min: a log range needs positive"),
         ({"axis": "lambda", "alpha": -2.0}, "alpha", "alpha must be a real number"),
         ({"n_points": 0}, "n_points", "n_points must be >= 1, got 0"),
         ({"axis": "beta"}, "axis", "axis must be one of"),

@@ -70,7 +70,7 @@ OVERLAY_LABELS = {
     "bayes": "Bayes-optimal error",
     "alpha_star": "alpha*_K (separability threshold)",
     "lambda_star": "lambda* (optimal penalty)",
-    "simulation": "simulation points (d = sim_d)",
+    "simulation": "finite-size simulation points",
 }
 #: the mixture's models that the controls build (a file holds any other)
 MODELS = ("isotropic", "block", "sparse")
@@ -370,10 +370,8 @@ class Explorer:
         )  # fmt: skip
         fig.segment("x", "lower", "x", "upper", source=self.sim_source, color="black")
         self.x_span = Span(dimension="height", line_dash="dotted", line_color="gray")
-        self.y_span = Span(dimension="width", line_dash="dashed", line_color="black")
-        self.x_span.visible = self.y_span.visible = False
+        self.x_span.visible = False
         fig.add_layout(self.x_span)
-        fig.add_layout(self.y_span)
         fig.legend.location = "top_right"
         fig.legend.click_policy = "hide"
         return fig
@@ -501,6 +499,13 @@ class Explorer:
             pane.visible = name in errors
         self._arrange(state)
         if errors:
+            # the running jobs are of a state the controls no longer show: stopped, so that
+            # they neither overwrite this status nor enable an export of that state
+            for job in (self.job, self.overlay_job):
+                if job is not None:
+                    job.cancel()
+            self.job = self.overlay_job = None
+            self.progress.visible = False
             self.status.object = "**Not computed**: a value is refused (see beside its control)."
             for button in self.downloads.values():
                 button.disabled = True
@@ -626,14 +631,14 @@ class Explorer:
         self.bayes_source.data = {"x": [], "y": []}
         self.star_source.data = {"x": [], "y": []}
         self.sim_source.data = {"x": [], "y": [], "lower": [], "upper": []}
-        self.x_span.visible = self.y_span.visible = False
+        self.x_span.visible = False
         self.overlay_pane.object = ""
         self._overlays_drawn = (0, True)
         self._show_columns()
 
     def _draw_overlays(self, job: Any, key: tuple[int, bool]) -> None:
-        """Draw the overlays that have arrived: the Bayes-optimal error (a dashed curve, or
-        a level on the lambda axis), alpha* and lambda* (a dotted line on their own axis;
+        """Draw the overlays that have arrived: the Bayes-optimal error (a dashed curve, a
+        level on the lambda axis), alpha* and lambda* (a dotted line on their own axis;
         on the alpha axis, lambda*'s test error as squares), simulation points with their
         standard errors (the first shown observable)."""
         self._clear_overlays()
@@ -644,11 +649,15 @@ class Explorer:
         lines = []
         for name, overlay in results.items():
             label = OVERLAY_LABELS.get(name, name)
+            if name == "simulation":
+                label += f" (d = {state.sim_d}, {state.sim_seeds} seeds)"
             if overlay.unavailable:
                 lines.append(f"- {label}: not available: {overlay.unavailable}")
                 continue
             if overlay.value is not None:
                 lines.append(f"- {label}: {overlay.value:.6g}")
+                if name == "lambda_star" and math.isinf(overlay.value):
+                    lines[-1] += " (the test error decreases all the way to lambda -> infinity)"
             elif overlay.rows:
                 lines.append(f"- {label}: {len(overlay.rows)} points")
             self._draw_overlay(name, overlay, x, state)
@@ -668,9 +677,9 @@ class Explorer:
                     "x": [r["alpha"] for r in rows],
                     "y": [r["test_error"] for r in rows],
                 }
-            elif overlay.value is not None:
-                self.y_span.location = overlay.value
-                self.y_span.visible = True
+            elif overlay.value is not None:  # a level across the axis (in the legend)
+                ends = [state.lam_min, state.lam_max]
+                self.bayes_source.data = {"x": ends, "y": [overlay.value] * 2}
         elif name == "alpha_star" and x == "alpha" and overlay.value is not None:
             if math.isfinite(overlay.value):
                 self.x_span.location = overlay.value
@@ -681,7 +690,7 @@ class Explorer:
                     "x": [r["alpha"] for r in rows],
                     "y": [r["test_error"] for r in rows],
                 }
-            elif overlay.value is not None and overlay.value > 0:
+            elif overlay.value is not None and 0 < overlay.value < math.inf:
                 self.x_span.location = overlay.value
                 self.x_span.visible = True
         elif name == "simulation":

@@ -145,7 +145,20 @@ def order_parameters(result: FixedPointResult | None, mixture: Mixture) -> dict[
     ``c = 1..K``: ``m<c> = y_c . M_c``, ``q<c> = y_c^T Q_c y_c``, ``v<c> = y_c^T V_c y_c``
     (``y_c`` the label vector of cluster c: for binary labels ``m<c> = +-M_c``, positive
     when the estimator leans towards the cluster's label; for one-hot labels the diagonal
-    entries of cluster c's own class).  NaN without a fixed point."""
+    entries of cluster c's own class).  NaN without a fixed point.
+
+    Parameters
+    ----------
+    result : FixedPointResult or None
+        The solved point (:func:`gaussmix.solve`); None for a point without a fixed point.
+    mixture : Mixture
+        The point's mixture (its label map gives ``y_c``).
+
+    Returns
+    -------
+    dict of str to float
+        ``'m1'``, ``'q1'``, ``'v1'``, ..., ``'mK'``, ``'qK'``, ``'vK'`` -> the value.
+    """
     y = np.asarray(mixture.labels.labels, dtype=float)
     k = y.shape[0]
     if result is None:
@@ -214,6 +227,19 @@ class _Job:
 
 class CurveJob(_Job):
     """One curve of the explorer computed in a background thread (:func:`start_curve`).
+
+    Made by :func:`start_curve` (which starts it) or :meth:`Session.submit`.
+
+    Parameters
+    ----------
+    state : ExplorerState
+        What is computed.
+    on_point : callable, optional
+        ``on_point(row)``, called in the job's thread with each row as it arrives.
+    coarse : int
+        Points of the coarse pass run first (0: none); see :func:`start_curve`.
+    on_preview : callable, optional
+        ``on_preview(rows)``, called in the job's thread when the coarse pass is done.
 
     Attributes
     ----------
@@ -460,7 +486,26 @@ def _cache_key(state: ExplorerState, params: dict, values: np.ndarray) -> str:
 @dataclass
 class Overlay:
     """One overlay: rows (``x`` and values, with standard errors ``<name>_se`` for
-    simulations), a single value (alpha*, lambda*), or why it is not available."""
+    simulations), a single value (alpha*, lambda*), or why it is not available.
+
+    Parameters
+    ----------
+    name : str
+        Which overlay, one of :data:`~gaussmix.explore.OVERLAYS`: ``'bayes'``,
+        ``'alpha_star'``, ``'lambda_star'`` or ``'simulation'``.
+    rows : list of dict
+        The overlay's points, each a dict with ``alpha`` (and ``lam``) and the values:
+        ``test_error`` (``bayes``; ``lambda_star``, with ``lam`` the optimal lambda at that
+        alpha) or every scalar observable of :func:`gaussmix.simulate` with its standard
+        error ``<name>_se`` (``simulation``).  Empty for ``alpha_star``.
+    value : float, optional
+        The overlay's single number where it has one: alpha*_K (``alpha_star``); on the
+        lambda axis the Bayes-optimal error at ``alpha`` (``bayes``) and lambda*
+        (``lambda_star``).
+    unavailable : str, optional
+        The library's reason when the overlay is not defined for the state (e.g. the
+        Bayes-optimal error of a non-isotropic mixture); None otherwise.
+    """
 
     name: str
     rows: list[dict] = field(default_factory=list)
@@ -471,8 +516,20 @@ class Overlay:
 class OverlayJob(_Job):
     """The overlays of a state computed in a background thread (:func:`start_overlays`).
 
+    Made by :func:`start_overlays` (which starts it) or :meth:`Session.submit_overlays`.
+
+    Parameters
+    ----------
+    state : ExplorerState
+        What is computed: the overlays named in ``state.overlays``.
+    on_result : callable, optional
+        ``on_result(overlay)``, called in the job's thread with each :class:`Overlay` as it
+        completes.
+
     Attributes
     ----------
+    state : ExplorerState
+        What is computed.
     results : dict of str to Overlay
         The overlays computed so far, by name (``bayes``, ``alpha_star``, ``lambda_star``,
         ``simulation``).
@@ -617,7 +674,19 @@ def start_overlays(
     the library does not define for the state carries the library's reason in
     :attr:`Overlay.unavailable`.
 
-    ``on_result(overlay)`` is called in the job's thread as each overlay completes.
+    Parameters
+    ----------
+    state : ExplorerState
+        The controls; the overlays computed are ``state.overlays`` (the simulation's size
+        is ``state.sim_d`` and ``state.sim_seeds``).  An invalid state ends the job at once
+        with :attr:`OverlayJob.error`.
+    on_result : callable, optional
+        ``on_result(overlay)``, called in the job's thread as each overlay completes.
+
+    Returns
+    -------
+    OverlayJob
+        Running; :meth:`OverlayJob.wait` for the results.
     """
     job = OverlayJob(state, on_result)
     job._start()

@@ -51,6 +51,11 @@ def export_csv(state: ExplorerState, table: pd.DataFrame) -> str:
         The state the table was computed for.
     table : CurveTable
         The library's table (:meth:`gaussmix.explore.CurveJob.wait`).
+
+    Returns
+    -------
+    str
+        The CSV text.
     """
     if table is None:
         raise ValueError("table: no curve to export (the job has not finished)")
@@ -65,6 +70,18 @@ def export_cli(state: ExplorerState, *, out: str = "gaussmix-out") -> str:
     its flag (floats exactly, by :func:`repr`), and the grid as ``--alphas`` / ``--lams``
     (:func:`~gaussmix.explore.state.grid_spec`); the swept parameter's own option is left
     out, as the command takes none.
+
+    Parameters
+    ----------
+    state : ExplorerState
+        The controls (a valid state: :func:`gaussmix.explore.validate`).
+    out : str
+        The command's output directory (``--out``).
+
+    Returns
+    -------
+    str
+        The command line, quoted for a POSIX shell.
     """
     from gaussmix.cli.options import POINT_FLAGS, PointOptions
 
@@ -95,6 +112,16 @@ def export_python(state: ExplorerState) -> str:
     or :meth:`gaussmix.Mixture.load` for a mixture file), the grid with
     :func:`gaussmix.experiments.parse_range`, calls :func:`gaussmix.learning_curve` or
     :func:`gaussmix.lambda_sweep` with the solver's options, and writes the CSV.
+
+    Parameters
+    ----------
+    state : ExplorerState
+        The controls (a valid state; an invalid one raises the library's error).
+
+    Returns
+    -------
+    str
+        The script's source (it imports only ``numpy`` and ``gaussmix``).
     """
     from gaussmix.cli.options import mixture_arguments, resolve_options
 
@@ -154,6 +181,22 @@ def export_png(
 
     ``table`` may hold the order parameters too (a DataFrame of
     :attr:`gaussmix.explore.CurveJob.rows`); shown columns that it lacks are skipped.
+
+    Parameters
+    ----------
+    state : ExplorerState
+        The controls the table was computed for (axis, shown columns, log axis, title).
+    table : DataFrame
+        The curve: the library's table, or a DataFrame of the job's rows.
+    overlays : mapping of str to Overlay, optional
+        The overlays to draw, by name (None: none).
+    dpi : int
+        Resolution of the image in dots per inch.
+
+    Returns
+    -------
+    bytes
+        The PNG file's content.
     """
     import pandas as pd
 

@@ -57,21 +57,96 @@ ORDER_PARAMETERS = ("m", "q", "v")
 class ExplorerState:
     """Every control of the explorer (the mixture, the estimator, the axis, what is shown).
 
-    The mixture's fields are the command line's mixture options (``gaussmix curve
-    --help``): ``n_clusters`` K, ``delta`` one variance shared by the clusters or one per
-    cluster, ``rho`` the priors (None: balanced), ``means`` and ``labels`` (``auto``: the
-    command line's choice), ``model`` the covariance model with its own parameters
-    (``fractions`` and ``deltas`` for ``block``; ``sparsity``, ``delta1``, ``delta2`` for
-    ``sparse``; the fields of another model are ignored), or ``mixture_file``, a file
-    written by :meth:`gaussmix.Mixture.save`, in place of all of them.  ``loss``,
-    ``penalty``, ``l1_ratio`` and ``lam`` are the estimator's.
+    The mixture's and the estimator's fields are the command line's options of the same
+    name (``gaussmix curve --help``; :func:`gaussmix.explore.export_cli` writes them with
+    their flags); the other fields are the explorer's own.  The state is not checked when
+    it is made: :func:`validate` gives every problem, keyed by field.  The fields of a
+    covariance model other than ``model`` are ignored, and with a ``mixture_file`` every
+    mixture field is.
 
-    ``axis`` ``'alpha'``: the learning curve at ``lam`` over ``n_points`` values of alpha
-    from ``alpha_min`` to ``alpha_max`` (log-spaced with ``log_x``); ``'lambda'``: the
-    sweep at ``alpha`` over lambda from ``lam_min`` to ``lam_max``.  ``show``: the columns
-    drawn (observables of :data:`gaussmix.OBSERVABLES` and the order parameters
-    ``m<c>``, ``q<c>``, ``v<c>``); ``overlays``: a subset of :data:`OVERLAYS`;
-    ``sim_d``, ``sim_seeds``: the dimension and number of seeds of the simulation points.
+    Parameters
+    ----------
+    n_clusters : int
+        Number of clusters K, >= 2 (``--n-clusters``).
+    delta : tuple of float
+        Isotropic cluster variance Delta > 0: one value shared by the clusters or one per
+        cluster (``--delta``; a single number is taken as a one-element tuple).
+    rho : tuple of float, optional
+        Cluster priors, K positive numbers summing to 1 (``--rho``; None: balanced).
+    means : str
+        Family of the (unit-norm) cluster means: ``'auto'``, ``'simplex'``,
+        ``'gaussian'`` or ``'antipodal'`` (``--means``; ``'auto'``: simplex, antipodal for
+        the block model with K = 2).
+    model : str
+        Covariance model: ``'isotropic'`` (Sigma_c = Delta_c I), ``'block'`` or
+        ``'sparse'`` (``--model``).
+    fractions : tuple of float, optional
+        Block model: the fraction of the directions in each block, summing to 1
+        (``--fractions``).
+    deltas : tuple of float, optional
+        Block model: the covariance eigenvalue of each block, shared by the clusters, one
+        per fraction (``--deltas``).
+    sparsity : float
+        Sparse model: the fraction of directions carrying the means, in (0, 1]
+        (``--sparsity``; the paper's value 0.1 by default).
+    delta1 : float, optional
+        Sparse model: the variance on the directions of the means, > 0 (``--delta1``).
+    delta2 : float, optional
+        Sparse model: the variance on the other directions, > 0 (``--delta2``).
+    mixture_file : str, optional
+        Path of a mixture file written by :meth:`gaussmix.Mixture.save`, in place of every
+        mixture field above and of ``labels`` (``--mixture``).
+    labels : str
+        Label map: ``'auto'``, ``'onehot'`` (y_c = e_c) or ``'binary'`` (K = 2: cluster 1
+        -> +1, cluster 2 -> -1) (``--labels``; ``'auto'``: binary for the logistic and
+        hinge losses, else one-hot).
+    loss : str
+        Training loss, a name of :data:`gaussmix.LOSSES` (``--loss``; ``'square'``,
+        ``'logistic'``, ``'cross-entropy'``, ``'hinge'``).  The explorer's default is the
+        logistic loss (the command line's is cross-entropy).
+    penalty : str
+        Penalty: ``'l2'`` (ridge), ``'l1'`` (lasso) or ``'elastic-net'`` (``--penalty``;
+        l1 and elastic-net need binary labels and lam > 0).
+    l1_ratio : float, optional
+        Elastic-net mixing in [0, 1]; required with ``penalty='elastic-net'``, refused with
+        another penalty (``--l1-ratio``).
+    lam : float
+        Penalty strength lambda >= 0 of the learning curve (``--lam``; the explorer's
+        default 0.1, the command line's 1.0).  Unused on the lambda axis.
+    axis : str
+        The horizontal axis, one of :data:`AXES`: ``'alpha'`` (the learning curve at
+        ``lam``: ``gaussmix curve``) or ``'lambda'`` (the sweep over lambda at ``alpha``:
+        ``gaussmix lambda-curve``).
+    alpha_min : float
+        Smallest sample complexity alpha = n/d of the alpha axis, > 0 (the start of
+        ``--alphas``).
+    alpha_max : float
+        Largest alpha of the alpha axis (the stop of ``--alphas``).
+    n_points : int
+        Number of points of the swept axis, from 1 to the command line's largest grid
+        (the count of ``--alphas`` / ``--lams``).
+    log_x : bool
+        Log-spaced points and a logarithmic horizontal axis (``log:`` in ``--alphas`` /
+        ``--lams``; the ends must then be > 0); False: evenly spaced.
+    alpha : float
+        Sample complexity alpha = n/d > 0 of the lambda axis (``--alpha``).  Unused on the
+        alpha axis.
+    lam_min : float
+        Smallest lambda of the lambda axis, >= 0 (> 0 with ``log_x``; the start of
+        ``--lams``).
+    lam_max : float
+        Largest lambda of the lambda axis (the stop of ``--lams``).
+    show : tuple of str
+        The columns drawn: names of :data:`gaussmix.OBSERVABLES` (``test_error``,
+        ``train_error``, ``train_loss``, ``test_loss``, ...) and order parameters
+        ``m<c>``, ``q<c>``, ``v<c>`` of cluster c = 1..K (:func:`order_parameters`).
+    overlays : tuple of str
+        The overlays computed on request, a subset of :data:`OVERLAYS`
+        (:func:`start_overlays`).
+    sim_d : int
+        Dimension d of the finite-size simulation points (the ``simulation`` overlay).
+    sim_seeds : int
+        Number of independent seeds averaged at each simulation point.
     """
 
     n_clusters: int = 2
@@ -421,6 +496,17 @@ def validate(state: ExplorerState) -> dict[str, str]:
     library (:func:`setup`); the library stops at its first error, which is reported under
     the field it names (:func:`field_of`).  The explorer's own controls (axis, number of
     points, shown columns, overlays, simulation size) are checked each.
+
+    Parameters
+    ----------
+    state : ExplorerState
+        The controls to check.
+
+    Returns
+    -------
+    dict of str to str
+        Field name (of :class:`ExplorerState`) -> one line saying what is wrong and what
+        was expected; empty when :func:`start_curve` will compute the state's curve.
     """
     errors = _check_explorer_fields(state)
     if "axis" in errors or "n_points" in errors:
@@ -448,7 +534,7 @@ def _swept(state: ExplorerState) -> str:
 def _check_ends(state: ExplorerState) -> dict[str, str]:
     """The ends of the swept axis, each by the library's rule of its parameter
     (:func:`~gaussmix.core.validation.check_param`) under the field's name; on a log axis
-    an end must be > 0 (the message of the command line's range parser)."""
+    an end must be > 0 (the message of the library's range parser, naming the field)."""
     from gaussmix.core.validation import check_param
     from gaussmix.experiments.curves import parse_range
 
@@ -460,7 +546,7 @@ def _check_ends(state: ExplorerState) -> dict[str, str]:
         try:
             check_param(fact, value, name=name)
             if state.log_x and value <= 0:
-                parse_range(grid_spec(state), name=f"--{fact}s")
+                parse_range(grid_spec(state), name=name)
         except (ValueError, TypeError) as exc:
             errors[name] = _one_line(str(exc))
     return errors

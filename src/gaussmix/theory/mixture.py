@@ -1223,6 +1223,8 @@ def _read_npz(path: Any) -> dict[str, np.ndarray]:
         msg = " ".join(str(exc).split())
         if msg.startswith("not an .npz"):
             raise
+        if "pickle" in msg:  # numpy's advice (allow_pickle=True) is not ours to give
+            msg = "neither a zip of plain arrays, as Mixture.save writes, nor an .npy array"
         raise ValueError(f"not a readable .npz file ({msg})") from None
 
 
