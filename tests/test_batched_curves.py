@@ -259,3 +259,29 @@ def test_a_stacked_curve_gives_the_callback_every_row(stacked_calls, kind) -> No
     assert sorted(by_x) == sorted(df[x])
     for _, expected in df.iterrows():
         assert by_x[expected[x]]["test_error"] == expected["test_error"]
+
+
+def test_what_is_stacked_is_the_priors_declaration() -> None:
+    """A curve is stacked where the prior declares that it takes points on a leading axis
+    (ridge, lasso and elastic net on spectral mixtures, one output), and nowhere else: a
+    dense mixture (its prior takes one point) or several outputs go point by point."""
+    from gaussmix.theory.prior import STACKED_PRIORS, takes_stacked_points
+
+    opts = batched.stackable_options({})
+    dense = gm.Mixture.dense(
+        np.array([[2.0, 0.0, 0.0, 0.0], [-2.0, 0.0, 0.0, 0.0]]),
+        np.stack([np.eye(4), np.diag([0.5, 1.0, 2.0, 1.0])]),
+        labels="binary",
+    )
+    assert {(cls.__name__, s) for cls, s in STACKED_PRIORS} == {
+        ("Ridge", "spectral"),
+        ("Lasso", "spectral"),
+        ("ElasticNet", "spectral"),
+    }
+    one = curves._problems(BINARY, "logistic", [(0.1, 1.0)], "l2", None)[0]
+    assert takes_stacked_points(one.penalty_spec, one.mixture) and batched.stackable(one, opts)
+    three = curves._problems(MIX3, "square", [(0.1, 1.0)], "l2", None)[0]
+    assert three.dim > 1 and not batched.stackable(three, opts)
+    full = curves._problems(dense, "logistic", [(0.1, 1.0)], "l2", None)[0]
+    assert full.dim == 1 and not takes_stacked_points(full.penalty_spec, full.mixture)
+    assert not batched.stackable(full, opts)

@@ -52,7 +52,7 @@ from gaussmix.theory.iteration import AndersonState, IterationStatus, iterate
 from gaussmix.theory.observables import gaussian_risk, test_accuracy, train_accuracy
 from gaussmix.theory.options import SolverOptions, solver_options
 from gaussmix.theory.outputs import error_keys
-from gaussmix.theory.prior import PriorResult, prior_update
+from gaussmix.theory.prior import PriorResult, prior_update, takes_stacked_points
 from gaussmix.theory.problem import Problem
 from gaussmix.theory.quadrature import QuadratureRule
 from gaussmix.theory.refinement import (
@@ -94,7 +94,7 @@ def stackable(problem: Problem, opts: SolverOptions) -> bool:
     solved as one stacked state with the options ``opts``: one effective output, a prior in
     closed form on a spectral mixture (ridge, lasso, elastic net), the solver's automatic
     deterministic rule (or a channel in closed form)."""
-    if problem.dim != 1 or problem.mixture.covariance.structure != "spectral":
+    if problem.dim != 1 or not takes_stacked_points(problem.penalty_spec, problem.mixture):
         return False
     if opts.quadrature is not None:  # the caller's rule: the points are its single points
         return False

@@ -532,7 +532,9 @@ class Explorer:
             self.controls[n].visible = lam_axis
         for n in ("sim_d", "sim_seeds"):
             self.controls[n].visible = "simulation" in self.widgets["overlays"].value
-        self.controls["l1_ratio"].visible = self.widgets["penalty"].value == "elastic-net"
+        self.controls["l1_ratio"].visible = PENALTIES.get(
+            self.widgets["penalty"].value
+        ).takes_l1_ratio
         if state is not None and state.mixture_file is None:
             show = self.widgets["show"]
             options = list(dict.fromkeys([*_choices("show", state.n_clusters), *state.show]))

@@ -451,16 +451,22 @@ def multi_output_elastic_net_prior(
 #: the prior of each (penalty class, covariance structure): the solver never asks which
 #: one it has (it calls ``problem.prior``, resolved once by :func:`prior_for`)
 PRIORS: dict[tuple[type, str], Callable[..., PriorResult]] = {}
+#: the pairs whose prior takes points on a leading axis (``lam`` an array of ``P``
+#: penalties, hats of shape ``(P, K, 1, 1)``) with one output: a curve's points in one call
+STACKED_PRIORS: set[tuple[type, str]] = set()
 
 
-def register_prior(penalty_cls: type, structure: str) -> Callable:
-    """Declare the prior of ``penalty_cls`` on covariance structures named ``structure``."""
+def register_prior(penalty_cls: type, structure: str, *, stacked: bool = False) -> Callable:
+    """Declare the prior of ``penalty_cls`` on covariance structures named ``structure``
+    (``stacked``: it also takes the points of a curve on a leading axis)."""
 
     def deco(fn: Callable[..., PriorResult]) -> Callable[..., PriorResult]:
         key = (penalty_cls, structure)
         if key in PRIORS:
             raise ValueError(f"a prior for {penalty_cls.__name__} on {structure!r} exists")
         PRIORS[key] = fn
+        if stacked:
+            STACKED_PRIORS.add(key)
         return fn
 
     return deco
@@ -485,7 +491,13 @@ def prior_for(penalty: Penalty, mixture: Mixture) -> Callable[..., PriorResult]:
     return fn
 
 
-@register_prior(Ridge, "spectral")
+def takes_stacked_points(penalty: Penalty, mixture: Mixture) -> bool:
+    """Whether the prior of ``penalty`` on ``mixture`` takes the points of a one-output curve
+    on a leading axis (:data:`STACKED_PRIORS`), as the stacked curve solve needs."""
+    return (type(penalty), mixture.covariance.structure) in STACKED_PRIORS
+
+
+@register_prior(Ridge, "spectral", stacked=True)
 def _ridge_spectral(
     penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=None
 ) -> PriorResult:
@@ -514,8 +526,8 @@ def _ridge_dense(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=No
     )
 
 
-@register_prior(Lasso, "spectral")
-@register_prior(ElasticNet, "spectral")
+@register_prior(Lasso, "spectral", stacked=True)
+@register_prior(ElasticNet, "spectral", stacked=True)
 def _elastic_net_spectral(
     penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=None, panels=None
 ):
