@@ -112,8 +112,8 @@ def test_point_json_three_class_lasso_equals_direct_solve() -> None:
 
 BAD_OTHER = [
     (["--model", "sparse", "--delta1", "0.1", "--loss", "square"], "--delta2"),
-    (["--delta1", "0.1"], "--model sparse"),
-    (["--sparsity", "0.2", "--loss", "square"], "--model sparse"),
+    (["--delta1", "0.1"], "--delta1 is a parameter of model='sparse'"),
+    (["--sparsity", "0.2", "--loss", "square"], "--sparsity is a parameter of model='sparse'"),
 ]
 
 

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from _builder_rules import RULES, library_error
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -213,9 +214,20 @@ def test_a_penalty_option_out_of_its_range():
 
 def test_a_model_without_its_parameters_and_a_bad_parameter():
     errors = validate(ExplorerState(model="block"))
-    assert list(errors) == ["model"] and "needs --fractions" in errors["model"]
+    assert errors == {
+        "fractions": "fractions is required with model='block' (which takes fractions, deltas)"
+    }
     errors = validate(ExplorerState(model="sparse", delta1=-1.0, delta2=1.0))
-    assert errors == {"delta1": "--delta1 must be > 0, got -1"}
+    assert errors == {"delta1": "delta1 must be > 0, got -1"}
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r.state is not None], ids=lambda r: r.id)
+def test_a_builder_rule_is_answered_with_the_librarys_text_under_its_field(rule):
+    """One rule, one message: the library's text (no command-line flag) under the control
+    of the keyword it names, and nothing else."""
+    errors = validate(ExplorerState(**rule.state))
+    assert errors == {rule.keyword: str(library_error(rule))}
+    assert "--" not in errors[rule.keyword]
 
 
 def test_a_missing_or_malformed_mixture_file(tmp_path):

@@ -526,7 +526,7 @@ def test_l1_ratio_outside_the_unit_interval_is_rejected(l1_ratio):
 
 def test_penalty_arguments_are_checked():
     mix = gm.Mixture.sparse(0.1, 0.1, 1.0)
-    with pytest.raises(ValueError, match="needs l1_ratio"):
+    with pytest.raises(ValueError, match="l1_ratio is required with penalty=.elastic-net."):
         gm.solve(mix, "square", lam=0.1, alpha=1.0, penalty="elastic-net")
     with pytest.raises(ValueError, match="contradicts penalty='l2'"):
         gm.solve(mix, "square", lam=0.1, alpha=1.0, l1_ratio=0.5)

@@ -62,7 +62,7 @@ def test_make_penalty_accepts_consistent_arguments(penalty, l1_ratio, expected):
     [
         ("l2", 0.5, "contradicts penalty='l2'"),
         ("l1", 0.5, "contradicts penalty='l1'"),
-        ("elastic-net", None, "needs l1_ratio"),
+        ("elastic-net", None, "l1_ratio is required with penalty=.elastic-net."),
         ("elastic-net", 1.5, "l1_ratio"),
         ("ridge", None, "penalty must be one of 'l2', 'l1', 'elastic-net'"),
     ],

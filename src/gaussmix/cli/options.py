@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import math
 import os
 import typing
 from collections.abc import Callable
@@ -26,9 +25,16 @@ import numpy as np
 from gaussmix.core.exceptions import ArgumentError, ArgumentTypeError
 from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import PARAMETERS, check_int, check_param
-from gaussmix.theory.losses import BINARY_LOSSES, LOSSES, get_loss, losses_accepting
-from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture, MixtureModel, infer_n_clusters
+from gaussmix.theory.losses import BINARY_LOSSES, LOSSES, get_loss
+from gaussmix.theory.mixture import (
+    MIXTURE_MODELS,
+    Mixture,
+    MixtureModel,
+    infer_n_clusters,
+    parametric_model,
+)
 from gaussmix.theory.penalties import PENALTIES as PENALTY_REGISTRY
+from gaussmix.theory.penalties import make_penalty
 from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
 
 if typing.TYPE_CHECKING:  # the theory's solver modules load when a point is built
@@ -412,26 +418,18 @@ def _parse_delta(text: str | None) -> float | list[float]:
 
 
 def _parse_sparsity(value: float | None) -> float:
-    sparsity = SPARSE_SPARSITY if value is None else value
-    if not (math.isfinite(sparsity) and 0.0 < sparsity <= 1.0):
-        raise ValueError(f"--sparsity must be in (0, 1], got {sparsity:g}")
-    return float(sparsity)
-
-
-def _positive(flag: str, value: float) -> float:
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{flag} must be > 0, got {value:g}")
-    return float(value)
+    return SPARSE_SPARSITY if value is None else value
 
 
 #: how the options that are a model's own parameters (MixtureModel.parameters) are read
+#: (their values are the model's constructor's to check, naming the keyword)
 _PARSERS: dict[str, Callable[[Any], Any]] = {
     "delta": _parse_delta,
     "fractions": functools.partial(parse_floats, "--fractions"),
     "deltas": functools.partial(parse_floats, "--deltas"),
     "sparsity": _parse_sparsity,
-    "delta1": functools.partial(_positive, "--delta1"),
-    "delta2": functools.partial(_positive, "--delta2"),
+    "delta1": lambda value: value,
+    "delta2": lambda value: value,
 }
 
 
@@ -482,100 +480,41 @@ def _resolved(
 
 
 def _check_penalty_options(opts: PointOptions) -> float | None:
-    """``--penalty`` / ``--l1-ratio``: one-line messages in option names."""
-    if opts.penalty not in PENALTY_REGISTRY:
-        allowed = ", ".join(repr(p) for p in PENALTIES)
-        raise ValueError(f"--penalty must be one of {allowed}; got {opts.penalty!r}")
-    r = opts.l1_ratio
-    if PENALTY_REGISTRY.get(opts.penalty).takes_l1_ratio:
-        if r is None:
-            raise ValueError(f"--penalty {opts.penalty} needs --l1-ratio R with R in [0, 1]")
-        if not (math.isfinite(r) and 0.0 <= r <= 1.0):
-            raise ValueError(f"--l1-ratio must be in [0, 1], got {r:g}")
-        return float(r)
-    if r is not None:
-        takers = " or ".join(p.name for p in PENALTY_REGISTRY if p.takes_l1_ratio)
-        raise ValueError(
-            f"--l1-ratio is only valid with --penalty {takers} (got --penalty {opts.penalty})"
-        )
-    return None
-
-
-def _flag(name: str) -> str:
-    """The command-line flag of a :class:`PointOptions` field."""
-    return _FIELDS[name].metadata["cli_option"]["decls"][0]
-
-
-def _model(opts: PointOptions) -> MixtureModel:
-    """The declaration of ``--model`` (a parametric model)."""
-    if opts.model not in MODELS:
-        allowed = ", ".join(repr(m) for m in MODELS)
-        raise ValueError(f"--model must be one of {allowed}; got {opts.model!r}")
-    return MIXTURE_MODELS.get(opts.model)
+    """``--penalty`` / ``--l1-ratio`` checked by :func:`~gaussmix.theory.penalties.make_penalty`
+    (its errors name ``penalty`` / ``l1_ratio``, said with their flags); the mixing
+    parameter the user gave, None for a penalty that takes none."""
+    return make_penalty(opts.penalty, opts.l1_ratio).user_l1_ratio
 
 
 def _model_parameters(opts: PointOptions, model: MixtureModel) -> dict[str, Any]:
     """The model's own options (:attr:`MixtureModel.parameters`), read; another model's
-    own option, or a missing required one, is refused naming the flags."""
-    takes = ", ".join(_flag(n) for n in model.parameters) or "none"
-    for other in MIXTURE_MODELS:
-        for name in other.parameters:
-            if name not in model.parameters and getattr(opts, name) is not None:
-                raise ValueError(
-                    f"{_flag(name)} is only valid with --model {other.name} (--model "
-                    f"{model.name} takes {takes})"
-                )
-    missing = [_flag(n) for n in model.required if getattr(opts, n) is None]
-    if missing:
-        needs = " and ".join(
-            f"{_flag(n)} {_FIELDS[n].metadata['cli_option']['metavar']}" for n in model.required
-        )
-        raise ValueError(f"--model {model.name} needs {needs}; missing {' and '.join(missing)}")
+    own option, or a missing required one, is refused by
+    :meth:`MixtureModel.check_parameters` (naming the keyword, said with its flag)."""
+    model.check_parameters({name: getattr(opts, name) for name in _MODEL_PARAMETERS})
     return {name: _PARSERS[name](getattr(opts, name)) for name in model.parameters}
+
+
+#: the options that are some model's own parameter
+_MODEL_PARAMETERS = tuple(dict.fromkeys(n for m in MIXTURE_MODELS for n in m.parameters))
 
 
 def _binary_model(
     opts: PointOptions, model: MixtureModel, loss: str, l1_ratio: float | None
 ) -> ResolvedOptions:
-    """A model defined for K = 2 with binary labels only (``--model sparse``): its
-    labels, K and means are fixed; the options that would choose them are refused."""
+    """A model defined for K = 2 with binary labels only (``--model sparse``): ``auto``
+    labels, K and means are the model's; other values are passed on, for its constructor
+    to refuse (naming the keyword)."""
     own = _model_parameters(opts, model)
     means = model.own_means or model.pair_means
-    if opts.means not in ("auto", means):
-        raise ValueError(
-            f"--means {opts.means} cannot be used with --model {model.name} (its means are "
-            f"{means}: {model.description})"
-        )
-    if opts.labels not in ("auto", "binary"):
-        raise ValueError(
-            f"--model {model.name} has binary labels (+1/-1); got --labels {opts.labels}"
-        )
-    if opts.n_clusters is not None and opts.n_clusters != 2:
-        raise ValueError(
-            f"--model {model.name} has K = 2 clusters; got --n-clusters {opts.n_clusters}"
-        )
-    if get_loss(loss).labels == "onehot":
-        usable = losses_accepting("binary")
-        raise ValueError(
-            f"--model {model.name} has binary labels (+1/-1): use --loss "
-            f"{', '.join(usable[:-1])} or {usable[-1]} (--loss {loss}"
-            + (", the default," if loss == PointOptions.loss else "")
-            + " needs one-hot labels)"
-        )
     rho = parse_floats("--rho", opts.rho) if opts.rho is not None else None
-    if rho is not None and len(rho) != 2:
-        raise ValueError(
-            f"--rho must be 2 comma-separated numbers with --model {model.name} (K = 2), "
-            f"got {opts.rho!r}"
-        )
     return _resolved(
         opts,
         loss,
         l1_ratio,
         model=model.name,
-        n_clusters=2,
-        labels="binary",
-        means=means,
+        n_clusters=2 if opts.n_clusters is None else opts.n_clusters,
+        labels="binary" if opts.labels == "auto" else opts.labels,
+        means=means if opts.means == "auto" else opts.means,
         rho=rho,
         **own,
     )
@@ -674,7 +613,7 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
     loss = get_loss(opts.loss).name  # validates the name
     if opts.mixture is not None:
         return _file_model(opts, loss, _check_penalty_options(opts))
-    model = _model(opts)
+    model = parametric_model(opts.model)
     l1_ratio = _check_penalty_options(opts)
     if model.binary:
         return _binary_model(opts, model, loss, l1_ratio)

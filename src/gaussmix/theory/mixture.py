@@ -74,6 +74,7 @@ __all__ = [
     "MIXTURE_FILE_VERSION",
     "LABEL_MAPS",
     "MIXTURE_MODELS",
+    "parametric_model",
 ]
 
 MEAN_KINDS = ("simplex", "gaussian", "antipodal")
@@ -991,6 +992,9 @@ class Mixture:
         delta2: float,
         *,
         rho: Any = None,
+        n_clusters: int | None = None,
+        labels: str = "binary",
+        means: str = "sparse",
     ) -> Mixture:
         """The correlated sparse binary mixture, eq. (sparse) of Section 3.1.
 
@@ -1012,12 +1016,36 @@ class Mixture:
             Variances on and off the support of the means (``> 0``).
         rho : array (2,), optional
             Cluster priors of ``y = +1`` and ``y = -1`` (default balanced).
+        n_clusters, labels, means : optional
+            What the model fixes, accepted so that every model is called with the same
+            keywords: ``n_clusters`` must be 2 (or None), ``labels`` ``'binary'`` and
+            ``means`` ``'sparse'`` (its own means, above).
+
+        Raises
+        ------
+        ArgumentError
+            Naming the argument: ``sparsity`` outside ``(0, 1]``, ``delta1`` / ``delta2``
+            not > 0, or ``n_clusters`` / ``labels`` / ``means`` other than the model's.
         """
         from gaussmix.core.validation import check_real
 
         sp = check_real("sparsity", sparsity, low=0.0, high=1.0, low_open=True)
         d1 = check_real("delta1", delta1, low=0.0, low_open=True)
         d2 = check_real("delta2", delta2, low=0.0, low_open=True)
+        if n_clusters is not None and check_param("n_clusters", n_clusters) != 2:
+            raise ArgumentError(
+                "n_clusters", f"must be 2 with the sparse model (labels +1/-1), got {n_clusters}"
+            )
+        if not (isinstance(labels, str) and labels == "binary"):
+            raise ArgumentError(
+                "labels", f"must be 'binary' with the sparse model (+1/-1), got {labels!r}"
+            )
+        if not (isinstance(means, str) and means == "sparse"):
+            raise ArgumentError(
+                "means",
+                f"must be 'sparse' with the sparse model (its own means, on a fraction "
+                f"sparsity of the directions), got {means!r}",
+            )
         anti = mean_gram("antipodal", 2)
         if sp == 1.0:
             weights = np.ones(1)
@@ -1425,6 +1453,36 @@ class MixtureModel:
     pair_means: str = "simplex"
     own_means: str | None = None
 
+    def check_parameters(self, given: Mapping[str, Any]) -> None:
+        """Refuse the parameters of another model and a missing required one.
+
+        Parameters
+        ----------
+        given : mapping of str to value
+            Model parameters (of any model of :data:`MIXTURE_MODELS`) by name; None is
+            not given.
+
+        Raises
+        ------
+        ArgumentError
+            Naming the parameter: one of another model given, or one of ``required``
+            missing.
+        """
+        takes = ", ".join(self.parameters) or "none"
+        for other in MIXTURE_MODELS:
+            for name in other.parameters:
+                if name not in self.parameters and given.get(name) is not None:
+                    raise ArgumentError(
+                        name,
+                        f"is a parameter of model={other.name!r}, not of "
+                        f"model={self.name!r} (which takes {takes})",
+                    )
+        for name in self.required:
+            if given.get(name) is None:
+                raise ArgumentError(
+                    name, f"is required with model={self.name!r} (which takes {takes})"
+                )
+
 
 #: every mixture model, by name
 MIXTURE_MODELS: Registry[MixtureModel] = Registry("mixture model", "model")
@@ -1467,3 +1525,19 @@ for _model in (
     ),
 ):
     MIXTURE_MODELS.register(_model)
+
+
+def parametric_model(name: Any) -> MixtureModel:
+    """The declaration of a model built from a few numbers (:attr:`MixtureModel.parametric`:
+    ``'isotropic'``, ``'block'``, ``'sparse'``).
+
+    Raises
+    ------
+    ArgumentError
+        Naming ``model``: another name, or a model built from arrays.
+    """
+    model = MIXTURE_MODELS.get(name) if isinstance(name, str) and name in MIXTURE_MODELS else None
+    if model is None or not model.parametric:
+        allowed = ", ".join(repr(m.name) for m in MIXTURE_MODELS if m.parametric)
+        raise ArgumentError("model", f"must be one of {allowed}; got {name!r}")
+    return model

@@ -170,9 +170,9 @@ class ElasticNet(Penalty):
     def from_l1_ratio(cls, l1_ratio: float | None) -> Penalty:
         if l1_ratio is None:
             raise ArgumentError(
-                "penalty",
-                "'elastic-net' needs l1_ratio in [0, 1] "
-                "(r(w) = l1_ratio |w|_1 + (1 - l1_ratio) |w|^2 / 2); got l1_ratio=None",
+                "l1_ratio",
+                "is required with penalty='elastic-net': a number in [0, 1] "
+                "(r(w) = l1_ratio |w|_1 + (1 - l1_ratio) |w|^2 / 2); got None",
             )
         return cls(check_real("l1_ratio", l1_ratio, low=0.0, high=1.0))
 
