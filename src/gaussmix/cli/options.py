@@ -235,8 +235,8 @@ class PointOptions:
         float | None,
         "--l1-ratio",
         metavar="R",
-        help="Elastic-net mixing in [0, 1] (required with --penalty elastic-net, only "
-        "valid there).",
+        help="Elastic-net mixing in [0, 1] (required with --penalty elastic-net; l2 and l1 "
+        "take only the value they imply, 0 and 1).",
     )
     lam: float = _opt(
         1.0,

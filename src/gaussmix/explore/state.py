@@ -108,8 +108,9 @@ class ExplorerState:
         Penalty: ``'l2'`` (ridge), ``'l1'`` (lasso) or ``'elastic-net'`` (``--penalty``;
         l1 and elastic-net need binary labels and lam > 0).
     l1_ratio : float, optional
-        Elastic-net mixing in [0, 1]; required with ``penalty='elastic-net'``, refused with
-        another penalty (``--l1-ratio``).
+        Elastic-net mixing in [0, 1]; required with ``penalty='elastic-net'``; with
+        ``'l2'`` / ``'l1'`` only the value they imply, 0 / 1 (``--l1-ratio``;
+        :func:`gaussmix.make_penalty`).
     lam : float
         Penalty strength lambda >= 0 of the learning curve (``--lam``; the explorer's
         default 0.1, the command line's 1.0).  Unused on the lambda axis.
