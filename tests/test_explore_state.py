@@ -221,6 +221,15 @@ def test_a_model_without_its_parameters_and_a_bad_parameter():
     assert errors == {"delta1": "delta1 must be > 0, got -1"}
 
 
+@pytest.mark.parametrize("field", ["delta", "rho", "fractions"])
+def test_an_empty_list_is_named_by_its_field_without_a_flag(field):
+    """The list options are read by the command line's parser, which names the keyword
+    (the command line says its flag, ``--rho must be comma-separated numbers``)."""
+    block = {"model": "block", "fractions": (0.5, 0.5), "deltas": (1.0, 2.0)}
+    state = ExplorerState(**{**(block if field == "fractions" else {}), field: ()})
+    assert validate(state) == {field: f"{field} must be comma-separated numbers, got ''"}
+
+
 @pytest.mark.parametrize("rule", [r for r in RULES if r.state is not None], ids=lambda r: r.id)
 def test_a_builder_rule_is_answered_with_the_librarys_text_under_its_field(rule):
     """One rule, one message: the library's text (no command-line flag) under the control

@@ -400,20 +400,22 @@ def integer_parser(fact: str, flag: str) -> Callable[[Any], int]:
 
 
 def parse_floats(option: str, text: str) -> list[float]:
-    """Parse ``'a,b,c'`` into floats; a ValueError names ``option``."""
+    """Parse ``'a,b,c'`` into floats; an :class:`~gaussmix.core.exceptions.ArgumentError`
+    names ``option`` (a flag, or the keyword of a point option: the command line then says
+    its flag, and the explorer shows the message under the field of that name)."""
     parts = [p.strip() for p in str(text).split(",")]
     try:
         if not parts or any(p == "" for p in parts):
             raise ValueError
         return [float(p) for p in parts]
     except ValueError:
-        raise ValueError(f"{option} must be comma-separated numbers, got {text!r}") from None
+        raise ArgumentError(option, f"must be comma-separated numbers, got {text!r}") from None
 
 
 def _parse_delta(text: str | None) -> float | list[float]:
     if text is None:
         return 0.5
-    values = parse_floats("--delta", text)
+    values = parse_floats("delta", text)
     return values[0] if len(values) == 1 else values
 
 
@@ -425,8 +427,8 @@ def _parse_sparsity(value: float | None) -> float:
 #: (their values are the model's constructor's to check, naming the keyword)
 _PARSERS: dict[str, Callable[[Any], Any]] = {
     "delta": _parse_delta,
-    "fractions": functools.partial(parse_floats, "--fractions"),
-    "deltas": functools.partial(parse_floats, "--deltas"),
+    "fractions": functools.partial(parse_floats, "fractions"),
+    "deltas": functools.partial(parse_floats, "deltas"),
     "sparsity": _parse_sparsity,
     "delta1": lambda value: value,
     "delta2": lambda value: value,
@@ -506,7 +508,7 @@ def _binary_model(
     to refuse (naming the keyword)."""
     own = _model_parameters(opts, model)
     means = model.own_means or model.pair_means
-    rho = parse_floats("--rho", opts.rho) if opts.rho is not None else None
+    rho = parse_floats("rho", opts.rho) if opts.rho is not None else None
     return _resolved(
         opts,
         loss,
@@ -623,7 +625,7 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
         PENALTY_REGISTRY.get(opts.penalty).binary_default and get_loss(loss).labels != "onehot"
     )
     own = _model_parameters(opts, model)
-    rho = parse_floats("--rho", opts.rho) if opts.rho is not None else None
+    rho = parse_floats("rho", opts.rho) if opts.rho is not None else None
     k = _infer_clusters(opts, model, loss, rho, own.get("delta"), sparse_penalty)
     labels, means = _labels_and_means(opts, model, loss, k, sparse_penalty)
     return _resolved(
