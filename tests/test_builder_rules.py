@@ -48,3 +48,11 @@ def test_ridge_and_lasso_take_the_l1_ratio_they_imply():
         "point", "--loss", "square", "--penalty", "l1", "--l1-ratio", "1", "--lam", "0.3"
     )
     assert implied == plain and implied["params"]["l1_ratio"] is None
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r.state is not None], ids=lambda r: r.id)
+def test_gaussmix_explore_says_the_same_line_as_point(rule: Rule) -> None:
+    """``gaussmix explore`` refuses the state before serving anything, in the words of
+    ``gaussmix point`` (the explorer's message, said with the flag)."""
+    expected = run("point", "--json", *rule.cli)
+    assert run("explore", "--no-browser", *rule.cli) == expected
