@@ -10,17 +10,19 @@ are ``Q_0 = q I``, ``V_0 = v I`` in the effective output space, and the cross-en
     p_k = W(v e^{x_k}) / v,   x_k = c_k - t,
 
 with ``W`` Lambert's function, and ``t`` is fixed by ``sum_k p_k = 1``:
-``sum_k phi(x_k) = v`` with ``phi(x) = W(v e^x)``.  In the label space the logits are
-independent ``N(mu_k, q)`` (``mu = P^T M_0``, ``mu_j`` equal for the competitors ``j >= 1``)
-shifted by a common Gaussian ``tau`` the softmax ignores, so the expectation of any
-function of ``p`` is an integral over ``tau`` and over the competitors' sum
-``Y = sum_{j >= 1} phi(x_j)``; the own class closes the constraint, ``phi(x_0) = v - Y``.
+``sum_k phi(x_k) = v`` with ``phi(x) = W(v e^x)``.
 
-Change of variables.  A competitor's term ``phi(x_j)`` is a function of ``x_j = c_j - t``;
-for a fixed ``t = tau_0`` (the variable of the outer Gauss-Legendre rule, panels ``2
-sqrt(q)`` wide, 8 nodes each) its density in ``z = psi(phi(x)) = x`` is the Gaussian of
-``c_j`` shifted by ``tau``.  The density of a sum of two terms, in the coordinate
-``z = psi(Y) = log(Y / v) + Y`` of the sum (``psi`` is ``phi``'s inverse), is the
+Change of variables.  In the label space the logits ``c_k`` are independent ``N(mu_k, q)``
+(``mu = P^T M_0 + v e_0``; ``P^T omega`` has the covariance ``q (I - 11^T / K)``, and a
+common independent Gaussian shift, which the softmax ignores, makes the coordinates
+independent).  The expectation of any function of ``p`` is written as an integral over the
+log-normaliser ``t`` (an outer composite Gauss-Legendre rule, panels ``2 sqrt(q)`` wide, 8
+nodes each) and over the competitors' sum ``Y = sum_{j >= 1} phi(x_j)``: given ``t``,
+competitor ``j``'s coordinate ``x_j = c_j - t`` has the Gaussian density of ``c_j`` at
+``x_j + t``, and the constraint closes the own class, ``phi(x_0) = v - Y`` (with the
+Jacobian of the constraint, ``psi'(v) phi'(psi(v)) / phi'`` of the dependent variable).
+The density of a sum of two terms, in the coordinate ``z = psi(Y) = log(Y / v) + Y`` of
+the sum (``psi`` is ``phi``'s inverse, so one term's ``z`` is its ``x``), is the
 convolution
 
     f_{A+B}(z) = int f_A(u) f_B(g(u, z)) phi'(z) / phi'(g(u, z)) du,
@@ -39,11 +41,12 @@ mass): ``phi`` is then ``< e^{-CUT}`` v.
 Moments.  Seven integrals of cluster 0 follow: the normalisation, ``E[p_0]``,
 ``E[p_0^2]``, ``E[-log p_0] = E[W(v e^{x_0}) - x_0]`` (the training loss),
 ``E[p_0 g_0]``, ``sum_j E[p_j^2]`` and ``sum_j E[p_j g_j]``.  The Jacobian moments come
-from Stein's lemma: ``E[d f_k / d omega_l] = E[f_k g_l] / sqrt(q)`` in the label space
-(``omega = mu + sqrt(q) g``).  Every channel moment of the solver (``Ef``, ``Eff``,
-``Edf``, ``Eloss``, ``Eenv``: :class:`~gaussmix.theory.channel.ChannelMoments`) is a
-combination of them by the symmetry of the competitors (:func:`cluster0_moments`); each
-is divided by the computed normalisation, which removes most of the discretisation error.
+from Stein's lemma: ``E[d p_k / d omega_l] = E[p_k g_l] / sqrt(q)`` in the label space
+(``omega = mu + sqrt(q) g``; ``f = e_0 - p``).  Every channel moment of the solver
+(``Ef``, ``Eff``, ``Edf``, ``Eloss``, ``Eenv``:
+:class:`~gaussmix.theory.channel.ChannelMoments`) is a combination of them by the
+symmetry of the competitors (:func:`cluster0_moments`); each is divided by the computed
+normalisation, which removes most of the discretisation error.
 
 The error estimate of a solve is the change of its observables between two resolutions of
 the grid (:attr:`NormaliserRule.order` Legendre nodes per panel, 8 then 10: measured in
@@ -422,9 +425,10 @@ def cluster0_moments(
     K - 1`` competitors and the symmetry among them: ``E[f] = e_0 - E[p]`` with ``E[p_j] =
     (1 - E[p_0]) / m``; ``E[f f^T]`` from ``E[p_0]``, ``E[p_0^2]``, ``S = sum_j E[p_j^2]``
     (``E[p_0 p_j] = (E[p_0] - E[p_0^2]) / m``, ``E[p_j p_k] = (1 - 2 E[p_0] + E[p_0^2] - S)
-    / (m (m - 1))``); ``E[df / domega] = E[f g^T] / sqrt(q)`` (Stein) from ``a = E[p_0 g_0]``
-    and ``b = sum_j E[p_j g_j] / m`` (``sum_k p_k = 1`` and ``sum_k E[g_k] = 0`` fix the rest);
-    the envelope ``E[loss + v |f|^2 / 2]``.
+    / (m (m - 1))``); ``Edf = -E[df / domega] = E[dp / domega] = E[p g^T] / sqrt(q)``
+    (Stein's lemma) from ``a = E[p_0 g_0]`` and ``b = sum_j E[p_j g_j] / m`` (``sum_k p_k =
+    1`` and ``E[g] = 0`` make every column of ``E[p g^T]`` sum to zero, which fixes the
+    rest); the envelope ``E[loss + v |f|^2 / 2]``.
     """
     P = np.asarray(P, dtype=float)
     K = P.shape[1]
@@ -444,7 +448,7 @@ def cluster0_moments(
     Eff[0, 1:] = Eff[1:, 0] = -(1.0 - p0) / m + (p0 - p0sq) / m
     Eff[1:, 1:] = (1.0 - 2.0 * p0 + p0sq - S2) / (m * (m - 1))
     Eff[np.arange(1, K), np.arange(1, K)] = S2 / m
-    G = np.empty((K, K))  # E[f g^T]: E[p g^T] with the signs of f = e_0 - p
+    G = np.empty((K, K))  # E[p g^T] in the label space
     G[0, 0] = a
     G[0, 1:] = G[1:, 0] = -a / m
     G[1:, 1:] = (a / m - b) / (m - 1)
