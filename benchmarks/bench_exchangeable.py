@@ -56,6 +56,23 @@ def _row(k: int, alpha: float, dt: float, r: gm.FixedPointResult, warned: list[s
     )
 
 
+def curve_line(k: int) -> str:
+    """The learning curve of 40 alphas in [0.5, 8] (warm-started) of K = ``k``: its time,
+    largest estimate and warnings, as one line."""
+    mix = gm.Mixture.isotropic(DELTA, "gaussian", n_clusters=k)
+    grid = np.linspace(0.5, 8.0, 40)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t0 = time.perf_counter()
+        df = gm.learning_curve(mix, "cross-entropy", grid, lam=LAM)
+        dt = time.perf_counter() - t0
+    worst = float(df["integration_error"].max())
+    return (
+        f"\nK = {k} curve, 40 alphas in [0.5, 8]: {dt:.1f} s, largest integration error "
+        f"{worst:.1e}, {len(caught)} warning(s)"
+    )
+
+
 def k3() -> None:
     """The K = 3 tables (module docstring, ``--k3``)."""
     from gaussmix.figures import fig3_left
@@ -104,18 +121,7 @@ def main() -> None:
     for alpha in alphas:
         print(_row(4, alpha, *_point(4, alpha)))
     if not quick:
-        mix = gm.Mixture.isotropic(DELTA, "gaussian", n_clusters=4)
-        grid = np.linspace(0.5, 8.0, 40)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            t0 = time.perf_counter()
-            df = gm.learning_curve(mix, "cross-entropy", grid, lam=LAM)
-            dt = time.perf_counter() - t0
-        worst = float(df["integration_error"].max())
-        print(
-            f"\nK = 4 curve, 40 alphas in [0.5, 8]: {dt:.1f} s, largest integration error "
-            f"{worst:.1e}, {len(caught)} warning(s)"
-        )
+        print(curve_line(4))
     dt, r, warned = _point(5, 3.0)
     print(
         f"\nK = 5, alpha = 3 (randomised rule kept): {dt:.2f} s, {r.params['quadrature']}, "

@@ -170,9 +170,12 @@ class FixedPointMap:
             mom, self.warm = channel_evaluation(p.loss, p.y, M, b, Q, V, self.rule, self.warm)
         else:  # exchangeable clusters: cluster 0's integrals stand for all
             Q, M, V, b = sym.symmetric_state(Q, M, V, b)
-            mom0, self.warm = channel_evaluation(
-                p.loss, p.y[:1], M[:1], b, Q[:1], V[:1], self.rule, self.warm
-            )
+            if getattr(self.rule, "computes_moments", False):  # its own integrals
+                mom0 = self.rule.cluster0_moments(sym.P, M[0] + b, Q[0], V[0])
+            else:
+                mom0, self.warm = channel_evaluation(
+                    p.loss, p.y[:1], M[:1], b, Q[:1], V[:1], self.rule, self.warm
+                )
             mom = sym.expand_moments(mom0)
         self.last = HatEvaluation.of(x, mom, self.ar)
         return self.last

@@ -86,6 +86,8 @@ DEFAULT_RQMC_REPS = 8
 #: largest dimension of an automatic tensor rule (beyond it the automatic rule is
 #: :class:`SobolRQMC`)
 MAX_TENSOR_DIM = 5
+#: largest number of nodes a refinement of the solver's channel rule may reach
+MAX_QUADRATURE_NODES = 60_000
 #: ``log2`` of the points per replicate of the automatic rule of three to five dimensions in
 #: the sharp regime (small ``lam``), where the tensor Gauss-Hermite rule is inaccurate *and*
 #: its refinement estimate dishonest.  Measured at K = 4, Delta = 0.5, Gaussian means,

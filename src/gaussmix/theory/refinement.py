@@ -23,6 +23,7 @@ from .fixed_point import FixedPointMap, map_features, needs_quadrature, new_map
 from .iteration import AndersonState, IterationOutcome, IterationStatus, iterate
 from .lasso import OUTER_PANEL_ORDER, outer_panels
 from .linalg import sym_eigvals
+from .normaliser import NormaliserRule, normaliser_serves
 from .observables import (
     free_energy_terms,
     test_accuracy,
@@ -34,9 +35,16 @@ from .options import SolverOptions
 from .outputs import error_keys
 from .prior import PriorResult, prior_quadrature_dim
 from .problem import Problem
-from .quadrature import MAX_PANELS, MAX_TENSOR_DIM, GaussHermite, QuadratureRule, auto_rule
+from .quadrature import (
+    MAX_PANELS,
+    MAX_QUADRATURE_NODES,
+    MAX_TENSOR_DIM,
+    GaussHermite,
+    QuadratureRule,
+    auto_rule,
+)
 from .state import is_valid_state, unpack_state
-from .symmetry import ClusterSymmetry, symmetric_rule
+from .symmetry import EXCHANGEABLE_ORDER, ClusterSymmetry, ExchangeablePanels, symmetric_rule
 from .tolerances import SMOOTH_Q_MAX, TRAIN_ERROR_TARGET, integration_warning_threshold
 
 __all__ = [
@@ -49,6 +57,7 @@ __all__ = [
     "failed_observables",
     "channel_rule",
     "sharp_rule",
+    "normaliser_switch",
     "run_fixed_point",
     "Estimate",
     "estimate_errors",
@@ -61,8 +70,6 @@ __all__ = [
 #: largest dimension of a deterministic (tensor) channel rule; beyond it the automatic rule is
 #: randomised quasi-Monte Carlo (:class:`~gaussmix.theory.quadrature.SobolRQMC`)
 MAX_QUADRATURE_DIM = MAX_TENSOR_DIM
-#: largest number of nodes a refinement may reach
-MAX_QUADRATURE_NODES = 60_000
 #: largest number of nodes of a randomised rule refined for the training error's target
 #: (:data:`~gaussmix.theory.tolerances.TRAIN_ERROR_TARGET`): ``8 x 2**13`` Sobol' points
 MAX_TRAIN_RQMC_NODES = 2**16
@@ -155,10 +162,25 @@ def evaluate_observables(
             "test_error": test_err,
             "train_error": train_err,
             "train_loss": 0.0,
-            "test_loss": 0.0,
+            "test_loss": _fallback_spread(problem, T, M, b, Q),
         },
     )
     return obs if light else with_statistics(problem, T, x, obs)
+
+
+def _fallback_spread(
+    problem: Problem, T: FixedPointMap, M: np.ndarray, b: np.ndarray, Q: np.ndarray
+) -> float:
+    """The standard error of the test loss across the replicates of a randomised rule that
+    only the test loss uses (the fallback of
+    :class:`~gaussmix.theory.normaliser.NormaliserRule`, whose channel moments are its own:
+    the state does not move with the replicates), else 0."""
+    fallback = getattr(T.rule, "fallback", None)
+    if not getattr(T.rule, "computes_moments", False) or not fallback.randomised:
+        return 0.0
+    sym = T.symmetry is not None
+    values = [test_loss(problem, M, b, Q, rep, exchangeable=sym) for rep in fallback.replicates()]
+    return float(np.std(values, ddof=1) / np.sqrt(len(values)))
 
 
 def with_statistics(
@@ -255,6 +277,39 @@ def sharp_rule(
     if symmetric:  # exchangeable clusters: cluster 0's rule
         sharp = symmetric_rule(problem, sharp, Q, M, V)
     return None if sharp == rule else sharp
+
+
+def normaliser_switch(
+    problem: Problem, opts: SolverOptions, est: Estimate
+) -> NormaliserRule | None:
+    """The rule that replaces the automatic :class:`~gaussmix.theory.symmetry.ExchangeablePanels`
+    of K = 4 cross-entropy where its estimate would warn, else None.
+
+    Near ``alpha*_4`` (lam = 1e-4: alpha in about [3.3, 5.1]) a third class entering the
+    softmax where two already share it is an oblique line in the panels' coordinates, which
+    their grading does not follow: the change under refinement of the test error or the
+    training loss then exceeds the warning threshold
+    (:func:`~gaussmix.theory.tolerances.integration_warning_threshold`; up to 9e-3 at
+    alpha = 4.5).  The integration over the softmax normaliser
+    (:class:`~gaussmix.theory.normaliser.NormaliserRule`, the panels kept for the test loss)
+    has no such line.  Points whose estimate does not warn keep the panels (and their
+    numbers); a solve with a rule of the user's, or without an estimate, is never switched.
+    """
+    rule = est.T.rule
+    if (
+        opts.quadrature is not None
+        or not opts.estimate_error
+        or est.status is not IterationStatus.CONVERGED
+        or est.T.symmetry is None
+        or not isinstance(rule, ExchangeablePanels)
+        or not normaliser_serves(problem)
+    ):
+        return None
+    worst = max(est.quad["test_error"], est.quad["train_loss"])
+    if worst <= integration_warning_threshold(opts.tol):
+        return None
+    # the test loss's rule: the panels before their refinement (the estimate refines both)
+    return NormaliserRule(problem.n_clusters, fallback=replace(rule, order=EXCHANGEABLE_ORDER))
 
 
 def _finer_rule(rule: QuadratureRule, cap: int = MAX_QUADRATURE_NODES) -> QuadratureRule | None:

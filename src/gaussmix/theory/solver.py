@@ -55,6 +55,7 @@ from .refinement import (
     estimate_errors,
     failed_observables,
     integration_warning_text,
+    normaliser_switch,
     refine_prior,
     run_fixed_point,
     sharp_rule,
@@ -162,6 +163,11 @@ def assemble_result(problem: Problem, opts: SolverOptions, est: Estimate) -> Fix
 SUMMARY_ERROR_KEYS = ("test_error", "train_error", "train_loss")
 
 
+def _worst(est: Estimate) -> float:
+    """The larger estimate of the test error and the training loss (the warning's)."""
+    return max(est.errors["test_error"], est.errors["train_loss"])
+
+
 def _largest(errors: dict) -> float:
     """The largest estimate, NaN if any is NaN (not estimated)."""
     values = list(errors.values())
@@ -214,6 +220,14 @@ def solve_problem(
         T, out2 = run_fixed_point(problem, sharp, out.x, opts, callback, history)
         out = replace(out2, n_iter=out.n_iter + out2.n_iter)
     est = estimate_errors(problem, T, out, opts, callback, history)
+    switch = normaliser_switch(problem, opts, est)
+    if switch is not None:  # K = 4 near alpha*_4: the normaliser's integrals, from there
+        T, out2 = run_fixed_point(problem, switch, est.x, opts, callback, history)
+        est2 = estimate_errors(
+            problem, T, replace(out2, n_iter=est.n_iter + out2.n_iter), opts, callback, history
+        )
+        if est2.status is IterationStatus.CONVERGED and _worst(est2) < _worst(est):
+            est = est2
     est = refine_prior(problem, est, opts, callback, history)  # the multi-output lasso's
     return assemble_result(problem, opts, est)
 

@@ -40,7 +40,9 @@ of one shared one-dimensional grid resolve (the integrand is analytic in a strip
 half-width ``~ pi / sqrt(q)`` about them, where the prox's Lambert-W form is singular);
 :func:`symmetric_rule` grades them away from that margin.  It serves K = 3 and 4
 (:data:`EXCHANGEABLE_PANEL_DIMS`, with the panels of :data:`EXCHANGEABLE_AUTO`); beyond,
-the sorted multi-indices are too many and the solver keeps its randomised rule.
+the sorted multi-indices are too many: cross-entropy at K = 5, 6 is integrated over the
+softmax normaliser instead (:mod:`gaussmix.theory.normaliser`, which also takes over K = 4
+where this rule's estimate would warn), other losses keep the randomised rule.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from gaussmix.core.validation import check_int, check_real
 
 from .channel import ChannelMoments
 from .mixture import Mixture
+from .normaliser import NormaliserRule, normaliser_serves
 from .problem import complement_of_ones
 from .quadrature import PANEL_GRADE, QuadratureRule, composite_legendre, graded_line
 from .tolerances import XI_MAX
@@ -211,7 +214,7 @@ class ClusterSymmetry:
 #: output dimensions (``K - 1``) where the automatic rule of the sharp regime for exchangeable
 #: clusters is :class:`ExchangeablePanels` (beyond, its sorted multi-indices are too many:
 #: at K = 5, 8 panels are 1.1e5 nodes and one point took 8 s, so K >= 5 keeps the
-#: randomised rule)
+#: randomised rule, or, for cross-entropy, the integration over the softmax normaliser)
 EXCHANGEABLE_PANEL_DIMS = (2, 3)
 #: default panels and nodes per panel of :class:`ExchangeablePanels` (K = 4: 27087 nodes; its
 #: refinement, 10 nodes per panel, 52286).  Measured at the Fig. 3 point K = 4, Delta = 0.5,
@@ -406,7 +409,9 @@ def symmetric_rule(
     exchangeable (:meth:`ClusterSymmetry.of` is not None), given the state ``(Q, M, V)``
     (effective space, the solution with the smooth-regime rule): :class:`ExchangeablePanels`
     where the dimension is in :data:`EXCHANGEABLE_PANEL_DIMS`, centred on the margin where a
-    competitor enters the softmax, else ``rule`` (the randomised rule of
+    competitor enters the softmax; for cross-entropy at K = 5, 6 the integration over the
+    softmax normaliser (:class:`~gaussmix.theory.normaliser.NormaliserRule`, with ``rule``
+    for the test loss); else ``rule`` (the randomised rule of
     :func:`~gaussmix.theory.quadrature.auto_rule`).
 
     With ``Q_0 = q I``, ``V_0 = v I`` (exchangeable clusters) the prox solves
@@ -417,6 +422,8 @@ def symmetric_rule(
     ``W`` at ``-1/e``).  The panels are graded away from there, the first
     :data:`EXCHANGEABLE_SCALE` ``pi / sqrt(q)`` wide."""
     if rule.dim not in EXCHANGEABLE_PANEL_DIMS:
+        if normaliser_serves(problem):  # K = 5, 6 cross-entropy
+            return NormaliserRule(problem.n_clusters, fallback=rule)
         return rule
     L = rule.dim
     q = float(np.trace(Q[0])) / L
