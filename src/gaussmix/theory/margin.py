@@ -618,7 +618,7 @@ def _exchangeable_max_margin(
     """Fixed point of :func:`_exchangeable_margin_map` (Anderson-accelerated, from ``x0`` =
     ``(log q, m, log v)`` if given), the test error (a ``(K - 1)``-dimensional orthant
     probability) and the full-space order parameters (and ``'x'``, the fixed point)."""
-    from .orthant import orthant_probability
+    from .orthant import equicorrelated_orthant, orthant_probability
 
     mix = problem.mixture
     K = mix.n_clusters
@@ -660,7 +660,9 @@ def _exchangeable_max_margin(
     q, m, v = np.exp(x[0]), x[1], np.exp(x[2])
     out: dict = {}
     if ok:
-        p, err = orthant_probability(np.full(K - 1, -m), q * (np.eye(K - 1) + 1.0))
+        # correlation 1/2: the deterministic equicorrelated integral (QMC if it declines)
+        mean, cov = np.full(K - 1, -m), q * (np.eye(K - 1) + 1.0)
+        p, err = equicorrelated_orthant(mean, cov) or orthant_probability(mean, cov)
         out = {
             "test_error": 1.0 - p,
             "integration_error": err,
