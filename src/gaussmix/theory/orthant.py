@@ -40,6 +40,12 @@ Algorithms
   generator is seeded, so the result is a deterministic function of the input and
   ``rng_seed``.
 
+* Equicorrelated covariances ``sigma^2 ((1 - r) I + r 1 1^T)``, ``r >= 0``, with a common
+  mean (the test error of exchangeable clusters): :func:`equicorrelated_orthant`, a
+  deterministic one-dimensional integral over the common factor, error about ``1e-14``
+  (:func:`orthant_probability` itself does not detect the structure; callers that know
+  it ask for it first).
+
 The error estimate returned for ``m >= 3`` is the *standard error* (one sigma) of the mean of
 the independent randomisations; a conservative bound is three to four times that value.
 """
