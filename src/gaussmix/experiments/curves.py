@@ -161,9 +161,8 @@ def _curve(
     if opts is not None and stackable(problems[0], opts):
         stacked = solve_points(problems, opts)
         if stacked is not None:
-            # solved together: the hook sees the rows once the whole curve is done
-            for i, res in enumerate(stacked):
-                if on_result is not None:
+            if on_result is not None:  # solved together: each row once all are done
+                for i, res in enumerate(stacked):
                     on_result(i, res)
             return stacked
     for problem, (lam, alpha) in zip(
