@@ -4,6 +4,7 @@ warnings are reported, cancelling stops within one point, and no thread is left 
 
 from __future__ import annotations
 
+import importlib
 import math
 import threading
 import time
@@ -331,14 +332,26 @@ def test_lambda_star_and_simulation_points_are_the_librarys():
     assert sims[1]["test_error_se"] == direct.se["test_error"] > 0
 
 
-def test_the_costly_overlays_are_thinned_along_alpha_and_cancel():
-    job = start_overlays(BINARY.replace(n_points=40, overlays=("simulation",), sim_d=50))
-    while job.progress[1] == 0 and not job.done:
-        time.sleep(0.001)
-    job.cancel()
+def test_the_costly_overlays_are_thinned_along_alpha_and_cancel(monkeypatch):
+    # the cancel comes from inside the first simulation, so that the test does not race the
+    # job's thread: the job must stop before the second of its thinned points
+    simulation = importlib.import_module("gaussmix.simulate.simulation")
+    real, started, jobs = simulation.simulate, threading.Event(), []
+
+    def simulate_then_cancel(*args, **kwargs):
+        result = real(*args, **kwargs)
+        started.wait(30)
+        jobs[0].cancel()
+        return result
+
+    monkeypatch.setattr(simulation, "simulate", simulate_then_cancel)
+    jobs.append(start_overlays(BINARY.replace(n_points=40, overlays=("simulation",), sim_d=50)))
+    started.set()
+    job = jobs[0]
     results = job.wait(60)
-    assert job.progress[1] == MAX_OVERLAY_POINTS < 40
-    assert job.cancelled and len(results["simulation"].rows) <= 1
+    assert job.done and job.cancelled
+    assert job.progress == (1, MAX_OVERLAY_POINTS) and MAX_OVERLAY_POINTS < 40
+    assert len(results["simulation"].rows) == 1
 
 
 # ---------------------------------------------------------------------------- speed aids
