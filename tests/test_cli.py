@@ -259,12 +259,44 @@ def test_lambda_curve_writes_csv_and_png_with_progress(tmp_path: Path) -> None:
         (["curve", "--loss", "square", "--lam", "0", "--alphas", "0.5:2:3"], ["--alphas", "lam"]),
         (["lambda-curve", "--lams", "0:1:3"], ["--lams"]),
         (["lambda-curve", "--lams", "-1:1:3"], ["--lams"]),
+        (["lambda-curve", "--lams", "0:1:20000"], ["--lams: at most 10000 points, got 20000"]),
+        (["curve", "--alphas", "inf:2:3"], ["--alphas: the ends must be finite numbers"]),
         (["curve", "--delta", "-1", "--alphas", "0.5:2:3"], ["--delta"]),
     ],
 )
 def test_curve_bad_input(args: list[str], names: list[str], tmp_path: Path) -> None:
     code, out, err = run(*args, "--out", str(tmp_path / "out"), "--quiet")
     assert_one_line_error(code, out, err, *names)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "spec, requirement",
+    [
+        ("1:2", "must look like 'start:stop:num' (or 'log:start:stop:num'), got '1:2'"),
+        ("log:1:2", "must look like 'start:stop:num' (or 'log:start:stop:num'), got 'log:1:2'"),
+        ("a:b:c", ": cannot parse 'a:b:c' as start:stop:num"),
+        ("1:2:2.5", ": cannot parse '1:2:2.5' as start:stop:num"),
+        ("1:nan:3", ": the ends must be finite numbers, got '1:nan:3'"),
+        ("1:2:0", ": the number of points must be >= 1, got 0"),
+        ("log:0:1:3", ": a log range needs positive ends, got 'log:0:1:3'"),
+    ],
+)
+def test_a_malformed_range_names_its_argument(spec: str, requirement: str, tmp_path: Path) -> None:
+    """The range parser refuses with an ArgumentError naming the argument (not a flag in
+    its text), which the command line says with the flag of that keyword."""
+    from gaussmix.cli.helpers import parse_grid
+    from gaussmix.core.exceptions import ArgumentError
+
+    with pytest.raises(ArgumentError) as info:
+        gm.experiments.parse_range(spec, name="lams")
+    assert (info.value.argument, info.value.requirement) == ("lams", requirement)
+    with pytest.raises(ArgumentError) as info:
+        parse_grid("alphas", spec, fact="alpha")
+    assert info.value.argument == "alphas"
+    code, out, err = run("curve", "--alphas", spec, "--out", str(tmp_path / "out"), "--quiet")
+    sep = "" if requirement.startswith(":") else " "
+    assert_one_line_error(code, out, err, f"--alphas{sep}{requirement}")
     assert not (tmp_path / "out").exists()
 
 

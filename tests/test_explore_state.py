@@ -276,6 +276,25 @@ def test_the_axis_and_the_explorers_own_controls(changes, field, words):
     assert words in errors[field]
 
 
+@pytest.mark.parametrize(
+    ("axis", "name", "field"), [("alpha", "alphas", "alpha_min"), ("lambda", "lams", "lam_min")]
+)
+def test_a_malformed_range_is_put_under_the_range_control(axis, name, field):
+    """The grid's parser names the range (an ArgumentError naming ``alphas`` / ``lams``),
+    which the explorer puts under the start of the swept axis, without reading the text."""
+    from gaussmix.cli.helpers import MAX_POINTS
+    from gaussmix.explore.state import field_of
+
+    state = ExplorerState(axis=axis, n_points=MAX_POINTS + 1)
+    with pytest.raises(ArgumentError) as info:
+        grid(state)
+    assert info.value.argument == name
+    assert str(info.value) == f"{name}: at most {MAX_POINTS} points, got {MAX_POINTS + 1}"
+    assert field_of(info.value, state) == field
+    # a plain error naming the flag in its text is not taken for the range
+    assert field_of(ValueError(f"--{name}: {info.value.requirement}"), state) == "model"
+
+
 def test_every_message_is_one_line():
     for state in (
         ExplorerState(rho=(0.3, 0.3)),

@@ -388,7 +388,7 @@ def curve(
 
     Takes the options of ``point`` except --alpha: ``--alphas`` replaces it.
     """
-    grid = parse_grid("--alphas", alphas, fact="alpha")
+    grid = parse_grid("alphas", alphas, fact="alpha")
     setup = build_point(opts, alpha=float(grid.max()))
     _check_grid(setup, "--alphas", grid, "alpha")
     check_output_path("--out", out, kind="dir")
@@ -429,7 +429,7 @@ def lambda_curve(
 
     Takes the options of ``point`` except --lam: ``--lams`` replaces it.
     """
-    grid = parse_grid("--lams", lams, fact="lam")
+    grid = parse_grid("lams", lams, fact="lam")
     setup = build_point(opts, lam=float(grid.max()))
     _check_grid(setup, "--lams", grid, "lam")
     check_output_path("--out", out, kind="dir")
@@ -697,7 +697,7 @@ def compare(
     """
     import pandas as pd
 
-    grid = parse_grid("--alphas", alphas, fact="alpha")
+    grid = parse_grid("alphas", alphas, fact="alpha")
     setup = build_point(opts, alpha=float(grid.max()))
     _check_grid(setup, "--alphas", grid, "alpha")
     setups = _simulation_setups(setup, grid, d=d, seeds=seeds, seed=seed, n_jobs=n_jobs)

@@ -41,20 +41,24 @@ def given(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
 
 
-def parse_grid(option: str, spec: str, *, fact: str | None) -> np.ndarray:
+def parse_grid(name: str, spec: str, *, fact: str | None) -> np.ndarray:
     """Parse ``[log:]start:stop:num`` (:func:`gaussmix.experiments.parse_range`), at most
     :data:`MAX_POINTS` points; every value follows the library's rule of ``fact``
     (``'alpha'``, ``'lam'``: :data:`gaussmix.core.validation.PARAMETERS`), or is > 0 for
-    ``fact=None`` (a figure's grid of another quantity)."""
+    ``fact=None`` (a figure's grid of another quantity).
+
+    Every refusal is an :class:`~gaussmix.core.exceptions.ArgumentError` naming ``name``:
+    a command's keyword (``'alphas'``, ``'lams'``: the command line says its flag, the
+    explorer shows it under its field) or a flag."""
     from gaussmix.experiments.curves import parse_range
 
     num = spec.rsplit(":", 1)[-1].strip()
     if num.isdigit() and int(num) > MAX_POINTS:
-        raise ValueError(f"{option}: at most {MAX_POINTS} points, got {num}")
-    grid = parse_range(spec, name=option)
+        raise ArgumentError(name, f": at most {MAX_POINTS} points, got {num}")
+    grid = parse_range(spec, name=name)
     if fact is None:
-        return check_array(option, grid, shape=(None,), positive=True)
-    return check_param_values(fact, grid, name=option)
+        return check_array(name, grid, shape=(None,), positive=True)
+    return check_param_values(fact, grid, name=name)
 
 
 @contextlib.contextmanager

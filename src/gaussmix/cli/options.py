@@ -591,9 +591,9 @@ def _file_model(opts: PointOptions, loss: str, l1_ratio: float | None) -> Resolv
         if f.metadata["builds_mixture"] and getattr(opts, f.name) != f.default
     ]
     if given:
-        raise ValueError(
-            f"--mixture cannot be combined with {', '.join(given)} (the mixture file defines "
-            "the mixture)"
+        raise ArgumentError(
+            "mixture",
+            f"cannot be combined with {', '.join(given)} (the mixture file defines the mixture)",
         )
     mix = read_mixture_file(opts.mixture)
     return _resolved(

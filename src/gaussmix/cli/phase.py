@@ -259,7 +259,7 @@ def _simulation_options(
     check_param("seeds", seeds, name="--seeds")
     check_param("seed", seed, name="--seed")
     check_param("n_jobs", n_jobs, name="--n-jobs")
-    grid = None if alphas is None else parse_range("--alphas", alphas, fact="alpha")
+    grid = None if alphas is None else parse_range("alphas", alphas, fact="alpha")
     return {"d": dims, "seeds": seeds, "alphas": grid, "seed": seed, "n_jobs": n_jobs}
 
 

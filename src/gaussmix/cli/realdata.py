@@ -19,18 +19,19 @@ import typer
 
 from .commands import OutOption, QuietOption, app
 from .exits import check_output_path, make_out_dir
-from .helpers import one_blas_thread
+from .helpers import one_blas_thread, parse_grid
 from .options import parse_floats
 
 __all__ = ["realdata_command"]
 
 
 def parse_alphas(text: str) -> list[float]:
+    """``--alphas``: a range ``[log:]start:stop:num`` (:func:`~gaussmix.cli.helpers.parse_grid`,
+    each value a valid alpha) or a list ``a1,a2,...``; refused with an
+    :class:`~gaussmix.core.exceptions.ArgumentError` naming ``alphas``."""
     if ":" in text:
-        from gaussmix.experiments.curves import parse_range
-
-        return [float(a) for a in parse_range(text, name="--alphas")]
-    return parse_floats("--alphas", text)
+        return parse_grid("alphas", text, fact="alpha").tolist()
+    return parse_floats("alphas", text)
 
 
 #: the feature maps of ``--features``

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from gaussmix.core.exceptions import ConvergenceError, ConvergenceWarning
+from gaussmix.core.exceptions import ArgumentError, ConvergenceError, ConvergenceWarning
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.tables import CurveTable, deprecated_return_results
 from gaussmix.core.validation import check_param, check_param_values
@@ -69,6 +69,12 @@ def parse_range(spec: str, *, name: str = "alphas", log: bool | None = None) -> 
     log : bool, optional
         Force a log (True) or linear (False) spacing; default: log with the ``log:``
         prefix.
+
+    Raises
+    ------
+    ArgumentError
+        Naming ``name``: ``spec`` is not a range, its ends are not finite (or not positive
+        on a log range), or it has fewer than one point.
     """
     parts = spec.split(":")
     is_log = False
@@ -77,20 +83,22 @@ def parse_range(spec: str, *, name: str = "alphas", log: bool | None = None) -> 
     if log is not None:
         is_log = log
     if len(parts) != 3:
-        raise ValueError(
-            f"{name} must look like 'start:stop:num' (or 'log:start:stop:num'), got {spec!r}"
+        raise ArgumentError(
+            name, f"must look like 'start:stop:num' (or 'log:start:stop:num'), got {spec!r}"
         )
     try:
         start, stop, num = float(parts[0]), float(parts[1]), int(parts[2])
-    except ValueError as exc:
-        raise ValueError(f"{name}: cannot parse {spec!r} as start:stop:num") from exc
+    except ValueError:
+        raise ArgumentError(name, f": cannot parse {spec!r} as start:stop:num") from None
+    if not (np.isfinite(start) and np.isfinite(stop)):
+        raise ArgumentError(name, f": the ends must be finite numbers, got {spec!r}")
     if num < 1:
-        raise ValueError(f"{name}: the number of points must be >= 1, got {num}")
+        raise ArgumentError(name, f": the number of points must be >= 1, got {num}")
     if is_log:
         if start <= 0 or stop <= 0:
-            raise ValueError(f"{name}: a log range needs positive ends, got {spec!r}")
+            raise ArgumentError(name, f": a log range needs positive ends, got {spec!r}")
         return np.geomspace(start, stop, num)
-    if num == 1:  # its start (linspace computes start + 0 * step: NaN for start = inf)
+    if num == 1:  # its start (linspace computes start + 0 * step: NaN when stop - start overflows)
         return np.array([start])
     return np.linspace(start, stop, num)
 

@@ -361,8 +361,8 @@ def grid(state: ExplorerState) -> np.ndarray:
     alpha or lambda."""
     from gaussmix.cli.helpers import parse_grid
 
-    option, fact = ("--alphas", "alpha") if state.axis == "alpha" else ("--lams", "lam")
-    return parse_grid(option, grid_spec(state), fact=fact)
+    name, fact = ("alphas", "alpha") if state.axis == "alpha" else ("lams", "lam")
+    return parse_grid(name, grid_spec(state), fact=fact)
 
 
 def setup(state: ExplorerState) -> tuple[PointSetup, np.ndarray]:
@@ -382,20 +382,18 @@ def setup(state: ExplorerState) -> tuple[PointSetup, np.ndarray]:
 
 
 # ============================================================================ validation
-_FLAG_RE = re.compile(r"--[a-z0-9][a-z0-9-]*")
-
-
-def _flag_fields() -> dict[str, str]:
-    """Command-line flag (and keyword) -> the explorer's field."""
+def _argument_fields() -> dict[str, str]:
+    """The library's (and the command line's) name of an argument -> the explorer's field:
+    a point option's keyword and its flag (``--quad-order``, named so by
+    :func:`~gaussmix.cli.options.build_point`), and the swept range (``alphas`` /
+    ``lams``, named so by :func:`~gaussmix.cli.helpers.parse_grid`)."""
     from gaussmix.cli.options import POINT_FLAGS
 
     out = {}
     for keyword, flag in POINT_FLAGS.items():
         name = _KEYWORDS.get(keyword, keyword)
         out[flag] = out[keyword] = name
-    out.update(
-        {"--alphas": "alpha_min", "alphas": "alpha_min", "--lams": "lam_min", "lams": "lam_min"}
-    )
+    out.update({"alphas": "alpha_min", "lams": "lam_min"})
     return out
 
 
@@ -405,23 +403,20 @@ _KEYWORDS = {"mixture": "mixture_file"}
 
 def field_of(exc: BaseException, state: ExplorerState) -> str:
     """The explorer field a library error is about: the argument an
-    :class:`~gaussmix.core.exceptions.ArgumentError` names, else the first command-line
-    flag its message names, else (a mixture file that cannot be read, or a message naming
-    none) ``mixture_file`` with a file, ``model`` without."""
+    :class:`~gaussmix.core.exceptions.ArgumentError` names (a field, a point option's
+    keyword or flag, or the swept range), else (a mixture file that cannot be read, or an
+    error naming no argument) ``mixture_file`` with a file, ``model`` without."""
     from gaussmix.theory.mixture import MixtureFileError
 
-    fields = _flag_fields()
     if isinstance(exc, ArgumentError | ArgumentTypeError):
         name = exc.argument
         if name in _FIELDS:
             return name
+        fields = _argument_fields()
         if name in fields:
             return fields[name]
     if isinstance(exc, MixtureFileError):
         return "mixture_file"
-    for flag in _FLAG_RE.findall(str(exc)):
-        if flag in fields:
-            return fields[flag]
     return "mixture_file" if state.mixture_file is not None else "model"
 
 
