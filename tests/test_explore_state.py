@@ -304,3 +304,16 @@ def test_every_message_is_one_line():
     ):
         for message in validate(state).values():
             assert "\n" not in message and message
+
+
+def test_numpy_scalars_are_the_numbers_they_hold():
+    """A state made from numpy scalars (an array's elements, a widget's value) is the state
+    of the Python numbers: its range was written ``np.float64(0.5)`` and refused."""
+    state = ExplorerState(
+        alpha_min=np.float64(0.5), n_points=np.int64(5), log_x=np.bool_(True), lam=np.float32(0.25)
+    )
+    plain = ExplorerState(alpha_min=0.5, n_points=5, log_x=True, lam=0.25)
+    assert state == plain and type(state.alpha_min) is float and type(state.n_points) is int
+    assert validate(state) == {}
+    np.testing.assert_array_equal(grid(state), np.geomspace(0.5, 8.0, 5))
+    assert ExplorerState(delta=(np.float64(0.5), 1.0)).delta == (0.5, 1.0)

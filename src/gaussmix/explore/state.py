@@ -181,10 +181,12 @@ class ExplorerState:
 
     def __post_init__(self) -> None:
         # sequences as tuples (a list or an array from an interface), one number as a
-        # one-element tuple (a shared Delta)
-        for name in _TUPLES:
+        # one-element tuple (a shared Delta); numpy scalars as the Python numbers they
+        # hold (the grid's range and the query write numbers with repr)
+        for name in _FIELDS:
             value = getattr(self, name)
-            if value is None or isinstance(value, tuple):
+            if name not in _TUPLES or value is None:
+                object.__setattr__(self, name, _plain(value))
                 continue
             if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
                 value = (value,)
