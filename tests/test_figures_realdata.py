@@ -131,3 +131,70 @@ def test_cli_real_data_figures(tmp_path):
     assert_one_line_error(
         *run("figure", "fig5", "--datasets", "cifar", "--out", str(tmp_path / "x")), "datasets"
     )
+
+
+class _Work(Exception):
+    """Raised by the stand-ins of the data and the computations: a table got past its
+    arguments."""
+
+
+_TABLES = {
+    "fig5": "fig5_table",
+    "fig6": "fig6_table",
+    "ten-class": "tenclass_table",
+    "fig4-right": "fig4_right_table",
+    "appe-trained": "trained_features_table",
+    "appe-p2-p10": "p2_p10_table",
+    "appe-xor": "xor_table",
+}
+_BAD = [
+    ("fig5", {"datasets": []}),
+    ("fig5", {"alphas": [-1.0]}),
+    ("fig5", {"seed": -1}),
+    ("fig5", {"sources": ["nope"]}),
+    ("fig6", {"gammas": [0.0]}),
+    ("fig6", {"seeds": 0}),
+    ("ten-class", {"datasets": ["digits"], "pool": 4}),
+    ("ten-class", {"datasets": ["digits"], "pool": 0}),
+    ("ten-class", {"lam": 0.0}),
+    ("fig4-right", {"lams": [-1.0]}),
+    ("fig4-right", {"seed": 1.5}),
+    ("appe-trained", {"epochs": []}),
+    ("appe-trained", {"epochs": [0]}),
+    ("appe-trained", {"hidden": 0}),
+    ("appe-p2-p10", {"dataset": "fashion-mnist"}),
+    ("appe-p2-p10", {"lam": -1.0, "subsamples": 0}),
+    ("appe-xor", {"delta": 0.0}),
+    ("appe-xor", {"d": 2}),
+]
+
+
+@pytest.mark.parametrize(("name", "kw"), _BAD)
+def test_each_check_is_its_tables_arguments_step(name, kw, monkeypatch):
+    """A figure's check (run before any work by ``gaussmix figure``) refuses what its table
+    refuses, with the same error: the data and the computations are replaced by stand-ins
+    that raise, so the table's refusal comes from its arguments alone."""
+    import gaussmix.figures.realdata as realdata
+    from gaussmix.figures import validate_figure
+
+    def work(*args, **kwargs):
+        raise _Work
+
+    for stage in ("load_dataset", "_pixels_problem", "prepare_realdata", "realdata_curve",
+                  "realdata_lambda_curve", "learning_curve", "NetworkFeatures"):  # fmt: skip
+        monkeypatch.setattr(realdata, stage, work)
+    with pytest.raises((ValueError, TypeError)) as checked:
+        validate_figure(name, **kw)
+    with pytest.raises((ValueError, TypeError)) as tabled:
+        getattr(realdata, _TABLES[name])(**kw)
+    assert (type(tabled.value), str(tabled.value)) == (type(checked.value), str(checked.value))
+
+
+def test_cli_refuses_a_ten_class_pool_for_digits_before_any_work(tmp_path):
+    from _cli_helpers import assert_one_line_error, run
+
+    out = tmp_path / "out"
+    code, stdout, err = run("figure", "ten-class", "--datasets", "digits", "--pool", "4",
+                            "--out", str(out), "--quiet")  # fmt: skip
+    assert_one_line_error(code, stdout, err, "pool must be 1 for digits (8 x 8 images)")
+    assert not out.exists()

@@ -211,7 +211,31 @@ def _counts(subsamples: int, seeds: int) -> tuple[int, int]:
     return check_int("subsamples", subsamples, low=1), check_param("seeds", seeds)
 
 
+def _study_args(subsamples: Any, seeds: Any, seed: Any, sources: Any, progress: Any) -> dict:
+    """The validated keywords of :func:`gaussmix.studies.realdata_curve` that a figure
+    passes on as given: ``subsamples, seeds, seed, sources, progress``."""
+    subsamples, seeds = _counts(subsamples, seeds)
+    src = _sources(sources)
+    return dict(
+        subsamples=subsamples,
+        seeds=seeds,
+        seed=check_param("seed", seed),
+        sources=src,
+        progress=progress,
+    )
+
+
 # ------------------------------------------------------------------------------ Fig. 5
+def _fig5_args(datasets, alphas, subsamples, seeds, seed, sources, progress) -> dict[str, Any]:
+    """Validated arguments of :func:`fig5_table` (its check before any work, too)."""
+    names, a = _datasets(datasets), check_alphas("alphas", alphas)
+    return {
+        "datasets": names,
+        "alphas": a,
+        "kw": _study_args(subsamples, seeds, seed, sources, progress),
+    }
+
+
 def fig5_table(
     datasets: Sequence[str] = ("mnist", "fashion-mnist"),
     alphas: Sequence[float] = (0.5, 1.0, 2.0, 3.0, 4.0),
@@ -226,15 +250,12 @@ def fig5_table(
     (:data:`REAL_SETUPS`), pixels, the two-cluster mixture; one row per (dataset, alpha,
     source) with the columns of :func:`gaussmix.studies.realdata_curve` and ``dataset,
     task``."""
-    names, a = _datasets(datasets), check_alphas("alphas", alphas)
-    subsamples, seeds = _counts(subsamples, seeds)
-    kw = dict(subsamples=subsamples, seeds=seeds, seed=seed, sources=_sources(sources))
-    kw["progress"] = progress
+    args = _fig5_args(datasets, alphas, subsamples, seeds, seed, sources, progress)
     parts = []
-    for name in names:
+    for name in args["datasets"]:
         task, lam = REAL_SETUPS[name]
         problem = _pixels_problem(name, task)
-        df = _curve(problem, lam, a, kw)
+        df = _curve(problem, lam, args["alphas"], args["kw"])
         parts.append(df.assign(dataset=name, task=task))
     return pd.concat(parts, ignore_index=True)
 
@@ -278,6 +299,23 @@ def plot_fig5(
 TEN_CLASS_LAM = 0.1
 
 
+def _tenclass_args(
+    datasets, alphas, pool, lam, subsamples, seeds, seed, sources, progress
+) -> dict[str, Any]:
+    """Validated arguments of :func:`tenclass_table` (its check before any work, too)."""
+    names, a = _datasets(datasets), check_alphas("alphas", alphas)
+    pool = check_int("pool", pool, low=1)
+    if "digits" in names and pool != 1:
+        raise ValueError("pool must be 1 for digits (8 x 8 images)")
+    return {
+        "datasets": names,
+        "alphas": a,
+        "pool": pool,
+        "lam": check_real("lam", lam, low=0.0, low_open=True),
+        "kw": _study_args(subsamples, seeds, seed, sources, progress),
+    }
+
+
 def tenclass_table(
     datasets: Sequence[str] = ("mnist", "fashion-mnist"),
     alphas: Sequence[float] = (1.0, 2.0, 4.0, 8.0),
@@ -318,29 +356,20 @@ def tenclass_table(
     from gaussmix.data import AveragePooling
     from gaussmix.theory.options import SolverOptions
 
-    names, a = _datasets(datasets), check_alphas("alphas", alphas)
-    if "digits" in names and pool != 1:
-        raise ValueError("pool must be 1 for digits (8 x 8 images)")
-    pool = check_int("pool", pool, low=1)
-    lam = check_real("lam", lam, low=0.0, low_open=True)
-    subsamples, seeds = _counts(subsamples, seeds)
-    src = _sources(sources)
+    args = _tenclass_args(datasets, alphas, pool, lam, subsamples, seeds, seed, sources, progress)
+    pool = args["pool"]
     parts = []
-    for name in names:
+    for name in args["datasets"]:
         ds = load_dataset(name, "ten-class")
         fmap = AveragePooling(pool) if pool > 1 else None
         problem = prepare_realdata(ds, feature_map=fmap)
         df = realdata_curve(
             problem,
             loss="cross-entropy",
-            lam=lam,
-            alphas=a,
-            subsamples=subsamples,
-            seeds=seeds,
-            seed=seed,
-            sources=src,
-            progress=progress,
+            lam=args["lam"],
+            alphas=args["alphas"],
             options=SolverOptions(estimate_error=False),
+            **args["kw"],
         )
         parts.append(df.assign(dataset=name, task="ten-class", pool=pool, d=problem.d))
     return pd.concat(parts, ignore_index=True)
@@ -358,15 +387,15 @@ def plot_tenclass(df: pd.DataFrame) -> Figure:
     )
 
 
-def _check_tenclass(
-    datasets, alphas, pool, lam, subsamples, seeds, seed, sources, progress
-) -> None:
-    _datasets(datasets), check_alphas("alphas", alphas), check_int("pool", pool, low=1)
-    check_real("lam", lam, low=0.0, low_open=True)
-    _counts(subsamples, seeds), _sources(sources), check_param("seed", seed)
-
-
 # ------------------------------------------------------------------------------ Fig. 6
+def _fig6_args(dataset, gammas, alphas, subsamples, seeds, seed, sources, progress) -> dict:
+    """Validated arguments of :func:`fig6_table` (its check before any work, too)."""
+    (name,) = _datasets(dataset)
+    g, a = check_alphas("gammas", gammas), check_alphas("alphas", alphas)
+    kw = _study_args(subsamples, seeds, seed, sources, progress)
+    return {"dataset": name, "gammas": g, "alphas": a, "kw": kw}
+
+
 def fig6_table(
     dataset: str = "mnist",
     gammas: Sequence[float] = (0.5, 1.0, 2.0),
@@ -381,18 +410,15 @@ def fig6_table(
     """Fig. 6: logistic regression on random features ``erf(F x / sqrt(d))``, ``p =
     gamma d`` (``d = 784``), for several gamma; alpha is ``n / p`` (the features' own
     dimension, as in the theory).  One row per (gamma, alpha, source)."""
-    (name,) = _datasets(dataset)
-    g, a = check_alphas("gammas", gammas), check_alphas("alphas", alphas)
-    subsamples, seeds = _counts(subsamples, seeds)
-    kw = dict(subsamples=subsamples, seeds=seeds, seed=seed, sources=_sources(sources))
-    kw["progress"] = progress
+    args = _fig6_args(dataset, gammas, alphas, subsamples, seeds, seed, sources, progress)
+    name, kw = args["dataset"], args["kw"]
     task, lam = REAL_SETUPS[name]
     ds = load_dataset(name, task)
     parts = []
-    for gamma in g:
-        fmap = RandomFeatures(max(1, round(gamma * ds.d)), seed=seed)
+    for gamma in args["gammas"]:
+        fmap = RandomFeatures(max(1, round(gamma * ds.d)), seed=kw["seed"])
         problem = prepare_realdata(ds, feature_map=fmap)
-        df = _curve(problem, lam, a, kw)
+        df = _curve(problem, lam, args["alphas"], kw)
         parts.append(df.assign(dataset=name, task=task, gamma=float(gamma), p=problem.d))
     return pd.concat(parts, ignore_index=True)
 
@@ -409,6 +435,22 @@ def plot_fig6(df: pd.DataFrame) -> Figure:
 
 
 # ------------------------------------------------------------------------ Fig. 4 right
+def _fig4_right_args(datasets, lams, alpha, subsamples, seed, sources, progress) -> dict:
+    """Validated arguments of :func:`fig4_right_table` (its check before any work, too)."""
+    names, lv, src = _datasets(datasets), check_alphas("lams", lams), _sources(sources)
+    return {
+        "datasets": names,
+        "lams": lv,
+        "alpha": check_param("alpha", alpha),
+        "kw": dict(
+            subsamples=check_int("subsamples", subsamples, low=1),
+            seed=check_param("seed", seed),
+            sources=src,
+            progress=progress,
+        ),
+    }
+
+
 def fig4_right_table(
     datasets: Sequence[str] = ("mnist", "fashion-mnist"),
     lams: Sequence[float] = tuple(np.geomspace(1e-3, 1e2, 11)),
@@ -421,23 +463,13 @@ def fig4_right_table(
 ) -> pd.DataFrame:
     """Fig. 4 (right): logistic regression, test error against lambda at one alpha, for
     each data set (pixels, the two-cluster mixture).  One row per (dataset, lam, source)."""
-    names, lv = _datasets(datasets), check_alphas("lams", lams)
-    alpha = check_param("alpha", alpha)
-    subsamples = check_int("subsamples", subsamples, low=1)
-    src = _sources(sources)
+    args = _fig4_right_args(datasets, lams, alpha, subsamples, seed, sources, progress)
     parts = []
-    for name in names:
+    for name in args["datasets"]:
         task, _ = REAL_SETUPS[name]
         problem = _pixels_problem(name, task)
         df = realdata_lambda_curve(
-            problem,
-            loss="logistic",
-            lams=lv,
-            alpha=alpha,
-            subsamples=subsamples,
-            seed=seed,
-            sources=src,
-            progress=progress,
+            problem, loss="logistic", lams=args["lams"], alpha=args["alpha"], **args["kw"]
         )
         parts.append(df.assign(dataset=name, task=task))
     return pd.concat(parts, ignore_index=True)
@@ -468,6 +500,29 @@ def plot_fig4_right(df: pd.DataFrame) -> Figure:
 
 
 # ------------------------------------------------------------- Appendix E: trained net
+def _trained_args(dataset, epochs, alphas, hidden, subsamples, seed, sources, progress) -> dict:
+    """Validated arguments of :func:`trained_features_table` (its check before any work,
+    too); the epochs sorted, each once."""
+    (name,) = _datasets(dataset)
+    a, src = check_alphas("alphas", alphas), _sources(sources)
+    ep = sorted({check_int("epochs", e, low=1) for e in epochs})
+    if not ep:
+        raise ValueError("epochs must not be empty")
+    return {
+        "dataset": name,
+        "epochs": ep,
+        "alphas": a,
+        "hidden": check_int("hidden", hidden, low=1),
+        "kw": dict(
+            subsamples=check_int("subsamples", subsamples, low=1),
+            seeds=2,
+            seed=check_param("seed", seed),
+            sources=src,
+            progress=progress,
+        ),
+    }
+
+
 def trained_features_table(
     dataset: str = "mnist",
     epochs: Sequence[int] = (1, 5, 20),
@@ -482,22 +537,16 @@ def trained_features_table(
     """Appendix E: logistic regression (lambda = 0.05 for MNIST) on the hidden layer of a
     784-``hidden`` ReLU network trained on the whole training split (square loss, Adam), at several
     epochs.  One row per (epoch, alpha, source)."""
-    (name,) = _datasets(dataset)
-    ep = sorted({check_int("epochs", e, low=1) for e in epochs})
-    if not ep:
-        raise ValueError("epochs must not be empty")
-    a = check_alphas("alphas", alphas)
-    subsamples = check_int("subsamples", subsamples, low=1)
-    src = _sources(sources)
+    args = _trained_args(dataset, epochs, alphas, hidden, subsamples, seed, sources, progress)
+    name, ep, kw = args["dataset"], args["epochs"], args["kw"]
     task, lam = REAL_SETUPS[name]
     ds = load_dataset(name, task)
-    hidden = check_int("hidden", hidden, low=1)
-    net = NetworkFeatures(epochs=tuple(ep), hidden=hidden, seed=seed).fit(ds.x_train, ds.y_train)
+    net = NetworkFeatures(epochs=tuple(ep), hidden=args["hidden"], seed=kw["seed"])
+    net = net.fit(ds.x_train, ds.y_train)
     parts = []
     for e in ep:
         problem = prepare_realdata(ds, feature_map=_Fitted(net.at(e), f"network, epoch {e}"))
-        kw = dict(subsamples=subsamples, seeds=2, seed=seed, sources=src, progress=progress)
-        df = _curve(problem, lam, a, kw)
+        df = _curve(problem, lam, args["alphas"], kw)
         parts.append(df.assign(dataset=name, task=task, epoch=e))
     return pd.concat(parts, ignore_index=True)
 
@@ -527,6 +576,15 @@ def plot_trained_features(df: pd.DataFrame) -> Figure:
 
 
 # ---------------------------------------------------------- Appendix E: P2 against P10
+def _p2_p10_args(dataset, alphas, lam, subsamples, seeds, seed, progress) -> dict[str, Any]:
+    """Validated arguments of :func:`p2_p10_table` (its check before any work, too)."""
+    (name,) = _datasets(dataset)
+    get_task("low-high", name)
+    a, (subsamples, seeds) = check_alphas("alphas", alphas), _counts(subsamples, seeds)
+    kw = dict(subsamples=subsamples, seeds=seeds, seed=check_param("seed", seed))
+    return {"dataset": name, "alphas": a, "lam": check_param("lam", lam), "kw": kw}
+
+
 def p2_p10_table(
     dataset: str = "mnist",
     alphas: Sequence[float] = (0.5, 1.0, 2.0, 3.0),
@@ -541,18 +599,15 @@ def p2_p10_table(
     mixture ``P2`` (theory and synthetic), the ten-cluster mixture ``P10`` (theory and
     synthetic) and the real data.  One row per (mixture, alpha, source); ``mixture`` is
     ``'P2'``, ``'P10'`` or ``'data'``."""
-    (name,) = _datasets(dataset)
-    get_task("low-high", name)
-    a = check_alphas("alphas", alphas)
-    lam = check_param("lam", lam)
-    subsamples, seeds = _counts(subsamples, seeds)
+    args = _p2_p10_args(dataset, alphas, lam, subsamples, seeds, seed, progress)
+    name = args["dataset"]
     ds = load_dataset(name, "low-high")
     parts = []
     for clustering, label in (("p2", "P2"), ("pk", f"P{np.unique(ds.classes_train).size}")):
         problem = prepare_realdata(ds, clustering=clustering)
         sources = ["theory", "synthetic"] + (["real"] if clustering == "p2" else [])
-        kw = dict(subsamples=subsamples, seeds=seeds, seed=seed, sources=sources)
-        df = _curve(problem, lam, a, {**kw, "progress": progress})
+        kw = {**args["kw"], "sources": sources, "progress": progress}
+        df = _curve(problem, args["lam"], args["alphas"], kw)
         df["mixture"] = np.where(df["source"] == "real", "data", label)
         parts.append(df.assign(dataset=name, task="low-high"))
     return pd.concat(parts, ignore_index=True)
@@ -615,6 +670,16 @@ def matched_classes(model: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     return y, means, covs, U
 
 
+def _xor_args(alphas, lam, delta, d, progress) -> dict[str, Any]:
+    """Validated arguments of :func:`xor_table` (its check before any work, too)."""
+    return {
+        "alphas": check_alphas("alphas", alphas),
+        "lam": check_param("lam", lam),
+        "delta": check_real("delta", delta, low=0.0, low_open=True),
+        "d": check_int("d", d, low=3),
+    }
+
+
 def xor_table(
     alphas: Sequence[float] = tuple(np.geomspace(0.25, 8.0, 12)),
     lam: float = 1e-2,
@@ -626,15 +691,14 @@ def xor_table(
     """Appendix E (Fig. app:2vs4): logistic regression on the four-cluster mixtures
     (realisable and XOR labels) and on their matched two-cluster mixtures (theory).
     One row per (model, mixture, alpha) with ``test_error, train_error, train_loss``."""
-    a = check_alphas("alphas", alphas)
-    lam = check_param("lam", lam)
+    args = _xor_args(alphas, lam, delta, d, progress)
     rows = []
     with progress_bar(total=4, desc="xor", enabled=progress) as bar:
         for model in XOR_LABELS:
-            k4, k2 = xor_mixtures(model, delta, d)
+            k4, k2 = xor_mixtures(model, args["delta"], args["d"])
             for label, mix in (("K = 4", k4), ("matched K = 2", k2)):
-                df = learning_curve(mix, "logistic", a, lam=lam)
-                rows.append(df.assign(model=model, mixture=label, delta=delta))
+                df = learning_curve(mix, "logistic", args["alphas"], lam=args["lam"])
+                rows.append(df.assign(model=model, mixture=label, delta=args["delta"]))
                 bar.update(1)
     cols = [
         "model",
@@ -705,47 +769,6 @@ _REAL_CAPTION = (
 )
 
 
-def _check_fig5(datasets, alphas, subsamples, seeds, seed, sources, progress) -> None:
-    (
-        _datasets(datasets),
-        check_alphas("alphas", alphas),
-        _counts(subsamples, seeds),
-        _sources(sources),
-    )
-    check_param("seed", seed)
-
-
-def _check_fig6(dataset, gammas, alphas, subsamples, seeds, seed, sources, progress) -> None:
-    _datasets(dataset), check_alphas("gammas", gammas), check_alphas("alphas", alphas)
-    _counts(subsamples, seeds), _sources(sources), check_param("seed", seed)
-
-
-def _check_fig4_right(datasets, lams, alpha, subsamples, seed, sources, progress) -> None:
-    _datasets(datasets), check_alphas("lams", lams), _sources(sources)
-    check_param("alpha", alpha)
-    check_int("subsamples", subsamples, low=1), check_param("seed", seed)
-
-
-def _check_trained(dataset, epochs, alphas, hidden, subsamples, seed, sources, progress) -> None:
-    _datasets(dataset), check_alphas("alphas", alphas), _sources(sources)
-    for e in epochs:
-        check_int("epochs", e, low=1)
-    check_int("hidden", hidden, low=1), check_int("subsamples", subsamples, low=1)
-    check_param("seed", seed)
-
-
-def _check_p2_p10(dataset, alphas, lam, subsamples, seeds, seed, progress) -> None:
-    (name,) = _datasets(dataset)
-    get_task("low-high", name)
-    check_alphas("alphas", alphas), _counts(subsamples, seeds), check_param("seed", seed)
-    check_param("lam", lam)
-
-
-def _check_xor(alphas, lam, delta, d, progress) -> None:
-    check_alphas("alphas", alphas), check_param("lam", lam)
-    check_real("delta", delta, low=0.0, low_open=True), check_int("d", d, low=3)
-
-
 _SUB = FigureOption("--subsamples", "subsamples", "int")
 _SEEDS = FigureOption("--seeds", "seeds", "int")
 _SEED = FigureOption("--seed", "seed", "int")
@@ -802,7 +825,7 @@ register_figure(
             "it compares real data (MNIST, Fashion-MNIST) with the mixtures fitted to them"
         ),
         table=fig5_table,
-        check=_check_fig5,
+        check=_fig5_args,
         plot=plot_fig5,
         fast=REAL_FAST["fig5"],
         fast_note=preset_note(REAL_FAST["fig5"]),
@@ -828,7 +851,7 @@ register_figure(
             "it compares real data on random features with the mixtures fitted to them"
         ),
         table=fig6_table,
-        check=_check_fig6,
+        check=_fig6_args,
         plot=plot_fig6,
         fast=REAL_FAST["fig6"],
         fast_note=preset_note(REAL_FAST["fig6"]),
@@ -855,7 +878,7 @@ register_figure(
             "it compares real data (MNIST, Fashion-MNIST) with the mixtures fitted to them"
         ),
         table=fig4_right_table,
-        check=_check_fig4_right,
+        check=_fig4_right_args,
         plot=plot_fig4_right,
         fast=REAL_FAST["fig4-right"],
         fast_note=preset_note(REAL_FAST["fig4-right"]),
@@ -881,7 +904,7 @@ register_figure(
             "it compares real data on trained features with the mixtures fitted to them"
         ),
         table=trained_features_table,
-        check=_check_trained,
+        check=_trained_args,
         plot=plot_trained_features,
         fast=REAL_FAST["appe-trained"],
         fast_note=preset_note(REAL_FAST["appe-trained"]),
@@ -908,7 +931,7 @@ register_figure(
             "it compares the two- and ten-cluster mixtures fitted to MNIST with the real data"
         ),
         table=p2_p10_table,
-        check=_check_p2_p10,
+        check=_p2_p10_args,
         plot=plot_p2_p10,
         fast=REAL_FAST["appe-p2-p10"],
         fast_note=preset_note(REAL_FAST["appe-p2-p10"]),
@@ -940,7 +963,7 @@ register_figure(
             "cluster mixtures"
         ),
         table=xor_table,
-        check=_check_xor,
+        check=_xor_args,
         plot=plot_xor,
         fast=REAL_FAST["appe-xor"],
         fast_note=preset_note(REAL_FAST["appe-xor"]),
@@ -985,7 +1008,7 @@ register_figure(
             "it compares real data (MNIST, Fashion-MNIST) with the mixtures fitted to them"
         ),
         table=tenclass_table,
-        check=_check_tenclass,
+        check=_tenclass_args,
         plot=plot_tenclass,
         fast=REAL_FAST["ten-class"],
         fast_note=preset_note(REAL_FAST["ten-class"]),

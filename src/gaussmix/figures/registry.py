@@ -10,8 +10,10 @@ nothing else dispatches on a figure's name.
 
 Adding a figure::
 
-    def my_table(alphas=..., *, progress=False) -> pd.DataFrame: ...
-    def _my_args(alphas, progress) -> tuple: ...      # validates, computes nothing
+    def _my_args(alphas, progress) -> dict: ...       # validates, computes nothing
+    def my_table(alphas=..., *, progress=False) -> pd.DataFrame:
+        a = _my_args(alphas, progress)                   # its first step
+        ...
     def plot_my_table(df: pd.DataFrame) -> Figure: ...   # with a suptitle
 
     register_figure(FigureSpec(
@@ -31,8 +33,9 @@ arguments, the columns of the CSV and the library version.
 
 The ``check`` function takes the table function's parameters by name (apart from a
 ``**kw`` catch-all) and raises the ``TypeError`` / ``ValueError`` the table function
-would raise, naming the argument.  Every option's flag must exist on the ``gaussmix
-figure`` command (a test checks it).
+would raise, naming the argument: it is the table's own first step (the validated
+arguments the table computes with), so that the two cannot disagree.  Every option's
+flag must exist on the ``gaussmix figure`` command (a test checks it).
 
 Any mixture
 -----------

@@ -62,6 +62,8 @@ SIM_SPAN = np.linspace(0.8, 1.2, 7)
 
 
 def _args(n_clusters, deltas, fast, simulate, sim_ks, d, seeds, seed, rel_tol, progress):
+    """Validated arguments of :func:`fig3_centre` with the presets applied (its check before
+    any work, too)."""
     fast = check_bool("fast", fast)
     preset = FIG3_CENTRE_FAST if fast else FIG3_CENTRE_FULL
     k = [check_param("n_clusters", x) for x in pick(n_clusters, preset["n_clusters"])]
@@ -203,10 +205,6 @@ def plot_fig3_centre(df: pd.DataFrame) -> Figure:
     return fig
 
 
-def _check(n_clusters, deltas, fast, simulate, sim_ks, d, seeds, seed, rel_tol, progress):
-    _args(n_clusters, deltas, fast, simulate, sim_ks, d, seeds, seed, rel_tol, progress)
-
-
 register_figure(
     FigureSpec(
         name="fig3-centre",
@@ -223,7 +221,7 @@ register_figure(
         ),
         fixed_mixture="it varies K and Delta of the isotropic mixture",
         table=fig3_centre,
-        check=_check,
+        check=_args,
         plot=plot_fig3_centre,
         fast={"fast": True},
         fast_note=preset_note(FIG3_CENTRE_FAST),
