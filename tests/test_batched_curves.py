@@ -27,8 +27,8 @@ def stacked_calls(monkeypatch) -> list[bool]:
     calls: list[bool] = []
     solve = batched.solve_points
 
-    def spy(problems, opts):
-        out = solve(problems, opts)
+    def spy(problems, opts, **kw):
+        out = solve(problems, opts, **kw)
         calls.append(out is not None)
         return out
 
@@ -87,7 +87,7 @@ def test_short_curves_and_other_problems_are_solved_point_by_point(stacked_calls
 def test_a_failed_stacked_solve_falls_back_to_the_points(monkeypatch) -> None:
     grid = np.linspace(0.5, 3.0, 12)
     expected = gm.learning_curve(BINARY, "logistic", grid, lam=0.1)
-    monkeypatch.setattr(curves, "solve_points", lambda problems, opts: None)
+    monkeypatch.setattr(curves, "solve_points", lambda problems, opts, **kw: None)
     fallback = gm.learning_curve(BINARY, "logistic", grid, lam=0.1)
     assert fallback.converged.all()
     assert np.allclose(fallback.test_error, expected.test_error, atol=1e-7)

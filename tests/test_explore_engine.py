@@ -165,7 +165,7 @@ def _fail_at(monkeypatch, alpha_bad: float) -> None:
     monkeypatch.setattr(curves, "solve_problem", solve_problem)
     # a curve solved as one stacked state fails as a whole and falls back to the points
     # one by one: the forced failure is then at one point, as a real one would be
-    monkeypatch.setattr(curves, "solve_points", lambda problems, opts: None)
+    monkeypatch.setattr(curves, "solve_points", lambda problems, opts, **kw: None)
 
 
 def test_a_point_without_fixed_point_is_listed_and_never_a_number(monkeypatch):

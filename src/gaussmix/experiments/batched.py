@@ -36,6 +36,7 @@ and so is the curve.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -335,7 +336,12 @@ def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
     ]
 
 
-def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPointResult] | None:
+def solve_points(
+    problems: list[Problem],
+    opts: SolverOptions,
+    *,
+    on_converged: Callable[[int], None] | None = None,
+) -> list[FixedPointResult] | None:
     """The fixed points of ``problems`` (one-output problems that differ in ``lam`` and
     ``alpha``, :func:`stackable`) solved as one stacked state, each with its own integration
     error estimate and its result; None where the stacked solve fails (no convergence, a
@@ -349,6 +355,11 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
     rule from there; then each group of points on one rule estimates its errors
     (:func:`_estimate`).  A point's ``n_iter`` counts the evaluations of the stacked maps
     up to its own convergence (the single point's count where the iterates agree).
+
+    ``on_converged(n)``, if given, is called after each evaluation of the stacked map in
+    the first solve with the number ``n`` of points converged so far (frozen: their own
+    residual passed the test), for a progress bar; the later stages (the sharp regime's
+    re-solve, the error estimates) are not counted.  It does not change the iterates.
     """
     p0 = problems[0]
     rule = channel_rule(p0, None)
@@ -358,7 +369,8 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
     if not T.is_valid(x0):
         return None
     T.freeze_tol = opts.tol
-    out = iterate(T, x0, T.anderson(opts.anderson), return_image=False, **kw)
+    report = None if on_converged is None else lambda *_: on_converged(int(T.frozen.sum()))
+    out = iterate(T, x0, T.anderson(opts.anderson), return_image=False, callback=report, **kw)
     if not out.converged or not T.is_valid(out.x):
         return None
     states = T.split(out.x)

@@ -156,7 +156,9 @@ def _curve(
     ``on_result(i, result)`` is called after the point ``points[i]`` is solved (with what
     :func:`_curve` returns for it); an exception it raises stops the curve there.  A curve
     solved as one stacked state (:func:`~gaussmix.experiments.batched.solve_points`) calls
-    it for every point once all are solved.
+    it for every point once all are solved (a point's result stands only then: until its
+    error is estimated the stacked solve can still fail and leave the curve to be solved
+    point by point); its progress bar advances as its points converge.
     """
     kw = dict(solve_kw)
     carry = "quadrature" not in solve_kw
@@ -167,7 +169,10 @@ def _curve(
     problems = _problems(mixture, loss, points, penalty, l1_ratio)
     opts = stackable_options(kw) if len(points) >= STACKED_MIN_POINTS else None
     if opts is not None and stackable(problems[0], opts):
-        stacked = solve_points(problems, opts)
+        with progress_bar(total=len(problems), desc=desc, enabled=progress, leave=False) as bar:
+            # drawn: it advances as the points of the stacked state converge
+            advance = None if bar.disable else lambda n: bar.update(n - bar.n)
+            stacked = solve_points(problems, opts, on_converged=advance)
         if stacked is not None:
             if on_result is not None:  # solved together: each row once all are done
                 for i, res in enumerate(stacked):
