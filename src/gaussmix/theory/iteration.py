@@ -182,10 +182,17 @@ class AndersonState:
         ridge and step, summed over each block's components)."""
         blocks = self.blocks
         n, m = dR.shape
-        onehot = np.zeros((int(blocks.max()) + 1, n))
-        onehot[blocks, np.arange(n)] = 1.0
-        A = (onehot @ (dR[:, :, None] * dR[:, None, :]).reshape(n, m * m)).reshape(-1, m, m)
-        rhs = onehot @ (dR * (r / scale)[:, None])
+        n_blocks = int(blocks.max()) + 1
+        # each block's sums, one bincount per column: linear in the number of components (a
+        # dense block-by-component indicator matrix made a long stacked curve quadratic)
+        terms = np.concatenate(
+            [(dR[:, :, None] * dR[:, None, :]).reshape(n, m * m), dR * (r / scale)[:, None]],
+            axis=1,
+        )
+        sums = np.stack(
+            [np.bincount(blocks, weights=col, minlength=n_blocks) for col in terms.T], axis=1
+        )
+        A, rhs = sums[:, : m * m].reshape(-1, m, m), sums[:, m * m :]
         ridge = ANDERSON_RIDGE * np.trace(A, axis1=1, axis2=2) / m + ANDERSON_RIDGE_FLOOR
         A += ridge[:, None, None] * np.eye(m)
         gamma = np.linalg.solve(A, rhs[..., None])[..., 0]
