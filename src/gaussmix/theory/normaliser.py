@@ -122,13 +122,35 @@ def wexp(u: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, error_model="numpy")
+def _gather(F, node, k, c, n, out):  # pragma: no cover - compiled
+    """``F`` (nc, ngrid, nt) at one point into ``out`` (nc, nt): the grid node ``node``
+    itself where the point is one (``node >= 0``), else interpolated from the panel ``k``
+    with the barycentric coefficients ``c`` (the same numbers: a node's row of
+    coefficients is one-hot)."""
+    nc, _, nt = F.shape
+    if node >= 0:
+        for cc in range(nc):
+            for t in range(nt):
+                out[cc, t] = F[cc, node, t]
+        return
+    out[:] = 0.0
+    b = k * n
+    for j in range(n):
+        a = c[j]
+        for cc in range(nc):
+            for t in range(nt):
+                out[cc, t] += a * F[cc, b + j, t]
+
+
+@njit(cache=True, error_model="numpy")
 def _oplus_kernel(
-    X, Y, ptr, ku, cu, kg, cg, w, n, pairs_o, pairs_i, pairs_j, nout
+    X, Y, ptr, ku, cu, nu, kg, cg, ngn, w, n, pairs_o, pairs_i, pairs_j, nout
 ):  # pragma: no cover - compiled
     """The convolution points of :meth:`NormaliserGrid.oplus`: at each grid node ``i`` the
     sum over its points ``p`` of ``w_p (X(u_p) Y(g_p) + Y(u_p) X(g_p))`` for each output's
-    pairs of components, ``X(u_p)`` interpolated from the panel ``ku[p]`` with the
-    barycentric coefficients ``cu[p]`` (likewise ``g``)."""
+    pairs of components, ``X(u_p)`` the grid node ``nu[p]`` where ``u_p`` is one (the
+    points below the half on whole panels), else interpolated from the panel ``ku[p]``
+    with the barycentric coefficients ``cu[p]`` (likewise ``g``)."""
     nc, ng, nt = X.shape
     ncy = Y.shape[0]
     out = np.zeros((nout, ng, nt))
@@ -140,23 +162,10 @@ def _oplus_kernel(
     for i in range(ptr.size - 1):
         acc[:] = 0.0
         for p in range(ptr[i], ptr[i + 1]):
-            Xu[:] = 0.0
-            Xg[:] = 0.0
-            Yu[:] = 0.0
-            Yg[:] = 0.0
-            bu = ku[p] * n
-            bg = kg[p] * n
-            for j in range(n):
-                a = cu[p, j]
-                b = cg[p, j]
-                for c in range(nc):
-                    for t in range(nt):
-                        Xu[c, t] += a * X[c, bu + j, t]
-                        Xg[c, t] += b * X[c, bg + j, t]
-                for c in range(ncy):
-                    for t in range(nt):
-                        Yu[c, t] += a * Y[c, bu + j, t]
-                        Yg[c, t] += b * Y[c, bg + j, t]
+            _gather(X, nu[p], ku[p], cu[p], n, Xu)
+            _gather(Y, nu[p], ku[p], cu[p], n, Yu)
+            _gather(X, ngn[p], kg[p], cg[p], n, Xg)
+            _gather(Y, ngn[p], kg[p], cg[p], n, Yg)
             wp = w[p]
             for q in range(pairs_o.size):
                 o = pairs_o[q]
@@ -264,6 +273,13 @@ class NormaliserGrid:
         c[(pts > e[-1] + 1e-9) | (pts < e[0] - 1e-9)] = 0.0
         return k.astype(np.int64), np.ascontiguousarray(c)
 
+    def nodes_of(self, k: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """The grid node of each stencil row that is one (a one-hot row of :meth:`stencil`:
+        the point is a node), else -1."""
+        node = k * self.n + np.argmax(c, axis=1)
+        onehot = (np.count_nonzero(c, axis=1) == 1) & (c.max(axis=1) == 1.0)
+        return np.where(onehot, node, -1).astype(np.int64)
+
     def interp(self, F: np.ndarray, pts: np.ndarray) -> np.ndarray:
         """Grid functions ``F`` (..., ngrid, nt) at ``pts``: (..., npts, nt)."""
         k, c = self.stencil(pts)
@@ -299,6 +315,7 @@ class NormaliserGrid:
         self.ptr = np.searchsorted(tgt, np.arange(self.z.size + 1)).astype(np.int64)
         self.ku, self.cu = self.stencil(np.concatenate(us))
         self.kg, self.cg = self.stencil(np.concatenate(gs))
+        self.nu, self.ngn = self.nodes_of(self.ku, self.cu), self.nodes_of(self.kg, self.cg)
         self.w = np.concatenate(ws)
 
     def oplus(
@@ -308,7 +325,8 @@ class NormaliserGrid:
         their atoms (6, nt) at zero): the continuous part and the atom of the sum."""
         out = _oplus_kernel(
             np.ascontiguousarray(X), np.ascontiguousarray(Y), self.ptr, self.ku, self.cu,
-            self.kg, self.cg, self.w, self.n, _PAIRS_O, _PAIRS_I, _PAIRS_J, len(_PAIRS),
+            self.nu, self.kg, self.cg, self.ngn, self.w, self.n, _PAIRS_O, _PAIRS_I,
+            _PAIRS_J, len(_PAIRS),
         )  # fmt: skip
         atoms = np.zeros((len(_PAIRS), X.shape[2]))
         for o, i, j in zip(_PAIRS_O, _PAIRS_I, _PAIRS_J, strict=True):
