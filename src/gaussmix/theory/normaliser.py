@@ -95,6 +95,8 @@ TAU_WIDTH = 2.0
 #: error estimate; the refinement stops beyond the largest
 NORMALISER_ORDER = 8
 NORMALISER_MAX_ORDER = 14
+#: the resolution of the continuation start (:meth:`NormaliserRule.coarsened`)
+NORMALISER_COARSE_ORDER = 4
 #: numbers of clusters this rule serves (two to four convolutions of the competitors)
 NORMALISER_CLUSTERS = (4, 5, 6)
 
@@ -540,6 +542,15 @@ class NormaliserRule(QuadratureRule):
     ) -> ChannelMoments:
         """Cluster 0's moments at ``(M_0 + b, Q_0, V_0)`` (:func:`cluster0_moments`)."""
         return cluster0_moments(P, M0, Q0, V0, self.order)
+
+    def coarsened(self) -> NormaliserRule | None:
+        """:data:`NORMALISER_COARSE_ORDER` nodes per panel for a continuation start (the
+        global part of the iteration at about a quarter of the cost of an evaluation at 8
+        nodes; measured at K = 5, alpha = 3, lam = 1e-4: 10 evaluations at 8 nodes from the
+        Gauss-Hermite fixed point, 4 after 11 at 4 nodes)."""
+        if self.order <= NORMALISER_COARSE_ORDER:
+            return None
+        return replace(self, order=NORMALISER_COARSE_ORDER)
 
     def refined(self) -> NormaliserRule | None:
         """Two more nodes per panel, and a deterministic fallback's refinement (so that the
