@@ -16,11 +16,12 @@ Change of variables.  In the label space the logits ``c_k`` are independent ``N(
 (``mu = P^T M_0 + v e_0``; ``P^T omega`` has the covariance ``q (I - 11^T / K)``, and a
 common independent Gaussian shift, which the softmax ignores, makes the coordinates
 independent).  The expectation of any function of ``p`` is written as an integral over the
-log-normaliser ``t`` (an outer composite Gauss-Legendre rule, panels ``2 sqrt(q)`` wide, 8
-nodes each) and over the competitors' sum ``Y = sum_{j >= 1} phi(x_j)``: given ``t``,
-competitor ``j``'s coordinate ``x_j = c_j - t`` has the Gaussian density of ``c_j`` at
-``x_j + t``, and the constraint closes the own class, ``phi(x_0) = v - Y`` (with the
-Jacobian of the constraint, ``psi'(v) phi'(psi(v)) / phi'`` of the dependent variable).
+log-normaliser ``t`` (an outer composite Gauss-Legendre rule, panels ``2 sqrt(q)`` wide, as
+many nodes each as the grid's panels) and over the competitors' sum ``Y = sum_{j >= 1}
+phi(x_j)``: given ``t``, competitor ``j``'s coordinate ``x_j = c_j - t`` has the Gaussian
+density of ``c_j`` at ``x_j + t``, and the constraint closes the own class, ``phi(x_0) = v -
+Y`` (with the Jacobian of the constraint, ``psi'(v) phi'(psi(v)) / phi'`` of the dependent
+variable).
 The density of a sum of two terms, in the coordinate ``z = psi(Y) = log(Y / v) + Y`` of
 the sum (``psi`` is ``phi``'s inverse, so one term's ``z`` is its ``x``), is the
 convolution
@@ -31,12 +32,12 @@ convolution
 split at ``phi(u) = phi(z) / 2`` so that both halves integrate the smaller term (each
 half written with the other term's density, :meth:`NormaliserGrid.oplus`).  The ``K - 2``
 convolutions of the competitors (a chain on one graded grid in ``z``: panels growing by
-:data:`GRID_RATIO` away from the entry point ``1 - log v`` of a term into the softmax,
-with extra edges where the sum of ``r = 2..6`` terms can begin) carry, besides the
-density, its products with ``phi'`` and with the competitors' ``p_j^2`` and
-``p_j g_j`` (``g_j`` the standardised logit), which the last step needs.  Terms more than
-:data:`CUT` below the entry point count as zero (an atom at ``Y = 0`` carries their
-mass): ``phi`` is then ``< e^{-CUT}`` v.
+:data:`GRID_RATIO` away from the entry point ``1 - log v`` of a term into the softmax, at
+most :data:`GRID_LEFT_WMAX` wide below it, with extra edges where the sum of ``r = 2..6``
+terms can begin) carry, besides the density, its products with ``phi'`` and with the
+competitors' ``p_j^2`` and ``p_j g_j`` (``g_j`` the standardised logit), which the last step
+needs.  Terms more than :data:`CUT` below the entry point count as zero (an atom at ``Y =
+0`` carries their mass): ``phi`` is then ``< e^{-CUT}`` v.
 
 Moments.  Seven integrals of cluster 0 follow: the normalisation, ``E[p_0]``,
 ``E[p_0^2]``, ``E[-log p_0] = E[W(v e^{x_0}) - x_0]`` (the training loss),
@@ -49,7 +50,10 @@ symmetry of the competitors (:func:`cluster0_moments`); each is divided by the c
 normalisation, which removes most of the discretisation error.
 
 The error estimate of a solve is the change of its observables between two resolutions of
-the grid (:attr:`NormaliserRule.order` Legendre nodes per panel, 8 then 10: measured in
+the grid and the ``tau`` rule together (:attr:`NormaliserRule.order` Legendre nodes per
+panel of both, 8 then 10; with the ``tau`` rule's nodes fixed, its error, which the fixed
+point amplifies, was missed: at K = 5, alpha = 3 the training loss was 3e-8 off with an
+estimate of 1e-8; measured in
 BENCHMARKS.md, section "K = 4, 5: integration over the softmax normaliser", where a third
 resolution shows it honest).
 """
@@ -85,18 +89,25 @@ CUT = 20.0
 GRID_RATIO = 1.5
 #: widest panel of the grid, in units of ``sqrt(q)``
 GRID_WMAX = 100.0
+#: widest panel of the grid below the entry point, where the sums of small terms begin
+#: (measured at the four states of ``benchmarks/bench_normaliser.py`` against 14 nodes per
+#: panel: without the cap, panels there reach 5 wide and carry most of the error, 1.3e-7
+#: of the training loss at K = 5, alpha = 7 with 8 nodes; capped at 3, 8.7e-9, for 0 to 30%
+#: more points)
+GRID_LEFT_WMAX = 3.0
 #: standard deviations of the logits covered by the ``tau`` rule and the own class
 NSIG = 9.5
-#: Gauss-Legendre nodes per ``tau`` panel, and the panels' width in units of ``sqrt(q)``
-#: (measured: 4 nodes are 1.7e-6 off ``E[p_0 g_0]``, 6 as good as 8)
-TAU_ORDER = 8
+#: the width of the ``tau`` rule's panels in units of ``sqrt(q)`` (each with as many
+#: Gauss-Legendre nodes as the grid's panels, so that the rule's refinement refines both:
+#: measured against 16 nodes, 8 are 1.4e-9 to 2.7e-9 off ``E[p_0 g_0] / sqrt(q)`` and the
+#: training loss at K = 5, comparable with the grid's error, 10 are 1.3e-11 off)
 TAU_WIDTH = 2.0
 #: the resolutions of the grid (Legendre nodes per panel) of the automatic rule and its
 #: error estimate; the refinement stops beyond the largest
 NORMALISER_ORDER = 8
 NORMALISER_MAX_ORDER = 14
 #: the resolution of the continuation start (:meth:`NormaliserRule.coarsened`)
-NORMALISER_COARSE_ORDER = 4
+NORMALISER_COARSE_ORDER = 6
 #: numbers of clusters this rule serves (two to four convolutions of the competitors)
 NORMALISER_CLUSTERS = (4, 5, 6)
 
@@ -223,7 +234,7 @@ class NormaliserGrid:
         w = 1.0
         while left[-1] - w > self.zcut + 0.5 * w:
             left.append(left[-1] - w)
-            w = min(w * GRID_RATIO, wmax)
+            w = min(w * GRID_RATIO, wmax, GRID_LEFT_WMAX)
         left.append(self.zcut)
         w = 1.0
         while right[-1] + w < zhi - 0.5 * w:
@@ -361,7 +372,7 @@ def normaliser_integrals(
         The mean logits of the own class and of each competitor, ``(P^T M_0)_0`` and
         ``(P^T M_0)_j``.
     order : int
-        Gauss-Legendre nodes per panel of the grid in ``z``.
+        Gauss-Legendre nodes per panel of the grid in ``z`` and of the rule in ``tau``.
 
     Returns
     -------
@@ -378,7 +389,7 @@ def normaliser_integrals(
     # tau: the common shift of the logits (t >= c_0 - v: the own logit's range and where a
     # competitor can still make p_j >= 1e-6)
     hi = max(ma, mb - np.log(1e-6 / (K - 1))) + NSIG * s
-    xg, wg = leggauss(TAU_ORDER)
+    xg, wg = leggauss(order)
     te = np.linspace(lo, hi, int(np.ceil((hi - lo) / (TAU_WIDTH * s))) + 1)
     tau = ((te[:-1] + te[1:])[:, None] / 2 + (te[1:] - te[:-1])[:, None] / 2 * xg).ravel()
     wtau = (np.diff(te)[:, None] / 2 * wg).ravel()
@@ -545,9 +556,10 @@ class NormaliserRule(QuadratureRule):
 
     def coarsened(self) -> NormaliserRule | None:
         """:data:`NORMALISER_COARSE_ORDER` nodes per panel for a continuation start (the
-        global part of the iteration at about a quarter of the cost of an evaluation at 8
-        nodes; measured at K = 5, alpha = 3, lam = 1e-4: 10 evaluations at 8 nodes from the
-        Gauss-Hermite fixed point, 4 after 11 at 4 nodes)."""
+        global part of the iteration at about half the cost of an evaluation at 8 nodes;
+        measured at K = 5, alpha = 3, lam = 1e-4: 10 evaluations at 8 nodes from the
+        Gauss-Hermite fixed point, 3 to 4 after 10 at 6 nodes; a start at 4 nodes, whose
+        ``tau`` rule is 1e-6 off, leaves 4 to 9 at 8 nodes)."""
         if self.order <= NORMALISER_COARSE_ORDER:
             return None
         return replace(self, order=NORMALISER_COARSE_ORDER)
