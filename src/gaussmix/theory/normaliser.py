@@ -312,24 +312,27 @@ class NormaliserGrid:
 
     def _setup(self) -> None:
         """The convolution points of every grid node (``u`` below the half, ``g`` the
-        other term) with their weights, and their interpolation stencils."""
-        tgt, us, gs, ws = [], [], [], []
-        for i, zi in enumerate(self.z):
-            uh = self.psi(self.phz[i] / 2)
-            if uh <= self.zcut:
-                continue
-            u, w = self.clipped_rule(self.zcut, uh)
-            g = self.psi(self.phz[i] - self.phi(u))
-            tgt.append(np.full(u.size, i))
-            us.append(u)
-            gs.append(g)
-            ws.append(w * self.dphi(np.full_like(u, zi)) / self.dphi(g))
-        tgt = np.concatenate(tgt)
+        other term) with their weights, and their interpolation stencils: at node ``i`` the
+        grid's panels from the cut to ``u_h = psi(phi(z_i) / 2)`` (the last one clipped
+        there), all nodes at once."""
+        e, (x, wq) = self.edges, self.gl
+        uh = self.psi(self.phz / 2)
+        nodes = np.flatnonzero(uh > self.zcut)
+        counts = np.searchsorted(e[:-1], uh[nodes], side="left")  # panels below u_h
+        starts = np.cumsum(counts) - counts
+        pan_node = np.repeat(nodes, counts)
+        k = np.arange(counts.sum()) - np.repeat(starts, counts)
+        a, b = e[k], np.minimum(e[k + 1], uh[pan_node])
+        u = ((a + b)[:, None] / 2 + (b - a)[:, None] / 2 * x).ravel()
+        w = ((b - a)[:, None] / 2 * wq).ravel()
+        tgt = np.repeat(pan_node, self.n)
+        g = self.psi(self.phz[tgt] - self.phi(u))
+        W = self.phz[tgt]
+        self.w = w * (W / (1.0 + W)) / self.dphi(g)
         self.ptr = np.searchsorted(tgt, np.arange(self.z.size + 1)).astype(np.int64)
-        self.ku, self.cu = self.stencil(np.concatenate(us))
-        self.kg, self.cg = self.stencil(np.concatenate(gs))
+        self.ku, self.cu = self.stencil(u)
+        self.kg, self.cg = self.stencil(g)
         self.nu, self.ngn = self.nodes_of(self.ku, self.cu), self.nodes_of(self.kg, self.cg)
-        self.w = np.concatenate(ws)
 
     def oplus(
         self, X: np.ndarray, AX: np.ndarray, Y: np.ndarray, AY: np.ndarray
