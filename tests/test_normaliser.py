@@ -139,6 +139,21 @@ def test_the_estimate_bounds_the_error_against_a_much_finer_rule():
         assert err <= r.integration_errors[key] <= TARGET, (key, err, r.integration_errors[key])
 
 
+def test_a_warm_start_in_the_sharp_regime_goes_straight_to_the_normaliser():
+    """From a neighbouring point's result (a curve's warm start) a K = 5 solve in the sharp
+    regime skips the Gauss-Hermite solve that a cold start needs to find the regime:
+    fewer iterations, the same rule, and the cold start's values within the estimates."""
+    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=5)
+    near = gm.solve(mix, "cross-entropy", lam=LAM, alpha=7.0)
+    cold = gm.solve(mix, "cross-entropy", lam=LAM, alpha=7.3)
+    warm = gm.solve(mix, "cross-entropy", lam=LAM, alpha=7.3, init=near)
+    assert warm.params["quadrature"] == cold.params["quadrature"]
+    assert cold.params["quadrature"].startswith("normaliser(K=5")
+    assert warm.n_iter < cold.n_iter
+    for key in ("test_error", "train_error", "train_loss"):
+        assert abs(getattr(warm, key) - getattr(cold, key)) <= warm.integration_errors[key]
+
+
 @pytest.mark.slow  # ~55 s
 @pytest.mark.parametrize(
     ("K", "alphas"),
