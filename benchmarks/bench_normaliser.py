@@ -1,7 +1,7 @@
 """Benchmarks of cross-entropy's channel integrated over the softmax normaliser (issue 19,
 item 1; :mod:`gaussmix.theory.normaliser`).
 
-Run:  python benchmarks/bench_normaliser.py [--moments] [--points] [--curve]
+Run:  python benchmarks/bench_normaliser.py [--moments] [--points] [--curve] [--cost]
 (prints Markdown tables; no option: the first two)
 
 ``--moments``: the seven integrals of cluster 0 at fixed states of the paper's Fig. 3 left
@@ -14,6 +14,12 @@ two Stein moments divided by ``sqrt(q)``, and the largest B - C (showing A - B h
 ``--points``: cold single points of Fig. 3 left at K = 4 (through the band around
 ``alpha*_4``, where the solve goes on with the normaliser rule), K = 5 and K = 6: wall time,
 iterations, the rule reached, the values with their estimates, and the warnings.
+
+``--cost``: issue 19's cost target (one point in 1 s): cold single points at K = 5
+(alpha = 7, 3), K = 6 (alpha = 3) and in K = 4's band (alpha = 4.5), wall and CPU time of
+the process (the CPU time is less sensitive to the shared machine's load), iterations,
+the rule reached and the values with their estimates; then the K = 5 curve's wall and CPU
+time.
 
 ``--curve``: the K = 5 learning curve of 40 alphas in [0.5, 8] (warm-started), its time,
 largest estimate and warnings (``bench_exchangeable.curve_line``).  The machine's load
@@ -115,6 +121,33 @@ def points() -> None:
             print(_point(k, alpha), flush=True)
 
 
+def cost() -> None:
+    """The table of ``--cost``."""
+    _point(5, 7.0)  # warm-up
+    print("| K | alpha | wall (s) | CPU (s) | iterations | rule | test error (est.) "
+          "| training error (est.) | training loss (est.) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    for k, alpha in ((5, 7.0), (5, 3.0), (6, 3.0), (4, 4.5)):
+        mix = gm.Mixture.isotropic(DELTA, "gaussian", n_clusters=k)
+        t0, c0 = time.perf_counter(), time.process_time()
+        r = gm.solve(mix, "cross-entropy", lam=LAM, alpha=alpha)
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
+        e = r.integration_errors
+        rule = r.params["quadrature"].split(";")[0]
+        print(f"| {k} | {alpha:g} | {dt:.2f} | {dc:.2f} | {r.n_iter} | {rule}) | "
+              f"{r.test_error:.10f} ({e['test_error']:.1e}) | "
+              f"{r.train_error:.10f} ({e['train_error']:.1e}) | "
+              f"{r.train_loss:.10f} ({e['train_loss']:.1e}) |", flush=True)  # fmt: skip
+    mix = gm.Mixture.isotropic(DELTA, "gaussian", n_clusters=5)
+    t0, c0 = time.perf_counter(), time.process_time()
+    df = gm.learning_curve(mix, "cross-entropy", np.linspace(0.5, 8.0, 40), lam=LAM)
+    dt, dc = time.perf_counter() - t0, time.process_time() - c0
+    print(
+        f"\nK = 5 curve, 40 alphas in [0.5, 8]: wall {dt:.1f} s, CPU {dc:.1f} s, largest "
+        f"integration error {df['integration_error'].max():.1e}"
+    )
+
+
 def main() -> None:
     args = set(sys.argv[1:]) or {"--moments", "--points"}
     print(machine_line())
@@ -126,6 +159,8 @@ def main() -> None:
         points()
     if "--curve" in args:
         print(curve_line(5))
+    if "--cost" in args:
+        cost()
     print(f"\nload average after: {os.getloadavg()}")
 
 

@@ -16,11 +16,12 @@ Change of variables.  In the label space the logits ``c_k`` are independent ``N(
 (``mu = P^T M_0 + v e_0``; ``P^T omega`` has the covariance ``q (I - 11^T / K)``, and a
 common independent Gaussian shift, which the softmax ignores, makes the coordinates
 independent).  The expectation of any function of ``p`` is written as an integral over the
-log-normaliser ``t`` (an outer composite Gauss-Legendre rule, panels ``2 sqrt(q)`` wide, 8
-nodes each) and over the competitors' sum ``Y = sum_{j >= 1} phi(x_j)``: given ``t``,
-competitor ``j``'s coordinate ``x_j = c_j - t`` has the Gaussian density of ``c_j`` at
-``x_j + t``, and the constraint closes the own class, ``phi(x_0) = v - Y`` (with the
-Jacobian of the constraint, ``psi'(v) phi'(psi(v)) / phi'`` of the dependent variable).
+log-normaliser ``t`` (an outer composite Gauss-Legendre rule, panels ``2 sqrt(q)`` wide, as
+many nodes each as the grid's panels) and over the competitors' sum ``Y = sum_{j >= 1}
+phi(x_j)``: given ``t``, competitor ``j``'s coordinate ``x_j = c_j - t`` has the Gaussian
+density of ``c_j`` at ``x_j + t``, and the constraint closes the own class, ``phi(x_0) = v -
+Y`` (with the Jacobian of the constraint, ``psi'(v) phi'(psi(v)) / phi'`` of the dependent
+variable).
 The density of a sum of two terms, in the coordinate ``z = psi(Y) = log(Y / v) + Y`` of
 the sum (``psi`` is ``phi``'s inverse, so one term's ``z`` is its ``x``), is the
 convolution
@@ -31,12 +32,12 @@ convolution
 split at ``phi(u) = phi(z) / 2`` so that both halves integrate the smaller term (each
 half written with the other term's density, :meth:`NormaliserGrid.oplus`).  The ``K - 2``
 convolutions of the competitors (a chain on one graded grid in ``z``: panels growing by
-:data:`GRID_RATIO` away from the entry point ``1 - log v`` of a term into the softmax,
-with extra edges where the sum of ``r = 2..6`` terms can begin) carry, besides the
-density, its products with ``phi'`` and with the competitors' ``p_j^2`` and
-``p_j g_j`` (``g_j`` the standardised logit), which the last step needs.  Terms more than
-:data:`CUT` below the entry point count as zero (an atom at ``Y = 0`` carries their
-mass): ``phi`` is then ``< e^{-CUT}`` v.
+:data:`GRID_RATIO` away from the entry point ``1 - log v`` of a term into the softmax, at
+most :data:`GRID_LEFT_WMAX` wide below it, with extra edges where the sum of ``r = 2..6``
+terms can begin) carry, besides the density, its products with ``phi'`` and with the
+competitors' ``p_j^2`` and ``p_j g_j`` (``g_j`` the standardised logit), which the last step
+needs.  Terms more than :data:`CUT` below the entry point count as zero (an atom at ``Y =
+0`` carries their mass): ``phi`` is then ``< e^{-CUT}`` v.
 
 Moments.  Seven integrals of cluster 0 follow: the normalisation, ``E[p_0]``,
 ``E[p_0^2]``, ``E[-log p_0] = E[W(v e^{x_0}) - x_0]`` (the training loss),
@@ -49,7 +50,10 @@ symmetry of the competitors (:func:`cluster0_moments`); each is divided by the c
 normalisation, which removes most of the discretisation error.
 
 The error estimate of a solve is the change of its observables between two resolutions of
-the grid (:attr:`NormaliserRule.order` Legendre nodes per panel, 8 then 10: measured in
+the grid and the ``tau`` rule together (:attr:`NormaliserRule.order` Legendre nodes per
+panel of both, 8 then 10; with the ``tau`` rule's nodes fixed, its error, which the fixed
+point amplifies, was missed: at K = 5, alpha = 3 the training loss was 3e-8 off with an
+estimate of 1e-8; measured in
 BENCHMARKS.md, section "K = 4, 5: integration over the softmax normaliser", where a third
 resolution shows it honest).
 """
@@ -85,16 +89,25 @@ CUT = 20.0
 GRID_RATIO = 1.5
 #: widest panel of the grid, in units of ``sqrt(q)``
 GRID_WMAX = 100.0
+#: widest panel of the grid below the entry point, where the sums of small terms begin
+#: (measured at the four states of ``benchmarks/bench_normaliser.py`` against 14 nodes per
+#: panel: without the cap, panels there reach 5 wide and carry most of the error, 1.3e-7
+#: of the training loss at K = 5, alpha = 7 with 8 nodes; capped at 3, 8.7e-9, for 0 to 30%
+#: more points)
+GRID_LEFT_WMAX = 3.0
 #: standard deviations of the logits covered by the ``tau`` rule and the own class
 NSIG = 9.5
-#: Gauss-Legendre nodes per ``tau`` panel, and the panels' width in units of ``sqrt(q)``
-#: (measured: 4 nodes are 1.7e-6 off ``E[p_0 g_0]``, 6 as good as 8)
-TAU_ORDER = 8
+#: the width of the ``tau`` rule's panels in units of ``sqrt(q)`` (each with as many
+#: Gauss-Legendre nodes as the grid's panels, so that the rule's refinement refines both:
+#: measured against 16 nodes, 8 are 1.4e-9 to 2.7e-9 off ``E[p_0 g_0] / sqrt(q)`` and the
+#: training loss at K = 5, comparable with the grid's error, 10 are 1.3e-11 off)
 TAU_WIDTH = 2.0
 #: the resolutions of the grid (Legendre nodes per panel) of the automatic rule and its
 #: error estimate; the refinement stops beyond the largest
 NORMALISER_ORDER = 8
 NORMALISER_MAX_ORDER = 14
+#: the resolution of the continuation start (:meth:`NormaliserRule.coarsened`)
+NORMALISER_COARSE_ORDER = 6
 #: numbers of clusters this rule serves (two to four convolutions of the competitors)
 NORMALISER_CLUSTERS = (4, 5, 6)
 
@@ -122,13 +135,35 @@ def wexp(u: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, error_model="numpy")
+def _gather(F, node, k, c, n, out):  # pragma: no cover - compiled
+    """``F`` (nc, ngrid, nt) at one point into ``out`` (nc, nt): the grid node ``node``
+    itself where the point is one (``node >= 0``), else interpolated from the panel ``k``
+    with the barycentric coefficients ``c`` (the same numbers: a node's row of
+    coefficients is one-hot)."""
+    nc, _, nt = F.shape
+    if node >= 0:
+        for cc in range(nc):
+            for t in range(nt):
+                out[cc, t] = F[cc, node, t]
+        return
+    out[:] = 0.0
+    b = k * n
+    for j in range(n):
+        a = c[j]
+        for cc in range(nc):
+            for t in range(nt):
+                out[cc, t] += a * F[cc, b + j, t]
+
+
+@njit(cache=True, error_model="numpy")
 def _oplus_kernel(
-    X, Y, ptr, ku, cu, kg, cg, w, n, pairs_o, pairs_i, pairs_j, nout
+    X, Y, ptr, ku, cu, nu, kg, cg, ngn, w, n, pairs_o, pairs_i, pairs_j, nout
 ):  # pragma: no cover - compiled
     """The convolution points of :meth:`NormaliserGrid.oplus`: at each grid node ``i`` the
     sum over its points ``p`` of ``w_p (X(u_p) Y(g_p) + Y(u_p) X(g_p))`` for each output's
-    pairs of components, ``X(u_p)`` interpolated from the panel ``ku[p]`` with the
-    barycentric coefficients ``cu[p]`` (likewise ``g``)."""
+    pairs of components, ``X(u_p)`` the grid node ``nu[p]`` where ``u_p`` is one (the
+    points below the half on whole panels), else interpolated from the panel ``ku[p]``
+    with the barycentric coefficients ``cu[p]`` (likewise ``g``)."""
     nc, ng, nt = X.shape
     ncy = Y.shape[0]
     out = np.zeros((nout, ng, nt))
@@ -140,23 +175,10 @@ def _oplus_kernel(
     for i in range(ptr.size - 1):
         acc[:] = 0.0
         for p in range(ptr[i], ptr[i + 1]):
-            Xu[:] = 0.0
-            Xg[:] = 0.0
-            Yu[:] = 0.0
-            Yg[:] = 0.0
-            bu = ku[p] * n
-            bg = kg[p] * n
-            for j in range(n):
-                a = cu[p, j]
-                b = cg[p, j]
-                for c in range(nc):
-                    for t in range(nt):
-                        Xu[c, t] += a * X[c, bu + j, t]
-                        Xg[c, t] += b * X[c, bg + j, t]
-                for c in range(ncy):
-                    for t in range(nt):
-                        Yu[c, t] += a * Y[c, bu + j, t]
-                        Yg[c, t] += b * Y[c, bg + j, t]
+            _gather(X, nu[p], ku[p], cu[p], n, Xu)
+            _gather(Y, nu[p], ku[p], cu[p], n, Yu)
+            _gather(X, ngn[p], kg[p], cg[p], n, Xg)
+            _gather(Y, ngn[p], kg[p], cg[p], n, Yg)
             wp = w[p]
             for q in range(pairs_o.size):
                 o = pairs_o[q]
@@ -212,7 +234,7 @@ class NormaliserGrid:
         w = 1.0
         while left[-1] - w > self.zcut + 0.5 * w:
             left.append(left[-1] - w)
-            w = min(w * GRID_RATIO, wmax)
+            w = min(w * GRID_RATIO, wmax, GRID_LEFT_WMAX)
         left.append(self.zcut)
         w = 1.0
         while right[-1] + w < zhi - 0.5 * w:
@@ -264,6 +286,13 @@ class NormaliserGrid:
         c[(pts > e[-1] + 1e-9) | (pts < e[0] - 1e-9)] = 0.0
         return k.astype(np.int64), np.ascontiguousarray(c)
 
+    def nodes_of(self, k: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """The grid node of each stencil row that is one (a one-hot row of :meth:`stencil`:
+        the point is a node), else -1."""
+        node = k * self.n + np.argmax(c, axis=1)
+        onehot = (np.count_nonzero(c, axis=1) == 1) & (c.max(axis=1) == 1.0)
+        return np.where(onehot, node, -1).astype(np.int64)
+
     def interp(self, F: np.ndarray, pts: np.ndarray) -> np.ndarray:
         """Grid functions ``F`` (..., ngrid, nt) at ``pts``: (..., npts, nt)."""
         k, c = self.stencil(pts)
@@ -283,23 +312,27 @@ class NormaliserGrid:
 
     def _setup(self) -> None:
         """The convolution points of every grid node (``u`` below the half, ``g`` the
-        other term) with their weights, and their interpolation stencils."""
-        tgt, us, gs, ws = [], [], [], []
-        for i, zi in enumerate(self.z):
-            uh = self.psi(self.phz[i] / 2)
-            if uh <= self.zcut:
-                continue
-            u, w = self.clipped_rule(self.zcut, uh)
-            g = self.psi(self.phz[i] - self.phi(u))
-            tgt.append(np.full(u.size, i))
-            us.append(u)
-            gs.append(g)
-            ws.append(w * self.dphi(np.full_like(u, zi)) / self.dphi(g))
-        tgt = np.concatenate(tgt)
+        other term) with their weights, and their interpolation stencils: at node ``i`` the
+        grid's panels from the cut to ``u_h = psi(phi(z_i) / 2)`` (the last one clipped
+        there), all nodes at once."""
+        e, (x, wq) = self.edges, self.gl
+        uh = self.psi(self.phz / 2)
+        nodes = np.flatnonzero(uh > self.zcut)
+        counts = np.searchsorted(e[:-1], uh[nodes], side="left")  # panels below u_h
+        starts = np.cumsum(counts) - counts
+        pan_node = np.repeat(nodes, counts)
+        k = np.arange(counts.sum()) - np.repeat(starts, counts)
+        a, b = e[k], np.minimum(e[k + 1], uh[pan_node])
+        u = ((a + b)[:, None] / 2 + (b - a)[:, None] / 2 * x).ravel()
+        w = ((b - a)[:, None] / 2 * wq).ravel()
+        tgt = np.repeat(pan_node, self.n)
+        g = self.psi(self.phz[tgt] - self.phi(u))
+        W = self.phz[tgt]
+        self.w = w * (W / (1.0 + W)) / self.dphi(g)
         self.ptr = np.searchsorted(tgt, np.arange(self.z.size + 1)).astype(np.int64)
-        self.ku, self.cu = self.stencil(np.concatenate(us))
-        self.kg, self.cg = self.stencil(np.concatenate(gs))
-        self.w = np.concatenate(ws)
+        self.ku, self.cu = self.stencil(u)
+        self.kg, self.cg = self.stencil(g)
+        self.nu, self.ngn = self.nodes_of(self.ku, self.cu), self.nodes_of(self.kg, self.cg)
 
     def oplus(
         self, X: np.ndarray, AX: np.ndarray, Y: np.ndarray, AY: np.ndarray
@@ -308,7 +341,8 @@ class NormaliserGrid:
         their atoms (6, nt) at zero): the continuous part and the atom of the sum."""
         out = _oplus_kernel(
             np.ascontiguousarray(X), np.ascontiguousarray(Y), self.ptr, self.ku, self.cu,
-            self.kg, self.cg, self.w, self.n, _PAIRS_O, _PAIRS_I, _PAIRS_J, len(_PAIRS),
+            self.nu, self.kg, self.cg, self.ngn, self.w, self.n, _PAIRS_O, _PAIRS_I,
+            _PAIRS_J, len(_PAIRS),
         )  # fmt: skip
         atoms = np.zeros((len(_PAIRS), X.shape[2]))
         for o, i, j in zip(_PAIRS_O, _PAIRS_I, _PAIRS_J, strict=True):
@@ -341,7 +375,7 @@ def normaliser_integrals(
         The mean logits of the own class and of each competitor, ``(P^T M_0)_0`` and
         ``(P^T M_0)_j``.
     order : int
-        Gauss-Legendre nodes per panel of the grid in ``z``.
+        Gauss-Legendre nodes per panel of the grid in ``z`` and of the rule in ``tau``.
 
     Returns
     -------
@@ -358,7 +392,7 @@ def normaliser_integrals(
     # tau: the common shift of the logits (t >= c_0 - v: the own logit's range and where a
     # competitor can still make p_j >= 1e-6)
     hi = max(ma, mb - np.log(1e-6 / (K - 1))) + NSIG * s
-    xg, wg = leggauss(TAU_ORDER)
+    xg, wg = leggauss(order)
     te = np.linspace(lo, hi, int(np.ceil((hi - lo) / (TAU_WIDTH * s))) + 1)
     tau = ((te[:-1] + te[1:])[:, None] / 2 + (te[1:] - te[:-1])[:, None] / 2 * xg).ravel()
     wtau = (np.diff(te)[:, None] / 2 * wg).ravel()
@@ -522,6 +556,16 @@ class NormaliserRule(QuadratureRule):
     ) -> ChannelMoments:
         """Cluster 0's moments at ``(M_0 + b, Q_0, V_0)`` (:func:`cluster0_moments`)."""
         return cluster0_moments(P, M0, Q0, V0, self.order)
+
+    def coarsened(self) -> NormaliserRule | None:
+        """:data:`NORMALISER_COARSE_ORDER` nodes per panel for a continuation start (the
+        global part of the iteration at about half the cost of an evaluation at 8 nodes;
+        measured at K = 5, alpha = 3, lam = 1e-4: 10 evaluations at 8 nodes from the
+        Gauss-Hermite fixed point, 3 to 4 after 10 at 6 nodes; a start at 4 nodes, whose
+        ``tau`` rule is 1e-6 off, leaves 4 to 9 at 8 nodes)."""
+        if self.order <= NORMALISER_COARSE_ORDER:
+            return None
+        return replace(self, order=NORMALISER_COARSE_ORDER)
 
     def refined(self) -> NormaliserRule | None:
         """Two more nodes per panel, and a deterministic fallback's refinement (so that the

@@ -59,6 +59,7 @@ from .refinement import (
     refine_prior,
     run_fixed_point,
     sharp_rule,
+    warm_normaliser_rule,
 )
 from .results import FixedPointResult
 from .state import LogChart, is_valid_state, pack_state, residual_scale, unpack_state
@@ -211,14 +212,27 @@ def solve_problem(
     opts = solver_options(options, option_keywords, caller="solve_problem")
     history = history if history is not None else {}
     rule = channel_rule(problem, opts.quadrature, opts.symmetry)
-    T, out = run_fixed_point(problem, rule, start_state(problem, init), opts, callback, history)
-    sharp = None
-    if opts.quadrature is None and needs_quadrature(problem) and out.converged:
-        sharp = sharp_rule(problem, T.rule, out.x, symmetric=T.symmetry is not None)
-    if sharp is not None:  # the solution is in the sharp regime: its rule, from there
-        history.setdefault(sharp, out.anderson)
-        T, out2 = run_fixed_point(problem, sharp, out.x, opts, callback, history)
-        out = replace(out2, n_iter=out.n_iter + out2.n_iter)
+    x0 = start_state(problem, init)
+    warm = warm_normaliser_rule(problem, opts, rule, x0) if init is not None else None
+    n_warm = 0
+    if warm is not None:  # a warm start in the sharp regime: the normaliser from there
+        T, out = run_fixed_point(problem, warm, x0, opts, callback, history)
+        n_warm = out.n_iter
+        symmetric = T.symmetry is not None
+        if out.converged and sharp_rule(problem, rule, out.x, symmetric=symmetric) == warm:
+            rule = None  # (the smooth-regime solve is skipped)
+        else:
+            history.pop(warm, None)
+    if rule is not None:
+        T, out = run_fixed_point(problem, rule, x0, opts, callback, history)
+        out = replace(out, n_iter=out.n_iter + n_warm)
+        sharp = None
+        if opts.quadrature is None and needs_quadrature(problem) and out.converged:
+            sharp = sharp_rule(problem, T.rule, out.x, symmetric=T.symmetry is not None)
+        if sharp is not None:  # the solution is in the sharp regime: its rule, from there
+            history.setdefault(sharp, out.anderson)
+            T, out2 = run_fixed_point(problem, sharp, out.x, opts, callback, history)
+            out = replace(out2, n_iter=out.n_iter + out2.n_iter)
     est = estimate_errors(problem, T, out, opts, callback, history)
     switch = normaliser_switch(problem, opts, est)
     if switch is not None:  # K = 4 near alpha*_4: the normaliser's integrals, from there
