@@ -76,7 +76,6 @@ def test_short_curves_and_other_problems_are_solved_point_by_point(stacked_calls
     short = np.linspace(1.0, 2.0, batched.STACKED_MIN_POINTS - 1)
     gm.learning_curve(BINARY, "logistic", short, lam=0.1)
     grid = np.linspace(1.0, 2.0, batched.STACKED_MIN_POINTS)
-    gm.learning_curve(MIX3, "cross-entropy", grid, lam=1.0)  # two effective outputs
     # a rule given by the caller: its single points
     gm.learning_curve(BINARY, "logistic", grid, lam=0.1, quadrature=gm.GaussHermite(16, 1))
     assert stacked_calls == []
@@ -139,7 +138,7 @@ def test_each_stacked_point_estimates_its_own_error(monkeypatch, stacked_calls) 
     # a coarse rule, so that the estimates stand far above the tolerance: each point's is
     # the single point's on the same rule (not a neighbour's, not the curve's)
     rule = gm.GaussHermite(8, 1)
-    monkeypatch.setattr(batched, "channel_rule", lambda problem, quadrature: rule)
+    monkeypatch.setattr(batched, "channel_rule", lambda problem, quadrature, sym=False: rule)
     alphas = np.linspace(0.5, 4.0, 12)
     opts = dict(lam=0.1, tol=TOL, max_refine=1)
     df = gm.learning_curve(BINARY, "logistic", alphas, **opts)
@@ -263,8 +262,10 @@ def test_a_stacked_curve_gives_the_callback_every_row(stacked_calls, kind) -> No
 
 def test_what_is_stacked_is_the_priors_declaration() -> None:
     """A curve is stacked where the prior declares that it takes points on a leading axis
-    (ridge, lasso and elastic net on spectral mixtures, one output), and nowhere else: a
-    dense mixture (its prior takes one point) or several outputs go point by point."""
+    (ridge, lasso and elastic net on spectral mixtures, one output; ridge with several)
+    and the errors are orthants of at most two dimensions, and nowhere else: a dense
+    mixture (its prior takes one point), the lasso with several outputs (its prior's own
+    rule), four classes or more go point by point."""
     from gaussmix.theory.prior import STACKED_PRIORS, takes_stacked_points
 
     opts = batched.stackable_options({})
@@ -280,8 +281,16 @@ def test_what_is_stacked_is_the_priors_declaration() -> None:
     }
     one = curves._problems(BINARY, "logistic", [(0.1, 1.0)], "l2", None)[0]
     assert takes_stacked_points(one.penalty_spec, one.mixture) and batched.stackable(one, opts)
-    three = curves._problems(MIX3, "square", [(0.1, 1.0)], "l2", None)[0]
-    assert three.dim > 1 and not batched.stackable(three, opts)
+    for loss in ("square", "cross-entropy"):  # K = 3: two-dimensional orthants
+        three = curves._problems(MIX3, loss, [(0.1, 1.0)], "l2", None)[0]
+        assert three.dim > 1 and batched.stackable(three, opts)
+    lasso3 = curves._problems(MIX3, "square", [(0.1, 1.0)], "l1", None)[0]
+    assert takes_stacked_points(lasso3.penalty_spec, lasso3.mixture)
+    assert not batched.stackable(lasso3, opts)
+    mix4 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=4)
+    for loss in ("square", "cross-entropy"):
+        four = curves._problems(mix4, loss, [(0.1, 1.0)], "l2", None)[0]
+        assert not batched.stackable(four, opts)
     full = curves._problems(dense, "logistic", [(0.1, 1.0)], "l2", None)[0]
     assert full.dim == 1 and not takes_stacked_points(full.penalty_spec, full.mixture)
     assert not batched.stackable(full, opts)
