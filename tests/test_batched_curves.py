@@ -1,9 +1,11 @@
-"""One-output curves solved at all their points at once (issue 19, item 3,
-:mod:`gaussmix.experiments.batched`): each point agrees with the single point within the
-two integration-error estimates, on the same rules, with its own estimate; the stacked
-priors and bias step are the single point's on a leading axis of points."""
+"""Curves solved at all their points at once (issue 19, item 3,
+:mod:`gaussmix.experiments.batched`; one output, and K = 3 classes): each point agrees with
+the single point within the two integration-error estimates, with its own estimate; the
+stacked priors and bias step are the single point's on a leading axis of points."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from gaussmix.experiments import batched, curves
 from gaussmix.theory.fixed_point import bias_step
 from gaussmix.theory.iteration import AndersonState
 from gaussmix.theory.prior import elastic_net_prior, ridge_prior
+from gaussmix.theory.quadrature import auto_rule
 
 BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
 SPARSE = gm.Mixture.sparse(0.1, 0.1, 1.0)
@@ -294,3 +297,165 @@ def test_what_is_stacked_is_the_priors_declaration() -> None:
     full = curves._problems(dense, "logistic", [(0.1, 1.0)], "l2", None)[0]
     assert full.dim == 1 and not takes_stacked_points(full.penalty_spec, full.mixture)
     assert not batched.stackable(full, opts)
+
+
+# --------------------------------------------------------------------------- K = 3 classes
+UNBALANCED3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3, rho=[0.2, 0.3, 0.5])
+
+
+def _point_by_point(monkeypatch, fn, *args, **kw):
+    """A curve solved point by point (the stacked solve switched off)."""
+    with monkeypatch.context() as m:
+        m.setattr(curves, "stackable", lambda problem, opts: False)
+        return fn(*args, **kw)
+
+
+@pytest.mark.parametrize(
+    ("mixture", "loss", "lam", "grid"),
+    [
+        (MIX3, "cross-entropy", 1.0, np.linspace(0.2, 4.0, 10)),
+        # lam < LOG_CHART_MAX_LAM: the iteration mixes in the logarithmic chart
+        (MIX3, "cross-entropy", 0.05, np.linspace(0.2, 1.5, 10)),
+        # not exchangeable (no symmetry; metrics not isotropic: the training error's
+        # boundary integrals)
+        pytest.param(
+            UNBALANCED3, "cross-entropy", 1.0, np.linspace(0.2, 4.0, 10), marks=pytest.mark.slow
+        ),
+        (MIX3, "square", 1.0, np.linspace(0.2, 4.0, 10)),
+        (UNBALANCED3, "square", 0.1, np.linspace(0.2, 4.0, 10)),
+    ],
+    ids=["ce", "ce log chart", "ce unbalanced", "square", "square unbalanced"],
+)
+def test_a_stacked_three_class_curve_is_its_single_points(
+    monkeypatch, stacked_calls, mixture, loss, lam, grid
+) -> None:
+    """K = 3 (two effective outputs for cross-entropy, three for the square loss): each
+    point agrees with ``gm.solve`` within the two estimates plus the fixed points'
+    tolerance, and with the same curve solved point by point (on the same rule) within
+    the tolerance."""
+    df = gm.learning_curve(mixture, loss, grid, lam=lam, tol=TOL)
+    assert stacked_calls == [True] and df.converged.all()
+    by_points = _point_by_point(
+        monkeypatch, gm.learning_curve, mixture, loss, grid, lam=lam, tol=TOL
+    )
+    quadrature = loss == "cross-entropy"
+    for i, (alpha, r) in enumerate(zip(grid, df.points)):
+        single = gm.solve(mixture, loss, lam=lam, alpha=alpha, tol=TOL)
+        bound = r.integration_error + single.integration_error + 10 * TOL
+        for k in KEYS:
+            assert abs(getattr(r, k) - getattr(single, k)) <= bound, k
+        other = by_points.points[i]
+        if quadrature:  # the curve's rule (the point-by-point curve's, after its first point)
+            assert r.params["quadrature"] == auto_rule(2).describe()
+            assert 0 < r.integration_error < 1e-7  # its own estimate, within quad_tol
+        if i > 0 or not quadrature:
+            assert r.params["quadrature"] == other.params["quadrature"]
+            for k in KEYS:
+                assert abs(getattr(r, k) - getattr(other, k)) <= 10 * TOL, k
+
+
+def test_a_three_class_curve_in_the_sharp_regime_is_solved_point_by_point(
+    monkeypatch, stacked_calls
+) -> None:
+    """A single point in the sharp regime solves on its own rule: the stacked attempt gives
+    up (on its first image, far into that regime) and the curve is the point-by-point one,
+    to the bit."""
+    grid = np.linspace(1.0, 3.0, 10)
+    calls: list[int] = []
+    sm = batched.StackedMap.__call__
+
+    def counted(self, x):
+        calls.append(self.n_points)
+        return sm(self, x)
+
+    monkeypatch.setattr(batched.StackedMap, "__call__", counted)
+    df = gm.learning_curve(MIX3, "cross-entropy", grid, lam=1e-3)
+    assert stacked_calls == [False] and calls == [10]  # one stacked evaluation
+    expected = _point_by_point(
+        monkeypatch, gm.learning_curve, MIX3, "cross-entropy", grid, lam=1e-3
+    )
+    assert df.converged.all()
+    np.testing.assert_array_equal(df[list(KEYS)].to_numpy(), expected[list(KEYS)].to_numpy())
+    assert any("exchangeable" in r.params["quadrature"] for r in df.points)
+
+
+def test_a_stacked_three_class_curve_gives_the_callback_every_row(stacked_calls) -> None:
+    grid = np.linspace(0.5, 3.0, 10)
+    rows: list[dict] = []
+    results: list = []
+
+    def callback(row, res):
+        rows.append(row)
+        results.append(res)
+
+    df = gm.learning_curve(MIX3, "cross-entropy", grid, lam=1.0, callback=callback)
+    assert stacked_calls == [True]
+    assert [row["alpha"] for row in rows] == list(grid)
+    assert results == list(df.points)
+    for row, (_, expected) in zip(rows, df.iterrows()):
+        for k in (*KEYS, "n_iter", "integration_error"):
+            assert row[k] == expected[k]
+
+
+def test_a_point_without_a_fixed_point_in_a_stacked_curve_is_reported(
+    monkeypatch, stacked_calls
+) -> None:
+    """A point whose map fails (its prior returns NaN, at lam = 0.5 only) fails the stacked
+    solve, which goes back to the points: that point is reported (NaN, ``converged``
+    False, a ConvergenceWarning naming it), the others are the clean curve's."""
+    from gaussmix.core.exceptions import ConvergenceWarning
+    from gaussmix.theory import prior as prior_module
+    from gaussmix.theory.penalties import Ridge
+
+    lams = np.geomspace(0.2, 10.0, 10)
+    bad = lams[4]
+    clean = gm.lambda_sweep(MIX3, "cross-entropy", lams, alpha=2.0)
+    assert stacked_calls == [True]
+    key = (Ridge, "spectral")
+    ridge = prior_module.PRIORS[key]
+
+    def failing(penalty, mixture, lam, *args, **kw):
+        out = ridge(penalty, mixture, lam, *args, **kw)
+        at = np.asarray(lam) == bad
+        if at.any():
+            Q = np.array(out.Q, dtype=float)
+            Q[at] = np.nan
+            out = replace(out, Q=Q)
+        return out
+
+    monkeypatch.setitem(prior_module.PRIORS, key, failing)
+    with pytest.warns(ConvergenceWarning, match=f"lam={bad:g}"):
+        df = gm.lambda_sweep(MIX3, "cross-entropy", lams, alpha=2.0)
+    assert stacked_calls == [True, False]
+    assert df.converged.tolist() == [lam != bad for lam in lams]
+    assert np.isnan(df.test_error[4]) and df.points[4] is None
+    ok = df.converged.to_numpy()
+    assert np.allclose(df.test_error[ok], clean.test_error[ok], rtol=0, atol=1e-7)
+
+
+def test_the_stacked_symmetry_is_each_points_to_rounding() -> None:
+    """:class:`~gaussmix.theory.symmetry.ClusterSymmetry` on a leading axis of points
+    (the stacked map's) is its single point's, point by point."""
+    from gaussmix.theory.channel import ChannelMoments
+    from gaussmix.theory.fixed_point import cluster_symmetry
+
+    problem = curves._problems(MIX3, "cross-entropy", [(1.0, 1.0)], "l2", None)[0]
+    sym = cluster_symmetry(problem)
+    rng = np.random.default_rng(3)
+    P, K, L = 4, 3, 2
+    A = rng.normal(size=(P, K, L, L))
+    Q, V = A @ np.swapaxes(A, -1, -2), A @ np.swapaxes(A, -1, -2) + np.eye(L)
+    M, b = rng.normal(size=(P, K, L)), rng.normal(size=(P, L))
+    stacked = sym.symmetric_state(Q, M, V, b)
+    for i in range(P):
+        for got, want in zip(stacked, sym.symmetric_state(Q[i], M[i], V[i], b[i])):
+            np.testing.assert_allclose(got[i], want, rtol=0, atol=1e-14)
+    mom0 = ChannelMoments(M[:, 0], Q[:, 0], V[:, 0], b[:, 0], b[:, 1])
+    expanded = sym.expand_point_moments(mom0)
+    for i in range(P):
+        one = ChannelMoments(*(getattr(mom0, f)[i : i + 1] for f in batched._MOMENTS))
+        want = sym.expand_moments(one)
+        for f in batched._MOMENTS:
+            np.testing.assert_allclose(
+                getattr(expanded, f)[i * K : (i + 1) * K], getattr(want, f), rtol=0, atol=1e-14
+            )

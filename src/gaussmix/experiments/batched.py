@@ -1,36 +1,45 @@
-"""All the points of a one-output curve solved at once: one map for the whole curve.
+"""All the points of a curve solved at once: one map for the whole curve.
 
 A point of a curve solved on its own pays fixed costs that no warm start removes: setting
 up its maps, the refined re-solve of its error estimate, the observables at two rules, the
 result.  Measured from the exact fixed point of the previous point (the perfect predictor,
-``benchmarks/bench_curves.py --floor``) they are 0.2 to 0.5 of a cold point in one-output
-problems, so a 20-point curve solved point by point costs at least 5 to 11 cold points.
-Here the ``P`` points of a curve of one-output problems (binary labels: ridge or lasso /
-elastic net on a spectral mixture, any loss) are the clusters of one *stacked* state
+``benchmarks/bench_curves.py --floor``) they are 0.2 to 0.5 of a cold point, so a 20-point
+curve solved point by point costs at least 5 to 11 cold points.  Here the ``P`` points of a
+curve (one output: binary labels, ridge or lasso / elastic net on a spectral mixture, any
+loss; or K = 3 classes, ridge on a spectral mixture, square loss or cross-entropy) are the
+clusters of one *stacked* state
 
-    x = (Q (P K), M (P K), V (P K), b (P)),
+    x = (Q (P K), M (P K), V (P K), b (P L)),
 
 (:func:`~gaussmix.theory.state.pack_state`'s layout with one bias per point), and
 :class:`StackedMap` is Theorem 1's map for all of them at once: one channel evaluation of
-the ``P K`` clusters (the compiled kernels loop over clusters), the Newton step of each
-point's bias (:func:`~gaussmix.theory.fixed_point.bias_step`), the priors of all points in
-one call (:func:`~gaussmix.theory.prior.ridge_prior` and
+the ``P K`` clusters (the compiled kernels loop over clusters; with exchangeable clusters,
+:class:`~gaussmix.theory.symmetry.ClusterSymmetry`, of cluster 0 of each point, as a single
+point's map), the Newton step of each point's bias
+(:func:`~gaussmix.theory.fixed_point.bias_step`), the priors of all points in one call
+(:func:`~gaussmix.theory.prior.ridge_prior` and
 :func:`~gaussmix.theory.prior.elastic_net_prior` take a leading axis of points).  The
-iteration is the solver's own (:func:`~gaussmix.theory.iteration.iterate`), with each point
-mixed with its own Anderson coefficients (``AndersonState.blocks``) and frozen, no longer
-evaluated, once its own residual passes the convergence test: a point's iterates are its
-single point's.  The points in the sharp regime of the channel are solved again, stacked,
-on its rule.  Each point then estimates its own integration error as a single point does
-(:func:`~gaussmix.theory.refinement.estimate_errors`): the stacked state re-solved with the
-refined rule, the change of each point's observables, refinement again for the points whose
-estimate exceeds ``quad_tol``; and its result is assembled by the solver's own code, with its
-free energy and sparsity.
+iteration is the solver's own (:func:`~gaussmix.theory.iteration.iterate`, in the
+logarithmic chart where a single point's is), with each point mixed with its own Anderson
+coefficients (``AndersonState.blocks``) and frozen, no longer evaluated, once its own
+residual passes the convergence test: a point's iterates are its single point's.  With one
+output the points in the sharp regime of the channel are solved again, stacked, on its
+rule; with two (K = 3 cross-entropy) the curve starts on the rule the point-by-point curve
+carries (one step down the automatic rule's refinement chain, by continuation from a
+coarser one), and a point in the sharp regime, which a single point solves on a rule of its
+own state, sends the curve back to the points.  Each point then estimates its own
+integration error as a single point does (:func:`~gaussmix.theory.refinement.estimate_errors`):
+the stacked state re-solved with the refined rule from the last solve's secant pairs, the
+change of each point's observables, refinement again for the points whose estimate exceeds
+``quad_tol``; and its result is assembled by the solver's own code, with its free energy
+and sparsity.
 
-Where the stacked solve does not apply (more outputs, a rule given by the caller, a
-randomised rule, a dense covariance, fewer than :data:`STACKED_MIN_POINTS` points) the
-curve is solved point by point (:mod:`gaussmix.experiments.continuation`); where it does not
-succeed (no convergence, a spurious or degenerate point) :func:`solve_points` returns None
-and so is the curve.
+Where the stacked solve does not apply (four classes or more, the lasso with several
+outputs, a rule given by the caller, a randomised rule, a dense covariance, fewer than
+:data:`STACKED_MIN_POINTS` points) the curve is solved point by point
+(:mod:`gaussmix.experiments.continuation`); where it does not succeed (no convergence, a
+spurious or degenerate point, a sharp point of two outputs) :func:`solve_points` returns
+None and so is the curve.
 """
 
 from __future__ import annotations
