@@ -206,9 +206,9 @@ class StackedMap:
         #: set (to the iteration's ``tol``) for a solve that returns the evaluated state:
         #: a point whose own residual is below it is converged and stops being evaluated
         self.freeze_tol: float | None = None
-        #: called with each point as it freezes and its state, and with every image of
-        #: the map (they may raise to stop the iteration)
-        self.on_freeze: Callable[[int, np.ndarray], None] | None = None
+        #: called with the points that freeze (a mask) and the state, and with every image
+        #: of the map (they may raise to stop the iteration)
+        self.on_freeze: Callable[[np.ndarray, np.ndarray], None] | None = None
         self.on_image: Callable[[np.ndarray], None] | None = None
         self.frozen = np.zeros(P, dtype=bool)
         self.frozen_x = np.full(self.blocks.size, np.nan)  # the state each point froze at
@@ -368,9 +368,7 @@ class StackedMap:
         self.frozen_after[new] = self.evaluations
         self.frozen |= new
         if self.on_freeze is not None and new.any():
-            states = self.split(x)
-            for i in np.flatnonzero(new):
-                self.on_freeze(int(i), states[i])
+            self.on_freeze(new, x)
         comp = self.frozen[self.blocks]
         fresh = new[self.blocks]
         self.frozen_g[fresh] = g[fresh]
@@ -490,11 +488,9 @@ def _stop_if_sharp(T: StackedMap, opts: SolverOptions) -> None:
     point freezes at its own fixed point), or an image is far into it
     (:data:`SHARP_IMAGE_FACTOR`): a curve that goes back to the point-by-point solve pays
     little of the stacked one."""
-    rule = channel_rule(T.problems[0], None, opts.symmetry)
-    sym = T.symmetry is not None
 
-    def check(i: int, x: np.ndarray) -> None:
-        if sharp_rule(T.problems[i], rule, x, symmetric=sym) is not None:
+    def check(points: np.ndarray, x: np.ndarray) -> None:
+        if any(r is not None for r in _sharp(T, x, opts, points)):
             raise _SharpPoint
 
     def far(g: np.ndarray) -> None:
@@ -505,18 +501,24 @@ def _stop_if_sharp(T: StackedMap, opts: SolverOptions) -> None:
     T.on_freeze, T.on_image = check, far
 
 
-def _sharp(T: StackedMap, x: np.ndarray, opts: SolverOptions) -> list:
-    """The sharp rule of each point of the stacked state ``x`` solved with the automatic
-    rule of the smooth regime, as a single point tests it
+def _sharp(
+    T: StackedMap, x: np.ndarray, opts: SolverOptions, points: np.ndarray | None = None
+) -> list:
+    """The sharp rule of each point of the stacked state ``x`` (of ``points``, a mask)
+    solved with the automatic rule of the smooth regime, as a single point tests it
     (:func:`~gaussmix.theory.refinement.sharp_rule`; None: its rule stays)."""
     p0 = T.problems[0]
+    idx = np.arange(T.n_points) if points is None else np.flatnonzero(points)
     if not needs_quadrature(p0):
-        return [None] * T.n_points
+        return [None] * idx.size
+    # (the test of all the points at once, an overlap above the threshold, before each's)
+    Q = T.unpack(x)[0][idx]
+    if sym_eigvals(Q.reshape(-1, T.L, T.L)).max() <= SMOOTH_Q_MAX:
+        return [None] * idx.size
     rule = channel_rule(p0, None, opts.symmetry)
     sym = T.symmetry is not None
-    if sharp_rule(T.outputs, rule, x, symmetric=False) is None and not sym:
-        return [None] * T.n_points  # (all points at once: one sharp point, and each alone)
-    return [sharp_rule(p, rule, xi, symmetric=sym) for p, xi in zip(T.problems, T.split(x))]
+    states = T.split(x)
+    return [sharp_rule(T.problems[i], rule, states[i], symmetric=sym) for i in idx]
 
 
 def _converged(T: StackedMap, x0: np.ndarray, history: AndersonState | None, opts: SolverOptions):
