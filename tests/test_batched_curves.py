@@ -357,9 +357,10 @@ def test_a_stacked_three_class_curve_is_its_single_points(
 def test_a_three_class_curve_in_the_sharp_regime_is_solved_point_by_point(
     monkeypatch, stacked_calls
 ) -> None:
-    """A single point in the sharp regime solves on its own rule: the stacked attempt gives
-    up (on its first image, far into that regime) and the curve is the point-by-point one,
-    to the bit."""
+    """Where the curve's first point is in the sharp regime (a single point there solves
+    on a rule of its own state, and so does every point of the point-by-point curve), the
+    stacked attempt gives up (on its first image, far into that regime) and the curve is
+    the point-by-point one, to the bit."""
     grid = np.linspace(1.0, 3.0, 10)
     calls: list[int] = []
     sm = batched.StackedMap.__call__
@@ -377,6 +378,36 @@ def test_a_three_class_curve_in_the_sharp_regime_is_solved_point_by_point(
     assert df.converged.all()
     np.testing.assert_array_equal(df[list(KEYS)].to_numpy(), expected[list(KEYS)].to_numpy())
     assert any("exchangeable" in r.params["quadrature"] for r in df.points)
+
+
+def test_a_stacked_three_class_sweep_keeps_the_curves_rule_into_the_sharp_regime(
+    monkeypatch, stacked_calls
+) -> None:
+    """A sweep from lam = 10 down to 1e-3: its first point (the largest lambda) is smooth,
+    so every point stays on the curve's rule, refined to its own estimate, as the
+    point-by-point sweep carries it; each agrees with ``gm.solve`` (on the symmetric sharp
+    rule below lam ~ 0.03) within the two estimates, and with the point-by-point sweep
+    within the tolerance."""
+    lams = np.geomspace(1e-3, 10.0, 10)
+    df = gm.lambda_sweep(MIX3, "cross-entropy", lams, alpha=2.0, tol=TOL)
+    assert stacked_calls == [True] and df.converged.all()
+    by_points = _point_by_point(
+        monkeypatch, gm.lambda_sweep, MIX3, "cross-entropy", lams, alpha=2.0, tol=TOL
+    )
+    sharp = 0
+    for i, (lam, r) in enumerate(zip(lams, df.points)):
+        assert r.params["quadrature"] == auto_rule(2).describe()
+        single = gm.solve(MIX3, "cross-entropy", lam=lam, alpha=2.0, tol=TOL)
+        sharp += "exchangeable" in single.params["quadrature"]
+        bound = r.integration_error + single.integration_error + 10 * TOL
+        for k in ("test_error", "train_error", "train_loss"):
+            assert abs(getattr(r, k) - getattr(single, k)) <= bound, k
+        if i < len(lams) - 1:  # (the point-by-point sweep's first point is a single point)
+            other = by_points.points[i]
+            assert r.params["quadrature"] == other.params["quadrature"]
+            for k in KEYS:
+                assert abs(getattr(r, k) - getattr(other, k)) <= 10 * TOL, k
+    assert sharp >= 2  # not vacuous: points of the sharp regime
 
 
 def test_a_stacked_three_class_curve_gives_the_callback_every_row(stacked_calls) -> None:

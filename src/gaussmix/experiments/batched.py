@@ -470,11 +470,11 @@ def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
 
 
 class _SharpPoint(Exception):
-    """A point of a stacked solve of two outputs converged in the sharp regime."""
+    """The first point of a stacked solve of two outputs is in the sharp regime."""
 
 
-#: a stacked solve of two outputs gives up where an image of the map has an overlap
-#: ``Q_c`` with an eigenvalue above this many times
+#: a stacked solve of two outputs gives up where an image of the map at the curve's first
+#: point has an overlap ``Q_c`` with an eigenvalue above this many times
 #: :data:`~gaussmix.theory.tolerances.SMOOTH_Q_MAX` (the sharp regime's threshold, tested
 #: at the fixed point).  Measured at K = 3 cross-entropy, alphas in [0.2, 4], from the cold
 #: start: the largest eigenvalue of the first image is within 30 % of the fixed point's
@@ -482,19 +482,21 @@ class _SharpPoint(Exception):
 SHARP_IMAGE_FACTOR = 2.0
 
 
-def _stop_if_sharp(T: StackedMap, opts: SolverOptions) -> None:
-    """Make the stacked iteration of ``T`` stop (:class:`_SharpPoint`) as soon as a point
-    converges in the sharp regime (the test :func:`_sharp` makes at the end, made as each
-    point freezes at its own fixed point), or an image is far into it
+def _stop_if_first_is_sharp(T: StackedMap, opts: SolverOptions) -> None:
+    """Make the stacked iteration of ``T`` stop (:class:`_SharpPoint`) as soon as the
+    curve's first point converges in the sharp regime (the test :func:`_sharp` makes at
+    the end, made as it freezes at its own fixed point), or its image is far into it
     (:data:`SHARP_IMAGE_FACTOR`): a curve that goes back to the point-by-point solve pays
     little of the stacked one."""
+    first = np.zeros(T.n_points, dtype=bool)
+    first[0] = True
 
     def check(points: np.ndarray, x: np.ndarray) -> None:
-        if any(r is not None for r in _sharp(T, x, opts, points)):
+        if points[0] and _sharp(T, x, opts, first)[0] is not None:
             raise _SharpPoint
 
     def far(g: np.ndarray) -> None:
-        Q = unpack_state(g, T.K, T.L)[0]
+        Q = unpack_state(g, T.K, T.L)[0][: T.K0]
         if np.isfinite(Q).all() and sym_eigvals(Q).max() > SHARP_IMAGE_FACTOR * SMOOTH_Q_MAX:
             raise _SharpPoint
 
@@ -557,9 +559,12 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
     (:func:`~gaussmix.experiments.continuation.chain_predecessor`), reached by continuation
     from its coarser rule (``opts.continuation``), with the single point's symmetry of
     exchangeable clusters and chart; each point then refines it until its own estimate
-    meets ``quad_tol``, so that its answer is on the automatic rule or finer.  A point in
-    the sharp regime (which a single point solves on its own rule) sends the curve back
-    to the point-by-point solve.
+    meets ``quad_tol``, so that its answer is on the automatic rule or finer.  Where the
+    curve's first point is in the sharp regime (a single point solves it on a rule of its
+    own state, and so does the point-by-point curve for every point, none carrying a rule
+    to the next) the curve goes back to the point-by-point solve; otherwise every point
+    stays on the curve's rule, as the point-by-point curve carries it to every point after
+    the first.
     """
     p0 = problems[0]
     sym, _ = map_features(p0, opts)
@@ -570,7 +575,7 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
         rule = chain_predecessor(rule) or rule
     T = StackedMap(problems, rule, sym, log_chart)
     if two:
-        _stop_if_sharp(T, opts)
+        _stop_if_first_is_sharp(T, opts)
     x0 = T.start()
     if not T.is_valid(x0):
         return None
@@ -578,9 +583,9 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
     coarse = rule.coarsened() if two and opts.continuation else None
     if coarse is not None:  # the continuation from the coarser rule (run_fixed_point)
         Tc = T.like(problems, coarse)
-        _stop_if_sharp(Tc, opts)
+        _stop_if_first_is_sharp(Tc, opts)
         out = _converged(Tc, x0, None, opts)
-        if out is None or any(s is not None for s in _sharp(Tc, out.x, opts)):
+        if out is None:
             return None
         x0, history = out.x, out.anderson
         n_coarse = Tc.own_iterations(out.n_iter)
@@ -590,9 +595,8 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
     states = T.split(out.x)
     residuals = np.where(T.frozen, T.residuals, out.residual)  # each point's own
     n_iters = T.own_iterations(out.n_iter) + (n_coarse if coarse is not None else 0)
-    sharps = _sharp(T, out.x, opts)
-    if two and any(s is not None for s in sharps):
-        return None
+    # (two outputs: the points after the first stay on the curve's rule, as point by point)
+    sharps = [None] * len(problems) if two else _sharp(T, out.x, opts)
     groups: dict = {}  # the rule of each point -> its points
     for i, sharp in enumerate(sharps):
         groups.setdefault(sharp, []).append(i)
