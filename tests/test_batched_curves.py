@@ -490,3 +490,19 @@ def test_the_stacked_symmetry_is_each_points_to_rounding() -> None:
             np.testing.assert_allclose(
                 getattr(expanded, f)[i * K : (i + 1) * K], getattr(want, f), rtol=0, atol=1e-14
             )
+
+
+def test_a_stacked_three_class_curve_without_an_estimate_is_on_the_automatic_rule(
+    monkeypatch, stacked_calls
+) -> None:
+    """Without an estimate by refinement the points carry no rule point by point: the
+    stacked curve is on the automatic rule (not the curve's coarser one), as they are."""
+    grid = np.linspace(0.5, 3.0, 10)
+    kw = dict(lam=1.0, tol=TOL, estimate_error=False)
+    df = gm.learning_curve(MIX3, "cross-entropy", grid, **kw)
+    assert stacked_calls == [True]
+    by_points = _point_by_point(monkeypatch, gm.learning_curve, MIX3, "cross-entropy", grid, **kw)
+    for r, other in zip(df.points, by_points.points):
+        assert r.params["quadrature"] == other.params["quadrature"] == auto_rule(2).describe()
+        for k in KEYS:
+            assert abs(getattr(r, k) - getattr(other, k)) <= 10 * TOL, k

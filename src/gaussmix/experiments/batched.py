@@ -194,6 +194,7 @@ class StackedMap:
         rows = K0 * np.arange(P) if symmetry is not None else np.arange(self.K)
         self.rows = rows
         self.row_point = rows // K0
+        self.row_of_cluster = np.repeat(np.arange(P), K0)  # the point of each cluster
         self.last: HatEvaluation | None = None
         self.last_rows: ChannelMoments | None = None  # the integrated clusters' moments
         self.warm: ProxWarmStart | None = None
@@ -482,21 +483,24 @@ class _SharpPoint(Exception):
 SHARP_IMAGE_FACTOR = 2.0
 
 
-def _stop_if_first_is_sharp(T: StackedMap, opts: SolverOptions) -> None:
+def _stop_if_first_is_sharp(T: StackedMap, opts: SolverOptions, every: bool = False) -> None:
     """Make the stacked iteration of ``T`` stop (:class:`_SharpPoint`) as soon as the
-    curve's first point converges in the sharp regime (the test :func:`_sharp` makes at
-    the end, made as it freezes at its own fixed point), or its image is far into it
-    (:data:`SHARP_IMAGE_FACTOR`): a curve that goes back to the point-by-point solve pays
-    little of the stacked one."""
-    first = np.zeros(T.n_points, dtype=bool)
-    first[0] = True
+    curve's first point (``every``: any point) converges in the sharp regime (the test
+    :func:`_sharp` makes at the end, made as it freezes at its own fixed point), or its
+    image is far into it (:data:`SHARP_IMAGE_FACTOR`): a curve that goes back to the
+    point-by-point solve pays little of the stacked one."""
+    watched = np.ones(T.n_points, dtype=bool)
+    if not every:
+        watched[1:] = False
+    clusters = watched[T.row_of_cluster]
 
     def check(points: np.ndarray, x: np.ndarray) -> None:
-        if points[0] and _sharp(T, x, opts, first)[0] is not None:
+        new = points & watched
+        if new.any() and any(r is not None for r in _sharp(T, x, opts, new)):
             raise _SharpPoint
 
     def far(g: np.ndarray) -> None:
-        Q = unpack_state(g, T.K, T.L)[0][: T.K0]
+        Q = unpack_state(g, T.K, T.L)[0][clusters]
         if np.isfinite(Q).all() and sym_eigvals(Q).max() > SHARP_IMAGE_FACTOR * SMOOTH_Q_MAX:
             raise _SharpPoint
 
@@ -559,7 +563,9 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
     (:func:`~gaussmix.experiments.continuation.chain_predecessor`), reached by continuation
     from its coarser rule (``opts.continuation``), with the single point's symmetry of
     exchangeable clusters and chart; each point then refines it until its own estimate
-    meets ``quad_tol``, so that its answer is on the automatic rule or finer.  Where the
+    meets ``quad_tol``, so that its answer is on the automatic rule or finer (without an
+    estimate by refinement, the automatic rule itself, and any point in the sharp regime
+    sends the curve back to the points, which then carry no rule).  Where the
     curve's first point is in the sharp regime (a single point solves it on a rule of its
     own state, and so does the point-by-point curve for every point, none carrying a rule
     to the next) the curve goes back to the point-by-point solve; otherwise every point
@@ -571,11 +577,12 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
     log_chart = any(uses_log_chart(p) for p in problems)
     rule = channel_rule(p0, None, opts.symmetry)
     two = needs_quadrature(p0) and p0.dim > 1
-    if two:  # the curve's rule (continuation.curve_start_rule)
+    refines = opts.estimate_error and (not opts.auto_refine or opts.max_refine > 0)
+    if two and refines:  # the curve's rule (continuation.curve_start_rule)
         rule = chain_predecessor(rule) or rule
     T = StackedMap(problems, rule, sym, log_chart)
     if two:
-        _stop_if_first_is_sharp(T, opts)
+        _stop_if_first_is_sharp(T, opts, every=not refines)
     x0 = T.start()
     if not T.is_valid(x0):
         return None
@@ -583,7 +590,7 @@ def solve_points(problems: list[Problem], opts: SolverOptions) -> list[FixedPoin
     coarse = rule.coarsened() if two and opts.continuation else None
     if coarse is not None:  # the continuation from the coarser rule (run_fixed_point)
         Tc = T.like(problems, coarse)
-        _stop_if_first_is_sharp(Tc, opts)
+        _stop_if_first_is_sharp(Tc, opts, every=not refines)
         out = _converged(Tc, x0, None, opts)
         if out is None:
             return None
