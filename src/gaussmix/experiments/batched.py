@@ -97,7 +97,7 @@ __all__ = ["STACKED_MIN_POINTS", "StackedMap", "stackable", "stackable_options",
 #: (measured, binary logistic over alpha in [0.2, 4]: 3 points 8.8 ms stacked against 7.4
 #: point by point, 5 points 5.9 against 11.0, 8 points 7.4 against 16.0, 20 points 14
 #: against 47); short curves keep the point-by-point continuation, the path of every curve
-#: with more outputs, whose predictor and safeguard are tested on short binary curves.
+#: of four classes or more, whose predictor and safeguard are tested on short curves.
 STACKED_MIN_POINTS = 10
 
 #: the observables whose integration error is estimated (the observables registry's)
