@@ -63,8 +63,12 @@ from gaussmix.theory.fixed_point import (
 )
 from gaussmix.theory.iteration import AndersonState, IterationStatus, iterate
 from gaussmix.theory.linalg import sym_eigvals
-from gaussmix.theory.observables import _isotropic_softmax_metric as isotropic_softmax_metric
-from gaussmix.theory.observables import gaussian_risk, test_accuracy, train_accuracy
+from gaussmix.theory.observables import (
+    gaussian_risk,
+    isotropic_softmax_metric,
+    test_accuracy,
+    train_accuracy,
+)
 from gaussmix.theory.options import SolverOptions, solver_options
 from gaussmix.theory.outputs import error_keys
 from gaussmix.theory.prior import (
