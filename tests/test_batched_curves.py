@@ -1,9 +1,11 @@
-"""One-output curves solved at all their points at once (issue 19, item 3,
-:mod:`gaussmix.experiments.batched`): each point agrees with the single point within the
-two integration-error estimates, on the same rules, with its own estimate; the stacked
-priors and bias step are the single point's on a leading axis of points."""
+"""Curves solved at all their points at once (issue 19, item 3,
+:mod:`gaussmix.experiments.batched`; one output, and K = 3 classes): each point agrees with
+the single point within the two integration-error estimates, with its own estimate; the
+stacked priors and bias step are the single point's on a leading axis of points."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from gaussmix.experiments import batched, curves
 from gaussmix.theory.fixed_point import bias_step
 from gaussmix.theory.iteration import AndersonState
 from gaussmix.theory.prior import elastic_net_prior, ridge_prior
+from gaussmix.theory.quadrature import auto_rule
 
 BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
 SPARSE = gm.Mixture.sparse(0.1, 0.1, 1.0)
@@ -76,7 +79,6 @@ def test_short_curves_and_other_problems_are_solved_point_by_point(stacked_calls
     short = np.linspace(1.0, 2.0, batched.STACKED_MIN_POINTS - 1)
     gm.learning_curve(BINARY, "logistic", short, lam=0.1)
     grid = np.linspace(1.0, 2.0, batched.STACKED_MIN_POINTS)
-    gm.learning_curve(MIX3, "cross-entropy", grid, lam=1.0)  # two effective outputs
     # a rule given by the caller: its single points
     gm.learning_curve(BINARY, "logistic", grid, lam=0.1, quadrature=gm.GaussHermite(16, 1))
     assert stacked_calls == []
@@ -139,7 +141,7 @@ def test_each_stacked_point_estimates_its_own_error(monkeypatch, stacked_calls) 
     # a coarse rule, so that the estimates stand far above the tolerance: each point's is
     # the single point's on the same rule (not a neighbour's, not the curve's)
     rule = gm.GaussHermite(8, 1)
-    monkeypatch.setattr(batched, "channel_rule", lambda problem, quadrature: rule)
+    monkeypatch.setattr(batched, "channel_rule", lambda problem, quadrature, sym=False: rule)
     alphas = np.linspace(0.5, 4.0, 12)
     opts = dict(lam=0.1, tol=TOL, max_refine=1)
     df = gm.learning_curve(BINARY, "logistic", alphas, **opts)
@@ -263,8 +265,10 @@ def test_a_stacked_curve_gives_the_callback_every_row(stacked_calls, kind) -> No
 
 def test_what_is_stacked_is_the_priors_declaration() -> None:
     """A curve is stacked where the prior declares that it takes points on a leading axis
-    (ridge, lasso and elastic net on spectral mixtures, one output), and nowhere else: a
-    dense mixture (its prior takes one point) or several outputs go point by point."""
+    (ridge, lasso and elastic net on spectral mixtures, one output; ridge with several)
+    and the errors are orthants of at most two dimensions, and nowhere else: a dense
+    mixture (its prior takes one point), the lasso with several outputs (its prior's own
+    rule), four classes or more go point by point."""
     from gaussmix.theory.prior import STACKED_PRIORS, takes_stacked_points
 
     opts = batched.stackable_options({})
@@ -280,8 +284,225 @@ def test_what_is_stacked_is_the_priors_declaration() -> None:
     }
     one = curves._problems(BINARY, "logistic", [(0.1, 1.0)], "l2", None)[0]
     assert takes_stacked_points(one.penalty_spec, one.mixture) and batched.stackable(one, opts)
-    three = curves._problems(MIX3, "square", [(0.1, 1.0)], "l2", None)[0]
-    assert three.dim > 1 and not batched.stackable(three, opts)
+    for loss in ("square", "cross-entropy"):  # K = 3: two-dimensional orthants
+        three = curves._problems(MIX3, loss, [(0.1, 1.0)], "l2", None)[0]
+        assert three.dim > 1 and batched.stackable(three, opts)
+    lasso3 = curves._problems(MIX3, "square", [(0.1, 1.0)], "l1", None)[0]
+    assert takes_stacked_points(lasso3.penalty_spec, lasso3.mixture)
+    assert not batched.stackable(lasso3, opts)
+    mix4 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=4)
+    for loss in ("square", "cross-entropy"):
+        four = curves._problems(mix4, loss, [(0.1, 1.0)], "l2", None)[0]
+        assert not batched.stackable(four, opts)
     full = curves._problems(dense, "logistic", [(0.1, 1.0)], "l2", None)[0]
     assert full.dim == 1 and not takes_stacked_points(full.penalty_spec, full.mixture)
     assert not batched.stackable(full, opts)
+
+
+# --------------------------------------------------------------------------- K = 3 classes
+UNBALANCED3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3, rho=[0.2, 0.3, 0.5])
+
+
+def _point_by_point(monkeypatch, fn, *args, **kw):
+    """A curve solved point by point (the stacked solve switched off)."""
+    with monkeypatch.context() as m:
+        m.setattr(curves, "stackable", lambda problem, opts: False)
+        return fn(*args, **kw)
+
+
+@pytest.mark.parametrize(
+    ("mixture", "loss", "lam", "grid"),
+    [
+        (MIX3, "cross-entropy", 1.0, np.linspace(0.2, 4.0, 10)),
+        # lam < LOG_CHART_MAX_LAM: the iteration mixes in the logarithmic chart
+        (MIX3, "cross-entropy", 0.05, np.linspace(0.2, 1.5, 10)),
+        # not exchangeable (no symmetry; metrics not isotropic: the training error's
+        # boundary integrals)
+        pytest.param(
+            UNBALANCED3, "cross-entropy", 1.0, np.linspace(0.2, 4.0, 10), marks=pytest.mark.slow
+        ),
+        (MIX3, "square", 1.0, np.linspace(0.2, 4.0, 10)),
+        (UNBALANCED3, "square", 0.1, np.linspace(0.2, 4.0, 10)),
+    ],
+    ids=["ce", "ce log chart", "ce unbalanced", "square", "square unbalanced"],
+)
+def test_a_stacked_three_class_curve_is_its_single_points(
+    monkeypatch, stacked_calls, mixture, loss, lam, grid
+) -> None:
+    """K = 3 (two effective outputs for cross-entropy, three for the square loss): each
+    point agrees with ``gm.solve`` within the two estimates plus the fixed points'
+    tolerance, and with the same curve solved point by point (on the same rule) within
+    the tolerance."""
+    df = gm.learning_curve(mixture, loss, grid, lam=lam, tol=TOL)
+    assert stacked_calls == [True] and df.converged.all()
+    by_points = _point_by_point(
+        monkeypatch, gm.learning_curve, mixture, loss, grid, lam=lam, tol=TOL
+    )
+    quadrature = loss == "cross-entropy"
+    for i, (alpha, r) in enumerate(zip(grid, df.points)):
+        single = gm.solve(mixture, loss, lam=lam, alpha=alpha, tol=TOL)
+        bound = r.integration_error + single.integration_error + 10 * TOL
+        for k in KEYS:
+            assert abs(getattr(r, k) - getattr(single, k)) <= bound, k
+        other = by_points.points[i]
+        if quadrature:  # the curve's rule (the point-by-point curve's, after its first point)
+            assert r.params["quadrature"] == auto_rule(2).describe()
+            assert 0 < r.integration_error < 1e-7  # its own estimate, within quad_tol
+        if i > 0 or not quadrature:
+            assert r.params["quadrature"] == other.params["quadrature"]
+            for k in KEYS:
+                assert abs(getattr(r, k) - getattr(other, k)) <= 10 * TOL, k
+
+
+def test_a_three_class_curve_in_the_sharp_regime_is_solved_point_by_point(
+    monkeypatch, stacked_calls
+) -> None:
+    """Where the curve's first point is in the sharp regime (a single point there solves
+    on a rule of its own state, and so does every point of the point-by-point curve), the
+    stacked attempt gives up (on its first image, far into that regime) and the curve is
+    the point-by-point one, to the bit."""
+    grid = np.linspace(1.0, 3.0, 10)
+    calls: list[int] = []
+    sm = batched.StackedMap.__call__
+
+    def counted(self, x):
+        calls.append(self.n_points)
+        return sm(self, x)
+
+    monkeypatch.setattr(batched.StackedMap, "__call__", counted)
+    df = gm.learning_curve(MIX3, "cross-entropy", grid, lam=1e-3)
+    assert stacked_calls == [False] and calls == [10]  # one stacked evaluation
+    expected = _point_by_point(
+        monkeypatch, gm.learning_curve, MIX3, "cross-entropy", grid, lam=1e-3
+    )
+    assert df.converged.all()
+    np.testing.assert_array_equal(df[list(KEYS)].to_numpy(), expected[list(KEYS)].to_numpy())
+    assert any("exchangeable" in r.params["quadrature"] for r in df.points)
+
+
+def test_a_stacked_three_class_sweep_keeps_the_curves_rule_into_the_sharp_regime(
+    monkeypatch, stacked_calls
+) -> None:
+    """A sweep from lam = 10 down to 1e-3: its first point (the largest lambda) is smooth,
+    so every point stays on the curve's rule, refined to its own estimate, as the
+    point-by-point sweep carries it; each agrees with ``gm.solve`` (on the symmetric sharp
+    rule below lam ~ 0.03) within the two estimates, and with the point-by-point sweep
+    within the tolerance."""
+    lams = np.geomspace(1e-3, 10.0, 10)
+    df = gm.lambda_sweep(MIX3, "cross-entropy", lams, alpha=2.0, tol=TOL)
+    assert stacked_calls == [True] and df.converged.all()
+    by_points = _point_by_point(
+        monkeypatch, gm.lambda_sweep, MIX3, "cross-entropy", lams, alpha=2.0, tol=TOL
+    )
+    sharp = 0
+    for i, (lam, r) in enumerate(zip(lams, df.points)):
+        assert r.params["quadrature"] == auto_rule(2).describe()
+        single = gm.solve(MIX3, "cross-entropy", lam=lam, alpha=2.0, tol=TOL)
+        sharp += "exchangeable" in single.params["quadrature"]
+        bound = r.integration_error + single.integration_error + 10 * TOL
+        for k in ("test_error", "train_error", "train_loss"):
+            assert abs(getattr(r, k) - getattr(single, k)) <= bound, k
+        if i < len(lams) - 1:  # (the point-by-point sweep's first point is a single point)
+            other = by_points.points[i]
+            assert r.params["quadrature"] == other.params["quadrature"]
+            for k in KEYS:
+                assert abs(getattr(r, k) - getattr(other, k)) <= 10 * TOL, k
+    assert sharp >= 2  # not vacuous: points of the sharp regime
+
+
+def test_a_stacked_three_class_curve_gives_the_callback_every_row(stacked_calls) -> None:
+    grid = np.linspace(0.5, 3.0, 10)
+    rows: list[dict] = []
+    results: list = []
+
+    def callback(row, res):
+        rows.append(row)
+        results.append(res)
+
+    df = gm.learning_curve(MIX3, "cross-entropy", grid, lam=1.0, callback=callback)
+    assert stacked_calls == [True]
+    assert [row["alpha"] for row in rows] == list(grid)
+    assert results == list(df.points)
+    for row, (_, expected) in zip(rows, df.iterrows()):
+        for k in (*KEYS, "n_iter", "integration_error"):
+            assert row[k] == expected[k]
+
+
+def test_a_point_without_a_fixed_point_in_a_stacked_curve_is_reported(
+    monkeypatch, stacked_calls
+) -> None:
+    """A point whose map fails (its prior returns NaN, at lam = 0.5 only) fails the stacked
+    solve, which goes back to the points: that point is reported (NaN, ``converged``
+    False, a ConvergenceWarning naming it), the others are the clean curve's."""
+    from gaussmix.core.exceptions import ConvergenceWarning
+    from gaussmix.theory import prior as prior_module
+    from gaussmix.theory.penalties import Ridge
+
+    lams = np.geomspace(0.2, 10.0, 10)
+    bad = lams[4]
+    clean = gm.lambda_sweep(MIX3, "cross-entropy", lams, alpha=2.0)
+    assert stacked_calls == [True]
+    key = (Ridge, "spectral")
+    ridge = prior_module.PRIORS[key]
+
+    def failing(penalty, mixture, lam, *args, **kw):
+        out = ridge(penalty, mixture, lam, *args, **kw)
+        at = np.asarray(lam) == bad
+        if at.any():
+            Q = np.array(out.Q, dtype=float)
+            Q[at] = np.nan
+            out = replace(out, Q=Q)
+        return out
+
+    monkeypatch.setitem(prior_module.PRIORS, key, failing)
+    with pytest.warns(ConvergenceWarning, match=f"lam={bad:g}"):
+        df = gm.lambda_sweep(MIX3, "cross-entropy", lams, alpha=2.0)
+    assert stacked_calls == [True, False]
+    assert df.converged.tolist() == [lam != bad for lam in lams]
+    assert np.isnan(df.test_error[4]) and df.points[4] is None
+    ok = df.converged.to_numpy()
+    assert np.allclose(df.test_error[ok], clean.test_error[ok], rtol=0, atol=1e-7)
+
+
+def test_the_stacked_symmetry_is_each_points_to_rounding() -> None:
+    """:class:`~gaussmix.theory.symmetry.ClusterSymmetry` on a leading axis of points
+    (the stacked map's) is its single point's, point by point."""
+    from gaussmix.theory.channel import ChannelMoments
+    from gaussmix.theory.fixed_point import cluster_symmetry
+
+    problem = curves._problems(MIX3, "cross-entropy", [(1.0, 1.0)], "l2", None)[0]
+    sym = cluster_symmetry(problem)
+    rng = np.random.default_rng(3)
+    P, K, L = 4, 3, 2
+    A = rng.normal(size=(P, K, L, L))
+    Q, V = A @ np.swapaxes(A, -1, -2), A @ np.swapaxes(A, -1, -2) + np.eye(L)
+    M, b = rng.normal(size=(P, K, L)), rng.normal(size=(P, L))
+    stacked = sym.symmetric_state(Q, M, V, b)
+    for i in range(P):
+        for got, want in zip(stacked, sym.symmetric_state(Q[i], M[i], V[i], b[i])):
+            np.testing.assert_allclose(got[i], want, rtol=0, atol=1e-14)
+    mom0 = ChannelMoments(M[:, 0], Q[:, 0], V[:, 0], b[:, 0], b[:, 1])
+    expanded = sym.expand_point_moments(mom0)
+    for i in range(P):
+        one = ChannelMoments(*(getattr(mom0, f)[i : i + 1] for f in batched._MOMENTS))
+        want = sym.expand_moments(one)
+        for f in batched._MOMENTS:
+            np.testing.assert_allclose(
+                getattr(expanded, f)[i * K : (i + 1) * K], getattr(want, f), rtol=0, atol=1e-14
+            )
+
+
+def test_a_stacked_three_class_curve_without_an_estimate_is_on_the_automatic_rule(
+    monkeypatch, stacked_calls
+) -> None:
+    """Without an estimate by refinement the points carry no rule point by point: the
+    stacked curve is on the automatic rule (not the curve's coarser one), as they are."""
+    grid = np.linspace(0.5, 3.0, 10)
+    kw = dict(lam=1.0, tol=TOL, estimate_error=False)
+    df = gm.learning_curve(MIX3, "cross-entropy", grid, **kw)
+    assert stacked_calls == [True]
+    by_points = _point_by_point(monkeypatch, gm.learning_curve, MIX3, "cross-entropy", grid, **kw)
+    for r, other in zip(df.points, by_points.points):
+        assert r.params["quadrature"] == other.params["quadrature"] == auto_rule(2).describe()
+        for k in KEYS:
+            assert abs(getattr(r, k) - getattr(other, k)) <= 10 * TOL, k

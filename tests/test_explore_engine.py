@@ -23,7 +23,7 @@ from gaussmix.explore import (
     start_curve,
     start_overlays,
 )
-from gaussmix.explore.engine import CACHE_SIZE, MAX_OVERLAY_POINTS
+from gaussmix.explore.engine import CACHE_SIZE, COARSE_POINTS, MAX_OVERLAY_POINTS
 
 BINARY = ExplorerState(n_points=12)
 THREE = ExplorerState(n_clusters=3, delta=(0.5,), loss="cross-entropy", lam=1.0, n_points=10)
@@ -238,8 +238,14 @@ def test_cancel_stops_within_one_point():
     assert len(job.rows) == 2 and job.progress == (2, 40)
 
 
+#: a curve whose rows come one by one: K = 3 cross-entropy whose first point is in the
+#: sharp regime is solved point by point (at larger lambda its points are solved at once,
+#: gaussmix.experiments.batched, and the rows come together at the end)
+STREAMING = THREE.replace(n_points=40, lam=0.01)
+
+
 def test_cancel_from_another_thread():
-    job = start_curve(THREE.replace(n_points=40, lam=0.05))
+    job = start_curve(STREAMING)
     while not job.rows and not job.done:
         time.sleep(0.001)
     job.cancel()
@@ -258,7 +264,7 @@ def test_a_cancelled_curve_is_not_cached():
 
 def test_a_session_cancels_the_older_request_and_closes_cleanly():
     with Session() as session:
-        slow = session.submit(THREE.replace(n_points=40, lam=0.05))
+        slow = session.submit(STREAMING)
         while not slow.rows:
             time.sleep(0.001)
         fast = session.submit(BINARY)
@@ -373,12 +379,21 @@ def test_the_coarse_pass_is_the_librarys_curve_on_every_few_points():
 
 
 def test_a_session_runs_the_coarse_pass_for_multi_output_problems_only():
+    """... that the library solves point by point: a K = 3 curve of 10 points or more with
+    ridge is solved at all its points at once, its rows together in about twice a coarse
+    pass's time (gaussmix.experiments.batched), and has none."""
+    from gaussmix.explore.engine import _auto_coarse
+
     with Session(coarse="auto") as session:
         binary = session.submit(BINARY.replace(n_points=40))
         binary.wait(60)
         three = session.submit(THREE.replace(n_points=20))
         three.wait(120)
-    assert binary.preview == [] and len(three.preview) == 10
+    assert binary.preview == [] and three.preview == [] and len(three.rows) == 20
+    assert _auto_coarse(THREE.replace(n_points=9)) == COARSE_POINTS  # too few to be stacked
+    assert _auto_coarse(THREE.replace(penalty="l1")) == COARSE_POINTS  # the prior's own rule
+    assert _auto_coarse(THREE.replace(n_clusters=4)) == COARSE_POINTS
+    assert _auto_coarse(THREE) == _auto_coarse(BINARY) == 0
 
 
 def test_prefetched_neighbours_are_served_from_the_cache():

@@ -188,10 +188,10 @@ def test_training_accuracy_orthant_equals_the_wedge_boundary_integral(lam, monke
 
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3)
     problem, M, b, Q, V = _effective(mix, lam, estimate_error=False)
-    assert O._isotropic_softmax_metric(problem, V)
+    assert O.isotropic_softmax_metric(problem, V)
     fast, err = O.train_accuracy(problem, M, b, Q, V)
     assert err <= 1e-14
-    monkeypatch.setattr(O, "_isotropic_softmax_metric", lambda problem, V: False)
+    monkeypatch.setattr(O, "isotropic_softmax_metric", lambda problem, V: False)
     wedge, werr = O.train_accuracy(problem, M, b, Q, V)
     np.testing.assert_allclose(fast, wedge, atol=10 * werr + 1e-13)
 
@@ -214,7 +214,7 @@ def test_anisotropic_metrics_keep_the_general_training_error():
 
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3, rho=[0.2, 0.3, 0.5])
     problem, M, b, Q, V = _effective(mix, 1e-2, estimate_error=False)
-    assert not O._isotropic_softmax_metric(problem, V)
+    assert not O.isotropic_softmax_metric(problem, V)
 
 
 # ----------------------------------------------------------------------------- K >= 4 rules

@@ -1,36 +1,45 @@
-"""All the points of a one-output curve solved at once: one map for the whole curve.
+"""All the points of a curve solved at once: one map for the whole curve.
 
 A point of a curve solved on its own pays fixed costs that no warm start removes: setting
 up its maps, the refined re-solve of its error estimate, the observables at two rules, the
 result.  Measured from the exact fixed point of the previous point (the perfect predictor,
-``benchmarks/bench_curves.py --floor``) they are 0.2 to 0.5 of a cold point in one-output
-problems, so a 20-point curve solved point by point costs at least 5 to 11 cold points.
-Here the ``P`` points of a curve of one-output problems (binary labels: ridge or lasso /
-elastic net on a spectral mixture, any loss) are the clusters of one *stacked* state
+``benchmarks/bench_curves.py --floor``) they are 0.2 to 0.5 of a cold point, so a 20-point
+curve solved point by point costs at least 5 to 11 cold points.  Here the ``P`` points of a
+curve (one output: binary labels, ridge or lasso / elastic net on a spectral mixture, any
+loss; or K = 3 classes, ridge on a spectral mixture, square loss or cross-entropy) are the
+clusters of one *stacked* state
 
-    x = (Q (P K), M (P K), V (P K), b (P)),
+    x = (Q (P K), M (P K), V (P K), b (P L)),
 
 (:func:`~gaussmix.theory.state.pack_state`'s layout with one bias per point), and
 :class:`StackedMap` is Theorem 1's map for all of them at once: one channel evaluation of
-the ``P K`` clusters (the compiled kernels loop over clusters), the Newton step of each
-point's bias (:func:`~gaussmix.theory.fixed_point.bias_step`), the priors of all points in
-one call (:func:`~gaussmix.theory.prior.ridge_prior` and
+the ``P K`` clusters (the compiled kernels loop over clusters; with exchangeable clusters,
+:class:`~gaussmix.theory.symmetry.ClusterSymmetry`, of cluster 0 of each point, as a single
+point's map), the Newton step of each point's bias
+(:func:`~gaussmix.theory.fixed_point.bias_step`), the priors of all points in one call
+(:func:`~gaussmix.theory.prior.ridge_prior` and
 :func:`~gaussmix.theory.prior.elastic_net_prior` take a leading axis of points).  The
-iteration is the solver's own (:func:`~gaussmix.theory.iteration.iterate`), with each point
-mixed with its own Anderson coefficients (``AndersonState.blocks``) and frozen, no longer
-evaluated, once its own residual passes the convergence test: a point's iterates are its
-single point's.  The points in the sharp regime of the channel are solved again, stacked,
-on its rule.  Each point then estimates its own integration error as a single point does
-(:func:`~gaussmix.theory.refinement.estimate_errors`): the stacked state re-solved with the
-refined rule, the change of each point's observables, refinement again for the points whose
-estimate exceeds ``quad_tol``; and its result is assembled by the solver's own code, with its
-free energy and sparsity.
+iteration is the solver's own (:func:`~gaussmix.theory.iteration.iterate`, in the
+logarithmic chart where a single point's is), with each point mixed with its own Anderson
+coefficients (``AndersonState.blocks``) and frozen, no longer evaluated, once its own
+residual passes the convergence test: a point's iterates are its single point's.  With one
+output the points in the sharp regime of the channel are solved again, stacked, on its
+rule; with two (K = 3 cross-entropy) the curve starts on the rule the point-by-point curve
+carries (one step down the automatic rule's refinement chain, by continuation from a
+coarser one), and a point in the sharp regime, which a single point solves on a rule of its
+own state, sends the curve back to the points.  Each point then estimates its own
+integration error as a single point does (:func:`~gaussmix.theory.refinement.estimate_errors`):
+the stacked state re-solved with the refined rule from the last solve's secant pairs, the
+change of each point's observables, refinement again for the points whose estimate exceeds
+``quad_tol``; and its result is assembled by the solver's own code, with its free energy
+and sparsity.
 
-Where the stacked solve does not apply (more outputs, a rule given by the caller, a
-randomised rule, a dense covariance, fewer than :data:`STACKED_MIN_POINTS` points) the
-curve is solved point by point (:mod:`gaussmix.experiments.continuation`); where it does not
-succeed (no convergence, a spurious or degenerate point) :func:`solve_points` returns None
-and so is the curve.
+Where the stacked solve does not apply (four classes or more, the lasso with several
+outputs, a rule given by the caller, a randomised rule, a dense covariance, fewer than
+:data:`STACKED_MIN_POINTS` points) the curve is solved point by point
+(:mod:`gaussmix.experiments.continuation`); where it does not succeed (no convergence, a
+spurious or degenerate point, a sharp point of two outputs) :func:`solve_points` returns
+None and so is the curve.
 """
 
 from __future__ import annotations
@@ -47,13 +56,27 @@ from gaussmix.theory.fixed_point import (
     HatEvaluation,
     bias_step,
     initial_hats,
+    map_features,
     needs_quadrature,
+    new_map,
+    uses_log_chart,
 )
 from gaussmix.theory.iteration import AndersonState, IterationStatus, iterate
-from gaussmix.theory.observables import gaussian_risk, test_accuracy, train_accuracy
+from gaussmix.theory.linalg import sym_eigvals
+from gaussmix.theory.observables import (
+    gaussian_risk,
+    isotropic_softmax_metric,
+    test_accuracy,
+    train_accuracy,
+)
 from gaussmix.theory.options import SolverOptions, solver_options
 from gaussmix.theory.outputs import error_keys
-from gaussmix.theory.prior import PriorResult, prior_update, takes_stacked_points
+from gaussmix.theory.prior import (
+    PriorResult,
+    prior_quadrature_dim,
+    prior_update,
+    takes_stacked_points,
+)
 from gaussmix.theory.problem import Problem
 from gaussmix.theory.quadrature import QuadratureRule
 from gaussmix.theory.refinement import (
@@ -67,6 +90,10 @@ from gaussmix.theory.refinement import (
 from gaussmix.theory.results import FixedPointResult
 from gaussmix.theory.solver import assemble_result
 from gaussmix.theory.state import is_valid_state, pack_state, residual_scale, unpack_state
+from gaussmix.theory.symmetry import ClusterSymmetry
+from gaussmix.theory.tolerances import SMOOTH_Q_MAX
+
+from .continuation import chain_predecessor
 
 __all__ = ["STACKED_MIN_POINTS", "StackedMap", "stackable", "stackable_options", "solve_points"]
 
@@ -74,7 +101,7 @@ __all__ = ["STACKED_MIN_POINTS", "StackedMap", "stackable", "stackable_options",
 #: (measured, binary logistic over alpha in [0.2, 4]: 3 points 8.8 ms stacked against 7.4
 #: point by point, 5 points 5.9 against 11.0, 8 points 7.4 against 16.0, 20 points 14
 #: against 47); short curves keep the point-by-point continuation, the path of every curve
-#: with more outputs, whose predictor and safeguard are tested on short binary curves.
+#: of four classes or more, whose predictor and safeguard are tested on short curves.
 STACKED_MIN_POINTS = 10
 
 #: the observables whose integration error is estimated (the observables registry's)
@@ -92,71 +119,112 @@ def stackable_options(keywords: dict) -> SolverOptions | None:
 
 def stackable(problem: Problem, opts: SolverOptions) -> bool:
     """Whether the points of a curve of ``problem`` (at other ``lam`` and ``alpha``) can be
-    solved as one stacked state with the options ``opts``: one effective output, a prior in
-    closed form on a spectral mixture (ridge, lasso, elastic net), the solver's automatic
-    deterministic rule (or a channel in closed form)."""
-    if problem.dim != 1 or not takes_stacked_points(problem.penalty_spec, problem.mixture):
+    solved as one stacked state with the options ``opts``: a prior in closed form that
+    takes the points on a leading axis (ridge on a spectral mixture, and for one effective
+    output the lasso and elastic net), correct sets of at most two constraints (the test
+    and training errors are orthants of at most two dimensions: one output, or K = 3
+    classes), and the solver's automatic deterministic rule (a channel in closed form; one
+    output; two outputs, K = 3 cross-entropy, on graded panels)."""
+    if not takes_stacked_points(problem.penalty_spec, problem.mixture):
+        return False
+    if prior_quadrature_dim(problem) or max(D.shape[0] for D, _ in problem.constraints) > 2:
         return False
     if opts.quadrature is not None:  # the caller's rule: the points are its single points
         return False
-    return not channel_rule(problem, None).randomised
+    if not needs_quadrature(problem):
+        return True
+    if problem.dim > 2:
+        return False
+    rule = channel_rule(problem, None, opts.symmetry)
+    return not rule.randomised and not getattr(rule, "computes_moments", False)
 
 
 @dataclass(frozen=True)
 class _StackedOutputs:
     """The outputs of the ``P K`` stacked clusters as the observables and the regime test
     read them (labels, the loss, each cluster's correct set, the number of clusters and of
-    effective outputs): a problem's, repeated for each point."""
+    effective outputs, the effective output basis): a problem's, repeated for each point."""
 
     loss: object
     y: np.ndarray
     constraints: tuple
     n_clusters: int
     dim: int = 1
+    P: np.ndarray | None = None
 
 
 class StackedMap:
-    """Theorem 1's map for ``P`` one-output problems at once (a stacked state, see the
-    module's docstring): the interface of a
-    :class:`~gaussmix.theory.fixed_point.FixedPointMap` for the iteration (``K = P K0``
-    clusters, ``L = 1``).
+    """Theorem 1's map for ``P`` problems at once (a stacked state, see the module's
+    docstring): the interface of a :class:`~gaussmix.theory.fixed_point.FixedPointMap` for
+    the iteration (``K = P K0`` clusters, ``L`` effective outputs, ``P L`` biases).
 
     Parameters
     ----------
     problems : list of Problem
-        One-output problems that differ only in ``lam`` and ``alpha``.
+        Problems that differ only in ``lam`` and ``alpha``.
     rule : QuadratureRule
         The channel's rule (a placeholder for closed-form channels).
+    symmetry : ClusterSymmetry, optional
+        The relabelling symmetry of exchangeable clusters: cluster 0's channel of each point
+        stands for its ``K0`` clusters, as in a single point's map.
+    log_chart : bool
+        Mix in :class:`~gaussmix.theory.state.LogChart` coordinates (each point's overlaps;
+        the chart is block by block).
     """
 
-    log_chart = False  # one output: the iteration mixes in the state itself
-
-    def __init__(self, problems: list[Problem], rule: QuadratureRule) -> None:
+    def __init__(
+        self,
+        problems: list[Problem],
+        rule: QuadratureRule,
+        symmetry: ClusterSymmetry | None = None,
+        log_chart: bool = False,
+    ) -> None:
         p0 = problems[0]
         self.problems = problems
         self.rule = rule
-        self.n_points = len(problems)
-        self.K0 = p0.n_clusters
-        self.K = self.n_points * self.K0
-        self.L = 1
+        self.symmetry = symmetry
+        self.log_chart = log_chart
+        self.n_points = P = len(problems)
+        self.K0 = K0 = p0.n_clusters
+        self.K = P * K0
+        self.L = L = p0.dim
         self.ar = np.concatenate([p.alpha * p.mixture.rho for p in problems])
         self.lams = np.array([p.lam for p in problems])
         self.outputs = _StackedOutputs(
-            p0.loss, np.tile(p0.y, (self.n_points, 1)), p0.constraints * self.n_points, self.K
+            p0.loss, np.tile(p0.y, (P, 1)), p0.constraints * P, self.K, L, p0.P
         )
+        # the clusters whose channel is integrated (cluster 0 of each point with the
+        # symmetry, every cluster without) and the point of each
+        rows = K0 * np.arange(P) if symmetry is not None else np.arange(self.K)
+        self.rows = rows
+        self.row_point = rows // K0
+        self.row_of_cluster = np.repeat(np.arange(P), K0)  # the point of each cluster
         self.last: HatEvaluation | None = None
+        self.last_rows: ChannelMoments | None = None  # the integrated clusters' moments
         self.warm: ProxWarmStart | None = None
-        # the point of each component of the stacked state (Q, M, V: K0 each; b: one)
-        per = np.repeat(np.arange(self.n_points), self.K0)
-        self.blocks = np.concatenate([per, per, per, np.arange(self.n_points)])
+        # the point of each component of the stacked state (Q, M, V: K0 blocks each; b: L)
+        pts = np.arange(P)
+        self.blocks = np.concatenate(
+            [np.repeat(pts, K0 * L * L), np.repeat(pts, K0 * L), np.repeat(pts, K0 * L * L)]
+            + [np.repeat(pts, L)]
+        )
         #: set (to the iteration's ``tol``) for a solve that returns the evaluated state:
         #: a point whose own residual is below it is converged and stops being evaluated
         self.freeze_tol: float | None = None
-        self.frozen = np.zeros(self.n_points, dtype=bool)
+        #: called with the points that freeze (a mask) and the state, and with every image
+        #: of the map (they may raise to stop the iteration)
+        self.on_freeze: Callable[[np.ndarray, np.ndarray], None] | None = None
+        self.on_image: Callable[[np.ndarray], None] | None = None
+        self.frozen = np.zeros(P, dtype=bool)
         self.frozen_x = np.full(self.blocks.size, np.nan)  # the state each point froze at
-        self.residuals = np.full(self.n_points, np.nan)  # each frozen point's residual
+        self.frozen_g = np.full(self.blocks.size, np.nan)  # and its image there
+        self.residuals = np.full(P, np.nan)  # each frozen point's residual
         self.evaluations = 0  # of the map
-        self.frozen_after = np.zeros(self.n_points, dtype=int)  # each frozen point's
+        self.frozen_after = np.zeros(P, dtype=int)  # each frozen point's
+
+    def like(self, problems: list[Problem], rule: QuadratureRule) -> StackedMap:
+        """A stacked map of ``problems`` with ``rule`` and this map's symmetry and chart."""
+        return StackedMap(problems, rule, self.symmetry, self.log_chart)
 
     def start(self) -> np.ndarray:
         """The solver's starting point of every point
@@ -166,60 +234,80 @@ class StackedMap:
         Qh, Mh, Vh = (np.stack([h[j] for h in hats]) for j in range(3))
         pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=np.array([h[3] for h in hats]))
         b = np.concatenate([h[4] for h in hats])
-        return pack_state(pr.Q.reshape(-1, 1, 1), pr.M.reshape(-1, 1), pr.V.reshape(-1, 1, 1), b)
+        return self._pack(pr.Q, pr.M, pr.V, b)
 
-    def anderson(self, memory: int) -> AndersonState:
-        """An empty secant history that mixes each point with its own coefficients."""
-        return AndersonState((), (), memory, False, self.blocks)
+    def _pack(self, Q: np.ndarray, M: np.ndarray, V: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The stacked state of the points' overlaps (any leading shape)."""
+        L = self.L
+        return pack_state(Q.reshape(-1, L, L), M.reshape(-1, L), V.reshape(-1, L, L), b)
+
+    def anderson(self, memory: int, previous: AndersonState | None = None) -> AndersonState:
+        """A secant history that mixes each point with its own coefficients (empty, or the
+        newest pairs of ``previous``, an iteration of the same stacked state)."""
+        return replace(AndersonState.init(memory, previous), blocks=self.blocks)
+
+    def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(Q, M, V, b)`` of a stacked state with a leading axis of points: (P, K0, L, L),
+        (P, K0, L), (P, K0, L, L), (P, L)."""
+        Q, M, V, b = unpack_state(x, self.K, self.L)
+        P, K0, L = self.n_points, self.K0, self.L
+        return (
+            Q.reshape(P, K0, L, L),
+            M.reshape(P, K0, L),
+            V.reshape(P, K0, L, L),
+            b.reshape(P, L),
+        )
 
     def stack(self, states: list[np.ndarray]) -> np.ndarray:
         """The stacked state of one state per point."""
-        parts = [unpack_state(x, self.K0, 1) for x in states]
+        parts = [unpack_state(x, self.K0, self.L) for x in states]
         return pack_state(*(np.concatenate([pt[i] for pt in parts]) for i in range(4)))
 
     def split(self, x: np.ndarray) -> list[np.ndarray]:
         """Each point's state of a stacked state."""
-        Q, M, V, b = unpack_state(x, self.K, 1)
-        k = self.K0
-        return [
-            pack_state(
-                Q[i * k : (i + 1) * k],
-                M[i * k : (i + 1) * k],
-                V[i * k : (i + 1) * k],
-                b[i : i + 1],
-            )
-            for i in range(self.n_points)
-        ]
+        Q, M, V, b = self.unpack(x)
+        return [pack_state(Q[i], M[i], V[i], b[i]) for i in range(self.n_points)]
 
-    def means(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(M_c + b, Q_c, V_c)`` of every stacked cluster (its point's bias added)."""
-        Q, M, V, b = unpack_state(x, self.K, 1)
-        return M + np.repeat(b, self.K0)[:, None], Q, V
+    def means(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(M_c + b, Q_c, V_c)`` of every point and cluster (its point's bias added),
+        with a leading axis of points, and the biases; of the equivariant state
+        (:meth:`~gaussmix.theory.symmetry.ClusterSymmetry.symmetric_state`, ``b = 0``)
+        with the symmetry, as a single point's map and observables read it."""
+        Q, M, V, b = self.unpack(x)
+        if self.symmetry is not None:
+            Q, M, V, b = self.symmetry.symmetric_state(Q, M, V, b)
+        return M + b[:, None, :], Q, V, b
 
     def is_valid(self, x: np.ndarray) -> bool:
         """:func:`~gaussmix.theory.state.is_valid_state` of every point."""
-        return is_valid_state(x, self.K, 1)
+        return is_valid_state(x, self.K, self.L)
 
     def hats(self, x: np.ndarray) -> HatEvaluation:
-        """The channel of every stacked cluster at ``x`` in one evaluation, and the hats
-        ``alpha rho_c E[...]`` of each point (the last evaluation is remembered)."""
+        """The channel of every stacked cluster at ``x`` in one evaluation (of cluster 0 of
+        each point with the symmetry), and the hats ``alpha rho_c E[...]`` of each point
+        (the last evaluation is remembered)."""
         last = self.last
         if last is not None and np.array_equal(last.x, x):
             return last
-        m, Q, V = self.means(x)
+        m, Q, V, _ = self.means(x)
+        L = self.L
         p = self.problems[0]
-        active = ~self._frozen_at(x)[np.repeat(np.arange(self.n_points), self.K0)]
-        if last is None or active.all():
-            mom, self.warm = channel_evaluation(
-                p.loss, self.outputs.y, m, np.zeros(1), Q, V, self.rule, self.warm
-            )
+        rows = self.rows
+        m, Q, V = m.reshape(-1, L)[rows], Q.reshape(-1, L, L)[rows], V.reshape(-1, L, L)[rows]
+        y = self.outputs.y[rows]
+        zero = np.zeros(L)
+        active = ~self._frozen_at(x)[self.row_point]
+        if self.last_rows is None or active.all():
+            mom, self.warm = channel_evaluation(p.loss, y, m, zero, Q, V, self.rule, self.warm)
         else:  # the frozen points' moments are those of their (unchanged) states
-            full = self.warm if self.warm is not None and self.warm.h.shape[0] == self.K else None
+            full = (
+                self.warm if self.warm is not None and self.warm.h.shape[0] == rows.size else None
+            )
             sub, warm = channel_evaluation(
                 p.loss,
-                self.outputs.y[active],
+                y[active],
                 m[active],
-                np.zeros(1),
+                zero,
                 Q[active],
                 V[active],
                 self.rule,
@@ -230,21 +318,29 @@ class StackedMap:
                     full.key, *(_merged(getattr(full, f), getattr(warm, f), active) for f in _WARM)
                 )
             mom = ChannelMoments(
-                *(_merged(getattr(last.moments, f), getattr(sub, f), active) for f in _MOMENTS)
+                *(_merged(getattr(self.last_rows, f), getattr(sub, f), active) for f in _MOMENTS)
             )
+        self.last_rows = mom
+        if self.symmetry is not None:  # cluster 0's moments stand for its point's clusters
+            mom = self.symmetry.expand_point_moments(mom)
         self.last = HatEvaluation.of(x, mom, self.ar)
         return self.last
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """``T(x)`` of every point: channel, Newton step of each bias, priors."""
-        P, K0 = self.n_points, self.K0
-        b = unpack_state(x, self.K, 1)[3]
+        P, K0, L = self.n_points, self.K0, self.L
+        b = self.unpack(x)[3]
+        if self.symmetry is not None:  # the equivariant bias (as a single point's map)
+            b = np.zeros_like(b)
         ev = self.hats(x)
-        Vh = ev.Vhat.reshape(P, K0, 1, 1)
-        Mh = ev.Mhat.reshape(P, K0, 1)
-        db = bias_step(Vh.sum(axis=1), Mh.sum(axis=1))[:, 0]
-        pr = prior_update(self.problems[0], ev.Qhat.reshape(P, K0, 1, 1), Mh, Vh, lam=self.lams)
-        g = pack_state(pr.Q.reshape(-1, 1, 1), pr.M.reshape(-1, 1), pr.V.reshape(-1, 1, 1), b + db)
+        Vh = ev.Vhat.reshape(P, K0, L, L)
+        Mh = ev.Mhat.reshape(P, K0, L)
+        db = bias_step(Vh.sum(axis=1), Mh.sum(axis=1))
+        Qh = ev.Qhat.reshape(P, K0, L, L)
+        pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=self.lams)
+        g = self._pack(pr.Q, pr.M, pr.V, (b + db).ravel())
+        if self.on_image is not None:
+            self.on_image(g)
         self.evaluations += 1
         if self.freeze_tol is not None:
             self._freeze(x, g)
@@ -269,16 +365,43 @@ class StackedMap:
         convergence test, :func:`~gaussmix.theory.state.residual_scale`) is below
         ``freeze_tol`` at ``x``: their image is set to ``x`` (residual 0: the iteration
         leaves them where they are) and they are not evaluated again while they stay."""
-        r = np.abs(g - x) / residual_scale(x, self.K, 1)
+        r = np.abs(g - x) / residual_scale(x, self.K, self.L)
         own = np.zeros(self.n_points)
         np.maximum.at(own, self.blocks, np.where(np.isfinite(r), r, np.inf))
         new = (own < self.freeze_tol) & ~self.frozen
         self.residuals[new] = own[new]
         self.frozen_after[new] = self.evaluations
         self.frozen |= new
+        if self.on_freeze is not None and new.any():
+            self.on_freeze(new, x)
         comp = self.frozen[self.blocks]
+        fresh = new[self.blocks]
+        self.frozen_g[fresh] = g[fresh]
         g[comp] = x[comp]
         self.frozen_x[comp] = x[comp]
+
+    def images(self, x: np.ndarray) -> np.ndarray:
+        """The image ``T(x)`` that an iteration returning images (``return_image``) returns
+        for each point: a frozen point's own image at its convergence, the others' ``x``
+        (the iteration's image)."""
+        comp = self.frozen[self.blocks]
+        out = x.copy()
+        out[comp] = self.frozen_g[comp]
+        return out
+
+    def pairs(self, history: AndersonState | None, points: list[int], memory: int):
+        """The secant history of ``points`` of this stacked state (the components of
+        ``history``'s pairs that belong to them), for a stacked map of these points alone
+        (:meth:`like`); None without pairs."""
+        if history is None or history.empty:
+            return None
+        mask = np.isin(self.blocks, points)
+        return AndersonState(
+            tuple(d[mask] for d in history.dxs),
+            tuple(d[mask] for d in history.dgs),
+            memory,
+            history.log_chart,
+        )
 
     def point_maps(self, x: np.ndarray) -> tuple[list[np.ndarray], list[FixedPointMap]]:
         """Each point's state of the stacked state ``x`` and a single point's map there,
@@ -291,7 +414,7 @@ class StackedMap:
         for i, (p, xi) in enumerate(zip(self.problems, states)):
             s = slice(i * k, (i + 1) * k)
             mom = ChannelMoments(*(getattr(ev.moments, f)[s] for f in _MOMENTS))
-            T = FixedPointMap(p, self.rule)
+            T = new_map(p, self.rule, (self.symmetry, self.log_chart))
             T.last = HatEvaluation(xi.copy(), mom, ev.Qhat[s], ev.Mhat[s], ev.Vhat[s])
             maps.append(T)
         return states, maps
@@ -300,40 +423,133 @@ class StackedMap:
 def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
     """Each point's errors and losses at the stacked state ``x`` (those of
     :func:`~gaussmix.theory.refinement.evaluate_observables` with ``light=True``), each
-    observable of all points in one call."""
+    observable of all points in one call (the training error of two outputs with
+    metrics that are not isotropic, a boundary integral per cluster, point by point)."""
     ev = T.hats(x)
-    m, Q, V = T.means(x)
-    zero = np.zeros(1)
-    rho = T.problems[0].mixture.rho
-    P, K0 = T.n_points, T.K0
-    test_acc, test_err = test_accuracy(T.outputs, m, zero, Q)
-    train_acc, train_err = train_accuracy(T.outputs, m, zero, Q, V)
-    risk = gaussian_risk(T.outputs.loss, T.outputs.y, m, Q, T.rule)
+    m, Q, V, b = T.means(x)
+    P, K0, L = T.n_points, T.K0, T.L
+    p0 = T.problems[0]
+    rho = p0.mixture.rho
+    zero = np.zeros(L)
+    mf, Qf, Vf = m.reshape(-1, L), Q.reshape(-1, L, L), V.reshape(-1, L, L)
+    test_acc, test_err = test_accuracy(T.outputs, mf, zero, Qf)
     test_error = np.clip(1.0 - test_acc.reshape(P, K0) @ rho, 0.0, 1.0)
-    train_error = np.clip(1.0 - train_acc.reshape(P, K0) @ rho, 0.0, 1.0)
+    sym = T.symmetry is not None
+    if L == 1 or p0.loss.affine_prox or isotropic_softmax_metric(T.outputs, Vf):
+        train_acc, train_err = train_accuracy(T.outputs, mf, zero, Qf, Vf)
+        train_error = np.clip(1.0 - train_acc.reshape(P, K0) @ rho, 0.0, 1.0)
+        train_errs = np.full(P, train_err)
+    else:  # the boundary integrals of each point's clusters
+        train_error, train_errs = np.empty(P), np.empty(P)
+        for i, p in enumerate(T.problems):
+            acc, train_errs[i] = train_accuracy(p, m[i] - b[i], b[i], Q[i], V[i], exchangeable=sym)
+            train_error[i] = np.clip(1.0 - rho @ acc, 0.0, 1.0)
     train_loss = ev.moments.Eloss.reshape(P, K0) @ rho
-    test_loss = risk.reshape(P, K0) @ rho
-    errors = {
-        "test_error": test_err,
-        "train_error": train_err,
-        "train_loss": 0.0,
-        "test_loss": 0.0,
-    }
-    Qs, Ms, Vs, b = unpack_state(x, T.K, 1)
-    Qs, Ms, Vs = Qs.reshape(P, K0, 1, 1), Ms.reshape(P, K0, 1), Vs.reshape(P, K0, 1, 1)
-    hats = (ev.Qhat.reshape(P, K0, 1, 1), ev.Mhat.reshape(P, K0, 1), ev.Vhat.reshape(P, K0, 1, 1))
+    if sym:  # cluster 0's risk stands for its point's clusters
+        rows = T.rows
+        test_loss = gaussian_risk(p0.loss, T.outputs.y[rows], mf[rows], Qf[rows], T.rule)
+    else:
+        test_loss = gaussian_risk(p0.loss, T.outputs.y, mf, Qf, T.rule).reshape(P, K0) @ rho
+    hats = (
+        ev.Qhat.reshape(P, K0, L, L),
+        ev.Mhat.reshape(P, K0, L),
+        ev.Vhat.reshape(P, K0, L, L),
+    )
     return [
         Observables(
-            state=(Qs[i], Ms[i], Vs[i], b[i : i + 1]),
+            state=(Q[i], m[i] - b[i], V[i], b[i]),
             hats=(hats[0][i], hats[1][i], hats[2][i]),
             test_error=float(test_error[i]),
             train_error=float(train_error[i]),
             train_loss=float(train_loss[i]),
             test_loss=float(test_loss[i]),
-            errors=dict(errors),
+            errors={
+                "test_error": test_err,
+                "train_error": float(train_errs[i]),
+                "train_loss": 0.0,
+                "test_loss": 0.0,
+            },
         )
         for i in range(P)
     ]
+
+
+class _SharpPoint(Exception):
+    """The first point of a stacked solve of two outputs is in the sharp regime."""
+
+
+#: a stacked solve of two outputs gives up where an image of the map at the curve's first
+#: point has an overlap ``Q_c`` with an eigenvalue above this many times
+#: :data:`~gaussmix.theory.tolerances.SMOOTH_Q_MAX` (the sharp regime's threshold, tested
+#: at the fixed point).  Measured at K = 3 cross-entropy, alphas in [0.2, 4], from the cold
+#: start: the largest eigenvalue of the first image is within 30 % of the fixed point's
+#: (96 against 73 at lam = 1e-3, 15.0 against 13.9 at 1e-2, 2.43 against 2.34 at 0.1)
+SHARP_IMAGE_FACTOR = 2.0
+
+
+def _stop_if_first_is_sharp(T: StackedMap, opts: SolverOptions, every: bool = False) -> None:
+    """Make the stacked iteration of ``T`` stop (:class:`_SharpPoint`) as soon as the
+    curve's first point (``every``: any point) converges in the sharp regime (the test
+    :func:`_sharp` makes at the end, made as it freezes at its own fixed point), or its
+    image is far into it (:data:`SHARP_IMAGE_FACTOR`): a curve that goes back to the
+    point-by-point solve pays little of the stacked one."""
+    watched = np.ones(T.n_points, dtype=bool)
+    if not every:
+        watched[1:] = False
+    clusters = watched[T.row_of_cluster]
+
+    def check(points: np.ndarray, x: np.ndarray) -> None:
+        new = points & watched
+        if new.any() and any(r is not None for r in _sharp(T, x, opts, new)):
+            raise _SharpPoint
+
+    def far(g: np.ndarray) -> None:
+        Q = unpack_state(g, T.K, T.L)[0][clusters]
+        if np.isfinite(Q).all() and sym_eigvals(Q).max() > SHARP_IMAGE_FACTOR * SMOOTH_Q_MAX:
+            raise _SharpPoint
+
+    T.on_freeze, T.on_image = check, far
+
+
+def _sharp(
+    T: StackedMap, x: np.ndarray, opts: SolverOptions, points: np.ndarray | None = None
+) -> list:
+    """The sharp rule of each point of the stacked state ``x`` (of ``points``, a mask)
+    solved with the automatic rule of the smooth regime, as a single point tests it
+    (:func:`~gaussmix.theory.refinement.sharp_rule`; None: its rule stays)."""
+    p0 = T.problems[0]
+    idx = np.arange(T.n_points) if points is None else np.flatnonzero(points)
+    if not needs_quadrature(p0):
+        return [None] * idx.size
+    # (the test of all the points at once, an overlap above the threshold, before each's)
+    Q = T.unpack(x)[0][idx]
+    if sym_eigvals(Q.reshape(-1, T.L, T.L)).max() <= SMOOTH_Q_MAX:
+        return [None] * idx.size
+    rule = channel_rule(p0, None, opts.symmetry)
+    sym = T.symmetry is not None
+    states = T.split(x)
+    return [sharp_rule(T.problems[i], rule, states[i], symmetric=sym) for i in idx]
+
+
+def _converged(
+    T: StackedMap,
+    x0: np.ndarray,
+    history: AndersonState | None,
+    opts: SolverOptions,
+    report: Callable[..., None] | None = None,
+):
+    """The stacked iteration of ``T`` from ``x0`` (the solver's options, each point frozen
+    at its own convergence; ``report``: the iteration's callback), or None where it fails."""
+    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
+    T.freeze_tol = opts.tol
+    try:
+        anderson = T.anderson(opts.anderson, history)
+        out = iterate(T, x0, anderson, return_image=False, callback=report, **kw)
+    except _SharpPoint:
+        return None
+    if not out.converged or not T.is_valid(out.x):
+        return None
+    return out
 
 
 def solve_points(
@@ -342,63 +558,97 @@ def solve_points(
     *,
     on_converged: Callable[[int], None] | None = None,
 ) -> list[FixedPointResult] | None:
-    """The fixed points of ``problems`` (one-output problems that differ in ``lam`` and
-    ``alpha``, :func:`stackable`) solved as one stacked state, each with its own integration
-    error estimate and its result; None where the stacked solve fails (no convergence, a
-    spurious or degenerate point), for the caller to solve point by point.
+    """The fixed points of ``problems`` (problems that differ in ``lam`` and ``alpha``,
+    :func:`stackable`) solved as one stacked state, each with its own integration error
+    estimate and its result; None where the stacked solve fails (no convergence, a
+    spurious or degenerate point) or, with two outputs, where a point is in the sharp
+    regime, for the caller to solve point by point.
 
-    As a single point (:func:`~gaussmix.theory.solver.solve_problem`): every point starts
-    from the solver's cold start (:meth:`StackedMap.start`) and the
-    stacked state is iterated with the solver's automatic rule to ``opts.tol`` in every
-    component of every point; the points in the sharp regime of the channel
+    One output, as a single point (:func:`~gaussmix.theory.solver.solve_problem`): every
+    point starts from the solver's cold start (:meth:`StackedMap.start`) and the stacked
+    state is iterated with the solver's automatic rule to ``opts.tol`` in every component
+    of every point; the points in the sharp regime of the channel
     (:func:`~gaussmix.theory.refinement.sharp_rule`) are solved again, stacked, with its
     rule from there; then each group of points on one rule estimates its errors
     (:func:`_estimate`).  A point's ``n_iter`` counts the evaluations of the stacked maps
     up to its own convergence (the single point's count where the iterates agree).
 
+    Two outputs by quadrature (K = 3 cross-entropy), as the points of a curve solved one
+    by one (:mod:`gaussmix.experiments.continuation`): the rule is one step down the
+    refinement chain of the automatic rule
+    (:func:`~gaussmix.experiments.continuation.chain_predecessor`), reached by continuation
+    from its coarser rule (``opts.continuation``), with the single point's symmetry of
+    exchangeable clusters and chart; each point then refines it until its own estimate
+    meets ``quad_tol``, so that its answer is on the automatic rule or finer (without an
+    estimate by refinement, the automatic rule itself, and any point in the sharp regime
+    sends the curve back to the points, which then carry no rule).  Where the
+    curve's first point is in the sharp regime (a single point solves it on a rule of its
+    own state, and so does the point-by-point curve for every point, none carrying a rule
+    to the next) the curve goes back to the point-by-point solve; otherwise every point
+    stays on the curve's rule, as the point-by-point curve carries it to every point after
+    the first.
+
     ``on_converged(n)``, if given, is called after each evaluation of the stacked map in
-    the first solve with the number ``n`` of points converged so far (frozen: their own
+    the solve on the curve's rule (after the continuation from its coarser rule, with two
+    outputs) with the number ``n`` of points converged so far (frozen: their own
     residual passed the test), for a progress bar; the later stages (the sharp regime's
     re-solve, the error estimates) are not counted.  It does not change the iterates.
     """
     p0 = problems[0]
-    rule = channel_rule(p0, None)
-    T = StackedMap(problems, rule)
-    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
+    sym, _ = map_features(p0, opts)
+    log_chart = any(uses_log_chart(p) for p in problems)
+    rule = channel_rule(p0, None, opts.symmetry)
+    two = needs_quadrature(p0) and p0.dim > 1
+    refines = opts.estimate_error and (not opts.auto_refine or opts.max_refine > 0)
+    if two and refines:  # the curve's rule (continuation.curve_start_rule)
+        rule = chain_predecessor(rule) or rule
+    T = StackedMap(problems, rule, sym, log_chart)
+    if two:
+        _stop_if_first_is_sharp(T, opts, every=not refines)
     x0 = T.start()
     if not T.is_valid(x0):
         return None
-    T.freeze_tol = opts.tol
+    history = None
+    coarse = rule.coarsened() if two and opts.continuation else None
+    if coarse is not None:  # the continuation from the coarser rule (run_fixed_point)
+        Tc = T.like(problems, coarse)
+        _stop_if_first_is_sharp(Tc, opts, every=not refines)
+        out = _converged(Tc, x0, None, opts)
+        if out is None:
+            return None
+        x0, history = out.x, out.anderson
+        n_coarse = Tc.own_iterations(out.n_iter)
     report = None if on_converged is None else lambda *_: on_converged(int(T.frozen.sum()))
-    out = iterate(T, x0, T.anderson(opts.anderson), return_image=False, callback=report, **kw)
-    if not out.converged or not T.is_valid(out.x):
+    out = _converged(T, x0, history, opts, report)
+    if out is None:
         return None
     states = T.split(out.x)
     residuals = np.where(T.frozen, T.residuals, out.residual)  # each point's own
-    n_iters = T.own_iterations(out.n_iter)
-    groups: dict = {None: list(range(len(problems)))}  # the rule of each point -> its points
-    # (the regime test of all points at once: one sharp point, and each is tested alone)
-    if needs_quadrature(p0) and sharp_rule(T.outputs, rule, out.x) is not None:
-        groups = {}
-        for i, (p, xi) in enumerate(zip(problems, states)):
-            groups.setdefault(sharp_rule(p, rule, xi), []).append(i)
+    n_iters = T.own_iterations(out.n_iter) + (n_coarse if coarse is not None else 0)
+    # (two outputs: the points after the first stay on the curve's rule, as point by point)
+    sharps = [None] * len(problems) if two else _sharp(T, out.x, opts)
+    groups: dict = {}  # the rule of each point -> its points
+    for i, sharp in enumerate(sharps):
+        groups.setdefault(sharp, []).append(i)
     results: list = [None] * len(problems)
     with warnings.catch_warnings(record=True) as caught:  # given once every point stands
         warnings.simplefilter("always")
         for sharp, idx in groups.items():
             T_g, x_g, n_iter, res_g = T, out.x, n_iters[idx], residuals[idx]
+            hist = out.anderson
             if len(idx) < len(problems):  # the group's points alone
-                T_g = StackedMap([problems[i] for i in idx], rule)
+                T_g = T.like([problems[i] for i in idx], rule)
                 x_g = T_g.stack([states[i] for i in idx])
+                hist = T.pairs(out.anderson, idx, opts.anderson)
             if sharp is not None:  # in the sharp regime: its rule, from there
-                T_g = StackedMap(T_g.problems, sharp)
-                T_g.freeze_tol = opts.tol
-                out_g = iterate(T_g, x_g, T_g.anderson(opts.anderson), return_image=False, **kw)
-                if not out_g.converged or not T_g.is_valid(out_g.x):
+                T_g = T_g.like(T_g.problems, sharp)
+                out_g = _converged(T_g, x_g, None, opts)
+                if out_g is None:
                     return None
                 x_g, n_iter = out_g.x, n_iter + T_g.own_iterations(out_g.n_iter)
                 res_g = np.where(T_g.frozen, T_g.residuals, out_g.residual)
-            done = _estimate(T_g, x_g, n_iter, res_g, opts)
+                hist = out_g.anderson
+            done = _estimate(T_g, x_g, n_iter, res_g, opts, hist)
             if done is None:
                 return None
             for i, res in zip(idx, done):
@@ -410,7 +660,12 @@ def solve_points(
 
 
 def _estimate(
-    T: StackedMap, x: np.ndarray, n_iter: np.ndarray, residual: np.ndarray, opts: SolverOptions
+    T: StackedMap,
+    x: np.ndarray,
+    n_iter: np.ndarray,
+    residual: np.ndarray,
+    opts: SolverOptions,
+    history: AndersonState | None = None,
 ) -> list[FixedPointResult] | None:
     """The results of the points of the stacked fixed point ``x`` of ``T``, each with its
     integration error estimated as :func:`~gaussmix.theory.refinement.estimate_errors`
@@ -418,7 +673,10 @@ def _estimate(
     the image, so that the state moves with the rule), the change of each point's
     observables plus their own errors; again, for the points whose estimate of the test
     error or training loss exceeds ``quad_tol`` (``auto_refine``, at most ``max_refine``
-    times); None after a failure."""
+    times); None after a failure.  As a single point's, each re-solve starts with the
+    secant pairs of the last solve (``history``: those of the iteration that reached
+    ``x``) as its model of the Jacobian, and a point converged in it leaves it with its
+    own image."""
     problems = T.problems
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
     states, maps = T.point_maps(x)
@@ -433,14 +691,23 @@ def _estimate(
     refinements = opts.max_refine if opts.auto_refine else 1
     refining = opts.estimate_error and needs_quadrature(problems[0]) and refinements > 0
     active = list(range(len(problems))) if refining else []
+    T_last, active_last = T, active  # the last solve and the active points among its
     for _ in range(refinements if refining else 0):
         finer = maps[active[0]].rule.refined()  # (the single point's bound on its nodes)
         if finer is None or finer.weights.size > MAX_QUADRATURE_NODES:
             break
-        T2 = StackedMap([problems[i] for i in active], finer)
-        out2 = iterate(T2, T2.stack([states[i] for i in active]), T2.anderson(opts.anderson), **kw)
+        T2 = T.like([problems[i] for i in active], finer)
+        T2.freeze_tol = opts.tol
+        pairs = T_last.pairs(history, active_last, opts.anderson)
+        out2 = iterate(
+            T2, T2.stack([states[i] for i in active]), T2.anderson(opts.anderson, pairs), **kw
+        )
         if not out2.converged:
             return None
+        out2 = replace(out2, x=T2.images(out2.x))
+        own = T2.own_iterations(out2.n_iter)
+        own_res = np.where(T2.frozen, T2.residuals, out2.residual)
+        T_last, history = T2, out2.anderson
         try:
             obs2 = _light_observables(T2, out2.x)
         except (FloatingPointError, np.linalg.LinAlgError, ValueError):
@@ -451,11 +718,12 @@ def _estimate(
             quad[i] = {k: abs(obs2[j].value(k) - obs[i].value(k)) for k in _ERROR_KEYS}
             evals[i] = dict(obs2[j].errors)
             states[i], obs[i], maps[i] = split[j], obs2[j], maps2[j]
-            n_iters[i] += out2.n_iter
-            residuals[i] = out2.residual
+            n_iters[i] += int(own[j])
+            residuals[i] = float(own_res[j])
             total = {k: quad[i][k] + evals[i][k] for k in ("test_error", "train_loss")}
             if max(total.values()) > opts.quad_tol:
                 still.append(i)
+        active_last = [active.index(i) for i in still]  # (in T_last's points)
         active = still
         if not active:
             break

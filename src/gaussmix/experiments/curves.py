@@ -340,8 +340,9 @@ def learning_curve(
     callback: Callable[[dict, FixedPointResult | None], None] | None = None,
     **solve_kw: Any,
 ) -> CurveTable:
-    """Theory learning curve: Theorem 2 errors at each ``alpha``, warm-started (one-output
-    curves of 10 points or more: all points at once, :mod:`gaussmix.experiments.batched`).
+    """Theory learning curve: Theorem 2 errors at each ``alpha``, warm-started (curves
+    of 10 points or more of one output or K = 3 classes with ridge: all points at once,
+    :mod:`gaussmix.experiments.batched`).
 
     Parameters
     ----------
@@ -446,9 +447,10 @@ def lambda_sweep(
     Solved from the largest to the smallest lambda with warm starts (annealing), each
     point starting from the finest quadrature rule that the larger penalties needed (the
     channel integrand sharpens as lambda decreases, towards the separable regime); a
-    one-output sweep of 10 points or more at all points at once, each on the rule of its
-    own regime (:mod:`gaussmix.experiments.batched`); the table is in the order of
-    ``lams``.
+    sweep of 10 points or more of one output or K = 3 classes with ridge at all points at
+    once, each on the rule of its own regime (:mod:`gaussmix.experiments.batched`; K = 3
+    cross-entropy point by point where a point is in the sharp regime); the table is in
+    the order of ``lams``.
 
     Parameters
     ----------

@@ -723,12 +723,25 @@ class PrefetchJob(_Job):
 def _auto_coarse(state: ExplorerState) -> int:
     """:data:`COARSE_POINTS` for curves of problems with more than one output (one-hot
     labels: cross-entropy and multi-output square or hinge losses, about 10 times the cost
-    of a binary curve), else 0."""
+    of a binary curve) that the library solves point by point, else 0.  A curve that it
+    solves at all its points at once (:func:`~gaussmix.experiments.batched.stackable`: K = 3
+    classes with ridge, 10 points or more) has its rows together at the end, in about
+    twice the time of a coarse pass, which would delay them by half as much again
+    (BENCHMARKS.md); one whose first point turns out to be in the sharp regime is then
+    solved point by point, and its rows stream."""
+    from gaussmix.experiments.batched import STACKED_MIN_POINTS, stackable, stackable_options
+
     try:
-        point, _ = setup(state)
+        point, values = setup(state)
     except (ValueError, TypeError, OSError):
         return 0
-    return COARSE_POINTS if point.problem.dim > 1 else 0
+    if point.problem.dim == 1:
+        return 0
+    opts = stackable_options(point.solve_kw)
+    if len(values) >= STACKED_MIN_POINTS and opts is not None:
+        if stackable(point.problem, opts):
+            return 0
+    return COARSE_POINTS
 
 
 class Session:
@@ -738,11 +751,12 @@ class Session:
     ----------
     coarse : int or 'auto'
         The coarse pass of each new curve (:func:`start_curve`; default none); ``'auto'``:
-        :data:`COARSE_POINTS` points for problems with more than one output, none for
-        binary ones (which take a tenth of a second).  A display that draws
-        :attr:`CurveJob.preview` until the rows cover the range should ask for ``'auto'``:
-        the whole range is drawn in about a quarter of the curve's time, the final rows
-        arrive about a third later.
+        :data:`COARSE_POINTS` points for problems with more than one output solved point by
+        point, none for binary ones (which take a tenth of a second) nor for curves solved
+        at all their points at once (K = 3 classes with ridge, :func:`_auto_coarse`).  A
+        display that draws :attr:`CurveJob.preview` until the rows cover the range should
+        ask for ``'auto'``: the whole range is drawn in about a quarter of the curve's time,
+        the final rows arrive about a third later.
 
     Examples
     --------

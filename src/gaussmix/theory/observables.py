@@ -53,6 +53,7 @@ __all__ = [
     "gaussian_risk",
     "estimated_risk",
     "train_accuracy",
+    "isotropic_softmax_metric",
     "free_energy_terms",
     "weight_sparsity",
 ]
@@ -271,7 +272,7 @@ def train_accuracy(
     * one effective output: the prox is monotone, ``h`` in ``(lo, hi)`` iff ``omega`` in
       ``(omega(lo), omega(hi))`` with ``omega(h) = h + V grad loss(h)`` — exact;
     * softmax cross-entropy with isotropic metrics ``V_c = v_c I`` (exchangeable clusters):
-      an orthant probability, see :func:`_isotropic_softmax_metric`;
+      an orthant probability, see :func:`isotropic_softmax_metric`;
     * two effective outputs (cross-entropy, K = 3): the correct set in ``omega`` is bounded by
       the images of the two boundary rays of the correct wedge in ``h``; its probability is a
       boundary integral (divergence theorem), see :func:`_wedge_probability`;
@@ -315,7 +316,7 @@ def train_accuracy(
         bounds = np.where(finite, edges + V[:, 0, :] * g, edges)
         s = np.sqrt(np.maximum(Q[:, 0, 0], 0.0))
         return _gaussian_interval(M[:, 0] + b[0], s, bounds[:, 0], bounds[:, 1]), 0.0
-    if _isotropic_softmax_metric(problem, V):
+    if isotropic_softmax_metric(problem, V):
         # h = omega - V (p - y) orders like omega + v y: an orthant probability
         shifted = M + np.einsum("kij,kj->ki", V, problem.y @ problem.P.T)
         return test_accuracy(
@@ -340,7 +341,7 @@ def train_accuracy(
     return acc, err
 
 
-def _isotropic_softmax_metric(problem: Problem, V: np.ndarray) -> bool:
+def isotropic_softmax_metric(problem: Problem, V: np.ndarray) -> bool:
     """Whether the training accuracy is an orthant probability: softmax cross-entropy with
     every metric isotropic, ``V_c = v_c I`` in the effective space (to
     :data:`~gaussmix.theory.tolerances.ISOTROPIC_METRIC_RTOL`; exchangeable clusters have

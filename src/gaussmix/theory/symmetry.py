@@ -150,7 +150,13 @@ class ClusterSymmetry:
     # ----------------------------------------------------------------- cluster 0's symmetry
     def stabilised_vector(self, v: np.ndarray) -> np.ndarray:
         """Average of an effective vector (L,) over the relabellings that fix class 0: in the
-        label space its components 1..K-1 are replaced by their mean."""
+        label space its components 1..K-1 are replaced by their mean.  A leading axis of
+        points (P, L) (the stacked curves of :mod:`gaussmix.experiments.batched`) averages
+        each point's."""
+        if v.ndim > 1:
+            full = v @ self.P
+            full[..., 1:] = full[..., 1:].mean(axis=-1, keepdims=True)
+            return full @ self.P.T
         full = self.P.T @ v
         full[1:] = full[1:].mean()
         return self.P @ full
@@ -158,9 +164,21 @@ class ClusterSymmetry:
     def stabilised_matrix(self, A: np.ndarray) -> np.ndarray:
         """Average of an effective matrix (L, L) over the relabellings that fix class 0: in
         the label space, the entries ``(0, j)``, ``(j, 0)``, ``(j, j)`` and ``(j, k)``
-        (``j != k``, both ``>= 1``) are each replaced by their mean."""
+        (``j != k``, both ``>= 1``) are each replaced by their mean.  A leading axis of
+        points (P, L, L) averages each point's."""
         full = self.P.T @ A @ self.P
-        K = full.shape[0]
+        K = full.shape[-1]
+        if A.ndim > 2:
+            out = np.empty_like(full)
+            out[..., 0, 0] = full[..., 0, 0]
+            out[..., 0, 1:] = full[..., 0, 1:].mean(axis=-1, keepdims=True)
+            out[..., 1:, 0] = full[..., 1:, 0].mean(axis=-1, keepdims=True)
+            rest = full[..., 1:, 1:]
+            trace = np.trace(rest, axis1=-2, axis2=-1)
+            offd = (rest.sum(axis=(-2, -1)) - trace) / max(1, (K - 1) * (K - 2))
+            out[..., 1:, 1:] = offd[..., None, None]
+            out[..., np.arange(1, K), np.arange(1, K)] = (trace / (K - 1))[..., None]
+            return self.P @ out @ self.P.T
         out = np.empty_like(full)
         out[0, 0] = full[0, 0]
         out[0, 1:] = full[0, 1:].mean()
@@ -174,11 +192,17 @@ class ClusterSymmetry:
 
     # ----------------------------------------------------------------- to every cluster
     def expand_vectors(self, v0: np.ndarray) -> np.ndarray:
-        """Cluster 0's effective vector (L,) mapped to every cluster, (K, L)."""
+        """Cluster 0's effective vector (L,) mapped to every cluster, (K, L); of each of
+        ``P`` points (P, L), (P, K, L)."""
+        if v0.ndim > 1:
+            return (self.R @ v0[:, None, :, None])[..., 0]
         return self.R @ v0
 
     def expand_matrices(self, A0: np.ndarray) -> np.ndarray:
-        """Cluster 0's effective matrix (L, L) mapped to every cluster, (K, L, L)."""
+        """Cluster 0's effective matrix (L, L) mapped to every cluster, (K, L, L); of each
+        of ``P`` points (P, L, L), (P, K, L, L)."""
+        if A0.ndim > 2:
+            A0 = A0[:, None]
         return self.R @ A0 @ np.swapaxes(self.R, 1, 2)
 
     def expand_moments(self, mom0: ChannelMoments) -> ChannelMoments:
@@ -193,15 +217,32 @@ class ClusterSymmetry:
             Eenv=np.full(K, float(mom0.Eenv[0])),
         )
 
+    def expand_point_moments(self, mom0: ChannelMoments) -> ChannelMoments:
+        """:meth:`expand_moments` of the cluster 0 of each of ``P`` points (the rows of
+        ``mom0``, a leading axis of length ``P``): the moments of the ``P K`` clusters of
+        the points, point after point (the stacked curves of
+        :mod:`gaussmix.experiments.batched`)."""
+        K = self.n_clusters
+        n = mom0.Ef.shape[0]
+        L = mom0.Ef.shape[-1]
+        return ChannelMoments(
+            Ef=self.expand_vectors(self.stabilised_vector(mom0.Ef)).reshape(n * K, L),
+            Eff=self.expand_matrices(self.stabilised_matrix(mom0.Eff)).reshape(n * K, L, L),
+            Edf=self.expand_matrices(self.stabilised_matrix(mom0.Edf)).reshape(n * K, L, L),
+            Eloss=np.repeat(mom0.Eloss, K),
+            Eenv=np.repeat(mom0.Eenv, K),
+        )
+
     def symmetric_state(
         self, Q: np.ndarray, M: np.ndarray, V: np.ndarray, b: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The equivariant state made from cluster 0's order parameters: ``Q_0``, ``V_0``,
         ``M_0`` averaged over the relabellings fixing cluster 0, mapped to every cluster;
-        ``b = 0``.  (The identity on equivariant states.)"""
-        Q0 = self.stabilised_matrix(Q[0])
-        V0 = self.stabilised_matrix(V[0])
-        M0 = self.stabilised_vector(M[0])
+        ``b = 0``.  (The identity on equivariant states.)  With a leading axis of points
+        (``Q`` (P, K, L, L), ``M`` (P, K, L), ...), each point's."""
+        Q0 = self.stabilised_matrix(Q[..., 0, :, :])
+        V0 = self.stabilised_matrix(V[..., 0, :, :])
+        M0 = self.stabilised_vector(M[..., 0, :])
         return (
             self.expand_matrices(Q0),
             self.expand_vectors(M0),

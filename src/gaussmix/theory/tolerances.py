@@ -230,7 +230,7 @@ SPREAD_ORTHANT_TOL = 1e-6
 #: logistic at lam >= 1e-3); beyond, the solver switches to graded panels.
 SMOOTH_Q_MAX = 4.0
 #: The cross-entropy training accuracy is an orthant probability when every metric is
-#: isotropic (``gaussmix.theory.observables._isotropic_softmax_metric``); a metric counts as
+#: isotropic (``gaussmix.theory.observables.isotropic_softmax_metric``); a metric counts as
 #: isotropic when ``max |V_c - v_c I| <= ISOTROPIC_METRIC_RTOL v_c``.  Exchangeable clusters
 #: reach it to rounding (~1e-15); the residual anisotropy moves the ordering of the proximal
 #: point's components by at most ``ISOTROPIC_METRIC_RTOL v``, far below every error estimate.
