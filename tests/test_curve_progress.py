@@ -90,3 +90,21 @@ def test_a_lambda_sweep_passes_the_hook_only_to_a_drawn_bar(hooks, progress) -> 
     assert df.converged.all() and len(hooks) == 1
     assert (hooks[0] is not None) == progress
     assert ("/12" in err.getvalue()) == progress
+
+
+def test_the_hook_of_a_three_class_curve_counts_up_to_every_point() -> None:
+    """Two outputs (K = 3 cross-entropy, continued from a coarser rule): the hook counts the
+    solve on the curve's rule, from its first evaluation to every point converged, and does
+    not change a bit of the results."""
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    grid = np.geomspace(0.3, 4.0, 12)
+    problems = curves._problems(mix, "cross-entropy", [(1.0, float(a)) for a in grid], "l2", None)
+    opts = batched.stackable_options({})
+    counts: list[int] = []
+    results = batched.solve_points(problems, opts, on_converged=counts.append)
+    plain = batched.solve_points(problems, opts)
+    assert results is not None and plain is not None
+    assert counts and counts == sorted(counts) and counts[-1] == len(grid)
+    for r, p in zip(results, plain):
+        np.testing.assert_equal(r.summary(), p.summary())
+        assert np.array_equal(r.state.x, p.state.x)
