@@ -43,6 +43,7 @@ from .continuation import (
     next_start_rule,
     predict,
     prediction_accepted,
+    prediction_resolved,
 )
 from .derivative import d_test_error_d_lambda
 
@@ -275,7 +276,7 @@ def _predicted(
         return None
     previous = done[-1][1]
     prediction = predict(done, param)
-    if prediction is not None:
+    if prediction is not None and prediction_resolved(done, param, prediction):
         cap = max(PREDICTOR_MIN_ITER, PREDICTOR_ITER_FACTOR * int(previous.n_iter))
         max_iter = min(opts.get("max_iter", DEFAULT_OPTIONS.max_iter), cap)
         direct = {**opts, "continuation": False, "max_iter": max_iter}
