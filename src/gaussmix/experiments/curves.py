@@ -263,7 +263,9 @@ def _predicted(
 ) -> FixedPointResult | None:
     """``problem`` solved (options ``opts``) from the predictor through ``done``, or from the
     last point of ``done`` where the safeguard rejects the predictor's fixed point (or there
-    is no predictor); None if that fails (or ``done`` is empty).
+    is no predictor, or it does not resolve the curve:
+    :func:`~gaussmix.experiments.continuation.prediction_resolved`); None if that fails (or
+    ``done`` is empty).
 
     From the predictor the solve skips the continuation from a coarser rule (``continuation``
     changes the starting point only): the predictor is closer to the fixed point than the
