@@ -19,6 +19,7 @@ from gaussmix.experiments.continuation import (
     next_start_rule,
     predict,
     prediction_accepted,
+    prediction_resolved,
     state_distance,
 )
 from gaussmix.theory.api import make_problem
@@ -172,7 +173,8 @@ def test_the_predictor_is_a_cubic_and_its_safeguard_rejects_a_far_correction() -
 
 def _timid(monkeypatch) -> list[bool]:
     """Replace the curves' predictor by one a hair from the last point (its step is tiny, so
-    the safeguard rejects the fixed point it leads to); the safeguard's verdicts."""
+    the safeguard rejects the fixed point it leads to; it is no polynomial, so the check of
+    its resolution is passed over); the safeguard's verdicts."""
     verdicts: list[bool] = []
 
     def timid(done, param):
@@ -185,8 +187,30 @@ def _timid(monkeypatch) -> list[bool]:
         return verdicts[-1]
 
     monkeypatch.setattr(curves, "predict", timid)
+    monkeypatch.setattr(curves, "prediction_resolved", lambda *args: True)
     monkeypatch.setattr(curves, "prediction_accepted", judged)
     return verdicts
+
+
+def test_a_predictor_that_its_lower_order_or_its_last_step_contradicts_is_not_used() -> None:
+    alphas = [1.0, 1.1, 1.2, 1.3, 1.4]
+    sols = [gm.solve(BINARY, "logistic", lam=0.1, alpha=a) for a in alphas]
+    done = [(float(np.log(a)), r) for a, r in zip(alphas[:-1], sols[:-1])]
+    param = float(np.log(alphas[-1]))
+    # a smooth curve: the cubic and the quadratic agree to far less than the step
+    assert prediction_resolved(done, param, predict(done, param))
+    assert prediction_resolved(done[:1], param, {})  # one point: nothing to compare
+    # the same points with a kink (a state two points back 20 % off): the cubic's weight on
+    # it is 4, the quadratic's 1, and their difference 3/4 of the cubic's step
+    jump = replace(sols[-4], Q=1.2 * sols[-4].Q, M=1.2 * sols[-4].M, V=1.2 * sols[-4].V)
+    kinked = done[:-3] + [(done[-3][0], jump)] + done[-2:]
+    assert not prediction_resolved(kinked, param, predict(kinked, param))
+    # a step far longer than the curve's last one (a predictor the far side of a turn)
+    lower = predict(done, param, continuation.PREDICTOR_POINTS - 1)
+    last = state_distance(done[-1][1], done[-2][1])
+    far = {k: lower[k] * (1.0 + 4.0 * last) for k in lower}
+    assert state_distance(far, done[-1][1]) > continuation.PREDICTOR_STEP_GROWTH * last
+    assert not prediction_resolved(done, param, far)
 
 
 def test_a_rejected_predictor_falls_back_to_the_plain_warm_start(monkeypatch) -> None:

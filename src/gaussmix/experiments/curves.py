@@ -43,6 +43,7 @@ from .continuation import (
     next_start_rule,
     predict,
     prediction_accepted,
+    prediction_resolved,
 )
 from .derivative import d_test_error_d_lambda
 
@@ -262,7 +263,9 @@ def _predicted(
 ) -> FixedPointResult | None:
     """``problem`` solved (options ``opts``) from the predictor through ``done``, or from the
     last point of ``done`` where the safeguard rejects the predictor's fixed point (or there
-    is no predictor); None if that fails (or ``done`` is empty).
+    is no predictor, or it does not resolve the curve:
+    :func:`~gaussmix.experiments.continuation.prediction_resolved`); None if that fails (or
+    ``done`` is empty).
 
     From the predictor the solve skips the continuation from a coarser rule (``continuation``
     changes the starting point only): the predictor is closer to the fixed point than the
@@ -275,7 +278,7 @@ def _predicted(
         return None
     previous = done[-1][1]
     prediction = predict(done, param)
-    if prediction is not None:
+    if prediction is not None and prediction_resolved(done, param, prediction):
         cap = max(PREDICTOR_MIN_ITER, PREDICTOR_ITER_FACTOR * int(previous.n_iter))
         max_iter = min(opts.get("max_iter", DEFAULT_OPTIONS.max_iter), cap)
         direct = {**opts, "continuation": False, "max_iter": max_iter}

@@ -157,13 +157,14 @@ def _gather(F, node, k, c, n, out):  # pragma: no cover - compiled
 
 @njit(cache=True, error_model="numpy")
 def _oplus_kernel(
-    X, Y, ptr, ku, cu, nu, kg, cg, ngn, w, n, pairs_o, pairs_i, pairs_j, nout
+    X, Y, same, ptr, ku, cu, nu, kg, cg, ngn, w, n, pairs_o, pairs_i, pairs_j, nout
 ):  # pragma: no cover - compiled
     """The convolution points of :meth:`NormaliserGrid.oplus`: at each grid node ``i`` the
     sum over its points ``p`` of ``w_p (X(u_p) Y(g_p) + Y(u_p) X(g_p))`` for each output's
     pairs of components, ``X(u_p)`` the grid node ``nu[p]`` where ``u_p`` is one (the
     points below the half on whole panels), else interpolated from the panel ``ku[p]``
-    with the barycentric coefficients ``cu[p]`` (likewise ``g``)."""
+    with the barycentric coefficients ``cu[p]`` (likewise ``g``); ``same``: ``Y`` is
+    ``X`` (its values are gathered once)."""
     nc, ng, nt = X.shape
     ncy = Y.shape[0]
     out = np.zeros((nout, ng, nt))
@@ -176,9 +177,13 @@ def _oplus_kernel(
         acc[:] = 0.0
         for p in range(ptr[i], ptr[i + 1]):
             _gather(X, nu[p], ku[p], cu[p], n, Xu)
-            _gather(Y, nu[p], ku[p], cu[p], n, Yu)
             _gather(X, ngn[p], kg[p], cg[p], n, Xg)
-            _gather(Y, ngn[p], kg[p], cg[p], n, Yg)
+            if same:
+                Yu[:] = Xu
+                Yg[:] = Xg
+            else:
+                _gather(Y, nu[p], ku[p], cu[p], n, Yu)
+                _gather(Y, ngn[p], kg[p], cg[p], n, Yg)
             wp = w[p]
             for q in range(pairs_o.size):
                 o = pairs_o[q]
@@ -339,8 +344,10 @@ class NormaliserGrid:
     ) -> tuple[np.ndarray, np.ndarray]:
         """The convolution of two sums of terms (components (6, ngrid, nt) on the grid and
         their atoms (6, nt) at zero): the continuous part and the atom of the sum."""
+        same = X is Y
+        X = np.ascontiguousarray(X)
         out = _oplus_kernel(
-            np.ascontiguousarray(X), np.ascontiguousarray(Y), self.ptr, self.ku, self.cu,
+            X, X if same else np.ascontiguousarray(Y), same, self.ptr, self.ku, self.cu,
             self.nu, self.kg, self.cg, self.ngn, self.w, self.n, _PAIRS_O, _PAIRS_I,
             _PAIRS_J, len(_PAIRS),
         )  # fmt: skip
@@ -404,9 +411,7 @@ def normaliser_integrals(
     base = np.stack([f1, dph * f1, ph**2 * f1, ph**2 * dph * f1, ph * gj * f1, ph * gj * dph * f1])
     A1 = np.zeros((6, tau.size))
     A1[0] = ndtr((grid.zcut + tau - mb) / s)  # the atom: a competitor below the cut
-    F, AF = base, A1
-    for _ in range(K - 2):
-        F, AF = grid.oplus(F, AF, base, A1)
+    F, AF = _sum_of_terms(grid, K - 1, base, A1)
     # the own class closes phi(x_0) + Y = v: the half where it is the smaller term
     # (x_0 <= psi(v / 2), Y at psi(v - phi(x_0))) and the half where the competitors are
     # (Y's z = u <= psi(v / 2), x_0 = psi(v - phi(u))); then the atom Y = 0 (x_0 = v)
@@ -447,6 +452,26 @@ def normaliser_integrals(
         k: float(jac * wtau @ (a + b + c))
         for k, a, b, c in zip(names, halves[0], halves[1], atom, strict=True)
     }
+
+
+def _sum_of_terms(
+    grid: NormaliserGrid, m: int, F1: np.ndarray, A1: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The components and atom of the sum of ``m`` independent terms of components ``F1``
+    and atom ``A1`` by doubling (``F_{2j} = F_j (+) F_j``, one term more where a bit of
+    ``m`` is set): ``m - 1`` convolutions in a chain, here 2 at ``m = 3, 4`` and 3 at ``m =
+    5`` (the chain took 3 at ``m = 4``), each of two equal operands gathering half the
+    grid values (:func:`_oplus_kernel`).  The same integral, discretised otherwise: the
+    grid's error is in the estimate (its change under refinement)."""
+    out: tuple[np.ndarray, np.ndarray] | None = None
+    P, AP = F1, A1
+    while True:
+        if m & 1:
+            out = (P, AP) if out is None else grid.oplus(out[0], out[1], P, AP)
+        m >>= 1
+        if not m:
+            return out
+        P, AP = grid.oplus(P, AP, P, AP)
 
 
 def cluster0_moments(
