@@ -55,7 +55,7 @@ def parse_grid(name: str, spec: str, *, fact: str | None) -> np.ndarray:
     num = spec.rsplit(":", 1)[-1].strip()
     if num.isdigit() and int(num) > MAX_POINTS:
         raise ArgumentError(name, f": at most {MAX_POINTS} points, got {num}")
-    grid = parse_range(spec, name=name)
+    grid = parse_range(spec, name=name, fact=fact)
     if fact is None:
         return check_array(name, grid, shape=(None,), positive=True)
     return check_param_values(fact, grid, name=name)

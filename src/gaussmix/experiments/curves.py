@@ -58,7 +58,9 @@ __all__ = [
 ]
 
 
-def parse_range(spec: str, *, name: str = "alphas", log: bool | None = None) -> np.ndarray:
+def parse_range(
+    spec: str, *, name: str = "alphas", log: bool | None = None, fact: str | None = None
+) -> np.ndarray:
     """Parse ``'start:stop:num'`` (linear) or ``'log:start:stop:num'`` into an array.
 
     Parameters
@@ -70,6 +72,10 @@ def parse_range(spec: str, *, name: str = "alphas", log: bool | None = None) -> 
     log : bool, optional
         Force a log (True) or linear (False) spacing; default: log with the ``log:``
         prefix.
+    fact : str, optional
+        The parameter the values are (``'alpha'``, ``'lam'``): an end that is not finite is
+        refused by its rule (:func:`~gaussmix.core.validation.check_param_values`), with
+        the message a single value gets.
 
     Raises
     ------
@@ -92,6 +98,8 @@ def parse_range(spec: str, *, name: str = "alphas", log: bool | None = None) -> 
     except ValueError:
         raise ArgumentError(name, f": cannot parse {spec!r} as start:stop:num") from None
     if not (np.isfinite(start) and np.isfinite(stop)):
+        if fact is not None:  # the parameter's own rule says it, as for one value
+            check_param_values(fact, [start, stop], name=name)
         raise ArgumentError(name, f": the ends must be finite numbers, got {spec!r}")
     if num < 1:
         raise ArgumentError(name, f": the number of points must be >= 1, got {num}")
