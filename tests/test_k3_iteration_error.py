@@ -1,0 +1,86 @@
+"""The integration-error estimate leaves out the fixed-point iteration's own error (K = 3
+cross-entropy at ``lam = 1e-3``, README "Limitations", BENCHMARKS "K = 3 at lam = 1e-3:
+curve against single point").
+
+The point-by-point curve and :func:`gaussmix.solve` integrate every point of
+``linspace(2.5, 5, 20)`` with the same symmetric rule, but stop the iteration at different
+states within ``tol = 1e-8`` of the fixed point; their observables then differ by up to
+4e-9 where the estimates (of the integration error only) are 1e-12 to 1e-10.  The truth is
+a solve to ``tol = 1e-13`` on a much finer rule of the same family (40 panels of 14 nodes
+instead of 32 of 10, 2.4 times the nodes): both tests fail today (``strict``), and pass once
+the estimate covers the iteration error (or the iteration is stopped below the estimate).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import gaussmix as gm
+from gaussmix.experiments import curves
+from gaussmix.theory.symmetry import ExchangeablePanels
+
+MIX3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+LAM = 1e-3
+GRID = np.linspace(2.5, 5.0, 20)
+#: the point of the grid where the two sides differ most (alpha = 4.737, past alpha*_3)
+WORST = 17
+KEYS = ("test_error", "train_error", "train_loss")
+
+
+def _truth(alpha: float) -> gm.FixedPointResult:
+    """The fixed point to ``tol = 1e-13`` on a finer symmetric rule, centred as the automatic
+    rule of the point."""
+    tight = gm.solve(MIX3, "cross-entropy", lam=LAM, alpha=alpha, tol=1e-13)
+    rule = tight.state.rule
+    fine = ExchangeablePanels(3, 40, 14, centre=rule.centre, scale=rule.scale)
+    return gm.solve(
+        MIX3,
+        "cross-entropy",
+        lam=LAM,
+        alpha=alpha,
+        tol=1e-13,
+        quadrature=fine,
+        init=tight,
+        estimate_error=False,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="the estimate omits the iteration error: gm.solve at tol = 1e-8 is 1.5e-9 off in "
+    "the training error, estimate 9.8e-13",
+)
+def test_a_sharp_three_class_point_is_within_its_estimate_of_a_finer_rule() -> None:
+    alpha = float(GRID[WORST])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        point = gm.solve(MIX3, "cross-entropy", lam=LAM, alpha=alpha)
+        truth = _truth(alpha)
+    assert point.success and truth.success
+    for key in KEYS:
+        assert abs(getattr(point, key) - getattr(truth, key)) <= point.integration_errors[key]
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="the estimate omits the iteration error: curve and gm.solve stop at different "
+    "states within tol = 1e-8 (training error 1.5e-9 apart, estimates 1.9e-12)",
+)
+def test_the_point_by_point_curve_agrees_with_single_points_within_their_estimates(
+    monkeypatch,
+) -> None:
+    monkeypatch.setattr(curves, "STACKED_MIN_POINTS", 10**9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        df = gm.learning_curve(MIX3, "cross-entropy", GRID, lam=LAM)
+        point = gm.solve(MIX3, "cross-entropy", lam=LAM, alpha=float(GRID[WORST]))
+    curve = df.points[WORST]
+    assert curve is not None and point.success
+    for key in KEYS:
+        bound = curve.integration_errors[key] + point.integration_errors[key]
+        assert abs(getattr(curve, key) - getattr(point, key)) <= bound
