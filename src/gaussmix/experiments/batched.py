@@ -61,7 +61,7 @@ from gaussmix.theory.fixed_point import (
     new_map,
     uses_log_chart,
 )
-from gaussmix.theory.iteration import AndersonState, IterationStatus, iterate
+from gaussmix.theory.iteration import AndersonState, IterationOutcome, IterationStatus, iterate
 from gaussmix.theory.linalg import sym_eigvals
 from gaussmix.theory.observables import (
     gaussian_risk,
@@ -91,7 +91,7 @@ from gaussmix.theory.results import FixedPointResult
 from gaussmix.theory.solver import assemble_result
 from gaussmix.theory.state import is_valid_state, pack_state, residual_scale, unpack_state
 from gaussmix.theory.symmetry import ClusterSymmetry
-from gaussmix.theory.tolerances import SMOOTH_Q_MAX
+from gaussmix.theory.tolerances import REFINED_EXTRA_ITER, SMOOTH_Q_MAX, refined_tol
 
 from .continuation import chain_predecessor
 
@@ -420,6 +420,40 @@ class StackedMap:
         return states, maps
 
 
+def _tighter_stacked(
+    T: StackedMap,
+    out: IterationOutcome,
+    own: np.ndarray,
+    own_res: np.ndarray,
+    opts: SolverOptions,
+    kw: dict,
+) -> tuple[IterationOutcome, np.ndarray, np.ndarray]:
+    """The refined stacked fixed point ``out`` of ``T`` (each point's images, evaluations
+    ``own`` and residuals ``own_res``) iterated on to
+    :func:`~gaussmix.theory.tolerances.refined_tol`, as a single point's
+    (:func:`~gaussmix.theory.refinement.estimate_errors`): each point that converges to it
+    within :data:`~gaussmix.theory.tolerances.REFINED_EXTRA_ITER` more evaluations takes its
+    image there, the others keep theirs at ``opts.tol``."""
+    tight = refined_tol(opts.tol)
+    if tight >= opts.tol:
+        return out, own, own_res
+    T3 = T.like(T.problems, T.rule)
+    T3.freeze_tol = tight
+    more = iterate(
+        T3,
+        out.x,
+        T3.anderson(opts.anderson, out.anderson),
+        **{**kw, "tol": tight, "max_iter": REFINED_EXTRA_ITER},
+    )
+    done = T3.frozen
+    if not done.any():
+        return out, own, own_res
+    x = np.where(done[T3.blocks], T3.images(more.x), out.x)
+    own = np.where(done, own + T3.own_iterations(more.n_iter), own)
+    own_res = np.where(done, T3.residuals, own_res)
+    return replace(out, x=x), own, own_res
+
+
 def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
     """Each point's errors and losses at the stacked state ``x`` (those of
     :func:`~gaussmix.theory.refinement.evaluate_observables` with ``light=True``), each
@@ -708,6 +742,7 @@ def _estimate(
         own = T2.own_iterations(out2.n_iter)
         own_res = np.where(T2.frozen, T2.residuals, out2.residual)
         T_last, history = T2, out2.anderson
+        out2, own, own_res = _tighter_stacked(T2, out2, own, own_res, opts, kw)
         try:
             obs2 = _light_observables(T2, out2.x)
         except (FloatingPointError, np.linalg.LinAlgError, ValueError):
