@@ -242,7 +242,7 @@ def test_every_result_is_reported_or_a_valid_fixed_point(p):
     check_point(p)
 
 
-@pytest.mark.slow
+@pytest.mark.long  # about 2 min of the 2 CI cores (the 100 problems above run in CI)
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @profile(500)
 @given(problems(big=True))
