@@ -1,13 +1,15 @@
 """Benchmark of the ten-class real-data theory (issue 20, item 3): MNIST ``ten-class``,
 the cross-entropy loss with ridge, the dense prior at effective output dimension L = 9.
 
-Run:  python benchmarks/bench_tenclass.py [--pool 1] [--alphas 2] [--estimate-error]
+Run:  python benchmarks/bench_tenclass.py [--pool 1] [--alphas 2] [--estimate-error] [--plain]
 
 ``--pool 1`` is pixels (d = 784, 719 of them not constant: the prior's matrix is
 (9 x 719)^2); ``--pool 4`` the 7 x 7 block means of the tests (d = 49).  Prints one evaluation
 of the dense prior alone, then, per alpha (each solve warm-started from the last), the fixed
 point's iterations, its wall time and the test error, the whole curve's time and the peak
-resident memory of the process.
+resident memory of the process.  ``--plain`` iterates the map without its mean-field Newton
+step (:func:`gaussmix.theory.fixed_point.mean_bias_step`), as before it: the same fixed points,
+for the before / after of BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from _timing import machine_line
 import gaussmix as gm
 from gaussmix.data import AveragePooling, load_dataset
 from gaussmix.studies import prepare_realdata
+from gaussmix.theory import fixed_point
 from gaussmix.theory.dense import dense_ridge_terms
 
 warnings.simplefilter("ignore", gm.IntegrationWarning)
@@ -34,7 +37,10 @@ def main() -> None:
     ap.add_argument("--alphas", default="2")
     ap.add_argument("--lam", type=float, default=0.1)
     ap.add_argument("--estimate-error", action="store_true")
+    ap.add_argument("--plain", action="store_true", help="without the mean-field Newton step")
     args = ap.parse_args()
+    if args.plain:
+        fixed_point.mean_bias_step = lambda *_: None
     print(machine_line(), flush=True)
     fmap = AveragePooling(args.pool) if args.pool > 1 else None
     t = time.perf_counter()
@@ -53,21 +59,23 @@ def main() -> None:
     print(f"one dense prior evaluation (L = {L}): {time.perf_counter() - t:.1f} s", flush=True)
     options = gm.SolverOptions(estimate_error=args.estimate_error)
     init = None
-    start, iterations = time.perf_counter(), 0
+    start, cpu, iterations = time.perf_counter(), time.process_time(), 0
     for alpha in (float(a) for a in args.alphas.split(",")):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         r = gm.solve(
             problem.mixture, "cross-entropy", lam=args.lam, alpha=alpha, options=options, init=init
         )
         init = r
         iterations += r.n_iter
         print(
-            f"alpha = {alpha:g}: {r.n_iter} iterations, {time.perf_counter() - t:.1f} s, "
-            f"test error {r.test_error:.4f}, success {r.success}",
+            f"alpha = {alpha:g}: {r.n_iter} iterations, {time.perf_counter() - t:.1f} s "
+            f"({time.process_time() - c:.1f} s of CPU), "
+            f"test error {r.test_error:.12f}, success {r.success}",
             flush=True,
         )
     print(
-        f"curve: {time.perf_counter() - start:.1f} s, {iterations} iterations "
+        f"curve: {time.perf_counter() - start:.1f} s ({time.process_time() - cpu:.1f} s of "
+        f"CPU), {iterations} iterations "
         "(one prior evaluation each, and one for the cold start)",
         flush=True,
     )

@@ -403,3 +403,118 @@ def test_covariance_factors_are_computed_once_and_reproduce_the_covariances():
     mix = gm.Mixture.dense(dense.means, cov, labels="binary")
     first, second = (realise(mix, 6, np.random.default_rng(s)) for s in (0, 1))
     assert first.factors is second.factors is mix.covariance.factors
+
+
+# ------------------------------------------------------------- the mean-field Newton step
+@pytest.mark.parametrize("L,K,zero", [(1, 2, 2), (3, 4, 3)])
+def test_mean_response_is_the_prior_at_shifted_mean_hats(L, K, zero):
+    """``MeanResponse.change(dMhat)`` is a fresh prior evaluation at ``Mhat + dMhat`` (the
+    same ``Qhat``, ``Vhat``) minus the first, and its gain ``G`` the differences of fresh
+    evaluations at unit changes of ``Mhat`` (the prior is linear in ``Mhat``): 1e-12
+    relative on covariances that do not commute, with constant axes and a mean on one."""
+    rng = np.random.default_rng(40 + L)
+    cov = _noncommuting(rng, K, 18, zero=zero)
+    G = rng.standard_normal((2, K, L, L + 1))
+    Qh, Vh = G @ np.swapaxes(G, 2, 3) / (L + 1)
+    Mh = rng.standard_normal((K, L))
+    lam = 0.2
+    t = dense_ridge_terms(cov, lam, Qh, Mh, Vh, mean_response=True)
+    assert dense_ridge_terms(cov, lam, Qh, Mh, Vh).mean_response is None
+    resp = t.mean_response
+    dMh = rng.standard_normal((K, L))
+    dQ, dM = resp.change(dMh)
+    Q, M = t.Q + dQ, t.M + dM
+    ref = dense_ridge_terms(cov, lam, Qh, Mh + dMh, Vh)
+    for name, a, b in (("Q", ref.Q, Q), ("M", ref.M, M)):
+        err = float(np.abs(a - b).max()) / float(np.abs(a).max())
+        assert err <= 1e-12, f"{name}: relative difference {err:.2e}"
+    for j in range(K):
+        for b in range(L):
+            e = np.zeros((K, L))
+            e[j, b] = 1.0
+            dM = dense_ridge_terms(cov, lam, Qh, Mh + e, Vh).M - t.M
+            err = float(np.abs(dM - resp.gain[:, :, j, b]).max())
+            assert err <= 1e-12 * max(1.0, float(np.abs(t.M).max())), (j, b, err)
+
+
+def test_mean_bias_step_lands_on_the_fixed_point_of_a_linear_model(monkeypatch):
+    """With a channel linear in ``omega`` (``Mhat_c = Mhat0_c - Vhat_c (M_c + b - M0_c -
+    b0)``, the linearisation the step makes) and a prior ``M = G Mhat``, one step from any
+    state solves ``M = G Mhat`` and ``sum_c Mhat_c = 0`` (checked by explicit sums); with
+    ``G = 0`` and ``M`` already the prior's, the bias part is :func:`bias_step`; a step
+    longer than ``MEAN_STEP_MAX`` is the full step shortened to it."""
+    from gaussmix.theory import fixed_point
+    from gaussmix.theory.fixed_point import bias_step, mean_bias_step
+    from gaussmix.theory.tolerances import BIAS_RIDGE, MEAN_STEP_MAX
+
+    rng = np.random.default_rng(7)
+    K, L = 4, 3
+    A = rng.standard_normal((K, L, L + 2))
+    Vh = A @ np.swapaxes(A, 1, 2) / (L + 2)
+    G = rng.standard_normal((K, L, K, L)) * 5.0
+    M0, b0, Mh0 = rng.standard_normal((K, L)), rng.standard_normal(L), rng.standard_normal((K, L))
+    M = M0 + 0.3 * rng.standard_normal((K, L))  # the state
+    b = b0 + 0.3 * rng.standard_normal(L)
+
+    def mhat(M, b):
+        return np.stack([Mh0[c] - Vh[c] @ (M[c] + b - M0[c] - b0) for c in range(K)])
+
+    Mh = mhat(M, b)
+    prior_M = np.einsum("kajb,jb->ka", G, Mh)
+    dMh_short, db_short = mean_bias_step(G, Vh, Mh, prior_M - M)
+    monkeypatch.setattr(fixed_point, "MEAN_STEP_MAX", np.inf)  # the full step
+    dMh, db = mean_bias_step(G, Vh, Mh, prior_M - M)
+    shift = np.linalg.solve(Vh, -dMh[..., None])[..., 0]  # dM_c + db
+    t = MEAN_STEP_MAX / np.abs(shift).max()
+    assert t < 1  # this start is far: the library's step is the full one shortened
+    np.testing.assert_allclose(dMh_short, t * dMh, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(db_short, t * db, rtol=1e-12)
+    M_new = np.einsum("kajb,jb->ka", G, Mh + dMh)
+    Mh_new = mhat(M_new, b + db)
+    # rounding of the (K L + L) system, amplified by its condition number (explicit loops)
+    n = K * L
+    J = np.zeros((n + L, n + L))
+    for k in range(K):
+        for a in range(L):
+            for c in range(K):
+                J[k * L + a, c * L : c * L + L] = G[k, a, c] @ Vh[c]
+                J[k * L + a, n:] += G[k, a, c] @ Vh[c]
+            J[k * L + a, k * L + a] += 1.0
+    for c in range(K):
+        J[n:, c * L : c * L + L] = Vh[c]
+    J[n:, n:] = Vh.sum(axis=0)
+    tol = 10 * np.finfo(float).eps * np.linalg.cond(J) * float(np.abs(Mh).max() + np.abs(M).max())
+    np.testing.assert_allclose(Mh_new, Mh + dMh, atol=tol)  # the step's own linearisation
+    np.testing.assert_allclose(np.einsum("kajb,jb->ka", G, Mh_new), M_new, atol=tol)
+    # the bias equation carries the ridge BIAS_RIDGE max|sum Vhat| (as bias_step does)
+    ridge = BIAS_RIDGE * float(np.abs(Vh.sum(axis=0)).max()) * float(np.abs(db).max()) * L
+    np.testing.assert_allclose(Mh_new.sum(axis=0), 0.0, atol=tol + ridge)
+    dMh0, db0 = mean_bias_step(np.zeros_like(G), Vh, Mh, np.zeros((K, L)))
+    np.testing.assert_allclose(db0, bias_step(Vh.sum(axis=0), Mh.sum(axis=0)), rtol=1e-12)
+    np.testing.assert_allclose(dMh0, -np.einsum("cab,b->ca", Vh, db0), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "loss,labels,K", [("cross-entropy", "onehot", 3), ("logistic", "binary", 2)]
+)
+def test_mean_bias_step_keeps_the_fixed_point_and_saves_iterations(monkeypatch, loss, labels, K):
+    """Means of the size of real data's (``|mu_c|^2 ~ d``): the map with the mean-field
+    Newton step converges to the plain map's fixed point (both at ``tol = 1e-11``: order
+    parameters and observables within 1e-8 relative), in fewer iterations."""
+    from gaussmix.theory import fixed_point
+
+    rng = np.random.default_rng(11)
+    d = 40
+    cov = _noncommuting(rng, K, d, zero=3)
+    mix = gm.Mixture.dense(cov.means * np.sqrt(d) / 2, cov.covariances, labels=labels)
+    kw = dict(lam=0.1, alpha=1.5, tol=1e-11, estimate_error=False)
+    new = gm.solve(mix, loss, **kw)
+    monkeypatch.setattr(fixed_point, "mean_bias_step", lambda *args: None)
+    old = gm.solve(mix, loss, **kw)
+    assert new.success and old.success
+    for key in ("Q", "M", "V", "b", "test_error", "train_loss", "train_error", "free_energy"):
+        a, b = np.asarray(getattr(old, key), float), np.asarray(getattr(new, key), float)
+        err = float(np.abs(a - b).max()) / max(float(np.abs(a).max()), 1e-3)
+        assert err <= 1e-8, f"{key}: relative difference {err:.2e}"
+    print(f"{loss}: {old.n_iter} iterations without the step, {new.n_iter} with it")
+    assert new.n_iter < old.n_iter

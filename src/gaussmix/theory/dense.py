@@ -63,7 +63,7 @@ from gaussmix.core.exceptions import ArgumentError
 from .linalg import one_blas_thread
 from .mixture import DenseCovariance
 
-__all__ = ["DenseRidgeTerms", "dense_ridge_terms"]
+__all__ = ["DenseRidgeTerms", "MeanResponse", "dense_ridge_terms"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,68 @@ class DenseRidgeTerms:
     penalty: float = float("nan")
     weight_mean: np.ndarray | None = None
     weight_var: np.ndarray | None = None
+    mean_response: MeanResponse | None = None
+
+
+@dataclass(frozen=True)
+class MeanResponse:
+    """The ridge prior's image as a function of ``Mhat`` at fixed ``Qhat`` and ``Vhat``.
+
+    ``U = S m`` is linear in ``Mhat`` (``m = sum_j Mhat_j (x) mu_j``) and ``S`` does not
+    depend on it, so ``M_k = U mu_k`` is ``M = G Mhat`` with the gain
+
+        G[k, a, j, b] = dM_k[a] / dMhat_j[b] = mu_k^T S_ab mu_j      (S_ab: block (a, b)),
+
+    and ``Q_k = U Sigma_k U^T + ptr_k(S C S) / d`` changes only through its mean part.  With
+    the columns ``S (e_b (x) mu_j)`` (``n x K L`` numbers, from the ``S`` of the evaluation in
+    ``O(n^2 K)``) the change of the image under ``Mhat -> Mhat + dMhat`` costs
+    ``O(K L r^2)``, not a new ``O(n^3)`` evaluation (:meth:`change`).
+
+    Attributes
+    ----------
+    gain : ndarray (K, L, K, L)
+        ``G`` (the inactive axes, where ``S = I / lam``, included).
+    response : ndarray (L, r, L, K)
+        ``response[a, i, b, j] = (S (e_b (x) mu_j))_{(a, i)}`` on the active axes.
+    U : ndarray (L, d)
+        ``u`` of the evaluation, reshaped.
+    cov : DenseCovariance
+    lam : float
+    """
+
+    gain: np.ndarray
+    response: np.ndarray
+    U: np.ndarray
+    cov: DenseCovariance
+    lam: float
+
+    def change(self, dMhat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(dQ, dM)``: the prior's ``Q`` and ``M`` at ``Mhat + dMhat`` (the same ``Qhat``,
+        ``Vhat``) minus those of the evaluation, ``dM = G dMhat`` and
+        ``dQ_k = dU Sigma_k U^T + U Sigma_k dU^T + dU Sigma_k dU^T`` (active axes)."""
+        cov = self.cov
+        act = cov.active
+        dU = (dMhat.T @ cov.means) / self.lam  # on the inactive axes S = I / lam
+        dU[:, act] = np.einsum("aibj,jb->ai", self.response, dMhat)
+        Ua, dUa = self.U[:, act], dU[:, act]
+        Sig_dU = cov.active_covariances @ dUa.T  # (K, r, L)
+        cross = np.einsum("ai,kib->kab", Ua, Sig_dU)
+        dQ = cross + np.swapaxes(cross, 1, 2) + np.einsum("ai,kib->kab", dUa, Sig_dU)
+        if dQ.shape[1] > 1:
+            dQ = 0.5 * (dQ + np.swapaxes(dQ, 1, 2))
+        return dQ, cov.means @ dU.T
+
+
+def _mean_response(cov: DenseCovariance, lam: float, S: np.ndarray, U: np.ndarray) -> MeanResponse:
+    """The :class:`MeanResponse` of an evaluation with ``S = A^{-1}`` (Lr x Lr)."""
+    act = cov.active
+    L, r = U.shape[0], int(act.sum())
+    mu = cov.means[:, act]  # (K, r)
+    response = (S.reshape(L, r, L, r) @ mu.T).reshape(L, r, L, -1)  # (L, r, L, K)
+    gain = np.einsum("ki,aibj->kajb", mu, response)
+    inactive = cov.means[:, ~act]
+    gain += np.einsum("kj,ab->kajb", inactive @ inactive.T / lam, np.eye(L))
+    return MeanResponse(gain, response, U, cov, lam)
 
 
 def _kron_sum(coef: np.ndarray, covs: np.ndarray) -> np.ndarray:
@@ -195,6 +257,7 @@ def dense_ridge_terms(
     Vhat: np.ndarray,
     *,
     details: bool = False,
+    mean_response: bool = False,
 ) -> DenseRidgeTerms:
     """``Q_k, M_k, V_k`` of the ridge prior on general covariances (module docstring;
     Appendix C, l2 case), computed on one BLAS thread.
@@ -209,6 +272,10 @@ def dense_ridge_terms(
         Hat parameters in the effective output space.
     details : bool
         Also compute ``psi_w``, ``penalty`` and the law of each weight component.
+    mean_response : bool
+        Also return the image as a function of ``Mhat`` (:class:`MeanResponse`: ``O(n^2 K)``
+        beside the ``O(n^3)``), for the mean-field Newton step of the fixed-point map
+        (:func:`~gaussmix.theory.fixed_point.mean_bias_step`).
 
     Raises
     ------
@@ -224,7 +291,7 @@ def dense_ridge_terms(
             f"singular, and lam = 0 leaves the weights undetermined there); got lam={lam:g}",
         )
     with one_blas_thread():
-        return _dense_ridge_terms(cov, lam, Qhat, Mhat, Vhat, details)
+        return _dense_ridge_terms(cov, lam, Qhat, Mhat, Vhat, details, mean_response)
 
 
 def _dense_ridge_terms(
@@ -234,6 +301,7 @@ def _dense_ridge_terms(
     Mhat: np.ndarray,
     Vhat: np.ndarray,
     details: bool,
+    mean_response: bool = False,
 ) -> DenseRidgeTerms:
     """:func:`dense_ridge_terms` after its check, on the caller's BLAS threads."""
     K, L = Mhat.shape
@@ -257,12 +325,20 @@ def _dense_ridge_terms(
     V = _partial_traces(S, covs, L) / d
     if L > 1:
         Q = 0.5 * (Q + np.swapaxes(Q, 1, 2))
+    response = _mean_response(cov, lam, S, U) if mean_response else None
     if not details:
-        return DenseRidgeTerms(Q=Q, M=M, V=V)
+        return DenseRidgeTerms(Q=Q, M=M, V=V, mean_response=response)
     psi_w = -0.5 * float(np.vdot(m, U)) - 0.5 * tr_sc / d
     penalty = 0.5 * float(np.vdot(U, U)) + 0.5 * float(np.trace(Z)) / d
     var = np.zeros((L, d))
     var[:, act] = np.clip(np.diag(Z), 0.0, None).reshape(L, r)
     return DenseRidgeTerms(
-        Q=Q, M=M, V=V, psi_w=psi_w, penalty=penalty, weight_mean=np.sqrt(d) * U, weight_var=var
+        Q=Q,
+        M=M,
+        V=V,
+        psi_w=psi_w,
+        penalty=penalty,
+        weight_mean=np.sqrt(d) * U,
+        weight_var=var,
+        mean_response=response,
     )

@@ -33,7 +33,7 @@ from .problem import Problem
 from .quadrature import QuadratureRule
 from .state import is_valid_state, pack_state, unpack_state
 from .symmetry import ClusterSymmetry
-from .tolerances import BIAS_RIDGE, LOG_CHART_MAX_LAM
+from .tolerances import BIAS_RIDGE, LOG_CHART_MAX_LAM, MEAN_STEP_MAX
 
 __all__ = [
     "HatEvaluation",
@@ -46,6 +46,7 @@ __all__ = [
     "start_state",
     "bias_condition_step",
     "bias_step",
+    "mean_bias_step",
     "cluster_symmetry",
     "initial_hats",
 ]
@@ -181,14 +182,28 @@ class FixedPointMap:
         return self.last
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        """``T(x)``: channel, Newton step of the bias condition, prior."""
-        b = self.unpack(x)[3]
+        """``T(x)``: channel, Newton step of the bias condition, prior.
+
+        Where the prior provides its image as a function of ``Mhat`` (ridge on dense
+        covariances, :class:`~gaussmix.theory.dense.MeanResponse`) the bias step is the joint
+        Newton step of the means and the bias (:func:`mean_bias_step`) and the image is the
+        prior's at the corrected ``Mhat``: the same fixed points, reached in fewer iterations
+        where the prior's gain ``G`` is large (real data, ``|mu_c|^2 ~ d``).
+        """
+        _, M, _, b = self.unpack(x)
         if self.symmetry is not None:  # the equivariant bias (see hats)
             b = np.zeros_like(b)
         ev = self.hats(x)
-        db = bias_step(ev.Vhat.sum(axis=0), ev.Mhat.sum(axis=0))
         pr = prior_update(self.problem, ev.Qhat, ev.Mhat, ev.Vhat, panels=self.prior_panels)
         self.last_prior = (ev, pr)
+        response = pr.mean_response if self.symmetry is None else None
+        if response is not None:
+            step = mean_bias_step(response.gain, ev.Vhat, ev.Mhat, pr.M - M)
+            if step is not None:
+                dMhat, db = step
+                dQ, dM = response.change(dMhat)
+                return pack_state(pr.Q + dQ, pr.M + dM, pr.V, b + db)
+        db = bias_step(ev.Vhat.sum(axis=0), ev.Mhat.sum(axis=0))
         return pack_state(pr.Q, pr.M, pr.V, b + db)
 
     def prior_at(self, ev: HatEvaluation) -> PriorResult:
@@ -239,6 +254,71 @@ def bias_step(Sv: np.ndarray, Sm: np.ndarray) -> np.ndarray:
     size = np.abs(Sv).max(axis=(-2, -1))
     reg = BIAS_RIDGE * np.where(size > 0.0, size, 1.0)
     return solve_batch(Sv + reg[..., None, None] * np.eye(L), Sm)
+
+
+def mean_bias_step(
+    G: np.ndarray, Vhat: np.ndarray, Mhat: np.ndarray, rM: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The joint Newton step of the means and the bias: the change ``dMhat`` of the hats
+    at which the map evaluates the prior, and the bias step ``db``; None if its system is
+    singular.
+
+    The channel depends on ``M_c`` and ``b`` through ``omega_c = M_c + b + Q_c^{1/2} xi``,
+    so ``dMhat_c / dM_c = dMhat_c / db = -Vhat_c`` (the Stein form,
+    ``Vhat_c = -alpha rho_c E[df_c / domega]``), and a ridge prior is linear in ``Mhat``:
+    ``M = G Mhat`` at fixed ``Vhat``.  The step linearises both, with ``Q`` and ``V`` held,
+    and solves the ``K L + L`` equations
+
+        M + dM = G (Mhat + dMhat),   sum_c (Mhat_c + dMhat_c) = 0,
+        dMhat_c = -Vhat_c (dM_c + db),
+
+    the second being the bias condition (docs/design.md pitfall 1, the unregularised
+    :func:`bias_step` is its case ``G = 0``).  A step that moves a logit's mean by more
+    than :data:`~gaussmix.theory.tolerances.MEAN_STEP_MAX` is shortened to it (``t dMhat``,
+    ``t db``, ``0 < t < 1``: the linearisation holds on that scale).  At a fixed point of
+    the plain map (``M = G Mhat``, ``sum_c Mhat_c = 0``) the step is zero; conversely the
+    image ``(G (Mhat + t dMhat), b + t db)`` is the state only if ``db = 0`` and
+    ``(I + (1 - t) G D) dM = 0``, ``D = diag(Vhat_c)``, where ``G D`` (a product of
+    positive semi-definite matrices) has no negative eigenvalue: ``dM = 0``, so the state
+    is a fixed point of the plain map.  The fixed points are the same.  The plain map
+    iterates ``M <- G Mhat(M)``, whose Jacobian ``-G Vhat`` grows with the size of the
+    means (``|mu_c|^2 ~ d`` for images): a period-two oscillation that Anderson mixing
+    damps in a number of iterations growing with ``d``.
+
+    Parameters
+    ----------
+    G : ndarray (K, L, K, L)
+        ``dM_k[a] / dMhat_j[b]`` (:class:`~gaussmix.theory.dense.MeanResponse`).
+    Vhat : ndarray (K, L, L); Mhat : ndarray (K, L)
+        Hats at the state.
+    rM : ndarray (K, L)
+        The prior's ``M`` minus the state's.
+
+    Returns
+    -------
+    (dMhat, db) : ndarray (K, L), ndarray (L,), or None
+    """
+    K, L = Mhat.shape
+    n = K * L
+    GD = np.einsum("kajc,jcb->kajb", G, Vhat).reshape(n, n)
+    Sv = Vhat.sum(axis=0)
+    size = float(np.abs(Sv).max())
+    A = np.empty((n + L, n + L))
+    A[:n, :n] = GD + np.eye(n)
+    A[:n, n:] = GD.reshape(n, K, L).sum(axis=1)
+    A[n:, :n] = Vhat.transpose(1, 0, 2).reshape(L, n)
+    A[n:, n:] = Sv + BIAS_RIDGE * (size if size > 0.0 else 1.0) * np.eye(L)
+    rhs = np.concatenate([rM.ravel(), Mhat.sum(axis=0)])
+    try:
+        sol = np.linalg.solve(A, rhs)
+    except np.linalg.LinAlgError:
+        return None
+    if not np.all(np.isfinite(sol)):
+        return None
+    dM, db = sol[:n].reshape(K, L), sol[n:]
+    shift = dM + db
+    t = min(1.0, MEAN_STEP_MAX / max(float(np.abs(shift).max()), 1e-300))
+    return -t * np.einsum("cab,cb->ca", Vhat, shift), t * db
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from scipy.special import ndtr
 
 from gaussmix.core.exceptions import ArgumentError
 
-from .dense import dense_ridge_terms
+from .dense import MeanResponse, dense_ridge_terms
 from .lasso import gaussian_l1_moments
 from .mixture import Mixture
 from .penalties import ElasticNet, Lasso, Penalty, Ridge
@@ -85,6 +85,11 @@ class PriorResult:
         whose weights are Gaussian given the atom).
     l1_norm : float
         ``E|W*|_1 / d`` (sum over the L output rows).
+    mean_response : MeanResponse or None
+        The image as a function of ``Mhat`` at fixed ``Qhat``, ``Vhat`` where the prior
+        provides it (ridge on dense covariances, :class:`~gaussmix.theory.dense.MeanResponse`),
+        for the map's mean-field Newton step
+        (:func:`~gaussmix.theory.fixed_point.mean_bias_step`).
     """
 
     Q: np.ndarray
@@ -94,6 +99,7 @@ class PriorResult:
     penalty: float
     atom_nonzero: np.ndarray | None = None
     l1_norm: float = float("nan")
+    mean_response: MeanResponse | None = None
 
 
 def ridge_prior(
@@ -511,7 +517,9 @@ def _ridge_dense(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=No
     The details are always computed: beside the ``O((L r)^3)`` overlaps they cost
     ``O(L d)``, and with them the map's last evaluation serves the observables of a converged
     state (:meth:`~gaussmix.theory.fixed_point.FixedPointMap.prior_at`)."""
-    t = dense_ridge_terms(mixture.covariance, lam, Qhat, Mhat, Vhat, details=True)
+    t = dense_ridge_terms(
+        mixture.covariance, lam, Qhat, Mhat, Vhat, details=True, mean_response=True
+    )
     # each weight component is Gaussian: E|w| from its mean and variance
     _, abs_mean, _, _ = soft_threshold_moments(t.weight_mean, np.sqrt(t.weight_var), 0.0)
     d = mixture.covariance.dim
@@ -523,6 +531,7 @@ def _ridge_dense(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=No
         penalty=t.penalty,
         atom_nonzero=np.ones(d),
         l1_norm=float(abs_mean.sum()) / d,
+        mean_response=t.mean_response,
     )
 
 

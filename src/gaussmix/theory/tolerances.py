@@ -32,6 +32,7 @@ __all__ = [
     "REFINED_EXTRA_ITER",
     "PSD_RTOL",
     "BIAS_RIDGE",
+    "MEAN_STEP_MAX",
     "DEGENERATE_BIAS_STEP",
     "SMALL_LAM_HINT",
     "ANDERSON_RIDGE",
@@ -119,6 +120,14 @@ PSD_RTOL = 1e-9
 #: before issue 17) turned the Newton step into a step ``~ 1e12 lam`` times too short, which
 #: froze the bias (at lam = 1e-14 a bias condition violated by 100% passed for converged).
 BIAS_RIDGE = 1e-12
+#: Largest change ``max_c |dM_c + db|`` of the logits' means that the mean-field Newton step
+#: of the map (:func:`~gaussmix.theory.fixed_point.mean_bias_step`) takes; a longer step is
+#: shortened to it.  The step linearises the channel in ``omega``, whose curvature changes
+#: over an O(1) change of the logits (softmax, logistic); from a start in saturation
+#: (``Vhat ~ 1e-12``) the full step was ``~ 1e31`` (measured: a binary logistic point on
+#: dense covariances collapsed).  A shortened step has the same fixed points (the module's
+#: docstring of :mod:`~gaussmix.theory.fixed_point`); near one the step is far shorter.
+MEAN_STEP_MAX = 1.0
 #: A converged state must satisfy the bias condition ``sum_c Mhat_c = 0`` relative to its
 #: curvature ``sum_c Vhat_c``: its unregularised Newton step ``|sum Mhat| / (|sum Vhat|
 #: max(1, |b|))`` is below ``tol`` at a fixed point of an accurate channel.  A state where it
