@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import shutil
 import tempfile
+import time
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import fields
@@ -58,6 +59,9 @@ __all__ = ["Explorer", "explorer", "serve", "POLL_MS"]
 
 #: how often the page looks for new points of the running job (milliseconds)
 POLL_MS = 50
+#: seconds a new job with no point yet leaves the previous curve drawn (a curve that
+#: comes within it replaces the old one at once, without an empty plot in between)
+HOLD_S = 0.3
 #: the lambda slider's range, in decades (the exact entry takes any value)
 LOG_LAM_RANGE = (-6.0, 2.0)
 #: the lambda slider's step, in decades
@@ -229,6 +233,7 @@ class Explorer:
         self.overlay_job: Any = None
         self.errors: dict[str, str] = {}
         self._drawn: tuple[int, bool, int] | None = None
+        self._submitted = -math.inf  # when the current job was submitted (time.monotonic)
         self._overlays_drawn: tuple[int, bool] | None = None
         self._location = location
         self._tmp: str | None = None
@@ -545,6 +550,7 @@ class Explorer:
         old = self.state
         self.state = state
         self.job = self.session.submit(state)
+        self._submitted = time.monotonic()
         if state.axis == "alpha" and state.lam > 0:  # the slider's next positions, ahead
             self.session.prefetch([state.replace(lam=lam) for lam in _neighbours(state.lam)])
         self._drawn = None
@@ -577,7 +583,10 @@ class Explorer:
             if overlays is not None:
                 overlays.wait()
         key = (len(job.rows), job.done, len(job.preview))
-        if key != self._drawn:
+        fresh = time.monotonic() - self._submitted < HOLD_S
+        if key != self._drawn and not (key == (0, False, 0) and fresh):
+            # (a new job with nothing to show yet keeps the old curve for HOLD_S: a curve
+            # that comes within it replaces the old one in one update of the page)
             self._draw(job, key)
         if overlays is not None:
             okey = (len(overlays.results), overlays.done)

@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gaussmix.core.interrupt import interruptible
+
 from .state import ORDER_PARAMETERS, ExplorerState, setup
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -209,7 +211,8 @@ class _Job:
         _WARNINGS.enter(self.warnings)
         try:
             self._check()
-            self._run()
+            with interruptible(self._check):  # a solve stops within one evaluation
+                self._run()
         except _Cancelled:
             self.cancelled = True
         except (ValueError, TypeError, OSError) as exc:  # bad input: the library's message

@@ -43,6 +43,9 @@ integral of the K = 3 training error, :func:`gaussmix.theory.observables._wedge_
 
 Functions are compiled on first use and cached on disk (``cache=True``); every argument must
 be a C-contiguous float64 array (int64 for labels) so that one signature serves all calls.
+They release the GIL (``nogil=True``; they touch no Python object): two solves in two
+threads of one process (the explorer's curve and its prefetched neighbour) run on two
+cores instead of taking turns.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ WEDGE_PANEL = 0.5
 WEDGE_MIN_PANELS = 16
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _log1pexp(x: float) -> float:
     """``log(1 + exp(x))`` without overflow."""
     if x > 0.0:
@@ -70,7 +73,7 @@ def _log1pexp(x: float) -> float:
     return math.log1p(math.exp(x))
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _expit(x: float) -> float:
     if x >= 0.0:
         return 1.0 / (1.0 + math.exp(-x))
@@ -78,7 +81,7 @@ def _expit(x: float) -> float:
     return e / (1.0 + e)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def logistic_channel(y, omega, v, h, w, tol, max_iter):  # pragma: no cover - compiled
     """Logistic-loss channel moments (one output).
 
@@ -147,7 +150,7 @@ def logistic_channel(y, omega, v, h, w, tol, max_iter):  # pragma: no cover - co
     return Ef, Eff, Edf, Eloss, Eenv, n_failed
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _cholesky(A, C):  # pragma: no cover - compiled
     """Lower Cholesky factor of ``A`` into ``C``; False if ``A`` is not positive definite."""
     L = A.shape[0]
@@ -165,7 +168,7 @@ def _cholesky(A, C):  # pragma: no cover - compiled
     return True
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _chol_solve(C, b, x):  # pragma: no cover - compiled
     """Solve ``C C^T x = b`` given the lower factor ``C``."""
     L = C.shape[0]
@@ -181,7 +184,7 @@ def _chol_solve(C, b, x):  # pragma: no cover - compiled
         x[i] = t / C[i, i]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _ce_eval(u, P, yc, z, p, Pp, gr):  # pragma: no cover - compiled
     """Logits ``z = P^T u``, softmax ``p``, ``Pp = P p`` and the reduced gradient
     ``gr = P (p - e_y) = sum_{k != y} (P_k - P_y) p_k`` (the sum of small terms where
@@ -215,7 +218,7 @@ def _ce_eval(u, P, yc, z, p, Pp, gr):  # pragma: no cover - compiled
     return zmax + math.log(S) - z[yc]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def ce_risk(ylab, P, m, S, xi, w):  # pragma: no cover - compiled
     """Gaussian risk of the reduced cross-entropy for each cluster ``k``:
     ``sum_n w_n loss(y_k, m_k + S_k xi_n)`` with the loss of :func:`_ce_eval`
@@ -242,7 +245,7 @@ def ce_risk(ylab, P, m, S, xi, w):  # pragma: no cover - compiled
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _ce_system(Vi, P, p, Pp, A):  # pragma: no cover - compiled
     """``A = V^{-1} + H`` with the reduced Hessian ``H = P (diag p - p p^T) P^T``."""
     L, Kf = P.shape
@@ -254,7 +257,7 @@ def _ce_system(Vi, P, p, Pp, A):  # pragma: no cover - compiled
             A[i, j] = t
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _scaled_residual(u, om, Vc, gr):  # pragma: no cover - compiled
     """``max_i |u - omega + V grad|_i``, the convergence test of the numpy prox."""
     L = u.shape[0]
@@ -268,7 +271,7 @@ def _scaled_residual(u, om, Vc, gr):  # pragma: no cover - compiled
     return res
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _ce_curvature(p):  # pragma: no cover - compiled
     """``2 (1 - max_k p_k)`` (as the sum of the other probabilities): a bound on the
     max-norm of the softmax Hessian ``diag p - p p^T``."""
@@ -283,7 +286,7 @@ def _ce_curvature(p):  # pragma: no cover - compiled
     return 2.0 * q
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _node_scale(u, om, vnorm, curv):  # pragma: no cover - compiled
     """``(1 + max_i |omega_i| + max_i |u_i|) (1 + vnorm curv)``: the scale of the
     stationarity residual of one node (:func:`gaussmix.theory.losses.prox_threshold`)."""
@@ -295,7 +298,7 @@ def _node_scale(u, om, vnorm, curv):  # pragma: no cover - compiled
     return (1.0 + a + b) * (1.0 + vnorm * curv)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _max_row_sum(A):  # pragma: no cover - compiled
     """The max-norm ``max_i sum_j |A_ij|`` of a square matrix."""
     out = 0.0
@@ -307,7 +310,7 @@ def _max_row_sum(A):  # pragma: no cover - compiled
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _metric_term(u, om, Vi, vd):  # pragma: no cover - compiled
     """``1/2 (u - omega)^T V^{-1} (u - omega)``; ``vd`` receives ``V^{-1} (u - omega)``."""
     L = u.shape[0]
@@ -321,7 +324,7 @@ def _metric_term(u, om, Vi, vd):  # pragma: no cover - compiled
     return q
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cover - compiled
     """Cross-entropy channel moments on the complement of ``(1, ..., 1)``.
 
@@ -449,7 +452,7 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
     return Ef, Eff, Edf, Eloss, Eenv, n_failed
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _ce_ray_point(s, u, cu, P, yc, V, m, Linv, z, dz, p, w4):  # pragma: no cover - compiled
     """Whitened image ``z = L^{-1}(h + V grad(h) - m)`` of ``h = s u`` and ``dz/ds``.
 
@@ -499,7 +502,7 @@ def _ce_ray_point(s, u, cu, P, yc, V, m, Linv, z, dz, p, w4):  # pragma: no cove
         dz[i] = d
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def ce_ray_flux(u, P, yc, V, m, Linv, s1, xa, wa, xb, wb):  # pragma: no cover - compiled
     """Flux of ``F(z) = z (1 - exp(-|z|^2/2)) / (2 pi |z|^2)`` through the curved part
     (``0 <= s <= s1``) of the image of the ray ``h = s u`` (two effective outputs).
@@ -566,13 +569,13 @@ def ce_ray_flux(u, P, yc, V, m, Linv, s1, xa, wa, xb, wb):  # pragma: no cover -
 
 
 # ------------------------------------------------------------------ bivariate normal
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _ndtr(x):  # pragma: no cover - compiled
     """Standard normal distribution function."""
     return 0.5 * math.erfc(-x / math.sqrt(2.0))
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _bvnu_one(h, k, r, x, w):  # pragma: no cover - compiled
     """``P[X > h, Y > k]``, standard bivariate normal with correlation ``r`` (finite h, k):
     A. Genz's ``bvnu`` (Drezner & Wesolowsky 1989 with Genz's double-precision
@@ -641,7 +644,7 @@ def _bvnu_one(h, k, r, x, w):  # pragma: no cover - compiled
     return min(max(out, 0.0), 1.0)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def bvnu(h, k, r, x, w):  # pragma: no cover - compiled
     """:func:`_bvnu_one` over flat arrays ``h, k, r`` of one length."""
     out = np.empty(h.shape[0])
@@ -651,7 +654,7 @@ def bvnu(h, k, r, x, w):  # pragma: no cover - compiled
 
 
 # ------------------------------------------------- cross-entropy, three classes (K = 3)
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _ce3_eval(u0, u1, P, yc):  # pragma: no cover - compiled
     """:func:`_ce_eval` for two reduced outputs and three classes, in scalars: returns the
     loss, the softmax ``p``, ``Pp = P p`` and the gradient ``P (p - e_y)`` (as the sum over
@@ -686,7 +689,7 @@ def _ce3_eval(u0, u1, P, yc):  # pragma: no cover - compiled
     return zm + math.log(S) - zy, p0, p1, p2, q0, q1, g0, g1
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _ce3_system(i00, i01, i11, a00k, a01k, a11k, p0, p1, p2, q0, q1):  # pragma: no cover
     """:func:`_ce_system` for K = 3: the entries of ``A = V^{-1} + P diag(p) P^T - q q^T``
     (``a..k``: the entries of the outer products ``P_k P_k^T``, ``q = P p``)."""
@@ -696,7 +699,7 @@ def _ce3_system(i00, i01, i11, a00k, a01k, a11k, p0, p1, p2, q0, q1):  # pragma:
     return a00, a01, a11
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def ce3_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cover - compiled
     """:func:`ce_channel` for K = 3 classes (two reduced outputs), in scalar arithmetic.
 

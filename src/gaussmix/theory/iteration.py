@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from gaussmix.core.exceptions import ConvergenceError, SpuriousFixedPointError
+from gaussmix.core.interrupt import check_interrupt
 
 from .state import LogChart, is_valid_state, q_is_psd, residual_scale
 from .tolerances import (
@@ -447,10 +448,11 @@ def iterate(
     ``anderson`` to its outcome.
 
     ``callback(iteration, residual)`` is called after every evaluation of the map that
-    computed a residual.  numpy's floating-point warnings are off during the loop: a trial
-    state far from the fixed point (an Anderson extrapolation) can overflow inside the map,
-    and its image is then rejected by the explicit finiteness test, not reported as a
-    RuntimeWarning.
+    computed a residual, and :func:`gaussmix.core.interrupt.check_interrupt` after every
+    step (the caller's cooperative stop, which raises).  numpy's floating-point warnings
+    are off during the loop: a trial state far from the fixed point (an Anderson
+    extrapolation) can overflow inside the map, and its image is then rejected by the
+    explicit finiteness test, not reported as a RuntimeWarning.
     """
     solver = FixedPointIteration(tol, max_iter, damping, return_image, report=callback is not None)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
@@ -459,6 +461,7 @@ def iterate(
             s = solver.step(T, s)
             if callback is not None and s.evaluated:
                 callback(s.n_iter, s.residual)
+            check_interrupt()  # a cooperative stop asked by the caller's thread
     return solver.outcome(s)
 
 

@@ -134,7 +134,7 @@ def wexp(u: np.ndarray) -> np.ndarray:
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _gather(F, node, k, c, n, out):  # pragma: no cover - compiled
     """``F`` (nc, ngrid, nt) at one point into ``out`` (nc, nt): the grid node ``node``
     itself where the point is one (``node >= 0``), else interpolated from the panel ``k``
@@ -155,7 +155,7 @@ def _gather(F, node, k, c, n, out):  # pragma: no cover - compiled
                 out[cc, t] += a * F[cc, b + j, t]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def _oplus_kernel(
     X, Y, same, ptr, ku, cu, nu, kg, cg, ngn, w, n, pairs_o, pairs_i, pairs_j, nout
 ):  # pragma: no cover - compiled
