@@ -169,3 +169,21 @@ def test_a_lost_worker_does_not_stop_the_sweep(tmp_path: Path) -> None:
         stdout, stderr = _finish(proc)
     assert proc.returncode == 0, stderr
     assert f"wrote {out} ({N_POINTS} points" in stdout
+
+
+def test_the_sweep_silences_the_loggers_of_distributed_and_its_event_loop() -> None:
+    """A client's future that fails in a callback of tornado's loop is logged, with its
+    traceback, by ``tornado.application`` (seen once in CI after a lost scheduler, beside
+    the command's one line): the sweep silences it with distributed's own loggers."""
+    import logging
+
+    from gaussmix.cli.commands import _quiet_distributed
+
+    names = ["tornado.application", "tornado", "distributed", "distributed.client"]
+    before = {n: logging.getLogger(n).level for n in names}
+    try:
+        _quiet_distributed()
+        assert all(logging.getLogger(n).getEffectiveLevel() == logging.CRITICAL for n in names)
+    finally:
+        for n, level in before.items():
+            logging.getLogger(n).setLevel(level)

@@ -909,13 +909,15 @@ def _run_sweep(
 
 
 def _quiet_distributed() -> None:
-    """Silence dask.distributed's loggers (it logs a lost connection with tracebacks; the
-    command says it in its one line).  Its loggers' levels are set when it is imported."""
+    """Silence dask.distributed's loggers and tornado's, whose event loop it runs on (a
+    lost connection is logged with tracebacks, by distributed or, for a client's future
+    that fails in a callback, by ``tornado.application``; the command says it in its one
+    line).  Its loggers' levels are set when it is imported."""
     with contextlib.suppress(ImportError):
         import distributed  # noqa: F401
 
-    for name in ["distributed", *logging.root.manager.loggerDict]:
-        if name == "distributed" or name.startswith("distributed."):
+    for name in ["distributed", "tornado", *logging.root.manager.loggerDict]:
+        if name.split(".")[0] in ("distributed", "tornado"):
             logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
