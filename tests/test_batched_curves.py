@@ -306,7 +306,7 @@ UNBALANCED3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3, rho=[0.2, 0.3, 
 def _point_by_point(monkeypatch, fn, *args, **kw):
     """A curve solved point by point (the stacked solve switched off)."""
     with monkeypatch.context() as m:
-        m.setattr(curves, "stackable", lambda problem, opts: False)
+        m.setattr(batched, "stackable", lambda problem, opts: False)
         return fn(*args, **kw)
 
 

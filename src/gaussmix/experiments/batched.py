@@ -95,7 +95,14 @@ from gaussmix.theory.tolerances import REFINED_EXTRA_ITER, SMOOTH_Q_MAX, refined
 
 from .continuation import chain_predecessor
 
-__all__ = ["STACKED_MIN_POINTS", "StackedMap", "stackable", "stackable_options", "solve_points"]
+__all__ = [
+    "STACKED_MIN_POINTS",
+    "StackedMap",
+    "stackable",
+    "stackable_options",
+    "stacked_curve_options",
+    "solve_points",
+]
 
 #: Curves of fewer points are solved point by point.  Stacking pays from about 5 points
 #: (measured, binary logistic over alpha in [0.2, 4]: 3 points 8.8 ms stacked against 7.4
@@ -137,6 +144,20 @@ def stackable(problem: Problem, opts: SolverOptions) -> bool:
         return False
     rule = channel_rule(problem, None, opts.symmetry)
     return not rule.randomised and not getattr(rule, "computes_moments", False)
+
+
+def stacked_curve_options(problem: Problem, keywords: dict, n_points: int) -> SolverOptions | None:
+    """The solver options with which a curve of ``n_points`` points of ``problem`` (at other
+    ``lam`` and ``alpha``) and the solve keywords ``keywords`` is solved as one stacked state
+    (:func:`solve_points`), or None where it is solved point by point: fewer than
+    :data:`STACKED_MIN_POINTS` points, a keyword that is not a solver option
+    (:func:`stackable_options`), or a problem that does not stack (:func:`stackable`).  The
+    one decision of the curves (:mod:`gaussmix.experiments.curves`) and of the explorer's
+    coarse pass."""
+    if n_points < STACKED_MIN_POINTS:
+        return None
+    opts = stackable_options(keywords)
+    return opts if opts is not None and stackable(problem, opts) else None
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from gaussmix.theory.problem import Problem
 from gaussmix.theory.quadrature import QuadratureRule, default_rule
 from gaussmix.theory.solver import DEFAULT_OPTIONS, FixedPointResult, solve_problem
 
-from .batched import STACKED_MIN_POINTS, solve_points, stackable, stackable_options
+from .batched import solve_points, stacked_curve_options
 from .continuation import (
     PREDICTOR_ITER_FACTOR,
     PREDICTOR_MIN_ITER,
@@ -176,8 +176,8 @@ def _curve(
     history: dict = {}  # Anderson secant pairs (per quadrature rule) carried along the curve
     failures: list[str] = []
     problems = _problems(mixture, loss, points, penalty, l1_ratio)
-    opts = stackable_options(kw) if len(points) >= STACKED_MIN_POINTS else None
-    if opts is not None and stackable(problems[0], opts):
+    opts = stacked_curve_options(problems[0], kw, len(points))
+    if opts is not None:
         with progress_bar(total=len(problems), desc=desc, enabled=progress, leave=False) as bar:
             # drawn: it advances as the points of the stacked state converge
             advance = None if bar.disable else lambda n: bar.update(n - bar.n)

@@ -732,7 +732,7 @@ def _auto_coarse(state: ExplorerState) -> int:
     twice the time of a coarse pass, which would delay them by half as much again
     (BENCHMARKS.md); one whose first point turns out to be in the sharp regime is then
     solved point by point, and its rows stream."""
-    from gaussmix.experiments.batched import STACKED_MIN_POINTS, stackable, stackable_options
+    from gaussmix.experiments.batched import stacked_curve_options
 
     try:
         point, values = setup(state)
@@ -740,10 +740,8 @@ def _auto_coarse(state: ExplorerState) -> int:
         return 0
     if point.problem.dim == 1:
         return 0
-    opts = stackable_options(point.solve_kw)
-    if len(values) >= STACKED_MIN_POINTS and opts is not None:
-        if stackable(point.problem, opts):
-            return 0
+    if stacked_curve_options(point.problem, point.solve_kw, len(values)) is not None:
+        return 0
     return COARSE_POINTS
 
 
