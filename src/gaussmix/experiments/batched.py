@@ -244,8 +244,15 @@ class StackedMap:
         self.frozen_after = np.zeros(P, dtype=int)  # each frozen point's
 
     def like(self, problems: list[Problem], rule: QuadratureRule) -> StackedMap:
-        """A stacked map of ``problems`` with ``rule`` and this map's symmetry and chart."""
-        return StackedMap(problems, rule, self.symmetry, self.log_chart)
+        """A stacked map of ``problems`` with ``rule`` and this map's symmetry and chart; for
+        the same points and rule (an iteration continued, :func:`_tighter_stacked`) with this
+        map's proximal points as the warm start of its first evaluation, as a single point's
+        map keeps them from one iteration to the next."""
+        T = StackedMap(problems, rule, self.symmetry, self.log_chart)
+        if rule == self.rule and len(problems) == self.n_points:
+            if all(p is q for p, q in zip(problems, self.problems)):
+                T.warm = self.warm
+        return T
 
     def start(self) -> np.ndarray:
         """The solver's starting point of every point
@@ -696,8 +703,10 @@ def solve_points(
                 x_g = T_g.stack([states[i] for i in idx])
                 hist = T.pairs(out.anderson, idx, opts.anderson)
             if sharp is not None:  # in the sharp regime: its rule, from there
+                # (with the secant pairs of the iteration that reached it, as a single
+                # point's re-solve, solver.solve_problem)
                 T_g = T_g.like(T_g.problems, sharp)
-                out_g = _converged(T_g, x_g, None, opts)
+                out_g = _converged(T_g, x_g, hist, opts)
                 if out_g is None:
                     return None
                 x_g, n_iter = out_g.x, n_iter + T_g.own_iterations(out_g.n_iter)

@@ -184,15 +184,18 @@ class AndersonState:
         blocks = self.blocks
         n, m = dR.shape
         n_blocks = int(blocks.max()) + 1
-        # each block's sums, one bincount per column: linear in the number of components (a
-        # dense block-by-component indicator matrix made a long stacked curve quadratic)
+        # each block's sums, one bincount over (block, column) pairs: linear in the number
+        # of components (a dense block-by-component indicator matrix made a long stacked
+        # curve quadratic); each sum adds its block's components in order, as one bincount
+        # per column did, in one call instead of m (m + 1)
         terms = np.concatenate(
             [(dR[:, :, None] * dR[:, None, :]).reshape(n, m * m), dR * (r / scale)[:, None]],
             axis=1,
         )
-        sums = np.stack(
-            [np.bincount(blocks, weights=col, minlength=n_blocks) for col in terms.T], axis=1
-        )
+        cols = terms.shape[1]
+        index = (blocks[:, None] * cols + np.arange(cols)).ravel()
+        sums = np.bincount(index, weights=terms.ravel(), minlength=n_blocks * cols)
+        sums = sums.reshape(n_blocks, cols)
         A, rhs = sums[:, : m * m].reshape(-1, m, m), sums[:, m * m :]
         ridge = ANDERSON_RIDGE * np.trace(A, axis1=1, axis2=2) / m + ANDERSON_RIDGE_FLOOR
         A += ridge[:, None, None] * np.eye(m)
