@@ -89,7 +89,13 @@ from gaussmix.theory.refinement import (
 )
 from gaussmix.theory.results import FixedPointResult
 from gaussmix.theory.solver import assemble_result
-from gaussmix.theory.state import is_valid_state, pack_state, residual_scale, unpack_state
+from gaussmix.theory.state import (
+    LogChart,
+    is_valid_state,
+    pack_state,
+    residual_scale,
+    unpack_state,
+)
 from gaussmix.theory.symmetry import ClusterSymmetry
 from gaussmix.theory.tolerances import REFINED_EXTRA_ITER, SMOOTH_Q_MAX, refined_tol
 
@@ -246,6 +252,12 @@ class StackedMap:
         self.residuals = np.full(P, np.nan)  # each frozen point's residual
         self.evaluations = 0  # of the map
         self.frozen_after = np.zeros(P, dtype=int)  # each frozen point's
+        #: evaluations ``(x, T(x))`` kept (0: none): the last ones of the iteration, and
+        #: each point's own at its freeze, whose differences are its own secant pairs
+        #: (:meth:`pairs`)
+        self.trail_len = 0
+        self.trail: list[tuple[np.ndarray, np.ndarray]] = []
+        self.point_trail: list[list[tuple[np.ndarray, np.ndarray]] | None] = [None] * P
 
     def like(self, problems: list[Problem], rule: QuadratureRule) -> StackedMap:
         """A stacked map of ``problems`` with ``rule`` and this map's symmetry and chart; for
@@ -374,6 +386,9 @@ class StackedMap:
         if self.on_image is not None:
             self.on_image(g)
         self.evaluations += 1
+        if self.trail_len:
+            self.trail.append((x.copy(), g.copy()))
+            del self.trail[: -self.trail_len]
         if self.freeze_tol is not None:
             self._freeze(x, g)
         return g
@@ -402,6 +417,9 @@ class StackedMap:
         new = (own < self.freeze_tol) & ~self.frozen
         self.residuals[new] = own[new]
         self.frozen_after[new] = self.evaluations
+        for i in np.flatnonzero(new) if self.trail_len else ():
+            at = self.blocks == i
+            self.point_trail[i] = [(a[at], b[at]) for a, b in self.trail]
         self.frozen |= new
         if self.on_freeze is not None and new.any():
             self.on_freeze(new, x)
@@ -421,18 +439,55 @@ class StackedMap:
         return out
 
     def pairs(self, history: AndersonState | None, points: list[int], memory: int):
-        """The secant history of ``points`` of this stacked state (the components of
-        ``history``'s pairs that belong to them), for a stacked map of these points alone
-        (:meth:`like`); None without pairs."""
+        """The secant history of ``points`` (in increasing order) of this stacked state, for
+        a stacked map of these points alone (:meth:`like`; all of them: this map's layout):
+        each point's own last pairs before it froze where the iteration kept them
+        (``trail_len``), as a single point's iteration ends with its own (``history``'s
+        pairs are zero in a point frozen for ``memory`` evaluations), else the components
+        of ``history``'s pairs that belong to them; None without pairs."""
+        mask = np.isin(self.blocks, points)
+        own = self._own_pairs(points, memory)
+        if own is not None:
+            sub = self.blocks[mask]
+            m = max(len(p) for p in own)
+            if m == 0:
+                return None
+            dxs, dgs = np.zeros((m, sub.size)), np.zeros((m, sub.size))
+            for i, pts in zip(points, own):
+                at = sub == i
+                for j, (dx, dg) in enumerate(pts, start=m - len(pts)):  # the newest last
+                    dxs[j, at], dgs[j, at] = dx, dg
+            return AndersonState(tuple(dxs), tuple(dgs), memory, self.log_chart)
         if history is None or history.empty:
             return None
-        mask = np.isin(self.blocks, points)
         return AndersonState(
             tuple(d[mask] for d in history.dxs),
             tuple(d[mask] for d in history.dgs),
             memory,
             history.log_chart,
         )
+
+    def _own_pairs(self, points: list[int], memory: int) -> list[list] | None:
+        """Each point's own secant pairs (at most ``memory``, oldest first), the differences
+        of its last evaluations before it froze, in the iteration's coordinates (the
+        logarithmic chart where this map mixes in it); None where a point has none kept."""
+        trails = [self.point_trail[i] for i in points]
+        if any(t is None for t in trails):
+            return None
+        chart = LogChart(self.K0, self.L) if self.log_chart else None
+        out = []
+        for trail in trails:
+            ys = [
+                (x, g) if chart is None else (chart.forward(x), chart.forward(g)) for x, g in trail
+            ]
+            ok = [y is not None and yg is not None for y, yg in ys]
+            pairs = [
+                (y1 - y0, g1 - g0)
+                for (y0, g0), (y1, g1), a, b in zip(ys, ys[1:], ok, ok[1:])
+                if a and b
+            ]
+            out.append(pairs[-memory:] if memory > 0 else [])
+        return out
 
     def point_maps(self, x: np.ndarray) -> tuple[list[np.ndarray], list[FixedPointMap]]:
         """Each point's state of the stacked state ``x`` and a single point's map there,
@@ -607,6 +662,7 @@ def _converged(
     at its own convergence; ``report``: the iteration's callback), or None where it fails."""
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
     T.freeze_tol = opts.tol
+    T.trail_len = opts.anderson + 1
     try:
         anderson = T.anderson(opts.anderson, history)
         out = iterate(T, x0, anderson, return_image=False, callback=report, **kw)
@@ -681,7 +737,7 @@ def solve_points(
         out = _converged(Tc, x0, None, opts)
         if out is None:
             return None
-        x0, history = out.x, out.anderson
+        x0, history = out.x, Tc.pairs(out.anderson, list(range(len(problems))), opts.anderson)
         n_coarse = Tc.own_iterations(out.n_iter)
     report = None if on_converged is None else lambda *_: on_converged(int(T.frozen.sum()))
     out = _converged(T, x0, history, opts, report)
@@ -700,11 +756,10 @@ def solve_points(
         warnings.simplefilter("always")
         for sharp, idx in groups.items():
             T_g, x_g, n_iter, res_g = T, out.x, n_iters[idx], residuals[idx]
-            hist = out.anderson
+            hist = T.pairs(out.anderson, idx, opts.anderson)
             if len(idx) < len(problems):  # the group's points alone
                 T_g = T.like([problems[i] for i in idx], rule)
                 x_g = T_g.stack([states[i] for i in idx])
-                hist = T.pairs(out.anderson, idx, opts.anderson)
             if sharp is not None:  # in the sharp regime: its rule, from there
                 # (with the secant pairs of the iteration that reached it, as a single
                 # point's re-solve, solver.solve_problem)
@@ -714,7 +769,7 @@ def solve_points(
                     return None
                 x_g, n_iter = out_g.x, n_iter + T_g.own_iterations(out_g.n_iter)
                 res_g = np.where(T_g.frozen, T_g.residuals, out_g.residual)
-                hist = out_g.anderson
+                hist = T_g.pairs(out_g.anderson, list(range(len(idx))), opts.anderson)
             done = _estimate(T_g, x_g, n_iter, res_g, opts, hist)
             if done is None:
                 return None
@@ -765,6 +820,7 @@ def _estimate(
             break
         T2 = T.like([problems[i] for i in active], finer)
         T2.freeze_tol = opts.tol
+        T2.trail_len = opts.anderson + 1
         pairs = T_last.pairs(history, active_last, opts.anderson)
         out2 = iterate(
             T2, T2.stack([states[i] for i in active]), T2.anderson(opts.anderson, pairs), **kw
