@@ -229,7 +229,10 @@ def test_stacked_points_take_their_single_points_iterations(monkeypatch) -> None
         return evaluate(loss, y, *args)
 
     monkeypatch.setattr(batched, "channel_evaluation", spy)
-    alphas = np.linspace(0.2, 4.0, 12)
+    # (20 points: the point at alpha = 1.4 froze more than the Anderson memory before the
+    # last point, and its refined re-solve started without its own secant pairs, 10
+    # evaluations against its single point's 11, until each point carried its own)
+    alphas = np.linspace(0.2, 4.0, 20)
     df = gm.learning_curve(BINARY, "logistic", alphas, lam=0.1)
     for alpha, r in zip(alphas, df.points):
         single = gm.solve(BINARY, "logistic", lam=0.1, alpha=alpha)
@@ -506,3 +509,48 @@ def test_a_stacked_three_class_curve_without_an_estimate_is_on_the_automatic_rul
         assert r.params["quadrature"] == other.params["quadrature"] == auto_rule(2).describe()
         for k in KEYS:
             assert abs(getattr(r, k) - getattr(other, k)) <= 10 * TOL, k
+
+
+def test_a_point_carries_its_own_secant_pairs() -> None:
+    # a stacked point's secant history for the next solve is its own last evaluations
+    # before it froze (as a single point's iteration ends with its own), not the stacked
+    # history's components, which are zero in a point frozen for longer than the memory
+    # (a lasso sweep: its points converge after 11 to 34 evaluations)
+    lams = np.geomspace(1e-2, 1.0, 12)
+    problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
+    opts = batched.stackable_options({})
+    T = batched.StackedMap(problems, auto_rule(1, smooth=True))
+    assert not T.log_chart  # (the pairs are differences of the states themselves)
+    out = batched._converged(T, T.start(), None, opts)
+    assert out is not None and T.frozen.all()
+    first = int(np.argmin(T.frozen_after))  # frozen longest before the end
+    assert out.n_iter - T.frozen_after[first] > opts.anderson
+    at = T.blocks == first
+    assert all(not d[at].any() for d in out.anderson.dxs)  # the stacked history: nothing
+    own = T.pairs(out.anderson, list(range(len(problems))), opts.anderson)
+    trail = T.point_trail[first]
+    assert len(own.dxs) == opts.anderson and len(trail) == opts.anderson + 1
+    for j in range(opts.anderson):  # its last evaluations' differences, newest last
+        np.testing.assert_array_equal(own.dxs[j][at], trail[j + 1][0] - trail[j][0])
+        np.testing.assert_array_equal(own.dgs[j][at], trail[j + 1][1] - trail[j][1])
+    # the state it froze at is the last of its own evaluations
+    np.testing.assert_array_equal(trail[-1][0], T.split(out.x)[first])
+    # a map of some points alone takes theirs, in its own layout
+    sub = [1, first, 7] if first not in (1, 7) else [2, 5, 8]
+    T_sub = T.like([problems[i] for i in sub], T.rule)
+    part = T.pairs(out.anderson, sorted(sub), opts.anderson)
+    assert part.dxs[0].size == T_sub.blocks.size
+
+
+def test_an_iteration_continued_on_the_same_rule_keeps_the_proximal_points() -> None:
+    # the tighter refined iteration (same points, same rule) starts from the proximal
+    # points of the last evaluation, as a single point's map keeps them; another rule or
+    # other points start cold
+    problems = curves._problems(BINARY, "logistic", [(0.1, a) for a in (1.0, 2.0)], "l2", None)
+    rule = auto_rule(1, smooth=True)
+    T = batched.StackedMap(problems, rule)
+    T(T.start())
+    assert T.warm is not None
+    assert T.like(problems, rule).warm is T.warm
+    assert T.like(problems, rule.refined()).warm is None
+    assert T.like(problems[:1], rule).warm is None
