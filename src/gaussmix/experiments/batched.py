@@ -29,7 +29,8 @@ carries (one step down the automatic rule's refinement chain, by continuation fr
 coarser one), and a point in the sharp regime, which a single point solves on a rule of its
 own state, sends the curve back to the points.  Each point then estimates its own
 integration error as a single point does (:func:`~gaussmix.theory.refinement.estimate_errors`):
-the stacked state re-solved with the refined rule from the last solve's secant pairs, the
+the stacked state re-solved with the refined rule from the last solve's secant pairs (with
+one output each point's own, its last evaluations before it froze), the
 change of each point's observables, refinement again for the points whose estimate exceeds
 ``quad_tol``; and its result is assembled by the solver's own code, with its free energy
 and sparsity.
@@ -811,8 +812,9 @@ def _estimate(
     error or training loss exceeds ``quad_tol`` (``auto_refine``, at most ``max_refine``
     times); None after a failure.  As a single point's, each re-solve starts with the
     secant pairs of the last solve (``history``: those of the iteration that reached
-    ``x``) as its model of the Jacobian, and a point converged in it leaves it with its
-    own image."""
+    ``x``; with one output each point's own, :meth:`StackedMap.pairs`,
+    :data:`_OWN_REFINED_PAIRS`) as its model of the Jacobian, and a point converged in it
+    leaves it with its own image."""
     problems = T.problems
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
     states, maps = T.point_maps(x)
