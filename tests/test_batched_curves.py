@@ -528,13 +528,14 @@ def test_a_point_carries_its_own_secant_pairs() -> None:
     at = T.blocks == first
     assert all(not d[at].any() for d in out.anderson.dxs)  # the stacked history: nothing
     own = T.pairs(out.anderson, list(range(len(problems))), opts.anderson)
-    trail = T.point_trail[first]
+    trail = T.point_trail[:, :, at]  # its (x, T(x)) at its last evaluations, newest last
     assert len(own.dxs) == opts.anderson and len(trail) == opts.anderson + 1
-    for j in range(opts.anderson):  # its last evaluations' differences, newest last
-        np.testing.assert_array_equal(own.dxs[j][at], trail[j + 1][0] - trail[j][0])
-        np.testing.assert_array_equal(own.dgs[j][at], trail[j + 1][1] - trail[j][1])
+    for j in range(opts.anderson):  # their differences
+        np.testing.assert_array_equal(own.dxs[j][at], trail[j + 1, 0] - trail[j, 0])
+        np.testing.assert_array_equal(own.dgs[j][at], trail[j + 1, 1] - trail[j, 1])
+        assert own.dxs[j][at].any()  # (a point frozen after more than the memory)
     # the state it froze at is the last of its own evaluations
-    np.testing.assert_array_equal(trail[-1][0], T.split(out.x)[first])
+    np.testing.assert_array_equal(trail[-1, 0], T.split(out.x)[first])
     # a map of some points alone takes theirs, in its own layout
     sub = [1, first, 7] if first not in (1, 7) else [2, 5, 8]
     T_sub = T.like([problems[i] for i in sub], T.rule)

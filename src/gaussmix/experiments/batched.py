@@ -258,7 +258,10 @@ class StackedMap:
         #: (:meth:`pairs`)
         self.trail_len = 0
         self.trail: list[tuple[np.ndarray, np.ndarray]] = []
-        self.point_trail: list[list[tuple[np.ndarray, np.ndarray]] | None] = [None] * P
+        #: (trail_len, 2, components): each frozen point's last evaluations ``(x, T(x))``
+        #: at its freeze, the newest last (the oldest repeated where it had fewer)
+        self.point_trail: np.ndarray | None = None
+        self.has_trail = np.zeros(P, dtype=bool)
 
     def like(self, problems: list[Problem], rule: QuadratureRule) -> StackedMap:
         """A stacked map of ``problems`` with ``rule`` and this map's symmetry and chart; for
@@ -418,9 +421,14 @@ class StackedMap:
         new = (own < self.freeze_tol) & ~self.frozen
         self.residuals[new] = own[new]
         self.frozen_after[new] = self.evaluations
-        for i in np.flatnonzero(new) if self.trail_len else ():
-            at = self.blocks == i
-            self.point_trail[i] = [(a[at], b[at]) for a, b in self.trail]
+        if self.trail_len and new.any():
+            if self.point_trail is None:
+                self.point_trail = np.zeros((self.trail_len, 2, self.blocks.size))
+            rows = np.array(self.trail)
+            rows = np.concatenate([np.repeat(rows[:1], self.trail_len - len(rows), 0), rows])
+            fresh = new[self.blocks]
+            self.point_trail[:, :, fresh] = rows[:, :, fresh]
+            self.has_trail |= new
         self.frozen |= new
         if self.on_freeze is not None and new.any():
             self.on_freeze(new, x)
@@ -449,18 +457,8 @@ class StackedMap:
         (``history``'s pairs are zero in a point frozen for ``memory`` evaluations), else
         the components of ``history``'s pairs that belong to them; None without pairs."""
         mask = np.isin(self.blocks, points)
-        mine = self._own_pairs(points, memory) if own else None
-        if mine is not None:
-            sub = self.blocks[mask]
-            m = max(len(p) for p in mine)
-            if m == 0:
-                return None
-            dxs, dgs = np.zeros((m, sub.size)), np.zeros((m, sub.size))
-            for i, pts in zip(points, mine):
-                at = sub == i
-                for j, (dx, dg) in enumerate(pts, start=m - len(pts)):  # the newest last
-                    dxs[j, at], dgs[j, at] = dx, dg
-            return AndersonState(tuple(dxs), tuple(dgs), memory, self.log_chart)
+        if own and self.point_trail is not None and self.has_trail[points].all():
+            return self._own_pairs(len(points), mask, memory)
         if history is None or history.empty:
             return None
         return AndersonState(
@@ -470,27 +468,27 @@ class StackedMap:
             history.log_chart,
         )
 
-    def _own_pairs(self, points: list[int], memory: int) -> list[list] | None:
-        """Each point's own secant pairs (at most ``memory``, oldest first), the differences
-        of its last evaluations before it froze, in the iteration's coordinates (the
-        logarithmic chart where this map mixes in it); None where a point has none kept."""
-        trails = [self.point_trail[i] for i in points]
-        if any(t is None for t in trails):
-            return None
-        chart = LogChart(self.K0, self.L) if self.log_chart else None
-        out = []
-        for trail in trails:
-            ys = [
-                (x, g) if chart is None else (chart.forward(x), chart.forward(g)) for x, g in trail
-            ]
+    def _own_pairs(self, n_points: int, mask: np.ndarray, memory: int) -> AndersonState | None:
+        """The secant pairs of the ``n_points`` points of the components ``mask``, each
+        point's own (at most ``memory``, the newest last): the differences of its last
+        evaluations before it froze, in the iteration's coordinates (the logarithmic chart
+        where this map mixes in it; a pair whose ends leave the chart is dropped), zero where
+        a point has fewer; None without pairs."""
+        rows = self.point_trail[:, :, mask]
+        if self.log_chart:
+            chart = LogChart(n_points * self.K0, self.L)
+            ys = [[chart.forward(x), chart.forward(g)] for x, g in rows]
             ok = [y is not None and yg is not None for y, yg in ys]
-            pairs = [
-                (y1 - y0, g1 - g0)
-                for (y0, g0), (y1, g1), a, b in zip(ys, ys[1:], ok, ok[1:])
-                if a and b
-            ]
-            out.append(pairs[-memory:] if memory > 0 else [])
-        return out
+            d = [np.subtract(b, a) for a, b, u, v in zip(ys, ys[1:], ok, ok[1:]) if u and v]
+            diffs = np.array(d) if d else np.zeros((0, 2, rows.shape[2]))
+        else:
+            diffs = rows[1:] - rows[:-1]
+        diffs = diffs[max(0, len(diffs) - memory) :] if memory > 0 else diffs[:0]
+        nonzero = np.flatnonzero(np.any(diffs != 0.0, axis=(1, 2)))
+        if nonzero.size == 0:
+            return None
+        diffs = diffs[nonzero[0] :]  # (pairs that are zero in every point: none)
+        return AndersonState(tuple(diffs[:, 0]), tuple(diffs[:, 1]), memory, self.log_chart)
 
     def point_maps(self, x: np.ndarray) -> tuple[list[np.ndarray], list[FixedPointMap]]:
         """Each point's state of the stacked state ``x`` and a single point's map there,
