@@ -19,7 +19,9 @@ caller, with a compiled kernel where :data:`COMPILED_KERNELS` has one for the lo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields
 
 import numpy as np
 from scipy.special import ndtr
@@ -430,12 +432,61 @@ def compiled_moments(
     tol = PROX_TOL
     h = np.array(omega if h0 is None else h0, dtype=float, order="C")  # a copy
     w = np.ascontiguousarray(w, dtype=float)
-    mom, failed = kernel.run(loss, y, omega, V, h, w, tol)
+    mom, failed = _run_in_parts(kernel, loss, y, omega, V, h, w, tol)
     if failed:
         raise FloatingPointError(
             f"{loss.name} proximal map did not converge at {failed} quadrature node(s)"
         )
     return mom, h
+
+
+#: Clusters times nodes from which a compiled kernel's clusters are split between threads
+#: (:func:`_run_in_parts`; below it a thread costs more than it saves: a kernel takes about
+#: 0.1 to 0.3 microseconds a node, a thread about 0.1 ms to start).  Measured on the stacked
+#: K = 3 cross-entropy curve of 40 points (40 rows of 2052 or 8536 nodes): BENCHMARKS.md
+#: "The explorer's redraw".
+KERNEL_THREADS_MIN_WORK = 50_000
+
+
+def kernel_threads(n_rows: int, n_nodes: int) -> int:
+    """The threads a compiled kernel runs ``n_rows`` clusters of ``n_nodes`` nodes on: one
+    for each core the process may use, at most one per cluster and one per
+    :data:`KERNEL_THREADS_MIN_WORK` nodes of work."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cores or 1, n_rows, n_rows * n_nodes // KERNEL_THREADS_MIN_WORK))
+
+
+def _run_in_parts(
+    kernel: CompiledKernel,
+    loss: Loss,
+    y: np.ndarray,
+    omega: np.ndarray,
+    V: np.ndarray,
+    h: np.ndarray,
+    w: np.ndarray,
+    tol: float,
+) -> tuple[ChannelMoments, int]:
+    """``kernel.run`` on all the clusters, their consecutive parts on
+    :func:`kernel_threads` threads (the kernels release the GIL).  Each cluster's moments
+    are summed over its nodes alone, in the same order whatever the part it is in: the
+    same bits as one call."""
+    K, N = omega.shape[:2]
+    n = kernel_threads(K, N)
+    if n == 1:
+        return kernel.run(loss, y, omega, V, h, w, tol)
+    edges = np.linspace(0, K, n + 1).round().astype(int)
+    parts = [slice(lo, hi) for lo, hi in zip(edges[:-1], edges[1:])]
+
+    def run(s: slice) -> tuple[ChannelMoments, int]:
+        return kernel.run(loss, y[s], omega[s], V[s], h[s], w, tol)  # h[s]: a view
+
+    with ThreadPoolExecutor(max_workers=n - 1) as pool:
+        others = [pool.submit(run, s) for s in parts[1:]]
+        done = [run(parts[0])] + [f.result() for f in others]
+    mom = ChannelMoments(
+        *(np.concatenate([getattr(m, f.name) for m, _ in done]) for f in fields(ChannelMoments))
+    )
+    return mom, sum(failed for _, failed in done)
 
 
 def _quadrature_moments(
