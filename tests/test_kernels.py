@@ -12,7 +12,7 @@ import gaussmix as gm
 from gaussmix.theory import _kernels
 from gaussmix.theory.channel import _quadrature_moments, sqrtm_psd
 from gaussmix.theory.losses import CrossEntropyLoss, LogisticLoss, ReducedLoss
-from gaussmix.theory.observables import _wedge_probability
+from gaussmix.theory.observables import _wedge_probability, gaussian_risk
 from gaussmix.theory.problem import _complement_of_ones
 from gaussmix.theory.quadrature import MAX_ORDER, GaussHermite
 from gaussmix.theory.solver import is_valid_state, solve_problem
@@ -313,6 +313,7 @@ def test_a_kernel_split_between_threads_gives_the_same_bits(monkeypatch, three_c
     monkeypatch.setattr(channel.os, "sched_getaffinity", lambda pid: set(range(3)), raising=False)
     monkeypatch.setattr(channel, "KERNEL_THREADS_MIN_WORK", 10**12)
     one, h_one = channel.compiled_moments(kernel, loss, y, omega, V, rule.weights, None)
+    risk_one = gaussian_risk(loss, y, m, Q, rule)
     assert split == [rows]
     monkeypatch.setattr(channel, "KERNEL_THREADS_MIN_WORK", 1)
     many, h_many = channel.compiled_moments(kernel, loss, y, omega, V, rule.weights, None)
@@ -320,3 +321,5 @@ def test_a_kernel_split_between_threads_gives_the_same_bits(monkeypatch, three_c
     assert np.array_equal(h_one, h_many)
     for f in FIELDS:
         assert np.array_equal(getattr(one, f), getattr(many, f)), f
+    # the test loss's Gaussian risk, each cluster's alone (a compiled risk: cross-entropy)
+    assert np.array_equal(gaussian_risk(loss, y, m, Q, rule), risk_one)

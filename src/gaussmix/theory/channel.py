@@ -20,8 +20,10 @@ caller, with a compiled kernel where :data:`COMPILED_KERNELS` has one for the lo
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
+from typing import TypeVar
 
 import numpy as np
 from scipy.special import ndtr
@@ -50,10 +52,14 @@ __all__ = [
     "channel_evaluation",
     "compiled_kernel",
     "compiled_moments",
+    "in_parts",
+    "kernel_threads",
     "sqrtm_psd",
 ]
 
 _SQRT2PI = np.sqrt(2.0 * np.pi)
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -262,10 +268,13 @@ class CompiledKernel:
     reduced : bool
         Whether the kernel serves the loss composed with an orthonormal basis ``P``
         (:class:`~gaussmix.theory.losses.ReducedLoss`) rather than the bare loss.
+    compiled_risk : bool
+        Whether :meth:`risk` is compiled (else it returns None).
     """
 
     __slots__ = ()
     reduced: bool = False
+    compiled_risk: bool = False
 
     def run(
         self,
@@ -324,6 +333,7 @@ class _CrossEntropyKernel(CompiledKernel):
 
     __slots__ = ()
     reduced = True
+    compiled_risk = True
 
     def run(self, loss, y, omega, V, h, w, tol):  # noqa: D102 - see CompiledKernel.run
         L = omega.shape[-1]
@@ -456,6 +466,22 @@ def kernel_threads(n_rows: int, n_nodes: int) -> int:
     return max(1, min(cores or 1, n_rows, n_rows * n_nodes // KERNEL_THREADS_MIN_WORK))
 
 
+def in_parts(n_rows: int, n_nodes: int, run: Callable[[slice], T]) -> list[T]:
+    """``run(rows)`` on consecutive parts of ``n_rows`` clusters (of ``n_nodes`` quadrature
+    nodes each) that together cover them, in order: the parts on
+    :func:`kernel_threads` threads (for compiled kernels, which release the GIL), or
+    ``[run(slice(0, n_rows))]`` on this one.  A kernel that sums each cluster over its own
+    nodes gives the same bits in parts as in one call."""
+    n = kernel_threads(n_rows, n_nodes)
+    if n == 1:
+        return [run(slice(0, n_rows))]
+    edges = np.linspace(0, n_rows, n + 1).round().astype(int)
+    parts = [slice(lo, hi) for lo, hi in zip(edges[:-1], edges[1:])]
+    with ThreadPoolExecutor(max_workers=n - 1) as pool:
+        others = [pool.submit(run, s) for s in parts[1:]]
+        return [run(parts[0])] + [f.result() for f in others]
+
+
 def _run_in_parts(
     kernel: CompiledKernel,
     loss: Loss,
@@ -466,23 +492,12 @@ def _run_in_parts(
     w: np.ndarray,
     tol: float,
 ) -> tuple[ChannelMoments, int]:
-    """``kernel.run`` on all the clusters, their consecutive parts on
-    :func:`kernel_threads` threads (the kernels release the GIL).  Each cluster's moments
-    are summed over its nodes alone, in the same order whatever the part it is in: the
-    same bits as one call."""
+    """``kernel.run`` on all the clusters, in parts (:func:`in_parts`; ``h[rows]`` is a
+    view, written in place)."""
     K, N = omega.shape[:2]
-    n = kernel_threads(K, N)
-    if n == 1:
-        return kernel.run(loss, y, omega, V, h, w, tol)
-    edges = np.linspace(0, K, n + 1).round().astype(int)
-    parts = [slice(lo, hi) for lo, hi in zip(edges[:-1], edges[1:])]
-
-    def run(s: slice) -> tuple[ChannelMoments, int]:
-        return kernel.run(loss, y[s], omega[s], V[s], h[s], w, tol)  # h[s]: a view
-
-    with ThreadPoolExecutor(max_workers=n - 1) as pool:
-        others = [pool.submit(run, s) for s in parts[1:]]
-        done = [run(parts[0])] + [f.result() for f in others]
+    done = in_parts(K, N, lambda s: kernel.run(loss, y[s], omega[s], V[s], h[s], w, tol))
+    if len(done) == 1:
+        return done[0]
     mom = ChannelMoments(
         *(np.concatenate([getattr(m, f.name) for m, _ in done]) for f in fields(ChannelMoments))
     )
