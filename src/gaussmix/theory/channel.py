@@ -439,19 +439,45 @@ def compiled_moments(
     (:data:`~gaussmix.theory.tolerances.PROX_TOL`,
     :func:`gaussmix.theory.losses.prox_threshold`).
     """
-    tol = PROX_TOL
     h = np.array(omega if h0 is None else h0, dtype=float, order="C")  # a copy
+    return _compiled(kernel, loss, y, omega, V, w, h), h
+
+
+def _compiled(
+    kernel: CompiledKernel,
+    loss: Loss,
+    y: np.ndarray,
+    omega: np.ndarray,
+    V: np.ndarray,
+    w: np.ndarray,
+    h: np.ndarray,
+    fill: Callable[[slice], None] | None = None,
+) -> ChannelMoments:
+    """:func:`compiled_moments` with the proximal points' array ``h`` (K, N, L),
+    C-contiguous, written in place: ``kernel.run`` on the clusters in parts
+    (:func:`in_parts`), each part's ``omega[rows]`` and ``h[rows]`` first written by
+    ``fill(rows)`` in its thread, if given."""
     w = np.ascontiguousarray(w, dtype=float)
-    mom, failed = _run_in_parts(kernel, loss, y, omega, V, h, w, tol)
+
+    def run(rows: slice) -> tuple[ChannelMoments, int]:
+        if fill is not None:
+            fill(rows)
+        return kernel.run(loss, y[rows], omega[rows], V[rows], h[rows], w, PROX_TOL)
+
+    done = in_parts(h.shape[0], h.shape[1], run)
+    mom = ChannelMoments(
+        *(np.concatenate([getattr(m, f.name) for m, _ in done]) for f in fields(ChannelMoments))
+    )
+    failed = sum(n for _, n in done)
     if failed:
         raise FloatingPointError(
             f"{loss.name} proximal map did not converge at {failed} quadrature node(s)"
         )
-    return mom, h
+    return mom
 
 
 #: Clusters times nodes from which a compiled kernel's clusters are split between threads
-#: (:func:`_run_in_parts`; below it a thread costs more than it saves: a kernel takes about
+#: (:func:`in_parts`; below it a thread costs more than it saves: a kernel takes about
 #: 0.1 to 0.3 microseconds a node, a thread about 0.1 ms to start).  Measured on the stacked
 #: K = 3 cross-entropy curve of 40 points (40 rows of 2052 or 8536 nodes): BENCHMARKS.md
 #: "The explorer's redraw".
@@ -482,28 +508,6 @@ def in_parts(n_rows: int, n_nodes: int, run: Callable[[slice], T]) -> list[T]:
         return [run(parts[0])] + [f.result() for f in others]
 
 
-def _run_in_parts(
-    kernel: CompiledKernel,
-    loss: Loss,
-    y: np.ndarray,
-    omega: np.ndarray,
-    V: np.ndarray,
-    h: np.ndarray,
-    w: np.ndarray,
-    tol: float,
-) -> tuple[ChannelMoments, int]:
-    """``kernel.run`` on all the clusters, in parts (:func:`in_parts`; ``h[rows]`` is a
-    view, written in place)."""
-    K, N = omega.shape[:2]
-    done = in_parts(K, N, lambda s: kernel.run(loss, y[s], omega[s], V[s], h[s], w, tol))
-    if len(done) == 1:
-        return done[0]
-    mom = ChannelMoments(
-        *(np.concatenate([getattr(m, f.name) for m, _ in done]) for f in fields(ChannelMoments))
-    )
-    return mom, sum(failed for _, failed in done)
-
-
 def _quadrature_moments(
     loss: Loss,
     y: np.ndarray,
@@ -525,20 +529,28 @@ def _quadrature_moments(
     xi = rule.nodes
     w = rule.weights
     S = sqrtm_psd(Q)
-    omega = m[:, None, :] + xi @ S  # S symmetric: omega_kn = m_k + S_k xi_n
-    key = (rule, omega.shape)
+    key = (rule, (m.shape[0], xi.shape[0], m.shape[-1]))
     h0 = None
     if warm is not None and warm.key == key:
         h0 = warm.h
     kernel = compiled_kernel(loss) if compiled else None
-    if kernel is not None:
-        if h0 is not None:
+    if kernel is not None:  # the nodes and the starts of each part made in its thread
+        omega, h = np.empty(key[1]), np.empty(key[1])
+
+        def fill(rows: slice) -> None:
+            # S symmetric: omega_kn = m_k + S_k xi_n
+            np.add(m[rows, None, :], xi @ S[rows], out=omega[rows])
+            if h0 is None:
+                h[rows] = omega[rows]
+                return
             # predictor: keep f = V^{-1}(h - omega) of the previous evaluation, which varies
             # slowly along the iteration, and map it through the new omega and V
-            f_old = solve_batch(warm.V[:, None], h0 - warm.omega)
-            h0 = omega + f_old @ V  # V symmetric
-        mom, h = compiled_moments(kernel, loss, y, omega, V, w, h0)
+            f_old = solve_batch(warm.V[rows, None], h0[rows] - warm.omega[rows])
+            np.add(omega[rows], f_old @ V[rows], out=h[rows])  # V symmetric
+
+        mom = _compiled(kernel, loss, y, omega, V, w, h, fill)
         return mom, ProxWarmStart(key, h, omega, V)
+    omega = m[:, None, :] + xi @ S  # S symmetric: omega_kn = m_k + S_k xi_n
     h = loss.prox(y, omega, V, h0=h0)
     nxt = ProxWarmStart(key, h, omega, V)
     yb = y[:, None, :]
