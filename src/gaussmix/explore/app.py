@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import shutil
-import sys
 import tempfile
 import time
 import weakref
@@ -64,10 +63,6 @@ POLL_MS = 50
 #: seconds a new job with no point yet leaves the previous curve drawn (a curve that
 #: comes within it replaces the old one at once, without an empty plot in between)
 HOLD_S = 0.5
-#: the interpreter's thread switch interval in a served explorer (seconds; Python's default
-#: is 5 ms): the page's event loop shares the interpreter with the jobs' threads, and each
-#: of its steps (a message read, a patch written) may wait that long for its turn
-SWITCH_INTERVAL_S = 1e-3
 #: seconds between the end of a curve and the prefetch of the slider's next positions: the
 #: browser draws the curve meanwhile (on 2 cores, a prefetch started at once delayed the
 #: drawn curve by about 0.1 s, BENCHMARKS.md "The explorer's redraw")
@@ -862,8 +857,6 @@ def serve(
     Each page is one :class:`Explorer`, closed when the page goes; :func:`close_all`
     closes those left when the server stops.
     """
-
-    sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
 
     def page() -> Any:
         state, problem = _session_state(initial)
