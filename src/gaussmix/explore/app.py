@@ -781,6 +781,7 @@ class Explorer:
     # ------------------------------------------------------------------ end
     def close(self) -> None:
         """Stop polling, cancel the jobs and join their threads, remove uploaded files."""
+        self._doc = None  # (a job that ends now asks no draw of the page that has gone)
         if self._periodic is not None:
             self._periodic.stop()
             self._periodic = None
