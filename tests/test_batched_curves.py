@@ -357,6 +357,40 @@ def test_a_stacked_three_class_curve_is_its_single_points(
                 assert abs(getattr(r, k) - getattr(other, k)) <= 10 * TOL, k
 
 
+def test_a_stacked_three_class_point_short_of_the_tighter_tolerance_keeps_its_state_at_tol(
+    monkeypatch, stacked_calls
+) -> None:
+    """The refined rule of a stacked K = 3 curve iterates each point on towards
+    ``refined_tol`` in one iteration (:func:`~gaussmix.experiments.batched._refined_solve`);
+    a point that does not get there within ``REFINED_EXTRA_ITER`` evaluations after passing
+    ``tol`` is frozen at its image there.  With a tighter tolerance out of reach every point
+    takes that way out: each is converged (its own residual below ``tol``), and within the
+    two estimates of the single point and of the same curve's points that got there."""
+    grid = np.linspace(0.2, 4.0, 10)
+    df = gm.learning_curve(MIX3, "cross-entropy", grid, lam=1.0, tol=TOL)
+    evaluations: list[int] = []
+    refined_solve = batched._refined_solve
+
+    def spy(T, *args):
+        out = refined_solve(T, *args)
+        evaluations.append(T.evaluations)
+        return out
+
+    monkeypatch.setattr(batched, "_refined_solve", spy)
+    monkeypatch.setattr(batched, "refined_tol", lambda tol: 1e-300)
+    monkeypatch.setattr(batched, "REFINED_EXTRA_ITER", 2)
+    short = gm.learning_curve(MIX3, "cross-entropy", grid, lam=1.0, tol=TOL)
+    assert stacked_calls == [True, True] and short.converged.all()
+    assert evaluations and max(evaluations) <= 12  # not max_iter: frozen after 2 more
+    for alpha, r, tight in zip(grid, short.points, df.points):
+        assert r.residual < TOL
+        single = gm.solve(MIX3, "cross-entropy", lam=1.0, alpha=alpha, tol=TOL)
+        for k in KEYS:
+            bound = r.integration_error + single.integration_error + 10 * TOL
+            assert abs(getattr(r, k) - getattr(single, k)) <= bound, k
+            assert abs(getattr(r, k) - getattr(tight, k)) <= 10 * TOL, k
+
+
 def test_a_three_class_curve_in_the_sharp_regime_is_solved_point_by_point(
     monkeypatch, stacked_calls
 ) -> None:

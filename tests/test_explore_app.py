@@ -66,6 +66,31 @@ def test_the_lambda_slider_redraws_the_librarys_curve(app: Explorer) -> None:
     assert app.state.lam == 0.01
 
 
+def test_a_served_page_draws_a_curve_when_its_job_ends_not_at_the_next_poll(app: Explorer) -> None:
+    """A served page (a document with a session) is asked to draw on its next tick by the
+    job's thread as the curve ends (one request however many jobs end before it runs);
+    the draw is the library's curve, with no poll in between."""
+    from bokeh.document import Document
+
+    ticks: list = []
+
+    class Page(Document):  # a document whose next tick is run here
+        def add_next_tick_callback(self, callback):
+            ticks.append(callback)
+
+    app._doc = Page()
+    app.lam_slider.value = -1.7
+    lam = app.state.lam
+    app.job.wait(DEADLINE)
+    app._wake()  # a second end before the tick: no second request
+    assert len(ticks) == 1
+    ticks.pop()()
+    assert np.array_equal(_columns(app, "test_error"), library_curve(lam, N)["test_error"])
+    assert app.status.object.startswith(f"{N} of {N} points")
+    app._wake()  # the tick ran: a later end asks again
+    assert len(ticks) == 1
+
+
 def test_a_newer_request_cancels_the_older() -> None:
     a = Explorer(ExplorerState(n_points=30, lam=0.0123), poll=False)
     try:

@@ -418,6 +418,25 @@ def test_a_new_request_cancels_the_prefetch():
         assert ahead.join(60) and ahead.cancelled and ahead.progress[0] < 2
 
 
+def test_a_prefetch_waits_its_delay_after_the_curve_and_cancel_stops_it():
+    """The prefetch starts ``delay`` seconds after the curve on display has ended (the
+    page draws meanwhile); :meth:`Session.cancel` stops the curve and the prefetch, and the
+    curve's ``on_done`` is called once it has ended, cancelled or not."""
+    ended: list[float] = []
+    with Session(coarse=0) as session:
+        shown = session.submit(BINARY, on_done=lambda: ended.append(time.monotonic()))
+        ahead = session.prefetch([BINARY.replace(lam=0.7)], delay=0.4)
+        assert shown.wait(60) is not None and ahead.join(0.2) is False
+        assert ahead.progress == (0, 1)  # still waiting its delay
+        assert ahead.join(60) and ahead.progress == (1, 1) and ahead.error is None
+        assert len(ended) == 1
+        slow = session.submit(STREAMING, on_done=lambda: ended.append(time.monotonic()))
+        ahead = session.prefetch([BINARY.replace(lam=0.8)], delay=60.0)
+        session.cancel()
+        assert slow.wait(60) is None and slow.cancelled and len(ended) == 2
+        assert ahead.join(5) and ahead.cancelled and ahead.progress == (0, 1)
+
+
 # ---------------------------------------------------------------------------- the library hook
 def test_the_curves_callback_gives_each_row_and_result_as_solved():
     mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")

@@ -12,7 +12,7 @@ import gaussmix as gm
 from gaussmix.theory import _kernels
 from gaussmix.theory.channel import _quadrature_moments, sqrtm_psd
 from gaussmix.theory.losses import CrossEntropyLoss, LogisticLoss, ReducedLoss
-from gaussmix.theory.observables import _wedge_probability
+from gaussmix.theory.observables import _wedge_probability, gaussian_risk
 from gaussmix.theory.problem import _complement_of_ones
 from gaussmix.theory.quadrature import MAX_ORDER, GaussHermite
 from gaussmix.theory.solver import is_valid_state, solve_problem
@@ -276,3 +276,50 @@ def test_whole_solves_with_and_without_the_kernels_agree(seed, monkeypatch):
             assert getattr(fast, key) == pytest.approx(getattr(ref, key), abs=1e-9), key
         np.testing.assert_allclose(fast.Q, ref.Q, atol=1e-8)
         np.testing.assert_allclose(fast.M, ref.M, atol=1e-8)
+
+
+@pytest.mark.parametrize("three_class", [True, False])
+def test_a_kernel_split_between_threads_gives_the_same_bits(monkeypatch, three_class):
+    """The clusters of a large evaluation run in consecutive parts on several threads
+    (:func:`gaussmix.theory.channel.kernel_threads`): every moment and proximal point is
+    the one call's to the bit (each cluster is summed over its nodes alone), and the
+    threads are used where the work is large."""
+    from gaussmix.theory import channel
+
+    rng = np.random.default_rng(7)
+    rows = 7  # (an odd number: parts of different sizes)
+    if three_class:
+        parts = [_ce_state(rng, 3) for _ in range(3)]
+        loss = parts[0][0]
+        y, m, Q, V = (np.concatenate([p[i] for p in parts])[:rows] for i in (1, 2, 3, 4))
+        rule = GaussHermite(12, 2)
+    else:
+        loss = LogisticLoss()
+        y = rng.choice([-1.0, 1.0], size=(rows, 1))
+        m = rng.standard_normal((rows, 1))
+        Q = rng.uniform(0.1, 4.0, (rows, 1, 1))
+        V = rng.uniform(0.05, 5.0, (rows, 1, 1))
+        rule = GaussHermite(60, 1)
+    kernel = channel.compiled_kernel(loss)
+    omega = m[:, None, :] + rule.nodes @ sqrtm_psd(Q)
+    split: list[int] = []
+    run = kernel.run
+
+    def spy(loss, y, omega, *args):
+        split.append(omega.shape[0])
+        return run(loss, y, omega, *args)
+
+    monkeypatch.setattr(type(kernel), "run", lambda self, *a: spy(*a))
+    monkeypatch.setattr(channel.os, "sched_getaffinity", lambda pid: set(range(3)), raising=False)
+    monkeypatch.setattr(channel, "KERNEL_THREADS_MIN_WORK", 10**12)
+    one, h_one = channel.compiled_moments(kernel, loss, y, omega, V, rule.weights, None)
+    risk_one = gaussian_risk(loss, y, m, Q, rule)
+    assert split == [rows]
+    monkeypatch.setattr(channel, "KERNEL_THREADS_MIN_WORK", 1)
+    many, h_many = channel.compiled_moments(kernel, loss, y, omega, V, rule.weights, None)
+    assert sorted(split[1:]) == [2, 2, 3]  # three cores: three parts
+    assert np.array_equal(h_one, h_many)
+    for f in FIELDS:
+        assert np.array_equal(getattr(one, f), getattr(many, f)), f
+    # the test loss's Gaussian risk, each cluster's alone (a compiled risk: cross-entropy)
+    assert np.array_equal(gaussian_risk(loss, y, m, Q, rule), risk_one)

@@ -262,6 +262,15 @@ class StackedMap:
         #: at its freeze, the newest last (the oldest repeated where it had fewer)
         self.point_trail: np.ndarray | None = None
         self.has_trail = np.zeros(P, dtype=bool)
+        #: set (with ``freeze_tol`` below it) for a solve that freezes a point at
+        #: ``freeze_tol`` where it gets there within ``settle_extra`` evaluations after its
+        #: residual first passed ``settle_tol``, and else at its image there
+        #: (:func:`_refined_solve`)
+        self.settle_tol: float | None = None
+        self.settle_extra = 0
+        self.settled_g = np.full(self.blocks.size, np.nan)  # each point's image at settle_tol
+        self.settled_res = np.full(P, np.nan)  # its residual there
+        self.settled_after = np.zeros(P, dtype=int)  # and its evaluations
 
     def like(self, problems: list[Problem], rule: QuadratureRule) -> StackedMap:
         """A stacked map of ``problems`` with ``rule`` and this map's symmetry and chart; for
@@ -421,6 +430,7 @@ class StackedMap:
         new = (own < self.freeze_tol) & ~self.frozen
         self.residuals[new] = own[new]
         self.frozen_after[new] = self.evaluations
+        settled = self._settle(own, g, new) if self.settle_tol is not None else None
         if self.trail_len and new.any():
             if self.point_trail is None:
                 self.point_trail = np.zeros((self.trail_len, 2, self.blocks.size))
@@ -435,8 +445,31 @@ class StackedMap:
         comp = self.frozen[self.blocks]
         fresh = new[self.blocks]
         self.frozen_g[fresh] = g[fresh]
+        if settled is not None:  # frozen at their image at settle_tol
+            self.frozen_g[settled] = self.settled_g[settled]
         g[comp] = x[comp]
         self.frozen_x[comp] = x[comp]
+
+    def _settle(self, own: np.ndarray, g: np.ndarray, new: np.ndarray) -> np.ndarray | None:
+        """Record the image of each point whose own residual ``own`` first passes
+        ``settle_tol``; once every point not frozen has passed it ``settle_extra``
+        evaluations ago or more, add them to ``new`` (the points that freeze now) with their
+        recorded residual and evaluations, and return their components (whose image is the
+        recorded one); else None."""
+        first = (own < self.settle_tol) & np.isnan(self.settled_res) & ~self.frozen
+        self.settled_res[first] = own[first]
+        self.settled_after[first] = self.evaluations
+        comp = first[self.blocks]
+        self.settled_g[comp] = g[comp]
+        rest = ~self.frozen & ~new
+        if not rest.any() or np.isnan(self.settled_res[rest]).any():
+            return None
+        if self.evaluations - self.settled_after[rest].max() < self.settle_extra:
+            return None
+        new |= rest
+        self.residuals[rest] = self.settled_res[rest]
+        self.frozen_after[rest] = self.settled_after[rest]
+        return rest[self.blocks]
 
     def images(self, x: np.ndarray) -> np.ndarray:
         """The image ``T(x)`` that an iteration returning images (``return_image``) returns
@@ -505,6 +538,43 @@ class StackedMap:
             T.last = HatEvaluation(xi.copy(), mom, ev.Qhat[s], ev.Mhat[s], ev.Vhat[s])
             maps.append(T)
         return states, maps
+
+
+def _refined_solve(
+    T: StackedMap, x0: np.ndarray, anderson: AndersonState, opts: SolverOptions, kw: dict
+) -> tuple[IterationOutcome, np.ndarray, np.ndarray, AndersonState] | None:
+    """The refined stacked fixed point of ``T`` from ``x0`` in an error estimate, as a single
+    point's (:func:`~gaussmix.theory.refinement.estimate_errors`: the refined rule iterated
+    to ``opts.tol``, then on to :func:`~gaussmix.theory.tolerances.refined_tol` for at most
+    :data:`~gaussmix.theory.tolerances.REFINED_EXTRA_ITER` more evaluations): each point's
+    image where its own residual passes ``refined_tol``, else its image at ``opts.tol``;
+    its own evaluations and residuals; and the secant pairs of the iteration to
+    ``opts.tol`` (for the next refinement).  None where a point does not reach ``opts.tol``.
+
+    One output: the two iterations one after the other, as a single point's (each point's
+    iterates are its single point's, :func:`_tighter_stacked`).  Two outputs (whose curve
+    is on the curve's rule, not the single point's): in one iteration, each point going
+    on towards ``refined_tol`` while others still converge to ``opts.tol``, and frozen at
+    its image there where it does not get there within ``REFINED_EXTRA_ITER`` evaluations
+    (:attr:`StackedMap.settle_tol`): on the explorer's K = 3 cross-entropy curves, 3 to 5
+    evaluations of the refined rule where the two iterations took 5 to 7, in each of which
+    the points already at ``opts.tol`` waited for the others (BENCHMARKS.md, "The
+    explorer's redraw")."""
+    tight = refined_tol(opts.tol)
+    merged = T.L > 1 and tight < opts.tol
+    T.freeze_tol = tight if merged else opts.tol
+    if merged:
+        T.settle_tol, T.settle_extra = opts.tol, REFINED_EXTRA_ITER
+    out = iterate(T, x0, anderson, **{**kw, "tol": T.freeze_tol})
+    if not out.converged:
+        return None
+    history = out.anderson
+    out = replace(out, x=T.images(out.x))
+    own = T.own_iterations(out.n_iter)
+    own_res = np.where(T.frozen, T.residuals, out.residual)
+    if not merged:
+        out, own, own_res = _tighter_stacked(T, out, own, own_res, opts, kw)
+    return out, own, own_res, history
 
 
 def _tighter_stacked(
@@ -833,19 +903,14 @@ def _estimate(
         if finer is None or finer.weights.size > MAX_QUADRATURE_NODES:
             break
         T2 = T.like([problems[i] for i in active], finer)
-        T2.freeze_tol = opts.tol
         T2.trail_len = opts.anderson + 1
         pairs = T_last.pairs(history, active_last, opts.anderson, own=_OWN_REFINED_PAIRS[T.L > 1])
-        out2 = iterate(
-            T2, T2.stack([states[i] for i in active]), T2.anderson(opts.anderson, pairs), **kw
-        )
-        if not out2.converged:
+        x2 = T2.stack([states[i] for i in active])
+        solved = _refined_solve(T2, x2, T2.anderson(opts.anderson, pairs), opts, kw)
+        if solved is None:
             return None
-        out2 = replace(out2, x=T2.images(out2.x))
-        own = T2.own_iterations(out2.n_iter)
-        own_res = np.where(T2.frozen, T2.residuals, out2.residual)
-        T_last, history = T2, out2.anderson
-        out2, own, own_res = _tighter_stacked(T2, out2, own, own_res, opts, kw)
+        out2, own, own_res, history = solved
+        T_last = T2
         try:
             obs2 = _light_observables(T2, out2.x)
         except (FloatingPointError, np.linalg.LinAlgError, ValueError):

@@ -29,13 +29,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import fields
 from io import BytesIO, StringIO
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlencode
 
 import numpy as np
 import panel as pn
 from bokeh.models import ColumnDataSource, LinearAxis, LinearScale, LogAxis, LogScale, Span
 from bokeh.plotting import figure
+from panel.io.state import set_curdoc
 
 from gaussmix.core.exceptions import ArgumentError
 from gaussmix.explore import (
@@ -61,7 +62,11 @@ __all__ = ["Explorer", "explorer", "serve", "POLL_MS"]
 POLL_MS = 50
 #: seconds a new job with no point yet leaves the previous curve drawn (a curve that
 #: comes within it replaces the old one at once, without an empty plot in between)
-HOLD_S = 0.3
+HOLD_S = 0.5
+#: seconds between the end of a curve and the prefetch of the slider's next positions: the
+#: browser draws the curve meanwhile (on 2 cores, a prefetch started at once delayed the
+#: drawn curve by about 0.1 s, BENCHMARKS.md "The explorer's redraw")
+PREFETCH_DELAY_S = 0.3
 #: the lambda slider's range, in decades (the exact entry takes any value)
 LOG_LAM_RANGE = (-6.0, 2.0)
 #: the lambda slider's step, in decades
@@ -208,6 +213,15 @@ def _slider_value(lam: float) -> float:
     return min(max(math.log10(lam), lo), hi) if lam > 0 else lo
 
 
+class _LambdaSlider(pn.widgets.FloatSlider):
+    """The lambda slider, whose moves reach the server at once: Panel holds a change from
+    the page for ``Syncable._debounce`` (50 ms) to merge it with the next one, unless the
+    property is one of ``_priority_changes``; every move here starts a new curve (which
+    cancels the running one), so nothing is gained by waiting."""
+
+    _priority_changes: ClassVar[list[str]] = ["value"]
+
+
 class Explorer:
     """One explorer: its controls, plot, jobs and exports (one per browser tab or notebook).
 
@@ -239,6 +253,11 @@ class Explorer:
         self._tmp: str | None = None
         self._updating = False
         self._periodic: Any = None
+        # a served page: a job that ends draws at once (a callback on the page's next tick
+        # of its event loop) rather than at the next poll
+        doc = pn.state.curdoc if poll else None
+        self._doc = doc if doc is not None and doc.session_context is not None else None
+        self._woken = False
         self._build()
         _LIVE.add(self)
         self._changed()
@@ -263,7 +282,7 @@ class Explorer:
                 margin=(0, 10),
                 css_classes=["gm-error", f"gm-error-{f.name}"],
             )
-        self.lam_slider = pn.widgets.FloatSlider(
+        self.lam_slider = _LambdaSlider(
             label="log10 lambda",
             start=LOG_LAM_RANGE[0],
             end=LOG_LAM_RANGE[1],
@@ -490,7 +509,8 @@ class Explorer:
         """A control changed: show the messages beside the controls, or compute.  Nothing
         a control holds stops the page: an unexpected failure is said above the plot."""
         try:
-            self._apply()
+            with pn.io.hold():  # the page's changes in one message, drawn once
+                self._apply()
         except Exception as exc:  # noqa: BLE001 - the page reports, the server carries on
             self.status.object = f"**Error**: {type(exc).__name__}: {' '.join(str(exc).split())}"
 
@@ -549,12 +569,11 @@ class Explorer:
     def _submit(self, state: ExplorerState) -> None:
         old = self.state
         self.state = state
-        self.job = self.session.submit(state)
-        self._submitted = time.monotonic()
-        if state.axis == "alpha" and state.lam > 0:  # the slider's next positions, ahead
-            self.session.prefetch([state.replace(lam=lam) for lam in _neighbours(state.lam)])
+        # the running jobs stopped, the page's own changes made, the new jobs started last:
+        # a job's thread shares the interpreter with this handler, whose end the page's
+        # next draw waits for
+        self.session.cancel()
         self._drawn = None
-        self.overlay_job = self.session.submit_overlays(state) if state.overlays else None
         self._overlays_drawn = None
         for name, button in self.downloads.items():  # the table's wait for it
             button.disabled = name in ("csv", "png")
@@ -566,6 +585,12 @@ class Explorer:
         if self._location and pn.state.location is not None:
             query = state.to_query()
             pn.state.location.search = f"?{query}" if query else ""
+        self.job = self.session.submit(state, on_done=self._wake)
+        self._submitted = time.monotonic()
+        if state.axis == "alpha" and state.lam > 0:  # the slider's next positions, ahead
+            ahead = [state.replace(lam=lam) for lam in _neighbours(state.lam)]
+            self.session.prefetch(ahead, delay=PREFETCH_DELAY_S)
+        self.overlay_job = self.session.submit_overlays(state) if state.overlays else None
 
     def _axis(self, state: ExplorerState) -> None:
         fig = self.figure
@@ -573,6 +598,21 @@ class Explorer:
         fig.below = [(LogAxis if state.log_x else LinearAxis)(axis_label=_x_label(state))]
 
     # ------------------------------------------------------------------ drawing
+    def _wake(self) -> None:
+        """Called in a job's thread when it ends: draw on the page's next tick (the one
+        thread-safe call of a Bokeh document), once however many jobs end before it."""
+        if self._doc is None or self._woken:
+            return
+        self._woken = True
+        doc = self._doc
+
+        def tick() -> None:
+            self._woken = False
+            with set_curdoc(doc):
+                self.refresh()
+
+        doc.add_next_tick_callback(tick)
+
     def refresh(self, wait: bool = False) -> None:
         """Draw what the jobs have computed (``wait``: wait for them to finish first)."""
         job, overlays = self.job, self.overlay_job
@@ -582,6 +622,10 @@ class Explorer:
             job.wait()
             if overlays is not None:
                 overlays.wait()
+        with pn.io.hold():  # the page's changes in one message, drawn once
+            self._refresh(job, overlays)
+
+    def _refresh(self, job: Any, overlays: Any) -> None:
         key = (len(job.rows), job.done, len(job.preview))
         fresh = time.monotonic() - self._submitted < HOLD_S
         if key != self._drawn and not (key == (0, False, 0) and fresh):
@@ -737,6 +781,7 @@ class Explorer:
     # ------------------------------------------------------------------ end
     def close(self) -> None:
         """Stop polling, cancel the jobs and join their threads, remove uploaded files."""
+        self._doc = None  # (a job that ends now asks no draw of the page that has gone)
         if self._periodic is not None:
             self._periodic.stop()
             self._periodic = None

@@ -178,8 +178,9 @@ def order_parameters(result: FixedPointResult | None, mixture: Mixture) -> dict[
 class _Job:
     """What a curve job and an overlay job share: a daemon thread, progress, cancel."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, on_done: Callable[[], None] | None = None) -> None:
         self.progress: tuple[int, int] = (0, total)
+        self._on_done = on_done
         self.done = False
         self.cancelled = False
         self.error: str | None = None
@@ -223,6 +224,8 @@ class _Job:
             _WARNINGS.exit()
             self.done = True
             self._finished.set()
+            if self._on_done is not None:
+                self._on_done()
 
     def _run(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -243,6 +246,9 @@ class CurveJob(_Job):
         Points of the coarse pass run first (0: none); see :func:`start_curve`.
     on_preview : callable, optional
         ``on_preview(rows)``, called in the job's thread when the coarse pass is done.
+    on_done : callable, optional
+        ``on_done()``, called in the job's thread once it has ended (:attr:`done` set),
+        however it ended.
 
     Attributes
     ----------
@@ -280,6 +286,7 @@ class CurveJob(_Job):
         *,
         coarse: int = 0,
         on_preview: Callable[[list[dict]], None] | None = None,
+        on_done: Callable[[], None] | None = None,
     ) -> None:
         self.state = state
         self.rows: list[dict] = []
@@ -291,7 +298,7 @@ class CurveJob(_Job):
         self._on_preview = on_preview
         self._coarse = coarse
         self._x = x_column(state)
-        super().__init__(state.n_points)
+        super().__init__(state.n_points, on_done)
 
     def wait(self, timeout: float | None = None) -> CurveTable | None:
         """Wait for the job to end (at most ``timeout`` seconds); the table (None if the job
@@ -404,6 +411,7 @@ def start_curve(
     *,
     coarse: int = 0,
     on_preview: Callable[[list[dict]], None] | None = None,
+    on_done: Callable[[], None] | None = None,
 ) -> CurveJob:
     """Start computing the curve of ``state`` in a background thread.
 
@@ -420,13 +428,16 @@ def start_curve(
         the whole range early (0: none).  It costs about a third of the final curve.
     on_preview : callable, optional
         ``on_preview(rows)`` in the job's thread when the coarse pass is done.
+    on_done : callable, optional
+        ``on_done()`` in the job's thread once it has ended (a display can draw the whole
+        curve at once rather than at its next poll).
 
     Returns
     -------
     CurveJob
         Running; :meth:`CurveJob.wait` for the library's table.
     """
-    job = CurveJob(state, on_point, coarse=coarse, on_preview=on_preview)
+    job = CurveJob(state, on_point, coarse=coarse, on_preview=on_preview, on_done=on_done)
     job._start()
     return job
 
@@ -699,15 +710,21 @@ def start_overlays(
 # ============================================================================ session
 class PrefetchJob(_Job):
     """Curves computed ahead into the cache of finished curves (:meth:`Session.prefetch`),
-    one after the other, once ``after`` (the curve on display) has ended."""
+    one after the other, ``delay`` seconds after ``after`` (the curve on display) has
+    ended."""
 
-    def __init__(self, states: list[ExplorerState], after: _Job | None) -> None:
+    def __init__(
+        self, states: list[ExplorerState], after: _Job | None, delay: float = 0.0
+    ) -> None:
         self.states = states
         self._after = after
+        self._delay = delay
         super().__init__(len(states))
 
     def _run(self) -> None:
         while self._after is not None and not self._after._finished.wait(0.01):
+            self._check()
+        if self._delay > 0 and self._cancel.wait(self._delay):
             self._check()
         for i, state in enumerate(self.states):
             self._check()
@@ -784,26 +801,39 @@ class Session:
         state: ExplorerState,
         on_point: Callable[[dict], None] | None = None,
         on_preview: Callable[[list[dict]], None] | None = None,
+        on_done: Callable[[], None] | None = None,
     ) -> CurveJob:
         """Cancel the running curve and prefetch (if any) and start the curve of
         ``state``."""
         coarse = _auto_coarse(state) if self.coarse == "auto" else int(self.coarse)
         with self._lock:
-            for job in (self.curve, self.prefetching):
-                if job is not None:
-                    job.cancel()
-            self.curve = start_curve(state, on_point, coarse=coarse, on_preview=on_preview)
+            self._cancel_curve()
+            self.curve = start_curve(
+                state, on_point, coarse=coarse, on_preview=on_preview, on_done=on_done
+            )
             self._track(self.curve)
             return self.curve
 
-    def prefetch(self, states: Sequence[ExplorerState]) -> PrefetchJob:
-        """Compute ``states`` into the cache once the current curve has ended (e.g. the
-        neighbouring positions of a slider: moving it there then redraws at once); the
-        next :meth:`submit` or :meth:`prefetch` cancels it."""
+    def cancel(self) -> None:
+        """Cancel the running curve and prefetch (if any): a display that changes first,
+        then submits, lets them stop meanwhile (a job's thread shares the interpreter)."""
+        with self._lock:
+            self._cancel_curve()
+
+    def _cancel_curve(self) -> None:
+        for job in (self.curve, self.prefetching):
+            if job is not None:
+                job.cancel()
+
+    def prefetch(self, states: Sequence[ExplorerState], delay: float = 0.0) -> PrefetchJob:
+        """Compute ``states`` into the cache ``delay`` seconds after the current curve has
+        ended (e.g. the neighbouring positions of a slider: moving it there then redraws
+        at once; the delay leaves the machine to the display of the curve); the next
+        :meth:`submit` or :meth:`prefetch` cancels it."""
         with self._lock:
             if self.prefetching is not None:
                 self.prefetching.cancel()
-            job = PrefetchJob(list(states), self.curve)
+            job = PrefetchJob(list(states), self.curve, delay)
             job._start()
             self.prefetching = job
             self._track(job)

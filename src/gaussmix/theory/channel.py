@@ -19,7 +19,11 @@ caller, with a compiled kernel where :data:`COMPILED_KERNELS` has one for the lo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields
+from typing import TypeVar
 
 import numpy as np
 from scipy.special import ndtr
@@ -48,10 +52,14 @@ __all__ = [
     "channel_evaluation",
     "compiled_kernel",
     "compiled_moments",
+    "in_parts",
+    "kernel_threads",
     "sqrtm_psd",
 ]
 
 _SQRT2PI = np.sqrt(2.0 * np.pi)
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -260,10 +268,13 @@ class CompiledKernel:
     reduced : bool
         Whether the kernel serves the loss composed with an orthonormal basis ``P``
         (:class:`~gaussmix.theory.losses.ReducedLoss`) rather than the bare loss.
+    compiled_risk : bool
+        Whether :meth:`risk` is compiled (else it returns None).
     """
 
     __slots__ = ()
     reduced: bool = False
+    compiled_risk: bool = False
 
     def run(
         self,
@@ -322,6 +333,7 @@ class _CrossEntropyKernel(CompiledKernel):
 
     __slots__ = ()
     reduced = True
+    compiled_risk = True
 
     def run(self, loss, y, omega, V, h, w, tol):  # noqa: D102 - see CompiledKernel.run
         L = omega.shape[-1]
@@ -427,15 +439,73 @@ def compiled_moments(
     (:data:`~gaussmix.theory.tolerances.PROX_TOL`,
     :func:`gaussmix.theory.losses.prox_threshold`).
     """
-    tol = PROX_TOL
     h = np.array(omega if h0 is None else h0, dtype=float, order="C")  # a copy
+    return _compiled(kernel, loss, y, omega, V, w, h), h
+
+
+def _compiled(
+    kernel: CompiledKernel,
+    loss: Loss,
+    y: np.ndarray,
+    omega: np.ndarray,
+    V: np.ndarray,
+    w: np.ndarray,
+    h: np.ndarray,
+    fill: Callable[[slice], None] | None = None,
+) -> ChannelMoments:
+    """:func:`compiled_moments` with the proximal points' array ``h`` (K, N, L),
+    C-contiguous, written in place: ``kernel.run`` on the clusters in parts
+    (:func:`in_parts`), each part's ``omega[rows]`` and ``h[rows]`` first written by
+    ``fill(rows)`` in its thread, if given."""
     w = np.ascontiguousarray(w, dtype=float)
-    mom, failed = kernel.run(loss, y, omega, V, h, w, tol)
+
+    def run(rows: slice) -> tuple[ChannelMoments, int]:
+        if fill is not None:
+            fill(rows)
+        return kernel.run(loss, y[rows], omega[rows], V[rows], h[rows], w, PROX_TOL)
+
+    done = in_parts(h.shape[0], h.shape[1], run)
+    mom = ChannelMoments(
+        *(np.concatenate([getattr(m, f.name) for m, _ in done]) for f in fields(ChannelMoments))
+    )
+    failed = sum(n for _, n in done)
     if failed:
         raise FloatingPointError(
             f"{loss.name} proximal map did not converge at {failed} quadrature node(s)"
         )
-    return mom, h
+    return mom
+
+
+#: Clusters times nodes from which a compiled kernel's clusters are split between threads
+#: (:func:`in_parts`; below it a thread costs more than it saves: a kernel takes about
+#: 0.1 to 0.3 microseconds a node, a thread about 0.1 ms to start).  Measured on the stacked
+#: K = 3 cross-entropy curve of 40 points (40 rows of 2052 or 8536 nodes): BENCHMARKS.md
+#: "The explorer's redraw".
+KERNEL_THREADS_MIN_WORK = 50_000
+
+
+def kernel_threads(n_rows: int, n_nodes: int) -> int:
+    """The threads a compiled kernel runs ``n_rows`` clusters of ``n_nodes`` nodes on: one
+    for each core the process may use, at most one per cluster and one per
+    :data:`KERNEL_THREADS_MIN_WORK` nodes of work."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cores or 1, n_rows, n_rows * n_nodes // KERNEL_THREADS_MIN_WORK))
+
+
+def in_parts(n_rows: int, n_nodes: int, run: Callable[[slice], T]) -> list[T]:
+    """``run(rows)`` on consecutive parts of ``n_rows`` clusters (of ``n_nodes`` quadrature
+    nodes each) that together cover them, in order: the parts on
+    :func:`kernel_threads` threads (for compiled kernels, which release the GIL), or
+    ``[run(slice(0, n_rows))]`` on this one.  A kernel that sums each cluster over its own
+    nodes gives the same bits in parts as in one call."""
+    n = kernel_threads(n_rows, n_nodes)
+    if n == 1:
+        return [run(slice(0, n_rows))]
+    edges = np.linspace(0, n_rows, n + 1).round().astype(int)
+    parts = [slice(lo, hi) for lo, hi in zip(edges[:-1], edges[1:])]
+    with ThreadPoolExecutor(max_workers=n - 1) as pool:
+        others = [pool.submit(run, s) for s in parts[1:]]
+        return [run(parts[0])] + [f.result() for f in others]
 
 
 def _quadrature_moments(
@@ -459,20 +529,28 @@ def _quadrature_moments(
     xi = rule.nodes
     w = rule.weights
     S = sqrtm_psd(Q)
-    omega = m[:, None, :] + xi @ S  # S symmetric: omega_kn = m_k + S_k xi_n
-    key = (rule, omega.shape)
+    key = (rule, (m.shape[0], xi.shape[0], m.shape[-1]))
     h0 = None
     if warm is not None and warm.key == key:
         h0 = warm.h
     kernel = compiled_kernel(loss) if compiled else None
-    if kernel is not None:
-        if h0 is not None:
+    if kernel is not None:  # the nodes and the starts of each part made in its thread
+        omega, h = np.empty(key[1]), np.empty(key[1])
+
+        def fill(rows: slice) -> None:
+            # S symmetric: omega_kn = m_k + S_k xi_n
+            np.add(m[rows, None, :], xi @ S[rows], out=omega[rows])
+            if h0 is None:
+                h[rows] = omega[rows]
+                return
             # predictor: keep f = V^{-1}(h - omega) of the previous evaluation, which varies
             # slowly along the iteration, and map it through the new omega and V
-            f_old = solve_batch(warm.V[:, None], h0 - warm.omega)
-            h0 = omega + f_old @ V  # V symmetric
-        mom, h = compiled_moments(kernel, loss, y, omega, V, w, h0)
+            f_old = solve_batch(warm.V[rows, None], h0[rows] - warm.omega[rows])
+            np.add(omega[rows], f_old @ V[rows], out=h[rows])  # V symmetric
+
+        mom = _compiled(kernel, loss, y, omega, V, w, h, fill)
         return mom, ProxWarmStart(key, h, omega, V)
+    omega = m[:, None, :] + xi @ S  # S symmetric: omega_kn = m_k + S_k xi_n
     h = loss.prox(y, omega, V, h0=h0)
     nxt = ProxWarmStart(key, h, omega, V)
     yb = y[:, None, :]

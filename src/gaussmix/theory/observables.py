@@ -28,7 +28,7 @@ import numpy as np
 from scipy.special import ndtr, owens_t
 
 from ._kernels import WEDGE_MIN_PANELS, WEDGE_PANEL, WEDGE_SCAN, ce_ray_flux
-from .channel import CROSS_ENTROPY_KERNEL, compiled_kernel, compiled_moments, sqrtm_psd
+from .channel import CROSS_ENTROPY_KERNEL, compiled_kernel, compiled_moments, in_parts, sqrtm_psd
 from .linalg import sym_eigvals
 from .losses import HingeLoss, Loss, SquareLoss
 from .orthant import (
@@ -179,9 +179,11 @@ def gaussian_risk(
         raise ValueError(f"a quadrature rule is needed for the {loss.name} risk")
     S = sqrtm_psd(Q)
     kernel = compiled_kernel(loss) if compiled else None
-    risk = None if kernel is None else kernel.risk(loss, y, m, S, rule)
-    if risk is not None:
-        return risk
+    if kernel is not None and kernel.compiled_risk:  # (each cluster alone: in parts)
+        risk = in_parts(
+            y.shape[0], rule.weights.size, lambda s: kernel.risk(loss, y[s], m[s], S[s], rule)
+        )
+        return np.concatenate(risk)
     z = m[:, None, :] + rule.nodes @ S  # S symmetric: z_kn = m_k + S_k xi_n
     return loss.value(y[:, None, :], z) @ rule.weights
 
