@@ -360,7 +360,13 @@ class NormaliserGrid:
         u = ((a + b)[:, None] / 2 + (b - a)[:, None] / 2 * x).ravel()
         w = ((b - a)[:, None] / 2 * wq).ravel()
         tgt = np.repeat(pan_node, self.n)
-        g = self.psi(self.phz[tgt] - self.phi(u))
+        # phi at u: the grid's own values on whole panels (the same points, bit for bit:
+        # most of them), Lambert's function on the clipped ones
+        whole = np.repeat(e[k + 1] <= uh[pan_node], self.n)
+        phu = np.empty(u.size)
+        phu[whole] = self.phz[(k[:, None] * self.n + np.arange(self.n)).ravel()[whole]]
+        phu[~whole] = self.phi(u[~whole])
+        g = self.psi(self.phz[tgt] - phu)
         W = self.phz[tgt]
         self.w = w * (W / (1.0 + W)) / self.dphi(g)
         self.ptr = np.searchsorted(tgt, np.arange(self.z.size + 1)).astype(np.int64)
@@ -435,7 +441,7 @@ def normaliser_integrals(
     # one competitor: [f, f phi', f p^2, f p^2 phi', f p g, f p g phi'] on the grid
     f1 = _gauss(z[:, None] + tau[None, :] - mb, s)
     ph = grid.phz[:, None] / v
-    dph = grid.dphi(z)[:, None]
+    dph = (grid.phz / (1.0 + grid.phz))[:, None]  # phi'(z)
     gj = (z[:, None] + tau[None, :] - mb) / s
     base = np.stack([f1, dph * f1, ph**2 * f1, ph**2 * dph * f1, ph * gj * f1, ph * gj * dph * f1])
     A1 = np.zeros((6, tau.size))
