@@ -157,14 +157,21 @@ def _gather(F, node, k, c, n, out):  # pragma: no cover - compiled
 
 @njit(cache=True, error_model="numpy", nogil=True)
 def _oplus_kernel(
-    X, Y, same, ptr, ku, cu, nu, kg, cg, ngn, w, n, pairs_o, pairs_i, pairs_j, nout
+    X, Y, same, ptr, ku, cu, nu, kg, cg, ngn, w, n, terms_i, terms_j, pairs_o, pairs_t, nout
 ):  # pragma: no cover - compiled
     """The convolution points of :meth:`NormaliserGrid.oplus`: at each grid node ``i`` the
     sum over its points ``p`` of ``w_p (X(u_p) Y(g_p) + Y(u_p) X(g_p))`` for each output's
     pairs of components, ``X(u_p)`` the grid node ``nu[p]`` where ``u_p`` is one (the
     points below the half on whole panels), else interpolated from the panel ``ku[p]``
     with the barycentric coefficients ``cu[p]`` (likewise ``g``); ``same``: ``Y`` is
-    ``X`` (its values are gathered once)."""
+    ``X`` (its values are gathered once).
+
+    Each distinct term ``w_p (X_i(u) Y_j(g) + Y_j(u) X_i(g))`` (``terms_i``, ``terms_j``)
+    is computed once and added to output ``pairs_o[q]`` for each pair ``q`` that is it
+    (``pairs_t[q]``), in the pairs' order: with equal operands the pairs ``(i, j)`` and
+    ``(j, i)`` are one term (the same products, summed in the other order: the same
+    number, as IEEE addition commutes), so the sums are those of one term a pair, bit for
+    bit."""
     nc, ng, nt = X.shape
     ncy = Y.shape[0]
     out = np.zeros((nout, ng, nt))
@@ -172,25 +179,33 @@ def _oplus_kernel(
     Xg = np.empty((nc, nt))
     Yu = np.empty((ncy, nt))
     Yg = np.empty((ncy, nt))
+    term = np.empty((terms_i.size, nt))
     acc = np.empty((nout, nt))
     for i in range(ptr.size - 1):
         acc[:] = 0.0
         for p in range(ptr[i], ptr[i + 1]):
             _gather(X, nu[p], ku[p], cu[p], n, Xu)
             _gather(X, ngn[p], kg[p], cg[p], n, Xg)
+            wp = w[p]
             if same:
-                Yu[:] = Xu
-                Yg[:] = Xg
+                for d in range(terms_i.size):
+                    ii = terms_i[d]
+                    jj = terms_j[d]
+                    for t in range(nt):
+                        term[d, t] = wp * (Xu[ii, t] * Xg[jj, t] + Xu[jj, t] * Xg[ii, t])
             else:
                 _gather(Y, nu[p], ku[p], cu[p], n, Yu)
                 _gather(Y, ngn[p], kg[p], cg[p], n, Yg)
-            wp = w[p]
+                for d in range(terms_i.size):
+                    ii = terms_i[d]
+                    jj = terms_j[d]
+                    for t in range(nt):
+                        term[d, t] = wp * (Xu[ii, t] * Yg[jj, t] + Yu[jj, t] * Xg[ii, t])
             for q in range(pairs_o.size):
                 o = pairs_o[q]
-                ii = pairs_i[q]
-                jj = pairs_j[q]
+                d = pairs_t[q]
                 for t in range(nt):
-                    acc[o, t] += wp * (Xu[ii, t] * Yg[jj, t] + Yu[jj, t] * Xg[ii, t])
+                    acc[o, t] += term[d, t]
         for o in range(nout):
             for t in range(nt):
                 out[o, i, t] = acc[o, t]
@@ -213,6 +228,20 @@ _PAIRS = (
 _PAIRS_O = np.array([o for o, terms in _PAIRS for _ in terms], dtype=np.int64)
 _PAIRS_I = np.array([i for _, terms in _PAIRS for i, _ in terms], dtype=np.int64)
 _PAIRS_J = np.array([j for _, terms in _PAIRS for _, j in terms], dtype=np.int64)
+
+
+def _kernel_terms(same: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct terms ``(i, j)`` of :func:`_oplus_kernel` and the term of each pair of
+    :data:`_PAIRS`: with equal operands (``same``) ``(j, i)`` is the term ``(i, j)``, 8
+    terms for 15 pairs, otherwise one term a pair."""
+    keys = [(i, j) if not same or i <= j else (j, i) for i, j in zip(_PAIRS_I, _PAIRS_J)]
+    distinct = list(dict.fromkeys(keys))
+    ti = np.array([i for i, _ in distinct], dtype=np.int64)
+    tj = np.array([j for _, j in distinct], dtype=np.int64)
+    return ti, tj, np.array([distinct.index(k) for k in keys], dtype=np.int64)
+
+
+_KERNEL_TERMS = {same: _kernel_terms(same) for same in (False, True)}
 
 
 class NormaliserGrid:
@@ -331,7 +360,13 @@ class NormaliserGrid:
         u = ((a + b)[:, None] / 2 + (b - a)[:, None] / 2 * x).ravel()
         w = ((b - a)[:, None] / 2 * wq).ravel()
         tgt = np.repeat(pan_node, self.n)
-        g = self.psi(self.phz[tgt] - self.phi(u))
+        # phi at u: the grid's own values on whole panels (the same points, bit for bit:
+        # most of them), Lambert's function on the clipped ones
+        whole = np.repeat(e[k + 1] <= uh[pan_node], self.n)
+        phu = np.empty(u.size)
+        phu[whole] = self.phz[(k[:, None] * self.n + np.arange(self.n)).ravel()[whole]]
+        phu[~whole] = self.phi(u[~whole])
+        g = self.psi(self.phz[tgt] - phu)
         W = self.phz[tgt]
         self.w = w * (W / (1.0 + W)) / self.dphi(g)
         self.ptr = np.searchsorted(tgt, np.arange(self.z.size + 1)).astype(np.int64)
@@ -348,8 +383,8 @@ class NormaliserGrid:
         X = np.ascontiguousarray(X)
         out = _oplus_kernel(
             X, X if same else np.ascontiguousarray(Y), same, self.ptr, self.ku, self.cu,
-            self.nu, self.kg, self.cg, self.ngn, self.w, self.n, _PAIRS_O, _PAIRS_I,
-            _PAIRS_J, len(_PAIRS),
+            self.nu, self.kg, self.cg, self.ngn, self.w, self.n, *_KERNEL_TERMS[same][:2],
+            _PAIRS_O, _KERNEL_TERMS[same][2], len(_PAIRS),
         )  # fmt: skip
         atoms = np.zeros((len(_PAIRS), X.shape[2]))
         for o, i, j in zip(_PAIRS_O, _PAIRS_I, _PAIRS_J, strict=True):
@@ -406,7 +441,7 @@ def normaliser_integrals(
     # one competitor: [f, f phi', f p^2, f p^2 phi', f p g, f p g phi'] on the grid
     f1 = _gauss(z[:, None] + tau[None, :] - mb, s)
     ph = grid.phz[:, None] / v
-    dph = grid.dphi(z)[:, None]
+    dph = (grid.phz / (1.0 + grid.phz))[:, None]  # phi'(z)
     gj = (z[:, None] + tau[None, :] - mb) / s
     base = np.stack([f1, dph * f1, ph**2 * f1, ph**2 * dph * f1, ph * gj * f1, ph * gj * dph * f1])
     A1 = np.zeros((6, tau.size))
