@@ -226,6 +226,38 @@ def test_dense_prior_equals_the_explicit_inverse_on_noncommuting_covariances(
         np.testing.assert_array_equal(getattr(paired, key), getattr(out, key), err_msg=key)
 
 
+@pytest.mark.parametrize(
+    "d,L,K,zero", [(20, 2, 3, 0), (33, 9, 10, 4), (60, 4, 5, 7), (25, 1, 4, 2)]
+)
+def test_single_precision_prior_is_the_double_within_its_rounding(d, L, K, zero):
+    """``single=True`` (the first phase of a large dense fixed point) runs the algebra in
+    float32: every output within ``8 kappa eps32`` relative of the double evaluation
+    (``kappa`` the condition number of ``A = lam I + sum_k Vhat_k (x) Sigma_k``, the first-
+    order bound of a Cholesky-based inverse and congruence; measured up to ``1.1 kappa
+    eps32``), and not the double's bits (it did run in single precision)."""
+    rng = np.random.default_rng(d * 100 + L)
+    cov = _noncommuting(rng, K, d, zero=zero)
+    G = rng.standard_normal((2, K, L, L + 1))
+    Qh, Vh = G @ np.swapaxes(G, 2, 3) / (L + 1)
+    Mh = rng.standard_normal((K, L))
+    lam = 0.15
+    kw = dict(details=True, mean_response=True)
+    double = dense_ridge_terms(cov, lam, Qh, Mh, Vh, **kw)
+    single = dense_ridge_terms(cov, lam, Qh, Mh, Vh, single=True, **kw)
+    covs = cov.active_covariances
+    A = lam * np.eye(L * covs.shape[1]) + sum(np.kron(Vh[k], covs[k]) for k in range(K))
+    bound = 8.0 * np.linalg.cond(A) * np.finfo(np.float32).eps
+    pairs = {k: (getattr(double, k), getattr(single, k)) for k in ("Q", "M", "V", "psi_w",
+             "penalty", "weight_mean", "weight_var")}  # fmt: skip
+    pairs["gain"] = (double.mean_response.gain, single.mean_response.gain)
+    for key, (a, b) in pairs.items():
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        assert b.dtype == np.float64, key
+        err = float(np.abs(a - b).max()) / float(np.abs(a).max())
+        assert err <= bound, f"{key}: relative difference {err:.2e} > {bound:.2e}"
+    assert float(np.abs(double.Q - single.Q).max()) > 1e3 * np.finfo(float).eps
+
+
 def test_free_energy_is_stationary_on_singular_noncommuting_covariances():
     """The solved fixed point on singular covariances: the RS free energy equals the minimal
     risk and is stationary in every order parameter (Theorem 1 with the dense prior)."""
