@@ -2,6 +2,7 @@
 the cross-entropy loss with ridge, the dense prior at effective output dimension L = 9.
 
 Run:  python benchmarks/bench_tenclass.py [--pool 1] [--alphas 2] [--estimate-error] [--plain]
+      [--double]
 
 ``--pool 1`` is pixels (d = 784, 719 of them not constant: the prior's matrix is
 (9 x 719)^2); ``--pool 4`` the 7 x 7 block means of the tests (d = 49).  Prints one evaluation
@@ -9,7 +10,8 @@ of the dense prior alone, then, per alpha (each solve warm-started from the last
 point's iterations, its wall time and the test error, the whole curve's time and the peak
 resident memory of the process.  ``--plain`` iterates the map without its mean-field Newton
 step (:func:`gaussmix.theory.fixed_point.mean_bias_step`), as before it: the same fixed points,
-for the before / after of BENCHMARKS.md.
+for the before / after of BENCHMARKS.md; ``--double`` without the single-precision first
+phase (:func:`gaussmix.theory.refinement.run_fixed_point`), likewise.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from _timing import machine_line
 import gaussmix as gm
 from gaussmix.data import AveragePooling, load_dataset
 from gaussmix.studies import prepare_realdata
-from gaussmix.theory import fixed_point
+from gaussmix.theory import fixed_point, tolerances
 from gaussmix.theory.dense import dense_ridge_terms
 
 warnings.simplefilter("ignore", gm.IntegrationWarning)
@@ -38,7 +40,10 @@ def main() -> None:
     ap.add_argument("--lam", type=float, default=0.1)
     ap.add_argument("--estimate-error", action="store_true")
     ap.add_argument("--plain", action="store_true", help="without the mean-field Newton step")
+    ap.add_argument("--double", action="store_true", help="without the float32 first phase")
     args = ap.parse_args()
+    if args.double:
+        tolerances.SINGLE_PHASE_MIN_N = 10**9
     if args.plain:
         fixed_point.mean_bias_step = lambda *_: None
     print(machine_line(), flush=True)

@@ -226,6 +226,38 @@ def test_dense_prior_equals_the_explicit_inverse_on_noncommuting_covariances(
         np.testing.assert_array_equal(getattr(paired, key), getattr(out, key), err_msg=key)
 
 
+@pytest.mark.parametrize(
+    "d,L,K,zero", [(20, 2, 3, 0), (33, 9, 10, 4), (60, 4, 5, 7), (25, 1, 4, 2)]
+)
+def test_single_precision_prior_is_the_double_within_its_rounding(d, L, K, zero):
+    """``single=True`` (the first phase of a large dense fixed point) runs the algebra in
+    float32: every output within ``8 kappa eps32`` relative of the double evaluation
+    (``kappa`` the condition number of ``A = lam I + sum_k Vhat_k (x) Sigma_k``, the first-
+    order bound of a Cholesky-based inverse and congruence; measured up to ``1.1 kappa
+    eps32``), and not the double's bits (it did run in single precision)."""
+    rng = np.random.default_rng(d * 100 + L)
+    cov = _noncommuting(rng, K, d, zero=zero)
+    G = rng.standard_normal((2, K, L, L + 1))
+    Qh, Vh = G @ np.swapaxes(G, 2, 3) / (L + 1)
+    Mh = rng.standard_normal((K, L))
+    lam = 0.15
+    kw = dict(details=True, mean_response=True)
+    double = dense_ridge_terms(cov, lam, Qh, Mh, Vh, **kw)
+    single = dense_ridge_terms(cov, lam, Qh, Mh, Vh, single=True, **kw)
+    covs = cov.active_covariances
+    A = lam * np.eye(L * covs.shape[1]) + sum(np.kron(Vh[k], covs[k]) for k in range(K))
+    bound = 8.0 * np.linalg.cond(A) * np.finfo(np.float32).eps
+    pairs = {k: (getattr(double, k), getattr(single, k)) for k in ("Q", "M", "V", "psi_w",
+             "penalty", "weight_mean", "weight_var")}  # fmt: skip
+    pairs["gain"] = (double.mean_response.gain, single.mean_response.gain)
+    for key, (a, b) in pairs.items():
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        assert b.dtype == np.float64, key
+        err = float(np.abs(a - b).max()) / float(np.abs(a).max())
+        assert err <= bound, f"{key}: relative difference {err:.2e} > {bound:.2e}"
+    assert float(np.abs(double.Q - single.Q).max()) > 1e3 * np.finfo(float).eps
+
+
 def test_free_energy_is_stationary_on_singular_noncommuting_covariances():
     """The solved fixed point on singular covariances: the RS free energy equals the minimal
     risk and is stationary in every order parameter (Theorem 1 with the dense prior)."""
@@ -518,3 +550,101 @@ def test_mean_bias_step_keeps_the_fixed_point_and_saves_iterations(monkeypatch, 
         assert err <= 1e-8, f"{key}: relative difference {err:.2e}"
     print(f"{loss}: {old.n_iter} iterations without the step, {new.n_iter} with it")
     assert new.n_iter < old.n_iter
+
+
+def _spy_single(monkeypatch) -> list[bool]:
+    """Record the precision (``single``) of every dense prior evaluation."""
+    calls: list[bool] = []
+    real = dense._dense_ridge_terms
+
+    def spy(*args):
+        calls.append(bool(args[-1]))
+        return real(*args)
+
+    monkeypatch.setattr(dense, "_dense_ridge_terms", spy)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "loss,labels,K", [("cross-entropy", "onehot", 3), ("logistic", "binary", 2)]
+)
+def test_single_precision_phase_returns_the_double_fixed_point(monkeypatch, loss, labels, K):
+    """A large dense prior starts the iteration in float32 (here forced on a small problem,
+    d = 40); the answer is the all-double solve's: the returned state is a fixed point of
+    the double map (its residual below ``tol`` there), the order parameters and observables
+    agree with the solve without the phase within the tolerance's reach, and the last
+    evaluations (whose details serve the observables) are double."""
+    from gaussmix.theory import tolerances
+    from gaussmix.theory.solver import effective_state
+    from gaussmix.theory.state import residual_scale
+
+    rng = np.random.default_rng(12)
+    d = 40
+    cov = _noncommuting(rng, K, d, zero=3)
+    mix = gm.Mixture.dense(cov.means * np.sqrt(d) / 2, cov.covariances, labels=labels)
+    tol = 1e-10
+    kw = dict(lam=0.1, alpha=1.5, tol=tol, estimate_error=False)
+    monkeypatch.setattr(tolerances, "SINGLE_PHASE_MIN_N", 10**9)
+    calls = _spy_single(monkeypatch)
+    double = gm.solve(mix, loss, **kw)
+    assert not any(calls)
+    monkeypatch.setattr(tolerances, "SINGLE_PHASE_MIN_N", 1)
+    calls.clear()
+    mixed = gm.solve(mix, loss, **kw)
+    assert double.success and mixed.success
+    n_single = sum(calls)
+    assert n_single >= 2 and calls[0] and not calls[-1]  # the start is single, the end double
+    assert calls.index(False) == n_single  # one switch: single, then double only
+    state = mixed.state
+    T = state.map()
+    x = state.x
+    res = float(np.max(np.abs(T(x) - x) / residual_scale(x, T.K, T.L)))
+    assert res < tol, f"residual of the double map at the returned state: {res:.2e}"
+    # two solves of one map to tol: their states within ~tol / (1 - contraction)
+    for key in ("Q", "M", "V", "b", "test_error", "train_loss", "train_error", "free_energy"):
+        a, b = np.asarray(getattr(double, key), float), np.asarray(getattr(mixed, key), float)
+        err = float(np.abs(a - b).max()) / max(float(np.abs(a).max()), 1e-3)
+        assert err <= 100 * tol, f"{key}: relative difference {err:.2e}"
+    e = effective_state(mixed)
+    ref = dense_ridge_terms(mix.covariance, 0.1, e["Qhat"], e["Mhat"], e["Vhat"])
+    np.testing.assert_allclose(effective_state(mixed)["V"], ref.V, rtol=0, atol=10 * tol)
+
+
+def test_a_failing_single_precision_phase_falls_back_to_double(monkeypatch):
+    """A single-precision map that fails (here: every float32 evaluation raises, as an
+    ill-conditioned matrix would in ``spotrf``) or stops short (one evaluation allowed)
+    leaves the double iteration to find the same fixed point."""
+    from gaussmix.theory import tolerances
+
+    rng = np.random.default_rng(13)
+    cov = _noncommuting(rng, 3, 30, zero=2)
+    mix = gm.Mixture.dense(cov.means * 3.0, cov.covariances, labels="onehot")
+    kw = dict(lam=0.1, alpha=1.0, tol=1e-10, estimate_error=False)
+    monkeypatch.setattr(tolerances, "SINGLE_PHASE_MIN_N", 10**9)
+    ref = gm.solve(mix, "cross-entropy", **kw)
+    monkeypatch.setattr(tolerances, "SINGLE_PHASE_MIN_N", 1)
+    real = dense._dense_ridge_terms
+
+    raised = []
+
+    def failing(*args):
+        if args[-1]:
+            raised.append(1)
+            raise np.linalg.LinAlgError("float32 Cholesky failed")
+        return real(*args)
+
+    monkeypatch.setattr(dense, "_dense_ridge_terms", failing)
+    monkeypatch.setattr(
+        "gaussmix.theory.fixed_point.single_precision_phase", lambda problem: False
+    )  # (the cold start's prior image in double: the phase itself is what fails)
+    failed = gm.solve(mix, "cross-entropy", **kw)
+    assert raised  # the phase was tried
+    monkeypatch.setattr(dense, "_dense_ridge_terms", real)
+    monkeypatch.setattr(tolerances, "SINGLE_PHASE_MAX_ITER", 1)
+    short = gm.solve(mix, "cross-entropy", **kw)
+    for res in (failed, short):
+        assert res.success
+        for key in ("Q", "M", "V", "b", "test_error", "train_loss"):
+            a, b = np.asarray(getattr(ref, key), float), np.asarray(getattr(res, key), float)
+            err = float(np.abs(a - b).max()) / max(float(np.abs(a).max()), 1e-3)
+            assert err <= 1e-8, f"{key}: relative difference {err:.2e}"

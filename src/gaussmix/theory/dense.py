@@ -33,7 +33,12 @@ Linear algebra per call (:func:`_inverse_and_sandwich`): one Cholesky factorisat
 symmetry of both sides (LAPACK ``potrf``, ``sygst``, ``trtri``, ``sygst``, ``lauum``): about
 ``3 n^3`` flops for ``n = L r``, against ``5 n^3`` for the inverse (``potri``) and two
 matrix products; the partial traces need the entries of ``S`` and ``S C S``, so a solve
-does not suffice.  ``O(K L^2 d^2)`` for everything else.  From ``n = 1500`` on, the two
+does not suffice.  Only upper triangles are built and read: ``A`` and ``C`` are assembled
+block row by block row into Fortran-ordered arrays that LAPACK overwrites in place, and the
+partial traces, ``u = S m`` (``symv``) and the mean response (``symm``) read the upper
+triangles LAPACK returns (symmetrised copies of the four ``n x n`` matrices took ~6 of
+~28 s of CPU per evaluation at d = 784, L = 9, and a third of its memory).
+``O(K L^2 d^2)`` for everything else.  From ``n = 1500`` on, the two
 pairs of independent calls (``trtri`` beside the first ``sygst``, ``lauum`` beside the
 second) run on two Python threads, each call on one BLAS thread: the same bits, and
 ``7 n^3 / 3`` on the longer path where a second core is free.
@@ -46,6 +51,12 @@ machine: a cross-entropy point (K = 3, interleaved, three runs each, 2 cores und
 took 1.4-2.0 s at d = 300 and 7-13 s at d = 600 on one thread, 8.6-17 s and 26-35 s on
 two (BENCHMARKS.md).  No covariance is inverted or assumed invertible: ``lam > 0`` makes
 ``A`` positive definite.  The ``O((Lr)^3)`` cost does not depend on K.
+
+``single=True`` runs the same algebra in float32 (LAPACK ``spotrf``, ``ssygst``, ...: about
+half the time, and half the memory), the outputs within ``~kappa(A) eps32`` of the double
+evaluation (about 1e-6 relative at MNIST's size); the fixed-point iteration uses it for its
+first iterations only, far from the fixed point, and never returns it
+(:func:`~gaussmix.theory.refinement.run_fixed_point`).
 """
 
 from __future__ import annotations
@@ -56,7 +67,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.linalg import lapack
+from scipy.linalg import get_blas_funcs, lapack
 
 from gaussmix.core.exceptions import ArgumentError
 
@@ -140,44 +151,59 @@ class MeanResponse:
 
 
 def _mean_response(cov: DenseCovariance, lam: float, S: np.ndarray, U: np.ndarray) -> MeanResponse:
-    """The :class:`MeanResponse` of an evaluation with ``S = A^{-1}`` (Lr x Lr)."""
+    """The :class:`MeanResponse` of an evaluation with ``S = A^{-1}`` (Lr x Lr, its upper
+    triangle read: one symmetric product ``symm`` with the ``K L`` columns ``e_b (x) mu_j``)."""
     act = cov.active
     L, r = U.shape[0], int(act.sum())
     mu = cov.means[:, act]  # (K, r)
-    response = (S.reshape(L, r, L, r) @ mu.T).reshape(L, r, L, -1)  # (L, r, L, K)
+    K = mu.shape[0]
+    cols = np.zeros((L, r, L, K), dtype=S.dtype)
+    for b in range(L):
+        cols[b, :, b, :] = mu.T
+    symm = get_blas_funcs("symm", (S,))
+    response = symm(1.0, S, cols.reshape(L * r, L * K), lower=0)
+    response = response.reshape(L, r, L, K).astype(np.float64)
     gain = np.einsum("ki,aibj->kajb", mu, response)
     inactive = cov.means[:, ~act]
     gain += np.einsum("kj,ab->kajb", inactive @ inactive.T / lam, np.eye(L))
     return MeanResponse(gain, response, U, cov, lam)
 
 
-def _kron_sum(coef: np.ndarray, covs: np.ndarray) -> np.ndarray:
-    """``sum_k coef_k (x) Sigma_k`` (Lr x Lr) for ``coef`` (K, L, L), ``covs`` (K, r, r)."""
+def _kron_sum(coef: np.ndarray, covs: np.ndarray, shift: float = 0.0) -> np.ndarray:
+    """The upper triangle of ``shift I + sum_k coef_k (x) Sigma_k`` (Lr x Lr) for ``coef``
+    (K, L, L) and ``covs`` (K, r, r), in the precision of ``covs``: a Fortran-ordered matrix whose
+    blocks ``(a, b)``, ``a <= b``, are filled and the others zero (what LAPACK reads with
+    ``lower=0``; a symmetric block is its own transpose)."""
     K, L, _ = coef.shape
     r = covs.shape[1]
     flat = covs.reshape(K, r * r)
-    if L == 1:
-        return (coef[:, 0, 0] @ flat).reshape(r, r)
-    blocks = (coef.reshape(K, L * L).T @ flat).reshape(L, L, r, r)
-    return np.ascontiguousarray(blocks.transpose(0, 2, 1, 3)).reshape(L * r, L * r)
+    out = np.zeros((L * r, L * r), dtype=covs.dtype, order="F")
+    for a in range(L):  # one block row at a time: (L - a) r^2 numbers at once
+        blocks = (coef[:, a, a:].T.astype(covs.dtype) @ flat).reshape(L - a, r, r)
+        for b, block in enumerate(blocks, start=a):
+            out[a * r : (a + 1) * r, b * r : (b + 1) * r] = block.T
+    if shift:
+        out[np.diag_indices_from(out)] += shift
+    return out
 
 
 def _partial_traces(X: np.ndarray, covs: np.ndarray, L: int) -> np.ndarray:
-    """``ptr_k(X)[a, b] = <X_ab, Sigma_k>`` (K, L, L) for a symmetric ``X`` (Lr x Lr)."""
+    """``ptr_k(X)[a, b] = <X_ab, Sigma_k>`` (K, L, L), in double precision, for a symmetric
+    ``X`` (Lr x Lr) of which only the upper triangle is read (LAPACK's output): the blocks
+    ``a < b`` whole, the upper half of each diagonal block (the symmetric covariances make
+    ``<X_ab^T, Sigma_k>`` the same number)."""
     K, r, _ = covs.shape
     flat = covs.reshape(K, r * r)
-    if L == 1:
-        return (flat @ X.reshape(-1)).reshape(-1, 1, 1)
-    blocks = np.ascontiguousarray(X.reshape(L, r, L, r).transpose(0, 2, 1, 3))
-    out = (blocks.reshape(L * L, r * r) @ flat.T).T.reshape(-1, L, L)
-    return 0.5 * (out + np.swapaxes(out, 1, 2))
-
-
-def _upper_to_symmetric(X: np.ndarray) -> np.ndarray:
-    """The symmetric matrix whose upper triangle is that of ``X`` (LAPACK's output)."""
-    S = np.triu(X)
-    S += np.triu(S, 1).T
-    return S
+    out = np.empty((K, L, L))
+    for a in range(L):
+        rows = slice(a * r, (a + 1) * r)
+        diag = np.triu(X[rows, rows])
+        diag += np.triu(diag, 1).T
+        blocks = [diag] + [X[rows, b * r : (b + 1) * r].T for b in range(a + 1, L)]
+        values = flat @ np.stack(blocks).reshape(L - a, r * r).T  # (K, L - a)
+        out[:, a, a:] = values
+        out[:, a:, a] = values
+    return out
 
 
 #: Matrix size from which the independent LAPACK calls of :func:`_inverse_and_sandwich` run
@@ -200,17 +226,31 @@ def _in_pairs(n: int, first: Callable[[], Any], second: Callable[[], Any]) -> tu
         return first(), future.result()
 
 
-def _inverse_and_sandwich(A: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+#: the LAPACK routines of :func:`_inverse_and_sandwich`, in double (False) and single (True)
+#: precision
+_LAPACK = {
+    single: tuple(
+        getattr(lapack, ("s" if single else "d") + f) for f in ("potrf", "sygst", "trtri", "lauum")
+    )
+    for single in (False, True)
+}
+
+
+def _inverse_and_sandwich(
+    A: np.ndarray, C: np.ndarray, single: bool = False
+) -> tuple[np.ndarray, np.ndarray, float]:
     """``S = A^{-1}``, ``Z = S C S`` and ``tr(S C)`` for a symmetric positive-definite ``A``
-    and a symmetric ``C`` (both overwritten), from one Cholesky factorisation, in ``3 n^3``
-    flops instead of the ``5 n^3`` of an inverse and two matrix products.
+    and a symmetric ``C`` (the upper triangles of Fortran-ordered arrays, :func:`_kron_sum`;
+    both overwritten), from one Cholesky factorisation, in ``3 n^3`` flops instead of the
+    ``5 n^3`` of an inverse and two matrix products; ``S`` and ``Z`` are returned as upper
+    triangles (the strict lower ones hold no values); in float32 with ``single``.
 
     With ``A = R^T R`` (``potrf``, ``n^3 / 3``) and ``Y = R^{-1}`` (``trtri``, ``n^3 / 3``):
     ``X = R^{-T} C R^{-1}`` (``sygst``, type 1, ``n^3``: the reduction of the generalised
     symmetric eigenproblem to standard form, which exploits the symmetry of both sides),
     ``Z = S C S = R^{-1} X R^{-T} = Y X Y^T`` (``sygst``, type 2 with ``Y`` as the factor,
     ``n^3``) and ``S = Y Y^T`` (``lauum``, ``n^3 / 3``; ``trtri`` + ``lauum`` is what
-    ``potri`` does); ``tr(S C) = tr(X)``.  Only upper triangles are computed.  ``trtri``
+    ``potri`` does); ``tr(S C) = tr(X)``.  ``trtri``
     runs beside the first ``sygst`` and ``lauum`` beside the second (:func:`_in_pairs`):
     ``7 n^3 / 3`` on the longer path.  Called on one BLAS thread (:func:`dense_ridge_terms`).
 
@@ -220,8 +260,9 @@ def _inverse_and_sandwich(A: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.
         If ``A`` is not numerically positive definite (the solver then retreats).
     """
     n = A.shape[0]
-    # symmetric C-ordered matrices passed transposed: Fortran-ordered, overwritten in place
-    R, info = lapack.dpotrf(A.T, lower=0, clean=1, overwrite_a=1)
+    potrf, sygst, trtri, lauum = _LAPACK[single]
+    # Fortran-ordered upper triangles (:func:`_kron_sum`), overwritten in place
+    R, info = potrf(A, lower=0, clean=0, overwrite_a=1)
     if info != 0:
         raise np.linalg.LinAlgError(
             "the ridge prior's matrix lam I + sum_k Vhat_k (x) Sigma_k is not positive "
@@ -229,9 +270,10 @@ def _inverse_and_sandwich(A: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.
         )
     (X, info_x), (Y, info_y) = _in_pairs(
         n,
-        lambda: lapack.dsygst(C.T, R, itype=1, lower=0, overwrite_a=1),
-        lambda: lapack.dtrtri(R, lower=0, overwrite_c=0),  # R is read by sygst meanwhile
+        lambda: sygst(C, R, itype=1, lower=0, overwrite_a=1),
+        lambda: trtri(R, lower=0, overwrite_c=0),  # R is read by sygst meanwhile
     )
+    A = R = None  # (one buffer, not read again: freed before the second pair)
     if info_x != 0 or info_y != 0:
         raise np.linalg.LinAlgError(
             f"the ridge prior's inverse failed (sygst info {info_x}, trtri info {info_y})"
@@ -239,14 +281,14 @@ def _inverse_and_sandwich(A: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.
     tr_sc = float(np.trace(X))
     (Z, info_z), (S, info_s) = _in_pairs(
         n,
-        lambda: lapack.dsygst(X, Y, itype=2, lower=0, overwrite_a=1),
-        lambda: lapack.dlauum(Y, lower=0, overwrite_c=0),  # Y is read by sygst meanwhile
+        lambda: sygst(X, Y, itype=2, lower=0, overwrite_a=1),
+        lambda: lauum(Y, lower=0, overwrite_c=0),  # Y is read by sygst meanwhile
     )
     if info_z != 0 or info_s != 0:
         raise np.linalg.LinAlgError(
             f"the ridge prior's inverse failed (sygst info {info_z}, lauum info {info_s})"
         )
-    return _upper_to_symmetric(S), _upper_to_symmetric(Z), tr_sc
+    return S, Z, tr_sc
 
 
 def dense_ridge_terms(
@@ -258,6 +300,7 @@ def dense_ridge_terms(
     *,
     details: bool = False,
     mean_response: bool = False,
+    single: bool = False,
 ) -> DenseRidgeTerms:
     """``Q_k, M_k, V_k`` of the ridge prior on general covariances (module docstring;
     Appendix C, l2 case), computed on one BLAS thread.
@@ -276,6 +319,10 @@ def dense_ridge_terms(
         Also return the image as a function of ``Mhat`` (:class:`MeanResponse`: ``O(n^2 K)``
         beside the ``O(n^3)``), for the mean-field Newton step of the fixed-point map
         (:func:`~gaussmix.theory.fixed_point.mean_bias_step`).
+    single : bool
+        Run the ``O(n^3)`` linear algebra in single precision (module docstring): about
+        half the time, every output within ``~kappa(A) eps32`` relative of the double
+        evaluation, and in double precision all the same.
 
     Raises
     ------
@@ -291,7 +338,7 @@ def dense_ridge_terms(
             f"singular, and lam = 0 leaves the weights undetermined there); got lam={lam:g}",
         )
     with one_blas_thread():
-        return _dense_ridge_terms(cov, lam, Qhat, Mhat, Vhat, details, mean_response)
+        return _dense_ridge_terms(cov, lam, Qhat, Mhat, Vhat, details, mean_response, single)
 
 
 def _dense_ridge_terms(
@@ -302,27 +349,29 @@ def _dense_ridge_terms(
     Vhat: np.ndarray,
     details: bool,
     mean_response: bool = False,
+    single: bool = False,
 ) -> DenseRidgeTerms:
     """:func:`dense_ridge_terms` after its check, on the caller's BLAS threads."""
     K, L = Mhat.shape
     d = cov.dim
     act = cov.active
+    dtype = np.float32 if single else np.float64
     covs = cov.active_covariances  # (K, r, r): axes of zero variance everywhere left out
+    covs_w = covs.astype(dtype, copy=False)
     r = covs.shape[1]
-    A = _kron_sum(Vhat, covs)
-    A[np.diag_indices_from(A)] += lam
-    S, Z, tr_sc = _inverse_and_sandwich(A, _kron_sum(Qhat, covs))
-    del A
+    S, Z, tr_sc = _inverse_and_sandwich(
+        _kron_sum(Vhat, covs_w, lam), _kron_sum(Qhat, covs_w), single
+    )
     m = Mhat.T @ cov.means  # (L, d): sum_k Mhat_k mu_k^T
     U = m / lam  # on the inactive axes S = I / lam exactly
     ma = np.ascontiguousarray(m[:, act]).reshape(-1)
-    ua = S @ ma
+    ua = get_blas_funcs("symv", (S,))(1.0, S, ma.astype(dtype), lower=0).astype(np.float64)
     Ua = ua.reshape(L, r)
     U[:, act] = Ua
     SigU = covs @ Ua.T  # (K, r, L)
-    Q = np.einsum("ai,kib->kab", Ua, SigU) + _partial_traces(Z, covs, L) / d
+    Q = np.einsum("ai,kib->kab", Ua, SigU) + _partial_traces(Z, covs_w, L) / d
     M = cov.means @ U.T
-    V = _partial_traces(S, covs, L) / d
+    V = _partial_traces(S, covs_w, L) / d
     if L > 1:
         Q = 0.5 * (Q + np.swapaxes(Q, 1, 2))
     response = _mean_response(cov, lam, S, U) if mean_response else None

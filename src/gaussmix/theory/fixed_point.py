@@ -28,7 +28,7 @@ from gaussmix.core.results import Result
 from .channel import ChannelMoments, ProxWarmStart, channel_evaluation
 from .losses import solve_batch
 from .options import SolverOptions
-from .prior import PriorResult, prior_update
+from .prior import PriorResult, prior_update, single_precision_phase
 from .problem import Problem
 from .quadrature import QuadratureRule
 from .state import is_valid_state, pack_state, unpack_state
@@ -96,6 +96,9 @@ class FixedPointMap:
         Panels per outer dimension of the prior's own rule where it has one (the lasso with
         two or more effective outputs, :func:`~gaussmix.theory.prior.prior_quadrature_dim`);
         default :func:`~gaussmix.theory.lasso.outer_panels`.
+    single : bool
+        Evaluate the prior in single precision (the first phase of a large dense fixed
+        point, :func:`~gaussmix.theory.refinement.run_fixed_point`; never a returned state).
 
     Attributes
     ----------
@@ -127,6 +130,7 @@ class FixedPointMap:
         "symmetry",
         "log_chart",
         "prior_panels",
+        "single",
     )
 
     def __init__(
@@ -137,6 +141,7 @@ class FixedPointMap:
         symmetry: ClusterSymmetry | None = None,
         log_chart: bool = False,
         prior_panels: int | None = None,
+        single: bool = False,
     ) -> None:
         self.problem = problem
         self.rule = rule
@@ -149,6 +154,7 @@ class FixedPointMap:
         self.symmetry = symmetry
         self.log_chart = log_chart
         self.prior_panels = prior_panels
+        self.single = single
 
     def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(Q, M, V, b)`` of a state of this problem
@@ -194,7 +200,9 @@ class FixedPointMap:
         if self.symmetry is not None:  # the equivariant bias (see hats)
             b = np.zeros_like(b)
         ev = self.hats(x)
-        pr = prior_update(self.problem, ev.Qhat, ev.Mhat, ev.Vhat, panels=self.prior_panels)
+        pr = prior_update(
+            self.problem, ev.Qhat, ev.Mhat, ev.Vhat, panels=self.prior_panels, single=self.single
+        )
         self.last_prior = (ev, pr)
         response = pr.mean_response if self.symmetry is None else None
         if response is not None:
@@ -217,7 +225,7 @@ class FixedPointMap:
         numbers either way.
         """
         last = self.last_prior
-        if last is not None and last[0] is ev and _has_details(last[1]):
+        if last is not None and last[0] is ev and not self.single and _has_details(last[1]):
             return last[1]
         return prior_update(
             self.problem, ev.Qhat, ev.Mhat, ev.Vhat, details=True, panels=self.prior_panels
@@ -441,8 +449,12 @@ def initial_hats(
 
 
 def _initial_state(problem: Problem) -> np.ndarray:
+    """The prior's image of :func:`initial_hats`, in single precision where a fixed point
+    of ``problem`` starts in it (:func:`~gaussmix.theory.prior.single_precision_phase`):
+    only a starting point."""
     Qhat, Mhat, Vhat, lam, ybar = initial_hats(problem)
-    pr = prior_update(problem, Qhat, Mhat, Vhat, lam=lam)
+    single = single_precision_phase(problem)
+    pr = prior_update(problem, Qhat, Mhat, Vhat, lam=lam, single=single)
     return pack_state(pr.Q, pr.M, pr.V, ybar)
 
 

@@ -46,6 +46,7 @@ from scipy.special import ndtr
 
 from gaussmix.core.exceptions import ArgumentError
 
+from . import tolerances
 from .dense import MeanResponse, dense_ridge_terms
 from .lasso import gaussian_l1_moments
 from .mixture import Mixture
@@ -59,6 +60,7 @@ __all__ = [
     "soft_threshold_moments",
     "prior_update",
     "prior_quadrature_dim",
+    "single_precision_phase",
     "prior_for",
     "register_prior",
     "PRIORS",
@@ -511,14 +513,17 @@ def _ridge_spectral(
 
 
 @register_prior(Ridge, "dense")
-def _ridge_dense(penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=None) -> PriorResult:
-    """Ridge on general covariances (Appendix C; :mod:`gaussmix.theory.dense`).
+def _ridge_dense(
+    penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=None, single=False
+) -> PriorResult:
+    """Ridge on general covariances (Appendix C; :mod:`gaussmix.theory.dense`), in single
+    precision with ``single`` (:func:`single_precision_phase`).
 
     The details are always computed: beside the ``O((L r)^3)`` overlaps they cost
     ``O(L d)``, and with them the map's last evaluation serves the observables of a converged
     state (:meth:`~gaussmix.theory.fixed_point.FixedPointMap.prior_at`)."""
     t = dense_ridge_terms(
-        mixture.covariance, lam, Qhat, Mhat, Vhat, details=True, mean_response=True
+        mixture.covariance, lam, Qhat, Mhat, Vhat, details=True, mean_response=True, single=single
     )
     # each weight component is Gaussian: E|w| from its mean and variance
     _, abs_mean, _, _ = soft_threshold_moments(t.weight_mean, np.sqrt(t.weight_var), 0.0)
@@ -559,6 +564,18 @@ def prior_quadrature_dim(problem) -> int:
     return problem.dim - 1
 
 
+def single_precision_phase(problem) -> bool:
+    """Whether a fixed point of ``problem`` starts in single precision: its prior is the
+    dense ridge prior (the one that takes ``single``, :mod:`gaussmix.theory.dense`) on a
+    matrix of at least :data:`~gaussmix.theory.tolerances.SINGLE_PHASE_MIN_N` rows
+    (``L r``: effective outputs times axes with variance), where its ``O((L r)^3)`` linear
+    algebra is most of an iteration."""
+    if problem.prior is not _ridge_dense:
+        return False
+    n = problem.dim * int(np.count_nonzero(problem.mixture.covariance.active))
+    return n >= tolerances.SINGLE_PHASE_MIN_N
+
+
 def prior_update(
     problem,
     Qhat: np.ndarray,
@@ -568,16 +585,21 @@ def prior_update(
     *,
     details: bool = False,
     panels: int | None = None,
+    single: bool = False,
 ) -> PriorResult:
     """The prior half of the fixed point for ``problem`` (the prior its penalty declares for
     its mixture's covariance structure, resolved when the problem was made).
 
     ``lam`` overrides ``problem.lam`` (e.g. for an initial state); ``details`` asks the
     ridge prior for ``l1_norm`` too; ``panels`` sets the panels of the prior's own rule where
-    it has one (:func:`prior_quadrature_dim`; None: its default).
+    it has one (:func:`prior_quadrature_dim`; None: its default); ``single`` runs the
+    dense ridge prior in single precision (:func:`single_precision_phase`; ignored by the
+    others).
     """
     lam = problem.lam if lam is None else lam
     extra = {"panels": panels} if panels is not None and prior_quadrature_dim(problem) else {}
+    if single and problem.prior is _ridge_dense:
+        extra["single"] = True
     return problem.prior(
         problem.penalty_spec,
         problem.mixture,

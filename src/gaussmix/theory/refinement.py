@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from . import tolerances
 from .fixed_point import (
     FixedPointMap,
     cluster_symmetry,
@@ -39,7 +40,7 @@ from .observables import (
 )
 from .options import SolverOptions
 from .outputs import error_keys
-from .prior import PriorResult, prior_quadrature_dim
+from .prior import PriorResult, prior_quadrature_dim, single_precision_phase
 from .problem import Problem
 from .quadrature import (
     MAX_PANELS,
@@ -72,6 +73,7 @@ __all__ = [
     "normaliser_switch",
     "warm_normaliser_rule",
     "run_fixed_point",
+    "single_phase",
     "Estimate",
     "estimate_errors",
     "refine_prior",
@@ -365,34 +367,81 @@ def run_fixed_point(
     callback: Callable | None,
     history: dict,
 ) -> tuple[FixedPointMap, IterationOutcome]:
-    """The fixed-point run with the channel rule ``rule``, after a continuation from a
-    coarser rule where that is cheaper.
+    """The fixed-point run with the channel rule ``rule``, after a cheaper first phase where
+    there is one: a single-precision phase where the prior's linear algebra is most of an
+    iteration (:func:`single_phase`), otherwise a continuation from a coarser rule.
 
     The coarse solve (``opts.continuation``) converges with cheap evaluations; the rule's
     own solve then starts from there with the coarse secant pairs as its Jacobian model and
     needs one or two evaluations.  Only the starting point and the secant pairs carry over;
-    a failure of the coarse solve is ignored.  The returned state is the last evaluated
-    one, whose channel evaluation the map remembers (its observables reuse it).
+    a failure of the first phase is ignored.  The returned state is the last evaluated
+    one, whose channel evaluation the map remembers (its observables reuse it), always of
+    the double-precision map with the rule ``rule``; the iterations of both phases count.
     """
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
     features = map_features(problem, opts)
-    n_coarse = 0
-    coarse = rule.coarsened() if needs_quadrature(problem) and opts.continuation else None
-    if coarse is not None:
-        start = AndersonState.init(opts.anderson)
-        Tc = new_map(problem, coarse, features)
-        Tc.prior_panels = opts.prior_panels
-        out = iterate(Tc, x0, start, return_image=False, **kw)
-        n_coarse = out.n_iter
-        if out.converged and is_valid_state(out.x, problem.n_clusters, problem.dim):
-            x0 = out.x
-            history[rule] = out.anderson
+    n_first = 0
+    if single_phase(problem, opts):
+        x0, pairs, n_first = _single_phase(problem, rule, x0, opts, features, history, kw)
+        if pairs is not None:
+            history[rule] = pairs
+    else:
+        coarse = rule.coarsened() if needs_quadrature(problem) and opts.continuation else None
+        if coarse is not None:
+            start = AndersonState.init(opts.anderson)
+            Tc = new_map(problem, coarse, features)
+            Tc.prior_panels = opts.prior_panels
+            out = iterate(Tc, x0, start, return_image=False, **kw)
+            n_first = out.n_iter
+            if out.converged and is_valid_state(out.x, problem.n_clusters, problem.dim):
+                x0 = out.x
+                history[rule] = out.anderson
     T = new_map(problem, rule, features)
     T.prior_panels = opts.prior_panels
     start = AndersonState.init(opts.anderson, history.get(rule))
     out = iterate(T, x0, start, return_image=False, **kw)
     history[rule] = out.anderson
-    return T, replace(out, n_iter=out.n_iter + n_coarse)
+    return T, replace(out, n_iter=out.n_iter + n_first)
+
+
+def single_phase(problem: Problem, opts: SolverOptions) -> bool:
+    """Whether :func:`run_fixed_point` starts in single precision: a prior that takes it on
+    a large matrix (:func:`~gaussmix.theory.prior.single_precision_phase`) and a tolerance
+    below the phase's own (:data:`~gaussmix.theory.tolerances.SINGLE_PHASE_TOL`)."""
+    return opts.tol < tolerances.SINGLE_PHASE_TOL and single_precision_phase(problem)
+
+
+def _single_phase(
+    problem: Problem,
+    rule: QuadratureRule,
+    x0: np.ndarray,
+    opts: SolverOptions,
+    features: tuple,
+    history: dict,
+    kw: dict,
+) -> tuple[np.ndarray, AndersonState | None, int]:
+    """The single-precision phase of :func:`run_fixed_point`: the map with the prior in
+    float32 (:func:`gaussmix.theory.dense.dense_ridge_terms`' ``single``: half the time of
+    an evaluation at MNIST's size, within ~1e-6 of the double map), iterated from ``x0``
+    to :data:`~gaussmix.theory.tolerances.SINGLE_PHASE_TOL`, or for at most
+    :data:`~gaussmix.theory.tolerances.SINGLE_PHASE_MAX_ITER` evaluations.
+
+    Returns the state the double phase starts from (the phase's last image, or ``x0`` where
+    the phase failed or left the cone of valid states), its secant pairs (None after a
+    failure: the double phase starts with the pairs it had) and its evaluations.  Only a
+    starting point: the double map's iteration decides convergence and returns the state.
+    """
+    Ts = new_map(problem, rule, features)
+    Ts.prior_panels, Ts.single = opts.prior_panels, True
+    start = AndersonState.init(opts.anderson, history.get(rule))
+    max_iter = min(opts.max_iter, tolerances.SINGLE_PHASE_MAX_ITER)
+    out = iterate(
+        Ts, x0, start, **{**kw, "tol": tolerances.SINGLE_PHASE_TOL, "max_iter": max_iter}
+    )
+    usable = out.status in (IterationStatus.CONVERGED, IterationStatus.MAX_ITER)
+    if not usable or not is_valid_state(out.x, problem.n_clusters, problem.dim):
+        return x0, None, out.n_iter
+    return out.x, out.anderson, out.n_iter
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,9 @@ __all__ = [
     "REFINED_TOL_FACTOR",
     "REFINED_TOL_FLOOR",
     "REFINED_EXTRA_ITER",
+    "SINGLE_PHASE_MIN_N",
+    "SINGLE_PHASE_TOL",
+    "SINGLE_PHASE_MAX_ITER",
     "PSD_RTOL",
     "BIAS_RIDGE",
     "MEAN_STEP_MAX",
@@ -107,6 +110,19 @@ REFINED_TOL_FLOOR = 1e-12
 #: The most evaluations the refined rule's iteration takes beyond ``tol`` (4 at the point
 #: above); where it does not reach :func:`refined_tol` in these the state at ``tol`` stands.
 REFINED_EXTRA_ITER = 20
+#: A fixed point whose prior runs on an ``n x n`` matrix with ``n >= SINGLE_PHASE_MIN_N``
+#: (the dense ridge prior, ``n = L r``) starts in single precision
+#: (:func:`gaussmix.theory.refinement.run_fixed_point`): there the ``O(n^3)`` prior is most
+#: of an iteration, and float32 LAPACK takes about half its time (d = 196, n = 1692: 0.29 s
+#: of CPU against 0.73 s; d = 784, n = 6471: 14 s against 29 s).
+SINGLE_PHASE_MIN_N = 1500
+#: The single-precision phase stops at this residual and the iteration goes on in double
+#: precision to ``tol``: the float32 map is within ~1e-6 of the double map (measured at
+#: MNIST's size, d = 196 and 784), so its own iteration stalls near there; one decade above.
+SINGLE_PHASE_TOL = 1e-5
+#: ... or after this many evaluations (where its rounding floor is above
+#: ``SINGLE_PHASE_TOL``: an ill-conditioned prior matrix); the double phase goes on from there.
+SINGLE_PHASE_MAX_ITER = 40
 #: Relative tolerance of the validity test of a state: ``Q_c`` counts as positive
 #: semi-definite when its smallest eigenvalue is ``>= -PSD_RTOL max(1, max |eig Q|)``.
 #: Rounding of a singular ``Q_c`` (the cross-entropy gauge ``Q_c 1 = 0``) stays far inside it;
