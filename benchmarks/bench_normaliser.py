@@ -173,7 +173,7 @@ def cold() -> None:
     print("| K | alpha | CPU (s) | iterations | evaluations (refused) | largest estimate "
           "| warnings |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")
-    for k, idx in ((5, range(40)), (4, (18, 20, 21, 22, 24)), (6, (20, 22, 24, 26))):
+    for k, idx in ((5, range(40)), (4, (18, 20, 21, 22, 24)), (6, (20, 21, 22, 24, 26))):
         mix = gm.Mixture.isotropic(DELTA, "gaussian", n_clusters=k)
         for i in idx:
             count[:] = [0, 0]
