@@ -263,7 +263,7 @@ def test_fig3_left_k4_k5_are_deterministic_and_quiet(K, alphas):
             assert abs(r.train_error - tr) <= 2.0 * tr_se + 1e-12, alpha
 
 
-@pytest.mark.slow  # ~25 s
+@pytest.mark.slow  # ~11 s
 def test_a_k5_curve_started_cold_below_alpha_star_finishes(monkeypatch):
     """A K = 5 curve of Fig. 3 left started cold at alpha = 4.346 (``alphas[20]`` of the
     40-point grid; its first point ran out of memory: an Anderson extrapolation of the
