@@ -1,7 +1,7 @@
 """Benchmarks of cross-entropy's channel integrated over the softmax normaliser (issue 19,
 item 1; :mod:`gaussmix.theory.normaliser`).
 
-Run:  python benchmarks/bench_normaliser.py [--moments] [--points] [--curve] [--cost]
+Run:  python benchmarks/bench_normaliser.py [--moments] [--points] [--curve] [--cost] [--cold]
 (prints Markdown tables; no option: the first two)
 
 ``--moments``: the seven integrals of cluster 0 at fixed states of the paper's Fig. 3 left
@@ -20,6 +20,12 @@ iterations, the rule reached, the values with their estimates, and the warnings.
 the process (the CPU time is less sensitive to the shared machine's load), iterations,
 the rule reached and the values with their estimates; then the K = 5 curve's wall and CPU
 time.
+
+``--cold``: every alpha of the K = 5 curve's grid (40 in [0.5, 8]) solved cold, and a few
+of K = 4 and 6 near their ``alpha*``: CPU time, iterations, evaluations of the rule
+(:func:`~gaussmix.theory.normaliser.normaliser_integrals`) and how many of them refused a
+state beyond the rule's caps (an extrapolation far from the fixed point), the largest
+estimate of the test error, training error and training loss, and the warnings.
 
 ``--curve``: the K = 5 learning curve of 40 alphas in [0.5, 8] (warm-started), its time,
 largest estimate and warnings (``bench_exchangeable.curve_line``).  The machine's load
@@ -148,6 +154,41 @@ def cost() -> None:
     )
 
 
+def cold() -> None:
+    """The table of ``--cold``."""
+    from gaussmix.theory import normaliser
+
+    integrals, count = normaliser.normaliser_integrals, [0, 0]
+
+    def counted(*args, **kwargs):
+        count[0] += 1
+        try:
+            return integrals(*args, **kwargs)
+        except FloatingPointError:
+            count[1] += 1
+            raise
+
+    normaliser.normaliser_integrals = counted
+    grid = np.linspace(0.5, 8.0, 40)
+    print("| K | alpha | CPU (s) | iterations | evaluations (refused) | largest estimate "
+          "| warnings |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for k, idx in ((5, range(40)), (4, (18, 20, 21, 22, 24)), (6, (20, 21, 22, 24, 26))):
+        mix = gm.Mixture.isotropic(DELTA, "gaussian", n_clusters=k)
+        for i in idx:
+            count[:] = [0, 0]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                c0 = time.process_time()
+                r = gm.solve(mix, "cross-entropy", lam=LAM, alpha=grid[i])
+                dc = time.process_time() - c0
+            e = r.integration_errors
+            worst = max(e[x] for x in ("test_error", "train_error", "train_loss"))
+            print(f"| {k} | {grid[i]:.4f} | {dc:.2f} | {r.n_iter} | {count[0]} ({count[1]}) "
+                  f"| {worst:.1e} | {len(caught)} |", flush=True)  # fmt: skip
+    normaliser.normaliser_integrals = integrals
+
+
 def main() -> None:
     args = set(sys.argv[1:]) or {"--moments", "--points"}
     print(machine_line())
@@ -161,6 +202,8 @@ def main() -> None:
         print(curve_line(5))
     if "--cost" in args:
         cost()
+    if "--cold" in args:
+        cold()
     print(f"\nload average after: {os.getloadavg()}")
 
 

@@ -12,9 +12,18 @@ import numpy as np
 import pytest
 
 import gaussmix as gm
+from gaussmix.theory import normaliser
 from gaussmix.theory.api import make_problem
 from gaussmix.theory.channel import channel_evaluation
-from gaussmix.theory.normaliser import NormaliserRule, cluster0_moments, normaliser_integrals
+from gaussmix.theory.normaliser import (
+    CUT,
+    GRID_LEFT_WMAX,
+    MAX_GRID_PANELS,
+    NormaliserGrid,
+    NormaliserRule,
+    cluster0_moments,
+    normaliser_integrals,
+)
 from gaussmix.theory.quadrature import SobolRQMC
 from gaussmix.theory.symmetry import ClusterSymmetry, ExchangeablePanels
 
@@ -29,6 +38,13 @@ STATES = {
     (5, 3.0): (116.08931840859937, 931.2365482715459, 6.8305823335546725, -1.707645583388668),
 }
 _FIELDS = ("Ef", "Eff", "Edf", "Eloss", "Eenv")
+#: states that cold solves near alpha*_5 (K = 5, alpha = 4.346 and 4.538, lam = 1e-4) pass
+#: to the rule at 6 nodes, Anderson extrapolations far from the fixed point: sqrt(q), v
+#: and the mean logits (the first, whose panels would be 1e-11 wide, ran out of memory)
+FAR_STATES = (
+    (9.212069644852094e-14, 5.395783577797777e-07, -249.49263631315137, 62.373159078287834),
+    (0.004228503415312494, 0.305974270770368, -43.95245968949322, 10.988114922373303),
+)
 
 
 def _state(K: int, alpha: float):
@@ -174,6 +190,34 @@ def test_the_estimate_bounds_the_error_against_a_much_finer_rule():
         assert err <= r.integration_errors[key] <= TARGET, (key, err, r.integration_errors[key])
 
 
+def test_a_state_far_from_any_fixed_point_is_refused_before_its_grid(monkeypatch):
+    """The rule refuses, as a failed evaluation (FloatingPointError, from which the
+    iteration retreats), a state whose grid or ``tau`` rule would exceed its caps, before
+    it allocates them: no grid with more than MAX_GRID_PANELS panels is ever started (its
+    narrowest panels bound the count below the entry point), and a grid asked for one stops
+    at the cap."""
+    started = []
+    build = NormaliserGrid.__init__
+
+    def bounded(self, v, n, wmax, zmax):
+        started.append(CUT / min(wmax, GRID_LEFT_WMAX))
+        assert started[-1] <= MAX_GRID_PANELS, (v, wmax)
+        build(self, v, n, wmax, zmax)
+
+    monkeypatch.setattr(NormaliserGrid, "__init__", bounded)
+    for state in FAR_STATES:
+        with pytest.raises(FloatingPointError, match="panels in tau"):
+            normaliser_integrals(5, *state, order=6)
+    assert started == []
+    r = normaliser_integrals(5, np.sqrt(STATES[5, 3.0][0]), *STATES[5, 3.0][1:], order=6)
+    assert len(started) == 1 and abs(r["one"] - 1.0) < 1e-4  # (6 nodes: 4.4e-6)
+    monkeypatch.undo()
+    with pytest.raises(FloatingPointError, match=f"more than {MAX_GRID_PANELS} panels"):
+        NormaliserGrid(1.0, 6, 1e-11, 10.0)
+    with pytest.raises(FloatingPointError, match="positive and finite"):
+        NormaliserGrid(0.0, 6, 1.0, 10.0)
+
+
 def test_a_warm_start_in_the_sharp_regime_goes_straight_to_the_normaliser():
     """From a neighbouring point's result (a curve's warm start) a K = 5 solve in the sharp
     regime skips the Gauss-Hermite solve that a cold start needs to find the regime:
@@ -217,3 +261,34 @@ def test_fig3_left_k4_k5_are_deterministic_and_quiet(K, alphas):
             te, te_se, tr, tr_se = erm[alpha]
             assert abs(r.test_error - te) <= 2.0 * te_se, alpha
             assert abs(r.train_error - tr) <= 2.0 * tr_se + 1e-12, alpha
+
+
+@pytest.mark.slow  # ~11 s
+def test_a_k5_curve_started_cold_below_alpha_star_finishes(monkeypatch):
+    """A K = 5 curve of Fig. 3 left started cold at alpha = 4.346 (``alphas[20]`` of the
+    40-point grid; its first point ran out of memory: an Anderson extrapolation of the
+    6-node solve asked for panels 1e-11 wide) solves within a budget of evaluations of the
+    rule (measured: 206 for the first point, one of them refused), quietly, with estimates
+    <= 1e-6, and its first point agrees with a solve warm-started from alpha = 3.962 (a
+    different path to the same fixed point) within the estimates."""
+    calls = []
+    integrals = normaliser.normaliser_integrals
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return integrals(*args, **kwargs)
+
+    monkeypatch.setattr(normaliser, "normaliser_integrals", counted)
+    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=5)
+    alphas = np.linspace(0.5, 8.0, 40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        df = gm.learning_curve(mix, "cross-entropy", alphas[20:22], lam=LAM)
+    assert len(calls) <= 300
+    assert df["converged"].all()
+    assert (df["integration_error"] <= TARGET).all()
+    near = gm.solve(mix, "cross-entropy", lam=LAM, alpha=alphas[18])
+    warm = gm.solve(mix, "cross-entropy", lam=LAM, alpha=alphas[20], init=near)
+    assert warm.success
+    for key in ("test_error", "train_error", "train_loss"):
+        assert abs(df[key].iloc[0] - getattr(warm, key)) <= warm.integration_errors[key], key

@@ -110,6 +110,19 @@ NORMALISER_MAX_ORDER = 14
 NORMALISER_COARSE_ORDER = 6
 #: numbers of clusters this rule serves (two to four convolutions of the competitors)
 NORMALISER_CLUSTERS = (4, 5, 6)
+#: the most panels of the grid in ``z`` (the convolution points grow with their square)
+#: and of the ``tau`` rule that an evaluation accepts (measured along Fig. 3 left's K = 5
+#: curve and at K = 4, 6: at most 35 and 333).  A state beyond them, such as an Anderson
+#: extrapolation far from the fixed point (``sqrt(q) = 9e-14``, ``v = 5e-7`` at K = 5,
+#: alpha = 4.35 cold: panels ``1e-11`` wide), raises FloatingPointError, and the iteration
+#: retreats from it as from any failed evaluation of the map
+MAX_GRID_PANELS = 100
+MAX_TAU_PANELS = 2000
+#: the most grid nodes times ``tau`` nodes (the size of the arrays of the convolutions)
+#: and convolution points times ``tau`` nodes (their work) of an evaluation (measured
+#: along the same curve and points: at most 5.2e5 and 6.5e7)
+MAX_GRID_TAU_NODES = 4_000_000
+MAX_CONVOLUTION_WORK = 500_000_000
 
 
 def normaliser_serves(problem) -> bool:
@@ -260,6 +273,11 @@ class NormaliserGrid:
     """
 
     def __init__(self, v: float, n: int, wmax: float, zmax: float) -> None:
+        if not (v > 0.0 and np.isfinite(v) and wmax > 0.0 and np.isfinite(zmax)):
+            raise FloatingPointError(
+                f"normaliser grid: no grid for v = {v:.3g}, widest panel {wmax:.3g}, "
+                f"end {zmax:.3g} (positive and finite needed)"
+            )
         self.v, self.lv, self.n = v, float(np.log(v)), n
         zT = 1.0 - self.lv  # the entry point: phi(zT) = 1
         self.zcut = zT - CUT
@@ -269,11 +287,13 @@ class NormaliserGrid:
         while left[-1] - w > self.zcut + 0.5 * w:
             left.append(left[-1] - w)
             w = min(w * GRID_RATIO, wmax, GRID_LEFT_WMAX)
+            _check_panels(len(left), v, wmax)
         left.append(self.zcut)
         w = 1.0
         while right[-1] + w < zhi - 0.5 * w:
             right.append(right[-1] + w)
             w = min(w * GRID_RATIO, wmax)
+            _check_panels(len(left) + len(right), v, wmax)
         right.append(zhi)
         edges = np.array(left[::-1] + right[1:])
         # the onsets of sums of r live terms (r = 2..6): kinks of the sums' densities
@@ -393,6 +413,16 @@ class NormaliserGrid:
         return out, atoms
 
 
+def _check_panels(npan: int, v: float, wmax: float) -> None:
+    """Raise FloatingPointError once the grid of ``v`` has more than
+    :data:`MAX_GRID_PANELS` panels (its widest ``wmax``)."""
+    if npan > MAX_GRID_PANELS:
+        raise FloatingPointError(
+            f"normaliser grid: more than {MAX_GRID_PANELS} panels at v = {v:.3g} "
+            f"(widest {wmax:.3g}): a state far from any fixed point"
+        )
+
+
 _SQRT2PI = np.sqrt(2.0 * np.pi)
 
 
@@ -425,19 +455,34 @@ def normaliser_integrals(
         ``one`` (the normalisation, 1 up to the discretisation), ``p0``, ``p0sq``,
         ``loss`` (``E[-log p_0]``), ``p0g0``, ``sum_pj2``, ``sum_pjgj`` (unnormalised).
     """
-    K, lv = n_clusters, float(np.log(v))
+    K = n_clusters
     lo = ma - NSIG * s
+    # tau: the common shift of the logits (t >= c_0 - v: the own logit's range and where a
+    # competitor can still make p_j >= 1e-6)
+    hi = max(ma, mb - np.log(1e-6 / (K - 1))) + NSIG * s
+    ntau = (hi - lo) / (TAU_WIDTH * s) if s > 0.0 else np.inf
+    if not (v > 0.0 and ntau <= MAX_TAU_PANELS):  # (False at NaN)
+        raise FloatingPointError(
+            f"normaliser integrals: sqrt(q) = {s:.3g}, v = {v:.3g} and the mean logits "
+            f"{ma:.3g}, {mb:.3g} need {ntau:.3g} panels in tau (at most {MAX_TAU_PANELS}): "
+            "a state far from any fixed point"
+        )
+    lv = float(np.log(v))
     zmax1 = mb - lo + NSIG * s
     ymax = (K - 1) * float(wexp(np.array([lv + zmax1]))[0])
     grid = NormaliserGrid(v, order, GRID_WMAX * s, float(np.log(ymax / v) + ymax) + 1.0)
     z, mu0 = grid.z, ma + v
-    # tau: the common shift of the logits (t >= c_0 - v: the own logit's range and where a
-    # competitor can still make p_j >= 1e-6)
-    hi = max(ma, mb - np.log(1e-6 / (K - 1))) + NSIG * s
     xg, wg = leggauss(order)
-    te = np.linspace(lo, hi, int(np.ceil((hi - lo) / (TAU_WIDTH * s))) + 1)
+    te = np.linspace(lo, hi, int(np.ceil(ntau)) + 1)
     tau = ((te[:-1] + te[1:])[:, None] / 2 + (te[1:] - te[:-1])[:, None] / 2 * xg).ravel()
     wtau = (np.diff(te)[:, None] / 2 * wg).ravel()
+    if z.size * tau.size > MAX_GRID_TAU_NODES or grid.w.size * tau.size > MAX_CONVOLUTION_WORK:
+        raise FloatingPointError(
+            f"normaliser integrals: sqrt(q) = {s:.3g}, v = {v:.3g} need {z.size} grid "
+            f"nodes, {grid.w.size} convolution points and {tau.size} nodes in tau (at most "
+            f"{MAX_GRID_TAU_NODES:.0e} grid and {MAX_CONVOLUTION_WORK:.0e} convolution "
+            "points times nodes in tau): a state far from any fixed point"
+        )
     # one competitor: [f, f phi', f p^2, f p^2 phi', f p g, f p g phi'] on the grid
     f1 = _gauss(z[:, None] + tau[None, :] - mb, s)
     ph = grid.phz[:, None] / v
