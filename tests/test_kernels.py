@@ -311,6 +311,7 @@ def test_a_kernel_split_between_threads_gives_the_same_bits(monkeypatch, three_c
 
     monkeypatch.setattr(type(kernel), "run", lambda self, *a: spy(*a))
     monkeypatch.setattr(channel.os, "sched_getaffinity", lambda pid: set(range(3)), raising=False)
+    monkeypatch.setattr(channel.numba_config, "NUMBA_NUM_THREADS", 3)
     monkeypatch.setattr(channel, "KERNEL_THREADS_MIN_WORK", 10**12)
     one, h_one = channel.compiled_moments(kernel, loss, y, omega, V, rule.weights, None)
     risk_one = gaussian_risk(loss, y, m, Q, rule)
@@ -323,3 +324,20 @@ def test_a_kernel_split_between_threads_gives_the_same_bits(monkeypatch, three_c
         assert np.array_equal(getattr(one, f), getattr(many, f)), f
     # the test loss's Gaussian risk, each cluster's alone (a compiled risk: cross-entropy)
     assert np.array_equal(gaussian_risk(loss, y, m, Q, rule), risk_one)
+
+
+def test_kernel_threads_keep_to_numbas_thread_count(monkeypatch):
+    """A process whose numba thread count is smaller than its cores (a joblib worker, whose
+    ``NUMBA_NUM_THREADS`` is its share of the cores, or a user's setting) splits a kernel
+    into no more parts than that count; the cores and the work bound it otherwise."""
+    from gaussmix.theory import channel
+
+    monkeypatch.setattr(channel.os, "sched_getaffinity", lambda pid: set(range(4)), raising=False)
+    monkeypatch.setattr(channel, "KERNEL_THREADS_MIN_WORK", 1)
+    monkeypatch.setattr(channel.numba_config, "NUMBA_NUM_THREADS", 8)
+    assert channel.kernel_threads(10, 100) == 4  # the cores
+    assert channel.kernel_threads(3, 100) == 3  # one per cluster
+    monkeypatch.setattr(channel.numba_config, "NUMBA_NUM_THREADS", 1)
+    assert channel.kernel_threads(10, 100) == 1
+    monkeypatch.setattr(channel.numba_config, "NUMBA_NUM_THREADS", 2)
+    assert channel.kernel_threads(10, 100) == 2

@@ -26,6 +26,7 @@ from dataclasses import dataclass, fields
 from typing import TypeVar
 
 import numpy as np
+from numba.core import config as numba_config
 from scipy.special import ndtr
 
 from . import _kernels
@@ -486,10 +487,13 @@ KERNEL_THREADS_MIN_WORK = 50_000
 
 def kernel_threads(n_rows: int, n_nodes: int) -> int:
     """The threads a compiled kernel runs ``n_rows`` clusters of ``n_nodes`` nodes on: one
-    for each core the process may use, at most one per cluster and one per
-    :data:`KERNEL_THREADS_MIN_WORK` nodes of work."""
+    for each core the process may use, at most numba's thread count (``NUMBA_NUM_THREADS``,
+    which joblib's workers set to their share of the cores, so that a sweep's processes do
+    not oversubscribe them), one per cluster and one per :data:`KERNEL_THREADS_MIN_WORK`
+    nodes of work."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(cores or 1, n_rows, n_rows * n_nodes // KERNEL_THREADS_MIN_WORK))
+    cap = min(cores or 1, numba_config.NUMBA_NUM_THREADS)
+    return max(1, min(cap, n_rows, n_rows * n_nodes // KERNEL_THREADS_MIN_WORK))
 
 
 def in_parts(n_rows: int, n_nodes: int, run: Callable[[slice], T]) -> list[T]:
