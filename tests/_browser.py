@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 from conftest import skip_optional
 
-#: seconds to wait for anything the browser does
-WAIT = 30
+#: seconds to wait for anything the browser does (a bound on a hang, with a margin for a
+#: browser that shares the cores with another test worker and the served explorer's work)
+WAIT = 120
 
 #: the resources a page loaded from anywhere but its own origin (data: and blob: URLs are
 #: the page's own)

@@ -10,8 +10,10 @@ ran.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import NoReturn
 
@@ -22,6 +24,12 @@ import pytest
 OPTIONAL_PREFIX = "optional resource missing:"
 #: set by .ci/run: a skip for a missing optional resource fails the run
 REQUIRE_ENV = "GAUSSMIX_REQUIRE_OPTIONAL"
+#: seconds a test waits for work it started in the background (an explorer job, a served
+#: explorer, a sweep or a notebook in a subprocess) before calling it a hang.  The suite runs
+#: on two workers (``python -m pytest -n 2``) that share the cores with that work, on a machine
+#: that may be busy: a wait bounds a hang, not the speed, so it is generous (a job that takes
+#: 20 s alone took 250 s at a 0.44-core share); a real hang still fails, only later.
+HANG = 600
 
 
 def skip_optional(what: str) -> NoReturn:
@@ -67,13 +75,14 @@ ATLAS_ENV = "GAUSSMIX_ATLAS_DIR"
 
 @pytest.fixture(scope="session")
 def atlas_dir(tmp_path_factory) -> Path:
-    """A fast atlas: ``$GAUSSMIX_ATLAS_DIR`` if set, else made here once for the session.
+    """A fast atlas: ``$GAUSSMIX_ATLAS_DIR`` if set, else made here once for the run.
 
-    A figure that failed for lack of its data set (MNIST, Fashion-MNIST) is allowed here
-    (:func:`require_figure` skips the tests that read it); any other failure is not.
+    On test workers (``pytest -n 2``, pytest-xdist) it is made once for all of them, in the
+    run's shared temporary directory: the first worker to need it makes it under a file lock,
+    the others wait for the lock and then read it.  A figure that failed for lack of its data
+    set (MNIST, Fashion-MNIST) is allowed here (:func:`require_figure` skips the tests that
+    read it); any other failure is not.
     """
-    from _cli_helpers import run
-
     from gaussmix.figures.paper_atlas import ATLAS_FILE
 
     given = os.environ.get(ATLAS_ENV)
@@ -83,12 +92,31 @@ def atlas_dir(tmp_path_factory) -> Path:
         assert summary.is_file(), f"{ATLAS_ENV}={given} has no {ATLAS_FILE}"
         assert json.loads(summary.read_text())["fast"], f"{given} is not a --fast atlas"
         return path
-    out = tmp_path_factory.mktemp("atlas")
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:  # one process: its own directory
+        out = tmp_path_factory.mktemp("atlas")
+        _make_atlas(out)
+        return out
+    shared = tmp_path_factory.getbasetemp().parent  # the run's, above each worker's own
+    out, done = shared / "atlas", shared / "atlas.done"
+    with open(shared / "atlas.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.is_file():  # the first worker here; or the first failed, and so will this
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir()
+            _make_atlas(out)
+            done.touch()
+    return out
+
+
+def _make_atlas(out: Path) -> None:
+    """``gaussmix figure all --fast --out out``, failing unless every figure was made or
+    failed only for lack of its data set."""
+    from _cli_helpers import run
+
     code, _, err = run("figure", "all", "--fast", "--out", str(out), "-q")
     failed = [f for f in _atlas_figures(out) if f["status"] != "ok"]
     other = [f for f in failed if not str(f.get("error", "")).startswith("DataNotFoundError")]
     assert code == 0 or (failed and not other), err
-    return out
 
 
 def _atlas_figures(atlas: Path) -> list[dict]:

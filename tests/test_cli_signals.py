@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 from _cli_helpers import start_in_session
+from conftest import HANG
 
 from gaussmix.sweep import TEST_DELAY_ENV, checkpoint_path
 
@@ -31,7 +32,7 @@ GRID = (
     "[simulate]\nd = 100\nseeds = 2\n"
 )
 #: bound on every wait (seconds)
-DEADLINE = 90
+DEADLINE = HANG
 
 
 @contextlib.contextmanager

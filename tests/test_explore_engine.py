@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import HANG
 
 import gaussmix as gm
 import gaussmix.experiments.curves as curves
@@ -56,7 +57,7 @@ def _explore_threads() -> list[threading.Thread]:
 @pytest.fixture(autouse=True)
 def _no_thread_left():
     yield
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG
     while _explore_threads() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert _explore_threads() == []
@@ -84,7 +85,7 @@ def _rows_are_the_table(rows: list[dict], table: pd.DataFrame, x: str) -> None:
 # ---------------------------------------------------------------------------- to the bit
 def test_the_binary_curve_is_gm_learning_curve_to_the_bit():
     job = start_curve(BINARY)
-    table = job.wait(60)
+    table = job.wait(HANG)
     assert job.done and job.error is None and not job.cancelled
     mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
     direct = gm.learning_curve(mix, "logistic", np.geomspace(0.2, 8.0, 12), lam=0.1)
@@ -96,7 +97,7 @@ def test_the_binary_curve_is_gm_learning_curve_to_the_bit():
 def test_the_three_cluster_curve_is_gm_learning_curve_to_the_bit():
     state = THREE.replace(rho=(0.2, 0.3, 0.5), log_x=False)
     job = start_curve(state)
-    table = job.wait(120)
+    table = job.wait(HANG)
     assert job.error is None
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3, rho=[0.2, 0.3, 0.5])
     direct = gm.learning_curve(mix, "cross-entropy", np.linspace(0.2, 8.0, 10), lam=1.0)
@@ -108,7 +109,7 @@ def test_the_lambda_axis_is_gm_lambda_sweep_to_the_bit():
     state = BINARY.replace(axis="lambda", alpha=3.0, lam_min=1e-3, lam_max=10.0, n_points=9)
     order = []
     job = start_curve(state, on_point=lambda row: order.append(row["lam"]))
-    table = job.wait(60)
+    table = job.wait(HANG)
     mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
     with pytest.warns(gm.IntegrationWarning) as caught:
         direct = gm.lambda_sweep(mix, "logistic", np.geomspace(1e-3, 10.0, 9), alpha=3.0)
@@ -122,17 +123,17 @@ def test_the_lambda_axis_is_gm_lambda_sweep_to_the_bit():
 
 def test_a_finished_curve_is_served_from_the_cache():
     first = start_curve(BINARY)
-    table = first.wait(60)
+    table = first.wait(HANG)
     again = start_curve(BINARY.replace(show=("train_loss",), overlays=("bayes",)))
-    served = again.wait(10)
+    served = again.wait(HANG)
     assert again.cached and not first.cached
     _same_bits(served, table)
     assert served.points == table.points and again.rows == first.rows
     served["test_error"] = 0.0  # the caller's own copy
-    _same_bits(start_curve(BINARY).wait(10), table)
+    _same_bits(start_curve(BINARY).wait(HANG), table)
     # another lambda is another curve
     other = start_curve(BINARY.replace(lam=0.2))
-    other.wait(60)
+    other.wait(HANG)
     assert not other.cached
     assert CACHE_SIZE >= 2
 
@@ -140,7 +141,7 @@ def test_a_finished_curve_is_served_from_the_cache():
 # ---------------------------------------------------------------------------- order parameters
 def test_the_order_parameters_follow_each_clusters_label():
     job = start_curve(BINARY.replace(n_points=3, alpha_min=1.0, alpha_max=4.0))
-    job.wait(60)
+    job.wait(HANG)
     mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
     for row in job.rows:
         res = gm.solve(mix, "logistic", lam=0.1, alpha=row["alpha"])
@@ -172,7 +173,7 @@ def test_a_point_without_fixed_point_is_listed_and_never_a_number(monkeypatch):
     alphas = np.geomspace(0.2, 8.0, 12)
     _fail_at(monkeypatch, float(alphas[5]))
     job = start_curve(BINARY)
-    table = job.wait(60)
+    table = job.wait(HANG)
     assert job.error is None
     assert [x for x, _ in job.failed] == [float(alphas[5])]
     assert "no fixed point" in job.failed[0][1]
@@ -189,7 +190,7 @@ def test_a_point_without_fixed_point_is_listed_and_never_a_number(monkeypatch):
 
 def test_an_invalid_state_ends_the_job_with_the_librarys_message():
     job = start_curve(BINARY.replace(rho=(0.3, 0.3)))
-    assert job.wait(10) is None
+    assert job.wait(HANG) is None
     assert job.done and job.error.startswith("rho must sum to 1") and job.rows == []
 
 
@@ -199,7 +200,7 @@ def test_an_exception_in_the_worker_becomes_the_error(monkeypatch):
 
     monkeypatch.setattr(curves, "learning_curve", boom)
     job = start_curve(BINARY)
-    assert job.wait(10) is None
+    assert job.wait(HANG) is None
     assert job.error == "RuntimeError: the solver broke"
 
 
@@ -208,9 +209,9 @@ def test_a_failing_on_point_callback_is_reported_too():
         raise ValueError("display failed")
 
     job = start_curve(BINARY)
-    job.wait(60)
+    job.wait(HANG)
     job = start_curve(BINARY, on_point=bad)  # from the cache: the callback still runs
-    job.wait(10)
+    job.wait(HANG)
     assert job.error == "display failed"
 
 
@@ -225,7 +226,7 @@ def test_warnings_of_the_library_are_collected_as_text(monkeypatch):
 
     monkeypatch.setattr(curves, "solve_problem", solve_problem)
     job = start_curve(BINARY.replace(n_points=3))
-    job.wait(60)
+    job.wait(HANG)
     assert job.warnings == ["IntegrationWarning: rule too coarse here"]
 
 
@@ -233,7 +234,7 @@ def test_warnings_of_the_library_are_collected_as_text(monkeypatch):
 def test_cancel_stops_within_one_point():
     holder = {}
     holder["job"] = job = start_curve(THREE.replace(n_points=40), on_point=_cancel_from(holder, 2))
-    assert job.wait(120) is None
+    assert job.wait(HANG) is None
     assert job.cancelled and job.done and job.error is None
     assert len(job.rows) == 2 and job.progress == (2, 40)
 
@@ -250,16 +251,16 @@ def test_cancel_from_another_thread():
         time.sleep(0.001)
     job.cancel()
     seen = len(job.rows)
-    job.wait(120)
+    job.wait(HANG)
     assert job.cancelled and len(job.rows) <= seen + 1
 
 
 def test_a_cancelled_curve_is_not_cached():
     holder = {}
     holder["job"] = start_curve(BINARY, on_point=_cancel_from(holder))
-    assert holder["job"].wait(60) is None and holder["job"].cancelled
+    assert holder["job"].wait(HANG) is None and holder["job"].cancelled
     job = start_curve(BINARY)
-    assert job.wait(60) is not None and not job.cached and len(job.rows) == 12
+    assert job.wait(HANG) is not None and not job.cached and len(job.rows) == 12
 
 
 def test_a_session_cancels_the_older_request_and_closes_cleanly():
@@ -268,8 +269,8 @@ def test_a_session_cancels_the_older_request_and_closes_cleanly():
         while not slow.rows:
             time.sleep(0.001)
         fast = session.submit(BINARY)
-        assert fast.wait(60) is not None
-        slow.wait(60)
+        assert fast.wait(HANG) is not None
+        slow.wait(HANG)
         assert slow.cancelled and len(slow.rows) < 40
         overlays = session.submit_overlays(BINARY.replace(overlays=("bayes",)))
         session.submit(THREE.replace(n_points=40, lam=0.02))
@@ -281,17 +282,17 @@ def test_a_session_cancels_the_older_request_and_closes_cleanly():
 def test_the_bayes_overlay_is_the_librarys_and_below_the_curve():
     state = BINARY.replace(overlays=("bayes",))
     job = start_overlays(state)
-    results = job.wait(60)
+    results = job.wait(HANG)
     assert job.error is None and job.progress == (12, 12)
     mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
-    curve = start_curve(state).wait(60)
+    curve = start_curve(state).wait(HANG)
     for row, erm in zip(results["bayes"].rows, curve["test_error"]):
         assert row["test_error"] == gm.bayes_optimal_error(mix, row["alpha"]).test_error
         assert row["test_error"] < erm
 
 
 def test_alpha_star_is_the_closed_form_for_two_clusters():
-    results = start_overlays(BINARY.replace(overlays=("alpha_star",))).wait(60)
+    results = start_overlays(BINARY.replace(overlays=("alpha_star",))).wait(HANG)
     mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
     exact = gm.binary_separability_threshold(mix)
     assert results["alpha_star"].value == pytest.approx(exact, rel=1e-4)
@@ -301,7 +302,7 @@ def test_an_overlay_the_library_does_not_define_says_why():
     block = BINARY.replace(
         model="block", fractions=(0.5, 0.5), deltas=(0.5, 2.0), overlays=("bayes",)
     )
-    bayes = start_overlays(block).wait(60)["bayes"]
+    bayes = start_overlays(block).wait(HANG)["bayes"]
     assert bayes.rows == [] and "only for isotropic covariances" in bayes.unavailable
     many = ExplorerState(
         n_clusters=7,
@@ -309,7 +310,7 @@ def test_an_overlay_the_library_does_not_define_says_why():
         rho=(0.1, 0.1, 0.1, 0.1, 0.2, 0.2, 0.2),
         overlays=("alpha_star",),
     )
-    star = start_overlays(many).wait(60)["alpha_star"]
+    star = start_overlays(many).wait(HANG)["alpha_star"]
     assert star.value is None and "supports K <= 6" in star.unavailable
 
 
@@ -326,7 +327,7 @@ def test_lambda_star_and_simulation_points_are_the_librarys():
     )
     seen = []
     job = start_overlays(state, on_result=lambda o: seen.append(o.name))
-    results = job.wait(120)
+    results = job.wait(HANG)
     assert seen == ["lambda_star", "simulation"] and job.progress == (4, 4)
     mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
     best = gm.optimal_lambda(mix, "logistic", alpha=2.0)
@@ -346,7 +347,7 @@ def test_the_costly_overlays_are_thinned_along_alpha_and_cancel(monkeypatch):
 
     def simulate_then_cancel(*args, **kwargs):
         result = real(*args, **kwargs)
-        started.wait(30)
+        started.wait(HANG)
         jobs[0].cancel()
         return result
 
@@ -354,7 +355,7 @@ def test_the_costly_overlays_are_thinned_along_alpha_and_cancel(monkeypatch):
     jobs.append(start_overlays(BINARY.replace(n_points=40, overlays=("simulation",), sim_d=50)))
     started.set()
     job = jobs[0]
-    results = job.wait(60)
+    results = job.wait(HANG)
     assert job.done and job.cancelled
     assert job.progress == (1, MAX_OVERLAY_POINTS) and MAX_OVERLAY_POINTS < 40
     assert len(results["simulation"].rows) == 1
@@ -364,7 +365,7 @@ def test_the_costly_overlays_are_thinned_along_alpha_and_cancel(monkeypatch):
 def test_the_coarse_pass_is_the_librarys_curve_on_every_few_points():
     previews = []
     job = start_curve(THREE.replace(n_points=21), coarse=5, on_preview=previews.append)
-    table = job.wait(120)
+    table = job.wait(HANG)
     picked = np.geomspace(0.2, 8.0, 21)[[0, 5, 10, 15, 20]]
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     direct = gm.learning_curve(mix, "cross-entropy", picked, lam=1.0)
@@ -386,9 +387,9 @@ def test_a_session_runs_the_coarse_pass_for_multi_output_problems_only():
 
     with Session(coarse="auto") as session:
         binary = session.submit(BINARY.replace(n_points=40))
-        binary.wait(60)
+        binary.wait(HANG)
         three = session.submit(THREE.replace(n_points=20))
-        three.wait(120)
+        three.wait(HANG)
     assert binary.preview == [] and three.preview == [] and len(three.rows) == 20
     assert _auto_coarse(THREE.replace(n_points=9)) == COARSE_POINTS  # too few to be stacked
     assert _auto_coarse(THREE.replace(penalty="l1")) == COARSE_POINTS  # the prior's own rule
@@ -400,10 +401,10 @@ def test_prefetched_neighbours_are_served_from_the_cache():
     with Session(coarse=0) as session:
         shown = session.submit(BINARY)
         ahead = session.prefetch([BINARY.replace(lam=0.2), BINARY.replace(lam=-1.0)])
-        assert ahead.join(60) and ahead.error is None and ahead.progress == (2, 2)
+        assert ahead.join(HANG) and ahead.error is None and ahead.progress == (2, 2)
         assert shown.done
         moved = session.submit(BINARY.replace(lam=0.2))
-        assert moved.wait(10) is not None and moved.cached
+        assert moved.wait(HANG) is not None and moved.cached
     mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
     _same_bits(
         moved.table, gm.learning_curve(mix, "logistic", np.geomspace(0.2, 8.0, 12), lam=0.2)
@@ -412,10 +413,10 @@ def test_prefetched_neighbours_are_served_from_the_cache():
 
 def test_a_new_request_cancels_the_prefetch():
     with Session(coarse=0) as session:
-        session.submit(BINARY).wait(60)
+        session.submit(BINARY).wait(HANG)
         ahead = session.prefetch([THREE.replace(n_points=40, lam=lam) for lam in (0.3, 0.4)])
         session.submit(BINARY.replace(lam=0.3))
-        assert ahead.join(60) and ahead.cancelled and ahead.progress[0] < 2
+        assert ahead.join(HANG) and ahead.cancelled and ahead.progress[0] < 2
 
 
 def test_a_prefetch_waits_its_delay_after_the_curve_and_cancel_stops_it():
@@ -425,16 +426,19 @@ def test_a_prefetch_waits_its_delay_after_the_curve_and_cancel_stops_it():
     ended: list[float] = []
     with Session(coarse=0) as session:
         shown = session.submit(BINARY, on_done=lambda: ended.append(time.monotonic()))
-        ahead = session.prefetch([BINARY.replace(lam=0.7)], delay=0.4)
-        assert shown.wait(60) is not None and ahead.join(0.2) is False
+        # a delay long enough that the prefetch is still waiting when the curve's wait returns,
+        # on a busy machine too
+        ahead = session.prefetch([BINARY.replace(lam=0.7)], delay=2.0)
+        assert shown.wait(HANG) is not None and ahead.join(0.2) is False
         assert ahead.progress == (0, 1)  # still waiting its delay
-        assert ahead.join(60) and ahead.progress == (1, 1) and ahead.error is None
+        assert ahead.join(HANG) and ahead.progress == (1, 1) and ahead.error is None
         assert len(ended) == 1
         slow = session.submit(STREAMING, on_done=lambda: ended.append(time.monotonic()))
         ahead = session.prefetch([BINARY.replace(lam=0.8)], delay=60.0)
         session.cancel()
-        assert slow.wait(60) is None and slow.cancelled and len(ended) == 2
-        assert ahead.join(5) and ahead.cancelled and ahead.progress == (0, 1)
+        assert slow.wait(HANG) is None and slow.cancelled and len(ended) == 2
+        # ended within 30 s, less than its 60 s delay: cancel stopped the wait
+        assert ahead.join(30) and ahead.cancelled and ahead.progress == (0, 1)
 
 
 # ---------------------------------------------------------------------------- the library hook
@@ -467,9 +471,9 @@ def test_a_row_without_fixed_point_has_the_columns_of_a_converged_row(monkeypatc
     alphas = np.geomspace(0.2, 8.0, 12)
     _fail_at(monkeypatch, float(alphas[0]))
     job = start_curve(BINARY)
-    table = job.wait(60)
+    table = job.wait(HANG)
     monkeypatch.undo()
     clear_cache()
     assert list(job.rows[0]) == list(job.rows[1])  # test_loss included, in its place
-    assert list(table.columns) == list(start_curve(BINARY).wait(60).columns)
+    assert list(table.columns) == list(start_curve(BINARY).wait(HANG).columns)
     assert math.isnan(table["test_loss"].iloc[0])

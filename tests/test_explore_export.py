@@ -13,6 +13,7 @@ import matplotlib.image
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import HANG
 
 import gaussmix as gm
 from gaussmix.cli.commands import main
@@ -75,7 +76,7 @@ def _run_cli(command: str, cwd) -> None:
 @pytest.mark.parametrize("name", list(STATES))
 def test_the_csv_is_the_command_lines_byte_for_byte(name, tmp_path):
     state = STATES[name]
-    table = start_curve(state).wait(120)
+    table = start_curve(state).wait(HANG)
     assert table is not None
     command = export_cli(state, out="out")
     _run_cli(command, tmp_path)
@@ -87,7 +88,7 @@ def test_the_csv_of_a_mixture_file(tmp_path):
     path = tmp_path / "three.npz"
     gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3).save(path)
     state = ExplorerState(mixture_file=str(path), loss="cross-entropy", n_points=4)
-    table = start_curve(state).wait(120)
+    table = start_curve(state).wait(HANG)
     command = export_cli(state, out="out")
     assert f"--mixture {path}" in command and "--n-clusters" not in command
     _run_cli(command, tmp_path)
@@ -107,7 +108,7 @@ def test_the_command_names_only_what_differs_from_the_command_lines_defaults():
 @pytest.mark.parametrize("name", ["binary", "three clusters", "lambda axis", "block"])
 def test_the_python_script_reproduces_the_table_to_the_bit(name, tmp_path, monkeypatch):
     state = STATES[name]
-    table = start_curve(state).wait(120)
+    table = start_curve(state).wait(HANG)
     script = export_python(state)
     compile(script, "explore.py", "exec")
     monkeypatch.chdir(tmp_path)
@@ -125,7 +126,7 @@ def test_the_python_script_of_a_mixture_file_loads_it(tmp_path, monkeypatch):
     path = tmp_path / "two.npz"
     gm.Mixture.isotropic(0.5, "antipodal", labels="binary").save(path)
     state = ExplorerState(mixture_file=str(path), n_points=4)
-    table = start_curve(state).wait(60)
+    table = start_curve(state).wait(HANG)
     script = export_python(state)
     assert f"gm.Mixture.load({str(path)!r})" in script
     monkeypatch.chdir(tmp_path)
@@ -144,8 +145,8 @@ def test_the_png_is_an_image_with_the_overlays():
     state = ExplorerState(
         n_points=8, overlays=("bayes", "alpha_star", "simulation"), sim_d=60, sim_seeds=2
     )
-    table = start_curve(state).wait(60)
-    overlays = start_overlays(state).wait(120)
+    table = start_curve(state).wait(HANG)
+    overlays = start_overlays(state).wait(HANG)
     assert {o.unavailable for o in overlays.values()} == {None}
     plain = _image(export_png(state, table))
     drawn = _image(export_png(state, table, overlays))
@@ -158,8 +159,8 @@ def test_the_png_of_the_lambda_axis_and_of_order_parameters():
         show=("test_error", "m1", "q1"), overlays=("bayes", "lambda_star")
     )
     job = start_curve(state)
-    job.wait(60)
-    overlays = start_overlays(state).wait(120)
+    job.wait(HANG)
+    overlays = start_overlays(state).wait(HANG)
     rows = pd.DataFrame(job.rows)
     with_params = _image(export_png(state, rows, overlays))
     errors_only = _image(export_png(state, job.table, overlays))

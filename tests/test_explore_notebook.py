@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import HANG
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "examples" / "explore.ipynb"
@@ -29,7 +30,7 @@ def test_the_notebook_runs_and_shows_the_explorer(
     )
     nb = nbformat.read(NOTEBOOK, as_version=4)
     client = nbclient.NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        nb, timeout=HANG, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     )
     client.execute()
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]

@@ -8,6 +8,7 @@ import threading
 
 import numpy as np
 import pytest
+from conftest import HANG
 
 import gaussmix as gm
 from gaussmix.core.interrupt import check_interrupt, interruptible
@@ -86,7 +87,7 @@ def test_the_explorer_cancels_a_stacked_curve_before_its_rows(monkeypatch) -> No
     monkeypatch.setattr(curves, "solve_points", spy)
     state = ExplorerState(n_clusters=3, delta=(0.5,), loss="cross-entropy", n_points=400)
     job = start_curve(state, coarse=0)
-    assert entered.wait(60)
+    assert entered.wait(HANG)
     job.cancel()
-    job.wait(120)
+    job.wait(HANG)
     assert job.done and job.cancelled and job.rows == [] and job.error is None

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _cli_helpers import assert_one_line_error, run
+from conftest import HANG
 
 import gaussmix as gm
 from gaussmix.cli.commands import main
@@ -423,13 +424,13 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG
         while _count_complete_lines(ck) < 5:
             assert proc.poll() is None, proc.stderr.read().decode()
             assert time.monotonic() < deadline, "the sweep did not start"
             time.sleep(0.02)
         os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+        proc.wait(timeout=HANG)
     finally:
         with contextlib.suppress(ProcessLookupError):  # its worker processes too
             os.killpg(proc.pid, signal.SIGKILL)
@@ -439,7 +440,7 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path: Path) -> None:
     assert 5 <= saved < n_points, saved
     assert not out.exists()
 
-    resumed = subprocess.run(command(out), env=env, capture_output=True, text=True, timeout=120)
+    resumed = subprocess.run(command(out), env=env, capture_output=True, text=True, timeout=HANG)
     assert resumed.returncode == 0, resumed.stderr
     assert f"{n_points - saved} computed, {saved} from the checkpoint" in resumed.stdout
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import HANG
 
 from gaussmix.cli.exits import EXIT_SCHEDULER_LOST
 from gaussmix.cli.grid import run_grid
@@ -40,7 +41,7 @@ GRID = (
 )
 N_POINTS = 30
 #: bound on every wait (seconds)
-DEADLINE = 90
+DEADLINE = HANG
 
 
 def _free_port() -> int:
