@@ -10,7 +10,6 @@ ran.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -92,7 +91,11 @@ def atlas_dir(tmp_path_factory) -> Path:
         assert summary.is_file(), f"{ATLAS_ENV}={given} has no {ATLAS_FILE}"
         assert json.loads(summary.read_text())["fast"], f"{given} is not a --fast atlas"
         return path
-    if os.environ.get("PYTEST_XDIST_WORKER") is None:  # one process: its own directory
+    try:
+        import fcntl  # (POSIX: on Windows each worker makes its own, as one process does)
+    except ImportError:
+        fcntl = None
+    if os.environ.get("PYTEST_XDIST_WORKER") is None or fcntl is None:  # its own directory
         out = tmp_path_factory.mktemp("atlas")
         _make_atlas(out)
         return out
