@@ -665,16 +665,17 @@ def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
     ]
 
 
-#: Whether the refined re-solve of an error estimate (and the sharp regime's re-solve)
-#: starts from each point's own secant pairs (:meth:`StackedMap.pairs`), by whether the
-#: points have more than one output.  One output: yes, as a single point's; the binary
-#: logistic curve then takes its single points' ``n_iter`` at every point, and the lasso
-#: sweep (20 lambdas in [1e-2, 1]) 50 stacked evaluations instead of 53.  Two outputs (K = 3
-#: cross-entropy, whose refined rule has four times the curve's nodes): no, the stacked
-#: history (pairs only for the points that froze within the memory); measured on 20 lambdas
-#: in [1e-3, 10] at alpha = 2: 1.00 million node-evaluations against 1.12 million from each
-#: point's own pairs and 1.30 million without pairs.
-_OWN_REFINED_PAIRS = {False: True, True: False}
+def _own_refined_pairs(several_outputs: bool) -> bool:
+    """Whether the refined re-solve of an error estimate (and the sharp regime's re-solve)
+    starts from each point's own secant pairs (:meth:`StackedMap.pairs`), by whether the
+    points have more than one output.  One output: yes, as a single point's; the binary
+    logistic curve then takes its single points' ``n_iter`` at every point, and the lasso
+    sweep (20 lambdas in [1e-2, 1]) 50 stacked evaluations instead of 53.  Two outputs (K = 3
+    cross-entropy, whose refined rule has four times the curve's nodes): no, the stacked
+    history (pairs only for the points that froze within the memory); measured on 20 lambdas
+    in [1e-3, 10] at alpha = 2: 1.00 million node-evaluations against 1.12 million from each
+    point's own pairs and 1.30 million without pairs."""
+    return not several_outputs
 
 
 class _SharpPoint(Exception):
@@ -839,7 +840,7 @@ def solve_points(
         warnings.simplefilter("always")
         for sharp, idx in groups.items():
             T_g, x_g, n_iter, res_g = T, out.x, n_iters[idx], residuals[idx]
-            hist = T.pairs(out.anderson, idx, opts.anderson, own=_OWN_REFINED_PAIRS[two])
+            hist = T.pairs(out.anderson, idx, opts.anderson, own=_own_refined_pairs(two))
             if len(idx) < len(problems):  # the group's points alone
                 T_g = T.like([problems[i] for i in idx], rule)
                 x_g = T_g.stack([states[i] for i in idx])
@@ -881,7 +882,7 @@ def _estimate(
     times); None after a failure.  As a single point's, each re-solve starts with the
     secant pairs of the last solve (``history``: those of the iteration that reached
     ``x``; with one output each point's own, :meth:`StackedMap.pairs`,
-    :data:`_OWN_REFINED_PAIRS`) as its model of the Jacobian, and a point converged in it
+    :func:`_own_refined_pairs`) as its model of the Jacobian, and a point converged in it
     leaves it with its own image."""
     problems = T.problems
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
@@ -904,7 +905,7 @@ def _estimate(
             break
         T2 = T.like([problems[i] for i in active], finer)
         T2.trail_len = opts.anderson + 1
-        pairs = T_last.pairs(history, active_last, opts.anderson, own=_OWN_REFINED_PAIRS[T.L > 1])
+        pairs = T_last.pairs(history, active_last, opts.anderson, own=_own_refined_pairs(T.L > 1))
         x2 = T2.stack([states[i] for i in active])
         solved = _refined_solve(T2, x2, T2.anderson(opts.anderson, pairs), opts, kw)
         if solved is None:
