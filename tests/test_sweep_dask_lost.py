@@ -13,10 +13,10 @@ Every wait is bounded; every process started here is killed at the end.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -44,10 +44,18 @@ N_POINTS = 30
 DEADLINE = HANG
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _scheduler_address(path: Path, scheduler: subprocess.Popen) -> str:
+    """The address the scheduler wrote to its ``--scheduler-file`` once it listens (it chose
+    its own free port: a port picked here and bound there later could be taken between the
+    two by another test's server, e.g. on another pytest-xdist worker)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < DEADLINE:
+        with contextlib.suppress(FileNotFoundError, json.JSONDecodeError, KeyError):
+            return json.loads(path.read_text())["address"]
+        if scheduler.poll() is not None:
+            pytest.fail("the dask scheduler exited before it listened")
+        time.sleep(0.05)
+    pytest.fail(f"the dask scheduler did not write {path} within {DEADLINE} s")
 
 
 def _start(args: list[str], env: dict) -> subprocess.Popen:
@@ -67,27 +75,29 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def _cluster() -> Iterator[tuple[str, subprocess.Popen, subprocess.Popen]]:
+def _cluster(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen, subprocess.Popen]]:
     """A scheduler and a worker of two processes (1 thread each), the points slowed down."""
     import distributed
 
-    port = _free_port()
-    address = f"tcp://127.0.0.1:{port}"
     env = {**os.environ, TEST_DELAY_ENV: "0.3"}
+    info = tmp_path / "scheduler.json"
     scheduler = _start(
-        ["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port),
-         "--no-dashboard"], env,
+        ["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+         "--scheduler-file", str(info), "--no-dashboard"], env,
     )  # fmt: skip
-    worker = _start(
-        ["distributed.cli.dask_worker", address, "--nworkers", "2", "--nthreads", "1",
-         "--no-dashboard"], env,
-    )  # fmt: skip
+    worker = None
     try:
+        address = _scheduler_address(info, scheduler)
+        worker = _start(
+            ["distributed.cli.dask_worker", address, "--nworkers", "2", "--nthreads", "1",
+             "--no-dashboard"], env,
+        )  # fmt: skip
         with distributed.Client(address, timeout=DEADLINE) as client:
             client.wait_for_workers(2, timeout=DEADLINE)
         yield address, scheduler, worker
     finally:
-        _stop(worker)
+        if worker is not None:
+            _stop(worker)
         _stop(scheduler)
 
 
@@ -122,7 +132,7 @@ def _finish(proc: subprocess.Popen) -> tuple[str, str]:
 
 
 def test_lost_scheduler_keeps_the_finished_points(tmp_path: Path) -> None:
-    with _cluster() as (address, scheduler, _):
+    with _cluster(tmp_path) as (address, scheduler, _):
         proc, out = _sweep_until_started(tmp_path, address)
         _stop(scheduler)
         stdout, stderr = _finish(proc)
@@ -158,7 +168,7 @@ def test_lost_scheduler_keeps_the_finished_points(tmp_path: Path) -> None:
 
 
 def test_a_lost_worker_does_not_stop_the_sweep(tmp_path: Path) -> None:
-    with _cluster() as (address, _, worker):
+    with _cluster(tmp_path) as (address, _, worker):
         proc, out = _sweep_until_started(tmp_path, address)
         processes = [
             p
