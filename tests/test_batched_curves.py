@@ -16,6 +16,7 @@ from gaussmix.theory.fixed_point import bias_step
 from gaussmix.theory.iteration import AndersonState
 from gaussmix.theory.prior import elastic_net_prior, ridge_prior
 from gaussmix.theory.quadrature import auto_rule
+from gaussmix.theory.state import residual_scale
 
 BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
 SPARSE = gm.Mixture.sparse(0.1, 0.1, 1.0)
@@ -389,6 +390,47 @@ def test_a_stacked_three_class_point_short_of_the_tighter_tolerance_keeps_its_st
             bound = r.integration_error + single.integration_error + 10 * TOL
             assert abs(getattr(r, k) - getattr(single, k)) <= bound, k
             assert abs(getattr(r, k) - getattr(tight, k)) <= 10 * TOL, k
+
+
+def test_a_stacked_three_class_estimate_takes_its_observables_from_the_last_refined_evaluation(
+    monkeypatch, stacked_calls
+) -> None:
+    """A point of a stacked K = 3 curve that passes ``refined_tol`` on the refined rule is
+    returned at its last iterate, whose channel moments the refined map remembers: the
+    estimate's observables cost no evaluation of the refined rule beyond the iteration's,
+    and each returned state passes the refined rule's tighter test in a single point's map
+    (evaluated afresh here), so that it is the refined fixed point to within
+    ``refined_tol / (1 - r)``."""
+    grid = np.linspace(0.2, 4.0, 10)
+    refined = auto_rule(2).weights.size  # (one step finer than the curve's rule)
+    calls: list[int] = []  # the rows integrated by each evaluation of the refined rule
+    evaluations: list[int] = []  # of the refined map, by its iteration
+    channel = batched.channel_evaluation
+    refined_solve = batched._refined_solve
+
+    def counted(loss, y, m, b, Q, V, rule, warm):
+        if rule.weights.size == refined:
+            calls.append(m.shape[0])
+        return channel(loss, y, m, b, Q, V, rule, warm)
+
+    def spy(T, *args):
+        out = refined_solve(T, *args)
+        evaluations.append(T.evaluations)
+        return out
+
+    monkeypatch.setattr(batched, "channel_evaluation", counted)
+    monkeypatch.setattr(batched, "_refined_solve", spy)
+    df = gm.learning_curve(MIX3, "cross-entropy", grid, lam=1.0)
+    assert stacked_calls == [True] and df.converged.all()
+    assert evaluations and len(calls) == sum(evaluations)
+    tight = batched.refined_tol(gm.SolverOptions().tol)
+    for r in df.points:
+        st = r.state
+        assert st.rule.weights.size == refined
+        x = st.x
+        g = st.map()(x)
+        scale = residual_scale(x, st.problem.n_clusters, st.problem.dim)
+        assert np.max(np.abs(g - x) / scale) < tight
 
 
 def test_a_three_class_curve_in_the_sharp_regime_is_solved_point_by_point(
