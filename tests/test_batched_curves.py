@@ -631,3 +631,45 @@ def test_an_iteration_continued_on_the_same_rule_keeps_the_proximal_points() -> 
     assert T.like(problems, rule).warm is T.warm
     assert T.like(problems, rule.refined()).warm is None
     assert T.like(problems[:1], rule).warm is None
+
+
+def test_a_rules_first_evaluation_starts_from_the_nearest_nodes_of_the_last_rule() -> None:
+    """:meth:`~gaussmix.experiments.batched.StackedMap.warm_from`: the first evaluation of
+    the refined rule (of all the points, or of some) starts from the proximal points of the
+    coarser rule's last evaluation at the nearest nodes; the proximal solves converge to
+    their own tolerance, so the moments are those of a cold start to that tolerance."""
+    lam_alphas = [(1.0, a) for a in (0.5, 1.0, 2.0, 3.0)]
+    problems = curves._problems(MIX3, "cross-entropy", lam_alphas, "l2", None)
+    sym = batched.map_features(problems[0], gm.SolverOptions())[0]
+    rule = auto_rule(2).coarsened()
+    T = batched.StackedMap(problems, rule, sym)
+    x = T.start()
+    x = T(x)
+    T(x)  # the coarse map's last evaluation is at x
+    finer = rule.refined()
+    nodes = batched._nearest_nodes(rule, finer)
+    d = np.linalg.norm(finer.nodes - rule.nodes[nodes], axis=1)
+    brute = np.linalg.norm(finer.nodes[:, None] - rule.nodes[None], axis=2).min(axis=1)
+    np.testing.assert_array_equal(d, brute)
+    for points in ([0, 1, 2, 3], [1, 3]):
+        sub = [problems[i] for i in points]
+        xs = T.stack([T.split(x)[i] for i in points])
+        warm = T.like(sub, finer)
+        warm.warm_from(T)
+        assert warm.warm is not None and warm.warm.h.shape[:2] == (len(points), finer.weights.size)
+        start = warm.warm
+        cold = T.like(sub, finer)
+        assert cold.warm is None
+        a, b = warm.hats(xs).moments, cold.hats(xs).moments
+        # each start's node omega = m + Q^{1/2} xi is its point's, at the nearest node: within
+        # |Q^{1/2}| times the distance of the nodes of the refined evaluation's
+        Q = cold.means(xs)[1][:, 0]  # (cluster 0 of each point: the rows)
+        reach = np.sqrt(np.linalg.eigvalsh(Q).max(axis=1))[:, None] * d.max()
+        gap = np.abs(start.omega - cold.warm.omega).max(axis=(2,))
+        assert np.all(gap <= reach + 1e-12)
+        for f in ("Ef", "Eff", "Edf", "Eloss"):
+            # (each proximal point to a relative PROX_TOL, 1e-13: the moments to ~10 times it)
+            np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=0, atol=1e-12)
+    other = T.like(problems[::-1], finer)  # points not in the order of the last map's
+    other.warm_from(T)
+    assert other.warm is None

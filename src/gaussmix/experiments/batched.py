@@ -45,11 +45,13 @@ None and so is the curve.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from gaussmix.theory.channel import ChannelMoments, ProxWarmStart, channel_evaluation
 from gaussmix.theory.fixed_point import (
@@ -283,6 +285,28 @@ class StackedMap:
             if all(p is q for p, q in zip(problems, self.problems)):
                 T.warm = self.warm
         return T
+
+    def warm_from(self, other: StackedMap) -> None:
+        """Start the first evaluation of this map (whose points are some of ``other``'s, in
+        the same order, and whose rule is another) from the proximal points of ``other``'s
+        last evaluation, at the state this map starts from: each node's from the nearest node
+        of ``other``'s rule (:func:`_nearest_nodes`), whose ``f = V^{-1}(h - omega)`` the
+        compiled channel maps through this evaluation's nodes and metrics, as from one
+        evaluation to the next (:class:`~gaussmix.theory.channel.ProxWarmStart`).  The
+        proximal solves converge to their own tolerance from any start; a good one saves
+        Newton steps (a rule's first evaluation started from ``h = omega`` costs about 2.5
+        times a warm one, BENCHMARKS.md).  Nothing without ``other``'s proximal points."""
+        warm = other.warm
+        if warm is None or warm.h.shape[0] != other.rows.size or self.rule == other.rule:
+            return
+        ids = {id(p): i for i, p in enumerate(other.problems)}
+        points = [ids.get(id(p)) for p in self.problems]
+        if None in points or points != sorted(points):
+            return
+        rows = np.isin(other.row_point, points)
+        nodes = _nearest_nodes(other.rule, self.rule)
+        h, omega = warm.h[rows][:, nodes], warm.omega[rows][:, nodes]
+        self.warm = ProxWarmStart((self.rule, h.shape), h, omega, warm.V[rows])
 
     def start(self) -> np.ndarray:
         """The solver's starting point of every point
@@ -542,6 +566,13 @@ class StackedMap:
         return states, maps
 
 
+@functools.lru_cache(maxsize=16)
+def _nearest_nodes(coarse: QuadratureRule, fine: QuadratureRule) -> np.ndarray:
+    """The index of the node of the rule ``coarse`` nearest to each node of ``fine`` (the
+    warm start of a rule's first evaluation from another's, :meth:`StackedMap.warm_from`)."""
+    return cKDTree(coarse.nodes).query(fine.nodes)[1]
+
+
 def _refined_solve(
     T: StackedMap, x0: np.ndarray, anderson: AndersonState, opts: SolverOptions, kw: dict
 ) -> tuple[IterationOutcome, np.ndarray, np.ndarray, AndersonState] | None:
@@ -694,7 +725,9 @@ def _own_refined_pairs(T: StackedMap) -> bool:
     cross-entropy, whose refined rule has four times the curve's nodes): no, the stacked
     history (pairs only for the points that froze within the memory); measured on 20 lambdas
     in [1e-3, 10] at alpha = 2: 1.00 million node-evaluations against 1.12 million from each
-    point's own pairs and 1.30 million without pairs."""
+    point's own pairs and 1.30 million without pairs, and again once the estimate's
+    observables came from the last refined evaluation (:func:`_refined_solve`): 0.64
+    million against 0.81 million from each point's own pairs."""
     return T.L == 1
 
 
@@ -842,6 +875,7 @@ def solve_points(
         if out is None:
             return None
         x0, history = out.x, Tc.pairs(out.anderson, list(range(len(problems))), opts.anderson)
+        T.warm_from(Tc)  # (two outputs: the curve's rule is not the single point's)
         n_coarse = Tc.own_iterations(out.n_iter)
     report = None if on_converged is None else lambda *_: on_converged(int(T.frozen.sum()))
     out = _converged(T, x0, history, opts, report)
@@ -928,6 +962,8 @@ def _estimate(
         T2.trail_len = opts.anderson + 1
         pairs = T_last.pairs(history, active_last, opts.anderson, own=_own_refined_pairs(T))
         x2 = T2.stack([states[i] for i in active])
+        if T.L > 1:  # (one output: each point's iterates are its single point's)
+            T2.warm_from(T_last)
         solved = _refined_solve(T2, x2, T2.anderson(opts.anderson, pairs), opts, kw)
         if solved is None:
             return None
