@@ -224,8 +224,11 @@ def count_study(sides: dict, cases: list[str]) -> None:
         for side, src in sides.items():
             r = _run(src, case, "--count-worker")
             (pe, pn), (ce, cn) = r["point"], r["curve"]
-            row = f"| {CASES[case]} | {side} | {ce} / {cn:,} | {pe} / {pn:,} | {cn / pn:.2f} |"
-            print(row.replace(",", " "))
+            nodes = [f"{n:,}".replace(",", " ") for n in (cn, pn)]
+            print(
+                f"| {CASES[case]} | {side} | {ce} / {nodes[0]} | {pe} / {nodes[1]} | "
+                f"{cn / pn:.2f} |"
+            )
 
 
 def carry_study() -> None:
