@@ -718,8 +718,8 @@ def _own_refined_pairs(T: StackedMap) -> bool:
     """Whether the refined re-solve of an error estimate (and the sharp regime's re-solve)
     of the points of ``T`` starts from each point's own secant pairs
     (:meth:`StackedMap.pairs`), by whether they have more than one effective output
-    (``T.L``; the one key of both callers: K = 3 square, two outputs without quadrature, has
-    neither re-solve).  One output: yes, as a single point's; the binary
+    (``T.L``; the one key of both callers: K = 3 square, several outputs without
+    quadrature, has neither re-solve).  One output: yes, as a single point's; the binary
     logistic curve then takes its single points' ``n_iter`` at every point, and the lasso
     sweep (20 lambdas in [1e-2, 1]) 50 stacked evaluations instead of 53.  Two outputs (K = 3
     cross-entropy, whose refined rule has four times the curve's nodes): no, the stacked
