@@ -7,6 +7,7 @@ Run::
     python benchmarks/bench_curves.py --baseline /tmp/base/src [--rounds 5] [--cases a,b]
     python benchmarks/bench_curves.py --carry-study
     python benchmarks/bench_curves.py --floor [--cases a,b]
+    python benchmarks/bench_curves.py --count [--baseline /tmp/base/src] [--cases a,b]
 
 For each case, a 20-point learning curve or lambda sweep (default solver options) and one
 cold point of the same problem (``gm.solve`` inside the curve's range) are timed in a fresh
@@ -25,6 +26,11 @@ fixed point of its predecessor (the perfect predictor); a point then still pays 
 costs (one evaluation of its rule, the refined re-solve of its error estimate, the
 observables at both rules, the free energy and sparsity, the result).  Their cost per point
 in cold points ``f`` bounds the curve from below by ``1 + 19 f`` cold points.
+
+``--count`` counts the work instead of timing it, deterministically (the same on any
+load): the channel evaluations of the curve and of the cold point, and their
+node-evaluations (integrated clusters times nodes of the rule, summed over evaluations), and
+the curve's node-evaluations in cold points; with ``--baseline`` for both trees.
 
 ``--carry-study`` measures instead whether an integration-error estimate can be carried
 along a curve: on 39 alphas in [0.2, 4] with coarse rules (so that the errors stand above
@@ -182,6 +188,49 @@ def _worker(case: str) -> None:
     print(json.dumps({"point": tp, "curve": tc}))
 
 
+def _count_worker(case: str) -> None:
+    """The channel evaluations and node-evaluations of the case's curve and cold point
+    (``--count``), as JSON."""
+    import warnings
+
+    import gaussmix as gm
+    from gaussmix.experiments import batched
+    from gaussmix.theory import channel, fixed_point
+
+    warnings.simplefilter("ignore", gm.IntegrationWarning)
+    log: list[tuple[int, int]] = []
+    evaluate = channel.channel_evaluation
+
+    def counted(loss, y, M, b, Q, V, rule, warm=None):
+        nodes = getattr(rule, "weights", None)
+        log.append((M.shape[0], 0 if nodes is None else nodes.size))
+        return evaluate(loss, y, M, b, Q, V, rule, warm)
+
+    for module in (channel, fixed_point, batched):
+        module.channel_evaluation = counted
+    out = {}
+    for name, run in zip(("point", "curve"), _problem(case)):
+        log.clear()
+        run()
+        out[name] = [len(log), sum(k * n for k, n in log)]
+    print(json.dumps(out))
+
+
+def count_study(sides: dict, cases: list[str]) -> None:
+    """The table of ``--count`` (see the module's docstring)."""
+    print("| case | side | curve: evaluations / node-evaluations | cold point | in cold points |")
+    print("|---|---|---|---|---|")
+    for case in cases:
+        for side, src in sides.items():
+            r = _run(src, case, "--count-worker")
+            (pe, pn), (ce, cn) = r["point"], r["curve"]
+            nodes = [f"{n:,}".replace(",", " ") for n in (cn, pn)]
+            print(
+                f"| {CASES[case]} | {side} | {ce} / {nodes[0]} | {pe} / {nodes[1]} | "
+                f"{cn / pn:.2f} |"
+            )
+
+
 def carry_study() -> None:
     """The worst ratio of a point's own integration-error estimate to the larger estimate
     of two agreeing anchors around it (see the module's docstring)."""
@@ -242,11 +291,11 @@ def carry_study() -> None:
         print(f"| {name} | {errs.min():.1e} to {errs.max():.1e} | {worst:.2f} |")
 
 
-def _run(src: Path, case: str) -> dict:
+def _run(src: Path, case: str, worker: str = "--worker") -> dict:
     env = {**os.environ, "PYTHONPATH": str(src)}
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     out = subprocess.run(
-        [sys.executable, __file__, "--worker", case],
+        [sys.executable, __file__, worker, case],
         env=env,
         capture_output=True,
         text=True,
@@ -267,10 +316,15 @@ def main() -> None:
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--carry-study", action="store_true", help="see the module's docstring")
     ap.add_argument("--floor", action="store_true", help="see the module's docstring")
+    ap.add_argument("--count", action="store_true", help="see the module's docstring")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--count-worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         _worker(args.worker)
+        return
+    if args.count_worker:
+        _count_worker(args.count_worker)
         return
     if args.carry_study:
         carry_study()
@@ -291,6 +345,9 @@ def main() -> None:
     unknown = [c for c in cases if c not in CASES]
     if unknown:
         ap.error(f"--cases: unknown case(s) {', '.join(unknown)}; expected some of {list(CASES)}")
+    if args.count:
+        count_study(sides, cases)
+        return
     print(f"load average before: {os.getloadavg()}")
     runs: dict = {(c, s): [] for c in cases for s in sides}
     for _ in range(args.rounds):

@@ -16,6 +16,7 @@ from gaussmix.theory.fixed_point import bias_step
 from gaussmix.theory.iteration import AndersonState
 from gaussmix.theory.prior import elastic_net_prior, ridge_prior
 from gaussmix.theory.quadrature import auto_rule
+from gaussmix.theory.state import residual_scale
 
 BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
 SPARSE = gm.Mixture.sparse(0.1, 0.1, 1.0)
@@ -391,6 +392,47 @@ def test_a_stacked_three_class_point_short_of_the_tighter_tolerance_keeps_its_st
             assert abs(getattr(r, k) - getattr(tight, k)) <= 10 * TOL, k
 
 
+def test_a_stacked_three_class_estimate_takes_its_observables_from_the_last_refined_evaluation(
+    monkeypatch, stacked_calls
+) -> None:
+    """A point of a stacked K = 3 curve that passes ``refined_tol`` on the refined rule is
+    returned at its last iterate, whose channel moments the refined map remembers: the
+    estimate's observables cost no evaluation of the refined rule beyond the iteration's,
+    and each returned state passes the refined rule's tighter test in a single point's map
+    (evaluated afresh here), so that it is the refined fixed point to within
+    ``refined_tol / (1 - r)``."""
+    grid = np.linspace(0.2, 4.0, 10)
+    refined = auto_rule(2).weights.size  # (one step finer than the curve's rule)
+    calls: list[int] = []  # the rows integrated by each evaluation of the refined rule
+    evaluations: list[int] = []  # of the refined map, by its iteration
+    channel = batched.channel_evaluation
+    refined_solve = batched._refined_solve
+
+    def counted(loss, y, m, b, Q, V, rule, warm):
+        if rule.weights.size == refined:
+            calls.append(m.shape[0])
+        return channel(loss, y, m, b, Q, V, rule, warm)
+
+    def spy(T, *args):
+        out = refined_solve(T, *args)
+        evaluations.append(T.evaluations)
+        return out
+
+    monkeypatch.setattr(batched, "channel_evaluation", counted)
+    monkeypatch.setattr(batched, "_refined_solve", spy)
+    df = gm.learning_curve(MIX3, "cross-entropy", grid, lam=1.0)
+    assert stacked_calls == [True] and df.converged.all()
+    assert evaluations and len(calls) == sum(evaluations)
+    tight = batched.refined_tol(gm.SolverOptions().tol)
+    for r in df.points:
+        st = r.state
+        assert st.rule.weights.size == refined
+        x = st.x
+        g = st.map()(x)
+        scale = residual_scale(x, st.problem.n_clusters, st.problem.dim)
+        assert np.max(np.abs(g - x) / scale) < tight
+
+
 def test_a_three_class_curve_in_the_sharp_regime_is_solved_point_by_point(
     monkeypatch, stacked_calls
 ) -> None:
@@ -589,3 +631,45 @@ def test_an_iteration_continued_on_the_same_rule_keeps_the_proximal_points() -> 
     assert T.like(problems, rule).warm is T.warm
     assert T.like(problems, rule.refined()).warm is None
     assert T.like(problems[:1], rule).warm is None
+
+
+def test_a_rules_first_evaluation_starts_from_the_nearest_nodes_of_the_last_rule() -> None:
+    """:meth:`~gaussmix.experiments.batched.StackedMap.warm_from`: the first evaluation of
+    the refined rule (of all the points, or of some) starts from the proximal points of the
+    coarser rule's last evaluation at the nearest nodes; the proximal solves converge to
+    their own tolerance, so the moments are those of a cold start to that tolerance."""
+    lam_alphas = [(1.0, a) for a in (0.5, 1.0, 2.0, 3.0)]
+    problems = curves._problems(MIX3, "cross-entropy", lam_alphas, "l2", None)
+    sym = batched.map_features(problems[0], gm.SolverOptions())[0]
+    rule = auto_rule(2).coarsened()
+    T = batched.StackedMap(problems, rule, sym)
+    x = T.start()
+    x = T(x)
+    T(x)  # the coarse map's last evaluation is at x
+    finer = rule.refined()
+    nodes = batched._nearest_nodes(rule, finer)
+    d = np.linalg.norm(finer.nodes - rule.nodes[nodes], axis=1)
+    brute = np.linalg.norm(finer.nodes[:, None] - rule.nodes[None], axis=2).min(axis=1)
+    np.testing.assert_array_equal(d, brute)
+    for points in ([0, 1, 2, 3], [1, 3]):
+        sub = [problems[i] for i in points]
+        xs = T.stack([T.split(x)[i] for i in points])
+        warm = T.like(sub, finer)
+        warm.warm_from(T)
+        assert warm.warm is not None and warm.warm.h.shape[:2] == (len(points), finer.weights.size)
+        start = warm.warm
+        cold = T.like(sub, finer)
+        assert cold.warm is None
+        a, b = warm.hats(xs).moments, cold.hats(xs).moments
+        # each start's node omega = m + Q^{1/2} xi is its point's, at the nearest node: within
+        # |Q^{1/2}| times the distance of the nodes of the refined evaluation's
+        Q = cold.means(xs)[1][:, 0]  # (cluster 0 of each point: the rows)
+        reach = np.sqrt(np.linalg.eigvalsh(Q).max(axis=1))[:, None] * d.max()
+        gap = np.abs(start.omega - cold.warm.omega).max(axis=(2,))
+        assert np.all(gap <= reach + 1e-12)
+        for f in ("Ef", "Eff", "Edf", "Eloss"):
+            # (each proximal point to a relative PROX_TOL, 1e-13: the moments to ~10 times it)
+            np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=0, atol=1e-12)
+    other = T.like(problems[::-1], finer)  # points not in the order of the last map's
+    other.warm_from(T)
+    assert other.warm is None

@@ -45,11 +45,13 @@ None and so is the curve.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from gaussmix.theory.channel import ChannelMoments, ProxWarmStart, channel_evaluation
 from gaussmix.theory.fixed_point import (
@@ -271,6 +273,7 @@ class StackedMap:
         self.settled_g = np.full(self.blocks.size, np.nan)  # each point's image at settle_tol
         self.settled_res = np.full(P, np.nan)  # its residual there
         self.settled_after = np.zeros(P, dtype=int)  # and its evaluations
+        self.settled = np.zeros(P, dtype=bool)  # the points frozen at their image there
 
     def like(self, problems: list[Problem], rule: QuadratureRule) -> StackedMap:
         """A stacked map of ``problems`` with ``rule`` and this map's symmetry and chart; for
@@ -282,6 +285,28 @@ class StackedMap:
             if all(p is q for p, q in zip(problems, self.problems)):
                 T.warm = self.warm
         return T
+
+    def warm_from(self, other: StackedMap) -> None:
+        """Start the first evaluation of this map (whose points are some of ``other``'s, in
+        the same order, and whose rule is another) from the proximal points of ``other``'s
+        last evaluation, at the state this map starts from: each node's from the nearest node
+        of ``other``'s rule (:func:`_nearest_nodes`), whose ``f = V^{-1}(h - omega)`` the
+        compiled channel maps through this evaluation's nodes and metrics, as from one
+        evaluation to the next (:class:`~gaussmix.theory.channel.ProxWarmStart`).  The
+        proximal solves converge to their own tolerance from any start; a good one saves
+        Newton steps (a rule's first evaluation started from ``h = omega`` costs about 2.5
+        times a warm one, BENCHMARKS.md).  Nothing without ``other``'s proximal points."""
+        warm = other.warm
+        if warm is None or warm.h.shape[0] != other.rows.size or self.rule == other.rule:
+            return
+        ids = {id(p): i for i, p in enumerate(other.problems)}
+        points = [ids.get(id(p)) for p in self.problems]
+        if None in points or points != sorted(points):
+            return
+        rows = np.isin(other.row_point, points)
+        nodes = _nearest_nodes(other.rule, self.rule)
+        h, omega = warm.h[rows][:, nodes], warm.omega[rows][:, nodes]
+        self.warm = ProxWarmStart((self.rule, h.shape), h, omega, warm.V[rows])
 
     def start(self) -> np.ndarray:
         """The solver's starting point of every point
@@ -467,6 +492,7 @@ class StackedMap:
         if self.evaluations - self.settled_after[rest].max() < self.settle_extra:
             return None
         new |= rest
+        self.settled |= rest
         self.residuals[rest] = self.settled_res[rest]
         self.frozen_after[rest] = self.settled_after[rest]
         return rest[self.blocks]
@@ -540,6 +566,13 @@ class StackedMap:
         return states, maps
 
 
+@functools.lru_cache(maxsize=16)
+def _nearest_nodes(coarse: QuadratureRule, fine: QuadratureRule) -> np.ndarray:
+    """The index of the node of the rule ``coarse`` nearest to each node of ``fine`` (the
+    warm start of a rule's first evaluation from another's, :meth:`StackedMap.warm_from`)."""
+    return cKDTree(coarse.nodes).query(fine.nodes)[1]
+
+
 def _refined_solve(
     T: StackedMap, x0: np.ndarray, anderson: AndersonState, opts: SolverOptions, kw: dict
 ) -> tuple[IterationOutcome, np.ndarray, np.ndarray, AndersonState] | None:
@@ -547,9 +580,10 @@ def _refined_solve(
     point's (:func:`~gaussmix.theory.refinement.estimate_errors`: the refined rule iterated
     to ``opts.tol``, then on to :func:`~gaussmix.theory.tolerances.refined_tol` for at most
     :data:`~gaussmix.theory.tolerances.REFINED_EXTRA_ITER` more evaluations): each point's
-    image where its own residual passes ``refined_tol``, else its image at ``opts.tol``;
-    its own evaluations and residuals; and the secant pairs of the iteration to
-    ``opts.tol`` (for the next refinement).  None where a point does not reach ``opts.tol``.
+    state where its own residual passes ``refined_tol`` (one output: its image there; two:
+    its last iterate, see below), else its image at ``opts.tol``; its own evaluations and
+    residuals; and the secant pairs of the iteration to ``opts.tol`` (for the next
+    refinement).  None where a point does not reach ``opts.tol``.
 
     One output: the two iterations one after the other, as a single point's (each point's
     iterates are its single point's, :func:`_tighter_stacked`).  Two outputs (whose curve
@@ -559,17 +593,32 @@ def _refined_solve(
     (:attr:`StackedMap.settle_tol`): on the explorer's K = 3 cross-entropy curves, 3 to 5
     evaluations of the refined rule where the two iterations took 5 to 7, in each of which
     the points already at ``opts.tol`` waited for the others (BENCHMARKS.md, "The
-    explorer's redraw")."""
+    explorer's redraw").  A point that passes ``refined_tol`` there keeps its last iterate
+    ``x``, not its image: the map remembers the channel's moments at ``x`` (a frozen
+    point's, of its frozen state), so the observables of the estimate
+    (:func:`_light_observables`) need no evaluation of the refined rule of their own (one
+    of three to four a point on the K = 3 curves of ``benchmarks/bench_curves.py``).  The
+    estimate stays what it was: ``|T(x) - x| / s < refined_tol`` puts ``x`` within about
+    ``refined_tol / (1 - r)`` of the refined fixed point (``r`` the map's contraction; its
+    image within ``r`` times that), a hundred times below the error of stopping the coarser
+    rule's iteration at ``opts.tol`` that the estimate is to hold
+    (:data:`~gaussmix.theory.tolerances.REFINED_TOL_FACTOR`); the observables move by
+    that order (measured on the K = 3 curves at ``tol = 1e-8``: at most 7e-11).  A point
+    frozen at ``opts.tol`` (:attr:`StackedMap.settle_tol`) keeps its image, whose moments
+    the observables evaluate (for those points alone)."""
     tight = refined_tol(opts.tol)
     merged = T.L > 1 and tight < opts.tol
     T.freeze_tol = tight if merged else opts.tol
     if merged:
         T.settle_tol, T.settle_extra = opts.tol, REFINED_EXTRA_ITER
-    out = iterate(T, x0, anderson, **{**kw, "tol": T.freeze_tol})
+    out = iterate(T, x0, anderson, return_image=not merged, **{**kw, "tol": T.freeze_tol})
     if not out.converged:
         return None
     history = out.anderson
-    out = replace(out, x=T.images(out.x))
+    if merged:  # each point's last iterate, a settled point's image
+        out = replace(out, x=np.where(T.settled[T.blocks], T.frozen_g, out.x))
+    else:
+        out = replace(out, x=T.images(out.x))
     own = T.own_iterations(out.n_iter)
     own_res = np.where(T.frozen, T.residuals, out.residual)
     if not merged:
@@ -665,17 +714,21 @@ def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
     ]
 
 
-def _own_refined_pairs(several_outputs: bool) -> bool:
+def _own_refined_pairs(T: StackedMap) -> bool:
     """Whether the refined re-solve of an error estimate (and the sharp regime's re-solve)
-    starts from each point's own secant pairs (:meth:`StackedMap.pairs`), by whether the
-    points have more than one output.  One output: yes, as a single point's; the binary
+    of the points of ``T`` starts from each point's own secant pairs
+    (:meth:`StackedMap.pairs`), by whether they have more than one effective output
+    (``T.L``; the one key of both callers: K = 3 square, several outputs without
+    quadrature, has neither re-solve).  One output: yes, as a single point's; the binary
     logistic curve then takes its single points' ``n_iter`` at every point, and the lasso
     sweep (20 lambdas in [1e-2, 1]) 50 stacked evaluations instead of 53.  Two outputs (K = 3
     cross-entropy, whose refined rule has four times the curve's nodes): no, the stacked
     history (pairs only for the points that froze within the memory); measured on 20 lambdas
     in [1e-3, 10] at alpha = 2: 1.00 million node-evaluations against 1.12 million from each
-    point's own pairs and 1.30 million without pairs."""
-    return not several_outputs
+    point's own pairs and 1.30 million without pairs, and again once the estimate's
+    observables came from the last refined evaluation (:func:`_refined_solve`): 0.64
+    million against 0.81 million from each point's own pairs."""
+    return T.L == 1
 
 
 class _SharpPoint(Exception):
@@ -822,6 +875,7 @@ def solve_points(
         if out is None:
             return None
         x0, history = out.x, Tc.pairs(out.anderson, list(range(len(problems))), opts.anderson)
+        T.warm_from(Tc)  # (two outputs: the curve's rule is not the single point's)
         n_coarse = Tc.own_iterations(out.n_iter)
     report = None if on_converged is None else lambda *_: on_converged(int(T.frozen.sum()))
     out = _converged(T, x0, history, opts, report)
@@ -840,7 +894,7 @@ def solve_points(
         warnings.simplefilter("always")
         for sharp, idx in groups.items():
             T_g, x_g, n_iter, res_g = T, out.x, n_iters[idx], residuals[idx]
-            hist = T.pairs(out.anderson, idx, opts.anderson, own=_own_refined_pairs(two))
+            hist = T.pairs(out.anderson, idx, opts.anderson, own=_own_refined_pairs(T))
             if len(idx) < len(problems):  # the group's points alone
                 T_g = T.like([problems[i] for i in idx], rule)
                 x_g = T_g.stack([states[i] for i in idx])
@@ -883,7 +937,8 @@ def _estimate(
     secant pairs of the last solve (``history``: those of the iteration that reached
     ``x``; with one output each point's own, :meth:`StackedMap.pairs`,
     :func:`_own_refined_pairs`) as its model of the Jacobian, and a point converged in it
-    leaves it with its own image."""
+    leaves it with its own image (two outputs: its last iterate, whose moments the map
+    remembers, :func:`_refined_solve`)."""
     problems = T.problems
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
     states, maps = T.point_maps(x)
@@ -905,8 +960,10 @@ def _estimate(
             break
         T2 = T.like([problems[i] for i in active], finer)
         T2.trail_len = opts.anderson + 1
-        pairs = T_last.pairs(history, active_last, opts.anderson, own=_own_refined_pairs(T.L > 1))
+        pairs = T_last.pairs(history, active_last, opts.anderson, own=_own_refined_pairs(T))
         x2 = T2.stack([states[i] for i in active])
+        if T.L > 1:  # (one output: each point's iterates are its single point's)
+            T2.warm_from(T_last)
         solved = _refined_solve(T2, x2, T2.anderson(opts.anderson, pairs), opts, kw)
         if solved is None:
             return None
