@@ -4,15 +4,15 @@ Run:  python benchmarks/bench_dense_threads.py [D ...]      (default: 300 600)
 
 For three Gaussian classes fitted in dimension D (``Mixture.from_data`` on 2 D points per
 class, distinct correlated covariances), one cross-entropy fixed point (``lam = 0.5``,
-``alpha = 2``) is solved with the dense prior as shipped (all of its linear algebra on one
-BLAS thread) and with that limit lifted (the process's BLAS threads), interleaved, three runs
-each after a warm-up.  It also prints whether the two give the same bits (they need not:
-a threaded matrix product splits its sums differently -- the reason for the limit).
+``alpha = 2``) is solved with the dense prior as shipped (below
+``gaussmix.theory.linalg.BLAS_THREADS_MIN_N``, these sizes, all of its linear algebra on one
+BLAS thread) and with the threshold lowered to 1 (up to two threads, the caller's limit),
+interleaved, three runs each after a warm-up.  It also prints whether the two give
+the same bits (they need not: a threaded matrix product splits its sums differently).
 """
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
 
@@ -20,7 +20,7 @@ import numpy as np
 from _timing import machine_line
 
 import gaussmix as gm
-import gaussmix.theory.dense as dense
+import gaussmix.theory.linalg as linalg
 
 REPEATS = 3
 
@@ -42,7 +42,7 @@ def main(dims: list[int]) -> None:
     print(machine_line())
     print("| d | one BLAS thread (s) | caller's threads (s) | same bits |")
     print("|---|---|---|---|")
-    shipped = dense.one_blas_thread
+    shipped = linalg.BLAS_THREADS_MIN_N
     for d in dims:
         mix = fitted(d)
         gm.solve(mix, "cross-entropy", lam=0.5, alpha=2.0)  # warm-up
@@ -50,13 +50,13 @@ def main(dims: list[int]) -> None:
         results = {}
         try:
             for _ in range(REPEATS):
-                for name, limit in (("one", shipped), ("caller", contextlib.nullcontext)):
-                    dense.one_blas_thread = limit
+                for name, threshold in (("one", shipped), ("caller", 1)):
+                    linalg.BLAS_THREADS_MIN_N = threshold
                     t0 = time.perf_counter()
                     results[name] = gm.solve(mix, "cross-entropy", lam=0.5, alpha=2.0)
                     times[name].append(time.perf_counter() - t0)
         finally:
-            dense.one_blas_thread = shipped
+            linalg.BLAS_THREADS_MIN_N = shipped
         a, b = results["one"], results["caller"]
         same = a.test_error == b.test_error and np.array_equal(a.Q, b.Q)
         cells = [", ".join(f"{t:.2f}" for t in times[k]) for k in ("one", "caller")]

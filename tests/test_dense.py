@@ -258,6 +258,82 @@ def test_single_precision_prior_is_the_double_within_its_rounding(d, L, K, zero)
     assert float(np.abs(double.Q - single.Q).max()) > 1e3 * np.finfo(float).eps
 
 
+def _threads_in_calls(monkeypatch) -> list[int]:
+    """Record the BLAS threads in force during each ``O(n^3)`` call of the dense prior."""
+    from gaussmix.theory.linalg import _blas_pools
+
+    seen: list[int] = []
+    real = dense._inverse_and_sandwich
+
+    def spy(*args, **kw):
+        pools = _blas_pools().select(user_api="blas").lib_controllers
+        seen.append(max(int(p.num_threads) for p in pools))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(dense, "_inverse_and_sandwich", spy)
+    return seen
+
+
+def _threads_case(d: int = 60, L: int = 9, K: int = 10):
+    rng = np.random.default_rng(d * 100 + L)
+    cov = _noncommuting(rng, K, d, zero=4)
+    G = rng.standard_normal((2, K, L, L + 1))
+    Qh, Vh = G @ np.swapaxes(G, 2, 3) / (L + 1)
+    return cov, Qh, rng.standard_normal((K, L)), Vh
+
+
+def test_small_dense_priors_stay_on_one_blas_thread(monkeypatch):
+    """Below ``BLAS_THREADS_MIN_N`` (the test suite's sizes) the prior's LAPACK runs on one
+    BLAS thread whatever the caller allows; from it on, on ``min(2, the caller's limit,
+    cores)``: one where the caller limits BLAS to one (a sweep's worker, the CLI)."""
+    from gaussmix.theory import linalg
+
+    cov, Qh, Mh, Vh = _threads_case()
+    n = 9 * int(cov.active.sum())
+    assert n < linalg.BLAS_THREADS_MIN_N
+    seen = _threads_in_calls(monkeypatch)
+    with threadpool_limits(2, user_api="blas"):
+        assert dense_ridge_terms(cov, 0.15, Qh, Mh, Vh).blas_threads == 1
+        monkeypatch.setattr(linalg, "BLAS_THREADS_MIN_N", n)
+        two = dense_ridge_terms(cov, 0.15, Qh, Mh, Vh)
+        with threadpool_limits(1, user_api="blas"):
+            capped = dense_ridge_terms(cov, 0.15, Qh, Mh, Vh)
+    assert two.blas_threads == min(2, linalg._cores())
+    assert capped.blas_threads == 1
+    assert seen == [1, two.blas_threads, 1]  # what ran in the LAPACK calls
+
+
+def test_threaded_dense_prior_is_one_thread_within_rounding_and_repeatable(monkeypatch):
+    """On two BLAS threads (the threshold lowered to a small matrix) the prior is the one-
+    thread evaluation within ``8 kappa eps`` relative (``kappa`` the condition number of
+    ``A``: the first-order bound of the Cholesky-based inverse and congruences, as for
+    float32), and a deterministic function of the thread count: the same bits on every
+    run."""
+    from gaussmix.theory import linalg
+
+    if linalg._cores() < 2:
+        pytest.skip("one core: the threaded path is the one-thread path")
+    cov, Qh, Mh, Vh = _threads_case(d=120)
+    lam, kw = 0.15, dict(details=True, mean_response=True)
+    monkeypatch.setattr(linalg, "BLAS_THREADS_MIN_N", 1)
+    with threadpool_limits(1, user_api="blas"):
+        one = dense_ridge_terms(cov, lam, Qh, Mh, Vh, **kw)
+    with threadpool_limits(2, user_api="blas"):
+        two = [dense_ridge_terms(cov, lam, Qh, Mh, Vh, **kw) for _ in range(3)]
+    assert one.blas_threads == 1 and two[0].blas_threads == 2
+    covs = cov.active_covariances
+    A = lam * np.eye(9 * covs.shape[1]) + sum(np.kron(Vh[k], covs[k]) for k in range(10))
+    bound = 8.0 * np.linalg.cond(A) * np.finfo(float).eps
+    keys = ("Q", "M", "V", "psi_w", "penalty", "weight_mean", "weight_var")
+    for key in keys:
+        a, b = np.asarray(getattr(one, key)), np.asarray(getattr(two[0], key))
+        err = float(np.abs(a - b).max()) / float(np.abs(a).max())
+        assert err <= bound, f"{key}: relative difference {err:.2e} > {bound:.2e}"
+        for again in two[1:]:
+            np.testing.assert_array_equal(getattr(again, key), b, err_msg=key)
+    np.testing.assert_array_equal(two[1].mean_response.gain, two[0].mean_response.gain)
+
+
 def test_free_energy_is_stationary_on_singular_noncommuting_covariances():
     """The solved fixed point on singular covariances: the RS free energy equals the minimal
     risk and is stationary in every order parameter (Theorem 1 with the dense prior)."""
@@ -557,9 +633,9 @@ def _spy_single(monkeypatch) -> list[bool]:
     calls: list[bool] = []
     real = dense._dense_ridge_terms
 
-    def spy(*args):
+    def spy(*args, **kw):
         calls.append(bool(args[-1]))
-        return real(*args)
+        return real(*args, **kw)
 
     monkeypatch.setattr(dense, "_dense_ridge_terms", spy)
     return calls
@@ -627,11 +703,11 @@ def test_a_failing_single_precision_phase_falls_back_to_double(monkeypatch):
 
     raised = []
 
-    def failing(*args):
+    def failing(*args, **kw):
         if args[-1]:
             raised.append(1)
             raise np.linalg.LinAlgError("float32 Cholesky failed")
-        return real(*args)
+        return real(*args, **kw)
 
     monkeypatch.setattr(dense, "_dense_ridge_terms", failing)
     monkeypatch.setattr(

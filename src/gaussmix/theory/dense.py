@@ -38,18 +38,30 @@ block row by block row into Fortran-ordered arrays that LAPACK overwrites in pla
 partial traces, ``u = S m`` (``symv``) and the mean response (``symm``) read the upper
 triangles LAPACK returns (symmetrised copies of the four ``n x n`` matrices took ~6 of
 ~28 s of CPU per evaluation at d = 784, L = 9, and a third of its memory).
-``O(K L^2 d^2)`` for everything else.  From ``n = 1500`` on, the two
-pairs of independent calls (``trtri`` beside the first ``sygst``, ``lauum`` beside the
-second) run on two Python threads, each call on one BLAS thread: the same bits, and
-``7 n^3 / 3`` on the longer path where a second core is free.
-Every call runs on one BLAS thread (:func:`~.linalg.one_blas_thread`), whatever the caller's
-setting: a threaded matrix product splits its sums differently and moves the last bits
-(measured: up to 7e-16 on the test error and the overlaps at d = 30..600), so one thread is
-what makes a dense point the same number through ``gaussmix.solve``, ``gaussmix point`` and
-a sweep (whose workers run on one thread).  It is also the faster setting on a shared
-machine: a cross-entropy point (K = 3, interleaved, three runs each, 2 cores under load 3)
-took 1.4-2.0 s at d = 300 and 7-13 s at d = 600 on one thread, 8.6-17 s and 26-35 s on
-two (BENCHMARKS.md).  No covariance is inverted or assumed invertible: ``lam > 0`` makes
+``O(K L^2 d^2)`` for everything else.
+
+Threads (:func:`~.linalg.blas_threads`): a matrix of ``n >= BLAS_THREADS_MIN_N = 3000``
+rows (a call of seconds) is factorised on two BLAS threads where the caller's BLAS limit
+(threadpoolctl's, e.g. a sweep's worker on one) and the cores allow: at ``n = 6471``
+(MNIST's ten classes) one double-precision evaluation took 14.6 s on two threads against
+24.7 s on one, on an idle 2-core machine.  Smaller problems stay on one BLAS thread
+whatever the caller allows: there two threads gain a fraction of a second, and OpenBLAS
+threads on a loaded machine were measured up to 30x slower on factorisations of a few
+hundred rows (a cross-entropy point, K = 3, 2 cores under load 3: 1.4-2.0 s at d = 300
+and 7-13 s at d = 600 on one thread, 8.6-17 s and 26-35 s on two; BENCHMARKS.md).  On one
+thread, from ``n = 1500`` on, the two pairs of independent calls (``trtri`` beside the first
+``sygst``, ``lauum`` beside the second) run on two Python threads, each call on one BLAS
+thread: the same bits, and ``7 n^3 / 3`` on the longer path where a second core is free.
+A threaded factorisation or product splits its sums differently, so the outputs are a
+deterministic function of the inputs *and of the thread count*, which the result records
+(:attr:`DenseRidgeTerms.blas_threads`): the same bits on every run with the same count, and
+within rounding (``~kappa(A) eps``, tested) of the one-thread evaluation otherwise.  In
+practice a point of a large dense problem solved by :func:`gaussmix.solve` on an idle
+2-core machine (two threads) and the same point in a sweep's one-thread worker or through
+the command line (which runs on one BLAS thread) can differ in their last bits (measured
+up to 7e-16 on the test error and the overlaps where threads were tried, d = 30..600); a
+point below the threshold is the same number through every door.
+No covariance is inverted or assumed invertible: ``lam > 0`` makes
 ``A`` positive definite.  The ``O((Lr)^3)`` cost does not depend on K.
 
 ``single=True`` runs the same algebra in float32 (LAPACK ``spotrf``, ``ssygst``, ...: about
@@ -63,7 +75,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -71,7 +83,7 @@ from scipy.linalg import get_blas_funcs, lapack
 
 from gaussmix.core.exceptions import ArgumentError
 
-from .linalg import one_blas_thread
+from .linalg import blas_thread_limit, blas_threads
 from .mixture import DenseCovariance
 
 __all__ = ["DenseRidgeTerms", "MeanResponse", "dense_ridge_terms"]
@@ -89,6 +101,11 @@ class DenseRidgeTerms:
     weight_mean, weight_var : ndarray (L, d) or None
         Mean ``sqrt(d) u`` and variance ``diag(S C S)`` of each component of ``W*``
         (asked for with ``details``).
+    mean_response : MeanResponse or None
+        The image as a function of ``Mhat`` (asked for with ``mean_response``).
+    blas_threads : int
+        The BLAS threads the ``O(n^3)`` linear algebra ran on (module docstring: the
+        outputs are a deterministic function of the inputs and of this number).
     """
 
     Q: np.ndarray
@@ -99,6 +116,7 @@ class DenseRidgeTerms:
     weight_mean: np.ndarray | None = None
     weight_var: np.ndarray | None = None
     mean_response: MeanResponse | None = None
+    blas_threads: int = 1
 
 
 @dataclass(frozen=True)
@@ -212,14 +230,16 @@ def _partial_traces(X: np.ndarray, covs: np.ndarray, L: int) -> np.ndarray:
 PAIR_THREADS_MIN_N = 1500
 
 
-def _in_pairs(n: int, first: Callable[[], Any], second: Callable[[], Any]) -> tuple[Any, Any]:
-    """``(first(), second())``, the two at once on two threads where ``n`` is large.
+def _in_pairs(
+    paired: bool, first: Callable[[], Any], second: Callable[[], Any]
+) -> tuple[Any, Any]:
+    """``(first(), second())``, the two at once on two threads with ``paired``.
 
     The LAPACK wrappers release the GIL, and each call runs on the one BLAS thread of
     :func:`dense_ridge_terms`, so every call computes the same bits as it would alone: the
     pair costs the longer of the two on a machine with a free core, their sum otherwise.
     """
-    if n < PAIR_THREADS_MIN_N:
+    if not paired:
         return first(), second()
     with ThreadPoolExecutor(max_workers=1) as pool:
         future = pool.submit(second)
@@ -237,7 +257,7 @@ _LAPACK = {
 
 
 def _inverse_and_sandwich(
-    A: np.ndarray, C: np.ndarray, single: bool = False
+    A: np.ndarray, C: np.ndarray, single: bool = False, paired: bool = False
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """``S = A^{-1}``, ``Z = S C S`` and ``tr(S C)`` for a symmetric positive-definite ``A``
     and a symmetric ``C`` (the upper triangles of Fortran-ordered arrays, :func:`_kron_sum`;
@@ -250,16 +270,17 @@ def _inverse_and_sandwich(
     symmetric eigenproblem to standard form, which exploits the symmetry of both sides),
     ``Z = S C S = R^{-1} X R^{-T} = Y X Y^T`` (``sygst``, type 2 with ``Y`` as the factor,
     ``n^3``) and ``S = Y Y^T`` (``lauum``, ``n^3 / 3``; ``trtri`` + ``lauum`` is what
-    ``potri`` does); ``tr(S C) = tr(X)``.  ``trtri``
-    runs beside the first ``sygst`` and ``lauum`` beside the second (:func:`_in_pairs`):
-    ``7 n^3 / 3`` on the longer path.  Called on one BLAS thread (:func:`dense_ridge_terms`).
+    ``potri`` does); ``tr(S C) = tr(X)``.  With ``paired`` (one BLAS thread, a large
+    matrix: :func:`dense_ridge_terms`) ``trtri`` runs beside the first ``sygst`` and
+    ``lauum`` beside the second (:func:`_in_pairs`): ``7 n^3 / 3`` on the longer path;
+    otherwise each runs after the ``sygst`` that reads its input, in that input's buffer
+    (two ``n x n`` matrices fewer to allocate and fault in: at ``n = 6471``, 670 MB).
 
     Raises
     ------
     numpy.linalg.LinAlgError
         If ``A`` is not numerically positive definite (the solver then retreats).
     """
-    n = A.shape[0]
     potrf, sygst, trtri, lauum = _LAPACK[single]
     # Fortran-ordered upper triangles (:func:`_kron_sum`), overwritten in place
     R, info = potrf(A, lower=0, clean=0, overwrite_a=1)
@@ -268,10 +289,12 @@ def _inverse_and_sandwich(
             "the ridge prior's matrix lam I + sum_k Vhat_k (x) Sigma_k is not positive "
             f"definite (Cholesky pivot {info})"
         )
+    # unpaired, each second call runs after the first, which reads its input: in place
+    in_place = int(not paired)
     (X, info_x), (Y, info_y) = _in_pairs(
-        n,
+        paired,
         lambda: sygst(C, R, itype=1, lower=0, overwrite_a=1),
-        lambda: trtri(R, lower=0, overwrite_c=0),  # R is read by sygst meanwhile
+        lambda: trtri(R, lower=0, overwrite_c=in_place),  # paired: R is read meanwhile
     )
     A = R = None  # (one buffer, not read again: freed before the second pair)
     if info_x != 0 or info_y != 0:
@@ -280,9 +303,9 @@ def _inverse_and_sandwich(
         )
     tr_sc = float(np.trace(X))
     (Z, info_z), (S, info_s) = _in_pairs(
-        n,
+        paired,
         lambda: sygst(X, Y, itype=2, lower=0, overwrite_a=1),
-        lambda: lauum(Y, lower=0, overwrite_c=0),  # Y is read by sygst meanwhile
+        lambda: lauum(Y, lower=0, overwrite_c=in_place),  # paired: Y is read meanwhile
     )
     if info_z != 0 or info_s != 0:
         raise np.linalg.LinAlgError(
@@ -303,7 +326,8 @@ def dense_ridge_terms(
     single: bool = False,
 ) -> DenseRidgeTerms:
     """``Q_k, M_k, V_k`` of the ridge prior on general covariances (module docstring;
-    Appendix C, l2 case), computed on one BLAS thread.
+    Appendix C, l2 case), on the BLAS threads of :func:`~.linalg.blas_threads` for its
+    matrix size ``n = L r``: one below ``BLAS_THREADS_MIN_N``, else up to two.
 
     Parameters
     ----------
@@ -337,8 +361,21 @@ def dense_ridge_terms(
             f"must be > 0 on a dense covariance structure (its covariances may be "
             f"singular, and lam = 0 leaves the weights undetermined there); got lam={lam:g}",
         )
-    with one_blas_thread():
-        return _dense_ridge_terms(cov, lam, Qhat, Mhat, Vhat, details, mean_response, single)
+    n = Mhat.shape[1] * int(np.count_nonzero(cov.active))
+    threads = blas_threads(n)
+    with blas_thread_limit(threads):
+        terms = _dense_ridge_terms(
+            cov,
+            lam,
+            Qhat,
+            Mhat,
+            Vhat,
+            details,
+            mean_response,
+            single,
+            paired=threads == 1 and n >= PAIR_THREADS_MIN_N,
+        )
+    return replace(terms, blas_threads=threads)
 
 
 def _dense_ridge_terms(
@@ -350,8 +387,10 @@ def _dense_ridge_terms(
     details: bool,
     mean_response: bool = False,
     single: bool = False,
+    paired: bool = False,
 ) -> DenseRidgeTerms:
-    """:func:`dense_ridge_terms` after its check, on the caller's BLAS threads."""
+    """:func:`dense_ridge_terms` after its check, on the caller's BLAS threads (its
+    independent LAPACK calls two at a time on two Python threads with ``paired``)."""
     K, L = Mhat.shape
     d = cov.dim
     act = cov.active
@@ -360,7 +399,7 @@ def _dense_ridge_terms(
     covs_w = covs.astype(dtype, copy=False)
     r = covs.shape[1]
     S, Z, tr_sc = _inverse_and_sandwich(
-        _kron_sum(Vhat, covs_w, lam), _kron_sum(Qhat, covs_w), single
+        _kron_sum(Vhat, covs_w, lam), _kron_sum(Qhat, covs_w), single, paired
     )
     m = Mhat.T @ cov.means  # (L, d): sum_k Mhat_k mu_k^T
     U = m / lam  # on the inactive axes S = I / lam exactly

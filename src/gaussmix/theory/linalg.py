@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import functools
+import os
 from contextlib import AbstractContextManager
 
 import numpy as np
 
-__all__ = ["sym_eigvals", "one_blas_thread"]
+__all__ = ["sym_eigvals", "one_blas_thread", "blas_threads", "blas_thread_limit"]
 
 
 @functools.cache
@@ -29,7 +30,53 @@ def one_blas_thread() -> AbstractContextManager:
     a loaded one, was measured 30x slower (Cholesky and inverse at d = 717: 3.6 s against
     0.12 s on the project's shared 2-core machine; BENCHMARKS.md).
     """
-    return _blas_pools().limit(limits=1, user_api="blas")
+    return blas_thread_limit(1)
+
+
+def blas_thread_limit(threads: int) -> AbstractContextManager:
+    """A context in which BLAS / LAPACK run on ``threads`` threads (restored on exit)."""
+    return _blas_pools().limit(limits=threads, user_api="blas")
+
+
+#: Matrix size ``n`` from which an ``O(n^3)`` LAPACK computation on an ``n x n`` matrix runs
+#: on two BLAS threads where the caller allows them (:func:`blas_threads`): a call of a
+#: second or more.  One evaluation of the dense ridge prior (K = 10, L = 9, Wishart
+#: covariances), best of three on the project's 2-core machine idle (2026-11-27), one BLAS
+#: thread (the independent calls paired on two Python threads from ``n = 1500``) against
+#: two: ``n = 1710`` 0.44 / 0.32 s (float32 0.23 / 0.21 s), ``n = 2997`` 2.28 / 1.44 s
+#: (1.35 / 1.14 s), ``n = 4500`` 7.8 / 5.1 s (3.7 / 2.5 s); at ``n = 6471`` (MNIST's
+#: pixels) 24.7 / 14.6 s (13.4 / 7.2 s).  Below, the gain is a fraction of a second, and
+#: on a loaded machine threads cost up to 30x (:func:`one_blas_thread`).
+BLAS_THREADS_MIN_N = 3000
+#: ... and at most this many (the machine the budgets are set on has two cores; more threads
+#: on sygst's and trtri's blocked loops gained little where they were measured).
+MAX_BLAS_THREADS = 2
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
+
+
+def blas_threads(n: int) -> int:
+    """The BLAS threads for ``O(n^3)`` LAPACK work on an ``n x n`` matrix: one below
+    :data:`BLAS_THREADS_MIN_N`, otherwise ``min(MAX_BLAS_THREADS, the caller's limit,
+    cores)``, the caller's limit being the current one of the process's BLAS pools
+    (threadpoolctl's: a sweep worker limited to one thread stays on one).
+
+    A threaded factorisation or product splits its sums differently from a serial one, so a
+    result computed this way is a deterministic function of its inputs *and of this number*:
+    the same bits on every run with the same count, within rounding (``~kappa eps``) of the
+    one-thread result otherwise.
+    """
+    if n < BLAS_THREADS_MIN_N:
+        return 1
+    pools = _blas_pools().select(user_api="blas").lib_controllers
+    allowed = min((int(pool.num_threads) for pool in pools), default=1)
+    return max(1, min(MAX_BLAS_THREADS, allowed, _cores()))
 
 
 def sym_eigvals(A: np.ndarray) -> np.ndarray:

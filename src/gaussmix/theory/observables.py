@@ -549,12 +549,14 @@ def _qmc_train_accuracy(
     done = 0
     for n_log2 in range(start, stop + 1):
         rule = SobolRQMC(L, n_log2, n_rep, seed)
-        for r, rep in enumerate(rule.replicates()):
-            xi = rep.nodes[done:]
-            omega = (M + b)[:, None, :] + xi @ S  # S symmetric
-            h = _prox_points(problem, omega, V, idx)
-            for c, (D, t) in enumerate(constraints):
-                hits[r, c] += np.count_nonzero(np.all(h[c] @ D.T < t, axis=-1))
+        # the new points of every replicate in one call (a node's proximal point does not
+        # depend on the others: the same points, on the kernel's threads)
+        xi = np.concatenate([rep.nodes[done:] for rep in rule.replicates()])
+        omega = (M + b)[:, None, :] + xi @ S  # S symmetric
+        h = _prox_points(problem, omega, V, idx)
+        for c, (D, t) in enumerate(constraints):
+            inside = np.all(h[c] @ D.T < t, axis=-1).reshape(n_rep, -1)
+            hits[:, c] += np.count_nonzero(inside, axis=1)
         done = 2**n_log2
         reps = hits / done
         err = float((reps @ rho).std(ddof=1) / np.sqrt(n_rep))
