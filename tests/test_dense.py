@@ -303,6 +303,31 @@ def test_small_dense_priors_stay_on_one_blas_thread(monkeypatch):
     assert seen == [1, two.blas_threads, 1]  # what ran in the LAPACK calls
 
 
+def test_the_command_lines_studies_keep_their_theorys_threads(monkeypatch):
+    """``gaussmix realdata`` and ``gaussmix data`` limit BLAS to one thread for their seeded
+    simulations, which run before or after the theory in the same process: their large
+    dense priors still run on ``min(2, the threads the process had, cores)``, as through
+    ``gm.solve``; the commands with --n-jobs workers (the plain context) keep one, and so
+    does any BLAS call outside the dense prior."""
+    from gaussmix.cli.helpers import one_blas_thread
+    from gaussmix.theory import linalg
+
+    cov, Qh, Mh, Vh = _threads_case()
+    monkeypatch.setattr(linalg, "BLAS_THREADS_MIN_N", 9 * int(cov.active.sum()))
+    seen = _threads_in_calls(monkeypatch)
+    with threadpool_limits(2, user_api="blas"):
+        with one_blas_thread(theory=True):
+            studies = dense_ridge_terms(cov, 0.15, Qh, Mh, Vh)
+            outside = linalg.pools_thread_limit()
+        with one_blas_thread():
+            plain = dense_ridge_terms(cov, 0.15, Qh, Mh, Vh)
+        with threadpool_limits(1, user_api="blas"), one_blas_thread(theory=True):
+            one_before = dense_ridge_terms(cov, 0.15, Qh, Mh, Vh)
+    assert studies.blas_threads == min(2, linalg._cores()) and outside == 1
+    assert plain.blas_threads == 1 and one_before.blas_threads == 1
+    assert seen == [studies.blas_threads, 1, 1]  # what ran in the LAPACK calls
+
+
 def test_threaded_dense_prior_is_one_thread_within_rounding_and_repeatable(monkeypatch):
     """On two BLAS threads (the threshold lowered to a small matrix) the prior is the one-
     thread evaluation within ``8 kappa eps`` relative (``kappa`` the condition number of

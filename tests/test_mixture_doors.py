@@ -30,8 +30,9 @@ NUMBERS = ("test_error", "train_error", "train_loss")
 @pytest.fixture(autouse=True)
 def _one_blas_thread():
     """ERM at d = 30 is many tiny BLAS calls: more threads only add contention.  (The dense
-    prior runs on one BLAS thread whatever the setting, so the theory's bits do not depend
-    on it: test_a_dense_point_is_the_same_number_whatever_the_blas_threads.)"""
+    prior runs on one BLAS thread whatever the setting below ``n = 3000``, every size here,
+    so the theory's bits do not depend on it:
+    test_a_dense_point_is_the_same_number_whatever_the_blas_threads.)"""
     with threadpool_limits(1):
         yield
 
@@ -123,8 +124,9 @@ def test_a_fitted_mixture_through_every_door(
 
 def test_a_dense_point_is_the_same_number_whatever_the_blas_threads(tmp_path: Path) -> None:
     """The dense prior's linear algebra runs on one BLAS thread whatever the caller's
-    setting: the same dense point through ``gm.solve`` and ``gaussmix point`` on two BLAS
-    threads, and through a sweep (whose workers run on one), to the bit.  At d = 100 the
+    setting below ``n = 3000`` (here ``n = 200``): the same dense point through
+    ``gm.solve`` and ``gaussmix point`` on two BLAS threads, and through a sweep (whose
+    workers run on one), to the bit.  At d = 100 the
     threaded matrix products (and, once, scipy's own threaded LAPACK, missed by the thread
     limit) moved the last bits of these numbers."""
     mix = fit_three_classes(100)

@@ -62,11 +62,25 @@ def parse_grid(name: str, spec: str, *, fact: str | None) -> np.ndarray:
 
 
 @contextlib.contextmanager
-def one_blas_thread() -> Iterator[None]:
+def one_blas_thread(theory: bool = False) -> Iterator[None]:
     """One BLAS thread per process (here and in joblib workers): parallelism comes from
-    --n-jobs, and the bits of a seeded simulation do not depend on it."""
+    --n-jobs, and the bits of a seeded simulation do not depend on it.
+
+    With ``theory``, for a command whose theory and simulations run one after the other in
+    this process alone (``realdata``, ``data``): the theory's large dense LAPACK work keeps
+    the threads the process had (at most two, from ``n = 3000``:
+    :func:`gaussmix.theory.linalg.blas_threads`), so that a ten-class curve at MNIST's size
+    costs what ``gm.learning_curve`` costs, with the same bits.
+    """
     from joblib import parallel_config
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(1), parallel_config(backend="loky", inner_max_num_threads=1):
+    from gaussmix.theory.linalg import granted_blas_threads, pools_thread_limit
+
+    granted = pools_thread_limit() if theory else 1
+    with (
+        threadpool_limits(1),
+        parallel_config(backend="loky", inner_max_num_threads=1),
+        granted_blas_threads(granted),
+    ):
         yield

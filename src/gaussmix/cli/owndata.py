@@ -131,7 +131,7 @@ def data_command(
         cluster_ids=cluster_ids,
         split=split,
     )
-    with one_blas_thread():
+    with one_blas_thread(theory=True):
         study = study_data(
             data,
             loss=loss,

@@ -124,7 +124,7 @@ def realdata_command(
     if gamma is not None and not gamma > 0:
         raise ValueError(f"--gamma must be > 0, got {gamma:g}")
     check_output_path("--out", out, kind="dir")
-    with one_blas_thread():
+    with one_blas_thread(theory=True):
         ds = load_dataset(dataset, task, data_dir=data_dir, download=download)
         fmap = None
         if features == "rf":

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
+from contextvars import ContextVar
 
 import numpy as np
 
-__all__ = ["sym_eigvals", "one_blas_thread", "blas_threads", "blas_thread_limit"]
+__all__ = [
+    "sym_eigvals",
+    "one_blas_thread",
+    "blas_threads",
+    "blas_thread_limit",
+    "granted_blas_threads",
+]
 
 
 @functools.cache
@@ -61,11 +70,41 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
+#: BLAS threads granted to :func:`blas_threads` by a caller that limits the process's pools
+#: for other work (:func:`granted_blas_threads`); None: the pools' own limit decides
+_GRANTED: ContextVar[int | None] = ContextVar("gaussmix_granted_blas_threads", default=None)
+
+
+@contextlib.contextmanager
+def granted_blas_threads(threads: int) -> Iterator[None]:
+    """A context in which :func:`blas_threads` may use up to ``threads`` BLAS threads for
+    large LAPACK work although the process's pools are limited to fewer.
+
+    For a caller that limits BLAS to one thread for work of its own that runs before or
+    after the theory, never beside it: the command line's real-data and own-data studies,
+    whose seeded simulations run on one thread so that their bits do not depend on the
+    machine, while their dense theory (MNIST's pixels: ``n = 6471``) would otherwise lose
+    its second core.  Not for a process whose other threads or workers compute meanwhile.
+    """
+    token = _GRANTED.set(max(1, int(threads)))
+    try:
+        yield
+    finally:
+        _GRANTED.reset(token)
+
+
+def pools_thread_limit() -> int:
+    """The current thread limit of the process's BLAS pools (the smallest, 1 if none)."""
+    pools = _blas_pools().select(user_api="blas").lib_controllers
+    return min((int(pool.num_threads) for pool in pools), default=1)
+
+
 def blas_threads(n: int) -> int:
     """The BLAS threads for ``O(n^3)`` LAPACK work on an ``n x n`` matrix: one below
     :data:`BLAS_THREADS_MIN_N`, otherwise ``min(MAX_BLAS_THREADS, the caller's limit,
     cores)``, the caller's limit being the current one of the process's BLAS pools
-    (threadpoolctl's: a sweep worker limited to one thread stays on one).
+    (threadpoolctl's: a sweep worker limited to one thread stays on one), or the threads
+    a caller granted (:func:`granted_blas_threads`).
 
     A threaded factorisation or product splits its sums differently from a serial one, so a
     result computed this way is a deterministic function of its inputs *and of this number*:
@@ -74,8 +113,8 @@ def blas_threads(n: int) -> int:
     """
     if n < BLAS_THREADS_MIN_N:
         return 1
-    pools = _blas_pools().select(user_api="blas").lib_controllers
-    allowed = min((int(pool.num_threads) for pool in pools), default=1)
+    granted = _GRANTED.get()
+    allowed = pools_thread_limit() if granted is None else granted
     return max(1, min(MAX_BLAS_THREADS, allowed, _cores()))
 
 
