@@ -61,7 +61,7 @@ resolution shows it honest).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 import numpy as np
 from numba import njit
@@ -123,12 +123,11 @@ MAX_TAU_PANELS = 2000
 #: along the same curve and points: at most 5.2e5 and 6.5e7)
 MAX_GRID_TAU_NODES = 4_000_000
 MAX_CONVOLUTION_WORK = 500_000_000
-#: convolution points times ``tau`` nodes from which an evaluation's nodes in ``tau`` are
-#: split between threads (:func:`~gaussmix.theory.channel.in_parts`; below it a thread
-#: costs more than it saves)
+#: convolution points times ``tau`` nodes from which a convolution's grid nodes are split
+#: between threads (:func:`~gaussmix.theory.channel.in_parts`), and convolution points from
+#: which the grid's set-up (their stencils and weights) is: below them a thread costs more
+#: than it saves (BENCHMARKS.md, "K = 5 on both cores")
 NORMALISER_THREADS_MIN_WORK = 100_000
-#: convolution points from which the grid's set-up (their stencils and weights) is split
-#: between threads
 GRID_THREADS_MIN_POINTS = 1500
 
 
@@ -177,7 +176,7 @@ def _gather(F, node, k, c, n, out):  # pragma: no cover - compiled
 
 @njit(cache=True, error_model="numpy", nogil=True)
 def _oplus_kernel(
-    X, Y, same, ptr, ku, cu, nu, kg, cg, ngn, w, n, terms_i, terms_j, pairs_o, pairs_t, nout
+    X, Y, same, ptr, ku, cu, nu, kg, cg, ngn, w, n, terms_i, terms_j, pairs_o, pairs_t, out, i0, i1
 ):  # pragma: no cover - compiled
     """The convolution points of :meth:`NormaliserGrid.oplus`: at each grid node ``i`` the
     sum over its points ``p`` of ``w_p (X(u_p) Y(g_p) + Y(u_p) X(g_p))`` for each output's
@@ -191,17 +190,21 @@ def _oplus_kernel(
     (``pairs_t[q]``), in the pairs' order: with equal operands the pairs ``(i, j)`` and
     ``(j, i)`` are one term (the same products, summed in the other order: the same
     number, as IEEE addition commutes), so the sums are those of one term a pair, bit for
-    bit."""
+    bit.
+
+    The grid nodes ``i0`` to ``i1`` (excluded), into those rows of ``out`` (nout, ng, nt):
+    each node's sums alone, so that consecutive ranges of nodes run on several threads
+    give the bits of one range."""
     nc, ng, nt = X.shape
     ncy = Y.shape[0]
-    out = np.zeros((nout, ng, nt))
+    nout = out.shape[0]
     Xu = np.empty((nc, nt))
     Xg = np.empty((nc, nt))
     Yu = np.empty((ncy, nt))
     Yg = np.empty((ncy, nt))
     term = np.empty((terms_i.size, nt))
     acc = np.empty((nout, nt))
-    for i in range(ptr.size - 1):
+    for i in range(i0, i1):
         acc[:] = 0.0
         for p in range(ptr[i], ptr[i + 1]):
             _gather(X, nu[p], ku[p], cu[p], n, Xu)
@@ -229,7 +232,6 @@ def _oplus_kernel(
         for o in range(nout):
             for t in range(nt):
                 out[o, i, t] = acc[o, t]
-    return out
 
 
 #: the components carried by the convolution chain: density ``f`` and its products with
@@ -354,9 +356,9 @@ class NormaliserGrid:
         onehot = (np.count_nonzero(c, axis=1) == 1) & (c.max(axis=1) == 1.0)
         return np.where(onehot, node, -1).astype(np.int64)
 
-    def interp_at(self, F: np.ndarray, k: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """Grid functions ``F`` (..., ngrid, nt) at the points of the stencil ``(k, c)``
-        (:meth:`stencil`): (..., npts, nt)."""
+    def interp(self, F: np.ndarray, pts: np.ndarray) -> np.ndarray:
+        """Grid functions ``F`` (..., ngrid, nt) at ``pts``: (..., npts, nt)."""
+        k, c = self.stencil(pts)
         idx = k[:, None] * self.n + np.arange(self.n)[None, :]
         return np.einsum("pj,...pjt->...pt", c, F[..., idx, :])
 
@@ -419,11 +421,23 @@ class NormaliserGrid:
         their atoms (6, nt) at zero): the continuous part and the atom of the sum."""
         same = X is Y
         X = np.ascontiguousarray(X)
-        out = _oplus_kernel(
-            X, X if same else np.ascontiguousarray(Y), same, self.ptr, self.ku, self.cu,
-            self.nu, self.kg, self.cg, self.ngn, self.w, self.n, *_KERNEL_TERMS[same][:2],
-            _PAIRS_O, _KERNEL_TERMS[same][2], len(_PAIRS),
-        )  # fmt: skip
+        Y = X if same else np.ascontiguousarray(Y)
+        out = np.zeros((len(_PAIRS), *X.shape[1:]))
+        ptr = self.ptr
+
+        def run(pts: slice) -> None:
+            # the grid nodes whose points begin in pts (the last part: to the grid's end)
+            i0, i1 = np.searchsorted(ptr, [pts.start, pts.stop], side="left")
+            i1 = ptr.size - 1 if pts.stop == ptr[-1] else i1
+            _oplus_kernel(
+                X, Y, same, ptr, self.ku, self.cu, self.nu, self.kg, self.cg, self.ngn,
+                self.w, self.n, *_KERNEL_TERMS[same][:2], _PAIRS_O, _KERNEL_TERMS[same][2],
+                out, i0, i1,
+            )  # fmt: skip
+
+        # each grid node's sum alone, its rows of out: in parts of about equal points on
+        # the process's cores (the same bits as one part)
+        in_parts(int(ptr[-1]), X.shape[2], run, NORMALISER_THREADS_MIN_WORK)
         atoms = np.zeros((len(_PAIRS), X.shape[2]))
         for o, i, j in zip(_PAIRS_O, _PAIRS_I, _PAIRS_J, strict=True):
             out[o] += AX[i] * Y[j] + AY[j] * X[i]
@@ -501,6 +515,15 @@ def normaliser_integrals(
             f"{MAX_GRID_TAU_NODES:.0e} grid and {MAX_CONVOLUTION_WORK:.0e} convolution "
             "points times nodes in tau): a state far from any fixed point"
         )
+    # one competitor: [f, f phi', f p^2, f p^2 phi', f p g, f p g phi'] on the grid
+    f1 = _gauss(z[:, None] + tau[None, :] - mb, s)
+    ph = grid.phz[:, None] / v
+    dph = (grid.phz / (1.0 + grid.phz))[:, None]  # phi'(z)
+    gj = (z[:, None] + tau[None, :] - mb) / s
+    base = np.stack([f1, dph * f1, ph**2 * f1, ph**2 * dph * f1, ph * gj * f1, ph * gj * dph * f1])
+    A1 = np.zeros((6, tau.size))
+    A1[0] = ndtr((grid.zcut + tau - mb) / s)  # the atom: a competitor below the cut
+    F, AF = _sum_of_terms(grid, K - 1, base, A1)
     # the own class closes phi(x_0) + Y = v: the half where it is the smaller term
     # (x_0 <= psi(v / 2), Y at psi(v - phi(x_0))) and the half where the competitors are
     # (Y's z = u <= psi(v / 2), x_0 = psi(v - phi(u))); then the atom Y = 0 (x_0 = v)
@@ -512,89 +535,35 @@ def normaliser_integrals(
         [((a + b) / 2 + (b - a) / 2 * grid.gl[0]) for a, b in zip(ext[:-1], ext[1:])] + [u1]
     )
     w0 = np.concatenate([(b - a) / 2 * grid.gl[1] for a, b in zip(ext[:-1], ext[1:])] + [w1])
+    u2, w2 = u1, w1
+    halves = []
     with np.errstate(divide="ignore"):  # (a competitor sum of exactly 0 lies off the grid)
         z1 = grid.psi(v - grid.phi(x0))
-        x2 = grid.psi(v - grid.phi(u1))
+        x2 = grid.psi(v - grid.phi(u2))
         # (x_0, Y's z, weights, the dependent one of the two: the constraint's Jacobian)
-        halves = [
-            _own_half(grid, xo, zy, wq, dv, dep)
-            for xo, zy, wq, dep in ((x0, z1, w0, z1), (x2, u1, w1, x2))
-        ]
-
-    def part(cols: slice) -> list[np.ndarray]:
-        return _tau_integrands(grid, K, s, v, mb, mu0, tau[cols], halves, dv)
-
-    # each node in tau alone, in parts on the process's cores (the same bits as one part)
-    parts = in_parts(tau.size, grid.w.size, part, NORMALISER_THREADS_MIN_WORK)
+        for xo, zy, wq, dep in ((x0, z1, w0, z1), (x2, u2, w2, x2)):
+            Fm = grid.interp(F, zy)  # (6, nx, nt)
+            kern = (wq * dv / grid.dphi(dep))[:, None] * _gauss(
+                xo[:, None] + tau[None, :] - mu0, s
+            )
+            p0 = grid.phi(xo) / v
+            d0 = grid.dphi(xo)[:, None]
+            g0 = (xo[:, None] + tau[None, :] - mu0) / s
+            own = d0 * Fm[0] + Fm[1]
+            weights = (np.ones_like(xo), p0, p0**2, p0 * v - xo)  # 1, p_0, p_0^2, -log p_0
+            own_terms = [(kern * (a[:, None] * own)).sum(0) for a in weights]
+            own_terms.append((kern * (p0[:, None] * g0 * own)).sum(0))
+            own_terms.append((kern * (d0 * Fm[2] + Fm[3])).sum(0))  # sum_j p_j^2
+            own_terms.append((kern * (d0 * Fm[4] + Fm[5])).sum(0))  # sum_j p_j g_j
+            halves.append(own_terms)
+    na = _gauss(v + tau - mu0, s) * AF[0] * dv
+    atom = [na, na, na, 0.0 * tau, na * (v + tau - mu0) / s, 0.0 * tau, 0.0 * tau]
     jac = 1.0 / v + 1.0  # dt / d(psi(v)) along the constraint
     names = ("one", "p0", "p0sq", "loss", "p0g0", "sum_pj2", "sum_pjgj")
     return {
-        k: float(jac * wtau @ np.concatenate(t)) for k, t in zip(names, zip(*parts), strict=True)
+        k: float(jac * wtau @ (a + b + c))
+        for k, a, b, c in zip(names, halves[0], halves[1], atom, strict=True)
     }
-
-
-class _OwnHalf(NamedTuple):
-    """One half of the own class's closing integral, its parts that do not depend on
-    ``tau``: the own coordinates ``xo``, the stencil ``(k, c)`` of the competitors' sum's
-    ``z`` on the grid, the weights times the constraint's Jacobian ``wj``, and ``phi / v``,
-    ``phi'`` at ``xo``."""
-
-    xo: np.ndarray
-    k: np.ndarray
-    c: np.ndarray
-    wj: np.ndarray
-    p0: np.ndarray
-    d0: np.ndarray
-
-
-def _own_half(grid: NormaliserGrid, xo, zy, wq, dv: float, dep) -> _OwnHalf:
-    """:class:`_OwnHalf` at the own coordinates ``xo`` and the sum's ``zy`` (weights
-    ``wq``, ``dep`` the dependent one of the two: the constraint's Jacobian)."""
-    return _OwnHalf(
-        xo, *grid.stencil(zy), wq * dv / grid.dphi(dep), grid.phi(xo) / grid.v,
-        grid.dphi(xo)[:, None],
-    )  # fmt: skip
-
-
-def _tau_integrands(
-    grid: NormaliserGrid,
-    K: int,
-    s: float,
-    v: float,
-    mb: float,
-    mu0: float,
-    tau: np.ndarray,
-    halves: list[_OwnHalf],
-    dv: float,
-) -> list[np.ndarray]:
-    """The seven integrands of :func:`normaliser_integrals` at the nodes ``tau`` (each
-    node's alone: its competitors' sum and both halves of the own class and the atom)."""
-    z = grid.z
-    # one competitor: [f, f phi', f p^2, f p^2 phi', f p g, f p g phi'] on the grid
-    f1 = _gauss(z[:, None] + tau[None, :] - mb, s)
-    ph = grid.phz[:, None] / v
-    dph = (grid.phz / (1.0 + grid.phz))[:, None]  # phi'(z)
-    gj = (z[:, None] + tau[None, :] - mb) / s
-    base = np.stack([f1, dph * f1, ph**2 * f1, ph**2 * dph * f1, ph * gj * f1, ph * gj * dph * f1])
-    A1 = np.zeros((6, tau.size))
-    A1[0] = ndtr((grid.zcut + tau - mb) / s)  # the atom: a competitor below the cut
-    F, AF = _sum_of_terms(grid, K - 1, base, A1)
-    total = None
-    for h in halves:
-        Fm = grid.interp_at(F, h.k, h.c)  # (6, nx, nt)
-        kern = h.wj[:, None] * _gauss(h.xo[:, None] + tau[None, :] - mu0, s)
-        p0, d0 = h.p0, h.d0
-        g0 = (h.xo[:, None] + tau[None, :] - mu0) / s
-        own = d0 * Fm[0] + Fm[1]
-        weights = (np.ones_like(h.xo), p0, p0**2, p0 * v - h.xo)  # 1, p_0, p_0^2, -log p_0
-        terms = [(kern * (a[:, None] * own)).sum(0) for a in weights]
-        terms.append((kern * (p0[:, None] * g0 * own)).sum(0))
-        terms.append((kern * (d0 * Fm[2] + Fm[3])).sum(0))  # sum_j p_j^2
-        terms.append((kern * (d0 * Fm[4] + Fm[5])).sum(0))  # sum_j p_j g_j
-        total = terms if total is None else [a + b for a, b in zip(total, terms, strict=True)]
-    na = _gauss(v + tau - mu0, s) * AF[0] * dv
-    atom = [na, na, na, 0.0 * tau, na * (v + tau - mu0) / s, 0.0 * tau, 0.0 * tau]
-    return [a + b for a, b in zip(total, atom, strict=True)]
 
 
 def _sum_of_terms(
