@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, fields
 from typing import TypeVar
 
@@ -512,16 +512,18 @@ class _Parts:
     local = threading.local()
 
     @classmethod
-    def get(cls, n: int) -> ThreadPoolExecutor:
+    def submit(cls, n: int, run: Callable[[slice], T], parts: list[slice]) -> list[Future[T]]:
+        """``run`` on each of ``parts`` on the pool, grown to ``n`` threads if smaller (under
+        the lock: a pool being replaced takes no new work)."""
         with cls.lock:
             if cls.pool is None or cls.size < n:
                 if cls.pool is not None:
-                    cls.pool.shutdown(wait=False)
+                    cls.pool.shutdown(wait=False)  # (its queued parts still run)
                 cls.pool = ThreadPoolExecutor(
                     max_workers=n, thread_name_prefix="gaussmix-parts", initializer=cls.mark
                 )
                 cls.size = n
-            return cls.pool
+            return [cls.pool.submit(run, s) for s in parts]
 
     @classmethod
     def mark(cls) -> None:
@@ -555,7 +557,7 @@ def in_parts(
         return [run(slice(0, n_rows))]
     edges = np.linspace(0, n_rows, n + 1).round().astype(int)
     parts = [slice(lo, hi) for lo, hi in zip(edges[:-1], edges[1:])]
-    others = [_Parts.get(n - 1).submit(run, s) for s in parts[1:]]
+    others = _Parts.submit(n - 1, run, parts[1:])
     try:
         first = run(parts[0])
     finally:  # (no part still running once this returns or raises)
