@@ -371,3 +371,8 @@ def test_in_parts_reuses_one_pool_and_a_part_does_not_split_again(monkeypatch):
         for _, ident, inner in done[1:]:
             assert inner == [(slice(0, 4), ident)]  # in a worker: one part, its own thread
     assert len(workers - {threading.get_ident()}) <= 2  # one pool of two workers
+    # the caller's numpy error state holds in every part (the iteration silences overflow
+    # of trial states far from the fixed point; a worker must not warn for them)
+    with np.errstate(divide="ignore", over="raise"):
+        states = channel.in_parts(7, 1, lambda rows: np.geterr())
+    assert [(e["divide"], e["over"]) for e in states] == [("ignore", "raise")] * 3

@@ -19,6 +19,7 @@ caller, with a compiled kernel where :data:`COMPILED_KERNELS` has one for the lo
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 from collections.abc import Callable
@@ -523,7 +524,9 @@ class _Parts:
                     max_workers=n, thread_name_prefix="gaussmix-parts", initializer=cls.mark
                 )
                 cls.size = n
-            return [cls.pool.submit(run, s) for s in parts]
+            # each part in a copy of the caller's context: numpy's error state (the
+            # iteration's np.errstate) holds in the workers as in the calling thread
+            return [cls.pool.submit(contextvars.copy_context().run, run, s) for s in parts]
 
     @classmethod
     def mark(cls) -> None:
