@@ -130,15 +130,16 @@ def test_the_doubled_sum_of_the_competitors_is_the_chain_of_convolutions(monkeyp
 
 
 def test_the_integrals_in_parts_are_the_bits_of_one_part(monkeypatch):
-    """The grid's convolution points set up and each convolution's grid nodes computed in
-    parts on several threads (:func:`gaussmix.theory.channel.in_parts`: three here, parts
-    of different sizes) give every integral of the one part to the bit at K = 4, 5 and 6
-    (each point's stencil and each node's sum over its points alone)."""
+    """The grid's convolution points set up, each convolution's grid nodes and the own
+    class's two halves computed in parts on several threads
+    (:func:`gaussmix.theory.channel.in_parts`: three here, parts of different sizes) give
+    every integral of the one part to the bit at K = 4, 5 and 6 (each point's stencil, each
+    node's sum over its points and each half alone)."""
     from gaussmix.theory import channel
 
     monkeypatch.setattr(channel.os, "sched_getaffinity", lambda pid: set(range(3)), raising=False)
     monkeypatch.setattr(channel.numba_config, "NUMBA_NUM_THREADS", 3)
-    split: list[int] = []  # the parts of each call: the grid's points, its 2 or 3 convolutions
+    split: list[int] = []  # the parts of: the grid's points, 2 or 3 convolutions, halves
     in_parts = normaliser.in_parts
 
     def spy(*args):
@@ -154,15 +155,17 @@ def test_the_integrals_in_parts_are_the_bits_of_one_part(monkeypatch):
         with monkeypatch.context() as m:
             m.setattr(normaliser, "NORMALISER_THREADS_MIN_WORK", 10**15)
             m.setattr(normaliser, "GRID_THREADS_MIN_POINTS", 10**15)
+            m.setattr(normaliser, "HALVES_THREADS_MIN_WORK", 10**15)
             split.clear()
             one = normaliser_integrals(*args, order=8)
-            assert split == [1] * (3 + (K == 6))
+            assert split == [1] * (4 + (K == 6))
         with monkeypatch.context() as m:
             m.setattr(normaliser, "NORMALISER_THREADS_MIN_WORK", 1)
             m.setattr(normaliser, "GRID_THREADS_MIN_POINTS", 1)
+            m.setattr(normaliser, "HALVES_THREADS_MIN_WORK", 1)
             split.clear()
             parts = normaliser_integrals(*args, order=8)
-            assert split == [3] * (3 + (K == 6))
+            assert split == [3] * (3 + (K == 6)) + [2]  # two halves
         assert one == parts, (K, key)
 
 

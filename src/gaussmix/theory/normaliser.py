@@ -129,6 +129,9 @@ MAX_CONVOLUTION_WORK = 500_000_000
 #: than it saves (BENCHMARKS.md, "K = 5 on both cores")
 NORMALISER_THREADS_MIN_WORK = 100_000
 GRID_THREADS_MIN_POINTS = 1500
+#: the own class's nodes times ``tau`` nodes from which its two halves run on two threads
+#: (every measured evaluation has about 1e4: K = 5, alpha = 3, 8 nodes 48-60 -> 40 ms)
+HALVES_THREADS_MIN_WORK = 5_000
 
 
 def normaliser_serves(problem) -> bool:
@@ -536,26 +539,36 @@ def normaliser_integrals(
     )
     w0 = np.concatenate([(b - a) / 2 * grid.gl[1] for a, b in zip(ext[:-1], ext[1:])] + [w1])
     u2, w2 = u1, w1
-    halves = []
     with np.errstate(divide="ignore"):  # (a competitor sum of exactly 0 lies off the grid)
         z1 = grid.psi(v - grid.phi(x0))
         x2 = grid.psi(v - grid.phi(u2))
-        # (x_0, Y's z, weights, the dependent one of the two: the constraint's Jacobian)
-        for xo, zy, wq, dep in ((x0, z1, w0, z1), (x2, u2, w2, x2)):
-            Fm = grid.interp(F, zy)  # (6, nx, nt)
-            kern = (wq * dv / grid.dphi(dep))[:, None] * _gauss(
-                xo[:, None] + tau[None, :] - mu0, s
-            )
-            p0 = grid.phi(xo) / v
-            d0 = grid.dphi(xo)[:, None]
-            g0 = (xo[:, None] + tau[None, :] - mu0) / s
-            own = d0 * Fm[0] + Fm[1]
-            weights = (np.ones_like(xo), p0, p0**2, p0 * v - xo)  # 1, p_0, p_0^2, -log p_0
-            own_terms = [(kern * (a[:, None] * own)).sum(0) for a in weights]
-            own_terms.append((kern * (p0[:, None] * g0 * own)).sum(0))
-            own_terms.append((kern * (d0 * Fm[2] + Fm[3])).sum(0))  # sum_j p_j^2
-            own_terms.append((kern * (d0 * Fm[4] + Fm[5])).sum(0))  # sum_j p_j g_j
-            halves.append(own_terms)
+    # (x_0, Y's z, weights, the dependent one of the two: the constraint's Jacobian)
+    sides = ((x0, z1, w0, z1), (x2, u2, w2, x2))
+
+    def own_class(which: slice) -> list[list[np.ndarray]]:
+        """The seven integrands of the halves ``sides[which]``, each half alone."""
+        out = []
+        with np.errstate(divide="ignore"):
+            for xo, zy, wq, dep in sides[which]:
+                Fm = grid.interp(F, zy)  # (6, nx, nt)
+                kern = (wq * dv / grid.dphi(dep))[:, None] * _gauss(
+                    xo[:, None] + tau[None, :] - mu0, s
+                )
+                p0 = grid.phi(xo) / v
+                d0 = grid.dphi(xo)[:, None]
+                g0 = (xo[:, None] + tau[None, :] - mu0) / s
+                own = d0 * Fm[0] + Fm[1]
+                weights = (np.ones_like(xo), p0, p0**2, p0 * v - xo)  # 1, p_0, p_0^2, -log p_0
+                own_terms = [(kern * (a[:, None] * own)).sum(0) for a in weights]
+                own_terms.append((kern * (p0[:, None] * g0 * own)).sum(0))
+                own_terms.append((kern * (d0 * Fm[2] + Fm[3])).sum(0))  # sum_j p_j^2
+                own_terms.append((kern * (d0 * Fm[4] + Fm[5])).sum(0))  # sum_j p_j g_j
+                out.append(own_terms)
+        return out
+
+    # the two halves at once on the process's cores (each its own)
+    parts = in_parts(2, x0.size * tau.size, own_class, HALVES_THREADS_MIN_WORK)
+    halves = [h for part in parts for h in part]
     na = _gauss(v + tau - mu0, s) * AF[0] * dv
     atom = [na, na, na, 0.0 * tau, na * (v + tau - mu0) / s, 0.0 * tau, 0.0 * tau]
     jac = 1.0 / v + 1.0  # dt / d(psi(v)) along the constraint
