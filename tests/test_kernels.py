@@ -341,3 +341,38 @@ def test_kernel_threads_keep_to_numbas_thread_count(monkeypatch):
     assert channel.kernel_threads(10, 100) == 1
     monkeypatch.setattr(channel.numba_config, "NUMBA_NUM_THREADS", 2)
     assert channel.kernel_threads(10, 100) == 2
+
+
+def test_in_parts_reuses_one_pool_and_a_part_does_not_split_again(monkeypatch):
+    """:func:`gaussmix.theory.channel.in_parts` runs its other parts on the process's one
+    pool (the same worker threads call after call, not a pool a call), the first part on
+    the calling thread, the parts in order; a part that splits again runs on its own
+    thread (a worker waiting for the pool could wait for itself)."""
+    import threading
+
+    from gaussmix.theory import channel
+
+    monkeypatch.setattr(channel.os, "sched_getaffinity", lambda pid: set(range(3)), raising=False)
+    monkeypatch.setattr(channel.numba_config, "NUMBA_NUM_THREADS", 3)
+    monkeypatch.setattr(channel, "KERNEL_THREADS_MIN_WORK", 1)
+    workers: set[int] = set()
+
+    def run(rows: slice) -> tuple[slice, int, list]:
+        workers.add(threading.get_ident())
+        inner = channel.in_parts(4, 1, lambda r: (r, threading.get_ident()))
+        return rows, threading.get_ident(), inner
+
+    for _ in range(5):
+        done = channel.in_parts(7, 1, run)
+        assert [d[0] for d in done] == [slice(0, 2), slice(2, 5), slice(5, 7)]
+        assert done[0][1] == threading.get_ident()
+        # on the calling thread a part splits again (its other parts queue on the pool)
+        assert [r for r, _ in done[0][2]] == [slice(0, 1), slice(1, 3), slice(3, 4)]
+        for _, ident, inner in done[1:]:
+            assert inner == [(slice(0, 4), ident)]  # in a worker: one part, its own thread
+    assert len(workers - {threading.get_ident()}) <= 2  # one pool of two workers
+    # the caller's numpy error state holds in every part (the iteration silences overflow
+    # of trial states far from the fixed point; a worker must not warn for them)
+    with np.errstate(divide="ignore", over="raise"):
+        states = channel.in_parts(7, 1, lambda rows: np.geterr())
+    assert [(e["divide"], e["over"]) for e in states] == [("ignore", "raise")] * 3

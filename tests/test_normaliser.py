@@ -129,6 +129,46 @@ def test_the_doubled_sum_of_the_competitors_is_the_chain_of_convolutions(monkeyp
             assert abs(d - b) <= abs(b - a) + 1e-14, (K, k, d - b, b - a)
 
 
+def test_the_integrals_in_parts_are_the_bits_of_one_part(monkeypatch):
+    """The grid's convolution points set up, each convolution's grid nodes and the own
+    class's two halves computed in parts on several threads
+    (:func:`gaussmix.theory.channel.in_parts`: three here, parts of different sizes) give
+    every integral of the one part to the bit at K = 4, 5 and 6 (each point's stencil, each
+    node's sum over its points and each half alone)."""
+    from gaussmix.theory import channel
+
+    monkeypatch.setattr(channel.os, "sched_getaffinity", lambda pid: set(range(3)), raising=False)
+    monkeypatch.setattr(channel.numba_config, "NUMBA_NUM_THREADS", 3)
+    split: list[int] = []  # the parts of: the grid's points, 2 or 3 convolutions, halves
+    in_parts = normaliser.in_parts
+
+    def spy(*args):
+        done = in_parts(*args)
+        split.append(len(done))
+        return done
+
+    monkeypatch.setattr(normaliser, "in_parts", spy)
+    # (K = 6 at the K = 5 state: the integrals of any state, three convolutions)
+    for K, key in ((4, (4, 3.0)), (4, (4, 4.5)), (5, (5, 3.0)), (6, (5, 3.0))):
+        q, v, ma, mb = STATES[key]
+        args = (K, np.sqrt(q), v, ma, mb)
+        with monkeypatch.context() as m:
+            m.setattr(normaliser, "NORMALISER_THREADS_MIN_WORK", 10**15)
+            m.setattr(normaliser, "GRID_THREADS_MIN_POINTS", 10**15)
+            m.setattr(normaliser, "HALVES_THREADS_MIN_WORK", 10**15)
+            split.clear()
+            one = normaliser_integrals(*args, order=8)
+            assert split == [1] * (4 + (K == 6))
+        with monkeypatch.context() as m:
+            m.setattr(normaliser, "NORMALISER_THREADS_MIN_WORK", 1)
+            m.setattr(normaliser, "GRID_THREADS_MIN_POINTS", 1)
+            m.setattr(normaliser, "HALVES_THREADS_MIN_WORK", 1)
+            split.clear()
+            parts = normaliser_integrals(*args, order=8)
+            assert split == [3] * (3 + (K == 6)) + [2]  # two halves
+        assert one == parts, (K, key)
+
+
 def test_moments_agree_with_randomised_qmc_at_k5():
     """At the K = 5, alpha = 3 state each moment is within four standard errors of seeded
     randomised QMC (8 x 2**13 scrambled Sobol' points on cluster 0's prox, the spread across

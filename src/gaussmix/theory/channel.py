@@ -19,9 +19,11 @@ caller, with a compiled kernel where :data:`COMPILED_KERNELS` has one for the lo
 
 from __future__ import annotations
 
+import contextvars
 import os
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, fields
 from typing import TypeVar
 
@@ -485,31 +487,85 @@ def _compiled(
 KERNEL_THREADS_MIN_WORK = 50_000
 
 
-def kernel_threads(n_rows: int, n_nodes: int) -> int:
+def kernel_threads(n_rows: int, n_nodes: int, min_work: int | None = None) -> int:
     """The threads a compiled kernel runs ``n_rows`` clusters of ``n_nodes`` nodes on: one
     for each core the process may use, at most numba's thread count (``NUMBA_NUM_THREADS``,
     which joblib's workers set to their share of the cores, so that a sweep's processes do
-    not oversubscribe them), one per cluster and one per :data:`KERNEL_THREADS_MIN_WORK`
-    nodes of work."""
+    not oversubscribe them), one per cluster and one per ``min_work`` (by default
+    :data:`KERNEL_THREADS_MIN_WORK`) nodes of work."""
+    if min_work is None:
+        min_work = KERNEL_THREADS_MIN_WORK
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     cap = min(cores or 1, numba_config.NUMBA_NUM_THREADS)
-    return max(1, min(cap, n_rows, n_rows * n_nodes // KERNEL_THREADS_MIN_WORK))
+    return max(1, min(cap, n_rows, n_rows * n_nodes // min_work))
 
 
-def in_parts(n_rows: int, n_nodes: int, run: Callable[[slice], T]) -> list[T]:
+class _Parts:
+    """The process's pool of threads for :func:`in_parts`, made once (a pool a call cost
+    0.1 ms, and the normaliser rule splits each of the thousands of evaluations of a curve),
+    grown to the most threads asked for, forgotten in a forked child (whose copy has no
+    threads); a part that splits again runs its parts on its own thread (a worker waiting
+    for the pool's other workers could wait for itself)."""
+
+    lock = threading.Lock()
+    pool: ThreadPoolExecutor | None = None
+    size = 0
+    local = threading.local()
+
+    @classmethod
+    def submit(cls, n: int, run: Callable[[slice], T], parts: list[slice]) -> list[Future[T]]:
+        """``run`` on each of ``parts`` on the pool, grown to ``n`` threads if smaller (under
+        the lock: a pool being replaced takes no new work)."""
+        with cls.lock:
+            if cls.pool is None or cls.size < n:
+                if cls.pool is not None:
+                    cls.pool.shutdown(wait=False)  # (its queued parts still run)
+                cls.pool = ThreadPoolExecutor(
+                    max_workers=n, thread_name_prefix="gaussmix-parts", initializer=cls.mark
+                )
+                cls.size = n
+            # each part in a copy of the caller's context: numpy's error state (the
+            # iteration's np.errstate) holds in the workers as in the calling thread
+            return [cls.pool.submit(contextvars.copy_context().run, run, s) for s in parts]
+
+    @classmethod
+    def mark(cls) -> None:
+        cls.local.worker = True
+
+    @classmethod
+    def in_worker(cls) -> bool:
+        return getattr(cls.local, "worker", False)
+
+    @classmethod
+    def forget(cls) -> None:
+        cls.lock = threading.Lock()
+        cls.pool, cls.size = None, 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_Parts.forget)
+
+
+def in_parts(
+    n_rows: int, n_nodes: int, run: Callable[[slice], T], min_work: int | None = None
+) -> list[T]:
     """``run(rows)`` on consecutive parts of ``n_rows`` clusters (of ``n_nodes`` quadrature
     nodes each) that together cover them, in order: the parts on
-    :func:`kernel_threads` threads (for compiled kernels, which release the GIL), or
-    ``[run(slice(0, n_rows))]`` on this one.  A kernel that sums each cluster over its own
-    nodes gives the same bits in parts as in one call."""
-    n = kernel_threads(n_rows, n_nodes)
+    :func:`kernel_threads` threads (``min_work`` its work per thread; for compiled kernels,
+    which release the GIL: the first part on this thread, the others on the process's
+    persistent pool), or ``[run(slice(0, n_rows))]`` on this one.  A kernel that sums each
+    cluster over its own nodes gives the same bits in parts as in one call."""
+    n = 1 if _Parts.in_worker() else kernel_threads(n_rows, n_nodes, min_work)
     if n == 1:
         return [run(slice(0, n_rows))]
     edges = np.linspace(0, n_rows, n + 1).round().astype(int)
     parts = [slice(lo, hi) for lo, hi in zip(edges[:-1], edges[1:])]
-    with ThreadPoolExecutor(max_workers=n - 1) as pool:
-        others = [pool.submit(run, s) for s in parts[1:]]
-        return [run(parts[0])] + [f.result() for f in others]
+    others = _Parts.submit(n - 1, run, parts[1:])
+    try:
+        first = run(parts[0])
+    finally:  # (no part still running once this returns or raises)
+        wait(others)
+    return [first] + [f.result() for f in others]
 
 
 def _quadrature_moments(

@@ -70,7 +70,7 @@ from scipy.special import lambertw, ndtr
 
 from gaussmix.core.validation import check_int
 
-from .channel import ChannelMoments
+from .channel import ChannelMoments, in_parts
 from .losses import CrossEntropyLoss
 from .quadrature import MAX_QUADRATURE_NODES, QuadratureRule
 
@@ -123,6 +123,15 @@ MAX_TAU_PANELS = 2000
 #: along the same curve and points: at most 5.2e5 and 6.5e7)
 MAX_GRID_TAU_NODES = 4_000_000
 MAX_CONVOLUTION_WORK = 500_000_000
+#: convolution points times ``tau`` nodes from which a convolution's grid nodes are split
+#: between threads (:func:`~gaussmix.theory.channel.in_parts`), and convolution points from
+#: which the grid's set-up (their stencils and weights) is: below them a thread costs more
+#: than it saves (BENCHMARKS.md, "K = 5 on both cores")
+NORMALISER_THREADS_MIN_WORK = 100_000
+GRID_THREADS_MIN_POINTS = 1500
+#: the own class's nodes times ``tau`` nodes from which its two halves run on two threads
+#: (every measured evaluation has about 1e4: K = 5, alpha = 3, 8 nodes 48-60 -> 40 ms)
+HALVES_THREADS_MIN_WORK = 5_000
 
 
 def normaliser_serves(problem) -> bool:
@@ -170,7 +179,7 @@ def _gather(F, node, k, c, n, out):  # pragma: no cover - compiled
 
 @njit(cache=True, error_model="numpy", nogil=True)
 def _oplus_kernel(
-    X, Y, same, ptr, ku, cu, nu, kg, cg, ngn, w, n, terms_i, terms_j, pairs_o, pairs_t, nout
+    X, Y, same, ptr, ku, cu, nu, kg, cg, ngn, w, n, terms_i, terms_j, pairs_o, pairs_t, out, i0, i1
 ):  # pragma: no cover - compiled
     """The convolution points of :meth:`NormaliserGrid.oplus`: at each grid node ``i`` the
     sum over its points ``p`` of ``w_p (X(u_p) Y(g_p) + Y(u_p) X(g_p))`` for each output's
@@ -184,17 +193,21 @@ def _oplus_kernel(
     (``pairs_t[q]``), in the pairs' order: with equal operands the pairs ``(i, j)`` and
     ``(j, i)`` are one term (the same products, summed in the other order: the same
     number, as IEEE addition commutes), so the sums are those of one term a pair, bit for
-    bit."""
+    bit.
+
+    The grid nodes ``i0`` to ``i1`` (excluded), into those rows of ``out`` (nout, ng, nt):
+    each node's sums alone, so that consecutive ranges of nodes run on several threads
+    give the bits of one range."""
     nc, ng, nt = X.shape
     ncy = Y.shape[0]
-    out = np.zeros((nout, ng, nt))
+    nout = out.shape[0]
     Xu = np.empty((nc, nt))
     Xg = np.empty((nc, nt))
     Yu = np.empty((ncy, nt))
     Yg = np.empty((ncy, nt))
     term = np.empty((terms_i.size, nt))
     acc = np.empty((nout, nt))
-    for i in range(ptr.size - 1):
+    for i in range(i0, i1):
         acc[:] = 0.0
         for p in range(ptr[i], ptr[i + 1]):
             _gather(X, nu[p], ku[p], cu[p], n, Xu)
@@ -222,7 +235,6 @@ def _oplus_kernel(
         for o in range(nout):
             for t in range(nt):
                 out[o, i, t] = acc[o, t]
-    return out
 
 
 #: the components carried by the convolution chain: density ``f`` and its products with
@@ -383,16 +395,27 @@ class NormaliserGrid:
         # phi at u: the grid's own values on whole panels (the same points, bit for bit:
         # most of them), Lambert's function on the clipped ones
         whole = np.repeat(e[k + 1] <= uh[pan_node], self.n)
-        phu = np.empty(u.size)
-        phu[whole] = self.phz[(k[:, None] * self.n + np.arange(self.n)).ravel()[whole]]
-        phu[~whole] = self.phi(u[~whole])
-        g = self.psi(self.phz[tgt] - phu)
-        W = self.phz[tgt]
-        self.w = w * (W / (1.0 + W)) / self.dphi(g)
+        own = (k[:, None] * self.n + np.arange(self.n)).ravel()
+
+        def points(p: slice) -> tuple[np.ndarray, ...]:
+            """Each point alone: its weight, stencils and grid nodes."""
+            phu = np.empty(u[p].size)
+            whole_p = whole[p]
+            phu[whole_p] = self.phz[own[p][whole_p]]
+            phu[~whole_p] = self.phi(u[p][~whole_p])
+            W = self.phz[tgt[p]]
+            g = self.psi(W - phu)
+            ku, cu = self.stencil(u[p])
+            kg, cg = self.stencil(g)
+            wp = w[p] * (W / (1.0 + W)) / self.dphi(g)
+            return wp, ku, cu, kg, cg, self.nodes_of(ku, cu), self.nodes_of(kg, cg)
+
+        # in parts on the process's cores (each point alone: the same bits as one part)
+        parts = in_parts(u.size, 1, points, GRID_THREADS_MIN_POINTS)
+        self.w, self.ku, self.cu, self.kg, self.cg, self.nu, self.ngn = (
+            np.concatenate(a) for a in zip(*parts, strict=True)
+        )
         self.ptr = np.searchsorted(tgt, np.arange(self.z.size + 1)).astype(np.int64)
-        self.ku, self.cu = self.stencil(u)
-        self.kg, self.cg = self.stencil(g)
-        self.nu, self.ngn = self.nodes_of(self.ku, self.cu), self.nodes_of(self.kg, self.cg)
 
     def oplus(
         self, X: np.ndarray, AX: np.ndarray, Y: np.ndarray, AY: np.ndarray
@@ -401,11 +424,23 @@ class NormaliserGrid:
         their atoms (6, nt) at zero): the continuous part and the atom of the sum."""
         same = X is Y
         X = np.ascontiguousarray(X)
-        out = _oplus_kernel(
-            X, X if same else np.ascontiguousarray(Y), same, self.ptr, self.ku, self.cu,
-            self.nu, self.kg, self.cg, self.ngn, self.w, self.n, *_KERNEL_TERMS[same][:2],
-            _PAIRS_O, _KERNEL_TERMS[same][2], len(_PAIRS),
-        )  # fmt: skip
+        Y = X if same else np.ascontiguousarray(Y)
+        out = np.zeros((len(_PAIRS), *X.shape[1:]))
+        ptr = self.ptr
+
+        def run(pts: slice) -> None:
+            # the grid nodes whose points begin in pts (the last part: to the grid's end)
+            i0, i1 = np.searchsorted(ptr, [pts.start, pts.stop], side="left")
+            i1 = ptr.size - 1 if pts.stop == ptr[-1] else i1
+            _oplus_kernel(
+                X, Y, same, ptr, self.ku, self.cu, self.nu, self.kg, self.cg, self.ngn,
+                self.w, self.n, *_KERNEL_TERMS[same][:2], _PAIRS_O, _KERNEL_TERMS[same][2],
+                out, i0, i1,
+            )  # fmt: skip
+
+        # each grid node's sum alone, its rows of out: in parts of about equal points on
+        # the process's cores (the same bits as one part)
+        in_parts(int(ptr[-1]), X.shape[2], run, NORMALISER_THREADS_MIN_WORK)
         atoms = np.zeros((len(_PAIRS), X.shape[2]))
         for o, i, j in zip(_PAIRS_O, _PAIRS_I, _PAIRS_J, strict=True):
             out[o] += AX[i] * Y[j] + AY[j] * X[i]
@@ -504,26 +539,36 @@ def normaliser_integrals(
     )
     w0 = np.concatenate([(b - a) / 2 * grid.gl[1] for a, b in zip(ext[:-1], ext[1:])] + [w1])
     u2, w2 = u1, w1
-    halves = []
     with np.errstate(divide="ignore"):  # (a competitor sum of exactly 0 lies off the grid)
         z1 = grid.psi(v - grid.phi(x0))
         x2 = grid.psi(v - grid.phi(u2))
-        # (x_0, Y's z, weights, the dependent one of the two: the constraint's Jacobian)
-        for xo, zy, wq, dep in ((x0, z1, w0, z1), (x2, u2, w2, x2)):
-            Fm = grid.interp(F, zy)  # (6, nx, nt)
-            kern = (wq * dv / grid.dphi(dep))[:, None] * _gauss(
-                xo[:, None] + tau[None, :] - mu0, s
-            )
-            p0 = grid.phi(xo) / v
-            d0 = grid.dphi(xo)[:, None]
-            g0 = (xo[:, None] + tau[None, :] - mu0) / s
-            own = d0 * Fm[0] + Fm[1]
-            weights = (np.ones_like(xo), p0, p0**2, p0 * v - xo)  # 1, p_0, p_0^2, -log p_0
-            own_terms = [(kern * (a[:, None] * own)).sum(0) for a in weights]
-            own_terms.append((kern * (p0[:, None] * g0 * own)).sum(0))
-            own_terms.append((kern * (d0 * Fm[2] + Fm[3])).sum(0))  # sum_j p_j^2
-            own_terms.append((kern * (d0 * Fm[4] + Fm[5])).sum(0))  # sum_j p_j g_j
-            halves.append(own_terms)
+    # (x_0, Y's z, weights, the dependent one of the two: the constraint's Jacobian)
+    sides = ((x0, z1, w0, z1), (x2, u2, w2, x2))
+
+    def own_class(which: slice) -> list[list[np.ndarray]]:
+        """The seven integrands of the halves ``sides[which]``, each half alone."""
+        out = []
+        with np.errstate(divide="ignore"):
+            for xo, zy, wq, dep in sides[which]:
+                Fm = grid.interp(F, zy)  # (6, nx, nt)
+                kern = (wq * dv / grid.dphi(dep))[:, None] * _gauss(
+                    xo[:, None] + tau[None, :] - mu0, s
+                )
+                p0 = grid.phi(xo) / v
+                d0 = grid.dphi(xo)[:, None]
+                g0 = (xo[:, None] + tau[None, :] - mu0) / s
+                own = d0 * Fm[0] + Fm[1]
+                weights = (np.ones_like(xo), p0, p0**2, p0 * v - xo)  # 1, p_0, p_0^2, -log p_0
+                own_terms = [(kern * (a[:, None] * own)).sum(0) for a in weights]
+                own_terms.append((kern * (p0[:, None] * g0 * own)).sum(0))
+                own_terms.append((kern * (d0 * Fm[2] + Fm[3])).sum(0))  # sum_j p_j^2
+                own_terms.append((kern * (d0 * Fm[4] + Fm[5])).sum(0))  # sum_j p_j g_j
+                out.append(own_terms)
+        return out
+
+    # the two halves at once on the process's cores (each its own)
+    parts = in_parts(2, x0.size * tau.size, own_class, HALVES_THREADS_MIN_WORK)
+    halves = [h for part in parts for h in part]
     na = _gauss(v + tau - mu0, s) * AF[0] * dv
     atom = [na, na, na, 0.0 * tau, na * (v + tau - mu0) / s, 0.0 * tau, 0.0 * tau]
     jac = 1.0 / v + 1.0  # dt / d(psi(v)) along the constraint
