@@ -58,7 +58,9 @@ deterministic function of the inputs *and of the thread count*, which the result
 within rounding (``~kappa(A) eps``, tested) of the one-thread evaluation otherwise.  In
 practice a point of a large dense problem solved by :func:`gaussmix.solve` on an idle
 2-core machine (two threads) and the same point in a sweep's one-thread worker or through
-the command line (which runs on one BLAS thread) can differ in their last bits (measured
+a command with ``--n-jobs`` (which runs on one BLAS thread; ``gaussmix realdata`` and
+``gaussmix data`` grant their theory the process's threads,
+:func:`~.linalg.granted_blas_threads`) can differ in their last bits (measured
 up to 7e-16 on the test error and the overlaps where threads were tried, d = 30..600); a
 point below the threshold is the same number through every door.
 No covariance is inverted or assumed invertible: ``lam > 0`` makes
