@@ -129,6 +129,40 @@ def test_the_doubled_sum_of_the_competitors_is_the_chain_of_convolutions(monkeyp
             assert abs(d - b) <= abs(b - a) + 1e-14, (K, k, d - b, b - a)
 
 
+@pytest.mark.parametrize("order", [6, 8, 10, 14])
+def test_the_compiled_stencil_is_the_barycentric_formula_to_the_bit(order):
+    """:meth:`NormaliserGrid.stencil` (a compiled kernel) against the barycentric formula
+    in numpy, ``bw_j / (t - x_j)`` over its sum, one-hot at a node: the same panels and
+    coefficients to the bit at random points, the grid's nodes, points outside the grid
+    and non-finite ones, and its node index exactly at the one-hot rows."""
+    q, v = STATES[5, 3.0][:2]
+    grid = NormaliserGrid(v, order, 100.0 * np.sqrt(q), 900.0)
+    rng = np.random.default_rng(order)
+    e, (x, n) = grid.edges, (grid.gl[0], order)
+    pts = np.concatenate([rng.uniform(e[0] - 1.0, e[-1] + 1.0, 4000), grid.z, e])
+    pts = np.concatenate([pts, [np.nan, np.inf, -np.inf, e[0] - 2e-9, e[-1] + 2e-9]])
+    k, c, node = grid.stencil(pts)
+    with np.errstate(all="ignore"):
+        kr = np.clip(np.searchsorted(e, pts, side="right") - 1, 0, grid.npan - 1)
+        t = (2.0 * pts - e[kr] - e[kr + 1]) / (e[kr + 1] - e[kr])
+        d = t[:, None] - x[None, :]
+        exact = np.abs(d) <= 1e-14
+        cr = grid.bw[None, :] / np.where(exact, 1.0, d)
+        cr = cr / cr.sum(axis=1, keepdims=True)
+    hit = exact.any(axis=1)
+    cr[hit] = exact[hit]
+    cr[(pts > e[-1] + 1e-9) | (pts < e[0] - 1e-9)] = 0.0
+    assert np.array_equal(k, kr) and np.array_equal(c, cr, equal_nan=True)
+    onehot = (np.count_nonzero(cr, axis=1) == 1) & (cr.max(axis=1) == 1.0)
+    assert np.array_equal(node, np.where(onehot, kr * n + np.argmax(cr, axis=1), -1))
+    # (a node index is a grid node within 1e-14 half-widths of its panel: most grid nodes)
+    at = node >= 0
+    assert at[4000 : 4000 + grid.z.size].mean() > 0.5
+    half = (e[kr + 1] - e[kr])[at] / 2
+    assert np.all(np.abs(grid.z[node[at]] - pts[at]) <= 1e-13 * half + 1e-15 * np.abs(pts[at]))
+    assert np.isnan(c[-5:-2]).sum() == n and not c[-4:].any()  # NaN; outside: zero
+
+
 def test_the_integrals_in_parts_are_the_bits_of_one_part(monkeypatch):
     """The grid's convolution points set up, each convolution's grid nodes and the own
     class's two halves computed in parts on several threads

@@ -157,6 +157,67 @@ def wexp(u: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
+def _row_sum(r):  # pragma: no cover - compiled
+    """``r.sum()`` in numpy's pairwise order for a row of fewer than 128: one after another
+    below 8 terms, else 8 partial sums, their tree, then the rest."""
+    n = r.size
+    if n < 8:
+        acc = 0.0
+        for i in range(n):
+            acc += r[i]
+        return acc
+    q0, q1, q2, q3, q4, q5, q6, q7 = r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]
+    i = 8
+    while i < n - n % 8:
+        q0 += r[i]
+        q1 += r[i + 1]
+        q2 += r[i + 2]
+        q3 += r[i + 3]
+        q4 += r[i + 4]
+        q5 += r[i + 5]
+        q6 += r[i + 6]
+        q7 += r[i + 7]
+        i += 8
+    acc = ((q0 + q1) + (q2 + q3)) + ((q4 + q5) + (q6 + q7))
+    while i < n:
+        acc += r[i]
+        i += 1
+    return acc
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def _stencil_kernel(pts, k, e, x, bw, c, node):  # pragma: no cover - compiled
+    """The rows of :meth:`NormaliserGrid.stencil`: at point ``p`` in panel ``k[p]`` (edges
+    ``e``, Legendre nodes ``x``, barycentric weights ``bw``) the coefficients ``bw_j / (t -
+    x_j)`` divided by their sum (:func:`_row_sum`), or one-hot where ``t`` is within 1e-14
+    of nodes, and zero outside the grid; ``node[p]`` the grid node of a row with exactly one
+    1 and otherwise zeros, else -1 (a row of coefficients has ``n >= 2`` nonzero or NaN)."""
+    n = x.size
+    lo, hi = e[0] - 1e-9, e[-1] + 1e-9
+    d = np.empty(n)
+    for p in range(pts.size):
+        a, b = e[k[p]], e[k[p] + 1]
+        t = (2.0 * pts[p] - a - b) / (b - a)
+        hits, hit = 0, 0
+        for j in range(n):
+            d[j] = t - x[j]
+            if abs(d[j]) <= 1e-14:
+                hits += 1
+                hit = j
+        outside = pts[p] > hi or pts[p] < lo
+        node[p] = k[p] * n + hit if hits == 1 and not outside else -1
+        if outside:
+            c[p, :] = 0.0
+        elif hits:
+            for j in range(n):
+                c[p, j] = 1.0 if abs(d[j]) <= 1e-14 else 0.0
+        else:
+            for j in range(n):
+                c[p, j] = bw[j] / d[j]
+            c[p, :] /= _row_sum(c[p])
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
 def _gather(F, node, k, c, n, out):  # pragma: no cover - compiled
     """``F`` (nc, ngrid, nt) at one point into ``out`` (nc, nt): the grid node ``node``
     itself where the point is one (``node >= 0``), else interpolated from the panel ``k``
@@ -335,33 +396,21 @@ class NormaliserGrid:
         """``phi``'s inverse, ``log(y / v) + y``."""
         return np.log(y / self.v) + y
 
-    def stencil(self, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def stencil(self, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Panel and barycentric interpolation coefficients (rows) of grid functions at
-        ``pts`` (zero outside the grid)."""
-        pts = np.asarray(pts, dtype=float)
-        e = self.edges
-        k = np.clip(np.searchsorted(e, pts, side="right") - 1, 0, self.npan - 1)
-        a, b = e[k], e[k + 1]
-        t = (2.0 * pts - a - b) / (b - a)
-        d = t[:, None] - self.gl[0][None, :]
-        exact = np.abs(d) <= 1e-14
-        c = self.bw[None, :] / np.where(exact, 1.0, d)  # (a node itself: its value below)
-        c = c / c.sum(axis=1, keepdims=True)
-        hit = exact.any(axis=1)
-        c[hit] = exact[hit].astype(float)
-        c[(pts > e[-1] + 1e-9) | (pts < e[0] - 1e-9)] = 0.0
-        return k.astype(np.int64), np.ascontiguousarray(c)
-
-    def nodes_of(self, k: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """The grid node of each stencil row that is one (a one-hot row of :meth:`stencil`:
-        the point is a node), else -1."""
-        node = k * self.n + np.argmax(c, axis=1)
-        onehot = (np.count_nonzero(c, axis=1) == 1) & (c.max(axis=1) == 1.0)
-        return np.where(onehot, node, -1).astype(np.int64)
+        ``pts`` (zero outside the grid), and the grid node of each point that is one (its
+        row one-hot), else -1 (:func:`_stencil_kernel`)."""
+        pts = np.ascontiguousarray(pts, dtype=float)
+        k = np.clip(np.searchsorted(self.edges, pts, side="right") - 1, 0, self.npan - 1)
+        k = k.astype(np.int64)
+        c = np.empty((pts.size, self.n))
+        node = np.empty(pts.size, dtype=np.int64)
+        _stencil_kernel(pts, k, self.edges, self.gl[0], self.bw, c, node)
+        return k, c, node
 
     def interp(self, F: np.ndarray, pts: np.ndarray) -> np.ndarray:
         """Grid functions ``F`` (..., ngrid, nt) at ``pts``: (..., npts, nt)."""
-        k, c = self.stencil(pts)
+        k, c, _ = self.stencil(pts)
         idx = k[:, None] * self.n + np.arange(self.n)[None, :]
         return np.einsum("pj,...pjt->...pt", c, F[..., idx, :])
 
@@ -405,10 +454,10 @@ class NormaliserGrid:
             phu[~whole_p] = self.phi(u[p][~whole_p])
             W = self.phz[tgt[p]]
             g = self.psi(W - phu)
-            ku, cu = self.stencil(u[p])
-            kg, cg = self.stencil(g)
+            ku, cu, nu = self.stencil(u[p])
+            kg, cg, ng = self.stencil(g)
             wp = w[p] * (W / (1.0 + W)) / self.dphi(g)
-            return wp, ku, cu, kg, cg, self.nodes_of(ku, cu), self.nodes_of(kg, cg)
+            return wp, ku, cu, kg, cg, nu, ng
 
         # in parts on the process's cores (each point alone: the same bits as one part)
         parts = in_parts(u.size, 1, points, GRID_THREADS_MIN_POINTS)
