@@ -183,15 +183,16 @@ class LogChart:
         if not np.all(np.isfinite(x)):
             return None
         Q, M, V, b = unpack_state(x, self.K, self.L)
-        lq, lv = _logm_pd(Q), _logm_pd(V)
-        if lq is None or lv is None:
+        lqv = _logm_pd(np.concatenate([Q, V]))  # one stacked call: each matrix's same bits
+        if lqv is None:
             return None
-        return pack_state(lq, M, lv, b)
+        return pack_state(lqv[: self.K], M, lqv[self.K :], b)
 
     def inverse(self, y: np.ndarray) -> np.ndarray:
         """The state of chart coordinates ``y``."""
         lq, M, lv, b = unpack_state(y, self.K, self.L)
-        return pack_state(_expm_sym(lq), M, _expm_sym(lv), b)
+        qv = _expm_sym(np.concatenate([lq, lv]))
+        return pack_state(qv[: self.K], M, qv[self.K :], b)
 
 
 def _logm_pd(A: np.ndarray) -> np.ndarray | None:
