@@ -187,16 +187,18 @@ class AndersonState:
         # each block's sums, one bincount over (block, column) pairs: linear in the number
         # of components (a dense block-by-component indicator matrix made a long stacked
         # curve quadratic); each sum adds its block's components in order, as one bincount
-        # per column did, in one call instead of m (m + 1)
-        terms = np.concatenate(
-            [(dR[:, :, None] * dR[:, None, :]).reshape(n, m * m), dR * (r / scale)[:, None]],
-            axis=1,
-        )
-        cols = terms.shape[1]
+        # per column did, in one call instead of m (m + 1); of the upper triangle of the
+        # symmetric normal matrix only (its entry (j, i) is the same sum of the same
+        # products, bit for bit, as (i, j))
+        iu, ju = np.triu_indices(m)
+        terms = np.concatenate([dR[:, iu] * dR[:, ju], dR * (r / scale)[:, None]], axis=1)
+        cols, n_up = terms.shape[1], iu.size
         index = (blocks[:, None] * cols + np.arange(cols)).ravel()
         sums = np.bincount(index, weights=terms.ravel(), minlength=n_blocks * cols)
         sums = sums.reshape(n_blocks, cols)
-        A, rhs = sums[:, : m * m].reshape(-1, m, m), sums[:, m * m :]
+        A = np.empty((n_blocks, m, m))
+        A[:, iu, ju] = A[:, ju, iu] = sums[:, :n_up]
+        rhs = sums[:, n_up:]
         ridge = ANDERSON_RIDGE * np.trace(A, axis1=1, axis2=2) / m + ANDERSON_RIDGE_FLOOR
         A += ridge[:, None, None] * np.eye(m)
         gamma = np.linalg.solve(A, rhs[..., None])[..., 0]
