@@ -298,7 +298,7 @@ def test_small_dense_priors_stay_on_one_blas_thread(monkeypatch):
         two = dense_ridge_terms(cov, 0.15, Qh, Mh, Vh)
         with threadpool_limits(1, user_api="blas"):
             capped = dense_ridge_terms(cov, 0.15, Qh, Mh, Vh)
-    assert two.blas_threads == min(2, linalg._cores())
+    assert two.blas_threads == min(2, linalg.process_cores())
     assert capped.blas_threads == 1
     assert seen == [1, two.blas_threads, 1]  # what ran in the LAPACK calls
 
@@ -323,7 +323,7 @@ def test_the_command_lines_studies_keep_their_theorys_threads(monkeypatch):
             plain = dense_ridge_terms(cov, 0.15, Qh, Mh, Vh)
         with threadpool_limits(1, user_api="blas"), one_blas_thread(theory=True):
             one_before = dense_ridge_terms(cov, 0.15, Qh, Mh, Vh)
-    assert studies.blas_threads == min(2, linalg._cores()) and outside == 1
+    assert studies.blas_threads == min(2, linalg.process_cores()) and outside == 1
     assert plain.blas_threads == 1 and one_before.blas_threads == 1
     assert seen == [studies.blas_threads, 1, 1]  # what ran in the LAPACK calls
 
@@ -336,7 +336,7 @@ def test_threaded_dense_prior_is_one_thread_within_rounding_and_repeatable(monke
     run."""
     from gaussmix.theory import linalg
 
-    if linalg._cores() < 2:
+    if linalg.process_cores() < 2:
         pytest.skip("one core: the threaded path is the one-thread path")
     cov, Qh, Mh, Vh = _threads_case(d=120)
     lam, kw = 0.15, dict(details=True, mean_response=True)

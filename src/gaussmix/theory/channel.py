@@ -32,6 +32,7 @@ from numba.core import config as numba_config
 from scipy.special import ndtr
 
 from . import _kernels
+from .linalg import process_cores
 from .losses import (
     CrossEntropyLoss,
     HingeLoss,
@@ -495,8 +496,7 @@ def kernel_threads(n_rows: int, n_nodes: int, min_work: int | None = None) -> in
     :data:`KERNEL_THREADS_MIN_WORK`) nodes of work."""
     if min_work is None:
         min_work = KERNEL_THREADS_MIN_WORK
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cap = min(cores or 1, numba_config.NUMBA_NUM_THREADS)
+    cap = min(process_cores(), numba_config.NUMBA_NUM_THREADS)
     return max(1, min(cap, n_rows, n_rows * n_nodes // min_work))
 
 

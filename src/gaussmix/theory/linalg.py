@@ -17,6 +17,7 @@ __all__ = [
     "blas_threads",
     "blas_thread_limit",
     "granted_blas_threads",
+    "process_cores",
 ]
 
 
@@ -62,8 +63,8 @@ BLAS_THREADS_MIN_N = 3000
 MAX_BLAS_THREADS = 2
 
 
-def _cores() -> int:
-    """The cores this process may run on."""
+def process_cores() -> int:
+    """The cores this process may run on (its affinity where the platform has one)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on every platform
@@ -115,7 +116,7 @@ def blas_threads(n: int) -> int:
         return 1
     granted = _GRANTED.get()
     allowed = pools_thread_limit() if granted is None else granted
-    return max(1, min(MAX_BLAS_THREADS, allowed, _cores()))
+    return max(1, min(MAX_BLAS_THREADS, allowed, process_cores()))
 
 
 def sym_eigvals(A: np.ndarray) -> np.ndarray:
