@@ -200,9 +200,9 @@ class ClusterSymmetry:
 
     def expand_matrices(self, A0: np.ndarray) -> np.ndarray:
         """Cluster 0's effective matrix (L, L) mapped to every cluster, (K, L, L); of each
-        of ``P`` points (P, L, L), (P, K, L, L)."""
+        of ``P`` points (P, L, L), (P, K, L, L); likewise with more leading axes."""
         if A0.ndim > 2:
-            A0 = A0[:, None]
+            A0 = A0[..., None, :, :]
         return self.R @ A0 @ np.swapaxes(self.R, 1, 2)
 
     def expand_moments(self, mom0: ChannelMoments) -> ChannelMoments:
@@ -259,9 +259,7 @@ class ClusterSymmetry:
         cluster 0's matrices of ``P`` points (P, L, L), as (P, K, L, L), in one stacked call
         (the same operations on each matrix as one call per array: the same bits, a
         fraction of the fixed cost of the calls on the stacked curves)."""
-        A = self.stabilised_matrix(np.stack(mats))
-        out = self.R @ A[..., None, :, :] @ np.swapaxes(self.R, 1, 2)
-        return tuple(out)
+        return tuple(self.expand_matrices(self.stabilised_matrix(np.stack(mats))))
 
 
 # --------------------------------------------------------------------------- cluster 0's rule
