@@ -223,25 +223,18 @@ class StackedMap:
         self.outputs = _StackedOutputs(
             p0.loss, np.tile(p0.y, (P, 1)), p0.constraints * P, self.K, L, p0.P
         )
-        # the clusters whose channel is integrated (cluster 0 of each point with the
-        # symmetry, every cluster without) and the point of each
-        rows = K0 * np.arange(P) if symmetry is not None else np.arange(self.K)
-        self.rows = rows
-        self.row_point = rows // K0
-        self.row_of_cluster = np.repeat(np.arange(P), K0)  # the point of each cluster
+        layout = _layout(P, K0, L, symmetry is not None)
+        #: the clusters whose channel is integrated (cluster 0 of each point with the
+        #: symmetry, every cluster without), the point of each, the point of each cluster
+        #: and the point of each component of the stacked state (Q, M, V: K0 blocks each;
+        #: b: L)
+        self.rows, self.row_point, self.row_of_cluster, self.blocks = layout[:4]
+        # the components of each point in one run (a maximum over each point's components
+        # by ``np.maximum.reduceat``, exact, instead of the slower ``np.maximum.at``)
+        self._order, self._starts = layout[4:]
         self.last: HatEvaluation | None = None
         self.last_rows: ChannelMoments | None = None  # the integrated clusters' moments
         self.warm: ProxWarmStart | None = None
-        # the point of each component of the stacked state (Q, M, V: K0 blocks each; b: L)
-        pts = np.arange(P)
-        self.blocks = np.concatenate(
-            [np.repeat(pts, K0 * L * L), np.repeat(pts, K0 * L), np.repeat(pts, K0 * L * L)]
-            + [np.repeat(pts, L)]
-        )
-        # the components of each point in one run (a maximum over each point's components
-        # by ``np.maximum.reduceat``, exact, instead of the slower ``np.maximum.at``)
-        self._order = np.argsort(self.blocks, kind="stable")
-        self._starts = np.searchsorted(self.blocks[self._order], pts)
         #: set (to the iteration's ``tol``) for a solve that returns the evaluated state:
         #: a point whose own residual is below it is converged and stops being evaluated
         self.freeze_tol: float | None = None
@@ -452,29 +445,39 @@ class StackedMap:
         ``freeze_tol`` at ``x``: their image is set to ``x`` (residual 0: the iteration
         leaves them where they are) and they are not evaluated again while they stay."""
         r = np.abs(g - x) / residual_scale(x, self.K, self.L)
-        own = np.maximum.reduceat(np.where(np.isfinite(r), r, np.inf)[self._order], self._starts)
+        # (a point with a non-finite residual has none: NaN propagates through the
+        # maximum, and infinity stays)
+        own = np.maximum.reduceat(r[self._order], self._starts)
+        own[np.isnan(own)] = np.inf
         new = (own < self.freeze_tol) & ~self.frozen
-        self.residuals[new] = own[new]
-        self.frozen_after[new] = self.evaluations
+        freezing = bool(new.any())
+        if freezing:
+            self.residuals[new] = own[new]
+            self.frozen_after[new] = self.evaluations
         settled = self._settle(own, g, new) if self.settle_tol is not None else None
-        if self.trail_len and new.any():
-            if self.point_trail is None:
-                self.point_trail = np.zeros((self.trail_len, 2, self.blocks.size))
-            rows = np.array(self.trail)
-            rows = np.concatenate([np.repeat(rows[:1], self.trail_len - len(rows), 0), rows])
+        if settled is not None:  # (``new`` now holds them)
+            freezing = True
+        if freezing:
+            if self.trail_len:
+                if self.point_trail is None:
+                    self.point_trail = np.zeros((self.trail_len, 2, self.blocks.size))
+                rows = np.array(self.trail)
+                pad = self.trail_len - len(rows)
+                rows = np.concatenate([np.repeat(rows[:1], pad, 0), rows])
+                fresh = new[self.blocks]
+                self.point_trail[:, :, fresh] = rows[:, :, fresh]
+                self.has_trail |= new
+            self.frozen |= new
+            if self.on_freeze is not None:
+                self.on_freeze(new, x)
             fresh = new[self.blocks]
-            self.point_trail[:, :, fresh] = rows[:, :, fresh]
-            self.has_trail |= new
-        self.frozen |= new
-        if self.on_freeze is not None and new.any():
-            self.on_freeze(new, x)
-        comp = self.frozen[self.blocks]
-        fresh = new[self.blocks]
-        self.frozen_g[fresh] = g[fresh]
-        if settled is not None:  # frozen at their image at settle_tol
-            self.frozen_g[settled] = self.settled_g[settled]
-        g[comp] = x[comp]
-        self.frozen_x[comp] = x[comp]
+            self.frozen_g[fresh] = g[fresh]
+            if settled is not None:  # frozen at their image at settle_tol
+                self.frozen_g[settled] = self.settled_g[settled]
+        if freezing or self.frozen.any():
+            comp = self.frozen[self.blocks]
+            g[comp] = x[comp]
+            self.frozen_x[comp] = x[comp]
 
     def _settle(self, own: np.ndarray, g: np.ndarray, new: np.ndarray) -> np.ndarray | None:
         """Record the image of each point whose own residual ``own`` first passes
@@ -565,6 +568,29 @@ class StackedMap:
             T.last = HatEvaluation(xi.copy(), mom, ev.Qhat[s], ev.Mhat[s], ev.Vhat[s])
             maps.append(T)
         return states, maps
+
+
+@functools.lru_cache(maxsize=32)
+def _layout(P: int, K0: int, L: int, symmetric: bool) -> tuple[np.ndarray, ...]:
+    """The index arrays of a :class:`StackedMap` of ``P`` points of ``K0`` clusters and
+    ``L`` outputs (``symmetric``: cluster 0 of each point integrated), made once for the
+    maps of a curve (read-only; one ``blocks`` array for all of them, whose block layout
+    the mixing remembers, :meth:`~gaussmix.theory.iteration.AndersonState.extrapolate`):
+    the integrated clusters, the point of each, the point of each cluster, the point of
+    each component, and the components in the order of their points with the start of
+    each point's run."""
+    rows = K0 * np.arange(P) if symmetric else np.arange(P * K0)
+    pts = np.arange(P)
+    blocks = np.concatenate(
+        [np.repeat(pts, K0 * L * L), np.repeat(pts, K0 * L), np.repeat(pts, K0 * L * L)]
+        + [np.repeat(pts, L)]
+    )
+    order = np.argsort(blocks, kind="stable")
+    starts = np.searchsorted(blocks[order], pts)
+    out = (rows, rows // K0, np.repeat(pts, K0), blocks, order, starts)
+    for a in out:
+        a.flags.writeable = False
+    return out
 
 
 @functools.lru_cache(maxsize=16)

@@ -160,14 +160,15 @@ class AndersonState:
         """
         dX = np.stack(self.dxs, axis=1)
         dG = np.stack(self.dgs, axis=1)
-        dR = (dG - dX) / scale[:, None]
+        dGX = dG - dX
+        dR = dGX / scale[:, None]
         if self.blocks is not None:
-            return self._extrapolate_blocks(x, r, beta, scale, dX, dG, dR)
+            return self._extrapolate_blocks(x, r, beta, scale, dX, dGX, dR)
         A = dR.T @ dR
         m = A.shape[0]
         A += (ANDERSON_RIDGE * np.trace(A) / m + ANDERSON_RIDGE_FLOOR) * np.eye(m)
         gamma = np.linalg.solve(A, dR.T @ (r / scale))
-        return x + beta * r - (dX + beta * (dG - dX)) @ gamma
+        return x + beta * r - (dX + beta * dGX) @ gamma
 
     def _extrapolate_blocks(
         self,
@@ -176,33 +177,64 @@ class AndersonState:
         beta: float,
         scale: np.ndarray,
         dX: np.ndarray,
-        dG: np.ndarray,
+        dGX: np.ndarray,
         dR: np.ndarray,
     ) -> np.ndarray:
         """:meth:`extrapolate` with one ``gamma`` per block (the same normal equations,
-        ridge and step, summed over each block's components)."""
+        ridge and step, summed over each block's components; ``dGX = dG - dX``, ``dR`` its
+        scaled columns)."""
         blocks = self.blocks
-        n, m = dR.shape
-        n_blocks = int(blocks.max()) + 1
+        m = dR.shape[1]
+        n_blocks, index, iu, ju, full = _block_layout(blocks, m)
         # each block's sums, one bincount over (block, column) pairs: linear in the number
         # of components (a dense block-by-component indicator matrix made a long stacked
         # curve quadratic); each sum adds its block's components in order, as one bincount
         # per column did, in one call instead of m (m + 1); of the upper triangle of the
         # symmetric normal matrix only (its entry (j, i) is the same sum of the same
-        # products, bit for bit, as (i, j))
-        iu, ju = np.triu_indices(m)
-        terms = np.concatenate([dR[:, iu] * dR[:, ju], dR * (r / scale)[:, None]], axis=1)
-        cols, n_up = terms.shape[1], iu.size
-        index = (blocks[:, None] * cols + np.arange(cols)).ravel()
-        sums = np.bincount(index, weights=terms.ravel(), minlength=n_blocks * cols)
-        sums = sums.reshape(n_blocks, cols)
-        A = np.empty((n_blocks, m, m))
-        A[:, iu, ju] = A[:, ju, iu] = sums[:, :n_up]
+        # products, bit for bit, as (i, j)); the products written in place
+        n_up = iu.size
+        terms = np.empty((dR.shape[0], n_up + m))
+        np.multiply(dR[:, iu], dR[:, ju], out=terms[:, :n_up])
+        np.multiply(dR, (r / scale)[:, None], out=terms[:, n_up:])
+        sums = np.bincount(index, weights=terms.ravel(), minlength=n_blocks * (n_up + m))
+        sums = sums.reshape(n_blocks, n_up + m)
+        A = sums[:, full].reshape(n_blocks, m, m)  # (each entry its upper triangle's sum)
         rhs = sums[:, n_up:]
         ridge = ANDERSON_RIDGE * np.trace(A, axis1=1, axis2=2) / m + ANDERSON_RIDGE_FLOOR
         A += ridge[:, None, None] * np.eye(m)
         gamma = np.linalg.solve(A, rhs[..., None])[..., 0]
-        return x + beta * r - ((dX + beta * (dG - dX)) * gamma[blocks]).sum(axis=1)
+        return x + beta * r - ((dX + beta * dGX) * gamma[blocks]).sum(axis=1)
+
+
+#: the components' blocks of the last block-mixed extrapolation and their layouts by
+#: memory (:func:`_block_layout`)
+_LAYOUT: tuple[np.ndarray | None, dict] = (None, {})
+
+
+def _block_layout(
+    blocks: np.ndarray, m: int
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The index arrays of :meth:`AndersonState._extrapolate_blocks` for the components'
+    blocks ``blocks`` and ``m`` pairs: the number of blocks, the (block, column) bin of each
+    product of the ``n_up + m`` columns (the normal matrix's upper triangle ``iu <= ju``,
+    then the right-hand side), ``iu``, ``ju``, and the column of the upper triangle of each
+    entry of the ``m x m`` matrix (row-major).  Remembered for the last ``blocks`` array
+    (the same object: the iteration of a stacked map mixes with one array, every step)."""
+    global _LAYOUT
+    last, layouts = _LAYOUT
+    if last is not blocks:
+        layouts = {}
+        _LAYOUT = (blocks, layouts)
+    out = layouts.get(m)
+    if out is None:
+        n_blocks = int(blocks.max()) + 1
+        iu, ju = np.triu_indices(m)
+        cols = iu.size + m
+        index = (blocks[:, None] * cols + np.arange(cols)).ravel()
+        column = np.empty((m, m), dtype=np.intp)
+        column[iu, ju] = column[ju, iu] = np.arange(iu.size)
+        out = layouts[m] = (n_blocks, index, iu, ju, column.ravel())
+    return out
 
 
 @dataclass(frozen=True)

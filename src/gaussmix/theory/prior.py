@@ -237,18 +237,38 @@ def soft_threshold_moments(
     m, s = np.broadcast_arrays(m, s)
     pos = s > 0
     ss = np.where(pos, s, 1.0)
-    out = []
-    for sign in (1.0, -1.0):
-        x = sign * m - t
-        u = x / ss
-        Phi = ndtr(u)
-        phi = _INV_SQRT_2PI * np.exp(-0.5 * u * u)
-        p0 = np.where(pos, Phi, (x > 0).astype(float))
-        p1 = np.where(pos, ss * (u * Phi + phi), np.maximum(x, 0.0))
-        p2 = np.where(pos, ss * ss * ((u * u + 1.0) * Phi + u * phi), np.maximum(x, 0.0) ** 2)
-        out.append((p0, np.maximum(p1, 0.0), np.maximum(p2, 0.0)))
-    (r0, r1, r2), (l0, l1, l2) = out
+    r0, r1, r2 = _tail_moments(m - t, ss, pos)
+    l0, l1, l2 = _tail_moments(-1.0 * m - t, ss, pos)
     return r0 + l0, r1 + l1, r2 + l2, r1 - l1
+
+
+def _centred_soft_threshold_moments(
+    s: np.ndarray, t: np.ndarray | float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The first three of :func:`soft_threshold_moments` at ``m = 0``, from one tail: the
+    two tails of a centred ``B`` are the same (``x = +-0 - t``, equal but for the sign of
+    a zero, which neither moment keeps), so the sums are each tail's doubled, the same
+    numbers as :func:`soft_threshold_moments` (to the bit)."""
+    s = np.asarray(s, dtype=float)
+    pos = s > 0
+    ss = np.where(pos, s, 1.0)
+    r0, r1, r2 = _tail_moments(np.broadcast_to(0.0 - t, s.shape), ss, pos)
+    return r0 + r0, r1 + r1, r2 + r2
+
+
+def _tail_moments(
+    x: np.ndarray, ss: np.ndarray, pos: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The partial moments ``E[(+-B - t)_+^k]``, ``k = 0, 1, 2``, of one tail of
+    :func:`soft_threshold_moments` (``x = +-m - t``, ``ss`` the standard deviation where
+    ``pos``, else 1: the point mass)."""
+    u = x / ss
+    Phi = ndtr(u)
+    phi = _INV_SQRT_2PI * np.exp(-0.5 * u * u)
+    p0 = np.where(pos, Phi, (x > 0).astype(float))
+    p1 = np.where(pos, ss * (u * Phi + phi), np.maximum(x, 0.0))
+    p2 = np.where(pos, ss * ss * ((u * u + 1.0) * Phi + u * phi), np.maximum(x, 0.0) ** 2)
+    return p0, np.maximum(p1, 0.0), np.maximum(p2, 0.0)
 
 
 def elastic_net_prior(
@@ -342,7 +362,7 @@ def _elastic_net_points(
     if mixture.mu is None:
         cov = np.einsum("jkl,pl->pjk", mixture.theta, mh)  # Cov(mu^k, B) on each atom
         s2 = np.einsum("pjk,pk->pj", cov, mh) + c
-        p0, p1, p2, _ = soft_threshold_moments(0.0, np.sqrt(np.clip(s2, 0.0, None)), t)
+        p0, p1, p2 = _centred_soft_threshold_moments(np.sqrt(np.clip(s2, 0.0, None)), t)
         Mk = np.einsum("pj,pjk->pk", w * p0 / a, cov)
     else:
         m = mh @ mixture.mu.T

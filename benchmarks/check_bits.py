@@ -1,0 +1,109 @@
+"""Whether a change keeps the numbers of the curves and points to the bit: a fingerprint of
+the six ``bench_curves.py`` cases' tables and of single points, to compare between two
+trees (or before and after a change).
+
+Run::
+
+    python benchmarks/check_bits.py --write before.json      # on the tree before
+    python benchmarks/check_bits.py --against before.json    # on the tree after
+
+Fingerprinted (SHA-256): each case's table (``gm.learning_curve`` / ``gm.lambda_sweep``)
+hashed by ``pandas.util.hash_pandas_object`` and as a CSV of every value's ``repr``
+(``%r``), and every field of every point's result (``table.points``: arrays by their bytes,
+floats by ``repr``, the fixed point's state ``x``); and the same fields of ten single points
+(each case's cold point, K = 3 cross-entropy at lam = 1e-4, 1e-2 and 1, K = 3 square at
+lam = 1e-3).  ``--against`` prints the entries that differ and exits 1 if any does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import sys
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_curves import CASES, _problem  # noqa: E402
+
+
+def _value_bytes(value) -> bytes:
+    """The bytes of one field's value (arrays by content, floats by ``repr``)."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return repr((value.dtype.str, value.shape)).encode() + value.tobytes()
+    if isinstance(value, dict):
+        return (
+            b"{" + b",".join(k.encode() + b":" + _value_bytes(v) for k, v in value.items()) + b"}"
+        )
+    if hasattr(value, "x") and hasattr(value, "problem"):  # the fixed point's state
+        return _value_bytes(np.asarray(value.x))
+    return repr(value).encode()
+
+
+def result_hash(res) -> str:
+    """SHA-256 of every field of a result (None: a fixed string)."""
+    h = hashlib.sha256()
+    if res is None:
+        h.update(b"None")
+        return h.hexdigest()
+    for f in dataclasses.fields(res):
+        h.update(f.name.encode() + b"=" + _value_bytes(getattr(res, f.name)) + b";")
+    return h.hexdigest()
+
+
+def table_hash(table) -> dict:
+    """The table's hashes (``hash_pandas_object``, a ``%r`` CSV) and its points'."""
+    import pandas as pd
+
+    plain = pd.DataFrame(table)
+    rows = hashlib.sha256(pd.util.hash_pandas_object(plain, index=True).values.tobytes())
+    csv = hashlib.sha256(plain.to_csv(float_format="%r").encode())
+    points = hashlib.sha256("".join(result_hash(r) for r in table.points).encode())
+    return {"rows": rows.hexdigest(), "csv": csv.hexdigest(), "points": points.hexdigest()}
+
+
+def fingerprint() -> dict:
+    """Every fingerprint of the module's docstring."""
+    import gaussmix as gm
+
+    out = {}
+    for case in CASES:
+        point, curve = _problem(case)
+        out[f"{case}: curve"] = table_hash(curve())
+        out[f"{case}: point"] = result_hash(point())
+    mix3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    for lam in (1e-4, 1e-2, 1.0):
+        out[f"ce3 lam={lam}"] = result_hash(gm.solve(mix3, "cross-entropy", lam=lam, alpha=2.0))
+    out["square3 lam=1e-3"] = result_hash(gm.solve(mix3, "square", lam=1e-3, alpha=2.0))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    group = ap.add_mutually_exclusive_group(required=True)
+    group.add_argument("--write", type=Path, help="write the fingerprints to this JSON file")
+    group.add_argument("--against", type=Path, help="compare with the fingerprints of a file")
+    args = ap.parse_args()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        now = fingerprint()
+    if args.write is not None:
+        args.write.write_text(json.dumps(now, indent=1) + "\n")
+        print(f"{len(now)} fingerprints written to {args.write}")
+        return
+    before = json.loads(args.against.read_text())
+    differ = [k for k in sorted(set(before) | set(now)) if before.get(k) != now.get(k)]
+    for k in differ:
+        print(f"differs: {k}")
+    print(f"{len(now) - len(differ)} of {len(now)} fingerprints the same")
+    sys.exit(1 if differ else 0)
+
+
+if __name__ == "__main__":
+    main()
