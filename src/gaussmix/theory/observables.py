@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -257,6 +258,24 @@ def _gaussian_interval(m: np.ndarray, s: np.ndarray, lo: np.ndarray, hi: np.ndar
     return np.where(pos, inside, ((lo < m) & (m < hi)).astype(float))
 
 
+def _correct_intervals(constraints: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """The interval ``(lo, hi)`` of the one output ``h`` in which each cluster's
+    constraints ``D h >= t`` hold (``D`` (n, 1)): the largest ``t_i / d_i`` over ``d_i < 0``
+    and the smallest over ``d_i > 0`` (infinite without one), all clusters' at once (the
+    ``P K`` stacked clusters of a curve's points in one call, not a loop)."""
+    n = max(t.size for _, t in constraints)
+    d = np.zeros((len(constraints), n))  # (a missing constraint: d = 0, none)
+    t = np.zeros((len(constraints), n))
+    for c, (Dc, tc) in enumerate(constraints):
+        d[c, : tc.size] = Dc[:, 0]
+        t[c, : tc.size] = tc
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = t / d
+    lo = np.where(d < 0, ratio, -np.inf).max(axis=1)
+    hi = np.where(d > 0, ratio, np.inf).min(axis=1)
+    return np.stack([lo, hi], axis=1)
+
+
 def train_accuracy(
     problem: Problem,
     M: np.ndarray,
@@ -308,11 +327,7 @@ def train_accuracy(
             out[c] = orthant_probability(D @ mh - t, 0.5 * (cov + cov.T))[0]
         return out, 0.0
     if L == 1:  # monotone prox: h in (lo, hi) iff omega in (omega(lo), omega(hi))
-        edges = np.empty((K, 2))  # the correct interval of h of each cluster
-        for c, (D, t) in enumerate(problem.constraints):
-            d = D[:, 0]
-            edges[c, 0] = max([t[i] / d[i] for i in range(d.size) if d[i] < 0], default=-np.inf)
-            edges[c, 1] = min([t[i] / d[i] for i in range(d.size) if d[i] > 0], default=np.inf)
+        edges = _correct_intervals(problem.constraints)
         finite = np.isfinite(edges)
         g = loss.grad(problem.y[:, None, :], np.where(finite, edges, 0.0)[..., None])[..., 0]
         bounds = np.where(finite, edges + V[:, 0, :] * g, edges)
