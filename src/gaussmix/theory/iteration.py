@@ -16,6 +16,7 @@ the solver (:mod:`gaussmix.theory.solver`) reports it.
 from __future__ import annotations
 
 import enum
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -206,9 +207,14 @@ class AndersonState:
         return x + beta * r - ((dX + beta * dGX) * gamma[blocks]).sum(axis=1)
 
 
-#: the components' blocks of the last block-mixed extrapolation and their layouts by
-#: memory (:func:`_block_layout`)
-_LAYOUT: tuple[np.ndarray | None, dict] = (None, {})
+#: the layouts of the last few components' blocks of block-mixed extrapolations, by the
+#: blocks array's id (with the array: the same object) and then by memory
+#: (:func:`_block_layout`)
+_LAYOUTS: dict[int, tuple[np.ndarray, dict]] = {}
+#: how many blocks arrays :data:`_LAYOUTS` remembers (a curve's stages: its points, its
+#: groups of points; the oldest forgotten first)
+_LAYOUTS_KEPT = 8
+_LAYOUTS_LOCK = threading.Lock()
 
 
 def _block_layout(
@@ -218,13 +224,16 @@ def _block_layout(
     blocks ``blocks`` and ``m`` pairs: the number of blocks, the (block, column) bin of each
     product of the ``n_up + m`` columns (the normal matrix's upper triangle ``iu <= ju``,
     then the right-hand side), ``iu``, ``ju``, and the column of the upper triangle of each
-    entry of the ``m x m`` matrix (row-major).  Remembered for the last ``blocks`` array
-    (the same object: the iteration of a stacked map mixes with one array, every step)."""
-    global _LAYOUT
-    last, layouts = _LAYOUT
-    if last is not blocks:
-        layouts = {}
-        _LAYOUT = (blocks, layouts)
+    entry of the ``m x m`` matrix (row-major).  Remembered for the last few ``blocks``
+    arrays (by identity: the iteration of a stacked map mixes with one array, not modified,
+    every step; the stacked maps of a curve share theirs)."""
+    entry = _LAYOUTS.get(id(blocks))
+    if entry is None or entry[0] is not blocks:
+        with _LAYOUTS_LOCK:  # (the explorer's threads solve curves at once)
+            if len(_LAYOUTS) >= _LAYOUTS_KEPT:
+                _LAYOUTS.pop(next(iter(_LAYOUTS)))
+            entry = _LAYOUTS[id(blocks)] = (blocks, {})
+    layouts = entry[1]
     out = layouts.get(m)
     if out is None:
         n_blocks = int(blocks.max()) + 1

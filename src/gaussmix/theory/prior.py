@@ -278,6 +278,7 @@ def elastic_net_prior(
     Qhat: np.ndarray,
     Mhat: np.ndarray,
     Vhat: np.ndarray,
+    details: bool = True,
 ) -> PriorResult:
     """Lasso / elastic-net prior update on a spectral mixture with one effective output.
 
@@ -293,6 +294,11 @@ def elastic_net_prior(
     l1_ratio : float
         In ``[0, 1]``.
     Qhat, Vhat : ndarray (K, 1, 1); Mhat : ndarray (K, 1)
+    details : bool
+        False: the points of a curve at once (below) leave ``psi_w``, ``penalty`` and
+        ``l1_norm`` NaN (an iteration's images need ``Q``, ``M``, ``V`` only); a single
+        point's are always computed (its map reuses them for the free energy,
+        :meth:`~gaussmix.theory.fixed_point.FixedPointMap.prior_at`).
 
     Notes
     -----
@@ -306,7 +312,7 @@ def elastic_net_prior(
             f"L = {Mhat.shape[-1]}"
         )
     if Mhat.ndim > 2:
-        return _elastic_net_points(mixture, lam, l1_ratio, Qhat, Mhat, Vhat)
+        return _elastic_net_points(mixture, lam, l1_ratio, Qhat, Mhat, Vhat, details)
     w = mixture.weights
     sig = mixture.sigma
     qh = Qhat[:, 0, 0]
@@ -346,12 +352,13 @@ def _elastic_net_points(
     Qhat: np.ndarray,
     Mhat: np.ndarray,
     Vhat: np.ndarray,
+    details: bool = True,
 ) -> PriorResult:
     """:func:`elastic_net_prior` for ``P`` points at once (hats (P, K, 1, 1), (P, K, 1),
-    ``lam`` (P,); ``psi_w``, ``penalty``, ``l1_norm`` arrays (P,), ``atom_nonzero`` (P, J)):
-    the closed forms of the single point with the points on a leading axis (the single
-    point keeps its own operations, to the bit; the two agree to rounding,
-    ``tests/test_batched_curves.py``)."""
+    ``lam`` (P,); ``psi_w``, ``penalty``, ``l1_norm`` arrays (P,), NaN without
+    ``details``, ``atom_nonzero`` (P, J)): the closed forms of the single point with the
+    points on a leading axis (the single point keeps its own operations, to the bit; the
+    two agree to rounding, ``tests/test_batched_curves.py``)."""
     w = mixture.weights
     sig = mixture.sigma
     lam = np.asarray(lam, dtype=float)[:, None]  # (P, 1): against the atoms (P, J)
@@ -370,14 +377,19 @@ def _elastic_net_points(
         Mk = (w * es / a) @ mixture.mu
     Q = (w * p2 / a**2) @ sig
     V = (w * p0 / a) @ sig
-    l1 = (p1 / a) @ w
-    l2 = (p2 / a**2) @ w
+    if details:
+        l1 = (p1 / a) @ w
+        l2 = (p2 / a**2) @ w
+        psi_w = -0.5 * ((p2 / a) @ w)
+        penalty = l1_ratio * l1 + 0.5 * (1.0 - l1_ratio) * l2
+    else:
+        l1 = psi_w = penalty = np.full(a.shape[0], np.nan)
     return PriorResult(
         Q=Q[..., None, None],
         M=Mk[..., None],
         V=V[..., None, None],
-        psi_w=-0.5 * ((p2 / a) @ w),
-        penalty=l1_ratio * l1 + 0.5 * (1.0 - l1_ratio) * l2,
+        psi_w=psi_w,
+        penalty=penalty,
         atom_nonzero=np.asarray(p0, dtype=float),
         l1_norm=l1,
     )
@@ -568,7 +580,7 @@ def _elastic_net_spectral(
     """One output (``P = 1``): the soft-threshold closed forms; otherwise the L-dimensional
     lasso of :func:`multi_output_elastic_net_prior` (with ``panels`` for its outer rule)."""
     if P is None or P.shape == (1, 1):
-        return elastic_net_prior(mixture, lam, penalty.l1_ratio, Qhat, Mhat, Vhat)
+        return elastic_net_prior(mixture, lam, penalty.l1_ratio, Qhat, Mhat, Vhat, details)
     return multi_output_elastic_net_prior(
         mixture, lam, penalty.l1_ratio, Qhat, Mhat, Vhat, P, panels
     )
