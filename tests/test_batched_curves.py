@@ -194,18 +194,24 @@ def test_the_groups_of_a_stacked_solve_keep_their_points() -> None:
         )
 
 
-def test_each_block_is_mixed_as_if_alone() -> None:
+@pytest.mark.parametrize("m", [1, 3, 9])
+def test_each_block_is_mixed_as_if_alone(m: int) -> None:
     # Anderson mixing of a stacked state with blocks: each block's step is the one its
-    # components would take in an iteration of their own
+    # components would take in an iteration of their own (any number of pairs: the
+    # normal matrix's upper triangle and its mirror)
     rng = np.random.default_rng(3)
-    blocks = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 2])
-    n, m = blocks.size, 3
+    blocks = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 2] * 4)
+    n = blocks.size
     pairs = [(rng.normal(size=n), rng.normal(size=n)) for _ in range(m)]
     x, r = rng.normal(size=n), rng.normal(size=n)
     scale = rng.uniform(0.5, 2.0, n)
-    stacked = AndersonState(
-        tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), m, False, blocks
-    ).extrapolate(x, r, 0.7, scale)
+    state = AndersonState(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), m, False, blocks)
+    stacked = state.extrapolate(x, r, 0.7, scale)
+    # the layout remembered for this blocks array, or made for another with its values:
+    # the same numbers
+    again = state.extrapolate(x, r, 0.7, scale)
+    other = replace(state, blocks=blocks.copy()).extrapolate(x, r, 0.7, scale)
+    assert np.array_equal(again, stacked) and np.array_equal(other, stacked)
     for b in range(3):
         sel = blocks == b
         alone = AndersonState(tuple(p[0][sel] for p in pairs), tuple(p[1][sel] for p in pairs), m)

@@ -186,17 +186,22 @@ class AndersonState:
         scaled columns)."""
         blocks = self.blocks
         m = dR.shape[1]
-        n_blocks, index, iu, ju, full = _block_layout(blocks, m)
+        n_blocks, index, full = _block_layout(blocks, m)
         # each block's sums, one bincount over (block, column) pairs: linear in the number
         # of components (a dense block-by-component indicator matrix made a long stacked
         # curve quadratic); each sum adds its block's components in order, as one bincount
         # per column did, in one call instead of m (m + 1); of the upper triangle of the
         # symmetric normal matrix only (its entry (j, i) is the same sum of the same
-        # products, bit for bit, as (i, j)); the products written in place
-        n_up = iu.size
-        terms = np.empty((dR.shape[0], n_up + m))
-        np.multiply(dR[:, iu], dR[:, ju], out=terms[:, :n_up])
-        np.multiply(dR, (r / scale)[:, None], out=terms[:, n_up:])
+        # products, bit for bit, as (i, j)); the products written column by column into
+        # rows of ``terms`` (columns of the pairs: contiguous)
+        n_up = m * (m + 1) // 2
+        dT = dR.T.copy()
+        terms = np.empty((n_up + m, dT.shape[1]))
+        k = 0
+        for i in range(m):  # (the upper triangle's columns (i, i..m-1), in np.triu_indices order)
+            np.multiply(dT[i], dT[i:], out=terms[k : k + m - i])
+            k += m - i
+        np.multiply(dT, r / scale, out=terms[n_up:])
         sums = np.bincount(index, weights=terms.ravel(), minlength=n_blocks * (n_up + m))
         sums = sums.reshape(n_blocks, n_up + m)
         A = sums[:, full].reshape(n_blocks, m, m)  # (each entry its upper triangle's sum)
@@ -217,16 +222,15 @@ _LAYOUTS_KEPT = 8
 _LAYOUTS_LOCK = threading.Lock()
 
 
-def _block_layout(
-    blocks: np.ndarray, m: int
-) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _block_layout(blocks: np.ndarray, m: int) -> tuple[int, np.ndarray, np.ndarray]:
     """The index arrays of :meth:`AndersonState._extrapolate_blocks` for the components'
     blocks ``blocks`` and ``m`` pairs: the number of blocks, the (block, column) bin of each
-    product of the ``n_up + m`` columns (the normal matrix's upper triangle ``iu <= ju``,
-    then the right-hand side), ``iu``, ``ju``, and the column of the upper triangle of each
-    entry of the ``m x m`` matrix (row-major).  Remembered for the last few ``blocks``
-    arrays (by identity: the iteration of a stacked map mixes with one array, not modified,
-    every step; the stacked maps of a curve share theirs)."""
+    product (``n_up + m`` columns: the normal matrix's upper triangle in
+    ``np.triu_indices`` order, then the right-hand side; column by column, each over the
+    components), and the column of the upper triangle of each entry of the ``m x m``
+    matrix (row-major).  Remembered for the last few ``blocks`` arrays (by identity: the
+    iteration of a stacked map mixes with one array, not modified, every step; the stacked
+    maps of a curve share theirs)."""
     entry = _LAYOUTS.get(id(blocks))
     if entry is None or entry[0] is not blocks:
         with _LAYOUTS_LOCK:  # (the explorer's threads solve curves at once)
@@ -239,10 +243,10 @@ def _block_layout(
         n_blocks = int(blocks.max()) + 1
         iu, ju = np.triu_indices(m)
         cols = iu.size + m
-        index = (blocks[:, None] * cols + np.arange(cols)).ravel()
+        index = (np.arange(cols)[:, None] + blocks * cols).ravel()
         column = np.empty((m, m), dtype=np.intp)
         column[iu, ju] = column[ju, iu] = np.arange(iu.size)
-        out = layouts[m] = (n_blocks, index, iu, ju, column.ravel())
+        out = layouts[m] = (n_blocks, index, column.ravel())
     return out
 
 
