@@ -370,16 +370,19 @@ def _elastic_net_points(
         cov = np.einsum("jkl,pl->pjk", mixture.theta, mh)  # Cov(mu^k, B) on each atom
         s2 = np.einsum("pjk,pk->pj", cov, mh) + c
         p0, p1, p2 = _centred_soft_threshold_moments(np.sqrt(np.clip(s2, 0.0, None)), t)
-        Mk = np.einsum("pj,pjk->pk", w * p0 / a, cov)
+        v = w * p0 / a
+        Mk = np.einsum("pj,pjk->pk", v, cov)
     else:
         m = mh @ mixture.mu.T
         p0, p1, p2, es = soft_threshold_moments(m, np.sqrt(np.clip(c, 0.0, None)), t)
         Mk = (w * es / a) @ mixture.mu
-    Q = (w * p2 / a**2) @ sig
-    V = (w * p0 / a) @ sig
+        v = w * p0 / a
+    a2 = a**2
+    Q = (w * p2 / a2) @ sig
+    V = v @ sig
     if details:
         l1 = (p1 / a) @ w
-        l2 = (p2 / a**2) @ w
+        l2 = (p2 / a2) @ w
         psi_w = -0.5 * ((p2 / a) @ w)
         penalty = l1_ratio * l1 + 0.5 * (1.0 - l1_ratio) * l2
     else:
