@@ -301,7 +301,7 @@ class StackedMap:
         points = [ids.get(id(p)) for p in self.problems]
         if None in points or points != sorted(points):
             return
-        rows = np.isin(other.row_point, points)
+        rows = _point_mask(other.n_points, points)[other.row_point]
         nodes = _nearest_nodes(other.rule, self.rule)
         # (np.take gathers the nodes about 8 times faster than fancy indexing)
         h, omega = (np.take(a[rows], nodes, axis=1) for a in (warm.h, warm.omega))
@@ -530,7 +530,7 @@ class StackedMap:
         them (``trail_len``), as a single point's iteration ends with its own
         (``history``'s pairs are zero in a point frozen for ``memory`` evaluations), else
         the components of ``history``'s pairs that belong to them; None without pairs."""
-        mask = np.isin(self.blocks, points)
+        mask = _point_mask(self.n_points, points)[self.blocks]
         if own and self.point_trail is not None and self.has_trail[points].all():
             return self._own_pairs(len(points), mask, memory)
         if history is None or history.empty:
@@ -579,6 +579,14 @@ class StackedMap:
             T.last = HatEvaluation(xi.copy(), mom, ev.Qhat[s], ev.Mhat[s], ev.Vhat[s])
             maps.append(T)
         return states, maps
+
+
+def _point_mask(n_points: int, points: list[int]) -> np.ndarray:
+    """The mask of ``points`` among ``n_points`` points (a mask of components or clusters
+    is its entries at their points: ``np.isin``'s answer, without its sort)."""
+    mask = np.zeros(n_points, dtype=bool)
+    mask[points] = True
+    return mask
 
 
 @functools.lru_cache(maxsize=32)
