@@ -679,3 +679,25 @@ def test_a_rules_first_evaluation_starts_from_the_nearest_nodes_of_the_last_rule
     other = T.like(problems[::-1], finer)  # points not in the order of the last map's
     other.warm_from(T)
     assert other.warm is None
+
+
+def test_correct_intervals_of_many_clusters_at_once() -> None:
+    # the interval of the one output in which each cluster's constraints D h >= t hold, all
+    # clusters in one array operation (the stacked clusters of a curve's points): each
+    # cluster's largest t_i / d_i over d_i < 0 and smallest over d_i > 0, to the bit, also
+    # for clusters with different numbers of constraints and zero coefficients
+    from gaussmix.theory.observables import _correct_intervals
+
+    rng = np.random.default_rng(11)
+    constraints = []
+    for n in (1, 3, 2, 4, 1):
+        d = rng.normal(size=(n, 1)) * (rng.random((n, 1)) > 0.3)
+        constraints.append((d, rng.normal(size=n)))
+    constraints += [(np.array([[1.0]]), np.array([0.0])), (np.array([[-1.0]]), np.array([0.0]))]
+    got = _correct_intervals(constraints)
+    for (D, t), (lo, hi) in zip(constraints, got):
+        d = D[:, 0]
+        want_lo = max([t[i] / d[i] for i in range(d.size) if d[i] < 0], default=-np.inf)
+        want_hi = min([t[i] / d[i] for i in range(d.size) if d[i] > 0], default=np.inf)
+        assert repr(float(lo)) == repr(float(want_lo))
+        assert repr(float(hi)) == repr(float(want_hi))

@@ -19,7 +19,12 @@ import gaussmix as gm
 from gaussmix.core.exceptions import IntegrationWarning
 from gaussmix.experiments.curves import d_test_error_d_lambda, optimal_lambda, optimal_lambda_curve
 from gaussmix.theory.mixture import LabelMap, Mixture, SpectralLaw
-from gaussmix.theory.prior import elastic_net_prior, ridge_prior, soft_threshold_moments
+from gaussmix.theory.prior import (
+    _centred_soft_threshold_moments,
+    elastic_net_prior,
+    ridge_prior,
+    soft_threshold_moments,
+)
 from gaussmix.theory.tolerances import integration_warning_threshold
 
 # ----------------------------------------------------------------------------- quadrature
@@ -73,6 +78,19 @@ def test_soft_threshold_moments_match_quadrature(m, s, t):
         _gauss_expect(lambda b: _soft(b, t), m, s, t),
     ]
     np.testing.assert_allclose([p0, p1, p2, e], ref, rtol=1e-9, atol=1e-12)
+
+
+def test_centred_soft_threshold_moments_are_the_general_ones_to_the_bit():
+    # the points' form of the lasso prior takes a centred field's moments from one tail
+    # (both tails are the same numbers); it must return soft_threshold_moments' bits,
+    # point masses and a zero threshold included
+    rng = np.random.default_rng(7)
+    s = np.abs(rng.normal(size=(6, 4))) * rng.choice([0.0, 1e-3, 1.0, 30.0], size=(6, 4))
+    for t in (0.0, 0.3, rng.uniform(0.0, 2.0, size=(6, 1))):
+        got = _centred_soft_threshold_moments(s, t)
+        want = soft_threshold_moments(0.0, s, t)[:3]
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and np.array_equal(g.view(np.int64), w.view(np.int64))
 
 
 def _point_expectations(m, s, t, a):
