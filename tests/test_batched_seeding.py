@@ -12,9 +12,6 @@ import pytest
 import gaussmix as gm
 from gaussmix.experiments import batched, curves
 from gaussmix.experiments.continuation import state_distance
-from gaussmix.theory.api import make_problem
-from gaussmix.theory.fixed_point import FixedPointMap, start_state
-from gaussmix.theory.iteration import AndersonState, iterate
 from gaussmix.theory.quadrature import GaussHermite
 
 SPARSE = gm.Mixture.sparse(0.1, 0.1, 1.0)
@@ -44,19 +41,6 @@ def restarts(monkeypatch) -> list[list[int]]:
     return seen
 
 
-def _stacked(monkeypatch) -> list[bool]:
-    calls: list[bool] = []
-    solve = batched.solve_points
-
-    def spy(problems, opts, **kw):
-        out = solve(problems, opts, **kw)
-        calls.append(out is not None)
-        return out
-
-    monkeypatch.setattr(curves, "solve_points", spy)
-    return calls
-
-
 def _unseeded(monkeypatch, fn, *args, **kw):
     """A curve whose stacked solve does not restart (the plain first solve)."""
     with monkeypatch.context() as m:
@@ -64,11 +48,10 @@ def _unseeded(monkeypatch, fn, *args, **kw):
         return fn(*args, **kw)
 
 
-def test_a_seeded_lasso_sweep_is_its_single_points(monkeypatch, restarts) -> None:
+def test_a_seeded_lasso_sweep_is_its_single_points(stacked_calls, restarts) -> None:
     lams = np.geomspace(1e-2, 1.0, 20)
-    stacked = _stacked(monkeypatch)
     df = gm.lambda_sweep(SPARSE, "logistic", lams, alpha=1.0, penalty="l1", tol=TOL)
-    assert stacked == [True] and df.converged.all()
+    assert stacked_calls == [True] and df.converged.all()
     assert restarts and len(restarts[0]) >= 5  # not vacuous: the small lambdas restarted
     for lam, r in zip(lams, df.points):
         single = gm.solve(SPARSE, "logistic", lam=lam, alpha=1.0, penalty="l1", tol=TOL)
@@ -82,11 +65,12 @@ def test_a_seeded_lasso_sweep_is_its_single_points(monkeypatch, restarts) -> Non
         assert abs(r.integration_error - single.integration_error) <= 100 * TOL
 
 
-def test_a_seeded_three_class_sweep_is_its_point_by_point_sweep(monkeypatch, restarts) -> None:
+def test_a_seeded_three_class_sweep_is_its_point_by_point_sweep(
+    monkeypatch, stacked_calls, restarts
+) -> None:
     lams = np.geomspace(1e-3, 10.0, 12)
-    stacked = _stacked(monkeypatch)
     df = gm.lambda_sweep(MIX3, "cross-entropy", lams, alpha=2.0, tol=TOL)
-    assert stacked == [True] and df.converged.all()
+    assert stacked_calls == [True] and df.converged.all()
     assert restarts and restarts[0]  # the coarse rule's solve restarted points
     with monkeypatch.context() as m:
         m.setattr(batched, "stackable", lambda problem, opts: False)
@@ -103,7 +87,9 @@ def test_a_seeded_three_class_sweep_is_its_point_by_point_sweep(monkeypatch, res
                 assert abs(getattr(r, k) - getattr(other, k)) <= STATE_BOUND, (lam, k)
 
 
-def test_a_rejected_restart_solves_the_curve_again_without_it(monkeypatch, restarts) -> None:
+def test_a_rejected_restart_solves_the_curve_again_without_it(
+    monkeypatch, stacked_calls, restarts
+) -> None:
     # every restarted point rejected by the safeguard: the first solve is made again
     # without the restart, on a fresh map: the curve of the plain solve, to the bit
     lams = np.geomspace(1e-2, 1.0, 20)
@@ -117,10 +103,9 @@ def test_a_rejected_restart_solves_the_curve_again_without_it(monkeypatch, resta
         return False
 
     monkeypatch.setattr(batched, "prediction_accepted", reject)
-    stacked = _stacked(monkeypatch)
     df = gm.lambda_sweep(*args, **kw)
     assert restarts and restarts[0] and checked  # restarted, then rejected
-    assert stacked == [True]
+    assert stacked_calls == [True, True]  # (the plain curve's, this one's)
     assert df.equals(plain)
     assert [r.n_iter for r in df.points] == [r.n_iter for r in plain.points]
 
@@ -152,29 +137,3 @@ def test_what_is_seeded_is_a_sweep_over_lambda() -> None:
     )
     few = [(lam, 1.0) for lam in lams[: batched.SEED_POINTS]]
     assert batched._seed_params(stacked_map(few)) is None
-
-
-def test_an_iterations_on_step_changes_where_it_goes_on() -> None:
-    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
-    problem = make_problem(mix, "cross-entropy", lam=0.5, alpha=1.0)
-    rule = GaussHermite(12, 2)
-    x0 = start_state(problem, None)
-    kw = dict(tol=1e-10, max_iter=200, damping=1.0)
-    ref = iterate(FixedPointMap(problem, rule), x0, AndersonState.init(6), **kw)
-    # a hook that changes nothing: the same iteration, to the bit
-    same = iterate(
-        FixedPointMap(problem, rule), x0, AndersonState.init(6), on_step=lambda s: None, **kw
-    )
-    assert same.n_iter == ref.n_iter
-    np.testing.assert_array_equal(same.x, ref.x)
-    # a hook that moves the next iterate to the fixed point after the first step: the
-    # iteration goes on from there (converged at the next evaluation)
-    steps: list[int] = []
-
-    def jump(s):
-        steps.append(s.n_iter)
-        return s._replace(x=ref.x, last=None) if s.n_iter == 1 else None
-
-    out = iterate(FixedPointMap(problem, rule), x0, AndersonState.init(6), on_step=jump, **kw)
-    assert out.converged and out.n_iter <= 3 < ref.n_iter
-    assert steps[0] == 1
