@@ -13,6 +13,7 @@ import gaussmix as gm
 from gaussmix.experiments import batched, curves
 from gaussmix.experiments.continuation import state_distance
 from gaussmix.theory.quadrature import GaussHermite
+from gaussmix.theory.state import residual_scale
 
 SPARSE = gm.Mixture.sparse(0.1, 0.1, 1.0)
 MIX3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
@@ -137,3 +138,69 @@ def test_what_is_seeded_is_a_sweep_over_lambda() -> None:
     )
     few = [(lam, 1.0) for lam in lams[: batched.SEED_POINTS]]
     assert batched._seed_params(stacked_map(few)) is None
+
+
+def test_a_sweeps_progress_count_never_goes_back(monkeypatch) -> None:
+    """Where the seeded first solve is abandoned (every restarted point rejected here) and
+    made again without the restart, the count of converged points reported
+    (``on_converged``, a progress bar's) stays where it was until the new solve passes it:
+    the plain solve's counts under the most reported before."""
+    lams = np.geomspace(1e-2, 1.0, 20)
+    problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
+    opts = batched.stackable_options({})
+    plain: list[int] = []
+    with monkeypatch.context() as m:
+        m.setattr(batched, "_seed_params", lambda T: None)
+        assert batched.solve_points(problems, opts, on_converged=plain.append) is not None
+    counts: list[int] = []
+    monkeypatch.setattr(batched, "prediction_accepted", lambda *args: False)
+    assert batched.solve_points(problems, opts, on_converged=counts.append) is not None
+    n = len(plain)
+    assert len(counts) > n and counts[-1] == len(problems)
+    before = counts[-n - 1]  # the most the abandoned solve reported
+    assert before > plain[0]  # (not vacuous: the plain solve starts below it)
+    assert counts == sorted(counts)
+    assert counts[-n:] == [max(before, c) for c in plain]
+
+
+def test_a_lasso_sweeps_estimate_is_one_iteration_on_each_refined_rule(monkeypatch) -> None:
+    """A stacked sweep over lambda with one output iterates each point of its error
+    estimate towards ``refined_tol`` in one iteration on the refined rule, as a K = 3 curve
+    does (:func:`~gaussmix.experiments.batched._refined_solve` with ``merge``), and keeps
+    its last iterate, whose moments the refined map remembers: the refined rules are
+    evaluated by their iterations alone (not again for the observables), and each returned
+    state passes the refined rule's tighter test in a single point's map evaluated afresh,
+    so that it is within ``refined_tol / (1 - r)`` of the refined fixed point.  A curve over
+    alpha is not merged (its points keep their single points' iterates)."""
+    lams = np.geomspace(1e-2, 1.0, 20)
+    rules: list = []  # the rule of each channel evaluation
+    solves: list[tuple] = []  # (rule, evaluations, merge) of each refined solve
+    channel = batched.channel_evaluation
+    refined_solve = batched._refined_solve
+
+    def counted(loss, y, m, b, Q, V, rule, warm):
+        rules.append(rule)
+        return channel(loss, y, m, b, Q, V, rule, warm)
+
+    def spy(T, *args):
+        out = refined_solve(T, *args)
+        solves.append((T.rule, T.evaluations, args[-1]))
+        return out
+
+    monkeypatch.setattr(batched, "channel_evaluation", counted)
+    monkeypatch.setattr(batched, "_refined_solve", spy)
+    df = gm.lambda_sweep(SPARSE, "logistic", lams, alpha=1.0, penalty="l1")
+    assert df.converged.all() and len(solves) == 2  # (the smooth and the sharp points)
+    assert all(merge for _, _, merge in solves)
+    for rule, evaluations, _ in solves:
+        assert sum(r == rule for r in rules) == evaluations
+    tight = batched.refined_tol(gm.SolverOptions().tol)
+    for r in df.points:
+        st = r.state
+        assert st.rule in [rule for rule, _, _ in solves]
+        x = st.x
+        scale = residual_scale(x, st.problem.n_clusters, st.problem.dim)
+        assert np.max(np.abs(st.map()(x) - x) / scale) < tight
+    solves.clear()
+    gm.learning_curve(SPARSE, "logistic", np.linspace(0.2, 4.0, 12), lam=0.1, penalty="l1")
+    assert solves and not any(merge for _, _, merge in solves)

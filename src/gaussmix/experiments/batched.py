@@ -595,7 +595,12 @@ def _nearest_nodes(coarse: QuadratureRule, fine: QuadratureRule) -> np.ndarray:
 
 
 def _refined_solve(
-    T: StackedMap, x0: np.ndarray, anderson: AndersonState, opts: SolverOptions, kw: dict
+    T: StackedMap,
+    x0: np.ndarray,
+    anderson: AndersonState,
+    opts: SolverOptions,
+    kw: dict,
+    merge: bool,
 ) -> tuple[IterationOutcome, np.ndarray, np.ndarray, AndersonState] | None:
     """The refined stacked fixed point of ``T`` from ``x0`` in an error estimate, as a single
     point's (:func:`~gaussmix.theory.refinement.estimate_errors`: the refined rule iterated
@@ -606,9 +611,12 @@ def _refined_solve(
     residuals; and the secant pairs of the iteration to ``opts.tol`` (for the next
     refinement).  None where a point does not reach ``opts.tol``.
 
-    One output: the two iterations one after the other, as a single point's (each point's
-    iterates from there are its single point's, :func:`_tighter_stacked`).  Two outputs
-    (whose curve is on the curve's rule, not the single point's): in one iteration, each
+    Without ``merge`` (one output, a curve over alpha): the two iterations one after the
+    other, as a single point's (each point's iterates from there are its single point's,
+    :func:`_tighter_stacked`).  With ``merge`` (two outputs, whose curve is on the curve's
+    rule, not the single point's; one output, a sweep over lambda, whose first solve
+    restarted its slow points, :func:`_first_solve`, so that its iterates are not its single
+    points' from the start): in one iteration, each
     point going on towards ``refined_tol`` while others still converge to ``opts.tol``, and
     frozen at its image there where it does not get there within ``REFINED_EXTRA_ITER`` evaluations
     (:attr:`StackedMap.settle_tol`): on the explorer's K = 3 cross-entropy curves, 3 to 5
@@ -624,11 +632,14 @@ def _refined_solve(
     image within ``r`` times that), a hundred times below the error of stopping the coarser
     rule's iteration at ``opts.tol`` that the estimate is to hold
     (:data:`~gaussmix.theory.tolerances.REFINED_TOL_FACTOR`); the observables move by
-    that order (measured on the K = 3 curves at ``tol = 1e-8``: at most 7e-11).  A point
+    that order (measured on the K = 3 curves at ``tol = 1e-8``: at most 7e-11; on the lasso
+    sweep of ``benchmarks/bench_curves.py``, where it saves 2 of the 8 evaluations of the
+    refined rules and the 2 evaluations of the observables, see BENCHMARKS.md, "The lasso
+    sweep's estimates merged"). A point
     frozen at ``opts.tol`` (:attr:`StackedMap.settle_tol`) keeps its image, whose moments
     the observables evaluate (for those points alone)."""
     tight = refined_tol(opts.tol)
-    merged = T.L > 1 and tight < opts.tol
+    merged = merge and tight < opts.tol
     T.freeze_tol = tight if merged else opts.tol
     if merged:
         T.settle_tol, T.settle_extra = opts.tol, REFINED_EXTRA_ITER
@@ -843,10 +854,20 @@ def _first_solve(
     fails (a restarted point rejected by the safeguard or late, no convergence) again
     without, on a fresh map with ``T``'s hooks: the plain solve, as for every other curve.
     ``on_converged``: :func:`solve_points`'s, with the number of points frozen in the map
-    iterated."""
+    iterated, never fewer than it reported before (a progress bar's count does not go back
+    where the first solve is made again)."""
+
+    most = [0]  # the most points reported (the count never goes back)
 
     def reporter(T: StackedMap) -> Callable[..., None] | None:
-        return None if on_converged is None else lambda *_: on_converged(int(T.frozen.sum()))
+        if on_converged is None:
+            return None
+
+        def report(*_) -> None:
+            most[0] = max(most[0], int(T.frozen.sum()))
+            on_converged(most[0])
+
+        return report
 
     params = _seed_params(T)
     if params is not None:
@@ -1159,10 +1180,11 @@ def solve_points(
     ones, :func:`_first_solve`); the points in the sharp regime of the channel
     (:func:`~gaussmix.theory.refinement.sharp_rule`) are solved again, stacked, with its
     rule from there; then each group of points on one rule estimates its errors
-    (:func:`_estimate`).  A point's ``n_iter`` counts the evaluations of the stacked maps
-    up to its own convergence (the single point's count where the iterates agree: on a
-    curve over alpha; a point of a sweep over lambda restarted from a prediction counts
-    the evaluations before its restart too).
+    (:func:`_estimate`; a sweep over lambda with its refined re-solve merged into one
+    iteration, :func:`_refined_solve`).  A point's ``n_iter`` counts the evaluations of the
+    stacked maps up to its own convergence (the single point's count where the iterates
+    agree: on a curve over alpha; a point of a sweep over lambda restarted from a prediction
+    counts the evaluations before its restart too).
 
     Two outputs by quadrature (K = 3 cross-entropy), as the points of a curve solved one
     by one (:mod:`gaussmix.experiments.continuation`): the rule is one step down the
@@ -1184,9 +1206,10 @@ def solve_points(
     ``on_converged(n)``, if given, is called after each evaluation of the stacked map in
     the solve on the curve's rule (after the continuation from its coarser rule, with two
     outputs) with the number ``n`` of points converged so far (frozen: their own
-    residual passed the test), for a progress bar (where a seeded first solve is made again
-    without its restart, the count starts again); the later stages (the sharp regime's
-    re-solve, the error estimates) are not counted.  It does not change the iterates.
+    residual passed the test), for a progress bar: it never goes back (where a seeded first
+    solve is made again without its restart, the count stays where it was until the new
+    solve passes it); the later stages (the sharp regime's re-solve, the error estimates)
+    are not counted.  It does not change the iterates.
     """
     p0 = problems[0]
     sym, _ = map_features(p0, opts)
@@ -1202,6 +1225,10 @@ def solve_points(
     x0 = T.start()
     if not T.is_valid(x0):
         return None
+    # the refined re-solves merged into one iteration (_refined_solve) where the curve's
+    # iterates are not its single points' anyway: two outputs, and a sweep over lambda (one
+    # alpha), whose first solve restarts its slow points (_first_solve)
+    merge = two or len({p.alpha for p in problems}) == 1
     history = None
     coarse = rule.coarsened() if two and opts.continuation else None
     if coarse is not None:  # the continuation from the coarser rule (run_fixed_point)
@@ -1247,7 +1274,7 @@ def solve_points(
                 x_g, n_iter = out_g.x, n_iter + T_g.own_iterations(out_g.n_iter)
                 res_g = np.where(T_g.frozen, T_g.residuals, out_g.residual)
                 hist = T_g.pairs(out_g.anderson, list(range(len(idx))), opts.anderson)
-            done = _estimate(T_g, x_g, n_iter, res_g, opts, hist)
+            done = _estimate(T_g, x_g, n_iter, res_g, opts, hist, merge=merge)
             if done is None:
                 return None
             for i, res in zip(idx, done):
@@ -1265,6 +1292,7 @@ def _estimate(
     residual: np.ndarray,
     opts: SolverOptions,
     history: AndersonState | None = None,
+    merge: bool = False,
 ) -> list[FixedPointResult] | None:
     """The results of the points of the stacked fixed point ``x`` of ``T``, each with its
     integration error estimated as :func:`~gaussmix.theory.refinement.estimate_errors`
@@ -1276,8 +1304,8 @@ def _estimate(
     secant pairs of the last solve (``history``: those of the iteration that reached
     ``x``; with one output each point's own, :meth:`StackedMap.pairs`,
     :func:`_own_refined_pairs`) as its model of the Jacobian, and a point converged in it
-    leaves it with its own image (two outputs: its last iterate, whose moments the map
-    remembers, :func:`_refined_solve`)."""
+    leaves it with its own image (with ``merge``, two outputs or a sweep over lambda: its
+    last iterate, whose moments the map remembers, :func:`_refined_solve`)."""
     problems = T.problems
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
     states, maps = T.point_maps(x)
@@ -1301,9 +1329,9 @@ def _estimate(
         T2.trail_len = opts.anderson + 1
         pairs = T_last.pairs(history, active_last, opts.anderson, own=_own_refined_pairs(T))
         x2 = T2.stack([states[i] for i in active])
-        if T.L > 1:  # (one output: each point's iterates from here are its single point's)
+        if merge:  # (else each point's iterates from here are its single point's)
             T2.warm_from(T_last)
-        solved = _refined_solve(T2, x2, T2.anderson(opts.anderson, pairs), opts, kw)
+        solved = _refined_solve(T2, x2, T2.anderson(opts.anderson, pairs), opts, kw, merge)
         if solved is None:
             return None
         out2, own, own_res, history = solved
