@@ -141,3 +141,21 @@ def require_figure(atlas: Path, name: str) -> None:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def stacked_calls(monkeypatch) -> list[bool]:
+    """Whether each curve was solved stacked (True) or fell back (False): the curves'
+    calls of :func:`gaussmix.experiments.batched.solve_points`."""
+    from gaussmix.experiments import batched, curves
+
+    calls: list[bool] = []
+    solve = batched.solve_points
+
+    def spy(problems, opts, **kw):
+        out = solve(problems, opts, **kw)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(curves, "solve_points", spy)
+    return calls

@@ -25,21 +25,6 @@ KEYS = ("test_error", "train_error", "train_loss", "test_loss", "free_energy")
 TOL = 1e-10
 
 
-@pytest.fixture
-def stacked_calls(monkeypatch) -> list[bool]:
-    """Whether each curve was solved stacked (True) or fell back (False)."""
-    calls: list[bool] = []
-    solve = batched.solve_points
-
-    def spy(problems, opts, **kw):
-        out = solve(problems, opts, **kw)
-        calls.append(out is not None)
-        return out
-
-    monkeypatch.setattr(curves, "solve_points", spy)
-    return calls
-
-
 @pytest.mark.parametrize(
     ("mixture", "loss", "penalty", "kind", "grid", "fixed"),
     [

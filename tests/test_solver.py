@@ -485,12 +485,11 @@ def test_integration_warning_says_when_no_finer_rule_is_admissible():
     assert "GaussHermite(n, dim)" not in texts[0]
 
 
-def test_the_iteration_is_a_pure_init_step_terminate():
-    """Stepping a FixedPointIteration by hand gives iterate's outcome to the bit, a step
-    leaves the state it was given untouched, and terminate stops at max_iter."""
+def _k3_iteration():
+    """A K = 3 cross-entropy point's map maker, start, options and converged iteration."""
     from gaussmix.theory.api import make_problem
     from gaussmix.theory.fixed_point import FixedPointMap, start_state
-    from gaussmix.theory.iteration import AndersonState, FixedPointIteration, iterate
+    from gaussmix.theory.iteration import AndersonState, iterate
     from gaussmix.theory.quadrature import GaussHermite
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
@@ -500,9 +499,18 @@ def test_the_iteration_is_a_pure_init_step_terminate():
     kw = dict(tol=1e-10, max_iter=200, damping=1.0)
     ref = iterate(FixedPointMap(problem, rule), x0, AndersonState.init(6), **kw)
     assert ref.converged and ref.n_iter > 3
+    return (lambda: FixedPointMap(problem, rule)), x0, kw, ref
+
+
+def test_the_iteration_is_a_pure_init_step_terminate():
+    """Stepping a FixedPointIteration by hand gives iterate's outcome to the bit, a step
+    leaves the state it was given untouched, and terminate stops at max_iter."""
+    from gaussmix.theory.iteration import AndersonState, FixedPointIteration
+
+    new_map, x0, kw, ref = _k3_iteration()
 
     solver = FixedPointIteration(**kw)
-    T = FixedPointMap(problem, rule)
+    T = new_map()
     s = solver.init(T, x0, AndersonState.init(6))
     residuals = []
     while not solver.terminate(s):
@@ -523,6 +531,28 @@ def test_the_iteration_is_a_pure_init_step_terminate():
         s = short.step(T, s)
     out = short.outcome(s)
     assert out.n_iter == 2 and out.status.name == "MAX_ITER" and "2 iterations" in out.message
+
+
+def test_an_iterations_on_step_changes_where_it_goes_on():
+    """``iterate(on_step=...)``: a hook that returns None leaves the iteration as it is, to
+    the bit; the state it returns is the one the iteration goes on from (the stacked
+    sweeps' restart of slow points)."""
+    from gaussmix.theory.iteration import AndersonState, iterate
+
+    new_map, x0, kw, ref = _k3_iteration()
+    same = iterate(new_map(), x0, AndersonState.init(6), on_step=lambda s: None, **kw)
+    assert same.n_iter == ref.n_iter
+    np.testing.assert_array_equal(same.x, ref.x)
+    # the next iterate moved to the fixed point after the first step: converged next
+    steps: list[int] = []
+
+    def jump(s):
+        steps.append(s.n_iter)
+        return s._replace(x=ref.x, last=None) if s.n_iter == 1 else None
+
+    out = iterate(new_map(), x0, AndersonState.init(6), on_step=jump, **kw)
+    assert out.converged and out.n_iter <= 3 < ref.n_iter
+    assert steps[0] == 1
 
 
 def test_an_iteration_without_a_callback_skips_no_decision():

@@ -22,7 +22,13 @@ point's map), the Newton step of each point's bias
 iteration is the solver's own (:func:`~gaussmix.theory.iteration.iterate`, in the
 logarithmic chart where a single point's is), with each point mixed with its own Anderson
 coefficients (``AndersonState.blocks``) and frozen, no longer evaluated, once its own
-residual passes the convergence test: a point's iterates are its single point's.  With one
+residual passes the convergence test: on a curve over alpha a point's iterates are its
+single point's.  A sweep over lambda is a continuation inside the stacked solve: once half
+its points are near their fixed points, its slow points (small lambda, whose march from
+the cold start sets the solve's length) are restarted from predictions through their
+nearest solved neighbours in ``log lambda`` (:func:`_seeded_iterate`, the continuation's
+predictor and safeguard), so that their iterates are their own, not their single
+points', and their answers their fixed points within the tolerance.  With one
 output the points in the sharp regime of the channel are solved again, stacked, on its
 rule; with two (K = 3 cross-entropy) the curve starts on the rule the point-by-point curve
 carries (one step down the automatic rule's refinement chain, by continuation from a
@@ -46,9 +52,11 @@ None and so is the curve.
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
+from typing import NamedTuple
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -64,7 +72,13 @@ from gaussmix.theory.fixed_point import (
     new_map,
     uses_log_chart,
 )
-from gaussmix.theory.iteration import AndersonState, IterationOutcome, IterationStatus, iterate
+from gaussmix.theory.iteration import (
+    AndersonState,
+    IterationOutcome,
+    IterationState,
+    IterationStatus,
+    iterate,
+)
 from gaussmix.theory.linalg import sym_eigvals
 from gaussmix.theory.observables import (
     gaussian_risk,
@@ -102,7 +116,13 @@ from gaussmix.theory.state import (
 from gaussmix.theory.symmetry import ClusterSymmetry
 from gaussmix.theory.tolerances import REFINED_EXTRA_ITER, SMOOTH_Q_MAX, refined_tol
 
-from .continuation import chain_predecessor
+from .continuation import (
+    PREDICTOR_ITER_FACTOR,
+    PREDICTOR_MIN_ITER,
+    chain_predecessor,
+    predict,
+    prediction_accepted,
+)
 
 __all__ = [
     "STACKED_MIN_POINTS",
@@ -620,7 +640,12 @@ def _nearest_nodes(coarse: QuadratureRule, fine: QuadratureRule) -> np.ndarray:
 
 
 def _refined_solve(
-    T: StackedMap, x0: np.ndarray, anderson: AndersonState, opts: SolverOptions, kw: dict
+    T: StackedMap,
+    x0: np.ndarray,
+    anderson: AndersonState,
+    opts: SolverOptions,
+    kw: dict,
+    merge: bool,
 ) -> tuple[IterationOutcome, np.ndarray, np.ndarray, AndersonState] | None:
     """The refined stacked fixed point of ``T`` from ``x0`` in an error estimate, as a single
     point's (:func:`~gaussmix.theory.refinement.estimate_errors`: the refined rule iterated
@@ -631,11 +656,14 @@ def _refined_solve(
     residuals; and the secant pairs of the iteration to ``opts.tol`` (for the next
     refinement).  None where a point does not reach ``opts.tol``.
 
-    One output: the two iterations one after the other, as a single point's (each point's
-    iterates are its single point's, :func:`_tighter_stacked`).  Two outputs (whose curve
-    is on the curve's rule, not the single point's): in one iteration, each point going
-    on towards ``refined_tol`` while others still converge to ``opts.tol``, and frozen at
-    its image there where it does not get there within ``REFINED_EXTRA_ITER`` evaluations
+    Without ``merge`` (one output, a curve over alpha): the two iterations one after the
+    other, as a single point's (each point's iterates from there are its single point's,
+    :func:`_tighter_stacked`).  With ``merge`` (two outputs, whose curve is on the curve's
+    rule, not the single point's; one output, a sweep over lambda, whose first solve
+    restarted its slow points, :func:`_first_solve`, so that its iterates are not its single
+    points' from the start): in one iteration, each
+    point going on towards ``refined_tol`` while others still converge to ``opts.tol``, and
+    frozen at its image there where it does not get there within ``REFINED_EXTRA_ITER`` evaluations
     (:attr:`StackedMap.settle_tol`): on the explorer's K = 3 cross-entropy curves, 3 to 5
     evaluations of the refined rule where the two iterations took 5 to 7, in each of which
     the points already at ``opts.tol`` waited for the others (BENCHMARKS.md, "The
@@ -649,11 +677,14 @@ def _refined_solve(
     image within ``r`` times that), a hundred times below the error of stopping the coarser
     rule's iteration at ``opts.tol`` that the estimate is to hold
     (:data:`~gaussmix.theory.tolerances.REFINED_TOL_FACTOR`); the observables move by
-    that order (measured on the K = 3 curves at ``tol = 1e-8``: at most 7e-11).  A point
+    that order (measured on the K = 3 curves at ``tol = 1e-8``: at most 7e-11; on the lasso
+    sweep of ``benchmarks/bench_curves.py``, where it saves 2 of the 8 evaluations of the
+    refined rules and the 2 evaluations of the observables, see BENCHMARKS.md, "The lasso
+    sweep's estimates merged"). A point
     frozen at ``opts.tol`` (:attr:`StackedMap.settle_tol`) keeps its image, whose moments
     the observables evaluate (for those points alone)."""
     tight = refined_tol(opts.tol)
-    merged = T.L > 1 and tight < opts.tol
+    merged = merge and tight < opts.tol
     T.freeze_tol = tight if merged else opts.tol
     if merged:
         T.settle_tol, T.settle_extra = opts.tol, REFINED_EXTRA_ITER
@@ -856,6 +887,325 @@ def _converged(
     return out
 
 
+def _first_solve(
+    T: StackedMap,
+    x0: np.ndarray,
+    opts: SolverOptions,
+    on_converged: Callable[[int], None] | None = None,
+) -> tuple[StackedMap, IterationOutcome | None]:
+    """The first stacked solve of a curve, from the cold start ``x0`` (:func:`_converged`),
+    and the map that made it: for a sweep over lambda (:func:`_seed_params`) with its slow
+    points restarted from their fast neighbours (:func:`_seeded_iterate`), and where that
+    fails (a restarted point rejected by the safeguard or late, no convergence) again
+    without, on a fresh map with ``T``'s hooks: the plain solve, as for every other curve.
+    ``on_converged``: :func:`solve_points`'s, with the number of points frozen in the map
+    iterated, never fewer than it reported before (a progress bar's count does not go back
+    where the first solve is made again)."""
+
+    most = [0]  # the most points reported (the count never goes back)
+
+    def reporter(T: StackedMap) -> Callable[..., None] | None:
+        if on_converged is None:
+            return None
+
+        def report(*_) -> None:
+            most[0] = max(most[0], int(T.frozen.sum()))
+            on_converged(most[0])
+
+        return report
+
+    params = _seed_params(T)
+    if params is not None:
+        T.freeze_tol = opts.tol
+        T.trail_len = opts.anderson + 1
+        kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
+        try:
+            anderson = T.anderson(opts.anderson)
+            out = _seeded_iterate(T, x0, anderson, params, reporter(T), kw)
+        except _SharpPoint:
+            return T, None
+        if out is not None and out.converged and T.is_valid(out.x):
+            return T, out
+        fresh = StackedMap(T.problems, T.rule, T.symmetry, T.log_chart)
+        fresh.on_freeze, fresh.on_image = T.on_freeze, T.on_image
+        T = fresh
+    return T, _converged(T, x0, None, opts, reporter(T))
+
+
+#: A sweep over lambda solved as one stacked state restarts its slow points once
+#: (:func:`_seeded_iterate`), after the first evaluation where at least
+#: :data:`SEED_FRACTION` of its points (the seeds) have an own residual below this: their
+#: images are then within about this of their fixed points.  The constants below were
+#: chosen on 21 sweeps (BENCHMARKS.md, "Stacked sweeps over lambda seeded from their fast
+#: points"), counting the stacked map's evaluations: the lasso sweep of
+#: ``benchmarks/bench_curves.py`` 47 -> 34, its K = 3 cross-entropy sweep 31 -> 23; with
+#: seeds below 3e-3 (later) 35 and 24, and one lasso sweep 99 instead of 52.
+SEED_TOL = 1e-2
+
+#: The points restarted: those not frozen whose own residual is at least this (a point
+#: nearly converged goes on: restarting every point above :data:`SEED_TOL`, a lasso + square
+#: sweep took 48 evaluations instead of 25, its restarted points rejected).
+SEED_RESTART = 3e-2
+
+#: The prediction of a restarted point goes through this many seeds, the nearest to it in
+#: ``log lambda`` (3: a quadratic; with 2, a secant, the two sweeps of :data:`SEED_TOL` took
+#: 38 and 35 evaluations, with 4, 35 and 32).
+SEED_POINTS = 3
+
+#: The fraction of a sweep's points below :data:`SEED_TOL` at which its slow points are
+#: restarted (0.3 and 0.4: an earlier restart, from fewer seeds, 32 and 40 on the two sweeps
+#: of :data:`SEED_TOL`, and 83 and 122 instead of 45 and 87 on two lasso sweeps from 1e-3; 0.6:
+#: 37 and 23, and one lasso sweep whose solve ran to 1190 evaluations before
+#: :data:`SEED_BUDGET`).
+SEED_FRACTION = 0.5
+
+#: A seeded iteration not converged this many times the evaluations before the restart
+#: after it (and at least :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`)
+#: is abandoned for the plain one (:func:`_first_solve`): the restart is a heuristic on a
+#: map whose convergence from afar is erratic (the one lasso sweep above, 1190 -> 218
+#: evaluations), and the abandoned part bounds what it can cost.
+SEED_BUDGET = 3
+
+
+def _seed_params(T: StackedMap) -> np.ndarray | None:
+    """``log lambda`` of each point of ``T`` where its points are a sweep over lambda that
+    is seeded (:func:`_seeded_iterate`: one ``alpha``, distinct positive ``lam``, at least
+    :data:`SEED_POINTS` + 1 points), else None."""
+    lams = T.lams
+    if len({p.alpha for p in T.problems}) > 1 or not (lams > 0).all():
+        return None
+    if np.unique(lams).size < lams.size or lams.size <= SEED_POINTS:
+        return None
+    return np.log(lams)
+
+
+def _own_residuals(T: StackedMap) -> np.ndarray:
+    """Each point's own residual ``max |T(x) - x| / s`` at the last evaluation of ``T``
+    (its trail; inf where not finite)."""
+    x, g = T.trail[-1]
+    r = np.abs(g - x) / residual_scale(x, T.K, T.L)
+    return np.maximum.reduceat(np.where(np.isfinite(r), r, np.inf)[T._order], T._starts)
+
+
+def _seeded_iterate(
+    T: StackedMap,
+    x0: np.ndarray,
+    anderson: AndersonState,
+    params: np.ndarray,
+    report: Callable[..., None] | None,
+    kw: dict,
+) -> IterationOutcome | None:
+    """The stacked iteration of a sweep over lambda (``params``: each point's ``log
+    lambda``) from the cold start ``x0``, its slow points restarted once from their solved
+    neighbours: a continuation inside the one stacked solve.
+
+    The points of a sweep converge from the cold start at very different speeds (lasso +
+    logistic, alpha = 1: 11 evaluations at ``lam = 1`` and 34 at ``1e-2``, where ``V``
+    marches to its fixed point and overshoots; BENCHMARKS.md), and the stacked solve takes
+    the slowest one's.  Here, after the first evaluation where at least
+    :data:`SEED_FRACTION` of the points have an own residual below :data:`SEED_TOL`
+    (:func:`_own_residuals`; the seeds, their images standing for their fixed points),
+    every point not frozen whose residual is at least :data:`SEED_RESTART` is restarted
+    from the Lagrange polynomial in ``log lambda`` through the :data:`SEED_POINTS` seeds
+    nearest to it (:func:`~gaussmix.experiments.continuation.predict`, in the logarithmic
+    chart's coordinates, :class:`~gaussmix.theory.state.LogChart`, where ``V ~ 1 / lam`` is
+    linear), its secant pairs zeroed (its block of the Anderson mixing starts afresh), the
+    others going on with theirs (the iteration's ``on_step``, :class:`_Seeding`).  After
+    the first evaluation at the predictions, a point whose own residual there is not below
+    its residual before goes back to its iterate and pairs of then.  Every point still
+    converges to the same test (its own residual below ``tol``) and is frozen there: a
+    restarted point's answer is its fixed point within the iteration's tolerance, not its
+    single point's iterates.
+
+    The safeguard of the continuation
+    (:func:`~gaussmix.experiments.continuation.prediction_accepted`): a restarted point's
+    fixed point must be closer to its prediction than the prediction is to its nearest
+    seed's state, and it must converge within the predictor's budget
+    (:data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times the evaluations
+    before the restart, at least
+    :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`), and every point within
+    :data:`SEED_BUDGET` times them; otherwise None, and the curve's first solve is made
+    again without the restart (:func:`_first_solve`).  Without enough seeds, or nothing to
+    restart, the iteration is the plain one.  Deterministic: the trigger, the seeds and the
+    predictions depend on the iterates only."""
+    seeding = _Seeding(T, params)
+    try:
+        out = iterate(T, x0, anderson, return_image=False, callback=report, on_step=seeding, **kw)
+    except _SeedRejected:
+        return None
+    if out.converged and seeding.rejections(final=True):
+        return None
+    return out
+
+
+class _SeedRejected(Exception):
+    """A restarted point of a seeded stacked solve is rejected by the safeguard."""
+
+
+class _Seeding:
+    """The restart of a stacked sweep's slow points (:func:`_seeded_iterate`): the
+    iteration's ``on_step``, and the safeguard's record of the restarted points."""
+
+    def __init__(self, T: StackedMap, params: np.ndarray) -> None:
+        self.T, self.params = T, params
+        self.need = max(SEED_POINTS, math.ceil(SEED_FRACTION * T.n_points))
+        self.done = False  # restarted once (or found nothing to restart)
+        self.at = 0  # the evaluations before the restart
+        self.waiting: dict[int, tuple[dict, dict]] = {}  # point -> (prediction, nearest seed)
+        #: (the iterate, secant pairs and own residuals before the restart) until the first
+        #: evaluation at the predictions
+        self.trial: tuple | None = None
+
+    def __call__(self, s: IterationState) -> IterationState | None:
+        T = self.T
+        if self.trial is not None:
+            return self._tried(s)
+        if self.done:
+            budget = max(PREDICTOR_MIN_ITER, PREDICTOR_ITER_FACTOR * self.at)
+            late = s.n_iter - self.at >= budget
+            cap = max(PREDICTOR_MIN_ITER, SEED_BUDGET * self.at)
+            if self.rejections(final=late) or s.n_iter - self.at >= cap:
+                raise _SeedRejected
+            return None
+        if not T.trail:
+            return None
+        own = _own_residuals(T)
+        below = own < SEED_TOL
+        if below.sum() < self.need or not (own >= SEED_RESTART).any():
+            return None
+        self.done, self.at = True, s.n_iter
+        made = _reseed(T, s.x, own, self.params)
+        if made is None:
+            return None
+        x, points, predictions, nearest = made
+        self.waiting = {j: (p, q) for j, p, q in zip(points, predictions, nearest)}
+        self.trial = (s.x, s.anderson, own)
+        return self._restarted(s, x, np.isin(T.blocks, points))
+
+    @staticmethod
+    def _restarted(
+        s: IterationState, x: np.ndarray, mask: np.ndarray, anderson: AndersonState | None = None
+    ) -> IterationState:
+        """The iteration going on from ``x``, the points of the components ``mask`` having
+        jumped: their secant pairs zeroed (or ``anderson``), and no last evaluation, so that
+        the next evaluation makes no pair (its difference from the last would span the
+        jump: a secant across a long stretch of the map, which, kept, made the sweeps of
+        ``SEED_BUDGET``'s measurements slower, one of them from 87 to 3086 evaluations);
+        the damping and the divergence test's best step are the iteration's."""
+        if anderson is None:
+            anderson = _without(s.anderson, mask)
+        return s._replace(x=x, anderson=anderson, last=None)
+
+    def _tried(self, s: IterationState) -> IterationState | None:
+        """After the first evaluation at the predictions: the restarted points whose own
+        residual there is not below their residual before the restart go back to their
+        iterate and secant pairs of then (a prediction no better than where the point
+        was), the others go on from their predictions."""
+        x_old, anderson_old, own_old = self.trial
+        self.trial = None
+        own = _own_residuals(self.T)
+        back = [j for j in self.waiting if not own[j] < own_old[j]]
+        if not back:
+            return None
+        for j in back:
+            del self.waiting[j]
+        mask = np.isin(self.T.blocks, back)
+        x = np.where(mask, x_old, s.x)
+        anderson = replace(
+            s.anderson,
+            dxs=tuple(np.where(mask, a, d) for a, d in zip(anderson_old.dxs, s.anderson.dxs)),
+            dgs=tuple(np.where(mask, a, d) for a, d in zip(anderson_old.dgs, s.anderson.dgs)),
+        )
+        return self._restarted(s, x, mask, anderson)
+
+    def rejections(self, final: bool = False) -> bool:
+        """Whether a restarted point is rejected: frozen at a fixed point the safeguard
+        rejects (:func:`~gaussmix.experiments.continuation.prediction_accepted`), or, with
+        ``final`` (the end of the iteration, or the predictor's budget spent:
+        :data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times the
+        evaluations before the restart, at least
+        :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`), not frozen.  The
+        frozen points accepted are no longer watched."""
+        T = self.T
+        for j in list(self.waiting):
+            if not T.frozen[j]:
+                if final:
+                    return True
+                continue
+            prediction, previous = self.waiting.pop(j)
+            fixed = _PointState(*_point_state(T, T.frozen_x, j))  # (its state at its freeze)
+            if not prediction_accepted(fixed, prediction, previous):
+                return True
+        return False
+
+
+def _without(history: AndersonState, mask: np.ndarray) -> AndersonState:
+    """The secant history ``history`` with the components ``mask`` of its pairs zeroed (the
+    blocks of restarted points mix afresh; a block whose pairs are zero takes the damped
+    step)."""
+    return replace(
+        history,
+        dxs=tuple(np.where(mask, 0.0, d) for d in history.dxs),
+        dgs=tuple(np.where(mask, 0.0, d) for d in history.dgs),
+    )
+
+
+class _PointState(NamedTuple):
+    """A point's ``Q, M, V, b`` (a state, or its chart coordinates) as the continuation's
+    predictor and safeguard read a result."""
+
+    Q: np.ndarray
+    M: np.ndarray
+    V: np.ndarray
+    b: np.ndarray
+    success: bool = True
+
+
+def _point_state(T: StackedMap, x: np.ndarray, j: int) -> tuple[np.ndarray, ...]:
+    """``(Q, M, V, b)`` of point ``j`` of the stacked state ``x``."""
+    return tuple(a[j] for a in T.unpack(x))
+
+
+def _reseed(
+    T: StackedMap, x_next: np.ndarray, own: np.ndarray, params: np.ndarray
+) -> tuple[np.ndarray, list[int], list[dict], list[dict]] | None:
+    """The next stacked iterate ``x_next`` with the slow points (not frozen, own residual ``own``
+    at least :data:`SEED_RESTART`) replaced by their predictions from the seeds (below it, at
+    their images of the last evaluation), see :func:`_seeded_iterate`; with the restarted
+    points, their predictions and their nearest seeds' states (dicts of ``Q, M, V, b``).
+    None where no point can be predicted (fewer than two seeds in the chart)."""
+    x_last, g_last = T.trail[-1]
+    chart = LogChart(T.K0, T.L)
+    seeds, charted, states = [], {}, {}
+    for i in np.flatnonzero(own < SEED_TOL):
+        xi = g_last[T.blocks == i] if not T.frozen[i] else x_last[T.blocks == i]
+        y = chart.forward(xi)
+        if y is not None:
+            seeds.append(int(i))
+            charted[int(i)] = dict(zip("QMVb", unpack_state(y, T.K0, T.L)))
+            states[int(i)] = dict(zip("QMVb", unpack_state(xi, T.K0, T.L)))
+    if len(seeds) < 2:
+        return None
+    x = x_next.copy()
+    points, predictions, nearest = [], [], []
+    for j in np.flatnonzero((own >= SEED_RESTART) & ~T.frozen):
+        # the nearest seeds, the nearest last (predict's order), ties by index
+        near = sorted(seeds, key=lambda i: (-abs(params[i] - params[j]), -i))[-SEED_POINTS:]
+        done = [(float(params[i]), _PointState(**charted[i])) for i in near]
+        pred = predict(done, float(params[j]), SEED_POINTS)
+        y = pack_state(*(pred[k] for k in "QMVb"))
+        xj = chart.inverse(y)
+        if not np.isfinite(xj).all():
+            continue
+        x[T.blocks == j] = xj
+        points.append(int(j))
+        predictions.append(dict(zip("QMVb", unpack_state(xj, T.K0, T.L))))
+        nearest.append(states[near[-1]])
+    if not points:
+        return None
+    return x, points, predictions, nearest
+
+
 def solve_points(
     problems: list[Problem],
     opts: SolverOptions,
@@ -871,17 +1221,23 @@ def solve_points(
     One output, as a single point (:func:`~gaussmix.theory.solver.solve_problem`): every
     point starts from the solver's cold start (:meth:`StackedMap.start`) and the stacked
     state is iterated with the solver's automatic rule to ``opts.tol`` in every component
-    of every point; the points in the sharp regime of the channel
+    of every point (a sweep over lambda restarting its slow points once from its fast
+    ones, :func:`_first_solve`); the points in the sharp regime of the channel
     (:func:`~gaussmix.theory.refinement.sharp_rule`) are solved again, stacked, with its
     rule from there; then each group of points on one rule estimates its errors
-    (:func:`_estimate`).  A point's ``n_iter`` counts the evaluations of the stacked maps
-    up to its own convergence (the single point's count where the iterates agree).
+    (:func:`_estimate`; a sweep over lambda with its refined re-solve merged into one
+    iteration, :func:`_refined_solve`).  A point's ``n_iter`` counts the evaluations of the
+    stacked maps up to its own convergence (the single point's count where the iterates
+    agree: on a curve over alpha; a point of a sweep over lambda restarted from a prediction
+    counts the evaluations before its restart too).
 
     Two outputs by quadrature (K = 3 cross-entropy), as the points of a curve solved one
     by one (:mod:`gaussmix.experiments.continuation`): the rule is one step down the
     refinement chain of the automatic rule
     (:func:`~gaussmix.experiments.continuation.chain_predecessor`), reached by continuation
-    from its coarser rule (``opts.continuation``), with the single point's symmetry of
+    from its coarser rule (``opts.continuation``; a sweep over lambda restarting its slow
+    points there once from its fast ones, :func:`_first_solve`), with the single point's
+    symmetry of
     exchangeable clusters and chart; each point then refines it until its own estimate
     meets ``quad_tol``, so that its answer is on the automatic rule or finer (without an
     estimate by refinement, the automatic rule itself, and any point in the sharp regime
@@ -895,8 +1251,10 @@ def solve_points(
     ``on_converged(n)``, if given, is called after each evaluation of the stacked map in
     the solve on the curve's rule (after the continuation from its coarser rule, with two
     outputs) with the number ``n`` of points converged so far (frozen: their own
-    residual passed the test), for a progress bar; the later stages (the sharp regime's
-    re-solve, the error estimates) are not counted.  It does not change the iterates.
+    residual passed the test), for a progress bar: it never goes back (where a seeded first
+    solve is made again without its restart, the count stays where it was until the new
+    solve passes it); the later stages (the sharp regime's re-solve, the error estimates)
+    are not counted.  It does not change the iterates.
     """
     p0 = problems[0]
     sym, _ = map_features(p0, opts)
@@ -912,19 +1270,26 @@ def solve_points(
     x0 = T.start()
     if not T.is_valid(x0):
         return None
+    # the refined re-solves merged into one iteration (_refined_solve) where the curve's
+    # iterates are not its single points' anyway: two outputs, and a sweep over lambda (one
+    # alpha), whose first solve restarts its slow points (_first_solve)
+    merge = two or len({p.alpha for p in problems}) == 1
     history = None
     coarse = rule.coarsened() if two and opts.continuation else None
     if coarse is not None:  # the continuation from the coarser rule (run_fixed_point)
         Tc = T.like(problems, coarse)
         _stop_if_first_is_sharp(Tc, opts, every=not refines)
-        out = _converged(Tc, x0, None, opts)
+        Tc, out = _first_solve(Tc, x0, opts)
         if out is None:
             return None
         x0, history = out.x, Tc.pairs(out.anderson, list(range(len(problems))), opts.anderson)
         T.warm_from(Tc)  # (two outputs: the curve's rule is not the single point's)
         n_coarse = Tc.own_iterations(out.n_iter)
-    report = None if on_converged is None else lambda *_: on_converged(int(T.frozen.sum()))
-    out = _converged(T, x0, history, opts, report)
+    if coarse is None:
+        T, out = _first_solve(T, x0, opts, on_converged)
+    else:
+        report = None if on_converged is None else lambda *_: on_converged(int(T.frozen.sum()))
+        out = _converged(T, x0, history, opts, report)
     if out is None:
         return None
     states = T.split(out.x)
@@ -954,7 +1319,7 @@ def solve_points(
                 x_g, n_iter = out_g.x, n_iter + T_g.own_iterations(out_g.n_iter)
                 res_g = np.where(T_g.frozen, T_g.residuals, out_g.residual)
                 hist = T_g.pairs(out_g.anderson, list(range(len(idx))), opts.anderson)
-            done = _estimate(T_g, x_g, n_iter, res_g, opts, hist)
+            done = _estimate(T_g, x_g, n_iter, res_g, opts, hist, merge=merge)
             if done is None:
                 return None
             for i, res in zip(idx, done):
@@ -972,6 +1337,7 @@ def _estimate(
     residual: np.ndarray,
     opts: SolverOptions,
     history: AndersonState | None = None,
+    merge: bool = False,
 ) -> list[FixedPointResult] | None:
     """The results of the points of the stacked fixed point ``x`` of ``T``, each with its
     integration error estimated as :func:`~gaussmix.theory.refinement.estimate_errors`
@@ -983,8 +1349,8 @@ def _estimate(
     secant pairs of the last solve (``history``: those of the iteration that reached
     ``x``; with one output each point's own, :meth:`StackedMap.pairs`,
     :func:`_own_refined_pairs`) as its model of the Jacobian, and a point converged in it
-    leaves it with its own image (two outputs: its last iterate, whose moments the map
-    remembers, :func:`_refined_solve`)."""
+    leaves it with its own image (with ``merge``, two outputs or a sweep over lambda: its
+    last iterate, whose moments the map remembers, :func:`_refined_solve`)."""
     problems = T.problems
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
     states, maps = T.point_maps(x)
@@ -1008,9 +1374,9 @@ def _estimate(
         T2.trail_len = opts.anderson + 1
         pairs = T_last.pairs(history, active_last, opts.anderson, own=_own_refined_pairs(T))
         x2 = T2.stack([states[i] for i in active])
-        if T.L > 1:  # (one output: each point's iterates are its single point's)
+        if merge:  # (else each point's iterates from here are its single point's)
             T2.warm_from(T_last)
-        solved = _refined_solve(T2, x2, T2.anderson(opts.anderson, pairs), opts, kw)
+        solved = _refined_solve(T2, x2, T2.anderson(opts.anderson, pairs), opts, kw, merge)
         if solved is None:
             return None
         out2, own, own_res, history = solved

@@ -460,8 +460,9 @@ def lambda_sweep(
     channel integrand sharpens as lambda decreases, towards the separable regime); a
     sweep of 10 points or more of one output or K = 3 classes with ridge at all points at
     once, each on the rule of its own regime (:mod:`gaussmix.experiments.batched`; K = 3
-    cross-entropy point by point where a point is in the sharp regime); the table is in
-    the order of ``lams``.
+    cross-entropy point by point where a point is in the sharp regime), its slow points
+    (small lambda) restarted once, inside that one solve, from predictions through their
+    fast neighbours; the table is in the order of ``lams``.
 
     Parameters
     ----------

@@ -493,13 +493,18 @@ def iterate(
     damping: float,
     callback: Callable[[int, float], Any] | None = None,
     return_image: bool = True,
+    on_step: Callable[[IterationState], IterationState | None] | None = None,
 ) -> IterationOutcome:
     """Run a :class:`FixedPointIteration` of ``T`` from ``x0`` with the secant history
     ``anderson`` to its outcome.
 
     ``callback(iteration, residual)`` is called after every evaluation of the map that
     computed a residual, and :func:`gaussmix.core.interrupt.check_interrupt` after every
-    step (the caller's cooperative stop, which raises).  numpy's floating-point warnings
+    step (the caller's cooperative stop, which raises).  ``on_step(state)``, if given, is
+    called after every step that did not end the iteration, and the state it returns (if
+    not None) is the one the iteration goes on from: a caller's change of the next iterate
+    and its secant pairs (the stacked curves' restart of slow points,
+    :mod:`gaussmix.experiments.batched`).  numpy's floating-point warnings
     are off during the loop: a trial state far from the fixed point (an Anderson
     extrapolation) can overflow inside the map, and its image is then rejected by the
     explicit finiteness test, not reported as a RuntimeWarning.
@@ -512,6 +517,8 @@ def iterate(
             if callback is not None and s.evaluated:
                 callback(s.n_iter, s.residual)
             check_interrupt()  # a cooperative stop asked by the caller's thread
+            if on_step is not None and not solver.terminate(s):
+                s = on_step(s) or s
     return solver.outcome(s)
 
 
