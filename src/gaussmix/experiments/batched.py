@@ -36,7 +36,8 @@ coarser one), and a point in the sharp regime, which a single point solves on a 
 own state, sends the curve back to the points.  Each point then estimates its own
 integration error as a single point does (:func:`~gaussmix.theory.refinement.estimate_errors`):
 the stacked state re-solved with the refined rule from the last solve's secant pairs (with
-one output each point's own, its last evaluations before it froze), the
+one output each point's own, its last evaluations before it froze; for a sweep over lambda
+or K = 3 classes in one iteration on to the tighter tolerance, :func:`_refined_solve`), the
 change of each point's observables, refinement again for the points whose estimate exceeds
 ``quad_tol``; and its result is assembled by the solver's own code, with its free energy
 and sparsity.

@@ -462,7 +462,9 @@ def lambda_sweep(
     once, each on the rule of its own regime (:mod:`gaussmix.experiments.batched`; K = 3
     cross-entropy point by point where a point is in the sharp regime), its slow points
     (small lambda) restarted once, inside that one solve, from predictions through their
-    fast neighbours; the table is in the order of ``lams``.
+    fast neighbours, and each point's error estimate one iteration on the refined rule
+    towards its tighter tolerance (its answer within ``refined_tol / (1 - r)`` of the
+    refined fixed point); the table is in the order of ``lams``.
 
     Parameters
     ----------
