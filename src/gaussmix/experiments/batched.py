@@ -585,21 +585,26 @@ class StackedMap:
         diffs = diffs[nonzero[0] :]  # (pairs that are zero in every point: none)
         return AndersonState(tuple(diffs[:, 0]), tuple(diffs[:, 1]), memory, self.log_chart)
 
-    def point_maps(self, x: np.ndarray) -> tuple[list[np.ndarray], list[FixedPointMap]]:
-        """Each point's state of the stacked state ``x`` and a single point's map there,
-        remembering its share of the channel evaluation at ``x`` (its observables then need
-        none)."""
+    def point_maps(
+        self, x: np.ndarray, points: list[int] | None = None
+    ) -> tuple[list[np.ndarray], list[FixedPointMap]]:
+        """Each point's state of the stacked state ``x`` and a single point's map there
+        (of ``points`` alone, in their order, where given), remembering its share of the
+        channel evaluation at ``x`` (its observables then need none)."""
         ev = self.hats(x)
         states = self.split(x)
+        if points is None:
+            points = list(range(self.n_points))
         maps = []
         k = self.K0
-        for i, (p, xi) in enumerate(zip(self.problems, states)):
+        for i in points:
+            p, xi = self.problems[i], states[i]
             s = slice(i * k, (i + 1) * k)
             mom = ChannelMoments(*(getattr(ev.moments, f)[s] for f in _MOMENTS))
             T = new_map(p, self.rule, (self.symmetry, self.log_chart))
             T.last = HatEvaluation(xi.copy(), mom, ev.Qhat[s], ev.Mhat[s], ev.Vhat[s])
             maps.append(T)
-        return states, maps
+        return [states[i] for i in points], maps
 
 
 def _point_mask(n_points: int, points: list[int]) -> np.ndarray:
@@ -768,27 +773,36 @@ def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
         test_loss = gaussian_risk(p0.loss, T.outputs.y[rows], mf[rows], Qf[rows], T.rule)
     else:
         test_loss = gaussian_risk(p0.loss, T.outputs.y, mf, Qf, T.rule).reshape(P, K0) @ rho
-    hats = (
+    Qh, Mh, Vh = (
         ev.Qhat.reshape(P, K0, L, L),
         ev.Mhat.reshape(P, K0, L),
         ev.Vhat.reshape(P, K0, L, L),
     )
+    M = m - b[:, None, :]  # (each point's ``m[i] - b[i]``, all at once: the same numbers)
+    # (the floats of each array at once: ``tolist`` gives each entry's ``float``)
+    values = zip(
+        test_error.tolist(),
+        train_error.tolist(),
+        train_loss.tolist(),
+        test_loss.tolist(),
+        train_errs.tolist(),
+    )
     return [
         Observables(
-            state=(Q[i], m[i] - b[i], V[i], b[i]),
-            hats=(hats[0][i], hats[1][i], hats[2][i]),
-            test_error=float(test_error[i]),
-            train_error=float(train_error[i]),
-            train_loss=float(train_loss[i]),
-            test_loss=float(test_loss[i]),
+            state=(Q[i], M[i], V[i], b[i]),
+            hats=(Qh[i], Mh[i], Vh[i]),
+            test_error=te,
+            train_error=tre,
+            train_loss=trl,
+            test_loss=tl,
             errors={
                 "test_error": test_err,
-                "train_error": float(train_errs[i]),
+                "train_error": err,
                 "train_loss": 0.0,
                 "test_loss": 0.0,
             },
         )
-        for i in range(P)
+        for i, (te, tre, trl, tl, err) in enumerate(values)
     ]
 
 
@@ -851,19 +865,31 @@ def _sharp(
 ) -> list:
     """The sharp rule of each point of the stacked state ``x`` (of ``points``, a mask)
     solved with the automatic rule of the smooth regime, as a single point tests it
-    (:func:`~gaussmix.theory.refinement.sharp_rule`; None: its rule stays)."""
+    (:func:`~gaussmix.theory.refinement.sharp_rule`; None: its rule stays): the points at
+    most at the threshold without a call, and without the symmetry one call for all the
+    points above it (its rule there does not depend on the state)."""
     p0 = T.problems[0]
     idx = np.arange(T.n_points) if points is None else np.flatnonzero(points)
     if not needs_quadrature(p0):
         return [None] * idx.size
-    # (the test of all the points at once, an overlap above the threshold, before each's)
-    Q = T.unpack(x)[0][idx]
-    if sym_eigvals(Q.reshape(-1, T.L, T.L)).max() <= SMOOTH_Q_MAX:
+    # each point's largest overlap eigenvalue, all at once (the same numbers as each
+    # point's own test: the eigenvalues are block by block)
+    top = sym_eigvals(T.unpack(x)[0][idx]).max(axis=(1, 2))
+    if top.max() <= SMOOTH_Q_MAX:
         return [None] * idx.size
     rule = channel_rule(p0, None, opts.symmetry)
     sym = T.symmetry is not None
     states = T.split(x)
-    return [sharp_rule(T.problems[i], rule, states[i], symmetric=sym) for i in idx]
+    out: list = [None] * idx.size  # (a point at most at the threshold: its rule stays)
+    same = None  # without the symmetry, the rule of every point above it (state-free)
+    for k in np.flatnonzero(~(top <= SMOOTH_Q_MAX)):  # (NaN: tested, as each point's)
+        i = idx[k]
+        if sym or same is None:
+            out[k] = sharp_rule(T.problems[i], rule, states[i], symmetric=sym)
+            same = (out[k],)
+        else:
+            out[k] = same[0]
+    return out
 
 
 def _converged(
@@ -1354,7 +1380,10 @@ def _estimate(
     last iterate, whose moments the map remembers, :func:`_refined_solve`)."""
     problems = T.problems
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
-    states, maps = T.point_maps(x)
+    states = T.split(x)
+    # each point's last solve: its stacked map, state and index there (its single point's
+    # map made once, at the end, :meth:`StackedMap.point_maps`)
+    where = [(T, x, i) for i in range(len(problems))]
     try:
         obs = _light_observables(T, x)
     except (FloatingPointError, np.linalg.LinAlgError, ValueError):
@@ -1368,7 +1397,7 @@ def _estimate(
     active = list(range(len(problems))) if refining else []
     T_last, active_last = T, active  # the last solve and the active points among its
     for _ in range(refinements if refining else 0):
-        finer = maps[active[0]].rule.refined()  # (the single point's bound on its nodes)
+        finer = where[active[0]][0].rule.refined()  # (the single point's bound on its nodes)
         if finer is None or finer.weights.size > MAX_QUADRATURE_NODES:
             break
         T2 = T.like([problems[i] for i in active], finer)
@@ -1386,12 +1415,12 @@ def _estimate(
             obs2 = _light_observables(T2, out2.x)
         except (FloatingPointError, np.linalg.LinAlgError, ValueError):
             return None
-        split, maps2 = T2.point_maps(out2.x)
+        split = T2.split(out2.x)
         still = []
         for j, i in enumerate(active):
             quad[i] = {k: abs(obs2[j].value(k) - obs[i].value(k)) for k in _ERROR_KEYS}
             evals[i] = dict(obs2[j].errors)
-            states[i], obs[i], maps[i] = split[j], obs2[j], maps2[j]
+            states[i], obs[i], where[i] = split[j], obs2[j], (T2, out2.x, j)
             n_iters[i] += int(own[j])
             residuals[i] = float(own_res[j])
             total = {k: quad[i][k] + evals[i][k] for k in ("test_error", "train_loss")}
@@ -1403,6 +1432,7 @@ def _estimate(
             break
     opts = replace(opts, throw=False)
     results = []
+    maps = _point_maps(where)
     try:
         priors = _prior_details(T, [T_i.last for T_i in maps])
     except (FloatingPointError, np.linalg.LinAlgError, ValueError):
@@ -1428,6 +1458,22 @@ def _estimate(
             return None
         results.append(res)
     return results
+
+
+def _point_maps(where: list[tuple[StackedMap, np.ndarray, int]]) -> list[FixedPointMap]:
+    """Each point's single point's map at its state in its last solve (``where``: the
+    stacked map, its state and the point's index there), one
+    :meth:`StackedMap.point_maps` for the points of each solve."""
+    maps: list = [None] * len(where)
+    solves: dict = {}  # id of a stacked map -> (it, its state, its points, theirs here)
+    for i, (T, x, j) in enumerate(where):
+        _, _, points, mine = solves.setdefault(id(T), (T, x, [], []))
+        points.append(j)
+        mine.append(i)
+    for T, x, points, mine in solves.values():
+        for i, m in zip(mine, T.point_maps(x, points)[1]):
+            maps[i] = m
+    return maps
 
 
 def _prior_details(T: StackedMap, hats: list[HatEvaluation]) -> list[PriorResult]:
