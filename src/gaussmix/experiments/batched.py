@@ -67,7 +67,7 @@ from gaussmix.theory.fixed_point import (
     FixedPointMap,
     HatEvaluation,
     bias_step,
-    initial_hats,
+    initial_hats_points,
     map_features,
     needs_quadrature,
     new_map,
@@ -103,7 +103,7 @@ from gaussmix.theory.refinement import (
     Observables,
     channel_rule,
     sharp_rule,
-    with_statistics,
+    with_statistics_points,
 )
 from gaussmix.theory.results import FixedPointResult
 from gaussmix.theory.solver import assemble_result
@@ -333,11 +333,9 @@ class StackedMap:
         """The solver's starting point of every point
         (:func:`~gaussmix.theory.fixed_point.start_state` without ``init``), its prior
         update made for all points at once."""
-        hats = [initial_hats(p) for p in self.problems]
-        Qh, Mh, Vh = (np.stack([h[j] for h in hats]) for j in range(3))
-        pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=np.array([h[3] for h in hats]))
-        b = np.concatenate([h[4] for h in hats])
-        return self._pack(pr.Q, pr.M, pr.V, b)
+        Qh, Mh, Vh, lams, ybar = initial_hats_points(self.problems)
+        pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=np.array(lams))
+        return self._pack(pr.Q, pr.M, pr.V, np.tile(ybar, self.n_points))
 
     def _pack(self, Q: np.ndarray, M: np.ndarray, V: np.ndarray, b: np.ndarray) -> np.ndarray:
         """The stacked state of the points' overlaps (any leading shape)."""
@@ -1200,37 +1198,74 @@ def _reseed(
     at least :data:`SEED_RESTART`) replaced by their predictions from the seeds (below it, at
     their images of the last evaluation), see :func:`_seeded_iterate`; with the restarted
     points, their predictions and their nearest seeds' states (dicts of ``Q, M, V, b``).
-    None where no point can be predicted (fewer than two seeds in the chart)."""
+    None where no point can be predicted (fewer than two seeds in the chart).  The seeds
+    enter the chart, and the predictions leave it, all at once (:func:`_charted`)."""
     x_last, g_last = T.trail[-1]
-    chart = LogChart(T.K0, T.L)
-    seeds, charted, states = [], {}, {}
-    for i in np.flatnonzero(own < SEED_TOL):
-        xi = g_last[T.blocks == i] if not T.frozen[i] else x_last[T.blocks == i]
-        y = chart.forward(xi)
-        if y is not None:
-            seeds.append(int(i))
-            charted[int(i)] = dict(zip("QMVb", unpack_state(y, T.K0, T.L)))
-            states[int(i)] = dict(zip("QMVb", unpack_state(xi, T.K0, T.L)))
+    # each point's state: a frozen point's own, else its image of the last evaluation
+    at = np.where(T.frozen[T.blocks], x_last, g_last)
+    below = np.flatnonzero(own < SEED_TOL)
+    charted = _charted(T, at, below, forward=True)
+    seeds = [int(i) for i, y in zip(below, charted) if y is not None]
     if len(seeds) < 2:
         return None
-    x = x_next.copy()
-    points, predictions, nearest = [], [], []
-    for j in np.flatnonzero((own >= SEED_RESTART) & ~T.frozen):
+    charted = {int(i): y for i, y in zip(below, charted) if y is not None}
+    states = dict(zip(seeds, _point_dicts(T.unpack(at), seeds)))
+    slow = np.flatnonzero((own >= SEED_RESTART) & ~T.frozen)
+    preds = []
+    for j in slow:
         # the nearest seeds, the nearest last (predict's order), ties by index
         near = sorted(seeds, key=lambda i: (-abs(params[i] - params[j]), -i))[-SEED_POINTS:]
         done = [(float(params[i]), _PointState(**charted[i])) for i in near]
-        pred = predict(done, float(params[j]), SEED_POINTS)
-        y = pack_state(*(pred[k] for k in "QMVb"))
-        xj = chart.inverse(y)
+        preds.append((predict(done, float(params[j]), SEED_POINTS), near[-1]))
+    x = x_next.copy()
+    points, predictions, nearest = [], [], []
+    inverse = _charted(T, [pred for pred, _ in preds], slow, forward=False)
+    for j, xj, (_, seed) in zip(slow, inverse, preds):
         if not np.isfinite(xj).all():
             continue
         x[T.blocks == j] = xj
         points.append(int(j))
         predictions.append(dict(zip("QMVb", unpack_state(xj, T.K0, T.L))))
-        nearest.append(states[near[-1]])
+        nearest.append(states[seed])
     if not points:
         return None
     return x, points, predictions, nearest
+
+
+def _point_dicts(parts: tuple[np.ndarray, ...], points) -> list[dict]:
+    """``Q, M, V, b`` of each of ``points`` (dicts) of a state's parts with a leading axis of
+    points (:meth:`StackedMap.unpack`)."""
+    return [dict(zip("QMVb", (a[i] for a in parts))) for i in points]
+
+
+def _charted(T: StackedMap, z, points: np.ndarray, forward: bool) -> list:
+    """The chart's coordinates of ``points`` (increasing) of the stacked state ``z``
+    (``forward``: dicts of ``Q, M, V, b``, None for a point not in the chart,
+    :meth:`~gaussmix.theory.state.LogChart.forward`), or the state vector of each point of
+    the chart's coordinates ``z`` (dicts of ``Q, M, V, b``, one a point,
+    :meth:`~gaussmix.theory.state.LogChart.inverse`): the points' overlaps in one stacked
+    call of the chart (its matrix logarithms and exponentials are matrix by matrix: each
+    point's the same numbers as on its own), a point at a time where a forward one fails
+    (which points are in the chart: each point's own test)."""
+    n, K0, L = len(points), T.K0, T.L
+    if n == 0:
+        return []
+    chart = LogChart(n * K0, L)
+    if forward:
+        y = chart.forward(z[_point_mask(T.n_points, list(points))[T.blocks]])
+        if y is None:  # some point is not in the chart: each point's own test
+            one = LogChart(K0, L)
+            ys = [one.forward(z[T.blocks == i]) for i in points]
+            return [None if y is None else dict(zip("QMVb", unpack_state(y, K0, L))) for y in ys]
+        parts = unpack_state(y, n * K0, L)
+    else:
+        y = pack_state(*(np.concatenate([d[k] for d in z]) for k in "QMVb"))
+        parts = unpack_state(chart.inverse(y), n * K0, L)
+    Q, M, V, b = parts
+    parts = (Q.reshape(n, K0, L, L), M.reshape(n, K0, L), V.reshape(n, K0, L, L), b.reshape(n, L))
+    if forward:
+        return _point_dicts(parts, range(n))
+    return [pack_state(*(a[k] for a in parts)) for k in range(n)]
 
 
 def solve_points(
@@ -1435,13 +1470,10 @@ def _estimate(
     maps = _point_maps(where)
     try:
         priors = _prior_details(T, [T_i.last for T_i in maps])
+        fulls = with_statistics_points(problems, maps, states, obs, priors)
     except (FloatingPointError, np.linalg.LinAlgError, ValueError):
         return None
-    for i, p in enumerate(problems):
-        try:
-            full = with_statistics(p, maps[i], states[i], obs[i], priors[i])
-        except (FloatingPointError, np.linalg.LinAlgError, ValueError):
-            return None
+    for i, (p, full) in enumerate(zip(problems, fulls)):
         est = Estimate(
             maps[i],
             states[i],

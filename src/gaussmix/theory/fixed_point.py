@@ -49,6 +49,7 @@ __all__ = [
     "mean_bias_step",
     "cluster_symmetry",
     "initial_hats",
+    "initial_hats_points",
 ]
 
 #: penalty strength of the starting point when ``lam = 0`` (the prior needs ``lam > 0``)
@@ -436,16 +437,27 @@ def initial_hats(
     or a small one at ``lam = 0``) and its bias ``ybar = sum_c rho_c y_c`` (effective
     labels); the starting state is the prior's image of the hats with that bias
     (:func:`start_state`)."""
-    L = problem.dim
-    rho = problem.mixture.rho
-    ar = problem.alpha * rho
-    yr = problem.y @ problem.P.T  # effective labels
+    Qhat, Mhat, Vhat, lams, ybar = initial_hats_points([problem])
+    return Qhat[0], Mhat[0], Vhat[0], lams[0], ybar
+
+
+def initial_hats_points(
+    problems: list[Problem],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[float], np.ndarray]:
+    """:func:`initial_hats` of several problems of one mixture and label map (the points of
+    a curve, which differ in ``lam`` and ``alpha``) at once: the hats with a leading axis
+    of points, each point's penalty and the (common) bias."""
+    p0 = problems[0]
+    L = p0.dim
+    rho = p0.mixture.rho
+    ar = np.array([p.alpha for p in problems])[:, None] * rho  # (each point's alpha rho)
+    yr = p0.y @ p0.P.T  # effective labels
     ybar = rho @ yr
-    Mhat = 0.5 * ar[:, None] * (yr - ybar)
-    Qhat = 0.5 * ar[:, None, None] * np.eye(L)
-    Vhat = 0.5 * ar[:, None, None] * np.eye(L)
-    lam = problem.lam if problem.lam > 0 else _START_LAM
-    return Qhat, Mhat, Vhat, lam, ybar
+    Mhat = 0.5 * ar[:, :, None] * (yr - ybar)
+    Qhat = 0.5 * ar[:, :, None, None] * np.eye(L)
+    Vhat = 0.5 * ar[:, :, None, None] * np.eye(L)
+    lams = [p.lam if p.lam > 0 else _START_LAM for p in problems]
+    return Qhat, Mhat, Vhat, lams, ybar
 
 
 def _initial_state(problem: Problem) -> np.ndarray:

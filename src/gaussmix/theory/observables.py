@@ -57,6 +57,7 @@ __all__ = [
     "isotropic_softmax_metric",
     "free_energy_terms",
     "weight_sparsity",
+    "weight_sparsities",
 ]
 
 
@@ -613,17 +614,36 @@ def weight_sparsity(mixture, prior) -> dict:
         ``theta != 0``) / zero mean components (NaN if there is no such direction);
         ``l1_norm``: ``||W*||_1 / d``.  Ridge weights are non-zero almost surely (1.0).
     """
+    return weight_sparsities(mixture, [prior])[0]
+
+
+def weight_sparsities(mixture, priors: list) -> list[dict]:
+    """:func:`weight_sparsity` of each of ``priors`` (prior updates of one mixture, e.g. the
+    points of a curve), the mixture's weights and masks taken once."""
     w = mixture.weights
-    p = np.ones(w.size) if prior.atom_nonzero is None else np.asarray(prior.atom_nonzero)
     on = mixture.support
-
-    def frac(mask: np.ndarray) -> float:
-        tot = float(w[mask].sum())
-        return float(w[mask] @ p[mask] / tot) if tot > 0 else float("nan")
-
-    return {
-        "nonzero_fraction": float(w @ p),
-        "nonzero_fraction_support": frac(on),
-        "nonzero_fraction_off_support": frac(~on),
-        "l1_norm": float(prior.l1_norm),
-    }
+    masks = []  # (the support, then the rest: each mask's weights and their total)
+    for mask in (on, ~on):
+        wm = w[mask]
+        masks.append((mask, wm, float(wm.sum())))
+    ones = None
+    out = []
+    for prior in priors:
+        if prior.atom_nonzero is None:
+            if ones is None:
+                ones = np.ones(w.size)
+            p = ones
+        else:
+            p = np.asarray(prior.atom_nonzero)
+        support, off = (
+            float(wm @ p[mask] / tot) if tot > 0 else float("nan") for mask, wm, tot in masks
+        )
+        out.append(
+            {
+                "nonzero_fraction": float(w @ p),
+                "nonzero_fraction_support": support,
+                "nonzero_fraction_off_support": off,
+                "l1_norm": float(prior.l1_norm),
+            }
+        )
+    return out
