@@ -122,7 +122,7 @@ from .continuation import (
     PREDICTOR_MIN_ITER,
     chain_predecessor,
     predict,
-    prediction_accepted,
+    predictions_accepted,
 )
 
 __all__ = [
@@ -1150,18 +1150,19 @@ class _Seeding:
         :data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times the
         evaluations before the restart, at least
         :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`), not frozen.  The
-        frozen points accepted are no longer watched."""
+        frozen points accepted are no longer watched (the frozen points tested at once,
+        :func:`~gaussmix.experiments.continuation.predictions_accepted`)."""
         T = self.T
-        for j in list(self.waiting):
-            if not T.frozen[j]:
-                if final:
-                    return True
-                continue
-            prediction, previous = self.waiting.pop(j)
-            fixed = _PointState(*_point_state(T, T.frozen_x, j))  # (its state at its freeze)
-            if not prediction_accepted(fixed, prediction, previous):
-                return True
-        return False
+        frozen = [j for j in self.waiting if T.frozen[j]]
+        if final and len(frozen) < len(self.waiting):
+            return True
+        if not frozen:
+            return False
+        parts = T.unpack(T.frozen_x)  # (each point's state at its freeze)
+        fixed = [_PointState(*(a[j] for a in parts)) for j in frozen]
+        watched = [self.waiting.pop(j) for j in frozen]
+        accepted = predictions_accepted(fixed, *(list(w) for w in zip(*watched)))
+        return not accepted.all()
 
 
 def _without(history: AndersonState, mask: np.ndarray) -> AndersonState:
@@ -1184,11 +1185,6 @@ class _PointState(NamedTuple):
     V: np.ndarray
     b: np.ndarray
     success: bool = True
-
-
-def _point_state(T: StackedMap, x: np.ndarray, j: int) -> tuple[np.ndarray, ...]:
-    """``(Q, M, V, b)`` of point ``j`` of the stacked state ``x``."""
-    return tuple(a[j] for a in T.unpack(x))
 
 
 def _reseed(

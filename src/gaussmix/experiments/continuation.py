@@ -109,13 +109,30 @@ def predict(
 def state_distance(a: FixedPointResult | dict, b: FixedPointResult | dict) -> float:
     """``max |a_i - b_i| / max(1, |b_i|)`` over the order parameters ``Q, M, V, b`` (full
     space) of two states of one problem (the solver's measure of a step)."""
-    get_a = a.get if isinstance(a, dict) else lambda k: getattr(a, k)
-    get_b = b.get if isinstance(b, dict) else lambda k: getattr(b, k)
-    out = 0.0
+    return float(state_distances([a], [b])[0])
+
+
+def state_distances(a: list, b: list) -> np.ndarray:
+    """:func:`state_distance` of each pair ``(a[i], b[i])`` (states of problems of one shape,
+    e.g. the points of a curve), each order parameter of all pairs at once (the maxima are
+    exact: each pair's the same number as on its own).  A parameter whose largest entry is
+    NaN does not count (as in a running ``max``); infinite where the result is not finite."""
+
+    def stacked(states: list, k: str) -> np.ndarray:
+        return np.stack(
+            [
+                np.asarray(s.get(k) if isinstance(s, dict) else getattr(s, k), dtype=float)
+                for s in states
+            ]
+        )
+
+    out = np.zeros(len(a))
     for k in STATE_KEYS:
-        xa, xb = np.asarray(get_a(k), dtype=float), np.asarray(get_b(k), dtype=float)
-        out = max(out, float(np.max(np.abs(xa - xb) / np.maximum(1.0, np.abs(xb)))))
-    return out if np.isfinite(out) else np.inf
+        xa, xb = stacked(a, k), stacked(b, k)
+        d = np.abs(xa - xb) / np.maximum(1.0, np.abs(xb))
+        v = d.reshape(len(a), -1).max(axis=1)
+        out = np.where(v > out, v, out)
+    return np.where(np.isfinite(out), out, np.inf)
 
 
 def prediction_resolved(
@@ -162,8 +179,18 @@ def prediction_accepted(
     neighbourhood, and may have reached another fixed point than continuation from the last
     point would; that point is then solved again from ``previous``.
     """
-    step = state_distance(prediction, previous)
-    return result.success and state_distance(result, prediction) <= step
+    return bool(predictions_accepted([result], [prediction], [previous])[0])
+
+
+def predictions_accepted(results: list, predictions: list, previous: list) -> np.ndarray:
+    """:func:`prediction_accepted` of each of several points (of one shape) at once (the
+    distances of the successful ones)."""
+    out = np.array([bool(r.success) for r in results], dtype=bool)
+    idx = np.flatnonzero(out)
+    if idx.size:
+        res, pred, prev = ([xs[i] for i in idx] for xs in (results, predictions, previous))
+        out[idx] = state_distances(res, pred) <= state_distances(pred, prev)
+    return out
 
 
 def chain_predecessor(rule: QuadratureRule) -> QuadratureRule | None:
