@@ -178,3 +178,11 @@ def test_the_sharp_test_of_the_points_is_each_points() -> None:
     nan = out.x.copy()
     nan[T.blocks == 0] = np.nan
     assert batched._sharp(T, nan, opts)[0] == sharp_rule(problems[0], rule, T.split(nan)[0])
+
+
+def test_the_state_of_some_points_is_their_states_stacked() -> None:
+    lams = np.geomspace(1e-3, 1.0, 6)
+    T, _ = _stacked(MIX3, "cross-entropy", [(lam, 2.0) for lam in lams], rule=GradedPanels(2))
+    x = T.start() + np.arange(T.blocks.size) * 1e-3  # (every component its own number)
+    for points in ([0, 1, 2, 3, 4, 5], [1, 3], [5]):
+        assert _same(T.points_of(x, points), T.stack([T.split(x)[i] for i in points]))

@@ -364,6 +364,12 @@ class StackedMap:
         parts = [unpack_state(x, self.K0, self.L) for x in states]
         return pack_state(*(np.concatenate([pt[i] for pt in parts]) for i in range(4)))
 
+    def points_of(self, x: np.ndarray, points: list[int]) -> np.ndarray:
+        """The stacked state of ``points`` (increasing) of the stacked state ``x``, for a
+        stacked map of these points alone (their components, in order: :meth:`stack` of
+        their states, without splitting them)."""
+        return x[_point_mask(self.n_points, points)[self.blocks]]
+
     def split(self, x: np.ndarray) -> list[np.ndarray]:
         """Each point's state of a stacked state."""
         Q, M, V, b = self.unpack(x)
@@ -584,25 +590,31 @@ class StackedMap:
         return AndersonState(tuple(diffs[:, 0]), tuple(diffs[:, 1]), memory, self.log_chart)
 
     def point_maps(
-        self, x: np.ndarray, points: list[int] | None = None
+        self,
+        x: np.ndarray,
+        points: list[int] | None = None,
+        states: list[np.ndarray] | None = None,
     ) -> tuple[list[np.ndarray], list[FixedPointMap]]:
         """Each point's state of the stacked state ``x`` and a single point's map there
-        (of ``points`` alone, in their order, where given), remembering its share of the
-        channel evaluation at ``x`` (its observables then need none)."""
+        (of ``points`` alone, in their order, where given; ``states``: theirs, where the
+        caller has split ``x`` already), remembering its share of the channel evaluation at
+        ``x`` (its observables then need none)."""
         ev = self.hats(x)
-        states = self.split(x)
         if points is None:
             points = list(range(self.n_points))
+        if states is None:
+            split = self.split(x)
+            states = [split[i] for i in points]
         maps = []
         k = self.K0
-        for i in points:
-            p, xi = self.problems[i], states[i]
+        for i, xi in zip(points, states):
+            p = self.problems[i]
             s = slice(i * k, (i + 1) * k)
             mom = ChannelMoments(*(getattr(ev.moments, f)[s] for f in _MOMENTS))
             T = new_map(p, self.rule, (self.symmetry, self.log_chart))
             T.last = HatEvaluation(xi.copy(), mom, ev.Qhat[s], ev.Mhat[s], ev.Vhat[s])
             maps.append(T)
-        return [states[i] for i in points], maps
+        return states, maps
 
 
 def _point_mask(n_points: int, points: list[int]) -> np.ndarray:
@@ -1350,7 +1362,6 @@ def solve_points(
         out = _converged(T, x0, history, opts, report)
     if out is None:
         return None
-    states = T.split(out.x)
     residuals = np.where(T.frozen, T.residuals, out.residual)  # each point's own
     n_iters = T.own_iterations(out.n_iter) + (n_coarse if coarse is not None else 0)
     # (two outputs: the points after the first stay on the curve's rule, as point by point)
@@ -1366,7 +1377,7 @@ def solve_points(
             hist = T.pairs(out.anderson, idx, opts.anderson, own=_own_refined_pairs(T))
             if len(idx) < len(problems):  # the group's points alone
                 T_g = T.like([problems[i] for i in idx], rule)
-                x_g = T_g.stack([states[i] for i in idx])
+                x_g = T.points_of(out.x, idx)
             if sharp is not None:  # in the sharp regime: its rule, from there
                 # (with the secant pairs of the iteration that reached it, as a single
                 # point's re-solve, solver.solve_problem)
@@ -1426,7 +1437,8 @@ def _estimate(
     refinements = opts.max_refine if opts.auto_refine else 1
     refining = opts.estimate_error and needs_quadrature(problems[0]) and refinements > 0
     active = list(range(len(problems))) if refining else []
-    T_last, active_last = T, active  # the last solve and the active points among its
+    # the last solve, its state and the active points among its
+    T_last, x_last, active_last = T, x, active
     for _ in range(refinements if refining else 0):
         finer = where[active[0]][0].rule.refined()  # (the single point's bound on its nodes)
         if finer is None or finer.weights.size > MAX_QUADRATURE_NODES:
@@ -1434,14 +1446,14 @@ def _estimate(
         T2 = T.like([problems[i] for i in active], finer)
         T2.trail_len = opts.anderson + 1
         pairs = T_last.pairs(history, active_last, opts.anderson, own=_own_refined_pairs(T))
-        x2 = T2.stack([states[i] for i in active])
+        x2 = T_last.points_of(x_last, active_last)
         if merge:  # (else each point's iterates from here are its single point's)
             T2.warm_from(T_last)
         solved = _refined_solve(T2, x2, T2.anderson(opts.anderson, pairs), opts, kw, merge)
         if solved is None:
             return None
         out2, own, own_res, history = solved
-        T_last = T2
+        T_last, x_last = T2, out2.x
         try:
             obs2 = _light_observables(T2, out2.x)
         except (FloatingPointError, np.linalg.LinAlgError, ValueError):
@@ -1463,7 +1475,7 @@ def _estimate(
             break
     opts = replace(opts, throw=False)
     results = []
-    maps = _point_maps(where)
+    maps = _point_maps(where, states)
     try:
         priors = _prior_details(T, [T_i.last for T_i in maps])
         fulls = with_statistics_points(problems, maps, states, obs, priors)
@@ -1488,9 +1500,11 @@ def _estimate(
     return results
 
 
-def _point_maps(where: list[tuple[StackedMap, np.ndarray, int]]) -> list[FixedPointMap]:
-    """Each point's single point's map at its state in its last solve (``where``: the
-    stacked map, its state and the point's index there), one
+def _point_maps(
+    where: list[tuple[StackedMap, np.ndarray, int]], states: list[np.ndarray]
+) -> list[FixedPointMap]:
+    """Each point's single point's map at its state ``states[i]`` in its last solve
+    (``where``: the stacked map, its state and the point's index there), one
     :meth:`StackedMap.point_maps` for the points of each solve."""
     maps: list = [None] * len(where)
     solves: dict = {}  # id of a stacked map -> (it, its state, its points, theirs here)
@@ -1499,7 +1513,7 @@ def _point_maps(where: list[tuple[StackedMap, np.ndarray, int]]) -> list[FixedPo
         points.append(j)
         mine.append(i)
     for T, x, points, mine in solves.values():
-        for i, m in zip(mine, T.point_maps(x, points)[1]):
+        for i, m in zip(mine, T.point_maps(x, points, [states[i] for i in mine])[1]):
             maps[i] = m
     return maps
 
