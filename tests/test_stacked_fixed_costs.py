@@ -186,3 +186,53 @@ def test_the_state_of_some_points_is_their_states_stacked() -> None:
     x = T.start() + np.arange(T.blocks.size) * 1e-3  # (every component its own number)
     for points in ([0, 1, 2, 3, 4, 5], [1, 3], [5]):
         assert _same(T.points_of(x, points), T.stack([T.split(x)[i] for i in points]))
+
+
+def test_identity_memo_remembers_by_the_object_not_its_value() -> None:
+    from gaussmix.core.memo import IdentityMemo
+
+    memo = IdentityMemo(2)
+    made: list[int] = []
+
+    def make(v):
+        def f():
+            made.append(v)
+            return v
+
+        return f
+
+    a, b, c = (np.zeros(1),), (np.zeros(1),), (np.ones(1),)
+    assert memo.get(a, "k", make(1)) == 1 and memo.get(a, "k", make(2)) == 1
+    assert memo.get(a, "other", make(3)) == 3  # (another key of the same object)
+    assert memo.get(b, "k", make(4)) == 4  # an equal object of its own: made again
+    assert made == [1, 3, 4]
+    memo.get(c, "k", make(5))  # a third object: the oldest (a) forgotten
+    assert memo.get(a, "k", make(6)) == 6 and made == [1, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize("mixture", [SPARSE, MIX3])
+def test_the_constraints_arrays_made_once_give_the_same_accuracies(mixture) -> None:
+    from gaussmix.theory.observables import test_accuracy, train_accuracy
+
+    T, problems = _stacked(
+        mixture,
+        "logistic" if mixture is SPARSE else "cross-entropy",
+        [(lam, 1.0) for lam in (1e-2, 0.1, 1.0)],
+    )
+    again = batched.StackedMap(problems, T.rule)
+    assert again.outputs.constraints is T.outputs.constraints  # (one tuple for the maps)
+    m, Q, V, b = T.means(T.start())
+    L = T.L
+    mf, Qf, Vf = m.reshape(-1, L), Q.reshape(-1, L, L), V.reshape(-1, L, L)
+    zero = np.zeros(L)
+    # the same outputs with their constraints as a list (never remembered): made afresh
+    fresh = batched._StackedOutputs(
+        T.outputs.loss, T.outputs.y, list(T.outputs.constraints), T.K, L, T.outputs.P
+    )
+    for _ in range(2):  # (made, then remembered)
+        a, b_ = test_accuracy(T.outputs, mf, zero, Qf), test_accuracy(fresh, mf, zero, Qf)
+        assert _same(a[0], b_[0]) and a[1] == b_[1]
+        if L == 1:
+            a = train_accuracy(T.outputs, mf, zero, Qf, Vf)
+            b_ = train_accuracy(fresh, mf, zero, Qf, Vf)
+            assert _same(a[0], b_[0]) and a[1] == b_[1]

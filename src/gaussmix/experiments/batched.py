@@ -62,6 +62,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.spatial import cKDTree
 
+from gaussmix.core.memo import IdentityMemo
 from gaussmix.theory.channel import ChannelMoments, ProxWarmStart, channel_evaluation
 from gaussmix.theory.fixed_point import (
     FixedPointMap,
@@ -242,7 +243,7 @@ class StackedMap:
         self.ar = np.concatenate([p.alpha * p.mixture.rho for p in problems])
         self.lams = np.array([p.lam for p in problems])
         self.outputs = _StackedOutputs(
-            p0.loss, np.tile(p0.y, (P, 1)), p0.constraints * P, self.K, L, p0.P
+            p0.loss, np.tile(p0.y, (P, 1)), _repeated(p0.constraints, P), self.K, L, p0.P
         )
         layout = _layout(P, K0, L, symmetry is not None)
         #: the clusters whose channel is integrated (cluster 0 of each point with the
@@ -615,6 +616,20 @@ class StackedMap:
             T.last = HatEvaluation(xi.copy(), mom, ev.Qhat[s], ev.Mhat[s], ev.Vhat[s])
             maps.append(T)
         return states, maps
+
+
+#: the constraints of a curve's stacked clusters, by the identity of its problems' (a tuple
+#: shared by the problems of one label map) and the number of points: one tuple for all the
+#: maps of a curve (and of the curves of a label map), whose arrays the observables then
+#: make once (:func:`~gaussmix.theory.observables.test_accuracy`)
+_REPEATED = IdentityMemo(16)
+
+
+def _repeated(constraints: tuple, n_points: int) -> tuple:
+    """``constraints * n_points``, one tuple for a tuple of constraints and a count."""
+    if not isinstance(constraints, tuple):  # (only an immutable sequence is remembered)
+        return tuple(constraints) * n_points
+    return _REPEATED.get(constraints, n_points, lambda: constraints * n_points)
 
 
 def _point_mask(n_points: int, points: list[int]) -> np.ndarray:
