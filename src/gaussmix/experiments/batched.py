@@ -107,7 +107,7 @@ from gaussmix.theory.refinement import (
     with_statistics_points,
 )
 from gaussmix.theory.results import FixedPointResult
-from gaussmix.theory.solver import assemble_result
+from gaussmix.theory.solver import assemble_results
 from gaussmix.theory.state import (
     LogChart,
     is_valid_state,
@@ -1489,15 +1489,14 @@ def _estimate(
         if not active:
             break
     opts = replace(opts, throw=False)
-    results = []
     maps = _point_maps(where, states)
     try:
         priors = _prior_details(T, [T_i.last for T_i in maps])
         fulls = with_statistics_points(problems, maps, states, obs, priors)
     except (FloatingPointError, np.linalg.LinAlgError, ValueError):
         return None
-    for i, (p, full) in enumerate(zip(problems, fulls)):
-        est = Estimate(
+    ests = [
+        Estimate(
             maps[i],
             states[i],
             n_iters[i],
@@ -1508,10 +1507,11 @@ def _estimate(
             quad[i],
             evals[i],
         )
-        res = assemble_result(p, opts, est)
-        if not res.success:  # a spurious or degenerate point: point by point
-            return None
-        results.append(res)
+        for i, full in enumerate(fulls)
+    ]
+    results = assemble_results(problems, opts, ests)
+    if not all(res.success for res in results):  # a spurious or degenerate point: point by point
+        return None
     return results
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "new_map",
     "start_state",
     "bias_condition_step",
+    "bias_condition_steps",
     "bias_step",
     "mean_bias_step",
     "cluster_symmetry",
@@ -518,10 +519,20 @@ def bias_condition_step(Mhat: np.ndarray, Vhat: np.ndarray, b: np.ndarray) -> fl
     -------
     float
     """
-    Sm = float(np.abs(Mhat.sum(axis=0)).max())
-    if Sm == 0.0:
-        return 0.0
-    Sv = float(np.abs(Vhat.sum(axis=0)).sum(axis=-1).max())  # the inf-norm of the matrix
-    if not Sv > 0.0:
-        return np.inf
-    return Sm / (Sv * max(1.0, float(np.abs(b).max())))
+    return float(bias_condition_steps(Mhat[None], Vhat[None], b[None])[0])
+
+
+def bias_condition_steps(Mhat: np.ndarray, Vhat: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`bias_condition_step` of several points of one shape at once (a leading axis of
+    points: ``Mhat`` (P, K, L), ``Vhat`` (P, K, L, L), ``b`` (P, L)): each point's sums over
+    its clusters and its maxima, as on its own."""
+    n = Mhat.shape[0]
+    Sm = np.abs(Mhat.sum(axis=1)).reshape(n, -1).max(axis=1)
+    # the inf-norm of each point's matrix
+    Sv = np.abs(Vhat.sum(axis=1)).sum(axis=-1).reshape(n, -1).max(axis=1)
+    bmax = np.abs(b).reshape(n, -1).max(axis=1)
+    scale = Sv * np.where(bmax > 1.0, bmax, 1.0)  # (max(1, |b|), a NaN |b| counting 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step = Sm / scale
+    # 0 where the condition is met exactly, inf where the curvature vanishes
+    return np.where(Sm == 0.0, 0.0, np.where(Sv > 0.0, step, np.inf))
