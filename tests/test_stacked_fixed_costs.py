@@ -270,3 +270,20 @@ def test_bias_condition_steps_are_each_points(K, L) -> None:
     np.testing.assert_array_equal(each, ref)
     assert ref[1] == 0.0 and ref[2] == np.inf and ref[4] == np.inf and np.isnan(ref[5])
     assert np.isfinite(ref[3]) and np.isfinite(ref[0])
+
+
+def test_own_residuals_of_the_freeze_test_are_the_trails() -> None:
+    from gaussmix.theory.refinement import channel_rule
+
+    lams = np.geomspace(1e-2, 1.0, 6)
+    problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
+    T = batched.StackedMap(problems, channel_rule(problems[0], None))
+    T.freeze_tol, T.trail_len = 1e-8, 3
+    x = T.start()
+    for _ in range(3):
+        x = T(x)
+        assert T.own_at is not None and T.own_at[0] == T.evaluations
+        remembered = batched._own_residuals(T)
+        T.own_at = None  # made again from the trail
+        again = batched._own_residuals(T)
+        assert _same(remembered, again) and np.isfinite(again).all() and (again > 0).all()

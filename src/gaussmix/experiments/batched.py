@@ -272,6 +272,9 @@ class StackedMap:
         self.frozen_x = np.full(self.blocks.size, np.nan)  # the state each point froze at
         self.frozen_g = np.full(self.blocks.size, np.nan)  # and its image there
         self.residuals = np.full(P, np.nan)  # each frozen point's residual
+        #: each point's own residual at an evaluation, by the freeze test, and which
+        #: evaluation (:func:`_own_residuals` reads it instead of making it again)
+        self.own_at: tuple[int, np.ndarray] | None = None
         self.evaluations = 0  # of the map
         self.frozen_after = np.zeros(P, dtype=int)  # each frozen point's
         #: evaluations ``(x, T(x))`` kept (0: none): the last ones of the iteration, and
@@ -486,6 +489,7 @@ class StackedMap:
         # maximum, and infinity stays)
         own = np.maximum.reduceat(r[self._order], self._starts)
         own[np.isnan(own)] = np.inf
+        self.own_at = (self.evaluations, own)
         new = (own < self.freeze_tol) & ~self.frozen
         freezing = bool(new.any())
         if freezing:
@@ -1033,7 +1037,10 @@ def _seed_params(T: StackedMap) -> np.ndarray | None:
 
 def _own_residuals(T: StackedMap) -> np.ndarray:
     """Each point's own residual ``max |T(x) - x| / s`` at the last evaluation of ``T``
-    (its trail; inf where not finite)."""
+    (its trail; inf where not finite): the freeze test's of that evaluation where it made
+    them (the same numbers: a non-finite residual is infinite either way)."""
+    if T.own_at is not None and T.own_at[0] == T.evaluations:
+        return T.own_at[1]
     x, g = T.trail[-1]
     r = np.abs(g - x) / residual_scale(x, T.K, T.L)
     return np.maximum.reduceat(np.where(np.isfinite(r), r, np.inf)[T._order], T._starts)
