@@ -287,3 +287,13 @@ def test_own_residuals_of_the_freeze_test_are_the_trails() -> None:
         T.own_at = None  # made again from the trail
         again = batched._own_residuals(T)
         assert _same(remembered, again) and np.isfinite(again).all() and (again > 0).all()
+
+
+@pytest.mark.parametrize(("mixture", "loss"), [(SPARSE, "logistic"), (MIX3, "cross-entropy")])
+def test_a_stacked_states_points_are_their_packed_states(mixture, loss) -> None:
+    T, _ = _stacked(mixture, loss, [(lam, 1.0) for lam in (1e-2, 0.1, 1.0, 3.0)])
+    x = T.start() + np.arange(T.blocks.size) * 1e-3  # (every component its own number)
+    Q, M, V, b = T.unpack(x)
+    for i, xi in enumerate(T.split(x)):
+        assert _same(xi, pack_state(Q[i], M[i], V[i], b[i]))
+    assert _same(T.stack(T.split(x)), x)

@@ -375,9 +375,10 @@ class StackedMap:
         return x[_point_mask(self.n_points, points)[self.blocks]]
 
     def split(self, x: np.ndarray) -> list[np.ndarray]:
-        """Each point's state of a stacked state."""
-        Q, M, V, b = self.unpack(x)
-        return [pack_state(Q[i], M[i], V[i], b[i]) for i in range(self.n_points)]
+        """Each point's state of a stacked state (the rows of one array: each point's
+        components in the order of its points are its state's layout,
+        :func:`~gaussmix.theory.state.pack_state`)."""
+        return list(x[self._order].reshape(self.n_points, -1))
 
     def means(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(M_c + b, Q_c, V_c)`` of every point and cluster (its point's bias added),
