@@ -114,24 +114,33 @@ def state_distance(a: FixedPointResult | dict, b: FixedPointResult | dict) -> fl
 
 def state_distances(a: list, b: list) -> np.ndarray:
     """:func:`state_distance` of each pair ``(a[i], b[i])`` (states of problems of one shape,
-    e.g. the points of a curve), each order parameter of all pairs at once (the maxima are
-    exact: each pair's the same number as on its own).  A parameter whose largest entry is
-    NaN does not count (as in a running ``max``); infinite where the result is not finite."""
+    e.g. the points of a curve) at once: each state's order parameters in one row, each
+    parameter's maximum by :func:`numpy.maximum.reduceat` (NaN if any entry is), the largest
+    of them that is not NaN (as a running ``max`` from 0 keeps), infinite where not finite.
+    The maxima are exact: each pair's the same number as on its own."""
+    A, starts = _state_rows(a)
+    B, _ = _state_rows(b)
+    return _row_distances(A, B, starts)
 
-    def stacked(states: list, k: str) -> np.ndarray:
-        return np.stack(
-            [
-                np.asarray(s.get(k) if isinstance(s, dict) else getattr(s, k), dtype=float)
-                for s in states
-            ]
-        )
 
-    out = np.zeros(len(a))
-    for k in STATE_KEYS:
-        xa, xb = stacked(a, k), stacked(b, k)
-        d = np.abs(xa - xb) / np.maximum(1.0, np.abs(xb))
-        v = d.reshape(len(a), -1).max(axis=1)
-        out = np.where(v > out, v, out)
+def _state_rows(states: list) -> tuple[np.ndarray, np.ndarray]:
+    """The order parameters ``Q, M, V, b`` of each state in one row, and where each
+    parameter starts."""
+    rows = [
+        [
+            np.ravel(np.asarray(s.get(k) if isinstance(s, dict) else getattr(s, k), dtype=float))
+            for k in STATE_KEYS
+        ]
+        for s in states
+    ]
+    starts = np.cumsum([0] + [p.size for p in rows[0][:-1]])
+    return np.array([np.concatenate(r) for r in rows]), starts
+
+
+def _row_distances(A: np.ndarray, B: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """:func:`state_distances` of the rows of :func:`_state_rows`."""
+    d = np.abs(A - B) / np.maximum(1.0, np.abs(B))
+    out = np.fmax.reduce(np.maximum.reduceat(d, starts, axis=1), axis=1, initial=0.0)
     return np.where(np.isfinite(out), out, np.inf)
 
 
@@ -188,8 +197,10 @@ def predictions_accepted(results: list, predictions: list, previous: list) -> np
     out = np.array([bool(r.success) for r in results], dtype=bool)
     idx = np.flatnonzero(out)
     if idx.size:
-        res, pred, prev = ([xs[i] for i in idx] for xs in (results, predictions, previous))
-        out[idx] = state_distances(res, pred) <= state_distances(pred, prev)
+        (R, starts), (Q, _), (P, _) = (
+            _state_rows([xs[i] for i in idx]) for xs in (results, predictions, previous)
+        )
+        out[idx] = _row_distances(R, Q, starts) <= _row_distances(Q, P, starts)
     return out
 
 
