@@ -240,7 +240,9 @@ class StackedMap:
         self.K0 = K0 = p0.n_clusters
         self.K = P * K0
         self.L = L = p0.dim
-        self.ar = np.concatenate([p.alpha * p.mixture.rho for p in problems])
+        # each point's alpha rho_c (one mixture), all at once
+        alphas = np.array([p.alpha for p in problems])
+        self.ar = np.repeat(alphas, K0) * np.tile(p0.mixture.rho, P)
         self.lams = np.array([p.lam for p in problems])
         self.outputs = _StackedOutputs(
             p0.loss, np.tile(p0.y, (P, 1)), _repeated(p0.constraints, P), self.K, L, p0.P
@@ -1546,17 +1548,21 @@ def _prior_details(T: StackedMap, hats: list[HatEvaluation]) -> list[PriorResult
     update for all points (:func:`~gaussmix.theory.prior.prior_update` with ``details``)."""
     Qh, Mh, Vh = (np.stack([getattr(h, f) for h in hats]) for f in ("Qhat", "Mhat", "Vhat"))
     pr = prior_update(T.problems[0], Qh, Mh, Vh, lam=T.lams, details=True)
+    # (the floats of each array at once: ``tolist`` gives each entry's ``float``)
+    floats = zip(
+        *(np.asarray(a, dtype=float).tolist() for a in (pr.psi_w, pr.penalty, pr.l1_norm))
+    )
     return [
         PriorResult(
             Q=pr.Q[i],
             M=pr.M[i],
             V=pr.V[i],
-            psi_w=float(pr.psi_w[i]),
-            penalty=float(pr.penalty[i]),
+            psi_w=psi_w,
+            penalty=penalty,
             atom_nonzero=pr.atom_nonzero[i],
-            l1_norm=float(pr.l1_norm[i]),
+            l1_norm=l1_norm,
         )
-        for i in range(len(hats))
+        for i, (psi_w, penalty, l1_norm) in enumerate(floats)
     ]
 
 
