@@ -238,40 +238,6 @@ def test_the_constraints_arrays_made_once_give_the_same_accuracies(mixture) -> N
             assert _same(a[0], b_[0]) and a[1] == b_[1]
 
 
-def _reference_bias_step(Mhat, Vhat, b) -> float:
-    """The bias condition's relative Newton step as a single point's scalar code wrote it."""
-    Sm = float(np.abs(Mhat.sum(axis=0)).max())
-    if Sm == 0.0:
-        return 0.0
-    Sv = float(np.abs(Vhat.sum(axis=0)).sum(axis=-1).max())
-    if not Sv > 0.0:
-        return np.inf
-    return Sm / (Sv * max(1.0, float(np.abs(b).max())))
-
-
-@pytest.mark.parametrize(("K", "L"), [(2, 1), (3, 2), (10, 3)])
-def test_bias_condition_steps_are_each_points(K, L) -> None:
-    from gaussmix.theory.fixed_point import bias_condition_step, bias_condition_steps
-
-    rng = np.random.default_rng(K + L)
-    n = 7
-    Mh = rng.normal(size=(n, K, L))
-    Vh = rng.normal(size=(n, K, L, L))
-    b = rng.normal(size=(n, L)) * 3
-    Mh[1] = 0.0  # met exactly: 0
-    Vh[2] = 0.0  # no curvature: inf
-    b[3, 0] = np.nan  # a NaN bias counts as 1 (max(1, NaN))
-    Vh[4, 0, 0, 0] = np.nan  # a NaN curvature: inf
-    Mh[5, 0, 0] = np.nan  # a NaN condition: NaN
-    got = bias_condition_steps(Mh, Vh, b)
-    ref = [_reference_bias_step(Mh[i], Vh[i], b[i]) for i in range(n)]
-    each = [bias_condition_step(Mh[i], Vh[i], b[i]) for i in range(n)]
-    np.testing.assert_array_equal(got, ref)
-    np.testing.assert_array_equal(each, ref)
-    assert ref[1] == 0.0 and ref[2] == np.inf and ref[4] == np.inf and np.isnan(ref[5])
-    assert np.isfinite(ref[3]) and np.isfinite(ref[0])
-
-
 def test_own_residuals_of_the_freeze_test_are_the_trails() -> None:
     from gaussmix.theory.refinement import channel_rule
 

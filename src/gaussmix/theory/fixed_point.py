@@ -45,7 +45,6 @@ __all__ = [
     "new_map",
     "start_state",
     "bias_condition_step",
-    "bias_condition_steps",
     "bias_step",
     "mean_bias_step",
     "cluster_symmetry",
@@ -438,8 +437,9 @@ def initial_hats(
     or a small one at ``lam = 0``) and its bias ``ybar = sum_c rho_c y_c`` (effective
     labels); the starting state is the prior's image of the hats with that bias
     (:func:`start_state`)."""
-    Qhat, Mhat, Vhat, lams, ybar = initial_hats_points([problem])
-    return Qhat[0], Mhat[0], Vhat[0], lams[0], ybar
+    Qhat, Mhat, Vhat, ybar = _start_hats(problem, problem.alpha * problem.mixture.rho)
+    lam = problem.lam if problem.lam > 0 else _START_LAM
+    return Qhat, Mhat, Vhat, lam, ybar
 
 
 def initial_hats_points(
@@ -449,16 +449,25 @@ def initial_hats_points(
     a curve, which differ in ``lam`` and ``alpha``) at once: the hats with a leading axis
     of points, each point's penalty and the (common) bias."""
     p0 = problems[0]
-    L = p0.dim
-    rho = p0.mixture.rho
-    ar = np.array([p.alpha for p in problems])[:, None] * rho  # (each point's alpha rho)
-    yr = p0.y @ p0.P.T  # effective labels
-    ybar = rho @ yr
-    Mhat = 0.5 * ar[:, :, None] * (yr - ybar)
-    Qhat = 0.5 * ar[:, :, None, None] * np.eye(L)
-    Vhat = 0.5 * ar[:, :, None, None] * np.eye(L)
+    ar = np.array([p.alpha for p in problems])[:, None] * p0.mixture.rho  # (alpha rho_c)
+    Qhat, Mhat, Vhat, ybar = _start_hats(p0, ar)
     lams = [p.lam if p.lam > 0 else _START_LAM for p in problems]
     return Qhat, Mhat, Vhat, lams, ybar
+
+
+def _start_hats(
+    problem: Problem, ar: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The starting hats of :func:`initial_hats` at ``alpha rho_c`` (``ar``: (..., K), any
+    leading axes) and the bias ``ybar``."""
+    L = problem.dim
+    rho = problem.mixture.rho
+    yr = problem.y @ problem.P.T  # effective labels
+    ybar = rho @ yr
+    Mhat = 0.5 * ar[..., None] * (yr - ybar)
+    Qhat = 0.5 * ar[..., None, None] * np.eye(L)
+    Vhat = 0.5 * ar[..., None, None] * np.eye(L)
+    return Qhat, Mhat, Vhat, ybar
 
 
 def _initial_state(problem: Problem) -> np.ndarray:
@@ -519,20 +528,10 @@ def bias_condition_step(Mhat: np.ndarray, Vhat: np.ndarray, b: np.ndarray) -> fl
     -------
     float
     """
-    return float(bias_condition_steps(Mhat[None], Vhat[None], b[None])[0])
-
-
-def bias_condition_steps(Mhat: np.ndarray, Vhat: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """:func:`bias_condition_step` of several points of one shape at once (a leading axis of
-    points: ``Mhat`` (P, K, L), ``Vhat`` (P, K, L, L), ``b`` (P, L)): each point's sums over
-    its clusters and its maxima, as on its own."""
-    n = Mhat.shape[0]
-    Sm = np.abs(Mhat.sum(axis=1)).reshape(n, -1).max(axis=1)
-    # the inf-norm of each point's matrix
-    Sv = np.abs(Vhat.sum(axis=1)).sum(axis=-1).reshape(n, -1).max(axis=1)
-    bmax = np.abs(b).reshape(n, -1).max(axis=1)
-    scale = Sv * np.where(bmax > 1.0, bmax, 1.0)  # (max(1, |b|), a NaN |b| counting 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        step = Sm / scale
-    # 0 where the condition is met exactly, inf where the curvature vanishes
-    return np.where(Sm == 0.0, 0.0, np.where(Sv > 0.0, step, np.inf))
+    Sm = float(np.abs(Mhat.sum(axis=0)).max())
+    if Sm == 0.0:
+        return 0.0
+    Sv = float(np.abs(Vhat.sum(axis=0)).sum(axis=-1).max())  # the inf-norm of the matrix
+    if not Sv > 0.0:
+        return np.inf
+    return Sm / (Sv * max(1.0, float(np.abs(b).max())))

@@ -37,7 +37,6 @@ from .fixed_point import (
     FixedPointState,
     HatEvaluation,
     bias_condition_step,
-    bias_condition_steps,
     needs_quadrature,
     start_state,
 )
@@ -118,22 +117,17 @@ def assemble_results(
             text = "spurious fixed point: an overlap matrix Q_c or V_c is not positive definite"
         status.append(st)
         msg.append(text)
-    converged = [i for i, st in enumerate(status) if st is IterationStatus.CONVERGED]
-    if converged:
-        # (a single point's arrays with a leading axis, without np.stack's cost)
-        stack = (lambda a: a[0][None]) if len(converged) == 1 else np.stack
-        steps = bias_condition_steps(
-            *(stack([obs[i].hats[j] for i in converged]) for j in (1, 2)),
-            stack([obs[i].state[3] for i in converged]),
-        )
-        for i, step in zip(converged, steps.tolist()):
-            if step > max(DEGENERATE_BIAS_STEP, 100.0 * opts.tol):
-                status[i] = IterationStatus.DEGENERATE
-                msg[i] = (
-                    "degenerate fixed point: the bias condition sum_c rho_c E[f_c] = 0 holds "
-                    f"only in absolute terms (its Newton step is {step:.3g} relative): the "
-                    "channel's moments underflowed and the weights collapsed"
-                )
+    for i, (ob, st) in enumerate(zip(obs, status)):
+        if st is not IterationStatus.CONVERGED:
+            continue
+        step = bias_condition_step(ob.hats[1], ob.hats[2], ob.state[3])
+        if step > max(DEGENERATE_BIAS_STEP, 100.0 * opts.tol):
+            status[i] = IterationStatus.DEGENERATE
+            msg[i] = (
+                "degenerate fixed point: the bias condition sum_c rho_c E[f_c] = 0 holds only "
+                f"in absolute terms (its Newton step is {step:.3g} relative): the channel's "
+                "moments underflowed and the weights collapsed"
+            )
     described: dict = {}  # id of a rule -> (it, its description)
     results = []
     for problem, est, ob, st, text in zip(problems, ests, obs, status, msg):
