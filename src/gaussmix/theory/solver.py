@@ -102,36 +102,27 @@ def assemble_result(problem: Problem, opts: SolverOptions, est: Estimate) -> Fix
 def assemble_results(
     problems: list[Problem], opts: SolverOptions, ests: list[Estimate], stacklevel: int = 4
 ) -> list[FixedPointResult]:
-    """:func:`assemble_result` of each of several solves of problems of one shape (the
-    points of a curve; one call for all: the bias condition of the converged points in one
-    :func:`~gaussmix.theory.fixed_point.bias_condition_steps`, each rule described once).
-    ``stacklevel``: the integration warning's, as :func:`warnings.warn`'s from here; with
-    ``opts.throw``, the first point not converged raises."""
-    obs, status, msg = [], [], []
+    """:func:`assemble_result` of each of several solves (the points of a curve), in one
+    call: each rule described once.  ``stacklevel``: the integration warning's, as
+    :func:`warnings.warn`'s from here; with ``opts.throw``, the first point not converged
+    raises."""
+    described: dict = {}  # id of a rule -> (it, its description)
+    results = []
     for problem, est in zip(problems, ests):
-        T, x = est.T, est.x
-        obs.append(est.obs if est.obs is not None else failed_observables(problem, T, x))
-        st, text = est.status, est.message
+        T, x, st, text = est.T, est.x, est.status, est.message
+        ob = est.obs if est.obs is not None else failed_observables(problem, T, x)
         if st is IterationStatus.CONVERGED and not T.is_valid(x):
             st = IterationStatus.NOT_POSITIVE_DEFINITE
             text = "spurious fixed point: an overlap matrix Q_c or V_c is not positive definite"
-        status.append(st)
-        msg.append(text)
-    for i, (ob, st) in enumerate(zip(obs, status)):
-        if st is not IterationStatus.CONVERGED:
-            continue
-        step = bias_condition_step(ob.hats[1], ob.hats[2], ob.state[3])
-        if step > max(DEGENERATE_BIAS_STEP, 100.0 * opts.tol):
-            status[i] = IterationStatus.DEGENERATE
-            msg[i] = (
-                "degenerate fixed point: the bias condition sum_c rho_c E[f_c] = 0 holds only "
-                f"in absolute terms (its Newton step is {step:.3g} relative): the channel's "
-                "moments underflowed and the weights collapsed"
-            )
-    described: dict = {}  # id of a rule -> (it, its description)
-    results = []
-    for problem, est, ob, st, text in zip(problems, ests, obs, status, msg):
-        T, x = est.T, est.x
+        if st is IterationStatus.CONVERGED:
+            step = bias_condition_step(ob.hats[1], ob.hats[2], ob.state[3])
+            if step > max(DEGENERATE_BIAS_STEP, 100.0 * opts.tol):
+                st = IterationStatus.DEGENERATE
+                text = (
+                    "degenerate fixed point: the bias condition sum_c rho_c E[f_c] = 0 holds "
+                    f"only in absolute terms (its Newton step is {step:.3g} relative): the "
+                    "channel's moments underflowed and the weights collapsed"
+                )
         ok = st is IterationStatus.CONVERGED
         if not ok and problem.lam < SMALL_LAM_HINT:
             text += f" (lam={problem.lam:g}; the limit lam -> 0+ is gaussmix.max_margin)"
