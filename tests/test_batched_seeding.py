@@ -99,11 +99,11 @@ def test_a_rejected_restart_solves_the_curve_again_without_it(
     plain = _unseeded(monkeypatch, gm.lambda_sweep, *args, **kw)
     checked: list[bool] = []
 
-    def reject(result, prediction, previous):
+    def reject(results, predictions, previous):
         checked.append(True)
-        return False
+        return np.zeros(len(results), dtype=bool)
 
-    monkeypatch.setattr(batched, "prediction_accepted", reject)
+    monkeypatch.setattr(batched, "predictions_accepted", reject)
     df = gm.lambda_sweep(*args, **kw)
     assert restarts and restarts[0] and checked  # restarted, then rejected
     assert stacked_calls == [True, True]  # (the plain curve's, this one's)
@@ -153,7 +153,9 @@ def test_a_sweeps_progress_count_never_goes_back(monkeypatch) -> None:
         m.setattr(batched, "_seed_params", lambda T: None)
         assert batched.solve_points(problems, opts, on_converged=plain.append) is not None
     counts: list[int] = []
-    monkeypatch.setattr(batched, "prediction_accepted", lambda *args: False)
+    monkeypatch.setattr(
+        batched, "predictions_accepted", lambda results, *_: np.zeros(len(results), dtype=bool)
+    )
     assert batched.solve_points(problems, opts, on_converged=counts.append) is not None
     n = len(plain)
     assert len(counts) > n and counts[-1] == len(problems)

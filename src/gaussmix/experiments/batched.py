@@ -62,12 +62,13 @@ from typing import NamedTuple
 import numpy as np
 from scipy.spatial import cKDTree
 
+from gaussmix.core.memo import IdentityMemo
 from gaussmix.theory.channel import ChannelMoments, ProxWarmStart, channel_evaluation
 from gaussmix.theory.fixed_point import (
     FixedPointMap,
     HatEvaluation,
     bias_step,
-    initial_hats,
+    initial_hats_points,
     map_features,
     needs_quadrature,
     new_map,
@@ -103,10 +104,10 @@ from gaussmix.theory.refinement import (
     Observables,
     channel_rule,
     sharp_rule,
-    with_statistics,
+    with_statistics_points,
 )
 from gaussmix.theory.results import FixedPointResult
-from gaussmix.theory.solver import assemble_result
+from gaussmix.theory.solver import assemble_results
 from gaussmix.theory.state import (
     LogChart,
     is_valid_state,
@@ -122,7 +123,7 @@ from .continuation import (
     PREDICTOR_MIN_ITER,
     chain_predecessor,
     predict,
-    prediction_accepted,
+    predictions_accepted,
 )
 
 __all__ = [
@@ -239,10 +240,12 @@ class StackedMap:
         self.K0 = K0 = p0.n_clusters
         self.K = P * K0
         self.L = L = p0.dim
-        self.ar = np.concatenate([p.alpha * p.mixture.rho for p in problems])
+        # each point's alpha rho_c (one mixture), all at once
+        alphas = np.array([p.alpha for p in problems])
+        self.ar = np.repeat(alphas, K0) * np.tile(p0.mixture.rho, P)
         self.lams = np.array([p.lam for p in problems])
         self.outputs = _StackedOutputs(
-            p0.loss, np.tile(p0.y, (P, 1)), p0.constraints * P, self.K, L, p0.P
+            p0.loss, np.tile(p0.y, (P, 1)), _repeated(p0.constraints, P), self.K, L, p0.P
         )
         layout = _layout(P, K0, L, symmetry is not None)
         #: the clusters whose channel is integrated (cluster 0 of each point with the
@@ -271,6 +274,9 @@ class StackedMap:
         self.frozen_x = np.full(self.blocks.size, np.nan)  # the state each point froze at
         self.frozen_g = np.full(self.blocks.size, np.nan)  # and its image there
         self.residuals = np.full(P, np.nan)  # each frozen point's residual
+        #: each point's own residual at an evaluation, by the freeze test, and which
+        #: evaluation (:func:`_own_residuals` reads it instead of making it again)
+        self.own_at: tuple[int, np.ndarray] | None = None
         self.evaluations = 0  # of the map
         self.frozen_after = np.zeros(P, dtype=int)  # each frozen point's
         #: evaluations ``(x, T(x))`` kept (0: none): the last ones of the iteration, and
@@ -333,11 +339,9 @@ class StackedMap:
         """The solver's starting point of every point
         (:func:`~gaussmix.theory.fixed_point.start_state` without ``init``), its prior
         update made for all points at once."""
-        hats = [initial_hats(p) for p in self.problems]
-        Qh, Mh, Vh = (np.stack([h[j] for h in hats]) for j in range(3))
-        pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=np.array([h[3] for h in hats]))
-        b = np.concatenate([h[4] for h in hats])
-        return self._pack(pr.Q, pr.M, pr.V, b)
+        Qh, Mh, Vh, lams, ybar = initial_hats_points(self.problems)
+        pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=np.array(lams))
+        return self._pack(pr.Q, pr.M, pr.V, np.tile(ybar, self.n_points))
 
     def _pack(self, Q: np.ndarray, M: np.ndarray, V: np.ndarray, b: np.ndarray) -> np.ndarray:
         """The stacked state of the points' overlaps (any leading shape)."""
@@ -366,10 +370,17 @@ class StackedMap:
         parts = [unpack_state(x, self.K0, self.L) for x in states]
         return pack_state(*(np.concatenate([pt[i] for pt in parts]) for i in range(4)))
 
+    def points_of(self, x: np.ndarray, points: list[int]) -> np.ndarray:
+        """The stacked state of ``points`` (increasing) of the stacked state ``x``, for a
+        stacked map of these points alone (their components, in order: :meth:`stack` of
+        their states, without splitting them)."""
+        return x[_point_mask(self.n_points, points)[self.blocks]]
+
     def split(self, x: np.ndarray) -> list[np.ndarray]:
-        """Each point's state of a stacked state."""
-        Q, M, V, b = self.unpack(x)
-        return [pack_state(Q[i], M[i], V[i], b[i]) for i in range(self.n_points)]
+        """Each point's state of a stacked state (the rows of one array: each point's
+        components in the order of its points are its state's layout,
+        :func:`~gaussmix.theory.state.pack_state`)."""
+        return list(x[self._order].reshape(self.n_points, -1))
 
     def means(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(M_c + b, Q_c, V_c)`` of every point and cluster (its point's bias added),
@@ -481,6 +492,7 @@ class StackedMap:
         # maximum, and infinity stays)
         own = np.maximum.reduceat(r[self._order], self._starts)
         own[np.isnan(own)] = np.inf
+        self.own_at = (self.evaluations, own)
         new = (own < self.freeze_tol) & ~self.frozen
         freezing = bool(new.any())
         if freezing:
@@ -585,21 +597,46 @@ class StackedMap:
         diffs = diffs[nonzero[0] :]  # (pairs that are zero in every point: none)
         return AndersonState(tuple(diffs[:, 0]), tuple(diffs[:, 1]), memory, self.log_chart)
 
-    def point_maps(self, x: np.ndarray) -> tuple[list[np.ndarray], list[FixedPointMap]]:
-        """Each point's state of the stacked state ``x`` and a single point's map there,
-        remembering its share of the channel evaluation at ``x`` (its observables then need
-        none)."""
+    def point_maps(
+        self,
+        x: np.ndarray,
+        points: list[int] | None = None,
+        states: list[np.ndarray] | None = None,
+    ) -> tuple[list[np.ndarray], list[FixedPointMap]]:
+        """Each point's state of the stacked state ``x`` and a single point's map there
+        (of ``points`` alone, in their order, where given; ``states``: theirs, where the
+        caller has split ``x`` already), remembering its share of the channel evaluation at
+        ``x`` (its observables then need none)."""
         ev = self.hats(x)
-        states = self.split(x)
+        if points is None:
+            points = list(range(self.n_points))
+        if states is None:
+            split = self.split(x)
+            states = [split[i] for i in points]
         maps = []
         k = self.K0
-        for i, (p, xi) in enumerate(zip(self.problems, states)):
+        for i, xi in zip(points, states):
+            p = self.problems[i]
             s = slice(i * k, (i + 1) * k)
             mom = ChannelMoments(*(getattr(ev.moments, f)[s] for f in _MOMENTS))
             T = new_map(p, self.rule, (self.symmetry, self.log_chart))
             T.last = HatEvaluation(xi.copy(), mom, ev.Qhat[s], ev.Mhat[s], ev.Vhat[s])
             maps.append(T)
         return states, maps
+
+
+#: the constraints of a curve's stacked clusters, by the identity of its problems' (a tuple
+#: shared by the problems of one label map) and the number of points: one tuple for all the
+#: maps of a curve (and of the curves of a label map), whose arrays the observables then
+#: make once (:func:`~gaussmix.theory.observables.test_accuracy`)
+_REPEATED = IdentityMemo(16)
+
+
+def _repeated(constraints: tuple, n_points: int) -> tuple:
+    """``constraints * n_points``, one tuple for a tuple of constraints and a count."""
+    if not isinstance(constraints, tuple):  # (only an immutable sequence is remembered)
+        return tuple(constraints) * n_points
+    return _REPEATED.get(constraints, n_points, lambda: constraints * n_points)
 
 
 def _point_mask(n_points: int, points: list[int]) -> np.ndarray:
@@ -768,27 +805,36 @@ def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
         test_loss = gaussian_risk(p0.loss, T.outputs.y[rows], mf[rows], Qf[rows], T.rule)
     else:
         test_loss = gaussian_risk(p0.loss, T.outputs.y, mf, Qf, T.rule).reshape(P, K0) @ rho
-    hats = (
+    Qh, Mh, Vh = (
         ev.Qhat.reshape(P, K0, L, L),
         ev.Mhat.reshape(P, K0, L),
         ev.Vhat.reshape(P, K0, L, L),
     )
+    M = m - b[:, None, :]  # (each point's ``m[i] - b[i]``, all at once: the same numbers)
+    # (the floats of each array at once: ``tolist`` gives each entry's ``float``)
+    values = zip(
+        test_error.tolist(),
+        train_error.tolist(),
+        train_loss.tolist(),
+        test_loss.tolist(),
+        train_errs.tolist(),
+    )
     return [
         Observables(
-            state=(Q[i], m[i] - b[i], V[i], b[i]),
-            hats=(hats[0][i], hats[1][i], hats[2][i]),
-            test_error=float(test_error[i]),
-            train_error=float(train_error[i]),
-            train_loss=float(train_loss[i]),
-            test_loss=float(test_loss[i]),
+            state=(Q[i], M[i], V[i], b[i]),
+            hats=(Qh[i], Mh[i], Vh[i]),
+            test_error=te,
+            train_error=tre,
+            train_loss=trl,
+            test_loss=tl,
             errors={
                 "test_error": test_err,
-                "train_error": float(train_errs[i]),
+                "train_error": err,
                 "train_loss": 0.0,
                 "test_loss": 0.0,
             },
         )
-        for i in range(P)
+        for i, (te, tre, trl, tl, err) in enumerate(values)
     ]
 
 
@@ -851,19 +897,31 @@ def _sharp(
 ) -> list:
     """The sharp rule of each point of the stacked state ``x`` (of ``points``, a mask)
     solved with the automatic rule of the smooth regime, as a single point tests it
-    (:func:`~gaussmix.theory.refinement.sharp_rule`; None: its rule stays)."""
+    (:func:`~gaussmix.theory.refinement.sharp_rule`; None: its rule stays): the points at
+    most at the threshold without a call, and without the symmetry one call for all the
+    points above it (its rule there does not depend on the state)."""
     p0 = T.problems[0]
     idx = np.arange(T.n_points) if points is None else np.flatnonzero(points)
     if not needs_quadrature(p0):
         return [None] * idx.size
-    # (the test of all the points at once, an overlap above the threshold, before each's)
-    Q = T.unpack(x)[0][idx]
-    if sym_eigvals(Q.reshape(-1, T.L, T.L)).max() <= SMOOTH_Q_MAX:
+    # each point's largest overlap eigenvalue, all at once (the same numbers as each
+    # point's own test: the eigenvalues are block by block)
+    top = sym_eigvals(T.unpack(x)[0][idx]).max(axis=(1, 2))
+    if top.max() <= SMOOTH_Q_MAX:
         return [None] * idx.size
     rule = channel_rule(p0, None, opts.symmetry)
     sym = T.symmetry is not None
     states = T.split(x)
-    return [sharp_rule(T.problems[i], rule, states[i], symmetric=sym) for i in idx]
+    out: list = [None] * idx.size  # (a point at most at the threshold: its rule stays)
+    same = None  # without the symmetry, the rule of every point above it (state-free)
+    for k in np.flatnonzero(~(top <= SMOOTH_Q_MAX)):  # (NaN: tested, as each point's)
+        i = idx[k]
+        if sym or same is None:
+            out[k] = sharp_rule(T.problems[i], rule, states[i], symmetric=sym)
+            same = (out[k],)
+        else:
+            out[k] = same[0]
+    return out
 
 
 def _converged(
@@ -982,7 +1040,10 @@ def _seed_params(T: StackedMap) -> np.ndarray | None:
 
 def _own_residuals(T: StackedMap) -> np.ndarray:
     """Each point's own residual ``max |T(x) - x| / s`` at the last evaluation of ``T``
-    (its trail; inf where not finite)."""
+    (its trail; inf where not finite): the freeze test's of that evaluation where it made
+    them (the same numbers: a non-finite residual is infinite either way)."""
+    if T.own_at is not None and T.own_at[0] == T.evaluations:
+        return T.own_at[1]
     x, g = T.trail[-1]
     r = np.abs(g - x) / residual_scale(x, T.K, T.L)
     return np.maximum.reduceat(np.where(np.isfinite(r), r, np.inf)[T._order], T._starts)
@@ -1126,18 +1187,19 @@ class _Seeding:
         :data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times the
         evaluations before the restart, at least
         :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`), not frozen.  The
-        frozen points accepted are no longer watched."""
+        frozen points accepted are no longer watched (the frozen points tested at once,
+        :func:`~gaussmix.experiments.continuation.predictions_accepted`)."""
         T = self.T
-        for j in list(self.waiting):
-            if not T.frozen[j]:
-                if final:
-                    return True
-                continue
-            prediction, previous = self.waiting.pop(j)
-            fixed = _PointState(*_point_state(T, T.frozen_x, j))  # (its state at its freeze)
-            if not prediction_accepted(fixed, prediction, previous):
-                return True
-        return False
+        frozen = [j for j in self.waiting if T.frozen[j]]
+        if final and len(frozen) < len(self.waiting):
+            return True
+        if not frozen:
+            return False
+        parts = T.unpack(T.frozen_x)  # (each point's state at its freeze)
+        fixed = [_PointState(*(a[j] for a in parts)) for j in frozen]
+        watched = [self.waiting.pop(j) for j in frozen]
+        accepted = predictions_accepted(fixed, *(list(w) for w in zip(*watched)))
+        return not accepted.all()
 
 
 def _without(history: AndersonState, mask: np.ndarray) -> AndersonState:
@@ -1162,11 +1224,6 @@ class _PointState(NamedTuple):
     success: bool = True
 
 
-def _point_state(T: StackedMap, x: np.ndarray, j: int) -> tuple[np.ndarray, ...]:
-    """``(Q, M, V, b)`` of point ``j`` of the stacked state ``x``."""
-    return tuple(a[j] for a in T.unpack(x))
-
-
 def _reseed(
     T: StackedMap, x_next: np.ndarray, own: np.ndarray, params: np.ndarray
 ) -> tuple[np.ndarray, list[int], list[dict], list[dict]] | None:
@@ -1174,37 +1231,74 @@ def _reseed(
     at least :data:`SEED_RESTART`) replaced by their predictions from the seeds (below it, at
     their images of the last evaluation), see :func:`_seeded_iterate`; with the restarted
     points, their predictions and their nearest seeds' states (dicts of ``Q, M, V, b``).
-    None where no point can be predicted (fewer than two seeds in the chart)."""
+    None where no point can be predicted (fewer than two seeds in the chart).  The seeds
+    enter the chart, and the predictions leave it, all at once (:func:`_charted`)."""
     x_last, g_last = T.trail[-1]
-    chart = LogChart(T.K0, T.L)
-    seeds, charted, states = [], {}, {}
-    for i in np.flatnonzero(own < SEED_TOL):
-        xi = g_last[T.blocks == i] if not T.frozen[i] else x_last[T.blocks == i]
-        y = chart.forward(xi)
-        if y is not None:
-            seeds.append(int(i))
-            charted[int(i)] = dict(zip("QMVb", unpack_state(y, T.K0, T.L)))
-            states[int(i)] = dict(zip("QMVb", unpack_state(xi, T.K0, T.L)))
+    # each point's state: a frozen point's own, else its image of the last evaluation
+    at = np.where(T.frozen[T.blocks], x_last, g_last)
+    below = np.flatnonzero(own < SEED_TOL)
+    charted = _charted(T, at, below, forward=True)
+    seeds = [int(i) for i, y in zip(below, charted) if y is not None]
     if len(seeds) < 2:
         return None
-    x = x_next.copy()
-    points, predictions, nearest = [], [], []
-    for j in np.flatnonzero((own >= SEED_RESTART) & ~T.frozen):
+    charted = {int(i): y for i, y in zip(below, charted) if y is not None}
+    states = dict(zip(seeds, _point_dicts(T.unpack(at), seeds)))
+    slow = np.flatnonzero((own >= SEED_RESTART) & ~T.frozen)
+    preds = []
+    for j in slow:
         # the nearest seeds, the nearest last (predict's order), ties by index
         near = sorted(seeds, key=lambda i: (-abs(params[i] - params[j]), -i))[-SEED_POINTS:]
         done = [(float(params[i]), _PointState(**charted[i])) for i in near]
-        pred = predict(done, float(params[j]), SEED_POINTS)
-        y = pack_state(*(pred[k] for k in "QMVb"))
-        xj = chart.inverse(y)
+        preds.append((predict(done, float(params[j]), SEED_POINTS), near[-1]))
+    x = x_next.copy()
+    points, predictions, nearest = [], [], []
+    inverse = _charted(T, [pred for pred, _ in preds], slow, forward=False)
+    for j, xj, (_, seed) in zip(slow, inverse, preds):
         if not np.isfinite(xj).all():
             continue
         x[T.blocks == j] = xj
         points.append(int(j))
         predictions.append(dict(zip("QMVb", unpack_state(xj, T.K0, T.L))))
-        nearest.append(states[near[-1]])
+        nearest.append(states[seed])
     if not points:
         return None
     return x, points, predictions, nearest
+
+
+def _point_dicts(parts: tuple[np.ndarray, ...], points) -> list[dict]:
+    """``Q, M, V, b`` of each of ``points`` (dicts) of a state's parts with a leading axis of
+    points (:meth:`StackedMap.unpack`)."""
+    return [dict(zip("QMVb", (a[i] for a in parts))) for i in points]
+
+
+def _charted(T: StackedMap, z, points: np.ndarray, forward: bool) -> list:
+    """The chart's coordinates of ``points`` (increasing) of the stacked state ``z``
+    (``forward``: dicts of ``Q, M, V, b``, None for a point not in the chart,
+    :meth:`~gaussmix.theory.state.LogChart.forward`), or the state vector of each point of
+    the chart's coordinates ``z`` (dicts of ``Q, M, V, b``, one a point,
+    :meth:`~gaussmix.theory.state.LogChart.inverse`): the points' overlaps in one stacked
+    call of the chart (its matrix logarithms and exponentials are matrix by matrix: each
+    point's the same numbers as on its own), a point at a time where a forward one fails
+    (which points are in the chart: each point's own test)."""
+    n, K0, L = len(points), T.K0, T.L
+    if n == 0:
+        return []
+    chart = LogChart(n * K0, L)
+    if forward:
+        y = chart.forward(z[_point_mask(T.n_points, list(points))[T.blocks]])
+        if y is None:  # some point is not in the chart: each point's own test
+            one = LogChart(K0, L)
+            ys = [one.forward(z[T.blocks == i]) for i in points]
+            return [None if y is None else dict(zip("QMVb", unpack_state(y, K0, L))) for y in ys]
+        parts = unpack_state(y, n * K0, L)
+    else:
+        y = pack_state(*(np.concatenate([d[k] for d in z]) for k in "QMVb"))
+        parts = unpack_state(chart.inverse(y), n * K0, L)
+    Q, M, V, b = parts
+    parts = (Q.reshape(n, K0, L, L), M.reshape(n, K0, L), V.reshape(n, K0, L, L), b.reshape(n, L))
+    if forward:
+        return _point_dicts(parts, range(n))
+    return [pack_state(*(a[k] for a in parts)) for k in range(n)]
 
 
 def solve_points(
@@ -1293,7 +1387,6 @@ def solve_points(
         out = _converged(T, x0, history, opts, report)
     if out is None:
         return None
-    states = T.split(out.x)
     residuals = np.where(T.frozen, T.residuals, out.residual)  # each point's own
     n_iters = T.own_iterations(out.n_iter) + (n_coarse if coarse is not None else 0)
     # (two outputs: the points after the first stay on the curve's rule, as point by point)
@@ -1309,7 +1402,7 @@ def solve_points(
             hist = T.pairs(out.anderson, idx, opts.anderson, own=_own_refined_pairs(T))
             if len(idx) < len(problems):  # the group's points alone
                 T_g = T.like([problems[i] for i in idx], rule)
-                x_g = T_g.stack([states[i] for i in idx])
+                x_g = T.points_of(out.x, idx)
             if sharp is not None:  # in the sharp regime: its rule, from there
                 # (with the secant pairs of the iteration that reached it, as a single
                 # point's re-solve, solver.solve_problem)
@@ -1354,7 +1447,10 @@ def _estimate(
     last iterate, whose moments the map remembers, :func:`_refined_solve`)."""
     problems = T.problems
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
-    states, maps = T.point_maps(x)
+    states = T.split(x)
+    # each point's last solve: its stacked map, state and index there (its single point's
+    # map made once, at the end, :meth:`StackedMap.point_maps`)
+    where = [(T, x, i) for i in range(len(problems))]
     try:
         obs = _light_observables(T, x)
     except (FloatingPointError, np.linalg.LinAlgError, ValueError):
@@ -1366,32 +1462,33 @@ def _estimate(
     refinements = opts.max_refine if opts.auto_refine else 1
     refining = opts.estimate_error and needs_quadrature(problems[0]) and refinements > 0
     active = list(range(len(problems))) if refining else []
-    T_last, active_last = T, active  # the last solve and the active points among its
+    # the last solve, its state and the active points among its
+    T_last, x_last, active_last = T, x, active
     for _ in range(refinements if refining else 0):
-        finer = maps[active[0]].rule.refined()  # (the single point's bound on its nodes)
+        finer = where[active[0]][0].rule.refined()  # (the single point's bound on its nodes)
         if finer is None or finer.weights.size > MAX_QUADRATURE_NODES:
             break
         T2 = T.like([problems[i] for i in active], finer)
         T2.trail_len = opts.anderson + 1
         pairs = T_last.pairs(history, active_last, opts.anderson, own=_own_refined_pairs(T))
-        x2 = T2.stack([states[i] for i in active])
+        x2 = T_last.points_of(x_last, active_last)
         if merge:  # (else each point's iterates from here are its single point's)
             T2.warm_from(T_last)
         solved = _refined_solve(T2, x2, T2.anderson(opts.anderson, pairs), opts, kw, merge)
         if solved is None:
             return None
         out2, own, own_res, history = solved
-        T_last = T2
+        T_last, x_last = T2, out2.x
         try:
             obs2 = _light_observables(T2, out2.x)
         except (FloatingPointError, np.linalg.LinAlgError, ValueError):
             return None
-        split, maps2 = T2.point_maps(out2.x)
+        split = T2.split(out2.x)
         still = []
         for j, i in enumerate(active):
             quad[i] = {k: abs(obs2[j].value(k) - obs[i].value(k)) for k in _ERROR_KEYS}
             evals[i] = dict(obs2[j].errors)
-            states[i], obs[i], maps[i] = split[j], obs2[j], maps2[j]
+            states[i], obs[i], where[i] = split[j], obs2[j], (T2, out2.x, j)
             n_iters[i] += int(own[j])
             residuals[i] = float(own_res[j])
             total = {k: quad[i][k] + evals[i][k] for k in ("test_error", "train_loss")}
@@ -1402,17 +1499,14 @@ def _estimate(
         if not active:
             break
     opts = replace(opts, throw=False)
-    results = []
+    maps = _point_maps(where, states)
     try:
         priors = _prior_details(T, [T_i.last for T_i in maps])
+        fulls = with_statistics_points(problems, maps, states, obs, priors)
     except (FloatingPointError, np.linalg.LinAlgError, ValueError):
         return None
-    for i, p in enumerate(problems):
-        try:
-            full = with_statistics(p, maps[i], states[i], obs[i], priors[i])
-        except (FloatingPointError, np.linalg.LinAlgError, ValueError):
-            return None
-        est = Estimate(
+    ests = [
+        Estimate(
             maps[i],
             states[i],
             n_iters[i],
@@ -1423,11 +1517,30 @@ def _estimate(
             quad[i],
             evals[i],
         )
-        res = assemble_result(p, opts, est)
-        if not res.success:  # a spurious or degenerate point: point by point
-            return None
-        results.append(res)
+        for i, full in enumerate(fulls)
+    ]
+    results = assemble_results(problems, opts, ests)
+    if not all(res.success for res in results):  # a spurious or degenerate point: point by point
+        return None
     return results
+
+
+def _point_maps(
+    where: list[tuple[StackedMap, np.ndarray, int]], states: list[np.ndarray]
+) -> list[FixedPointMap]:
+    """Each point's single point's map at its state ``states[i]`` in its last solve
+    (``where``: the stacked map, its state and the point's index there), one
+    :meth:`StackedMap.point_maps` for the points of each solve."""
+    maps: list = [None] * len(where)
+    solves: dict = {}  # id of a stacked map -> (it, its state, its points, theirs here)
+    for i, (T, x, j) in enumerate(where):
+        _, _, points, mine = solves.setdefault(id(T), (T, x, [], []))
+        points.append(j)
+        mine.append(i)
+    for T, x, points, mine in solves.values():
+        for i, m in zip(mine, T.point_maps(x, points, [states[i] for i in mine])[1]):
+            maps[i] = m
+    return maps
 
 
 def _prior_details(T: StackedMap, hats: list[HatEvaluation]) -> list[PriorResult]:
@@ -1435,17 +1548,21 @@ def _prior_details(T: StackedMap, hats: list[HatEvaluation]) -> list[PriorResult
     update for all points (:func:`~gaussmix.theory.prior.prior_update` with ``details``)."""
     Qh, Mh, Vh = (np.stack([getattr(h, f) for h in hats]) for f in ("Qhat", "Mhat", "Vhat"))
     pr = prior_update(T.problems[0], Qh, Mh, Vh, lam=T.lams, details=True)
+    # (the floats of each array at once: ``tolist`` gives each entry's ``float``)
+    floats = zip(
+        *(np.asarray(a, dtype=float).tolist() for a in (pr.psi_w, pr.penalty, pr.l1_norm))
+    )
     return [
         PriorResult(
             Q=pr.Q[i],
             M=pr.M[i],
             V=pr.V[i],
-            psi_w=float(pr.psi_w[i]),
-            penalty=float(pr.penalty[i]),
+            psi_w=psi_w,
+            penalty=penalty,
             atom_nonzero=pr.atom_nonzero[i],
-            l1_norm=float(pr.l1_norm[i]),
+            l1_norm=l1_norm,
         )
-        for i in range(len(hats))
+        for i, (psi_w, penalty, l1_norm) in enumerate(floats)
     ]
 
 

@@ -109,13 +109,39 @@ def predict(
 def state_distance(a: FixedPointResult | dict, b: FixedPointResult | dict) -> float:
     """``max |a_i - b_i| / max(1, |b_i|)`` over the order parameters ``Q, M, V, b`` (full
     space) of two states of one problem (the solver's measure of a step)."""
-    get_a = a.get if isinstance(a, dict) else lambda k: getattr(a, k)
-    get_b = b.get if isinstance(b, dict) else lambda k: getattr(b, k)
-    out = 0.0
-    for k in STATE_KEYS:
-        xa, xb = np.asarray(get_a(k), dtype=float), np.asarray(get_b(k), dtype=float)
-        out = max(out, float(np.max(np.abs(xa - xb) / np.maximum(1.0, np.abs(xb)))))
-    return out if np.isfinite(out) else np.inf
+    return float(state_distances([a], [b])[0])
+
+
+def state_distances(a: list, b: list) -> np.ndarray:
+    """:func:`state_distance` of each pair ``(a[i], b[i])`` (states of problems of one shape,
+    e.g. the points of a curve) at once: each state's order parameters in one row, each
+    parameter's maximum by :func:`numpy.maximum.reduceat` (NaN if any entry is), the largest
+    of them that is not NaN (as a running ``max`` from 0 keeps), infinite where not finite.
+    The maxima are exact: each pair's the same number as on its own."""
+    A, starts = _state_rows(a)
+    B, _ = _state_rows(b)
+    return _row_distances(A, B, starts)
+
+
+def _state_rows(states: list) -> tuple[np.ndarray, np.ndarray]:
+    """The order parameters ``Q, M, V, b`` of each state in one row, and where each
+    parameter starts."""
+    rows = [
+        [
+            np.ravel(np.asarray(s.get(k) if isinstance(s, dict) else getattr(s, k), dtype=float))
+            for k in STATE_KEYS
+        ]
+        for s in states
+    ]
+    starts = np.cumsum([0] + [p.size for p in rows[0][:-1]])
+    return np.array([np.concatenate(r) for r in rows]), starts
+
+
+def _row_distances(A: np.ndarray, B: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """:func:`state_distances` of the rows of :func:`_state_rows`."""
+    d = np.abs(A - B) / np.maximum(1.0, np.abs(B))
+    out = np.fmax.reduce(np.maximum.reduceat(d, starts, axis=1), axis=1, initial=0.0)
+    return np.where(np.isfinite(out), out, np.inf)
 
 
 def prediction_resolved(
@@ -162,8 +188,20 @@ def prediction_accepted(
     neighbourhood, and may have reached another fixed point than continuation from the last
     point would; that point is then solved again from ``previous``.
     """
-    step = state_distance(prediction, previous)
-    return result.success and state_distance(result, prediction) <= step
+    return bool(predictions_accepted([result], [prediction], [previous])[0])
+
+
+def predictions_accepted(results: list, predictions: list, previous: list) -> np.ndarray:
+    """:func:`prediction_accepted` of each of several points (of one shape) at once (the
+    distances of the successful ones)."""
+    out = np.array([bool(r.success) for r in results], dtype=bool)
+    idx = np.flatnonzero(out)
+    if idx.size:
+        (R, starts), (Q, _), (P, _) = (
+            _state_rows([xs[i] for i in idx]) for xs in (results, predictions, previous)
+        )
+        out[idx] = _row_distances(R, Q, starts) <= _row_distances(Q, P, starts)
+    return out
 
 
 def chain_predecessor(rule: QuadratureRule) -> QuadratureRule | None:

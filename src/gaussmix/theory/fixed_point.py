@@ -49,6 +49,7 @@ __all__ = [
     "mean_bias_step",
     "cluster_symmetry",
     "initial_hats",
+    "initial_hats_points",
 ]
 
 #: penalty strength of the starting point when ``lam = 0`` (the prior needs ``lam > 0``)
@@ -436,16 +437,37 @@ def initial_hats(
     or a small one at ``lam = 0``) and its bias ``ybar = sum_c rho_c y_c`` (effective
     labels); the starting state is the prior's image of the hats with that bias
     (:func:`start_state`)."""
-    L = problem.dim
-    rho = problem.mixture.rho
-    ar = problem.alpha * rho
-    yr = problem.y @ problem.P.T  # effective labels
-    ybar = rho @ yr
-    Mhat = 0.5 * ar[:, None] * (yr - ybar)
-    Qhat = 0.5 * ar[:, None, None] * np.eye(L)
-    Vhat = 0.5 * ar[:, None, None] * np.eye(L)
+    Qhat, Mhat, Vhat, ybar = _start_hats(problem, problem.alpha * problem.mixture.rho)
     lam = problem.lam if problem.lam > 0 else _START_LAM
     return Qhat, Mhat, Vhat, lam, ybar
+
+
+def initial_hats_points(
+    problems: list[Problem],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[float], np.ndarray]:
+    """:func:`initial_hats` of several problems of one mixture and label map (the points of
+    a curve, which differ in ``lam`` and ``alpha``) at once: the hats with a leading axis
+    of points, each point's penalty and the (common) bias."""
+    p0 = problems[0]
+    ar = np.array([p.alpha for p in problems])[:, None] * p0.mixture.rho  # (alpha rho_c)
+    Qhat, Mhat, Vhat, ybar = _start_hats(p0, ar)
+    lams = [p.lam if p.lam > 0 else _START_LAM for p in problems]
+    return Qhat, Mhat, Vhat, lams, ybar
+
+
+def _start_hats(
+    problem: Problem, ar: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The starting hats of :func:`initial_hats` at ``alpha rho_c`` (``ar``: (..., K), any
+    leading axes) and the bias ``ybar``."""
+    L = problem.dim
+    rho = problem.mixture.rho
+    yr = problem.y @ problem.P.T  # effective labels
+    ybar = rho @ yr
+    Mhat = 0.5 * ar[..., None] * (yr - ybar)
+    Qhat = 0.5 * ar[..., None, None] * np.eye(L)
+    Vhat = 0.5 * ar[..., None, None] * np.eye(L)
+    return Qhat, Mhat, Vhat, ybar
 
 
 def _initial_state(problem: Problem) -> np.ndarray:

@@ -28,6 +28,8 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import ndtr, owens_t
 
+from gaussmix.core.memo import IdentityMemo
+
 from ._kernels import WEDGE_MIN_PANELS, WEDGE_PANEL, WEDGE_SCAN, ce_ray_flux
 from .channel import CROSS_ENTROPY_KERNEL, compiled_kernel, compiled_moments, in_parts, sqrtm_psd
 from .linalg import sym_eigvals
@@ -57,6 +59,7 @@ __all__ = [
     "isotropic_softmax_metric",
     "free_energy_terms",
     "weight_sparsity",
+    "weight_sparsities",
 ]
 
 
@@ -82,11 +85,10 @@ def test_accuracy(
     differences between nearby states with the same seed).  ``exchangeable``: the clusters
     and the state are equivariant under relabelling (:mod:`gaussmix.theory.symmetry`), so
     cluster 0's probability stands for every cluster (one orthant instead of ``K``)."""
-    sizes = {D.shape[0] for D, _ in problem.constraints}
-    if len(sizes) == 1 and sizes.pop() <= 2:
+    stacked = _stacked_constraints(problem.constraints)
+    if stacked is not None:
         # orthants of dimension <= 2: all clusters in one batched call
-        D = np.stack([D for D, _ in problem.constraints])
-        t = np.stack([t for _, t in problem.constraints])
+        D, t = stacked
         mean = np.einsum("kij,kj->ki", D, M + b) - t
         out = orthant_probability_batch(mean, D @ Q @ np.swapaxes(D, 1, 2))
         return out, EXACT_ERR_1D if D.shape[1] == 1 else EXACT_ERR_2D
@@ -258,6 +260,45 @@ def _gaussian_interval(m: np.ndarray, s: np.ndarray, lo: np.ndarray, hi: np.ndar
     return np.where(pos, inside, ((lo < m) & (m < hi)).astype(float))
 
 
+#: arrays made of a problem's constraints (a tuple: shared by the problems of one label map
+#: and by the maps of a stacked curve), remembered by its identity
+_CONSTRAINT_ARRAYS = IdentityMemo(16)
+
+
+def _stacked_constraints(
+    constraints: Sequence[tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(D, t)`` of every cluster stacked (read-only) where each has the same number of
+    constraints, at most 2 (:func:`test_accuracy`'s batched orthants), else None; made once
+    for a tuple of constraints."""
+
+    def make() -> tuple[np.ndarray, np.ndarray] | None:
+        sizes = {D.shape[0] for D, _ in constraints}
+        if len(sizes) != 1 or sizes.pop() > 2:
+            return None
+        out = np.stack([D for D, _ in constraints]), np.stack([t for _, t in constraints])
+        for a in out:
+            a.flags.writeable = False
+        return out
+
+    if not isinstance(constraints, tuple):  # (only an immutable sequence is remembered)
+        return make()
+    return _CONSTRAINT_ARRAYS.get(constraints, "stacked", make)
+
+
+def _intervals_of(constraints: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """:func:`_correct_intervals` (read-only), made once for a tuple of constraints."""
+
+    def make() -> np.ndarray:
+        out = _correct_intervals(constraints)
+        out.flags.writeable = False
+        return out
+
+    if not isinstance(constraints, tuple):
+        return _correct_intervals(constraints)
+    return _CONSTRAINT_ARRAYS.get(constraints, "intervals", make)
+
+
 def _correct_intervals(constraints: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     """The interval ``(lo, hi)`` of the one output ``h`` in which each cluster's
     constraints ``D h >= t`` hold (``D`` (n, 1)): the largest ``t_i / d_i`` over ``d_i < 0``
@@ -327,7 +368,7 @@ def train_accuracy(
             out[c] = orthant_probability(D @ mh - t, 0.5 * (cov + cov.T))[0]
         return out, 0.0
     if L == 1:  # monotone prox: h in (lo, hi) iff omega in (omega(lo), omega(hi))
-        edges = _correct_intervals(problem.constraints)
+        edges = _intervals_of(problem.constraints)
         finite = np.isfinite(edges)
         g = loss.grad(problem.y[:, None, :], np.where(finite, edges, 0.0)[..., None])[..., 0]
         bounds = np.where(finite, edges + V[:, 0, :] * g, edges)
@@ -613,17 +654,36 @@ def weight_sparsity(mixture, prior) -> dict:
         ``theta != 0``) / zero mean components (NaN if there is no such direction);
         ``l1_norm``: ``||W*||_1 / d``.  Ridge weights are non-zero almost surely (1.0).
     """
+    return weight_sparsities(mixture, [prior])[0]
+
+
+def weight_sparsities(mixture, priors: list) -> list[dict]:
+    """:func:`weight_sparsity` of each of ``priors`` (prior updates of one mixture, e.g. the
+    points of a curve), the mixture's weights and masks taken once."""
     w = mixture.weights
-    p = np.ones(w.size) if prior.atom_nonzero is None else np.asarray(prior.atom_nonzero)
     on = mixture.support
-
-    def frac(mask: np.ndarray) -> float:
-        tot = float(w[mask].sum())
-        return float(w[mask] @ p[mask] / tot) if tot > 0 else float("nan")
-
-    return {
-        "nonzero_fraction": float(w @ p),
-        "nonzero_fraction_support": frac(on),
-        "nonzero_fraction_off_support": frac(~on),
-        "l1_norm": float(prior.l1_norm),
-    }
+    masks = []  # (the support, then the rest: each mask's weights and their total)
+    for mask in (on, ~on):
+        wm = w[mask]
+        masks.append((mask, wm, float(wm.sum())))
+    ones = None
+    out = []
+    for prior in priors:
+        if prior.atom_nonzero is None:
+            if ones is None:
+                ones = np.ones(w.size)
+            p = ones
+        else:
+            p = np.asarray(prior.atom_nonzero)
+        support, off = (
+            float(wm @ p[mask] / tot) if tot > 0 else float("nan") for mask, wm, tot in masks
+        )
+        out.append(
+            {
+                "nonzero_fraction": float(w @ p),
+                "nonzero_fraction_support": support,
+                "nonzero_fraction_off_support": off,
+                "l1_norm": float(prior.l1_norm),
+            }
+        )
+    return out

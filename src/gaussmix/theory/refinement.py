@@ -36,7 +36,7 @@ from .observables import (
     test_accuracy,
     test_loss,
     train_accuracy,
-    weight_sparsity,
+    weight_sparsities,
 )
 from .options import SolverOptions
 from .outputs import error_keys
@@ -67,6 +67,7 @@ __all__ = [
     "Observables",
     "evaluate_observables",
     "with_statistics",
+    "with_statistics_points",
     "failed_observables",
     "channel_rule",
     "sharp_rule",
@@ -207,18 +208,34 @@ def with_statistics(
 ) -> Observables:
     """``obs`` with the free energy (eq. app:rsfree), penalty value and sparsity of ``W*``
     (``prior``: the prior's details at the hats of ``x``, where already computed)."""
-    Q, M, V, b = T.unpack(x)
-    ev = T.hats(x)
-    # the caller's evaluation, else the map's last where it has the details
-    pr = prior if prior is not None else T.prior_at(ev)
-    fe = free_energy_terms(problem, M, Q, V, ev.Mhat, ev.Qhat, ev.Vhat, ev.moments.Eenv, pr.psi_w)
-    return replace(
-        obs,
-        free_energy=fe,
-        penalty_value=pr.penalty,
-        sparsity=weight_sparsity(problem.mixture, pr),
-        complete=True,
-    )
+    return with_statistics_points([problem], [T], [x], [obs], [prior])[0]
+
+
+def with_statistics_points(
+    problems: list[Problem],
+    maps: list[FixedPointMap],
+    states: list[np.ndarray],
+    obs: list[Observables],
+    priors: list[PriorResult | None],
+) -> list[Observables]:
+    """:func:`with_statistics` of each of several points of one mixture (the points of a
+    curve, each with its map, state, observables and prior's details or None), the
+    sparsities of all of them in one :func:`~gaussmix.theory.observables.weight_sparsities`."""
+    done = []
+    for problem, T, x, prior in zip(problems, maps, states, priors):
+        Q, M, V, b = T.unpack(x)
+        ev = T.hats(x)
+        # the caller's evaluation, else the map's last where it has the details
+        pr = prior if prior is not None else T.prior_at(ev)
+        fe = free_energy_terms(
+            problem, M, Q, V, ev.Mhat, ev.Qhat, ev.Vhat, ev.moments.Eenv, pr.psi_w
+        )
+        done.append((fe, pr))
+    sparsities = weight_sparsities(problems[0].mixture, [pr for _, pr in done])
+    return [
+        replace(o, free_energy=fe, penalty_value=pr.penalty, sparsity=sp, complete=True)
+        for o, (fe, pr), sp in zip(obs, done, sparsities)
+    ]
 
 
 def failed_observables(problem: Problem, T: FixedPointMap, x: np.ndarray) -> Observables:

@@ -95,67 +95,90 @@ __all__ = [
 def assemble_result(problem: Problem, opts: SolverOptions, est: Estimate) -> FixedPointResult:
     """The result of a solve (NaN observables unless converged to a valid state), with a
     spurious point detected, and the integration warning where the estimate is large."""
-    T, x, status, msg = est.T, est.x, est.status, est.message
-    obs = est.obs if est.obs is not None else failed_observables(problem, T, x)
-    if status is IterationStatus.CONVERGED and not T.is_valid(x):
-        status = IterationStatus.NOT_POSITIVE_DEFINITE
-        msg = "spurious fixed point: an overlap matrix Q_c or V_c is not positive definite"
-    if status is IterationStatus.CONVERGED:
-        step = bias_condition_step(obs.hats[1], obs.hats[2], obs.state[3])
-        if step > max(DEGENERATE_BIAS_STEP, 100.0 * opts.tol):
-            status = IterationStatus.DEGENERATE
-            msg = (
-                "degenerate fixed point: the bias condition sum_c rho_c E[f_c] = 0 holds only "
-                f"in absolute terms (its Newton step is {step:.3g} relative): the channel's "
-                "moments underflowed and the weights collapsed"
-            )
-    ok = status is IterationStatus.CONVERGED
-    if not ok and problem.lam < SMALL_LAM_HINT:
-        msg += f" (lam={problem.lam:g}; the limit lam -> 0+ is gaussmix.max_margin)"
-    errors = est.errors
-    Q, M, V, b = obs.state
-    Qhat, Mhat, Vhat = obs.hats
-    P = problem.P
-    nan = np.nan
-    result = FixedPointResult(
-        success=ok,
-        n_iter=est.n_iter,
-        residual=est.residual,
-        message=msg,
-        Q=_to_full(P, Q),
-        M=M @ P,
-        V=_to_full(P, V),
-        b=b @ P,
-        Qhat=_to_full(P, Qhat),
-        Mhat=Mhat @ P,
-        Vhat=_to_full(P, Vhat),
-        test_error=obs.test_error if ok else nan,
-        train_error=obs.train_error if ok else nan,
-        train_loss=obs.train_loss if ok else nan,
-        test_loss=obs.test_loss if ok else nan,
-        free_energy=obs.free_energy if ok else nan,
-        penalty_value=obs.penalty_value if ok else nan,
-        integration_error=_largest({k: errors[k] for k in SUMMARY_ERROR_KEYS if k in errors}),
-        integration_errors=errors,
-        **{k: (v if ok else nan) for k, v in obs.sparsity.items()},
-        params={
-            **problem.describe(),
-            "tol": opts.tol,
-            "quadrature": T.rule.describe() if needs_quadrature(problem) else "closed-form",
-            "version": __version__,
-        },
-        status=status,
-        state=FixedPointState(problem, T.rule, x, T.symmetry, T.prior_panels),
-    )
-    worst = max(errors["test_error"], errors["train_loss"])
-    if ok and (worst > integration_warning_threshold(opts.tol) or np.isnan(_largest(errors))):
-        # stacklevel: assemble_result <- solve_problem <- its caller's caller (as solve's user)
-        warnings.warn(
-            integration_warning_text(problem, opts, est), IntegrationWarning, stacklevel=4
+    # stacklevel: assemble_results <- assemble_result <- solve_problem <- its caller's caller
+    return assemble_results([problem], opts, [est], stacklevel=5)[0]
+
+
+def assemble_results(
+    problems: list[Problem], opts: SolverOptions, ests: list[Estimate], stacklevel: int = 4
+) -> list[FixedPointResult]:
+    """:func:`assemble_result` of each of several solves (the points of a curve), in one
+    call: each rule described once.  ``stacklevel``: the integration warning's, as
+    :func:`warnings.warn`'s from here; with ``opts.throw``, the first point not converged
+    raises."""
+    described: dict = {}  # id of a rule -> (it, its description)
+    results = []
+    for problem, est in zip(problems, ests):
+        T, x, st, text = est.T, est.x, est.status, est.message
+        ob = est.obs if est.obs is not None else failed_observables(problem, T, x)
+        if st is IterationStatus.CONVERGED and not T.is_valid(x):
+            st = IterationStatus.NOT_POSITIVE_DEFINITE
+            text = "spurious fixed point: an overlap matrix Q_c or V_c is not positive definite"
+        if st is IterationStatus.CONVERGED:
+            step = bias_condition_step(ob.hats[1], ob.hats[2], ob.state[3])
+            if step > max(DEGENERATE_BIAS_STEP, 100.0 * opts.tol):
+                st = IterationStatus.DEGENERATE
+                text = (
+                    "degenerate fixed point: the bias condition sum_c rho_c E[f_c] = 0 holds "
+                    f"only in absolute terms (its Newton step is {step:.3g} relative): the "
+                    "channel's moments underflowed and the weights collapsed"
+                )
+        ok = st is IterationStatus.CONVERGED
+        if not ok and problem.lam < SMALL_LAM_HINT:
+            text += f" (lam={problem.lam:g}; the limit lam -> 0+ is gaussmix.max_margin)"
+        if not needs_quadrature(problem):
+            quadrature = "closed-form"
+        else:
+            rule = described.get(id(T.rule))
+            if rule is None or rule[0] is not T.rule:
+                rule = described[id(T.rule)] = (T.rule, T.rule.describe())
+            quadrature = rule[1]
+        errors = est.errors
+        Q, M, V, b = ob.state
+        Qhat, Mhat, Vhat = ob.hats
+        P = problem.P
+        nan = np.nan
+        result = FixedPointResult(
+            success=ok,
+            n_iter=est.n_iter,
+            residual=est.residual,
+            message=text,
+            Q=_to_full(P, Q),
+            M=M @ P,
+            V=_to_full(P, V),
+            b=b @ P,
+            Qhat=_to_full(P, Qhat),
+            Mhat=Mhat @ P,
+            Vhat=_to_full(P, Vhat),
+            test_error=ob.test_error if ok else nan,
+            train_error=ob.train_error if ok else nan,
+            train_loss=ob.train_loss if ok else nan,
+            test_loss=ob.test_loss if ok else nan,
+            free_energy=ob.free_energy if ok else nan,
+            penalty_value=ob.penalty_value if ok else nan,
+            integration_error=_largest({k: errors[k] for k in SUMMARY_ERROR_KEYS if k in errors}),
+            integration_errors=errors,
+            **{k: (v if ok else nan) for k, v in ob.sparsity.items()},
+            params={
+                **problem.describe(),
+                "tol": opts.tol,
+                "quadrature": quadrature,
+                "version": __version__,
+            },
+            status=st,
+            state=FixedPointState(problem, T.rule, x, T.symmetry, T.prior_panels),
         )
-    if not ok and opts.throw:
-        raise status.error_class(f"fixed point not found: {msg}", result)
-    return result
+        worst = max(errors["test_error"], errors["train_loss"])
+        if ok and (worst > integration_warning_threshold(opts.tol) or np.isnan(_largest(errors))):
+            warnings.warn(
+                integration_warning_text(problem, opts, est),
+                IntegrationWarning,
+                stacklevel=stacklevel,
+            )
+        if not ok and opts.throw:
+            raise st.error_class(f"fixed point not found: {text}", result)
+        results.append(result)
+    return results
 
 
 #: the estimates the result's ``integration_error`` summarises: the errors and the training
