@@ -1,5 +1,5 @@
-"""Values made of an object that is not hashable by value (a tuple of arrays), remembered
-by the object's identity."""
+"""Values made of an object that is not hashable by value (a tuple of arrays, an array),
+remembered by the object's identity."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ class IdentityMemo:
     """Values made of objects, remembered by each object's identity and a key.
 
     Each entry holds its object, so that its ``id`` stays its own while it is remembered;
-    beyond ``kept`` objects the oldest is forgotten first.  Meant for immutable objects
-    (tuples) that many calls share: a problem's constraints, shared by the problems of one
-    label map, and a stacked curve's, shared by its maps.
+    beyond ``kept`` objects the oldest is forgotten first.  Meant for objects not modified
+    while remembered that many calls share: a problem's constraints (a tuple), shared by
+    the problems of one label map, and a stacked curve's, shared by its maps; the blocks
+    array of a stacked iteration's mixing
+    (:func:`~gaussmix.theory.iteration._block_layout`).
 
     Parameters
     ----------

@@ -16,7 +16,6 @@ the solver (:mod:`gaussmix.theory.solver`) reports it.
 from __future__ import annotations
 
 import enum
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -25,6 +24,7 @@ import numpy as np
 
 from gaussmix.core.exceptions import ConvergenceError, SpuriousFixedPointError
 from gaussmix.core.interrupt import check_interrupt
+from gaussmix.core.memo import IdentityMemo
 
 from .state import LogChart, is_valid_state, q_is_psd, residual_scale
 from .tolerances import (
@@ -212,14 +212,10 @@ class AndersonState:
         return x + beta * r - ((dX + beta * dGX) * gamma[blocks]).sum(axis=1)
 
 
-#: the layouts of the last few components' blocks of block-mixed extrapolations, by the
-#: blocks array's id (with the array: the same object) and then by memory
-#: (:func:`_block_layout`)
-_LAYOUTS: dict[int, tuple[np.ndarray, dict]] = {}
-#: how many blocks arrays :data:`_LAYOUTS` remembers (a curve's stages: its points, its
-#: groups of points; the oldest forgotten first)
-_LAYOUTS_KEPT = 8
-_LAYOUTS_LOCK = threading.Lock()
+#: the layouts of block-mixed extrapolations, by the blocks array's identity and then by
+#: memory (:func:`_block_layout`), for the last 8 blocks arrays (a curve's stages: its
+#: points, its groups of points; the oldest forgotten first)
+_LAYOUTS = IdentityMemo(8)
 
 
 def _block_layout(blocks: np.ndarray, m: int) -> tuple[int, np.ndarray, np.ndarray]:
@@ -231,23 +227,17 @@ def _block_layout(blocks: np.ndarray, m: int) -> tuple[int, np.ndarray, np.ndarr
     matrix (row-major).  Remembered for the last few ``blocks`` arrays (by identity: the
     iteration of a stacked map mixes with one array, not modified, every step; the stacked
     maps of a curve share theirs)."""
-    entry = _LAYOUTS.get(id(blocks))
-    if entry is None or entry[0] is not blocks:
-        with _LAYOUTS_LOCK:  # (the explorer's threads solve curves at once)
-            if len(_LAYOUTS) >= _LAYOUTS_KEPT:
-                _LAYOUTS.pop(next(iter(_LAYOUTS)))
-            entry = _LAYOUTS[id(blocks)] = (blocks, {})
-    layouts = entry[1]
-    out = layouts.get(m)
-    if out is None:
+
+    def make() -> tuple[int, np.ndarray, np.ndarray]:
         n_blocks = int(blocks.max()) + 1
         iu, ju = np.triu_indices(m)
         cols = iu.size + m
         index = (np.arange(cols)[:, None] + blocks * cols).ravel()
         column = np.empty((m, m), dtype=np.intp)
         column[iu, ju] = column[ju, iu] = np.arange(iu.size)
-        out = layouts[m] = (n_blocks, index, column.ravel())
-    return out
+        return n_blocks, index, column.ravel()
+
+    return _LAYOUTS.get(blocks, m, make)
 
 
 @dataclass(frozen=True)
