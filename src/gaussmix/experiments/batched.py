@@ -482,16 +482,23 @@ class StackedMap:
         self.frozen &= moved == 0
         return self.frozen
 
-    def _freeze(self, x: np.ndarray, g: np.ndarray) -> None:
-        """Freeze the points whose own residual ``max |T(x) - x| / s`` (the iteration's
-        convergence test, :func:`~gaussmix.theory.state.residual_scale`) is below
-        ``freeze_tol`` at ``x``: their image is set to ``x`` (residual 0: the iteration
-        leaves them where they are) and they are not evaluated again while they stay."""
+    def own_residuals(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """Each point's own residual ``max |T(x) - x| / s`` at ``x`` with image ``g`` (the
+        iteration's convergence test, :func:`~gaussmix.theory.state.residual_scale`),
+        infinite where not finite."""
         r = np.abs(g - x) / residual_scale(x, self.K, self.L)
         # (a point with a non-finite residual has none: NaN propagates through the
         # maximum, and infinity stays)
         own = np.maximum.reduceat(r[self._order], self._starts)
         own[np.isnan(own)] = np.inf
+        return own
+
+    def _freeze(self, x: np.ndarray, g: np.ndarray) -> None:
+        """Freeze the points whose own residual ``max |T(x) - x| / s`` (the iteration's
+        convergence test, :func:`~gaussmix.theory.state.residual_scale`) is below
+        ``freeze_tol`` at ``x``: their image is set to ``x`` (residual 0: the iteration
+        leaves them where they are) and they are not evaluated again while they stay."""
+        own = self.own_residuals(x, g)
         self.own_at = (self.evaluations, own)
         new = (own < self.freeze_tol) & ~self.frozen
         freezing = bool(new.any())
@@ -502,19 +509,18 @@ class StackedMap:
         if settled is not None:  # (``new`` now holds them)
             freezing = True
         if freezing:
+            fresh = new[self.blocks]
             if self.trail_len:
                 if self.point_trail is None:
                     self.point_trail = np.zeros((self.trail_len, 2, self.blocks.size))
                 rows = np.array(self.trail)
                 pad = self.trail_len - len(rows)
                 rows = np.concatenate([np.repeat(rows[:1], pad, 0), rows])
-                fresh = new[self.blocks]
                 self.point_trail[:, :, fresh] = rows[:, :, fresh]
                 self.has_trail |= new
             self.frozen |= new
             if self.on_freeze is not None:
                 self.on_freeze(new, x)
-            fresh = new[self.blocks]
             self.frozen_g[fresh] = g[fresh]
             if settled is not None:  # frozen at their image at settle_tol
                 self.frozen_g[settled] = self.settled_g[settled]
@@ -1044,9 +1050,7 @@ def _own_residuals(T: StackedMap) -> np.ndarray:
     them (the same numbers: a non-finite residual is infinite either way)."""
     if T.own_at is not None and T.own_at[0] == T.evaluations:
         return T.own_at[1]
-    x, g = T.trail[-1]
-    r = np.abs(g - x) / residual_scale(x, T.K, T.L)
-    return np.maximum.reduceat(np.where(np.isfinite(r), r, np.inf)[T._order], T._starts)
+    return T.own_residuals(*T.trail[-1])
 
 
 def _seeded_iterate(
@@ -1142,7 +1146,7 @@ class _Seeding:
         x, points, predictions, nearest = made
         self.waiting = {j: (p, q) for j, p, q in zip(points, predictions, nearest)}
         self.trial = (s.x, s.anderson, own)
-        return self._restarted(s, x, np.isin(T.blocks, points))
+        return self._restarted(s, x, _point_mask(T.n_points, points)[T.blocks])
 
     @staticmethod
     def _restarted(
@@ -1171,7 +1175,7 @@ class _Seeding:
             return None
         for j in back:
             del self.waiting[j]
-        mask = np.isin(self.T.blocks, back)
+        mask = _point_mask(self.T.n_points, back)[self.T.blocks]
         x = np.where(mask, x_old, s.x)
         anderson = replace(
             s.anderson,
