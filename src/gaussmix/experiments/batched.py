@@ -937,19 +937,33 @@ def _converged(
     opts: SolverOptions,
     report: Callable[..., None] | None = None,
 ):
-    """The stacked iteration of ``T`` from ``x0`` (the solver's options, each point frozen
-    at its own convergence; ``report``: the iteration's callback), or None where it fails."""
-    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
-    T.freeze_tol = opts.tol
-    T.trail_len = opts.anderson + 1
+    """The stacked iteration of ``T`` from ``x0`` (:func:`_iterated`), or None where it
+    fails."""
     try:
-        anderson = T.anderson(opts.anderson, history)
-        out = iterate(T, x0, anderson, return_image=False, callback=report, **kw)
+        out = _iterated(T, x0, history, opts, report)
     except _SharpPoint:
         return None
     if not out.converged or not T.is_valid(out.x):
         return None
     return out
+
+
+def _iterated(
+    T: StackedMap,
+    x0: np.ndarray,
+    history: AndersonState | None,
+    opts: SolverOptions,
+    report: Callable[..., None] | None = None,
+    on_step: Callable[[IterationState], IterationState | None] | None = None,
+) -> IterationOutcome:
+    """The stacked iteration of ``T`` from ``x0`` with the secant pairs ``history``, with
+    the solver's options, each point frozen at its own convergence (``report``: the
+    iteration's callback; ``on_step``: :func:`~gaussmix.theory.iteration.iterate`'s)."""
+    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
+    T.freeze_tol = opts.tol
+    T.trail_len = opts.anderson + 1
+    anderson = T.anderson(opts.anderson, history)
+    return iterate(T, x0, anderson, return_image=False, callback=report, on_step=on_step, **kw)
 
 
 def _first_solve(
@@ -981,12 +995,8 @@ def _first_solve(
 
     params = _seed_params(T)
     if params is not None:
-        T.freeze_tol = opts.tol
-        T.trail_len = opts.anderson + 1
-        kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
         try:
-            anderson = T.anderson(opts.anderson)
-            out = _seeded_iterate(T, x0, anderson, params, reporter(T), kw)
+            out = _seeded_iterate(T, x0, params, reporter(T), opts)
         except _SharpPoint:
             return T, None
         if out is not None and out.converged and T.is_valid(out.x):
@@ -1056,10 +1066,9 @@ def _own_residuals(T: StackedMap) -> np.ndarray:
 def _seeded_iterate(
     T: StackedMap,
     x0: np.ndarray,
-    anderson: AndersonState,
     params: np.ndarray,
     report: Callable[..., None] | None,
-    kw: dict,
+    opts: SolverOptions,
 ) -> IterationOutcome | None:
     """The stacked iteration of a sweep over lambda (``params``: each point's ``log
     lambda``) from the cold start ``x0``, its slow points restarted once from their solved
@@ -1096,7 +1105,7 @@ def _seeded_iterate(
     predictions depend on the iterates only."""
     seeding = _Seeding(T, params)
     try:
-        out = iterate(T, x0, anderson, return_image=False, callback=report, on_step=seeding, **kw)
+        out = _iterated(T, x0, None, opts, report, on_step=seeding)
     except _SeedRejected:
         return None
     if out.converged and seeding.rejections(final=True):
