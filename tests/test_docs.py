@@ -332,6 +332,19 @@ def test_the_pages_are_the_source_not_the_readme() -> None:
         assert (ROOT / link).is_file(), link
 
 
+def test_readme_and_benchmarks_stay_short() -> None:
+    """Issue 34: the README at most 300 lines, BENCHMARKS.md (the current summary) at most
+    400 and naming every script of ``benchmarks/``; the session-by-session history lives
+    on its archive page, in the site's nav."""
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 300
+    summary = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    assert len(summary.splitlines()) <= 400
+    scripts = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py") if p.name[0] != "_")
+    assert len(scripts) >= 20
+    assert [s for s in scripts if s not in summary] == []
+    assert "benchmarks-history.md" in _nav_pages()
+
+
 def test_the_atlas_page_lists_every_registered_figure() -> None:
     """The table of docs/atlas.md names every figure of the registry once, in the paper's
     order (``gm.figures.atlas()``), each with its command: it cannot drift as it did (14
