@@ -370,8 +370,8 @@ def test_fig3_right_tends_to_bayes_as_lambda_grows(atlas_dir: Path) -> None:
 @slow
 def test_fig4_left_regularisation_matters(atlas_dir: Path) -> None:
     """Ridge regression on clusters of different covariances: the error at lambda = 1e-4
-    is several times the best one.  (The paper reports a finite lambda*; here, as the
-    README explains, the error falls to a plateau: lambda* lies beyond the grid.)"""
+    is several times the best one.  (The paper reports a finite lambda*; here, as
+    docs/penalties.md explains, the error falls to a plateau: lambda* lies beyond the grid.)"""
     df = _csv(atlas_dir, "fig4-left")
     for _, g in df.groupby("alpha"):
         g = g.sort_values("lam")
@@ -508,7 +508,7 @@ def test_appe_xor_projection(atlas_dir: Path) -> None:
 @slow
 def test_appe_xor_matched_mixtures_coincide(atlas_dir: Path) -> None:
     """The four-cluster mixtures and their matched two-cluster mixtures give the same
-    curves (to O(1/d); the README explains why, and how this differs from the paper);
+    curves (to O(1/d); docs/realdata.md explains why, and how this differs from the paper);
     the XOR task is not learnable (test error 1/2) and is harder to fit."""
     df = _csv(atlas_dir, "appe-xor")
     for model, part in df.groupby("model"):

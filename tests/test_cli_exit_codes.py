@@ -1,6 +1,6 @@
 """The exit-code table of the command line (:data:`gaussmix.cli.exits.EXIT_CODES`, the
-README's "Command line"), driven through every command: each class a command can reach
-(bad input, an unusable ``--out``, no fixed point / partial results, success), with tiny
+table of the README and of docs/cli.md), driven through every command: each class a command
+can reach (bad input, an unusable ``--out``, no fixed point / partial results, success), with tiny
 settings.  A lost dask scheduler (exit 4) is tested in ``test_sweep_dask_lost.py`` and an
 interruption (130) in ``test_cli_signals.py``.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -156,10 +157,13 @@ def test_every_command_is_covered() -> None:
     assert set(EXIT_CODES) == {0, 1, 2, 3, EXIT_SCHEDULER_LOST, EXIT_INTERRUPTED}
 
 
-def test_exit_codes_are_the_readme_table() -> None:
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    for code in EXIT_CODES:
-        assert f"\n| {code} | " in readme, code
+@pytest.mark.parametrize("doc", ["README.md", "docs/cli.md"])
+def test_exit_codes_are_the_documented_table(doc: str) -> None:
+    """The table of the README and of the command line's page: one row per status the
+    command line returns (``EXIT_CODES``), and no other."""
+    text = (Path(__file__).parents[1] / doc).read_text()
+    table = text[text.index("| status | meaning |") :].split("\n\n")[0]
+    assert sorted(int(c) for c in re.findall(r"^\| (\d+) \| ", table, re.M)) == sorted(EXIT_CODES)
 
 
 @pytest.mark.parametrize("name", COMMANDS)

@@ -1,7 +1,7 @@
 """The docs site covers the code: every registered figure is in the gallery, every command
 in the CLI reference, every public subpackage in the API reference, every page in the nav;
-the build hook's gallery works on a hand-made atlas directory and its README includes
-resolve.  Cheap (no full ``mkdocs build``: CI runs that, about 30 s)."""
+the build hook's gallery works on a hand-made atlas directory; the pages, not the README,
+hold the manual.  Cheap (no full ``mkdocs build``: CI runs that, about 30 s)."""
 
 from __future__ import annotations
 
@@ -319,60 +319,44 @@ def test_every_page_is_in_the_nav_and_every_api_module_documented() -> None:
     assert not {d for d in directives if d.endswith(("AndersonState", "LogChart", "pack_state"))}
 
 
-def test_readme_includes_resolve() -> None:
-    """Every README marker of every page names a section (and lines) the README has."""
-    hook = _hook()
-    sections = hook.readme_sections((ROOT / "README.md").read_text(encoding="utf-8"))
-    pages = _pages()
-    anchors = hook.readme_anchors(pages)
-    used = 0
-    for page, text in pages.items():
-        out = hook.expand_readme_markers(text, sections, anchors, page)
-        assert "<!-- README:" not in out
-        used += text.count("<!-- README:")
-    assert used >= 15
-    # links between README sections point at the page that includes them
-    assert anchors["real-data-sets"] == "realdata.md"
-    assert "(intro)" not in anchors
+def test_the_pages_are_the_source_not_the_readme() -> None:
+    """The README is the door, the pages the manual: no page includes README text any
+    more, and the README is short and links into the site (relative links that work on
+    GitHub, each to a page that exists)."""
+    for page, text in _pages().items():
+        assert "<!-- README:" not in text, page
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\((docs/[^)#\s]+\.md)(?:#[^)]*)?\)", readme)
+    assert len(set(links)) >= 8
+    for link in links:
+        assert (ROOT / link).is_file(), link
 
 
-def test_readme_sections_and_links() -> None:
-    hook = _hook()
-    text = "\n".join(
-        [
-            "# title",
-            "intro line",
-            "## First",
-            "see [Second](#second) and [BENCHMARKS.md](BENCHMARKS.md)",
-            "```bash",
-            "## not a heading (in a fence)",
-            "```",
-            "## Second",
-            "a",
-            "b",
-            "c",
-        ]
-    )
-    sections = hook.readme_sections(text)
-    assert list(sections) == ["(intro)", "First", "Second"]
-    assert sections["(intro)"] == ["intro line"]
-    assert hook.readme_excerpt(sections, "Second", "b") == ["b", "c"]
-    assert hook.readme_excerpt(sections, "Second", None, "c") == ["a", "b"]
-    page = '<!-- README: First -->\n<!-- README: Second from "b" to "c" -->'
-    out = hook.expand_readme_markers(page, sections, {"second": "other/page.md"}, "api/x.md")
-    assert out.splitlines() == [
-        "## First",
-        "",
-        "see [Second](../other/page.md#second) and `BENCHMARKS.md` (in the repository)",
-        "```bash",
-        "## not a heading (in a fence)",
-        "```",
-        "b",
-    ]
-    with pytest.raises(hook.DocsError, match="no section '## Third'"):
-        hook.readme_excerpt(sections, "Third")
-    with pytest.raises(hook.DocsError, match="no line starts with 'z'"):
-        hook.readme_excerpt(sections, "Second", "z")
+def test_readme_and_benchmarks_stay_short() -> None:
+    """Issue 34: the README at most 300 lines, BENCHMARKS.md (the current summary) at most
+    400 and naming every script of ``benchmarks/``; the session-by-session history lives
+    on its archive page, in the site's nav."""
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 300
+    summary = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    assert len(summary.splitlines()) <= 400
+    scripts = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py") if p.name[0] != "_")
+    assert len(scripts) >= 20
+    assert [s for s in scripts if s not in summary] == []
+    assert "benchmarks-history.md" in _nav_pages()
+
+
+def test_the_atlas_page_lists_every_registered_figure() -> None:
+    """The table of docs/atlas.md names every figure of the registry once, in the paper's
+    order (``gm.figures.atlas()``), each with its command: it cannot drift as it did (14
+    rows against 15 figures)."""
+    from gaussmix.figures import atlas
+
+    text = (DOCS / "atlas.md").read_text(encoding="utf-8")
+    table = text[text.index("| figure | paper | what |") :].split("\n\n")[0]
+    rows = re.findall(r"^\| `([\w-]+)` \|.*\| `(gaussmix figure [^`]*)` \|$", table, re.M)
+    assert [name for name, _ in rows] == list(atlas()["name"])
+    for name, command in rows:
+        assert command.startswith(f"gaussmix figure {name} --out DIR"), command
 
 
 def test_the_exports_table_lists_the_public_names() -> None:

@@ -186,7 +186,7 @@ def test_outer_rule_refinement_three_effective_outputs():
     outer rule (8 x 8 panels) against 16 x 16.  The moments the fixed point uses (``E[w
     w^T]``, ``E[dw/dg]`` by Stein's lemma) and the non-zero count agree to 5e-4 of their
     largest entry (measured 2.4e-4, 4.5e-4, 5.9e-4 against 24 x 24); ``E[w]`` (the empirical
-    laws' ``M``) to 2e-3 (measured 1.4e-3): the accuracy the README states."""
+    laws' ``M``) to 2e-3 (measured 1.4e-3): the accuracy docs/conventions.md states."""
     rng = np.random.default_rng(5)
     P = np.eye(3)
     A = _psd(rng, 2, 3, ridge=0.1)

@@ -317,7 +317,7 @@ def test_fig3_left_k4_k5_are_deterministic_and_quiet(K, alphas):
     around alpha*_4 = 4.69 and alpha*_5 = 5.12: no warning, every estimate of the test
     error, training error and training loss <= 1e-6, a deterministic rule (the symmetric
     panels, or the normaliser in K = 4's band and at K = 5, 6 in the sharp regime), and at
-    K = 5 the values agree with the README's exact ERM (d = 200, ten seeds) within two
+    K = 5 the values agree with docs/transition.md's exact ERM (d = 200, ten seeds) within two
     standard errors."""
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=K)
     erm = {3.0: (0.5735, 0.0032, 0.0, 0.0), 7.0: (0.4931, 0.0020, 0.2319, 0.0052)}

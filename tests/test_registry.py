@@ -144,8 +144,8 @@ def test_priors_are_chosen_by_penalty_and_covariance_structure():
 
 
 class ScaledSquareLoss(Loss):
-    """``c ||y - h||^2 / 2`` with ``c = 2``: a loss added the way README's "Extending
-    gaussmix" says (one registered class), checked against the square loss at ``lam / c``,
+    """``c ||y - h||^2 / 2`` with ``c = 2``: a loss added the way the design notes' "Extending
+    gaussmix" say (one registered class), checked against the square loss at ``lam / c``,
     which has the same minimiser."""
 
     name = "scaled-square"

@@ -14,13 +14,6 @@ Two things are generated at build time, so that the site cannot drift from the c
   site and each entry shows its image, what the image draws (the ``"drawn"`` values of
   ``DIR/NAME.json``: K, data sets, lambdas, alphas, ...) and its runtime; without it the
   page lists the commands and says how to add the images.
-* README sections, included rather than copied: a line ``<!-- README: Title -->`` in a page
-  is replaced by the README's ``## Title`` section (heading and body; ``(intro)`` is the
-  text before the first section), ``<!-- README: Title from "START" to "END" -->`` by the
-  part of its body from the first line beginning with ``START`` to before the next line
-  beginning with ``END`` (both optional, no heading).  Links to other README sections
-  point at the page that includes them.  A title or line that is not found fails the
-  build, naming it.
 * ``<!-- gaussmix: exports -->``: the table of the names the package exports.
 """
 
@@ -37,17 +30,10 @@ ATLAS_ENV = "GAUSSMIX_ATLAS_DIR"
 #: where the gallery page lives and where the atlas files are copied, inside the site
 GALLERY_PAGE = "gallery.md"
 GALLERY_DIR = "atlas"
-ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
-#: repository files the README links to, and what the site says instead
-REPO_FILES = ("BENCHMARKS.md", "CHANGELOG.md", "CITATION.cff")
-
-_MARKER = re.compile(r"^<!--\s*README:\s*(?P<spec>.*?)\s*-->\s*$")
-_INTRO = "(intro)"
 
 
 class DocsError(ValueError):
-    """A problem in the sources of the site (README marker, atlas directory)."""
+    """A problem in the sources of the site (the atlas directory)."""
 
 
 # ---------------------------------------------------------------- the atlas and the gallery
@@ -334,137 +320,6 @@ def atlas_assets(atlas: Atlas, names: list[str]) -> dict[str, Path]:
     return out
 
 
-# ---------------------------------------------------------------- README sections
-def _slug(title: str) -> str:
-    """The anchor GitHub (and MkDocs' toc) gives a heading."""
-    return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
-
-
-def _fence_state(fence: bool, line: str) -> bool:
-    """Whether a code fence is open after ``line`` (CommonMark: only a bare ``` closes)."""
-    if not fence:
-        return line.startswith("```")
-    return line.strip() != "```"
-
-
-def readme_sections(text: str) -> dict[str, list[str]]:
-    """``## Title`` -> the lines of its body; the text before the first one is ``(intro)``."""
-    sections: dict[str, list[str]] = {_INTRO: []}
-    current = _INTRO
-    fence = False
-    for line in text.splitlines():
-        fence = _fence_state(fence, line)
-        if not fence and line.startswith("## "):
-            current = line[3:].strip()
-            sections[current] = []
-            continue
-        sections[current].append(line)
-    # the intro starts after the page title
-    sections[_INTRO] = [ln for ln in sections[_INTRO] if not ln.startswith("# ")]
-    return sections
-
-
-_SPEC = re.compile(
-    r'^(?P<title>.+?)(?:\s+from\s+"(?P<start>[^"]+)")?(?:\s+to\s+"(?P<end>[^"]+)")?$'
-)
-
-
-def parse_marker(spec: str) -> tuple[str, str | None, str | None]:
-    """``Title from "START" to "END"`` (both parts optional) -> (title, start, end)."""
-    m = _SPEC.match(spec.strip())
-    if m is None:
-        raise DocsError(f'README marker {spec!r}: expected \'Title [from "START"] [to "END"]\'')
-    return m.group("title"), m.group("start"), m.group("end")
-
-
-def readme_excerpt(
-    sections: dict[str, list[str]], title: str, start: str | None = None, end: str | None = None
-) -> list[str]:
-    """The lines of README section ``title``, from ``start`` to before ``end``."""
-    if title not in sections:
-        raise DocsError(f"README.md has no section '## {title}' (known: {sorted(sections)})")
-    lines = sections[title]
-    i0 = 0
-    if start is not None:
-        i0 = next((i for i, ln in enumerate(lines) if ln.startswith(start)), -1)
-        if i0 < 0:
-            raise DocsError(f"README.md section {title!r}: no line starts with {start!r}")
-    i1 = len(lines)
-    if end is not None:
-        i1 = next((i for i in range(i0 + 1, len(lines)) if lines[i].startswith(end)), -1)
-        if i1 < 0:
-            raise DocsError(f"README.md section {title!r}: no line after it starts with {end!r}")
-    out = lines[i0:i1]
-    while out and not out[0].strip():
-        out = out[1:]
-    while out and not out[-1].strip():
-        out = out[:-1]
-    return out
-
-
-def rewrite_readme_lines(lines: list[str], anchors: dict[str, str]) -> list[str]:
-    """Demote headings and point README links at the site (``anchors``: slug -> page)."""
-    out = []
-    fence = False
-    for line in lines:
-        fence = _fence_state(fence, line)
-        if not fence:
-            if line.startswith("#"):
-                line = "#" + line
-            line = re.sub(
-                r"\]\(#([\w\-]+)\)",
-                lambda m: (
-                    f"]({anchors[m.group(1)]}#{m.group(1)})"
-                    if m.group(1) in anchors
-                    else f"](#{m.group(1)})"
-                ),
-                line,
-            )
-            for name in REPO_FILES:
-                line = line.replace(f"[{name}]({name})", f"`{name}` (in the repository)")
-        out.append(line)
-    return out
-
-
-def expand_readme_markers(
-    markdown: str, sections: dict[str, list[str]], anchors: dict[str, str], page: str
-) -> str:
-    """Replace every README marker of ``markdown`` (page ``page``) by its section."""
-    rel = {slug: _relative(page, target) for slug, target in anchors.items()}
-    out = []
-    for line in markdown.splitlines():
-        m = _MARKER.match(line)
-        if m is None:
-            out.append(line)
-            continue
-        title, start, end = parse_marker(m.group("spec"))
-        if start is None and title != _INTRO:
-            out += [f"## {title}", ""]
-        out += rewrite_readme_lines(readme_excerpt(sections, title, start, end), rel)
-    return "\n".join(out) + "\n"
-
-
-def _relative(page: str, target: str) -> str:
-    """Link from docs page ``page`` to docs page ``target`` ('' on the same page)."""
-    if page == target:
-        return ""
-    return os.path.relpath(target, os.path.dirname(page) or ".").replace(os.sep, "/")
-
-
-def readme_anchors(pages: dict[str, str]) -> dict[str, str]:
-    """Slug of every README section included whole -> the page that includes it."""
-    anchors: dict[str, str] = {}
-    for page, text in pages.items():
-        for line in text.splitlines():
-            m = _MARKER.match(line)
-            if m is None:
-                continue
-            title, start, _ = parse_marker(m.group("spec"))
-            if start is None and title != _INTRO:
-                anchors.setdefault(_slug(title), page)
-    return anchors
-
-
 # ---------------------------------------------------------------- the package's namespace
 _EXPORTS_MARKER = "<!-- gaussmix: exports -->"
 
@@ -495,7 +350,6 @@ def _defining_module(obj: Any, module: str) -> str:
 
 
 # ---------------------------------------------------------------- MkDocs events
-_state: dict[str, Any] = {}
 
 
 def on_files(files: Any, config: Any) -> Any:
@@ -513,27 +367,11 @@ def on_files(files: Any, config: Any) -> Any:
     if atlas is not None:
         for uri, src in atlas_assets(atlas, [r["name"] for r in rows]).items():
             files.append(File.generated(config, uri, abs_src_path=str(src)))
-    pages = {
-        f.src_uri: Path(f.abs_src_path).read_text(encoding="utf-8")
-        for f in files
-        if f.src_uri.endswith(".md") and f.abs_src_path
-    }
-    _state["sections"] = readme_sections(README.read_text(encoding="utf-8"))
-    _state["anchors"] = readme_anchors(pages)
     return files
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    """Expand the README markers of a page."""
-    from mkdocs.exceptions import PluginError
-
-    if "<!--" not in markdown:
-        return markdown
+    """Expand the exports marker of a page."""
     if _EXPORTS_MARKER in markdown:
         markdown = markdown.replace(_EXPORTS_MARKER, exports_markdown())
-    try:
-        return expand_readme_markers(
-            markdown, _state["sections"], _state["anchors"], page.file.src_uri
-        )
-    except DocsError as exc:
-        raise PluginError(f"{page.file.src_uri}: {exc}") from None
+    return markdown

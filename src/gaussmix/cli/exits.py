@@ -56,7 +56,8 @@ EXIT_NO_FIXED_POINT = 3
 EXIT_SCHEDULER_LOST = 4
 EXIT_INTERRUPTED = 130
 
-#: every status the command line returns, with its meaning (the table of the README)
+#: every status the command line returns, with its meaning (the table of the README and of
+#: the docs' "Command line")
 EXIT_CODES: dict[int, str] = {
     EXIT_OK: "success",
     EXIT_ERROR: "internal error (a bug), or figure all with a failed figure",

@@ -106,7 +106,7 @@ def data_command(
     samples of the fitted mixture and the real data subsampled at the same alphas, with
     error bars and the Gaussian-equivalence gap: writes DIR/data.csv, data.json, data.png.
 
-    The protocol (README, "Your own data"): a held-out split given or drawn per class with
+    The protocol (the docs, "Your own data"): a held-out split given or drawn per class with
     --seed; centring on the training mean, then --scale; the mixture fitted on both splits;
     real: n = round(alpha d) training rows, tested on the whole test split.
     """

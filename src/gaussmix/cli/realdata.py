@@ -97,7 +97,7 @@ def realdata_command(
     """Learning curve on real data, on samples of the Gaussian mixture fitted to it, and
     from theory: writes DIR/realdata.csv and DIR/realdata.png.
 
-    The protocol (README, "Real data"): pixels / 255, flattened, centred on the training
+    The protocol (the docs, "Real data"): pixels / 255, flattened, centred on the training
     mean; the mixture fitted on both splits; real: n = round(alpha d) training images,
     tested on the whole test split; error bars are one standard error over subsamples
     (real) or seeds (synthetic).

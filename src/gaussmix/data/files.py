@@ -1,5 +1,5 @@
 """A labelled data set of the user's own, from files or arrays: read, checked, split and
-preprocessed under one recorded protocol (README, "Your own data").
+preprocessed under one recorded protocol (the docs, "Your own data").
 
 Formats (:func:`load_labelled`), told by the suffix:
 

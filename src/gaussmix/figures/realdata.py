@@ -1,10 +1,10 @@
 """Real data against Gaussian-mixture theory: Fig. 4 (right), Fig. 5, Fig. 6 and the
 figures of Appendix E, as tables and matplotlib figures.
 
-Every table comes from :mod:`gaussmix.studies.realdata` (one protocol, stated there and in
-the README): theory lines for the mixture fitted to the data, real-data dots (mean and one
-standard error over training subsamples), and, where asked, synthetic dots (the same ERM on
-samples of the fitted mixture, one standard error over seeds).
+Every table comes from :mod:`gaussmix.studies.realdata` (one protocol, stated there and on
+the docs' "Real data" page): theory lines for the mixture fitted to the data, real-data dots
+(mean and one standard error over training subsamples), and, where asked, synthetic dots
+(the same ERM on samples of the fitted mixture, one standard error over seeds).
 
 * ``fig5`` -- :func:`fig5_table`: logistic regression, test error and training loss against
   alpha, MNIST even/odd at lambda = 0.05 and Fashion-MNIST clothes/accessories at

@@ -155,7 +155,7 @@ class FigureSpec:
     paper : str
         Where it is in the paper (e.g. ``'Fig. 3 (left)'``).
     description : str
-        One line for ``--help`` and the README.
+        One line for ``--help`` and the docs (the paper atlas page).
     caption : str
         Caption written to ``<name>.json`` next to the CSV (what lines, dots and error
         bars are).

@@ -1,5 +1,5 @@
 """Your own labelled data against Gaussian-mixture theory: the study of
-:mod:`gaussmix.studies.realdata` on any data set (README, "Your own data").
+:mod:`gaussmix.studies.realdata` on any data set (the docs, "Your own data").
 
 The protocol, each step recorded in :attr:`DataStudy.info`:
 

@@ -1,6 +1,6 @@
 """Real data against Gaussian-mixture theory (Section 3.3 and Appendix E of the paper).
 
-One protocol, used everywhere (README, "Real data"):
+One protocol, used everywhere (the docs, "Real data"):
 
 1. the data set is loaded under :func:`gaussmix.data.load_dataset`'s protocol — pixels / 255
    as float64, flattened (``d = 784``), centred by the mean of the 60 000 training inputs
