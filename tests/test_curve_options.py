@@ -97,3 +97,25 @@ def test_the_axis_is_a_parameter_of_the_engine() -> None:
     # the predictor of a curve over lambda works in log lambda, whatever the progress label
     by_alpha = curves._curve(BINARY, "logistic", points, axis="alpha", **common)
     assert all(r.success for r in by_alpha)
+
+
+def test_optimal_lambda_takes_options_and_keywords_the_same_way() -> None:
+    kw = dict(alpha=1.0, lam_bounds=(1e-2, 10.0), n_grid=5, derivative=False)
+    by_kw = gm.optimal_lambda(BINARY, "logistic", tol=1e-10, max_iter=500, **kw)
+    by_obj = gm.optimal_lambda(
+        BINARY, "logistic", options=gm.SolverOptions(tol=1e-10, max_iter=500), **kw
+    )
+    assert by_kw.lam_star == by_obj.lam_star
+    assert by_kw.test_error == by_obj.test_error
+    assert by_kw.n_evaluations == by_obj.n_evaluations
+    with pytest.raises(TypeError, match=r"optimal_lambda\(\) got an unexpected keyword"):
+        gm.optimal_lambda(BINARY, "logistic", tolerance=1e-8, **kw)
+    assert "options" in inspect.signature(gm.optimal_lambda).parameters
+
+
+def test_changed_options_are_what_was_asked_however_spelled() -> None:
+    from gaussmix.theory.options import changed_options, solver_options
+
+    assert changed_options(gm.SolverOptions()) == {}
+    asked = solver_options(gm.SolverOptions(tol=1e-10), {"max_iter": 3000, "anderson": 3})
+    assert changed_options(asked) == {"tol": 1e-10, "anderson": 3}
