@@ -13,6 +13,13 @@ hashed by ``pandas.util.hash_pandas_object`` and as a CSV of every value's ``rep
 floats by ``repr``, the fixed point's state ``x``); and the same fields of ten single points
 (each case's cold point, K = 3 cross-entropy at lam = 1e-4, 1e-2 and 1, K = 3 square at
 lam = 1e-3).  ``--against`` prints the entries that differ and exits 1 if any does.
+
+The same cases' answers (every observable of every point, with its integration-error
+estimates) are the suite's reference (``tests/fixtures/reference_answers.json``, checked by
+``tests/test_reference_answers.py`` within each answer's own error estimate); after a change
+that moves them within that bound on purpose, write them again with::
+
+    python benchmarks/check_bits.py --reference tests/fixtures/reference_answers.json
 """
 
 from __future__ import annotations
@@ -68,20 +75,49 @@ def table_hash(table) -> dict:
     return {"rows": rows.hexdigest(), "csv": csv.hexdigest(), "points": points.hexdigest()}
 
 
-def fingerprint() -> dict:
-    """Every fingerprint of the module's docstring."""
+def solved() -> dict:
+    """The results of every case of the module's docstring: ``{name: table or result}``
+    (each case's curve as its table, each single point as its result)."""
     import gaussmix as gm
 
     out = {}
     for case in CASES:
         point, curve = _problem(case)
-        out[f"{case}: curve"] = table_hash(curve())
-        out[f"{case}: point"] = result_hash(point())
+        out[f"{case}: curve"] = curve()
+        out[f"{case}: point"] = point()
     mix3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     for lam in (1e-4, 1e-2, 1.0):
-        out[f"ce3 lam={lam}"] = result_hash(gm.solve(mix3, "cross-entropy", lam=lam, alpha=2.0))
-    out["square3 lam=1e-3"] = result_hash(gm.solve(mix3, "square", lam=1e-3, alpha=2.0))
+        out[f"ce3 lam={lam}"] = gm.solve(mix3, "cross-entropy", lam=lam, alpha=2.0)
+    out["square3 lam=1e-3"] = gm.solve(mix3, "square", lam=1e-3, alpha=2.0)
     return out
+
+
+def fingerprint() -> dict:
+    """Every fingerprint of the module's docstring."""
+    return {
+        name: table_hash(value) if name.endswith(": curve") else result_hash(value)
+        for name, value in solved().items()
+    }
+
+
+def _answer(res) -> dict:
+    """A point's answers (its summary's floats) and their integration-error estimates."""
+    if res is None:
+        return {"converged": False}
+    summary = {
+        k: (v if isinstance(v, (bool, int)) else float(v)) for k, v in res.summary().items()
+    }
+    errors = {k: float(v) for k, v in (res.integration_errors or {}).items()}
+    return {**summary, "integration_errors": errors}
+
+
+def answers() -> dict:
+    """The answers of every case (:func:`solved`): a list of point answers per curve, one
+    per single point (JSON-ready; NaN as JSON's NaN)."""
+    return {
+        name: [_answer(r) for r in value.points] if name.endswith(": curve") else _answer(value)
+        for name, value in solved().items()
+    }
 
 
 def main() -> None:
@@ -89,7 +125,17 @@ def main() -> None:
     group = ap.add_mutually_exclusive_group(required=True)
     group.add_argument("--write", type=Path, help="write the fingerprints to this JSON file")
     group.add_argument("--against", type=Path, help="compare with the fingerprints of a file")
+    group.add_argument(
+        "--reference", type=Path, help="write the cases' answers (the suite's reference)"
+    )
     args = ap.parse_args()
+    if args.reference is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = answers()
+        args.reference.write_text(json.dumps(ref, indent=1, sort_keys=True) + "\n")
+        print(f"{len(ref)} cases' answers written to {args.reference}")
+        return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         now = fingerprint()

@@ -14,6 +14,7 @@ import gaussmix as gm
 from gaussmix.experiments import batched, curves
 from gaussmix.theory.fixed_point import bias_step
 from gaussmix.theory.iteration import AndersonState
+from gaussmix.theory.options import solver_options
 from gaussmix.theory.prior import elastic_net_prior, ridge_prior
 from gaussmix.theory.quadrature import auto_rule
 from gaussmix.theory.state import residual_scale
@@ -167,7 +168,7 @@ def test_the_groups_of_a_stacked_solve_keep_their_points() -> None:
     # points of the two regimes interleaved: each result is its own point's
     lams = [1e-3, 1.0, 3e-3, 2.0, 1e-2, 5.0, 2e-3, 0.5, 4e-3, 3.0]
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.5) for lam in lams], "l1", None)
-    opts = batched.stackable_options({})
+    opts = solver_options(None, {})
     results = batched.solve_points(problems, opts)
     rules = [r.params["quadrature"].split("(")[0] for r in results]
     assert set(rules) == {"gauss-hermite", "graded-panels"}
@@ -266,7 +267,7 @@ def test_what_is_stacked_is_the_priors_declaration() -> None:
     rule), four classes or more go point by point."""
     from gaussmix.theory.prior import STACKED_PRIORS, takes_stacked_points
 
-    opts = batched.stackable_options({})
+    opts = solver_options(None, {})
     dense = gm.Mixture.dense(
         np.array([[2.0, 0.0, 0.0, 0.0], [-2.0, 0.0, 0.0, 0.0]]),
         np.stack([np.eye(4), np.diag([0.5, 1.0, 2.0, 1.0])]),
@@ -585,7 +586,7 @@ def test_a_point_carries_its_own_secant_pairs() -> None:
     # (a lasso sweep: its points converge after 11 to 34 evaluations)
     lams = np.geomspace(1e-2, 1.0, 12)
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
-    opts = batched.stackable_options({})
+    opts = solver_options(None, {})
     T = batched.StackedMap(problems, auto_rule(1, smooth=True))
     assert not T.log_chart  # (the pairs are differences of the states themselves)
     out = batched._converged(T, T.start(), None, opts)

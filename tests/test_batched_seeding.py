@@ -12,6 +12,7 @@ import pytest
 import gaussmix as gm
 from gaussmix.experiments import batched, curves
 from gaussmix.experiments.continuation import state_distance
+from gaussmix.theory.options import solver_options
 from gaussmix.theory.quadrature import GaussHermite
 from gaussmix.theory.state import residual_scale
 
@@ -147,7 +148,7 @@ def test_a_sweeps_progress_count_never_goes_back(monkeypatch) -> None:
     the plain solve's counts under the most reported before."""
     lams = np.geomspace(1e-2, 1.0, 20)
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
-    opts = batched.stackable_options({})
+    opts = solver_options(None, {})
     plain: list[int] = []
     with monkeypatch.context() as m:
         m.setattr(batched, "_seed_params", lambda T: None)

@@ -13,6 +13,7 @@ from _cli_helpers import _Terminal
 import gaussmix as gm
 from gaussmix.core import progress as progress_module
 from gaussmix.experiments import batched, curves
+from gaussmix.theory.options import solver_options
 
 BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
 #: a curve over alpha whose points converge after different numbers of evaluations
@@ -43,7 +44,7 @@ def test_the_hook_counts_the_points_converged_after_each_evaluation() -> None:
     does not change a bit of the results."""
     # no point in the sharp regime, no error estimate: a point's n_iter is the first solve's
     grid = np.geomspace(0.2, 6.0, 12)
-    opts = batched.stackable_options({"estimate_error": False})
+    opts = solver_options(None, {"estimate_error": False})
     counts: list[int] = []
     results = batched.solve_points(_problems(grid), opts, on_converged=counts.append)
     plain = batched.solve_points(_problems(grid), opts)
@@ -99,7 +100,7 @@ def test_the_hook_of_a_three_class_curve_counts_up_to_every_point() -> None:
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     grid = np.geomspace(0.3, 4.0, 12)
     problems = curves._problems(mix, "cross-entropy", [(1.0, float(a)) for a in grid], "l2", None)
-    opts = batched.stackable_options({})
+    opts = solver_options(None, {})
     counts: list[int] = []
     results = batched.solve_points(problems, opts, on_converged=counts.append)
     plain = batched.solve_points(problems, opts)

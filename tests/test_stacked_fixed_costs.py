@@ -20,6 +20,7 @@ from gaussmix.experiments.continuation import (
 )
 from gaussmix.theory.fixed_point import initial_hats, initial_hats_points
 from gaussmix.theory.observables import weight_sparsities, weight_sparsity
+from gaussmix.theory.options import solver_options
 from gaussmix.theory.prior import prior_update
 from gaussmix.theory.quadrature import GaussHermite, GradedPanels
 from gaussmix.theory.state import LogChart, pack_state
@@ -165,7 +166,7 @@ def test_the_sharp_test_of_the_points_is_each_points() -> None:
 
     lams = np.geomspace(1e-3, 1.0, 12)
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
-    opts = batched.stackable_options({})
+    opts = solver_options(None, {})
     rule = channel_rule(problems[0], None, opts.symmetry)
     T = batched.StackedMap(problems, rule)
     out = batched._converged(T, T.start(), None, opts)

@@ -56,7 +56,7 @@ import functools
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -88,7 +88,7 @@ from gaussmix.theory.observables import (
     test_accuracy,
     train_accuracy,
 )
-from gaussmix.theory.options import SolverOptions, solver_options
+from gaussmix.theory.options import SolverOptions
 from gaussmix.theory.outputs import error_keys
 from gaussmix.theory.prior import (
     PriorResult,
@@ -130,7 +130,6 @@ __all__ = [
     "STACKED_MIN_POINTS",
     "StackedMap",
     "stackable",
-    "stackable_options",
     "stacked_curve_options",
     "solve_points",
 ]
@@ -144,15 +143,6 @@ STACKED_MIN_POINTS = 10
 
 #: the observables whose integration error is estimated (the observables registry's)
 _ERROR_KEYS = error_keys()
-
-
-def stackable_options(keywords: dict) -> SolverOptions | None:
-    """The solver options of a curve's keywords, or None where a keyword is not an option
-    (``callback``, ``init``...: the points are solved one by one)."""
-    names = {f.name for f in fields(SolverOptions)}
-    if not set(keywords) <= names:
-        return None
-    return solver_options(None, keywords, caller="learning_curve")
 
 
 def stackable(problem: Problem, opts: SolverOptions) -> bool:
@@ -177,18 +167,19 @@ def stackable(problem: Problem, opts: SolverOptions) -> bool:
     return not rule.randomised and not getattr(rule, "computes_moments", False)
 
 
-def stacked_curve_options(problem: Problem, keywords: dict, n_points: int) -> SolverOptions | None:
-    """The solver options with which a curve of ``n_points`` points of ``problem`` (at other
-    ``lam`` and ``alpha``) and the solve keywords ``keywords`` is solved as one stacked state
-    (:func:`solve_points`), or None where it is solved point by point: fewer than
-    :data:`STACKED_MIN_POINTS` points, a keyword that is not a solver option
-    (:func:`stackable_options`), or a problem that does not stack (:func:`stackable`).  The
-    one decision of the curves (:mod:`gaussmix.experiments.curves`) and of the explorer's
-    coarse pass."""
+def stacked_curve_options(
+    problem: Problem, opts: SolverOptions, n_points: int
+) -> SolverOptions | None:
+    """The solver options ``opts`` where a curve of ``n_points`` points of ``problem`` (at
+    other ``lam`` and ``alpha``) is solved as one stacked state (:func:`solve_points`), or
+    None where it is solved point by point: fewer than :data:`STACKED_MIN_POINTS` points, or
+    a problem that does not stack with these options (:func:`stackable`).  The one decision
+    of the curves (:mod:`gaussmix.experiments.curves`) and of the explorer's coarse pass;
+    it reads the options object, never how the caller spelled them (keywords or
+    ``options=``)."""
     if n_points < STACKED_MIN_POINTS:
         return None
-    opts = stackable_options(keywords)
-    return opts if opts is not None and stackable(problem, opts) else None
+    return opts if stackable(problem, opts) else None
 
 
 @dataclass(frozen=True)

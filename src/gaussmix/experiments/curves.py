@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, Literal
 
 import numpy as np
 
@@ -30,10 +31,11 @@ from gaussmix.theory.api import check_lam_alpha, make_problem
 from gaussmix.theory.fixed_point import cluster_symmetry
 from gaussmix.theory.losses import Loss
 from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.options import SolverOptions, solver_options, with_options_doc
 from gaussmix.theory.outputs import summary_keys
 from gaussmix.theory.problem import Problem
 from gaussmix.theory.quadrature import QuadratureRule, default_rule
-from gaussmix.theory.solver import DEFAULT_OPTIONS, FixedPointResult, solve_problem
+from gaussmix.theory.solver import FixedPointResult, solve_problem
 
 from .batched import solve_points, stacked_curve_options
 from .continuation import (
@@ -132,10 +134,10 @@ def _curve(
     loss: str | Loss,
     points: list[tuple[float, float]],
     *,
+    axis: Literal["alpha", "lam"],
     penalty: str,
     progress: bool,
-    desc: str,
-    solve_kw: dict,
+    opts: SolverOptions,
     l1_ratio: float | None = None,
     carry_rule: bool = False,
     on_result: Callable[[int, FixedPointResult | None], None] | None = None,
@@ -143,22 +145,27 @@ def _curve(
     """Solve ``points`` in order by predictor-corrector continuation; each point's result,
     or the last iterate of its last attempt (``converged=False``), or None.
 
+    ``axis`` is the curve's parameter (``'alpha'`` or ``'lam'``: the predictor works in its
+    logarithm, the progress bar is labelled with it); ``opts`` the solver's options, one
+    validated object however the caller spelled them (keywords or ``options=``), so that
+    both take the same path.
+
     Each point starts from the state predicted through the last points of the curve
     (:func:`~gaussmix.experiments.continuation.predict`, in ``log alpha`` or ``log
     lambda``), kept only where the safeguard accepts the fixed point it led to
     (:func:`~gaussmix.experiments.continuation.prediction_accepted`), else from the last
     point, else from the cold start; the Anderson secant pairs are carried along too.
 
-    Unless the caller fixes ``quadrature``, the channel rule is carried (:func:`_carried_rule`):
-    points are solved as single points are until one ends on the chain of the regime-free
-    automatic rule (graded panels: in two dimensions the first point, in one the first in
-    the sharp regime); the next starts its refinement one step down that chain from the
-    rule this point found accurate
+    Unless the caller fixes ``quadrature`` (``opts.quadrature`` not None), the channel rule is
+    carried (:func:`_carried_rule`): points are solved as single points are until one ends on
+    the chain of the regime-free automatic rule (graded panels: in two dimensions the first
+    point, in one the first in the sharp regime); the next starts its refinement one step down
+    that chain from the rule this point found accurate
     (:func:`~gaussmix.experiments.continuation.curve_start_rule`), and each later point from
     the rule its predecessor found accurate (:func:`_next_start_rule`), so that its own
-    refinements (at most ``max_refine``) go beyond it instead of starting again.  Every
-    point's integration error is still estimated at that point, by refinement until it
-    meets ``quad_tol``.
+    refinements (at most ``max_refine``) go beyond it instead of starting again.  Every point's
+    integration error is still estimated at that point, by refinement until it meets
+    ``quad_tol``.
     With ``carry_rule`` (annealing in lambda: the channel integrand sharpens as lambda
     decreases) the Gauss-Hermite rule of one output is carried too.
 
@@ -169,19 +176,21 @@ def _curve(
     error is estimated the stacked solve can still fail and leave the curve to be solved
     point by point); its progress bar advances as its points converge.
     """
-    kw = dict(solve_kw)
-    carry = "quadrature" not in solve_kw
+    if axis not in ("alpha", "lam"):
+        raise ArgumentError("axis", f"must be 'alpha' or 'lam', got {axis!r}")
+    desc = "alpha" if axis == "alpha" else "lambda"
+    carry = opts.quadrature is None
     results: list[FixedPointResult | None] = []
     done: list[tuple[float, FixedPointResult]] = []  # (curve parameter, result)
     history: dict = {}  # Anderson secant pairs (per quadrature rule) carried along the curve
     failures: list[str] = []
     problems = _problems(mixture, loss, points, penalty, l1_ratio)
-    opts = stacked_curve_options(problems[0], kw, len(points))
-    if opts is not None:
+    stacked_opts = stacked_curve_options(problems[0], opts, len(points))
+    if stacked_opts is not None:
         with progress_bar(total=len(problems), desc=desc, enabled=progress, leave=False) as bar:
             # drawn: it advances as the points of the stacked state converge
             advance = None if bar.disable else lambda n: bar.update(n - bar.n)
-            stacked = solve_points(problems, opts, on_converged=advance)
+            stacked = solve_points(problems, stacked_opts, on_converged=advance)
         if stacked is not None:
             if on_result is not None:  # solved together: each row once all are done
                 for i, res in enumerate(stacked):
@@ -190,23 +199,23 @@ def _curve(
     for problem, (lam, alpha) in zip(
         progress_bar(problems, desc=desc, enabled=progress, leave=False), points
     ):
-        param = float(np.log(max(alpha if desc == "alpha" else lam, 1e-300)))
-        res = _predicted(problem, done, param, kw, history)
+        param = float(np.log(max(alpha if axis == "alpha" else lam, 1e-300)))
+        res = _predicted(problem, done, param, opts, history)
         if res is None:
-            res = _solve_cold(problem, kw, history, failures)
+            res = _solve_cold(problem, opts, history, failures)
         if res is not None and res.success:
             done.append((param, res))
             if carry:
-                start = _carried_rule(res, problem, kw, carry_rule)
+                start = _carried_rule(res, problem, opts, carry_rule)
                 if start is not None:
-                    kw["quadrature"] = start
+                    opts = replace(opts, quadrature=start)
             # the secant pairs of the rule that estimated this point's error model another
             # point's Jacobian: dropped, so that the next point's refinement starts from the
             # pairs of its own solve, as a single point's does (5-12 % fewer iterations in
             # lambda sweeps and at lam = 1e-3); not where the next point starts on that rule
             # (or a closed-form channel, whose one placeholder rule holds the pairs)
             final = res.state.rule if res.state is not None else None
-            if res.params.get("quadrature") != "closed-form" and final != kw.get("quadrature"):
+            if res.params.get("quadrature") != "closed-form" and final != opts.quadrature:
                 history.pop(final, None)
         results.append(res)
         if on_result is not None:
@@ -245,16 +254,16 @@ def _problems(
 
 
 def _carried_rule(
-    res: FixedPointResult, problem: Problem, kw: dict, carry_rule: bool
+    res: FixedPointResult, problem: Problem, opts: SolverOptions, carry_rule: bool
 ) -> QuadratureRule | None:
-    """The rule the point after ``res`` (solved with the options ``kw``) starts from, or
-    None to keep ``kw``'s: :func:`_next_start_rule` from the rule ``res`` started from once
+    """The rule the point after ``res`` (solved with the options ``opts``) starts from, or
+    None to keep ``opts``'s: :func:`_next_start_rule` from the rule ``res`` started from once
     a rule is carried; before, :func:`~gaussmix.experiments.continuation.curve_start_rule`
     where the solves refine their rule (else, with ``carry_rule``, the Gauss-Hermite rule
     of one output)."""
-    if "quadrature" in kw:
-        return _next_start_rule(res, kw["quadrature"])
-    start = curve_start_rule(res, problem) if _refines(kw) else None
+    if opts.quadrature is not None:
+        return _next_start_rule(res, opts.quadrature)
+    start = curve_start_rule(res, problem) if _refines(opts) else None
     if start is None and carry_rule:
         start = _next_start_rule(res, default_rule(problem.dim))
     return start
@@ -267,7 +276,7 @@ def _next_start_rule(res: FixedPointResult, base: QuadratureRule) -> QuadratureR
 
 
 def _predicted(
-    problem: Problem, done: list, param: float, opts: dict, history: dict
+    problem: Problem, done: list, param: float, opts: SolverOptions, history: dict
 ) -> FixedPointResult | None:
     """``problem`` solved (options ``opts``) from the predictor through ``done``, or from the
     last point of ``done`` where the safeguard rejects the predictor's fixed point (or there
@@ -288,16 +297,13 @@ def _predicted(
     prediction = predict(done, param)
     if prediction is not None and prediction_resolved(done, param, prediction):
         cap = max(PREDICTOR_MIN_ITER, PREDICTOR_ITER_FACTOR * int(previous.n_iter))
-        max_iter = min(opts.get("max_iter", DEFAULT_OPTIONS.max_iter), cap)
-        direct = {**opts, "continuation": False, "max_iter": max_iter}
+        direct = replace(opts, continuation=False, max_iter=min(opts.max_iter, cap), throw=True)
         # the warnings of a solve that the safeguard rejects are dropped with it; those of
         # an accepted one are given as the solve gave them (at the caller's line)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                res = solve_problem(
-                    problem, init=prediction, throw=True, history=history, **direct
-                )
+                res = solve_problem(problem, options=direct, init=prediction, history=history)
             except ConvergenceError:
                 res = None
                 history.clear()
@@ -306,19 +312,21 @@ def _predicted(
                 warnings.warn(w.message, w.category, stacklevel=2)
             return res
     try:
-        return solve_problem(problem, init=previous, throw=True, history=history, **opts)
+        return solve_problem(
+            problem, options=replace(opts, throw=True), init=previous, history=history
+        )
     except ConvergenceError:
         history.clear()
         return None
 
 
 def _solve_cold(
-    problem: Problem, opts: dict, history: dict, failures: list[str]
+    problem: Problem, opts: SolverOptions, history: dict, failures: list[str]
 ) -> FixedPointResult | None:
     """``problem`` solved from the cold start (options ``opts``); else the attempt's last
     iterate (``converged=False``), or None, and a message in ``failures``."""
     try:
-        return solve_problem(problem, throw=True, history=history, **opts)
+        return solve_problem(problem, options=replace(opts, throw=True), history=history)
     except ConvergenceError as exc:
         history.clear()
         failures.append(
@@ -328,16 +336,15 @@ def _solve_cold(
         return getattr(exc, "result", None)
 
 
-def _refines(opts: dict) -> bool:
+def _refines(opts: SolverOptions) -> bool:
     """Whether solves with the options ``opts`` estimate the integration error by refining
     the channel rule (the condition for starting a curve below a single point's rule)."""
-    if not opts.get("estimate_error", DEFAULT_OPTIONS.estimate_error):
+    if not opts.estimate_error:
         return False
-    if not opts.get("auto_refine", DEFAULT_OPTIONS.auto_refine):
-        return True
-    return opts.get("max_refine", DEFAULT_OPTIONS.max_refine) > 0
+    return not opts.auto_refine or opts.max_refine > 0
 
 
+@with_options_doc
 def learning_curve(
     mixture: Mixture,
     loss: str | Loss,
@@ -349,7 +356,8 @@ def learning_curve(
     progress: bool = False,
     return_results: bool | None = None,
     callback: Callable[[dict, FixedPointResult | None], None] | None = None,
-    **solve_kw: Any,
+    options: SolverOptions | None = None,
+    **option_keywords: Any,
 ) -> CurveTable:
     """Theory learning curve: Theorem 2 errors at each ``alpha``, warm-started (curves
     of 10 points or more of one output or K = 3 classes with ridge: all points at once,
@@ -373,9 +381,12 @@ def learning_curve(
         as soon as its point is solved, in the order solved (a hook for live displays).
         An exception it raises stops the curve and propagates: a cooperative cancel
         between two points.
-    **solve_kw
-        Passed to the solver (``tol``, ``quadrature``, ``max_iter``, ...).
-
+    options : SolverOptions, optional
+        The solver's options as one validated object, as :func:`gaussmix.solve` takes them;
+        any option may instead, or also, be given as a keyword (the names below), and
+        keywords override the fields of ``options``: both spellings take the same path.
+        Each point's failure is a NaN row with a ConvergenceWarning whatever ``throw``.
+    %(solver_options)s
     Returns
     -------
     CurveTable
@@ -400,6 +411,7 @@ def learning_curve(
     """
     a = check_param_values("alpha", alphas, name="alphas")
     lam = check_param("lam", lam)
+    opts = solver_options(options, option_keywords, caller="learning_curve")
     points = [(lam, float(x)) for x in a]
     res = _curve(
         mixture,
@@ -407,8 +419,8 @@ def learning_curve(
         points,
         penalty=penalty,
         progress=progress,
-        desc="alpha",
-        solve_kw=solve_kw,
+        axis="alpha",
+        opts=opts,
         l1_ratio=l1_ratio,
         on_result=_row_callback(callback, points),
     )
@@ -440,6 +452,7 @@ def _converged(results: list[FixedPointResult | None]) -> list[FixedPointResult 
     return [r if r is not None and r.success else None for r in results]
 
 
+@with_options_doc
 def lambda_sweep(
     mixture: Mixture,
     loss: str | Loss,
@@ -451,7 +464,8 @@ def lambda_sweep(
     progress: bool = False,
     return_results: bool | None = None,
     callback: Callable[[dict, FixedPointResult | None], None] | None = None,
-    **solve_kw: Any,
+    options: SolverOptions | None = None,
+    **option_keywords: Any,
 ) -> CurveTable:
     """Theorem 2 errors at fixed ``alpha`` over penalty strengths ``lams``.
 
@@ -479,9 +493,12 @@ def lambda_sweep(
     callback : callable, optional
         As in :func:`learning_curve`: each row as soon as its point is solved (from the
         largest lambda down).
-    **solve_kw
-        Passed to the solver (``tol``, ``quadrature``, ``max_iter``, ...).
-
+    options : SolverOptions, optional
+        The solver's options as one validated object, as :func:`gaussmix.solve` takes them;
+        any option may instead, or also, be given as a keyword (the names below), and
+        keywords override the fields of ``options``: both spellings take the same path.
+        Each point's failure is a NaN row with a ConvergenceWarning whatever ``throw``.
+    %(solver_options)s
     Returns
     -------
     CurveTable
@@ -501,6 +518,7 @@ def lambda_sweep(
     """
     lv = check_param_values("lam", lams, name="lams")
     alpha = check_param("alpha", alpha)
+    opts = solver_options(options, option_keywords, caller="lambda_sweep")
     order = np.argsort(-lv, kind="stable")
     points = [(float(lv[i]), float(alpha)) for i in order]
     res_sorted = _curve(
@@ -509,8 +527,8 @@ def lambda_sweep(
         points,
         penalty=penalty,
         progress=progress,
-        desc="lambda",
-        solve_kw=solve_kw,
+        axis="lam",
+        opts=opts,
         l1_ratio=l1_ratio,
         carry_rule=True,
         on_result=_row_callback(callback, points),

@@ -40,7 +40,13 @@ from gaussmix.core.validation import check_array, check_int, check_real
 from gaussmix.theory.api import make_problem
 from gaussmix.theory.losses import Loss
 from gaussmix.theory.mixture import Mixture
-from gaussmix.theory.options import DEFAULT_OPTIONS
+from gaussmix.theory.options import (
+    DEFAULT_OPTIONS,
+    SolverOptions,
+    changed_options,
+    solver_options,
+    with_options_doc,
+)
 from gaussmix.theory.penalties import make_penalty
 from gaussmix.theory.problem import LAM_MAX, Problem
 from gaussmix.theory.solver import FixedPointResult, solve_problem
@@ -423,6 +429,7 @@ def _assemble(
     )
 
 
+@with_options_doc
 def optimal_lambda(
     mixture: Mixture,
     loss: str | Loss,
@@ -438,6 +445,7 @@ def optimal_lambda(
     search_tol: float = 1e-10,
     derivative: bool = True,
     init: dict | None = None,
+    options: SolverOptions | None = None,
     **solve_kw: Any,
 ) -> OptimalLambdaResult:
     """The penalty strength minimising the test error, ``lambda* = argmin eps_g(alpha, .)``.
@@ -470,16 +478,18 @@ def optimal_lambda(
         Test errors within ``flat_tol`` plus their integration errors are equal.
     search_tol : float
         Fixed-point tolerance of the search (relative to small overlaps), which uses the
-        rule ``solve_kw['quadrature']`` (else the default) without refinement; for the
+        rule ``quadrature`` (else the default) without refinement; for the
         logistic loss at tiny lambda pass a finer rule, e.g. ``GaussHermite(256)``.
     derivative : bool
         Also compute ``d eps_g / d lambda`` at the answer (:func:`d_test_error_d_lambda`).
     init : dict, optional
         ``{lam: FixedPointResult}`` at a neighbouring ``alpha`` (warm starts along a curve).
-    **solve_kw
-        Options of the final solve at ``lam_star`` (``tol``, ``quadrature``,
-        ``estimate_error``, ...).
-
+    options : SolverOptions, optional
+        The solver's options as one object, as :func:`gaussmix.solve` takes them (any option
+        may instead, or also, be given as a keyword; keywords override ``options``): the
+        options of the final solve at ``lam_star``; the search uses their ``quadrature``,
+        ``max_iter``, ``anderson`` and ``damping``.
+    %(solver_options)s
     Returns
     -------
     OptimalLambdaResult
@@ -501,6 +511,8 @@ def optimal_lambda(
     lo, hi, n_grid, extend, xtol, flat_tol, search_tol = _check_search_args(
         lam_bounds, n_grid, extend, xtol, flat_tol, search_tol
     )
+    # the options asked for, however spelled (options= or keywords), validated once
+    solve_kw = changed_options(solver_options(options, solve_kw, caller="optimal_lambda"))
     make_problem(mixture, loss, lam=hi, alpha=alpha, penalty=penalty, l1_ratio=l1_ratio)
     # one fixed rule for the search (a smooth error curve); the caller's options at the end
     search_kw = {k: v for k, v in solve_kw.items() if k in _SEARCH_KEYS}

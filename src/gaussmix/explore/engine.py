@@ -750,6 +750,7 @@ def _auto_coarse(state: ExplorerState) -> int:
     (BENCHMARKS.md); one whose first point turns out to be in the sharp regime is then
     solved point by point, and its rows stream."""
     from gaussmix.experiments.batched import stacked_curve_options
+    from gaussmix.theory.options import solver_options
 
     try:
         point, values = setup(state)
@@ -757,7 +758,8 @@ def _auto_coarse(state: ExplorerState) -> int:
         return 0
     if point.problem.dim == 1:
         return 0
-    if stacked_curve_options(point.problem, point.solve_kw, len(values)) is not None:
+    opts = solver_options(None, point.solve_kw)
+    if stacked_curve_options(point.problem, opts, len(values)) is not None:
         return 0
     return COARSE_POINTS
 

@@ -19,7 +19,13 @@ from gaussmix.core.validation import check_int, check_real
 from .quadrature import MAX_PANELS, QuadratureRule
 from .tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL, QUAD_TOL, check_tol
 
-__all__ = ["SolverOptions", "DEFAULT_OPTIONS", "with_options_doc", "solver_options"]
+__all__ = [
+    "SolverOptions",
+    "DEFAULT_OPTIONS",
+    "with_options_doc",
+    "solver_options",
+    "changed_options",
+]
 
 #: Documentation of the solver's options (numpydoc), one entry per field of
 #: :class:`SolverOptions`, in their order: the ``%(solver_options)s`` block of the docstrings
@@ -256,3 +262,18 @@ def solver_options(
             f"(the solver options are {', '.join(_NAMES)})"
         )
     return dataclasses.replace(options, **keywords)
+
+
+def changed_options(options: SolverOptions) -> dict[str, Any]:
+    """The fields of ``options`` that differ from :data:`DEFAULT_OPTIONS`, as keywords: what
+    a caller asked for, however it spelled it (``options=`` or keywords; a keyword equal
+    to its default is no request), for code that reads which options were asked for.
+
+    >>> changed_options(solver_options(SolverOptions(tol=1e-10), {"max_iter": 3000}))
+    {'tol': 1e-10}
+    """
+    return {
+        f.name: getattr(options, f.name)
+        for f in dataclasses.fields(SolverOptions)
+        if getattr(options, f.name) != getattr(DEFAULT_OPTIONS, f.name)
+    }
