@@ -76,13 +76,12 @@ def test_accuracy(
     """``P[phi(omega_c) = y_c]`` for each cluster (Theorem 2, eq. errors) and the integration
     error of ``sum_c rho_c P_c`` (zero up to rounding for orthants of dimension <= 2).
 
-    Orthants of dimension >= 3 use seeded randomised QMC (:func:`orthant_probability` with
-    ``rng_seed=seed``), except for exchangeable clusters, whose orthant is equicorrelated and
-    is a deterministic one-dimensional integral (:func:`equicorrelated_orthant`, error about
-    ``1e-14``; QMC if the structure is not met to ``1e-12`` or the correlation is negative);
-    ``quick`` stops it at a standard error of
-    :data:`~gaussmix.theory.tolerances.SPREAD_ORTHANT_TOL` instead of its work cap (for
-    differences between nearby states with the same seed).  ``exchangeable``: the clusters
+    Orthants of dimension 3 to 5 (K = 4 to 6 classes) are deterministic nested rules
+    (:func:`orthant_probability`, error about ``1e-15``), beyond that seeded randomised QMC
+    (``rng_seed=seed``); exchangeable clusters' orthants are equicorrelated, a deterministic
+    one-dimensional integral (:func:`equicorrelated_orthant`, error about ``1e-14``);
+    ``quick`` asks :data:`~gaussmix.theory.tolerances.SPREAD_ORTHANT_TOL` of them instead of
+    their default (for differences between nearby states with the same seed).  ``exchangeable``: the clusters
     and the state are equivariant under relabelling (:mod:`gaussmix.theory.symmetry`), so
     cluster 0's probability stands for every cluster (one orthant instead of ``K``)."""
     stacked = _stacked_constraints(problem.constraints)

@@ -29,11 +29,21 @@ Algorithms
 * ``m >= 3``: components with zero variance are deterministic and removed (the probability
   is 0 if such a component has a positive mean); exactly (anti-)correlated pairs are merged
   into one variable with a (two-sided) interval.  If at most two variables remain, the exact
-  paths are used.  Otherwise the probability is computed by Genz's separation-of-variables
-  transformation with the Genz & Bretz variable ordering (a pivoted Cholesky factor, robust to
-  singular covariances: a variable with zero conditional variance becomes a linear constraint
-  that narrows the integration interval of an earlier variable) and integrated by randomised
-  quasi-Monte Carlo: ``16`` independently scrambled Sobol' point sets, doubled in size until
+  paths are used.  Otherwise the variables are ordered by Genz & Bretz's rule (a pivoted
+  Cholesky factor ``X = L y``, most restrictive variable first).
+* ``3 <= m <= MAX_TENSOR_DIM + 2`` (up to five variables: the test error of up to six
+  classes) with a full-rank factor: deterministic.  The first ``m - 2`` variables are
+  integrated against their normal densities by nested Gauss-Legendre rules on their
+  conditional intervals (cut at ``|y| <= 8.3``, each rule normalised to its interval's exact
+  probability), the last two exactly by the bivariate normal CDF; the nodes per variable are
+  doubled until two rules agree to ``abs_tol`` (or ``2**18`` points), and the difference is
+  the reported error estimate.  The integrand is analytic in each variable, so the rules
+  converge geometrically: about ``1e-15`` against closed forms and the equicorrelated path, in
+  milliseconds for ``m = 3, 4`` and a tenth of a second for ``m = 5``.
+* Otherwise (more variables, or a singular factor): Genz's separation-of-variables
+  transformation on the pivoted factor (robust to singular covariances: a variable with zero
+  conditional variance becomes a linear constraint that narrows the integration interval of
+  an earlier variable), integrated by randomised quasi-Monte Carlo: ``16`` independently scrambled Sobol' point sets, doubled in size until
   the standard error across the randomisations is below ``abs_tol`` or a work cap is reached
   (``2**15`` points per set for three or four variables, ``2**14`` for five to eight, halved
   again for every further doubling of the dimension; about 0.1-0.3 s per call).  The
@@ -46,12 +56,14 @@ Algorithms
   (:func:`orthant_probability` itself does not detect the structure; callers that know
   it ask for it first).
 
-The error estimate returned for ``m >= 3`` is the *standard error* (one sigma) of the mean of
-the independent randomisations; a conservative bound is three to four times that value.
+The error estimate returned by the randomised path is the *standard error* (one sigma) of the
+mean of the independent randomisations; a conservative bound is three to four times that
+value.  The deterministic paths return a bound-like estimate (the difference of two rules).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 import numpy as np
@@ -98,6 +110,15 @@ _EQUI_EPSABS = 1e-14
 _WORK_BUDGET = 2**21
 
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(20)
+#: largest number of outer variables integrated by tensor Gauss-Legendre rules (orthants of
+#: up to ``MAX_TENSOR_DIM + 2`` variables, K <= 6 classes, are deterministic)
+MAX_TENSOR_DIM = 3
+#: nodes per dimension of the first tensor rule, by the number of outer variables
+_TENSOR_START = {1: 32, 2: 16, 3: 12}
+#: largest number of points of a tensor rule (then the last difference is the error)
+_TENSOR_MAX_POINTS = 2**18
+#: outer variables are integrated over ``[-_Y_TAIL, _Y_TAIL]``: ``2 Phi(-8.3) < 1e-16``
+_Y_TAIL = 8.3
 
 
 def _sobol_rng_kw(sobol: type) -> str:
@@ -330,6 +351,8 @@ class _SOVFactor:
             ybar[i] = float(_trunc_mean(lo[j - i], hi[j - i]))
             rank += 1
         self.rank = rank
+        #: the ordered limits and Cholesky factor (rows in pivot order)
+        self.a, self.b, self.L = a, b, L
         self.infeasible = False
         cols: list[list[tuple[np.ndarray, float, float]]] = [[] for _ in range(rank)]
         for row in range(n):
@@ -392,6 +415,91 @@ class _SOVFactor:
             if not last:
                 np.clip(y[c], -_YMAX, _YMAX, out=y[c])
         return prod
+
+
+@functools.cache
+def _gl(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n``-point Gauss-Legendre rule on ``[-1, 1]`` (made once per ``n``)."""
+    return np.polynomial.legendre.leggauss(n)
+
+
+def _nested_pair_rule(factor: _SOVFactor, q: int) -> float:
+    """``P[a < X <= b]`` of a full-rank ``factor`` (``n = rank`` standardised variables in
+    the pivot order) by a nested product rule: the first ``n - 2`` variables integrated
+    against their normal densities, the last two exactly.
+
+    With ``X = L y`` (``y`` standard normal), ``y_i`` given ``y_<i`` is restricted to
+    ``((a_i - s_i) / L_ii, (b_i - s_i) / L_ii]``, ``s_i = L_i,<i . y_<i``, intersected with
+    ``[-_Y_TAIL, _Y_TAIL]`` (the normal mass beyond is below ``1e-16``); on that interval
+    ``q`` Gauss-Legendre nodes integrate ``phi(y_i)`` times the rest, an analytic function of
+    ``y_i``, so the rule converges geometrically in ``q``.  The weights of each interval are
+    normalised to its exact probability (:func:`_interval_prob`), so that the rule is exact
+    where the rest is constant.  Given ``y_1..y_{n-2}`` the last
+    two variables are bivariate normal, ``X_{n-1} = c_1 + L_{n-1,n-1} y_{n-1}``,
+    ``X_n = c_2 + L_{n,n-1} y_{n-1} + L_{n,n} y_n``, and their rectangle probability is
+    exact (:func:`_bvn_cdf`).
+    """
+    n = factor.rank
+    a, b, L = factor.a, factor.b, factor.L
+    x, wq = _gl(q)
+    y = np.zeros((0, 1))  # (outer variables so far, points)
+    weight = np.ones(1)
+    for i in range(n - 2):
+        s = L[i, :i] @ y
+        lo_i, hi_i = (a[i] - s) / L[i, i], (b[i] - s) / L[i, i]
+        lo = np.maximum(lo_i, -_Y_TAIL)
+        hi = np.minimum(hi_i, _Y_TAIL)
+        half = np.maximum(hi - lo, 0.0) / 2
+        nodes = (lo + hi)[:, None] / 2 + half[:, None] * x[None, :]  # (points, q)
+        raw = half[:, None] * wq[None, :] * np.exp(-0.5 * nodes**2)
+        # normalised to the interval's exact probability: the rule is exact for a constant
+        # and the tails' mass is kept (the quadrature error is that of the rest alone)
+        total = raw.sum(axis=1)
+        mass = _interval_prob(lo_i, hi_i)
+        scale = np.divide(mass, total, out=np.zeros_like(total), where=total > 0)
+        weight = (weight[:, None] * raw * scale[:, None]).reshape(-1)
+        y = np.concatenate([np.repeat(y, q, axis=1), nodes.reshape(1, -1)], axis=0)
+    j, k = n - 2, n - 1
+    c1 = L[j, :j] @ y
+    c2 = L[k, :j] @ y
+    s1 = L[j, j]
+    s2 = float(np.hypot(L[k, j], L[k, k]))
+    r = float(np.clip(L[k, j] / s2, -1.0, 1.0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        lo1, hi1 = (a[j] - c1) / s1, (b[j] - c1) / s1
+        lo2, hi2 = (a[k] - c2) / s2, (b[k] - c2) / s2
+    pair = _bvn_cdf(hi1, hi2, r)
+    if np.isfinite(a[j]):
+        pair = pair - _bvn_cdf(lo1, hi2, r)
+    if np.isfinite(a[k]):
+        pair = pair - _bvn_cdf(hi1, lo2, r)
+    if np.isfinite(a[j]) and np.isfinite(a[k]):
+        pair = pair + _bvn_cdf(lo1, lo2, r)
+    return float(weight @ np.clip(pair, 0.0, 1.0))
+
+
+def _sov_tensor(factor: _SOVFactor, abs_tol: float) -> tuple[float, float] | None:
+    """Deterministic ``P[a < X <= b]`` of a full-rank ``factor`` of 3 to
+    ``MAX_TENSOR_DIM + 2`` variables (:func:`_nested_pair_rule`), the nodes per outer
+    variable doubled from :data:`_TENSOR_START` until two successive rules agree to
+    ``abs_tol`` or the next rule would exceed :data:`_TENSOR_MAX_POINTS` points.  Returns
+    the finer value and the difference of the last two rules as its error estimate (the
+    rule converges geometrically: the finer one's error is far below that difference), or
+    None where the factor is rank-deficient or has more outer variables than
+    :data:`MAX_TENSOR_DIM`."""
+    n = factor.a.shape[0]
+    dim = n - 2
+    if factor.rank != n or not 1 <= dim <= MAX_TENSOR_DIM:
+        return None
+    q = _TENSOR_START[dim]
+    coarse = _nested_pair_rule(factor, q)
+    while True:
+        q *= 2
+        fine = _nested_pair_rule(factor, q)
+        err = abs(fine - coarse)
+        if err <= abs_tol or (2 * q) ** dim > _TENSOR_MAX_POINTS:
+            return float(np.clip(fine, 0.0, 1.0)), max(err, EXACT_ERR_2D)
+        coarse = fine
 
 
 def make_sobol(dim: int, seed: np.random.SeedSequence):
@@ -548,14 +656,17 @@ def orthant_probability(
         Covariance of ``Z``: symmetric positive semi-definite (relative tolerance ``1e-10``);
         singular matrices (zero variances, perfectly correlated components) are allowed.
     rng_seed : int, optional
-        Seed of the randomised quasi-Monte Carlo integration used when ``m >= 3``; the
-        result is a deterministic function of the input and the seed.
+        Seed of the randomised quasi-Monte Carlo integration used beyond the deterministic
+        paths (more than five variables, or a singular factor of three or more); the result
+        is a deterministic function of the input and the seed, and of the input alone where
+        a deterministic path applies.
     abs_tol : float, optional
-        Target standard error for ``m >= 3``: the number of quasi-Monte Carlo points is
-        doubled until the estimated standard error falls below ``abs_tol`` or the work cap
-        (about ``2**21 / m`` integrand evaluations, at most ``16 x 2**16``) is reached.  The
-        default is below what the cap can deliver, so by default the cap decides; expect a
-        standard error of ``1e-9``-``1e-7`` for ``m <= 6``.
+        Target error for ``m >= 3``: the nested Gauss-Legendre rules (three to five
+        variables) double their nodes until two rules agree to ``abs_tol`` (at most
+        ``2**18`` points); the randomised path doubles its quasi-Monte Carlo points until
+        the estimated standard error falls below ``abs_tol`` or the work cap (about
+        ``2**21 / m`` integrand evaluations, at most ``16 x 2**16``) is reached, which by
+        default decides (a standard error of ``1e-9``-``1e-7`` for ``m = 6``).
 
     Returns
     -------
@@ -564,8 +675,9 @@ def orthant_probability(
         deterministic: it satisfies ``Z_i <= 0`` iff ``mean_i <= 0``.
     error_estimate : float
         ``1e-16`` for ``m == 1``, ``1e-15`` for the deterministic bivariate path (``m == 2``,
-        or a problem that reduces to at most two variables); otherwise the standard error
-        (one sigma) of the mean over 16 independent randomisations.
+        or a problem that reduces to at most two variables); for three to five variables
+        the difference of the last two nested rules (at least ``1e-15``); otherwise the
+        standard error (one sigma) of the mean over 16 independent randomisations.
 
     Raises
     ------
@@ -611,6 +723,13 @@ def orthant_probability(
     if a.shape[0] <= 2:
         err = EXACT_ERR_2D if a.shape[0] == 2 else EXACT_ERR_1D
         return _rectangle_prob_small(a, b, corr), err
+    if a.shape[0] <= MAX_TENSOR_DIM + 2:
+        factor = _SOVFactor(a, b, corr)
+        if factor.infeasible:
+            return 0.0, 0.0
+        tensor = _sov_tensor(factor, abs_tol)
+        if tensor is not None:
+            return tensor
     return _sov_rqmc(a, b, corr, rng_seed, abs_tol)
 
 
