@@ -79,11 +79,11 @@ def test_accuracy(
     Orthants of dimension 3 to 5 (K = 4 to 6 classes) are deterministic nested rules
     (:func:`orthant_probability`, error about ``1e-15``), beyond that seeded randomised QMC
     (``rng_seed=seed``); exchangeable clusters' orthants are equicorrelated, a deterministic
-    one-dimensional integral (:func:`equicorrelated_orthant`, error about ``1e-14``);
-    ``quick`` asks :data:`~gaussmix.theory.tolerances.SPREAD_ORTHANT_TOL` of them instead of
-    their default (for differences between nearby states with the same seed).  ``exchangeable``: the clusters
-    and the state are equivariant under relabelling (:mod:`gaussmix.theory.symmetry`), so
-    cluster 0's probability stands for every cluster (one orthant instead of ``K``)."""
+    one-dimensional integral (:func:`equicorrelated_orthant`, error about ``1e-14``); ``quick``
+    asks :data:`~gaussmix.theory.tolerances.SPREAD_ORTHANT_TOL` of them instead of their
+    default (for differences between nearby states with the same seed).  ``exchangeable``: the
+    clusters and the state are equivariant under relabelling (:mod:`gaussmix.theory.symmetry`),
+    so cluster 0's probability stands for every cluster (one orthant instead of ``K``)."""
     stacked = _stacked_constraints(problem.constraints)
     if stacked is not None:
         # orthants of dimension <= 2: all clusters in one batched call

@@ -42,13 +42,13 @@ Algorithms
   milliseconds for ``m = 3, 4`` and a tenth of a second for ``m = 5``.
 * Otherwise (more variables, or a singular factor): Genz's separation-of-variables
   transformation on the pivoted factor (robust to singular covariances: a variable with zero
-  conditional variance becomes a linear constraint that narrows the integration interval of
-  an earlier variable), integrated by randomised quasi-Monte Carlo: ``16`` independently scrambled Sobol' point sets, doubled in size until
-  the standard error across the randomisations is below ``abs_tol`` or a work cap is reached
-  (``2**15`` points per set for three or four variables, ``2**14`` for five to eight, halved
-  again for every further doubling of the dimension; about 0.1-0.3 s per call).  The
-  generator is seeded, so the result is a deterministic function of the input and
-  ``rng_seed``.
+  conditional variance becomes a linear constraint that narrows the integration interval of an
+  earlier variable), integrated by randomised quasi-Monte Carlo: ``16`` independently scrambled
+  Sobol' point sets, doubled in size until the standard error across the randomisations is
+  below ``abs_tol`` or a work cap is reached (``2**15`` points per set for three or four
+  variables, ``2**14`` for five to eight, halved again for every further doubling of the
+  dimension; about 0.1-0.3 s per call).  The generator is seeded, so the result is a
+  deterministic function of the input and ``rng_seed``.
 
 * Equicorrelated covariances ``sigma^2 ((1 - r) I + r 1 1^T)``, ``r >= 0``, with a common
   mean (the test error of exchangeable clusters): :func:`equicorrelated_orthant`, a
