@@ -2,9 +2,12 @@
 
 The site is served from a loopback HTTP server (port chosen by the OS) and every page is
 loaded: no console error, every image loaded; the theory page's mathematics is laid out as
-MathML with no TeX left in its text; the search answers queries with digits ("2", "Theorem
-2") as well as words, with no error of its worker; an image
-opens full size in the lightbox on click; the home page fits a phone's width.
+MathML with no TeX left in its text, set in the math font the site ships (every glyph drawn
+from it, a display sum as tall as the font's MATH table asks); at a phone's width every
+formula can be reached (a wide one scrolls in its own box, the page never scrolls
+sideways); the search answers queries with digits ("2", "Theorem 2") as well as words, with
+no error of its worker; an image opens full size in the lightbox on click; the home page
+fits a phone's width.
 
 Needs the built site in ``GAUSSMIX_SITE_DIR`` (``mkdocs build --strict --site-dir DIR``;
 with ``GAUSSMIX_ATLAS_DIR`` set for the gallery's images) and Chromium with its driver
@@ -148,6 +151,132 @@ def test_the_theory_page_math_is_rendered(base_url: str, driver: Any) -> None:
         "return parseFloat(getComputedStyle(document.querySelector('article p')).lineHeight)"
     )
     assert tallest > 1.5 * line
+
+
+#: the math font the site ships (docs/assets/fonts) and names for ``math`` in its stylesheet
+MATH_FONT = "STIX Math"
+MATH_FONT_FILE = "assets/fonts/STIXMath-Regular.otf"
+
+
+def _display_operator_min_height(site: Path) -> float:
+    """The math font's DisplayOperatorMinHeight (its MATH table), in em: the least height
+    of a large operator such as a sum in display style, when the font is the one used."""
+    ttlib = pytest.importorskip("fontTools.ttLib", reason="fontTools comes with matplotlib")
+    font = ttlib.TTFont(site / MATH_FONT_FILE)
+    constants = font["MATH"].table.MathConstants
+    return constants.DisplayOperatorMinHeight / font["head"].unitsPerEm
+
+
+def test_the_mathematics_is_set_in_the_shipped_math_font(
+    site: Path, base_url: str, driver: Any
+) -> None:
+    load(driver, base_url + "theory/")
+    loaded = driver.execute_async_script(
+        """const done = arguments[0];
+           document.fonts.ready.then(() => done(Array.from(document.fonts)
+               .filter(f => f.status === 'loaded').map(f => f.family.replace(/"/g, ''))));"""
+    )
+    assert MATH_FONT in loaded, loaded  # the site's file, loaded (no request outside: below)
+    family = driver.execute_script(
+        "return getComputedStyle(document.querySelector('article math')).fontFamily"
+    )
+    assert family.replace('"', "").startswith(MATH_FONT), family
+    assert not driver.execute_script(FOREIGN_REQUESTS)
+    # every glyph of the display formulas is drawn from that font (what Chromium reports
+    # it used for each element's text), none from a fallback of the system
+    driver.execute_cdp_cmd("DOM.enable", {})
+    driver.execute_cdp_cmd("CSS.enable", {})
+    try:
+        root = driver.execute_cdp_cmd("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+        nodes = driver.execute_cdp_cmd(
+            "DOM.querySelectorAll",
+            {"nodeId": root, "selector": ".gaussmix-math :is(mi, mo, mn)"},
+        )["nodeIds"]
+        used: dict[tuple[str, bool], int] = {}
+        for node in nodes:
+            fonts = driver.execute_cdp_cmd("CSS.getPlatformFontsForNode", {"nodeId": node})
+            for f in fonts["fonts"]:
+                key = (f["familyName"], bool(f.get("isCustomFont")))
+                used[key] = used.get(key, 0) + f["glyphCount"]
+    finally:
+        driver.execute_cdp_cmd("CSS.disable", {})
+        driver.execute_cdp_cmd("DOM.disable", {})
+    assert len(nodes) >= 500 and used and set(used) == {(MATH_FONT, True)}, used
+    # and laid out with its MATH table: a sum in display style takes the display size
+    sums = driver.execute_script(
+        """return Array.from(document.querySelectorAll('.gaussmix-math mo'))
+               .filter(o => o.textContent === '\u2211'
+                            && getComputedStyle(o).mathStyle === 'normal')
+               .map(o => o.getBoundingClientRect().height
+                         / parseFloat(getComputedStyle(o).fontSize));"""
+    )
+    assert len(sums) >= 3, sums
+    least = _display_operator_min_height(site)
+    assert min(sums) >= least, (least, sums)
+
+
+#: a display formula's box, its content's extent (the union of its elements' boxes) and the
+#: box's scrollable width, and every inline formula's width against its article's
+_PHONE_MATH = """
+const box = e => e.getBoundingClientRect();
+const article = box(document.querySelector('article'));
+const display = Array.from(document.querySelectorAll('article .gaussmix-math')).map(div => {
+    const parts = Array.from(div.querySelectorAll('math *')).map(box)
+        .filter(r => r.width > 0);
+    return {
+        tex: div.textContent.slice(0, 60),
+        left: box(div).left, scroll: div.scrollWidth, client: div.clientWidth,
+        overflow: getComputedStyle(div).overflowX,
+        from: Math.min(...parts.map(r => r.left)), to: Math.max(...parts.map(r => r.right)),
+    };
+});
+const inline = Array.from(document.querySelectorAll('article math:not([display=block])'))
+    .filter(m => box(m).width > article.width + 0.5)
+    .map(m => m.textContent.slice(0, 60));
+return {
+    inner: window.innerWidth, page: document.documentElement.scrollWidth,
+    display: display, inline: inline,
+};
+"""
+
+
+def _math_pages(site: Path) -> list[str]:
+    return [p for p in _pages(site) if "<math" in (site / p / "index.html").read_text("utf-8")]
+
+
+def test_every_formula_is_reachable_at_phone_width(site: Path, base_url: str, driver: Any) -> None:
+    pages = _math_pages(site)
+    assert "theory/" in pages, pages
+    width, height = PHONE
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 2, "mobile": True},
+    )
+    problems, n_display, n_scrolled = [], 0, 0
+    try:
+        for page in pages:
+            load(driver, base_url + page)
+            driver.execute_async_script("document.fonts.ready.then(arguments[0])")
+            layout = driver.execute_script(_PHONE_MATH)
+            if layout["inner"] != width or layout["page"] > width:
+                problems.append(f"/{page}: the page is {layout['page']} px wide at {width}")
+            for tex in layout["inline"]:
+                problems.append(f"/{page}: an inline formula wider than the text: {tex}")
+            for d in layout["display"]:
+                n_display += 1
+                n_scrolled += d["scroll"] > d["client"]
+                # the whole formula lies within what its box shows or scrolls to
+                reachable = (
+                    d["left"] - 0.5 <= d["from"] and d["to"] <= d["left"] + d["scroll"] + 0.5
+                )
+                scrolls = d["scroll"] <= d["client"] or d["overflow"] in ("auto", "scroll")
+                if not (reachable and scrolls):
+                    problems.append(f"/{page}: a formula out of reach: {d}")
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    assert not problems, "\n".join(problems)
+    # the check saw formulas, and some wider than the phone that scroll in their own box
+    assert n_display >= 15 and n_scrolled >= 1, (n_display, n_scrolled)
 
 
 #: queries of the site search and an anchor that must be among their results (its end);
