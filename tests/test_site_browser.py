@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import threading
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -277,6 +279,80 @@ def test_every_formula_is_reachable_at_phone_width(site: Path, base_url: str, dr
     assert not problems, "\n".join(problems)
     # the check saw formulas, and some wider than the phone that scroll in their own box
     assert n_display >= 15 and n_scrolled >= 1, (n_display, n_scrolled)
+
+
+#: every ``\\label`` of the paper's LaTeX source: names a reader of its PDF never sees (the
+#: site cites the paper's equation, theorem and section numbers instead)
+PAPER_LABELS = (
+    "sec:intro", "joint", "ERM", "sec:main", "set:assump", "assu:conv", "the:1", "spgeneral",
+    "th:2", "eq:errors", "corr:1", "eq:corr1", "sec:examples", "sec:examples:sparse",
+    "fig:eg1:setup", "fig:eg1:lasso", "eq:sparse", "sec:examples:multi", "fig:manyk",
+    "fig:EvsLambda", "sec:examples:mnist", "fig:mnist", "fig:mnistrf", "sec:app:proof",
+    "sec:req_back", "breg_dist", "bregman_res", "eq:D-firm", "eq:jacob", "canon_AMP",
+    "eq:mat_ons", "th:SE", "ERM_bis", "Ztilde", "inter-ERM", "student_1", "new_functions",
+    "build_AMP", "block_res_loss", "eq:res_reg", "block_res_reg", "def_eta", "prox-opti",
+    "final_AMP", "block_SE", "lemma:fixed_point", "lemma:conv_traj", "partial_sol", "grad_m",
+    "final_AMP_SE", "app:strct", "app:unique", "sec:proof_conv", "gauss_interp1",
+    "gauss_interp2", "sec:app:replicas", "app:replica", "eq:app:rsfree", "app:eq:sphat",
+    "app:eq:sp", "app:replica:errors", "app:numint", "sec:app:simpli", "eq:spDelta",
+    "eq:spsquare", "app:eq:proxce", "app:eq:lam0", "sec:app:simpli:k2", "sparsecorr",
+    "sec:app:bayes", "sec:app:realdata", "fig:app:trained", "fig:app:xor", "fig:app:2vs4",
+    "fig:app:2vs10", "eq:app:4vs2",
+)  # fmt: skip
+#: label names that are also words of the text: looked for only where an equation is cited
+_WORD_LABELS = {"joint", "ERM"}
+#: the parts of the labels coined for the source, looked for alone too ("corr1" of
+#: "eq:corr1", as the site used to cite it)
+_COINED = {"rsfree", "sphat", "spsquare", "spDelta", "proxce", "numint", "simpli"}
+
+
+def _label_patterns() -> list[re.Pattern[str]]:
+    names = {lab for lab in PAPER_LABELS if lab not in _WORD_LABELS}
+    for lab in PAPER_LABELS:
+        *_, last = lab.split(":")
+        if ":" in lab and (last in _COINED or (re.search(r"\d", last) and not last.isdigit())):
+            names.add(last)
+    patterns = [re.compile(rf"(?<![\w.-]){re.escape(n)}(?![\w:-])") for n in sorted(names)]
+    for word in sorted(_WORD_LABELS | {"errors", "sparse"}):  # cited as eq. ERM, eq. errors
+        patterns.append(re.compile(rf"\b[Ee]qs?\.\s*[(`]?{word}\b"))
+    return patterns
+
+
+class _Text(HTMLParser):
+    """The text of a page's article, as a reader sees it (no scripts, no styles)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth, self.skip, self.parts = 0, 0, []
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        self.depth += tag == "article"
+        self.skip += tag in ("script", "style")
+
+    def handle_endtag(self, tag: str) -> None:
+        self.depth -= tag == "article"
+        self.skip -= tag in ("script", "style")
+
+    def handle_data(self, data: str) -> None:
+        if self.depth > 0 and not self.skip:
+            self.parts.append(data)
+
+
+def test_no_label_of_the_papers_source_is_shown(site: Path) -> None:
+    patterns = _label_patterns()
+    assert len(patterns) >= len(PAPER_LABELS)
+    found, n_pages = [], 0
+    for page in _pages(site):
+        parser = _Text()
+        parser.feed((site / page / "index.html").read_text(encoding="utf-8"))
+        text = " ".join(parser.parts)
+        n_pages += bool(text.strip())
+        for pattern in patterns:
+            for m in pattern.finditer(text):
+                context = text[max(0, m.start() - 40) : m.end() + 40].replace("\n", " ")
+                found.append(f"/{page}: {m.group(0)!r} in ...{context}...")
+    assert n_pages >= 20
+    assert not found, "\n".join(found)
 
 
 #: queries of the site search and an anchor that must be among their results (its end);
