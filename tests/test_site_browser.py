@@ -163,8 +163,9 @@ MATH_FONT_FILE = "assets/fonts/STIXMath-Regular.otf"
 def _display_operator_min_height(site: Path) -> float:
     """The math font's DisplayOperatorMinHeight (its MATH table), in em: the least height
     of a large operator such as a sum in display style, when the font is the one used."""
-    ttlib = pytest.importorskip("fontTools.ttLib", reason="fontTools comes with matplotlib")
-    font = ttlib.TTFont(site / MATH_FONT_FILE)
+    from fontTools.ttLib import TTFont  # a dependency of matplotlib
+
+    font = TTFont(site / MATH_FONT_FILE)
     constants = font["MATH"].table.MathConstants
     return constants.DisplayOperatorMinHeight / font["head"].unitsPerEm
 
