@@ -626,14 +626,14 @@ def plot_p2_p10(df: pd.DataFrame) -> Figure:
 
 
 # ------------------------------------------------------------------ Appendix E: XOR
-#: the four means of eq. (234) in the plane of e_1, e_2
+#: the four means of eq. (232) in the plane of e_1, e_2
 XOR_MEANS = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]])
 #: the labels of the four clusters: realisable (1, 2 vs 3, 4) and XOR (1, 4 vs 2, 3)
 XOR_LABELS = {"realisable": (1.0, 1.0, -1.0, -1.0), "xor": (1.0, -1.0, -1.0, 1.0)}
 
 
 def xor_mixtures(model: str, delta: float = 0.5, d: int = 1000) -> tuple[Mixture, Mixture]:
-    """The K = 4 mixture of eq. (234) with ``model``'s labels, and the K = 2 mixture
+    """The K = 4 mixture of eq. (232) with ``model``'s labels, and the K = 2 mixture
     with the same class means and covariances.
 
     The four clusters are isotropic (``Sigma = delta I``) with means ``+-e_1 +- e_2``; the

@@ -6,11 +6,11 @@ proximal map ``h_c = prox(omega_c)`` (metric ``V_c``) and ``f_c = V_c^{-1}(h_c -
 
 * ``Ef  = E[f_c]``                                  (Theorem 1, eq. (8): Mhat),
 * ``Eff = E[f_c f_c^T]``                            (Qhat),
-* ``Edf = E[(I + H V_c)^{-1} H] = -E[d f_c / d omega]`` (Vhat, Stein form of eq. (181),
+* ``Edf = E[(I + H V_c)^{-1} H] = -E[d f_c / d omega]`` (Vhat, Stein form of eq. (179),
   item 2 of Appendix B.5; ``H`` is the Hessian of the loss at ``h_c``),
 * ``Eloss = E[loss(y_c, h_c)]``                     (Theorem 2, training loss),
 * ``Eenv = E[min_h 1/2 (h-omega)^T V^{-1} (h-omega) + loss]`` (the Moreau envelope, whose
-  average is the channel part of the free energy, eq. (170)).
+  average is the channel part of the free energy, eq. (168)).
 
 The hat parameters are ``alpha rho_c`` times these.  Losses with ``exact_channel`` (square,
 hinge) have closed forms (no quadrature); smooth losses use the quadrature rule given by the

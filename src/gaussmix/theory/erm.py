@@ -209,7 +209,7 @@ def newton_ridge(
     -----
     Why not lbfgs: at small ``lam`` below the separability threshold the data are separable
     and the minimiser's norm grows like ``log(1/lam)`` while its direction tends to the
-    max-margin one (paper, Appendix C.1.1, eq. (200)); first-order methods crawl there, Newton's
+    max-margin one (paper, Appendix C.1.1, eq. (198)); first-order methods crawl there, Newton's
     method does not.  Each iteration solves ``H s = -g`` with ``H = sum_nu x_nu^T H_nu x_nu
     + lam`` (``H_nu`` the loss's L x L Hessian, applied through two products with ``Xs``) by
     conjugate gradients to the relative residual ``eta_k`` of Eisenstat and Walker's choice

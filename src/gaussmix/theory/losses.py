@@ -131,7 +131,7 @@ class Loss:
     zero_lam_min_alpha: ClassVar[float | None] = None
     #: ``lam = 0`` (ridge) has a minimiser exactly when the training data are not linearly
     #: separable, i.e. above the mixture's separability threshold ``alpha*``
-    #: (:mod:`gaussmix.theory.margin`; paper, Appendix C.1.1, eq. (200)): checked by
+    #: (:mod:`gaussmix.theory.margin`; paper, Appendix C.1.1, eq. (198)): checked by
     #: :func:`gaussmix.theory.api.make_problem`, which knows the mixture
     zero_lam_above_separability: ClassVar[bool] = False
     #: penalties its exact finite-size solver handles (None: every registered penalty)

@@ -12,7 +12,7 @@
   the test mean-squared error over two), by the same logic as the test error (the output of
   a fresh sample of cluster ``c`` is ``omega_c``, Theorem 2); closed forms for the square
   and hinge losses, the channel's quadrature rule otherwise (:func:`gaussian_risk`);
-* free energy (eq. (170), zero temperature)
+* free energy (eq. (168), zero temperature)
   ``Phi = alpha sum_c rho_c E[env_c] + Psi_w + sum_c [Mhat_c.M_c - tr(Vhat_c Q_c)/2 +
   tr(Qhat_c V_c)/2]``, stationary at the fixed point, equal there to the minimal
   empirical risk per dimension ``alpha eps_l + lam E[r(W*)]/d``;
@@ -632,7 +632,7 @@ def free_energy_terms(
     Eenv: np.ndarray,
     psi_w: float,
 ) -> float:
-    """The RS free energy ``Phi`` (eq. (170)) given the channel and prior parts."""
+    """The RS free energy ``Phi`` (eq. (168)) given the channel and prior parts."""
     rho = problem.mixture.rho
     coupling = (
         np.einsum("ka,ka->", Mhat, M)

@@ -88,7 +88,7 @@ for _obs in (
     ),
     Observable(
         "free_energy",
-        "replica-symmetric free energy, eq. (170) = minimal risk per dimension",
+        "replica-symmetric free energy, eq. (168) = minimal risk per dimension",
         "free energy",
     ),
     Observable("penalty_value", "E[r(W*)] / d", "penalty"),
