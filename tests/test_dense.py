@@ -1,6 +1,6 @@
 """Ridge on general covariances (issue 11, item 1): the dense structure and its prior.
 
-Checked against independent references: the spectral path (Corollary 1) whenever the
+Checked against independent references: the spectral path (Corollary 3) whenever the
 covariances commute (diagonal, rotated into a common random basis, isotropic) — the
 decisive test of the units, to 1e-10; the derivatives of the prior potential ``Psi_w``
 (finite differences) on covariances that do not commute and are singular; and exact
@@ -86,7 +86,7 @@ CASES = [
 @pytest.mark.parametrize("kind,k,labels,loss", CASES)
 def test_dense_path_equals_spectral_path_when_covariances_commute(kind, k, labels, loss):
     """All order parameters, hats and observables to 1e-10: the units of the dense means
-    (input units, replica ``sqrt(d)`` mean term) are those of Corollary 1."""
+    (input units, replica ``sqrt(d)`` mean term) are those of Corollary 3."""
     rng = np.random.default_rng(abs(hash((kind, k, loss))) % 2**32)
     spec, dense = _commuting_pair(kind, k, labels, rng)
     assert dense.covariance.structure == "dense"
@@ -138,7 +138,7 @@ def _noncommuting(rng: np.random.Generator, k: int, d: int, zero: int) -> DenseC
 def test_prior_overlaps_are_the_derivatives_of_its_potential(L):
     """``dPsi_w/dVhat_k = Q_k / 2``, ``dPsi_w/dMhat_k = -M_k``, ``dPsi_w/dQhat_k = -V_k / 2``
     (the prior half of the free energy's stationarity), by central differences on
-    covariances that do not commute and are singular — independent of Corollary 1."""
+    covariances that do not commute and are singular — independent of Corollary 3."""
     rng = np.random.default_rng(10 + L)
     k, d, lam = 3, 15, 0.4
     cov = _noncommuting(rng, k, d, zero=3)

@@ -80,3 +80,31 @@ def test_an_example_that_fails_or_does_not_exist_is_reported(tmp_path: Path) -> 
     # a real script with a bad argument exits non-zero: the build fails with its stderr
     with pytest.raises(ex.ExampleError, match="exited with"):
         ex.run_example(("learning_curve.py", "/proc/not-writable/out"), tmp_path / "c")
+
+
+def _theme_worker() -> Path:
+    material = pytest.importorskip("material", reason="mkdocs-material is in the docs extra")
+    templates = Path(material.__file__).parent / "templates"
+    workers = sorted(templates.glob(_hook("gaussmix_search").WORKER_GLOB))
+    assert len(workers) == 1, workers
+    return workers[0]
+
+
+def test_search_fix_makes_lunr_token_set_key_unambiguous(tmp_path: Path) -> None:
+    search = _hook("gaussmix_search")
+    source = _theme_worker().read_text(encoding="utf-8")
+    assert '.id+"|"' not in source  # the theme's lunr still concatenates label and id
+    fixed = search.fix_token_set_key(source)
+    # one expression changed: the key closes each child's id by a separator
+    assert len(fixed) == len(source) + len('+"|"')
+    assert fixed.count('.id+"|"}return') == 1
+    with pytest.raises(search.SearchFixError, match="found 0 times"):
+        search.fix_token_set_key(fixed)  # not applied twice
+    # on a built site: the worker in place, and a site without one is an error
+    worker = tmp_path / "site" / "assets/javascripts/workers" / _theme_worker().name
+    worker.parent.mkdir(parents=True)
+    worker.write_text(source, encoding="utf-8")
+    assert search.fix_site(tmp_path / "site") == [worker]
+    assert worker.read_text(encoding="utf-8") == fixed
+    with pytest.raises(search.SearchFixError, match="no search worker"):
+        search.fix_site(tmp_path / "empty")

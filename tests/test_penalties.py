@@ -1,5 +1,5 @@
 """Lasso and elastic-net penalties (Appendix C.2) on spectral binary mixtures, the correlated
-sparse mixture eq. (sparse), the sparsity observables of W*, and the optimal penalty.
+sparse mixture eq. (12), the sparsity observables of W*, and the optimal penalty.
 
 The closed forms of :mod:`gaussmix.theory.prior` are checked against direct quadrature of the
 soft-threshold proximal map, the elastic net against its ridge and lasso limits, and the

@@ -115,7 +115,7 @@ def test_symmetric_solve_agrees_with_the_full_solve(K, lam, kw):
     np.testing.assert_allclose(on.Q, off.Q, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(on.M, off.M, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(on.b, 0.0, atol=1e-12)
-    # the free energy is the minimal risk per dimension (eq. app:rsfree), also reduced
+    # the free energy is the minimal risk per dimension (eq. (168)), also reduced
     risk = K * on.train_loss + on.params["lam"] * on.penalty_value
     assert on.free_energy == pytest.approx(risk, rel=1e-6)
 

@@ -34,7 +34,7 @@ def _instance(mixture: Mixture, d: int, n: int, seed: int):
 
 
 def _direct(X, Y, loss, lam, penalty="l2", l1_ratio=None):
-    """Minimise eq. ERM directly with L-BFGS-B (lasso part by the split W = U - V, U, V >= 0)."""
+    """Minimise eq. (2) directly with L-BFGS-B (lasso part by the split W = U - V, U, V >= 0)."""
     n, d = X.shape
     L = Y.shape[1]
     Xs = X / np.sqrt(d)
@@ -122,7 +122,7 @@ CASES = [
 
 @pytest.mark.parametrize(("mixture", "loss", "penalty", "l1_ratio", "lam"), CASES)
 def test_solver_minimises_theory_objective(mixture, loss, penalty, l1_ratio, lam):
-    """fit_erm's (W, b) minimises eq. ERM: same objective and minimiser as direct L-BFGS."""
+    """fit_erm's (W, b) minimises eq. (2): same objective and minimiser as direct L-BFGS."""
     inst, X, cid = _instance(mixture, d=12, n=48, seed=7)
     Y = mixture.labels.labels[cid]
     W, b, info = fit_erm(X, mixture.labels, cid, loss, penalty, lam, l1_ratio, return_info=True)
@@ -140,7 +140,7 @@ def test_solver_minimises_theory_objective(mixture, loss, penalty, l1_ratio, lam
 
 
 def test_ridge_closed_form_branches():
-    """Primal (d <= n), dual (d > n) and lam = 0 (OLS) closed forms minimise eq. ERM."""
+    """Primal (d <= n), dual (d > n) and lam = 0 (OLS) closed forms minimise eq. (2)."""
     for d, n, lam in [(10, 40, 0.3), (40, 15, 0.3), (10, 40, 0.0)]:
         inst, X, cid = _instance(THREE, d=d, n=n, seed=3)
         Y = THREE.labels.labels[cid]

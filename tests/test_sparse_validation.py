@@ -1,4 +1,4 @@
-"""Lasso / elastic net on the correlated sparse mixture eq. (sparse): theory against exact
+"""Lasso / elastic net on the correlated sparse mixture eq. (12): theory against exact
 finite-size ERM (coordinate descent for the square loss, saga for the logistic loss) at
 d = 1000 over several seeds, within 3 standard errors — test error, training loss and the
 fraction of non-zero weights.  Slow: run with ``pytest -m slow``."""

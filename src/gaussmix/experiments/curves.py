@@ -5,7 +5,7 @@ Both return tidy pandas tables, one row per point.  One-output curves of
 their points at once (:mod:`gaussmix.experiments.batched`); the others walk along the
 curve with warm starts (predictor-corrector continuation,
 :mod:`gaussmix.experiments.continuation`), sweeps over lambda from large to small lambda
-(annealing, Appendix B numerical note 1) whatever the order asked for; both report in the
+(annealing, Appendix B.5, item 1) whatever the order asked for; both report in the
 order asked for.
 :func:`d_test_error_d_lambda` (:mod:`gaussmix.experiments.derivative`) differentiates
 ``eps_g`` with respect to lambda through the fixed point.

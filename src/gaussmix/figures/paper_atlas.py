@@ -53,25 +53,18 @@ ATLAS_FILE = "atlas.json"
 #: warnings of one figure kept in ``atlas.json`` (distinct messages)
 MAX_WARNINGS = 20
 _POSITION = {None: 0, "left": 0, "centre": 1, "right": 2}
-#: the labels of the appendix figures in the paper's order
-_APPENDIX_LABELS = ("fig:app:trained", "fig:app:xor", "fig:app:2vs4", "fig:app:2vs10")
 
 
 def paper_order(paper: str) -> tuple[int, int, int]:
     """Sort key of a figure's place in the paper (:attr:`FigureSpec.paper`): Figs. 1, 2, ...
-    (left, centre, right), then the appendices, their figures in the paper's order (by the
-    ``fig:app:...`` label the place names); ties keep the registry's order (a stable sort)."""
+    (left, centre, right; the appendices' figures are numbered on, Figs. 7-10 of Appendix E),
+    then the other places (an appendix by its letter, then a section); ties keep the
+    registry's order (a stable sort)."""
     m = re.match(r"Figs?\.\s*(\d+)(?: \((left|centre|right)\))?", paper)
     if m:
         return (0, int(m.group(1)), _POSITION[m.group(2)])
-    label = re.search(r"fig:app:\w+", paper)
-    where = (
-        _APPENDIX_LABELS.index(label.group())
-        if label and label.group() in _APPENDIX_LABELS
-        else 99
-    )
     m = re.match(r"Appendix ([A-Z])", paper)
-    return (1, ord(m.group(1)) if m else 99, where)
+    return (1, ord(m.group(1)) if m else 99, 0)
 
 
 def atlas_names() -> list[str]:

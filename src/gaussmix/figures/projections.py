@@ -7,11 +7,11 @@ mixture (``x = mu_c + Sigma_c^{1/2} g``, means of norm O(1)), and projected on a
 that shows the structure of the model.
 
 ``sparse-projection`` -- :func:`sparse_projection` / :func:`plot_sparse_projection`
-    Fig. 1 (left): the correlated sparse mixture eq. (sparse) projected on the direction
+    Fig. 1 (left): the correlated sparse mixture eq. (12) projected on the direction
     of its means (which lies in the support, variance ``Delta1``) and on a direction off
     the support (variance ``Delta2``), for one ``Delta2`` per panel.
 ``appe-xor-projection`` -- :func:`xor_projection` / :func:`plot_xor_projection`
-    Appendix E (fig:app:xor): the four isotropic clusters ``+-e_1 +- e_2`` with realisable
+    Fig. 8 (Appendix E): the four isotropic clusters ``+-e_1 +- e_2`` with realisable
     and XOR labels (top) and the two-cluster mixtures with the same class means and
     covariances (bottom), projected on the plane of ``e_1, e_2``.
 """
@@ -205,7 +205,7 @@ def plot_sparse_projection(df: pd.DataFrame) -> Figure:
         fig.legend(handles=_class_handles(), loc="outside right center", frameon=False)
         first = df.iloc[0]
         fig.suptitle(
-            rf"correlated sparse mixture eq. (sparse): $\rho = {fmt_g(first['sparsity'])}$, "
+            rf"correlated sparse mixture eq. (12): $\rho = {fmt_g(first['sparsity'])}$, "
             rf"$\Delta_1 = {fmt_g(first['delta1'])}$, $y = \pm 1$"
             f"\nsamples at $d = {int(first['d'])}$ (seed {int(first['seed'])}): the data "
             "only, no estimator"
@@ -254,7 +254,7 @@ def _class_handles() -> list:
     return handles
 
 
-# ================================================================ Appendix E, fig:app:xor
+# ================================================================ Appendix E, Fig. 8
 def _xor_args(delta, d, n_points, seed, progress) -> dict[str, Any]:
     delta = check_real("delta", delta, low=0.0, low_open=True)
     d, n, seed = _check_counts(d, n_points, seed, 4)
@@ -272,7 +272,7 @@ def xor_projection(
     seed: int = 0,
     progress: bool = False,
 ) -> pd.DataFrame:
-    """Appendix E (fig:app:xor): samples of the four-cluster mixtures (realisable and XOR
+    """Fig. 8 (Appendix E): samples of the four-cluster mixtures (realisable and XOR
     labels) and of their matched two-cluster mixtures (:func:`xor_mixtures`) in the
     plane of ``e_1, e_2``.
 
@@ -396,16 +396,16 @@ register_figure(
     FigureSpec(
         name="sparse-projection",
         paper="Fig. 1 (left)",
-        description="samples of the correlated sparse mixture eq. (sparse) projected on the "
+        description="samples of the correlated sparse mixture eq. (12) projected on the "
         "mean direction and a direction off the support",
         caption=(
-            "The correlated sparse binary mixture eq. (sparse) (rho = 0.1, Delta1 = 0.1): "
+            "The correlated sparse binary mixture eq. (12) (rho = 0.1, Delta1 = 0.1): "
             "one panel per Delta2; horizontal: the direction of the means, which lies in the "
             "support (variance Delta1); vertical: a direction off the support (variance "
             "Delta2). " + PROJECTION_CAPTION
         ),
         fixed_mixture=(
-            "it draws samples of the correlated sparse mixture eq. (sparse) on its mean "
+            "it draws samples of the correlated sparse mixture eq. (12) on its mean "
             "direction and a direction off the support, for several Delta2"
         ),
         table=sparse_projection,
@@ -428,7 +428,7 @@ register_figure(
 register_figure(
     FigureSpec(
         name="appe-xor-projection",
-        paper="Appendix E (XOR set-up, fig:app:xor)",
+        paper="Fig. 8 (Appendix E, XOR set-up)",
         description="samples of the four-cluster mixtures +-e1 +-e2 (realisable and XOR "
         "labels) and of their matched two-cluster mixtures in the plane of e1, e2",
         caption=(

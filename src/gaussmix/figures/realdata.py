@@ -626,14 +626,14 @@ def plot_p2_p10(df: pd.DataFrame) -> Figure:
 
 
 # ------------------------------------------------------------------ Appendix E: XOR
-#: the four means of eq. (app:4vs2) in the plane of e_1, e_2
+#: the four means of eq. (232) in the plane of e_1, e_2
 XOR_MEANS = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]])
 #: the labels of the four clusters: realisable (1, 2 vs 3, 4) and XOR (1, 4 vs 2, 3)
 XOR_LABELS = {"realisable": (1.0, 1.0, -1.0, -1.0), "xor": (1.0, -1.0, -1.0, 1.0)}
 
 
 def xor_mixtures(model: str, delta: float = 0.5, d: int = 1000) -> tuple[Mixture, Mixture]:
-    """The K = 4 mixture of eq. (app:4vs2) with ``model``'s labels, and the K = 2 mixture
+    """The K = 4 mixture of eq. (232) with ``model``'s labels, and the K = 2 mixture
     with the same class means and covariances.
 
     The four clusters are isotropic (``Sigma = delta I``) with means ``+-e_1 +- e_2``; the
@@ -896,7 +896,7 @@ register_figure(
 register_figure(
     FigureSpec(
         name="appe-trained",
-        paper="Appendix E (trained features, fig:app:trained)",
+        paper="Fig. 7 (Appendix E, trained features)",
         description="MNIST on the hidden layer of a trained two-layer network, several "
         "stages of training",
         caption=_REAL_CAPTION,
@@ -923,7 +923,7 @@ register_figure(
 register_figure(
     FigureSpec(
         name="appe-p2-p10",
-        paper="Appendix E (P2 vs P10, fig:app:2vs10)",
+        paper="Fig. 10 (Appendix E, P2 vs P10)",
         description="MNIST 0-4 vs 5-9: the two-cluster and the ten-cluster mixtures against "
         "the real data",
         caption=_REAL_CAPTION,
@@ -949,7 +949,7 @@ register_figure(
 register_figure(
     FigureSpec(
         name="appe-xor",
-        paper="Appendix E (XOR vs realisable, fig:app:2vs4)",
+        paper="Fig. 9 (Appendix E, XOR vs realisable)",
         description="four clusters +-e1 +-e2 (realisable and XOR labels) against their "
         "matched two-cluster mixtures, theory",
         caption=(

@@ -7,7 +7,7 @@ and :func:`gaussmix.figures.write_figure` runs a named figure and writes
 ``DIR/<name>.csv``, ``DIR/<name>.png`` and ``DIR/<name>.json``.  Figures are built on
 an Agg canvas without ``pyplot`` (see :mod:`gaussmix.figures`).
 
-Figures (Section 3.1 of the paper, the correlated sparse mixture eq. (sparse)):
+Figures (Section 3.1 of the paper, the correlated sparse mixture eq. (12)):
 
 ``sparse-setup`` -- :func:`sparse_setup` / :func:`plot_sparse_setup`
     Fig. 1 (right): fraction of non-zero weights of the lasso at the optimal penalty
@@ -371,12 +371,12 @@ def _loss_name(df: pd.DataFrame) -> str:
 
 
 def _sparse_mixture_name(df: pd.DataFrame) -> str:
-    """The mixture of eq. (sparse) and its parameters that are the same on every row."""
+    """The mixture of eq. (12) and its parameters that are the same on every row."""
     parts = []
     for col, tex in (("sparsity", r"\rho"), ("delta1", r"\Delta_1"), ("delta2", r"\Delta_2")):
         if col in df.columns and df[col].nunique() == 1:
             parts.append(rf"${tex} = {fmt_g(float(df[col].iloc[0]))}$")
-    return "sparse mixture eq. (sparse): " + ", ".join(parts)
+    return "sparse mixture eq. (12): " + ", ".join(parts)
 
 
 # =========================================================================== Fig. 2
@@ -798,12 +798,12 @@ register_figure(
         "Delta1/Delta2 = 1, 0.1, 0.01 (sparse mixture)",
         caption=(
             "Square loss with the lasso at its optimal penalty lambda*(alpha) on the "
-            "correlated sparse mixture eq. (sparse): "
+            "correlated sparse mixture eq. (12): "
             "fraction of non-zero weights (top) and lambda* (bottom) against alpha, one "
             "colour per ratio Delta1/Delta2. Triangles on the bottom edge: lambda* -> 0+ "
             "(basis pursuit); on the top edge: lambda* -> infinity. Theory only."
         ),
-        fixed_mixture="it varies Delta1/Delta2 of the correlated sparse mixture eq. (sparse)",
+        fixed_mixture="it varies Delta1/Delta2 of the correlated sparse mixture eq. (12)",
         table=sparse_setup,
         check=_setup_args,
         plot=plot_sparse_setup,
@@ -829,7 +829,7 @@ register_figure(
             "against alpha, one colour per Delta2; lines: theory (Theorems 1-2). "
             + ERROR_BAR_CAPTION
         ),
-        fixed_mixture="it varies Delta2 of the correlated sparse mixture eq. (sparse)",
+        fixed_mixture="it varies Delta2 of the correlated sparse mixture eq. (12)",
         table=sparse_curves,
         check=_curves_args,
         plot=plot_sparse_curves,

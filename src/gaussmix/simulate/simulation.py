@@ -1,15 +1,15 @@
 """Finite-size simulations: exact empirical risk minimisation on samples of a Mixture.
 
-The asymptotic theory (Theorems 1 and 2) describes the minimiser of eq. ERM,
+The asymptotic theory (Theorems 1 and 2) describes the minimiser of eq. (2),
 
     (W*, b*) = argmin_{W, b} sum_nu loss(y_nu, W x_nu / sqrt(d) + b) + lam r(W),
 
 for ``n = alpha d`` samples of the mixture ``P(x, c) = rho_c N(x | mu_c, Sigma_c)``.  This
 module realises the *same* :class:`~gaussmix.theory.mixture.Mixture` at a finite ``d``
-(:func:`realise`), samples a training set, minimises eq. ERM *exactly* (closed form,
+(:func:`realise`), samples a training set, minimises eq. (2) *exactly* (closed form,
 Newton-CG, coordinate descent, saga or libsvm to a tight tolerance — never SGD or liblinear;
 the scikit-learn parameters come from :mod:`gaussmix.theory.conventions`) and measures the
-observables of Theorem 2 (eq. errors): the training loss, the training error, the test
+observables of Theorem 2 (eq. (9)): the training loss, the training error, the test
 error and the test loss.  The test error and the test loss of a fitted ``(W, b)`` are
 computed *exactly* on the population, without a test set: for cluster ``c`` the output
 ``h = W x / sqrt(d) + b`` of a fresh sample is Gaussian with mean
@@ -247,7 +247,7 @@ def fit_erm(
     random_state: int | None = None,
     return_info: bool = False,
 ) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, dict]:
-    """Minimise eq. ERM exactly on a finite sample.
+    """Minimise eq. (2) exactly on a finite sample.
 
     Parameters
     ----------
@@ -300,7 +300,7 @@ def fit_erm(
     or more classes; hinge + ridge by libsvm (dual coordinate descent to ``tol``,
     unpenalised bias).
     ``info['kkt_residual']`` is the largest violation of the stationarity conditions of
-    eq. ERM divided by ``n`` (NaN for the hinge loss).
+    eq. (2) divided by ``n`` (NaN for the hinge loss).
     """
     loss_obj, pen, lm, X, cid, lam_v = _fit_inputs(
         X, labels, cluster_ids, loss, penalty, lam, l1_ratio
@@ -425,7 +425,7 @@ def _orthant(mean: np.ndarray, cov: np.ndarray) -> tuple[float, float]:
 def exact_test_error(
     instance: Instance, W: np.ndarray, b: np.ndarray
 ) -> tuple[float, np.ndarray, float]:
-    """Population misclassification rate of ``(W, b)`` (Theorem 2, eq. errors, ``epsilon_g``).
+    """Population misclassification rate of ``(W, b)`` (Theorem 2, eq. (9), ``epsilon_g``).
 
     For cluster ``c``, ``h = W x / sqrt(d) + b ~ N(M_c + b, Q_c)``; the point is correctly
     classified iff ``D_c h < t_c`` (nearest distinct label vector), a Gaussian orthant
@@ -526,7 +526,7 @@ def observables(
     fitted ``(W, b)``.
 
     Returns a dict with ``train_loss`` (mean loss over the training points, no penalty),
-    ``train_error`` and ``test_error`` (Theorem 2, eq. errors), ``test_loss``
+    ``train_error`` and ``test_error`` (Theorem 2, eq. (9)), ``test_loss``
     (:func:`exact_test_loss`), ``integration_error`` (of the test error's orthant
     probabilities), ``test_loss_integration_error``, ``Q``, ``M``, ``b``.
     """
@@ -783,11 +783,11 @@ def simulate(
     tol: float | None = None,
     max_iter: int | None = None,
 ) -> SimulationResult:
-    """Finite-size ERM (eq. ERM) on ``seeds`` independent instances of ``mixture``.
+    """Finite-size ERM (eq. (2)) on ``seeds`` independent instances of ``mixture``.
 
     Each seed realises the mixture at dimension ``d`` (:func:`realise`), draws
-    ``n = round(alpha d)`` training points, minimises eq. ERM exactly (:func:`fit_erm`) and
-    measures the observables of Theorem 2 (eq. errors) — the test error exactly, as an
+    ``n = round(alpha d)`` training points, minimises eq. (2) exactly (:func:`fit_erm`) and
+    measures the observables of Theorem 2 (eq. (9)) — the test error exactly, as an
     orthant probability — and the overlaps ``Q_c, M_c, b``.
 
     Parameters

@@ -1,6 +1,6 @@
 """Compiled channel kernels (numba): proximal solves and Gaussian moments in one pass.
 
-The channel of Theorem 1 (eq. spgeneral, hat updates) needs, at every quadrature node of
+The channel of Theorem 1 (eq. (8), hat updates) needs, at every quadrature node of
 every cluster, the proximal point ``h = prox(omega)`` under the metric ``V_c`` and a few
 functions of it.  In numpy this is a batched Newton method whose cost is dominated by the
 overhead of many small array operations; here each node is solved to convergence in a

@@ -131,7 +131,7 @@ def solve(
     mixture : Mixture
         The data model (with its label map).
     loss : {'square', 'logistic', 'cross-entropy', 'hinge'} or Loss
-        The loss ``l(y, h)`` of eq. ERM, summed over the samples: a name of
+        The loss ``l(y, h)`` of eq. (2), summed over the samples: a name of
         :data:`~gaussmix.theory.losses.LOSSES` or a :class:`~gaussmix.theory.losses.Loss`
         (the cross-entropy is the softmax loss of K >= 2 one-hot labels; the others take
         binary +-1 labels, the square loss any labels).

@@ -4,13 +4,13 @@ For every cluster ``c`` with ``omega_c = M_c + b + Q_c^{1/2} xi``, ``xi ~ N(0, I
 proximal map ``h_c = prox(omega_c)`` (metric ``V_c``) and ``f_c = V_c^{-1}(h_c - omega_c)
 = -grad loss(y_c, h_c)``, this module returns
 
-* ``Ef  = E[f_c]``                                  (Theorem 1, eq. spgeneral: Mhat),
+* ``Ef  = E[f_c]``                                  (Theorem 1, eq. (8): Mhat),
 * ``Eff = E[f_c f_c^T]``                            (Qhat),
-* ``Edf = E[(I + H V_c)^{-1} H] = -E[d f_c / d omega]`` (Vhat, Stein form of Appendix B,
-  numerical note 2; ``H`` is the Hessian of the loss at ``h_c``),
+* ``Edf = E[(I + H V_c)^{-1} H] = -E[d f_c / d omega]`` (Vhat, Stein form of eq. (179),
+  item 2 of Appendix B.5; ``H`` is the Hessian of the loss at ``h_c``),
 * ``Eloss = E[loss(y_c, h_c)]``                     (Theorem 2, training loss),
 * ``Eenv = E[min_h 1/2 (h-omega)^T V^{-1} (h-omega) + loss]`` (the Moreau envelope, whose
-  average is the channel part of the free energy, eq. app:rsfree).
+  average is the channel part of the free energy, eq. (168)).
 
 The hat parameters are ``alpha rho_c`` times these.  Losses with ``exact_channel`` (square,
 hinge) have closed forms (no quadrature); smooth losses use the quadrature rule given by the
@@ -139,7 +139,7 @@ def channel_moments(
     V: np.ndarray,
     rule: QuadratureRule | None = None,
 ) -> ChannelMoments:
-    """Channel expectations for all clusters at once (Theorem 1, eq. spgeneral, hat updates).
+    """Channel expectations for all clusters at once (Theorem 1, eq. (8), hat updates).
 
     Parameters
     ----------
@@ -578,7 +578,7 @@ def _quadrature_moments(
     warm: ProxWarmStart | None = None,
     compiled: bool = True,
 ) -> tuple[ChannelMoments, ProxWarmStart]:
-    """Channel moments by quadrature (Theorem 1, eq. spgeneral, hat updates).
+    """Channel moments by quadrature (Theorem 1, eq. (8), hat updates).
 
     ``compiled=True`` uses the kernel of :data:`COMPILED_KERNELS` where the loss has one
     (logistic, cross-entropy); ``compiled=False`` is the numpy reference path (batched

@@ -1,6 +1,6 @@
 """The one place where the theory's conventions meet scikit-learn's parameters.
 
-The theory (eq. ERM) minimises
+The theory (eq. (2)) minimises
 
     R(W, b) = sum_nu loss(y_nu, W x_nu / sqrt(d) + b) + lam * r(W),
 
@@ -69,7 +69,7 @@ def normalise_penalty(penalty: str | Penalty, l1_ratio: float | None = None) -> 
 
 
 def penalty_value(W: np.ndarray, penalty: str | Penalty, l1_ratio: float | None = None) -> float:
-    """``r(W)`` of eq. ERM: ridge ``||W||_F^2/2``, lasso ``||W||_1`` or their mixture."""
+    """``r(W)`` of eq. (2): ridge ``||W||_F^2/2``, lasso ``||W||_1`` or their mixture."""
     return make_penalty(penalty, l1_ratio).value(W)
 
 
@@ -88,7 +88,7 @@ def _positive_lam(lam: Any, what: str) -> float:
 def sklearn_logistic_C(lam: float) -> float:
     """``C`` of ``LogisticRegression`` for penalty strength ``lam``: ``C = 1 / lam``.
 
-    scikit-learn minimises ``C sum loss + r(w)``; dividing by ``C`` gives eq. ERM with
+    scikit-learn minimises ``C sum loss + r(w)``; dividing by ``C`` gives eq. (2) with
     ``lam = 1 / C`` for every ``l1_ratio``.
     """
     return 1.0 / _positive_lam(lam, "LogisticRegression")
@@ -106,7 +106,7 @@ def sklearn_logistic_l1_ratio(penalty: str | Penalty, l1_ratio: float | None = N
 def sklearn_logistic_params(
     lam: float, penalty: str = "l2", l1_ratio: float | None = None
 ) -> dict[str, Any]:
-    """Keyword arguments of ``LogisticRegression`` realising eq. ERM exactly.
+    """Keyword arguments of ``LogisticRegression`` realising eq. (2) exactly.
 
     Ridge uses ``lbfgs`` (multinomial for three or more classes), lasso and elastic net use
     ``saga`` (the only exact scikit-learn solver for them with an unpenalised intercept).
@@ -134,7 +134,7 @@ def sklearn_lasso_alpha(lam: float, n: int) -> float:
 def sklearn_elasticnet_params(
     lam: float, n: int, penalty: str | Penalty = "l1", l1_ratio: float | None = None
 ) -> dict[str, Any]:
-    """Keyword arguments of ``ElasticNet`` (``l1_ratio = 1``: ``Lasso``) for eq. ERM."""
+    """Keyword arguments of ``ElasticNet`` (``l1_ratio = 1``: ``Lasso``) for eq. (2)."""
     r = make_penalty(penalty, l1_ratio).l1_ratio
     if r == 0.0:
         raise ValueError("penalty='l2' with the square loss has a closed form; not ElasticNet")
@@ -145,7 +145,7 @@ def svc_C(lam: float) -> float:
     """``C`` of ``SVC(kernel='linear')``: ``C = 1 / lam``.
 
     libsvm minimises ``||w||^2 / 2 + C sum hinge`` with an unpenalised intercept; times
-    ``lam`` this is eq. ERM with the hinge loss and ridge penalty.
+    ``lam`` this is eq. (2) with the hinge loss and ridge penalty.
     """
     return 1.0 / _positive_lam(lam, "SVC")
 
@@ -184,7 +184,7 @@ def erm_objective(
     penalty: str = "l2",
     l1_ratio: float | None = None,
 ) -> float:
-    """The theory's empirical risk ``R(W, b)`` of eq. ERM.
+    """The theory's empirical risk ``R(W, b)`` of eq. (2).
 
     Parameters
     ----------

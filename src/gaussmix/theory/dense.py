@@ -21,7 +21,7 @@ trace of an (Ld x Ld) matrix against ``Sigma_k`` (``X_ab``: its d x d block ``(a
 
 These are Appendix C's ``Q_k, M_k, V_k`` with the ``sqrt(d)`` of the replica mean term
 (Theorem 1 as printed omits it; docs/design.md pitfall 9) and, for covariances with common
-eigenvectors ``v_i`` and ``mu^k_i = sqrt(d) mu_k . v_i``, exactly Corollary 1.
+eigenvectors ``v_i`` and ``mu^k_i = sqrt(d) mu_k . v_i``, exactly Corollary 3.
 
 Axes on which every covariance vanishes (constant pixels: a zero diagonal entry of a
 positive semi-definite matrix zeroes its row and column) are treated in closed form: there

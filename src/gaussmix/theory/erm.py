@@ -1,4 +1,4 @@
-"""Exact finite-sample minimisers of eq. (ERM): the simulation solver each loss declares.
+"""Exact finite-sample minimisers of eq. (2): the simulation solver each loss declares.
 
 Every loss class of :mod:`gaussmix.theory.losses` declares its solver through
 ``Loss.fit_erm``, which calls one of the functions below on rescaled features
@@ -144,7 +144,7 @@ def _logistic_regression(
     random_state: int | None,
     loss: Any,
 ) -> Fit:
-    """Logistic / multinomial regression on integer targets, eq. (ERM): ridge by
+    """Logistic / multinomial regression on integer targets, eq. (2): ridge by
     :func:`newton_ridge` on ``loss`` (the logistic loss for two classes, the cross-entropy
     for more), lasso and elastic net by ``LogisticRegression`` with saga."""
     if penalty.canonical().l1_ratio == 0.0:
@@ -174,7 +174,7 @@ def newton_ridge(
     tol: float | None = None,
     max_iter: int | None = None,
 ) -> Fit:
-    """Exact minimiser of eq. (ERM) with ridge, ``sum_nu loss(y_nu, W x_nu + b) + lam
+    """Exact minimiser of eq. (2) with ridge, ``sum_nu loss(y_nu, W x_nu + b) + lam
     ||W||_F^2 / 2``, for a smooth convex loss (logistic, cross-entropy), by a line-search
     Newton method with (preconditioned) conjugate gradients on the full batch.
 
@@ -209,7 +209,7 @@ def newton_ridge(
     -----
     Why not lbfgs: at small ``lam`` below the separability threshold the data are separable
     and the minimiser's norm grows like ``log(1/lam)`` while its direction tends to the
-    max-margin one (paper, Appendix C, eq. lam0); first-order methods crawl there, Newton's
+    max-margin one (paper, Appendix C.1.1, eq. (198)); first-order methods crawl there, Newton's
     method does not.  Each iteration solves ``H s = -g`` with ``H = sum_nu x_nu^T H_nu x_nu
     + lam`` (``H_nu`` the loss's L x L Hessian, applied through two products with ``Xs``) by
     conjugate gradients to the relative residual ``eta_k`` of Eisenstat and Walker's choice
@@ -469,7 +469,7 @@ def kkt_residual(
     lam: float,
     penalty: Penalty,
 ) -> float:
-    """Largest violation of the stationarity conditions of eq. (ERM) divided by ``n``.
+    """Largest violation of the stationarity conditions of eq. (2) divided by ``n``.
 
     Smooth part ``G = sum_nu grad loss x_nu^T / sqrt(d) + lam (1 - l1_ratio) W``; the ``l1``
     part contributes the minimum-norm subgradient.  NaN for a non-smooth loss (hinge).

@@ -3,12 +3,12 @@
 One application of the map sends the order parameters ``x = (Q_c, M_c, V_c, b)`` to new
 ones:
 
-1. channel (loss half, eq. spgeneral right):  ``Qhat_c = alpha rho_c E[f f^T]``,
+1. channel (loss half, eq. (8), right):  ``Qhat_c = alpha rho_c E[f f^T]``,
    ``Mhat_c = alpha rho_c E[f]``, ``Vhat_c = alpha rho_c E[(I + H V_c)^{-1} H]``;
 2. bias: one Newton step on the stationarity condition of the unpenalised bias,
    ``sum_c rho_c E[f_c] = 0`` (gradient form, docs/design.md pitfall 1), i.e.
    ``b <- b + (sum_c Vhat_c)^{-1} sum_c Mhat_c``;
-3. prior (eq. spgeneral left / Corollary 1): ``(Q_c, M_c, V_c)`` from the hats.
+3. prior (eq. (8), left / Corollary 3): ``(Q_c, M_c, V_c)`` from the hats.
 
 State is explicit: the map of one problem and one rule is a :class:`FixedPointMap` (its
 memory, the last channel evaluation and the warm start of the proximal solves, lives and
@@ -60,7 +60,7 @@ _START_LAM = 1e-3
 class HatEvaluation:
     """One channel evaluation at a state: the channel moments and the hat parameters
     ``Qhat_c = alpha rho_c E[f f^T]``, ``Mhat_c = alpha rho_c E[f]``,
-    ``Vhat_c = alpha rho_c E[(I + H V_c)^{-1} H]`` (Theorem 1, eq. spgeneral)."""
+    ``Vhat_c = alpha rho_c E[(I + H V_c)^{-1} H]`` (Theorem 1, eq. (8))."""
 
     x: np.ndarray
     moments: ChannelMoments

@@ -131,7 +131,7 @@ class Loss:
     zero_lam_min_alpha: ClassVar[float | None] = None
     #: ``lam = 0`` (ridge) has a minimiser exactly when the training data are not linearly
     #: separable, i.e. above the mixture's separability threshold ``alpha*``
-    #: (:mod:`gaussmix.theory.margin`; paper, Appendix C, eq. lam0): checked by
+    #: (:mod:`gaussmix.theory.margin`; paper, Appendix C.1.1, eq. (198)): checked by
     #: :func:`gaussmix.theory.api.make_problem`, which knows the mixture
     zero_lam_above_separability: ClassVar[bool] = False
     #: penalties its exact finite-size solver handles (None: every registered penalty)
@@ -212,7 +212,7 @@ class Loss:
         max_iter: int | None = None,
         random_state: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray, dict]:
-        """Minimise eq. (ERM) exactly on features ``Xs = X / sqrt(d)`` and labels ``Y``
+        """Minimise eq. (2) exactly on features ``Xs = X / sqrt(d)`` and labels ``Y``
         (n, L); returns ``(W, b, info)`` (:mod:`gaussmix.theory.erm`)."""
         raise NotImplementedError(f"loss={self.name!r} has no finite-size solver")
 

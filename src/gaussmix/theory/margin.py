@@ -20,7 +20,7 @@ enumerating the active set ``A``: ``mu_A = -G_AA^{-1} u0_A >= 0`` and
 
 It exists only below the separability threshold ``alpha*``; there it is the direction of
 the cross-entropy (logistic, hinge) estimator as ``lam -> 0+`` (Rosset et al. 2003;
-paper, Appendix C, eq. lam0), so its test error is the ``lam -> 0+`` test error and its
+paper, Appendix C.1.1, eq. (198)), so its test error is the ``lam -> 0+`` test error and its
 training error is 0.
 
 **Separability threshold.**  At margin ``kappa = 0`` and ``lam = 0`` in the ridge prior the

@@ -8,7 +8,7 @@ A :class:`Mixture` stores what the asymptotic theory needs to know about
 * a covariance structure holding the means and covariances, one of
 
   - :class:`SpectralLaw` (``structure = 'spectral'``): the joint law of the covariance
-    eigenvalues and mean components over shared eigen-directions (Corollary 1): a finite
+    eigenvalues and mean components over shared eigen-directions (Corollary 3): a finite
     set of *atoms* ``j`` with weights ``weights[j]`` (fractions of directions), eigenvalues
     ``sigma[j, k]`` of ``Sigma_k`` on those directions and the conditional second moment
     of the rescaled mean components ``theta[j, k, k'] = E[mu^k mu^k' | atom j]``, where
@@ -19,7 +19,7 @@ A :class:`Mixture` stores what the asymptotic theory needs to know about
 
 The *isotropic* representation (``Sigma_k = Delta_k I``, Gram matrix of the
 means) is the one-atom case, the parametric *block* law, the correlated *sparse*
-model eq. (sparse) and the *empirical* spectral law are several atoms.  The mean Gram matrix is
+model eq. (12) and the *empirical* spectral law are several atoms.  The mean Gram matrix is
 ``gram = sum_j weights[j] theta[j]`` (``Theta_kk' = mu_k . mu_k'``).
 
 Units (docs/design.md pitfall 9).  In both structures the estimator acts on ``x / sqrt(d)`` and
@@ -294,14 +294,14 @@ class _Structure:
 
 @dataclass(frozen=True, eq=False)
 class SpectralLaw(_Structure):
-    """Covariances that share eigenvectors (Corollary 1): the joint law of the covariance
+    """Covariances that share eigenvectors (Corollary 3): the joint law of the covariance
     eigenvalues and the rescaled mean components over the shared eigen-directions.
 
     A finite set of *atoms* ``j`` with weights ``weights[j]`` (fractions of directions),
     eigenvalues ``sigma[j, k]`` of ``Sigma_k`` on those directions and the conditional second
     moment ``theta[j, k, k'] = E[mu^k mu^k' | atom j]`` of the rescaled mean components
     ``mu^k_i = sqrt(d) mu_k . v_i``.  Covers isotropic (one atom), block-diagonal, the sparse
-    model eq. (sparse) and empirical spectral laws.
+    model eq. (12) and empirical spectral laws.
 
     Attributes
     ----------
@@ -474,7 +474,7 @@ class DenseCovariance(_Structure):
     ``Q_k = W Sigma_k W^T / d``; the mean term of the prior is then the replica form
     ``sqrt(d) sum_k Mhat_k mu_k^T`` (Appendices B-C; docs/design.md pitfall 9).  With
     ``Sigma_k = diag(sigma[:, k])`` and ``means[k] = mu[:, k] / sqrt(d)`` this is
-    ``SpectralLaw`` of ``Mixture.spectral(sigma, mu)`` (Corollary 1).
+    ``SpectralLaw`` of ``Mixture.spectral(sigma, mu)`` (Corollary 3).
 
     Attributes
     ----------
@@ -996,7 +996,7 @@ class Mixture:
         labels: str = "binary",
         means: str = "sparse",
     ) -> Mixture:
-        """The correlated sparse binary mixture, eq. (sparse) of Section 3.1.
+        """The correlated sparse binary mixture, eq. (12) of Section 3.1.
 
         ``x ~ N(y mu, Sigma)``, ``y = +-1``, with diagonal ``Sigma`` and sparse means: on a
         fraction ``sparsity`` of the directions the rescaled mean component is
@@ -1505,7 +1505,7 @@ for _model in (
         "sparse",
         Mixture.sparse,
         binary=True,
-        description="the correlated sparse binary mixture of Section 3.1, eq. (sparse)",
+        description="the correlated sparse binary mixture of Section 3.1, eq. (12)",
         parameters=("sparsity", "delta1", "delta2"),
         required=("delta1", "delta2"),
         own_means="sparse",

@@ -3,7 +3,7 @@ normaliser (K = 4 near ``alpha*_4``, K = 5, 6 at small ``lam``).
 
 With exchangeable clusters (:mod:`gaussmix.theory.symmetry`) cluster 0's order parameters
 are ``Q_0 = q I``, ``V_0 = v I`` in the effective output space, and the cross-entropy prox
-(Theorem 1, eq. spgeneral) solves ``h_k + v p_k(h) = c_k`` with ``c = omega + v e_0``
+(Theorem 1, eq. (8)) solves ``h_k + v p_k(h) = c_k`` with ``c = omega + v e_0``
 (``omega`` the Gaussian output).  Writing ``t`` for the log-normaliser of the softmax at
 ``h``, ``p_k = e^{h_k - t}`` gives ``v p_k e^{v p_k} = v e^{c_k - t}``, i.e.
 
@@ -654,7 +654,7 @@ def cluster0_moments(
     """Cluster 0's channel moments (leading axis 1, effective space) from the integrals of
     :func:`normaliser_integrals`, each divided by the computed normalisation.
 
-    With ``f = e_0 - p`` in the label space (eq. spgeneral's ``V^{-1}(h - omega)``), ``m =
+    With ``f = e_0 - p`` in the label space (eq. (8)'s ``V^{-1}(h - omega)``), ``m =
     K - 1`` competitors and the symmetry among them: ``E[f] = e_0 - E[p]`` with ``E[p_j] =
     (1 - E[p_0]) / m``; ``E[f f^T]`` from ``E[p_0]``, ``E[p_0^2]``, ``S = sum_j E[p_j^2]``
     (``E[p_0 p_j] = (E[p_0] - E[p_0^2]) / m``, ``E[p_j p_k] = (1 - 2 E[p_0] + E[p_0^2] - S)

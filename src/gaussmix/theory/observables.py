@@ -12,7 +12,7 @@
   the test mean-squared error over two), by the same logic as the test error (the output of
   a fresh sample of cluster ``c`` is ``omega_c``, Theorem 2); closed forms for the square
   and hinge losses, the channel's quadrature rule otherwise (:func:`gaussian_risk`);
-* free energy (eq. app:rsfree, zero temperature)
+* free energy (eq. (168), zero temperature)
   ``Phi = alpha sum_c rho_c E[env_c] + Psi_w + sum_c [Mhat_c.M_c - tr(Vhat_c Q_c)/2 +
   tr(Qhat_c V_c)/2]``, stationary at the fixed point, equal there to the minimal
   empirical risk per dimension ``alpha eps_l + lam E[r(W*)]/d``;
@@ -73,7 +73,7 @@ def test_accuracy(
     quick: bool = False,
     exchangeable: bool = False,
 ) -> tuple[np.ndarray, float]:
-    """``P[phi(omega_c) = y_c]`` for each cluster (Theorem 2, eq. errors) and the integration
+    """``P[phi(omega_c) = y_c]`` for each cluster (Theorem 2, eq. (9)) and the integration
     error of ``sum_c rho_c P_c`` (zero up to rounding for orthants of dimension <= 2).
 
     Orthants of dimension 3 to 5 (K = 4 to 6 classes) are deterministic nested rules
@@ -327,7 +327,7 @@ def train_accuracy(
     quick: bool = False,
     exchangeable: bool = False,
 ) -> tuple[np.ndarray, float]:
-    """``P[phi(h_c) = y_c]`` for each cluster (Theorem 2, eq. errors) and an error estimate.
+    """``P[phi(h_c) = y_c]`` for each cluster (Theorem 2, eq. (9)) and an error estimate.
 
     * affine prox (square loss): ``h_c`` is Gaussian, an orthant probability;
     * one effective output: the prox is monotone, ``h`` in ``(lo, hi)`` iff ``omega`` in
@@ -631,7 +631,7 @@ def free_energy_terms(
     Eenv: np.ndarray,
     psi_w: float,
 ) -> float:
-    """The RS free energy ``Phi`` (eq. app:rsfree) given the channel and prior parts."""
+    """The RS free energy ``Phi`` (eq. (168)) given the channel and prior parts."""
     rho = problem.mixture.rho
     coupling = (
         np.einsum("ka,ka->", Mhat, M)

@@ -555,7 +555,7 @@ def equicorrelated_orthant(mean: np.ndarray, cov: np.ndarray) -> tuple[float, fl
 
     a smooth integral over the real line (``phi``, ``Phi`` the standard normal density and
     distribution function).  It is the test accuracy of exchangeable clusters (Theorem 2 of
-    Loureiro et al. 2021, eq. errors, with the symmetric state of
+    Loureiro et al. 2021, eq. (9), with the symmetric state of
     :mod:`gaussmix.theory.symmetry`): cluster 0's orthant of the differences
     ``omega_j - omega_0`` has exactly this structure.  ``Phi^m`` is evaluated as
     ``exp(m log Phi)`` (accurate in the lower tail) and the integral by adaptive

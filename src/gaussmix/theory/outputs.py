@@ -58,7 +58,7 @@ OBSERVABLES: Registry[Observable] = Registry("observable")
 for _obs in (
     Observable(
         "test_error",
-        "generalisation error, Theorem 2 eq. (errors): P[misclassified] on a fresh sample",
+        "generalisation error, Theorem 2 eq. (9): P[misclassified] on a fresh sample",
         "test error",
         integrated=True,
         simulated=True,
@@ -88,7 +88,7 @@ for _obs in (
     ),
     Observable(
         "free_energy",
-        "replica-symmetric free energy, eq. (app:rsfree) = minimal risk per dimension",
+        "replica-symmetric free energy, eq. (168) = minimal risk per dimension",
         "free energy",
     ),
     Observable("penalty_value", "E[r(W*)] / d", "penalty"),

@@ -1,4 +1,4 @@
-"""Penalties ``r(W)`` of eq. (ERM), each declared once.
+"""Penalties ``r(W)`` of eq. (2), each declared once.
 
 A :class:`Penalty` carries everything the package needs to know about it: its name and
 constraints (the ``l1_ratio`` it admits, whether ``lam = 0`` is meaningful), its value
@@ -103,7 +103,7 @@ class Penalty:
 
     # ------------------------------------------------------------------ mathematics
     def value(self, W: Any) -> float:
-        """``r(W)`` of eq. (ERM)."""
+        """``r(W)`` of eq. (2)."""
         W = np.asarray(W, dtype=float)
         r = self.l1_ratio
         l1 = float(np.abs(W).sum()) if r else 0.0

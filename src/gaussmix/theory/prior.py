@@ -1,6 +1,6 @@
 """The "prior" half of the fixed point: from hat parameters to ``Q_c, M_c, V_c``.
 
-Ridge penalty ``r(W) = ||W||_F^2 / 2`` on a spectral mixture (Corollary 1, eq. corr1,
+Ridge penalty ``r(W) = ||W||_F^2 / 2`` on a spectral mixture (Corollary 3, eq. (11),
 generalised to L x L blocks, with the sum inside the inverse over ``sigma^kappa Vhat_kappa``
 — docs/design.md pitfall 3).  On atom ``j`` of the spectral law the weight row ``G_j`` (L) is
 Gaussian with mean ``A_j^{-1} B_j`` and covariance ``A_j^{-1} C_j A_j^{-1}``, where
@@ -114,7 +114,7 @@ def ridge_prior(
     *,
     details: bool = False,
 ) -> PriorResult:
-    """Ridge prior update on a spectral mixture (Corollary 1, L x L blocks).
+    """Ridge prior update on a spectral mixture (Corollary 3, L x L blocks).
 
     Parameters
     ----------

@@ -4,7 +4,7 @@ The channel's rule is chosen by output dimension and regime (:func:`channel_rule
 :func:`sharp_rule`); a solve runs the iteration with it after a continuation from a coarser
 rule (:func:`run_fixed_point`), evaluates Theorem 2's observables at the fixed point
 (:func:`evaluate_observables`: test error and loss, training error and loss, the free energy of
-eq. app:rsfree, the penalty and the sparsity of ``W*``), and estimates the integration error
+eq. (168), the penalty and the sparsity of ``W*``), and estimates the integration error
 of each observable by re-solving with finer rules, or across the independent replicates of
 a randomised rule (:func:`estimate_errors`), then with a finer rule of the prior's own
 integrals where it has one (:func:`refine_prior`: the multi-output lasso).
@@ -206,7 +206,7 @@ def with_statistics(
     obs: Observables,
     prior: PriorResult | None = None,
 ) -> Observables:
-    """``obs`` with the free energy (eq. app:rsfree), penalty value and sparsity of ``W*``
+    """``obs`` with the free energy (eq. (168)), penalty value and sparsity of ``W*``
     (``prior``: the prior's details at the hats of ``x``, where already computed)."""
     return with_statistics_points([problem], [T], [x], [obs], [prior])[0]
 

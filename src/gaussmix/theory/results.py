@@ -63,7 +63,7 @@ class FixedPointResult(Result):
         omega_c)]`` with ``omega_c ~ N(M_c + b, Q_c)`` the output on a fresh sample of cluster
         ``c`` (Theorem 2's logic; for the square loss half the test mean-squared error).
     free_energy : float
-        RS free energy (eq. app:rsfree) at the fixed point (= minimal risk per dimension).
+        RS free energy (eq. (168)) at the fixed point (= minimal risk per dimension).
     penalty_value : float
         ``E[r(W*)] / d``.
     integration_error : float

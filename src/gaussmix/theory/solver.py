@@ -280,7 +280,7 @@ def free_energy(
     Vhat: np.ndarray,
     rule: QuadratureRule | None = None,
 ) -> float:
-    """The replica-symmetric free energy (eq. app:rsfree) at arbitrary order parameters.
+    """The replica-symmetric free energy (eq. (168)) at arbitrary order parameters.
 
     All arguments are in the *effective* output space of ``problem`` (see
     :mod:`gaussmix.theory.problem`).  Stationary at the fixed point of Theorem 1, where it

@@ -15,7 +15,7 @@ hence ``b = 0`` (no non-zero vector of the complement of ``1`` is invariant) and
 determines every other one; its own order parameters are invariant under the relabellings
 that fix it.  The channel expectations of cluster ``c = pi(0)`` are those of cluster 0
 mapped by ``R_pi``: the hat parameters cost one cluster's integral instead of ``K``
-(Theorem 1, eq. spgeneral), as do the test and training errors of Theorem 2 (equal for
+(Theorem 1, eq. (8)), as do the test and training errors of Theorem 2 (equal for
 every cluster).
 
 Averaging cluster 0's expectations over the relabellings that fix it (and mapping them to
