@@ -16,13 +16,19 @@ from typing import Annotated
 
 import typer
 
+from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
+
 from .commands import OutOption, QuietOption, app
 from .exits import PartialResultsError, check_output_path, make_out_dir
 from .helpers import one_blas_thread
-from .options import parse_floats
+from .options import parse_floats, solver_keywords, solver_option
 from .realdata import parse_alphas
 
 __all__ = ["data_command"]
+
+TolOption = solver_option("tol")
+MaxIterOption = solver_option("max_iter")
+QuadOrderOption = solver_option("quad_order")
 
 
 @app.command("data")
@@ -99,6 +105,9 @@ def data_command(
         float | None,
         typer.Option("--max-memory", help="GiB the study may use (default: available now)."),
     ] = None,
+    tol: TolOption = FIXED_POINT_TOL,
+    max_iter: MaxIterOption = FIXED_POINT_MAX_ITER,
+    quad_order: QuadOrderOption = None,
     out: OutOption = Path("gaussmix-out"),
     quiet: QuietOption = False,
 ) -> None:
@@ -114,6 +123,7 @@ def data_command(
     from gaussmix.data.files import load_labelled
     from gaussmix.figures.owndata import save_data_study
     from gaussmix.studies import study_data
+    from gaussmix.studies.owndata import label_dim
 
     if len(files) > 2:
         raise ArgumentError("files", f"takes one data file or two .npy files, got {len(files)}")
@@ -131,6 +141,8 @@ def data_command(
         cluster_ids=cluster_ids,
         split=split,
     )
+    dim = 1 if quad_order is None else label_dim(loss, data.y)
+    solver = solver_keywords(tol, max_iter, quad_order, dim)
     with one_blas_thread(theory=True):
         study = study_data(
             data,
@@ -149,6 +161,7 @@ def data_command(
             optimal_lam=optimal_lam,
             max_memory=max_memory,
             progress=not quiet,
+            **solver,
         )
     paths = save_data_study(study, make_out_dir(out))
     for p in paths:

@@ -11,18 +11,23 @@ train_loss``; and ``DIR/realdata.png``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
+
 from .commands import OutOption, QuietOption, app
 from .exits import check_output_path, make_out_dir
 from .helpers import one_blas_thread, parse_grid
-from .options import parse_floats
+from .options import parse_floats, solver_keywords, solver_option
 
 __all__ = ["realdata_command"]
+
+TolOption = solver_option("tol")
+MaxIterOption = solver_option("max_iter")
+QuadOrderOption = solver_option("quad_order")
 
 
 def parse_alphas(text: str) -> list[float]:
@@ -91,6 +96,9 @@ def realdata_command(
     download: Annotated[
         bool, typer.Option("--download", help="Download missing data (checksums verified).")
     ] = False,
+    tol: TolOption = FIXED_POINT_TOL,
+    max_iter: MaxIterOption = FIXED_POINT_MAX_ITER,
+    quad_order: QuadOrderOption = None,
     out: OutOption = Path("gaussmix-out"),
     quiet: QuietOption = False,
 ) -> None:
@@ -102,10 +110,13 @@ def realdata_command(
     tested on the whole test split; error bars are one standard error over subsamples
     (real) or seeds (synthetic).
     """
+    from gaussmix.core.provenance import write_provenance
     from gaussmix.data import DATASETS, TASKS, RandomFeatures, get_task, load_dataset
     from gaussmix.figures.plotting import save_figure
     from gaussmix.figures.realdata import plot_realdata
     from gaussmix.studies import CLUSTERINGS, SOURCES, prepare_realdata, realdata_curve
+    from gaussmix.theory.options import SolverOptions
+    from gaussmix.theory.problem import effective_loss
 
     _choice("--dataset", dataset, tuple(DATASETS))
     _choice("--task", task, TASKS.names())
@@ -130,6 +141,8 @@ def realdata_command(
         if features == "rf":
             fmap = RandomFeatures(max(1, round(gamma * ds.d)), seed=seed)
         problem = prepare_realdata(ds, clustering=clustering, feature_map=fmap)
+        dim = effective_loss(loss, problem.labels)[1].shape[0]  # the channel's L'
+        solver = solver_keywords(tol, max_iter, quad_order, dim)
         df = realdata_curve(
             problem,
             loss=loss,
@@ -140,10 +153,28 @@ def realdata_command(
             seed=seed,
             sources=src,
             progress=not quiet,
+            options=SolverOptions(**solver),
         )
     out = make_out_dir(out)
     csv = out / "realdata.csv"
     df.to_csv(csv, index=False)
+    parameters = {
+        "dataset": dataset,
+        "task": task,
+        "loss": loss,
+        "penalty": "l2",
+        "lam": lam,
+        "alphas": a,
+        "features": features,
+        "gamma": gamma,
+        "clustering": problem.info["clustering"],
+        "subsamples": subsamples,
+        "seeds": seeds,
+        "seed": seed,
+        "sources": src,
+        "d": problem.d,
+        **solver,
+    }
     meta = {
         **problem.info,
         "loss": loss,
@@ -156,11 +187,13 @@ def realdata_command(
         "caption": "error bars: one standard error over training subsamples (real) or "
         "over samples of the fitted mixture (synthetic)",
     }
-    (out / "realdata.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    json_path = write_provenance(
+        csv, parameters, mixture=problem.mixture, columns=list(df.columns), **meta
+    )
     title = (
         f"{problem.info['dataset']} {problem.info['task']} ({problem.info['clustering']}, "
         f"{problem.features}), {loss} + ridge, lambda = {lam:g}"
     )
     png = save_figure(plot_realdata(df, title=title), out / "realdata.png")
-    for p in (csv, png):
+    for p in (csv, json_path, png):
         typer.echo(f"wrote {p}")
