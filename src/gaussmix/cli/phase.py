@@ -383,3 +383,4 @@ def _print_transition(payload: dict[str, Any]) -> None:
                 typer.echo(f"  d = {c['d']}: 50 % separable at alpha = {a50:.4g} ± {se:.2g}")
         typer.echo(f"wrote {sim['csv']}")
         typer.echo(f"wrote {sim['png']}")
+        typer.echo(f"wrote {sim['json']}")

@@ -550,6 +550,8 @@ def write_figure(
         "gaussmix_version": __version__,
     }
     record = run_record({})  # the command line and the date of this run
-    info.update(command=record["command"], argv=record["argv"], date=record["date"])
+    info.update(
+        command=record["command"], argv=record["argv"], date=record["date"], table=csv.name
+    )
     meta.write_text(json.dumps(info, indent=2) + "\n")
     return FigureOutput(df, csv, png, meta)
