@@ -217,6 +217,16 @@ app = typer.Typer(
 )
 
 
+def _argument_type(self: Any, ctx: Any) -> str | None:
+    """The type shown beside an argument in ``--help``: none when the argument has a
+    metavar of its own (``FILE``, ``NAME``), which says what it takes; typer's
+    ``<list[Path]>`` otherwise."""
+    return None if self.metavar is not None else self.display_type(ctx)
+
+
+typer.core.TyperArgument.display_type_rich = _argument_type  # type: ignore[method-assign]
+
+
 def _version_callback(value: bool) -> None:
     if value:
         typer.echo(f"gaussmix {__version__}")
@@ -376,7 +386,8 @@ def _report_curve(df: Any, paths: tuple[Path, ...], *, partial_fails: bool = Tru
 
 
 OutOption = Annotated[
-    Path, typer.Option("--out", "-o", help="Output directory (created if missing).")
+    Path,
+    typer.Option("--out", "-o", metavar="DIR", help="Output directory (created if missing)."),
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 
@@ -1131,8 +1142,8 @@ FigureName = Annotated[
         metavar="NAME",
         help="sparse-projection, sparse-setup (Fig. 1), sparse-curves (Fig. 2), fig3-left, "
         "fig3-centre, fig3-right (Fig. 3), fig4-left, fig4-right (Fig. 4), fig5, fig6, "
-        "appe-trained, appe-p2-p10, appe-xor-projection, appe-xor (Appendix E); or 'all' "
-        "(the whole atlas); see --list.",
+        "ten-class (Section 3.3), appe-trained, appe-p2-p10, appe-xor-projection, appe-xor "
+        "(Appendix E); or 'all' (the whole atlas); see --list.",
         show_default=False,
     ),
 ]

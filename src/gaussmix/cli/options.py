@@ -256,7 +256,11 @@ class PointOptions:
         help=f"Sample complexity n/d, {PARAMETERS['alpha']}.",
     )
     tol: float = _opt(
-        FIXED_POINT_TOL, float, "--tol", help="Solver tolerance on the order parameters."
+        FIXED_POINT_TOL,
+        float,
+        "--tol",
+        metavar="TOL",
+        help="Solver tolerance on the order parameters.",
     )
     max_iter: int = _opt(
         FIXED_POINT_MAX_ITER,
