@@ -39,7 +39,7 @@ def _read(path: Path, argv: list[str]) -> dict:
     assert meta["command"].startswith(f"gaussmix {argv[0]} ")
     date = datetime.datetime.fromisoformat(meta["date"])
     assert date.utcoffset() == datetime.timedelta(0)
-    age = datetime.datetime.now(datetime.UTC) - date
+    age = datetime.datetime.now(datetime.timezone.utc) - date
     assert datetime.timedelta(0) <= age < datetime.timedelta(minutes=10)
     csv = path.with_suffix(".csv")
     assert meta["table"] == csv.name
@@ -149,6 +149,18 @@ def test_figure_json_records_the_command_and_date(tmp_path):
     _run(*argv)
     meta = _read(tmp_path / "sparse-setup.json", argv)
     assert meta["figure"] == "sparse-setup"
+
+
+def test_sweep_records_its_grid_file(tmp_path):
+    grid = tmp_path / "g.toml"
+    grid.write_text('[fixed]\nloss = "logistic"\nlam = 1.0\n\n[grid]\nalpha = [1.0, 2.0]\n')
+    argv = ["sweep", "--grid", str(grid), "--out", str(tmp_path / "res.csv"), "--backend",
+            "serial", "--quiet"]  # fmt: skip
+    _run(*argv)
+    meta = _read(tmp_path / "res.json", argv)
+    p = meta["parameters"]
+    assert p["grid"] == grid.read_text() and p["points"] == 2
+    assert p["grid_sha256"] == hashlib.sha256(grid.read_bytes()).hexdigest()
 
 
 def test_the_command_line_defaults_to_sys_argv(monkeypatch):

@@ -984,6 +984,7 @@ def _run_sweep(
         f"wrote {out} ({len(res.df)} points: {res.computed} computed, {res.resumed} from "
         f"the checkpoint {ck}{failed})"
     )
+    typer.echo(f"wrote {_sweep_provenance(out, grid, res, backend, n_jobs, scheduler)}")
     if res.failed == len(res.df):
         raise ConvergenceError(
             f"no grid point has a valid result (see the message column of {out})"
@@ -993,6 +994,28 @@ def _run_sweep(
             f"{res.failed} of {len(res.df)} grid points have no valid result (converged "
             f"False, NaN; see the message column of {out})"
         )
+
+
+def _sweep_provenance(
+    out: Path, grid: Path, res: Any, backend: str | None, n_jobs: int, scheduler: str | None
+) -> Path:
+    """``FILE.json`` beside a sweep's ``FILE.csv``: the run's record with the grid file (its
+    path, SHA-256 and text; every row of the CSV also holds its point's options)."""
+    import hashlib
+
+    from gaussmix.core.provenance import write_provenance
+
+    text = Path(grid).read_bytes()
+    parameters = {
+        "grid_file": str(grid),
+        "grid_sha256": hashlib.sha256(text).hexdigest(),
+        "grid": text.decode("utf-8"),
+        "backend": backend,
+        "n_jobs": n_jobs,
+        "scheduler": scheduler,
+        "points": len(res.df),
+    }
+    return write_provenance(out, parameters, columns=list(res.df.columns))
 
 
 def _quiet_distributed() -> None:

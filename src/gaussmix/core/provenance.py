@@ -92,7 +92,7 @@ def run_record(
         "gaussmix_version": __version__,
         "command": shlex.join(argv),
         "argv": argv,
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "mixture": None if mixture is None else mixture_provenance(mixture, mixture_file),
         "parameters": _jsonable(dict(parameters)),
     }
