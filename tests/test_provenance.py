@@ -173,6 +173,13 @@ def test_the_command_line_defaults_to_sys_argv(monkeypatch):
     assert record["mixture"] is None
 
 
+def test_a_command_run_in_process_is_forgotten_when_it_ends(monkeypatch):
+    monkeypatch.setattr("sys.argv", ["python-session"])
+    for argv in (["curve", "--help"], ["curve", "--alphas", "x"]):  # success and failure
+        run(*argv)
+        assert command_line() == ["python-session"]
+
+
 def test_write_provenance_keeps_its_own_keys(tmp_path):
     set_command_line(["gaussmix", "x"])
     table = tmp_path / "t.csv"

@@ -1431,6 +1431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             rv = app(args=args, prog_name="gaussmix", standalone_mode=False)
         except BaseException as exc:  # noqa: BLE001 - a CLI never shows a traceback
+            set_command_line(None)
             if isinstance(exc, SystemExit | GeneratorExit):
                 raise
             if is_a(exc, "ClickException"):
@@ -1443,6 +1444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if isinstance(exc, PartialResultsError):  # the points' own reasons first
                 _print_warnings(pending)
             return _error(message, code)
+    set_command_line(None)  # a later call in this process is not this command
     if rv == EXIT_INTERRUPTED:  # typer's status for a KeyboardInterrupt it caught
         return _error("interrupted", EXIT_INTERRUPTED)
     _print_warnings(pending)
