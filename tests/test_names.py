@@ -53,7 +53,7 @@ COMMAND_CALLS = {
     "figure": (write_figure,),  # and each figure's table function (below)
     "bayes-optimal": (bayes_optimal_error, *BUILDERS),
     "transition": (separability_threshold, separability_fraction, *BUILDERS),
-    "realdata": (prepare_realdata, load_dataset, realdata_curve),
+    "realdata": (prepare_realdata, load_dataset, realdata_curve, gm.SolverOptions),
     "data": (gm.load_labelled, gm.study_data),
     # the explorer's state (its mixture_file is the point options' mixture, --mixture)
     "explore": (ExplorerState, PointOptions),

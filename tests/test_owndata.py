@@ -369,20 +369,32 @@ def _bad_files(tmp_path):
     np.savez(files["xy"], X=X, y=y)
     three = table.assign(label=np.arange(20) % 3)
     csv("three", three)
+    csv("constant", table.assign(**{c: 1.5 for c in cols}))
+    huge = table.copy()
+    huge["f4"] = 1e300 * np.sign(huge["f4"])
+    csv("huge", huge)
+    files["text_npz"] = tmp_path / "text.npz"
+    files["text_npz"].write_text("f0,f1,label\n1,2,0\n3,4,1\n")
     return files
 
 
 BAD = [
     (["{missing}"], "does not exist"),
     (["{empty}", "--label", "label"], "is empty"),
-    (["{garbage}"], "cannot be read as .npz"),
+    (["{garbage}"], "garbage.npz': not a readable .npz file"),
+    (["{text_npz}"], "text.npz': not a readable .npz file (neither a zip of plain arrays, "
+                     "as numpy.savez writes, nor an .npy array)"),
+    (["{constant}", "--label", "label"], "every feature of 'constant.csv' is constant"),
+    (["{huge}", "--label", "label"], "column 'f4' of 'huge.csv' holds values up to 1e+300"),
+    (["{huge}", "--label", "label", "--scale", "standard"], "covariance overflows float64"),
     (["{txt}"], "unknown format '.txt'"),
     (["{header_only}", "--label", "label"], "has no rows"),
     (["{good}"], "needs --label"),
     (["{good}", "--label", "lable"], "did you mean 'label'?"),
     (["{good}", "--label", "zzz"], "label column 'zzz' is not in"),
     (["{nan}", "--label", "label"], "features must be finite: 1 NaN value"),
-    (["{inf}", "--label", "label"], "1 infinite value, the first at row 5"),
+    (["{inf}", "--label", "label"], "1 infinite value in the data of 'inf.csv', the first at row"
+     " 5, column 'f1'"),
     (["{single}", "--label", "label"], "single class (0)"),
     (["{one_sample}", "--label", "label"], "class 9 has 1 sample"),
     (["{text}", "--label", "label"], "column 'f3'"),
@@ -415,6 +427,45 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, needle):
     )  # fmt: skip
     assert_one_line_error(code, stdout, err, needle)
     assert not out.exists()
+
+
+def test_the_bound_on_magnitudes_is_where_the_covariance_overflows():
+    """:func:`largest_magnitude` is where float64 gives out: features of that size (signs
+    alternating, so centred values are as large) have a finite trace of their covariance
+    (n products per entry, d entries), four times as large overflow it; the refusal names
+    every column beyond it and the file."""
+    from gaussmix.data.files import LabelledData, check_labelled, largest_magnitude
+
+    n, d = 40, 6
+    m = largest_magnitude(n, d)
+    X = np.where(np.arange(n)[:, None] % 2 == 0, m, -m) * np.ones((n, d))
+    with np.errstate(over="ignore"):
+        assert np.isfinite(np.trace(np.cov(X.T, bias=True) * n))
+        assert not np.isfinite(np.trace(np.cov((4 * X).T, bias=True) * n))
+    y = np.arange(n) % 2
+    X[:, :2] *= 1.01
+    X[:, 5] = 0.0
+    data = LabelledData(X, y, info={"files": [{"path": "/x/mine.npz", "sha256": ""}]})
+    with pytest.raises(DataFileError, match=r"columns 0, 1 of 'mine.npz' hold values up to"):
+        check_labelled(data)
+    X[:, :2] /= 1.01
+    assert check_labelled(data).info["constant_features"] == [5]
+
+
+def test_some_constant_features_are_kept_and_recorded(tmp_path):
+    """Constant features (the border pixels of images) are a covariance with zero
+    eigenvalues, which the theory handles: the study runs and data.json names them."""
+    X, y = gaussian_classes(2, 60)
+    X[:, [3, 7]] = 2.0
+    cols = [f"f{i}" for i in range(D)]
+    path = tmp_path / "c.csv"
+    pd.DataFrame(X, columns=cols).assign(label=y).to_csv(path, index=False)
+    out = tmp_path / "out"
+    code, _, err = run("data", str(path), "--label", "label", "--alphas", "0.5", "--sources",
+                       "theory", "--quiet", "--out", str(out))  # fmt: skip
+    assert code == 0, err
+    meta = json.loads((out / "data.json").read_text())
+    assert meta["data"]["constant_features"] == ["f3", "f7"]
 
 
 def test_parquet_without_pyarrow_names_the_extra(tmp_path, monkeypatch):

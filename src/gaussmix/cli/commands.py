@@ -100,6 +100,7 @@ from gaussmix.core.exceptions import (
     GaussmixError,
 )
 from gaussmix.core.jsonio import finite_or_none
+from gaussmix.core.provenance import set_command_line
 from gaussmix.core.validation import check_param
 from gaussmix.core.version import __version__
 from gaussmix.theory.mixture import MIXTURE_MODELS
@@ -216,6 +217,16 @@ app = typer.Typer(
 )
 
 
+def _argument_type(self: Any, ctx: Any) -> str | None:
+    """The type shown beside an argument in ``--help``: none when the argument has a
+    metavar of its own (``FILE``, ``NAME``), which says what it takes; typer's
+    ``<list[Path]>`` otherwise."""
+    return None if self.metavar is not None else self.display_type(ctx)
+
+
+typer.core.TyperArgument.display_type_rich = _argument_type  # type: ignore[method-assign]
+
+
 def _version_callback(value: bool) -> None:
     if value:
         typer.echo(f"gaussmix {__version__}")
@@ -310,18 +321,46 @@ def point(
         typer.echo(f"  {name:<18} {_fmt(value)}")
 
 
+def _write_provenance(
+    table: Path, df: Any, setup: PointSetup, mixture_file: str | None, **parameters: Any
+) -> Path:
+    """``<table>.json`` beside a table of a point command: the version, the command line,
+    the date, the mixture (with the SHA-256 of ``--mixture FILE``) and every parameter
+    (:func:`gaussmix.core.provenance.write_provenance`)."""
+    from gaussmix.core.provenance import write_provenance
+
+    return write_provenance(
+        table,
+        {**setup.params, **parameters},
+        mixture=setup.mixture,
+        mixture_file=mixture_file,
+        columns=list(df.columns),
+    )
+
+
 def _write_curve(
-    df: Any, out: Path, stem: str, *, x: str, title: str, logx: bool
-) -> tuple[Path, Path]:
+    df: Any,
+    out: Path,
+    stem: str,
+    *,
+    x: str,
+    title: str,
+    logx: bool,
+    setup: PointSetup,
+    mixture_file: str | None,
+    **parameters: Any,
+) -> tuple[Path, Path, Path]:
+    """``DIR/<stem>.csv``, its provenance ``DIR/<stem>.json`` and ``DIR/<stem>.png``."""
     from gaussmix.figures.plotting import plot_learning_curve, save_figure
 
     out = make_out_dir(out)
     csv_path = out / f"{stem}.csv"
     png_path = out / f"{stem}.png"
     df.to_csv(csv_path, index=False)
+    json_path = _write_provenance(csv_path, df, setup, mixture_file, **parameters)
     ax = plot_learning_curve(df, x=x, logx=logx, title=title)
     save_figure(ax.figure, png_path)
-    return csv_path, png_path
+    return csv_path, json_path, png_path
 
 
 def _report_curve(df: Any, paths: tuple[Path, ...], *, partial_fails: bool = True) -> None:
@@ -347,7 +386,8 @@ def _report_curve(df: Any, paths: tuple[Path, ...], *, partial_fails: bool = Tru
 
 
 OutOption = Annotated[
-    Path, typer.Option("--out", "-o", help="Output directory (created if missing).")
+    Path,
+    typer.Option("--out", "-o", metavar="DIR", help="Output directory (created if missing)."),
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 
@@ -405,7 +445,18 @@ def curve(
         raise ConvergenceError("no fixed point at any alpha of --alphas")
     p = setup.params
     title = f"{p['loss']}, K={p['n_clusters']}, λ={p['lam']:g}"
-    paths = _write_curve(df, out, "curve", x="alpha", title=title, logx=alphas.startswith("log:"))
+    paths = _write_curve(
+        df,
+        out,
+        "curve",
+        x="alpha",
+        title=title,
+        logx=alphas.startswith("log:"),
+        setup=setup,
+        mixture_file=opts.mixture,
+        alpha=None,
+        alphas=grid,
+    )
     _report_curve(df, paths)
 
 
@@ -447,7 +498,18 @@ def lambda_curve(
     p = setup.params
     title = f"{p['loss']}, K={p['n_clusters']}, α={p['alpha']:g}"
     logx = lams.startswith("log:") or bool(np.all(grid > 0))
-    paths = _write_curve(df, out, "lambda_curve", x="lam", title=title, logx=logx)
+    paths = _write_curve(
+        df,
+        out,
+        "lambda_curve",
+        x="lam",
+        title=title,
+        logx=logx,
+        setup=setup,
+        mixture_file=opts.mixture,
+        lam=None,
+        lams=grid,
+    )
     _report_curve(df, paths)
 
 
@@ -714,7 +776,19 @@ def compare(
     sims = _simulate_curve(setups, grid, d=d, seeds=seeds, seed=seed, n_jobs=n_jobs, quiet=quiet)
     df = pd.concat([theory.reset_index(drop=True), sims], axis=1)
     logx = alphas.startswith("log:")
-    paths = _write_comparison(df, out, setup.params, d=d, seeds=seeds, logx=logx)
+    paths = _write_comparison(
+        df,
+        out,
+        setup,
+        opts.mixture,
+        logx=logx,
+        alpha=None,
+        alphas=grid,
+        d=d,
+        seeds=seeds,
+        seed=seed,
+        n_jobs=n_jobs,
+    )
     _report_curve(df, paths)
 
 
@@ -774,22 +848,35 @@ def _simulate_curve(
 
 
 def _write_comparison(
-    df: Any, out: Path, params: dict, *, d: int, seeds: int, logx: bool
-) -> tuple[Path, Path]:
-    """``DIR/compare.csv`` and ``DIR/compare.png`` (log alpha axis for a 'log:' range)."""
+    df: Any,
+    out: Path,
+    setup: PointSetup,
+    mixture_file: str | None,
+    *,
+    logx: bool,
+    d: int,
+    seeds: int,
+    **parameters: Any,
+) -> tuple[Path, Path, Path]:
+    """``DIR/compare.csv``, its provenance ``DIR/compare.json`` and ``DIR/compare.png``
+    (log alpha axis for a 'log:' range)."""
     from gaussmix.figures.plotting import plot_comparison, save_figure
 
+    params = setup.params
     out = make_out_dir(out)
     csv_path = out / "compare.csv"
     png_path = out / "compare.png"
     df.to_csv(csv_path, index=False)
+    json_path = _write_provenance(
+        csv_path, df, setup, mixture_file, d=d, seeds=seeds, **parameters
+    )
     title = (
         f"{params['loss']}, K={params['n_clusters']}, λ={params['lam']:g}: theory (lines) vs "
         f"simulation (d={d}, {seeds} seeds)"
     )
     fig = plot_comparison(df, title=title, logx=logx)
     save_figure(fig, png_path)
-    return csv_path, png_path
+    return csv_path, json_path, png_path
 
 
 @app.command("sweep")
@@ -897,6 +984,7 @@ def _run_sweep(
         f"wrote {out} ({len(res.df)} points: {res.computed} computed, {res.resumed} from "
         f"the checkpoint {ck}{failed})"
     )
+    typer.echo(f"wrote {_sweep_provenance(out, grid, res, backend, n_jobs, scheduler)}")
     if res.failed == len(res.df):
         raise ConvergenceError(
             f"no grid point has a valid result (see the message column of {out})"
@@ -906,6 +994,28 @@ def _run_sweep(
             f"{res.failed} of {len(res.df)} grid points have no valid result (converged "
             f"False, NaN; see the message column of {out})"
         )
+
+
+def _sweep_provenance(
+    out: Path, grid: Path, res: Any, backend: str | None, n_jobs: int, scheduler: str | None
+) -> Path:
+    """``FILE.json`` beside a sweep's ``FILE.csv``: the run's record with the grid file (its
+    path, SHA-256 and text; every row of the CSV also holds its point's options)."""
+    import hashlib
+
+    from gaussmix.core.provenance import write_provenance
+
+    text = Path(grid).read_bytes()
+    parameters = {
+        "grid_file": str(grid),
+        "grid_sha256": hashlib.sha256(text).hexdigest(),
+        "grid": text.decode("utf-8"),
+        "backend": backend,
+        "n_jobs": n_jobs,
+        "scheduler": scheduler,
+        "points": len(res.df),
+    }
+    return write_provenance(out, parameters, columns=list(res.df.columns))
 
 
 def _quiet_distributed() -> None:
@@ -1055,8 +1165,8 @@ FigureName = Annotated[
         metavar="NAME",
         help="sparse-projection, sparse-setup (Fig. 1), sparse-curves (Fig. 2), fig3-left, "
         "fig3-centre, fig3-right (Fig. 3), fig4-left, fig4-right (Fig. 4), fig5, fig6, "
-        "appe-trained, appe-p2-p10, appe-xor-projection, appe-xor (Appendix E); or 'all' "
-        "(the whole atlas); see --list.",
+        "ten-class (Section 3.3), appe-trained, appe-p2-p10, appe-xor-projection, appe-xor "
+        "(Appendix E); or 'all' (the whole atlas); see --list.",
         show_default=False,
     ),
 ]
@@ -1303,6 +1413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     :data:`gaussmix.cli.exits.EXIT_CODES` (:func:`gaussmix.cli.exits.classify`).
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    set_command_line(["gaussmix", *args])  # the provenance of every table written
     renamed = renamed_flag_message(args)
     if renamed is not None:
         return _error(renamed, EXIT_BAD_INPUT)
@@ -1320,6 +1431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             rv = app(args=args, prog_name="gaussmix", standalone_mode=False)
         except BaseException as exc:  # noqa: BLE001 - a CLI never shows a traceback
+            set_command_line(None)
             if isinstance(exc, SystemExit | GeneratorExit):
                 raise
             if is_a(exc, "ClickException"):
@@ -1332,6 +1444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if isinstance(exc, PartialResultsError):  # the points' own reasons first
                 _print_warnings(pending)
             return _error(message, code)
+    set_command_line(None)  # a later call in this process is not this command
     if rv == EXIT_INTERRUPTED:  # typer's status for a KeyboardInterrupt it caught
         return _error("interrupted", EXIT_INTERRUPTED)
     _print_warnings(pending)

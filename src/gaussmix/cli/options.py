@@ -54,6 +54,9 @@ __all__ = [
     "parse_floats",
     "integer_parser",
     "POINT_FLAGS",
+    "SOLVER_OPTIONS",
+    "solver_option",
+    "solver_keywords",
     "MODELS",
     "PENALTIES",
     "SPARSE_SPARSITY",
@@ -253,7 +256,11 @@ class PointOptions:
         help=f"Sample complexity n/d, {PARAMETERS['alpha']}.",
     )
     tol: float = _opt(
-        FIXED_POINT_TOL, float, "--tol", help="Solver tolerance on the order parameters."
+        FIXED_POINT_TOL,
+        float,
+        "--tol",
+        metavar="TOL",
+        help="Solver tolerance on the order parameters.",
     )
     max_iter: int = _opt(
         FIXED_POINT_MAX_ITER,
@@ -721,6 +728,37 @@ class PointSetup:
         return dataclasses.replace(self, lam=lam, alpha=alpha, params=params, problem=problem)
 
 
+#: the solver's options that every command solving fixed points takes (the fields of
+#: :class:`PointOptions` of the same names; ``quad_order`` is the command line's form of
+#: ``quadrature=GaussHermite(quad_order, L)``)
+SOLVER_OPTIONS = ("tol", "max_iter", "quad_order")
+
+
+def solver_option(name: str) -> Any:
+    """The annotation of the solver option ``name`` (:data:`SOLVER_OPTIONS`) for a typer
+    command that does not take the point options: the same option as the point commands'
+    (one definition, :class:`PointOptions`)."""
+    if name not in SOLVER_OPTIONS:
+        raise TypeError(f"solver_option: {name!r} is not one of {SOLVER_OPTIONS}")
+    return _annotation(_FIELDS[name])
+
+
+def solver_keywords(tol: float, max_iter: int, quad_order: int | None, dim: int) -> dict:
+    """The keyword arguments of :func:`gaussmix.solve` for the command line's solver
+    options (:data:`SOLVER_OPTIONS`) on a problem with ``dim`` outputs: ``tol``,
+    ``max_iter`` and, with ``--quad-order N``, ``quadrature=GaussHermite(N, dim)`` (a bad
+    order is said with its flag)."""
+    from gaussmix.theory.quadrature import GaussHermite
+
+    kw: dict[str, Any] = {"tol": tol, "max_iter": max_iter}
+    if quad_order is not None:
+        try:
+            kw["quadrature"] = GaussHermite(quad_order, dim)
+        except (ArgumentError, ArgumentTypeError) as exc:  # its order is --quad-order's
+            raise exc.named("--quad-order") from None
+    return kw
+
+
 def build_point(
     opts: PointOptions, *, lam: float | None = None, alpha: float | None = None
 ) -> PointSetup:
@@ -732,17 +770,11 @@ def build_point(
         )
     mixture = mixture_from_options(r)
     from gaussmix.theory.api import make_problem
-    from gaussmix.theory.quadrature import GaussHermite
 
     problem = make_problem(
         mixture, r.loss, lam=r.lam, alpha=r.alpha, penalty=r.penalty, l1_ratio=r.l1_ratio
     )
-    solve_kw: dict[str, Any] = {"tol": r.tol, "max_iter": r.max_iter}
-    if r.quad_order is not None:
-        try:
-            solve_kw["quadrature"] = GaussHermite(r.quad_order, problem.dim)
-        except (ArgumentError, ArgumentTypeError) as exc:  # its order is --quad-order's
-            raise exc.named("--quad-order") from None
+    solve_kw = solver_keywords(r.tol, r.max_iter, r.quad_order, problem.dim)
     params = {
         "model": r.model,
         "n_clusters": r.n_clusters,

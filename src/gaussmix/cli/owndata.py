@@ -16,13 +16,19 @@ from typing import Annotated
 
 import typer
 
+from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
+
 from .commands import OutOption, QuietOption, app
 from .exits import PartialResultsError, check_output_path, make_out_dir
 from .helpers import one_blas_thread
-from .options import parse_floats
-from .realdata import parse_alphas
+from .options import parse_floats, solver_keywords, solver_option
+from .realdata import LAM_REASON, parse_alphas
 
 __all__ = ["data_command"]
+
+TolOption = solver_option("tol")
+MaxIterOption = solver_option("max_iter")
+QuadOrderOption = solver_option("quad_order")
 
 
 @app.command("data")
@@ -30,75 +36,122 @@ def data_command(
     files: Annotated[
         list[Path],
         typer.Argument(
+            metavar="FILE",
             help="FILE.npz (X, y), FILE.csv / FILE.parquet (with --label), or X.npy y.npy.",
             show_default=False,
         ),
     ],
     label: Annotated[
         str | None,
-        typer.Option("--label", help="Label column (tables) or array (.npz; default y)."),
+        typer.Option(
+            "--label", metavar="NAME", help="Label column (tables) or array (.npz; default y)."
+        ),
     ] = None,
     cluster_ids: Annotated[
         str | None,
         typer.Option(
-            "--cluster-ids", help="Column / array of cluster ids (each inside one class)."
+            "--cluster-ids",
+            metavar="NAME",
+            help="Column / array of cluster ids (each inside one class).",
         ),
     ] = None,
     split: Annotated[
         str | None,
-        typer.Option("--split", help="Column / array: train / test (or 0 / 1) per row."),
+        typer.Option(
+            "--split", metavar="NAME", help="Column / array: train / test (or 0 / 1) per row."
+        ),
     ] = None,
     test_fraction: Annotated[
-        float, typer.Option("--test-fraction", help="Without --split: held out per class.")
+        float,
+        typer.Option("--test-fraction", metavar="F", help="Without --split: held out per class."),
     ] = 0.25,
     scale: Annotated[
-        str, typer.Option("--scale", help="After centring: none, standard (per feature), max.")
+        str,
+        typer.Option(
+            "--scale",
+            metavar="none|standard|max",
+            help="After centring: none, standard (per feature), max.",
+        ),
     ] = "none",
     loss: Annotated[
         str,
         typer.Option(
-            "--loss", help="logistic, hinge, square (binary); cross-entropy, square (multi-class)."
+            "--loss",
+            metavar="LOSS",
+            help="logistic, hinge, square (binary); cross-entropy, square (multi-class).",
         ),
     ] = "logistic",
     lam: Annotated[
-        str, typer.Option("--lam", help="Ridge penalty, or l1,l2,... with one --alphas value.")
+        str,
+        typer.Option(
+            "--lam",
+            metavar="LAMBDA[,...]",
+            help=f"Ridge penalty, or l1,l2,... with one --alphas value.  {LAM_REASON}",
+            show_default=False,
+        ),
     ] = "0.1",
     alphas: Annotated[
         str,
-        typer.Option("--alphas", help="Sample complexities n / d: a1,a2,... or start:stop:num."),
+        typer.Option(
+            "--alphas",
+            metavar="a1,... | [log:]START:STOP:NUM",
+            help="Sample complexities n / d: a1,a2,... or start:stop:num.",
+        ),
     ] = "0.5,1,2,4",
     subsamples: Annotated[
-        int, typer.Option("--subsamples", help="Real data: training subsamples per point.")
+        int,
+        typer.Option(
+            "--subsamples", metavar="S", help="Real data: training subsamples per point."
+        ),
     ] = 5,
     seeds: Annotated[
-        int, typer.Option("--seeds", help="Samples of the fitted mixture per point.")
+        int, typer.Option("--seeds", metavar="S", help="Samples of the fitted mixture per point.")
     ] = 5,
     seed: Annotated[
-        int, typer.Option("--seed", help="Seed of the split, subsamples, samples.")
+        int, typer.Option("--seed", metavar="N", help="Seed of the split, subsamples, samples.")
     ] = 0,
     sources: Annotated[
-        str, typer.Option("--sources", help="Comma list of theory, synthetic, real.")
+        str,
+        typer.Option(
+            "--sources",
+            metavar="theory,synthetic,real",
+            help="Comma list of theory, synthetic, real.",
+        ),
     ] = "theory,synthetic,real",
     counts: Annotated[
         str,
         typer.Option(
-            "--counts", help="Class counts of the subsamples: fixed round(rho n), or random."
+            "--counts",
+            metavar="fixed|random",
+            help="Class counts of the subsamples: fixed round(rho n), or random.",
         ),
     ] = "fixed",
     target_error: Annotated[
         float | None,
-        typer.Option("--target-error", help="Smallest alpha (and n) where theory reaches it."),
+        typer.Option(
+            "--target-error",
+            metavar="E",
+            help="Smallest alpha (and n) where theory reaches it.",
+        ),
     ] = None,
     alpha_max: Annotated[
-        float, typer.Option("--alpha-max", help="Largest alpha of the --target-error search.")
+        float,
+        typer.Option(
+            "--alpha-max", metavar="ALPHA", help="Largest alpha of the --target-error search."
+        ),
     ] = 100.0,
     optimal_lam: Annotated[
         bool, typer.Option("--optimal-lam", help="Also the theory at lambda*(alpha).")
     ] = False,
     max_memory: Annotated[
         float | None,
-        typer.Option("--max-memory", help="GiB the study may use (default: available now)."),
+        typer.Option(
+            "--max-memory", metavar="GIB", help="GiB the study may use (default: available now)."
+        ),
     ] = None,
+    tol: TolOption = FIXED_POINT_TOL,
+    max_iter: MaxIterOption = FIXED_POINT_MAX_ITER,
+    quad_order: QuadOrderOption = None,
     out: OutOption = Path("gaussmix-out"),
     quiet: QuietOption = False,
 ) -> None:
@@ -114,6 +167,7 @@ def data_command(
     from gaussmix.data.files import load_labelled
     from gaussmix.figures.owndata import save_data_study
     from gaussmix.studies import study_data
+    from gaussmix.studies.owndata import label_dim
 
     if len(files) > 2:
         raise ArgumentError("files", f"takes one data file or two .npy files, got {len(files)}")
@@ -131,6 +185,8 @@ def data_command(
         cluster_ids=cluster_ids,
         split=split,
     )
+    dim = 1 if quad_order is None else label_dim(loss, data.y)
+    solver = solver_keywords(tol, max_iter, quad_order, dim)
     with one_blas_thread(theory=True):
         study = study_data(
             data,
@@ -149,6 +205,7 @@ def data_command(
             optimal_lam=optimal_lam,
             max_memory=max_memory,
             progress=not quiet,
+            **solver,
         )
     paths = save_data_study(study, make_out_dir(out))
     for p in paths:

@@ -210,7 +210,10 @@ def transition(
     payload = _theory_payload(opts, mixture, rel_tol, quiet) if theory else _no_theory()
     payload["params"] = params
     if simulate:
-        payload["simulation"] = _simulate(mixture, sim, payload, out, quiet)
+        record = {**params, "rel_tol": rel_tol, "theory": theory, **sim}
+        payload["simulation"] = _simulate(
+            mixture, sim, payload, out, quiet, record=record, mixture_file=opts.mixture
+        )
     if json_out:
         typer.echo(json.dumps(finite_or_none(payload), allow_nan=False))
     else:
@@ -276,11 +279,21 @@ def _check_sizes(mixture: Mixture, sim: dict[str, Any]) -> None:
 
 
 def _simulate(
-    mixture: Mixture, sim: dict[str, Any], theory: dict[str, Any], out: Path, quiet: bool
+    mixture: Mixture,
+    sim: dict[str, Any],
+    theory: dict[str, Any],
+    out: Path,
+    quiet: bool,
+    *,
+    record: dict[str, Any],
+    mixture_file: str | None,
 ) -> dict[str, Any]:
-    """Run the LP check, write the CSV and the PNG, return the ``simulation`` entry."""
+    """Run the LP check, write the CSV, its provenance (``transition.json``: ``record``,
+    the parameters, with the theory's alpha*) and the PNG; return the ``simulation``
+    entry."""
     import numpy as np
 
+    from gaussmix.core.provenance import write_provenance
     from gaussmix.simulate.separability import lp_crossing, separability_fraction
 
     grid = sim["alphas"]
@@ -315,10 +328,20 @@ def _simulate(
     csv_path = out / "transition.csv"
     png_path = out / "transition.png"
     table.to_csv(csv_path, index=False)
+    json_path = write_provenance(
+        csv_path,
+        {**record, "alphas": grid},
+        mixture=mixture,
+        mixture_file=mixture_file,
+        columns=list(table.columns),
+        alpha_star=star,
+        crossings=crossings,
+    )
     _plot(table, star if theory.get("converged") else None, png_path)
     return {
         "csv": str(csv_path),
         "png": str(png_path),
+        "json": str(json_path),
         "d": sim["d"],
         "seeds": sim["seeds"],
         "seed": sim["seed"],
@@ -360,3 +383,4 @@ def _print_transition(payload: dict[str, Any]) -> None:
                 typer.echo(f"  d = {c['d']}: 50 % separable at alpha = {a50:.4g} ± {se:.2g}")
         typer.echo(f"wrote {sim['csv']}")
         typer.echo(f"wrote {sim['png']}")
+        typer.echo(f"wrote {sim['json']}")

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..core.exceptions import GaussmixError
+from ..core.npzfile import read_npz
 
 __all__ = [
     "DataFileError",
@@ -50,6 +52,7 @@ __all__ = [
     "available_memory",
     "check_labelled",
     "check_memory",
+    "largest_magnitude",
     "load_labelled",
     "preprocess",
     "py_value",
@@ -230,10 +233,9 @@ def _read_npz(
     path: Path, label: str, cluster_ids: str | None, split: str | None
 ) -> tuple[Any, Any, Any, Any, dict]:
     try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except Exception as exc:  # noqa: BLE001
-        raise _unreadable(path, exc) from None
+        arrays = read_npz(path, written_by="numpy.savez")
+    except ValueError as exc:  # the wording of every .npz input (also --mixture's)
+        raise DataFileError(f"data file {str(path)!r}: {exc}") from None
     known = sorted(arrays)
     for kind, key in (("array", "X"), ("label array", label), ("array", cluster_ids)):
         if key is not None and key not in arrays:
@@ -354,14 +356,17 @@ def check_labelled(data: LabelledData) -> LabelledData:
     if not np.issubdtype(X.dtype, np.floating):
         X = X.astype(np.float64)
     finite = np.isfinite(X)
+    where = _source(data)
     if not finite.all():
         rows, cols = np.nonzero(~finite)
         kind = "NaN" if np.isnan(X[rows[0], cols[0]]) else "infinite"
         raise DataFileError(
             f"features must be finite: {rows.size} {kind if rows.size == 1 else 'NaN or infinite'}"
-            f" value{'s' if rows.size > 1 else ''}, the first at row {rows[0]}, "
-            f"column {cols[0]}"
+            f" value{'s' if rows.size > 1 else ''} in the data{where}, the first at row "
+            f"{rows[0]}, column {_column_names(data, cols[:1])}"
         )
+    info = dict(data.info)
+    info["constant_features"] = _check_values(X, data, where)
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
         raise DataFileError("labels must not be NaN or infinite")
     classes, counts = np.unique(y, return_counts=True)
@@ -375,7 +380,60 @@ def check_labelled(data: LabelledData) -> LabelledData:
             f"class {c!r} has {k} sample: at least two per class are needed to fit its "
             "mean and covariance"
         )
-    return LabelledData(X, y, data.cluster_ids, data.split, data.columns, dict(data.info))
+    return LabelledData(X, y, data.cluster_ids, data.split, data.columns, info)
+
+
+def largest_magnitude(n: int, d: int) -> float:
+    """The largest absolute feature value whose fitted covariance is finite in float64.
+
+    Centred values are at most ``2 m`` in magnitude for features within ``[-m, m]``; a
+    covariance entry sums ``n`` products of two of them, and its trace ``d`` such entries,
+    so ``(2 m)^2 n d`` must stay below the largest float64 (about 1.8e308):
+    ``m < sqrt(max / (n d)) / 2`` (about 1e152 for 569 rows of 30 features).
+    """
+    return 0.5 * math.sqrt(np.finfo(np.float64).max / (max(n, 1) * max(d, 1)))
+
+
+def _source(data: LabelledData) -> str:
+    """`` of 'file'`` naming the data's file(s), or nothing for arrays."""
+    files = data.info.get("files") or []
+    if not files:
+        return ""
+    return " of " + " and ".join(repr(Path(f["path"]).name) for f in files[:1])
+
+
+def _column_names(data: LabelledData, idx: Any, most: int = 5) -> str:
+    """The feature columns ``idx``: their names (tables) or indices, the first ``most``."""
+    idx = [int(i) for i in idx]
+    names = [repr(data.columns[i]) if data.columns else str(i) for i in idx[:most]]
+    more = f" and {len(idx) - most} more" if len(idx) > most else ""
+    return ", ".join(names) + more
+
+
+def _check_values(X: np.ndarray, data: LabelledData, where: str) -> list:
+    """Refuse features that no study can use: values so large that centring or the
+    covariance overflows (:func:`largest_magnitude`), or every feature constant (nothing
+    to learn, every covariance zero).  Some constant features are fine (a covariance with
+    zero eigenvalues, e.g. the border pixels of images): their names are returned."""
+    n, d = X.shape
+    bound = largest_magnitude(n, d)
+    peak = np.abs(X).max(axis=0)
+    huge = np.flatnonzero(peak > bound)
+    if huge.size:
+        s, verb = ("s", "hold") if huge.size > 1 else ("", "holds")
+        raise DataFileError(
+            f"features too large: column{s} {_column_names(data, huge)}{where} {verb}"
+            f" values up to {peak[huge].max():.3g} in magnitude; with n = {n} rows and d = {d} "
+            f"features the covariance overflows float64 beyond |x| = {bound:.3g}: divide "
+            "them by a constant (e.g. their largest value) before the study"
+        )
+    constant = np.flatnonzero(np.all(X == X[0], axis=0))
+    if constant.size == d:
+        raise DataFileError(
+            f"every feature{where} is constant ({d} column{'s' if d > 1 else ''}, the same "
+            "value in every row): the data carry no information to learn from"
+        )
+    return [data.columns[i] if data.columns else int(i) for i in constant]
 
 
 def available_memory() -> int:

@@ -3,7 +3,6 @@ test error, training error and the Gaussian-equivalence gap against alpha (or la
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ import matplotlib as mpl
 import numpy as np
 from matplotlib.figure import Figure
 
+from gaussmix.core.provenance import write_provenance
 from gaussmix.studies.owndata import DataStudy
 
 from ._common import SLIDE_STYLE, new_slide_figure
@@ -145,12 +145,18 @@ def save_data_study(study: DataStudy, out: str | Path) -> list[Path]:
         The files written.
     """
     fig = plot_data_study(study)
-    meta = json.dumps(_jsonable(study.info), indent=2, default=str) + "\n"
     csv = study.table.to_csv(index=False)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / name for name in FILES]
     paths[0].write_text(csv)
-    paths[1].write_text(meta)
+    info = _jsonable(study.info)
+    write_provenance(
+        paths[0],
+        info.pop("parameters", {}),
+        mixture=study.problem.mixture,
+        columns=list(study.table.columns),
+        **info,
+    )
     save_figure(fig, paths[2])
     return paths

@@ -54,7 +54,6 @@ the fingerprint and, from the command line, the file and its SHA-256).
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import os
@@ -67,6 +66,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from gaussmix.core.provenance import mixture_provenance, run_record
 from gaussmix.core.validation import check_choice
 from gaussmix.core.version import __version__
 
@@ -464,21 +464,6 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def mixture_provenance(mixture: Any, mixture_file: str | os.PathLike | None = None) -> dict:
-    """What the JSON of a figure drawn on a user's mixture records about it: the
-    structure (``describe()``), the fingerprint, :meth:`Mixture.describe` and, when it was
-    read from a file, the file's name and SHA-256."""
-    out = {
-        "structure": mixture.covariance.describe(),
-        "fingerprint": mixture.fingerprint(),
-        **_jsonable(mixture.describe()),
-    }
-    if mixture_file is not None:
-        data = Path(mixture_file).read_bytes()
-        out.update(file=os.fspath(mixture_file), sha256=hashlib.sha256(data).hexdigest())
-    return out
-
-
 def _mixture_sentence(prov: Mapping[str, Any]) -> str:
     """The caption's last sentence for a user's mixture."""
     text = (
@@ -564,5 +549,9 @@ def write_figure(
         "columns": list(df.columns),
         "gaussmix_version": __version__,
     }
+    record = run_record({})  # the command line and the date of this run
+    info.update(
+        command=record["command"], argv=record["argv"], date=record["date"], table=csv.name
+    )
     meta.write_text(json.dumps(info, indent=2) + "\n")
     return FigureOutput(df, csv, png, meta)

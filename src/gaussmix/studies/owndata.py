@@ -29,6 +29,7 @@ The protocol, each step recorded in :attr:`DataStudy.info`:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections.abc import Sequence
@@ -39,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from gaussmix.core.exceptions import ArgumentError, ConvergenceError
+from gaussmix.core.progress import progress_bar
 from gaussmix.core.tables import CurveTable
 from gaussmix.core.validation import check_choice, check_int, check_real
 from gaussmix.data import Dataset
@@ -58,6 +60,8 @@ from gaussmix.experiments.lambda_star import optimal_lambda, optimal_lambda_curv
 from gaussmix.theory.api import solve
 from gaussmix.theory.losses import get_loss
 from gaussmix.theory.mixture import LabelMap, Mixture
+from gaussmix.theory.options import SolverOptions, solver_options, with_options_doc
+from gaussmix.theory.problem import effective_loss
 
 from .realdata import (
     SOURCES,
@@ -68,7 +72,7 @@ from .realdata import (
     realdata_lambda_curve,
 )
 
-__all__ = ["DataStudy", "prepare_data", "study_data", "target_alpha"]
+__all__ = ["DataStudy", "label_dim", "prepare_data", "study_data", "target_alpha"]
 
 #: the smallest alpha of the search of :func:`target_alpha`
 ALPHA_MIN = 0.05
@@ -135,6 +139,18 @@ def _encoding(loss: str, n_classes: int) -> str:
     if kind == "binary" or (kind == "any" and n_classes == 2):
         return "binary"
     return "onehot"
+
+
+def label_dim(loss: str, y: Any) -> int:
+    """The effective output dimension ``L'`` of the fixed points of the study of labels
+    ``y`` with ``loss`` (the labels of step 4 of the module's protocol; what a quadrature
+    rule of the channel integrates over, :func:`gaussmix.theory.problem.effective_loss`):
+    1 for +-1 labels, the number of classes for one-hot ones, one less for
+    cross-entropy."""
+    n_classes = np.unique(np.asarray(y).reshape(-1)).size
+    binary = _encoding(loss, n_classes) == "binary"
+    labels = LabelMap(np.array([[-1.0], [1.0]]) if binary else np.eye(n_classes))
+    return int(effective_loss(loss, labels)[1].shape[0])
 
 
 def _clusters(
@@ -295,6 +311,7 @@ def target_alpha(
     n_grid: int = 12,
     xtol: float = 1e-2,
     progress: bool = False,
+    options: SolverOptions | None = None,
 ) -> dict:
     """The smallest sample complexity at which the theory's test error (Theorem 2) reaches
     ``target_error``, at penalty ``lam`` or at the optimal penalty ``lambda*(alpha)``.
@@ -327,7 +344,10 @@ def target_alpha(
     xtol : float
         Bisection tolerance on ``log alpha`` (the relative accuracy of alpha and n).
     progress : bool
-        Show a progress bar.
+        Show progress: the grid's curve, and one step per bisection (or per end of the
+        interval) with the bracket of alpha.
+    options : SolverOptions, optional
+        The solver's options at every fixed point (default: the solver's).
 
     Returns
     -------
@@ -347,11 +367,46 @@ def target_alpha(
     """
     target = check_real("target_error", target_error, low=0, high=1, low_open=True)
     amax = check_real("alpha_max", alpha_max, low=ALPHA_MIN, low_open=True)
-    grid = np.geomspace(ALPHA_MIN, amax, check_int("n_grid", n_grid, low=2))
+    check_int("n_grid", n_grid, low=2)
+    optimal = lam is None
+    kw = {} if options is None else {"options": options}
+    at = "at the optimal lambda" if optimal else f"at lam = {lam:g}"
+    bar = progress_bar(
+        total=math.ceil(math.log2(math.log(amax / ALPHA_MIN) / xtol)) + 2,
+        desc=f"alpha reaching {target:g} {at}",
+        unit="step",
+        enabled=progress,
+    )
+    with bar:
+        answer = _target_search(
+            mixture, loss, lam, target, d, amax, n_grid, xtol, progress, kw, bar
+        )
+        bar.total = bar.n  # the bisection may stop early: the bar ends full
+        bar.refresh()
+    return answer
+
+
+def _target_search(
+    mixture: Mixture,
+    loss: str,
+    lam: float | None,
+    target: float,
+    d: int,
+    amax: float,
+    n_grid: int,
+    xtol: float,
+    progress: bool,
+    kw: dict,
+    bar: Any,
+) -> dict:
+    """:func:`target_alpha`'s search, its steps counted on ``bar``."""
     optimal = lam is None
     if optimal:  # the two ends: monotone in alpha
         grid = np.array([ALPHA_MIN, amax])
-        ends = [optimal_lambda(mixture, loss, alpha=float(a)) for a in grid]
+        ends = []
+        for a in grid:
+            ends.append(optimal_lambda(mixture, loss, alpha=float(a), **kw))
+            bar.update()
         lams = np.array([r.lam_star for r in ends], dtype=float)
         err = np.array([r.test_error for r in ends], dtype=float)
         ok = np.array([r.success for r in ends], dtype=bool) & np.isfinite(err)
@@ -359,7 +414,8 @@ def target_alpha(
     else:
         check_int("n_grid", n_grid, low=2)
         grid = np.geomspace(ALPHA_MIN, amax, n_grid)
-        curve = learning_curve(mixture, loss, grid, lam=lam, progress=progress)
+        curve = learning_curve(mixture, loss, grid, lam=lam, progress=progress, **kw)
+        bar.update(2)
         lams = np.full(grid.size, float(lam))
         err = curve["test_error"].to_numpy(dtype=float)
         ok = curve["converged"].to_numpy(dtype=bool) & np.isfinite(err)
@@ -384,15 +440,17 @@ def target_alpha(
     while j > 0 and hi - lo > xtol:
         mid = 0.5 * (lo + hi)
         if optimal:
-            res = optimal_lambda(mixture, loss, alpha=float(np.exp(mid)))
+            res = optimal_lambda(mixture, loss, alpha=float(np.exp(mid)), **kw)
             good, e, lam_mid = res.success, res.test_error, res.lam_star
         else:
-            res = solve(mixture, loss, lam=lam, alpha=float(np.exp(mid)), init=warm)
+            res = solve(mixture, loss, lam=lam, alpha=float(np.exp(mid)), init=warm, **kw)
             good, e, lam_mid = res.success, res.test_error, lam
         if good and e <= target:
             hi, e_hi, lam_hi, warm = mid, e, lam_mid, (None if optimal else res)
         else:
             lo = mid
+        bar.update()
+        bar.set_postfix_str(f"alpha in [{np.exp(lo):.3g}, {np.exp(hi):.3g}]")
     alpha = float(np.exp(hi))
     return {
         **answer,
@@ -402,6 +460,19 @@ def target_alpha(
         "test_error": float(e_hi),
         "below_grid": j == 0,
     }
+
+
+def _solver_record(opts: SolverOptions) -> dict[str, Any]:
+    """The solver's options as JSON-safe values (a quadrature rule by its description)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(opts):
+        value = getattr(opts, f.name)
+        out[f.name] = (
+            value
+            if value is None or isinstance(value, bool | int | float)
+            else (value.describe() if hasattr(value, "describe") else repr(value))
+        )
+    return out
 
 
 def _check_alphas(problem: RealDataProblem, alpha: float, counts: str) -> None:
@@ -424,6 +495,7 @@ def _check_alphas(problem: RealDataProblem, alpha: float, counts: str) -> None:
         )
 
 
+@with_options_doc
 def study_data(
     data: Any,
     y: Any = None,
@@ -446,6 +518,8 @@ def study_data(
     name: str | None = None,
     max_memory: float | None = None,
     progress: bool = False,
+    options: SolverOptions | None = None,
+    **solver: Any,
 ) -> DataStudy:
     """Theory, samples of the fitted mixture and the real data, for a labelled data set of
     your own (the module's protocol): ``gaussmix data`` in Python.
@@ -477,9 +551,17 @@ def study_data(
         Also the theory at ``lambda*(alpha)`` at every alpha (rows of source
         ``'optimal'``).
     progress : bool
-        Show progress bars.
+        Show progress bars (also of the searches of ``target_error`` and
+        ``optimal_lam``).
+    options : SolverOptions, optional
+        The solver's options at every fixed point of the theory (the curves, the target's
+        search, lambda*), as one object; or any of them as a keyword, by the names of
+        :func:`gaussmix.solve` (below), which override its fields.
+    %(solver_options)s
     """
     points, x = curve_points(lam, alphas)  # every option checked before any work
+    opts = solver_options(options, solver, caller="study_data")
+    kw = {"options": opts} if options is not None or solver else {}  # else the curves' own
     counts = check_choice("counts", counts, ("fixed", "random"))
     if not sources or any(s not in SOURCES for s in sources):
         raise ArgumentError(
@@ -512,9 +594,10 @@ def study_data(
     target = target_optimal = None
     if target_error is not None:  # first: a target never reached stops before the curves
         search = {"target_error": target_error, "d": problem.d, "alpha_max": alpha_max}
-        target = target_alpha(mixture, loss, lam=points[0][0], progress=progress, **search)
+        search.update(progress=progress, options=kw.get("options"))
+        target = target_alpha(mixture, loss, lam=points[0][0], **search)
         if optimal_lam:
-            target_optimal = target_alpha(mixture, loss, lam=None, progress=progress, **search)
+            target_optimal = target_alpha(mixture, loss, lam=None, **search)
     common = {
         "subsamples": subsamples,
         "seeds": seeds,
@@ -522,6 +605,7 @@ def study_data(
         "sources": sources,
         "progress": progress,
         "counts": counts,
+        **kw,
     }
     if x == "alpha":
         table = realdata_curve(problem, loss=loss, lam=lam, alphas=alphas, **common)
@@ -530,7 +614,7 @@ def study_data(
             problem, loss=loss, lams=list(lam), alpha=float(alphas), **common
         )
     if optimal_lam:
-        best = optimal_lambda_curve(mixture, loss, [a for _, a in points], progress=progress)
+        best = optimal_lambda_curve(mixture, loss, [a for _, a in points], progress=progress, **kw)
         rows = pd.DataFrame(
             {
                 "alpha": best["alpha"].astype(float),
@@ -558,6 +642,24 @@ def study_data(
         "counts": counts,
         "target": target,
         "target_optimal": target_optimal,
+        "parameters": {  # every argument of the study but the data (the provenance)
+            "loss": loss,
+            "penalty": "l2",
+            "lam": list(lam) if np.ndim(lam) else float(lam),
+            "alphas": [a for _, a in points] if x == "alpha" else float(alphas),
+            "test_fraction": test_fraction,
+            "seed": seed,
+            "scale": scale,
+            "subsamples": subsamples,
+            "seeds": seeds,
+            "sources": list(sources),
+            "counts": counts,
+            "target_error": target_error,
+            "alpha_max": alpha_max,
+            "optimal_lam": optimal_lam,
+            "max_memory": max_memory,
+            "solver": _solver_record(opts),
+        },
         "caption": "error bars: one standard error over training subsamples (real) or over "
         "samples of the fitted mixture (synthetic); *_gap: real or synthetic minus theory at "
         "the same point, with that row's standard error (for the real test error combined "

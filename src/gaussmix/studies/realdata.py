@@ -746,6 +746,7 @@ def realdata_lambda_curve(
     sources: Sequence[str] = SOURCES,
     progress: bool = False,
     counts: str | None = None,
+    options: Any = None,
 ) -> CurveTable:
     """The test error against the penalty at one sample complexity (Fig. 4 right): one row
     per (lam, source), columns :data:`COLUMNS`.
@@ -758,8 +759,20 @@ def realdata_lambda_curve(
     alpha : float
         The sample complexity ``n / d``.
     %(sources)s
+    options : SolverOptions, optional
+        Options of the theory's fixed points (default: the solver's).
     """
     check_param("alpha", alpha)
     return _study(
-        problem, loss, list(lams), alpha, subsamples, seeds, seed, sources, progress, counts
+        problem,
+        loss,
+        list(lams),
+        alpha,
+        subsamples,
+        seeds,
+        seed,
+        sources,
+        progress,
+        counts,
+        options,
     )

@@ -1233,27 +1233,11 @@ def _write_atomically(target: str, content: dict[str, Any]) -> None:
 
 
 def _read_npz(path: Any) -> dict[str, np.ndarray]:
-    """Every entry of an ``.npz`` file (no pickles); ValueError for an unreadable file."""
-    import pickle
-    import zipfile
+    """Every entry of a mixture file (:func:`gaussmix.core.npzfile.read_npz`, no pickles);
+    ValueError for an unreadable file."""
+    from gaussmix.core.npzfile import read_npz
 
-    try:
-        data = np.load(path, allow_pickle=False)
-        if not isinstance(data, np.lib.npyio.NpzFile):
-            raise ValueError("not an .npz archive (a single .npy array)")
-        with data:
-            return {k: data[k] for k in data.files}
-    except FileNotFoundError:
-        raise ValueError("no such file") from None
-    except IsADirectoryError:
-        raise ValueError("is a directory, not an .npz file") from None
-    except (OSError, EOFError, ValueError, zipfile.BadZipFile, pickle.UnpicklingError) as exc:
-        msg = " ".join(str(exc).split())
-        if msg.startswith("not an .npz"):
-            raise
-        if "pickle" in msg:  # numpy's advice (allow_pickle=True) is not ours to give
-            msg = "neither a zip of plain arrays, as Mixture.save writes, nor an .npy array"
-        raise ValueError(f"not a readable .npz file ({msg})") from None
+    return read_npz(path, written_by="Mixture.save")
 
 
 def _scalar(data: Mapping[str, np.ndarray], key: str, kind: type) -> Any:
