@@ -74,6 +74,16 @@ LOG_LAM_STEP = 0.05
 #: the significant digits of a lambda set by the slider (the exact entry shows them all)
 LAM_DIGITS = 4
 
+#: the page's width (CSS pixels) below which the controls stack above the plot: the
+#: sidebar's width and the plot's least width side by side
+SIDEBAR_PX = 350
+PLOT_MIN_PX = 480
+#: the served page's viewport: the device's width at scale 1 (a phone shows the page at its
+#: own width, the controls above the plot, rather than a desktop page scaled down)
+VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
+#: the served page's template (Panel's, extended): the viewport in the head
+PAGE_TEMPLATE = "{% block preamble %}{{ super() }}" + VIEWPORT + "{% endblock %}"
+
 #: the labels of the overlays the engine computes on request
 OVERLAY_LABELS = {
     "bayes": "Bayes-optimal error",
@@ -301,7 +311,9 @@ class Explorer:
             )
 
         def card(title: str, names: Iterable[str]) -> pn.Card:
-            return pn.Card(*(self.controls[n] for n in names), title=title, width=330)
+            return pn.Card(
+                *(self.controls[n] for n in names), title=title, sizing_mode="stretch_width"
+            )
 
         axis = ["axis", "alpha_min", "alpha_max", "alpha", "lam_min", "lam_max", "n_points"]
         sidebar = pn.Column(
@@ -309,7 +321,10 @@ class Explorer:
             card("Estimator", ["labels", "loss", "penalty", "l1_ratio", "lam"]),
             card("Axis", [*axis, "log_x"]),
             card("Show", ["show", "overlays", "sim_d", "sim_seeds"]),
-            width=350,
+            # a flex item of the layout: SIDEBAR_PX wide, the page's width on a narrow page
+            styles={"flex": f"1 1 {SIDEBAR_PX - 20}px", "max-width": f"{SIDEBAR_PX}px"},
+            sizing_mode="stretch_width",
+            css_classes=["gm-sidebar"],
         )
         self.source = ColumnDataSource({"x": np.array([], dtype=float)}, name="gm-curve")
         self.bayes_source = ColumnDataSource({"x": [], "y": []}, name="gm-bayes")
@@ -323,6 +338,11 @@ class Explorer:
             value=0, max=1, width=200, bar_color="primary", visible=False
         )
         self.status = pn.pane.Markdown("", css_classes=["gm-status"], margin=(0, 10))
+        # what the page says of its start (a state URL that could not be read): kept until
+        # the user changes a control, whatever the curves' status says meanwhile
+        self.notice = pn.pane.Alert(
+            "", alert_type="warning", visible=False, margin=(0, 10), css_classes=["gm-notice"]
+        )
         self.failed_pane = pn.pane.Markdown("", css_classes=["gm-failed"], margin=(0, 10))
         self.warnings_pane = pn.pane.Markdown("", css_classes=["gm-warnings"], margin=(0, 10))
         self.overlay_pane = pn.pane.Markdown("", css_classes=["gm-overlays"], margin=(0, 10))
@@ -339,16 +359,27 @@ class Explorer:
         }
         main = pn.Column(
             pn.pane.Markdown("## gaussmix explorer", margin=(0, 10)),
-            pn.pane.Bokeh(self.figure, sizing_mode="stretch_width"),
-            pn.Row(self.progress, self.status),
+            self.notice,
+            pn.pane.Bokeh(self.figure, sizing_mode="stretch_width", css_classes=["gm-plot"]),
+            pn.FlexBox(self.progress, self.status, flex_wrap="wrap"),
             self.failed_pane,
             self.warnings_pane,
             self.overlay_pane,
-            pn.Row(*self.downloads.values()),
+            pn.FlexBox(*self.downloads.values(), flex_wrap="wrap"),  # rows on a phone
             self.cli_pane,
             sizing_mode="stretch_width",
+            # beside the sidebar where the page has room, below it on a phone
+            styles={"flex": f"1000 1 {PLOT_MIN_PX}px", "min-width": "0"},
+            css_classes=["gm-main"],
         )
-        self.layout = pn.Row(sidebar, main, sizing_mode="stretch_width")
+        self.layout = pn.FlexBox(
+            sidebar,
+            main,
+            flex_wrap="wrap",
+            align_items="flex-start",
+            sizing_mode="stretch_width",
+            css_classes=["gm-layout"],
+        )
 
     def _download(self, label: str, filename: str, make: Callable[[], Any]) -> Any:
         return pn.widgets.FileDownload(
@@ -449,9 +480,15 @@ class Explorer:
             return None, errors
         return ExplorerState(**values), {}
 
+    def show_notice(self, text: str) -> None:
+        """Say ``text`` (Markdown) above the plot until the user changes a control."""
+        self.notice.object = text
+        self.notice.visible = bool(text)
+
     def _on_widget(self, event: Any) -> None:
         if self._updating:
             return
+        self.show_notice("")
         if event.obj is self.widgets["lam"]:
             try:
                 lam = float(event.new)
@@ -464,6 +501,7 @@ class Explorer:
     def _on_slider(self, event: Any) -> None:
         if self._updating:
             return
+        self.show_notice("")
         lam = _slider_lam(event.new)
         self._quietly(lambda: setattr(self.widgets["lam"], "value", field_text(lam)))
         self._changed()
@@ -531,7 +569,14 @@ class Explorer:
                     job.cancel()
             self.job = self.overlay_job = None
             self.progress.visible = False
-            self.status.object = "**Not computed**: a value is refused (see beside its control)."
+            # nor is their curve left drawn under controls that say otherwise (K raised to 3
+            # with a binary loss: no K = 2 curve beside K = 3)
+            self._clear_curve()
+            refused = "".join(f"\n- {LABELS.get(n, n)}: {m}" for n, m in errors.items())
+            self.status.object = (
+                "**Not computed**: a value is refused (also said beside its control); "
+                "the plot is cleared." + refused
+            )
             for button in self.downloads.values():
                 button.disabled = True
             return
@@ -682,6 +727,14 @@ class Explorer:
             "**Warnings**:" + "".join(f"\n- {w}" for w in job.warnings) if job.warnings else ""
         )
 
+    def _clear_curve(self) -> None:
+        """Draw no curve and no overlay (a refused state: nothing computed to show)."""
+        self.source.data = {k: np.array([], dtype=float) for k in self.source.data}
+        self._drawn = None
+        self.failed_pane.object = ""
+        self.warnings_pane.object = ""
+        self._clear_overlays()
+
     def _clear_overlays(self) -> None:
         self.bayes_source.data = {"x": [], "y": []}
         self.star_source.data = {"x": [], "y": []}
@@ -824,8 +877,9 @@ def explorer(state: ExplorerState | None = None) -> Any:
 
     Returns
     -------
-    panel.Row
-        The layout; its ``explorer`` attribute is the :class:`Explorer` behind it.
+    panel.FlexBox
+        The layout (a ``panel.FlexBox``: the controls beside the plot, above it on a
+        narrow page); its ``explorer`` attribute is the :class:`Explorer` behind it.
     """
     app = Explorer(state)
     app.layout.explorer = app  # type: ignore[attr-defined]
@@ -834,7 +888,7 @@ def explorer(state: ExplorerState | None = None) -> Any:
 
 def _session_state(initial: ExplorerState) -> tuple[ExplorerState, str | None]:
     """The state of a new page: its URL query if it has one, else ``initial``; a query
-    that cannot be read gives ``initial`` and the reason."""
+    that cannot be read gives ``initial`` and the notice to show (:func:`not_restored`)."""
     args = pn.state.session_args or {}
     pairs = [(k, v.decode()) for k, vs in args.items() for v in vs]
     if not pairs:
@@ -842,7 +896,17 @@ def _session_state(initial: ExplorerState) -> tuple[ExplorerState, str | None]:
     try:
         return ExplorerState.from_query(urlencode(pairs)), None
     except (ArgumentError, TypeError, ValueError) as exc:
-        return initial, f"the URL's state was not restored: {exc}"
+        return initial, not_restored(exc, initial)
+
+
+def not_restored(problem: Exception | str, initial: ExplorerState) -> str:
+    """The notice of a page whose URL's state could not be read: the parser's message
+    (naming the parameter and what it expects) and what is shown instead."""
+    instead = "the defaults" if initial == ExplorerState() else "the starting view"
+    return (
+        f"**Not restored** from the URL: {problem}. Showing {instead} instead "
+        "(the URL's other values are not applied either)."
+    )
 
 
 def serve(
@@ -863,7 +927,9 @@ def serve(
         state, problem = _session_state(initial)
         app = Explorer(state, location=True)
         if problem:
-            app.status.object = f"**Not restored**: {problem}"
+            app.show_notice(problem)
+        if pn.state.curdoc is not None:  # the viewport of a phone (Panel's template)
+            pn.state.curdoc.template = PAGE_TEMPLATE
         pn.state.on_session_destroyed(lambda _ctx: app.close())
         return app.layout
 
