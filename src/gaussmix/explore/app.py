@@ -360,7 +360,7 @@ class Explorer:
         main = pn.Column(
             pn.pane.Markdown("## gaussmix explorer", margin=(0, 10)),
             self.notice,
-            pn.pane.Bokeh(self.figure, sizing_mode="stretch_width", css_classes=["gm-plot"]),
+            pn.pane.Bokeh(self.figure, sizing_mode="stretch_width"),
             pn.FlexBox(self.progress, self.status, flex_wrap="wrap"),
             self.failed_pane,
             self.warnings_pane,
@@ -400,6 +400,7 @@ class Explorer:
             x_axis_label=_x_label(s),
             tools="pan,wheel_zoom,box_zoom,reset,hover",
             name="gm-figure",
+            css_classes=["gm-plot"],
         )
         self.renderers: dict[str, list[Any]] = {}
         fig.line(
