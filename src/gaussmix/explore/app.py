@@ -868,8 +868,10 @@ def _number(value: Any) -> float:
 
 
 def explorer(state: ExplorerState | None = None) -> Any:
-    """The explorer as a Panel layout, for a Jupyter notebook (run ``pn.extension()``
-    first).
+    """The explorer as a Panel layout, for a Jupyter notebook (run
+    ``pn.extension(inline=True)`` first: Bokeh's and Panel's JavaScript in the notebook
+    itself, so that it renders with no network; plain ``pn.extension()`` loads them from
+    a CDN).
 
     Parameters
     ----------
