@@ -550,3 +550,22 @@ def test_the_overlays_on_the_lambda_axis_are_in_the_legend_and_explained() -> No
         assert "(d = 60, 2 seeds)" in a.overlay_pane.object
     finally:
         a.close()
+
+
+def test_the_plots_axes_are_readable_on_either_scale(app: Explorer) -> None:
+    """Tick labels that would touch are left out (a log axis's 2, 3, ..., 9 on a phone),
+    type of at least 13 CSS pixels, on the log axis and on the linear one it is switched to."""
+    from bokeh.models import NoOverlap
+
+    def check() -> None:
+        for axis in (*app.figure.below, *app.figure.left):
+            assert isinstance(axis.major_label_policy, NoOverlap), axis
+            for size in (axis.major_label_text_font_size, axis.axis_label_text_font_size):
+                assert float(size.removesuffix("px")) >= 13, size
+        assert float(app.figure.legend.label_text_font_size.removesuffix("px")) >= 13
+
+    assert app.state.log_x
+    check()
+    app.widgets["log_x"].value = False
+    assert not app.state.log_x and type(app.figure.below[0]).__name__ == "LinearAxis"
+    check()

@@ -34,7 +34,15 @@ from urllib.parse import urlencode
 
 import numpy as np
 import panel as pn
-from bokeh.models import ColumnDataSource, LinearAxis, LinearScale, LogAxis, LogScale, Span
+from bokeh.models import (
+    ColumnDataSource,
+    LinearAxis,
+    LinearScale,
+    LogAxis,
+    LogScale,
+    NoOverlap,
+    Span,
+)
 from bokeh.plotting import figure
 from panel.io.state import set_curdoc
 
@@ -429,6 +437,9 @@ class Explorer:
         self.x_span.visible = False
         fig.add_layout(self.x_span)
         fig.legend.location = "top_right"
+        fig.legend.label_text_font_size = FONT["legend"]
+        for axis in (*fig.below, *fig.left):
+            _style_axis(axis)
         fig.legend.click_policy = "hide"
         return fig
 
@@ -641,7 +652,9 @@ class Explorer:
     def _axis(self, state: ExplorerState) -> None:
         fig = self.figure
         fig.x_scale = LogScale() if state.log_x else LinearScale()
-        fig.below = [(LogAxis if state.log_x else LinearAxis)(axis_label=_x_label(state))]
+        fig.below = [
+            _style_axis((LogAxis if state.log_x else LinearAxis)(axis_label=_x_label(state)))
+        ]
 
     # ------------------------------------------------------------------ drawing
     def _wake(self) -> None:
@@ -854,6 +867,19 @@ PALETTE = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
 )  # fmt: skip
+
+
+#: the plot's type (CSS pixels): readable on a projected screen, and on a phone
+FONT = {"tick": "13px", "label": "14px", "legend": "13px"}
+
+
+def _style_axis(axis: Any) -> Any:
+    """``axis`` in the plot's type, its tick labels never overlapping (a label that would
+    touch its neighbour is left out: on a narrow plot, a log axis's 2, 3, ..., 9)."""
+    axis.major_label_text_font_size = FONT["tick"]
+    axis.axis_label_text_font_size = FONT["label"]
+    axis.major_label_policy = NoOverlap()
+    return axis
 
 
 def _x_label(state: ExplorerState) -> str:
