@@ -19,6 +19,7 @@ from gaussmix.figures.plotting import (
     plot_lambda_curve,
     plot_learning_curve,
     save_figure,
+    tick_labels,
 )
 
 
@@ -237,3 +238,15 @@ def test_type_is_readable_at_a_talks_size(theory: pd.DataFrame, sim: pd.DataFram
     fig = plot_comparison(theory.assign(sim_test_error=theory["test_error"]), title="t")
     for a in fig.axes:
         assert_type_sizes(a)
+
+
+def test_tick_labels_keep_one_style_along_an_axis() -> None:
+    assert tick_labels([0.01, 0.1, 1.0, 10.0]) == ["0.01", "0.1", "1", "10"]
+    # decades reaching beyond 0.001..10000: every decade as 10^k, 1 and 100 too
+    assert tick_labels([1e-4, 1e-2, 1.0, 100.0]) == [
+        "$10^{-4}$", "$10^{-2}$", "$10^{0}$", "$10^{2}$"
+    ]  # fmt: skip
+    assert tick_labels([1e-4, 2e-4, 5e-4]) == ["0.0001", "0.0002", "0.0005"]
+    ax = plot_lambda_curve(_log_curve(1e-5, 10.0, "lam"))
+    texts = assert_ticks_readable(ax)
+    assert all(t.startswith("$10^{") for t in texts), texts

@@ -21,7 +21,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, Locator, LogLocator, MaxNLocator, NullFormatter
+from matplotlib.ticker import Formatter, Locator, LogLocator, MaxNLocator, NullFormatter
 
 __all__ = [
     "plot_learning_curve",
@@ -30,7 +30,9 @@ __all__ = [
     "save_figure",
     "new_axes",
     "LogTicks",
+    "LogLabels",
     "log_ticks",
+    "tick_labels",
 ]
 
 #: axis labels of known columns
@@ -102,14 +104,37 @@ def _label_em(text: str) -> float:
     return sum(_CHAR_EM.get(c, _DIGIT_EM) for c in text)
 
 
-def _tick_label(value: float, _pos: Any = None) -> str:
-    """A tick's label: the number as written by hand (``0.05``, ``2``, ``100``), a power
-    of ten outside ``0.001`` to ``10000`` as ``10^k``."""
-    if value > 0:
-        k = round(float(np.log10(value)))
-        if not _PLAIN_DECADES[0] <= k <= _PLAIN_DECADES[1] and np.isclose(value, 10.0**k):
-            return f"$10^{{{k}}}$"
-    return f"{value:g}"
+def _decade(value: float) -> int | None:
+    """``k`` if ``value`` is ``10**k``, else None."""
+    if value <= 0 or not np.isfinite(value):
+        return None
+    k = round(float(np.log10(value)))
+    return k if np.isclose(value, 10.0**k) else None
+
+
+def tick_labels(values: Sequence[float]) -> list[str]:
+    """The labels of a log axis's ticks ``values``: numbers as written by hand (``0.05``,
+    ``2``, ``100``); when every tick is a power of ten and one of them lies outside
+    ``0.001`` to ``10000``, all of them as ``10^k`` (one style along the axis)."""
+    ks = [_decade(float(v)) for v in values]
+    lo, hi = _PLAIN_DECADES
+    if values and all(k is not None for k in ks) and any(not lo <= k <= hi for k in ks):
+        return [f"$10^{{{k}}}$" for k in ks]
+    return [f"{float(v):g}" for v in values]
+
+
+class LogLabels(Formatter):
+    """The labels of :func:`tick_labels`, chosen for the axis's ticks as a whole."""
+
+    def __init__(self) -> None:
+        self._labels: dict[float, str] = {}
+
+    def set_locs(self, locs: Sequence[float]) -> None:
+        super().set_locs(locs)
+        self._labels = dict(zip((float(v) for v in locs), tick_labels(list(locs)), strict=True))
+
+    def __call__(self, x: float, pos: Any = None) -> str:
+        return self._labels.get(float(x)) or tick_labels([x])[0]
 
 
 class LogTicks(Locator):
@@ -144,7 +169,7 @@ class LogTicks(Locator):
             return ticks.size == 1
         pos = (np.log10(ticks) - lo) / (hi - lo) * length
         if self.axis.axis_name == "x":
-            half = np.array([_label_em(_tick_label(t)) for t in ticks]) * size / 2
+            half = np.array([_label_em(t) for t in tick_labels(list(ticks))]) * size / 2
         else:  # labels stacked along a vertical axis: their height
             half = np.full(ticks.size, size / 2)
         return bool(np.all(np.diff(pos) >= half[1:] + half[:-1] + LABEL_GAP_EM * size))
@@ -179,8 +204,9 @@ class LogTicks(Locator):
 
 def log_ticks(ax: Axes, axis: str = "x") -> None:
     """Give ``ax``'s ``axis`` (``'x'`` or ``'y'``, already logarithmic) the ticks of
-    :class:`LogTicks` with plain labels (``0.05``, ``2``, ``100``; ``10^-5`` for a power of
-    ten outside ``0.001`` to ``10000``), unlabelled minor ticks.
+    :class:`LogTicks` with the labels of :func:`tick_labels` (``0.05``, ``2``, ``100``;
+    ``10^-5`` ... ``10^2`` for decades reaching beyond ``0.001`` to ``10000``), unlabelled
+    minor ticks.
 
     Parameters
     ----------
@@ -193,7 +219,7 @@ def log_ticks(ax: Axes, axis: str = "x") -> None:
         raise ValueError(f"axis must be 'x' or 'y', got {axis!r}")
     target = ax.xaxis if axis == "x" else ax.yaxis
     target.set_major_locator(LogTicks())
-    target.set_major_formatter(FuncFormatter(_tick_label))
+    target.set_major_formatter(LogLabels())
     target.set_minor_formatter(NullFormatter())
 
 
