@@ -82,8 +82,8 @@ LOG_LAM_STEP = 0.05
 #: the significant digits of a lambda set by the slider (the exact entry shows them all)
 LAM_DIGITS = 4
 
-#: the page's width (CSS pixels) below which the controls stack above the plot: the
-#: sidebar's width and the plot's least width side by side
+#: the sidebar's width and the plot's least width (CSS pixels): on a page narrower than
+#: their sum the controls stack above the plot
 SIDEBAR_PX = 350
 PLOT_MIN_PX = 480
 #: the served page's viewport: the device's width at scale 1 (a phone shows the page at its
