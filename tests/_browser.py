@@ -46,10 +46,14 @@ def executable(env: str, *names: str) -> str | None:
 
 
 @contextlib.contextmanager
-def chrome(*, downloads: Path | None = None, network_log: bool = False) -> Iterator[Any]:
+def chrome(
+    *, downloads: Path | None = None, network_log: bool = False, offline: bool = False
+) -> Iterator[Any]:
     """A headless Chromium driven by Selenium (skipped when it is missing); ``downloads``:
     the directory its downloads go to; ``network_log``: keep the performance log, which
-    lists every request (:func:`requested_urls`)."""
+    lists every request (:func:`requested_urls`); ``offline``: every host name but
+    ``localhost`` and ``127.0.0.1`` resolves to nothing (a page that needs a CDN fails as
+    on a machine with no network; its request is still in the performance log)."""
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the test extra")
     browser = executable("GAUSSMIX_CHROMIUM", "chromium", "chromium-browser")
     chromedriver = executable("GAUSSMIX_CHROMEDRIVER", "chromedriver")
@@ -71,6 +75,9 @@ def chrome(*, downloads: Path | None = None, network_log: bool = False) -> Itera
         "--window-size=1280,900",
     ):
         options.add_argument(arg)
+    if offline:
+        rules = "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"
+        options.add_argument(f"--host-resolver-rules={rules}")
     logs = {"browser": "ALL"}
     if network_log:
         logs["performance"] = "ALL"

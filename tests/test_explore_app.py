@@ -159,6 +159,44 @@ def test_a_refused_value_stops_the_running_curve_and_keeps_its_status(app: Explo
     assert not any(button.disabled for button in app.downloads.values())
 
 
+def test_k_raised_past_the_loss_clears_the_plot_and_says_why(app: Explorer) -> None:
+    """The default logistic loss is binary: K = 3 is refused, and the K = 2 curve is not
+    left drawn under controls that say K = 3; K = 2 again draws it again."""
+    assert _columns(app, "x").size == N
+    app.widgets["n_clusters"].value = 3
+    message = validate(ExplorerState(n_clusters=3))["loss"]  # the library's words
+    assert app.error_panes["loss"].visible and app.error_panes["loss"].object == message
+    assert app.widgets["n_clusters"].value == 3  # the control says what the user asked
+    assert app.job is None
+    for key, column in app.source.data.items():
+        assert len(column) == 0, key  # nothing drawn
+    assert not [item for item in app.figure.legend.items if item.visible]
+    assert "Not computed" in app.status.object and message in app.status.object
+    app.widgets["n_clusters"].value = 2
+    app.refresh(wait=True)
+    assert np.array_equal(_columns(app, "test_error"), library_curve(0.1, N)["test_error"])
+
+
+def test_a_notice_stays_until_the_user_changes_a_control(app: Explorer) -> None:
+    from gaussmix.explore.app import not_restored
+
+    try:
+        ExplorerState.from_query("lam=abc")
+    except Exception as exc:  # noqa: BLE001 - the parser's own message
+        problem = exc
+    text = not_restored(problem, ExplorerState())
+    assert "lam must be a number, got 'abc'" in text and "Showing the defaults" in text
+    assert "the starting view" in not_restored(problem, ExplorerState(n_points=N))
+    app.show_notice(text)
+    app.widgets["lam"].value = "0.0456"  # the user changes a control: a new curve
+    app.refresh(wait=True)
+    assert app.status.object.startswith(f"{N} of {N} points")
+    assert not app.notice.visible  # the user's change: the notice about the URL is past
+    app.show_notice(text)
+    app.refresh(wait=True)
+    assert app.notice.visible and app.notice.object == text
+
+
 def test_a_page_opened_on_a_refused_state_shows_no_legend_of_nothing() -> None:
     a = Explorer(ExplorerState(rho=(0.5, 0.6)), poll=False)
     try:
@@ -263,7 +301,7 @@ def test_every_control_round_trips_through_the_state_url_reader() -> None:
 def test_the_notebook_form_is_a_panel_layout() -> None:
     layout = explorer(ExplorerState(n_points=3))
     try:
-        assert isinstance(layout, pn.Row)
+        assert isinstance(layout, pn.FlexBox)  # the controls beside the plot, or above it
         assert isinstance(layout.explorer, Explorer)
         assert layout.explorer.state.n_points == 3
     finally:
@@ -512,3 +550,22 @@ def test_the_overlays_on_the_lambda_axis_are_in_the_legend_and_explained() -> No
         assert "(d = 60, 2 seeds)" in a.overlay_pane.object
     finally:
         a.close()
+
+
+def test_the_plots_axes_are_readable_on_either_scale(app: Explorer) -> None:
+    """Tick labels that would touch are left out (a log axis's 2, 3, ..., 9 on a phone),
+    type of at least 13 CSS pixels, on the log axis and on the linear one it is switched to."""
+    from bokeh.models import NoOverlap
+
+    def check() -> None:
+        for axis in (*app.figure.below, *app.figure.left):
+            assert isinstance(axis.major_label_policy, NoOverlap), axis
+            for size in (axis.major_label_text_font_size, axis.axis_label_text_font_size):
+                assert float(size.removesuffix("px")) >= 13, size
+        assert float(app.figure.legend.label_text_font_size.removesuffix("px")) >= 13
+
+    assert app.state.log_x
+    check()
+    app.widgets["log_x"].value = False
+    assert not app.state.log_x and type(app.figure.below[0]).__name__ == "LinearAxis"
+    check()

@@ -216,3 +216,120 @@ def test_a_state_url_restores_the_view(server: str, driver: Any) -> None:
     assert _model(driver, "gm-field-lam", "m.value") == "0.2"
     assert _model(driver, "gm-field-rho", "m.value") == "0.3,0.7"
     assert not console_errors(driver)
+
+
+def _visible_text(driver: Any, css_class: str) -> str | None:
+    """The text of the rendered element carrying ``css_class`` if it is on the page with a
+    size (not hidden), else None."""
+    el = driver.execute_script(_ELEMENT, css_class)
+    if el is None:
+        return None
+    box = driver.execute_script("return arguments[0].getBoundingClientRect().toJSON();", el)
+    if box["width"] <= 0 or box["height"] <= 0:
+        return None
+    text = driver.execute_script(
+        "const e = arguments[0]; return (e.shadowRoot ? e.shadowRoot.textContent : '')"
+        " + e.textContent;",
+        el,
+    )
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        ("lam=abc", "lam must be a number, got 'abc'"),
+        ("foo=bar", "foo is not a control of the explorer"),
+    ],
+)
+def test_a_bad_state_url_says_so_after_the_page_settles(
+    server: str, driver: Any, query: str, said: str
+) -> None:
+    """The starting view is drawn (the server's ``--n-points``), and the notice naming the
+    bad parameter is still shown once it is: the first draw does not overwrite it."""
+    _open(driver, f"{server}?{query}")
+    _curve_becomes(driver, library_curve(0.1, N))
+    deadline = time.monotonic() + WAIT
+    while f"{N} of {N} points" not in (_visible_text(driver, "gm-status") or ""):
+        assert time.monotonic() < deadline, _visible_text(driver, "gm-status")
+        time.sleep(0.1)
+    time.sleep(4 * 0.05)  # a few more polls of the page (POLL_MS): nothing replaces it
+    notice = _visible_text(driver, "gm-notice")
+    assert notice is not None, "the notice is not shown"
+    assert "Not restored" in notice and said in html.unescape(notice), notice
+    assert "Showing the starting view instead" in notice
+    assert not console_errors(driver)
+
+
+def test_raising_k_past_a_binary_loss_clears_the_plot_and_says_why(
+    server: str, driver: Any
+) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _open(driver, server)
+    _curve_becomes(driver, library_curve(0.1, N))
+    _set(driver, "gm-field-n_clusters", 3)
+    message = validate(ExplorerState(n_points=N, n_clusters=3))["loss"]
+    WebDriverWait(driver, WAIT, poll_frequency=0.1).until(
+        lambda d: (d.execute_script(_CURVE) or {"x": [0]})["x"] == []
+    )
+    assert all(v == [] for v in driver.execute_script(_CURVE).values())  # no old curve
+    assert _model(driver, "gm-field-n_clusters", "m.value") == 3  # K says what was asked
+    status = html.unescape(_visible_text(driver, "gm-status") or "")
+    assert "Not computed" in status and message.split(" — ")[0] in status, status
+    beside = _model(driver, "gm-error-loss", "m.visible ? m.text : null")
+    assert beside and message in html.unescape(beside)
+    _set(driver, "gm-field-n_clusters", 2)  # back: the curve is drawn again
+    _curve_becomes(driver, library_curve(0.1, N))
+    assert not console_errors(driver)
+
+
+#: the page's horizontal overflow and its viewport's width (CSS pixels)
+_WIDTHS = """
+const e = document.documentElement;
+return {scroll: e.scrollWidth, client: e.clientWidth, inner: window.innerWidth,
+        viewport: (document.querySelector('meta[name=viewport]') || {}).content || null};
+"""
+_BOX = "return arguments[0].getBoundingClientRect().toJSON();"
+
+
+@pytest.fixture(scope="module")
+def phone(server: str) -> Iterator[Any]:
+    """A Chromium that shows pages as a phone does: 390 x 844 CSS pixels, touch, the page's
+    viewport honoured."""
+    with chrome() as drv:
+        drv.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True},
+        )
+        yield drv
+
+
+def test_on_a_phone_the_controls_stack_above_a_plot_as_wide_as_the_screen(
+    server: str, phone: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    _open(phone, server)
+    _curve_becomes(phone, library_curve(0.1, N))
+    widths = phone.execute_script(_WIDTHS)
+    assert widths["viewport"] == "width=device-width, initial-scale=1", widths
+    assert widths["inner"] == widths["client"] == 390, widths  # not a desktop page scaled
+    assert widths["scroll"] <= widths["client"], widths  # no horizontal overflow
+    plot = phone.execute_script(_BOX, phone.execute_script(_ELEMENT, "gm-plot"))
+    sidebar = phone.execute_script(_BOX, phone.execute_script(_ELEMENT, "gm-sidebar"))
+    assert 0 <= plot["left"] and plot["right"] <= 390, plot
+    assert plot["width"] >= 0.9 * 390, plot  # the plot stretches to the screen's width
+    assert sidebar["bottom"] <= plot["top"] + 1, (sidebar, plot)  # controls above the plot
+    assert 0 <= sidebar["left"] and sidebar["right"] <= 390, sidebar
+    # a control is usable as on a phone: scrolled to, typed into; the curve is redrawn
+    host = phone.execute_script(_ELEMENT, "gm-field-lam")
+    box = phone.execute_script(_BOX, host)
+    assert 0 <= box["left"] and box["right"] <= 390, box
+    field = host.shadow_root.find_element("css selector", "input")
+    phone.execute_script("arguments[0].scrollIntoView({block: 'center'});", field)
+    field.clear()
+    field.send_keys("0.05", Keys.ENTER)
+    _curve_becomes(phone, library_curve(0.05, N))
+    phone.save_screenshot(str(tmp_path / "phone.png"))  # (kept by pytest for a look)
+    assert not console_errors(phone)

@@ -13,6 +13,7 @@ import matplotlib.image
 import numpy as np
 import pandas as pd
 import pytest
+from _plot_checks import assert_ticks_readable, assert_type_sizes
 from conftest import HANG
 
 import gaussmix as gm
@@ -27,7 +28,7 @@ from gaussmix.explore import (
     start_curve,
     start_overlays,
 )
-from gaussmix.explore.export import csv_name
+from gaussmix.explore.export import csv_name, export_figure
 
 STATES = {
     "binary": ExplorerState(n_points=8),
@@ -165,6 +166,19 @@ def test_the_png_of_the_lambda_axis_and_of_order_parameters():
     with_params = _image(export_png(state, rows, overlays))
     errors_only = _image(export_png(state, job.table, overlays))
     assert not np.array_equal(with_params, errors_only)
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(0.05, 8.0), (0.2, 3.0), (1.0, 100.0), (0.5, 0.9)])
+def test_the_pngs_log_alpha_ticks_do_not_overlap_and_are_readable(lo, hi):
+    """The PNG's figure (export_png saves export_figure's) on a log alpha axis: its tick
+    labels apart, its type at least 10 pt (the legend 9 pt)."""
+    state = ExplorerState(alpha_min=lo, alpha_max=hi, n_points=8, log_x=True)
+    alpha = np.geomspace(lo, hi, 8)
+    table = pd.DataFrame({"alpha": alpha, "test_error": 0.3 / (1 + alpha)})
+    (ax,) = export_figure(state, table).axes
+    assert ax.get_xscale() == "log"
+    assert_ticks_readable(ax)
+    assert_type_sizes(ax)
 
 
 def test_nothing_to_export_without_a_table():

@@ -8,14 +8,18 @@ import matplotlib.colors as mcolors
 import numpy as np
 import pandas as pd
 import pytest
+from _plot_checks import assert_ticks_readable, assert_type_sizes, shown_tick_labels
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 
 from gaussmix.figures.plotting import (
+    log_ticks,
     new_axes,
+    plot_comparison,
     plot_lambda_curve,
     plot_learning_curve,
     save_figure,
+    tick_labels,
 )
 
 
@@ -152,3 +156,97 @@ def test_dpi_is_150(theory: pd.DataFrame, tmp_path: Path) -> None:
     with Image.open(path) as im:
         dpi = im.info.get("dpi")
     assert dpi is not None and round(dpi[0]) == 150
+
+
+def _log_curve(lo: float, hi: float, x: str = "alpha") -> pd.DataFrame:
+    v = np.geomspace(lo, hi, 12)
+    return pd.DataFrame({x: v, "test_error": 0.4 / (1 + v), "train_error": 0.1 / (1 + v)})
+
+
+#: ranges of a log alpha (or lambda) axis: several decades, about one, less than one
+LOG_RANGES = [(0.05, 8.0), (0.2, 3.0), (1.0, 100.0), (0.5, 0.9), (0.2, 8.0), (1e-5, 10.0)]
+
+
+@pytest.mark.parametrize(("lo", "hi"), LOG_RANGES)
+def test_log_axis_tick_labels_do_not_overlap(lo: float, hi: float) -> None:
+    ax = plot_learning_curve(_log_curve(lo, hi), logx=True)
+    texts = assert_ticks_readable(ax)
+    # each label says its tick's value, as a plain number (a power of ten beyond 1e-3..1e4
+    # as 10^k)
+    for value, text, _ in shown_tick_labels(ax):
+        if text.startswith("$10^{"):
+            assert value == pytest.approx(10.0 ** int(text[5:-2]))
+        else:
+            assert float(text) == pytest.approx(value), texts
+    # on the figure's other sizes as well: a narrow one keeps fewer labels, still apart
+    ax = plot_learning_curve(_log_curve(lo, hi), logx=True, ax=new_axes((2.5, 2.5)))
+    assert_ticks_readable(ax)
+
+
+def test_log_ticks_of_a_short_range_are_round_values_inside_it() -> None:
+    ax = plot_learning_curve(_log_curve(0.5, 0.9), logx=True)
+    assert [float(t) for t in assert_ticks_readable(ax)] == [0.5, 0.6, 0.7, 0.8, 0.9]
+    ax = plot_learning_curve(_log_curve(0.05, 8.0), logx=True)
+    shown = [float(t) for t in assert_ticks_readable(ax)]
+    assert {0.1, 1.0} <= set(shown) and len(shown) <= 8
+
+
+def test_log_ticks_on_a_vertical_axis_and_bad_axis() -> None:
+    ax = plot_learning_curve(_log_curve(1e-3, 1e3), logx=True, logy=True)
+    assert_ticks_readable(ax, "y")
+    with pytest.raises(ValueError, match="axis must be 'x' or 'y'"):
+        log_ticks(ax, "z")
+
+
+def test_lambda_curve_and_comparison_log_ticks_do_not_overlap() -> None:
+    assert_ticks_readable(plot_lambda_curve(_log_curve(1e-4, 30.0, "lam")))
+    df = _log_curve(0.2, 8.0).assign(train_loss=lambda d: 0.3 / (1 + d["alpha"]))
+    fig = plot_comparison(df, logx=True)
+    for ax in fig.axes:
+        assert_ticks_readable(ax)
+
+
+def test_curve_commands_png_has_readable_log_ticks(monkeypatch, tmp_path: Path) -> None:
+    """``gaussmix curve`` on a log alpha grid: the figure it saves, as saved."""
+    from _cli_helpers import run
+
+    import gaussmix.figures.plotting as plotting
+
+    saved = []
+    real = plotting.save_figure
+
+    def keep(fig, path, **kw):
+        saved.append(fig)
+        return real(fig, path, **kw)
+
+    monkeypatch.setattr(plotting, "save_figure", keep)
+    code, _, err = run("curve", "--alphas", "log:0.05:8:5", "--out", str(tmp_path), "--quiet")
+    assert code == 0, err
+    assert (tmp_path / "curve.png").is_file() and len(saved) == 1
+    (ax,) = saved[0].axes
+    assert ax.get_xscale() == "log"
+    assert_ticks_readable(ax)
+    assert_type_sizes(ax)
+
+
+def test_type_is_readable_at_a_talks_size(theory: pd.DataFrame, sim: pd.DataFrame) -> None:
+    ax = plot_learning_curve(theory, sim=sim, title="logistic")
+    assert_type_sizes(ax)
+    # the type is in points, so the saved figure (4.5 x 3.2 inches by default) carries it
+    # at that size: a tick label of 10 pt at 150 dpi is about 21 pixels tall
+    assert tuple(ax.figure.get_size_inches()) == (4.5, 3.2)
+    fig = plot_comparison(theory.assign(sim_test_error=theory["test_error"]), title="t")
+    for a in fig.axes:
+        assert_type_sizes(a)
+
+
+def test_tick_labels_keep_one_style_along_an_axis() -> None:
+    assert tick_labels([0.01, 0.1, 1.0, 10.0]) == ["0.01", "0.1", "1", "10"]
+    # decades reaching beyond 0.001..10000: every decade as 10^k, 1 and 100 too
+    assert tick_labels([1e-4, 1e-2, 1.0, 100.0]) == [
+        "$10^{-4}$", "$10^{-2}$", "$10^{0}$", "$10^{2}$"
+    ]  # fmt: skip
+    assert tick_labels([1e-4, 2e-4, 5e-4]) == ["0.0001", "0.0002", "0.0005"]
+    ax = plot_lambda_curve(_log_curve(1e-5, 10.0, "lam"))
+    texts = assert_ticks_readable(ax)
+    assert all(t.startswith("$10^{") for t in texts), texts

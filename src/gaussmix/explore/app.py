@@ -34,7 +34,15 @@ from urllib.parse import urlencode
 
 import numpy as np
 import panel as pn
-from bokeh.models import ColumnDataSource, LinearAxis, LinearScale, LogAxis, LogScale, Span
+from bokeh.models import (
+    ColumnDataSource,
+    LinearAxis,
+    LinearScale,
+    LogAxis,
+    LogScale,
+    NoOverlap,
+    Span,
+)
 from bokeh.plotting import figure
 from panel.io.state import set_curdoc
 
@@ -73,6 +81,16 @@ LOG_LAM_RANGE = (-6.0, 2.0)
 LOG_LAM_STEP = 0.05
 #: the significant digits of a lambda set by the slider (the exact entry shows them all)
 LAM_DIGITS = 4
+
+#: the sidebar's width and the plot's least width (CSS pixels): on a page narrower than
+#: their sum the controls stack above the plot
+SIDEBAR_PX = 350
+PLOT_MIN_PX = 480
+#: the served page's viewport: the device's width at scale 1 (a phone shows the page at its
+#: own width, the controls above the plot, rather than a desktop page scaled down)
+VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
+#: the served page's template (Panel's, extended): the viewport in the head
+PAGE_TEMPLATE = "{% block preamble %}{{ super() }}" + VIEWPORT + "{% endblock %}"
 
 #: the labels of the overlays the engine computes on request
 OVERLAY_LABELS = {
@@ -301,7 +319,9 @@ class Explorer:
             )
 
         def card(title: str, names: Iterable[str]) -> pn.Card:
-            return pn.Card(*(self.controls[n] for n in names), title=title, width=330)
+            return pn.Card(
+                *(self.controls[n] for n in names), title=title, sizing_mode="stretch_width"
+            )
 
         axis = ["axis", "alpha_min", "alpha_max", "alpha", "lam_min", "lam_max", "n_points"]
         sidebar = pn.Column(
@@ -309,7 +329,10 @@ class Explorer:
             card("Estimator", ["labels", "loss", "penalty", "l1_ratio", "lam"]),
             card("Axis", [*axis, "log_x"]),
             card("Show", ["show", "overlays", "sim_d", "sim_seeds"]),
-            width=350,
+            # a flex item of the layout: SIDEBAR_PX wide, the page's width on a narrow page
+            styles={"flex": f"1 1 {SIDEBAR_PX - 20}px", "max-width": f"{SIDEBAR_PX}px"},
+            sizing_mode="stretch_width",
+            css_classes=["gm-sidebar"],
         )
         self.source = ColumnDataSource({"x": np.array([], dtype=float)}, name="gm-curve")
         self.bayes_source = ColumnDataSource({"x": [], "y": []}, name="gm-bayes")
@@ -323,6 +346,11 @@ class Explorer:
             value=0, max=1, width=200, bar_color="primary", visible=False
         )
         self.status = pn.pane.Markdown("", css_classes=["gm-status"], margin=(0, 10))
+        # what the page says of its start (a state URL that could not be read): kept until
+        # the user changes a control, whatever the curves' status says meanwhile
+        self.notice = pn.pane.Alert(
+            "", alert_type="warning", visible=False, margin=(0, 10), css_classes=["gm-notice"]
+        )
         self.failed_pane = pn.pane.Markdown("", css_classes=["gm-failed"], margin=(0, 10))
         self.warnings_pane = pn.pane.Markdown("", css_classes=["gm-warnings"], margin=(0, 10))
         self.overlay_pane = pn.pane.Markdown("", css_classes=["gm-overlays"], margin=(0, 10))
@@ -339,16 +367,27 @@ class Explorer:
         }
         main = pn.Column(
             pn.pane.Markdown("## gaussmix explorer", margin=(0, 10)),
+            self.notice,
             pn.pane.Bokeh(self.figure, sizing_mode="stretch_width"),
-            pn.Row(self.progress, self.status),
+            pn.FlexBox(self.progress, self.status, flex_wrap="wrap"),
             self.failed_pane,
             self.warnings_pane,
             self.overlay_pane,
-            pn.Row(*self.downloads.values()),
+            pn.FlexBox(*self.downloads.values(), flex_wrap="wrap"),  # rows on a phone
             self.cli_pane,
             sizing_mode="stretch_width",
+            # beside the sidebar where the page has room, below it on a phone
+            styles={"flex": f"1000 1 {PLOT_MIN_PX}px", "min-width": "0"},
+            css_classes=["gm-main"],
         )
-        self.layout = pn.Row(sidebar, main, sizing_mode="stretch_width")
+        self.layout = pn.FlexBox(
+            sidebar,
+            main,
+            flex_wrap="wrap",
+            align_items="flex-start",
+            sizing_mode="stretch_width",
+            css_classes=["gm-layout"],
+        )
 
     def _download(self, label: str, filename: str, make: Callable[[], Any]) -> Any:
         return pn.widgets.FileDownload(
@@ -369,6 +408,7 @@ class Explorer:
             x_axis_label=_x_label(s),
             tools="pan,wheel_zoom,box_zoom,reset,hover",
             name="gm-figure",
+            css_classes=["gm-plot"],
         )
         self.renderers: dict[str, list[Any]] = {}
         fig.line(
@@ -397,6 +437,9 @@ class Explorer:
         self.x_span.visible = False
         fig.add_layout(self.x_span)
         fig.legend.location = "top_right"
+        fig.legend.label_text_font_size = FONT["legend"]
+        for axis in (*fig.below, *fig.left):
+            _style_axis(axis)
         fig.legend.click_policy = "hide"
         return fig
 
@@ -449,9 +492,15 @@ class Explorer:
             return None, errors
         return ExplorerState(**values), {}
 
+    def show_notice(self, text: str) -> None:
+        """Say ``text`` (Markdown) above the plot until the user changes a control."""
+        self.notice.object = text
+        self.notice.visible = bool(text)
+
     def _on_widget(self, event: Any) -> None:
         if self._updating:
             return
+        self.show_notice("")
         if event.obj is self.widgets["lam"]:
             try:
                 lam = float(event.new)
@@ -464,6 +513,7 @@ class Explorer:
     def _on_slider(self, event: Any) -> None:
         if self._updating:
             return
+        self.show_notice("")
         lam = _slider_lam(event.new)
         self._quietly(lambda: setattr(self.widgets["lam"], "value", field_text(lam)))
         self._changed()
@@ -531,7 +581,14 @@ class Explorer:
                     job.cancel()
             self.job = self.overlay_job = None
             self.progress.visible = False
-            self.status.object = "**Not computed**: a value is refused (see beside its control)."
+            # nor is their curve left drawn under controls that say otherwise (K raised to 3
+            # with a binary loss: no K = 2 curve beside K = 3)
+            self._clear_curve()
+            refused = "".join(f"\n- {LABELS.get(n, n)}: {m}" for n, m in errors.items())
+            self.status.object = (
+                "**Not computed**: a value is refused (also said beside its control); "
+                "the plot is cleared." + refused
+            )
             for button in self.downloads.values():
                 button.disabled = True
             return
@@ -595,7 +652,9 @@ class Explorer:
     def _axis(self, state: ExplorerState) -> None:
         fig = self.figure
         fig.x_scale = LogScale() if state.log_x else LinearScale()
-        fig.below = [(LogAxis if state.log_x else LinearAxis)(axis_label=_x_label(state))]
+        fig.below = [
+            _style_axis((LogAxis if state.log_x else LinearAxis)(axis_label=_x_label(state)))
+        ]
 
     # ------------------------------------------------------------------ drawing
     def _wake(self) -> None:
@@ -681,6 +740,14 @@ class Explorer:
         self.warnings_pane.object = (
             "**Warnings**:" + "".join(f"\n- {w}" for w in job.warnings) if job.warnings else ""
         )
+
+    def _clear_curve(self) -> None:
+        """Draw no curve and no overlay (a refused state: nothing computed to show)."""
+        self.source.data = {k: np.array([], dtype=float) for k in self.source.data}
+        self._drawn = None
+        self.failed_pane.object = ""
+        self.warnings_pane.object = ""
+        self._clear_overlays()
 
     def _clear_overlays(self) -> None:
         self.bayes_source.data = {"x": [], "y": []}
@@ -802,6 +869,19 @@ PALETTE = (
 )  # fmt: skip
 
 
+#: the plot's type (CSS pixels): readable on a projected screen, and on a phone
+FONT = {"tick": "13px", "label": "14px", "legend": "13px"}
+
+
+def _style_axis(axis: Any) -> Any:
+    """``axis`` in the plot's type, its tick labels never overlapping (a label that would
+    touch its neighbour is left out: on a narrow plot, a log axis's 2, 3, ..., 9)."""
+    axis.major_label_text_font_size = FONT["tick"]
+    axis.axis_label_text_font_size = FONT["label"]
+    axis.major_label_policy = NoOverlap()
+    return axis
+
+
 def _x_label(state: ExplorerState) -> str:
     return "alpha = n/d" if state.axis == "alpha" else "lambda"
 
@@ -814,8 +894,10 @@ def _number(value: Any) -> float:
 
 
 def explorer(state: ExplorerState | None = None) -> Any:
-    """The explorer as a Panel layout, for a Jupyter notebook (run ``pn.extension()``
-    first).
+    """The explorer as a Panel layout, for a Jupyter notebook (run
+    ``pn.extension(inline=True)`` first: Bokeh's and Panel's JavaScript in the notebook
+    itself, so that it renders with no network; plain ``pn.extension()`` loads them from
+    a CDN).
 
     Parameters
     ----------
@@ -824,8 +906,9 @@ def explorer(state: ExplorerState | None = None) -> Any:
 
     Returns
     -------
-    panel.Row
-        The layout; its ``explorer`` attribute is the :class:`Explorer` behind it.
+    panel.FlexBox
+        The layout (a ``panel.FlexBox``: the controls beside the plot, above it on a
+        narrow page); its ``explorer`` attribute is the :class:`Explorer` behind it.
     """
     app = Explorer(state)
     app.layout.explorer = app  # type: ignore[attr-defined]
@@ -834,7 +917,7 @@ def explorer(state: ExplorerState | None = None) -> Any:
 
 def _session_state(initial: ExplorerState) -> tuple[ExplorerState, str | None]:
     """The state of a new page: its URL query if it has one, else ``initial``; a query
-    that cannot be read gives ``initial`` and the reason."""
+    that cannot be read gives ``initial`` and the notice to show (:func:`not_restored`)."""
     args = pn.state.session_args or {}
     pairs = [(k, v.decode()) for k, vs in args.items() for v in vs]
     if not pairs:
@@ -842,7 +925,17 @@ def _session_state(initial: ExplorerState) -> tuple[ExplorerState, str | None]:
     try:
         return ExplorerState.from_query(urlencode(pairs)), None
     except (ArgumentError, TypeError, ValueError) as exc:
-        return initial, f"the URL's state was not restored: {exc}"
+        return initial, not_restored(exc, initial)
+
+
+def not_restored(problem: Exception | str, initial: ExplorerState) -> str:
+    """The notice of a page whose URL's state could not be read: the parser's message
+    (naming the parameter and what it expects) and what is shown instead."""
+    instead = "the defaults" if initial == ExplorerState() else "the starting view"
+    return (
+        f"**Not restored** from the URL: {problem}. Showing {instead} instead "
+        "(the URL's other values are not applied either)."
+    )
 
 
 def serve(
@@ -863,7 +956,9 @@ def serve(
         state, problem = _session_state(initial)
         app = Explorer(state, location=True)
         if problem:
-            app.status.object = f"**Not restored**: {problem}"
+            app.show_notice(problem)
+        if pn.state.curdoc is not None:  # the viewport of a phone (Panel's template)
+            pn.state.curdoc.template = PAGE_TEMPLATE
         pn.state.on_session_destroyed(lambda _ctx: app.close())
         return app.layout
 

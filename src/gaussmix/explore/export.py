@@ -7,7 +7,7 @@ script calling the mixture's constructor with the arguments the command line's b
 resolves (:func:`~gaussmix.cli.options.mixture_arguments`), the grid of
 :func:`gaussmix.experiments.parse_range` and :func:`gaussmix.learning_curve` or
 :func:`gaussmix.lambda_sweep` with the solver's options; :func:`export_png` draws the table
-with the library's plotting helpers and the overlays.
+with the library's plotting helpers and the overlays (:func:`export_figure`).
 """
 
 from __future__ import annotations
@@ -24,10 +24,19 @@ from .state import ExplorerState, grid_spec, point_options, setup
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
+    from matplotlib.figure import Figure
 
     from .engine import Overlay
 
-__all__ = ["export_csv", "export_png", "export_python", "export_cli", "command", "csv_name"]
+__all__ = [
+    "export_csv",
+    "export_png",
+    "export_figure",
+    "export_python",
+    "export_cli",
+    "command",
+    "csv_name",
+]
 
 
 def command(state: ExplorerState) -> str:
@@ -173,14 +182,7 @@ def export_png(
     *,
     dpi: int = 150,
 ) -> bytes:
-    """The view as a PNG image: the shown columns of ``table`` drawn by
-    :func:`gaussmix.figures.plotting.plot_learning_curve` (Agg), with the overlays
-    (:attr:`gaussmix.explore.OverlayJob.results`): the Bayes-optimal error (dashed),
-    alpha* and lambda* (vertical lines on their axis, lambda* on the alpha axis as the
-    optimal-penalty test error), simulation points with standard errors.
-
-    ``table`` may hold the order parameters too (a DataFrame of
-    :attr:`gaussmix.explore.CurveJob.rows`); shown columns that it lacks are skipped.
+    """The view as a PNG image: :func:`export_figure` saved at ``dpi``.
 
     Parameters
     ----------
@@ -197,6 +199,39 @@ def export_png(
     -------
     bytes
         The PNG file's content.
+    """
+    buf = io.BytesIO()
+    export_figure(state, table, overlays).savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
+def export_figure(
+    state: ExplorerState,
+    table: pd.DataFrame,
+    overlays: Mapping[str, Overlay] | None = None,
+) -> Figure:
+    """The view as a matplotlib figure: the shown columns of ``table`` drawn by
+    :func:`gaussmix.figures.plotting.plot_learning_curve` (Agg), with the overlays
+    (:attr:`gaussmix.explore.OverlayJob.results`): the Bayes-optimal error (dashed),
+    alpha* and lambda* (vertical lines on their axis, lambda* on the alpha axis as the
+    optimal-penalty test error), simulation points with standard errors.
+
+    ``table`` may hold the order parameters too (a DataFrame of
+    :attr:`gaussmix.explore.CurveJob.rows`); shown columns that it lacks are skipped.
+
+    Parameters
+    ----------
+    state : ExplorerState
+        The controls the table was computed for (axis, shown columns, log axis, title).
+    table : DataFrame
+        The curve: the library's table, or a DataFrame of the job's rows.
+    overlays : mapping of str to Overlay, optional
+        The overlays to draw, by name (None: none).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (Agg canvas).
     """
     import pandas as pd
 
@@ -231,6 +266,4 @@ def export_png(
                 lam_star.value, color="0.3", linestyle="-.", label=f"λ* = {lam_star.value:.3g}"
             )
     ax.legend(loc="best")
-    buf = io.BytesIO()
-    ax.figure.savefig(buf, format="png", dpi=dpi)
-    return buf.getvalue()
+    return ax.figure

@@ -17,7 +17,7 @@ from gaussmix.core.validation import check_array, check_param_values
 from gaussmix.theory.api import make_problem
 from gaussmix.theory.mixture import Mixture
 
-from .plotting import STYLE
+from .plotting import STYLE, log_ticks
 
 #: the rule (:data:`gaussmix.core.validation.PARAMETERS`) of each kind of grid of a figure
 _GRID_FACTS = {"alphas": "alpha", "sim_alphas": "alpha", "lams": "lam"}
@@ -97,23 +97,11 @@ def new_slide_figure(figsize: tuple[float, float], nrows: int, ncols: int, **kw:
     return fig, axes
 
 
-def log_axis(ax: Any, values: Any, axis: str = "x") -> None:
-    """A log scale over ``values`` with plain tick labels at powers of two (or of ten over
-    more than three decades) and no minor tick labels (they collide on short ranges)."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
-
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v) & (v > 0)]
-    target = ax.xaxis if axis == "x" else ax.yaxis
+def log_axis(ax: Any, axis: str = "x") -> None:
+    """A log scale on ``ax``'s ``axis`` with labels that do not overlap
+    (:func:`gaussmix.figures.plotting.log_ticks`)."""
     (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
-    if v.size == 0:
-        return
-    lo, hi = float(v.min()), float(v.max())
-    base = 10.0 if hi / lo > 1e3 else 2.0
-    k = np.arange(np.floor(np.log(lo) / np.log(base)), np.ceil(np.log(hi) / np.log(base)) + 1)
-    target.set_major_locator(FixedLocator(base**k))
-    target.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
-    target.set_minor_formatter(NullFormatter())
+    log_ticks(ax, axis)
 
 
 def balanced_alpha(alpha: float, d: int, k: int) -> float:

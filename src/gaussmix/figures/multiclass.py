@@ -73,6 +73,7 @@ from ._common import (
     fill_simulation,
     fmt_g,
     hook_values,
+    log_axis,
     mixture_title,
     new_slide_figure,
     pick,
@@ -651,7 +652,7 @@ def plot_fig3_right(df: pd.DataFrame, *, title: str | None = None) -> Figure:
                     float(g["bayes_error"].iloc[0]), color=colour, linestyle="-.", zorder=1.5
                 )
                 bayes = True
-        ax.set_xscale("log")
+        log_axis(ax)
         ax.set_xlabel(AXIS_LABELS["lam"])
         ax.set_ylabel(r"test error $\varepsilon_g$")
         ax.grid(True, which="major", alpha=0.3, linewidth=0.6)

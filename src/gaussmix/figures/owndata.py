@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from gaussmix.core.provenance import write_provenance
 from gaussmix.studies.owndata import DataStudy
 
-from ._common import SLIDE_STYLE, new_slide_figure
+from ._common import SLIDE_STYLE, log_axis, new_slide_figure
 from .plotting import AXIS_LABELS, save_figure
 from .realdata import draw_sources
 
@@ -96,7 +96,7 @@ def plot_data_study(study: DataStudy, *, figsize: tuple[float, float] = (15.0, 4
             ax.set_xlabel(AXIS_LABELS.get(x, x))
             ax.set_ylabel(name)
             if x == "lam":
-                ax.set_xscale("log")
+                log_axis(ax)
             ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
         handles, labels = [], []
         for ax in (ax_test, ax_gap):

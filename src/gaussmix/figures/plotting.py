@@ -21,6 +21,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import Formatter, Locator, LogLocator, MaxNLocator, NullFormatter
 
 __all__ = [
     "plot_learning_curve",
@@ -28,6 +29,10 @@ __all__ = [
     "plot_comparison",
     "save_figure",
     "new_axes",
+    "LogTicks",
+    "LogLabels",
+    "log_ticks",
+    "tick_labels",
 ]
 
 #: axis labels of known columns
@@ -44,12 +49,15 @@ SERIES_LABELS = {
     "free_energy": "free energy",
     "penalty_value": "penalty",
 }
-#: style applied to figures created here
+#: style applied to figures created here: type of at least 10 pt on the axes (ticks, labels,
+#: titles) at the saved size, 9 pt in the legend, readable on a projected slide
 STYLE = {
-    "font.size": 9.0,
-    "axes.labelsize": 10.0,
-    "axes.titlesize": 10.0,
-    "legend.fontsize": 8.0,
+    "font.size": 10.0,
+    "axes.labelsize": 11.0,
+    "axes.titlesize": 11.0,
+    "xtick.labelsize": 10.0,
+    "ytick.labelsize": 10.0,
+    "legend.fontsize": 9.0,
     "legend.frameon": False,
     "axes.spines.top": False,
     "axes.spines.right": False,
@@ -71,6 +79,148 @@ def new_axes(figsize: tuple[float, float] = (4.5, 3.2)) -> Axes:
         fig = Figure(figsize=figsize, layout="constrained")
         FigureCanvasAgg(fig)
         return fig.add_subplot()
+
+
+#: the most labelled ticks :class:`LogTicks` puts on an axis
+MAX_LOG_TICKS = 8
+#: the space :class:`LogTicks` keeps between two tick labels, in ems of their font
+LABEL_GAP_EM = 1.0
+#: widths of the characters of a plain number's label, in ems (DejaVu Sans, matplotlib's
+#: default: digits 0.636, the point 0.318; other characters at most 0.84)
+_CHAR_EM = {".": 0.33, "-": 0.84, "e": 0.62}
+_DIGIT_EM = 0.64
+
+
+#: the decades beyond which a power of ten is labelled ``10^k`` (``0.001`` to ``10000``
+#: are written out)
+_PLAIN_DECADES = (-3, 4)
+
+
+def _label_em(text: str) -> float:
+    """The estimated width of the label ``text`` in ems (``$10^{k}$``: the exponent in
+    superscript, 0.7 of the size)."""
+    if text.startswith("$10^{"):
+        return 2 * _DIGIT_EM + 0.7 * _label_em(text[5:-2])
+    return sum(_CHAR_EM.get(c, _DIGIT_EM) for c in text)
+
+
+def _decade(value: float) -> int | None:
+    """``k`` if ``value`` is ``10**k``, else None."""
+    if value <= 0 or not np.isfinite(value):
+        return None
+    k = round(float(np.log10(value)))
+    return k if np.isclose(value, 10.0**k) else None
+
+
+def tick_labels(values: Sequence[float]) -> list[str]:
+    """The labels of a log axis's ticks ``values``: numbers as written by hand (``0.05``,
+    ``2``, ``100``); when every tick is a power of ten and one of them lies outside
+    ``0.001`` to ``10000``, all of them as ``10^k`` (one style along the axis)."""
+    ks = [_decade(float(v)) for v in values]
+    lo, hi = _PLAIN_DECADES
+    if values and all(k is not None for k in ks) and any(not lo <= k <= hi for k in ks):
+        return [f"$10^{{{k}}}$" for k in ks]
+    return [f"{float(v):g}" for v in values]
+
+
+class LogLabels(Formatter):
+    """The labels of :func:`tick_labels`, chosen for the axis's ticks as a whole."""
+
+    def __init__(self) -> None:
+        self._labels: dict[float, str] = {}
+
+    def set_locs(self, locs: Sequence[float]) -> None:
+        super().set_locs(locs)
+        self._labels = dict(zip((float(v) for v in locs), tick_labels(list(locs)), strict=True))
+
+    def __call__(self, x: float, pos: Any = None) -> str:
+        return self._labels.get(float(x)) or tick_labels([x])[0]
+
+
+class LogTicks(Locator):
+    """Major ticks of a logarithmic axis whose labels fit along it without overlapping.
+
+    Matplotlib's default log locator labels decades in scientific notation and, on ranges of
+    about one decade, also the minor ticks (``2x10^-1``, ``3x10^-1``, ...) whose labels run
+    together.  This locator instead takes, of a ladder of round values from sparse to dense
+    (every n-th decade; ``1, 3``, ``1, 2, 5`` per decade; then evenly spaced round values
+    for ranges shorter than a decade), the one with the most ticks (at most
+    :data:`MAX_LOG_TICKS`) whose labels (``0.05``, ``2``, ``100``, ``10^-5``, see
+    :func:`log_ticks`) leave :data:`LABEL_GAP_EM` between neighbours at the axis's drawn
+    length and its tick labels' font size.  The labels' widths are estimated from the
+    default font's character widths (:data:`_CHAR_EM`).
+    """
+
+    def __call__(self) -> Sequence[float]:
+        vmin, vmax = self.axis.get_view_interval()
+        return self.tick_values(vmin, vmax)
+
+    def _room(self) -> tuple[float, float]:
+        """The axis's drawn length and its tick labels' font size, in points."""
+        axes = self.axis.axes
+        horizontal = self.axis.axis_name == "x"
+        length = axes.bbox.width if horizontal else axes.bbox.height
+        length_pt = float(length) * 72.0 / float(axes.figure.dpi)
+        size = float(self.axis.majorTicks[0].label1.get_fontsize())
+        return length_pt, size
+
+    def _fits(self, ticks: np.ndarray, lo: float, hi: float, length: float, size: float) -> bool:
+        if ticks.size < 2:
+            return ticks.size == 1
+        pos = (np.log10(ticks) - lo) / (hi - lo) * length
+        if self.axis.axis_name == "x":
+            half = np.array([_label_em(t) for t in tick_labels(list(ticks))]) * size / 2
+        else:  # labels stacked along a vertical axis: their height
+            half = np.full(ticks.size, size / 2)
+        return bool(np.all(np.diff(pos) >= half[1:] + half[:-1] + LABEL_GAP_EM * size))
+
+    def tick_values(self, vmin: float, vmax: float) -> Sequence[float]:
+        vmin, vmax = sorted((float(vmin), float(vmax)))
+        if not (np.isfinite(vmin) and np.isfinite(vmax) and 0 < vmin < vmax):
+            return LogLocator().tick_values(vmin, vmax)
+        lo, hi = np.log10(vmin), np.log10(vmax)
+        length, size = self._room()
+        best = np.array([])
+        for ticks in self._ladder(vmin, vmax):
+            ticks = ticks[(ticks >= vmin * (1 - 1e-9)) & (ticks <= vmax * (1 + 1e-9))]
+            if best.size < ticks.size <= MAX_LOG_TICKS and self._fits(ticks, lo, hi, length, size):
+                best = ticks
+        return best if best.size else LogLocator().tick_values(vmin, vmax)
+
+    @staticmethod
+    def _ladder(vmin: float, vmax: float) -> list[np.ndarray]:
+        """Candidate ticks over ``[vmin, vmax]``, from sparse to dense."""
+        k0, k1 = int(np.floor(np.log10(vmin))), int(np.ceil(np.log10(vmax)))
+        decades = np.arange(k0, k1 + 1)
+        out = [10.0 ** decades[decades % s == 0] for s in (8, 5, 4, 3, 2)]
+        out.append(10.0**decades)
+        for mantissas in ((1.0, 3.0), (1.0, 2.0, 5.0)):
+            out.append(np.array([m * 10.0**k for k in decades for m in mantissas]))
+        for nbins in range(1, MAX_LOG_TICKS + 1):  # short ranges: round values, evenly spaced
+            ticks = MaxNLocator(nbins=nbins, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin, vmax)
+            out.append(np.asarray(ticks[ticks > 0], dtype=float))
+        return out
+
+
+def log_ticks(ax: Axes, axis: str = "x") -> None:
+    """Give ``ax``'s ``axis`` (``'x'`` or ``'y'``, already logarithmic) the ticks of
+    :class:`LogTicks` with the labels of :func:`tick_labels` (``0.05``, ``2``, ``100``;
+    ``10^-5`` ... ``10^2`` for decades reaching beyond ``0.001`` to ``10000``), unlabelled
+    minor ticks.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes.
+    axis : {'x', 'y'}
+        Which axis.
+    """
+    if axis not in ("x", "y"):
+        raise ValueError(f"axis must be 'x' or 'y', got {axis!r}")
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(LogTicks())
+    target.set_major_formatter(LogLabels())
+    target.set_minor_formatter(NullFormatter())
 
 
 def _y_label(ys: Sequence[str]) -> str:
@@ -160,8 +310,10 @@ def plot_learning_curve(
             )
         if logx:
             ax.set_xscale("log")
+            log_ticks(ax, "x")
         if logy:
             ax.set_yscale("log")
+            log_ticks(ax, "y")
         ax.set_xlabel(AXIS_LABELS.get(x, x))
         ax.set_ylabel(_y_label(ys))
         if title:

@@ -483,7 +483,7 @@ def plot_fig4_right(df: pd.DataFrame) -> Figure:
         for i, (name, part) in enumerate(df.groupby("dataset", sort=False)):
             tag = f"{_short_name(str(name))}: "
             draw_sources(ax, part, "lam", "test_error", f"C{i}", tag)
-        ax.set_xscale("log")
+        log_axis(ax)
         ax.set_xlabel(AXIS_LABELS["lam"])
         ax.set_ylabel("test error")
         ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
@@ -744,7 +744,7 @@ def plot_xor(df: pd.DataFrame) -> Figure:
                         label=f"{model}, {mix}",
                         **style,
                     )
-            log_axis(ax, df["alpha"])
+            log_axis(ax)
             ax.set_xlabel(AXIS_LABELS["alpha"])
             ax.set_ylabel(label)
             ax.grid(True, which="major", alpha=0.3, linewidth=0.6)

@@ -60,6 +60,7 @@ from ._common import (
     errorbars,
     fill_simulation,
     fmt_g,
+    log_axis,
     mixture_title,
     new_slide_figure,
     pick,
@@ -373,7 +374,7 @@ def plot_fig4_left(df: pd.DataFrame, *, title: str | None = None) -> Figure:
             marker, lam = _curve(ax, g, g["test_error"].to_numpy(dtype=float), i, colour)
             beyond |= _mark_lambda_star(ax, g, colour, lam.max())
             sims |= _draw_sims(ax, g, colour, marker)
-        ax.set_xscale("log")
+        log_axis(ax)
         err = df["test_error"].to_numpy(dtype=float)
         if np.all(err[np.isfinite(err)] > 0):
             ax.set_yscale("log")  # the errors of the alphas span decades
@@ -423,8 +424,8 @@ def _draw_mse_panel(ax: Any, df: pd.DataFrame, alphas: list, colours: list) -> N
             if not s.empty:
                 mse, se = 2.0 * s["sim_test_loss"], 2.0 * s["sim_test_loss_se"]
                 errorbars(ax, s["lam"], mse, se, colour, marker)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    log_axis(ax)
+    log_axis(ax, "y")
     ax.set_xlabel(AXIS_LABELS["lam"])
     ax.set_ylabel(r"test mean-squared error ($2 \times$ test loss)")
     ax.grid(True, which="both", alpha=0.3, linewidth=0.6)

@@ -341,7 +341,7 @@ def _setup_axes(ax_nz: Axes, ax_lam: Axes, df: pd.DataFrame) -> None:
     ax_lam.set_xlabel(AXIS_LABELS["alpha"])
     alpha_all = df["alpha"].to_numpy(dtype=float)
     if np.all(alpha_all > 0) and alpha_all.max() / alpha_all.min() > 5:
-        log_axis(ax_lam, alpha_all)
+        log_axis(ax_lam)
     for ax in (ax_nz, ax_lam):
         ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
 
@@ -727,7 +727,7 @@ def _curves_axes(ax_err: Axes, ax_loss: Axes, logx: bool) -> None:
     for ax in (ax_err, ax_loss):
         ax.set_xlabel(AXIS_LABELS["alpha"])
         if logx:
-            ax.set_xscale("log")
+            log_axis(ax)
         ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
     ax_err.set_title(r"classification error at $\lambda^*$")
     ax_loss.set_title(r"training loss at $\lambda^*$")
