@@ -114,7 +114,7 @@ def test_the_command_parses_each_option_as_the_figures_declare_it() -> None:
             if o.kind == "int" and types[o.flag] is str:  # one flag, a list in other figures
                 lists = [x for f in FIGURES.values() for x in f.options if x.flag == o.flag]
                 assert any(x.kind == "ints" for x in lists), (spec.name, o.flag)
-                continue  # the text is read as the integer (cli.options.integer_parser)
+                continue  # the text is read as the integer (frontend.options.integer_parser)
             assert types[o.flag] is expected, (spec.name, o.flag)
 
 

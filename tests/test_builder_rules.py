@@ -8,7 +8,7 @@ import pytest
 from _builder_rules import RULES, Rule, library_error
 from _cli_helpers import assert_one_line_error, run
 
-from gaussmix.cli.options import POINT_FLAGS
+from gaussmix.frontend.options import POINT_FLAGS
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])

@@ -284,8 +284,8 @@ def test_curve_bad_input(args: list[str], names: list[str], tmp_path: Path) -> N
 def test_a_malformed_range_names_its_argument(spec: str, requirement: str, tmp_path: Path) -> None:
     """The range parser refuses with an ArgumentError naming the argument (not a flag in
     its text), which the command line says with the flag of that keyword."""
-    from gaussmix.cli.helpers import parse_grid
     from gaussmix.core.exceptions import ArgumentError
+    from gaussmix.frontend.grids import parse_grid
 
     with pytest.raises(ArgumentError) as info:
         gm.experiments.parse_range(spec, name="lams")

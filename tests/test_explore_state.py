@@ -282,8 +282,8 @@ def test_the_axis_and_the_explorers_own_controls(changes, field, words):
 def test_a_malformed_range_is_put_under_the_range_control(axis, name, field):
     """The grid's parser names the range (an ArgumentError naming ``alphas`` / ``lams``),
     which the explorer puts under the start of the swept axis, without reading the text."""
-    from gaussmix.cli.helpers import MAX_POINTS
     from gaussmix.explore.state import field_of
+    from gaussmix.frontend.grids import MAX_POINTS
 
     state = ExplorerState(axis=axis, n_points=MAX_POINTS + 1)
     with pytest.raises(ArgumentError) as info:

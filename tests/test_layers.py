@@ -2,7 +2,10 @@
 hoped for.
 
 Layers, lowest first: ``core`` < ``theory`` | ``data`` < ``experiments`` | ``simulate`` <
-``sweep`` | ``studies`` < ``figures`` < ``cli`` < ``explore``.  ``data`` (real data sets,
+``sweep`` | ``studies`` < ``figures`` < ``frontend`` < ``explore`` < ``cli``.  ``frontend``
+holds what the two front ends share (the point options and their translation into library
+objects, ranges of points) below both: the explorer builds its points with it, and the
+command line, which starts the explorer, sits above them all.  ``data`` (real data sets,
 feature maps) is a peer of ``theory``: neither imports the other, and the layers above may
 use both.  ``studies`` (real data against theory) uses the theory, the experiments and the
 simulations.  A module may import its own subpackage and any lower layer; never a higher
@@ -11,7 +14,9 @@ re-exports the public API and so sits above everything but the CLI).  The comman
 framework (typer, click) is imported only by ``gaussmix.cli``.
 
 No import cycle at all: the graph has an edge for every ``import`` anywhere in a module, at
-module level or inside a function (a deferred import still ties the two modules together).
+module level or inside a function (a deferred import still ties the two modules together),
+and for every module named by a string literal to ``importlib.import_module`` or
+``__import__`` (an import by name is an import all the same).
 No module imports a private name (``_x``, not a dunder) of another module; a private
 *module* (``_kernels``) may be imported only from inside the package that holds it.
 
@@ -38,11 +43,13 @@ LAYERS = {
     "sweep": 3,
     "studies": 3,
     "figures": 4,
-    "cli": 5,
-    # the interactive explorer: a client of the command line's validated option builder
-    # (gaussmix.cli.options); ``gaussmix explore`` loads it by name when run
+    # the point options and ranges of points that the explorer and the command line share
+    "frontend": 5,
+    # the interactive explorer: builds its points with gaussmix.frontend
     "explore": 6,
-    "__main__": 7,  # ``python -m gaussmix``: the entry point, above the CLI it runs
+    # the command line: ``gaussmix explore`` starts the explorer (importlib, by name)
+    "cli": 7,
+    "__main__": 8,  # ``python -m gaussmix``: the entry point, above the CLI it runs
 }
 CLI_ONLY = ("typer", "click")
 
@@ -63,7 +70,10 @@ def _imports(root: Path, path: Path) -> list[tuple[str, tuple[str, ...], int]]:
     tree = ast.parse(path.read_text(), str(path))
     out = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+        by_name = _imported_by_name(node)
+        if by_name is not None:
+            out.append((by_name, (), node.lineno))
+        elif isinstance(node, ast.Import):
             for a in node.names:
                 out.append((a.name, (), node.lineno))
         elif isinstance(node, ast.ImportFrom):
@@ -76,6 +86,22 @@ def _imports(root: Path, path: Path) -> list[tuple[str, tuple[str, ...], int]]:
                 mod = node.module or ""
             out.append((mod, tuple(a.name for a in node.names), node.lineno))
     return out
+
+
+def _imported_by_name(node: ast.AST) -> str | None:
+    """The module a call ``importlib.import_module("m")``, ``import_module("m")`` or
+    ``__import__("m")`` imports, when its first argument is a string literal (absolute)."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if name not in ("import_module", "__import__"):
+        return None
+    first = node.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        if not first.value.startswith("."):
+            return first.value
+    return None
 
 
 def _is_private(name: str) -> bool:
@@ -230,6 +256,21 @@ CLEAN = {
         ({"pkgx/cli/y.py": "from pkgx.theory._kernels import f\n"}, "private module"),
         ({"pkgx/cli/w.py": "from pkgx.theory import _kernels\n"}, "private module"),
         ({"pkgx/theory/t.py": "import typer\n"}, "only pkgx.cli may"),
+        (
+            {"pkgx/theory/byname.py": "import importlib\nimportlib.import_module('pkgx.cli')\n"},
+            "upward import of pkgx.cli",
+        ),
+        (
+            {"pkgx/theory/dunder.py": "def f():\n    return __import__('pkgx.cli')\n"},
+            "upward import of pkgx.cli",
+        ),
+        (
+            {
+                "pkgx/theory/a.py": "from . import b\n",
+                "pkgx/theory/b.py": "import importlib\nimportlib.import_module('pkgx.theory.a')\n",
+            },
+            "import cycle: pkgx.theory.a -> pkgx.theory.b -> pkgx.theory.a",
+        ),
         (
             {
                 "pkgx/theory/a.py": "from . import b\n",

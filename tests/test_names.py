@@ -20,7 +20,6 @@ import gaussmix.figures
 import gaussmix.studies
 from gaussmix.cli.commands import app
 from gaussmix.cli.grid import Grid, GridError
-from gaussmix.cli.options import PointOptions
 from gaussmix.cli.renames import RENAMED_FLAGS, RENAMED_GRID_KEYS
 from gaussmix.core.renames import RENAMED_KEYWORDS, renamed_keywords
 from gaussmix.data import load_dataset
@@ -28,6 +27,7 @@ from gaussmix.experiments.lambda_star import optimal_lambda
 from gaussmix.experiments.transition import separability_threshold
 from gaussmix.explore import ExplorerState
 from gaussmix.figures import FIGURES, write_figure
+from gaussmix.frontend.options import PointOptions
 from gaussmix.simulate import separability_fraction
 from gaussmix.simulate.separability import lp_crossing
 from gaussmix.simulate.simulation import simulate

@@ -103,6 +103,19 @@ from gaussmix.core.jsonio import finite_or_none
 from gaussmix.core.provenance import set_command_line
 from gaussmix.core.validation import check_param
 from gaussmix.core.version import __version__
+from gaussmix.frontend.grids import parse_grid
+from gaussmix.frontend.options import (
+    POINT_FLAGS,
+    PointOptions,
+    PointSetup,
+    ResolvedOptions,
+    build_point,
+    integer_parser,
+    mixture_from_options,
+    parse_floats,
+    read_mixture_file,
+    resolve_options,
+)
 from gaussmix.theory.mixture import MIXTURE_MODELS
 from gaussmix.theory.outputs import simulated_keys
 
@@ -117,21 +130,8 @@ from .exits import (
     is_a,
     make_out_dir,
 )
-from .helpers import flag_message, given, one_blas_thread, parse_grid
-from .options import (
-    POINT_FLAGS,
-    PointOptions,
-    PointSetup,
-    ResolvedOptions,
-    build_point,
-    integer_parser,
-    mixture_from_options,
-    parse_floats,
-    point_options,
-    read_mixture_file,
-    resolve_options,
-    with_signature,
-)
+from .helpers import flag_message, given, one_blas_thread
+from .options import point_options, with_signature
 from .renames import renamed_flag_message
 
 __all__ = [

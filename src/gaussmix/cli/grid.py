@@ -2,7 +2,7 @@
 point specifications (:class:`gaussmix.sweep.PointSpec`).
 
 A :class:`Grid` is a table of *fixed* point options (those of ``gaussmix point``, see
-:class:`gaussmix.cli.options.PointOptions`) and *grid* options (option -> list of values);
+:class:`gaussmix.frontend.options.PointOptions`) and *grid* options (option -> list of values);
 its points are the Cartesian product of the grid options, first option slowest.  With a
 ``simulate`` table (``d``, ``seeds``, optional ``seed``) every point is a finite-size
 simulation instead of a fixed point.  Every point is validated when the grid is built,
@@ -33,10 +33,10 @@ import numpy as np
 
 from gaussmix.core.exceptions import GaussmixError
 from gaussmix.core.validation import PARAMETERS, check_param
+from gaussmix.frontend.options import PointOptions, PointSetup, build_point, integer_parser
 from gaussmix.sweep import PointSpec, Simulation, SpecGrid, SweepResult, sweep
 from gaussmix.sweep.spec import MAX_POINTS, describe_point
 
-from .options import PointOptions, PointSetup, build_point, integer_parser
 from .renames import RENAMED_GRID_KEYS
 
 __all__ = ["Grid", "GridError", "run_grid", "spec_of_setup", "SIMULATE_KEYS"]

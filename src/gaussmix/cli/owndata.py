@@ -16,12 +16,13 @@ from typing import Annotated
 
 import typer
 
+from gaussmix.frontend.options import parse_floats, solver_keywords
 from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
 
 from .commands import OutOption, QuietOption, app
 from .exits import PartialResultsError, check_output_path, make_out_dir
 from .helpers import one_blas_thread
-from .options import parse_floats, solver_keywords, solver_option
+from .options import solver_option
 from .realdata import LAM_REASON, parse_alphas
 
 __all__ = ["data_command"]

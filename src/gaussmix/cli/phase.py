@@ -33,19 +33,20 @@ import typer
 from gaussmix.core.exceptions import ArgumentError, ConvergenceError, GaussmixError
 from gaussmix.core.jsonio import finite_or_none
 from gaussmix.core.version import __version__
-from gaussmix.theory.losses import LOSSES
-from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture
-
-from .exits import PartialResultsError, check_output_path, make_out_dir
-from .helpers import given, one_blas_thread, parse_grid
-from .options import (
+from gaussmix.frontend.grids import parse_grid
+from gaussmix.frontend.options import (
     MODELS,
     PointOptions,
     build_point,
     parse_floats,
-    point_options,
     read_mixture_file,
 )
+from gaussmix.theory.losses import LOSSES
+from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture
+
+from .exits import PartialResultsError, check_output_path, make_out_dir
+from .helpers import given, one_blas_thread
+from .options import point_options
 
 __all__ = ["ESTIMATOR_OPTIONS", "bayes_optimal", "transition"]
 

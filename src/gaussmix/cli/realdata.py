@@ -16,12 +16,14 @@ from typing import Annotated
 
 import typer
 
+from gaussmix.frontend.grids import parse_grid
+from gaussmix.frontend.options import parse_floats, solver_keywords
 from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
 
 from .commands import OutOption, QuietOption, app
 from .exits import check_output_path, make_out_dir
-from .helpers import one_blas_thread, parse_grid
-from .options import parse_floats, solver_keywords, solver_option
+from .helpers import one_blas_thread
+from .options import solver_option
 
 __all__ = ["realdata_command"]
 
@@ -31,7 +33,7 @@ QuadOrderOption = solver_option("quad_order")
 
 
 def parse_alphas(text: str) -> list[float]:
-    """``--alphas``: a range ``[log:]start:stop:num`` (:func:`~gaussmix.cli.helpers.parse_grid`,
+    """``--alphas``: a range ``[log:]start:stop:num`` (:func:`~gaussmix.frontend.grids.parse_grid`,
     each value a valid alpha) or a list ``a1,a2,...``; refused with an
     :class:`~gaussmix.core.exceptions.ArgumentError` naming ``alphas``."""
     if ":" in text:

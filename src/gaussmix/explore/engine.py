@@ -10,7 +10,7 @@ are collected as text; an exception becomes :attr:`CurveJob.error` (the caller n
 raised).  :meth:`CurveJob.cancel` stops the job after the point being solved.
 
 Finished curves are kept in a small LRU cache keyed by the problem's parameters (the
-``params`` of :class:`~gaussmix.cli.options.PointSetup`, which identify a mixture file by
+``params`` of :class:`~gaussmix.frontend.options.PointSetup`, which identify a mixture file by
 its content) and the grid: moving a control back redraws at once.
 
 :func:`start_overlays` computes the Bayes-optimal error (:func:`gaussmix.bayes_optimal_error`,

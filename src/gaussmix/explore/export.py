@@ -4,7 +4,7 @@ Each reproduces the explorer's curve exactly: :func:`export_csv` is the library'
 written as ``gaussmix curve`` / ``lambda-curve`` write it; :func:`export_cli` is that
 command (the state's options said with the command line's flags); :func:`export_python` a
 script calling the mixture's constructor with the arguments the command line's builder
-resolves (:func:`~gaussmix.cli.options.mixture_arguments`), the grid of
+resolves (:func:`~gaussmix.frontend.options.mixture_arguments`), the grid of
 :func:`gaussmix.experiments.parse_range` and :func:`gaussmix.learning_curve` or
 :func:`gaussmix.lambda_sweep` with the solver's options; :func:`export_png` draws the table
 with the library's plotting helpers and the overlays (:func:`export_figure`).
@@ -92,7 +92,7 @@ def export_cli(state: ExplorerState, *, out: str = "gaussmix-out") -> str:
     str
         The command line, quoted for a POSIX shell.
     """
-    from gaussmix.cli.options import POINT_FLAGS, PointOptions
+    from gaussmix.frontend.options import POINT_FLAGS, PointOptions
 
     opts = point_options(state)
     swept = "alpha" if state.axis == "alpha" else "lam"
@@ -132,7 +132,7 @@ def export_python(state: ExplorerState) -> str:
     str
         The script's source (it imports only ``numpy`` and ``gaussmix``).
     """
-    from gaussmix.cli.options import mixture_arguments, resolve_options
+    from gaussmix.frontend.options import mixture_arguments, resolve_options
 
     point, _ = setup(state)
     r = resolve_options(point_options(state))

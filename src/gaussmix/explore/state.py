@@ -1,8 +1,8 @@
 """The explorer's state: every control of the interactive explorer, as one frozen value.
 
 :class:`ExplorerState` is a thin description.  It is translated into the command line's
-:class:`~gaussmix.cli.options.PointOptions` (:func:`point_options`) and built by the
-library's one validated path (:func:`~gaussmix.cli.options.build_point`: the mixture
+:class:`~gaussmix.frontend.options.PointOptions` (:func:`point_options`) and built by the
+library's one validated path (:func:`~gaussmix.frontend.options.build_point`: the mixture
 models' builders, :func:`gaussmix.make_problem`); the grid of the curve is the command
 line's (:func:`~gaussmix.experiments.curves.parse_range` of ``[log:]start:stop:num``).  So
 the explorer, the command line and a script agree to the bit, and a bad value is refused
@@ -28,7 +28,7 @@ from gaussmix.core.exceptions import ArgumentError, ArgumentTypeError
 if typing.TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from gaussmix.cli.options import PointOptions, PointSetup
+    from gaussmix.frontend.options import PointOptions, PointSetup
 
 __all__ = [
     "ExplorerState",
@@ -314,7 +314,7 @@ def point_options(state: ExplorerState) -> PointOptions:
     Only the fields of ``state.model`` are passed (a model refuses another model's
     parameters); with a ``mixture_file`` no mixture option is passed (the file defines
     the mixture)."""
-    from gaussmix.cli.options import PointOptions
+    from gaussmix.frontend.options import PointOptions
     from gaussmix.theory.mixture import MIXTURE_MODELS
 
     estimator = {
@@ -359,19 +359,19 @@ def grid_spec(state: ExplorerState) -> str:
 
 def grid(state: ExplorerState) -> np.ndarray:
     """The values of the swept axis: the command line's grid for :func:`grid_spec`
-    (:func:`~gaussmix.cli.helpers.parse_grid`), each checked by the library's rule of
+    (:func:`~gaussmix.frontend.grids.parse_grid`), each checked by the library's rule of
     alpha or lambda."""
-    from gaussmix.cli.helpers import parse_grid
+    from gaussmix.frontend.grids import parse_grid
 
     name, fact = ("alphas", "alpha") if state.axis == "alpha" else ("lams", "lam")
     return parse_grid(name, grid_spec(state), fact=fact)
 
 
 def setup(state: ExplorerState) -> tuple[PointSetup, np.ndarray]:
-    """The validated point (:func:`~gaussmix.cli.options.build_point`, as ``gaussmix
+    """The validated point (:func:`~gaussmix.frontend.options.build_point`, as ``gaussmix
     curve`` / ``lambda-curve`` build it: at the largest value of the swept axis) and the
     grid; every value of the grid is validated.  Raises the library's errors."""
-    from gaussmix.cli.options import build_point
+    from gaussmix.frontend.options import build_point
 
     if state.axis not in AXES:
         raise ArgumentError("axis", f"must be one of {', '.join(AXES)}, got {state.axis!r}")
@@ -387,9 +387,9 @@ def setup(state: ExplorerState) -> tuple[PointSetup, np.ndarray]:
 def _argument_fields() -> dict[str, str]:
     """The library's (and the command line's) name of an argument -> the explorer's field:
     a point option's keyword and its flag (``--quad-order``, named so by
-    :func:`~gaussmix.cli.options.build_point`), and the swept range (``alphas`` /
-    ``lams``, named so by :func:`~gaussmix.cli.helpers.parse_grid`)."""
-    from gaussmix.cli.options import POINT_FLAGS
+    :func:`~gaussmix.frontend.options.build_point`), and the swept range (``alphas`` /
+    ``lams``, named so by :func:`~gaussmix.frontend.grids.parse_grid`)."""
+    from gaussmix.frontend.options import POINT_FLAGS
 
     out = {}
     for keyword, flag in POINT_FLAGS.items():
@@ -460,7 +460,7 @@ def _check_bool(name: str, value: Any) -> None:
 
 
 def _max_points() -> int:
-    from gaussmix.cli.helpers import MAX_POINTS
+    from gaussmix.frontend.grids import MAX_POINTS
 
     return MAX_POINTS
 
@@ -513,7 +513,7 @@ def validate(state: ExplorerState) -> dict[str, str]:
     errors.update(ends)
     try:
         if ends:  # the rest, at a valid value of the swept parameter
-            from gaussmix.cli.options import build_point
+            from gaussmix.frontend.options import build_point
 
             build_point(point_options(state), **{_swept(state): 1.0})
         else:
