@@ -82,9 +82,19 @@ def data_command(
     counts: Annotated[
         str,
         typer.Option(
-            "--counts", help="Class counts of the subsamples: fixed round(rho n), or random."
+            "--counts",
+            help="Class counts of the subsamples: fixed round(rho n) (the theory's priors "
+            "then n_c / n, tested under the test split's), or random.",
         ),
     ] = "fixed",
+    fit_on: Annotated[
+        str,
+        typer.Option(
+            "--fit-on",
+            help="Fit the mixture on the training split (train: the test split is never "
+            "seen) or on both splits (all: the paper's protocol).",
+        ),
+    ] = "train",
     target_error: Annotated[
         float | None,
         typer.Option("--target-error", help="Smallest alpha (and n) where theory reaches it."),
@@ -107,7 +117,8 @@ def data_command(
     error bars and the Gaussian-equivalence gap: writes DIR/data.csv, data.json, data.png.
 
     The protocol (README, "Your own data"): a held-out split given or drawn per class with
-    --seed; centring on the training mean, then --scale; the mixture fitted on both splits;
+    --seed; centring on the training mean, then --scale; the mixture fitted on the
+    training split (--fit-on all: on both splits, the paper's protocol);
     real: n = round(alpha d) training rows, tested on the whole test split.
     """
     from gaussmix.core.exceptions import ArgumentError
@@ -144,6 +155,7 @@ def data_command(
             seeds=seeds,
             sources=[s.strip() for s in sources.split(",")],
             counts=counts,
+            fit_on=fit_on,
             target_error=target_error,
             alpha_max=alpha_max,
             optimal_lam=optimal_lam,
