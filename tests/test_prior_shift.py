@@ -122,3 +122,12 @@ def test_simulation_trained_unbalanced_tested_balanced_agrees():
     # the training side is the unshifted problem's
     assert abs(sim.mean["train_error"] - theory.train_error) < 4 * sim.se["train_error"] + 2e-3
     assert theory.train_error == unshifted.train_error
+
+
+def test_the_bayes_error_refuses_a_shifted_mixture():
+    mix = gm.Mixture.isotropic(delta=0.5, means="antipodal", labels="binary", rho=[0.8, 0.2])
+    with pytest.raises(ValueError, match="mixture .*prior shift"):
+        gm.bayes_optimal_error(mix.with_test_priors([0.5, 0.5]), alpha=2.0)
+    base = gm.bayes_optimal_error(mix, alpha=2.0).test_error
+    back = mix.with_test_priors([0.5, 0.5]).with_test_priors(None)
+    assert gm.bayes_optimal_error(back, alpha=2.0).test_error == base
