@@ -156,3 +156,16 @@ def test_digits_theory_and_samples_of_the_trained_composition_agree():
     assert df.loc["theory", "converged"] and se > 0
     assert abs(synth - theory) < 3.0 * se, (theory, synth, se)
     assert df.loc["theory", "n"] == df.loc["synthetic", "n"] == 64
+
+
+def test_realdata_command_records_fit_on(tmp_path):
+    for fit_on, words in (("train", "the training split"), ("all", "both splits")):
+        out = tmp_path / fit_on
+        code, _, err = run(
+            "realdata", "--dataset", "digits", "--task", "even-odd", "--lam", "0.1",
+            "--alphas", "1", "--sources", "real", "--subsamples", "2", "--fit-on", fit_on,
+            "--out", str(out), "-q",
+        )  # fmt: skip
+        assert code == 0, err
+        meta = json.loads((out / "realdata.json").read_text())
+        assert meta["fit_on"] == fit_on and words in meta["caption"]
