@@ -402,8 +402,19 @@ def training_counts(problem: RealDataProblem, alpha: float) -> np.ndarray:
     ``round(rho_c n)`` by largest remainder over the fitted mixture's priors, ``n =``
     :func:`sample_size`.  The real subsamples draw exactly these in every cluster, and the
     theory and the mixture's samples train on priors ``n_c / n``
-    (:func:`training_mixture`)."""
-    return largest_remainder(problem.mixture.rho, sample_size(problem.d, alpha))
+    (:func:`training_mixture`).
+
+    Raises
+    ------
+    ArgumentError
+        (``alphas``) when ``n < 1``.
+    """
+    n = sample_size(problem.d, alpha)
+    if n < 1:
+        raise ArgumentError(
+            "alphas", f"alpha = {alpha:g} gives n = round(alpha d) = {n} training samples"
+        )
+    return largest_remainder(problem.mixture.rho, n)
 
 
 def training_mixture(problem: RealDataProblem, alpha: float) -> Mixture:
