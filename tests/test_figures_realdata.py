@@ -53,7 +53,7 @@ def test_fig4_right_large_penalty_predicts_the_majority_class():
     th = df[df["source"] == "theory"].set_index("lam")
     from gaussmix.studies import prepare_realdata
 
-    rho = prepare_realdata("digits", "even-odd").mixture.rho
+    rho = prepare_realdata("digits", "even-odd", fit_on="all").mixture.rho  # (the figure's)
     assert th.loc[1e3, "test_error"] == pytest.approx(rho.min(), abs=1e-3)
     assert th.loc[0.01, "test_error"] < th.loc[1.0, "test_error"] < th.loc[1e3, "test_error"]
     _drawn(plot_fig4_right(df))

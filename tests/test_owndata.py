@@ -201,14 +201,15 @@ def test_a_singular_covariance_is_said_once_with_the_count():
     said = [w for w in caught if issubclass(w.category, SingularCovarianceWarning)]
     assert len(said) == 1, [str(w.message) for w in caught]
     text = str(said[0].message)
-    assert "0: 40" in text and "1: 40" in text and "d = 50" in text
+    # (fitted on the training split: 30 of each class's 40 rows, test_fraction 0.25)
+    assert "0: 30" in text and "1: 30" in text and "d = 50" in text
     assert "theory describes the fitted Gaussian mixture" in text
     assert p.info["singular_clusters"] == [
-        {"cluster": 0, "count": 40},
-        {"cluster": 1, "count": 40},
+        {"cluster": 0, "count": 30},
+        {"cluster": 1, "count": 30},
     ]
     eig = np.linalg.eigvalsh(p.mixture.covariance.covariances[0])
-    assert eig[0] < 1e-10 * eig[-1]  # rank <= 39 < 50: singular indeed
+    assert eig[0] < 1e-10 * eig[-1]  # rank <= 29 < 50: singular indeed
 
 
 def test_memory_estimate_and_refusal():
@@ -508,9 +509,11 @@ def test_the_command_line_says_a_singular_covariance_once(tmp_path):
     assert code == 0, err
     said = [line for line in err.splitlines() if "SingularCovarianceWarning" in line]
     assert len(said) == 1, err
-    assert "(0: 10, 1: 10)" in said[0] and "theory describes the fitted Gaussian" in said[0]
+    # (fitted on the training split: 8 of each class's 10 rows, test_fraction 0.25)
+    assert "(0: 8, 1: 8)" in said[0] and "theory describes the fitted Gaussian" in said[0]
     meta = json.loads((out / "data.json").read_text())
-    assert meta["singular_clusters"] == [{"cluster": 0, "count": 10}, {"cluster": 1, "count": 10}]
+    assert meta["singular_clusters"] == [{"cluster": 0, "count": 8}, {"cluster": 1, "count": 8}]
+    assert meta["fit_on"] == "train"
 
 
 def test_rows_that_did_not_converge_are_written_marked_and_exit_3(tmp_path, monkeypatch):

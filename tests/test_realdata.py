@@ -28,8 +28,14 @@ def test_prepare_fits_the_p2_and_pk_mixtures(digits):
     mix = digits.mixture
     assert mix.n_clusters == 2 and mix.labels.is_binary and digits.d == 64
     ds = digits.dataset
+    # fitted on the training split only (the default): its composition
+    assert digits.fit_on == digits.info["fit_on"] == "train"
+    assert mix.rho[0] == pytest.approx(np.sum(ds.y_train > 0) / ds.n_train)
+    # the paper's protocol: both splits
+    both = prepare_realdata(ds, clustering="p2", fit_on="all")
     n_pos = np.sum(np.concatenate([ds.y_train, ds.y_test]) > 0)
-    assert mix.rho[0] == pytest.approx(n_pos / (ds.n_train + ds.x_test.shape[0]))
+    assert both.fit_on == "all"
+    assert both.mixture.rho[0] == pytest.approx(n_pos / (ds.n_train + ds.x_test.shape[0]))
     pk = prepare_realdata(ds, clustering="pk")
     assert pk.mixture.n_clusters == 10
     # digit c is labelled +1 iff it is even (the task's map, carried by the label map)

@@ -124,9 +124,18 @@ def data_command(
         typer.Option(
             "--counts",
             metavar="fixed|random",
-            help="Class counts of the subsamples: fixed round(rho n), or random.",
+            help="Class counts of the subsamples: fixed round(rho n) (the theory's priors "
+            "then n_c / n, tested under the test split's), or random.",
         ),
     ] = "fixed",
+    fit_on: Annotated[
+        str,
+        typer.Option(
+            "--fit-on",
+            help="Fit the mixture on the training split (train: the test split is never "
+            "seen) or on both splits (all: the paper's protocol).",
+        ),
+    ] = "train",
     target_error: Annotated[
         float | None,
         typer.Option(
@@ -161,7 +170,8 @@ def data_command(
     error bars and the Gaussian-equivalence gap: writes DIR/data.csv, data.json, data.png.
 
     The protocol (the docs, "Your own data"): a held-out split given or drawn per class with
-    --seed; centring on the training mean, then --scale; the mixture fitted on both splits;
+    --seed; centring on the training mean, then --scale; the mixture fitted on the
+    training split (--fit-on all: on both splits, the paper's protocol);
     real: n = round(alpha d) training rows, tested on the whole test split.
     """
     from gaussmix.core.exceptions import ArgumentError
@@ -201,6 +211,7 @@ def data_command(
             seeds=seeds,
             sources=[s.strip() for s in sources.split(",")],
             counts=counts,
+            fit_on=fit_on,
             target_error=target_error,
             alpha_max=alpha_max,
             optimal_lam=optimal_lam,

@@ -120,12 +120,17 @@ def check_array(
     return arr
 
 
-def check_probability_vector(name: str, value: Any, size: int | None = None) -> np.ndarray:
-    """A vector of strictly positive entries that sums to one (to 1e-9)."""
+def check_probability_vector(
+    name: str, value: Any, size: int | None = None, *, zeros: bool = False
+) -> np.ndarray:
+    """A vector of strictly positive entries (``zeros``: nonnegative) that sums to one (to
+    1e-9)."""
     arr = check_array(name, value, shape=(size,) if size is not None else (None,))
     if arr.size == 0:
         raise _bad(ValueError, name, "must not be empty")
-    if not np.all(arr > 0):
+    if zeros and not np.all(arr >= 0):
+        raise _bad(ValueError, name, f"must have nonnegative entries, got {arr.tolist()}")
+    if not zeros and not np.all(arr > 0):
         raise _bad(ValueError, name, f"must have strictly positive entries, got {arr.tolist()}")
     total = float(arr.sum())
     if abs(total - 1.0) > 1e-9:

@@ -781,11 +781,11 @@ def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
     m, Q, V, b = T.means(x)
     P, K0, L = T.n_points, T.K0, T.L
     p0 = T.problems[0]
-    rho = p0.mixture.rho
+    rho, rho_test = p0.mixture.rho, p0.mixture.test_priors  # (training, test priors)
     zero = np.zeros(L)
     mf, Qf, Vf = m.reshape(-1, L), Q.reshape(-1, L, L), V.reshape(-1, L, L)
     test_acc, test_err = test_accuracy(T.outputs, mf, zero, Qf)
-    test_error = np.clip(1.0 - test_acc.reshape(P, K0) @ rho, 0.0, 1.0)
+    test_error = np.clip(1.0 - test_acc.reshape(P, K0) @ rho_test, 0.0, 1.0)
     sym = T.symmetry is not None
     if L == 1 or p0.loss.affine_prox or isotropic_softmax_metric(T.outputs, Vf):
         train_acc, train_err = train_accuracy(T.outputs, mf, zero, Qf, Vf)
@@ -801,7 +801,7 @@ def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
         rows = T.rows
         test_loss = gaussian_risk(p0.loss, T.outputs.y[rows], mf[rows], Qf[rows], T.rule)
     else:
-        test_loss = gaussian_risk(p0.loss, T.outputs.y, mf, Qf, T.rule).reshape(P, K0) @ rho
+        test_loss = gaussian_risk(p0.loss, T.outputs.y, mf, Qf, T.rule).reshape(P, K0) @ rho_test
     Qh, Mh, Vh = (
         ev.Qhat.reshape(P, K0, L, L),
         ev.Mhat.reshape(P, K0, L),

@@ -61,7 +61,7 @@ def d_test_error_d_lambda(result: FixedPointResult, *, rel_step: float = 1e-6) -
     Tp = state.map(replace(problem, lam=lam + hl))(x)
     Tm = state.map(replace(problem, lam=lam - hl))(x)
     dz = np.linalg.solve(np.eye(m) - J, ((Tp - Tm) / (2 * hl))[rows])
-    rho = problem.mixture.rho
+    rho = problem.mixture.test_priors  # (the test error's weights)
 
     def eps(xx: np.ndarray) -> float:
         Q, M, _, b = state.unpack(xx)

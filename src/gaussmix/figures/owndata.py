@@ -110,7 +110,13 @@ def plot_data_study(study: DataStudy, *, figsize: tuple[float, float] = (15.0, 4
         fig.suptitle(
             f"{info.get('dataset', 'data')} (d = {info.get('d')}, {len(info.get('classes', []))} "
             f"classes, {info.get('preprocessing', {}).get('scale', 'none')} scaling), "
-            f"{info.get('loss')} + ridge, {lam_text}"
+            f"{info.get('loss')} + ridge, {lam_text}\nmixture fitted on "
+            + ("both splits" if info.get("fit_on") == "all" else "the training split")
+            + (
+                "; every row trains on the same class counts (theory: priors n_c/n)"
+                if info.get("counts") == "fixed"
+                else ""
+            )
         )
     return fig
 

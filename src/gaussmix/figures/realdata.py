@@ -93,7 +93,7 @@ def _pixels_problem(name: str, task: str) -> Any:
     """:func:`gaussmix.studies.prepare_realdata` of data set ``name`` and ``task`` on pixels
     with the two-cluster mixture, kept for the next figure of the same process (Fig. 4
     right and Fig. 5 use the same two; fitting MNIST's mixture takes seconds)."""
-    return prepare_realdata(name, task)
+    return prepare_realdata(name, task, fit_on="all")  # the paper's protocol
 
 
 def _data_name(df: pd.DataFrame) -> str:
@@ -362,7 +362,7 @@ def tenclass_table(
     for name in args["datasets"]:
         ds = load_dataset(name, "ten-class")
         fmap = AveragePooling(pool) if pool > 1 else None
-        problem = prepare_realdata(ds, feature_map=fmap)
+        problem = prepare_realdata(ds, feature_map=fmap, fit_on="all")
         df = realdata_curve(
             problem,
             loss="cross-entropy",
@@ -417,7 +417,7 @@ def fig6_table(
     parts = []
     for gamma in args["gammas"]:
         fmap = RandomFeatures(max(1, round(gamma * ds.d)), seed=kw["seed"])
-        problem = prepare_realdata(ds, feature_map=fmap)
+        problem = prepare_realdata(ds, feature_map=fmap, fit_on="all")
         df = _curve(problem, lam, args["alphas"], kw)
         parts.append(df.assign(dataset=name, task=task, gamma=float(gamma), p=problem.d))
     return pd.concat(parts, ignore_index=True)
@@ -545,7 +545,9 @@ def trained_features_table(
     net = net.fit(ds.x_train, ds.y_train)
     parts = []
     for e in ep:
-        problem = prepare_realdata(ds, feature_map=_Fitted(net.at(e), f"network, epoch {e}"))
+        problem = prepare_realdata(
+            ds, feature_map=_Fitted(net.at(e), f"network, epoch {e}"), fit_on="all"
+        )
         df = _curve(problem, lam, args["alphas"], kw)
         parts.append(df.assign(dataset=name, task=task, epoch=e))
     return pd.concat(parts, ignore_index=True)
@@ -604,7 +606,7 @@ def p2_p10_table(
     ds = load_dataset(name, "low-high")
     parts = []
     for clustering, label in (("p2", "P2"), ("pk", f"P{np.unique(ds.classes_train).size}")):
-        problem = prepare_realdata(ds, clustering=clustering)
+        problem = prepare_realdata(ds, clustering=clustering, fit_on="all")
         sources = ["theory", "synthetic"] + (["real"] if clustering == "p2" else [])
         kw = {**args["kw"], "sources": sources, "progress": progress}
         df = _curve(problem, args["lam"], args["alphas"], kw)

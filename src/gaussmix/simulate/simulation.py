@@ -33,7 +33,7 @@ cluster counts are fixed to ``round(rho n)`` (largest remainder) unless
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -102,10 +102,13 @@ class Instance:
         The diagonals of the covariances ``Sigma_k`` (their eigenvalues when, as for every
         spectral law, they are diagonal in the standard basis).
     rho : ndarray (K,)
+        The training priors (the cluster counts of the samples drawn).
     labels : LabelMap
     factors : ndarray (K, d, d) or None
         For full covariances: ``F_k`` with ``Sigma_k = F_k F_k^T``; None when the
         covariances are the diagonal matrices ``diag(variances[k])``.
+    rho_test : ndarray (K,) or None
+        The test priors of a prior shift (:attr:`gaussmix.Mixture.rho_test`); None: ``rho``.
     """
 
     means: np.ndarray
@@ -114,6 +117,12 @@ class Instance:
     labels: LabelMap
     info: dict = field(default_factory=dict)
     factors: np.ndarray | None = None
+    rho_test: np.ndarray | None = None
+
+    @property
+    def test_priors(self) -> np.ndarray:
+        """The priors that weight the test observables: ``rho_test``, else ``rho``."""
+        return self.rho if self.rho_test is None else self.rho_test
 
     @property
     def covariances(self) -> np.ndarray:
@@ -208,6 +217,7 @@ def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
         labels=mixture.labels,
         info={"directions": r.directions},
         factors=r.factors,
+        rho_test=None if mixture.rho_test is None else mixture.rho_test.copy(),
     )
 
 
@@ -434,12 +444,14 @@ def exact_test_error(
     Returns
     -------
     test_error : float
-        ``1 - sum_c rho_c P[correct | c]``.
+        ``1 - sum_c rho_c P[correct | c]``, ``rho`` the test priors
+        (:attr:`Instance.test_priors`).
     correct : ndarray (K,)
         ``P[correct | c]``.
     integration_error : float
         ``sum_c rho_c`` times the orthant routine's error estimates.
     """
+    rho = instance.test_priors
     Q, M, bb = overlaps(instance, W, b)
     K = instance.n_clusters
     correct = np.empty(K)
@@ -449,8 +461,8 @@ def exact_test_error(
         mean = D @ (M[c] + bb) - t
         cov = D @ Q[c] @ D.T
         correct[c], e = _orthant(mean, 0.5 * (cov + cov.T))
-        err += instance.rho[c] * e
-    return float(1.0 - instance.rho @ correct), correct, float(err)
+        err += rho[c] * e
+    return float(1.0 - rho @ correct), correct, float(err)
 
 
 def exact_test_loss(
@@ -468,7 +480,8 @@ def exact_test_loss(
     Returns
     -------
     test_loss : float
-        ``sum_c rho_c E[loss(y_c, h) | c]``.
+        ``sum_c rho_c E[loss(y_c, h) | c]``, ``rho`` the test priors
+        (:attr:`Instance.test_priors`).
     per_cluster : ndarray (K,)
         ``E[loss(y_c, h) | c]``.
     integration_error : float
@@ -476,10 +489,9 @@ def exact_test_loss(
     """
     eff, P = effective_loss(loss, instance.labels)
     Q, M, bb = overlaps(instance, W, b)
-    risk, err = estimated_risk(
-        eff, instance.labels.labels, (M + bb) @ P.T, P @ Q @ P.T, instance.rho
-    )
-    return float(instance.rho @ risk), risk, err
+    rho = instance.test_priors
+    risk, err = estimated_risk(eff, instance.labels.labels, (M + bb) @ P.T, P @ Q @ P.T, rho)
+    return float(rho @ risk), risk, err
 
 
 def predict_class(labels: LabelMap, h: np.ndarray) -> np.ndarray:
@@ -497,8 +509,12 @@ def monte_carlo_test_error(
     n_test: int,
     rng: np.random.Generator,
 ) -> tuple[float, float]:
-    """Misclassification rate on ``n_test`` fresh i.i.d. samples, with its standard error."""
+    """Misclassification rate on ``n_test`` fresh i.i.d. samples of the test distribution
+    (clusters drawn with the test priors, :attr:`Instance.test_priors`), with its standard
+    error."""
     n_test = check_int("test_samples", n_test, low=1)
+    if instance.rho_test is not None:
+        instance = replace(instance, rho=instance.rho_test, rho_test=None)
     W = np.atleast_2d(W)
     wrong = 0
     done = 0

@@ -13,14 +13,19 @@ The protocol, each step recorded in :attr:`DataStudy.info`:
    and -1 for the binary losses and the square loss, one-hot vectors otherwise (a multi-class
    problem, or cross-entropy);
 5. a Gaussian mixture fitted per class, or per given cluster id (each cluster inside one
-   class: its label is its class's), on the inputs of both splits
+   class: its label is its class's), on the training split only (``fit_on='train'``, the
+   default: the held-out split is never seen) or on the inputs of both splits
+   (``fit_on='all'``, the paper's protocol)
    (:func:`gaussmix.studies.realdata.fit_problem`); a cluster with no more samples than
    dimensions has a singular covariance, said once
    (:class:`~gaussmix.core.exceptions.SingularCovarianceWarning`, by ``fit_problem``):
    the theory then describes the fitted mixture;
 6. the curves of :func:`gaussmix.studies.realdata_curve` (theory, samples of the fitted
    mixture, the real data subsampled at the same alphas, with error bars and the
-   Gaussian-equivalence gap), over alpha at one lam or over lam at one alpha;
+   Gaussian-equivalence gap), over alpha at one lam or over lam at one alpha; with fixed
+   counts (the default) all three train on the same counts ``n_c`` and the theory's
+   training priors are exactly ``n_c / n``, all three tested under the test split's
+   composition (:func:`gaussmix.studies.realdata.training_mixture`);
 7. optionally, the smallest alpha (and n) at which the theory's test error reaches a
    target (:func:`target_alpha`), and the theory at the optimal penalty ``lambda*(alpha)``
    (:func:`gaussmix.optimal_lambda_curve`; rows of source ``'optimal'``), with the target
@@ -64,12 +69,15 @@ from gaussmix.theory.options import SolverOptions, solver_options, with_options_
 from gaussmix.theory.problem import effective_loss
 
 from .realdata import (
+    FIT_ON,
     SOURCES,
     RealDataProblem,
     curve_points,
     fit_problem,
     realdata_curve,
     realdata_lambda_curve,
+    sample_size,
+    training_counts,
 )
 
 __all__ = ["DataStudy", "label_dim", "prepare_data", "study_data", "target_alpha"]
@@ -192,6 +200,7 @@ def prepare_data(
     scale: str = "none",
     name: str | None = None,
     max_memory: float | None = None,
+    fit_on: str = "train",
 ) -> RealDataProblem:
     """Steps 1–5 of the module's protocol: a labelled data set ready for the curves of
     :func:`gaussmix.studies.realdata_curve` (its ``info`` records every step).
@@ -220,6 +229,10 @@ def prepare_data(
         A name for titles (default: the file's name, or ``'data'``).
     max_memory : float, optional
         GiB the study may use (default: the memory available now).
+    fit_on : {'train', 'all'}
+        Fit the mixture on the training split only (default: the held-out split is never
+        seen), or on both splits (the paper's protocol, which lets the theory see the test
+        rows: optimistic on small data).
 
     Raises
     ------
@@ -228,6 +241,7 @@ def prepare_data(
         cluster across classes, a split without both parts.
     """
     scale = check_choice("scale", scale, SCALINGS)
+    fit_on = check_choice("fit_on", fit_on, FIT_ON)
     seed = check_int("seed", seed, low=0)
     test_fraction = check_real(
         "test_fraction", test_fraction, low=0, high=1, low_open=True, high_open=True
@@ -296,7 +310,14 @@ def prepare_data(
         "features": "as given",
     }
     return fit_problem(
-        ds, cid[train], cid[test], labels, features="as given", info=info, cluster_names=ids
+        ds,
+        cid[train],
+        cid[test],
+        labels,
+        features="as given",
+        info=info,
+        cluster_names=ids,
+        fit_on=fit_on,
     )
 
 
@@ -478,11 +499,9 @@ def _solver_record(opts: SolverOptions) -> dict[str, Any]:
 def _check_alphas(problem: RealDataProblem, alpha: float, counts: str) -> None:
     """Refuse, before any work, an alpha asking for more training rows than there are
     (in a cluster, with fixed counts)."""
-    from gaussmix.simulate import largest_remainder
-
-    n = math.floor(alpha * problem.d + 0.5)
+    n = sample_size(problem.d, alpha)
     have = np.bincount(problem.cluster_train, minlength=problem.mixture.n_clusters)
-    need = largest_remainder(problem.mixture.rho, n) if counts == "fixed" else np.array([n])
+    need = training_counts(problem, alpha) if counts == "fixed" else np.array([n])
     have = have if counts == "fixed" else np.array([have.sum()])
     if np.any(need > have):
         worst = float(np.min(have / np.maximum(need, 1) * alpha))
@@ -518,6 +537,7 @@ def study_data(
     name: str | None = None,
     max_memory: float | None = None,
     progress: bool = False,
+    fit_on: str = "train",
     options: SolverOptions | None = None,
     **solver: Any,
 ) -> DataStudy:
@@ -526,8 +546,9 @@ def study_data(
 
     Parameters
     ----------
-    data, y, loss, cluster_ids, split, test_fraction, seed, scale, name, max_memory
-        As in :func:`prepare_data`.
+    data, y, loss, cluster_ids, split, test_fraction, seed, scale, name, max_memory, fit_on
+        As in :func:`prepare_data` (``fit_on='train'`` by default: the mixture never sees
+        the held-out split; ``'all'`` is the paper's protocol).
     lam : float or sequence of float
         The ridge penalty (a curve over ``alphas``), or several (a curve over lam at one
         alpha, ``alphas`` a number).
@@ -537,9 +558,15 @@ def study_data(
         As in :func:`gaussmix.studies.realdata_curve`.
     counts : {'fixed', 'random'}
         Cluster counts of the training subsamples and of the mixture's samples: ``'fixed'``
-        (default), ``round(rho_c n)`` in both, as the theory assumes; ``'random'``, real
-        subsamples drawn from the whole training split and multinomial counts in the
-        samples (which raises the error at small n).
+        (default), the same counts ``n_c = round(rho_c n)`` (largest remainder) in both,
+        and the theory of exactly that composition: training priors ``n_c / n``, the test
+        error weighted by the test split's composition (a prior shift,
+        :func:`gaussmix.studies.realdata.training_mixture`; at small ``n`` the rounded
+        counts move the bias, and with it the error, by more than the Gaussian-equivalence
+        gap); the table's ``train_priors`` and ``test_priors`` columns say so.
+        ``'random'``: real subsamples drawn from the whole training split and multinomial
+        counts in the samples (which raises the error at small n), the theory at the
+        fitted priors.
     target_error : float, optional
         Also find the smallest alpha at which the theory reaches this test error
         (:func:`target_alpha`, at ``lam``, which must then be one number; with
@@ -587,6 +614,7 @@ def study_data(
         scale=scale,
         name=name,
         max_memory=max_memory,
+        fit_on=fit_on,
     )
     mixture = problem.mixture
     if "real" in sources:
@@ -620,11 +648,14 @@ def study_data(
                 "alpha": best["alpha"].astype(float),
                 "lam": best["lam_star"].astype(float),
                 "source": "optimal",
-                "n": np.round(best["alpha"].to_numpy(dtype=float) * problem.d).astype(int),
+                "n": [sample_size(problem.d, a) for a in best["alpha"].to_numpy(dtype=float)],
                 "test_error": best["test_error"],
                 "train_error": best["train_error"],
                 "train_loss": best["train_loss"],
                 "converged": best["converged"].astype(bool),
+                # (lambda*: the fitted mixture's priors, the question of how many samples)
+                "train_priors": "mixture rho",
+                "test_priors": "mixture rho",
             }
         )
         for key in ("test_error", "train_error", "train_loss"):
@@ -640,6 +671,9 @@ def study_data(
         "seeds": seeds,
         "sources": list(sources),
         "counts": counts,
+        "fit_on": problem.fit_on,
+        "train_priors": "sample n_c/n" if counts == "fixed" else "mixture rho",
+        "test_priors": "test split" if counts == "fixed" else "mixture rho",
         "target": target,
         "target_optimal": target_optimal,
         "parameters": {  # every argument of the study but the data (the provenance)
@@ -658,9 +692,19 @@ def study_data(
             "alpha_max": alpha_max,
             "optimal_lam": optimal_lam,
             "max_memory": max_memory,
+            "fit_on": fit_on,
             "solver": _solver_record(opts),
         },
-        "caption": "error bars: one standard error over training subsamples (real) or over "
+        "caption": "mixture fitted on "
+        + ("the training split only" if problem.fit_on == "train" else "both splits")
+        + "; "
+        + (
+            "every row trains on the same class counts n_c (theory: priors n_c/n), tested "
+            "under the test split's composition; "
+            if counts == "fixed"
+            else ""
+        )
+        + "error bars: one standard error over training subsamples (real) or over "
         "samples of the fitted mixture (synthetic); *_gap: real or synthetic minus theory at "
         "the same point, with that row's standard error (for the real test error combined "
         "with the binomial error of the finite test split)",

@@ -9,8 +9,10 @@ One protocol, used everywhere (the docs, "Real data"):
 2. optionally a feature map, fitted on the training split only and applied to both splits
    (random features ``erf(F x / sqrt(d))``, ``p = gamma d``, or a trained network's hidden
    layer); then ``d`` is the feature dimension;
-3. a Gaussian mixture is fitted on *all* inputs of both splits (the population both splits
-   come from; :meth:`gaussmix.Mixture.from_data`, covariances with 1/n_c normalisation):
+3. a Gaussian mixture is fitted (:meth:`gaussmix.Mixture.from_data`, covariances with
+   1/n_c normalisation) on the training split only (``fit_on='train'``, the default: the
+   held-out split is never seen), or on the inputs of both splits (``fit_on='all'``, the
+   paper's protocol: the population both splits come from, which the paper's figures use):
    ``'p2'`` one cluster per binary class, ``'pk'`` one cluster per original class with the
    task's binary label map;
 4. three learning curves of the same estimator — the loss summed over the samples plus
@@ -22,11 +24,21 @@ One protocol, used everywhere (the docs, "Real data"):
      on the mixture (:func:`gaussmix.simulate.simulate`), averaged over seeds;
    * **theory**: the fixed point of Theorem 1 for the fitted mixture and Theorem 2.
 
+   With fixed cluster counts (``counts='fixed'``) the three rows train on one composition:
+   the counts ``n_c`` of :func:`training_counts` (``round(rho_c n)``, largest remainder),
+   drawn in every cluster of the training split (real), in the mixture's samples
+   (synthetic), and the theory's training priors are exactly ``n_c / n``; the test error of
+   all three is weighted by the composition of the test split (a train / test prior shift,
+   :meth:`gaussmix.Mixture.with_test_priors`), so that rounding the counts at small ``n``
+   is not read as a Gaussian-equivalence gap.  The table says which (``train_priors``,
+   ``test_priors``).
+
 Error bars are one standard error over subsamples (real) or seeds (synthetic).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import warnings
@@ -38,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from gaussmix.core.docstrings import shared_doc
-from gaussmix.core.exceptions import SingularCovarianceWarning
+from gaussmix.core.exceptions import ArgumentError, SingularCovarianceWarning
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.registry import Registry
 from gaussmix.core.renames import renamed_keywords
@@ -47,6 +59,7 @@ from gaussmix.core.validation import check_choice, check_int, check_param, check
 from gaussmix.data import Dataset, featurize, load_dataset, subsample_indices
 from gaussmix.experiments.curves import lambda_sweep, learning_curve
 from gaussmix.simulate import fit_erm, largest_remainder, predict_class, simulate
+from gaussmix.theory.api import solve
 from gaussmix.theory.losses import get_loss
 from gaussmix.theory.mixture import LabelMap, Mixture
 
@@ -159,11 +172,12 @@ class RealDataProblem:
     labels : LabelMap
         Label of every cluster.
     mixture : Mixture
-        Fitted on the inputs of both splits.
+        Fitted on the training split (``info['fit_on'] == 'train'``) or on the inputs of
+        both splits (``'all'``, the paper's protocol).
     features : str
         Description of the feature map (``'pixels'`` without one).
     info : dict
-        Provenance (data source, clustering, timings).
+        Provenance (data source, clustering, ``fit_on``, timings).
     """
 
     dataset: Dataset
@@ -181,6 +195,23 @@ class RealDataProblem:
         """Dimension of the inputs the estimator sees."""
         return int(self.x_train.shape[1])
 
+    @property
+    def fit_on(self) -> str:
+        """Which inputs the mixture was fitted on: ``'train'`` or ``'all'``."""
+        return str(self.info.get("fit_on", "all"))
+
+    @property
+    def test_composition(self) -> np.ndarray:
+        """The cluster fractions of the test split (K,): the priors under which the real
+        test error is measured."""
+        k = np.bincount(self.cluster_test, minlength=self.mixture.n_clusters)
+        return k / k.sum()
+
+
+#: where the mixture of a study is fitted: the training split only (the default: the held-out
+#: split is never seen) or both splits (the paper's protocol, Section 3.3)
+FIT_ON = ("train", "all")
+
 
 @renamed_keywords(clusters="clustering")
 def prepare_realdata(
@@ -191,6 +222,7 @@ def prepare_realdata(
     feature_map: Any = None,
     data_dir: str | os.PathLike[str] | None = None,
     download: bool = False,
+    fit_on: str = "train",
 ) -> RealDataProblem:
     """Load a data set, apply a feature map and fit the Gaussian mixture (steps 1–3 of the
     module's protocol).
@@ -210,7 +242,11 @@ def prepare_realdata(
         stage of :class:`gaussmix.data.NetworkFeatures`.
     data_dir, download
         As in :func:`gaussmix.data.load_dataset`.
+    fit_on : {'train', 'all'}
+        Fit the mixture on the training split only (default), or on both splits (the
+        paper's protocol, which the paper's figures use).
     """
+    check_choice("fit_on", fit_on, FIT_ON)
     if clustering is not None:
         CLUSTERINGS.get(clustering)  # an unknown name is refused before anything is loaded
     t0 = time.perf_counter()
@@ -239,7 +275,7 @@ def prepare_realdata(
         "features": features,
         "load_seconds": t_load,
     }
-    return fit_problem(ds, c_train, c_test, labels, features=features, info=info)
+    return fit_problem(ds, c_train, c_test, labels, features=features, info=info, fit_on=fit_on)
 
 
 def fit_problem(
@@ -251,9 +287,11 @@ def fit_problem(
     features: str = "pixels",
     info: dict | None = None,
     cluster_names: Sequence[Any] | None = None,
+    fit_on: str = "train",
 ) -> RealDataProblem:
-    """Step 3 of the module's protocol: the Gaussian mixture fitted on the inputs of both
-    splits (:meth:`gaussmix.Mixture.from_data`), one cluster per id of ``cluster_train`` /
+    """Step 3 of the module's protocol: the Gaussian mixture fitted on the training split
+    (``fit_on='train'``) or on the inputs of both splits (``'all'``, the paper's protocol)
+    (:meth:`gaussmix.Mixture.from_data`), one cluster per id of ``cluster_train`` /
     ``cluster_test`` (integers ``0 .. K - 1``, the rows of ``labels``).
 
     A cluster with no more samples than dimensions has a singular fitted covariance: said
@@ -275,14 +313,31 @@ def fit_problem(
         Provenance, completed with ``fit_seconds`` and ``singular_clusters``.
     cluster_names : sequence, optional
         The name of every cluster in messages (default: its index).
+    fit_on : {'train', 'all'}
+        The inputs the mixture is fitted on: the training split only (default: the
+        held-out split is never seen), or both splits (the paper's protocol).
     """
+    fit_on = check_choice("fit_on", fit_on, FIT_ON)
     t1 = time.perf_counter()
-    mixture = Mixture.from_data(
-        np.concatenate([ds.x_train, ds.x_test]),
-        np.concatenate([cluster_train, cluster_test]),
-        labels=labels,
-    )
-    info = {**(info or {}), "fit_seconds": time.perf_counter() - t1}
+    if fit_on == "train":
+        k = labels.n_clusters
+        have = np.bincount(cluster_train, minlength=k)
+        if np.any(have == 0):
+            c = int(np.flatnonzero(have == 0)[0])
+            name = c if cluster_names is None else list(cluster_names)[c]
+            raise ArgumentError(
+                "fit_on",
+                f"'train' needs every cluster in the training split; cluster {name!r} has "
+                "no training row (use fit_on='all', or another split)",
+            )
+        mixture = Mixture.from_data(ds.x_train, cluster_train, labels=labels)
+    else:
+        mixture = Mixture.from_data(
+            np.concatenate([ds.x_train, ds.x_test]),
+            np.concatenate([cluster_train, cluster_test]),
+            labels=labels,
+        )
+    info = {**(info or {}), "fit_on": fit_on, "fit_seconds": time.perf_counter() - t1}
     names = list(range(mixture.n_clusters)) if cluster_names is None else list(cluster_names)
     d = ds.x_train.shape[1]
     counts = mixture.info["counts"]
@@ -335,11 +390,64 @@ def curve_points(
     return [(x, alpha_v) for x in lams], "lam"
 
 
+def sample_size(d: int, alpha: float) -> int:
+    """``n = round(alpha d)``, half up: the training size of every row of a study (real,
+    synthetic and theory; :func:`gaussmix.data.subsample_indices` and
+    :func:`gaussmix.simulate.simulate` round the same way)."""
+    return int(np.floor(alpha * d + 0.5))
+
+
+def training_counts(problem: RealDataProblem, alpha: float) -> np.ndarray:
+    """The cluster counts ``n_c`` of a training sample with fixed counts at ``alpha``:
+    ``round(rho_c n)`` by largest remainder over the fitted mixture's priors, ``n =``
+    :func:`sample_size`.  The real subsamples draw exactly these in every cluster, and the
+    theory and the mixture's samples train on priors ``n_c / n``
+    (:func:`training_mixture`).
+
+    Raises
+    ------
+    ArgumentError
+        (``alphas``) when ``n < 1``.
+    """
+    n = sample_size(problem.d, alpha)
+    if n < 1:
+        raise ArgumentError(
+            "alphas", f"alpha = {alpha:g} gives n = round(alpha d) = {n} training samples"
+        )
+    return largest_remainder(problem.mixture.rho, n)
+
+
+def training_mixture(problem: RealDataProblem, alpha: float) -> Mixture:
+    """The fitted mixture with the composition actually trained on at ``alpha`` (fixed
+    counts): training priors ``n_c / n`` (:func:`training_counts`) and test priors the
+    composition of the test split (:attr:`RealDataProblem.test_composition`), under which
+    the real test error is measured: a train / test prior shift
+    (:meth:`gaussmix.Mixture.with_test_priors`).
+
+    Raises
+    ------
+    ArgumentError
+        (``alphas``) when a cluster gets no training sample at this ``n``.
+    """
+    nc = training_counts(problem, alpha)
+    n = int(nc.sum())
+    if np.any(nc == 0):
+        raise ArgumentError(
+            "alphas",
+            f"alpha = {alpha:g} gives n = {n} training samples, and {int(np.sum(nc == 0))} of "
+            f"the {nc.size} clusters get none with fixed counts: choose a larger alpha "
+            f"(n >= {nc.size})",
+        )
+    mix = dataclasses.replace(problem.mixture, rho=nc / n, info=dict(problem.mixture.info))
+    if not np.array_equal(largest_remainder(mix.rho, n), nc):  # (the samples' counts)
+        raise RuntimeError(f"the priors {mix.rho} do not give back the counts {nc} at n = {n}")
+    return mix.with_test_priors(problem.test_composition)
+
+
 def _stratified_indices(problem: RealDataProblem, alpha: float, seed: int) -> np.ndarray:
-    """``n = round(alpha d)`` training rows with the mixture's cluster counts
-    ``round(rho_c n)`` (largest remainder), drawn without replacement in every cluster."""
-    n = subsample_indices(problem.x_train.shape[0], problem.d, alpha, seed=seed).size
-    nc = largest_remainder(problem.mixture.rho, n)
+    """``n = round(alpha d)`` training rows with the cluster counts of
+    :func:`training_counts`, drawn without replacement in every cluster."""
+    nc = training_counts(problem, alpha)
     rng = np.random.default_rng(seed)
     idx = []
     for c, k in enumerate(nc):
@@ -518,7 +626,7 @@ def synthetic_curve(
     with progress_bar(total=len(points), desc="synthetic", enabled=progress) as bar:
         for lam_v, alpha in points:
             sim = simulate(
-                problem.mixture,
+                training_mixture(problem, alpha) if counts == "fixed" else problem.mixture,
                 loss=loss,
                 lam=lam_v,
                 alpha=alpha,
@@ -552,9 +660,15 @@ def theory_curve(
     alphas: float | Sequence[float] | np.ndarray,
     progress: bool = False,
     options: Any = None,
+    counts: str | None = None,
 ) -> CurveTable:
     """Theorems 1–2 for the fitted mixture: :func:`gaussmix.learning_curve` over alpha
     (warm-started), or :func:`gaussmix.lambda_sweep` over lam (annealed).
+
+    With ``counts='fixed'`` each point is the theory of the composition the other rows
+    train on (:func:`training_mixture`: training priors ``n_c / n``, test priors those of
+    the test split); over alpha each point is then its own mixture, solved warm-started from
+    the one before (:func:`gaussmix.solve`).
 
     Parameters
     ----------
@@ -564,10 +678,24 @@ def theory_curve(
         Show a progress bar.
     options : SolverOptions, optional
         Options of every fixed point (default: the solver's).
+    counts : {'fixed', 'random'} or None
+        ``'fixed'``: the composition actually trained on (above); otherwise the fitted
+        mixture's priors.
     """
     points, x = curve_points(lam, alphas)
     kw = {} if options is None else {"options": options}
-    if x == "alpha":
+    if counts == "fixed" and x == "alpha":
+        df = _composition_curve(problem, loss, points, progress, options)
+    elif counts == "fixed":
+        df = lambda_sweep(
+            training_mixture(problem, points[0][1]),
+            loss,
+            [lv for lv, _ in points],
+            alpha=points[0][1],
+            progress=progress,
+            **kw,
+        )
+    elif x == "alpha":
         df = learning_curve(
             problem.mixture,
             loss,
@@ -590,7 +718,7 @@ def theory_curve(
             "alpha": df["alpha"].astype(float),
             "lam": df["lam"].astype(float),
             "source": "theory",
-            "n": np.round(df["alpha"].to_numpy() * problem.d).astype(int),
+            "n": [sample_size(problem.d, a) for a in df["alpha"].to_numpy(dtype=float)],
             "test_error": df["test_error"],
             "test_error_se": 0.0,
             "train_error": df["train_error"],
@@ -601,6 +729,42 @@ def theory_curve(
         }
     )
     return CurveTable.from_rows(out[list(COLUMNS)], df.points)
+
+
+def _composition_curve(
+    problem: RealDataProblem,
+    loss: str,
+    points: list[tuple[float, float]],
+    progress: bool,
+    options: Any,
+) -> CurveTable:
+    """The theory over alpha with each point's own training composition
+    (:func:`training_mixture`): one fixed point per alpha, each warm-started from the
+    previous one (the order parameters move little when ``n_c / n`` does); a table with
+    the columns of :func:`gaussmix.learning_curve` that :func:`theory_curve` reads and
+    ``.points``."""
+    rows, results, prev = [], [], None
+    kw = {} if options is None else {"options": options}
+    with progress_bar(total=len(points), desc="theory", enabled=progress) as bar:
+        for lam_v, alpha in points:
+            mix = training_mixture(problem, alpha)
+            res = solve(mix, loss, lam=lam_v, alpha=alpha, init=prev, **kw)
+            if not res.success:  # a warm start from a failed point is not one
+                res = solve(mix, loss, lam=lam_v, alpha=alpha, **kw)
+            prev = res if res.success else None
+            rows.append(
+                {
+                    "alpha": alpha,
+                    "lam": lam_v,
+                    "test_error": res.test_error,
+                    "train_error": res.train_error,
+                    "train_loss": res.train_loss,
+                    "converged": bool(res.success),
+                }
+            )
+            results.append(res)
+            bar.update(1)
+    return CurveTable.from_rows(pd.DataFrame(rows), results)
 
 
 #: the observables whose Gaussian-equivalence gap is reported (a measured curve minus the
@@ -630,6 +794,32 @@ def _with_gaps(df: pd.DataFrame, n_test: int) -> pd.DataFrame:
     return df
 
 
+#: the ``train_priors`` / ``test_priors`` columns of a study: the composition each row
+#: trains on and is tested under
+SAMPLE_PRIORS, MIXTURE_PRIORS, TEST_SPLIT, RANDOM_DRAW = (
+    "sample n_c/n",
+    "mixture rho",
+    "test split",
+    "random draw",
+)
+
+
+def _priors_said(source: pd.Series, counts: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the composition it trains on and the one it is tested under: with fixed
+    counts every row trains on the sample's ``n_c / n`` and is tested under the test
+    split's composition (:func:`training_mixture`); otherwise the theory and the mixture's
+    samples use the mixture's ``rho`` (the samples' counts ``round(rho_c n)`` unless
+    ``'random'``), and the real rows a random draw tested on the test split."""
+    real = (source == "real").to_numpy()
+    if counts == "fixed":
+        return np.full(real.size, SAMPLE_PRIORS), np.full(real.size, TEST_SPLIT)
+    train = np.where(real, RANDOM_DRAW, MIXTURE_PRIORS)
+    if counts == "random":
+        train = np.full(real.size, RANDOM_DRAW, dtype=object)
+        train[(source == "theory").to_numpy()] = MIXTURE_PRIORS
+    return train, np.where(real, TEST_SPLIT, MIXTURE_PRIORS)
+
+
 def _study(
     problem: RealDataProblem,
     loss: str,
@@ -651,7 +841,13 @@ def _study(
     if "theory" in sources:
         parts.append(
             theory_curve(
-                problem, loss=loss, lam=lam, alphas=alphas, progress=progress, options=options
+                problem,
+                loss=loss,
+                lam=lam,
+                alphas=alphas,
+                progress=progress,
+                options=options,
+                counts=counts,
             )
         )
     if "synthetic" in sources:
@@ -681,6 +877,7 @@ def _study(
             )
         )
     df = _with_gaps(pd.concat(parts, ignore_index=True), problem.x_test.shape[0])
+    df["train_priors"], df["test_priors"] = _priors_said(df["source"], counts)
     points = [p for part in parts for p in part.points]
     rank = df["source"].map({s: i for i, s in enumerate(SOURCES)})
     order = df.assign(_rank=rank).sort_values([x, "_rank"], kind="stable").index

@@ -118,6 +118,7 @@ def solve(
     alpha: float,
     penalty: str = "l2",
     l1_ratio: float | None = None,
+    rho_test: Any = None,
     options: SolverOptions | None = None,
     init: FixedPointResult | dict | None = None,
     callback: Callable[[int, float], Any] | None = None,
@@ -146,6 +147,13 @@ def solve(
     l1_ratio : float, optional
         Elastic-net mixing in ``[0, 1]`` (required for ``'elastic-net'``, implied 1 for
         ``'l1'``, None for ``'l2'``).
+    rho_test : array (K,), optional
+        The cluster priors of the test distribution (a train / test prior shift): the
+        estimator is trained on the mixture's ``rho`` (Theorem 1) and its test error and
+        test loss (Theorem 2) are weighted by ``rho_test``; the same as solving
+        ``mixture.with_test_priors(rho_test)`` (:meth:`gaussmix.Mixture.with_test_priors`,
+        the form to pass to curves and sweeps).  Default: the mixture's own test priors
+        (``rho`` without a shift).  Read back as ``result.rho_test``.
     %(solve_inputs)s
     %(solver_options)s
     Returns
@@ -165,6 +173,8 @@ def solve(
     >>> print(f"test error {res.test_error:.4f}, training error {res.train_error:.4f}")
     test error 0.1166, training error 0.0146
     """
+    if rho_test is not None and isinstance(mixture, Mixture):
+        mixture = mixture.with_test_priors(rho_test)
     problem = make_problem(mixture, loss, lam=lam, alpha=alpha, penalty=penalty, l1_ratio=l1_ratio)
     opts = solver_options(options, option_keywords, caller="solve")
     return solve_problem(problem, options=opts, init=init, callback=callback, history=history)

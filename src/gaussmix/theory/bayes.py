@@ -251,6 +251,12 @@ def bayes_optimal_error(mixture: Mixture, alpha: float) -> BayesOptimalResult:
     True
     """
     mixture = _check_mixture(mixture)
+    if mixture.rho_test is not None:
+        raise ArgumentError(
+            "mixture",
+            "has test priors of its own (a prior shift); the Bayes-optimal error here is "
+            "that of the training distribution: pass mixture.with_test_priors(None)",
+        )
     known_means = isinstance(alpha, float | np.floating) and np.isposinf(alpha)
     alpha = np.inf if known_means else check_param("alpha", alpha)
     rho = mixture.rho

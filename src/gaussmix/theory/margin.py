@@ -553,7 +553,7 @@ def max_margin(
     test_err = margin = ierr = np.nan
     if ok:
         acc, err = test_accuracy(problem, M, b, Q)
-        test_err = float(1.0 - problem.mixture.rho @ acc)
+        test_err = float(1.0 - problem.mixture.test_priors @ acc)
         pr = prior_update(problem, ev.Qhat, ev.Mhat, ev.Vhat, details=True)
         margin = float(1.0 / np.sqrt(2.0 * pr.penalty))
         ierr = err + (0.0 if nodes is None else _margin_test_se(problem, T, out.x, nodes))
@@ -709,7 +709,7 @@ def _margin_test_se(problem: Problem, T: _MarginMap, x: np.ndarray, nodes: QMCNo
         Tr = _MarginMap(problem, T.kappa, QMCNodes(nodes.xi[r : r + 1]))
         Q, M, V, b = unpack_state(Tr(x), problem.n_clusters, problem.dim)
         acc, _ = test_accuracy(problem, M, b, Q)
-        vals.append(1.0 - problem.mixture.rho @ acc)
+        vals.append(1.0 - problem.mixture.test_priors @ acc)
     return float(np.std(vals, ddof=1) / np.sqrt(len(vals)))
 
 

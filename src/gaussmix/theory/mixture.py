@@ -643,6 +643,14 @@ class Mixture:
     info : dict
         What the model recorded about how it was built (e.g. the data set a mixture was
         fitted to); not used by the theory.
+    rho_test : ndarray (K,) or None
+        The cluster priors of the *test* distribution when they differ from the training
+        priors ``rho`` (a train / test prior shift; None: no shift, the test distribution is
+        the training one).  Theorem 1's fixed point depends on the training composition
+        ``rho`` alone (it enters the channel and the bias condition); Theorem 2's test-side
+        observables (test error, test loss) are sums over clusters weighted by the test
+        priors, :attr:`test_priors`.  Nonnegative, summing to 1 (a zero drops a cluster
+        from the test distribution).  Set it with :meth:`with_test_priors`.
 
     Examples
     --------
@@ -666,10 +674,17 @@ class Mixture:
     covariance: CovarianceStructure
     kind: str = "spectral"
     info: dict = field(default_factory=dict)
+    rho_test: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         k = self.labels.n_clusters
         rho = check_probability_vector("rho", self.rho, size=k)
+        if self.rho_test is not None:
+            object.__setattr__(
+                self,
+                "rho_test",
+                check_probability_vector("rho_test", self.rho_test, size=k, zeros=True),
+            )
         cov = self.covariance  # the library's structures first: a Protocol check is slow
         if not (isinstance(cov, _Structure) or isinstance(cov, CovarianceStructure)):
             raise TypeError(
@@ -1075,6 +1090,37 @@ class Mixture:
         return int(self.rho.size)
 
     @property
+    def test_priors(self) -> np.ndarray:
+        """The cluster priors of the test distribution: :attr:`rho_test`, or the training
+        priors ``rho`` without a prior shift.  Every test-side observable of Theorem 2
+        (test error, test loss, in the theory and in the simulations) weights its clusters
+        by these."""
+        return self.rho if self.rho_test is None else self.rho_test
+
+    def with_test_priors(self, rho_test: Any) -> Mixture:
+        """This mixture trained on its priors ``rho`` and tested under ``rho_test`` (a
+        train / test prior shift; None removes the shift).  Everything else is shared.
+
+        Parameters
+        ----------
+        rho_test : array (K,) or None
+            Nonnegative test priors summing to 1 (to 1e-9).
+
+        Raises
+        ------
+        ValueError
+            Naming ``rho_test``: not of length K, negative or non-finite entries, a sum
+            other than 1.
+        """
+        return dataclasses.replace(
+            self,
+            rho_test=None
+            if rho_test is None
+            else check_probability_vector("rho_test", rho_test, size=self.n_clusters, zeros=True),
+            info=dict(self.info),
+        )
+
+    @property
     def n_atoms(self) -> int:
         """Number of atoms J of a spectral law (the d coordinate axes of a dense structure)."""
         return self.covariance.n_atoms
@@ -1100,6 +1146,7 @@ class Mixture:
             covariance=self.covariance.permute(p),
             kind=self.kind,
             info=dict(self.info),
+            rho_test=None if self.rho_test is None else self.rho_test[p],
         )
 
     def describe(self) -> dict:
@@ -1110,6 +1157,7 @@ class Mixture:
             "label_dim": self.labels.dim,
             "labels": self.labels.kind,
             "rho": self.rho.tolist(),
+            **({} if self.rho_test is None else {"rho_test": self.rho_test.tolist()}),
             "n_atoms": self.n_atoms,
             **self.info,
         }
@@ -1124,6 +1172,9 @@ class Mixture:
         if fp is None:
             h = hashlib.sha256(self.kind.encode())
             hash_arrays(h, (self.rho, self.labels.labels, *self.covariance.arrays().values()))
+            if self.rho_test is not None:  # (no shift: the fingerprint of before the field)
+                h.update(b"rho_test;")
+                hash_arrays(h, (self.rho_test,))
             fp = h.hexdigest()[:20]
             object.__setattr__(self, "_fingerprint", fp)
         return fp
@@ -1156,6 +1207,8 @@ class Mixture:
             "label_kind": np.str_(self.labels.kind),
             "info": np.str_(dumps(self.info).decode()),
         }
+        if self.rho_test is not None:
+            content["rho_test"] = self.rho_test
         content.update({k: v for k, v in self.covariance.arrays().items() if v is not None})
         _write_atomically(target, content)
 
@@ -1213,6 +1266,8 @@ class MixtureFileError(ValueError):
 MIXTURE_FILE_VERSION = 1
 #: the entries of every mixture file besides the structure's arrays
 _FILE_KEYS = ("version", "structure", "kind", "rho", "labels", "label_kind", "info")
+#: entries written only when set: the test priors of a prior shift
+_OPTIONAL_FILE_KEYS = ("rho_test",)
 
 
 def _write_atomically(target: str, content: dict[str, Any]) -> None:
@@ -1264,7 +1319,7 @@ def _mixture_from_file(data: Mapping[str, np.ndarray]) -> Mixture:
     structure = STRUCTURES.get(_scalar(data, "structure", str))
     declared = [f for f in dataclasses.fields(structure) if f.init]
     fields = [f.name for f in declared]
-    extra = sorted(set(data) - set(_FILE_KEYS) - set(fields))
+    extra = sorted(set(data) - set(_FILE_KEYS) - set(_OPTIONAL_FILE_KEYS) - set(fields))
     if extra:
         raise ValueError(f"unknown entries {extra} for a {structure.name!r} structure")
     arrays = {f: data[f] for f in fields if f in data}
@@ -1286,7 +1341,12 @@ def _mixture_from_file(data: Mapping[str, np.ndarray]) -> Mixture:
     labels = LabelMap(data["labels"], kind=_scalar(data, "label_kind", str))
     rho = data["rho"]
     mix = Mixture(
-        rho=rho, labels=labels, covariance=cov, kind=_scalar(data, "kind", str), info=info
+        rho=rho,
+        labels=labels,
+        covariance=cov,
+        kind=_scalar(data, "kind", str),
+        info=info,
+        rho_test=data["rho_test"] if "rho_test" in data else None,
     )
     # the stored normalised priors exactly (dividing by their sum again may move a last bit)
     object.__setattr__(mix, "rho", np.array(rho, dtype=float))

@@ -2,6 +2,9 @@
 
 * test error ``eps_g = 1 - sum_c rho_c P[phi(omega_c) = y_c]`` with ``omega_c ~ N(M_c + b,
   Q_c)``: a Gaussian orthant probability (docs/design.md pitfall 6), computed deterministically;
+  here and in the test loss ``rho`` are the priors of the *test* distribution
+  (:attr:`~gaussmix.theory.mixture.Mixture.test_priors`: the training priors unless a prior
+  shift is set), while the fixed point and the training observables use the training ``rho``;
 * training error ``eps_t = 1 - sum_c rho_c P[phi(h_c) = y_c]`` with ``h_c = prox(omega_c)``:
   exact for affine proxes (square loss: ``h_c`` is Gaussian) and for one-dimensional outputs
   (the prox is monotone, so the correct set is an interval of ``omega``); otherwise by
@@ -74,7 +77,9 @@ def test_accuracy(
     exchangeable: bool = False,
 ) -> tuple[np.ndarray, float]:
     """``P[phi(omega_c) = y_c]`` for each cluster (Theorem 2, eq. (9)) and the integration
-    error of ``sum_c rho_c P_c`` (zero up to rounding for orthants of dimension <= 2).
+    error of ``sum_c rho_c P_c`` with the test priors ``rho``
+    (:attr:`~gaussmix.theory.mixture.Mixture.test_priors`; zero up to rounding for orthants
+    of dimension <= 2).
 
     Orthants of dimension 3 to 5 (K = 4 to 6 classes) are deterministic nested rules
     (:func:`orthant_probability`, error about ``1e-15``), beyond that seeded randomised QMC
@@ -104,7 +109,7 @@ def test_accuracy(
         )
     if exchangeable:
         return np.full(problem.n_clusters, out[0]), float(err[0])
-    return out, float(problem.mixture.rho @ err)
+    return out, float(problem.mixture.test_priors @ err)
 
 
 def _square_risk(y: np.ndarray, m: np.ndarray, Q: np.ndarray) -> np.ndarray:
@@ -235,7 +240,8 @@ def test_loss(
 ) -> float:
     """The test loss ``sum_c rho_c E[loss(y_c, omega_c)]``, ``omega_c ~ N(M_c + b, Q_c)``
     (effective space): the population risk of the loss alone (no penalty, as the training
-    loss), Theorem 2's logic applied to the loss instead of the indicator of an error.
+    loss), Theorem 2's logic applied to the loss instead of the indicator of an error; the
+    ``rho_c`` are the test priors (:attr:`~gaussmix.theory.mixture.Mixture.test_priors`).
 
     ``rule`` is the channel's rule of the solve (unused by the closed forms,
     :func:`gaussian_risk`); its error is estimated as that of the training loss, by the
@@ -247,7 +253,7 @@ def test_loss(
     """
     k = 1 if exchangeable else problem.n_clusters
     risk = gaussian_risk(problem.loss, problem.y[:k], (M + b)[:k], Q[:k], rule)
-    return float(risk[0]) if exchangeable else float(problem.mixture.rho @ risk)
+    return float(risk[0]) if exchangeable else float(problem.mixture.test_priors @ risk)
 
 
 def _gaussian_interval(m: np.ndarray, s: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

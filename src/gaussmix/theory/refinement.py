@@ -156,7 +156,7 @@ def evaluate_observables(
     """
     Q, M, V, b = T.unpack(x)
     ev = T.hats(x)
-    rho = problem.mixture.rho
+    rho = problem.mixture.rho  # the training priors; the test side: test_priors
     seed = getattr(T.rule, "seed", 0)
     sym = T.symmetry is not None  # exchangeable clusters: cluster 0 stands for all
     if sym:
@@ -170,7 +170,7 @@ def evaluate_observables(
         hats=(ev.Qhat, ev.Mhat, ev.Vhat),
         # (probabilities: 1 - sum can round a hair below 0, e.g. -2.2e-16 for a training
         # error of zero at K = 4, found by tests/test_properties.py)
-        test_error=float(np.clip(1.0 - rho @ test_acc, 0.0, 1.0)),
+        test_error=float(np.clip(1.0 - problem.mixture.test_priors @ test_acc, 0.0, 1.0)),
         train_error=float(np.clip(1.0 - rho @ train_acc, 0.0, 1.0)),
         train_loss=float(rho @ ev.moments.Eloss),
         test_loss=test_loss(problem, M, b, Q, T.rule, exchangeable=sym),

@@ -125,6 +125,14 @@ class FixedPointResult(Result):
     state: FixedPointState | None = field(default=None, repr=False)
 
     @property
+    def rho_test(self) -> np.ndarray | None:
+        """The test priors that weight the test error and test loss
+        (:attr:`gaussmix.Mixture.test_priors`: the training priors without a prior shift),
+        from :attr:`params`; None if the result does not record its mixture."""
+        p = self.params.get("mixture_rho_test", self.params.get("mixture_rho"))
+        return None if p is None else np.asarray(p, dtype=float)
+
+    @property
     def _state(self) -> tuple[Problem, QuadratureRule, np.ndarray] | None:
         """Deprecated: ``(problem, rule, x)`` of :attr:`state` (use ``state``)."""
         warnings.warn(
