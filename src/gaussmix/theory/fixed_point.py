@@ -25,7 +25,13 @@ import numpy as np
 
 from gaussmix.core.results import Result
 
-from .channel import ChannelMoments, ProxWarmStart, channel_evaluation
+from .channel import (
+    ChannelMoments,
+    ProxWarmStart,
+    channel_evaluation,
+    flat_metrics,
+    identity_prox_moments,
+)
 from .losses import solve_batch
 from .options import SolverOptions
 from .prior import PriorResult, prior_update, single_precision_phase
@@ -178,7 +184,9 @@ class FixedPointMap:
             mom, self.warm = channel_evaluation(p.loss, p.y, M, b, Q, V, self.rule, self.warm)
         else:  # exchangeable clusters: cluster 0's integrals stand for all
             Q, M, V, b = sym.symmetric_state(Q, M, V, b)
-            if getattr(self.rule, "computes_moments", False):  # its own integrals
+            if flat_metrics(V[:1])[0] and not np.any(Q[0]):  # the zero estimator's point
+                mom0 = identity_prox_moments(p.loss, p.y[:1], M[:1] + b, Q[:1], None)
+            elif getattr(self.rule, "computes_moments", False):  # its own integrals
                 mom0 = self.rule.cluster0_moments(sym.P, M[0] + b, Q[0], V[0])
             else:
                 mom0, self.warm = channel_evaluation(
