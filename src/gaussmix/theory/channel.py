@@ -311,8 +311,14 @@ def _hinge_moments(y, m, Q, V) -> ChannelMoments:
     """Hinge loss (L = 1): piecewise-linear prox, exact Gaussian partial moments.
 
     With ``z = y omega`` and ``u = 1 - z ~ N(1 - y m, q)``: ``f = 0`` for ``u <= 0``,
-    ``f = y u / v`` for ``0 < u < v`` and ``f = y`` for ``u >= v``; at ``v = 0`` their limit
-    (``f = y 1{u > 0}``, ``E[-df/domega]`` the density of ``u`` at 0).
+    ``f = y u / v`` for ``0 < u < v`` and ``f = y`` for ``u >= v``.  The middle piece enters
+    as ``P(0 < u < v) / v``, ``E[u; 0 < u < v] / v`` and ``E[u^2; 0 < u < v] / v^2``: where
+    ``v <= s`` these are ``J_0``, ``v J_1`` and ``v J_2`` with
+    ``J_k = int_0^1 tau^k p_u(v tau) dtau`` (``p_u`` the density of ``u``), by
+    Gauss-Legendre (:data:`_HINGE_MIDDLE_NODES` nodes: the density varies on the scale
+    ``s >= v``, error below 1e-16), since the closed forms cancel there (relative error
+    ``~ eps s^2 / v^2``: 3e-3 in ``E[f^2]`` at ``v = 1e-7``, ``s = 0.6``); at ``v = 0`` (the
+    lasso's zero estimator) they are the limit: the density of ``u`` at 0, and 0, 0.
     """
     yy = y[:, 0]
     v = V[:, 0, 0]
@@ -322,21 +328,35 @@ def _hinge_moments(y, m, Q, V) -> ChannelMoments:
     a1 = (v - mu) / s
     P0, P1 = ndtr(a0), ndtr(a1)
     p0, p1 = _phi(a0), _phi(a1)
-    pb = P1 - P0  # P(0 < u < v)
     pc = 1.0 - P1  # P(u >= v)
-    eu = mu * pb + s * (p0 - p1)
-    eu2 = (mu * mu + s * s) * pb + 2.0 * mu * s * (p0 - p1) + s * s * (a0 * p0 - a1 * p1)
-    # v = 0 (the lasso's zero estimator, W* = 0): the prox is the identity, f = y 1{u > 0};
-    # the middle piece has vanished (E[u / v; 0 < u < v] ~ v phi(a0) / (2 s) -> 0, and
-    # likewise E[u^2 / v^2; ...]) and P(0 < u < v) / v -> phi(a0) / s, the density of u at 0
-    pos = v > 0
-    vv = np.where(pos, v, 1.0)
-    Ef = (yy * (np.where(pos, eu / vv, 0.0) + pc))[:, None]
-    Eff = (np.where(pos, eu2 / vv**2, 0.0) + pc)[:, None, None]
-    Edf = np.where(pos, pb / vv, p0 / s)[:, None, None]
+    narrow = v <= s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pb = P1 - P0  # P(0 < u < v)
+        eu = mu * pb + s * (p0 - p1)
+        eu2 = (mu * mu + s * s) * pb + 2.0 * mu * s * (p0 - p1) + s * s * (a0 * p0 - a1 * p1)
+        mid0, mid1, mid2 = pb / v, eu / v, eu2 / v**2
+    if np.any(narrow):
+        tau, wt = _HINGE_MIDDLE_RULE
+        vn, sn = v[narrow, None], s[narrow, None]
+        dens = _phi((vn * tau - mu[narrow, None]) / sn) * wt / sn
+        mid0[narrow] = dens.sum(axis=1)
+        mid1[narrow] = v[narrow] * (dens @ tau)
+        mid2[narrow] = v[narrow] * (dens @ (tau * tau))
+    Ef = (yy * (mid1 + pc))[:, None]
+    Eff = (mid2 + pc)[:, None, None]
+    Edf = mid0[:, None, None]
     Eloss = (mu - v) * pc + s * p1  # E[(u - v)_+]
     Eenv = 0.5 * v * Eff[:, 0, 0] + Eloss
     return ChannelMoments(Ef, Eff, Edf, Eloss, Eenv)
+
+
+#: Gauss-Legendre nodes of the hinge channel's middle piece on ``(0, 1)``
+#: (:func:`_hinge_moments`)
+_HINGE_MIDDLE_NODES = 12
+_HINGE_MIDDLE_RULE = (
+    0.5 * (np.polynomial.legendre.leggauss(_HINGE_MIDDLE_NODES)[0] + 1.0),
+    0.5 * np.polynomial.legendre.leggauss(_HINGE_MIDDLE_NODES)[1],
+)
 
 
 #: Closed-form channel moments of the losses with ``exact_channel = True``, by loss class.
