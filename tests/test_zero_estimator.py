@@ -189,3 +189,12 @@ def test_simulation_keeps_no_weight():
     assert sim.b[0] == pytest.approx(theory.b[0], abs=1e-9)
     assert sim.mean["test_error"] == pytest.approx(theory.test_error, abs=1e-12)
     assert sim.mean["train_error"] == pytest.approx(theory.train_error, abs=1e-12)
+
+
+def test_hinge_lasso_without_curvature_is_named():
+    """Hinge + pure lasso between the decline and the underflow: the cold start reaches a
+    state where the hinge has no curvature while weights remain, and the solve says so
+    (not an anonymous NaN)."""
+    mix = Mixture.isotropic(1.0, "antipodal", labels="binary")
+    with pytest.raises(gm.ConvergenceError, match="lasso's weights are unbounded"):
+        gm.solve(mix, "hinge", alpha=0.5, lam=10.0, penalty="l1")

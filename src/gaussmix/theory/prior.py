@@ -327,6 +327,21 @@ def _over(p: np.ndarray, a: np.ndarray) -> np.ndarray:
         return np.where(p == 0.0, 0.0, p / a)
 
 
+def _check_curvature(a: np.ndarray, p0: np.ndarray, w: np.ndarray) -> None:
+    """Raise FloatingPointError where the scalar lasso has no curvature (``a = 0``) on an
+    atom of positive weight with a positive ``P(|B| > t)``: its weights are unbounded there
+    (``t |w| - B w`` has no minimum for ``|B| > t``), an image the map cannot return."""
+    bad = (a <= 0.0) & (p0 > 0.0) & (w > 0.0)
+    if np.any(bad):
+        raise FloatingPointError(
+            "the lasso's weights are unbounded at this state: its curvature "
+            "sum_k sigma^k Vhat_k is 0 where P(|B| > t) = "
+            f"{float(np.max(p0[bad])):.3g} > 0 (a loss with no curvature there, e.g. the "
+            "hinge's when no margin is near 1; a warm start from a smaller lam may reach the "
+            "fixed point, and an elastic net has the curvature lam (1 - l1_ratio) > 0)"
+        )
+
+
 def elastic_net_prior(
     mixture: Mixture,
     lam: float,
@@ -386,6 +401,7 @@ def elastic_net_prior(
         m = mixture.mu @ mh
         p0, p1, p2, es = soft_threshold_moments(m, np.sqrt(np.clip(c, 0.0, None)), t)
         Mk = np.einsum("j,jk->k", w * _over(es, a), mixture.mu)
+    _check_curvature(a, p0, w)
     Q = np.einsum("j,jk->k", w * _over(p2, a**2), sig)
     V = np.einsum("j,jk->k", w * _over(p0, a), sig)
     l1 = float(w @ _over(p1, a))
