@@ -270,11 +270,11 @@ def _tail_moments(
     Mills ratio (:func:`_mills_tail`); they then go smoothly to zero with ``phi(u)``,
     underflowing with it (below ``u ~ -38.5``) to exactly 0, never to a negative or NaN.
     """
-    u = x / ss
+    u = np.asarray(x / ss)
     Phi = ndtr(u)
     phi = _INV_SQRT_2PI * np.exp(-0.5 * u * u)
-    g1 = u * Phi + phi
-    g2 = (u * u + 1.0) * Phi + u * phi
+    g1 = np.asarray(u * Phi + phi)
+    g2 = np.asarray((u * u + 1.0) * Phi + u * phi)
     deep = u < -TAIL_CF_FROM
     if np.any(deep):
         r1, r2 = _mills_tail(-u[deep])
