@@ -63,12 +63,19 @@ def test_balanced_zero_estimator(loss, penalty):
         Mixture.isotropic(1.0, "antipodal", labels="binary", rho=[0.7, 0.3]),
         Mixture.block([0.5, 0.5], [0.5, 2.0], rho=[0.7, 0.3]),
         Mixture.sparse(0.5, delta1=0.1, delta2=0.5, rho=[0.7, 0.3]),
+        Mixture.spectral(
+            np.linspace(0.5, 2.0, 40)[:, None].repeat(2, axis=1),
+            np.outer(np.sin(np.arange(40.0)), [1.0, -1.0]),
+            rho=[0.7, 0.3],
+            labels="binary",
+        ),
     ],
-    ids=["isotropic", "block", "sparse"],
+    ids=["isotropic", "block", "sparse", "spectral"],
 )
 def test_unbalanced_zero_estimator(loss, mix):
     """Unequal cluster weights: the bias of the constant fit, error ``min rho``, and its
-    loss, on every spectral mixture kind that takes the lasso."""
+    loss, on every mixture kind that takes the lasso (spectral laws: Gaussian mean
+    components, and an empirical law of them)."""
     r = gm.solve(mix, loss, alpha=0.5, lam=LAM, penalty="l1")
     b, err, tl = _bias_only_binary(loss, 0.7)
     assert r.success and r.nonzero_fraction == 0.0
