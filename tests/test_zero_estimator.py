@@ -35,6 +35,8 @@ def _bias_only_binary(loss: str, rho_plus: float) -> tuple[float, float, float]:
         return b, rm, 0.5 * (rp * (1 - b) ** 2 + rm * (1 + b) ** 2)
     if loss == "logistic":  # sigmoid(b) = rho_plus
         return np.log(rp / rm), rm, -(rp * np.log(rp) + rm * np.log(rm))
+    if loss == "hinge":  # rho_+ (1 - b)_+ + rho_- (1 + b)_+: least at the kink b = 1
+        return 1.0, rm, 2.0 * rm
     raise ValueError(loss)
 
 
@@ -56,7 +58,7 @@ def test_balanced_zero_estimator(loss, penalty):
     assert r.test_loss == pytest.approx(expected_loss, rel=1e-14)
 
 
-@pytest.mark.parametrize("loss", ["square", "logistic"])
+@pytest.mark.parametrize("loss", ["square", "logistic", "hinge"])
 @pytest.mark.parametrize(
     "mix",
     [
