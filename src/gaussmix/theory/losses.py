@@ -458,8 +458,8 @@ class HingeLoss(Loss):
     def kinks(self, y: np.ndarray) -> np.ndarray:
         """The outputs where the loss of label ``y`` (K, 1) is not differentiable,
         ``y h = 1``, i.e. ``h = y`` (K, 1): where a piecewise-linear risk of a constant
-        output has its minimum (the zero estimator's bias, :func:`~gaussmix.theory.
-        fixed_point.flat_bias`)."""
+        output has its minimum (the zero estimator's bias,
+        :func:`~gaussmix.theory.fixed_point.flat_bias`)."""
         return np.asarray(y, dtype=float).copy()
 
     def prox(self, y, omega, V, h0=None, **kw):
