@@ -10,12 +10,24 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
+from typing import Annotated
 
 import typer
 
 from gaussmix.core.exceptions import ArgumentError, ArgumentTypeError
 
-__all__ = ["flag_message", "given", "one_blas_thread"]
+__all__ = ["FitOnOption", "flag_message", "given", "one_blas_thread"]
+
+#: ``--fit-on`` of the commands that fit a mixture to data (``data``, ``realdata``)
+FitOnOption = Annotated[
+    str,
+    typer.Option(
+        "--fit-on",
+        metavar="train|all",
+        help="Fit the mixture on the training split (train: the test split is never seen) "
+        "or on both splits (all: the paper's protocol).",
+    ),
+]
 
 
 def flag_message(exc: BaseException, flags: Mapping[str, str]) -> str:

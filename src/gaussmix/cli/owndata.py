@@ -21,7 +21,7 @@ from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
 
 from .commands import OutOption, QuietOption, app
 from .exits import PartialResultsError, check_output_path, make_out_dir
-from .helpers import one_blas_thread
+from .helpers import FitOnOption, one_blas_thread
 from .options import solver_option
 from .realdata import LAM_REASON, parse_alphas
 
@@ -128,14 +128,7 @@ def data_command(
             "then n_c / n, tested under the test split's), or random.",
         ),
     ] = "fixed",
-    fit_on: Annotated[
-        str,
-        typer.Option(
-            "--fit-on",
-            help="Fit the mixture on the training split (train: the test split is never "
-            "seen) or on both splits (all: the paper's protocol).",
-        ),
-    ] = "train",
+    fit_on: FitOnOption = "train",
     target_error: Annotated[
         float | None,
         typer.Option(

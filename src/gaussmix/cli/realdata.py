@@ -22,7 +22,7 @@ from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
 
 from .commands import OutOption, QuietOption, app
 from .exits import check_output_path, make_out_dir
-from .helpers import one_blas_thread
+from .helpers import FitOnOption, one_blas_thread
 from .options import solver_option
 
 __all__ = ["realdata_command"]
@@ -158,14 +158,7 @@ def realdata_command(
     tol: TolOption = FIXED_POINT_TOL,
     max_iter: MaxIterOption = FIXED_POINT_MAX_ITER,
     quad_order: QuadOrderOption = None,
-    fit_on: Annotated[
-        str,
-        typer.Option(
-            "--fit-on",
-            help="Fit the mixture on the training split (train: the test split is never "
-            "seen) or on both splits (all: the paper's protocol).",
-        ),
-    ] = "train",
+    fit_on: FitOnOption = "train",
     out: OutOption = Path("gaussmix-out"),
     quiet: QuietOption = False,
 ) -> None:

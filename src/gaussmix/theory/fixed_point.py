@@ -25,7 +25,13 @@ import numpy as np
 
 from gaussmix.core.results import Result
 
-from .channel import ChannelMoments, ProxWarmStart, channel_evaluation
+from .channel import (
+    ChannelMoments,
+    ProxWarmStart,
+    channel_evaluation,
+    flat_metrics,
+    identity_prox_moments,
+)
 from .losses import solve_batch
 from .options import SolverOptions
 from .prior import PriorResult, prior_update, single_precision_phase
@@ -46,6 +52,7 @@ __all__ = [
     "start_state",
     "bias_condition_step",
     "bias_step",
+    "flat_bias",
     "mean_bias_step",
     "cluster_symmetry",
     "initial_hats",
@@ -178,7 +185,9 @@ class FixedPointMap:
             mom, self.warm = channel_evaluation(p.loss, p.y, M, b, Q, V, self.rule, self.warm)
         else:  # exchangeable clusters: cluster 0's integrals stand for all
             Q, M, V, b = sym.symmetric_state(Q, M, V, b)
-            if getattr(self.rule, "computes_moments", False):  # its own integrals
+            if flat_metrics(V[:1])[0] and not np.any(Q[0]):  # the zero estimator's point
+                mom0 = identity_prox_moments(p.loss, p.y[:1], M[:1] + b, Q[:1], None)
+            elif getattr(self.rule, "computes_moments", False):  # its own integrals
                 mom0 = self.rule.cluster0_moments(sym.P, M[0] + b, Q[0], V[0])
             else:
                 mom0, self.warm = channel_evaluation(
@@ -212,7 +221,12 @@ class FixedPointMap:
                 dMhat, db = step
                 dQ, dM = response.change(dMhat)
                 return pack_state(pr.Q + dQ, pr.M + dM, pr.V, b + db)
-        db = bias_step(ev.Vhat.sum(axis=0), ev.Mhat.sum(axis=0))
+        Sv, Sm = ev.Vhat.sum(axis=0), ev.Mhat.sum(axis=0)
+        if not np.any(Sv) and np.any(Sm):  # no curvature, the bias condition unmet
+            bf = flat_bias(self.problem, x)
+            if bf is not None:
+                return pack_state(pr.Q, pr.M, pr.V, bf)
+        db = bias_step(Sv, Sm)
         return pack_state(pr.Q, pr.M, pr.V, b + db)
 
     def prior_at(self, ev: HatEvaluation) -> PriorResult:
@@ -236,6 +250,34 @@ class FixedPointMap:
 def _has_details(pr: PriorResult) -> bool:
     """Whether a prior result holds what ``details=True`` adds (free-energy terms, l1 norm)."""
     return bool(np.isfinite(pr.psi_w) and np.isfinite(pr.penalty) and np.isfinite(pr.l1_norm))
+
+
+def flat_bias(problem: Problem, x: np.ndarray) -> np.ndarray | None:
+    """The bias of the lasso's zero estimator where the bias-only risk has no curvature.
+
+    At the zero estimator (every ``V_c = Q_c = 0``: ``W* = 0``, each output the bias ``b``)
+    the bias condition ``sum_c rho_c grad loss(y_c, b) = 0`` is the stationarity of the
+    convex risk ``R(b) = sum_c rho_c loss(y_c, b)``.  Where ``sum_c Vhat_c = 0`` (the loss
+    is linear around ``b``: the hinge away from its kinks) and the condition is not met,
+    the Newton step of :func:`bias_step` is undefined (where it is met, ``b`` is a
+    minimiser and stays); a convex piecewise-linear ``R`` has its minimum at a
+    kink of the loss (``loss.kinks``), so ``b`` is the kink of least ``R`` (for the hinge
+    with weights ``rho_+ > rho_-``, ``b = 1``; the next channel evaluation there has the
+    kink's curvature and the bias condition holds in the subgradient sense).
+
+    Returns
+    -------
+    ndarray (L,) or None
+        None where ``x`` is not the zero estimator or the loss declares no kinks.
+    """
+    K, L = problem.n_clusters, problem.dim
+    Q, _, V, _ = unpack_state(x, K, L)
+    kinks = getattr(problem.loss, "kinks", None)
+    if kinks is None or L != 1 or np.any(Q) or np.any(V):
+        return None
+    cand = np.unique(kinks(problem.y @ problem.P.T)[:, 0])
+    risk = [problem.mixture.rho @ problem.loss.value(problem.y, np.full((K, 1), c)) for c in cand]
+    return np.array([cand[int(np.argmin(risk))]])
 
 
 def bias_step(Sv: np.ndarray, Sm: np.ndarray) -> np.ndarray:

@@ -342,7 +342,29 @@ def gaussian_l1_moments(
     lw = np.concatenate(ws)
     off = base - np.repeat(mean, sizes, axis=0)
     pieces = _region_pieces(A, P, base, dirn, atom, lam, shift_free)
-    return _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A)
+    mom = _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A)
+    if Lp >= 2:
+        _zero_unresolved(mom, A.shape[-1], Lp - 1)
+    return mom
+
+
+#: the Gaussian mass the outer rule of :func:`gaussian_l1_moments` leaves out per outer
+#: dimension (its lines lie in ``|x| <= XI_MAX``): ``2 Phi(-XI_MAX)``, 2.3e-19.  An atom
+#: whose expected fraction of non-zero entries is below it has moments the rule does not
+#: resolve (they are rounding and truncation: measured, entries of ``E[dw/dg]`` of 1e-127
+#: beside exact zeros, an indefinite ``V``)
+UNRESOLVED_NONZERO = 2.0 * float(ndtr(-XI_MAX))
+
+
+def _zero_unresolved(mom: L1Moments, L: int, n_outer: int) -> None:
+    """Set to zero, in place, the moments of the atoms whose expected fraction of non-zero
+    entries of ``w`` is below :data:`UNRESOLVED_NONZERO` (times the outer dimensions): there
+    ``w = 0`` to the rule's resolution (the lasso's zero estimator at large ``lam``), and
+    the rounding left in the moments (of either sign) would make an indefinite metric."""
+    tiny = ~(mom.nonzero / L > UNRESOLVED_NONZERO * n_outer)
+    if np.any(tiny):
+        for a in (mom.mean, mom.second, mom.jacobian, mom.nonzero, mom.l1):
+            a[tiny] = 0.0
 
 
 def _merge_edges(edges: np.ndarray, kinks: np.ndarray) -> np.ndarray:

@@ -455,6 +455,13 @@ class HingeLoss(Loss):
     def hess(self, y, h):
         return np.zeros(h.shape + (1,))
 
+    def kinks(self, y: np.ndarray) -> np.ndarray:
+        """The outputs where the loss of label ``y`` (K, 1) is not differentiable,
+        ``y h = 1``, i.e. ``h = y`` (K, 1): where a piecewise-linear risk of a constant
+        output has its minimum (the zero estimator's bias,
+        :func:`~gaussmix.theory.fixed_point.flat_bias`)."""
+        return np.asarray(y, dtype=float).copy()
+
     def prox(self, y, omega, V, h0=None, **kw):
         v = V[:, None, :, 0]
         yb = y[:, None, :]

@@ -89,6 +89,9 @@ def test_accuracy(
     default (for differences between nearby states with the same seed).  ``exchangeable``: the
     clusters and the state are equivariant under relabelling (:mod:`gaussmix.theory.symmetry`),
     so cluster 0's probability stands for every cluster (one orthant instead of ``K``)."""
+    point = _point_masses(Q)
+    if point.all():  # the lasso's zero estimator: omega_c = b, the bias-only classifier
+        return _point_mass_accuracy(problem, M + b), 0.0
     stacked = _stacked_constraints(problem.constraints)
     if stacked is not None:
         # orthants of dimension <= 2: all clusters in one batched call
@@ -256,13 +259,35 @@ def test_loss(
     return float(risk[0]) if exchangeable else float(problem.mixture.test_priors @ risk)
 
 
+def _point_masses(Q: np.ndarray) -> np.ndarray:
+    """Which clusters' overlap ``Q_c`` (K, L, L) is exactly zero (``omega_c`` a point mass)."""
+    return ~np.any(Q.reshape(Q.shape[0], -1) != 0.0, axis=1)
+
+
+def _point_mass_accuracy(problem: Problem, m: np.ndarray) -> np.ndarray:
+    """``P[phi(omega_c) = y_c]`` for point masses ``omega_c = m_c`` (K, L) (the lasso's zero
+    estimator, ``Q_c = V_c = 0``: every output is the bias, ``m_c = b``), ties broken
+    uniformly at random: 0 if a wrong label is strictly nearer, else ``1 / (1 + n)`` with
+    ``n`` the wrong labels as near as ``y_c`` (the limit ``Q_c = q Q0 -> 0+`` of the Gaussian
+    probability for an exchangeable ``Q0``; 1/2 for a binary output at the boundary, the
+    balanced antipodal mixture's ``b = 0``)."""
+    out = np.empty(m.shape[0])
+    for c, (D, t) in enumerate(problem.constraints):
+        g = D @ m[c] - t
+        out[c] = 0.0 if np.any(g > 0.0) else 1.0 / (1.0 + np.count_nonzero(g == 0.0))
+    return out
+
+
 def _gaussian_interval(m: np.ndarray, s: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """``P(lo < X < hi)`` for ``X ~ N(m, s^2)``, elementwise (``s = 0``: a point mass)."""
+    """``P(lo < X < hi)`` for ``X ~ N(m, s^2)``, elementwise (``s = 0``: a point mass, with
+    the limit ``s -> 0+`` at an end: 1/2 there, as for the bias-only classifier of the
+    lasso's zero estimator with ``b = 0``, whose ``sign(0)`` is a tie)."""
     pos = s > 0
     ss = np.where(pos, s, 1.0)
     with np.errstate(invalid="ignore"):  # (an infinite end minus itself is not formed)
         inside = ndtr((hi - m) / ss) - ndtr((lo - m) / ss)
-    return np.where(pos, inside, ((lo < m) & (m < hi)).astype(float))
+    point = ((lo < m) & (m < hi)) + 0.5 * ((lo == m) & (m < hi)) + 0.5 * ((lo < m) & (m == hi))
+    return np.where(pos, inside, point.astype(float))
 
 
 #: arrays made of a problem's constraints (a tuple: shared by the problems of one label map
@@ -365,6 +390,8 @@ def train_accuracy(
     loss = problem.loss
     K, L = M.shape
     out = np.empty(K)
+    if _point_masses(Q).all() and _point_masses(V).all():  # the zero estimator: h_c = omega_c
+        return _point_mass_accuracy(problem, M + b), 0.0
     if loss.affine_prox:  # square loss: h = (I+V)^{-1}(omega + V y) is Gaussian
         A = np.linalg.inv(np.eye(L) + V)
         for c, (D, t) in enumerate(problem.constraints):

@@ -71,7 +71,8 @@ def unpack_state(
 
 def is_valid_state(x: np.ndarray, K: int, L: int) -> bool:
     """Whether a state is finite, every ``Q_c`` positive semi-definite and every ``V_c``
-    positive definite (the cone the iteration must stay in; docs/design.md pitfall 5).
+    positive definite (the cone the iteration must stay in; docs/design.md pitfall 5), or
+    zero together with ``Q_c`` (the lasso's zero estimator, :func:`_zero_estimator_ok`).
 
     ``Q_c`` is accepted down to a smallest eigenvalue of ``-PSD_RTOL max(1, max |eig Q|)``
     (:data:`~gaussmix.theory.tolerances.PSD_RTOL`: rounding of the singular cross-entropy
@@ -81,7 +82,23 @@ def is_valid_state(x: np.ndarray, K: int, L: int) -> bool:
         return False
     eq, ev = _eigvals(x, K, L, 0), _eigvals(x, K, L, K * L * (L + 1))
     scale = max(1.0, float(np.abs(eq).max()))
-    return bool(eq.min() >= -PSD_RTOL * scale and ev.min() > 0)
+    if not eq.min() >= -PSD_RTOL * scale:
+        return False
+    return bool(ev.min() > 0 or _zero_estimator_ok(x, K, L, ev))
+
+
+def _zero_estimator_ok(x: np.ndarray, K: int, L: int, ev: np.ndarray) -> bool:
+    """Whether every ``V_c`` that is not positive definite is the zero estimator's: ``V_c``
+    and ``Q_c`` exactly zero (a lasso that keeps no weight, ``W* = 0``: every weight's
+    ``P(|B| > t)`` underflowed; ``M_c = 0`` with them).  Such a state is valid: the channel
+    at ``V_c = 0`` is the identity prox (``f_c = -grad loss(y_c, omega_c)``) and ``omega_c``
+    the point mass at ``b``."""
+    ev = ev.reshape(K, L)
+    bad = ev.min(axis=1) <= 0
+    n2 = K * L * L
+    Q = x[:n2].reshape(K, L * L)
+    V = x[n2 + K * L : 2 * n2 + K * L].reshape(K, L * L)
+    return bool(np.all(Q[bad] == 0.0) and np.all(V[bad] == 0.0))
 
 
 def _eigvals(x: np.ndarray, K: int, L: int, start: int) -> np.ndarray:
