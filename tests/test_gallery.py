@@ -9,6 +9,7 @@ makes it once), else make it once for this module (slow).
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from pathlib import Path
@@ -21,7 +22,7 @@ from scipy.optimize import minimize_scalar
 import gaussmix as gm
 from gaussmix.figures import FIGURES, get_figure
 from gaussmix.figures.paper_atlas import atlas_names
-from gaussmix.figures.registry import drawn_summary, drawn_values
+from gaussmix.figures.registry import drawn_summary, drawn_values, preset_arguments
 from gaussmix.simulate.simulation import fit_erm, overlaps, realise
 
 slow = pytest.mark.slow
@@ -242,3 +243,38 @@ def test_the_test_mse_of_the_fixed_point_against_a_simulation() -> None:
         measured.append(exact)
     mean, se = np.mean(measured), np.std(measured, ddof=1) / np.sqrt(len(measured))
     assert abs(mean - theory) <= 3 * se + 0.03 * theory, (mean, se, theory)
+
+
+# =========================================================================== presets
+def _plain(value: object) -> object:
+    """A preset's value as JSON reads it back (tuples as lists, numpy scalars as numbers)."""
+    if isinstance(value, tuple | list | np.ndarray):
+        return [_plain(v) for v in value]
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def test_preset_arguments_are_every_parameter_at_the_preset() -> None:
+    """The paper's settings are the table function's defaults, the ``--fast`` preset is
+    them with the preset's values; the two differ for every figure, so that a record of
+    one is never taken for the other."""
+    for name, spec in FIGURES.items():
+        full, fast = preset_arguments(name), preset_arguments(name, fast=True)
+        sig = inspect.signature(spec.table).parameters
+        params = [
+            k
+            for k, p in sig.items()
+            if k not in ("progress", "mixture") and p.kind is not p.VAR_KEYWORD
+        ]
+        assert list(full) == params == list(fast), name
+        for k in params:
+            default = sig[k].default
+            if not callable(default):
+                assert full[k] == _plain(default), (name, k)
+            else:
+                assert full[k] == f"{default.__module__}.{default.__qualname__}"
+            if k in spec.fast:
+                assert fast[k] == _plain(spec.fast[k]), (name, k)
+            else:
+                assert fast[k] == full[k], (name, k)
+        assert full != fast, name
+        assert json.loads(json.dumps(full)) == full  # JSON-safe
