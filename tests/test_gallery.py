@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_figure
+from conftest import require_dataset, require_figure
 from scipy.optimize import minimize_scalar
 
 import gaussmix as gm
@@ -24,6 +24,7 @@ from gaussmix.figures import FIGURES, get_figure
 from gaussmix.figures.paper_atlas import atlas_names
 from gaussmix.figures.registry import drawn_summary, drawn_values, preset_arguments
 from gaussmix.simulate.simulation import fit_erm, overlaps, realise
+from gaussmix.studies import SOURCES
 
 slow = pytest.mark.slow
 _NUMBER = r"\d+(?:\.\d+)?(?:e[+-]?\d+)?"
@@ -278,3 +279,204 @@ def test_preset_arguments_are_every_parameter_at_the_preset() -> None:
                 assert fast[k] == full[k], (name, k)
         assert full != fast, name
         assert json.loads(json.dumps(full)) == full  # JSON-safe
+
+
+# =========================================================================== fig6's note
+def _stated(note: str, values: list[float], digits: int) -> None:
+    """``values``, rounded to ``digits`` decimals as the note states them, are in the note
+    in this order (as one comma-separated list)."""
+    text = ", ".join(f"{v:.{digits}f}" for v in values)
+    assert text in note, (text, note)
+
+
+@slow
+def test_fig6_note_states_the_papers_map_against_ours() -> None:
+    """The paper's erf(F x) against the library's erf(F x / sqrt d), the same F, on MNIST
+    even/odd at gamma = 0.5: the pre-activations' spread, the saturated share, the theory's
+    test error and training loss and the real data's distance to the theory, as stated."""
+    from scipy.special import erf
+
+    from gaussmix.data import RandomFeatures
+    from gaussmix.studies import prepare_realdata, realdata_curve
+
+    class PaperFeatures(RandomFeatures):
+        """erf(F x), the paper's map (no 1 / sqrt(d))."""
+
+        def transform(self, X: object) -> np.ndarray:
+            return erf(np.asarray(X, dtype=float) @ self.F_.T)
+
+    note = get_figure("fig6").differs
+    ds = require_dataset("mnist", "even-odd")
+    assert f"|x|^2 / d = {np.mean(np.sum(ds.x_train**2, axis=1)) / ds.d:.3f}" in note
+    x = ds.x_train[:5000]
+    p, alphas = round(0.5 * ds.d), (0.5, 1.0, 2.0)
+    results = {}
+    for key, cls, scale in (
+        ("ours", RandomFeatures, np.sqrt(ds.d)),
+        ("paper", PaperFeatures, 1.0),
+    ):
+        fmap = cls(p, seed=0).fit(ds.x_train)
+        pre = x @ fmap.F_.T / scale
+        saturated = np.mean(np.abs(fmap.transform(x)) > 0.99)
+        results[key] = (float(pre.std()), float(saturated))
+        df = realdata_curve(
+            prepare_realdata(ds, feature_map=fmap),
+            loss="logistic",
+            lam=0.05,
+            alphas=alphas,
+            subsamples=2,
+            sources=("theory", "real"),
+        )
+        theory = df[df.source == "theory"].sort_values("alpha")
+        real = df[df.source == "real"].sort_values("alpha")
+        _stated(note, list(theory.test_error), 3)
+        _stated(note, list(theory.train_loss), 3)
+        gap = np.max(np.abs(real.test_error.to_numpy() - theory.test_error.to_numpy()))
+        results[key] += (float(gap),)
+        falls = np.all(np.diff(theory.train_loss) < 0)
+        assert falls if key == "ours" else np.all(np.diff(theory.train_loss) > 0), key
+    assert f"standard deviation {results['paper'][0]:.1f}" in note
+    assert f"{100 * results['paper'][1]:.0f} % of its features are saturated" in note
+    assert f"here {results['ours'][0]:.2f}, in erf's linear range" in note
+    assert results["ours"][1] == 0.0
+    assert f"within {results['ours'][2]:.3f} of the theory here" in note
+    assert f"{results['paper'][2]:.3f} with the paper's map" in note
+
+
+# ===================================================================== appe-trained's note
+@slow
+def test_appe_trained_note_states_where_the_gap_comes_from() -> None:
+    """On the --fast preset's network (epoch 5): Gaussian samples of the fitted mixture
+    follow the theory, the real data lie 2-6 times above it, the mixture of the test split
+    alone and the test on images the network saw move the two only a little, as stated."""
+    import dataclasses
+
+    from gaussmix.data import NetworkFeatures
+    from gaussmix.figures.realdata import _Fitted
+    from gaussmix.studies import prepare_realdata, realdata_curve
+
+    note = get_figure("appe-trained").differs
+    fast = get_figure("appe-trained").fast
+    ds = require_dataset("mnist", "even-odd")
+    net = NetworkFeatures(epochs=(1, 5), hidden=fast["hidden"], seed=0)
+    net = net.fit(ds.x_train, ds.y_train)
+    problem = prepare_realdata(ds, feature_map=_Fitted(net.at(5), "network, epoch 5"))
+    alphas, kw = fast["alphas"], {"loss": "logistic", "lam": 0.05, "subsamples": 2}
+    df = realdata_curve(problem, alphas=alphas, seeds=2, sources=SOURCES, **kw)
+    errors = {s: g.sort_values("alpha").test_error.to_numpy() for s, g in df.groupby("source")}
+    for source in SOURCES:
+        _stated(note, list(errors[source]), 3)
+    ratio = errors["real"] / errors["theory"]
+    assert np.all((ratio > 2) & (ratio < 6.5)) and ratio[-1] > ratio[0], ratio
+    test_only = gm.Mixture.from_data(problem.x_test, problem.cluster_test, labels=problem.labels)
+    theory_test = realdata_curve(
+        dataclasses.replace(problem, mixture=test_only), sources=("theory",), alphas=alphas, **kw
+    ).test_error.to_numpy()
+    _stated(note, list(theory_test), 3)
+    assert np.all(theory_test < errors["real"] / 1.5)
+    xt, ct = problem.x_train, problem.cluster_train
+    seen = dataclasses.replace(
+        problem, x_train=xt[:50_000], cluster_train=ct[:50_000], x_test=xt[50_000:],
+        cluster_test=ct[50_000:],
+    )  # fmt: skip
+    real_seen = realdata_curve(seen, sources=("real",), alphas=alphas, **kw)
+    _stated(note, list(real_seen.sort_values("alpha").test_error), 3)
+    assert np.all(real_seen.sort_values("alpha").test_error.to_numpy() > 1.4 * errors["theory"])
+
+
+# ============================================================ the paper's settings, committed
+def _full() -> tuple[object, dict]:
+    """The docs build hook and the committed gallery's manifest."""
+    from test_docs import _hook
+
+    hook = _hook()
+    path = hook.FULL_DIR / hook.MANIFEST
+    assert path.is_file(), f"no {path}: make it as the gallery page says"
+    return hook, json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_every_figure_has_a_committed_image_of_the_papers_settings() -> None:
+    """docs/gallery holds, for every registered figure, its image and table at the paper's
+    settings, and the manifest records the command, the commit, the date and each figure's
+    parameters: those of the registry now (a changed preset without new images fails
+    here), what it draws (which its description states) and the files' SHA-256."""
+    import hashlib
+
+    hook, manifest = _full()
+    assert manifest["command"] == "gaussmix figure all --out DIR"
+    assert re.fullmatch(r"[0-9a-f]{40}", manifest["commit"]), manifest["commit"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", manifest["date"])
+    rows = {r["name"]: r for r in manifest["figures"]}
+    assert [r["name"] for r in manifest["figures"]] == atlas_names()  # the paper's order
+    names = {hook.MANIFEST}
+    for name, spec in FIGURES.items():
+        row = rows[name]
+        assert row["paper"] == spec.paper
+        assert row["parameters"] == preset_arguments(name), name
+        assert mismatches(spec.description, row["drawn"]) == [], name
+        assert row["seconds"] > 0 and row["not_converged"] == 0, name
+        for kind, file in row["files"].items():
+            data = (hook.FULL_DIR / file).read_bytes()
+            assert hashlib.sha256(data).hexdigest() == row["sha256"][kind], file
+            names.add(file)
+        png = (hook.FULL_DIR / row["files"]["png"]).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and 20_000 < len(png) <= 300_000, name
+        assert row["files"]["csv"] == f"{name}.csv"
+    assert sorted(p.name for p in hook.FULL_DIR.iterdir()) == sorted(names)  # nothing stale
+
+
+def test_the_gallery_page_shows_the_papers_settings_and_what_ci_checks(tmp_path: Path) -> None:
+    """With the committed gallery and an atlas of the --fast presets, every entry shows the
+    paper's image first and the --fast one after it, each with what it draws; a figure the
+    committed gallery lacks shows its --fast image, said to be one."""
+    hook, manifest = _full()
+    full = hook.read_full_gallery()
+    assert sorted(full.figures) == sorted(FIGURES)
+    png = (hook.FULL_DIR / manifest["figures"][0]["files"]["png"]).read_bytes()
+    rows = [{"name": n, "status": "ok", "seconds": 1.5} for n in FIGURES]
+    for n in FIGURES:
+        (tmp_path / f"{n}.png").write_bytes(png)
+    (tmp_path / "atlas.json").write_text(json.dumps({"fast": True, "figures": rows}))
+    md = hook.gallery_markdown(hook.figure_rows(), hook.read_atlas(tmp_path), full)
+    for name in FIGURES:
+        section = md.split(f"## {name}: ")[1].split("\n## ")[0]
+        big = section.index(f"](gallery/{name}.png)")
+        small = section.index(f"](atlas/{name}.png){{ width=")
+        assert big < section.index("**Shown here** (the paper's settings)") < small, name
+        assert small < section.index("**What CI checks** (small image: the `--fast` preset")
+    assert "made once by `gaussmix figure all --out DIR`" in md
+    del full.figures[next(iter(FIGURES))]
+    md = hook.gallery_markdown(hook.figure_rows(), hook.read_atlas(tmp_path), full)
+    assert md.count("not in the committed gallery: the image is the `--fast` preset") == 1
+
+
+def test_the_built_gallery_shows_both_images() -> None:
+    """The site built as CI builds it (``GAUSSMIX_SITE_DIR``, with the --fast atlas): the
+    gallery page has each figure's image at the paper's settings and its --fast image, and
+    the site holds both files."""
+    import os
+    from html.parser import HTMLParser
+
+    from conftest import skip_optional
+
+    site = os.environ.get("GAUSSMIX_SITE_DIR")
+    if not site or not (Path(site) / "gallery" / "index.html").is_file():
+        skip_optional("GAUSSMIX_SITE_DIR is not set to a built site (mkdocs build --site-dir)")
+    page = Path(site) / "gallery" / "index.html"
+
+    class Images(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.src: list[str] = []
+
+        def handle_starttag(self, tag: str, attrs: list) -> None:
+            if tag == "img":
+                self.src.append(dict(attrs)["src"])
+
+    parser = Images()
+    parser.feed(page.read_text(encoding="utf-8"))
+    for name in FIGURES:
+        assert f"{name}.png" in parser.src, name  # gallery/NAME.png, beside the page
+        assert f"../atlas/{name}.png" in parser.src, name
+        assert (page.parent / f"{name}.png").is_file() and (page.parent / f"{name}.csv").is_file()
+        assert (Path(site) / "atlas" / f"{name}.png").is_file()
