@@ -15,6 +15,7 @@ with ``GAUSSMIX_ATLAS_DIR`` set for the gallery's images) and Chromium with its 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import threading
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from conftest import skip_optional
 pytestmark = pytest.mark.browser
 
 SITE_ENV = "GAUSSMIX_SITE_DIR"
+ROOT = Path(__file__).resolve().parents[1]
 #: a phone's viewport (CSS pixels)
 PHONE = (390, 844)
 #: TeX that must not survive on a rendered page
@@ -246,11 +248,17 @@ def test_the_gallery_shows_the_papers_settings_and_what_ci_checks(
         return out;
         """
     )
+    manifest = json.loads((ROOT / "docs" / "gallery" / "manifest.json").read_text())
+    pending = {r["name"] for r in manifest.get("pending", [])}
     for name in FIGURES:
         items = shown[name]
         images = [i for i in items if i[0] != "text"]
         text = " ".join(i[1] for i in items if i[0] == "text")
         paths = [i[0] for i in images]
+        if name in pending:  # not made at the paper's settings yet: the --fast image, said so
+            assert paths == [f"/atlas/{name}.png"] and images[0][1], (name, images)
+            assert "the image is the --fast preset" in text, name
+            continue
         assert paths == [f"/gallery/{name}.png", f"/atlas/{name}.png"], (name, paths)
         assert all(ok for _, ok, _ in images), (name, images)
         assert images[1][2] < images[0][2], (name, images)  # the --fast one is smaller

@@ -203,6 +203,7 @@ class FullGallery:
     commit: str
     date: str
     figures: dict[str, FullEntry]
+    pending: dict[str, str]
 
 
 def _sha256(path: Path) -> str:
@@ -226,6 +227,7 @@ def write_full_gallery(
     *,
     commit: str | None = None,
     note: str = "",
+    pending: dict[str, str] | None = None,
 ) -> Path:
     """Copy atlases of the paper's settings (``gaussmix figure all --out DIR``, without
     ``--fast``; several directories may each hold some of the figures, the first that has
@@ -236,8 +238,10 @@ def write_full_gallery(
     (:func:`gaussmix.figures.registry.preset_arguments`, so run this with the checkout that
     made the atlases), what it draws (``drawn`` of its JSON companion), its title, its wall
     and CPU seconds and the SHA-256 of both files.  ``note`` (e.g. the machine's load) is
-    recorded as given.  An atlas of the ``--fast`` presets, a figure made with options of
-    its own or one that failed is refused naming it.  Returns the manifest's path.
+    recorded as given; ``pending`` maps a figure not made to why (e.g. its measured
+    time), recorded as ``"pending"`` (the gallery then shows its ``--fast`` image, saying
+    so).  An atlas of the ``--fast`` presets, a figure made with options of its own or one
+    that failed is refused naming it.  Returns the manifest's path.
     """
     from gaussmix.figures.paper_atlas import atlas_names
     from gaussmix.figures.registry import preset_arguments
@@ -304,6 +308,9 @@ def write_full_gallery(
         "seconds": round(sum(f["seconds"] or 0.0 for f in figures), 2),
         "note": note,
         "figures": figures,
+        "pending": [
+            {"name": n, "reason": r} for n, r in (pending or {}).items() if n not in found
+        ],
     }
     target = out / MANIFEST
     target.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
@@ -352,6 +359,7 @@ def read_full_gallery(directory: str | Path = FULL_DIR) -> FullGallery | None:
         commit=str(data.get("commit", "")),
         date=str(data.get("date", "")),
         figures=figures,
+        pending={str(r["name"]): str(r["reason"]) for r in data.get("pending", [])},
     )
 
 
@@ -477,9 +485,12 @@ def gallery_markdown(
             lines += [f"![{name}: {paper}]({GALLERY_DIR}/{name}.png)", ""]
         lines += _preset_lines(r, entry, atlas, full=big is not None)
         if full is not None and big is None:
+            why = full.pending.get(name)
             lines += [
                 "*The paper's settings of this figure are not in the committed gallery: the "
-                "image is the `--fast` preset.*",
+                "image is the `--fast` preset"
+                + (f" ({markdown_text(why)})" if why else "")
+                + ".*",
                 "",
             ]
         if r["differs"]:
@@ -805,9 +816,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(FULL_DIR), help="where (default: docs/gallery)")
     p.add_argument("--commit", default=None, help="the commit that made it (default: HEAD)")
     p.add_argument("--note", default="", help="recorded as given (e.g. the machine's load)")
+    p.add_argument(
+        "--pending", action="append", default=[], metavar="NAME=WHY", help="a figure not made"
+    )
     args = parser.parse_args(argv)
+    pending = dict(item.split("=", 1) for item in args.pending)
     try:
-        path = write_full_gallery(args.atlas_dir, args.out, commit=args.commit, note=args.note)
+        path = write_full_gallery(
+            args.atlas_dir, args.out, commit=args.commit, note=args.note, pending=pending
+        )
     except DocsError as exc:
         parser.error(str(exc))
     print(f"wrote {path}")
