@@ -56,6 +56,9 @@ FULL_URI = "gallery"
 MANIFEST = "manifest.json"
 #: the command that makes the atlas the committed gallery is copied from
 FULL_COMMAND = "gaussmix figure all --out DIR"
+#: an image of the paper's settings larger than this is stored with a palette of 256
+#: colours (the size the repository keeps per image)
+FULL_PNG_BYTES = 200_000
 README = ROOT / "README.md"
 #: repository files the README links to, and what the site says instead
 REPO_FILES = ("BENCHMARKS.md", "CHANGELOG.md", "CITATION.cff")
@@ -221,6 +224,20 @@ def _git_commit() -> str:
     return out.stdout.strip()
 
 
+def _copy_png(src: Path, dst: Path) -> bool:
+    """Copy the image ``src`` to ``dst``; one larger than :data:`FULL_PNG_BYTES` is stored
+    with a palette of 256 colours instead (Pillow, matplotlib's own dependency).  Returns
+    whether it was."""
+    if src.stat().st_size <= FULL_PNG_BYTES:
+        shutil.copyfile(src, dst)
+        return False
+    from PIL import Image
+
+    with Image.open(src) as img:
+        img.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(dst, optimize=True)
+    return True
+
+
 def write_full_gallery(
     atlas_dirs: str | Path | list[str | Path],
     out_dir: str | Path = FULL_DIR,
@@ -237,11 +254,13 @@ def write_full_gallery(
     was written and, per figure, its parameters
     (:func:`gaussmix.figures.registry.preset_arguments`, so run this with the checkout that
     made the atlases), what it draws (``drawn`` of its JSON companion), its title, its wall
-    and CPU seconds and the SHA-256 of both files.  ``note`` (e.g. the machine's load) is
-    recorded as given; ``pending`` maps a figure not made to why (e.g. its measured
-    time), recorded as ``"pending"`` (the gallery then shows its ``--fast`` image, saying
-    so).  An atlas of the ``--fast`` presets, a figure made with options of its own or one
-    that failed is refused naming it.  Returns the manifest's path.
+    and CPU seconds, the SHA-256 of both files and whether the image was stored with a
+    palette (``palette``: one larger than :data:`FULL_PNG_BYTES`).  ``note`` (e.g. the
+    machine's load) is recorded as given; ``pending`` maps a figure not made to why (its
+    measured time, its error), recorded as ``"pending"`` (the gallery then shows its
+    ``--fast`` image, saying so).  An atlas of the ``--fast`` presets, a figure made with
+    options of its own or one that failed (unless it is pending) is refused naming it.
+    Returns the manifest's path.
     """
     from gaussmix.figures.paper_atlas import atlas_names
     from gaussmix.figures.registry import preset_arguments
@@ -255,7 +274,11 @@ def write_full_gallery(
         data = json.loads(path.read_text(encoding="utf-8"))
         if atlas.fast:
             raise DocsError(f"{path}: made with --fast; the gallery shows the paper's settings")
-        failed = sorted(n for n, e in atlas.figures.items() if e.status not in ("", "ok"))
+        failed = sorted(
+            n
+            for n, e in atlas.figures.items()
+            if e.status not in ("", "ok") and n not in (pending or {})
+        )
         if failed:
             raise DocsError(f"{path}: figures that failed: {', '.join(failed)}")
         versions.add(str(data.get("gaussmix_version", "")))
@@ -278,7 +301,7 @@ def write_full_gallery(
         if meta.get("fast") or meta.get("arguments"):
             raise DocsError(f"{meta_path}: not made with the paper's settings (--fast or options)")
         png, csv = out / f"{name}.png", out / f"{name}.csv"
-        shutil.copyfile(entry.png, png)
+        palette = _copy_png(entry.png, png)
         files = {"png": png.name}
         sha = {"png": _sha256(png)}
         if entry.csv is not None:
@@ -297,6 +320,7 @@ def write_full_gallery(
                 "warnings": len(row.get("warnings") or []),
                 "files": files,
                 "sha256": sha,
+                "palette": palette,
             }
         )
     manifest = {
