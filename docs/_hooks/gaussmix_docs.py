@@ -451,12 +451,21 @@ def gallery_markdown(
             "**The paper's settings.** The large images are the figures at the paper's "
             f"settings, made once by `{full.command}` (gaussmix {full.gaussmix_version}, "
             f"commit `{full.commit[:12]}`, {full.date}; {format_seconds(total)} of wall "
-            "time on a shared two-core machine) and kept in the repository "
+            "time, at the load the manifest's `note` records) and kept in the repository "
             f"(`docs/{FULL_URI}/`, with `{MANIFEST}`: each figure's parameters, what it "
             "draws and its runtime); a test checks that each figure's recorded parameters "
             "are the registry's, so that a changed setting without new images fails.",
             "",
         ]
+        if full.pending:
+            lines += [
+                "Not in it yet, so shown with their `--fast` image: "
+                + "; ".join(
+                    f"[`{n}`](#{n}) ({markdown_text(why)})" for n, why in full.pending.items()
+                )
+                + ".",
+                "",
+            ]
     if atlas is None:
         lines += [
             '!!! note "No --fast images in this build"',
