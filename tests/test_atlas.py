@@ -70,7 +70,12 @@ def test_list_names_every_registered_figure() -> None:
         assert f"--fast: {spec.fast_note}" in notes, name
         assert (f"differs from the paper: {spec.differs}" in notes) == bool(spec.differs), name
     # the figures whose finding differs from the paper's (appe-p2-p10 agrees on MNIST)
-    assert {n for n, spec in FIGURES.items() if spec.differs} == {"fig4-left", "appe-xor"}
+    assert {n for n, spec in FIGURES.items() if spec.differs} == {
+        "fig4-left",
+        "appe-xor",
+        "fig6",
+        "appe-trained",
+    }
     assert "gaussmix figure all --out DIR" in lines[-1]
     table = atlas()
     assert list(table["name"]) == atlas_names() and set(table["name"]) == set(FIGURES)

@@ -19,6 +19,7 @@ with ``GAUSSMIX_ATLAS_DIR`` set for the gallery's images) and Chromium with its 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import threading
@@ -35,6 +36,7 @@ from conftest import skip_optional
 pytestmark = pytest.mark.browser
 
 SITE_ENV = "GAUSSMIX_SITE_DIR"
+ROOT = Path(__file__).resolve().parents[1]
 #: a phone's viewport (CSS pixels)
 PHONE = (390, 844)
 #: TeX that must not survive on a rendered page
@@ -457,6 +459,54 @@ def _open_lightbox(driver: Any, base_url: str, page: str) -> None:
 
 def test_gallery_images_open_in_the_lightbox(base_url: str, driver: Any) -> None:
     _open_lightbox(driver, base_url, "gallery/")
+
+
+def test_the_gallery_shows_the_papers_settings_and_what_ci_checks(
+    base_url: str, driver: Any
+) -> None:
+    """Every figure of the gallery shows its image at the paper's settings (committed,
+    ``gallery/NAME.png``) and, smaller, its ``--fast`` image (``atlas/NAME.png``, remade
+    by CI), both loaded, each said to be what it is."""
+    from gaussmix.figures import FIGURES
+
+    load(driver, base_url + "gallery/")
+    shown = driver.execute_script(
+        """
+        const out = {};
+        for (const h of document.querySelectorAll('article h2[id]')) {
+            const imgs = [];
+            let e = h.nextElementSibling;
+            while (e && e.tagName !== 'H2') {
+                for (const img of e.querySelectorAll('img')) {
+                    img.scrollIntoView();
+                    imgs.push([new URL(img.src).pathname, img.complete && img.naturalWidth > 0,
+                               img.getBoundingClientRect().width]);
+                }
+                imgs.push(['text', e.innerText || '', 0]);
+                e = e.nextElementSibling;
+            }
+            out[h.id] = imgs;
+        }
+        return out;
+        """
+    )
+    manifest = json.loads((ROOT / "docs" / "gallery" / "manifest.json").read_text())
+    pending = {r["name"] for r in manifest.get("pending", [])}
+    for name in FIGURES:
+        items = shown[name]
+        images = [i for i in items if i[0] != "text"]
+        text = " ".join(i[1] for i in items if i[0] == "text")
+        paths = [i[0] for i in images]
+        if name in pending:  # not made at the paper's settings yet: the --fast image, said so
+            assert paths == [f"/atlas/{name}.png"] and images[0][1], (name, images)
+            assert "the image is the --fast preset" in text, name
+            continue
+        assert paths == [f"/gallery/{name}.png", f"/atlas/{name}.png"], (name, paths)
+        assert all(ok for _, ok, _ in images), (name, images)
+        assert images[1][2] < images[0][2], (name, images)  # the --fast one is smaller
+        assert "Shown here (the paper's settings)" in text, name
+        assert "What CI checks (small image: the --fast preset)" in text, name
+    assert not console_errors(driver)
 
 
 def test_home_page_figure_opens_in_the_lightbox(base_url: str, driver: Any) -> None:

@@ -14,15 +14,26 @@ Two things are generated at build time, so that the site cannot drift from the c
   site and each entry shows its image, what the image draws (the ``"drawn"`` values of
   ``DIR/NAME.json``: K, data sets, lambdas, alphas, ...) and its runtime; without it the
   page lists the commands and says how to add the images.
+  The paper's settings take too long to remake at every build: their images are made once
+  (``gaussmix figure all --out DIR``, then ``python docs/_hooks/gaussmix_docs.py
+  full-gallery DIR``, which copies each ``NAME.png`` and ``NAME.csv`` into ``docs/gallery``
+  with ``docs/gallery/manifest.json``: the command, the library's version and commit, the
+  date, and each figure's parameters, what it draws and its runtime) and committed; each
+  entry shows that image first and the ``--fast`` image of the atlas directory, which CI
+  remakes at every run, beside it as what CI checks.
 * ``<!-- gaussmix: exports -->``: the table of the names the package exports.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +41,17 @@ ATLAS_ENV = "GAUSSMIX_ATLAS_DIR"
 #: where the gallery page lives and where the atlas files are copied, inside the site
 GALLERY_PAGE = "gallery.md"
 GALLERY_DIR = "atlas"
+ROOT = Path(__file__).resolve().parents[2]
+#: the images of the paper's settings, committed (inside the docs: the site serves them at
+#: ``gallery/NAME.png``), and their manifest
+FULL_DIR = ROOT / "docs" / "gallery"
+FULL_URI = "gallery"
+MANIFEST = "manifest.json"
+#: the command that makes the atlas the committed gallery is copied from
+FULL_COMMAND = "gaussmix figure all --out DIR"
+#: an image of the paper's settings larger than this is stored with a palette of 256
+#: colours (the size the repository keeps per image)
+FULL_PNG_BYTES = 200_000
 
 
 class DocsError(ValueError):
@@ -148,6 +170,210 @@ def _drawn(path: Path | None) -> dict[str, Any] | None:
     return drawn if isinstance(drawn, dict) else None
 
 
+# ---------------------------------------------------------------- the paper's settings
+@dataclass(frozen=True)
+class FullEntry:
+    """One figure of the committed gallery of the paper's settings (a row of its manifest)."""
+
+    name: str
+    png: Path
+    csv: Path | None
+    seconds: float | None
+    drawn: dict[str, Any] | None
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FullGallery:
+    """The committed gallery of the paper's settings, read from its manifest."""
+
+    directory: Path
+    command: str
+    gaussmix_version: str
+    commit: str
+    date: str
+    figures: dict[str, FullEntry]
+    pending: dict[str, str]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _git_commit() -> str:
+    """The repository's ``HEAD`` (``'unknown'`` outside a git checkout)."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return out.stdout.strip()
+
+
+def _copy_png(src: Path, dst: Path) -> bool:
+    """Copy the image ``src`` to ``dst``; one larger than :data:`FULL_PNG_BYTES` is stored
+    with a palette of 256 colours instead (Pillow, matplotlib's own dependency).  Returns
+    whether it was."""
+    if src.stat().st_size <= FULL_PNG_BYTES:
+        shutil.copyfile(src, dst)
+        return False
+    from PIL import Image
+
+    with Image.open(src) as img:
+        img.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(dst, optimize=True)
+    return True
+
+
+def write_full_gallery(
+    atlas_dirs: str | Path | list[str | Path],
+    out_dir: str | Path = FULL_DIR,
+    *,
+    commit: str | None = None,
+    note: str = "",
+    pending: dict[str, str] | None = None,
+) -> Path:
+    """Copy atlases of the paper's settings (``gaussmix figure all --out DIR``, without
+    ``--fast``; several directories may each hold some of the figures, the first that has
+    a figure gives it) into ``out_dir``: ``NAME.png`` and ``NAME.csv`` of every figure made,
+    and ``manifest.json`` recording the command, the library's version, ``commit`` (the
+    code that made the atlases; default: the checkout's ``HEAD``), the date the last atlas
+    was written and, per figure, its parameters
+    (:func:`gaussmix.figures.registry.preset_arguments`, so run this with the checkout that
+    made the atlases), what it draws (``drawn`` of its JSON companion), its title, its wall
+    and CPU seconds, the SHA-256 of both files and whether the image was stored with a
+    palette (``palette``: one larger than :data:`FULL_PNG_BYTES`).  ``note`` (e.g. the
+    machine's load) is recorded as given; ``pending`` maps a figure not made to why (its
+    measured time, its error), recorded as ``"pending"`` (the gallery then shows its
+    ``--fast`` image, saying so).  An atlas of the ``--fast`` presets, a figure made with
+    options of its own or one that failed (unless it is pending) is refused naming it.
+    Returns the manifest's path.
+    """
+    from gaussmix.figures.paper_atlas import atlas_names
+    from gaussmix.figures.registry import preset_arguments
+
+    dirs = [atlas_dirs] if isinstance(atlas_dirs, str | Path) else list(atlas_dirs)
+    found: dict[str, tuple[Path, AtlasEntry, dict[str, Any]]] = {}
+    versions, dates = set(), []
+    for directory in map(Path, dirs):
+        path = directory / "atlas.json"
+        atlas = read_atlas(directory)
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if atlas.fast:
+            raise DocsError(f"{path}: made with --fast; the gallery shows the paper's settings")
+        failed = sorted(
+            n
+            for n, e in atlas.figures.items()
+            if e.status not in ("", "ok") and n not in (pending or {})
+        )
+        if failed:
+            raise DocsError(f"{path}: figures that failed: {', '.join(failed)}")
+        versions.add(str(data.get("gaussmix_version", "")))
+        dates.append(datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc))
+        rows = {r["name"]: r for r in data["figures"]}
+        for name, entry in atlas.figures.items():
+            if entry.png is not None and name not in found:
+                found[name] = (directory, entry, rows[name])
+    if len(versions) > 1:
+        raise DocsError(f"the atlases were made by different versions: {sorted(versions)}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    figures = []
+    for name in atlas_names():
+        if name not in found:
+            continue
+        directory, entry, row = found[name]
+        meta_path = directory / f"{name}.json"
+        meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
+        if meta.get("fast") or meta.get("arguments"):
+            raise DocsError(f"{meta_path}: not made with the paper's settings (--fast or options)")
+        png, csv = out / f"{name}.png", out / f"{name}.csv"
+        palette = _copy_png(entry.png, png)
+        files = {"png": png.name}
+        sha = {"png": _sha256(png)}
+        if entry.csv is not None:
+            shutil.copyfile(entry.csv, csv)
+            files["csv"], sha["csv"] = csv.name, _sha256(csv)
+        figures.append(
+            {
+                "name": name,
+                "paper": entry.paper,
+                "title": meta.get("title", ""),
+                "parameters": preset_arguments(name),
+                "drawn": meta.get("drawn", {}),
+                "seconds": entry.seconds,
+                "cpu_seconds": row.get("cpu_seconds"),
+                "not_converged": entry.not_converged,
+                "warnings": len(row.get("warnings") or []),
+                "files": files,
+                "sha256": sha,
+                "palette": palette,
+            }
+        )
+    manifest = {
+        "command": FULL_COMMAND,
+        "gaussmix_version": versions.pop() if versions else "",
+        "commit": commit or _git_commit(),
+        "date": max(dates).strftime("%Y-%m-%dT%H:%M:%SZ") if dates else "",
+        "n_jobs": 1,
+        "seconds": round(sum(f["seconds"] or 0.0 for f in figures), 2),
+        "note": note,
+        "figures": figures,
+        "pending": [
+            {"name": n, "reason": r} for n, r in (pending or {}).items() if n not in found
+        ],
+    }
+    target = out / MANIFEST
+    target.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return target
+
+
+def read_full_gallery(directory: str | Path = FULL_DIR) -> FullGallery | None:
+    """The committed gallery of the paper's settings (:func:`write_full_gallery`), or None
+    when ``directory`` has no manifest; a malformed manifest, or a file it names that is
+    missing, raises :class:`DocsError` naming it."""
+    directory = Path(directory)
+    path = directory / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DocsError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("figures"), list):
+        raise DocsError(f"{path}: expected an object with a list 'figures'")
+    figures: dict[str, FullEntry] = {}
+    for row in data["figures"]:
+        try:
+            name, files = row["name"], row["files"]
+            png = directory / files["png"]
+            csv = directory / files["csv"] if "csv" in files else None
+        except (KeyError, TypeError):
+            raise DocsError(
+                f"{path}: every figure needs a 'name' and 'files' with 'png'"
+            ) from None
+        for f in (png, csv):
+            if f is not None and not f.is_file():
+                raise DocsError(f"{path}: figure {name!r}: {f.name} is missing")
+        figures[name] = FullEntry(
+            name=name,
+            png=png,
+            csv=csv,
+            seconds=row.get("seconds"),
+            drawn=row.get("drawn"),
+            parameters=row.get("parameters", {}),
+        )
+    return FullGallery(
+        directory=directory,
+        command=str(data.get("command", FULL_COMMAND)),
+        gaussmix_version=str(data.get("gaussmix_version", "")),
+        commit=str(data.get("commit", "")),
+        date=str(data.get("date", "")),
+        figures=figures,
+        pending={str(r["name"]): str(r["reason"]) for r in data.get("pending", [])},
+    )
+
+
 def format_seconds(seconds: float) -> str:
     """``12.3 s``, ``4 min 05 s``, ``1 h 02 min``."""
     if seconds < 60:
@@ -187,8 +413,12 @@ def markdown_text(text: str) -> str:
     return re.sub(r"([\\`*_\[\]>|])", r"\\\1", text).replace("<", "&lt;")
 
 
-def gallery_markdown(rows: list[dict[str, str]], atlas: Atlas | None) -> str:
-    """The gallery page: every figure of ``rows``, with its image when ``atlas`` has it."""
+def gallery_markdown(
+    rows: list[dict[str, str]], atlas: Atlas | None, full: FullGallery | None = None
+) -> str:
+    """The gallery page: every figure of ``rows``, with its image of the paper's settings
+    when ``full`` (the committed gallery, :func:`read_full_gallery`) has it, and its image of
+    ``atlas`` (the ``--fast`` presets that CI remakes) beside it as what CI checks."""
     lines = [
         "# Gallery",
         "",
@@ -202,12 +432,33 @@ def gallery_markdown(rows: list[dict[str, str]], atlas: Atlas | None) -> str:
         "draws a mixture of yours (`--mixture FILE`) or only the paper's, and why.",
         "",
     ]
+    if full is not None:
+        total = sum(e.seconds for e in full.figures.values() if e.seconds is not None)
+        lines += [
+            "**The paper's settings.** The large images are the figures at the paper's "
+            f"settings, made once by `{full.command}` (gaussmix {full.gaussmix_version}, "
+            f"commit `{full.commit[:12]}`, {full.date}; {format_seconds(total)} of wall "
+            "time, at the load the manifest's `note` records) and kept in the repository "
+            f"(`docs/{FULL_URI}/`, with `{MANIFEST}`: each figure's parameters, what it "
+            "draws and its runtime); a test checks that each figure's recorded parameters "
+            "are the registry's, so that a changed setting without new images fails.",
+            "",
+        ]
+        if full.pending:
+            lines += [
+                "Not in it yet, so shown with their `--fast` image: "
+                + "; ".join(
+                    f"[`{n}`](#{n}) ({markdown_text(why)})" for n, why in full.pending.items()
+                )
+                + ".",
+                "",
+            ]
     if atlas is None:
         lines += [
-            '!!! note "No images in this build"',
+            '!!! note "No --fast images in this build"',
             "",
-            "    This site was built without an atlas directory, so the figures are listed "
-            "without their images. To add them, make the atlas and build again:",
+            "    This site was built without an atlas directory, so the `--fast` images "
+            "that CI checks are not shown. To add them, make the atlas and build again:",
             "",
             "    ```bash",
             "    gaussmix figure all --fast --out atlas",
@@ -218,11 +469,16 @@ def gallery_markdown(rows: list[dict[str, str]], atlas: Atlas | None) -> str:
     else:
         mode = "the `--fast` presets" if atlas.fast else "the full settings"
         total = sum(e.seconds for e in atlas.figures.values() if e.seconds is not None)
+        what = (
+            "**What CI checks.** The small images were made with "
+            if full is not None
+            else "The images were made with "
+        )
         lines += [
-            f"The images were made with {mode} by `gaussmix figure all"
+            f"{what}{mode} by `gaussmix figure all"
             f"{' --fast' if atlas.fast else ''} --out DIR`, in {format_seconds(total)} "
-            "altogether; the runtime of each figure is given below it (on the machine that "
-            "built this site).",
+            "altogether, when this site was built (every CI run remakes them and tests "
+            "them); the runtime of each figure is given below it.",
             "",
         ]
     lines += ["| figure | paper | what it shows |", "|---|---|---|"]
@@ -235,9 +491,28 @@ def gallery_markdown(rows: list[dict[str, str]], atlas: Atlas | None) -> str:
         paper = markdown_text(r["paper"])
         lines += [f"## {name}: {paper} {{ #{name} }}", "", markdown_text(r["description"]), ""]
         entry = None if atlas is None else atlas.figures.get(name)
-        if entry is not None and entry.png is not None:
+        big = None if full is None else full.figures.get(name)
+        if big is not None:
+            lines += [f"![{name}: {paper}, the paper's settings]({FULL_URI}/{name}.png)", ""]
+            lines += _full_lines(r, big)
+            if entry is not None and entry.png is not None:
+                lines += [
+                    f"![{name}: {paper}, the --fast preset]({GALLERY_DIR}/{name}.png)"
+                    '{ width="360" }',
+                    "",
+                ]
+        elif entry is not None and entry.png is not None:
             lines += [f"![{name}: {paper}]({GALLERY_DIR}/{name}.png)", ""]
-        lines += _preset_lines(r, entry, atlas)
+        lines += _preset_lines(r, entry, atlas, full=big is not None)
+        if full is not None and big is None:
+            why = full.pending.get(name)
+            lines += [
+                "*The paper's settings of this figure are not in the committed gallery: the "
+                "image is the `--fast` preset"
+                + (f" ({markdown_text(why)})" if why else "")
+                + ".*",
+                "",
+            ]
         if r["differs"]:
             lines += [
                 '!!! warning "Differs from the paper"',
@@ -260,6 +535,16 @@ def gallery_markdown(rows: list[dict[str, str]], atlas: Atlas | None) -> str:
     return "\n".join(lines)
 
 
+def _full_lines(r: dict[str, str], big: FullEntry) -> list[str]:
+    """What the image of the paper's settings draws, its runtime and its table."""
+    from gaussmix.figures.registry import drawn_summary
+
+    drawn = f": {markdown_text(drawn_summary(big.drawn))}" if big.drawn else ""
+    made = f" Made in {format_seconds(big.seconds)}." if big.seconds is not None else ""
+    table = f" [Table (CSV)]({FULL_URI}/{big.csv.name})." if big.csv is not None else ""
+    return [f"**Shown here** (the paper's settings){drawn}.{made}{table}", ""]
+
+
 def _mixture_lines(r: dict[str, str]) -> list[str]:
     """Whether the figure draws a user's mixture (``atlas()``'s ``mixture``: ``'any'`` or
     why not); nothing for rows without the column."""
@@ -275,15 +560,22 @@ def _mixture_lines(r: dict[str, str]) -> list[str]:
     return [f"**The paper's mixtures only:** {markdown_text(why)}.", ""]
 
 
-def _preset_lines(r: dict[str, str], entry: AtlasEntry | None, atlas: Atlas | None) -> list[str]:
-    """What the image shows (its ``drawn`` values) and what ``--fast`` changes."""
+def _preset_lines(
+    r: dict[str, str], entry: AtlasEntry | None, atlas: Atlas | None, *, full: bool = False
+) -> list[str]:
+    """What the atlas's image shows (its ``drawn`` values) and what ``--fast`` changes; with
+    ``full`` (an image of the paper's settings shown above it), it is what CI checks."""
     from gaussmix.figures.registry import drawn_summary
 
     fast = f"`--fast` changes: {markdown_text(r['fast'])}."
     if entry is None or entry.png is None or atlas is None:
+        if full:
+            return [f"**What CI checks**: the `--fast` preset, not in this build; {fast}", ""]
         return [f"**Paper's settings** by default; {fast}", ""]
     preset = "the `--fast` preset" if atlas.fast else "the paper's settings"
     drawn = f": {markdown_text(drawn_summary(entry.drawn))}" if entry.drawn else ""
+    if full:
+        return [f"**What CI checks** (small image: {preset}){drawn}. {fast}", ""]
     return [f"**Shown here** ({preset}){drawn}. {fast}", ""]
 
 
@@ -353,7 +645,9 @@ def _defining_module(obj: Any, module: str) -> str:
 
 
 def on_files(files: Any, config: Any) -> Any:
-    """Add the generated gallery page (and the atlas files) to the site's files."""
+    """Add the generated gallery page (and the atlas files) to the site's files; the
+    committed images of the paper's settings (``docs/gallery``) are files of the docs
+    already."""
     from mkdocs.exceptions import PluginError
     from mkdocs.structure.files import File
 
@@ -363,7 +657,11 @@ def on_files(files: Any, config: Any) -> Any:
         atlas = read_atlas(atlas_dir) if atlas_dir else None
     except DocsError as exc:
         raise PluginError(str(exc)) from None
-    files.append(File.generated(config, GALLERY_PAGE, content=gallery_markdown(rows, atlas)))
+    try:
+        full = read_full_gallery(FULL_DIR)
+    except DocsError as exc:
+        raise PluginError(str(exc)) from None
+    files.append(File.generated(config, GALLERY_PAGE, content=gallery_markdown(rows, atlas, full)))
     if atlas is not None:
         for uri, src in atlas_assets(atlas, [r["name"] for r in rows]).items():
             files.append(File.generated(config, uri, abs_src_path=str(src)))
@@ -375,3 +673,35 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if _EXPORTS_MARKER in markdown:
         markdown = markdown.replace(_EXPORTS_MARKER, exports_markdown())
     return markdown
+
+
+# ---------------------------------------------------------------- command line
+def main(argv: list[str] | None = None) -> int:
+    """``python docs/_hooks/gaussmix_docs.py full-gallery ATLAS_DIR [--commit C] [--note T]``:
+    :func:`write_full_gallery` into ``docs/gallery``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="gaussmix_docs.py")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("full-gallery", help="copy an atlas of the paper's settings into docs")
+    p.add_argument("atlas_dir", nargs="+", help=f"the directories of '{FULL_COMMAND}'")
+    p.add_argument("--out", default=str(FULL_DIR), help="where (default: docs/gallery)")
+    p.add_argument("--commit", default=None, help="the commit that made it (default: HEAD)")
+    p.add_argument("--note", default="", help="recorded as given (e.g. the machine's load)")
+    p.add_argument(
+        "--pending", action="append", default=[], metavar="NAME=WHY", help="a figure not made"
+    )
+    args = parser.parse_args(argv)
+    pending = dict(item.split("=", 1) for item in args.pending)
+    try:
+        path = write_full_gallery(
+            args.atlas_dir, args.out, commit=args.commit, note=args.note, pending=pending
+        )
+    except DocsError as exc:
+        parser.error(str(exc))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -771,6 +771,46 @@ _REAL_CAPTION = (
 )
 
 
+#: how Fig. 6 differs from the paper's, with the evidence (``tests/test_gallery.py`` checks
+#: the numbers: MNIST even/odd, lambda = 0.05, gamma = 0.5, 2 subsamples)
+FIG6_DIFFERS = (
+    "The paper's features are erf(F x); here they are erf(F x / sqrt(d)), which keeps the "
+    "pre-activations of order one. On MNIST's centred pixels (|x|^2 / d = 0.067) the "
+    "paper's pre-activations have standard deviation 7.4 and 80 % of its features are "
+    "saturated (|v| > 0.99: nearly sign(F x)); here 0.26, in erf's linear range, so the "
+    "features are close to a random linear projection of the pixels. Measured at "
+    "gamma = 0.5 (alpha = 0.5, 1, 2): the theory's test errors are alike (0.163, 0.149, "
+    "0.139 here; 0.165, 0.151, 0.141 with the paper's map), but its training loss is three "
+    "times lower with the paper's map and rises with alpha (0.102, 0.108, 0.123) where "
+    "here it falls (0.323, 0.305, 0.291): the saturated features are larger, so the same "
+    "lambda penalises them less. Theory and real data agree under both maps (real test "
+    "error within 0.022 of the theory here, 0.013 with the paper's map), the paper's "
+    "finding; the training-loss panel is not the paper's. Only MNIST is drawn (the paper "
+    "also draws Fashion-MNIST at lambda = 1: --dataset fashion-mnist)."
+)
+#: how the trained-features figure differs from the paper's, with the evidence
+#: (``tests/test_gallery.py`` checks the numbers: the committed figure at the paper's
+#: settings, and the ``--fast`` preset's network)
+TRAINED_DIFFERS = (
+    "The paper shows this figure among the real data that the Gaussian mixture describes "
+    "(it names only the 0-4 vs 5-9 figure as a case where the approximation is not as "
+    "sharp). Here the theory lies below the real-data test error by a factor that grows "
+    "with alpha: at the paper's settings (784 hidden units, epochs 1, 5, 20) 1.4 to 1.6 at "
+    "alpha = 0.5 and 3.0 to 3.8 at alpha = 3; on the --fast preset's 64 units, 2 to 6 at "
+    "alpha = 4 to 16. The gap is the features' non-Gaussianity, not "
+    "the theory or the fit; measured on the --fast preset's network (64 hidden units, "
+    "alpha = n/p = 4, 8, 16) at epoch 5: Gaussian samples of the fitted mixture follow "
+    "the theory (synthetic 0.013, 0.004, 0.004; theory 0.016, 0.007, 0.003) while the "
+    "real data do not (0.035, 0.028, 0.021); fitting the mixture to the test split's "
+    "features only, which the network never saw, raises the theory only to 0.021, 0.010, "
+    "0.005; and testing on held-out training images, which the network did see, lowers "
+    "the real error only to 0.024, 0.018, 0.016. The network also differs from the "
+    "paper's (784-784 ReLU, no biases, tanh output, trained on the whole data set): it "
+    "has biases and no tanh (scikit-learn's MLPRegressor) and is trained on the 60 000 "
+    "training images only; the paper does not say at which epochs its curves are drawn."
+)
+
+
 _SUB = FigureOption("--subsamples", "subsamples", "int")
 _SEEDS = FigureOption("--seeds", "seeds", "int")
 _SEED = FigureOption("--seed", "seed", "int")
@@ -857,6 +897,7 @@ register_figure(
         plot=plot_fig6,
         fast=REAL_FAST["fig6"],
         fast_note=preset_note(REAL_FAST["fig6"]),
+        differs=FIG6_DIFFERS,
         dots=("real data", "simulation"),
         options=(
             FigureOption("--dataset", "dataset", "str"),
@@ -910,6 +951,7 @@ register_figure(
         plot=plot_trained_features,
         fast=REAL_FAST["appe-trained"],
         fast_note=preset_note(REAL_FAST["appe-trained"]),
+        differs=TRAINED_DIFFERS,
         dots=("real data",),
         options=(
             FigureOption("--dataset", "dataset", "str"),

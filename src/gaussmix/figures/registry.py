@@ -85,6 +85,7 @@ __all__ = [
     "DOT_KINDS",
     "simulation_options",
     "figure_arguments",
+    "preset_arguments",
     "drawn_values",
     "drawn_summary",
     "mixture_provenance",
@@ -330,6 +331,34 @@ def figure_arguments(name: str, *, fast: bool = False, **kw: Any) -> dict[str, A
     if "mixture" in kw and not spec.takes_mixture:
         raise ValueError(f"figure {name} takes no mixture: {spec.fixed_mixture}")
     return {**spec.fast, **kw} if fast else dict(kw)
+
+
+def preset_arguments(name: str, *, fast: bool = False) -> dict[str, Any]:
+    """Every named parameter of figure ``name``'s table function at a preset, JSON-safe:
+    the paper's settings (the function's defaults) or, with ``fast``, the ``--fast`` preset
+    over them; ``progress`` and ``mixture`` left out (they do not change the figure), a
+    function (a hook) by its qualified name.
+
+    This is what ``gaussmix figure NAME --out DIR`` (with ``--fast``: ``... --fast``)
+    computes with, so a record of it tells whether a figure made earlier is the one the
+    registry would make now.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`FIGURES`.
+    fast : bool
+        The ``--fast`` preset instead of the paper's settings.
+    """
+    spec = get_figure(name)
+    args = _bind(spec, figure_arguments(name, fast=fast))
+    return _jsonable(
+        {
+            k: f"{v.__module__}.{v.__qualname__}" if callable(v) else v  # a hook: its name
+            for k, v in args.items()
+            if k not in ("progress", "mixture")
+        }
+    )
 
 
 def validate_figure(name: str, *, fast: bool = False, **kw: Any) -> None:
