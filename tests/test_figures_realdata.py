@@ -198,3 +198,27 @@ def test_cli_refuses_a_ten_class_pool_for_digits_before_any_work(tmp_path):
                             "--out", str(out), "--quiet")  # fmt: skip
     assert_one_line_error(code, stdout, err, "pool must be 1 for digits (8 x 8 images)")
     assert not out.exists()
+
+
+def test_the_ten_class_subsamples_have_every_class(monkeypatch) -> None:
+    """At the figure's n = alpha d = 49 (4 x 4 pooling, alpha = 1) a random subsample misses
+    one of ten classes about one time in twenty (a fit with nothing to learn of it): the
+    figure draws fixed class counts, which the theory's training priors follow."""
+    import pandas as pd
+
+    import gaussmix.figures.realdata as fr
+    from gaussmix.simulate import largest_remainder
+
+    seen: list[dict] = []
+
+    def fake_curve(problem, **kw):
+        seen.append(kw)
+        return pd.DataFrame({"alpha": list(kw["alphas"])})
+
+    monkeypatch.setattr(fr, "realdata_curve", fake_curve)
+    monkeypatch.setattr(fr, "prepare_realdata", lambda ds, **kw: type("P", (), {"d": 49})())
+    monkeypatch.setattr(fr, "load_dataset", lambda name, task: None)
+    fr.tenclass_table(datasets=("digits",), pool=1, alphas=(1.0,))
+    assert seen and all(kw["counts"] == "fixed" for kw in seen)
+    # and fixed counts at n = 49 over ten near-equal priors give every class a sample
+    assert largest_remainder(np.full(10, 0.1), 49).min() >= 4
