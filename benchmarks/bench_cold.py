@@ -27,7 +27,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from _random_problems import Outcome, random_problems, run  # noqa: E402
+from _random_problems import Outcome, quick_subset, random_problems, run  # noqa: E402
 
 
 def summary(outcomes: list[Outcome], slowest: int = 10) -> str:
@@ -63,6 +63,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=200, help="number of problems (default 200)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="the test suite's subset: no multi-output lasso prior, the first n of 1000",
+    )
     ap.add_argument("--start", type=int, default=0, help="first problem's index")
     ap.add_argument(
         "--timeout", type=float, default=300.0, help="stop a solve after this many seconds"
@@ -70,7 +75,10 @@ def main() -> None:
     ap.add_argument("--jsonl", type=Path, help="append one JSON line per problem here")
     args = ap.parse_args()
     outcomes = []
-    for p in random_problems(args.n, args.seed)[args.start :]:
+    problems = (
+        quick_subset(1000, args.seed, args.n) if args.quick else random_problems(args.n, args.seed)
+    )
+    for p in problems[args.start :]:
         o = run(p, timeout=args.timeout)
         outcomes.append(o)
         print(("ok   " if o.success else "FAIL ") + o.describe(), flush=True)

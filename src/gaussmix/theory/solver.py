@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from gaussmix.core.exceptions import IntegrationWarning
+from gaussmix.core.exceptions import ConvergenceError, IntegrationWarning
 from gaussmix.core.version import __version__
 
 from .channel import channel_moments
@@ -63,7 +63,16 @@ from .refinement import (
 )
 from .results import FixedPointResult
 from .state import LogChart, is_valid_state, pack_state, residual_scale, unpack_state
-from .tolerances import DEGENERATE_BIAS_STEP, SMALL_LAM_HINT, integration_warning_threshold
+from .tolerances import (
+    DEGENERATE_BIAS_STEP,
+    HOMOTOPY_MAX_SOLVES,
+    HOMOTOPY_MAX_START,
+    HOMOTOPY_START_FACTOR,
+    HOMOTOPY_STEP,
+    HOMOTOPY_STEP_ITER,
+    SMALL_LAM_HINT,
+    integration_warning_threshold,
+)
 
 __all__ = [
     "FixedPointResult",
@@ -77,6 +86,7 @@ __all__ = [
     "LogChart",
     "iterate",
     "solve_problem",
+    "lambda_homotopy",
     "with_options_doc",
     "DEFAULT_OPTIONS",
     "free_energy",
@@ -92,11 +102,13 @@ __all__ = [
 ]
 
 
-def assemble_result(problem: Problem, opts: SolverOptions, est: Estimate) -> FixedPointResult:
+def assemble_result(
+    problem: Problem, opts: SolverOptions, est: Estimate, stacklevel: int = 5
+) -> FixedPointResult:
     """The result of a solve (NaN observables unless converged to a valid state), with a
     spurious point detected, and the integration warning where the estimate is large."""
     # stacklevel: assemble_results <- assemble_result <- solve_problem <- its caller's caller
-    return assemble_results([problem], opts, [est], stacklevel=5)[0]
+    return assemble_results([problem], opts, [est], stacklevel=stacklevel)[0]
 
 
 def assemble_results(
@@ -176,9 +188,15 @@ def assemble_results(
                 stacklevel=stacklevel,
             )
         if not ok and opts.throw:
-            raise st.error_class(f"fixed point not found: {text}", result)
+            raise failure(result)
         results.append(result)
     return results
+
+
+def failure(result: FixedPointResult) -> ConvergenceError:
+    """The exception of a failed solve (``throw=True``): its status's class
+    (:attr:`~gaussmix.theory.iteration.IterationStatus.error_class`), with the result."""
+    return result.status.error_class(f"fixed point not found: {result.message}", result)
 
 
 #: the estimates the result's ``integration_error`` summarises: the errors and the training
@@ -234,6 +252,29 @@ def solve_problem(
     """
     opts = solver_options(options, option_keywords, caller="solve_problem")
     history = history if history is not None else {}
+    if init is not None or not opts.fallback:
+        return _solve_once(problem, opts, init, callback, history)
+    direct = _solve_once(problem, replace(opts, throw=False), None, callback, history)
+    if direct.success:
+        return direct
+    result = lambda_homotopy(problem, opts, direct, callback, history)
+    if result is not None:
+        return result
+    direct.message += "; the fallback, a homotopy in lam from a larger lam, failed too"
+    if opts.throw:
+        raise failure(direct)
+    return direct
+
+
+def _solve_once(
+    problem: Problem,
+    opts: SolverOptions,
+    init: FixedPointResult | dict | None,
+    callback: Callable[[int, float], Any] | None,
+    history: dict,
+) -> FixedPointResult:
+    """The solve of :func:`solve_problem` from ``init`` (None: the cold start), without the
+    fallback."""
     rule = channel_rule(problem, opts.quadrature, opts.symmetry)
     x0 = start_state(problem, init)
     warm = warm_normaliser_rule(problem, opts, rule, x0) if init is not None else None
@@ -266,7 +307,102 @@ def solve_problem(
         if est2.status is IterationStatus.CONVERGED and _worst(est2) < _worst(est):
             est = est2
     est = refine_prior(problem, est, opts, callback, history)  # the multi-output lasso's
-    return assemble_result(problem, opts, est)
+    # stacklevel: ... <- _solve_once <- solve_problem <- its caller's caller
+    return assemble_result(problem, opts, est, stacklevel=6)
+
+
+def lambda_homotopy(
+    problem: Problem,
+    opts: SolverOptions,
+    failed: FixedPointResult,
+    callback: Callable[[int, float], Any] | None,
+    history: dict,
+) -> FixedPointResult | None:
+    """The fallback of a failed cold solve (``failed``): ``problem`` solved by homotopy in
+    ``lam``, or None where that fails too.
+
+    The annealing of the paper's Appendix B: the fixed point at a larger ``lam`` is close
+    to the cold start (the penalty dominates the loss, the overlaps are small), and it moves
+    continuously with ``lam``.  The homotopy starts at ``lam`` times
+    :data:`~gaussmix.theory.tolerances.HOMOTOPY_START_FACTOR` (solved cold, without a
+    fallback; if that fails too, at that factor again, up to
+    :data:`~gaussmix.theory.tolerances.HOMOTOPY_MAX_START`), then steps down in ``log lam``
+    to the problem's, each step warm-started from the last point (``init``, and its Anderson
+    secant pairs), a step that fails halved, one that converges followed by one half as
+    long again (at most :data:`~gaussmix.theory.tolerances.HOMOTOPY_STEP`), within
+    :data:`~gaussmix.theory.tolerances.HOMOTOPY_MAX_SOLVES` solves.  The intermediate points
+    are solved without an error estimate and with at most
+    :data:`~gaussmix.theory.tolerances.HOMOTOPY_STEP_ITER` iterations; the last, the
+    problem's own point, with ``opts`` (so that its fixed point passes the checks and gets
+    the error estimate of a direct solve).
+
+    Returns
+    -------
+    FixedPointResult or None
+        The problem's result, with ``params['fallback']`` saying what was done and
+        ``n_iter`` counting every iteration (the failed cold solve's included).
+    """
+    lam = problem.lam
+    spent = int(failed.n_iter)
+    steps = dict(
+        throw=False, estimate_error=False, max_iter=min(opts.max_iter, HOMOTOPY_STEP_ITER)
+    )
+    local: dict = {}
+    solves = 0
+    start_lam = lam
+    last = None
+    while last is None and start_lam * HOMOTOPY_START_FACTOR <= lam * HOMOTOPY_MAX_START * (
+        1 + 1e-12
+    ):
+        start_lam *= HOMOTOPY_START_FACTOR
+        local = {}
+        res = _quiet(
+            problem.with_lam_alpha(start_lam, problem.alpha), replace(opts, **steps), None, local
+        )
+        solves += 1
+        spent += int(res.n_iter)
+        last = res if res.success else None
+    if last is None:
+        return None
+    current, step, n_steps = np.log(start_lam), np.log(HOMOTOPY_STEP), 0
+    target = np.log(lam)
+    while solves < HOMOTOPY_MAX_SOLVES:
+        nxt = max(current - step, target)
+        final = nxt == target
+        if final:
+            point_opts = replace(opts, throw=False)
+            res = _solve_once(problem, point_opts, last, callback, local)
+        else:
+            point = problem.with_lam_alpha(float(np.exp(nxt)), problem.alpha)
+            res = _quiet(point, replace(opts, **steps), last, local)
+        solves += 1
+        spent += int(res.n_iter)
+        if res.success:
+            n_steps += 1
+            if final:
+                history.update(local)
+                text = (
+                    f"lambda homotopy from lam={start_lam:.3g} ({n_steps} steps, {solves} "
+                    f"solves): the cold solve failed ({failed.message})"
+                )
+                res.params = {**res.params, "fallback": text}
+                res.n_iter = spent
+                return res
+            last, current = res, nxt
+            step = min(1.5 * step, np.log(HOMOTOPY_STEP))
+        else:
+            step /= 2.0
+    return None
+
+
+def _quiet(
+    problem: Problem, opts: SolverOptions, init: FixedPointResult | None, history: dict
+) -> FixedPointResult:
+    """An intermediate solve of the homotopy (no fallback, warnings dropped: its
+    observables are not reported)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _solve_once(problem, replace(opts, fallback=False), init, None, history)
 
 
 def free_energy(
