@@ -68,6 +68,11 @@ def main() -> None:
         action="store_true",
         help="the test suite's subset: no multi-output lasso prior, the first n of 1000",
     )
+    ap.add_argument(
+        "--indices",
+        type=lambda t: {int(i) for i in t.split(",")},
+        help="only the problems of these indices of the stream (comma-separated)",
+    )
     ap.add_argument("--start", type=int, default=0, help="first problem's index")
     ap.add_argument(
         "--timeout", type=float, default=300.0, help="stop a solve after this many seconds"
@@ -78,6 +83,8 @@ def main() -> None:
     problems = (
         quick_subset(1000, args.seed, args.n) if args.quick else random_problems(args.n, args.seed)
     )
+    if args.indices is not None:
+        problems = [p for p in problems if p.index in args.indices]
     for p in problems[args.start :]:
         o = run(p, timeout=args.timeout)
         outcomes.append(o)

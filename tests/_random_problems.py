@@ -220,15 +220,18 @@ class Outcome:
     error: str = ""
     fallback: str = ""
     nonzero_fraction: float = float("nan")
+    #: the largest ``|Q_c|`` of the (last) iterate, NaN without one
+    q_max: float = float("nan")
 
     @property
     def zero_regime(self) -> bool:
-        """A failure of the sparse penalties' zero estimator (NaN order parameters past
-        the threshold where ``W* = 0``): issue 31's first failure kind, another change's."""
+        """A failure of a sparse penalty past the threshold where its estimator is exactly
+        zero (issue 31's first failure kind, not the cold solve's): NaN order parameters,
+        or a last iterate with ``max |Q_c| < 1e-20`` (``W* = 0``)."""
         return (
             not self.success
             and self.problem.penalty != "l2"
-            and "NaN or infinite order parameters" in self.error
+            and ("NaN or infinite order parameters" in self.error or self.q_max < 1e-20)
         )
 
     def describe(self) -> str:
@@ -286,4 +289,5 @@ def run(problem: RandomProblem, timeout: float | None = None, **options: Any) ->
         error,
         str((res.params or {}).get("fallback", "")) if res is not None else "",
         float(getattr(res, "nonzero_fraction", np.nan)) if res is not None else np.nan,
+        float(np.max(np.abs(res.Q))) if res is not None and res.Q is not None else np.nan,
     )

@@ -122,6 +122,27 @@ def test_fallback_recovers_the_cold_failure(alpha):
     np.testing.assert_allclose(res.Q, ref.Q, rtol=1e-5, atol=1e-8)
 
 
+def test_fallback_from_a_smaller_lam():
+    """The hinge loss with unbalanced classes at lam = 1: a larger penalty makes it harder
+    (the bias tends to a kink of the loss as W* -> 0), the homotopy comes from below; the
+    answer is the one reached by warm starts from lam = 0.5 in eight equal steps of lam (a
+    path of its own: solves from ``init`` never fall back)."""
+    mix = gm.Mixture.isotropic(
+        0.594, "simplex", n_clusters=3, rho=[0.2445, 0.4417, 0.3138], labels=[[1], [-1], [1]]
+    )
+    kw = dict(lam=1.007, alpha=0.1525)
+    with pytest.raises(gm.SpuriousFixedPointError, match="degenerate"):
+        gm.solve(mix, "hinge", fallback=False, **kw)
+    res = gm.solve(mix, "hinge", **kw)
+    assert res.success and res.params["fallback"].startswith("lambda homotopy from lam=0.1")
+    ref = None
+    for lam in np.linspace(0.5, 1.007, 9):
+        ref = gm.solve(mix, "hinge", lam=lam, alpha=0.1525, init=ref)
+    assert ref.success and "fallback" not in ref.params
+    for key in ("test_error", "train_error", "train_loss"):
+        assert getattr(res, key) == pytest.approx(getattr(ref, key), abs=1e-6), key
+
+
 def test_direct_solves_do_not_fall_back():
     """A cold solve that converges is the direct one: no ``fallback`` in its parameters."""
     res = gm.solve(gm.Mixture.sparse(**SPARSE), "square", lam=0.01, alpha=0.711, penalty="l1")

@@ -91,9 +91,9 @@ _OPTIONS_DOC = """\
         problems.
     fallback : bool
         Where the iteration from the cold start fails (no convergence within ``max_iter``,
-        a stall, or an invalid point), solve again by homotopy in ``lam`` before giving up:
-        from a larger ``lam``, where the fixed point is easy, down to the problem's in
-        geometric steps, each warm-started from the last
+        or an invalid point), solve again by homotopy in ``lam`` before giving up: from a
+        larger ``lam``, where the fixed point is easy (else from a smaller one), to the
+        problem's in geometric steps, each warm-started from the last
         (:func:`~gaussmix.theory.solver.lambda_homotopy`).  The result says so in
         ``params['fallback']``, and its ``n_iter`` counts every iteration spent.  A solve
         from ``init`` (a warm start) never falls back: its caller (a curve) has its own.

@@ -66,8 +66,8 @@ from .state import LogChart, is_valid_state, pack_state, residual_scale, unpack_
 from .tolerances import (
     DEGENERATE_BIAS_STEP,
     HOMOTOPY_MAX_SOLVES,
-    HOMOTOPY_MAX_START,
-    HOMOTOPY_START_FACTOR,
+    HOMOTOPY_PATH_SOLVES,
+    HOMOTOPY_STARTS,
     HOMOTOPY_STEP,
     HOMOTOPY_STEP_ITER,
     SMALL_LAM_HINT,
@@ -260,7 +260,11 @@ def solve_problem(
     result = lambda_homotopy(problem, opts, direct, callback, history)
     if result is not None:
         return result
-    direct.message += "; the fallback, a homotopy in lam from a larger lam, failed too"
+    direct.message += (
+        "; the fallback, a homotopy in lam from "
+        + ", ".join(f"{f:g} lam" for f in HOMOTOPY_STARTS)
+        + ", failed too"
+    )
     if opts.throw:
         raise failure(direct)
     return direct
@@ -323,14 +327,17 @@ def lambda_homotopy(
 
     The annealing of the paper's Appendix B: the fixed point at a larger ``lam`` is close
     to the cold start (the penalty dominates the loss, the overlaps are small), and it moves
-    continuously with ``lam``.  The homotopy starts at ``lam`` times
-    :data:`~gaussmix.theory.tolerances.HOMOTOPY_START_FACTOR` (solved cold, without a
-    fallback; if that fails too, at that factor again, up to
-    :data:`~gaussmix.theory.tolerances.HOMOTOPY_MAX_START`), then steps down in ``log lam``
-    to the problem's, each step warm-started from the last point (``init``, and its Anderson
-    secant pairs), a step that fails halved, one that converges followed by one half as
-    long again (at most :data:`~gaussmix.theory.tolerances.HOMOTOPY_STEP`), within
-    :data:`~gaussmix.theory.tolerances.HOMOTOPY_MAX_SOLVES` solves.  The intermediate points
+    continuously with ``lam``.  The homotopy starts at ``lam`` times the first factor of
+    :data:`~gaussmix.theory.tolerances.HOMOTOPY_STARTS` (100) whose point converges from the
+    cold start (without a fallback), then steps in ``log lam`` to the problem's, each step
+    warm-started from the last point (``init``, and its Anderson secant pairs), a step that
+    fails halved, one that converges followed by one half as long again (at most a factor
+    :data:`~gaussmix.theory.tolerances.HOMOTOPY_STEP`); a path that does not arrive within
+    :data:`~gaussmix.theory.tolerances.HOMOTOPY_PATH_SOLVES` solves is left for the next
+    starting factor.  The factors below 1 are for the problems that a larger ``lam``
+    makes harder (the hinge loss with unbalanced classes, whose bias tends to a kink of the
+    loss as ``W* -> 0``).  At most :data:`~gaussmix.theory.tolerances.HOMOTOPY_MAX_SOLVES`
+    solves in all.  The intermediate points
     are solved without an error estimate and with at most
     :data:`~gaussmix.theory.tolerances.HOMOTOPY_STEP_ITER` iterations; the last, the
     problem's own point, with ``opts`` (so that its fixed point passes the checks and gets
@@ -342,42 +349,36 @@ def lambda_homotopy(
         The problem's result, with ``params['fallback']`` saying what was done and
         ``n_iter`` counting every iteration (the failed cold solve's included).
     """
-    lam = problem.lam
-    spent = int(failed.n_iter)
+    lam, spent, solves = problem.lam, int(failed.n_iter), 0
     steps = dict(
         throw=False, estimate_error=False, max_iter=min(opts.max_iter, HOMOTOPY_STEP_ITER)
     )
-    local: dict = {}
-    solves = 0
-    start_lam = lam
-    last = None
-    while last is None and start_lam * HOMOTOPY_START_FACTOR <= lam * HOMOTOPY_MAX_START * (
-        1 + 1e-12
-    ):
-        start_lam *= HOMOTOPY_START_FACTOR
-        local = {}
-        res = _quiet(
+    for factor in HOMOTOPY_STARTS:
+        if solves >= HOMOTOPY_MAX_SOLVES:
+            break
+        start_lam, local = lam * factor, {}
+        start = _quiet(
             problem.with_lam_alpha(start_lam, problem.alpha), replace(opts, **steps), None, local
         )
         solves += 1
-        spent += int(res.n_iter)
-        last = res if res.success else None
-    if last is None:
-        return None
-    current, step, n_steps = np.log(start_lam), np.log(HOMOTOPY_STEP), 0
-    target = np.log(lam)
-    while solves < HOMOTOPY_MAX_SOLVES:
-        nxt = max(current - step, target)
-        final = nxt == target
-        if final:
-            point_opts = replace(opts, throw=False)
-            res = _solve_once(problem, point_opts, last, callback, local)
-        else:
-            point = problem.with_lam_alpha(float(np.exp(nxt)), problem.alpha)
-            res = _quiet(point, replace(opts, **steps), last, local)
-        solves += 1
-        spent += int(res.n_iter)
-        if res.success:
+        spent += int(start.n_iter)
+        if not start.success:
+            continue
+        last, current, target = start, np.log(start_lam), np.log(lam)
+        step, n_steps, budget = np.log(HOMOTOPY_STEP), 0, solves + HOMOTOPY_PATH_SOLVES
+        while solves < min(budget, HOMOTOPY_MAX_SOLVES):
+            nxt = current - step if current > target else current + step
+            final = (nxt <= target) if current > target else (nxt >= target)
+            if final:
+                res = _solve_once(problem, replace(opts, throw=False), last, callback, local)
+            else:
+                point = problem.with_lam_alpha(float(np.exp(nxt)), problem.alpha)
+                res = _quiet(point, replace(opts, **steps), last, local)
+            solves += 1
+            spent += int(res.n_iter)
+            if not res.success:
+                step /= 2.0
+                continue
             n_steps += 1
             if final:
                 history.update(local)
@@ -390,8 +391,6 @@ def lambda_homotopy(
                 return res
             last, current = res, nxt
             step = min(1.5 * step, np.log(HOMOTOPY_STEP))
-        else:
-            step /= 2.0
     return None
 
 

@@ -45,8 +45,8 @@ __all__ = [
     "MIN_STEP_FRACTION",
     "LOG_CHART_MIN_EIG",
     "LOG_CHART_MAX_LAM",
-    "HOMOTOPY_START_FACTOR",
-    "HOMOTOPY_MAX_START",
+    "HOMOTOPY_STARTS",
+    "HOMOTOPY_PATH_SOLVES",
     "HOMOTOPY_STEP",
     "HOMOTOPY_MAX_SOLVES",
     "HOMOTOPY_STEP_ITER",
@@ -191,14 +191,17 @@ LOG_CHART_MIN_EIG = 1e-10
 #: 4.9e-9 with it).
 LOG_CHART_MAX_LAM = 0.1
 
-#: The cold solve's fallback (``SolverOptions.fallback``, a homotopy in ``lam``): it starts
-#: at ``lam`` times ``HOMOTOPY_START_FACTOR`` (and, if that point fails too, at that factor
-#: again, up to ``HOMOTOPY_MAX_START`` times ``lam``), where the fixed point of a larger
-#: penalty is close to the cold start; ...
-HOMOTOPY_START_FACTOR = 100.0
-#: ... the largest factor of the starting ``lam`` over the problem's.
-HOMOTOPY_MAX_START = 1e4
-#: The first step down divides ``lam`` by this factor; a step that converges grows the
+#: The cold solve's fallback (``SolverOptions.fallback``, a homotopy in ``lam``) starts at
+#: ``lam`` times the first of these factors whose point converges from the cold start:
+#: above the problem's ``lam`` first, where the fixed point of a larger penalty is close to
+#: the cold start, then below (the hinge loss with unbalanced classes at ``lam >= 1``,
+#: whose bias tends to a kink of the loss as the penalty grows: issue 31's random set, a
+#: K = 3 hinge point at lam = 1 fails cold and converges at lam = 0.5)
+HOMOTOPY_STARTS = (100.0, 1e4, 0.1, 0.01)
+#: The solves of one path from its starting point (the start's own excluded) before the
+#: next starting factor is tried.
+HOMOTOPY_PATH_SOLVES = 20
+#: The first step changes ``lam`` by this factor; a step that converges grows the
 #: next one by half (up to this factor), one that fails is halved in ``log lam`` and tried
 #: again from the last point.
 HOMOTOPY_STEP = 10.0
