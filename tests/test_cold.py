@@ -5,7 +5,10 @@ registered mixture model, loss and penalty (``tests/_random_problems.py``), each
 
 * ``-m long``: the 1,000 problems of seed 0 (``python -m pytest -m long tests/test_cold.py
   -s``; hours on a loaded machine: the multi-output lasso priors cost seconds to minutes
-  per solve, see ``benchmarks/bench_cold.py``);
+  per solve, see ``benchmarks/bench_cold.py``).  It does not pass yet: beyond the subset's
+  known failures (below), more failures of the zero estimator (the hinge loss with the
+  lasso or elastic net at lam >= 1.5), and multi-output lasso solves of 10 to 20 s CPU
+  and more (K = 3, 4 one-hot labels);
 * by default (``slow``): a seeded subset, the problems of seed 0 whose prior is not the
   multi-output lasso's, at most :data:`SUBSET`.
 
