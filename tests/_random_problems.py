@@ -251,6 +251,15 @@ def _alarm(signum: int, frame: Any) -> None:
     raise _Timeout
 
 
+def _caused_by_timeout(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is the alarm of :func:`run`, or raised from it."""
+    while exc is not None:
+        if isinstance(exc, _Timeout):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def run(problem: RandomProblem, timeout: float | None = None, **options: Any) -> Outcome:
     """Solve ``problem`` cold (``gm.solve``, default options unless given), timed; an error
     of the library (:class:`gaussmix.GaussmixError`: not converged, spurious) is an
@@ -268,7 +277,10 @@ def run(problem: RandomProblem, timeout: float | None = None, **options: Any) ->
                 res = problem.solve(**options)
             except gm.GaussmixError as exc:
                 res, error = getattr(exc, "result", None), f"{type(exc).__name__}: {exc}"
-            except _Timeout:
+            except (_Timeout, SystemError) as exc:
+                # (the alarm raised inside a compiled kernel arrives as its SystemError)
+                if not _caused_by_timeout(exc):
+                    raise
                 res, error = None, f"timeout: stopped after {timeout:g} s"
             else:
                 error = "" if res.success else f"not converged: {res.message}"
