@@ -98,6 +98,18 @@ def _atlas_file(directory: Path, value: Any, field: str, name: str) -> Path | No
     return next((c for c in candidates if c.is_file()), None)
 
 
+def _figures_json(path: Path) -> dict[str, Any]:
+    """The JSON object of an atlas or a gallery manifest at ``path``, with its list
+    ``figures`` (else a :class:`DocsError` naming the file)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DocsError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("figures"), list):
+        raise DocsError(f"{path}: expected an object with a list 'figures'")
+    return data
+
+
 def read_atlas(directory: str | Path) -> Atlas:
     """Read ``directory/atlas.json`` (written by ``gaussmix figure all --out DIR``).
 
@@ -114,12 +126,7 @@ def read_atlas(directory: str | Path) -> Atlas:
             f"{ATLAS_ENV}={directory}: no atlas.json there; make the directory with "
             f"'gaussmix figure all --fast --out {directory}' or unset {ATLAS_ENV}"
         )
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DocsError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("figures"), list):
-        raise DocsError(f"{path}: expected an object with a list 'figures'")
+    data = _figures_json(path)
     figures: dict[str, AtlasEntry] = {}
     for row in data["figures"]:
         if not isinstance(row, dict) or not isinstance(row.get("name"), str):
@@ -250,7 +257,7 @@ def write_full_gallery(
     Returns the manifest's path.
     """
     from gaussmix.figures.paper_atlas import atlas_names
-    from gaussmix.figures.registry import preset_arguments
+    from gaussmix.figures.registry import get_figure, preset_arguments
 
     dirs = [atlas_dirs] if isinstance(atlas_dirs, str | Path) else list(atlas_dirs)
     found: dict[str, tuple[Path, AtlasEntry, dict[str, Any]]] = {}
@@ -297,7 +304,8 @@ def write_full_gallery(
         figures.append(
             {
                 "name": name,
-                "paper": entry.paper,
+                # which figure of the paper it is: the registry's (as its parameters are)
+                "paper": get_figure(name).paper,
                 "title": meta.get("title", ""),
                 "parameters": preset_arguments(name),
                 "drawn": meta.get("drawn", {}),
@@ -336,12 +344,7 @@ def read_full_gallery(directory: str | Path = FULL_DIR) -> FullGallery | None:
     path = directory / MANIFEST
     if not path.is_file():
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DocsError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("figures"), list):
-        raise DocsError(f"{path}: expected an object with a list 'figures'")
+    data = _figures_json(path)
     figures: dict[str, FullEntry] = {}
     for row in data["figures"]:
         try:
