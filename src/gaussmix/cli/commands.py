@@ -106,6 +106,7 @@ from gaussmix.core.version import __version__
 from gaussmix.frontend.grids import parse_grid
 from gaussmix.frontend.options import (
     POINT_FLAGS,
+    SOLVER_OPTIONS,
     PointOptions,
     PointSetup,
     ResolvedOptions,
@@ -663,7 +664,7 @@ def _seeds_option(help_text: str) -> Any:
 
 
 @app.command()
-@without_options("tol", "max_iter", "quad_order")
+@without_options(*SOLVER_OPTIONS)
 @point_options
 def simulate(
     opts: PointOptions,

@@ -14,9 +14,14 @@ import typing
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from gaussmix.frontend.options import SOLVER_OPTIONS, PointOptions, integer_parser
+from gaussmix.frontend.options import (
+    SOLVER_OPTIONS,
+    PointOptions,
+    integer_parser,
+    solver_keywords,
+)
 
-__all__ = ["point_options", "with_signature", "solver_option"]
+__all__ = ["point_options", "with_signature", "solver_option", "solver_options"]
 
 
 @functools.cache
@@ -33,6 +38,7 @@ def _typer_option(name: str) -> Any:
         help=spec["help"],
         metavar=spec["metavar"],
         show_default=spec["show_default"],
+        rich_help_panel=spec["panel"],
         **extra,
     )
 
@@ -112,3 +118,46 @@ def solver_option(name: str) -> Any:
     if name not in SOLVER_OPTIONS:
         raise TypeError(f"solver_option: {name!r} is not one of {SOLVER_OPTIONS}")
     return _annotation(PointOptions.__dataclass_fields__[name])
+
+
+def solver_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Attach every solver option (:data:`SOLVER_OPTIONS`, the same options as the point
+    commands') to a typer command that does not take the point options.
+
+    ``func`` must accept a keyword parameter ``solver``: it receives the options' values as
+    a dict (name -> value), for :func:`~gaussmix.frontend.options.solver_keywords`.  Use it
+    *below* ``@app.command()``.
+    """
+    sig = inspect.signature(func)
+    if "solver" not in sig.parameters:
+        raise TypeError(f"{func.__name__} must take a keyword parameter 'solver: dict'")
+    try:
+        hints = typing.get_type_hints(func, include_extras=True)
+    except (NameError, TypeError):
+        hints = {}
+    own = [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(p.name, p.annotation))
+        for p in sig.parameters.values()
+        if p.name != "solver"
+    ]
+    clash = sorted(set(SOLVER_OPTIONS) & {p.name for p in own})
+    if clash:
+        raise TypeError(f"{func.__name__} redefines solver options {clash}")
+    fields = PointOptions.__dataclass_fields__
+    added = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=fields[name].default,
+            annotation=_annotation(fields[name]),
+        )
+        for name in SOLVER_OPTIONS
+    ]
+
+    @functools.wraps(func)
+    def wrapper(**kwargs: Any) -> Any:
+        solver = {name: kwargs.pop(name) for name in SOLVER_OPTIONS}
+        solver_keywords(solver, 1)  # checked before any data is read (said with the flag)
+        return func(solver=solver, **kwargs)
+
+    return with_signature(wrapper, sig, own + added)
