@@ -132,7 +132,7 @@ from .exits import (
     make_out_dir,
 )
 from .helpers import flag_message, given, one_blas_thread
-from .options import point_options, with_signature
+from .options import point_options, solver_parameters, with_signature
 from .renames import renamed_flag_message
 
 __all__ = [
@@ -332,7 +332,7 @@ def _write_provenance(
 
     return write_provenance(
         table,
-        {**setup.params, **parameters},
+        {**setup.params, "solver": setup.solver, **parameters},
         mixture=setup.mixture,
         mixture_file=mixture_file,
         columns=list(df.columns),
@@ -1060,6 +1060,11 @@ def _point_option(name: str) -> tuple[tuple[str, ...], str | None]:
     return option["decls"], option["metavar"]
 
 
+#: the solver's options of ``gaussmix figure`` (those of the point commands but
+#: ``--quad-order``: a figure's curves have different output dimensions L, and a
+#: Gauss-Hermite rule is made for one); a figure whose table function takes ``options``
+#: takes them, over its own choices
+FIGURE_SOLVER_OPTIONS = tuple(n for n in SOLVER_OPTIONS if n != "quad_order")
 #: parameters of ``gaussmix figure`` common to every figure (not declared by the registry)
 _FIGURE_COMMON = ("name", "out", "quiet", "fast", "list_")
 #: the options of ``gaussmix figure all`` (it makes every figure with its defaults)
@@ -1151,6 +1156,7 @@ def _figure_options(func: Any) -> Any:
         )
         for name, (type_, decls, metavar, text) in _FIGURE_OPTIONS.items()
     ]
+    added += solver_parameters(FIGURE_SOLVER_OPTIONS)
     own = list(sig.parameters)
 
     @functools.wraps(func)
@@ -1300,7 +1306,22 @@ def _figure_kwargs(ctx: typer.Context, spec: Any) -> dict[str, Any]:
     passed = [p for p in ctx.command.params if p.name not in _FIGURE_COMMON and given(ctx, p.name)]
     no_sim = given(ctx, "simulate") and ctx.params["simulate"] is False
     kw: dict[str, Any] = {}
+    solver = [p for p in passed if p.name in FIGURE_SOLVER_OPTIONS]
+    if solver:
+        from gaussmix.figures import FIGURES
+
+        if not _takes_solver_options(spec):
+            raise ValueError(
+                f"{_flag(solver[0])} is not an option of figure {spec.name} (it takes no "
+                "solver options; the figures that do: "
+                f"{', '.join(n for n, s in FIGURES.items() if _takes_solver_options(s))})"
+            )
+        from gaussmix.theory.options import SolverOptions
+
+        kw["options"] = SolverOptions(**{p.name: ctx.params[p.name] for p in solver})
     for p in passed:
+        if p.name in FIGURE_SOLVER_OPTIONS:
+            continue
         if p.name == "mixture":
             kw["mixture"] = _figure_mixture(spec, ctx.params["mixture"])
             continue
@@ -1317,6 +1338,11 @@ def _figure_kwargs(ctx: typer.Context, spec: Any) -> dict[str, Any]:
         if opt.param not in kw and opt.has_cli_default and not (opt.simulation and no_sim):
             kw[opt.param] = opt.cli_default
     return kw
+
+
+def _takes_solver_options(spec: Any) -> bool:
+    """Whether the table function of a figure takes the solver's ``options``."""
+    return "options" in inspect.signature(spec.table).parameters
 
 
 def _figure_value(opt: Any, value: Any) -> Any:

@@ -21,7 +21,13 @@ from gaussmix.frontend.options import (
     solver_keywords,
 )
 
-__all__ = ["point_options", "with_signature", "solver_option", "solver_options"]
+__all__ = [
+    "point_options",
+    "with_signature",
+    "solver_option",
+    "solver_options",
+    "solver_parameters",
+]
 
 
 @functools.cache
@@ -143,16 +149,7 @@ def solver_options(func: Callable[..., Any]) -> Callable[..., Any]:
     clash = sorted(set(SOLVER_OPTIONS) & {p.name for p in own})
     if clash:
         raise TypeError(f"{func.__name__} redefines solver options {clash}")
-    fields = PointOptions.__dataclass_fields__
-    added = [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=fields[name].default,
-            annotation=_annotation(fields[name]),
-        )
-        for name in SOLVER_OPTIONS
-    ]
+    added = solver_parameters(SOLVER_OPTIONS)
 
     @functools.wraps(func)
     def wrapper(**kwargs: Any) -> Any:
@@ -161,3 +158,18 @@ def solver_options(func: Callable[..., Any]) -> Callable[..., Any]:
         return func(solver=solver, **kwargs)
 
     return with_signature(wrapper, sig, own + added)
+
+
+def solver_parameters(names: tuple[str, ...]) -> list[inspect.Parameter]:
+    """The keyword-only parameters (typer options, at their defaults) of the solver
+    options ``names`` (of :data:`SOLVER_OPTIONS`), for a command's signature."""
+    fields = PointOptions.__dataclass_fields__
+    return [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=fields[name].default,
+            annotation=_annotation(fields[name]),
+        )
+        for name in names
+    ]

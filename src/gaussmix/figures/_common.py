@@ -286,3 +286,35 @@ def hook_values(
             stacklevel=3,
         )
         return np.full(len(points), np.nan)
+
+
+def figure_options(options: Any, **own: Any) -> Any:
+    """The solver's options of a figure: the figure's own choices ``own`` (keywords of
+    :class:`~gaussmix.theory.options.SolverOptions`, e.g. ``estimate_error=False``) with
+    the options a caller asked for in ``options`` (those that differ from the defaults,
+    :func:`~gaussmix.theory.options.changed_options`) over them; validated once.
+
+    Parameters
+    ----------
+    options : SolverOptions or None
+        The caller's options (``gaussmix figure NAME --max-iter N ...``); None: none.
+    **own
+        The figure's own solver options.
+
+    Returns
+    -------
+    SolverOptions
+
+    Raises
+    ------
+    TypeError
+        ``options`` is not a :class:`~gaussmix.theory.options.SolverOptions`.
+    """
+    from gaussmix.theory.options import SolverOptions, changed_options, solver_options
+
+    if options is not None and not isinstance(options, SolverOptions):
+        raise ArgumentTypeError(
+            "options", f"must be a gaussmix.SolverOptions or None, got {type(options).__name__}"
+        )
+    asked = {} if options is None else changed_options(options)
+    return solver_options(None, {**own, **asked}, caller="figure")

@@ -677,6 +677,8 @@ class PointSetup:
     params: dict
     problem: Problem
     l1_ratio: float | None = None
+    #: the solver's options as given (:data:`SOLVER_OPTIONS`: name -> value), for the record
+    solver: dict = field(default_factory=dict)
 
     @property
     def penalty_kw(self) -> dict[str, Any]:
@@ -804,4 +806,5 @@ def build_point(
         params=params,
         problem=problem,
         l1_ratio=r.l1_ratio,
+        solver=dict(r.solver),
     )
