@@ -128,6 +128,7 @@ def data_command(
         str,
         typer.Option(
             "--fit-on",
+            metavar="train|all",
             help="Fit the mixture on the training split (train: the test split is never "
             "seen) or on both splits (all: the paper's protocol).",
         ),

@@ -156,6 +156,7 @@ def realdata_command(
         str,
         typer.Option(
             "--fit-on",
+            metavar="train|all",
             help="Fit the mixture on the training split (train: the test split is never "
             "seen) or on both splits (all: the paper's protocol).",
         ),

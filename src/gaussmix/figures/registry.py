@@ -474,6 +474,20 @@ def _mixture_sentence(prov: Mapping[str, Any]) -> str:
     return text + "."
 
 
+def _solver_record(options: Any) -> Any:
+    """The solver's ``options`` of a figure as its JSON records them: the options asked
+    for (those that differ from the defaults, :func:`~gaussmix.theory.options.changed_options`;
+    ``{}``: none), a quadrature rule by its description."""
+    from gaussmix.theory.options import SolverOptions, changed_options
+
+    if not isinstance(options, SolverOptions):
+        return options
+    return {
+        k: v.describe() if hasattr(v, "describe") else v
+        for k, v in changed_options(options).items()
+    }
+
+
 def _check_some_converged(name: str, df: pd.DataFrame) -> None:
     """Refuse a table none of whose theory points has a fixed point (every ``converged``
     False, e.g. with ``options=SolverOptions(max_iter=1)``): there is no curve to draw, and
@@ -560,7 +574,11 @@ def write_figure(
         "drawn": drawn_values(df),
         "dots": list(spec.dots),
         "arguments": _jsonable(
-            {k: v for k, v in args.items() if k not in ("progress", "mixture")}
+            {
+                k: _solver_record(v) if k == "options" else v
+                for k, v in args.items()
+                if k not in ("progress", "mixture")
+            }
         ),
         **({} if prov is None else {"mixture": prov}),
         "files": {"csv": csv.name, "png": png.name},
