@@ -681,8 +681,8 @@ def simulate(
 ) -> None:
     """Finite-size ERM on samples of the mixture: errors averaged over seeds.
 
-    Takes the options of ``point`` except those of the theory solver (--tol, --max-iter,
-    --quad-order): the ERM is solved exactly, to scikit-learn tolerances of 1e-10.  Each
+    Takes the options of ``point`` except the theory solver's (its "Solver options"): the
+    ERM is solved exactly, to scikit-learn tolerances of 1e-10.  Each
     seed realises the mixture at dimension --d, draws n = alpha d training points and
     measures the test error exactly.  With --json, prints the keys
     of ``point --json`` (means over seeds) plus <key>_se (standard errors).
