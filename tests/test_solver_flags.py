@@ -80,6 +80,11 @@ def test_every_solver_option_is_a_flag_or_excluded_with_its_reason():
 def test_every_solving_command_lists_every_solver_flag_in_its_help(command):
     missing = _flags(SOLVER_OPTIONS) - _help_flags(command)
     assert not missing, (command, sorted(missing))
+    # grouped under their own heading, after the command's own options
+    code, out, _ = run(command, "--help")
+    own, solver = out.split("\nSolver options:\n")
+    assert _flags(SOLVER_OPTIONS) <= set(re.findall(r"--[a-z0-9-]+", solver))
+    assert "--tol" not in re.findall(r"--[a-z0-9-]+", own.split("\nOptions:\n")[1])
 
 
 def test_figure_lists_every_solver_flag_but_quad_order():

@@ -228,6 +228,33 @@ def _argument_type(self: Any, ctx: Any) -> str | None:
 typer.core.TyperArgument.display_type_rich = _argument_type  # type: ignore[method-assign]
 
 
+def _format_options(self: Any, ctx: Any, formatter: Any) -> None:
+    """``--help``'s arguments, then its options in sections: the command's own under
+    "Options", then those of each help panel (``rich_help_panel``, e.g. the "Solver
+    options") under the panel's name, in the order of the command's parameters (the plain
+    help that ``rich_markup_mode=None`` prints has one "Options" section otherwise)."""
+    args, sections = [], {"Options": []}
+    for param in self.get_params(ctx):
+        record = param.get_help_record(ctx)
+        if record is None:
+            continue
+        if param.param_type_name == "argument":
+            args.append(record)
+        else:
+            panel = getattr(param, "rich_help_panel", None) or "Options"
+            sections.setdefault(panel, []).append(record)
+    if args:
+        with formatter.section("Arguments"):
+            formatter.write_dl(args)
+    for title, records in sections.items():
+        if records:
+            with formatter.section(title):
+                formatter.write_dl(records)
+
+
+typer.core.TyperCommand.format_options = _format_options  # type: ignore[method-assign]
+
+
 def _version_callback(value: bool) -> None:
     if value:
         typer.echo(f"gaussmix {__version__}")
