@@ -226,3 +226,13 @@ def test_a_figure_without_solver_options_refuses_them_naming_those_that_take_the
                          "--out", str(tmp_path))  # fmt: skip
     assert_one_line_error(code, out, err, "--anderson is not an option of figure sparse-setup",
                           "fig3-right")  # fmt: skip
+
+
+def test_the_docs_table_lists_every_solver_flag():
+    text = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
+    section = text.split("## Solver options\n")[1].split("\n## ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `--")]
+    flags = {re.match(r"\| `(--[a-z-]+)", row).group(1) for row in rows}
+    assert flags == {POINT_FLAGS[name] for name in SOLVER_OPTIONS}
+    for name in SOLVER_EXCLUDED:
+        assert f"`{name}`" in section
