@@ -2,7 +2,8 @@
 :class:`~gaussmix.frontend.options.PointOptions`, whose fields describe their options as
 plain data (:mod:`gaussmix.frontend.options`, which the explorer shares and which imports no
 command-line framework).  :func:`point_options` attaches every point option to a command,
-:func:`solver_option` one of the solver's options to a command that takes no point options.
+:func:`solver_options` every solver option (:data:`~gaussmix.frontend.options.SOLVER_OPTIONS`)
+to a command that takes no point options.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from gaussmix.frontend.options import (
 __all__ = [
     "point_options",
     "with_signature",
-    "solver_option",
     "solver_options",
     "solver_parameters",
 ]
@@ -115,15 +115,6 @@ def with_signature(
     wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
     return wrapper
-
-
-def solver_option(name: str) -> Any:
-    """The annotation of the solver option ``name`` (:data:`SOLVER_OPTIONS`) for a typer
-    command that does not take the point options: the same option as the point commands'
-    (one definition, :class:`PointOptions`)."""
-    if name not in SOLVER_OPTIONS:
-        raise TypeError(f"solver_option: {name!r} is not one of {SOLVER_OPTIONS}")
-    return _annotation(PointOptions.__dataclass_fields__[name])
 
 
 def solver_options(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -42,6 +42,7 @@ __all__ = [
     "VERSION3_PARAM_NAMES",
     "CHECKPOINT_VERSION",
     "MAX_POINTS",
+    "SPEC_SOLVER_OPTIONS",
 ]
 
 #: version 3: point keys from the spec's params (library objects, no command-line names)
@@ -58,7 +59,7 @@ MAX_POINTS = 1_000_000
 _SETTINGS = ("loss", "penalty", "l1_ratio", "lam", "alpha", "tol", "max_iter", "quad_order")
 #: the solver's options that a point's ``solver`` mapping holds (the spec's fields hold
 #: ``tol`` and ``max_iter``, ``quad_order`` the quadrature; ``throw`` is the sweep's own)
-_SOLVER_EXTRA = tuple(
+SPEC_SOLVER_OPTIONS = tuple(
     f.name
     for f in dataclasses.fields(SolverOptions)
     if f.name not in ("tol", "max_iter", "quadrature", "throw")
@@ -164,10 +165,11 @@ class PointSpec:
             raise TypeError(f"coords must be a mapping, got {self.coords!r}")
         if not isinstance(self.solver, Mapping):
             raise TypeError(f"solver must be a mapping, got {self.solver!r}")
-        bad = sorted(set(self.solver) - set(_SOLVER_EXTRA))
+        bad = sorted(set(self.solver) - set(SPEC_SOLVER_OPTIONS))
         if bad:
             raise TypeError(
-                f"solver: {bad} are not solver options here (those are {', '.join(_SOLVER_EXTRA)})"
+                f"solver: {bad} are not solver options here (those are "
+                f"{', '.join(SPEC_SOLVER_OPTIONS)})"
             )
         object.__setattr__(self, "solver", dict(self.solver))
         params = self.params
