@@ -236,3 +236,13 @@ def test_the_docs_table_lists_every_solver_flag():
     assert flags == {POINT_FLAGS[name] for name in SOLVER_OPTIONS}
     for name in SOLVER_EXCLUDED:
         assert f"`{name}`" in section
+
+
+def test_a_simulation_grid_refuses_the_solver_options(tmp_path):
+    """A [simulate] grid solves no fixed point: a solver option there would be ignored."""
+    grid = tmp_path / "sim.toml"
+    grid.write_text("[fixed]\nmax-iter = 10\n[grid]\nalpha = [1.0]\n[simulate]\nd = 40\n"
+                    "seeds = 1\n")  # fmt: skip
+    code, out, err = run("sweep", "--grid", str(grid), "-o", str(tmp_path / "s.csv"))
+    assert_one_line_error(code, out, err, "[fixed] 'max_iter' is an option of the theory's")
+    assert not (tmp_path / "s.csv").exists()

@@ -293,11 +293,25 @@ class Grid:
         self.simulate = _check_simulate(simulate)
         self._read_fixed({} if fixed is None else fixed)
         self._read_grid(grid)
+        self._refuse_solver_options_in_simulation()
         self.shape = tuple(len(v) for v in self.axes.values())
         n = math.prod(self.shape)
         if n > MAX_POINTS:
             raise GridError(f"the grid has {n} points, more than {MAX_POINTS}")
         self._specs = self._validate()
+
+    def _refuse_solver_options_in_simulation(self) -> None:
+        """A ``[simulate]`` grid solves no fixed point: a solver option there would be
+        ignored, so it is refused (as ``gaussmix simulate`` does not take them)."""
+        if self.simulate is None:
+            return
+        for table, names in (("[fixed]", self.fixed), ("[grid]", self._fields.values())):
+            given = [n for n in names if n in SOLVER_OPTIONS]
+            if given:
+                raise GridError(
+                    f"{table} {given[0]!r} is an option of the theory's solver: a grid with "
+                    "[simulate] solves no fixed point (remove it, or the [simulate] table)"
+                )
 
     def _read_fixed(self, fixed: Any) -> None:
         if not isinstance(fixed, Mapping):
