@@ -716,8 +716,9 @@ class PointSetup:
 def solver_keywords(values: Mapping[str, Any], dim: int) -> dict[str, Any]:
     """The keyword arguments of :func:`gaussmix.solve` for the command line's solver
     options (:data:`SOLVER_OPTIONS`, ``values``: name -> value, any missing at its default)
-    on a problem with ``dim`` outputs; ``quad_order`` N becomes
-    ``quadrature=GaussHermite(N, dim)``.  Validated by
+    on a problem with ``dim`` outputs: ``tol``, ``max_iter``, with ``quad_order`` N
+    ``quadrature=GaussHermite(N, dim)``, and the other options that differ from their
+    defaults (so that an exported call is as short as the request).  Validated by
     :class:`~gaussmix.theory.options.SolverOptions` itself (a bad value raises its
     ``ArgumentError`` naming the keyword; the commands say it with the flag,
     :data:`POINT_FLAGS`), so that no option reaches a solve unchecked."""
@@ -727,18 +728,17 @@ def solver_keywords(values: Mapping[str, Any], dim: int) -> dict[str, Any]:
     unknown = sorted(set(values) - set(SOLVER_OPTIONS))
     if unknown:
         raise TypeError(f"solver_keywords: {unknown} are not solver options {SOLVER_OPTIONS}")
-    kw: dict[str, Any] = {
-        name: values.get(name, _FIELDS[name].default)
-        for name in SOLVER_OPTIONS
-        if name != "quad_order"
-    }
-    quad_order = values.get("quad_order")
+    given = {name: values.get(name, _FIELDS[name].default) for name in SOLVER_OPTIONS}
+    kw: dict[str, Any] = {"tol": given["tol"], "max_iter": given["max_iter"]}
+    quad_order = given["quad_order"]
     if quad_order is not None:
         try:
             kw["quadrature"] = GaussHermite(quad_order, dim)
         except (ArgumentError, ArgumentTypeError) as exc:  # its order is --quad-order's
             raise exc.named("quad_order") from None
-    SolverOptions(**kw)  # the options' own checks (naming the keyword)
+    # the options' own checks (naming the keyword), of every value given
+    SolverOptions(**{k: v for k, v in given.items() if k != "quad_order"})
+    kw.update(changed_solver_options(given))
     return kw
 
 
