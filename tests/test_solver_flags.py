@@ -246,3 +246,32 @@ def test_a_simulation_grid_refuses_the_solver_options(tmp_path):
     code, out, err = run("sweep", "--grid", str(grid), "-o", str(tmp_path / "s.csv"))
     assert_one_line_error(code, out, err, "[fixed] 'max_iter' is an option of the theory's")
     assert not (tmp_path / "s.csv").exists()
+
+
+def test_figure_options_put_the_callers_options_over_the_figures_own():
+    from gaussmix.figures._common import figure_options
+
+    # ten-class's own estimate_error=False: --estimate-error (the default) still wins
+    assert figure_options({"estimate_error": True}, estimate_error=False).estimate_error
+    assert not figure_options(None, estimate_error=False).estimate_error
+    both = figure_options(SolverOptions(anderson=2), estimate_error=False)
+    assert (both.anderson, both.estimate_error) == (2, False)
+    with pytest.raises(TypeError, match="'quad_order'"):
+        figure_options({"quad_order": 8})
+    with pytest.raises(TypeError, match="options must be"):
+        figure_options("anderson=2")
+    with pytest.raises(ValueError, match="damping"):
+        figure_options({"damping": 0.0})
+
+
+def test_fig4_left_solves_its_curves_with_the_options():
+    from gaussmix.figures.regularisation import fig4_left
+
+    table = dict(alphas=[1.0], lams=[0.1, 1.0], simulate=False)
+    df = fig4_left(**table, options={"anderson": 2})
+    mix = gm.Mixture.isotropic(delta=np.array([0.1, 0.01]), means="antipodal", labels="binary")
+    lib = gm.lambda_sweep(mix, "square", [0.1, 1.0], alpha=1.0, anderson=2)
+    default = gm.lambda_sweep(mix, "square", [0.1, 1.0], alpha=1.0)
+    np.testing.assert_array_equal(df["n_iter"].to_numpy(), lib["n_iter"].to_numpy())
+    assert not np.array_equal(lib["n_iter"].to_numpy(), default["n_iter"].to_numpy())
+    np.testing.assert_array_equal(df["test_error"].to_numpy(), lib["test_error"].to_numpy())

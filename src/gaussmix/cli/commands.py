@@ -1343,9 +1343,8 @@ def _figure_kwargs(ctx: typer.Context, spec: Any) -> dict[str, Any]:
                 "solver options; the figures that do: "
                 f"{', '.join(n for n, s in FIGURES.items() if _takes_solver_options(s))})"
             )
-        from gaussmix.theory.options import SolverOptions
-
-        kw["options"] = SolverOptions(**{p.name: ctx.params[p.name] for p in solver})
+        # the options given, also at their defaults (over the figure's own choices)
+        kw["options"] = {p.name: ctx.params[p.name] for p in solver}
     for p in passed:
         if p.name in FIGURE_SOLVER_OPTIONS:
             continue

@@ -291,13 +291,16 @@ def hook_values(
 def figure_options(options: Any, **own: Any) -> Any:
     """The solver's options of a figure: the figure's own choices ``own`` (keywords of
     :class:`~gaussmix.theory.options.SolverOptions`, e.g. ``estimate_error=False``) with
-    the options a caller asked for in ``options`` (those that differ from the defaults,
-    :func:`~gaussmix.theory.options.changed_options`) over them; validated once.
+    the options a caller asked for over them; validated once.
 
     Parameters
     ----------
-    options : SolverOptions or None
-        The caller's options (``gaussmix figure NAME --max-iter N ...``); None: none.
+    options : mapping, SolverOptions or None
+        The caller's options: a mapping of solver keywords (every one given is asked for,
+        also at its default: ``gaussmix figure ten-class --estimate-error``), or a
+        :class:`~gaussmix.theory.options.SolverOptions` (the fields that differ from the
+        defaults are asked for, :func:`~gaussmix.theory.options.changed_options`); None:
+        none.
     **own
         The figure's own solver options.
 
@@ -308,13 +311,24 @@ def figure_options(options: Any, **own: Any) -> Any:
     Raises
     ------
     TypeError
-        ``options`` is not a :class:`~gaussmix.theory.options.SolverOptions`.
+        ``options`` is neither, or names a keyword that is no solver option.
+    ValueError
+        An option's value is out of range (named).
     """
+    from collections.abc import Mapping
+
     from gaussmix.theory.options import SolverOptions, changed_options, solver_options
 
-    if options is not None and not isinstance(options, SolverOptions):
+    if options is None:
+        asked: dict[str, Any] = {}
+    elif isinstance(options, SolverOptions):
+        asked = changed_options(options)
+    elif isinstance(options, Mapping):
+        asked = dict(options)
+    else:
         raise ArgumentTypeError(
-            "options", f"must be a gaussmix.SolverOptions or None, got {type(options).__name__}"
+            "options",
+            "must be a gaussmix.SolverOptions, a mapping of solver options or None, got "
+            f"{type(options).__name__}",
         )
-    asked = {} if options is None else changed_options(options)
     return solver_options(None, {**own, **asked}, caller="figure")

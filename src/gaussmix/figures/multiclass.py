@@ -42,7 +42,7 @@ warnings reach the caller (the CLI prints them).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import matplotlib as mpl
@@ -306,7 +306,7 @@ def fig3_left(
     progress: bool = False,
     bayes_error: BayesHook | None = bayes_optimal_hook,
     alpha_star: AlphaStarHook | None = separability_hook,
-    options: SolverOptions | None = None,
+    options: SolverOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Fig. 3 (left): test and training errors of cross-entropy against alpha, K = 2..5.
 
@@ -352,9 +352,11 @@ def fig3_left(
     alpha_star : callable, optional
         ``mixture -> float``: the separability threshold ``alpha*_K``; None leaves
         ``alpha_star`` NaN.
-    options : SolverOptions, optional
+    options : SolverOptions or mapping, optional
         The solver's options of the theory points (``gaussmix figure fig3-left
         --max-iter N``); the hooks keep their own.
+        (A mapping: the solver keywords asked for, also at their defaults; a
+        ``SolverOptions``: its fields that differ from the defaults.)
 
     Returns
     -------
@@ -577,7 +579,7 @@ def fig3_right(
     fast: bool = False,
     progress: bool = False,
     bayes_error: BayesHook | None = bayes_optimal_hook,
-    options: SolverOptions | None = None,
+    options: SolverOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Fig. 3 (right): cross-entropy test error against ``lambda`` at a few alpha (K = 3).
 
@@ -603,8 +605,10 @@ def fig3_right(
     bayes_error : callable, optional
         ``(mixture, alpha) -> float``: the Bayes-optimal test error, drawn as a
         horizontal dash-dotted line per alpha; None leaves ``bayes_error`` NaN.
-    options : SolverOptions, optional
+    options : SolverOptions or mapping, optional
         The solver's options of every point (``gaussmix figure fig3-right --max-iter N``).
+        (A mapping: the solver keywords asked for, also at their defaults; a
+        ``SolverOptions``: its fields that differ from the defaults.)
 
     Returns
     -------

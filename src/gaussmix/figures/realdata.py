@@ -22,7 +22,7 @@ the docs' "Real data" page): theory lines for the mixture fitted to the data, re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -266,7 +266,7 @@ def fig5_table(
     seed: int = 0,
     sources: Sequence[str] = SOURCES,
     progress: bool = False,
-    options: SolverOptions | None = None,
+    options: SolverOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Fig. 5: logistic regression on each data set at the paper's penalty
     (:data:`REAL_SETUPS`), pixels, the two-cluster mixture; one row per (dataset, alpha,
@@ -352,7 +352,7 @@ def tenclass_table(
     seed: int = 0,
     sources: Sequence[str] = SOURCES,
     progress: bool = False,
-    options: SolverOptions | None = None,
+    options: SolverOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Ten classes (task ``ten-class``): softmax cross-entropy with ridge on the block means
     of ``pool x pool`` pixels (``pool = 1``: the pixels, d = 784), against the ten-cluster
@@ -378,9 +378,11 @@ def tenclass_table(
         Penalty strength, > 0.
     subsamples, seeds, seed, sources, progress
         As in :func:`gaussmix.studies.realdata_curve`.
-    options : SolverOptions, optional
+    options : SolverOptions or mapping, optional
         The solver's options of the theory points, over the figure's own
         (``estimate_error=False``).
+        (A mapping: the solver keywords asked for, also at their defaults; a
+        ``SolverOptions``: its fields that differ from the defaults.)
     """
     from gaussmix.data import AveragePooling
 
@@ -437,7 +439,7 @@ def fig6_table(
     seed: int = 0,
     sources: Sequence[str] = ("theory", "real"),
     progress: bool = False,
-    options: SolverOptions | None = None,
+    options: SolverOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Fig. 6: logistic regression on random features ``erf(F x / sqrt(d))``, ``p =
     gamma d`` (``d = 784``), for several gamma; alpha is ``n / p`` (the features' own

@@ -476,16 +476,16 @@ def _mixture_sentence(prov: Mapping[str, Any]) -> str:
 
 def _solver_record(options: Any) -> Any:
     """The solver's ``options`` of a figure as its JSON records them: the options asked
-    for (those that differ from the defaults, :func:`~gaussmix.theory.options.changed_options`;
-    ``{}``: none), a quadrature rule by its description."""
+    for (a mapping's keywords; of a :class:`~gaussmix.theory.options.SolverOptions`, those
+    that differ from the defaults, :func:`~gaussmix.theory.options.changed_options`), a
+    quadrature rule by its description."""
     from gaussmix.theory.options import SolverOptions, changed_options
 
-    if not isinstance(options, SolverOptions):
+    if isinstance(options, SolverOptions):
+        options = changed_options(options)
+    if not isinstance(options, Mapping):
         return options
-    return {
-        k: v.describe() if hasattr(v, "describe") else v
-        for k, v in changed_options(options).items()
-    }
+    return {k: v.describe() if hasattr(v, "describe") else v for k, v in options.items()}
 
 
 def _check_some_converged(name: str, df: pd.DataFrame) -> None:

@@ -28,7 +28,7 @@ title and the table (columns ``mixture``, ``fingerprint``).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib as mpl
@@ -182,7 +182,7 @@ def fig4_left(
     n_jobs: int = 1,
     fast: bool = False,
     progress: bool = False,
-    options: SolverOptions | None = None,
+    options: SolverOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Fig. 4 (left): ridge regression's test error against ``lambda`` for several alpha.
 
@@ -218,9 +218,11 @@ def fig4_left(
         Smaller presets (:data:`FIG4_LEFT_FAST`) for a quick look and for tests.
     progress : bool
         Progress bars (stderr).
-    options : SolverOptions, optional
+    options : SolverOptions or mapping, optional
         The solver's options of the theory points and of the searches of ``lambda*``
         (those asked for over the searches' own tolerance).
+        (A mapping: the solver keywords asked for, also at their defaults; a
+        ``SolverOptions``: its fields that differ from the defaults.)
 
     Returns
     -------
