@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import gaussmix as gm
 import gaussmix.cli.commands as cli
 from gaussmix.cli.commands import PointOptions, build_point, mixture_from_options, point_options
+from gaussmix.frontend.options import POINT_FLAGS, SOLVER_OPTIONS
 
 JSON_KEYS = (
     "test_error",
@@ -595,8 +596,11 @@ NOT_OFFERED = {
     "compare": {"--alpha": "5"},
     "lambda-curve": {"--lam": "0.5"},
     "optimal-lambda": {"--lam": "0.5"},
-    "simulate": {"--tol": "1e-6", "--max-iter": "10", "--quad-order": "16"},
-}
+    # every solver option (tests/test_solver_flags.py checks them all)
+    "simulate": {"--tol": "1e-6", "--max-iter": "10", "--quad-order": "16", "--anderson": "2",
+                 "--damping": "0.5", "--quad-tol": "1e-6", "--max-refine": "2",
+                 "--prior-panels": "8", "--estimate-error": "", "--no-symmetry": ""},
+}  # fmt: skip
 
 
 def _options_of(command: str) -> set[str]:
@@ -612,14 +616,17 @@ def test_an_option_a_command_ignores_is_not_offered(command, option, value) -> N
     """``gaussmix curve --alpha 5`` exited 0 and ignored --alpha: now the command does not
     have it (not in --help) and the parser refuses it in one line."""
     assert option not in _options_of(command)
-    code, out, err = run(command, option, value, "--out", "/nonexistent/never-written")
+    given = (option, value) if value else (option,)  # a switch takes no value
+    code, out, err = run(command, *given, "--out", "/nonexistent/never-written")
     assert_one_line_error(code, out, err, "No such option", option)
 
 
 def test_commands_keep_every_other_point_option() -> None:
     point = _options_of("point")
+    solver = {POINT_FLAGS[name] for name in SOLVER_OPTIONS}
     for command, dropped in NOT_OFFERED.items():
-        assert point - set(dropped) - {"--json"} <= _options_of(command), command
+        gone = set(dropped) | (solver if command == "simulate" else set())
+        assert point - gone - {"--json"} <= _options_of(command), command
     assert "--alphas" in _options_of("curve") and "--lams" in _options_of("lambda-curve")
     assert "--lam" in _options_of("curve") and "--alpha" in _options_of("lambda-curve")
 

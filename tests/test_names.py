@@ -50,7 +50,8 @@ COMMAND_CALLS = {
     "simulate": (simulate, *BUILDERS),
     "compare": (gm.learning_curve, simulate, *THEORY),
     "sweep": (sweep,),
-    "figure": (write_figure,),  # and each figure's table function (below)
+    # and each figure's table function (below); the solver's options as options=SolverOptions
+    "figure": (write_figure, gm.SolverOptions),
     "bayes-optimal": (bayes_optimal_error, *BUILDERS),
     "transition": (separability_threshold, separability_fraction, *BUILDERS),
     "realdata": (prepare_realdata, load_dataset, realdata_curve, gm.SolverOptions),

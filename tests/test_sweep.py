@@ -582,7 +582,7 @@ def test_spec_grid_validates_points_and_run_task() -> None:
 def test_sweep_and_point_options_work_without_typer() -> None:
     # the library's sweep never imports the command-line framework, and the resolution of
     # the point options does not need it (options.py builds typer options only for commands)
-    options = Path(__file__).resolve().parents[1] / "src/gaussmix/cli/options.py"
+    options = Path(__file__).resolve().parents[1] / "src/gaussmix/frontend/options.py"
     code = f"""
 import importlib.util, sys
 sys.modules["typer"] = None  # any import of typer fails

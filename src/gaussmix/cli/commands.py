@@ -106,6 +106,7 @@ from gaussmix.core.version import __version__
 from gaussmix.frontend.grids import parse_grid
 from gaussmix.frontend.options import (
     POINT_FLAGS,
+    SOLVER_OPTIONS,
     PointOptions,
     PointSetup,
     ResolvedOptions,
@@ -131,7 +132,7 @@ from .exits import (
     make_out_dir,
 )
 from .helpers import flag_message, given, one_blas_thread
-from .options import point_options, with_signature
+from .options import point_options, solver_parameters, with_signature
 from .renames import renamed_flag_message
 
 __all__ = [
@@ -225,6 +226,33 @@ def _argument_type(self: Any, ctx: Any) -> str | None:
 
 
 typer.core.TyperArgument.display_type_rich = _argument_type  # type: ignore[method-assign]
+
+
+def _format_options(self: Any, ctx: Any, formatter: Any) -> None:
+    """``--help``'s arguments, then its options in sections: the command's own under
+    "Options", then those of each help panel (``rich_help_panel``, e.g. the "Solver
+    options") under the panel's name, in the order of the command's parameters (the plain
+    help that ``rich_markup_mode=None`` prints has one "Options" section otherwise)."""
+    args, sections = [], {"Options": []}
+    for param in self.get_params(ctx):
+        record = param.get_help_record(ctx)
+        if record is None:
+            continue
+        if param.param_type_name == "argument":
+            args.append(record)
+        else:
+            panel = getattr(param, "rich_help_panel", None) or "Options"
+            sections.setdefault(panel, []).append(record)
+    if args:
+        with formatter.section("Arguments"):
+            formatter.write_dl(args)
+    for title, records in sections.items():
+        if records:
+            with formatter.section(title):
+                formatter.write_dl(records)
+
+
+typer.core.TyperCommand.format_options = _format_options  # type: ignore[method-assign]
 
 
 def _version_callback(value: bool) -> None:
@@ -331,7 +359,7 @@ def _write_provenance(
 
     return write_provenance(
         table,
-        {**setup.params, **parameters},
+        {**setup.params, "solver": setup.solver, **parameters},
         mixture=setup.mixture,
         mixture_file=mixture_file,
         columns=list(df.columns),
@@ -663,7 +691,7 @@ def _seeds_option(help_text: str) -> Any:
 
 
 @app.command()
-@without_options("tol", "max_iter", "quad_order")
+@without_options(*SOLVER_OPTIONS)
 @point_options
 def simulate(
     opts: PointOptions,
@@ -680,8 +708,8 @@ def simulate(
 ) -> None:
     """Finite-size ERM on samples of the mixture: errors averaged over seeds.
 
-    Takes the options of ``point`` except those of the theory solver (--tol, --max-iter,
-    --quad-order): the ERM is solved exactly, to scikit-learn tolerances of 1e-10.  Each
+    Takes the options of ``point`` except the theory solver's (its "Solver options"): the
+    ERM is solved exactly, to scikit-learn tolerances of 1e-10.  Each
     seed realises the mixture at dimension --d, draws n = alpha d training points and
     measures the test error exactly.  With --json, prints the keys
     of ``point --json`` (means over seeds) plus <key>_se (standard errors).
@@ -1059,6 +1087,11 @@ def _point_option(name: str) -> tuple[tuple[str, ...], str | None]:
     return option["decls"], option["metavar"]
 
 
+#: the solver's options of ``gaussmix figure`` (those of the point commands but
+#: ``--quad-order``: a figure's curves have different output dimensions L, and a
+#: Gauss-Hermite rule is made for one); a figure whose table function takes ``options``
+#: takes them, over its own choices
+FIGURE_SOLVER_OPTIONS = tuple(n for n in SOLVER_OPTIONS if n != "quad_order")
 #: parameters of ``gaussmix figure`` common to every figure (not declared by the registry)
 _FIGURE_COMMON = ("name", "out", "quiet", "fast", "list_")
 #: the options of ``gaussmix figure all`` (it makes every figure with its defaults)
@@ -1150,6 +1183,7 @@ def _figure_options(func: Any) -> Any:
         )
         for name, (type_, decls, metavar, text) in _FIGURE_OPTIONS.items()
     ]
+    added += solver_parameters(FIGURE_SOLVER_OPTIONS)
     own = list(sig.parameters)
 
     @functools.wraps(func)
@@ -1299,7 +1333,21 @@ def _figure_kwargs(ctx: typer.Context, spec: Any) -> dict[str, Any]:
     passed = [p for p in ctx.command.params if p.name not in _FIGURE_COMMON and given(ctx, p.name)]
     no_sim = given(ctx, "simulate") and ctx.params["simulate"] is False
     kw: dict[str, Any] = {}
+    solver = [p for p in passed if p.name in FIGURE_SOLVER_OPTIONS]
+    if solver:
+        from gaussmix.figures import FIGURES
+
+        if not _takes_solver_options(spec):
+            raise ValueError(
+                f"{_flag(solver[0])} is not an option of figure {spec.name} (it takes no "
+                "solver options; the figures that do: "
+                f"{', '.join(n for n, s in FIGURES.items() if _takes_solver_options(s))})"
+            )
+        # the options given, also at their defaults (over the figure's own choices)
+        kw["options"] = {p.name: ctx.params[p.name] for p in solver}
     for p in passed:
+        if p.name in FIGURE_SOLVER_OPTIONS:
+            continue
         if p.name == "mixture":
             kw["mixture"] = _figure_mixture(spec, ctx.params["mixture"])
             continue
@@ -1316,6 +1364,11 @@ def _figure_kwargs(ctx: typer.Context, spec: Any) -> dict[str, Any]:
         if opt.param not in kw and opt.has_cli_default and not (opt.simulation and no_sim):
             kw[opt.param] = opt.cli_default
     return kw
+
+
+def _takes_solver_options(spec: Any) -> bool:
+    """Whether the table function of a figure takes the solver's ``options``."""
+    return "options" in inspect.signature(spec.table).parameters
 
 
 def _figure_value(opt: Any, value: Any) -> Any:

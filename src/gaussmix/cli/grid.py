@@ -33,7 +33,14 @@ import numpy as np
 
 from gaussmix.core.exceptions import GaussmixError
 from gaussmix.core.validation import PARAMETERS, check_param
-from gaussmix.frontend.options import PointOptions, PointSetup, build_point, integer_parser
+from gaussmix.frontend.options import (
+    SOLVER_OPTIONS,
+    PointOptions,
+    PointSetup,
+    build_point,
+    changed_solver_options,
+    integer_parser,
+)
 from gaussmix.sweep import PointSpec, Simulation, SpecGrid, SweepResult, sweep
 from gaussmix.sweep.spec import MAX_POINTS, describe_point
 
@@ -48,7 +55,7 @@ _CHEAP = ("lam", "alpha")
 #: every PointOptions field with its default, in field order
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(PointOptions)}
 #: spec settings that the provenance reports as 'grid' when they are grid options
-_SWEPT = ("tol", "max_iter", "quad_order", *SIMULATE_KEYS)
+_SWEPT = (*SOLVER_OPTIONS, *SIMULATE_KEYS)
 
 
 class GridError(ValueError):
@@ -57,7 +64,7 @@ class GridError(ValueError):
 
 # ============================================================================ values
 def _field_kinds() -> dict[str, tuple[str, bool]]:
-    """PointOptions field -> (base type 'int'|'float'|'str', accepts None)."""
+    """PointOptions field -> (base type 'int'|'float'|'str'|'bool', accepts None)."""
     kinds = {}
     for f in dataclasses.fields(PointOptions):
         t = f.metadata["cli_type"]
@@ -65,7 +72,7 @@ def _field_kinds() -> dict[str, tuple[str, bool]]:
         optional = type(None) in args
         args.discard(type(None))
         (base,) = args
-        kinds[f.name] = ({int: "int", float: "float", str: "str"}[base], optional)
+        kinds[f.name] = ({int: "int", float: "float", str: "str", bool: "bool"}[base], optional)
     return kinds
 
 
@@ -114,6 +121,10 @@ def _coerce(name: str, where: str, value: Any) -> tuple[Any, Any]:
         if optional:
             return None, None
         raise GridError(f"{where} cannot be empty (None)")
+    if kind == "bool":
+        if isinstance(value, bool | np.bool_):
+            return bool(value), bool(value)
+        raise GridError(f"{where} must be true or false, got {value!r}")
     if isinstance(value, bool):
         raise GridError(f"{where} must be a {kind}, got the boolean {value!r}")
     if kind in ("float", "int"):
@@ -230,6 +241,7 @@ def spec_of_setup(
         tol=kw["tol"],
         max_iter=kw["max_iter"],
         quad_order=None if quadrature is None else quadrature.n,
+        solver=changed_solver_options(kw) if simulate is None else {},
         simulate=None if simulate is None else Simulation(**simulate),
         params=setup.params,
         coords={} if coords is None else coords,
@@ -281,11 +293,25 @@ class Grid:
         self.simulate = _check_simulate(simulate)
         self._read_fixed({} if fixed is None else fixed)
         self._read_grid(grid)
+        self._refuse_solver_options_in_simulation()
         self.shape = tuple(len(v) for v in self.axes.values())
         n = math.prod(self.shape)
         if n > MAX_POINTS:
             raise GridError(f"the grid has {n} points, more than {MAX_POINTS}")
         self._specs = self._validate()
+
+    def _refuse_solver_options_in_simulation(self) -> None:
+        """A ``[simulate]`` grid solves no fixed point: a solver option there would be
+        ignored, so it is refused (as ``gaussmix simulate`` does not take them)."""
+        if self.simulate is None:
+            return
+        for table, names in (("[fixed]", self.fixed), ("[grid]", self._fields.values())):
+            given = [n for n in names if n in SOLVER_OPTIONS]
+            if given:
+                raise GridError(
+                    f"{table} {given[0]!r} is an option of the theory's solver: a grid with "
+                    "[simulate] solves no fixed point (remove it, or the [simulate] table)"
+                )
 
     def _read_fixed(self, fixed: Any) -> None:
         if not isinstance(fixed, Mapping):

@@ -2,7 +2,8 @@
 :class:`~gaussmix.frontend.options.PointOptions`, whose fields describe their options as
 plain data (:mod:`gaussmix.frontend.options`, which the explorer shares and which imports no
 command-line framework).  :func:`point_options` attaches every point option to a command,
-:func:`solver_option` one of the solver's options to a command that takes no point options.
+:func:`solver_options` every solver option (:data:`~gaussmix.frontend.options.SOLVER_OPTIONS`)
+to a command that takes no point options.
 """
 
 from __future__ import annotations
@@ -14,9 +15,19 @@ import typing
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from gaussmix.frontend.options import SOLVER_OPTIONS, PointOptions, integer_parser
+from gaussmix.frontend.options import (
+    SOLVER_OPTIONS,
+    PointOptions,
+    integer_parser,
+    solver_keywords,
+)
 
-__all__ = ["point_options", "with_signature", "solver_option"]
+__all__ = [
+    "point_options",
+    "with_signature",
+    "solver_options",
+    "solver_parameters",
+]
 
 
 @functools.cache
@@ -33,6 +44,7 @@ def _typer_option(name: str) -> Any:
         help=spec["help"],
         metavar=spec["metavar"],
         show_default=spec["show_default"],
+        rich_help_panel=spec["panel"],
         **extra,
     )
 
@@ -105,10 +117,50 @@ def with_signature(
     return wrapper
 
 
-def solver_option(name: str) -> Any:
-    """The annotation of the solver option ``name`` (:data:`SOLVER_OPTIONS`) for a typer
-    command that does not take the point options: the same option as the point commands'
-    (one definition, :class:`PointOptions`)."""
-    if name not in SOLVER_OPTIONS:
-        raise TypeError(f"solver_option: {name!r} is not one of {SOLVER_OPTIONS}")
-    return _annotation(PointOptions.__dataclass_fields__[name])
+def solver_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Attach every solver option (:data:`SOLVER_OPTIONS`, the same options as the point
+    commands') to a typer command that does not take the point options.
+
+    ``func`` must accept a keyword parameter ``solver``: it receives the options' values as
+    a dict (name -> value), for :func:`~gaussmix.frontend.options.solver_keywords`.  Use it
+    *below* ``@app.command()``.
+    """
+    sig = inspect.signature(func)
+    if "solver" not in sig.parameters:
+        raise TypeError(f"{func.__name__} must take a keyword parameter 'solver: dict'")
+    try:
+        hints = typing.get_type_hints(func, include_extras=True)
+    except (NameError, TypeError):
+        hints = {}
+    own = [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(p.name, p.annotation))
+        for p in sig.parameters.values()
+        if p.name != "solver"
+    ]
+    clash = sorted(set(SOLVER_OPTIONS) & {p.name for p in own})
+    if clash:
+        raise TypeError(f"{func.__name__} redefines solver options {clash}")
+    added = solver_parameters(SOLVER_OPTIONS)
+
+    @functools.wraps(func)
+    def wrapper(**kwargs: Any) -> Any:
+        solver = {name: kwargs.pop(name) for name in SOLVER_OPTIONS}
+        solver_keywords(solver, 1)  # checked before any data is read (said with the flag)
+        return func(solver=solver, **kwargs)
+
+    return with_signature(wrapper, sig, own + added)
+
+
+def solver_parameters(names: tuple[str, ...]) -> list[inspect.Parameter]:
+    """The keyword-only parameters (typer options, at their defaults) of the solver
+    options ``names`` (of :data:`SOLVER_OPTIONS`), for a command's signature."""
+    fields = PointOptions.__dataclass_fields__
+    return [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=fields[name].default,
+            annotation=_annotation(fields[name]),
+        )
+        for name in names
+    ]

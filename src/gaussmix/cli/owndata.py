@@ -17,22 +17,18 @@ from typing import Annotated
 import typer
 
 from gaussmix.frontend.options import parse_floats, solver_keywords
-from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
 
 from .commands import OutOption, QuietOption, app
 from .exits import PartialResultsError, check_output_path, make_out_dir
 from .helpers import FitOnOption, one_blas_thread
-from .options import solver_option
+from .options import solver_options
 from .realdata import LAM_REASON, parse_alphas
 
 __all__ = ["data_command"]
 
-TolOption = solver_option("tol")
-MaxIterOption = solver_option("max_iter")
-QuadOrderOption = solver_option("quad_order")
-
 
 @app.command("data")
+@solver_options
 def data_command(
     files: Annotated[
         list[Path],
@@ -152,9 +148,7 @@ def data_command(
             "--max-memory", metavar="GIB", help="GiB the study may use (default: available now)."
         ),
     ] = None,
-    tol: TolOption = FIXED_POINT_TOL,
-    max_iter: MaxIterOption = FIXED_POINT_MAX_ITER,
-    quad_order: QuadOrderOption = None,
+    solver: dict | None = None,
     out: OutOption = Path("gaussmix-out"),
     quiet: QuietOption = False,
 ) -> None:
@@ -189,8 +183,8 @@ def data_command(
         cluster_ids=cluster_ids,
         split=split,
     )
-    dim = 1 if quad_order is None else label_dim(loss, data.y)
-    solver = solver_keywords(tol, max_iter, quad_order, dim)
+    dim = 1 if solver["quad_order"] is None else label_dim(loss, data.y)
+    solver_kw = solver_keywords(solver, dim)
     with one_blas_thread(theory=True):
         study = study_data(
             data,
@@ -210,7 +204,7 @@ def data_command(
             optimal_lam=optimal_lam,
             max_memory=max_memory,
             progress=not quiet,
-            **solver,
+            **solver_kw,
         )
     paths = save_data_study(study, make_out_dir(out))
     for p in paths:

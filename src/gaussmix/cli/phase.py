@@ -36,6 +36,7 @@ from gaussmix.core.version import __version__
 from gaussmix.frontend.grids import parse_grid
 from gaussmix.frontend.options import (
     MODELS,
+    SOLVER_OPTIONS,
     PointOptions,
     build_point,
     parse_floats,
@@ -51,7 +52,7 @@ from .options import point_options
 __all__ = ["ESTIMATOR_OPTIONS", "bayes_optimal", "transition"]
 
 #: point options that do not define the mixture (the estimator's and the solver's)
-ESTIMATOR_OPTIONS = ("loss", "penalty", "l1_ratio", "lam", "tol", "max_iter", "quad_order")
+ESTIMATOR_OPTIONS = ("loss", "penalty", "l1_ratio", "lam", *SOLVER_OPTIONS)
 
 #: defaults of ``gaussmix transition --simulate``
 TRANSITION_D = "100,200,400"

@@ -18,18 +18,13 @@ import typer
 
 from gaussmix.frontend.grids import parse_grid
 from gaussmix.frontend.options import parse_floats, solver_keywords
-from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
 
 from .commands import OutOption, QuietOption, app
 from .exits import check_output_path, make_out_dir
 from .helpers import FitOnOption, one_blas_thread
-from .options import solver_option
+from .options import solver_options
 
 __all__ = ["realdata_command"]
-
-TolOption = solver_option("tol")
-MaxIterOption = solver_option("max_iter")
-QuadOrderOption = solver_option("quad_order")
 
 
 def parse_alphas(text: str) -> list[float]:
@@ -64,6 +59,7 @@ def _choice(option: str, value: str, names: tuple[str, ...]) -> str:
 
 
 @app.command("realdata")
+@solver_options
 def realdata_command(
     dataset: Annotated[
         str,
@@ -155,9 +151,7 @@ def realdata_command(
     download: Annotated[
         bool, typer.Option("--download", help="Download missing data (checksums verified).")
     ] = False,
-    tol: TolOption = FIXED_POINT_TOL,
-    max_iter: MaxIterOption = FIXED_POINT_MAX_ITER,
-    quad_order: QuadOrderOption = None,
+    solver: dict | None = None,
     fit_on: FitOnOption = "train",
     out: OutOption = Path("gaussmix-out"),
     quiet: QuietOption = False,
@@ -205,7 +199,7 @@ def realdata_command(
             fmap = RandomFeatures(max(1, round(gamma * ds.d)), seed=seed)
         problem = prepare_realdata(ds, clustering=clustering, feature_map=fmap, fit_on=fit_on)
         dim = effective_loss(loss, problem.labels)[1].shape[0]  # the channel's L'
-        solver = solver_keywords(tol, max_iter, quad_order, dim)
+        solver_kw = solver_keywords(solver, dim)
         df = realdata_curve(
             problem,
             loss=loss,
@@ -216,7 +210,7 @@ def realdata_command(
             seed=seed,
             sources=src,
             progress=not quiet,
-            options=SolverOptions(**solver),
+            options=SolverOptions(**solver_kw),
         )
     out = make_out_dir(out)
     csv = out / "realdata.csv"

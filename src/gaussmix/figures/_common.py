@@ -286,3 +286,49 @@ def hook_values(
             stacklevel=3,
         )
         return np.full(len(points), np.nan)
+
+
+def figure_options(options: Any, **own: Any) -> Any:
+    """The solver's options of a figure: the figure's own choices ``own`` (keywords of
+    :class:`~gaussmix.theory.options.SolverOptions`, e.g. ``estimate_error=False``) with
+    the options a caller asked for over them; validated once.
+
+    Parameters
+    ----------
+    options : mapping, SolverOptions or None
+        The caller's options: a mapping of solver keywords (every one given is asked for,
+        also at its default: ``gaussmix figure ten-class --estimate-error``), or a
+        :class:`~gaussmix.theory.options.SolverOptions` (the fields that differ from the
+        defaults are asked for, :func:`~gaussmix.theory.options.changed_options`); None:
+        none.
+    **own
+        The figure's own solver options.
+
+    Returns
+    -------
+    SolverOptions
+
+    Raises
+    ------
+    TypeError
+        ``options`` is neither, or names a keyword that is no solver option.
+    ValueError
+        An option's value is out of range (named).
+    """
+    from collections.abc import Mapping
+
+    from gaussmix.theory.options import SolverOptions, changed_options, solver_options
+
+    if options is None:
+        asked: dict[str, Any] = {}
+    elif isinstance(options, SolverOptions):
+        asked = changed_options(options)
+    elif isinstance(options, Mapping):
+        asked = dict(options)
+    else:
+        raise ArgumentTypeError(
+            "options",
+            "must be a gaussmix.SolverOptions, a mapping of solver options or None, got "
+            f"{type(options).__name__}",
+        )
+    return solver_options(None, {**own, **asked}, caller="figure")

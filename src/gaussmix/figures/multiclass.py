@@ -42,7 +42,7 @@ warnings reach the caller (the CLI prints them).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import matplotlib as mpl
@@ -58,6 +58,7 @@ from gaussmix.core.validation import check_array, check_param, check_real
 from gaussmix.experiments.curves import lambda_sweep, learning_curve
 from gaussmix.simulate.simulation import simulate as run_simulation
 from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.options import SolverOptions
 
 from ._common import (
     LINE_STYLES,
@@ -70,6 +71,7 @@ from ._common import (
     check_df,
     colour_cycle,
     errorbars,
+    figure_options,
     fill_simulation,
     fmt_g,
     hook_values,
@@ -260,6 +262,7 @@ def _left_args(
     progress,
     bayes_error,
     alpha_star,
+    options=None,
 ) -> dict[str, Any]:
     """Validated arguments of :func:`fig3_left` with the presets applied."""
     fast = check_bool("fast", fast)
@@ -271,6 +274,7 @@ def _left_args(
         "progress": check_bool("progress", progress),
         "bayes_error": _check_hook("bayes_error", bayes_error),
         "alpha_star": _check_hook("alpha_star", alpha_star),
+        "options": figure_options(options),
     }
     _mixture_args(
         out,
@@ -302,6 +306,7 @@ def fig3_left(
     progress: bool = False,
     bayes_error: BayesHook | None = bayes_optimal_hook,
     alpha_star: AlphaStarHook | None = separability_hook,
+    options: SolverOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Fig. 3 (left): test and training errors of cross-entropy against alpha, K = 2..5.
 
@@ -347,6 +352,11 @@ def fig3_left(
     alpha_star : callable, optional
         ``mixture -> float``: the separability threshold ``alpha*_K``; None leaves
         ``alpha_star`` NaN.
+    options : SolverOptions or mapping, optional
+        The solver's options of the theory points (``gaussmix figure fig3-left
+        --max-iter N``); the hooks keep their own.
+        (A mapping: the solver keywords asked for, also at their defaults; a
+        ``SolverOptions``: its fields that differ from the defaults.)
 
     Returns
     -------
@@ -376,7 +386,13 @@ def fig3_left(
         at_star = [star] if grid[0] < star < grid[-1] else []
         alphas_k = np.unique(np.concatenate([grid, sim_a, at_star]))
         df = learning_curve(
-            mix, "cross-entropy", alphas_k, lam=a["lam"], penalty="l2", progress=a["progress"]
+            mix,
+            "cross-entropy",
+            alphas_k,
+            lam=a["lam"],
+            penalty="l2",
+            progress=a["progress"],
+            options=a["options"],
         )
         rows = _theory_rows(df, mix, a, delta_at=2)
         points = [(float(x),) for x in alphas_k]
@@ -533,7 +549,7 @@ def _fig3_title(df: pd.DataFrame) -> str:
 
 # =========================================================================== Fig. 3 right
 def _right_args(
-    lams, alphas, mixture, n_clusters, delta, fast, progress, bayes_error
+    lams, alphas, mixture, n_clusters, delta, fast, progress, bayes_error, options=None
 ) -> dict[str, Any]:
     """Validated arguments of :func:`fig3_right` with the presets applied."""
     fast = check_bool("fast", fast)
@@ -546,6 +562,7 @@ def _right_args(
         "alphas": positive_list("alphas", pick(alphas, preset["alphas"])),
         "progress": check_bool("progress", progress),
         "bayes_error": _check_hook("bayes_error", bayes_error),
+        "options": figure_options(options),
     }
     k = pick(n_clusters, 3)
     _mixture_args(out, mixture, n_clusters=k, delta=delta, given=n_clusters)
@@ -562,6 +579,7 @@ def fig3_right(
     fast: bool = False,
     progress: bool = False,
     bayes_error: BayesHook | None = bayes_optimal_hook,
+    options: SolverOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Fig. 3 (right): cross-entropy test error against ``lambda`` at a few alpha (K = 3).
 
@@ -587,6 +605,10 @@ def fig3_right(
     bayes_error : callable, optional
         ``(mixture, alpha) -> float``: the Bayes-optimal test error, drawn as a
         horizontal dash-dotted line per alpha; None leaves ``bayes_error`` NaN.
+    options : SolverOptions or mapping, optional
+        The solver's options of every point (``gaussmix figure fig3-right --max-iter N``).
+        (A mapping: the solver keywords asked for, also at their defaults; a
+        ``SolverOptions``: its fields that differ from the defaults.)
 
     Returns
     -------
@@ -604,7 +626,13 @@ def fig3_right(
         list(zip(a["alphas"], bayes)), desc="fig3-right", enabled=a["progress"], unit="α"
     ):
         df = lambda_sweep(
-            mix, "cross-entropy", a["lams"], alpha=float(alpha), penalty="l2", progress=False
+            mix,
+            "cross-entropy",
+            a["lams"],
+            alpha=float(alpha),
+            penalty="l2",
+            progress=False,
+            options=a["options"],
         )
         rows = _theory_rows(df, mix, a, delta_at=3)
         rows["bayes_error"] = best

@@ -22,7 +22,7 @@ the docs' "Real data" page): theory lines for the mixture fitted to the data, re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -42,8 +42,16 @@ from gaussmix.studies import (
     realdata_lambda_curve,
 )
 from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.options import SolverOptions
 
-from ._common import SLIDE_STYLE, check_alphas, log_axis, new_slide_figure, preset_note
+from ._common import (
+    SLIDE_STYLE,
+    check_alphas,
+    figure_options,
+    log_axis,
+    new_slide_figure,
+    preset_note,
+)
 from .plotting import AXIS_LABELS
 from .registry import FigureOption, FigureSpec, register_figure
 
@@ -211,9 +219,19 @@ def _counts(subsamples: int, seeds: int) -> tuple[int, int]:
     return check_int("subsamples", subsamples, low=1), check_param("seeds", seeds)
 
 
-def _study_args(subsamples: Any, seeds: Any, seed: Any, sources: Any, progress: Any) -> dict:
+def _study_args(
+    subsamples: Any,
+    seeds: Any,
+    seed: Any,
+    sources: Any,
+    progress: Any,
+    options: Any = None,
+    **own: Any,
+) -> dict:
     """The validated keywords of :func:`gaussmix.studies.realdata_curve` that a figure
-    passes on as given: ``subsamples, seeds, seed, sources, progress``."""
+    passes on as given: ``subsamples, seeds, seed, sources, progress`` and the solver's
+    ``options`` (the caller's over the figure's own choices ``own``,
+    :func:`~gaussmix.figures._common.figure_options`)."""
     subsamples, seeds = _counts(subsamples, seeds)
     src = _sources(sources)
     return dict(
@@ -222,17 +240,20 @@ def _study_args(subsamples: Any, seeds: Any, seed: Any, sources: Any, progress: 
         seed=check_param("seed", seed),
         sources=src,
         progress=progress,
+        options=figure_options(options, **own),
     )
 
 
 # ------------------------------------------------------------------------------ Fig. 5
-def _fig5_args(datasets, alphas, subsamples, seeds, seed, sources, progress) -> dict[str, Any]:
+def _fig5_args(
+    datasets, alphas, subsamples, seeds, seed, sources, progress, options=None
+) -> dict[str, Any]:
     """Validated arguments of :func:`fig5_table` (its check before any work, too)."""
     names, a = _datasets(datasets), check_alphas("alphas", alphas)
     return {
         "datasets": names,
         "alphas": a,
-        "kw": _study_args(subsamples, seeds, seed, sources, progress),
+        "kw": _study_args(subsamples, seeds, seed, sources, progress, options),
     }
 
 
@@ -245,12 +266,13 @@ def fig5_table(
     seed: int = 0,
     sources: Sequence[str] = SOURCES,
     progress: bool = False,
+    options: SolverOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Fig. 5: logistic regression on each data set at the paper's penalty
     (:data:`REAL_SETUPS`), pixels, the two-cluster mixture; one row per (dataset, alpha,
     source) with the columns of :func:`gaussmix.studies.realdata_curve` and ``dataset,
-    task``."""
-    args = _fig5_args(datasets, alphas, subsamples, seeds, seed, sources, progress)
+    task``.  ``options``: the solver's options of the theory points."""
+    args = _fig5_args(datasets, alphas, subsamples, seeds, seed, sources, progress, options)
     parts = []
     for name in args["datasets"]:
         task, lam = REAL_SETUPS[name]
@@ -300,7 +322,7 @@ TEN_CLASS_LAM = 0.1
 
 
 def _tenclass_args(
-    datasets, alphas, pool, lam, subsamples, seeds, seed, sources, progress
+    datasets, alphas, pool, lam, subsamples, seeds, seed, sources, progress, options=None
 ) -> dict[str, Any]:
     """Validated arguments of :func:`tenclass_table` (its check before any work, too)."""
     names, a = _datasets(datasets), check_alphas("alphas", alphas)
@@ -312,7 +334,10 @@ def _tenclass_args(
         "alphas": a,
         "pool": pool,
         "lam": check_real("lam", lam, low=0.0, low_open=True),
-        "kw": _study_args(subsamples, seeds, seed, sources, progress),
+        # no integration-error estimate unless asked for (--estimate-error)
+        "kw": _study_args(
+            subsamples, seeds, seed, sources, progress, options, estimate_error=False
+        ),
     }
 
 
@@ -327,6 +352,7 @@ def tenclass_table(
     seed: int = 0,
     sources: Sequence[str] = SOURCES,
     progress: bool = False,
+    options: SolverOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Ten classes (task ``ten-class``): softmax cross-entropy with ridge on the block means
     of ``pool x pool`` pixels (``pool = 1``: the pixels, d = 784), against the ten-cluster
@@ -355,11 +381,17 @@ def tenclass_table(
         Penalty strength, > 0.
     subsamples, seeds, seed, sources, progress
         As in :func:`gaussmix.studies.realdata_curve`.
+    options : SolverOptions or mapping, optional
+        The solver's options of the theory points, over the figure's own
+        (``estimate_error=False``).
+        (A mapping: the solver keywords asked for, also at their defaults; a
+        ``SolverOptions``: its fields that differ from the defaults.)
     """
     from gaussmix.data import AveragePooling
-    from gaussmix.theory.options import SolverOptions
 
-    args = _tenclass_args(datasets, alphas, pool, lam, subsamples, seeds, seed, sources, progress)
+    args = _tenclass_args(
+        datasets, alphas, pool, lam, subsamples, seeds, seed, sources, progress, options
+    )
     pool = args["pool"]
     parts = []
     for name in args["datasets"]:
@@ -371,7 +403,6 @@ def tenclass_table(
             loss="cross-entropy",
             lam=args["lam"],
             alphas=args["alphas"],
-            options=SolverOptions(estimate_error=False),
             counts="fixed",
             **args["kw"],
         )
@@ -392,11 +423,13 @@ def plot_tenclass(df: pd.DataFrame) -> Figure:
 
 
 # ------------------------------------------------------------------------------ Fig. 6
-def _fig6_args(dataset, gammas, alphas, subsamples, seeds, seed, sources, progress) -> dict:
+def _fig6_args(
+    dataset, gammas, alphas, subsamples, seeds, seed, sources, progress, options=None
+) -> dict:
     """Validated arguments of :func:`fig6_table` (its check before any work, too)."""
     (name,) = _datasets(dataset)
     g, a = check_alphas("gammas", gammas), check_alphas("alphas", alphas)
-    kw = _study_args(subsamples, seeds, seed, sources, progress)
+    kw = _study_args(subsamples, seeds, seed, sources, progress, options)
     return {"dataset": name, "gammas": g, "alphas": a, "kw": kw}
 
 
@@ -410,11 +443,13 @@ def fig6_table(
     seed: int = 0,
     sources: Sequence[str] = ("theory", "real"),
     progress: bool = False,
+    options: SolverOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Fig. 6: logistic regression on random features ``erf(F x / sqrt(d))``, ``p =
     gamma d`` (``d = 784``), for several gamma; alpha is ``n / p`` (the features' own
-    dimension, as in the theory).  One row per (gamma, alpha, source)."""
-    args = _fig6_args(dataset, gammas, alphas, subsamples, seeds, seed, sources, progress)
+    dimension, as in the theory).  One row per (gamma, alpha, source); ``options``: the
+    solver's options of the theory points."""
+    args = _fig6_args(dataset, gammas, alphas, subsamples, seeds, seed, sources, progress, options)
     name, kw = args["dataset"], args["kw"]
     task, lam = REAL_SETUPS[name]
     ds = load_dataset(name, task)

@@ -503,6 +503,37 @@ def _mixture_sentence(prov: Mapping[str, Any]) -> str:
     return text + "."
 
 
+def _solver_record(options: Any) -> Any:
+    """The solver's ``options`` of a figure as its JSON records them: the options asked
+    for (a mapping's keywords; of a :class:`~gaussmix.theory.options.SolverOptions`, those
+    that differ from the defaults, :func:`~gaussmix.theory.options.changed_options`), a
+    quadrature rule by its description."""
+    from gaussmix.theory.options import SolverOptions, changed_options
+
+    if isinstance(options, SolverOptions):
+        options = changed_options(options)
+    if not isinstance(options, Mapping):
+        return options
+    return {k: v.describe() if hasattr(v, "describe") else v for k, v in options.items()}
+
+
+def _check_some_converged(name: str, df: pd.DataFrame) -> None:
+    """Refuse a table none of whose theory points has a fixed point (every ``converged``
+    False, e.g. with ``options=SolverOptions(max_iter=1)``): there is no curve to draw, and
+    nothing is written (a :class:`~gaussmix.core.exceptions.ConvergenceError`, exit 3 of
+    ``gaussmix figure``); a table with some is drawn, its failed points NaN."""
+    if "converged" not in df.columns or df.empty:
+        return
+    values = df["converged"].tolist()
+    if all(isinstance(v, bool | np.bool_) and not v for v in values):
+        from gaussmix.core.exceptions import ConvergenceError
+
+        raise ConvergenceError(
+            f"figure {name}: none of its {len(values)} theory points has a fixed point "
+            "(converged False everywhere); nothing written"
+        )
+
+
 def write_figure(
     name: str,
     out_dir: str | Path,
@@ -550,6 +581,7 @@ def write_figure(
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"out_dir {str(out)!r} exists and is not a directory")
     df = spec.table(**args)
+    _check_some_converged(name, df)
     out.mkdir(parents=True, exist_ok=True)
     csv, png, meta = (out / f"{name}.{ext}" for ext in ("csv", "png", "json"))
     df.to_csv(csv, index=False)
@@ -571,7 +603,11 @@ def write_figure(
         "drawn": drawn_values(df),
         "dots": list(spec.dots),
         "arguments": _jsonable(
-            {k: v for k, v in args.items() if k not in ("progress", "mixture")}
+            {
+                k: _solver_record(v) if k == "options" else v
+                for k, v in args.items()
+                if k not in ("progress", "mixture")
+            }
         ),
         **({} if prov is None else {"mixture": prov}),
         "files": {"csv": csv.name, "png": png.name},

@@ -28,7 +28,7 @@ title and the table (columns ``mixture``, ``fingerprint``).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib as mpl
@@ -46,6 +46,7 @@ from gaussmix.experiments.lambda_star import optimal_lambda
 from gaussmix.simulate.simulation import simulate as run_simulation
 from gaussmix.theory.api import solve
 from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.options import SolverOptions
 
 from ._common import (
     LINE_STYLES,
@@ -58,6 +59,7 @@ from ._common import (
     check_df,
     colour_cycle,
     errorbars,
+    figure_options,
     fill_simulation,
     fmt_g,
     log_axis,
@@ -134,6 +136,7 @@ def _fig4_args(
     n_jobs,
     fast,
     progress,
+    options=None,
 ) -> dict[str, Any]:
     """Validated arguments of :func:`fig4_left` with the presets applied."""
     fast = check_bool("fast", fast)
@@ -143,6 +146,7 @@ def _fig4_args(
         "lams": np.unique(positive_list("lams", pick(lams, preset["lams"]))),
         "simulate": check_bool("simulate", simulate),
         "progress": check_bool("progress", progress),
+        "options": figure_options(options),
     }
     lam, alpha = float(out["lams"][0]), float(out["alphas"][0])
     out["user"] = user_mixture(mixture, "square", lam=lam, alpha=alpha, deltas=deltas)
@@ -178,6 +182,7 @@ def fig4_left(
     n_jobs: int = 1,
     fast: bool = False,
     progress: bool = False,
+    options: SolverOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Fig. 4 (left): ridge regression's test error against ``lambda`` for several alpha.
 
@@ -213,6 +218,11 @@ def fig4_left(
         Smaller presets (:data:`FIG4_LEFT_FAST`) for a quick look and for tests.
     progress : bool
         Progress bars (stderr).
+    options : SolverOptions or mapping, optional
+        The solver's options of the theory points and of the searches of ``lambda*``
+        (those asked for over the searches' own tolerance).
+        (A mapping: the solver keywords asked for, also at their defaults; a
+        ``SolverOptions``: its fields that differ from the defaults.)
 
     Returns
     -------
@@ -233,7 +243,9 @@ def fig4_left(
     mix, lams_v = a["mixture"], a["lams"]
     frames = []
     for alpha in progress_bar(a["alphas"], desc="fig4-left", enabled=a["progress"], unit="α"):
-        df = lambda_sweep(mix, "square", lams_v, alpha=float(alpha), penalty="l2")
+        df = lambda_sweep(
+            mix, "square", lams_v, alpha=float(alpha), penalty="l2", options=a["options"]
+        )
         rows = df[["alpha", "lam", *_THEORY]].copy()
         if a["user"] is None:
             rows.insert(2, "delta1", float(a["deltas"][0]))
@@ -241,12 +253,12 @@ def fig4_left(
         at = 2 if a["user"] is not None else 4
         rows.insert(at, "loss", "square")
         rows.insert(at + 1, "penalty", "l2")
-        for key, value in _lambda_star(mix, float(alpha), lams_v).items():
+        for key, value in _lambda_star(mix, float(alpha), lams_v, a["options"]).items():
             rows[key] = value
         simulation_columns(rows, ("test_error", "train_error"))
         # the new columns after the former ones: the test loss and its optimum
         rows["test_loss"] = df["test_loss"].to_numpy()
-        for key, value in _loss_lambda_star(mix, float(alpha), rows).items():
+        for key, value in _loss_lambda_star(mix, float(alpha), rows, a["options"]).items():
             rows[key] = value
         rows["sim_test_loss"] = np.nan
         rows["sim_test_loss_se"] = np.nan
@@ -259,11 +271,19 @@ def fig4_left(
     return pd.concat(frames, ignore_index=True)
 
 
-def _lambda_star(mix: Mixture, alpha: float, lams: np.ndarray) -> dict[str, Any]:
-    """The optimum of one curve (:func:`gaussmix.optimal_lambda` over the grid's span)."""
+def _lambda_star(
+    mix: Mixture, alpha: float, lams: np.ndarray, options: SolverOptions | None = None
+) -> dict[str, Any]:
+    """The optimum of one curve (:func:`gaussmix.optimal_lambda` over the grid's span),
+    with the solver's ``options``."""
     try:
         res = optimal_lambda(
-            mix, "square", alpha=alpha, penalty="l2", lam_bounds=(lams.min(), lams.max())
+            mix,
+            "square",
+            alpha=alpha,
+            penalty="l2",
+            lam_bounds=(lams.min(), lams.max()),
+            options=options,
         )
     except ConvergenceError as exc:
         warnings.warn(
@@ -285,7 +305,9 @@ def _lambda_star(mix: Mixture, alpha: float, lams: np.ndarray) -> dict[str, Any]
     }
 
 
-def _loss_lambda_star(mix: Mixture, alpha: float, rows: pd.DataFrame) -> dict[str, Any]:
+def _loss_lambda_star(
+    mix: Mixture, alpha: float, rows: pd.DataFrame, options: SolverOptions | None = None
+) -> dict[str, Any]:
     """The penalty minimising the test loss of one curve (for the square loss, the test
     mean-squared error over two): the smallest grid value, then a bounded search in
     ``log lambda`` between its two neighbours (to :data:`_LOSS_XATOL`).  At an end of the
@@ -302,8 +324,10 @@ def _loss_lambda_star(mix: Mixture, alpha: float, rows: pd.DataFrame) -> dict[st
         return {"lam_star_loss": float(lam[i]), "lam_star_loss_test_loss": float(val[i]),
                 "lam_star_loss_interior": False}  # fmt: skip
 
+    solver = figure_options(options, tol=_LOSS_SOLVE_TOL, throw=False)
+
     def risk(t: float) -> float:
-        r = solve(mix, "square", lam=float(np.exp(t)), alpha=alpha, tol=_LOSS_SOLVE_TOL)
+        r = solve(mix, "square", lam=float(np.exp(t)), alpha=alpha, options=solver)
         return float(r.test_loss) if r.success else np.inf
 
     res = minimize_scalar(

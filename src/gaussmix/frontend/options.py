@@ -18,7 +18,7 @@ import functools
 import inspect
 import os
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +37,6 @@ from gaussmix.theory.mixture import (
 )
 from gaussmix.theory.penalties import PENALTIES as PENALTY_REGISTRY
 from gaussmix.theory.penalties import make_penalty
-from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
 
 if typing.TYPE_CHECKING:  # the theory's solver modules load when a point is built
     from gaussmix.theory.problem import Problem
@@ -55,7 +54,10 @@ __all__ = [
     "integer_parser",
     "POINT_FLAGS",
     "SOLVER_OPTIONS",
+    "SOLVER_EXCLUDED",
+    "SOLVER_PANEL",
     "solver_keywords",
+    "changed_solver_options",
     "MODELS",
     "PENALTIES",
     "SPARSE_SPARSITY",
@@ -77,6 +79,7 @@ def _opt(
     metavar: str | None = None,
     builds_mixture: bool = False,
     parser: str | None = None,
+    panel: str | None = None,
 ) -> Any:
     """A dataclass field that also describes its command-line option (plain data: the
     typer option is made from it by :func:`gaussmix.cli.options.point_options`, so that
@@ -84,21 +87,23 @@ def _opt(
     builds the mixture (refused with ``--mixture FILE``, whose file defines it).
     ``parser``: the fact of :data:`~gaussmix.core.validation.PARAMETERS` whose type the
     option's text is read as (:func:`integer_parser`: a float is refused with the library's
-    message)."""
+    message).  ``panel``: the help panel that lists the option (None: the command's own)."""
     option = {
         "decls": decls,
         "help": help,
         "metavar": metavar,
         "show_default": default is not None,
         "parser": parser,
+        "panel": panel,
     }
     meta = {"cli_type": type_, "cli_option": option, "builds_mixture": builds_mixture}
     return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)
-class PointOptions:
-    """The options that define one point (mixture + estimator + lam + alpha), as typed.
+class _ProblemOptions:
+    """The options that define one point (mixture + estimator + lam + alpha), as typed;
+    :class:`PointOptions` adds the solver's options (:data:`SOLVER_OPTIONS`).
 
     Field defaults are the command-line defaults.  ``'auto'`` values and a missing
     ``n_clusters`` are resolved by :func:`resolve_options`: K from ``--rho`` / ``--delta``
@@ -255,27 +260,6 @@ class PointOptions:
         metavar="ALPHA",
         help=f"Sample complexity n/d, {PARAMETERS['alpha']}.",
     )
-    tol: float = _opt(
-        FIXED_POINT_TOL,
-        float,
-        "--tol",
-        metavar="TOL",
-        help="Solver tolerance on the order parameters.",
-    )
-    max_iter: int = _opt(
-        FIXED_POINT_MAX_ITER,
-        int,
-        "--max-iter",
-        metavar="N",
-        help="Maximum fixed-point iterations per point.",
-    )
-    quad_order: int | None = _opt(
-        None,
-        int | None,
-        "--quad-order",
-        metavar="N",
-        help="Gauss-Hermite nodes per dimension [default: library default].",
-    )
 
     @classmethod
     def option_names(cls) -> tuple[str, ...]:
@@ -284,11 +268,98 @@ class PointOptions:
         return tuple(f.name for f in dataclasses.fields(cls))
 
 
+# ============================================================================ solver options
+#: help panel of the solver's options in ``--help``
+SOLVER_PANEL = "Solver options"
+#: the fields of :class:`~gaussmix.theory.options.SolverOptions` that are no option of the
+#: commands, with the reason (every other field is one, by its name with dashes)
+SOLVER_EXCLUDED = {
+    "quadrature": "a rule object is no flag: --quad-order N gives "
+    "quadrature=GaussHermite(N, L), N Gauss-Hermite nodes per output dimension "
+    "(default: the library's automatic rule)",
+    "throw": "the commands' exit-status contract: a point without a valid fixed point "
+    "exits 3 (a table writes it as NaN with converged False, and exits 3)",
+}
+
+
+def _solver_fields() -> list[tuple[str, Any, Any]]:
+    """The point options of the solver: one per field of
+    :class:`~gaussmix.theory.options.SolverOptions` (its default, type and the first
+    sentence of its documentation, :func:`~gaussmix.theory.options.option_summaries`),
+    ``quadrature`` as ``--quad-order`` and :data:`SOLVER_EXCLUDED` left out; in the fields'
+    order, for :func:`dataclasses.make_dataclass`."""
+    from gaussmix.theory.options import SolverOptions, option_summaries
+
+    summaries = option_summaries()
+    hints = typing.get_type_hints(SolverOptions)
+    out: list[tuple[str, Any, Any]] = []
+    for f in dataclasses.fields(SolverOptions):
+        if f.name == "quadrature":
+            out.append(
+                (
+                    "quad_order",
+                    int | None,
+                    _opt(
+                        None,
+                        int | None,
+                        "--quad-order",
+                        metavar="N",
+                        help="Gauss-Hermite nodes per output dimension: the rule "
+                        "quadrature=GaussHermite(N, L) [default: the library's automatic rule].",
+                        panel=SOLVER_PANEL,
+                    ),
+                )
+            )
+            continue
+        if f.name in SOLVER_EXCLUDED:
+            continue
+        type_ = hints[f.name]
+        flag = "--" + f.name.replace("_", "-")
+        if type_ is bool:
+            decls: tuple[str, ...] = (f"{flag}/--no-{flag[2:]}",)
+            metavar = None
+        else:
+            decls = (flag,)
+            metavar = "N" if int in (set(typing.get_args(type_)) or {type_}) else f.name.upper()
+        default = f.default
+        out.append(
+            (
+                f.name,
+                type_,
+                _opt(
+                    default,
+                    type_,
+                    *decls,
+                    metavar=metavar,
+                    help=summaries[f.name],
+                    panel=SOLVER_PANEL,
+                ),
+            )
+        )
+    return out
+
+
+PointOptions = dataclasses.make_dataclass(
+    "PointOptions", _solver_fields(), bases=(_ProblemOptions,), frozen=True
+)
+PointOptions.__module__ = __name__
+PointOptions.__doc__ = (_ProblemOptions.__doc__ or "") + (
+    "\n    The solver's options follow (:data:`SOLVER_OPTIONS`): the fields of\n"
+    "    :class:`~gaussmix.theory.options.SolverOptions` by their names, ``quad_order`` for\n"
+    "    ``quadrature`` (a Gauss-Hermite rule), except :data:`SOLVER_EXCLUDED`.\n"
+)
+#: the solver's options of every command that solves fixed points, by the names of
+#: :func:`gaussmix.solve` (``quad_order`` is the command line's form of
+#: ``quadrature=GaussHermite(quad_order, L)``)
+SOLVER_OPTIONS = tuple(name for name, _, _ in _solver_fields())
+
 #: ``PointOptions(clusters=...)`` (before 1.0) warns and means ``n_clusters``
 PointOptions.__init__ = renamed_keywords(clusters="n_clusters")(PointOptions.__init__)  # type: ignore[method-assign]
 _FIELDS = {f.name: f for f in dataclasses.fields(PointOptions)}
 #: keyword -> command-line flag of every point option (the keyword with dashes)
-POINT_FLAGS = {name: f.metadata["cli_option"]["decls"][0] for name, f in _FIELDS.items()}
+POINT_FLAGS = {
+    name: f.metadata["cli_option"]["decls"][0].split("/")[0] for name, f in _FIELDS.items()
+}
 
 
 # ============================================================================ parsing
@@ -371,9 +442,8 @@ class ResolvedOptions:
     penalty: str
     lam: float
     alpha: float
-    tol: float
-    max_iter: int
-    quad_order: int | None
+    #: the solver's options (:data:`SOLVER_OPTIONS`): name -> value
+    solver: dict[str, Any]
     delta: float | list[float] | None = None
     fractions: list[float] | None = None
     deltas: list[float] | None = None
@@ -396,9 +466,7 @@ def _resolved(
         penalty=opts.penalty,
         lam=opts.lam,
         alpha=opts.alpha,
-        tol=opts.tol,
-        max_iter=opts.max_iter,
-        quad_order=opts.quad_order,
+        solver={name: getattr(opts, name) for name in SOLVER_OPTIONS},
         l1_ratio=l1_ratio,
     )
 
@@ -609,6 +677,8 @@ class PointSetup:
     params: dict
     problem: Problem
     l1_ratio: float | None = None
+    #: the solver's options as given (:data:`SOLVER_OPTIONS`: name -> value), for the record
+    solver: dict = field(default_factory=dict)
 
     @property
     def penalty_kw(self) -> dict[str, Any]:
@@ -643,26 +713,51 @@ class PointSetup:
         return dataclasses.replace(self, lam=lam, alpha=alpha, params=params, problem=problem)
 
 
-#: the solver's options that every command solving fixed points takes (the fields of
-#: :class:`PointOptions` of the same names; ``quad_order`` is the command line's form of
-#: ``quadrature=GaussHermite(quad_order, L)``)
-SOLVER_OPTIONS = ("tol", "max_iter", "quad_order")
-
-
-def solver_keywords(tol: float, max_iter: int, quad_order: int | None, dim: int) -> dict:
+def solver_keywords(values: Mapping[str, Any], dim: int) -> dict[str, Any]:
     """The keyword arguments of :func:`gaussmix.solve` for the command line's solver
-    options (:data:`SOLVER_OPTIONS`) on a problem with ``dim`` outputs: ``tol``,
-    ``max_iter`` and, with ``--quad-order N``, ``quadrature=GaussHermite(N, dim)`` (a bad
-    order is said with its flag)."""
+    options (:data:`SOLVER_OPTIONS`, ``values``: name -> value, any missing at its default)
+    on a problem with ``dim`` outputs: ``tol``, ``max_iter``, with ``quad_order`` N
+    ``quadrature=GaussHermite(N, dim)``, and the other options that differ from their
+    defaults (so that an exported call is as short as the request).  Validated by
+    :class:`~gaussmix.theory.options.SolverOptions` itself (a bad value raises its
+    ``ArgumentError`` naming the keyword; the commands say it with the flag,
+    :data:`POINT_FLAGS`), so that no option reaches a solve unchecked."""
+    from gaussmix.theory.options import SolverOptions
     from gaussmix.theory.quadrature import GaussHermite
 
-    kw: dict[str, Any] = {"tol": tol, "max_iter": max_iter}
+    unknown = sorted(set(values) - set(SOLVER_OPTIONS))
+    if unknown:
+        raise TypeError(f"solver_keywords: {unknown} are not solver options {SOLVER_OPTIONS}")
+    given = {name: values.get(name, _FIELDS[name].default) for name in SOLVER_OPTIONS}
+    kw: dict[str, Any] = {"tol": given["tol"], "max_iter": given["max_iter"]}
+    quad_order = given["quad_order"]
     if quad_order is not None:
         try:
             kw["quadrature"] = GaussHermite(quad_order, dim)
         except (ArgumentError, ArgumentTypeError) as exc:  # its order is --quad-order's
-            raise exc.named("--quad-order") from None
+            raise exc.named("quad_order") from None
+    # the options' own checks (naming the keyword), of every value given
+    SolverOptions(**{k: v for k, v in given.items() if k != "quad_order"})
+    kw.update(changed_solver_options(given))
     return kw
+
+
+def changed_solver_options(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The solver options of ``values`` (name -> value) that differ from their defaults,
+    except ``tol``, ``max_iter`` and ``quad_order`` (which a point's ``params`` always
+    record): what a point records beside them, so that a point at the default options has
+    the ``params`` (and a sweep's checkpoint key) it always had."""
+    return {
+        name: values[name]
+        for name in SOLVER_OPTIONS
+        if name not in _ALWAYS_RECORDED
+        and name in values
+        and values[name] != _FIELDS[name].default
+    }
+
+
+#: the solver options that every point's ``params`` record
+_ALWAYS_RECORDED = ("tol", "max_iter", "quad_order")
 
 
 def build_point(
@@ -680,7 +775,7 @@ def build_point(
     problem = make_problem(
         mixture, r.loss, lam=r.lam, alpha=r.alpha, penalty=r.penalty, l1_ratio=r.l1_ratio
     )
-    solve_kw = solver_keywords(r.tol, r.max_iter, r.quad_order, problem.dim)
+    solve_kw = solver_keywords(r.solver, problem.dim)
     params = {
         "model": r.model,
         "n_clusters": r.n_clusters,
@@ -698,9 +793,8 @@ def build_point(
         l1_ratio=r.l1_ratio,
         lam=r.lam,
         alpha=r.alpha,
-        tol=r.tol,
-        max_iter=r.max_iter,
-        quad_order=r.quad_order,
+        **{name: r.solver[name] for name in _ALWAYS_RECORDED},
+        **changed_solver_options(r.solver),
     )
     return PointSetup(
         mixture=mixture,
@@ -712,4 +806,5 @@ def build_point(
         params=params,
         problem=problem,
         l1_ratio=r.l1_ratio,
+        solver=dict(r.solver),
     )

@@ -11,6 +11,7 @@ knows about the command line: :mod:`gaussmix.cli.grid` translates TOML grids int
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import math
@@ -41,6 +42,7 @@ __all__ = [
     "VERSION3_PARAM_NAMES",
     "CHECKPOINT_VERSION",
     "MAX_POINTS",
+    "SPEC_SOLVER_OPTIONS",
 ]
 
 #: version 3: point keys from the spec's params (library objects, no command-line names)
@@ -55,6 +57,13 @@ _CURRENT_PARAM_NAMES = {old: new for new, old in VERSION3_PARAM_NAMES.items()}
 MAX_POINTS = 1_000_000
 #: the spec fields that the key and the provenance read (besides params and simulate)
 _SETTINGS = ("loss", "penalty", "l1_ratio", "lam", "alpha", "tol", "max_iter", "quad_order")
+#: the solver's options that a point's ``solver`` mapping holds (the spec's fields hold
+#: ``tol`` and ``max_iter``, ``quad_order`` the quadrature; ``throw`` is the sweep's own)
+SPEC_SOLVER_OPTIONS = tuple(
+    f.name
+    for f in dataclasses.fields(SolverOptions)
+    if f.name not in ("tol", "max_iter", "quadrature", "throw")
+)
 #: (id of a mixture, loss, penalty, l1_ratio) -> (the mixture, its validated problem); per
 #: process, bounded (see :meth:`PointSpec.problem`)
 _BASE_PROBLEMS: dict[tuple, tuple[Mixture, Problem]] = {}
@@ -109,6 +118,12 @@ class PointSpec:
     tol, max_iter, quad_order
         Theory solver settings (:func:`gaussmix.solve`): tolerance, iteration cap and
         Gauss-Hermite nodes per dimension (None: the library's default rule).
+    solver : mapping, optional
+        The solver's other options (fields of :class:`~gaussmix.theory.options.SolverOptions`
+        other than ``tol``, ``max_iter``, ``quadrature`` and ``throw``, by their names:
+        ``anderson``, ``estimate_error``, ...), those that differ from their defaults; part
+        of the point's settings (and key) only when not empty, so that a point at the
+        default options keeps the key it always had.
     simulate : Simulation, optional
         Simulate the point at finite size instead of solving the fixed point.
     params : mapping, optional
@@ -133,6 +148,7 @@ class PointSpec:
     tol: float = FIXED_POINT_TOL
     max_iter: int = FIXED_POINT_MAX_ITER
     quad_order: int | None = None
+    solver: Mapping[str, Any] = field(default_factory=dict)
     simulate: Simulation | None = None
     params: Mapping[str, Any] | None = None
     coords: Mapping[str, Any] = field(default_factory=dict)
@@ -147,6 +163,15 @@ class PointSpec:
             raise TypeError(f"simulate must be a Simulation or None, got {self.simulate!r}")
         if not isinstance(self.coords, Mapping):
             raise TypeError(f"coords must be a mapping, got {self.coords!r}")
+        if not isinstance(self.solver, Mapping):
+            raise TypeError(f"solver must be a mapping, got {self.solver!r}")
+        bad = sorted(set(self.solver) - set(SPEC_SOLVER_OPTIONS))
+        if bad:
+            raise TypeError(
+                f"solver: {bad} are not solver options here (those are "
+                f"{', '.join(SPEC_SOLVER_OPTIONS)})"
+            )
+        object.__setattr__(self, "solver", dict(self.solver))
         params = self.params
         if params is None:
             params = {"mixture": self.mixture.describe(), **self.settings()}
@@ -167,8 +192,12 @@ class PointSpec:
         return {"penalty": self.penalty, "l1_ratio": self.l1_ratio}
 
     def settings(self) -> dict[str, Any]:
-        """Loss, penalty, l1_ratio, lam, alpha, tol, max_iter, quad_order (in this order)."""
-        return {name: getattr(self, name) for name in _SETTINGS}
+        """Loss, penalty, l1_ratio, lam, alpha, tol, max_iter, quad_order (in this order),
+        and ``solver`` when it is not empty."""
+        out = {name: getattr(self, name) for name in _SETTINGS}
+        if self.solver:
+            out["solver"] = dict(self.solver)
+        return out
 
     def at(
         self,
@@ -231,8 +260,9 @@ class PointSpec:
 
     def solve_kw(self, problem: Problem) -> dict[str, Any]:
         """Keyword arguments of :func:`~gaussmix.theory.solver.solve_problem` for
-        ``problem`` (this point's): ``tol``, ``max_iter`` and the quadrature rule."""
-        kw: dict[str, Any] = {"tol": self.tol, "max_iter": self.max_iter}
+        ``problem`` (this point's): ``tol``, ``max_iter``, the quadrature rule and the other
+        options of ``solver``."""
+        kw: dict[str, Any] = {"tol": self.tol, "max_iter": self.max_iter, **self.solver}
         if self.quad_order is not None:
             kw["quadrature"] = GaussHermite(self.quad_order, problem.dim)
         return kw
@@ -340,7 +370,8 @@ def _check_point(spec: PointSpec, cache: dict[tuple, Problem]) -> None:
     """The checks of one point; the full validation (:func:`make_problem`, the quadrature
     order) runs once per setup (mixture object, loss, penalty, solver settings), the others
     then check ``lam`` / ``alpha``."""
-    SolverOptions(tol=spec.tol, max_iter=spec.max_iter)  # the options' own checks (one rule)
+    # the options' own checks (one rule)
+    SolverOptions(tol=spec.tol, max_iter=spec.max_iter, **spec.solver)
     key = (
         id(spec.mixture),
         spec.loss,
@@ -349,6 +380,7 @@ def _check_point(spec: PointSpec, cache: dict[tuple, Problem]) -> None:
         spec.quad_order,
         spec.tol,
         spec.max_iter,
+        tuple(sorted(spec.solver.items())),
     )
     base = cache.get(key)
     if base is None:

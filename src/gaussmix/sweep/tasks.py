@@ -88,7 +88,9 @@ def simulation_tol(loss: str, penalty: str, l1_ratio: float | None = None) -> fl
 
 def theory_only_params() -> tuple[str, ...]:
     """The ``params`` of a point that only the theory uses (left out of a simulation's)."""
-    return ("tol", "max_iter", "quad_order")
+    from .spec import SPEC_SOLVER_OPTIONS
+
+    return ("tol", "max_iter", "quad_order", *SPEC_SOLVER_OPTIONS)
 
 
 # ============================================================================ payloads

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,7 @@ __all__ = [
     "with_options_doc",
     "solver_options",
     "changed_options",
+    "option_summaries",
 ]
 
 #: Documentation of the solver's options (numpydoc), one entry per field of
@@ -286,3 +288,39 @@ def changed_options(options: SolverOptions) -> dict[str, Any]:
         for f in dataclasses.fields(SolverOptions)
         if getattr(options, f.name) != getattr(DEFAULT_OPTIONS, f.name)
     }
+
+
+#: longest summary kept whole (a longer first sentence is cut to its main clause)
+_SUMMARY_LENGTH = 100
+
+
+def option_summaries() -> dict[str, str]:
+    """The first sentence of each option's documentation (the block of
+    :data:`SolverOptions`' docstring; one longer than 100 characters cut to its main
+    clause), in plain text (Sphinx roles and literals unquoted):
+    the help of the command line's solver options, so that they are documented once.
+
+    >>> option_summaries()["max_iter"]
+    'Maximum number of iterations.'
+    """
+    entries: dict[str, str] = {}
+    name = None
+    for line in _OPTIONS_DOC.splitlines():
+        head = re.match(r"^    (\w+) : ", line)
+        if head:
+            name = head.group(1)
+            entries[name] = ""
+        elif name is not None:
+            entries[name] += " " + line.strip()
+    out = {}
+    for key, text in entries.items():
+        text = re.sub(r":\w+:`~?(?:[\w.]+\.)?([^`]+)`", r"\1", text.strip())
+        text = text.replace("``", "")
+        first = re.split(r"(?<=[.)])\s+(?=[A-Z(])", text, maxsplit=1)[0].rstrip(".")
+        if len(first) > _SUMMARY_LENGTH:  # its main clause
+            first = re.split(r"; | \(|: ", first, maxsplit=1)[0]
+        out[key] = first + "."
+    missing = [f.name for f in dataclasses.fields(SolverOptions) if f.name not in out]
+    if missing:  # pragma: no cover - a field added without its documentation
+        raise AssertionError(f"SolverOptions fields without documentation: {missing}")
+    return out
