@@ -40,6 +40,10 @@ Algorithms
   the reported error estimate.  The integrand is analytic in each variable, so the rules
   converge geometrically: about ``1e-15`` against closed forms and the equicorrelated path, in
   milliseconds for ``m = 3, 4`` and a tenth of a second for ``m = 5``.
+  :func:`orthant_probability_batch` does this for a stack of problems at once (one pivoted
+  factorisation vectorised over the stack, one evaluation of each rule for every problem that
+  still needs it, the doubling decided per problem); :func:`orthant_probability` is the stack
+  of one.
 * Otherwise (more variables, or a singular factor): Genz's separation-of-variables
   transformation on the pivoted factor (robust to singular covariances: a variable with zero
   conditional variance becomes a linear constraint that narrows the integration interval of an
