@@ -208,6 +208,8 @@ def _bvn_cdf(h: np.ndarray, k: np.ndarray, r: np.ndarray) -> np.ndarray:
         np.asarray(h, dtype=float), np.asarray(k, dtype=float), np.asarray(r, dtype=float)
     )
     fin = np.isfinite(h) & np.isfinite(k)
+    if fin.all():  # (the nested rules' case: no masks needed)
+        return _bvnu(-np.clip(h, -_HMAX, _HMAX), -np.clip(k, -_HMAX, _HMAX), r)
     hf = np.clip(np.where(fin, h, 0.0), -_HMAX, _HMAX)
     kf = np.clip(np.where(fin, k, 0.0), -_HMAX, _HMAX)
     core = _bvnu(-hf, -kf, r)
