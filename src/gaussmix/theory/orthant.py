@@ -35,14 +35,14 @@ Algorithms
   classes) with a full-rank factor: deterministic.  The first ``m - 2`` variables are
   integrated against their normal densities by nested Gauss-Legendre rules on their
   conditional intervals (cut at ``|y| <= 8.3``, each rule normalised to its interval's exact
-  probability), the last two exactly by the bivariate normal CDF; the nodes per variable are
-  doubled until two rules agree to ``abs_tol`` (or ``2**18`` points), and the difference is
-  the reported error estimate.  The integrand is analytic in each variable, so the rules
+  probability), the last two exactly by the bivariate normal CDF; the nodes per variable
+  grow by half until two rules agree to ``abs_tol`` (or ``2**18`` points), and the difference
+  is the reported error estimate.  The integrand is analytic in each variable, so the rules
   converge geometrically: about ``1e-15`` against closed forms and the equicorrelated path, in
   milliseconds for ``m = 3, 4`` and a tenth of a second for ``m = 5``.
   :func:`orthant_probability_batch` does this for a stack of problems at once (one pivoted
   factorisation vectorised over the stack, one evaluation of each rule for every problem that
-  still needs it, the doubling decided per problem); :func:`orthant_probability` is the stack
+  still needs it, the refinement decided per problem); :func:`orthant_probability` is the stack
   of one.
 * Otherwise (more variables, or a singular factor): Genz's separation-of-variables
   transformation on the pivoted factor (robust to singular covariances: a variable with zero
@@ -520,6 +520,14 @@ def _nested_pair_rule(a: np.ndarray, b: np.ndarray, L: np.ndarray, q: int) -> np
     return np.einsum("bp,bp->b", weight, np.clip(pair, 0.0, 1.0))
 
 
+def _next_nodes(q: int) -> int:
+    """Nodes per outer variable of the next nested rule: ``1.5 q``.  The rules converge
+    geometrically, so the finer of two is far more accurate than their difference says;
+    growing by half rather than doubling spends less on that check (K = 5 square curve:
+    16 nodes are ~1e-9 off, 24 and more within 2e-14 of 128)."""
+    return q + q // 2
+
+
 #: largest (problems x points) of one evaluation of the nested rule (bounds the memory of a
 #: batch: about 100 bytes per point)
 _TENSOR_BATCH_POINTS = 2**20
@@ -531,9 +539,10 @@ def _sov_tensor(
     """Deterministic ``P[a < X <= b]`` of a stack of full-rank ordered factors of 3 to
     ``MAX_TENSOR_DIM + 2`` variables (:func:`_nested_pair_rule`).
 
-    The nodes per outer variable are doubled from :data:`_TENSOR_START` until two successive
+    The nodes per outer variable grow from :data:`_TENSOR_START` (:func:`_next_nodes`) until
+    two successive
     rules agree to ``abs_tol`` or the next rule would exceed :data:`_TENSOR_MAX_POINTS`
-    points, decided per problem: each doubling evaluates the problems not yet converged, all
+    points, decided per problem: each refinement evaluates the problems not yet converged, all
     at once (in chunks of at most :data:`_TENSOR_BATCH_POINTS` points), so each problem gets
     exactly the rules and the answer it would get alone.  Returns the finer values and the
     differences of the last two rules as their error estimates (at least ``EXACT_ERR_2D``;
@@ -559,10 +568,10 @@ def _sov_tensor(
     p = np.empty(B)
     err = np.empty(B)
     while todo.size:
-        q *= 2
+        q = _next_nodes(q)
         fine = rule(todo, q)
         diff = np.abs(fine - coarse)
-        done = (diff <= abs_tol) | ((2 * q) ** dim > _TENSOR_MAX_POINTS)
+        done = (diff <= abs_tol) | (_next_nodes(q) ** dim > _TENSOR_MAX_POINTS)
         p[todo[done]] = np.clip(fine[done], 0.0, 1.0)
         err[todo[done]] = np.maximum(diff[done], EXACT_ERR_2D)
         todo, coarse = todo[~done], fine[~done]
@@ -746,7 +755,7 @@ def orthant_probability(
         a deterministic path applies.
     abs_tol : float, optional
         Target error for ``m >= 3``: the nested Gauss-Legendre rules (three to five
-        variables) double their nodes until two rules agree to ``abs_tol`` (at most
+        variables) grow their nodes by half until two rules agree to ``abs_tol`` (at most
         ``2**18`` points); the randomised path doubles its quasi-Monte Carlo points until
         the estimated standard error falls below ``abs_tol`` or the work cap (about
         ``2**21 / m`` integrand evaluations, at most ``16 x 2**16``) is reached, which by
@@ -848,7 +857,7 @@ def orthant_probability_batch(
     ``m <= 2``: exact, all problems at once.  ``3 <= m <= 5``: problems with positive
     variances, no correlation within ``8 eps`` of ``+-1`` and a full-rank pivoted factor are
     integrated together: one pivoted Cholesky factorisation of the stack and one nested
-    Gauss-Legendre rule per doubling of the nodes, each problem doubling until its own two
+    Gauss-Legendre rule per refinement of the nodes, each problem refined until its own two
     rules agree to ``abs_tol``, so that each result equals :func:`orthant_probability`'s on
     the problem alone (to rounding, about ``1e-16``).  Every other problem (a zero variance,
     merged variables, a singular factor, ``m > 5``) takes :func:`orthant_probability`'s path
