@@ -382,8 +382,12 @@ def test_psd_tolerance_accepts_rounding_noise() -> None:
 
 
 def test_batch_rejects_bad_input() -> None:
-    with pytest.raises(ValueError, match="m <= 2"):
-        orthant_probability_batch(np.zeros((2, 3)), np.tile(np.eye(3), (2, 1, 1)))
+    with pytest.raises(ValueError, match="abs_tol"):
+        orthant_probability_batch(np.zeros((2, 3)), np.tile(np.eye(3), (2, 1, 1)), abs_tol=0.0)
+    with pytest.raises(ValueError, match="rng_seed"):
+        orthant_probability_batch(np.zeros((2, 3)), np.tile(np.eye(3), (2, 1, 1)), rng_seed=-1)
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        orthant_probability_batch(np.zeros((1, 3)), -np.eye(3)[None])
     with pytest.raises(ValueError, match="cov"):
         orthant_probability_batch(np.zeros((2, 2)), np.eye(2))
     with pytest.raises(ValueError, match="cov"):

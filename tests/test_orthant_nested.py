@@ -12,7 +12,12 @@ import pytest
 import gaussmix as gm
 from gaussmix.theory import orthant
 from gaussmix.theory.observables import test_accuracy as accuracy
-from gaussmix.theory.orthant import equicorrelated_orthant, orthant_probability
+from gaussmix.theory.observables import train_accuracy
+from gaussmix.theory.orthant import (
+    equicorrelated_orthant,
+    orthant_probability,
+    orthant_probability_batch,
+)
 
 
 def _random_cov(rng: np.random.Generator, m: int) -> np.ndarray:
@@ -97,3 +102,153 @@ def test_the_square_loss_test_error_of_exchangeable_clusters_both_ways(K: int) -
     equi, e2 = accuracy(problem, res.M, res.b, res.Q, exchangeable=True)
     assert np.all(np.abs(general - equi) <= e1 + e2 + 1e-13)
     assert e1 < 1e-9
+
+
+# ------------------------------------------------------------ a stack of problems at once
+
+
+def _stack(rng: np.random.Generator, m: int, B: int) -> tuple[np.ndarray, np.ndarray]:
+    covs = np.stack([_random_cov(rng, m) for _ in range(B)])
+    return 0.7 * rng.normal(size=(B, m)), covs
+
+
+def _singular_problems(rng: np.random.Generator, m: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A zero variance, an exact copy (merged), a negated copy (a two-sided interval) and a
+    rank-deficient factor without perfect correlations (the randomised path)."""
+    out = []
+    C = _random_cov(rng, m)
+    mean = 0.5 * rng.normal(size=m)
+    Z = C.copy()
+    Z[0, :] = Z[:, 0] = 0.0
+    out.append((np.concatenate([[-0.2], mean[1:]]), Z))
+    for sign in (1.0, -1.0):
+        T = np.eye(m)
+        T[-1] = 0.0
+        T[-1, 0] = sign
+        out.append((T @ mean + np.eye(m)[-1] * 0.3, T @ C @ T.T))
+    T = np.eye(m)
+    T[-1] = 0.0
+    T[-1, :2] = [0.8, -0.6]  # Z_m = 0.8 Z_1 - 0.6 Z_2: rank m - 1, |correlations| < 1
+    out.append((T @ mean, T @ C @ T.T))
+    return out
+
+
+@pytest.mark.parametrize("m", [3, 4, 5, 6])
+def test_a_batch_is_each_problem_alone(m: int) -> None:
+    """Regular and singular problems mixed in one stack: each result (and error estimate) is
+    the scalar path's on the problem alone, to rounding."""
+    rng = np.random.default_rng(40 + m)
+    mean, cov = _stack(rng, m, 5)
+    extra = _singular_problems(rng, m)
+    mean = np.concatenate([mean, [e[0] for e in extra]])
+    cov = np.concatenate([cov, [e[1] for e in extra]])
+    order = rng.permutation(mean.shape[0])
+    mean, cov = mean[order], cov[order]
+    p, err = orthant_probability_batch(mean, cov, rng_seed=3, return_error=True)
+    for i in range(mean.shape[0]):
+        q, e = orthant_probability(mean[i], cov[i], rng_seed=3)
+        assert abs(p[i] - q) <= 1e-14
+        assert err[i] == pytest.approx(e, abs=1e-14)
+    assert np.array_equal(orthant_probability_batch(mean, cov, rng_seed=3), p)
+
+
+def test_a_problem_doubles_its_nodes_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The doubling is decided per problem: the hard problem of a stack is refined alone, and
+    each result and error estimate is the one of the problem alone (to rounding)."""
+    mean = np.array([np.full(4, -0.3), np.full(4, 0.01)])
+    # independent components (two rules), and nearly singular (four rules)
+    cov = np.array([np.eye(4), 0.02 * np.eye(4) + np.ones((4, 4))])
+    calls: list[tuple[int, int]] = []
+    rule = orthant._nested_pair_rule
+
+    def counted(a: np.ndarray, b: np.ndarray, L: np.ndarray, q: int) -> np.ndarray:
+        calls.append((a.shape[0], q))
+        return rule(a, b, L, q)
+
+    monkeypatch.setattr(orthant, "_nested_pair_rule", counted)
+    both = orthant_probability_batch(mean, cov, return_error=True)
+    assert calls[0][0] == 2 and calls[-1][0] == 1  # the easy one stopped first
+    for i in range(2):
+        alone = orthant_probability_batch(mean[i : i + 1], cov[i : i + 1], return_error=True)
+        assert abs(both[0][i] - alone[0][0]) <= 1e-15
+        assert both[1][i] == pytest.approx(alone[1][0], rel=1e-6, abs=1e-15)
+
+
+def test_the_chunked_rule_is_the_whole_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(11)
+    mean, cov = _stack(rng, 4, 6)
+    whole = orthant_probability_batch(mean, cov)
+    monkeypatch.setattr(orthant, "_TENSOR_BATCH_POINTS", 300)  # one problem per chunk
+    assert np.array_equal(orthant_probability_batch(mean, cov), whole)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_batch_of_centred_trivariate_orthants_is_their_closed_form(seed: int) -> None:
+    mean, cov = _stack(np.random.default_rng(seed), 3, 6)
+    sd = np.sqrt(np.diagonal(cov, axis1=1, axis2=2))
+    R = cov / sd[:, :, None] / sd[:, None, :]
+    asin = np.arcsin(R[:, 0, 1]) + np.arcsin(R[:, 0, 2]) + np.arcsin(R[:, 1, 2])
+    p, err = orthant_probability_batch(np.zeros_like(mean), cov, return_error=True)
+    assert np.all(np.abs(p - (1 / 8 + asin / (4 * np.pi))) < 1e-14)
+    assert np.all(err < 1e-10)
+
+
+@pytest.mark.parametrize("m", [3, 4, 5])
+def test_a_batch_of_equicorrelated_orthants_is_the_one_dimensional_integral(m: int) -> None:
+    rs, mus = [0.05, 0.5, 0.95], [-1.5, -0.3, 0.4]
+    cov = np.stack([1.7 * ((1 - r) * np.eye(m) + r * np.ones((m, m))) for r in rs for _ in mus])
+    mean = np.stack([np.full(m, mu) for _ in rs for mu in mus])
+    p, err = orthant_probability_batch(mean, cov, return_error=True)
+    for i in range(len(p)):
+        ref, ref_err = equicorrelated_orthant(mean[i], cov[i])
+        assert abs(p[i] - ref) <= err[i] + ref_err + 1e-14
+
+
+@pytest.mark.parametrize("m", [3, 4, 5])
+def test_the_pivoted_factor_of_a_stack_is_a_cholesky_factor_in_genz_bretz_order(m: int) -> None:
+    """``L L^T`` is the correlation matrix in the pivot order, and the first pivot is the
+    variable of the smallest marginal probability (the most restrictive)."""
+    rng = np.random.default_rng(m)
+    mean, cov = _stack(rng, m, 7)
+    sd = np.sqrt(np.diagonal(cov, axis1=1, axis2=2))
+    b = -mean / sd
+    corr = cov / sd[:, :, None] / sd[:, None, :]
+    a_o, b_o, L, rank = orthant._pivoted_factor(np.full(b.shape, -np.inf), b, corr)
+    assert np.all(rank == m) and np.all(np.isneginf(a_o))
+    for i in range(7):
+        perm = [int(np.nonzero(b[i] == v)[0][0]) for v in b_o[i]]
+        assert sorted(perm) == list(range(m))
+        np.testing.assert_allclose(L[i] @ L[i].T, corr[i][np.ix_(perm, perm)], atol=1e-13)
+        assert np.allclose(np.triu(L[i], 1), 0.0)
+        assert b_o[i, 0] == b[i].min()
+
+
+def test_an_empty_batch_of_three_variables() -> None:
+    p, err = orthant_probability_batch(np.zeros((0, 3)), np.zeros((0, 3, 3)), return_error=True)
+    assert p.shape == err.shape == (0,)
+
+
+@pytest.mark.parametrize("K", [4, 5])
+def test_the_square_loss_errors_of_all_clusters_at_once_are_each_clusters_orthant(K: int) -> None:
+    """The batched test and training accuracies of a K-class square-loss fixed point against
+    one :func:`orthant_probability` per cluster (clusters of different sizes and spreads: no
+    symmetry), and their reported errors."""
+    rng = np.random.default_rng(K)
+    means = rng.normal(size=(K, 60)) * 0.6
+    covs = np.stack([(1.0 + 0.2 * c) * np.eye(60) for c in range(K)])
+    mix = gm.Mixture.dense(means, covs, rho=np.arange(1, K + 1) / (K * (K + 1) / 2))
+    res = gm.solve(mix, "square", lam=0.1, alpha=1.5)
+    problem = gm.make_problem(mix, "square", lam=0.1, alpha=1.5)
+    acc, err = accuracy(problem, res.M, res.b, res.Q)
+    tacc, terr = train_accuracy(problem, res.M, res.b, res.Q, res.V)
+    A = np.linalg.inv(np.eye(K) + res.V)
+    for c, (D, t) in enumerate(problem.constraints):
+        cov = D @ res.Q[c] @ D.T
+        p, e = orthant_probability(D @ (res.M[c] + res.b) - t, 0.5 * (cov + cov.T))
+        assert abs(acc[c] - p) <= 1e-14
+        mh = A[c] @ (res.M[c] + res.b + res.V[c] @ problem.y[c])
+        cov = D @ A[c] @ res.Q[c] @ A[c] @ D.T
+        p, e2 = orthant_probability(D @ mh - t, 0.5 * (cov + cov.T))
+        assert abs(tacc[c] - p) <= 1e-14
+        assert e2 <= terr
+    assert 0 < err < 1e-9 and 0 < terr < 1e-9

@@ -93,26 +93,58 @@ def test_accuracy(
     if point.all():  # the lasso's zero estimator: omega_c = b, the bias-only classifier
         return _point_mass_accuracy(problem, M + b), 0.0
     stacked = _stacked_constraints(problem.constraints)
-    if stacked is not None:
+    if stacked is not None and stacked[0].shape[1] <= 2:
         # orthants of dimension <= 2: all clusters in one batched call
         D, t = stacked
         mean = np.einsum("kij,kj->ki", D, M + b) - t
         out = orthant_probability_batch(mean, D @ Q @ np.swapaxes(D, 1, 2))
         return out, EXACT_ERR_1D if D.shape[1] == 1 else EXACT_ERR_2D
-    out = np.empty(problem.n_clusters)
-    err = np.empty(problem.n_clusters)
-    for c, (D, t) in enumerate(problem.constraints[:1] if exchangeable else problem.constraints):
-        mean = D @ (M[c] + b) - t
-        cov = D @ Q[c] @ D.T
+    tol = {"abs_tol": SPREAD_ORTHANT_TOL} if quick else {}
+    if exchangeable:
+        D, t = problem.constraints[0]
+        mean = D @ (M[0] + b) - t
+        cov = D @ Q[0] @ D.T
         cov = 0.5 * (cov + cov.T)
         # exchangeable clusters: an equicorrelated orthant, a deterministic 1-d integral
-        equi = equicorrelated_orthant(mean, cov) if exchangeable else None
-        out[c], err[c] = equi or orthant_probability(
-            mean, cov, rng_seed=seed, **({"abs_tol": SPREAD_ORTHANT_TOL} if quick else {})
+        p, e = equicorrelated_orthant(mean, cov) or orthant_probability(
+            mean, cov, rng_seed=seed, **tol
         )
-    if exchangeable:
-        return np.full(problem.n_clusters, out[0]), float(err[0])
+        return np.full(problem.n_clusters, p), float(e)
+    out, err = _cluster_orthants(problem.constraints, M + b, Q, seed=seed, **tol)
     return out, float(problem.mixture.test_priors @ err)
+
+
+def _cluster_orthants(
+    constraints: Sequence[tuple[np.ndarray, np.ndarray]],
+    means: np.ndarray,
+    covs: np.ndarray,
+    *,
+    seed: int = 0,
+    **tol: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``P[D_c z_c <= t_c]`` for ``z_c ~ N(means[c], covs[c])`` of every cluster ``c`` and the
+    error estimates: one :func:`orthant_probability_batch` call per number of constraints
+    (one for all clusters of one-hot labels)."""
+    K = len(constraints)
+    out = np.empty(K)
+    err = np.empty(K)
+    stacked = _stacked_constraints(constraints)
+    if stacked is not None:
+        groups = [(np.arange(K), *stacked)]
+    else:
+        sizes = np.array([D.shape[0] for D, _ in constraints])
+        groups = []
+        for size in np.unique(sizes):
+            rows = np.nonzero(sizes == size)[0]
+            D = np.stack([constraints[c][0] for c in rows])
+            groups.append((rows, D, np.stack([constraints[c][1] for c in rows])))
+    for rows, D, t in groups:
+        mean = np.einsum("kij,kj->ki", D, means[rows]) - t
+        cov = D @ covs[rows] @ np.swapaxes(D, 1, 2)
+        out[rows], err[rows] = orthant_probability_batch(
+            mean, 0.5 * (cov + np.swapaxes(cov, 1, 2)), rng_seed=seed, return_error=True, **tol
+        )
+    return out, err
 
 
 def _square_risk(y: np.ndarray, m: np.ndarray, Q: np.ndarray) -> np.ndarray:
@@ -299,12 +331,11 @@ def _stacked_constraints(
     constraints: Sequence[tuple[np.ndarray, np.ndarray]],
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """``(D, t)`` of every cluster stacked (read-only) where each has the same number of
-    constraints, at most 2 (:func:`test_accuracy`'s batched orthants), else None; made once
-    for a tuple of constraints."""
+    constraints (:func:`test_accuracy`'s batched orthants), else None; made once for a tuple
+    of constraints."""
 
     def make() -> tuple[np.ndarray, np.ndarray] | None:
-        sizes = {D.shape[0] for D, _ in constraints}
-        if len(sizes) != 1 or sizes.pop() > 2:
+        if len({D.shape[0] for D, _ in constraints}) != 1:
             return None
         out = np.stack([D for D, _ in constraints]), np.stack([t for _, t in constraints])
         for a in out:
@@ -360,7 +391,9 @@ def train_accuracy(
 ) -> tuple[np.ndarray, float]:
     """``P[phi(h_c) = y_c]`` for each cluster (Theorem 2, eq. (9)) and an error estimate.
 
-    * affine prox (square loss): ``h_c`` is Gaussian, an orthant probability;
+    * affine prox (square loss): ``h_c`` is Gaussian, an orthant probability (every cluster's
+      in one :func:`orthant_probability_batch` call; the error is the largest cluster's
+      estimate, a bound on that of any prior-weighted average);
     * one effective output: the prox is monotone, ``h`` in ``(lo, hi)`` iff ``omega`` in
       ``(omega(lo), omega(hi))`` with ``omega(h) = h + V grad loss(h)`` — exact;
     * softmax cross-entropy with isotropic metrics ``V_c = v_c I`` (exchangeable clusters):
@@ -394,11 +427,9 @@ def train_accuracy(
         return _point_mass_accuracy(problem, M + b), 0.0
     if loss.affine_prox:  # square loss: h = (I+V)^{-1}(omega + V y) is Gaussian
         A = np.linalg.inv(np.eye(L) + V)
-        for c, (D, t) in enumerate(problem.constraints):
-            mh = A[c] @ (M[c] + b + V[c] @ problem.y[c])
-            cov = D @ A[c] @ Q[c] @ A[c] @ D.T
-            out[c] = orthant_probability(D @ mh - t, 0.5 * (cov + cov.T))[0]
-        return out, 0.0
+        mh = np.einsum("kij,kj->ki", A, M + b + np.einsum("kij,kj->ki", V, problem.y))
+        out, err = _cluster_orthants(problem.constraints, mh, A @ Q @ A)
+        return out, float(err.max())  # bounds the error of any prior-weighted average
     if L == 1:  # monotone prox: h in (lo, hi) iff omega in (omega(lo), omega(hi))
         edges = _intervals_of(problem.constraints)
         finite = np.isfinite(edges)
