@@ -222,10 +222,28 @@ def test_figure_passes_the_solver_options(tmp_path):
 
 
 def test_a_figure_without_solver_options_refuses_them_naming_those_that_take_them(tmp_path):
-    code, out, err = run("figure", "sparse-setup", "--fast", "--anderson", "2",
+    code, out, err = run("figure", "sparse-projection", "--fast", "--anderson", "2",
                          "--out", str(tmp_path))  # fmt: skip
-    assert_one_line_error(code, out, err, "--anderson is not an option of figure sparse-setup",
-                          "fig3-right")  # fmt: skip
+    assert_one_line_error(code, out, err,
+                          "--anderson is not an option of figure sparse-projection",
+                          "fig3-right", "sparse-setup", "appe-xor")  # fmt: skip
+
+
+#: the figures that solve no fixed point of Theorem 1, and so take no solver options
+NO_FIXED_POINT = {
+    "sparse-projection": "samples of the mixture only",
+    "appe-xor-projection": "samples of the mixture only",
+    "fig3-centre": "the separability threshold alpha*_K (the max-margin limit, not the "
+    "fixed-point iteration)",
+}
+
+
+def test_every_figure_that_solves_fixed_points_takes_the_solver_options():
+    from gaussmix.cli.commands import _takes_solver_options
+    from gaussmix.figures import FIGURES
+
+    without = {name for name, spec in FIGURES.items() if not _takes_solver_options(spec)}
+    assert without == set(NO_FIXED_POINT)
 
 
 def test_the_docs_table_lists_every_solver_flag():

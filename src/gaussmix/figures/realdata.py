@@ -474,7 +474,9 @@ def plot_fig6(df: pd.DataFrame) -> Figure:
 
 
 # ------------------------------------------------------------------------ Fig. 4 right
-def _fig4_right_args(datasets, lams, alpha, subsamples, seed, sources, progress) -> dict:
+def _fig4_right_args(
+    datasets, lams, alpha, subsamples, seed, sources, progress, options=None
+) -> dict:
     """Validated arguments of :func:`fig4_right_table` (its check before any work, too)."""
     names, lv, src = _datasets(datasets), check_alphas("lams", lams), _sources(sources)
     return {
@@ -486,6 +488,7 @@ def _fig4_right_args(datasets, lams, alpha, subsamples, seed, sources, progress)
             seed=check_param("seed", seed),
             sources=src,
             progress=progress,
+            options=figure_options(options),
         ),
     }
 
@@ -499,10 +502,12 @@ def fig4_right_table(
     seed: int = 0,
     sources: Sequence[str] = ("theory", "real"),
     progress: bool = False,
+    options: SolverOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Fig. 4 (right): logistic regression, test error against lambda at one alpha, for
-    each data set (pixels, the two-cluster mixture).  One row per (dataset, lam, source)."""
-    args = _fig4_right_args(datasets, lams, alpha, subsamples, seed, sources, progress)
+    each data set (pixels, the two-cluster mixture).  One row per (dataset, lam, source).
+    ``options``: the solver's options of the theory points."""
+    args = _fig4_right_args(datasets, lams, alpha, subsamples, seed, sources, progress, options)
     parts = []
     for name in args["datasets"]:
         task, _ = REAL_SETUPS[name]
@@ -539,7 +544,9 @@ def plot_fig4_right(df: pd.DataFrame) -> Figure:
 
 
 # ------------------------------------------------------------- Appendix E: trained net
-def _trained_args(dataset, epochs, alphas, hidden, subsamples, seed, sources, progress) -> dict:
+def _trained_args(
+    dataset, epochs, alphas, hidden, subsamples, seed, sources, progress, options=None
+) -> dict:
     """Validated arguments of :func:`trained_features_table` (its check before any work,
     too); the epochs sorted, each once."""
     (name,) = _datasets(dataset)
@@ -558,6 +565,7 @@ def _trained_args(dataset, epochs, alphas, hidden, subsamples, seed, sources, pr
             seed=check_param("seed", seed),
             sources=src,
             progress=progress,
+            options=figure_options(options),
         ),
     }
 
@@ -572,11 +580,15 @@ def trained_features_table(
     seed: int = 0,
     sources: Sequence[str] = ("theory", "real"),
     progress: bool = False,
+    options: SolverOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Appendix E: logistic regression (lambda = 0.05 for MNIST) on the hidden layer of a
     784-``hidden`` ReLU network trained on the whole training split (square loss, Adam), at several
-    epochs.  One row per (epoch, alpha, source)."""
-    args = _trained_args(dataset, epochs, alphas, hidden, subsamples, seed, sources, progress)
+    epochs.  One row per (epoch, alpha, source).  ``options``: the solver's options of the
+    theory points."""
+    args = _trained_args(
+        dataset, epochs, alphas, hidden, subsamples, seed, sources, progress, options
+    )
     name, ep, kw = args["dataset"], args["epochs"], args["kw"]
     task, lam = REAL_SETUPS[name]
     ds = load_dataset(name, task)
@@ -617,12 +629,19 @@ def plot_trained_features(df: pd.DataFrame) -> Figure:
 
 
 # ---------------------------------------------------------- Appendix E: P2 against P10
-def _p2_p10_args(dataset, alphas, lam, subsamples, seeds, seed, progress) -> dict[str, Any]:
+def _p2_p10_args(
+    dataset, alphas, lam, subsamples, seeds, seed, progress, options=None
+) -> dict[str, Any]:
     """Validated arguments of :func:`p2_p10_table` (its check before any work, too)."""
     (name,) = _datasets(dataset)
     get_task("low-high", name)
     a, (subsamples, seeds) = check_alphas("alphas", alphas), _counts(subsamples, seeds)
-    kw = dict(subsamples=subsamples, seeds=seeds, seed=check_param("seed", seed))
+    kw = dict(
+        subsamples=subsamples,
+        seeds=seeds,
+        seed=check_param("seed", seed),
+        options=figure_options(options),
+    )
     return {"dataset": name, "alphas": a, "lam": check_param("lam", lam), "kw": kw}
 
 
@@ -635,12 +654,14 @@ def p2_p10_table(
     seeds: int = 3,
     seed: int = 0,
     progress: bool = False,
+    options: SolverOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Appendix E: MNIST 0-4 vs 5-9, logistic regression at lambda = 0.1; the two-cluster
     mixture ``P2`` (theory and synthetic), the ten-cluster mixture ``P10`` (theory and
     synthetic) and the real data.  One row per (mixture, alpha, source); ``mixture`` is
-    ``'P2'``, ``'P10'`` or ``'data'``."""
-    args = _p2_p10_args(dataset, alphas, lam, subsamples, seeds, seed, progress)
+    ``'P2'``, ``'P10'`` or ``'data'``.  ``options``: the solver's options of the theory
+    points."""
+    args = _p2_p10_args(dataset, alphas, lam, subsamples, seeds, seed, progress, options)
     name = args["dataset"]
     ds = load_dataset(name, "low-high")
     parts = []
@@ -711,13 +732,14 @@ def matched_classes(model: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     return y, means, covs, U
 
 
-def _xor_args(alphas, lam, delta, d, progress) -> dict[str, Any]:
+def _xor_args(alphas, lam, delta, d, progress, options=None) -> dict[str, Any]:
     """Validated arguments of :func:`xor_table` (its check before any work, too)."""
     return {
         "alphas": check_alphas("alphas", alphas),
         "lam": check_param("lam", lam),
         "delta": check_real("delta", delta, low=0.0, low_open=True),
         "d": check_int("d", d, low=3),
+        "options": figure_options(options),
     }
 
 
@@ -728,17 +750,20 @@ def xor_table(
     d: int = 1000,
     *,
     progress: bool = False,
+    options: SolverOptions | Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """Appendix E (Fig. app:2vs4): logistic regression on the four-cluster mixtures
+    """Appendix E (Fig. 9): logistic regression on the four-cluster mixtures
     (realisable and XOR labels) and on their matched two-cluster mixtures (theory).
     One row per (model, mixture, alpha) with ``test_error, train_error, train_loss``."""
-    args = _xor_args(alphas, lam, delta, d, progress)
+    args = _xor_args(alphas, lam, delta, d, progress, options)
     rows = []
     with progress_bar(total=4, desc="xor", enabled=progress) as bar:
         for model in XOR_LABELS:
             k4, k2 = xor_mixtures(model, args["delta"], args["d"])
             for label, mix in (("K = 4", k4), ("matched K = 2", k2)):
-                df = learning_curve(mix, "logistic", args["alphas"], lam=args["lam"])
+                df = learning_curve(
+                    mix, "logistic", args["alphas"], lam=args["lam"], options=args["options"]
+                )
                 rows.append(df.assign(model=model, mixture=label, delta=args["delta"]))
                 bar.update(1)
     cols = [

@@ -23,7 +23,7 @@ Figures (Section 3.1 of the paper, the correlated sparse mixture eq. (12)):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib as mpl
@@ -40,6 +40,7 @@ from gaussmix.experiments.lambda_star import OptimalLambdaResult, optimal_lambda
 from gaussmix.simulate.simulation import simulate as run_simulation
 from gaussmix.theory.losses import get_loss, losses_accepting
 from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.options import SolverOptions
 from gaussmix.theory.penalties import make_penalty
 
 from ._common import (
@@ -48,6 +49,7 @@ from ._common import (
     check_bool,
     check_df,
     colour_cycle,
+    figure_options,
     fmt_g,
     log_axis,
     new_slide_figure,
@@ -168,6 +170,7 @@ def sparse_setup(
     delta2: float = 1.0,
     loss: str = "square",
     progress: bool = False,
+    options: SolverOptions | Mapping[str, Any] | None = None,
     **search_kw: Any,
 ) -> pd.DataFrame:
     """Fig. 1 (right): sparsity of the lasso and ``lambda*`` against ``alpha``.
@@ -191,6 +194,9 @@ def sparse_setup(
         Training loss (the paper: square).
     progress : bool
         Progress bars (stderr).
+    options : SolverOptions or mapping, optional
+        The solver's options (:func:`~gaussmix.figures._common.figure_options`), passed to
+        :func:`gaussmix.optimal_lambda`.
     **search_kw
         Passed to :func:`gaussmix.optimal_lambda` (``lam_bounds``, ``n_grid``, ``tol``, ...).
 
@@ -204,14 +210,16 @@ def sparse_setup(
         there the errors and the non-zero fraction are those of the smallest penalty
         solved (``lam_min``), i.e. of the ``lambda -> 0+`` limit.
     """
-    a, r, sp, d2, loss, progress, mixtures = _setup_args(
-        alphas, ratios, sparsity, delta2, loss, progress
+    a, r, sp, d2, loss, progress, mixtures, opts = _setup_args(
+        alphas, ratios, sparsity, delta2, loss, progress, options
     )
     frames = []
     for ratio, mix in progress_bar(
         list(zip(r, mixtures)), desc="sparse-setup", enabled=progress, unit="curve"
     ):
-        df = optimal_lambda_curve(mix, loss, a, penalty="l1", progress=progress, **search_kw)
+        df = optimal_lambda_curve(
+            mix, loss, a, penalty="l1", progress=progress, options=opts, **search_kw
+        )
         frames.append(
             _curve_rows(
                 df,
@@ -225,7 +233,7 @@ def sparse_setup(
     return pd.concat(frames, ignore_index=True)
 
 
-def _setup_args(alphas, ratios, sparsity, delta2, loss, progress) -> tuple:
+def _setup_args(alphas, ratios, sparsity, delta2, loss, progress, options=None) -> tuple:
     a = check_alphas("alphas", alphas)
     r = positive_list("ratios", ratios)
     sp = check_real("sparsity", sparsity, low=0.0, high=1.0, low_open=True)
@@ -233,7 +241,7 @@ def _setup_args(alphas, ratios, sparsity, delta2, loss, progress) -> tuple:
     loss = _check_loss(loss)
     progress = check_bool("progress", progress)
     mixtures = [Mixture.sparse(sp, float(x) * d2, d2) for x in r]  # validates every Delta1
-    return a, r, sp, d2, loss, progress, mixtures
+    return a, r, sp, d2, loss, progress, mixtures, figure_options(options)
 
 
 def _boundary_markers(ax: Axes, x: np.ndarray, y_axes: float, colour: Any, marker: str) -> None:
@@ -433,6 +441,7 @@ def sparse_curves(
     sim_tol: float = 2e-3,
     erm_tol: float | None = None,
     progress: bool = False,
+    options: SolverOptions | Mapping[str, Any] | None = None,
     **search_kw: Any,
 ) -> pd.DataFrame:
     """Fig. 2: ridge against lasso at their optimal penalties, theory and simulation.
@@ -472,6 +481,9 @@ def sparse_curves(
         :func:`gaussmix.simulate.fit_erm`; 1e-5 is ample for logistic + lasso).
     progress : bool
         Progress bars (stderr).
+    options : SolverOptions or mapping, optional
+        The solver's options of the theory (:func:`~gaussmix.figures._common.figure_options`),
+        passed to :func:`gaussmix.optimal_lambda`.
     **search_kw
         Passed to :func:`gaussmix.optimal_lambda`.
 
@@ -486,8 +498,10 @@ def sparse_curves(
     """
     # _curves_args takes the parameters of this function by name (as validate_figure does)
     checked = _curves_args(**{k: v for k, v in locals().items() if k != "search_kw"})
-    grid, dd, sp, d1, loss, simulate, sim_a, d, seeds, seed, n_jobs, sim_tol, progress = checked
-    frames = _theory_frames(grid, dd, sp, d1, loss, progress, search_kw)
+    grid, dd, sp, d1, loss, simulate, sim_a, d, seeds, seed, n_jobs, sim_tol, progress, opts = (
+        checked
+    )
+    frames = _theory_frames(grid, dd, sp, d1, loss, progress, {**search_kw, "options": opts})
     if simulate:
         sim = {"d": d, "seeds": seeds, "seed": seed, "n_jobs": n_jobs, "erm_tol": erm_tol}
         _simulate_frames(frames, sim_a, loss, sim, sim_tol=sim_tol, progress=progress)
@@ -604,6 +618,7 @@ def _curves_args(
     sim_tol,
     erm_tol,
     progress,
+    options=None,
 ) -> tuple:
     grid = check_alphas("alphas", alphas)
     dd = positive_list("delta2s", delta2s)
@@ -629,7 +644,8 @@ def _curves_args(
         grid = np.unique(np.concatenate([grid, sim_a]))
     for x in dd:
         Mixture.sparse(sp, d1, float(x))  # validates every Delta2
-    return grid, dd, sp, d1, loss, simulate, sim_a, d, seeds, seed, n_jobs, sim_tol, progress
+    opts = figure_options(options)
+    return grid, dd, sp, d1, loss, simulate, sim_a, d, seeds, seed, n_jobs, sim_tol, progress, opts
 
 
 #: penalty -> (line style, simulation marker, marker face; None: filled)
