@@ -11,7 +11,7 @@ A state is a 40-point learning curve (the alpha axis, log-spaced) with
   explorer's automatic labels (:func:`losses_for`: every loss for K = 2, square and
   cross-entropy for K >= 3);
 - the penalty ridge (``l2``) or lasso (``l1``), one half each;
-- lambda log-uniform in [1e-4, 1e2];
+- lambda log-uniform in [1e-4, 1e2], to the 4 significant digits of the lambda slider;
 - cluster priors rho unequal (Dirichlet(1, ..., 1), floored at 0.02 and renormalised) with
   probability one half, else balanced;
 - Delta (shared by the clusters) log-uniform in [0.1, 2];
@@ -32,6 +32,9 @@ import numpy as np
 
 from gaussmix.explore import ExplorerState, validate
 
+#: issue 32 item 2's targets of a 40-point redraw: group -> (median, 95th percentile) in
+#: seconds (None: no target)
+TARGETS = {"K <= 3": (0.5, 1.0), "K = 4-6": (2.0, None)}
 #: the ranges drawn from
 K_RANGE = (2, 6)
 LAM_RANGE = (1e-4, 1e2)
@@ -45,6 +48,8 @@ P_UNEQUAL_RHO = 0.5
 #: the least prior of a cluster (a Dirichlet draw is floored at it, then renormalised)
 RHO_FLOOR = 0.02
 N_POINTS = 40
+#: significant digits of a lambda drawn: those of the slider (``gaussmix.explore.app.LAM_DIGITS``)
+LAM_DIGITS = 4
 
 
 def losses_for(n_clusters: int) -> tuple[str, ...]:
@@ -74,7 +79,9 @@ def draw(rng: np.random.Generator) -> ExplorerState:
     k = int(rng.integers(K_RANGE[0], K_RANGE[1] + 1))
     loss = str(rng.choice(losses_for(k)))
     penalty = str(rng.choice(PENALTIES))
-    lam = _log_uniform(rng, *LAM_RANGE)
+    # to the 4 significant digits of a position of the explorer's lambda slider, so that
+    # the browser benchmark reaches the very state by moving the slider
+    lam = float(f"{_log_uniform(rng, *LAM_RANGE):.{LAM_DIGITS}g}")
     rho = None
     if rng.random() < P_UNEQUAL_RHO:
         p = np.maximum(rng.dirichlet(np.ones(k)), RHO_FLOOR)
@@ -163,3 +170,25 @@ def command(state: ExplorerState) -> str:
     """The command that opens the explorer at ``state`` (its state URL's fields, as
     ``gaussmix explore`` reads them from the page's query)."""
     return f"gaussmix explore  # then open http://localhost:5006/?{state.to_query()}"
+
+
+def stats(seconds: list[float]) -> tuple[float, float, float]:
+    """(median, 95th percentile, max) of ``seconds``; a timeout is ``inf``.  The
+    percentile is the nearest rank (numpy's ``inverted_cdf``: a time that was measured,
+    never an interpolation with a timeout)."""
+    a = np.asarray(seconds, dtype=float)
+    return (
+        float(np.median(a)),
+        float(np.percentile(a, 95, method="inverted_cdf")),
+        float(a.max()),
+    )
+
+
+def meets(name: str, seconds: list[float]) -> str:
+    """Whether ``seconds`` meet item 2's :data:`TARGETS` of group ``name``: ``'yes'``,
+    ``'no'``, or ``'-'`` for a group without targets."""
+    if name not in TARGETS:
+        return "-"
+    med, p95, _ = stats(seconds)
+    t_med, t_p95 = TARGETS[name]
+    return "yes" if med <= t_med and (t_p95 is None or p95 <= t_p95) else "no"

@@ -1,27 +1,40 @@
-"""The explorer's redraw time in a real browser (issue 22 target: a binary or K = 3 curve of
-40 points redrawn within 0.5 s of a control's change, on 2 cores).
+"""The explorer's redraw time in a real browser over the whole control space (issue 32
+item 1; item 2's targets: a 40-point redraw with K <= 3 in a median of 0.5 s and a 95th
+percentile of 1 s, with K = 4-6 in a median of 2 s).
 
-``gaussmix explore`` is served in a subprocess and driven in headless Chromium: the lambda
-slider is moved to a new value (never seen before, so that no cached curve is reused) and
-the page measures, with its own clock, the time until the first new point is drawn, until
-the whole range is drawn (both ends of the grid: the engine's coarse pass for problems with
-several outputs, else the curve) and until the whole new curve is drawn (the plot's
-``ColumnDataSource`` holds the 40 new points).  The first move of each problem compiles the
-solver's kernels and is left out.
+``gaussmix explore`` is served in a subprocess and driven in headless Chromium.  ``--n``
+states are drawn by the seeded sampler of ``_explore_space.py`` (the one of
+``bench_explore_space.py``: K = 2..6, every loss, ridge and lasso, lambda log-uniform in
+[1e-4, 1e2], unequal priors, alpha ranges).  For each, the page is opened at the state's
+URL with lambda half a decade away (its curve computed and drawn first), then the lambda
+slider is moved to the state's lambda (a value never computed: the page's prefetch of the
+slider's neighbours is five steps away) and the page measures, with its own clock, the
+time from that input event until the first new point is drawn, until the whole new curve
+is drawn (the job's status says it is done and the plot's ``ColumnDataSource`` holds the
+40 points, a point without a fixed point drawn as a gap) and until the next animation
+frame after it (painted).  A move slower than ``--timeout`` seconds counts as longer.
+The first move after the server starts compiles the solver's kernels and is left out.
 
-Usage: ``python benchmarks/bench_explore.py [--moves 7]`` (needs the ``explore`` extra,
+``--fixed``: the earlier fixed path (three problems, lambda moved by a tenth of a decade
+from 10^-0.5 down, ``--moves`` each), for comparison with the earlier measurements.
+
+Usage: ``python benchmarks/bench_explore.py [--n 15] [--seed 0] [--timeout 120]`` or
+``python benchmarks/bench_explore.py --fixed [--moves 7]`` (needs the ``explore`` extra,
 Chromium and chromedriver)
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import re
 import statistics
 import subprocess
 import sys
 import time
 
+from _explore_space import TARGETS, command, group, label, meets, sample, stats
 from _timing import machine_line
 
 #: (name, state options of ``gaussmix explore``)
@@ -66,6 +79,72 @@ poll();
 """
 
 
+#: move the slider to log10(lambda) arguments[0]; resolve [ms to the first new point, to
+#: the whole new curve drawn (the status says the job is done, the plot holds n points),
+#: to the next animation frame after it, the status] (null times past arguments[2] ms)
+_MOVE_SAMPLED = """
+const [value, n, limit, done] = arguments;
+const doc = Bokeh.documents[0];
+let slider = null;
+let status = null;
+for (const m of doc.all_models) {
+    if (!m.css_classes) { continue; }
+    if (m.css_classes.includes('gm-lam-slider')) { slider = m; }
+    if (m.css_classes.includes('gm-status') && m.text !== undefined) { status = m; }
+}
+const source = doc.get_model_by_name('gm-curve');
+const before = Array.from(source.data.test_error || []).join();
+const t0 = performance.now();
+let first = null;
+let computing = false;
+slider.value = value;
+const poll = () => {
+    const y = Array.from(source.data.test_error || []);
+    const now = performance.now() - t0;
+    const text = status.text;
+    if (text.includes('computing')) { computing = true; }
+    if (y.join() !== before && first === null) { first = now; }
+    const finished = computing && !text.includes('computing') && (
+        (/of \\d+ points/.test(text) && y.length === n) || text.includes('Not computed'));
+    if (finished) {
+        requestAnimationFrame(() => done([first, now, performance.now() - t0, text]));
+    } else if (now > limit) {
+        done([first, null, null, text]);
+    } else {
+        setTimeout(poll, 2);
+    }
+};
+poll();
+"""
+
+#: resolve when the page's curve is drawn and its job done (or refused), or after
+#: arguments[1] ms: [done, the status]
+_SETTLED = """
+const [n, limit, done] = arguments;
+const t0 = performance.now();
+const poll = () => {
+    const doc = window.Bokeh && Bokeh.documents.length ? Bokeh.documents[0] : null;
+    let status = null;
+    if (doc) {
+        for (const m of doc.all_models) {
+            if (m.css_classes && m.css_classes.includes('gm-status') && m.text !== undefined) {
+                status = m;
+            }
+        }
+    }
+    const source = doc ? doc.get_model_by_name('gm-curve') : null;
+    const text = status ? status.text : '';
+    const ok = source && !text.includes('computing') && (
+        (/of \\d+ points/.test(text) && source.data.x.length === n)
+        || text.includes('Not computed'));
+    if (ok) { done([true, text]); }
+    else if (performance.now() - t0 > limit) { done([false, text]); }
+    else { setTimeout(poll, 20); }
+};
+poll();
+"""
+
+
 def _serve(options: list[str]) -> tuple[subprocess.Popen, str]:
     cmd = [sys.executable, "-m", "gaussmix", "explore", "--port", "0", "--no-browser", *options]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -77,24 +156,26 @@ def _serve(options: list[str]) -> tuple[subprocess.Popen, str]:
     return proc, re.search(r"http://\S+/", line).group(0)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--moves", type=int, default=7, help="timed moves per problem")
-    args = parser.parse_args()
+def _chrome():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.support.ui import WebDriverWait
 
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
         options.add_argument(arg)
-    print(machine_line())
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+def fixed(moves: int) -> None:
+    """The earlier fixed path: three problems, the slider moved from 10^-0.5 down."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
     head = ("first point", "whole range", "whole curve")
     print(f"{'problem':<24}" + "".join(f" {h + ' (ms)':>18}" for h in head) + "  (median, max)")
     for name, opts in PROBLEMS:
         proc, url = _serve(["--n-points", "40", *opts])
-        driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+        driver = _chrome()
         driver.set_script_timeout(90)
         try:
             driver.get(url)
@@ -106,7 +187,7 @@ def main() -> None:
             )
             firsts, ranges, wholes = [], [], []
             # log10(lambda) from -0.5 down by 0.1: each value new, none cached
-            for i in range(args.moves + 1):
+            for i in range(moves + 1):
                 first, span, whole = driver.execute_async_script(
                     _MOVE, -0.5 - 0.1 * i, 40, 0.2, 8.0
                 )
@@ -125,6 +206,113 @@ def main() -> None:
         print(
             f"{name:<24}" + "".join(f" {statistics.median(c):>9.0f} {max(c):>8.0f}" for c in cols)
         )
+
+
+#: the lambda of the page a move starts from: half a decade (ten slider steps) away
+_AWAY = 10.0**0.5
+
+
+def _settle(driver, limit_s: float) -> tuple[bool, str]:
+    driver.set_script_timeout(limit_s + 30)
+    ok, text = driver.execute_async_script(_SETTLED, 40, 1000.0 * limit_s)
+    return ok, text
+
+
+def sampled(n: int, seed: int, timeout: float) -> None:
+    """Moves of the lambda slider to ``n`` sampled states (see the module's docstring)."""
+    from gaussmix.explore import ExplorerState
+
+    drawn = sample(n, seed)
+    print(
+        f"{n} states, seed {seed} ({drawn.rejected} draws refused by validate and drawn "
+        f"again); timeout {timeout:g} s; load average before: {os.getloadavg()}"
+    )
+    proc, url = _serve(["--n-points", "40"])
+    driver = _chrome()
+    records = []
+    try:
+        # the first move compiles the kernels: a K = 3 cross-entropy page, a move, left out
+        warm = ExplorerState(n_clusters=3, loss="cross-entropy")
+        driver.get(f"{url}?{warm.to_query()}")
+        _settle(driver, timeout)
+        driver.set_script_timeout(timeout + 30)
+        driver.execute_async_script(_MOVE_SAMPLED, -1.5, 40, 1000.0 * timeout)
+        for i, state in enumerate(drawn.states):
+            lam0 = state.lam * _AWAY if state.lam * _AWAY <= 1e2 else state.lam / _AWAY
+            driver.get(f"{url}?{state.replace(lam=lam0).to_query()}")
+            settled, _ = _settle(driver, timeout)
+            time.sleep(0.5)  # the page's prefetch of the slider's neighbours, started
+            first, whole, painted, text = driver.execute_async_script(
+                _MOVE_SAMPLED, math.log10(state.lam), 40, 1000.0 * timeout
+            )
+            text = re.sub(r"<[^>]+>", "", text).strip()
+            error = "Not computed" in text
+            rec = {
+                "state": state,
+                "first": first,
+                "whole": math.inf if whole is None else whole,
+                "painted": math.inf if painted is None else painted,
+                "error": text if error else None,
+                "settled": settled,
+            }
+            records.append(rec)
+            said = "" if settled else " (the page it started from was still computing)"
+            said += f" ERROR {text}" if error else ""
+            print(
+                f"[{i + 1}/{n}] painted {_ms(rec['painted'])} ms, first point "
+                f"{_ms(first)} ms: {label(state)}{said}",
+                flush=True,
+            )
+    finally:
+        driver.quit()
+        proc.terminate()
+        proc.wait(timeout=30)
+    print(f"load average after: {os.getloadavg()}")
+    _report(records, timeout)
+
+
+def _ms(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return "timeout" if x == math.inf else f"{x:.0f}"
+
+
+def _report(records: list[dict], timeout: float) -> None:
+    groups: dict[str, list[float]] = {}
+    for r in records:
+        if r["error"]:
+            continue
+        s = r["state"]
+        for key in (group(s), f"{s.loss} / {s.penalty}"):
+            groups.setdefault(key, []).append(r["painted"] / 1000.0)
+    print("\n| group | n | painted: median / p95 / max (s) | target met |")
+    print("|---|---|---|---|")
+    for name in sorted(groups, key=lambda g: (g not in TARGETS, g)):
+        values = groups[name]
+        cells = " / ".join("timeout" if v == math.inf else f"{v:.2f}" for v in stats(values))
+        print(f"| {name} | {len(values)} | {cells} | {meets(name, values)} |")
+    print(f"\ntimeouts (> {timeout:g} s): {sum(r['painted'] == math.inf for r in records)}")
+    for r in [r for r in records if r["error"]]:
+        print(f"- refused or failed: {label(r['state'])}: {r['error']}")
+    print("\nthe slowest:")
+    timed = sorted((r for r in records if not r["error"]), key=lambda r: -r["painted"])
+    for r in timed[:10]:
+        print(f"- {_ms(r['painted'])} ms: {label(r['state'])}\n    {command(r['state'])}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=15, help="sampled states (moves)")
+    parser.add_argument("--seed", type=int, default=0, help="the sampler's seed")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per move")
+    parser.add_argument("--fixed", action="store_true", help="the earlier fixed path")
+    parser.add_argument("--moves", type=int, default=7, help="--fixed: timed moves per problem")
+    args = parser.parse_args()
+    print(machine_line())
+    if args.fixed:
+        fixed(args.moves)
+    else:
+        sampled(args.n, args.seed, args.timeout)
 
 
 if __name__ == "__main__":

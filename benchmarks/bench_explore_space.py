@@ -34,14 +34,10 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
-from _explore_space import command, group, label, sample
+from _explore_space import TARGETS, command, group, label, meets, sample, stats
 from _timing import machine_line
 
 from gaussmix.explore import ExplorerState
-
-#: issue 32 item 2: group -> (median, 95th percentile) targets in seconds (None: none)
-TARGETS = {"K <= 3": (0.5, 1.0), "K = 4-6": (2.0, None)}
 
 
 # ----------------------------------------------------------------------------- worker
@@ -123,22 +119,6 @@ class _Worker:
 
 
 # ----------------------------------------------------------------------------- report
-def stats(values: list[float]) -> tuple[float, float, float]:
-    """(median, 95th percentile (numpy's linear interpolation), max); inf for a timeout."""
-    a = np.asarray(values, dtype=float)
-    return float(np.median(a)), float(np.percentile(a, 95)), float(a.max())
-
-
-def meets(name: str, values: list[float]) -> str:
-    """Whether ``values`` meet item 2's targets of group ``name`` ('-' without targets)."""
-    if name not in TARGETS:
-        return "-"
-    med, p95, _ = stats(values)
-    t_med, t_p95 = TARGETS[name]
-    ok = med <= t_med and (t_p95 is None or p95 <= t_p95)
-    return "yes" if ok else "no"
-
-
 def _fmt(x: float) -> str:
     return "timeout" if x == float("inf") else f"{x:.2f}"
 

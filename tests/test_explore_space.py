@@ -95,3 +95,22 @@ def test_means_are_the_explorer_choices() -> None:
 def test_refuses_a_bad_count() -> None:
     with pytest.raises(ValueError, match="n must be an integer >= 1"):
         space.sample(0)
+
+
+def test_stats_nearest_rank_with_timeouts() -> None:
+    # nearest rank: the 95th percentile of 1..20 is the 19th value (ceil(0.95 * 20))
+    assert space.stats([float(v) for v in range(20, 0, -1)]) == (10.5, 19.0, 20.0)
+    # a timeout (inf) is a time longer than any: never a NaN of an interpolation
+    med, p95, top = space.stats([1.0, 2.0, 3.0, math.inf])
+    assert (med, p95, top) == (2.5, math.inf, math.inf)
+
+
+def test_targets_of_item_2() -> None:
+    fast = [0.4] * 20
+    assert space.meets("K <= 3", fast) == "yes"
+    assert space.meets("K <= 3", [*fast[:19], 2.0]) == "yes"  # one in 20 above: p95 holds
+    assert space.meets("K <= 3", [*fast[:18], 2.0, 2.0]) == "no"
+    assert space.meets("K <= 3", [0.6] * 20) == "no"  # the median
+    assert space.meets("K = 4-6", [1.9] * 10 + [math.inf] * 9) == "yes"  # no p95 target
+    assert space.meets("K = 4-6", [2.1] * 10) == "no"
+    assert space.meets("square / l2", fast) == "-"
