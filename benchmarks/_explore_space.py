@@ -1,8 +1,9 @@
 """A seeded sampler of explorer states over the whole control space (issue 32 item 1).
 
-Both explorer benchmarks draw their states here: ``bench_explore_space.py`` (the engine,
-in process) and ``bench_explore.py`` (the served page, in headless Chromium), and
-``tests/test_explore_space.py`` checks that every state drawn is one the explorer accepts.
+Both runners of ``bench_explore.py`` draw their states here (the served page in headless
+Chromium, and ``--in-process`` the engine's curve), with item 2's targets and the
+statistics they are judged by; ``tests/test_explore_space.py`` checks that every state
+drawn is one the explorer accepts.
 
 A state is a 40-point learning curve (the alpha axis, log-spaced) with
 

@@ -1,41 +1,65 @@
-"""The explorer's redraw time in a real browser over the whole control space (issue 32
-item 1; item 2's targets: a 40-point redraw with K <= 3 in a median of 0.5 s and a 95th
-percentile of 1 s, with K = 4-6 in a median of 2 s).
+"""The explorer's redraw time over the whole control space, in a real browser and in
+process (issue 32 item 1; item 2's targets: a 40-point redraw with K <= 3 in a median of
+0.5 s and a 95th percentile of 1 s, with K = 4-6 in a median of 2 s).
 
-``gaussmix explore`` is served in a subprocess and driven in headless Chromium.  ``--n``
-states are drawn by the seeded sampler of ``_explore_space.py`` (the one of
-``bench_explore_space.py``: K = 2..6, every loss, ridge and lasso, lambda log-uniform in
-[1e-4, 1e2], unequal priors, alpha ranges).  For each, the page is opened at the state's
-URL with lambda half a decade away (its curve computed and drawn first), then the lambda
-slider is moved to the state's lambda (a value never computed: the page's prefetch of the
-slider's neighbours is five steps away) and the page measures, with its own clock, the
-time from that input event until the first new point is drawn, until the whole new curve
-is drawn (the job's status says it is done and the plot's ``ColumnDataSource`` holds the
-40 points, a point without a fixed point drawn as a gap) and until the next animation
-frame after it (painted).  A move slower than ``--timeout`` seconds counts as longer.
-The first move after the server starts compiles the solver's kernels and is left out.
+``--n`` states are drawn by the seeded sampler of ``_explore_space.py`` (K = 2..6, every
+loss the library accepts for K, ridge and lasso, lambda log-uniform in [1e-4, 1e2],
+unequal priors, Delta, the means' family, alpha ranges in [0.01, 100]; a state that the
+explorer's ``validate`` refuses is drawn again, never counted).
+
+In the browser (default): ``gaussmix explore`` is served in a subprocess and driven in
+headless Chromium.  For each state the page is opened at the state's URL with lambda half
+a decade away (its curve computed and drawn first), then the lambda slider is moved to the
+state's lambda (a value never computed: the page's prefetch of the slider's neighbours is
+ten steps away) and the page measures, with its own clock, the time from that input event
+until the first new point is drawn, until the whole new curve is drawn (the job's status
+says it is done and the plot's ``ColumnDataSource`` holds the 40 points, a point without a
+fixed point drawn as a gap) and until the next animation frame after it (painted: the
+time reported).  The first move after the server starts compiles the solver's kernels and
+is left out.
+
+In process (``--in-process``): each state's curve is computed cold as the page computes it
+(a fresh ``Session(coarse='auto')`` submits the state, never computed before, and waits
+for the whole curve), wall and CPU time (the process's, the job's thread included:
+steadier on a loaded machine), in a worker subprocess warmed once (imports, compiled
+kernels).  A curve longer than ``--timeout`` seconds has the worker killed (and a new one
+started).
+
+Either way a curve longer than ``--timeout`` counts as longer (a timeout), and is
+reported; a state that the engine ends with an error (accepted by ``validate``, not
+computed) is listed, not timed.  Printed: per group (K <= 3, K = 4-6, and each loss /
+penalty) the count, median, 95th percentile (nearest rank) and max, whether item 2's
+targets are met, and the ``--slowest`` states with the URL that opens the explorer at
+them.
 
 ``--fixed``: the earlier fixed path (three problems, lambda moved by a tenth of a decade
 from 10^-0.5 down, ``--moves`` each), for comparison with the earlier measurements.
 
-Usage: ``python benchmarks/bench_explore.py [--n 15] [--seed 0] [--timeout 120]`` or
-``python benchmarks/bench_explore.py --fixed [--moves 7]`` (needs the ``explore`` extra,
-Chromium and chromedriver)
+Usage: ``python benchmarks/bench_explore.py [--n 15] [--seed 0] [--timeout 120]``,
+``python benchmarks/bench_explore.py --in-process [--n 60] [--json FILE]``,
+``python benchmarks/bench_explore.py --fixed [--moves 7]``, ``--list``: the states drawn
+(the browser modes need the ``explore`` extra, Chromium and chromedriver)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
+import queue
 import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 from _explore_space import TARGETS, command, group, label, meets, sample, stats
 from _timing import machine_line
+
+from gaussmix.explore import ExplorerState
 
 #: (name, state options of ``gaussmix explore``)
 PROBLEMS = (
@@ -220,8 +244,6 @@ def _settle(driver, limit_s: float) -> tuple[bool, str]:
 
 def sampled(n: int, seed: int, timeout: float) -> None:
     """Moves of the lambda slider to ``n`` sampled states (see the module's docstring)."""
-    from gaussmix.explore import ExplorerState
-
     drawn = sample(n, seed)
     print(
         f"{n} states, seed {seed} ({drawn.rejected} draws refused by validate and drawn "
@@ -300,19 +322,196 @@ def _report(records: list[dict], timeout: float) -> None:
         print(f"- {_ms(r['painted'])} ms: {label(r['state'])}\n    {command(r['state'])}")
 
 
+# ------------------------------------------------------------------ in process: the worker
+def _time_state(state: ExplorerState) -> dict:
+    from gaussmix.explore import Session
+
+    session = Session(coarse="auto")
+    try:
+        c0, t0 = time.process_time(), time.perf_counter()
+        job = session.submit(state)
+        job.wait()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    finally:
+        session.close()
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "error": job.error,
+        "points": len(job.rows),
+        "failed": len(job.failed),
+        "cached": job.cached,
+    }
+
+
+def worker() -> None:
+    """The in-process worker: read state queries from stdin, one a line; write one JSON
+    record a line."""
+    from gaussmix.explore import Session
+
+    with Session() as warm:  # imports, compiled kernels
+        warm.submit(ExplorerState(n_points=5)).wait()
+        warm.submit(ExplorerState(n_clusters=3, loss="cross-entropy", n_points=5)).wait()
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        state = ExplorerState.from_query(line.strip())
+        print(json.dumps(_time_state(state)), flush=True)
+
+
+class _Worker:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        if json.loads(self._next(600.0) or "{}").get("ready") is not True:
+            raise SystemExit("the worker did not start")
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put("")
+
+    def _next(self, timeout: float) -> str | None:
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def run(self, state: ExplorerState, timeout: float) -> dict | None:
+        """The state's record, or None after ``timeout`` seconds (the worker killed)."""
+        self.proc.stdin.write(state.to_query() + "\n")
+        self.proc.stdin.flush()
+        line = self._next(timeout)
+        if not line:
+            self.kill()
+            return None
+        return json.loads(line)
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+# ------------------------------------------------------------------ in-process report
+def _fmt(x: float) -> str:
+    return "timeout" if x == math.inf else f"{x:.2f}"
+
+
+def report_engine(records: list[dict], timeout: float) -> None:
+    """The table of the groups; a state whose curve ended with an error (a state that
+    validate accepted and the engine could not compute) is listed, not timed."""
+    groups: dict[str, list[dict]] = {}
+    for r in records:
+        if r.get("error"):
+            continue
+        state = r["state"]
+        keys = (group(state), f"{state.loss} / {state.penalty}")
+        for key in keys:
+            groups.setdefault(key, []).append(r)
+    print(
+        "\n| group | n | CPU median / p95 / max (s) | wall median / p95 / max (s) "
+        "| target met (CPU, wall) |"
+    )
+    print("|---|---|---|---|---|")
+    for name in sorted(groups, key=lambda g: (g not in TARGETS, g)):
+        rs = groups[name]
+        cpu = [r["cpu"] for r in rs]
+        wall = [r["wall"] for r in rs]
+        target = f"{meets(name, cpu)}, {meets(name, wall)}"
+        print(
+            f"| {name} | {len(rs)} | {' / '.join(map(_fmt, stats(cpu)))} "
+            f"| {' / '.join(map(_fmt, stats(wall)))} | {target} |"
+        )
+    timeouts = [r for r in records if r["wall"] == math.inf]
+    print(f"\ntimeouts (> {timeout:g} s, counted as inf): {len(timeouts)}")
+    errors = [r for r in records if r.get("error")]
+    print(f"accepted by validate but ended with an error (not timed): {len(errors)}")
+    for r in errors:
+        print(f"- {label(r['state'])}: {r['error']}\n    {command(r['state'])}")
+
+
+def slowest_engine(records: list[dict], count: int) -> None:
+    print(f"\nthe {count} slowest (wall time; CPU time):")
+    timed = [r for r in records if not r.get("error")]
+    for r in sorted(timed, key=lambda r: -r["wall"])[:count]:
+        failed = f", {r['failed']} points without a fixed point" if r.get("failed") else ""
+        print(f"- {_fmt(r['wall'])} s; {_fmt(r['cpu'])} s: {label(r['state'])}{failed}")
+        print(f"    {command(r['state'])}")
+
+
+def in_process(n: int, seed: int, timeout: float, count: int, out: Path | None) -> None:
+    """The engine's cold curve time of ``n`` sampled states, in a killable worker."""
+    drawn = sample(n, seed)
+    print(
+        f"in process: {n} states, seed {seed} ({drawn.rejected} draws refused by validate "
+        f"and drawn again); timeout {timeout:g} s; load average before: {os.getloadavg()}"
+    )
+    records = []
+    w = _Worker()
+    try:
+        for i, state in enumerate(drawn.states):
+            rec = w.run(state, timeout)
+            if rec is None:
+                rec = {"wall": math.inf, "cpu": math.inf, "error": None, "failed": 0}
+                w = _Worker()
+            rec["state"] = state
+            records.append(rec)
+            said = f" ERROR {rec['error']}" if rec.get("error") else ""
+            print(
+                f"[{i + 1}/{n}] wall {_fmt(rec['wall'])} s, CPU {_fmt(rec['cpu'])} s: "
+                f"{label(state)}{said}",
+                flush=True,
+            )
+    finally:
+        w.close()
+    print(f"load average after: {os.getloadavg()}")
+    report_engine(records, timeout)
+    slowest_engine(records, count)
+    if out is not None:
+        rows = [{**r, "state": r["state"].to_query()} for r in records]
+        out.write_text(json.dumps(rows, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=15, help="sampled states (moves)")
+    parser.add_argument("--n", type=int, default=None, help="sampled states (15; 60 in process)")
     parser.add_argument("--seed", type=int, default=0, help="the sampler's seed")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per move")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per curve")
+    parser.add_argument(
+        "--in-process", action="store_true", help="the engine's curve, without the page"
+    )
+    parser.add_argument("--slowest", type=int, default=10, help="slowest states listed")
+    parser.add_argument("--json", type=Path, help="--in-process: every state's record here")
+    parser.add_argument("--list", action="store_true", help="print the states, compute none")
     parser.add_argument("--fixed", action="store_true", help="the earlier fixed path")
     parser.add_argument("--moves", type=int, default=7, help="--fixed: timed moves per problem")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        worker()
+        return
     print(machine_line())
+    n = args.n if args.n is not None else (60 if args.in_process else 15)
     if args.fixed:
         fixed(args.moves)
+    elif args.list:
+        drawn = sample(n, args.seed)
+        print(f"{n} states, seed {args.seed} ({drawn.rejected} draws refused and drawn again)")
+        for s in drawn.states:
+            print(f"{label(s)}\n    ?{s.to_query()}")
+    elif args.in_process:
+        in_process(n, args.seed, args.timeout, args.slowest, args.json)
     else:
-        sampled(args.n, args.seed, args.timeout)
+        sampled(n, args.seed, args.timeout)
 
 
 if __name__ == "__main__":
