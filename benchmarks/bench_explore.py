@@ -382,15 +382,27 @@ class _Worker:
         except queue.Empty:
             return None
 
-    def run(self, state: ExplorerState, timeout: float) -> dict | None:
-        """The state's record, or None after ``timeout`` seconds (the worker killed)."""
+    def run(self, state: ExplorerState, timeout: float) -> dict:
+        """The state's record; after ``timeout`` seconds of wall time the worker is killed
+        and the record says so (``timeout``: the worker's CPU seconds spent on the curve
+        until then, NaN where ``/proc`` is not there to say)."""
+        cpu0 = self.cpu()
         self.proc.stdin.write(state.to_query() + "\n")
         self.proc.stdin.flush()
         line = self._next(timeout)
         if not line:
+            spent = self.cpu() - cpu0
             self.kill()
-            return None
+            return {"wall": math.inf, "cpu": math.inf, "error": None, "timeout": spent}
         return json.loads(line)
+
+    def cpu(self) -> float:
+        """The worker's CPU seconds (user + system, from ``/proc``; NaN without it)."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return math.nan
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def kill(self) -> None:
         self.proc.kill()
@@ -432,7 +444,11 @@ def report_engine(records: list[dict], timeout: float) -> None:
             f"| {' / '.join(map(_fmt, stats(wall)))} | {target} |"
         )
     timeouts = [r for r in records if r["wall"] == math.inf]
-    print(f"\ntimeouts (> {timeout:g} s, counted as inf): {len(timeouts)}")
+    spent = ", ".join(f"{r['timeout']:.1f}" for r in timeouts)
+    print(
+        f"\ntimeouts (> {timeout:g} s of wall time, counted as inf): {len(timeouts)}"
+        + (f" (CPU seconds spent until killed: {spent})" if timeouts else "")
+    )
     errors = [r for r in records if r.get("error")]
     print(f"accepted by validate but ended with an error (not timed): {len(errors)}")
     for r in errors:
@@ -460,12 +476,13 @@ def in_process(n: int, seed: int, timeout: float, count: int, out: Path | None) 
     try:
         for i, state in enumerate(drawn.states):
             rec = w.run(state, timeout)
-            if rec is None:
-                rec = {"wall": math.inf, "cpu": math.inf, "error": None, "failed": 0}
+            if "timeout" in rec:
                 w = _Worker()
             rec["state"] = state
             records.append(rec)
             said = f" ERROR {rec['error']}" if rec.get("error") else ""
+            if "timeout" in rec:
+                said += f" (killed after {rec['timeout']:.1f} s of CPU time)"
             print(
                 f"[{i + 1}/{n}] wall {_fmt(rec['wall'])} s, CPU {_fmt(rec['cpu'])} s: "
                 f"{label(state)}{said}",
