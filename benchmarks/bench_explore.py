@@ -44,6 +44,7 @@ Usage: ``python benchmarks/bench_explore.py [--n 15] [--seed 0] [--timeout 120]`
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import math
 import os
@@ -121,6 +122,11 @@ const before = Array.from(source.data.test_error || []).join();
 const t0 = performance.now();
 let first = null;
 let computing = false;
+// every status the server sends is seen (a refused state's "computing..." and its error
+// can arrive between two polls)
+status.properties.text.change.connect(() => {
+    if (status.text.includes('computing')) { computing = true; }
+});
 slider.value = value;
 const poll = () => {
     const y = Array.from(source.data.test_error || []);
@@ -267,7 +273,8 @@ def sampled(n: int, seed: int, timeout: float) -> None:
             first, whole, painted, text = driver.execute_async_script(
                 _MOVE_SAMPLED, math.log10(state.lam), 40, 1000.0 * timeout
             )
-            text = re.sub(r"<[^>]+>", "", text).strip()
+            # the status pane's HTML, escaped in the model: as the page shows it
+            text = html.unescape(re.sub(r"<[^>]+>", "", html.unescape(text))).strip()
             error = "Not computed" in text
             rec = {
                 "state": state,
