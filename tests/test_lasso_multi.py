@@ -13,6 +13,7 @@ import pytest
 from _helpers import check_free_energy
 
 import gaussmix as gm
+from gaussmix.core.exceptions import ArgumentError
 from gaussmix.theory import prior as prior_mod
 from gaussmix.theory.lasso import (
     gaussian_l1_moments,
@@ -430,3 +431,25 @@ def test_prior_panels_leave_other_priors_alone():
         np.testing.assert_array_equal(a.state.x, b.state.x)
         assert a.integration_errors == b.integration_errors
         assert prior_quadrature_dim(a.state.problem) == 0
+
+
+@pytest.mark.parametrize(
+    "K, loss, outputs", [(5, "square", 5), (6, "square", 6), (6, "cross-entropy", 5)]
+)
+@pytest.mark.parametrize("penalty", ["l1", "elastic-net"])
+def test_too_many_effective_outputs_for_the_lasso_prior_are_refused_at_the_door(
+    K: int, loss: str, outputs: int, penalty: str
+) -> None:
+    """The multi-output lasso's prior integrates over ``L' - 1 <= 3`` dimensions: a problem
+    with more effective outputs is refused when it is made, naming the penalty (it failed
+    inside the first iteration with 'quadrature dim must be <= 3')."""
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=K)
+    l1_ratio = 0.5 if penalty == "elastic-net" else None
+    with pytest.raises(ArgumentError) as info:
+        gm.make_problem(mix, loss, lam=0.1, alpha=1.0, penalty=penalty, l1_ratio=l1_ratio)
+    assert info.value.argument == "penalty"
+    assert f"has {outputs} (K = {K} clusters)" in str(info.value)
+    # the largest that fit are made: K = 4 square, K = 5 cross-entropy (four outputs each)
+    for k, name in ((4, "square"), (5, "cross-entropy")):
+        four = gm.Mixture.isotropic(0.5, "simplex", n_clusters=k)
+        gm.make_problem(four, name, lam=0.1, alpha=1.0, penalty=penalty, l1_ratio=l1_ratio)

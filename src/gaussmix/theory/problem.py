@@ -25,6 +25,7 @@ from .losses import Loss, ReducedLoss, get_loss
 from .mixture import LabelMap, Mixture
 from .penalties import PENALTIES, Penalty, make_penalty
 from .prior import prior_for
+from .quadrature import GRADED_MAX_DIM
 
 __all__ = [
     "Problem",
@@ -295,6 +296,16 @@ def build_problem(
     )
     prior = prior_for(pen, mixture)
     eff, P = effective_loss(base, labels)
+    if pen.name != "l2" and P.shape[0] - 1 > GRADED_MAX_DIM:
+        # the multi-output lasso's moments are exact along lines and integrated across them
+        # by a graded rule in L' - 1 dimensions (theory.lasso.gaussian_l1_moments)
+        raise ArgumentError(
+            "penalty",
+            f"{pen.name!r} needs at most {GRADED_MAX_DIM + 1} effective outputs (its prior "
+            f"integrates over {GRADED_MAX_DIM} dimensions at most); the {base.name} loss on "
+            f"these labels has {P.shape[0]} (K = {mixture.n_clusters} clusters): use fewer "
+            "classes or penalty='l2'",
+        )
     constraints = _output_space(labels, base.shift_invariant)[1]
     return Problem(
         mixture=mixture,

@@ -268,6 +268,10 @@ def _panel_rule(
     return _tensor(xs, ws, dim, prune)
 
 
+#: largest dimension of a :class:`GradedPanels` rule (a tensor of composite panels)
+GRADED_MAX_DIM = 3
+
+
 @dataclass(frozen=True)
 class GradedPanels(QuadratureRule):
     """Composite Gauss-Legendre rule for ``E[g(xi)]`` on ``[-XI_MAX, XI_MAX]^dim``.
@@ -305,7 +309,7 @@ class GradedPanels(QuadratureRule):
 
     def __post_init__(self) -> None:
         check_int("quadrature panels", self.panels, low=2, high=MAX_PANELS)
-        check_int("quadrature dim", self.dim, low=1, high=3)
+        check_int("quadrature dim", self.dim, low=1, high=GRADED_MAX_DIM)
         check_int("quadrature order", self.order, low=2, high=20)
         grade = check_real("quadrature grade", self.grade, low=0.0, low_open=True)
         object.__setattr__(self, "grade", grade)
