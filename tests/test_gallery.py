@@ -320,7 +320,7 @@ def test_fig6_note_states_the_papers_map_against_ours() -> None:
         saturated = np.mean(np.abs(fmap.transform(x)) > 0.99)
         results[key] = (float(pre.std()), float(saturated))
         df = realdata_curve(
-            prepare_realdata(ds, feature_map=fmap),
+            prepare_realdata(ds, feature_map=fmap, fit_on="all"),
             loss="logistic",
             lam=0.05,
             alphas=alphas,
@@ -380,7 +380,9 @@ def test_appe_trained_note_states_where_the_gap_comes_from() -> None:
     ds = require_dataset("mnist", "even-odd")
     net = NetworkFeatures(epochs=(1, 5), hidden=fast["hidden"], seed=0)
     net = net.fit(ds.x_train, ds.y_train)
-    problem = prepare_realdata(ds, feature_map=_Fitted(net.at(5), "network, epoch 5"))
+    problem = prepare_realdata(
+        ds, feature_map=_Fitted(net.at(5), "network, epoch 5"), fit_on="all"
+    )
     alphas, kw = fast["alphas"], {"loss": "logistic", "lam": 0.05, "subsamples": 2}
     df = realdata_curve(problem, alphas=alphas, seeds=2, sources=SOURCES, **kw)
     errors = {s: g.sort_values("alpha").test_error.to_numpy() for s, g in df.groupby("source")}
