@@ -60,3 +60,21 @@ def check_within_3se(theory, sim, keys, *, floor: float = 1e-6) -> None:
         )
     print("\n".join(lines))
     assert ok, "\n".join(lines)
+
+
+def load_benchmark(name: str):
+    """The script ``benchmarks/NAME.py`` as a module (registered in ``sys.modules``: a
+    dataclass of it looks its module up), with ``benchmarks/`` on the path for the modules
+    it imports beside it (``_timing``, ``bench_curves``)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+    if str(bench) not in sys.path:
+        sys.path.insert(0, str(bench))
+    spec = importlib.util.spec_from_file_location(name, bench / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -4,33 +4,15 @@ under a seed, and it covers the whole control space the benchmark claims."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
+from _helpers import load_benchmark
 
 from gaussmix.explore import ExplorerState, validate
 from gaussmix.explore.state import grid, setup
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _space():
-    bench = str(ROOT / "benchmarks")
-    if bench not in sys.path:
-        sys.path.insert(0, bench)
-    spec = importlib.util.spec_from_file_location(
-        "_explore_space", ROOT / "benchmarks" / "_explore_space.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["_explore_space"] = module  # its dataclass looks its module up
-    spec.loader.exec_module(module)
-    return module
-
-
-space = _space()
+space = load_benchmark("_explore_space")
 
 
 @pytest.fixture(scope="module")

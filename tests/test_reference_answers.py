@@ -16,14 +16,13 @@ tests/fixtures/reference_answers.json``, and the change says why.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
+from _helpers import load_benchmark
 
 from gaussmix.theory.tolerances import FIXED_POINT_TOL
 
@@ -45,24 +44,11 @@ OBSERVABLES = (
 )
 
 
-def _check_bits():
-    """``benchmarks/check_bits.py`` as a module (it imports ``bench_curves`` beside it)."""
-    bench = str(ROOT / "benchmarks")
-    if bench not in sys.path:
-        sys.path.insert(0, bench)
-    spec = importlib.util.spec_from_file_location(
-        "check_bits", ROOT / "benchmarks" / "check_bits.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def now() -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return _check_bits().answers()
+        return load_benchmark("check_bits").answers()
 
 
 def _bound(name: str, ref: dict, new: dict) -> float:
