@@ -316,7 +316,7 @@ def _hinge_moments(y, m, Q, V) -> ChannelMoments:
     ``v <= s`` these are ``J_0``, ``v J_1`` and ``v J_2`` with
     ``J_k = int_0^1 tau^k p_u(v tau) dtau`` (``p_u`` the density of ``u``), by
     Gauss-Legendre (:data:`_HINGE_MIDDLE_NODES` nodes: the density varies on the scale
-    ``s >= v``, error below 1e-16), since the closed forms cancel there (relative error
+    ``s >= v``, error below 10^-16), since the closed forms cancel there (relative error
     ``~ eps s^2 / v^2``: 3e-3 in ``E[f^2]`` at ``v = 10^-7``, ``s = 0.6``); at ``v = 0`` (the
     lasso's zero estimator) they are the limit: the density of ``u`` at 0, and 0, 0.
     """

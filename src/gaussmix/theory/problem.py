@@ -296,7 +296,7 @@ def build_problem(
     )
     prior = prior_for(pen, mixture)
     eff, P = effective_loss(base, labels)
-    if pen.name != "l2" and P.shape[0] - 1 > GRADED_MAX_DIM:
+    if pen.sparse and P.shape[0] - 1 > GRADED_MAX_DIM:
         # the multi-output lasso's moments are exact along lines and integrated across them
         # by a graded rule in L' - 1 dimensions (theory.lasso.gaussian_l1_moments)
         raise ArgumentError(

@@ -28,7 +28,6 @@ from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
-from scipy.special import ndtri
 
 from gaussmix.core.validation import check_int, check_real
 
@@ -366,6 +365,8 @@ def _sobol_set(dim: int, n_log2: int, seed: int, rep: int) -> np.ndarray:
     rng = np.random.default_rng(np.random.SeedSequence([seed, rep]))
     u = qmc.Sobol(d=dim, scramble=True, **{_sobol_rng_kw(qmc.Sobol): rng}).random_base2(n_log2)
     eps = np.finfo(float).eps
+    from scipy.special import ndtri  # lazily: the command line's start-up loads no scipy
+
     return ndtri(np.clip(u, eps, 1.0 - eps))
 
 
