@@ -18,9 +18,9 @@ import gaussmix as gm
 from gaussmix.core.exceptions import SpuriousFixedPointError
 from gaussmix.simulate import realise, simulate
 from gaussmix.theory import dense
+from gaussmix.theory.covariance import DenseCovariance
 from gaussmix.theory.dense import dense_ridge_terms
 from gaussmix.theory.fixed_point import FixedPointMap
-from gaussmix.theory.mixture import DenseCovariance
 from gaussmix.theory.penalties import Ridge
 from gaussmix.theory.prior import PRIORS, ridge_prior
 from gaussmix.theory.solver import IterationStatus, is_valid_state, pack_state

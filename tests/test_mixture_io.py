@@ -18,12 +18,8 @@ import pytest
 import gaussmix as gm
 from gaussmix.cli.grid import run_grid
 from gaussmix.sweep import PointSpec, point_key, sweep
-from gaussmix.theory.mixture import (
-    MIXTURE_FILE_VERSION,
-    STRUCTURES,
-    CovarianceStructure,
-    load_mixture,
-)
+from gaussmix.theory.covariance import STRUCTURES, CovarianceStructure
+from gaussmix.theory.mixture import MIXTURE_FILE_VERSION, load_mixture
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checkpoint_v3"
 

@@ -18,7 +18,9 @@ from scipy import integrate
 import gaussmix as gm
 from gaussmix.core.exceptions import IntegrationWarning
 from gaussmix.experiments.curves import d_test_error_d_lambda, optimal_lambda, optimal_lambda_curve
-from gaussmix.theory.mixture import LabelMap, Mixture, SpectralLaw
+from gaussmix.theory.covariance import SpectralLaw
+from gaussmix.theory.labels import LabelMap
+from gaussmix.theory.mixture import Mixture
 from gaussmix.theory.prior import (
     _centred_soft_threshold_moments,
     elastic_net_prior,

@@ -174,7 +174,7 @@ def test_problem_at_another_lam_alpha_equals_replace():
 
 def test_output_space_is_built_once_per_label_map_and_read_only():
     from gaussmix.theory.api import make_problem
-    from gaussmix.theory.mixture import LabelMap
+    from gaussmix.theory.labels import LabelMap
     from gaussmix.theory.problem import _output_space
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)

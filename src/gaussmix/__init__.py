@@ -39,15 +39,15 @@ _EXPORTS = {
     "LOSSES": "gaussmix.theory.losses",
     "Loss": "gaussmix.theory.losses",
     "get_loss": "gaussmix.theory.losses",
-    "LABEL_MAPS": "gaussmix.theory.mixture",
+    "LABEL_MAPS": "gaussmix.theory.labels",
     "MIXTURE_MODELS": "gaussmix.theory.mixture",
-    "LabelMap": "gaussmix.theory.mixture",
+    "LabelMap": "gaussmix.theory.labels",
     "Mixture": "gaussmix.theory.mixture",
     "mean_gram": "gaussmix.theory.mixture",
     "load_mixture": "gaussmix.theory.mixture",
     "MixtureFileError": "gaussmix.theory.mixture",
-    "CovarianceStructure": "gaussmix.theory.mixture",
-    "STRUCTURES": "gaussmix.theory.mixture",
+    "CovarianceStructure": "gaussmix.theory.covariance",
+    "STRUCTURES": "gaussmix.theory.covariance",
     "OBSERVABLES": "gaussmix.theory.outputs",
     "PENALTIES": "gaussmix.theory.penalties",
     "make_penalty": "gaussmix.theory.penalties",
@@ -103,13 +103,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .sweep.table import SweepResult
     from .theory.api import make_problem, solve
     from .theory.bayes import BayesOptimalResult, bayes_optimal_error
+    from .theory.covariance import STRUCTURES, CovarianceStructure
+    from .theory.labels import LABEL_MAPS, LabelMap
     from .theory.losses import LOSSES, Loss, get_loss
     from .theory.mixture import (
-        LABEL_MAPS,
         MIXTURE_MODELS,
-        STRUCTURES,
-        CovarianceStructure,
-        LabelMap,
         Mixture,
         MixtureFileError,
         load_mixture,

@@ -9,7 +9,7 @@ everywhere inside, so that nothing else in the package dispatches on a name stri
 pattern of xarray's backend entry points and scikit-learn's ``_parameter_constraints``).
 
 The registries themselves live next to what they declare (``gaussmix.theory.losses.LOSSES``,
-``gaussmix.theory.penalties.PENALTIES``, ``gaussmix.theory.mixture.LABEL_MAPS`` and
+``gaussmix.theory.penalties.PENALTIES``, ``gaussmix.theory.labels.LABEL_MAPS`` and
 ``MIXTURE_MODELS``, ``gaussmix.theory.outputs.OBSERVABLES``); ``gaussmix`` re-exports them.
 """
 

@@ -59,8 +59,8 @@ from gaussmix.explore import (
 )
 from gaussmix.explore.engine import x_column
 from gaussmix.explore.state import ORDER_PARAMETERS, field_text, observable_names
+from gaussmix.theory.labels import LABEL_MAPS
 from gaussmix.theory.losses import LOSSES
-from gaussmix.theory.mixture import LABEL_MAPS
 from gaussmix.theory.outputs import axis_label
 from gaussmix.theory.penalties import PENALTIES
 

@@ -27,14 +27,9 @@ import numpy as np
 from gaussmix.core.exceptions import ArgumentError, ArgumentTypeError
 from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import PARAMETERS, check_int, check_param
+from gaussmix.theory.labels import infer_n_clusters
 from gaussmix.theory.losses import BINARY_LOSSES, LOSSES, get_loss
-from gaussmix.theory.mixture import (
-    MIXTURE_MODELS,
-    Mixture,
-    MixtureModel,
-    infer_n_clusters,
-    parametric_model,
-)
+from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture, MixtureModel, parametric_model
 from gaussmix.theory.penalties import PENALTIES as PENALTY_REGISTRY
 from gaussmix.theory.penalties import make_penalty
 
@@ -520,7 +515,7 @@ def _infer_clusters(
     delta: Any,
     sparse_penalty: bool,
 ) -> int:
-    """K (:func:`~gaussmix.theory.mixture.infer_n_clusters`): ``--n-clusters``, else the length
+    """K (:func:`~gaussmix.theory.labels.infer_n_clusters`): ``--n-clusters``, else the length
     of ``--rho`` / ``--delta`` lists, else 2 for binary problems, else 3 (see
     :class:`PointOptions`)."""
     antipodal = opts.means == "antipodal" or (

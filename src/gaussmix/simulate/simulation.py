@@ -21,7 +21,7 @@ same as the theory's (:func:`gaussmix.theory.observables.gaussian_risk`).  The o
 ``Q_c, M_c, b`` are returned as well, averaged over seeds.
 
 Conventions (docs/design.md pitfalls 7 and 8): covariances are diagonal in the standard basis,
-except for a dense mixture (:class:`~gaussmix.theory.mixture.DenseCovariance`), whose full
+except for a dense mixture (:class:`~gaussmix.theory.covariance.DenseCovariance`), whose full
 covariances are sampled through an eigen-factorisation ``Sigma_k = F_k F_k^T`` (zero and
 rounding-level negative eigenvalues give zero columns, so singular covariances are exact);
 isotropic means realise the Gram matrix of the mixture exactly; Gaussian mean components
@@ -43,8 +43,9 @@ from gaussmix.core.exceptions import ArgumentError, ConvergenceWarning
 from gaussmix.core.results import Result
 from gaussmix.core.validation import check_choice, check_int, check_param
 from gaussmix.theory.erm import kkt_residual
+from gaussmix.theory.labels import LabelMap
 from gaussmix.theory.losses import LOSSES, Loss, get_loss
-from gaussmix.theory.mixture import LabelMap, Mixture
+from gaussmix.theory.mixture import Mixture
 from gaussmix.theory.observables import estimated_risk
 from gaussmix.theory.outputs import error_keys
 from gaussmix.theory.penalties import Penalty, make_penalty
@@ -224,7 +225,7 @@ def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
 def check_dimension(mixture: Mixture, d: Any, *, name: str = "d") -> int:
     """The dimension ``d`` of a simulation of ``mixture``, validated: the rule of ``d``
     (:data:`gaussmix.core.validation.PARAMETERS`), then the mixture's covariance structure
-    (:meth:`~gaussmix.theory.mixture.CovarianceStructure.check_dim`: ``d >= K`` where the
+    (:meth:`~gaussmix.theory.covariance.CovarianceStructure.check_dim`: ``d >= K`` where the
     means realise their Gram matrix exactly, the mixture's own dimension for full
     covariances or an empirical spectral law).  The one check of ``d`` of :func:`realise`,
     :func:`simulate` and :func:`~gaussmix.simulate.separability_fraction`."""

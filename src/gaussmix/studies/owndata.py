@@ -63,8 +63,9 @@ from gaussmix.data.files import (
 from gaussmix.experiments.curves import learning_curve
 from gaussmix.experiments.lambda_star import optimal_lambda, optimal_lambda_curve
 from gaussmix.theory.api import solve
+from gaussmix.theory.labels import LabelMap
 from gaussmix.theory.losses import get_loss
-from gaussmix.theory.mixture import LabelMap, Mixture
+from gaussmix.theory.mixture import Mixture
 from gaussmix.theory.options import SolverOptions, solver_options, with_options_doc
 from gaussmix.theory.problem import effective_loss
 

@@ -60,8 +60,9 @@ from gaussmix.data import Dataset, featurize, load_dataset, subsample_indices
 from gaussmix.experiments.curves import lambda_sweep, learning_curve
 from gaussmix.simulate import fit_erm, largest_remainder, predict_class, simulate
 from gaussmix.theory.api import solve
+from gaussmix.theory.labels import LabelMap
 from gaussmix.theory.losses import get_loss
-from gaussmix.theory.mixture import LabelMap, Mixture
+from gaussmix.theory.mixture import Mixture
 
 __all__ = [
     "CLUSTERINGS",

@@ -85,8 +85,8 @@ from scipy.linalg import get_blas_funcs, lapack
 
 from gaussmix.core.exceptions import ArgumentError
 
+from .covariance import DenseCovariance
 from .linalg import blas_thread_limit, blas_threads
-from .mixture import DenseCovariance
 
 __all__ = ["DenseRidgeTerms", "MeanResponse", "dense_ridge_terms"]
 

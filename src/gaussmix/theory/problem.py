@@ -21,8 +21,9 @@ from gaussmix.core.validation import ALPHA_MIN as ALPHA_MIN
 from gaussmix.core.validation import LAM_MAX as LAM_MAX
 from gaussmix.core.validation import check_param
 
+from .labels import LabelMap
 from .losses import Loss, ReducedLoss, get_loss
-from .mixture import LabelMap, Mixture
+from .mixture import Mixture
 from .penalties import PENALTIES, Penalty, make_penalty
 from .prior import prior_for
 from .quadrature import GRADED_MAX_DIM
