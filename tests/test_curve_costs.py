@@ -11,7 +11,7 @@ import gaussmix as gm
 from gaussmix.core.exceptions import ArgumentError
 from gaussmix.theory.api import make_problem
 from gaussmix.theory.fixed_point import cluster_symmetry
-from gaussmix.theory.margin import ZeroPenaltyError
+from gaussmix.theory.separability import ZeroPenaltyError
 from gaussmix.theory.symmetry import ClusterSymmetry
 
 MIX3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)

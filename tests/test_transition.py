@@ -21,6 +21,7 @@ import gaussmix as gm
 from gaussmix.core.exceptions import IntegrationWarning
 from gaussmix.experiments.transition import TransitionResult, separability_threshold
 from gaussmix.theory import margin as mg
+from gaussmix.theory import separability as sep
 from gaussmix.theory.api import check_lam_alpha
 
 
@@ -37,9 +38,9 @@ def test_two_clusters_fixed_point_matches_gardner_closed_form(delta, rho):
     onehot = gm.Mixture.isotropic(delta, "gaussian", n_clusters=2, rho=rho)
     gram = np.array([[0.5, -0.5], [-0.5, 0.5]])
     binary = gm.Mixture.isotropic(delta, gram, labels="binary", rho=rho)
-    closed = mg.gardner_threshold(0.5, delta, 0.5 if rho is None else rho[0])
+    closed = sep.gardner_threshold(0.5, delta, 0.5 if rho is None else rho[0])
     for mix in (onehot, binary):
-        est = mg.separability_threshold_estimate(mix)
+        est = sep.separability_threshold_estimate(mix)
         assert est.success and est.method == "homogeneous"
         assert est.alpha_star == pytest.approx(closed, rel=1e-8)
         assert est.growth == pytest.approx(1.0, abs=1e-9)  # the identity s^2 = 1
@@ -50,15 +51,15 @@ def test_two_clusters_fixed_point_matches_gardner_closed_form(delta, rho):
 
 def test_exchangeable_equation_matches_closed_form_for_two_clusters():
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=2)
-    est = mg.separability_threshold_estimate(mix, method="exchangeable", log2_n=13)
-    assert abs(est.alpha_star - mg.gardner_threshold(0.5, 0.5)) < 4 * est.std_error
+    est = sep.separability_threshold_estimate(mix, method="exchangeable", log2_n=13)
+    assert abs(est.alpha_star - sep.gardner_threshold(0.5, 0.5)) < 4 * est.std_error
     assert est.std_error < 2e-3
 
 
 def test_cover_limit_without_means():
     mix = gm.Mixture.isotropic(0.7, np.zeros((2, 2)), labels="binary")
-    assert mg.binary_separability_threshold(mix) == pytest.approx(2.0, rel=1e-9)
-    assert mg.separability_threshold_estimate(mix).alpha_star == pytest.approx(2.0, rel=1e-9)
+    assert sep.binary_separability_threshold(mix) == pytest.approx(2.0, rel=1e-9)
+    assert sep.separability_threshold_estimate(mix).alpha_star == pytest.approx(2.0, rel=1e-9)
 
 
 def test_relabelling_two_non_exchangeable_clusters():
@@ -66,8 +67,8 @@ def test_relabelling_two_non_exchangeable_clusters():
     mix = gm.Mixture.block(
         [0.3, 0.7], [[0.4, 0.9], [1.2, 0.6]], means="gaussian", labels="onehot", rho=[0.35, 0.65]
     )
-    a = mg.separability_threshold_estimate(mix)
-    b = mg.separability_threshold_estimate(mix.permute([1, 0]))
+    a = sep.separability_threshold_estimate(mix)
+    b = sep.separability_threshold_estimate(mix.permute([1, 0]))
     assert a.success and b.success
     assert a.alpha_star == pytest.approx(b.alpha_star, rel=1e-10)
     assert a.alpha_star > 2.0  # informative means make separation easier than Cover's 2
@@ -79,7 +80,7 @@ def test_sort_projection_matches_brute_force():
 
     rng = np.random.default_rng(3)
     g = rng.standard_normal((12, 5))
-    k, d0, dg, dd = mg._exchangeable_stats(0.7, g, 0.4)
+    k, d0, dg, dd = sep.exchangeable_stats(0.7, g, 0.4)
     for i in range(g.shape[0]):
         om = g[i].copy()
         om[0] += 0.7
@@ -99,8 +100,8 @@ def test_sort_projection_matches_brute_force():
 
 def test_exchangeable_equation_matches_general_homogeneous_map():
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3)
-    ex = mg.separability_threshold_estimate(mix, method="exchangeable", log2_n=13)
-    ho = mg.separability_threshold_estimate(mix, method="homogeneous", log2_n=12)
+    ex = sep.separability_threshold_estimate(mix, method="exchangeable", log2_n=13)
+    ho = sep.separability_threshold_estimate(mix, method="homogeneous", log2_n=12)
     assert ex.success and ho.success
     se = math.hypot(ex.std_error, ho.std_error)
     assert abs(ex.alpha_star - ho.alpha_star) < 4 * se
@@ -111,7 +112,7 @@ def test_exchangeable_equation_matches_general_homogeneous_map():
 
 def test_threshold_increases_with_k_and_decreases_with_delta():
     by_k = [
-        mg.separability_threshold_estimate(
+        sep.separability_threshold_estimate(
             gm.Mixture.isotropic(0.5, "gaussian", n_clusters=k), log2_n=12
         )
         for k in (2, 3, 4, 5)
@@ -120,7 +121,7 @@ def test_threshold_increases_with_k_and_decreases_with_delta():
     assert all(e.success for e in by_k)
     assert all(x + 4 * e.std_error < y for x, y, e in zip(a, a[1:], by_k[1:], strict=False))
     by_delta = [
-        mg.separability_threshold_estimate(
+        sep.separability_threshold_estimate(
             gm.Mixture.isotropic(d, "gaussian", n_clusters=3), log2_n=12
         ).alpha_star
         for d in (0.25, 0.5, 1.0)
@@ -159,7 +160,7 @@ def test_separability_threshold_contract_three_clusters():
 def test_max_margin_equals_hinge_at_small_lambda():
     # for separable data the soft-margin SVM is the hard-margin one once C = 1/lam is large
     mix = _binary()
-    astar = mg.binary_separability_threshold(mix)
+    astar = sep.binary_separability_threshold(mix)
     mm = mg.max_margin(mix, 3.0, alpha_star=astar)
     hinge = gm.solve(mix, "hinge", lam=1e-3, alpha=3.0)
     assert mm.success and mm.train_error == 0.0 and hinge.train_error == 0.0
@@ -169,7 +170,7 @@ def test_max_margin_equals_hinge_at_small_lambda():
 @pytest.mark.slow
 def test_margin_vanishes_linearly_at_alpha_star():
     mix = _binary()
-    astar = mg.binary_separability_threshold(mix)
+    astar = sep.binary_separability_threshold(mix)
     a1, a2 = 0.95 * astar, 0.975 * astar
     k1 = mg.max_margin(mix, a1, alpha_star=astar).margin
     k2 = mg.max_margin(mix, a2, alpha_star=astar).margin
@@ -203,7 +204,7 @@ def test_cross_entropy_approaches_max_margin_as_lambda_vanishes():
 def test_training_error_at_small_lambda_on_both_sides():
     mix3 = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3)
     mix2 = _binary()
-    a2 = mg.binary_separability_threshold(mix2)
+    a2 = sep.binary_separability_threshold(mix2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IntegrationWarning)
         assert gm.solve(mix3, "cross-entropy", lam=1e-4, alpha=2.5).train_error == 0.0
@@ -216,8 +217,8 @@ def test_training_error_at_small_lambda_on_both_sides():
 # --------------------------------------------------------------------------- lam = 0
 def test_lam_zero_maximum_likelihood_exists_only_above_alpha_star():
     mix = _binary()
-    astar = mg.binary_separability_threshold(mix)
-    with pytest.raises(mg.SeparabilityError, match=r"does not exist.*alpha\* = 6\.663"):
+    astar = sep.binary_separability_threshold(mix)
+    with pytest.raises(sep.SeparabilityError, match=r"does not exist.*alpha\* = 6\.663"):
         gm.solve(mix, "logistic", lam=0.0, alpha=0.5 * astar)
     with pytest.raises(ValueError, match="max_margin"):
         gm.make_problem(mix, "logistic", lam=0.0, alpha=astar)
@@ -246,7 +247,7 @@ def test_bad_input_messages():
         separability_threshold(custom)
     with pytest.raises(ValueError, match="alpha"):
         mg.max_margin(mix, -1.0, alpha_star=6.0)
-    with pytest.raises(mg.SeparabilityError, match=r"does not exist at alpha=7.*alpha\* = 6\.66"):
+    with pytest.raises(sep.SeparabilityError, match=r"does not exist at alpha=7.*alpha\* = 6\.66"):
         mg.max_margin(mix, 7.0)
     with pytest.raises(ValueError, match="method"):
         mg.max_margin(mix, 1.0, alpha_star=6.0, method="fast")
@@ -260,7 +261,7 @@ def test_ten_classes():
     res10 = separability_threshold(
         gm.Mixture.isotropic(0.5, "gaussian", n_clusters=10), evidence=False
     )
-    res5 = mg.separability_threshold_estimate(
+    res5 = sep.separability_threshold_estimate(
         gm.Mixture.isotropic(0.5, "gaussian", n_clusters=5), log2_n=13
     )
     assert res10.success and res10.rel_accuracy <= 1e-4
@@ -271,7 +272,7 @@ def test_ten_classes():
 def test_relabelling_three_non_exchangeable_clusters():
     gram = np.array([[1.0, 0.3, 0.0], [0.3, 0.8, 0.1], [0.0, 0.1, 1.2]])
     mix = gm.Mixture.isotropic([0.4, 0.6, 0.5], gram, rho=[0.25, 0.35, 0.4])
-    a = mg.separability_threshold_estimate(mix, log2_n=12)
-    b = mg.separability_threshold_estimate(mix.permute([2, 0, 1]), log2_n=12)
+    a = sep.separability_threshold_estimate(mix, log2_n=12)
+    b = sep.separability_threshold_estimate(mix.permute([2, 0, 1]), log2_n=12)
     assert a.success and b.success
     assert abs(a.alpha_star - b.alpha_star) < 4 * math.hypot(a.std_error, b.std_error)

@@ -19,6 +19,7 @@ from scipy.special import ndtr
 import gaussmix as gm
 from gaussmix.experiments.transition import separability_threshold
 from gaussmix.theory import margin as mg
+from gaussmix.theory import separability as sep
 
 
 def _phi(x: float) -> float:
@@ -43,15 +44,15 @@ def _cdf_two_hinges(t: float, c: float) -> float:
 @pytest.mark.parametrize("c", [-1.5, 0.4, 3.0])
 def test_waterfill_cdf_matches_quadrature(t, c):
     tt, cc = np.array([t]), np.array([c])
-    assert mg.waterfill_cdf(tt, cc, 0)[0] == pytest.approx(ndtr(c), abs=1e-13)
-    assert mg.waterfill_cdf(tt, cc, 1)[0] == pytest.approx(_cdf_one_hinge(t, c), abs=1e-12)
-    assert mg.waterfill_cdf(tt, cc, 2)[0] == pytest.approx(_cdf_two_hinges(t, c), abs=1e-11)
+    assert sep.waterfill_cdf(tt, cc, 0)[0] == pytest.approx(ndtr(c), abs=1e-13)
+    assert sep.waterfill_cdf(tt, cc, 1)[0] == pytest.approx(_cdf_one_hinge(t, c), abs=1e-12)
+    assert sep.waterfill_cdf(tt, cc, 2)[0] == pytest.approx(_cdf_two_hinges(t, c), abs=1e-11)
 
 
 @pytest.mark.parametrize("r", [0.0, 0.6, 1.8])
 def test_two_cluster_moments_closed_form(r):
     # K = 2: active iff g1 - g0 > r; tau - a = (g1 - g0 - r)_+ / 2
-    e1, e2 = mg.waterfill_moments(r, 2)
+    e1, e2 = sep.waterfill_moments(r, 2)
     u = r / np.sqrt(2.0)
     assert e1 == pytest.approx(ndtr(-u), abs=1e-13)
     partial = u * ndtr(u) + _phi(u) - u  # E[(xi - u)_+]
@@ -61,9 +62,9 @@ def test_two_cluster_moments_closed_form(r):
 @pytest.mark.parametrize("K", [3, 6])
 @pytest.mark.parametrize("r", [0.0, 1.1])
 def test_moments_match_sorted_projection_on_sobol_points(K, r):
-    g = mg.QMCNodes.make(K, 14, 8, seed=1).xi
-    k, d0, dg, _ = mg._exchangeable_stats(r, g)
-    e1, e2 = mg.waterfill_moments(r, K)
+    g = sep.QMCNodes.make(K, 14, 8, seed=1).xi
+    k, d0, dg, _ = sep.exchangeable_stats(r, g)
+    e1, e2 = sep.waterfill_moments(r, K)
     for values, exact in ((k, e1), (-dg, e1), (d0, e2)):
         per = values.mean(axis=-1)  # one estimate per scrambling
         se = per.std(ddof=1) / np.sqrt(per.size)
@@ -73,8 +74,8 @@ def test_moments_match_sorted_projection_on_sobol_points(K, r):
 @pytest.mark.parametrize("delta", [0.25, 1.0])
 def test_two_clusters_match_gardner_closed_form(delta):
     mix = gm.Mixture.isotropic(delta, "gaussian", n_clusters=2)
-    est = mg.separability_threshold_estimate(mix, method="exchangeable")
-    closed = mg.gardner_threshold(0.5, delta)
+    est = sep.separability_threshold_estimate(mix, method="exchangeable")
+    closed = sep.gardner_threshold(0.5, delta)
     assert est.success and est.std_error < 1e-9 * closed
     assert est.alpha_star == pytest.approx(closed, rel=1e-9)
 
@@ -106,16 +107,16 @@ def test_error_estimate_bounds_a_finer_rule():
     # levels finer than the one that met rel_tol
     K, delta = 7, 0.5
     mix = gm.Mixture.isotropic(delta, "gaussian", n_clusters=K)
-    est = mg.separability_threshold_estimate(mix, rel_tol=1e-6)
-    level = mg.WATERFILL_RULES.index(tuple(est.shape["rule"]))
-    finer = mg.WATERFILL_RULES[level + 2]
+    est = sep.separability_threshold_estimate(mix, rel_tol=1e-6)
+    level = sep.WATERFILL_RULES.index(tuple(est.shape["rule"]))
+    finer = sep.WATERFILL_RULES[level + 2]
 
     def fn(r: float) -> float:
-        e1, e2 = mg.waterfill_moments(r, K, finer)
+        e1, e2 = sep.waterfill_moments(r, K, finer)
         return r * delta * e1 - e2  # a_theta = 1 for Gaussian means
 
-    r = mg._root_near(fn, est.shape["r"])
-    ref = (K - 1) / mg.waterfill_moments(r, K, finer)[0]
+    r = sep._root_near(fn, est.shape["r"])
+    ref = (K - 1) / sep.waterfill_moments(r, K, finer)[0]
     assert 0 < est.std_error <= 1e-6 * est.alpha_star
     assert abs(est.alpha_star - ref) <= est.std_error
 
@@ -126,7 +127,7 @@ def test_max_margin_vanishes_at_the_deterministic_alpha_star():
     # threshold: its margin vanishes linearly at alpha*, so the secant through 0.95 and
     # 0.975 alpha* hits it up to O(gap^2) (measured 5e-4, as for K = 2 in test_transition)
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=5)
-    astar = mg.separability_threshold_estimate(mix).alpha_star
+    astar = sep.separability_threshold_estimate(mix).alpha_star
     a1, a2 = 0.95 * astar, 0.975 * astar
     k1, k2 = (
         mg.max_margin(mix, a, alpha_star=astar, log2_n=12, tol=1e-9).margin for a in (a1, a2)
@@ -138,4 +139,4 @@ def test_max_margin_vanishes_at_the_deterministic_alpha_star():
 def test_bad_rel_tol():
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3)
     with pytest.raises(ValueError, match="rel_tol"):
-        mg.separability_threshold_estimate(mix, rel_tol=0.0)
+        sep.separability_threshold_estimate(mix, rel_tol=0.0)

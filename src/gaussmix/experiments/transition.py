@@ -3,7 +3,7 @@ linearly separable (the max-margin estimator exists, the cross-entropy / logisti
 diverges as ``lam -> 0+`` and interpolates) and above which they are not.
 
 :func:`separability_threshold` solves the fixed point at the threshold
-(:mod:`gaussmix.theory.margin`): exactly for two clusters, by deterministic nested 1-D
+(:mod:`gaussmix.theory.separability`): exactly for two clusters, by deterministic nested 1-D
 quadrature for exchangeable clusters (any K, ``alpha*`` to about 1e-10), and with seeded
 randomised quasi-Monte Carlo otherwise, refining the point set until the standard error over
 independent scramblings meets ``rel_tol``.  It checks the answer on both sides: below the
@@ -27,15 +27,15 @@ from gaussmix.core.jsonio import plain
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.results import Result
 from gaussmix.core.validation import check_int, check_param, check_real
-from gaussmix.theory.margin import (
+from gaussmix.theory.margin import max_margin
+from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.separability import (
     SeparabilityError,
     binary_separability_threshold,
     is_exchangeable,
     margin_problem,
-    max_margin,
     separability_threshold_estimate,
 )
-from gaussmix.theory.mixture import Mixture
 
 __all__ = [
     "TransitionResult",
@@ -93,7 +93,7 @@ class TransitionResult(Result):
     message : str
         How the search ended, in words.
     method : str
-        ``'homogeneous'`` or ``'exchangeable'`` (:mod:`gaussmix.theory.margin`).
+        ``'homogeneous'`` or ``'exchangeable'`` (:mod:`gaussmix.theory.separability`).
     log2_n : int
         Points per scrambling ``2^log2_n`` of the final solve (0: deterministic integrals,
         K = 2 or exchangeable clusters).
@@ -152,7 +152,7 @@ def separability_threshold(
     mixture : Mixture
         Any supported covariance structure (isotropic, block, sparse, spectral), priors and
         Gram matrix; one-hot labels (any K; K <= 6 unless the clusters are exchangeable,
-        :func:`gaussmix.theory.margin.is_exchangeable`) or binary ``+-1`` labels (K = 2).
+        :func:`gaussmix.theory.separability.is_exchangeable`) or binary ``+-1`` labels (K = 2).
     rel_tol : float
         Target relative error of ``alpha*`` (``1e-8 <= rel_tol < 1``); quasi-Monte Carlo
         point sets are refined until it is met (up to ``2^max_log2_n`` points per

@@ -1,7 +1,7 @@
 """The theory's validating entry points: :func:`make_problem`, :func:`check_lam_alpha` and
 :func:`solve` (``gm.make_problem``, ``gm.solve``).
 
-They sit above :mod:`gaussmix.theory.margin`: ``lam = 0`` with the logistic or cross-entropy
+They sit above :mod:`gaussmix.theory.separability`: ``lam = 0`` with the logistic or cross-entropy
 loss is valid only above the separability threshold ``alpha*``, which is itself a fixed
 point of the solver.  The problem's module (:mod:`gaussmix.theory.problem`) and the solver
 (:mod:`gaussmix.theory.solver`) sit below the threshold's module and take that check as an
@@ -26,9 +26,9 @@ __all__ = ["make_problem", "check_lam_alpha", "solve"]
 
 
 def check_not_separable(mixture: Mixture, alpha: float, loss_name: str) -> None:
-    """:func:`gaussmix.theory.margin.check_not_separable`, imported when ``lam = 0`` needs it
+    """:func:`gaussmix.theory.separability.check_not_separable`, imported when ``lam = 0`` needs it
     (the threshold's module is not loaded by problems with ``lam > 0``)."""
-    from .margin import check_not_separable as check
+    from .separability import check_not_separable as check
 
     check(mixture, alpha, loss_name)
 
@@ -45,7 +45,7 @@ def check_lam_alpha(
     """The checks of :func:`make_problem` that depend on ``lam`` and ``alpha``, returned as
     floats: :func:`~gaussmix.theory.problem.validate_lam_alpha` (which states the rules)
     with the check of ``lam = 0`` against the separability threshold
-    (:func:`gaussmix.theory.margin.check_not_separable`).  Sweeps validate the other
+    (:func:`gaussmix.theory.separability.check_not_separable`).  Sweeps validate the other
     options once per combination and these per point.
     """
     return validate_lam_alpha(

@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 #: ``check(mixture, alpha, loss_name)`` raises unless ``alpha`` is above the separability
-#: threshold of ``mixture`` (:func:`gaussmix.theory.margin.check_not_separable`): the
+#: threshold of ``mixture`` (:func:`gaussmix.theory.separability.check_not_separable`): the
 #: threshold is itself a fixed point, so the layers above the solver pass it in
 SeparabilityCheck = Callable[[Mixture, float, str], None]
 # LAM_MAX, ALPHA_MIN, ALPHA_MAX: re-exported from gaussmix.core.validation, where the rules
@@ -270,7 +270,7 @@ def build_problem(
 
     The public form is :func:`gaussmix.make_problem` (:func:`gaussmix.theory.api.make_problem`),
     which passes ``separability`` (the check of ``lam = 0`` against the separability
-    threshold, itself a fixed point: :mod:`gaussmix.theory.margin`).
+    threshold, itself a fixed point: :mod:`gaussmix.theory.separability`).
 
     ``penalty='l1'`` / ``'elastic-net'`` (with ``l1_ratio``, validated by
     :func:`gaussmix.theory.penalties.make_penalty`) need ``lam > 0`` and a spectral
