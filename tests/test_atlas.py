@@ -110,7 +110,7 @@ def test_every_figure_declares_its_fast_preset() -> None:
 
 def test_the_command_parses_each_option_as_the_figures_declare_it() -> None:
     """The table of figure options in the CLI gives each flag the type its kind needs."""
-    from gaussmix.cli.commands import _FIGURE_OPTIONS
+    from gaussmix.cli.figure import _FIGURE_OPTIONS
 
     types = {decls[0].split("/")[0]: t for t, decls, _, _ in _FIGURE_OPTIONS.values()}
     for spec in FIGURES.values():

@@ -14,7 +14,8 @@ import typer
 from _cli_helpers import assert_one_line_error, run
 from matplotlib.container import ErrorbarContainer
 
-from gaussmix.cli.commands import FIGURE_SOLVER_OPTIONS, app
+from gaussmix.cli.commands import app
+from gaussmix.cli.figure import FIGURE_SOLVER_OPTIONS
 from gaussmix.core.exceptions import IntegrationWarning
 from gaussmix.figures import (
     FIGURES,

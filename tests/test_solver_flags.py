@@ -17,7 +17,7 @@ import pytest
 from _cli_helpers import assert_one_line_error, run
 
 import gaussmix as gm
-from gaussmix.cli.commands import FIGURE_SOLVER_OPTIONS
+from gaussmix.cli.figure import FIGURE_SOLVER_OPTIONS
 from gaussmix.figures.multiclass import fig3_right
 from gaussmix.frontend.options import (
     POINT_FLAGS,
@@ -239,7 +239,7 @@ NO_FIXED_POINT = {
 
 
 def test_every_figure_that_solves_fixed_points_takes_the_solver_options():
-    from gaussmix.cli.commands import _takes_solver_options
+    from gaussmix.cli.figure import _takes_solver_options
     from gaussmix.figures import FIGURES
 
     without = {name for name, spec in FIGURES.items() if not _takes_solver_options(spec)}

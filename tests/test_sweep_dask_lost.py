@@ -188,7 +188,7 @@ def test_the_sweep_silences_the_loggers_of_distributed_and_its_event_loop() -> N
     the command's one line): the sweep silences it with distributed's own loggers."""
     import logging
 
-    from gaussmix.cli.commands import _quiet_distributed
+    from gaussmix.cli.sweep import _quiet_distributed
 
     names = ["tornado.application", "tornado", "distributed", "distributed.client"]
     before = {n: logging.getLogger(n).level for n in names}

@@ -18,7 +18,8 @@ import typer
 
 from gaussmix.frontend.options import parse_floats, solver_keywords
 
-from .commands import OutOption, QuietOption, app
+from .commands import app
+from .common import OutOption, QuietOption
 from .exits import PartialResultsError, check_output_path, make_out_dir
 from .helpers import FitOnOption, one_blas_thread
 from .options import solver_options

@@ -19,7 +19,8 @@ import typer
 from gaussmix.frontend.grids import parse_grid
 from gaussmix.frontend.options import parse_floats, solver_keywords
 
-from .commands import OutOption, QuietOption, app
+from .commands import app
+from .common import OutOption, QuietOption
 from .exits import check_output_path, make_out_dir
 from .helpers import FitOnOption, one_blas_thread
 from .options import solver_options
