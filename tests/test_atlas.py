@@ -28,8 +28,8 @@ from conftest import require_figure
 import gaussmix as gm
 from gaussmix.figures import FIGURES, atlas, get_figure, make_atlas, validate_figure
 from gaussmix.figures import paper_atlas as atlas_module
+from gaussmix.figures.appendix_e import XOR_MEANS, matched_classes
 from gaussmix.figures.paper_atlas import ATLAS_FILE, atlas_names
-from gaussmix.figures.realdata import XOR_MEANS, matched_classes
 from gaussmix.figures.registry import DOT_KINDS, FigureOutput
 
 slow = pytest.mark.slow

@@ -372,7 +372,7 @@ def test_appe_trained_note_states_where_the_gap_comes_from() -> None:
     import dataclasses
 
     from gaussmix.data import NetworkFeatures
-    from gaussmix.figures.realdata import _Fitted
+    from gaussmix.figures.appendix_e import _Fitted
     from gaussmix.studies import prepare_realdata, realdata_curve
 
     note = get_figure("appe-trained").differs

@@ -42,7 +42,7 @@ from ._common import (
     positive_list,
     preset_note,
 )
-from .realdata import XOR_LABELS, XOR_MEANS, matched_classes, xor_mixtures
+from .appendix_e import XOR_LABELS, XOR_MEANS, matched_classes, xor_mixtures
 from .registry import FigureOption, FigureSpec, register_figure
 
 __all__ = [

@@ -1,5 +1,5 @@
 """Real data against Gaussian-mixture theory: Fig. 4 (right), Fig. 5, Fig. 6 and the
-figures of Appendix E, as tables and matplotlib figures.
+ten-class study, as tables and matplotlib figures.
 
 Every table comes from :mod:`gaussmix.studies.realdata` (one protocol, stated there and on
 the docs' "Real data" page): theory lines for the mixture fitted to the data, real-data dots
@@ -12,12 +12,11 @@ the docs' "Real data" page): theory lines for the mixture fitted to the data, re
 * ``fig6`` -- :func:`fig6_table`: the same on random features ``erf(F x / sqrt(d))`` for
   several ``gamma = p / d``;
 * ``fig4-right`` -- :func:`fig4_right_table`: test error against lambda at one alpha;
-* ``appe-trained`` -- :func:`trained_features_table`: features of a two-layer network at
-  several stages of training;
-* ``appe-p2-p10`` -- :func:`p2_p10_table`: MNIST 0-4 vs 5-9 with the two-cluster and the
-  ten-cluster mixtures;
-* ``appe-xor`` -- :func:`xor_table`: four isotropic clusters (realisable and XOR labels)
-  against the two-cluster mixtures with the same class means and covariances (theory).
+* ``ten-class`` -- :func:`tenclass_table`: ten classes, cross-entropy, on block means of
+  the pixels.
+
+The figures of Appendix E (trained features, P2 against P10, XOR) are in
+:mod:`gaussmix.figures.appendix_e`, which uses this module's protocol helpers.
 """
 
 from __future__ import annotations
@@ -31,17 +30,14 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from gaussmix.core.progress import progress_bar
 from gaussmix.core.validation import check_int, check_param, check_real
-from gaussmix.data import NetworkFeatures, RandomFeatures, get_task, load_dataset
-from gaussmix.experiments.curves import learning_curve
+from gaussmix.data import RandomFeatures, load_dataset
 from gaussmix.studies import (
     SOURCES,
     prepare_realdata,
     realdata_curve,
     realdata_lambda_curve,
 )
-from gaussmix.theory.mixture import Mixture
 from gaussmix.theory.options import SolverOptions
 
 from ._common import (
@@ -67,13 +63,6 @@ __all__ = [
     "plot_tenclass",
     "fig4_right_table",
     "plot_fig4_right",
-    "trained_features_table",
-    "plot_trained_features",
-    "p2_p10_table",
-    "plot_p2_p10",
-    "xor_mixtures",
-    "xor_table",
-    "plot_xor",
 ]
 
 #: the paper's task and penalty of each data set (Section 3.3); digits for quick checks
@@ -90,7 +79,7 @@ DATASET_NAMES = {
     "digits": "digits (scikit-learn 8x8, standing in for MNIST)",
 }
 #: the estimator of every real-data figure, as titles name it
-_ESTIMATOR = r"logistic + ridge ($\ell_2$)"
+ESTIMATOR_TEXT = r"logistic + ridge ($\ell_2$)"
 
 _MARKERS = {"synthetic": ("o", "none"), "real": ("s", None)}
 _NAMES = {"theory": "theory", "synthetic": "synthetic (fitted mixture)", "real": "real data"}
@@ -104,7 +93,7 @@ def _pixels_problem(name: str, task: str) -> Any:
     return prepare_realdata(name, task, fit_on="all")  # the paper's protocol
 
 
-def _data_name(df: pd.DataFrame) -> str:
+def data_name(df: pd.DataFrame) -> str:
     """``'MNIST even-odd'``: the data set and task of a one-data-set table."""
     name = str(df["dataset"].iloc[0])
     return f"{DATASET_NAMES.get(name, name)} {df['task'].iloc[0]}"
@@ -115,7 +104,7 @@ def _short_name(name: str) -> str:
     return DATASET_NAMES.get(name, name).split(" (")[0]
 
 
-def _lam_text(df: pd.DataFrame) -> str:
+def lam_text(df: pd.DataFrame) -> str:
     return rf"$\lambda = {float(df['lam'].iloc[0]):g}$"
 
 
@@ -140,7 +129,7 @@ def draw_sources(ax: Any, df: pd.DataFrame, x: str, y: str, colour: str, tag: st
         )
 
 
-def _panels(
+def draw_panels(
     df: pd.DataFrame,
     group: str,
     tag: Any,
@@ -186,16 +175,16 @@ def plot_realdata(
     missing = [c for c in ("alpha", "source", "test_error", "train_loss") if c not in df]
     if missing:
         raise ValueError(f"df lacks the columns {missing}")
-    return _panels(df, "source", lambda _: "", title, figsize=figsize)
+    return draw_panels(df, "source", lambda _: "", title, figsize=figsize)
 
 
-def _curve(problem: Any, lam: float, alphas: np.ndarray, kw: dict) -> pd.DataFrame:
+def theory_curve(problem: Any, lam: float, alphas: np.ndarray, kw: dict) -> pd.DataFrame:
     """:func:`gaussmix.studies.realdata_curve` of logistic regression at ``lam``."""
     return realdata_curve(problem, loss="logistic", lam=lam, alphas=alphas, **kw)
 
 
 # ------------------------------------------------------------------------- arguments
-def _datasets(datasets: Any) -> list[str]:
+def dataset_names(datasets: Any) -> list[str]:
     if isinstance(datasets, str):
         names = [n.strip() for n in datasets.split(",")]
     else:
@@ -208,14 +197,14 @@ def _datasets(datasets: Any) -> list[str]:
     return names
 
 
-def _sources(sources: Any) -> list[str]:
+def source_names(sources: Any) -> list[str]:
     s = [x.strip() for x in sources.split(",")] if isinstance(sources, str) else list(sources)
     if not s or any(x not in SOURCES for x in s):
         raise ValueError(f"sources must be a non-empty subset of {SOURCES}, got {s}")
     return s
 
 
-def _counts(subsamples: int, seeds: int) -> tuple[int, int]:
+def subsample_counts(subsamples: int, seeds: int) -> tuple[int, int]:
     return check_int("subsamples", subsamples, low=1), check_param("seeds", seeds)
 
 
@@ -232,8 +221,8 @@ def _study_args(
     passes on as given: ``subsamples, seeds, seed, sources, progress`` and the solver's
     ``options`` (the caller's over the figure's own choices ``own``,
     :func:`~gaussmix.figures._common.figure_options`)."""
-    subsamples, seeds = _counts(subsamples, seeds)
-    src = _sources(sources)
+    subsamples, seeds = subsample_counts(subsamples, seeds)
+    src = source_names(sources)
     return dict(
         subsamples=subsamples,
         seeds=seeds,
@@ -249,7 +238,7 @@ def _fig5_args(
     datasets, alphas, subsamples, seeds, seed, sources, progress, options=None
 ) -> dict[str, Any]:
     """Validated arguments of :func:`fig5_table` (its check before any work, too)."""
-    names, a = _datasets(datasets), check_alphas("alphas", alphas)
+    names, a = dataset_names(datasets), check_alphas("alphas", alphas)
     return {
         "datasets": names,
         "alphas": a,
@@ -277,13 +266,13 @@ def fig5_table(
     for name in args["datasets"]:
         task, lam = REAL_SETUPS[name]
         problem = _pixels_problem(name, task)
-        df = _curve(problem, lam, args["alphas"], args["kw"])
+        df = theory_curve(problem, lam, args["alphas"], args["kw"])
         parts.append(df.assign(dataset=name, task=task))
     return pd.concat(parts, ignore_index=True)
 
 
 def plot_fig5(
-    df: pd.DataFrame, *, estimator: str = _ESTIMATOR, mixture: str = "two-cluster"
+    df: pd.DataFrame, *, estimator: str = ESTIMATOR_TEXT, mixture: str = "two-cluster"
 ) -> Figure:
     """One row of panels per data set: test error and training loss against alpha; the
     legend (what lines and dots are) to the right; ``estimator`` and ``mixture`` name the
@@ -301,11 +290,11 @@ def plot_fig5(
                 ax.set_xlabel(AXIS_LABELS["alpha"])
                 ax.set_ylabel(label)
                 ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
-                ax.set_title(f"{_short_name(name)}, {_lam_text(part)}: {label}")
+                ax.set_title(f"{_short_name(name)}, {lam_text(part)}: {label}")
         handles, labels = axes[0][0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside right center", frameon=False)
         lams = ", ".join(
-            f"{_lam_text(df[df['dataset'] == name])} ({_short_name(name)})" for name in names
+            f"{lam_text(df[df['dataset'] == name])} ({_short_name(name)})" for name in names
         )
         notes = [DATASET_NAMES[n] for n in names if DATASET_NAMES.get(n, "").endswith(")")]
         fig.suptitle(
@@ -325,7 +314,7 @@ def _tenclass_args(
     datasets, alphas, pool, lam, subsamples, seeds, seed, sources, progress, options=None
 ) -> dict[str, Any]:
     """Validated arguments of :func:`tenclass_table` (its check before any work, too)."""
-    names, a = _datasets(datasets), check_alphas("alphas", alphas)
+    names, a = dataset_names(datasets), check_alphas("alphas", alphas)
     pool = check_int("pool", pool, low=1)
     if "digits" in names and pool != 1:
         raise ValueError("pool must be 1 for digits (8 x 8 images)")
@@ -427,7 +416,7 @@ def _fig6_args(
     dataset, gammas, alphas, subsamples, seeds, seed, sources, progress, options=None
 ) -> dict:
     """Validated arguments of :func:`fig6_table` (its check before any work, too)."""
-    (name,) = _datasets(dataset)
+    (name,) = dataset_names(dataset)
     g, a = check_alphas("gammas", gammas), check_alphas("alphas", alphas)
     kw = _study_args(subsamples, seeds, seed, sources, progress, options)
     return {"dataset": name, "gammas": g, "alphas": a, "kw": kw}
@@ -457,7 +446,7 @@ def fig6_table(
     for gamma in args["gammas"]:
         fmap = RandomFeatures(max(1, round(gamma * ds.d)), seed=kw["seed"])
         problem = prepare_realdata(ds, feature_map=fmap, fit_on="all")
-        df = _curve(problem, lam, args["alphas"], kw)
+        df = theory_curve(problem, lam, args["alphas"], kw)
         parts.append(df.assign(dataset=name, task=task, gamma=float(gamma), p=problem.d))
     return pd.concat(parts, ignore_index=True)
 
@@ -465,12 +454,14 @@ def fig6_table(
 def plot_fig6(df: pd.DataFrame) -> Figure:
     """Test error and training loss against alpha, one colour per gamma."""
     title = (
-        f"{_data_name(df)} on random features "
+        f"{data_name(df)} on random features "
         r"$\mathrm{erf}(Fx/\sqrt{d})$, $p = \gamma d$"
-        f"\n{_ESTIMATOR}, {_lam_text(df)}; lines: theory for the two-cluster Gaussian "
+        f"\n{ESTIMATOR_TEXT}, {lam_text(df)}; lines: theory for the two-cluster Gaussian "
         "mixture fitted to the features"
     )
-    return _panels(df, "gamma", lambda g: rf"$\gamma = {g:g}$: ", title, xlabel=r"$\alpha = n/p$")
+    return draw_panels(
+        df, "gamma", lambda g: rf"$\gamma = {g:g}$: ", title, xlabel=r"$\alpha = n/p$"
+    )
 
 
 # ------------------------------------------------------------------------ Fig. 4 right
@@ -478,7 +469,7 @@ def _fig4_right_args(
     datasets, lams, alpha, subsamples, seed, sources, progress, options=None
 ) -> dict:
     """Validated arguments of :func:`fig4_right_table` (its check before any work, too)."""
-    names, lv, src = _datasets(datasets), check_alphas("lams", lams), _sources(sources)
+    names, lv, src = dataset_names(datasets), check_alphas("lams", lams), source_names(sources)
     return {
         "datasets": names,
         "lams": lv,
@@ -537,295 +528,13 @@ def plot_fig4_right(df: pd.DataFrame) -> Figure:
             for n, t in df[["dataset", "task"]].drop_duplicates().itertuples(index=False)
         )
         fig.suptitle(
-            f"{_ESTIMATOR} at $\\alpha = {float(df['alpha'].iloc[0]):g}$, "
+            f"{ESTIMATOR_TEXT} at $\\alpha = {float(df['alpha'].iloc[0]):g}$, "
             f"$\\lambda$ varied\n{data}; lines: theory for the fitted two-cluster mixture"
         )
     return fig
 
 
-# ------------------------------------------------------------- Appendix E: trained net
-def _trained_args(
-    dataset, epochs, alphas, hidden, subsamples, seed, sources, progress, options=None
-) -> dict:
-    """Validated arguments of :func:`trained_features_table` (its check before any work,
-    too); the epochs sorted, each once."""
-    (name,) = _datasets(dataset)
-    a, src = check_alphas("alphas", alphas), _sources(sources)
-    ep = sorted({check_int("epochs", e, low=1) for e in epochs})
-    if not ep:
-        raise ValueError("epochs must not be empty")
-    return {
-        "dataset": name,
-        "epochs": ep,
-        "alphas": a,
-        "hidden": check_int("hidden", hidden, low=1),
-        "kw": dict(
-            subsamples=check_int("subsamples", subsamples, low=1),
-            seeds=2,
-            seed=check_param("seed", seed),
-            sources=src,
-            progress=progress,
-            options=figure_options(options),
-        ),
-    }
-
-
-def trained_features_table(
-    dataset: str = "mnist",
-    epochs: Sequence[int] = (1, 5, 20),
-    alphas: Sequence[float] = (0.5, 1.0, 2.0, 3.0),
-    *,
-    hidden: int = 784,
-    subsamples: int = 3,
-    seed: int = 0,
-    sources: Sequence[str] = ("theory", "real"),
-    progress: bool = False,
-    options: SolverOptions | Mapping[str, Any] | None = None,
-) -> pd.DataFrame:
-    """Appendix E: logistic regression (lambda = 0.05 for MNIST) on the hidden layer of a
-    784-``hidden`` ReLU network trained on the whole training split (square loss, Adam), at several
-    epochs.  One row per (epoch, alpha, source).  ``options``: the solver's options of the
-    theory points."""
-    args = _trained_args(
-        dataset, epochs, alphas, hidden, subsamples, seed, sources, progress, options
-    )
-    name, ep, kw = args["dataset"], args["epochs"], args["kw"]
-    task, lam = REAL_SETUPS[name]
-    ds = load_dataset(name, task)
-    net = NetworkFeatures(epochs=tuple(ep), hidden=args["hidden"], seed=kw["seed"])
-    net = net.fit(ds.x_train, ds.y_train)
-    parts = []
-    for e in ep:
-        problem = prepare_realdata(
-            ds, feature_map=_Fitted(net.at(e), f"network, epoch {e}"), fit_on="all"
-        )
-        df = _curve(problem, lam, args["alphas"], kw)
-        parts.append(df.assign(dataset=name, task=task, epoch=e))
-    return pd.concat(parts, ignore_index=True)
-
-
-class _Fitted:
-    """A fitted feature map presented to :func:`gaussmix.data.featurize` (fit is a no-op:
-    the network was trained on the training split already)."""
-
-    def __init__(self, stage: Any, description: str) -> None:
-        self.stage, self.description = stage, description
-
-    def fit(self, X: Any, y: Any = None) -> _Fitted:
-        return self
-
-    def transform(self, X: Any) -> np.ndarray:
-        return self.stage.transform(X)
-
-
-def plot_trained_features(df: pd.DataFrame) -> Figure:
-    """Test error and training loss against alpha, one colour per stage of training."""
-    title = (
-        f"{_data_name(df)} on the hidden layer of a trained two-layer network"
-        f"\n{_ESTIMATOR}, {_lam_text(df)}; lines: theory for the two-cluster Gaussian "
-        "mixture fitted to the features"
-    )
-    return _panels(df, "epoch", lambda e: f"epoch {e}: ", title)
-
-
-# ---------------------------------------------------------- Appendix E: P2 against P10
-def _p2_p10_args(
-    dataset, alphas, lam, subsamples, seeds, seed, progress, options=None
-) -> dict[str, Any]:
-    """Validated arguments of :func:`p2_p10_table` (its check before any work, too)."""
-    (name,) = _datasets(dataset)
-    get_task("low-high", name)
-    a, (subsamples, seeds) = check_alphas("alphas", alphas), _counts(subsamples, seeds)
-    kw = dict(
-        subsamples=subsamples,
-        seeds=seeds,
-        seed=check_param("seed", seed),
-        options=figure_options(options),
-    )
-    return {"dataset": name, "alphas": a, "lam": check_param("lam", lam), "kw": kw}
-
-
-def p2_p10_table(
-    dataset: str = "mnist",
-    alphas: Sequence[float] = (0.5, 1.0, 2.0, 3.0),
-    lam: float = 0.1,
-    *,
-    subsamples: int = 3,
-    seeds: int = 3,
-    seed: int = 0,
-    progress: bool = False,
-    options: SolverOptions | Mapping[str, Any] | None = None,
-) -> pd.DataFrame:
-    """Appendix E: MNIST 0-4 vs 5-9, logistic regression at lambda = 0.1; the two-cluster
-    mixture ``P2`` (theory and synthetic), the ten-cluster mixture ``P10`` (theory and
-    synthetic) and the real data.  One row per (mixture, alpha, source); ``mixture`` is
-    ``'P2'``, ``'P10'`` or ``'data'``.  ``options``: the solver's options of the theory
-    points."""
-    args = _p2_p10_args(dataset, alphas, lam, subsamples, seeds, seed, progress, options)
-    name = args["dataset"]
-    ds = load_dataset(name, "low-high")
-    parts = []
-    for clustering, label in (("p2", "P2"), ("pk", f"P{np.unique(ds.classes_train).size}")):
-        problem = prepare_realdata(ds, clustering=clustering, fit_on="all")
-        sources = ["theory", "synthetic"] + (["real"] if clustering == "p2" else [])
-        kw = {**args["kw"], "sources": sources, "progress": progress}
-        df = _curve(problem, args["lam"], args["alphas"], kw)
-        df["mixture"] = np.where(df["source"] == "real", "data", label)
-        parts.append(df.assign(dataset=name, task="low-high"))
-    return pd.concat(parts, ignore_index=True)
-
-
-def plot_p2_p10(df: pd.DataFrame) -> Figure:
-    """Test error and training loss against alpha: P2 and P10 (theory lines, synthetic
-    dots) and the real data."""
-    name = str(df["dataset"].iloc[0])
-    title = (
-        f"{DATASET_NAMES.get(name, name)} 0-4 vs 5-9: {_ESTIMATOR}, {_lam_text(df)}\n"
-        "lines: theory for the two-cluster (P2) and ten-cluster (P10) Gaussian mixtures "
-        "fitted to the data"
-    )
-    return _panels(df, "mixture", lambda m: f"{m}: ", title)
-
-
-# ------------------------------------------------------------------ Appendix E: XOR
-#: the four means of eq. (232) in the plane of e_1, e_2
-XOR_MEANS = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]])
-#: the labels of the four clusters: realisable (1, 2 vs 3, 4) and XOR (1, 4 vs 2, 3)
-XOR_LABELS = {"realisable": (1.0, 1.0, -1.0, -1.0), "xor": (1.0, -1.0, -1.0, 1.0)}
-
-
-def xor_mixtures(model: str, delta: float = 0.5, d: int = 1000) -> tuple[Mixture, Mixture]:
-    """The K = 4 mixture of eq. (232) with ``model``'s labels, and the K = 2 mixture
-    with the same class means and covariances.
-
-    The four clusters are isotropic (``Sigma = delta I``) with means ``+-e_1 +- e_2``; the
-    class ``y`` of the matched mixture has the mean and covariance of its two clusters:
-    ``mu_y = (mu_a + mu_b) / 2`` and ``Sigma_y = delta I + (mu_a - mu_b)(mu_a - mu_b)^T / 4``.
-    The two class covariances commute (their spikes are orthogonal or equal), so the matched
-    mixture is an empirical spectral law at dimension ``d`` (two spiked directions, the
-    others of variance ``delta``), exact at that ``d``.
-    """
-    delta = check_real("delta", delta, low=0.0, low_open=True)
-    d = check_int("d", d, low=3)
-    y, means, covs, U = matched_classes(model)
-    k4 = Mixture.isotropic(delta, XOR_MEANS @ XOR_MEANS.T, labels=y[:, None])
-    sigma = np.full((d, 2), delta)
-    mu = np.zeros((d, 2))
-    for c in range(2):
-        sigma[:2, c] += np.diag(U.T @ covs[c] @ U)
-        mu[:2, c] = np.sqrt(d) * (U.T @ means[c])
-    return k4, Mixture.spectral(sigma, mu, labels="binary")
-
-
-def matched_classes(model: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The labels of the four clusters of ``model``, and in the plane of ``e_1, e_2`` the
-    mean (2, 2) and the spread of the means (2, 2, 2) of the classes ``+1, -1``, with a
-    common eigenbasis ``U`` (2, 2) of the two spreads: the matched mixture of
-    :func:`xor_mixtures` has, in its first two directions, the means ``U^T mu_y`` and
-    the variances ``delta + diag(U^T S_y U)``."""
-    if model not in XOR_LABELS:
-        raise ValueError(f"model must be one of {', '.join(XOR_LABELS)}; got {model!r}")
-    y = np.array(XOR_LABELS[model])
-    means = np.stack([XOR_MEANS[y == label].mean(axis=0) for label in (1.0, -1.0)])
-    covs = np.stack([np.cov(XOR_MEANS[y == label].T, bias=True) for label in (1.0, -1.0)])
-    _, U = np.linalg.eigh(covs[0] + 2.0 * covs[1])  # a common eigenbasis of both spikes
-    return y, means, covs, U
-
-
-def _xor_args(alphas, lam, delta, d, progress, options=None) -> dict[str, Any]:
-    """Validated arguments of :func:`xor_table` (its check before any work, too)."""
-    return {
-        "alphas": check_alphas("alphas", alphas),
-        "lam": check_param("lam", lam),
-        "delta": check_real("delta", delta, low=0.0, low_open=True),
-        "d": check_int("d", d, low=3),
-        "options": figure_options(options),
-    }
-
-
-def xor_table(
-    alphas: Sequence[float] = tuple(np.geomspace(0.25, 8.0, 12)),
-    lam: float = 1e-2,
-    delta: float = 0.5,
-    d: int = 1000,
-    *,
-    progress: bool = False,
-    options: SolverOptions | Mapping[str, Any] | None = None,
-) -> pd.DataFrame:
-    """Appendix E (Fig. 9): logistic regression on the four-cluster mixtures
-    (realisable and XOR labels) and on their matched two-cluster mixtures (theory).
-    One row per (model, mixture, alpha) with ``test_error, train_error, train_loss``."""
-    args = _xor_args(alphas, lam, delta, d, progress, options)
-    rows = []
-    with progress_bar(total=4, desc="xor", enabled=progress) as bar:
-        for model in XOR_LABELS:
-            k4, k2 = xor_mixtures(model, args["delta"], args["d"])
-            for label, mix in (("K = 4", k4), ("matched K = 2", k2)):
-                df = learning_curve(
-                    mix, "logistic", args["alphas"], lam=args["lam"], options=args["options"]
-                )
-                rows.append(df.assign(model=model, mixture=label, delta=args["delta"]))
-                bar.update(1)
-    cols = [
-        "model",
-        "mixture",
-        "delta",
-        "alpha",
-        "lam",
-        "test_error",
-        "train_error",
-        "train_loss",
-        "converged",
-    ]
-    return pd.concat(rows, ignore_index=True)[cols]
-
-
-#: how :func:`plot_xor` draws each mixture: K = 4 a wide pale line underneath, the matched
-#: mixture dashed with open markers on top (the two coincide, by symmetry for XOR)
-_XOR_STYLES = {
-    "K = 4": {"linestyle": "-", "linewidth": 5.0, "alpha": 0.4, "zorder": 1},
-    "matched K = 2": {"linestyle": "--", "linewidth": 1.8, "mfc": "none", "ms": 7, "zorder": 3},
-}
-#: the paper's markers: points for the realisable model, triangles for XOR
-_XOR_MARKERS = {"realisable": "o", "xor": "^"}
-
-
-def plot_xor(df: pd.DataFrame) -> Figure:
-    """Test and training error against alpha: K = 4 a wide pale line, the matched K = 2
-    mixture dashed with open markers on top of it (coincident curves stay visible)."""
-    fig, axes = new_slide_figure((12.0, 4.8), 1, 2)
-    with mpl.rc_context(SLIDE_STYLE):
-        for ax, y, label in zip(
-            axes[0], ("test_error", "train_error"), ("test error", "training error")
-        ):
-            for i, (model, part) in enumerate(df.groupby("model", sort=False)):
-                for mix, style in _XOR_STYLES.items():
-                    sub = part[part["mixture"] == mix]
-                    marker = _XOR_MARKERS.get(str(model), "s") if "mfc" in style else None
-                    ax.plot(
-                        sub["alpha"],
-                        sub[y],
-                        color=f"C{i}",
-                        marker=marker,
-                        label=f"{model}, {mix}",
-                        **style,
-                    )
-            log_axis(ax)
-            ax.set_xlabel(AXIS_LABELS["alpha"])
-            ax.set_ylabel(label)
-            ax.grid(True, which="major", alpha=0.3, linewidth=0.6)
-        handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside right center", frameon=False)
-        fig.suptitle(
-            f"{_ESTIMATOR}, {_lam_text(df)}: four clusters $\\pm e_1 \\pm e_2$, "
-            f"$\\Sigma = {float(df['delta'].iloc[0]):g}\\,I$ (realisable and XOR labels)\n"
-            "against the two-cluster mixtures with the same class means and covariances"
-        )
-    return fig
-
-
-# ---------------------------------------------------------------------- registration
-_REAL_CAPTION = (
+REAL_CAPTION = (
     "Logistic regression with ridge penalty lambda ||w||^2 / 2 and an unpenalised "
     "intercept. Lines: theory for the Gaussian mixture fitted to the data (Theorems 1-2); filled "
     "squares: real data, n = round(alpha d) training images (without replacement) tested "
@@ -852,33 +561,11 @@ FIG6_DIFFERS = (
     "finding; the training-loss panel is not the paper's. Only MNIST is drawn (the paper "
     "also draws Fashion-MNIST at lambda = 1: --dataset fashion-mnist)."
 )
-#: how the trained-features figure differs from the paper's, with the evidence
-#: (``tests/test_gallery.py`` checks the numbers: the committed figure at the paper's
-#: settings, and the ``--fast`` preset's network)
-TRAINED_DIFFERS = (
-    "The paper shows this figure among the real data that the Gaussian mixture describes "
-    "(it names only the 0-4 vs 5-9 figure as a case where the approximation is not as "
-    "sharp). Here the theory lies below the real-data test error by a factor that grows "
-    "with alpha: at the paper's settings (784 hidden units, epochs 1, 5, 20) 1.4 to 1.6 at "
-    "alpha = 0.5 and 3.0 to 3.8 at alpha = 3; on the --fast preset's 64 units, 2 to 6 at "
-    "alpha = 4 to 16. The gap is the features' non-Gaussianity, not "
-    "the theory or the fit; measured on the --fast preset's network (64 hidden units, "
-    "alpha = n/p = 4, 8, 16) at epoch 5: Gaussian samples of the fitted mixture follow "
-    "the theory (synthetic 0.013, 0.004, 0.004; theory 0.016, 0.007, 0.003) while the "
-    "real data do not (0.035, 0.028, 0.021); fitting the mixture to the test split's "
-    "features only, which the network never saw, raises the theory only to 0.021, 0.010, "
-    "0.005; and testing on held-out training images, which the network did see, lowers "
-    "the real error only to 0.024, 0.018, 0.016. The network also differs from the "
-    "paper's (784-784 ReLU, no biases, tanh output, trained on the whole data set): it "
-    "has biases and no tanh (scikit-learn's MLPRegressor) and is trained on the 60 000 "
-    "training images only; the paper does not say at which epochs its curves are drawn."
-)
 
-
-_SUB = FigureOption("--subsamples", "subsamples", "int")
-_SEEDS = FigureOption("--seeds", "seeds", "int")
-_SEED = FigureOption("--seed", "seed", "int")
-_SOURCES = FigureOption("--sources", "sources", "str")
+SUBSAMPLES_OPTION = FigureOption("--subsamples", "subsamples", "int")
+SEEDS_OPTION = FigureOption("--seeds", "seeds", "int")
+SEED_OPTION = FigureOption("--seed", "seed", "int")
+SOURCES_OPTION = FigureOption("--sources", "sources", "str")
 #: the --fast presets of the real-data figures: MNIST and Fashion-MNIST as in the paper,
 #: fewer alphas, lambdas, subsamples and seeds; random features and the network's hidden
 #: layer narrower than the paper's (p <= d = 784 and 64 units), fewer epochs
@@ -926,7 +613,7 @@ register_figure(
         paper="Fig. 5",
         description="real data: MNIST even/odd (lambda = 0.05) and Fashion-MNIST "
         "clothes/accessories (lambda = 1), logistic, test error and training loss vs alpha",
-        caption=_REAL_CAPTION,
+        caption=REAL_CAPTION,
         fixed_mixture=(
             "it compares real data (MNIST, Fashion-MNIST) with the mixtures fitted to them"
         ),
@@ -939,10 +626,10 @@ register_figure(
         options=(
             FigureOption("--datasets", "datasets", "str"),
             FigureOption("--alphas", "alphas", "grid"),
-            _SUB,
-            _SEEDS,
-            _SEED,
-            _SOURCES,
+            SUBSAMPLES_OPTION,
+            SEEDS_OPTION,
+            SEED_OPTION,
+            SOURCES_OPTION,
         ),
     )
 )
@@ -952,7 +639,7 @@ register_figure(
         paper="Fig. 6",
         description="MNIST on random features erf(F x / sqrt d), several gamma = p / d: "
         "logistic test error and training loss vs alpha",
-        caption=_REAL_CAPTION + " alpha = n / p.",
+        caption=REAL_CAPTION + " alpha = n / p.",
         fixed_mixture=(
             "it compares real data on random features with the mixtures fitted to them"
         ),
@@ -967,10 +654,10 @@ register_figure(
             FigureOption("--dataset", "dataset", "str"),
             FigureOption("--gammas", "gammas", "grid"),
             FigureOption("--alphas", "alphas", "grid"),
-            _SUB,
-            _SEEDS,
-            _SEED,
-            _SOURCES,
+            SUBSAMPLES_OPTION,
+            SEEDS_OPTION,
+            SEED_OPTION,
+            SOURCES_OPTION,
         ),
     )
 )
@@ -980,7 +667,7 @@ register_figure(
         paper="Fig. 4 (right)",
         description="MNIST even/odd and Fashion-MNIST clothes/accessories: logistic test "
         "error vs lambda at alpha = 1, theory of the fitted mixture and the real data",
-        caption=_REAL_CAPTION,
+        caption=REAL_CAPTION,
         fixed_mixture=(
             "it compares real data (MNIST, Fashion-MNIST) with the mixtures fitted to them"
         ),
@@ -994,104 +681,9 @@ register_figure(
             FigureOption("--datasets", "datasets", "str"),
             FigureOption("--lams", "lams", "grid"),
             FigureOption("--alpha", "alpha", "float"),
-            _SUB,
-            _SEED,
-            _SOURCES,
-        ),
-    )
-)
-register_figure(
-    FigureSpec(
-        name="appe-trained",
-        paper="Fig. 7 (Appendix E, trained features)",
-        description="MNIST on the hidden layer of a trained two-layer network, several "
-        "stages of training",
-        caption=_REAL_CAPTION,
-        fixed_mixture=(
-            "it compares real data on trained features with the mixtures fitted to them"
-        ),
-        table=trained_features_table,
-        check=_trained_args,
-        plot=plot_trained_features,
-        fast=REAL_FAST["appe-trained"],
-        fast_note=preset_note(REAL_FAST["appe-trained"]),
-        differs=TRAINED_DIFFERS,
-        dots=("real data",),
-        options=(
-            FigureOption("--dataset", "dataset", "str"),
-            FigureOption("--epochs", "epochs", "ints"),
-            FigureOption("--alphas", "alphas", "grid"),
-            FigureOption("--hidden", "hidden", "int"),
-            _SUB,
-            _SEED,
-            _SOURCES,
-        ),
-    )
-)
-register_figure(
-    FigureSpec(
-        name="appe-p2-p10",
-        paper="Fig. 10 (Appendix E, P2 vs P10)",
-        description="MNIST 0-4 vs 5-9: the two-cluster and the ten-cluster mixtures against "
-        "the real data",
-        caption=_REAL_CAPTION,
-        fixed_mixture=(
-            "it compares the two- and ten-cluster mixtures fitted to MNIST with the real data"
-        ),
-        table=p2_p10_table,
-        check=_p2_p10_args,
-        plot=plot_p2_p10,
-        fast=REAL_FAST["appe-p2-p10"],
-        fast_note=preset_note(REAL_FAST["appe-p2-p10"]),
-        dots=("real data", "simulation"),
-        options=(
-            FigureOption("--dataset", "dataset", "str"),
-            FigureOption("--alphas", "alphas", "grid"),
-            FigureOption("--lam", "lam", "float"),
-            _SUB,
-            _SEEDS,
-            _SEED,
-        ),
-    )
-)
-register_figure(
-    FigureSpec(
-        name="appe-xor",
-        paper="Fig. 9 (Appendix E, XOR vs realisable)",
-        description="four clusters +-e1 +-e2 (realisable and XOR labels) against their "
-        "matched two-cluster mixtures, theory",
-        caption=(
-            "Logistic regression with ridge penalty; wide pale lines: the four-cluster "
-            "mixture, dashed with open markers (circles: realisable, triangles: XOR) on top: "
-            "the two-cluster mixture with the same class means and covariances (theory, "
-            "Theorems 1-2; the two coincide). No simulations."
-        ),
-        fixed_mixture=(
-            "it compares the four-cluster XOR and realisable mixtures with their matched two-"
-            "cluster mixtures"
-        ),
-        table=xor_table,
-        check=_xor_args,
-        plot=plot_xor,
-        fast=REAL_FAST["appe-xor"],
-        fast_note=preset_note(REAL_FAST["appe-xor"]),
-        differs=(
-            "The paper reports that the four-cluster mixtures and their matched two-cluster "
-            "mixtures (same class means and covariances) give different curves. Here they "
-            "coincide, for the realisable and the XOR labels alike, to O(1/d) (2e-4 at "
-            "d = 1000, five times less at d = 4000): by the symmetry x -> -x of the XOR mixture "
-            "(clusters 1 <-> 4, 2 <-> 3, labels kept) the overlaps with the means vanish, so "
-            "every cluster's local field is the same Gaussian as in the matched mixture, and "
-            "the XOR test error is 1/2 for both. Exact ERM at d = 400 (10 seeds, "
-            "lambda = 0.01, alpha = 2) agrees: XOR training errors 0.1334 +- 0.0049 (four "
-            "clusters) and 0.1328 +- 0.0079 (matched) against the theory's 0.1400. The "
-            "figure uses lambda = 0.01 (the paper: 1e-4; --lam 1e-4 works)."
-        ),
-        options=(
-            FigureOption("--alphas", "alphas", "grid"),
-            FigureOption("--lam", "lam", "float"),
-            FigureOption("--delta", "delta", "float"),
-            FigureOption("--d", "d", "int"),
+            SUBSAMPLES_OPTION,
+            SEED_OPTION,
+            SOURCES_OPTION,
         ),
     )
 )
@@ -1103,7 +695,7 @@ register_figure(
         "(lambda = 0.1) on 4 x 4 block means of the pixels (d = 49), test error and "
         "training loss vs alpha (without --fast also the paper's other data set, "
         "--datasets)",
-        caption=_REAL_CAPTION.replace(
+        caption=REAL_CAPTION.replace(
             "Logistic regression with ridge penalty lambda ||w||^2 / 2",
             "Softmax cross-entropy on one-hot labels with ridge penalty lambda ||W||_F^2 / 2",
         )
@@ -1126,10 +718,10 @@ register_figure(
             FigureOption("--alphas", "alphas", "grid"),
             FigureOption("--pool", "pool", "int"),
             FigureOption("--lam", "lam", "float"),
-            _SUB,
-            _SEEDS,
-            _SEED,
-            _SOURCES,
+            SUBSAMPLES_OPTION,
+            SEEDS_OPTION,
+            SEED_OPTION,
+            SOURCES_OPTION,
         ),
     )
 )
