@@ -9,10 +9,13 @@ the sparse penalties' zero estimator (NaN order parameters past the threshold wh
 
 Run::
 
-    python benchmarks/bench_cold.py -n 1000 --seed 0 [--jsonl out.jsonl] [--start 0]
+    python benchmarks/bench_cold.py -n 1000 --seed 0 [--quick] [--indices i,j]
+        [--timeout s] [--jsonl out.jsonl] [--start 0]
 
-Times depend on the machine's load; the iteration counts do not (the solve is
-deterministic).
+``--quick``: the problems without a multi-output lasso prior (those the test suite runs).
+Times are CPU seconds of this process (the limit of issue 31 is 10 s a problem; the
+``--timeout`` too); wall times depend on the machine's load, the iteration counts do not
+(the solve is deterministic).
 """
 
 from __future__ import annotations
@@ -46,14 +49,14 @@ def summary(outcomes: list[Outcome], slowest: int = 10) -> str:
     for o in fell:
         lines.append("  " + o.describe())
     lines.append(f"the {slowest} slowest:")
-    for o in sorted(outcomes, key=lambda o: -o.seconds)[:slowest]:
+    for o in sorted(outcomes, key=lambda o: -o.cpu_seconds)[:slowest]:
         lines.append("  " + o.describe())
     t = np.array([o.seconds for o in outcomes])
     c = np.array([o.cpu_seconds for o in outcomes])
-    q = np.percentile(t, [50, 90, 99, 100])
+    q = np.percentile(c, [50, 90, 99, 100])
     lines.append(
-        f"time: total {t.sum():.1f} s (CPU {c.sum():.1f} s); median {q[0]:.2f} s, 90% "
-        f"{q[1]:.2f} s, 99% {q[2]:.2f} s, max {q[3]:.2f} s"
+        f"CPU time: total {c.sum():.1f} s (wall {t.sum():.1f} s); median {q[0]:.2f} s, "
+        f"90% {q[1]:.2f} s, 99% {q[2]:.2f} s, max {q[3]:.2f} s"
     )
     lines.append(f"iterations: total {sum(max(o.n_iter, 0) for o in outcomes)}")
     return "\n".join(lines)
@@ -75,7 +78,10 @@ def main() -> None:
     )
     ap.add_argument("--start", type=int, default=0, help="first problem's index")
     ap.add_argument(
-        "--timeout", type=float, default=300.0, help="stop a solve after this many seconds"
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="stop a solve after this many seconds of CPU time",
     )
     ap.add_argument("--jsonl", type=Path, help="append one JSON line per problem here")
     args = ap.parse_args()

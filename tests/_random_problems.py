@@ -263,13 +263,14 @@ def _caused_by_timeout(exc: BaseException | None) -> bool:
 def run(problem: RandomProblem, timeout: float | None = None, **options: Any) -> Outcome:
     """Solve ``problem`` cold (``gm.solve``, default options unless given), timed; an error
     of the library (:class:`gaussmix.GaussmixError`: not converged, spurious) is an
-    unsuccessful outcome, and so is a solve stopped after ``timeout`` seconds (of the wall
-    clock, by ``SIGALRM``: the main thread of a Unix process only); any other exception
-    propagates."""
+    unsuccessful outcome, and so is a solve stopped after ``timeout`` seconds of this
+    process's CPU time (``ITIMER_PROF``, by ``SIGPROF``: the main thread of a Unix process
+    only; CPU time, so that the limit does not depend on the machine's load); any other
+    exception propagates."""
     t0, c0 = time.perf_counter(), time.process_time()
     if timeout is not None:
-        previous = signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, timeout)
+        previous = signal.signal(signal.SIGPROF, _alarm)
+        signal.setitimer(signal.ITIMER_PROF, timeout)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", gm.IntegrationWarning)
@@ -281,13 +282,13 @@ def run(problem: RandomProblem, timeout: float | None = None, **options: Any) ->
                 # (the alarm raised inside a compiled kernel arrives as its SystemError)
                 if not _caused_by_timeout(exc):
                     raise
-                res, error = None, f"timeout: stopped after {timeout:g} s"
+                res, error = None, f"timeout: stopped after {timeout:g} s CPU"
             else:
                 error = "" if res.success else f"not converged: {res.message}"
     finally:
         if timeout is not None:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, previous)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     ok = res is not None and bool(res.success) and np.isfinite(res.test_error) and not error
     if res is not None and ok and not np.isfinite(res.train_loss):

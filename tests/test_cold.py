@@ -3,14 +3,14 @@ registered mixture model, loss and penalty (``tests/_random_problems.py``), each
 ``gm.solve`` with the default options, must succeed (converged, finite observables) within
 :data:`SECONDS` of CPU time; the ten slowest are printed (``-s``).
 
-* ``-m long``: the 1,000 problems of seed 0 (``python -m pytest -m long tests/test_cold.py
-  -s``; hours on a loaded machine: the multi-output lasso priors cost seconds to minutes
-  per solve, see ``benchmarks/bench_cold.py``).  It does not pass yet: beyond the subset's
-  known failures (below), more failures of the zero estimator (the hinge loss with the
-  lasso or elastic net at lam >= 1.5), and multi-output lasso solves of 10 to 20 s CPU
-  and more (K = 3, 4 one-hot labels);
-* by default (``slow``): a seeded subset, the problems of seed 0 whose prior is not the
-  multi-output lasso's, at most :data:`SUBSET`.
+* by default (``slow``, in CI): the 898 of the 1,000 problems of seed 0 whose prior is not
+  the multi-output lasso's (2 to 3 minutes of CPU in all, measured 155 s on a loaded
+  2-core machine), with the :data:`KNOWN_FAILURES` (three hinge problems with a sparse
+  penalty) and :data:`KNOWN_SLOW` (one) named with their reasons;
+* ``-m long``: all 1,000 (``python -m pytest -m long tests/test_cold.py -s``).  It does not
+  pass: the 102 multi-output lasso problems (K = 3, 4 one-hot labels) cost more than
+  :data:`SECONDS` each (the first 13 measured all stopped after 60 s of wall time, 5 to 9 s
+  of CPU, on that machine), see ``benchmarks/bench_cold.py``.
 
 And the solver's own fallback (``SolverOptions.fallback``): where the iteration from the cold
 start fails, the homotopy in ``lam`` finds the fixed point that the curve machinery finds
@@ -31,19 +31,30 @@ from gaussmix.core.exceptions import ArgumentError
 #: the limit of one cold solve, in seconds of CPU time (of this process: the machine's load
 #: from other processes does not count)
 SECONDS = 10.0
-#: the number of problems of the long test
+#: the number of problems of seed 0 drawn (the default test runs those without a
+#: multi-output lasso prior, the long one all)
 LONG = 1000
-#: the largest number of problems of the default (slow) subset
-SUBSET = 200
 
 
 #: the problems of seed 0 that do not meet the test yet, measured, with the reason: each
-#: must still fail (when one succeeds, remove it here), every other must succeed
-KNOWN_FAILURES: dict[int, str] = {}
+#: must still fail (when one succeeds, remove it here), every other must succeed.  All three
+#: are the hinge loss with a sparse penalty at lam ~ 1 to 3, where the loss has no curvature
+#: around W* ~ 0 (no margin near 1); whether a fixed point exists there is open
+KNOWN_FAILURES = {
+    533: "hinge, elastic net (l1_ratio 0.62) at lam = 2.9, unbalanced classes (0.40, "
+    "0.60): the bias step diverges (b ~ -1e27, 'degenerate fixed point'), cold and along "
+    "the homotopy (12 s CPU in all)",
+    669: "hinge, lasso at lam = 2.8, K = 4 clusters, alpha = 0.12: 'the lasso's weights "
+    "are unbounded at this state' (P(|B| > t) = 5e-26 with no curvature) from the first "
+    "iterate, cold and along the homotopy",
+    849: "hinge, lasso at lam = 1.03, sparse mixture, alpha = 0.19: unbounded weights "
+    "(P(|B| > t) = 0.002 with no curvature) from the first iterate; warm starts in lam "
+    "from 0.1 reach lam = 0.67 (nonzero fraction 0.02) and fail at 0.83",
+}
 #: ... and those that succeed beyond :data:`SECONDS`, with the reason (not timed)
 KNOWN_SLOW = {
     159: "K = 4 cross-entropy of clusters that are not exchangeable at lam = 0.012: 368 "
-    "iterations of the three-dimensional tensor rule (16 s CPU)",
+    "iterations of the three-dimensional tensor rule (14 to 16 s CPU)",
 }
 
 
@@ -76,8 +87,9 @@ def test_every_random_problem_converges_cold():
 
 
 @pytest.mark.slow
-def test_random_subset_converges_cold():
-    problems = quick_subset(LONG, seed=0, size=SUBSET)
+def test_random_problems_without_multi_output_lasso_converge_cold():
+    problems = quick_subset(LONG, seed=0, size=LONG)
+    assert len(problems) == 898
     assert {p.model for p in problems} == set(gm.MIXTURE_MODELS.names())
     assert {p.loss for p in problems} == set(gm.LOSSES.names())
     assert {p.penalty for p in problems} == set(gm.PENALTIES.names())
