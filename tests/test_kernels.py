@@ -64,6 +64,23 @@ def test_cross_entropy_kernel_matches_numpy_path(K, scale_m, v_range):
     _assert_moments_equal(got, ref)
 
 
+@pytest.mark.parametrize("K", [2, 3, 4])
+@pytest.mark.parametrize("v_range", [(1e-30, 1e-28), (1e-12, 1e-10), (0.02, 0.2)])
+def test_cross_entropy_kernel_stein_term_at_small_metric(K, v_range):
+    """``E[(I + H V)^{-1} H]`` at a small metric: about ``E[H]`` (0.5 of a two-class
+    softmax at even odds), never the cancelling ``V^{-1} - V^{-1} A^{-1} V^{-1}``, which
+    gave 0 at ``V ~ 1e-30`` (a two-class elastic net on its way to the zero estimator,
+    whose bias then jumped to 1e9); around the switch of forms (``||V|| ||H|| ~ 0.1``)
+    both agree with the numpy path."""
+    rng = np.random.default_rng(K)
+    loss, y, m, Q, V = _ce_state(rng, K, 1.0, v_range)
+    rule = GaussHermite(12 if K < 4 else 6, K - 1)
+    ref = _quadrature_moments(loss, y, m, Q, V, rule, None, compiled=False)[0]
+    got = _quadrature_moments(loss, y, m, Q, V, rule, None, compiled=True)[0]
+    _assert_moments_equal(got, ref)
+    assert np.abs(got.Edf).max() > 0.01
+
+
 @pytest.mark.parametrize("y", [1.0, -1.0])
 @pytest.mark.parametrize("m,q,v", [(0.7, 0.8, 0.5), (-30.0, 2.0, 0.01), (3.0, 50.0, 400.0)])
 def test_logistic_kernel_matches_numpy_path(y, m, q, v):

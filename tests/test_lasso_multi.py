@@ -223,6 +223,42 @@ def test_general_prior_is_the_closed_form_at_one_output(which, l1_ratio):
         np.testing.assert_allclose(getattr(out, key), getattr(ref, key), rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("which", ["block", "empirical"])
+@pytest.mark.parametrize("l1_ratio", [1.0, 0.6])
+@pytest.mark.parametrize("lam", [0.05, 0.5, 3.0])
+def test_two_class_prior_is_the_general_one(which, l1_ratio, lam):
+    """Two outputs seen through their difference (the two-class cross-entropy): the scalar
+    closed form (``_two_class_elastic_net``, what the solver uses) against the general
+    two-dimensional lasso with its gauge: the same numbers to rounding (measured 7.5e-15)."""
+    rng = np.random.default_rng(5)
+    if which == "block":
+        mix = gm.Mixture.block([0.6, 0.4], [0.3, 1.5], means="antipodal", labels="onehot")
+    else:
+        sigma, mu = np.exp(rng.uniform(-1, 1, (5, 2))), rng.standard_normal((5, 2))
+        mix = gm.Mixture.spectral(sigma, mu, rho=[0.45, 0.55], labels="onehot")
+    P = np.array([[1.0, -1.0]]) / np.sqrt(2.0)
+    Qh, Vh = rng.uniform(0.2, 1.5, (2, 1, 1)), rng.uniform(0.2, 1.5, (2, 1, 1))
+    Mh = rng.standard_normal((2, 1))
+    ref = multi_output_elastic_net_prior(mix, lam, l1_ratio, Qh, Mh, Vh, P)
+    pen = gm.make_penalty("l1" if l1_ratio == 1.0 else "elastic-net", l1_ratio)
+    out = prior_mod.PRIORS[(type(pen), "spectral")](pen, mix, lam, Qh, Mh, Vh, P=P)
+    assert 0.0 < float(np.mean(ref.atom_nonzero)) < 1.0
+    for key in ("Q", "M", "V", "psi_w", "penalty", "atom_nonzero", "l1_norm"):
+        np.testing.assert_allclose(getattr(out, key), getattr(ref, key), rtol=1e-12, atol=5e-14)
+
+
+def test_two_class_prior_near_the_zero_estimator_keeps_q_positive():
+    """Where ``P(|B| > t)`` is ~1e-40 (an elastic net at large ``lam``), the general
+    prior's ``Q`` rounded to ``-3e-40``, a state the observables refused; the closed form's
+    is positive."""
+    mix = gm.Mixture.block([0.63, 0.37], [0.29, 1.51], means="antipodal", labels="onehot")
+    P = np.array([[1.0, -1.0]]) / np.sqrt(2.0)
+    pen = gm.make_penalty("elastic-net", 0.7)
+    hats = (np.full((2, 1, 1), 0.114), np.array([[0.0807], [-0.0807]]), np.full((2, 1, 1), 0.114))
+    out = prior_mod.PRIORS[(type(pen), "spectral")](pen, mix, 8.2, *hats, P=P)
+    assert np.all(out.Q > 0) and np.all(out.V > 0) and np.all(out.Q < 1e-30)
+
+
 @pytest.mark.parametrize(
     "loss,penalty,l1_ratio", [("square", "l1", None), ("logistic", "elastic-net", 0.5)]
 )

@@ -24,9 +24,11 @@ def d_test_error_d_lambda(result: FixedPointResult, *, rel_step: float = 1e-6) -
     its independent entries (each symmetric pair ``Q_c[i, j] = Q_c[j, i]``, ``V_c[i, j] =
     V_c[j, i]`` is one coordinate, perturbed on both sides, so every perturbed overlap stays
     symmetric).  The Jacobians of the (smooth) map and of ``eps_g(Q, M, b)`` are central
-    differences with step ``rel_step max(1, |x_i|)`` (smaller for tiny positive overlaps,
-    which must stay positive); nothing is re-solved, so the cost is ``2 m + 2`` evaluations
-    of the map for ``m`` independent entries.
+    differences with step ``rel_step max(1, |x_i|)`` (smaller for a tiny diagonal entry of
+    ``Q_c`` or ``V_c``, which must stay positive; never for a signed entry: a bias of
+    ``3e-16`` at a symmetric point, a step of ``3e-19`` there would turn the map's rounding
+    into a Jacobian column of order ``1e2``); nothing is re-solved, so the cost is
+    ``2 m + 2`` evaluations of the map for ``m`` independent entries.
 
     Parameters
     ----------
@@ -47,12 +49,14 @@ def d_test_error_d_lambda(result: FixedPointResult, *, rel_step: float = 1e-6) -
         raise ValueError("d_test_error_d_lambda needs lam > 0")
     n = x.size
     coords = _independent_entries(problem.n_clusters, problem.dim)
+    positive = _positive_entries(problem.n_clusters, problem.dim)
     rows = np.array([idx[0] for idx in coords])
     m = rows.size
+    steps = [_fd_step(x[idx[0]], rel_step, idx[0] in positive) for idx in coords]
     T = state.map()
     J = np.empty((m, m))
     for k, idx in enumerate(coords):
-        h = _fd_step(x[idx[0]], rel_step)
+        h = steps[k]
         e = np.zeros(n)
         e[idx] = h
         J[:, k] = ((T(x + e) - T(x - e)) / (2 * h))[rows]
@@ -69,7 +73,7 @@ def d_test_error_d_lambda(result: FixedPointResult, *, rel_step: float = 1e-6) -
 
     g = np.empty(m)
     for k, idx in enumerate(coords):
-        h = _fd_step(x[idx[0]], rel_step)
+        h = steps[k]
         e = np.zeros(n)
         e[idx] = h
         g[k] = (eps(x + e) - eps(x - e)) / (2 * h)
@@ -95,6 +99,17 @@ def _independent_entries(K: int, L: int) -> list[np.ndarray]:
     return sym + means + metrics + bias
 
 
-def _fd_step(xi: float, rel_step: float) -> float:
+def _positive_entries(K: int, L: int) -> frozenset[int]:
+    """Indices into the state vector ``(Q, M, V, b)`` of the diagonal entries of every
+    ``Q_c`` and ``V_c``: the only ones that must stay positive (the means, the bias and the
+    off-diagonal overlaps are signed)."""
+    n2 = K * L * L
+    diag = [c * L * L + i * (L + 1) for c in range(K) for i in range(L)]
+    return frozenset(diag + [n2 + K * L + j for j in diag])
+
+
+def _fd_step(xi: float, rel_step: float, positive: bool) -> float:
+    """The central difference's step at ``xi``: ``rel_step max(1, |xi|)``, or, for an entry
+    that must stay positive (``positive``) and is below ``1e3`` times that, ``xi / 1e3``."""
     h = rel_step * max(1.0, abs(xi))
-    return 1e-3 * xi if 0.0 < xi < 1e3 * h else h
+    return 1e-3 * xi if positive and 0.0 < xi < 1e3 * h else h

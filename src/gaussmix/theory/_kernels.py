@@ -63,6 +63,12 @@ WEDGE_SCAN = 65
 WEDGE_PANEL = 0.5
 #: fewest panels of :func:`ce_ray_flux`
 WEDGE_MIN_PANELS = 16
+#: Below this ``||V|| ||H||`` (max-norms) the cross-entropy kernels write the Stein term
+#: ``E[(I + H V)^{-1} H]`` as ``H - H A^{-1} H``, above it as ``V^{-1} - V^{-1} A^{-1}
+#: V^{-1}`` (``A = V^{-1} + H``): equal in exact arithmetic, each free of cancellation on its
+#: side (the second loses ``eps / (||V|| ||H||)`` relative: all of it on the way to the
+#: lasso's zero estimator, ``V ~ 1e-30``, where it gave 0 instead of ``H``).
+STEIN_H_FORM = 0.1
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
@@ -258,6 +264,18 @@ def _ce_system(Vi, P, p, Pp, A):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
+def _ce_hessian(P, p, Pp, H):  # pragma: no cover - compiled
+    """The reduced Hessian ``H = P (diag p - p p^T) P^T`` (``Pp = P p``)."""
+    L, Kf = P.shape
+    for i in range(L):
+        for j in range(L):
+            t = -Pp[i] * Pp[j]
+            for k in range(Kf):
+                t += P[i, k] * p[k] * P[j, k]
+            H[i, j] = t
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
 def _scaled_residual(u, om, Vc, gr):  # pragma: no cover - compiled
     """``max_i |u - omega + V grad|_i``, the convergence test of the numpy prox."""
     L = u.shape[0]
@@ -344,7 +362,8 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
     -----
     Newton on ``phi(u) = 1/2 (u - omega)^T V^{-1} (u - omega) + loss(u)`` (strictly convex)
     with Armijo backtracking; ``Edf = E[(I + H V)^{-1} H] = E[V^{-1} - V^{-1} A^{-1} V^{-1}]``
-    with ``A = V^{-1} + H`` (symmetric, valid for singular ``H``).
+    with ``A = V^{-1} + H`` (symmetric, valid for singular ``H``), or ``E[H - H A^{-1} H]``
+    where ``||V|| ||H|| <`` :data:`STEIN_H_FORM` (small ``V``, where the first form cancels).
     """
     K, N, L = omega.shape
     Kf = P.shape[1]
@@ -363,6 +382,7 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
     A = np.empty((L, L))
     C = np.empty((L, L))
     X = np.empty((L, L))
+    Hm = np.empty((L, L))
     e = np.empty(L)
     n_failed = 0
     for c in range(K):
@@ -428,10 +448,13 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
             if not _cholesky(A, C):
                 n_failed += 1
                 continue
+            # Edf = B - B A^{-1} B with B = V^{-1}, or B = H where ||V|| ||H|| is small
+            _ce_hessian(P, p, Pp, Hm)
+            B = Hm if vnorm * _max_row_sum(Hm) < STEIN_H_FORM else Vi
             for col in range(L):
                 for i in range(L):
-                    e[i] = Vi[i, col]
-                _chol_solve(C, e, s)  # A^{-1} V^{-1} e_col
+                    e[i] = B[i, col]
+                _chol_solve(C, e, s)  # A^{-1} B e_col
                 for i in range(L):
                     X[i, col] = s[i]
             wn = w[n]
@@ -445,8 +468,8 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
                     quad += fi * Vc[i, j] * fj
                     t = 0.0
                     for k in range(L):
-                        t += Vi[i, k] * X[k, j]
-                    Edf[c, i, j] += wn * (Vi[i, j] - t)
+                        t += B[i, k] * X[k, j]
+                    Edf[c, i, j] += wn * (B[i, j] - t)
             Eloss[c] += wn * lval
             Eenv[c] += wn * (0.5 * quad + lval)
     return Ef, Eff, Edf, Eloss, Eenv, n_failed
@@ -791,24 +814,28 @@ def ce3_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cov
                 n_failed += 1
             h[c, n, 0] = u0
             h[c, n, 1] = u1
-            # contributions at the proximal point: f = -grad, Edf = V^-1 - V^-1 A^-1 V^-1
+            # contributions at the proximal point: f = -grad, Edf = B - B A^-1 B with
+            # B = V^-1, or B = H where ||V|| ||H|| is small (ce_channel)
             a00, a01, a11 = _ce3_system(i00, i01, i11, a00k, a01k, a11k, p0, p1, p2, q0, q1)
             det = a00 * a11 - a01 * a01
             if not det > 0.0 or not a00 > 0.0:
                 n_failed += 1
                 continue
+            c00, c01, c11 = _ce3_system(0.0, 0.0, 0.0, a00k, a01k, a11k, p0, p1, p2, q0, q1)
+            if vnorm * max(abs(c00) + abs(c01), abs(c01) + abs(c11)) >= STEIN_H_FORM:
+                c00, c01, c11 = i00, i01, i11
             b00 = a11 / det  # A^-1
             b01 = -a01 / det
             b11 = a00 / det
-            # X = A^-1 V^-1, then V^-1 X
-            x00 = b00 * i00 + b01 * i01
-            x01 = b00 * i01 + b01 * i11
-            x10 = b01 * i00 + b11 * i01
-            x11 = b01 * i01 + b11 * i11
-            m00 = i00 * x00 + i01 * x10
-            m01 = i00 * x01 + i01 * x11
-            m10 = i01 * x00 + i11 * x10
-            m11 = i01 * x01 + i11 * x11
+            # X = A^-1 B, then B X
+            x00 = b00 * c00 + b01 * c01
+            x01 = b00 * c01 + b01 * c11
+            x10 = b01 * c00 + b11 * c01
+            x11 = b01 * c01 + b11 * c11
+            m00 = c00 * x00 + c01 * x10
+            m01 = c00 * x01 + c01 * x11
+            m10 = c01 * x00 + c11 * x10
+            m11 = c01 * x01 + c11 * x11
             f0 = -g0
             f1 = -g1
             wn = w[n]
@@ -818,10 +845,10 @@ def ce3_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cov
             Eff[c, 0, 1] += wn * f0 * f1
             Eff[c, 1, 0] += wn * f1 * f0
             Eff[c, 1, 1] += wn * f1 * f1
-            Edf[c, 0, 0] += wn * (i00 - m00)
-            Edf[c, 0, 1] += wn * (i01 - m01)
-            Edf[c, 1, 0] += wn * (i01 - m10)
-            Edf[c, 1, 1] += wn * (i11 - m11)
+            Edf[c, 0, 0] += wn * (c00 - m00)
+            Edf[c, 0, 1] += wn * (c01 - m01)
+            Edf[c, 1, 0] += wn * (c01 - m10)
+            Edf[c, 1, 1] += wn * (c11 - m11)
             quad = f0 * (v00 * f0 + v01 * f1) + f1 * (v01 * f0 + v11 * f1)
             Eloss[c] += wn * lval
             Eenv[c] += wn * (0.5 * quad + lval)

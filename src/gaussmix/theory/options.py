@@ -97,6 +97,14 @@ _OPTIONS_DOC = """\
         :data:`~gaussmix.theory.refinement.MAX_PRIOR_LINES` lines); the cost of a prior
         evaluation grows as ``prior_panels ** (L' - 1)``.  At most 512.  Ignored for other
         problems.
+    fallback : bool
+        Where the iteration from the cold start fails (no convergence within ``max_iter``,
+        or an invalid point), solve again by homotopy in ``lam`` before giving up: from a
+        larger ``lam``, where the fixed point is easy (else from a smaller one), to the
+        problem's in geometric steps, each warm-started from the last
+        (:func:`~gaussmix.theory.solver.lambda_homotopy`).  The result says so in
+        ``params['fallback']``, and its ``n_iter`` counts every iteration spent.  A solve
+        from ``init`` (a warm start) never falls back: its caller (a curve) has its own.
 """
 
 #: Documentation of the inputs of a solve beside its options (``%(solve_inputs)s``): the
@@ -188,6 +196,7 @@ class SolverOptions:
     continuation: bool = True
     symmetry: bool = True
     prior_panels: int | None = None
+    fallback: bool = True
 
     def __post_init__(self) -> None:
         checked = {
@@ -215,7 +224,7 @@ class SolverOptions:
 
 
 #: the options that are flags (True or False)
-_FLAGS = ("estimate_error", "auto_refine", "throw", "continuation", "symmetry")
+_FLAGS = ("estimate_error", "auto_refine", "throw", "continuation", "symmetry", "fallback")
 #: the names of the options, in their order
 _NAMES = tuple(f.name for f in dataclasses.fields(SolverOptions))
 

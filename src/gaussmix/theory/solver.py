@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from gaussmix.core.exceptions import IntegrationWarning
+from gaussmix.core.exceptions import ConvergenceError, IntegrationWarning
 from gaussmix.core.version import __version__
 
 from .channel import channel_moments
@@ -63,7 +63,16 @@ from .refinement import (
 )
 from .results import FixedPointResult
 from .state import LogChart, is_valid_state, pack_state, residual_scale, unpack_state
-from .tolerances import DEGENERATE_BIAS_STEP, SMALL_LAM_HINT, integration_warning_threshold
+from .tolerances import (
+    DEGENERATE_BIAS_STEP,
+    HOMOTOPY_MAX_SOLVES,
+    HOMOTOPY_PATH_SOLVES,
+    HOMOTOPY_STARTS,
+    HOMOTOPY_STEP,
+    HOMOTOPY_STEP_ITER,
+    SMALL_LAM_HINT,
+    integration_warning_threshold,
+)
 
 __all__ = [
     "FixedPointResult",
@@ -77,6 +86,7 @@ __all__ = [
     "LogChart",
     "iterate",
     "solve_problem",
+    "lambda_homotopy",
     "with_options_doc",
     "DEFAULT_OPTIONS",
     "free_energy",
@@ -92,11 +102,13 @@ __all__ = [
 ]
 
 
-def assemble_result(problem: Problem, opts: SolverOptions, est: Estimate) -> FixedPointResult:
+def assemble_result(
+    problem: Problem, opts: SolverOptions, est: Estimate, stacklevel: int = 5
+) -> FixedPointResult:
     """The result of a solve (NaN observables unless converged to a valid state), with a
     spurious point detected, and the integration warning where the estimate is large."""
     # stacklevel: assemble_results <- assemble_result <- solve_problem <- its caller's caller
-    return assemble_results([problem], opts, [est], stacklevel=5)[0]
+    return assemble_results([problem], opts, [est], stacklevel=stacklevel)[0]
 
 
 def assemble_results(
@@ -176,9 +188,15 @@ def assemble_results(
                 stacklevel=stacklevel,
             )
         if not ok and opts.throw:
-            raise st.error_class(f"fixed point not found: {text}", result)
+            raise failure(result)
         results.append(result)
     return results
+
+
+def failure(result: FixedPointResult) -> ConvergenceError:
+    """The exception of a failed solve (``throw=True``): its status's class
+    (:attr:`~gaussmix.theory.iteration.IterationStatus.error_class`), with the result."""
+    return result.status.error_class(f"fixed point not found: {result.message}", result)
 
 
 #: the estimates the result's ``integration_error`` summarises: the errors and the training
@@ -234,6 +252,33 @@ def solve_problem(
     """
     opts = solver_options(options, option_keywords, caller="solve_problem")
     history = history if history is not None else {}
+    if init is not None or not opts.fallback:
+        return _solve_once(problem, opts, init, callback, history)
+    direct = _solve_once(problem, replace(opts, throw=False), None, callback, history)
+    if direct.success:
+        return direct
+    result = lambda_homotopy(problem, opts, direct, callback, history)
+    if result is not None:
+        return result
+    direct.message += (
+        "; the fallback, a homotopy in lam from "
+        + ", ".join(f"{f:g} lam" for f in HOMOTOPY_STARTS)
+        + ", failed too"
+    )
+    if opts.throw:
+        raise failure(direct)
+    return direct
+
+
+def _solve_once(
+    problem: Problem,
+    opts: SolverOptions,
+    init: FixedPointResult | dict | None,
+    callback: Callable[[int, float], Any] | None,
+    history: dict,
+) -> FixedPointResult:
+    """The solve of :func:`solve_problem` from ``init`` (None: the cold start), without the
+    fallback."""
     rule = channel_rule(problem, opts.quadrature, opts.symmetry)
     x0 = start_state(problem, init)
     warm = warm_normaliser_rule(problem, opts, rule, x0) if init is not None else None
@@ -266,7 +311,97 @@ def solve_problem(
         if est2.status is IterationStatus.CONVERGED and _worst(est2) < _worst(est):
             est = est2
     est = refine_prior(problem, est, opts, callback, history)  # the multi-output lasso's
-    return assemble_result(problem, opts, est)
+    # stacklevel: ... <- _solve_once <- solve_problem <- its caller's caller
+    return assemble_result(problem, opts, est, stacklevel=6)
+
+
+def lambda_homotopy(
+    problem: Problem,
+    opts: SolverOptions,
+    failed: FixedPointResult,
+    callback: Callable[[int, float], Any] | None,
+    history: dict,
+) -> FixedPointResult | None:
+    """The fallback of a failed cold solve (``failed``): ``problem`` solved by homotopy in
+    ``lam``, or None where that fails too.
+
+    The annealing of the paper's Appendix B: the fixed point at a larger ``lam`` is close
+    to the cold start (the penalty dominates the loss, the overlaps are small), and it moves
+    continuously with ``lam``.  The homotopy starts at ``lam`` times the first factor of
+    :data:`~gaussmix.theory.tolerances.HOMOTOPY_STARTS` (100) whose point converges from the
+    cold start (without a fallback), then steps in ``log lam`` to the problem's, each step
+    warm-started from the last point (``init``, and its Anderson secant pairs), a step that
+    fails halved, one that converges followed by one half as long again (at most a factor
+    :data:`~gaussmix.theory.tolerances.HOMOTOPY_STEP`); a path that does not arrive within
+    :data:`~gaussmix.theory.tolerances.HOMOTOPY_PATH_SOLVES` solves is left for the next
+    starting factor.  The factors below 1 are for the problems that a larger ``lam``
+    makes harder (the hinge loss with unbalanced classes, whose bias tends to a kink of the
+    loss as ``W* -> 0``).  At most :data:`~gaussmix.theory.tolerances.HOMOTOPY_MAX_SOLVES`
+    solves in all.  The intermediate points
+    are solved without an error estimate and with at most
+    :data:`~gaussmix.theory.tolerances.HOMOTOPY_STEP_ITER` iterations; the last, the
+    problem's own point, with ``opts`` (so that its fixed point passes the checks and gets
+    the error estimate of a direct solve).
+
+    Returns
+    -------
+    FixedPointResult or None
+        The problem's result, with ``params['fallback']`` saying what was done and
+        ``n_iter`` counting every iteration (the failed cold solve's included).
+    """
+    lam, spent, solves = problem.lam, int(failed.n_iter), 0
+    steps = dict(
+        throw=False, estimate_error=False, max_iter=min(opts.max_iter, HOMOTOPY_STEP_ITER)
+    )
+    for factor in HOMOTOPY_STARTS:
+        if solves >= HOMOTOPY_MAX_SOLVES:
+            break
+        start_lam, local = lam * factor, {}
+        start = _quiet(
+            problem.with_lam_alpha(start_lam, problem.alpha), replace(opts, **steps), None, local
+        )
+        solves += 1
+        spent += int(start.n_iter)
+        if not start.success:
+            continue
+        last, current, target = start, np.log(start_lam), np.log(lam)
+        step, n_steps, budget = np.log(HOMOTOPY_STEP), 0, solves + HOMOTOPY_PATH_SOLVES
+        while solves < min(budget, HOMOTOPY_MAX_SOLVES):
+            nxt = current - step if current > target else current + step
+            final = (nxt <= target) if current > target else (nxt >= target)
+            if final:
+                res = _solve_once(problem, replace(opts, throw=False), last, callback, local)
+            else:
+                point = problem.with_lam_alpha(float(np.exp(nxt)), problem.alpha)
+                res = _quiet(point, replace(opts, **steps), last, local)
+            solves += 1
+            spent += int(res.n_iter)
+            if not res.success:
+                step /= 2.0
+                continue
+            n_steps += 1
+            if final:
+                history.update(local)
+                text = (
+                    f"lambda homotopy from lam={start_lam:.3g} ({n_steps} steps, {solves} "
+                    f"solves): the cold solve failed ({failed.message})"
+                )
+                res.params = {**res.params, "fallback": text}
+                res.n_iter = spent
+                return res
+            last, current = res, nxt
+            step = min(1.5 * step, np.log(HOMOTOPY_STEP))
+    return None
+
+
+def _quiet(
+    problem: Problem, opts: SolverOptions, init: FixedPointResult | None, history: dict
+) -> FixedPointResult:
+    """An intermediate solve of the homotopy (no fallback, warnings dropped: its
+    observables are not reported)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _solve_once(problem, replace(opts, fallback=False), init, None, history)
 
 
 def free_energy(

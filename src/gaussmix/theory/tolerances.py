@@ -45,6 +45,11 @@ __all__ = [
     "MIN_STEP_FRACTION",
     "LOG_CHART_MIN_EIG",
     "LOG_CHART_MAX_LAM",
+    "HOMOTOPY_STARTS",
+    "HOMOTOPY_PATH_SOLVES",
+    "HOMOTOPY_STEP",
+    "HOMOTOPY_MAX_SOLVES",
+    "HOMOTOPY_STEP_ITER",
     "INTEGRATION_WARNING_FLOOR",
     "INTEGRATION_WARNING_FACTOR",
     "integration_warning_threshold",
@@ -185,6 +190,26 @@ LOG_CHART_MIN_EIG = 1e-10
 #: (measured at K = 3, alpha = 0.5, lam = 1e3, tol = 1e-11: 1.9e-12 without the chart,
 #: 4.9e-9 with it).
 LOG_CHART_MAX_LAM = 0.1
+
+#: The cold solve's fallback (``SolverOptions.fallback``, a homotopy in ``lam``) starts at
+#: ``lam`` times the first of these factors whose point converges from the cold start:
+#: above the problem's ``lam`` first, where the fixed point of a larger penalty is close to
+#: the cold start, then below (the hinge loss with unbalanced classes at ``lam >= 1``,
+#: whose bias tends to a kink of the loss as the penalty grows: issue 31's random set, a
+#: K = 3 hinge point at lam = 1 fails cold and converges at lam = 0.5)
+HOMOTOPY_STARTS = (100.0, 1e4, 0.1, 0.01)
+#: The solves of one path from its starting point (the start's own excluded) before the
+#: next starting factor is tried.
+HOMOTOPY_PATH_SOLVES = 20
+#: The first step changes ``lam`` by this factor; a step that converges grows the
+#: next one by half (up to this factor), one that fails is halved in ``log lam`` and tried
+#: again from the last point.
+HOMOTOPY_STEP = 10.0
+#: The homotopy gives up after this many solves (the starting points included).
+HOMOTOPY_MAX_SOLVES = 40
+#: The iteration budget of each intermediate step (a step that needs more is too long: it
+#: is halved), except the last, the problem's own point, which has ``max_iter``.
+HOMOTOPY_STEP_ITER = 300
 
 # --------------------------------------------------------------------------- integration error
 #: Absolute floor of the :class:`~gaussmix.core.exceptions.IntegrationWarning` threshold: an
