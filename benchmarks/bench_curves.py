@@ -194,8 +194,7 @@ def _count_worker(case: str) -> None:
     import warnings
 
     import gaussmix as gm
-    from gaussmix.experiments import batched
-    from gaussmix.theory import channel, fixed_point
+    from gaussmix.theory import batch, channel, fixed_point
 
     warnings.simplefilter("ignore", gm.IntegrationWarning)
     log: list[tuple[int, int]] = []
@@ -206,7 +205,7 @@ def _count_worker(case: str) -> None:
         log.append((M.shape[0], 0 if nodes is None else nodes.size))
         return evaluate(loss, y, M, b, Q, V, rule, warm)
 
-    for module in (channel, fixed_point, batched):
+    for module in (channel, fixed_point, batch):
         module.channel_evaluation = counted
     out = {}
     for name, run in zip(("point", "curve"), _problem(case)):

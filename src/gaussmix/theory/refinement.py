@@ -539,7 +539,7 @@ def estimate_errors(
     channel evaluation the observables reuse, and the image only where the fixed point
     already passes the finer rule's test: measured along the K = 5 curve, 3 evaluations of
     the finer rule a point -> 2; the other rules keep the image, which the stacked curves'
-    estimate, :mod:`gaussmix.experiments.batched`, returns too); the change of every
+    estimate, :mod:`gaussmix.theory.batch`, returns too); the change of every
     observable plus
     each evaluation's own error estimates the integration error.  With ``auto_refine`` this
     repeats while the estimate of the test error or training loss exceeds ``quad_tol``.
