@@ -493,9 +493,8 @@ class StackedMap:
             p = self.problems[i]
             s = slice(i * k, (i + 1) * k)
             mom = ChannelMoments(*(getattr(ev.moments, f)[s] for f in MOMENTS))
-            T = new_map(p, self.rule, (self.symmetry, self.log_chart))
-            T.last = HatEvaluation(xi.copy(), mom, ev.Qhat[s], ev.Mhat[s], ev.Vhat[s])
-            maps.append(T)
+            known = HatEvaluation(xi.copy(), mom, ev.Qhat[s], ev.Mhat[s], ev.Vhat[s])
+            maps.append(new_map(p, self.rule, (self.symmetry, self.log_chart), known=known))
         return states, maps
 
 
