@@ -591,7 +591,9 @@ def test_a_point_carries_its_own_secant_pairs() -> None:
     lams = np.geomspace(1e-2, 1.0, 12)
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
     opts = solver_options(None, {})
-    T = batch.StackedMap(problems, auto_rule(1, smooth=True))
+    T = batch.StackedMap(
+        problems, auto_rule(1, smooth=True), freezing=batch_solve.solve_freezing(opts)
+    )
     assert not T.log_chart  # (the pairs are differences of the states themselves)
     out = batch_solve.converged_solve(T, T.start(), None, opts)
     assert out is not None and T.frozen.all()

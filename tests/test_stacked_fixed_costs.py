@@ -169,7 +169,7 @@ def test_the_sharp_test_of_the_points_is_each_points() -> None:
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
     opts = solver_options(None, {})
     rule = channel_rule(problems[0], None, opts.symmetry)
-    T = batch.StackedMap(problems, rule)
+    T = batch.StackedMap(problems, rule, freezing=batch_solve.solve_freezing(opts))
     out = batch_solve.converged_solve(T, T.start(), None, opts)
     assert out is not None
     got = batch_solve.sharp_rules(T, out.x, opts)
@@ -247,8 +247,8 @@ def test_own_residuals_of_the_freeze_test_are_the_trails() -> None:
 
     lams = np.geomspace(1e-2, 1.0, 6)
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
-    T = batch.StackedMap(problems, channel_rule(problems[0], None))
-    T.freeze_tol, T.trail_len = 1e-8, 3
+    freezing = batch.Freezing(tol=1e-8, trail=3)
+    T = batch.StackedMap(problems, channel_rule(problems[0], None), freezing=freezing)
     x = T.start()
     for _ in range(3):
         x = T(x)
@@ -267,3 +267,21 @@ def test_a_stacked_states_points_are_their_packed_states(mixture, loss) -> None:
     for i, xi in enumerate(T.split(x)):
         assert _same(xi, pack_state(Q[i], M[i], V[i], b[i]))
     assert _same(T.stack(T.split(x)), x)
+
+
+def test_a_stacked_map_is_set_by_its_constructor() -> None:
+    """A stacked map's settings (its points, rule, freezing and the layout made from them)
+    are written once, by its constructor: a later write raises, its memory of the solve is
+    its own to write, and a solve refuses a map not made for its options."""
+    T, problems = _stacked(SPARSE, "logistic", [(0.1, 1.0), (0.1, 2.0)])
+    for name in ("freezing", "rule", "problems", "blocks", "lams"):
+        with pytest.raises(AttributeError, match=name):
+            setattr(T, name, getattr(T, name))
+    x = T.start()
+    T(x)
+    assert T.evaluations == 1 and T.last is not None
+    opts = solver_options(None, {})
+    with pytest.raises(ValueError, match="solve_freezing"):
+        batch_solve.iterated_solve(T, x, None, opts)
+    made = batch.StackedMap(problems, T.rule, freezing=batch_solve.solve_freezing(opts))
+    assert batch_solve.converged_solve(made, x, None, opts) is not None and made.frozen.all()

@@ -41,12 +41,13 @@ import numpy as np
 from gaussmix.theory.batch import StackedMap, point_mask
 from gaussmix.theory.batch_solve import (
     SharpPoint,
+    SharpWatch,
     converged_solve,
     estimate_points,
     iterated_solve,
     own_refined_pairs,
     sharp_rules,
-    stop_if_first_is_sharp,
+    solve_freezing,
 )
 from gaussmix.theory.fixed_point import map_features, needs_quadrature, uses_log_chart
 from gaussmix.theory.iteration import AndersonState, IterationOutcome, IterationState
@@ -379,7 +380,8 @@ def _first_solve(
     and the map that made it: for a sweep over lambda (:func:`_seed_params`) with its slow
     points restarted from their fast neighbours (:func:`_seeded_iterate`), and where that
     fails (a restarted point rejected by the safeguard or late, no convergence) again
-    without, on a fresh map with ``T``'s hooks: the plain solve, as for every other curve.
+    without, on a fresh map with ``T``'s freezing (and its watch): the plain solve, as for
+    every other curve.
     ``on_converged``: :func:`solve_points`'s, with the number of points frozen in the map
     iterated, never fewer than it reported before (a progress bar's count does not go back
     where the first solve is made again)."""
@@ -404,9 +406,7 @@ def _first_solve(
             return T, None
         if out is not None and out.converged and T.is_valid(out.x):
             return T, out
-        fresh = StackedMap(T.problems, T.rule, T.symmetry, T.log_chart)
-        fresh.on_freeze, fresh.on_image = T.on_freeze, T.on_image
-        T = fresh
+        T = StackedMap(T.problems, T.rule, T.symmetry, T.log_chart, T.freezing)
     return T, converged_solve(T, x0, None, opts, reporter(T))
 
 
@@ -767,9 +767,9 @@ def solve_points(
     refines = opts.estimate_error and (not opts.auto_refine or opts.max_refine > 0)
     if two and refines:  # the curve's rule (continuation.curve_start_rule)
         rule = chain_predecessor(rule) or rule
-    T = StackedMap(problems, rule, sym, log_chart)
-    if two:
-        stop_if_first_is_sharp(T, opts, every=not refines)
+    # (two outputs: stopped as soon as the curve's first point is in the sharp regime)
+    watch = SharpWatch(opts, every=not refines) if two else None
+    T = StackedMap(problems, rule, sym, log_chart, solve_freezing(opts, watch))
     x0 = T.start()
     if not T.is_valid(x0):
         return None
@@ -780,8 +780,7 @@ def solve_points(
     history = None
     coarse = rule.coarsened() if two and opts.continuation else None
     if coarse is not None:  # the continuation from the coarser rule (run_fixed_point)
-        Tc = T.like(problems, coarse)
-        stop_if_first_is_sharp(Tc, opts, every=not refines)
+        Tc = T.like(problems, coarse, T.freezing)
         Tc, out = _first_solve(Tc, x0, opts)
         if out is None:
             return None
@@ -814,7 +813,7 @@ def solve_points(
             if sharp is not None:  # in the sharp regime: its rule, from there
                 # (with the secant pairs of the iteration that reached it, as a single
                 # point's re-solve, solver.solve_problem)
-                T_g = T_g.like(T_g.problems, sharp)
+                T_g = T_g.like(T_g.problems, sharp, solve_freezing(opts))
                 out_g = converged_solve(T_g, x_g, hist, opts)
                 if out_g is None:
                     return None

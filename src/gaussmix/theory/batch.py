@@ -25,8 +25,8 @@ of the points and the restart of a sweep's slow points are the continuation's
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -48,7 +48,7 @@ from .quadrature import QuadratureRule
 from .state import LogChart, is_valid_state, pack_state, residual_scale, unpack_state
 from .symmetry import ClusterSymmetry
 
-__all__ = ["MOMENTS", "StackedMap", "point_mask"]
+__all__ = ["MOMENTS", "NO_FREEZING", "Freezing", "StackedMap", "Watch", "point_mask"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,51 @@ class _StackedOutputs:
     n_clusters: int
     dim: int = 1
     P: np.ndarray | None = None
+
+
+class Watch(Protocol):
+    """What a stacked solve watches as it goes (:class:`Freezing`): called with the map and
+    the points that freeze (a mask) and the state, and with the map and every image; either
+    may raise to stop the iteration."""
+
+    def on_freeze(self, T: StackedMap, points: np.ndarray, x: np.ndarray) -> None: ...
+
+    def on_image(self, T: StackedMap, g: np.ndarray) -> None: ...
+
+
+@dataclass(frozen=True)
+class Freezing:
+    """How the iteration of a :class:`StackedMap` freezes its points: the settings of one
+    stacked solve, given to the map's constructor.
+
+    Attributes
+    ----------
+    tol : float, optional
+        A point whose own residual is below it is converged and stops being evaluated (the
+        iteration's ``tol``; None: no point freezes, e.g. a map that is only evaluated).
+    trail : int
+        Evaluations ``(x, T(x))`` kept (0: none): the last ones of the iteration, and each
+        point's own at its freeze, whose differences are its own secant pairs
+        (:meth:`StackedMap.pairs`).
+    settle_tol : float, optional
+        Set (with ``tol`` below it) for a solve that freezes a point at ``tol`` where it gets
+        there within ``settle_extra`` evaluations after its residual first passed
+        ``settle_tol``, and else at its image there
+        (:func:`~gaussmix.theory.batch_solve.refined_solve`).
+    settle_extra : int
+    watch : Watch, optional
+        Told of every freeze and image (:class:`Watch`).
+    """
+
+    tol: float | None = None
+    trail: int = 0
+    settle_tol: float | None = None
+    settle_extra: int = 0
+    watch: Watch | None = None
+
+
+#: a map whose points never freeze
+NO_FREEZING = Freezing()
 
 
 class StackedMap:
@@ -82,6 +127,15 @@ class StackedMap:
     log_chart : bool
         Mix in :class:`~gaussmix.theory.state.LogChart` coordinates (each point's overlaps;
         the chart is block by block).
+    freezing : Freezing
+        How its iteration freezes converged points (default: never).
+
+    Notes
+    -----
+    A map is set by its constructor: its settings (the above and the layout made from them)
+    cannot be written afterwards (``AttributeError``); what it writes as it evaluates is its
+    memory of one solve (the last evaluation, the proximal points, which points froze where,
+    the trail of evaluations), which lives and dies with it.
     """
 
     def __init__(
@@ -90,8 +144,10 @@ class StackedMap:
         rule: QuadratureRule,
         symmetry: ClusterSymmetry | None = None,
         log_chart: bool = False,
+        freezing: Freezing = NO_FREEZING,
     ) -> None:
         p0 = problems[0]
+        self.freezing = freezing
         self.problems = problems
         self.rule = rule
         self.symmetry = symmetry
@@ -123,13 +179,6 @@ class StackedMap:
         # its clusters' proximal points into them instead of into copies; a map made by
         # :meth:`like` shares them with its source until either evaluates)
         self._owns_warm = False
-        #: set (to the iteration's ``tol``) for a solve that returns the evaluated state:
-        #: a point whose own residual is below it is converged and stops being evaluated
-        self.freeze_tol: float | None = None
-        #: called with the points that freeze (a mask) and the state, and with every image
-        #: of the map (they may raise to stop the iteration)
-        self.on_freeze: Callable[[np.ndarray, np.ndarray], None] | None = None
-        self.on_image: Callable[[np.ndarray], None] | None = None
         self.frozen = np.zeros(P, dtype=bool)
         self.frozen_x = np.full(self.blocks.size, np.nan)  # the state each point froze at
         self.frozen_g = np.full(self.blocks.size, np.nan)  # and its image there
@@ -139,32 +188,35 @@ class StackedMap:
         self.own_at: tuple[int, np.ndarray] | None = None
         self.evaluations = 0  # of the map
         self.frozen_after = np.zeros(P, dtype=int)  # each frozen point's
-        #: evaluations ``(x, T(x))`` kept (0: none): the last ones of the iteration, and
-        #: each point's own at its freeze, whose differences are its own secant pairs
-        #: (:meth:`pairs`)
-        self.trail_len = 0
+        #: the last evaluations ``(x, T(x))`` of the iteration (``freezing.trail``)
         self.trail: list[tuple[np.ndarray, np.ndarray]] = []
-        #: (trail_len, 2, components): each frozen point's last evaluations ``(x, T(x))``
+        #: (freezing.trail, 2, components): each frozen point's last evaluations ``(x, T(x))``
         #: at its freeze, the newest last (the oldest repeated where it had fewer)
         self.point_trail: np.ndarray | None = None
         self.has_trail = np.zeros(P, dtype=bool)
-        #: set (with ``freeze_tol`` below it) for a solve that freezes a point at
-        #: ``freeze_tol`` where it gets there within ``settle_extra`` evaluations after its
-        #: residual first passed ``settle_tol``, and else at its image there
-        #: (:func:`~gaussmix.theory.batch_solve.refined_solve`)
-        self.settle_tol: float | None = None
-        self.settle_extra = 0
+        #: (``freezing.settle_tol``)
         self.settled_g = np.full(self.blocks.size, np.nan)  # each point's image at settle_tol
         self.settled_res = np.full(P, np.nan)  # its residual there
         self.settled_after = np.zeros(P, dtype=int)  # and its evaluations
         self.settled = np.zeros(P, dtype=bool)  # the points frozen at their image there
 
-    def like(self, problems: list[Problem], rule: QuadratureRule) -> StackedMap:
-        """A stacked map of ``problems`` with ``rule`` and this map's symmetry and chart; for
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _SETTINGS and hasattr(self, name):
+            raise AttributeError(
+                f"StackedMap.{name} is set by the constructor; make a new map (like) for "
+                "other settings"
+            )
+        object.__setattr__(self, name, value)
+
+    def like(
+        self, problems: list[Problem], rule: QuadratureRule, freezing: Freezing = NO_FREEZING
+    ) -> StackedMap:
+        """A stacked map of ``problems`` with ``rule``, ``freezing`` and this map's symmetry
+        and chart; for
         the same points and rule (an iteration continued, a refined re-solve) with this
         map's proximal points as the warm start of its first evaluation, as a single point's
         map keeps them from one iteration to the next."""
-        T = StackedMap(problems, rule, self.symmetry, self.log_chart)
+        T = StackedMap(problems, rule, self.symmetry, self.log_chart, freezing)
         if rule == self.rule and len(problems) == self.n_points:
             if all(p is q for p, q in zip(problems, self.problems)):
                 T.warm = self.warm
@@ -318,13 +370,14 @@ class StackedMap:
         Qh = ev.Qhat.reshape(P, K0, L, L)
         pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=self.lams)
         g = self._pack(pr.Q, pr.M, pr.V, (b + db).ravel())
-        if self.on_image is not None:
-            self.on_image(g)
+        watch, trail = self.freezing.watch, self.freezing.trail
+        if watch is not None:
+            watch.on_image(self, g)
         self.evaluations += 1
-        if self.trail_len:
+        if trail:
             self.trail.append((x.copy(), g.copy()))
-            del self.trail[: -self.trail_len]
-        if self.freeze_tol is not None:
+            del self.trail[:-trail]
+        if self.freezing.tol is not None:
             self._freeze(x, g)
         return g
 
@@ -364,31 +417,31 @@ class StackedMap:
     def _freeze(self, x: np.ndarray, g: np.ndarray) -> None:
         """Freeze the points whose own residual ``max |T(x) - x| / s`` (the iteration's
         convergence test, :func:`~gaussmix.theory.state.residual_scale`) is below
-        ``freeze_tol`` at ``x``: their image is set to ``x`` (residual 0: the iteration
+        ``freezing.tol`` at ``x``: their image is set to ``x`` (residual 0: the iteration
         leaves them where they are) and they are not evaluated again while they stay."""
         own = self.own_residuals(x, g)
         self.own_at = (self.evaluations, own)
-        new = (own < self.freeze_tol) & ~self.frozen
+        new = (own < self.freezing.tol) & ~self.frozen
         freezing = bool(new.any())
         if freezing:
             self.residuals[new] = own[new]
             self.frozen_after[new] = self.evaluations
-        settled = self._settle(own, g, new) if self.settle_tol is not None else None
+        settled = self._settle(own, g, new) if self.freezing.settle_tol is not None else None
         if settled is not None:  # (``new`` now holds them)
             freezing = True
         if freezing:
             fresh = new[self.blocks]
-            if self.trail_len:
+            if self.freezing.trail:
                 if self.point_trail is None:
-                    self.point_trail = np.zeros((self.trail_len, 2, self.blocks.size))
+                    self.point_trail = np.zeros((self.freezing.trail, 2, self.blocks.size))
                 rows = np.array(self.trail)
-                pad = self.trail_len - len(rows)
+                pad = self.freezing.trail - len(rows)
                 rows = np.concatenate([np.repeat(rows[:1], pad, 0), rows])
                 self.point_trail[:, :, fresh] = rows[:, :, fresh]
                 self.has_trail |= new
             self.frozen |= new
-            if self.on_freeze is not None:
-                self.on_freeze(new, x)
+            if self.freezing.watch is not None:
+                self.freezing.watch.on_freeze(self, new, x)
             self.frozen_g[fresh] = g[fresh]
             if settled is not None:  # frozen at their image at settle_tol
                 self.frozen_g[settled] = self.settled_g[settled]
@@ -399,11 +452,11 @@ class StackedMap:
 
     def _settle(self, own: np.ndarray, g: np.ndarray, new: np.ndarray) -> np.ndarray | None:
         """Record the image of each point whose own residual ``own`` first passes
-        ``settle_tol``; once every point not frozen has passed it ``settle_extra``
+        ``freezing.settle_tol``; once every point not frozen has passed it ``settle_extra``
         evaluations ago or more, add them to ``new`` (the points that freeze now) with their
         recorded residual and evaluations, and return their components (whose image is the
         recorded one); else None."""
-        first = (own < self.settle_tol) & np.isnan(self.settled_res) & ~self.frozen
+        first = (own < self.freezing.settle_tol) & np.isnan(self.settled_res) & ~self.frozen
         self.settled_res[first] = own[first]
         self.settled_after[first] = self.evaluations
         comp = first[self.blocks]
@@ -411,7 +464,7 @@ class StackedMap:
         rest = ~self.frozen & ~new
         if not rest.any() or np.isnan(self.settled_res[rest]).any():
             return None
-        if self.evaluations - self.settled_after[rest].max() < self.settle_extra:
+        if self.evaluations - self.settled_after[rest].max() < self.freezing.settle_extra:
             return None
         new |= rest
         self.settled |= rest
@@ -434,7 +487,7 @@ class StackedMap:
         """The secant history of ``points`` (in increasing order) of this stacked state, for
         a stacked map of these points alone (:meth:`like`; all of them: this map's layout):
         with ``own``, each point's own last pairs before it froze where the iteration kept
-        them (``trail_len``), as a single point's iteration ends with its own
+        them (``freezing.trail``), as a single point's iteration ends with its own
         (``history``'s pairs are zero in a point frozen for ``memory`` evaluations), else
         the components of ``history``'s pairs that belong to them; None without pairs."""
         mask = point_mask(self.n_points, points)[self.blocks]
@@ -496,6 +549,32 @@ class StackedMap:
             known = HatEvaluation(xi.copy(), mom, ev.Qhat[s], ev.Mhat[s], ev.Vhat[s])
             maps.append(new_map(p, self.rule, (self.symmetry, self.log_chart), known=known))
         return states, maps
+
+
+#: what a :class:`StackedMap` is made with (its constructor's arguments and the layout made
+#: from them), written once; every other attribute is its memory of one solve
+_SETTINGS = frozenset(
+    {
+        "problems",
+        "rule",
+        "symmetry",
+        "log_chart",
+        "freezing",
+        "n_points",
+        "K0",
+        "K",
+        "L",
+        "ar",
+        "lams",
+        "outputs",
+        "rows",
+        "row_point",
+        "row_of_cluster",
+        "blocks",
+        "_order",
+        "_starts",
+    }
+)
 
 
 #: the constraints of a curve's stacked clusters, by the identity of its problems' (a tuple

@@ -17,11 +17,11 @@ slow points are the continuation's (:func:`gaussmix.experiments.continuation.sol
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .batch import StackedMap
+from .batch import Freezing, StackedMap, Watch
 from .fixed_point import FixedPointMap, HatEvaluation, needs_quadrature
 from .iteration import AndersonState, IterationOutcome, IterationState, IterationStatus, iterate
 from .linalg import sym_eigvals
@@ -51,11 +51,33 @@ __all__ = [
     "own_refined_pairs",
     "refined_solve",
     "sharp_rules",
-    "stop_if_first_is_sharp",
+    "SharpWatch",
+    "refined_freezing",
+    "solve_freezing",
 ]
 
 #: the observables whose integration error is estimated (the observables registry's)
 _ERROR_KEYS = error_keys()
+
+
+def solve_freezing(opts: SolverOptions, watch: Watch | None = None) -> Freezing:
+    """The freezing of a stacked solve with the options ``opts`` (:func:`iterated_solve`):
+    each point frozen at its own residual below ``opts.tol``, with its last
+    ``opts.anderson + 1`` evaluations kept (its own secant pairs), and ``watch``."""
+    return Freezing(opts.tol, opts.anderson + 1, watch=watch)
+
+
+def refined_freezing(opts: SolverOptions, merge: bool) -> Freezing:
+    """The freezing of the refined re-solve of an error estimate (:func:`refined_solve`):
+    with ``merge`` (and a tighter tolerance below ``opts.tol``), each point going on to
+    :func:`~gaussmix.theory.tolerances.refined_tol` and frozen at its image at ``opts.tol``
+    where it does not get there within
+    :data:`~gaussmix.theory.tolerances.REFINED_EXTRA_ITER` evaluations; without, frozen at
+    ``opts.tol``."""
+    tight = refined_tol(opts.tol)
+    if merge and tight < opts.tol:
+        return Freezing(tight, opts.anderson + 1, opts.tol, REFINED_EXTRA_ITER)
+    return Freezing(opts.tol, opts.anderson + 1)
 
 
 def refined_solve(
@@ -82,8 +104,9 @@ def refined_solve(
     restarted its slow points, :func:`_first_solve`, so that its iterates are not its single
     points' from the start): in one iteration, each
     point going on towards ``refined_tol`` while others still converge to ``opts.tol``, and
-    frozen at its image there where it does not get there within ``REFINED_EXTRA_ITER`` evaluations
-    (:attr:`StackedMap.settle_tol`): on the explorer's K = 3 cross-entropy curves, 3 to 5
+    frozen at its image there where it does not get there within ``REFINED_EXTRA_ITER``
+    evaluations (:attr:`~gaussmix.theory.batch.Freezing.settle_tol`): on the explorer's
+    K = 3 cross-entropy curves, 3 to 5
     evaluations of the refined rule where the two iterations took 5 to 7, in each of which
     the points already at ``opts.tol`` waited for the others (BENCHMARKS.md, "The
     explorer's redraw").  A point that passes ``refined_tol`` there keeps its last iterate
@@ -100,14 +123,13 @@ def refined_solve(
     sweep of ``benchmarks/bench_curves.py``, where it saves 2 of the 8 evaluations of the
     refined rules and the 2 evaluations of the observables, see BENCHMARKS.md, "The lasso
     sweep's estimates merged"). A point
-    frozen at ``opts.tol`` (:attr:`StackedMap.settle_tol`) keeps its image, whose moments
+    frozen at ``opts.tol`` (:attr:`~gaussmix.theory.batch.Freezing.settle_tol`) keeps its
+    image, whose moments
     the observables evaluate (for those points alone)."""
-    tight = refined_tol(opts.tol)
-    merged = merge and tight < opts.tol
-    T.freeze_tol = tight if merged else opts.tol
-    if merged:
-        T.settle_tol, T.settle_extra = opts.tol, REFINED_EXTRA_ITER
-    out = iterate(T, x0, anderson, return_image=not merged, **{**kw, "tol": T.freeze_tol})
+    merged = merge and refined_tol(opts.tol) < opts.tol
+    if T.freezing != refined_freezing(opts, merge):
+        raise ValueError("the refined map is made with refined_freezing(opts, merge)")
+    out = iterate(T, x0, anderson, return_image=not merged, **{**kw, "tol": T.freezing.tol})
     if not out.converged:
         return None
     history = out.anderson
@@ -139,8 +161,7 @@ def _tighter_stacked(
     tight = refined_tol(opts.tol)
     if tight >= opts.tol:
         return out, own, own_res
-    T3 = T.like(T.problems, T.rule)
-    T3.freeze_tol = tight
+    T3 = T.like(T.problems, T.rule, Freezing(tol=tight))
     more = iterate(
         T3,
         out.x,
@@ -249,28 +270,32 @@ class SharpPoint(Exception):
 SHARP_IMAGE_FACTOR = 2.0
 
 
-def stop_if_first_is_sharp(T: StackedMap, opts: SolverOptions, every: bool = False) -> None:
-    """Make the stacked iteration of ``T`` stop (:class:`SharpPoint`) as soon as the
-    curve's first point (``every``: any point) converges in the sharp regime (the test
-    :func:`sharp_rules` makes at the end, made as it freezes at its own fixed point), or its
-    image is far into it (:data:`SHARP_IMAGE_FACTOR`): a curve that goes back to the
-    point-by-point solve pays little of the stacked one."""
-    watched = np.ones(T.n_points, dtype=bool)
-    if not every:
-        watched[1:] = False
-    clusters = watched[T.row_of_cluster]
+@dataclass(frozen=True)
+class SharpWatch:
+    """Stops a stacked iteration (:class:`SharpPoint`) as soon as the curve's first point
+    (``every``: any point) converges in the sharp regime (the test :func:`sharp_rules` makes
+    at the end, made as it freezes at its own fixed point), or its image is far into it
+    (:data:`SHARP_IMAGE_FACTOR`): a curve that goes back to the point-by-point solve pays
+    little of the stacked one (a :class:`~gaussmix.theory.batch.Watch`)."""
 
-    def check(points: np.ndarray, x: np.ndarray) -> None:
-        new = points & watched
-        if new.any() and any(r is not None for r in sharp_rules(T, x, opts, new)):
+    opts: SolverOptions
+    every: bool = False
+
+    def _watched(self, n_points: int) -> np.ndarray:
+        watched = np.ones(n_points, dtype=bool)
+        if not self.every:
+            watched[1:] = False
+        return watched
+
+    def on_freeze(self, T: StackedMap, points: np.ndarray, x: np.ndarray) -> None:
+        new = points & self._watched(T.n_points)
+        if new.any() and any(r is not None for r in sharp_rules(T, x, self.opts, new)):
             raise SharpPoint
 
-    def far(g: np.ndarray) -> None:
-        Q = unpack_state(g, T.K, T.L)[0][clusters]
+    def on_image(self, T: StackedMap, g: np.ndarray) -> None:
+        Q = unpack_state(g, T.K, T.L)[0][self._watched(T.n_points)[T.row_of_cluster]]
         if np.isfinite(Q).all() and sym_eigvals(Q).max() > SHARP_IMAGE_FACTOR * SMOOTH_Q_MAX:
             raise SharpPoint
-
-    T.on_freeze, T.on_image = check, far
 
 
 def sharp_rules(
@@ -333,10 +358,11 @@ def iterated_solve(
 ) -> IterationOutcome:
     """The stacked iteration of ``T`` from ``x0`` with the secant pairs ``history``, with
     the solver's options, each point frozen at its own convergence (``report``: the
-    iteration's callback; ``on_step``: :func:`~gaussmix.theory.iteration.iterate`'s)."""
+    iteration's callback; ``on_step``: :func:`~gaussmix.theory.iteration.iterate`'s); ``T``
+    is made with :func:`solve_freezing` of ``opts``."""
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
-    T.freeze_tol = opts.tol
-    T.trail_len = opts.anderson + 1
+    if T.freezing.tol != opts.tol or T.freezing.trail != opts.anderson + 1:
+        raise ValueError("a stacked solve's map is made with solve_freezing(opts)")
     anderson = T.anderson(opts.anderson, history)
     return iterate(T, x0, anderson, return_image=False, callback=report, on_step=on_step, **kw)
 
@@ -385,8 +411,7 @@ def estimate_points(
         finer = where[active[0]][0].rule.refined()  # (the single point's bound on its nodes)
         if finer is None or finer.weights.size > MAX_QUADRATURE_NODES:
             break
-        T2 = T.like([problems[i] for i in active], finer)
-        T2.trail_len = opts.anderson + 1
+        T2 = T.like([problems[i] for i in active], finer, refined_freezing(opts, merge))
         pairs = T_last.pairs(history, active_last, opts.anderson, own=own_refined_pairs(T))
         x2 = T_last.points_of(x_last, active_last)
         if merge:  # (else each point's iterates from here are its single point's)
