@@ -188,26 +188,39 @@ def _worker(case: str) -> None:
     print(json.dumps({"point": tp, "curve": tc}))
 
 
+#: the modules that call the channel by name (this tree's, and those of older trees)
+_EVALUATING_MODULES = (
+    "gaussmix.theory.channel",
+    "gaussmix.theory.fixed_point",
+    "gaussmix.theory.batch",
+    "gaussmix.experiments.batched",
+)
+
+
 def _count_worker(case: str) -> None:
     """The channel evaluations and node-evaluations of the case's curve and cold point
     (``--count``), as JSON."""
+    import importlib
     import warnings
 
     import gaussmix as gm
-    from gaussmix.experiments import batched
-    from gaussmix.theory import channel, fixed_point
 
     warnings.simplefilter("ignore", gm.IntegrationWarning)
     log: list[tuple[int, int]] = []
-    evaluate = channel.channel_evaluation
+    evaluate = importlib.import_module("gaussmix.theory.channel").channel_evaluation
 
     def counted(loss, y, M, b, Q, V, rule, warm=None):
         nodes = getattr(rule, "weights", None)
         log.append((M.shape[0], 0 if nodes is None else nodes.size))
         return evaluate(loss, y, M, b, Q, V, rule, warm)
 
-    for module in (channel, fixed_point, batched):
-        module.channel_evaluation = counted
+    for name in _EVALUATING_MODULES:  # (those of the tree: a baseline may be older)
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "channel_evaluation"):
+            module.channel_evaluation = counted
     out = {}
     for name, run in zip(("point", "curve"), _problem(case)):
         log.clear()

@@ -5,7 +5,7 @@ The explorer's problem (``gaussmix explore --n-clusters 3 --loss cross-entropy``
 exchangeable clusters, 40 alphas log-spaced in [0.2, 8]) at the lambdas the browser
 benchmark moves the slider to (``bench_explore.py``: 10^-0.6 to 10^-1.2), solved by
 ``gm.learning_curve`` as the explorer calls it (one stacked state,
-:mod:`gaussmix.experiments.batched`).  For each lambda: the wall time and the process's
+:mod:`gaussmix.theory.batch`).  For each lambda: the wall time and the process's
 CPU time (both cores' threads), then, with ``--evaluations``, the channel evaluations of
 one curve by rule (nodes) and stage (the solve on the curve's rule and its coarser one;
 the refined rule's iteration of the error estimate; the observables at its images), their
@@ -24,7 +24,9 @@ from collections import defaultdict
 
 from _timing import machine_line
 
-import gaussmix.experiments.batched as batched
+import gaussmix.experiments.continuation as continuation
+import gaussmix.theory.batch as batch
+import gaussmix.theory.batch_solve as batch_solve
 from gaussmix.explore import ExplorerState
 from gaussmix.explore.engine import _library_curve
 from gaussmix.explore.state import setup
@@ -44,9 +46,9 @@ def evaluations(lam: float) -> None:
     log: list[tuple[str, int, int, float]] = []
     stage = ["solve"]
     evaluate, estimate, light = (
-        batched.channel_evaluation,
-        batched._estimate,
-        batched._light_observables,
+        batch.channel_evaluation,
+        continuation.estimate_points,
+        batch_solve._light_observables,
     )
 
     def spy(loss, y, *args):  # noqa: ANN001, ANN202
@@ -65,14 +67,14 @@ def evaluations(lam: float) -> None:
 
         return run
 
-    batched.channel_evaluation = spy
-    batched._estimate = staged("refined", estimate)
-    batched._light_observables = staged("observables", light)
+    batch.channel_evaluation = spy
+    continuation.estimate_points = staged("refined", estimate)
+    batch_solve._light_observables = staged("observables", light)
     try:
         curve(lam)
     finally:
-        batched.channel_evaluation, batched._estimate = evaluate, estimate
-        batched._light_observables = light
+        batch.channel_evaluation, continuation.estimate_points = evaluate, estimate
+        batch_solve._light_observables = light
     groups: dict = defaultdict(list)
     for name, nodes, rows, dt in log:
         groups[(name, nodes)].append((rows, dt))

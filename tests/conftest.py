@@ -146,11 +146,11 @@ def rng() -> np.random.Generator:
 @pytest.fixture
 def stacked_calls(monkeypatch) -> list[bool]:
     """Whether each curve was solved stacked (True) or fell back (False): the curves'
-    calls of :func:`gaussmix.experiments.batched.solve_points`."""
-    from gaussmix.experiments import batched, curves
+    calls of :func:`gaussmix.experiments.continuation.solve_points`."""
+    from gaussmix.experiments import continuation, curves
 
     calls: list[bool] = []
-    solve = batched.solve_points
+    solve = continuation.solve_points
 
     def spy(problems, opts, **kw):
         out = solve(problems, opts, **kw)

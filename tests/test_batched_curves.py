@@ -1,5 +1,5 @@
 """Curves solved at all their points at once (issue 19, item 3,
-:mod:`gaussmix.experiments.batched`; one output, and K = 3 classes): each point agrees with
+:mod:`gaussmix.theory.batch`; one output, and K = 3 classes): each point agrees with
 the single point within the two integration-error estimates, with its own estimate; the
 stacked priors and bias step are the single point's on a leading axis of points."""
 
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import gaussmix as gm
-from gaussmix.experiments import batched, curves
+from gaussmix.experiments import continuation, curves
+from gaussmix.theory import batch, batch_solve
 from gaussmix.theory.fixed_point import bias_step
 from gaussmix.theory.iteration import AndersonState
 from gaussmix.theory.options import solver_options
@@ -63,9 +64,9 @@ def test_a_stacked_curve_is_its_single_points(
 
 
 def test_short_curves_and_other_problems_are_solved_point_by_point(stacked_calls) -> None:
-    short = np.linspace(1.0, 2.0, batched.STACKED_MIN_POINTS - 1)
+    short = np.linspace(1.0, 2.0, continuation.STACKED_MIN_POINTS - 1)
     gm.learning_curve(BINARY, "logistic", short, lam=0.1)
-    grid = np.linspace(1.0, 2.0, batched.STACKED_MIN_POINTS)
+    grid = np.linspace(1.0, 2.0, continuation.STACKED_MIN_POINTS)
     # a rule given by the caller: its single points
     gm.learning_curve(BINARY, "logistic", grid, lam=0.1, quadrature=gm.GaussHermite(16, 1))
     assert stacked_calls == []
@@ -128,7 +129,8 @@ def test_each_stacked_point_estimates_its_own_error(monkeypatch, stacked_calls) 
     # a coarse rule, so that the estimates stand far above the tolerance: each point's is
     # the single point's on the same rule (not a neighbour's, not the curve's)
     rule = gm.GaussHermite(8, 1)
-    monkeypatch.setattr(batched, "channel_rule", lambda problem, quadrature, sym=False: rule)
+    for module in (continuation, batch_solve):  # (the curve's rule and the sharp regime's test)
+        monkeypatch.setattr(module, "channel_rule", lambda problem, quadrature, sym=False: rule)
     alphas = np.linspace(0.5, 4.0, 12)
     opts = dict(lam=0.1, tol=TOL, max_refine=1)
     df = gm.learning_curve(BINARY, "logistic", alphas, **opts)
@@ -169,7 +171,7 @@ def test_the_groups_of_a_stacked_solve_keep_their_points() -> None:
     lams = [1e-3, 1.0, 3e-3, 2.0, 1e-2, 5.0, 2e-3, 0.5, 4e-3, 3.0]
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.5) for lam in lams], "l1", None)
     opts = solver_options(None, {})
-    results = batched.solve_points(problems, opts)
+    results = continuation.solve_points(problems, opts)
     rules = [r.params["quadrature"].split("(")[0] for r in results]
     assert set(rules) == {"gauss-hermite", "graded-panels"}
     assert [r.params["lam"] for r in results] == lams
@@ -215,13 +217,13 @@ def test_stacked_points_take_their_single_points_iterations(monkeypatch) -> None
     # iterate, to rounding (far below the tolerance, 1e-8), and converged points are not
     # evaluated again
     sizes: list[int] = []
-    evaluate = batched.channel_evaluation
+    evaluate = batch.channel_evaluation
 
     def spy(loss, y, *args):
         sizes.append(y.shape[0])
         return evaluate(loss, y, *args)
 
-    monkeypatch.setattr(batched, "channel_evaluation", spy)
+    monkeypatch.setattr(batch, "channel_evaluation", spy)
     # (20 points: the point at alpha = 1.4 froze more than the Anderson memory before the
     # last point, and its refined re-solve started without its own secant pairs, 10
     # evaluations against its single point's 11, until each point carried its own)
@@ -279,20 +281,22 @@ def test_what_is_stacked_is_the_priors_declaration() -> None:
         ("ElasticNet", "spectral"),
     }
     one = curves._problems(BINARY, "logistic", [(0.1, 1.0)], "l2", None)[0]
-    assert takes_stacked_points(one.penalty_spec, one.mixture) and batched.stackable(one, opts)
+    assert takes_stacked_points(one.penalty_spec, one.mixture) and continuation.stackable(
+        one, opts
+    )
     for loss in ("square", "cross-entropy"):  # K = 3: two-dimensional orthants
         three = curves._problems(MIX3, loss, [(0.1, 1.0)], "l2", None)[0]
-        assert three.dim > 1 and batched.stackable(three, opts)
+        assert three.dim > 1 and continuation.stackable(three, opts)
     lasso3 = curves._problems(MIX3, "square", [(0.1, 1.0)], "l1", None)[0]
     assert takes_stacked_points(lasso3.penalty_spec, lasso3.mixture)
-    assert not batched.stackable(lasso3, opts)
+    assert not continuation.stackable(lasso3, opts)
     mix4 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=4)
     for loss in ("square", "cross-entropy"):
         four = curves._problems(mix4, loss, [(0.1, 1.0)], "l2", None)[0]
-        assert not batched.stackable(four, opts)
+        assert not continuation.stackable(four, opts)
     full = curves._problems(dense, "logistic", [(0.1, 1.0)], "l2", None)[0]
     assert full.dim == 1 and not takes_stacked_points(full.penalty_spec, full.mixture)
-    assert not batched.stackable(full, opts)
+    assert not continuation.stackable(full, opts)
 
 
 # --------------------------------------------------------------------------- K = 3 classes
@@ -302,7 +306,7 @@ UNBALANCED3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3, rho=[0.2, 0.3, 
 def _point_by_point(monkeypatch, fn, *args, **kw):
     """A curve solved point by point (the stacked solve switched off)."""
     with monkeypatch.context() as m:
-        m.setattr(batched, "stackable", lambda problem, opts: False)
+        m.setattr(continuation, "stackable", lambda problem, opts: False)
         return fn(*args, **kw)
 
 
@@ -354,7 +358,7 @@ def test_a_stacked_three_class_point_short_of_the_tighter_tolerance_keeps_its_st
     monkeypatch, stacked_calls
 ) -> None:
     """The refined rule of a stacked K = 3 curve iterates each point on towards
-    ``refined_tol`` in one iteration (:func:`~gaussmix.experiments.batched._refined_solve`);
+    ``refined_tol`` in one iteration (:func:`~gaussmix.experiments.batch_solve.refined_solve`);
     a point that does not get there within ``REFINED_EXTRA_ITER`` evaluations after passing
     ``tol`` is frozen at its image there.  With a tighter tolerance out of reach every point
     takes that way out: each is converged (its own residual below ``tol``), and within the
@@ -362,16 +366,16 @@ def test_a_stacked_three_class_point_short_of_the_tighter_tolerance_keeps_its_st
     grid = np.linspace(0.2, 4.0, 10)
     df = gm.learning_curve(MIX3, "cross-entropy", grid, lam=1.0, tol=TOL)
     evaluations: list[int] = []
-    refined_solve = batched._refined_solve
+    refined_solve = batch_solve.refined_solve
 
     def spy(T, *args):
         out = refined_solve(T, *args)
         evaluations.append(T.evaluations)
         return out
 
-    monkeypatch.setattr(batched, "_refined_solve", spy)
-    monkeypatch.setattr(batched, "refined_tol", lambda tol: 1e-300)
-    monkeypatch.setattr(batched, "REFINED_EXTRA_ITER", 2)
+    monkeypatch.setattr(batch_solve, "refined_solve", spy)
+    monkeypatch.setattr(batch_solve, "refined_tol", lambda tol: 1e-300)
+    monkeypatch.setattr(batch_solve, "REFINED_EXTRA_ITER", 2)
     short = gm.learning_curve(MIX3, "cross-entropy", grid, lam=1.0, tol=TOL)
     assert stacked_calls == [True, True] and short.converged.all()
     assert evaluations and max(evaluations) <= 12  # not max_iter: frozen after 2 more
@@ -397,8 +401,8 @@ def test_a_stacked_three_class_estimate_takes_its_observables_from_the_last_refi
     refined = auto_rule(2).weights.size  # (one step finer than the curve's rule)
     calls: list[int] = []  # the rows integrated by each evaluation of the refined rule
     evaluations: list[int] = []  # of the refined map, by its iteration
-    channel = batched.channel_evaluation
-    refined_solve = batched._refined_solve
+    channel = batch.channel_evaluation
+    refined_solve = batch_solve.refined_solve
 
     def counted(loss, y, m, b, Q, V, rule, warm):
         if rule.weights.size == refined:
@@ -410,12 +414,12 @@ def test_a_stacked_three_class_estimate_takes_its_observables_from_the_last_refi
         evaluations.append(T.evaluations)
         return out
 
-    monkeypatch.setattr(batched, "channel_evaluation", counted)
-    monkeypatch.setattr(batched, "_refined_solve", spy)
+    monkeypatch.setattr(batch, "channel_evaluation", counted)
+    monkeypatch.setattr(batch_solve, "refined_solve", spy)
     df = gm.learning_curve(MIX3, "cross-entropy", grid, lam=1.0)
     assert stacked_calls == [True] and df.converged.all()
     assert evaluations and len(calls) == sum(evaluations)
-    tight = batched.refined_tol(gm.SolverOptions().tol)
+    tight = batch_solve.refined_tol(gm.SolverOptions().tol)
     for r in df.points:
         st = r.state
         assert st.rule.weights.size == refined
@@ -434,13 +438,13 @@ def test_a_three_class_curve_in_the_sharp_regime_is_solved_point_by_point(
     the point-by-point one, to the bit."""
     grid = np.linspace(1.0, 3.0, 10)
     calls: list[int] = []
-    sm = batched.StackedMap.__call__
+    sm = batch.StackedMap.__call__
 
     def counted(self, x):
         calls.append(self.n_points)
         return sm(self, x)
 
-    monkeypatch.setattr(batched.StackedMap, "__call__", counted)
+    monkeypatch.setattr(batch.StackedMap, "__call__", counted)
     df = gm.learning_curve(MIX3, "cross-entropy", grid, lam=1e-3)
     assert stacked_calls == [False] and calls == [10]  # one stacked evaluation
     expected = _point_by_point(
@@ -555,9 +559,9 @@ def test_the_stacked_symmetry_is_each_points_to_rounding() -> None:
     mom0 = ChannelMoments(M[:, 0], Q[:, 0], V[:, 0], b[:, 0], b[:, 1])
     expanded = sym.expand_point_moments(mom0)
     for i in range(P):
-        one = ChannelMoments(*(getattr(mom0, f)[i : i + 1] for f in batched._MOMENTS))
+        one = ChannelMoments(*(getattr(mom0, f)[i : i + 1] for f in batch.MOMENTS))
         want = sym.expand_moments(one)
-        for f in batched._MOMENTS:
+        for f in batch.MOMENTS:
             np.testing.assert_allclose(
                 getattr(expanded, f)[i * K : (i + 1) * K], getattr(want, f), rtol=0, atol=1e-14
             )
@@ -587,9 +591,11 @@ def test_a_point_carries_its_own_secant_pairs() -> None:
     lams = np.geomspace(1e-2, 1.0, 12)
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
     opts = solver_options(None, {})
-    T = batched.StackedMap(problems, auto_rule(1, smooth=True))
+    T = batch.StackedMap(
+        problems, auto_rule(1, smooth=True), freezing=batch_solve.solve_freezing(opts)
+    )
     assert not T.log_chart  # (the pairs are differences of the states themselves)
-    out = batched._converged(T, T.start(), None, opts)
+    out = batch_solve.converged_solve(T, T.start(), None, opts)
     assert out is not None and T.frozen.all()
     first = int(np.argmin(T.frozen_after))  # frozen longest before the end
     assert out.n_iter - T.frozen_after[first] > opts.anderson
@@ -617,7 +623,7 @@ def test_an_iteration_continued_on_the_same_rule_keeps_the_proximal_points() -> 
     # other points start cold
     problems = curves._problems(BINARY, "logistic", [(0.1, a) for a in (1.0, 2.0)], "l2", None)
     rule = auto_rule(1, smooth=True)
-    T = batched.StackedMap(problems, rule)
+    T = batch.StackedMap(problems, rule)
     T(T.start())
     assert T.warm is not None
     assert T.like(problems, rule).warm is T.warm
@@ -626,20 +632,20 @@ def test_an_iteration_continued_on_the_same_rule_keeps_the_proximal_points() -> 
 
 
 def test_a_rules_first_evaluation_starts_from_the_nearest_nodes_of_the_last_rule() -> None:
-    """:meth:`~gaussmix.experiments.batched.StackedMap.warm_from`: the first evaluation of
+    """:meth:`~gaussmix.experiments.batch.StackedMap.warm_from`: the first evaluation of
     the refined rule (of all the points, or of some) starts from the proximal points of the
     coarser rule's last evaluation at the nearest nodes; the proximal solves converge to
     their own tolerance, so the moments are those of a cold start to that tolerance."""
     lam_alphas = [(1.0, a) for a in (0.5, 1.0, 2.0, 3.0)]
     problems = curves._problems(MIX3, "cross-entropy", lam_alphas, "l2", None)
-    sym = batched.map_features(problems[0], gm.SolverOptions())[0]
+    sym = continuation.map_features(problems[0], gm.SolverOptions())[0]
     rule = auto_rule(2).coarsened()
-    T = batched.StackedMap(problems, rule, sym)
+    T = batch.StackedMap(problems, rule, sym)
     x = T.start()
     x = T(x)
     T(x)  # the coarse map's last evaluation is at x
     finer = rule.refined()
-    nodes = batched._nearest_nodes(rule, finer)
+    nodes = batch._nearest_nodes(rule, finer)
     d = np.linalg.norm(finer.nodes - rule.nodes[nodes], axis=1)
     brute = np.linalg.norm(finer.nodes[:, None] - rule.nodes[None], axis=2).min(axis=1)
     np.testing.assert_array_equal(d, brute)

@@ -1,5 +1,5 @@
 """Stacked sweeps over lambda restart their slow points from their fast neighbours
-(:func:`gaussmix.experiments.batched._seeded_iterate`, issue 19, item 3): each restarted
+(:func:`gaussmix.experiments.continuation._seeded_iterate`, issue 19, item 3): each restarted
 point reaches its own fixed point (the single point's, within the tolerance that follows
 from the convergence test), a rejected restart makes the solve again without it, and the
 whole is deterministic."""
@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import gaussmix as gm
-from gaussmix.experiments import batched, curves
+from gaussmix.experiments import continuation, curves
 from gaussmix.experiments.continuation import state_distance
+from gaussmix.theory import batch, batch_solve
 from gaussmix.theory.options import solver_options
 from gaussmix.theory.quadrature import GaussHermite
 from gaussmix.theory.state import residual_scale
@@ -32,21 +33,21 @@ def restarts(monkeypatch) -> list[list[int]]:
     """The points restarted from predictions, per seeded solve (and whether each curve was
     solved stacked, in ``restarts.stacked``)."""
     seen: list[list[int]] = []
-    reseed = batched._reseed
+    reseed = continuation._reseed
 
     def spy(T, x, own, params):
         out = reseed(T, x, own, params)
         seen.append([] if out is None else list(out[1]))
         return out
 
-    monkeypatch.setattr(batched, "_reseed", spy)
+    monkeypatch.setattr(continuation, "_reseed", spy)
     return seen
 
 
 def _unseeded(monkeypatch, fn, *args, **kw):
     """A curve whose stacked solve does not restart (the plain first solve)."""
     with monkeypatch.context() as m:
-        m.setattr(batched, "_seed_params", lambda T: None)
+        m.setattr(continuation, "_seed_params", lambda T: None)
         return fn(*args, **kw)
 
 
@@ -75,7 +76,7 @@ def test_a_seeded_three_class_sweep_is_its_point_by_point_sweep(
     assert stacked_calls == [True] and df.converged.all()
     assert restarts and restarts[0]  # the coarse rule's solve restarted points
     with monkeypatch.context() as m:
-        m.setattr(batched, "stackable", lambda problem, opts: False)
+        m.setattr(continuation, "stackable", lambda problem, opts: False)
         by_points = gm.lambda_sweep(MIX3, "cross-entropy", lams, alpha=2.0, tol=TOL)
     for i, (lam, r) in enumerate(zip(lams, df.points)):
         single = gm.solve(MIX3, "cross-entropy", lam=lam, alpha=2.0, tol=TOL)
@@ -104,7 +105,7 @@ def test_a_rejected_restart_solves_the_curve_again_without_it(
         checked.append(True)
         return np.zeros(len(results), dtype=bool)
 
-    monkeypatch.setattr(batched, "predictions_accepted", reject)
+    monkeypatch.setattr(continuation, "predictions_accepted", reject)
     df = gm.lambda_sweep(*args, **kw)
     assert restarts and restarts[0] and checked  # restarted, then rejected
     assert stacked_calls == [True, True]  # (the plain curve's, this one's)
@@ -127,18 +128,21 @@ def test_a_seeded_sweep_is_deterministic(monkeypatch, restarts) -> None:
 def test_what_is_seeded_is_a_sweep_over_lambda() -> None:
     def stacked_map(points):
         problems = curves._problems(SPARSE, "logistic", points, "l1", None)
-        return batched.StackedMap(problems, GaussHermite(8, 1))
+        return batch.StackedMap(problems, GaussHermite(8, 1))
 
     lams = np.geomspace(1e-2, 1.0, 10)
-    params = batched._seed_params(stacked_map([(lam, 1.0) for lam in lams]))
+    params = continuation._seed_params(stacked_map([(lam, 1.0) for lam in lams]))
     np.testing.assert_allclose(params, np.log(lams), rtol=0, atol=0)
     # a curve over alpha, a repeated lambda, too few points: not seeded
-    assert batched._seed_params(stacked_map([(0.1, a) for a in np.linspace(1, 2, 10)])) is None
     assert (
-        batched._seed_params(stacked_map([(lams[3], 1.0)] + [(lam, 1.0) for lam in lams])) is None
+        continuation._seed_params(stacked_map([(0.1, a) for a in np.linspace(1, 2, 10)])) is None
     )
-    few = [(lam, 1.0) for lam in lams[: batched.SEED_POINTS]]
-    assert batched._seed_params(stacked_map(few)) is None
+    assert (
+        continuation._seed_params(stacked_map([(lams[3], 1.0)] + [(lam, 1.0) for lam in lams]))
+        is None
+    )
+    few = [(lam, 1.0) for lam in lams[: continuation.SEED_POINTS]]
+    assert continuation._seed_params(stacked_map(few)) is None
 
 
 def test_a_sweeps_progress_count_never_goes_back(monkeypatch) -> None:
@@ -151,13 +155,15 @@ def test_a_sweeps_progress_count_never_goes_back(monkeypatch) -> None:
     opts = solver_options(None, {})
     plain: list[int] = []
     with monkeypatch.context() as m:
-        m.setattr(batched, "_seed_params", lambda T: None)
-        assert batched.solve_points(problems, opts, on_converged=plain.append) is not None
+        m.setattr(continuation, "_seed_params", lambda T: None)
+        assert continuation.solve_points(problems, opts, on_converged=plain.append) is not None
     counts: list[int] = []
     monkeypatch.setattr(
-        batched, "predictions_accepted", lambda results, *_: np.zeros(len(results), dtype=bool)
+        continuation,
+        "predictions_accepted",
+        lambda results, *_: np.zeros(len(results), dtype=bool),
     )
-    assert batched.solve_points(problems, opts, on_converged=counts.append) is not None
+    assert continuation.solve_points(problems, opts, on_converged=counts.append) is not None
     n = len(plain)
     assert len(counts) > n and counts[-1] == len(problems)
     before = counts[-n - 1]  # the most the abandoned solve reported
@@ -169,7 +175,7 @@ def test_a_sweeps_progress_count_never_goes_back(monkeypatch) -> None:
 def test_a_lasso_sweeps_estimate_is_one_iteration_on_each_refined_rule(monkeypatch) -> None:
     """A stacked sweep over lambda with one output iterates each point of its error
     estimate towards ``refined_tol`` in one iteration on the refined rule, as a K = 3 curve
-    does (:func:`~gaussmix.experiments.batched._refined_solve` with ``merge``), and keeps
+    does (:func:`~gaussmix.theory.batch_solve.refined_solve` with ``merge``), and keeps
     its last iterate, whose moments the refined map remembers: the refined rules are
     evaluated by their iterations alone (not again for the observables), and each returned
     state passes the refined rule's tighter test in a single point's map evaluated afresh,
@@ -178,8 +184,8 @@ def test_a_lasso_sweeps_estimate_is_one_iteration_on_each_refined_rule(monkeypat
     lams = np.geomspace(1e-2, 1.0, 20)
     rules: list = []  # the rule of each channel evaluation
     solves: list[tuple] = []  # (rule, evaluations, merge) of each refined solve
-    channel = batched.channel_evaluation
-    refined_solve = batched._refined_solve
+    channel = batch.channel_evaluation
+    refined_solve = batch_solve.refined_solve
 
     def counted(loss, y, m, b, Q, V, rule, warm):
         rules.append(rule)
@@ -190,14 +196,14 @@ def test_a_lasso_sweeps_estimate_is_one_iteration_on_each_refined_rule(monkeypat
         solves.append((T.rule, T.evaluations, args[-1]))
         return out
 
-    monkeypatch.setattr(batched, "channel_evaluation", counted)
-    monkeypatch.setattr(batched, "_refined_solve", spy)
+    monkeypatch.setattr(batch, "channel_evaluation", counted)
+    monkeypatch.setattr(batch_solve, "refined_solve", spy)
     df = gm.lambda_sweep(SPARSE, "logistic", lams, alpha=1.0, penalty="l1")
     assert df.converged.all() and len(solves) == 2  # (the smooth and the sharp points)
     assert all(merge for _, _, merge in solves)
     for rule, evaluations, _ in solves:
         assert sum(r == rule for r in rules) == evaluations
-    tight = batched.refined_tol(gm.SolverOptions().tol)
+    tight = batch_solve.refined_tol(gm.SolverOptions().tol)
     for r in df.points:
         st = r.state
         assert st.rule in [rule for rule, _, _ in solves]

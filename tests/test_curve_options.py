@@ -15,7 +15,7 @@ import pytest
 import gaussmix as gm
 from gaussmix.core.exceptions import ArgumentError
 from gaussmix.experiments import curves
-from gaussmix.experiments.batched import STACKED_MIN_POINTS
+from gaussmix.experiments.continuation import STACKED_MIN_POINTS
 
 BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
 K3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)

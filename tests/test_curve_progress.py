@@ -1,4 +1,4 @@
-"""The progress of a curve solved as one stacked state (:mod:`gaussmix.experiments.batched`):
+"""The progress of a curve solved as one stacked state (:mod:`gaussmix.theory.batch`):
 its bar advances as the points converge, by a hook that leaves the iterates as they were."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from _cli_helpers import _Terminal
 
 import gaussmix as gm
 from gaussmix.core import progress as progress_module
-from gaussmix.experiments import batched, curves
+from gaussmix.experiments import continuation, curves
 from gaussmix.theory.options import solver_options
 
 BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
@@ -24,7 +24,7 @@ GRID = np.geomspace(0.2, 8.0, 12)
 def hooks(monkeypatch) -> list:
     """The progress hook the curve gave each stacked solve (None: no hook)."""
     given: list = []
-    solve = batched.solve_points
+    solve = continuation.solve_points
 
     def spy(problems, opts, **kw):
         given.append(kw.get("on_converged"))
@@ -46,8 +46,8 @@ def test_the_hook_counts_the_points_converged_after_each_evaluation() -> None:
     grid = np.geomspace(0.2, 6.0, 12)
     opts = solver_options(None, {"estimate_error": False})
     counts: list[int] = []
-    results = batched.solve_points(_problems(grid), opts, on_converged=counts.append)
-    plain = batched.solve_points(_problems(grid), opts)
+    results = continuation.solve_points(_problems(grid), opts, on_converged=counts.append)
+    plain = continuation.solve_points(_problems(grid), opts)
     assert results is not None and plain is not None
     assert len({r.params["quadrature"] for r in results}) == 1
     n_iter = np.array([r.n_iter for r in results])
@@ -102,8 +102,8 @@ def test_the_hook_of_a_three_class_curve_counts_up_to_every_point() -> None:
     problems = curves._problems(mix, "cross-entropy", [(1.0, float(a)) for a in grid], "l2", None)
     opts = solver_options(None, {})
     counts: list[int] = []
-    results = batched.solve_points(problems, opts, on_converged=counts.append)
-    plain = batched.solve_points(problems, opts)
+    results = continuation.solve_points(problems, opts, on_converged=counts.append)
+    plain = continuation.solve_points(problems, opts)
     assert results is not None and plain is not None
     assert counts and counts == sorted(counts) and counts[-1] == len(grid)
     for r, p in zip(results, plain):

@@ -61,7 +61,7 @@ def test_every_curve_point_is_within_its_own_estimate_of_a_fine_reference(kind) 
     # other point refined its own rule, the one the curve carries, to the automatic one: its
     # estimate is its own, not borrowed from another point
     # (solved point by point; these curves of 12 points are solved stacked,
-    # gaussmix.experiments.batched, every point from the rule the curve carries, the first
+    # gaussmix.theory.batch, every point from the rule the curve carries, the first
     # too: each point solved on its own is tested in test_curve_points_agree_with_single_...)
     first = None
     for i, r in enumerate(df.points):

@@ -12,7 +12,7 @@ from conftest import HANG
 
 import gaussmix as gm
 from gaussmix.core.interrupt import check_interrupt, interruptible
-from gaussmix.experiments import batched, curves
+from gaussmix.experiments import continuation, curves
 from gaussmix.explore import ExplorerState, start_curve
 
 THREE = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
@@ -50,7 +50,7 @@ def test_a_stacked_curve_stops_within_one_evaluation(loss: str, monkeypatch) -> 
     )
     grid = np.geomspace(0.3, 4.0, 20)
     evaluations = []
-    solve = batched.solve_points
+    solve = continuation.solve_points
 
     def spy(problems, opts, **kw):
         evaluations.append("stacked")
@@ -78,7 +78,7 @@ def test_the_explorer_cancels_a_stacked_curve_before_its_rows(monkeypatch) -> No
     the stacked solve ran to its end, seconds for 400 points, and the cancel was seen at
     its first row)."""
     entered = threading.Event()
-    solve = batched.solve_points
+    solve = continuation.solve_points
 
     def spy(problems, opts, **kw):
         entered.set()

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import gaussmix as gm
-from gaussmix.experiments import batched
+from gaussmix.experiments import continuation
 from gaussmix.theory.symmetry import ExchangeablePanels
 
 MIX3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
@@ -72,7 +72,7 @@ def test_the_point_by_point_curve_agrees_with_single_points_within_their_estimat
 ) -> None:
     """Every point of the curve within the sum of the two estimates of the single point, and
     the curve's worst point within its own estimate of the truth."""
-    monkeypatch.setattr(batched, "STACKED_MIN_POINTS", 10**9)
+    monkeypatch.setattr(continuation, "STACKED_MIN_POINTS", 10**9)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         df = gm.learning_curve(MIX3, "cross-entropy", GRID, lam=LAM)

@@ -322,9 +322,9 @@ def test_options_of_the_full_solver_act_through_solve(monkeypatch):
     rules: list = []
     real_init = FixedPointMap.__init__
 
-    def spy(self, problem, rule):
+    def spy(self, problem, rule, **settings):
         rules.append(rule)
-        real_init(self, problem, rule)
+        real_init(self, problem, rule, **settings)
 
     with monkeypatch.context() as m:
         m.setattr(FixedPointMap, "__init__", spy)
@@ -610,3 +610,25 @@ def test_residual_scale_is_the_block_units_componentwise():
             want += [max(abs(v), u) for v in V[c].ravel()]
         want += [max(abs(v), 1.0) for v in b]
         np.testing.assert_array_equal(residual_scale(pack_state(Q, M, V, b), K, L), want)
+
+
+def test_a_map_is_set_by_its_constructor():
+    """A FixedPointMap's settings are written once, by its constructor: a later write
+    raises, and new_map makes a map with other settings (the panels, the precision, a
+    channel evaluation already made) whose images are the map's own at those settings."""
+    from gaussmix.theory.fixed_point import FixedPointMap, new_map
+
+    make, x0, _, _ = _k3_iteration()
+    T = make()
+    for name, value in (("prior_panels", 8), ("single", True), ("rule", None), ("symmetry", 1)):
+        with pytest.raises(AttributeError, match=name):
+            setattr(T, name, value)
+    g = T(x0)  # (its memory is its own to write)
+    assert T.last is not None and np.array_equal(T.last.x, x0)
+    again = new_map(T.problem, T.rule, T, prior_panels=8, known=T.last)
+    assert again.prior_panels == 8 and not again.single
+    assert again.hats(x0) is T.last  # the evaluation it was given, not a new one
+    np.testing.assert_array_equal(again(x0), g)
+    single = new_map(T.problem, T.rule, T, single=True)
+    assert single.single and single.prior_panels is None
+    assert isinstance(single, FixedPointMap)

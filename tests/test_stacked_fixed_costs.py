@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import gaussmix as gm
-from gaussmix.experiments import batched, curves
+from gaussmix.experiments import continuation, curves
 from gaussmix.experiments.continuation import (
     STATE_KEYS,
     prediction_accepted,
@@ -18,6 +18,7 @@ from gaussmix.experiments.continuation import (
     state_distance,
     state_distances,
 )
+from gaussmix.theory import batch, batch_solve
 from gaussmix.theory.fixed_point import initial_hats, initial_hats_points
 from gaussmix.theory.observables import weight_sparsities, weight_sparsity
 from gaussmix.theory.options import solver_options
@@ -38,7 +39,7 @@ def _same(a, b) -> bool:
 def _stacked(mixture, loss, points, penalty="l2", rule=None):
     problems = curves._problems(mixture, loss, points, penalty, None)
     L = problems[0].dim
-    return batched.StackedMap(problems, rule or GaussHermite(8, L)), problems
+    return batch.StackedMap(problems, rule or GaussHermite(8, L)), problems
 
 
 def _reference_distance(a: dict, b: dict) -> float:
@@ -80,7 +81,7 @@ def test_predictions_accepted_are_each_points_safeguard() -> None:
     pred = [{k: v + 0.1 * rng.normal(size=v.shape) for k, v in p.items()} for p in prev]
     # corrections of a tenth to ten times the predictor's step
     fixed = [
-        batched._PointState(*(q[k] + f * (q[k] - p[k]) for k in STATE_KEYS))
+        continuation._PointState(*(q[k] + f * (q[k] - p[k]) for k in STATE_KEYS))
         for p, q, f in zip(prev, pred, (0.1, 0.5, 0.9, 1.5, 3.0, 10.0, 0.2, 0.3))
     ]
     fixed[6] = fixed[6]._replace(success=False)
@@ -143,11 +144,11 @@ def test_points_enter_and_leave_the_chart_as_each_alone() -> None:
     x = T.start()
     one = LogChart(T.K0, T.L)
     points = np.array([0, 2, 3, 5])
-    ys = batched._charted(T, x, points, forward=True)
+    ys = continuation._charted(T, x, points, forward=True)
     for i, y in zip(points, ys):
         alone = one.forward(x[T.blocks == i])
         assert _same(pack_state(*(y[k] for k in "QMVb")), alone)
-    back = batched._charted(T, ys, points, forward=False)
+    back = continuation._charted(T, ys, points, forward=False)
     for i, y, xi in zip(points, ys, back):
         assert _same(xi, one.inverse(pack_state(*(y[k] for k in "QMVb"))))
         np.testing.assert_allclose(xi, x[T.blocks == i], rtol=1e-12, atol=1e-14)
@@ -155,7 +156,7 @@ def test_points_enter_and_leave_the_chart_as_each_alone() -> None:
     bad = x.copy()
     V = T.unpack(bad)[2]
     V[2, 1] = -V[2, 1]
-    ys_bad = batched._charted(T, bad, points, forward=True)
+    ys_bad = continuation._charted(T, bad, points, forward=True)
     assert ys_bad[1] is None
     for y, y_ok in zip([ys_bad[0], *ys_bad[2:]], [ys[0], *ys[2:]]):
         assert all(_same(y[k], y_ok[k]) for k in "QMVb")
@@ -168,17 +169,19 @@ def test_the_sharp_test_of_the_points_is_each_points() -> None:
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
     opts = solver_options(None, {})
     rule = channel_rule(problems[0], None, opts.symmetry)
-    T = batched.StackedMap(problems, rule)
-    out = batched._converged(T, T.start(), None, opts)
+    T = batch.StackedMap(problems, rule, freezing=batch_solve.solve_freezing(opts))
+    out = batch_solve.converged_solve(T, T.start(), None, opts)
     assert out is not None
-    got = batched._sharp(T, out.x, opts)
+    got = batch_solve.sharp_rules(T, out.x, opts)
     each = [sharp_rule(p, rule, xi) for p, xi in zip(problems, T.split(out.x))]
     assert got == each
     assert any(r is None for r in each) and any(r is not None for r in each)
     # a NaN state is tested as a single point tests it
     nan = out.x.copy()
     nan[T.blocks == 0] = np.nan
-    assert batched._sharp(T, nan, opts)[0] == sharp_rule(problems[0], rule, T.split(nan)[0])
+    assert batch_solve.sharp_rules(T, nan, opts)[0] == sharp_rule(
+        problems[0], rule, T.split(nan)[0]
+    )
 
 
 def test_the_state_of_some_points_is_their_states_stacked() -> None:
@@ -220,14 +223,14 @@ def test_the_constraints_arrays_made_once_give_the_same_accuracies(mixture) -> N
         "logistic" if mixture is SPARSE else "cross-entropy",
         [(lam, 1.0) for lam in (1e-2, 0.1, 1.0)],
     )
-    again = batched.StackedMap(problems, T.rule)
+    again = batch.StackedMap(problems, T.rule)
     assert again.outputs.constraints is T.outputs.constraints  # (one tuple for the maps)
     m, Q, V, b = T.means(T.start())
     L = T.L
     mf, Qf, Vf = m.reshape(-1, L), Q.reshape(-1, L, L), V.reshape(-1, L, L)
     zero = np.zeros(L)
     # the same outputs with their constraints as a list (never remembered): made afresh
-    fresh = batched._StackedOutputs(
+    fresh = batch._StackedOutputs(
         T.outputs.loss, T.outputs.y, list(T.outputs.constraints), T.K, L, T.outputs.P
     )
     for _ in range(2):  # (made, then remembered)
@@ -244,15 +247,15 @@ def test_own_residuals_of_the_freeze_test_are_the_trails() -> None:
 
     lams = np.geomspace(1e-2, 1.0, 6)
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
-    T = batched.StackedMap(problems, channel_rule(problems[0], None))
-    T.freeze_tol, T.trail_len = 1e-8, 3
+    freezing = batch.Freezing(tol=1e-8, trail=3)
+    T = batch.StackedMap(problems, channel_rule(problems[0], None), freezing=freezing)
     x = T.start()
     for _ in range(3):
         x = T(x)
         assert T.own_at is not None and T.own_at[0] == T.evaluations
-        remembered = batched._own_residuals(T)
+        remembered = T.last_own_residuals()
         T.own_at = None  # made again from the trail
-        again = batched._own_residuals(T)
+        again = T.last_own_residuals()
         assert _same(remembered, again) and np.isfinite(again).all() and (again > 0).all()
 
 
@@ -264,3 +267,21 @@ def test_a_stacked_states_points_are_their_packed_states(mixture, loss) -> None:
     for i, xi in enumerate(T.split(x)):
         assert _same(xi, pack_state(Q[i], M[i], V[i], b[i]))
     assert _same(T.stack(T.split(x)), x)
+
+
+def test_a_stacked_map_is_set_by_its_constructor() -> None:
+    """A stacked map's settings (its points, rule, freezing and the layout made from them)
+    are written once, by its constructor: a later write raises, its memory of the solve is
+    its own to write, and a solve refuses a map not made for its options."""
+    T, problems = _stacked(SPARSE, "logistic", [(0.1, 1.0), (0.1, 2.0)])
+    for name in ("freezing", "rule", "problems", "blocks", "lams"):
+        with pytest.raises(AttributeError, match=name):
+            setattr(T, name, getattr(T, name))
+    x = T.start()
+    T(x)
+    assert T.evaluations == 1 and T.last is not None
+    opts = solver_options(None, {})
+    with pytest.raises(ValueError, match="solve_freezing"):
+        batch_solve.iterated_solve(T, x, None, opts)
+    made = batch.StackedMap(problems, T.rule, freezing=batch_solve.solve_freezing(opts))
+    assert batch_solve.converged_solve(made, x, None, opts) is not None and made.frozen.all()

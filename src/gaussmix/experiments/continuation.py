@@ -17,19 +17,47 @@ Neighbouring points of a curve differ little.  Along a curve:
   point, as a single point's is, and the curve pays for the rule its accuracy needs, not
   for one rule more.
 
-Only public solver entry points are used (:func:`~gaussmix.theory.solver.solve_problem` with
-its options), so a single point's iterates are untouched.
+A curve of :data:`STACKED_MIN_POINTS` points or more whose problem stacks
+(:func:`stackable`) is instead solved at all its points at once (:func:`solve_points`) on
+the batch-native map of :mod:`gaussmix.theory.batch` (the stacked solve and each point's
+error estimate are :mod:`gaussmix.theory.batch_solve`); what is decided here is when to
+stack, the rule the curve starts on, and, for a sweep over lambda, the restart of its slow
+points from predictions through its fast ones (:func:`_seeded_iterate`, the predictor and
+safeguard above applied inside the one stacked solve).  The point-by-point path uses only
+public solver entry points (:func:`~gaussmix.theory.solver.solve_problem` with its
+options), so a single point's iterates are untouched.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Callable
+from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
+from gaussmix.theory.batch import StackedMap, point_mask
+from gaussmix.theory.batch_solve import (
+    SharpPoint,
+    SharpWatch,
+    converged_solve,
+    estimate_points,
+    iterated_solve,
+    own_refined_pairs,
+    sharp_rules,
+    solve_freezing,
+)
+from gaussmix.theory.fixed_point import map_features, needs_quadrature, uses_log_chart
+from gaussmix.theory.iteration import AndersonState, IterationOutcome, IterationState
+from gaussmix.theory.options import SolverOptions
+from gaussmix.theory.prior import prior_quadrature_dim, takes_stacked_points
 from gaussmix.theory.problem import Problem
 from gaussmix.theory.quadrature import QuadratureRule, auto_rule
+from gaussmix.theory.refinement import channel_rule
 from gaussmix.theory.solver import FixedPointResult
+from gaussmix.theory.state import LogChart, pack_state, unpack_state
 
 __all__ = [
     "PREDICTOR_POINTS",
@@ -45,6 +73,10 @@ __all__ = [
     "chain_predecessor",
     "curve_start_rule",
     "next_start_rule",
+    "STACKED_MIN_POINTS",
+    "stackable",
+    "stacked_curve_options",
+    "solve_points",
 ]
 
 #: Points of the curve through which :func:`predict` extrapolates the next state (4: a cubic
@@ -291,3 +323,509 @@ def next_start_rule(result: FixedPointResult, start: QuadratureRule) -> Quadratu
     while rule is not None and rule != final:
         prev, rule = rule, rule.refined()
     return prev if rule == final else start
+
+
+#: Curves of fewer points are solved point by point.  Stacking pays from about 5 points
+#: (measured, binary logistic over alpha in [0.2, 4]: 3 points 8.8 ms stacked against 7.4
+#: point by point, 5 points 5.9 against 11.0, 8 points 7.4 against 16.0, 20 points 14
+#: against 47); short curves keep the point-by-point continuation, the path of every curve
+#: of four classes or more, whose predictor and safeguard are tested on short curves.
+STACKED_MIN_POINTS = 10
+
+
+def stackable(problem: Problem, opts: SolverOptions) -> bool:
+    """Whether the points of a curve of ``problem`` (at other ``lam`` and ``alpha``) can be
+    solved as one stacked state with the options ``opts``: a prior in closed form that
+    takes the points on a leading axis (ridge on a spectral mixture, and for one effective
+    output the lasso and elastic net), correct sets of at most two constraints (the test
+    and training errors are orthants of at most two dimensions: one output, or K = 3
+    classes), and the solver's automatic deterministic rule (a channel in closed form; one
+    output; two outputs, K = 3 cross-entropy, on graded panels)."""
+    if not takes_stacked_points(problem.penalty_spec, problem.mixture):
+        return False
+    if prior_quadrature_dim(problem) or max(D.shape[0] for D, _ in problem.constraints) > 2:
+        return False
+    if opts.quadrature is not None:  # the caller's rule: the points are its single points
+        return False
+    if not needs_quadrature(problem):
+        return True
+    if problem.dim > 2:
+        return False
+    rule = channel_rule(problem, None, opts.symmetry)
+    return not rule.randomised and not getattr(rule, "computes_moments", False)
+
+
+def stacked_curve_options(
+    problem: Problem, opts: SolverOptions, n_points: int
+) -> SolverOptions | None:
+    """The solver options ``opts`` where a curve of ``n_points`` points of ``problem`` (at
+    other ``lam`` and ``alpha``) is solved as one stacked state (:func:`solve_points`), or
+    None where it is solved point by point: fewer than :data:`STACKED_MIN_POINTS` points, or
+    a problem that does not stack with these options (:func:`stackable`).  The one decision
+    of the curves (:mod:`gaussmix.experiments.curves`) and of the explorer's coarse pass;
+    it reads the options object, never how the caller spelled them (keywords or
+    ``options=``)."""
+    if n_points < STACKED_MIN_POINTS:
+        return None
+    return opts if stackable(problem, opts) else None
+
+
+def _first_solve(
+    T: StackedMap,
+    x0: np.ndarray,
+    opts: SolverOptions,
+    on_converged: Callable[[int], None] | None = None,
+) -> tuple[StackedMap, IterationOutcome | None]:
+    """The first stacked solve of a curve, from the cold start ``x0`` (:func:`converged_solve`),
+    and the map that made it: for a sweep over lambda (:func:`_seed_params`) with its slow
+    points restarted from their fast neighbours (:func:`_seeded_iterate`), and where that
+    fails (a restarted point rejected by the safeguard or late, no convergence) again
+    without, on a fresh map with ``T``'s freezing (and its watch): the plain solve, as for
+    every other curve.
+    ``on_converged``: :func:`solve_points`'s, with the number of points frozen in the map
+    iterated, never fewer than it reported before (a progress bar's count does not go back
+    where the first solve is made again)."""
+
+    most = [0]  # the most points reported (the count never goes back)
+
+    def reporter(T: StackedMap) -> Callable[..., None] | None:
+        if on_converged is None:
+            return None
+
+        def report(*_) -> None:
+            most[0] = max(most[0], int(T.frozen.sum()))
+            on_converged(most[0])
+
+        return report
+
+    params = _seed_params(T)
+    if params is not None:
+        try:
+            out = _seeded_iterate(T, x0, params, reporter(T), opts)
+        except SharpPoint:
+            return T, None
+        if out is not None and out.converged and T.is_valid(out.x):
+            return T, out
+        T = StackedMap(T.problems, T.rule, T.symmetry, T.log_chart, T.freezing)
+    return T, converged_solve(T, x0, None, opts, reporter(T))
+
+
+#: A sweep over lambda solved as one stacked state restarts its slow points once
+#: (:func:`_seeded_iterate`), after the first evaluation where at least
+#: :data:`SEED_FRACTION` of its points (the seeds) have an own residual below this: their
+#: images are then within about this of their fixed points.  The constants below were
+#: chosen on 21 sweeps (BENCHMARKS.md, "Stacked sweeps over lambda seeded from their fast
+#: points"), counting the stacked map's evaluations: the lasso sweep of
+#: ``benchmarks/bench_curves.py`` 47 -> 34, its K = 3 cross-entropy sweep 31 -> 23; with
+#: seeds below 3e-3 (later) 35 and 24, and one lasso sweep 99 instead of 52.
+SEED_TOL = 1e-2
+
+#: The points restarted: those not frozen whose own residual is at least this (a point
+#: nearly converged goes on: restarting every point above :data:`SEED_TOL`, a lasso + square
+#: sweep took 48 evaluations instead of 25, its restarted points rejected).
+SEED_RESTART = 3e-2
+
+#: The prediction of a restarted point goes through this many seeds, the nearest to it in
+#: ``log lambda`` (3: a quadratic; with 2, a secant, the two sweeps of :data:`SEED_TOL` took
+#: 38 and 35 evaluations, with 4, 35 and 32).
+SEED_POINTS = 3
+
+#: The fraction of a sweep's points below :data:`SEED_TOL` at which its slow points are
+#: restarted (0.3 and 0.4: an earlier restart, from fewer seeds, 32 and 40 on the two sweeps
+#: of :data:`SEED_TOL`, and 83 and 122 instead of 45 and 87 on two lasso sweeps from 1e-3; 0.6:
+#: 37 and 23, and one lasso sweep whose solve ran to 1190 evaluations before
+#: :data:`SEED_BUDGET`).
+SEED_FRACTION = 0.5
+
+#: A seeded iteration not converged this many times the evaluations before the restart
+#: after it (and at least :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`)
+#: is abandoned for the plain one (:func:`_first_solve`): the restart is a heuristic on a
+#: map whose convergence from afar is erratic (the one lasso sweep above, 1190 -> 218
+#: evaluations), and the abandoned part bounds what it can cost.
+SEED_BUDGET = 3
+
+
+def _seed_params(T: StackedMap) -> np.ndarray | None:
+    """``log lambda`` of each point of ``T`` where its points are a sweep over lambda that
+    is seeded (:func:`_seeded_iterate`: one ``alpha``, distinct positive ``lam``, at least
+    :data:`SEED_POINTS` + 1 points), else None."""
+    lams = T.lams
+    if len({p.alpha for p in T.problems}) > 1 or not (lams > 0).all():
+        return None
+    if np.unique(lams).size < lams.size or lams.size <= SEED_POINTS:
+        return None
+    return np.log(lams)
+
+
+def _seeded_iterate(
+    T: StackedMap,
+    x0: np.ndarray,
+    params: np.ndarray,
+    report: Callable[..., None] | None,
+    opts: SolverOptions,
+) -> IterationOutcome | None:
+    """The stacked iteration of a sweep over lambda (``params``: each point's ``log
+    lambda``) from the cold start ``x0``, its slow points restarted once from their solved
+    neighbours: a continuation inside the one stacked solve.
+
+    The points of a sweep converge from the cold start at very different speeds (lasso +
+    logistic, alpha = 1: 11 evaluations at ``lam = 1`` and 34 at ``1e-2``, where ``V``
+    marches to its fixed point and overshoots; BENCHMARKS.md), and the stacked solve takes
+    the slowest one's.  Here, after the first evaluation where at least
+    :data:`SEED_FRACTION` of the points have an own residual below :data:`SEED_TOL`
+    (:meth:`~gaussmix.theory.batch.StackedMap.last_own_residuals`; the seeds, their images
+    standing for their fixed points),
+    every point not frozen whose residual is at least :data:`SEED_RESTART` is restarted
+    from the Lagrange polynomial in ``log lambda`` through the :data:`SEED_POINTS` seeds
+    nearest to it (:func:`~gaussmix.experiments.continuation.predict`, in the logarithmic
+    chart's coordinates, :class:`~gaussmix.theory.state.LogChart`, where ``V ~ 1 / lam`` is
+    linear), its secant pairs zeroed (its block of the Anderson mixing starts afresh), the
+    others going on with theirs (the iteration's ``on_step``, :class:`_Seeding`).  After
+    the first evaluation at the predictions, a point whose own residual there is not below
+    its residual before goes back to its iterate and pairs of then.  Every point still
+    converges to the same test (its own residual below ``tol``) and is frozen there: a
+    restarted point's answer is its fixed point within the iteration's tolerance, not its
+    single point's iterates.
+
+    The safeguard of the continuation
+    (:func:`~gaussmix.experiments.continuation.prediction_accepted`): a restarted point's
+    fixed point must be closer to its prediction than the prediction is to its nearest
+    seed's state, and it must converge within the predictor's budget
+    (:data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times the evaluations
+    before the restart, at least
+    :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`), and every point within
+    :data:`SEED_BUDGET` times them; otherwise None, and the curve's first solve is made
+    again without the restart (:func:`_first_solve`).  Without enough seeds, or nothing to
+    restart, the iteration is the plain one.  Deterministic: the trigger, the seeds and the
+    predictions depend on the iterates only."""
+    seeding = _Seeding(T, params)
+    try:
+        out = iterated_solve(T, x0, None, opts, report, on_step=seeding)
+    except _SeedRejected:
+        return None
+    if out.converged and seeding.rejections(final=True):
+        return None
+    return out
+
+
+class _SeedRejected(Exception):
+    """A restarted point of a seeded stacked solve is rejected by the safeguard."""
+
+
+class _Seeding:
+    """The restart of a stacked sweep's slow points (:func:`_seeded_iterate`): the
+    iteration's ``on_step``, and the safeguard's record of the restarted points."""
+
+    def __init__(self, T: StackedMap, params: np.ndarray) -> None:
+        self.T, self.params = T, params
+        self.need = max(SEED_POINTS, math.ceil(SEED_FRACTION * T.n_points))
+        self.done = False  # restarted once (or found nothing to restart)
+        self.at = 0  # the evaluations before the restart
+        self.waiting: dict[int, tuple[dict, dict]] = {}  # point -> (prediction, nearest seed)
+        #: (the iterate, secant pairs and own residuals before the restart) until the first
+        #: evaluation at the predictions
+        self.trial: tuple | None = None
+
+    def __call__(self, s: IterationState) -> IterationState | None:
+        T = self.T
+        if self.trial is not None:
+            return self._tried(s)
+        if self.done:
+            budget = max(PREDICTOR_MIN_ITER, PREDICTOR_ITER_FACTOR * self.at)
+            late = s.n_iter - self.at >= budget
+            cap = max(PREDICTOR_MIN_ITER, SEED_BUDGET * self.at)
+            if self.rejections(final=late) or s.n_iter - self.at >= cap:
+                raise _SeedRejected
+            return None
+        if not T.trail:
+            return None
+        own = T.last_own_residuals()
+        below = own < SEED_TOL
+        if below.sum() < self.need or not (own >= SEED_RESTART).any():
+            return None
+        self.done, self.at = True, s.n_iter
+        made = _reseed(T, s.x, own, self.params)
+        if made is None:
+            return None
+        x, points, predictions, nearest = made
+        self.waiting = {j: (p, q) for j, p, q in zip(points, predictions, nearest)}
+        self.trial = (s.x, s.anderson, own)
+        return self._restarted(s, x, point_mask(T.n_points, points)[T.blocks])
+
+    @staticmethod
+    def _restarted(
+        s: IterationState, x: np.ndarray, mask: np.ndarray, anderson: AndersonState | None = None
+    ) -> IterationState:
+        """The iteration going on from ``x``, the points of the components ``mask`` having
+        jumped: their secant pairs zeroed (or ``anderson``), and no last evaluation, so that
+        the next evaluation makes no pair (its difference from the last would span the
+        jump: a secant across a long stretch of the map, which, kept, made the sweeps of
+        ``SEED_BUDGET``'s measurements slower, one of them from 87 to 3086 evaluations);
+        the damping and the divergence test's best step are the iteration's."""
+        if anderson is None:
+            anderson = _without(s.anderson, mask)
+        return s._replace(x=x, anderson=anderson, last=None)
+
+    def _tried(self, s: IterationState) -> IterationState | None:
+        """After the first evaluation at the predictions: the restarted points whose own
+        residual there is not below their residual before the restart go back to their
+        iterate and secant pairs of then (a prediction no better than where the point
+        was), the others go on from their predictions."""
+        x_old, anderson_old, own_old = self.trial
+        self.trial = None
+        own = self.T.last_own_residuals()
+        back = [j for j in self.waiting if not own[j] < own_old[j]]
+        if not back:
+            return None
+        for j in back:
+            del self.waiting[j]
+        mask = point_mask(self.T.n_points, back)[self.T.blocks]
+        x = np.where(mask, x_old, s.x)
+        anderson = replace(
+            s.anderson,
+            dxs=tuple(np.where(mask, a, d) for a, d in zip(anderson_old.dxs, s.anderson.dxs)),
+            dgs=tuple(np.where(mask, a, d) for a, d in zip(anderson_old.dgs, s.anderson.dgs)),
+        )
+        return self._restarted(s, x, mask, anderson)
+
+    def rejections(self, final: bool = False) -> bool:
+        """Whether a restarted point is rejected: frozen at a fixed point the safeguard
+        rejects (:func:`~gaussmix.experiments.continuation.prediction_accepted`), or, with
+        ``final`` (the end of the iteration, or the predictor's budget spent:
+        :data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times the
+        evaluations before the restart, at least
+        :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`), not frozen.  The
+        frozen points accepted are no longer watched (the frozen points tested at once,
+        :func:`~gaussmix.experiments.continuation.predictions_accepted`)."""
+        T = self.T
+        frozen = [j for j in self.waiting if T.frozen[j]]
+        if final and len(frozen) < len(self.waiting):
+            return True
+        if not frozen:
+            return False
+        parts = T.unpack(T.frozen_x)  # (each point's state at its freeze)
+        fixed = [_PointState(*(a[j] for a in parts)) for j in frozen]
+        watched = [self.waiting.pop(j) for j in frozen]
+        accepted = predictions_accepted(fixed, *(list(w) for w in zip(*watched)))
+        return not accepted.all()
+
+
+def _without(history: AndersonState, mask: np.ndarray) -> AndersonState:
+    """The secant history ``history`` with the components ``mask`` of its pairs zeroed (the
+    blocks of restarted points mix afresh; a block whose pairs are zero takes the damped
+    step)."""
+    return replace(
+        history,
+        dxs=tuple(np.where(mask, 0.0, d) for d in history.dxs),
+        dgs=tuple(np.where(mask, 0.0, d) for d in history.dgs),
+    )
+
+
+class _PointState(NamedTuple):
+    """A point's ``Q, M, V, b`` (a state, or its chart coordinates) as the continuation's
+    predictor and safeguard read a result."""
+
+    Q: np.ndarray
+    M: np.ndarray
+    V: np.ndarray
+    b: np.ndarray
+    success: bool = True
+
+
+def _reseed(
+    T: StackedMap, x_next: np.ndarray, own: np.ndarray, params: np.ndarray
+) -> tuple[np.ndarray, list[int], list[dict], list[dict]] | None:
+    """The next stacked iterate ``x_next`` with the slow points (not frozen, own residual ``own``
+    at least :data:`SEED_RESTART`) replaced by their predictions from the seeds (below it, at
+    their images of the last evaluation), see :func:`_seeded_iterate`; with the restarted
+    points, their predictions and their nearest seeds' states (dicts of ``Q, M, V, b``).
+    None where no point can be predicted (fewer than two seeds in the chart).  The seeds
+    enter the chart, and the predictions leave it, all at once (:func:`_charted`)."""
+    x_last, g_last = T.trail[-1]
+    # each point's state: a frozen point's own, else its image of the last evaluation
+    at = np.where(T.frozen[T.blocks], x_last, g_last)
+    below = np.flatnonzero(own < SEED_TOL)
+    charted = _charted(T, at, below, forward=True)
+    seeds = [int(i) for i, y in zip(below, charted) if y is not None]
+    if len(seeds) < 2:
+        return None
+    charted = {int(i): y for i, y in zip(below, charted) if y is not None}
+    states = dict(zip(seeds, _point_dicts(T.unpack(at), seeds)))
+    slow = np.flatnonzero((own >= SEED_RESTART) & ~T.frozen)
+    preds = []
+    for j in slow:
+        # the nearest seeds, the nearest last (predict's order), ties by index
+        near = sorted(seeds, key=lambda i: (-abs(params[i] - params[j]), -i))[-SEED_POINTS:]
+        done = [(float(params[i]), _PointState(**charted[i])) for i in near]
+        preds.append((predict(done, float(params[j]), SEED_POINTS), near[-1]))
+    x = x_next.copy()
+    points, predictions, nearest = [], [], []
+    inverse = _charted(T, [pred for pred, _ in preds], slow, forward=False)
+    for j, xj, (_, seed) in zip(slow, inverse, preds):
+        if not np.isfinite(xj).all():
+            continue
+        x[T.blocks == j] = xj
+        points.append(int(j))
+        predictions.append(dict(zip("QMVb", unpack_state(xj, T.K0, T.L))))
+        nearest.append(states[seed])
+    if not points:
+        return None
+    return x, points, predictions, nearest
+
+
+def _point_dicts(parts: tuple[np.ndarray, ...], points) -> list[dict]:
+    """``Q, M, V, b`` of each of ``points`` (dicts) of a state's parts with a leading axis of
+    points (:meth:`StackedMap.unpack`)."""
+    return [dict(zip("QMVb", (a[i] for a in parts))) for i in points]
+
+
+def _charted(T: StackedMap, z, points: np.ndarray, forward: bool) -> list:
+    """The chart's coordinates of ``points`` (increasing) of the stacked state ``z``
+    (``forward``: dicts of ``Q, M, V, b``, None for a point not in the chart,
+    :meth:`~gaussmix.theory.state.LogChart.forward`), or the state vector of each point of
+    the chart's coordinates ``z`` (dicts of ``Q, M, V, b``, one a point,
+    :meth:`~gaussmix.theory.state.LogChart.inverse`): the points' overlaps in one stacked
+    call of the chart (its matrix logarithms and exponentials are matrix by matrix: each
+    point's the same numbers as on its own), a point at a time where a forward one fails
+    (which points are in the chart: each point's own test)."""
+    n, K0, L = len(points), T.K0, T.L
+    if n == 0:
+        return []
+    chart = LogChart(n * K0, L)
+    if forward:
+        y = chart.forward(z[point_mask(T.n_points, list(points))[T.blocks]])
+        if y is None:  # some point is not in the chart: each point's own test
+            one = LogChart(K0, L)
+            ys = [one.forward(z[T.blocks == i]) for i in points]
+            return [None if y is None else dict(zip("QMVb", unpack_state(y, K0, L))) for y in ys]
+        parts = unpack_state(y, n * K0, L)
+    else:
+        y = pack_state(*(np.concatenate([d[k] for d in z]) for k in "QMVb"))
+        parts = unpack_state(chart.inverse(y), n * K0, L)
+    Q, M, V, b = parts
+    parts = (Q.reshape(n, K0, L, L), M.reshape(n, K0, L), V.reshape(n, K0, L, L), b.reshape(n, L))
+    if forward:
+        return _point_dicts(parts, range(n))
+    return [pack_state(*(a[k] for a in parts)) for k in range(n)]
+
+
+def solve_points(
+    problems: list[Problem],
+    opts: SolverOptions,
+    *,
+    on_converged: Callable[[int], None] | None = None,
+) -> list[FixedPointResult] | None:
+    """The fixed points of ``problems`` (problems that differ in ``lam`` and ``alpha``,
+    :func:`stackable`) solved as one stacked state, each with its own integration error
+    estimate and its result; None where the stacked solve fails (no convergence, a
+    spurious or degenerate point) or, with two outputs, where a point is in the sharp
+    regime, for the caller to solve point by point.
+
+    One output, as a single point (:func:`~gaussmix.theory.solver.solve_problem`): every
+    point starts from the solver's cold start (:meth:`StackedMap.start`) and the stacked
+    state is iterated with the solver's automatic rule to ``opts.tol`` in every component
+    of every point (a sweep over lambda restarting its slow points once from its fast
+    ones, :func:`_first_solve`); the points in the sharp regime of the channel
+    (:func:`~gaussmix.theory.refinement.sharp_rule`) are solved again, stacked, with its
+    rule from there; then each group of points on one rule estimates its errors
+    (:func:`estimate_points`; a sweep over lambda with its refined re-solve merged into one
+    iteration, :func:`refined_solve`).  A point's ``n_iter`` counts the evaluations of the
+    stacked maps up to its own convergence (the single point's count where the iterates
+    agree: on a curve over alpha; a point of a sweep over lambda restarted from a prediction
+    counts the evaluations before its restart too).
+
+    Two outputs by quadrature (K = 3 cross-entropy), as the points of a curve solved one
+    by one (:mod:`gaussmix.experiments.continuation`): the rule is one step down the
+    refinement chain of the automatic rule
+    (:func:`~gaussmix.experiments.continuation.chain_predecessor`), reached by continuation
+    from its coarser rule (``opts.continuation``; a sweep over lambda restarting its slow
+    points there once from its fast ones, :func:`_first_solve`), with the single point's
+    symmetry of
+    exchangeable clusters and chart; each point then refines it until its own estimate
+    meets ``quad_tol``, so that its answer is on the automatic rule or finer (without an
+    estimate by refinement, the automatic rule itself, and any point in the sharp regime
+    sends the curve back to the points, which then carry no rule).  Where the
+    curve's first point is in the sharp regime (a single point solves it on a rule of its
+    own state, and so does the point-by-point curve for every point, none carrying a rule
+    to the next) the curve goes back to the point-by-point solve; otherwise every point
+    stays on the curve's rule, as the point-by-point curve carries it to every point after
+    the first.
+
+    ``on_converged(n)``, if given, is called after each evaluation of the stacked map in
+    the solve on the curve's rule (after the continuation from its coarser rule, with two
+    outputs) with the number ``n`` of points converged so far (frozen: their own
+    residual passed the test), for a progress bar: it never goes back (where a seeded first
+    solve is made again without its restart, the count stays where it was until the new
+    solve passes it); the later stages (the sharp regime's re-solve, the error estimates)
+    are not counted.  It does not change the iterates.
+    """
+    p0 = problems[0]
+    sym, _ = map_features(p0, opts)
+    log_chart = any(uses_log_chart(p) for p in problems)
+    rule = channel_rule(p0, None, opts.symmetry)
+    two = needs_quadrature(p0) and p0.dim > 1
+    refines = opts.estimate_error and (not opts.auto_refine or opts.max_refine > 0)
+    if two and refines:  # the curve's rule (continuation.curve_start_rule)
+        rule = chain_predecessor(rule) or rule
+    # (two outputs: stopped as soon as the curve's first point is in the sharp regime)
+    watch = SharpWatch(opts, every=not refines) if two else None
+    T = StackedMap(problems, rule, sym, log_chart, solve_freezing(opts, watch))
+    x0 = T.start()
+    if not T.is_valid(x0):
+        return None
+    # the refined re-solves merged into one iteration (refined_solve) where the curve's
+    # iterates are not its single points' anyway: two outputs, and a sweep over lambda (one
+    # alpha), whose first solve restarts its slow points (_first_solve)
+    merge = two or len({p.alpha for p in problems}) == 1
+    history = None
+    coarse = rule.coarsened() if two and opts.continuation else None
+    if coarse is not None:  # the continuation from the coarser rule (run_fixed_point)
+        Tc = T.like(problems, coarse, T.freezing)
+        Tc, out = _first_solve(Tc, x0, opts)
+        if out is None:
+            return None
+        x0, history = out.x, Tc.pairs(out.anderson, list(range(len(problems))), opts.anderson)
+        T.warm_from(Tc)  # (two outputs: the curve's rule is not the single point's)
+        n_coarse = Tc.own_iterations(out.n_iter)
+    if coarse is None:
+        T, out = _first_solve(T, x0, opts, on_converged)
+    else:
+        report = None if on_converged is None else lambda *_: on_converged(int(T.frozen.sum()))
+        out = converged_solve(T, x0, history, opts, report)
+    if out is None:
+        return None
+    residuals = np.where(T.frozen, T.residuals, out.residual)  # each point's own
+    n_iters = T.own_iterations(out.n_iter) + (n_coarse if coarse is not None else 0)
+    # (two outputs: the points after the first stay on the curve's rule, as point by point)
+    sharps = [None] * len(problems) if two else sharp_rules(T, out.x, opts)
+    groups: dict = {}  # the rule of each point -> its points
+    for i, sharp in enumerate(sharps):
+        groups.setdefault(sharp, []).append(i)
+    results: list = [None] * len(problems)
+    with warnings.catch_warnings(record=True) as caught:  # given once every point stands
+        warnings.simplefilter("always")
+        for sharp, idx in groups.items():
+            T_g, x_g, n_iter, res_g = T, out.x, n_iters[idx], residuals[idx]
+            hist = T.pairs(out.anderson, idx, opts.anderson, own=own_refined_pairs(T))
+            if len(idx) < len(problems):  # the group's points alone
+                T_g = T.like([problems[i] for i in idx], rule)
+                x_g = T.points_of(out.x, idx)
+            if sharp is not None:  # in the sharp regime: its rule, from there
+                # (with the secant pairs of the iteration that reached it, as a single
+                # point's re-solve, solver.solve_problem)
+                T_g = T_g.like(T_g.problems, sharp, solve_freezing(opts))
+                out_g = converged_solve(T_g, x_g, hist, opts)
+                if out_g is None:
+                    return None
+                x_g, n_iter = out_g.x, n_iter + T_g.own_iterations(out_g.n_iter)
+                res_g = np.where(T_g.frozen, T_g.residuals, out_g.residual)
+                hist = T_g.pairs(out_g.anderson, list(range(len(idx))), opts.anderson)
+            done = estimate_points(T_g, x_g, n_iter, res_g, opts, hist, merge=merge)
+            if done is None:
+                return None
+            for i, res in zip(idx, done):
+                results[i] = res
+    for w in caught:
+        # at the user's line: solve_points <- _curve <- learning_curve / lambda_sweep <- user
+        warnings.warn(w.message, w.category, stacklevel=4)
+    return results

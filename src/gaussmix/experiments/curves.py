@@ -1,8 +1,8 @@
 """Curves of fixed points: learning curves over alpha and sweeps over lambda.
 
 Both return tidy pandas tables, one row per point.  One-output curves of
-:data:`~gaussmix.experiments.batched.STACKED_MIN_POINTS` points or more are solved at all
-their points at once (:mod:`gaussmix.experiments.batched`); the others walk along the
+:data:`~gaussmix.experiments.continuation.STACKED_MIN_POINTS` points or more are solved at all
+their points at once (:mod:`gaussmix.theory.batch`); the others walk along the
 curve with warm starts (predictor-corrector continuation,
 :mod:`gaussmix.experiments.continuation`), sweeps over lambda from large to small lambda
 (annealing, Appendix B.5, item 1) whatever the order asked for; both report in the
@@ -37,7 +37,6 @@ from gaussmix.theory.problem import Problem
 from gaussmix.theory.quadrature import QuadratureRule, default_rule
 from gaussmix.theory.solver import FixedPointResult, solve_problem
 
-from .batched import solve_points, stacked_curve_options
 from .continuation import (
     PREDICTOR_ITER_FACTOR,
     PREDICTOR_MIN_ITER,
@@ -46,6 +45,8 @@ from .continuation import (
     predict,
     prediction_accepted,
     prediction_resolved,
+    solve_points,
+    stacked_curve_options,
 )
 from .derivative import d_test_error_d_lambda
 
@@ -171,7 +172,7 @@ def _curve(
 
     ``on_result(i, result)`` is called after the point ``points[i]`` is solved (with what
     :func:`_curve` returns for it); an exception it raises stops the curve there.  A curve
-    solved as one stacked state (:func:`~gaussmix.experiments.batched.solve_points`) calls
+    solved as one stacked state (:func:`~gaussmix.experiments.continuation.solve_points`) calls
     it for every point once all are solved (a point's result stands only then: until its
     error is estimated the stacked solve can still fail and leave the curve to be solved
     point by point); its progress bar advances as its points converge.
@@ -361,7 +362,7 @@ def learning_curve(
 ) -> CurveTable:
     """Theory learning curve: Theorem 2 errors at each ``alpha``, warm-started (curves
     of 10 points or more of one output or K = 3 classes with ridge: all points at once,
-    :mod:`gaussmix.experiments.batched`).
+    :mod:`gaussmix.theory.batch`).
 
     Parameters
     ----------
@@ -473,7 +474,7 @@ def lambda_sweep(
     point starting from the finest quadrature rule that the larger penalties needed (the
     channel integrand sharpens as lambda decreases, towards the separable regime); a
     sweep of 10 points or more of one output or K = 3 classes with ridge at all points at
-    once, each on the rule of its own regime (:mod:`gaussmix.experiments.batched`; K = 3
+    once, each on the rule of its own regime (:mod:`gaussmix.theory.batch`; K = 3
     cross-entropy point by point where a point is in the sharp regime), its slow points
     (small lambda) restarted once, inside that one solve, from predictions through their
     fast neighbours, and each point's error estimate one iteration on the refined rule

@@ -744,12 +744,12 @@ def _auto_coarse(state: ExplorerState) -> int:
     """:data:`COARSE_POINTS` for curves of problems with more than one output (one-hot
     labels: cross-entropy and multi-output square or hinge losses, about 10 times the cost
     of a binary curve) that the library solves point by point, else 0.  A curve that it
-    solves at all its points at once (:func:`~gaussmix.experiments.batched.stackable`: K = 3
+    solves at all its points at once (:func:`~gaussmix.experiments.continuation.stackable`: K = 3
     classes with ridge, 10 points or more) has its rows together at the end, in about
     twice the time of a coarse pass, which would delay them by half as much again
     (BENCHMARKS.md); one whose first point turns out to be in the sharp regime is then
     solved point by point, and its rows stream."""
-    from gaussmix.experiments.batched import stacked_curve_options
+    from gaussmix.experiments.continuation import stacked_curve_options
     from gaussmix.theory.options import solver_options
 
     try:

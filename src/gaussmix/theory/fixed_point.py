@@ -20,6 +20,7 @@ degenerate bias condition (:func:`bias_condition_step`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -107,6 +108,11 @@ class FixedPointMap:
     single : bool
         Evaluate the prior in single precision (the first phase of a large dense fixed
         point, :func:`~gaussmix.theory.refinement.run_fixed_point`; never a returned state).
+    known : HatEvaluation, optional
+        A channel evaluation of this problem with this rule already made (at ``known.x``):
+        the first :meth:`hats` at that state returns it (a map that differs from another
+        only in its prior, or a point's share of a stacked evaluation,
+        :meth:`~gaussmix.theory.batch.StackedMap.point_maps`).
 
     Attributes
     ----------
@@ -121,9 +127,11 @@ class FixedPointMap:
 
     Notes
     -----
-    Lifetime of ``last``, ``last_prior`` and ``warm``: the map's own.  A map is made for one
-    solve with one rule (a refinement makes a new map) and they are dropped with it; nothing
-    is shared between maps or carried into results.
+    A map is set by its constructor: its settings (the problem, rule, symmetry, chart,
+    prior panels, precision) cannot be written afterwards (``AttributeError``); a map with
+    other settings is a new map (:func:`new_map`).  Lifetime of ``last``, ``last_prior`` and
+    ``warm``: the map's own.  A map is made for one solve with one rule (a refinement makes
+    a new map) and they are dropped with it; nothing is carried into results.
     """
 
     __slots__ = (
@@ -150,19 +158,28 @@ class FixedPointMap:
         log_chart: bool = False,
         prior_panels: int | None = None,
         single: bool = False,
+        known: HatEvaluation | None = None,
     ) -> None:
         self.problem = problem
         self.rule = rule
         self.K = problem.n_clusters
         self.L = problem.dim
         self.ar = problem.alpha * problem.mixture.rho
-        self.last: HatEvaluation | None = None
+        self.last: HatEvaluation | None = known
         self.last_prior: tuple[HatEvaluation, PriorResult] | None = None
         self.warm: ProxWarmStart | None = None
         self.symmetry = symmetry
         self.log_chart = log_chart
         self.prior_panels = prior_panels
         self.single = single
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name not in _MEMORY and hasattr(self, name):
+            raise AttributeError(
+                f"{type(self).__name__}.{name} is set by the constructor; make a new map "
+                "(new_map) for other settings"
+            )
+        object.__setattr__(self, name, value)
 
     def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(Q, M, V, b)`` of a state of this problem
@@ -245,6 +262,11 @@ class FixedPointMap:
         return prior_update(
             self.problem, ev.Qhat, ev.Mhat, ev.Vhat, details=True, panels=self.prior_panels
         )
+
+
+#: what a :class:`FixedPointMap` writes as it evaluates (its memory of the last evaluation);
+#: every other attribute is a setting, written once by the constructor
+_MEMORY = frozenset({"last", "last_prior", "warm"})
 
 
 def _has_details(pr: PriorResult) -> bool:
@@ -449,16 +471,30 @@ def new_map(
     problem: Problem,
     rule: QuadratureRule,
     like: FixedPointMap | tuple[ClusterSymmetry | None, bool],
+    *,
+    prior_panels: int | None | Literal["like"] = "like",
+    single: bool = False,
+    known: HatEvaluation | None = None,
 ) -> FixedPointMap:
     """A map of ``problem`` with ``rule`` and the symmetry, chart and prior panels of the map
-    ``like`` (or the symmetry and chart of the pair of :func:`map_features`)."""
+    ``like`` (or the symmetry and chart of the pair of :func:`map_features`, and the default
+    panels); ``prior_panels``, ``single`` and ``known`` as :class:`FixedPointMap`'s (the
+    panels ``like``'s unless given)."""
     if isinstance(like, FixedPointMap):
         sym, log_chart, panels = like.symmetry, like.log_chart, like.prior_panels
     else:
         (sym, log_chart), panels = like, None
-    T = FixedPointMap(problem, rule)
-    T.symmetry, T.log_chart, T.prior_panels = sym, log_chart, panels
-    return T
+    if prior_panels != "like":
+        panels = prior_panels
+    return FixedPointMap(
+        problem,
+        rule,
+        symmetry=sym,
+        log_chart=log_chart,
+        prior_panels=panels,
+        single=single,
+        known=known,
+    )
 
 
 def uses_log_chart(problem: Problem) -> bool:

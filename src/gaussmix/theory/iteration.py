@@ -114,7 +114,7 @@ class AndersonState:
         coordinates (an iteration in the other coordinates starts without them).
     blocks : ndarray of int, optional
         For a state made of independent blocks (the points of a curve stacked in one state,
-        :mod:`gaussmix.experiments.batched`), the block of each component: each block is
+        :mod:`gaussmix.theory.batch`), the block of each component: each block is
         mixed with its own coefficients, as if iterated alone (None: one block).
     """
 
@@ -494,7 +494,7 @@ def iterate(
     called after every step that did not end the iteration, and the state it returns (if
     not None) is the one the iteration goes on from: a caller's change of the next iterate
     and its secant pairs (the stacked curves' restart of slow points,
-    :mod:`gaussmix.experiments.batched`).  numpy's floating-point warnings
+    :mod:`gaussmix.theory.batch`).  numpy's floating-point warnings
     are off during the loop: a trial state far from the fixed point (an Anderson
     extrapolation) can overflow inside the map, and its image is then rejected by the
     explicit finiteness test, not reported as a RuntimeWarning.

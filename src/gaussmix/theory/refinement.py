@@ -406,15 +406,13 @@ def run_fixed_point(
         coarse = rule.coarsened() if needs_quadrature(problem) and opts.continuation else None
         if coarse is not None:
             start = AndersonState.init(opts.anderson)
-            Tc = new_map(problem, coarse, features)
-            Tc.prior_panels = opts.prior_panels
+            Tc = new_map(problem, coarse, features, prior_panels=opts.prior_panels)
             out = iterate(Tc, x0, start, return_image=False, **kw)
             n_first = out.n_iter
             if out.converged and is_valid_state(out.x, problem.n_clusters, problem.dim):
                 x0 = out.x
                 history[rule] = out.anderson
-    T = new_map(problem, rule, features)
-    T.prior_panels = opts.prior_panels
+    T = new_map(problem, rule, features, prior_panels=opts.prior_panels)
     start = AndersonState.init(opts.anderson, history.get(rule))
     out = iterate(T, x0, start, return_image=False, **kw)
     history[rule] = out.anderson
@@ -448,8 +446,7 @@ def _single_phase(
     failure: the double phase starts with the pairs it had) and its evaluations.  Only a
     starting point: the double map's iteration decides convergence and returns the state.
     """
-    Ts = new_map(problem, rule, features)
-    Ts.prior_panels, Ts.single = opts.prior_panels, True
+    Ts = new_map(problem, rule, features, prior_panels=opts.prior_panels, single=True)
     start = AndersonState.init(opts.anderson, history.get(rule))
     max_iter = min(opts.max_iter, tolerances.SINGLE_PHASE_MAX_ITER)
     out = iterate(
@@ -539,7 +536,7 @@ def estimate_errors(
     channel evaluation the observables reuse, and the image only where the fixed point
     already passes the finer rule's test: measured along the K = 5 curve, 3 evaluations of
     the finer rule a point -> 2; the other rules keep the image, which the stacked curves'
-    estimate, :mod:`gaussmix.experiments.batched`, returns too); the change of every
+    estimate, :mod:`gaussmix.theory.batch`, returns too); the change of every
     observable plus
     each evaluation's own error estimates the integration error.  With ``auto_refine`` this
     repeats while the estimate of the test error or training loss exceeds ``quad_tol``.
@@ -647,9 +644,8 @@ def refine_prior(
                 if k == 0:
                     prior = dict.fromkeys(_ERROR_KEYS, np.nan)
                 break
-            T2 = new_map(problem, T.rule, T)
-            T2.prior_panels = finer
-            T2.last = T.last  # the channel at x (if evaluated there) is the same
+            # (the channel at x, if evaluated there, is the same)
+            T2 = new_map(problem, T.rule, T, prior_panels=finer, known=T.last)
             out2 = iterate(T2, x, AndersonState.init(opts.anderson, history.get(T.rule)), **kw)
             n_iter += out2.n_iter
             if not out2.converged:

@@ -150,7 +150,7 @@ def residual_scale(x: np.ndarray, K: int, L: int) -> np.ndarray:
 def _unit_index(K: int, L: int, n_b: int) -> np.ndarray:
     """The unit of each component of a state as an index into ``(u_Q (K), u_M (K), u_V (K),
     1)`` (:func:`residual_scale`); ``n_b`` trailing bias components (``L``, or one per
-    point for the stacked states of :mod:`gaussmix.experiments.batched`)."""
+    point for the stacked states of :mod:`gaussmix.theory.batch`)."""
     c = np.arange(K)
     return np.concatenate(
         [

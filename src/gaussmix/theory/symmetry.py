@@ -151,7 +151,7 @@ class ClusterSymmetry:
     def stabilised_vector(self, v: np.ndarray) -> np.ndarray:
         """Average of an effective vector (L,) over the relabellings that fix class 0: in the
         label space its components 1..K-1 are replaced by their mean.  A leading axis of
-        points (P, L) (the stacked curves of :mod:`gaussmix.experiments.batched`) averages
+        points (P, L) (the stacked curves of :mod:`gaussmix.theory.batch`) averages
         each point's."""
         if v.ndim > 1:
             full = v @ self.P
@@ -221,7 +221,7 @@ class ClusterSymmetry:
         """:meth:`expand_moments` of the cluster 0 of each of ``P`` points (the rows of
         ``mom0``, a leading axis of length ``P``): the moments of the ``P K`` clusters of
         the points, point after point (the stacked curves of
-        :mod:`gaussmix.experiments.batched`)."""
+        :mod:`gaussmix.theory.batch`)."""
         K = self.n_clusters
         n = mom0.Ef.shape[0]
         L = mom0.Ef.shape[-1]
