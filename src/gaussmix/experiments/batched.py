@@ -164,7 +164,7 @@ def stackable(problem: Problem, opts: SolverOptions) -> bool:
     if problem.dim > 2:
         return False
     rule = channel_rule(problem, None, opts.symmetry)
-    return not rule.randomised and not getattr(rule, "computes_moments", False)
+    return not rule.randomised and not rule.computes_moments
 
 
 def stacked_curve_options(

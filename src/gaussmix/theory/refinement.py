@@ -157,7 +157,7 @@ def evaluate_observables(
     Q, M, V, b = T.unpack(x)
     ev = T.hats(x)
     rho = problem.mixture.rho  # the training priors; the test side: test_priors
-    seed = getattr(T.rule, "seed", 0)
+    seed = T.rule.seed
     sym = T.symmetry is not None  # exchangeable clusters: cluster 0 stands for all
     if sym:
         Q, M, V, b = T.symmetry.symmetric_state(Q, M, V, b)
@@ -191,8 +191,8 @@ def _fallback_spread(
     only the test loss uses (the fallback of
     :class:`~gaussmix.theory.normaliser.NormaliserRule`, whose channel moments are its own:
     the state does not move with the replicates), else 0."""
-    fallback = getattr(T.rule, "fallback", None)
-    if not getattr(T.rule, "computes_moments", False) or not fallback.randomised:
+    fallback = T.rule.fallback
+    if not T.rule.computes_moments or fallback is None or not fallback.randomised:
         return 0.0
     sym = T.symmetry is not None
     values = [test_loss(problem, M, b, Q, rep, exchangeable=sym) for rep in fallback.replicates()]
@@ -267,7 +267,7 @@ def channel_rule(
     if quadrature is not None:
         if quadrature.dim != L:
             raise ValueError(f"quadrature has dimension {quadrature.dim}, the problem needs {L}")
-        if getattr(quadrature, "needs_symmetry", False) and not (
+        if quadrature.needs_symmetry and not (
             symmetry and ClusterSymmetry.of(problem) is not None
         ):
             raise ValueError(
@@ -566,7 +566,7 @@ def estimate_errors(
                 prev = history.get(finer)
                 if prev is None or prev.empty:  # the coarser rule's pairs model this Jacobian
                     prev = history.get(T.rule)
-                last = getattr(finer, "computes_moments", False)  # the last iterate
+                last = finer.computes_moments  # the last iterate
                 out2 = iterate(
                     T2, x, AndersonState.init(opts.anderson, prev), return_image=not last, **kw
                 )
