@@ -90,6 +90,7 @@ from gaussmix.theory.observables import (
 )
 from gaussmix.theory.options import SolverOptions
 from gaussmix.theory.outputs import error_keys
+from gaussmix.theory.policy import channel_rule, sharp_rule
 from gaussmix.theory.prior import (
     PriorResult,
     prior_quadrature_dim,
@@ -102,8 +103,6 @@ from gaussmix.theory.refinement import (
     MAX_QUADRATURE_NODES,
     Estimate,
     Observables,
-    channel_rule,
-    sharp_rule,
     with_statistics_points,
 )
 from gaussmix.theory.results import FixedPointResult
@@ -894,7 +893,7 @@ def _sharp(
 ) -> list:
     """The sharp rule of each point of the stacked state ``x`` (of ``points``, a mask)
     solved with the automatic rule of the smooth regime, as a single point tests it
-    (:func:`~gaussmix.theory.refinement.sharp_rule`; None: its rule stays): the points at
+    (:func:`~gaussmix.theory.policy.sharp_rule`; None: its rule stays): the points at
     most at the threshold without a call, and without the symmetry one call for all the
     points above it (its rule there does not depend on the state)."""
     p0 = T.problems[0]
@@ -1322,7 +1321,7 @@ def solve_points(
     state is iterated with the solver's automatic rule to ``opts.tol`` in every component
     of every point (a sweep over lambda restarting its slow points once from its fast
     ones, :func:`_first_solve`); the points in the sharp regime of the channel
-    (:func:`~gaussmix.theory.refinement.sharp_rule`) are solved again, stacked, with its
+    (:func:`~gaussmix.theory.policy.sharp_rule`) are solved again, stacked, with its
     rule from there; then each group of points on one rule estimates its errors
     (:func:`_estimate`; a sweep over lambda with its refined re-solve merged into one
     iteration, :func:`_refined_solve`).  A point's ``n_iter`` counts the evaluations of the
