@@ -14,6 +14,7 @@ import gaussmix as gm
 from gaussmix.theory import fixed_point
 from gaussmix.theory import solver as S
 from gaussmix.theory.api import make_problem
+from gaussmix.theory.policy import channel_rule
 from gaussmix.theory.quadrature import GaussHermite, GradedPanels, SobolRQMC
 from gaussmix.theory.symmetry import ClusterSymmetry, exchangeable_mixture
 
@@ -221,14 +222,14 @@ def test_anisotropic_metrics_keep_the_general_training_error():
 def test_automatic_rqmc_spends_the_saved_clusters_on_points():
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=10)
     problem = make_problem(mix, "cross-entropy", lam=1.0, alpha=10.0)
-    sym = S.channel_rule(problem, None, symmetry=True)
-    full = S.channel_rule(problem, None, symmetry=False)
+    sym = channel_rule(problem, None, symmetry=True)
+    full = channel_rule(problem, None, symmetry=False)
     assert full.randomised and sym.n_log2 == full.n_log2 + 3  # 2**3 <= K = 10
     assert sym.weights.size <= S.MAX_QUADRATURE_NODES
     # three to five dimensions: the sharp-regime rule is at the node cap already
     four = make_problem(gm.Mixture.isotropic(0.5, "gaussian", n_clusters=4), "cross-entropy",
                         lam=1e-4, alpha=4.0)  # fmt: skip
-    assert S.channel_rule(four, None, symmetry=True) == GaussHermite(10, 3)
+    assert channel_rule(four, None, symmetry=True) == GaussHermite(10, 3)
 
 
 @pytest.mark.long  # ~30 s: python -m pytest -m long tests/test_quadrature_ce.py

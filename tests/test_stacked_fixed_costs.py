@@ -163,7 +163,7 @@ def test_points_enter_and_leave_the_chart_as_each_alone() -> None:
 
 
 def test_the_sharp_test_of_the_points_is_each_points() -> None:
-    from gaussmix.theory.refinement import channel_rule, sharp_rule
+    from gaussmix.theory.policy import channel_rule, sharp_rule
 
     lams = np.geomspace(1e-3, 1.0, 12)
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
@@ -243,7 +243,7 @@ def test_the_constraints_arrays_made_once_give_the_same_accuracies(mixture) -> N
 
 
 def test_own_residuals_of_the_freeze_test_are_the_trails() -> None:
-    from gaussmix.theory.refinement import channel_rule
+    from gaussmix.theory.policy import channel_rule
 
     lams = np.geomspace(1e-2, 1.0, 6)
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)

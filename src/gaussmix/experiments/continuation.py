@@ -52,10 +52,10 @@ from gaussmix.theory.batch_solve import (
 from gaussmix.theory.fixed_point import map_features, needs_quadrature, uses_log_chart
 from gaussmix.theory.iteration import AndersonState, IterationOutcome, IterationState
 from gaussmix.theory.options import SolverOptions
+from gaussmix.theory.policy import channel_rule
 from gaussmix.theory.prior import prior_quadrature_dim, takes_stacked_points
 from gaussmix.theory.problem import Problem
 from gaussmix.theory.quadrature import QuadratureRule, auto_rule
-from gaussmix.theory.refinement import channel_rule
 from gaussmix.theory.solver import FixedPointResult
 from gaussmix.theory.state import LogChart, pack_state, unpack_state
 
@@ -352,7 +352,7 @@ def stackable(problem: Problem, opts: SolverOptions) -> bool:
     if problem.dim > 2:
         return False
     rule = channel_rule(problem, None, opts.symmetry)
-    return not rule.randomised and not getattr(rule, "computes_moments", False)
+    return not rule.randomised and not rule.computes_moments
 
 
 def stacked_curve_options(
@@ -726,7 +726,7 @@ def solve_points(
     state is iterated with the solver's automatic rule to ``opts.tol`` in every component
     of every point (a sweep over lambda restarting its slow points once from its fast
     ones, :func:`_first_solve`); the points in the sharp regime of the channel
-    (:func:`~gaussmix.theory.refinement.sharp_rule`) are solved again, stacked, with its
+    (:func:`~gaussmix.theory.policy.sharp_rule`) are solved again, stacked, with its
     rule from there; then each group of points on one rule estimates its errors
     (:func:`estimate_points`; a sweep over lambda with its refined re-solve merged into one
     iteration, :func:`refined_solve`).  A point's ``n_iter`` counts the evaluations of the

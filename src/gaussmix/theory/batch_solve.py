@@ -3,7 +3,7 @@
 The points of a curve stacked in one state (:class:`~gaussmix.theory.batch.StackedMap`)
 are iterated with the solver's own iteration (:func:`iterated_solve`), each point frozen at
 its own convergence; the points in the sharp regime of the channel are found as a single
-point finds them (:func:`sharp_rules`, :func:`~gaussmix.theory.refinement.sharp_rule`);
+point finds them (:func:`sharp_rules`, :func:`~gaussmix.theory.policy.sharp_rule`);
 and each point estimates its own integration error as a single point does
 (:func:`estimate_points`, :func:`~gaussmix.theory.refinement.estimate_errors`): the
 stacked state re-solved with the refined rule from the last solve's secant pairs
@@ -28,13 +28,12 @@ from .linalg import sym_eigvals
 from .observables import gaussian_risk, isotropic_softmax_metric, test_accuracy, train_accuracy
 from .options import SolverOptions
 from .outputs import error_keys
+from .policy import channel_rule, sharp_rule
 from .prior import PriorResult, prior_update
 from .refinement import (
     MAX_QUADRATURE_NODES,
     Estimate,
     Observables,
-    channel_rule,
-    sharp_rule,
     with_statistics_points,
 )
 from .results import FixedPointResult
@@ -303,7 +302,7 @@ def sharp_rules(
 ) -> list:
     """The sharp rule of each point of the stacked state ``x`` (of ``points``, a mask)
     solved with the automatic rule of the smooth regime, as a single point tests it
-    (:func:`~gaussmix.theory.refinement.sharp_rule`; None: its rule stays): the points at
+    (:func:`~gaussmix.theory.policy.sharp_rule`; None: its rule stays): the points at
     most at the threshold without a call, and without the symmetry one call for all the
     points above it (its rule there does not depend on the state)."""
     p0 = T.problems[0]

@@ -166,7 +166,7 @@ def channel_moments(
         (``needs_symmetry``, :class:`~gaussmix.theory.symmetry.ExchangeablePanels`): the
         solver uses it with the relabelling symmetry; here it would be silently wrong.
     """
-    if getattr(rule, "needs_symmetry", False):
+    if rule is not None and rule.needs_symmetry:
         raise ValueError(
             f"quadrature {type(rule).__name__} integrates only cluster 0 of exchangeable "
             "clusters (the solver's symmetry=True); pass a general rule"
@@ -244,7 +244,7 @@ def identity_prox_moments(
     if not np.any(Q != 0.0):
         omega, w = m[:, None, :], np.ones(1)
     else:
-        if rule is None or getattr(rule, "needs_symmetry", False):
+        if rule is None or rule.needs_symmetry:
             raise ValueError("a general quadrature rule is needed for this loss")
         omega, w = m[:, None, :] + rule.nodes @ sqrtm_psd(Q), np.asarray(rule.weights)
     yb = y[:, None, :]

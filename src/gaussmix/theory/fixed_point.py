@@ -204,7 +204,7 @@ class FixedPointMap:
             Q, M, V, b = sym.symmetric_state(Q, M, V, b)
             if flat_metrics(V[:1])[0] and not np.any(Q[0]):  # the zero estimator's point
                 mom0 = identity_prox_moments(p.loss, p.y[:1], M[:1] + b, Q[:1], None)
-            elif getattr(self.rule, "computes_moments", False):  # its own integrals
+            elif self.rule.computes_moments:  # its own integrals
                 mom0 = self.rule.cluster0_moments(sym.P, M[0] + b, Q[0], V[0])
             else:
                 mom0, self.warm = channel_evaluation(

@@ -60,7 +60,7 @@ resolution shows it honest).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
@@ -721,7 +721,7 @@ class NormaliserRule(QuadratureRule):
     """
 
     n_clusters: int
-    fallback: QuadratureRule
+    fallback: QuadratureRule = field()  # (required: the base class's default is None)
     order: int = NORMALISER_ORDER
     #: the rule serves cluster 0 of exchangeable clusters only
     needs_symmetry: ClassVar[bool] = True
@@ -745,7 +745,7 @@ class NormaliserRule(QuadratureRule):
     @property
     def seed(self) -> int:
         """The fallback's seed (a randomised fallback seeds the observables' estimators)."""
-        return int(getattr(self.fallback, "seed", 0))
+        return int(self.fallback.seed)
 
     def _rule(self) -> tuple[np.ndarray, np.ndarray]:
         return self.fallback.nodes, self.fallback.weights

@@ -101,16 +101,38 @@ SHARP_RQMC_LOG2 = 12
 class QuadratureRule:
     """Base of the rules for ``E[g(xi)]``, ``xi ~ N(0, I_dim)`` (see the module docstring).
 
+    The capabilities of a family are declared here with their defaults and overridden by the
+    families that have them; the solver reads them directly (:mod:`gaussmix.theory.policy`
+    decides with them which steps a solve takes).
+
     Attributes
     ----------
     dim : int
     randomised : bool
         Whether the rule is random (seeded); its error estimate is then the standard error of
         its :meth:`replicates`, not the change under refinement.
+    computes_moments : bool
+        Whether the rule computes the channel's moments itself (``cluster0_moments``) instead
+        of being a quadrature of the proximal map at its nodes
+        (:class:`~gaussmix.theory.normaliser.NormaliserRule`).
+    needs_symmetry : bool
+        Whether the rule integrates only cluster 0's competitor-symmetric integrands of
+        exchangeable clusters (:class:`~gaussmix.theory.symmetry.ExchangeablePanels`), so that
+        it serves only a solve with the relabelling symmetry.
+    seed : int
+        The seed of the seeded estimators of the observables at a solve with this rule (a
+        randomised rule's own seed; 0 for a deterministic rule).
+    fallback : QuadratureRule or None
+        The rule of the integrals that a rule computing its own moments leaves to a
+        quadrature (the test loss), or None.
     """
 
     dim: int
     randomised: ClassVar[bool] = False
+    computes_moments: ClassVar[bool] = False
+    needs_symmetry: ClassVar[bool] = False
+    seed: int = 0
+    fallback: QuadratureRule | None = None
 
     def _rule(self) -> tuple[np.ndarray, np.ndarray]:
         """``(nodes, weights)``, cached by the family (read-only arrays)."""

@@ -1,13 +1,14 @@
 """Quadrature rules of a solve, their refinement, and the integration error estimate.
 
-The channel's rule is chosen by output dimension and regime (:func:`channel_rule`,
-:func:`sharp_rule`); a solve runs the iteration with it after a continuation from a coarser
-rule (:func:`run_fixed_point`), evaluates Theorem 2's observables at the fixed point
+Which rule, continuation and estimate a solve takes is decided by its policy
+(:mod:`gaussmix.theory.policy`); this module does the work: a solve runs the iteration with a
+rule after the first phase its policy chose (:func:`run_fixed_point`: a continuation from a
+coarser rule, or a single-precision phase), evaluates Theorem 2's observables at the fixed point
 (:func:`evaluate_observables`: test error and loss, training error and loss, the free energy of
 eq. (168), the penalty and the sparsity of ``W*``), and estimates the integration error
 of each observable by re-solving with finer rules, or across the independent replicates of
-a randomised rule (:func:`estimate_errors`), then with a finer rule of the prior's own
-integrals where it has one (:func:`refine_prior`: the multi-output lasso).
+a randomised rule (:func:`estimate_errors`, the kind its policy chose), then with a finer
+rule of the prior's own integrals where it has one (:func:`refine_prior`: the multi-output lasso).
 :func:`integration_warning_text` says where a large estimate comes from; the solver issues
 the warning.
 """
@@ -16,21 +17,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from enum import Enum
 
 import numpy as np
 
 from . import tolerances
 from .fixed_point import (
     FixedPointMap,
-    cluster_symmetry,
     map_features,
-    needs_quadrature,
     new_map,
 )
 from .iteration import AndersonState, IterationOutcome, IterationStatus, iterate
 from .lasso import OUTER_PANEL_ORDER, outer_panels
-from .linalg import sym_eigvals
-from .normaliser import NormaliserRule, normaliser_serves
 from .observables import (
     free_energy_terms,
     test_accuracy,
@@ -40,21 +38,17 @@ from .observables import (
 )
 from .options import SolverOptions
 from .outputs import error_keys
-from .prior import PriorResult, prior_quadrature_dim, single_precision_phase
+from .prior import PriorResult, prior_quadrature_dim
 from .problem import Problem
 from .quadrature import (
     MAX_PANELS,
     MAX_QUADRATURE_NODES,
     MAX_TENSOR_DIM,
-    GaussHermite,
     QuadratureRule,
-    auto_rule,
 )
-from .state import is_valid_state, unpack_state
-from .symmetry import EXCHANGEABLE_ORDER, ClusterSymmetry, ExchangeablePanels, symmetric_rule
+from .state import is_valid_state
 from .tolerances import (
     REFINED_EXTRA_ITER,
-    SMOOTH_Q_MAX,
     TRAIN_ERROR_TARGET,
     integration_warning_threshold,
     refined_tol,
@@ -69,12 +63,9 @@ __all__ = [
     "with_statistics",
     "with_statistics_points",
     "failed_observables",
-    "channel_rule",
-    "sharp_rule",
-    "normaliser_switch",
-    "warm_normaliser_rule",
+    "Continuation",
+    "ErrorEstimate",
     "run_fixed_point",
-    "single_phase",
     "Estimate",
     "estimate_errors",
     "refine_prior",
@@ -111,6 +102,31 @@ _ERROR_KEYS = error_keys()
 #: its integrand, the loss at the Gaussian output itself, is less smooth than the training
 #: loss's at the proximal point, and at small ``lam`` it grows with the weights, e.g. 6.5
 #: with an estimate of 4e-4 at the K = 4 point of Fig. 3 left, lam = 1e-4, alpha = 3)
+
+
+class Continuation(Enum):
+    """The cheaper first phase of :func:`run_fixed_point` before the rule's own solve (the
+    solve's policy chooses it, :mod:`gaussmix.theory.policy`)."""
+
+    #: the rule's own iteration from the start
+    NONE = "none"
+    #: a solve with the rule's :meth:`~gaussmix.theory.quadrature.QuadratureRule.coarsened`
+    #: rule first, where it has one
+    COARSE = "coarse rule"
+    #: the map with its prior in single precision first (:func:`_single_phase`)
+    SINGLE = "single precision"
+
+
+class ErrorEstimate(Enum):
+    """How :func:`estimate_errors` estimates the integration error (the solve's policy
+    chooses it, :mod:`gaussmix.theory.policy`)."""
+
+    #: the observables only (a closed-form channel, or no estimate asked for)
+    NONE = "none"
+    #: the change under re-solves with finer rules (:meth:`QuadratureRule.refined`)
+    REFINED_RULE = "refined rule"
+    #: the standard error across the independent replicates of a randomised rule
+    REPLICATES = "randomised replicates"
 
 
 # --------------------------------------------------------------------------- observables
@@ -157,7 +173,7 @@ def evaluate_observables(
     Q, M, V, b = T.unpack(x)
     ev = T.hats(x)
     rho = problem.mixture.rho  # the training priors; the test side: test_priors
-    seed = getattr(T.rule, "seed", 0)
+    seed = T.rule.seed
     sym = T.symmetry is not None  # exchangeable clusters: cluster 0 stands for all
     if sym:
         Q, M, V, b = T.symmetry.symmetric_state(Q, M, V, b)
@@ -191,8 +207,8 @@ def _fallback_spread(
     only the test loss uses (the fallback of
     :class:`~gaussmix.theory.normaliser.NormaliserRule`, whose channel moments are its own:
     the state does not move with the replicates), else 0."""
-    fallback = getattr(T.rule, "fallback", None)
-    if not getattr(T.rule, "computes_moments", False) or not fallback.randomised:
+    fallback = T.rule.fallback
+    if not T.rule.computes_moments or fallback is None or not fallback.randomised:
         return 0.0
     sym = T.symmetry is not None
     values = [test_loss(problem, M, b, Q, rep, exchangeable=sym) for rep in fallback.replicates()]
@@ -250,123 +266,6 @@ def failed_observables(problem: Problem, T: FixedPointMap, x: np.ndarray) -> Obs
     return Observables((Q, M, V, b), hats, np.nan, np.nan, np.nan, {})
 
 
-def channel_rule(
-    problem: Problem, quadrature: QuadratureRule | None, symmetry: bool = False
-) -> QuadratureRule:
-    """The channel's quadrature rule: the given one (checked against the problem), the
-    automatic one for the output dimension (:func:`~gaussmix.theory.quadrature.auto_rule`),
-    or a placeholder for closed-form channels.
-
-    With ``symmetry`` and exchangeable clusters (one cluster's channel is integrated instead
-    of ``K``) an automatic randomised rule spends the work saved on its points: ``2**j``
-    times the points per replicate, ``2**j <= K``, within ``MAX_QUADRATURE_NODES`` (its
-    standard error falls by about that factor to the power 1/2 or more).  Measured at
-    K = 10, lam = 1: training-loss standard error 1.9e-5 with 8 x 2**11 points for one
-    cluster (10 s), 3.6e-4 with 8 x 2**8, 1.6e-4 for 8 x 2**8 on all ten clusters (63 s)."""
-    L = problem.dim
-    if quadrature is not None:
-        if quadrature.dim != L:
-            raise ValueError(f"quadrature has dimension {quadrature.dim}, the problem needs {L}")
-        if getattr(quadrature, "needs_symmetry", False) and not (
-            symmetry and ClusterSymmetry.of(problem) is not None
-        ):
-            raise ValueError(
-                f"quadrature {type(quadrature).__name__} needs exchangeable clusters, "
-                "cross-entropy, ridge and symmetry=True"
-            )
-        return quadrature
-    if not needs_quadrature(problem):
-        return GaussHermite(1, 1)  # unused: closed-form channel
-    rule = auto_rule(L, smooth=True)
-    if symmetry and rule.randomised and ClusterSymmetry.of(problem) is not None:
-        extra = int(np.floor(np.log2(problem.n_clusters)))
-        while extra > 0 and rule.weights.size * 2**extra > MAX_QUADRATURE_NODES:
-            extra -= 1
-        rule = replace(rule, n_log2=rule.n_log2 + extra)
-    return rule
-
-
-def sharp_rule(
-    problem: Problem, rule: QuadratureRule, x: np.ndarray, symmetric: bool = False
-) -> QuadratureRule | None:
-    """The automatic rule of the sharp regime where the automatic smooth-regime ``rule``
-    (one dimension) meets a sharp state ``x`` (some ``Q_c`` has an eigenvalue above
-    :data:`~gaussmix.theory.tolerances.SMOOTH_Q_MAX`: the proximal map then changes regime
-    on a scale ``~ 1 / sqrt(Q)`` of ``xi``), else None.
-
-    With ``symmetric`` (the solve integrates cluster 0's channel for all exchangeable
-    clusters, :class:`~gaussmix.theory.symmetry.ClusterSymmetry`) the sharp rule is
-    :func:`~gaussmix.theory.symmetry.symmetric_rule`'s, also where the automatic rule of
-    the dimension is the same in both regimes (K = 3: graded panels in two dimensions)."""
-    if rule != auto_rule(rule.dim, smooth=True):
-        return None
-    if not symmetric and rule == auto_rule(rule.dim):
-        return None
-    Q, M, V, _ = unpack_state(x, problem.n_clusters, problem.dim)
-    if float(sym_eigvals(Q).max()) <= SMOOTH_Q_MAX:
-        return None
-    sharp = auto_rule(rule.dim)
-    if symmetric:  # exchangeable clusters: cluster 0's rule
-        sharp = symmetric_rule(problem, sharp, Q, M, V)
-    return None if sharp == rule else sharp
-
-
-def normaliser_switch(
-    problem: Problem, opts: SolverOptions, est: Estimate
-) -> NormaliserRule | None:
-    """The rule that replaces the automatic :class:`~gaussmix.theory.symmetry.ExchangeablePanels`
-    of K = 4 cross-entropy where its estimate would warn, else None.
-
-    Near ``alpha*_4`` (lam = 1e-4: alpha in about [3.3, 5.1]) a third class entering the
-    softmax where two already share it is an oblique line in the panels' coordinates, which
-    their grading does not follow: the change under refinement of the test error or the
-    training loss then exceeds the warning threshold
-    (:func:`~gaussmix.theory.tolerances.integration_warning_threshold`; up to 9e-3 at
-    alpha = 4.5).  The integration over the softmax normaliser
-    (:class:`~gaussmix.theory.normaliser.NormaliserRule`, the panels kept for the test loss)
-    has no such line.  Points whose estimate does not warn keep the panels (and their
-    numbers); a solve with a rule of the user's, or without an estimate, is never switched.
-    """
-    rule = est.T.rule
-    if (
-        opts.quadrature is not None
-        or not opts.estimate_error
-        or est.status is not IterationStatus.CONVERGED
-        or est.T.symmetry is None
-        or not isinstance(rule, ExchangeablePanels)
-        or not normaliser_serves(problem)
-    ):
-        return None
-    worst = max(est.quad["test_error"], est.quad["train_loss"])
-    if worst <= integration_warning_threshold(opts.tol):
-        return None
-    # the test loss's rule: the panels before their refinement (the estimate refines both)
-    return NormaliserRule(problem.n_clusters, fallback=replace(rule, order=EXCHANGEABLE_ORDER))
-
-
-def warm_normaliser_rule(
-    problem: Problem, opts: SolverOptions, rule: QuadratureRule, x0: np.ndarray
-) -> NormaliserRule | None:
-    """The rule for a solve straight from a given starting state ``x0`` (a warm start: a
-    neighbouring point of a curve, or a user's ``init``), without the automatic
-    smooth-regime ``rule``'s solve first: the :class:`~gaussmix.theory.normaliser.NormaliserRule`
-    that :func:`sharp_rule` would choose at ``x0`` (K = 5, 6 cross-entropy of exchangeable
-    clusters in the sharp regime), else None.
-
-    In the sharp regime the smooth-regime rule's fixed point is far from the normaliser's
-    (the reason for the switch), so the normaliser's solve from it costs as many
-    iterations as from a cold start, while ``x0`` of a neighbouring point is close
-    (measured along Fig. 3 left's K = 5 curve: 12 evaluations at 6 nodes and 4 at 8 from the
-    Gauss-Hermite fixed point, after 20 of Gauss-Hermite).  The caller keeps the solve
-    only if :func:`sharp_rule` chooses the same rule at its fixed point, and otherwise
-    takes the usual path from ``x0``."""
-    if opts.quadrature is not None or not needs_quadrature(problem):
-        return None
-    symmetric = cluster_symmetry(problem) is not None if opts.symmetry else False
-    sharp = sharp_rule(problem, rule, x0, symmetric=symmetric)
-    return sharp if isinstance(sharp, NormaliserRule) else None
-
-
 def _finer_rule(rule: QuadratureRule, cap: int = MAX_QUADRATURE_NODES) -> QuadratureRule | None:
     """The next rule of a refinement, or None beyond ``cap`` nodes."""
     finer = rule.refined()
@@ -383,10 +282,13 @@ def run_fixed_point(
     opts: SolverOptions,
     callback: Callable | None,
     history: dict,
+    *,
+    first_phase: Continuation,
 ) -> tuple[FixedPointMap, IterationOutcome]:
-    """The fixed-point run with the channel rule ``rule``, after a cheaper first phase where
-    there is one: a single-precision phase where the prior's linear algebra is most of an
-    iteration (:func:`single_phase`), otherwise a continuation from a coarser rule.
+    """The fixed-point run with the channel rule ``rule``, after the cheaper ``first_phase``
+    (the policy's, :func:`gaussmix.theory.policy.continuation`): a single-precision phase
+    where the prior's linear algebra is most of an iteration, or a continuation from a
+    coarser rule where ``rule`` has one.
 
     The coarse solve (``opts.continuation``) converges with cheap evaluations; the rule's
     own solve then starts from there with the coarse secant pairs as its Jacobian model and
@@ -398,12 +300,12 @@ def run_fixed_point(
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
     features = map_features(problem, opts)
     n_first = 0
-    if single_phase(problem, opts):
+    if first_phase is Continuation.SINGLE:
         x0, pairs, n_first = _single_phase(problem, rule, x0, opts, features, history, kw)
         if pairs is not None:
             history[rule] = pairs
-    else:
-        coarse = rule.coarsened() if needs_quadrature(problem) and opts.continuation else None
+    elif first_phase is Continuation.COARSE:
+        coarse = rule.coarsened()
         if coarse is not None:
             start = AndersonState.init(opts.anderson)
             Tc = new_map(problem, coarse, features, prior_panels=opts.prior_panels)
@@ -417,13 +319,6 @@ def run_fixed_point(
     out = iterate(T, x0, start, return_image=False, **kw)
     history[rule] = out.anderson
     return T, replace(out, n_iter=out.n_iter + n_first)
-
-
-def single_phase(problem: Problem, opts: SolverOptions) -> bool:
-    """Whether :func:`run_fixed_point` starts in single precision: a prior that takes it on
-    a large matrix (:func:`~gaussmix.theory.prior.single_precision_phase`) and a tolerance
-    below the phase's own (:data:`~gaussmix.theory.tolerances.SINGLE_PHASE_TOL`)."""
-    return opts.tol < tolerances.SINGLE_PHASE_TOL and single_precision_phase(problem)
 
 
 def _single_phase(
@@ -527,8 +422,11 @@ def estimate_errors(
     opts: SolverOptions,
     callback: Callable | None,
     history: dict,
+    kind: ErrorEstimate,
 ) -> Estimate:
-    """Observables at the fixed point, and their integration error by refinement.
+    """Observables at the fixed point, and their integration error of the ``kind`` the
+    policy chose (:func:`gaussmix.theory.policy.estimate_kind`): by refinement, across the
+    replicates of a randomised rule (:func:`_estimate_randomised`), or none.
 
     The state is re-solved with finer rules from the fixed point (each returning the image
     ``T2(x)``, so that the state moves with the rule; a rule that computes its own moments,
@@ -547,11 +445,11 @@ def estimate_errors(
     quad = dict.fromkeys(_ERROR_KEYS, 0.0)
     evals = dict.fromkeys(_ERROR_KEYS, 0.0)
     try:
-        if status is IterationStatus.CONVERGED and T.rule.randomised and opts.estimate_error:
+        if status is IterationStatus.CONVERGED and kind is ErrorEstimate.REPLICATES:
             return _estimate_randomised(problem, T, out, opts, callback, history)
         if status is IterationStatus.CONVERGED:
             refinements = opts.max_refine if opts.auto_refine else 1
-            refining = opts.estimate_error and needs_quadrature(problem) and refinements > 0
+            refining = kind is ErrorEstimate.REFINED_RULE
             # (only the errors at a rule that a finer one will replace)
             obs = evaluate_observables(problem, T, x, light=refining)
             evals = dict(obs.errors)
@@ -563,7 +461,7 @@ def estimate_errors(
                 prev = history.get(finer)
                 if prev is None or prev.empty:  # the coarser rule's pairs model this Jacobian
                     prev = history.get(T.rule)
-                last = getattr(finer, "computes_moments", False)  # the last iterate
+                last = finer.computes_moments  # the last iterate
                 out2 = iterate(
                     T2, x, AndersonState.init(opts.anderson, prev), return_image=not last, **kw
                 )
@@ -612,10 +510,11 @@ def refine_prior(
     """The integration error of the prior's own rule, by refinement.
 
     Where the prior has its own rule (:func:`~gaussmix.theory.prior.prior_quadrature_dim`)
-    and a converged solve asks for an error estimate, after the channel's refinement
-    (:func:`estimate_errors`); otherwise ``est`` is returned as it is.  The multi-output
-    lasso's moments (:func:`~gaussmix.theory.lasso.gaussian_l1_moments`) are exact along
-    lines and integrated across them by a composite Gauss-Legendre rule of ``L' - 1``
+    and the solve asks for an error estimate (the policy's step,
+    :class:`gaussmix.theory.policy.RefinePrior`), after the channel's refinement
+    (:func:`estimate_errors`); a solve that did not converge is returned as it is.  The
+    multi-output lasso's moments (:func:`~gaussmix.theory.lasso.gaussian_l1_moments`) are
+    exact along lines and integrated across them by a composite Gauss-Legendre rule of ``L' - 1``
     dimensions, whose error reaches the order parameters (and so every observable) through
     the fixed point.  As for the channel, the state of ``est`` (converged
     with its final channel rule) is re-solved with twice the panels per outer dimension; the
@@ -629,7 +528,7 @@ def refine_prior(
     evaluation there (the channel does not depend on the prior's rule).
     """
     n_outer = prior_quadrature_dim(problem)
-    if est.status is not IterationStatus.CONVERGED or not opts.estimate_error or n_outer == 0:
+    if est.status is not IterationStatus.CONVERGED:
         return est
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
     T, x, obs, evals = est.T, est.x, est.obs, dict(est.evals)

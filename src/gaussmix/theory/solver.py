@@ -10,8 +10,11 @@ warns where the estimated integration error is large.  The work is done, by job,
 - :mod:`gaussmix.theory.fixed_point`: the map ``x -> T(x)`` of Theorem 1 (channel, bias
   condition, prior), its fixed point and the starting point;
 - :mod:`gaussmix.theory.iteration`: Anderson mixing and the safeguarded loop;
-- :mod:`gaussmix.theory.refinement`: the quadrature rules, their refinement, the observables
-  of Theorem 2 at the fixed point and the integration error estimate;
+- :mod:`gaussmix.theory.policy`: the steps of a solve, declared per problem kind (rule
+  choice, continuation, regime switches, error estimate, fallback): :func:`solve_problem`
+  is one loop over them;
+- :mod:`gaussmix.theory.refinement`: the fixed-point run, the observables of Theorem 2 at the
+  fixed point and the integration error estimate;
 - :mod:`gaussmix.theory.results`: the result type.
 
 The names of those modules that were defined here before (``FixedPointMap``,
@@ -43,6 +46,7 @@ from .fixed_point import (
 from .iteration import AndersonState, IterationOutcome, IterationStatus, iterate
 from .observables import free_energy_terms
 from .options import DEFAULT_OPTIONS, SolverOptions, solver_options, with_options_doc
+from .policy import policy_for
 from .prior import prior_update
 from .problem import Problem
 from .quadrature import QuadratureRule, auto_rule
@@ -51,15 +55,8 @@ from .refinement import (
     MAX_QUADRATURE_NODES,
     MAX_TRAIN_RQMC_NODES,
     Estimate,
-    channel_rule,
-    estimate_errors,
     failed_observables,
     integration_warning_text,
-    normaliser_switch,
-    refine_prior,
-    run_fixed_point,
-    sharp_rule,
-    warm_normaliser_rule,
 )
 from .results import FixedPointResult
 from .state import LogChart, is_valid_state, pack_state, residual_scale, unpack_state
@@ -205,11 +202,6 @@ def failure(result: FixedPointResult) -> ConvergenceError:
 SUMMARY_ERROR_KEYS = ("test_error", "train_error", "train_loss")
 
 
-def _worst(est: Estimate) -> float:
-    """The larger estimate of the test error and the training loss (the warning's)."""
-    return max(est.errors["test_error"], est.errors["train_loss"])
-
-
 def _largest(errors: dict) -> float:
     """The largest estimate, NaN if any is NaN (not estimated)."""
     values = list(errors.values())
@@ -249,6 +241,12 @@ def solve_problem(
     Returns
     -------
     FixedPointResult
+
+    Notes
+    -----
+    The solve is the steps of its :class:`~gaussmix.theory.policy.SolvePolicy`
+    (:func:`~gaussmix.theory.policy.policy_for`), then the result's checks (a spurious or
+    degenerate fixed point) and the integration warning.
     """
     opts = solver_options(options, option_keywords, caller="solve_problem")
     history = history if history is not None else {}
@@ -278,39 +276,10 @@ def _solve_once(
     history: dict,
 ) -> FixedPointResult:
     """The solve of :func:`solve_problem` from ``init`` (None: the cold start), without the
-    fallback."""
-    rule = channel_rule(problem, opts.quadrature, opts.symmetry)
-    x0 = start_state(problem, init)
-    warm = warm_normaliser_rule(problem, opts, rule, x0) if init is not None else None
-    n_warm = 0
-    if warm is not None:  # a warm start in the sharp regime: the normaliser from there
-        T, out = run_fixed_point(problem, warm, x0, opts, callback, history)
-        n_warm = out.n_iter
-        symmetric = T.symmetry is not None
-        if out.converged and sharp_rule(problem, rule, out.x, symmetric=symmetric) == warm:
-            rule = None  # (the smooth-regime solve is skipped)
-        else:
-            history.pop(warm, None)
-    if rule is not None:
-        T, out = run_fixed_point(problem, rule, x0, opts, callback, history)
-        out = replace(out, n_iter=out.n_iter + n_warm)
-        sharp = None
-        if opts.quadrature is None and needs_quadrature(problem) and out.converged:
-            sharp = sharp_rule(problem, T.rule, out.x, symmetric=T.symmetry is not None)
-        if sharp is not None:  # the solution is in the sharp regime: its rule, from there
-            history.setdefault(sharp, out.anderson)
-            T, out2 = run_fixed_point(problem, sharp, out.x, opts, callback, history)
-            out = replace(out2, n_iter=out.n_iter + out2.n_iter)
-    est = estimate_errors(problem, T, out, opts, callback, history)
-    switch = normaliser_switch(problem, opts, est)
-    if switch is not None:  # K = 4 near alpha*_4: the normaliser's integrals, from there
-        T, out2 = run_fixed_point(problem, switch, est.x, opts, callback, history)
-        est2 = estimate_errors(
-            problem, T, replace(out2, n_iter=est.n_iter + out2.n_iter), opts, callback, history
-        )
-        if est2.status is IterationStatus.CONVERGED and _worst(est2) < _worst(est):
-            est = est2
-    est = refine_prior(problem, est, opts, callback, history)  # the multi-output lasso's
+    fallback: the steps of its :class:`~gaussmix.theory.policy.SolvePolicy`
+    (:func:`~gaussmix.theory.policy.policy_for`), then the result's checks."""
+    policy = policy_for(problem, opts, warm=init is not None)
+    est = policy.run(problem, opts, start_state(problem, init), callback, history)
     # stacklevel: ... <- _solve_once <- solve_problem <- its caller's caller
     return assemble_result(problem, opts, est, stacklevel=6)
 

@@ -1,0 +1,357 @@
+"""The solve policy (gaussmix.theory.policy): the declared steps of each kind of problem, the
+agreement of each declaration with the decision the step makes at run time, the solver
+taking exactly the declared steps, the fallback slot, and the quadrature rules' declared
+capabilities."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gaussmix as gm
+from gaussmix.theory import policy as P
+from gaussmix.theory import tolerances
+from gaussmix.theory.api import make_problem
+from gaussmix.theory.fixed_point import start_state
+from gaussmix.theory.iteration import IterationStatus
+from gaussmix.theory.normaliser import NormaliserRule, normaliser_serves
+from gaussmix.theory.options import SolverOptions
+from gaussmix.theory.quadrature import (
+    GaussHermite,
+    GradedPanels,
+    QuadratureRule,
+    SobolRQMC,
+    auto_rule,
+)
+from gaussmix.theory.refinement import Continuation, ErrorEstimate
+from gaussmix.theory.solver import solve_problem
+from gaussmix.theory.state import pack_state, unpack_state
+from gaussmix.theory.symmetry import ExchangeablePanels
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "gaussmix"
+OPTS = SolverOptions()
+
+W, I, S, E, N, R = (
+    "WarmStart",
+    "Iterate",
+    "SharpSwitch",
+    "EstimateErrors",
+    "NormaliserSwitch",
+    "RefinePrior",
+)
+
+
+def _binary(delta: float = 1.0) -> gm.Mixture:
+    return gm.Mixture.isotropic(delta, "antipodal", labels="binary")
+
+
+def _dense(K: int = 2) -> gm.Mixture:
+    """A small mixture of non-commuting dense covariances (the real-data representation)."""
+    rng = np.random.default_rng(5)
+    d = 12
+    A = rng.standard_normal((K, d, d)) / np.sqrt(d)
+    cov = A @ np.swapaxes(A, 1, 2) + 0.5 * np.eye(d)
+    means = rng.standard_normal((K, d)) / np.sqrt(d)
+    return gm.Mixture.dense(means, cov, labels="binary" if K == 2 else "onehot")
+
+
+def _iso(K: int) -> gm.Mixture:
+    return gm.Mixture.isotropic(0.5, "gaussian", n_clusters=K)
+
+
+#: problem kind -> (problem, options, warm start?), the declared steps, first rule, continuation,
+#: estimate of the first rule
+TABLE = {
+    "binary ridge square": (
+        lambda: (make_problem(_binary(), "square", lam=0.1, alpha=2.0), OPTS, False),
+        (I, E),
+        GaussHermite(1, 1),  # a placeholder: the channel is in closed form
+        Continuation.NONE,
+        ErrorEstimate.NONE,
+    ),
+    "binary ridge logistic": (
+        lambda: (make_problem(_binary(), "logistic", lam=0.1, alpha=2.0), OPTS, False),
+        (I, S, E),
+        GaussHermite(64, 1),
+        Continuation.COARSE,
+        ErrorEstimate.REFINED_RULE,
+    ),
+    "binary ridge hinge": (
+        lambda: (make_problem(_binary(), "hinge", lam=0.1, alpha=2.0), OPTS, False),
+        (I, E),
+        GaussHermite(1, 1),
+        Continuation.NONE,
+        ErrorEstimate.NONE,
+    ),
+    "binary lasso logistic": (
+        lambda: (
+            make_problem(
+                gm.Mixture.sparse(0.5, delta1=0.1, delta2=0.5),
+                "logistic",
+                lam=0.1,
+                alpha=1.0,
+                penalty="l1",
+            ),
+            OPTS,
+            False,
+        ),
+        (I, S, E),
+        GaussHermite(64, 1),
+        Continuation.COARSE,
+        ErrorEstimate.REFINED_RULE,
+    ),
+    "K = 3 cross-entropy": (
+        lambda: (make_problem(_iso(3), "cross-entropy", lam=1.0, alpha=2.0), OPTS, False),
+        (I, S, E),
+        GradedPanels(16, 2, 6),
+        Continuation.COARSE,
+        ErrorEstimate.REFINED_RULE,
+    ),
+    "K = 3 cross-entropy, no symmetry": (
+        lambda: (
+            make_problem(_iso(3), "cross-entropy", lam=1.0, alpha=2.0),
+            replace(OPTS, symmetry=False),
+            False,
+        ),
+        (I, E),  # graded panels in two dimensions serve both regimes
+        GradedPanels(16, 2, 6),
+        Continuation.COARSE,
+        ErrorEstimate.REFINED_RULE,
+    ),
+    "K = 4 cross-entropy near alpha*_4": (
+        lambda: (make_problem(_iso(4), "cross-entropy", lam=1e-4, alpha=4.0), OPTS, True),
+        (I, S, E, N),
+        GaussHermite(10, 3),
+        Continuation.COARSE,
+        ErrorEstimate.REFINED_RULE,
+    ),
+    "K = 5 cross-entropy from a warm start": (
+        lambda: (make_problem(_iso(5), "cross-entropy", lam=1e-3, alpha=4.0), OPTS, True),
+        (W, I, S, E),
+        GaussHermite(8, 4),
+        Continuation.COARSE,
+        ErrorEstimate.REFINED_RULE,
+    ),
+    "K = 7 cross-entropy (randomised rule)": (
+        lambda: (
+            make_problem(_iso(7), "cross-entropy", lam=1.0, alpha=2.0),
+            replace(OPTS, symmetry=False),
+            False,
+        ),
+        (I, E),
+        auto_rule(6, smooth=True),
+        Continuation.COARSE,
+        ErrorEstimate.REPLICATES,
+    ),
+    "dense real-data logistic": (
+        lambda: (
+            make_problem(_dense(), "logistic", lam=0.1, alpha=1.5),
+            replace(OPTS, tol=1e-8),
+            False,
+        ),
+        (I, S, E),
+        GaussHermite(64, 1),
+        Continuation.SINGLE,  # (its size made large enough by the test)
+        ErrorEstimate.REFINED_RULE,
+    ),
+    "multi-output lasso (K = 3 cross-entropy, l1)": (
+        lambda: (
+            make_problem(_iso(3), "cross-entropy", lam=0.1, alpha=2.0, penalty="l1"),
+            OPTS,
+            False,
+        ),
+        (I, E, R),
+        GradedPanels(16, 2, 6),
+        Continuation.COARSE,
+        ErrorEstimate.REFINED_RULE,
+    ),
+    "a rule of the user's": (
+        lambda: (
+            make_problem(_binary(), "logistic", lam=0.1, alpha=2.0),
+            replace(OPTS, quadrature=GaussHermite(40, 1)),
+            False,
+        ),
+        (I, E),  # never switched
+        GaussHermite(40, 1),
+        Continuation.COARSE,
+        ErrorEstimate.REFINED_RULE,
+    ),
+    "no error estimate": (
+        lambda: (
+            make_problem(_iso(3), "cross-entropy", lam=0.1, alpha=2.0, penalty="l1"),
+            replace(OPTS, estimate_error=False),
+            False,
+        ),
+        (I, E),  # the observables only, and no refinement of the prior
+        GradedPanels(16, 2, 6),
+        Continuation.COARSE,
+        ErrorEstimate.NONE,
+    ),
+}
+
+
+@pytest.fixture
+def single_phase_reachable(monkeypatch):
+    """The dense prior's single-precision phase on the small test mixture."""
+    monkeypatch.setattr(tolerances, "SINGLE_PHASE_MIN_N", 1)
+
+
+@pytest.mark.parametrize("kind", list(TABLE))
+def test_the_declared_policy_of_each_problem_kind(kind, single_phase_reachable):
+    make, steps, rule, cont, estimate = TABLE[kind]
+    problem, opts, warm = make()
+    policy = P.policy_for(problem, opts, warm=warm)
+    assert tuple(type(s).__name__ for s in policy.steps) == steps
+    assert policy.rule == rule
+    assert policy.continuation is cont
+    assert policy.estimate is estimate
+    assert policy.fallback is None  # (the slot of a homotopy fallback: none declared yet)
+
+
+def _sharp(problem, x0: np.ndarray, q: float) -> np.ndarray:
+    """``x0`` with ``Q_c = q I`` (every cluster): a smooth state for ``q`` below
+    ``SMOOTH_Q_MAX``, a sharp one above."""
+    Q, M, V, b = (a.copy() for a in unpack_state(x0, problem.n_clusters, problem.dim))
+    Q[:] = q * np.eye(problem.dim)
+    return pack_state(Q, M, V, b)
+
+
+@pytest.mark.parametrize("kind", list(TABLE))
+def test_each_declared_step_matches_the_decision_it_makes(kind, single_phase_reachable):
+    """A declared switch is one that the run-time decision can take (at a sharp state) and
+    an undeclared one never is: the policy's static part and the steps' dynamic part are
+    one decision, not two that may drift apart."""
+    make, *_ = TABLE[kind]
+    problem, opts, warm = make()
+    policy = P.policy_for(problem, opts, warm=True)
+    x0 = start_state(problem, None)
+    smooth = _sharp(problem, x0, 0.5 * tolerances.SMOOTH_Q_MAX)
+    sharp = _sharp(problem, x0, 25.0 * tolerances.SMOOTH_Q_MAX)
+    automatic = opts.quadrature is None
+    at_sharp = P.sharp_rule(problem, policy.rule, sharp, symmetric=policy.symmetric)
+    at_smooth = P.sharp_rule(problem, policy.rule, smooth, symmetric=policy.symmetric)
+    assert at_smooth is None
+    assert policy.sharp_switch == (automatic and at_sharp is not None)
+    assert policy.warm_start == (automatic and isinstance(at_sharp, NormaliserRule))
+    panels = isinstance(at_sharp, ExchangeablePanels) and normaliser_serves(problem)
+    assert policy.normaliser_switch == (automatic and opts.estimate_error and panels)
+    # the estimate of the rule a switch gives: by its own declared capability
+    if at_sharp is not None and opts.estimate_error:
+        want = ErrorEstimate.REPLICATES if at_sharp.randomised else ErrorEstimate.REFINED_RULE
+        assert P.estimate_kind(problem, opts, at_sharp) is want
+
+
+def _spy_steps(monkeypatch) -> list[str]:
+    ran: list[str] = []
+    for cls in (
+        P.WarmStart,
+        P.Iterate,
+        P.SharpSwitch,
+        P.EstimateErrors,
+        P.NormaliserSwitch,
+        P.RefinePrior,
+        P.Fallback,
+    ):
+
+        def run(self, s, _real=cls.run, _name=cls.__name__):
+            ran.append(_name)
+            return _real(self, s)
+
+        monkeypatch.setattr(cls, "run", run)
+    return ran
+
+
+def test_the_solver_takes_exactly_the_declared_steps(monkeypatch):
+    """``solve_problem`` is the policy's loop: every declared step runs, in order, and no
+    other; at small ``lam`` the one-output logistic solve meets the sharp regime, and its
+    answer carries the graded panels of the switch."""
+    ran = _spy_steps(monkeypatch)
+    problem = make_problem(_binary(), "logistic", lam=1e-3, alpha=3.0)
+    res = solve_problem(problem)
+    assert res.success
+    assert ran == [I, S, E]
+    assert res.params["quadrature"].startswith("graded-panels")
+    ran.clear()
+    res = solve_problem(make_problem(_binary(), "square", lam=0.1, alpha=2.0))
+    assert res.success and ran == [I, E]
+    assert res.params["quadrature"] == "closed-form"
+
+
+def test_the_fallback_slot_takes_a_failed_solve_only():
+    """A fallback declared in the policy is handed the failed solve's state and its
+    estimate replaces the failure; a solve that converges never calls it."""
+    problem = make_problem(_binary(), "logistic", lam=0.1, alpha=2.0)
+    good = P.policy_for(problem, OPTS)
+    calls = []
+
+    def hook(s: P.SolveState):
+        calls.append(s.est.status)
+        return good.run(problem, OPTS, s.x0, None, {})
+
+    starved = replace(OPTS, max_iter=2)
+    policy = replace(P.policy_for(problem, starved), fallback=hook)
+    assert type(policy.steps[-1]) is P.Fallback
+    x0 = start_state(problem, None)
+    direct = P.policy_for(problem, starved).run(problem, starved, x0, None, {})
+    assert direct.status is IterationStatus.MAX_ITER
+    rescued = policy.run(problem, starved, x0, None, {})
+    assert calls == [IterationStatus.MAX_ITER]
+    assert rescued.status is IterationStatus.CONVERGED
+    calls.clear()
+    replace(good, fallback=hook).run(problem, OPTS, x0, None, {})
+    assert calls == []
+
+
+# --------------------------------------------------------------------------- capabilities
+CAPABILITIES = ("randomised", "computes_moments", "needs_symmetry", "seed", "fallback")
+
+
+def _rules() -> dict[str, QuadratureRule]:
+    return {
+        "GaussHermite": GaussHermite(20, 1),
+        "GradedPanels": GradedPanels(16, 2, 6),
+        "SobolRQMC": SobolRQMC(3, 8, 8, seed=7),
+        "ExchangeablePanels": ExchangeablePanels(4),
+        "NormaliserRule": NormaliserRule(5, fallback=auto_rule(4, seed=3)),
+    }
+
+
+def test_rule_capabilities_are_declared_attributes():
+    """Every capability has its default on the base class; each family declares only what
+    it has (the normaliser rule's seed is its randomised fallback's)."""
+    assert {c: getattr(QuadratureRule, c) for c in CAPABILITIES} == {
+        "randomised": False,
+        "computes_moments": False,
+        "needs_symmetry": False,
+        "seed": 0,
+        "fallback": None,
+    }
+    rules = _rules()
+    got = {name: tuple(getattr(r, c) for c in CAPABILITIES[:4]) for name, r in rules.items()}
+    assert got == {
+        "GaussHermite": (False, False, False, 0),
+        "GradedPanels": (False, False, False, 0),
+        "SobolRQMC": (True, False, False, 7),
+        "ExchangeablePanels": (False, False, True, 0),
+        "NormaliserRule": (False, True, True, 3),
+    }
+    assert [name for name, r in rules.items() if r.fallback is not None] == ["NormaliserRule"]
+    with pytest.raises(TypeError, match="fallback"):
+        NormaliserRule(5)  # (required, though the base class's default is None)
+
+
+def test_no_capability_is_read_with_a_default():
+    """Capabilities are read directly, never as ``getattr(rule, name, default)``."""
+    names = "|".join(CAPABILITIES)
+    pattern = re.compile(rf"getattr\([^()]*,\s*[\"']({names})[\"']")
+    hits = [
+        f"{path.relative_to(SRC)}:{n}"
+        for path in SRC.rglob("*.py")
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert hits == []
