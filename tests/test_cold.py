@@ -8,9 +8,9 @@ registered mixture model, loss and penalty (``tests/_random_problems.py``), each
   2-core machine), with the :data:`KNOWN_FAILURES` (three hinge problems with a sparse
   penalty) and :data:`KNOWN_SLOW` (one) named with their reasons;
 * ``-m long``: all 1,000 (``python -m pytest -m long tests/test_cold.py -s``).  It does not
-  pass: the 102 multi-output lasso problems (K = 3, 4 one-hot labels) cost more than
-  :data:`SECONDS` each (the first 13 measured all stopped after 60 s of wall time, 5 to 9 s
-  of CPU, on that machine), see ``benchmarks/bench_cold.py``.
+  pass: of the 102 multi-output lasso problems (K = 3, 4 one-hot labels) the first 36
+  measured: 28 within :data:`SECONDS` (24 of the 25 with K = 3), one in 10.7 s, seven with
+  K = 4 stopped at 12 s of CPU (``benchmarks/bench_cold.py``, ``BENCHMARKS.md``).
 
 And the solver's own fallback (``SolverOptions.fallback``): where the iteration from the cold
 start fails, the homotopy in ``lam`` finds the fixed point that the curve machinery finds

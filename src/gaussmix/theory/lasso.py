@@ -515,6 +515,10 @@ def _region_pieces(A, P, base, dirn, atom, lam, shift_free) -> list[tuple[np.nda
         margin = np.minimum(0.5, 0.25 * (hi - lo))
         zr = np.clip(0.0, lo + margin, hi - margin)
         pieces.append((li[k], lo, hi, zr, c[k] + zr[:, None] * d[k], d[k], Ja[k]))
+    if not pieces:  # (no sign pattern holds on any line: a state the map cannot take)
+        raise FloatingPointError(
+            "the regions of the l1 proximal map do not tile a line (Gaussian mass 0 instead of 1)"
+        )
     line = np.concatenate([p[0] for p in pieces])
     mass = _partial_moments(
         np.concatenate([p[1] for p in pieces]), np.concatenate([p[2] for p in pieces])
