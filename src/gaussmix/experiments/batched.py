@@ -42,7 +42,8 @@ change of each point's observables, refinement again for the points whose estima
 ``quad_tol``; and its result is assembled by the solver's own code, with its free energy
 and sparsity.
 
-Where the stacked solve does not apply (four classes or more, the lasso with several
+Where the stacked solve does not apply (four classes or more but for the square loss, whose
+channel is in closed form and whose errors are orthants of any dimension; the lasso with several
 outputs, a rule given by the caller, a randomised rule, a dense covariance, fewer than
 :data:`STACKED_MIN_POINTS` points) the curve is solved point by point
 (:mod:`gaussmix.experiments.continuation`); where it does not succeed (no convergence, a
@@ -149,18 +150,18 @@ def stackable(problem: Problem, opts: SolverOptions) -> bool:
     """Whether the points of a curve of ``problem`` (at other ``lam`` and ``alpha``) can be
     solved as one stacked state with the options ``opts``: a prior in closed form that
     takes the points on a leading axis (ridge on a spectral mixture, and for one effective
-    output the lasso and elastic net), correct sets of at most two constraints (the test
-    and training errors are orthants of at most two dimensions: one output, or K = 3
-    classes), and the solver's automatic deterministic rule (a channel in closed form; one
-    output; two outputs, K = 3 cross-entropy, on graded panels)."""
+    output the lasso and elastic net), the solver's automatic deterministic rule, and either
+    a channel in closed form (the square loss, any K: its errors are Gaussian orthants,
+    all points' at once) or correct sets of at most two constraints (one output; two
+    outputs, K = 3 cross-entropy, on graded panels)."""
     if not takes_stacked_points(problem.penalty_spec, problem.mixture):
         return False
-    if prior_quadrature_dim(problem) or max(D.shape[0] for D, _ in problem.constraints) > 2:
-        return False
-    if opts.quadrature is not None:  # the caller's rule: the points are its single points
-        return False
+    if prior_quadrature_dim(problem) or opts.quadrature is not None:
+        return False  # (a caller's rule: the points are its single points)
     if not needs_quadrature(problem):
         return True
+    if max(D.shape[0] for D, _ in problem.constraints) > 2:
+        return False
     if problem.dim > 2:
         return False
     rule = channel_rule(problem, None, opts.symmetry)
@@ -784,8 +785,9 @@ def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
     rho, rho_test = p0.mixture.rho, p0.mixture.test_priors  # (training, test priors)
     zero = np.zeros(L)
     mf, Qf, Vf = m.reshape(-1, L), Q.reshape(-1, L, L), V.reshape(-1, L, L)
-    test_acc, test_err = test_accuracy(T.outputs, mf, zero, Qf)
+    test_acc, test_errs = test_accuracy(T.outputs, mf, zero, Qf, per_cluster=True)
     test_error = np.clip(1.0 - test_acc.reshape(P, K0) @ rho_test, 0.0, 1.0)
+    test_errs = test_errs.reshape(P, K0) @ rho_test
     sym = T.symmetry is not None
     if L == 1 or p0.loss.affine_prox or isotropic_softmax_metric(T.outputs, Vf):
         train_acc, train_err = train_accuracy(T.outputs, mf, zero, Qf, Vf)
@@ -810,6 +812,7 @@ def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
     M = m - b[:, None, :]  # (each point's ``m[i] - b[i]``, all at once: the same numbers)
     # (the floats of each array at once: ``tolist`` gives each entry's ``float``)
     values = zip(
+        test_errs.tolist(),
         test_error.tolist(),
         train_error.tolist(),
         train_loss.tolist(),
@@ -831,7 +834,7 @@ def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
                 "test_loss": 0.0,
             },
         )
-        for i, (te, tre, trl, tl, err) in enumerate(values)
+        for i, (test_err, te, tre, trl, tl, err) in enumerate(values)
     ]
 
 
