@@ -110,7 +110,7 @@ def sample(n: int, seed: int) -> list[Problem]:
 
 
 def _ok(r) -> bool:
-    return isinstance(r, gm.FixedPointResult) and bool(r.converged)
+    return isinstance(r, gm.FixedPointResult) and bool(r.success)
 
 
 def main() -> None:
