@@ -787,7 +787,10 @@ def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
     mf, Qf, Vf = m.reshape(-1, L), Q.reshape(-1, L, L), V.reshape(-1, L, L)
     test_acc, test_errs = test_accuracy(T.outputs, mf, zero, Qf, per_cluster=True)
     test_error = np.clip(1.0 - test_acc.reshape(P, K0) @ rho_test, 0.0, 1.0)
-    test_errs = test_errs.reshape(P, K0) @ rho_test
+    # each point's estimate weighted by its test priors; an exact path's one constant as is,
+    # as a single point reports it
+    same = test_errs.size == 0 or bool(np.all(test_errs == test_errs[0]))
+    test_errs = np.full(P, test_errs[0]) if same else test_errs.reshape(P, K0) @ rho_test
     sym = T.symmetry is not None
     if L == 1 or p0.loss.affine_prox or isotropic_softmax_metric(T.outputs, Vf):
         train_acc, train_err = train_accuracy(T.outputs, mf, zero, Qf, Vf)
