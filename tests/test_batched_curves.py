@@ -1,7 +1,8 @@
 """Curves solved at all their points at once (issue 19, item 3,
-:mod:`gaussmix.theory.batch`; one output, and K = 3 classes): each point agrees with
-the single point within the two integration-error estimates, with its own estimate; the
-stacked priors and bias step are the single point's on a leading axis of points."""
+:mod:`gaussmix.theory.batch`; one output, K = 3 classes, the square loss for any K):
+each point agrees with the single point within the two integration-error estimates, with
+its own estimate; the stacked priors and bias step are the single point's on a leading axis
+of points."""
 
 from __future__ import annotations
 
@@ -266,7 +267,8 @@ def test_what_is_stacked_is_the_priors_declaration() -> None:
     (ridge, lasso and elastic net on spectral mixtures, one output; ridge with several)
     and the errors are orthants of at most two dimensions, and nowhere else: a dense
     mixture (its prior takes one point), the lasso with several outputs (its prior's own
-    rule), four classes or more go point by point."""
+    rule), four classes or more go point by point but for the square loss (a channel in
+    closed form: its errors are orthants of any dimension, all points at once)."""
     from gaussmix.theory.prior import STACKED_PRIORS, takes_stacked_points
 
     opts = solver_options(None, {})
@@ -291,9 +293,12 @@ def test_what_is_stacked_is_the_priors_declaration() -> None:
     assert takes_stacked_points(lasso3.penalty_spec, lasso3.mixture)
     assert not continuation.stackable(lasso3, opts)
     mix4 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=4)
-    for loss in ("square", "cross-entropy"):
-        four = curves._problems(mix4, loss, [(0.1, 1.0)], "l2", None)[0]
-        assert not continuation.stackable(four, opts)
+    # four classes: the square loss's channel is in closed form (stacked, its orthants of
+    # three dimensions all at once); the cross-entropy's is not (point by point)
+    four = curves._problems(mix4, "square", [(0.1, 1.0)], "l2", None)[0]
+    assert continuation.stackable(four, opts)
+    four = curves._problems(mix4, "cross-entropy", [(0.1, 1.0)], "l2", None)[0]
+    assert not continuation.stackable(four, opts)
     full = curves._problems(dense, "logistic", [(0.1, 1.0)], "l2", None)[0]
     assert full.dim == 1 and not takes_stacked_points(full.penalty_spec, full.mixture)
     assert not continuation.stackable(full, opts)
@@ -301,6 +306,8 @@ def test_what_is_stacked_is_the_priors_declaration() -> None:
 
 # --------------------------------------------------------------------------- K = 3 classes
 UNBALANCED3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3, rho=[0.2, 0.3, 0.5])
+UNBALANCED4 = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=4, rho=[0.1, 0.2, 0.3, 0.4])
+MIX5 = gm.Mixture.isotropic(0.7, "simplex", n_clusters=5)
 
 
 def _point_by_point(monkeypatch, fn, *args, **kw):
@@ -323,8 +330,20 @@ def _point_by_point(monkeypatch, fn, *args, **kw):
         ),
         (MIX3, "square", 1.0, np.linspace(0.2, 4.0, 10)),
         (UNBALANCED3, "square", 0.1, np.linspace(0.2, 4.0, 10)),
+        # K = 4, 5: orthants of three and four dimensions (nested rules, each point's own
+        # error estimate)
+        (UNBALANCED4, "square", 0.1, np.linspace(0.2, 4.0, 10)),
+        (MIX5, "square", 0.3, np.linspace(0.2, 4.0, 10)),
     ],
-    ids=["ce", "ce log chart", "ce unbalanced", "square", "square unbalanced"],
+    ids=[
+        "ce",
+        "ce log chart",
+        "ce unbalanced",
+        "square",
+        "square unbalanced",
+        "square K=4 unbalanced",
+        "square K=5",
+    ],
 )
 def test_a_stacked_three_class_curve_is_its_single_points(
     monkeypatch, stacked_calls, mixture, loss, lam, grid

@@ -489,3 +489,24 @@ def test_too_many_effective_outputs_for_the_lasso_prior_are_refused_at_the_door(
     for k, name in ((4, "square"), (5, "cross-entropy")):
         four = gm.Mixture.isotropic(0.5, "simplex", n_clusters=k)
         gm.make_problem(four, name, lam=0.1, alpha=1.0, penalty=penalty, l1_ratio=l1_ratio)
+
+
+@pytest.mark.parametrize(
+    "Lp,L,shift_free", [(1, 1, False), (1, 2, True), (2, 2, False), (2, 3, True), (3, 3, False)]
+)
+@pytest.mark.parametrize("lam", [0.05, 0.4, 2.0])
+def test_compiled_line_moments_are_the_numpy_pieces(Lp, L, shift_free, lam):
+    """The compiled pass over the lines (:func:`gaussmix.theory._kernels.l1_line_moments`,
+    the default) gives the moments of the numpy reference (the pieces of
+    :func:`_region_pieces` integrated by :func:`_integrate_pieces`) to rounding, on three
+    atoms with their own metrics and laws (the rule's lines ordered by atom)."""
+    rng = np.random.default_rng(5 * Lp + L)
+    P = _complement_of_ones(L) if shift_free else np.eye(L)
+    A = P.T @ _psd(rng, 3, Lp, ridge=0.1) @ P
+    cov = _psd(rng, 3, Lp, ridge=0.3)
+    mean = 0.3 * rng.standard_normal((3, Lp))
+    fast = gaussian_l1_moments(A, P, mean, cov, lam, shift_free=shift_free)
+    ref = gaussian_l1_moments(A, P, mean, cov, lam, shift_free=shift_free, compiled=False)
+    for what in ("mean", "second", "jacobian", "nonzero", "l1"):
+        x, y = getattr(fast, what), getattr(ref, what)
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-12 * max(1.0, np.abs(y).max()))

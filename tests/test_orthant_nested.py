@@ -250,5 +250,7 @@ def test_the_square_loss_errors_of_all_clusters_at_once_are_each_clusters_orthan
         cov = D @ A[c] @ res.Q[c] @ A[c] @ D.T
         p, e2 = orthant_probability(D @ mh - t, 0.5 * (cov + cov.T))
         assert abs(tacc[c] - p) <= 1e-14
-        assert e2 <= terr
+        # the largest cluster's (the batch is each problem alone to rounding, so its
+        # rules' differences are too: within a few ulps of 1)
+        assert e2 <= terr + 4 * np.finfo(float).eps
     assert 0 < err < 1e-9 and 0 < terr < 1e-9

@@ -337,18 +337,18 @@ def stackable(problem: Problem, opts: SolverOptions) -> bool:
     """Whether the points of a curve of ``problem`` (at other ``lam`` and ``alpha``) can be
     solved as one stacked state with the options ``opts``: a prior in closed form that
     takes the points on a leading axis (ridge on a spectral mixture, and for one effective
-    output the lasso and elastic net), correct sets of at most two constraints (the test
-    and training errors are orthants of at most two dimensions: one output, or K = 3
-    classes), and the solver's automatic deterministic rule (a channel in closed form; one
-    output; two outputs, K = 3 cross-entropy, on graded panels)."""
+    output the lasso and elastic net), the solver's automatic deterministic rule, and either
+    a channel in closed form (the square loss, any K: its errors are Gaussian orthants,
+    all points' at once) or correct sets of at most two constraints (one output; two
+    outputs, K = 3 cross-entropy, on graded panels)."""
     if not takes_stacked_points(problem.penalty_spec, problem.mixture):
         return False
-    if prior_quadrature_dim(problem) or max(D.shape[0] for D, _ in problem.constraints) > 2:
-        return False
-    if opts.quadrature is not None:  # the caller's rule: the points are its single points
-        return False
+    if prior_quadrature_dim(problem) or opts.quadrature is not None:
+        return False  # (a caller's rule: the points are its single points)
     if not needs_quadrature(problem):
         return True
+    if max(D.shape[0] for D, _ in problem.constraints) > 2:
+        return False
     if problem.dim > 2:
         return False
     rule = channel_rule(problem, None, opts.symmetry)

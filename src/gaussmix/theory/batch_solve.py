@@ -188,8 +188,12 @@ def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
     rho, rho_test = p0.mixture.rho, p0.mixture.test_priors  # (training, test priors)
     zero = np.zeros(L)
     mf, Qf, Vf = m.reshape(-1, L), Q.reshape(-1, L, L), V.reshape(-1, L, L)
-    test_acc, test_err = test_accuracy(T.outputs, mf, zero, Qf)
+    test_acc, test_errs = test_accuracy(T.outputs, mf, zero, Qf, per_cluster=True)
     test_error = np.clip(1.0 - test_acc.reshape(P, K0) @ rho_test, 0.0, 1.0)
+    # each point's estimate weighted by its test priors; an exact path's one constant as is,
+    # as a single point reports it
+    same = test_errs.size == 0 or bool(np.all(test_errs == test_errs[0]))
+    test_errs = np.full(P, test_errs[0]) if same else test_errs.reshape(P, K0) @ rho_test
     sym = T.symmetry is not None
     if L == 1 or p0.loss.affine_prox or isotropic_softmax_metric(T.outputs, Vf):
         train_acc, train_err = train_accuracy(T.outputs, mf, zero, Qf, Vf)
@@ -214,6 +218,7 @@ def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
     M = m - b[:, None, :]  # (each point's ``m[i] - b[i]``, all at once: the same numbers)
     # (the floats of each array at once: ``tolist`` gives each entry's ``float``)
     values = zip(
+        test_errs.tolist(),
         test_error.tolist(),
         train_error.tolist(),
         train_loss.tolist(),
@@ -235,7 +240,7 @@ def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
                 "test_loss": 0.0,
             },
         )
-        for i, (te, tre, trl, tl, err) in enumerate(values)
+        for i, (test_err, te, tre, trl, tl, err) in enumerate(values)
     ]
 
 

@@ -44,12 +44,14 @@ estimates the outer rule's error by refinement
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import ndtr
 
+from ._kernels import l1_line_moments
 from .quadrature import GradedPanels, composite_legendre, graded_edges
 from .tolerances import XI_MAX
 
@@ -289,6 +291,7 @@ def gaussian_l1_moments(
     *,
     shift_free: bool = False,
     panels: int | None = None,
+    compiled: bool = True,
 ) -> L1Moments:
     """Moments of ``w = l1_prox(A_j, P^T B)`` for ``B ~ N(mean_j, cov_j)`` on each atom ``j``.
 
@@ -307,6 +310,11 @@ def gaussian_l1_moments(
     panels : int, optional
         Panels per outer dimension (``L' - 1`` of them) of the composite Gauss-Legendre
         rule; default :data:`OUTER_PANELS`.
+    compiled : bool
+        Integrate the pieces along the lines in one compiled pass
+        (:func:`gaussmix.theory._kernels.l1_line_moments`, the default); False: the numpy
+        reference (:func:`_region_pieces`, :func:`_integrate_pieces`), the same numbers to
+        rounding.
 
     Returns
     -------
@@ -341,8 +349,11 @@ def gaussian_l1_moments(
     atom = np.repeat(np.arange(J), sizes)
     lw = np.concatenate(ws)
     off = base - np.repeat(mean, sizes, axis=0)
-    pieces = _region_pieces(A, P, base, dirn, atom, lam, shift_free)
-    mom = _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A)
+    if compiled:
+        mom = _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, shift_free)
+    else:
+        pieces = _region_pieces(A, P, base, dirn, atom, lam, shift_free)
+        mom = _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A)
     if Lp >= 2:
         _zero_unresolved(mom, A.shape[-1], Lp - 1)
     return mom
@@ -418,6 +429,7 @@ def _kinks_across_lines(A, P, mean, R, lam, shift_free) -> list[np.ndarray]:
     return [np.unique(np.concatenate(k)) if k else np.zeros(0) for k in kinks]
 
 
+@functools.cache
 def _sign_patterns(L: int, shift_free: bool) -> list[np.ndarray]:
     """The sign patterns ``s`` in ``{-1, 0, 1}^L`` of the prox's pieces; ``shift_free``: only
     those of the gauge :func:`l1_prox` returns (lower median entry zero: at most
@@ -432,6 +444,23 @@ def _sign_patterns(L: int, shift_free: bool) -> list[np.ndarray]:
     return out
 
 
+def _atom_apply(M: np.ndarray, aj: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``M[aj[n]] @ x[n]`` for every row ``n`` (``M`` (J, p, q), ``x`` (N, q)): one matrix
+    product per atom on its run of rows where ``aj`` is sorted (the lines of
+    :func:`gaussian_l1_moments` are, atom by atom), else the gathered product."""
+    if M.shape[0] == 1:
+        return x @ M[0].T
+    if aj.size and np.all(aj[1:] >= aj[:-1]):
+        out = np.empty((x.shape[0], M.shape[1]))
+        bounds = np.searchsorted(aj, np.arange(M.shape[0] + 1))
+        for j in range(M.shape[0]):
+            lo, hi = bounds[j], bounds[j + 1]
+            if hi > lo:
+                out[lo:hi] = x[lo:hi] @ M[j].T
+        return out
+    return np.einsum("nab,nb->na", M[aj], x)
+
+
 def _pattern_constraints(A, P, base, dirn, atom, lam, shift_free):
     """For each sign pattern ``s`` of the prox (support ``S``), its region's constraints
     along every line ``g(z) = P^T (base + z dirn)`` whose ``A_SS`` is positive definite:
@@ -444,7 +473,9 @@ def _pattern_constraints(A, P, base, dirn, atom, lam, shift_free):
     (lines x constraints), which are constant along the line within rounding (``flat``)
     and which of those fail there (with a rounding margin: for the shift-free metric of an
     even ``L`` the gauge entry's constraint is tight on the whole region), ``w = c + d z``
-    and the Jacobian (:func:`l1_prox_jacobian`).
+    and the Jacobians of the atoms (J, L, L) (:func:`l1_prox_jacobian`; the lines' atoms
+    are ``atom[lines]``).  The per-line products are one matrix product per atom
+    (:func:`_atom_apply`).
     """
     n_atoms, L = A.shape[0], A.shape[-1]
     g0 = base @ P
@@ -463,15 +494,19 @@ def _pattern_constraints(A, P, base, dirn, atom, lam, shift_free):
         if li.size == 0:
             continue
         Jp = l1_prox_jacobian(A, np.ascontiguousarray(np.broadcast_to(S, (n_atoms, L))))
-        Ja, Aa = Jp[atom[li]], A[atom[li]]
-        c = np.einsum("nab,nb->na", Ja, g0[li] - lam * s)  # w at z = 0
-        d = np.einsum("nab,nb->na", Ja, e[li])  # dw/dz
-        cs = np.einsum("nab,nb->na", np.abs(Aa), np.abs(c))
-        ds = np.einsum("nab,nb->na", np.abs(Aa), np.abs(d))
+        aj = atom[li]
+        gl = g0[li]
+        el = e[li]
+        c = _atom_apply(Jp, aj, gl - lam * s)  # w at z = 0
+        d = _atom_apply(Jp, aj, el)  # dw/dz
+        absA = np.abs(A)
+        cs = _atom_apply(absA, aj, np.abs(c))
+        ds = _atom_apply(absA, aj, np.abs(d))
         # alpha + beta z >= 0, with the size of each term (for the rounding margin)
         on, offs = np.flatnonzero(S), np.flatnonzero(~S)
-        r0 = g0[li][:, offs] - np.einsum("nab,nb->na", Aa[:, offs, :], c)
-        r1 = e[li][:, offs] - np.einsum("nab,nb->na", Aa[:, offs, :], d)
+        Aoff = np.ascontiguousarray(A[:, offs, :])
+        r0 = gl[:, offs] - _atom_apply(Aoff, aj, c)
+        r1 = el[:, offs] - _atom_apply(Aoff, aj, d)
         alpha = np.concatenate([s[on] * c[:, on], lam - r0, lam + r0], axis=1)
         beta = np.concatenate([s[on] * d[:, on], -r1, r1], axis=1)
         asize = (
@@ -482,7 +517,7 @@ def _pattern_constraints(A, P, base, dirn, atom, lam, shift_free):
         )
         flat = np.abs(beta) <= _FLAT_ULPS * _EPS * bsize
         fails = flat & (alpha < -_FLAT_ULPS * _EPS * asize)
-        yield li, alpha, beta, flat, fails, c, d, Ja
+        yield li, alpha, beta, flat, fails, c, d, Jp
 
 
 def _region_pieces(A, P, base, dirn, atom, lam, shift_free) -> list[tuple[np.ndarray, ...]]:
@@ -499,7 +534,7 @@ def _region_pieces(A, P, base, dirn, atom, lam, shift_free) -> list[tuple[np.nda
         ``J`` (:func:`l1_prox_jacobian`).
     """
     pieces = []
-    for li, alpha, beta, flat, fails, c, d, Ja in _pattern_constraints(
+    for li, alpha, beta, flat, fails, c, d, Jp in _pattern_constraints(
         A, P, base, dirn, atom, lam, shift_free
     ):
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -514,7 +549,7 @@ def _region_pieces(A, P, base, dirn, atom, lam, shift_free) -> list[tuple[np.nda
         # that allows, so that ``w = w_ref + slope (z - z_ref)`` does not cancel
         margin = np.minimum(0.5, 0.25 * (hi - lo))
         zr = np.clip(0.0, lo + margin, hi - margin)
-        pieces.append((li[k], lo, hi, zr, c[k] + zr[:, None] * d[k], d[k], Ja[k]))
+        pieces.append((li[k], lo, hi, zr, c[k] + zr[:, None] * d[k], d[k], Jp[atom[li[k]]]))
     if not pieces:  # (no sign pattern holds on any line: a state the map cannot take)
         raise FloatingPointError(
             "the regions of the l1 proximal map do not tile a line (Gaussian mass 0 instead of 1)"
@@ -523,13 +558,75 @@ def _region_pieces(A, P, base, dirn, atom, lam, shift_free) -> list[tuple[np.nda
     mass = _partial_moments(
         np.concatenate([p[1] for p in pieces]), np.concatenate([p[2] for p in pieces])
     )[0]
-    total = np.bincount(line, mass, minlength=base.shape[0])
+    _check_tiling(np.bincount(line, mass, minlength=base.shape[0]))
+    return pieces
+
+
+def _check_tiling(total: np.ndarray) -> None:
+    """Raise FloatingPointError unless the Gaussian masses ``total`` of the pieces of every
+    line add up to 1 (within ``_TILE_TOL``)."""
     if not np.all(np.abs(total - 1.0) <= _TILE_TOL):
         raise FloatingPointError(
             "the regions of the l1 proximal map do not tile a line (Gaussian mass "
             f"{total[np.argmax(np.abs(total - 1.0))]:.12g} instead of 1)"
         )
-    return pieces
+
+
+def _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, shift_free) -> L1Moments:
+    """:func:`_region_pieces` and :func:`_integrate_pieces` in one compiled pass over the
+    lines (:func:`gaussmix.theory._kernels.l1_line_moments`: no pieces are stored; per
+    line and sign pattern the same constraints, interval, reference point and closed-form
+    integrals), then :func:`_finish_moments`.  The sign patterns' Jacobians and whether
+    their ``A_SS`` is positive definite are computed once per atom, as in
+    :func:`_pattern_constraints`."""
+    J, L = A.shape[0], A.shape[-1]
+    pats = np.array(_sign_patterns(L, shift_free))
+    # the Jacobian and the test of A_SS depend on the support only: once per support
+    supports, which = np.unique(pats != 0.0, axis=0, return_inverse=True)
+    usable_s = np.ones((supports.shape[0], J), dtype=np.bool_)
+    for k, S in enumerate(supports):
+        if S.any():
+            ev = np.linalg.eigvalsh(A[:, S][:, :, S])
+            usable_s[k] = ev[:, 0] > _PD_RCOND * np.maximum(ev[:, -1], np.finfo(float).tiny)
+    Ss = np.repeat(supports, J, axis=0)  # (supports x atoms, L)
+    # (an unusable A_SS, singular to rounding, is never read: the identity stands for it)
+    As = np.where(
+        usable_s.reshape(-1)[:, None, None], np.tile(A, (supports.shape[0], 1, 1)), np.eye(L)
+    )
+    Js = l1_prox_jacobian(As, Ss)
+    Js = Js.reshape(supports.shape[0], J, L, L)
+    which = which.reshape(-1)
+    usable, Jps = usable_s[which], np.ascontiguousarray(Js[which])
+    Lp = P.shape[0]
+    ew = np.zeros((J, L))
+    eww = np.zeros((J, L, L))
+    ewb = np.zeros((J, L, Lp))
+    ejd = np.zeros((J, L, L))
+    l1 = np.zeros(J)
+    mass = np.zeros(base.shape[0])
+    c64 = np.ascontiguousarray
+    l1_line_moments(
+        c64(base @ P),
+        c64(dirn @ P),
+        c64(off, dtype=float),
+        c64(dirn, dtype=float),
+        c64(atom, dtype=np.int64),
+        c64(lw, dtype=float),
+        c64(pats),
+        usable,
+        Jps,
+        c64(A, dtype=float),
+        float(lam),
+        _FLAT_ULPS * _EPS,
+        ew,
+        eww,
+        ewb,
+        ejd,
+        l1,
+        mass,
+    )
+    _check_tiling(mass)
+    return _finish_moments(ew, eww, ewb, ejd, l1, cov, P, A)
 
 
 def _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A) -> L1Moments:
@@ -565,18 +662,30 @@ def _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A) -> L1Moments:
     wt = lw[line]  # outer weight of each piece's line
     aj = atom[line]
 
-    def total(x):
-        out = np.zeros((J,) + x.shape[1:])
-        np.add.at(out, aj, wt.reshape((-1,) + (1,) * (x.ndim - 1)) * x)
-        return out
+    # the sums over the pieces of each atom, weighted by their lines' outer weights: one
+    # matrix product (rows: atoms; columns: pieces)
+    if J == 1:
+        wmat = wt[None, :]
+    else:
+        wmat = np.zeros((J, wt.size))
+        wmat[aj, np.arange(wt.size)] = wt
 
-    eww = total(eww)
-    ej_direct = total(ej)
+    def total(x):
+        return (wmat @ x.reshape(x.shape[0], -1)).reshape((J,) + x.shape[1:])
+
+    return _finish_moments(total(ew), total(eww), total(ewb), total(ej), total(l1), cov, P, A)
+
+
+def _finish_moments(ew, eww, ewb, ej_direct, l1, cov, P, A) -> L1Moments:
+    """:class:`L1Moments` from the sums by atom of the pieces' integrals (``E[w]``,
+    ``E[w w^T]``, ``E[w (B - m)^T]``, the direct ``E[dw/dg]``, ``E||w||_1``): the Jacobian
+    from Stein's lemma where ``cov`` is well conditioned and the number of non-zero entries
+    (see :func:`_integrate_pieces`)."""
     ej = ej_direct.copy()
     ev = np.linalg.eigvalsh(cov)
     stein = ev[:, 0] > _STEIN_RCOND * ev[:, -1]
     if np.any(stein):
-        ewb = total(ewb)[stein]
+        ewb = ewb[stein]
         ejs = np.linalg.solve(cov[stein], np.swapaxes(ewb, 1, 2))  # (cov^-1 E[(B-m) w^T])
         ej[stein] = np.swapaxes(ejs, 1, 2) @ P  # E[dw/dB] P = E[dw/dg] on range(P^T)
     ej = 0.5 * (ej + np.swapaxes(ej, 1, 2))
@@ -586,9 +695,9 @@ def _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A) -> L1Moments:
         n = np.ones(L) / np.sqrt(L)
         nnz = nnz + (n @ A @ n) * (n @ ej_direct @ n)
     return L1Moments(
-        mean=total(ew),
+        mean=ew,
         second=0.5 * (eww + np.swapaxes(eww, 1, 2)),
         jacobian=ej,
         nonzero=nnz,
-        l1=total(l1),
+        l1=l1,
     )

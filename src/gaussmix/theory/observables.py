@@ -75,11 +75,13 @@ def test_accuracy(
     seed: int = 0,
     quick: bool = False,
     exchangeable: bool = False,
-) -> tuple[np.ndarray, float]:
+    per_cluster: bool = False,
+) -> tuple[np.ndarray, float | np.ndarray]:
     """``P[phi(omega_c) = y_c]`` for each cluster (Theorem 2, eq. (9)) and the integration
     error of ``sum_c rho_c P_c`` with the test priors ``rho``
     (:attr:`~gaussmix.theory.mixture.Mixture.test_priors`; zero up to rounding for orthants
-    of dimension <= 2).
+    of dimension <= 2), or with ``per_cluster`` each cluster's error estimate (K,) (for the
+    clusters of several points stacked, whose outputs have no mixture to weigh them).
 
     Orthants of dimension 3 to 5 (K = 4 to 6 classes) are deterministic nested rules
     (:func:`orthant_probability`, error about ``1e-15``), beyond that seeded randomised QMC
@@ -91,14 +93,15 @@ def test_accuracy(
     so cluster 0's probability stands for every cluster (one orthant instead of ``K``)."""
     point = _point_masses(Q)
     if point.all():  # the lasso's zero estimator: omega_c = b, the bias-only classifier
-        return _point_mass_accuracy(problem, M + b), 0.0
+        return _point_mass_accuracy(problem, M + b), np.zeros(M.shape[0]) if per_cluster else 0.0
     stacked = _stacked_constraints(problem.constraints)
     if stacked is not None and stacked[0].shape[1] <= 2:
         # orthants of dimension <= 2: all clusters in one batched call
         D, t = stacked
         mean = np.einsum("kij,kj->ki", D, M + b) - t
         out = orthant_probability_batch(mean, D @ Q @ np.swapaxes(D, 1, 2))
-        return out, EXACT_ERR_1D if D.shape[1] == 1 else EXACT_ERR_2D
+        exact = EXACT_ERR_1D if D.shape[1] == 1 else EXACT_ERR_2D
+        return out, np.full(out.size, exact) if per_cluster else exact
     tol = {"abs_tol": SPREAD_ORTHANT_TOL} if quick else {}
     if exchangeable:
         D, t = problem.constraints[0]
@@ -111,7 +114,7 @@ def test_accuracy(
         )
         return np.full(problem.n_clusters, p), float(e)
     out, err = _cluster_orthants(problem.constraints, M + b, Q, seed=seed, **tol)
-    return out, float(problem.mixture.test_priors @ err)
+    return out, err if per_cluster else float(problem.mixture.test_priors @ err)
 
 
 def _cluster_orthants(

@@ -23,9 +23,10 @@ Algorithms
 ----------
 * ``m == 1``: exact, ``ndtr(-mean / sd)``.
 * ``m == 2``: the bivariate normal CDF by Genz's ``bvnu`` algorithm (Drezner & Wesolowsky
-  1989 with Genz's double-precision modifications for ``|r|`` close to one), with a 20-point
-  Gauss-Legendre rule everywhere.  Absolute accuracy is at the level of a few ``1e-16`` for
-  every correlation in ``[-1, 1]`` (the limits ``r = +-1`` use the degenerate closed forms).
+  1989 with Genz's double-precision modifications for ``|r|`` close to one), with Genz's
+  Gauss-Legendre rules (6, 12 or 20 points as ``|r|`` grows: the 20-point rule's numbers
+  within a few ``1e-16``).  Absolute accuracy is at the level of a few ``1e-16`` for every
+  correlation in ``[-1, 1]`` (the limits ``r = +-1`` use the degenerate closed forms).
 * ``m >= 3``: components with zero variance are deterministic and removed (the probability
   is 0 if such a component has a positive mean); exactly (anti-)correlated pairs are merged
   into one variable with a (two-sided) interval.  If at most two variables remain, the exact
@@ -76,7 +77,7 @@ from scipy.special import log_ndtr, ndtr, ndtri
 
 from gaussmix.core.validation import check_array, check_int, check_real
 
-from ._kernels import bvnu
+from ._kernels import bvnu, bvnu_rows
 from .linalg import sym_eigvals
 
 __all__ = ["equicorrelated_orthant", "orthant_probability", "orthant_probability_batch"]
@@ -114,11 +115,20 @@ _EQUI_EPSABS = 1e-14
 _WORK_BUDGET = 2**21
 
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(20)
+#: the shorter rules of Genz's ``bvnu`` for smaller correlations (6 points for ``|r| < 0.3``,
+#: 12 for ``|r| < 0.75``)
+_GL_RULES_SMALL_R = (*np.polynomial.legendre.leggauss(6), *np.polynomial.legendre.leggauss(12))
 #: largest number of outer variables integrated by tensor Gauss-Legendre rules (orthants of
 #: up to ``MAX_TENSOR_DIM + 2`` variables, K <= 6 classes, are deterministic)
 MAX_TENSOR_DIM = 3
-#: nodes per dimension of the first tensor rule, by the number of outer variables
-_TENSOR_START = {1: 32, 2: 16, 3: 12}
+#: nodes per dimension of the first and the second tensor rule (then :func:`_next_nodes`),
+#: by the number of outer variables.  Two (K = 5): measured on the 800 orthants of two
+#: 40-point square-loss curves of ``benchmarks/bench_square_k.py`` (simplex means;
+#: Gaussian means with unequal priors), the rule of 16 nodes is 2e-9 to 7e-9 from that of
+#: 64, of 20 nodes 8e-13 to 2e-11, of 24 within 2e-14: the rules of 20 and 24 nodes end
+#: the refinement at the default ``abs_tol``, 976 points where 16, 24, 36 took 2128
+_TENSOR_START = {1: 32, 2: 20, 3: 12}
+_TENSOR_SECOND = {1: 48, 2: 24, 3: 18}
 #: largest number of points of a tensor rule (then the last difference is the error)
 _TENSOR_MAX_POINTS = 2**18
 #: outer variables are integrated over ``[-_Y_TAIL, _Y_TAIL]``: ``2 Phi(-8.3) < 1e-16``
@@ -182,7 +192,8 @@ def _bvnu(dh: np.ndarray, dk: np.ndarray, r: np.ndarray) -> np.ndarray:
     """``P[X > dh, Y > dk]`` for standard bivariate normals with correlation ``r`` (finite dh, dk).
 
     A. Genz's ``bvnu`` (Drezner & Wesolowsky 1989, with Genz's modifications for double
-    precision and ``|r|`` near one), a 20-point Gauss-Legendre rule in both branches;
+    precision and ``|r|`` near one), Genz's Gauss-Legendre rules (6 points for
+    ``|r| < 0.3``, 12 for ``|r| < 0.75``, 20 beyond);
     compiled (:func:`gaussmix._kernels.bvnu`) and applied elementwise after broadcasting.
     """
     h, k, r = np.broadcast_arrays(
@@ -195,6 +206,7 @@ def _bvnu(dh: np.ndarray, dk: np.ndarray, r: np.ndarray) -> np.ndarray:
         np.ascontiguousarray(r).reshape(-1),
         _GL_NODES,
         _GL_WEIGHTS,
+        *_GL_RULES_SMALL_R,
     )
     return out.reshape(shape)
 
@@ -219,6 +231,20 @@ def _bvn_cdf(h: np.ndarray, k: np.ndarray, r: np.ndarray) -> np.ndarray:
     out = np.where(np.isposinf(k), ndtr(np.where(np.isposinf(h), np.inf, h)), out)
     out = np.where(np.isneginf(h) | np.isneginf(k), 0.0, out)
     return out
+
+
+def _bvn_cdf_rows(h: np.ndarray, k: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """:func:`_bvn_cdf` of finite ``h, k`` (B, P) with one correlation ``r`` (B,) per row,
+    the same numbers (:func:`gaussmix.theory._kernels.bvnu_rows`: the rule's terms that
+    depend on ``r`` alone made once per row)."""
+    return bvnu_rows(
+        np.ascontiguousarray(-np.clip(h, -_HMAX, _HMAX)),
+        np.ascontiguousarray(-np.clip(k, -_HMAX, _HMAX)),
+        np.ascontiguousarray(r, dtype=float),
+        _GL_NODES,
+        _GL_WEIGHTS,
+        *_GL_RULES_SMALL_R,
+    )
 
 
 def _rectangle_prob_small(a: np.ndarray, b: np.ndarray, corr: np.ndarray) -> float:
@@ -503,20 +529,20 @@ def _nested_pair_rule(a: np.ndarray, b: np.ndarray, L: np.ndarray, q: int) -> np
     c2 = np.einsum("bj,bjp->bp", L[:, k, :j], y)
     s1 = L[:, j, j, None]
     s2 = np.hypot(L[:, k, j], L[:, k, k])[:, None]
-    r = np.clip(L[:, k, j, None] / s2, -1.0, 1.0)
+    r = np.clip(L[:, k, j] / s2[:, 0], -1.0, 1.0)  # one correlation per problem
     with np.errstate(over="ignore", invalid="ignore"):
         lo1, hi1 = (a[:, j, None] - c1) / s1, (b[:, j, None] - c1) / s1
         lo2, hi2 = (a[:, k, None] - c2) / s2, (b[:, k, None] - c2) / s2
-    pair = _bvn_cdf(hi1, hi2, r)
+    pair = _bvn_cdf_rows(hi1, hi2, r)
     # a -inf lower limit contributes exactly 0: those terms are computed only where needed
     two_j, two_k = np.isfinite(a[:, j]), np.isfinite(a[:, k])
     if np.any(two_j):
-        pair[two_j] -= _bvn_cdf(lo1[two_j], hi2[two_j], r[two_j])
+        pair[two_j] -= _bvn_cdf_rows(lo1[two_j], hi2[two_j], r[two_j])
     if np.any(two_k):
-        pair[two_k] -= _bvn_cdf(hi1[two_k], lo2[two_k], r[two_k])
+        pair[two_k] -= _bvn_cdf_rows(hi1[two_k], lo2[two_k], r[two_k])
     both = two_j & two_k
     if np.any(both):
-        pair[both] += _bvn_cdf(lo1[both], lo2[both], r[both])
+        pair[both] += _bvn_cdf_rows(lo1[both], lo2[both], r[both])
     return np.einsum("bp,bp->b", weight, np.clip(pair, 0.0, 1.0))
 
 
@@ -539,7 +565,8 @@ def _sov_tensor(
     """Deterministic ``P[a < X <= b]`` of a stack of full-rank ordered factors of 3 to
     ``MAX_TENSOR_DIM + 2`` variables (:func:`_nested_pair_rule`).
 
-    The nodes per outer variable grow from :data:`_TENSOR_START` (:func:`_next_nodes`) until
+    The nodes per outer variable grow from :data:`_TENSOR_START` (to
+    :data:`_TENSOR_SECOND`, then by :func:`_next_nodes`) until
     two successive
     rules agree to ``abs_tol`` or the next rule would exceed :data:`_TENSOR_MAX_POINTS`
     points, decided per problem: each refinement evaluates the problems not yet converged, all
@@ -568,7 +595,7 @@ def _sov_tensor(
     p = np.empty(B)
     err = np.empty(B)
     while todo.size:
-        q = _next_nodes(q)
+        q = _TENSOR_SECOND[dim] if q == _TENSOR_START[dim] else _next_nodes(q)
         fine = rule(todo, q)
         diff = np.abs(fine - coarse)
         done = (diff <= abs_tol) | (_next_nodes(q) ** dim > _TENSOR_MAX_POINTS)
