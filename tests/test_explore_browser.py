@@ -29,6 +29,7 @@ pytestmark = pytest.mark.browser
 pytest.importorskip("panel", reason="the explorer's interface is the 'explore' extra")
 
 from gaussmix.explore import ExplorerState, validate  # noqa: E402
+from gaussmix.explore.state import SCREEN_TOL  # noqa: E402
 
 #: points of the served curve
 N = 8
@@ -210,7 +211,9 @@ def test_a_state_url_restores_the_view(server: str, driver: Any) -> None:
     import gaussmix as gm
 
     mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary", rho=[0.3, 0.7])
-    expected = gm.learning_curve(mix, "logistic", np.geomspace(0.2, 8.0, N), lam=0.2)
+    expected = gm.learning_curve(
+        mix, "logistic", np.geomspace(0.2, 8.0, N), lam=0.2, tol=SCREEN_TOL, estimate_error=False
+    )
     curve = _curve_becomes(driver, expected)
     assert curve["test_loss"] == expected["test_loss"].tolist()
     assert _model(driver, "gm-field-lam", "m.value") == "0.2"

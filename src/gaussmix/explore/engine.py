@@ -565,7 +565,9 @@ class OverlayJob(_Job):
         return self.results
 
     def _run(self) -> None:
-        point, values = setup(self.state)
+        # at the library's precision whatever the curve's: lambda* searches a minimum and
+        # the overlays are few points (the screen precision is the curve's, state.py)
+        point, values = setup(self.state.replace(precision="library"))
         steps = _overlay_steps(self.state, point, values)
         self.progress = (0, sum(len(calls) for _, calls in steps))
         done = 0
