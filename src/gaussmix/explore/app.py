@@ -731,6 +731,11 @@ class Explorer:
             self.status.object = "cancelled (a newer request replaced it)"
         elif job.done:
             self.status.object = f"{done} of {total} points" + (" (cached)" if job.cached else "")
+        elif job.preview and not done:  # the coarse pass: the whole range, drawn first
+            self.status.object = (
+                f"computing: a coarse curve first ({len(job.preview)} points), "
+                f"then {done} of {total} points"
+            )
         else:
             self.status.object = f"computing: {done} of {total} points"
         self.failed_pane.object = (

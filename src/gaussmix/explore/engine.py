@@ -263,6 +263,8 @@ class CurveJob(_Job):
         The rows of the coarse pass, when one was run (:func:`start_curve`'s ``coarse``):
         the library's curve on every few points of the grid, to draw until ``rows`` cover
         the range (values within the solver's tolerance of the final ones; never exported).
+        Its rows arrive one by one, as the final curve's do (in the order solved; sorted
+        along the axis once the pass is done).
     failed : list of (float, str)
         The x value and the reason of each point without a fixed point (drawn missing).
     warnings : list of str
@@ -351,6 +353,7 @@ class CurveJob(_Job):
         picked (both ends), its warnings dropped (the final curve gives its own)."""
         index = _evenly(len(values), self._coarse)
         rows: list[dict] = []
+        self.preview = rows  # drawn as its rows arrive (a list only ever appended to)
 
         def hook(row: dict, result: FixedPointResult | None) -> None:
             rows.append({**row, **order_parameters(result, point.mixture)})
