@@ -25,7 +25,8 @@ the library's), wall and CPU time (the process's, the job's thread included: ste
 loaded machine), and the wall time until the whole range is drawn (the coarse pass done,
 where the page draws one; else the whole curve), in a worker subprocess warmed once
 (imports, compiled kernels).  A curve longer than ``--timeout`` seconds has the worker
-killed (and a new one started).
+killed (and a new one started); ``--cpu-timeout``: seconds of the worker's CPU time (on a
+loaded machine the wall time is the load's).
 
 Either way a curve longer than ``--timeout`` counts as longer (a timeout), and is
 reported; a state that the engine ends with an error (accepted by ``validate``, not
@@ -376,7 +377,8 @@ def worker() -> None:
 
 
 class _Worker:
-    def __init__(self) -> None:
+    def __init__(self, cpu_timeout: bool = False) -> None:
+        self.cpu_timeout = cpu_timeout
         self.proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--worker"],
             stdin=subprocess.PIPE,
@@ -409,7 +411,9 @@ class _Worker:
         t0 = time.perf_counter()
         coarse: dict = {}
         while True:
-            line = self._next(max(timeout - (time.perf_counter() - t0), 0.0))
+            line = self._next(max(min(timeout - (time.perf_counter() - t0), 0.5), 0.0))
+            if line is None and not self._over(t0, cpu0, timeout):
+                continue
             if not line:
                 spent = self.cpu() - cpu0
                 self.kill()
@@ -427,6 +431,13 @@ class _Worker:
                 continue
             # without a coarse pass the whole range is drawn with the whole curve
             return {**rec, "range": coarse.get("range", rec["wall"])}
+
+    def _over(self, t0: float, cpu0: float, timeout: float) -> bool:
+        """Past ``timeout`` seconds of wall time, or of the worker's CPU time with
+        ``cpu_timeout`` (on a loaded machine a curve's wall time is the load's)."""
+        if self.cpu_timeout:
+            return self.cpu() - cpu0 > timeout or time.perf_counter() - t0 > 20 * timeout
+        return time.perf_counter() - t0 > timeout
 
     def cpu(self) -> float:
         """The worker's CPU seconds (user + system, from ``/proc``; NaN without it)."""
@@ -499,7 +510,13 @@ def slowest_engine(records: list[dict], count: int) -> None:
 
 
 def in_process(
-    n: int, seed: int, timeout: float, count: int, out: Path | None, precision: str = "screen"
+    n: int,
+    seed: int,
+    timeout: float,
+    count: int,
+    out: Path | None,
+    precision: str = "screen",
+    cpu_timeout: bool = False,
 ) -> None:
     """The engine's cold curve time of ``n`` sampled states, in a killable worker."""
     drawn = sample(n, seed)
@@ -509,12 +526,12 @@ def in_process(
         f"before: {os.getloadavg()}"
     )
     records = []
-    w = _Worker()
+    w = _Worker(cpu_timeout)
     try:
         for i, state in enumerate(s.replace(precision=precision) for s in drawn.states):
             rec = w.run(state, timeout)
             if "timeout" in rec:
-                w = _Worker()
+                w = _Worker(cpu_timeout)
             rec["state"] = state
             records.append(rec)
             said = f" ERROR {rec['error']}" if rec.get("error") else ""
@@ -556,6 +573,11 @@ def main() -> None:
         default="screen",
         help="the explorer's precision (ExplorerState.precision; screen: its default)",
     )
+    parser.add_argument(
+        "--cpu-timeout",
+        action="store_true",
+        help="--in-process: --timeout counts the worker's CPU seconds (a loaded machine)",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -571,7 +593,9 @@ def main() -> None:
         for s in drawn.states:
             print(f"{label(s)}\n    ?{s.to_query()}")
     elif args.in_process:
-        in_process(n, args.seed, args.timeout, args.slowest, args.json, args.precision)
+        in_process(
+            n, args.seed, args.timeout, args.slowest, args.json, args.precision, args.cpu_timeout
+        )
     else:
         sampled(n, args.seed, args.timeout, args.precision)
 
