@@ -51,14 +51,15 @@ AXES = ("alpha", "lambda")
 #: the overlays computed on request (:func:`gaussmix.explore.start_overlays`)
 OVERLAYS = ("bayes", "alpha_star", "lambda_star", "simulation")
 #: the fixed-point tolerance of the explorer's screen precision: its curves' test and
-#: training errors are within a few 1e-6 of the library's default precision (measured over
-#: states sampled from the whole control space, tests/test_explore_engine.py), a thousandth
-#: of a pixel of a 400-pixel plot of an error in [0, 1]
+#: training errors are within a few 1e-6 of the library's default precision (at most 3e-6,
+#: measured over states sampled from the whole control space; tests/test_explore_engine.py
+#: bounds it by 10 SCREEN_TOL), about a thousandth of a pixel of a 400-pixel plot of an
+#: error in [0, 1]
 SCREEN_TOL = 1e-5
 #: the explorer's precisions -> the solver's options they set (:func:`point_options`):
 #: ``'screen'`` (the explorer's default) solves to :data:`SCREEN_TOL` without the
-#: integration error estimate (which costs up to several times the solve: a lasso or K >= 4
-#: curve 3 to 10 times faster); ``'library'`` is :func:`gaussmix.solve`'s defaults.  The
+#: integration error estimate (most of a lasso curve's cost: a K = 3 cross-entropy lasso
+#: curve 5.6 times faster); ``'library'`` is :func:`gaussmix.solve`'s defaults.  The
 #: exports (command line, script, CSV) carry the options, so they reproduce the view.
 PRECISIONS: dict[str, dict[str, Any]] = {
     "screen": {"tol": SCREEN_TOL, "estimate_error": False},
