@@ -18,6 +18,7 @@ import gaussmix as gm
 import gaussmix.experiments.curves as curves
 from gaussmix.core.exceptions import ConvergenceError
 from gaussmix.explore import (
+    CurveJob,
     ExplorerState,
     Session,
     clear_cache,
@@ -515,3 +516,28 @@ def test_an_unknown_precision_is_refused_naming_the_control():
     from gaussmix.explore import validate
 
     assert "precision" in validate(BINARY.replace(precision="pixel"))
+
+
+def test_the_coarse_pass_rows_can_be_drawn_as_they_arrive(monkeypatch):
+    """job.preview grows by one row as each point of the coarse pass is solved (a display
+    draws them then), before the pass ends and before the final curve's first row."""
+    holder: dict = {}
+    seen: list[tuple[int, int]] = []
+    library = curves.learning_curve
+
+    def watched(*args, callback, **kwargs):
+        def hook(row, result):
+            callback(row, result)
+            job = holder.get("job")
+            if job is not None:
+                seen.append((len(job.preview), len(job.rows)))
+
+        return library(*args, callback=hook, **kwargs)
+
+    monkeypatch.setattr(curves, "learning_curve", watched)
+    job = CurveJob(THREE.replace(n_points=12), coarse=4)  # (start_curve, stored first)
+    holder["job"] = job
+    job._start()
+    assert job.wait(HANG) is not None
+    assert [p for p, r in seen if r == 0] == [1, 2, 3, 4]
+    assert len(job.rows) == 12
