@@ -25,11 +25,15 @@ def library_curve(lam: float, n_points: int, loss: str = "logistic"):
     """``gm.learning_curve`` called directly for the default mixture of the explorer
     (K = 2, Delta = 1, balanced; ``labels auto`` and ``means auto`` resolve to binary
     labels and the simplex (antipodal) means for a binary loss) on its default alpha range
-    (0.2 to 8, log-spaced)."""
+    (0.2 to 8, log-spaced), at the explorer's default screen precision
+    (``tol=SCREEN_TOL``, ``estimate_error=False``)."""
     import gaussmix as gm
+    from gaussmix.explore.state import SCREEN_TOL
 
     mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
-    return gm.learning_curve(mix, loss, np.geomspace(0.2, 8.0, n_points), lam=lam)
+    alphas = np.geomspace(0.2, 8.0, n_points)
+    # the explorer's default screen precision, spelled out
+    return gm.learning_curve(mix, loss, alphas, lam=lam, tol=SCREEN_TOL, estimate_error=False)
 
 
 @contextlib.contextmanager

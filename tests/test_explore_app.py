@@ -26,7 +26,10 @@ pn = pytest.importorskip("panel", reason="the explorer's interface is the 'explo
 
 from gaussmix.explore import ExplorerState, validate  # noqa: E402
 from gaussmix.explore.app import LAM_DIGITS, Explorer, explorer  # noqa: E402
-from gaussmix.explore.state import field_text  # noqa: E402
+from gaussmix.explore.state import PRECISIONS, field_text  # noqa: E402
+
+#: the solver's options of the explorer's default (screen) precision
+SCREEN = PRECISIONS["screen"]
 
 N = 6
 
@@ -238,7 +241,7 @@ def test_a_mixture_file_is_uploaded_and_removed_on_close(tmp_path: Path) -> None
         assert not a.errors, a.errors
         a.refresh(wait=True)
         ref = gm.learning_curve(
-            gm.Mixture.load(path), "cross-entropy", np.geomspace(0.2, 8.0, 3), lam=0.1
+            gm.Mixture.load(path), "cross-entropy", np.geomspace(0.2, 8.0, 3), lam=0.1, **SCREEN
         )
         assert np.array_equal(_columns(a, "test_error"), ref["test_error"].to_numpy())
     finally:
@@ -508,7 +511,7 @@ def test_the_lambda_axis_and_a_linear_scale(app: Explorer) -> None:
     app.refresh(wait=True)
     mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
     lams = np.geomspace(0.01, 10.0, N)
-    ref = gm.lambda_sweep(mix, "logistic", lams, alpha=2.0)
+    ref = gm.lambda_sweep(mix, "logistic", lams, alpha=2.0, **SCREEN)
     assert np.array_equal(_columns(app, "x"), lams)
     assert np.array_equal(_columns(app, "test_error"), ref["test_error"].to_numpy())
     assert isinstance(app.figure.below[0], LogAxis)
@@ -517,7 +520,7 @@ def test_the_lambda_axis_and_a_linear_scale(app: Explorer) -> None:
     app.refresh(wait=True)
     assert isinstance(app.figure.x_scale, LinearScale)
     assert isinstance(app.figure.below[0], LinearAxis)
-    ref = gm.lambda_sweep(mix, "logistic", np.linspace(0.01, 10.0, N), alpha=2.0)
+    ref = gm.lambda_sweep(mix, "logistic", np.linspace(0.01, 10.0, N), alpha=2.0, **SCREEN)
     assert np.array_equal(_columns(app, "test_error"), ref["test_error"].to_numpy())
 
 

@@ -29,6 +29,7 @@ pytestmark = pytest.mark.browser
 pytest.importorskip("panel", reason="the explorer's interface is the 'explore' extra")
 
 from gaussmix.explore import ExplorerState, validate  # noqa: E402
+from gaussmix.explore.state import SCREEN_TOL  # noqa: E402
 
 #: points of the served curve
 N = 8
@@ -210,7 +211,9 @@ def test_a_state_url_restores_the_view(server: str, driver: Any) -> None:
     import gaussmix as gm
 
     mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary", rho=[0.3, 0.7])
-    expected = gm.learning_curve(mix, "logistic", np.geomspace(0.2, 8.0, N), lam=0.2)
+    expected = gm.learning_curve(
+        mix, "logistic", np.geomspace(0.2, 8.0, N), lam=0.2, tol=SCREEN_TOL, estimate_error=False
+    )
     curve = _curve_becomes(driver, expected)
     assert curve["test_loss"] == expected["test_loss"].tolist()
     assert _model(driver, "gm-field-lam", "m.value") == "0.2"
@@ -333,3 +336,83 @@ def test_on_a_phone_the_controls_stack_above_a_plot_as_wide_as_the_screen(
     _curve_becomes(phone, library_curve(0.05, N))
     phone.save_screenshot(str(tmp_path / "phone.png"))  # (kept by pytest for a look)
     assert not console_errors(phone)
+
+
+#: record every curve the page's plot is given (its ColumnDataSource's data, as drawn)
+_RECORD = """
+const s = Bokeh.documents[0].get_model_by_name('gm-curve');
+window.gmDrawn = [];
+s.change.connect(() => {
+    window.gmDrawn.push({x: Array.from(s.data.x || []), y: Array.from(s.data.test_error || [])});
+});
+return true;
+"""
+
+#: a state slow enough to watch (K = 3, square loss, lasso: a tenth of a second a point
+#: or more), with a coarse pass (at least 2 COARSE_POINTS points)
+SLOW = ExplorerState(
+    n_clusters=3, loss="square", penalty="l1", delta=(0.5,), lam=0.05, n_points=20
+)
+
+
+def _pairs(table: Any) -> set[tuple[float, float]]:
+    return set(zip(table["alpha"].tolist(), table["test_error"].tolist(), strict=True))
+
+
+def _screen_curve(state: ExplorerState, index: Any = None) -> Any:
+    """The library's curve of ``state`` (at the points ``index`` of its grid), as the
+    explorer computes it."""
+    import gaussmix as gm
+    from gaussmix.explore.state import setup
+
+    point, values = setup(state)
+    values = values if index is None else values[index]
+    return gm.learning_curve(
+        point.mixture, point.loss, values, lam=point.lam, **point.penalty_kw, **point.solve_kw
+    )
+
+
+def test_a_slow_curve_is_drawn_coarse_first_and_a_move_never_draws_the_old_one(
+    server: str, driver: Any
+) -> None:
+    """The page draws the coarse pass over the whole range, then the whole curve; a move of
+    lambda while it computes draws only the new state's points from then on (its coarse
+    pass, then its curve: the library's values to the bit), never the old state's."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from gaussmix.explore.engine import COARSE_POINTS, _evenly
+
+    moved = SLOW.replace(lam=0.2)
+    index = _evenly(SLOW.n_points, COARSE_POINTS)
+    old_points = _pairs(_screen_curve(SLOW)) | _pairs(_screen_curve(SLOW, index))
+    coarse, final = _screen_curve(moved, index), _screen_curve(moved)
+    new_points = _pairs(coarse) | _pairs(final)
+    assert not old_points & new_points
+    load(driver, f"{server}?{SLOW.replace(lam=0.1).to_query()}")  # not SLOW: no cache
+    WebDriverWait(driver, WAIT).until(lambda d: d.execute_script(_CURVE) is not None)
+    _curve_becomes(driver, _screen_curve(SLOW.replace(lam=0.1)))
+    assert driver.execute_script(_RECORD)
+    _set(driver, "gm-field-lam", repr(SLOW.lam))  # the slow state: drawn coarse first
+    drawn = _curve_becomes(driver, _screen_curve(SLOW))
+    ends = {drawn["x"][0], drawn["x"][-1]}
+    snapshots = driver.execute_script("return window.gmDrawn")
+    # the whole range drawn (both ends) by the coarse pass before the whole curve
+    early = [s for s in snapshots if set(s["x"]) >= ends and len(s["x"]) < SLOW.n_points]
+    assert early, [len(s["x"]) for s in snapshots]
+    assert set(zip(early[0]["x"], early[0]["y"], strict=True)) <= old_points
+    # moved while the slow state computes (its coarse pass drawn, not its curve)
+    driver.execute_script(_RECORD)
+    _set(driver, "gm-field-lam", repr(SLOW.lam * 3))  # yet another slow state, started
+    WebDriverWait(driver, WAIT, poll_frequency=0.05).until(
+        lambda d: len(d.execute_script("return window.gmDrawn")) >= 1
+    )
+    driver.execute_script(_RECORD)
+    _set(driver, "gm-field-lam", repr(moved.lam))  # ... and moved again mid-computation
+    _curve_becomes(driver, final)
+    snapshots = driver.execute_script("return window.gmDrawn")
+    mine = [i for i, s in enumerate(snapshots) if set(zip(s["x"], s["y"])) & new_points]
+    assert mine, snapshots
+    for s in snapshots[mine[0] :]:  # from the new state's first point: only its points
+        stale = set(zip(s["x"], s["y"], strict=True)) - new_points
+        assert not stale, sorted(stale)
+    assert not console_errors(driver)

@@ -18,6 +18,7 @@ import gaussmix as gm
 import gaussmix.experiments.curves as curves
 from gaussmix.core.exceptions import ConvergenceError
 from gaussmix.explore import (
+    CurveJob,
     ExplorerState,
     Session,
     clear_cache,
@@ -25,6 +26,10 @@ from gaussmix.explore import (
     start_overlays,
 )
 from gaussmix.explore.engine import CACHE_SIZE, COARSE_POINTS, MAX_OVERLAY_POINTS
+from gaussmix.explore.state import PRECISIONS, SCREEN_TOL
+
+#: the solver's options of the explorer's default (screen) precision, for the library's calls
+SCREEN = PRECISIONS["screen"]
 
 BINARY = ExplorerState(n_points=12)
 THREE = ExplorerState(n_clusters=3, delta=(0.5,), loss="cross-entropy", lam=1.0, n_points=10)
@@ -88,7 +93,7 @@ def test_the_binary_curve_is_gm_learning_curve_to_the_bit():
     table = job.wait(HANG)
     assert job.done and job.error is None and not job.cancelled
     mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
-    direct = gm.learning_curve(mix, "logistic", np.geomspace(0.2, 8.0, 12), lam=0.1)
+    direct = gm.learning_curve(mix, "logistic", np.geomspace(0.2, 8.0, 12), lam=0.1, **SCREEN)
     _same_bits(table, direct)
     _rows_are_the_table(job.rows, direct, "alpha")
     assert job.progress == (12, 12) and job.failed == []
@@ -100,13 +105,15 @@ def test_the_three_cluster_curve_is_gm_learning_curve_to_the_bit():
     table = job.wait(HANG)
     assert job.error is None
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3, rho=[0.2, 0.3, 0.5])
-    direct = gm.learning_curve(mix, "cross-entropy", np.linspace(0.2, 8.0, 10), lam=1.0)
+    direct = gm.learning_curve(mix, "cross-entropy", np.linspace(0.2, 8.0, 10), lam=1.0, **SCREEN)
     _same_bits(table, direct)
     _rows_are_the_table(job.rows, direct, "alpha")
 
 
 def test_the_lambda_axis_is_gm_lambda_sweep_to_the_bit():
-    state = BINARY.replace(axis="lambda", alpha=3.0, lam_min=1e-3, lam_max=10.0, n_points=9)
+    state = BINARY.replace(
+        axis="lambda", alpha=3.0, lam_min=1e-3, lam_max=10.0, n_points=9, precision="library"
+    )
     order = []
     job = start_curve(state, on_point=lambda row: order.append(row["lam"]))
     table = job.wait(HANG)
@@ -184,7 +191,7 @@ def test_a_point_without_fixed_point_is_listed_and_never_a_number(monkeypatch):
     # the library's table with the same failure, to the bit
     mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
     with pytest.warns(gm.ConvergenceWarning):
-        direct = gm.learning_curve(mix, "logistic", alphas, lam=0.1)
+        direct = gm.learning_curve(mix, "logistic", alphas, lam=0.1, **SCREEN)
     _same_bits(table, direct)
 
 
@@ -368,11 +375,11 @@ def test_the_coarse_pass_is_the_librarys_curve_on_every_few_points():
     table = job.wait(HANG)
     picked = np.geomspace(0.2, 8.0, 21)[[0, 5, 10, 15, 20]]
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
-    direct = gm.learning_curve(mix, "cross-entropy", picked, lam=1.0)
+    direct = gm.learning_curve(mix, "cross-entropy", picked, lam=1.0, **SCREEN)
     assert previews == [job.preview] and len(job.preview) == 5
     _rows_are_the_table(job.preview, direct, "alpha")
     # the final curve is unchanged by it, and within the solver's tolerance of it
-    full = gm.learning_curve(mix, "cross-entropy", np.geomspace(0.2, 8.0, 21), lam=1.0)
+    full = gm.learning_curve(mix, "cross-entropy", np.geomspace(0.2, 8.0, 21), lam=1.0, **SCREEN)
     _same_bits(table, full)
     np.testing.assert_allclose(
         full["test_error"].to_numpy()[[0, 5, 10, 15, 20]], direct["test_error"], atol=1e-6
@@ -407,7 +414,8 @@ def test_prefetched_neighbours_are_served_from_the_cache():
         assert moved.wait(HANG) is not None and moved.cached
     mix = gm.Mixture.isotropic(1.0, "simplex", n_clusters=2, labels="binary")
     _same_bits(
-        moved.table, gm.learning_curve(mix, "logistic", np.geomspace(0.2, 8.0, 12), lam=0.2)
+        moved.table,
+        gm.learning_curve(mix, "logistic", np.geomspace(0.2, 8.0, 12), lam=0.2, **SCREEN),
     )
 
 
@@ -477,3 +485,59 @@ def test_a_row_without_fixed_point_has_the_columns_of_a_converged_row(monkeypatc
     assert list(job.rows[0]) == list(job.rows[1])  # test_loss included, in its place
     assert list(table.columns) == list(start_curve(BINARY).wait(HANG).columns)
     assert math.isnan(table["test_loss"].iloc[0])
+
+
+# ---------------------------------------------------------------------------- precision
+@pytest.mark.parametrize(
+    "state",
+    [
+        BINARY,
+        THREE.replace(rho=(0.2, 0.3, 0.5), lam=0.01),
+        ExplorerState(loss="square", penalty="l1", lam=0.001, rho=(0.3, 0.7), n_points=6),
+        ExplorerState(n_clusters=4, loss="square", lam=0.08, n_points=5),
+    ],
+    ids=["binary", "K=3 cross-entropy", "binary lasso", "K=4 square"],
+)
+def test_the_screen_precision_is_within_ten_tolerances_of_the_librarys(state):
+    """The default (screen) precision solves to SCREEN_TOL without the error estimate: its
+    errors are Lipschitz in the order parameters, which it has to SCREEN_TOL (relative), so
+    they stay within a few tolerances of the library's default (measured: at most 3e-6 over
+    sampled states); 10 tolerances (1e-4, 0.04 pixel of a 400-pixel plot) bounds it."""
+    screen = start_curve(state).wait(HANG)
+    library = start_curve(state.replace(precision="library")).wait(HANG)
+    assert screen is not None and library is not None
+    for column in ("test_error", "train_error", "train_loss"):
+        a, b = screen[column].to_numpy(), library[column].to_numpy()
+        np.testing.assert_allclose(a, b, rtol=0, atol=10 * SCREEN_TOL, err_msg=column)
+    assert not np.array_equal(screen["test_error"], library["test_error"])  # not one solve
+
+
+def test_an_unknown_precision_is_refused_naming_the_control():
+    from gaussmix.explore import validate
+
+    assert "precision" in validate(BINARY.replace(precision="pixel"))
+
+
+def test_the_coarse_pass_rows_can_be_drawn_as_they_arrive(monkeypatch):
+    """job.preview grows by one row as each point of the coarse pass is solved (a display
+    draws them then), before the pass ends and before the final curve's first row."""
+    holder: dict = {}
+    seen: list[tuple[int, int]] = []
+    library = curves.learning_curve
+
+    def watched(*args, callback, **kwargs):
+        def hook(row, result):
+            callback(row, result)
+            job = holder.get("job")
+            if job is not None:
+                seen.append((len(job.preview), len(job.rows)))
+
+        return library(*args, callback=hook, **kwargs)
+
+    monkeypatch.setattr(curves, "learning_curve", watched)
+    job = CurveJob(THREE.replace(n_points=12), coarse=4)  # (start_curve, stored first)
+    holder["job"] = job
+    job._start()
+    assert job.wait(HANG) is not None
+    assert [p for p, r in seen if r == 0] == [1, 2, 3, 4]
+    assert len(job.rows) == 12

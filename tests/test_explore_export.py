@@ -50,6 +50,7 @@ STATES = {
         model="block", fractions=(0.25, 0.75), deltas=(2.0, 0.5), loss="hinge", n_points=5
     ),
     "elastic net": ExplorerState(penalty="elastic-net", l1_ratio=0.5, loss="square", n_points=5),
+    "library precision": ExplorerState(precision="library", lam=0.3, n_points=5),
 }
 
 
@@ -98,6 +99,11 @@ def test_the_csv_of_a_mixture_file(tmp_path):
 
 def test_the_command_names_only_what_differs_from_the_command_lines_defaults():
     assert export_cli(ExplorerState(), out="o") == (
+        "gaussmix curve --n-clusters 2 --delta 1.0 --loss logistic --lam 0.1 "
+        "--tol 1e-05 --no-estimate-error --alphas log:0.2:8.0:40 --out o"
+    )
+    # the library's precision is the command line's default: no solver option
+    assert export_cli(ExplorerState(precision="library"), out="o") == (
         "gaussmix curve --n-clusters 2 --delta 1.0 --loss logistic --lam 0.1 "
         "--alphas log:0.2:8.0:40 --out o"
     )

@@ -64,6 +64,11 @@ STATE_OPTIONS: dict[str, tuple[str, str]] = {
     "overlays": ("NAME,...", "Overlays: bayes, alpha_star, lambda_star, simulation."),
     "sim_d": ("D", "Dimension of the simulation overlay."),
     "sim_seeds": ("S", "Seeds of the simulation overlay."),
+    "precision": (
+        "screen|library",
+        "Solver precision of the curves: screen (tol 1e-5, no error estimate) or the "
+        "library's defaults.",
+    ),
 }
 
 #: the extra that installs the explorer's user interface

@@ -5,7 +5,7 @@ No user-interface library is imported here (the web and notebook application is
 API, a thin client of the library:
 
 >>> from gaussmix.explore import ExplorerState, start_curve, validate, export_cli
->>> state = ExplorerState(lam=0.5, n_points=5)
+>>> state = ExplorerState(lam=0.5, n_points=5, precision="library")  # default: "screen"
 >>> validate(state)
 {}
 >>> table = start_curve(state).wait()  # the rows of gaussmix.learning_curve, to the bit

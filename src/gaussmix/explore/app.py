@@ -58,7 +58,7 @@ from gaussmix.explore import (
     validate,
 )
 from gaussmix.explore.engine import x_column
-from gaussmix.explore.state import ORDER_PARAMETERS, field_text, observable_names
+from gaussmix.explore.state import ORDER_PARAMETERS, PRECISIONS, field_text, observable_names
 from gaussmix.theory.labels import LABEL_MAPS
 from gaussmix.theory.losses import LOSSES
 from gaussmix.theory.outputs import axis_label
@@ -152,6 +152,7 @@ LABELS = {
     "overlays": "overlays",
     "sim_d": "simulation d",
     "sim_seeds": "simulation seeds",
+    "precision": "precision (screen: tol 1e-5, no error estimate)",
 }
 
 #: every live explorer (closed when the server stops)
@@ -162,7 +163,7 @@ def _kind(name: str, default: Any) -> str:
     """The control of a field: a choice, several, a switch, a number or a text."""
     if name in ("show", "overlays"):
         return "multi"
-    if name in ("means", "model", "labels", "loss", "penalty", "axis"):
+    if name in ("means", "model", "labels", "loss", "penalty", "axis", "precision"):
         return "choice"
     if isinstance(default, bool):
         return "bool"
@@ -187,6 +188,7 @@ def _choices(name: str, n_clusters: int = 2) -> list[str]:
         "penalty": list(PENALTIES.names()),
         "axis": ["alpha", "lambda"],
         "overlays": list(OVERLAYS),
+        "precision": list(PRECISIONS),
     }[name]
 
 
@@ -328,7 +330,7 @@ class Explorer:
             card("Mixture", [*BUILDER_FIELDS[:-1], "mixture_file"]),
             card("Estimator", ["labels", "loss", "penalty", "l1_ratio", "lam"]),
             card("Axis", [*axis, "log_x"]),
-            card("Show", ["show", "overlays", "sim_d", "sim_seeds"]),
+            card("Show", ["show", "overlays", "sim_d", "sim_seeds", "precision"]),
             # a flex item of the layout: SIDEBAR_PX wide, the page's width on a narrow page
             styles={"flex": f"1 1 {SIDEBAR_PX - 20}px", "max-width": f"{SIDEBAR_PX}px"},
             sizing_mode="stretch_width",
@@ -729,6 +731,11 @@ class Explorer:
             self.status.object = "cancelled (a newer request replaced it)"
         elif job.done:
             self.status.object = f"{done} of {total} points" + (" (cached)" if job.cached else "")
+        elif job.preview and not done:  # the coarse pass: the whole range, drawn first
+            self.status.object = (
+                f"computing: a coarse curve first ({len(job.preview)} points), "
+                f"then {done} of {total} points"
+            )
         else:
             self.status.object = f"computing: {done} of {total} points"
         self.failed_pane.object = (

@@ -263,6 +263,8 @@ class CurveJob(_Job):
         The rows of the coarse pass, when one was run (:func:`start_curve`'s ``coarse``):
         the library's curve on every few points of the grid, to draw until ``rows`` cover
         the range (values within the solver's tolerance of the final ones; never exported).
+        Its rows arrive one by one, as the final curve's do (in the order solved; sorted
+        along the axis once the pass is done).
     failed : list of (float, str)
         The x value and the reason of each point without a fixed point (drawn missing).
     warnings : list of str
@@ -351,6 +353,7 @@ class CurveJob(_Job):
         picked (both ends), its warnings dropped (the final curve gives its own)."""
         index = _evenly(len(values), self._coarse)
         rows: list[dict] = []
+        self.preview = rows  # drawn as its rows arrive (a list only ever appended to)
 
         def hook(row: dict, result: FixedPointResult | None) -> None:
             rows.append({**row, **order_parameters(result, point.mixture)})
@@ -565,7 +568,9 @@ class OverlayJob(_Job):
         return self.results
 
     def _run(self) -> None:
-        point, values = setup(self.state)
+        # at the library's precision whatever the curve's: lambda* searches a minimum and
+        # the overlays are few points (the screen precision is the curve's, state.py)
+        point, values = setup(self.state.replace(precision="library"))
         steps = _overlay_steps(self.state, point, values)
         self.progress = (0, sum(len(calls) for _, calls in steps))
         done = 0

@@ -76,7 +76,10 @@ def export_cli(state: ExplorerState, *, out: str = "gaussmix-out") -> str:
     (``OUT/curve.csv`` or ``OUT/lambda_curve.csv``) as the explorer's curve.
 
     Every option of the state that differs from the command line's default is given with
-    its flag (floats exactly, by :func:`repr`), and the grid as ``--alphas`` / ``--lams``
+    its flag (floats exactly, by :func:`repr`; a switch as ``--flag`` / ``--no-flag``), the
+    solver's options of the state's precision among them
+    (:data:`~gaussmix.explore.state.PRECISIONS`: ``--tol 1e-05 --no-estimate-error`` for
+    the screen precision), and the grid as ``--alphas`` / ``--lams``
     (:func:`~gaussmix.explore.state.grid_spec`); the swept parameter's own option is left
     out, as the command takes none.
 
@@ -101,7 +104,11 @@ def export_cli(state: ExplorerState, *, out: str = "gaussmix-out") -> str:
         value = getattr(opts, f.name)
         if f.name == swept or value == f.default or value is None:
             continue
-        args += [POINT_FLAGS[f.name], repr(value) if isinstance(value, float) else str(value)]
+        flag = POINT_FLAGS[f.name]
+        if isinstance(value, bool):  # a switch: --flag / --no-flag
+            args.append(flag if value else f"--no-{flag[2:]}")
+            continue
+        args += [flag, repr(value) if isinstance(value, float) else str(value)]
     args += ["--alphas" if state.axis == "alpha" else "--lams", grid_spec(state)]
     args += ["--out", out]
     return shlex.join(args)
