@@ -112,3 +112,14 @@ def test_the_random_grids_are_seeded_and_cover_the_space() -> None:
         assert len(g.values) == cg.N_POINTS
         lam = g.fixed if g.axis == "alpha" else min(g.values)
         assert 1e-5 <= lam <= 10
+
+
+def test_the_counter_sees_a_stacked_curves_evaluations() -> None:
+    # a stacked curve (one output, 20 points): each point's n_iter counts the stacked
+    # map's evaluations up to its own convergence, so the curve's count is at least the
+    # largest of them (a counter blind to the stacked map, wherever it lives, fails here)
+    grid = next(g for g in cg.EXAMPLES if g.name == "binary-logistic")
+    with cg.counted_evaluations() as log:
+        table = cg.curve(grid)
+    assert len(log) >= table["n_iter"].max() > 0
+    assert max(log) == 2 * len(grid.values)  # the first evaluations: every point's clusters
