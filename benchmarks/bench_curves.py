@@ -8,6 +8,7 @@ Run::
     python benchmarks/bench_curves.py --carry-study
     python benchmarks/bench_curves.py --floor [--cases a,b]
     python benchmarks/bench_curves.py --count [--baseline /tmp/base/src] [--cases a,b]
+    python benchmarks/bench_curves.py --grids N [--seed S] [--baseline /tmp/base/src]
 
 For each case, a 20-point learning curve or lambda sweep (default solver options) and one
 cold point of the same problem (``gm.solve`` inside the curve's range) are timed in a fresh
@@ -31,6 +32,11 @@ in cold points ``f`` bounds the curve from below by ``1 + 19 f`` cold points.
 load): the channel evaluations of the curve and of the cold point, and their
 node-evaluations (integrated clusters times nodes of the rule, summed over evaluations), and
 the curve's node-evaluations in cold points; with ``--baseline`` for both trees.
+
+``--grids N`` counts, in the same way, the curves of the paper's sparse lasso example, of
+the six cases and of ``N`` random grids (``benchmarks/_curve_grids.py``: mixture kind,
+loss, penalty, lambda and alpha ranges, seed ``S``) against the median of their 20 points
+solved cold (issue 31, item 5: at most 5 of them); with ``--baseline`` for both trees.
 
 ``--carry-study`` measures instead whether an integration-error estimate can be carried
 along a curve: on 39 alphas in [0.2, 4] with coarse rules (so that the errors stand above
@@ -244,6 +250,42 @@ def count_study(sides: dict, cases: list[str]) -> None:
             )
 
 
+def _grids_worker(spec: str) -> None:
+    """The counted cost of the grids ``spec`` (``n,seed``) as JSON lines."""
+    import _curve_grids as cg
+
+    n, seed = (int(x) for x in spec.split(","))
+    for grid in cg.EXAMPLES + tuple(cg.random_grids(n, seed)):
+        c = cg.cost(grid)
+        row = dict(
+            name=grid.name,
+            grid=grid.describe(),
+            curve=c.curve,
+            curve_failed=c.curve_failed,
+            cold=c.cold,
+            cold_failed=c.cold_failed,
+        )
+        print(json.dumps(row), flush=True)
+
+
+def grids_study(sides: dict, n: int, seed: int) -> None:
+    """The table of ``--grids`` (see the module's docstring)."""
+    print(
+        "| grid | side | curve evaluations (failed points) | cold points: median (min-max),"
+        " failed | curve in median cold points |"
+    )
+    print("|---|---|---|---|---|")
+    runs = {side: _run_lines(src, f"{n},{seed}", "--grids-worker") for side, src in sides.items()}
+    for rows in zip(*runs.values()):
+        for side, r in zip(sides, rows):
+            med = statistics.median(r["cold"])
+            print(
+                f"| {r['name']}: {r['grid']} | {side} | {r['curve']} ({r['curve_failed']}) | "
+                f"{med:g} ({min(r['cold'])}-{max(r['cold'])}), {len(r['cold_failed'])} | "
+                f"{r['curve'] / max(med, 1):.1f} |"
+            )
+
+
 def carry_study() -> None:
     """The worst ratio of a point's own integration-error estimate to the larger estimate
     of two agreeing anchors around it (see the module's docstring)."""
@@ -317,6 +359,20 @@ def _run(src: Path, case: str, worker: str = "--worker") -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _run_lines(src: Path, arg: str, worker: str) -> list[dict]:
+    """A worker's JSON lines (one per case)."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    out = subprocess.run(
+        [sys.executable, __file__, worker, arg],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
 def _spread(xs: list[float], scale: float = 1.0, fmt: str = "{:.0f}") -> str:
     med = fmt.format(statistics.median(xs) * scale)
     return f"{med} ({fmt.format(min(xs) * scale)}-{fmt.format(max(xs) * scale)})"
@@ -330,7 +386,10 @@ def main() -> None:
     ap.add_argument("--carry-study", action="store_true", help="see the module's docstring")
     ap.add_argument("--floor", action="store_true", help="see the module's docstring")
     ap.add_argument("--count", action="store_true", help="see the module's docstring")
+    ap.add_argument("--grids", type=int, help="see the module's docstring")
+    ap.add_argument("--seed", type=int, default=0, help="the random grids' seed (--grids)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--grids-worker", help=argparse.SUPPRESS)
     ap.add_argument("--count-worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -338,6 +397,9 @@ def main() -> None:
         return
     if args.count_worker:
         _count_worker(args.count_worker)
+        return
+    if args.grids_worker:
+        _grids_worker(args.grids_worker)
         return
     if args.carry_study:
         carry_study()
@@ -360,6 +422,9 @@ def main() -> None:
         ap.error(f"--cases: unknown case(s) {', '.join(unknown)}; expected some of {list(CASES)}")
     if args.count:
         count_study(sides, cases)
+        return
+    if args.grids is not None:
+        grids_study(sides, args.grids, args.seed)
         return
     print(f"load average before: {os.getloadavg()}")
     runs: dict = {(c, s): [] for c in cases for s in sides}

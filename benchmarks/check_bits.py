@@ -75,21 +75,28 @@ def table_hash(table) -> dict:
     return {"rows": rows.hexdigest(), "csv": csv.hexdigest(), "points": points.hexdigest()}
 
 
-def solved() -> dict:
-    """The results of every case of the module's docstring: ``{name: table or result}``
-    (each case's curve as its table, each single point as its result)."""
+def cases() -> dict:
+    """The cases of the module's docstring as calls, in order: ``{name: callable}`` (each
+    case's curve and cold point, then the four single points); also timed by
+    ``benchmarks/bench_ab_points.py``."""
     import gaussmix as gm
 
     out = {}
     for case in CASES:
         point, curve = _problem(case)
-        out[f"{case}: curve"] = curve()
-        out[f"{case}: point"] = point()
+        out[f"{case}: curve"] = curve
+        out[f"{case}: point"] = point
     mix3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     for lam in (1e-4, 1e-2, 1.0):
-        out[f"ce3 lam={lam}"] = gm.solve(mix3, "cross-entropy", lam=lam, alpha=2.0)
-    out["square3 lam=1e-3"] = gm.solve(mix3, "square", lam=1e-3, alpha=2.0)
+        out[f"ce3 lam={lam}"] = lambda lam=lam: gm.solve(mix3, "cross-entropy", lam=lam, alpha=2.0)
+    out["square3 lam=1e-3"] = lambda: gm.solve(mix3, "square", lam=1e-3, alpha=2.0)
     return out
+
+
+def solved() -> dict:
+    """The results of every case of the module's docstring: ``{name: table or result}``
+    (each case's curve as its table, each single point as its result)."""
+    return {name: run() for name, run in cases().items()}
 
 
 def fingerprint() -> dict:

@@ -437,22 +437,40 @@ SEED_POINTS = 3
 #: :data:`SEED_BUDGET`).
 SEED_FRACTION = 0.5
 
-#: A seeded iteration not converged this many times the evaluations before the restart
-#: after it (and at least :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`)
-#: is abandoned for the plain one (:func:`_first_solve`): the restart is a heuristic on a
-#: map whose convergence from afar is erratic (the one lasso sweep above, 1190 -> 218
-#: evaluations), and the abandoned part bounds what it can cost.
+#: A seeded iteration of a sweep over lambda not converged this many times the
+#: evaluations before the restart after it (and at least
+#: :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`) is abandoned for the
+#: plain one (:func:`_first_solve`): the restart is a heuristic on a map whose convergence
+#: from afar is erratic (the one lasso sweep above, 1190 -> 218 evaluations), and the
+#: abandoned part bounds what it can cost.  A curve over alpha has no such budget (the
+#: safeguard still judges each restarted point where it freezes): the point at its end,
+#: extrapolated from its seeds, may take longer from its prediction than the budget and
+#: still far less than the plain solve, which waits for its slowest cold point (the
+#: square loss at ``lam = 1.16e-3`` on a block mixture, 20 alphas in [0.77, 14.9]:
+#: restarted after 17 evaluations, 19 points converged, its point at alpha = 0.77 froze
+#: 56 after, where its cold point takes 124; the curve 73 evaluations, against 226 for
+#: the plain solve alone; ``benchmarks/bench_curves.py --grids``).  And a curve over
+#: alpha restarts once half its points have converged (not once half are below
+#: :data:`SEED_TOL`): only the points slower than its median point are restarted, and a
+#: curve whose points converge alike keeps its single points' iterates (the four curves
+#: over alpha of ``bench_curves.py``: not restarted, the same evaluations).
 SEED_BUDGET = 3
 
 
 def _seed_params(T: StackedMap) -> np.ndarray | None:
     """``log lambda`` of each point of ``T`` where its points are a sweep over lambda that
     is seeded (:func:`_seeded_iterate`: one ``alpha``, distinct positive ``lam``, at least
-    :data:`SEED_POINTS` + 1 points), else None."""
+    :data:`SEED_POINTS` + 1 points), ``log alpha`` where they are a curve over alpha (one
+    ``lam``, distinct ``alpha``, as many points), else None."""
     lams = T.lams
-    if len({p.alpha for p in T.problems}) > 1 or not (lams > 0).all():
+    alphas = np.array([p.alpha for p in T.problems])
+    if alphas.size <= SEED_POINTS:
         return None
-    if np.unique(lams).size < lams.size or lams.size <= SEED_POINTS:
+    if np.unique(alphas).size == alphas.size and np.unique(lams).size == 1:
+        return np.log(alphas)
+    if np.unique(alphas).size > 1 or not (lams > 0).all():
+        return None
+    if np.unique(lams).size < lams.size:
         return None
     return np.log(lams)
 
@@ -464,9 +482,10 @@ def _seeded_iterate(
     report: Callable[..., None] | None,
     opts: SolverOptions,
 ) -> IterationOutcome | None:
-    """The stacked iteration of a sweep over lambda (``params``: each point's ``log
-    lambda``) from the cold start ``x0``, its slow points restarted once from their solved
-    neighbours: a continuation inside the one stacked solve.
+    """The stacked iteration of a sweep over lambda or a curve over alpha (``params``: each
+    point's ``log lambda`` or ``log alpha``, :func:`_seed_params`) from the cold start
+    ``x0``, its slow points restarted once from their solved neighbours: a continuation
+    inside the one stacked solve.
 
     The points of a sweep converge from the cold start at very different speeds (lasso +
     logistic, alpha = 1: 11 evaluations at ``lam = 1`` and 34 at ``1e-2``, where ``V``
@@ -494,10 +513,13 @@ def _seeded_iterate(
     (:data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times the evaluations
     before the restart, at least
     :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`), and every point within
-    :data:`SEED_BUDGET` times them; otherwise None, and the curve's first solve is made
-    again without the restart (:func:`_first_solve`).  Without enough seeds, or nothing to
-    restart, the iteration is the plain one.  Deterministic: the trigger, the seeds and the
-    predictions depend on the iterates only."""
+    :data:`SEED_BUDGET` times them (a sweep over lambda; on a curve over alpha the
+    safeguard alone); otherwise None, and the curve's first solve is made again without
+    the restart (:func:`_first_solve`).  Without enough seeds, or nothing to
+    restart, the iteration is the plain one.  A curve over alpha restarts once
+    :data:`SEED_FRACTION` of its points have converged (frozen), see :data:`SEED_BUDGET`.
+    Deterministic: the trigger, the seeds and the predictions depend on the iterates
+    only."""
     seeding = _Seeding(T, params)
     try:
         out = iterated_solve(T, x0, None, opts, report, on_step=seeding)
@@ -518,6 +540,8 @@ class _Seeding:
 
     def __init__(self, T: StackedMap, params: np.ndarray) -> None:
         self.T, self.params = T, params
+        #: whether the restarted points have a budget (a sweep over lambda, SEED_BUDGET)
+        self.budgeted = len({p.alpha for p in T.problems}) == 1
         self.need = max(SEED_POINTS, math.ceil(SEED_FRACTION * T.n_points))
         self.done = False  # restarted once (or found nothing to restart)
         self.at = 0  # the evaluations before the restart
@@ -531,6 +555,10 @@ class _Seeding:
         if self.trial is not None:
             return self._tried(s)
         if self.done:
+            if not self.budgeted:  # a curve over alpha: the safeguard only
+                if self.rejections():
+                    raise _SeedRejected
+                return None
             budget = max(PREDICTOR_MIN_ITER, PREDICTOR_ITER_FACTOR * self.at)
             late = s.n_iter - self.at >= budget
             cap = max(PREDICTOR_MIN_ITER, SEED_BUDGET * self.at)
@@ -540,7 +568,9 @@ class _Seeding:
         if not T.trail:
             return None
         own = T.last_own_residuals()
-        below = own < SEED_TOL
+        # (a curve over alpha: once half its points have converged, its own points'
+        # count, so that only the points slower than its median point are restarted)
+        below = own < SEED_TOL if self.budgeted else T.frozen
         if below.sum() < self.need or not (own >= SEED_RESTART).any():
             return None
         self.done, self.at = True, s.n_iter

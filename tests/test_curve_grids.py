@@ -1,0 +1,125 @@
+"""Curves at the cost of a few points on every grid (issue 31, item 5): a 20-point curve's
+channel evaluations (stacked or single, the error estimate's included) are at most 5 times
+those of its median point solved cold, over the curves of ``bench_curves.py``, the paper's
+sparse lasso curve and seeded random grids (``benchmarks/_curve_grids.py``: mixture kind,
+loss, penalty, lambda and alpha ranges); and a curve has a fixed point wherever its point
+solved cold has one.
+
+Counted, not timed: the same on any load (``python benchmarks/bench_curves.py --grids 24``
+prints the table).  The grids known to cost more are marked ``xfail(strict=True)`` with
+their numbers and cause, so that the fix that brings them under the bound shows as an
+unexpected pass and removes the mark.
+"""
+
+from __future__ import annotations
+
+import pytest
+from _helpers import load_benchmark
+
+cg = load_benchmark("_curve_grids")
+
+#: The random grids of the test: seed 0, the first 24 (the table of BENCHMARKS.md).
+RANDOM = cg.random_grids(24, seed=0)
+
+#: Grids above the bound, with the cause measured (at 04d47b4 the stacked solve of a
+#: one-output curve over alpha took as many evaluations as its slowest point; since it
+#: restarts the points slower than its median one from their neighbours, the grids
+#: "random 0" and "random 13" pass: 226 -> 73 and 95 -> 39 evaluations).
+KNOWN = {
+    "sparse lasso (paper)": (
+        "272 evaluations, 11 median cold points (24; two cold points fail at 3000 "
+        "iterations; 633 at 04d47b4, 1031 at 1a01a4e): in the stacked solve one point's "
+        "Anderson extrapolation leaving the cone of valid states drops the secant pairs "
+        "of every point (every second evaluation), so that no point converges before the "
+        "60th evaluation and the restart comes late"
+    ),
+    "random 3": (
+        "the lasso's zero estimator (hinge at lam = 9.75): 15 points fail both cold and "
+        "on the curve (NaN order parameters), the solver's fallback"
+    ),
+    "random 15": (
+        "109 evaluations, 7.3 median cold points (15; the slowest 119): a hinge + "
+        "elastic-net sweep to lam = 1.5e-3, its seeded restart does not reach the slowest"
+    ),
+}
+
+
+def _param(grid, slow: bool = False):
+    marks = [pytest.mark.slow] if slow else []
+    if grid.name in KNOWN:
+        marks.append(pytest.mark.xfail(strict=True, reason=KNOWN[grid.name]))
+    return pytest.param(grid, id=grid.name, marks=marks)
+
+
+def _check(grid) -> None:
+    cost = cg.cost(grid)
+    solved = [n for i, n in enumerate(cost.cold) if i not in cost.cold_failed]
+    assert len(solved) * 2 > len(cost.cold), f"most cold points fail: {cost}"
+    median = sorted(solved)[len(solved) // 2]
+    # no point without a fixed point on the curve where its cold point has one
+    assert cost.curve_failed <= len(cost.cold_failed), cost
+    assert cost.curve <= cg.TARGET * median, (
+        f"{grid.describe()}: the curve {cost.curve} evaluations, "
+        f"{cost.curve / median:.1f} median cold points ({median}; all {cost.cold})"
+    )
+
+
+@pytest.mark.parametrize("grid", [_param(g) for g in cg.EXAMPLES])
+def test_a_benchmarked_curve_costs_a_few_cold_points(grid) -> None:
+    _check(grid)
+
+
+@pytest.mark.parametrize("grid", [_param(g, slow=True) for g in RANDOM])
+def test_a_random_curve_costs_a_few_cold_points(grid) -> None:
+    _check(grid)
+
+
+def test_the_counter_sees_every_evaluation_of_a_point() -> None:
+    # one cold point: as many channel evaluations counted as the fixed-point iteration
+    # and its error estimate made (the result's n_iter counts the iteration's own; the
+    # estimate's re-solve on the refined rule adds its own evaluations)
+    import gaussmix as gm
+
+    mix = cg.mixture("isotropic binary")
+    with cg.counted_evaluations() as log:
+        res = gm.solve(mix, "logistic", lam=0.1, alpha=2.0)
+    with cg.counted_evaluations() as bare:
+        plain = gm.solve(mix, "logistic", lam=0.1, alpha=2.0, estimate_error=False)
+    assert len(bare) == plain.n_iter > 0
+    assert len(log) > len(bare) and all(n == 2 for n in log)  # two clusters, one point
+    # nested blocks count in the innermost; a module imported since is counted too
+    with cg.counted_evaluations() as outer:
+        with cg.counted_evaluations() as inner:
+            gm.solve(mix, "logistic", lam=0.1, alpha=2.0, estimate_error=False)
+    assert outer == [] and len(inner) == plain.n_iter
+    assert res.success
+
+
+def test_the_random_grids_are_seeded_and_cover_the_space() -> None:
+    again = cg.random_grids(24, seed=0)
+    assert [g.describe() for g in again] == [g.describe() for g in RANDOM]
+    assert {g.loss for g in RANDOM} >= {"square", "logistic", "hinge"}
+    assert {g.penalty for g in RANDOM} == {"l2", "l1", "elastic-net"}
+    assert {g.axis for g in RANDOM} == {"alpha", "lam"}
+    assert {g.mixture for g in RANDOM} >= {
+        "isotropic binary",
+        "block binary",
+        "sparse (0.5, 0.1, 0.5)",
+        "sparse (0.1, 0.1, 1)",
+        "isotropic K = 3",
+    }
+    for g in RANDOM:
+        assert len(g.values) == cg.N_POINTS
+        lam = g.fixed if g.axis == "alpha" else min(g.values)
+        assert 1e-5 <= lam <= 10
+
+
+def test_the_counter_sees_a_stacked_curves_evaluations() -> None:
+    # a stacked curve (one output, 20 points): each point's n_iter counts the stacked
+    # map's evaluations up to its own convergence, so the curve's count is at least the
+    # largest of them (a counter blind to the stacked map, wherever it lives, fails here)
+    grid = next(g for g in cg.EXAMPLES if g.name == "binary-logistic")
+    with cg.counted_evaluations() as log:
+        table = cg.curve(grid)
+    assert len(log) >= table["n_iter"].max() > 0
+    assert max(log) == 2 * len(grid.values)  # the first evaluations: every point's clusters
