@@ -729,7 +729,8 @@ def _estimate_randomised(
     within ``MAX_QUADRATURE_NODES`` nodes at the optimistic rate ``1 / N``, and otherwise
     while the training error's estimate exceeds
     :data:`~gaussmix.theory.tolerances.TRAIN_ERROR_TARGET` (up to ``MAX_TRAIN_RQMC_NODES``
-    nodes)."""
+    nodes); never where the evaluation's own error alone leaves no room for the target
+    (:func:`_refinement_reaches`: a finer channel rule does not reduce it)."""
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
     x, n_iter, res, status, msg = out.x, out.n_iter, out.residual, out.status, out.message
     for k in range(opts.max_refine + 1):
@@ -743,19 +744,19 @@ def _estimate_randomised(
         quad, extra = spread
         n_iter += extra
         evals = dict(obs.errors)
-        worst = max(quad[k2] + evals[k2] for k2 in ("test_error", "train_loss"))
         if not opts.auto_refine or k == opts.max_refine:
             break
         finer = _finer_rule(T.rule)
-        wants_finer = (
-            worst > opts.quad_tol
-            and finer is not None
-            and worst * T.rule.weights.size / _largest_nodes(T.rule) <= opts.quad_tol
+        ratio = T.rule.weights.size / _largest_nodes(T.rule)
+        wants_finer = finer is not None and _refinement_reaches(
+            quad, evals, ("test_error", "train_loss"), opts.quad_tol, ratio
         )
         if not wants_finer:
             # the training error's own target (issue 10), a little further if need be
             finer = _finer_rule(T.rule, cap=MAX_TRAIN_RQMC_NODES)
-            if quad["train_error"] + evals["train_error"] <= TRAIN_ERROR_TARGET or finer is None:
+            if finer is None or not _refinement_reaches(
+                quad, evals, ("train_error",), TRAIN_ERROR_TARGET, 0.0
+            ):
                 break
         T2 = new_map(problem, finer, T)
         out2 = iterate(T2, x, AndersonState.init(opts.anderson, history.get(T.rule)), **kw)
@@ -769,6 +770,26 @@ def _estimate_randomised(
     if status is IterationStatus.CONVERGED:
         obs = with_statistics(problem, T, x, obs)
     return Estimate(T, x, n_iter, res, status, msg, obs, quad, evals)
+
+
+def _refinement_reaches(
+    quad: dict, evals: dict, keys: tuple[str, ...], target: float, ratio: float
+) -> bool:
+    """Whether a finer randomised channel rule can bring the estimates of ``keys`` above
+    ``target`` (``quad + evals``) down to it: some estimate exceeds it, and for each that
+    does, the evaluation's own error ``evals`` (the seeded orthant and training-error
+    integrals, which no channel rule reduces) is below it, with room for the channel's
+    part ``quad`` once divided by ``1 / ratio`` (``ratio``: the nodes of the rule over
+    those of its finest admissible refinement, the optimistic rate ``1 / N``; 0 asks only
+    that the evaluation's own error leaves room).
+
+    Measured on ten classes fitted from scikit-learn's digits (``lam = 1``, alpha = 1): the
+    training error's own estimate is 1.07e-4 at its sampling cap, above
+    :data:`~gaussmix.theory.tolerances.TRAIN_ERROR_TARGET`, and the five refinements of the
+    channel rule that chased the target (to 8 x 2**13 nodes) cost 26 times the solve and
+    left the estimate at 1.06e-4."""
+    excess = [k for k in keys if quad[k] + evals[k] > target]
+    return bool(excess) and all(evals[k] + ratio * quad[k] < target for k in excess)
 
 
 def _largest_nodes(rule: QuadratureRule) -> int:
