@@ -584,8 +584,12 @@ def estimate_errors(
                     status, msg = out2.status, f"refined quadrature: {out2.message}"
                     break
                 # (on to the tighter tolerance; a rule that computes its own moments keeps
-                # returning the last iterate, and the image where it converged at its start)
-                out2 = _tighter(T2, out2, opts, {**kw, "return_image": not last})
+                # returning the last iterate, and the image where it converged at its start;
+                # two outputs keep the last iterate there too, whose channel evaluation the
+                # map remembers, as the stacked K = 3 curves do: the observables then need
+                # no evaluation of the refined rule of their own, one of four at K = 3)
+                keep = last or problem.dim == 2
+                out2 = _tighter(T2, out2, opts, {**kw, "return_image": not keep})
                 if last and out2.n_iter <= 1:  # converged where it started: moved to T2(x)
                     out2 = replace(out2, x=T2(out2.x))
                 obs2 = evaluate_observables(problem, T2, out2.x, light=True)
