@@ -143,9 +143,6 @@ def test_what_is_seeded_is_a_sweep_over_lambda_or_a_curve_over_alpha() -> None:
     )
     assert continuation._seed_params(stacked_map([(0.1, a) for a in [1.0, *alphas]])) is None
     assert (
-        continuation._seed_params(stacked_map([(0.1, a) for a in np.linspace(1, 2, 10)])) is None
-    )
-    assert (
         continuation._seed_params(stacked_map([(lams[3], 1.0)] + [(lam, 1.0) for lam in lams]))
         is None
     )

@@ -496,7 +496,7 @@ def test_too_many_effective_outputs_for_the_lasso_prior_are_refused_at_the_door(
 )
 @pytest.mark.parametrize("lam", [0.05, 0.4, 2.0])
 def test_compiled_line_moments_are_the_numpy_pieces(Lp, L, shift_free, lam):
-    """The compiled pass over the lines (:func:`gaussmix.theory._kernels.l1_line_moments`,
+    """The compiled pass over the lines (:func:`gaussmix.theory._lasso_kernels.l1_line_moments`,
     the default) gives the moments of the numpy reference (the pieces of
     :func:`_region_pieces` integrated by :func:`_integrate_pieces`) to rounding, on three
     atoms with their own metrics and laws (the rule's lines ordered by atom)."""

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
-from ._kernels import l1_line_moments
+from ._lasso_kernels import l1_line_moments
 from .quadrature import GradedPanels, composite_legendre, graded_edges
 from .tolerances import XI_MAX
 
@@ -312,7 +312,7 @@ def gaussian_l1_moments(
         rule; default :data:`OUTER_PANELS`.
     compiled : bool
         Integrate the pieces along the lines in one compiled pass
-        (:func:`gaussmix.theory._kernels.l1_line_moments`, the default); False: the numpy
+        (:func:`gaussmix.theory._lasso_kernels.l1_line_moments`, the default); False: the numpy
         reference (:func:`_region_pieces`, :func:`_integrate_pieces`), the same numbers to
         rounding.
 
@@ -574,7 +574,7 @@ def _check_tiling(total: np.ndarray) -> None:
 
 def _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, shift_free) -> L1Moments:
     """:func:`_region_pieces` and :func:`_integrate_pieces` in one compiled pass over the
-    lines (:func:`gaussmix.theory._kernels.l1_line_moments`: no pieces are stored; per
+    lines (:func:`gaussmix.theory._lasso_kernels.l1_line_moments`: no pieces are stored; per
     line and sign pattern the same constraints, interval, reference point and closed-form
     integrals), then :func:`_finish_moments`.  The sign patterns' Jacobians and whether
     their ``A_SS`` is positive definite are computed once per atom, as in

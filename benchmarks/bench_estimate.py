@@ -1,0 +1,83 @@
+"""Benchmark of the integration-error estimate against the solve it checks (issue 32, item
+4: the estimate costs at most as much as the solve, on every problem kind).
+
+Run:  python benchmarks/bench_estimate.py [--repeats 5] [--cases binary,k3,k3small,k10,digits]
+
+For each case, the CPU time (``time.process_time``, median over ``--repeats``, the solves
+with and without the estimate interleaved) of ``gm.solve`` with ``estimate_error=False``
+(the solve: fixed point and observables) and with the default estimate, their difference
+over the solve (the estimate's cost in solves), the evaluations of the map and the
+integration error.  Cases: binary logistic (lam = 0.1, alpha = 2), K = 3 cross-entropy
+(lam = 1 and 0.01, alpha = 2), isotropic K = 10 cross-entropy (lam = 1e-2, alpha = 10: a
+randomised rule on exchangeable clusters), and ten classes fitted from scikit-learn's
+digits (d = 64, pixels / 16, lam = 1, alpha = 1: a randomised rule, the dense prior).
+The ten-class MNIST estimate: ``benchmarks/bench_tenclass.py --estimate-error``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+
+from _timing import machine_line
+
+import gaussmix as gm
+
+warnings.simplefilter("ignore", gm.IntegrationWarning)
+
+
+def _digits() -> gm.Mixture:
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    return gm.Mixture.from_data(X / 16, y)
+
+
+def _isotropic(K: int) -> gm.Mixture:
+    if K == 2:
+        return gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+    return gm.Mixture.isotropic(0.5, "gaussian", n_clusters=K)
+
+
+#: name: (mixture, loss, lam, alpha)
+CASES = {
+    "binary": (lambda: _isotropic(2), "logistic", 0.1, 2.0),
+    "k3": (lambda: _isotropic(3), "cross-entropy", 1.0, 2.0),
+    "k3small": (lambda: _isotropic(3), "cross-entropy", 0.01, 2.0),
+    "k10": (lambda: _isotropic(10), "cross-entropy", 1e-2, 10.0),
+    "digits": (_digits, "cross-entropy", 1.0, 1.0),
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--cases", default=",".join(CASES))
+    args = ap.parse_args()
+    print(machine_line(), flush=True)
+    print("| case | solve (CPU) | with estimate | estimate / solve | evaluations | estimate |")
+    print("|---|---|---|---|---|---|", flush=True)
+    for name in args.cases.split(","):
+        make, loss, lam, alpha = CASES[name]
+        mix = make()
+        gm.solve(mix, loss, lam=lam, alpha=alpha)  # warm-up (compiled kernels, caches)
+        times: dict = {False: [], True: []}
+        res: dict = {}
+        for _ in range(args.repeats):
+            for est in (False, True):
+                t = time.process_time()
+                res[est] = gm.solve(mix, loss, lam=lam, alpha=alpha, estimate_error=est)
+                times[est].append(time.process_time() - t)
+        solve, both = statistics.median(times[False]), statistics.median(times[True])
+        print(
+            f"| {name} (lam = {lam:g}, alpha = {alpha:g}) | {solve * 1e3:.1f} ms | "
+            f"{both * 1e3:.1f} ms | {(both - solve) / solve:.2f} | "
+            f"{res[False].n_iter} / {res[True].n_iter} | {res[True].integration_error:.1e} |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
