@@ -17,6 +17,7 @@ from gaussmix.theory.api import make_problem
 from gaussmix.theory.fixed_point import new_map, start_state
 from gaussmix.theory.iteration import AndersonState, iterate
 from gaussmix.theory.options import SolverOptions
+from gaussmix.theory.policy import channel_rule, continuation
 from gaussmix.theory.quadrature import SobolRQMC
 from gaussmix.theory.refinement import _refinement_reaches
 from gaussmix.theory.tolerances import REPLICATE_SHIFT_RTOL
@@ -70,10 +71,11 @@ def test_linear_response_spread_tracks_the_resolved_one(K, lam, alpha):
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=K)
     problem = make_problem(mix, "cross-entropy", lam=lam, alpha=alpha)
     opts, history = SolverOptions(), {}
-    rule = refinement.channel_rule(problem, None, opts.symmetry)
+    rule = channel_rule(problem, None, opts.symmetry)
     assert rule.randomised
     x0 = start_state(problem, None)
-    T, out = refinement.run_fixed_point(problem, rule, x0, opts, None, history)
+    first = continuation(problem, opts)
+    T, out = refinement.run_fixed_point(problem, rule, x0, opts, None, history, first_phase=first)
     assert out.converged
     cheap, n_cheap = refinement._replicate_spread(problem, T, out.x, opts, None, history)
     ref, n_ref = _resolved_spread(problem, T, out.x, opts, history)
