@@ -205,7 +205,7 @@ def counted_evaluations() -> Iterator[list[int]]:
     curve's, wherever they live) holds the counting stand-in from the first block on (one
     object, so that a module imported inside a block and binding it counts in later
     blocks too)."""
-    from gaussmix.theory import channel
+    from gaussmix.theory.channel import channel
 
     counted = channel.channel_evaluation
     if not hasattr(counted, "counted_original"):

@@ -56,7 +56,7 @@ LAM_DIGITS = 4
 def losses_for(n_clusters: int) -> tuple[str, ...]:
     """The losses the library accepts for ``n_clusters`` clusters with the explorer's
     automatic labels, asked of :func:`gaussmix.explore.validate` (its own rule)."""
-    from gaussmix.theory.losses import LOSSES
+    from gaussmix.theory.channel.losses import LOSSES
 
     return tuple(
         name

@@ -196,9 +196,9 @@ def _worker(case: str) -> None:
 
 #: the modules that call the channel by name (this tree's, and those of older trees)
 _EVALUATING_MODULES = (
-    "gaussmix.theory.channel",
-    "gaussmix.theory.fixed_point",
-    "gaussmix.theory.batch",
+    "gaussmix.theory.channel.channel",
+    "gaussmix.theory.solve.fixed_point",
+    "gaussmix.theory.solve.batch",
     "gaussmix.experiments.batched",
 )
 
@@ -213,7 +213,7 @@ def _count_worker(case: str) -> None:
 
     warnings.simplefilter("ignore", gm.IntegrationWarning)
     log: list[tuple[int, int]] = []
-    evaluate = importlib.import_module("gaussmix.theory.channel").channel_evaluation
+    evaluate = importlib.import_module("gaussmix.theory.channel.channel").channel_evaluation
 
     def counted(loss, y, M, b, Q, V, rule, warm=None):
         nodes = getattr(rule, "weights", None)
@@ -294,7 +294,7 @@ def carry_study() -> None:
     import numpy as np
 
     import gaussmix as gm
-    from gaussmix.theory.quadrature import GaussHermite
+    from gaussmix.theory.numerics.quadrature import GaussHermite
 
     warnings.simplefilter("ignore")
     keys = ("test_error", "train_error", "train_loss")

@@ -28,7 +28,7 @@ import numpy as np
 from _timing import machine_line, median_time
 
 import gaussmix as gm
-from gaussmix.theory.dense import dense_ridge_terms
+from gaussmix.theory.prior.dense import dense_ridge_terms
 
 warnings.simplefilter("ignore", gm.IntegrationWarning)
 

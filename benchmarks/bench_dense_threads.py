@@ -5,7 +5,8 @@ Run:  python benchmarks/bench_dense_threads.py [D ...]      (default: 300 600)
 For three Gaussian classes fitted in dimension D (``Mixture.from_data`` on 2 D points per
 class, distinct correlated covariances), one cross-entropy fixed point (``lam = 0.5``,
 ``alpha = 2``) is solved with the dense prior as shipped (below
-``gaussmix.theory.linalg.BLAS_THREADS_MIN_N``, these sizes, all of its linear algebra on one
+``gaussmix.theory.numerics.linalg.BLAS_THREADS_MIN_N``, these sizes, all of its linear algebra on
+one
 BLAS thread) and with the threshold lowered to 1 (up to two threads, the caller's limit),
 interleaved, three runs each after a warm-up.  It also prints whether the two give
 the same bits (they need not: a threaded matrix product splits its sums differently).
@@ -20,7 +21,7 @@ import numpy as np
 from _timing import machine_line
 
 import gaussmix as gm
-import gaussmix.theory.linalg as linalg
+import gaussmix.theory.numerics.linalg as linalg
 
 REPEATS = 3
 

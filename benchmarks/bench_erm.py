@@ -6,7 +6,7 @@ The FULL preset of ``gaussmix figure fig3-left`` (:data:`gaussmix.figures.multic
 FIG3_LEFT_FULL`): cross-entropy + ridge at ``lam = 1e-4``, Delta = 0.5, Gaussian means,
 d = 1000, K = 2..5, at its simulated alphas.  For each (K, alpha) and each of ``S`` seeds
 (default 1; the instances :func:`gaussmix.simulate.simulate` draws with root seed 0), the
-CPU time of one exact fit (:func:`gaussmix.theory.erm.fit_cross_entropy`: Newton-CG), its
+CPU time of one exact fit (:func:`gaussmix.theory.channel.erm.fit_cross_entropy`: Newton-CG), its
 Newton iterations, Hessian-vector products and KKT residual.  ``--lbfgs`` also times the
 previous solver on the same data (scikit-learn's lbfgs, then a warm-started Newton-CG pass
 when its KKT residual is above 1e-10) and reports the difference of the two objectives.
@@ -25,9 +25,9 @@ from _timing import machine_line
 import gaussmix as gm
 from gaussmix.figures.multiclass import DELTA, FIG3_LEFT_FULL
 from gaussmix.simulate import realise
-from gaussmix.theory.erm import DEFAULT_TOL, fit_cross_entropy, kkt_residual
-from gaussmix.theory.losses import CrossEntropyLoss
-from gaussmix.theory.penalties import make_penalty
+from gaussmix.theory.channel.erm import DEFAULT_TOL, fit_cross_entropy, kkt_residual
+from gaussmix.theory.channel.losses import CrossEntropyLoss
+from gaussmix.theory.model.penalties import make_penalty
 
 LAM = 1e-4
 

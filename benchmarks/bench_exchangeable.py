@@ -4,7 +4,7 @@ Run:  python benchmarks/bench_exchangeable.py [--quick]    (prints Markdown tabl
 
 The paper's Fig. 3 left set-up (Delta = 0.5, Gaussian means, balanced, ridge, lam = 1e-4):
 cold single points of K = 4 (the deterministic rule of exchangeable clusters,
-:class:`gaussmix.theory.symmetry.ExchangeablePanels`) across alpha, with the wall time,
+:class:`gaussmix.theory.problem.symmetry.ExchangeablePanels`) across alpha, with the wall time,
 the rule reached and the integration-error estimates of the test error, training error
 and training loss; then a K = 4 learning curve of 40 alphas in [0.5, 8]
 (:func:`gaussmix.learning_curve`, warm-started) with its warnings; then one K = 5 point
@@ -77,7 +77,7 @@ def k3() -> None:
     """The K = 3 tables (module docstring, ``--k3``)."""
     from gaussmix.figures import fig3_left
     from gaussmix.figures.multiclass import FIG3_LEFT_FAST
-    from gaussmix.theory.quadrature import auto_rule
+    from gaussmix.theory.numerics.quadrature import auto_rule
 
     print(machine_line())
     print(f"load average before: {os.getloadavg()}\n")

@@ -5,7 +5,7 @@ The explorer's problem (``gaussmix explore --n-clusters 3 --loss cross-entropy``
 exchangeable clusters, 40 alphas log-spaced in [0.2, 8]) at the lambdas the browser
 benchmark moves the slider to (``bench_explore.py``: 10^-0.6 to 10^-1.2), solved by
 ``gm.learning_curve`` as the explorer calls it (one stacked state,
-:mod:`gaussmix.theory.batch`).  For each lambda: the wall time and the process's
+:mod:`gaussmix.theory.solve.batch`).  For each lambda: the wall time and the process's
 CPU time (both cores' threads), then, with ``--evaluations``, the channel evaluations of
 one curve by rule (nodes) and stage (the solve on the curve's rule and its coarser one;
 the refined rule's iteration of the error estimate; the observables at its images), their
@@ -25,8 +25,8 @@ from collections import defaultdict
 from _timing import machine_line
 
 import gaussmix.experiments.continuation as continuation
-import gaussmix.theory.batch as batch
-import gaussmix.theory.batch_solve as batch_solve
+import gaussmix.theory.solve.batch as batch
+import gaussmix.theory.solve.batch_solve as batch_solve
 from gaussmix.explore import ExplorerState
 from gaussmix.explore.engine import _library_curve
 from gaussmix.explore.state import setup

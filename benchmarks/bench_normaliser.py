@@ -1,5 +1,5 @@
 """Benchmarks of cross-entropy's channel integrated over the softmax normaliser (issue 19,
-item 1; :mod:`gaussmix.theory.normaliser`).
+item 1; :mod:`gaussmix.theory.channel.normaliser`).
 
 Run:  python benchmarks/bench_normaliser.py [--moments] [--points] [--curve] [--cost] [--cold]
 (prints Markdown tables; no option: the first two)
@@ -23,7 +23,7 @@ time.
 
 ``--cold``: every alpha of the K = 5 curve's grid (40 in [0.5, 8]) solved cold, and a few
 of K = 4 and 6 near their ``alpha*``: CPU time, iterations, evaluations of the rule
-(:func:`~gaussmix.theory.normaliser.normaliser_integrals`) and how many of them refused a
+(:func:`~gaussmix.theory.channel.normaliser.normaliser_integrals`) and how many of them refused a
 state beyond the rule's caps (an extrapolation far from the fixed point), the largest
 estimate of the test error, training error and training loss, and the warnings.
 
@@ -45,7 +45,7 @@ from bench_exchangeable import curve_line
 
 import gaussmix as gm
 from gaussmix.experiments.transition import separability_threshold
-from gaussmix.theory.normaliser import normaliser_integrals
+from gaussmix.theory.channel.normaliser import normaliser_integrals
 
 LAM = 1e-4
 DELTA = 0.5
@@ -156,7 +156,7 @@ def cost() -> None:
 
 def cold() -> None:
     """The table of ``--cold``."""
-    from gaussmix.theory import normaliser
+    from gaussmix.theory.channel import normaliser
 
     integrals, count = normaliser.normaliser_integrals, [0, 0]
 

@@ -6,7 +6,7 @@ Measures, on the correlated sparse mixture eq. (sparse) with rho = 0.1, Delta1 =
 
 * one lasso point (square, logistic, hinge; default solver options, median of >= 5 runs);
 * one K = 3 lasso point with one-hot labels (cross-entropy and square; isotropic clusters,
-  Delta = 0.5, simplex means; the L-dimensional prior of :mod:`gaussmix.theory.lasso`);
+  Delta = 0.5, simplex means; the L-dimensional prior of :mod:`gaussmix.theory.prior.lasso`);
 * one lambda* search (:func:`gaussmix.optimal_lambda`, median of 5);
 * the theory part of Fig. 2: test error and training loss against alpha (20 points in
   [0.1, 3]) for ridge and lasso at lambda*(alpha), Delta2 in {0.1, 1, 10}, square loss.

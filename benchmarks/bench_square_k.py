@@ -1,7 +1,8 @@
 """The square loss's learning curve for K = 3 to 6 classes (issue 32, item 3): the test and
 training errors of one-hot square-loss ERM are Gaussian orthant probabilities of dimension
 ``K - 1``, deterministic nested rules up to six classes
-(:func:`gaussmix.theory.orthant.orthant_probability`), so a K = 4 or 5 curve should cost at
+(:func:`gaussmix.theory.numerics.orthant.orthant_probability`), so a K = 4 or 5 curve should cost
+at
 most three times a K = 3 one.
 
 For each K: a 40-point curve (isotropic simplex means, Delta = 0.5, lam = 0.1, alphas

@@ -9,9 +9,10 @@ Run:  python benchmarks/bench_tenclass.py [--pool 1] [--alphas 2] [--estimate-er
 of the dense prior alone, then, per alpha (each solve warm-started from the last), the fixed
 point's iterations, its wall time and the test error, the whole curve's time and the peak
 resident memory of the process.  ``--plain`` iterates the map without its mean-field Newton
-step (:func:`gaussmix.theory.fixed_point.mean_bias_step`), as before it: the same fixed points,
+step (:func:`gaussmix.theory.solve.fixed_point.mean_bias_step`), as before it: the same fixed
+points,
 for the before / after of BENCHMARKS.md; ``--double`` without the single-precision first
-phase (:func:`gaussmix.theory.refinement.run_fixed_point`), likewise.
+phase (:func:`gaussmix.theory.solve.refinement.run_fixed_point`), likewise.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from _timing import machine_line
 import gaussmix as gm
 from gaussmix.data import AveragePooling, load_dataset
 from gaussmix.studies import prepare_realdata
-from gaussmix.theory import fixed_point, tolerances
-from gaussmix.theory.dense import dense_ridge_terms
+from gaussmix.theory.numerics import tolerances
+from gaussmix.theory.prior.dense import dense_ridge_terms
+from gaussmix.theory.solve import fixed_point
 
 warnings.simplefilter("ignore", gm.IntegrationWarning)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import gaussmix as gm
 from gaussmix.core.exceptions import ArgumentError
-from gaussmix.theory.mixture import MIXTURE_MODELS, parametric_model
+from gaussmix.theory.model.mixture import MIXTURE_MODELS, parametric_model
 
 #: a valid sparse mixture on the command line (a loss that takes its binary labels)
 SPARSE_CLI = ("--model", "sparse", "--delta1", "0.5", "--delta2", "1", "--loss", "logistic")

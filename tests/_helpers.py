@@ -18,7 +18,7 @@ def check_free_energy(res, *, lam: float, alpha: float, eps: float = 1e-5) -> fl
     dimension ``alpha eps_l + lam E[r]/d``, and it is stationary (central differences in
     every order parameter, symmetric matrices perturbed symmetrically).  Returns the largest
     finite-difference derivative."""
-    from gaussmix.theory.solver import effective_state, free_energy
+    from gaussmix.theory.solve.solver import effective_state, free_energy
 
     st = effective_state(res)
     names = ["Q", "M", "V", "b", "Qhat", "Mhat", "Vhat"]

@@ -6,7 +6,7 @@ Each problem draws, in order: a mixture model of :data:`gaussmix.MIXTURE_MODELS`
 :data:`gaussmix.LOSSES`, the number of clusters ``K`` in 2..4 (2 for the sparse model), the
 labels the loss takes (binary losses: one +-1 label per cluster; cross-entropy: one-hot;
 the square loss either), a penalty of :data:`gaussmix.PENALTIES` among those with a prior
-on the mixture's covariance structure (:data:`gaussmix.theory.prior.PRIORS`: dense
+on the mixture's covariance structure (:data:`gaussmix.theory.prior.prior.PRIORS`: dense
 covariances have ridge only), ``lam`` log-uniform in ``[1e-3, 10]`` and ``alpha``
 log-uniform in ``[0.05, 8]``.  The model's parameters:
 
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 import gaussmix as gm
-from gaussmix.theory.prior import PRIORS
+from gaussmix.theory.prior.prior import PRIORS
 
 __all__ = [
     "RandomProblem",

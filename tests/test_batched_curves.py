@@ -1,5 +1,5 @@
 """Curves solved at all their points at once (issue 19, item 3,
-:mod:`gaussmix.theory.batch`; one output, K = 3 classes, the square loss for any K):
+:mod:`gaussmix.theory.solve.batch`; one output, K = 3 classes, the square loss for any K):
 each point agrees with the single point within the two integration-error estimates, with
 its own estimate; the stacked priors and bias step are the single point's on a leading axis
 of points."""
@@ -13,13 +13,13 @@ import pytest
 
 import gaussmix as gm
 from gaussmix.experiments import continuation, curves
-from gaussmix.theory import batch, batch_solve
-from gaussmix.theory.fixed_point import bias_step
-from gaussmix.theory.iteration import AndersonState
-from gaussmix.theory.options import solver_options
-from gaussmix.theory.prior import elastic_net_prior, ridge_prior
-from gaussmix.theory.quadrature import auto_rule
-from gaussmix.theory.state import residual_scale
+from gaussmix.theory.numerics.quadrature import auto_rule
+from gaussmix.theory.prior.prior import elastic_net_prior, ridge_prior
+from gaussmix.theory.solve import batch, batch_solve
+from gaussmix.theory.solve.fixed_point import bias_step
+from gaussmix.theory.solve.iteration import AndersonState
+from gaussmix.theory.solve.options import solver_options
+from gaussmix.theory.solve.state import residual_scale
 
 BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
 SPARSE = gm.Mixture.sparse(0.1, 0.1, 1.0)
@@ -269,7 +269,7 @@ def test_what_is_stacked_is_the_priors_declaration() -> None:
     mixture (its prior takes one point), the lasso with several outputs (its prior's own
     rule), four classes or more go point by point but for the square loss (a channel in
     closed form: its errors are orthants of any dimension, all points at once)."""
-    from gaussmix.theory.prior import STACKED_PRIORS, takes_stacked_points
+    from gaussmix.theory.prior.prior import STACKED_PRIORS, takes_stacked_points
 
     opts = solver_options(None, {})
     dense = gm.Mixture.dense(
@@ -529,8 +529,8 @@ def test_a_point_without_a_fixed_point_in_a_stacked_curve_is_reported(
     solve, which goes back to the points: that point is reported (NaN, ``converged``
     False, a ConvergenceWarning naming it), the others are the clean curve's."""
     from gaussmix.core.exceptions import ConvergenceWarning
-    from gaussmix.theory import prior as prior_module
-    from gaussmix.theory.penalties import Ridge
+    from gaussmix.theory.model.penalties import Ridge
+    from gaussmix.theory.prior import prior as prior_module
 
     lams = np.geomspace(0.2, 10.0, 10)
     bad = lams[4]
@@ -559,10 +559,10 @@ def test_a_point_without_a_fixed_point_in_a_stacked_curve_is_reported(
 
 
 def test_the_stacked_symmetry_is_each_points_to_rounding() -> None:
-    """:class:`~gaussmix.theory.symmetry.ClusterSymmetry` on a leading axis of points
+    """:class:`~gaussmix.theory.problem.symmetry.ClusterSymmetry` on a leading axis of points
     (the stacked map's) is its single point's, point by point."""
-    from gaussmix.theory.channel import ChannelMoments
-    from gaussmix.theory.fixed_point import cluster_symmetry
+    from gaussmix.theory.channel.channel import ChannelMoments
+    from gaussmix.theory.solve.fixed_point import cluster_symmetry
 
     problem = curves._problems(MIX3, "cross-entropy", [(1.0, 1.0)], "l2", None)[0]
     sym = cluster_symmetry(problem)
@@ -697,7 +697,7 @@ def test_correct_intervals_of_many_clusters_at_once() -> None:
     # clusters in one array operation (the stacked clusters of a curve's points): each
     # cluster's largest t_i / d_i over d_i < 0 and smallest over d_i > 0, to the bit, also
     # for clusters with different numbers of constraints and zero coefficients
-    from gaussmix.theory.observables import _correct_intervals
+    from gaussmix.theory.solve.observables import _correct_intervals
 
     rng = np.random.default_rng(11)
     constraints = []

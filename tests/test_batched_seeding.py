@@ -12,10 +12,10 @@ import pytest
 import gaussmix as gm
 from gaussmix.experiments import continuation, curves
 from gaussmix.experiments.continuation import state_distance
-from gaussmix.theory import batch, batch_solve
-from gaussmix.theory.options import solver_options
-from gaussmix.theory.quadrature import GaussHermite
-from gaussmix.theory.state import residual_scale
+from gaussmix.theory.numerics.quadrature import GaussHermite
+from gaussmix.theory.solve import batch, batch_solve
+from gaussmix.theory.solve.options import solver_options
+from gaussmix.theory.solve.state import residual_scale
 
 SPARSE = gm.Mixture.sparse(0.1, 0.1, 1.0)
 MIX3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
@@ -180,7 +180,7 @@ def test_a_sweeps_progress_count_never_goes_back(monkeypatch) -> None:
 def test_a_lasso_sweeps_estimate_is_one_iteration_on_each_refined_rule(monkeypatch) -> None:
     """A stacked sweep over lambda with one output iterates each point of its error
     estimate towards ``refined_tol`` in one iteration on the refined rule, as a K = 3 curve
-    does (:func:`~gaussmix.theory.batch_solve.refined_solve` with ``merge``), and keeps
+    does (:func:`~gaussmix.theory.solve.batch_solve.refined_solve` with ``merge``), and keeps
     its last iterate, whose moments the refined map remembers: the refined rules are
     evaluated by their iterations alone (not again for the observables), and each returned
     state passes the refined rule's tighter test in a single point's map evaluated afresh,

@@ -1,4 +1,4 @@
-"""The Bayes-optimal error of Appendix D (gaussmix.theory.bayes), checked against a closed
+"""The Bayes-optimal error of Appendix D (gaussmix.theory.limits.bayes), checked against a closed
 form, a one-dimensional integral, a known-means classifier, the finite-size posterior-
 predictive classifier and the ERM solver."""
 
@@ -14,7 +14,7 @@ from scipy.stats import norm
 
 import gaussmix as gm
 from gaussmix.simulate import realise
-from gaussmix.theory.bayes import bayes_optimal_error, learned_gram
+from gaussmix.theory.limits.bayes import bayes_optimal_error, learned_gram
 
 
 def _balanced_closed_form(k: int, delta: float, alpha: float) -> float:
@@ -45,7 +45,7 @@ def _finite_size_bayes(
 ) -> tuple[float, float]:
     """Test error (mean, standard error over instances) of the exact finite-``d`` posterior-
     predictive classifier: prior N(0, Theta / d) on the rows of the mean matrix, Gaussian
-    likelihood; an implementation independent of gaussmix.theory.bayes."""
+    likelihood; an implementation independent of gaussmix.theory.limits.bayes."""
     rng = np.random.default_rng(seed)
     rho = mixture.rho
     deltas = np.asarray(mixture.sigma[0])

@@ -9,16 +9,16 @@ from _helpers import random_spd
 from scipy import integrate
 from scipy.stats import norm
 
-from gaussmix.theory.channel import _quadrature_moments, channel_moments, sqrtm_psd
-from gaussmix.theory.losses import (
+from gaussmix.theory.channel.channel import _quadrature_moments, channel_moments, sqrtm_psd
+from gaussmix.theory.channel.losses import (
     CrossEntropyLoss,
     HingeLoss,
     LogisticLoss,
     ReducedLoss,
     SquareLoss,
 )
-from gaussmix.theory.problem import _complement_of_ones
-from gaussmix.theory.quadrature import GaussHermite
+from gaussmix.theory.numerics.quadrature import GaussHermite
+from gaussmix.theory.problem.problem import _complement_of_ones
 
 
 def _scalar_expectations(loss, y, m, q, v):
@@ -104,7 +104,7 @@ def test_cross_entropy_stein_identity(rng):
 
 # ----------------------------------------------------------------------------- kernel table
 def test_compiled_kernels_are_chosen_from_one_table_by_loss_type():
-    from gaussmix.theory.channel import (
+    from gaussmix.theory.channel.channel import (
         COMPILED_KERNELS,
         CROSS_ENTROPY_KERNEL,
         LOGISTIC_KERNEL,
@@ -128,7 +128,7 @@ def test_compiled_kernels_are_chosen_from_one_table_by_loss_type():
 
 
 def test_a_loss_without_a_table_entry_takes_the_numpy_path(rng, monkeypatch):
-    import gaussmix.theory.channel as channel
+    import gaussmix.theory.channel.channel as channel
 
     K = 3
     loss = ReducedLoss(CrossEntropyLoss(), _complement_of_ones(K))
@@ -150,7 +150,7 @@ def test_a_loss_without_a_table_entry_takes_the_numpy_path(rng, monkeypatch):
 
 
 def test_exact_channel_losses_need_no_rule_and_declare_their_closed_form(rng):
-    from gaussmix.theory.channel import channel_evaluation
+    from gaussmix.theory.channel.channel import channel_evaluation
 
     y = np.array([[1.0], [-1.0]])
     M = rng.standard_normal((2, 1))

@@ -10,7 +10,7 @@ from _cli_helpers import assert_one_line_error, run, run_json
 
 import gaussmix as gm
 from gaussmix.simulate import separability_fraction
-from gaussmix.theory.bayes import bayes_optimal_error
+from gaussmix.theory.limits.bayes import bayes_optimal_error
 
 
 def test_bayes_optimal_json_is_the_library_result():

@@ -18,8 +18,8 @@ from _cli_helpers import run
 import gaussmix as gm
 from gaussmix.cli.commands import _WARNING_REMEDIES, app
 from gaussmix.core.exceptions import IntegrationWarning
-from gaussmix.theory.options import SolverOptions
-from gaussmix.theory.quadrature import GaussHermite
+from gaussmix.theory.numerics.quadrature import GaussHermite
+from gaussmix.theory.solve.options import SolverOptions
 
 FIXTURE = Path(__file__).parent / "fixtures" / "owndata_small.csv"
 #: the commands that solve fixed points of the theory
@@ -92,7 +92,7 @@ def test_study_data_uses_the_solver_options_given():
 def test_data_quad_order_reaches_the_fixed_points(tmp_path):
     """``--quad-order N`` is ``quadrature=GaussHermite(N, L')`` with the problem's
     effective output dimension: 2 for three classes and cross-entropy (shift invariance),
-    as :func:`gaussmix.theory.problem.effective_loss` says."""
+    as :func:`gaussmix.theory.problem.problem.effective_loss` says."""
     import numpy as np
     import pandas as pd
 

@@ -9,10 +9,10 @@ import pytest
 
 import gaussmix as gm
 from gaussmix.core.exceptions import ArgumentError
-from gaussmix.theory.api import make_problem
-from gaussmix.theory.fixed_point import cluster_symmetry
-from gaussmix.theory.separability import ZeroPenaltyError
-from gaussmix.theory.symmetry import ClusterSymmetry
+from gaussmix.theory.api.api import make_problem
+from gaussmix.theory.limits.separability import ZeroPenaltyError
+from gaussmix.theory.problem.symmetry import ClusterSymmetry
+from gaussmix.theory.solve.fixed_point import cluster_symmetry
 
 MIX3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
 BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")

@@ -114,7 +114,7 @@ def test_optimal_lambda_takes_options_and_keywords_the_same_way() -> None:
 
 
 def test_changed_options_are_what_was_asked_however_spelled() -> None:
-    from gaussmix.theory.options import changed_options, solver_options
+    from gaussmix.theory.solve.options import changed_options, solver_options
 
     assert changed_options(gm.SolverOptions()) == {}
     asked = solver_options(gm.SolverOptions(tol=1e-10), {"max_iter": 3000, "anderson": 3})

@@ -1,4 +1,4 @@
-"""The progress of a curve solved as one stacked state (:mod:`gaussmix.theory.batch`):
+"""The progress of a curve solved as one stacked state (:mod:`gaussmix.theory.solve.batch`):
 its bar advances as the points converge, by a hook that leaves the iterates as they were."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from _cli_helpers import _Terminal
 import gaussmix as gm
 from gaussmix.core import progress as progress_module
 from gaussmix.experiments import continuation, curves
-from gaussmix.theory.options import solver_options
+from gaussmix.theory.solve.options import solver_options
 
 BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
 #: a curve over alpha whose points converge after different numbers of evaluations

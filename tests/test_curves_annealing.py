@@ -11,7 +11,7 @@ import pytest
 
 import gaussmix as gm
 from gaussmix.experiments.curves import _next_start_rule
-from gaussmix.theory.quadrature import GaussHermite, default_rule
+from gaussmix.theory.numerics.quadrature import GaussHermite, default_rule
 
 MIX3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
 

@@ -22,9 +22,9 @@ from gaussmix.experiments.continuation import (
     prediction_resolved,
     state_distance,
 )
-from gaussmix.theory.api import make_problem
-from gaussmix.theory.quadrature import GaussHermite, auto_rule
-from gaussmix.theory.tolerances import integration_warning_threshold
+from gaussmix.theory.api.api import make_problem
+from gaussmix.theory.numerics.quadrature import GaussHermite, auto_rule
+from gaussmix.theory.numerics.tolerances import integration_warning_threshold
 
 MIX3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
 BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
@@ -61,7 +61,7 @@ def test_every_curve_point_is_within_its_own_estimate_of_a_fine_reference(kind) 
     # other point refined its own rule, the one the curve carries, to the automatic one: its
     # estimate is its own, not borrowed from another point
     # (solved point by point; these curves of 12 points are solved stacked,
-    # gaussmix.theory.batch, every point from the rule the curve carries, the first
+    # gaussmix.theory.solve.batch, every point from the rule the curve carries, the first
     # too: each point solved on its own is tested in test_curve_points_agree_with_single_...)
     first = None
     for i, r in enumerate(df.points):

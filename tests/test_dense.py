@@ -17,13 +17,13 @@ from threadpoolctl import threadpool_limits
 import gaussmix as gm
 from gaussmix.core.exceptions import SpuriousFixedPointError
 from gaussmix.simulate import realise, simulate
-from gaussmix.theory import dense
-from gaussmix.theory.covariance import DenseCovariance
-from gaussmix.theory.dense import dense_ridge_terms
-from gaussmix.theory.fixed_point import FixedPointMap
-from gaussmix.theory.penalties import Ridge
-from gaussmix.theory.prior import PRIORS, ridge_prior
-from gaussmix.theory.solver import IterationStatus, is_valid_state, pack_state
+from gaussmix.theory.model.covariance import DenseCovariance
+from gaussmix.theory.model.penalties import Ridge
+from gaussmix.theory.prior import dense
+from gaussmix.theory.prior.dense import dense_ridge_terms
+from gaussmix.theory.prior.prior import PRIORS, ridge_prior
+from gaussmix.theory.solve.fixed_point import FixedPointMap
+from gaussmix.theory.solve.solver import IterationStatus, is_valid_state, pack_state
 
 RTOL = 1e-10
 KEYS = ("Q", "M", "V", "b", "Qhat", "Mhat", "Vhat")
@@ -260,7 +260,7 @@ def test_single_precision_prior_is_the_double_within_its_rounding(d, L, K, zero)
 
 def _threads_in_calls(monkeypatch) -> list[int]:
     """Record the BLAS threads in force during each ``O(n^3)`` call of the dense prior."""
-    from gaussmix.theory.linalg import _blas_pools
+    from gaussmix.theory.numerics.linalg import _blas_pools
 
     seen: list[int] = []
     real = dense._inverse_and_sandwich
@@ -286,7 +286,7 @@ def test_small_dense_priors_stay_on_one_blas_thread(monkeypatch):
     """Below ``BLAS_THREADS_MIN_N`` (the test suite's sizes) the prior's LAPACK runs on one
     BLAS thread whatever the caller allows; from it on, on ``min(2, the caller's limit,
     cores)``: one where the caller limits BLAS to one (a sweep's worker, the CLI)."""
-    from gaussmix.theory import linalg
+    from gaussmix.theory.numerics import linalg
 
     cov, Qh, Mh, Vh = _threads_case()
     n = 9 * int(cov.active.sum())
@@ -310,7 +310,7 @@ def test_the_command_lines_studies_keep_their_theorys_threads(monkeypatch):
     ``gm.solve``; the commands with --n-jobs workers (the plain context) keep one, and so
     does any BLAS call outside the dense prior."""
     from gaussmix.cli.helpers import one_blas_thread
-    from gaussmix.theory import linalg
+    from gaussmix.theory.numerics import linalg
 
     cov, Qh, Mh, Vh = _threads_case()
     monkeypatch.setattr(linalg, "BLAS_THREADS_MIN_N", 9 * int(cov.active.sum()))
@@ -334,7 +334,7 @@ def test_threaded_dense_prior_is_one_thread_within_rounding_and_repeatable(monke
     ``A``: the first-order bound of the Cholesky-based inverse and congruences, as for
     float32), and a deterministic function of the thread count: the same bits on every
     run."""
-    from gaussmix.theory import linalg
+    from gaussmix.theory.numerics import linalg
 
     if linalg.process_cores() < 2:
         pytest.skip("one core: the threaded path is the one-thread path")
@@ -576,9 +576,9 @@ def test_mean_bias_step_lands_on_the_fixed_point_of_a_linear_model(monkeypatch):
     state solves ``M = G Mhat`` and ``sum_c Mhat_c = 0`` (checked by explicit sums); with
     ``G = 0`` and ``M`` already the prior's, the bias part is :func:`bias_step`; a step
     longer than ``MEAN_STEP_MAX`` is the full step shortened to it."""
-    from gaussmix.theory import fixed_point
-    from gaussmix.theory.fixed_point import bias_step, mean_bias_step
-    from gaussmix.theory.tolerances import BIAS_RIDGE, MEAN_STEP_MAX
+    from gaussmix.theory.numerics.tolerances import BIAS_RIDGE, MEAN_STEP_MAX
+    from gaussmix.theory.solve import fixed_point
+    from gaussmix.theory.solve.fixed_point import bias_step, mean_bias_step
 
     rng = np.random.default_rng(7)
     K, L = 4, 3
@@ -634,7 +634,7 @@ def test_mean_bias_step_keeps_the_fixed_point_and_saves_iterations(monkeypatch, 
     """Means of the size of real data's (``|mu_c|^2 ~ d``): the map with the mean-field
     Newton step converges to the plain map's fixed point (both at ``tol = 1e-11``: order
     parameters and observables within 1e-8 relative), in fewer iterations."""
-    from gaussmix.theory import fixed_point
+    from gaussmix.theory.solve import fixed_point
 
     rng = np.random.default_rng(11)
     d = 40
@@ -675,9 +675,9 @@ def test_single_precision_phase_returns_the_double_fixed_point(monkeypatch, loss
     the double map (its residual below ``tol`` there), the order parameters and observables
     agree with the solve without the phase within the tolerance's reach, and the last
     evaluations (whose details serve the observables) are double."""
-    from gaussmix.theory import tolerances
-    from gaussmix.theory.solver import effective_state
-    from gaussmix.theory.state import residual_scale
+    from gaussmix.theory.numerics import tolerances
+    from gaussmix.theory.solve.solver import effective_state
+    from gaussmix.theory.solve.state import residual_scale
 
     rng = np.random.default_rng(12)
     d = 40
@@ -715,7 +715,7 @@ def test_a_failing_single_precision_phase_falls_back_to_double(monkeypatch):
     """A single-precision map that fails (here: every float32 evaluation raises, as an
     ill-conditioned matrix would in ``spotrf``) or stops short (one evaluation allowed)
     leaves the double iteration to find the same fixed point."""
-    from gaussmix.theory import tolerances
+    from gaussmix.theory.numerics import tolerances
 
     rng = np.random.default_rng(13)
     cov = _noncommuting(rng, 3, 30, zero=2)
@@ -736,7 +736,7 @@ def test_a_failing_single_precision_phase_falls_back_to_double(monkeypatch):
 
     monkeypatch.setattr(dense, "_dense_ridge_terms", failing)
     monkeypatch.setattr(
-        "gaussmix.theory.fixed_point.single_precision_phase", lambda problem: False
+        "gaussmix.theory.solve.fixed_point.single_precision_phase", lambda problem: False
     )  # (the cold start's prior image in double: the phase itself is what fails)
     failed = gm.solve(mix, "cross-entropy", **kw)
     assert raised  # the phase was tried

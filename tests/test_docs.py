@@ -383,7 +383,7 @@ def test_docstrings_rst_habits_become_markdown() -> None:
     ext = _griffe_extension()
     text = "\n".join(
         [
-            "See :func:`~gaussmix.theory.solver.solve` and :class:`Mixture`, ``a +",
+            "See :func:`~gaussmix.theory.solve.solver.solve` and :class:`Mixture`, ``a +",
             "b``::",
             "",
             "    x = 1  # code",
@@ -408,7 +408,7 @@ def test_shared_docstring_blocks_are_completed_from_the_imported_object() -> Non
     """``solve``'s docstring holds a %(solver_options)s line that only the import fills."""
     griffe = pytest.importorskip("griffe")
     ext = _griffe_extension()
-    module = griffe.load("gaussmix.theory.api", search_paths=[str(ROOT / "src")])
+    module = griffe.load("gaussmix.theory.api.api", search_paths=[str(ROOT / "src")])
     func = module["solve"]
     assert ext._MARK.search(func.docstring.value)
     doc = ext.runtime_docstring(func)

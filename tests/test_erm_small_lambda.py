@@ -21,7 +21,7 @@ above the theory at d = 200-800 (2.8-3.5 standard errors): the finite-size smoot
 the transition that these alphas avoid.  The K = 3 check takes about 40 s (slow, in CI);
 the K = 5 one is long (its twenty exact fits take about two minutes of CPU).
 
-The exact minimiser at ``lam = 1e-4`` comes from :func:`gaussmix.theory.erm.newton_ridge`
+The exact minimiser at ``lam = 1e-4`` comes from :func:`gaussmix.theory.channel.erm.newton_ridge`
 (Newton-CG), checked here against scikit-learn's lbfgs on small separable problems.
 """
 
@@ -32,10 +32,10 @@ import pytest
 
 import gaussmix as gm
 from gaussmix.simulate import fit_erm, realise, simulate
-from gaussmix.theory import conventions as conv
-from gaussmix.theory.erm import kkt_residual
-from gaussmix.theory.losses import CrossEntropyLoss, LogisticLoss
-from gaussmix.theory.penalties import make_penalty
+from gaussmix.theory.channel.erm import kkt_residual
+from gaussmix.theory.channel.losses import CrossEntropyLoss, LogisticLoss
+from gaussmix.theory.model import conventions as conv
+from gaussmix.theory.model.penalties import make_penalty
 
 LAM = 1e-4
 DELTA = 0.5
@@ -96,7 +96,7 @@ def test_newton_cg_binary_logistic_to_a_tight_tolerance() -> None:
     """Binary logistic (L = 1) at lam = 1e-4: the KKT residual meets a tolerance of 1e-13,
     in few Hessian-vector products per Newton iteration (the preconditioner is the Hessian
     itself up to lam on the bias)."""
-    from gaussmix.theory.erm import newton_ridge
+    from gaussmix.theory.channel.erm import newton_ridge
 
     binary = gm.Mixture.isotropic(DELTA, "antipodal", labels="binary")
     rng = np.random.default_rng(2)

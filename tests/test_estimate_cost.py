@@ -12,15 +12,15 @@ import pytest
 from sklearn.datasets import load_digits
 
 import gaussmix as gm
-from gaussmix.theory import refinement
-from gaussmix.theory.api import make_problem
-from gaussmix.theory.fixed_point import new_map, start_state
-from gaussmix.theory.iteration import AndersonState, iterate
-from gaussmix.theory.options import SolverOptions
-from gaussmix.theory.policy import channel_rule, continuation
-from gaussmix.theory.quadrature import SobolRQMC
-from gaussmix.theory.refinement import _refinement_reaches
-from gaussmix.theory.tolerances import REPLICATE_SHIFT_RTOL
+from gaussmix.theory.api.api import make_problem
+from gaussmix.theory.numerics.quadrature import SobolRQMC
+from gaussmix.theory.numerics.tolerances import REPLICATE_SHIFT_RTOL
+from gaussmix.theory.solve import refinement
+from gaussmix.theory.solve.fixed_point import new_map, start_state
+from gaussmix.theory.solve.iteration import AndersonState, iterate
+from gaussmix.theory.solve.options import SolverOptions
+from gaussmix.theory.solve.policy import channel_rule, continuation
+from gaussmix.theory.solve.refinement import _refinement_reaches
 
 KEYS = ("test_error", "train_loss")
 

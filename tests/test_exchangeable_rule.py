@@ -1,5 +1,5 @@
 """Cluster 0's deterministic channel rule for exchangeable clusters (issue 19, item 1):
-:class:`~gaussmix.theory.symmetry.ExchangeablePanels` integrates competitor-symmetric
+:class:`~gaussmix.theory.problem.symmetry.ExchangeablePanels` integrates competitor-symmetric
 functions of ``xi ~ N(0, I_{K-1})`` on sorted multi-indices, and the solver uses it for
 cross-entropy at K = 3 and 4 in the sharp regime (small ``lam``) with an honest error estimate."""
 
@@ -12,11 +12,11 @@ import pytest
 from scipy.special import ndtr
 
 import gaussmix as gm
-from gaussmix.theory import solver as S
-from gaussmix.theory.api import make_problem
-from gaussmix.theory.problem import complement_of_ones
-from gaussmix.theory.quadrature import GradedPanels
-from gaussmix.theory.symmetry import ClusterSymmetry, ExchangeablePanels
+from gaussmix.theory.api.api import make_problem
+from gaussmix.theory.numerics.quadrature import GradedPanels
+from gaussmix.theory.problem.problem import complement_of_ones
+from gaussmix.theory.problem.symmetry import ClusterSymmetry, ExchangeablePanels
+from gaussmix.theory.solve import solver as S
 
 LAM = 1e-4
 #: the acceptance target of issue 19 on the test error, training error and training loss
@@ -112,7 +112,7 @@ def test_the_rule_is_refused_without_the_symmetry():
     with pytest.raises(ValueError, match="needs exchangeable clusters"):
         gm.solve(mix, "cross-entropy", lam=1.0, alpha=2.0, quadrature=ExchangeablePanels(4),
                  symmetry=False)  # fmt: skip
-    from gaussmix.theory.channel import channel_moments
+    from gaussmix.theory.channel.channel import channel_moments
 
     problem = make_problem(mix, "cross-entropy", lam=1.0, alpha=2.0)
     K, L = problem.n_clusters, problem.dim
@@ -183,8 +183,8 @@ def test_the_automatic_rule_is_centred_at_the_entry_margin_and_k5_integrates_the
     ``2 pi / sqrt(q)`` wide; K = 5 (four effective outputs) integrates over the softmax
     normaliser, with the seeded randomised rule for the test loss, and its provenance names
     both."""
-    from gaussmix.theory.quadrature import auto_rule
-    from gaussmix.theory.symmetry import symmetric_rule
+    from gaussmix.theory.numerics.quadrature import auto_rule
+    from gaussmix.theory.problem.symmetry import symmetric_rule
 
     q, v = 100.0, 50.0
     for K in (4, 5):

@@ -248,7 +248,7 @@ def test_cancel_stops_within_one_point():
 
 #: a curve whose rows come one by one: K = 3 cross-entropy whose first point is in the
 #: sharp regime is solved point by point (at larger lambda its points are solved at once,
-#: gaussmix.theory.batch, and the rows come together at the end)
+#: gaussmix.theory.solve.batch, and the rows come together at the end)
 STREAMING = THREE.replace(n_points=40, lam=0.01)
 
 
@@ -389,7 +389,7 @@ def test_the_coarse_pass_is_the_librarys_curve_on_every_few_points():
 def test_a_session_runs_the_coarse_pass_for_multi_output_problems_only():
     """... that the library solves point by point: a K = 3 curve of 10 points or more with
     ridge is solved at all its points at once, its rows together in about twice a coarse
-    pass's time (gaussmix.theory.batch), and has none."""
+    pass's time (gaussmix.theory.solve.batch), and has none."""
     from gaussmix.explore.engine import _auto_coarse
 
     with Session(coarse="auto") as session:

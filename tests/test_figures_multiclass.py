@@ -33,7 +33,7 @@ from gaussmix.figures import (
     write_figure,
 )
 from gaussmix.frontend.options import POINT_FLAGS
-from gaussmix.theory.tolerances import integration_warning_threshold
+from gaussmix.theory.numerics.tolerances import integration_warning_threshold
 
 FIG4_LAMS = tuple(float(x) for x in np.geomspace(1e-4, 1e2, 9))
 

@@ -1,4 +1,5 @@
-"""Compiled kernels (gaussmix.theory._kernels) against the numpy reference paths they replace:
+"""Compiled kernels (gaussmix.theory.numerics.kernels) against the numpy reference paths they
+replace:
 channel moments (logistic, reduced cross-entropy), the wedge flux of the training error,
 the closed-form small-matrix helpers, and the reporting of a failed proximal solve."""
 
@@ -9,13 +10,13 @@ import pytest
 from _helpers import random_spd
 
 import gaussmix as gm
-from gaussmix.theory import _kernels
-from gaussmix.theory.channel import _quadrature_moments, sqrtm_psd
-from gaussmix.theory.losses import CrossEntropyLoss, LogisticLoss, ReducedLoss
-from gaussmix.theory.observables import _wedge_probability, gaussian_risk
-from gaussmix.theory.problem import _complement_of_ones
-from gaussmix.theory.quadrature import MAX_ORDER, GaussHermite
-from gaussmix.theory.solver import is_valid_state, solve_problem
+from gaussmix.theory.channel.channel import _quadrature_moments, sqrtm_psd
+from gaussmix.theory.channel.losses import CrossEntropyLoss, LogisticLoss, ReducedLoss
+from gaussmix.theory.numerics import kernels as _kernels
+from gaussmix.theory.numerics.quadrature import MAX_ORDER, GaussHermite
+from gaussmix.theory.problem.problem import _complement_of_ones
+from gaussmix.theory.solve.observables import _wedge_probability, gaussian_risk
+from gaussmix.theory.solve.solver import is_valid_state, solve_problem
 
 FIELDS = ("Ef", "Eff", "Edf", "Eloss", "Eenv")
 
@@ -184,7 +185,7 @@ def test_closed_form_validity_check_agrees_with_eigenvalues(L):
 
 @pytest.mark.parametrize("m", [1, 2, 3])
 def test_symmetric_eigenvalues_closed_forms_agree_with_lapack(m):
-    from gaussmix.theory.linalg import sym_eigvals
+    from gaussmix.theory.numerics.linalg import sym_eigvals
 
     rng = np.random.default_rng(20 + m)
     for scale in (1e-300, 1e-8, 1.0, 1e8, 1e300):
@@ -225,7 +226,7 @@ def test_continuation_from_a_coarse_rule_does_not_change_the_fixed_point():
 
 def test_prox_points_for_the_qmc_training_error_match_the_numpy_prox():
     """K >= 4 training error (QMC over omega) takes its proximal points from the kernel."""
-    from gaussmix.theory.observables import _prox_points
+    from gaussmix.theory.solve.observables import _prox_points
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=4)
     res = gm.solve(mix, "cross-entropy", lam=0.5, alpha=1.0, estimate_error=False)
@@ -275,7 +276,7 @@ def test_three_class_fast_path_matches_the_general_kernel(scale_m, v_range, q_ra
 def test_whole_solves_with_and_without_the_kernels_agree(seed, monkeypatch):
     """End to end: the fixed point and its errors with the compiled kernels equal those of
     the numpy reference path (random three-class mixtures and binary mixtures)."""
-    import gaussmix.theory.channel as channel
+    import gaussmix.theory.channel.channel as channel
 
     rng = np.random.default_rng(seed)
     A = rng.normal(size=(3, 3))
@@ -298,10 +299,10 @@ def test_whole_solves_with_and_without_the_kernels_agree(seed, monkeypatch):
 @pytest.mark.parametrize("three_class", [True, False])
 def test_a_kernel_split_between_threads_gives_the_same_bits(monkeypatch, three_class):
     """The clusters of a large evaluation run in consecutive parts on several threads
-    (:func:`gaussmix.theory.channel.kernel_threads`): every moment and proximal point is
+    (:func:`gaussmix.theory.channel.channel.kernel_threads`): every moment and proximal point is
     the one call's to the bit (each cluster is summed over its nodes alone), and the
     threads are used where the work is large."""
-    from gaussmix.theory import channel
+    from gaussmix.theory.channel import channel
 
     rng = np.random.default_rng(7)
     rows = 7  # (an odd number: parts of different sizes)
@@ -347,7 +348,7 @@ def test_kernel_threads_keep_to_numbas_thread_count(monkeypatch):
     """A process whose numba thread count is smaller than its cores (a joblib worker, whose
     ``NUMBA_NUM_THREADS`` is its share of the cores, or a user's setting) splits a kernel
     into no more parts than that count; the cores and the work bound it otherwise."""
-    from gaussmix.theory import channel
+    from gaussmix.theory.channel import channel
 
     monkeypatch.setattr(channel.os, "sched_getaffinity", lambda pid: set(range(4)), raising=False)
     monkeypatch.setattr(channel, "KERNEL_THREADS_MIN_WORK", 1)
@@ -361,13 +362,13 @@ def test_kernel_threads_keep_to_numbas_thread_count(monkeypatch):
 
 
 def test_in_parts_reuses_one_pool_and_a_part_does_not_split_again(monkeypatch):
-    """:func:`gaussmix.theory.channel.in_parts` runs its other parts on the process's one
+    """:func:`gaussmix.theory.channel.channel.in_parts` runs its other parts on the process's one
     pool (the same worker threads call after call, not a pool a call), the first part on
     the calling thread, the parts in order; a part that splits again runs on its own
     thread (a worker waiting for the pool could wait for itself)."""
     import threading
 
-    from gaussmix.theory import channel
+    from gaussmix.theory.channel import channel
 
     monkeypatch.setattr(channel.os, "sched_getaffinity", lambda pid: set(range(3)), raising=False)
     monkeypatch.setattr(channel.numba_config, "NUMBA_NUM_THREADS", 3)

@@ -1,4 +1,4 @@
-"""Lasso and elastic net for any number of outputs (:mod:`gaussmix.theory.lasso`).
+"""Lasso and elastic net for any number of outputs (:mod:`gaussmix.theory.prior.lasso`).
 
 The L-dimensional l1 prox is checked by its optimality conditions and its Jacobian by finite
 differences; its Gaussian moments along lines against Monte Carlo; the multi-output prior
@@ -14,16 +14,16 @@ from _helpers import check_free_energy
 
 import gaussmix as gm
 from gaussmix.core.exceptions import ArgumentError
-from gaussmix.theory import prior as prior_mod
-from gaussmix.theory.lasso import (
+from gaussmix.theory.model.penalties import ElasticNet, Lasso
+from gaussmix.theory.prior import prior as prior_mod
+from gaussmix.theory.prior.lasso import (
     gaussian_l1_moments,
     l1_kkt_residual,
     l1_prox,
     l1_prox_jacobian,
 )
-from gaussmix.theory.penalties import ElasticNet, Lasso
-from gaussmix.theory.prior import elastic_net_prior, multi_output_elastic_net_prior
-from gaussmix.theory.problem import _complement_of_ones
+from gaussmix.theory.prior.prior import elastic_net_prior, multi_output_elastic_net_prior
+from gaussmix.theory.problem.problem import _complement_of_ones
 
 EPS = np.finfo(float).eps
 
@@ -136,7 +136,7 @@ def test_region_pieces_are_the_prox_along_lines(Lp, L, shift_free):
     points of every piece within 12 of the centre, including the shift-free metric of an
     even L (whose gauge entry's constraint is tight on its whole region) and lines far from
     the centre (a reference point near 0 keeps the affine form free of cancellation)."""
-    from gaussmix.theory.lasso import _region_pieces
+    from gaussmix.theory.prior.lasso import _region_pieces
 
     rng = np.random.default_rng(3 * Lp + L)
     P = _complement_of_ones(L) if shift_free else np.eye(L)
@@ -165,7 +165,7 @@ def test_outer_rule_two_effective_outputs_ends_panels_at_the_kinks(seed):
     panels end where lines pass through vertices of the prox's pieces, so 64 panels agree
     with 512 to 5e-8 of each moment's largest entry at generic hats (measured 2e-9 to
     1.2e-8; graded panels blind to the kinks: 1.4e-6 to 1.2e-5)."""
-    from gaussmix.theory.lasso import _kinks_across_lines
+    from gaussmix.theory.prior.lasso import _kinks_across_lines
 
     rng = np.random.default_rng(100 * seed + 5)
     P = _complement_of_ones(3)
@@ -345,7 +345,7 @@ def test_l1_on_dense_covariances_is_refused_naming_the_combination():
 #: Cross-entropy (separable at alpha = 2, so small lam is sparse too: 45% at lam = 0.01):
 #: 40% at lam = 0.1, 10% at lam = 1.  Square loss by coordinate descent (tol 1e-10),
 #: cross-entropy by scikit-learn's multinomial saga (C = 1 / lam, entrywise l1 on all K rows,
-#: unpenalised intercept: gaussmix.theory.conventions) at the sweeps' tolerance SAGA_L1_TOL
+#: unpenalised intercept: gaussmix.theory.model.conventions) at the sweeps' tolerance SAGA_L1_TOL
 ERM_CASES = [
     ("square", 0.01, 1000, 6, None),
     ("square", 0.3, 1000, 6, None),
@@ -397,7 +397,7 @@ def test_prior_error_estimate_two_effective_outputs():
     makes (8.7e-12); from a coarse rule (4 -> 8 panels) the estimate is 8e-4, warns naming
     the prior and the remedy, and bounds that change too.  The result's state is the fixed point of
     its map (the prior's panels travel with it)."""
-    from gaussmix.theory.state import residual_scale
+    from gaussmix.theory.solve.state import residual_scale
 
     # (tol = 1e-11: at the default 1e-8 the iteration's own error, ~1e-11 here, is as large
     # as the estimate, and no difference of two solves resolves it)
@@ -437,7 +437,7 @@ def test_prior_error_not_estimated_is_nan_and_warns(monkeypatch):
     """Where no refined prior rule is affordable (five or more effective outputs: forced
     here by a cap below the K = 3 cross-entropy's ~400 lines) the prior's error is NaN, the
     integration error is NaN (not a silent 0), and the solver says so."""
-    from gaussmix.theory import refinement
+    from gaussmix.theory.solve import refinement
 
     monkeypatch.setattr(refinement, "MAX_PRIOR_ESTIMATE_LINES", 200)
     with pytest.warns(gm.IntegrationWarning, match="integration error is not estimated"):
@@ -451,7 +451,7 @@ def test_prior_panels_leave_other_priors_alone():
     """``prior_panels`` acts on the multi-output lasso only: ridge, and the lasso with one
     effective output (closed forms; the two-class cross-entropy's line integrals are exact),
     solve to the same bits with it, and report no prior error."""
-    from gaussmix.theory.prior import prior_quadrature_dim
+    from gaussmix.theory.prior.prior import prior_quadrature_dim
 
     three = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     onehot2 = gm.Mixture.isotropic(0.5, "antipodal", labels="onehot")
@@ -496,7 +496,8 @@ def test_too_many_effective_outputs_for_the_lasso_prior_are_refused_at_the_door(
 )
 @pytest.mark.parametrize("lam", [0.05, 0.4, 2.0])
 def test_compiled_line_moments_are_the_numpy_pieces(Lp, L, shift_free, lam):
-    """The compiled pass over the lines (:func:`gaussmix.theory._lasso_kernels.l1_line_moments`,
+    """The compiled pass over the lines
+    (:func:`gaussmix.theory.numerics.lasso_kernels.l1_line_moments`,
     the default) gives the moments of the numpy reference (the pieces of
     :func:`_region_pieces` integrated by :func:`_integrate_pieces`) to rounding, on three
     atoms with their own metrics and laws (the rule's lines ordered by atom)."""

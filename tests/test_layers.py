@@ -61,7 +61,18 @@ LAYERS = {
 }
 #: rank of each room (sub-subpackage) of a subpackage divided into rooms; equal ranks are
 #: independent peers
-SUBLAYERS: dict[str, dict[str, int]] = {}
+SUBLAYERS: dict[str, dict[str, int]] = {
+    "theory": {
+        "numerics": 0,
+        "model": 1,
+        "channel": 2,
+        "prior": 2,
+        "problem": 3,
+        "solve": 4,
+        "limits": 5,
+        "api": 6,
+    },
+}
 CLI_ONLY = ("typer", "click")
 #: the longest a source file may be
 MAX_LINES = 1000

@@ -9,7 +9,7 @@ from _helpers import random_spd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gaussmix.theory.losses import (
+from gaussmix.theory.channel.losses import (
     CrossEntropyLoss,
     HingeLoss,
     LogisticLoss,
@@ -17,7 +17,7 @@ from gaussmix.theory.losses import (
     SquareLoss,
     get_loss,
 )
-from gaussmix.theory.problem import _complement_of_ones
+from gaussmix.theory.problem.problem import _complement_of_ones
 
 SMOOTH = [
     (SquareLoss(), np.array([[0.3, -1.0]])),

@@ -18,8 +18,8 @@ import pytest
 import gaussmix as gm
 from gaussmix.cli.grid import run_grid
 from gaussmix.sweep import PointSpec, point_key, sweep
-from gaussmix.theory.covariance import STRUCTURES, CovarianceStructure
-from gaussmix.theory.mixture import MIXTURE_FILE_VERSION, load_mixture
+from gaussmix.theory.model.covariance import STRUCTURES, CovarianceStructure
+from gaussmix.theory.model.mixture import MIXTURE_FILE_VERSION, load_mixture
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checkpoint_v3"
 
@@ -281,7 +281,7 @@ def test_no_layer_above_the_theory_dispatches_on_a_mixture_model_or_structure(
 ) -> None:
     """The layers ask the structure (the protocol) or the model's declaration
     (MIXTURE_MODELS); none tests a class or a model / structure name itself."""
-    from gaussmix.theory.mixture import MIXTURE_MODELS
+    from gaussmix.theory.model.mixture import MIXTURE_MODELS
 
     names = set(MIXTURE_MODELS.names()) | set(STRUCTURES.names())
     src = Path(gm.__file__).parent

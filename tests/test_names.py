@@ -33,8 +33,8 @@ from gaussmix.simulate.separability import lp_crossing
 from gaussmix.simulate.simulation import simulate
 from gaussmix.studies import prepare_realdata, realdata_curve
 from gaussmix.sweep import sweep
-from gaussmix.theory.api import make_problem
-from gaussmix.theory.bayes import bayes_optimal_error
+from gaussmix.theory.api.api import make_problem
+from gaussmix.theory.limits.bayes import bayes_optimal_error
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checkpoint_v3"
 

@@ -1,5 +1,5 @@
 """Cluster 0's cross-entropy channel integrated over the softmax normaliser
-(:mod:`gaussmix.theory.normaliser`, issue 19 item 1): its moments against independent
+(:mod:`gaussmix.theory.channel.normaliser`, issue 19 item 1): its moments against independent
 integrals (the competitor-symmetric panels where they are accurate, randomised QMC within
 its error bars), its place in the solver (K = 4 where the panels' estimate would warn, K = 5
 in the sharp regime) and Fig. 3 left's K = 4, 5 points without a warning."""
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import gaussmix as gm
-from gaussmix.theory import normaliser
-from gaussmix.theory.api import make_problem
-from gaussmix.theory.channel import channel_evaluation
-from gaussmix.theory.normaliser import (
+from gaussmix.theory.api.api import make_problem
+from gaussmix.theory.channel import normaliser
+from gaussmix.theory.channel.channel import channel_evaluation
+from gaussmix.theory.channel.normaliser import (
     CUT,
     GRID_LEFT_WMAX,
     MAX_GRID_PANELS,
@@ -24,8 +24,8 @@ from gaussmix.theory.normaliser import (
     cluster0_moments,
     normaliser_integrals,
 )
-from gaussmix.theory.quadrature import SobolRQMC
-from gaussmix.theory.symmetry import ClusterSymmetry, ExchangeablePanels
+from gaussmix.theory.numerics.quadrature import SobolRQMC
+from gaussmix.theory.problem.symmetry import ClusterSymmetry, ExchangeablePanels
 
 LAM = 1e-4
 #: the acceptance target of issue 19 on the test error, training error and training loss
@@ -109,7 +109,7 @@ def test_the_doubled_sum_of_the_competitors_is_the_chain_of_convolutions(monkeyp
     against the chain ``((F_1 (+) F_1) (+) F_1) ...`` of one term at a time: the same
     integral discretised otherwise, so at 12 nodes per panel the two agree within the
     chain's own change from 10 to 12 nodes (the solver's estimate of that error)."""
-    from gaussmix.theory import normaliser
+    from gaussmix.theory.channel import normaliser
 
     def chain(grid, m, F1, A1):
         F, A = F1, A1
@@ -166,10 +166,10 @@ def test_the_compiled_stencil_is_the_barycentric_formula_to_the_bit(order):
 def test_the_integrals_in_parts_are_the_bits_of_one_part(monkeypatch):
     """The grid's convolution points set up, each convolution's grid nodes and the own
     class's two halves computed in parts on several threads
-    (:func:`gaussmix.theory.channel.in_parts`: three here, parts of different sizes) give
+    (:func:`gaussmix.theory.channel.channel.in_parts`: three here, parts of different sizes) give
     every integral of the one part to the bit at K = 4, 5 and 6 (each point's stencil, each
     node's sum over its points and each half alone)."""
-    from gaussmix.theory import channel
+    from gaussmix.theory.channel import channel
 
     monkeypatch.setattr(channel.os, "sched_getaffinity", lambda pid: set(range(3)), raising=False)
     monkeypatch.setattr(channel.numba_config, "NUMBA_NUM_THREADS", 3)

@@ -1,4 +1,4 @@
-"""Tests of the deterministic Gaussian orthant probabilities (gaussmix.theory.orthant)."""
+"""Tests of the deterministic Gaussian orthant probabilities (gaussmix.theory.numerics.orthant)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from scipy.integrate import quad
 from scipy.special import ndtr
 from scipy.stats import multivariate_normal, norm
 
-from gaussmix.theory.orthant import orthant_probability, orthant_probability_batch
+from gaussmix.theory.numerics.orthant import orthant_probability, orthant_probability_batch
 
 
 def _scipy_cdf(mean: np.ndarray, cov: np.ndarray) -> float:
@@ -401,8 +401,8 @@ def test_genz_short_rules_for_small_correlations_are_the_twenty_point_rule() -> 
     ``|r| < 0.75`` (20 beyond): on 200 000 random limits in ``[-9, 9]`` and correlations
     across the three ranges it gives the 20-point rule's numbers within 4 ulps of 1 (the
     absolute accuracy of the bivariate path)."""
-    from gaussmix.theory import orthant
-    from gaussmix.theory._kernels import bvnu
+    from gaussmix.theory.numerics import orthant
+    from gaussmix.theory.numerics.kernels import bvnu
 
     rng = np.random.default_rng(11)
     n = 200_000

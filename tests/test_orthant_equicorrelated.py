@@ -1,4 +1,4 @@
-"""The equicorrelated orthant (:func:`gaussmix.theory.orthant.equicorrelated_orthant`): a
+"""The equicorrelated orthant (:func:`gaussmix.theory.numerics.orthant.equicorrelated_orthant`): a
 deterministic one-dimensional integral for ``Z ~ N(mu 1, sigma^2 ((1 - r) I + r 1 1^T))``,
 ``r >= 0`` (issue 19, item 1: exchangeable clusters' test error), checked against the
 randomised QMC and the bivariate paths of :func:`orthant_probability`, closed forms and a
@@ -11,9 +11,9 @@ import pytest
 from scipy.special import log_ndtr, ndtr
 
 import gaussmix as gm
-from gaussmix.theory.api import make_problem
-from gaussmix.theory.observables import test_accuracy as accuracy
-from gaussmix.theory.orthant import equicorrelated_orthant, orthant_probability
+from gaussmix.theory.api.api import make_problem
+from gaussmix.theory.numerics.orthant import equicorrelated_orthant, orthant_probability
+from gaussmix.theory.solve.observables import test_accuracy as accuracy
 
 
 def _problem(m: int, mu: float, r: float, sigma: float) -> tuple[np.ndarray, np.ndarray]:

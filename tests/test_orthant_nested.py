@@ -1,5 +1,6 @@
 """The deterministic orthant probabilities of three to five variables (nested Gauss-Legendre
-rules with the last two variables exact, :func:`gaussmix.theory.orthant.orthant_probability`)
+rules with the last two variables exact,
+:func:`gaussmix.theory.numerics.orthant.orthant_probability`)
 against independent answers: the closed form of a centred trivariate orthant, the
 equicorrelated one-dimensional integral, the randomised quasi-Monte Carlo path within its
 standard errors, and the exchangeable clusters' test error; and deterministic (no seed)."""
@@ -10,14 +11,14 @@ import numpy as np
 import pytest
 
 import gaussmix as gm
-from gaussmix.theory import orthant
-from gaussmix.theory.observables import test_accuracy as accuracy
-from gaussmix.theory.observables import train_accuracy
-from gaussmix.theory.orthant import (
+from gaussmix.theory.numerics import orthant
+from gaussmix.theory.numerics.orthant import (
     equicorrelated_orthant,
     orthant_probability,
     orthant_probability_batch,
 )
+from gaussmix.theory.solve.observables import test_accuracy as accuracy
+from gaussmix.theory.solve.observables import train_accuracy
 
 
 def _random_cov(rng: np.random.Generator, m: int) -> np.ndarray:

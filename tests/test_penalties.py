@@ -1,7 +1,7 @@
 """Lasso and elastic-net penalties (Appendix C.2) on spectral binary mixtures, the correlated
 sparse mixture eq. (12), the sparsity observables of W*, and the optimal penalty.
 
-The closed forms of :mod:`gaussmix.theory.prior` are checked against direct quadrature of the
+The closed forms of :mod:`gaussmix.theory.prior.prior` are checked against direct quadrature of the
 soft-threshold proximal map, the elastic net against its ridge and lasso limits, and the
 fixed point against the free-energy identities of the core engine."""
 
@@ -18,16 +18,16 @@ from scipy import integrate
 import gaussmix as gm
 from gaussmix.core.exceptions import IntegrationWarning
 from gaussmix.experiments.curves import d_test_error_d_lambda, optimal_lambda, optimal_lambda_curve
-from gaussmix.theory.covariance import SpectralLaw
-from gaussmix.theory.labels import LabelMap
-from gaussmix.theory.mixture import Mixture
-from gaussmix.theory.prior import (
+from gaussmix.theory.model.covariance import SpectralLaw
+from gaussmix.theory.model.labels import LabelMap
+from gaussmix.theory.model.mixture import Mixture
+from gaussmix.theory.numerics.tolerances import integration_warning_threshold
+from gaussmix.theory.prior.prior import (
     _centred_soft_threshold_moments,
     elastic_net_prior,
     ridge_prior,
     soft_threshold_moments,
 )
-from gaussmix.theory.tolerances import integration_warning_threshold
 
 # ----------------------------------------------------------------------------- quadrature
 

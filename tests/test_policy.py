@@ -1,4 +1,4 @@
-"""The solve policy (gaussmix.theory.policy): the declared steps of each kind of problem, the
+"""The solve policy (gaussmix.theory.solve.policy): the declared steps of each kind of problem, the
 agreement of each declaration with the decision the step makes at run time, the solver
 taking exactly the declared steps, the fallback slot, and the quadrature rules' declared
 capabilities."""
@@ -13,24 +13,24 @@ import numpy as np
 import pytest
 
 import gaussmix as gm
-from gaussmix.theory import policy as P
-from gaussmix.theory import tolerances
-from gaussmix.theory.api import make_problem
-from gaussmix.theory.fixed_point import start_state
-from gaussmix.theory.iteration import IterationStatus
-from gaussmix.theory.normaliser import NormaliserRule, normaliser_serves
-from gaussmix.theory.options import SolverOptions
-from gaussmix.theory.quadrature import (
+from gaussmix.theory.api.api import make_problem
+from gaussmix.theory.channel.normaliser import NormaliserRule, normaliser_serves
+from gaussmix.theory.numerics import tolerances
+from gaussmix.theory.numerics.quadrature import (
     GaussHermite,
     GradedPanels,
     QuadratureRule,
     SobolRQMC,
     auto_rule,
 )
-from gaussmix.theory.refinement import Continuation, ErrorEstimate
-from gaussmix.theory.solver import solve_problem
-from gaussmix.theory.state import pack_state, unpack_state
-from gaussmix.theory.symmetry import ExchangeablePanels
+from gaussmix.theory.problem.symmetry import ExchangeablePanels
+from gaussmix.theory.solve import policy as P
+from gaussmix.theory.solve.fixed_point import start_state
+from gaussmix.theory.solve.iteration import IterationStatus
+from gaussmix.theory.solve.options import SolverOptions
+from gaussmix.theory.solve.refinement import Continuation, ErrorEstimate
+from gaussmix.theory.solve.solver import solve_problem
+from gaussmix.theory.solve.state import pack_state, unpack_state
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "gaussmix"
 OPTS = SolverOptions()

@@ -10,7 +10,7 @@ import pytest
 
 import gaussmix as gm
 from gaussmix.simulate import simulate
-from gaussmix.theory.observables import test_accuracy as cluster_accuracy
+from gaussmix.theory.solve.observables import test_accuracy as cluster_accuracy
 
 _LOSS, _LAM, _ALPHA = "cross-entropy", 1.0, 1.0
 

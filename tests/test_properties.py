@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 import gaussmix as gm
 from gaussmix.core.exceptions import GaussmixError, IntegrationWarning
-from gaussmix.theory.solver import IterationStatus, bias_condition_step, residual_scale
+from gaussmix.theory.solve.solver import IterationStatus, bias_condition_step, residual_scale
 
 #: the relative step of the neighbouring point
 STEP = 1e-3

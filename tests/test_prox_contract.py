@@ -3,19 +3,20 @@
 The proximal map of Theorem 1, ``h = argmin_h 1/2 (h - omega)^T V^{-1} (h - omega) +
 loss(y, h)``, is computed by three kinds of code:
 
-* the numpy oracle, ``Loss.prox`` (:mod:`gaussmix.theory.losses`): the loss's own method
+* the numpy oracle, ``Loss.prox`` (:mod:`gaussmix.theory.channel.losses`): the loss's own method
   (closed forms for the square and hinge losses, a scalar safeguarded Newton for the
   logistic loss) and, for every smooth loss, the base class's damped Newton;
-* the compiled channel kernels (:mod:`gaussmix.theory._kernels`: ``logistic_channel``,
-  ``ce3_channel``, ``ce_channel``), through :func:`gaussmix.theory.channel.compiled_moments`;
+* the compiled channel kernels (:mod:`gaussmix.theory.numerics.kernels`: ``logistic_channel``,
+  ``ce3_channel``, ``ce_channel``), through
+  :func:`gaussmix.theory.channel.channel.compiled_moments`;
 * the exact finite-sample ERM each loss declares (``Loss.fit_erm``,
-  :mod:`gaussmix.theory.erm`) on a data set in which every sample has a feature of its
+  :mod:`gaussmix.theory.channel.erm`) on a data set in which every sample has a feature of its
   own: the ridge then decouples the samples, and each sample's output is the proximal
   point at ``omega = b`` (the fitted intercept) with the metric ``V = s^2 / lam I`` (``s``
   its feature).
 
 Every backend must meet its own stopping rule (the stationarity residual ``r = h - omega +
-V grad loss(y, h)`` below :func:`~gaussmix.theory.losses.prox_threshold` with the curvature
+V grad loss(y, h)`` below :func:`~gaussmix.theory.channel.losses.prox_threshold` with the curvature
 the backend uses; for the ERM, its KKT residual below its tolerance), and any two must agree
 to what those residuals allow: the proximal objective is 1-strongly convex in the metric
 ``V^{-1}``, so ``|h_a - h*|_2 <= sqrt(cond V) |r_a|_2``, whence ``|h_a - h_b|_2 <= sqrt(cond
@@ -29,12 +30,12 @@ import numpy as np
 import pytest
 
 import gaussmix as gm
-from gaussmix.theory.api import make_problem
-from gaussmix.theory.channel import compiled_kernel, compiled_moments
-from gaussmix.theory.erm import DEFAULT_TOL, kkt_residual
-from gaussmix.theory.losses import LOSSES, Loss, ReducedLoss, prox_threshold
-from gaussmix.theory.penalties import RIDGE
-from gaussmix.theory.tolerances import PROX_TOL
+from gaussmix.theory.api.api import make_problem
+from gaussmix.theory.channel.channel import compiled_kernel, compiled_moments
+from gaussmix.theory.channel.erm import DEFAULT_TOL, kkt_residual
+from gaussmix.theory.channel.losses import LOSSES, Loss, ReducedLoss, prox_threshold
+from gaussmix.theory.model.penalties import RIDGE
+from gaussmix.theory.numerics.tolerances import PROX_TOL
 
 EPS = np.finfo(float).eps
 #: ulps of the residual's scale ``(1 + |omega| + |h|) (1 + ||V|| ||H||)`` that its

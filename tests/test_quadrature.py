@@ -11,7 +11,7 @@ import pytest
 from scipy.special import ndtr
 
 import gaussmix as gm
-from gaussmix.theory.quadrature import (
+from gaussmix.theory.numerics.quadrature import (
     GaussHermite,
     GradedPanels,
     SobolRQMC,

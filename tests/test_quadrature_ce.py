@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import gaussmix as gm
-from gaussmix.theory import fixed_point
-from gaussmix.theory import solver as S
-from gaussmix.theory.api import make_problem
-from gaussmix.theory.policy import channel_rule
-from gaussmix.theory.quadrature import GaussHermite, GradedPanels, SobolRQMC
-from gaussmix.theory.symmetry import ClusterSymmetry, exchangeable_mixture
+from gaussmix.theory.api.api import make_problem
+from gaussmix.theory.numerics.quadrature import GaussHermite, GradedPanels, SobolRQMC
+from gaussmix.theory.problem.symmetry import ClusterSymmetry, exchangeable_mixture
+from gaussmix.theory.solve import fixed_point
+from gaussmix.theory.solve import solver as S
+from gaussmix.theory.solve.policy import channel_rule
 
 #: the acceptance target of issue 10: integration error of the test error at small lambda
 SMALL_LAM_TARGET = 1e-7
@@ -185,7 +185,7 @@ def test_training_accuracy_orthant_equals_the_wedge_boundary_integral(lam, monke
     """K = 3, exchangeable clusters (isotropic metric): the training accuracy as the orthant
     probability of ``omega + v y`` equals the independent boundary integral over the image
     of the correct wedge (divergence theorem)."""
-    from gaussmix.theory import observables as O
+    from gaussmix.theory.solve import observables as O
 
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3)
     problem, M, b, Q, V = _effective(mix, lam, estimate_error=False)
@@ -198,7 +198,7 @@ def test_training_accuracy_orthant_equals_the_wedge_boundary_integral(lam, monke
 
 
 def test_training_accuracy_orthant_agrees_with_qmc_at_four_classes():
-    from gaussmix.theory import observables as O
+    from gaussmix.theory.solve import observables as O
 
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=4)
     problem, M, b, Q, V = _effective(mix, 1.0, quadrature=GaussHermite(6, 3), estimate_error=False)
@@ -211,7 +211,7 @@ def test_training_accuracy_orthant_agrees_with_qmc_at_four_classes():
 
 def test_anisotropic_metrics_keep_the_general_training_error():
     """Unbalanced clusters: V_c is not isotropic, so the orthant shortcut does not apply."""
-    from gaussmix.theory import observables as O
+    from gaussmix.theory.solve import observables as O
 
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=3, rho=[0.2, 0.3, 0.5])
     problem, M, b, Q, V = _effective(mix, 1e-2, estimate_error=False)
@@ -282,7 +282,7 @@ def test_training_error_estimate_is_refined_to_its_target():
     automatic rule there is now the normaliser's, issue 19, so it is passed) leaves 1.9e-4;
     the solver doubles the points until the estimate meets TRAIN_ERROR_TARGET, and the
     refined point agrees with the coarse one within their estimates."""
-    from gaussmix.theory.tolerances import TRAIN_ERROR_TARGET
+    from gaussmix.theory.numerics.tolerances import TRAIN_ERROR_TARGET
 
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=6)
     with warnings.catch_warnings():

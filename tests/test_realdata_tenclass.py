@@ -17,7 +17,7 @@ from sklearn.linear_model import LogisticRegression
 import gaussmix as gm
 from gaussmix.data import AveragePooling, subsample_indices
 from gaussmix.studies import prepare_realdata, real_curve, synthetic_curve
-from gaussmix.theory.conventions import sklearn_logistic_params
+from gaussmix.theory.model.conventions import sklearn_logistic_params
 
 LAM = 0.1
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from _helpers import load_benchmark
 
-from gaussmix.theory.tolerances import FIXED_POINT_TOL
+from gaussmix.theory.numerics.tolerances import FIXED_POINT_TOL
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "tests" / "fixtures" / "reference_answers.json"

@@ -12,8 +12,8 @@ import pytest
 import gaussmix as gm
 from gaussmix.core.registry import Registry
 from gaussmix.simulate import fit_erm, simulate
-from gaussmix.theory.losses import LOSSES, Loss, SquareLoss
-from gaussmix.theory.penalties import PENALTIES, ElasticNet, Lasso, Ridge, make_penalty
+from gaussmix.theory.channel.losses import LOSSES, Loss, SquareLoss
+from gaussmix.theory.model.penalties import PENALTIES, ElasticNet, Lasso, Ridge, make_penalty
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "gaussmix"
 
@@ -132,7 +132,7 @@ def test_hinge_simulation_refuses_a_penalty_it_cannot_solve_exactly():
 
 
 def test_priors_are_chosen_by_penalty_and_covariance_structure():
-    from gaussmix.theory.prior import PRIORS, prior_for
+    from gaussmix.theory.prior.prior import PRIORS, prior_for
 
     mix = gm.Mixture.sparse(0.2, 0.5, 1.0)
     assert prior_for(Ridge(0.0), mix) is PRIORS[(Ridge, "spectral")]

@@ -17,9 +17,9 @@ from _cli_helpers import assert_one_line_error, run, run_json
 
 import gaussmix as gm
 from gaussmix.core.exceptions import IntegrationWarning
-from gaussmix.theory import _kernels
-from gaussmix.theory.solver import bias_condition_step, effective_state, residual_scale
-from gaussmix.theory.tolerances import MAX_FIXED_POINT_TOL, PROX_TOL
+from gaussmix.theory.numerics import kernels as _kernels
+from gaussmix.theory.numerics.tolerances import MAX_FIXED_POINT_TOL, PROX_TOL
+from gaussmix.theory.solve.solver import bias_condition_step, effective_state, residual_scale
 
 BINARY = gm.Mixture.isotropic(0.5, "simplex", n_clusters=2, labels="binary")
 THREE = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
@@ -60,8 +60,8 @@ def test_cross_entropy_kernels_agree_with_the_numpy_prox_at_a_huge_metric():
     """Three classes at V = 1e8 I (lam ~ 1e-8): the general kernel, the three-class kernel
     and the numpy oracle give the same f relative to its size (f is ~1e-7 here: an error
     relative to 1, as the old threshold allowed, would be 100%)."""
-    from gaussmix.theory.api import make_problem
-    from gaussmix.theory.channel import ProxWarmStart  # noqa: F401 - the channel module loads
+    from gaussmix.theory.api.api import make_problem
+    from gaussmix.theory.channel.channel import ProxWarmStart  # noqa: F401 - the channel module loads
 
     problem = make_problem(THREE, "cross-entropy", lam=1.0, alpha=1.0)
     loss = problem.loss
@@ -189,7 +189,7 @@ def test_residual_scale_is_absolute_for_large_blocks_and_relative_for_small_ones
     M = np.array([[0.3, -1e-3], [1e-6, -1e-9]])
     V = np.array([[[4.0, 0.0], [0.0, 0.2]], [[1e-8, 0.0], [0.0, 1e-8]]])
     b = np.array([1e-16, 3.0])
-    from gaussmix.theory.solver import pack_state, unpack_state
+    from gaussmix.theory.solve.solver import pack_state, unpack_state
 
     s = unpack_state(residual_scale(pack_state(Q, M, V, b), 2, 2), 2, 2)
     np.testing.assert_array_equal(s[0][0], np.maximum(1.0, np.abs(Q[0])))

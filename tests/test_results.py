@@ -56,7 +56,7 @@ BUILDERS = {
     "FixedPointResult": lambda tmp: gm.solve(BINARY, "logistic", lam=0.1, alpha=2.0),
     "MaxMarginResult": lambda tmp: gm.max_margin(BINARY, 1.0),
     "ThresholdEstimate": lambda tmp: importlib.import_module(
-        "gaussmix.theory.separability"
+        "gaussmix.theory.limits.separability"
     ).separability_threshold_estimate(BINARY),
     "TransitionResult": lambda tmp: gm.separability_threshold(BINARY, evidence=False),
     "BayesOptimalResult": lambda tmp: gm.bayes_optimal_error(THREE, 2.0),

@@ -20,9 +20,9 @@ from gaussmix.simulate.simulation import (
     realise,
     simulate,
 )
-from gaussmix.theory import conventions as conv
-from gaussmix.theory.losses import get_loss
-from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.channel.losses import get_loss
+from gaussmix.theory.model import conventions as conv
+from gaussmix.theory.model.mixture import Mixture
 
 
 # ---------------------------------------------------------------------------- helpers

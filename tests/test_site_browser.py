@@ -362,7 +362,7 @@ def test_no_label_of_the_papers_source_is_shown(site: Path) -> None:
 #: digits among them: lunr's automaton of terms merged nodes on digit labels, and every
 #: query with the word "2" failed in the search worker (docs/_hooks/gaussmix_search.py)
 SEARCHES = {
-    "solve": ".solve",  # the API entry of the solver (gaussmix.theory.solver.solve today)
+    "solve": ".solve",  # the API entry of the solver (gaussmix.theory.solve.solver.solve today)
     "2": None,
     "Theorem 2": "theory/#theorem-2-the-errors-and-the-loss",
     "alpha 2": None,

@@ -225,8 +225,8 @@ def test_one_options_object_with_one_list_of_options_and_one_doc():
     import inspect
     import re
 
-    from gaussmix.theory.api import solve
-    from gaussmix.theory.solver import SolverOptions, solve_problem
+    from gaussmix.theory.api.api import solve
+    from gaussmix.theory.solve.solver import SolverOptions, solve_problem
 
     assert gm.SolverOptions is SolverOptions
     fields = [f.name for f in dataclasses.fields(SolverOptions)]
@@ -259,7 +259,7 @@ def test_options_object_and_keywords_are_one_and_the_same():
     """``options=SolverOptions(...)``, the same options as keywords, and keywords overriding
     an options object give the same solve to the bit; an unknown keyword or a wrong options
     object is refused with one line naming it."""
-    from gaussmix.theory.options import DEFAULT_OPTIONS, solver_options
+    from gaussmix.theory.solve.options import DEFAULT_OPTIONS, solver_options
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     kw = dict(lam=0.5, alpha=1.0)
@@ -302,8 +302,8 @@ def test_solver_options_validate_with_the_argument_name():
 
 
 def test_options_of_the_full_solver_act_through_solve(monkeypatch):
-    from gaussmix.theory.quadrature import auto_rule, default_rule
-    from gaussmix.theory.solver import AndersonState, FixedPointMap
+    from gaussmix.theory.numerics.quadrature import auto_rule, default_rule
+    from gaussmix.theory.solve.solver import AndersonState, FixedPointMap
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     calls: list = []
@@ -341,7 +341,7 @@ def test_options_of_the_full_solver_act_through_solve(monkeypatch):
 def test_anderson_state_is_immutable_and_keeps_the_newest_pairs():
     import dataclasses
 
-    from gaussmix.theory.solver import AndersonState
+    from gaussmix.theory.solve.solver import AndersonState
 
     pairs = [(np.full(3, i), np.full(3, 10 + i)) for i in range(5)]
     s = AndersonState.init(3)
@@ -360,7 +360,7 @@ def test_anderson_state_is_immutable_and_keeps_the_newest_pairs():
 
 
 def test_fixed_point_state_is_public_and_a_fixed_point_of_its_map():
-    from gaussmix.theory.solver import effective_state, unpack_state
+    from gaussmix.theory.solve.solver import effective_state, unpack_state
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     r = gm.solve(mix, "cross-entropy", lam=0.5, alpha=1.3, tol=1e-11)
@@ -383,8 +383,8 @@ def test_fixed_point_state_is_public_and_a_fixed_point_of_its_map():
 
 # ----------------------------------------------------------------------------- status
 def test_error_class_follows_the_status_not_the_message(monkeypatch):
-    import gaussmix.theory.fixed_point as fixed_point
-    from gaussmix.theory.solver import FixedPointMap, IterationStatus
+    import gaussmix.theory.solve.fixed_point as fixed_point
+    from gaussmix.theory.solve.solver import FixedPointMap, IterationStatus
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     kw = dict(lam=0.5, alpha=1.0)
@@ -487,10 +487,10 @@ def test_integration_warning_says_when_no_finer_rule_is_admissible():
 
 def _k3_iteration():
     """A K = 3 cross-entropy point's map maker, start, options and converged iteration."""
-    from gaussmix.theory.api import make_problem
-    from gaussmix.theory.fixed_point import FixedPointMap, start_state
-    from gaussmix.theory.iteration import AndersonState, iterate
-    from gaussmix.theory.quadrature import GaussHermite
+    from gaussmix.theory.api.api import make_problem
+    from gaussmix.theory.numerics.quadrature import GaussHermite
+    from gaussmix.theory.solve.fixed_point import FixedPointMap, start_state
+    from gaussmix.theory.solve.iteration import AndersonState, iterate
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     problem = make_problem(mix, "cross-entropy", lam=0.5, alpha=1.0)
@@ -505,7 +505,7 @@ def _k3_iteration():
 def test_the_iteration_is_a_pure_init_step_terminate():
     """Stepping a FixedPointIteration by hand gives iterate's outcome to the bit, a step
     leaves the state it was given untouched, and terminate stops at max_iter."""
-    from gaussmix.theory.iteration import AndersonState, FixedPointIteration
+    from gaussmix.theory.solve.iteration import AndersonState, FixedPointIteration
 
     new_map, x0, kw, ref = _k3_iteration()
 
@@ -537,7 +537,7 @@ def test_an_iterations_on_step_changes_where_it_goes_on():
     """``iterate(on_step=...)``: a hook that returns None leaves the iteration as it is, to
     the bit; the state it returns is the one the iteration goes on from (the stacked
     sweeps' restart of slow points)."""
-    from gaussmix.theory.iteration import AndersonState, iterate
+    from gaussmix.theory.solve.iteration import AndersonState, iterate
 
     new_map, x0, kw, ref = _k3_iteration()
     same = iterate(new_map(), x0, AndersonState.init(6), on_step=lambda s: None, **kw)
@@ -559,10 +559,10 @@ def test_an_iteration_without_a_callback_skips_no_decision():
     """Without a callback the residual of a step that the step alone shows unconverged is
     left pending; the outcomes (state, residual, iterations, status) are those of the
     iteration that computes every residual, to the bit, converged or not."""
-    from gaussmix.theory.api import make_problem
-    from gaussmix.theory.fixed_point import FixedPointMap, start_state
-    from gaussmix.theory.iteration import AndersonState, FixedPointIteration
-    from gaussmix.theory.quadrature import GaussHermite
+    from gaussmix.theory.api.api import make_problem
+    from gaussmix.theory.numerics.quadrature import GaussHermite
+    from gaussmix.theory.solve.fixed_point import FixedPointMap, start_state
+    from gaussmix.theory.solve.iteration import AndersonState, FixedPointIteration
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     problem = make_problem(mix, "cross-entropy", lam=0.5, alpha=1.0)
@@ -590,7 +590,7 @@ def test_an_iteration_without_a_callback_skips_no_decision():
 
 def test_residual_scale_is_the_block_units_componentwise():
     """:func:`residual_scale` against its definition written out per component."""
-    from gaussmix.theory.state import pack_state, residual_scale
+    from gaussmix.theory.solve.state import pack_state, residual_scale
 
     rng = np.random.default_rng(5)
     for K, L in [(1, 1), (2, 1), (3, 2), (4, 3)]:
@@ -616,7 +616,7 @@ def test_a_map_is_set_by_its_constructor():
     """A FixedPointMap's settings are written once, by its constructor: a later write
     raises, and new_map makes a map with other settings (the panels, the precision, a
     channel evaluation already made) whose images are the map's own at those settings."""
-    from gaussmix.theory.fixed_point import FixedPointMap, new_map
+    from gaussmix.theory.solve.fixed_point import FixedPointMap, new_map
 
     make, x0, _, _ = _k3_iteration()
     T = make()

@@ -28,7 +28,7 @@ from gaussmix.frontend.options import (
 )
 from gaussmix.sweep import PointSpec
 from gaussmix.sweep.spec import point_key
-from gaussmix.theory.options import SolverOptions, option_summaries
+from gaussmix.theory.solve.options import SolverOptions, option_summaries
 
 FIXTURE = Path(__file__).parent / "fixtures" / "owndata_small.csv"
 #: the commands that solve fixed points with the point options or the solver's alone

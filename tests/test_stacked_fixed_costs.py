@@ -18,13 +18,13 @@ from gaussmix.experiments.continuation import (
     state_distance,
     state_distances,
 )
-from gaussmix.theory import batch, batch_solve
-from gaussmix.theory.fixed_point import initial_hats, initial_hats_points
-from gaussmix.theory.observables import weight_sparsities, weight_sparsity
-from gaussmix.theory.options import solver_options
-from gaussmix.theory.prior import prior_update
-from gaussmix.theory.quadrature import GaussHermite, GradedPanels
-from gaussmix.theory.state import LogChart, pack_state
+from gaussmix.theory.numerics.quadrature import GaussHermite, GradedPanels
+from gaussmix.theory.prior.prior import prior_update
+from gaussmix.theory.solve import batch, batch_solve
+from gaussmix.theory.solve.fixed_point import initial_hats, initial_hats_points
+from gaussmix.theory.solve.observables import weight_sparsities, weight_sparsity
+from gaussmix.theory.solve.options import solver_options
+from gaussmix.theory.solve.state import LogChart, pack_state
 
 SPARSE = gm.Mixture.sparse(0.1, 0.1, 1.0)
 MIX3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
@@ -163,7 +163,7 @@ def test_points_enter_and_leave_the_chart_as_each_alone() -> None:
 
 
 def test_the_sharp_test_of_the_points_is_each_points() -> None:
-    from gaussmix.theory.policy import channel_rule, sharp_rule
+    from gaussmix.theory.solve.policy import channel_rule, sharp_rule
 
     lams = np.geomspace(1e-3, 1.0, 12)
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
@@ -216,7 +216,7 @@ def test_identity_memo_remembers_by_the_object_not_its_value() -> None:
 
 @pytest.mark.parametrize("mixture", [SPARSE, MIX3])
 def test_the_constraints_arrays_made_once_give_the_same_accuracies(mixture) -> None:
-    from gaussmix.theory.observables import test_accuracy, train_accuracy
+    from gaussmix.theory.solve.observables import test_accuracy, train_accuracy
 
     T, problems = _stacked(
         mixture,
@@ -243,7 +243,7 @@ def test_the_constraints_arrays_made_once_give_the_same_accuracies(mixture) -> N
 
 
 def test_own_residuals_of_the_freeze_test_are_the_trails() -> None:
-    from gaussmix.theory.policy import channel_rule
+    from gaussmix.theory.solve.policy import channel_rule
 
     lams = np.geomspace(1e-2, 1.0, 6)
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)

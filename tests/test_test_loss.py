@@ -14,12 +14,12 @@ from scipy import integrate
 from scipy.special import log_expit
 
 import gaussmix as gm
-import gaussmix.theory.observables as obs
+import gaussmix.theory.solve.observables as obs
 from gaussmix.simulate import simulate
 from gaussmix.simulate.simulation import exact_test_loss, fit_erm, realise
-from gaussmix.theory.losses import HingeLoss, LogisticLoss, SquareLoss
-from gaussmix.theory.quadrature import GaussHermite, GradedPanels
-from gaussmix.theory.solver import SUMMARY_ERROR_KEYS, effective_state
+from gaussmix.theory.channel.losses import HingeLoss, LogisticLoss, SquareLoss
+from gaussmix.theory.numerics.quadrature import GaussHermite, GradedPanels
+from gaussmix.theory.solve.solver import SUMMARY_ERROR_KEYS, effective_state
 
 slow = pytest.mark.slow
 
@@ -249,8 +249,8 @@ def _fig4_mix() -> gm.Mixture:
 @pytest.mark.parametrize("K", [3, 5])
 def test_compiled_cross_entropy_risk_equals_the_reference_path(K: int) -> None:
     """The compiled risk (the channel kernel's own loss value) against ``loss.value``."""
-    from gaussmix.theory.api import make_problem
-    from gaussmix.theory.quadrature import SobolRQMC
+    from gaussmix.theory.api.api import make_problem
+    from gaussmix.theory.numerics.quadrature import SobolRQMC
 
     p = make_problem(gm.Mixture.isotropic(0.5, "simplex", n_clusters=K), "cross-entropy",
                      lam=1.0, alpha=2.0)  # fmt: skip

@@ -1,4 +1,5 @@
-"""Every tolerance is one named constant (gaussmix.theory.tolerances), used where it acts."""
+"""Every tolerance is one named constant (gaussmix.theory.numerics.tolerances), used where it
+acts."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from gaussmix.theory import tolerances as tols
-from gaussmix.theory.api import solve
-from gaussmix.theory.losses import LogisticLoss, Loss
-from gaussmix.theory.quadrature import GaussHermite
-from gaussmix.theory.solver import SolverOptions, solve_problem
+from gaussmix.theory.api.api import solve
+from gaussmix.theory.channel.losses import LogisticLoss, Loss
+from gaussmix.theory.numerics import tolerances as tols
+from gaussmix.theory.numerics.quadrature import GaussHermite
+from gaussmix.theory.solve.solver import SolverOptions, solve_problem
 
 THEORY = Path(__file__).resolve().parents[1] / "src" / "gaussmix" / "theory"
 
@@ -35,7 +36,7 @@ def test_integration_warning_threshold(tol, expected):
 
 
 def test_every_constant_is_documented_and_exported():
-    text = (THEORY / "tolerances.py").read_text()
+    text = (THEORY / "numerics/tolerances.py").read_text()
     for name in tols.__all__:
         assert hasattr(tols, name), name
         if name.isupper():
@@ -48,10 +49,10 @@ SOLVER_LITERALS = ("1e-13", "1e-8", "1e-7", "1e-6", "1e-10", "1e-12", "1e-16", "
 @pytest.mark.parametrize(
     "module,literals",
     [
-        ("solver.py", SOLVER_LITERALS),
-        ("channel.py", SOLVER_LITERALS),
-        ("quadrature.py", SOLVER_LITERALS),
-        ("losses.py", ("1e-13",)),  # (its Newton line search has constants of its own)
+        ("solve/solver.py", SOLVER_LITERALS),
+        ("channel/channel.py", SOLVER_LITERALS),
+        ("numerics/quadrature.py", SOLVER_LITERALS),
+        ("channel/losses.py", ("1e-13",)),  # (its Newton line search has constants of its own)
     ],
 )
 def test_no_literal_solver_tolerance_outside_the_constants(module, literals):

@@ -20,9 +20,9 @@ import pytest
 import gaussmix as gm
 from gaussmix.core.exceptions import IntegrationWarning
 from gaussmix.experiments.transition import TransitionResult, separability_threshold
-from gaussmix.theory import margin as mg
-from gaussmix.theory import separability as sep
-from gaussmix.theory.api import check_lam_alpha
+from gaussmix.theory.api.api import check_lam_alpha
+from gaussmix.theory.limits import margin as mg
+from gaussmix.theory.limits import separability as sep
 
 
 def _binary(delta=0.5, rho=None):

@@ -18,8 +18,8 @@ from scipy.special import ndtr
 
 import gaussmix as gm
 from gaussmix.experiments.transition import separability_threshold
-from gaussmix.theory import margin as mg
-from gaussmix.theory import separability as sep
+from gaussmix.theory.limits import margin as mg
+from gaussmix.theory.limits import separability as sep
 
 
 def _phi(x: float) -> float:

@@ -157,7 +157,7 @@ def test_check_real_fast_path_keeps_every_check():
 def test_problem_at_another_lam_alpha_equals_replace():
     import dataclasses
 
-    from gaussmix.theory.api import make_problem
+    from gaussmix.theory.api.api import make_problem
 
     mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
     p = make_problem(mix, "logistic", lam=0.1, alpha=1.0, penalty="elastic-net", l1_ratio=0.3)
@@ -173,9 +173,9 @@ def test_problem_at_another_lam_alpha_equals_replace():
 
 
 def test_output_space_is_built_once_per_label_map_and_read_only():
-    from gaussmix.theory.api import make_problem
-    from gaussmix.theory.labels import LabelMap
-    from gaussmix.theory.problem import _output_space
+    from gaussmix.theory.api.api import make_problem
+    from gaussmix.theory.model.labels import LabelMap
+    from gaussmix.theory.problem.problem import _output_space
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     p1 = make_problem(mix, "cross-entropy", lam=0.1, alpha=1.0)

@@ -17,10 +17,10 @@ from scipy.integrate import quad
 
 import gaussmix as gm
 from gaussmix import Mixture
-from gaussmix.theory.channel import channel_moments, identity_prox_moments
-from gaussmix.theory.losses import get_loss
-from gaussmix.theory.prior import _tail_moments
-from gaussmix.theory.state import is_valid_state, pack_state
+from gaussmix.theory.channel.channel import channel_moments, identity_prox_moments
+from gaussmix.theory.channel.losses import get_loss
+from gaussmix.theory.prior.prior import _tail_moments
+from gaussmix.theory.solve.state import is_valid_state, pack_state
 
 #: far past the threshold: ``t / s > 38.5`` for every problem below (``s^2 ~ alpha``)
 LAM = 100.0
@@ -164,7 +164,7 @@ def test_channel_at_zero_metric_is_the_limit(loss):
     y = np.array([[1.0], [-1.0]])
     M, b = np.array([[0.3], [-0.2]]), np.array([0.1])
     Q = np.full((2, 1, 1), 0.4)
-    rule = gm.theory.quadrature.auto_rule(1, smooth=False) if loss != "hinge" else None
+    rule = gm.theory.numerics.quadrature.auto_rule(1, smooth=False) if loss != "hinge" else None
     zero = channel_moments(L, y, M, b, Q, np.zeros((2, 1, 1)), rule)
     small = channel_moments(L, y, M, b, Q, np.full((2, 1, 1), 1e-7), rule)
     for name in ("Ef", "Eff", "Edf", "Eloss", "Eenv"):

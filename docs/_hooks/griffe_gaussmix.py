@@ -1,7 +1,7 @@
 """Griffe extension of the gaussmix site: docstrings as the site shows them.
 
 * A few functions and classes share a block of their docstring (e.g. the solver options of
-  :func:`gaussmix.theory.api.solve` and :class:`gaussmix.SolverOptions`): the source holds a
+  :func:`gaussmix.theory.api.api.solve` and :class:`gaussmix.SolverOptions`): the source holds a
   line ``%(name)s`` that the module replaces when it is imported.  Griffe reads the source,
   so for such an object the docstring of the imported object is taken instead.
 * The docstrings are numpy-style with a few reStructuredText habits (roles such as
@@ -200,7 +200,7 @@ def _set_defaults(obj: griffe.Object) -> None:
 def _expand_keywords(params: Any, value: Any) -> None:
     """The keyword-only parameters that the imported function's signature shows in place of
     the source's ``**kwargs`` (a function that takes the solver options as keywords,
-    ``gaussmix.theory.options.with_options_doc``), added to griffe's ``params``."""
+    ``gaussmix.theory.solve.options.with_options_doc``), added to griffe's ``params``."""
     try:
         sig = inspect.signature(value)
     except (TypeError, ValueError):

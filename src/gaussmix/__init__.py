@@ -36,28 +36,28 @@ _EXPORTS = {
     "max_margin": "gaussmix.experiments.transition",
     "TransitionResult": "gaussmix.experiments.transition",
     "SeparabilityError": "gaussmix.experiments.transition",
-    "LOSSES": "gaussmix.theory.losses",
-    "Loss": "gaussmix.theory.losses",
-    "get_loss": "gaussmix.theory.losses",
-    "LABEL_MAPS": "gaussmix.theory.labels",
-    "MIXTURE_MODELS": "gaussmix.theory.mixture",
-    "LabelMap": "gaussmix.theory.labels",
-    "Mixture": "gaussmix.theory.mixture",
-    "mean_gram": "gaussmix.theory.mixture",
-    "load_mixture": "gaussmix.theory.mixture",
-    "MixtureFileError": "gaussmix.theory.mixture",
-    "CovarianceStructure": "gaussmix.theory.covariance",
-    "STRUCTURES": "gaussmix.theory.covariance",
-    "OBSERVABLES": "gaussmix.theory.outputs",
-    "PENALTIES": "gaussmix.theory.penalties",
-    "make_penalty": "gaussmix.theory.penalties",
-    "make_problem": "gaussmix.theory.api",
-    "GaussHermite": "gaussmix.theory.quadrature",
-    "FixedPointResult": "gaussmix.theory.results",
-    "SolverOptions": "gaussmix.theory.options",
-    "solve": "gaussmix.theory.api",
-    "BayesOptimalResult": "gaussmix.theory.bayes",
-    "bayes_optimal_error": "gaussmix.theory.bayes",
+    "LOSSES": "gaussmix.theory.channel.losses",
+    "Loss": "gaussmix.theory.channel.losses",
+    "get_loss": "gaussmix.theory.channel.losses",
+    "LABEL_MAPS": "gaussmix.theory.model.labels",
+    "MIXTURE_MODELS": "gaussmix.theory.model.mixture",
+    "LabelMap": "gaussmix.theory.model.labels",
+    "Mixture": "gaussmix.theory.model.mixture",
+    "mean_gram": "gaussmix.theory.model.mixture",
+    "load_mixture": "gaussmix.theory.model.mixture",
+    "MixtureFileError": "gaussmix.theory.model.mixture",
+    "CovarianceStructure": "gaussmix.theory.model.covariance",
+    "STRUCTURES": "gaussmix.theory.model.covariance",
+    "OBSERVABLES": "gaussmix.theory.model.outputs",
+    "PENALTIES": "gaussmix.theory.model.penalties",
+    "make_penalty": "gaussmix.theory.model.penalties",
+    "make_problem": "gaussmix.theory.api.api",
+    "GaussHermite": "gaussmix.theory.numerics.quadrature",
+    "FixedPointResult": "gaussmix.theory.solve.results",
+    "SolverOptions": "gaussmix.theory.solve.options",
+    "solve": "gaussmix.theory.api.api",
+    "BayesOptimalResult": "gaussmix.theory.limits.bayes",
+    "bayes_optimal_error": "gaussmix.theory.limits.bayes",
     "separability_fraction": "gaussmix.simulate.separability",
     "lp_crossing": "gaussmix.simulate.separability",
     "simulate": "gaussmix.simulate.simulation",
@@ -101,23 +101,23 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .studies.owndata import study_data
     from .sweep.runner import sweep
     from .sweep.table import SweepResult
-    from .theory.api import make_problem, solve
-    from .theory.bayes import BayesOptimalResult, bayes_optimal_error
-    from .theory.covariance import STRUCTURES, CovarianceStructure
-    from .theory.labels import LABEL_MAPS, LabelMap
-    from .theory.losses import LOSSES, Loss, get_loss
-    from .theory.mixture import (
+    from .theory.api.api import make_problem, solve
+    from .theory.channel.losses import LOSSES, Loss, get_loss
+    from .theory.limits.bayes import BayesOptimalResult, bayes_optimal_error
+    from .theory.model.covariance import STRUCTURES, CovarianceStructure
+    from .theory.model.labels import LABEL_MAPS, LabelMap
+    from .theory.model.mixture import (
         MIXTURE_MODELS,
         Mixture,
         MixtureFileError,
         load_mixture,
         mean_gram,
     )
-    from .theory.options import SolverOptions
-    from .theory.outputs import OBSERVABLES
-    from .theory.penalties import PENALTIES, make_penalty
-    from .theory.quadrature import GaussHermite
-    from .theory.results import FixedPointResult
+    from .theory.model.outputs import OBSERVABLES
+    from .theory.model.penalties import PENALTIES, make_penalty
+    from .theory.numerics.quadrature import GaussHermite
+    from .theory.solve.options import SolverOptions
+    from .theory.solve.results import FixedPointResult
 
 
 #: subpackages reachable as attributes (``gm.figures.atlas()``), imported on first use;

@@ -6,7 +6,7 @@ compare | sweep | figure | bayes-optimal | transition``.  The point commands are
 registers them all on one :data:`app`, in that order.
 
 A thin layer over the library: options are parsed here, turned into a
-:class:`~gaussmix.theory.mixture.Mixture` and solver keyword arguments, and handed to
+:class:`~gaussmix.theory.model.mixture.Mixture` and solver keyword arguments, and handed to
 :func:`gaussmix.solve`, :func:`gaussmix.learning_curve` or :func:`gaussmix.lambda_sweep`.
 Values are validated by the library, which raises an
 :class:`~gaussmix.core.exceptions.ArgumentError` naming the offending keyword; every flag is
@@ -154,7 +154,7 @@ __all__ = [
 ]
 
 
-solve = lazy("gaussmix.theory.api", "solve")
+solve = lazy("gaussmix.theory.api.api", "solve")
 lambda_sweep = lazy("gaussmix.experiments", "lambda_sweep")
 learning_curve = lazy("gaussmix.experiments", "learning_curve")
 
@@ -438,7 +438,7 @@ def optimal_lambda_command(
     """
     from gaussmix.core.validation import check_real
     from gaussmix.experiments.lambda_star import optimal_lambda
-    from gaussmix.theory.problem import LAM_MAX
+    from gaussmix.theory.problem.problem import LAM_MAX
 
     lo = check_real("--lam-min", lam_min, low=0.0, low_open=True)
     hi = check_real("--lam-max", lam_max, low=lo, low_open=True, high=LAM_MAX)

@@ -24,7 +24,7 @@ from gaussmix.frontend.options import (
     PointOptions,
     PointSetup,
 )
-from gaussmix.theory.mixture import MIXTURE_MODELS
+from gaussmix.theory.model.mixture import MIXTURE_MODELS
 
 from .exits import (
     PartialResultsError,

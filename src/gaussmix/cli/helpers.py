@@ -53,13 +53,14 @@ def one_blas_thread(theory: bool = False) -> Iterator[None]:
     With ``theory``, for a command whose theory and simulations run one after the other in
     this process alone (``realdata``, ``data``): the theory's large dense LAPACK work keeps
     the threads the process had (at most two, from ``n = 3000``:
-    :func:`gaussmix.theory.linalg.blas_threads`), so that a ten-class curve at MNIST's size
+    :func:`gaussmix.theory.numerics.linalg.blas_threads`), so that a ten-class curve at MNIST's
+    size
     costs what ``gm.learning_curve`` costs, with the same bits.
     """
     from joblib import parallel_config
     from threadpoolctl import threadpool_limits
 
-    from gaussmix.theory.linalg import granted_blas_threads, pools_thread_limit
+    from gaussmix.theory.numerics.linalg import granted_blas_threads, pools_thread_limit
 
     granted = pools_thread_limit() if theory else 1
     with (

@@ -42,8 +42,8 @@ from gaussmix.frontend.options import (
     parse_floats,
     read_mixture_file,
 )
-from gaussmix.theory.losses import LOSSES
-from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture
+from gaussmix.theory.channel.losses import LOSSES
+from gaussmix.theory.model.mixture import MIXTURE_MODELS, Mixture
 
 from .exits import PartialResultsError, check_output_path, make_out_dir
 from .helpers import given, one_blas_thread
@@ -105,7 +105,7 @@ def bayes_optimal(opts: PointOptions, json_out: JsonOption = False) -> None:
     n = alpha d labelled samples, as d -> infinity: the floor of every ERM test error.
     Clusters of different variance are never confused (|x|^2 / d identifies them).
     """
-    from gaussmix.theory.bayes import bayes_optimal_error
+    from gaussmix.theory.limits.bayes import bayes_optimal_error
 
     mixture, params = _mixture(opts, alpha=opts.alpha)
     try:

@@ -172,8 +172,8 @@ def realdata_command(
     from gaussmix.figures.realdata import plot_realdata
     from gaussmix.studies import CLUSTERINGS, SOURCES, prepare_realdata, realdata_curve
     from gaussmix.studies.realdata import FIT_ON
-    from gaussmix.theory.options import SolverOptions
-    from gaussmix.theory.problem import effective_loss
+    from gaussmix.theory.problem.problem import effective_loss
+    from gaussmix.theory.solve.options import SolverOptions
 
     _choice("--dataset", dataset, tuple(DATASETS))
     _choice("--task", task, TASKS.names())

@@ -19,7 +19,7 @@ from gaussmix.frontend.options import (
     PointSetup,
     build_point,
 )
-from gaussmix.theory.outputs import simulated_keys
+from gaussmix.theory.model.outputs import simulated_keys
 
 from .common import (
     JobsOption,

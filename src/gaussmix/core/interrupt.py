@@ -3,7 +3,7 @@
 :func:`interruptible` installs a check (a callable that raises to stop) for the current
 thread (a :class:`contextvars.ContextVar`: other threads do not see it), and
 :func:`check_interrupt` calls it.  The solver's fixed-point loop
-(:func:`gaussmix.theory.iteration.iterate`) checks after every evaluation of the map, so a
+(:func:`gaussmix.theory.solve.iteration.iterate`) checks after every evaluation of the map, so a
 long solve (a curve solved at all its points at once, which reports its rows only at the
 end) stops within one evaluation of being asked to; the exception the check raises
 propagates to the caller of the curve.  The interactive explorer

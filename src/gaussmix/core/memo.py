@@ -18,7 +18,7 @@ class IdentityMemo:
     while remembered that many calls share: a problem's constraints (a tuple), shared by
     the problems of one label map, and a stacked curve's, shared by its maps; the blocks
     array of a stacked iteration's mixing
-    (:func:`~gaussmix.theory.iteration._block_layout`).
+    (:func:`~gaussmix.theory.solve.iteration._block_layout`).
 
     Parameters
     ----------

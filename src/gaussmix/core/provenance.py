@@ -63,8 +63,8 @@ def _jsonable(value: Any) -> Any:
 
 def mixture_provenance(mixture: Any, mixture_file: str | os.PathLike | None = None) -> dict:
     """What a record says of a mixture: the structure (``covariance.describe()``), the
-    content fingerprint (:meth:`~gaussmix.theory.mixture.Mixture.fingerprint`),
-    :meth:`~gaussmix.theory.mixture.Mixture.describe` and, when it was read from a file,
+    content fingerprint (:meth:`~gaussmix.theory.model.mixture.Mixture.fingerprint`),
+    :meth:`~gaussmix.theory.model.mixture.Mixture.describe` and, when it was read from a file,
     the file's name and SHA-256."""
     out = {
         "structure": mixture.covariance.describe(),

@@ -8,9 +8,10 @@ up *at the edge* (API arguments, command-line options, grid files) and objects a
 everywhere inside, so that nothing else in the package dispatches on a name string (the
 pattern of xarray's backend entry points and scikit-learn's ``_parameter_constraints``).
 
-The registries themselves live next to what they declare (``gaussmix.theory.losses.LOSSES``,
-``gaussmix.theory.penalties.PENALTIES``, ``gaussmix.theory.labels.LABEL_MAPS`` and
-``MIXTURE_MODELS``, ``gaussmix.theory.outputs.OBSERVABLES``); ``gaussmix`` re-exports them.
+The registries themselves live next to what they declare
+(``gaussmix.theory.channel.losses.LOSSES``,
+``gaussmix.theory.model.penalties.PENALTIES``, ``gaussmix.theory.model.labels.LABEL_MAPS`` and
+``MIXTURE_MODELS``, ``gaussmix.theory.model.outputs.OBSERVABLES``); ``gaussmix`` re-exports them.
 """
 
 from __future__ import annotations

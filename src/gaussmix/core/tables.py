@@ -24,7 +24,7 @@ class CurveTable(pd.DataFrame):
     ----------
     points : tuple
         The result of each row, in row order (e.g. a
-        :class:`~gaussmix.theory.results.FixedPointResult` per point of a learning curve;
+        :class:`~gaussmix.theory.solve.results.FixedPointResult` per point of a learning curve;
         None where a point has no result).
 
     Notes

@@ -227,7 +227,7 @@ class JobCount:
 
 
 #: The admissible values of every parameter a point is made of, each stated once: the
-#: theory (:func:`gaussmix.theory.problem.make_problem`), the simulation, the sweeps, the
+#: theory (:func:`gaussmix.theory.problem.problem.make_problem`), the simulation, the sweeps, the
 #: figures, the studies and the command line all validate through :func:`check_param`.
 #: ``d`` is the dimension of a simulation (also ``>= K`` for mixtures realising their
 #: means exactly, and the dimension of a dense mixture); ``n_clusters`` is K.

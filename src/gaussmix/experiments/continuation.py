@@ -19,12 +19,12 @@ Neighbouring points of a curve differ little.  Along a curve:
 
 A curve of :data:`STACKED_MIN_POINTS` points or more whose problem stacks
 (:func:`stackable`) is instead solved at all its points at once (:func:`solve_points`) on
-the batch-native map of :mod:`gaussmix.theory.batch` (the stacked solve and each point's
-error estimate are :mod:`gaussmix.theory.batch_solve`); what is decided here is when to
+the batch-native map of :mod:`gaussmix.theory.solve.batch` (the stacked solve and each point's
+error estimate are :mod:`gaussmix.theory.solve.batch_solve`); what is decided here is when to
 stack, the rule the curve starts on, and, for a sweep over lambda, the restart of its slow
 points from predictions through its fast ones (:func:`_seeded_iterate`, the predictor and
 safeguard above applied inside the one stacked solve).  The point-by-point path uses only
-public solver entry points (:func:`~gaussmix.theory.solver.solve_problem` with its
+public solver entry points (:func:`~gaussmix.theory.solve.solver.solve_problem` with its
 options), so a single point's iterates are untouched.
 """
 
@@ -38,8 +38,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gaussmix.theory.batch import StackedMap, point_mask
-from gaussmix.theory.batch_solve import (
+from gaussmix.theory.numerics.quadrature import QuadratureRule, auto_rule
+from gaussmix.theory.prior.prior import prior_quadrature_dim, takes_stacked_points
+from gaussmix.theory.problem.problem import Problem
+from gaussmix.theory.solve.batch import StackedMap, point_mask
+from gaussmix.theory.solve.batch_solve import (
     SharpPoint,
     SharpWatch,
     converged_solve,
@@ -49,15 +52,12 @@ from gaussmix.theory.batch_solve import (
     sharp_rules,
     solve_freezing,
 )
-from gaussmix.theory.fixed_point import map_features, needs_quadrature, uses_log_chart
-from gaussmix.theory.iteration import AndersonState, IterationOutcome, IterationState
-from gaussmix.theory.options import SolverOptions
-from gaussmix.theory.policy import channel_rule
-from gaussmix.theory.prior import prior_quadrature_dim, takes_stacked_points
-from gaussmix.theory.problem import Problem
-from gaussmix.theory.quadrature import QuadratureRule, auto_rule
-from gaussmix.theory.solver import FixedPointResult
-from gaussmix.theory.state import LogChart, pack_state, unpack_state
+from gaussmix.theory.solve.fixed_point import map_features, needs_quadrature, uses_log_chart
+from gaussmix.theory.solve.iteration import AndersonState, IterationOutcome, IterationState
+from gaussmix.theory.solve.options import SolverOptions
+from gaussmix.theory.solve.policy import channel_rule
+from gaussmix.theory.solve.solver import FixedPointResult
+from gaussmix.theory.solve.state import LogChart, pack_state, unpack_state
 
 __all__ = [
     "PREDICTOR_POINTS",
@@ -123,7 +123,7 @@ def predict(
     Returns
     -------
     dict or None
-        ``Q, M, V, b`` (an ``init`` of :func:`~gaussmix.theory.solver.solve_problem`); None
+        ``Q, M, V, b`` (an ``init`` of :func:`~gaussmix.theory.solve.solver.solve_problem`); None
         with fewer than two points.
     """
     pts: list[tuple[float, FixedPointResult]] = []
@@ -249,7 +249,7 @@ def chain_predecessor(rule: QuadratureRule) -> QuadratureRule | None:
 def curve_start_rule(result: FixedPointResult, problem: Problem) -> QuadratureRule | None:
     """The rule the next point of a curve starts its refinement from, after a point solved
     with the solver's automatic choice of rule: where that point ended on the chain of the
-    regime-free automatic rule (:func:`~gaussmix.theory.quadrature.auto_rule` without
+    regime-free automatic rule (:func:`~gaussmix.theory.numerics.quadrature.auto_rule` without
     ``smooth``: graded panels in one and two dimensions, accurate in every regime), one step
     down the refinement chain (:func:`chain_predecessor`) from the rule its refinement
     judged accurate (:func:`next_start_rule`).
@@ -492,12 +492,12 @@ def _seeded_iterate(
     marches to its fixed point and overshoots; BENCHMARKS.md), and the stacked solve takes
     the slowest one's.  Here, after the first evaluation where at least
     :data:`SEED_FRACTION` of the points have an own residual below :data:`SEED_TOL`
-    (:meth:`~gaussmix.theory.batch.StackedMap.last_own_residuals`; the seeds, their images
+    (:meth:`~gaussmix.theory.solve.batch.StackedMap.last_own_residuals`; the seeds, their images
     standing for their fixed points),
     every point not frozen whose residual is at least :data:`SEED_RESTART` is restarted
     from the Lagrange polynomial in ``log lambda`` through the :data:`SEED_POINTS` seeds
     nearest to it (:func:`~gaussmix.experiments.continuation.predict`, in the logarithmic
-    chart's coordinates, :class:`~gaussmix.theory.state.LogChart`, where ``V ~ 1 / lam`` is
+    chart's coordinates, :class:`~gaussmix.theory.solve.state.LogChart`, where ``V ~ 1 / lam`` is
     linear), its secant pairs zeroed (its block of the Anderson mixing starts afresh), the
     others going on with theirs (the iteration's ``on_step``, :class:`_Seeding`).  After
     the first evaluation at the predictions, a point whose own residual there is not below
@@ -712,9 +712,9 @@ def _point_dicts(parts: tuple[np.ndarray, ...], points) -> list[dict]:
 def _charted(T: StackedMap, z, points: np.ndarray, forward: bool) -> list:
     """The chart's coordinates of ``points`` (increasing) of the stacked state ``z``
     (``forward``: dicts of ``Q, M, V, b``, None for a point not in the chart,
-    :meth:`~gaussmix.theory.state.LogChart.forward`), or the state vector of each point of
+    :meth:`~gaussmix.theory.solve.state.LogChart.forward`), or the state vector of each point of
     the chart's coordinates ``z`` (dicts of ``Q, M, V, b``, one a point,
-    :meth:`~gaussmix.theory.state.LogChart.inverse`): the points' overlaps in one stacked
+    :meth:`~gaussmix.theory.solve.state.LogChart.inverse`): the points' overlaps in one stacked
     call of the chart (its matrix logarithms and exponentials are matrix by matrix: each
     point's the same numbers as on its own), a point at a time where a forward one fails
     (which points are in the chart: each point's own test)."""
@@ -751,12 +751,12 @@ def solve_points(
     spurious or degenerate point) or, with two outputs, where a point is in the sharp
     regime, for the caller to solve point by point.
 
-    One output, as a single point (:func:`~gaussmix.theory.solver.solve_problem`): every
+    One output, as a single point (:func:`~gaussmix.theory.solve.solver.solve_problem`): every
     point starts from the solver's cold start (:meth:`StackedMap.start`) and the stacked
     state is iterated with the solver's automatic rule to ``opts.tol`` in every component
     of every point (a sweep over lambda restarting its slow points once from its fast
     ones, :func:`_first_solve`); the points in the sharp regime of the channel
-    (:func:`~gaussmix.theory.policy.sharp_rule`) are solved again, stacked, with its
+    (:func:`~gaussmix.theory.solve.policy.sharp_rule`) are solved again, stacked, with its
     rule from there; then each group of points on one rule estimates its errors
     (:func:`estimate_points`; a sweep over lambda with its refined re-solve merged into one
     iteration, :func:`refined_solve`).  A point's ``n_iter`` counts the evaluations of the

@@ -2,7 +2,7 @@
 
 Both return tidy pandas tables, one row per point.  One-output curves of
 :data:`~gaussmix.experiments.continuation.STACKED_MIN_POINTS` points or more are solved at all
-their points at once (:mod:`gaussmix.theory.batch`); the others walk along the
+their points at once (:mod:`gaussmix.theory.solve.batch`); the others walk along the
 curve with warm starts (predictor-corrector continuation,
 :mod:`gaussmix.experiments.continuation`), sweeps over lambda from large to small lambda
 (annealing, Appendix B.5, item 1) whatever the order asked for; both report in the
@@ -27,15 +27,15 @@ from gaussmix.core.exceptions import ArgumentError, ConvergenceError, Convergenc
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.tables import CurveTable, deprecated_return_results
 from gaussmix.core.validation import check_param, check_param_values
-from gaussmix.theory.api import check_lam_alpha, make_problem
-from gaussmix.theory.fixed_point import cluster_symmetry
-from gaussmix.theory.losses import Loss
-from gaussmix.theory.mixture import Mixture
-from gaussmix.theory.options import SolverOptions, solver_options, with_options_doc
-from gaussmix.theory.outputs import summary_keys
-from gaussmix.theory.problem import Problem
-from gaussmix.theory.quadrature import QuadratureRule, default_rule
-from gaussmix.theory.solver import FixedPointResult, solve_problem
+from gaussmix.theory.api.api import check_lam_alpha, make_problem
+from gaussmix.theory.channel.losses import Loss
+from gaussmix.theory.model.mixture import Mixture
+from gaussmix.theory.model.outputs import summary_keys
+from gaussmix.theory.numerics.quadrature import QuadratureRule, default_rule
+from gaussmix.theory.problem.problem import Problem
+from gaussmix.theory.solve.fixed_point import cluster_symmetry
+from gaussmix.theory.solve.options import SolverOptions, solver_options, with_options_doc
+from gaussmix.theory.solve.solver import FixedPointResult, solve_problem
 
 from .continuation import (
     PREDICTOR_ITER_FACTOR,
@@ -234,12 +234,12 @@ def _problems(
     l1_ratio: float | None,
 ) -> list[Problem]:
     """The problem of each ``(lam, alpha)`` of a curve: the first made by
-    :func:`~gaussmix.theory.api.make_problem`, the others copies of it
-    (:meth:`~gaussmix.theory.problem.Problem.with_lam_alpha`) sharing its relabelling
-    symmetry (:func:`~gaussmix.theory.fixed_point.cluster_symmetry`).  The values are
+    :func:`~gaussmix.theory.api.api.make_problem`, the others copies of it
+    (:meth:`~gaussmix.theory.problem.problem.Problem.with_lam_alpha`) sharing its relabelling
+    symmetry (:func:`~gaussmix.theory.solve.fixed_point.cluster_symmetry`).  The values are
     those the callers validated (``check_param_values``, ``check_param``); what
     ``make_problem`` checks beyond them, at ``lam = 0``, is checked at each such point
-    (:func:`~gaussmix.theory.api.check_lam_alpha`)."""
+    (:func:`~gaussmix.theory.api.api.check_lam_alpha`)."""
     base = make_problem(
         mixture, loss, lam=points[0][0], alpha=points[0][1], penalty=penalty, l1_ratio=l1_ratio
     )
@@ -362,7 +362,7 @@ def learning_curve(
 ) -> CurveTable:
     """Theory learning curve: Theorem 2 errors at each ``alpha``, warm-started (curves
     of 10 points or more of one output or K = 3 classes with ridge: all points at once,
-    :mod:`gaussmix.theory.batch`).
+    :mod:`gaussmix.theory.solve.batch`).
 
     Parameters
     ----------
@@ -474,7 +474,7 @@ def lambda_sweep(
     point starting from the finest quadrature rule that the larger penalties needed (the
     channel integrand sharpens as lambda decreases, towards the separable regime); a
     sweep of 10 points or more of one output or K = 3 classes with ridge at all points at
-    once, each on the rule of its own regime (:mod:`gaussmix.theory.batch`; K = 3
+    once, each on the rule of its own regime (:mod:`gaussmix.theory.solve.batch`; K = 3
     cross-entropy point by point where a point is in the sharp regime), its slow points
     (small lambda) restarted once, inside that one solve, from predictions through their
     fast neighbours, and each point's error estimate one iteration on the refined rule

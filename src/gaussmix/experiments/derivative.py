@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from gaussmix.theory.observables import test_accuracy
-from gaussmix.theory.solver import FixedPointResult
+from gaussmix.theory.solve.observables import test_accuracy
+from gaussmix.theory.solve.solver import FixedPointResult
 
 __all__ = ["d_test_error_d_lambda"]
 

@@ -37,19 +37,19 @@ from gaussmix.core.progress import progress_bar
 from gaussmix.core.results import Result
 from gaussmix.core.tables import CurveTable, deprecated_return_results
 from gaussmix.core.validation import check_array, check_int, check_real
-from gaussmix.theory.api import make_problem
-from gaussmix.theory.losses import Loss
-from gaussmix.theory.mixture import Mixture
-from gaussmix.theory.options import (
+from gaussmix.theory.api.api import make_problem
+from gaussmix.theory.channel.losses import Loss
+from gaussmix.theory.model.mixture import Mixture
+from gaussmix.theory.model.penalties import make_penalty
+from gaussmix.theory.problem.problem import LAM_MAX, Problem
+from gaussmix.theory.solve.options import (
     DEFAULT_OPTIONS,
     SolverOptions,
     changed_options,
     solver_options,
     with_options_doc,
 )
-from gaussmix.theory.penalties import make_penalty
-from gaussmix.theory.problem import LAM_MAX, Problem
-from gaussmix.theory.solver import FixedPointResult, solve_problem
+from gaussmix.theory.solve.solver import FixedPointResult, solve_problem
 
 from .derivative import d_test_error_d_lambda
 

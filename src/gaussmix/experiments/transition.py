@@ -3,7 +3,7 @@ linearly separable (the max-margin estimator exists, the cross-entropy / logisti
 diverges as ``lam -> 0+`` and interpolates) and above which they are not.
 
 :func:`separability_threshold` solves the fixed point at the threshold
-(:mod:`gaussmix.theory.separability`): exactly for two clusters, by deterministic nested 1-D
+(:mod:`gaussmix.theory.limits.separability`): exactly for two clusters, by deterministic nested 1-D
 quadrature for exchangeable clusters (any K, ``alpha*`` to about 1e-10), and with seeded
 randomised quasi-Monte Carlo otherwise, refining the point set until the standard error over
 independent scramblings meets ``rel_tol``.  It checks the answer on both sides: below the
@@ -27,15 +27,15 @@ from gaussmix.core.jsonio import plain
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.results import Result
 from gaussmix.core.validation import check_int, check_param, check_real
-from gaussmix.theory.margin import max_margin
-from gaussmix.theory.mixture import Mixture
-from gaussmix.theory.separability import (
+from gaussmix.theory.limits.margin import max_margin
+from gaussmix.theory.limits.separability import (
     SeparabilityError,
     binary_separability_threshold,
     is_exchangeable,
     margin_problem,
     separability_threshold_estimate,
 )
+from gaussmix.theory.model.mixture import Mixture
 
 __all__ = [
     "TransitionResult",
@@ -93,7 +93,7 @@ class TransitionResult(Result):
     message : str
         How the search ended, in words.
     method : str
-        ``'homogeneous'`` or ``'exchangeable'`` (:mod:`gaussmix.theory.separability`).
+        ``'homogeneous'`` or ``'exchangeable'`` (:mod:`gaussmix.theory.limits.separability`).
     log2_n : int
         Points per scrambling ``2^log2_n`` of the final solve (0: deterministic integrals,
         K = 2 or exchangeable clusters).
@@ -152,7 +152,8 @@ def separability_threshold(
     mixture : Mixture
         Any supported covariance structure (isotropic, block, sparse, spectral), priors and
         Gram matrix; one-hot labels (any K; K <= 6 unless the clusters are exchangeable,
-        :func:`gaussmix.theory.separability.is_exchangeable`) or binary ``+-1`` labels (K = 2).
+        :func:`gaussmix.theory.limits.separability.is_exchangeable`) or binary ``+-1`` labels (K =
+        2).
     rel_tol : float
         Target relative error of ``alpha*`` (``1e-8 <= rel_tol < 1``); quasi-Monte Carlo
         point sets are refined until it is met (up to ``2^max_log2_n`` points per
@@ -283,7 +284,7 @@ def _evidence(mixture: Mixture, astar: float, bracket: tuple, seed: int) -> dict
         below.update(train_error=None, margin=None, error=str(exc))
     above: dict[str, Any] = {"alpha": hi, "train_error": None, "lam": EVIDENCE_LAM}
     if mixture.n_clusters <= EVIDENCE_MAX_K:
-        from gaussmix.theory.api import solve
+        from gaussmix.theory.api.api import solve
 
         labels = mixture.labels
         loss = "logistic" if labels.is_binary else "cross-entropy"

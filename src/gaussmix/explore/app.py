@@ -59,10 +59,10 @@ from gaussmix.explore import (
 )
 from gaussmix.explore.engine import x_column
 from gaussmix.explore.state import ORDER_PARAMETERS, PRECISIONS, field_text, observable_names
-from gaussmix.theory.labels import LABEL_MAPS
-from gaussmix.theory.losses import LOSSES
-from gaussmix.theory.outputs import axis_label
-from gaussmix.theory.penalties import PENALTIES
+from gaussmix.theory.channel.losses import LOSSES
+from gaussmix.theory.model.labels import LABEL_MAPS
+from gaussmix.theory.model.outputs import axis_label
+from gaussmix.theory.model.penalties import PENALTIES
 
 __all__ = ["Explorer", "explorer", "serve", "POLL_MS"]
 

@@ -41,8 +41,8 @@ from .state import ORDER_PARAMETERS, ExplorerState, setup
 
 if TYPE_CHECKING:  # pragma: no cover
     from gaussmix.core.tables import CurveTable
-    from gaussmix.theory.mixture import Mixture
-    from gaussmix.theory.results import FixedPointResult
+    from gaussmix.theory.model.mixture import Mixture
+    from gaussmix.theory.solve.results import FixedPointResult
 
 __all__ = [
     "CurveJob",
@@ -609,7 +609,7 @@ def _overlay_steps(state: ExplorerState, point: Any, values: np.ndarray) -> list
     from gaussmix.experiments.lambda_star import optimal_lambda
     from gaussmix.experiments.transition import separability_threshold
     from gaussmix.simulate.simulation import simulate
-    from gaussmix.theory.bayes import bayes_optimal_error
+    from gaussmix.theory.limits.bayes import bayes_optimal_error
 
     mixture = point.mixture
     along_alpha = state.axis == "alpha"
@@ -755,7 +755,7 @@ def _auto_coarse(state: ExplorerState) -> int:
     (BENCHMARKS.md); one whose first point turns out to be in the sharp regime is then
     solved point by point, and its rows stream."""
     from gaussmix.experiments.continuation import stacked_curve_options
-    from gaussmix.theory.options import solver_options
+    from gaussmix.theory.solve.options import solver_options
 
     try:
         point, values = setup(state)

@@ -339,7 +339,7 @@ def point_options(state: ExplorerState) -> PointOptions:
     parameters); with a ``mixture_file`` no mixture option is passed (the file defines
     the mixture)."""
     from gaussmix.frontend.options import PointOptions
-    from gaussmix.theory.mixture import MIXTURE_MODELS
+    from gaussmix.theory.model.mixture import MIXTURE_MODELS
 
     estimator = {
         "loss": state.loss,
@@ -433,7 +433,7 @@ def field_of(exc: BaseException, state: ExplorerState) -> str:
     :class:`~gaussmix.core.exceptions.ArgumentError` names (a field, a point option's
     keyword or flag, or the swept range), else (a mixture file that cannot be read, or an
     error naming no argument) ``mixture_file`` with a file, ``model`` without."""
-    from gaussmix.theory.mixture import MixtureFileError
+    from gaussmix.theory.model.mixture import MixtureFileError
 
     if isinstance(exc, ArgumentError | ArgumentTypeError):
         name = exc.argument
@@ -492,14 +492,14 @@ def _max_points() -> int:
 
 
 def _shown() -> tuple[str, ...]:
-    from gaussmix.theory.outputs import OBSERVABLES
+    from gaussmix.theory.model.outputs import OBSERVABLES
 
     return (*OBSERVABLES.names(), *(f"{p}<c>" for p in ORDER_PARAMETERS))
 
 
 def observable_names() -> tuple[str, ...]:
     """The observables that ``show`` may name (besides the order parameters)."""
-    from gaussmix.theory.outputs import OBSERVABLES
+    from gaussmix.theory.model.outputs import OBSERVABLES
 
     return OBSERVABLES.names()
 

@@ -14,8 +14,8 @@ from matplotlib.figure import Figure
 
 from gaussmix.core.exceptions import ArgumentError, ArgumentTypeError
 from gaussmix.core.validation import check_array, check_param_values
-from gaussmix.theory.api import make_problem
-from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.api.api import make_problem
+from gaussmix.theory.model.mixture import Mixture
 
 from .plotting import STYLE, log_ticks
 
@@ -230,7 +230,7 @@ def user_mixture(
 ) -> Mixture | None:
     """A figure's ``mixture`` argument: None (the paper's mixtures), or a mixture that the
     figure's ``loss`` (ridge penalty) can train on at ``lam`` and ``alpha`` (validated by
-    :func:`gaussmix.theory.api.make_problem`, which names what does not fit), given without
+    :func:`gaussmix.theory.api.api.make_problem`, which names what does not fit), given without
     ``builders``: the figure's arguments that build the paper's mixture (None when not
     given)."""
     if mixture is None:
@@ -290,7 +290,7 @@ def hook_values(
 
 def figure_options(options: Any, **own: Any) -> Any:
     """The solver's options of a figure: the figure's own choices ``own`` (keywords of
-    :class:`~gaussmix.theory.options.SolverOptions`, e.g. ``estimate_error=False``) with
+    :class:`~gaussmix.theory.solve.options.SolverOptions`, e.g. ``estimate_error=False``) with
     the options a caller asked for over them; validated once.
 
     Parameters
@@ -298,8 +298,8 @@ def figure_options(options: Any, **own: Any) -> Any:
     options : mapping, SolverOptions or None
         The caller's options: a mapping of solver keywords (every one given is asked for,
         also at its default: ``gaussmix figure ten-class --estimate-error``), or a
-        :class:`~gaussmix.theory.options.SolverOptions` (the fields that differ from the
-        defaults are asked for, :func:`~gaussmix.theory.options.changed_options`); None:
+        :class:`~gaussmix.theory.solve.options.SolverOptions` (the fields that differ from the
+        defaults are asked for, :func:`~gaussmix.theory.solve.options.changed_options`); None:
         none.
     **own
         The figure's own solver options.
@@ -317,7 +317,7 @@ def figure_options(options: Any, **own: Any) -> Any:
     """
     from collections.abc import Mapping
 
-    from gaussmix.theory.options import SolverOptions, changed_options, solver_options
+    from gaussmix.theory.solve.options import SolverOptions, changed_options, solver_options
 
     if options is None:
         asked: dict[str, Any] = {}

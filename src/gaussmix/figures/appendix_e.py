@@ -26,8 +26,8 @@ from gaussmix.experiments.curves import learning_curve
 from gaussmix.studies import (
     prepare_realdata,
 )
-from gaussmix.theory.mixture import Mixture
-from gaussmix.theory.options import SolverOptions
+from gaussmix.theory.model.mixture import Mixture
+from gaussmix.theory.solve.options import SolverOptions
 
 from ._common import (
     SLIDE_STYLE,

@@ -22,7 +22,7 @@ Hooks for the Bayes-optimal error and the transition
 ----------------------------------------------------
 Both table functions take ``bayes_error``, a callable ``(mixture, alpha) -> float``
 returning the Bayes-optimal test error (e.g. ``lambda m, a:
-gaussmix.theory.bayes.bayes_optimal_error(m, a).test_error``); :func:`fig3_left` also
+gaussmix.theory.limits.bayes.bayes_optimal_error(m, a).test_error``); :func:`fig3_left` also
 takes ``alpha_star``, a callable ``mixture -> float`` returning the separability
 threshold ``alpha*_K`` (e.g. ``lambda m:
 gaussmix.experiments.transition.separability_threshold(m).alpha_star``).  They fill the
@@ -57,8 +57,8 @@ from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import check_array, check_param, check_real
 from gaussmix.experiments.curves import lambda_sweep, learning_curve
 from gaussmix.simulate.simulation import simulate as run_simulation
-from gaussmix.theory.mixture import Mixture
-from gaussmix.theory.options import SolverOptions
+from gaussmix.theory.model.mixture import Mixture
+from gaussmix.theory.solve.options import SolverOptions
 
 from ._common import (
     LINE_STYLES,
@@ -111,8 +111,8 @@ __all__ = [
 
 def bayes_optimal_hook(mixture: Mixture, alpha: float) -> float:
     """The Bayes-optimal test error of ``mixture`` at ``alpha`` (Appendix D,
-    :func:`gaussmix.theory.bayes.bayes_optimal_error`): the default ``bayes_error`` hook."""
-    from gaussmix.theory.bayes import bayes_optimal_error
+    :func:`gaussmix.theory.limits.bayes.bayes_optimal_error`): the default ``bayes_error`` hook."""
+    from gaussmix.theory.limits.bayes import bayes_optimal_error
 
     return float(bayes_optimal_error(mixture, alpha).test_error)
 

@@ -1,6 +1,6 @@
 """Pictures of the data models: two-dimensional projections of samples of a mixture.
 
-Samples are drawn from the library's own :class:`~gaussmix.theory.mixture.Mixture` objects
+Samples are drawn from the library's own :class:`~gaussmix.theory.model.mixture.Mixture` objects
 by :mod:`gaussmix.simulate` (:func:`~gaussmix.simulate.realise` for one finite-``d``
 instance, then :meth:`~gaussmix.simulate.Instance.sample`), seeded, in the units of the
 mixture (``x = mu_c + Sigma_c^{1/2} g``, means of norm O(1)), and projected on a plane
@@ -31,7 +31,7 @@ from gaussmix.core.docstrings import shared_doc
 from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import check_int, check_param, check_real
 from gaussmix.simulate.simulation import realise
-from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.model.mixture import Mixture
 
 from ._common import (
     SLIDE_STYLE,

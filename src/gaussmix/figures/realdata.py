@@ -38,7 +38,7 @@ from gaussmix.studies import (
     realdata_curve,
     realdata_lambda_curve,
 )
-from gaussmix.theory.options import SolverOptions
+from gaussmix.theory.solve.options import SolverOptions
 
 from ._common import (
     SLIDE_STYLE,

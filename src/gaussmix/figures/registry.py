@@ -40,15 +40,15 @@ flag must exist on the ``gaussmix figure`` command (a test checks it).
 Any mixture
 -----------
 A figure whose set-up is "a mixture and curves over alpha or lambda" takes a user's
-:class:`~gaussmix.theory.mixture.Mixture` in place of the paper's: its table function has a
+:class:`~gaussmix.theory.model.mixture.Mixture` in place of the paper's: its table function has a
 ``mixture`` parameter and its spec a :attr:`FigureSpec.mixture_caption` (the caption then);
 ``gaussmix figure NAME --mixture FILE`` reads the file as the point commands do.  A figure
 tied to a family of the paper's mixtures (it varies Delta or K, draws samples of a given
 model, reads real data) declares why in :attr:`FigureSpec.fixed_mixture` instead, and is
 refused a mixture in one line naming the figure and that reason.  With a mixture the table
 has the columns ``mixture`` (the structure's ``describe()``) and ``fingerprint``
-(:meth:`~gaussmix.theory.mixture.Mixture.fingerprint`), the title names them, and the JSON
-has a ``mixture`` entry (:meth:`~gaussmix.theory.mixture.Mixture.describe`, the structure,
+(:meth:`~gaussmix.theory.model.mixture.Mixture.fingerprint`), the title names them, and the JSON
+has a ``mixture`` entry (:meth:`~gaussmix.theory.model.mixture.Mixture.describe`, the structure,
 the fingerprint and, from the command line, the file and its SHA-256).
 """
 
@@ -505,10 +505,10 @@ def _mixture_sentence(prov: Mapping[str, Any]) -> str:
 
 def _solver_record(options: Any) -> Any:
     """The solver's ``options`` of a figure as its JSON records them: the options asked
-    for (a mapping's keywords; of a :class:`~gaussmix.theory.options.SolverOptions`, those
-    that differ from the defaults, :func:`~gaussmix.theory.options.changed_options`), a
+    for (a mapping's keywords; of a :class:`~gaussmix.theory.solve.options.SolverOptions`, those
+    that differ from the defaults, :func:`~gaussmix.theory.solve.options.changed_options`), a
     quadrature rule by its description."""
-    from gaussmix.theory.options import SolverOptions, changed_options
+    from gaussmix.theory.solve.options import SolverOptions, changed_options
 
     if isinstance(options, SolverOptions):
         options = changed_options(options)
@@ -564,7 +564,7 @@ def write_figure(
         records its name and SHA-256 (:func:`mixture_provenance`).
     **kw
         Passed to the figure's table function (``mixture=`` a
-        :class:`~gaussmix.theory.mixture.Mixture` for a figure that takes one,
+        :class:`~gaussmix.theory.model.mixture.Mixture` for a figure that takes one,
         :attr:`FigureSpec.takes_mixture`).
 
     Returns

@@ -44,9 +44,9 @@ from gaussmix.core.validation import check_array, check_param
 from gaussmix.experiments.curves import lambda_sweep
 from gaussmix.experiments.lambda_star import optimal_lambda
 from gaussmix.simulate.simulation import simulate as run_simulation
-from gaussmix.theory.api import solve
-from gaussmix.theory.mixture import Mixture
-from gaussmix.theory.options import SolverOptions
+from gaussmix.theory.api.api import solve
+from gaussmix.theory.model.mixture import Mixture
+from gaussmix.theory.solve.options import SolverOptions
 
 from ._common import (
     LINE_STYLES,

@@ -38,10 +38,10 @@ from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import check_choice, check_param, check_real
 from gaussmix.experiments.lambda_star import OptimalLambdaResult, optimal_lambda_curve
 from gaussmix.simulate.simulation import simulate as run_simulation
-from gaussmix.theory.losses import get_loss, losses_accepting
-from gaussmix.theory.mixture import Mixture
-from gaussmix.theory.options import SolverOptions
-from gaussmix.theory.penalties import make_penalty
+from gaussmix.theory.channel.losses import get_loss, losses_accepting
+from gaussmix.theory.model.mixture import Mixture
+from gaussmix.theory.model.penalties import make_penalty
+from gaussmix.theory.solve.options import SolverOptions
 
 from ._common import (
     SLIDE_STYLE,

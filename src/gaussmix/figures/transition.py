@@ -24,7 +24,7 @@ from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import check_int, check_param, check_real
 from gaussmix.experiments.transition import separability_threshold
 from gaussmix.simulate.separability import lp_crossing, separability_fraction
-from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.model.mixture import Mixture
 
 from ._common import (
     LINE_STYLES,

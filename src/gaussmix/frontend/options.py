@@ -27,14 +27,14 @@ import numpy as np
 from gaussmix.core.exceptions import ArgumentError, ArgumentTypeError
 from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import PARAMETERS, check_int, check_param
-from gaussmix.theory.labels import infer_n_clusters
-from gaussmix.theory.losses import BINARY_LOSSES, LOSSES, get_loss
-from gaussmix.theory.mixture import MIXTURE_MODELS, Mixture, MixtureModel, parametric_model
-from gaussmix.theory.penalties import PENALTIES as PENALTY_REGISTRY
-from gaussmix.theory.penalties import make_penalty
+from gaussmix.theory.channel.losses import BINARY_LOSSES, LOSSES, get_loss
+from gaussmix.theory.model.labels import infer_n_clusters
+from gaussmix.theory.model.mixture import MIXTURE_MODELS, Mixture, MixtureModel, parametric_model
+from gaussmix.theory.model.penalties import PENALTIES as PENALTY_REGISTRY
+from gaussmix.theory.model.penalties import make_penalty
 
 if typing.TYPE_CHECKING:  # the theory's solver modules load when a point is built
-    from gaussmix.theory.problem import Problem
+    from gaussmix.theory.problem.problem import Problem
 
 __all__ = [
     "PointOptions",
@@ -108,8 +108,8 @@ class _ProblemOptions:
     net with K = 2, else ``onehot``; means ``antipodal`` for the block model with K = 2,
     else ``simplex`` (for K = 2 the two Gram matrices coincide).  The sparse model is
     always K = 2 with binary labels and its own (sparse) means.  (What a model takes and
-    chooses is its declaration in :data:`~gaussmix.theory.mixture.MIXTURE_MODELS`.)
-    ``mixture``: a mixture file (:meth:`~gaussmix.theory.mixture.Mixture.save`) in place
+    chooses is its declaration in :data:`~gaussmix.theory.model.mixture.MIXTURE_MODELS`.)
+    ``mixture``: a mixture file (:meth:`~gaussmix.theory.model.mixture.Mixture.save`) in place
     of every option that builds a mixture (``builds_mixture`` in the field's metadata).
     """
 
@@ -266,7 +266,7 @@ class _ProblemOptions:
 # ============================================================================ solver options
 #: help panel of the solver's options in ``--help``
 SOLVER_PANEL = "Solver options"
-#: the fields of :class:`~gaussmix.theory.options.SolverOptions` that are no option of the
+#: the fields of :class:`~gaussmix.theory.solve.options.SolverOptions` that are no option of the
 #: commands, with the reason (every other field is one, by its name with dashes)
 SOLVER_EXCLUDED = {
     "quadrature": "a rule object is no flag: --quad-order N gives "
@@ -279,11 +279,11 @@ SOLVER_EXCLUDED = {
 
 def _solver_fields() -> list[tuple[str, Any, Any]]:
     """The point options of the solver: one per field of
-    :class:`~gaussmix.theory.options.SolverOptions` (its default, type and the first
-    sentence of its documentation, :func:`~gaussmix.theory.options.option_summaries`),
+    :class:`~gaussmix.theory.solve.options.SolverOptions` (its default, type and the first
+    sentence of its documentation, :func:`~gaussmix.theory.solve.options.option_summaries`),
     ``quadrature`` as ``--quad-order`` and :data:`SOLVER_EXCLUDED` left out; in the fields'
     order, for :func:`dataclasses.make_dataclass`."""
-    from gaussmix.theory.options import SolverOptions, option_summaries
+    from gaussmix.theory.solve.options import SolverOptions, option_summaries
 
     summaries = option_summaries()
     hints = typing.get_type_hints(SolverOptions)
@@ -340,7 +340,8 @@ PointOptions = dataclasses.make_dataclass(
 PointOptions.__module__ = __name__
 PointOptions.__doc__ = (_ProblemOptions.__doc__ or "") + (
     "\n    The solver's options follow (:data:`SOLVER_OPTIONS`): the fields of\n"
-    "    :class:`~gaussmix.theory.options.SolverOptions` by their names, ``quad_order`` for\n"
+    "    :class:`~gaussmix.theory.solve.options.SolverOptions` by their names, ``quad_order``"
+    " for\n"
     "    ``quadrature`` (a Gauss-Hermite rule), except :data:`SOLVER_EXCLUDED`.\n"
 )
 #: the solver's options of every command that solves fixed points, by the names of
@@ -467,7 +468,8 @@ def _resolved(
 
 
 def _check_penalty_options(opts: PointOptions) -> float | None:
-    """``--penalty`` / ``--l1-ratio`` checked by :func:`~gaussmix.theory.penalties.make_penalty`
+    """``--penalty`` / ``--l1-ratio`` checked by
+    :func:`~gaussmix.theory.model.penalties.make_penalty`
     (its errors name ``penalty`` / ``l1_ratio``, said with their flags); the mixing
     parameter the user gave, None for a penalty that takes none."""
     return make_penalty(opts.penalty, opts.l1_ratio).user_l1_ratio
@@ -515,7 +517,8 @@ def _infer_clusters(
     delta: Any,
     sparse_penalty: bool,
 ) -> int:
-    """K (:func:`~gaussmix.theory.labels.infer_n_clusters`): ``--n-clusters``, else the length
+    """K (:func:`~gaussmix.theory.model.labels.infer_n_clusters`): ``--n-clusters``, else the
+    length
     of ``--rho`` / ``--delta`` lists, else 2 for binary problems, else 3 (see
     :class:`PointOptions`)."""
     antipodal = opts.means == "antipodal" or (
@@ -627,7 +630,7 @@ def resolve_options(opts: PointOptions) -> ResolvedOptions:
 
 
 def mixture_from_options(opts: PointOptions | ResolvedOptions) -> Mixture:
-    """Build the :class:`~gaussmix.theory.mixture.Mixture` described by the point options:
+    """Build the :class:`~gaussmix.theory.model.mixture.Mixture` described by the point options:
     the model's ``build`` with the resolved values of the parameters it takes
     (:func:`mixture_arguments`)."""
     r = opts if isinstance(opts, ResolvedOptions) else resolve_options(opts)
@@ -639,7 +642,7 @@ def mixture_from_options(opts: PointOptions | ResolvedOptions) -> Mixture:
 
 def mixture_arguments(r: ResolvedOptions) -> tuple[MixtureModel, dict[str, Any]]:
     """The parametric model of resolved options and the keyword arguments its ``build``
-    (a :class:`~gaussmix.theory.mixture.Mixture` constructor) is called with: K, labels,
+    (a :class:`~gaussmix.theory.model.mixture.Mixture` constructor) is called with: K, labels,
     means, priors and the model's own parameters (a list of variances as an array)."""
     model = MIXTURE_MODELS.get(r.model)
     values = {
@@ -682,9 +685,9 @@ class PointSetup:
 
     def check(self, *, lam: float | None = None, alpha: float | None = None) -> Problem:
         """The validated problem at another ``lam`` / ``alpha``: the checks of
-        :func:`~gaussmix.theory.api.make_problem` that depend on them (the mixture, loss and
+        :func:`~gaussmix.theory.api.api.make_problem` that depend on them (the mixture, loss and
         penalty were validated when the setup was built, and do not change)."""
-        from gaussmix.theory.api import check_lam_alpha
+        from gaussmix.theory.api.api import check_lam_alpha
 
         lam_v, alpha_v = check_lam_alpha(
             self.lam if lam is None else lam,
@@ -714,11 +717,11 @@ def solver_keywords(values: Mapping[str, Any], dim: int) -> dict[str, Any]:
     on a problem with ``dim`` outputs: ``tol``, ``max_iter``, with ``quad_order`` N
     ``quadrature=GaussHermite(N, dim)``, and the other options that differ from their
     defaults (so that an exported call is as short as the request).  Validated by
-    :class:`~gaussmix.theory.options.SolverOptions` itself (a bad value raises its
+    :class:`~gaussmix.theory.solve.options.SolverOptions` itself (a bad value raises its
     ``ArgumentError`` naming the keyword; the commands say it with the flag,
     :data:`POINT_FLAGS`), so that no option reaches a solve unchecked."""
-    from gaussmix.theory.options import SolverOptions
-    from gaussmix.theory.quadrature import GaussHermite
+    from gaussmix.theory.numerics.quadrature import GaussHermite
+    from gaussmix.theory.solve.options import SolverOptions
 
     unknown = sorted(set(values) - set(SOLVER_OPTIONS))
     if unknown:
@@ -765,7 +768,7 @@ def build_point(
             r, lam=r.lam if lam is None else lam, alpha=r.alpha if alpha is None else alpha
         )
     mixture = mixture_from_options(r)
-    from gaussmix.theory.api import make_problem
+    from gaussmix.theory.api.api import make_problem
 
     problem = make_problem(
         mixture, r.loss, lam=r.lam, alpha=r.alpha, penalty=r.penalty, l1_ratio=r.l1_ratio

@@ -51,7 +51,7 @@ from gaussmix.core.exceptions import ArgumentError, GaussmixError
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.renames import renamed_keywords
 from gaussmix.core.validation import check_array, check_choice, check_int, check_param
-from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.model.mixture import Mixture
 
 from .simulation import check_dimension, check_sample_size, realise
 

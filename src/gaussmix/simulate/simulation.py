@@ -5,10 +5,10 @@ The asymptotic theory (Theorems 1 and 2) describes the minimiser of eq. (2),
     (W*, b*) = argmin_{W, b} sum_nu loss(y_nu, W x_nu / sqrt(d) + b) + lam r(W),
 
 for ``n = alpha d`` samples of the mixture ``P(x, c) = rho_c N(x | mu_c, Sigma_c)``.  This
-module realises the *same* :class:`~gaussmix.theory.mixture.Mixture` at a finite ``d``
+module realises the *same* :class:`~gaussmix.theory.model.mixture.Mixture` at a finite ``d``
 (:func:`realise`), samples a training set, minimises eq. (2) *exactly* (closed form,
 Newton-CG, coordinate descent, saga or libsvm to a tight tolerance — never SGD or liblinear;
-the scikit-learn parameters come from :mod:`gaussmix.theory.conventions`) and measures the
+the scikit-learn parameters come from :mod:`gaussmix.theory.model.conventions`) and measures the
 observables of Theorem 2 (eq. (9)): the training loss, the training error, the test
 error and the test loss.  The test error and the test loss of a fitted ``(W, b)`` are
 computed *exactly* on the population, without a test set: for cluster ``c`` the output
@@ -17,11 +17,11 @@ computed *exactly* on the population, without a test set: for cluster ``c`` the 
 probability of classifying it correctly is a Gaussian orthant probability (docs/design.md
 pitfall 6) and the test loss ``E loss(y_c, h)`` a closed form (square, hinge) or a
 low-dimensional Gaussian integral (logistic: one dimension; cross-entropy: ``K - 1``), the
-same as the theory's (:func:`gaussmix.theory.observables.gaussian_risk`).  The overlaps
+same as the theory's (:func:`gaussmix.theory.solve.observables.gaussian_risk`).  The overlaps
 ``Q_c, M_c, b`` are returned as well, averaged over seeds.
 
 Conventions (docs/design.md pitfalls 7 and 8): covariances are diagonal in the standard basis,
-except for a dense mixture (:class:`~gaussmix.theory.covariance.DenseCovariance`), whose full
+except for a dense mixture (:class:`~gaussmix.theory.model.covariance.DenseCovariance`), whose full
 covariances are sampled through an eigen-factorisation ``Sigma_k = F_k F_k^T`` (zero and
 rounding-level negative eigenvalues give zero columns, so singular covariances are exact);
 isotropic means realise the Gram matrix of the mixture exactly; Gaussian mean components
@@ -42,15 +42,15 @@ import pandas as pd
 from gaussmix.core.exceptions import ArgumentError, ConvergenceWarning
 from gaussmix.core.results import Result
 from gaussmix.core.validation import check_choice, check_int, check_param
-from gaussmix.theory.erm import kkt_residual
-from gaussmix.theory.labels import LabelMap
-from gaussmix.theory.losses import LOSSES, Loss, get_loss
-from gaussmix.theory.mixture import Mixture
-from gaussmix.theory.observables import estimated_risk
-from gaussmix.theory.outputs import error_keys
-from gaussmix.theory.penalties import Penalty, make_penalty
-from gaussmix.theory.problem import effective_loss
-from gaussmix.theory.realisation import FiniteSizeWarning, largest_remainder
+from gaussmix.theory.channel.erm import kkt_residual
+from gaussmix.theory.channel.losses import LOSSES, Loss, get_loss
+from gaussmix.theory.model.labels import LabelMap
+from gaussmix.theory.model.mixture import Mixture
+from gaussmix.theory.model.outputs import error_keys
+from gaussmix.theory.model.penalties import Penalty, make_penalty
+from gaussmix.theory.model.realisation import FiniteSizeWarning, largest_remainder
+from gaussmix.theory.problem.problem import effective_loss
+from gaussmix.theory.solve.observables import estimated_risk
 
 __all__ = [
     "MAX_SAMPLE_ENTRIES",
@@ -84,8 +84,8 @@ MAX_SAMPLE_ENTRIES = 2**31
 class ERMConvergenceWarning(ConvergenceWarning):
     """An empirical risk minimiser stopped before reaching its tolerance.
 
-    (:class:`~gaussmix.theory.realisation.FiniteSizeWarning` and
-    :func:`~gaussmix.theory.realisation.largest_remainder` live with the realisations of
+    (:class:`~gaussmix.theory.model.realisation.FiniteSizeWarning` and
+    :func:`~gaussmix.theory.model.realisation.largest_remainder` live with the realisations of
     the covariance structures; this module re-exports them.)
     """
 
@@ -93,7 +93,7 @@ class ERMConvergenceWarning(ConvergenceWarning):
 # ---------------------------------------------------------------------------- instances
 @dataclass(frozen=True, eq=False)
 class Instance:
-    """One finite-``d`` realisation of a :class:`~gaussmix.theory.mixture.Mixture`.
+    """One finite-``d`` realisation of a :class:`~gaussmix.theory.model.mixture.Mixture`.
 
     Attributes
     ----------
@@ -185,7 +185,7 @@ class Instance:
 def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
     """Draw one finite instance of ``mixture`` at dimension ``d``: the realisation of its
     covariance structure (``mixture.covariance.realise(d, rng)``, rules in
-    :mod:`gaussmix.theory.realisation`: isotropic means realise their Gram matrix exactly and
+    :mod:`gaussmix.theory.model.realisation`: isotropic means realise their Gram matrix exactly and
     need ``d >= K``; an empirical spectral law or a dense mixture only exists at its own
     ``d``; the atoms of a block law get ``round(weights d)`` directions) with the mixture's
     priors and labels.
@@ -225,7 +225,7 @@ def realise(mixture: Mixture, d: int, rng: np.random.Generator) -> Instance:
 def check_dimension(mixture: Mixture, d: Any, *, name: str = "d") -> int:
     """The dimension ``d`` of a simulation of ``mixture``, validated: the rule of ``d``
     (:data:`gaussmix.core.validation.PARAMETERS`), then the mixture's covariance structure
-    (:meth:`~gaussmix.theory.covariance.CovarianceStructure.check_dim`: ``d >= K`` where the
+    (:meth:`~gaussmix.theory.model.covariance.CovarianceStructure.check_dim`: ``d >= K`` where the
     means realise their Gram matrix exactly, the mixture's own dimension for full
     covariances or an empirical spectral law).  The one check of ``d`` of :func:`realise`,
     :func:`simulate` and :func:`~gaussmix.simulate.separability_fraction`."""
@@ -291,7 +291,7 @@ def fit_erm(
         For one-hot cross-entropy the gauge is ``sum_k b_k = 0``; with ridge
         ``sum_k W_k = 0`` holds at the minimiser.  Two-class cross-entropy is fitted as the
         equivalent binary logistic problem
-        (:func:`gaussmix.theory.conventions.twoclass_softmax_as_binary`) and returned as
+        (:func:`gaussmix.theory.model.conventions.twoclass_softmax_as_binary`) and returned as
         ``W = [w/2, -w/2]``, ``b = [b/2, -b/2]``.
     info : dict
         Only with ``return_info=True``.
@@ -306,7 +306,7 @@ def fit_erm(
     Solvers: square + ridge in closed form (primal or dual, whichever is smaller); square +
     lasso / elastic net by coordinate descent (``Lasso`` / ``ElasticNet`` applied to every
     output, the penalty being separable); logistic and cross-entropy + ridge by a full-batch
-    Newton method with conjugate gradients (:func:`gaussmix.theory.erm.newton_ridge`; fast
+    Newton method with conjugate gradients (:func:`gaussmix.theory.channel.erm.newton_ridge`; fast
     at small ``lam`` on separable data), + lasso / elastic net by saga, multinomial for three
     or more classes; hinge + ridge by libsvm (dual coordinate descent to ``tol``,
     unpenalised bias).
@@ -369,7 +369,7 @@ def _check_zero_lam(loss: Loss, pen: Penalty, n: int, d: int) -> None:
     (``Penalty.allows_zero_lam``, as for the theory), and a loss that declares one above a
     sample complexity (``Loss.zero_lam_min_alpha``), with ``n > alpha_min d + 1`` (the
     intercept takes one sample).  Unlike the theory's rule
-    (:func:`gaussmix.theory.problem.check_lam_alpha`), logistic / cross-entropy above the
+    (:func:`gaussmix.theory.problem.problem.check_lam_alpha`), logistic / cross-entropy above the
     separability threshold are refused: a finite sample may be separable at any ``alpha``."""
     bound = loss.zero_lam_min_alpha
     if not (pen.allows_zero_lam and bound is not None and n > bound * d + 1):
@@ -426,8 +426,8 @@ def _decision_constraints(labels: LabelMap, c: int) -> tuple[np.ndarray, np.ndar
 
 def _orthant(mean: np.ndarray, cov: np.ndarray) -> tuple[float, float]:
     """``P[Z <= 0]`` for ``Z ~ N(mean, cov)``, by
-    :func:`gaussmix.theory.orthant.orthant_probability`."""
-    from gaussmix.theory.orthant import orthant_probability
+    :func:`gaussmix.theory.numerics.orthant.orthant_probability`."""
+    from gaussmix.theory.numerics.orthant import orthant_probability
 
     p, err = orthant_probability(mean, cov)
     return float(p), float(err)
@@ -440,7 +440,7 @@ def exact_test_error(
 
     For cluster ``c``, ``h = W x / sqrt(d) + b ~ N(M_c + b, Q_c)``; the point is correctly
     classified iff ``D_c h < t_c`` (nearest distinct label vector), a Gaussian orthant
-    probability evaluated by :func:`gaussmix.theory.orthant.orthant_probability`.
+    probability evaluated by :func:`gaussmix.theory.numerics.orthant.orthant_probability`.
 
     Returns
     -------
@@ -474,7 +474,7 @@ def exact_test_loss(
 
     For cluster ``c`` the output ``h ~ N(M_c + b, Q_c)`` (:func:`overlaps`), so the risk is
     the Gaussian expectation of the theory's test loss
-    (:func:`gaussmix.theory.observables.estimated_risk`: closed forms for the square and
+    (:func:`gaussmix.theory.solve.observables.estimated_risk`: closed forms for the square and
     hinge losses, the solver's automatic quadrature rule and its refinement otherwise; the
     cross-entropy on the complement of ``1``, where it lives).
 

@@ -62,12 +62,12 @@ from gaussmix.data.files import (
 )
 from gaussmix.experiments.curves import learning_curve
 from gaussmix.experiments.lambda_star import optimal_lambda, optimal_lambda_curve
-from gaussmix.theory.api import solve
-from gaussmix.theory.labels import LabelMap
-from gaussmix.theory.losses import get_loss
-from gaussmix.theory.mixture import Mixture
-from gaussmix.theory.options import SolverOptions, solver_options, with_options_doc
-from gaussmix.theory.problem import effective_loss
+from gaussmix.theory.api.api import solve
+from gaussmix.theory.channel.losses import get_loss
+from gaussmix.theory.model.labels import LabelMap
+from gaussmix.theory.model.mixture import Mixture
+from gaussmix.theory.problem.problem import effective_loss
+from gaussmix.theory.solve.options import SolverOptions, solver_options, with_options_doc
 
 from .realdata import (
     FIT_ON,
@@ -153,7 +153,7 @@ def _encoding(loss: str, n_classes: int) -> str:
 def label_dim(loss: str, y: Any) -> int:
     """The effective output dimension ``L'`` of the fixed points of the study of labels
     ``y`` with ``loss`` (the labels of step 4 of the module's protocol; what a quadrature
-    rule of the channel integrates over, :func:`gaussmix.theory.problem.effective_loss`):
+    rule of the channel integrates over, :func:`gaussmix.theory.problem.problem.effective_loss`):
     1 for +-1 labels, the number of classes for one-hot ones, one less for
     cross-entropy."""
     n_classes = np.unique(np.asarray(y).reshape(-1)).size

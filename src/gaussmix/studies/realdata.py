@@ -59,10 +59,10 @@ from gaussmix.core.validation import check_choice, check_int, check_param, check
 from gaussmix.data import Dataset, featurize, load_dataset, subsample_indices
 from gaussmix.experiments.curves import lambda_sweep, learning_curve
 from gaussmix.simulate import fit_erm, largest_remainder, predict_class, simulate
-from gaussmix.theory.api import solve
-from gaussmix.theory.labels import LabelMap
-from gaussmix.theory.losses import get_loss
-from gaussmix.theory.mixture import Mixture
+from gaussmix.theory.api.api import solve
+from gaussmix.theory.channel.losses import get_loss
+from gaussmix.theory.model.labels import LabelMap
+from gaussmix.theory.model.mixture import Mixture
 
 __all__ = [
     "CLUSTERINGS",

@@ -1,6 +1,6 @@
 """Library-level point specifications: what a sweep runs, made of library objects.
 
-A :class:`PointSpec` is one point: a :class:`~gaussmix.theory.mixture.Mixture`, a loss, a
+A :class:`PointSpec` is one point: a :class:`~gaussmix.theory.model.mixture.Mixture`, a loss, a
 penalty, ``lam``, ``alpha``, the solver settings and, for a finite-size simulation, a
 :class:`Simulation`; plus the JSON-friendly ``params`` that describe it (they give the
 point's key, its ``params`` column and provenance) and its ``coords`` (the grid values that
@@ -22,12 +22,12 @@ from typing import Any
 from gaussmix.core.exceptions import GaussmixError
 from gaussmix.core.jsonio import dumps
 from gaussmix.core.validation import check_param
-from gaussmix.theory.api import check_lam_alpha, make_problem
-from gaussmix.theory.mixture import Mixture
-from gaussmix.theory.options import SolverOptions
-from gaussmix.theory.problem import Problem
-from gaussmix.theory.quadrature import GaussHermite
-from gaussmix.theory.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
+from gaussmix.theory.api.api import check_lam_alpha, make_problem
+from gaussmix.theory.model.mixture import Mixture
+from gaussmix.theory.numerics.quadrature import GaussHermite
+from gaussmix.theory.numerics.tolerances import FIXED_POINT_MAX_ITER, FIXED_POINT_TOL
+from gaussmix.theory.problem.problem import Problem
+from gaussmix.theory.solve.options import SolverOptions
 
 __all__ = [
     "PointSpec",
@@ -119,7 +119,7 @@ class PointSpec:
         Theory solver settings (:func:`gaussmix.solve`): tolerance, iteration cap and
         Gauss-Hermite nodes per dimension (None: the library's default rule).
     solver : mapping, optional
-        The solver's other options (fields of :class:`~gaussmix.theory.options.SolverOptions`
+        The solver's other options (fields of :class:`~gaussmix.theory.solve.options.SolverOptions`
         other than ``tol``, ``max_iter``, ``quadrature`` and ``throw``, by their names:
         ``anderson``, ``estimate_error``, ...), those that differ from their defaults; part
         of the point's settings (and key) only when not empty, so that a point at the
@@ -136,7 +136,7 @@ class PointSpec:
     Notes
     -----
     The fields are checked for type here; the mathematical checks (those of
-    :func:`gaussmix.theory.api.make_problem`) are made by :func:`check_points`.
+    :func:`gaussmix.theory.api.api.make_problem`) are made by :func:`check_points`.
     """
 
     mixture: Mixture
@@ -231,7 +231,7 @@ class PointSpec:
 
     # ------------------------------------------------------------------ library objects
     def problem(self) -> Problem:
-        """The validated :class:`~gaussmix.theory.problem.Problem` (:func:`make_problem`).
+        """The validated :class:`~gaussmix.theory.problem.problem.Problem` (:func:`make_problem`).
 
         Points that share a mixture object, loss and penalty (a grid over ``lam`` and
         ``alpha``) share one validated problem: only the checks that depend on ``lam`` and
@@ -259,7 +259,7 @@ class PointSpec:
         return base.with_lam_alpha(lam, alpha)
 
     def solve_kw(self, problem: Problem) -> dict[str, Any]:
-        """Keyword arguments of :func:`~gaussmix.theory.solver.solve_problem` for
+        """Keyword arguments of :func:`~gaussmix.theory.solve.solver.solve_problem` for
         ``problem`` (this point's): ``tol``, ``max_iter``, the quadrature rule and the other
         options of ``solver``."""
         kw: dict[str, Any] = {"tol": self.tol, "max_iter": self.max_iter, **self.solver}

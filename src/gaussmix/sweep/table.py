@@ -357,7 +357,7 @@ def provenance(
         for name in ("tol", "max_iter", "quad_order"):  # quad_order None: the default rule
             attrs[name] = _setting(grid, name, [getattr(p, name) for p in grid.points])
         # the solver's other options, those that some point sets (or the grid sweeps)
-        from gaussmix.theory.options import DEFAULT_OPTIONS
+        from gaussmix.theory.solve.options import DEFAULT_OPTIONS
 
         changed = {k for p in grid.points for k in p.solver} | (
             set(grid.swept) - {"tol", "max_iter", "quad_order", "d", "seeds", "seed"}

@@ -24,10 +24,10 @@ import numpy as np
 from gaussmix.core.exceptions import GaussmixError
 from gaussmix.core.jsonio import dumps, loads
 from gaussmix.core.version import __version__
-from gaussmix.theory.losses import get_loss
-from gaussmix.theory.outputs import error_keys
-from gaussmix.theory.penalties import make_penalty
-from gaussmix.theory.solver import FixedPointResult, solve_problem
+from gaussmix.theory.channel.losses import get_loss
+from gaussmix.theory.model.outputs import error_keys
+from gaussmix.theory.model.penalties import make_penalty
+from gaussmix.theory.solve.solver import FixedPointResult, solve_problem
 
 from .spec import PointSpec, check_simulation, point_key
 

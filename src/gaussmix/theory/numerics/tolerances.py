@@ -1,0 +1,320 @@
+"""The numerical tolerances of the theory layer, one named constant each.
+
+Every threshold that decides when an iteration stops, when a quantity counts as zero or
+when a result earns a warning is defined here once, with what it bounds and why it has
+that value.  The solver, the channel, the losses' proximal maps and the quadrature rules
+import these names; no literal tolerance is repeated elsewhere.
+
+Grouped by where they act:
+
+* proximal map (:meth:`gaussmix.theory.channel.losses.Loss.prox` and the compiled channel kernels);
+* fixed-point iteration (:func:`gaussmix.theory.api.api.solve`): defaults of ``tol`` and
+  ``quad_tol``, the validity test of a state, the safeguards of Anderson mixing;
+* integration error: when the estimate earns an
+  :class:`~gaussmix.core.exceptions.IntegrationWarning`;
+* small linear algebra and quadrature rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gaussmix.core.validation import check_real
+
+__all__ = [
+    "PROX_TOL",
+    "PROX_MAX_ITER",
+    "FIXED_POINT_TOL",
+    "MAX_FIXED_POINT_TOL",
+    "QUAD_TOL",
+    "REFINED_TOL_FACTOR",
+    "REFINED_TOL_FLOOR",
+    "REFINED_EXTRA_ITER",
+    "SINGLE_PHASE_MIN_N",
+    "SINGLE_PHASE_TOL",
+    "SINGLE_PHASE_MAX_ITER",
+    "PSD_RTOL",
+    "BIAS_RIDGE",
+    "MEAN_STEP_MAX",
+    "DEGENERATE_BIAS_STEP",
+    "SMALL_LAM_HINT",
+    "ANDERSON_RIDGE",
+    "ANDERSON_RIDGE_FLOOR",
+    "DIVERGENCE_FACTOR",
+    "MIN_RESTART_DAMPING",
+    "MIN_STEP_FRACTION",
+    "LOG_CHART_MIN_EIG",
+    "LOG_CHART_MAX_LAM",
+    "HOMOTOPY_STARTS",
+    "HOMOTOPY_PATH_SOLVES",
+    "HOMOTOPY_STEP",
+    "HOMOTOPY_MAX_SOLVES",
+    "HOMOTOPY_STEP_ITER",
+    "INTEGRATION_WARNING_FLOOR",
+    "INTEGRATION_WARNING_FACTOR",
+    "integration_warning_threshold",
+    "refined_tol",
+    "check_tol",
+    "SQRTM_2X2_DET_RTOL",
+    "QUADRATURE_PRUNE",
+    "XI_MAX",
+    "TRAIN_QMC_TOL",
+    "TRAIN_ERROR_TARGET",
+    "SMOOTH_Q_MAX",
+    "SPREAD_ORTHANT_TOL",
+    "REPLICATE_SHIFT_RTOL",
+    "ISOTROPIC_METRIC_RTOL",
+]
+
+# --------------------------------------------------------------------------- proximal map
+#: Stationarity tolerance of every proximal solve: Newton stops at a node when
+#: ``max |h - omega + V grad loss(h)| <= PROX_TOL (1 + max |omega| + max |h|) (1 + ||V H||)``
+#: (:func:`gaussmix.theory.channel.losses.prox_threshold`): about 450 ulps of the residual's
+#: rounding
+#: floor (one ulp of ``h`` moves the residual by ``I + V H``), so Newton reaches it, and the
+#: proximal point is accurate to a relative ``PROX_TOL``.  It must not grow with the metric
+#: alone: the prior turns the error ``|residual| / |V|`` of ``f = V^{-1}(h - omega)`` into an
+#: error ``~ |residual|`` of the order parameters; scaled by ``|V|`` (before issue 17) it let
+#: the weights collapse at ``lam = 1e-14``.
+PROX_TOL = 1e-13
+#: Newton steps allowed per proximal solve before a node is reported as failed (typically 3-8
+#: are needed from a warm start; bisection safeguards can take a few tens).  At very small
+#: ``lam`` (``|V| ~ 1e3-1e5``) a far-tail node of the cross-entropy starts hundreds of units
+#: from its proximal point, and damped Newton zigzags across a ridge of the nearly
+#: piecewise-linear softmax loss, advancing O(1) per step (measured: ~400 steps at K = 3,
+#: lam = 1e-6); such nodes are rare, so a generous cap costs little.
+PROX_MAX_ITER = 2000
+
+# --------------------------------------------------------------------------- fixed point
+#: Default ``tol`` of the fixed-point iteration: converged when
+#: ``max_i |T(x)_i - x_i| / s_i < tol`` over every order parameter, ``s_i = max(|x_i|, u_i)``
+#: with ``u_i`` the size of the component's block capped at 1
+#: (:func:`gaussmix.theory.solve.state.residual_scale`).  The errors of
+#: Theorem 2 are smooth functions of the state, so they inherit an error of that order: far
+#: below any visible difference on a learning curve or against a simulation.
+FIXED_POINT_TOL = 1e-8
+#: Largest ``tol`` a solve accepts.  ``tol`` bounds the scaled change of every order
+#: parameter, and the errors of Theorem 2 (probabilities) inherit an error of that order:
+#: from 1e-2 on they are not accurate to one percent, and the integration-error warning
+#: (threshold ``100 tol``) could no longer fire, as no estimate of a probability's error
+#: exceeds 1.  Issue 17: ``--tol 1`` was accepted silently.
+MAX_FIXED_POINT_TOL = 1e-2
+#: default cap on fixed-point iterations per solve (Anderson converges in ~6-30 iterations
+#: on every problem of the test suite; the cap only stops a diverging or cycling iteration)
+FIXED_POINT_MAX_ITER = 3000
+#: Default ``quad_tol``: with ``auto_refine`` the channel rule is refined while the estimated
+#: integration error of the test error or the training loss exceeds it.  One order of
+#: magnitude above ``FIXED_POINT_TOL``: below it, the iteration error (not the quadrature)
+#: dominates the change between two rules, and refining further cannot reduce the estimate.
+QUAD_TOL = 1e-7
+#: The refined rule of an error estimate iterates to ``REFINED_TOL_FACTOR`` times ``tol``
+#: (:func:`refined_tol`): the change of the observables under refinement then also holds the
+#: error of stopping the coarser rule's iteration at ``tol`` (at K = 3 cross-entropy,
+#: ``lam = 1e-3``: 1.5e-9 in the training error where the integration changed it by 1e-12).
+REFINED_TOL_FACTOR = 1e-2
+#: ... but not below this (the map's rounding floor: 1e-15 did not converge there).
+REFINED_TOL_FLOOR = 1e-12
+#: The most evaluations the refined rule's iteration takes beyond ``tol`` (4 at the point
+#: above); where it does not reach :func:`refined_tol` in these the state at ``tol`` stands.
+REFINED_EXTRA_ITER = 20
+#: A fixed point whose prior runs on an ``n x n`` matrix with ``n >= SINGLE_PHASE_MIN_N``
+#: (the dense ridge prior, ``n = L r``) starts in single precision
+#: (:func:`gaussmix.theory.solve.refinement.run_fixed_point`): there the ``O(n^3)`` prior is most
+#: of an iteration, and float32 LAPACK takes about half its time (d = 196, n = 1692: 0.29 s
+#: of CPU against 0.73 s; d = 784, n = 6471: 14 s against 29 s).
+SINGLE_PHASE_MIN_N = 1500
+#: The single-precision phase stops at this residual and the iteration goes on in double
+#: precision to ``tol``: the float32 map is within ~1e-6 of the double map (measured at
+#: MNIST's size, d = 196 and 784), so its own iteration stalls near there; one decade above.
+SINGLE_PHASE_TOL = 1e-5
+#: ... or after this many evaluations (where its rounding floor is above
+#: ``SINGLE_PHASE_TOL``: an ill-conditioned prior matrix); the double phase goes on from there.
+SINGLE_PHASE_MAX_ITER = 40
+#: Relative tolerance of the validity test of a state: ``Q_c`` counts as positive
+#: semi-definite when its smallest eigenvalue is ``>= -PSD_RTOL max(1, max |eig Q|)``.
+#: Rounding of a singular ``Q_c`` (the cross-entropy gauge ``Q_c 1 = 0``) stays far inside it;
+#: a genuinely indefinite extrapolation (docs/design.md pitfall 5) is far outside.
+PSD_RTOL = 1e-9
+#: Ridge ``BIAS_RIDGE max |sum_c Vhat_c|`` added to the Newton step of the bias condition
+#: (``sum_c Vhat_c`` is singular where a class has no curvature, e.g. a hinge loss with every
+#: point beyond the margin; ``BIAS_RIDGE`` itself where it vanishes): relative to the matrix,
+#: so it changes a regular step by ~1e-12 relative, far below ``tol``.  Relative at every
+#: scale: the hats are ``O(lam)`` at small ``lam``, and an absolute floor (``max(1, ...)``
+#: before issue 17) turned the Newton step into a step ``~ 1e12 lam`` times too short, which
+#: froze the bias (at lam = 1e-14 a bias condition violated by 100% passed for converged).
+BIAS_RIDGE = 1e-12
+#: Largest change ``max_c |dM_c + db|`` of the logits' means that the mean-field Newton step
+#: of the map (:func:`~gaussmix.theory.solve.fixed_point.mean_bias_step`) takes; a longer step is
+#: shortened to it.  The step linearises the channel in ``omega``, whose curvature changes
+#: over an O(1) change of the logits (softmax, logistic); from a start in saturation
+#: (``Vhat ~ 1e-12``) the full step was ``~ 1e31`` (measured: a binary logistic point on
+#: dense covariances collapsed).  A shortened step has the same fixed points (the module's
+#: docstring of :mod:`~gaussmix.theory.solve.fixed_point`); near one the step is far shorter.
+MEAN_STEP_MAX = 1.0
+#: A converged state must satisfy the bias condition ``sum_c Mhat_c = 0`` relative to its
+#: curvature ``sum_c Vhat_c``: its unregularised Newton step ``|sum Mhat| / (|sum Vhat|
+#: max(1, |b|))`` is below ``tol`` at a fixed point of an accurate channel.  A state where it
+#: exceeds ``max(DEGENERATE_BIAS_STEP, 100 tol)`` is reported degenerate: the channel's
+#: moments have underflowed (the weights collapsed, the predictor is constant), and the
+#: condition holds only in absolute terms (issue 17: lam = 1e-14 gave a converged test error
+#: of 0.5 with ``Q ~ 1e-103`` and a step of 1/149).
+DEGENERATE_BIAS_STEP = 1e-3
+#: Below this ``lam`` the message of a failed solve points to the max-margin solver
+#: (``gaussmix.max_margin``, the limit ``lam -> 0+`` for separable data), the way out when
+#: the fixed point is beyond reach (e.g. three-class cross-entropy at lam = 1e-10, where the
+#: proximal solves of far-tail nodes exhaust ``PROX_MAX_ITER``).
+SMALL_LAM_HINT = 1e-6
+#: Relative Tikhonov term of Anderson's least-squares problem: the normal matrix ``A = dR^T dR``
+#: gets ``(ANDERSON_RIDGE tr(A) / m + ANDERSON_RIDGE_FLOOR) I``.  The safeguard of jaxopt's
+#: ``AndersonAcceleration`` (its ``ridge``): nearly collinear secant pairs, common close to
+#: convergence, would otherwise make the mixing coefficients explode.
+ANDERSON_RIDGE = 1e-10
+#: Absolute floor of the Anderson ridge (keeps ``A`` invertible when every pair is zero).
+ANDERSON_RIDGE_FLOOR = 1e-300
+#: An extrapolated step whose residual exceeds ``DIVERGENCE_FACTOR`` times the best one so far
+#: has diverged: the secant history is dropped and the damping halved.
+DIVERGENCE_FACTOR = 1e4
+#: Smallest damping a divergence restart may leave (halving stops there).
+MIN_RESTART_DAMPING = 0.05
+#: A damped step that leaves the cone of valid overlaps is halved down to this fraction of
+#: itself before it is taken anyway (the validity test of the next step then reports it).
+MIN_STEP_FRACTION = 1e-6
+#: The logarithmic chart of the fixed-point iteration (``gaussmix.theory.solve.state.LogChart``)
+#: needs positive-definite overlaps: a state whose ``Q_c`` or ``V_c`` has an eigenvalue at or
+#: below ``LOG_CHART_MIN_EIG`` times its largest is mixed in the state itself (the logarithm
+#: of a near-singular matrix is dominated by the rounding of its small eigenvalue).
+LOG_CHART_MIN_EIG = 1e-10
+#: The logarithmic chart is used below this ``lam`` only: it is for the large overlaps of
+#: small ``lam`` (K = 3, lam = 1e-4: 35 iterations instead of 149); at large ``lam`` the
+#: overlaps are small (``Q ~ 1e-6`` at lam = 1e3), the iteration takes 5-12 steps in either
+#: coordinates, and the state's own coordinates keep the iteration error of the errors at
+#: the level the integration-error estimate (a difference of two solves) relies on
+#: (measured at K = 3, alpha = 0.5, lam = 1e3, tol = 1e-11: 1.9e-12 without the chart,
+#: 4.9e-9 with it).
+LOG_CHART_MAX_LAM = 0.1
+
+#: The cold solve's fallback (``SolverOptions.fallback``, a homotopy in ``lam``) starts at
+#: ``lam`` times the first of these factors whose point converges from the cold start:
+#: above the problem's ``lam`` first, where the fixed point of a larger penalty is close to
+#: the cold start, then below (the hinge loss with unbalanced classes at ``lam >= 1``,
+#: whose bias tends to a kink of the loss as the penalty grows: issue 31's random set, a
+#: K = 3 hinge point at lam = 1 fails cold and converges at lam = 0.5)
+HOMOTOPY_STARTS = (100.0, 1e4, 0.1, 0.01)
+#: The solves of one path from its starting point (the start's own excluded) before the
+#: next starting factor is tried.
+HOMOTOPY_PATH_SOLVES = 20
+#: The first step changes ``lam`` by this factor; a step that converges grows the
+#: next one by half (up to this factor), one that fails is halved in ``log lam`` and tried
+#: again from the last point.
+HOMOTOPY_STEP = 10.0
+#: The homotopy gives up after this many solves (the starting points included).
+HOMOTOPY_MAX_SOLVES = 40
+#: The iteration budget of each intermediate step (a step that needs more is too long: it
+#: is halved), except the last, the problem's own point, which has ``max_iter``.
+HOMOTOPY_STEP_ITER = 300
+
+# --------------------------------------------------------------------------- integration error
+#: Absolute floor of the :class:`~gaussmix.core.exceptions.IntegrationWarning` threshold: an
+#: integration error below ``1e-6`` is invisible on any curve and in any comparison with a
+#: simulation (whose standard errors are ``>= 1e-4`` at realistic sizes).
+INTEGRATION_WARNING_FLOOR = 1e-6
+#: The warning threshold grows with a loose ``tol``: an integration error well below the
+#: iteration error (``100 tol``) is not worth a warning.
+INTEGRATION_WARNING_FACTOR = 100.0
+
+
+def integration_warning_threshold(tol: float) -> float:
+    """Estimated integration error above which a solve warns,
+    ``max(INTEGRATION_WARNING_FLOOR, INTEGRATION_WARNING_FACTOR tol)``.
+
+    Parameters
+    ----------
+    tol : float
+        The fixed-point tolerance of the solve.
+
+    Returns
+    -------
+    float
+    """
+    return max(INTEGRATION_WARNING_FLOOR, INTEGRATION_WARNING_FACTOR * tol)
+
+
+def refined_tol(tol: float) -> float:
+    """The tolerance of the refined rule's iteration in an error estimate,
+    ``min(tol, max(REFINED_TOL_FACTOR tol, REFINED_TOL_FLOOR))``."""
+    return min(tol, max(REFINED_TOL_FACTOR * tol, REFINED_TOL_FLOOR))
+
+
+def check_tol(tol: Any) -> float:
+    """``tol`` as a float in ``(0, MAX_FIXED_POINT_TOL]``, or ``ValueError`` / ``TypeError``
+    naming it: the one check of the fixed-point tolerance, which
+    :class:`gaussmix.theory.solve.options.SolverOptions` (every solve, curve and sweep point) and
+    the sweep's validation call.
+
+    Parameters
+    ----------
+    tol : float
+
+    Returns
+    -------
+    float
+    """
+    return check_real("tol", tol, low=0.0, high=MAX_FIXED_POINT_TOL, low_open=True)
+
+
+# --------------------------------------------------------------------------- linear algebra
+#: The closed-form square root of a 2 x 2 block, ``(A + s I) / sqrt(tr A + 2 s)`` with
+#: ``s = sqrt(det A)``, is used when ``det A > SQRTM_2X2_DET_RTOL tr(A)^2`` for every block;
+#: closer to singular it loses digits to cancellation and an eigendecomposition is used.
+SQRTM_2X2_DET_RTOL = 1e-12
+#: Default pruning of tensor Gauss-Hermite rules in more than one dimension: nodes whose
+#: weight is below ``QUADRATURE_PRUNE`` times the largest are dropped (their total mass is
+#: below double-precision rounding of the sum).
+QUADRATURE_PRUNE = 1e-16
+#: Half-width of the truncated line of :class:`~gaussmix.theory.numerics.quadrature.GradedPanels`:
+#: the Gaussian mass outside ``[-9, 9]`` is ``2 Phi(-9) = 2.3e-19`` per dimension, and the
+#: integrands (bounded, or growing like ``sqrt(Q) |xi|`` for the loss) lose at most
+#: ``~ 9 sqrt(Q) phi(9) < 1e-15`` for ``Q <= 1e4``: far below every integration tolerance.
+#: (Refinement does not see this error; it is bounded here instead.)
+XI_MAX = 9.0
+#: Target standard error of the randomised-QMC training error (three or more effective
+#: outputs, where no boundary-integral formula is used): the points per randomisation double
+#: until the standard error is below it, or the cap is reached (then the estimate is
+#: reported as it is).  Half of issue 10's target of 1e-4 for the training error's estimate,
+#: whose other part is the change under refinement of the channel rule.
+TRAIN_QMC_TOL = 5e-5
+#: Issue 10's target for the estimated integration error of the training error with a
+#: randomised channel rule (K >= 4 cross-entropy): the automatic rule is refined (twice the
+#: points per randomisation, up to ``2**16`` nodes in all) while the estimate exceeds it.
+#: Measured at K = 10, lam = 1e-4, alpha = 10 (exchangeable clusters): 1.6e-4 with
+#: 8 x 2**11 points, 6.7e-5 with 8 x 2**13.
+TRAIN_ERROR_TARGET = 1e-4
+#: Standard error at which the seeded orthant probabilities (dimension >= 3) stop when they
+#: only serve the replicate spread of a randomised channel rule (differences between nearby
+#: states with common random numbers, so their own noise largely cancels): an order below
+#: the smallest spread of the test error measured with the default rules (1.2e-5 at K = 10),
+#: at a fraction of the cost of the work cap (about 3 s per replicate at K = 10).
+SPREAD_ORTHANT_TOL = 1e-6
+#: Relative accuracy of the shift of a replicate's fixed point in the error estimate of a
+#: randomised channel rule (:func:`gaussmix.theory.solve.refinement._replicate_spread`): the
+#: replicate's iteration from the full rule's fixed point ``x*`` stops at the first state
+#: ``x`` whose scaled residual is at most this fraction of its scaled distance from ``x*``
+#: (the residual measures the distance to the replicate's fixed point: measured on ten
+#: classes from digits, the first Anderson step from ``x*`` on the full rule's secant
+#: pairs, the linear response ``(I - J)^{-1} (T_r(x*) - x*)``, landed 5 to 11 % of the
+#: shift from the replicate's fixed point, with residuals within 3 % of those distances).
+#: The spread the estimate is made of has a relative standard error of ``1 / sqrt(14)``
+#: (27 %) with its eight replicates.
+REPLICATE_SHIFT_RTOL = 0.2
+#: Regime of a one-dimensional channel integrand: the proximal map changes regime over a
+#: width ~1 of the output, i.e. ``~ 1 / sqrt(q)`` of ``xi`` (``q`` the largest eigenvalue of
+#: any ``Q_c``).  With ``q <= SMOOTH_Q_MAX`` the features are at least half a unit of ``xi``
+#: wide and Gauss-Hermite (64 nodes, refined) is accurate to ~1e-10 (measured: binary
+#: logistic at lam >= 1e-3); beyond, the solver switches to graded panels.
+SMOOTH_Q_MAX = 4.0
+#: The cross-entropy training accuracy is an orthant probability when every metric is
+#: isotropic (``gaussmix.theory.solve.observables.isotropic_softmax_metric``); a metric counts as
+#: isotropic when ``max |V_c - v_c I| <= ISOTROPIC_METRIC_RTOL v_c``.  Exchangeable clusters
+#: reach it to rounding (~1e-15); the residual anisotropy moves the ordering of the proximal
+#: point's components by at most ``ISOTROPIC_METRIC_RTOL v``, far below every error estimate.
+ISOTROPIC_METRIC_RTOL = 1e-10

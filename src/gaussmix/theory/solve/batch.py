@@ -1,0 +1,652 @@
+"""Theorem 1's map for the points of a curve at once: a state with a leading axis of points.
+
+The ``P`` points of a curve (problems that differ only in ``lam`` and ``alpha``) are the
+clusters of one *stacked* state
+
+    x = (Q (P K), M (P K), V (P K), b (P L)),
+
+(:func:`~gaussmix.theory.solve.state.pack_state`'s layout with one bias per point), and
+:class:`StackedMap` is Theorem 1's map for all of them at once: one channel evaluation of
+the ``P K`` clusters (the compiled kernels loop over clusters; with exchangeable clusters,
+:class:`~gaussmix.theory.problem.symmetry.ClusterSymmetry`, of cluster 0 of each point, as a single
+point's map), the Newton step of each point's bias
+(:func:`~gaussmix.theory.solve.fixed_point.bias_step`), the priors of all points in one call
+(:func:`~gaussmix.theory.prior.prior.ridge_prior` and
+:func:`~gaussmix.theory.prior.prior.elastic_net_prior` take a leading axis of points).  The
+iteration is the solver's own (:func:`~gaussmix.theory.solve.iteration.iterate`), each point
+mixed with its own Anderson coefficients (``AndersonState.blocks``) and frozen, no longer
+evaluated, once its own residual passes the convergence test: on a curve over alpha a
+point's iterates are its single point's.  The stacked solve, its sharp-regime test and
+each point's integration error estimate are :mod:`gaussmix.theory.solve.batch_solve`; the order
+of the points and the restart of a sweep's slow points are the continuation's
+(:mod:`gaussmix.experiments.continuation`).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from gaussmix.core.memo import IdentityMemo
+
+from ..channel.channel import ChannelMoments, ProxWarmStart, channel_evaluation
+from ..numerics.quadrature import QuadratureRule
+from ..prior.prior import prior_update
+from ..problem.problem import Problem
+from ..problem.symmetry import ClusterSymmetry
+from .fixed_point import (
+    FixedPointMap,
+    HatEvaluation,
+    bias_step,
+    initial_hats_points,
+    new_map,
+)
+from .iteration import AndersonState
+from .state import LogChart, is_valid_state, pack_state, residual_scale, unpack_state
+
+__all__ = ["MOMENTS", "NO_FREEZING", "Freezing", "StackedMap", "Watch", "point_mask"]
+
+
+@dataclass(frozen=True)
+class _StackedOutputs:
+    """The outputs of the ``P K`` stacked clusters as the observables and the regime test
+    read them (labels, the loss, each cluster's correct set, the number of clusters and of
+    effective outputs, the effective output basis): a problem's, repeated for each point."""
+
+    loss: object
+    y: np.ndarray
+    constraints: tuple
+    n_clusters: int
+    dim: int = 1
+    P: np.ndarray | None = None
+
+
+class Watch(Protocol):
+    """What a stacked solve watches as it goes (:class:`Freezing`): called with the map and
+    the points that freeze (a mask) and the state, and with the map and every image; either
+    may raise to stop the iteration."""
+
+    def on_freeze(self, T: StackedMap, points: np.ndarray, x: np.ndarray) -> None: ...
+
+    def on_image(self, T: StackedMap, g: np.ndarray) -> None: ...
+
+
+@dataclass(frozen=True)
+class Freezing:
+    """How the iteration of a :class:`StackedMap` freezes its points: the settings of one
+    stacked solve, given to the map's constructor.
+
+    Attributes
+    ----------
+    tol : float, optional
+        A point whose own residual is below it is converged and stops being evaluated (the
+        iteration's ``tol``; None: no point freezes, e.g. a map that is only evaluated).
+    trail : int
+        Evaluations ``(x, T(x))`` kept (0: none): the last ones of the iteration, and each
+        point's own at its freeze, whose differences are its own secant pairs
+        (:meth:`StackedMap.pairs`).
+    settle_tol : float, optional
+        Set (with ``tol`` below it) for a solve that freezes a point at ``tol`` where it gets
+        there within ``settle_extra`` evaluations after its residual first passed
+        ``settle_tol``, and else at its image there
+        (:func:`~gaussmix.theory.solve.batch_solve.refined_solve`).
+    settle_extra : int
+    watch : Watch, optional
+        Told of every freeze and image (:class:`Watch`).
+    """
+
+    tol: float | None = None
+    trail: int = 0
+    settle_tol: float | None = None
+    settle_extra: int = 0
+    watch: Watch | None = None
+
+
+#: a map whose points never freeze
+NO_FREEZING = Freezing()
+
+
+class StackedMap:
+    """Theorem 1's map for ``P`` problems at once (a stacked state, see the module's
+    docstring): the interface of a :class:`~gaussmix.theory.solve.fixed_point.FixedPointMap` for
+    the iteration (``K = P K0`` clusters, ``L`` effective outputs, ``P L`` biases).
+
+    Parameters
+    ----------
+    problems : list of Problem
+        Problems that differ only in ``lam`` and ``alpha``.
+    rule : QuadratureRule
+        The channel's rule (a placeholder for closed-form channels).
+    symmetry : ClusterSymmetry, optional
+        The relabelling symmetry of exchangeable clusters: cluster 0's channel of each point
+        stands for its ``K0`` clusters, as in a single point's map.
+    log_chart : bool
+        Mix in :class:`~gaussmix.theory.solve.state.LogChart` coordinates (each point's overlaps;
+        the chart is block by block).
+    freezing : Freezing
+        How its iteration freezes converged points (default: never).
+
+    Notes
+    -----
+    A map is set by its constructor: its settings (the above and the layout made from them)
+    cannot be written afterwards (``AttributeError``); what it writes as it evaluates is its
+    memory of one solve (the last evaluation, the proximal points, which points froze where,
+    the trail of evaluations), which lives and dies with it.
+    """
+
+    def __init__(
+        self,
+        problems: list[Problem],
+        rule: QuadratureRule,
+        symmetry: ClusterSymmetry | None = None,
+        log_chart: bool = False,
+        freezing: Freezing = NO_FREEZING,
+    ) -> None:
+        p0 = problems[0]
+        self.freezing = freezing
+        self.problems = problems
+        self.rule = rule
+        self.symmetry = symmetry
+        self.log_chart = log_chart
+        self.n_points = P = len(problems)
+        self.K0 = K0 = p0.n_clusters
+        self.K = P * K0
+        self.L = L = p0.dim
+        # each point's alpha rho_c (one mixture), all at once
+        alphas = np.array([p.alpha for p in problems])
+        self.ar = np.repeat(alphas, K0) * np.tile(p0.mixture.rho, P)
+        self.lams = np.array([p.lam for p in problems])
+        self.outputs = _StackedOutputs(
+            p0.loss, np.tile(p0.y, (P, 1)), _repeated(p0.constraints, P), self.K, L, p0.P
+        )
+        layout = _layout(P, K0, L, symmetry is not None)
+        #: the clusters whose channel is integrated (cluster 0 of each point with the
+        #: symmetry, every cluster without), the point of each, the point of each cluster
+        #: and the point of each component of the stacked state (Q, M, V: K0 blocks each;
+        #: b: L)
+        self.rows, self.row_point, self.row_of_cluster, self.blocks = layout[:4]
+        # the components of each point in one run (a maximum over each point's components
+        # by ``np.maximum.reduceat``, exact, instead of the slower ``np.maximum.at``)
+        self._order, self._starts = layout[4:]
+        self.last: HatEvaluation | None = None
+        self.last_rows: ChannelMoments | None = None  # the integrated clusters' moments
+        self.warm: ProxWarmStart | None = None
+        # whether this map alone holds ``warm``'s arrays (a partial evaluation then writes
+        # its clusters' proximal points into them instead of into copies; a map made by
+        # :meth:`like` shares them with its source until either evaluates)
+        self._owns_warm = False
+        self.frozen = np.zeros(P, dtype=bool)
+        self.frozen_x = np.full(self.blocks.size, np.nan)  # the state each point froze at
+        self.frozen_g = np.full(self.blocks.size, np.nan)  # and its image there
+        self.residuals = np.full(P, np.nan)  # each frozen point's residual
+        #: each point's own residual at an evaluation, by the freeze test, and which
+        #: evaluation (:meth:`last_own_residuals` reads it instead of making it again)
+        self.own_at: tuple[int, np.ndarray] | None = None
+        self.evaluations = 0  # of the map
+        self.frozen_after = np.zeros(P, dtype=int)  # each frozen point's
+        #: the last evaluations ``(x, T(x))`` of the iteration (``freezing.trail``)
+        self.trail: list[tuple[np.ndarray, np.ndarray]] = []
+        #: (freezing.trail, 2, components): each frozen point's last evaluations ``(x, T(x))``
+        #: at its freeze, the newest last (the oldest repeated where it had fewer)
+        self.point_trail: np.ndarray | None = None
+        self.has_trail = np.zeros(P, dtype=bool)
+        #: (``freezing.settle_tol``)
+        self.settled_g = np.full(self.blocks.size, np.nan)  # each point's image at settle_tol
+        self.settled_res = np.full(P, np.nan)  # its residual there
+        self.settled_after = np.zeros(P, dtype=int)  # and its evaluations
+        self.settled = np.zeros(P, dtype=bool)  # the points frozen at their image there
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _SETTINGS and hasattr(self, name):
+            raise AttributeError(
+                f"StackedMap.{name} is set by the constructor; make a new map (like) for "
+                "other settings"
+            )
+        object.__setattr__(self, name, value)
+
+    def like(
+        self, problems: list[Problem], rule: QuadratureRule, freezing: Freezing = NO_FREEZING
+    ) -> StackedMap:
+        """A stacked map of ``problems`` with ``rule``, ``freezing`` and this map's symmetry
+        and chart; for
+        the same points and rule (an iteration continued, a refined re-solve) with this
+        map's proximal points as the warm start of its first evaluation, as a single point's
+        map keeps them from one iteration to the next."""
+        T = StackedMap(problems, rule, self.symmetry, self.log_chart, freezing)
+        if rule == self.rule and len(problems) == self.n_points:
+            if all(p is q for p, q in zip(problems, self.problems)):
+                T.warm = self.warm
+                self._owns_warm = False  # (both hold them)
+        return T
+
+    def warm_from(self, other: StackedMap) -> None:
+        """Start the first evaluation of this map (whose points are some of ``other``'s, in
+        the same order, and whose rule is another) from the proximal points of ``other``'s
+        last evaluation, at the state this map starts from: each node's from the nearest node
+        of ``other``'s rule (:func:`_nearest_nodes`), whose ``f = V^{-1}(h - omega)`` the
+        compiled channel maps through this evaluation's nodes and metrics, as from one
+        evaluation to the next (:class:`~gaussmix.theory.channel.channel.ProxWarmStart`).  The
+        proximal solves converge to their own tolerance from any start; a good one saves
+        Newton steps (a rule's first evaluation started from ``h = omega`` costs about 2.5
+        times a warm one, BENCHMARKS.md).  Nothing without ``other``'s proximal points."""
+        warm = other.warm
+        if warm is None or warm.h.shape[0] != other.rows.size or self.rule == other.rule:
+            return
+        ids = {id(p): i for i, p in enumerate(other.problems)}
+        points = [ids.get(id(p)) for p in self.problems]
+        if None in points or points != sorted(points):
+            return
+        rows = point_mask(other.n_points, points)[other.row_point]
+        nodes = _nearest_nodes(other.rule, self.rule)
+        # (np.take gathers the nodes about 8 times faster than fancy indexing)
+        h, omega = (np.take(a[rows], nodes, axis=1) for a in (warm.h, warm.omega))
+        self.warm = ProxWarmStart((self.rule, h.shape), h, omega, warm.V[rows])
+        self._owns_warm = True
+
+    def start(self) -> np.ndarray:
+        """The solver's starting point of every point
+        (:func:`~gaussmix.theory.solve.fixed_point.start_state` without ``init``), its prior
+        update made for all points at once."""
+        Qh, Mh, Vh, lams, ybar = initial_hats_points(self.problems)
+        pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=np.array(lams))
+        return self._pack(pr.Q, pr.M, pr.V, np.tile(ybar, self.n_points))
+
+    def _pack(self, Q: np.ndarray, M: np.ndarray, V: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The stacked state of the points' overlaps (any leading shape)."""
+        L = self.L
+        return pack_state(Q.reshape(-1, L, L), M.reshape(-1, L), V.reshape(-1, L, L), b)
+
+    def anderson(self, memory: int, previous: AndersonState | None = None) -> AndersonState:
+        """A secant history that mixes each point with its own coefficients (empty, or the
+        newest pairs of ``previous``, an iteration of the same stacked state)."""
+        return replace(AndersonState.init(memory, previous), blocks=self.blocks)
+
+    def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(Q, M, V, b)`` of a stacked state with a leading axis of points: (P, K0, L, L),
+        (P, K0, L), (P, K0, L, L), (P, L)."""
+        Q, M, V, b = unpack_state(x, self.K, self.L)
+        P, K0, L = self.n_points, self.K0, self.L
+        return (
+            Q.reshape(P, K0, L, L),
+            M.reshape(P, K0, L),
+            V.reshape(P, K0, L, L),
+            b.reshape(P, L),
+        )
+
+    def stack(self, states: list[np.ndarray]) -> np.ndarray:
+        """The stacked state of one state per point."""
+        parts = [unpack_state(x, self.K0, self.L) for x in states]
+        return pack_state(*(np.concatenate([pt[i] for pt in parts]) for i in range(4)))
+
+    def points_of(self, x: np.ndarray, points: list[int]) -> np.ndarray:
+        """The stacked state of ``points`` (increasing) of the stacked state ``x``, for a
+        stacked map of these points alone (their components, in order: :meth:`stack` of
+        their states, without splitting them)."""
+        return x[point_mask(self.n_points, points)[self.blocks]]
+
+    def split(self, x: np.ndarray) -> list[np.ndarray]:
+        """Each point's state of a stacked state (the rows of one array: each point's
+        components in the order of its points are its state's layout,
+        :func:`~gaussmix.theory.solve.state.pack_state`)."""
+        return list(x[self._order].reshape(self.n_points, -1))
+
+    def means(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(M_c + b, Q_c, V_c)`` of every point and cluster (its point's bias added),
+        with a leading axis of points, and the biases; of the equivariant state
+        (:meth:`~gaussmix.theory.problem.symmetry.ClusterSymmetry.symmetric_state`, ``b = 0``)
+        with the symmetry, as a single point's map and observables read it."""
+        Q, M, V, b = self.unpack(x)
+        if self.symmetry is not None:
+            Q, M, V, b = self.symmetry.symmetric_state(Q, M, V, b)
+        return M + b[:, None, :], Q, V, b
+
+    def is_valid(self, x: np.ndarray) -> bool:
+        """:func:`~gaussmix.theory.solve.state.is_valid_state` of every point."""
+        return is_valid_state(x, self.K, self.L)
+
+    def hats(self, x: np.ndarray) -> HatEvaluation:
+        """The channel of every stacked cluster at ``x`` in one evaluation (of cluster 0 of
+        each point with the symmetry), and the hats ``alpha rho_c E[...]`` of each point
+        (the last evaluation is remembered)."""
+        last = self.last
+        if last is not None and last.x.shape == x.shape and (last.x == x).all():
+            return last  # (np.array_equal's test, without its cost)
+        m, Q, V, _ = self.means(x)
+        L = self.L
+        p = self.problems[0]
+        rows = self.rows
+        m, Q, V = m.reshape(-1, L)[rows], Q.reshape(-1, L, L)[rows], V.reshape(-1, L, L)[rows]
+        y = self.outputs.y[rows]
+        zero = np.zeros(L)
+        active = ~self._frozen_at(x)[self.row_point]
+        if self.last_rows is None or active.all():
+            mom, self.warm = channel_evaluation(p.loss, y, m, zero, Q, V, self.rule, self.warm)
+            self._owns_warm = True  # (the evaluation's own arrays)
+        else:  # the frozen points' moments are those of their (unchanged) states
+            active = np.flatnonzero(active)  # (the rows by index: cheaper to gather)
+            full = (
+                self.warm if self.warm is not None and self.warm.h.shape[0] == rows.size else None
+            )
+            sub, warm = channel_evaluation(
+                p.loss,
+                y[active],
+                m[active],
+                zero,
+                Q[active],
+                V[active],
+                self.rule,
+                None if full is None else _warm_rows(full, active),
+            )
+            if full is not None and warm is not None:  # the proximal points of every cluster
+                if not self._owns_warm:  # (copies: another map holds these arrays)
+                    full = ProxWarmStart(full.key, *(getattr(full, f).copy() for f in _WARM))
+                    self._owns_warm = True
+                for f in _WARM:  # (a cluster's rows of a stacked rule: about 1 MB each)
+                    getattr(full, f)[active] = getattr(warm, f)
+                self.warm = full
+            mom = ChannelMoments(
+                *(_merged(getattr(self.last_rows, f), getattr(sub, f), active) for f in MOMENTS)
+            )
+        self.last_rows = mom
+        if self.symmetry is not None:  # cluster 0's moments stand for its point's clusters
+            mom = self.symmetry.expand_point_moments(mom)
+        self.last = HatEvaluation.of(x, mom, self.ar)
+        return self.last
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """``T(x)`` of every point: channel, Newton step of each bias, priors."""
+        P, K0, L = self.n_points, self.K0, self.L
+        b = self.unpack(x)[3]
+        if self.symmetry is not None:  # the equivariant bias (as a single point's map)
+            b = np.zeros_like(b)
+        ev = self.hats(x)
+        Vh = ev.Vhat.reshape(P, K0, L, L)
+        Mh = ev.Mhat.reshape(P, K0, L)
+        db = bias_step(Vh.sum(axis=1), Mh.sum(axis=1))
+        Qh = ev.Qhat.reshape(P, K0, L, L)
+        pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=self.lams)
+        g = self._pack(pr.Q, pr.M, pr.V, (b + db).ravel())
+        watch, trail = self.freezing.watch, self.freezing.trail
+        if watch is not None:
+            watch.on_image(self, g)
+        self.evaluations += 1
+        if trail:
+            self.trail.append((x.copy(), g.copy()))
+            del self.trail[:-trail]
+        if self.freezing.tol is not None:
+            self._freeze(x, g)
+        return g
+
+    def own_iterations(self, n_iter: int) -> np.ndarray:
+        """Each point's evaluations in an iteration of ``n_iter`` evaluations: up to the one
+        that froze it (its own convergence), or all."""
+        return np.where(self.frozen, self.frozen_after, n_iter)
+
+    def _frozen_at(self, x: np.ndarray) -> np.ndarray:
+        """The points frozen at their state in ``x`` (a frozen point whose state moved, by a
+        retreat of the iteration, is evaluated again)."""
+        if not self.frozen.any():
+            return self.frozen
+        moved = np.bincount(self.blocks, weights=x != self.frozen_x, minlength=self.n_points)
+        self.frozen &= moved == 0
+        return self.frozen
+
+    def own_residuals(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """Each point's own residual ``max |T(x) - x| / s`` at ``x`` with image ``g`` (the
+        iteration's convergence test, :func:`~gaussmix.theory.solve.state.residual_scale`),
+        infinite where not finite."""
+        r = np.abs(g - x) / residual_scale(x, self.K, self.L)
+        # (a point with a non-finite residual has none: NaN propagates through the
+        # maximum, and infinity stays)
+        own = np.maximum.reduceat(r[self._order], self._starts)
+        own[np.isnan(own)] = np.inf
+        return own
+
+    def last_own_residuals(self) -> np.ndarray:
+        """Each point's own residual ``max |T(x) - x| / s`` at the last evaluation (its
+        trail; inf where not finite): the freeze test's of that evaluation where it made
+        them (the same numbers: a non-finite residual is infinite either way)."""
+        if self.own_at is not None and self.own_at[0] == self.evaluations:
+            return self.own_at[1]
+        return self.own_residuals(*self.trail[-1])
+
+    def _freeze(self, x: np.ndarray, g: np.ndarray) -> None:
+        """Freeze the points whose own residual ``max |T(x) - x| / s`` (the iteration's
+        convergence test, :func:`~gaussmix.theory.solve.state.residual_scale`) is below
+        ``freezing.tol`` at ``x``: their image is set to ``x`` (residual 0: the iteration
+        leaves them where they are) and they are not evaluated again while they stay."""
+        own = self.own_residuals(x, g)
+        self.own_at = (self.evaluations, own)
+        new = (own < self.freezing.tol) & ~self.frozen
+        freezing = bool(new.any())
+        if freezing:
+            self.residuals[new] = own[new]
+            self.frozen_after[new] = self.evaluations
+        settled = self._settle(own, g, new) if self.freezing.settle_tol is not None else None
+        if settled is not None:  # (``new`` now holds them)
+            freezing = True
+        if freezing:
+            fresh = new[self.blocks]
+            if self.freezing.trail:
+                if self.point_trail is None:
+                    self.point_trail = np.zeros((self.freezing.trail, 2, self.blocks.size))
+                rows = np.array(self.trail)
+                pad = self.freezing.trail - len(rows)
+                rows = np.concatenate([np.repeat(rows[:1], pad, 0), rows])
+                self.point_trail[:, :, fresh] = rows[:, :, fresh]
+                self.has_trail |= new
+            self.frozen |= new
+            if self.freezing.watch is not None:
+                self.freezing.watch.on_freeze(self, new, x)
+            self.frozen_g[fresh] = g[fresh]
+            if settled is not None:  # frozen at their image at settle_tol
+                self.frozen_g[settled] = self.settled_g[settled]
+        if freezing or self.frozen.any():
+            comp = self.frozen[self.blocks]
+            g[comp] = x[comp]
+            self.frozen_x[comp] = x[comp]
+
+    def _settle(self, own: np.ndarray, g: np.ndarray, new: np.ndarray) -> np.ndarray | None:
+        """Record the image of each point whose own residual ``own`` first passes
+        ``freezing.settle_tol``; once every point not frozen has passed it ``settle_extra``
+        evaluations ago or more, add them to ``new`` (the points that freeze now) with their
+        recorded residual and evaluations, and return their components (whose image is the
+        recorded one); else None."""
+        first = (own < self.freezing.settle_tol) & np.isnan(self.settled_res) & ~self.frozen
+        self.settled_res[first] = own[first]
+        self.settled_after[first] = self.evaluations
+        comp = first[self.blocks]
+        self.settled_g[comp] = g[comp]
+        rest = ~self.frozen & ~new
+        if not rest.any() or np.isnan(self.settled_res[rest]).any():
+            return None
+        if self.evaluations - self.settled_after[rest].max() < self.freezing.settle_extra:
+            return None
+        new |= rest
+        self.settled |= rest
+        self.residuals[rest] = self.settled_res[rest]
+        self.frozen_after[rest] = self.settled_after[rest]
+        return rest[self.blocks]
+
+    def images(self, x: np.ndarray) -> np.ndarray:
+        """The image ``T(x)`` that an iteration returning images (``return_image``) returns
+        for each point: a frozen point's own image at its convergence, the others' ``x``
+        (the iteration's image)."""
+        comp = self.frozen[self.blocks]
+        out = x.copy()
+        out[comp] = self.frozen_g[comp]
+        return out
+
+    def pairs(
+        self, history: AndersonState | None, points: list[int], memory: int, own: bool = True
+    ):
+        """The secant history of ``points`` (in increasing order) of this stacked state, for
+        a stacked map of these points alone (:meth:`like`; all of them: this map's layout):
+        with ``own``, each point's own last pairs before it froze where the iteration kept
+        them (``freezing.trail``), as a single point's iteration ends with its own
+        (``history``'s pairs are zero in a point frozen for ``memory`` evaluations), else
+        the components of ``history``'s pairs that belong to them; None without pairs."""
+        mask = point_mask(self.n_points, points)[self.blocks]
+        if own and self.point_trail is not None and self.has_trail[points].all():
+            return self._own_pairs(len(points), mask, memory)
+        if history is None or history.empty:
+            return None
+        return AndersonState(
+            tuple(d[mask] for d in history.dxs),
+            tuple(d[mask] for d in history.dgs),
+            memory,
+            history.log_chart,
+        )
+
+    def _own_pairs(self, n_points: int, mask: np.ndarray, memory: int) -> AndersonState | None:
+        """The secant pairs of the ``n_points`` points of the components ``mask``, each
+        point's own (at most ``memory``, the newest last): the differences of its last
+        evaluations before it froze, in the iteration's coordinates (the logarithmic chart
+        where this map mixes in it; a pair whose ends leave the chart is dropped), zero where
+        a point has fewer; None without pairs."""
+        rows = self.point_trail[:, :, mask]
+        if self.log_chart:
+            chart = LogChart(n_points * self.K0, self.L)
+            ys = [[chart.forward(x), chart.forward(g)] for x, g in rows]
+            ok = [y is not None and yg is not None for y, yg in ys]
+            d = [np.subtract(b, a) for a, b, u, v in zip(ys, ys[1:], ok, ok[1:]) if u and v]
+            diffs = np.array(d) if d else np.zeros((0, 2, rows.shape[2]))
+        else:
+            diffs = rows[1:] - rows[:-1]
+        diffs = diffs[max(0, len(diffs) - memory) :] if memory > 0 else diffs[:0]
+        nonzero = np.flatnonzero(np.any(diffs != 0.0, axis=(1, 2)))
+        if nonzero.size == 0:
+            return None
+        diffs = diffs[nonzero[0] :]  # (pairs that are zero in every point: none)
+        return AndersonState(tuple(diffs[:, 0]), tuple(diffs[:, 1]), memory, self.log_chart)
+
+    def point_maps(
+        self,
+        x: np.ndarray,
+        points: list[int] | None = None,
+        states: list[np.ndarray] | None = None,
+    ) -> tuple[list[np.ndarray], list[FixedPointMap]]:
+        """Each point's state of the stacked state ``x`` and a single point's map there
+        (of ``points`` alone, in their order, where given; ``states``: theirs, where the
+        caller has split ``x`` already), remembering its share of the channel evaluation at
+        ``x`` (its observables then need none)."""
+        ev = self.hats(x)
+        if points is None:
+            points = list(range(self.n_points))
+        if states is None:
+            split = self.split(x)
+            states = [split[i] for i in points]
+        maps = []
+        k = self.K0
+        for i, xi in zip(points, states):
+            p = self.problems[i]
+            s = slice(i * k, (i + 1) * k)
+            mom = ChannelMoments(*(getattr(ev.moments, f)[s] for f in MOMENTS))
+            known = HatEvaluation(xi.copy(), mom, ev.Qhat[s], ev.Mhat[s], ev.Vhat[s])
+            maps.append(new_map(p, self.rule, (self.symmetry, self.log_chart), known=known))
+        return states, maps
+
+
+#: what a :class:`StackedMap` is made with (its constructor's arguments and the layout made
+#: from them), written once; every other attribute is its memory of one solve
+_SETTINGS = frozenset(
+    {
+        "problems",
+        "rule",
+        "symmetry",
+        "log_chart",
+        "freezing",
+        "n_points",
+        "K0",
+        "K",
+        "L",
+        "ar",
+        "lams",
+        "outputs",
+        "rows",
+        "row_point",
+        "row_of_cluster",
+        "blocks",
+        "_order",
+        "_starts",
+    }
+)
+
+
+#: the constraints of a curve's stacked clusters, by the identity of its problems' (a tuple
+#: shared by the problems of one label map) and the number of points: one tuple for all the
+#: maps of a curve (and of the curves of a label map), whose arrays the observables then
+#: make once (:func:`~gaussmix.theory.solve.observables.test_accuracy`)
+_REPEATED = IdentityMemo(16)
+
+
+def _repeated(constraints: tuple, n_points: int) -> tuple:
+    """``constraints * n_points``, one tuple for a tuple of constraints and a count."""
+    if not isinstance(constraints, tuple):  # (only an immutable sequence is remembered)
+        return tuple(constraints) * n_points
+    return _REPEATED.get(constraints, n_points, lambda: constraints * n_points)
+
+
+def point_mask(n_points: int, points: list[int]) -> np.ndarray:
+    """The mask of ``points`` among ``n_points`` points (a mask of components or clusters
+    is its entries at their points: ``np.isin``'s answer, without its sort)."""
+    mask = np.zeros(n_points, dtype=bool)
+    mask[points] = True
+    return mask
+
+
+@functools.lru_cache(maxsize=32)
+def _layout(P: int, K0: int, L: int, symmetric: bool) -> tuple[np.ndarray, ...]:
+    """The index arrays of a :class:`StackedMap` of ``P`` points of ``K0`` clusters and
+    ``L`` outputs (``symmetric``: cluster 0 of each point integrated), made once for the
+    maps of a curve (read-only; one ``blocks`` array for all of them, whose block layout
+    the mixing remembers, :meth:`~gaussmix.theory.solve.iteration.AndersonState.extrapolate`):
+    the integrated clusters, the point of each, the point of each cluster, the point of
+    each component, and the components in the order of their points with the start of
+    each point's run."""
+    rows = K0 * np.arange(P) if symmetric else np.arange(P * K0)
+    pts = np.arange(P)
+    blocks = np.concatenate(
+        [np.repeat(pts, K0 * L * L), np.repeat(pts, K0 * L), np.repeat(pts, K0 * L * L)]
+        + [np.repeat(pts, L)]
+    )
+    order = np.argsort(blocks, kind="stable")
+    starts = np.searchsorted(blocks[order], pts)
+    out = (rows, rows // K0, np.repeat(pts, K0), blocks, order, starts)
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _nearest_nodes(coarse: QuadratureRule, fine: QuadratureRule) -> np.ndarray:
+    """The index of the node of the rule ``coarse`` nearest to each node of ``fine`` (the
+    warm start of a rule's first evaluation from another's, :meth:`StackedMap.warm_from`)."""
+    return cKDTree(coarse.nodes).query(fine.nodes)[1]
+
+
+#: the fields of the channel moments
+MOMENTS = tuple(ChannelMoments.__dataclass_fields__)
+
+
+def _merged(old: np.ndarray, new: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``old`` with its ``rows`` (indices) replaced by ``new``."""
+    out = old.copy()
+    out[rows] = new
+    return out
+
+
+#: the arrays of a warm start of the proximal solves
+_WARM = ("h", "omega", "V")
+
+
+def _warm_rows(warm: ProxWarmStart, rows: np.ndarray) -> ProxWarmStart:
+    """The warm start of the proximal solves of the clusters ``rows`` (indices)."""
+    rule, shape = warm.key
+    return ProxWarmStart(
+        (rule, (rows.size, *shape[1:])), *(np.take(getattr(warm, f), rows, 0) for f in _WARM)
+    )

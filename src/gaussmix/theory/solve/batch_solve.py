@@ -1,0 +1,515 @@
+"""The stacked solve of a curve's points and each point's integration error estimate.
+
+The points of a curve stacked in one state (:class:`~gaussmix.theory.solve.batch.StackedMap`)
+are iterated with the solver's own iteration (:func:`iterated_solve`), each point frozen at
+its own convergence; the points in the sharp regime of the channel are found as a single
+point finds them (:func:`sharp_rules`, :func:`~gaussmix.theory.solve.policy.sharp_rule`);
+and each point estimates its own integration error as a single point does
+(:func:`estimate_points`, :func:`~gaussmix.theory.solve.refinement.estimate_errors`): the
+stacked state re-solved with the refined rule from the last solve's secant pairs
+(:func:`refined_solve`), the change of each point's observables, refinement again for the
+points whose estimate exceeds ``quad_tol``; its result is assembled by the solver's own
+code (:func:`~gaussmix.theory.solve.solver.assemble_results`), with its free energy and
+sparsity.  Which points are stacked, from where they start and the restart of a sweep's
+slow points are the continuation's (:func:`gaussmix.experiments.continuation.solve_points`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..model.outputs import error_keys
+from ..numerics.linalg import sym_eigvals
+from ..numerics.tolerances import REFINED_EXTRA_ITER, SMOOTH_Q_MAX, refined_tol
+from ..prior.prior import PriorResult, prior_update
+from .batch import Freezing, StackedMap, Watch
+from .fixed_point import FixedPointMap, HatEvaluation, needs_quadrature
+from .iteration import AndersonState, IterationOutcome, IterationState, IterationStatus, iterate
+from .observables import gaussian_risk, isotropic_softmax_metric, test_accuracy, train_accuracy
+from .options import SolverOptions
+from .policy import channel_rule, sharp_rule
+from .refinement import (
+    MAX_QUADRATURE_NODES,
+    Estimate,
+    Observables,
+    with_statistics_points,
+)
+from .results import FixedPointResult
+from .solver import assemble_results
+from .state import unpack_state
+
+__all__ = [
+    "SHARP_IMAGE_FACTOR",
+    "SharpPoint",
+    "converged_solve",
+    "estimate_points",
+    "iterated_solve",
+    "own_refined_pairs",
+    "refined_solve",
+    "sharp_rules",
+    "SharpWatch",
+    "refined_freezing",
+    "solve_freezing",
+]
+
+#: the observables whose integration error is estimated (the observables registry's)
+_ERROR_KEYS = error_keys()
+
+
+def solve_freezing(opts: SolverOptions, watch: Watch | None = None) -> Freezing:
+    """The freezing of a stacked solve with the options ``opts`` (:func:`iterated_solve`):
+    each point frozen at its own residual below ``opts.tol``, with its last
+    ``opts.anderson + 1`` evaluations kept (its own secant pairs), and ``watch``."""
+    return Freezing(opts.tol, opts.anderson + 1, watch=watch)
+
+
+def refined_freezing(opts: SolverOptions, merge: bool) -> Freezing:
+    """The freezing of the refined re-solve of an error estimate (:func:`refined_solve`):
+    with ``merge`` (and a tighter tolerance below ``opts.tol``), each point going on to
+    :func:`~gaussmix.theory.numerics.tolerances.refined_tol` and frozen at its image at
+    ``opts.tol``
+    where it does not get there within
+    :data:`~gaussmix.theory.numerics.tolerances.REFINED_EXTRA_ITER` evaluations; without, frozen at
+    ``opts.tol``."""
+    tight = refined_tol(opts.tol)
+    if merge and tight < opts.tol:
+        return Freezing(tight, opts.anderson + 1, opts.tol, REFINED_EXTRA_ITER)
+    return Freezing(opts.tol, opts.anderson + 1)
+
+
+def refined_solve(
+    T: StackedMap,
+    x0: np.ndarray,
+    anderson: AndersonState,
+    opts: SolverOptions,
+    kw: dict,
+    merge: bool,
+) -> tuple[IterationOutcome, np.ndarray, np.ndarray, AndersonState] | None:
+    """The refined stacked fixed point of ``T`` from ``x0`` in an error estimate, as a single
+    point's (:func:`~gaussmix.theory.solve.refinement.estimate_errors`: the refined rule iterated
+    to ``opts.tol``, then on to :func:`~gaussmix.theory.numerics.tolerances.refined_tol` for at
+    most
+    :data:`~gaussmix.theory.numerics.tolerances.REFINED_EXTRA_ITER` more evaluations): each point's
+    state where its own residual passes ``refined_tol`` (one output: its image there; two:
+    its last iterate, see below), else its image at ``opts.tol``; its own evaluations and
+    residuals; and the secant pairs of the iteration to ``opts.tol`` (for the next
+    refinement).  None where a point does not reach ``opts.tol``.
+
+    Without ``merge`` (one output, a curve over alpha): the two iterations one after the
+    other, as a single point's (each point's iterates from there are its single point's,
+    :func:`_tighter_stacked`).  With ``merge`` (two outputs, whose curve is on the curve's
+    rule, not the single point's; one output, a sweep over lambda, whose first solve
+    restarted its slow points, :func:`_first_solve`, so that its iterates are not its single
+    points' from the start): in one iteration, each
+    point going on towards ``refined_tol`` while others still converge to ``opts.tol``, and
+    frozen at its image there where it does not get there within ``REFINED_EXTRA_ITER``
+    evaluations (:attr:`~gaussmix.theory.solve.batch.Freezing.settle_tol`): on the explorer's
+    K = 3 cross-entropy curves, 3 to 5
+    evaluations of the refined rule where the two iterations took 5 to 7, in each of which
+    the points already at ``opts.tol`` waited for the others (BENCHMARKS.md, "The
+    explorer's redraw").  A point that passes ``refined_tol`` there keeps its last iterate
+    ``x``, not its image: the map remembers the channel's moments at ``x`` (a frozen
+    point's, of its frozen state), so the observables of the estimate
+    (:func:`_light_observables`) need no evaluation of the refined rule of their own (one
+    of three to four a point on the K = 3 curves of ``benchmarks/bench_curves.py``).  The
+    estimate stays what it was: ``|T(x) - x| / s < refined_tol`` puts ``x`` within about
+    ``refined_tol / (1 - r)`` of the refined fixed point (``r`` the map's contraction; its
+    image within ``r`` times that), a hundred times below the error of stopping the coarser
+    rule's iteration at ``opts.tol`` that the estimate is to hold
+    (:data:`~gaussmix.theory.numerics.tolerances.REFINED_TOL_FACTOR`); the observables move by
+    that order (measured on the K = 3 curves at ``tol = 1e-8``: at most 7e-11; on the lasso
+    sweep of ``benchmarks/bench_curves.py``, where it saves 2 of the 8 evaluations of the
+    refined rules and the 2 evaluations of the observables, see BENCHMARKS.md, "The lasso
+    sweep's estimates merged"). A point
+    frozen at ``opts.tol`` (:attr:`~gaussmix.theory.solve.batch.Freezing.settle_tol`) keeps its
+    image, whose moments
+    the observables evaluate (for those points alone)."""
+    merged = merge and refined_tol(opts.tol) < opts.tol
+    if T.freezing != refined_freezing(opts, merge):
+        raise ValueError("the refined map is made with refined_freezing(opts, merge)")
+    out = iterate(T, x0, anderson, return_image=not merged, **{**kw, "tol": T.freezing.tol})
+    if not out.converged:
+        return None
+    history = out.anderson
+    if merged:  # each point's last iterate, a settled point's image
+        out = replace(out, x=np.where(T.settled[T.blocks], T.frozen_g, out.x))
+    else:
+        out = replace(out, x=T.images(out.x))
+    own = T.own_iterations(out.n_iter)
+    own_res = np.where(T.frozen, T.residuals, out.residual)
+    if not merged:
+        out, own, own_res = _tighter_stacked(T, out, own, own_res, opts, kw)
+    return out, own, own_res, history
+
+
+def _tighter_stacked(
+    T: StackedMap,
+    out: IterationOutcome,
+    own: np.ndarray,
+    own_res: np.ndarray,
+    opts: SolverOptions,
+    kw: dict,
+) -> tuple[IterationOutcome, np.ndarray, np.ndarray]:
+    """The refined stacked fixed point ``out`` of ``T`` (each point's images, evaluations
+    ``own`` and residuals ``own_res``) iterated on to
+    :func:`~gaussmix.theory.numerics.tolerances.refined_tol`, as a single point's
+    (:func:`~gaussmix.theory.solve.refinement.estimate_errors`): each point that converges to it
+    within :data:`~gaussmix.theory.numerics.tolerances.REFINED_EXTRA_ITER` more evaluations takes
+    its
+    image there, the others keep theirs at ``opts.tol``."""
+    tight = refined_tol(opts.tol)
+    if tight >= opts.tol:
+        return out, own, own_res
+    T3 = T.like(T.problems, T.rule, Freezing(tol=tight))
+    more = iterate(
+        T3,
+        out.x,
+        T3.anderson(opts.anderson, out.anderson),
+        **{**kw, "tol": tight, "max_iter": REFINED_EXTRA_ITER},
+    )
+    done = T3.frozen
+    if not done.any():
+        return out, own, own_res
+    x = np.where(done[T3.blocks], T3.images(more.x), out.x)
+    own = np.where(done, own + T3.own_iterations(more.n_iter), own)
+    own_res = np.where(done, T3.residuals, own_res)
+    return replace(out, x=x), own, own_res
+
+
+def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
+    """Each point's errors and losses at the stacked state ``x`` (those of
+    :func:`~gaussmix.theory.solve.refinement.evaluate_observables` with ``light=True``), each
+    observable of all points in one call (the training error of two outputs with
+    metrics that are not isotropic, a boundary integral per cluster, point by point)."""
+    ev = T.hats(x)
+    m, Q, V, b = T.means(x)
+    P, K0, L = T.n_points, T.K0, T.L
+    p0 = T.problems[0]
+    rho, rho_test = p0.mixture.rho, p0.mixture.test_priors  # (training, test priors)
+    zero = np.zeros(L)
+    mf, Qf, Vf = m.reshape(-1, L), Q.reshape(-1, L, L), V.reshape(-1, L, L)
+    test_acc, test_errs = test_accuracy(T.outputs, mf, zero, Qf, per_cluster=True)
+    test_error = np.clip(1.0 - test_acc.reshape(P, K0) @ rho_test, 0.0, 1.0)
+    # each point's estimate weighted by its test priors; an exact path's one constant as is,
+    # as a single point reports it
+    same = test_errs.size == 0 or bool(np.all(test_errs == test_errs[0]))
+    test_errs = np.full(P, test_errs[0]) if same else test_errs.reshape(P, K0) @ rho_test
+    sym = T.symmetry is not None
+    if L == 1 or p0.loss.affine_prox or isotropic_softmax_metric(T.outputs, Vf):
+        train_acc, train_err = train_accuracy(T.outputs, mf, zero, Qf, Vf)
+        train_error = np.clip(1.0 - train_acc.reshape(P, K0) @ rho, 0.0, 1.0)
+        train_errs = np.full(P, train_err)
+    else:  # the boundary integrals of each point's clusters
+        train_error, train_errs = np.empty(P), np.empty(P)
+        for i, p in enumerate(T.problems):
+            acc, train_errs[i] = train_accuracy(p, m[i] - b[i], b[i], Q[i], V[i], exchangeable=sym)
+            train_error[i] = np.clip(1.0 - rho @ acc, 0.0, 1.0)
+    train_loss = ev.moments.Eloss.reshape(P, K0) @ rho
+    if sym:  # cluster 0's risk stands for its point's clusters
+        rows = T.rows
+        test_loss = gaussian_risk(p0.loss, T.outputs.y[rows], mf[rows], Qf[rows], T.rule)
+    else:
+        test_loss = gaussian_risk(p0.loss, T.outputs.y, mf, Qf, T.rule).reshape(P, K0) @ rho_test
+    Qh, Mh, Vh = (
+        ev.Qhat.reshape(P, K0, L, L),
+        ev.Mhat.reshape(P, K0, L),
+        ev.Vhat.reshape(P, K0, L, L),
+    )
+    M = m - b[:, None, :]  # (each point's ``m[i] - b[i]``, all at once: the same numbers)
+    # (the floats of each array at once: ``tolist`` gives each entry's ``float``)
+    values = zip(
+        test_errs.tolist(),
+        test_error.tolist(),
+        train_error.tolist(),
+        train_loss.tolist(),
+        test_loss.tolist(),
+        train_errs.tolist(),
+    )
+    return [
+        Observables(
+            state=(Q[i], M[i], V[i], b[i]),
+            hats=(Qh[i], Mh[i], Vh[i]),
+            test_error=te,
+            train_error=tre,
+            train_loss=trl,
+            test_loss=tl,
+            errors={
+                "test_error": test_err,
+                "train_error": err,
+                "train_loss": 0.0,
+                "test_loss": 0.0,
+            },
+        )
+        for i, (test_err, te, tre, trl, tl, err) in enumerate(values)
+    ]
+
+
+def own_refined_pairs(T: StackedMap) -> bool:
+    """Whether the refined re-solve of an error estimate (and the sharp regime's re-solve)
+    of the points of ``T`` starts from each point's own secant pairs
+    (:meth:`StackedMap.pairs`), by whether they have more than one effective output
+    (``T.L``; the one key of both callers: K = 3 square, several outputs without
+    quadrature, has neither re-solve).  One output: yes, as a single point's; the binary
+    logistic curve then takes its single points' ``n_iter`` at every point, and the lasso
+    sweep (20 lambdas in [1e-2, 1]) 50 stacked evaluations instead of 53.  Two outputs (K = 3
+    cross-entropy, whose refined rule has four times the curve's nodes): no, the stacked
+    history (pairs only for the points that froze within the memory); measured on 20 lambdas
+    in [1e-3, 10] at alpha = 2: 1.00 million node-evaluations against 1.12 million from each
+    point's own pairs and 1.30 million without pairs, and again once the estimate's
+    observables came from the last refined evaluation (:func:`refined_solve`): 0.64
+    million against 0.81 million from each point's own pairs."""
+    return T.L == 1
+
+
+class SharpPoint(Exception):
+    """The first point of a stacked solve of two outputs is in the sharp regime."""
+
+
+#: a stacked solve of two outputs gives up where an image of the map at the curve's first
+#: point has an overlap ``Q_c`` with an eigenvalue above this many times
+#: :data:`~gaussmix.theory.numerics.tolerances.SMOOTH_Q_MAX` (the sharp regime's threshold, tested
+#: at the fixed point).  Measured at K = 3 cross-entropy, alphas in [0.2, 4], from the cold
+#: start: the largest eigenvalue of the first image is within 30 % of the fixed point's
+#: (96 against 73 at lam = 1e-3, 15.0 against 13.9 at 1e-2, 2.43 against 2.34 at 0.1)
+SHARP_IMAGE_FACTOR = 2.0
+
+
+@dataclass(frozen=True)
+class SharpWatch:
+    """Stops a stacked iteration (:class:`SharpPoint`) as soon as the curve's first point
+    (``every``: any point) converges in the sharp regime (the test :func:`sharp_rules` makes
+    at the end, made as it freezes at its own fixed point), or its image is far into it
+    (:data:`SHARP_IMAGE_FACTOR`): a curve that goes back to the point-by-point solve pays
+    little of the stacked one (a :class:`~gaussmix.theory.solve.batch.Watch`)."""
+
+    opts: SolverOptions
+    every: bool = False
+
+    def _watched(self, n_points: int) -> np.ndarray:
+        watched = np.ones(n_points, dtype=bool)
+        if not self.every:
+            watched[1:] = False
+        return watched
+
+    def on_freeze(self, T: StackedMap, points: np.ndarray, x: np.ndarray) -> None:
+        new = points & self._watched(T.n_points)
+        if new.any() and any(r is not None for r in sharp_rules(T, x, self.opts, new)):
+            raise SharpPoint
+
+    def on_image(self, T: StackedMap, g: np.ndarray) -> None:
+        Q = unpack_state(g, T.K, T.L)[0][self._watched(T.n_points)[T.row_of_cluster]]
+        if np.isfinite(Q).all() and sym_eigvals(Q).max() > SHARP_IMAGE_FACTOR * SMOOTH_Q_MAX:
+            raise SharpPoint
+
+
+def sharp_rules(
+    T: StackedMap, x: np.ndarray, opts: SolverOptions, points: np.ndarray | None = None
+) -> list:
+    """The sharp rule of each point of the stacked state ``x`` (of ``points``, a mask)
+    solved with the automatic rule of the smooth regime, as a single point tests it
+    (:func:`~gaussmix.theory.solve.policy.sharp_rule`; None: its rule stays): the points at
+    most at the threshold without a call, and without the symmetry one call for all the
+    points above it (its rule there does not depend on the state)."""
+    p0 = T.problems[0]
+    idx = np.arange(T.n_points) if points is None else np.flatnonzero(points)
+    if not needs_quadrature(p0):
+        return [None] * idx.size
+    # each point's largest overlap eigenvalue, all at once (the same numbers as each
+    # point's own test: the eigenvalues are block by block)
+    top = sym_eigvals(T.unpack(x)[0][idx]).max(axis=(1, 2))
+    if top.max() <= SMOOTH_Q_MAX:
+        return [None] * idx.size
+    rule = channel_rule(p0, None, opts.symmetry)
+    sym = T.symmetry is not None
+    states = T.split(x)
+    out: list = [None] * idx.size  # (a point at most at the threshold: its rule stays)
+    same = None  # without the symmetry, the rule of every point above it (state-free)
+    for k in np.flatnonzero(~(top <= SMOOTH_Q_MAX)):  # (NaN: tested, as each point's)
+        i = idx[k]
+        if sym or same is None:
+            out[k] = sharp_rule(T.problems[i], rule, states[i], symmetric=sym)
+            same = (out[k],)
+        else:
+            out[k] = same[0]
+    return out
+
+
+def converged_solve(
+    T: StackedMap,
+    x0: np.ndarray,
+    history: AndersonState | None,
+    opts: SolverOptions,
+    report: Callable[..., None] | None = None,
+):
+    """The stacked iteration of ``T`` from ``x0`` (:func:`iterated_solve`), or None where it
+    fails."""
+    try:
+        out = iterated_solve(T, x0, history, opts, report)
+    except SharpPoint:
+        return None
+    if not out.converged or not T.is_valid(out.x):
+        return None
+    return out
+
+
+def iterated_solve(
+    T: StackedMap,
+    x0: np.ndarray,
+    history: AndersonState | None,
+    opts: SolverOptions,
+    report: Callable[..., None] | None = None,
+    on_step: Callable[[IterationState], IterationState | None] | None = None,
+) -> IterationOutcome:
+    """The stacked iteration of ``T`` from ``x0`` with the secant pairs ``history``, with
+    the solver's options, each point frozen at its own convergence (``report``: the
+    iteration's callback; ``on_step``: :func:`~gaussmix.theory.solve.iteration.iterate`'s); ``T``
+    is made with :func:`solve_freezing` of ``opts``."""
+    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
+    if T.freezing.tol != opts.tol or T.freezing.trail != opts.anderson + 1:
+        raise ValueError("a stacked solve's map is made with solve_freezing(opts)")
+    anderson = T.anderson(opts.anderson, history)
+    return iterate(T, x0, anderson, return_image=False, callback=report, on_step=on_step, **kw)
+
+
+def estimate_points(
+    T: StackedMap,
+    x: np.ndarray,
+    n_iter: np.ndarray,
+    residual: np.ndarray,
+    opts: SolverOptions,
+    history: AndersonState | None = None,
+    merge: bool = False,
+) -> list[FixedPointResult] | None:
+    """The results of the points of the stacked fixed point ``x`` of ``T``, each with its
+    integration error estimated as :func:`~gaussmix.theory.solve.refinement.estimate_errors`
+    estimates a single point's: the stacked state re-solved with the refined rule (returning
+    the image, so that the state moves with the rule), the change of each point's
+    observables plus their own errors; again, for the points whose estimate of the test
+    error or training loss exceeds ``quad_tol`` (``auto_refine``, at most ``max_refine``
+    times); None after a failure.  As a single point's, each re-solve starts with the
+    secant pairs of the last solve (``history``: those of the iteration that reached
+    ``x``; with one output each point's own, :meth:`StackedMap.pairs`,
+    :func:`own_refined_pairs`) as its model of the Jacobian, and a point converged in it
+    leaves it with its own image (with ``merge``, two outputs or a sweep over lambda: its
+    last iterate, whose moments the map remembers, :func:`refined_solve`)."""
+    problems = T.problems
+    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
+    states = T.split(x)
+    # each point's last solve: its stacked map, state and index there (its single point's
+    # map made once, at the end, :meth:`StackedMap.point_maps`)
+    where = [(T, x, i) for i in range(len(problems))]
+    try:
+        obs = _light_observables(T, x)
+    except (FloatingPointError, np.linalg.LinAlgError, ValueError):
+        return None
+    quad = [dict.fromkeys(_ERROR_KEYS, 0.0) for _ in problems]
+    evals = [dict(o.errors) for o in obs]
+    n_iters = [int(n) for n in n_iter]
+    residuals = [float(r) for r in residual]
+    refinements = opts.max_refine if opts.auto_refine else 1
+    refining = opts.estimate_error and needs_quadrature(problems[0]) and refinements > 0
+    active = list(range(len(problems))) if refining else []
+    # the last solve, its state and the active points among its
+    T_last, x_last, active_last = T, x, active
+    for _ in range(refinements if refining else 0):
+        finer = where[active[0]][0].rule.refined()  # (the single point's bound on its nodes)
+        if finer is None or finer.weights.size > MAX_QUADRATURE_NODES:
+            break
+        T2 = T.like([problems[i] for i in active], finer, refined_freezing(opts, merge))
+        pairs = T_last.pairs(history, active_last, opts.anderson, own=own_refined_pairs(T))
+        x2 = T_last.points_of(x_last, active_last)
+        if merge:  # (else each point's iterates from here are its single point's)
+            T2.warm_from(T_last)
+        solved = refined_solve(T2, x2, T2.anderson(opts.anderson, pairs), opts, kw, merge)
+        if solved is None:
+            return None
+        out2, own, own_res, history = solved
+        T_last, x_last = T2, out2.x
+        try:
+            obs2 = _light_observables(T2, out2.x)
+        except (FloatingPointError, np.linalg.LinAlgError, ValueError):
+            return None
+        split = T2.split(out2.x)
+        still = []
+        for j, i in enumerate(active):
+            quad[i] = {k: abs(obs2[j].value(k) - obs[i].value(k)) for k in _ERROR_KEYS}
+            evals[i] = dict(obs2[j].errors)
+            states[i], obs[i], where[i] = split[j], obs2[j], (T2, out2.x, j)
+            n_iters[i] += int(own[j])
+            residuals[i] = float(own_res[j])
+            total = {k: quad[i][k] + evals[i][k] for k in ("test_error", "train_loss")}
+            if max(total.values()) > opts.quad_tol:
+                still.append(i)
+        active_last = [active.index(i) for i in still]  # (in T_last's points)
+        active = still
+        if not active:
+            break
+    opts = replace(opts, throw=False)
+    maps = _point_maps(where, states)
+    try:
+        priors = _prior_details(T, [T_i.last for T_i in maps])
+        fulls = with_statistics_points(problems, maps, states, obs, priors)
+    except (FloatingPointError, np.linalg.LinAlgError, ValueError):
+        return None
+    ests = [
+        Estimate(
+            maps[i],
+            states[i],
+            n_iters[i],
+            residuals[i],
+            IterationStatus.CONVERGED,
+            "converged",
+            full,
+            quad[i],
+            evals[i],
+        )
+        for i, full in enumerate(fulls)
+    ]
+    results = assemble_results(problems, opts, ests)
+    if not all(res.success for res in results):  # a spurious or degenerate point: point by point
+        return None
+    return results
+
+
+def _point_maps(
+    where: list[tuple[StackedMap, np.ndarray, int]], states: list[np.ndarray]
+) -> list[FixedPointMap]:
+    """Each point's single point's map at its state ``states[i]`` in its last solve
+    (``where``: the stacked map, its state and the point's index there), one
+    :meth:`StackedMap.point_maps` for the points of each solve."""
+    maps: list = [None] * len(where)
+    solves: dict = {}  # id of a stacked map -> (it, its state, its points, theirs here)
+    for i, (T, x, j) in enumerate(where):
+        _, _, points, mine = solves.setdefault(id(T), (T, x, [], []))
+        points.append(j)
+        mine.append(i)
+    for T, x, points, mine in solves.values():
+        for i, m in zip(mine, T.point_maps(x, points, [states[i] for i in mine])[1]):
+            maps[i] = m
+    return maps
+
+
+def _prior_details(T: StackedMap, hats: list[HatEvaluation]) -> list[PriorResult]:
+    """The prior's details (``psi_w``, penalty, sparsity) at each point's hats, one prior
+    update for all points (:func:`~gaussmix.theory.prior.prior.prior_update` with ``details``)."""
+    Qh, Mh, Vh = (np.stack([getattr(h, f) for h in hats]) for f in ("Qhat", "Mhat", "Vhat"))
+    pr = prior_update(T.problems[0], Qh, Mh, Vh, lam=T.lams, details=True)
+    # (the floats of each array at once: ``tolist`` gives each entry's ``float``)
+    floats = zip(
+        *(np.asarray(a, dtype=float).tolist() for a in (pr.psi_w, pr.penalty, pr.l1_norm))
+    )
+    return [
+        PriorResult(
+            Q=pr.Q[i],
+            M=pr.M[i],
+            V=pr.V[i],
+            psi_w=psi_w,
+            penalty=penalty,
+            atom_nonzero=pr.atom_nonzero[i],
+            l1_norm=l1_norm,
+        )
+        for i, (psi_w, penalty, l1_norm) in enumerate(floats)
+    ]

@@ -1,0 +1,548 @@
+"""The fixed-point iteration: Anderson mixing and the safeguarded loop.
+
+:func:`iterate` drives a map ``x -> T(x)`` (a
+:class:`~gaussmix.theory.solve.fixed_point.FixedPointMap`,
+or anything with its ``K``, ``L``, ``log_chart`` and ``__call__``) from a starting state with
+a secant history (:class:`AndersonState`, immutable, ``init`` / ``update`` in the spirit of
+jaxopt's ``AndersonAcceleration``) to an :class:`IterationOutcome` whose
+:class:`IterationStatus` says why it stopped.  Convergence is declared when
+``max_i |T(x)_i - x_i| / s_i < tol`` (:func:`~gaussmix.theory.solve.state.residual_scale`).
+
+The iteration is a pure :class:`FixedPointIteration` (``init`` / ``step`` / ``terminate``
+over an immutable :class:`IterationState`, in the spirit of optimistix's solvers); the loop
+that drives it is :func:`iterate`.  No I/O and no warnings: what happened is in the outcome;
+the solver (:mod:`gaussmix.theory.solve.solver`) reports it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from gaussmix.core.exceptions import ConvergenceError, SpuriousFixedPointError
+from gaussmix.core.interrupt import check_interrupt
+from gaussmix.core.memo import IdentityMemo
+
+from ..numerics.tolerances import (
+    ANDERSON_RIDGE,
+    ANDERSON_RIDGE_FLOOR,
+    DIVERGENCE_FACTOR,
+    MIN_RESTART_DAMPING,
+    MIN_STEP_FRACTION,
+)
+from .state import LogChart, is_valid_state, q_is_psd, residual_scale
+
+if TYPE_CHECKING:
+    from .fixed_point import FixedPointMap
+
+__all__ = [
+    "IterationStatus",
+    "AndersonState",
+    "IterationOutcome",
+    "IterationState",
+    "FixedPointIteration",
+    "iterate",
+]
+
+#: consecutive images T(x) outside the cone of valid states (a ``Q_c`` that is not positive
+#: semi-definite) after which a fixed point is reported spurious (docs/design.md pitfall 5): the
+#: map of a valid state is valid in exact arithmetic, so this is a numerical breakdown
+#: (Appendix E's note on numerical instabilities), which the iteration cannot step around
+_MAX_INVALID_IMAGES = 3
+
+
+# --------------------------------------------------------------------------- status
+class IterationStatus(enum.Enum):
+    """Why a fixed-point iteration stopped (``FixedPointResult.status``)."""
+
+    #: the scaled residual fell below ``tol`` at a valid state
+    CONVERGED = "converged"
+    #: ``max_iter`` iterations without convergence
+    MAX_ITER = "max-iter"
+    #: NaN or infinite order parameters
+    NON_FINITE = "non-finite"
+    #: converged to a state whose ``Q_c`` or ``V_c`` is not positive (semi-)definite
+    NOT_POSITIVE_DEFINITE = "not-positive-definite"
+    #: the map failed at the starting point (no earlier iterate to retreat to)
+    MAP_FAILED = "map-failed"
+    #: the observables could not be evaluated at the fixed point
+    NUMERICAL_FAILURE = "numerical-failure"
+    #: converged to a degenerate state: the bias condition holds only in absolute terms
+    #: (the channel's moments underflowed; see
+    #: :func:`~gaussmix.theory.solve.fixed_point.bias_condition_step`)
+    DEGENERATE = "degenerate"
+
+    @property
+    def spurious(self) -> bool:
+        """Whether the iteration reached an invalid point (docs/design.md pitfall 5), or a
+        degenerate one."""
+        return self in (
+            IterationStatus.NON_FINITE,
+            IterationStatus.NOT_POSITIVE_DEFINITE,
+            IterationStatus.DEGENERATE,
+        )
+
+    @property
+    def error_class(self) -> type[ConvergenceError]:
+        """The exception raised for this status with ``throw=True``:
+        :class:`~gaussmix.core.exceptions.SpuriousFixedPointError` for an invalid point,
+        :class:`~gaussmix.core.exceptions.ConvergenceError` otherwise."""
+        return SpuriousFixedPointError if self.spurious else ConvergenceError
+
+
+@dataclass(frozen=True)
+class AndersonState:
+    """Secant history of Anderson mixing: the last ``memory`` difference pairs.
+
+    ``dxs[i] = x_{j+1} - x_j`` and ``dgs[i] = T(x_{j+1}) - T(x_j)`` for consecutive iterates;
+    together they are a secant model of the Jacobian of ``T``.  Immutable: :meth:`update`
+    and :meth:`cleared` return new states.  A state outlives one iteration only through the
+    ``history`` of :func:`~gaussmix.theory.solve.solver.solve_problem`, which hands the final state
+    of a point of a curve to the next point as a quasi-Newton warm start.
+
+    Attributes
+    ----------
+    dxs, dgs : tuple of ndarray
+        The pairs, oldest first.
+    memory : int
+        Largest number of pairs kept (0: plain damped iteration).
+    log_chart : bool
+        Whether the pairs are differences in :class:`~gaussmix.theory.solve.state.LogChart`
+        coordinates (an iteration in the other coordinates starts without them).
+    blocks : ndarray of int, optional
+        For a state made of independent blocks (the points of a curve stacked in one state,
+        :mod:`gaussmix.theory.solve.batch`), the block of each component: each block is
+        mixed with its own coefficients, as if iterated alone (None: one block).
+    """
+
+    dxs: tuple[np.ndarray, ...]
+    dgs: tuple[np.ndarray, ...]
+    memory: int
+    log_chart: bool = False
+    blocks: np.ndarray | None = field(default=None, compare=False)
+
+    @classmethod
+    def init(cls, memory: int, previous: AndersonState | None = None) -> AndersonState:
+        """A state with memory ``memory``, starting from the newest pairs of ``previous``."""
+        if previous is None:
+            return cls((), (), memory)
+        start = max(0, len(previous.dxs) - memory)
+        return cls(previous.dxs[start:], previous.dgs[start:], memory, previous.log_chart)
+
+    @property
+    def empty(self) -> bool:
+        """Whether there are no pairs."""
+        return not self.dxs
+
+    def update(self, dx: np.ndarray, dg: np.ndarray) -> AndersonState:
+        """The state with the pair ``(dx, dg)`` appended (the oldest dropped beyond memory)."""
+        dxs, dgs = self.dxs + (dx,), self.dgs + (dg,)
+        if len(dxs) > self.memory:
+            dxs, dgs = dxs[1:], dgs[1:]
+        return AndersonState(dxs, dgs, self.memory, self.log_chart, self.blocks)
+
+    def cleared(self) -> AndersonState:
+        """The state without pairs (a restart of the mixing)."""
+        return AndersonState((), (), self.memory, self.log_chart, self.blocks)
+
+    def extrapolate(
+        self, x: np.ndarray, r: np.ndarray, beta: float, scale: np.ndarray
+    ) -> np.ndarray:
+        """The Anderson-mixed step from ``x`` with residual ``r = T(x) - x`` and damping
+        ``beta``: ``x + beta r - (dX + beta (dG - dX)) gamma``, with ``gamma`` minimising the
+        scaled linearised residual ``|(r - (dG - dX) gamma) / scale|``.
+
+        The normal equations carry the ridge ``(ANDERSON_RIDGE tr(A) / m +
+        ANDERSON_RIDGE_FLOOR) I`` (:mod:`gaussmix.theory.numerics.tolerances`).  Raises
+        ``numpy.linalg.LinAlgError`` if they are singular all the same.
+        """
+        dX = np.stack(self.dxs, axis=1)
+        dG = np.stack(self.dgs, axis=1)
+        dGX = dG - dX
+        dR = dGX / scale[:, None]
+        if self.blocks is not None:
+            return self._extrapolate_blocks(x, r, beta, scale, dX, dGX, dR)
+        A = dR.T @ dR
+        m = A.shape[0]
+        A += (ANDERSON_RIDGE * np.trace(A) / m + ANDERSON_RIDGE_FLOOR) * np.eye(m)
+        gamma = np.linalg.solve(A, dR.T @ (r / scale))
+        return x + beta * r - (dX + beta * dGX) @ gamma
+
+    def _extrapolate_blocks(
+        self,
+        x: np.ndarray,
+        r: np.ndarray,
+        beta: float,
+        scale: np.ndarray,
+        dX: np.ndarray,
+        dGX: np.ndarray,
+        dR: np.ndarray,
+    ) -> np.ndarray:
+        """:meth:`extrapolate` with one ``gamma`` per block (the same normal equations,
+        ridge and step, summed over each block's components; ``dGX = dG - dX``, ``dR`` its
+        scaled columns)."""
+        blocks = self.blocks
+        m = dR.shape[1]
+        n_blocks, index, full = _block_layout(blocks, m)
+        # each block's sums, one bincount over (block, column) pairs: linear in the number
+        # of components (a dense block-by-component indicator matrix made a long stacked
+        # curve quadratic); each sum adds its block's components in order, as one bincount
+        # per column did, in one call instead of m (m + 1); of the upper triangle of the
+        # symmetric normal matrix only (its entry (j, i) is the same sum of the same
+        # products, bit for bit, as (i, j)); the products written column by column into
+        # rows of ``terms`` (columns of the pairs: contiguous)
+        n_up = m * (m + 1) // 2
+        dT = dR.T.copy()
+        terms = np.empty((n_up + m, dT.shape[1]))
+        k = 0
+        for i in range(m):  # (the upper triangle's columns (i, i..m-1), in np.triu_indices order)
+            np.multiply(dT[i], dT[i:], out=terms[k : k + m - i])
+            k += m - i
+        np.multiply(dT, r / scale, out=terms[n_up:])
+        sums = np.bincount(index, weights=terms.ravel(), minlength=n_blocks * (n_up + m))
+        sums = sums.reshape(n_blocks, n_up + m)
+        A = sums[:, full].reshape(n_blocks, m, m)  # (each entry its upper triangle's sum)
+        rhs = sums[:, n_up:]
+        ridge = ANDERSON_RIDGE * np.trace(A, axis1=1, axis2=2) / m + ANDERSON_RIDGE_FLOOR
+        A += ridge[:, None, None] * np.eye(m)
+        gamma = np.linalg.solve(A, rhs[..., None])[..., 0]
+        return x + beta * r - ((dX + beta * dGX) * gamma[blocks]).sum(axis=1)
+
+
+#: the layouts of block-mixed extrapolations, by the blocks array's identity and then by
+#: memory (:func:`_block_layout`), for the last 8 blocks arrays (a curve's stages: its
+#: points, its groups of points; the oldest forgotten first)
+_LAYOUTS = IdentityMemo(8)
+
+
+def _block_layout(blocks: np.ndarray, m: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """The index arrays of :meth:`AndersonState._extrapolate_blocks` for the components'
+    blocks ``blocks`` and ``m`` pairs: the number of blocks, the (block, column) bin of each
+    product (``n_up + m`` columns: the normal matrix's upper triangle in
+    ``np.triu_indices`` order, then the right-hand side; column by column, each over the
+    components), and the column of the upper triangle of each entry of the ``m x m``
+    matrix (row-major).  Remembered for the last few ``blocks`` arrays (by identity: the
+    iteration of a stacked map mixes with one array, not modified, every step; the stacked
+    maps of a curve share theirs)."""
+
+    def make() -> tuple[int, np.ndarray, np.ndarray]:
+        n_blocks = int(blocks.max()) + 1
+        iu, ju = np.triu_indices(m)
+        cols = iu.size + m
+        index = (np.arange(cols)[:, None] + blocks * cols).ravel()
+        column = np.empty((m, m), dtype=np.intp)
+        column[iu, ju] = column[ju, iu] = np.arange(iu.size)
+        return n_blocks, index, column.ravel()
+
+    return _LAYOUTS.get(blocks, m, make)
+
+
+@dataclass(frozen=True)
+class IterationOutcome:
+    """How one Anderson-accelerated iteration ended.
+
+    Attributes
+    ----------
+    x : ndarray
+        The returned state (on convergence ``T(x)`` or the last evaluated state, see
+        :func:`iterate`; otherwise the last iterate).
+    n_iter : int
+        Evaluations of the map.
+    residual : float
+        Last scaled residual ``max |T(x) - x| / s``
+        (:func:`~gaussmix.theory.solve.state.residual_scale`).
+    status : IterationStatus
+    message : str
+    anderson : AndersonState
+        The final secant history (a warm start for the next point of a curve).
+    """
+
+    x: np.ndarray
+    n_iter: int
+    residual: float
+    status: IterationStatus
+    message: str
+    anderson: AndersonState
+
+    @property
+    def converged(self) -> bool:
+        """Whether the status is :attr:`IterationStatus.CONVERGED`."""
+        return self.status is IterationStatus.CONVERGED
+
+
+class IterationState(NamedTuple):
+    """The state of a :class:`FixedPointIteration` between two evaluations of the map.
+
+    Attributes
+    ----------
+    x : ndarray
+        The state at which the map is evaluated next.
+    n_iter : int
+        Evaluations of the map so far.
+    anderson : AndersonState
+        The secant history, in the chart's coordinates.
+    chart : LogChart or None
+        The coordinates of the mixing (None: the state itself).
+    last : tuple of ndarray or None
+        ``(y, T(x))`` of the last accepted evaluation, in chart coordinates (where a failed
+        evaluation retreats to; None after a restart).
+    best : float
+        Smallest step ``max |T(x) - x| / max(1, |x|)`` seen (the divergence test).
+    damping : float
+        Current mixing parameter (halved by retreats and restarts).
+    residual : float
+        Last scaled residual ``max |T(x) - x| / s`` (inf before the first evaluation), or,
+        where ``pending`` is set, its lower bound the step ``max |T(x) - x| / max(1, |x|)``
+        (:meth:`exact_residual`).
+    invalid_images : int
+        Consecutive images with a ``Q_c`` that is not positive semi-definite.
+    evaluated : bool
+        Whether the last step computed a residual (the callback reports it).
+    pending : tuple of ndarray or None
+        ``(T(x) - x, x, K, L)`` of a step whose residual was not computed (see
+        :class:`FixedPointIteration`'s ``report``).
+    outcome : IterationOutcome or None
+        Set by the step that ended the iteration.
+
+    Notes
+    -----
+    A named tuple (immutable; a step makes the next one with ``_replace``): it is made once
+    per evaluation of the map, where a frozen dataclass's ``replace`` cost 5 us.
+    """
+
+    x: np.ndarray
+    n_iter: int
+    anderson: AndersonState
+    chart: LogChart | None
+    last: tuple[np.ndarray, np.ndarray] | None
+    best: float
+    damping: float
+    residual: float
+    invalid_images: int = 0
+    evaluated: bool = False
+    outcome: IterationOutcome | None = None
+    pending: tuple | None = None
+
+    def exact_residual(self) -> float:
+        """:attr:`residual`, computed where the step left it pending."""
+        if self.pending is None:
+            return self.residual
+        r, x, K, L = self.pending
+        return float(np.max(np.abs(r) / residual_scale(x, K, L)))
+
+
+@dataclass(frozen=True)
+class FixedPointIteration:
+    """Anderson-accelerated fixed-point iteration with safeguards, as a pure
+    ``init`` / ``step`` / ``terminate`` (in the spirit of optimistix's solvers); :func:`iterate`
+    is the loop that drives it.
+
+    On convergence (``max |T(x) - x| / s < tol``,
+    :func:`~gaussmix.theory.solve.state.residual_scale`) the image ``T(x)`` is returned, or ``x``
+    itself with ``return_image=False`` (whose channel moments the map remembers).
+    A failing map evaluation, or a non-finite image, retreats half-way to the previous
+    iterate with half the damping; an extrapolation that diverges or leaves the cone of
+    valid states drops the history; a damped step that leaves the cone is shortened.
+
+    The mixing (secant pairs, extrapolation, damped steps) happens in the map's chart
+    (:class:`~gaussmix.theory.solve.state.LogChart` where ``T.log_chart``, else the state itself);
+    the residual and the convergence test are always those of the state.
+
+    Attributes
+    ----------
+    tol : float
+        Tolerance of the convergence test.
+    max_iter : int
+        Largest number of evaluations of the map.
+    damping : float
+        Mixing parameter in (0, 1].
+    return_image : bool
+        Return ``T(x)`` (True) or ``x`` on convergence.
+    report : bool
+        Compute the residual of every step (for a callback).  Otherwise a step whose
+        ``max |T(x) - x| / max(1, |x|)`` is at least ``tol`` leaves it pending
+        (:meth:`IterationState.exact_residual`): the residual's scales ``max(|x_i|, u_i)``,
+        ``u_i <= 1``, are at most ``max(1, |x_i|)``, so the residual is at least that step
+        and the convergence test fails all the same (the outcomes are unchanged; a solve
+        saves one :func:`~gaussmix.theory.solve.state.residual_scale` per iteration).
+    """
+
+    tol: float
+    max_iter: int
+    damping: float
+    return_image: bool = True
+    report: bool = True
+
+    def init(self, T: FixedPointMap, x0: np.ndarray, anderson: AndersonState) -> IterationState:
+        """The state before the first evaluation, from ``x0`` with the secant history
+        ``anderson`` (dropped if its pairs are in the other coordinates)."""
+        chart = LogChart(T.K, T.L) if getattr(T, "log_chart", False) else None
+        if anderson.log_chart != (chart is not None):  # pairs of the other coordinates
+            anderson = replace(anderson.cleared(), log_chart=chart is not None)
+        return IterationState(x0.copy(), 0, anderson, chart, None, np.inf, self.damping, np.inf)
+
+    def terminate(self, s: IterationState) -> bool:
+        """Whether the iteration has ended (an outcome, or ``max_iter`` evaluations)."""
+        return s.outcome is not None or s.n_iter >= self.max_iter
+
+    def outcome(self, s: IterationState) -> IterationOutcome:
+        """The outcome of an ended iteration (:attr:`IterationStatus.MAX_ITER` if no step
+        ended it)."""
+        if s.outcome is not None:
+            return s.outcome
+        res = s.exact_residual()
+        msg = f"did not converge in {self.max_iter} iterations (residual {res:.3g})"
+        return IterationOutcome(s.x, self.max_iter, res, IterationStatus.MAX_ITER, msg, s.anderson)
+
+    def step(self, T: FixedPointMap, s: IterationState) -> IterationState:
+        """One evaluation of the map at ``s.x`` and the next iterate (or the outcome)."""
+        K, L = T.K, T.L
+        S = IterationStatus
+        chart, state, last, beta = s.chart, s.anderson, s.last, s.damping
+        x, it = s.x, s.n_iter + 1
+
+        def ended(xr: np.ndarray, res: float, status: IterationStatus, msg: str, st):
+            out = IterationOutcome(xr, it, res, status, msg, st)
+            return s._replace(n_iter=it, residual=res, evaluated=True, outcome=out, pending=None)
+
+        def retreat(**changes: Any) -> IterationState:  # half-way back to the last image
+            x_back = _back(chart, last[0] + 0.5 * beta * (last[1] - last[0]))
+            cleared = state.cleared()
+            return s._replace(x=x_back, n_iter=it, anderson=cleared, last=None, **changes)
+
+        try:
+            g = T(x)
+        except (FloatingPointError, np.linalg.LinAlgError) as exc:
+            if last is not None:
+                return retreat(damping=0.5 * beta, evaluated=False)
+            out = IterationOutcome(x, it, np.inf, S.MAP_FAILED, f"map failed: {exc}", state)
+            return s._replace(n_iter=it, evaluated=False, outcome=out)
+        r = g - x
+        # the mixing's weights and measure of a step (divergence), in units max(1, |x|);
+        # the convergence test is relative to the size of each block (residual_scale)
+        scale = np.maximum(1.0, np.abs(x))
+        step = float(np.max(np.abs(r) / scale))
+        pending = None
+        if not np.isfinite(step):
+            res = step
+        elif self.report or step < self.tol or it >= self.max_iter:
+            res = float(np.max(np.abs(r) / residual_scale(x, K, L)))
+        else:  # the residual is at least the step: the test fails without it
+            res, pending = step, (r, x, K, L)
+        if not np.isfinite(step):
+            if last is not None:  # a step from a finite image overflowed: retreat from it
+                return retreat(damping=0.5 * beta, residual=res, evaluated=True, pending=None)
+            return ended(x, res, S.NON_FINITE, "NaN or infinite order parameters", state)
+        invalid_images = 0 if q_is_psd(g, K, L) else s.invalid_images + 1
+        if invalid_images >= _MAX_INVALID_IMAGES:
+            msg = (
+                "spurious fixed point: the map returns an overlap matrix Q_c that is not "
+                f"positive semi-definite ({invalid_images} iterations in a row)"
+            )
+            if pending is not None:
+                res = float(np.max(np.abs(r) / residual_scale(x, K, L)))
+            return ended(x, res, S.NOT_POSITIVE_DEFINITE, msg, state)
+        converged = res < self.tol
+        xr = g if self.return_image else x
+        y, yg = (x, g) if chart is None else (chart.forward(x), chart.forward(g))
+        if y is None or yg is None:  # outside the chart: a plain step, history dropped
+            state = state.cleared()
+            if converged:
+                return ended(xr, res, S.CONVERGED, "converged", state)
+            x, state = _next_iterate(x, r, beta, scale, state, K, L, None)
+            return IterationState(
+                x, it, state, chart, None, s.best, beta, res, invalid_images, True, None, pending
+            )
+        if last is not None:
+            state = state.update(y - last[0], yg - last[1])
+        if converged:
+            return ended(xr, res, S.CONVERGED, "converged", state)
+        best = s.best
+        if step > DIVERGENCE_FACTOR * best and not state.empty:
+            # divergence of the extrapolation: restart from here with more damping
+            state = state.cleared()
+            beta = max(MIN_RESTART_DAMPING, 0.5 * beta)
+        best = min(best, step)
+        yscale = scale if chart is None else np.maximum(1.0, np.abs(y))
+        x, state = _next_iterate(y, yg - y, beta, yscale, state, K, L, chart)
+        return IterationState(
+            x, it, state, chart, (y, yg), best, beta, res, invalid_images, True, None, pending
+        )
+
+
+def iterate(
+    T: FixedPointMap,
+    x0: np.ndarray,
+    anderson: AndersonState,
+    *,
+    tol: float,
+    max_iter: int,
+    damping: float,
+    callback: Callable[[int, float], Any] | None = None,
+    return_image: bool = True,
+    on_step: Callable[[IterationState], IterationState | None] | None = None,
+) -> IterationOutcome:
+    """Run a :class:`FixedPointIteration` of ``T`` from ``x0`` with the secant history
+    ``anderson`` to its outcome.
+
+    ``callback(iteration, residual)`` is called after every evaluation of the map that
+    computed a residual, and :func:`gaussmix.core.interrupt.check_interrupt` after every
+    step (the caller's cooperative stop, which raises).  ``on_step(state)``, if given, is
+    called after every step that did not end the iteration, and the state it returns (if
+    not None) is the one the iteration goes on from: a caller's change of the next iterate
+    and its secant pairs (the stacked curves' restart of slow points,
+    :mod:`gaussmix.theory.solve.batch`).  numpy's floating-point warnings
+    are off during the loop: a trial state far from the fixed point (an Anderson
+    extrapolation) can overflow inside the map, and its image is then rejected by the
+    explicit finiteness test, not reported as a RuntimeWarning.
+    """
+    solver = FixedPointIteration(tol, max_iter, damping, return_image, report=callback is not None)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        s = solver.init(T, x0, anderson)
+        while not solver.terminate(s):
+            s = solver.step(T, s)
+            if callback is not None and s.evaluated:
+                callback(s.n_iter, s.residual)
+            check_interrupt()  # a cooperative stop asked by the caller's thread
+            if on_step is not None and not solver.terminate(s):
+                s = on_step(s) or s
+    return solver.outcome(s)
+
+
+def _back(chart: LogChart | None, y: np.ndarray) -> np.ndarray:
+    """The state of chart coordinates ``y`` (the identity without a chart)."""
+    return y if chart is None else chart.inverse(y)
+
+
+def _next_iterate(
+    y: np.ndarray,
+    r: np.ndarray,
+    beta: float,
+    scale: np.ndarray,
+    state: AndersonState,
+    K: int,
+    L: int,
+    chart: LogChart | None = None,
+) -> tuple[np.ndarray, AndersonState]:
+    """The next iterate (a state) from chart coordinates ``y`` with residual ``r = T(x) - x``
+    in the chart: the Anderson extrapolation when it stays in the cone of valid states
+    (else the history is dropped), otherwise the damped step ``y + beta r``, shortened until
+    it is valid (without a chart, ``y`` is the state itself)."""
+    if not state.empty and state.memory > 0:
+        try:
+            cand = _back(chart, state.extrapolate(y, r, beta, scale))
+            if is_valid_state(cand, K, L):
+                return cand, state
+            state = state.cleared()
+        except np.linalg.LinAlgError:
+            state = state.cleared()
+    t = 1.0
+    x_new = _back(chart, y + beta * r)
+    while t > MIN_STEP_FRACTION and not is_valid_state(x_new, K, L):
+        t *= 0.5
+        x_new = _back(chart, y + t * beta * r)
+    return x_new, state

@@ -1,0 +1,490 @@
+"""The solve policy: every decision of a solve of Theorem 1's fixed point, declared in one place.
+
+A solve is a short sequence of steps, and which steps, with which quadrature rule and which
+error estimate, depends on the kind of problem (closed-form or quadrature channel, the
+number of effective outputs, exchangeable clusters, the prior's own integrals, the size of
+a dense prior) and on the options.  :func:`policy_for` decides it once per problem and
+returns a frozen :class:`SolvePolicy`; :func:`~gaussmix.theory.solve.solver.solve_problem` is
+one loop over its :attr:`SolvePolicy.steps`.  The steps, in the order they run:
+
+==================  =======================================================================
+step                what it does, and when the policy takes it
+==================  =======================================================================
+:class:`WarmStart`  from a given starting state (a curve's neighbour, a user's ``init``),
+                    the softmax-normaliser rule of the sharp regime straight away
+                    (K = 5, 6 cross-entropy of exchangeable clusters); the solve below is
+                    skipped where the sharp rule at its fixed point is that same rule
+:class:`Iterate`    the fixed point with the first rule (:func:`channel_rule`), after the
+                    policy's :class:`~gaussmix.theory.solve.refinement.Continuation` (a coarser
+                    rule first, or the prior in single precision first)
+:class:`SharpSwitch`  where the automatic smooth-regime rule meets a sharp state (an
+                    eigenvalue of some ``Q_c`` above ``SMOOTH_Q_MAX``), the sharp regime's
+                    rule from there (:func:`sharp_rule`)
+:class:`EstimateErrors`  the observables of Theorem 2 and their integration error, of the
+                    kind :func:`estimate_kind` gives for the rule the solve ended with:
+                    re-solves with refined rules, replicates of a randomised rule, or none
+:class:`NormaliserSwitch`  K = 4 cross-entropy of exchangeable clusters near ``alpha*_4``:
+                    where the panels' estimate would warn, the normaliser's integrals
+                    (:func:`normaliser_switch`), kept if their estimate is smaller
+:class:`RefinePrior`  the multi-output lasso: the error of the prior's own rule, by
+                    refinement (:func:`~gaussmix.theory.solve.refinement.refine_prior`)
+:class:`Fallback`   a solve that failed handed to :attr:`SolvePolicy.fallback` (None today:
+                    the slot of a homotopy from a solvable neighbour)
+==================  =======================================================================
+
+The steps hold no numerics: they call the mechanics of :mod:`gaussmix.theory.solve.refinement`
+(:func:`~gaussmix.theory.solve.refinement.run_fixed_point`,
+:func:`~gaussmix.theory.solve.refinement.estimate_errors`,
+:func:`~gaussmix.theory.solve.refinement.refine_prior`) with the decisions made here, and read
+the rules' declared capabilities (:class:`~gaussmix.theory.numerics.quadrature.QuadratureRule`:
+``randomised``, ``computes_moments``, ``needs_symmetry``, ``seed``, ``fallback``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..channel.normaliser import NormaliserRule, normaliser_serves
+from ..numerics import tolerances
+from ..numerics.linalg import sym_eigvals
+from ..numerics.quadrature import MAX_QUADRATURE_NODES, GaussHermite, QuadratureRule, auto_rule
+from ..numerics.tolerances import SMOOTH_Q_MAX, integration_warning_threshold
+from ..prior.prior import prior_quadrature_dim, single_precision_phase
+from ..problem.problem import Problem
+from ..problem.symmetry import (
+    EXCHANGEABLE_ORDER,
+    EXCHANGEABLE_PANEL_DIMS,
+    ClusterSymmetry,
+    ExchangeablePanels,
+    symmetric_rule,
+)
+from .fixed_point import FixedPointMap, cluster_symmetry, needs_quadrature
+from .iteration import IterationOutcome, IterationStatus
+from .options import SolverOptions
+from .refinement import (
+    Continuation,
+    ErrorEstimate,
+    Estimate,
+    estimate_errors,
+    refine_prior,
+    run_fixed_point,
+)
+from .state import unpack_state
+
+__all__ = [
+    "SolvePolicy",
+    "SolveState",
+    "Step",
+    "WarmStart",
+    "Iterate",
+    "SharpSwitch",
+    "EstimateErrors",
+    "NormaliserSwitch",
+    "RefinePrior",
+    "Fallback",
+    "FallbackHook",
+    "policy_for",
+    "channel_rule",
+    "continuation",
+    "estimate_kind",
+    "sharp_rule",
+    "normaliser_switch",
+]
+
+
+# --------------------------------------------------------------------------- the state
+@dataclass
+class SolveState:
+    """What the steps of one solve hand on: the problem, options, callback and the secant
+    pairs by rule (``history``), the starting state ``x0``, the map and outcome of the last
+    fixed-point run (``T``, ``out``), whether the warm start's solve stands
+    (``warm_kept``) and its iterations (``n_warm``), and the estimate (``est``) once made."""
+
+    policy: SolvePolicy
+    problem: Problem
+    opts: SolverOptions
+    callback: Callable | None
+    history: dict
+    x0: np.ndarray
+    T: FixedPointMap | None = None
+    out: IterationOutcome | None = None
+    n_warm: int = 0
+    warm_kept: bool = False
+    est: Estimate | None = None
+
+    def run(self, rule: QuadratureRule, x0: np.ndarray) -> tuple[FixedPointMap, IterationOutcome]:
+        """:func:`~gaussmix.theory.solve.refinement.run_fixed_point` with ``rule`` from ``x0``
+        after the policy's continuation."""
+        return run_fixed_point(
+            self.problem,
+            rule,
+            x0,
+            self.opts,
+            self.callback,
+            self.history,
+            first_phase=self.policy.continuation,
+        )
+
+    def estimate(self, T: FixedPointMap, out: IterationOutcome) -> Estimate:
+        """:func:`~gaussmix.theory.solve.refinement.estimate_errors` at ``out``, of the kind
+        :func:`estimate_kind` gives for the rule of ``T``."""
+        kind = estimate_kind(self.problem, self.opts, T.rule)
+        return estimate_errors(self.problem, T, out, self.opts, self.callback, self.history, kind)
+
+
+# --------------------------------------------------------------------------- the steps
+class Step:
+    """One step of a solve: :meth:`run` reads and updates the :class:`SolveState`."""
+
+    def run(self, s: SolveState) -> None:
+        """Do the step."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class WarmStart(Step):
+    """From a given starting state in the sharp regime, the rule :func:`sharp_rule` chooses
+    there where it is a :class:`~gaussmix.theory.channel.normaliser.NormaliserRule` (K = 5, 6
+    cross-entropy of exchangeable clusters), instead of the smooth-regime rule's solve first.
+
+    In the sharp regime the smooth-regime rule's fixed point is far from the normaliser's
+    (the reason for the switch), so the normaliser's solve from it costs as many iterations
+    as from a cold start, while a neighbouring point's state is close (measured along
+    Fig. 3 left's K = 5 curve: 12 evaluations at 6 nodes and 4 at 8 from the Gauss-Hermite
+    fixed point, after 20 of Gauss-Hermite).  The solve stands (and :class:`Iterate` and
+    :class:`SharpSwitch` are skipped) only where :func:`sharp_rule` chooses the same rule at
+    its fixed point; otherwise the usual path runs from the starting state."""
+
+    def run(self, s: SolveState) -> None:
+        rule = s.policy.rule
+        warm = sharp_rule(s.problem, rule, s.x0, symmetric=s.policy.symmetric)
+        if not isinstance(warm, NormaliserRule):
+            return
+        T, out = s.run(warm, s.x0)
+        s.n_warm = out.n_iter
+        symmetric = T.symmetry is not None
+        if out.converged and sharp_rule(s.problem, rule, out.x, symmetric=symmetric) == warm:
+            s.T, s.out, s.warm_kept = T, out, True
+        else:
+            s.history.pop(warm, None)
+
+
+@dataclass(frozen=True)
+class Iterate(Step):
+    """The fixed point with ``rule`` from the starting state, after the policy's
+    continuation; the warm start's iterations count."""
+
+    rule: QuadratureRule
+
+    def run(self, s: SolveState) -> None:
+        if s.warm_kept:
+            return
+        T, out = s.run(self.rule, s.x0)
+        s.T, s.out = T, replace(out, n_iter=out.n_iter + s.n_warm)
+
+
+@dataclass(frozen=True)
+class SharpSwitch(Step):
+    """Where the solve converged with the automatic smooth-regime rule to a sharp state,
+    the sharp regime's rule (:func:`sharp_rule`) from that state, with its secant pairs."""
+
+    def run(self, s: SolveState) -> None:
+        if s.warm_kept or not s.out.converged:
+            return
+        sharp = sharp_rule(s.problem, s.T.rule, s.out.x, symmetric=s.T.symmetry is not None)
+        if sharp is None:
+            return
+        s.history.setdefault(sharp, s.out.anderson)
+        T, out2 = s.run(sharp, s.out.x)
+        s.T, s.out = T, replace(out2, n_iter=s.out.n_iter + out2.n_iter)
+
+
+@dataclass(frozen=True)
+class EstimateErrors(Step):
+    """The observables at the fixed point and their integration error (the kind of
+    :func:`estimate_kind` for the rule the solve ended with)."""
+
+    def run(self, s: SolveState) -> None:
+        s.est = s.estimate(s.T, s.out)
+
+
+@dataclass(frozen=True)
+class NormaliserSwitch(Step):
+    """Where :func:`normaliser_switch` gives a rule, the solve again with it from the fixed
+    point; its answer is kept where it converges with a smaller estimate of the test error
+    and training loss."""
+
+    def run(self, s: SolveState) -> None:
+        switch = normaliser_switch(s.problem, s.opts, s.est)
+        if switch is None:
+            return
+        T, out2 = s.run(switch, s.est.x)
+        est2 = s.estimate(T, replace(out2, n_iter=s.est.n_iter + out2.n_iter))
+        if est2.status is IterationStatus.CONVERGED and _worst(est2) < _worst(s.est):
+            s.est = est2
+
+
+@dataclass(frozen=True)
+class RefinePrior(Step):
+    """The integration error of the prior's own rule (the multi-output lasso), by
+    refinement: :func:`~gaussmix.theory.solve.refinement.refine_prior`."""
+
+    def run(self, s: SolveState) -> None:
+        s.est = refine_prior(s.problem, s.est, s.opts, s.callback, s.history)
+
+
+#: a fallback of a failed solve: given the state of the failed solve, a converged
+#: :class:`~gaussmix.theory.solve.refinement.Estimate` of the same problem, or None
+FallbackHook = Callable[[SolveState], "Estimate | None"]
+
+
+@dataclass(frozen=True)
+class Fallback(Step):
+    """Where the solve failed, ``hook``'s estimate instead (where it gives one)."""
+
+    hook: FallbackHook
+
+    def run(self, s: SolveState) -> None:
+        if s.est.status is IterationStatus.CONVERGED:
+            return
+        est = self.hook(s)
+        if est is not None:
+            s.est = est
+
+
+def _worst(est: Estimate) -> float:
+    """The larger estimate of the test error and the training loss (the warning's)."""
+    return max(est.errors["test_error"], est.errors["train_loss"])
+
+
+# --------------------------------------------------------------------------- the policy
+@dataclass(frozen=True)
+class SolvePolicy:
+    """The declared steps of a solve of one problem with one set of options
+    (:func:`policy_for`).
+
+    Attributes
+    ----------
+    rule : QuadratureRule
+        The channel's first rule (:func:`channel_rule`; a placeholder for a closed-form
+        channel, which integrates nothing).
+    symmetric : bool
+        Whether the maps integrate cluster 0's channel for all exchangeable clusters.
+    continuation : Continuation
+        The cheaper first phase of every fixed-point run (:func:`continuation`).
+    warm_start : bool
+        Whether the :class:`WarmStart` step is taken (a given starting state, and a sharp
+        regime whose rule is the normaliser's).
+    sharp_switch : bool
+        Whether the :class:`SharpSwitch` step is taken (an automatic smooth-regime rule with
+        a different sharp-regime rule).
+    estimate : ErrorEstimate
+        The kind of error estimate with :attr:`rule` (:func:`estimate_kind`; a switched
+        rule gets its own kind from the same function).
+    normaliser_switch : bool
+        Whether the :class:`NormaliserSwitch` step is taken.
+    prior_refinement : bool
+        Whether the :class:`RefinePrior` step is taken.
+    fallback : FallbackHook or None
+        What a failed solve is handed to (:class:`Fallback`); None: it is reported.
+    """
+
+    rule: QuadratureRule
+    symmetric: bool
+    continuation: Continuation
+    warm_start: bool
+    sharp_switch: bool
+    estimate: ErrorEstimate
+    normaliser_switch: bool
+    prior_refinement: bool
+    fallback: FallbackHook | None = None
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """The steps of the solve, in order."""
+        steps: list[Step] = []
+        if self.warm_start:
+            steps.append(WarmStart())
+        steps.append(Iterate(self.rule))
+        if self.sharp_switch:
+            steps.append(SharpSwitch())
+        steps.append(EstimateErrors())
+        if self.normaliser_switch:
+            steps.append(NormaliserSwitch())
+        if self.prior_refinement:
+            steps.append(RefinePrior())
+        if self.fallback is not None:
+            steps.append(Fallback(self.fallback))
+        return tuple(steps)
+
+    def run(
+        self,
+        problem: Problem,
+        opts: SolverOptions,
+        x0: np.ndarray,
+        callback: Callable | None,
+        history: dict,
+    ) -> Estimate:
+        """The solve: each of :attr:`steps` in turn from the starting state ``x0``."""
+        s = SolveState(self, problem, opts, callback, history, x0)
+        for step in self.steps:
+            step.run(s)
+        return s.est
+
+
+def policy_for(problem: Problem, opts: SolverOptions, *, warm: bool = False) -> SolvePolicy:
+    """The policy of a solve of ``problem`` with the options ``opts`` (``warm``: from a
+    given starting state, a curve's neighbour or a user's ``init``)."""
+    rule = channel_rule(problem, opts.quadrature, opts.symmetry)
+    symmetric = opts.symmetry and cluster_symmetry(problem) is not None
+    automatic = opts.quadrature is None and needs_quadrature(problem)
+    sharp = automatic and _switches_regime(rule, symmetric)
+    # the sharp rule of exchangeable cross-entropy (symmetric_rule): panels in two and three
+    # dimensions (K = 3, 4), the softmax normaliser's integrals beyond (K = 5, 6)
+    normaliser = sharp and symmetric and normaliser_serves(problem)
+    panels = rule.dim in EXCHANGEABLE_PANEL_DIMS
+    return SolvePolicy(
+        rule=rule,
+        symmetric=symmetric,
+        continuation=continuation(problem, opts),
+        warm_start=warm and normaliser and not panels,
+        sharp_switch=sharp,
+        estimate=estimate_kind(problem, opts, rule),
+        normaliser_switch=normaliser and panels and opts.estimate_error,
+        prior_refinement=opts.estimate_error and prior_quadrature_dim(problem) > 0,
+    )
+
+
+# --------------------------------------------------------------------------- the decisions
+def channel_rule(
+    problem: Problem, quadrature: QuadratureRule | None, symmetry: bool = False
+) -> QuadratureRule:
+    """The channel's quadrature rule: the given one (checked against the problem), the
+    automatic one for the output dimension
+    (:func:`~gaussmix.theory.numerics.quadrature.auto_rule`),
+    or a placeholder for closed-form channels.
+
+    With ``symmetry`` and exchangeable clusters (one cluster's channel is integrated instead
+    of ``K``) an automatic randomised rule spends the work saved on its points: ``2**j``
+    times the points per replicate, ``2**j <= K``, within ``MAX_QUADRATURE_NODES`` (its
+    standard error falls by about that factor to the power 1/2 or more).  Measured at
+    K = 10, lam = 1: training-loss standard error 1.9e-5 with 8 x 2**11 points for one
+    cluster (10 s), 3.6e-4 with 8 x 2**8, 1.6e-4 for 8 x 2**8 on all ten clusters (63 s)."""
+    L = problem.dim
+    if quadrature is not None:
+        if quadrature.dim != L:
+            raise ValueError(f"quadrature has dimension {quadrature.dim}, the problem needs {L}")
+        if quadrature.needs_symmetry and not (
+            symmetry and ClusterSymmetry.of(problem) is not None
+        ):
+            raise ValueError(
+                f"quadrature {type(quadrature).__name__} needs exchangeable clusters, "
+                "cross-entropy, ridge and symmetry=True"
+            )
+        return quadrature
+    if not needs_quadrature(problem):
+        return GaussHermite(1, 1)  # unused: closed-form channel
+    rule = auto_rule(L, smooth=True)
+    if symmetry and rule.randomised and ClusterSymmetry.of(problem) is not None:
+        extra = int(np.floor(np.log2(problem.n_clusters)))
+        while extra > 0 and rule.weights.size * 2**extra > MAX_QUADRATURE_NODES:
+            extra -= 1
+        rule = replace(rule, n_log2=rule.n_log2 + extra)
+    return rule
+
+
+def continuation(problem: Problem, opts: SolverOptions) -> Continuation:
+    """The first phase of the solve's fixed-point runs: single precision where the prior
+    takes it on a large matrix (:func:`~gaussmix.theory.prior.prior.single_precision_phase`) and
+    the tolerance is below the phase's own
+    (:data:`~gaussmix.theory.numerics.tolerances.SINGLE_PHASE_TOL`); otherwise a coarser rule first
+    for a channel by quadrature with ``opts.continuation`` (where the rule has one,
+    :meth:`~gaussmix.theory.numerics.quadrature.QuadratureRule.coarsened`); else none."""
+    if opts.tol < tolerances.SINGLE_PHASE_TOL and single_precision_phase(problem):
+        return Continuation.SINGLE
+    if needs_quadrature(problem) and opts.continuation:
+        return Continuation.COARSE
+    return Continuation.NONE
+
+
+def estimate_kind(problem: Problem, opts: SolverOptions, rule: QuadratureRule) -> ErrorEstimate:
+    """How the integration error of a solve ending with ``rule`` is estimated: across the
+    replicates of a randomised rule; by re-solves with refined rules for a channel by
+    quadrature (within ``max_refine`` with ``auto_refine``, else once); none without
+    ``estimate_error`` or refinements, or for a closed-form channel."""
+    if not opts.estimate_error:
+        return ErrorEstimate.NONE
+    if rule.randomised:
+        return ErrorEstimate.REPLICATES
+    refinements = opts.max_refine if opts.auto_refine else 1
+    if needs_quadrature(problem) and refinements > 0:
+        return ErrorEstimate.REFINED_RULE
+    return ErrorEstimate.NONE
+
+
+def _switches_regime(rule: QuadratureRule, symmetric: bool) -> bool:
+    """Whether :func:`sharp_rule` may replace ``rule``: the automatic smooth-regime rule of
+    its dimension, with another rule in the sharp regime (always for exchangeable clusters,
+    whose sharp rule is :func:`~gaussmix.theory.problem.symmetry.symmetric_rule`'s)."""
+    if rule != auto_rule(rule.dim, smooth=True):
+        return False
+    return symmetric or rule != auto_rule(rule.dim)
+
+
+def sharp_rule(
+    problem: Problem, rule: QuadratureRule, x: np.ndarray, symmetric: bool = False
+) -> QuadratureRule | None:
+    """The automatic rule of the sharp regime where the automatic smooth-regime ``rule``
+    meets a sharp state ``x`` (some ``Q_c`` has an eigenvalue above
+    :data:`~gaussmix.theory.numerics.tolerances.SMOOTH_Q_MAX`: the proximal map then changes regime
+    on a scale ``~ 1 / sqrt(Q)`` of ``xi``), else None.
+
+    With ``symmetric`` (the solve integrates cluster 0's channel for all exchangeable
+    clusters, :class:`~gaussmix.theory.problem.symmetry.ClusterSymmetry`) the sharp rule is
+    :func:`~gaussmix.theory.problem.symmetry.symmetric_rule`'s, also where the automatic rule of
+    the dimension is the same in both regimes (K = 3: graded panels in two dimensions)."""
+    if not _switches_regime(rule, symmetric):
+        return None
+    Q, M, V, _ = unpack_state(x, problem.n_clusters, problem.dim)
+    if float(sym_eigvals(Q).max()) <= SMOOTH_Q_MAX:
+        return None
+    sharp = auto_rule(rule.dim)
+    if symmetric:  # exchangeable clusters: cluster 0's rule
+        sharp = symmetric_rule(problem, sharp, Q, M, V)
+    return None if sharp == rule else sharp
+
+
+def normaliser_switch(
+    problem: Problem, opts: SolverOptions, est: Estimate
+) -> NormaliserRule | None:
+    """The rule that replaces the automatic
+    :class:`~gaussmix.theory.problem.symmetry.ExchangeablePanels`
+    of K = 4 cross-entropy where its estimate would warn, else None.
+
+    Near ``alpha*_4`` (lam = 1e-4: alpha in about [3.3, 5.1]) a third class entering the
+    softmax where two already share it is an oblique line in the panels' coordinates, which
+    their grading does not follow: the change under refinement of the test error or the
+    training loss then exceeds the warning threshold
+    (:func:`~gaussmix.theory.numerics.tolerances.integration_warning_threshold`; up to 9e-3 at
+    alpha = 4.5).  The integration over the softmax normaliser
+    (:class:`~gaussmix.theory.channel.normaliser.NormaliserRule`, the panels kept for the test
+    loss)
+    has no such line.  Points whose estimate does not warn keep the panels (and their
+    numbers); a solve with a rule of the user's, or without an estimate, is never switched
+    (the policy does not take the step, :func:`policy_for`).
+    """
+    rule = est.T.rule
+    if (
+        est.status is not IterationStatus.CONVERGED
+        or est.T.symmetry is None
+        or not isinstance(rule, ExchangeablePanels)
+    ):
+        return None
+    worst = max(est.quad["test_error"], est.quad["train_loss"])
+    if worst <= integration_warning_threshold(opts.tol):
+        return None
+    # the test loss's rule: the panels before their refinement (the estimate refines both)
+    return NormaliserRule(problem.n_clusters, fallback=replace(rule, order=EXCHANGEABLE_ORDER))

@@ -1,0 +1,419 @@
+"""The fixed-point solver of Theorem 1: the public API.
+
+:func:`solve_problem` solves a validated :class:`~gaussmix.theory.problem.problem.Problem` with the
+options of a :class:`~gaussmix.theory.solve.options.SolverOptions` and returns a
+:class:`~gaussmix.theory.solve.results.FixedPointResult`; it raises or reports a failed solve, and
+warns where the estimated integration error is large.  The work is done, by job, in
+
+- :mod:`gaussmix.theory.solve.state`: the state vector ``x = (Q_c, M_c, V_c, b)``, its cone of
+  valid states, the scale of the convergence test and the logarithmic chart;
+- :mod:`gaussmix.theory.solve.fixed_point`: the map ``x -> T(x)`` of Theorem 1 (channel, bias
+  condition, prior), its fixed point and the starting point;
+- :mod:`gaussmix.theory.solve.iteration`: Anderson mixing and the safeguarded loop;
+- :mod:`gaussmix.theory.solve.policy`: the steps of a solve, declared per problem kind (rule
+  choice, continuation, regime switches, error estimate, fallback): :func:`solve_problem`
+  is one loop over them;
+- :mod:`gaussmix.theory.solve.refinement`: the fixed-point run, the observables of Theorem 2 at the
+  fixed point and the integration error estimate;
+- :mod:`gaussmix.theory.solve.results`: the result type.
+
+The names of those modules that were defined here before (``FixedPointMap``,
+``AndersonState``, ``pack_state``, ...) are re-exported.  Tolerances are the named
+constants of :mod:`gaussmix.theory.numerics.tolerances`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from gaussmix.core.exceptions import ConvergenceError, IntegrationWarning
+from gaussmix.core.version import __version__
+
+from ..channel.channel import channel_moments
+from ..numerics.quadrature import QuadratureRule, auto_rule
+from ..numerics.tolerances import (
+    DEGENERATE_BIAS_STEP,
+    HOMOTOPY_MAX_SOLVES,
+    HOMOTOPY_PATH_SOLVES,
+    HOMOTOPY_STARTS,
+    HOMOTOPY_STEP,
+    HOMOTOPY_STEP_ITER,
+    SMALL_LAM_HINT,
+    integration_warning_threshold,
+)
+from ..prior.prior import prior_update
+from ..problem.problem import Problem
+from .fixed_point import (
+    FixedPointMap,
+    FixedPointState,
+    HatEvaluation,
+    bias_condition_step,
+    needs_quadrature,
+    start_state,
+)
+from .iteration import AndersonState, IterationOutcome, IterationStatus, iterate
+from .observables import free_energy_terms
+from .options import DEFAULT_OPTIONS, SolverOptions, solver_options, with_options_doc
+from .policy import policy_for
+from .refinement import (
+    MAX_QUADRATURE_DIM,
+    MAX_QUADRATURE_NODES,
+    MAX_TRAIN_RQMC_NODES,
+    Estimate,
+    failed_observables,
+    integration_warning_text,
+)
+from .results import FixedPointResult
+from .state import LogChart, is_valid_state, pack_state, residual_scale, unpack_state
+
+__all__ = [
+    "FixedPointResult",
+    "FixedPointState",
+    "FixedPointMap",
+    "HatEvaluation",
+    "SolverOptions",
+    "IterationStatus",
+    "IterationOutcome",
+    "AndersonState",
+    "LogChart",
+    "iterate",
+    "solve_problem",
+    "lambda_homotopy",
+    "with_options_doc",
+    "DEFAULT_OPTIONS",
+    "free_energy",
+    "effective_state",
+    "pack_state",
+    "unpack_state",
+    "is_valid_state",
+    "residual_scale",
+    "bias_condition_step",
+    "MAX_QUADRATURE_DIM",
+    "MAX_QUADRATURE_NODES",
+    "MAX_TRAIN_RQMC_NODES",
+]
+
+
+def assemble_result(
+    problem: Problem, opts: SolverOptions, est: Estimate, stacklevel: int = 5
+) -> FixedPointResult:
+    """The result of a solve (NaN observables unless converged to a valid state), with a
+    spurious point detected, and the integration warning where the estimate is large."""
+    # stacklevel: assemble_results <- assemble_result <- solve_problem <- its caller's caller
+    return assemble_results([problem], opts, [est], stacklevel=stacklevel)[0]
+
+
+def assemble_results(
+    problems: list[Problem], opts: SolverOptions, ests: list[Estimate], stacklevel: int = 4
+) -> list[FixedPointResult]:
+    """:func:`assemble_result` of each of several solves (the points of a curve), in one
+    call: each rule described once.  ``stacklevel``: the integration warning's, as
+    :func:`warnings.warn`'s from here; with ``opts.throw``, the first point not converged
+    raises."""
+    described: dict = {}  # id of a rule -> (it, its description)
+    results = []
+    for problem, est in zip(problems, ests):
+        T, x, st, text = est.T, est.x, est.status, est.message
+        ob = est.obs if est.obs is not None else failed_observables(problem, T, x)
+        if st is IterationStatus.CONVERGED and not T.is_valid(x):
+            st = IterationStatus.NOT_POSITIVE_DEFINITE
+            text = "spurious fixed point: an overlap matrix Q_c or V_c is not positive definite"
+        if st is IterationStatus.CONVERGED:
+            step = bias_condition_step(ob.hats[1], ob.hats[2], ob.state[3])
+            if step > max(DEGENERATE_BIAS_STEP, 100.0 * opts.tol):
+                st = IterationStatus.DEGENERATE
+                text = (
+                    "degenerate fixed point: the bias condition sum_c rho_c E[f_c] = 0 holds "
+                    f"only in absolute terms (its Newton step is {step:.3g} relative): the "
+                    "channel's moments underflowed and the weights collapsed"
+                )
+        ok = st is IterationStatus.CONVERGED
+        if not ok and problem.lam < SMALL_LAM_HINT:
+            text += f" (lam={problem.lam:g}; the limit lam -> 0+ is gaussmix.max_margin)"
+        if not needs_quadrature(problem):
+            quadrature = "closed-form"
+        else:
+            rule = described.get(id(T.rule))
+            if rule is None or rule[0] is not T.rule:
+                rule = described[id(T.rule)] = (T.rule, T.rule.describe())
+            quadrature = rule[1]
+        errors = est.errors
+        Q, M, V, b = ob.state
+        Qhat, Mhat, Vhat = ob.hats
+        P = problem.P
+        nan = np.nan
+        result = FixedPointResult(
+            success=ok,
+            n_iter=est.n_iter,
+            residual=est.residual,
+            message=text,
+            Q=_to_full(P, Q),
+            M=M @ P,
+            V=_to_full(P, V),
+            b=b @ P,
+            Qhat=_to_full(P, Qhat),
+            Mhat=Mhat @ P,
+            Vhat=_to_full(P, Vhat),
+            test_error=ob.test_error if ok else nan,
+            train_error=ob.train_error if ok else nan,
+            train_loss=ob.train_loss if ok else nan,
+            test_loss=ob.test_loss if ok else nan,
+            free_energy=ob.free_energy if ok else nan,
+            penalty_value=ob.penalty_value if ok else nan,
+            integration_error=_largest({k: errors[k] for k in SUMMARY_ERROR_KEYS if k in errors}),
+            integration_errors=errors,
+            **{k: (v if ok else nan) for k, v in ob.sparsity.items()},
+            params={
+                **problem.describe(),
+                "tol": opts.tol,
+                "quadrature": quadrature,
+                "version": __version__,
+            },
+            status=st,
+            state=FixedPointState(problem, T.rule, x, T.symmetry, T.prior_panels),
+        )
+        worst = max(errors["test_error"], errors["train_loss"])
+        if ok and (worst > integration_warning_threshold(opts.tol) or np.isnan(_largest(errors))):
+            warnings.warn(
+                integration_warning_text(problem, opts, est),
+                IntegrationWarning,
+                stacklevel=stacklevel,
+            )
+        if not ok and opts.throw:
+            raise failure(result)
+        results.append(result)
+    return results
+
+
+def failure(result: FixedPointResult) -> ConvergenceError:
+    """The exception of a failed solve (``throw=True``): its status's class
+    (:attr:`~gaussmix.theory.solve.iteration.IterationStatus.error_class`), with the result."""
+    return result.status.error_class(f"fixed point not found: {result.message}", result)
+
+
+#: the estimates the result's ``integration_error`` summarises: the errors and the training
+#: loss, which the refinement controls (``quad_tol``); the test loss's estimate is reported
+#: in ``integration_errors`` only (refinement.py says why it is not a refinement target)
+SUMMARY_ERROR_KEYS = ("test_error", "train_error", "train_loss")
+
+
+def _largest(errors: dict) -> float:
+    """The largest estimate, NaN if any is NaN (not estimated)."""
+    values = list(errors.values())
+    return np.nan if any(v != v for v in values) else max(values)  # (v != v: NaN)
+
+
+def _to_full(P: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """``P^T A_c P`` for a stack of effective-space matrices (``A`` itself, a copy, for
+    the identity map of one output: the same numbers, without the einsum's cost)."""
+    if P.shape == (1, 1) and P[0, 0] == 1.0:
+        return A.copy()
+    return np.einsum("ia,kij,jb->kab", P, A, P)
+
+
+@with_options_doc
+def solve_problem(
+    problem: Problem,
+    *,
+    options: SolverOptions | None = None,
+    init: FixedPointResult | dict | None = None,
+    callback: Callable[[int, float], Any] | None = None,
+    history: dict | None = None,
+    **option_keywords: Any,
+) -> FixedPointResult:
+    """Solve the fixed point of a validated :class:`~gaussmix.theory.problem.problem.Problem`.
+
+    The options are one :class:`~gaussmix.theory.solve.options.SolverOptions` (``options``, and
+    any option given as a keyword, :func:`~gaussmix.theory.solve.options.solver_options`).
+
+    Parameters
+    ----------
+    problem : Problem
+        Mixture, loss, penalty, ``lam`` and ``alpha``
+        (:func:`~gaussmix.theory.api.api.make_problem`).
+    %(solve_inputs)s
+    %(solver_options)s
+    Returns
+    -------
+    FixedPointResult
+
+    Notes
+    -----
+    The solve is the steps of its :class:`~gaussmix.theory.solve.policy.SolvePolicy`
+    (:func:`~gaussmix.theory.solve.policy.policy_for`), then the result's checks (a spurious or
+    degenerate fixed point) and the integration warning.
+    """
+    opts = solver_options(options, option_keywords, caller="solve_problem")
+    history = history if history is not None else {}
+    if init is not None or not opts.fallback:
+        return _solve_once(problem, opts, init, callback, history)
+    direct = _solve_once(problem, replace(opts, throw=False), None, callback, history)
+    if direct.success:
+        return direct
+    result = lambda_homotopy(problem, opts, direct, callback, history)
+    if result is not None:
+        return result
+    direct.message += (
+        "; the fallback, a homotopy in lam from "
+        + ", ".join(f"{f:g} lam" for f in HOMOTOPY_STARTS)
+        + ", failed too"
+    )
+    if opts.throw:
+        raise failure(direct)
+    return direct
+
+
+def _solve_once(
+    problem: Problem,
+    opts: SolverOptions,
+    init: FixedPointResult | dict | None,
+    callback: Callable[[int, float], Any] | None,
+    history: dict,
+) -> FixedPointResult:
+    """The solve of :func:`solve_problem` from ``init`` (None: the cold start), without the
+    fallback: the steps of its :class:`~gaussmix.theory.solve.policy.SolvePolicy`
+    (:func:`~gaussmix.theory.solve.policy.policy_for`), then the result's checks."""
+    policy = policy_for(problem, opts, warm=init is not None)
+    est = policy.run(problem, opts, start_state(problem, init), callback, history)
+    # stacklevel: ... <- _solve_once <- solve_problem <- its caller's caller
+    return assemble_result(problem, opts, est, stacklevel=6)
+
+
+def lambda_homotopy(
+    problem: Problem,
+    opts: SolverOptions,
+    failed: FixedPointResult,
+    callback: Callable[[int, float], Any] | None,
+    history: dict,
+) -> FixedPointResult | None:
+    """The fallback of a failed cold solve (``failed``): ``problem`` solved by homotopy in
+    ``lam``, or None where that fails too.
+
+    The annealing of the paper's Appendix B: the fixed point at a larger ``lam`` is close
+    to the cold start (the penalty dominates the loss, the overlaps are small), and it moves
+    continuously with ``lam``.  The homotopy starts at ``lam`` times the first factor of
+    :data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_STARTS` (100) whose point converges from
+    the
+    cold start (without a fallback), then steps in ``log lam`` to the problem's, each step
+    warm-started from the last point (``init``, and its Anderson secant pairs), a step that
+    fails halved, one that converges followed by one half as long again (at most a factor
+    :data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_STEP`); a path that does not arrive within
+    :data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_PATH_SOLVES` solves is left for the next
+    starting factor.  The factors below 1 are for the problems that a larger ``lam``
+    makes harder (the hinge loss with unbalanced classes, whose bias tends to a kink of the
+    loss as ``W* -> 0``).  At most :data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_MAX_SOLVES`
+    solves in all.  The intermediate points
+    are solved without an error estimate and with at most
+    :data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_STEP_ITER` iterations; the last, the
+    problem's own point, with ``opts`` (so that its fixed point passes the checks and gets
+    the error estimate of a direct solve).
+
+    Returns
+    -------
+    FixedPointResult or None
+        The problem's result, with ``params['fallback']`` saying what was done and
+        ``n_iter`` counting every iteration (the failed cold solve's included).
+    """
+    lam, spent, solves = problem.lam, int(failed.n_iter), 0
+    steps = dict(
+        throw=False, estimate_error=False, max_iter=min(opts.max_iter, HOMOTOPY_STEP_ITER)
+    )
+    for factor in HOMOTOPY_STARTS:
+        if solves >= HOMOTOPY_MAX_SOLVES:
+            break
+        start_lam, local = lam * factor, {}
+        start = _quiet(
+            problem.with_lam_alpha(start_lam, problem.alpha), replace(opts, **steps), None, local
+        )
+        solves += 1
+        spent += int(start.n_iter)
+        if not start.success:
+            continue
+        last, current, target = start, np.log(start_lam), np.log(lam)
+        step, n_steps, budget = np.log(HOMOTOPY_STEP), 0, solves + HOMOTOPY_PATH_SOLVES
+        while solves < min(budget, HOMOTOPY_MAX_SOLVES):
+            nxt = current - step if current > target else current + step
+            final = (nxt <= target) if current > target else (nxt >= target)
+            if final:
+                res = _solve_once(problem, replace(opts, throw=False), last, callback, local)
+            else:
+                point = problem.with_lam_alpha(float(np.exp(nxt)), problem.alpha)
+                res = _quiet(point, replace(opts, **steps), last, local)
+            solves += 1
+            spent += int(res.n_iter)
+            if not res.success:
+                step /= 2.0
+                continue
+            n_steps += 1
+            if final:
+                history.update(local)
+                text = (
+                    f"lambda homotopy from lam={start_lam:.3g} ({n_steps} steps, {solves} "
+                    f"solves): the cold solve failed ({failed.message})"
+                )
+                res.params = {**res.params, "fallback": text}
+                res.n_iter = spent
+                return res
+            last, current = res, nxt
+            step = min(1.5 * step, np.log(HOMOTOPY_STEP))
+    return None
+
+
+def _quiet(
+    problem: Problem, opts: SolverOptions, init: FixedPointResult | None, history: dict
+) -> FixedPointResult:
+    """An intermediate solve of the homotopy (no fallback, warnings dropped: its
+    observables are not reported)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _solve_once(problem, replace(opts, fallback=False), init, None, history)
+
+
+def free_energy(
+    problem: Problem,
+    Q: np.ndarray,
+    M: np.ndarray,
+    V: np.ndarray,
+    b: np.ndarray,
+    Qhat: np.ndarray,
+    Mhat: np.ndarray,
+    Vhat: np.ndarray,
+    rule: QuadratureRule | None = None,
+) -> float:
+    """The replica-symmetric free energy (eq. (168)) at arbitrary order parameters.
+
+    All arguments are in the *effective* output space of ``problem`` (see
+    :mod:`gaussmix.theory.problem.problem`).  Stationary at the fixed point of Theorem 1, where it
+    equals the minimal empirical risk per dimension, ``alpha eps_l + lam E[r(W*)] / d``.
+    """
+    if rule is None:  # graded panels in one and two dimensions, tensor Gauss-Hermite beyond
+        rule = auto_rule(problem.dim, smooth=problem.dim > 2)
+    mom = channel_moments(problem.loss, problem.y, M, b, Q, V, rule)
+    pr = prior_update(problem, Qhat, Mhat, Vhat, details=True)
+    return free_energy_terms(problem, M, Q, V, Mhat, Qhat, Vhat, mom.Eenv, pr.psi_w)
+
+
+def effective_state(result: FixedPointResult) -> dict:
+    """Order parameters of a result in its effective output space (for tests and tools)."""
+    state = result.state
+    if state is None:
+        raise ValueError("effective_state needs a FixedPointResult made by the solver")
+    problem = state.problem
+    Q, M, V, b = state.unpack()
+    P = problem.P
+    return {
+        "problem": problem,
+        "rule": state.rule,
+        "Q": Q,
+        "M": M,
+        "V": V,
+        "b": b,
+        "Qhat": P @ result.Qhat @ P.T,
+        "Mhat": result.Mhat @ P.T,
+        "Vhat": P @ result.Vhat @ P.T,
+    }

@@ -1,0 +1,226 @@
+"""The state of the fixed-point iteration of Theorem 1: the vector ``x = (Q_c, M_c, V_c, b)``.
+
+Packing (:func:`pack_state` / :func:`unpack_state`), the cone of valid states (every ``Q_c``
+positive semi-definite, every ``V_c`` positive definite: :func:`is_valid_state`, the
+spurious fixed points of Appendix E, docs/design.md pitfall 5), the scale of each component
+in the convergence test (:func:`residual_scale`) and the logarithmic chart in which the
+iteration mixes at small ``lam`` (:class:`LogChart`).  Pure functions of arrays: no problem,
+no channel, no solver options.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..numerics.linalg import sym_eigvals
+from ..numerics.tolerances import LOG_CHART_MIN_EIG, PSD_RTOL
+
+#: the smallest positive normal float (the floor of a unit of :func:`residual_scale`)
+_TINY = np.finfo(float).tiny
+
+__all__ = [
+    "pack_state",
+    "unpack_state",
+    "is_valid_state",
+    "q_is_psd",
+    "residual_scale",
+    "LogChart",
+]
+
+
+def pack_state(Q: np.ndarray, M: np.ndarray, V: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The state vector ``x = (Q, M, V, b)`` (flattened, in this order) iterated by the solver.
+
+    Parameters
+    ----------
+    Q, V : ndarray (K, L, L); M : ndarray (K, L); b : ndarray (L,)
+        Order parameters in the effective output space.
+
+    Returns
+    -------
+    ndarray (2 K L^2 + K L + L,)
+    """
+    return np.concatenate([Q.ravel(), M.ravel(), V.ravel(), b.ravel()])
+
+
+def unpack_state(
+    x: np.ndarray, K: int, L: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(Q, M, V, b)`` of a state vector (views of ``x``; the inverse of :func:`pack_state`).
+
+    Parameters
+    ----------
+    x : ndarray
+        State vector of a problem with ``K`` clusters and ``L`` effective outputs.
+    K, L : int
+
+    Returns
+    -------
+    Q : ndarray (K, L, L); M : ndarray (K, L); V : ndarray (K, L, L); b : ndarray (L,)
+    """
+    n2 = K * L * L
+    Q = x[:n2].reshape(K, L, L)
+    M = x[n2 : n2 + K * L].reshape(K, L)
+    V = x[n2 + K * L : 2 * n2 + K * L].reshape(K, L, L)
+    b = x[2 * n2 + K * L :]
+    return Q, M, V, b
+
+
+def is_valid_state(x: np.ndarray, K: int, L: int) -> bool:
+    """Whether a state is finite, every ``Q_c`` positive semi-definite and every ``V_c``
+    positive definite (the cone the iteration must stay in; docs/design.md pitfall 5), or
+    zero together with ``Q_c`` (the lasso's zero estimator, :func:`_zero_estimator_ok`).
+
+    ``Q_c`` is accepted down to a smallest eigenvalue of ``-PSD_RTOL max(1, max |eig Q|)``
+    (:data:`~gaussmix.theory.numerics.tolerances.PSD_RTOL`: rounding of the singular cross-entropy
+    overlaps).
+    """
+    if not np.isfinite(x).all():
+        return False
+    eq, ev = _eigvals(x, K, L, 0), _eigvals(x, K, L, K * L * (L + 1))
+    scale = max(1.0, float(np.abs(eq).max()))
+    if not eq.min() >= -PSD_RTOL * scale:
+        return False
+    return bool(ev.min() > 0 or _zero_estimator_ok(x, K, L, ev))
+
+
+def _zero_estimator_ok(x: np.ndarray, K: int, L: int, ev: np.ndarray) -> bool:
+    """Whether every ``V_c`` that is not positive definite is the zero estimator's: ``V_c``
+    and ``Q_c`` exactly zero (a lasso that keeps no weight, ``W* = 0``: every weight's
+    ``P(|B| > t)`` underflowed; ``M_c = 0`` with them).  Such a state is valid: the channel
+    at ``V_c = 0`` is the identity prox (``f_c = -grad loss(y_c, omega_c)``) and ``omega_c``
+    the point mass at ``b``."""
+    ev = ev.reshape(K, L)
+    bad = ev.min(axis=1) <= 0
+    n2 = K * L * L
+    Q = x[:n2].reshape(K, L * L)
+    V = x[n2 + K * L : 2 * n2 + K * L].reshape(K, L * L)
+    return bool(np.all(Q[bad] == 0.0) and np.all(V[bad] == 0.0))
+
+
+def _eigvals(x: np.ndarray, K: int, L: int, start: int) -> np.ndarray:
+    """Eigenvalues of the ``K`` symmetric ``L x L`` blocks of ``x`` from ``start`` on (``Q``:
+    0, ``V``: ``K L (L + 1)``); for one output the entries themselves (a view)."""
+    if L == 1:
+        return x[start : start + K]
+    return sym_eigvals(x[start : start + K * L * L].reshape(K, L, L))
+
+
+def residual_scale(x: np.ndarray, K: int, L: int) -> np.ndarray:
+    """The scale of each component of a state in the convergence test of the fixed-point
+    iteration, ``max_i |T(x)_i - x_i| / s_i < tol``.
+
+    ``s_i = max(|x_i|, u_i)``, with ``u_i`` the unit of the component's block, capped at 1:
+    ``min(1, max |Q_c|)`` for ``Q_c``, ``min(1, max(max |M_c|, sqrt(max |Q_c|)))`` for
+    ``M_c`` (the observables depend on ``M_c`` through ``M_c / sqrt(Q_c)``),
+    ``min(1, max |V_c|)`` for ``V_c``, and 1 for ``b`` (an O(1) quantity that the Newton step
+    of the bias condition solves to rounding).  Overlaps of order one or more are thus tested
+    as before (``max(1, |x_i|)``), and small ones relative to their own size: at ``lam = 1e8``
+    (``Q ~ 1e-17``, ``M ~ 1e-9``) an absolute test accepted the starting point with ``M``
+    half its fixed-point value (issue 17).
+
+    Parameters
+    ----------
+    x : ndarray
+        State vector (:func:`pack_state`) of a problem with ``K`` clusters and ``L``
+        effective outputs.
+    K, L : int
+
+    Returns
+    -------
+    ndarray
+        Positive scales, shaped like ``x``.
+    """
+    ax = np.abs(x)
+    n2, km = K * L * L, K * L
+    q = ax[:n2].reshape(K, -1).max(axis=1)
+    units = np.empty(3 * K + 1)
+    units[:K] = q
+    units[K : 2 * K] = np.maximum(ax[n2 : n2 + km].reshape(K, L).max(axis=1), np.sqrt(q))
+    units[2 * K : 3 * K] = ax[n2 + km : 2 * n2 + km].reshape(K, -1).max(axis=1)
+    np.minimum(np.maximum(units, _TINY, out=units), 1.0, out=units)  # np.clip, without its cost
+    units[3 * K] = 1.0
+    return np.maximum(ax, units[_unit_index(K, L, x.size - 2 * n2 - km)])
+
+
+@functools.lru_cache(maxsize=64)
+def _unit_index(K: int, L: int, n_b: int) -> np.ndarray:
+    """The unit of each component of a state as an index into ``(u_Q (K), u_M (K), u_V (K),
+    1)`` (:func:`residual_scale`); ``n_b`` trailing bias components (``L``, or one per
+    point for the stacked states of :mod:`gaussmix.theory.solve.batch`)."""
+    c = np.arange(K)
+    return np.concatenate(
+        [
+            np.repeat(c, L * L),
+            K + np.repeat(c, L),
+            2 * K + np.repeat(c, L * L),
+            np.full(n_b, 3 * K),
+        ]
+    )
+
+
+def q_is_psd(x: np.ndarray, K: int, L: int) -> bool:
+    """Whether every ``Q_c`` of a (finite) state is positive semi-definite, to
+    :data:`~gaussmix.theory.numerics.tolerances.PSD_RTOL` (the spurious fixed points of Appendix E;
+    a vanishing ``V_c``, e.g. of a lasso that keeps no weight, is not one of them)."""
+    eq = _eigvals(x, K, L, 0)
+    return bool(eq.min() >= -PSD_RTOL * max(1.0, float(np.abs(eq).max())))
+
+
+@dataclass(frozen=True)
+class LogChart:
+    """Coordinates ``(log Q_c, M_c, log V_c, b)`` of a state (matrix logarithms of the
+    positive-definite overlaps) in which :func:`~gaussmix.theory.solve.iteration.iterate` mixes.
+
+    At small ``lam`` the overlaps of the fixed point are large (``V_c ~ 1 / lam`` where the
+    data are separable) and the map moves them by a factor per iteration far from it: a
+    multiplicative march that Anderson mixing extrapolates badly in the state itself
+    (measured: 100-150 iterations at K = 3, lam = 1e-4 from the default start, 26 in these
+    coordinates).  Every point of the chart is a valid state (the exponential of a symmetric
+    matrix is positive definite), so extrapolations cannot leave the cone.  The fixed
+    points, the residual and the convergence test are unchanged (they are those of the
+    state).
+
+    Attributes
+    ----------
+    K, L : int
+        Clusters and effective outputs of the states.
+    """
+
+    K: int
+    L: int
+
+    def forward(self, x: np.ndarray) -> np.ndarray | None:
+        """Chart coordinates of the state ``x``, or None where an overlap ``Q_c`` or ``V_c``
+        is not positive definite (to :data:`~gaussmix.theory.numerics.tolerances.LOG_CHART_MIN_EIG`
+        relative to its largest eigenvalue) or ``x`` is not finite."""
+        if not np.all(np.isfinite(x)):
+            return None
+        Q, M, V, b = unpack_state(x, self.K, self.L)
+        lqv = _logm_pd(np.concatenate([Q, V]))  # one stacked call: each matrix's same bits
+        if lqv is None:
+            return None
+        return pack_state(lqv[: self.K], M, lqv[self.K :], b)
+
+    def inverse(self, y: np.ndarray) -> np.ndarray:
+        """The state of chart coordinates ``y``."""
+        lq, M, lv, b = unpack_state(y, self.K, self.L)
+        qv = _expm_sym(np.concatenate([lq, lv]))
+        return pack_state(qv[: self.K], M, qv[self.K :], b)
+
+
+def _logm_pd(A: np.ndarray) -> np.ndarray | None:
+    """Matrix logarithm of a stack of symmetric positive-definite matrices, or None."""
+    w, U = np.linalg.eigh(0.5 * (A + np.swapaxes(A, -1, -2)))
+    if not np.all(w > LOG_CHART_MIN_EIG * np.abs(w).max(axis=-1, keepdims=True)):
+        return None
+    return (U * np.log(w)[..., None, :]) @ np.swapaxes(U, -1, -2)
+
+
+def _expm_sym(A: np.ndarray) -> np.ndarray:
+    """Matrix exponential of a stack of symmetric matrices."""
+    w, U = np.linalg.eigh(0.5 * (A + np.swapaxes(A, -1, -2)))
+    return (U * np.exp(w)[..., None, :]) @ np.swapaxes(U, -1, -2)
