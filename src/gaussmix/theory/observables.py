@@ -55,6 +55,7 @@ from .tolerances import (
 
 __all__ = [
     "test_accuracy",
+    "exact_orthants",
     "test_loss",
     "gaussian_risk",
     "estimated_risk",
@@ -327,6 +328,14 @@ def _gaussian_interval(m: np.ndarray, s: np.ndarray, lo: np.ndarray, hi: np.ndar
 _CONSTRAINT_ARRAYS = IdentityMemo(16)
 
 
+def exact_orthants(problem: Problem) -> bool:
+    """Whether every cluster's correct set has the same number of constraints, at most two
+    (two or three classes): its orthant probabilities are exact and the clusters of one or
+    several points are one batched call (:func:`test_accuracy` with each cluster's bias)."""
+    stacked = _stacked_constraints(problem.constraints)
+    return stacked is not None and stacked[0].shape[1] <= 2
+
+
 def _stacked_constraints(
     constraints: Sequence[tuple[np.ndarray, np.ndarray]],
 ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -436,7 +445,8 @@ def train_accuracy(
         g = loss.grad(problem.y[:, None, :], np.where(finite, edges, 0.0)[..., None])[..., 0]
         bounds = np.where(finite, edges + V[:, 0, :] * g, edges)
         s = np.sqrt(np.maximum(Q[:, 0, 0], 0.0))
-        return _gaussian_interval(M[:, 0] + b[0], s, bounds[:, 0], bounds[:, 1]), 0.0
+        # (``b`` one bias (L,), or each cluster's (K, L): the clusters of several points)
+        return _gaussian_interval((M + b)[:, 0], s, bounds[:, 0], bounds[:, 1]), 0.0
     if isotropic_softmax_metric(problem, V):
         # h = omega - V (p - y) orders like omega + v y: an orthant probability
         shifted = M + np.einsum("kij,kj->ki", V, problem.y @ problem.P.T)
