@@ -238,9 +238,7 @@ def light_observables(
         test_loss = gaussian_risk(p0.loss, outputs.y[rows], mf[rows], Qf[rows], rule)
     else:
         test_loss = gaussian_risk(p0.loss, outputs.y, mf, Qf, rule).reshape(P, K0) @ rho_test
-    test_loss_errs = [
-        _fallback_spread(p, rule, exchangeable, M[i], b[i], Q[i]) for i, p in enumerate(problems)
-    ]
+    test_loss_errs = _fallback_spread(problems, rule, exchangeable, M, b, Q)
     Qh, Mh, Vh = (
         ev.Qhat.reshape(P, K0, L, L),
         ev.Mhat.reshape(P, K0, L),
@@ -278,25 +276,29 @@ def light_observables(
 
 
 def _fallback_spread(
-    problem: Problem,
+    problems: Sequence[Problem],
     rule: QuadratureRule,
     exchangeable: bool,
     M: np.ndarray,
     b: np.ndarray,
     Q: np.ndarray,
-) -> float:
-    """The standard error of the test loss across the replicates of a randomised rule that
-    only the test loss uses (the fallback of
+) -> list[float]:
+    """Each point's standard error of the test loss across the replicates of a randomised
+    rule that only the test loss uses (the fallback of
     :class:`~gaussmix.theory.normaliser.NormaliserRule`, whose channel moments are its own:
-    the state does not move with the replicates), else 0."""
+    the state does not move with the replicates), else 0 (``M``, ``b``, ``Q`` with a leading
+    axis of points, as :func:`light_observables`'s)."""
     fallback = getattr(rule, "fallback", None)
     if not getattr(rule, "computes_moments", False) or not fallback.randomised:
-        return 0.0
-    values = [
-        test_loss(problem, M, b, Q, rep, exchangeable=exchangeable)
-        for rep in fallback.replicates()
-    ]
-    return float(np.std(values, ddof=1) / np.sqrt(len(values)))
+        return [0.0] * len(problems)
+    spreads = []
+    for i, problem in enumerate(problems):
+        values = [
+            test_loss(problem, M[i], b[i], Q[i], rep, exchangeable=exchangeable)
+            for rep in fallback.replicates()
+        ]
+        spreads.append(float(np.std(values, ddof=1) / np.sqrt(len(values))))
+    return spreads
 
 
 def with_statistics(
