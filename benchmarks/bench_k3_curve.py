@@ -48,7 +48,7 @@ def evaluations(lam: float) -> None:
     evaluate, estimate, light = (
         batch.channel_evaluation,
         continuation.estimate_points,
-        batch_solve._light_observables,
+        batch_solve.stacked_observables,
     )
 
     def spy(loss, y, *args):  # noqa: ANN001, ANN202
@@ -69,12 +69,12 @@ def evaluations(lam: float) -> None:
 
     batch.channel_evaluation = spy
     continuation.estimate_points = staged("refined", estimate)
-    batch_solve._light_observables = staged("observables", light)
+    batch_solve.stacked_observables = staged("observables", light)
     try:
         curve(lam)
     finally:
         batch.channel_evaluation, continuation.estimate_points = evaluate, estimate
-        batch_solve._light_observables = light
+        batch_solve.stacked_observables = light
     groups: dict = defaultdict(list)
     for name, nodes, rows, dt in log:
         groups[(name, nodes)].append((rows, dt))

@@ -28,13 +28,13 @@ from ..prior.prior import PriorResult, prior_update
 from .batch import Freezing, StackedMap, Watch
 from .fixed_point import FixedPointMap, HatEvaluation, needs_quadrature
 from .iteration import AndersonState, IterationOutcome, IterationState, IterationStatus, iterate
-from .observables import gaussian_risk, isotropic_softmax_metric, test_accuracy, train_accuracy
 from .options import SolverOptions
 from .policy import channel_rule, sharp_rule
 from .refinement import (
     MAX_QUADRATURE_NODES,
     Estimate,
     Observables,
+    light_observables,
     with_statistics_points,
 )
 from .results import FixedPointResult
@@ -113,7 +113,7 @@ def refined_solve(
     explorer's redraw").  A point that passes ``refined_tol`` there keeps its last iterate
     ``x``, not its image: the map remembers the channel's moments at ``x`` (a frozen
     point's, of its frozen state), so the observables of the estimate
-    (:func:`_light_observables`) need no evaluation of the refined rule of their own (one
+    (:func:`stacked_observables`) need no evaluation of the refined rule of their own (one
     of three to four a point on the K = 3 curves of ``benchmarks/bench_curves.py``).  The
     estimate stays what it was: ``|T(x) - x| / s < refined_tol`` puts ``x`` within about
     ``refined_tol / (1 - r)`` of the refined fixed point (``r`` the map's contraction; its
@@ -179,72 +179,16 @@ def _tighter_stacked(
     return replace(out, x=x), own, own_res
 
 
-def _light_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
-    """Each point's errors and losses at the stacked state ``x`` (those of
-    :func:`~gaussmix.theory.solve.refinement.evaluate_observables` with ``light=True``), each
-    observable of all points in one call (the training error of two outputs with
-    metrics that are not isotropic, a boundary integral per cluster, point by point)."""
-    ev = T.hats(x)
-    m, Q, V, b = T.means(x)
-    P, K0, L = T.n_points, T.K0, T.L
-    p0 = T.problems[0]
-    rho, rho_test = p0.mixture.rho, p0.mixture.test_priors  # (training, test priors)
-    zero = np.zeros(L)
-    mf, Qf, Vf = m.reshape(-1, L), Q.reshape(-1, L, L), V.reshape(-1, L, L)
-    test_acc, test_errs = test_accuracy(T.outputs, mf, zero, Qf, per_cluster=True)
-    test_error = np.clip(1.0 - test_acc.reshape(P, K0) @ rho_test, 0.0, 1.0)
-    # each point's estimate weighted by its test priors; an exact path's one constant as is,
-    # as a single point reports it
-    same = test_errs.size == 0 or bool(np.all(test_errs == test_errs[0]))
-    test_errs = np.full(P, test_errs[0]) if same else test_errs.reshape(P, K0) @ rho_test
-    sym = T.symmetry is not None
-    if L == 1 or p0.loss.affine_prox or isotropic_softmax_metric(T.outputs, Vf):
-        train_acc, train_err = train_accuracy(T.outputs, mf, zero, Qf, Vf)
-        train_error = np.clip(1.0 - train_acc.reshape(P, K0) @ rho, 0.0, 1.0)
-        train_errs = np.full(P, train_err)
-    else:  # the boundary integrals of each point's clusters
-        train_error, train_errs = np.empty(P), np.empty(P)
-        for i, p in enumerate(T.problems):
-            acc, train_errs[i] = train_accuracy(p, m[i] - b[i], b[i], Q[i], V[i], exchangeable=sym)
-            train_error[i] = np.clip(1.0 - rho @ acc, 0.0, 1.0)
-    train_loss = ev.moments.Eloss.reshape(P, K0) @ rho
-    if sym:  # cluster 0's risk stands for its point's clusters
-        rows = T.rows
-        test_loss = gaussian_risk(p0.loss, T.outputs.y[rows], mf[rows], Qf[rows], T.rule)
-    else:
-        test_loss = gaussian_risk(p0.loss, T.outputs.y, mf, Qf, T.rule).reshape(P, K0) @ rho_test
-    Qh, Mh, Vh = (
-        ev.Qhat.reshape(P, K0, L, L),
-        ev.Mhat.reshape(P, K0, L),
-        ev.Vhat.reshape(P, K0, L, L),
+def stacked_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
+    """Each point's errors and losses at the stacked state ``x``:
+    :func:`~gaussmix.theory.solve.refinement.light_observables` of the map's points (of its
+    equivariant state with the symmetry, as a single point's)."""
+    Q, M, V, b = T.unpack(x)
+    if T.symmetry is not None:
+        Q, M, V, b = T.symmetry.symmetric_state(Q, M, V, b)
+    return light_observables(
+        T.problems, T.outputs, T.rule, T.symmetry is not None, (Q, M, V, b), T.hats(x)
     )
-    M = m - b[:, None, :]  # (each point's ``m[i] - b[i]``, all at once: the same numbers)
-    # (the floats of each array at once: ``tolist`` gives each entry's ``float``)
-    values = zip(
-        test_errs.tolist(),
-        test_error.tolist(),
-        train_error.tolist(),
-        train_loss.tolist(),
-        test_loss.tolist(),
-        train_errs.tolist(),
-    )
-    return [
-        Observables(
-            state=(Q[i], M[i], V[i], b[i]),
-            hats=(Qh[i], Mh[i], Vh[i]),
-            test_error=te,
-            train_error=tre,
-            train_loss=trl,
-            test_loss=tl,
-            errors={
-                "test_error": test_err,
-                "train_error": err,
-                "train_loss": 0.0,
-                "test_loss": 0.0,
-            },
-        )
-        for i, (test_err, te, tre, trl, tl, err) in enumerate(values)
-    ]
 
 
 def own_refined_pairs(T: StackedMap) -> bool:
@@ -402,7 +346,7 @@ def estimate_points(
     # map made once, at the end, :meth:`StackedMap.point_maps`)
     where = [(T, x, i) for i in range(len(problems))]
     try:
-        obs = _light_observables(T, x)
+        obs = stacked_observables(T, x)
     except (FloatingPointError, np.linalg.LinAlgError, ValueError):
         return None
     quad = [dict.fromkeys(_ERROR_KEYS, 0.0) for _ in problems]
@@ -429,7 +373,7 @@ def estimate_points(
         out2, own, own_res, history = solved
         T_last, x_last = T2, out2.x
         try:
-            obs2 = _light_observables(T2, out2.x)
+            obs2 = stacked_observables(T2, out2.x)
         except (FloatingPointError, np.linalg.LinAlgError, ValueError):
             return None
         split = T2.split(out2.x)

@@ -61,6 +61,7 @@ from ..problem.problem import Problem
 
 __all__ = [
     "test_accuracy",
+    "exact_orthants",
     "test_loss",
     "gaussian_risk",
     "estimated_risk",
@@ -96,7 +97,7 @@ def test_accuracy(
     asks :data:`~gaussmix.theory.numerics.tolerances.SPREAD_ORTHANT_TOL` of them instead of their
     default (for differences between nearby states with the same seed).  ``exchangeable``: the
     clusters and the state are equivariant under relabelling
-    (:mod:`gaussmix.theory.problem.symmetry`),
+    (:mod:`gaussmix.theory.problem.problem.symmetry`),
     so cluster 0's probability stands for every cluster (one orthant instead of ``K``)."""
     point = _point_masses(Q)
     if point.all():  # the lasso's zero estimator: omega_c = b, the bias-only classifier
@@ -293,7 +294,7 @@ def test_loss(
     :func:`gaussian_risk`); its error is estimated as that of the training loss, by the
     change under a refined rule (:func:`gaussmix.theory.solve.refinement.estimate_errors`).
     ``exchangeable``: the clusters and the state are equivariant under relabelling
-    (:mod:`gaussmix.theory.problem.symmetry`), so cluster 0's risk stands for every cluster (and
+    (:mod:`gaussmix.theory.problem.problem.symmetry`), so cluster 0's risk stands for every cluster (and
     ``rule`` may be one that integrates only competitor-symmetric integrands: the risk of
     cluster 0 at a symmetric state is one).
     """
@@ -336,6 +337,14 @@ def _gaussian_interval(m: np.ndarray, s: np.ndarray, lo: np.ndarray, hi: np.ndar
 #: arrays made of a problem's constraints (a tuple: shared by the problems of one label map
 #: and by the maps of a stacked curve), remembered by its identity
 _CONSTRAINT_ARRAYS = IdentityMemo(16)
+
+
+def exact_orthants(problem: Problem) -> bool:
+    """Whether every cluster's correct set has the same number of constraints, at most two
+    (two or three classes): its orthant probabilities are exact and the clusters of one or
+    several points are one batched call (:func:`test_accuracy` with each cluster's bias)."""
+    stacked = _stacked_constraints(problem.constraints)
+    return stacked is not None and stacked[0].shape[1] <= 2
 
 
 def _stacked_constraints(
@@ -421,7 +430,7 @@ def train_accuracy(
       seed).
 
     ``exchangeable``: the clusters and the state are equivariant under relabelling
-    (:mod:`gaussmix.theory.problem.symmetry`); cluster 0's probability stands for every cluster,
+    (:mod:`gaussmix.theory.problem.problem.symmetry`); cluster 0's probability stands for every cluster,
     and
     the quasi-Monte Carlo estimate spends the work of ``K`` clusters on it (its cap is
     ``2**14`` points per scrambling times the clusters it saves, rounded down to a power of 2,
@@ -449,7 +458,8 @@ def train_accuracy(
         g = loss.grad(problem.y[:, None, :], np.where(finite, edges, 0.0)[..., None])[..., 0]
         bounds = np.where(finite, edges + V[:, 0, :] * g, edges)
         s = np.sqrt(np.maximum(Q[:, 0, 0], 0.0))
-        return _gaussian_interval(M[:, 0] + b[0], s, bounds[:, 0], bounds[:, 1]), 0.0
+        # (``b`` one bias (L,), or each cluster's (K, L): the clusters of several points)
+        return _gaussian_interval((M + b)[:, 0], s, bounds[:, 0], bounds[:, 1]), 0.0
     if isotropic_softmax_metric(problem, V):
         # h = omega - V (p - y) orders like omega + v y: an orthant probability
         shifted = M + np.einsum("kij,kj->ki", V, problem.y @ problem.P.T)

@@ -15,7 +15,7 @@ the warning.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -38,6 +38,7 @@ from ..prior.prior import PriorResult, prior_quadrature_dim
 from ..problem.problem import Problem
 from .fixed_point import (
     FixedPointMap,
+    HatEvaluation,
     map_features,
     new_map,
 )
@@ -49,7 +50,10 @@ from .iteration import (
     iterate,
 )
 from .observables import (
+    exact_orthants,
     free_energy_terms,
+    gaussian_risk,
+    isotropic_softmax_metric,
     test_accuracy,
     test_loss,
     train_accuracy,
@@ -168,7 +172,7 @@ def evaluate_observables(
     spread: bool = False,
 ) -> Observables:
     """Theorem 2 observables at the state ``x``; ``light`` computes only the errors and
-    losses (test loss: :func:`~gaussmix.theory.solve.observables.test_loss` with the map's rule).
+    losses (:func:`light_observables` of a batch of one point).
 
     The seeded estimators (orthant probabilities of dimension >= 3, the training error with
     three or more outputs) take the seed of a randomised channel rule.  ``spread`` asks for
@@ -176,48 +180,146 @@ def evaluate_observables(
     between nearby states of :func:`_replicate_spread`.
     """
     Q, M, V, b = T.unpack(x)
-    ev = T.hats(x)
-    rho = problem.mixture.rho  # the training priors; the test side: test_priors
-    seed = T.rule.seed
     sym = T.symmetry is not None  # exchangeable clusters: cluster 0 stands for all
     if sym:
         Q, M, V, b = T.symmetry.symmetric_state(Q, M, V, b)
-    test_acc, test_err = test_accuracy(problem, M, b, Q, seed=seed, quick=spread, exchangeable=sym)
-    train_acc, train_err = train_accuracy(
-        problem, M, b, Q, V, qmc_seed=seed, quick=spread, exchangeable=sym
-    )
-    obs = Observables(
-        state=(Q, M, V, b),
-        hats=(ev.Qhat, ev.Mhat, ev.Vhat),
-        # (probabilities: 1 - sum can round a hair below 0, e.g. -2.2e-16 for a training
-        # error of zero at K = 4, found by tests/test_properties.py)
-        test_error=float(np.clip(1.0 - problem.mixture.test_priors @ test_acc, 0.0, 1.0)),
-        train_error=float(np.clip(1.0 - rho @ train_acc, 0.0, 1.0)),
-        train_loss=float(rho @ ev.moments.Eloss),
-        test_loss=test_loss(problem, M, b, Q, T.rule, exchangeable=sym),
-        errors={
-            "test_error": test_err,
-            "train_error": train_err,
-            "train_loss": 0.0,
-            "test_loss": _fallback_spread(problem, T, M, b, Q),
-        },
+    state = (Q[None], M[None], V[None], b[None])
+    (obs,) = light_observables(
+        [problem],
+        problem,
+        T.rule,
+        sym,
+        state,
+        T.hats(x),
+        seed=T.rule.seed,
+        quick=spread,
     )
     return obs if light else with_statistics(problem, T, x, obs)
 
 
+def light_observables(
+    problems: Sequence[Problem],
+    outputs: Problem,
+    rule: QuadratureRule,
+    exchangeable: bool,
+    state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    ev: HatEvaluation,
+    *,
+    seed: int = 0,
+    quick: bool = False,
+) -> list[Observables]:
+    """Theorem 2's errors and losses (eq. (9): test and training errors; the training loss;
+    the test loss, :func:`~gaussmix.theory.solve.observables.test_loss`) of ``P`` points of one
+    mixture at once, a single point being a batch of one.
+
+    ``state`` is ``(Q, M, V, b)`` with a leading axis of points ((P, K0, L, L), (P, K0, L),
+    (P, K0, L, L), (P, L); with ``exchangeable`` clusters the equivariant state,
+    :meth:`~gaussmix.theory.problem.symmetry.ClusterSymmetry.symmetric_state`) and ``ev`` the
+    channel's evaluation there with the ``P K0`` clusters on its leading axis; ``outputs``
+    reads the ``P K0`` clusters' outputs (labels, correct sets) as a problem does (the
+    problem itself for one point).  Where every orthant has dimension <= 2 (two or three
+    classes) each observable of all points is one call over the ``P K0`` clusters (exact);
+    otherwise, and for the training error of two outputs whose metrics are not isotropic
+    (a boundary integral per cluster), point by point, with the seeded estimators' ``seed``
+    and ``quick`` (:func:`evaluate_observables`).
+    """
+    Q, M, V, b = state
+    P, K0, L = M.shape
+    p0 = problems[0]
+    rho, rho_test = p0.mixture.rho, p0.mixture.test_priors  # (training, test priors)
+    Mf, Qf, Vf = M.reshape(-1, L), Q.reshape(-1, L, L), V.reshape(-1, L, L)
+    bf = np.repeat(b, K0, axis=0)  # each cluster's bias: ``Mf + bf`` its outputs' means
+    mf = Mf + bf
+    low = exact_orthants(p0)
+    if low:  # every point's clusters in one call
+        acc, test_err = test_accuracy(outputs, Mf, bf, Qf)
+        test_error = np.clip(1.0 - acc.reshape(P, K0) @ rho_test, 0.0, 1.0)
+        test_errs = np.full(P, test_err)
+    else:
+        test_error, test_errs = np.empty(P), np.empty(P)
+        for i, p in enumerate(problems):
+            acc, test_errs[i] = test_accuracy(
+                p, M[i], b[i], Q[i], seed=seed, quick=quick, exchangeable=exchangeable
+            )
+            test_error[i] = np.clip(1.0 - rho_test @ acc, 0.0, 1.0)
+    if low and (L == 1 or p0.loss.affine_prox or isotropic_softmax_metric(outputs, Vf)):
+        acc, train_err = train_accuracy(outputs, Mf, bf, Qf, Vf)
+        train_error = np.clip(1.0 - acc.reshape(P, K0) @ rho, 0.0, 1.0)
+        train_errs = np.full(P, train_err)
+    else:  # point by point (the boundary integrals of each point's clusters)
+        train_error, train_errs = np.empty(P), np.empty(P)
+        for i, p in enumerate(problems):
+            acc, train_errs[i] = train_accuracy(
+                p, M[i], b[i], Q[i], V[i], qmc_seed=seed, quick=quick, exchangeable=exchangeable
+            )
+            train_error[i] = np.clip(1.0 - rho @ acc, 0.0, 1.0)
+    train_loss = ev.moments.Eloss.reshape(P, K0) @ rho
+    if exchangeable:  # cluster 0's risk stands for its point's clusters
+        rows = K0 * np.arange(P)
+        test_loss = gaussian_risk(p0.loss, outputs.y[rows], mf[rows], Qf[rows], rule)
+    else:
+        test_loss = gaussian_risk(p0.loss, outputs.y, mf, Qf, rule).reshape(P, K0) @ rho_test
+    test_loss_errs = _fallback_spread(problems, rule, exchangeable, M, b, Q)
+    Qh, Mh, Vh = (
+        ev.Qhat.reshape(P, K0, L, L),
+        ev.Mhat.reshape(P, K0, L),
+        ev.Vhat.reshape(P, K0, L, L),
+    )
+    # (the floats of each array at once: ``tolist`` gives each entry's ``float``)
+    values = zip(
+        test_error.tolist(),
+        train_error.tolist(),
+        train_loss.tolist(),
+        test_loss.tolist(),
+        test_errs.tolist(),
+        train_errs.tolist(),
+        test_loss_errs,
+    )
+    return [
+        Observables(
+            state=(Q[i], M[i], V[i], b[i]),
+            hats=(Qh[i], Mh[i], Vh[i]),
+            # (probabilities: 1 - sum can round a hair below 0, e.g. -2.2e-16 for a training
+            # error of zero at K = 4, found by tests/test_properties.py: clipped above)
+            test_error=te,
+            train_error=tre,
+            train_loss=trl,
+            test_loss=tl,
+            errors={
+                "test_error": te_err,
+                "train_error": tr_err,
+                "train_loss": 0.0,
+                "test_loss": tl_err,
+            },
+        )
+        for i, (te, tre, trl, tl, te_err, tr_err, tl_err) in enumerate(values)
+    ]
+
+
 def _fallback_spread(
-    problem: Problem, T: FixedPointMap, M: np.ndarray, b: np.ndarray, Q: np.ndarray
-) -> float:
-    """The standard error of the test loss across the replicates of a randomised rule that
-    only the test loss uses (the fallback of
+    problems: Sequence[Problem],
+    rule: QuadratureRule,
+    exchangeable: bool,
+    M: np.ndarray,
+    b: np.ndarray,
+    Q: np.ndarray,
+) -> list[float]:
+    """Each point's standard error of the test loss across the replicates of a randomised
+    rule that only the test loss uses (the fallback of
     :class:`~gaussmix.theory.channel.normaliser.NormaliserRule`, whose channel moments are its own:
-    the state does not move with the replicates), else 0."""
-    fallback = T.rule.fallback
-    if not T.rule.computes_moments or fallback is None or not fallback.randomised:
-        return 0.0
-    sym = T.symmetry is not None
-    values = [test_loss(problem, M, b, Q, rep, exchangeable=sym) for rep in fallback.replicates()]
-    return float(np.std(values, ddof=1) / np.sqrt(len(values)))
+    the state does not move with the replicates), else 0 (``M``, ``b``, ``Q`` with a leading
+    axis of points, as :func:`light_observables`'s)."""
+    fallback = rule.fallback
+    if not rule.computes_moments or fallback is None or not fallback.randomised:
+        return [0.0] * len(problems)
+    spreads = []
+    for i, problem in enumerate(problems):
+        values = [
+            test_loss(problem, M[i], b[i], Q[i], rep, exchangeable=exchangeable)
+            for rep in fallback.replicates()
+        ]
+        spreads.append(float(np.std(values, ddof=1) / np.sqrt(len(values))))
+    return spreads
 
 
 def with_statistics(
