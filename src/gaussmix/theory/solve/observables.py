@@ -97,7 +97,7 @@ def test_accuracy(
     asks :data:`~gaussmix.theory.numerics.tolerances.SPREAD_ORTHANT_TOL` of them instead of their
     default (for differences between nearby states with the same seed).  ``exchangeable``: the
     clusters and the state are equivariant under relabelling
-    (:mod:`gaussmix.theory.problem.problem.symmetry`),
+    (:mod:`gaussmix.theory.problem.symmetry`),
     so cluster 0's probability stands for every cluster (one orthant instead of ``K``)."""
     point = _point_masses(Q)
     if point.all():  # the lasso's zero estimator: omega_c = b, the bias-only classifier
@@ -294,7 +294,7 @@ def test_loss(
     :func:`gaussian_risk`); its error is estimated as that of the training loss, by the
     change under a refined rule (:func:`gaussmix.theory.solve.refinement.estimate_errors`).
     ``exchangeable``: the clusters and the state are equivariant under relabelling
-    (:mod:`gaussmix.theory.problem.problem.symmetry`), so cluster 0's risk stands for every cluster (and
+    (:mod:`gaussmix.theory.problem.symmetry`), so cluster 0's risk stands for every cluster (and
     ``rule`` may be one that integrates only competitor-symmetric integrands: the risk of
     cluster 0 at a symmetric state is one).
     """
@@ -430,7 +430,7 @@ def train_accuracy(
       seed).
 
     ``exchangeable``: the clusters and the state are equivariant under relabelling
-    (:mod:`gaussmix.theory.problem.problem.symmetry`); cluster 0's probability stands for every cluster,
+    (:mod:`gaussmix.theory.problem.symmetry`); cluster 0's probability stands for every cluster,
     and
     the quasi-Monte Carlo estimate spends the work of ``K`` clusters on it (its cap is
     ``2**14`` points per scrambling times the clusters it saves, rounded down to a power of 2,
