@@ -203,7 +203,8 @@ def test_simulation_keeps_no_weight():
 def test_hinge_lasso_without_curvature_is_named():
     """Hinge + pure lasso between the decline and the underflow: the cold start reaches a
     state where the hinge has no curvature while weights remain, and the solve says so
-    (not an anonymous NaN)."""
+    (not an anonymous NaN): the named :class:`gaussmix.UnboundedWeightsError`, a
+    :class:`gaussmix.ConvergenceError`."""
     mix = Mixture.isotropic(1.0, "antipodal", labels="binary")
-    with pytest.raises(gm.ConvergenceError, match="lasso's weights are unbounded"):
+    with pytest.raises(gm.UnboundedWeightsError, match="lasso's weights are unbounded"):
         gm.solve(mix, "hinge", alpha=0.5, lam=10.0, penalty="l1")
