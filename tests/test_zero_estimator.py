@@ -18,6 +18,7 @@ from scipy.integrate import quad
 import gaussmix as gm
 from gaussmix import Mixture
 from gaussmix.theory.channel import channel_moments, identity_prox_moments
+from gaussmix.theory.iteration import IterationStatus
 from gaussmix.theory.losses import get_loss
 from gaussmix.theory.prior import _tail_moments
 from gaussmix.theory.state import is_valid_state, pack_state
@@ -206,5 +207,8 @@ def test_hinge_lasso_without_curvature_is_named():
     (not an anonymous NaN): the named :class:`gaussmix.UnboundedWeightsError`, a
     :class:`gaussmix.ConvergenceError`."""
     mix = Mixture.isotropic(1.0, "antipodal", labels="binary")
-    with pytest.raises(gm.UnboundedWeightsError, match="lasso's weights are unbounded"):
+    with pytest.raises(gm.UnboundedWeightsError, match="lasso's weights are unbounded") as exc:
         gm.solve(mix, "hinge", alpha=0.5, lam=10.0, penalty="l1")
+    assert isinstance(exc.value, gm.ConvergenceError)
+    assert exc.value.result.status is IterationStatus.UNBOUNDED_WEIGHTS
+    assert not exc.value.result.success
