@@ -20,6 +20,7 @@ from gaussmix import Mixture
 from gaussmix.theory.channel.channel import channel_moments, identity_prox_moments
 from gaussmix.theory.channel.losses import get_loss
 from gaussmix.theory.prior.prior import _tail_moments
+from gaussmix.theory.solve.iteration import IterationStatus
 from gaussmix.theory.solve.state import is_valid_state, pack_state
 
 #: far past the threshold: ``t / s > 38.5`` for every problem below (``s^2 ~ alpha``)
@@ -203,7 +204,11 @@ def test_simulation_keeps_no_weight():
 def test_hinge_lasso_without_curvature_is_named():
     """Hinge + pure lasso between the decline and the underflow: the cold start reaches a
     state where the hinge has no curvature while weights remain, and the solve says so
-    (not an anonymous NaN)."""
+    (not an anonymous NaN): the named :class:`gaussmix.UnboundedWeightsError`, a
+    :class:`gaussmix.ConvergenceError`."""
     mix = Mixture.isotropic(1.0, "antipodal", labels="binary")
-    with pytest.raises(gm.ConvergenceError, match="lasso's weights are unbounded"):
+    with pytest.raises(gm.UnboundedWeightsError, match="lasso's weights are unbounded") as exc:
         gm.solve(mix, "hinge", alpha=0.5, lam=10.0, penalty="l1")
+    assert isinstance(exc.value, gm.ConvergenceError)
+    assert exc.value.result.status is IterationStatus.UNBOUNDED_WEIGHTS
+    assert not exc.value.result.success

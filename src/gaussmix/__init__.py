@@ -25,6 +25,7 @@ _EXPORTS = {
     "GaussmixError": "gaussmix.core.exceptions",
     "IntegrationWarning": "gaussmix.core.exceptions",
     "SpuriousFixedPointError": "gaussmix.core.exceptions",
+    "UnboundedWeightsError": "gaussmix.core.exceptions",
     "OptimalLambdaResult": "gaussmix.experiments",
     "d_test_error_d_lambda": "gaussmix.experiments",
     "lambda_sweep": "gaussmix.experiments",
@@ -78,6 +79,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         IntegrationWarning,
         SingularCovarianceWarning,
         SpuriousFixedPointError,
+        UnboundedWeightsError,
     )
     from .core.tables import CurveTable
     from .data.files import load_labelled
@@ -199,6 +201,7 @@ __all__ = [
     "GaussmixError",
     "ConvergenceError",
     "SpuriousFixedPointError",
+    "UnboundedWeightsError",
     "ConvergenceWarning",
     "IntegrationWarning",
     "BayesOptimalResult",

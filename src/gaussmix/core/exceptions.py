@@ -8,6 +8,7 @@ __all__ = [
     "GaussmixError",
     "ConvergenceError",
     "SpuriousFixedPointError",
+    "UnboundedWeightsError",
     "SchedulerLostError",
     "ConvergenceWarning",
     "IntegrationWarning",
@@ -83,6 +84,29 @@ class SpuriousFixedPointError(ConvergenceError):
         What went wrong, naming the invalid quantity.
     result : FixedPointResult or None
         The invalid point, with ``success=False``.
+    """
+
+
+class UnboundedWeightsError(ConvergenceError, FloatingPointError):
+    """A sparse penalty keeps weights where the loss has no curvature: Theorem 1's fixed
+    point is degenerate there.
+
+    The scalar lasso of the prior's channel, ``min_w a w^2 / 2 + t |w| - B w``, has the
+    curvature ``a = sum_k sigma^k Vhat_k`` that the loss gives; a loss with none at the state
+    (the hinge where every margin is at or past its kink, as when ``W* = 0`` and the bias
+    sits at the kink) leaves the weights with ``|B| > t`` unbounded, while the Gaussian field
+    ``B`` always has ``P(|B| > t) > 0`` (until it underflows: the zero estimator).  For the
+    hinge with a lasso at large ``lam`` the finite-size minimiser is exactly ``W* = 0``
+    (docs/design.md, "When the direct iteration fails").  Raised by the map (a
+    ``FloatingPointError``, which the iteration turns into its status), and by the solve
+    with ``throw=True`` after its fallback failed too.
+
+    Parameters
+    ----------
+    message : str
+        The state: ``P(|B| > t)`` and what to do instead.
+    result : FixedPointResult or None
+        The last iterate, with ``success=False``.
     """
 
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import ndtr
 
-from gaussmix.core.exceptions import ArgumentError
+from gaussmix.core.exceptions import ArgumentError, UnboundedWeightsError
 
 from ..model.mixture import Mixture
 from ..model.penalties import ElasticNet, Lasso, Penalty, Ridge
@@ -329,17 +329,25 @@ def _over(p: np.ndarray, a: np.ndarray) -> np.ndarray:
 
 
 def _check_curvature(a: np.ndarray, p0: np.ndarray, w: np.ndarray) -> None:
-    """Raise FloatingPointError where the scalar lasso has no curvature (``a = 0``) on an
-    atom of positive weight with a positive ``P(|B| > t)``: its weights are unbounded there
-    (``t |w| - B w`` has no minimum for ``|B| > t``), an image the map cannot return."""
+    """Raise :class:`~gaussmix.core.exceptions.UnboundedWeightsError` (a
+    ``FloatingPointError``) where the scalar lasso has no curvature (``a = 0``) on an atom of
+    positive weight with a positive ``P(|B| > t)``: its weights are unbounded there
+    (``t |w| - B w`` has no minimum for ``|B| > t``), an image the map cannot return, and
+    Theorem 1's fixed point is degenerate (docs/design.md, "When the direct iteration
+    fails")."""
     bad = (a <= 0.0) & (p0 > 0.0) & (w > 0.0)
     if np.any(bad):
-        raise FloatingPointError(
+        raise UnboundedWeightsError(
             "the lasso's weights are unbounded at this state: its curvature "
             "sum_k sigma^k Vhat_k is 0 where P(|B| > t) = "
-            f"{float(np.max(p0[bad])):.3g} > 0 (a loss with no curvature there, e.g. the "
-            "hinge's when no margin is near 1; a warm start from a smaller lam may reach the "
-            "fixed point, and an elastic net has the curvature lam (1 - l1_ratio) > 0)"
+            f"{float(np.max(p0[bad])):.3g} > 0.  The loss has no curvature there (the "
+            "hinge's when every margin is at or past its kink, as at W* = 0 with the bias at "
+            "the kink, which is where the hinge with a sparse penalty at large lam goes: its "
+            "finite-size minimiser is exactly W* = 0), and Theorem 1's fixed point is "
+            "degenerate: the Gaussian field B keeps P(|B| > t) > 0 while the weights have no "
+            "scale.  Use gm.simulate for the finite-size estimator, a smaller lam (a warm "
+            "start from it may reach the fixed point), or an elastic net (l1_ratio < 1, "
+            "whose ridge part gives the curvature lam (1 - l1_ratio) > 0)"
         )
 
 

@@ -23,7 +23,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from gaussmix.core.exceptions import ConvergenceError, SpuriousFixedPointError
+from gaussmix.core.exceptions import (
+    ConvergenceError,
+    SpuriousFixedPointError,
+    UnboundedWeightsError,
+)
 from gaussmix.core.interrupt import check_interrupt
 from gaussmix.core.memo import IdentityMemo
 
@@ -75,6 +79,9 @@ class IterationStatus(enum.Enum):
     #: (the channel's moments underflowed; see
     #: :func:`~gaussmix.theory.solve.fixed_point.bias_condition_step`)
     DEGENERATE = "degenerate"
+    #: the map failed at the starting point because a sparse penalty keeps weights where
+    #: the loss has no curvature (:class:`~gaussmix.core.exceptions.UnboundedWeightsError`)
+    UNBOUNDED_WEIGHTS = "unbounded-weights"
 
     @property
     def spurious(self) -> bool:
@@ -90,7 +97,10 @@ class IterationStatus(enum.Enum):
     def error_class(self) -> type[ConvergenceError]:
         """The exception raised for this status with ``throw=True``:
         :class:`~gaussmix.core.exceptions.SpuriousFixedPointError` for an invalid point,
-        :class:`~gaussmix.core.exceptions.ConvergenceError` otherwise."""
+        :class:`~gaussmix.core.exceptions.UnboundedWeightsError` for weights the loss leaves
+        unbounded, :class:`~gaussmix.core.exceptions.ConvergenceError` otherwise."""
+        if self is IterationStatus.UNBOUNDED_WEIGHTS:
+            return UnboundedWeightsError
         return SpuriousFixedPointError if self.spurious else ConvergenceError
 
 
@@ -419,7 +429,8 @@ class FixedPointIteration:
         except (FloatingPointError, np.linalg.LinAlgError) as exc:
             if last is not None:
                 return retreat(damping=0.5 * beta, evaluated=False)
-            out = IterationOutcome(x, it, np.inf, S.MAP_FAILED, f"map failed: {exc}", state)
+            why = S.UNBOUNDED_WEIGHTS if isinstance(exc, UnboundedWeightsError) else S.MAP_FAILED
+            out = IterationOutcome(x, it, np.inf, why, f"map failed: {exc}", state)
             return s._replace(n_iter=it, evaluated=False, outcome=out)
         r = g - x
         # the mixing's weights and measure of a step (divergence), in units max(1, |x|);
