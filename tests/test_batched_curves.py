@@ -290,7 +290,10 @@ def test_what_is_stacked_is_the_priors_declaration() -> None:
         three = curves._problems(MIX3, loss, [(0.1, 1.0)], "l2", None)[0]
         assert three.dim > 1 and continuation.stackable(three, opts)
     lasso3 = curves._problems(MIX3, "square", [(0.1, 1.0)], "l1", None)[0]
-    assert takes_stacked_points(lasso3.penalty_spec, lasso3.mixture)
+    # the lasso stacks for one output (or two of the two-class cross-entropy), not for the
+    # L-dimensional lasso of several outputs (one point per call)
+    assert takes_stacked_points(lasso3.penalty_spec, lasso3.mixture)  # one output
+    assert not takes_stacked_points(lasso3.penalty_spec, lasso3.mixture, lasso3.P)
     assert not continuation.stackable(lasso3, opts)
     mix4 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=4)
     # four classes: the square loss's channel is in closed form (stacked, its orthants of

@@ -341,7 +341,7 @@ def stackable(problem: Problem, opts: SolverOptions) -> bool:
     a channel in closed form (the square loss, any K: its errors are Gaussian orthants,
     all points' at once) or correct sets of at most two constraints (one output; two
     outputs, K = 3 cross-entropy, on graded panels)."""
-    if not takes_stacked_points(problem.penalty_spec, problem.mixture):
+    if not takes_stacked_points(problem.penalty_spec, problem.mixture, problem.P):
         return False
     if prior_quadrature_dim(problem) or opts.quadrature is not None:
         return False  # (a caller's rule: the points are its single points)

@@ -529,6 +529,11 @@ def multi_output_elastic_net_prior(
         ``atom_nonzero``: the expected fraction of the L entries of ``w`` that are non-zero
         (``nonzero_fraction`` is thus the fraction of entries of ``W*``, as for ``L = 1``).
     """
+    if Mhat.ndim != 2:
+        raise ValueError(
+            f"Mhat must be (K, L') (one point; the L-dimensional lasso takes no stacked "
+            f"points), got shape {Mhat.shape}"
+        )
     w = mixture.weights
     sig = mixture.sigma
     K, Lp = Mhat.shape
@@ -576,13 +581,25 @@ def multi_output_elastic_net_prior(
 #: one it has (it calls ``problem.prior``, resolved once by :func:`prior_for`)
 PRIORS: dict[tuple[type, str], Callable[..., PriorResult]] = {}
 #: the pairs whose prior takes points on a leading axis (``lam`` an array of ``P``
-#: penalties, hats of shape ``(P, K, 1, 1)``) with one output: a curve's points in one call
-STACKED_PRIORS: set[tuple[type, str]] = set()
+#: penalties, hats of shape ``(P, K, 1, 1)``) with one output: a curve's points in one call;
+#: each with the test of the problem's output map ``P`` (None: one output) under which it
+#: does (:func:`takes_stacked_points`)
+STACKED_PRIORS: dict[tuple[type, str], Callable[[np.ndarray | None], bool]] = {}
 
 
-def register_prior(penalty_cls: type, structure: str, *, stacked: bool = False) -> Callable:
+def _any_output_map(P: np.ndarray | None) -> bool:
+    return True
+
+
+def register_prior(
+    penalty_cls: type,
+    structure: str,
+    *,
+    stacked: bool | Callable[[np.ndarray | None], bool] = False,
+) -> Callable:
     """Declare the prior of ``penalty_cls`` on covariance structures named ``structure``
-    (``stacked``: it also takes the points of a curve on a leading axis)."""
+    (``stacked``: it also takes the points of a curve on a leading axis, for every output map
+    with True, for the output maps ``P`` where ``stacked(P)`` holds with a test)."""
 
     def deco(fn: Callable[..., PriorResult]) -> Callable[..., PriorResult]:
         key = (penalty_cls, structure)
@@ -590,7 +607,7 @@ def register_prior(penalty_cls: type, structure: str, *, stacked: bool = False) 
             raise ValueError(f"a prior for {penalty_cls.__name__} on {structure!r} exists")
         PRIORS[key] = fn
         if stacked:
-            STACKED_PRIORS.add(key)
+            STACKED_PRIORS[key] = _any_output_map if stacked is True else stacked
         return fn
 
     return deco
@@ -615,10 +632,13 @@ def prior_for(penalty: Penalty, mixture: Mixture) -> Callable[..., PriorResult]:
     return fn
 
 
-def takes_stacked_points(penalty: Penalty, mixture: Mixture) -> bool:
-    """Whether the prior of ``penalty`` on ``mixture`` takes the points of a one-output curve
-    on a leading axis (:data:`STACKED_PRIORS`), as the stacked curve solve needs."""
-    return (type(penalty), mixture.covariance.structure) in STACKED_PRIORS
+def takes_stacked_points(penalty: Penalty, mixture: Mixture, P: np.ndarray | None = None) -> bool:
+    """Whether the prior of ``penalty`` on ``mixture``, for the output map ``P`` (the
+    problem's ``P``; None: one output), takes the points of a curve on a leading axis
+    (:data:`STACKED_PRIORS`), as the stacked curve solve needs: the same test as the prior's
+    own choice of path, so that a stacked curve's points take their single points' path."""
+    accepts = STACKED_PRIORS.get((type(penalty), mixture.covariance.structure))
+    return accepts is not None and accepts(P)
 
 
 @register_prior(Ridge, "spectral", stacked=True)
@@ -656,16 +676,31 @@ def _ridge_dense(
     )
 
 
-@register_prior(Lasso, "spectral", stacked=True)
-@register_prior(ElasticNet, "spectral", stacked=True)
+def _two_class_output(P: np.ndarray) -> bool:
+    """Whether ``P`` is the two-class cross-entropy's map ``(1, -1) / sqrt(2)`` (up to sign):
+    one effective output, the difference of two full ones."""
+    return P.shape == (1, 2) and bool(np.isclose(P[0, 0], -P[0, 1]))
+
+
+def _scalar_elastic_net(P: np.ndarray | None) -> bool:
+    """Whether the lasso / elastic net of the output map ``P`` is a scalar one in closed form
+    (one output, or :func:`_two_class_output`), the path of :func:`_elastic_net_spectral`
+    that takes a curve's points on a leading axis; the L-dimensional one takes one point."""
+    return P is None or P.shape == (1, 1) or _two_class_output(P)
+
+
+@register_prior(Lasso, "spectral", stacked=_scalar_elastic_net)
+@register_prior(ElasticNet, "spectral", stacked=_scalar_elastic_net)
 def _elastic_net_spectral(
     penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=None, panels=None
 ):
-    """One output (``P = 1``): the soft-threshold closed forms; otherwise the L-dimensional
-    lasso of :func:`multi_output_elastic_net_prior` (with ``panels`` for its outer rule)."""
+    """One output (``P = 1``): the soft-threshold closed forms; two outputs of the two-class
+    cross-entropy: the same through their difference (:func:`_two_class_elastic_net`);
+    otherwise the L-dimensional lasso of :func:`multi_output_elastic_net_prior` (with
+    ``panels`` for its outer rule)."""
     if P is None or P.shape == (1, 1):
         return elastic_net_prior(mixture, lam, penalty.l1_ratio, Qhat, Mhat, Vhat, details)
-    if P.shape == (1, 2) and np.isclose(P[0, 0], -P[0, 1]):
+    if _two_class_output(P):
         return _two_class_elastic_net(mixture, lam, penalty.l1_ratio, Qhat, Mhat, Vhat, details)
     return multi_output_elastic_net_prior(
         mixture, lam, penalty.l1_ratio, Qhat, Mhat, Vhat, P, panels
