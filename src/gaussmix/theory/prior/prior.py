@@ -277,7 +277,7 @@ def _tail_moments(
     g1 = np.asarray(u * Phi + phi)
     g2 = np.asarray((u * u + 1.0) * Phi + u * phi)
     deep = u < -TAIL_CF_FROM
-    if np.any(deep):
+    if deep.any():
         r1, r2 = _mills_tail(-u[deep])
         c = r1 / (-u[deep] + r1)  # 1 - c Phi(-c) / phi(c), c = -u
         g1[deep] = phi[deep] * c
@@ -326,6 +326,16 @@ def _over(p: np.ndarray, a: np.ndarray) -> np.ndarray:
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(p == 0.0, 0.0, p / a)
+
+
+def _over_for(a: np.ndarray, a2: np.ndarray) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The quotient of the moments over the curvature ``a`` (and ``a2 = a**2``): where every
+    ``a`` and ``a2`` is positive, plain division (``p / a`` is then already 0 where
+    ``p = 0``: the numbers of :func:`_over`, without its ``errstate`` and ``where`` on each
+    of a prior update's six quotients, a third of the update's time); else :func:`_over`."""
+    if a.min() > 0.0 and a2.min() > 0.0:
+        return np.divide
+    return _over
 
 
 def _check_curvature(a: np.ndarray, p0: np.ndarray, w: np.ndarray) -> None:
@@ -399,27 +409,30 @@ def elastic_net_prior(
     mh = Mhat[:, 0]
     vh = Vhat[:, 0, 0]
     a = sig @ vh + lam * (1.0 - l1_ratio)
+    a2 = a**2
+    over = _over_for(a, a2)
     t = lam * l1_ratio
     c = sig @ qh
     if mixture.mu is None:
         cov = mixture.theta @ mh  # (J, K): Cov(mu^k, B) on each atom
         s2 = cov @ mh + c
-        p0, p1, p2, _ = soft_threshold_moments(0.0, np.sqrt(np.clip(s2, 0.0, None)), t)
-        Mk = np.einsum("j,jk->k", w * _over(p0, a), cov)
+        p0, p1, p2 = _centred_soft_threshold_moments(np.sqrt(np.clip(s2, 0.0, None)), t)
+        Mk = np.einsum("j,jk->k", w * over(p0, a), cov)
     else:
         m = mixture.mu @ mh
         p0, p1, p2, es = soft_threshold_moments(m, np.sqrt(np.clip(c, 0.0, None)), t)
-        Mk = np.einsum("j,jk->k", w * _over(es, a), mixture.mu)
-    _check_curvature(a, p0, w)
-    Q = np.einsum("j,jk->k", w * _over(p2, a**2), sig)
-    V = np.einsum("j,jk->k", w * _over(p0, a), sig)
-    l1 = float(w @ _over(p1, a))
-    l2 = float(w @ _over(p2, a**2))
+        Mk = np.einsum("j,jk->k", w * over(es, a), mixture.mu)
+    if over is _over:  # some a <= 0 (or NaN): unbounded weights raise
+        _check_curvature(a, p0, w)
+    Q = np.einsum("j,jk->k", w * over(p2, a2), sig)
+    V = np.einsum("j,jk->k", w * over(p0, a), sig)
+    l1 = float(w @ over(p1, a))
+    l2 = float(w @ over(p2, a2))
     return PriorResult(
         Q=Q[:, None, None],
         M=Mk[:, None],
         V=V[:, None, None],
-        psi_w=-0.5 * float(w @ _over(p2, a)),
+        psi_w=-0.5 * float(w @ over(p2, a)),
         penalty=l1_ratio * l1 + 0.5 * (1.0 - l1_ratio) * l2,
         atom_nonzero=np.asarray(p0, dtype=float),
         l1_norm=l1,
@@ -447,24 +460,25 @@ def _elastic_net_points(
     a = vh @ sig.T + lam * (1.0 - l1_ratio)  # (P, J)
     t = lam * l1_ratio
     c = qh @ sig.T
+    a2 = a**2
+    over = _over_for(a, a2)
     if mixture.mu is None:
         cov = np.einsum("jkl,pl->pjk", mixture.theta, mh)  # Cov(mu^k, B) on each atom
         s2 = np.einsum("pjk,pk->pj", cov, mh) + c
         p0, p1, p2 = _centred_soft_threshold_moments(np.sqrt(np.clip(s2, 0.0, None)), t)
-        v = w * _over(p0, a)
+        v = w * over(p0, a)
         Mk = np.einsum("pj,pjk->pk", v, cov)
     else:
         m = mh @ mixture.mu.T
         p0, p1, p2, es = soft_threshold_moments(m, np.sqrt(np.clip(c, 0.0, None)), t)
-        Mk = (w * _over(es, a)) @ mixture.mu
-        v = w * _over(p0, a)
-    a2 = a**2
-    Q = (w * _over(p2, a2)) @ sig
+        Mk = (w * over(es, a)) @ mixture.mu
+        v = w * over(p0, a)
+    Q = (w * over(p2, a2)) @ sig
     V = v @ sig
     if details:
-        l1 = _over(p1, a) @ w
-        l2 = _over(p2, a2) @ w
-        psi_w = -0.5 * (_over(p2, a) @ w)
+        l1 = over(p1, a) @ w
+        l2 = over(p2, a2) @ w
+        psi_w = -0.5 * (over(p2, a) @ w)
         penalty = l1_ratio * l1 + 0.5 * (1.0 - l1_ratio) * l2
     else:
         l1 = psi_w = penalty = np.full(a.shape[0], np.nan)
