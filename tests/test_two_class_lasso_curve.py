@@ -13,8 +13,8 @@ import pytest
 import gaussmix as gm
 from gaussmix.experiments import curves
 from gaussmix.experiments.continuation import stacked_curve_options
-from gaussmix.theory.options import solver_options
-from gaussmix.theory.prior import takes_stacked_points
+from gaussmix.theory.prior.prior import takes_stacked_points
+from gaussmix.theory.solve.options import solver_options
 
 MIX2 = gm.Mixture.isotropic(1.0, "antipodal", n_clusters=2)
 PENALTIES = [("l1", None), ("elastic-net", 0.5)]
