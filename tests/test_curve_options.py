@@ -119,3 +119,18 @@ def test_changed_options_are_what_was_asked_however_spelled() -> None:
     assert changed_options(gm.SolverOptions()) == {}
     asked = solver_options(gm.SolverOptions(tol=1e-10), {"max_iter": 3000, "anderson": 3})
     assert changed_options(asked) == {"tol": 1e-10, "anderson": 3}
+
+
+def test_the_front_ends_record_the_options_the_library_calls_changed() -> None:
+    """One judgement of "asked for": a point's ``params`` record the options that
+    :func:`changed_options` calls changed, except those every point records anyway."""
+    from gaussmix.frontend.options import changed_solver_options
+    from gaussmix.theory.solve.options import changed_options
+
+    defaults = gm.SolverOptions()
+    assert changed_solver_options({"anderson": defaults.anderson, "tol": 1e-12}) == {}
+    given = {"anderson": 3, "max_iter": 50, "tol": 1e-9, "symmetry": not defaults.symmetry}
+    recorded = changed_solver_options(given)
+    assert recorded == {"anderson": 3, "symmetry": not defaults.symmetry}
+    library = changed_options(gm.SolverOptions(**given))
+    assert recorded == {k: v for k, v in library.items() if k not in ("tol", "max_iter")}

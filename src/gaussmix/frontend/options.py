@@ -744,14 +744,15 @@ def changed_solver_options(values: Mapping[str, Any]) -> dict[str, Any]:
     """The solver options of ``values`` (name -> value) that differ from their defaults,
     except ``tol``, ``max_iter`` and ``quad_order`` (which a point's ``params`` always
     record): what a point records beside them, so that a point at the default options has
-    the ``params`` (and a sweep's checkpoint key) it always had."""
-    return {
-        name: values[name]
-        for name in SOLVER_OPTIONS
-        if name not in _ALWAYS_RECORDED
-        and name in values
-        and values[name] != _FIELDS[name].default
-    }
+    the ``params`` (and a sweep's checkpoint key) it always had. Which options differ is
+    :func:`~gaussmix.theory.solve.options.changed_options`'s judgement (one rule for the
+    library and the front ends); the values recorded are those given, in the options'
+    order."""
+    from gaussmix.theory.solve.options import SolverOptions, changed_options
+
+    given = {k: values[k] for k in SOLVER_OPTIONS if k in values and k not in _ALWAYS_RECORDED}
+    asked = changed_options(SolverOptions(**given))
+    return {name: values[name] for name in SOLVER_OPTIONS if name in asked}
 
 
 #: the solver options that every point's ``params`` record
