@@ -157,13 +157,22 @@ def test_every_command_is_covered() -> None:
     assert set(EXIT_CODES) == {0, 1, 2, 3, EXIT_SCHEDULER_LOST, EXIT_INTERRUPTED}
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/cli.md"])
-def test_exit_codes_are_the_documented_table(doc: str) -> None:
-    """The table of the README and of the command line's page: one row per status the
-    command line returns (``EXIT_CODES``), and no other."""
-    text = (Path(__file__).parents[1] / doc).read_text()
+def test_exit_codes_are_the_documented_table() -> None:
+    """The table of the command line's page: one row per status the command line returns
+    (``EXIT_CODES``), and no other; the README's summary names each status once and links
+    to the table."""
+    root = Path(__file__).parents[1]
+    text = (root / "docs/cli.md").read_text()
     table = text[text.index("| status | meaning |") :].split("\n\n")[0]
     assert sorted(int(c) for c in re.findall(r"^\| (\d+) \| ", table, re.M)) == sorted(EXIT_CODES)
+    readme = (root / "README.md").read_text()
+    summary = readme[readme.index("## Exit codes") :].split("\n## ")[0]
+    assert "docs/cli.md#exit-codes" in summary
+    named = sorted(
+        int(c)
+        for c in re.findall(r"(?<![\d.])(\d+)\s+(?:success|bad|no|a lost|interr|an int)", summary)
+    )
+    assert named == sorted(EXIT_CODES)
 
 
 @pytest.mark.parametrize("name", COMMANDS)
