@@ -129,7 +129,9 @@ class Problem:
         The relabelling symmetry of exchangeable clusters
         (:meth:`~gaussmix.theory.problem.symmetry.ClusterSymmetry.of_outputs`; None: not
         exchangeable), resolved once here: it depends on neither ``lam`` nor ``alpha``, so
-        the copies of :meth:`with_lam_alpha` (the points of a curve) share it.
+        the copies of :meth:`with_lam_alpha` (the points of a curve) share it.  A problem
+        with another mixture, loss, penalty or labels is built again (:func:`build_problem`),
+        not copied with ``dataclasses.replace``, which would keep this one's symmetry.
     """
 
     mixture: Mixture
