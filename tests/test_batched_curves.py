@@ -565,10 +565,9 @@ def test_the_stacked_symmetry_is_each_points_to_rounding() -> None:
     """:class:`~gaussmix.theory.problem.symmetry.ClusterSymmetry` on a leading axis of points
     (the stacked map's) is its single point's, point by point."""
     from gaussmix.theory.channel.channel import ChannelMoments
-    from gaussmix.theory.solve.fixed_point import cluster_symmetry
 
     problem = curves._problems(MIX3, "cross-entropy", [(1.0, 1.0)], "l2", None)[0]
-    sym = cluster_symmetry(problem)
+    sym = problem.symmetry
     rng = np.random.default_rng(3)
     P, K, L = 4, 3, 2
     A = rng.normal(size=(P, K, L, L))

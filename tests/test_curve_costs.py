@@ -12,34 +12,41 @@ from gaussmix.core.exceptions import ArgumentError
 from gaussmix.theory.api.api import make_problem
 from gaussmix.theory.limits.separability import ZeroPenaltyError
 from gaussmix.theory.problem.symmetry import ClusterSymmetry
-from gaussmix.theory.solve.fixed_point import cluster_symmetry
+from gaussmix.theory.solve.solver import solve_problem
 
 MIX3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
 BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
 
 
-def test_the_cluster_symmetry_is_computed_once_and_shared_along_a_curve() -> None:
+def test_the_cluster_symmetry_is_made_with_the_problem_and_shared_along_a_curve() -> None:
     first = make_problem(MIX3, "cross-entropy", lam=1.0, alpha=1.0)
-    sym = cluster_symmetry(first)
+    sym = first.symmetry
     fresh = ClusterSymmetry.of(first)
     assert sym is not None and np.array_equal(sym.R, fresh.R) and np.array_equal(sym.P, fresh.P)
     other = first.with_lam_alpha(1e-3, 4.0)
-    assert cluster_symmetry(other) is sym  # shared, not recomputed
+    assert other.symmetry is sym  # shared, not recomputed
     # it depends on neither lam nor alpha: a problem made at the other point has the same
-    made = cluster_symmetry(make_problem(MIX3, "cross-entropy", lam=1e-3, alpha=4.0))
+    made = make_problem(MIX3, "cross-entropy", lam=1e-3, alpha=4.0).symmetry
     assert np.array_equal(made.R, sym.R)
-    # no symmetry: two clusters, or a penalty other than ridge
-    assert cluster_symmetry(make_problem(BINARY, "logistic", lam=1.0, alpha=1.0)) is None
-    l1 = make_problem(MIX3, "square", lam=1.0, alpha=1.0, penalty="l1")
-    assert cluster_symmetry(l1) is None
+    # no symmetry: two clusters, or a penalty other than ridge, or a loss not equivariant
+    assert make_problem(BINARY, "logistic", lam=1.0, alpha=1.0).symmetry is None
+    assert make_problem(MIX3, "square", lam=1.0, alpha=1.0, penalty="l1").symmetry is None
+    assert make_problem(MIX3, "square", lam=1.0, alpha=1.0).symmetry is None
+    # nothing is written on the frozen problem as it is solved
+    before = dict(first.__dict__)
+    gm.solve(MIX3, "cross-entropy", lam=1.0, alpha=1.0, estimate_error=False)
+    solve_problem(first, estimate_error=False)
+    assert first.__dict__.keys() == before.keys()
 
 
 def test_the_points_of_a_curve_share_its_symmetry(monkeypatch) -> None:
     seen = []
-    of = ClusterSymmetry.of
-    monkeypatch.setattr(ClusterSymmetry, "of", classmethod(lambda cls, p: seen.append(p) or of(p)))
+    of = ClusterSymmetry.of_outputs
+    monkeypatch.setattr(
+        ClusterSymmetry, "of_outputs", classmethod(lambda cls, *a: seen.append(a) or of(*a))
+    )
     gm.learning_curve(MIX3, "cross-entropy", [1.0, 1.5, 2.0], lam=1.0)
-    assert len(seen) == 1  # computed for the first problem, shared by the others
+    assert len(seen) == 1  # made with the first problem, shared by the others
 
 
 def test_a_curve_point_gives_the_single_point_of_its_problem() -> None:

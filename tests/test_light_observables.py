@@ -10,7 +10,7 @@ import pytest
 import gaussmix as gm
 from gaussmix.experiments import curves
 from gaussmix.theory.solve import batch, batch_solve
-from gaussmix.theory.solve.fixed_point import FixedPointMap, cluster_symmetry
+from gaussmix.theory.solve.fixed_point import FixedPointMap
 from gaussmix.theory.solve.policy import channel_rule
 from gaussmix.theory.solve.refinement import evaluate_observables
 
@@ -44,7 +44,7 @@ def test_each_stacked_point_has_its_single_points_observables(
 ) -> None:
     points = [(lam, alpha) for lam, alpha in [(0.1, 0.5), (1.0, 2.0), (0.03, 3.0)]]
     problems = curves._problems(mixture, loss, points, penalty, None)
-    sym = cluster_symmetry(problems[0]) if symmetric else None
+    sym = problems[0].symmetry if symmetric else None
     assert (sym is not None) == symmetric
     rule = channel_rule(problems[0], None, symmetry=symmetric)
     T = batch.StackedMap(problems, rule, symmetry=sym)

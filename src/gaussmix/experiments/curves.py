@@ -33,7 +33,6 @@ from gaussmix.theory.model.mixture import Mixture
 from gaussmix.theory.model.outputs import summary_keys
 from gaussmix.theory.numerics.quadrature import QuadratureRule, default_rule
 from gaussmix.theory.problem.problem import Problem
-from gaussmix.theory.solve.fixed_point import cluster_symmetry
 from gaussmix.theory.solve.options import SolverOptions, solver_options, with_options_doc
 from gaussmix.theory.solve.solver import FixedPointResult, solve_problem
 
@@ -236,14 +235,13 @@ def _problems(
     """The problem of each ``(lam, alpha)`` of a curve: the first made by
     :func:`~gaussmix.theory.api.api.make_problem`, the others copies of it
     (:meth:`~gaussmix.theory.problem.problem.Problem.with_lam_alpha`) sharing its relabelling
-    symmetry (:func:`~gaussmix.theory.solve.fixed_point.cluster_symmetry`).  The values are
+    symmetry (``Problem.symmetry``, made once with the first).  The values are
     those the callers validated (``check_param_values``, ``check_param``); what
     ``make_problem`` checks beyond them, at ``lam = 0``, is checked at each such point
     (:func:`~gaussmix.theory.api.api.check_lam_alpha`)."""
     base = make_problem(
         mixture, loss, lam=points[0][0], alpha=points[0][1], penalty=penalty, l1_ratio=l1_ratio
     )
-    cluster_symmetry(base)  # before the copies, which share it
     out = [base]
     for lam, alpha in points[1:]:
         if lam == 0.0:

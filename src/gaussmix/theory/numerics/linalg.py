@@ -12,6 +12,7 @@ from contextvars import ContextVar
 import numpy as np
 
 __all__ = [
+    "complement_of_ones",
     "sym_eigvals",
     "one_blas_thread",
     "blas_threads",
@@ -137,3 +138,14 @@ def sym_eigvals(A: np.ndarray) -> np.ndarray:
         half, rad = 0.5 * (a + c), np.hypot(0.5 * (a - c), b)
         return np.stack([half - rad, half + rad], axis=-1)
     return np.linalg.eigvalsh(0.5 * (A + np.swapaxes(A, -1, -2)))
+
+
+def complement_of_ones(L: int) -> np.ndarray:
+    """Orthonormal basis (L-1, L) of the complement of (1, ..., 1) (Helmert rows): the
+    effective output space ``P`` of the shift-invariant cross-entropy."""
+    P = np.zeros((L - 1, L))
+    for i in range(1, L):
+        P[i - 1, :i] = 1.0
+        P[i - 1, i] = -i
+        P[i - 1] /= np.sqrt(i * (i + 1))
+    return P

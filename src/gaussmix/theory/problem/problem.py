@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,8 +25,10 @@ from ..channel.losses import Loss, ReducedLoss, get_loss
 from ..model.labels import LabelMap
 from ..model.mixture import Mixture
 from ..model.penalties import PENALTIES, Penalty, make_penalty
+from ..numerics.linalg import complement_of_ones
 from ..numerics.quadrature import GRADED_MAX_DIM
 from ..prior.prior import prior_for
+from .symmetry import ClusterSymmetry
 
 __all__ = [
     "Problem",
@@ -45,17 +47,6 @@ __all__ = [
 SeparabilityCheck = Callable[[Mixture, float, str], None]
 # LAM_MAX, ALPHA_MIN, ALPHA_MAX: re-exported from gaussmix.core.validation, where the rules
 # of lam and alpha are stated once (PARAMETERS)
-
-
-def complement_of_ones(L: int) -> np.ndarray:
-    """Orthonormal basis (L-1, L) of the complement of (1, ..., 1) (Helmert rows): the
-    effective output space ``P`` of the shift-invariant cross-entropy."""
-    P = np.zeros((L - 1, L))
-    for i in range(1, L):
-        P[i - 1, :i] = 1.0
-        P[i - 1, i] = -i
-        P[i - 1] /= np.sqrt(i * (i + 1))
-    return P
 
 
 _complement_of_ones = complement_of_ones  # the former private name
@@ -134,6 +125,13 @@ class Problem:
     prior : callable
         The prior of the fixed point for this penalty on this mixture's covariance structure
         (:func:`gaussmix.theory.prior.prior.prior_for`), resolved once here.
+    symmetry : ClusterSymmetry or None
+        The relabelling symmetry of exchangeable clusters
+        (:meth:`~gaussmix.theory.problem.symmetry.ClusterSymmetry.of_outputs`; None: not
+        exchangeable), resolved once here: it depends on neither ``lam`` nor ``alpha``, so
+        the copies of :meth:`with_lam_alpha` (the points of a curve) share it.  A problem
+        with another mixture, loss, penalty or labels is built again (:func:`build_problem`),
+        not copied with ``dataclasses.replace``, which would keep this one's symmetry.
     """
 
     mixture: Mixture
@@ -148,6 +146,7 @@ class Problem:
     penalty_spec: Penalty
     prior: Callable
     l1_ratio: float | None = None
+    symmetry: ClusterSymmetry | None = field(default=None, repr=False)
 
     @property
     def n_clusters(self) -> int:
@@ -309,6 +308,7 @@ def build_problem(
             "classes or penalty='l2'",
         )
     constraints = _output_space(labels, base.shift_invariant)[1]
+    l1 = _problem_l1_ratio(pen)
     return Problem(
         mixture=mixture,
         loss=eff,
@@ -321,5 +321,6 @@ def build_problem(
         constraints=constraints,
         penalty_spec=pen,
         prior=prior,
-        l1_ratio=_problem_l1_ratio(pen),
+        l1_ratio=l1,
+        symmetry=ClusterSymmetry.of_outputs(mixture, eff, l1, P, labels.labels),
     )

@@ -60,9 +60,9 @@ from gaussmix.core.validation import check_int, check_real
 from ..channel.channel import ChannelMoments
 from ..channel.normaliser import NormaliserRule, normaliser_serves
 from ..model.mixture import Mixture
+from ..numerics.linalg import complement_of_ones
 from ..numerics.quadrature import PANEL_GRADE, QuadratureRule, composite_legendre, graded_line
 from ..numerics.tolerances import XI_MAX
-from .problem import complement_of_ones
 
 __all__ = ["ClusterSymmetry", "ExchangeablePanels", "exchangeable_mixture", "symmetric_rule"]
 
@@ -121,19 +121,33 @@ class ClusterSymmetry:
     @classmethod
     def of(cls, problem) -> ClusterSymmetry | None:
         """The symmetry of ``problem`` (a :class:`~gaussmix.theory.problem.problem.Problem`), or
-        None
-        where its clusters are not exchangeable: the mixture (:func:`exchangeable_mixture`),
-        a loss declaring ``label_equivariant``, the ridge penalty, and at least three
-        clusters (with two the effective output is one-dimensional and already cheap)."""
-        K = problem.n_clusters
-        if K < 3 or problem.l1_ratio is not None:
+        None where its clusters are not exchangeable (:meth:`of_outputs` of its mixture,
+        loss, penalty and outputs).  A problem made by
+        :func:`~gaussmix.theory.problem.problem.build_problem` holds its own
+        (``Problem.symmetry``, made once and shared by its copies at other ``lam`` and
+        ``alpha``)."""
+        p = problem
+        return cls.of_outputs(p.mixture, p.loss, p.l1_ratio, p.P, p.y)
+
+    @classmethod
+    def of_outputs(
+        cls, mixture: Mixture, loss, l1_ratio: float | None, P: np.ndarray, y: np.ndarray
+    ) -> ClusterSymmetry | None:
+        """The symmetry of the clusters of ``mixture`` with the (effective) ``loss``, the
+        penalty's ``l1_ratio`` (None: ridge), the effective output basis ``P`` and the
+        labels ``y``, or None where they are not exchangeable: the mixture
+        (:func:`exchangeable_mixture`), a loss declaring ``label_equivariant``, the ridge
+        penalty, and at least three clusters (with two the effective output is
+        one-dimensional and already cheap).  It depends on neither ``lam`` nor ``alpha``."""
+        K = mixture.n_clusters
+        if K < 3 or l1_ratio is not None:
             return None
-        if not getattr(problem.loss, "label_equivariant", False):
+        if not getattr(loss, "label_equivariant", False):
             return None
-        if not exchangeable_mixture(problem.mixture):
+        if not exchangeable_mixture(mixture):
             return None
-        P = np.asarray(problem.P, dtype=float)
-        if P.shape[1] != K or not np.allclose(problem.y, np.eye(K)):
+        P = np.asarray(P, dtype=float)
+        if P.shape[1] != K or not np.allclose(y, np.eye(K)):
             return None
         R = np.empty((K, P.shape[0], P.shape[0]))
         for c in range(K):

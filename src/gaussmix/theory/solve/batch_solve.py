@@ -23,15 +23,16 @@ import numpy as np
 
 from ..model.outputs import error_keys
 from ..numerics.linalg import sym_eigvals
+from ..numerics.quadrature import QuadratureRule
 from ..numerics.tolerances import REFINED_EXTRA_ITER, SMOOTH_Q_MAX, refined_tol
 from ..prior.prior import PriorResult, prior_update
 from .batch import Freezing, StackedMap, Watch
+from .estimate import RuleRefinement, refine_rule, tighter_run
 from .fixed_point import FixedPointMap, HatEvaluation, needs_quadrature
 from .iteration import AndersonState, IterationOutcome, IterationState, IterationStatus, iterate
 from .options import SolverOptions
 from .policy import channel_rule, sharp_rule
 from .refinement import (
-    MAX_QUADRATURE_NODES,
     Estimate,
     Observables,
     light_observables,
@@ -156,22 +157,16 @@ def _tighter_stacked(
     """The refined stacked fixed point ``out`` of ``T`` (each point's images, evaluations
     ``own`` and residuals ``own_res``) iterated on to
     :func:`~gaussmix.theory.numerics.tolerances.refined_tol`, as a single point's
-    (:func:`~gaussmix.theory.solve.refinement.estimate_errors`): each point that converges to it
-    within :data:`~gaussmix.theory.numerics.tolerances.REFINED_EXTRA_ITER` more evaluations takes
-    its
+    (:func:`~gaussmix.theory.solve.estimate.tighter_run`, frozen point by point): each point
+    that converges to it within
+    :data:`~gaussmix.theory.numerics.tolerances.REFINED_EXTRA_ITER` more evaluations takes its
     image there, the others keep theirs at ``opts.tol``."""
-    tight = refined_tol(opts.tol)
-    if tight >= opts.tol:
+    if refined_tol(opts.tol) >= opts.tol:  # (no tighter run: no map for it)
         return out, own, own_res
-    T3 = T.like(T.problems, T.rule, Freezing(tol=tight))
-    more = iterate(
-        T3,
-        out.x,
-        T3.anderson(opts.anderson, out.anderson),
-        **{**kw, "tol": tight, "max_iter": REFINED_EXTRA_ITER},
-    )
+    T3 = T.like(T.problems, T.rule, Freezing(tol=refined_tol(opts.tol)))
+    more = tighter_run(T3, out.x, T3.anderson(opts.anderson, out.anderson), opts, kw)
     done = T3.frozen
-    if not done.any():
+    if more is None or not done.any():
         return out, own, own_res
     x = np.where(done[T3.blocks], T3.images(more.x), out.x)
     own = np.where(done, own + T3.own_iterations(more.n_iter), own)
@@ -349,48 +344,38 @@ def estimate_points(
         obs = stacked_observables(T, x)
     except (FloatingPointError, np.linalg.LinAlgError, ValueError):
         return None
-    quad = [dict.fromkeys(_ERROR_KEYS, 0.0) for _ in problems]
-    evals = [dict(o.errors) for o in obs]
-    n_iters = [int(n) for n in n_iter]
-    residuals = [float(r) for r in residual]
-    refinements = opts.max_refine if opts.auto_refine else 1
-    refining = opts.estimate_error and needs_quadrature(problems[0]) and refinements > 0
-    active = list(range(len(problems))) if refining else []
-    # the last solve, its state and the active points among its
-    T_last, x_last, active_last = T, x, active
-    for _ in range(refinements if refining else 0):
-        finer = where[active[0]][0].rule.refined()  # (the single point's bound on its nodes)
-        if finer is None or finer.weights.size > MAX_QUADRATURE_NODES:
-            break
+    # the last solve and its points (indices among all)
+    last = (T, x, list(range(len(problems))))
+
+    def resolve(finer: QuadratureRule, active: list[int]):
+        nonlocal last, history
+        T_last, x_last, points = last
+        mine = [points.index(i) for i in active]  # (in T_last's points)
         T2 = T.like([problems[i] for i in active], finer, refined_freezing(opts, merge))
-        pairs = T_last.pairs(history, active_last, opts.anderson, own=own_refined_pairs(T))
-        x2 = T_last.points_of(x_last, active_last)
+        pairs = T_last.pairs(history, mine, opts.anderson, own=own_refined_pairs(T))
+        x2 = T_last.points_of(x_last, mine)
         if merge:  # (else each point's iterates from here are its single point's)
             T2.warm_from(T_last)
         solved = refined_solve(T2, x2, T2.anderson(opts.anderson, pairs), opts, kw, merge)
         if solved is None:
             return None
         out2, own, own_res, history = solved
-        T_last, x_last = T2, out2.x
         try:
             obs2 = stacked_observables(T2, out2.x)
         except (FloatingPointError, np.linalg.LinAlgError, ValueError):
             return None
-        split = T2.split(out2.x)
-        still = []
-        for j, i in enumerate(active):
-            quad[i] = {k: abs(obs2[j].value(k) - obs[i].value(k)) for k in _ERROR_KEYS}
-            evals[i] = dict(obs2[j].errors)
-            states[i], obs[i], where[i] = split[j], obs2[j], (T2, out2.x, j)
-            n_iters[i] += int(own[j])
-            residuals[i] = float(own_res[j])
-            total = {k: quad[i][k] + evals[i][k] for k in ("test_error", "train_loss")}
-            if max(total.values()) > opts.quad_tol:
-                still.append(i)
-        active_last = [active.index(i) for i in still]  # (in T_last's points)
-        active = still
-        if not active:
-            break
+        last = (T2, out2.x, active)
+        for j, (i, xi) in enumerate(zip(active, T2.split(out2.x))):
+            states[i], where[i] = xi, (T2, out2.x, j)
+        return [(o, int(n), float(r)) for o, n, r in zip(obs2, own, own_res)]
+
+    done = RuleRefinement.unrefined(obs, [int(n) for n in n_iter], [float(r) for r in residual])
+    if opts.estimate_error and needs_quadrature(problems[0]):
+        done = refine_rule(T.rule, obs, done.n_iter, done.residual, opts, resolve)
+        if done.failed:
+            return None
+    obs, quad, evals = done.obs, done.quad, done.evals
+    n_iters, residuals = done.n_iter, done.residual
     opts = replace(opts, throw=False)
     maps = _point_maps(where, states)
     try:

@@ -55,7 +55,6 @@ __all__ = [
     "bias_step",
     "flat_bias",
     "mean_bias_step",
-    "cluster_symmetry",
     "initial_hats",
     "initial_hats_points",
 ]
@@ -446,26 +445,10 @@ def needs_quadrature(problem: Problem) -> bool:
 def map_features(problem: Problem, opts: SolverOptions) -> tuple[ClusterSymmetry | None, bool]:
     """The symmetry and chart of every map of one solve:
     :class:`~gaussmix.theory.problem.symmetry.ClusterSymmetry` where ``opts.symmetry`` and the
-    clusters are exchangeable, :class:`~gaussmix.theory.solve.state.LogChart` mixing where
-    :func:`uses_log_chart`."""
-    sym = cluster_symmetry(problem) if opts.symmetry else None
+    clusters are exchangeable (the problem's own, ``Problem.symmetry``, made once with it),
+    :class:`~gaussmix.theory.solve.state.LogChart` mixing where :func:`uses_log_chart`."""
+    sym = problem.symmetry if opts.symmetry else None
     return sym, uses_log_chart(problem)
-
-
-def cluster_symmetry(problem: Problem) -> ClusterSymmetry | None:
-    """:meth:`ClusterSymmetry.of(problem) <gaussmix.theory.problem.symmetry.ClusterSymmetry.of>`,
-    computed once per problem and kept with it, so that the copies of
-    :meth:`~gaussmix.theory.problem.problem.Problem.with_lam_alpha` (the points of a curve, which
-    share every field but ``lam`` and ``alpha``, on which it does not depend) share it: a
-    curve pays for it once, not at every solve (0.23 ms of a K = 3 cross-entropy point)."""
-    cache = problem.__dict__  # (a frozen dataclass: its fields stay read-only)
-    if _SYMMETRY_KEY not in cache:
-        cache[_SYMMETRY_KEY] = ClusterSymmetry.of(problem)
-    return cache[_SYMMETRY_KEY]
-
-
-#: where :func:`cluster_symmetry` keeps a problem's symmetry
-_SYMMETRY_KEY = "_cluster_symmetry"
 
 
 def new_map(

@@ -57,11 +57,10 @@ from ..problem.problem import Problem
 from ..problem.symmetry import (
     EXCHANGEABLE_ORDER,
     EXCHANGEABLE_PANEL_DIMS,
-    ClusterSymmetry,
     ExchangeablePanels,
     symmetric_rule,
 )
-from .fixed_point import FixedPointMap, cluster_symmetry, needs_quadrature
+from .fixed_point import FixedPointMap, needs_quadrature
 from .iteration import IterationOutcome, IterationStatus
 from .options import SolverOptions
 from .refinement import (
@@ -339,7 +338,7 @@ def policy_for(problem: Problem, opts: SolverOptions, *, warm: bool = False) -> 
     """The policy of a solve of ``problem`` with the options ``opts`` (``warm``: from a
     given starting state, a curve's neighbour or a user's ``init``)."""
     rule = channel_rule(problem, opts.quadrature, opts.symmetry)
-    symmetric = opts.symmetry and cluster_symmetry(problem) is not None
+    symmetric = opts.symmetry and problem.symmetry is not None
     automatic = opts.quadrature is None and needs_quadrature(problem)
     sharp = automatic and _switches_regime(rule, symmetric)
     # the sharp rule of exchangeable cross-entropy (symmetric_rule): panels in two and three
@@ -377,9 +376,7 @@ def channel_rule(
     if quadrature is not None:
         if quadrature.dim != L:
             raise ValueError(f"quadrature has dimension {quadrature.dim}, the problem needs {L}")
-        if quadrature.needs_symmetry and not (
-            symmetry and ClusterSymmetry.of(problem) is not None
-        ):
+        if quadrature.needs_symmetry and not (symmetry and problem.symmetry is not None):
             raise ValueError(
                 f"quadrature {type(quadrature).__name__} needs exchangeable clusters, "
                 "cross-entropy, ridge and symmetry=True"
@@ -388,7 +385,7 @@ def channel_rule(
     if not needs_quadrature(problem):
         return GaussHermite(1, 1)  # unused: closed-form channel
     rule = auto_rule(L, smooth=True)
-    if symmetry and rule.randomised and ClusterSymmetry.of(problem) is not None:
+    if symmetry and rule.randomised and problem.symmetry is not None:
         extra = int(np.floor(np.log2(problem.n_clusters)))
         while extra > 0 and rule.weights.size * 2**extra > MAX_QUADRATURE_NODES:
             extra -= 1

@@ -27,15 +27,15 @@ from ..model.outputs import error_keys
 from ..numerics import tolerances
 from ..numerics.quadrature import MAX_PANELS, MAX_QUADRATURE_NODES, MAX_TENSOR_DIM, QuadratureRule
 from ..numerics.tolerances import (
-    REFINED_EXTRA_ITER,
     REPLICATE_SHIFT_RTOL,
     TRAIN_ERROR_TARGET,
     integration_warning_threshold,
-    refined_tol,
 )
 from ..prior.lasso import OUTER_PANEL_ORDER, outer_panels
 from ..prior.prior import PriorResult, prior_quadrature_dim
 from ..problem.problem import Problem
+from .estimate import Observables, refine_rule, tighter_run
+from .estimate import finer_rule as _finer_rule
 from .fixed_point import (
     FixedPointMap,
     HatEvaluation,
@@ -139,30 +139,6 @@ class ErrorEstimate(Enum):
 
 
 # --------------------------------------------------------------------------- observables
-@dataclass(frozen=True)
-class Observables:
-    """Theorem 2 observables at one state; ``complete`` once the free energy, penalty and
-    sparsity are in (a "light" evaluation has only the errors and losses, which the
-    integration-error estimate compares)."""
-
-    state: tuple
-    hats: tuple
-    test_error: float
-    train_error: float
-    train_loss: float
-    errors: dict
-    free_energy: float = np.nan
-    penalty_value: float = np.nan
-    sparsity: dict = field(default_factory=dict)
-    complete: bool = False
-    test_loss: float = np.nan
-
-    def value(self, key: str) -> float:
-        """One of the estimated observables by name (``test_error``, ``train_error``,
-        ``train_loss``, ``test_loss``)."""
-        return float(getattr(self, key))
-
-
 def evaluate_observables(
     problem: Problem,
     T: FixedPointMap,
@@ -374,14 +350,6 @@ def failed_observables(problem: Problem, T: FixedPointMap, x: np.ndarray) -> Obs
     return Observables((Q, M, V, b), hats, np.nan, np.nan, np.nan, {})
 
 
-def _finer_rule(rule: QuadratureRule, cap: int = MAX_QUADRATURE_NODES) -> QuadratureRule | None:
-    """The next rule of a refinement, or None beyond ``cap`` nodes."""
-    finer = rule.refined()
-    if finer is None or finer.weights.size > cap:
-        return None
-    return finer
-
-
 # --------------------------------------------------------------------------- the solve
 def run_fixed_point(
     problem: Problem,
@@ -496,33 +464,6 @@ def _numerical_failure(exc: Exception) -> tuple[IterationStatus, str, None]:
     return IterationStatus.NUMERICAL_FAILURE, f"numerical failure at the fixed point: {exc}", None
 
 
-def _tighter(
-    T: FixedPointMap, out: IterationOutcome, opts: SolverOptions, kw: dict
-) -> IterationOutcome:
-    """The refined rule's fixed point ``out`` (converged to ``opts.tol``) iterated on to
-    :func:`~gaussmix.theory.numerics.tolerances.refined_tol` (at most
-    :data:`~gaussmix.theory.numerics.tolerances.REFINED_EXTRA_ITER` more evaluations), so that the
-    change of the observables under refinement also contains the error of stopping the
-    coarser rule's iteration at ``opts.tol``, and the returned state carries little of its
-    own: ``out`` where that does not converge (a noise floor above the tighter tolerance).
-
-    Measured at K = 3 cross-entropy, ``lam = 1e-3``, alpha = 4.74 (BENCHMARKS, "K = 3 at
-    lam = 1e-3"): stopped at ``tol = 1e-8`` a single point was 1.5e-9 off in the training
-    error with an estimate (of the integration only) of 1e-12."""
-    tight = refined_tol(opts.tol)
-    if tight >= opts.tol:
-        return out
-    more = iterate(
-        T,
-        out.x,
-        AndersonState.init(opts.anderson, out.anderson),
-        **{**kw, "tol": tight, "max_iter": REFINED_EXTRA_ITER},
-    )
-    if not more.converged:
-        return out
-    return replace(more, n_iter=out.n_iter + more.n_iter)
-
-
 def estimate_errors(
     problem: Problem,
     T: FixedPointMap,
@@ -533,8 +474,9 @@ def estimate_errors(
     kind: ErrorEstimate,
 ) -> Estimate:
     """Observables at the fixed point, and their integration error of the ``kind`` the
-    policy chose (:func:`gaussmix.theory.solve.policy.estimate_kind`): by refinement, across the
-    replicates of a randomised rule (:func:`_estimate_randomised`), or none.
+    policy chose (:func:`gaussmix.theory.solve.policy.estimate_kind`): by refinement
+    (:func:`refine_rule`, with this point's re-solve), across the replicates of a
+    randomised rule (:func:`_estimate_randomised`), or none.
 
     The state is re-solved with finer rules from the fixed point (each returning the image
     ``T2(x)``, so that the state moves with the rule; a rule that computes its own moments,
@@ -542,10 +484,8 @@ def estimate_errors(
     channel evaluation the observables reuse, and the image only where the fixed point
     already passes the finer rule's test: measured along the K = 5 curve, 3 evaluations of
     the finer rule a point -> 2; the other rules keep the image, which the stacked curves'
-    estimate, :mod:`gaussmix.theory.solve.batch`, returns too); the change of every
-    observable plus
-    each evaluation's own error estimates the integration error.  With ``auto_refine`` this
-    repeats while the estimate of the test error or training loss exceeds ``quad_tol``.
+    estimate, :mod:`gaussmix.theory.solve.batch`, returns too), then on to the tighter
+    tolerance (:func:`tighter_run`).
     """
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
     x, n_iter, res, status, msg = out.x, out.n_iter, out.residual, out.status, out.message
@@ -556,43 +496,45 @@ def estimate_errors(
         if status is IterationStatus.CONVERGED and kind is ErrorEstimate.REPLICATES:
             return _estimate_randomised(problem, T, out, opts, callback, history)
         if status is IterationStatus.CONVERGED:
-            refinements = opts.max_refine if opts.auto_refine else 1
             refining = kind is ErrorEstimate.REFINED_RULE
             # (only the errors at a rule that a finer one will replace)
             obs = evaluate_observables(problem, T, x, light=refining)
             evals = dict(obs.errors)
-            for _ in range(refinements if refining else 0):
-                finer = _finer_rule(T.rule)
-                if finer is None:
-                    break
-                T2 = new_map(problem, finer, T)
-                prev = history.get(finer)
-                if prev is None or prev.empty:  # the coarser rule's pairs model this Jacobian
-                    prev = history.get(T.rule)
-                last = finer.computes_moments  # the last iterate
-                out2 = iterate(
-                    T2, x, AndersonState.init(opts.anderson, prev), return_image=not last, **kw
-                )
-                history[finer] = out2.anderson
-                if not out2.converged:
-                    status, msg = out2.status, f"refined quadrature: {out2.message}"
-                    break
-                # (on to the tighter tolerance; a rule that computes its own moments keeps
-                # returning the last iterate, and the image where it converged at its start;
-                # two outputs keep the last iterate there too, whose channel evaluation the
-                # map remembers, as the stacked K = 3 curves do: the observables then need
-                # no evaluation of the refined rule of their own, one of four at K = 3)
-                keep = last or problem.dim == 2
-                out2 = _tighter(T2, out2, opts, {**kw, "return_image": not keep})
-                if last and out2.n_iter <= 1:  # converged where it started: moved to T2(x)
-                    out2 = replace(out2, x=T2(out2.x))
-                obs2 = evaluate_observables(problem, T2, out2.x, light=True)
-                quad = {k: abs(obs2.value(k) - obs.value(k)) for k in _ERROR_KEYS}
-                evals = dict(obs2.errors)
-                x, obs, res, n_iter, T = out2.x, obs2, out2.residual, n_iter + out2.n_iter, T2
-                total = {k: quad[k] + evals[k] for k in ("test_error", "train_loss")}
-                if max(total["test_error"], total["train_loss"]) <= opts.quad_tol:
-                    break
+            if refining:
+
+                def resolve(finer: QuadratureRule, active: list[int]):
+                    nonlocal T, x, status, msg
+                    T2 = new_map(problem, finer, T)
+                    prev = history.get(finer)
+                    if prev is None or prev.empty:  # the coarser rule's pairs model it
+                        prev = history.get(T.rule)
+                    last = finer.computes_moments  # the last iterate
+                    start = AndersonState.init(opts.anderson, prev)
+                    out2 = iterate(T2, x, start, return_image=not last, **kw)
+                    history[finer] = out2.anderson
+                    if not out2.converged:
+                        status, msg = out2.status, f"refined quadrature: {out2.message}"
+                        return None
+                    # (on to the tighter tolerance; a rule that computes its own moments
+                    # keeps returning the last iterate, and the image where it converged at
+                    # its start; two outputs keep the last iterate there too, whose channel
+                    # evaluation the map remembers, as the stacked K = 3 curves do: the
+                    # observables then need no evaluation of the refined rule of their own,
+                    # one of four at K = 3)
+                    keep = last or problem.dim == 2
+                    start = AndersonState.init(opts.anderson, out2.anderson)
+                    more = tighter_run(T2, out2.x, start, opts, {**kw, "return_image": not keep})
+                    if more is not None and more.converged:
+                        out2 = replace(more, n_iter=out2.n_iter + more.n_iter)
+                    if last and out2.n_iter <= 1:  # converged where it started: to T2(x)
+                        out2 = replace(out2, x=T2(out2.x))
+                    T, x = T2, out2.x
+                    obs2 = evaluate_observables(problem, T2, x, light=True)
+                    return [(obs2, out2.n_iter, out2.residual)]
+
+                done = refine_rule(T.rule, [obs], [n_iter], [res], opts, resolve)
+                obs, quad, evals = done.obs[0], done.quad[0], done.evals[0]
+                n_iter, res = done.n_iter[0], done.residual[0]
         if status is IterationStatus.CONVERGED and not obs.complete:
             obs = with_statistics(problem, T, x, obs)  # of the returned state
     except _NUMERICAL_FAILURES as exc:

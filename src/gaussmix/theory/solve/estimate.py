@@ -1,0 +1,168 @@
+"""The integration error estimate's driver, one for a single point and for the points of a
+curve.
+
+A solve estimates the integration error of Theorem 2's observables (eq. (9)) by re-solving
+its fixed point with finer channel rules: :func:`refine_rule` is that loop, whichever map
+re-solves (one point's, :func:`~gaussmix.theory.solve.refinement.estimate_errors`, or a
+curve's stacked points, :func:`~gaussmix.theory.solve.batch_solve.estimate_points`): the next
+finer rule (:func:`finer_rule`), the change of each observable plus the new evaluation's own
+error, and refinement again for the points whose estimate exceeds ``quad_tol``.  Each
+re-solve goes on to a tighter tolerance (:func:`tighter_run`) so that the change also holds
+the error of stopping the iteration at ``tol``.  :class:`Observables` is what the estimate
+compares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..model.outputs import error_keys
+from ..numerics.quadrature import MAX_QUADRATURE_NODES, QuadratureRule
+from ..numerics.tolerances import REFINED_EXTRA_ITER, refined_tol
+from .iteration import AndersonState, IterationOutcome, iterate
+from .options import SolverOptions
+
+__all__ = [
+    "Observables",
+    "Resolve",
+    "RuleRefinement",
+    "finer_rule",
+    "refine_rule",
+    "tighter_run",
+]
+
+#: the observables whose integration error is estimated (the observables registry's)
+_ERROR_KEYS = error_keys()
+#: (the refinement's target, ``quad_tol``, is on the test error and the training loss)
+_TARGET_KEYS = ("test_error", "train_loss")
+
+
+@dataclass(frozen=True)
+class Observables:
+    """Theorem 2 observables at one state; ``complete`` once the free energy, penalty and
+    sparsity are in (a "light" evaluation has only the errors and losses, which the
+    integration-error estimate compares)."""
+
+    state: tuple
+    hats: tuple
+    test_error: float
+    train_error: float
+    train_loss: float
+    errors: dict
+    free_energy: float = np.nan
+    penalty_value: float = np.nan
+    sparsity: dict = field(default_factory=dict)
+    complete: bool = False
+    test_loss: float = np.nan
+
+    def value(self, key: str) -> float:
+        """One of the estimated observables by name (``test_error``, ``train_error``,
+        ``train_loss``, ``test_loss``)."""
+        return float(getattr(self, key))
+
+
+def finer_rule(rule: QuadratureRule, cap: int = MAX_QUADRATURE_NODES) -> QuadratureRule | None:
+    """The next rule of a refinement, or None beyond ``cap`` nodes."""
+    finer = rule.refined()
+    if finer is None or finer.weights.size > cap:
+        return None
+    return finer
+
+
+def tighter_run(
+    T, x: np.ndarray, start: AndersonState, opts: SolverOptions, kw: dict
+) -> IterationOutcome | None:
+    """The refined rule's fixed point ``x`` (converged to ``opts.tol``) iterated on by the
+    map ``T`` (one point's, or a stacked one whose points freeze at the tighter tolerance)
+    to :func:`~gaussmix.theory.numerics.tolerances.refined_tol` (at most
+    :data:`~gaussmix.theory.numerics.tolerances.REFINED_EXTRA_ITER` more evaluations, from the
+    secant pairs ``start``), so that the change of the observables under refinement also
+    contains the error of stopping the coarser rule's iteration at ``opts.tol``; None where
+    the tighter tolerance is not below ``opts.tol``.  A point that does not converge to it
+    (a noise floor above the tighter tolerance) keeps its state at ``opts.tol``: the
+    caller's choice, by the outcome's status or each point's freeze.
+
+    Measured at K = 3 cross-entropy, ``lam = 1e-3``, alpha = 4.74 (BENCHMARKS, "K = 3 at
+    lam = 1e-3"): stopped at ``tol = 1e-8`` a single point was 1.5e-9 off in the training
+    error with an estimate (of the integration only) of 1e-12."""
+    tight = refined_tol(opts.tol)
+    if tight >= opts.tol:
+        return None
+    return iterate(T, x, start, **{**kw, "tol": tight, "max_iter": REFINED_EXTRA_ITER})
+
+
+@dataclass
+class RuleRefinement:
+    """What :func:`refine_rule` returns, per point: the observables of the last rule each
+    point was solved with, the change of each observable under the last refinement
+    (``quad``), that evaluation's own error (``evals``), the evaluations and residuals
+    (the starting ones plus each re-solve's), and whether a re-solve failed (the
+    refinement then stopped; each point keeps what it had)."""
+
+    obs: list[Observables]
+    quad: list[dict]
+    evals: list[dict]
+    n_iter: list[int]
+    residual: list[float]
+    failed: bool = False
+
+    @classmethod
+    def unrefined(
+        cls, obs: list[Observables], n_iter: list[int], residual: list[float]
+    ) -> RuleRefinement:
+        """Points without a refinement: no change, each evaluation's own error."""
+        quad = [dict.fromkeys(_ERROR_KEYS, 0.0) for _ in obs]
+        return cls(list(obs), quad, [dict(o.errors) for o in obs], n_iter, residual)
+
+
+#: a re-solve of :func:`refine_rule`: the points ``active`` (indices) with the rule given,
+#: from their last solve, returning each one's light observables there, evaluations and
+#: residual (in the order of ``active``), or None after a failure
+Resolve = Callable[[QuadratureRule, list[int]], list[tuple[Observables, int, float]] | None]
+
+
+def refine_rule(
+    rule: QuadratureRule,
+    obs: list[Observables],
+    n_iter: list[int],
+    residual: list[float],
+    opts: SolverOptions,
+    resolve: Resolve,
+) -> RuleRefinement:
+    """The integration error estimate by refinement of the channel rule, of one point or
+    of the points of a curve (the one driver of both: :func:`estimate_errors`,
+    :func:`~gaussmix.theory.solve.batch_solve.estimate_points`; only the re-solve is the
+    map's, ``resolve``).
+
+    The points, solved with ``rule`` (observables ``obs``), are re-solved with the next
+    finer rule (``rule.refined()``, within :data:`MAX_QUADRATURE_NODES`); the change of
+    every observable plus the new evaluation's own error estimates each point's
+    integration error.  With ``auto_refine`` this repeats, at most ``max_refine`` times,
+    for the points whose estimate of the test error or training loss is not below
+    ``quad_tol`` (without, once).
+    """
+    out = RuleRefinement.unrefined(obs, list(n_iter), list(residual))
+    active = list(range(len(obs)))
+    for _ in range(opts.max_refine if opts.auto_refine else 1):
+        finer = finer_rule(rule)
+        if finer is None:
+            break
+        solved = resolve(finer, active)
+        if solved is None:
+            out.failed = True
+            break
+        still = []
+        for i, (obs2, n, res) in zip(active, solved):
+            out.quad[i] = {k: abs(obs2.value(k) - out.obs[i].value(k)) for k in _ERROR_KEYS}
+            out.evals[i] = dict(obs2.errors)
+            out.obs[i], out.n_iter[i], out.residual[i] = obs2, out.n_iter[i] + n, res
+            total = [out.quad[i][k] + out.evals[i][k] for k in _TARGET_KEYS]
+            if not max(total) <= opts.quad_tol:
+                still.append(i)
+        if not still:
+            break
+        active, rule = still, finer
+    return out

@@ -1,0 +1,102 @@
+"""The one driver of the integration error estimate by refinement (issue 31, item 1):
+``refine_rule`` does the bookkeeping of a single point and of a curve's stacked points alike
+(the change of each observable under the last refinement, that evaluation's own error, the
+evaluations and residuals, which points refine again), whatever map re-solves them; and a
+single point's estimate is a curve's point's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gaussmix as gm
+from gaussmix.theory.numerics.quadrature import GaussHermite
+from gaussmix.theory.solve.estimate import Observables, RuleRefinement, refine_rule
+from gaussmix.theory.solve.options import SolverOptions
+
+
+def _obs(test_error: float, train_loss: float, err: float = 0.0) -> Observables:
+    errors = {"test_error": err, "train_error": 0.0, "train_loss": 0.0, "test_loss": 0.0}
+    return Observables((), (), test_error, 0.1, train_loss, errors, test_loss=1.0)
+
+
+class _Resolve:
+    """A re-solve whose observables of point ``i`` with a rule of ``n`` nodes are
+    ``value_i + c_i / n``: their change under refinement halves with each doubling."""
+
+    def __init__(self, c: list[float], fail_at: int | None = None) -> None:
+        self.c, self.fail_at, self.calls = c, fail_at, []
+
+    def value(self, i: int, n: int) -> float:
+        return 0.2 + self.c[i] / n
+
+    def __call__(self, finer, active):
+        self.calls.append((finer.weights.size, list(active)))
+        if self.fail_at is not None and len(self.calls) == self.fail_at:
+            return None
+        n = finer.weights.size
+        return [(_obs(self.value(i, n), self.value(i, n)), 3, 1e-12) for i in active]
+
+
+def _start(resolve: _Resolve, rule) -> list[Observables]:
+    n = rule.weights.size
+    return [_obs(resolve.value(i, n), resolve.value(i, n)) for i in range(len(resolve.c))]
+
+
+def test_each_point_refines_until_its_change_is_below_quad_tol() -> None:
+    rule = GaussHermite(8, 1)
+    # exact; a change 5e-3 (1/n - 1/n'), below quad_tol after three refinements (8 -> 12 ->
+    # 18 -> 27 nodes: 2.1e-4, 1.4e-4, 9.3e-5); a large change, never below it
+    resolve = _Resolve([0.0, 5e-3, 1.0])
+    opts = SolverOptions(quad_tol=1e-4, max_refine=4)
+    done = refine_rule(rule, _start(resolve, rule), [10, 10, 10], [1e-9] * 3, opts, resolve)
+    assert not done.failed
+    sizes = [n for n, _ in resolve.calls]
+    assert sizes == [12, 18, 27, 40]
+    assert [a for _, a in resolve.calls] == [[0, 1, 2], [1, 2], [1, 2], [2]]
+    for i, c in enumerate(resolve.c):
+        # each point's change is that of its last refinement, from the rule before
+        steps = sum(i in a for _, a in resolve.calls)
+        n_last = sizes[steps - 1]
+        n_prev = rule.weights.size if steps == 1 else sizes[steps - 2]
+        expected = abs(c / n_last - c / n_prev)
+        assert done.quad[i]["test_error"] == pytest.approx(expected, rel=1e-12, abs=1e-300)
+        assert done.quad[i]["train_loss"] == pytest.approx(expected, rel=1e-12, abs=1e-300)
+        assert done.n_iter[i] == 10 + 3 * steps
+        assert done.residual[i] == 1e-12
+    assert done.quad[0]["test_error"] == 0.0 and done.quad[1]["test_error"] <= 1e-4
+    assert done.quad[2]["test_error"] > 1e-4  # still above: stopped by max_refine
+    assert len(resolve.calls) == 4
+
+
+def test_without_auto_refine_one_refinement_and_a_failure_keeps_what_was_had() -> None:
+    rule = GaussHermite(8, 1)
+    resolve = _Resolve([1.0])
+    opts = SolverOptions(auto_refine=False, quad_tol=1e-12)
+    done = refine_rule(rule, _start(resolve, rule), [5], [1e-9], opts, resolve)
+    assert len(resolve.calls) == 1 and done.n_iter == [8]
+    failing = _Resolve([1.0], fail_at=2)
+    start = _start(failing, rule)
+    done = refine_rule(rule, start, [5], [1e-9], SolverOptions(quad_tol=1e-12), failing)
+    assert done.failed and len(failing.calls) == 2
+    n1 = failing.calls[0][0]
+    assert done.obs[0].test_error == pytest.approx(failing.value(0, n1))  # the first re-solve's
+    assert done.n_iter == [8]
+    assert RuleRefinement.unrefined(start, [5], [1.0]).quad == [
+        dict.fromkeys(start[0].errors, 0.0)
+    ]
+
+
+def test_a_single_point_and_a_curve_point_get_the_same_estimate() -> None:
+    # the two callers of the driver: one solve, and the same point on a stacked curve
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    alphas = [1.0, 2.0]
+    curve = gm.learning_curve(mix, "cross-entropy", alphas, lam=1.0, tol=1e-8)
+    for alpha, point in zip(alphas, curve.points):
+        single = gm.solve(mix, "cross-entropy", lam=1.0, alpha=alpha, tol=1e-8)
+        assert point.test_error == pytest.approx(single.test_error, abs=1e-7)
+        est_c = point.integration_errors["test_error"]
+        est_s = single.integration_errors["test_error"]
+        assert np.isfinite(est_c) and np.isfinite(est_s)
+        # both estimates bound the other answer's distance (each within its own estimate)
+        assert abs(point.test_error - single.test_error) <= max(est_c, est_s) + 1e-7
