@@ -35,13 +35,14 @@ from gaussmix.theory.solve.state import pack_state, unpack_state
 SRC = Path(__file__).resolve().parents[1] / "src" / "gaussmix"
 OPTS = SolverOptions()
 
-W, I, S, E, N, R = (
+W, I, S, E, N, R, F = (
     "WarmStart",
     "Iterate",
     "SharpSwitch",
     "EstimateErrors",
     "NormaliserSwitch",
     "RefinePrior",
+    "Fallback",
 )
 
 
@@ -205,11 +206,15 @@ def test_the_declared_policy_of_each_problem_kind(kind, single_phase_reachable):
     make, steps, rule, cont, estimate = TABLE[kind]
     problem, opts, warm = make()
     policy = P.policy_for(problem, opts, warm=warm)
-    assert tuple(type(s).__name__ for s in policy.steps) == steps
+    # every kind solved cold declares the homotopy in lam as its fallback, a warm start none
+    fallback = () if warm else (F,)
+    assert tuple(type(s).__name__ for s in policy.steps) == steps + fallback
     assert policy.rule == rule
     assert policy.continuation is cont
     assert policy.estimate is estimate
-    assert policy.fallback is None  # (the slot of a homotopy fallback: none declared yet)
+    assert policy.fallback == (None if warm else P.LambdaHomotopy())
+    assert P.policy_for(problem, replace(opts, fallback=False), warm=warm).fallback is None
+    assert P.policy_for(problem, opts, warm=True).fallback is None
 
 
 def _sharp(problem, x0: np.ndarray, q: float) -> np.ndarray:
@@ -273,11 +278,12 @@ def test_the_solver_takes_exactly_the_declared_steps(monkeypatch):
     problem = make_problem(_binary(), "logistic", lam=1e-3, alpha=3.0)
     res = solve_problem(problem)
     assert res.success
-    assert ran == [I, S, E]
+    assert ran == [I, S, E, F]  # (the fallback step looks, and leaves a converged solve)
     assert res.params["quadrature"].startswith("graded-panels")
+    assert "fallback" not in res.params
     ran.clear()
     res = solve_problem(make_problem(_binary(), "square", lam=0.1, alpha=2.0))
-    assert res.success and ran == [I, E]
+    assert res.success and ran == [I, E, F]
     assert res.params["quadrature"] == "closed-form"
 
 
@@ -355,3 +361,17 @@ def test_no_capability_is_read_with_a_default():
         if pattern.search(line)
     ]
     assert hits == []
+
+
+def test_a_failed_fallback_says_so_in_the_message():
+    """Where the declared homotopy fails too (every solve starved of iterations), the
+    result is the direct solve's failure with the homotopy's account appended, and
+    ``throw`` raises it."""
+    problem = make_problem(_binary(), "logistic", lam=0.1, alpha=2.0)
+    starved = replace(OPTS, max_iter=2, throw=False)
+    res = solve_problem(problem, options=starved)
+    assert not res.success and "fallback" not in res.params
+    assert res.message.startswith("did not converge in 2 iterations")
+    assert res.message.endswith(P.LambdaHomotopy().describe())
+    with pytest.raises(gm.ConvergenceError, match="failed too"):
+        solve_problem(problem, options=replace(starved, throw=True))

@@ -468,7 +468,8 @@ class Estimate:
     each observable in three parts, the change under the last refinement of the channel rule
     (``quad``), the final evaluation's own error (``evals``: orthant and training-error
     integrals) and the change under the last refinement of the prior's own rule (``prior``:
-    the multi-output lasso, :func:`refine_prior`; zero for a prior in closed form)."""
+    the multi-output lasso, :func:`refine_prior`; zero for a prior in closed form); and
+    what a fallback did (``fallback``)."""
 
     T: FixedPointMap
     x: np.ndarray
@@ -480,6 +481,10 @@ class Estimate:
     quad: dict
     evals: dict
     prior: dict = field(default_factory=lambda: dict.fromkeys(_ERROR_KEYS, 0.0))
+    #: what the solve policy's fallback did (empty: it did not run): the account of a
+    #: success (the result's ``params['fallback']``) or of its own failure (appended to the
+    #: message)
+    fallback: str = ""
 
     @property
     def errors(self) -> dict:
