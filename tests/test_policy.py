@@ -375,3 +375,48 @@ def test_a_failed_fallback_says_so_in_the_message():
     assert res.message.endswith(P.LambdaHomotopy().describe())
     with pytest.raises(gm.ConvergenceError, match="failed too"):
         solve_problem(problem, options=replace(starved, throw=True))
+
+
+def _watched(best: list[float], fail_fast: P.FailFast) -> int | None:
+    """The evaluation at which ``fail_fast``'s watch stops a run whose smallest step after
+    each evaluation is ``best`` (None: it never does)."""
+    from gaussmix.theory.solve.iteration import AndersonState, IterationState
+
+    on_step = fail_fast.watch()
+    x = np.zeros(3)
+    for n, b in enumerate(best, start=1):
+        s = IterationState(x, n, AndersonState.init(3), None, None, b, 1.0, b)
+        out = on_step(s)
+        if out is not None:
+            assert out.outcome.status is IterationStatus.STALLED
+            assert out.outcome.n_iter == n and "stalled after" in out.outcome.message
+            return n
+    return None
+
+
+def test_fail_fast_stops_a_stalled_run_only():
+    """The watch stops a run whose smallest step has not halved over two windows, at the
+    first look that sees it, and never one that converges, however slowly it starts (a
+    rate of 1/2 per 200 evaluations is the slowest it lets through)."""
+    ff = P.FailFast()
+    n = 3000
+    steps = np.arange(1, n + 1)
+    assert _watched([1.0] * n, ff) == 3 * ff.window  # no progress after the first step
+    creep = 0.09 * (1.0 - 0.4 * steps / n)  # 0.09 -> 0.054 in 3000 (a failure measured)
+    assert _watched(list(creep), ff) == 3 * ff.window
+    # a plateau of just under two windows, then it converges
+    plateau = np.minimum(1.0, 2.0 ** (-(steps - 2 * ff.window + 1) / 10.0))
+    assert _watched(list(plateau), ff) is None
+    slow = 2.0 ** (-steps / (1.9 * ff.window))  # halves a little faster than the limit
+    assert _watched(list(slow), ff) is None
+    too_slow = 2.0 ** (-steps / (2.1 * ff.window))
+    assert _watched(list(too_slow), ff) == 3 * ff.window
+
+
+def test_only_a_solve_with_a_fallback_fails_fast():
+    """The early stop is declared with the fallback: a cold solve with ``fallback=False``
+    or a warm start takes its ``max_iter`` evaluations."""
+    problem = make_problem(_binary(), "logistic", lam=0.1, alpha=2.0)
+    assert P.policy_for(problem, OPTS).fail_fast == P.FailFast()
+    assert P.policy_for(problem, replace(OPTS, fallback=False)).fail_fast is None
+    assert P.policy_for(problem, OPTS, warm=True).fail_fast is None

@@ -61,6 +61,8 @@ from ..numerics.tolerances import (
     HOMOTOPY_STEP,
     HOMOTOPY_STEP_ITER,
     SMOOTH_Q_MAX,
+    STALL_GAIN,
+    STALL_WINDOW,
     integration_warning_threshold,
 )
 from ..prior.prior import prior_quadrature_dim, single_precision_phase
@@ -79,7 +81,7 @@ from .fixed_point import (
     needs_quadrature,
     start_state,
 )
-from .iteration import IterationOutcome, IterationStatus
+from .iteration import IterationOutcome, IterationState, IterationStatus
 from .options import SolverOptions
 from .refinement import (
     Continuation,
@@ -104,6 +106,7 @@ __all__ = [
     "RefinePrior",
     "Fallback",
     "FallbackHook",
+    "FailFast",
     "LambdaHomotopy",
     "policy_for",
     "verdict",
@@ -146,6 +149,7 @@ class SolveState:
             self.callback,
             self.history,
             first_phase=self.policy.continuation,
+            watch=None if self.policy.fail_fast is None else self.policy.fail_fast.watch,
         )
 
     def estimate(self, T: FixedPointMap, out: IterationOutcome) -> Estimate:
@@ -281,6 +285,57 @@ class Fallback(Step):
             describe = getattr(self.hook, "describe", None)
             text = describe() if describe is not None else "the fallback failed too"
             s.est = replace(s.est, fallback=text)
+
+
+@dataclass(frozen=True)
+class FailFast:
+    """The early stop of a fixed-point run that will not converge, where a fallback waits.
+
+    Every :attr:`window` evaluations the run's smallest step so far
+    (:attr:`~gaussmix.theory.solve.iteration.IterationState.best`, ``max |T(x) - x| /
+    max(1, |x|)``: the same for every caller, with or without a callback) is noted; where
+    it has not fallen by the factor :attr:`gain` over the last two windows the run stops
+    with the status :attr:`~gaussmix.theory.solve.iteration.IterationStatus.STALLED`
+    instead of spending ``max_iter`` evaluations (3000 by default) before the fallback
+    starts.  A run that converges is not touched: its step falls by orders of magnitude
+    long before; a diverging one (a bias or an overlap that grows) never improves on its
+    first steps.
+
+    Attributes
+    ----------
+    window : int
+        Evaluations between two looks
+        (:data:`~gaussmix.theory.numerics.tolerances.STALL_WINDOW`).
+    gain : float
+        The factor by which the smallest step must fall in two windows
+        (:data:`~gaussmix.theory.numerics.tolerances.STALL_GAIN`).
+    """
+
+    window: int = STALL_WINDOW
+    gain: float = STALL_GAIN
+
+    def watch(self) -> Callable[[IterationState], IterationState | None]:
+        """A fresh ``on_step`` of :func:`~gaussmix.theory.solve.iteration.iterate` for one
+        run: None while it progresses, the state with its
+        :class:`~gaussmix.theory.solve.iteration.IterationOutcome` once it has stalled."""
+        marks: list[float] = []
+
+        def on_step(s: IterationState) -> IterationState | None:
+            if s.n_iter % self.window:
+                return None
+            marks.append(s.best)
+            if len(marks) < 3 or marks[-1] < self.gain * marks[-3]:
+                return None
+            res = s.exact_residual()
+            text = (
+                f"stalled after {s.n_iter} iterations (residual {res:.3g}; the smallest "
+                f"step {marks[-1]:.3g} was {marks[-3]:.3g} {2 * self.window} iterations "
+                "before)"
+            )
+            out = IterationOutcome(s.x, s.n_iter, res, IterationStatus.STALLED, text, s.anderson)
+            return s._replace(outcome=out)
+
+        return on_step
 
 
 @dataclass(frozen=True)
@@ -456,6 +511,9 @@ class SolvePolicy:
         Whether the :class:`NormaliserSwitch` step is taken.
     prior_refinement : bool
         Whether the :class:`RefinePrior` step is taken.
+    fail_fast : FailFast or None
+        The early stop of a fixed-point run that stalls, where a fallback waits (set with
+        :attr:`fallback`); None: every run may take ``max_iter`` evaluations.
     fallback : FallbackHook or None
         What a failed solve is handed to (:class:`Fallback`): the :class:`LambdaHomotopy`
         of a cold solve with ``opts.fallback``; None (a warm start, whose caller has its
@@ -471,6 +529,7 @@ class SolvePolicy:
     normaliser_switch: bool
     prior_refinement: bool
     fallback: FallbackHook | None = None
+    fail_fast: FailFast | None = None
 
     @property
     def steps(self) -> tuple[Step, ...]:
@@ -510,8 +569,9 @@ def policy_for(problem: Problem, opts: SolverOptions, *, warm: bool = False) -> 
     given starting state, a curve's neighbour or a user's ``init``).
 
     Every kind of problem solved cold with ``opts.fallback`` declares the same fallback, the
-    :class:`LambdaHomotopy` (a penalty's ``lam`` is the one parameter every problem has); a
-    warm start declares none."""
+    :class:`LambdaHomotopy` (a penalty's ``lam`` is the one parameter every problem has),
+    and with it the :class:`FailFast` of its fixed-point runs; a warm start declares
+    neither."""
     rule = channel_rule(problem, opts.quadrature, opts.symmetry)
     symmetric = opts.symmetry and cluster_symmetry(problem) is not None
     automatic = opts.quadrature is None and needs_quadrature(problem)
@@ -520,6 +580,7 @@ def policy_for(problem: Problem, opts: SolverOptions, *, warm: bool = False) -> 
     # dimensions (K = 3, 4), the softmax normaliser's integrals beyond (K = 5, 6)
     normaliser = sharp and symmetric and normaliser_serves(problem)
     panels = rule.dim in EXCHANGEABLE_PANEL_DIMS
+    falls_back = opts.fallback and not warm
     return SolvePolicy(
         rule=rule,
         symmetric=symmetric,
@@ -529,7 +590,8 @@ def policy_for(problem: Problem, opts: SolverOptions, *, warm: bool = False) -> 
         estimate=estimate_kind(problem, opts, rule),
         normaliser_switch=normaliser and panels and opts.estimate_error,
         prior_refinement=opts.estimate_error and prior_quadrature_dim(problem) > 0,
-        fallback=LambdaHomotopy() if opts.fallback and not warm else None,
+        fallback=LambdaHomotopy() if falls_back else None,
+        fail_fast=FailFast() if falls_back else None,
     )
 
 
