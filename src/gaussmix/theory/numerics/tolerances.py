@@ -48,6 +48,7 @@ __all__ = [
     "HOMOTOPY_STARTS",
     "HOMOTOPY_PATH_SOLVES",
     "HOMOTOPY_STEP",
+    "HOMOTOPY_MIN_STEP",
     "HOMOTOPY_MAX_SOLVES",
     "HOMOTOPY_STEP_ITER",
     "STALL_WINDOW",
@@ -209,6 +210,10 @@ HOMOTOPY_PATH_SOLVES = 20
 #: next one by half (up to this factor), one that fails is halved in ``log lam`` and tried
 #: again from the last point.
 HOMOTOPY_STEP = 10.0
+#: A path whose step has been halved below this factor of ``lam`` is given up (it has met
+#: a point it cannot pass: issue 31's #533, the hinge with an elastic net, from above
+#: stalls at the ``lam`` where its weights vanish, 3.593 -> 3.600 failing).
+HOMOTOPY_MIN_STEP = 1.01
 #: The homotopy gives up after this many solves (the starting points included).
 HOMOTOPY_MAX_SOLVES = 40
 #: The iteration budget of each intermediate step (a step that needs more is too long: it

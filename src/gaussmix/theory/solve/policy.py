@@ -56,6 +56,7 @@ from ..numerics.quadrature import MAX_QUADRATURE_NODES, GaussHermite, Quadrature
 from ..numerics.tolerances import (
     DEGENERATE_BIAS_STEP,
     HOMOTOPY_MAX_SOLVES,
+    HOMOTOPY_MIN_STEP,
     HOMOTOPY_PATH_SOLVES,
     HOMOTOPY_STARTS,
     HOMOTOPY_STEP,
@@ -349,9 +350,13 @@ class LambdaHomotopy:
     the problem's, each step warm-started from the last point (its state and its Anderson
     secant pairs), a step that fails halved, one that converges followed by one half as
     long again (at most a factor :attr:`step`); a path that does not arrive within
-    :attr:`path_solves` solves is left for the next starting factor.  The factors below 1
-    are for the problems that a larger ``lam`` makes harder (the hinge loss with
-    unbalanced classes, whose bias tends to a kink of the loss as ``W* -> 0``).  At most
+    :attr:`path_solves` solves, or whose step falls below :attr:`min_step`, is left for
+    the first starting factor on the other side of ``lam`` (a second start on the same side
+    would retrace the failed path from the point where it converged cold).  The factors
+    below 1 are for the problems that a larger ``lam`` makes harder: the hinge loss with
+    unbalanced classes, whose bias tends to a kink of the loss as ``W* -> 0``, and whose
+    path from above can stall at the ``lam`` where the weights vanish (issue 31's #533:
+    the elastic net at lam = 2.9, stalled near 3.6 from above, reached from 0.29).  At most
     :attr:`max_solves` solves in all.  The intermediate points are solved without an
     error estimate and with at most :attr:`step_iter` iterations; the last, the problem's
     own point, with the solve's options and the policy of a warm start (so that its fixed
@@ -370,6 +375,9 @@ class LambdaHomotopy:
     step : float
         The longest step, a factor of ``lam``
         (:data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_STEP`).
+    min_step : float
+        The shortest: a path whose step is halved below it is given up
+        (:data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_MIN_STEP`).
     step_iter : int
         The iterations of an intermediate point
         (:data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_STEP_ITER`).
@@ -379,6 +387,7 @@ class LambdaHomotopy:
     path_solves: int = HOMOTOPY_PATH_SOLVES
     max_solves: int = HOMOTOPY_MAX_SOLVES
     step: float = HOMOTOPY_STEP
+    min_step: float = HOMOTOPY_MIN_STEP
     step_iter: int = HOMOTOPY_STEP_ITER
 
     def describe(self) -> str:
@@ -399,9 +408,12 @@ class LambdaHomotopy:
             max_iter=min(opts.max_iter, self.step_iter),
         )
         final_opts = replace(opts, fallback=False)
+        sides: set[bool] = set()  # the sides (above lam: True) whose path has started
         for factor in self.starts:
             if solves >= self.max_solves:
                 break
+            if (factor > 1.0) in sides:  # that side's path started and failed: the next
+                continue  # start on it would retrace it from where it is solved cold
             start_lam, local = lam * factor, {}
             start = problem.with_lam_alpha(start_lam, problem.alpha)
             est, ok = _quiet(start, steps, None, local)
@@ -409,15 +421,17 @@ class LambdaHomotopy:
             spent += int(est.n_iter)
             if not ok:
                 continue
+            sides.add(factor > 1.0)
             last, current, target = est, np.log(start_lam), np.log(lam)
             step, n_steps, budget = np.log(self.step), 0, solves + self.path_solves
-            while solves < min(budget, self.max_solves):
+            while solves < min(budget, self.max_solves) and step >= np.log(self.min_step):
                 nxt = current - step if current > target else current + step
                 final = (nxt <= target) if current > target else (nxt >= target)
-                if final:
-                    x0 = start_state(problem, None) if last is None else last.x
-                    policy = policy_for(problem, final_opts, warm=True)
-                    est = policy.run(problem, final_opts, x0, s.callback, local)
+                if final:  # the problem's own point: its options, failing fast
+                    policy = replace(
+                        policy_for(problem, final_opts, warm=True), fail_fast=FailFast()
+                    )
+                    est = policy.run(problem, final_opts, last.x, s.callback, local)
                     ok = verdict(problem, final_opts, est)[0] is IterationStatus.CONVERGED
                 else:
                     point = problem.with_lam_alpha(float(np.exp(nxt)), problem.alpha)
