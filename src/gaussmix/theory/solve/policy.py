@@ -298,9 +298,11 @@ class FailFast:
     it has not fallen by the factor :attr:`gain` over the last two windows the run stops
     with the status :attr:`~gaussmix.theory.solve.iteration.IterationStatus.STALLED`
     instead of spending ``max_iter`` evaluations (3000 by default) before the fallback
-    starts.  A run that converges is not touched: its step falls by orders of magnitude
-    long before; a diverging one (a bias or an overlap that grows) never improves on its
-    first steps.
+    starts.  A run that converges at a rate better than 1/2 in 200 evaluations is not
+    touched; one that circles at a constant residual is stopped whether or not it would
+    have escaped later (on the random problems of seed 0, seven such direct solves of
+    424 to 1580 evaluations: the homotopy finds the same fixed points, within 1.4e-9); a
+    diverging run (a bias or an overlap that grows) never improves on its first steps.
 
     Attributes
     ----------
