@@ -46,6 +46,12 @@ def summary(outcomes: list[Outcome], slowest: int = 10) -> str:
         lines.append("  " + ("[zero] " if o.zero_regime else "") + o.describe())
     fell = [o for o in outcomes if o.fallback]
     lines.append(f"{len(fell)} solved through the fallback")
+    # what the failed cold iterations cost: the fallback's solves and the failures
+    hard = [o for o in outcomes if o.fallback or not o.success]
+    lines.append(
+        f"fallbacks and failures: {sum(o.cpu_seconds for o in hard):.1f} s CPU, "
+        f"{sum(max(o.n_iter, 0) for o in hard)} iterations"
+    )
     for o in fell:
         lines.append("  " + o.describe())
     lines.append(f"the {slowest} slowest:")

@@ -35,13 +35,14 @@ from gaussmix.theory.solve.state import pack_state, unpack_state
 SRC = Path(__file__).resolve().parents[1] / "src" / "gaussmix"
 OPTS = SolverOptions()
 
-W, I, S, E, N, R = (
+W, I, S, E, N, R, F = (
     "WarmStart",
     "Iterate",
     "SharpSwitch",
     "EstimateErrors",
     "NormaliserSwitch",
     "RefinePrior",
+    "Fallback",
 )
 
 
@@ -205,11 +206,15 @@ def test_the_declared_policy_of_each_problem_kind(kind, single_phase_reachable):
     make, steps, rule, cont, estimate = TABLE[kind]
     problem, opts, warm = make()
     policy = P.policy_for(problem, opts, warm=warm)
-    assert tuple(type(s).__name__ for s in policy.steps) == steps
+    # every kind solved cold declares the homotopy in lam as its fallback, a warm start none
+    fallback = () if warm else (F,)
+    assert tuple(type(s).__name__ for s in policy.steps) == steps + fallback
     assert policy.rule == rule
     assert policy.continuation is cont
     assert policy.estimate is estimate
-    assert policy.fallback is None  # (the slot of a homotopy fallback: none declared yet)
+    assert policy.fallback == (None if warm else P.LambdaHomotopy())
+    assert P.policy_for(problem, replace(opts, fallback=False), warm=warm).fallback is None
+    assert P.policy_for(problem, opts, warm=True).fallback is None
 
 
 def _sharp(problem, x0: np.ndarray, q: float) -> np.ndarray:
@@ -273,11 +278,12 @@ def test_the_solver_takes_exactly_the_declared_steps(monkeypatch):
     problem = make_problem(_binary(), "logistic", lam=1e-3, alpha=3.0)
     res = solve_problem(problem)
     assert res.success
-    assert ran == [I, S, E]
+    assert ran == [I, S, E, F]  # (the fallback step looks, and leaves a converged solve)
     assert res.params["quadrature"].startswith("graded-panels")
+    assert "fallback" not in res.params
     ran.clear()
     res = solve_problem(make_problem(_binary(), "square", lam=0.1, alpha=2.0))
-    assert res.success and ran == [I, E]
+    assert res.success and ran == [I, E, F]
     assert res.params["quadrature"] == "closed-form"
 
 
@@ -355,3 +361,62 @@ def test_no_capability_is_read_with_a_default():
         if pattern.search(line)
     ]
     assert hits == []
+
+
+def test_a_failed_fallback_says_so_in_the_message():
+    """Where the declared homotopy fails too (every solve starved of iterations), the
+    result is the direct solve's failure with the homotopy's account appended, and
+    ``throw`` raises it."""
+    problem = make_problem(_binary(), "logistic", lam=0.1, alpha=2.0)
+    starved = replace(OPTS, max_iter=2, throw=False)
+    res = solve_problem(problem, options=starved)
+    assert not res.success and "fallback" not in res.params
+    assert res.message.startswith("did not converge in 2 iterations")
+    assert res.message.endswith(P.LambdaHomotopy().describe())
+    with pytest.raises(gm.ConvergenceError, match="failed too"):
+        solve_problem(problem, options=replace(starved, throw=True))
+
+
+def _watched(best: list[float], fail_fast: P.FailFast) -> int | None:
+    """The evaluation at which ``fail_fast``'s watch stops a run whose smallest step after
+    each evaluation is ``best`` (None: it never does)."""
+    from gaussmix.theory.solve.iteration import AndersonState, IterationState
+
+    on_step = fail_fast.watch()
+    x = np.zeros(3)
+    for n, b in enumerate(best, start=1):
+        s = IterationState(x, n, AndersonState.init(3), None, None, b, 1.0, b)
+        out = on_step(s)
+        if out is not None:
+            assert out.outcome.status is IterationStatus.STALLED
+            assert out.outcome.n_iter == n and "stalled after" in out.outcome.message
+            return n
+    return None
+
+
+def test_fail_fast_stops_a_stalled_run_only():
+    """The watch stops a run whose smallest step has not halved over two windows, at the
+    first look that sees it, and never one that converges, however slowly it starts (a
+    rate of 1/2 per 200 evaluations is the slowest it lets through)."""
+    ff = P.FailFast()
+    n = 3000
+    steps = np.arange(1, n + 1)
+    assert _watched([1.0] * n, ff) == 3 * ff.window  # no progress after the first step
+    creep = 0.09 * (1.0 - 0.4 * steps / n)  # 0.09 -> 0.054 in 3000 (a failure measured)
+    assert _watched(list(creep), ff) == 3 * ff.window
+    # a plateau of just under two windows, then it converges
+    plateau = np.minimum(1.0, 2.0 ** (-(steps - 2 * ff.window + 1) / 10.0))
+    assert _watched(list(plateau), ff) is None
+    slow = 2.0 ** (-steps / (1.9 * ff.window))  # halves a little faster than the limit
+    assert _watched(list(slow), ff) is None
+    too_slow = 2.0 ** (-steps / (2.1 * ff.window))
+    assert _watched(list(too_slow), ff) == 3 * ff.window
+
+
+def test_only_a_solve_with_a_fallback_fails_fast():
+    """The early stop is declared with the fallback: a cold solve with ``fallback=False``
+    or a warm start takes its ``max_iter`` evaluations."""
+    problem = make_problem(_binary(), "logistic", lam=0.1, alpha=2.0)
+    assert P.policy_for(problem, OPTS).fail_fast == P.FailFast()
+    assert P.policy_for(problem, replace(OPTS, fallback=False)).fail_fast is None
+    assert P.policy_for(problem, OPTS, warm=True).fail_fast is None

@@ -67,6 +67,9 @@ class IterationStatus(enum.Enum):
     CONVERGED = "converged"
     #: ``max_iter`` iterations without convergence
     MAX_ITER = "max-iter"
+    #: stopped before ``max_iter`` where the iteration made no progress (a cold solve
+    #: with a fallback, :class:`~gaussmix.theory.solve.policy.FailFast`)
+    STALLED = "stalled"
     #: NaN or infinite order parameters
     NON_FINITE = "non-finite"
     #: converged to a state whose ``Q_c`` or ``V_c`` is not positive (semi-)definite

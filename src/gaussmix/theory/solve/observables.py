@@ -168,7 +168,8 @@ def _hinge_risk(y: np.ndarray, m: np.ndarray, Q: np.ndarray) -> np.ndarray:
     ``E u_+ = mu Phi(mu / s) + s phi(mu / s)`` (``max(mu, 0)`` at ``s = 0``)."""
     mu = 1.0 - y[:, 0] * m[:, 0]
     s = np.sqrt(np.clip(Q[:, 0, 0], 0.0, None))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # (over: a * a beyond the float range far out in the tail, whose density is then 0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         a = mu / s
         out = mu * ndtr(a) + s * np.exp(-0.5 * a * a) / np.sqrt(2.0 * np.pi)
     return np.where(s > 0.0, out, np.maximum(mu, 0.0))

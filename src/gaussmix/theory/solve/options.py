@@ -103,9 +103,12 @@ _OPTIONS_DOC = """\
         or an invalid point), solve again by homotopy in ``lam`` before giving up: from a
         larger ``lam``, where the fixed point is easy (else from a smaller one), to the
         problem's in geometric steps, each warm-started from the last
-        (:func:`~gaussmix.theory.solve.solver.lambda_homotopy`).  The result says so in
-        ``params['fallback']``, and its ``n_iter`` counts every iteration spent.  A solve
-        from ``init`` (a warm start) never falls back: its caller (a curve) has its own.
+        (:class:`~gaussmix.theory.solve.policy.LambdaHomotopy`).  The result says so in
+        ``params['fallback']``, and its ``n_iter`` counts every iteration spent.  With it, a
+        cold iteration that stalls stops early
+        (:class:`~gaussmix.theory.solve.policy.FailFast`) instead of after ``max_iter``.  A
+        solve from ``init`` (a warm start) never falls back: its caller (a curve) has its
+        own.
 """
 
 #: Documentation of the inputs of a solve beside its options (``%(solve_inputs)s``): the

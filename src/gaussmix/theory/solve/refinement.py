@@ -360,6 +360,7 @@ def run_fixed_point(
     history: dict,
     *,
     first_phase: Continuation,
+    watch: Callable[[], Callable] | None = None,
 ) -> tuple[FixedPointMap, IterationOutcome]:
     """The fixed-point run with the channel rule ``rule``, after the cheaper ``first_phase``
     (the policy's, :func:`gaussmix.theory.solve.policy.continuation`): a single-precision phase
@@ -372,8 +373,11 @@ def run_fixed_point(
     a failure of the first phase is ignored.  The returned state is the last evaluated
     one, whose channel evaluation the map remembers (its observables reuse it), always of
     the double-precision map with the rule ``rule``; the iterations of both phases count.
+    ``watch``, if given, makes a fresh ``on_step`` of :func:`iterate` for the coarse and
+    the main run (the policy's :class:`~gaussmix.theory.solve.policy.FailFast`).
     """
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
+    fresh = (lambda: {}) if watch is None else (lambda: {"on_step": watch()})
     features = map_features(problem, opts)
     n_first = 0
     if first_phase is Continuation.SINGLE:
@@ -385,14 +389,14 @@ def run_fixed_point(
         if coarse is not None:
             start = AndersonState.init(opts.anderson)
             Tc = new_map(problem, coarse, features, prior_panels=opts.prior_panels)
-            out = iterate(Tc, x0, start, return_image=False, **kw)
+            out = iterate(Tc, x0, start, return_image=False, **kw, **fresh())
             n_first = out.n_iter
             if out.converged and is_valid_state(out.x, problem.n_clusters, problem.dim):
                 x0 = out.x
                 history[rule] = out.anderson
     T = new_map(problem, rule, features, prior_panels=opts.prior_panels)
     start = AndersonState.init(opts.anderson, history.get(rule))
-    out = iterate(T, x0, start, return_image=False, **kw)
+    out = iterate(T, x0, start, return_image=False, **kw, **fresh())
     history[rule] = out.anderson
     return T, replace(out, n_iter=out.n_iter + n_first)
 
@@ -436,7 +440,8 @@ class Estimate:
     each observable in three parts, the change under the last refinement of the channel rule
     (``quad``), the final evaluation's own error (``evals``: orthant and training-error
     integrals) and the change under the last refinement of the prior's own rule (``prior``:
-    the multi-output lasso, :func:`refine_prior`; zero for a prior in closed form)."""
+    the multi-output lasso, :func:`refine_prior`; zero for a prior in closed form); and
+    what a fallback did (``fallback``)."""
 
     T: FixedPointMap
     x: np.ndarray
@@ -448,6 +453,10 @@ class Estimate:
     quad: dict
     evals: dict
     prior: dict = field(default_factory=lambda: dict.fromkeys(_ERROR_KEYS, 0.0))
+    #: what the solve policy's fallback did (empty: it did not run): the account of a
+    #: success (the result's ``params['fallback']``) or of its own failure (appended to the
+    #: message)
+    fallback: str = ""
 
     @property
     def errors(self) -> dict:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -37,12 +36,6 @@ from gaussmix.core.version import __version__
 from ..channel.channel import channel_moments
 from ..numerics.quadrature import QuadratureRule, auto_rule
 from ..numerics.tolerances import (
-    DEGENERATE_BIAS_STEP,
-    HOMOTOPY_MAX_SOLVES,
-    HOMOTOPY_PATH_SOLVES,
-    HOMOTOPY_STARTS,
-    HOMOTOPY_STEP,
-    HOMOTOPY_STEP_ITER,
     SMALL_LAM_HINT,
     integration_warning_threshold,
 )
@@ -59,7 +52,7 @@ from .fixed_point import (
 from .iteration import AndersonState, IterationOutcome, IterationStatus, iterate
 from .observables import free_energy_terms
 from .options import DEFAULT_OPTIONS, SolverOptions, solver_options, with_options_doc
-from .policy import policy_for
+from .policy import policy_for, verdict
 from .refinement import (
     MAX_QUADRATURE_DIM,
     MAX_QUADRATURE_NODES,
@@ -83,7 +76,6 @@ __all__ = [
     "LogChart",
     "iterate",
     "solve_problem",
-    "lambda_homotopy",
     "with_options_doc",
     "DEFAULT_OPTIONS",
     "free_energy",
@@ -118,23 +110,14 @@ def assemble_results(
     described: dict = {}  # id of a rule -> (it, its description)
     results = []
     for problem, est in zip(problems, ests):
-        T, x, st, text = est.T, est.x, est.status, est.message
+        T, x = est.T, est.x
         ob = est.obs if est.obs is not None else failed_observables(problem, T, x)
-        if st is IterationStatus.CONVERGED and not T.is_valid(x):
-            st = IterationStatus.NOT_POSITIVE_DEFINITE
-            text = "spurious fixed point: an overlap matrix Q_c or V_c is not positive definite"
-        if st is IterationStatus.CONVERGED:
-            step = bias_condition_step(ob.hats[1], ob.hats[2], ob.state[3])
-            if step > max(DEGENERATE_BIAS_STEP, 100.0 * opts.tol):
-                st = IterationStatus.DEGENERATE
-                text = (
-                    "degenerate fixed point: the bias condition sum_c rho_c E[f_c] = 0 holds "
-                    f"only in absolute terms (its Newton step is {step:.3g} relative): the "
-                    "channel's moments underflowed and the weights collapsed"
-                )
+        st, text = verdict(problem, opts, est)
         ok = st is IterationStatus.CONVERGED
         if not ok and problem.lam < SMALL_LAM_HINT:
             text += f" (lam={problem.lam:g}; the limit lam -> 0+ is gaussmix.max_margin)"
+        if not ok and est.fallback:
+            text += "; " + est.fallback
         if not needs_quadrature(problem):
             quadrature = "closed-form"
         else:
@@ -173,6 +156,7 @@ def assemble_results(
                 "tol": opts.tol,
                 "quadrature": quadrature,
                 "version": __version__,
+                **({"fallback": est.fallback} if ok and est.fallback else {}),
             },
             status=st,
             state=FixedPointState(problem, T.rule, x, T.symmetry, T.prior_panels),
@@ -250,128 +234,10 @@ def solve_problem(
     """
     opts = solver_options(options, option_keywords, caller="solve_problem")
     history = history if history is not None else {}
-    if init is not None or not opts.fallback:
-        return _solve_once(problem, opts, init, callback, history)
-    direct = _solve_once(problem, replace(opts, throw=False), None, callback, history)
-    if direct.success:
-        return direct
-    result = lambda_homotopy(problem, opts, direct, callback, history)
-    if result is not None:
-        return result
-    direct.message += (
-        "; the fallback, a homotopy in lam from "
-        + ", ".join(f"{f:g} lam" for f in HOMOTOPY_STARTS)
-        + ", failed too"
-    )
-    if opts.throw:
-        raise failure(direct)
-    return direct
-
-
-def _solve_once(
-    problem: Problem,
-    opts: SolverOptions,
-    init: FixedPointResult | dict | None,
-    callback: Callable[[int, float], Any] | None,
-    history: dict,
-) -> FixedPointResult:
-    """The solve of :func:`solve_problem` from ``init`` (None: the cold start), without the
-    fallback: the steps of its :class:`~gaussmix.theory.solve.policy.SolvePolicy`
-    (:func:`~gaussmix.theory.solve.policy.policy_for`), then the result's checks."""
     policy = policy_for(problem, opts, warm=init is not None)
     est = policy.run(problem, opts, start_state(problem, init), callback, history)
-    # stacklevel: ... <- _solve_once <- solve_problem <- its caller's caller
-    return assemble_result(problem, opts, est, stacklevel=6)
-
-
-def lambda_homotopy(
-    problem: Problem,
-    opts: SolverOptions,
-    failed: FixedPointResult,
-    callback: Callable[[int, float], Any] | None,
-    history: dict,
-) -> FixedPointResult | None:
-    """The fallback of a failed cold solve (``failed``): ``problem`` solved by homotopy in
-    ``lam``, or None where that fails too.
-
-    The annealing of the paper's Appendix B: the fixed point at a larger ``lam`` is close
-    to the cold start (the penalty dominates the loss, the overlaps are small), and it moves
-    continuously with ``lam``.  The homotopy starts at ``lam`` times the first factor of
-    :data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_STARTS` (100) whose point converges from
-    the
-    cold start (without a fallback), then steps in ``log lam`` to the problem's, each step
-    warm-started from the last point (``init``, and its Anderson secant pairs), a step that
-    fails halved, one that converges followed by one half as long again (at most a factor
-    :data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_STEP`); a path that does not arrive within
-    :data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_PATH_SOLVES` solves is left for the next
-    starting factor.  The factors below 1 are for the problems that a larger ``lam``
-    makes harder (the hinge loss with unbalanced classes, whose bias tends to a kink of the
-    loss as ``W* -> 0``).  At most :data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_MAX_SOLVES`
-    solves in all.  The intermediate points
-    are solved without an error estimate and with at most
-    :data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_STEP_ITER` iterations; the last, the
-    problem's own point, with ``opts`` (so that its fixed point passes the checks and gets
-    the error estimate of a direct solve).
-
-    Returns
-    -------
-    FixedPointResult or None
-        The problem's result, with ``params['fallback']`` saying what was done and
-        ``n_iter`` counting every iteration (the failed cold solve's included).
-    """
-    lam, spent, solves = problem.lam, int(failed.n_iter), 0
-    steps = dict(
-        throw=False, estimate_error=False, max_iter=min(opts.max_iter, HOMOTOPY_STEP_ITER)
-    )
-    for factor in HOMOTOPY_STARTS:
-        if solves >= HOMOTOPY_MAX_SOLVES:
-            break
-        start_lam, local = lam * factor, {}
-        start = _quiet(
-            problem.with_lam_alpha(start_lam, problem.alpha), replace(opts, **steps), None, local
-        )
-        solves += 1
-        spent += int(start.n_iter)
-        if not start.success:
-            continue
-        last, current, target = start, np.log(start_lam), np.log(lam)
-        step, n_steps, budget = np.log(HOMOTOPY_STEP), 0, solves + HOMOTOPY_PATH_SOLVES
-        while solves < min(budget, HOMOTOPY_MAX_SOLVES):
-            nxt = current - step if current > target else current + step
-            final = (nxt <= target) if current > target else (nxt >= target)
-            if final:
-                res = _solve_once(problem, replace(opts, throw=False), last, callback, local)
-            else:
-                point = problem.with_lam_alpha(float(np.exp(nxt)), problem.alpha)
-                res = _quiet(point, replace(opts, **steps), last, local)
-            solves += 1
-            spent += int(res.n_iter)
-            if not res.success:
-                step /= 2.0
-                continue
-            n_steps += 1
-            if final:
-                history.update(local)
-                text = (
-                    f"lambda homotopy from lam={start_lam:.3g} ({n_steps} steps, {solves} "
-                    f"solves): the cold solve failed ({failed.message})"
-                )
-                res.params = {**res.params, "fallback": text}
-                res.n_iter = spent
-                return res
-            last, current = res, nxt
-            step = min(1.5 * step, np.log(HOMOTOPY_STEP))
-    return None
-
-
-def _quiet(
-    problem: Problem, opts: SolverOptions, init: FixedPointResult | None, history: dict
-) -> FixedPointResult:
-    """An intermediate solve of the homotopy (no fallback, warnings dropped: its
-    observables are not reported)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return _solve_once(problem, replace(opts, fallback=False), init, None, history)
+    # stacklevel: assemble_results <- assemble_result <- solve_problem <- its caller's caller
+    return assemble_result(problem, opts, est, stacklevel=5)
 
 
 def free_energy(
