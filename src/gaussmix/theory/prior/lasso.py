@@ -104,8 +104,10 @@ _KINK_RTOL = 1e-10
 #: a kink closer than this fraction of the half-width to a panel edge or another kink is
 #: merged with it (no panel narrower than ~1e-9)
 _KINK_MERGE = 1e-10
-#: smallest ``cond(cov)^{-1}`` for which ``E[dw/dg]`` is taken from Stein's lemma
-_STEIN_RCOND = 1e-8
+#: the ridge ``eps`` of :func:`_blended_jacobian`, relative to the largest eigenvalue of the
+#: field's covariance: below it, ``E[dw/dg]`` in an eigen-direction of ``cov`` comes mostly
+#: from the direct form, above it mostly from Stein's lemma
+_STEIN_BLEND = 1e-3
 _INV_SQRT_2PI = 0.3989422804014327
 _EPS = np.finfo(float).eps
 
@@ -638,7 +640,8 @@ def _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A) -> L1Moments:
     ``dw/dB = (dw/dg) P^T``: along a line ``w (B - m)^T`` is continuous, so the outer rule
     integrates a function with kinks of the second order only (the direct form, piecewise
     constant along the line, leaves kinks of the first order where pieces appear).  It is
-    used where ``cov`` is well conditioned.  The number of non-zero entries likewise:
+    blended with the direct form where ``cov`` is nearly singular (:func:`_blended_jacobian`).
+    The number of non-zero entries likewise:
     ``|S| = tr(A_SS^{-1} A_SS) = tr((dw/dg) A)``, whose part on ``range(P^T)`` is
     ``tr(P (dw/dg) P^T P A P^T)`` and whose remainder (the direction ``n`` of ``1`` when
     ``L' < L``) is ``(n^T A n) (n^T (dw/dg) n)``, zero for the shift-free metric.
@@ -678,18 +681,42 @@ def _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A) -> L1Moments:
     return _finish_moments(total(ew), total(eww), total(ewb), total(ej), total(l1), cov, P, A)
 
 
+def _blended_jacobian(
+    ewb: np.ndarray, ej_direct: np.ndarray, cov: np.ndarray, P: np.ndarray
+) -> np.ndarray:
+    """``E[dw/dg]`` (J, L, L) from Stein's lemma and the direct form, blended smoothly.
+
+    Stein's lemma, ``E[w (B - m)^T] = E[dw/dB] cov`` with ``dw/dB = (dw/dg) P^T``, gives the
+    Jacobian from a function with kinks of the second order only (see
+    :func:`_integrate_pieces`), but dividing by ``cov`` amplifies the outer rule's error in
+    the directions where ``cov`` is small (``E[w (B - m)^T] v`` is ``O(sqrt(ev))`` there, its
+    error too, divided by ``ev``): at a fixed point where the field has a degenerate direction
+    (the square loss with one-hot labels, whose residuals sum to zero) the map became noisy at
+    the 1e-3 level and the iteration stalled.  Both forms are exact, so for any ``eps > 0``
+
+        E[dw/dB] = (E[w (B - m)^T] + eps E[dw/dg] P^T) (cov + eps I)^{-1},
+
+    an identity that weights each eigen-direction ``ev`` of ``cov`` by ``ev / (ev + eps)``
+    towards Stein's lemma and ``eps / (ev + eps)`` towards the direct form: smooth in ``cov``
+    (no switch between the two), with Stein's error amplified at most ``1 / (2 sqrt(eps))``
+    times.  ``eps`` is :data:`_STEIN_BLEND` times the largest eigenvalue of ``cov`` (the
+    direct form alone where ``cov = 0``).  On ``range(P^T)``, ``E[dw/dg] = E[dw/dB] P``.
+    """
+    Lp = cov.shape[-1]
+    ev_max = np.linalg.eigvalsh(cov)[:, -1]
+    eps = np.maximum(_STEIN_BLEND * ev_max, np.finfo(float).tiny)
+    reg = cov + eps[:, None, None] * np.eye(Lp)
+    rhs = ewb + eps[:, None, None] * (ej_direct @ P.T)  # (J, L, L')
+    dwdb = np.swapaxes(np.linalg.solve(reg, np.swapaxes(rhs, 1, 2)), 1, 2)
+    return dwdb @ P
+
+
 def _finish_moments(ew, eww, ewb, ej_direct, l1, cov, P, A) -> L1Moments:
     """:class:`L1Moments` from the sums by atom of the pieces' integrals (``E[w]``,
     ``E[w w^T]``, ``E[w (B - m)^T]``, the direct ``E[dw/dg]``, ``E||w||_1``): the Jacobian
-    from Stein's lemma where ``cov`` is well conditioned and the number of non-zero entries
-    (see :func:`_integrate_pieces`)."""
-    ej = ej_direct.copy()
-    ev = np.linalg.eigvalsh(cov)
-    stein = ev[:, 0] > _STEIN_RCOND * ev[:, -1]
-    if np.any(stein):
-        ewb = ewb[stein]
-        ejs = np.linalg.solve(cov[stein], np.swapaxes(ewb, 1, 2))  # (cov^-1 E[(B-m) w^T])
-        ej[stein] = np.swapaxes(ejs, 1, 2) @ P  # E[dw/dB] P = E[dw/dg] on range(P^T)
+    from Stein's lemma blended with the direct one (:func:`_blended_jacobian`) and the number
+    of non-zero entries (see :func:`_integrate_pieces`)."""
+    ej = _blended_jacobian(ewb, ej_direct, cov, P)
     ej = 0.5 * (ej + np.swapaxes(ej, 1, 2))
     nnz = np.einsum("jab,jba->j", P @ ej @ P.T, P @ A @ P.T)
     L, Lp = P.shape[1], P.shape[0]
