@@ -539,3 +539,36 @@ def test_compiled_line_moments_are_the_numpy_pieces(Lp, L, shift_free, lam):
     for what in ("mean", "second", "jacobian", "nonzero", "l1"):
         x, y = getattr(fast, what), getattr(ref, what)
         np.testing.assert_allclose(x, y, rtol=0, atol=1e-12 * max(1.0, np.abs(y).max()))
+
+
+@pytest.mark.parametrize("L,shift_free", [(3, True), (2, False)])
+@pytest.mark.parametrize("lam", [0.05, 0.4, 2.0])
+def test_compiled_kinks_are_the_numpy_kinks(L, shift_free, lam):
+    """The kinks across lines of two effective outputs from the compiled kernel
+    (:func:`gaussmix.theory.numerics.lasso_kernels.l1_kinks_2d`, the default) are those of
+    the numpy reference :func:`_kinks_across_lines` to rounding, atom by atom."""
+    from gaussmix.theory.prior.lasso import (
+        _compiled_kinks,
+        _kinks_across_lines,
+        _merge_edges,
+        _pattern_jacobians,
+    )
+    from gaussmix.theory.numerics.quadrature import graded_edges
+    from gaussmix.theory.numerics.tolerances import XI_MAX
+
+    rng = np.random.default_rng(11 * L + int(10 * lam))
+    P = _complement_of_ones(L) if shift_free else np.eye(L)
+    A = P.T @ _psd(rng, 4, 2, ridge=0.1) @ P
+    cov = _psd(rng, 4, 2, ridge=0.3)
+    mean = 0.3 * rng.standard_normal((4, 2))
+    ev, vec = np.linalg.eigh(cov)
+    R = (vec * np.sqrt(ev)[:, None, :]) @ np.swapaxes(vec, 1, 2)
+    ref = _kinks_across_lines(A, P, mean, R, lam, shift_free)
+    fast = _compiled_kinks(A, P, mean, R, lam, _pattern_jacobians(A, shift_free))
+    assert sum(k.size for k in ref) > 0
+    edges = graded_edges(16, 2.0, XI_MAX)
+    for x, y in zip(fast, ref, strict=True):
+        # the panel edges they make (kinks equal to rounding are merged)
+        x, y = _merge_edges(edges, x), _merge_edges(edges, y)
+        assert x.size == y.size
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-11 * XI_MAX)

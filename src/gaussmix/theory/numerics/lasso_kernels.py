@@ -16,7 +16,7 @@ from numba import njit
 
 from .kernels import ndtr_scalar
 
-__all__ = ["l1_line_moments"]
+__all__ = ["l1_line_moments", "l1_kinks_2d"]
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
@@ -155,3 +155,97 @@ def l1_line_moments(
                         + d[a] * dirn[n, b] * i2
                     )
             l1[j] += wt * s_l1
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def l1_kinks_2d(g0, g1, e, pats, usable, Jps, A, lam, rtol, out, count):  # pragma: no cover
+    """The kinks across lines of the two-effective-output lasso, per atom: the compiled form
+    of :func:`gaussmix.theory.prior.lasso._kinks_across_lines` (its numpy form stays the
+    reference, tested equal).
+
+    On atom ``j`` the lines are ``g(x, z) = g0[j] + x (g1[j] - g0[j]) + z e[j]`` in the full
+    output space.  For every sign pattern ``s = pats[p]`` usable on the atom, with ``Jps[p,
+    j]`` its Jacobian, each constraint of the pattern's region (``s_i w_i >= 0`` on the
+    support, ``lam -+ (g - A w)_i >= 0`` off it) is affine, ``a0 + ax x + az z >= 0``; the
+    abscissae written to ``out[j, :count[j]]`` are those of the vertices (two constraints
+    zero, ``|det| > rtol size^2``, the others holding within ``rtol`` of their size times
+    ``1 + |x| + |z|``) and of the constraints constant along the lines (``|az| <= rtol
+    size``) that vanish at one ``x``.  ``out`` must hold ``n_pat (4 L^2 + 2 L)`` per atom.
+    """
+    J, L = g0.shape
+    n_pat = pats.shape[0]
+    m_max = 2 * L
+    c0 = np.empty(L)
+    c1 = np.empty(L)
+    d = np.empty(L)
+    a0 = np.empty(m_max)
+    ax = np.empty(m_max)
+    az = np.empty(m_max)
+    size = np.empty(m_max)
+    for j in range(J):
+        k_out = 0
+        for p in range(n_pat):
+            if not usable[p, j]:
+                continue
+            for a in range(L):
+                s0 = 0.0
+                s1 = 0.0
+                sd = 0.0
+                for b in range(L):
+                    s0 += Jps[p, j, a, b] * (g0[j, b] - lam * pats[p, b])
+                    s1 += Jps[p, j, a, b] * (g1[j, b] - lam * pats[p, b])
+                    sd += Jps[p, j, a, b] * e[j, b]
+                c0[a] = s0
+                c1[a] = s1
+                d[a] = sd
+            m = 0
+            for i in range(L):  # the support's constraints first, as in the numpy form
+                si = pats[p, i]
+                if si != 0.0:
+                    a0[m] = si * c0[i]
+                    ax[m] = si * (c1[i] - c0[i])
+                    az[m] = si * d[i]
+                    m += 1
+            n_on = m
+            n_off = L - n_on
+            for sign in (-1.0, 1.0):  # lam - r >= 0, then lam + r >= 0
+                for i in range(L):
+                    if pats[p, i] != 0.0:
+                        continue
+                    r00 = g0[j, i]
+                    r01 = g1[j, i]
+                    r1 = e[j, i]
+                    for b in range(L):
+                        r00 -= A[j, i, b] * c0[b]
+                        r01 -= A[j, i, b] * c1[b]
+                        r1 -= A[j, i, b] * d[b]
+                    a0[m] = lam + sign * r00
+                    ax[m] = sign * (r01 - r00)
+                    az[m] = sign * r1
+                    m += 1
+            m = n_on + 2 * n_off
+            for k in range(m):
+                size[k] = abs(a0[k]) + abs(ax[k]) + abs(az[k]) + lam
+            for k in range(m):
+                # a constraint constant along the lines: its zero is a line x = const
+                if abs(az[k]) <= rtol * size[k] and abs(ax[k]) > rtol * size[k]:
+                    out[j, k_out] = -a0[k] / ax[k]
+                    k_out += 1
+                for q in range(m):
+                    det = ax[k] * az[q] - az[k] * ax[q]
+                    if not abs(det) > rtol * size[k] * size[k]:
+                        continue
+                    xv = (az[k] * a0[q] - a0[k] * az[q]) / det
+                    zv = (ax[q] * a0[k] - ax[k] * a0[q]) / det
+                    if not (math.isfinite(xv) and math.isfinite(zv)):
+                        continue
+                    sc = 1.0 + abs(xv) + abs(zv)
+                    ok = True
+                    for t in range(m):
+                        if a0[t] + ax[t] * xv + az[t] * zv < -rtol * size[t] * sc:
+                            ok = False
+                            break
+                    if ok:
+                        out[j, k_out] = xv
+                        k_out += 1
+        count[j] = k_out

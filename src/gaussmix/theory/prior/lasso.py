@@ -51,8 +51,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
-from ..numerics.lasso_kernels import l1_line_moments
-from ..numerics.quadrature import GradedPanels, composite_legendre, graded_edges
+from ..numerics.lasso_kernels import l1_kinks_2d, l1_line_moments
+from ..numerics.quadrature import GradedPanels, graded_edges
 from ..numerics.tolerances import XI_MAX
 
 __all__ = [
@@ -330,12 +330,15 @@ def gaussian_l1_moments(
     # does not jump between fixed-point iterations when eigenvalues are degenerate
     R = (vec * np.sqrt(np.clip(ev, 0.0, None))[:, None, :]) @ np.swapaxes(vec, 1, 2)
     n = outer_panels(Lp - 1) if panels is None else panels
+    pattern_data = _pattern_jacobians(A, shift_free) if compiled else None
     if Lp == 2:  # panels that end at the kinks of the integrand across lines
         edges = graded_edges(n, OUTER_GRADE, XI_MAX)
-        rules = [
-            composite_legendre(_merge_edges(edges, k), OUTER_PANEL_ORDER)
-            for k in _kinks_across_lines(A, P, mean, R, lam, shift_free)
-        ]
+        kinks = (
+            _compiled_kinks(A, P, mean, R, lam, pattern_data)
+            if compiled
+            else _kinks_across_lines(A, P, mean, R, lam, shift_free)
+        )
+        rules = [_composite_legendre(_merge_edges(edges, k)) for k in kinks]
         xs = [x[:, None] for x, _ in rules]
         ws = [w * np.exp(-0.5 * x * x) * _INV_SQRT_2PI for x, w in rules]
     else:
@@ -353,7 +356,7 @@ def gaussian_l1_moments(
     lw = np.concatenate(ws)
     off = base - np.repeat(mean, sizes, axis=0)
     if compiled:
-        mom = _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, shift_free)
+        mom = _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, pattern_data)
     else:
         pieces = _region_pieces(A, P, base, dirn, atom, lam, shift_free)
         mom = _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A)
@@ -575,14 +578,15 @@ def _check_tiling(total: np.ndarray) -> None:
         )
 
 
-def _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, shift_free) -> L1Moments:
-    """:func:`_region_pieces` and :func:`_integrate_pieces` in one compiled pass over the
-    lines (:func:`gaussmix.theory.numerics.lasso_kernels.l1_line_moments`: no pieces are stored;
-    per
-    line and sign pattern the same constraints, interval, reference point and closed-form
-    integrals), then :func:`_finish_moments`.  The sign patterns' Jacobians and whether
-    their ``A_SS`` is positive definite are computed once per atom, as in
-    :func:`_pattern_constraints`."""
+def _pattern_jacobians(A: np.ndarray, shift_free: bool) -> tuple[np.ndarray, ...]:
+    """The sign patterns of the prox (:func:`_sign_patterns`), whether each one's ``A_SS`` is
+    positive definite on each atom and its Jacobian there (:func:`l1_prox_jacobian`), as
+    :func:`_pattern_constraints` computes them: once per support, for the compiled kernels.
+
+    Returns
+    -------
+    pats : ndarray (n_pat, L); usable : ndarray of bool (n_pat, J); Jps : ndarray (n_pat, J, L, L)
+    """
     J, L = A.shape[0], A.shape[-1]
     pats = np.array(_sign_patterns(L, shift_free))
     # the Jacobian and the test of A_SS depend on the support only: once per support
@@ -600,7 +604,57 @@ def _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, shift_free) -> L1Mo
     Js = l1_prox_jacobian(As, Ss)
     Js = Js.reshape(supports.shape[0], J, L, L)
     which = which.reshape(-1)
-    usable, Jps = usable_s[which], np.ascontiguousarray(Js[which])
+    return np.ascontiguousarray(pats), usable_s[which], np.ascontiguousarray(Js[which])
+
+
+def _compiled_kinks(A, P, mean, R, lam, pattern_data) -> list[np.ndarray]:
+    """:func:`_kinks_across_lines` by the compiled kernel
+    (:func:`gaussmix.theory.numerics.lasso_kernels.l1_kinks_2d`), the same abscissae to
+    rounding (tested)."""
+    pats, usable, Jps = pattern_data
+    J, L = A.shape[0], A.shape[-1]
+    c64 = np.ascontiguousarray
+    out = np.empty((J, pats.shape[0] * (4 * L * L + 2 * L)))
+    count = np.zeros(J, dtype=np.int64)
+    l1_kinks_2d(
+        c64(mean @ P),
+        c64((mean + R[:, :, 0]) @ P),
+        c64(R[:, :, 1] @ P),
+        pats,
+        usable,
+        Jps,
+        c64(A, dtype=float),
+        float(lam),
+        _KINK_RTOL,
+        out,
+        count,
+    )
+    return [np.unique(out[j, : count[j]]) for j in range(J)]
+
+
+@functools.cache
+def _legendre(order: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.polynomial.legendre.leggauss(order)
+
+
+def _composite_legendre(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~gaussmix.theory.numerics.quadrature.composite_legendre` with
+    :data:`OUTER_PANEL_ORDER` nodes, the Legendre rule computed once."""
+    x, w = _legendre(OUTER_PANEL_ORDER)
+    a, e = edges[:-1, None], edges[1:, None]
+    return (0.5 * (a + e) + 0.5 * (e - a) * x).ravel(), (0.5 * (e - a) * w).ravel()
+
+
+def _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, pattern_data) -> L1Moments:
+    """:func:`_region_pieces` and :func:`_integrate_pieces` in one compiled pass over the
+    lines (:func:`gaussmix.theory.numerics.lasso_kernels.l1_line_moments`: no pieces are stored;
+    per
+    line and sign pattern the same constraints, interval, reference point and closed-form
+    integrals), then :func:`_finish_moments`.  ``pattern_data``: the sign patterns, whether
+    their ``A_SS`` is positive definite and their Jacobians on each atom
+    (:func:`_pattern_jacobians`)."""
+    J, L = A.shape[0], A.shape[-1]
+    pats, usable, Jps = pattern_data
     Lp = P.shape[0]
     ew = np.zeros((J, L))
     eww = np.zeros((J, L, L))
