@@ -547,14 +547,14 @@ def test_compiled_kinks_are_the_numpy_kinks(L, shift_free, lam):
     """The kinks across lines of two effective outputs from the compiled kernel
     (:func:`gaussmix.theory.numerics.lasso_kernels.l1_kinks_2d`, the default) are those of
     the numpy reference :func:`_kinks_across_lines` to rounding, atom by atom."""
+    from gaussmix.theory.numerics.quadrature import graded_edges
+    from gaussmix.theory.numerics.tolerances import XI_MAX
     from gaussmix.theory.prior.lasso import (
         _compiled_kinks,
         _kinks_across_lines,
         _merge_edges,
         _pattern_jacobians,
     )
-    from gaussmix.theory.numerics.quadrature import graded_edges
-    from gaussmix.theory.numerics.tolerances import XI_MAX
 
     rng = np.random.default_rng(11 * L + int(10 * lam))
     P = _complement_of_ones(L) if shift_free else np.eye(L)
