@@ -99,6 +99,10 @@ _FLAT_ULPS = 1024.0
 _PD_RCOND = 1e-12
 #: largest deviation from 1 of the Gaussian mass of the pieces of a line
 _TILE_TOL = 1e-9
+#: the compiled pass walks along each line from piece to piece and redoes the line with
+#: every sign pattern where the masses of the pieces it found miss 1 by more than this many
+#: ulps (:func:`gaussmix.theory.numerics.lasso_kernels.l1_line_moments`)
+_WALK_MASS_ULPS = 256.0
 #: relative tolerance of the kinks of the integrand across lines (a vertex's constraints)
 _KINK_RTOL = 1e-10
 #: a kink closer than this fraction of the half-width to a panel edge or another kink is
@@ -676,6 +680,7 @@ def _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, pattern_data) -> L1
         c64(A, dtype=float),
         float(lam),
         _FLAT_ULPS * _EPS,
+        _WALK_MASS_ULPS * _EPS,
         ew,
         eww,
         ewb,
