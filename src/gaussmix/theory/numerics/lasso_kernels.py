@@ -19,23 +19,6 @@ from .kernels import ndtr_scalar
 __all__ = ["l1_line_moments", "l1_kinks_2d"]
 
 
-@njit(cache=True, error_model="numpy", nogil=True)
-def _partial_moments_one(a, b):  # pragma: no cover - compiled
-    """``int_a^b z^k phi(z) dz``, ``k = 0, 1, 2`` (``a``, ``b`` may be infinite)."""
-    pa = 0.0
-    pb = 0.0
-    xa = 0.0
-    xb = 0.0
-    if math.isfinite(a):
-        pa = 0.3989422804014327 * math.exp(-0.5 * a * a)
-        xa = a * pa
-    if math.isfinite(b):
-        pb = 0.3989422804014327 * math.exp(-0.5 * b * b)
-        xb = b * pb
-    i0 = ndtr_scalar(b) - ndtr_scalar(a)
-    return i0, pa - pb, i0 + xa - xb
-
-
 @njit(cache=True, error_model="numpy", nogil=True, inline="always")
 def _pattern_piece(p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d):
     """The interval ``[lo, hi]`` of sign pattern ``p``'s piece on line ``n`` (atom ``j``),
