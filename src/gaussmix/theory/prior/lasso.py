@@ -51,8 +51,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
-from ..numerics.lasso_kernels import l1_line_moments
-from ..numerics.quadrature import GradedPanels, composite_legendre, graded_edges
+from ..numerics.lasso_kernels import l1_kinks_2d, l1_line_moments
+from ..numerics.quadrature import GradedPanels, graded_edges
 from ..numerics.tolerances import XI_MAX
 
 __all__ = [
@@ -99,13 +99,19 @@ _FLAT_ULPS = 1024.0
 _PD_RCOND = 1e-12
 #: largest deviation from 1 of the Gaussian mass of the pieces of a line
 _TILE_TOL = 1e-9
+#: the compiled pass walks along each line from piece to piece and redoes the line with
+#: every sign pattern where the masses of the pieces it found miss 1 by more than this many
+#: ulps (:func:`gaussmix.theory.numerics.lasso_kernels.l1_line_moments`)
+_WALK_MASS_ULPS = 256.0
 #: relative tolerance of the kinks of the integrand across lines (a vertex's constraints)
 _KINK_RTOL = 1e-10
 #: a kink closer than this fraction of the half-width to a panel edge or another kink is
 #: merged with it (no panel narrower than ~1e-9)
 _KINK_MERGE = 1e-10
-#: smallest ``cond(cov)^{-1}`` for which ``E[dw/dg]`` is taken from Stein's lemma
-_STEIN_RCOND = 1e-8
+#: the ridge ``eps`` of :func:`_blended_jacobian`, relative to the largest eigenvalue of the
+#: field's covariance: below it, ``E[dw/dg]`` in an eigen-direction of ``cov`` comes mostly
+#: from the direct form, above it mostly from Stein's lemma
+_STEIN_BLEND = 1e-3
 _INV_SQRT_2PI = 0.3989422804014327
 _EPS = np.finfo(float).eps
 
@@ -328,12 +334,15 @@ def gaussian_l1_moments(
     # does not jump between fixed-point iterations when eigenvalues are degenerate
     R = (vec * np.sqrt(np.clip(ev, 0.0, None))[:, None, :]) @ np.swapaxes(vec, 1, 2)
     n = outer_panels(Lp - 1) if panels is None else panels
+    pattern_data = _pattern_jacobians(A, shift_free) if compiled else None
     if Lp == 2:  # panels that end at the kinks of the integrand across lines
         edges = graded_edges(n, OUTER_GRADE, XI_MAX)
-        rules = [
-            composite_legendre(_merge_edges(edges, k), OUTER_PANEL_ORDER)
-            for k in _kinks_across_lines(A, P, mean, R, lam, shift_free)
-        ]
+        kinks = (
+            _compiled_kinks(A, P, mean, R, lam, pattern_data)
+            if compiled
+            else _kinks_across_lines(A, P, mean, R, lam, shift_free)
+        )
+        rules = [_composite_legendre(_merge_edges(edges, k)) for k in kinks]
         xs = [x[:, None] for x, _ in rules]
         ws = [w * np.exp(-0.5 * x * x) * _INV_SQRT_2PI for x, w in rules]
     else:
@@ -351,7 +360,7 @@ def gaussian_l1_moments(
     lw = np.concatenate(ws)
     off = base - np.repeat(mean, sizes, axis=0)
     if compiled:
-        mom = _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, shift_free)
+        mom = _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, pattern_data)
     else:
         pieces = _region_pieces(A, P, base, dirn, atom, lam, shift_free)
         mom = _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A)
@@ -573,14 +582,15 @@ def _check_tiling(total: np.ndarray) -> None:
         )
 
 
-def _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, shift_free) -> L1Moments:
-    """:func:`_region_pieces` and :func:`_integrate_pieces` in one compiled pass over the
-    lines (:func:`gaussmix.theory.numerics.lasso_kernels.l1_line_moments`: no pieces are stored;
-    per
-    line and sign pattern the same constraints, interval, reference point and closed-form
-    integrals), then :func:`_finish_moments`.  The sign patterns' Jacobians and whether
-    their ``A_SS`` is positive definite are computed once per atom, as in
-    :func:`_pattern_constraints`."""
+def _pattern_jacobians(A: np.ndarray, shift_free: bool) -> tuple[np.ndarray, ...]:
+    """The sign patterns of the prox (:func:`_sign_patterns`), whether each one's ``A_SS`` is
+    positive definite on each atom and its Jacobian there (:func:`l1_prox_jacobian`), as
+    :func:`_pattern_constraints` computes them: once per support, for the compiled kernels.
+
+    Returns
+    -------
+    pats : ndarray (n_pat, L); usable : ndarray of bool (n_pat, J); Jps : ndarray (n_pat, J, L, L)
+    """
     J, L = A.shape[0], A.shape[-1]
     pats = np.array(_sign_patterns(L, shift_free))
     # the Jacobian and the test of A_SS depend on the support only: once per support
@@ -598,7 +608,57 @@ def _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, shift_free) -> L1Mo
     Js = l1_prox_jacobian(As, Ss)
     Js = Js.reshape(supports.shape[0], J, L, L)
     which = which.reshape(-1)
-    usable, Jps = usable_s[which], np.ascontiguousarray(Js[which])
+    return np.ascontiguousarray(pats), usable_s[which], np.ascontiguousarray(Js[which])
+
+
+def _compiled_kinks(A, P, mean, R, lam, pattern_data) -> list[np.ndarray]:
+    """:func:`_kinks_across_lines` by the compiled kernel
+    (:func:`gaussmix.theory.numerics.lasso_kernels.l1_kinks_2d`), the same abscissae to
+    rounding (tested)."""
+    pats, usable, Jps = pattern_data
+    J, L = A.shape[0], A.shape[-1]
+    c64 = np.ascontiguousarray
+    out = np.empty((J, pats.shape[0] * (4 * L * L + 2 * L)))
+    count = np.zeros(J, dtype=np.int64)
+    l1_kinks_2d(
+        c64(mean @ P),
+        c64((mean + R[:, :, 0]) @ P),
+        c64(R[:, :, 1] @ P),
+        pats,
+        usable,
+        Jps,
+        c64(A, dtype=float),
+        float(lam),
+        _KINK_RTOL,
+        out,
+        count,
+    )
+    return [np.unique(out[j, : count[j]]) for j in range(J)]
+
+
+@functools.cache
+def _legendre(order: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.polynomial.legendre.leggauss(order)
+
+
+def _composite_legendre(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~gaussmix.theory.numerics.quadrature.composite_legendre` with
+    :data:`OUTER_PANEL_ORDER` nodes, the Legendre rule computed once."""
+    x, w = _legendre(OUTER_PANEL_ORDER)
+    a, e = edges[:-1, None], edges[1:, None]
+    return (0.5 * (a + e) + 0.5 * (e - a) * x).ravel(), (0.5 * (e - a) * w).ravel()
+
+
+def _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, pattern_data) -> L1Moments:
+    """:func:`_region_pieces` and :func:`_integrate_pieces` in one compiled pass over the
+    lines (:func:`gaussmix.theory.numerics.lasso_kernels.l1_line_moments`: no pieces are stored;
+    per
+    line and sign pattern the same constraints, interval, reference point and closed-form
+    integrals), then :func:`_finish_moments`.  ``pattern_data``: the sign patterns, whether
+    their ``A_SS`` is positive definite and their Jacobians on each atom
+    (:func:`_pattern_jacobians`)."""
+    J, L = A.shape[0], A.shape[-1]
+    pats, usable, Jps = pattern_data
     Lp = P.shape[0]
     ew = np.zeros((J, L))
     eww = np.zeros((J, L, L))
@@ -620,6 +680,7 @@ def _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, shift_free) -> L1Mo
         c64(A, dtype=float),
         float(lam),
         _FLAT_ULPS * _EPS,
+        _WALK_MASS_ULPS * _EPS,
         ew,
         eww,
         ewb,
@@ -638,7 +699,8 @@ def _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A) -> L1Moments:
     ``dw/dB = (dw/dg) P^T``: along a line ``w (B - m)^T`` is continuous, so the outer rule
     integrates a function with kinks of the second order only (the direct form, piecewise
     constant along the line, leaves kinks of the first order where pieces appear).  It is
-    used where ``cov`` is well conditioned.  The number of non-zero entries likewise:
+    blended with the direct form where ``cov`` is nearly singular (:func:`_blended_jacobian`).
+    The number of non-zero entries likewise:
     ``|S| = tr(A_SS^{-1} A_SS) = tr((dw/dg) A)``, whose part on ``range(P^T)`` is
     ``tr(P (dw/dg) P^T P A P^T)`` and whose remainder (the direction ``n`` of ``1`` when
     ``L' < L``) is ``(n^T A n) (n^T (dw/dg) n)``, zero for the shift-free metric.
@@ -678,18 +740,42 @@ def _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A) -> L1Moments:
     return _finish_moments(total(ew), total(eww), total(ewb), total(ej), total(l1), cov, P, A)
 
 
+def _blended_jacobian(
+    ewb: np.ndarray, ej_direct: np.ndarray, cov: np.ndarray, P: np.ndarray
+) -> np.ndarray:
+    """``E[dw/dg]`` (J, L, L) from Stein's lemma and the direct form, blended smoothly.
+
+    Stein's lemma, ``E[w (B - m)^T] = E[dw/dB] cov`` with ``dw/dB = (dw/dg) P^T``, gives the
+    Jacobian from a function with kinks of the second order only (see
+    :func:`_integrate_pieces`), but dividing by ``cov`` amplifies the outer rule's error in
+    the directions where ``cov`` is small (``E[w (B - m)^T] v`` is ``O(sqrt(ev))`` there, its
+    error too, divided by ``ev``): at a fixed point where the field has a degenerate direction
+    (the square loss with one-hot labels, whose residuals sum to zero) the map became noisy at
+    the 1e-3 level and the iteration stalled.  Both forms are exact, so for any ``eps > 0``
+
+        E[dw/dB] = (E[w (B - m)^T] + eps E[dw/dg] P^T) (cov + eps I)^{-1},
+
+    an identity that weights each eigen-direction ``ev`` of ``cov`` by ``ev / (ev + eps)``
+    towards Stein's lemma and ``eps / (ev + eps)`` towards the direct form: smooth in ``cov``
+    (no switch between the two), with Stein's error amplified at most ``1 / (2 sqrt(eps))``
+    times.  ``eps`` is :data:`_STEIN_BLEND` times the largest eigenvalue of ``cov`` (the
+    direct form alone where ``cov = 0``).  On ``range(P^T)``, ``E[dw/dg] = E[dw/dB] P``.
+    """
+    Lp = cov.shape[-1]
+    ev_max = np.linalg.eigvalsh(cov)[:, -1]
+    eps = np.maximum(_STEIN_BLEND * ev_max, np.finfo(float).tiny)
+    reg = cov + eps[:, None, None] * np.eye(Lp)
+    rhs = ewb + eps[:, None, None] * (ej_direct @ P.T)  # (J, L, L')
+    dwdb = np.swapaxes(np.linalg.solve(reg, np.swapaxes(rhs, 1, 2)), 1, 2)
+    return dwdb @ P
+
+
 def _finish_moments(ew, eww, ewb, ej_direct, l1, cov, P, A) -> L1Moments:
     """:class:`L1Moments` from the sums by atom of the pieces' integrals (``E[w]``,
     ``E[w w^T]``, ``E[w (B - m)^T]``, the direct ``E[dw/dg]``, ``E||w||_1``): the Jacobian
-    from Stein's lemma where ``cov`` is well conditioned and the number of non-zero entries
-    (see :func:`_integrate_pieces`)."""
-    ej = ej_direct.copy()
-    ev = np.linalg.eigvalsh(cov)
-    stein = ev[:, 0] > _STEIN_RCOND * ev[:, -1]
-    if np.any(stein):
-        ewb = ewb[stein]
-        ejs = np.linalg.solve(cov[stein], np.swapaxes(ewb, 1, 2))  # (cov^-1 E[(B-m) w^T])
-        ej[stein] = np.swapaxes(ejs, 1, 2) @ P  # E[dw/dB] P = E[dw/dg] on range(P^T)
+    from Stein's lemma blended with the direct one (:func:`_blended_jacobian`) and the number
+    of non-zero entries (see :func:`_integrate_pieces`)."""
+    ej = _blended_jacobian(ewb, ej_direct, cov, P)
     ej = 0.5 * (ej + np.swapaxes(ej, 1, 2))
     nnz = np.einsum("jab,jba->j", P @ ej @ P.T, P @ A @ P.T)
     L, Lp = P.shape[1], P.shape[0]
