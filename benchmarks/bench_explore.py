@@ -430,7 +430,11 @@ class _Worker:
                 coarse = rec
                 continue
             # without a coarse pass the whole range is drawn with the whole curve
-            return {**rec, "range": coarse.get("range", rec["wall"])}
+            return {
+                **rec,
+                "range": coarse.get("range", rec["wall"]),
+                "range_cpu": coarse.get("range_cpu", rec["cpu"]),
+            }
 
     def _over(self, t0: float, cpu0: float, timeout: float) -> bool:
         """Past ``timeout`` seconds of wall time, or of the worker's CPU time with

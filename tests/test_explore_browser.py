@@ -97,7 +97,8 @@ def _curve_becomes(driver: Any, expected: Any) -> dict[str, list]:
     except Exception:  # the assertion below says what the page drew
         pass
     curve = seen["curve"] or {}
-    assert curve.get("x") == want_x and curve.get("test_error") == want_y, curve
+    status = _model(driver, "gm-status", "m.text")  # what the page says it is doing
+    assert curve.get("x") == want_x and curve.get("test_error") == want_y, (status, curve)
     return curve
 
 
@@ -372,13 +373,6 @@ def _screen_curve(state: ExplorerState, index: Any = None) -> Any:
     )
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="a known bug of the integration of issue 31/32 work (2026-12-06): the page's "
-    "coarse-then-refined K = 3 square-lasso curve ends with fewer points than the library's "
-    "curve of the same state (the library's takes 0.2-1.9 s of CPU, the page never matches "
-    "within 120 s); passed on its own branch, not yet root-caused",
-)
 def test_a_slow_curve_is_drawn_coarse_first_and_a_move_never_draws_the_old_one(
     server: str, driver: Any
 ) -> None:

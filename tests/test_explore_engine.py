@@ -371,8 +371,11 @@ def test_the_costly_overlays_are_thinned_along_alpha_and_cancel(monkeypatch):
 # ---------------------------------------------------------------------------- speed aids
 def test_the_coarse_pass_is_the_librarys_curve_on_every_few_points():
     previews = []
-    job = start_curve(THREE.replace(n_points=21), coarse=5, on_preview=previews.append)
+    job = CurveJob(THREE.replace(n_points=21), coarse=5, on_preview=previews.append)
+    job.coarse_budget = math.inf  # the whole pass, however loaded the machine
+    job._start()
     table = job.wait(HANG)
+    assert not job.coarse_stopped
     picked = np.geomspace(0.2, 8.0, 21)[[0, 5, 10, 15, 20]]
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     direct = gm.learning_curve(mix, "cross-entropy", picked, lam=1.0, **SCREEN)
@@ -536,8 +539,33 @@ def test_the_coarse_pass_rows_can_be_drawn_as_they_arrive(monkeypatch):
 
     monkeypatch.setattr(curves, "learning_curve", watched)
     job = CurveJob(THREE.replace(n_points=12), coarse=4)  # (start_curve, stored first)
+    job.coarse_budget = math.inf
     holder["job"] = job
     job._start()
     assert job.wait(HANG) is not None
     assert [p for p, r in seen if r == 0] == [1, 2, 3, 4]
     assert len(job.rows) == 12
+
+
+def test_a_coarse_pass_over_its_budget_stops_and_the_curve_is_unchanged():
+    """The coarse pass stops once it has spent its CPU budget (here none: within the first
+    evaluation of the solver's map, or at its first row); the rows it had are the library's
+    coarse curve's first ones, and the final curve is the library's to the bit."""
+    from gaussmix.explore.engine import _evenly
+
+    state = THREE.replace(n_points=12)
+    job = CurveJob(state, coarse=4)
+    job.coarse_budget = 0.0
+    job._start()
+    table = job.wait(HANG)
+    assert job.coarse_stopped and not job.error
+    assert len(job.preview) <= 1  # stopped at the first check
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    grid = np.geomspace(0.2, 8.0, 12)
+    if job.preview:
+        direct = gm.learning_curve(
+            mix, "cross-entropy", grid[_evenly(12, 4)][:1], lam=1.0, **SCREEN
+        )
+        _rows_are_the_table(job.preview, direct, "alpha")
+    _same_bits(table, gm.learning_curve(mix, "cross-entropy", grid, lam=1.0, **SCREEN))
+    assert len(job.rows) == 12 and not job.failed

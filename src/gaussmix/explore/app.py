@@ -278,9 +278,15 @@ class Explorer:
         doc = pn.state.curdoc if poll else None
         self._doc = doc if doc is not None and doc.session_context is not None else None
         self._woken = False
+        # a served page draws once it has loaded: draws made before its websocket opened
+        # were at times lost (the page kept a stale curve while its status said done); the
+        # job starts at once, computing while the page loads
+        self._loaded = self._doc is None
         self._build()
         _LIVE.add(self)
         self._changed()
+        if not self._loaded:
+            pn.state.onload(self._on_load)
         if poll:
             self._periodic = pn.state.add_periodic_callback(self.refresh, period=POLL_MS)
 
@@ -674,10 +680,16 @@ class Explorer:
 
         doc.add_next_tick_callback(tick)
 
+    def _on_load(self) -> None:
+        """The served page has loaded (its websocket is open): draw from now on."""
+        self._loaded = True
+        self.refresh()
+
     def refresh(self, wait: bool = False) -> None:
-        """Draw what the jobs have computed (``wait``: wait for them to finish first)."""
+        """Draw what the jobs have computed (``wait``: wait for them to finish first); a
+        served page not yet loaded draws nothing (its first draw follows the load)."""
         job, overlays = self.job, self.overlay_job
-        if job is None:
+        if job is None or not self._loaded:
             return
         if wait:
             job.wait()

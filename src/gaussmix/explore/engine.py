@@ -28,6 +28,7 @@ from __future__ import annotations
 import collections
 import json
 import threading
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ __all__ = [
     "clear_cache",
     "CACHE_SIZE",
     "COARSE_POINTS",
+    "COARSE_BUDGET_S",
     "PrefetchJob",
     "MAX_OVERLAY_POINTS",
 ]
@@ -65,10 +67,20 @@ CACHE_SIZE = 64
 COARSE_POINTS = 10
 #: largest number of alphas at which the costly overlays (lambda*, simulations) are computed
 MAX_OVERLAY_POINTS = 8
+#: seconds of the job thread's CPU time after which the coarse pass stops (its rows so far
+#: kept as the preview) and the final curve starts: the coarse pass takes larger
+#: continuation steps than the curve, and cost up to 5 times the curve on a K = 3 lasso
+#: (BENCHMARKS.md); bounded so, a curve that takes longer is drawn coarse first, and one
+#: that the coarse pass would delay by more than this is computed point by point at once
+COARSE_BUDGET_S = 0.3
 
 
 class _Cancelled(Exception):
     """Raised in a job's thread by its hook when the job was cancelled."""
+
+
+class _OverBudget(Exception):
+    """Raised in a job's thread when its coarse pass has spent :data:`COARSE_BUDGET_S`."""
 
 
 # ============================================================================ warnings
@@ -265,6 +277,12 @@ class CurveJob(_Job):
         the range (values within the solver's tolerance of the final ones; never exported).
         Its rows arrive one by one, as the final curve's do (in the order solved; sorted
         along the axis once the pass is done).
+    coarse_budget : float
+        Seconds of the job thread's CPU time the coarse pass may spend
+        (:data:`COARSE_BUDGET_S`).
+    coarse_stopped : bool
+        Whether the coarse pass was stopped by its budget (``preview`` then holds the
+        rows it had solved, from the low end of the range).
     failed : list of (float, str)
         The x value and the reason of each point without a fixed point (drawn missing).
     warnings : list of str
@@ -299,6 +317,8 @@ class CurveJob(_Job):
         self._on_point = on_point
         self._on_preview = on_preview
         self._coarse = coarse
+        self.coarse_budget = COARSE_BUDGET_S
+        self.coarse_stopped = False
         self._x = x_column(state)
         super().__init__(state.n_points, on_done)
 
@@ -350,17 +370,29 @@ class CurveJob(_Job):
 
     def _preview(self, point: Any, values: np.ndarray) -> None:
         """The coarse pass: the library's curve on ``coarse`` points of the grid, evenly
-        picked (both ends), its warnings dropped (the final curve gives its own)."""
+        picked (both ends), its warnings dropped (the final curve gives its own); stopped
+        once it has spent :data:`COARSE_BUDGET_S` of the thread's CPU time (within one
+        evaluation of the solver's map), the rows solved until then kept."""
         index = _evenly(len(values), self._coarse)
         rows: list[dict] = []
         self.preview = rows  # drawn as its rows arrive (a list only ever appended to)
+        start = time.thread_time()
+
+        def check() -> None:
+            self._check()
+            if time.thread_time() - start > self.coarse_budget:
+                raise _OverBudget
 
         def hook(row: dict, result: FixedPointResult | None) -> None:
             rows.append({**row, **order_parameters(result, point.mixture)})
-            self._check()
+            check()
 
         mark = len(self.warnings)
-        _library_curve(self.state, point, values[index], hook)
+        try:
+            with interruptible(check):  # (the job's own cancel check included)
+                _library_curve(self.state, point, values[index], hook)
+        except _OverBudget:
+            self.coarse_stopped = True
         del self.warnings[mark:]
         self.preview = sorted(rows, key=lambda r: r[self._x])
         if self._on_preview is not None:
@@ -428,7 +460,7 @@ def start_curve(
     coarse : int
         Before a curve that is not in the cache (of at least ``2 coarse`` points), compute
         the library's curve on ``coarse`` of its points (:attr:`CurveJob.preview`), to draw
-        the whole range early (0: none).  It costs about a third of the final curve.
+        the whole range early (0: none); it stops after :data:`COARSE_BUDGET_S` of CPU time.
     on_preview : callable, optional
         ``on_preview(rows)`` in the job's thread when the coarse pass is done.
     on_done : callable, optional
