@@ -43,7 +43,9 @@ Algorithms
   milliseconds for ``m = 3, 4`` and a tenth of a second for ``m = 5``.
   :func:`orthant_probability_batch` does this for a stack of problems at once (one pivoted
   factorisation vectorised over the stack, one evaluation of each rule for every problem that
-  still needs it, the refinement decided per problem); :func:`orthant_probability` is the stack
+  still needs it, the refinement decided per problem, and problems equal after the pivoting
+  to ``1e-13`` - the relabelled orthants of exchangeable clusters - integrated once, the bound
+  on their difference added to the error estimate); :func:`orthant_probability` is the stack
   of one.
 * Otherwise (more variables, or a singular factor): Genz's separation-of-variables
   transformation on the pivoted factor (robust to singular covariances: a variable with zero
@@ -942,7 +944,12 @@ def orthant_probability_batch(
     integrated together: one pivoted Cholesky factorisation of the stack and one nested
     Gauss-Legendre rule per refinement of the nodes, each problem refined until its own two
     rules agree to ``abs_tol``, so that each result equals :func:`orthant_probability`'s on
-    the problem alone (to rounding, about ``1e-16``).  Every other problem (a zero variance,
+    the problem alone (to rounding, about ``1e-16``).  Problems whose ordered limits and
+    correlations agree to ``1e-13`` (a problem and its relabellings: the orthants of
+    exchangeable clusters) are integrated once; the others take that value, with the bound
+    on the difference (``|dP / db_i| <= 1 / sqrt(2 pi)``, ``|dP / dC_ij| <=
+    1 / (2 pi sqrt(1 - C_ij^2))``, Plackett's identity; about ``1e-14``) added to their
+    error estimates.  Every other problem (a zero variance,
     merged variables, a singular factor, ``m > 5``) takes :func:`orthant_probability`'s path
     alone, with the same ``rng_seed`` and ``abs_tol``.
 
