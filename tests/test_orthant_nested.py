@@ -12,11 +12,8 @@ import pytest
 
 import gaussmix as gm
 from gaussmix.theory.numerics import orthant
-from gaussmix.theory.numerics.orthant import (
-    equicorrelated_orthant,
-    orthant_probability,
-    orthant_probability_batch,
-)
+from gaussmix.theory.numerics.equicorrelated import equicorrelated_orthant
+from gaussmix.theory.numerics.orthant import orthant_probability, orthant_probability_batch
 from gaussmix.theory.solve.observables import test_accuracy as accuracy
 from gaussmix.theory.solve.observables import train_accuracy
 

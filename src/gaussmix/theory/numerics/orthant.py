@@ -58,7 +58,8 @@ Algorithms
   deterministic function of the input and ``rng_seed``.
 
 * Equicorrelated covariances ``sigma^2 ((1 - r) I + r 1 1^T)``, ``r >= 0``, with a common
-  mean (the test error of exchangeable clusters): :func:`equicorrelated_orthant`, a
+  mean (the test error of exchangeable clusters):
+  :func:`~gaussmix.theory.numerics.equicorrelated.equicorrelated_orthant`, a
   deterministic one-dimensional integral over the common factor, error about ``1e-14``
   (:func:`orthant_probability` itself does not detect the structure; callers that know
   it ask for it first).
@@ -74,7 +75,6 @@ import functools
 import inspect
 
 import numpy as np
-from scipy.integrate import quad
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from gaussmix.core.validation import check_array, check_int, check_real
@@ -82,7 +82,7 @@ from gaussmix.core.validation import check_array, check_int, check_real
 from .kernels import bvnu, bvnu_rows
 from .linalg import sym_eigvals
 
-__all__ = ["equicorrelated_orthant", "orthant_probability", "orthant_probability_batch"]
+__all__ = ["orthant_probability", "orthant_probability_batch"]
 
 #: error estimate reported by the exact one-dimensional path
 EXACT_ERR_1D = 1e-16
@@ -92,25 +92,21 @@ EXACT_ERR_2D = 1e-15
 _PSD_RTOL = 1e-10
 #: a conditional variance (correlation scale) at or below this is treated as zero
 _VAR_TOL = 1e-14
-#: a correlation with ``1 - |r| <= _MERGE_TOL`` is rounding noise around ``+-1``: it is snapped
+#: a correlation with ``1 - |r| <= MERGE_TOL`` is rounding noise around ``+-1``: it is snapped
 #: to ``+-1`` (two dimensions) or the two variables are merged (three or more)
-_MERGE_TOL = 8 * np.finfo(float).eps
+MERGE_TOL = 8 * np.finfo(float).eps
 #: Cholesky loadings of absolute value at or below this are treated as zero
 _LOADING_TOL = 1e-12
-#: normal deviates are clipped to ``[-_YMAX, _YMAX]`` (keeps everything finite)
-_YMAX = 37.0
-#: standardised limits are clipped to ``[-_HMAX, _HMAX]``: ``Phi(-40) < 1e-348`` is zero in
+#: normal deviates are clipped to ``[-YMAX, YMAX]`` (keeps everything finite)
+YMAX = 37.0
+#: standardised limits are clipped to ``[-HMAX, HMAX]``: ``Phi(-40) < 1e-348`` is zero in
 #: double precision, so the clipping is exact and avoids overflow for huge ``|mean| / sd``
-_HMAX = 40.0
+HMAX = 40.0
 #: number of independent randomisations of the quasi-Monte Carlo point set
 _N_RANDOMISATIONS = 16
 #: log2 of the initial and of the maximal number of points per randomisation
 _LOG2_N_START = 9
 _LOG2_N_MAX = 16
-#: relative tolerance of the equicorrelation check of :func:`equicorrelated_orthant`
-_EQUI_RTOL = 1e-12
-#: absolute tolerance asked of the one-dimensional quadrature of :func:`equicorrelated_orthant`
-_EQUI_EPSABS = 1e-14
 #: cap on (points x randomisations x integration variables) of one call; it lowers the cap on
 #: the points per randomisation to ``2**15`` for 3-4 variables, ``2**14`` for 5-8, ``2**13``
 #: for 9-16 and so on (the reported standard error stays honest; only the run time is bounded)
@@ -223,9 +219,9 @@ def _bvn_cdf(h: np.ndarray, k: np.ndarray, r: np.ndarray) -> np.ndarray:
     )
     fin = np.isfinite(h) & np.isfinite(k)
     if fin.all():  # (the nested rules' case: no masks needed)
-        return _bvnu(-np.clip(h, -_HMAX, _HMAX), -np.clip(k, -_HMAX, _HMAX), r)
-    hf = np.clip(np.where(fin, h, 0.0), -_HMAX, _HMAX)
-    kf = np.clip(np.where(fin, k, 0.0), -_HMAX, _HMAX)
+        return _bvnu(-np.clip(h, -HMAX, HMAX), -np.clip(k, -HMAX, HMAX), r)
+    hf = np.clip(np.where(fin, h, 0.0), -HMAX, HMAX)
+    kf = np.clip(np.where(fin, k, 0.0), -HMAX, HMAX)
     core = _bvnu(-hf, -kf, r)
     out = np.where(fin, core, 0.0)
     # infinite limits: a -inf limit gives 0, a +inf limit leaves the other marginal
@@ -240,8 +236,8 @@ def _bvn_cdf_rows(h: np.ndarray, k: np.ndarray, r: np.ndarray) -> np.ndarray:
     the same numbers (:func:`gaussmix.theory.numerics.kernels.bvnu_rows`: the rule's terms that
     depend on ``r`` alone made once per row)."""
     return bvnu_rows(
-        np.ascontiguousarray(-np.clip(h, -_HMAX, _HMAX)),
-        np.ascontiguousarray(-np.clip(k, -_HMAX, _HMAX)),
+        np.ascontiguousarray(-np.clip(h, -HMAX, HMAX)),
+        np.ascontiguousarray(-np.clip(k, -HMAX, HMAX)),
         np.ascontiguousarray(r, dtype=float),
         _GL_NODES,
         _GL_WEIGHTS,
@@ -274,7 +270,7 @@ def _orthant_small(mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
     pos = var > 0
     sd = np.sqrt(np.where(pos, var, 1.0))
     with np.errstate(over="ignore"):
-        h = np.clip(-mean / sd, -_HMAX, _HMAX)
+        h = np.clip(-mean / sd, -HMAX, HMAX)
     # deterministic components: P[mean <= 0] is 1 or 0
     marg = np.where(pos, ndtr(h), (mean <= 0).astype(float))
     if mean.shape[-1] == 1:
@@ -286,7 +282,7 @@ def _orthant_small(mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
         r = np.nan_to_num(np.clip(cov[:, 0, 1] / s_hi / s_lo, -1.0, 1.0))
     # near +-1 the answer is infinitely sensitive to r (1/4 + asin(r)/(2 pi) at h = k = 0):
     # treat a rounding-level distance from +-1 as a singular covariance
-    r = np.where(np.abs(r) >= 1.0 - _MERGE_TOL, np.sign(r), r)
+    r = np.where(np.abs(r) >= 1.0 - MERGE_TOL, np.sign(r), r)
     hh = np.where(both, h[:, 0], 0.0)
     kk = np.where(both, h[:, 1], 0.0)
     rr = np.where(both, r, 0.0)
@@ -312,10 +308,10 @@ def _merge_degenerate(
             if not keep[j]:
                 continue
             r = corr[i, j]
-            if r >= 1.0 - _MERGE_TOL:  # X_j = X_i
+            if r >= 1.0 - MERGE_TOL:  # X_j = X_i
                 a[i], b[i] = max(a[i], a[j]), min(b[i], b[j])
                 keep[j] = False
-            elif r <= -1.0 + _MERGE_TOL:  # X_j = -X_i
+            elif r <= -1.0 + MERGE_TOL:  # X_j = -X_i
                 a[i], b[i] = max(a[i], -b[j]), min(b[i], -a[j])
                 keep[j] = False
         if b[i] <= a[i]:
@@ -479,7 +475,7 @@ class _SOVFactor:
                 if not last:
                     y[c] = np.where(upper, -ndtri(p_lo - wt[c] * e), ndtri(p_lo + wt[c] * e))
             if not last:
-                np.clip(y[c], -_YMAX, _YMAX, out=y[c])
+                np.clip(y[c], -YMAX, YMAX, out=y[c])
         return prod
 
 
@@ -608,13 +604,13 @@ def _sov_tensor(
 
 
 #: two ordered problems whose lower and upper limits and correlations (after the pivoting,
-#: limits clipped to ``+-_HMAX``) agree to this are integrated once (:func:`_same_problems`):
+#: limits clipped to ``+-HMAX``) agree to this are integrated once (:func:`_same_problems`):
 #: the orthants of exchangeable clusters are permutations of one another, equal after the
 #: pivoting to rounding (a few ``1e-15``)
 _SAME_TOL = 1e-13
 #: stand-in of an infinite lower limit in :func:`_same_problems`' comparison (``-inf`` minus
-#: ``-inf`` is not a number; a finite limit is clipped to ``+-_HMAX``, so never matches it)
-_NO_LIMIT = -4 * _HMAX
+#: ``-inf`` is not a number; a finite limit is clipped to ``+-HMAX``, so never matches it)
+_NO_LIMIT = -4 * HMAX
 
 
 def _same_problems(a: np.ndarray, b: np.ndarray, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -718,106 +714,6 @@ def _sov_rqmc(
     return float(np.clip(est.mean(), 0.0, 1.0)), err
 
 
-# ------------------------------------------------------------ equicorrelated covariances
-
-
-def equicorrelated_orthant(mean: np.ndarray, cov: np.ndarray) -> tuple[float, float] | None:
-    """``P[Z <= 0]`` for ``Z ~ N(mu 1, sigma^2 ((1 - r) I + r 1 1^T))`` with ``r >= 0``, by a
-    deterministic one-dimensional integral; ``None`` if ``(mean, cov)`` is not of that form.
-
-    Derivation (conditioning on the common factor): with ``r >= 0`` write
-    ``Z_i = mu + sigma (sqrt(r) U + sqrt(1 - r) E_i)`` for independent standard normals
-    ``U, E_1, ..., E_m``; given ``U = u`` the components are independent, so::
-
-        P[Z <= 0] = int phi(u) Phi((-mu - sigma sqrt(r) u) / (sigma sqrt(1 - r)))^m du,
-
-    a smooth integral over the real line (``phi``, ``Phi`` the standard normal density and
-    distribution function).  It is the test accuracy of exchangeable clusters (Theorem 2 of
-    Loureiro et al. 2021, eq. (9), with the symmetric state of
-    :mod:`gaussmix.theory.problem.symmetry`): cluster 0's orthant of the differences
-    ``omega_j - omega_0`` has exactly this structure.  ``Phi^m`` is evaluated as
-    ``exp(m log Phi)`` (accurate in the lower tail) and the integral by adaptive
-    Gauss-Kronrod quadrature (``scipy.integrate.quad``, absolute tolerance ``1e-14``) over
-    ``|u| <= 37`` (the omitted mass ``2 Phi(-37)`` is below ``1e-298``), split at the point
-    ``u = -mu / (sigma sqrt(r))`` where the argument of ``Phi`` changes sign.  The limits are
-    exact: ``sigma = 0`` (deterministic, ``1`` iff ``mu <= 0``), ``m = 1`` or ``r = 1``
-    (within ``8 eps``: every component is one variable, ``Phi(-mu / sigma)``) and ``r = 0``
-    (independent components, ``Phi(-mu / sigma)^m``).
-
-    Parameters
-    ----------
-    mean : ndarray, shape (m,)
-        Mean of ``Z``, ``m >= 1``, finite.
-    cov : ndarray, shape (m, m)
-        Covariance of ``Z``, finite.
-
-    Returns
-    -------
-    tuple (probability, error_estimate) or None
-        ``None`` when the entries of ``mean`` differ, or the diagonal or the off-diagonal
-        entries of ``cov`` differ, by more than ``1e-12`` relative to their largest absolute
-        value, or when the common correlation is negative (beyond rounding): the caller then
-        uses :func:`orthant_probability`.  Otherwise the probability and an error estimate:
-        the quadrature's own estimate plus the first-order effect of the (rounding-level)
-        departure of the input from the exact structure, ``m (dmu / sigma + dcov / sigma^2)``.
-
-    Raises
-    ------
-    ValueError
-        If ``mean`` or ``cov`` has the wrong shape or non-finite entries.
-    """
-    mean = check_array("mean", mean, shape=(None,))
-    m = mean.shape[0]
-    if m < 1:
-        raise ValueError("mean must have at least one component, got shape (0,)")
-    cov = check_array("cov", cov, shape=(m, m))
-    mu = float(mean.mean())
-    dmu = float(np.abs(mean - mu).max())
-    if dmu > _EQUI_RTOL * float(np.abs(mean).max()):
-        return None
-    diag = np.diag(cov)
-    off = cov[~np.eye(m, dtype=bool)]
-    scale = float(np.abs(cov).max())
-    var = float(diag.mean())
-    c = float(off.mean()) if m > 1 else 0.0
-    dcov = max(float(np.abs(diag - var).max()), float(np.abs(off - c).max()) if m > 1 else 0.0)
-    if dcov > _EQUI_RTOL * scale:
-        return None
-    if var <= 0.0:
-        if var < 0.0 or scale > 0.0:
-            return None  # a zero diagonal with non-zero off-diagonal entries is not a covariance
-        return (1.0 if mu <= 0.0 else 0.0), 0.0
-    sigma = np.sqrt(var)
-    r = c / var
-    if r < -_MERGE_TOL or r > 1.0 + _MERGE_TOL:
-        return None
-    r = float(np.clip(r, 0.0, 1.0))
-    slack = m * (dmu / sigma + dcov / var)
-    h = float(np.clip(-mu / sigma, -_HMAX, _HMAX))
-    if m == 1 or r >= 1.0 - _MERGE_TOL:
-        return float(ndtr(h)), EXACT_ERR_1D + slack
-    if r == 0.0:
-        return float(np.exp(m * log_ndtr(h))), EXACT_ERR_1D * m + slack
-    a, s = np.sqrt(r), np.sqrt(1.0 - r)
-
-    def integrand(u: float) -> float:
-        return float(np.exp(-0.5 * u * u + m * log_ndtr((h - a * u) / s))) / np.sqrt(2 * np.pi)
-
-    cut = float(np.clip(h / a, -_YMAX, _YMAX))
-    p, err = 0.0, 0.0
-    for lo, hi in ((-_YMAX, cut), (cut, _YMAX)):
-        if hi > lo:
-            val, e, info, *msg = quad(
-                integrand, lo, hi, epsabs=_EQUI_EPSABS, epsrel=0.0, limit=200, full_output=1
-            )
-            if msg:  # tolerance not reached (rounding): the estimate may be optimistic
-                if not np.isfinite(val + e):
-                    return None  # quadrature failed (never seen): the caller's QMC decides
-                e = max(e, 10 * _EQUI_EPSABS)
-            p, err = p + val, err + e
-    return float(np.clip(p, 0.0, 1.0)), float(err) + EXACT_ERR_1D + slack
-
-
 # ---------------------------------------------------------------------------- public API
 
 
@@ -881,14 +777,14 @@ def orthant_probability(
 def _standardise(
     mean: np.ndarray, cov: np.ndarray, keep: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Upper limits ``-mean / sd`` (clipped to ``+-_HMAX``) and correlation matrix of a stack
+    """Upper limits ``-mean / sd`` (clipped to ``+-HMAX``) and correlation matrix of a stack
     ``(B, m)``, ``(B, m, m)`` of problems with positive variances (or of the components
     ``keep`` of one problem, ``B = 1``)."""
     if keep is not None:
         mean, cov = mean[keep], cov[np.ix_(keep, keep)]
     sd = np.sqrt(np.diagonal(cov, axis1=-2, axis2=-1))
     with np.errstate(all="ignore"):
-        b = np.clip(-mean / sd, -_HMAX, _HMAX)
+        b = np.clip(-mean / sd, -HMAX, HMAX)
         corr = cov / sd[..., :, None] / sd[..., None, :]
     corr = np.nan_to_num(np.clip(corr, -1.0, 1.0))
     m = corr.shape[-1]
@@ -1003,7 +899,7 @@ def orthant_probability_batch(
         rows = np.nonzero(np.all(var > 0, axis=1))[0]
         b, corr = _standardise(mean[rows], cov[rows])
         off = np.abs(corr[:, ~np.eye(m, dtype=bool)])
-        rows, b, corr = (x[np.all(off < 1.0 - _MERGE_TOL, axis=1)] for x in (rows, b, corr))
+        rows, b, corr = (x[np.all(off < 1.0 - MERGE_TOL, axis=1)] for x in (rows, b, corr))
         if rows.size:
             pr, er, ok = _orthant_nested(np.full(b.shape, -np.inf), b, corr, abs_tol)
             p[rows[ok]], err[rows[ok]] = pr[ok], er[ok]

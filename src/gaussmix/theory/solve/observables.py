@@ -41,12 +41,12 @@ from ..channel.channel import (
     sqrtm_psd,
 )
 from ..channel.losses import HingeLoss, Loss, SquareLoss
+from ..numerics.equicorrelated import equicorrelated_orthant
 from ..numerics.kernels import WEDGE_MIN_PANELS, WEDGE_PANEL, WEDGE_SCAN, ce_ray_flux
 from ..numerics.linalg import sym_eigvals
 from ..numerics.orthant import (
     EXACT_ERR_1D,
     EXACT_ERR_2D,
-    equicorrelated_orthant,
     orthant_probability,
     orthant_probability_batch,
 )
