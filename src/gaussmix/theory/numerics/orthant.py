@@ -649,11 +649,10 @@ def _same_problems(a: np.ndarray, b: np.ndarray, L: np.ndarray) -> tuple[np.ndar
         todo = todo[~same]
     d = np.abs(F - F[rep])
     r = np.maximum(np.abs(C), np.abs(C[rep]))
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # (full rank: |C_ij| < 1 bar rounding)
         dens = 1.0 / (2 * np.pi * np.sqrt(1.0 - np.minimum(r, 1.0) ** 2))
-    slack = d[:, : 2 * n].sum(axis=1) / np.sqrt(2 * np.pi) + np.sum(
-        np.where(d[:, 2 * n :] > 0, d[:, 2 * n :] * dens, 0.0), axis=1
-    )
+        corr_part = np.where(d[:, 2 * n :] > 0, d[:, 2 * n :] * dens, 0.0)
+    slack = d[:, : 2 * n].sum(axis=1) / np.sqrt(2 * np.pi) + corr_part.sum(axis=1)
     return rep, slack
 
 
