@@ -18,6 +18,9 @@ BINARY = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
 SPARSE = gm.Mixture.sparse(0.1, 0.1, 1.0)
 MIX3 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
 MIX4 = gm.Mixture.isotropic(0.5, "simplex", n_clusters=4)
+_A5 = np.random.default_rng(5).standard_normal((5, 5))
+#: five clusters that are not exchangeable (each orthant distinct)
+MIX5 = gm.Mixture.isotropic(1.0, _A5 @ _A5.T / 2, rho=np.array([0.1, 0.15, 0.2, 0.25, 0.3]))
 KEYS = ("test_error", "train_error", "train_loss", "test_loss")
 #: the points' observables are sums of ``K`` terms of order one, summed in another order
 #: over a leading axis of points (a matrix-vector product instead of a dot product): a few
@@ -34,10 +37,20 @@ RTOL = 1e-13
         # exchangeable clusters: cluster 0's channel and risk stand for each point's
         (MIX3, "cross-entropy", "l2", True),
         (MIX3, "square", "l2", False),
-        # orthants of dimension 3: each point's observables point by point
+        # orthants of dimension 3 and 4: every point's clusters in one batched call, each
+        # orthant its own (exchangeable clusters: each point's orthants are one problem)
         (MIX4, "square", "l2", False),
+        (MIX5, "square", "l2", False),
     ],
-    ids=["binary logistic", "lasso hinge", "K=3 ce", "K=3 ce symmetric", "K=3 sq", "K=4 sq"],
+    ids=[
+        "binary logistic",
+        "lasso hinge",
+        "K=3 ce",
+        "K=3 ce symmetric",
+        "K=3 sq",
+        "K=4 sq",
+        "K=5 sq unequal",
+    ],
 )
 def test_each_stacked_point_has_its_single_points_observables(
     mixture, loss, penalty, symmetric

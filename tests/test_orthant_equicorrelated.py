@@ -1,4 +1,5 @@
-"""The equicorrelated orthant (:func:`gaussmix.theory.numerics.orthant.equicorrelated_orthant`): a
+"""The equicorrelated orthant
+(:func:`gaussmix.theory.numerics.equicorrelated.equicorrelated_orthant`): a
 deterministic one-dimensional integral for ``Z ~ N(mu 1, sigma^2 ((1 - r) I + r 1 1^T))``,
 ``r >= 0`` (issue 19, item 1: exchangeable clusters' test error), checked against the
 randomised QMC and the bivariate paths of :func:`orthant_probability`, closed forms and a
@@ -12,7 +13,8 @@ from scipy.special import log_ndtr, ndtr
 
 import gaussmix as gm
 from gaussmix.theory.api.api import make_problem
-from gaussmix.theory.numerics.orthant import equicorrelated_orthant, orthant_probability
+from gaussmix.theory.numerics.equicorrelated import equicorrelated_orthant
+from gaussmix.theory.numerics.orthant import orthant_probability
 from gaussmix.theory.solve.observables import test_accuracy as accuracy
 
 

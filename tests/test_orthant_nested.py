@@ -12,11 +12,8 @@ import pytest
 
 import gaussmix as gm
 from gaussmix.theory.numerics import orthant
-from gaussmix.theory.numerics.orthant import (
-    equicorrelated_orthant,
-    orthant_probability,
-    orthant_probability_batch,
-)
+from gaussmix.theory.numerics.equicorrelated import equicorrelated_orthant
+from gaussmix.theory.numerics.orthant import orthant_probability, orthant_probability_batch
 from gaussmix.theory.solve.observables import test_accuracy as accuracy
 from gaussmix.theory.solve.observables import train_accuracy
 
@@ -255,3 +252,71 @@ def test_the_square_loss_errors_of_all_clusters_at_once_are_each_clusters_orthan
         # rules' differences are too: within a few ulps of 1)
         assert e2 <= terr + 4 * np.finfo(float).eps
     assert 0 < err < 1e-9 and 0 < terr < 1e-9
+
+
+@pytest.mark.parametrize("m", [4, 5])
+def test_permuted_problems_are_integrated_once(m: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A problem and its relabellings (the orthants of exchangeable clusters) are one problem
+    after the pivoting: a stack of permutations of two problems evaluates two, and every
+    result is its problem's alone, within its error estimate."""
+    rng = np.random.default_rng(70 + m)
+    base_mean, base_cov = _stack(rng, m, 2)
+    mean, cov = [], []
+    for _ in range(4):
+        for j in range(2):
+            perm = rng.permutation(m)
+            mean.append(base_mean[j][perm])
+            cov.append(base_cov[j][np.ix_(perm, perm)])
+    mean, cov = np.array(mean), np.array(cov)
+    sizes: list[int] = []
+    rule = orthant._nested_pair_rule
+
+    def counted(a: np.ndarray, b: np.ndarray, L: np.ndarray, q: int) -> np.ndarray:
+        sizes.append(a.shape[0])
+        return rule(a, b, L, q)
+
+    monkeypatch.setattr(orthant, "_nested_pair_rule", counted)
+    p, err = orthant_probability_batch(mean, cov, return_error=True)
+    assert sizes[0] == 2
+    monkeypatch.setattr(orthant, "_nested_pair_rule", rule)
+    for i in range(mean.shape[0]):
+        q, e = orthant_probability(mean[i], cov[i])
+        assert abs(p[i] - q) <= err[i] + e
+        assert err[i] < 1e-10
+
+
+def test_the_bound_of_nearly_equal_problems_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Problems matched to another one within the matching tolerance take its value and add
+    the bound on the difference (derivatives in the limits and, by Plackett's identity, in the
+    correlations) to their error estimate.  With the tolerance widened to 0.05 the bound is
+    tested where it matters: every matched problem's value is within its estimate of the
+    problem's own, and the bound is not vacuous (below 0.2)."""
+    rng = np.random.default_rng(5)
+    m = 4
+    mean0, cov0 = _stack(rng, m, 1)
+    sd = np.sqrt(np.diag(cov0[0]))
+    corr0 = cov0[0] / np.outer(sd, sd)
+    # (distinct limits: the perturbations keep the pivot order)
+    mean, cov = [np.array([-0.9, -0.4, 0.1, 0.6])], [corr0]
+    for _ in range(6):
+        dm = rng.uniform(-0.005, 0.005, m)
+        E = rng.uniform(-0.005, 0.005, (m, m))
+        E = np.triu(E, 1) + np.triu(E, 1).T
+        mean.append(mean[0] + dm)
+        cov.append(corr0 + E)
+    mean, cov = np.array(mean), np.array(cov)
+    alone = [orthant_probability(mean[i], cov[i]) for i in range(len(mean))]
+    monkeypatch.setattr(orthant, "_SAME_TOL", 0.05)
+    sizes: list[int] = []
+    rule = orthant._nested_pair_rule
+
+    def counted(a: np.ndarray, b: np.ndarray, L: np.ndarray, q: int) -> np.ndarray:
+        sizes.append(a.shape[0])
+        return rule(a, b, L, q)
+
+    monkeypatch.setattr(orthant, "_nested_pair_rule", counted)
+    p, err = orthant_probability_batch(mean, cov, return_error=True)
+    assert sizes[0] == 1  # all matched to the first
+    gaps = np.array([abs(p[i] - alone[i][0]) for i in range(len(p))])
+    assert np.all(gaps <= err + np.array([e for _, e in alone]))
+    assert np.all(gaps[1:] > 1e-6) and np.all(err[1:] < 0.2)

@@ -340,7 +340,8 @@ def _exchangeable_max_margin(
     """Fixed point of :func:`_exchangeable_margin_map` (Anderson-accelerated, from ``x0`` =
     ``(log q, m, log v)`` if given), the test error (a ``(K - 1)``-dimensional orthant
     probability) and the full-space order parameters (and ``'x'``, the fixed point)."""
-    from ..numerics.orthant import equicorrelated_orthant, orthant_probability
+    from ..numerics.equicorrelated import equicorrelated_orthant
+    from ..numerics.orthant import orthant_probability
 
     mix = problem.mixture
     K = mix.n_clusters

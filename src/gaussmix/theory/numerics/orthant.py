@@ -43,7 +43,9 @@ Algorithms
   milliseconds for ``m = 3, 4`` and a tenth of a second for ``m = 5``.
   :func:`orthant_probability_batch` does this for a stack of problems at once (one pivoted
   factorisation vectorised over the stack, one evaluation of each rule for every problem that
-  still needs it, the refinement decided per problem); :func:`orthant_probability` is the stack
+  still needs it, the refinement decided per problem, and problems equal after the pivoting
+  to ``1e-13`` - the relabelled orthants of exchangeable clusters - integrated once, the bound
+  on their difference added to the error estimate); :func:`orthant_probability` is the stack
   of one.
 * Otherwise (more variables, or a singular factor): Genz's separation-of-variables
   transformation on the pivoted factor (robust to singular covariances: a variable with zero
@@ -56,7 +58,8 @@ Algorithms
   deterministic function of the input and ``rng_seed``.
 
 * Equicorrelated covariances ``sigma^2 ((1 - r) I + r 1 1^T)``, ``r >= 0``, with a common
-  mean (the test error of exchangeable clusters): :func:`equicorrelated_orthant`, a
+  mean (the test error of exchangeable clusters):
+  :func:`~gaussmix.theory.numerics.equicorrelated.equicorrelated_orthant`, a
   deterministic one-dimensional integral over the common factor, error about ``1e-14``
   (:func:`orthant_probability` itself does not detect the structure; callers that know
   it ask for it first).
@@ -72,7 +75,6 @@ import functools
 import inspect
 
 import numpy as np
-from scipy.integrate import quad
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from gaussmix.core.validation import check_array, check_int, check_real
@@ -80,7 +82,7 @@ from gaussmix.core.validation import check_array, check_int, check_real
 from .kernels import bvnu, bvnu_rows
 from .linalg import sym_eigvals
 
-__all__ = ["equicorrelated_orthant", "orthant_probability", "orthant_probability_batch"]
+__all__ = ["orthant_probability", "orthant_probability_batch"]
 
 #: error estimate reported by the exact one-dimensional path
 EXACT_ERR_1D = 1e-16
@@ -90,25 +92,21 @@ EXACT_ERR_2D = 1e-15
 _PSD_RTOL = 1e-10
 #: a conditional variance (correlation scale) at or below this is treated as zero
 _VAR_TOL = 1e-14
-#: a correlation with ``1 - |r| <= _MERGE_TOL`` is rounding noise around ``+-1``: it is snapped
+#: a correlation with ``1 - |r| <= MERGE_TOL`` is rounding noise around ``+-1``: it is snapped
 #: to ``+-1`` (two dimensions) or the two variables are merged (three or more)
-_MERGE_TOL = 8 * np.finfo(float).eps
+MERGE_TOL = 8 * np.finfo(float).eps
 #: Cholesky loadings of absolute value at or below this are treated as zero
 _LOADING_TOL = 1e-12
-#: normal deviates are clipped to ``[-_YMAX, _YMAX]`` (keeps everything finite)
-_YMAX = 37.0
-#: standardised limits are clipped to ``[-_HMAX, _HMAX]``: ``Phi(-40) < 1e-348`` is zero in
+#: normal deviates are clipped to ``[-YMAX, YMAX]`` (keeps everything finite)
+YMAX = 37.0
+#: standardised limits are clipped to ``[-HMAX, HMAX]``: ``Phi(-40) < 1e-348`` is zero in
 #: double precision, so the clipping is exact and avoids overflow for huge ``|mean| / sd``
-_HMAX = 40.0
+HMAX = 40.0
 #: number of independent randomisations of the quasi-Monte Carlo point set
 _N_RANDOMISATIONS = 16
 #: log2 of the initial and of the maximal number of points per randomisation
 _LOG2_N_START = 9
 _LOG2_N_MAX = 16
-#: relative tolerance of the equicorrelation check of :func:`equicorrelated_orthant`
-_EQUI_RTOL = 1e-12
-#: absolute tolerance asked of the one-dimensional quadrature of :func:`equicorrelated_orthant`
-_EQUI_EPSABS = 1e-14
 #: cap on (points x randomisations x integration variables) of one call; it lowers the cap on
 #: the points per randomisation to ``2**15`` for 3-4 variables, ``2**14`` for 5-8, ``2**13``
 #: for 9-16 and so on (the reported standard error stays honest; only the run time is bounded)
@@ -126,9 +124,14 @@ MAX_TENSOR_DIM = 3
 #: 40-point square-loss curves of ``benchmarks/bench_square_k.py`` (simplex means;
 #: Gaussian means with unequal priors), the rule of 16 nodes is 2e-9 to 7e-9 from that of
 #: 64, of 20 nodes 8e-13 to 2e-11, of 24 within 2e-14: the rules of 20 and 24 nodes end
-#: the refinement at the default ``abs_tol``, 976 points where 16, 24, 36 took 2128
-_TENSOR_START = {1: 32, 2: 20, 3: 12}
-_TENSOR_SECOND = {1: 48, 2: 24, 3: 18}
+#: the refinement at the default ``abs_tol``, 976 points where 16, 24, 36 took 2128.
+#: Three (K = 6): on 499 orthants of 12-point K = 6 square curves (both means, lam 1e-3,
+#: 0.1, 10) against the rule of 40 nodes, 18 nodes are within 7.6e-10, 22 within 4.5e-12;
+#: the difference of 18 and 22 is at least 6 times the finer rule's error where that
+#: exceeds 2e-14 and below 1e-10 for 94 % of them: 16,480 points where 12, 18, 27 (and 40
+#: for 6 %) took about 27,000
+_TENSOR_START = {1: 32, 2: 20, 3: 18}
+_TENSOR_SECOND = {1: 48, 2: 24, 3: 22}
 #: largest number of points of a tensor rule (then the last difference is the error)
 _TENSOR_MAX_POINTS = 2**18
 #: outer variables are integrated over ``[-_Y_TAIL, _Y_TAIL]``: ``2 Phi(-8.3) < 1e-16``
@@ -221,9 +224,9 @@ def _bvn_cdf(h: np.ndarray, k: np.ndarray, r: np.ndarray) -> np.ndarray:
     )
     fin = np.isfinite(h) & np.isfinite(k)
     if fin.all():  # (the nested rules' case: no masks needed)
-        return _bvnu(-np.clip(h, -_HMAX, _HMAX), -np.clip(k, -_HMAX, _HMAX), r)
-    hf = np.clip(np.where(fin, h, 0.0), -_HMAX, _HMAX)
-    kf = np.clip(np.where(fin, k, 0.0), -_HMAX, _HMAX)
+        return _bvnu(-np.clip(h, -HMAX, HMAX), -np.clip(k, -HMAX, HMAX), r)
+    hf = np.clip(np.where(fin, h, 0.0), -HMAX, HMAX)
+    kf = np.clip(np.where(fin, k, 0.0), -HMAX, HMAX)
     core = _bvnu(-hf, -kf, r)
     out = np.where(fin, core, 0.0)
     # infinite limits: a -inf limit gives 0, a +inf limit leaves the other marginal
@@ -238,8 +241,8 @@ def _bvn_cdf_rows(h: np.ndarray, k: np.ndarray, r: np.ndarray) -> np.ndarray:
     the same numbers (:func:`gaussmix.theory.numerics.kernels.bvnu_rows`: the rule's terms that
     depend on ``r`` alone made once per row)."""
     return bvnu_rows(
-        np.ascontiguousarray(-np.clip(h, -_HMAX, _HMAX)),
-        np.ascontiguousarray(-np.clip(k, -_HMAX, _HMAX)),
+        np.ascontiguousarray(-np.clip(h, -HMAX, HMAX)),
+        np.ascontiguousarray(-np.clip(k, -HMAX, HMAX)),
         np.ascontiguousarray(r, dtype=float),
         _GL_NODES,
         _GL_WEIGHTS,
@@ -272,7 +275,7 @@ def _orthant_small(mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
     pos = var > 0
     sd = np.sqrt(np.where(pos, var, 1.0))
     with np.errstate(over="ignore"):
-        h = np.clip(-mean / sd, -_HMAX, _HMAX)
+        h = np.clip(-mean / sd, -HMAX, HMAX)
     # deterministic components: P[mean <= 0] is 1 or 0
     marg = np.where(pos, ndtr(h), (mean <= 0).astype(float))
     if mean.shape[-1] == 1:
@@ -284,7 +287,7 @@ def _orthant_small(mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
         r = np.nan_to_num(np.clip(cov[:, 0, 1] / s_hi / s_lo, -1.0, 1.0))
     # near +-1 the answer is infinitely sensitive to r (1/4 + asin(r)/(2 pi) at h = k = 0):
     # treat a rounding-level distance from +-1 as a singular covariance
-    r = np.where(np.abs(r) >= 1.0 - _MERGE_TOL, np.sign(r), r)
+    r = np.where(np.abs(r) >= 1.0 - MERGE_TOL, np.sign(r), r)
     hh = np.where(both, h[:, 0], 0.0)
     kk = np.where(both, h[:, 1], 0.0)
     rr = np.where(both, r, 0.0)
@@ -310,10 +313,10 @@ def _merge_degenerate(
             if not keep[j]:
                 continue
             r = corr[i, j]
-            if r >= 1.0 - _MERGE_TOL:  # X_j = X_i
+            if r >= 1.0 - MERGE_TOL:  # X_j = X_i
                 a[i], b[i] = max(a[i], a[j]), min(b[i], b[j])
                 keep[j] = False
-            elif r <= -1.0 + _MERGE_TOL:  # X_j = -X_i
+            elif r <= -1.0 + MERGE_TOL:  # X_j = -X_i
                 a[i], b[i] = max(a[i], -b[j]), min(b[i], -a[j])
                 keep[j] = False
         if b[i] <= a[i]:
@@ -477,7 +480,7 @@ class _SOVFactor:
                 if not last:
                     y[c] = np.where(upper, -ndtri(p_lo - wt[c] * e), ndtri(p_lo + wt[c] * e))
             if not last:
-                np.clip(y[c], -_YMAX, _YMAX, out=y[c])
+                np.clip(y[c], -YMAX, YMAX, out=y[c])
         return prod
 
 
@@ -605,20 +608,75 @@ def _sov_tensor(
     return p, err
 
 
+#: two ordered problems whose lower and upper limits and correlations (after the pivoting,
+#: limits clipped to ``+-HMAX``) agree to this are integrated once (:func:`_same_problems`):
+#: the orthants of exchangeable clusters are permutations of one another, equal after the
+#: pivoting to rounding (a few ``1e-15``)
+_SAME_TOL = 1e-13
+#: stand-in of an infinite lower limit in :func:`_same_problems`' comparison (``-inf`` minus
+#: ``-inf`` is not a number; a finite limit is clipped to ``+-HMAX``, so never matches it)
+_NO_LIMIT = -4 * HMAX
+
+
+def _same_problems(a: np.ndarray, b: np.ndarray, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which problems of a stack of ordered factors (:func:`_pivoted_factor`) are the same
+    problem to :data:`_SAME_TOL`, and a bound on the difference of their probabilities.
+
+    ``P[a < X <= b]``, ``X ~ N(0, C)``, ``C = L L^T``, depends on ``(a, b, C)`` alone.  Each
+    problem is matched to the first earlier one whose limits and correlations all agree
+    within :data:`_SAME_TOL` (its representative).  The difference of the two probabilities
+    is bounded along the straight path between them by the derivatives' bounds
+    ``|dP / da_i|, |dP / db_i| <= phi(0) = 1 / sqrt(2 pi)`` and, by Plackett's identity,
+    ``|dP / dC_ij| <= phi_2(b_i, b_j; C_ij) <= 1 / (2 pi sqrt(1 - C_ij^2))`` (its largest
+    ``|C_ij|`` on the path is at an end).
+
+    Returns
+    -------
+    rep : ndarray of int, shape (B,)
+        Each problem's representative (itself for a representative).
+    slack : ndarray, shape (B,)
+        The bound on ``|P - P_rep|`` (zero for a representative).
+    """
+    B, n = a.shape
+    iu = np.triu_indices(n, 1)
+    C = np.einsum("bik,bjk->bij", L, L)[:, iu[0], iu[1]]
+    F = np.concatenate([np.where(np.isneginf(a), _NO_LIMIT, a), b, C], axis=1)
+    rep = np.empty(B, dtype=int)
+    todo = np.arange(B)
+    while todo.size:
+        same = np.all(np.abs(F[todo] - F[todo[0]]) <= _SAME_TOL, axis=1)
+        rep[todo[same]] = todo[0]
+        todo = todo[~same]
+    d = np.abs(F - F[rep])
+    r = np.maximum(np.abs(C), np.abs(C[rep]))
+    with np.errstate(divide="ignore", invalid="ignore"):  # (full rank: |C_ij| < 1 bar rounding)
+        dens = 1.0 / (2 * np.pi * np.sqrt(1.0 - np.minimum(r, 1.0) ** 2))
+        corr_part = np.where(d[:, 2 * n :] > 0, d[:, 2 * n :] * dens, 0.0)
+    slack = d[:, : 2 * n].sum(axis=1) / np.sqrt(2 * np.pi) + corr_part.sum(axis=1)
+    return rep, slack
+
+
 def _orthant_nested(
     a: np.ndarray, b: np.ndarray, corr: np.ndarray, abs_tol: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The deterministic path of a stack of standardised problems ``P[a < X <= b]``,
     ``X ~ N(0, corr)``, of 3 to ``MAX_TENSOR_DIM + 2`` variables: the pivoted factor
     (:func:`_pivoted_factor`) and the nested rules (:func:`_sov_tensor`), both vectorised
-    over the stack.  Returns ``(p, err, ok)``; ``ok`` is False (and ``p``, ``err`` NaN) where
-    the factor is rank-deficient (the caller's randomised path decides those)."""
+    over the stack, each distinct problem integrated once (:func:`_same_problems`: a problem
+    equal to an earlier one to :data:`_SAME_TOL` takes its value, the bound on the
+    difference added to its error estimate).  Returns ``(p, err, ok)``; ``ok`` is False
+    (and ``p``, ``err`` NaN) where the factor is rank-deficient (the caller's randomised
+    path decides those)."""
     a, b, L, rank = _pivoted_factor(a, b, corr)
     ok = rank == a.shape[1]
     p = np.full(a.shape[0], np.nan)
     err = np.full(a.shape[0], np.nan)
     if np.any(ok):
-        p[ok], err[ok] = _sov_tensor(a[ok], b[ok], L[ok], abs_tol)
+        rows = np.nonzero(ok)[0]
+        rep, slack = _same_problems(a[rows], b[rows], L[rows])
+        uniq, pos = np.unique(rep, return_inverse=True)
+        pu, eu = _sov_tensor(a[rows[uniq]], b[rows[uniq]], L[rows[uniq]], abs_tol)
+        p[rows], err[rows] = pu[pos], eu[pos] + slack
     return p, err, ok
 
 
@@ -658,106 +716,6 @@ def _sov_rqmc(
         # double the point set: the next block has as many points as all previous ones
         log2_new = int(np.log2(n_total))
     return float(np.clip(est.mean(), 0.0, 1.0)), err
-
-
-# ------------------------------------------------------------ equicorrelated covariances
-
-
-def equicorrelated_orthant(mean: np.ndarray, cov: np.ndarray) -> tuple[float, float] | None:
-    """``P[Z <= 0]`` for ``Z ~ N(mu 1, sigma^2 ((1 - r) I + r 1 1^T))`` with ``r >= 0``, by a
-    deterministic one-dimensional integral; ``None`` if ``(mean, cov)`` is not of that form.
-
-    Derivation (conditioning on the common factor): with ``r >= 0`` write
-    ``Z_i = mu + sigma (sqrt(r) U + sqrt(1 - r) E_i)`` for independent standard normals
-    ``U, E_1, ..., E_m``; given ``U = u`` the components are independent, so::
-
-        P[Z <= 0] = int phi(u) Phi((-mu - sigma sqrt(r) u) / (sigma sqrt(1 - r)))^m du,
-
-    a smooth integral over the real line (``phi``, ``Phi`` the standard normal density and
-    distribution function).  It is the test accuracy of exchangeable clusters (Theorem 2 of
-    Loureiro et al. 2021, eq. (9), with the symmetric state of
-    :mod:`gaussmix.theory.problem.symmetry`): cluster 0's orthant of the differences
-    ``omega_j - omega_0`` has exactly this structure.  ``Phi^m`` is evaluated as
-    ``exp(m log Phi)`` (accurate in the lower tail) and the integral by adaptive
-    Gauss-Kronrod quadrature (``scipy.integrate.quad``, absolute tolerance ``1e-14``) over
-    ``|u| <= 37`` (the omitted mass ``2 Phi(-37)`` is below ``1e-298``), split at the point
-    ``u = -mu / (sigma sqrt(r))`` where the argument of ``Phi`` changes sign.  The limits are
-    exact: ``sigma = 0`` (deterministic, ``1`` iff ``mu <= 0``), ``m = 1`` or ``r = 1``
-    (within ``8 eps``: every component is one variable, ``Phi(-mu / sigma)``) and ``r = 0``
-    (independent components, ``Phi(-mu / sigma)^m``).
-
-    Parameters
-    ----------
-    mean : ndarray, shape (m,)
-        Mean of ``Z``, ``m >= 1``, finite.
-    cov : ndarray, shape (m, m)
-        Covariance of ``Z``, finite.
-
-    Returns
-    -------
-    tuple (probability, error_estimate) or None
-        ``None`` when the entries of ``mean`` differ, or the diagonal or the off-diagonal
-        entries of ``cov`` differ, by more than ``1e-12`` relative to their largest absolute
-        value, or when the common correlation is negative (beyond rounding): the caller then
-        uses :func:`orthant_probability`.  Otherwise the probability and an error estimate:
-        the quadrature's own estimate plus the first-order effect of the (rounding-level)
-        departure of the input from the exact structure, ``m (dmu / sigma + dcov / sigma^2)``.
-
-    Raises
-    ------
-    ValueError
-        If ``mean`` or ``cov`` has the wrong shape or non-finite entries.
-    """
-    mean = check_array("mean", mean, shape=(None,))
-    m = mean.shape[0]
-    if m < 1:
-        raise ValueError("mean must have at least one component, got shape (0,)")
-    cov = check_array("cov", cov, shape=(m, m))
-    mu = float(mean.mean())
-    dmu = float(np.abs(mean - mu).max())
-    if dmu > _EQUI_RTOL * float(np.abs(mean).max()):
-        return None
-    diag = np.diag(cov)
-    off = cov[~np.eye(m, dtype=bool)]
-    scale = float(np.abs(cov).max())
-    var = float(diag.mean())
-    c = float(off.mean()) if m > 1 else 0.0
-    dcov = max(float(np.abs(diag - var).max()), float(np.abs(off - c).max()) if m > 1 else 0.0)
-    if dcov > _EQUI_RTOL * scale:
-        return None
-    if var <= 0.0:
-        if var < 0.0 or scale > 0.0:
-            return None  # a zero diagonal with non-zero off-diagonal entries is not a covariance
-        return (1.0 if mu <= 0.0 else 0.0), 0.0
-    sigma = np.sqrt(var)
-    r = c / var
-    if r < -_MERGE_TOL or r > 1.0 + _MERGE_TOL:
-        return None
-    r = float(np.clip(r, 0.0, 1.0))
-    slack = m * (dmu / sigma + dcov / var)
-    h = float(np.clip(-mu / sigma, -_HMAX, _HMAX))
-    if m == 1 or r >= 1.0 - _MERGE_TOL:
-        return float(ndtr(h)), EXACT_ERR_1D + slack
-    if r == 0.0:
-        return float(np.exp(m * log_ndtr(h))), EXACT_ERR_1D * m + slack
-    a, s = np.sqrt(r), np.sqrt(1.0 - r)
-
-    def integrand(u: float) -> float:
-        return float(np.exp(-0.5 * u * u + m * log_ndtr((h - a * u) / s))) / np.sqrt(2 * np.pi)
-
-    cut = float(np.clip(h / a, -_YMAX, _YMAX))
-    p, err = 0.0, 0.0
-    for lo, hi in ((-_YMAX, cut), (cut, _YMAX)):
-        if hi > lo:
-            val, e, info, *msg = quad(
-                integrand, lo, hi, epsabs=_EQUI_EPSABS, epsrel=0.0, limit=200, full_output=1
-            )
-            if msg:  # tolerance not reached (rounding): the estimate may be optimistic
-                if not np.isfinite(val + e):
-                    return None  # quadrature failed (never seen): the caller's QMC decides
-                e = max(e, 10 * _EQUI_EPSABS)
-            p, err = p + val, err + e
-    return float(np.clip(p, 0.0, 1.0)), float(err) + EXACT_ERR_1D + slack
 
 
 # ---------------------------------------------------------------------------- public API
@@ -823,14 +781,14 @@ def orthant_probability(
 def _standardise(
     mean: np.ndarray, cov: np.ndarray, keep: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Upper limits ``-mean / sd`` (clipped to ``+-_HMAX``) and correlation matrix of a stack
+    """Upper limits ``-mean / sd`` (clipped to ``+-HMAX``) and correlation matrix of a stack
     ``(B, m)``, ``(B, m, m)`` of problems with positive variances (or of the components
     ``keep`` of one problem, ``B = 1``)."""
     if keep is not None:
         mean, cov = mean[keep], cov[np.ix_(keep, keep)]
     sd = np.sqrt(np.diagonal(cov, axis1=-2, axis2=-1))
     with np.errstate(all="ignore"):
-        b = np.clip(-mean / sd, -_HMAX, _HMAX)
+        b = np.clip(-mean / sd, -HMAX, HMAX)
         corr = cov / sd[..., :, None] / sd[..., None, :]
     corr = np.nan_to_num(np.clip(corr, -1.0, 1.0))
     m = corr.shape[-1]
@@ -886,7 +844,12 @@ def orthant_probability_batch(
     integrated together: one pivoted Cholesky factorisation of the stack and one nested
     Gauss-Legendre rule per refinement of the nodes, each problem refined until its own two
     rules agree to ``abs_tol``, so that each result equals :func:`orthant_probability`'s on
-    the problem alone (to rounding, about ``1e-16``).  Every other problem (a zero variance,
+    the problem alone (to rounding, about ``1e-16``).  Problems whose ordered limits and
+    correlations agree to ``1e-13`` (a problem and its relabellings: the orthants of
+    exchangeable clusters) are integrated once; the others take that value, with the bound
+    on the difference (``|dP / db_i| <= 1 / sqrt(2 pi)``, ``|dP / dC_ij| <=
+    1 / (2 pi sqrt(1 - C_ij^2))``, Plackett's identity; about ``1e-14``) added to their
+    error estimates.  Every other problem (a zero variance,
     merged variables, a singular factor, ``m > 5``) takes :func:`orthant_probability`'s path
     alone, with the same ``rng_seed`` and ``abs_tol``.
 
@@ -940,7 +903,7 @@ def orthant_probability_batch(
         rows = np.nonzero(np.all(var > 0, axis=1))[0]
         b, corr = _standardise(mean[rows], cov[rows])
         off = np.abs(corr[:, ~np.eye(m, dtype=bool)])
-        rows, b, corr = (x[np.all(off < 1.0 - _MERGE_TOL, axis=1)] for x in (rows, b, corr))
+        rows, b, corr = (x[np.all(off < 1.0 - MERGE_TOL, axis=1)] for x in (rows, b, corr))
         if rows.size:
             pr, er, ok = _orthant_nested(np.full(b.shape, -np.inf), b, corr, abs_tol)
             p[rows[ok]], err[rows[ok]] = pr[ok], er[ok]

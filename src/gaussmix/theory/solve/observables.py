@@ -41,12 +41,12 @@ from ..channel.channel import (
     sqrtm_psd,
 )
 from ..channel.losses import HingeLoss, Loss, SquareLoss
+from ..numerics.equicorrelated import equicorrelated_orthant
 from ..numerics.kernels import WEDGE_MIN_PANELS, WEDGE_PANEL, WEDGE_SCAN, ce_ray_flux
 from ..numerics.linalg import sym_eigvals
 from ..numerics.orthant import (
     EXACT_ERR_1D,
     EXACT_ERR_2D,
-    equicorrelated_orthant,
     orthant_probability,
     orthant_probability_batch,
 )
@@ -62,6 +62,8 @@ from ..problem.problem import Problem
 __all__ = [
     "test_accuracy",
     "exact_orthants",
+    "stacked_orthants",
+    "affine_train_accuracy",
     "test_loss",
     "gaussian_risk",
     "estimated_risk",
@@ -348,6 +350,15 @@ def exact_orthants(problem: Problem) -> bool:
     return stacked is not None and stacked[0].shape[1] <= 2
 
 
+def stacked_orthants(problem: Problem) -> bool:
+    """Whether every cluster's correct set has the same number of constraints (one-hot
+    labels, any K): the orthants of the clusters of several points, each with its own bias,
+    are then one :func:`orthant_probability_batch` call (:func:`test_accuracy` and
+    :func:`affine_train_accuracy` of the points' stacked outputs, ``per_cluster``), each
+    orthant's result the one it gets alone."""
+    return _stacked_constraints(problem.constraints) is not None
+
+
 def _stacked_constraints(
     constraints: Sequence[tuple[np.ndarray, np.ndarray]],
 ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -397,6 +408,25 @@ def _correct_intervals(constraints: Sequence[tuple[np.ndarray, np.ndarray]]) -> 
     lo = np.where(d < 0, ratio, -np.inf).max(axis=1)
     hi = np.where(d > 0, ratio, np.inf).min(axis=1)
     return np.stack([lo, hi], axis=1)
+
+
+def affine_train_accuracy(
+    problem: Problem, M: np.ndarray, b: np.ndarray, Q: np.ndarray, V: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``P[phi(h_c) = y_c]`` for each cluster (Theorem 2, eq. (9)) of a loss with an affine
+    proximal map (the square loss) and each cluster's error estimate (K,).
+
+    The prox is ``h = (I + V)^{-1} (omega + V y)``, so ``h_c`` is Gaussian with mean
+    ``A_c (M_c + b + V_c y_c)`` and covariance ``A_c Q_c A_c``, ``A_c = (I + V_c)^{-1}``, and
+    the accuracy is its orthant probability: every cluster's in one
+    :func:`orthant_probability_batch` call per number of constraints.  ``b`` is one bias (L,)
+    or each cluster's (K, L) (the clusters of several points stacked).  Clusters whose ``Q_c``
+    and ``V_c`` are zero are not told apart from Gaussian ones: the caller routes the zero
+    estimator to :func:`train_accuracy`.
+    """
+    A = np.linalg.inv(np.eye(M.shape[1]) + V)
+    mh = np.einsum("kij,kj->ki", A, M + b + np.einsum("kij,kj->ki", V, problem.y))
+    return _cluster_orthants(problem.constraints, mh, A @ Q @ A)
 
 
 def train_accuracy(
@@ -449,9 +479,7 @@ def train_accuracy(
     if _point_masses(Q).all() and _point_masses(V).all():  # the zero estimator: h_c = omega_c
         return _point_mass_accuracy(problem, M + b), 0.0
     if loss.affine_prox:  # square loss: h = (I+V)^{-1}(omega + V y) is Gaussian
-        A = np.linalg.inv(np.eye(L) + V)
-        mh = np.einsum("kij,kj->ki", A, M + b + np.einsum("kij,kj->ki", V, problem.y))
-        out, err = _cluster_orthants(problem.constraints, mh, A @ Q @ A)
+        out, err = affine_train_accuracy(problem, M, b, Q, V)
         return out, float(err.max())  # bounds the error of any prior-weighted average
     if L == 1:  # monotone prox: h in (lo, hi) iff omega in (omega(lo), omega(hi))
         edges = _intervals_of(problem.constraints)

@@ -50,10 +50,12 @@ from .iteration import (
     iterate,
 )
 from .observables import (
+    affine_train_accuracy,
     exact_orthants,
     free_energy_terms,
     gaussian_risk,
     isotropic_softmax_metric,
+    stacked_orthants,
     test_accuracy,
     test_loss,
     train_accuracy,
@@ -195,9 +197,14 @@ def light_observables(
     reads the ``P K0`` clusters' outputs (labels, correct sets) as a problem does (the
     problem itself for one point).  Where every orthant has dimension <= 2 (two or three
     classes) each observable of all points is one call over the ``P K0`` clusters (exact);
-    otherwise, and for the training error of two outputs whose metrics are not isotropic
-    (a boundary integral per cluster), point by point, with the seeded estimators' ``seed``
-    and ``quick`` (:func:`evaluate_observables`).
+    with more classes and one-hot labels
+    (:func:`~gaussmix.theory.solve.observables.stacked_orthants`),
+    without the symmetry and without a zero estimator, the test error of all points is one
+    batched orthant call too, and so is the square loss's training error
+    (:func:`~gaussmix.theory.solve.observables.affine_train_accuracy`), each orthant refined on
+    its own as alone; otherwise, and for the training error of two outputs whose metrics are
+    not isotropic (a boundary integral per cluster), point by point, with the seeded
+    estimators' ``seed`` and ``quick`` (:func:`evaluate_observables`).
     """
     Q, M, V, b = state
     P, K0, L = M.shape
@@ -207,10 +214,22 @@ def light_observables(
     bf = np.repeat(b, K0, axis=0)  # each cluster's bias: ``Mf + bf`` its outputs' means
     mf = Mf + bf
     low = exact_orthants(p0)
+    # more classes (orthants of dimension >= 3), one-hot labels, no zero estimator (whose
+    # ties test_accuracy breaks point by point): every point's clusters in one batched call
+    # too, each orthant decided (and refined) on its own
+    stacked = (
+        not low and not exchangeable and stacked_orthants(p0) and bool(Qf.any(axis=(1, 2)).all())
+    )
     if low:  # every point's clusters in one call
         acc, test_err = test_accuracy(outputs, Mf, bf, Qf)
         test_error = np.clip(1.0 - acc.reshape(P, K0) @ rho_test, 0.0, 1.0)
         test_errs = np.full(P, test_err)
+    elif stacked:
+        acc, cluster_errs = test_accuracy(
+            outputs, Mf, bf, Qf, seed=seed, quick=quick, per_cluster=True
+        )
+        test_error = np.clip(1.0 - acc.reshape(P, K0) @ rho_test, 0.0, 1.0)
+        test_errs = cluster_errs.reshape(P, K0) @ rho_test
     else:
         test_error, test_errs = np.empty(P), np.empty(P)
         for i, p in enumerate(problems):
@@ -222,6 +241,10 @@ def light_observables(
         acc, train_err = train_accuracy(outputs, Mf, bf, Qf, Vf)
         train_error = np.clip(1.0 - acc.reshape(P, K0) @ rho, 0.0, 1.0)
         train_errs = np.full(P, train_err)
+    elif stacked and p0.loss.affine_prox:
+        acc, cluster_errs = affine_train_accuracy(outputs, Mf, bf, Qf, Vf)
+        train_error = np.clip(1.0 - acc.reshape(P, K0) @ rho, 0.0, 1.0)
+        train_errs = cluster_errs.reshape(P, K0).max(axis=1)  # as train_accuracy's
     else:  # point by point (the boundary integrals of each point's clusters)
         train_error, train_errs = np.empty(P), np.empty(P)
         for i, p in enumerate(problems):
