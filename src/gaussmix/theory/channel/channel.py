@@ -203,9 +203,10 @@ def channel_evaluation(
     """
     if loss.exact_channel:
         return _exact_moments(loss)(y, M + b, Q, V), None
-    flat = flat_metrics(V)
-    if flat.any():  # the lasso's zero estimator: the identity prox, no proximal solve
-        return _with_identity_prox(loss, y, M + b, Q, V, rule, flat, warm)
+    if not V.all():  # (no zero entry of V: no zero metric, without flat_metrics' cost)
+        flat = flat_metrics(V)
+        if flat.any():  # the lasso's zero estimator: the identity prox, no proximal solve
+            return _with_identity_prox(loss, y, M + b, Q, V, rule, flat, warm)
     if rule is None:
         raise ValueError("a quadrature rule is needed for this loss")
     return _quadrature_moments(loss, y, M + b, Q, V, rule, warm)
@@ -335,7 +336,7 @@ def _hinge_moments(y, m, Q, V) -> ChannelMoments:
         eu = mu * pb + s * (p0 - p1)
         eu2 = (mu * mu + s * s) * pb + 2.0 * mu * s * (p0 - p1) + s * s * (a0 * p0 - a1 * p1)
         mid0, mid1, mid2 = pb / v, eu / v, eu2 / v**2
-    if np.any(narrow):
+    if narrow.any():
         tau, wt = _HINGE_MIDDLE_RULE
         vn, sn = v[narrow, None], s[narrow, None]
         dens = _phi((vn * tau - mu[narrow, None]) / sn) * wt / sn
@@ -572,9 +573,13 @@ def _compiled(
         return kernel.run(loss, y[rows], omega[rows], V[rows], h[rows], w, PROX_TOL)
 
     done = in_parts(h.shape[0], h.shape[1], run)
-    mom = ChannelMoments(
-        *(np.concatenate([getattr(m, f.name) for m, _ in done]) for f in fields(ChannelMoments))
-    )
+    if len(done) == 1:  # one part: its moments as they are (a concatenation copies them)
+        mom = done[0][0]
+    else:
+        parts = [m for m, _ in done]
+        mom = ChannelMoments(
+            *(np.concatenate([getattr(m, f.name) for m in parts]) for f in fields(ChannelMoments))
+        )
     failed = sum(n for _, n in done)
     if failed:
         raise FloatingPointError(

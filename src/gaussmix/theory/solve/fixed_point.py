@@ -238,7 +238,7 @@ class FixedPointMap:
                 dQ, dM = response.change(dMhat)
                 return pack_state(pr.Q + dQ, pr.M + dM, pr.V, b + db)
         Sv, Sm = ev.Vhat.sum(axis=0), ev.Mhat.sum(axis=0)
-        if not np.any(Sv) and np.any(Sm):  # no curvature, the bias condition unmet
+        if not Sv.any() and Sm.any():  # no curvature, the bias condition unmet
             bf = flat_bias(self.problem, x)
             if bf is not None:
                 return pack_state(pr.Q, pr.M, pr.V, bf)

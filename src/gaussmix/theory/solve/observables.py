@@ -101,8 +101,7 @@ def test_accuracy(
     clusters and the state are equivariant under relabelling
     (:mod:`gaussmix.theory.problem.symmetry`),
     so cluster 0's probability stands for every cluster (one orthant instead of ``K``)."""
-    point = _point_masses(Q)
-    if point.all():  # the lasso's zero estimator: omega_c = b, the bias-only classifier
+    if _all_point_masses(Q):  # the lasso's zero estimator: omega_c = b, the bias-only classifier
         return _point_mass_accuracy(problem, M + b), np.zeros(M.shape[0]) if per_cluster else 0.0
     stacked = _stacked_constraints(problem.constraints)
     if stacked is not None and stacked[0].shape[1] <= 2:
@@ -311,6 +310,12 @@ def _point_masses(Q: np.ndarray) -> np.ndarray:
     return ~np.any(Q.reshape(Q.shape[0], -1) != 0.0, axis=1)
 
 
+def _all_point_masses(Q: np.ndarray) -> bool:
+    """Whether every cluster's ``Q_c`` is exactly zero (:func:`_point_masses`); one
+    reduction where ``Q`` has no zero entry, the usual case."""
+    return not Q.all() and bool(_point_masses(Q).all())
+
+
 def _point_mass_accuracy(problem: Problem, m: np.ndarray) -> np.ndarray:
     """``P[phi(omega_c) = y_c]`` for point masses ``omega_c = m_c`` (K, L) (the lasso's zero
     estimator, ``Q_c = V_c = 0``: every output is the bias, ``m_c = b``), ties broken
@@ -330,8 +335,11 @@ def _gaussian_interval(m: np.ndarray, s: np.ndarray, lo: np.ndarray, hi: np.ndar
     the limit ``s -> 0+`` at an end: 1/2 there, as for the bias-only classifier of the
     lasso's zero estimator with ``b = 0``, whose ``sign(0)`` is a tie)."""
     pos = s > 0
+    if pos.all():  # no point mass: the Gaussian probabilities alone (the same numbers)
+        with np.errstate(invalid="ignore"):  # (an infinite end minus itself is not formed)
+            return ndtr((hi - m) / s) - ndtr((lo - m) / s)
     ss = np.where(pos, s, 1.0)
-    with np.errstate(invalid="ignore"):  # (an infinite end minus itself is not formed)
+    with np.errstate(invalid="ignore"):
         inside = ndtr((hi - m) / ss) - ndtr((lo - m) / ss)
     point = ((lo < m) & (m < hi)) + 0.5 * ((lo == m) & (m < hi)) + 0.5 * ((lo < m) & (m == hi))
     return np.where(pos, inside, point.astype(float))
@@ -476,7 +484,7 @@ def train_accuracy(
     loss = problem.loss
     K, L = M.shape
     out = np.empty(K)
-    if _point_masses(Q).all() and _point_masses(V).all():  # the zero estimator: h_c = omega_c
+    if _all_point_masses(Q) and _all_point_masses(V):  # the zero estimator: h_c = omega_c
         return _point_mass_accuracy(problem, M + b), 0.0
     if loss.affine_prox:  # square loss: h = (I+V)^{-1}(omega + V y) is Gaussian
         out, err = affine_train_accuracy(problem, M, b, Q, V)
