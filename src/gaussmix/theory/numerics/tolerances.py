@@ -60,6 +60,7 @@ __all__ = [
     "XI_MAX",
     "TRAIN_QMC_TOL",
     "TRAIN_ERROR_TARGET",
+    "TRAIN_CONTROL_ORTHANT_TOL",
     "SMOOTH_Q_MAX",
     "SPREAD_ORTHANT_TOL",
     "REPLICATE_SHIFT_RTOL",
@@ -289,6 +290,11 @@ TRAIN_QMC_TOL = 5e-5
 #: Measured at K = 10, lam = 1e-4, alpha = 10 (exchangeable clusters): 1.6e-4 with
 #: 8 x 2**11 points, 6.7e-5 with 8 x 2**13.
 TRAIN_ERROR_TARGET = 1e-4
+#: Standard error at which the seeded orthant probability of the training error's control
+#: variate stops (cross-entropy with three or more effective outputs, the orthant of
+#: ``omega + V y``: :func:`gaussmix.theory.solve.observables.train_accuracy`): a tenth of
+#: :data:`TRAIN_QMC_TOL`, the target of the whole estimate, which the control's error adds to.
+TRAIN_CONTROL_ORTHANT_TOL = 5e-6
 #: Standard error at which the seeded orthant probabilities (dimension >= 3) stop when they
 #: only serve the replicate spread of a randomised channel rule (differences between nearby
 #: states with common random numbers, so their own noise largely cancels): an order below
