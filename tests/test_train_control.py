@@ -136,3 +136,20 @@ def test_ten_classes_from_digits_need_few_proximal_points(monkeypatch):
     monkeypatch.setattr(O, "_prox_points", prox)
     ref, ref_err = O._qmc_train_accuracy(problem, M, b, Q, V, seed=1, start=12, stop=12)
     assert abs(problem.mixture.rho @ (acc - ref)) <= 4 * np.hypot(err, ref_err)
+
+
+@pytest.mark.parametrize(("m", "abs_tol"), [(9, 1e-10), (9, 5e-5), (6, 1e-10)])
+def test_remembered_sobol_points_are_the_engines(m, abs_tol, monkeypatch):
+    """Orthants with the remembered prefix of the scrambled Sobol' sequences
+    (:func:`_sobol_prefix`) equal, to the bit, those with the engines from the first point
+    (a prefix of one point): stopped early, run to the cap of nine variables (the prefix's
+    length) and, with six, past it (the engines fast-forwarded to the prefix's end)."""
+    from gaussmix.theory.numerics import orthant
+
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((m, m))
+    cov, mean = A @ A.T + m * np.eye(m), rng.standard_normal(m) - 1.0
+    kept = orthant.orthant_probability(mean, cov, rng_seed=3, abs_tol=abs_tol)
+    monkeypatch.setattr(orthant, "_LOG2_N_CACHED", 0)
+    fresh = orthant.orthant_probability(mean, cov, rng_seed=3, abs_tol=abs_tol)
+    assert kept == fresh
