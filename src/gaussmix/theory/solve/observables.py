@@ -428,7 +428,9 @@ def train_accuracy(
       :data:`~gaussmix.theory.numerics.tolerances.TRAIN_QMC_TOL` (at most ``2**14``); ``quick``
       uses
       ``2**10`` points without doubling (for differences between nearby states with the same
-      seed).
+      seed); for cross-entropy, where it reduces the variance (:func:`_control_pays`), minus
+      the control variate ``omega + V y`` whose mean is an orthant probability, from
+      ``2**10`` points (``quick``: ``2**8``), see :func:`_qmc_train_accuracy`.
 
     ``exchangeable``: the clusters and the state are equivariant under relabelling
     (:mod:`gaussmix.theory.problem.symmetry`); cluster 0's probability stands for every cluster,
