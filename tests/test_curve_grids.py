@@ -33,8 +33,10 @@ KNOWN = {
         "on the curve (NaN order parameters), the solver's fallback"
     ),
     "random 15": (
-        "109 evaluations, 7.3 median cold points (15; the slowest 119): a hinge + "
-        "elastic-net sweep to lam = 1.5e-3, its seeded restart does not reach the slowest"
+        "125 evaluations, 8.3 median cold points (15; the slowest 119; 109 before the "
+        "point-by-point judgement): a hinge + elastic-net sweep to lam = 1.5e-3, whose "
+        "seeded restart is abandoned when its point at the smallest lam is late (38 "
+        "evaluations), and whose plain solve then waits for two slow points (87)"
     ),
 }
 
