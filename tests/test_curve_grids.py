@@ -24,22 +24,19 @@ RANDOM = cg.random_grids(24, seed=0)
 #: Grids above the bound, with the cause measured (at 04d47b4 the stacked solve of a
 #: one-output curve over alpha took as many evaluations as its slowest point; since it
 #: restarts the points slower than its median one from their neighbours, the grids
-#: "random 0" and "random 13" pass: 226 -> 73 and 95 -> 39 evaluations).
+#: "random 0" and "random 13" pass: 226 -> 73 and 95 -> 39 evaluations; since a point's
+#: extrapolation leaving the cone of valid states is judged point by point instead of
+#: dropping every point's secant pairs, the paper's sparse lasso curve passes: 272 -> 60).
 KNOWN = {
-    "sparse lasso (paper)": (
-        "272 evaluations, 11 median cold points (24; two cold points fail at 3000 "
-        "iterations; 633 at 04d47b4, 1031 at 1a01a4e): in the stacked solve one point's "
-        "Anderson extrapolation leaving the cone of valid states drops the secant pairs "
-        "of every point (every second evaluation), so that no point converges before the "
-        "60th evaluation and the restart comes late"
-    ),
     "random 3": (
         "the lasso's zero estimator (hinge at lam = 9.75): 15 points fail both cold and "
         "on the curve (NaN order parameters), the solver's fallback"
     ),
     "random 15": (
-        "109 evaluations, 7.3 median cold points (15; the slowest 119): a hinge + "
-        "elastic-net sweep to lam = 1.5e-3, its seeded restart does not reach the slowest"
+        "125 evaluations, 8.3 median cold points (15; the slowest 119; 109 before the "
+        "point-by-point judgement): a hinge + elastic-net sweep to lam = 1.5e-3, whose "
+        "seeded restart is abandoned when its point at the smallest lam is late (38 "
+        "evaluations), and whose plain solve then waits for two slow points (87)"
     ),
 }
 

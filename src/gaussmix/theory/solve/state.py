@@ -25,6 +25,7 @@ __all__ = [
     "pack_state",
     "unpack_state",
     "is_valid_state",
+    "invalid_blocks",
     "q_is_psd",
     "residual_scale",
     "LogChart",
@@ -85,6 +86,31 @@ def is_valid_state(x: np.ndarray, K: int, L: int) -> bool:
     if not eq.min() >= -PSD_RTOL * scale:
         return False
     return bool(ev.min() > 0 or _zero_estimator_ok(x, K, L, ev))
+
+
+def invalid_blocks(x: np.ndarray, K: int, L: int, blocks: np.ndarray, n_blocks: int) -> np.ndarray:
+    """Which blocks of a state made of independent blocks (the points of a curve stacked
+    in one state; ``blocks``: the block of each component, a cluster's ``Q_c``, ``M_c`` and
+    ``V_c`` in one block) leave the cone of :func:`is_valid_state`: a component not finite,
+    a ``Q_c`` below its tolerance (relative to the largest ``|eig Q|`` of the whole state,
+    as :func:`is_valid_state` judges it) or a ``V_c`` not positive definite and not the
+    zero estimator's.  A state is valid if and only if no block is marked."""
+    bad = np.bincount(blocks, weights=~np.isfinite(x), minlength=n_blocks) > 0
+    if bad.all():
+        return bad
+    z = np.where(np.isfinite(x), x, 0.0)
+    eq = _eigvals(z, K, L, 0).reshape(K, L)
+    ev = _eigvals(z, K, L, K * L * (L + 1)).reshape(K, L)
+    scale = max(1.0, float(np.abs(eq).max()))
+    n2 = K * L * L
+    Q = z[:n2].reshape(K, L * L)
+    V = z[n2 + K * L : 2 * n2 + K * L].reshape(K, L * L)
+    zero = np.all(Q == 0.0, axis=1) & np.all(V == 0.0, axis=1)
+    q_bad = ~(eq.min(axis=1) >= -PSD_RTOL * scale)
+    v_bad = ~(ev.min(axis=1) > 0) & ~zero
+    cluster_block = blocks[: n2 : L * L]
+    bad[cluster_block[q_bad | v_bad]] = True
+    return bad
 
 
 def _zero_estimator_ok(x: np.ndarray, K: int, L: int, ev: np.ndarray) -> bool:
