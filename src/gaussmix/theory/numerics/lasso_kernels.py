@@ -20,6 +20,21 @@ __all__ = ["l1_line_moments", "l1_kinks_2d"]
 
 
 @njit(cache=True, error_model="numpy", nogil=True, inline="always")
+def _constrain(al, be, asz, bsz, flat_tol, lo, hi):
+    """One linear constraint ``al + be z >= 0`` on a piece ``[lo, hi]`` (``asz``, ``bsz``:
+    the sizes its rounding is measured against): the new ``lo``, ``hi``; whether a constant
+    constraint (``|be|`` within rounding of 0) fails; whether it ends the piece at the new
+    ``hi``."""
+    if abs(be) <= flat_tol * bsz:
+        return lo, hi, al < -flat_tol * asz, False
+    if be > 0.0:
+        return max(lo, -al / be), hi, False, False
+    if -al / be < hi:
+        return lo, -al / be, False, True
+    return lo, hi, False, False
+
+
+@njit(cache=True, error_model="numpy", nogil=True, inline="always")
 def _pattern_piece(p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d):
     """The interval ``[lo, hi]`` of sign pattern ``p``'s piece on line ``n`` (atom ``j``),
     with ``w = c + d z`` written to ``c``, ``d``; ``ok`` False where a constant constraint
@@ -44,15 +59,11 @@ def _pattern_piece(p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c,
         if si != 0.0:
             al = si * c[i]
             be = si * d[i]
-            asz = abs(c[i]) + gsize
-            bsz = abs(d[i]) + esize
-            if abs(be) <= flat_tol * bsz:
-                if al < -flat_tol * asz:
-                    fail = True
-            elif be > 0.0:
-                lo = max(lo, -al / be)
-            elif -al / be < hi:
-                hi = -al / be
+            lo, hi, bad, ends = _constrain(
+                al, be, abs(c[i]) + gsize, abs(d[i]) + esize, flat_tol, lo, hi
+            )
+            fail = fail or bad
+            if ends:
                 i_hi = i
                 s_hi = 0.0  # w_i reaches zero: it leaves the support
         else:
@@ -70,15 +81,11 @@ def _pattern_piece(p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c,
             asz = cs + gsize
             bsz = ds + esize
             for sign in (-1.0, 1.0):  # lam - r0 - r1 z >= 0, lam + r0 + r1 z >= 0
-                al = lam + sign * r0
-                be = sign * r1
-                if abs(be) <= flat_tol * bsz:
-                    if al < -flat_tol * asz:
-                        fail = True
-                elif be > 0.0:
-                    lo = max(lo, -al / be)
-                elif -al / be < hi:
-                    hi = -al / be
+                lo, hi, bad, ends = _constrain(
+                    lam + sign * r0, sign * r1, asz, bsz, flat_tol, lo, hi
+                )
+                fail = fail or bad
+                if ends:
                     i_hi = i
                     s_hi = -sign  # |r_i| reaches lam: i enters the support with that sign
     return lo, hi, (not fail) and lo < hi, i_hi, s_hi
