@@ -92,6 +92,20 @@ def _pattern_piece(p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c,
 
 
 @njit(cache=True, error_model="numpy", nogil=True, inline="always")
+def _add_line(j, wt, s_l1, acc_w, acc_ww, acc_wb, acc_jd, l1, ew, eww, ewb, ejd):
+    """Add one line's moments (``s_l1``, ``acc_*``), weighted by ``wt``, to atom ``j``'s sums."""
+    L, Lp = acc_wb.shape
+    l1[j] += wt * s_l1
+    for a in range(L):
+        ew[j, a] += wt * acc_w[a]
+        for b in range(L):
+            eww[j, a, b] += wt * acc_ww[a, b]
+            ejd[j, a, b] += wt * acc_jd[a, b]
+        for b in range(Lp):
+            ewb[j, a, b] += wt * acc_wb[a, b]
+
+
+@njit(cache=True, error_model="numpy", nogil=True, inline="always")
 def _add_piece(
     p, j, n, lo, hi, cdf_lo, pdf_lo, c, d, Jps, off, dirn, wr, cc, acc_w, acc_ww, acc_wb, acc_jd
 ):
@@ -275,14 +289,7 @@ def l1_line_moments(
                 lo = prev
             if walked and abs(m_line - 1.0) <= mass_tol:
                 mass[n] += m_line
-                l1[j] += wt * s_l1
-                for a in range(L):
-                    ew[j, a] += wt * acc_w[a]
-                    for b in range(L):
-                        eww[j, a, b] += wt * acc_ww[a, b]
-                        ejd[j, a, b] += wt * acc_jd[a, b]
-                    for b in range(Lp):
-                        ewb[j, a, b] += wt * acc_wb[a, b]
+                _add_line(j, wt, s_l1, acc_w, acc_ww, acc_wb, acc_jd, l1, ew, eww, ewb, ejd)
                 continue
         # every pattern (and the one that holds z -> -inf for the atom's next line)
         acc_w[:] = 0.0
@@ -311,14 +318,7 @@ def l1_line_moments(
             )  # fmt: skip
             mass[n] += i0
             s_l1 += sl
-        l1[j] += wt * s_l1
-        for a in range(L):
-            ew[j, a] += wt * acc_w[a]
-            for b in range(L):
-                eww[j, a, b] += wt * acc_ww[a, b]
-                ejd[j, a, b] += wt * acc_jd[a, b]
-            for b in range(Lp):
-                ewb[j, a, b] += wt * acc_wb[a, b]
+        _add_line(j, wt, s_l1, acc_w, acc_ww, acc_wb, acc_jd, l1, ew, eww, ewb, ejd)
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
