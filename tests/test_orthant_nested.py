@@ -254,6 +254,24 @@ def test_the_square_loss_errors_of_all_clusters_at_once_are_each_clusters_orthan
     assert 0 < err < 1e-9 and 0 < terr < 1e-9
 
 
+def _counted_batch(
+    monkeypatch: pytest.MonkeyPatch, mean: np.ndarray, cov: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """``orthant_probability_batch(mean, cov)`` with its error, and the sizes of the stacks
+    the nested rule was called on (how many distinct problems it integrated)."""
+    sizes: list[int] = []
+    rule = orthant._nested_pair_rule
+
+    def counted(a: np.ndarray, b: np.ndarray, L: np.ndarray, q: int) -> np.ndarray:
+        sizes.append(a.shape[0])
+        return rule(a, b, L, q)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(orthant, "_nested_pair_rule", counted)
+        p, err = orthant_probability_batch(mean, cov, return_error=True)
+    return p, err, sizes
+
+
 @pytest.mark.parametrize("m", [4, 5])
 def test_permuted_problems_are_integrated_once(m: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """A problem and its relabellings (the orthants of exchangeable clusters) are one problem
@@ -268,17 +286,8 @@ def test_permuted_problems_are_integrated_once(m: int, monkeypatch: pytest.Monke
             mean.append(base_mean[j][perm])
             cov.append(base_cov[j][np.ix_(perm, perm)])
     mean, cov = np.array(mean), np.array(cov)
-    sizes: list[int] = []
-    rule = orthant._nested_pair_rule
-
-    def counted(a: np.ndarray, b: np.ndarray, L: np.ndarray, q: int) -> np.ndarray:
-        sizes.append(a.shape[0])
-        return rule(a, b, L, q)
-
-    monkeypatch.setattr(orthant, "_nested_pair_rule", counted)
-    p, err = orthant_probability_batch(mean, cov, return_error=True)
+    p, err, sizes = _counted_batch(monkeypatch, mean, cov)
     assert sizes[0] == 2
-    monkeypatch.setattr(orthant, "_nested_pair_rule", rule)
     for i in range(mean.shape[0]):
         q, e = orthant_probability(mean[i], cov[i])
         assert abs(p[i] - q) <= err[i] + e
@@ -307,15 +316,7 @@ def test_the_bound_of_nearly_equal_problems_holds(monkeypatch: pytest.MonkeyPatc
     mean, cov = np.array(mean), np.array(cov)
     alone = [orthant_probability(mean[i], cov[i]) for i in range(len(mean))]
     monkeypatch.setattr(orthant, "_SAME_TOL", 0.05)
-    sizes: list[int] = []
-    rule = orthant._nested_pair_rule
-
-    def counted(a: np.ndarray, b: np.ndarray, L: np.ndarray, q: int) -> np.ndarray:
-        sizes.append(a.shape[0])
-        return rule(a, b, L, q)
-
-    monkeypatch.setattr(orthant, "_nested_pair_rule", counted)
-    p, err = orthant_probability_batch(mean, cov, return_error=True)
+    p, err, sizes = _counted_batch(monkeypatch, mean, cov)
     assert sizes[0] == 1  # all matched to the first
     gaps = np.array([abs(p[i] - alone[i][0]) for i in range(len(p))])
     assert np.all(gaps <= err + np.array([e for _, e in alone]))
