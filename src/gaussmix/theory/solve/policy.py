@@ -260,30 +260,23 @@ class RefinePrior(Step):
 
 
 #: a fallback of a failed solve: given the state of the failed solve, a converged
-#: :class:`~gaussmix.theory.solve.refinement.Estimate` of the same problem, or None; its
-#: ``describe()`` (where it has one) words a failure of its own for the message
-FallbackHook = Callable[[SolveState], "Estimate | None"]
+#: :class:`~gaussmix.theory.solve.refinement.Estimate` of the same problem, or, where it
+#: fails too, the failed estimate with its own account in ``Estimate.fallback``
+FallbackHook = Callable[[SolveState], "Estimate"]
 
 
 @dataclass(frozen=True)
 class Fallback(Step):
     """Where the solve failed (:func:`verdict`: not converged, or converged to a spurious
-    or degenerate point), ``hook``'s estimate instead; where the hook fails too, the
-    failed estimate with the hook's account (``Estimate.fallback``)."""
+    or degenerate point), ``hook``'s estimate instead (where the hook fails too, the failed
+    estimate with the hook's account in ``Estimate.fallback``)."""
 
     hook: FallbackHook
 
     def run(self, s: SolveState) -> None:
         status, _ = verdict(s.problem, s.opts, s.est)
-        if status is IterationStatus.CONVERGED:
-            return
-        est = self.hook(s)
-        if est is not None:
-            s.est = est
-        else:
-            describe = getattr(self.hook, "describe", None)
-            text = describe() if describe is not None else "the fallback failed too"
-            s.est = replace(s.est, fallback=text)
+        if status is not IterationStatus.CONVERGED:
+            s.est = self.hook(s)
 
 
 @dataclass(frozen=True)
@@ -395,10 +388,11 @@ class LambdaHomotopy:
         starts = ", ".join(f"{f:g} lam" for f in self.starts)
         return f"the fallback, a homotopy in lam from {starts}, failed too"
 
-    def __call__(self, s: SolveState) -> Estimate | None:
+    def __call__(self, s: SolveState) -> Estimate:
         """The problem's estimate at the end of the homotopy, with ``fallback`` saying what
-        was done and ``n_iter`` counting every iteration (the failed solve's included), or
-        None where every path fails."""
+        was done and ``n_iter`` counting every iteration (the failed solve's included);
+        where every path fails, the failed solve's estimate with ``fallback`` saying so
+        (appended to its message)."""
         problem, opts, failed = s.problem, s.opts, s.est
         lam, spent, solves = problem.lam, int(failed.n_iter), 0
         steps = replace(
@@ -451,7 +445,7 @@ class LambdaHomotopy:
                     return replace(est, n_iter=spent, fallback=text)
                 last, current = est, nxt
                 step = min(1.5 * step, np.log(self.step))
-        return None
+        return replace(failed, fallback=self.describe())
 
 
 def _quiet(
