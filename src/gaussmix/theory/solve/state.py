@@ -102,13 +102,9 @@ def invalid_blocks(x: np.ndarray, K: int, L: int, blocks: np.ndarray, n_blocks: 
     eq = _eigvals(z, K, L, 0).reshape(K, L)
     ev = _eigvals(z, K, L, K * L * (L + 1)).reshape(K, L)
     scale = max(1.0, float(np.abs(eq).max()))
-    n2 = K * L * L
-    Q = z[:n2].reshape(K, L * L)
-    V = z[n2 + K * L : 2 * n2 + K * L].reshape(K, L * L)
-    zero = np.all(Q == 0.0, axis=1) & np.all(V == 0.0, axis=1)
     q_bad = ~(eq.min(axis=1) >= -PSD_RTOL * scale)
-    v_bad = ~(ev.min(axis=1) > 0) & ~zero
-    cluster_block = blocks[: n2 : L * L]
+    v_bad = ~(ev.min(axis=1) > 0) & ~_zero_clusters(z, K, L)
+    cluster_block = blocks[: K * L * L : L * L]
     bad[cluster_block[q_bad | v_bad]] = True
     return bad
 
@@ -119,12 +115,16 @@ def _zero_estimator_ok(x: np.ndarray, K: int, L: int, ev: np.ndarray) -> bool:
     ``P(|B| > t)`` underflowed; ``M_c = 0`` with them).  Such a state is valid: the channel
     at ``V_c = 0`` is the identity prox (``f_c = -grad loss(y_c, omega_c)``) and ``omega_c``
     the point mass at ``b``."""
-    ev = ev.reshape(K, L)
-    bad = ev.min(axis=1) <= 0
+    bad = ev.reshape(K, L).min(axis=1) <= 0
+    return bool(_zero_clusters(x, K, L)[bad].all())
+
+
+def _zero_clusters(x: np.ndarray, K: int, L: int) -> np.ndarray:
+    """Which clusters have ``Q_c`` and ``V_c`` exactly zero (the zero estimator's)."""
     n2 = K * L * L
     Q = x[:n2].reshape(K, L * L)
     V = x[n2 + K * L : 2 * n2 + K * L].reshape(K, L * L)
-    return bool(np.all(Q[bad] == 0.0) and np.all(V[bad] == 0.0))
+    return np.all(Q == 0.0, axis=1) & np.all(V == 0.0, axis=1)
 
 
 def _eigvals(x: np.ndarray, K: int, L: int, start: int) -> np.ndarray:
