@@ -9,6 +9,7 @@ import json
 import signal
 import subprocess
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
@@ -83,15 +84,19 @@ def default_signals() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def start_in_session(cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
+def start_in_session(
+    cmd: list[str], env: dict[str, str], stderr: IO[str] | int = subprocess.PIPE
+) -> subprocess.Popen:
     """``cmd`` started in its own session (so that a signal to its process group reaches
     it and its children, as a terminal's Ctrl-C does) with SIGINT handled, its output
-    piped as text."""
+    piped as text; its error stream piped too, or written to ``stderr`` (a file: a
+    long-running server whose errors nobody reads while it runs must not block on a
+    full pipe)."""
     return subprocess.Popen(
         cmd,
         env=env,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         text=True,
         start_new_session=True,
         preexec_fn=default_signals,

@@ -40,11 +40,14 @@ def library_curve(lam: float, n_points: int, loss: str = "logistic"):
 def served(*args: str, tmp: Path) -> Iterator[tuple[subprocess.Popen, str]]:
     """``gaussmix explore --port 0 --no-browser ARGS`` in its own session, with ``tmp`` as
     its temporary directory: ``(process, url)`` once it prints its address; whatever is
-    left of its session is killed at the end."""
+    left of its session is killed at the end.  Its error stream goes to a file beside
+    ``tmp`` (a pipe nobody reads while the server runs could fill and block it):
+    :func:`stopped` waits for the process and gives both streams."""
     tmp.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "gaussmix", "explore", "--port", "0", "--no-browser", *args]
     env = {**os.environ, "TMPDIR": str(tmp), "PYTHONUNBUFFERED": "1"}
-    proc = start_in_session(cmd, env)
+    errors = (tmp.parent / f"{tmp.name}.stderr").open("w+")
+    proc = start_in_session(cmd, env, stderr=errors)
     try:
         t0 = time.monotonic()
         line = ""
@@ -52,10 +55,20 @@ def served(*args: str, tmp: Path) -> Iterator[tuple[subprocess.Popen, str]]:
             assert time.monotonic() - t0 < DEADLINE, "the explorer did not start"
             line = proc.stdout.readline()
             if not line and proc.poll() is not None:
-                raise AssertionError(f"the explorer ended: {proc.stderr.read()}")
+                errors.seek(0)
+                raise AssertionError(f"the explorer ended: {errors.read()}")
         url = re.search(r"http://\S+/", line).group(0)
         yield proc, url
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=DEADLINE)
+        proc.stdout.close()
+        errors.close()
+
+
+def stopped(proc: subprocess.Popen, tmp: Path) -> tuple[str, str]:
+    """The standard output and error of the explorer ``proc`` served by :func:`served`
+    with temporary directory ``tmp``, once it has ended (within :data:`DEADLINE`)."""
+    out, _ = proc.communicate(timeout=DEADLINE)
+    return out, (tmp.parent / f"{tmp.name}.stderr").read_text()

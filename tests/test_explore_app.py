@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _cli_helpers import run
-from _explore import DEADLINE, library_curve, served
+from _explore import DEADLINE, library_curve, served, stopped
 
 pn = pytest.importorskip("panel", reason="the explorer's interface is the 'explore' extra")
 
@@ -393,7 +393,7 @@ def test_ctrl_c_stops_the_server_cleanly(tmp_path: Path) -> None:
         with urllib.request.urlopen(url + "?lam=0.003", timeout=DEADLINE) as page:
             assert b"gaussmix explorer" in page.read()  # a page, with its job started
         os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C
-        out, err = proc.communicate(timeout=DEADLINE)
+        out, err = stopped(proc, tmp)
     assert proc.returncode == 0, err
     assert "Traceback" not in err, err
     assert out.strip().endswith("gaussmix explorer: stopped")
@@ -404,7 +404,7 @@ def test_ctrl_c_stops_the_server_cleanly(tmp_path: Path) -> None:
 def test_another_address_only_with_a_warning(tmp_path: Path) -> None:
     with served("--host", "0.0.0.0", tmp=tmp_path / "tmp") as (proc, url):
         os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=DEADLINE)
+        _, err = stopped(proc, tmp_path / "tmp")
     assert proc.returncode == 0
     assert err.startswith("gaussmix: warning: serving on 0.0.0.0: every machine"), err
 
