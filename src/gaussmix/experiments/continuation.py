@@ -31,13 +31,13 @@ options), so a single point's iterates are untouched.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
 
+from gaussmix.core.caught import caught, reissue
 from gaussmix.theory.numerics.quadrature import QuadratureRule, auto_rule
 from gaussmix.theory.prior.prior import prior_quadrature_dim, takes_stacked_points
 from gaussmix.theory.problem.problem import Problem
@@ -832,8 +832,7 @@ def solve_points(
     for i, sharp in enumerate(sharps):
         groups.setdefault(sharp, []).append(i)
     results: list = [None] * len(problems)
-    with warnings.catch_warnings(record=True) as caught:  # given once every point stands
-        warnings.simplefilter("always")
+    with caught() as log:  # given once every point stands
         for sharp, idx in groups.items():
             T_g, x_g, n_iter, res_g = T, out.x, n_iters[idx], residuals[idx]
             hist = T.pairs(out.anderson, idx, opts.anderson, own=own_refined_pairs(T))
@@ -855,7 +854,6 @@ def solve_points(
                 return None
             for i, res in zip(idx, done):
                 results[i] = res
-    for w in caught:
-        # at the user's line: solve_points <- _curve <- learning_curve / lambda_sweep <- user
-        warnings.warn(w.message, w.category, stacklevel=4)
+    # at the user's line: solve_points <- _curve <- learning_curve / lambda_sweep <- user
+    reissue(log, stacklevel=4)
     return results

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from gaussmix.core.caught import caught, reissue
 from gaussmix.core.exceptions import ArgumentError, ConvergenceError, ConvergenceWarning
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.tables import CurveTable, deprecated_return_results
@@ -299,16 +300,14 @@ def _predicted(
         direct = replace(opts, continuation=False, max_iter=min(opts.max_iter, cap), throw=True)
         # the warnings of a solve that the safeguard rejects are dropped with it; those of
         # an accepted one are given as the solve gave them (at the caller's line)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        with caught() as log:
             try:
                 res = solve_problem(problem, options=direct, init=prediction, history=history)
             except ConvergenceError:
                 res = None
                 history.clear()
         if res is not None and prediction_accepted(res, prediction, previous):
-            for w in caught:
-                warnings.warn(w.message, w.category, stacklevel=2)
+            reissue(log, stacklevel=2)
             return res
     try:
         return solve_problem(

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from gaussmix.core.caught import caught
 from gaussmix.core.exceptions import (
     ArgumentError,
     ConvergenceError,
@@ -290,8 +291,7 @@ class _LambdaSearch:
             kw = {**self.solve_kw, "estimate_error": True, "auto_refine": False}
             if not self.penalty_spec.sparse:
                 kw = _relative_kw(res, kw, self.resolution) or kw
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", IntegrationWarning)  # the estimate is the point
+            with caught((IntegrationWarning,), record=False):  # the estimate is the point
                 fine = self._solve_from(self.problem(lam), [res], kw)
             err = 0.0
             if fine is not None:

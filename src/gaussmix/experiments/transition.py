@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
+from gaussmix.core.caught import caught
 from gaussmix.core.exceptions import ConvergenceError, IntegrationWarning
 from gaussmix.core.jsonio import plain
 from gaussmix.core.progress import progress_bar
@@ -289,9 +289,8 @@ def _evidence(mixture: Mixture, astar: float, bracket: tuple, seed: int) -> dict
         labels = mixture.labels
         loss = "logistic" if labels.is_binary else "cross-entropy"
         try:
-            with warnings.catch_warnings():
-                # its integration error is recorded with it instead
-                warnings.simplefilter("ignore", IntegrationWarning)
+            # its integration error is recorded with it instead
+            with caught((IntegrationWarning,), record=False):
                 res = solve(mixture, loss, lam=EVIDENCE_LAM, alpha=hi, throw=False)
             above.update(
                 train_error=res.train_error if res.success else None,

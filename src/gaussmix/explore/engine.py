@@ -26,6 +26,7 @@ previous one.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import threading
 import time
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gaussmix.core.caught import routed
 from gaussmix.core.interrupt import interruptible
 
 from .state import ORDER_PARAMETERS, ExplorerState, setup
@@ -84,68 +86,18 @@ class _OverBudget(Exception):
 
 
 # ============================================================================ warnings
-class _WarningRouter:
-    """Collect the warnings raised in the threads of running jobs, per job.
+def _collecting(sink: list[str]) -> contextlib.AbstractContextManager[None]:
+    """Within the block, the warnings of this thread (a job's) go into ``sink`` as one line
+    of text each, a repeated one once; numpy's ``RuntimeWarning`` (overflow noise in the
+    solver) is dropped, as the command line does.  Thread-safe
+    (:func:`gaussmix.core.caught.routed`): jobs run side by side."""
 
-    :func:`warnings.catch_warnings` is not thread-safe (it swaps process-wide state on
-    entry and restores it on exit, which interleaved jobs would undo).  While at least one
-    job runs, the router is installed once (a job's thread may collect into an inner sink
-    for a while: :meth:`enter` and :meth:`exit` nest): an ``always`` filter (so that a repeated
-    message is seen by each job) and a ``showwarning`` that gives a job thread's warning to
-    that job and any other thread's to the previous ``showwarning``.  ``RuntimeWarning``
-    (numpy's overflow noise in the solver) is dropped in job threads, as the command line
-    does.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._users = 0
-        self._sinks: dict[int, list[list[str]]] = {}  # thread -> stack of sinks
-        self._saved: tuple[Any, list] | None = None
-
-    def enter(self, sink: list[str]) -> None:
-        with self._lock:
-            self._sinks.setdefault(threading.get_ident(), []).append(sink)
-            self._users += 1
-            if self._users == 1:
-                self._saved = (warnings.showwarning, list(warnings.filters))
-                warnings.simplefilter("always")
-                warnings.showwarning = self._show
-
-    def exit(self) -> None:
-        with self._lock:
-            stack = self._sinks.get(threading.get_ident(), [])
-            if stack:
-                stack.pop()
-            if not stack:
-                self._sinks.pop(threading.get_ident(), None)
-            self._users -= 1
-            if self._users == 0 and self._saved is not None:
-                show, filters = self._saved
-                warnings.showwarning = show
-                warnings.filters[:] = filters
-                warnings._filters_mutated()  # type: ignore[attr-defined]
-                self._saved = None
-
-    def _show(self, message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
-        stack = self._sinks.get(threading.get_ident())
-        if not stack:  # not a job's thread
-            saved = self._saved
-            show = saved[0] if saved is not None else _SHOWWARNING
-            show(message, category, filename, lineno, file, line)
-            return
-        sink = stack[-1]
-        if issubclass(category, RuntimeWarning):
-            return
-        text = f"{category.__name__}: {' '.join(str(message).split())}"
+    def receive(w: warnings.WarningMessage) -> None:
+        text = f"{w.category.__name__}: {' '.join(str(w.message).split())}"
         if text not in sink:
             sink.append(text)
 
-
-#: the ``showwarning`` of the process when the engine was imported (a fallback for a router
-#: left installed by another thread's ``catch_warnings``, which restores what it saw)
-_SHOWWARNING = warnings.showwarning
-_WARNINGS = _WarningRouter()
+    return routed(receive, (RuntimeWarning,))
 
 
 # ============================================================================ rows
@@ -221,10 +173,10 @@ class _Job:
         return not self._thread.is_alive()
 
     def _main(self) -> None:
-        _WARNINGS.enter(self.warnings)
         try:
             self._check()
-            with interruptible(self._check):  # a solve stops within one evaluation
+            # a solve stops within one evaluation
+            with _collecting(self.warnings), interruptible(self._check):
                 self._run()
         except _Cancelled:
             self.cancelled = True
@@ -233,7 +185,6 @@ class _Job:
         except Exception as exc:  # noqa: BLE001 - a job reports, it never kills its caller
             self.error = " ".join(f"{type(exc).__name__}: {exc}".split())
         finally:
-            _WARNINGS.exit()
             self.done = True
             self._finished.set()
             if self._on_done is not None:
@@ -767,13 +718,11 @@ class PrefetchJob(_Job):
             self._check()
             job = CurveJob(state)
             job._cancel = self._cancel  # cancelling the prefetch stops its curve
-            _WARNINGS.enter(job.warnings)  # the curve's own warnings, cached with it
             try:
-                job._run()
+                with _collecting(job.warnings):  # the curve's own warnings, cached with it
+                    job._run()
             except (ValueError, TypeError, OSError):
                 pass  # an invalid neighbour: nothing to prefetch
-            finally:
-                _WARNINGS.exit()
             self.progress = (i + 1, self.progress[1])
 
 

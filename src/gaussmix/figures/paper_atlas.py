@@ -22,7 +22,6 @@ import json
 import os
 import re
 import time
-import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from gaussmix.core.caught import caught
 from gaussmix.core.jsonio import plain
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.results import Result
@@ -239,8 +239,7 @@ def _make_one(name: str, out_dir: Path, fast: bool) -> AtlasEntry:
     kw = {"progress": False} if "progress" in inspect.signature(spec.table).parameters else {}
     t0, c0 = time.perf_counter(), time.process_time()
     status, error, files, bad = "ok", None, {}, 0
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with caught() as log:
         try:
             res = write_figure(name, out_dir, fast=fast, **kw)
         except Exception as exc:  # noqa: BLE001 - one figure's failure is reported, not raised
@@ -249,7 +248,7 @@ def _make_one(name: str, out_dir: Path, fast: bool) -> AtlasEntry:
             files = {"csv": res.csv.name, "png": res.png.name, "json": res.meta.name}
             if "converged" in res.data.columns:
                 bad = int((~res.data["converged"].fillna(False).astype(bool)).sum())
-    seen = dict.fromkeys(_one_line(f"{w.category.__name__}: {w.message}") for w in caught)
+    seen = dict.fromkeys(_one_line(f"{w.category.__name__}: {w.message}") for w in log)
     return AtlasEntry(
         name=name,
         paper=spec.paper,

@@ -47,6 +47,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog, minimize
 from scipy.special import expit, log_expit
 
+from gaussmix.core.caught import caught
 from gaussmix.core.exceptions import ArgumentError, GaussmixError
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.renames import renamed_keywords
@@ -183,16 +184,11 @@ def _farkas_ratio(X: np.ndarray, cls: np.ndarray, P: np.ndarray) -> float:
 
 def _logistic(X: np.ndarray, cls: np.ndarray, solver: str, max_iter: int) -> Any:
     """Unpenalised multinomial (binary for two classes) logistic regression."""
-    import warnings
-
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
 
-    with warnings.catch_warnings():
-        # separable data: the unpenalised fit diverges, as it should
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        warnings.filterwarnings("ignore", message="Line Search failed")
+    # separable data: the unpenalised fit diverges, as it should
+    with caught((ConvergenceWarning, RuntimeWarning), drop_message="Line Search failed"):
         est = LogisticRegression(C=np.inf, solver=solver, tol=1e-12, max_iter=max_iter)
         est.fit(X, cls)
     return est

@@ -15,12 +15,12 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from gaussmix.core.caught import caught
 from gaussmix.core.exceptions import GaussmixError
 from gaussmix.core.jsonio import dumps, loads
 from gaussmix.core.version import __version__
@@ -252,9 +252,7 @@ def run_task(spec: PointSpec, key: str | None = None) -> dict[str, Any]:
 @contextlib.contextmanager
 def _recording() -> Iterator[list]:
     """Record every warning (numpy's RuntimeWarnings aside) into the yielded list."""
-    with warnings.catch_warnings(record=True) as log:
-        warnings.simplefilter("always")
-        warnings.simplefilter("ignore", RuntimeWarning)  # numpy overflow noise
+    with caught((RuntimeWarning,)) as log:  # numpy overflow noise dropped
         yield log
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from scipy import linalg
 
+from ...core.caught import caught
 from ..model import conventions as conv
 from ..model.penalties import Penalty
 
@@ -90,12 +91,11 @@ def _run_sklearn(est: Any, X: np.ndarray, y: np.ndarray, max_iter: int) -> tuple
     """Fit ``est`` and report ``(converged, n_iter)`` (scikit-learn's warnings are caught)."""
     from sklearn.exceptions import ConvergenceWarning as SkConvergenceWarning
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", SkConvergenceWarning)
+    with caught() as log:
         est.fit(X, y)
     n_iter = int(np.max(np.atleast_1d(getattr(est, "n_iter_", 0))))
-    warned = any(issubclass(w.category, SkConvergenceWarning) for w in caught)
-    for w in caught:
+    warned = any(issubclass(w.category, SkConvergenceWarning) for w in log)
+    for w in log:
         if not issubclass(w.category, SkConvergenceWarning):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return (not warned) and n_iter < max_iter, n_iter

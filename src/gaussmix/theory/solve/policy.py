@@ -43,12 +43,12 @@ the rules' declared capabilities (:class:`~gaussmix.theory.numerics.quadrature.Q
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ...core.caught import caught
 from ..channel.normaliser import NormaliserRule, normaliser_serves
 from ..numerics import tolerances
 from ..numerics.linalg import sym_eigvals
@@ -454,8 +454,7 @@ def _quiet(
     """An intermediate solve of the homotopy, from the last point's state (None: the cold
     start; warnings dropped: its observables are not reported), and whether it passed
     :func:`verdict`."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with caught((Warning,)):
         x0 = start_state(problem, None) if last is None else last.x
         policy = policy_for(problem, opts, warm=last is not None)
         est = policy.run(problem, opts, x0, None, history)
