@@ -16,10 +16,10 @@ Run::
 outputs with the cross-entropy loss, ``ci_subset``; 969 of the first 1,000 of seed 0);
 ``--no-multi-output``: those without a multi-output lasso prior (898 of 1,000).
 Before the first, a warm-up (``warm_up``) loads the modules and compiled kernels that the
-first solve of each kind would otherwise count (measured: 7 s of the first multi-output
-lasso problem's 8 s).  Times are CPU seconds of this process (the limit of issue 31 is
-10 s a problem; the ``--timeout`` too); wall times depend on the machine's load, the
-iteration counts do not (the solve is deterministic).
+first solve of each kind would otherwise count (measured: the first multi-output lasso
+problem 8.1 s of CPU without it, 0.01 s after it).  Times are CPU seconds of this
+process (the limit of issue 31 is 10 s a problem; the ``--timeout`` too); wall times
+depend on the machine's load, the iteration counts do not (the solve is deterministic).
 """
 
 from __future__ import annotations
