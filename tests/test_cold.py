@@ -122,7 +122,7 @@ KNOWN_SLOW_LONG: dict[int, str] = {
 }
 
 
-def _check(outcomes: list[Outcome], slow: dict[int, str]) -> None:
+def _check(outcomes: list[Outcome], known_slow: dict[int, str]) -> None:
     slow = sorted(outcomes, key=lambda o: -o.cpu_seconds)[:10]
     print("\nthe ten slowest (CPU seconds):")
     for o in slow:
@@ -150,7 +150,7 @@ def _check(outcomes: list[Outcome], slow: dict[int, str]) -> None:
     late = [
         o.describe()
         for o in outcomes
-        if o.success and o.cpu_seconds > SECONDS and o.problem.index not in slow
+        if o.success and o.cpu_seconds > SECONDS and o.problem.index not in known_slow
     ]
     assert not late, f"{len(late)} took more than {SECONDS:g} s CPU:\n" + "\n".join(late)
 
