@@ -209,9 +209,9 @@ def long_only(p: RandomProblem) -> bool:
     """Whether ``p`` is a multi-output lasso (:func:`multi_output_lasso`) of four outputs
     with the cross-entropy loss: its channel by quadrature in three dimensions (the sharp
     regime's randomised rule) and its prior by quadrature across lines in two cost 0.3 to
-    15 s of CPU and more a solve (31 of the first 1,000 problems of seed 0, measured on
-    2026-12-06: too long for the test suite, ``tests/test_cold.py``'s ``-m long`` runs
-    them)."""
+    25 s of CPU a solve, median 6.3 s (31 of the first 1,000 problems of seed 0, 222 s in
+    all, measured on 2026-12-06: too long for the test suite, ``tests/test_cold.py``'s
+    ``-m long`` runs them)."""
     return multi_output_lasso(p) and p.mixture.labels.dim >= 4 and p.loss == "cross-entropy"
 
 

@@ -8,13 +8,13 @@ the modules and compiled kernels that the first solve of each kind would otherwi
   multi-output lasso of four outputs with the cross-entropy loss (``ci_subset``): every
   mixture model, loss and penalty, the multi-output lasso (lasso or elastic net of one-hot
   labels) of three outputs with either loss and of four with the square loss, with the
-  :data:`KNOWN_FAILURES` (none now), :data:`KNOWN_UNBOUNDED` (one hinge problem with a
-  lasso, which must raise the named :class:`gaussmix.UnboundedWeightsError`) and
-  :data:`KNOWN_SLOW` named with their reasons;
+  :data:`KNOWN_UNBOUNDED` (one hinge problem with a lasso, which must raise the named
+  :class:`gaussmix.UnboundedWeightsError`) and :data:`KNOWN_SLOW` (one) named with their
+  reasons (102 s of CPU in all, measured under load);
 * ``-m long``: all 1,000 (``python -m pytest -m long tests/test_cold.py -s``), with the
   31 multi-output lasso problems of four outputs and the cross-entropy loss, too slow for
-  CI (0.3 to over 15 s of CPU each, :data:`KNOWN_SLOW_LONG`; ``benchmarks/bench_cold.py``,
-  ``BENCHMARKS.md``).
+  CI (222 s of CPU in all, 0.3 to 25 s each, median 6.3 s: :data:`KNOWN_SLOW_LONG`), one
+  of which fails (:data:`KNOWN_FAILURES`; ``benchmarks/bench_cold.py``, ``BENCHMARKS.md``).
 
 And the solver's own fallback (``SolverOptions.fallback``): where the iteration from the cold
 start fails, the homotopy in ``lam`` finds the fixed point that the curve machinery finds
