@@ -85,7 +85,7 @@ KNOWN_UNBOUNDED = {
 FEW_WEIGHTS = 849
 #: ... and those that succeed beyond :data:`SECONDS`, with the reason (not timed)
 KNOWN_SLOW = {
-    426: "K = 4 cross-entropy of a spectral mixture at lam = 2.4e-3, 15 to 17 s of CPU: the "
+    426: "K = 4 cross-entropy of a spectral mixture at lam = 2.4e-3, 15 to 20 s of CPU: the "
     "sharp regime (eigenvalues of Q_c 40 to 82) of the three-dimensional randomised rule, "
     "whose map contracts slowly (26 to 41 iterations a phase, even from a neighbouring "
     "rule's fixed point): 138 iterations to the fixed point (the coarse and the smooth rule, "
