@@ -10,7 +10,8 @@ offending control.  A valid state is handed to a :class:`~gaussmix.explore.Sessi
 computes the curve (Theorem 2 of Loureiro et al. 2021 at every point, the library's
 ``learning_curve`` / ``lambda_sweep``) in a background thread and cancels the previous
 request; the page polls the job and draws the points that have arrived, a point that did not
-converge as a gap (NaN), listed beside the plot.
+converge as a gap (NaN), listed beside the plot, and says what the job is doing
+(:func:`gaussmix.explore.status.curve_status`: its points and, while it runs, its seconds).
 
 Panel (HoloViz) is the user-interface library: one layout object is both a Bokeh-server page
 and a notebook output, widgets are ``param`` objects that can be watched, Bokeh plots redraw
