@@ -40,7 +40,9 @@ from 10^-0.5 down, ``--moves`` each), for comparison with the earlier measuremen
 
 Usage: ``python benchmarks/bench_explore.py [--n 15] [--seed 0] [--timeout 120]``,
 ``python benchmarks/bench_explore.py --in-process [--n 60] [--json FILE]``,
-``python benchmarks/bench_explore.py --fixed [--moves 7]``, ``--list``: the states drawn
+``python benchmarks/bench_explore.py --fixed [--moves 7]``, ``--list``: the states drawn,
+``--max-k 3``: of the same draws, only those with at most 3 clusters timed (the group with
+a 95th-percentile target, in a shorter run)
 (the browser modes need the ``explore`` extra, Chromium and chromedriver)
 """
 
@@ -251,15 +253,21 @@ def _settle(driver, limit_s: float) -> tuple[bool, str]:
     return ok, text
 
 
-def sampled(n: int, seed: int, timeout: float, precision: str = "screen") -> None:
-    """Moves of the lambda slider to ``n`` sampled states (see the module's docstring)."""
+def sampled(
+    n: int, seed: int, timeout: float, precision: str = "screen", max_k: int | None = None
+) -> None:
+    """Moves of the lambda slider to ``n`` sampled states (see the module's docstring),
+    those with at most ``max_k`` clusters (None: all)."""
     drawn = sample(n, seed)
-    drawn.states = [s.replace(precision=precision) for s in drawn.states]
+    drawn.states = [s.replace(precision=precision) for s in _at_most(drawn.states, max_k)]
     print(
         f"{n} states, seed {seed} ({drawn.rejected} draws refused by validate and drawn "
         f"again), {precision} precision; timeout {timeout:g} s; load average before: "
         f"{os.getloadavg()}"
     )
+    if max_k is not None:
+        print(f"timed: the {len(drawn.states)} states with K <= {max_k}")
+    n = len(drawn.states)
     proc, url = _serve(["--n-points", "40"])
     driver = _chrome()
     records = []
@@ -303,6 +311,11 @@ def sampled(n: int, seed: int, timeout: float, precision: str = "screen") -> Non
         proc.wait(timeout=30)
     print(f"load average after: {os.getloadavg()}")
     _report(records, timeout)
+
+
+def _at_most(states: list[ExplorerState], max_k: int | None) -> list[ExplorerState]:
+    """The states with at most ``max_k`` clusters (all for None), in the order drawn."""
+    return [s for s in states if max_k is None or s.n_clusters <= max_k]
 
 
 def _ms(x: float | None) -> str:
@@ -521,14 +534,20 @@ def in_process(
     out: Path | None,
     precision: str = "screen",
     cpu_timeout: bool = False,
+    max_k: int | None = None,
 ) -> None:
-    """The engine's cold curve time of ``n`` sampled states, in a killable worker."""
+    """The engine's cold curve time of ``n`` sampled states (those with at most ``max_k``
+    clusters), in a killable worker."""
     drawn = sample(n, seed)
+    drawn.states = _at_most(drawn.states, max_k)
     print(
         f"in process: {n} states, seed {seed} ({drawn.rejected} draws refused by validate "
         f"and drawn again), {precision} precision; timeout {timeout:g} s; load average "
         f"before: {os.getloadavg()}"
     )
+    if max_k is not None:
+        print(f"timed: the {len(drawn.states)} states with K <= {max_k}")
+    n = len(drawn.states)
     records = []
     w = _Worker(cpu_timeout)
     try:
@@ -582,6 +601,13 @@ def main() -> None:
         action="store_true",
         help="--in-process: --timeout counts the worker's CPU seconds (a loaded machine)",
     )
+    parser.add_argument(
+        "--max-k",
+        type=int,
+        default=None,
+        help="time only the states drawn with at most this many clusters (e.g. 3: the "
+        "group with a p95 target; the same draws as without it)",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -598,10 +624,17 @@ def main() -> None:
             print(f"{label(s)}\n    ?{s.to_query()}")
     elif args.in_process:
         in_process(
-            n, args.seed, args.timeout, args.slowest, args.json, args.precision, args.cpu_timeout
+            n,
+            args.seed,
+            args.timeout,
+            args.slowest,
+            args.json,
+            args.precision,
+            args.cpu_timeout,
+            args.max_k,
         )
     else:
-        sampled(n, args.seed, args.timeout, args.precision)
+        sampled(n, args.seed, args.timeout, args.precision, args.max_k)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import threading
+import time
 import urllib.request
 from dataclasses import fields
 from pathlib import Path
@@ -265,6 +266,8 @@ class _Job:
         self.progress, self.done, self.cancelled, self.error, self.cached = (3, 3), True, 0, 0, 0
         self.table = None  # the library's table is not needed to draw
         self.preview: list[dict] = []
+        self.refining = False
+        self.started = time.monotonic()
 
 
 def test_a_point_without_a_fixed_point_is_drawn_missing_and_listed(app: Explorer) -> None:
@@ -440,9 +443,29 @@ def test_the_coarse_pass_is_drawn_where_no_row_has_arrived(app: Explorer) -> Non
     assert _columns(app, "x").tolist() == [0.5, 1.0, 2.0, 4.0]
     assert _columns(app, "test_error").tolist() == [0.4, 0.3, 0.25, 0.2]
     assert app.progress.visible and "computing: 2 of 5" in app.status.object
+    job.refining = True  # the coarse pass over: its points are refined in place
+    app._drawn = None
+    app.refresh()
+    assert "computing: refining... 2 of 5 points" in app.status.object
     job.done = True
     app.refresh()
     assert _columns(app, "x").tolist() == [1.0, 2.0]  # the curve alone, once complete
+
+
+def test_a_running_curve_shows_its_clock_while_no_point_arrives(app: Explorer) -> None:
+    """A slow curve (K >= 4 with the lasso: seconds a point) says it is alive: its status
+    is rewritten as the seconds pass, the plot left as drawn."""
+    job = _Job(app.state)
+    job.done, job.progress, job.rows = False, (1, 5), job.rows[:1]
+    job.started = time.monotonic() - 3.5
+    app.job = job
+    app.refresh()
+    assert app.status.object == "computing: 1 of 5 points, 3 s"
+    data = app.source.data
+    job.started -= 2.0  # two seconds later, still no new point
+    app.refresh()
+    assert app.status.object == "computing: 1 of 5 points, 5 s"
+    assert app.source.data is data  # the status alone
 
 
 def test_the_sliders_next_positions_are_computed_ahead(app: Explorer) -> None:

@@ -14,6 +14,7 @@ under ``GAUSSMIX_REQUIRE_OPTIONAL=1``, as in CI).
 from __future__ import annotations
 
 import html
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -416,4 +417,43 @@ def test_a_slow_curve_is_drawn_coarse_first_and_a_move_never_draws_the_old_one(
     for s in snapshots[mine[0] :]:  # from the new state's first point: only its points
         stale = set(zip(s["x"], s["y"], strict=True)) - new_points
         assert not stale, sorted(stale)
+    assert not console_errors(driver)
+
+
+#: a K = 4 lasso state whose first point takes seconds (a cold start at small lambda: one
+#: point of the curve in 20 s of a loaded machine), balanced, so that two clusters are a
+#: valid state too
+GLACIAL = ExplorerState(
+    n_clusters=4,
+    loss="cross-entropy",
+    penalty="l1",
+    delta=(1.1399,),
+    lam=0.00125,
+    alpha_min=4.6942,
+    alpha_max=68.1796,
+)
+#: the status of a running job once its clock shows (gaussmix.explore.status)
+_CLOCKED = re.compile(r"computing: .*?, (\d+) s\b")
+
+
+def test_a_k4_lasso_curve_keeps_the_page_live_and_a_move_takes_effect(
+    server: str, driver: Any
+) -> None:
+    """A K = 4 lasso curve takes seconds a point: while no point arrives the page says
+    what it computes and for how long (its clock rewritten as the seconds pass: a live
+    page, never a frozen one), and a control moved meanwhile takes effect (the slow curve
+    cancelled, the new state's curve drawn: the library's)."""
+    fast = GLACIAL.replace(n_clusters=2)
+    assert not validate(GLACIAL) and not validate(fast)
+    _open(driver, f"{server}?{GLACIAL.to_query()}")
+    seconds: set[int] = set()
+    deadline = time.monotonic() + WAIT
+    while len(seconds) < 2:  # two readings of the clock
+        assert time.monotonic() < deadline, seconds
+        hit = _CLOCKED.search(_visible_text(driver, "gm-status") or "")  # as the user sees it
+        if hit:
+            seconds.add(int(hit.group(1)))
+        time.sleep(0.1)
+    _set(driver, "gm-field-n_clusters", 2)  # moved while the slow curve computes
+    _curve_becomes(driver, _screen_curve(fast))
     assert not console_errors(driver)

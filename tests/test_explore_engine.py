@@ -370,12 +370,16 @@ def test_the_costly_overlays_are_thinned_along_alpha_and_cancel(monkeypatch):
 
 # ---------------------------------------------------------------------------- speed aids
 def test_the_coarse_pass_is_the_librarys_curve_on_every_few_points():
-    previews = []
-    job = CurveJob(THREE.replace(n_points=21), coarse=5, on_preview=previews.append)
+    previews, refining = [], []
+    job = CurveJob(THREE.replace(n_points=21), coarse=5)
+    job._on_preview = lambda rows: (previews.append(rows), refining.append(job.refining))
+    job._on_point = lambda _: refining.append(job.refining)
     job.coarse_budget = math.inf  # the whole pass, however loaded the machine
     job._start()
     table = job.wait(HANG)
     assert not job.coarse_stopped
+    # refining from the end of the coarse pass on: at its preview and every row after it
+    assert refining == [True] * 22
     picked = np.geomspace(0.2, 8.0, 21)[[0, 5, 10, 15, 20]]
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     direct = gm.learning_curve(mix, "cross-entropy", picked, lam=1.0, **SCREEN)
@@ -401,6 +405,7 @@ def test_a_session_runs_the_coarse_pass_for_multi_output_problems_only():
         three = session.submit(THREE.replace(n_points=20))
         three.wait(HANG)
     assert binary.preview == [] and three.preview == [] and len(three.rows) == 20
+    assert not binary.refining and not three.refining  # nothing coarse to refine
     assert _auto_coarse(THREE.replace(n_points=9)) == COARSE_POINTS  # too few to be stacked
     assert _auto_coarse(THREE.replace(penalty="l1")) == COARSE_POINTS  # the prior's own rule
     assert _auto_coarse(THREE.replace(n_clusters=4)) == COARSE_POINTS

@@ -10,7 +10,8 @@ offending control.  A valid state is handed to a :class:`~gaussmix.explore.Sessi
 computes the curve (Theorem 2 of Loureiro et al. 2021 at every point, the library's
 ``learning_curve`` / ``lambda_sweep``) in a background thread and cancels the previous
 request; the page polls the job and draws the points that have arrived, a point that did not
-converge as a gap (NaN), listed beside the plot.
+converge as a gap (NaN), listed beside the plot, and says what the job is doing
+(:func:`gaussmix.explore.status.curve_status`: its points and, while it runs, its seconds).
 
 Panel (HoloViz) is the user-interface library: one layout object is both a Bokeh-server page
 and a notebook output, widgets are ``param`` objects that can be watched, Bokeh plots redraw
@@ -59,6 +60,7 @@ from gaussmix.explore import (
 )
 from gaussmix.explore.engine import x_column
 from gaussmix.explore.state import ORDER_PARAMETERS, PRECISIONS, field_text, observable_names
+from gaussmix.explore.status import curve_status, running_seconds
 from gaussmix.theory.channel.losses import LOSSES
 from gaussmix.theory.model.labels import LABEL_MAPS
 from gaussmix.theory.model.outputs import axis_label
@@ -267,6 +269,7 @@ class Explorer:
         self.overlay_job: Any = None
         self.errors: dict[str, str] = {}
         self._drawn: tuple[int, bool, int] | None = None
+        self._clock: int | None = None  # the running job's seconds its status shows
         self._submitted = -math.inf  # when the current job was submitted (time.monotonic)
         self._overlays_drawn: tuple[int, bool] | None = None
         self._location = location
@@ -705,6 +708,10 @@ class Explorer:
             # (a new job with nothing to show yet keeps the old curve for HOLD_S: a curve
             # that comes within it replaces the old one in one update of the page)
             self._draw(job, key)
+        elif self._drawn is not None and running_seconds(job) != self._clock:
+            # the running job's clock: the page says it is alive while no point arrives
+            self._clock = running_seconds(job)
+            self.status.object = curve_status(job)
         if overlays is not None:
             okey = (len(overlays.results), overlays.done)
             if okey != self._overlays_drawn:
@@ -737,19 +744,8 @@ class Explorer:
         self.progress.visible = not job.done
         for name, button in self.downloads.items():  # the table's, once it is complete
             button.disabled = name in ("csv", "png") and job.table is None
-        if job.error:
-            self.status.object = f"**Not computed**: {job.error}"
-        elif job.cancelled:
-            self.status.object = "cancelled (a newer request replaced it)"
-        elif job.done:
-            self.status.object = f"{done} of {total} points" + (" (cached)" if job.cached else "")
-        elif job.preview and not done:  # the coarse pass: the whole range, drawn first
-            self.status.object = (
-                f"computing: a coarse curve first ({len(job.preview)} points), "
-                f"then {done} of {total} points"
-            )
-        else:
-            self.status.object = f"computing: {done} of {total} points"
+        self.status.object = curve_status(job)
+        self._clock = running_seconds(job)
         self.failed_pane.object = (
             "**Did not converge** (drawn missing):"
             + "".join(f"\n- {x} = {xv:g}: {msg}" for xv, msg in job.failed)

@@ -234,6 +234,12 @@ class CurveJob(_Job):
     coarse_stopped : bool
         Whether the coarse pass was stopped by its budget (``preview`` then holds the
         rows it had solved, from the low end of the range).
+    refining : bool
+        Whether the coarse pass is over, with rows to draw, and the final curve is being
+        computed, its rows replacing the coarse ones in place (False for a curve without a
+        coarse pass, or whose coarse pass was stopped before its first point).
+    started : float
+        When the job was made (:func:`time.monotonic`): a display's clock of a running job.
     failed : list of (float, str)
         The x value and the reason of each point without a fixed point (drawn missing).
     warnings : list of str
@@ -270,6 +276,8 @@ class CurveJob(_Job):
         self._coarse = coarse
         self.coarse_budget = COARSE_BUDGET_S
         self.coarse_stopped = False
+        self.refining = False
+        self.started = time.monotonic()
         self._x = x_column(state)
         super().__init__(state.n_points, on_done)
 
@@ -346,6 +354,7 @@ class CurveJob(_Job):
             self.coarse_stopped = True
         del self.warnings[mark:]
         self.preview = sorted(rows, key=lambda r: r[self._x])
+        self.refining = bool(rows)  # a coarse curve to refine (none: stopped at once)
         if self._on_preview is not None:
             self._on_preview(self.preview)
 
