@@ -719,7 +719,7 @@ def _nested_warm(
     (:meth:`~gaussmix.theory.numerics.quadrature.SobolRQMC.replicates`), and the refined rule
     extends each replicate's set (:meth:`~gaussmix.theory.numerics.quadrature.SobolRQMC.refined`).
     Measured on isotropic K = 10 cross-entropy (``lam = 1e-2``, alpha = 10): a replicate's
-    first evaluation 34-43 ms of CPU cold, 14-17 ms warm."""
+    first evaluation 34-43 ms of CPU cold, 13-17 ms warm."""
     if warm is None or warm.key[0] != rule:
         return None
     k, _, L = warm.key[1]
