@@ -672,7 +672,8 @@ def _replicate_spread(
     """Standard error of the errors and losses across the replicates of a randomised rule.
 
     Each replicate of ``T.rule`` alone (an independent randomisation; the rule is their
-    average) moves the fixed point from ``x``; the replicate's state is found by
+    average; its proximal solves start at the rule's, :func:`_nested_warm`) moves the fixed
+    point from ``x``; the replicate's state is found by
     :func:`_replicate_state` (its linear response, to
     :data:`~gaussmix.theory.numerics.tolerances.REPLICATE_SHIFT_RTOL` of the shift), and the
     observables are evaluated there with common random numbers (the same seeded orthant and
