@@ -2,6 +2,7 @@
 4: the estimate costs at most as much as the solve, on every problem kind).
 
 Run:  python benchmarks/bench_estimate.py [--repeats 5] [--cases binary,k3,k3small,k10,digits]
+      [--erm] [--parts]
 
 For each case, the CPU time (``time.process_time``, median over ``--repeats``, the solves
 with and without the estimate interleaved) of ``gm.solve`` with ``estimate_error=False``
@@ -14,15 +15,24 @@ digits (d = 64, pixels / 16, lam = 1, alpha = 1: a randomised rule, the dense pr
 The ten-class MNIST estimate: ``benchmarks/bench_tenclass.py --estimate-error``.
 ``--erm`` adds, per case, the CPU time of one exact-ERM seed of the same mixture at its own
 dimension (``gm.simulate(..., seeds=1)``; ``d = 64`` for digits, 200 for the isotropic
-cases), the theory's target being ten times faster (issue 32, item 4).
+cases), the theory's target being ten times faster (issue 32, item 4).  ``--parts`` adds,
+per case, where the CPU time of the solve and of the solve with its estimate goes (a
+profile with the CPU clock, ``--repeats`` solves of each): the channel's evaluations
+(``channel_evaluation``), the prior's (``prior_update``), the test error's orthants
+(``test_accuracy``), the training error (``train_accuracy``, its proximal points and
+orthants), the test loss (``gaussian_risk``) and the rest (the iteration, the Python of
+the map and of the estimate); the profiler's own overhead falls mostly on the rest.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import statistics
 import time
 import warnings
+from functools import partial
 
 from _timing import machine_line
 
@@ -54,11 +64,41 @@ CASES = {
 }
 
 
+#: the parts of ``--parts``: name, (the file's path ending, the function), none calling another
+PARTS = {
+    "channel": ("channel/channel.py", "channel_evaluation"),
+    "prior": ("prior/prior.py", "prior_update"),
+    "test-error orthants": ("solve/observables.py", "test_accuracy"),
+    "training error": ("solve/observables.py", "train_accuracy"),
+    "test loss": ("solve/observables.py", "gaussian_risk"),
+}
+
+
+def parts(solve, repeats: int) -> dict[str, float]:
+    """CPU time per call of ``solve`` in each of :data:`PARTS` and in the rest (seconds),
+    profiled with the CPU clock over ``repeats`` calls."""
+    prof = cProfile.Profile(time.process_time)
+    prof.enable()
+    for _ in range(repeats):
+        solve()
+    prof.disable()
+    stats = pstats.Stats(prof).stats  # (file, line, name) -> (cc, nc, tottime, cumtime, _)
+    total = sum(tt for _, _, tt, _, _ in stats.values())
+    out = {}
+    for part, (path, name) in PARTS.items():
+        out[part] = sum(
+            ct for (f, _, n), (_, _, _, ct, _) in stats.items() if n == name and f.endswith(path)
+        )
+    out["rest"] = total - sum(out.values())
+    return {k: v / repeats for k, v in out.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--erm", action="store_true", help="time one exact-ERM seed too")
+    ap.add_argument("--parts", action="store_true", help="where the CPU time goes")
     args = ap.parse_args()
     print(machine_line(), flush=True)
     print("| case | solve (CPU) | with estimate | estimate / solve | evaluations | estimate |")
@@ -81,6 +121,13 @@ def main() -> None:
             f"{res[False].n_iter} / {res[True].n_iter} | {res[True].integration_error:.1e} |",
             flush=True,
         )
+        if args.parts:
+            for est in (False, True):
+                run = partial(gm.solve, mix, loss, lam=lam, alpha=alpha, estimate_error=est)
+                got = parts(run, args.repeats)
+                text = ", ".join(f"{k} {v * 1e3:.1f}" for k, v in got.items())
+                what = "with estimate" if est else "solve"
+                print(f"|   parts, {what} (ms of CPU, profiled) | {text} | | | | |", flush=True)
         if args.erm:
             d = 64 if name == "digits" else 200
             erm = []

@@ -14,7 +14,7 @@ from sklearn.datasets import load_digits
 import gaussmix as gm
 from gaussmix.theory.api.api import make_problem
 from gaussmix.theory.numerics.quadrature import SobolRQMC
-from gaussmix.theory.numerics.tolerances import REPLICATE_SHIFT_RTOL
+from gaussmix.theory.numerics.tolerances import PROX_TOL, REPLICATE_SHIFT_RTOL
 from gaussmix.theory.solve import refinement
 from gaussmix.theory.solve.fixed_point import new_map, start_state
 from gaussmix.theory.solve.iteration import AndersonState, iterate
@@ -120,3 +120,62 @@ def test_ten_class_estimate_keeps_the_rule_and_bounds_a_finer_one(digits_mixture
         # evaluation's own
         assert change <= 2.0 * (err[key] + fine_err[key]), key
     assert np.isfinite(err["train_error"]) and err["train_error"] > 0.0
+
+
+def _randomised_fixed_point():
+    """An eight-class point whose automatic rule is randomised, solved: problem, map and
+    state."""
+    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=8)
+    problem = make_problem(mix, "cross-entropy", lam=0.1, alpha=4.0)
+    opts, history = SolverOptions(), {}
+    rule = channel_rule(problem, None, opts.symmetry)
+    assert rule.randomised
+    x0 = start_state(problem, None)
+    first = continuation(problem, opts)
+    T, out = refinement.run_fixed_point(problem, rule, x0, opts, None, history, first_phase=first)
+    assert out.converged and T.warm is not None
+    return problem, T, out.x
+
+
+def _moments(T, x) -> np.ndarray:
+    m = T.hats(x).moments
+    return np.concatenate([np.ravel(a) for a in (m.Ef, m.Eff, m.Edf, m.Eloss, m.Eenv)])
+
+
+def test_nested_warm_starts_a_replicate_and_the_refined_rule_where_the_points_are_shared():
+    """A replicate's nodes are a block of its rule's, and the refined rule's replicates
+    begin with the rule's: their proximal solves start at the rule's proximal points there
+    (the others cold: zero predictor), and the moments are the cold start's to the
+    proximal tolerance (a start only).  Points that are not the same give no start."""
+    problem, T, x = _randomised_fixed_point()
+    rule, warm = T.rule, T.warm
+    reps = rule.replicates()
+    n = reps[0].weights.size
+    for r in (0, len(reps) - 1):
+        start = refinement._nested_warm(
+            warm, rule, reps[r], refinement._replicate_blocks(rule, r, len(reps))
+        )
+        assert start is not None and start.key == (reps[r], (warm.h.shape[0], n, problem.dim))
+        np.testing.assert_array_equal(start.h, warm.h[:, r * n : (r + 1) * n])
+        warm_map, cold_map = new_map(problem, reps[r], T), new_map(problem, reps[r], T)
+        warm_map.warm = start
+        # the prox solves stop at PROX_TOL in stationarity; moments move by that order
+        np.testing.assert_allclose(
+            _moments(warm_map, x), _moments(cold_map, x), rtol=0, atol=1e3 * PROX_TOL
+        )
+    # a block of another replicate is not the same points: no start
+    assert refinement._nested_warm(warm, rule, reps[0], [(slice(0, n), slice(n, 2 * n))]) is None
+    # a start of another rule is not used
+    assert refinement._nested_warm(warm, reps[0], reps[1], [(slice(0, n), slice(0, n))]) is None
+    finer = rule.refined()
+    blocks = refinement._refined_blocks(rule, finer, len(reps))
+    start = refinement._nested_warm(warm, rule, finer, blocks)
+    assert start is not None
+    m = finer.weights.size // len(reps)
+    np.testing.assert_array_equal(start.h[:, m : m + n], warm.h[:, n : 2 * n])
+    assert not start.h[:, n:m].any() and not start.omega[:, n:m].any()  # new points: cold
+    warm_map, cold_map = new_map(problem, finer, T), new_map(problem, finer, T)
+    warm_map.warm = start
+    np.testing.assert_allclose(
+        _moments(warm_map, x), _moments(cold_map, x), rtol=0, atol=1e3 * PROX_TOL
+    )
