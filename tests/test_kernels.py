@@ -82,6 +82,38 @@ def test_cross_entropy_kernel_stein_term_at_small_metric(K, v_range):
     assert np.abs(got.Edf).max() > 0.01
 
 
+@pytest.mark.parametrize("K", [3, 4, 5, 7])
+def test_cross_entropy_system_and_hessian_round_as_the_entrywise_sums(K):
+    """The Newton system ``A = V^{-1} + H`` (lower triangle, all the Cholesky factor reads)
+    and the Hessian ``H = P (diag p - p p^T) P^T`` of the compiled kernel, which form each
+    product ``P_ik p_k`` once per row, round as the entry-by-entry sums
+    ``V^{-1}_ij - Pp_i Pp_j + sum_k (P_ik p_k) P_jk`` (``H``: ``-Pp_i Pp_j + ...``), here in
+    Python's IEEE doubles: the kernel's answers are unchanged to the bit."""
+    rng = np.random.default_rng(K)
+    P = _complement_of_ones(K)
+    L = K - 1
+    for _ in range(5):
+        logits = 3.0 * rng.standard_normal(K)
+        p = np.exp(logits - logits.max())
+        p /= p.sum()
+        Pp = P @ p
+        Vi = np.linalg.inv(random_spd(rng, L, 0.05, 5.0))
+        A, H, A2 = np.full((L, L), np.nan), np.empty((L, L)), np.full((L, L), np.nan)
+        _kernels._ce_system_hessian(Vi, P, p, Pp, A, H, np.empty(K))
+        _kernels._ce_system(Vi, P, p, Pp, A2, np.empty(K))
+        for i in range(L):
+            for j in range(L):
+                ta, th = Vi[i, j] - Pp[i] * Pp[j], -(Pp[i] * Pp[j])
+                for k in range(K):
+                    ta += P[i, k] * p[k] * P[j, k]
+                    th += P[i, k] * p[k] * P[j, k]
+                assert H[i, j] == th
+                if j <= i:
+                    assert A[i, j] == ta and A2[i, j] == ta
+                else:  # the upper triangle is not written
+                    assert np.isnan(A[i, j]) and np.isnan(A2[i, j])
+
+
 @pytest.mark.parametrize("y", [1.0, -1.0])
 @pytest.mark.parametrize("m,q,v", [(0.7, 0.8, 0.5), (-30.0, 2.0, 0.01), (3.0, 50.0, 400.0)])
 def test_logistic_kernel_matches_numpy_path(y, m, q, v):
