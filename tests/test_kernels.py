@@ -393,6 +393,31 @@ def test_kernel_threads_keep_to_numbas_thread_count(monkeypatch):
     assert channel.kernel_threads(10, 100) == 2
 
 
+def test_kernel_threads_below_two_threads_work_is_one_without_asking_the_cores(monkeypatch):
+    """Below twice the work of a thread the answer is one thread, without the system call
+    for the process's cores (every channel evaluation asks); above it the cores, numba's
+    thread count, the clusters and the work bound it, as the formula says."""
+    from gaussmix.theory.channel import channel
+
+    cores = {"n": 3}
+
+    def affinity(pid):
+        if cores["n"] is None:
+            raise AssertionError("the cores were asked for one thread's work")
+        return set(range(cores["n"]))
+
+    monkeypatch.setattr(channel.os, "sched_getaffinity", affinity, raising=False)
+    monkeypatch.setattr(channel.numba_config, "NUMBA_NUM_THREADS", 8)
+    for rows, nodes, work in [(1, 99, 50), (2, 49, 50), (3, 33, 50), (40, 2052, 50_000)]:
+        cores["n"] = None
+        assert channel.kernel_threads(rows, nodes, work) == 1
+        cores["n"] = 3
+        assert rows * nodes < 2 * work
+    for rows, nodes, work, want in [(1, 100, 50, 1), (2, 50, 50, 2), (4, 50, 50, 3)]:
+        assert channel.kernel_threads(rows, nodes, work) == want
+        assert want == max(1, min(3, rows, rows * nodes // work))
+
+
 def test_in_parts_reuses_one_pool_and_a_part_does_not_split_again(monkeypatch):
     """:func:`gaussmix.theory.channel.channel.in_parts` runs its other parts on the process's one
     pool (the same worker threads call after call, not a pool a call), the first part on
