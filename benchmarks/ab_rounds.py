@@ -9,7 +9,7 @@ worktree`` under ``--worktrees``, default the system's temporary directory, and 
 with this checkout's ``src`` (tree B); otherwise give the two ``src`` directories.
 ``--group`` chooses the cases (``bench_ab_points.py``: ``points``, ``engine``, ``curves``
 - every curve and cold point of ``bench_curves.py`` and every case of ``check_bits.py`` -
-or ``all``).
+or ``all``); ``--match a,b`` keeps the cases whose name contains ``a`` or ``b``.
 
 Each round runs the bench once per tree and group, in fresh processes with one BLAS
 thread, A then B (B then A on odd rounds).  Prints, per case, the median over rounds of
@@ -34,12 +34,13 @@ BENCH = Path(__file__).with_name("bench_ab_points.py")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(src: str, group: str) -> dict:
-    """The JSON line of one run of the bench on the tree ``src`` (a fresh process)."""
+def run(src: str, group: str, match: str = "") -> dict:
+    """The JSON line of one run of the bench on the tree ``src`` (a fresh process), its
+    cases those whose name contains one of the comma-separated ``match`` (all if empty)."""
     env = {**os.environ, "PYTHONPATH": src, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     env["MKL_NUM_THREADS"] = "1"
     out = subprocess.run(
-        [sys.executable, str(BENCH), "--group", group],
+        [sys.executable, str(BENCH), "--group", group, "--match", match],
         env=env,
         check=True,
         capture_output=True,
@@ -92,6 +93,9 @@ def main() -> None:
     parser.add_argument("--worktrees", type=Path, default=Path(tempfile.gettempdir()))
     parser.add_argument("--group", default="points", help="points, engine, curves or all")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--match", default="", help="only cases whose name contains one of a,b,..."
+    )
     args = parser.parse_args()
     if args.rev is not None:
         if args.a is not None:
@@ -107,7 +111,7 @@ def main() -> None:
         for group in groups:
             order = ("a", "b") if r % 2 == 0 else ("b", "a")
             for side in order:
-                merged[side].update(run(getattr(args, side), group))
+                merged[side].update(run(getattr(args, side), group, args.match))
         for side in merged:
             runs[side].append(merged[side])
         print(f"round {r + 1} of {args.rounds} done, load {os.getloadavg()[0]:.1f}", flush=True)

@@ -19,6 +19,9 @@ Groups (``--group``, default ``points``, the cases this script timed before):
   further single points of ``check_bits.py`` (together every case of ``check_bits.py``);
 * ``all``: the three.
 
+``--match a,b`` keeps only the cases whose name contains ``a`` or ``b`` (e.g.
+``--group engine --match "K=4 CE,K=5 CE"``).
+
 Each case is run once to warm up, then timed (CPU time, ``time.process_time``) until it
 has run 7 times or for 1.5 s of CPU (at least 3 runs); the script prints one JSON line, the
 median and the fastest time (s) of each case.  Only the public API is called, so the same
@@ -114,11 +117,17 @@ def curves() -> dict[str, Callable[[], object]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--group", choices=(*GROUPS, "all"), default="points")
+    ap.add_argument(
+        "--match", default="", help="only the cases whose name contains one of these (a,b,...)"
+    )
     args = ap.parse_args()
     groups = GROUPS if args.group == "all" else (args.group,)
+    match = [m for m in args.match.split(",") if m]
     out = {}
     for group in groups:
         for k, f in {"points": points, "engine": engine, "curves": curves}[group]().items():
+            if match and not any(m in k for m in match):
+                continue
             ts = timings(f)
             out[k] = {"median": float(np.median(ts)), "min": float(np.min(ts))}
     print(json.dumps(out))

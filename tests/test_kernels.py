@@ -82,6 +82,38 @@ def test_cross_entropy_kernel_stein_term_at_small_metric(K, v_range):
     assert np.abs(got.Edf).max() > 0.01
 
 
+@pytest.mark.parametrize("K", [3, 4, 5, 7])
+def test_cross_entropy_system_and_hessian_round_as_the_entrywise_sums(K):
+    """The Newton system ``A = V^{-1} + H`` (lower triangle, all the Cholesky factor reads)
+    and the Hessian ``H = P (diag p - p p^T) P^T`` of the compiled kernel, which form each
+    product ``P_ik p_k`` once per row, round as the entry-by-entry sums
+    ``V^{-1}_ij - Pp_i Pp_j + sum_k (P_ik p_k) P_jk`` (``H``: ``-Pp_i Pp_j + ...``), here in
+    Python's IEEE doubles: the kernel's answers are unchanged to the bit."""
+    rng = np.random.default_rng(K)
+    P = _complement_of_ones(K)
+    L = K - 1
+    for _ in range(5):
+        logits = 3.0 * rng.standard_normal(K)
+        p = np.exp(logits - logits.max())
+        p /= p.sum()
+        Pp = P @ p
+        Vi = np.linalg.inv(random_spd(rng, L, 0.05, 5.0))
+        A, H, A2 = np.full((L, L), np.nan), np.empty((L, L)), np.full((L, L), np.nan)
+        _kernels._ce_system_hessian(Vi, P, p, Pp, A, H, np.empty(K))
+        _kernels._ce_system(Vi, P, p, Pp, A2, np.empty(K))
+        for i in range(L):
+            for j in range(L):
+                ta, th = Vi[i, j] - Pp[i] * Pp[j], -(Pp[i] * Pp[j])
+                for k in range(K):
+                    ta += P[i, k] * p[k] * P[j, k]
+                    th += P[i, k] * p[k] * P[j, k]
+                assert H[i, j] == th
+                if j <= i:
+                    assert A[i, j] == ta and A2[i, j] == ta
+                else:  # the upper triangle is not written
+                    assert np.isnan(A[i, j]) and np.isnan(A2[i, j])
+
+
 @pytest.mark.parametrize("y", [1.0, -1.0])
 @pytest.mark.parametrize("m,q,v", [(0.7, 0.8, 0.5), (-30.0, 2.0, 0.01), (3.0, 50.0, 400.0)])
 def test_logistic_kernel_matches_numpy_path(y, m, q, v):
@@ -359,6 +391,31 @@ def test_kernel_threads_keep_to_numbas_thread_count(monkeypatch):
     assert channel.kernel_threads(10, 100) == 1
     monkeypatch.setattr(channel.numba_config, "NUMBA_NUM_THREADS", 2)
     assert channel.kernel_threads(10, 100) == 2
+
+
+def test_kernel_threads_below_two_threads_work_is_one_without_asking_the_cores(monkeypatch):
+    """Below twice the work of a thread the answer is one thread, without the system call
+    for the process's cores (every channel evaluation asks); above it the cores, numba's
+    thread count, the clusters and the work bound it, as the formula says."""
+    from gaussmix.theory.channel import channel
+
+    cores = {"n": 3}
+
+    def affinity(pid):
+        if cores["n"] is None:
+            raise AssertionError("the cores were asked for one thread's work")
+        return set(range(cores["n"]))
+
+    monkeypatch.setattr(channel.os, "sched_getaffinity", affinity, raising=False)
+    monkeypatch.setattr(channel.numba_config, "NUMBA_NUM_THREADS", 8)
+    for rows, nodes, work in [(1, 99, 50), (2, 49, 50), (3, 33, 50), (40, 2052, 50_000)]:
+        cores["n"] = None
+        assert channel.kernel_threads(rows, nodes, work) == 1
+        cores["n"] = 3
+        assert rows * nodes < 2 * work
+    for rows, nodes, work, want in [(1, 100, 50, 1), (2, 50, 50, 2), (4, 50, 50, 3)]:
+        assert channel.kernel_threads(rows, nodes, work) == want
+        assert want == max(1, min(3, rows, rows * nodes // work))
 
 
 def test_in_parts_reuses_one_pool_and_a_part_does_not_split_again(monkeypatch):

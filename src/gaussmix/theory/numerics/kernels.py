@@ -263,27 +263,46 @@ def ce_risk(ylab, P, m, S, xi, w):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def _ce_system(Vi, P, p, Pp, A):  # pragma: no cover - compiled
-    """``A = V^{-1} + H`` with the reduced Hessian ``H = P (diag p - p p^T) P^T``."""
+def _ce_system(Vi, P, p, Pp, A, q):  # pragma: no cover - compiled
+    """The lower triangle of ``A = V^{-1} + H`` with the reduced Hessian
+    ``H = P (diag p - p p^T) P^T``, all that :func:`_cholesky` reads (the upper triangle is
+    not written).  ``q`` (Kf) is scratch: row ``i`` of ``P diag p``, each product
+    ``P_ik p_k`` formed once per row instead of once per entry (the same roundings)."""
     L, Kf = P.shape
     for i in range(L):
-        for j in range(L):
+        for k in range(Kf):
+            q[k] = P[i, k] * p[k]
+        for j in range(i + 1):
             t = Vi[i, j] - Pp[i] * Pp[j]
             for k in range(Kf):
-                t += P[i, k] * p[k] * P[j, k]
+                t += q[k] * P[j, k]
             A[i, j] = t
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def _ce_hessian(P, p, Pp, H):  # pragma: no cover - compiled
-    """The reduced Hessian ``H = P (diag p - p p^T) P^T`` (``Pp = P p``)."""
+def _ce_system_hessian(Vi, P, p, Pp, A, H, q):  # pragma: no cover - compiled
+    """:func:`_ce_system` (the lower triangle of ``A``) and the whole reduced Hessian
+    ``H = P (diag p - p p^T) P^T`` in one pass over the products ``(P_ik p_k) P_jk``: ``A``
+    rounded as :func:`_ce_system` rounds it, ``H_ij`` as the sum ``-Pp_i Pp_j + sum_k
+    (P_ik p_k) P_jk`` in the order of ``k`` (the Stein term's ``B``, :func:`ce_channel`)."""
     L, Kf = P.shape
     for i in range(L):
+        for k in range(Kf):
+            q[k] = P[i, k] * p[k]
         for j in range(L):
-            t = -Pp[i] * Pp[j]
-            for k in range(Kf):
-                t += P[i, k] * p[k] * P[j, k]
-            H[i, j] = t
+            pp = Pp[i] * Pp[j]
+            th = -pp
+            if j <= i:
+                ta = Vi[i, j] - pp
+                for k in range(Kf):
+                    r = q[k] * P[j, k]
+                    ta += r
+                    th += r
+                A[i, j] = ta
+            else:
+                for k in range(Kf):
+                    th += q[k] * P[j, k]
+            H[i, j] = th
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
@@ -390,10 +409,11 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
     g = np.empty(L)
     s = np.empty(L)
     u_new = np.empty(L)
-    A = np.empty((L, L))
+    A = np.zeros((L, L))  # lower triangle only (_ce_system)
     C = np.empty((L, L))
     X = np.empty((L, L))
     Hm = np.empty((L, L))
+    qrow = np.empty(Kf)
     e = np.empty(L)
     n_failed = 0
     for c in range(K):
@@ -415,7 +435,7 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
                 phi = lval + _metric_term(u, om, Vi, g)
                 for i in range(L):
                     g[i] += gr[i]
-                _ce_system(Vi, P, p, Pp, A)
+                _ce_system(Vi, P, p, Pp, A, qrow)
                 if not _cholesky(A, C):
                     break
                 _chol_solve(C, g, s)
@@ -455,12 +475,11 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
             if not ok:
                 n_failed += 1
             # contributions at the proximal point (p, Pp, gr are those of u)
-            _ce_system(Vi, P, p, Pp, A)
+            _ce_system_hessian(Vi, P, p, Pp, A, Hm, qrow)
             if not _cholesky(A, C):
                 n_failed += 1
                 continue
             # Edf = B - B A^{-1} B with B = V^{-1}, or B = H where ||V|| ||H|| is small
-            _ce_hessian(P, p, Pp, Hm)
             B = Hm if vnorm * _max_row_sum(Hm) < STEIN_H_FORM else Vi
             for col in range(L):
                 for i in range(L):
