@@ -462,13 +462,13 @@ def test_a_three_class_curve_in_the_sharp_regime_is_solved_point_by_point(
     the point-by-point one, to the bit."""
     grid = np.linspace(1.0, 3.0, 10)
     calls: list[int] = []
-    sm = batch.StackedMap.evaluate
+    sm = batch.StackedMap.image
 
-    def counted(self, x, memory=None):
+    def counted(self, x, ev, memory):
         calls.append(self.n_points)
-        return sm(self, x, memory)
+        return sm(self, x, ev, memory)
 
-    monkeypatch.setattr(batch.StackedMap, "evaluate", counted)
+    monkeypatch.setattr(batch.StackedMap, "image", counted)
     df = gm.learning_curve(MIX3, "cross-entropy", grid, lam=1e-3)
     assert stacked_calls == [False] and calls == [10]  # one stacked evaluation
     expected = _point_by_point(

@@ -393,7 +393,7 @@ def test_error_class_follows_the_status_not_the_message(monkeypatch):
     assert type(exc.value) is gm.ConvergenceError
     assert exc.value.result.status is IterationStatus.MAX_ITER
     with monkeypatch.context() as m:  # a failing map whose message says NaN and spurious
-        m.setattr(FixedPointMap, "evaluate", _raise_spurious_sounding_error)
+        m.setattr(FixedPointMap, "hats_memory", _raise_spurious_sounding_error)
         with pytest.raises(gm.ConvergenceError, match="map failed") as exc:
             gm.solve(mix, "square", **kw)
         assert type(exc.value) is gm.ConvergenceError
@@ -422,7 +422,7 @@ def test_error_class_follows_the_status_not_the_message(monkeypatch):
     assert r.status is IterationStatus.CONVERGED and r.success
 
 
-def _raise_spurious_sounding_error(self, x, memory=None):
+def _raise_spurious_sounding_error(self, *args):
     raise FloatingPointError("NaN in a spurious place")
 
 

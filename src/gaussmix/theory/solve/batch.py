@@ -461,11 +461,19 @@ class StackedMap:
         """``T(x)`` of every point: channel, Newton step of each bias, priors; and the
         memory of this evaluation for the next (its record written: the evaluation counted,
         the trail, the points that freeze)."""
+        ev, memory = self.hats_memory(x, memory)
+        return self.image(x, ev, memory)
+
+    def image(
+        self, x: np.ndarray, ev: HatEvaluation, memory: StackedMemory
+    ) -> tuple[np.ndarray, StackedMemory]:
+        """The second half of :meth:`evaluate`: the image at ``x`` from its channel
+        evaluation ``ev`` (:meth:`hats_memory`'s, with its ``memory``), as a single point's
+        map's (:meth:`~gaussmix.theory.solve.fixed_point.FixedPointMap.image`)."""
         P, K0, L = self.n_points, self.K0, self.L
         b = self.unpack(x)[3]
         if self.symmetry is not None:  # the equivariant bias (as a single point's map)
             b = np.zeros_like(b)
-        ev, memory = self.hats_memory(x, memory)
         record = memory.record
         Vh = ev.Vhat.reshape(P, K0, L, L)
         Mh = ev.Mhat.reshape(P, K0, L)

@@ -250,10 +250,19 @@ class FixedPointMap:
         prior's at the corrected ``Mhat``: the same fixed points, reached in fewer iterations
         where the prior's gain ``G`` is large (real data, ``|mu_c|^2 ~ d``).
         """
+        ev, memory = self.hats_memory(x, memory)
+        return self.image(x, ev, memory)
+
+    def image(
+        self, x: np.ndarray, ev: HatEvaluation, memory: MapMemory
+    ) -> tuple[np.ndarray, MapMemory]:
+        """The second half of :meth:`evaluate`: the image at ``x`` from its channel
+        evaluation ``ev`` (:meth:`hats_memory`'s, with its ``memory``).  The iteration calls
+        the two halves apart, so that a failing prior leaves it the memory of the channel
+        evaluation that was made (its proximal points start the next evaluation)."""
         _, M, _, b = self.unpack(x)
         if self.symmetry is not None:  # the equivariant bias (see channel)
             b = np.zeros_like(b)
-        ev, memory = self.hats_memory(x, memory)
         pr = prior_update(
             self.problem, ev.Qhat, ev.Mhat, ev.Vhat, panels=self.prior_panels, single=self.single
         )

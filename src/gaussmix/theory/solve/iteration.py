@@ -2,8 +2,9 @@
 
 :func:`iterate` drives a map ``x -> T(x)`` (a
 :class:`~gaussmix.theory.solve.fixed_point.FixedPointMap`, or anything with its ``K``,
-``L``, ``log_chart`` and ``evaluate``, which takes the memory of the last evaluation and
-returns the image with its own: the state's ``aux``) from a starting state with a secant
+``L``, ``log_chart``, ``hats_memory`` and ``image``, the two halves of an evaluation, which
+take the memory of the last evaluation and return their own with the channel evaluation and
+the image: the state's ``aux``) from a starting state with a secant
 history (:class:`AndersonState`, immutable, ``init`` / ``update`` in the spirit of
 jaxopt's ``AndersonAcceleration``) to an :class:`IterationOutcome` whose
 :class:`IterationStatus` says why it stopped.  Convergence is declared when
@@ -274,7 +275,7 @@ class IterationOutcome:
     anderson : AndersonState
         The final secant history (a warm start for the next point of a curve).
     aux : object
-        The map's memory after its last evaluation (``T.evaluate``'s: for a single point's
+        The map's memory after its last evaluation (``T.image``'s: for a single point's
         map a :class:`~gaussmix.theory.solve.fixed_point.MapMemory`, whose channel
         evaluation at the returned state, where it is the last evaluated one, the
         observables reuse); None before any evaluation.
@@ -328,7 +329,7 @@ class IterationState(NamedTuple):
     outcome : IterationOutcome or None
         Set by the step that ended the iteration.
     aux : object
-        The map's memory after its last evaluation (what ``T.evaluate`` returns with the
+        The map's memory after its last evaluation (what ``T.image`` returns with the
         image and takes back at the next evaluation: the last channel evaluation, the warm
         start of the proximal solves), as ``anderson`` is the mixing's; the map itself
         keeps nothing across calls.
@@ -451,8 +452,9 @@ class FixedPointIteration:
             return s._replace(x=x_back, n_iter=it, anderson=cleared, last=None, aux=aux, **changes)
 
         aux = s.aux
-        try:
-            g, aux = T.evaluate(x, aux)
+        try:  # (in two halves: a failing image keeps the channel's memory for the next)
+            ev, aux = T.hats_memory(x, aux)
+            g, aux = T.image(x, ev, aux)
         except (FloatingPointError, np.linalg.LinAlgError) as exc:
             if last is not None:
                 return retreat(damping=0.5 * beta, evaluated=False)
