@@ -390,9 +390,10 @@ def test_a_stacked_three_class_point_short_of_the_tighter_tolerance_keeps_its_st
     evaluations: list[int] = []
     refined_solve = batch_solve.refined_solve
 
-    def spy(T, *args):
-        out = refined_solve(T, *args)
-        evaluations.append(T.evaluations)
+    def spy(T, *args, **kw):
+        out = refined_solve(T, *args, **kw)
+        if out is not None:  # (the iteration's record of its evaluations)
+            evaluations.append(out[0].aux.record.evaluations)
         return out
 
     monkeypatch.setattr(batch_solve, "refined_solve", spy)
@@ -431,9 +432,10 @@ def test_a_stacked_three_class_estimate_takes_its_observables_from_the_last_refi
             calls.append(m.shape[0])
         return channel(loss, y, m, b, Q, V, rule, warm)
 
-    def spy(T, *args):
-        out = refined_solve(T, *args)
-        evaluations.append(T.evaluations)
+    def spy(T, *args, **kw):
+        out = refined_solve(T, *args, **kw)
+        if out is not None:  # (the iteration's record of its evaluations)
+            evaluations.append(out[0].aux.record.evaluations)
         return out
 
     monkeypatch.setattr(batch, "channel_evaluation", counted)
@@ -460,13 +462,13 @@ def test_a_three_class_curve_in_the_sharp_regime_is_solved_point_by_point(
     the point-by-point one, to the bit."""
     grid = np.linspace(1.0, 3.0, 10)
     calls: list[int] = []
-    sm = batch.StackedMap.__call__
+    sm = batch.StackedMap.image
 
-    def counted(self, x):
+    def counted(self, x, ev, memory):
         calls.append(self.n_points)
-        return sm(self, x)
+        return sm(self, x, ev, memory)
 
-    monkeypatch.setattr(batch.StackedMap, "__call__", counted)
+    monkeypatch.setattr(batch.StackedMap, "image", counted)
     df = gm.learning_curve(MIX3, "cross-entropy", grid, lam=1e-3)
     assert stacked_calls == [False] and calls == [10]  # one stacked evaluation
     expected = _point_by_point(
@@ -617,13 +619,14 @@ def test_a_point_carries_its_own_secant_pairs() -> None:
     )
     assert not T.log_chart  # (the pairs are differences of the states themselves)
     out = batch_solve.converged_solve(T, T.start(), None, opts)
-    assert out is not None and T.frozen.all()
-    first = int(np.argmin(T.frozen_after))  # frozen longest before the end
-    assert out.n_iter - T.frozen_after[first] > opts.anderson
+    rec = out.aux.record  # (the iteration's record of its freezes and trail)
+    assert out is not None and rec.frozen.all()
+    first = int(np.argmin(rec.frozen_after))  # frozen longest before the end
+    assert out.n_iter - rec.frozen_after[first] > opts.anderson
     at = T.blocks == first
     assert all(not d[at].any() for d in out.anderson.dxs)  # the stacked history: nothing
-    own = T.pairs(out.anderson, list(range(len(problems))), opts.anderson)
-    trail = T.point_trail[:, :, at]  # its (x, T(x)) at its last evaluations, newest last
+    own = T.pairs(rec, out.anderson, list(range(len(problems))), opts.anderson)
+    trail = rec.point_trail[:, :, at]  # its (x, T(x)) at its last evaluations, newest last
     assert len(own.dxs) == opts.anderson and len(trail) == opts.anderson + 1
     for j in range(opts.anderson):  # their differences
         np.testing.assert_array_equal(own.dxs[j][at], trail[j + 1, 0] - trail[j, 0])
@@ -634,7 +637,7 @@ def test_a_point_carries_its_own_secant_pairs() -> None:
     # a map of some points alone takes theirs, in its own layout
     sub = [1, first, 7] if first not in (1, 7) else [2, 5, 8]
     T_sub = T.like([problems[i] for i in sub], T.rule)
-    part = T.pairs(out.anderson, sorted(sub), opts.anderson)
+    part = T.pairs(rec, out.anderson, sorted(sub), opts.anderson)
     assert part.dxs[0].size == T_sub.blocks.size
 
 
@@ -645,11 +648,14 @@ def test_an_iteration_continued_on_the_same_rule_keeps_the_proximal_points() -> 
     problems = curves._problems(BINARY, "logistic", [(0.1, a) for a in (1.0, 2.0)], "l2", None)
     rule = auto_rule(1, smooth=True)
     T = batch.StackedMap(problems, rule)
-    T(T.start())
-    assert T.warm is not None
-    assert T.like(problems, rule).warm is T.warm
-    assert T.like(problems, rule.refined()).warm is None
-    assert T.like(problems[:1], rule).warm is None
+    _, memory = T.evaluate(T.start())
+    assert memory.warm is not None
+    shared = T.like(problems, rule).shared(T, memory)
+    assert shared.warm is memory.warm and not shared.owns_warm  # (copied before written)
+    assert shared.record is not memory.record  # (a new iteration's record)
+    assert T.like(problems, rule.refined()).shared(T, memory).warm is None
+    T_one = T.like(problems[:1], rule)
+    assert T_one.shared(T, memory).warm is None
 
 
 def test_a_rules_first_evaluation_starts_from_the_nearest_nodes_of_the_last_rule() -> None:
@@ -663,8 +669,8 @@ def test_a_rules_first_evaluation_starts_from_the_nearest_nodes_of_the_last_rule
     rule = auto_rule(2).coarsened()
     T = batch.StackedMap(problems, rule, sym)
     x = T.start()
-    x = T(x)
-    T(x)  # the coarse map's last evaluation is at x
+    x, memory = T.evaluate(x)
+    _, memory = T.evaluate(x, memory)  # the coarse map's last evaluation is at x
     finer = rule.refined()
     nodes = batch._nearest_nodes(rule, finer)
     d = np.linalg.norm(finer.nodes - rule.nodes[nodes], axis=1)
@@ -673,16 +679,16 @@ def test_a_rules_first_evaluation_starts_from_the_nearest_nodes_of_the_last_rule
     for points in ([0, 1, 2, 3], [1, 3]):
         sub = [problems[i] for i in points]
         xs = T.stack([T.split(x)[i] for i in points])
-        warm = T.like(sub, finer)
-        warm.warm_from(T)
-        assert warm.warm is not None and warm.warm.h.shape[:2] == (len(points), finer.weights.size)
-        start = warm.warm
-        cold = T.like(sub, finer)
-        assert cold.warm is None
-        a, b = warm.hats(xs).moments, cold.hats(xs).moments
+        fine = T.like(sub, finer)
+        given = fine.warm_from(T, memory)
+        start = given.warm
+        assert start is not None and start.h.shape[:2] == (len(points), finer.weights.size)
+        assert fine.warm_from(T, None).warm is None
+        (a, _), (b, cold) = fine.hats_memory(xs, given), fine.hats_memory(xs)
+        a, b = a.moments, b.moments
         # each start's node omega = m + Q^{1/2} xi is its point's, at the nearest node: within
         # |Q^{1/2}| times the distance of the nodes of the refined evaluation's
-        Q = cold.means(xs)[1][:, 0]  # (cluster 0 of each point: the rows)
+        Q = fine.means(xs)[1][:, 0]  # (cluster 0 of each point: the rows)
         reach = np.sqrt(np.linalg.eigvalsh(Q).max(axis=1))[:, None] * d.max()
         gap = np.abs(start.omega - cold.warm.omega).max(axis=(2,))
         assert np.all(gap <= reach + 1e-12)
@@ -690,8 +696,7 @@ def test_a_rules_first_evaluation_starts_from_the_nearest_nodes_of_the_last_rule
             # (each proximal point to a relative PROX_TOL, 1e-13: the moments to ~10 times it)
             np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=0, atol=1e-12)
     other = T.like(problems[::-1], finer)  # points not in the order of the last map's
-    other.warm_from(T)
-    assert other.warm is None
+    assert other.warm_from(T, memory).warm is None
 
 
 def test_correct_intervals_of_many_clusters_at_once() -> None:

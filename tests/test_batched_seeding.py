@@ -35,8 +35,8 @@ def restarts(monkeypatch) -> list[list[int]]:
     seen: list[list[int]] = []
     reseed = continuation._reseed
 
-    def spy(T, x, own, params):
-        out = reseed(T, x, own, params)
+    def spy(T, *args):
+        out = reseed(T, *args)
         seen.append([] if out is None else list(out[1]))
         return out
 
@@ -196,9 +196,10 @@ def test_a_lasso_sweeps_estimate_is_one_iteration_on_each_refined_rule(monkeypat
         rules.append(rule)
         return channel(loss, y, m, b, Q, V, rule, warm)
 
-    def spy(T, *args):
-        out = refined_solve(T, *args)
-        solves.append((T.rule, T.evaluations, args[-1]))
+    def spy(T, *args, **kw):
+        out = refined_solve(T, *args, **kw)
+        assert out is not None
+        solves.append((T.rule, out[0].aux.record.evaluations, args[-1]))
         return out
 
     monkeypatch.setattr(batch, "channel_evaluation", counted)

@@ -16,7 +16,7 @@ from gaussmix.theory.api.api import make_problem
 from gaussmix.theory.numerics.quadrature import SobolRQMC
 from gaussmix.theory.numerics.tolerances import PROX_TOL, REPLICATE_SHIFT_RTOL
 from gaussmix.theory.solve import refinement
-from gaussmix.theory.solve.fixed_point import new_map, start_state
+from gaussmix.theory.solve.fixed_point import MapMemory, new_map, start_state
 from gaussmix.theory.solve.iteration import AndersonState, iterate
 from gaussmix.theory.solve.options import SolverOptions
 from gaussmix.theory.solve.policy import channel_rule, continuation
@@ -123,8 +123,8 @@ def test_ten_class_estimate_keeps_the_rule_and_bounds_a_finer_one(digits_mixture
 
 
 def _randomised_fixed_point():
-    """An eight-class point whose automatic rule is randomised, solved: problem, map and
-    state."""
+    """An eight-class point whose automatic rule is randomised, solved: problem, map,
+    state and the proximal points of the map's last evaluation."""
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=8)
     problem = make_problem(mix, "cross-entropy", lam=0.1, alpha=4.0)
     opts, history = SolverOptions(), {}
@@ -133,12 +133,12 @@ def _randomised_fixed_point():
     x0 = start_state(problem, None)
     first = continuation(problem, opts)
     T, out = refinement.run_fixed_point(problem, rule, x0, opts, None, history, first_phase=first)
-    assert out.converged and T.warm is not None
-    return problem, T, out.x
+    assert out.converged and out.aux.warm is not None
+    return problem, T, out.x, out.aux.warm
 
 
-def _moments(T, x) -> np.ndarray:
-    m = T.hats(x).moments
+def _moments(T, x, warm=None) -> np.ndarray:
+    m = T.hats(x, MapMemory(warm=warm)).moments
     return np.concatenate([np.ravel(a) for a in (m.Ef, m.Eff, m.Edf, m.Eloss, m.Eenv)])
 
 
@@ -147,8 +147,8 @@ def test_nested_warm_starts_a_replicate_and_the_refined_rule_where_the_points_ar
     begin with the rule's: their proximal solves start at the rule's proximal points there
     (the others cold: zero predictor), and the moments are the cold start's to the
     proximal tolerance (a start only).  Points that are not the same give no start."""
-    problem, T, x = _randomised_fixed_point()
-    rule, warm = T.rule, T.warm
+    problem, T, x, warm = _randomised_fixed_point()
+    rule = T.rule
     reps = rule.replicates()
     n = reps[0].weights.size
     for r in (0, len(reps) - 1):
@@ -157,11 +157,10 @@ def test_nested_warm_starts_a_replicate_and_the_refined_rule_where_the_points_ar
         )
         assert start is not None and start.key == (reps[r], (warm.h.shape[0], n, problem.dim))
         np.testing.assert_array_equal(start.h, warm.h[:, r * n : (r + 1) * n])
-        warm_map, cold_map = new_map(problem, reps[r], T), new_map(problem, reps[r], T)
-        warm_map.warm = start
+        Tr = new_map(problem, reps[r], T)
         # the prox solves stop at PROX_TOL in stationarity; moments move by that order
         np.testing.assert_allclose(
-            _moments(warm_map, x), _moments(cold_map, x), rtol=0, atol=1e3 * PROX_TOL
+            _moments(Tr, x, start), _moments(Tr, x), rtol=0, atol=1e3 * PROX_TOL
         )
     # a block of another replicate is not the same points: no start
     assert refinement._nested_warm(warm, rule, reps[0], [(slice(0, n), slice(n, 2 * n))]) is None
@@ -174,8 +173,7 @@ def test_nested_warm_starts_a_replicate_and_the_refined_rule_where_the_points_ar
     m = finer.weights.size // len(reps)
     np.testing.assert_array_equal(start.h[:, m : m + n], warm.h[:, n : 2 * n])
     assert not start.h[:, n:m].any() and not start.omega[:, n:m].any()  # new points: cold
-    warm_map, cold_map = new_map(problem, finer, T), new_map(problem, finer, T)
-    warm_map.warm = start
+    T2 = new_map(problem, finer, T)
     np.testing.assert_allclose(
-        _moments(warm_map, x), _moments(cold_map, x), rtol=0, atol=1e3 * PROX_TOL
+        _moments(T2, x, start), _moments(T2, x), rtol=0, atol=1e3 * PROX_TOL
     )

@@ -393,7 +393,7 @@ def test_error_class_follows_the_status_not_the_message(monkeypatch):
     assert type(exc.value) is gm.ConvergenceError
     assert exc.value.result.status is IterationStatus.MAX_ITER
     with monkeypatch.context() as m:  # a failing map whose message says NaN and spurious
-        m.setattr(FixedPointMap, "__call__", _raise_spurious_sounding_error)
+        m.setattr(FixedPointMap, "hats_memory", _raise_spurious_sounding_error)
         with pytest.raises(gm.ConvergenceError, match="map failed") as exc:
             gm.solve(mix, "square", **kw)
         assert type(exc.value) is gm.ConvergenceError
@@ -422,7 +422,7 @@ def test_error_class_follows_the_status_not_the_message(monkeypatch):
     assert r.status is IterationStatus.CONVERGED and r.success
 
 
-def _raise_spurious_sounding_error(self, x):
+def _raise_spurious_sounding_error(self, *args):
     raise FloatingPointError("NaN in a spurious place")
 
 
@@ -613,22 +613,30 @@ def test_residual_scale_is_the_block_units_componentwise():
 
 
 def test_a_map_is_set_by_its_constructor():
-    """A FixedPointMap's settings are written once, by its constructor: a later write
-    raises, and new_map makes a map with other settings (the panels, the precision, a
-    channel evaluation already made) whose images are the map's own at those settings."""
-    from gaussmix.theory.solve.fixed_point import FixedPointMap, new_map
+    """A FixedPointMap is a frozen value: every attribute is written once, by its
+    constructor, and a later write (a setting, or memory of an evaluation) raises; what
+    an evaluation hands to the next is the MapMemory it returns, given back explicitly.
+    new_map makes a map with other settings (the panels, the precision), which reuses a
+    channel evaluation it is given, with images the map's own at those settings."""
+    from gaussmix.theory.solve.fixed_point import FixedPointMap, MapMemory, new_map
 
     make, x0, _, _ = _k3_iteration()
     T = make()
-    for name, value in (("prior_panels", 8), ("single", True), ("rule", None), ("symmetry", 1)):
+    names = ("prior_panels", "single", "rule", "symmetry", "last", "warm", "last_prior")
+    for name in names:
         with pytest.raises(AttributeError, match=name):
-            setattr(T, name, value)
-    g = T(x0)  # (its memory is its own to write)
-    assert T.last is not None and np.array_equal(T.last.x, x0)
-    again = new_map(T.problem, T.rule, T, prior_panels=8, known=T.last)
+            setattr(T, name, None)
+    g, memory = T.evaluate(x0)
+    assert memory.ev is not None and np.array_equal(memory.ev.x, x0)
+    assert memory.prior is not None
+    assert T.hats(x0, memory) is memory.ev  # reused where made at the state
+    assert T.hats(x0) is not memory.ev  # a map without memory makes a new evaluation
+    np.testing.assert_array_equal(T(x0), g)  # (same inputs, same numbers)
+    again = new_map(T.problem, T.rule, T, prior_panels=8)
     assert again.prior_panels == 8 and not again.single
-    assert again.hats(x0) is T.last  # the evaluation it was given, not a new one
-    np.testing.assert_array_equal(again(x0), g)
+    given = MapMemory(ev=memory.ev)
+    assert again.hats(x0, given) is memory.ev  # the evaluation it was given, not a new one
+    np.testing.assert_array_equal(again(x0, given), g)
     single = new_map(T.problem, T.rule, T, single=True)
     assert single.single and single.prior_panels is None
     assert isinstance(single, FixedPointMap)

@@ -249,13 +249,15 @@ def test_own_residuals_of_the_freeze_test_are_the_trails() -> None:
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
     freezing = batch.Freezing(tol=1e-8, trail=3)
     T = batch.StackedMap(problems, channel_rule(problems[0], None), freezing=freezing)
-    x = T.start()
+    x, memory = T.start(), T.memory()
+    rec = memory.record  # (the iteration's record, written by its evaluations)
     for _ in range(3):
-        x = T(x)
-        assert T.own_at is not None and T.own_at[0] == T.evaluations
-        remembered = T.last_own_residuals()
-        T.own_at = None  # made again from the trail
-        again = T.last_own_residuals()
+        x, memory = T.evaluate(x, memory)
+        assert memory.record is rec
+        assert rec.own_at is not None and rec.own_at[0] == rec.evaluations
+        remembered = T.last_own_residuals(rec)
+        rec.own_at = None  # made again from the trail
+        again = T.last_own_residuals(rec)
         assert _same(remembered, again) and np.isfinite(again).all() and (again > 0).all()
 
 
@@ -270,18 +272,24 @@ def test_a_stacked_states_points_are_their_packed_states(mixture, loss) -> None:
 
 
 def test_a_stacked_map_is_set_by_its_constructor() -> None:
-    """A stacked map's settings (its points, rule, freezing and the layout made from them)
-    are written once, by its constructor: a later write raises, its memory of the solve is
-    its own to write, and a solve refuses a map not made for its options."""
+    """A stacked map is a frozen value: its settings (its points, rule, freezing and the
+    layout made from them) are written once, by its constructor, and a later write
+    raises, of a setting or of a memory of an evaluation; what an evaluation hands to the
+    next (and the record of which points froze) is the StackedMemory it returns, carried
+    by the iteration; a solve refuses a map not made for its options."""
     T, problems = _stacked(SPARSE, "logistic", [(0.1, 1.0), (0.1, 2.0)])
-    for name in ("freezing", "rule", "problems", "blocks", "lams"):
+    names = ("freezing", "rule", "problems", "blocks", "lams", "last", "warm", "frozen")
+    for name in names:
         with pytest.raises(AttributeError, match=name):
-            setattr(T, name, getattr(T, name))
+            setattr(T, name, None)
     x = T.start()
-    T(x)
-    assert T.evaluations == 1 and T.last is not None
+    g, memory = T.evaluate(x)
+    assert memory.record.evaluations == 1 and memory.ev is not None
+    assert T.hats(x, memory) is memory.ev  # reused where made at the state
+    assert _same(T(x), g)  # (the map itself remembers nothing)
     opts = solver_options(None, {})
     with pytest.raises(ValueError, match="solve_freezing"):
         batch_solve.iterated_solve(T, x, None, opts)
     made = batch.StackedMap(problems, T.rule, freezing=batch_solve.solve_freezing(opts))
-    assert batch_solve.converged_solve(made, x, None, opts) is not None and made.frozen.all()
+    out = batch_solve.converged_solve(made, x, None, opts)
+    assert out is not None and out.aux.record.frozen.all()

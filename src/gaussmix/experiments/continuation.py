@@ -41,7 +41,7 @@ from gaussmix.core.caught import caught, reissue
 from gaussmix.theory.numerics.quadrature import QuadratureRule, auto_rule
 from gaussmix.theory.prior.prior import prior_quadrature_dim, takes_stacked_points
 from gaussmix.theory.problem.problem import Problem
-from gaussmix.theory.solve.batch import StackedMap, point_mask
+from gaussmix.theory.solve.batch import FreezeRecord, StackedMap, StackedMemory, point_mask
 from gaussmix.theory.solve.batch_solve import (
     SharpPoint,
     SharpWatch,
@@ -388,26 +388,28 @@ def _first_solve(
 
     most = [0]  # the most points reported (the count never goes back)
 
-    def reporter(T: StackedMap) -> Callable[..., None] | None:
+    def reporter(record: FreezeRecord) -> Callable[..., None] | None:
         if on_converged is None:
             return None
 
         def report(*_) -> None:
-            most[0] = max(most[0], int(T.frozen.sum()))
+            most[0] = max(most[0], int(record.frozen.sum()))
             on_converged(most[0])
 
         return report
 
     params = _seed_params(T)
     if params is not None:
+        memory = T.memory()
         try:
-            out = _seeded_iterate(T, x0, params, reporter(T), opts)
+            out = _seeded_iterate(T, x0, params, reporter(memory.record), opts, memory)
         except SharpPoint:
             return T, None
         if out is not None and out.converged and T.is_valid(out.x):
             return T, out
         T = StackedMap(T.problems, T.rule, T.symmetry, T.log_chart, T.freezing)
-    return T, converged_solve(T, x0, None, opts, reporter(T))
+    memory = T.memory()
+    return T, converged_solve(T, x0, None, opts, reporter(memory.record), memory=memory)
 
 
 #: A sweep over lambda solved as one stacked state restarts its slow points once
@@ -481,6 +483,7 @@ def _seeded_iterate(
     params: np.ndarray,
     report: Callable[..., None] | None,
     opts: SolverOptions,
+    memory: StackedMemory,
 ) -> IterationOutcome | None:
     """The stacked iteration of a sweep over lambda or a curve over alpha (``params``: each
     point's ``log lambda`` or ``log alpha``, :func:`_seed_params`) from the cold start
@@ -519,10 +522,11 @@ def _seeded_iterate(
     restart, the iteration is the plain one.  A curve over alpha restarts once
     :data:`SEED_FRACTION` of its points have converged (frozen), see :data:`SEED_BUDGET`.
     Deterministic: the trigger, the seeds and the predictions depend on the iterates
-    only."""
-    seeding = _Seeding(T, params)
+    only.  ``memory``: the map's memory the iteration starts from, whose record the
+    restart reads."""
+    seeding = _Seeding(T, params, memory.record)
     try:
-        out = iterated_solve(T, x0, None, opts, report, on_step=seeding)
+        out = iterated_solve(T, x0, None, opts, report, on_step=seeding, memory=memory)
     except _SeedRejected:
         return None
     if out.converged and seeding.rejections(final=True):
@@ -538,8 +542,9 @@ class _Seeding:
     """The restart of a stacked sweep's slow points (:func:`_seeded_iterate`): the
     iteration's ``on_step``, and the safeguard's record of the restarted points."""
 
-    def __init__(self, T: StackedMap, params: np.ndarray) -> None:
+    def __init__(self, T: StackedMap, params: np.ndarray, record: FreezeRecord) -> None:
         self.T, self.params = T, params
+        self.record = record  # (the iteration's: its freezes and trail)
         #: whether the restarted points have a budget (a sweep over lambda, SEED_BUDGET)
         self.budgeted = len({p.alpha for p in T.problems}) == 1
         self.need = max(SEED_POINTS, math.ceil(SEED_FRACTION * T.n_points))
@@ -565,16 +570,17 @@ class _Seeding:
             if self.rejections(final=late) or s.n_iter - self.at >= cap:
                 raise _SeedRejected
             return None
-        if not T.trail:
+        rec = self.record
+        if not rec.trail:
             return None
-        own = T.last_own_residuals()
+        own = T.last_own_residuals(rec)
         # (a curve over alpha: once half its points have converged, its own points'
         # count, so that only the points slower than its median point are restarted)
-        below = own < SEED_TOL if self.budgeted else T.frozen
+        below = own < SEED_TOL if self.budgeted else rec.frozen
         if below.sum() < self.need or not (own >= SEED_RESTART).any():
             return None
         self.done, self.at = True, s.n_iter
-        made = _reseed(T, s.x, own, self.params)
+        made = _reseed(T, rec, s.x, own, self.params)
         if made is None:
             return None
         x, points, predictions, nearest = made
@@ -603,7 +609,7 @@ class _Seeding:
         was), the others go on from their predictions."""
         x_old, anderson_old, own_old = self.trial
         self.trial = None
-        own = self.T.last_own_residuals()
+        own = self.T.last_own_residuals(self.record)
         back = [j for j in self.waiting if not own[j] < own_old[j]]
         if not back:
             return None
@@ -627,13 +633,13 @@ class _Seeding:
         :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`), not frozen.  The
         frozen points accepted are no longer watched (the frozen points tested at once,
         :func:`~gaussmix.experiments.continuation.predictions_accepted`)."""
-        T = self.T
-        frozen = [j for j in self.waiting if T.frozen[j]]
+        T, rec = self.T, self.record
+        frozen = [j for j in self.waiting if rec.frozen[j]]
         if final and len(frozen) < len(self.waiting):
             return True
         if not frozen:
             return False
-        parts = T.unpack(T.frozen_x)  # (each point's state at its freeze)
+        parts = T.unpack(rec.frozen_x)  # (each point's state at its freeze)
         fixed = [_PointState(*(a[j] for a in parts)) for j in frozen]
         watched = [self.waiting.pop(j) for j in frozen]
         accepted = predictions_accepted(fixed, *(list(w) for w in zip(*watched)))
@@ -663,7 +669,7 @@ class _PointState(NamedTuple):
 
 
 def _reseed(
-    T: StackedMap, x_next: np.ndarray, own: np.ndarray, params: np.ndarray
+    T: StackedMap, rec: FreezeRecord, x_next: np.ndarray, own: np.ndarray, params: np.ndarray
 ) -> tuple[np.ndarray, list[int], list[dict], list[dict]] | None:
     """The next stacked iterate ``x_next`` with the slow points (not frozen, own residual ``own``
     at least :data:`SEED_RESTART`) replaced by their predictions from the seeds (below it, at
@@ -671,9 +677,9 @@ def _reseed(
     points, their predictions and their nearest seeds' states (dicts of ``Q, M, V, b``).
     None where no point can be predicted (fewer than two seeds in the chart).  The seeds
     enter the chart, and the predictions leave it, all at once (:func:`_charted`)."""
-    x_last, g_last = T.trail[-1]
+    x_last, g_last = rec.trail[-1]
     # each point's state: a frozen point's own, else its image of the last evaluation
-    at = np.where(T.frozen[T.blocks], x_last, g_last)
+    at = np.where(rec.frozen[T.blocks], x_last, g_last)
     below = np.flatnonzero(own < SEED_TOL)
     charted = _charted(T, at, below, forward=True)
     seeds = [int(i) for i, y in zip(below, charted) if y is not None]
@@ -681,7 +687,7 @@ def _reseed(
         return None
     charted = {int(i): y for i, y in zip(below, charted) if y is not None}
     states = dict(zip(seeds, _point_dicts(T.unpack(at), seeds)))
-    slow = np.flatnonzero((own >= SEED_RESTART) & ~T.frozen)
+    slow = np.flatnonzero((own >= SEED_RESTART) & ~rec.frozen)
     preds = []
     for j in slow:
         # the nearest seeds, the nearest last (predict's order), ties by index
@@ -814,18 +820,24 @@ def solve_points(
         Tc, out = _first_solve(Tc, x0, opts)
         if out is None:
             return None
-        x0, history = out.x, Tc.pairs(out.anderson, list(range(len(problems))), opts.anderson)
-        T.warm_from(Tc)  # (two outputs: the curve's rule is not the single point's)
-        n_coarse = Tc.own_iterations(out.n_iter)
+        rec = out.aux.record
+        x0 = out.x
+        history = Tc.pairs(rec, out.anderson, list(range(len(problems))), opts.anderson)
+        start = T.warm_from(
+            Tc, out.aux
+        )  # (two outputs: the curve's rule is not the single point's)
+        n_coarse = Tc.own_iterations(rec, out.n_iter)
     if coarse is None:
         T, out = _first_solve(T, x0, opts, on_converged)
     else:
-        report = None if on_converged is None else lambda *_: on_converged(int(T.frozen.sum()))
-        out = converged_solve(T, x0, history, opts, report)
+        frozen = start.record.frozen
+        report = None if on_converged is None else lambda *_: on_converged(int(frozen.sum()))
+        out = converged_solve(T, x0, history, opts, report, memory=start)
     if out is None:
         return None
-    residuals = np.where(T.frozen, T.residuals, out.residual)  # each point's own
-    n_iters = T.own_iterations(out.n_iter) + (n_coarse if coarse is not None else 0)
+    rec = out.aux.record
+    residuals = np.where(rec.frozen, rec.residuals, out.residual)  # each point's own
+    n_iters = T.own_iterations(rec, out.n_iter) + (n_coarse if coarse is not None else 0)
     # (two outputs: the points after the first stay on the curve's rule, as point by point)
     sharps = [None] * len(problems) if two else sharp_rules(T, out.x, opts)
     groups: dict = {}  # the rule of each point -> its points
@@ -835,21 +847,23 @@ def solve_points(
     with caught() as log:  # given once every point stands
         for sharp, idx in groups.items():
             T_g, x_g, n_iter, res_g = T, out.x, n_iters[idx], residuals[idx]
-            hist = T.pairs(out.anderson, idx, opts.anderson, own=own_refined_pairs(T))
+            mem_g = out.aux  # (the memory of the map's last evaluation)
+            hist = T.pairs(rec, out.anderson, idx, opts.anderson, own=own_refined_pairs(T))
             if len(idx) < len(problems):  # the group's points alone
                 T_g = T.like([problems[i] for i in idx], rule)
-                x_g = T.points_of(out.x, idx)
+                x_g, mem_g = T.points_of(out.x, idx), None
             if sharp is not None:  # in the sharp regime: its rule, from there
                 # (with the secant pairs of the iteration that reached it, as a single
                 # point's re-solve, solver.solve_problem)
-                T_g = T_g.like(T_g.problems, sharp, solve_freezing(opts))
-                out_g = converged_solve(T_g, x_g, hist, opts)
+                T_s = T_g.like(T_g.problems, sharp, solve_freezing(opts))
+                out_g = converged_solve(T_s, x_g, hist, opts, memory=T_s.shared(T_g, mem_g))
                 if out_g is None:
                     return None
-                x_g, n_iter = out_g.x, n_iter + T_g.own_iterations(out_g.n_iter)
-                res_g = np.where(T_g.frozen, T_g.residuals, out_g.residual)
-                hist = T_g.pairs(out_g.anderson, list(range(len(idx))), opts.anderson)
-            done = estimate_points(T_g, x_g, n_iter, res_g, opts, hist, merge=merge)
+                T_g, mem_g, rec_g = T_s, out_g.aux, out_g.aux.record
+                x_g, n_iter = out_g.x, n_iter + T_g.own_iterations(rec_g, out_g.n_iter)
+                res_g = np.where(rec_g.frozen, rec_g.residuals, out_g.residual)
+                hist = T_g.pairs(rec_g, out_g.anderson, list(range(len(idx))), opts.anderson)
+            done = estimate_points(T_g, x_g, n_iter, res_g, opts, hist, merge=merge, memory=mem_g)
             if done is None:
                 return None
             for i, res in zip(idx, done):

@@ -74,17 +74,13 @@ class _MarginMap(FixedPointMap):
 
     def __init__(self, problem: Problem, kappa: float, nodes: QMCNodes | None) -> None:
         super().__init__(problem, None)  # type: ignore[arg-type] - no quadrature rule
-        self.kappa = kappa
-        self.nodes = nodes
+        object.__setattr__(self, "kappa", kappa)  # (a map is frozen after construction)
+        object.__setattr__(self, "nodes", nodes)
 
-    def hats(self, x: np.ndarray) -> HatEvaluation:
-        last = self.last
-        if last is not None and np.array_equal(last.x, x):
-            return last
+    def channel(self, x: np.ndarray, warm: None) -> tuple[HatEvaluation, None]:
         Q, M, V, b = unpack_state(x, self.K, self.L)
         mom, _ = polyhedron_moments(self.problem, M, b, Q, V, self.kappa, self.nodes)
-        self.last = HatEvaluation.of(x, mom, self.ar)
-        return self.last
+        return HatEvaluation.of(x, mom, self.ar), None
 
 
 @dataclass
@@ -271,7 +267,7 @@ def max_margin(
     P = problem.P
     ok = out.converged and is_valid_state(out.x, problem.n_clusters, L)
     Q, M, V, b = unpack_state(out.x, problem.n_clusters, L)
-    ev = T.hats(out.x) if ok else None
+    ev = T.hats(out.x, out.aux) if ok else None
     test_err = margin = ierr = np.nan
     if ok:
         acc, err = test_accuracy(problem, M, b, Q)

@@ -25,8 +25,8 @@ of the points and the restart of a sweep's slow points are the continuation's
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
-from typing import Protocol
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple, Protocol
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -41,6 +41,7 @@ from ..problem.symmetry import ClusterSymmetry
 from .fixed_point import (
     FixedPointMap,
     HatEvaluation,
+    MapMemory,
     bias_step,
     initial_hats_points,
     new_map,
@@ -48,7 +49,16 @@ from .fixed_point import (
 from .iteration import AndersonState
 from .state import LogChart, is_valid_state, pack_state, residual_scale, unpack_state
 
-__all__ = ["MOMENTS", "NO_FREEZING", "Freezing", "StackedMap", "Watch", "point_mask"]
+__all__ = [
+    "MOMENTS",
+    "NO_FREEZING",
+    "FreezeRecord",
+    "Freezing",
+    "StackedMap",
+    "StackedMemory",
+    "Watch",
+    "point_mask",
+]
 
 
 @dataclass(frozen=True)
@@ -110,6 +120,86 @@ class Freezing:
 NO_FREEZING = Freezing()
 
 
+@dataclass(eq=False)
+class FreezeRecord:
+    """What the evaluations of one stacked iteration record as they go (which points froze
+    where and after how many evaluations, the trail of evaluations), read by its caller
+    during and after the iteration (:meth:`StackedMap.own_iterations`,
+    :meth:`StackedMap.images`, :meth:`StackedMap.pairs`).
+
+    The record of one iteration, made with its memory (:meth:`StackedMap.memory`) and
+    carried in it (:class:`StackedMemory`, the iteration state's ``aux``); the map keeps
+    none.  Its arrays are written in place by the evaluations of that iteration.
+    """
+
+    frozen: np.ndarray  # (P,) bool: the points frozen
+    frozen_x: np.ndarray  # the state each point froze at
+    frozen_g: np.ndarray  # and its image there
+    residuals: np.ndarray  # each frozen point's residual
+    frozen_after: np.ndarray  # each frozen point's evaluations
+    has_trail: np.ndarray  # the points whose own trail is kept
+    settled_g: np.ndarray  # each point's image at settle_tol (``freezing.settle_tol``)
+    settled_res: np.ndarray  # its residual there
+    settled_after: np.ndarray  # and its evaluations
+    settled: np.ndarray  # the points frozen at their image there
+    #: evaluations of the map in this iteration
+    evaluations: int = 0
+    #: each point's own residual at an evaluation, by the freeze test, and which
+    #: evaluation (:meth:`StackedMap.last_own_residuals` reads it instead of making it again)
+    own_at: tuple[int, np.ndarray] | None = None
+    #: the last evaluations ``(x, T(x))`` of the iteration (``freezing.trail``)
+    trail: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    #: (freezing.trail, 2, components): each frozen point's last evaluations ``(x, T(x))``
+    #: at its freeze, the newest last (the oldest repeated where it had fewer)
+    point_trail: np.ndarray | None = None
+
+    @classmethod
+    def empty(cls, n_points: int, n_components: int) -> FreezeRecord:
+        """The record before the first evaluation."""
+
+        def nan(n: int) -> np.ndarray:
+            return np.full(n, np.nan)
+
+        def no(n: int) -> np.ndarray:
+            return np.zeros(n, dtype=bool)
+
+        P, n = n_points, n_components
+        count = np.zeros(P, dtype=int)
+        return cls(
+            no(P), nan(n), nan(n), nan(P), count, no(P), nan(n), nan(P), count.copy(), no(P)
+        )
+
+
+class StackedMemory(NamedTuple):
+    """What one evaluation of a :class:`StackedMap` hands to the next (the iteration
+    state's ``aux``, as a single point's map's
+    :class:`~gaussmix.theory.solve.fixed_point.MapMemory`).
+
+    Attributes
+    ----------
+    ev : HatEvaluation or None
+        The last channel evaluation (at ``ev.x``), returned again by :meth:`StackedMap.hats`
+        at that state.
+    rows : ChannelMoments or None
+        The integrated clusters' moments of that evaluation (a frozen point's stand for its
+        unchanged state at the next evaluation).
+    warm : ProxWarmStart or None
+        The proximal points of the last evaluation, the warm start of the next.
+    owns_warm : bool
+        Whether this memory alone holds ``warm``'s arrays (a partial evaluation then writes
+        its clusters' proximal points into them instead of into copies; a memory handed to
+        another map, :meth:`StackedMap.shared`, shares them until it evaluates).
+    record : FreezeRecord
+        The record of the iteration's freezes and trail.
+    """
+
+    ev: HatEvaluation | None
+    rows: ChannelMoments | None
+    warm: ProxWarmStart | None
+    owns_warm: bool
+    record: FreezeRecord
+
+
 class StackedMap:
     """Theorem 1's map for ``P`` problems at once (a stacked state, see the module's
     docstring): the interface of a :class:`~gaussmix.theory.solve.fixed_point.FixedPointMap` for
@@ -132,10 +222,11 @@ class StackedMap:
 
     Notes
     -----
-    A map is set by its constructor: its settings (the above and the layout made from them)
-    cannot be written afterwards (``AttributeError``); what it writes as it evaluates is its
-    memory of one solve (the last evaluation, the proximal points, which points froze where,
-    the trail of evaluations), which lives and dies with it.
+    A map is a frozen value set by its constructor: no attribute can be written afterwards
+    (``AttributeError``).  What one evaluation hands to the next (the last evaluation, the
+    proximal points, the record of which points froze where and of the trail of
+    evaluations) is a :class:`StackedMemory` that :meth:`evaluate` takes and returns: the
+    iteration carries it in its state (``aux``), and its caller reads the record from it.
     """
 
     def __init__(
@@ -147,105 +238,100 @@ class StackedMap:
         freezing: Freezing = NO_FREEZING,
     ) -> None:
         p0 = problems[0]
-        self.freezing = freezing
-        self.problems = problems
-        self.rule = rule
-        self.symmetry = symmetry
-        self.log_chart = log_chart
-        self.n_points = P = len(problems)
-        self.K0 = K0 = p0.n_clusters
-        self.K = P * K0
-        self.L = L = p0.dim
+        P, K0, L = len(problems), p0.n_clusters, p0.dim
         # each point's alpha rho_c (one mixture), all at once
         alphas = np.array([p.alpha for p in problems])
-        self.ar = np.repeat(alphas, K0) * np.tile(p0.mixture.rho, P)
-        self.lams = np.array([p.lam for p in problems])
-        self.outputs = _StackedOutputs(
-            p0.loss, np.tile(p0.y, (P, 1)), _repeated(p0.constraints, P), self.K, L, p0.P
-        )
         layout = _layout(P, K0, L, symmetry is not None)
-        #: the clusters whose channel is integrated (cluster 0 of each point with the
-        #: symmetry, every cluster without), the point of each, the point of each cluster
-        #: and the point of each component of the stacked state (Q, M, V: K0 blocks each;
-        #: b: L)
-        self.rows, self.row_point, self.row_of_cluster, self.blocks = layout[:4]
-        # the components of each point in one run (a maximum over each point's components
-        # by ``np.maximum.reduceat``, exact, instead of the slower ``np.maximum.at``)
-        self._order, self._starts = layout[4:]
-        self.last: HatEvaluation | None = None
-        self.last_rows: ChannelMoments | None = None  # the integrated clusters' moments
-        self.warm: ProxWarmStart | None = None
-        # whether this map alone holds ``warm``'s arrays (a partial evaluation then writes
-        # its clusters' proximal points into them instead of into copies; a map made by
-        # :meth:`like` shares them with its source until either evaluates)
-        self._owns_warm = False
-        self.frozen = np.zeros(P, dtype=bool)
-        self.frozen_x = np.full(self.blocks.size, np.nan)  # the state each point froze at
-        self.frozen_g = np.full(self.blocks.size, np.nan)  # and its image there
-        self.residuals = np.full(P, np.nan)  # each frozen point's residual
-        #: each point's own residual at an evaluation, by the freeze test, and which
-        #: evaluation (:meth:`last_own_residuals` reads it instead of making it again)
-        self.own_at: tuple[int, np.ndarray] | None = None
-        self.evaluations = 0  # of the map
-        self.frozen_after = np.zeros(P, dtype=int)  # each frozen point's
-        #: the last evaluations ``(x, T(x))`` of the iteration (``freezing.trail``)
-        self.trail: list[tuple[np.ndarray, np.ndarray]] = []
-        #: (freezing.trail, 2, components): each frozen point's last evaluations ``(x, T(x))``
-        #: at its freeze, the newest last (the oldest repeated where it had fewer)
-        self.point_trail: np.ndarray | None = None
-        self.has_trail = np.zeros(P, dtype=bool)
-        #: (``freezing.settle_tol``)
-        self.settled_g = np.full(self.blocks.size, np.nan)  # each point's image at settle_tol
-        self.settled_res = np.full(P, np.nan)  # its residual there
-        self.settled_after = np.zeros(P, dtype=int)  # and its evaluations
-        self.settled = np.zeros(P, dtype=bool)  # the points frozen at their image there
+        settings = dict(
+            freezing=freezing,
+            problems=problems,
+            rule=rule,
+            symmetry=symmetry,
+            log_chart=log_chart,
+            n_points=P,
+            K0=K0,
+            K=P * K0,
+            L=L,
+            ar=np.repeat(alphas, K0) * np.tile(p0.mixture.rho, P),
+            lams=np.array([p.lam for p in problems]),
+            outputs=_StackedOutputs(
+                p0.loss, np.tile(p0.y, (P, 1)), _repeated(p0.constraints, P), P * K0, L, p0.P
+            ),
+            # the clusters whose channel is integrated (cluster 0 of each point with the
+            # symmetry, every cluster without), the point of each, the point of each
+            # cluster and the point of each component of the stacked state (Q, M, V: K0
+            # blocks each; b: L)
+            rows=layout[0],
+            row_point=layout[1],
+            row_of_cluster=layout[2],
+            blocks=layout[3],
+            # the components of each point in one run (a maximum over each point's
+            # components by ``np.maximum.reduceat``, exact, instead of the slower
+            # ``np.maximum.at``)
+            _order=layout[4],
+            _starts=layout[5],
+        )
+        for name, value in settings.items():
+            object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: object) -> None:
-        if name in _SETTINGS and hasattr(self, name):
-            raise AttributeError(
-                f"StackedMap.{name} is set by the constructor; make a new map (like) for "
-                "other settings"
-            )
-        object.__setattr__(self, name, value)
+        raise AttributeError(
+            f"StackedMap.{name} is set by the constructor; make a new map (like) for "
+            "other settings"
+        )
 
     def like(
         self, problems: list[Problem], rule: QuadratureRule, freezing: Freezing = NO_FREEZING
     ) -> StackedMap:
         """A stacked map of ``problems`` with ``rule``, ``freezing`` and this map's symmetry
-        and chart; for
-        the same points and rule (an iteration continued, a refined re-solve) with this
-        map's proximal points as the warm start of its first evaluation, as a single point's
-        map keeps them from one iteration to the next."""
-        T = StackedMap(problems, rule, self.symmetry, self.log_chart, freezing)
-        if rule == self.rule and len(problems) == self.n_points:
-            if all(p is q for p, q in zip(problems, self.problems)):
-                T.warm = self.warm
-                self._owns_warm = False  # (both hold them)
-        return T
+        and chart (its memory is the caller's: :meth:`shared`, :meth:`warm_from`)."""
+        return StackedMap(problems, rule, self.symmetry, self.log_chart, freezing)
 
-    def warm_from(self, other: StackedMap) -> None:
-        """Start the first evaluation of this map (whose points are some of ``other``'s, in
-        the same order, and whose rule is another) from the proximal points of ``other``'s
-        last evaluation, at the state this map starts from: each node's from the nearest node
-        of ``other``'s rule (:func:`_nearest_nodes`), whose ``f = V^{-1}(h - omega)`` the
-        compiled channel maps through this evaluation's nodes and metrics, as from one
-        evaluation to the next (:class:`~gaussmix.theory.channel.channel.ProxWarmStart`).  The
-        proximal solves converge to their own tolerance from any start; a good one saves
-        Newton steps (a rule's first evaluation started from ``h = omega`` costs about 2.5
-        times a warm one, BENCHMARKS.md).  Nothing without ``other``'s proximal points."""
-        warm = other.warm
+    def memory(self) -> StackedMemory:
+        """The memory before a first evaluation (a fresh record)."""
+        return StackedMemory(None, None, None, False, FreezeRecord.empty(*self._sizes()))
+
+    def _sizes(self) -> tuple[int, int]:
+        return self.n_points, self.blocks.size
+
+    def shared(self, other: StackedMap, memory: StackedMemory | None) -> StackedMemory:
+        """The memory this map starts from after ``other``'s evaluations (``memory``): for
+        the same points and rule (an iteration continued, a refined re-solve) ``other``'s
+        proximal points as the warm start of its first evaluation, as a single point's
+        iteration keeps them from one evaluation to the next (shared until either
+        evaluates, :attr:`StackedMemory.owns_warm`); a fresh memory otherwise."""
+        fresh = self.memory()
+        if memory is None or self.rule != other.rule or self.n_points != other.n_points:
+            return fresh
+        if not all(p is q for p, q in zip(self.problems, other.problems)):
+            return fresh
+        return fresh._replace(warm=memory.warm)
+
+    def warm_from(self, other: StackedMap, memory: StackedMemory | None) -> StackedMemory:
+        """The memory that starts the first evaluation of this map (whose points are some of
+        ``other``'s, in the same order, and whose rule is another) from the proximal points
+        of ``other``'s last evaluation (``memory``), at the state this map starts from: each
+        node's from the nearest node of ``other``'s rule (:func:`_nearest_nodes`), whose
+        ``f = V^{-1}(h - omega)`` the compiled channel maps through this evaluation's nodes
+        and metrics, as from one evaluation to the next
+        (:class:`~gaussmix.theory.channel.channel.ProxWarmStart`).  The proximal solves
+        converge to their own tolerance from any start; a good one saves Newton steps (a
+        rule's first evaluation started from ``h = omega`` costs about 2.5 times a warm one,
+        BENCHMARKS.md).  A fresh memory without ``other``'s proximal points."""
+        fresh = self.memory()
+        warm = None if memory is None else memory.warm
         if warm is None or warm.h.shape[0] != other.rows.size or self.rule == other.rule:
-            return
+            return fresh
         ids = {id(p): i for i, p in enumerate(other.problems)}
         points = [ids.get(id(p)) for p in self.problems]
         if None in points or points != sorted(points):
-            return
+            return fresh
         rows = point_mask(other.n_points, points)[other.row_point]
         nodes = _nearest_nodes(other.rule, self.rule)
         # (np.take gathers the nodes about 8 times faster than fancy indexing)
         h, omega = (np.take(a[rows], nodes, axis=1) for a in (warm.h, warm.omega))
-        self.warm = ProxWarmStart((self.rule, h.shape), h, omega, warm.V[rows])
-        self._owns_warm = True
+        start = ProxWarmStart((self.rule, h.shape), h, omega, warm.V[rows])
+        return fresh._replace(warm=start, owns_warm=True)
 
     def start(self) -> np.ndarray:
         """The solver's starting point of every point
@@ -308,13 +394,21 @@ class StackedMap:
         """:func:`~gaussmix.theory.solve.state.is_valid_state` of every point."""
         return is_valid_state(x, self.K, self.L)
 
-    def hats(self, x: np.ndarray) -> HatEvaluation:
+    def hats(self, x: np.ndarray, memory: StackedMemory | None = None) -> HatEvaluation:
         """The channel of every stacked cluster at ``x`` in one evaluation (of cluster 0 of
-        each point with the symmetry), and the hats ``alpha rho_c E[...]`` of each point
-        (the last evaluation is remembered)."""
-        last = self.last
+        each point with the symmetry), and the hats ``alpha rho_c E[...]`` of each point:
+        ``memory``'s evaluation where made at ``x``, else a new one."""
+        return self.hats_memory(x, memory)[0]
+
+    def hats_memory(
+        self, x: np.ndarray, memory: StackedMemory | None = None
+    ) -> tuple[HatEvaluation, StackedMemory]:
+        """:meth:`hats` and the memory after it."""
+        if memory is None:
+            memory = self.memory()
+        last = memory.ev
         if last is not None and last.x.shape == x.shape and (last.x == x).all():
-            return last  # (np.array_equal's test, without its cost)
+            return last, memory  # (np.array_equal's test, without its cost)
         m, Q, V, _ = self.means(x)
         L = self.L
         p = self.problems[0]
@@ -322,16 +416,16 @@ class StackedMap:
         m, Q, V = m.reshape(-1, L)[rows], Q.reshape(-1, L, L)[rows], V.reshape(-1, L, L)[rows]
         y = self.outputs.y[rows]
         zero = np.zeros(L)
-        active = ~self._frozen_at(x)[self.row_point]
-        if self.last_rows is None or active.all():
-            mom, self.warm = channel_evaluation(p.loss, y, m, zero, Q, V, self.rule, self.warm)
-            self._owns_warm = True  # (the evaluation's own arrays)
+        active = ~self._frozen_at(memory.record, x)[self.row_point]
+        owns = memory.owns_warm
+        if memory.rows is None or active.all():
+            mom, warm = channel_evaluation(p.loss, y, m, zero, Q, V, self.rule, memory.warm)
+            owns = True  # (the evaluation's own arrays)
         else:  # the frozen points' moments are those of their (unchanged) states
             active = np.flatnonzero(active)  # (the rows by index: cheaper to gather)
-            full = (
-                self.warm if self.warm is not None and self.warm.h.shape[0] == rows.size else None
-            )
-            sub, warm = channel_evaluation(
+            warm = memory.warm
+            full = warm if warm is not None and warm.h.shape[0] == rows.size else None
+            sub, warm_sub = channel_evaluation(
                 p.loss,
                 y[active],
                 m[active],
@@ -341,29 +435,46 @@ class StackedMap:
                 self.rule,
                 None if full is None else _warm_rows(full, active),
             )
-            if full is not None and warm is not None:  # the proximal points of every cluster
-                if not self._owns_warm:  # (copies: another map holds these arrays)
+            if full is not None and warm_sub is not None:  # the proximal points of every cluster
+                if not owns:  # (copies: another memory holds these arrays)
                     full = ProxWarmStart(full.key, *(getattr(full, f).copy() for f in _WARM))
-                    self._owns_warm = True
+                    owns = True
                 for f in _WARM:  # (a cluster's rows of a stacked rule: about 1 MB each)
-                    getattr(full, f)[active] = getattr(warm, f)
-                self.warm = full
+                    getattr(full, f)[active] = getattr(warm_sub, f)
+                warm = full
             mom = ChannelMoments(
-                *(_merged(getattr(self.last_rows, f), getattr(sub, f), active) for f in MOMENTS)
+                *(_merged(getattr(memory.rows, f), getattr(sub, f), active) for f in MOMENTS)
             )
-        self.last_rows = mom
+        rows_mom = mom
         if self.symmetry is not None:  # cluster 0's moments stand for its point's clusters
             mom = self.symmetry.expand_point_moments(mom)
-        self.last = HatEvaluation.of(x, mom, self.ar)
-        return self.last
+        ev = HatEvaluation.of(x, mom, self.ar)
+        return ev, StackedMemory(ev, rows_mom, warm, owns, memory.record)
 
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        """``T(x)`` of every point: channel, Newton step of each bias, priors."""
+    def __call__(self, x: np.ndarray, memory: StackedMemory | None = None) -> np.ndarray:
+        """``T(x)`` (:meth:`evaluate`'s image)."""
+        return self.evaluate(x, memory)[0]
+
+    def evaluate(
+        self, x: np.ndarray, memory: StackedMemory | None = None
+    ) -> tuple[np.ndarray, StackedMemory]:
+        """``T(x)`` of every point: channel, Newton step of each bias, priors; and the
+        memory of this evaluation for the next (its record written: the evaluation counted,
+        the trail, the points that freeze)."""
+        ev, memory = self.hats_memory(x, memory)
+        return self.image(x, ev, memory)
+
+    def image(
+        self, x: np.ndarray, ev: HatEvaluation, memory: StackedMemory
+    ) -> tuple[np.ndarray, StackedMemory]:
+        """The second half of :meth:`evaluate`: the image at ``x`` from its channel
+        evaluation ``ev`` (:meth:`hats_memory`'s, with its ``memory``), as a single point's
+        map's (:meth:`~gaussmix.theory.solve.fixed_point.FixedPointMap.image`)."""
         P, K0, L = self.n_points, self.K0, self.L
         b = self.unpack(x)[3]
         if self.symmetry is not None:  # the equivariant bias (as a single point's map)
             b = np.zeros_like(b)
-        ev = self.hats(x)
+        record = memory.record
         Vh = ev.Vhat.reshape(P, K0, L, L)
         Mh = ev.Mhat.reshape(P, K0, L)
         db = bias_step(Vh.sum(axis=1), Mh.sum(axis=1))
@@ -373,27 +484,27 @@ class StackedMap:
         watch, trail = self.freezing.watch, self.freezing.trail
         if watch is not None:
             watch.on_image(self, g)
-        self.evaluations += 1
+        record.evaluations += 1
         if trail:
-            self.trail.append((x.copy(), g.copy()))
-            del self.trail[:-trail]
+            record.trail.append((x.copy(), g.copy()))
+            del record.trail[:-trail]
         if self.freezing.tol is not None:
-            self._freeze(x, g)
-        return g
+            self._freeze(record, x, g)
+        return g, memory
 
-    def own_iterations(self, n_iter: int) -> np.ndarray:
-        """Each point's evaluations in an iteration of ``n_iter`` evaluations: up to the one
-        that froze it (its own convergence), or all."""
-        return np.where(self.frozen, self.frozen_after, n_iter)
+    def own_iterations(self, record: FreezeRecord, n_iter: int) -> np.ndarray:
+        """Each point's evaluations in an iteration of ``n_iter`` evaluations (its
+        ``record``): up to the one that froze it (its own convergence), or all."""
+        return np.where(record.frozen, record.frozen_after, n_iter)
 
-    def _frozen_at(self, x: np.ndarray) -> np.ndarray:
+    def _frozen_at(self, record: FreezeRecord, x: np.ndarray) -> np.ndarray:
         """The points frozen at their state in ``x`` (a frozen point whose state moved, by a
         retreat of the iteration, is evaluated again)."""
-        if not self.frozen.any():
-            return self.frozen
-        moved = np.bincount(self.blocks, weights=x != self.frozen_x, minlength=self.n_points)
-        self.frozen &= moved == 0
-        return self.frozen
+        if not record.frozen.any():
+            return record.frozen
+        moved = np.bincount(self.blocks, weights=x != record.frozen_x, minlength=self.n_points)
+        record.frozen &= moved == 0
+        return record.frozen
 
     def own_residuals(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
         """Each point's own residual ``max |T(x) - x| / s`` at ``x`` with image ``g`` (the
@@ -406,93 +517,101 @@ class StackedMap:
         own[np.isnan(own)] = np.inf
         return own
 
-    def last_own_residuals(self) -> np.ndarray:
-        """Each point's own residual ``max |T(x) - x| / s`` at the last evaluation (its
-        trail; inf where not finite): the freeze test's of that evaluation where it made
-        them (the same numbers: a non-finite residual is infinite either way)."""
-        if self.own_at is not None and self.own_at[0] == self.evaluations:
-            return self.own_at[1]
-        return self.own_residuals(*self.trail[-1])
+    def last_own_residuals(self, record: FreezeRecord) -> np.ndarray:
+        """Each point's own residual ``max |T(x) - x| / s`` at the last evaluation of the
+        iteration of ``record`` (its trail; inf where not finite): the freeze test's of that
+        evaluation where it made them (the same numbers: a non-finite residual is infinite
+        either way)."""
+        if record.own_at is not None and record.own_at[0] == record.evaluations:
+            return record.own_at[1]
+        return self.own_residuals(*record.trail[-1])
 
-    def _freeze(self, x: np.ndarray, g: np.ndarray) -> None:
+    def _freeze(self, rec: FreezeRecord, x: np.ndarray, g: np.ndarray) -> None:
         """Freeze the points whose own residual ``max |T(x) - x| / s`` (the iteration's
         convergence test, :func:`~gaussmix.theory.solve.state.residual_scale`) is below
         ``freezing.tol`` at ``x``: their image is set to ``x`` (residual 0: the iteration
         leaves them where they are) and they are not evaluated again while they stay."""
         own = self.own_residuals(x, g)
-        self.own_at = (self.evaluations, own)
-        new = (own < self.freezing.tol) & ~self.frozen
+        rec.own_at = (rec.evaluations, own)
+        new = (own < self.freezing.tol) & ~rec.frozen
         freezing = bool(new.any())
         if freezing:
-            self.residuals[new] = own[new]
-            self.frozen_after[new] = self.evaluations
-        settled = self._settle(own, g, new) if self.freezing.settle_tol is not None else None
+            rec.residuals[new] = own[new]
+            rec.frozen_after[new] = rec.evaluations
+        settled = self._settle(rec, own, g, new) if self.freezing.settle_tol is not None else None
         if settled is not None:  # (``new`` now holds them)
             freezing = True
         if freezing:
             fresh = new[self.blocks]
             if self.freezing.trail:
-                if self.point_trail is None:
-                    self.point_trail = np.zeros((self.freezing.trail, 2, self.blocks.size))
-                rows = np.array(self.trail)
+                if rec.point_trail is None:
+                    rec.point_trail = np.zeros((self.freezing.trail, 2, self.blocks.size))
+                rows = np.array(rec.trail)
                 pad = self.freezing.trail - len(rows)
                 rows = np.concatenate([np.repeat(rows[:1], pad, 0), rows])
-                self.point_trail[:, :, fresh] = rows[:, :, fresh]
-                self.has_trail |= new
-            self.frozen |= new
+                rec.point_trail[:, :, fresh] = rows[:, :, fresh]
+                rec.has_trail |= new
+            rec.frozen |= new
             if self.freezing.watch is not None:
                 self.freezing.watch.on_freeze(self, new, x)
-            self.frozen_g[fresh] = g[fresh]
+            rec.frozen_g[fresh] = g[fresh]
             if settled is not None:  # frozen at their image at settle_tol
-                self.frozen_g[settled] = self.settled_g[settled]
-        if freezing or self.frozen.any():
-            comp = self.frozen[self.blocks]
+                rec.frozen_g[settled] = rec.settled_g[settled]
+        if freezing or rec.frozen.any():
+            comp = rec.frozen[self.blocks]
             g[comp] = x[comp]
-            self.frozen_x[comp] = x[comp]
+            rec.frozen_x[comp] = x[comp]
 
-    def _settle(self, own: np.ndarray, g: np.ndarray, new: np.ndarray) -> np.ndarray | None:
+    def _settle(
+        self, rec: FreezeRecord, own: np.ndarray, g: np.ndarray, new: np.ndarray
+    ) -> np.ndarray | None:
         """Record the image of each point whose own residual ``own`` first passes
         ``freezing.settle_tol``; once every point not frozen has passed it ``settle_extra``
         evaluations ago or more, add them to ``new`` (the points that freeze now) with their
         recorded residual and evaluations, and return their components (whose image is the
         recorded one); else None."""
-        first = (own < self.freezing.settle_tol) & np.isnan(self.settled_res) & ~self.frozen
-        self.settled_res[first] = own[first]
-        self.settled_after[first] = self.evaluations
+        first = (own < self.freezing.settle_tol) & np.isnan(rec.settled_res) & ~rec.frozen
+        rec.settled_res[first] = own[first]
+        rec.settled_after[first] = rec.evaluations
         comp = first[self.blocks]
-        self.settled_g[comp] = g[comp]
-        rest = ~self.frozen & ~new
-        if not rest.any() or np.isnan(self.settled_res[rest]).any():
+        rec.settled_g[comp] = g[comp]
+        rest = ~rec.frozen & ~new
+        if not rest.any() or np.isnan(rec.settled_res[rest]).any():
             return None
-        if self.evaluations - self.settled_after[rest].max() < self.freezing.settle_extra:
+        if rec.evaluations - rec.settled_after[rest].max() < self.freezing.settle_extra:
             return None
         new |= rest
-        self.settled |= rest
-        self.residuals[rest] = self.settled_res[rest]
-        self.frozen_after[rest] = self.settled_after[rest]
+        rec.settled |= rest
+        rec.residuals[rest] = rec.settled_res[rest]
+        rec.frozen_after[rest] = rec.settled_after[rest]
         return rest[self.blocks]
 
-    def images(self, x: np.ndarray) -> np.ndarray:
+    def images(self, record: FreezeRecord, x: np.ndarray) -> np.ndarray:
         """The image ``T(x)`` that an iteration returning images (``return_image``) returns
-        for each point: a frozen point's own image at its convergence, the others' ``x``
-        (the iteration's image)."""
-        comp = self.frozen[self.blocks]
+        for each point: a frozen point's own image at its convergence (its ``record``), the
+        others' ``x`` (the iteration's image)."""
+        comp = record.frozen[self.blocks]
         out = x.copy()
-        out[comp] = self.frozen_g[comp]
+        out[comp] = record.frozen_g[comp]
         return out
 
     def pairs(
-        self, history: AndersonState | None, points: list[int], memory: int, own: bool = True
+        self,
+        record: FreezeRecord,
+        history: AndersonState | None,
+        points: list[int],
+        memory: int,
+        own: bool = True,
     ):
         """The secant history of ``points`` (in increasing order) of this stacked state, for
         a stacked map of these points alone (:meth:`like`; all of them: this map's layout):
-        with ``own``, each point's own last pairs before it froze where the iteration kept
-        them (``freezing.trail``), as a single point's iteration ends with its own
+        with ``own``, each point's own last pairs before it froze where the iteration (of
+        ``record``) kept them (``freezing.trail``), as a single point's iteration ends with its own
         (``history``'s pairs are zero in a point frozen for ``memory`` evaluations), else
         the components of ``history``'s pairs that belong to them; None without pairs."""
         mask = point_mask(self.n_points, points)[self.blocks]
-        if own and self.point_trail is not None and self.has_trail[points].all():
-            return self._own_pairs(len(points), mask, memory)
+        if own and record.point_trail is not None and record.has_trail[points].all():
+            return self._own_pairs(record, len(points), mask, memory)
         if history is None or history.empty:
             return None
         return AndersonState(
@@ -502,13 +621,15 @@ class StackedMap:
             history.log_chart,
         )
 
-    def _own_pairs(self, n_points: int, mask: np.ndarray, memory: int) -> AndersonState | None:
+    def _own_pairs(
+        self, record: FreezeRecord, n_points: int, mask: np.ndarray, memory: int
+    ) -> AndersonState | None:
         """The secant pairs of the ``n_points`` points of the components ``mask``, each
         point's own (at most ``memory``, the newest last): the differences of its last
         evaluations before it froze, in the iteration's coordinates (the logarithmic chart
         where this map mixes in it; a pair whose ends leave the chart is dropped), zero where
         a point has fewer; None without pairs."""
-        rows = self.point_trail[:, :, mask]
+        rows = record.point_trail[:, :, mask]
         if self.log_chart:
             chart = LogChart(n_points * self.K0, self.L)
             ys = [[chart.forward(x), chart.forward(g)] for x, g in rows]
@@ -527,54 +648,31 @@ class StackedMap:
     def point_maps(
         self,
         x: np.ndarray,
+        memory: StackedMemory | None = None,
         points: list[int] | None = None,
         states: list[np.ndarray] | None = None,
-    ) -> tuple[list[np.ndarray], list[FixedPointMap]]:
-        """Each point's state of the stacked state ``x`` and a single point's map there
-        (of ``points`` alone, in their order, where given; ``states``: theirs, where the
-        caller has split ``x`` already), remembering its share of the channel evaluation at
-        ``x`` (its observables then need none)."""
-        ev = self.hats(x)
+    ) -> tuple[list[np.ndarray], list[FixedPointMap], list[MapMemory]]:
+        """Each point's state of the stacked state ``x``, a single point's map there and its
+        memory (:class:`~gaussmix.theory.solve.fixed_point.MapMemory`) of its share of the
+        channel evaluation at ``x`` (``memory``'s where made there: its observables then
+        need none); of ``points`` alone, in their order, where given; ``states``: theirs,
+        where the caller has split ``x`` already."""
+        ev = self.hats(x, memory)
         if points is None:
             points = list(range(self.n_points))
         if states is None:
             split = self.split(x)
             states = [split[i] for i in points]
-        maps = []
+        maps, memories = [], []
         k = self.K0
         for i, xi in zip(points, states):
             p = self.problems[i]
             s = slice(i * k, (i + 1) * k)
             mom = ChannelMoments(*(getattr(ev.moments, f)[s] for f in MOMENTS))
             known = HatEvaluation(xi.copy(), mom, ev.Qhat[s], ev.Mhat[s], ev.Vhat[s])
-            maps.append(new_map(p, self.rule, (self.symmetry, self.log_chart), known=known))
-        return states, maps
-
-
-#: what a :class:`StackedMap` is made with (its constructor's arguments and the layout made
-#: from them), written once; every other attribute is its memory of one solve
-_SETTINGS = frozenset(
-    {
-        "problems",
-        "rule",
-        "symmetry",
-        "log_chart",
-        "freezing",
-        "n_points",
-        "K0",
-        "K",
-        "L",
-        "ar",
-        "lams",
-        "outputs",
-        "rows",
-        "row_point",
-        "row_of_cluster",
-        "blocks",
-        "_order",
-        "_starts",
-    }
-)
+            maps.append(new_map(p, self.rule, (self.symmetry, self.log_chart)))
+            memories.append(MapMemory(ev=known))
+        return states, maps, memories
 
 
 #: the constraints of a curve's stacked clusters, by the identity of its problems' (a tuple

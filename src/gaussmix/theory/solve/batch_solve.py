@@ -26,9 +26,9 @@ from ..numerics.linalg import sym_eigvals
 from ..numerics.quadrature import QuadratureRule
 from ..numerics.tolerances import REFINED_EXTRA_ITER, SMOOTH_Q_MAX, refined_tol
 from ..prior.prior import PriorResult, prior_update
-from .batch import Freezing, StackedMap, Watch
+from .batch import Freezing, StackedMap, StackedMemory, Watch
 from .estimate import RuleRefinement, refine_rule, tighter_run
-from .fixed_point import FixedPointMap, HatEvaluation, needs_quadrature
+from .fixed_point import FixedPointMap, HatEvaluation, MapMemory, needs_quadrature
 from .iteration import AndersonState, IterationOutcome, IterationState, IterationStatus, iterate
 from .options import SolverOptions
 from .policy import channel_rule, sharp_rule
@@ -88,6 +88,7 @@ def refined_solve(
     opts: SolverOptions,
     kw: dict,
     merge: bool,
+    memory: StackedMemory | None = None,
 ) -> tuple[IterationOutcome, np.ndarray, np.ndarray, AndersonState] | None:
     """The refined stacked fixed point of ``T`` from ``x0`` in an error estimate, as a single
     point's (:func:`~gaussmix.theory.solve.refinement.estimate_errors`: the refined rule iterated
@@ -97,7 +98,9 @@ def refined_solve(
     state where its own residual passes ``refined_tol`` (one output: its image there; two:
     its last iterate, see below), else its image at ``opts.tol``; its own evaluations and
     residuals; and the secant pairs of the iteration to ``opts.tol`` (for the next
-    refinement).  None where a point does not reach ``opts.tol``.
+    refinement); the outcome's ``aux`` is the map's memory after the iteration to
+    ``opts.tol`` (``memory``: the one it starts from, :meth:`StackedMap.warm_from`).  None
+    where a point does not reach ``opts.tol``.
 
     Without ``merge`` (one output, a curve over alpha): the two iterations one after the
     other, as a single point's (each point's iterates from there are its single point's,
@@ -112,7 +115,7 @@ def refined_solve(
     evaluations of the refined rule where the two iterations took 5 to 7, in each of which
     the points already at ``opts.tol`` waited for the others (BENCHMARKS.md, "The
     explorer's redraw").  A point that passes ``refined_tol`` there keeps its last iterate
-    ``x``, not its image: the map remembers the channel's moments at ``x`` (a frozen
+    ``x``, not its image: the outcome's memory holds the channel's moments at ``x`` (a frozen
     point's, of its frozen state), so the observables of the estimate
     (:func:`stacked_observables`) need no evaluation of the refined rule of their own (one
     of three to four a point on the K = 3 curves of ``benchmarks/bench_curves.py``).  The
@@ -131,16 +134,18 @@ def refined_solve(
     merged = merge and refined_tol(opts.tol) < opts.tol
     if T.freezing != refined_freezing(opts, merge):
         raise ValueError("the refined map is made with refined_freezing(opts, merge)")
-    out = iterate(T, x0, anderson, return_image=not merged, **{**kw, "tol": T.freezing.tol})
+    kw = {**kw, "tol": T.freezing.tol}
+    out = iterate(T, x0, anderson, return_image=not merged, aux=memory, **kw)
     if not out.converged:
         return None
     history = out.anderson
+    rec = out.aux.record
     if merged:  # each point's last iterate, a settled point's image
-        out = replace(out, x=np.where(T.settled[T.blocks], T.frozen_g, out.x))
+        out = replace(out, x=np.where(rec.settled[T.blocks], rec.frozen_g, out.x))
     else:
-        out = replace(out, x=T.images(out.x))
-    own = T.own_iterations(out.n_iter)
-    own_res = np.where(T.frozen, T.residuals, out.residual)
+        out = replace(out, x=T.images(rec, out.x))
+    own = T.own_iterations(rec, out.n_iter)
+    own_res = np.where(rec.frozen, rec.residuals, out.residual)
     if not merged:
         out, own, own_res = _tighter_stacked(T, out, own, own_res, opts, kw)
     return out, own, own_res, history
@@ -164,25 +169,30 @@ def _tighter_stacked(
     if refined_tol(opts.tol) >= opts.tol:  # (no tighter run: no map for it)
         return out, own, own_res
     T3 = T.like(T.problems, T.rule, Freezing(tol=refined_tol(opts.tol)))
-    more = tighter_run(T3, out.x, T3.anderson(opts.anderson, out.anderson), opts, kw)
-    done = T3.frozen
-    if more is None or not done.any():
+    start = T3.anderson(opts.anderson, out.anderson)
+    more = tighter_run(T3, out.x, start, opts, kw, aux=T3.shared(T, out.aux))
+    if more is None or not more.aux.record.frozen.any():
         return out, own, own_res
-    x = np.where(done[T3.blocks], T3.images(more.x), out.x)
-    own = np.where(done, own + T3.own_iterations(more.n_iter), own)
-    own_res = np.where(done, T3.residuals, own_res)
+    rec = more.aux.record
+    done = rec.frozen
+    x = np.where(done[T3.blocks], T3.images(rec, more.x), out.x)
+    own = np.where(done, own + T3.own_iterations(rec, more.n_iter), own)
+    own_res = np.where(done, rec.residuals, own_res)
     return replace(out, x=x), own, own_res
 
 
-def stacked_observables(T: StackedMap, x: np.ndarray) -> list[Observables]:
+def stacked_observables(
+    T: StackedMap, x: np.ndarray, memory: StackedMemory | None = None
+) -> list[Observables]:
     """Each point's errors and losses at the stacked state ``x``:
     :func:`~gaussmix.theory.solve.refinement.light_observables` of the map's points (of its
-    equivariant state with the symmetry, as a single point's)."""
+    equivariant state with the symmetry, as a single point's), at ``memory``'s channel
+    evaluation where made at ``x``."""
     Q, M, V, b = T.unpack(x)
     if T.symmetry is not None:
         Q, M, V, b = T.symmetry.symmetric_state(Q, M, V, b)
     return light_observables(
-        T.problems, T.outputs, T.rule, T.symmetry is not None, (Q, M, V, b), T.hats(x)
+        T.problems, T.outputs, T.rule, T.symmetry is not None, (Q, M, V, b), T.hats(x, memory)
     )
 
 
@@ -282,11 +292,12 @@ def converged_solve(
     history: AndersonState | None,
     opts: SolverOptions,
     report: Callable[..., None] | None = None,
+    memory: StackedMemory | None = None,
 ):
     """The stacked iteration of ``T`` from ``x0`` (:func:`iterated_solve`), or None where it
     fails."""
     try:
-        out = iterated_solve(T, x0, history, opts, report)
+        out = iterated_solve(T, x0, history, opts, report, memory=memory)
     except SharpPoint:
         return None
     if not out.converged or not T.is_valid(out.x):
@@ -301,16 +312,23 @@ def iterated_solve(
     opts: SolverOptions,
     report: Callable[..., None] | None = None,
     on_step: Callable[[IterationState], IterationState | None] | None = None,
+    memory: StackedMemory | None = None,
 ) -> IterationOutcome:
     """The stacked iteration of ``T`` from ``x0`` with the secant pairs ``history``, with
     the solver's options, each point frozen at its own convergence (``report``: the
     iteration's callback; ``on_step``: :func:`~gaussmix.theory.solve.iteration.iterate`'s); ``T``
-    is made with :func:`solve_freezing` of ``opts``."""
+    is made with :func:`solve_freezing` of ``opts``.  ``memory``: the map's memory to start
+    from (:meth:`StackedMap.memory`, whose record a caller reads as the iteration goes; a
+    fresh one by default); the outcome's ``aux`` is the memory after it."""
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
     if T.freezing.tol != opts.tol or T.freezing.trail != opts.anderson + 1:
         raise ValueError("a stacked solve's map is made with solve_freezing(opts)")
     anderson = T.anderson(opts.anderson, history)
-    return iterate(T, x0, anderson, return_image=False, callback=report, on_step=on_step, **kw)
+    if memory is None:
+        memory = T.memory()
+    return iterate(
+        T, x0, anderson, return_image=False, callback=report, on_step=on_step, aux=memory, **kw
+    )
 
 
 def estimate_points(
@@ -321,6 +339,7 @@ def estimate_points(
     opts: SolverOptions,
     history: AndersonState | None = None,
     merge: bool = False,
+    memory: StackedMemory | None = None,
 ) -> list[FixedPointResult] | None:
     """The results of the points of the stacked fixed point ``x`` of ``T``, each with its
     integration error estimated as :func:`~gaussmix.theory.solve.refinement.estimate_errors`
@@ -333,40 +352,46 @@ def estimate_points(
     ``x``; with one output each point's own, :meth:`StackedMap.pairs`,
     :func:`own_refined_pairs`) as its model of the Jacobian, and a point converged in it
     leaves it with its own image (with ``merge``, two outputs or a sweep over lambda: its
-    last iterate, whose moments the map remembers, :func:`refined_solve`)."""
+    last iterate, whose channel evaluation its memory holds, :func:`refined_solve`).
+    ``memory``: the memory of the iteration that reached ``x`` (its record and last
+    evaluation), None for a fresh one."""
     problems = T.problems
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
     states = T.split(x)
-    # each point's last solve: its stacked map, state and index there (its single point's
-    # map made once, at the end, :meth:`StackedMap.point_maps`)
-    where = [(T, x, i) for i in range(len(problems))]
     try:
-        obs = stacked_observables(T, x)
+        memory = T.hats_memory(x, memory)[1]
+        obs = stacked_observables(T, x, memory)
     except (FloatingPointError, np.linalg.LinAlgError, ValueError):
         return None
+    # each point's last solve: its stacked map, state, index there and memory (its single
+    # point's map made once, at the end, :meth:`StackedMap.point_maps`)
+    where = [(T, x, i, memory) for i in range(len(problems))]
     # the last solve and its points (indices among all)
-    last = (T, x, list(range(len(problems))))
+    last = (T, x, list(range(len(problems))), memory)
 
     def resolve(finer: QuadratureRule, active: list[int]):
         nonlocal last, history
-        T_last, x_last, points = last
+        T_last, x_last, points, mem_last = last
         mine = [points.index(i) for i in active]  # (in T_last's points)
         T2 = T.like([problems[i] for i in active], finer, refined_freezing(opts, merge))
-        pairs = T_last.pairs(history, mine, opts.anderson, own=own_refined_pairs(T))
+        own = own_refined_pairs(T)
+        pairs = T_last.pairs(mem_last.record, history, mine, opts.anderson, own=own)
         x2 = T_last.points_of(x_last, mine)
-        if merge:  # (else each point's iterates from here are its single point's)
-            T2.warm_from(T_last)
-        solved = refined_solve(T2, x2, T2.anderson(opts.anderson, pairs), opts, kw, merge)
+        # (else each point's iterates from here are its single point's)
+        start = T2.warm_from(T_last, mem_last) if merge else None
+        anderson = T2.anderson(opts.anderson, pairs)
+        solved = refined_solve(T2, x2, anderson, opts, kw, merge, memory=start)
         if solved is None:
             return None
         out2, own, own_res, history = solved
         try:
-            obs2 = stacked_observables(T2, out2.x)
+            mem2 = T2.hats_memory(out2.x, out2.aux)[1]
+            obs2 = stacked_observables(T2, out2.x, mem2)
         except (FloatingPointError, np.linalg.LinAlgError, ValueError):
             return None
-        last = (T2, out2.x, active)
+        last = (T2, out2.x, active, mem2)
         for j, (i, xi) in enumerate(zip(active, T2.split(out2.x))):
-            states[i], where[i] = xi, (T2, out2.x, j)
+            states[i], where[i] = xi, (T2, out2.x, j, mem2)
         return [(o, int(n), float(r)) for o, n, r in zip(obs2, own, own_res)]
 
     done = RuleRefinement.unrefined(obs, [int(n) for n in n_iter], [float(r) for r in residual])
@@ -377,10 +402,10 @@ def estimate_points(
     obs, quad, evals = done.obs, done.quad, done.evals
     n_iters, residuals = done.n_iter, done.residual
     opts = replace(opts, throw=False)
-    maps = _point_maps(where, states)
+    maps, memories = _point_maps(where, states)
     try:
-        priors = _prior_details(T, [T_i.last for T_i in maps])
-        fulls = with_statistics_points(problems, maps, states, obs, priors)
+        priors = _prior_details(T, [m.ev for m in memories])
+        fulls = with_statistics_points(problems, maps, states, obs, priors, memories)
     except (FloatingPointError, np.linalg.LinAlgError, ValueError):
         return None
     ests = [
@@ -394,6 +419,7 @@ def estimate_points(
             full,
             quad[i],
             evals[i],
+            memory=memories[i],
         )
         for i, full in enumerate(fulls)
     ]
@@ -404,21 +430,25 @@ def estimate_points(
 
 
 def _point_maps(
-    where: list[tuple[StackedMap, np.ndarray, int]], states: list[np.ndarray]
-) -> list[FixedPointMap]:
+    where: list[tuple[StackedMap, np.ndarray, int, StackedMemory]], states: list[np.ndarray]
+) -> tuple[list[FixedPointMap], list[MapMemory]]:
     """Each point's single point's map at its state ``states[i]`` in its last solve
-    (``where``: the stacked map, its state and the point's index there), one
-    :meth:`StackedMap.point_maps` for the points of each solve."""
+    (``where``: the stacked map, its state, the point's index there and the map's memory)
+    and its memory of
+    its share of the channel evaluation there, one :meth:`StackedMap.point_maps` for the
+    points of each solve."""
     maps: list = [None] * len(where)
+    memories: list = [None] * len(where)
     solves: dict = {}  # id of a stacked map -> (it, its state, its points, theirs here)
-    for i, (T, x, j) in enumerate(where):
-        _, _, points, mine = solves.setdefault(id(T), (T, x, [], []))
+    for i, (T, x, j, memory) in enumerate(where):
+        _, _, _, points, mine = solves.setdefault(id(T), (T, x, memory, [], []))
         points.append(j)
         mine.append(i)
-    for T, x, points, mine in solves.values():
-        for i, m in zip(mine, T.point_maps(x, points, [states[i] for i in mine])[1]):
-            maps[i] = m
-    return maps
+    for T, x, memory, points, mine in solves.values():
+        _, made, known = T.point_maps(x, memory, points, [states[i] for i in mine])
+        for i, m, k in zip(mine, made, known):
+            maps[i], memories[i] = m, k
+    return maps, memories
 
 
 def _prior_details(T: StackedMap, hats: list[HatEvaluation]) -> list[PriorResult]:

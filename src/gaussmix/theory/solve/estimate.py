@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -73,14 +74,16 @@ def finer_rule(rule: QuadratureRule, cap: int = MAX_QUADRATURE_NODES) -> Quadrat
 
 
 def tighter_run(
-    T, x: np.ndarray, start: AndersonState, opts: SolverOptions, kw: dict
+    T, x: np.ndarray, start: AndersonState, opts: SolverOptions, kw: dict, aux: Any = None
 ) -> IterationOutcome | None:
     """The refined rule's fixed point ``x`` (converged to ``opts.tol``) iterated on by the
     map ``T`` (one point's, or a stacked one whose points freeze at the tighter tolerance)
     to :func:`~gaussmix.theory.numerics.tolerances.refined_tol` (at most
     :data:`~gaussmix.theory.numerics.tolerances.REFINED_EXTRA_ITER` more evaluations, from the
     secant pairs ``start``), so that the change of the observables under refinement also
-    contains the error of stopping the coarser rule's iteration at ``opts.tol``; None where
+    contains the error of stopping the coarser rule's iteration at ``opts.tol`` (``aux``: the
+    map's memory of its last evaluation, :func:`~gaussmix.theory.solve.iteration.iterate`'s);
+    None where
     the tighter tolerance is not below ``opts.tol``.  A point that does not converge to it
     (a noise floor above the tighter tolerance) keeps its state at ``opts.tol``: the
     caller's choice, by the outcome's status or each point's freeze.
@@ -91,7 +94,7 @@ def tighter_run(
     tight = refined_tol(opts.tol)
     if tight >= opts.tol:
         return None
-    return iterate(T, x, start, **{**kw, "tol": tight, "max_iter": REFINED_EXTRA_ITER})
+    return iterate(T, x, start, aux=aux, **{**kw, "tol": tight, "max_iter": REFINED_EXTRA_ITER})
 
 
 @dataclass

@@ -10,9 +10,10 @@ ones:
    ``b <- b + (sum_c Vhat_c)^{-1} sum_c Mhat_c``;
 3. prior (eq. (8), left / Corollary 3): ``(Q_c, M_c, V_c)`` from the hats.
 
-State is explicit: the map of one problem and one rule is a :class:`FixedPointMap` (its
-memory, the last channel evaluation and the warm start of the proximal solves, lives and
-dies with it); the fixed point of a result is its :class:`FixedPointState`.  This module
+State is explicit: the map of one problem and one rule is a :class:`FixedPointMap`, a
+frozen value; what one evaluation hands to the next (the last channel evaluation, the
+prior's, the warm start of the proximal solves) is a :class:`MapMemory` that the iteration
+carries in its state; the fixed point of a result is its :class:`FixedPointState`.  This module
 also holds the starting point of an iteration (:func:`start_state`) and the test of a
 degenerate bias condition (:func:`bias_condition_step`).
 """
@@ -20,7 +21,7 @@ degenerate bias condition (:func:`bias_condition_step`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -44,6 +45,7 @@ from .state import is_valid_state, pack_state, unpack_state
 
 __all__ = [
     "HatEvaluation",
+    "MapMemory",
     "FixedPointMap",
     "FixedPointState",
     "needs_quadrature",
@@ -88,6 +90,31 @@ class HatEvaluation:
         )
 
 
+class MapMemory(NamedTuple):
+    """What one evaluation of a :class:`FixedPointMap` hands to the next: the iteration
+    state's ``aux`` (:class:`~gaussmix.theory.solve.iteration.IterationState`), returned with
+    the image by :meth:`FixedPointMap.evaluate` and given back to it.  A map keeps nothing
+    across calls; a caller that wants an evaluation reused passes its memory.
+
+    Attributes
+    ----------
+    ev : HatEvaluation or None
+        The last channel evaluation (at ``ev.x``): :meth:`FixedPointMap.hats` at that state
+        returns it (the observables at a converged state then cost no second channel
+        evaluation; a map that differs from another only in its prior, or a point's share
+        of a stacked evaluation, starts from it).
+    prior : PriorResult or None
+        The prior evaluation made at ``ev``'s hats, returned again by
+        :meth:`FixedPointMap.prior_at` where it holds the details.
+    warm : ProxWarmStart or None
+        The proximal points of the last evaluation, the warm start of the next.
+    """
+
+    ev: HatEvaluation | None = None
+    prior: PriorResult | None = None
+    warm: ProxWarmStart | None = None
+
+
 class FixedPointMap:
     """The fixed-point map ``x -> T(x)`` of Theorem 1 for one problem and one quadrature rule.
 
@@ -107,30 +134,14 @@ class FixedPointMap:
     single : bool
         Evaluate the prior in single precision (the first phase of a large dense fixed
         point, :func:`~gaussmix.theory.solve.refinement.run_fixed_point`; never a returned state).
-    known : HatEvaluation, optional
-        A channel evaluation of this problem with this rule already made (at ``known.x``):
-        the first :meth:`hats` at that state returns it (a map that differs from another
-        only in its prior, or a point's share of a stacked evaluation,
-        :meth:`~gaussmix.theory.solve.batch.StackedMap.point_maps`).
-
-    Attributes
-    ----------
-    last : HatEvaluation or None
-        The last channel evaluation, returned again by :meth:`hats` at the same state (the
-        observables at a converged state then cost no second channel evaluation).
-    last_prior : tuple of (HatEvaluation, PriorResult) or None
-        The last prior evaluation of :meth:`__call__` and the channel evaluation it was
-        made at, returned again by :meth:`prior_at` at the same hats.
-    warm : ProxWarmStart or None
-        The proximal points of the last evaluation, the warm start of the next.
 
     Notes
     -----
-    A map is set by its constructor: its settings (the problem, rule, symmetry, chart,
-    prior panels, precision) cannot be written afterwards (``AttributeError``); a map with
-    other settings is a new map (:func:`new_map`).  Lifetime of ``last``, ``last_prior`` and
-    ``warm``: the map's own.  A map is made for one solve with one rule (a refinement makes
-    a new map) and they are dropped with it; nothing is carried into results.
+    A map is a frozen value set by its constructor: no attribute can be written afterwards
+    (``AttributeError``); a map with other settings is a new map (:func:`new_map`).  What
+    one evaluation reuses from the last (the channel evaluation, the prior's, the warm
+    start of the proximal solves) is a :class:`MapMemory` that :meth:`evaluate` takes and
+    returns: the iteration carries it in its state, as it carries the Anderson history.
     """
 
     __slots__ = (
@@ -139,9 +150,6 @@ class FixedPointMap:
         "K",
         "L",
         "ar",
-        "last",
-        "last_prior",
-        "warm",
         "symmetry",
         "log_chart",
         "prior_panels",
@@ -157,28 +165,26 @@ class FixedPointMap:
         log_chart: bool = False,
         prior_panels: int | None = None,
         single: bool = False,
-        known: HatEvaluation | None = None,
     ) -> None:
-        self.problem = problem
-        self.rule = rule
-        self.K = problem.n_clusters
-        self.L = problem.dim
-        self.ar = problem.alpha * problem.mixture.rho
-        self.last: HatEvaluation | None = known
-        self.last_prior: tuple[HatEvaluation, PriorResult] | None = None
-        self.warm: ProxWarmStart | None = None
-        self.symmetry = symmetry
-        self.log_chart = log_chart
-        self.prior_panels = prior_panels
-        self.single = single
+        settings = dict(
+            problem=problem,
+            rule=rule,
+            K=problem.n_clusters,
+            L=problem.dim,
+            ar=problem.alpha * problem.mixture.rho,
+            symmetry=symmetry,
+            log_chart=log_chart,
+            prior_panels=prior_panels,
+            single=single,
+        )
+        for name, value in settings.items():
+            object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: object) -> None:
-        if name not in _MEMORY and hasattr(self, name):
-            raise AttributeError(
-                f"{type(self).__name__}.{name} is set by the constructor; make a new map "
-                "(new_map) for other settings"
-            )
-        object.__setattr__(self, name, value)
+        raise AttributeError(
+            f"{type(self).__name__}.{name} is set by the constructor; make a new map "
+            "(new_map) for other settings"
+        )
 
     def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(Q, M, V, b)`` of a state of this problem
@@ -189,16 +195,32 @@ class FixedPointMap:
         """:func:`~gaussmix.theory.solve.state.is_valid_state` for this problem."""
         return is_valid_state(x, self.K, self.L)
 
-    def hats(self, x: np.ndarray) -> HatEvaluation:
-        """Channel moments and hat parameters at ``x`` (the last evaluation is remembered)."""
-        last = self.last
+    def hats(self, x: np.ndarray, memory: MapMemory | None = None) -> HatEvaluation:
+        """Channel moments and hat parameters at ``x``: ``memory``'s evaluation where it was
+        made at ``x``, else a new one (from ``memory``'s warm start)."""
+        return self.hats_memory(x, memory)[0]
+
+    def hats_memory(
+        self, x: np.ndarray, memory: MapMemory | None = None
+    ) -> tuple[HatEvaluation, MapMemory]:
+        """:meth:`hats` and the memory after it (its evaluation and proximal points)."""
+        memory = _NO_MEMORY if memory is None else memory
+        last = memory.ev
         if last is not None and np.array_equal(last.x, x):
-            return last
+            return last, memory
+        ev, warm = self.channel(x, memory.warm)
+        return ev, MapMemory(ev, None, warm)
+
+    def channel(
+        self, x: np.ndarray, warm: ProxWarmStart | None
+    ) -> tuple[HatEvaluation, ProxWarmStart | None]:
+        """The channel evaluation at ``x`` (the proximal solves started from ``warm``) and
+        its proximal points."""
         Q, M, V, b = unpack_state(x, self.K, self.L)
         p = self.problem
         sym = self.symmetry
         if sym is None:
-            mom, self.warm = channel_evaluation(p.loss, p.y, M, b, Q, V, self.rule, self.warm)
+            mom, warm = channel_evaluation(p.loss, p.y, M, b, Q, V, self.rule, warm)
         else:  # exchangeable clusters: cluster 0's integrals stand for all
             Q, M, V, b = sym.symmetric_state(Q, M, V, b)
             if flat_metrics(V[:1])[0] and not np.any(Q[0]):  # the zero estimator's point
@@ -206,15 +228,21 @@ class FixedPointMap:
             elif self.rule.computes_moments:  # its own integrals
                 mom0 = self.rule.cluster0_moments(sym.P, M[0] + b, Q[0], V[0])
             else:
-                mom0, self.warm = channel_evaluation(
-                    p.loss, p.y[:1], M[:1], b, Q[:1], V[:1], self.rule, self.warm
+                mom0, warm = channel_evaluation(
+                    p.loss, p.y[:1], M[:1], b, Q[:1], V[:1], self.rule, warm
                 )
             mom = sym.expand_moments(mom0)
-        self.last = HatEvaluation.of(x, mom, self.ar)
-        return self.last
+        return HatEvaluation.of(x, mom, self.ar), warm
 
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        """``T(x)``: channel, Newton step of the bias condition, prior.
+    def __call__(self, x: np.ndarray, memory: MapMemory | None = None) -> np.ndarray:
+        """``T(x)`` (:meth:`evaluate`'s image)."""
+        return self.evaluate(x, memory)[0]
+
+    def evaluate(
+        self, x: np.ndarray, memory: MapMemory | None = None
+    ) -> tuple[np.ndarray, MapMemory]:
+        """``T(x)``: channel, Newton step of the bias condition, prior; and the memory of
+        this evaluation for the next (:class:`MapMemory`).
 
         Where the prior provides its image as a function of ``Mhat`` (ridge on dense
         covariances, :class:`~gaussmix.theory.prior.dense.MeanResponse`) the bias step is the joint
@@ -222,50 +250,59 @@ class FixedPointMap:
         prior's at the corrected ``Mhat``: the same fixed points, reached in fewer iterations
         where the prior's gain ``G`` is large (real data, ``|mu_c|^2 ~ d``).
         """
+        ev, memory = self.hats_memory(x, memory)
+        return self.image(x, ev, memory)
+
+    def image(
+        self, x: np.ndarray, ev: HatEvaluation, memory: MapMemory
+    ) -> tuple[np.ndarray, MapMemory]:
+        """The second half of :meth:`evaluate`: the image at ``x`` from its channel
+        evaluation ``ev`` (:meth:`hats_memory`'s, with its ``memory``).  The iteration calls
+        the two halves apart, so that a failing prior leaves it the memory of the channel
+        evaluation that was made (its proximal points start the next evaluation)."""
         _, M, _, b = self.unpack(x)
-        if self.symmetry is not None:  # the equivariant bias (see hats)
+        if self.symmetry is not None:  # the equivariant bias (see channel)
             b = np.zeros_like(b)
-        ev = self.hats(x)
         pr = prior_update(
             self.problem, ev.Qhat, ev.Mhat, ev.Vhat, panels=self.prior_panels, single=self.single
         )
-        self.last_prior = (ev, pr)
+        memory = MapMemory(ev, pr, memory.warm)
         response = pr.mean_response if self.symmetry is None else None
         if response is not None:
             step = mean_bias_step(response.gain, ev.Vhat, ev.Mhat, pr.M - M)
             if step is not None:
                 dMhat, db = step
                 dQ, dM = response.change(dMhat)
-                return pack_state(pr.Q + dQ, pr.M + dM, pr.V, b + db)
+                return pack_state(pr.Q + dQ, pr.M + dM, pr.V, b + db), memory
         Sv, Sm = ev.Vhat.sum(axis=0), ev.Mhat.sum(axis=0)
         if not Sv.any() and Sm.any():  # no curvature, the bias condition unmet
             bf = flat_bias(self.problem, x)
             if bf is not None:
-                return pack_state(pr.Q, pr.M, pr.V, bf)
+                return pack_state(pr.Q, pr.M, pr.V, bf), memory
         db = bias_step(Sv, Sm)
-        return pack_state(pr.Q, pr.M, pr.V, b + db)
+        return pack_state(pr.Q, pr.M, pr.V, b + db), memory
 
-    def prior_at(self, ev: HatEvaluation) -> PriorResult:
+    def prior_at(self, ev: HatEvaluation, memory: MapMemory | None = None) -> PriorResult:
         """The prior with its free-energy terms (``details``) at the hats of ``ev``.
 
-        The evaluation of the last :meth:`__call__` is returned again when it was made at
-        ``ev`` and already holds them: a converged state is the last one the map evaluated
-        (``return_image=False``), and a prior whose details cost nothing beside its
-        overlaps (the dense ridge prior, one ``O((L r)^3)`` evaluation) then costs no
-        second evaluation for the observables.  Same function, same inputs: the same
-        numbers either way.
+        The prior evaluation of ``memory`` (an :meth:`evaluate`'s) is returned again where
+        it was made at ``ev`` and already holds them: a converged state is the last one the
+        iteration evaluated (``return_image=False``), and a prior whose details cost
+        nothing beside its overlaps (the dense ridge prior, one ``O((L r)^3)`` evaluation)
+        then costs no second evaluation for the observables.  Same function, same inputs:
+        the same numbers either way.
         """
-        last = self.last_prior
-        if last is not None and last[0] is ev and not self.single and _has_details(last[1]):
-            return last[1]
+        if memory is not None:
+            last = memory.prior
+            if memory.ev is ev and last is not None and not self.single and _has_details(last):
+                return last
         return prior_update(
             self.problem, ev.Qhat, ev.Mhat, ev.Vhat, details=True, panels=self.prior_panels
         )
 
 
-#: what a :class:`FixedPointMap` writes as it evaluates (its memory of the last evaluation);
-#: every other attribute is a setting, written once by the constructor
-_MEMORY = frozenset({"last", "last_prior", "warm"})
+#: a map's memory before its first evaluation
+_NO_MEMORY = MapMemory()
 
 
 def _has_details(pr: PriorResult) -> bool:
@@ -458,11 +495,10 @@ def new_map(
     *,
     prior_panels: int | None | Literal["like"] = "like",
     single: bool = False,
-    known: HatEvaluation | None = None,
 ) -> FixedPointMap:
     """A map of ``problem`` with ``rule`` and the symmetry, chart and prior panels of the map
     ``like`` (or the symmetry and chart of the pair of :func:`map_features`, and the default
-    panels); ``prior_panels``, ``single`` and ``known`` as :class:`FixedPointMap`'s (the
+    panels); ``prior_panels`` and ``single`` as :class:`FixedPointMap`'s (the
     panels ``like``'s unless given)."""
     if isinstance(like, FixedPointMap):
         sym, log_chart, panels = like.symmetry, like.log_chart, like.prior_panels
@@ -477,7 +513,6 @@ def new_map(
         log_chart=log_chart,
         prior_panels=panels,
         single=single,
-        known=known,
     )
 
 

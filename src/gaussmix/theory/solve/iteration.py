@@ -1,9 +1,11 @@
 """The fixed-point iteration: Anderson mixing and the safeguarded loop.
 
 :func:`iterate` drives a map ``x -> T(x)`` (a
-:class:`~gaussmix.theory.solve.fixed_point.FixedPointMap`,
-or anything with its ``K``, ``L``, ``log_chart`` and ``__call__``) from a starting state with
-a secant history (:class:`AndersonState`, immutable, ``init`` / ``update`` in the spirit of
+:class:`~gaussmix.theory.solve.fixed_point.FixedPointMap`, or anything with its ``K``,
+``L``, ``log_chart``, ``hats_memory`` and ``image``, the two halves of an evaluation, which
+take the memory of the last evaluation and return their own with the channel evaluation and
+the image: the state's ``aux``) from a starting state with a secant
+history (:class:`AndersonState`, immutable, ``init`` / ``update`` in the spirit of
 jaxopt's ``AndersonAcceleration``) to an :class:`IterationOutcome` whose
 :class:`IterationStatus` says why it stopped.  Convergence is declared when
 ``max_i |T(x)_i - x_i| / s_i < tol`` (:func:`~gaussmix.theory.solve.state.residual_scale`).
@@ -272,6 +274,11 @@ class IterationOutcome:
     message : str
     anderson : AndersonState
         The final secant history (a warm start for the next point of a curve).
+    aux : object
+        The map's memory after its last evaluation (``T.image``'s: for a single point's
+        map a :class:`~gaussmix.theory.solve.fixed_point.MapMemory`, whose channel
+        evaluation at the returned state, where it is the last evaluated one, the
+        observables reuse); None before any evaluation.
     """
 
     x: np.ndarray
@@ -280,6 +287,7 @@ class IterationOutcome:
     status: IterationStatus
     message: str
     anderson: AndersonState
+    aux: Any = None
 
     @property
     def converged(self) -> bool:
@@ -320,6 +328,11 @@ class IterationState(NamedTuple):
         :class:`FixedPointIteration`'s ``report``).
     outcome : IterationOutcome or None
         Set by the step that ended the iteration.
+    aux : object
+        The map's memory after its last evaluation (what ``T.image`` returns with the
+        image and takes back at the next evaluation: the last channel evaluation, the warm
+        start of the proximal solves), as ``anderson`` is the mixing's; the map itself
+        keeps nothing across calls.
 
     Notes
     -----
@@ -339,6 +352,7 @@ class IterationState(NamedTuple):
     evaluated: bool = False
     outcome: IterationOutcome | None = None
     pending: tuple | None = None
+    aux: Any = None
 
     def exact_residual(self) -> float:
         """:attr:`residual`, computed where the step left it pending."""
@@ -356,7 +370,7 @@ class FixedPointIteration:
 
     On convergence (``max |T(x) - x| / s < tol``,
     :func:`~gaussmix.theory.solve.state.residual_scale`) the image ``T(x)`` is returned, or ``x``
-    itself with ``return_image=False`` (whose channel moments the map remembers).
+    itself with ``return_image=False`` (whose channel moments the outcome's ``aux`` holds).
     A failing map evaluation, or a non-finite image, retreats half-way to the previous
     iterate with half the damping; an extrapolation that diverges or leaves the cone of
     valid states drops the history (of a stacked state's points, the history of those
@@ -392,13 +406,18 @@ class FixedPointIteration:
     return_image: bool = True
     report: bool = True
 
-    def init(self, T: FixedPointMap, x0: np.ndarray, anderson: AndersonState) -> IterationState:
+    def init(
+        self, T: FixedPointMap, x0: np.ndarray, anderson: AndersonState, aux: Any = None
+    ) -> IterationState:
         """The state before the first evaluation, from ``x0`` with the secant history
-        ``anderson`` (dropped if its pairs are in the other coordinates)."""
+        ``anderson`` (dropped if its pairs are in the other coordinates) and the map's
+        memory ``aux`` (an earlier evaluation's, or None)."""
         chart = LogChart(T.K, T.L) if getattr(T, "log_chart", False) else None
         if anderson.log_chart != (chart is not None):  # pairs of the other coordinates
             anderson = replace(anderson.cleared(), log_chart=chart is not None)
-        return IterationState(x0.copy(), 0, anderson, chart, None, np.inf, self.damping, np.inf)
+        return IterationState(
+            x0.copy(), 0, anderson, chart, None, np.inf, self.damping, np.inf, aux=aux
+        )
 
     def terminate(self, s: IterationState) -> bool:
         """Whether the iteration has ended (an outcome, or ``max_iter`` evaluations)."""
@@ -411,7 +430,8 @@ class FixedPointIteration:
             return s.outcome
         res = s.exact_residual()
         msg = f"did not converge in {self.max_iter} iterations (residual {res:.3g})"
-        return IterationOutcome(s.x, self.max_iter, res, IterationStatus.MAX_ITER, msg, s.anderson)
+        st = IterationStatus.MAX_ITER
+        return IterationOutcome(s.x, self.max_iter, res, st, msg, s.anderson, s.aux)
 
     def step(self, T: FixedPointMap, s: IterationState) -> IterationState:
         """One evaluation of the map at ``s.x`` and the next iterate (or the outcome)."""
@@ -421,21 +441,25 @@ class FixedPointIteration:
         x, it = s.x, s.n_iter + 1
 
         def ended(xr: np.ndarray, res: float, status: IterationStatus, msg: str, st):
-            out = IterationOutcome(xr, it, res, status, msg, st)
-            return s._replace(n_iter=it, residual=res, evaluated=True, outcome=out, pending=None)
+            out = IterationOutcome(xr, it, res, status, msg, st, aux)
+            return s._replace(
+                n_iter=it, residual=res, evaluated=True, outcome=out, pending=None, aux=aux
+            )
 
         def retreat(**changes: Any) -> IterationState:  # half-way back to the last image
             x_back = _back(chart, last[0] + 0.5 * beta * (last[1] - last[0]))
             cleared = state.cleared()
-            return s._replace(x=x_back, n_iter=it, anderson=cleared, last=None, **changes)
+            return s._replace(x=x_back, n_iter=it, anderson=cleared, last=None, aux=aux, **changes)
 
-        try:
-            g = T(x)
+        aux = s.aux
+        try:  # (in two halves: a failing image keeps the channel's memory for the next)
+            ev, aux = T.hats_memory(x, aux)
+            g, aux = T.image(x, ev, aux)
         except (FloatingPointError, np.linalg.LinAlgError) as exc:
             if last is not None:
                 return retreat(damping=0.5 * beta, evaluated=False)
             why = S.UNBOUNDED_WEIGHTS if isinstance(exc, UnboundedWeightsError) else S.MAP_FAILED
-            out = IterationOutcome(x, it, np.inf, why, f"map failed: {exc}", state)
+            out = IterationOutcome(x, it, np.inf, why, f"map failed: {exc}", state, aux)
             return s._replace(n_iter=it, evaluated=False, outcome=out)
         r = g - x
         # the mixing's weights and measure of a step (divergence), in units max(1, |x|);
@@ -471,7 +495,19 @@ class FixedPointIteration:
                 return ended(xr, res, S.CONVERGED, "converged", state)
             x, state = _next_iterate(x, r, beta, scale, state, K, L, None)
             return IterationState(
-                x, it, state, chart, None, s.best, beta, res, invalid_images, True, None, pending
+                x,
+                it,
+                state,
+                chart,
+                None,
+                s.best,
+                beta,
+                res,
+                invalid_images,
+                True,
+                None,
+                pending,
+                aux,
             )
         if last is not None:
             state = state.update(y - last[0], yg - last[1])
@@ -486,7 +522,19 @@ class FixedPointIteration:
         yscale = scale if chart is None else np.maximum(1.0, np.abs(y))
         x, state = _next_iterate(y, yg - y, beta, yscale, state, K, L, chart)
         return IterationState(
-            x, it, state, chart, (y, yg), best, beta, res, invalid_images, True, None, pending
+            x,
+            it,
+            state,
+            chart,
+            (y, yg),
+            best,
+            beta,
+            res,
+            invalid_images,
+            True,
+            None,
+            pending,
+            aux,
         )
 
 
@@ -501,6 +549,7 @@ def iterate(
     callback: Callable[[int, float], Any] | None = None,
     return_image: bool = True,
     on_step: Callable[[IterationState], IterationState | None] | None = None,
+    aux: Any = None,
 ) -> IterationOutcome:
     """Run a :class:`FixedPointIteration` of ``T`` from ``x0`` with the secant history
     ``anderson`` to its outcome.
@@ -511,14 +560,16 @@ def iterate(
     called after every step that did not end the iteration, and the state it returns (if
     not None) is the one the iteration goes on from: a caller's change of the next iterate
     and its secant pairs (the stacked curves' restart of slow points,
-    :mod:`gaussmix.theory.solve.batch`).  numpy's floating-point warnings
+    :mod:`gaussmix.theory.solve.batch`).  ``aux``: the map's memory to start from (an
+    earlier evaluation's: its channel evaluation reused at the same state, its proximal
+    points as the warm start), None for a fresh one.  numpy's floating-point warnings
     are off during the loop: a trial state far from the fixed point (an Anderson
     extrapolation) can overflow inside the map, and its image is then rejected by the
     explicit finiteness test, not reported as a RuntimeWarning.
     """
     solver = FixedPointIteration(tol, max_iter, damping, return_image, report=callback is not None)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        s = solver.init(T, x0, anderson)
+        s = solver.init(T, x0, anderson, aux)
         while not solver.terminate(s):
             s = solver.step(T, s)
             if callback is not None and s.evaluated:

@@ -326,7 +326,9 @@ class FailFast:
                 f"step {marks[-1]:.3g} was {marks[-3]:.3g} {2 * self.window} iterations "
                 "before)"
             )
-            out = IterationOutcome(s.x, s.n_iter, res, IterationStatus.STALLED, text, s.anderson)
+            out = IterationOutcome(
+                s.x, s.n_iter, res, IterationStatus.STALLED, text, s.anderson, s.aux
+            )
             return s._replace(outcome=out)
 
         return on_step
@@ -473,7 +475,11 @@ def verdict(problem: Problem, opts: SolverOptions, est: Estimate) -> tuple[Itera
         st = IterationStatus.NOT_POSITIVE_DEFINITE
         text = "spurious fixed point: an overlap matrix Q_c or V_c is not positive definite"
     if st is IterationStatus.CONVERGED:
-        ob = est.obs if est.obs is not None else failed_observables(problem, est.T, est.x)
+        ob = (
+            est.obs
+            if est.obs is not None
+            else failed_observables(problem, est.T, est.x, est.memory)
+        )
         step = bias_condition_step(ob.hats[1], ob.hats[2], ob.state[3])
         if step > max(DEGENERATE_BIAS_STEP, 100.0 * opts.tol):
             st = IterationStatus.DEGENERATE

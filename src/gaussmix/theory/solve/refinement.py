@@ -40,6 +40,7 @@ from .estimate import finer_rule as _finer_rule
 from .fixed_point import (
     FixedPointMap,
     HatEvaluation,
+    MapMemory,
     map_features,
     new_map,
 )
@@ -149,15 +150,19 @@ def evaluate_observables(
     *,
     light: bool = False,
     spread: bool = False,
+    memory: MapMemory | None = None,
 ) -> Observables:
     """Theorem 2 observables at the state ``x``; ``light`` computes only the errors and
-    losses (:func:`light_observables` of a batch of one point).
+    losses (:func:`light_observables` of a batch of one point).  ``memory``: the map's
+    memory of an evaluation (:class:`~gaussmix.theory.solve.fixed_point.MapMemory`), whose
+    channel evaluation is reused where it was made at ``x``.
 
     The seeded estimators (orthant probabilities of dimension >= 3, the training error with
     three or more outputs) take the seed of a randomised channel rule.  ``spread`` asks for
     their cheaper versions with the same seeds (common random numbers), for the differences
     between nearby states of :func:`_replicate_spread`.
     """
+    ev, memory = T.hats_memory(x, memory)
     Q, M, V, b = T.unpack(x)
     sym = T.symmetry is not None  # exchangeable clusters: cluster 0 stands for all
     if sym:
@@ -169,11 +174,11 @@ def evaluate_observables(
         T.rule,
         sym,
         state,
-        T.hats(x),
+        ev,
         seed=T.rule.seed,
         quick=spread,
     )
-    return obs if light else with_statistics(problem, T, x, obs)
+    return obs if light else with_statistics(problem, T, x, obs, memory=memory)
 
 
 def light_observables(
@@ -328,10 +333,12 @@ def with_statistics(
     x: np.ndarray,
     obs: Observables,
     prior: PriorResult | None = None,
+    memory: MapMemory | None = None,
 ) -> Observables:
     """``obs`` with the free energy (eq. (168)), penalty value and sparsity of ``W*``
-    (``prior``: the prior's details at the hats of ``x``, where already computed)."""
-    return with_statistics_points([problem], [T], [x], [obs], [prior])[0]
+    (``prior``: the prior's details at the hats of ``x``, where already computed;
+    ``memory``: the map's memory of an evaluation, reused where made at ``x``)."""
+    return with_statistics_points([problem], [T], [x], [obs], [prior], [memory])[0]
 
 
 def with_statistics_points(
@@ -340,17 +347,21 @@ def with_statistics_points(
     states: list[np.ndarray],
     obs: list[Observables],
     priors: list[PriorResult | None],
+    memories: list[MapMemory | None] | None = None,
 ) -> list[Observables]:
     """:func:`with_statistics` of each of several points of one mixture (the points of a
     curve, each with its map, state, observables and prior's details or None), the
     sparsities of all of them in one
-    :func:`~gaussmix.theory.solve.observables.weight_sparsities`."""
+    :func:`~gaussmix.theory.solve.observables.weight_sparsities` (``memories``: each map's
+    memory of an evaluation, or None)."""
     done = []
-    for problem, T, x, prior in zip(problems, maps, states, priors):
+    if memories is None:
+        memories = [None] * len(maps)
+    for problem, T, x, prior, memory in zip(problems, maps, states, priors, memories):
         Q, M, V, b = T.unpack(x)
-        ev = T.hats(x)
-        # the caller's evaluation, else the map's last where it has the details
-        pr = prior if prior is not None else T.prior_at(ev)
+        ev = T.hats(x, memory)
+        # the caller's evaluation, else the memory's where it has the details
+        pr = prior if prior is not None else T.prior_at(ev, memory)
         fe = free_energy_terms(
             problem, M, Q, V, ev.Mhat, ev.Qhat, ev.Vhat, ev.moments.Eenv, pr.psi_w
         )
@@ -362,12 +373,15 @@ def with_statistics_points(
     ]
 
 
-def failed_observables(problem: Problem, T: FixedPointMap, x: np.ndarray) -> Observables:
-    """NaN observables at a failed point (with its hats where they can be evaluated)."""
+def failed_observables(
+    problem: Problem, T: FixedPointMap, x: np.ndarray, memory: MapMemory | None = None
+) -> Observables:
+    """NaN observables at a failed point (with its hats where they can be evaluated;
+    ``memory``'s evaluation where made at ``x``)."""
     Q, M, V, b = T.unpack(x)
     nan = np.full_like
     try:
-        ev = T.hats(x)
+        ev = T.hats(x, memory)
         hats = (ev.Qhat, ev.Mhat, ev.Vhat)
     except Exception:  # noqa: BLE001 - reporting a failed point
         hats = (nan(Q, np.nan), nan(M, np.nan), nan(V, np.nan))
@@ -395,7 +409,7 @@ def run_fixed_point(
     own solve then starts from there with the coarse secant pairs as its Jacobian model and
     needs one or two evaluations.  Only the starting point and the secant pairs carry over;
     a failure of the first phase is ignored.  The returned state is the last evaluated
-    one, whose channel evaluation the map remembers (its observables reuse it), always of
+    one, whose channel evaluation the outcome's ``aux`` holds (its observables reuse it), always of
     the double-precision map with the rule ``rule``; the iterations of both phases count.
     ``watch``, if given, makes a fresh ``on_step`` of :func:`iterate` for the coarse and
     the main run (the policy's :class:`~gaussmix.theory.solve.policy.FailFast`).
@@ -465,7 +479,9 @@ class Estimate:
     (``quad``), the final evaluation's own error (``evals``: orthant and training-error
     integrals) and the change under the last refinement of the prior's own rule (``prior``:
     the multi-output lasso, :func:`refine_prior`; zero for a prior in closed form); and
-    what a fallback did (``fallback``)."""
+    what a fallback did (``fallback``); the map's memory of its last evaluation
+    (``memory``, a :class:`~gaussmix.theory.solve.fixed_point.MapMemory`: its channel
+    evaluation at ``x``, reused by the observables and the prior's refinement)."""
 
     T: FixedPointMap
     x: np.ndarray
@@ -481,6 +497,7 @@ class Estimate:
     #: success (the result's ``params['fallback']``) or of its own failure (appended to the
     #: message)
     fallback: str = ""
+    memory: MapMemory | None = None
 
     @property
     def errors(self) -> dict:
@@ -522,6 +539,7 @@ def estimate_errors(
     """
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
     x, n_iter, res, status, msg = out.x, out.n_iter, out.residual, out.status, out.message
+    mem = out.aux  # the memory of the map's last evaluation
     obs = None
     quad = dict.fromkeys(_ERROR_KEYS, 0.0)
     evals = dict.fromkeys(_ERROR_KEYS, 0.0)
@@ -531,12 +549,13 @@ def estimate_errors(
         if status is IterationStatus.CONVERGED:
             refining = kind is ErrorEstimate.REFINED_RULE
             # (only the errors at a rule that a finer one will replace)
-            obs = evaluate_observables(problem, T, x, light=refining)
+            mem = T.hats_memory(x, mem)[1]
+            obs = evaluate_observables(problem, T, x, light=refining, memory=mem)
             evals = dict(obs.errors)
             if refining:
 
                 def resolve(finer: QuadratureRule, active: list[int]):
-                    nonlocal T, x, status, msg
+                    nonlocal T, x, status, msg, mem
                     T2 = new_map(problem, finer, T)
                     prev = history.get(finer)
                     if prev is None or prev.empty:  # the coarser rule's pairs model it
@@ -544,6 +563,7 @@ def estimate_errors(
                     last = finer.computes_moments  # the last iterate
                     start = AndersonState.init(opts.anderson, prev)
                     out2 = iterate(T2, x, start, return_image=not last, **kw)
+                    mem2 = out2.aux
                     history[finer] = out2.anderson
                     if not out2.converged:
                         status, msg = out2.status, f"refined quadrature: {out2.message}"
@@ -551,28 +571,33 @@ def estimate_errors(
                     # (on to the tighter tolerance; a rule that computes its own moments
                     # keeps returning the last iterate, and the image where it converged at
                     # its start; two outputs keep the last iterate there too, whose channel
-                    # evaluation the map remembers, as the stacked K = 3 curves do: the
+                    # evaluation the memory holds, as the stacked K = 3 curves do: the
                     # observables then need no evaluation of the refined rule of their own,
                     # one of four at K = 3)
                     keep = last or problem.dim == 2
                     start = AndersonState.init(opts.anderson, out2.anderson)
-                    more = tighter_run(T2, out2.x, start, opts, {**kw, "return_image": not keep})
+                    kw2 = {**kw, "return_image": not keep}
+                    more = tighter_run(T2, out2.x, start, opts, kw2, aux=mem2)
+                    if more is not None:
+                        mem2 = more.aux
                     if more is not None and more.converged:
                         out2 = replace(more, n_iter=out2.n_iter + more.n_iter)
                     if last and out2.n_iter <= 1:  # converged where it started: to T2(x)
-                        out2 = replace(out2, x=T2(out2.x))
+                        g, mem2 = T2.evaluate(out2.x, mem2)
+                        out2 = replace(out2, x=g)
                     T, x = T2, out2.x
-                    obs2 = evaluate_observables(problem, T2, x, light=True)
+                    mem = T2.hats_memory(x, mem2)[1]
+                    obs2 = evaluate_observables(problem, T2, x, light=True, memory=mem)
                     return [(obs2, out2.n_iter, out2.residual)]
 
                 done = refine_rule(T.rule, [obs], [n_iter], [res], opts, resolve)
                 obs, quad, evals = done.obs[0], done.quad[0], done.evals[0]
                 n_iter, res = done.n_iter[0], done.residual[0]
         if status is IterationStatus.CONVERGED and not obs.complete:
-            obs = with_statistics(problem, T, x, obs)  # of the returned state
+            obs = with_statistics(problem, T, x, obs, memory=mem)  # of the returned state
     except _NUMERICAL_FAILURES as exc:
         status, msg, obs = _numerical_failure(exc)
-    return Estimate(T, x, n_iter, res, status, msg, obs, quad, evals)
+    return Estimate(T, x, n_iter, res, status, msg, obs, quad, evals, memory=mem)
 
 
 def _finer_prior_panels(panels: int, n_outer: int, first: bool) -> int | None:
@@ -618,7 +643,7 @@ def refine_prior(
     if est.status is not IterationStatus.CONVERGED:
         return est
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
-    T, x, obs, evals = est.T, est.x, est.obs, dict(est.evals)
+    T, x, obs, evals, mem = est.T, est.x, est.obs, dict(est.evals), est.memory
     n_iter, res, status, msg = est.n_iter, est.residual, est.status, est.message
     prior = dict(est.prior)
     panels = T.prior_panels or outer_panels(n_outer)
@@ -630,21 +655,25 @@ def refine_prior(
                 if k == 0:
                     prior = dict.fromkeys(_ERROR_KEYS, np.nan)
                 break
-            # (the channel at x, if evaluated there, is the same)
-            T2 = new_map(problem, T.rule, T, prior_panels=finer, known=T.last)
-            out2 = iterate(T2, x, AndersonState.init(opts.anderson, history.get(T.rule)), **kw)
+            # (the channel at x, if evaluated there, is the same: its evaluation alone)
+            T2 = new_map(problem, T.rule, T, prior_panels=finer)
+            known = MapMemory(ev=None if mem is None else mem.ev)
+            start = AndersonState.init(opts.anderson, history.get(T.rule))
+            out2 = iterate(T2, x, start, aux=known, **kw)
+            mem = out2.aux
             n_iter += out2.n_iter
             if not out2.converged:
                 status, msg = out2.status, f"refined prior quadrature: {out2.message}"
                 break
-            obs2 = evaluate_observables(problem, T2, out2.x, light=True)
+            mem = T2.hats_memory(out2.x, mem)[1]
+            obs2 = evaluate_observables(problem, T2, out2.x, light=True, memory=mem)
             prior = {key: abs(obs2.value(key) - obs.value(key)) for key in _ERROR_KEYS}
             evals = dict(obs2.errors)
             T, x, obs, res, panels, changed = T2, out2.x, obs2, out2.residual, finer, True
             if max(prior["test_error"], prior["train_loss"]) <= opts.quad_tol:
                 break
         if changed and status is IterationStatus.CONVERGED:
-            obs = with_statistics(problem, T, x, obs)
+            obs = with_statistics(problem, T, x, obs, memory=mem)
     except _NUMERICAL_FAILURES as exc:
         status, msg, obs = _numerical_failure(exc)
     return replace(
@@ -658,6 +687,7 @@ def refine_prior(
         obs=obs,
         evals=evals,
         prior=prior,
+        memory=mem,
     )
 
 
@@ -668,11 +698,13 @@ def _replicate_spread(
     opts: SolverOptions,
     callback: Callable | None,
     history: dict,
+    memory: MapMemory | None = None,
 ) -> tuple[dict, int] | None:
     """Standard error of the errors and losses across the replicates of a randomised rule.
 
     Each replicate of ``T.rule`` alone (an independent randomisation; the rule is their
-    average; its proximal solves start at the rule's, :func:`_nested_warm`) moves the fixed
+    average; its proximal solves start at the rule's last ones, held by ``memory``, the map's
+    memory of its last evaluation: :func:`_nested_warm`) moves the fixed
     point from ``x``; the replicate's state is found by
     :func:`_replicate_state` (its linear response, to
     :data:`~gaussmix.theory.numerics.tolerances.REPLICATE_SHIFT_RTOL` of the shift), and the
@@ -688,13 +720,18 @@ def _replicate_spread(
     reps = T.rule.replicates()
     for r, rep in enumerate(reps):
         Tr = new_map(problem, rep, T)
-        Tr.warm = _nested_warm(T.warm, T.rule, rep, _replicate_blocks(T.rule, r, len(reps)))
-        found = _replicate_state(Tr, x, history.get(T.rule), opts, callback)
+        warm = _nested_warm(
+            None if memory is None else memory.warm,
+            T.rule,
+            rep,
+            _replicate_blocks(T.rule, r, len(reps)),
+        )
+        found = _replicate_state(Tr, x, history.get(T.rule), opts, callback, MapMemory(warm=warm))
         if found is None:
             return None
-        xr, used = found
+        xr, used, memory = found
         n_iter += used
-        obs = evaluate_observables(problem, Tr, xr, light=True, spread=True)
+        obs = evaluate_observables(problem, Tr, xr, light=True, spread=True, memory=memory)
         for k in _ERROR_KEYS:
             values[k].append(obs.value(k))
     n = len(values["test_error"])
@@ -755,10 +792,12 @@ def _replicate_state(
     pairs: AndersonState | None,
     opts: SolverOptions,
     callback: Callable | None,
-) -> tuple[np.ndarray, int] | None:
+    memory: MapMemory | None = None,
+) -> tuple[np.ndarray, int, MapMemory] | None:
     """The fixed point of a replicate's map ``Tr`` near the full rule's fixed point ``x``, to
-    the accuracy of its shift, and the evaluations spent; None where the iteration fails or
-    ends at an invalid state.
+    the accuracy of its shift, the evaluations spent and the map's memory of its last
+    evaluation (at that state); None where the iteration fails or ends at an invalid state.
+    ``memory``: the map's memory to start from (the warm start of its proximal solves).
 
     The iteration of ``Tr`` starts at ``x`` with the full rule's secant pairs, a model of
     the Jacobian ``J`` that the replicate's map shares to first order: its first evaluation
@@ -767,14 +806,14 @@ def _replicate_state(
     whose scaled residual (its distance to the replicate's fixed point, to first order) is
     at most :data:`~gaussmix.theory.numerics.tolerances.REPLICATE_SHIFT_RTOL` times its scaled
     distance from ``x`` (usually the second evaluation: the linear response checked by one
-    re-evaluation), or at ``opts.tol``; it returns that state, whose channel evaluation the
-    map remembers (the observables reuse it).  Measured on ten classes from digits: 2
+    re-evaluation), or at ``opts.tol``; it returns that state with the memory of its
+    channel evaluation (the observables reuse it).  Measured on ten classes from digits: 2
     evaluations per replicate where the iteration to ``opts.tol`` took 4.
     """
     solver = FixedPointIteration(opts.tol, opts.max_iter, opts.damping, return_image=False)
     scale = residual_scale(x, Tr.K, Tr.L)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # as in iterate
-        s = solver.init(Tr, x, AndersonState.init(opts.anderson, pairs))
+        s = solver.init(Tr, x, AndersonState.init(opts.anderson, pairs), memory)
         while not solver.terminate(s):
             at = s.x
             s = solver.step(Tr, s)
@@ -784,11 +823,11 @@ def _replicate_state(
             if s.outcome is None and s.evaluated and s.n_iter > 1:
                 shift = float(np.max(np.abs(at - x) / scale))
                 if s.residual <= REPLICATE_SHIFT_RTOL * shift and Tr.is_valid(at):
-                    return at, s.n_iter
+                    return at, s.n_iter, s.aux
     out = solver.outcome(s)
     if not out.converged or not Tr.is_valid(out.x):
         return None
-    return out.x, out.n_iter
+    return out.x, out.n_iter, out.aux
 
 
 def _estimate_randomised(
@@ -810,9 +849,11 @@ def _estimate_randomised(
     (:func:`_refinement_reaches`: a finer channel rule does not reduce it)."""
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
     x, n_iter, res, status, msg = out.x, out.n_iter, out.residual, out.status, out.message
+    mem = out.aux  # the memory of the map's last evaluation
     for k in range(opts.max_refine + 1):
-        obs = evaluate_observables(problem, T, x, light=True)
-        spread = _replicate_spread(problem, T, x, opts, callback, history)
+        mem = T.hats_memory(x, mem)[1]
+        obs = evaluate_observables(problem, T, x, light=True, memory=mem)
+        spread = _replicate_spread(problem, T, x, opts, callback, history, mem)
         if spread is None:
             status = IterationStatus.NUMERICAL_FAILURE
             msg = "a replicate of the randomised channel rule found no fixed point"
@@ -837,18 +878,21 @@ def _estimate_randomised(
                 break
         T2 = new_map(problem, finer, T)
         n_rep = len(T.rule.replicates())
-        T2.warm = _nested_warm(T.warm, T.rule, finer, _refined_blocks(T.rule, finer, n_rep))
-        out2 = iterate(T2, x, AndersonState.init(opts.anderson, history.get(T.rule)), **kw)
+        warm = _nested_warm(
+            None if mem is None else mem.warm, T.rule, finer, _refined_blocks(T.rule, finer, n_rep)
+        )
+        pairs = AndersonState.init(opts.anderson, history.get(T.rule))
+        out2 = iterate(T2, x, pairs, aux=MapMemory(warm=warm), **kw)
         history[finer] = out2.anderson
         n_iter += out2.n_iter
         if not out2.converged:
             status, msg = out2.status, f"refined quadrature: {out2.message}"
             break
-        T, x, res = T2, out2.x, out2.residual
+        T, x, res, mem = T2, out2.x, out2.residual, out2.aux
     evals = dict(obs.errors)
     if status is IterationStatus.CONVERGED:
-        obs = with_statistics(problem, T, x, obs)
-    return Estimate(T, x, n_iter, res, status, msg, obs, quad, evals)
+        obs = with_statistics(problem, T, x, obs, memory=mem)
+    return Estimate(T, x, n_iter, res, status, msg, obs, quad, evals, memory=mem)
 
 
 def _refinement_reaches(

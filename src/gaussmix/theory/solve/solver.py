@@ -111,7 +111,7 @@ def assemble_results(
     results = []
     for problem, est in zip(problems, ests):
         T, x = est.T, est.x
-        ob = est.obs if est.obs is not None else failed_observables(problem, T, x)
+        ob = est.obs if est.obs is not None else failed_observables(problem, T, x, est.memory)
         st, text = verdict(problem, opts, est)
         ok = st is IterationStatus.CONVERGED
         if not ok and problem.lam < SMALL_LAM_HINT:
