@@ -13,7 +13,10 @@ point that loads the caches.  Reported: median, 95th percentile and maximum per 
 slowest problems (with the iterations and the prior's panels they took), and with
 ``--profile N`` a cProfile of the N slowest.
 
-Usage: ``python benchmarks/bench_lasso_k3.py [--n 40] [--seed 0] [--profile 0]``
+``--phases`` times the slowest problems again without the error estimate and with one
+refinement of the prior's rule, to show where their time goes.
+
+Usage: ``python benchmarks/bench_lasso_k3.py [--n 40] [--seed 0] [--profile 0] [--phases]``
 """
 
 from __future__ import annotations
@@ -41,6 +44,13 @@ MODELS = ("isotropic-simplex", "isotropic-gaussian", "block", "spectral")
 #: directions of the empirical (spectral) law
 SPECTRAL_D = 16
 RHO_FLOOR = 0.05
+#: the options of ``--phases``: the solve without its error estimate, and with the estimate
+#: but one refinement only (of the prior's rule: the channel of these problems needs none
+#: or refines within it)
+PHASES = {
+    "solve only": gm.SolverOptions(estimate_error=False),
+    "one refinement": gm.SolverOptions(max_refine=1),
+}
 
 
 @dataclass
@@ -71,8 +81,9 @@ class Problem:
         sigma = self.delta * rng.uniform(0.25, 1.0, size=(SPECTRAL_D, 3))
         return gm.Mixture.spectral(sigma, rng.normal(size=(SPECTRAL_D, 3)), rho=rho)
 
-    def solve(self) -> gm.FixedPointResult:
-        return gm.solve(self.mixture(), self.loss, lam=self.lam, alpha=self.alpha, penalty="l1")
+    def solve(self, options: gm.SolverOptions | None = None) -> gm.FixedPointResult:
+        kw = dict(lam=self.lam, alpha=self.alpha, penalty="l1", options=options)
+        return gm.solve(self.mixture(), self.loss, **kw)
 
     def label(self) -> str:
         rho = "balanced" if self.rho is None else "rho=" + ",".join(f"{r:.2f}" for r in self.rho)
@@ -120,6 +131,12 @@ def main() -> None:
     ap.add_argument("--profile", type=int, default=0, help="profile the N slowest problems")
     ap.add_argument("--slowest", type=int, default=5, help="list the N slowest problems")
     ap.add_argument("--verbose", action="store_true", help="print each point's time")
+    ap.add_argument(
+        "--phases",
+        action="store_true",
+        help="time the slowest problems again without the error estimate and with one "
+        "refinement of the prior's rule (where the time goes)",
+    )
     args = ap.parse_args()
     warnings.simplefilter("ignore", gm.IntegrationWarning)
     print(machine_line())
@@ -159,6 +176,20 @@ def main() -> None:
             f"| {t:.3f} | {p.label()} | {r.n_iter} | {r.test_error:.5f} | "
             f"{r.integration_error:.1e} |"
         )
+    if args.phases:
+        print("\nwhere the time goes (CPU s; the error estimate refines the prior's rule):\n")
+        print("| problem | solve only | with one refinement | default |")
+        print("|---|---|---|---|")
+        for t, p, _ in slow[: args.slowest]:
+            cost = []
+            for opts in (PHASES["solve only"], PHASES["one refinement"]):
+                t0 = time.process_time()
+                try:
+                    p.solve(opts)
+                except gm.ConvergenceError:
+                    pass
+                cost.append(time.process_time() - t0)
+            print(f"| {p.label()} | {cost[0]:.3f} | {cost[1]:.3f} | {t:.3f} |")
     for t, p, _ in slow[: args.profile]:
         print(f"\nprofile of {p.label()} ({t:.3f} s):")
         prof = cProfile.Profile()

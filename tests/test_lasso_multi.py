@@ -248,6 +248,55 @@ def test_square_loss_lasso_with_a_degenerate_field_converges(monkeypatch):
     assert abs(a.test_error - b.test_error) <= bound
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_jacobian_of_a_rarely_active_output_is_positive_semi_definite(seed):
+    """``E[dw/dg]`` is positive semi-definite (each piece's ``P_S A_SS^{-1} P_S^T`` is) where
+    one coordinate of the field is small against ``lam`` (its weight rarely leaves zero: an
+    output the lasso almost always zeroes).  Symmetrised by the plain average, the other
+    rows' rule errors fell in that coordinate's row and column, of the order of its
+    (vanishing) activity: smallest eigenvalue -4.3e-5 to -7e-2 of the largest on these
+    seeds, and the K = 3 square-loss iteration stalled at such a ``V``.  Weighted by each
+    row's activity, every eigenvalue is non-negative to rounding, and that row's entries
+    are within half the geometric mean of the diagonal entries (the bound a positive
+    semi-definite matrix puts on them) of a finer rule's."""
+    rng = np.random.default_rng(seed)
+    P = np.eye(3)
+    A = _psd(rng, 2, 3, ridge=0.1)
+    small = np.array([0.1, 1.0, 1.0])  # the first coordinate of the field
+    cov = _psd(rng, 2, 3, ridge=0.3) * small[:, None] * small[None, :]
+    mean = 0.3 * rng.standard_normal((2, 3)) * small
+    lam = 3.0 * float(np.sqrt(A[:, 0, 0].max()))
+    a = gaussian_l1_moments(A, P, mean, cov, lam)
+    ev = np.linalg.eigvalsh(a.jacobian)
+    assert np.all(ev[:, 0] >= -8 * EPS * ev[:, -1]), ev
+    # the rarely active row and column: no larger than the finer rule's, to its own size
+    b = gaussian_l1_moments(A, P, mean, cov, lam, panels=24).jacobian
+    quiet = np.abs(a.jacobian[:, 0, 1:] - b[:, 0, 1:]).max(axis=1)
+    assert np.all(quiet <= 0.5 * np.sqrt(b[:, 0, 0] * np.abs(b).max(axis=(1, 2)))), quiet
+
+
+def test_square_loss_lasso_with_a_zeroed_output_converges_cold():
+    """K = 3 square loss, lam = 6.82, alpha = 5.5, rho = (0.05, 0.47, 0.48): the lasso zeroes
+    the rare class's output (its ``Q`` entries 1e-40).  The prior's ``V`` was indefinite
+    there (``E[dw_0/dg_1]`` 3.9e-7 of rule error beside ``E[dw_0/dg_0]`` 8e-39) and the
+    iteration stalled at the edge of the cone (residual 1.1e-4, then the homotopy fallback
+    failed too: 18-26 s).  Cold, it converges to the answer warm starts from lam = 3 and 10
+    reach, within the solves' integration-error estimates."""
+    rho = [0.04847522327736527, 0.46927243257248286, 0.4822523441501518]
+    mix = gm.Mixture.isotropic(0.9407922843645653, "gaussian", n_clusters=3, rho=np.array(rho))
+    kw = dict(alpha=5.48726585723134, penalty="l1")
+    lam = 6.81796122695517
+    cold = gm.solve(mix, "square", lam=lam, **kw)
+    assert cold.success and cold.n_iter < 200
+    assert 0.0 < cold.nonzero_fraction < 0.01
+    for lam0 in (3.0, 10.0):
+        warm = gm.solve(mix, "square", lam=lam, init=gm.solve(mix, "square", lam=lam0, **kw), **kw)
+        bound = max(cold.integration_error + warm.integration_error, 1e-12)
+        assert abs(cold.test_error - warm.test_error) <= bound
+        # the same fixed point to the iteration's tolerance (relative, 1e-8)
+        assert cold.nonzero_fraction == pytest.approx(warm.nonzero_fraction, rel=1e-6)
+
+
 # ----------------------------------------------------------------------------- L = 1
 def _spectral_binary(rng):
     """A binary spectral law with empirical mean components (mixture.mu given)."""
