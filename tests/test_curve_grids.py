@@ -52,6 +52,8 @@ KNOWN = {
         "failing at max_iter (3001) before its cold solve (96)"
     ),
 }
+
+
 def _param(grid, slow: bool = False):
     marks = [pytest.mark.slow] if slow else []
     if grid.name in KNOWN:
