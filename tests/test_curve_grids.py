@@ -133,3 +133,47 @@ def test_the_counter_sees_a_stacked_curves_evaluations() -> None:
         table = cg.curve(grid)
     assert len(log) >= table["n_iter"].max() > 0
     assert max(log) == 2 * len(grid.values)  # the first evaluations: every point's clusters
+
+
+def test_a_sweeps_late_restarted_point_is_kept(monkeypatch) -> None:
+    # "random 15" (a hinge + elastic-net sweep to lam = 1.5e-3): its point at the smallest
+    # lambda, restarted from its prediction after 8 evaluations, freezes 46 after, beyond
+    # the budget of evaluations a restarted point had (twice those before the restart, at
+    # least 30): kept, judged by the safeguard alone, the curve costs less than its plain
+    # solve from the cold start, and each point is its cold point's
+    import gaussmix as gm
+    from gaussmix.experiments import continuation
+
+    grid = next(g for g in RANDOM if g.name == "random 15")
+    restarted: list[tuple[int, list[int]]] = []  # (evaluations before, points restarted)
+    reseed = continuation._reseed
+
+    def spy(T, x, own, params):
+        out = reseed(T, x, own, params)
+        restarted.append((T.evaluations, [] if out is None else list(out[1])))
+        return out
+
+    monkeypatch.setattr(continuation, "_reseed", spy)
+    with cg.counted_evaluations() as log:
+        table = cg.curve(grid)
+    seeded = len(log)
+    with monkeypatch.context() as m:
+        m.setattr(continuation, "_seed_params", lambda T: None)
+        with cg.counted_evaluations() as log:
+            cg.curve(grid)
+    assert len(restarted) == 1 and table["converged"].all()
+    at, points = restarted[0]
+    # the point at the smallest lambda (the stacked state's last: its points run from the
+    # largest lambda) was restarted, and froze later than the former budget allowed
+    assert len(grid.values) - 1 in points
+    assert table["n_iter"].max() > at + max(30, 2 * at)
+    assert seeded < len(log)
+    mix = cg.mixture(grid.mixture)
+    assert list(table["lam"]) == list(grid.values)
+    for (lam, alpha), r in zip(grid.points(), table.points):
+        single = gm.solve(
+            mix, grid.loss, lam=lam, alpha=alpha, penalty=grid.penalty, **grid.kwargs
+        )
+        assert abs(r.test_error - single.test_error) <= (
+            r.integration_error + single.integration_error + 1e-7
+        )
