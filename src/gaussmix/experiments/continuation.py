@@ -435,28 +435,35 @@ SEED_POINTS = 3
 #: The fraction of a sweep's points below :data:`SEED_TOL` at which its slow points are
 #: restarted (0.3 and 0.4: an earlier restart, from fewer seeds, 32 and 40 on the two sweeps
 #: of :data:`SEED_TOL`, and 83 and 122 instead of 45 and 87 on two lasso sweeps from 1e-3; 0.6:
-#: 37 and 23, and one lasso sweep whose solve ran to 1190 evaluations before
-#: :data:`SEED_BUDGET`).
+#: 37 and 23, and one lasso sweep whose solve ran to 1190 evaluations, then with a budget
+#: of evaluations on the restarted points, since dropped).
 SEED_FRACTION = 0.5
 
-#: A seeded iteration of a sweep over lambda not converged this many times the
-#: evaluations before the restart after it (and at least
-#: :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`) is abandoned for the
-#: plain one (:func:`_first_solve`): the restart is a heuristic on a map whose convergence
-#: from afar is erratic (the one lasso sweep above, 1190 -> 218 evaluations), and the
-#: abandoned part bounds what it can cost.  A curve over alpha has no such budget (the
-#: safeguard still judges each restarted point where it freezes): the point at its end,
-#: extrapolated from its seeds, may take longer from its prediction than the budget and
-#: still far less than the plain solve, which waits for its slowest cold point (the
-#: square loss at ``lam = 1.16e-3`` on a block mixture, 20 alphas in [0.77, 14.9]:
-#: restarted after 17 evaluations, 19 points converged, its point at alpha = 0.77 froze
-#: 56 after, where its cold point takes 124; the curve 73 evaluations, against 226 for
-#: the plain solve alone; ``benchmarks/bench_curves.py --grids``).  And a curve over
-#: alpha restarts once half its points have converged (not once half are below
-#: :data:`SEED_TOL`): only the points slower than its median point are restarted, and a
-#: curve whose points converge alike keeps its single points' iterates (the four curves
-#: over alpha of ``bench_curves.py``: not restarted, the same evaluations).
-SEED_BUDGET = 3
+# A restarted point has no budget of evaluations, on a sweep over lambda as on a curve
+# over alpha: the safeguard judges it where it freezes
+# (:func:`~gaussmix.experiments.continuation.prediction_accepted`), and a seeded iteration
+# that does not converge, or converges with a restarted point rejected, is made again
+# without the restart (:func:`_first_solve`).  The point at a curve's end, extrapolated
+# from its seeds, may take longer from its prediction than the evaluations before the
+# restart and still far less than the plain solve, which waits for its slowest cold point
+# and whose iterates the stack's point-by-point judgement of the cone couples
+# (:func:`~gaussmix.theory.solve.iteration._next_iterate`).  Measured
+# (``benchmarks/bench_curves.py --grids 40``): the hinge + elastic-net sweep at alpha =
+# 6.89, 20 lambdas in [1.49e-3, 0.108], restarted after 8 evaluations, its point at the
+# smallest lambda froze 46 after (85 alone from the cold start, 119 by gm.solve): 54
+# evaluations, where the budget of twice the evaluations before the restart (at least
+# 30) and of three times them for the whole solve abandoned it after 38 for the plain
+# solve's 87 (its point at lam = 2.33e-3 there 87, 31 cold); the hinge + lasso sweep at
+# alpha = 2.25, 20 lambdas in [0.0243, 1.05], 767 -> 116 (the plain solve's point at
+# lam = 0.0798 726, 26 cold); every other grid of the 40, the curves of
+# ``bench_curves.py`` and the 40-point lasso sweep from lam = 1e-4 the same (the budget
+# never cut them).  The square loss at ``lam = 1.16e-3`` on a block mixture, 20 alphas in
+# [0.77, 14.9]: restarted after 17 evaluations, its point at alpha = 0.77 froze 56 after,
+# where its cold point takes 124.  A curve over alpha restarts once half its points have
+# converged (not once half are below :data:`SEED_TOL`): only the points slower than its
+# median point are restarted, and a curve whose points converge alike keeps its single
+# points' iterates (the four curves over alpha of ``bench_curves.py``: not restarted, the
+# same evaluations).
 
 
 def _seed_params(T: StackedMap) -> np.ndarray | None:
@@ -512,15 +519,11 @@ def _seeded_iterate(
     The safeguard of the continuation
     (:func:`~gaussmix.experiments.continuation.prediction_accepted`): a restarted point's
     fixed point must be closer to its prediction than the prediction is to its nearest
-    seed's state, and it must converge within the predictor's budget
-    (:data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times the evaluations
-    before the restart, at least
-    :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`), and every point within
-    :data:`SEED_BUDGET` times them (a sweep over lambda; on a curve over alpha the
-    safeguard alone); otherwise None, and the curve's first solve is made again without
-    the restart (:func:`_first_solve`).  Without enough seeds, or nothing to
-    restart, the iteration is the plain one.  A curve over alpha restarts once
-    :data:`SEED_FRACTION` of its points have converged (frozen), see :data:`SEED_BUDGET`.
+    seed's state, and it must converge (within ``opts.max_iter``, no budget of its own:
+    see the note after :data:`SEED_FRACTION`); otherwise None, and the curve's first solve
+    is made again without the restart (:func:`_first_solve`).  Without enough seeds, or
+    nothing to restart, the iteration is the plain one.  A curve over alpha restarts once
+    :data:`SEED_FRACTION` of its points have converged (frozen).
     Deterministic: the trigger, the seeds and the predictions depend on the iterates
     only.  ``memory``: the map's memory the iteration starts from, whose record the
     restart reads."""
@@ -545,11 +548,11 @@ class _Seeding:
     def __init__(self, T: StackedMap, params: np.ndarray, record: FreezeRecord) -> None:
         self.T, self.params = T, params
         self.record = record  # (the iteration's: its freezes and trail)
-        #: whether the restarted points have a budget (a sweep over lambda, SEED_BUDGET)
-        self.budgeted = len({p.alpha for p in T.problems}) == 1
+        #: a sweep over lambda (restarted once half its points are below SEED_TOL), or a
+        #: curve over alpha (once half have converged)
+        self.sweep = len({p.alpha for p in T.problems}) == 1
         self.need = max(SEED_POINTS, math.ceil(SEED_FRACTION * T.n_points))
         self.done = False  # restarted once (or found nothing to restart)
-        self.at = 0  # the evaluations before the restart
         self.waiting: dict[int, tuple[dict, dict]] = {}  # point -> (prediction, nearest seed)
         #: (the iterate, secant pairs and own residuals before the restart) until the first
         #: evaluation at the predictions
@@ -559,15 +562,8 @@ class _Seeding:
         T = self.T
         if self.trial is not None:
             return self._tried(s)
-        if self.done:
-            if not self.budgeted:  # a curve over alpha: the safeguard only
-                if self.rejections():
-                    raise _SeedRejected
-                return None
-            budget = max(PREDICTOR_MIN_ITER, PREDICTOR_ITER_FACTOR * self.at)
-            late = s.n_iter - self.at >= budget
-            cap = max(PREDICTOR_MIN_ITER, SEED_BUDGET * self.at)
-            if self.rejections(final=late) or s.n_iter - self.at >= cap:
+        if self.done:  # the safeguard, at each restarted point's freeze
+            if self.rejections():
                 raise _SeedRejected
             return None
         rec = self.record
@@ -576,10 +572,10 @@ class _Seeding:
         own = T.last_own_residuals(rec)
         # (a curve over alpha: once half its points have converged, its own points'
         # count, so that only the points slower than its median point are restarted)
-        below = own < SEED_TOL if self.budgeted else rec.frozen
+        below = own < SEED_TOL if self.sweep else rec.frozen
         if below.sum() < self.need or not (own >= SEED_RESTART).any():
             return None
-        self.done, self.at = True, s.n_iter
+        self.done = True
         made = _reseed(T, rec, s.x, own, self.params)
         if made is None:
             return None
@@ -595,9 +591,9 @@ class _Seeding:
         """The iteration going on from ``x``, the points of the components ``mask`` having
         jumped: their secant pairs zeroed (or ``anderson``), and no last evaluation, so that
         the next evaluation makes no pair (its difference from the last would span the
-        jump: a secant across a long stretch of the map, which, kept, made the sweeps of
-        ``SEED_BUDGET``'s measurements slower, one of them from 87 to 3086 evaluations);
-        the damping and the divergence test's best step are the iteration's."""
+        jump: a secant across a long stretch of the map, which, kept, made the seeded
+        sweeps measured when the seeding was written slower, one of them from 87 to 3086
+        evaluations); the damping and the divergence test's best step are the iteration's."""
         if anderson is None:
             anderson = _without(s.anderson, mask)
         return s._replace(x=x, anderson=anderson, last=None)
@@ -627,10 +623,7 @@ class _Seeding:
     def rejections(self, final: bool = False) -> bool:
         """Whether a restarted point is rejected: frozen at a fixed point the safeguard
         rejects (:func:`~gaussmix.experiments.continuation.prediction_accepted`), or, with
-        ``final`` (the end of the iteration, or the predictor's budget spent:
-        :data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times the
-        evaluations before the restart, at least
-        :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`), not frozen.  The
+        ``final`` (the end of the iteration), not frozen.  The
         frozen points accepted are no longer watched (the frozen points tested at once,
         :func:`~gaussmix.experiments.continuation.predictions_accepted`)."""
         T, rec = self.T, self.record
