@@ -79,7 +79,7 @@ from scipy.special import log_ndtr, ndtr, ndtri
 
 from gaussmix.core.validation import check_array, check_int, check_real
 
-from .kernels import bvnu, bvnu_rows
+from .bivariate import HMAX, bvn_cdf, bvn_cdf_rows, interval_prob
 from .linalg import sym_eigvals
 
 __all__ = ["orthant_probability", "orthant_probability_batch"]
@@ -99,9 +99,6 @@ MERGE_TOL = 8 * np.finfo(float).eps
 _LOADING_TOL = 1e-12
 #: normal deviates are clipped to ``[-YMAX, YMAX]`` (keeps everything finite)
 YMAX = 37.0
-#: standardised limits are clipped to ``[-HMAX, HMAX]``: ``Phi(-40) < 1e-348`` is zero in
-#: double precision, so the clipping is exact and avoids overflow for huge ``|mean| / sd``
-HMAX = 40.0
 #: number of independent randomisations of the quasi-Monte Carlo point set
 _N_RANDOMISATIONS = 16
 #: log2 of the initial and of the maximal number of points per randomisation
@@ -112,10 +109,6 @@ _LOG2_N_MAX = 16
 #: for 9-16 and so on (the reported standard error stays honest; only the run time is bounded)
 _WORK_BUDGET = 2**21
 
-_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(20)
-#: the shorter rules of Genz's ``bvnu`` for smaller correlations (6 points for ``|r| < 0.3``,
-#: 12 for ``|r| < 0.75``)
-_GL_RULES_SMALL_R = (*np.polynomial.legendre.leggauss(6), *np.polynomial.legendre.leggauss(12))
 #: largest number of outer variables integrated by tensor Gauss-Legendre rules (orthants of
 #: up to ``MAX_TENSOR_DIM + 2`` variables, K <= 6 classes, are deterministic)
 MAX_TENSOR_DIM = 3
@@ -183,73 +176,6 @@ def _check_psd(name: str, cov: np.ndarray) -> None:
 # --------------------------------------------------------------- one and two dimensions
 
 
-def _interval_prob(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """``P[lo < X <= hi]`` for a standard normal ``X``, accurate in both tails (0 if empty)."""
-    lo, hi = np.broadcast_arrays(np.asarray(lo, dtype=float), np.asarray(hi, dtype=float))
-    upper = lo > 0
-    p = np.where(upper, ndtr(-lo) - ndtr(-hi), ndtr(hi) - ndtr(lo))
-    return np.where(hi > lo, np.maximum(p, 0.0), 0.0)
-
-
-def _bvnu(dh: np.ndarray, dk: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """``P[X > dh, Y > dk]`` for standard bivariate normals with correlation ``r`` (finite dh, dk).
-
-    A. Genz's ``bvnu`` (Drezner & Wesolowsky 1989, with Genz's modifications for double
-    precision and ``|r|`` near one), Genz's Gauss-Legendre rules (6 points for
-    ``|r| < 0.3``, 12 for ``|r| < 0.75``, 20 beyond);
-    compiled (:func:`gaussmix._kernels.bvnu`) and applied elementwise after broadcasting.
-    """
-    h, k, r = np.broadcast_arrays(
-        np.asarray(dh, dtype=float), np.asarray(dk, dtype=float), np.asarray(r, dtype=float)
-    )
-    shape = h.shape
-    out = bvnu(
-        np.ascontiguousarray(h).reshape(-1),
-        np.ascontiguousarray(k).reshape(-1),
-        np.ascontiguousarray(r).reshape(-1),
-        _GL_NODES,
-        _GL_WEIGHTS,
-        *_GL_RULES_SMALL_R,
-    )
-    return out.reshape(shape)
-
-
-def _bvn_cdf(h: np.ndarray, k: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """``P[X <= h, Y <= k]`` for standard bivariate normals with correlation ``r``.
-
-    ``h`` and ``k`` may be infinite; ``r`` is clipped to ``[-1, 1]``.
-    """
-    h, k, r = np.broadcast_arrays(
-        np.asarray(h, dtype=float), np.asarray(k, dtype=float), np.asarray(r, dtype=float)
-    )
-    fin = np.isfinite(h) & np.isfinite(k)
-    if fin.all():  # (the nested rules' case: no masks needed)
-        return _bvnu(-np.clip(h, -HMAX, HMAX), -np.clip(k, -HMAX, HMAX), r)
-    hf = np.clip(np.where(fin, h, 0.0), -HMAX, HMAX)
-    kf = np.clip(np.where(fin, k, 0.0), -HMAX, HMAX)
-    core = _bvnu(-hf, -kf, r)
-    out = np.where(fin, core, 0.0)
-    # infinite limits: a -inf limit gives 0, a +inf limit leaves the other marginal
-    out = np.where(np.isposinf(h), ndtr(k), out)
-    out = np.where(np.isposinf(k), ndtr(np.where(np.isposinf(h), np.inf, h)), out)
-    out = np.where(np.isneginf(h) | np.isneginf(k), 0.0, out)
-    return out
-
-
-def _bvn_cdf_rows(h: np.ndarray, k: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """:func:`_bvn_cdf` of finite ``h, k`` (B, P) with one correlation ``r`` (B,) per row,
-    the same numbers (:func:`gaussmix.theory.numerics.kernels.bvnu_rows`: the rule's terms that
-    depend on ``r`` alone made once per row)."""
-    return bvnu_rows(
-        np.ascontiguousarray(-np.clip(h, -HMAX, HMAX)),
-        np.ascontiguousarray(-np.clip(k, -HMAX, HMAX)),
-        np.ascontiguousarray(r, dtype=float),
-        _GL_NODES,
-        _GL_WEIGHTS,
-        *_GL_RULES_SMALL_R,
-    )
-
-
 def _rectangle_prob_small(a: np.ndarray, b: np.ndarray, corr: np.ndarray) -> float:
     """``P[a < X <= b]`` for standardised ``X`` of dimension 0, 1 or 2 (correlation ``corr``)."""
     n = a.shape[0]
@@ -258,13 +184,13 @@ def _rectangle_prob_small(a: np.ndarray, b: np.ndarray, corr: np.ndarray) -> flo
     if np.any(b <= a):
         return 0.0
     if n == 1:
-        return float(_interval_prob(a[0], b[0]))
+        return float(interval_prob(a[0], b[0]))
     r = float(np.clip(corr[0, 1], -1.0, 1.0))
     p = (
-        _bvn_cdf(b[0], b[1], r)
-        - _bvn_cdf(a[0], b[1], r)
-        - _bvn_cdf(b[0], a[1], r)
-        + _bvn_cdf(a[0], a[1], r)
+        bvn_cdf(b[0], b[1], r)
+        - bvn_cdf(a[0], b[1], r)
+        - bvn_cdf(b[0], a[1], r)
+        + bvn_cdf(a[0], a[1], r)
     )
     return float(np.clip(p, 0.0, 1.0))
 
@@ -291,7 +217,7 @@ def _orthant_small(mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
     hh = np.where(both, h[:, 0], 0.0)
     kk = np.where(both, h[:, 1], 0.0)
     rr = np.where(both, r, 0.0)
-    return np.where(both, _bvn_cdf(hh, kk, rr), marg[:, 0] * marg[:, 1])
+    return np.where(both, bvn_cdf(hh, kk, rr), marg[:, 0] * marg[:, 1])
 
 
 # -------------------------------------------------------------- three or more dimensions
@@ -335,7 +261,7 @@ def _trunc_mean(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
             0.0,
             -np.exp(-0.5 * hi_f**2 - 0.5 * np.log(2 * np.pi) - log_ndtr(hi_f)),
         )
-        p = _interval_prob(lo, hi)
+        p = interval_prob(lo, hi)
         lo_f = np.where(np.isfinite(lo), lo, 0.0)
         pdf_lo = np.where(np.isfinite(lo), np.exp(-0.5 * lo_f**2), 0.0)
         pdf_hi = np.where(np.isfinite(hi), np.exp(-0.5 * hi_f**2), 0.0)
@@ -388,7 +314,7 @@ def _pivoted_factor(
         with np.errstate(invalid="ignore"):
             lo = (a[:, i:] - shift) / s
             hi = (b[:, i:] - shift) / s
-        prob = np.where(free, _interval_prob(lo, hi), np.inf)
+        prob = np.where(free, interval_prob(lo, hi), np.inf)
         jr = np.where(active, np.argmin(prob, axis=1), 0)
         j = i + jr
         for arr in (a, b, dep, ybar, L, R):  # rows i <-> j (a no-op where j == i)
@@ -501,11 +427,11 @@ def _nested_pair_rule(a: np.ndarray, b: np.ndarray, L: np.ndarray, q: int) -> np
     ``[-_Y_TAIL, _Y_TAIL]`` (the normal mass beyond is below ``1e-16``); on that interval
     ``q`` Gauss-Legendre nodes integrate ``phi(y_i)`` times the rest, an analytic function of
     ``y_i``, so the rule converges geometrically in ``q``.  The weights of each interval are
-    normalised to its exact probability (:func:`_interval_prob`), so that the rule is exact
+    normalised to its exact probability (:func:`interval_prob`), so that the rule is exact
     where the rest is constant.  Given ``y_1..y_{n-2}`` the last
     two variables are bivariate normal, ``X_{n-1} = c_1 + L_{n-1,n-1} y_{n-1}``,
     ``X_n = c_2 + L_{n,n-1} y_{n-1} + L_{n,n} y_n``, and their rectangle probability is
-    exact (:func:`_bvn_cdf`).
+    exact (:func:`bvn_cdf`).
     """
     B, n = a.shape
     x, wq = _gl(q)
@@ -523,7 +449,7 @@ def _nested_pair_rule(a: np.ndarray, b: np.ndarray, L: np.ndarray, q: int) -> np
         # normalised to the interval's exact probability: the rule is exact for a constant
         # and the tails' mass is kept (the quadrature error is that of the rest alone)
         total = raw.sum(axis=2)
-        mass = _interval_prob(lo_i, hi_i)
+        mass = interval_prob(lo_i, hi_i)
         scale = np.divide(mass, total, out=np.zeros_like(total), where=total > 0)
         weight = (weight[..., None] * raw * scale[..., None]).reshape(B, -1)
         y = np.concatenate([np.repeat(y, q, axis=2), nodes.reshape(B, 1, -1)], axis=1)
@@ -536,16 +462,16 @@ def _nested_pair_rule(a: np.ndarray, b: np.ndarray, L: np.ndarray, q: int) -> np
     with np.errstate(over="ignore", invalid="ignore"):
         lo1, hi1 = (a[:, j, None] - c1) / s1, (b[:, j, None] - c1) / s1
         lo2, hi2 = (a[:, k, None] - c2) / s2, (b[:, k, None] - c2) / s2
-    pair = _bvn_cdf_rows(hi1, hi2, r)
+    pair = bvn_cdf_rows(hi1, hi2, r)
     # a -inf lower limit contributes exactly 0: those terms are computed only where needed
     two_j, two_k = np.isfinite(a[:, j]), np.isfinite(a[:, k])
     if np.any(two_j):
-        pair[two_j] -= _bvn_cdf_rows(lo1[two_j], hi2[two_j], r[two_j])
+        pair[two_j] -= bvn_cdf_rows(lo1[two_j], hi2[two_j], r[two_j])
     if np.any(two_k):
-        pair[two_k] -= _bvn_cdf_rows(hi1[two_k], lo2[two_k], r[two_k])
+        pair[two_k] -= bvn_cdf_rows(hi1[two_k], lo2[two_k], r[two_k])
     both = two_j & two_k
     if np.any(both):
-        pair[both] += _bvn_cdf_rows(lo1[both], lo2[both], r[both])
+        pair[both] += bvn_cdf_rows(lo1[both], lo2[both], r[both])
     return np.einsum("bp,bp->b", weight, np.clip(pair, 0.0, 1.0))
 
 
