@@ -81,6 +81,7 @@ from gaussmix.core.validation import check_array, check_int, check_real
 
 from .bivariate import HMAX, bvn_cdf, bvn_cdf_rows, interval_prob
 from .linalg import sym_eigvals
+from .plackett import plackett_orthant4
 
 __all__ = ["orthant_probability", "orthant_probability_batch"]
 
@@ -567,12 +568,19 @@ def _same_problems(a: np.ndarray, b: np.ndarray, L: np.ndarray) -> tuple[np.ndar
     iu = np.triu_indices(n, 1)
     C = np.einsum("bik,bjk->bij", L, L)[:, iu[0], iu[1]]
     F = np.concatenate([np.where(np.isneginf(a), _NO_LIMIT, a), b, C], axis=1)
-    rep = np.empty(B, dtype=int)
-    todo = np.arange(B)
-    while todo.size:
-        same = np.all(np.abs(F[todo] - F[todo[0]]) <= _SAME_TOL, axis=1)
-        rep[todo[same]] = todo[0]
-        todo = todo[~same]
+    rep = np.arange(B)
+    # problems that agree can only be in one run of the first upper limits sorted with gaps
+    # of at most _SAME_TOL: a problem alone in its run is its own representative, and the
+    # greedy matching below runs within each longer run (the same matches as over the stack)
+    order = np.argsort(F[:, n], kind="stable")
+    run = np.concatenate([[0], np.cumsum(np.diff(F[order, n]) > _SAME_TOL)])
+    sizes = np.bincount(run)
+    for r_id in np.nonzero(sizes > 1)[0]:
+        todo = np.sort(order[run == r_id])
+        while todo.size:
+            same = np.all(np.abs(F[todo] - F[todo[0]]) <= _SAME_TOL, axis=1)
+            rep[todo[same]] = todo[0]
+            todo = todo[~same]
     d = np.abs(F - F[rep])
     r = np.maximum(np.abs(C), np.abs(C[rep]))
     with np.errstate(divide="ignore", invalid="ignore"):  # (full rank: |C_ij| < 1 bar rounding)
@@ -601,7 +609,18 @@ def _orthant_nested(
         rows = np.nonzero(ok)[0]
         rep, slack = _same_problems(a[rows], b[rows], L[rows])
         uniq, pos = np.unique(rep, return_inverse=True)
-        pu, eu = _sov_tensor(a[rows[uniq]], b[rows[uniq]], L[rows[uniq]], abs_tol)
+        au, bu, Lu = a[rows[uniq]], b[rows[uniq]], L[rows[uniq]]
+        pu, eu = np.empty(uniq.size), np.empty(uniq.size)
+        nested = np.ones(uniq.size, dtype=bool)
+        if a.shape[1] == 4:  # four variables: Plackett's reduction first
+            cdf = np.all(np.isneginf(au), axis=1)
+            R = np.einsum("bik,bjk->bij", Lu[cdf], Lu[cdf])
+            pc, ec, ok_c = plackett_orthant4(bu[cdf], R, abs_tol)
+            at = np.nonzero(cdf)[0][ok_c]
+            pu[at], eu[at] = pc[ok_c], np.maximum(ec[ok_c], EXACT_ERR_2D)
+            nested[at] = False
+        if np.any(nested):
+            pu[nested], eu[nested] = _sov_tensor(au[nested], bu[nested], Lu[nested], abs_tol)
         p[rows], err[rows] = pu[pos], eu[pos] + slack
     return p, err, ok
 
