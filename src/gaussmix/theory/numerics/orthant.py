@@ -47,6 +47,13 @@ Algorithms
   to ``1e-13`` - the relabelled orthants of exchangeable clusters - integrated once, the bound
   on their difference added to the error estimate); :func:`orthant_probability` is the stack
   of one.
+* ``m == 4`` (five classes), before the nested rules: Plackett's reduction
+  (:func:`~gaussmix.theory.numerics.plackett.plackett_orthant4`), a one-dimensional
+  Gauss-Legendre integral of bivariate normal distribution functions from the correlation
+  keeping two paired correlations to the full one (12, 18, ... nodes until two rules agree,
+  about ten times fewer bivariate evaluations), for correlations whose smallest eigenvalue is
+  at least :data:`~gaussmix.theory.numerics.plackett.PLACKETT_MIN_EIG`; the nested rules take
+  the others and any problem it does not settle.
 * Otherwise (more variables, or a singular factor): Genz's separation-of-variables
   transformation on the pivoted factor (robust to singular covariances: a variable with zero
   conditional variance becomes a linear constraint that narrows the integration interval of an
@@ -595,8 +602,9 @@ def _orthant_nested(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The deterministic path of a stack of standardised problems ``P[a < X <= b]``,
     ``X ~ N(0, corr)``, of 3 to ``MAX_TENSOR_DIM + 2`` variables: the pivoted factor
-    (:func:`_pivoted_factor`) and the nested rules (:func:`_sov_tensor`), both vectorised
-    over the stack, each distinct problem integrated once (:func:`_same_problems`: a problem
+    (:func:`_pivoted_factor`) and the nested rules (:func:`_sov_tensor`; four variables:
+    Plackett's reduction first, :func:`plackett_orthant4`), vectorised over the stack, each
+    distinct problem integrated once (:func:`_same_problems`: a problem
     equal to an earlier one to :data:`_SAME_TOL` takes its value, the bound on the
     difference added to its error estimate).  Returns ``(p, err, ok)``; ``ok`` is False
     (and ``p``, ``err`` NaN) where the factor is rank-deficient (the caller's randomised
@@ -713,8 +721,9 @@ def orthant_probability(
     abs_tol : float, optional
         Target error for ``m >= 3``: the nested Gauss-Legendre rules (three to five
         variables) grow their nodes by half until two rules agree to ``abs_tol`` (at most
-        ``2**18`` points); the randomised path doubles its quasi-Monte Carlo points until
-        the estimated standard error falls below ``abs_tol`` or the work cap (about
+        ``2**18`` points), and so does Plackett's reduction (four variables); the
+        randomised path doubles its quasi-Monte Carlo points until the estimated standard
+        error falls below ``abs_tol`` or the work cap (about
         ``2**21 / m`` integrand evaluations, at most ``16 x 2**16``) is reached, which by
         default decides (a standard error of ``1e-9``-``1e-7`` for ``m = 6``).
 
@@ -726,7 +735,8 @@ def orthant_probability(
     error_estimate : float
         ``1e-16`` for ``m == 1``, ``1e-15`` for the deterministic bivariate path (``m == 2``,
         or a problem that reduces to at most two variables); for three to five variables
-        the difference of the last two nested rules (at least ``1e-15``); otherwise the
+        the difference of the last two rules (nested, or Plackett's reduction; at least
+        ``1e-15``); otherwise the
         standard error (one sigma) of the mean over 16 independent randomisations.
 
     Raises
@@ -814,7 +824,8 @@ def orthant_probability_batch(
     ``m <= 2``: exact, all problems at once.  ``3 <= m <= 5``: problems with positive
     variances, no correlation within ``8 eps`` of ``+-1`` and a full-rank pivoted factor are
     integrated together: one pivoted Cholesky factorisation of the stack and one nested
-    Gauss-Legendre rule per refinement of the nodes, each problem refined until its own two
+    Gauss-Legendre rule (four variables: first one rule of Plackett's reduction) per
+    refinement of the nodes, each problem refined until its own two
     rules agree to ``abs_tol``, so that each result equals :func:`orthant_probability`'s on
     the problem alone (to rounding, about ``1e-16``).  Problems whose ordered limits and
     correlations agree to ``1e-13`` (a problem and its relabellings: the orthants of
