@@ -1,8 +1,9 @@
 """The square loss's learning curve for K = 3 to 6 classes (issue 32, item 3): the test and
 training errors of one-hot square-loss ERM are Gaussian orthant probabilities of dimension
-``K - 1``, deterministic nested rules up to six classes
-(:func:`gaussmix.theory.numerics.orthant.orthant_probability_batch`), so a K = 4 or 5 curve
-should cost at most three times a K = 3 one.
+``K - 1``, deterministic up to six classes
+(:func:`gaussmix.theory.numerics.orthant.orthant_probability_batch`: nested rules, and for
+five classes Plackett's one-dimensional reduction first), so a K = 4 or 5 curve should cost
+at most three times a K = 3 one.
 
 For each K: a 40-point curve (lam = 0.1, alphas log-spaced in [0.2, 4]) solved by
 ``gm.learning_curve``; the median CPU time of ``--repeats`` runs after a warm-up (CPU time:

@@ -401,15 +401,15 @@ def test_genz_short_rules_for_small_correlations_are_the_twenty_point_rule() -> 
     ``|r| < 0.75`` (20 beyond): on 200 000 random limits in ``[-9, 9]`` and correlations
     across the three ranges it gives the 20-point rule's numbers within 4 ulps of 1 (the
     absolute accuracy of the bivariate path)."""
-    from gaussmix.theory.numerics import orthant
+    from gaussmix.theory.numerics import bivariate
     from gaussmix.theory.numerics.kernels import bvnu
 
     rng = np.random.default_rng(11)
     n = 200_000
     h, k = rng.uniform(-9.0, 9.0, (2, n))
     r = rng.uniform(-0.93, 0.93, n)
-    x, w = orthant._GL_NODES, orthant._GL_WEIGHTS
-    short = bvnu(h, k, r, x, w, *orthant._GL_RULES_SMALL_R)
+    x, w = bivariate._GL_NODES, bivariate._GL_WEIGHTS
+    short = bvnu(h, k, r, x, w, *bivariate._GL_RULES_SMALL_R)
     twenty = bvnu(h, k, r, x, w, x, w, x, w)
     assert np.max(np.abs(short - twenty)) <= 4 * np.finfo(float).eps
-    assert np.array_equal(orthant._bvnu(h, k, r), short)  # the path the orthants take
+    assert np.array_equal(bivariate._bvnu(h, k, r), short)  # the path the orthants take

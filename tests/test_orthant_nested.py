@@ -150,9 +150,20 @@ def test_a_batch_is_each_problem_alone(m: int) -> None:
     assert np.array_equal(orthant_probability_batch(mean, cov, rng_seed=3), p)
 
 
+def _without_plackett(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four-variable orthants by the nested rule alone (Plackett's reduction settles none)."""
+
+    def none(b: np.ndarray, R: np.ndarray, abs_tol: float):
+        nan = np.full(b.shape[0], np.nan)
+        return nan, nan, np.zeros(b.shape[0], dtype=bool)
+
+    monkeypatch.setattr(orthant, "plackett_orthant4", none)
+
+
 def test_a_problem_doubles_its_nodes_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """The doubling is decided per problem: the hard problem of a stack is refined alone, and
     each result and error estimate is the one of the problem alone (to rounding)."""
+    _without_plackett(monkeypatch)
     mean = np.array([np.full(4, -0.3), np.full(4, 0.01)])
     # independent components (two rules), and nearly singular (four rules)
     cov = np.array([np.eye(4), 0.02 * np.eye(4) + np.ones((4, 4))])
@@ -258,16 +269,22 @@ def _counted_batch(
     monkeypatch: pytest.MonkeyPatch, mean: np.ndarray, cov: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """``orthant_probability_batch(mean, cov)`` with its error, and the sizes of the stacks
-    the nested rule was called on (how many distinct problems it integrated)."""
+    the nested rule or Plackett's reduction (four variables) was called on (how many distinct
+    problems they integrated)."""
     sizes: list[int] = []
-    rule = orthant._nested_pair_rule
+    rule, reduction = orthant._nested_pair_rule, orthant.plackett_orthant4
 
     def counted(a: np.ndarray, b: np.ndarray, L: np.ndarray, q: int) -> np.ndarray:
         sizes.append(a.shape[0])
         return rule(a, b, L, q)
 
+    def counted_reduction(b: np.ndarray, R: np.ndarray, abs_tol: float):
+        sizes.append(b.shape[0])
+        return reduction(b, R, abs_tol)
+
     with monkeypatch.context() as patch:
         patch.setattr(orthant, "_nested_pair_rule", counted)
+        patch.setattr(orthant, "plackett_orthant4", counted_reduction)
         p, err = orthant_probability_batch(mean, cov, return_error=True)
     return p, err, sizes
 

@@ -11,7 +11,8 @@ from scipy.special import log_ndtr, ndtr
 
 from gaussmix.core.validation import check_array
 
-from .orthant import EXACT_ERR_1D, HMAX, MERGE_TOL, YMAX
+from .bivariate import HMAX
+from .orthant import EXACT_ERR_1D, MERGE_TOL, YMAX
 
 __all__ = ["equicorrelated_orthant"]
 

@@ -47,6 +47,13 @@ Algorithms
   to ``1e-13`` - the relabelled orthants of exchangeable clusters - integrated once, the bound
   on their difference added to the error estimate); :func:`orthant_probability` is the stack
   of one.
+* ``m == 4`` (five classes), before the nested rules: Plackett's reduction
+  (:func:`~gaussmix.theory.numerics.plackett.plackett_orthant4`), a one-dimensional
+  Gauss-Legendre integral of bivariate normal distribution functions from the correlation
+  keeping two paired correlations to the full one (12, 18, ... nodes until two rules agree,
+  about 120 bivariate evaluations against 976), for correlations whose smallest eigenvalue is
+  at least :data:`~gaussmix.theory.numerics.plackett.PLACKETT_MIN_EIG`; the nested rules take
+  the others and any problem it does not settle.
 * Otherwise (more variables, or a singular factor): Genz's separation-of-variables
   transformation on the pivoted factor (robust to singular covariances: a variable with zero
   conditional variance becomes a linear constraint that narrows the integration interval of an
@@ -79,8 +86,9 @@ from scipy.special import log_ndtr, ndtr, ndtri
 
 from gaussmix.core.validation import check_array, check_int, check_real
 
-from .kernels import bvnu, bvnu_rows
+from .bivariate import HMAX, bvn_cdf, bvn_cdf_rows, interval_prob
 from .linalg import sym_eigvals
+from .plackett import plackett_orthant4
 
 __all__ = ["orthant_probability", "orthant_probability_batch"]
 
@@ -99,9 +107,6 @@ MERGE_TOL = 8 * np.finfo(float).eps
 _LOADING_TOL = 1e-12
 #: normal deviates are clipped to ``[-YMAX, YMAX]`` (keeps everything finite)
 YMAX = 37.0
-#: standardised limits are clipped to ``[-HMAX, HMAX]``: ``Phi(-40) < 1e-348`` is zero in
-#: double precision, so the clipping is exact and avoids overflow for huge ``|mean| / sd``
-HMAX = 40.0
 #: number of independent randomisations of the quasi-Monte Carlo point set
 _N_RANDOMISATIONS = 16
 #: log2 of the initial and of the maximal number of points per randomisation
@@ -112,10 +117,6 @@ _LOG2_N_MAX = 16
 #: for 9-16 and so on (the reported standard error stays honest; only the run time is bounded)
 _WORK_BUDGET = 2**21
 
-_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(20)
-#: the shorter rules of Genz's ``bvnu`` for smaller correlations (6 points for ``|r| < 0.3``,
-#: 12 for ``|r| < 0.75``)
-_GL_RULES_SMALL_R = (*np.polynomial.legendre.leggauss(6), *np.polynomial.legendre.leggauss(12))
 #: largest number of outer variables integrated by tensor Gauss-Legendre rules (orthants of
 #: up to ``MAX_TENSOR_DIM + 2`` variables, K <= 6 classes, are deterministic)
 MAX_TENSOR_DIM = 3
@@ -183,73 +184,6 @@ def _check_psd(name: str, cov: np.ndarray) -> None:
 # --------------------------------------------------------------- one and two dimensions
 
 
-def _interval_prob(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """``P[lo < X <= hi]`` for a standard normal ``X``, accurate in both tails (0 if empty)."""
-    lo, hi = np.broadcast_arrays(np.asarray(lo, dtype=float), np.asarray(hi, dtype=float))
-    upper = lo > 0
-    p = np.where(upper, ndtr(-lo) - ndtr(-hi), ndtr(hi) - ndtr(lo))
-    return np.where(hi > lo, np.maximum(p, 0.0), 0.0)
-
-
-def _bvnu(dh: np.ndarray, dk: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """``P[X > dh, Y > dk]`` for standard bivariate normals with correlation ``r`` (finite dh, dk).
-
-    A. Genz's ``bvnu`` (Drezner & Wesolowsky 1989, with Genz's modifications for double
-    precision and ``|r|`` near one), Genz's Gauss-Legendre rules (6 points for
-    ``|r| < 0.3``, 12 for ``|r| < 0.75``, 20 beyond);
-    compiled (:func:`gaussmix._kernels.bvnu`) and applied elementwise after broadcasting.
-    """
-    h, k, r = np.broadcast_arrays(
-        np.asarray(dh, dtype=float), np.asarray(dk, dtype=float), np.asarray(r, dtype=float)
-    )
-    shape = h.shape
-    out = bvnu(
-        np.ascontiguousarray(h).reshape(-1),
-        np.ascontiguousarray(k).reshape(-1),
-        np.ascontiguousarray(r).reshape(-1),
-        _GL_NODES,
-        _GL_WEIGHTS,
-        *_GL_RULES_SMALL_R,
-    )
-    return out.reshape(shape)
-
-
-def _bvn_cdf(h: np.ndarray, k: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """``P[X <= h, Y <= k]`` for standard bivariate normals with correlation ``r``.
-
-    ``h`` and ``k`` may be infinite; ``r`` is clipped to ``[-1, 1]``.
-    """
-    h, k, r = np.broadcast_arrays(
-        np.asarray(h, dtype=float), np.asarray(k, dtype=float), np.asarray(r, dtype=float)
-    )
-    fin = np.isfinite(h) & np.isfinite(k)
-    if fin.all():  # (the nested rules' case: no masks needed)
-        return _bvnu(-np.clip(h, -HMAX, HMAX), -np.clip(k, -HMAX, HMAX), r)
-    hf = np.clip(np.where(fin, h, 0.0), -HMAX, HMAX)
-    kf = np.clip(np.where(fin, k, 0.0), -HMAX, HMAX)
-    core = _bvnu(-hf, -kf, r)
-    out = np.where(fin, core, 0.0)
-    # infinite limits: a -inf limit gives 0, a +inf limit leaves the other marginal
-    out = np.where(np.isposinf(h), ndtr(k), out)
-    out = np.where(np.isposinf(k), ndtr(np.where(np.isposinf(h), np.inf, h)), out)
-    out = np.where(np.isneginf(h) | np.isneginf(k), 0.0, out)
-    return out
-
-
-def _bvn_cdf_rows(h: np.ndarray, k: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """:func:`_bvn_cdf` of finite ``h, k`` (B, P) with one correlation ``r`` (B,) per row,
-    the same numbers (:func:`gaussmix.theory.numerics.kernels.bvnu_rows`: the rule's terms that
-    depend on ``r`` alone made once per row)."""
-    return bvnu_rows(
-        np.ascontiguousarray(-np.clip(h, -HMAX, HMAX)),
-        np.ascontiguousarray(-np.clip(k, -HMAX, HMAX)),
-        np.ascontiguousarray(r, dtype=float),
-        _GL_NODES,
-        _GL_WEIGHTS,
-        *_GL_RULES_SMALL_R,
-    )
-
-
 def _rectangle_prob_small(a: np.ndarray, b: np.ndarray, corr: np.ndarray) -> float:
     """``P[a < X <= b]`` for standardised ``X`` of dimension 0, 1 or 2 (correlation ``corr``)."""
     n = a.shape[0]
@@ -258,13 +192,13 @@ def _rectangle_prob_small(a: np.ndarray, b: np.ndarray, corr: np.ndarray) -> flo
     if np.any(b <= a):
         return 0.0
     if n == 1:
-        return float(_interval_prob(a[0], b[0]))
+        return float(interval_prob(a[0], b[0]))
     r = float(np.clip(corr[0, 1], -1.0, 1.0))
     p = (
-        _bvn_cdf(b[0], b[1], r)
-        - _bvn_cdf(a[0], b[1], r)
-        - _bvn_cdf(b[0], a[1], r)
-        + _bvn_cdf(a[0], a[1], r)
+        bvn_cdf(b[0], b[1], r)
+        - bvn_cdf(a[0], b[1], r)
+        - bvn_cdf(b[0], a[1], r)
+        + bvn_cdf(a[0], a[1], r)
     )
     return float(np.clip(p, 0.0, 1.0))
 
@@ -291,7 +225,7 @@ def _orthant_small(mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
     hh = np.where(both, h[:, 0], 0.0)
     kk = np.where(both, h[:, 1], 0.0)
     rr = np.where(both, r, 0.0)
-    return np.where(both, _bvn_cdf(hh, kk, rr), marg[:, 0] * marg[:, 1])
+    return np.where(both, bvn_cdf(hh, kk, rr), marg[:, 0] * marg[:, 1])
 
 
 # -------------------------------------------------------------- three or more dimensions
@@ -335,7 +269,7 @@ def _trunc_mean(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
             0.0,
             -np.exp(-0.5 * hi_f**2 - 0.5 * np.log(2 * np.pi) - log_ndtr(hi_f)),
         )
-        p = _interval_prob(lo, hi)
+        p = interval_prob(lo, hi)
         lo_f = np.where(np.isfinite(lo), lo, 0.0)
         pdf_lo = np.where(np.isfinite(lo), np.exp(-0.5 * lo_f**2), 0.0)
         pdf_hi = np.where(np.isfinite(hi), np.exp(-0.5 * hi_f**2), 0.0)
@@ -388,7 +322,7 @@ def _pivoted_factor(
         with np.errstate(invalid="ignore"):
             lo = (a[:, i:] - shift) / s
             hi = (b[:, i:] - shift) / s
-        prob = np.where(free, _interval_prob(lo, hi), np.inf)
+        prob = np.where(free, interval_prob(lo, hi), np.inf)
         jr = np.where(active, np.argmin(prob, axis=1), 0)
         j = i + jr
         for arr in (a, b, dep, ybar, L, R):  # rows i <-> j (a no-op where j == i)
@@ -501,11 +435,11 @@ def _nested_pair_rule(a: np.ndarray, b: np.ndarray, L: np.ndarray, q: int) -> np
     ``[-_Y_TAIL, _Y_TAIL]`` (the normal mass beyond is below ``1e-16``); on that interval
     ``q`` Gauss-Legendre nodes integrate ``phi(y_i)`` times the rest, an analytic function of
     ``y_i``, so the rule converges geometrically in ``q``.  The weights of each interval are
-    normalised to its exact probability (:func:`_interval_prob`), so that the rule is exact
+    normalised to its exact probability (:func:`interval_prob`), so that the rule is exact
     where the rest is constant.  Given ``y_1..y_{n-2}`` the last
     two variables are bivariate normal, ``X_{n-1} = c_1 + L_{n-1,n-1} y_{n-1}``,
     ``X_n = c_2 + L_{n,n-1} y_{n-1} + L_{n,n} y_n``, and their rectangle probability is
-    exact (:func:`_bvn_cdf`).
+    exact (:func:`bvn_cdf`).
     """
     B, n = a.shape
     x, wq = _gl(q)
@@ -523,7 +457,7 @@ def _nested_pair_rule(a: np.ndarray, b: np.ndarray, L: np.ndarray, q: int) -> np
         # normalised to the interval's exact probability: the rule is exact for a constant
         # and the tails' mass is kept (the quadrature error is that of the rest alone)
         total = raw.sum(axis=2)
-        mass = _interval_prob(lo_i, hi_i)
+        mass = interval_prob(lo_i, hi_i)
         scale = np.divide(mass, total, out=np.zeros_like(total), where=total > 0)
         weight = (weight[..., None] * raw * scale[..., None]).reshape(B, -1)
         y = np.concatenate([np.repeat(y, q, axis=2), nodes.reshape(B, 1, -1)], axis=1)
@@ -536,16 +470,16 @@ def _nested_pair_rule(a: np.ndarray, b: np.ndarray, L: np.ndarray, q: int) -> np
     with np.errstate(over="ignore", invalid="ignore"):
         lo1, hi1 = (a[:, j, None] - c1) / s1, (b[:, j, None] - c1) / s1
         lo2, hi2 = (a[:, k, None] - c2) / s2, (b[:, k, None] - c2) / s2
-    pair = _bvn_cdf_rows(hi1, hi2, r)
+    pair = bvn_cdf_rows(hi1, hi2, r)
     # a -inf lower limit contributes exactly 0: those terms are computed only where needed
     two_j, two_k = np.isfinite(a[:, j]), np.isfinite(a[:, k])
     if np.any(two_j):
-        pair[two_j] -= _bvn_cdf_rows(lo1[two_j], hi2[two_j], r[two_j])
+        pair[two_j] -= bvn_cdf_rows(lo1[two_j], hi2[two_j], r[two_j])
     if np.any(two_k):
-        pair[two_k] -= _bvn_cdf_rows(hi1[two_k], lo2[two_k], r[two_k])
+        pair[two_k] -= bvn_cdf_rows(hi1[two_k], lo2[two_k], r[two_k])
     both = two_j & two_k
     if np.any(both):
-        pair[both] += _bvn_cdf_rows(lo1[both], lo2[both], r[both])
+        pair[both] += bvn_cdf_rows(lo1[both], lo2[both], r[both])
     return np.einsum("bp,bp->b", weight, np.clip(pair, 0.0, 1.0))
 
 
@@ -641,12 +575,19 @@ def _same_problems(a: np.ndarray, b: np.ndarray, L: np.ndarray) -> tuple[np.ndar
     iu = np.triu_indices(n, 1)
     C = np.einsum("bik,bjk->bij", L, L)[:, iu[0], iu[1]]
     F = np.concatenate([np.where(np.isneginf(a), _NO_LIMIT, a), b, C], axis=1)
-    rep = np.empty(B, dtype=int)
-    todo = np.arange(B)
-    while todo.size:
-        same = np.all(np.abs(F[todo] - F[todo[0]]) <= _SAME_TOL, axis=1)
-        rep[todo[same]] = todo[0]
-        todo = todo[~same]
+    rep = np.arange(B)
+    # problems that agree can only be in one run of the first upper limits sorted with gaps
+    # of at most _SAME_TOL: a problem alone in its run is its own representative, and the
+    # greedy matching below runs within each longer run (the same matches as over the stack)
+    order = np.argsort(F[:, n], kind="stable")
+    run = np.concatenate([[0], np.cumsum(np.diff(F[order, n]) > _SAME_TOL)])
+    sizes = np.bincount(run)
+    for r_id in np.nonzero(sizes > 1)[0]:
+        todo = np.sort(order[run == r_id])
+        while todo.size:
+            same = np.all(np.abs(F[todo] - F[todo[0]]) <= _SAME_TOL, axis=1)
+            rep[todo[same]] = todo[0]
+            todo = todo[~same]
     d = np.abs(F - F[rep])
     r = np.maximum(np.abs(C), np.abs(C[rep]))
     with np.errstate(divide="ignore", invalid="ignore"):  # (full rank: |C_ij| < 1 bar rounding)
@@ -661,8 +602,9 @@ def _orthant_nested(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The deterministic path of a stack of standardised problems ``P[a < X <= b]``,
     ``X ~ N(0, corr)``, of 3 to ``MAX_TENSOR_DIM + 2`` variables: the pivoted factor
-    (:func:`_pivoted_factor`) and the nested rules (:func:`_sov_tensor`), both vectorised
-    over the stack, each distinct problem integrated once (:func:`_same_problems`: a problem
+    (:func:`_pivoted_factor`) and the nested rules (:func:`_sov_tensor`; four variables:
+    Plackett's reduction first, :func:`plackett_orthant4`), vectorised over the stack, each
+    distinct problem integrated once (:func:`_same_problems`: a problem
     equal to an earlier one to :data:`_SAME_TOL` takes its value, the bound on the
     difference added to its error estimate).  Returns ``(p, err, ok)``; ``ok`` is False
     (and ``p``, ``err`` NaN) where the factor is rank-deficient (the caller's randomised
@@ -675,7 +617,18 @@ def _orthant_nested(
         rows = np.nonzero(ok)[0]
         rep, slack = _same_problems(a[rows], b[rows], L[rows])
         uniq, pos = np.unique(rep, return_inverse=True)
-        pu, eu = _sov_tensor(a[rows[uniq]], b[rows[uniq]], L[rows[uniq]], abs_tol)
+        au, bu, Lu = a[rows[uniq]], b[rows[uniq]], L[rows[uniq]]
+        pu, eu = np.empty(uniq.size), np.empty(uniq.size)
+        nested = np.ones(uniq.size, dtype=bool)
+        if a.shape[1] == 4:  # four variables: Plackett's reduction first
+            cdf = np.all(np.isneginf(au), axis=1)
+            R = np.einsum("bik,bjk->bij", Lu[cdf], Lu[cdf])
+            pc, ec, ok_c = plackett_orthant4(bu[cdf], R, abs_tol)
+            at = np.nonzero(cdf)[0][ok_c]
+            pu[at], eu[at] = pc[ok_c], np.maximum(ec[ok_c], EXACT_ERR_2D)
+            nested[at] = False
+        if np.any(nested):
+            pu[nested], eu[nested] = _sov_tensor(au[nested], bu[nested], Lu[nested], abs_tol)
         p[rows], err[rows] = pu[pos], eu[pos] + slack
     return p, err, ok
 
@@ -768,8 +721,9 @@ def orthant_probability(
     abs_tol : float, optional
         Target error for ``m >= 3``: the nested Gauss-Legendre rules (three to five
         variables) grow their nodes by half until two rules agree to ``abs_tol`` (at most
-        ``2**18`` points); the randomised path doubles its quasi-Monte Carlo points until
-        the estimated standard error falls below ``abs_tol`` or the work cap (about
+        ``2**18`` points), and so does Plackett's reduction (four variables); the
+        randomised path doubles its quasi-Monte Carlo points until the estimated standard
+        error falls below ``abs_tol`` or the work cap (about
         ``2**21 / m`` integrand evaluations, at most ``16 x 2**16``) is reached, which by
         default decides (a standard error of ``1e-9``-``1e-7`` for ``m = 6``).
 
@@ -781,7 +735,8 @@ def orthant_probability(
     error_estimate : float
         ``1e-16`` for ``m == 1``, ``1e-15`` for the deterministic bivariate path (``m == 2``,
         or a problem that reduces to at most two variables); for three to five variables
-        the difference of the last two nested rules (at least ``1e-15``); otherwise the
+        the difference of the last two rules (nested, or Plackett's reduction; at least
+        ``1e-15``); otherwise the
         standard error (one sigma) of the mean over 16 independent randomisations.
 
     Raises
@@ -869,7 +824,8 @@ def orthant_probability_batch(
     ``m <= 2``: exact, all problems at once.  ``3 <= m <= 5``: problems with positive
     variances, no correlation within ``8 eps`` of ``+-1`` and a full-rank pivoted factor are
     integrated together: one pivoted Cholesky factorisation of the stack and one nested
-    Gauss-Legendre rule per refinement of the nodes, each problem refined until its own two
+    Gauss-Legendre rule (four variables: first one rule of Plackett's reduction) per
+    refinement of the nodes, each problem refined until its own two
     rules agree to ``abs_tol``, so that each result equals :func:`orthant_probability`'s on
     the problem alone (to rounding, about ``1e-16``).  Problems whose ordered limits and
     correlations agree to ``1e-13`` (a problem and its relabellings: the orthants of
