@@ -148,9 +148,9 @@ def test_a_sweeps_late_restarted_point_is_kept(monkeypatch) -> None:
     restarted: list[tuple[int, list[int]]] = []  # (evaluations before, points restarted)
     reseed = continuation._reseed
 
-    def spy(T, x, own, params):
-        out = reseed(T, x, own, params)
-        restarted.append((T.evaluations, [] if out is None else list(out[1])))
+    def spy(T, rec, x, own, params):
+        out = reseed(T, rec, x, own, params)
+        restarted.append((rec.evaluations, [] if out is None else list(out[1])))
         return out
 
     monkeypatch.setattr(continuation, "_reseed", spy)

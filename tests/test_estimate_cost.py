@@ -15,7 +15,7 @@ import gaussmix as gm
 from gaussmix.theory.api.api import make_problem
 from gaussmix.theory.numerics.quadrature import SobolRQMC
 from gaussmix.theory.numerics.tolerances import PROX_TOL, REPLICATE_SHIFT_RTOL
-from gaussmix.theory.solve import refinement
+from gaussmix.theory.solve import nested, refinement
 from gaussmix.theory.solve.fixed_point import MapMemory, new_map, start_state
 from gaussmix.theory.solve.iteration import AndersonState, iterate
 from gaussmix.theory.solve.options import SolverOptions
@@ -152,8 +152,8 @@ def test_nested_warm_starts_a_replicate_and_the_refined_rule_where_the_points_ar
     reps = rule.replicates()
     n = reps[0].weights.size
     for r in (0, len(reps) - 1):
-        start = refinement._nested_warm(
-            warm, rule, reps[r], refinement._replicate_blocks(rule, r, len(reps))
+        start = nested.nested_warm(
+            warm, rule, reps[r], nested.replicate_blocks(rule, r, len(reps))
         )
         assert start is not None and start.key == (reps[r], (warm.h.shape[0], n, problem.dim))
         np.testing.assert_array_equal(start.h, warm.h[:, r * n : (r + 1) * n])
@@ -163,12 +163,12 @@ def test_nested_warm_starts_a_replicate_and_the_refined_rule_where_the_points_ar
             _moments(Tr, x, start), _moments(Tr, x), rtol=0, atol=1e3 * PROX_TOL
         )
     # a block of another replicate is not the same points: no start
-    assert refinement._nested_warm(warm, rule, reps[0], [(slice(0, n), slice(n, 2 * n))]) is None
+    assert nested.nested_warm(warm, rule, reps[0], [(slice(0, n), slice(n, 2 * n))]) is None
     # a start of another rule is not used
-    assert refinement._nested_warm(warm, reps[0], reps[1], [(slice(0, n), slice(0, n))]) is None
+    assert nested.nested_warm(warm, reps[0], reps[1], [(slice(0, n), slice(0, n))]) is None
     finer = rule.refined()
-    blocks = refinement._refined_blocks(rule, finer, len(reps))
-    start = refinement._nested_warm(warm, rule, finer, blocks)
+    blocks = nested.refined_blocks(rule, finer, len(reps))
+    start = nested.nested_warm(warm, rule, finer, blocks)
     assert start is not None
     m = finer.weights.size // len(reps)
     np.testing.assert_array_equal(start.h[:, m : m + n], warm.h[:, n : 2 * n])

@@ -23,7 +23,6 @@ import numpy as np
 
 from gaussmix.core.interrupt import check_interrupt
 
-from ..channel.channel import ProxWarmStart
 from ..model.outputs import error_keys
 from ..numerics import tolerances
 from ..numerics.quadrature import MAX_PANELS, MAX_QUADRATURE_NODES, MAX_TENSOR_DIM, QuadratureRule
@@ -51,6 +50,7 @@ from .iteration import (
     IterationStatus,
     iterate,
 )
+from .nested import nested_warm, refined_blocks, replicate_blocks
 from .observables import (
     affine_train_accuracy,
     exact_orthants,
@@ -703,9 +703,9 @@ def _replicate_spread(
     """Standard error of the errors and losses across the replicates of a randomised rule.
 
     Each replicate of ``T.rule`` alone (an independent randomisation; the rule is their
-    average; its proximal solves start at the rule's last ones, held by ``memory``, the map's
-    memory of its last evaluation: :func:`_nested_warm`) moves the fixed
-    point from ``x``; the replicate's state is found by
+    average; its proximal solves start at the rule's last ones, held by ``memory``, the
+    map's memory of its last evaluation: :func:`~gaussmix.theory.solve.nested.nested_warm`)
+    moves the fixed point from ``x``; the replicate's state is found by
     :func:`_replicate_state` (its linear response, to
     :data:`~gaussmix.theory.numerics.tolerances.REPLICATE_SHIFT_RTOL` of the shift), and the
     observables are evaluated there with common random numbers (the same seeded orthant and
@@ -720,11 +720,11 @@ def _replicate_spread(
     reps = T.rule.replicates()
     for r, rep in enumerate(reps):
         Tr = new_map(problem, rep, T)
-        warm = _nested_warm(
+        warm = nested_warm(
             None if memory is None else memory.warm,
             T.rule,
             rep,
-            _replicate_blocks(T.rule, r, len(reps)),
+            replicate_blocks(T.rule, r, len(reps)),
         )
         found = _replicate_state(Tr, x, history.get(T.rule), opts, callback, MapMemory(warm=warm))
         if found is None:
@@ -736,54 +736,6 @@ def _replicate_spread(
             values[k].append(obs.value(k))
     n = len(values["test_error"])
     return {k: float(np.std(v, ddof=1) / np.sqrt(n)) for k, v in values.items()}, n_iter
-
-
-def _nested_warm(
-    warm: ProxWarmStart | None,
-    rule: QuadratureRule,
-    target: QuadratureRule,
-    blocks: list[tuple[slice, slice]],
-) -> ProxWarmStart | None:
-    """The warm start of the proximal solves with the rule ``target`` from ``warm``, the last
-    evaluation with ``rule`` (None where it is not of ``rule``), where ``target``'s nodes
-    contain ``rule``'s: each pair of ``blocks`` is a slice of ``target``'s nodes and the
-    slice of ``rule``'s that are the same points (checked: None where they are not).
-    Those nodes start at ``rule``'s proximal points, through the predictor of the
-    evaluation (:func:`~gaussmix.theory.channel.channel.channel_evaluation`), the others
-    at the node itself (a cold start).  A start only: the proximal points solve to the
-    same stationarity tolerance from any start.
-
-    The nested randomised rules: a replicate is a block of its rule
-    (:meth:`~gaussmix.theory.numerics.quadrature.SobolRQMC.replicates`), and the refined rule
-    extends each replicate's set (:meth:`~gaussmix.theory.numerics.quadrature.SobolRQMC.refined`).
-    Measured on isotropic K = 10 cross-entropy (``lam = 1e-2``, alpha = 10): a replicate's
-    first evaluation 34-43 ms of CPU cold, 13-17 ms warm."""
-    if warm is None or warm.key[0] != rule:
-        return None
-    k, _, L = warm.key[1]
-    n = target.weights.size
-    h, omega = np.zeros((k, n, L)), np.zeros((k, n, L))
-    for into, of in blocks:
-        if not np.array_equal(target.nodes[into], rule.nodes[of]):
-            return None
-        h[:, into], omega[:, into] = warm.h[:, of], warm.omega[:, of]
-    return ProxWarmStart((target, (k, n, L)), h, omega, warm.V)
-
-
-def _replicate_blocks(rule: QuadratureRule, r: int, n_rep: int) -> list[tuple[slice, slice]]:
-    """:func:`_nested_warm`'s blocks of replicate ``r`` of the ``n_rep`` of ``rule``: the
-    ``r``-th block of its nodes."""
-    n = rule.weights.size // n_rep
-    return [(slice(0, n), slice(r * n, (r + 1) * n))]
-
-
-def _refined_blocks(
-    rule: QuadratureRule, finer: QuadratureRule, n_rep: int
-) -> list[tuple[slice, slice]]:
-    """:func:`_nested_warm`'s blocks of the refined randomised rule ``finer``: each of its
-    ``n_rep`` replicates begins with ``rule``'s."""
-    n, m = rule.weights.size // n_rep, finer.weights.size // n_rep
-    return [(slice(r * m, r * m + n), slice(r * n, (r + 1) * n)) for r in range(n_rep)]
 
 
 def _replicate_state(
@@ -878,8 +830,8 @@ def _estimate_randomised(
                 break
         T2 = new_map(problem, finer, T)
         n_rep = len(T.rule.replicates())
-        warm = _nested_warm(
-            None if mem is None else mem.warm, T.rule, finer, _refined_blocks(T.rule, finer, n_rep)
+        warm = nested_warm(
+            None if mem is None else mem.warm, T.rule, finer, refined_blocks(T.rule, finer, n_rep)
         )
         pairs = AndersonState.init(opts.anderson, history.get(T.rule))
         out2 = iterate(T2, x, pairs, aux=MapMemory(warm=warm), **kw)

@@ -1,0 +1,62 @@
+"""Warm starts of the proximal solves across nested randomised rules: a replicate of a
+randomised channel rule is a block of the rule's nodes, and the refined rule extends each
+replicate's set, so their proximal solves can start at the rule's proximal points where the
+points are the same (the randomised estimate of :mod:`gaussmix.theory.solve.refinement`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..channel.channel import ProxWarmStart
+from ..numerics.quadrature import QuadratureRule
+
+__all__ = ["nested_warm", "refined_blocks", "replicate_blocks"]
+
+
+def nested_warm(
+    warm: ProxWarmStart | None,
+    rule: QuadratureRule,
+    target: QuadratureRule,
+    blocks: list[tuple[slice, slice]],
+) -> ProxWarmStart | None:
+    """The warm start of the proximal solves with the rule ``target`` from ``warm``, the last
+    evaluation with ``rule`` (None where it is not of ``rule``), where ``target``'s nodes
+    contain ``rule``'s: each pair of ``blocks`` is a slice of ``target``'s nodes and the
+    slice of ``rule``'s that are the same points (checked: None where they are not).
+    Those nodes start at ``rule``'s proximal points, through the predictor of the
+    evaluation (:func:`~gaussmix.theory.channel.channel.channel_evaluation`), the others
+    at the node itself (a cold start).  A start only: the proximal points solve to the
+    same stationarity tolerance from any start.
+
+    The nested randomised rules: a replicate is a block of its rule
+    (:meth:`~gaussmix.theory.numerics.quadrature.SobolRQMC.replicates`), and the refined rule
+    extends each replicate's set (:meth:`~gaussmix.theory.numerics.quadrature.SobolRQMC.refined`).
+    Measured on isotropic K = 10 cross-entropy (``lam = 1e-2``, alpha = 10): a replicate's
+    first evaluation 34-43 ms of CPU cold, 13-17 ms warm."""
+    if warm is None or warm.key[0] != rule:
+        return None
+    k, _, L = warm.key[1]
+    n = target.weights.size
+    h, omega = np.zeros((k, n, L)), np.zeros((k, n, L))
+    for into, of in blocks:
+        if not np.array_equal(target.nodes[into], rule.nodes[of]):
+            return None
+        h[:, into], omega[:, into] = warm.h[:, of], warm.omega[:, of]
+    return ProxWarmStart((target, (k, n, L)), h, omega, warm.V)
+
+
+def replicate_blocks(rule: QuadratureRule, r: int, n_rep: int) -> list[tuple[slice, slice]]:
+    """:func:`nested_warm`'s blocks of replicate ``r`` of the ``n_rep`` of ``rule``: the
+    ``r``-th block of its nodes."""
+    n = rule.weights.size // n_rep
+    return [(slice(0, n), slice(r * n, (r + 1) * n))]
+
+
+def refined_blocks(
+    rule: QuadratureRule, finer: QuadratureRule, n_rep: int
+) -> list[tuple[slice, slice]]:
+    """:func:`nested_warm`'s blocks of the refined randomised rule ``finer``: each of its
+    ``n_rep`` replicates begins with ``rule``'s."""
+    n, m = rule.weights.size // n_rep, finer.weights.size // n_rep
+    return [(slice(r * m, r * m + n), slice(r * n, (r + 1) * n)) for r in range(n_rep)]
