@@ -68,21 +68,13 @@ def test_linear_response_spread_tracks_the_resolved_one(K, lam, alpha):
     of every observable that re-solving each replicate to tol gives, within twice that
     relative accuracy (the spread is a difference of two such shifted evaluations' worth;
     measured 0.90-1.25 on eight problems, 0.999-1.01 on these), in fewer evaluations."""
-    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=K)
-    problem = make_problem(mix, "cross-entropy", lam=lam, alpha=alpha)
-    opts, history = SolverOptions(), {}
-    rule = channel_rule(problem, None, opts.symmetry)
-    assert rule.randomised
-    x0 = start_state(problem, None)
-    first = continuation(problem, opts)
-    T, out = refinement.run_fixed_point(problem, rule, x0, opts, None, history, first_phase=first)
-    assert out.converged
+    problem, opts, history, T, out = _solved_randomised(K, lam, alpha)
     cheap, n_cheap = refinement._replicate_spread(problem, T, out.x, opts, None, history)
     ref, n_ref = _resolved_spread(problem, T, out.x, opts, history)
     for key in ref:
         assert ref[key] > 0.0, key  # not vacuous
         assert abs(cheap[key] / ref[key] - 1.0) <= 2 * REPLICATE_SHIFT_RTOL, key
-    assert n_cheap <= n_ref and n_cheap <= 3 * rule.n_rep
+    assert n_cheap <= n_ref and n_cheap <= 3 * T.rule.n_rep
 
 
 @pytest.fixture(scope="module")
@@ -122,18 +114,27 @@ def test_ten_class_estimate_keeps_the_rule_and_bounds_a_finer_one(digits_mixture
     assert np.isfinite(err["train_error"]) and err["train_error"] > 0.0
 
 
-def _randomised_fixed_point():
-    """An eight-class point whose automatic rule is randomised, solved: problem, map,
-    state and the proximal points of the map's last evaluation."""
-    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=8)
-    problem = make_problem(mix, "cross-entropy", lam=0.1, alpha=4.0)
+def _solved_randomised(K: int, lam: float, alpha: float):
+    """A cross-entropy point of K isotropic gaussian clusters whose automatic rule is
+    randomised, solved to its fixed point (no estimate): problem, options, secant history,
+    map and the iteration's outcome."""
+    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=K)
+    problem = make_problem(mix, "cross-entropy", lam=lam, alpha=alpha)
     opts, history = SolverOptions(), {}
     rule = channel_rule(problem, None, opts.symmetry)
     assert rule.randomised
     x0 = start_state(problem, None)
     first = continuation(problem, opts)
     T, out = refinement.run_fixed_point(problem, rule, x0, opts, None, history, first_phase=first)
-    assert out.converged and out.aux.warm is not None
+    assert out.converged
+    return problem, opts, history, T, out
+
+
+def _randomised_fixed_point():
+    """An eight-class point whose automatic rule is randomised, solved: problem, map,
+    state and the proximal points of the map's last evaluation."""
+    problem, _, _, T, out = _solved_randomised(8, 0.1, 4.0)
+    assert out.aux.warm is not None
     return problem, T, out.x, out.aux.warm
 
 

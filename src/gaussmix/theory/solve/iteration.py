@@ -488,27 +488,21 @@ class FixedPointIteration:
             return ended(x, res, S.NOT_POSITIVE_DEFINITE, msg, state)
         converged = res < self.tol
         xr = g if self.return_image else x
+
+        def going_on(x_next, st, last_pair, best, beta) -> IterationState:  # noqa: ANN001
+            """The state after an evaluation that did not end the iteration."""
+            return IterationState(
+                x_next, it, st, chart, last_pair, best, beta, res, invalid_images, True,
+                None, pending, aux,
+            )  # fmt: skip
+
         y, yg = (x, g) if chart is None else (chart.forward(x), chart.forward(g))
         if y is None or yg is None:  # outside the chart: a plain step, history dropped
             state = state.cleared()
             if converged:
                 return ended(xr, res, S.CONVERGED, "converged", state)
             x, state = _next_iterate(x, r, beta, scale, state, K, L, None)
-            return IterationState(
-                x,
-                it,
-                state,
-                chart,
-                None,
-                s.best,
-                beta,
-                res,
-                invalid_images,
-                True,
-                None,
-                pending,
-                aux,
-            )
+            return going_on(x, state, None, s.best, beta)
         if last is not None:
             state = state.update(y - last[0], yg - last[1])
         if converged:
@@ -521,21 +515,7 @@ class FixedPointIteration:
         best = min(best, step)
         yscale = scale if chart is None else np.maximum(1.0, np.abs(y))
         x, state = _next_iterate(y, yg - y, beta, yscale, state, K, L, chart)
-        return IterationState(
-            x,
-            it,
-            state,
-            chart,
-            (y, yg),
-            best,
-            beta,
-            res,
-            invalid_images,
-            True,
-            None,
-            pending,
-            aux,
-        )
+        return going_on(x, state, (y, yg), best, beta)
 
 
 def iterate(
