@@ -620,7 +620,10 @@ def main() -> None:
     elif args.list:
         drawn = sample(n, args.seed)
         print(f"{n} states, seed {args.seed} ({drawn.rejected} draws refused and drawn again)")
-        for s in drawn.states:
+        listed = _at_most(drawn.states, args.max_k)
+        if args.max_k is not None:  # the states --max-k would time
+            print(f"listed: the {len(listed)} states with K <= {args.max_k}")
+        for s in listed:
             print(f"{label(s)}\n    ?{s.to_query()}")
     elif args.in_process:
         in_process(

@@ -96,3 +96,19 @@ def test_targets_of_item_2() -> None:
     assert space.meets("K = 4-6", [1.9] * 10 + [math.inf] * 9) == "yes"  # no p95 target
     assert space.meets("K = 4-6", [2.1] * 10) == "no"
     assert space.meets("square / l2", fast) == "-"
+
+
+def test_the_benchmarks_list_shows_the_states_max_k_times(monkeypatch, capsys) -> None:
+    # `bench_explore.py --list --max-k K` lists the drawn states with at most K clusters,
+    # in the order drawn: those the timed run with the same options would time
+    import sys
+
+    bench = load_benchmark("bench_explore")
+    drawn = bench.sample(12, 0).states
+    monkeypatch.setattr(sys, "argv", ["bench_explore.py", "--list", "--n", "12", "--max-k", "3"])
+    bench.main()
+    out = capsys.readouterr().out
+    queries = [line.strip()[1:] for line in out.splitlines() if line.startswith("    ?")]
+    expected = [s.to_query() for s in drawn if s.n_clusters <= 3]
+    assert queries == expected and 0 < len(expected) < len(drawn)
+    assert f"listed: the {len(expected)} states with K <= 3" in out
