@@ -28,7 +28,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 __all__ = ["caught", "reissue", "routed"]
 
@@ -87,7 +87,16 @@ class _Router:
                 warnings._filters_mutated()  # type: ignore[attr-defined]
                 self._saved = None
 
-    def _show(self, message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    def _show(
+        self,
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        """The process's ``showwarning`` while a capture is open (same signature)."""
         with self._lock:
             stack = list(self._captures.get(threading.get_ident(), ()))
             saved = self._saved

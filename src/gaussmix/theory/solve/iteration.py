@@ -489,7 +489,13 @@ class FixedPointIteration:
         converged = res < self.tol
         xr = g if self.return_image else x
 
-        def going_on(x_next, st, last_pair, best, beta) -> IterationState:  # noqa: ANN001
+        def going_on(
+            x_next: np.ndarray,
+            st: AndersonState,
+            last_pair: tuple[np.ndarray, np.ndarray] | None,
+            best: float,
+            beta: float,
+        ) -> IterationState:
             """The state after an evaluation that did not end the iteration."""
             return IterationState(
                 x_next, it, st, chart, last_pair, best, beta, res, invalid_images, True,
