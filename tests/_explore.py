@@ -37,15 +37,18 @@ def library_curve(lam: float, n_points: int, loss: str = "logistic"):
 
 
 @contextlib.contextmanager
-def served(*args: str, tmp: Path) -> Iterator[tuple[subprocess.Popen, str]]:
+def served(
+    *args: str, tmp: Path, env: dict[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen, str]]:
     """``gaussmix explore --port 0 --no-browser ARGS`` in its own session, with ``tmp`` as
-    its temporary directory: ``(process, url)`` once it prints its address; whatever is
+    its temporary directory and ``env`` added to the environment: ``(process, url)`` once it
+    prints its address; whatever is
     left of its session is killed at the end.  Its error stream goes to a file beside
     ``tmp`` (a pipe nobody reads while the server runs could fill and block it):
     :func:`stopped` waits for the process and gives both streams."""
     tmp.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "gaussmix", "explore", "--port", "0", "--no-browser", *args]
-    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, **(env or {}), "TMPDIR": str(tmp), "PYTHONUNBUFFERED": "1"}
     errors = (tmp.parent / f"{tmp.name}.stderr").open("w+")
     proc = start_in_session(cmd, env, stderr=errors)
     try:

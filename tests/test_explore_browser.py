@@ -30,6 +30,7 @@ pytestmark = pytest.mark.browser
 pytest.importorskip("panel", reason="the explorer's interface is the 'explore' extra")
 
 from gaussmix.explore import ExplorerState, validate  # noqa: E402
+from gaussmix.explore.engine import COARSE_BUDGET_ENV  # noqa: E402
 from gaussmix.explore.state import SCREEN_TOL  # noqa: E402
 
 #: points of the served curve
@@ -106,7 +107,9 @@ def _curve_becomes(driver: Any, expected: Any) -> dict[str, list]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("explore-server")
-    with served("--n-points", str(N), tmp=tmp) as (_proc, url):
+    # a coarse pass drawn whole however slow the machine (its budget is CPU seconds: 0.1-0.2 s
+    # for the slow state here, over 0.3 s on a slower one, which then goes point by point)
+    with served("--n-points", str(N), tmp=tmp, env={COARSE_BUDGET_ENV: "inf"}) as (_proc, url):
         yield url
 
 

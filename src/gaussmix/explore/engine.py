@@ -28,6 +28,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import os
 import threading
 import time
 import warnings
@@ -75,6 +76,10 @@ MAX_OVERLAY_POINTS = 8
 #: (BENCHMARKS.md); bounded so, a curve that takes longer is drawn coarse first, and one
 #: that the coarse pass would delay by more than this is computed point by point at once
 COARSE_BUDGET_S = 0.3
+#: test hook: the environment variable naming a coarse pass's budget in seconds instead of
+#: :data:`COARSE_BUDGET_S` (read when a job starts; ``inf``: the whole pass), so that a test
+#: served explorer draws a coarse pass whole on a machine of any speed.  Not for other uses.
+COARSE_BUDGET_ENV = "GAUSSMIX_EXPLORE_COARSE_BUDGET"
 
 
 class _Cancelled(Exception):
@@ -274,7 +279,7 @@ class CurveJob(_Job):
         self._on_point = on_point
         self._on_preview = on_preview
         self._coarse = coarse
-        self.coarse_budget = COARSE_BUDGET_S
+        self.coarse_budget = float(os.environ.get(COARSE_BUDGET_ENV) or COARSE_BUDGET_S)
         self.coarse_stopped = False
         self.refining = False
         self.started = time.monotonic()
