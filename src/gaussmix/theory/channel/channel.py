@@ -446,9 +446,19 @@ class _CrossEntropyKernel(CompiledKernel):
     def run(self, loss, y, omega, V, h, w, tol):  # noqa: D102 - see CompiledKernel.run
         L = omega.shape[-1]
         Vc = np.ascontiguousarray(0.5 * (V + np.swapaxes(V, -1, -2)))
-        Vinv = solve_batch(Vc, np.broadcast_to(np.eye(L), Vc.shape))
-        # three classes (two reduced outputs): the scalar fast path of the same kernel
-        kernel = _kernels.ce3_channel if loss.P.shape == (2, 3) else _kernels.ce_channel
+        # V^{-1} where the kernel reads it: not where V is small, and may be singular or
+        # indefinite by rounding (there the kernel solves without it, small_metric)
+        small = np.array([_kernels.small_metric(v, L) for v in np.abs(Vc).sum(axis=-1).max(-1)])
+        if small.any():
+            Vinv = np.zeros_like(Vc)
+            big = ~small
+            Vinv[big] = solve_batch(Vc[big], np.broadcast_to(np.eye(L), Vc[big].shape))
+        else:
+            Vinv = solve_batch(Vc, np.broadcast_to(np.eye(L), Vc.shape))
+        # three classes (two reduced outputs): the scalar fast path of the same kernel,
+        # but where a metric is small (the general kernel's path without V^{-1})
+        three = loss.P.shape == (2, 3) and not small.any()
+        kernel = _kernels.ce3_channel if three else _kernels.ce_channel
         Ef, Eff, Edf, Eloss, Eenv, failed = kernel(
             np.argmax(y, axis=-1).astype(np.int64),
             loss.P if loss.P.flags.c_contiguous else np.ascontiguousarray(loss.P),
