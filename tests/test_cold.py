@@ -13,8 +13,9 @@ the modules and compiled kernels that the first solve of each kind would otherwi
   reasons (102 s of CPU in all, measured under load);
 * ``-m long``: all 1,000 (``python -m pytest -m long tests/test_cold.py -s``), with the
   31 multi-output lasso problems of four outputs and the cross-entropy loss, too slow for
-  CI (222 s of CPU in all, 0.3 to 25 s each, median 6.3 s: :data:`KNOWN_SLOW_LONG`), one
-  of which fails (:data:`KNOWN_FAILURES`; ``benchmarks/bench_cold.py``, ``BENCHMARKS.md``).
+  CI (222 s of CPU in all, 0.3 to 25 s each, median 6.3 s: :data:`KNOWN_SLOW_LONG`), all
+  of which succeed since :data:`NEAR_ZERO_K4` converges (``benchmarks/bench_cold.py``,
+  ``BENCHMARKS.md``).
 
 And the solver's own fallback (``SolverOptions.fallback``): where the iteration from the cold
 start fails, the homotopy in ``lam`` finds the fixed point that the curve machinery finds
@@ -50,7 +51,8 @@ LONG = 1000
 
 
 #: the problems of seed 0 that do not meet the test yet, measured, with the reason: each
-#: must still fail (when one succeeds, remove it here), every other must succeed
+#: must still fail (when one succeeds, remove it here), every other must succeed; none
+#: since :data:`NEAR_ZERO_K4` converges
 KNOWN_FAILURES: dict[int, str] = {}
 #: K = 4 cross-entropy with a lasso at lam = 5.7, near the zero estimator (max |Q_c| 1e-12),
 #: a known failure until the prior's metric was kept positive definite and the channel

@@ -372,46 +372,6 @@ def _metric_term(u, om, Vi, vd):  # pragma: no cover - compiled
     return q
 
 
-def small_metric(vnorm: float, L: int) -> bool:
-    """Whether :func:`ce_channel` solves a cluster without ``V^{-1}`` (``vnorm`` the
-    max-norm of ``V``, ``L`` outputs): ``||V|| sqrt(L) / 2 <`` :data:`STEIN_H_FORM` bounds
-    ``||V H||`` everywhere (``||H||_2 <= 1/2``), so Newton on ``h - omega + V grad`` with
-    Jacobian ``I + V H`` contracts with full steps; ``V`` may be singular or indefinite by
-    rounding (the lasso's near its zero estimator), where ``V^{-1} + H`` has no Cholesky
-    factor."""
-    return vnorm * 0.5 * math.sqrt(L) < STEIN_H_FORM
-
-
-_small_metric = njit(cache=True, nogil=True)(small_metric)
-
-
-@njit(cache=True, error_model="numpy", nogil=True)
-def _near_identity_solve(Vc, Hm, M, R, X):  # pragma: no cover - compiled
-    """``X = (I + V H)^{-1} R`` (``R``, ``X`` (L, m); ``M`` scratch, ``R`` overwritten) by
-    elimination without pivoting: ``||V H||_inf < 1/2`` makes ``I + V H`` diagonally
-    dominant."""
-    L = M.shape[0]
-    for i in range(L):
-        for j in range(L):
-            t = 1.0 if i == j else 0.0
-            for k in range(L):
-                t += Vc[i, k] * Hm[k, j]
-            M[i, j] = t
-    for k in range(L):
-        for i in range(k + 1, L):
-            f = M[i, k] / M[k, k]
-            for j in range(k, L):
-                M[i, j] -= f * M[k, j]
-            for j in range(R.shape[1]):
-                R[i, j] -= f * R[k, j]
-    for i in range(L - 1, -1, -1):
-        for j in range(R.shape[1]):
-            t = R[i, j]
-            for k in range(i + 1, L):
-                t -= M[i, k] * X[k, j]
-            X[i, j] = t / M[i, i]
-
-
 @njit(cache=True, error_model="numpy", nogil=True)
 def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cover - compiled
     """Cross-entropy channel moments on the complement of ``(1, ..., 1)``.
@@ -456,14 +416,11 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
     qrow = np.empty(Kf)
     e = np.empty(L)
     n_failed = 0
-    zero = np.zeros((L, L))
-    R = np.empty((L, L))
     for c in range(K):
         yc = ylab[c]
         Vi = Vinv[c]
         Vc = V[c]
         vnorm = _max_row_sum(Vc)
-        small = _small_metric(vnorm, L)
         for n in range(N):
             u = h[c, n]
             om = omega[c, n]
@@ -474,17 +431,6 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
                 if res <= tol * _node_scale(u, om, vnorm, _ce_curvature(p)):
                     ok = True
                     break
-                if small:  # Newton on the residual, Jacobian I + V H (no V^{-1})
-                    _ce_system_hessian(zero, P, p, Pp, A, Hm, qrow)
-                    for i in range(L):
-                        R[i, 0] = u[i] - om[i]
-                        for j in range(L):
-                            R[i, 0] += Vc[i, j] * gr[j]
-                    _near_identity_solve(Vc, Hm, C, R[:, :1], X)
-                    for i in range(L):
-                        u[i] -= X[i, 0]
-                    lval = _ce_eval(u, P, yc, z, p, Pp, gr)
-                    continue
                 # phi, its gradient g = grad + V^{-1} (u - omega), the system (V^{-1} + H) s = g
                 phi = lval + _metric_term(u, om, Vi, g)
                 for i in range(L):
@@ -529,20 +475,13 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
             if not ok:
                 n_failed += 1
             # contributions at the proximal point (p, Pp, gr are those of u)
-            _ce_system_hessian(zero if small else Vi, P, p, Pp, A, Hm, qrow)
-            # Edf = B - B A^{-1} B with B = V^{-1}, or B = H where ||V|| ||H|| is small
-            B = Hm if small or vnorm * _max_row_sum(Hm) < STEIN_H_FORM else Vi
-            if small:  # A^{-1} H = (I + V H)^{-1} V H
-                for i in range(L):
-                    for j in range(L):
-                        R[i, j] = 0.0
-                        for k in range(L):
-                            R[i, j] += Vc[i, k] * Hm[k, j]
-                _near_identity_solve(Vc, Hm, C, R, X)
-            elif not _cholesky(A, C):
+            _ce_system_hessian(Vi, P, p, Pp, A, Hm, qrow)
+            if not _cholesky(A, C):
                 n_failed += 1
                 continue
-            for col in range(L if not small else 0):
+            # Edf = B - B A^{-1} B with B = V^{-1}, or B = H where ||V|| ||H|| is small
+            B = Hm if vnorm * _max_row_sum(Hm) < STEIN_H_FORM else Vi
+            for col in range(L):
                 for i in range(L):
                     e[i] = B[i, col]
                 _chol_solve(C, e, s)  # A^{-1} B e_col
@@ -829,8 +768,7 @@ def ce3_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cov
 
     Same arguments, results and method (Newton on the proximal objective with Armijo
     backtracking, full steps once the residual is below ``1e-4``); the 2 x 2 systems are
-    solved in closed form.  Tested against :func:`ce_channel` and the numpy path.  Not for
-    a cluster of :func:`small_metric` (the caller takes :func:`ce_channel` there).
+    solved in closed form.  Tested against :func:`ce_channel` and the numpy path.
     """
     K, N, _ = omega.shape
     Ef = np.zeros((K, 2))
@@ -997,3 +935,9 @@ def bvnu_rows(h, k, r, x, w, x6, w6, x12, w12):  # pragma: no cover - compiled
             o = asr / (4.0 * math.pi) * s + ndtr_scalar(-hp) * ndtr_scalar(-kp)
             out[b, p] = min(max(o, 0.0), 1.0)
     return out
+
+
+#: the cross-entropy kernels' node primitives, shared with the kernel of small metrics
+#: (:mod:`gaussmix.theory.numerics.ce_small_metric`)
+ce_eval, ce_system_hessian, scaled_residual = _ce_eval, _ce_system_hessian, _scaled_residual
+ce_curvature, node_scale, max_row_sum = _ce_curvature, _node_scale, _max_row_sum
