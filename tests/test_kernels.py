@@ -10,10 +10,16 @@ import pytest
 from _helpers import random_spd
 
 import gaussmix as gm
-from gaussmix.theory.channel.channel import _quadrature_moments, sqrtm_psd
+from gaussmix.theory.channel.channel import (
+    _quadrature_moments,
+    identity_prox_moments,
+    sqrtm_psd,
+)
 from gaussmix.theory.channel.losses import CrossEntropyLoss, LogisticLoss, ReducedLoss
 from gaussmix.theory.numerics import kernels as _kernels
+from gaussmix.theory.numerics.ce_small_metric import ce_channel_small_metric, small_metric
 from gaussmix.theory.numerics.quadrature import MAX_ORDER, GaussHermite
+from gaussmix.theory.numerics.tolerances import PROX_TOL
 from gaussmix.theory.problem.problem import _complement_of_ones
 from gaussmix.theory.solve.observables import _wedge_probability, gaussian_risk
 from gaussmix.theory.solve.solver import is_valid_state, solve_problem
@@ -80,6 +86,72 @@ def test_cross_entropy_kernel_stein_term_at_small_metric(K, v_range):
     got = _quadrature_moments(loss, y, m, Q, V, rule, None, compiled=True)[0]
     _assert_moments_equal(got, ref)
     assert np.abs(got.Edf).max() > 0.01
+
+
+def _metric(rng, L, eigenvalues):
+    """A symmetric ``L x L`` metric with these eigenvalues in a random frame."""
+    U = np.linalg.qr(rng.standard_normal((L, L)))[0]
+    return (U * np.asarray(eigenvalues, dtype=float)) @ U.T
+
+
+@pytest.mark.parametrize("K", [3, 4])
+@pytest.mark.parametrize("kind", ["zero", "indefinite by rounding", "singular"])
+def test_cross_entropy_kernel_at_a_singular_or_indefinite_metric(K, kind):
+    """Where ``V`` is small the channel solves without ``V^{-1}`` (``small_metric``): at ``V``
+    exactly zero, or indefinite by rounding as the multi-output lasso's metric near its
+    zero estimator (eigenvalues 1.4e-11, 2.6e-17, -1.3e-20: ``V^{-1} + H`` has no Cholesky
+    factor, every node failed), the moments are the closed form at ``V -> 0``, the
+    identity prox (``h = omega``, ``f = -grad loss(omega)``, ``E[df] = E[H(omega)]``), to
+    first order in ``||V||``; at a singular metric of moderate size, those of the numpy
+    path (Newton on ``I + V H``, which never forms ``V^{-1}``)."""
+    rng = np.random.default_rng(K + 40)
+    loss, y, m, Q, _ = _ce_state(rng, K)
+    L = K - 1
+    eig = {
+        "zero": [0.0] * L,
+        "indefinite by rounding": [-1.3e-20, 2.6e-17, 1.4e-11][-L:],
+        "singular": [0.0] * (L - 1) + [0.08],
+    }[kind]
+    V = np.stack([_metric(rng, L, eig) for _ in range(K)])
+    assert all(small_metric(np.abs(v).sum(axis=1).max(), L) for v in V)
+    rule = GaussHermite(8, L)
+    got, warm = _quadrature_moments(loss, y, m, Q, V, rule, None, compiled=True)
+    if kind == "singular":
+        ref = _quadrature_moments(loss, y, m, Q, V, rule, None, compiled=False)[0]
+        _assert_moments_equal(got, ref)
+        return
+    closed = identity_prox_moments(loss, y, m, Q, rule)
+    vnorm = np.abs(V).max()
+    _assert_moments_equal(got, closed, rtol=0.0, atol=vnorm + 1e-14)
+    omega = m[:, None, :] + rule.nodes @ sqrtm_psd(Q)
+    if kind == "zero":
+        np.testing.assert_array_equal(warm.h, omega)
+        _assert_moments_equal(got, closed, rtol=1e-13, atol=1e-15)
+    else:  # the first-order term: h = omega - V grad(omega) + O(|V|^2)
+        first = omega - np.einsum("kij,knj->kni", V, loss.grad(y[:, None, :], omega))
+        # within the proximal solve's own threshold (relative to the size of omega and h:
+        # ||V H|| ~ 1e-11 leaves its factor 1 + ||V H|| at 1)
+        size = 1.0 + np.abs(omega).max(axis=-1) + np.abs(warm.h).max(axis=-1)
+        assert np.all(np.abs(warm.h - first).max(axis=-1) <= 1.01 * PROX_TOL * size)
+
+
+@pytest.mark.parametrize("K", [3, 4, 5])
+def test_small_metric_kernel_matches_the_general_kernel(K):
+    """Where both apply (a small positive definite metric), the kernel without ``V^{-1}``
+    (Newton on the residual, Jacobian ``I + V H``) and the general one (Newton on the
+    proximal objective) find the same proximal points and moments, each within its
+    stopping rule."""
+    rng = np.random.default_rng(K + 60)
+    loss, y, m, Q, V = _ce_state(rng, K, 2.0, (1e-3, 2e-2))
+    args, w = _ce_kernel_inputs(loss, y, m, Q, V, GaussHermite(6, K - 1))
+    omega = args[2]
+    h_gen, h_small = omega.copy(), omega.copy()
+    gen = _kernels.ce_channel(*args, h_gen, w, PROX_TOL, 100)
+    small = ce_channel_small_metric(*args[:4], h_small, w, PROX_TOL, 100)
+    assert gen[-1] == 0 and small[-1] == 0
+    np.testing.assert_allclose(h_small, h_gen, rtol=0.0, atol=1e-11)
+    for a, b in zip(small[:5], gen[:5]):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("K", [3, 4, 5, 7])

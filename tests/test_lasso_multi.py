@@ -641,3 +641,29 @@ def test_compiled_kinks_are_the_numpy_kinks(L, shift_free, lam):
         x, y = _merge_edges(edges, x), _merge_edges(edges, y)
         assert x.size == y.size
         np.testing.assert_allclose(x, y, rtol=0, atol=1e-11 * XI_MAX)
+
+
+def test_metric_kept_positive_definite_within_its_bound():
+    """The multi-output prior's metric (``_positive_metric``): a ``V_c`` indefinite by at
+    most ``METRIC_NEG_RTOL`` of its scale (the lasso's near its zero estimator: eigenvalues
+    1.4e-11, 2.6e-17, -1.3e-20) is moved onto the cone, positive definite, by no more than
+    its negative eigenvalue plus the floor, and no farther from any positive semi-definite
+    matrix (here the truth it was perturbed from); a positive definite one is returned to
+    the bit, and one indefinite beyond the bound too (for the solver's cone test)."""
+    from gaussmix.theory.numerics.tolerances import METRIC_EIG_FLOOR, METRIC_NEG_RTOL
+
+    rng = np.random.default_rng(5)
+    U = np.linalg.qr(rng.standard_normal((3, 3)))[0]
+    truth = (U * np.array([1e-25, 2.6e-17, 1.4e-11])) @ U.T
+    noisy = truth + (U * np.array([-1.3e-20, 0.0, 0.0])) @ U.T
+    deep = (U * np.array([-1e-3, 0.5, 1.0])) @ U.T
+    fine = _psd(rng, 1, 3, ridge=0.1)[0]
+    V = np.stack([noisy, deep, fine])
+    out = prior_mod._positive_metric(V)
+    assert np.linalg.eigvalsh(out[0])[0] > 0.0
+    moved = np.linalg.norm(out[0] - noisy, 2)
+    assert moved <= 1.3e-20 + 1.01 * METRIC_EIG_FLOOR * 1.4e-11
+    assert np.linalg.norm(out[0] - truth) <= np.linalg.norm(noisy - truth)
+    assert 1.3e-20 / 1.4e-11 < METRIC_NEG_RTOL < 1e-3
+    np.testing.assert_array_equal(out[1:], V[1:])
+    np.testing.assert_array_equal(prior_mod._positive_metric(V[2:]), V[2:])

@@ -31,6 +31,7 @@ import numpy as np
 from numba.core import config as numba_config
 from scipy.special import ndtr
 
+from ..numerics import ce_small_metric as _small
 from ..numerics import kernels as _kernels
 from ..numerics.linalg import process_cores
 from ..numerics.quadrature import QuadratureRule
@@ -437,7 +438,8 @@ class _LogisticKernel(CompiledKernel):
 class _CrossEntropyKernel(CompiledKernel):
     """:func:`gaussmix.theory.numerics.kernels.ce_channel` (and its three-class fast path
     :func:`~gaussmix.theory.numerics.kernels.ce3_channel`): softmax cross-entropy on the complement
-    of ``(1, ..., 1)``."""
+    of ``(1, ..., 1)``; the clusters of small metric by
+    :func:`~gaussmix.theory.numerics.ce_small_metric.ce_channel_small_metric`."""
 
     __slots__ = ()
     reduced = True
@@ -446,22 +448,53 @@ class _CrossEntropyKernel(CompiledKernel):
     def run(self, loss, y, omega, V, h, w, tol):  # noqa: D102 - see CompiledKernel.run
         L = omega.shape[-1]
         Vc = np.ascontiguousarray(0.5 * (V + np.swapaxes(V, -1, -2)))
-        Vinv = solve_batch(Vc, np.broadcast_to(np.eye(L), Vc.shape))
-        # three classes (two reduced outputs): the scalar fast path of the same kernel
-        kernel = _kernels.ce3_channel if loss.P.shape == (2, 3) else _kernels.ce_channel
-        Ef, Eff, Edf, Eloss, Eenv, failed = kernel(
-            np.argmax(y, axis=-1).astype(np.int64),
-            loss.P if loss.P.flags.c_contiguous else np.ascontiguousarray(loss.P),
-            np.ascontiguousarray(omega),
-            Vc,
-            np.ascontiguousarray(Vinv),
-            h,
-            w,
-            float(tol),
-            PROX_MAX_ITER,
-        )
+        ylab = np.argmax(y, axis=-1).astype(np.int64)
+        P = loss.P if loss.P.flags.c_contiguous else np.ascontiguousarray(loss.P)
+        omega = np.ascontiguousarray(omega)
+        # clusters of small metric (which may be singular, or indefinite by rounding)
+        # without V^{-1}; the others by the general kernels
+        vnorm = np.abs(Vc).sum(axis=-1).max(axis=-1)
+        small = np.array([_small.small_metric(float(v), L) for v in vnorm], dtype=bool)
+        if not small.any():
+            out = self._general(P, ylab, omega, Vc, h, w, tol)
+        elif small.all():
+            out = _small.ce_channel_small_metric(
+                ylab, P, omega, Vc, h, w, float(tol), PROX_MAX_ITER
+            )
+        else:  # each part on copies of its clusters, the proximal points written back
+            K = ylab.size
+            parts = (np.zeros((K, L)), np.zeros((K, L, L)), np.zeros((K, L, L)))
+            parts += (np.zeros(K), np.zeros(K))
+            failed = 0
+            for part in (small, ~small):
+                i = np.flatnonzero(part)
+                hp = np.ascontiguousarray(h[i])
+                om, Vp = np.ascontiguousarray(omega[i]), np.ascontiguousarray(Vc[i])
+                if part is small:
+                    got = _small.ce_channel_small_metric(
+                        ylab[i], P, om, Vp, hp, w, float(tol), PROX_MAX_ITER
+                    )
+                else:
+                    got = self._general(P, ylab[i], om, Vp, hp, w, tol)
+                h[i] = hp
+                for a, b in zip(parts, got[:5]):
+                    a[i] = b
+                failed += got[5]
+            out = (*parts, failed)
+        Ef, Eff, Edf, Eloss, Eenv, failed = out
         mom = ChannelMoments(Ef, 0.5 * (Eff + np.swapaxes(Eff, -1, -2)), Edf, Eloss, Eenv)
         return mom, failed
+
+    @staticmethod
+    def _general(P, ylab, omega, Vc, h, w, tol):
+        """:func:`~gaussmix.theory.numerics.kernels.ce_channel` (or ``ce3_channel``)."""
+        L = omega.shape[-1]
+        Vinv = solve_batch(Vc, np.broadcast_to(np.eye(L), Vc.shape))
+        # three classes (two reduced outputs): the scalar fast path of the same kernel
+        kernel = _kernels.ce3_channel if P.shape == (2, 3) else _kernels.ce_channel
+        return kernel(
+            ylab, P, omega, Vc, np.ascontiguousarray(Vinv), h, w, float(tol), PROX_MAX_ITER
+        )
 
     def risk(self, loss, y, m, S, rule):  # noqa: D102 - see CompiledKernel.risk
         return _kernels.ce_risk(

@@ -935,3 +935,9 @@ def bvnu_rows(h, k, r, x, w, x6, w6, x12, w12):  # pragma: no cover - compiled
             o = asr / (4.0 * math.pi) * s + ndtr_scalar(-hp) * ndtr_scalar(-kp)
             out[b, p] = min(max(o, 0.0), 1.0)
     return out
+
+
+#: the cross-entropy kernels' node primitives, shared with the kernel of small metrics
+#: (:mod:`gaussmix.theory.numerics.ce_small_metric`)
+ce_eval, ce_system_hessian, scaled_residual = _ce_eval, _ce_system_hessian, _scaled_residual
+ce_curvature, node_scale, max_row_sum = _ce_curvature, _node_scale, _max_row_sum

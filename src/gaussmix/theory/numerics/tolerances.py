@@ -68,6 +68,8 @@ __all__ = [
     "SPREAD_ORTHANT_TOL",
     "REPLICATE_SHIFT_RTOL",
     "ISOTROPIC_METRIC_RTOL",
+    "METRIC_NEG_RTOL",
+    "METRIC_EIG_FLOOR",
 ]
 
 # --------------------------------------------------------------------------- proximal map
@@ -347,3 +349,17 @@ SMOOTH_Q_MAX = 4.0
 #: reach it to rounding (~1e-15); the residual anisotropy moves the ordering of the proximal
 #: point's components by at most ``ISOTROPIC_METRIC_RTOL v``, far below every error estimate.
 ISOTROPIC_METRIC_RTOL = 1e-10
+#: The multi-output lasso's metric ``V_c`` (``E[du/dB]``, positive definite) comes from
+#: Stein's lemma across lines, which need not keep it so: near the zero estimator its
+#: eigenvalues were measured 1.4e-11, 2.6e-17 and -1.3e-20 (K = 4 cross-entropy, lam =
+#: 5.7).  A negative eigenvalue is raised to ``METRIC_EIG_FLOOR`` times the largest one
+#: (:func:`gaussmix.theory.prior.prior.multi_output_elastic_net_prior`) when it is at most
+#: ``METRIC_NEG_RTOL`` times the largest: the truth being positive semi-definite, the
+#: negative part is below the metric's own integration error, and the projection moves
+#: the metric by no more than it (closer to the truth, in Frobenius norm).  A deeper one
+#: is left for the solver's cone test to reject.
+METRIC_NEG_RTOL = 1e-6
+#: ... the floor, relative to the largest eigenvalue: far above the rounding of the
+#: rebuilt matrix (a few ``eps``), so that it stays positive definite, far below any
+#: integration error
+METRIC_EIG_FLOOR = 1e-12

@@ -493,6 +493,32 @@ def _elastic_net_points(
     )
 
 
+def _positive_metric(V: np.ndarray) -> np.ndarray:
+    """The metrics ``V`` (K, L, L) (symmetric) with every eigenvalue below
+    ``METRIC_EIG_FLOOR`` times the largest raised to it, where the lowest is no deeper
+    than ``-METRIC_NEG_RTOL`` times the largest (:data:`~gaussmix.theory.numerics.tolerances.
+    METRIC_NEG_RTOL`: the integration error of Stein's lemma near the zero estimator);
+    the others unchanged, to the bit.
+
+    ``V_c = E[du/dB]`` is positive definite; its estimate across lines need not be.  The
+    projection onto the positive semi-definite cone moves ``V_c`` by its most negative
+    eigenvalue, at most the estimate's own error since the truth lies in the cone, and
+    brings it no farther from the truth (a projection onto a convex set that holds it);
+    the floor keeps it positive definite, a state the iteration accepts
+    (:func:`~gaussmix.theory.solve.state.is_valid_state`)."""
+    ev = np.linalg.eigvalsh(V)
+    top = ev[:, -1]
+    fix = (top > 0.0) & (ev[:, 0] < tolerances.METRIC_EIG_FLOOR * top)
+    fix &= ev[:, 0] >= -tolerances.METRIC_NEG_RTOL * top
+    if not fix.any():
+        return V
+    out = V.copy()
+    lam, vec = np.linalg.eigh(V[fix])
+    lam = np.maximum(lam, tolerances.METRIC_EIG_FLOOR * lam[:, -1:])
+    out[fix] = (vec * lam[:, None, :]) @ np.swapaxes(vec, 1, 2)
+    return 0.5 * (out + np.swapaxes(out, 1, 2))
+
+
 def multi_output_elastic_net_prior(
     mixture: Mixture,
     lam: float,
@@ -583,7 +609,7 @@ def multi_output_elastic_net_prior(
     return PriorResult(
         Q=0.5 * (Q + np.swapaxes(Q, 1, 2)),
         M=M,
-        V=0.5 * (V + np.swapaxes(V, 1, 2)),
+        V=_positive_metric(0.5 * (V + np.swapaxes(V, 1, 2))),
         psi_w=-0.5 * float(w @ np.einsum("jab,jba->j", A, mom.second)),
         penalty=l1_ratio * l1 + 0.5 * (1.0 - l1_ratio) * l2,
         atom_nonzero=mom.nonzero / L,
