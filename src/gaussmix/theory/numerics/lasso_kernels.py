@@ -35,18 +35,19 @@ def _constrain(al, be, asz, bsz, flat_tol, lo, hi):
 
 
 @njit(cache=True, error_model="numpy", nogil=True, inline="always")
-def _pattern_piece(p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d):
-    """The interval ``[lo, hi]`` of sign pattern ``p``'s piece on line ``n`` (atom ``j``),
+def _pattern_piece(p, j, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d):
+    """The interval ``[lo, hi]`` of sign pattern ``p``'s piece on the line ``g0 + z e``
+    (atom ``j``),
     with ``w = c + d z`` written to ``c``, ``d``; ``ok`` False where a constant constraint
     fails or the interval is empty; and the coordinate ``i_hi`` whose constraint ends the
     piece at ``hi`` with the sign ``s_hi`` it takes beyond (-1 where ``hi`` is infinite)."""
-    L = g0.shape[1]
+    L = g0.shape[0]
     for a in range(L):
         sc = 0.0
         sd = 0.0
         for b in range(L):
-            sc += Jps[p, j, a, b] * (g0[n, b] - lam * pats[p, b])
-            sd += Jps[p, j, a, b] * e[n, b]
+            sc += Jps[p, j, a, b] * (g0[b] - lam * pats[p, b])
+            sd += Jps[p, j, a, b] * e[b]
         c[a] = sc
         d[a] = sd
     lo = -np.inf
@@ -76,8 +77,8 @@ def _pattern_piece(p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c,
                 ad += A[j, i, b] * d[b]
                 cs += abs(A[j, i, b]) * abs(c[b])
                 ds += abs(A[j, i, b]) * abs(d[b])
-            r0 = g0[n, i] - ac
-            r1 = e[n, i] - ad
+            r0 = g0[i] - ac
+            r1 = e[i] - ad
             asz = cs + gsize
             bsz = ds + esize
             for sign in (-1.0, 1.0):  # lam - r0 - r1 z >= 0, lam + r0 + r1 z >= 0
@@ -93,11 +94,11 @@ def _pattern_piece(p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c,
 
 @njit(cache=True, error_model="numpy", nogil=True, inline="always")
 def _add_line(
-    j, n, wt, s_l1, acc_w, acc_z, acc_ww, off, dirn, line_p, line_m, k, l1, ew, eww, ewb, jmass
+    j, wt, s_l1, acc_w, acc_z, acc_ww, off, dirn, line_p, line_m, k, l1, ew, eww, ewb, jmass
 ):
     """Add one line's moments, weighted by ``wt``, to atom ``j``'s sums: ``E[w]``, ``E[w
     w^T]`` (the line's upper triangle ``acc_ww``, mirrored), ``E[w (B - m)^T]`` (``B - m =
-    off[n] + z dirn[n]`` on the line: ``acc_w off^T + acc_z dirn^T``, ``acc_z`` the line's
+    off + z dirn`` on the line: ``acc_w off^T + acc_z dirn^T``, ``acc_z`` the line's
     ``int w z phi``), ``E||w||_1`` and the Gaussian mass of each of its ``k`` pieces' sign
     patterns ``line_p`` (``jmass``: the direct ``E[dw/dg]`` is their sum times the
     patterns' Jacobians, formed once at the end)."""
@@ -111,7 +112,7 @@ def _add_line(
             if b != a:
                 eww[j, b, a] += v
         for b in range(Lp):
-            ewb[j, a, b] += wt * (acc_w[a] * off[n, b] + acc_z[a] * dirn[n, b])
+            ewb[j, a, b] += wt * (acc_w[a] * off[b] + acc_z[a] * dirn[b])
     for i in range(k):
         jmass[j, line_p[i]] += wt * line_m[i]
 
@@ -155,12 +156,12 @@ def _add_piece(lo, hi, cdf_lo, pdf_lo, c, d, wr, cc, acc_w, acc_z, acc_ww):
 
 @njit(cache=True, error_model="numpy", nogil=True)
 def l1_line_moments(
-    g0,
-    e,
-    off,
-    dirn,
+    x,
     atom,
     lw,
+    mean,
+    R,
+    P,
     pats,
     usable,
     Jps,
@@ -180,8 +181,11 @@ def l1_line_moments(
     :func:`gaussmix.theory.prior.lasso._integrate_pieces` (their numpy forms stay the reference,
     tested equal to rounding).
 
-    Line ``n`` (of atom ``j = atom[n]``, outer weight ``lw[n]``) is ``g(z) = g0[n] + z e[n]``
-    in the full output space and ``B(z) - m = off[n] + z dirn[n]`` in the effective one.  For
+    Line ``n`` (of atom ``j = atom[n]``, outer weight ``lw[n]``, outer coordinates ``x[n]``
+    (L' - 1)) is ``B(z) = mean[j] + R[j] (x[n], z)`` in the effective output space (``R[j]``
+    (L', L') a factor of the field's covariance): ``B - m = off + z dirn`` with ``off = R[j,
+    :, :-1] x[n]``, ``dirn = R[j, :, -1]``, and ``g(z) = P^T B(z) = g0 + z e`` in the full
+    one (``P`` (L', L)); these are formed line by line.  For
     a sign pattern ``s = pats[p]`` whose ``A_SS`` is usable on the atom
     (``usable[p, j]``), with ``Jps[p, j]`` its Jacobian: ``w = c + d z``,
     ``c = J (g0 - lam s)``, ``d = J e``; the region's constraints ``alpha + beta z >= 0``
@@ -192,8 +196,8 @@ def l1_line_moments(
     ``ewb`` (J, L, L') ``E[w (B - m)^T]``, ``ejd`` the direct ``E[dw/dg]``, ``l1``
     ``E||w||_1``; ``mass[n]`` gets each piece's Gaussian mass (the tiling check).  Per piece
     only what varies from piece to piece is summed: ``int w phi``, ``int w z phi`` and the
-    upper triangle of ``int w w^T phi``; ``E[w (B - m)^T]`` is formed per line (``off[n]`` and
-    ``dirn[n]`` are the line's), and the direct ``E[dw/dg]`` once per call from each atom's
+    upper triangle of ``int w w^T phi``; ``E[w (B - m)^T]`` is formed per line (``off`` and
+    ``dirn`` are the line's), and the direct ``E[dw/dg]`` once per call from each atom's
     Gaussian mass of each sign pattern (its Jacobian is constant on the pattern's pieces).
 
     The pieces are found by walking along the line: from the piece that holds ``z -> -inf``
@@ -207,9 +211,14 @@ def l1_line_moments(
     ``mass_tol`` of Gaussian mass of that end), so ``Phi`` and ``phi`` at each end are computed
     once.
     """
-    N, L = g0.shape
+    N, nx = x.shape
+    Lp, L = P.shape
     n_pat = pats.shape[0]
     J = ew.shape[0]
+    g0 = np.empty(L)
+    e = np.empty(L)
+    off = np.empty(Lp)
+    dirn = np.empty(Lp)
     c = np.empty(L)
     d = np.empty(L)
     wr = np.empty(L)
@@ -238,11 +247,24 @@ def l1_line_moments(
     for n in range(N):
         j = atom[n]
         wt = lw[n]
+        for b in range(Lp):
+            sb = 0.0
+            for q in range(nx):
+                sb += R[j, b, q] * x[n, q]
+            off[b] = sb
+            dirn[b] = R[j, b, nx]
         esize = 0.0
         gmax = 0.0
         for i in range(L):
-            gmax = max(gmax, abs(g0[n, i]))
-            esize = max(esize, abs(e[n, i]))
+            sg = 0.0
+            se = 0.0
+            for b in range(Lp):
+                sg += (mean[j, b] + off[b]) * P[b, i]
+                se += dirn[b] * P[b, i]
+            g0[i] = sg
+            e[i] = se
+            gmax = max(gmax, abs(sg))
+            esize = max(esize, abs(se))
         gsize = gmax + lam
         walked = False
         p = start[j]
@@ -254,7 +276,7 @@ def l1_line_moments(
             s_l1 = 0.0
             m_line = 0.0
             lo, hi, ok, i_hi, s_hi = _pattern_piece(
-                p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d
+                p, j, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d
             )
             walked = ok and lo == -np.inf
             steps = 0
@@ -288,7 +310,7 @@ def l1_line_moments(
                     break
                 prev = hi
                 lo, hi, ok, i_hi, s_hi = _pattern_piece(
-                    p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d
+                    p, j, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d
                 )
                 # the piece must start where the last one ended (a gap or an overlap of
                 # Gaussian mass above mass_tol: the walk took a wrong turn); it is
@@ -300,7 +322,7 @@ def l1_line_moments(
             if walked and abs(m_line - 1.0) <= mass_tol:
                 mass[n] += m_line
                 _add_line(
-                    j, n, wt, s_l1, acc_w, acc_z, acc_ww, off, dirn, line_p, line_m, k,
+                    j, wt, s_l1, acc_w, acc_z, acc_ww, off, dirn, line_p, line_m, k,
                     l1, ew, eww, ewb, jmass,
                 )  # fmt: skip
                 continue
@@ -314,7 +336,7 @@ def l1_line_moments(
             if not usable[p, j]:
                 continue
             lo, hi, ok, i_hi, s_hi = _pattern_piece(
-                p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d
+                p, j, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d
             )
             if not ok:
                 continue
@@ -332,7 +354,7 @@ def l1_line_moments(
             mass[n] += i0
             s_l1 += sl
         _add_line(
-            j, n, wt, s_l1, acc_w, acc_z, acc_ww, off, dirn, line_p, line_m, k,
+            j, wt, s_l1, acc_w, acc_z, acc_ww, off, dirn, line_p, line_m, k,
             l1, ew, eww, ewb, jmass,
         )  # fmt: skip
     for j in range(J):
