@@ -35,18 +35,19 @@ def _constrain(al, be, asz, bsz, flat_tol, lo, hi):
 
 
 @njit(cache=True, error_model="numpy", nogil=True, inline="always")
-def _pattern_piece(p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d):
-    """The interval ``[lo, hi]`` of sign pattern ``p``'s piece on line ``n`` (atom ``j``),
+def _pattern_piece(p, j, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d):
+    """The interval ``[lo, hi]`` of sign pattern ``p``'s piece on the line ``g0 + z e``
+    (atom ``j``),
     with ``w = c + d z`` written to ``c``, ``d``; ``ok`` False where a constant constraint
     fails or the interval is empty; and the coordinate ``i_hi`` whose constraint ends the
     piece at ``hi`` with the sign ``s_hi`` it takes beyond (-1 where ``hi`` is infinite)."""
-    L = g0.shape[1]
+    L = g0.shape[0]
     for a in range(L):
         sc = 0.0
         sd = 0.0
         for b in range(L):
-            sc += Jps[p, j, a, b] * (g0[n, b] - lam * pats[p, b])
-            sd += Jps[p, j, a, b] * e[n, b]
+            sc += Jps[p, j, a, b] * (g0[b] - lam * pats[p, b])
+            sd += Jps[p, j, a, b] * e[b]
         c[a] = sc
         d[a] = sd
     lo = -np.inf
@@ -76,8 +77,8 @@ def _pattern_piece(p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c,
                 ad += A[j, i, b] * d[b]
                 cs += abs(A[j, i, b]) * abs(c[b])
                 ds += abs(A[j, i, b]) * abs(d[b])
-            r0 = g0[n, i] - ac
-            r1 = e[n, i] - ad
+            r0 = g0[i] - ac
+            r1 = e[i] - ad
             asz = cs + gsize
             bsz = ds + esize
             for sign in (-1.0, 1.0):  # lam - r0 - r1 z >= 0, lam + r0 + r1 z >= 0
@@ -92,29 +93,37 @@ def _pattern_piece(p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c,
 
 
 @njit(cache=True, error_model="numpy", nogil=True, inline="always")
-def _add_line(j, wt, s_l1, acc_w, acc_ww, acc_wb, acc_jd, l1, ew, eww, ewb, ejd):
-    """Add one line's moments (``s_l1``, ``acc_*``), weighted by ``wt``, to atom ``j``'s sums."""
-    L, Lp = acc_wb.shape
+def _add_line(
+    j, wt, s_l1, acc_w, acc_z, acc_ww, off, dirn, line_p, line_m, k, l1, ew, eww, ewb, jmass
+):
+    """Add one line's moments, weighted by ``wt``, to atom ``j``'s sums: ``E[w]``, ``E[w
+    w^T]`` (the line's upper triangle ``acc_ww``, mirrored), ``E[w (B - m)^T]`` (``B - m =
+    off + z dirn`` on the line: ``acc_w off^T + acc_z dirn^T``, ``acc_z`` the line's
+    ``int w z phi``), ``E||w||_1`` and the Gaussian mass of each of its ``k`` pieces' sign
+    patterns ``line_p`` (``jmass``: the direct ``E[dw/dg]`` is their sum times the
+    patterns' Jacobians, formed once at the end)."""
+    L, Lp = ewb.shape[1], ewb.shape[2]
     l1[j] += wt * s_l1
     for a in range(L):
         ew[j, a] += wt * acc_w[a]
-        for b in range(L):
-            eww[j, a, b] += wt * acc_ww[a, b]
-            ejd[j, a, b] += wt * acc_jd[a, b]
+        for b in range(a, L):
+            v = wt * acc_ww[a, b]
+            eww[j, a, b] += v
+            if b != a:
+                eww[j, b, a] += v
         for b in range(Lp):
-            ewb[j, a, b] += wt * acc_wb[a, b]
+            ewb[j, a, b] += wt * (acc_w[a] * off[b] + acc_z[a] * dirn[b])
+    for i in range(k):
+        jmass[j, line_p[i]] += wt * line_m[i]
 
 
 @njit(cache=True, error_model="numpy", nogil=True, inline="always")
-def _add_piece(
-    p, j, n, lo, hi, cdf_lo, pdf_lo, c, d, Jps, off, dirn, wr, cc, acc_w, acc_ww, acc_wb, acc_jd
-):
-    """Add the closed-form integrals of the piece ``w = c + d z`` on ``[lo, hi]`` (pattern
-    ``p``) to the line's sums, given ``Phi(lo)`` and ``phi(lo)`` (the previous piece's end,
-    when walking); returns its Gaussian mass, its ``E||w||_1`` part, ``Phi(hi)`` and
-    ``phi(hi)``."""
+def _add_piece(lo, hi, cdf_lo, pdf_lo, c, d, wr, cc, acc_w, acc_z, acc_ww):
+    """Add the closed-form integrals of the piece ``w = c + d z`` on ``[lo, hi]`` to the
+    line's sums (``int w phi``, ``int w z phi``, the upper triangle of ``int w w^T phi``),
+    given ``Phi(lo)`` and ``phi(lo)`` (the previous piece's end, when walking); returns its
+    Gaussian mass, its ``E||w||_1`` part, ``Phi(hi)`` and ``phi(hi)``."""
     L = c.shape[0]
-    Lp = off.shape[1]
     margin = min(0.5, 0.25 * (hi - lo))
     zr = min(max(0.0, lo + margin), hi - margin)
     for a in range(L):
@@ -133,33 +142,26 @@ def _add_piece(
     s_l1 = 0.0
     for a in range(L):
         m1 = cc[a] * i0 + d[a] * i1
+        mz = cc[a] * i1 + d[a] * i2
         acc_w[a] += m1
+        acc_z[a] += mz
         if wr[a] > 0.0:
             s_l1 += m1
         elif wr[a] < 0.0:
             s_l1 -= m1
-        for b in range(L):
-            acc_ww[a, b] += (
-                cc[a] * cc[b] * i0 + (cc[a] * d[b] + d[a] * cc[b]) * i1 + d[a] * d[b] * i2
-            )
-            acc_jd[a, b] += Jps[p, j, a, b] * i0
-        for b in range(Lp):
-            acc_wb[a, b] += (
-                cc[a] * off[n, b] * i0
-                + (cc[a] * dirn[n, b] + d[a] * off[n, b]) * i1
-                + d[a] * dirn[n, b] * i2
-            )
+        for b in range(a, L):
+            acc_ww[a, b] += cc[b] * m1 + d[b] * mz
     return i0, s_l1, cdf_hi, pdf_hi
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
 def l1_line_moments(
-    g0,
-    e,
-    off,
-    dirn,
+    x,
     atom,
     lw,
+    mean,
+    R,
+    P,
     pats,
     usable,
     Jps,
@@ -179,8 +181,11 @@ def l1_line_moments(
     :func:`gaussmix.theory.prior.lasso._integrate_pieces` (their numpy forms stay the reference,
     tested equal to rounding).
 
-    Line ``n`` (of atom ``j = atom[n]``, outer weight ``lw[n]``) is ``g(z) = g0[n] + z e[n]``
-    in the full output space and ``B(z) - m = off[n] + z dirn[n]`` in the effective one.  For
+    Line ``n`` (of atom ``j = atom[n]``, outer weight ``lw[n]``, outer coordinates ``x[n]``
+    (L' - 1)) is ``B(z) = mean[j] + R[j] (x[n], z)`` in the effective output space (``R[j]``
+    (L', L') a factor of the field's covariance): ``B - m = off + z dirn`` with ``off = R[j,
+    :, :-1] x[n]``, ``dirn = R[j, :, -1]``, and ``g(z) = P^T B(z) = g0 + z e`` in the full
+    one (``P`` (L', L)); these are formed line by line.  For
     a sign pattern ``s = pats[p]`` whose ``A_SS`` is usable on the atom
     (``usable[p, j]``), with ``Jps[p, j]`` its Jacobian: ``w = c + d z``,
     ``c = J (g0 - lam s)``, ``d = J e``; the region's constraints ``alpha + beta z >= 0``
@@ -189,7 +194,11 @@ def l1_line_moments(
     ``alpha`` is below ``-flat_tol`` of its size); the piece is the interval they leave, and
     its integrals are added, times ``lw[n]``, to ``ew`` (J, L) ``E[w]``, ``eww`` ``E[w w^T]``,
     ``ewb`` (J, L, L') ``E[w (B - m)^T]``, ``ejd`` the direct ``E[dw/dg]``, ``l1``
-    ``E||w||_1``; ``mass[n]`` gets each piece's Gaussian mass (the tiling check).
+    ``E||w||_1``; ``mass[n]`` gets each piece's Gaussian mass (the tiling check).  Per piece
+    only what varies from piece to piece is summed: ``int w phi``, ``int w z phi`` and the
+    upper triangle of ``int w w^T phi``; ``E[w (B - m)^T]`` is formed per line (``off`` and
+    ``dirn`` are the line's), and the direct ``E[dw/dg]`` once per call from each atom's
+    Gaussian mass of each sign pattern (its Jacobian is constant on the pattern's pieces).
 
     The pieces are found by walking along the line: from the piece that holds ``z -> -inf``
     (that of the atom's previous line, if it still does), the constraint that ends a piece
@@ -202,18 +211,26 @@ def l1_line_moments(
     ``mass_tol`` of Gaussian mass of that end), so ``Phi`` and ``phi`` at each end are computed
     once.
     """
-    N, L = g0.shape
-    Lp = off.shape[1]
+    N, nx = x.shape
+    Lp, L = P.shape
     n_pat = pats.shape[0]
     J = ew.shape[0]
+    g0 = np.empty(L)
+    e = np.empty(L)
+    off = np.empty(Lp)
+    dirn = np.empty(Lp)
     c = np.empty(L)
     d = np.empty(L)
     wr = np.empty(L)
     cc = np.empty(L)
     acc_w = np.empty(L)
+    acc_z = np.empty(L)
     acc_ww = np.empty((L, L))
-    acc_wb = np.empty((L, Lp))
-    acc_jd = np.empty((L, L))
+    # the sign pattern and Gaussian mass of each piece of a line (a walk stops after n_pat
+    # steps), and their sums by atom: the direct E[dw/dg] is formed from them at the end
+    line_p = np.empty(n_pat + 2, dtype=np.int64)
+    line_m = np.empty(n_pat + 2)
+    jmass = np.zeros((J, n_pat))
     # the index of each pattern by its code sum_i (s_i + 1) 3^i, -1 if absent
     n_code = 1
     for _ in range(L):
@@ -230,23 +247,36 @@ def l1_line_moments(
     for n in range(N):
         j = atom[n]
         wt = lw[n]
+        for b in range(Lp):
+            sb = 0.0
+            for q in range(nx):
+                sb += R[j, b, q] * x[n, q]
+            off[b] = sb
+            dirn[b] = R[j, b, nx]
         esize = 0.0
         gmax = 0.0
         for i in range(L):
-            gmax = max(gmax, abs(g0[n, i]))
-            esize = max(esize, abs(e[n, i]))
+            sg = 0.0
+            se = 0.0
+            for b in range(Lp):
+                sg += (mean[j, b] + off[b]) * P[b, i]
+                se += dirn[b] * P[b, i]
+            g0[i] = sg
+            e[i] = se
+            gmax = max(gmax, abs(sg))
+            esize = max(esize, abs(se))
         gsize = gmax + lam
         walked = False
         p = start[j]
         if p >= 0:
             acc_w[:] = 0.0
+            acc_z[:] = 0.0
             acc_ww[:, :] = 0.0
-            acc_wb[:, :] = 0.0
-            acc_jd[:, :] = 0.0
+            k = 0
             s_l1 = 0.0
             m_line = 0.0
             lo, hi, ok, i_hi, s_hi = _pattern_piece(
-                p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d
+                p, j, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d
             )
             walked = ok and lo == -np.inf
             steps = 0
@@ -254,9 +284,11 @@ def l1_line_moments(
             pdf_lo = 0.0
             while walked:
                 i0, sl, cdf_lo, pdf_lo = _add_piece(
-                    p, j, n, lo, hi, cdf_lo, pdf_lo, c, d, Jps, off, dirn, wr, cc,
-                    acc_w, acc_ww, acc_wb, acc_jd,
-                )  # fmt: skip
+                    lo, hi, cdf_lo, pdf_lo, c, d, wr, cc, acc_w, acc_z, acc_ww
+                )
+                line_p[k] = p
+                line_m[k] = i0
+                k += 1
                 m_line += i0
                 s_l1 += sl
                 if hi == np.inf:
@@ -278,7 +310,7 @@ def l1_line_moments(
                     break
                 prev = hi
                 lo, hi, ok, i_hi, s_hi = _pattern_piece(
-                    p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d
+                    p, j, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d
                 )
                 # the piece must start where the last one ended (a gap or an overlap of
                 # Gaussian mass above mass_tol: the walk took a wrong turn); it is
@@ -289,19 +321,22 @@ def l1_line_moments(
                 lo = prev
             if walked and abs(m_line - 1.0) <= mass_tol:
                 mass[n] += m_line
-                _add_line(j, wt, s_l1, acc_w, acc_ww, acc_wb, acc_jd, l1, ew, eww, ewb, ejd)
+                _add_line(
+                    j, wt, s_l1, acc_w, acc_z, acc_ww, off, dirn, line_p, line_m, k,
+                    l1, ew, eww, ewb, jmass,
+                )  # fmt: skip
                 continue
         # every pattern (and the one that holds z -> -inf for the atom's next line)
         acc_w[:] = 0.0
+        acc_z[:] = 0.0
         acc_ww[:, :] = 0.0
-        acc_wb[:, :] = 0.0
-        acc_jd[:, :] = 0.0
+        k = 0
         s_l1 = 0.0
         for p in range(n_pat):
             if not usable[p, j]:
                 continue
             lo, hi, ok, i_hi, s_hi = _pattern_piece(
-                p, j, n, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d
+                p, j, g0, e, pats, Jps, A, lam, flat_tol, gsize, esize, c, d
             )
             if not ok:
                 continue
@@ -312,13 +347,23 @@ def l1_line_moments(
             if math.isfinite(lo):
                 cdf_lo = ndtr_scalar(lo)
                 pdf_lo = 0.3989422804014327 * math.exp(-0.5 * lo * lo)
-            i0, sl, _, _ = _add_piece(
-                p, j, n, lo, hi, cdf_lo, pdf_lo, c, d, Jps, off, dirn, wr, cc,
-                acc_w, acc_ww, acc_wb, acc_jd,
-            )  # fmt: skip
+            i0, sl, _, _ = _add_piece(lo, hi, cdf_lo, pdf_lo, c, d, wr, cc, acc_w, acc_z, acc_ww)
+            line_p[k] = p
+            line_m[k] = i0
+            k += 1
             mass[n] += i0
             s_l1 += sl
-        _add_line(j, wt, s_l1, acc_w, acc_ww, acc_wb, acc_jd, l1, ew, eww, ewb, ejd)
+        _add_line(
+            j, wt, s_l1, acc_w, acc_z, acc_ww, off, dirn, line_p, line_m, k,
+            l1, ew, eww, ewb, jmass,
+        )  # fmt: skip
+    for j in range(J):
+        for p in range(n_pat):
+            mj = jmass[j, p]
+            if mj != 0.0:
+                for a in range(L):
+                    for b in range(L):
+                        ejd[j, a, b] += mj * Jps[p, j, a, b]
 
 
 @njit(cache=True, error_model="numpy", nogil=True)

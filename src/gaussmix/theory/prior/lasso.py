@@ -37,8 +37,11 @@ kinks are found (:func:`_kinks_across_lines`: each region's constraints are affi
 outer coordinate too) and the panels end there, so the rule converges like a smooth one
 (at the K = 3 cross-entropy lasso fixed point: 6.7e-6 relative with 16 panels, 1.4e-9 with
 64, against 2.6e-4 with 64 graded panels that ignore the kinks); for ``L' >= 3`` the kinks
-lie along lines and the panels ignore them (error ~ panel width squared).  The solver
-estimates the outer rule's error by refinement
+lie along lines and the panels ignore them (at K = 3 square-loss fixed points the largest
+error of a moment is 2e-3 with 8 x 8 panels, 2e-6 with 16 x 16, 2e-8 with 32 x 32: the
+kinks of the line integrals are mild, and panels ending at them, with higher orders, took
+as many lines for 2e-8 and more time a line, issue 32).  The solver estimates the outer
+rule's error by refinement
 (:func:`gaussmix.theory.solve.refinement.refine_prior`).
 """
 
@@ -353,15 +356,16 @@ def gaussian_l1_moments(
             xo, wo = np.zeros((1, 0)), np.ones(1)
         xs, ws = [xo] * J, [wo] * J
     # lines: (atom, outer node); g = mean + R[:, :, :-1] x + R[:, :, -1] z
-    base = np.concatenate([mean[j] + xs[j] @ R[j, :, :-1].T for j in range(J)])
     sizes = [w.size for w in ws]
-    dirn = np.repeat(R[:, :, -1], sizes, axis=0)
     atom = np.repeat(np.arange(J), sizes)
     lw = np.concatenate(ws)
-    off = base - np.repeat(mean, sizes, axis=0)
-    if compiled:
-        mom = _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, pattern_data)
+    if compiled:  # (the kernel forms each line from its atom's frame)
+        x = np.concatenate(xs)
+        mom = _line_moments(A, P, x, atom, lw, mean, R, cov, lam, pattern_data)
     else:
+        base = np.concatenate([mean[j] + xs[j] @ R[j, :, :-1].T for j in range(J)])
+        dirn = np.repeat(R[:, :, -1], sizes, axis=0)
+        off = base - np.repeat(mean, sizes, axis=0)
         pieces = _region_pieces(A, P, base, dirn, atom, lam, shift_free)
         mom = _integrate_pieces(pieces, lw, atom, off, dirn, cov, P, A)
     if Lp >= 2:
@@ -649,13 +653,13 @@ def _composite_legendre(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (0.5 * (a + e) + 0.5 * (e - a) * x).ravel(), (0.5 * (e - a) * w).ravel()
 
 
-def _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, pattern_data) -> L1Moments:
+def _line_moments(A, P, x, atom, lw, mean, R, cov, lam, pattern_data) -> L1Moments:
     """:func:`_region_pieces` and :func:`_integrate_pieces` in one compiled pass over the
     lines (:func:`gaussmix.theory.numerics.lasso_kernels.l1_line_moments`: no pieces are stored;
-    per
-    line and sign pattern the same constraints, interval, reference point and closed-form
-    integrals), then :func:`_finish_moments`.  ``pattern_data``: the sign patterns, whether
-    their ``A_SS`` is positive definite and their Jacobians on each atom
+    per line and sign pattern the same constraints, interval, reference point and closed-form
+    integrals), then :func:`_finish_moments`.  Line ``n`` is ``B = mean[j] + R[j] (x[n], z)``
+    on atom ``j = atom[n]``, with outer weight ``lw[n]``.  ``pattern_data``: the sign
+    patterns, whether their ``A_SS`` is positive definite and their Jacobians on each atom
     (:func:`_pattern_jacobians`)."""
     J, L = A.shape[0], A.shape[-1]
     pats, usable, Jps = pattern_data
@@ -665,15 +669,15 @@ def _line_moments(A, P, base, dirn, atom, lw, off, cov, lam, pattern_data) -> L1
     ewb = np.zeros((J, L, Lp))
     ejd = np.zeros((J, L, L))
     l1 = np.zeros(J)
-    mass = np.zeros(base.shape[0])
+    mass = np.zeros(x.shape[0])
     c64 = np.ascontiguousarray
     l1_line_moments(
-        c64(base @ P),
-        c64(dirn @ P),
-        c64(off, dtype=float),
-        c64(dirn, dtype=float),
+        c64(x, dtype=float),
         c64(atom, dtype=np.int64),
         c64(lw, dtype=float),
+        c64(mean, dtype=float),
+        c64(R, dtype=float),
+        c64(P, dtype=float),
         c64(pats),
         usable,
         Jps,
