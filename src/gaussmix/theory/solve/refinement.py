@@ -34,7 +34,7 @@ from ..numerics.tolerances import (
 from ..prior.lasso import OUTER_PANEL_ORDER, outer_panels
 from ..prior.prior import PriorResult, prior_quadrature_dim
 from ..problem.problem import Problem
-from .estimate import Observables, refine_rule, tighter_run
+from .estimate import Observables, predicted_start, refine_rule, tighter_run
 from .estimate import finer_rule as _finer_rule
 from .fixed_point import (
     FixedPointMap,
@@ -431,7 +431,10 @@ def run_fixed_point(
             n_first = out.n_iter
             if out.converged and is_valid_state(out.x, problem.n_clusters, problem.dim):
                 x0 = out.x
-                history[rule] = out.anderson
+                # (a coarse run that converged at its start made no pairs: the rule's own,
+                # e.g. those a sharp switch handed it, stay its Jacobian model)
+                if not out.anderson.empty or history.get(rule) is None:
+                    history[rule] = out.anderson
     T = new_map(problem, rule, features, prior_panels=opts.prior_panels)
     start = AndersonState.init(opts.anderson, history.get(rule))
     out = iterate(T, x0, start, return_image=False, **kw, **fresh())
@@ -561,27 +564,31 @@ def estimate_errors(
                     if prev is None or prev.empty:  # the coarser rule's pairs model it
                         prev = history.get(T.rule)
                     last = finer.computes_moments  # the last iterate
+                    # (two outputs keep the last iterate, whose channel evaluation the
+                    # memory holds, as the stacked K = 3 curves do: the observables then
+                    # need no evaluation of the refined rule of their own, one of four at
+                    # K = 3; so does a rule that computes its own moments, and the image
+                    # where it converged at its start)
+                    keep = last or problem.dim == 2
                     start = AndersonState.init(opts.anderson, prev)
-                    out2 = iterate(T2, x, start, return_image=not last, **kw)
+                    own = AndersonState.init(opts.anderson, history.get(T.rule))
+                    x0 = predicted_start(T, x, own, opts, mem)
+                    out2 = iterate(T2, x0, start, return_image=not keep, **kw)
                     mem2 = out2.aux
                     history[finer] = out2.anderson
                     if not out2.converged:
                         status, msg = out2.status, f"refined quadrature: {out2.message}"
                         return None
-                    # (on to the tighter tolerance; a rule that computes its own moments
-                    # keeps returning the last iterate, and the image where it converged at
-                    # its start; two outputs keep the last iterate there too, whose channel
-                    # evaluation the memory holds, as the stacked K = 3 curves do: the
-                    # observables then need no evaluation of the refined rule of their own,
-                    # one of four at K = 3)
-                    keep = last or problem.dim == 2
-                    start = AndersonState.init(opts.anderson, out2.anderson)
-                    kw2 = {**kw, "return_image": not keep}
-                    more = tighter_run(T2, out2.x, start, opts, kw2, aux=mem2)
-                    if more is not None:
-                        mem2 = more.aux
-                    if more is not None and more.converged:
-                        out2 = replace(more, n_iter=out2.n_iter + more.n_iter)
+                    # (on to the tighter tolerance, unless already there: from the
+                    # predicted start, often at the first evaluation)
+                    if out2.residual >= tolerances.refined_tol(opts.tol):
+                        start = AndersonState.init(opts.anderson, out2.anderson)
+                        kw2 = {**kw, "return_image": not keep}
+                        more = tighter_run(T2, out2.x, start, opts, kw2, aux=mem2)
+                        if more is not None:
+                            mem2 = more.aux
+                        if more is not None and more.converged:
+                            out2 = replace(more, n_iter=out2.n_iter + more.n_iter)
                     if last and out2.n_iter <= 1:  # converged where it started: to T2(x)
                         g, mem2 = T2.evaluate(out2.x, mem2)
                         out2 = replace(out2, x=g)
