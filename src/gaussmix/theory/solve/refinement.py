@@ -50,7 +50,7 @@ from .iteration import (
     IterationStatus,
     iterate,
 )
-from .nested import nested_warm, refined_blocks, replicate_blocks
+from .nested import nearest_warm, nested_warm, refined_blocks, replicate_blocks
 from .observables import (
     affine_train_accuracy,
     exact_orthants,
@@ -573,7 +573,10 @@ def estimate_errors(
                     start = AndersonState.init(opts.anderson, prev)
                     own = AndersonState.init(opts.anderson, history.get(T.rule))
                     x0 = predicted_start(T, x, own, opts, mem)
-                    out2 = iterate(T2, x0, start, return_image=not keep, **kw)
+                    # (its proximal solves from the coarser rule's nearest nodes)
+                    warm = nearest_warm(None if mem is None else mem.warm, T.rule, finer)
+                    aux = MapMemory(warm=warm)
+                    out2 = iterate(T2, x0, start, return_image=not keep, aux=aux, **kw)
                     mem2 = out2.aux
                     history[finer] = out2.anderson
                     if not out2.converged:
