@@ -10,8 +10,6 @@ coarser rule's nearest node, through the channel's predictor.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
 from ..channel.channel import ProxWarmStart
@@ -25,7 +23,8 @@ def nearest_warm(
 ) -> ProxWarmStart | None:
     """The warm start of the proximal solves with the rule ``target`` from ``warm``, the last
     evaluation with ``rule`` (None where it is not of ``rule``): each node of ``target``
-    starts from the proximal point of ``rule``'s nearest node (:func:`_nearest_nodes`),
+    starts from the proximal point of ``rule``'s nearest node (as
+    :meth:`~gaussmix.theory.solve.batch.StackedMap.warm_from` does for a curve's points),
     through the predictor of the evaluation
     (:func:`~gaussmix.theory.channel.channel.channel_evaluation`: the node's ``f = V^{-1}
     (h - omega)`` kept, mapped through the new node and metric), which is smooth in the node
@@ -43,21 +42,13 @@ def nearest_warm(
     k, n0, L = warm.key[1]
     if rule.nodes.shape != (n0, target.nodes.shape[1]):
         return None
+    # (the stacked map's nearest nodes, one k-d tree per pair of rules, cached; imported
+    # here: that module loads scipy, which the command line's start-up does not)
+    from .batch import _nearest_nodes
+
     of = _nearest_nodes(rule, target)
-    key = (target, (k, of.size, L))
-    return ProxWarmStart(key, warm.h[:, of], warm.omega[:, of], warm.V)
-
-
-@lru_cache(maxsize=16)
-def _nearest_nodes(rule: QuadratureRule, target: QuadratureRule) -> np.ndarray:
-    """For each node of ``target``, the index of ``rule``'s nearest node (Euclidean; a k-d
-    tree, built once per pair of rules: rules are frozen values)."""
-    from scipy.spatial import cKDTree  # lazily: the command line's start-up loads no scipy
-
-    _, idx = cKDTree(rule.nodes).query(target.nodes)
-    idx = np.asarray(idx, dtype=np.intp)
-    idx.setflags(write=False)
-    return idx
+    h, omega = (np.take(a, of, axis=1) for a in (warm.h, warm.omega))
+    return ProxWarmStart((target, (k, of.size, L)), h, omega, warm.V)
 
 
 def nested_warm(
