@@ -10,12 +10,25 @@ coarser rule's nearest node, through the channel's predictor.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..channel.channel import ProxWarmStart
 from ..numerics.quadrature import QuadratureRule
 
-__all__ = ["nearest_warm", "nested_warm", "refined_blocks", "replicate_blocks"]
+__all__ = ["nearest_nodes", "nearest_warm", "nested_warm", "refined_blocks", "replicate_blocks"]
+
+
+@lru_cache(maxsize=16)
+def nearest_nodes(coarse: QuadratureRule, fine: QuadratureRule) -> np.ndarray:
+    """The index of the node of the rule ``coarse`` nearest to each node of ``fine`` (a k-d
+    tree, once per pair of rules: rules are frozen values): the warm start of a rule's
+    first evaluation from another's (:func:`nearest_warm`,
+    :meth:`~gaussmix.theory.solve.batch.StackedMap.warm_from`)."""
+    from scipy.spatial import cKDTree  # lazily: the command line's start-up loads no scipy
+
+    return cKDTree(coarse.nodes).query(fine.nodes)[1]
 
 
 def nearest_warm(
@@ -42,11 +55,7 @@ def nearest_warm(
     k, n0, L = warm.key[1]
     if rule.nodes.shape != (n0, target.nodes.shape[1]):
         return None
-    # (the stacked map's nearest nodes, one k-d tree per pair of rules, cached; imported
-    # here: that module loads scipy, which the command line's start-up does not)
-    from .batch import _nearest_nodes
-
-    of = _nearest_nodes(rule, target)
+    of = nearest_nodes(rule, target)
     h, omega = (np.take(a, of, axis=1) for a in (warm.h, warm.omega))
     return ProxWarmStart((target, (k, of.size, L)), h, omega, warm.V)
 
