@@ -14,8 +14,10 @@ import pytest
 
 import gaussmix as gm
 from gaussmix.theory.api.api import make_problem
-from gaussmix.theory.numerics.tolerances import PROX_TOL, refined_tol
-from gaussmix.theory.solve import policy, refinement
+from gaussmix.theory.numerics import tolerances
+from gaussmix.theory.numerics.tolerances import PROX_TOL, REPLICATE_SHIFT_RTOL, refined_tol
+from gaussmix.theory.prior.prior import single_precision_phase
+from gaussmix.theory.solve import fixed_point, policy, refinement
 from gaussmix.theory.solve.estimate import predicted_start
 from gaussmix.theory.solve.fixed_point import MapMemory, new_map, start_state
 from gaussmix.theory.solve.iteration import AndersonState, iterate
@@ -161,3 +163,55 @@ def test_nearest_warm_starts_each_node_at_the_coarser_rules_nearest():
     np.testing.assert_allclose(moments(start), moments(None), rtol=0, atol=1e3 * PROX_TOL)
     assert nearest_warm(mem.warm, finer, finer.refined()) is None
     assert nearest_warm(None, T.rule, finer) is None
+
+
+def _dense_randomised():
+    """Ten classes fitted from seeded Gaussian data (d = 24, the dense ridge prior on a
+    216-row matrix), solved with its randomised rule: problem, options, history, map and
+    outcome."""
+    rng = np.random.default_rng(3)
+    K, d, n = 10, 24, 3000
+    means = rng.standard_normal((K, d))
+    y = np.arange(n) % K
+    X = means[y] + rng.standard_normal((n, d)) * (0.5 + rng.random(d))
+    mix = gm.Mixture.from_data(X, y)
+    problem = make_problem(mix, "cross-entropy", lam=1.0, alpha=1.0)
+    opts, history = SolverOptions(), {}
+    rule = channel_rule(problem, None, opts.symmetry)
+    assert rule.randomised
+    first = continuation(problem, opts)
+    x0 = start_state(problem, None)
+    T, out = refinement.run_fixed_point(problem, rule, x0, opts, None, history, first_phase=first)
+    assert out.converged
+    return problem, opts, history, T, out
+
+
+def test_single_precision_replicates_give_the_double_spread(monkeypatch):
+    """With the dense prior in single precision for the replicates (made to apply here by
+    lowering SINGLE_PHASE_MIN_N to the problem's 216 rows) the spread of every observable
+    is the double map's within REPLICATE_SHIFT_RTOL (the float32 map is within ~1e-6 of
+    the double one, the shifts here ~1e-3); a shift below SINGLE_REPLICATE_MIN_SHIFT is
+    found again in double precision, which then gives the double spread exactly."""
+    problem, opts, history, T, out = _dense_randomised()
+    assert not single_precision_phase(problem)
+    double, n_double = refinement._replicate_spread(problem, T, out.x, opts, None, history)
+    monkeypatch.setattr(tolerances, "SINGLE_PHASE_MIN_N", 100)
+    assert single_precision_phase(problem)
+    calls = []
+    real = fixed_point.new_map
+
+    def spy(*args, **kw):
+        calls.append(kw.get("single", False))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(refinement, "new_map", spy)
+    single, _ = refinement._replicate_spread(problem, T, out.x, opts, None, history)
+    assert calls and all(calls)  # every replicate in single precision
+    for key in double:
+        assert double[key] > 0.0, key
+        assert abs(single[key] / double[key] - 1.0) <= REPLICATE_SHIFT_RTOL, key
+    calls.clear()
+    monkeypatch.setattr(refinement, "SINGLE_REPLICATE_MIN_SHIFT", 1.0)
+    again, n_again = refinement._replicate_spread(problem, T, out.x, opts, None, history)
+    assert calls[:2] == [True, False] and not any(calls[2:])  # one try, then double
+    assert again == double and n_again > n_double
