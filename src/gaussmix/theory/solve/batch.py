@@ -29,7 +29,6 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple, Protocol
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from gaussmix.core.memo import IdentityMemo
 
@@ -47,6 +46,7 @@ from .fixed_point import (
     new_map,
 )
 from .iteration import AndersonState
+from .nested import nearest_nodes
 from .state import LogChart, is_valid_state, pack_state, residual_scale, unpack_state
 
 __all__ = [
@@ -311,7 +311,7 @@ class StackedMap:
         """The memory that starts the first evaluation of this map (whose points are some of
         ``other``'s, in the same order, and whose rule is another) from the proximal points
         of ``other``'s last evaluation (``memory``), at the state this map starts from: each
-        node's from the nearest node of ``other``'s rule (:func:`_nearest_nodes`), whose
+        node's from the nearest node of ``other``'s rule (:func:`.nested.nearest_nodes`), whose
         ``f = V^{-1}(h - omega)`` the compiled channel maps through this evaluation's nodes
         and metrics, as from one evaluation to the next
         (:class:`~gaussmix.theory.channel.channel.ProxWarmStart`).  The proximal solves
@@ -327,7 +327,7 @@ class StackedMap:
         if None in points or points != sorted(points):
             return fresh
         rows = point_mask(other.n_points, points)[other.row_point]
-        nodes = _nearest_nodes(other.rule, self.rule)
+        nodes = nearest_nodes(other.rule, self.rule)
         # (np.take gathers the nodes about 8 times faster than fancy indexing)
         h, omega = (np.take(a[rows], nodes, axis=1) for a in (warm.h, warm.omega))
         start = ProxWarmStart((self.rule, h.shape), h, omega, warm.V[rows])
@@ -718,13 +718,6 @@ def _layout(P: int, K0: int, L: int, symmetric: bool) -> tuple[np.ndarray, ...]:
     for a in out:
         a.flags.writeable = False
     return out
-
-
-@functools.lru_cache(maxsize=16)
-def _nearest_nodes(coarse: QuadratureRule, fine: QuadratureRule) -> np.ndarray:
-    """The index of the node of the rule ``coarse`` nearest to each node of ``fine`` (the
-    warm start of a rule's first evaluation from another's, :meth:`StackedMap.warm_from`)."""
-    return cKDTree(coarse.nodes).query(fine.nodes)[1]
 
 
 #: the fields of the channel moments

@@ -1,17 +1,63 @@
-"""Warm starts of the proximal solves across nested randomised rules: a replicate of a
-randomised channel rule is a block of the rule's nodes, and the refined rule extends each
-replicate's set, so their proximal solves can start at the rule's proximal points where the
-points are the same (the randomised estimate of :mod:`gaussmix.theory.solve.refinement`).
+"""Warm starts of the proximal solves across channel rules.
+
+Nested randomised rules: a replicate of a randomised channel rule is a block of the rule's
+nodes, and the refined rule extends each replicate's set, so their proximal solves can start
+at the rule's proximal points where the points are the same (the randomised estimate of
+:mod:`gaussmix.theory.solve.refinement`).  Deterministic rules and their refinements
+(:func:`nearest_warm`): each node of the finer rule starts at the proximal point of the
+coarser rule's nearest node, through the channel's predictor.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 import numpy as np
 
 from ..channel.channel import ProxWarmStart
 from ..numerics.quadrature import QuadratureRule
 
-__all__ = ["nested_warm", "refined_blocks", "replicate_blocks"]
+__all__ = ["nearest_nodes", "nearest_warm", "nested_warm", "refined_blocks", "replicate_blocks"]
+
+
+@lru_cache(maxsize=16)
+def nearest_nodes(coarse: QuadratureRule, fine: QuadratureRule) -> np.ndarray:
+    """The index of the node of the rule ``coarse`` nearest to each node of ``fine`` (a k-d
+    tree, once per pair of rules: rules are frozen values): the warm start of a rule's
+    first evaluation from another's (:func:`nearest_warm`,
+    :meth:`~gaussmix.theory.solve.batch.StackedMap.warm_from`)."""
+    from scipy.spatial import cKDTree  # lazily: the command line's start-up loads no scipy
+
+    return cKDTree(coarse.nodes).query(fine.nodes)[1]
+
+
+def nearest_warm(
+    warm: ProxWarmStart | None, rule: QuadratureRule, target: QuadratureRule
+) -> ProxWarmStart | None:
+    """The warm start of the proximal solves with the rule ``target`` from ``warm``, the last
+    evaluation with ``rule`` (None where it is not of ``rule``): each node of ``target``
+    starts from the proximal point of ``rule``'s nearest node (as
+    :meth:`~gaussmix.theory.solve.batch.StackedMap.warm_from` does for a curve's points),
+    through the predictor of the evaluation
+    (:func:`~gaussmix.theory.channel.channel.channel_evaluation`: the node's ``f = V^{-1}
+    (h - omega)`` kept, mapped through the new node and metric), which is smooth in the node
+    away from the loss's kinks.  A start only: the proximal points solve to the same
+    stationarity tolerance from any start.
+
+    For the refined rule of an error estimate
+    (:func:`~gaussmix.theory.solve.refinement.estimate_errors`), whose nodes interleave the
+    coarser rule's.  Measured on K = 3 cross-entropy, alpha = 2 (CPU medians of the refined
+    rule's channel at the solve's fixed point): ``lam = 0.01`` (23648 nodes from 15173)
+    8.9 ms cold, 5.7 ms from the nearest nodes; ``lam = 1`` (34604 from 8536) 8.9 -> 8.2
+    ms, the proximal map being smooth there."""
+    if warm is None or warm.key[0] != rule:
+        return None
+    k, n0, L = warm.key[1]
+    if rule.nodes.shape != (n0, target.nodes.shape[1]):
+        return None
+    of = nearest_nodes(rule, target)
+    h, omega = (np.take(a, of, axis=1) for a in (warm.h, warm.omega))
+    return ProxWarmStart((target, (k, of.size, L)), h, omega, warm.V)
 
 
 def nested_warm(

@@ -21,20 +21,18 @@ from enum import Enum
 
 import numpy as np
 
-from gaussmix.core.interrupt import check_interrupt
-
 from ..model.outputs import error_keys
 from ..numerics import tolerances
 from ..numerics.quadrature import MAX_PANELS, MAX_QUADRATURE_NODES, MAX_TENSOR_DIM, QuadratureRule
 from ..numerics.tolerances import (
-    REPLICATE_SHIFT_RTOL,
+    SINGLE_REPLICATE_MIN_SHIFT,
     TRAIN_ERROR_TARGET,
     integration_warning_threshold,
 )
 from ..prior.lasso import OUTER_PANEL_ORDER, outer_panels
-from ..prior.prior import PriorResult, prior_quadrature_dim
+from ..prior.prior import PriorResult, prior_quadrature_dim, single_precision_phase
 from ..problem.problem import Problem
-from .estimate import Observables, refine_rule, tighter_run
+from .estimate import Observables, predicted_start, refine_rule, replicate_state, tighter_run
 from .estimate import finer_rule as _finer_rule
 from .fixed_point import (
     FixedPointMap,
@@ -45,12 +43,11 @@ from .fixed_point import (
 )
 from .iteration import (
     AndersonState,
-    FixedPointIteration,
     IterationOutcome,
     IterationStatus,
     iterate,
 )
-from .nested import nested_warm, refined_blocks, replicate_blocks
+from .nested import nearest_warm, nested_warm, refined_blocks, replicate_blocks
 from .observables import (
     affine_train_accuracy,
     exact_orthants,
@@ -431,7 +428,10 @@ def run_fixed_point(
             n_first = out.n_iter
             if out.converged and is_valid_state(out.x, problem.n_clusters, problem.dim):
                 x0 = out.x
-                history[rule] = out.anderson
+                # (a coarse run that converged at its start made no pairs: the rule's own,
+                # e.g. those a sharp switch handed it, stay its Jacobian model)
+                if not out.anderson.empty or history.get(rule) is None:
+                    history[rule] = out.anderson
     T = new_map(problem, rule, features, prior_panels=opts.prior_panels)
     start = AndersonState.init(opts.anderson, history.get(rule))
     out = iterate(T, x0, start, return_image=False, **kw, **fresh())
@@ -561,27 +561,34 @@ def estimate_errors(
                     if prev is None or prev.empty:  # the coarser rule's pairs model it
                         prev = history.get(T.rule)
                     last = finer.computes_moments  # the last iterate
+                    # (two outputs keep the last iterate, whose channel evaluation the
+                    # memory holds, as the stacked K = 3 curves do: the observables then
+                    # need no evaluation of the refined rule of their own, one of four at
+                    # K = 3; so does a rule that computes its own moments, and the image
+                    # where it converged at its start)
+                    keep = last or problem.dim == 2
                     start = AndersonState.init(opts.anderson, prev)
-                    out2 = iterate(T2, x, start, return_image=not last, **kw)
+                    own = AndersonState.init(opts.anderson, history.get(T.rule))
+                    x0 = predicted_start(T, x, own, opts, mem)
+                    # (its proximal solves from the coarser rule's nearest nodes)
+                    warm = nearest_warm(None if mem is None else mem.warm, T.rule, finer)
+                    aux = MapMemory(warm=warm)
+                    out2 = iterate(T2, x0, start, return_image=not keep, aux=aux, **kw)
                     mem2 = out2.aux
                     history[finer] = out2.anderson
                     if not out2.converged:
                         status, msg = out2.status, f"refined quadrature: {out2.message}"
                         return None
-                    # (on to the tighter tolerance; a rule that computes its own moments
-                    # keeps returning the last iterate, and the image where it converged at
-                    # its start; two outputs keep the last iterate there too, whose channel
-                    # evaluation the memory holds, as the stacked K = 3 curves do: the
-                    # observables then need no evaluation of the refined rule of their own,
-                    # one of four at K = 3)
-                    keep = last or problem.dim == 2
-                    start = AndersonState.init(opts.anderson, out2.anderson)
-                    kw2 = {**kw, "return_image": not keep}
-                    more = tighter_run(T2, out2.x, start, opts, kw2, aux=mem2)
-                    if more is not None:
-                        mem2 = more.aux
-                    if more is not None and more.converged:
-                        out2 = replace(more, n_iter=out2.n_iter + more.n_iter)
+                    # (on to the tighter tolerance, unless already there: from the
+                    # predicted start, often at the first evaluation)
+                    if out2.residual >= tolerances.refined_tol(opts.tol):
+                        start = AndersonState.init(opts.anderson, out2.anderson)
+                        kw2 = {**kw, "return_image": not keep}
+                        more = tighter_run(T2, out2.x, start, opts, kw2, aux=mem2)
+                        if more is not None:
+                            mem2 = more.aux
+                        if more is not None and more.converged:
+                            out2 = replace(more, n_iter=out2.n_iter + more.n_iter)
                     if last and out2.n_iter <= 1:  # converged where it started: to T2(x)
                         g, mem2 = T2.evaluate(out2.x, mem2)
                         out2 = replace(out2, x=g)
@@ -706,80 +713,59 @@ def _replicate_spread(
     average; its proximal solves start at the rule's last ones, held by ``memory``, the
     map's memory of its last evaluation: :func:`~gaussmix.theory.solve.nested.nested_warm`)
     moves the fixed point from ``x``; the replicate's state is found by
-    :func:`_replicate_state` (its linear response, to
+    :func:`~gaussmix.theory.solve.estimate.replicate_state` (its linear response, to
     :data:`~gaussmix.theory.numerics.tolerances.REPLICATE_SHIFT_RTOL` of the shift), and the
     observables are evaluated there with common random numbers (the same seeded orthant and
     training-error estimators at every replicate, so that their own noise cancels in the
     spread).  To first order in the channel error the fixed point of the full rule is the
     mean of the replicates' fixed points, so the spread over ``sqrt(n_rep)`` is the standard
-    error of its observables.  Returns the standard errors and the iterations spent, or
-    None if a replicate's iteration fails.
+    error of its observables.  Where the solve's first phase is in single precision (the
+    dense ridge prior on a large matrix,
+    :func:`~gaussmix.theory.prior.prior.single_precision_phase`) the replicate's state is
+    found with the prior in float32 (within ~1e-6 of the double map, half the time of its
+    linear algebra) where its shift is at least
+    :data:`~gaussmix.theory.numerics.tolerances.SINGLE_REPLICATE_MIN_SHIFT`, else again in
+    double precision (and the next replicates with it); the observables are the double
+    channel's at that state either way.  Returns the standard errors and the iterations
+    spent, or None if a replicate's iteration fails.
     """
     values: dict = {k: [] for k in _ERROR_KEYS}
     n_iter = 0
     reps = T.rule.replicates()
+    single = single_precision_phase(problem)
+    scale = residual_scale(x, T.K, T.L)
     for r, rep in enumerate(reps):
-        Tr = new_map(problem, rep, T)
         warm = nested_warm(
             None if memory is None else memory.warm,
             T.rule,
             rep,
             replicate_blocks(T.rule, r, len(reps)),
         )
-        found = _replicate_state(Tr, x, history.get(T.rule), opts, callback, MapMemory(warm=warm))
+        found = None
+        if single:  # the prior in float32, where its shift is well above that rounding
+            Tr = new_map(problem, rep, T, single=True)
+            found = replicate_state(
+                Tr, x, history.get(T.rule), opts, callback, MapMemory(warm=warm)
+            )
+            if found is not None:
+                n_iter += found[1]
+                shift = float(np.max(np.abs(found[0] - x) / scale))
+                if not shift >= SINGLE_REPLICATE_MIN_SHIFT:
+                    found, single = None, False  # (and the next replicates in double)
         if found is None:
-            return None
-        xr, used, memory = found
-        n_iter += used
+            Tr = new_map(problem, rep, T)
+            found = replicate_state(
+                Tr, x, history.get(T.rule), opts, callback, MapMemory(warm=warm)
+            )
+            if found is None:
+                return None
+            n_iter += found[1]
+        xr, _, memory = found
         obs = evaluate_observables(problem, Tr, xr, light=True, spread=True, memory=memory)
         for k in _ERROR_KEYS:
             values[k].append(obs.value(k))
     n = len(values["test_error"])
     return {k: float(np.std(v, ddof=1) / np.sqrt(n)) for k, v in values.items()}, n_iter
-
-
-def _replicate_state(
-    Tr: FixedPointMap,
-    x: np.ndarray,
-    pairs: AndersonState | None,
-    opts: SolverOptions,
-    callback: Callable | None,
-    memory: MapMemory | None = None,
-) -> tuple[np.ndarray, int, MapMemory] | None:
-    """The fixed point of a replicate's map ``Tr`` near the full rule's fixed point ``x``, to
-    the accuracy of its shift, the evaluations spent and the map's memory of its last
-    evaluation (at that state); None where the iteration fails or ends at an invalid state.
-    ``memory``: the map's memory to start from (the warm start of its proximal solves).
-
-    The iteration of ``Tr`` starts at ``x`` with the full rule's secant pairs, a model of
-    the Jacobian ``J`` that the replicate's map shares to first order: its first evaluation
-    is ``Tr(x) - x``, and the Anderson step from there is the linear response of the fixed
-    point, ``(I - J)^{-1} (Tr(x) - x)``.  The iteration stops at the first evaluated state
-    whose scaled residual (its distance to the replicate's fixed point, to first order) is
-    at most :data:`~gaussmix.theory.numerics.tolerances.REPLICATE_SHIFT_RTOL` times its scaled
-    distance from ``x`` (usually the second evaluation: the linear response checked by one
-    re-evaluation), or at ``opts.tol``; it returns that state with the memory of its
-    channel evaluation (the observables reuse it).  Measured on ten classes from digits: 2
-    evaluations per replicate where the iteration to ``opts.tol`` took 4.
-    """
-    solver = FixedPointIteration(opts.tol, opts.max_iter, opts.damping, return_image=False)
-    scale = residual_scale(x, Tr.K, Tr.L)
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # as in iterate
-        s = solver.init(Tr, x, AndersonState.init(opts.anderson, pairs), memory)
-        while not solver.terminate(s):
-            at = s.x
-            s = solver.step(Tr, s)
-            if callback is not None and s.evaluated:
-                callback(s.n_iter, s.residual)
-            check_interrupt()
-            if s.outcome is None and s.evaluated and s.n_iter > 1:
-                shift = float(np.max(np.abs(at - x) / scale))
-                if s.residual <= REPLICATE_SHIFT_RTOL * shift and Tr.is_valid(at):
-                    return at, s.n_iter, s.aux
-    out = solver.outcome(s)
-    if not out.converged or not Tr.is_valid(out.x):
-        return None
-    return out.x, out.n_iter, out.aux
 
 
 def _estimate_randomised(
