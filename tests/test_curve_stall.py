@@ -1,0 +1,67 @@
+"""A curve's stacked solve that stalls is given up within a few evaluations
+(``continuation.STALL_EVALS``): the curve goes point by point at once, with the point-by-point
+curve's answers, to the bit, and its evaluations plus at most ``STALL_EVALS`` of the stacked
+map.  Counted, not timed (``benchmarks/_curve_grids.py``: one count per channel evaluation,
+a stacked evaluation of all the points once)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _helpers import load_benchmark
+
+import gaussmix as gm
+from gaussmix.experiments import continuation, curves
+
+cg = load_benchmark("_curve_grids")
+
+#: the binary square lasso of the explorer's tail (BENCHMARKS.md): 40 alphas whose stacked
+#: solve never converged (1982 evaluations seeded, as many plain), 194 point by point
+MIX = gm.Mixture.isotropic(0.1169, "simplex", n_clusters=2, labels="binary", rho=[0.6358, 0.3642])
+ALPHAS = np.geomspace(0.0622, 0.4152, 40)
+KW = dict(lam=7.974e-4, penalty="l1", tol=1e-5, estimate_error=False)
+COLUMNS = ["test_error", "train_error", "train_loss", "n_iter"]
+
+
+def _curve():
+    with cg.counted_evaluations() as log:
+        table = gm.learning_curve(MIX, "square", ALPHAS, **KW)
+    return table, len(log)
+
+
+@pytest.mark.parametrize("stall", [continuation.STALL_EVALS, 40])
+def test_a_stalled_stacked_solve_goes_point_by_point_within_a_few_evaluations(stall, monkeypatch):
+    """The stacked solve is given up at its ``STALL_EVALS``-th evaluation (the library's,
+    and a later one: the test, not the end of the iteration, gives it up)."""
+    with monkeypatch.context() as m:  # the point-by-point curve alone
+        m.setattr(curves, "stacked_curve_options", lambda *a: None)
+        alone, n_alone = _curve()
+    monkeypatch.setattr(continuation, "STALL_EVALS", stall)
+    table, n = _curve()
+    assert table.converged.all()
+    np.testing.assert_array_equal(table[COLUMNS], alone[COLUMNS])
+    assert n == n_alone + stall
+
+
+@pytest.mark.parametrize("name", ["sparse lasso (paper)", "lasso-lambda", "ce3-lambda"])
+def test_a_converging_stacked_solve_is_not_given_up(name, monkeypatch):
+    """Curves whose stacked solve converges (the paper's sparse lasso: its largest residual
+    rises 10-fold over its first 18 evaluations) are solved stacked as before."""
+    grid = next(g for g in cg.EXAMPLES if g.name == name)
+    calls = []
+    real = continuation._StallWatch.__call__
+
+    def spy(self, s):
+        out = real(self, s)
+        calls.append(self.medians[-1] if self.medians else None)
+        return out
+
+    monkeypatch.setattr(continuation._StallWatch, "__call__", spy)
+    with monkeypatch.context() as m:
+        m.setattr(curves, "_solve_cold", _no_point_by_point)
+        table = cg.curve(grid)
+    assert table.converged.all() and calls  # watched, stacked, never given up
+
+
+def _no_point_by_point(*args, **kwargs):
+    raise AssertionError("the curve went point by point")
