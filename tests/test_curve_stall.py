@@ -65,3 +65,22 @@ def test_a_converging_stacked_solve_is_not_given_up(name, monkeypatch):
 
 def _no_point_by_point(*args, **kwargs):
     raise AssertionError("the curve went point by point")
+
+
+def test_a_stacked_solve_whose_median_rises_first_is_not_given_up(monkeypatch):
+    """The binary hinge lasso of the explorer's seed-1 draws with priors 0.05 and 0.95: its
+    median own residual rises 60-fold over its first evaluations (4 -> 240), falls below
+    the first's by the 6th and converges after about 80: solved stacked, as before."""
+    from gaussmix.explore import ExplorerState
+    from gaussmix.explore.state import setup
+
+    state = ExplorerState.from_query(
+        "delta=0.1286&rho=0.0537,0.9463&means=gaussian&loss=hinge&penalty=l1&lam=0.03385"
+        "&alpha_min=0.273&alpha_max=9.6473"
+    )
+    point, values = setup(state)
+    monkeypatch.setattr(curves, "_solve_cold", _no_point_by_point)
+    table = gm.learning_curve(
+        point.mixture, point.loss, values, lam=point.lam, **point.penalty_kw, **point.solve_kw
+    )
+    assert len(table) == 40 and table.converged.all()
