@@ -1,8 +1,7 @@
 """A curve's stacked solve that stalls is given up within a few evaluations
 (``continuation.STALL_EVALS``): the curve goes point by point at once, with the point-by-point
-curve's answers, to the bit, and its evaluations plus at most ``STALL_EVALS`` of the stacked
-map.  Counted, not timed (``benchmarks/_curve_grids.py``: one count per channel evaluation,
-a stacked evaluation of all the points once)."""
+curve's answers, to the bit, after ``STALL_EVALS`` evaluations of the stacked map (counted
+by the stall test itself, not timed)."""
 
 from __future__ import annotations
 
@@ -23,24 +22,36 @@ KW = dict(lam=7.974e-4, penalty="l1", tol=1e-5, estimate_error=False)
 COLUMNS = ["test_error", "train_error", "train_loss", "n_iter"]
 
 
-def _curve():
-    with cg.counted_evaluations() as log:
+def _curve(monkeypatch):
+    """The curve, and the stacked map's evaluations that its stall tests saw (each
+    ``_StallWatch``'s, one per stacked solve made)."""
+    watches = []
+    real = continuation._StallWatch.__init__
+
+    def init(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        watches.append(self)
+
+    with monkeypatch.context() as m:
+        m.setattr(continuation._StallWatch, "__init__", init)
         table = gm.learning_curve(MIX, "square", ALPHAS, **KW)
-    return table, len(log)
+    return table, [len(w.medians) for w in watches]
 
 
 @pytest.mark.parametrize("stall", [continuation.STALL_EVALS, 40])
 def test_a_stalled_stacked_solve_goes_point_by_point_within_a_few_evaluations(stall, monkeypatch):
     """The stacked solve is given up at its ``STALL_EVALS``-th evaluation (the library's,
-    and a later one: the test, not the end of the iteration, gives it up)."""
+    and a later one: the test, not the end of the iteration, gives it up), and not made
+    again; the curve is then the point-by-point curve, to the bit."""
     with monkeypatch.context() as m:  # the point-by-point curve alone
         m.setattr(curves, "stacked_curve_options", lambda *a: None)
-        alone, n_alone = _curve()
+        alone, none = _curve(m)
+    assert none == []
     monkeypatch.setattr(continuation, "STALL_EVALS", stall)
-    table, n = _curve()
+    table, seen = _curve(monkeypatch)
     assert table.converged.all()
     np.testing.assert_array_equal(table[COLUMNS], alone[COLUMNS])
-    assert n == n_alone + stall
+    assert seen == [stall]  # one stacked solve, given up at its stall-th evaluation
 
 
 @pytest.mark.parametrize("name", ["sparse lasso (paper)", "lasso-lambda", "ce3-lambda"])

@@ -6,10 +6,10 @@ library's one validated path (:func:`gaussmix.explore.state.setup`), in a thread
 delivers each row as its point is solved (the curve's ``callback`` hook).  The values are
 the library's to the bit: the job calls the library, nothing else.  A curve whose state is
 one control away from the curve before it starts from that curve's fixed points (the
-library curve's ``init``, :func:`warm_start`), and a curve drawn coarse first from the coarse
-pass's: its values are the library's with that ``init``, the same fixed points as the cold
-curve's within the solver's tolerance (not to the bit: the exports, which solve cold, give
-them within it).  A point without a fixed
+library curve's ``init``, :func:`warm_start`, for problems of more than one output): its
+values are the library's with that ``init``, the same fixed points as the cold curve's
+within the solver's tolerance (not to the bit: the exports, which solve cold, give them
+within it).  A point without a fixed
 point is listed in :attr:`CurveJob.failed` and is NaN in the rows, never a number; warnings
 are collected as text; an exception becomes :attr:`CurveJob.error` (the caller never sees it
 raised).  :meth:`CurveJob.cancel` stops the job after the point being solved.
@@ -225,8 +225,8 @@ class CurveJob(_Job):
         however it ended.
     init : list of FixedPointResult, optional
         Fixed points of a neighbouring state's curve (:func:`warm_start`): the nearest to
-        the curve's first point starts it (the library curve's ``init``; the coarse pass's
-        and the final curve's).
+        the curve's first point starts it (the library curve's ``init``, of the coarse
+        pass and of the curve).
 
     Attributes
     ----------
@@ -287,7 +287,6 @@ class CurveJob(_Job):
         self.state = state
         self.init = list(init or [])
         self.results: list[FixedPointResult | None] = []
-        self._coarse_results: list[FixedPointResult] = []
         self.rows: list[dict] = []
         self.preview: list[dict] = []
         self.failed: list[tuple[float, str]] = []
@@ -334,9 +333,7 @@ class CurveJob(_Job):
             return
         if 0 < self._coarse and 2 * self._coarse <= len(values):
             self._preview(point, values)
-        # the coarse pass's fixed points first: its first point is the curve's own
-        start = [*self._coarse_results, *self.init]
-        self.table = _library_curve(self.state, point, values, self._solved(point), start)
+        self.table = _library_curve(self.state, point, values, self._solved(point), self.init)
         _CACHE.put(key, (_copy(self.table), [dict(r) for r in self.rows], list(self.warnings)))
 
     def _solved(self, point: Any) -> Callable[[dict, FixedPointResult | None], None]:
@@ -370,8 +367,6 @@ class CurveJob(_Job):
 
         def hook(row: dict, result: FixedPointResult | None) -> None:
             rows.append({**row, **order_parameters(result, point.mixture)})
-            if result is not None:
-                self._coarse_results.append(result)
             check()
 
         mark = len(self.warnings)
@@ -507,15 +502,16 @@ _DISPLAY_CONTROLS = frozenset({"show", "overlays", "sim_d", "sim_seeds"})
 
 
 def warm_start(job: CurveJob | None, state: ExplorerState) -> list[FixedPointResult] | None:
-    """The fixed points of ``job``'s curve (those solved so far, the coarse pass's
-    included: a job cancelled by the move offers what it had) where ``state`` differs from
-    its state in one of :data:`WARM_CONTROLS` alone (the controls that change only what is
-    drawn aside), to start ``state``'s curve from (the library's ``init``: its fixed point
-    nearest to the curve's first point, e.g. the same alpha at the lambda before a slider's
-    move, starts it; measured on the K = 3 cross-entropy lasso at lam = 9.6e-4, from half a
-    decade away, 208 iterations of the cold first point -> 23).  None otherwise, or where
-    it has none."""
-    if job is None:
+    """The fixed points of ``job``'s curve, where it ended with its whole curve (not
+    cancelled: the values never depend on when a move came), its problem has more than one
+    output (one-hot labels: binary curves take a tenth of a second) and ``state`` differs
+    from its state in one of :data:`WARM_CONTROLS` alone (the controls that change only
+    what is drawn aside): ``state``'s curve starts from them (the library's ``init``: its
+    fixed point nearest to the curve's first point, e.g. the same alpha at the lambda
+    before a slider's move, starts it; measured on the K = 3 cross-entropy lasso at lam =
+    9.6e-4, from half a decade away, 208 iterations of the cold first point -> 23).  None
+    otherwise."""
+    if job is None or job.table is None:
         return None
     moved = {
         name
@@ -524,8 +520,10 @@ def warm_start(job: CurveJob | None, state: ExplorerState) -> list[FixedPointRes
     }
     if len(moved) != 1 or not moved <= WARM_CONTROLS:
         return None
-    found = [r for r in (*job.results, *job._coarse_results) if r is not None]
-    return found or None
+    found = [r for r in job.table.points if r is not None]
+    if not found or np.shape(found[0].Q)[-1] < 2:  # one output
+        return None
+    return found
 
 
 # ============================================================================ cache
