@@ -18,10 +18,13 @@ fixed point drawn as a gap) and until the next animation frame after it (painted
 time reported).  The first move after the server starts compiles the solver's kernels and
 is left out.
 
-In process (``--in-process``): each state's curve is computed cold as the page computes it
-(a fresh ``Session(coarse='auto')`` submits the state, never computed before, and waits
-for the whole curve; the explorer's default screen precision, ``--precision library`` for
-the library's), wall and CPU time (the process's, the job's thread included: steadier on a
+In process (``--in-process``): each state's curve is computed as the page computes it
+after the same move of the lambda slider (a fresh ``Session(coarse='auto')`` submits the
+state with lambda half a decade away and waits for its curve, untimed, then submits the
+state, never computed before, and waits for the whole curve: the session starts it from
+the curve before, as the page does; ``--cold``: the state alone, from the cold start;
+the explorer's default screen precision, ``--precision library`` for the library's), wall
+and CPU time (the process's, the job's thread included: steadier on a
 loaded machine), and the wall time until the whole range is drawn (the coarse pass done,
 where the page draws one; else the whole curve), in a worker subprocess warmed once
 (imports, compiled kernels).  A curve longer than ``--timeout`` seconds has the worker
@@ -39,7 +42,7 @@ them.
 from 10^-0.5 down, ``--moves`` each), for comparison with the earlier measurements.
 
 Usage: ``python benchmarks/bench_explore.py [--n 15] [--seed 0] [--timeout 120]``,
-``python benchmarks/bench_explore.py --in-process [--n 60] [--json FILE]``,
+``python benchmarks/bench_explore.py --in-process [--n 60] [--json FILE] [--cold]``,
 ``python benchmarks/bench_explore.py --fixed [--moves 7]``, ``--list``: the states drawn,
 ``--max-k 3``: of the same draws, only those with at most 3 clusters timed (the group with
 a 95th-percentile target, in a shorter run)
@@ -247,6 +250,13 @@ def fixed(moves: int) -> None:
 _AWAY = 10.0**0.5
 
 
+def _before(state: ExplorerState) -> ExplorerState:
+    """The state a move of the lambda slider to ``state`` starts from: lambda half a decade
+    away (up, or down where up leaves the slider's range)."""
+    lam0 = state.lam * _AWAY if state.lam * _AWAY <= 1e2 else state.lam / _AWAY
+    return state.replace(lam=lam0)
+
+
 def _settle(driver, limit_s: float) -> tuple[bool, str]:
     driver.set_script_timeout(limit_s + 30)
     ok, text = driver.execute_async_script(_SETTLED, 40, 1000.0 * limit_s)
@@ -279,8 +289,7 @@ def sampled(
         driver.set_script_timeout(timeout + 30)
         driver.execute_async_script(_MOVE_SAMPLED, -1.5, 40, 1000.0 * timeout)
         for i, state in enumerate(drawn.states):
-            lam0 = state.lam * _AWAY if state.lam * _AWAY <= 1e2 else state.lam / _AWAY
-            driver.get(f"{url}?{state.replace(lam=lam0).to_query()}")
+            driver.get(f"{url}?{_before(state).to_query()}")
             settled, _ = _settle(driver, timeout)
             time.sleep(0.5)  # the page's prefetch of the slider's neighbours, started
             first, whole, painted, text = driver.execute_async_script(
@@ -348,10 +357,13 @@ def _report(records: list[dict], timeout: float) -> None:
 
 
 # ------------------------------------------------------------------ in process: the worker
-def _time_state(state: ExplorerState) -> dict:
+def _time_state(state: ExplorerState, before: ExplorerState | None = None) -> dict:
     from gaussmix.explore import Session
 
     session = Session(coarse="auto")
+    if before is not None:  # the page's curve before the move (untimed)
+        session.submit(before).wait()
+        print(json.dumps({"before": True}), flush=True)
     c0, t0 = time.process_time(), time.perf_counter()
 
     def whole_range(_rows: list[dict]) -> None:  # the coarse pass done: the range drawn
@@ -372,6 +384,7 @@ def _time_state(state: ExplorerState) -> dict:
         "points": len(job.rows),
         "failed": len(job.failed),
         "cached": job.cached,
+        "warm": bool(job.init),
     }
 
 
@@ -385,8 +398,15 @@ def worker() -> None:
         warm.submit(ExplorerState(n_clusters=3, loss="cross-entropy", n_points=5)).wait()
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
-        state = ExplorerState.from_query(line.strip())
-        print(json.dumps(_time_state(state)), flush=True)
+        query, _, before = line.rstrip("\n").partition("|")
+        state = ExplorerState.from_query(query)
+        first = ExplorerState.from_query(before) if before else None
+        print(json.dumps(_time_state(state, first)), flush=True)
+
+
+#: seconds of wall time the curve before a move may take (untimed; beyond, the state is
+#: listed as not timed and the worker replaced)
+_BEFORE_TIMEOUT_S = 300.0
 
 
 class _Worker:
@@ -414,13 +434,26 @@ class _Worker:
         except queue.Empty:
             return None
 
-    def run(self, state: ExplorerState, timeout: float) -> dict:
-        """The state's record; after ``timeout`` seconds of wall time the worker is killed
-        and the record says so (``timeout``: the worker's CPU seconds spent on the curve
-        until then, NaN where ``/proc`` is not there to say)."""
-        cpu0 = self.cpu()
-        self.proc.stdin.write(state.to_query() + "\n")
+    def run(self, state: ExplorerState, timeout: float, before: ExplorerState | None) -> dict:
+        """The state's record (``before``: the state the move starts from, its curve
+        computed first, untimed); after ``timeout`` seconds of wall time the worker is
+        killed and the record says so (``timeout``: the worker's CPU seconds spent on the
+        curve until then, NaN where ``/proc`` is not there to say)."""
+        first = "" if before is None else before.to_query()
+        self.proc.stdin.write(f"{state.to_query()}|{first}\n")
         self.proc.stdin.flush()
+        if before is not None:  # the worker's line when the curve before is done
+            line = self._next(_BEFORE_TIMEOUT_S)
+            if not line or not json.loads(line).get("before"):
+                self.kill()
+                return {
+                    "error": "the curve before the move was not done within "
+                    f"{_BEFORE_TIMEOUT_S:g} s (not timed)",
+                    "wall": math.nan,
+                    "cpu": math.nan,
+                    "timeout": math.nan,
+                }
+        cpu0 = self.cpu()
         t0 = time.perf_counter()
         coarse: dict = {}
         while True:
@@ -535,14 +568,17 @@ def in_process(
     precision: str = "screen",
     cpu_timeout: bool = False,
     max_k: int | None = None,
+    cold: bool = False,
 ) -> None:
-    """The engine's cold curve time of ``n`` sampled states (those with at most ``max_k``
-    clusters), in a killable worker."""
+    """The engine's curve time of ``n`` sampled states (those with at most ``max_k``
+    clusters) after a move of the lambda slider (``cold``: from the cold start), in a
+    killable worker."""
     drawn = sample(n, seed)
     drawn.states = _at_most(drawn.states, max_k)
     print(
         f"in process: {n} states, seed {seed} ({drawn.rejected} draws refused by validate "
-        f"and drawn again), {precision} precision; timeout {timeout:g} s; load average "
+        f"and drawn again), {precision} precision; timeout {timeout:g} s; "
+        f"{'cold' if cold else 'after the move of the lambda slider'}; load average "
         f"before: {os.getloadavg()}"
     )
     if max_k is not None:
@@ -552,13 +588,14 @@ def in_process(
     w = _Worker(cpu_timeout)
     try:
         for i, state in enumerate(s.replace(precision=precision) for s in drawn.states):
-            rec = w.run(state, timeout)
+            rec = w.run(state, timeout, None if cold else _before(state))
             if "timeout" in rec:
                 w = _Worker(cpu_timeout)
             rec["state"] = state
             records.append(rec)
             said = f" ERROR {rec['error']}" if rec.get("error") else ""
-            if "timeout" in rec:
+            said += " (from the curve before)" if rec.get("warm") else ""
+            if "timeout" in rec and not rec.get("error"):
                 said += f" (killed after {rec['timeout']:.1f} s of CPU time)"
             if rec.get("coarse"):
                 said += f" (whole range drawn at {_fmt(rec['range'])} s)"
@@ -608,6 +645,12 @@ def main() -> None:
         help="time only the states drawn with at most this many clusters (e.g. 3: the "
         "group with a p95 target; the same draws as without it)",
     )
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="--in-process: each state's curve alone, from the cold start (default: after "
+        "the lambda slider's move from half a decade away, as in the browser)",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -635,6 +678,7 @@ def main() -> None:
             args.precision,
             args.cpu_timeout,
             args.max_k,
+            args.cold,
         )
     else:
         sampled(n, args.seed, args.timeout, args.precision, args.max_k)

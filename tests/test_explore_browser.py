@@ -364,16 +364,23 @@ def _pairs(table: Any) -> set[tuple[float, float]]:
     return set(zip(table["alpha"].tolist(), table["test_error"].tolist(), strict=True))
 
 
-def _screen_curve(state: ExplorerState, index: Any = None) -> Any:
+def _screen_curve(state: ExplorerState, index: Any = None, init: Any = None) -> Any:
     """The library's curve of ``state`` (at the points ``index`` of its grid), as the
-    explorer computes it."""
+    explorer computes it (``init``: from the curve before a move of one control,
+    ``gaussmix.explore.engine.warm_start``)."""
     import gaussmix as gm
     from gaussmix.explore.state import setup
 
     point, values = setup(state)
     values = values if index is None else values[index]
     return gm.learning_curve(
-        point.mixture, point.loss, values, lam=point.lam, **point.penalty_kw, **point.solve_kw
+        point.mixture,
+        point.loss,
+        values,
+        lam=point.lam,
+        init=init,
+        **point.penalty_kw,
+        **point.solve_kw,
     )
 
 
@@ -389,16 +396,19 @@ def test_a_slow_curve_is_drawn_coarse_first_and_a_move_never_draws_the_old_one(
 
     moved = SLOW.replace(lam=0.2)
     index = _evenly(SLOW.n_points, COARSE_POINTS)
-    old_points = _pairs(_screen_curve(SLOW)) | _pairs(_screen_curve(SLOW, index))
+    before = _screen_curve(SLOW.replace(lam=0.1))  # SLOW starts from it (one control moved)
+    old_points = _pairs(_screen_curve(SLOW, init=before)) | _pairs(
+        _screen_curve(SLOW, index, init=before)
+    )
     coarse, final = _screen_curve(moved, index), _screen_curve(moved)
     new_points = _pairs(coarse) | _pairs(final)
     assert not old_points & new_points
     load(driver, f"{server}?{SLOW.replace(lam=0.1).to_query()}")  # not SLOW: no cache
     WebDriverWait(driver, WAIT).until(lambda d: d.execute_script(_CURVE) is not None)
-    _curve_becomes(driver, _screen_curve(SLOW.replace(lam=0.1)))
+    _curve_becomes(driver, before)
     assert driver.execute_script(_RECORD)
     _set(driver, "gm-field-lam", repr(SLOW.lam))  # the slow state: drawn coarse first
-    drawn = _curve_becomes(driver, _screen_curve(SLOW))
+    drawn = _curve_becomes(driver, _screen_curve(SLOW, init=before))
     ends = {drawn["x"][0], drawn["x"][-1]}
     snapshots = driver.execute_script("return window.gmDrawn")
     # the whole range drawn (both ends) by the coarse pass before the whole curve

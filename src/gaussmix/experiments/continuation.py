@@ -381,7 +381,8 @@ def _first_solve(
     points restarted from their fast neighbours (:func:`_seeded_iterate`), and where that
     fails (a restarted point rejected by the safeguard or late, no convergence) again
     without, on a fresh map with ``T``'s freezing (and its watch): the plain solve, as for
-    every other curve.
+    every other curve.  Either solve that stalls (:data:`STALL_EVALS`, :class:`_StallWatch`)
+    ends it (None, not made again): the curve goes point by point.
     ``on_converged``: :func:`solve_points`'s, with the number of points frozen in the map
     iterated, never fewer than it reported before (a progress bar's count does not go back
     where the first solve is made again)."""
@@ -403,13 +404,72 @@ def _first_solve(
         memory = T.memory()
         try:
             out = _seeded_iterate(T, x0, params, reporter(memory.record), opts, memory)
-        except SharpPoint:
+        except (SharpPoint, _Stalled):
             return T, None
         if out is not None and out.converged and T.is_valid(out.x):
             return T, out
         T = StackedMap(T.problems, T.rule, T.symmetry, T.log_chart, T.freezing)
     memory = T.memory()
-    return T, converged_solve(T, x0, None, opts, reporter(memory.record), memory=memory)
+    try:
+        out = iterated_solve(
+            T, x0, None, opts, reporter(memory.record), _StallWatch(T, memory.record), memory
+        )
+    except (SharpPoint, _Stalled):
+        return T, None
+    return T, out if out.converged and T.is_valid(out.x) else None
+
+
+#: A curve's first stacked solve (:func:`_first_solve`) is given up for the point-by-point
+#: solve where, after this many evaluations, the median of its points' own residuals (a
+#: frozen point's 0) has not once been below the median at its first evaluation
+#: (:class:`_StallWatch`): half its points are no nearer their fixed points than at the
+#: cold start, so that the stacked solve would take at least as many evaluations as its
+#: median point's cold solve (its restart of the slow points, :func:`_seeded_iterate`,
+#: waits for half of them), where the point-by-point curve pays its first point's cold
+#: solve and a few evaluations a point after it.  Measured over the stacked solves of
+#: ``benchmarks/bench_curves.py --grids 40`` (its six cases, the paper's sparse lasso, 38
+#: random grids) and of the explorer states of ``benchmarks/_explore_space.py`` (60 of
+#: seed 0 and 60 of seed 1, screen and library precision), 120 of them reaching 10
+#: evaluations: in every solve that converged the least median of evaluations 2-10 was at
+#: most 0.57 of the first (a binary hinge lasso with priors 0.05 and 0.95, whose median
+#: rose 60-fold over its first evaluations and converged after 80; the paper's sparse
+#: lasso, whose largest residual rises 10-fold over its first 18 evaluations, 0.02), in
+#: the binary square lasso of the explorer at ``lam = 8e-4`` (40 alphas in [0.062, 0.42],
+#: unequal priors) 1.67: it never converged (1982 evaluations, seeded, then as many plain:
+#: 2.6 s of CPU, where its points one by one take 194 evaluations, 0.09 s).  The test at
+#: the median point does not see a stacked solve whose few slowest points do not converge.
+STALL_EVALS = 10
+
+
+class _Stalled(Exception):
+    """A curve's first stacked solve stalls (:data:`STALL_EVALS`): the curve goes point by
+    point."""
+
+
+class _StallWatch:
+    """The test of :data:`STALL_EVALS` after each evaluation of a stacked iteration (its
+    ``on_step``; ``record``: the iteration's :class:`FreezeRecord`), raising
+    :class:`_Stalled`; it never changes the iterates.  ``then``: the iteration's own
+    ``on_step`` (:class:`_Seeding`), called after the test."""
+
+    def __init__(
+        self,
+        T: StackedMap,
+        record: FreezeRecord,
+        then: Callable[[IterationState], IterationState | None] | None = None,
+    ) -> None:
+        self.T, self.record, self.then = T, record, then
+        self.medians: list[float] = []  # the median own residual after each evaluation
+
+    def __call__(self, s: IterationState) -> IterationState | None:
+        rec = self.record
+        if s.evaluated and rec.trail:
+            own = np.where(rec.frozen, 0.0, self.T.last_own_residuals(rec))
+            self.medians.append(float(np.median(own)))
+            first, later = self.medians[0], self.medians[1:]
+            if len(self.medians) == STALL_EVALS and not min(later) < first:
+                raise _Stalled
+        return self.then(s) if self.then is not None else None
 
 
 #: A sweep over lambda solved as one stacked state restarts its slow points once
@@ -528,8 +588,9 @@ def _seeded_iterate(
     only.  ``memory``: the map's memory the iteration starts from, whose record the
     restart reads."""
     seeding = _Seeding(T, params, memory.record)
+    watch = _StallWatch(T, memory.record, seeding)  # (its _Stalled goes to _first_solve)
     try:
-        out = iterated_solve(T, x0, None, opts, report, on_step=seeding, memory=memory)
+        out = iterated_solve(T, x0, None, opts, report, on_step=watch, memory=memory)
     except _SeedRejected:
         return None
     if out.converged and seeding.rejections(final=True):

@@ -24,7 +24,12 @@ from typing import Any, Literal
 import numpy as np
 
 from gaussmix.core.caught import caught, reissue
-from gaussmix.core.exceptions import ArgumentError, ConvergenceError, ConvergenceWarning
+from gaussmix.core.exceptions import (
+    ArgumentError,
+    ArgumentTypeError,
+    ConvergenceError,
+    ConvergenceWarning,
+)
 from gaussmix.core.progress import progress_bar
 from gaussmix.core.tables import CurveTable, deprecated_return_results
 from gaussmix.core.validation import check_param, check_param_values
@@ -142,6 +147,7 @@ def _curve(
     l1_ratio: float | None = None,
     carry_rule: bool = False,
     on_result: Callable[[int, FixedPointResult | None], None] | None = None,
+    init: list[FixedPointResult] | None = None,
 ) -> list[FixedPointResult | None]:
     """Solve ``points`` in order by predictor-corrector continuation; each point's result,
     or the last iterate of its last attempt (``converged=False``), or None.
@@ -169,6 +175,11 @@ def _curve(
     ``quad_tol``.
     With ``carry_rule`` (annealing in lambda: the channel integrand sharpens as lambda
     decreases) the Gauss-Hermite rule of one output is carried too.
+
+    ``init`` (fixed points of a curve of the same shape, :func:`_init_results`): the point
+    among them nearest to ``points[0]`` (:func:`_nearest`) starts the curve's first point
+    where it is solved point by point (:func:`_from_init`), instead of the cold start; a
+    stacked curve (below) starts cold, and uses it only where it goes point by point.
 
     ``on_result(i, result)`` is called after the point ``points[i]`` is solved (with what
     :func:`_curve` returns for it); an exception it raises stops the curve there.  A curve
@@ -202,6 +213,8 @@ def _curve(
     ):
         param = float(np.log(max(alpha if axis == "alpha" else lam, 1e-300)))
         res = _predicted(problem, done, param, opts, history)
+        if res is None and not results and init:  # the curve's first point
+            res = _from_init(problem, _nearest(init, lam, alpha), opts, history)
         if res is None:
             res = _solve_cold(problem, opts, history, failures)
         if res is not None and res.success:
@@ -334,6 +347,79 @@ def _solve_cold(
         return getattr(exc, "result", None)
 
 
+def _init_results(init: Any) -> list[FixedPointResult] | None:
+    """The fixed points a curve's ``init`` offers (:func:`learning_curve`): a
+    :class:`FixedPointResult`, a curve (a :class:`~gaussmix.core.tables.CurveTable`, its
+    ``.points``) or a sequence of results (None entries, and results without a fixed point,
+    left out); None for ``init=None``.
+
+    Raises
+    ------
+    ArgumentTypeError
+        Naming ``init``: anything else.
+    """
+    if init is None:
+        return None
+    if isinstance(init, FixedPointResult):
+        found: list = [init]
+    elif isinstance(init, CurveTable):
+        found = list(init.points)
+    elif isinstance(init, Sequence) and not isinstance(init, str):
+        found = list(init)
+    else:
+        raise ArgumentTypeError(
+            "init",
+            "must be a FixedPointResult, a curve (the table of learning_curve or "
+            f"lambda_sweep) or a sequence of FixedPointResult, got {type(init).__name__}",
+        )
+    for r in found:
+        if r is not None and not isinstance(r, FixedPointResult):
+            raise ArgumentTypeError(
+                "init", f"must hold FixedPointResult (or None) only, got {type(r).__name__}"
+            )
+    return [r for r in found if r is not None and r.success]
+
+
+def _nearest(results: list[FixedPointResult], lam: float, alpha: float) -> FixedPointResult:
+    """The result of ``results`` (non-empty) nearest to ``(lam, alpha)`` in ``|log lam -
+    log lam_r| + |log alpha - log alpha_r|`` (a result's own ``lam`` and ``alpha`` from its
+    ``params``; the first of equals), the distance the curves' continuation steps in."""
+
+    def log(x: float) -> float:
+        return float(np.log(max(float(x), 1e-300)))
+
+    def distance(r: FixedPointResult) -> float:
+        lr, ar = r.params.get("lam", lam), r.params.get("alpha", alpha)
+        return abs(log(lam) - log(lr)) + abs(log(alpha) - log(ar))
+
+    return min(results, key=distance)
+
+
+def _from_init(
+    problem: Problem, start: FixedPointResult, opts: SolverOptions, history: dict
+) -> FixedPointResult | None:
+    """``problem`` solved (options ``opts``) from the fixed point ``start`` of a neighbouring
+    problem (a curve's ``init``), as a point of a curve is from the last one; its iterations
+    capped at :data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times
+    ``start``'s own (at least :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`),
+    so that a start that converges slowly is abandoned for the cold start (None; also where
+    it fails, or where ``start``'s overlaps are not of ``problem``'s shape, which the solver
+    would replace by its cold start: another number of clusters or labels)."""
+    L = problem.P.shape[1]  # the full label space of Q, M, V, b
+    if np.shape(start.Q) != (problem.n_clusters, L, L):
+        return None
+    cap = max(PREDICTOR_MIN_ITER, PREDICTOR_ITER_FACTOR * int(start.n_iter))
+    warm = replace(opts, max_iter=min(opts.max_iter, cap), throw=True)
+    with caught() as log:  # the warnings of an abandoned start are dropped with it
+        try:
+            res = solve_problem(problem, options=warm, init=start, history=history)
+        except ConvergenceError:
+            history.clear()
+            return None
+    reissue(log, stacklevel=2)
+    return res
+
+
 def _refines(opts: SolverOptions) -> bool:
     """Whether solves with the options ``opts`` estimate the integration error by refining
     the channel rule (the condition for starting a curve below a single point's rule)."""
@@ -354,6 +440,7 @@ def learning_curve(
     progress: bool = False,
     return_results: bool | None = None,
     callback: Callable[[dict, FixedPointResult | None], None] | None = None,
+    init: CurveTable | FixedPointResult | Sequence[FixedPointResult | None] | None = None,
     options: SolverOptions | None = None,
     **option_keywords: Any,
 ) -> CurveTable:
@@ -379,6 +466,17 @@ def learning_curve(
         as soon as its point is solved, in the order solved (a hook for live displays).
         An exception it raises stops the curve and propagates: a cooperative cancel
         between two points.
+    init : CurveTable, FixedPointResult or sequence of FixedPointResult, optional
+        A warm start of the curve: a previous curve (its ``.points``), a result, or
+        results, of the same mixture shape (clusters and labels) at other parameters (e.g.
+        the curve before a control moved).  Its fixed point nearest to the curve's first
+        point (in ``|log lam - log lam'| + |log alpha - log alpha'|``) starts that point in
+        place of the cold start, and the curve goes on from there as usual; a start that
+        takes more than twice its own iterations (at least 30) is abandoned for the cold
+        start.  The answers are the same fixed points, each within the solver's ``tol``
+        of the curve solved cold.  Curves solved at all their points at once (one output,
+        or K = 3 classes with ridge) start cold, and use it only where they go point by
+        point.
     options : SolverOptions, optional
         The solver's options as one validated object, as :func:`gaussmix.solve` takes them;
         any option may instead, or also, be given as a keyword (the names below), and
@@ -410,6 +508,7 @@ def learning_curve(
     a = check_param_values("alpha", alphas, name="alphas")
     lam = check_param("lam", lam)
     opts = solver_options(options, option_keywords, caller="learning_curve")
+    start = _init_results(init)
     points = [(lam, float(x)) for x in a]
     res = _curve(
         mixture,
@@ -421,6 +520,7 @@ def learning_curve(
         opts=opts,
         l1_ratio=l1_ratio,
         on_result=_row_callback(callback, points),
+        init=start,
     )
     rows = [_row(r, alpha=al, lam=float(lam)) for r, (_, al) in zip(res, points)]
     return deprecated_return_results(CurveTable.from_rows(rows, _converged(res)), return_results)
@@ -462,6 +562,7 @@ def lambda_sweep(
     progress: bool = False,
     return_results: bool | None = None,
     callback: Callable[[dict, FixedPointResult | None], None] | None = None,
+    init: CurveTable | FixedPointResult | Sequence[FixedPointResult | None] | None = None,
     options: SolverOptions | None = None,
     **option_keywords: Any,
 ) -> CurveTable:
@@ -491,6 +592,9 @@ def lambda_sweep(
     callback : callable, optional
         As in :func:`learning_curve`: each row as soon as its point is solved (from the
         largest lambda down).
+    init : CurveTable, FixedPointResult or sequence of FixedPointResult, optional
+        As in :func:`learning_curve`: its fixed point nearest to the largest lambda (the
+        sweep's first point) starts it.
     options : SolverOptions, optional
         The solver's options as one validated object, as :func:`gaussmix.solve` takes them;
         any option may instead, or also, be given as a keyword (the names below), and
@@ -517,6 +621,7 @@ def lambda_sweep(
     lv = check_param_values("lam", lams, name="lams")
     alpha = check_param("alpha", alpha)
     opts = solver_options(options, option_keywords, caller="lambda_sweep")
+    start = _init_results(init)
     order = np.argsort(-lv, kind="stable")
     points = [(float(lv[i]), float(alpha)) for i in order]
     res_sorted = _curve(
@@ -530,6 +635,7 @@ def lambda_sweep(
         l1_ratio=l1_ratio,
         carry_rule=True,
         on_result=_row_callback(callback, points),
+        init=start,
     )
     res: list = [None] * lv.size
     for i, r in zip(order, res_sorted):
