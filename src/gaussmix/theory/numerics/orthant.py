@@ -829,6 +829,21 @@ def _orthant_one(
     return _sov_rqmc(a, b, corr, rng_seed, abs_tol)
 
 
+def _plain_problems(
+    mean: np.ndarray, cov: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows of a stack ``(B, m)``, ``(B, m, m)`` that :func:`orthant_probability` neither
+    reduces (a zero variance) nor merges (a correlation within ``MERGE_TOL`` of ``+-1``),
+    with their standardised upper limits and correlations (:func:`_standardise`)."""
+    m = mean.shape[1]
+    var = np.diagonal(cov, axis1=1, axis2=2)
+    rows = np.nonzero(np.all(var > 0, axis=1))[0]
+    b, corr = _standardise(mean[rows], cov[rows])
+    off = np.abs(corr[:, ~np.eye(m, dtype=bool)])
+    keep = np.all(off < 1.0 - MERGE_TOL, axis=1)
+    return rows[keep], b[keep], corr[keep]
+
+
 def _sov_rqmc_stack(
     mean: np.ndarray,
     cov: np.ndarray,
@@ -844,12 +859,7 @@ def _sov_rqmc_stack(
     over the columns ran once per problem, about 5 ms of a nine-variable orthant's 45): the
     same numbers as each problem's own path.  Fills ``p`` and ``err`` of those problems and
     clears their ``alone``."""
-    m = mean.shape[1]
-    var = np.diagonal(cov, axis1=1, axis2=2)
-    rows = np.nonzero(np.all(var > 0, axis=1))[0]
-    b, corr = _standardise(mean[rows], cov[rows])
-    off = np.abs(corr[:, ~np.eye(m, dtype=bool)])
-    rows, b, corr = (x[np.all(off < 1.0 - MERGE_TOL, axis=1)] for x in (rows, b, corr))
+    rows, b, corr = _plain_problems(mean, cov)
     if not rows.size:
         return
     a = np.full(b.shape, -np.inf)
@@ -882,9 +892,11 @@ def orthant_probability_batch(
     exchangeable clusters) are integrated once; the others take that value, with the bound
     on the difference (``|dP / db_i| <= 1 / sqrt(2 pi)``, ``|dP / dC_ij| <=
     1 / (2 pi sqrt(1 - C_ij^2))``, Plackett's identity; about ``1e-14``) added to their
-    error estimates.  Every other problem (a zero variance,
-    merged variables, a singular factor, ``m > 5``) takes :func:`orthant_probability`'s path
-    alone, with the same ``rng_seed`` and ``abs_tol``.
+    error estimates.  ``m > 5``: the randomised path, the ordered factors of the problems
+    with positive variances and nothing merged made for the stack at once, each problem
+    then integrated as alone (the same numbers).  Every other problem (a zero variance,
+    merged variables, and for ``m <= 5`` a singular factor) takes
+    :func:`orthant_probability`'s path alone, with the same ``rng_seed`` and ``abs_tol``.
 
     Parameters
     ----------
@@ -931,12 +943,7 @@ def orthant_probability_batch(
     err = np.empty(B)
     alone = np.ones(B, dtype=bool)
     if m <= MAX_TENSOR_DIM + 2:
-        # the problems that orthant_probability neither reduces nor merges
-        var = np.diagonal(cov, axis1=1, axis2=2)
-        rows = np.nonzero(np.all(var > 0, axis=1))[0]
-        b, corr = _standardise(mean[rows], cov[rows])
-        off = np.abs(corr[:, ~np.eye(m, dtype=bool)])
-        rows, b, corr = (x[np.all(off < 1.0 - MERGE_TOL, axis=1)] for x in (rows, b, corr))
+        rows, b, corr = _plain_problems(mean, cov)
         if rows.size:
             pr, er, ok = _orthant_nested(np.full(b.shape, -np.inf), b, corr, abs_tol)
             p[rows[ok]], err[rows[ok]] = pr[ok], er[ok]
