@@ -2,7 +2,7 @@
 the cross-entropy loss with ridge, the dense prior at effective output dimension L = 9.
 
 Run:  python benchmarks/bench_tenclass.py [--pool 1] [--alphas 2] [--estimate-error] [--plain]
-      [--double]
+      [--double] [--phases]
 
 ``--pool 1`` is pixels (d = 784, 719 of them not constant: the prior's matrix is
 (9 x 719)^2); ``--pool 4`` the 7 x 7 block means of the tests (d = 49).  Prints one evaluation
@@ -13,6 +13,9 @@ step (:func:`gaussmix.theory.solve.fixed_point.mean_bias_step`), as before it: t
 points,
 for the before / after of BENCHMARKS.md; ``--double`` without the single-precision first
 phase (:func:`gaussmix.theory.solve.refinement.run_fixed_point`), likewise.
+``--phases`` adds, per alpha, where its CPU time went: the dense prior's evaluations in
+single and in double precision (count and CPU seconds) and the rest (the channel, the
+observables, the iteration).
 """
 
 from __future__ import annotations
@@ -29,10 +32,32 @@ import gaussmix as gm
 from gaussmix.data import AveragePooling, load_dataset
 from gaussmix.studies import prepare_realdata
 from gaussmix.theory.numerics import tolerances
+from gaussmix.theory.prior import prior as prior_module
 from gaussmix.theory.prior.dense import dense_ridge_terms
 from gaussmix.theory.solve import fixed_point
 
 warnings.simplefilter("ignore", gm.IntegrationWarning)
+
+#: CPU seconds and calls of the dense prior, by precision (``--phases``)
+PRIOR_CPU: dict[bool, list[float]] = {False: [], True: []}
+
+
+def _timed_prior(*args, **kwargs):
+    """:func:`dense_ridge_terms` as the prior calls it, its CPU time recorded."""
+    t = time.process_time()
+    out = dense_ridge_terms(*args, **kwargs)
+    PRIOR_CPU[bool(kwargs.get("single", False))].append(time.process_time() - t)
+    return out
+
+
+def _phases(cpu: float) -> str:
+    """The dense prior's share of ``cpu`` seconds, by precision, and the rest."""
+    parts = [
+        f"{len(PRIOR_CPU[s])} {name} priors {sum(PRIOR_CPU[s]):.1f} s"
+        for s, name in ((True, "single"), (False, "double"))
+    ]
+    rest = cpu - sum(map(sum, PRIOR_CPU.values()))
+    return "; ".join(parts) + f"; the rest {rest:.1f} s"
 
 
 def main() -> None:
@@ -43,7 +68,10 @@ def main() -> None:
     ap.add_argument("--estimate-error", action="store_true")
     ap.add_argument("--plain", action="store_true", help="without the mean-field Newton step")
     ap.add_argument("--double", action="store_true", help="without the float32 first phase")
+    ap.add_argument("--phases", action="store_true", help="where each alpha's CPU time goes")
     args = ap.parse_args()
+    if args.phases:
+        prior_module.dense_ridge_terms = _timed_prior
     if args.double:
         tolerances.SINGLE_PHASE_MIN_N = 10**9
     if args.plain:
@@ -68,6 +96,8 @@ def main() -> None:
     init = None
     start, cpu, iterations = time.perf_counter(), time.process_time(), 0
     for alpha in (float(a) for a in args.alphas.split(",")):
+        for calls in PRIOR_CPU.values():
+            calls.clear()
         t, c = time.perf_counter(), time.process_time()
         r = gm.solve(
             problem.mixture, "cross-entropy", lam=args.lam, alpha=alpha, options=options, init=init
@@ -80,6 +110,8 @@ def main() -> None:
             f"test error {r.test_error:.12f}, success {r.success}",
             flush=True,
         )
+        if args.phases:
+            print(f"  phases (CPU): {_phases(time.process_time() - c)}", flush=True)
     print(
         f"curve: {time.perf_counter() - start:.1f} s ({time.process_time() - cpu:.1f} s of "
         f"CPU), {iterations} iterations "

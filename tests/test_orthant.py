@@ -413,3 +413,22 @@ def test_genz_short_rules_for_small_correlations_are_the_twenty_point_rule() -> 
     twenty = bvnu(h, k, r, x, w, x, w, x, w)
     assert np.max(np.abs(short - twenty)) <= 4 * np.finfo(float).eps
     assert np.array_equal(bivariate._bvnu(h, k, r), short)  # the path the orthants take
+
+
+@pytest.mark.parametrize("m", [7, 9])
+def test_a_randomised_batch_is_each_problem_alone_to_the_bit(m: int) -> None:
+    """Orthants of six or more variables in one batch (their ordered factors made for the
+    stack at once): each result and error estimate is the one of the problem alone, to the
+    bit, with regular, rank-deficient and zero-variance problems mixed."""
+    rng = np.random.default_rng(60 + m)
+    A = rng.standard_normal((5, m, m))
+    cov = A @ np.swapaxes(A, 1, 2) + 0.3 * np.eye(m)
+    mean = rng.standard_normal((5, m)) - 1.0
+    F = rng.standard_normal((m, m - 3))
+    cov[1] = F @ F.T  # rank m - 3
+    cov[2, 0, :] = cov[2, :, 0] = 0.0  # one variable of zero variance
+    mean[2, 0] = -0.5
+    p, err = orthant_probability_batch(mean, cov, rng_seed=4, abs_tol=5e-5, return_error=True)
+    for i in range(mean.shape[0]):
+        q, e = orthant_probability(mean[i], cov[i], rng_seed=4, abs_tol=5e-5)
+        assert (p[i], err[i]) == (q, e)
