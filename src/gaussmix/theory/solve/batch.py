@@ -11,8 +11,13 @@ the ``P K`` clusters (the compiled kernels loop over clusters; with exchangeable
 :class:`~gaussmix.theory.problem.symmetry.ClusterSymmetry`, of cluster 0 of each point, as a single
 point's map), the Newton step of each point's bias
 (:func:`~gaussmix.theory.solve.fixed_point.bias_step`), the priors of all points in one call
+where the prior takes a leading axis of points
 (:func:`~gaussmix.theory.prior.prior.ridge_prior` and
-:func:`~gaussmix.theory.prior.prior.elastic_net_prior` take a leading axis of points).  The
+:func:`~gaussmix.theory.prior.prior.elastic_net_prior` on spectral covariances), else one
+call a point with what a single point's map has (dense covariances with the joint Newton
+step of the means and the bias, the lasso of several outputs with the panels of its own
+rule, the single-precision phase; the zero estimator's bias, a rule with integrals of its
+own: each point's image is its single point's, ``tests/test_one_map.py``).  The
 iteration is the solver's own (:func:`~gaussmix.theory.solve.iteration.iterate`), each point
 mixed with its own Anderson coefficients (``AndersonState.blocks``) and frozen, no longer
 evaluated, once its own residual passes the convergence test: on a curve over alpha a
@@ -33,9 +38,20 @@ from scipy.spatial import cKDTree
 
 from gaussmix.core.memo import IdentityMemo
 
-from ..channel.channel import ChannelMoments, ProxWarmStart, channel_evaluation
+from ..channel.channel import (
+    ChannelMoments,
+    ProxWarmStart,
+    channel_evaluation,
+    flat_metrics,
+    identity_prox_moments,
+)
 from ..numerics.quadrature import QuadratureRule
-from ..prior.prior import prior_update
+from ..prior.prior import (
+    PriorResult,
+    prior_update,
+    single_precision_phase,
+    takes_stacked_points,
+)
 from ..problem.problem import Problem
 from ..problem.symmetry import ClusterSymmetry
 from .fixed_point import (
@@ -43,7 +59,9 @@ from .fixed_point import (
     HatEvaluation,
     MapMemory,
     bias_step,
+    flat_bias,
     initial_hats_points,
+    mean_bias_step,
     new_map,
 )
 from .iteration import AndersonState
@@ -219,6 +237,12 @@ class StackedMap:
         the chart is block by block).
     freezing : Freezing
         How its iteration freezes converged points (default: never).
+    prior_panels : int, optional
+        Panels per outer dimension of the prior's own rule where it has one, as a single
+        point's map's (:class:`~gaussmix.theory.solve.fixed_point.FixedPointMap`).
+    single : bool
+        Evaluate the prior in single precision (the first phase of a large dense fixed
+        point), as a single point's map's.
 
     Notes
     -----
@@ -236,6 +260,9 @@ class StackedMap:
         symmetry: ClusterSymmetry | None = None,
         log_chart: bool = False,
         freezing: Freezing = NO_FREEZING,
+        *,
+        prior_panels: int | None = None,
+        single: bool = False,
     ) -> None:
         p0 = problems[0]
         P, K0, L = len(problems), p0.n_clusters, p0.dim
@@ -254,6 +281,12 @@ class StackedMap:
             L=L,
             ar=np.repeat(alphas, K0) * np.tile(p0.mixture.rho, P),
             lams=np.array([p.lam for p in problems]),
+            prior_panels=prior_panels,
+            single=single,
+            # whether one prior call takes every point (the priors declared for a leading
+            # axis of points, :func:`~gaussmix.theory.prior.prior.takes_stacked_points`);
+            # else one call a point, each the single point's
+            batched_prior=takes_stacked_points(p0.penalty_spec, p0.mixture, p0.P),
             outputs=_StackedOutputs(
                 p0.loss, np.tile(p0.y, (P, 1)), _repeated(p0.constraints, P), P * K0, L, p0.P
             ),
@@ -283,9 +316,17 @@ class StackedMap:
     def like(
         self, problems: list[Problem], rule: QuadratureRule, freezing: Freezing = NO_FREEZING
     ) -> StackedMap:
-        """A stacked map of ``problems`` with ``rule``, ``freezing`` and this map's symmetry
-        and chart (its memory is the caller's: :meth:`shared`, :meth:`warm_from`)."""
-        return StackedMap(problems, rule, self.symmetry, self.log_chart, freezing)
+        """A stacked map of ``problems`` with ``rule``, ``freezing`` and this map's symmetry,
+        chart and prior panels, in double precision (its memory is the caller's:
+        :meth:`shared`, :meth:`warm_from`)."""
+        return StackedMap(
+            problems,
+            rule,
+            self.symmetry,
+            self.log_chart,
+            freezing,
+            prior_panels=self.prior_panels,
+        )
 
     def memory(self) -> StackedMemory:
         """The memory before a first evaluation (a fresh record)."""
@@ -336,10 +377,19 @@ class StackedMap:
     def start(self) -> np.ndarray:
         """The solver's starting point of every point
         (:func:`~gaussmix.theory.solve.fixed_point.start_state` without ``init``), its prior
-        update made for all points at once."""
+        update made for all points at once where the prior takes them (else point by point,
+        each in the precision of its single point's start)."""
         Qh, Mh, Vh, lams, ybar = initial_hats_points(self.problems)
-        pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=np.array(lams))
-        return self._pack(pr.Q, pr.M, pr.V, np.tile(ybar, self.n_points))
+        if self.batched_prior:
+            pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=np.array(lams))
+            Q, M, V = pr.Q, pr.M, pr.V
+        else:
+            prs = [
+                prior_update(p, Qh[i], Mh[i], Vh[i], lam=lams[i], single=single_precision_phase(p))
+                for i, p in enumerate(self.problems)
+            ]
+            Q, M, V = (np.stack([getattr(pr, f) for pr in prs]) for f in ("Q", "M", "V"))
+        return self._pack(Q, M, V, np.tile(ybar, self.n_points))
 
     def _pack(self, Q: np.ndarray, M: np.ndarray, V: np.ndarray, b: np.ndarray) -> np.ndarray:
         """The stacked state of the points' overlaps (any leading shape)."""
@@ -411,28 +461,23 @@ class StackedMap:
             return last, memory  # (np.array_equal's test, without its cost)
         m, Q, V, _ = self.means(x)
         L = self.L
-        p = self.problems[0]
         rows = self.rows
         m, Q, V = m.reshape(-1, L)[rows], Q.reshape(-1, L, L)[rows], V.reshape(-1, L, L)[rows]
         y = self.outputs.y[rows]
-        zero = np.zeros(L)
         active = ~self._frozen_at(memory.record, x)[self.row_point]
         owns = memory.owns_warm
         if memory.rows is None or active.all():
-            mom, warm = channel_evaluation(p.loss, y, m, zero, Q, V, self.rule, memory.warm)
+            mom, warm = self._rows_channel(y, m, Q, V, memory.warm)
             owns = True  # (the evaluation's own arrays)
         else:  # the frozen points' moments are those of their (unchanged) states
             active = np.flatnonzero(active)  # (the rows by index: cheaper to gather)
             warm = memory.warm
             full = warm if warm is not None and warm.h.shape[0] == rows.size else None
-            sub, warm_sub = channel_evaluation(
-                p.loss,
+            sub, warm_sub = self._rows_channel(
                 y[active],
                 m[active],
-                zero,
                 Q[active],
                 V[active],
-                self.rule,
                 None if full is None else _warm_rows(full, active),
             )
             if full is not None and warm_sub is not None:  # the proximal points of every cluster
@@ -450,6 +495,35 @@ class StackedMap:
             mom = self.symmetry.expand_point_moments(mom)
         ev = HatEvaluation.of(x, mom, self.ar)
         return ev, StackedMemory(ev, rows_mom, warm, owns, memory.record)
+
+    def _rows_channel(
+        self,
+        y: np.ndarray,
+        m: np.ndarray,
+        Q: np.ndarray,
+        V: np.ndarray,
+        warm: ProxWarmStart | None,
+    ) -> tuple[ChannelMoments, ProxWarmStart | None]:
+        """The channel moments of the integrated clusters (rows: outputs ``y``, means with
+        their point's bias ``m``, overlaps ``Q``, metrics ``V``) from the proximal points
+        ``warm``, and this evaluation's proximal points.  A rule with integrals of its own
+        (``computes_moments``: cluster 0 of exchangeable clusters, the softmax normaliser's)
+        takes each point's cluster 0 as a single point's map does, the zero estimator's
+        point (``V_0 = Q_0 = 0``) by the identity prox
+        (:meth:`~gaussmix.theory.solve.fixed_point.FixedPointMap.channel`)."""
+        loss = self.problems[0].loss
+        if self.symmetry is None or not self.rule.computes_moments:
+            return channel_evaluation(loss, y, m, np.zeros(self.L), Q, V, self.rule, warm)
+        parts = []
+        for r in range(m.shape[0]):
+            if flat_metrics(V[r : r + 1])[0] and not np.any(Q[r]):
+                parts.append(
+                    identity_prox_moments(loss, y[r : r + 1], m[r : r + 1], Q[r : r + 1], None)
+                )
+            else:
+                parts.append(self.rule.cluster0_moments(self.symmetry.P, m[r], Q[r], V[r]))
+        mom = ChannelMoments(*(np.concatenate([getattr(q, f) for q in parts]) for f in MOMENTS))
+        return mom, warm
 
     def __call__(self, x: np.ndarray, memory: StackedMemory | None = None) -> np.ndarray:
         """``T(x)`` (:meth:`evaluate`'s image)."""
@@ -477,10 +551,25 @@ class StackedMap:
         record = memory.record
         Vh = ev.Vhat.reshape(P, K0, L, L)
         Mh = ev.Mhat.reshape(P, K0, L)
-        db = bias_step(Vh.sum(axis=1), Mh.sum(axis=1))
+        Sv, Sm = Vh.sum(axis=1), Mh.sum(axis=1)
+        bn = b + bias_step(Sv, Sm)
         Qh = ev.Qhat.reshape(P, K0, L, L)
-        pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=self.lams)
-        g = self._pack(pr.Q, pr.M, pr.V, (b + db).ravel())
+        if self.batched_prior:
+            pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=self.lams)
+            Q, M, V = pr.Q, pr.M, pr.V
+            stepped = np.zeros(P, dtype=bool)
+        else:
+            Q, M, V, stepped = self._point_priors(x, Qh, Mh, Vh, bn)
+        # no curvature and the bias condition unmet: the zero estimator's bias (as a single
+        # point's map, :func:`~gaussmix.theory.solve.fixed_point.flat_bias`)
+        if not Sv.all():  # (an entry at zero: perhaps a point without curvature)
+            flat = ~Sv.reshape(P, -1).any(axis=1) & Sm.any(axis=1) & ~stepped
+            states = self.split(x) if flat.any() else []
+            for i in np.flatnonzero(flat):
+                bf = flat_bias(self.problems[i], states[i])
+                if bf is not None:
+                    bn[i] = bf
+        g = self._pack(Q, M, V, bn.ravel())
         watch, trail = self.freezing.watch, self.freezing.trail
         if watch is not None:
             watch.on_image(self, g)
@@ -491,6 +580,68 @@ class StackedMap:
         if self.freezing.tol is not None:
             self._freeze(record, x, g)
         return g, memory
+
+    def _point_priors(
+        self, x: np.ndarray, Qh: np.ndarray, Mh: np.ndarray, Vh: np.ndarray, bn: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The priors of the points one call a point (a prior that takes one point: dense
+        covariances, the lasso of several outputs), each the single point's (its panels and
+        precision), as ``(Q, M, V)`` with a leading axis of points; where a point's prior gives
+        its mean response (ridge on dense covariances, no symmetry) the joint Newton step of
+        its means and bias (:func:`~gaussmix.theory.solve.fixed_point.mean_bias_step`, as a
+        single point's map takes it), its bias ``bn[i]`` written in place; and the mask of
+        the points that took it."""
+        P = self.n_points
+        prs = [
+            prior_update(p, Qh[i], Mh[i], Vh[i], panels=self.prior_panels, single=self.single)
+            for i, p in enumerate(self.problems)
+        ]
+        Q, M, V = (np.stack([getattr(pr, f) for pr in prs]) for f in ("Q", "M", "V"))
+        stepped = np.zeros(P, dtype=bool)
+        if self.symmetry is not None:
+            return Q, M, V, stepped
+        Mx, b = self.unpack(x)[1], self.unpack(x)[3]
+        for i, pr in enumerate(prs):
+            response = pr.mean_response
+            if response is None:
+                continue
+            step = mean_bias_step(response.gain, Vh[i], Mh[i], pr.M - Mx[i])
+            if step is None:
+                continue
+            dMhat, db = step
+            dQ, dM = response.change(dMhat)
+            Q[i], M[i], bn[i] = pr.Q + dQ, pr.M + dM, b[i] + db
+            stepped[i] = True
+        return Q, M, V, stepped
+
+    def prior_details(self, hats: list[HatEvaluation]) -> list[PriorResult]:
+        """The prior's details (``psi_w``, penalty, sparsity) at each point's hats
+        (:func:`~gaussmix.theory.prior.prior.prior_update` with ``details``): one call for
+        all points where the prior takes them, else one a point with this map's panels, as
+        a single point's :meth:`~gaussmix.theory.solve.fixed_point.FixedPointMap.prior_at`."""
+        if not self.batched_prior:
+            return [
+                prior_update(p, h.Qhat, h.Mhat, h.Vhat, details=True, panels=self.prior_panels)
+                for p, h in zip(self.problems, hats)
+            ]
+        Qh, Mh, Vh = (np.stack([getattr(h, f) for h in hats]) for f in ("Qhat", "Mhat", "Vhat"))
+        pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=self.lams, details=True)
+        # (the floats of each array at once: ``tolist`` gives each entry's ``float``)
+        floats = zip(
+            *(np.asarray(a, dtype=float).tolist() for a in (pr.psi_w, pr.penalty, pr.l1_norm))
+        )
+        return [
+            PriorResult(
+                Q=pr.Q[i],
+                M=pr.M[i],
+                V=pr.V[i],
+                psi_w=psi_w,
+                penalty=penalty,
+                atom_nonzero=pr.atom_nonzero[i],
+                l1_norm=l1_norm,
+            )
+            for i, (psi_w, penalty, l1_norm) in enumerate(floats)
+        ]
 
     def own_iterations(self, record: FreezeRecord, n_iter: int) -> np.ndarray:
         """Each point's evaluations in an iteration of ``n_iter`` evaluations (its
@@ -670,7 +821,11 @@ class StackedMap:
             s = slice(i * k, (i + 1) * k)
             mom = ChannelMoments(*(getattr(ev.moments, f)[s] for f in MOMENTS))
             known = HatEvaluation(xi.copy(), mom, ev.Qhat[s], ev.Mhat[s], ev.Vhat[s])
-            maps.append(new_map(p, self.rule, (self.symmetry, self.log_chart)))
+            maps.append(
+                new_map(
+                    p, self.rule, (self.symmetry, self.log_chart), prior_panels=self.prior_panels
+                )
+            )
             memories.append(MapMemory(ev=known))
         return states, maps, memories
 

@@ -25,10 +25,9 @@ from ..model.outputs import error_keys
 from ..numerics.linalg import sym_eigvals
 from ..numerics.quadrature import QuadratureRule
 from ..numerics.tolerances import REFINED_EXTRA_ITER, SMOOTH_Q_MAX, refined_tol
-from ..prior.prior import PriorResult, prior_update
 from .batch import Freezing, StackedMap, StackedMemory, Watch
 from .estimate import RuleRefinement, refine_rule, tighter_run
-from .fixed_point import FixedPointMap, HatEvaluation, MapMemory, needs_quadrature
+from .fixed_point import FixedPointMap, MapMemory, needs_quadrature
 from .iteration import AndersonState, IterationOutcome, IterationState, IterationStatus, iterate
 from .options import SolverOptions
 from .policy import channel_rule, sharp_rule
@@ -404,7 +403,7 @@ def estimate_points(
     opts = replace(opts, throw=False)
     maps, memories = _point_maps(where, states)
     try:
-        priors = _prior_details(T, [m.ev for m in memories])
+        priors = T.prior_details([m.ev for m in memories])
         fulls = with_statistics_points(problems, maps, states, obs, priors, memories)
     except (FloatingPointError, np.linalg.LinAlgError, ValueError):
         return None
@@ -449,26 +448,3 @@ def _point_maps(
         for i, m, k in zip(mine, made, known):
             maps[i], memories[i] = m, k
     return maps, memories
-
-
-def _prior_details(T: StackedMap, hats: list[HatEvaluation]) -> list[PriorResult]:
-    """The prior's details (``psi_w``, penalty, sparsity) at each point's hats, one prior
-    update for all points (:func:`~gaussmix.theory.prior.prior.prior_update` with ``details``)."""
-    Qh, Mh, Vh = (np.stack([getattr(h, f) for h in hats]) for f in ("Qhat", "Mhat", "Vhat"))
-    pr = prior_update(T.problems[0], Qh, Mh, Vh, lam=T.lams, details=True)
-    # (the floats of each array at once: ``tolist`` gives each entry's ``float``)
-    floats = zip(
-        *(np.asarray(a, dtype=float).tolist() for a in (pr.psi_w, pr.penalty, pr.l1_norm))
-    )
-    return [
-        PriorResult(
-            Q=pr.Q[i],
-            M=pr.M[i],
-            V=pr.V[i],
-            psi_w=psi_w,
-            penalty=penalty,
-            atom_nonzero=pr.atom_nonzero[i],
-            l1_norm=l1_norm,
-        )
-        for i, (psi_w, penalty, l1_norm) in enumerate(floats)
-    ]
