@@ -398,7 +398,10 @@ class StackedMap:
 
     def anderson(self, memory: int, previous: AndersonState | None = None) -> AndersonState:
         """A secant history that mixes each point with its own coefficients (empty, or the
-        newest pairs of ``previous``, an iteration of the same stacked state)."""
+        newest pairs of ``previous``, an iteration of the same stacked state); one point's
+        without blocks (the same coefficients: a single point's mixing, to the bit)."""
+        if self.n_points == 1:
+            return AndersonState.init(memory, previous)
         return replace(AndersonState.init(memory, previous), blocks=self.blocks)
 
     def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -459,6 +462,8 @@ class StackedMap:
         last = memory.ev
         if last is not None and last.x.shape == x.shape and (last.x == x).all():
             return last, memory  # (np.array_equal's test, without its cost)
+        if self.n_points == 1 and not memory.record.frozen.any():
+            return self._point_hats(x, memory)
         m, Q, V, _ = self.means(x)
         L = self.L
         rows = self.rows
@@ -495,6 +500,22 @@ class StackedMap:
             mom = self.symmetry.expand_point_moments(mom)
         ev = HatEvaluation.of(x, mom, self.ar)
         return ev, StackedMemory(ev, rows_mom, warm, owns, memory.record)
+
+    def _point_hats(
+        self, x: np.ndarray, memory: StackedMemory
+    ) -> tuple[HatEvaluation, StackedMemory]:
+        """:meth:`hats_memory` of a map of one point (not frozen): on the point's own arrays
+        (no leading axis of points), the operations of a single point's map to the bit."""
+        Q, M, V, b = unpack_state(x, self.K, self.L)
+        y = self.outputs.y
+        sym = self.symmetry
+        if sym is not None:  # cluster 0's channel stands for all (its equivariant state)
+            Q, M, V, b = sym.symmetric_state(Q, M, V, b)
+            Q, M, V, y = Q[:1], M[:1], V[:1], y[:1]
+        rows, warm = self._rows_channel(y, M + b, Q, V, memory.warm)
+        mom = rows if sym is None else sym.expand_moments(rows)
+        ev = HatEvaluation.of(x, mom, self.ar)
+        return ev, StackedMemory(ev, rows, warm, True, memory.record)
 
     def _rows_channel(
         self,
@@ -544,32 +565,16 @@ class StackedMap:
         """The second half of :meth:`evaluate`: the image at ``x`` from its channel
         evaluation ``ev`` (:meth:`hats_memory`'s, with its ``memory``), as a single point's
         map's (:meth:`~gaussmix.theory.solve.fixed_point.FixedPointMap.image`)."""
-        P, K0, L = self.n_points, self.K0, self.L
-        b = self.unpack(x)[3]
-        if self.symmetry is not None:  # the equivariant bias (as a single point's map)
-            b = np.zeros_like(b)
+        P, L = self.n_points, self.L
         record = memory.record
-        Vh = ev.Vhat.reshape(P, K0, L, L)
-        Mh = ev.Mhat.reshape(P, K0, L)
-        Sv, Sm = Vh.sum(axis=1), Mh.sum(axis=1)
-        bn = b + bias_step(Sv, Sm)
-        Qh = ev.Qhat.reshape(P, K0, L, L)
-        if self.batched_prior:
-            pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=self.lams)
-            Q, M, V = pr.Q, pr.M, pr.V
-            stepped = np.zeros(P, dtype=bool)
+        if P == 1:  # the point's own arrays (no leading axis)
+            _, M, _, b = unpack_state(x, self.K, L)
+            if self.symmetry is not None:  # the equivariant bias (see the channel)
+                b = np.zeros_like(b)
+            parts = self._point_image(self.problems[0], x, M, b, ev.Qhat, ev.Mhat, ev.Vhat)
+            g = pack_state(*parts[:4])
         else:
-            Q, M, V, stepped = self._point_priors(x, Qh, Mh, Vh, bn)
-        # no curvature and the bias condition unmet: the zero estimator's bias (as a single
-        # point's map, :func:`~gaussmix.theory.solve.fixed_point.flat_bias`)
-        if not Sv.all():  # (an entry at zero: perhaps a point without curvature)
-            flat = ~Sv.reshape(P, -1).any(axis=1) & Sm.any(axis=1) & ~stepped
-            states = self.split(x) if flat.any() else []
-            for i in np.flatnonzero(flat):
-                bf = flat_bias(self.problems[i], states[i])
-                if bf is not None:
-                    bn[i] = bf
-        g = self._pack(Q, M, V, bn.ravel())
+            g = self._points_image(x, ev)
         watch, trail = self.freezing.watch, self.freezing.trail
         if watch is not None:
             watch.on_image(self, g)
@@ -581,38 +586,71 @@ class StackedMap:
             self._freeze(record, x, g)
         return g, memory
 
-    def _point_priors(
-        self, x: np.ndarray, Qh: np.ndarray, Mh: np.ndarray, Vh: np.ndarray, bn: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The priors of the points one call a point (a prior that takes one point: dense
-        covariances, the lasso of several outputs), each the single point's (its panels and
-        precision), as ``(Q, M, V)`` with a leading axis of points; where a point's prior gives
-        its mean response (ridge on dense covariances, no symmetry) the joint Newton step of
-        its means and bias (:func:`~gaussmix.theory.solve.fixed_point.mean_bias_step`, as a
-        single point's map takes it), its bias ``bn[i]`` written in place; and the mask of
-        the points that took it."""
-        P = self.n_points
-        prs = [
-            prior_update(p, Qh[i], Mh[i], Vh[i], panels=self.prior_panels, single=self.single)
-            for i, p in enumerate(self.problems)
-        ]
-        Q, M, V = (np.stack([getattr(pr, f) for pr in prs]) for f in ("Q", "M", "V"))
-        stepped = np.zeros(P, dtype=bool)
-        if self.symmetry is not None:
-            return Q, M, V, stepped
-        Mx, b = self.unpack(x)[1], self.unpack(x)[3]
-        for i, pr in enumerate(prs):
-            response = pr.mean_response
-            if response is None:
-                continue
-            step = mean_bias_step(response.gain, Vh[i], Mh[i], pr.M - Mx[i])
-            if step is None:
-                continue
-            dMhat, db = step
-            dQ, dM = response.change(dMhat)
-            Q[i], M[i], bn[i] = pr.Q + dQ, pr.M + dM, b[i] + db
-            stepped[i] = True
-        return Q, M, V, stepped
+    def _point_image(
+        self,
+        problem: Problem,
+        x: np.ndarray,
+        M: np.ndarray,
+        b: np.ndarray,
+        Qhat: np.ndarray,
+        Mhat: np.ndarray,
+        Vhat: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, PriorResult]:
+        """One point's image ``(Q, M, V, b)`` from its hats (of one point, no leading axis;
+        ``x`` its state, ``M`` and ``b`` its means and bias) and its prior evaluation: the
+        prior (this map's panels and precision); where the prior gives its mean response
+        (ridge on dense covariances, :class:`~gaussmix.theory.prior.dense.MeanResponse`; no
+        symmetry) the joint Newton step of the means and the bias
+        (:func:`~gaussmix.theory.solve.fixed_point.mean_bias_step`: the same fixed points,
+        reached in fewer iterations where the prior's gain is large); where the loss has no
+        curvature and the bias condition is unmet, the zero estimator's bias
+        (:func:`~gaussmix.theory.solve.fixed_point.flat_bias`); else the Newton step of the
+        bias (:func:`~gaussmix.theory.solve.fixed_point.bias_step`)."""
+        pr = prior_update(problem, Qhat, Mhat, Vhat, panels=self.prior_panels, single=self.single)
+        response = pr.mean_response if self.symmetry is None else None
+        if response is not None:
+            step = mean_bias_step(response.gain, Vhat, Mhat, pr.M - M)
+            if step is not None:
+                dMhat, db = step
+                dQ, dM = response.change(dMhat)
+                return pr.Q + dQ, pr.M + dM, pr.V, b + db, pr
+        Sv, Sm = Vhat.sum(axis=0), Mhat.sum(axis=0)
+        if not Sv.any() and Sm.any():  # no curvature, the bias condition unmet
+            bf = flat_bias(problem, x)
+            if bf is not None:
+                return pr.Q, pr.M, pr.V, bf, pr
+        return pr.Q, pr.M, pr.V, b + bias_step(Sv, Sm), pr
+
+    def _points_image(self, x: np.ndarray, ev: HatEvaluation) -> np.ndarray:
+        """The image of two or more points: where the prior takes a leading axis of points
+        (:data:`batched_prior`) one prior call and one bias step for all (each the single
+        point's to rounding, ``tests/test_batched_curves.py``), the zero estimator's bias
+        point by point; else each point's :meth:`_point_image`."""
+        P, K0, L = self.n_points, self.K0, self.L
+        _, Mx, _, b = self.unpack(x)
+        if self.symmetry is not None:  # the equivariant bias (see the channel)
+            b = np.zeros_like(b)
+        Qh = ev.Qhat.reshape(P, K0, L, L)
+        Vh = ev.Vhat.reshape(P, K0, L, L)
+        Mh = ev.Mhat.reshape(P, K0, L)
+        if not self.batched_prior:
+            states = self.split(x)
+            parts = [
+                self._point_image(p, states[i], Mx[i], b[i], Qh[i], Mh[i], Vh[i])
+                for i, p in enumerate(self.problems)
+            ]
+            return self._pack(*(np.stack(a) for a in list(zip(*parts))[:4]))
+        Sv, Sm = Vh.sum(axis=1), Mh.sum(axis=1)
+        bn = b + bias_step(Sv, Sm)
+        pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=self.lams)
+        if not Sv.all():  # (an entry at zero: perhaps a point without curvature)
+            flat = ~Sv.reshape(P, -1).any(axis=1) & Sm.any(axis=1)
+            states = self.split(x) if flat.any() else []
+            for i in np.flatnonzero(flat):  # the zero estimator's bias, as :meth:`_point_image`
+                bf = flat_bias(self.problems[i], states[i])
+                if bf is not None:
+                    bn[i] = bf
+        return self._pack(pr.Q, pr.M, pr.V, bn.ravel())
 
     def prior_details(self, hats: list[HatEvaluation]) -> list[PriorResult]:
         """The prior's details (``psi_w``, penalty, sparsity) at each point's hats
