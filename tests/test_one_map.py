@@ -1,16 +1,17 @@
-"""One map (issue 31, item 1): the stacked map of a curve's points
-(:class:`~gaussmix.theory.solve.batch.StackedMap`) has what a single point's map
-(:class:`~gaussmix.theory.solve.fixed_point.FixedPointMap`) has, and each point's image is
-its single point's to the bit: the priors that take one point (dense covariances with the
-joint Newton step of the means and the bias, the lasso of several outputs with the panels of
-its own rule), the single-precision phase, the zero estimator's bias, a rule with integrals
-of its own (the softmax normaliser's), the starting point and the prior's details.
+"""One map (issue 31, item 1): Theorem 1's map takes a leading axis of points
+(:class:`~gaussmix.theory.solve.fixed_point.FixedPointMap`), a single solve is a batch of
+one, and each point of a map of several points has what a map of that point alone has,
+its image that map's to the bit: the priors that take one point (dense covariances with
+the joint Newton step of the means and the bias, the lasso of several outputs with the
+panels of its own rule), the single-precision phase, the zero estimator's bias, a rule
+with integrals of its own (the softmax normaliser's), the starting point and the prior's
+details.
 
-Bit for bit: where the prior takes one point the stacked map calls the same functions on
-the same arrays as the single map (the channel's means ``M_c + b`` are added before the
-integrals in both), so no rounding bound is needed; so does a map of one point, whatever
-its prior.  The priors that take every point at once agree to rounding (relative 1e-13, as
-``tests/test_batched_curves.py`` measures them).
+Bit for bit: where the prior takes one point the map of several points calls the same
+functions on the same arrays as the map of one point (the channel's means ``M_c + b`` are
+added before the integrals in both), so no rounding bound is needed.  The priors that take
+every point at once agree to rounding (relative 1e-13, as ``tests/test_batched_curves.py``
+measures them).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from gaussmix.theory.channel.normaliser import NormaliserRule
 from gaussmix.theory.numerics import tolerances
 from gaussmix.theory.prior.prior import prior_update
 from gaussmix.theory.problem.symmetry import ExchangeablePanels
-from gaussmix.theory.solve.batch import StackedMap
-from gaussmix.theory.solve.fixed_point import FixedPointMap, flat_bias, start_state
+from gaussmix.theory.solve.bias import flat_bias
+from gaussmix.theory.solve.fixed_point import FixedPointMap, start_state
 from gaussmix.theory.solve.policy import channel_rule
 from gaussmix.theory.solve.state import pack_state, unpack_state
 
@@ -66,7 +67,7 @@ def _assert_images_are_the_single_points(problems, rule, states=None, **kw) -> N
     states = _states(maps) if states is None else states
     sym = kw.get("symmetry")
     for n in (1, len(problems)):
-        T = StackedMap(
+        T = FixedPointMap(
             problems[:n],
             rule,
             sym,
@@ -86,7 +87,7 @@ def test_dense_points_take_their_single_points_prior_and_mean_bias_step(single) 
     mix = _dense_mixture()
     problems = curves._problems(mix, "logistic", [(0.1, 0.5), (0.1, 2.0), (1.0, 1.0)], "l2", None)
     rule = channel_rule(problems[0], None)
-    T = StackedMap(problems, rule, single=single)
+    T = FixedPointMap(problems, rule, single=single)
     assert not T.batched_prior
     # the joint Newton step of the means and the bias is taken (the prior's mean response)
     x = T.stack(_states(_maps(problems, rule)))
@@ -99,7 +100,7 @@ def test_dense_points_take_their_single_points_prior_and_mean_bias_step(single) 
 def test_multi_output_lasso_points_take_their_single_points_prior_and_panels() -> None:
     problems = curves._problems(MIX3, "cross-entropy", [(0.1, 1.0), (0.3, 2.0)], "l1", None)
     rule = channel_rule(problems[0], None)
-    assert not StackedMap(problems, rule).batched_prior
+    assert not FixedPointMap(problems, rule).batched_prior
     for panels in (None, 4):
         _assert_images_are_the_single_points(problems, rule, prior_panels=panels)
 
@@ -118,7 +119,7 @@ def test_the_zero_estimator_takes_its_single_points_bias() -> None:
     zero = pack_state(np.zeros((2, 1, 1)), np.zeros((2, 1)), np.zeros((2, 1, 1)), np.zeros(1))
     states = [zero, *_states(maps[1:], n=1)]  # (the third's second image overflows)
     _assert_images_are_the_single_points(problems, rule, states=states)
-    g = StackedMap(problems[:1], rule)(zero)
+    g = FixedPointMap(problems[:1], rule)(zero)
     bf = flat_bias(problems[0], zero)
     assert bf is not None and bf[0] != 0.0
     np.testing.assert_array_equal(unpack_state(g, 2, 1)[3], bf)
@@ -145,7 +146,7 @@ def test_the_stacked_start_is_each_points_start_in_its_precision(monkeypatch) ->
     monkeypatch.setattr(tolerances, "SINGLE_PHASE_MIN_N", 8)
     mix = _dense_mixture()
     problems = curves._problems(mix, "logistic", [(0.1, 0.5), (1.0, 2.0)], "l2", None)
-    T = StackedMap(problems, channel_rule(problems[0], None))
+    T = FixedPointMap(problems, channel_rule(problems[0], None))
     for xi, p in zip(T.split(T.start()), problems):
         np.testing.assert_array_equal(xi, start_state(p, None))
 
@@ -163,7 +164,7 @@ def test_the_prior_details_are_each_points(kind) -> None:
     rule = channel_rule(problems[0], None)
     maps = _maps(problems, rule, prior_panels=panels)
     states = _states(maps)
-    T = StackedMap(problems, rule, prior_panels=panels)
+    T = FixedPointMap(problems, rule, prior_panels=panels)
     _, point_maps, memories = T.point_maps(T.stack(states))
     got = T.prior_details([m.ev for m in memories])
     for i, (Ti, xi) in enumerate(zip(maps, states)):
@@ -198,7 +199,7 @@ def test_a_one_point_map_iterates_as_the_single_points(mixture, loss, penalty, l
     kw = dict(tol=1e-10, max_iter=300, damping=1.0)
     one = iterate(FixedPointMap(p, rule, symmetry=sym, log_chart=log_chart), x0,
                   AndersonState.init(6), **kw)  # fmt: skip
-    T = StackedMap([p], rule, sym, log_chart)
+    T = FixedPointMap([p], rule, sym, log_chart)
     stacked = iterate(T, x0, T.anderson(6), **kw)
     assert one.converged and stacked.converged
     assert stacked.n_iter == one.n_iter
