@@ -218,8 +218,12 @@ class FixedPointMap(StackedPoints):
             problems = [problems]
         p0 = problems[0]
         P, K0, L = len(problems), p0.n_clusters, p0.dim
-        # each point's alpha rho_c (one mixture), all at once
-        alphas = np.array([p.alpha for p in problems])
+        if P == 1:  # (the problem's own arrays: a map of one point is made at every solve)
+            ar, y, constraints = p0.alpha * p0.mixture.rho, p0.y, p0.constraints
+        else:  # each point's alpha rho_c (one mixture), all at once
+            alphas = np.array([p.alpha for p in problems])
+            ar = np.repeat(alphas, K0) * np.tile(p0.mixture.rho, P)
+            y, constraints = np.tile(p0.y, (P, 1)), _repeated(p0.constraints, P)
         layout = _layout(P, K0, L, symmetry is not None)
         settings = dict(
             freezing=freezing,
@@ -231,7 +235,7 @@ class FixedPointMap(StackedPoints):
             K0=K0,
             K=P * K0,
             L=L,
-            ar=np.repeat(alphas, K0) * np.tile(p0.mixture.rho, P),
+            ar=ar,
             lams=np.array([p.lam for p in problems]),
             prior_panels=prior_panels,
             single=single,
@@ -239,9 +243,7 @@ class FixedPointMap(StackedPoints):
             # axis of points, :func:`~gaussmix.theory.prior.prior.takes_stacked_points`);
             # else one call a point, each the single point's
             batched_prior=takes_stacked_points(p0.penalty_spec, p0.mixture, p0.P),
-            outputs=_StackedOutputs(
-                p0.loss, np.tile(p0.y, (P, 1)), _repeated(p0.constraints, P), P * K0, L, p0.P
-            ),
+            outputs=_StackedOutputs(p0.loss, y, constraints, P * K0, L, p0.P),
             # the clusters whose channel is integrated (cluster 0 of each point with the
             # symmetry, every cluster without), the point of each, the point of each
             # cluster and the point of each component of the stacked state (Q, M, V: K0
@@ -517,7 +519,8 @@ class FixedPointMap(StackedPoints):
                 b = np.zeros_like(b)
             parts = self._point_image(self.problems[0], x, M, b, ev.Qhat, ev.Mhat, ev.Vhat)
             g = pack_state(*parts[:4])
-            memory = memory._replace(ev=ev, prior=parts[4])  # (its details: prior_at)
+            # (its details: prior_at; the fields in order, cheaper than ``_replace``)
+            memory = MapMemory(ev, parts[4], memory.warm, memory.rows, memory.owns_warm, record)
         else:
             g = self._points_image(x, ev)
         watch, trail = self.freezing.watch, self.freezing.trail
