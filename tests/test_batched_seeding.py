@@ -13,7 +13,8 @@ import gaussmix as gm
 from gaussmix.experiments import continuation, curves
 from gaussmix.experiments.continuation import state_distance
 from gaussmix.theory.numerics.quadrature import GaussHermite
-from gaussmix.theory.solve import batch, batch_solve
+from gaussmix.theory.solve import batch_solve, fixed_point
+from gaussmix.theory.solve.fixed_point import FixedPointMap
 from gaussmix.theory.solve.options import solver_options
 from gaussmix.theory.solve.state import residual_scale
 
@@ -128,7 +129,7 @@ def test_a_seeded_sweep_is_deterministic(monkeypatch, restarts) -> None:
 def test_what_is_seeded_is_a_sweep_over_lambda_or_a_curve_over_alpha() -> None:
     def stacked_map(points):
         problems = curves._problems(SPARSE, "logistic", points, "l1", None)
-        return batch.StackedMap(problems, GaussHermite(8, 1))
+        return FixedPointMap(problems, GaussHermite(8, 1))
 
     lams = np.geomspace(1e-2, 1.0, 10)
     params = continuation._seed_params(stacked_map([(lam, 1.0) for lam in lams]))
@@ -189,7 +190,7 @@ def test_a_lasso_sweeps_estimate_is_one_iteration_on_each_refined_rule(monkeypat
     lams = np.geomspace(1e-2, 1.0, 20)
     rules: list = []  # the rule of each channel evaluation
     solves: list[tuple] = []  # (rule, evaluations, merge) of each refined solve
-    channel = batch.channel_evaluation
+    channel = fixed_point.channel_evaluation
     refined_solve = batch_solve.refined_solve
 
     def counted(loss, y, m, b, Q, V, rule, warm):
@@ -202,7 +203,7 @@ def test_a_lasso_sweeps_estimate_is_one_iteration_on_each_refined_rule(monkeypat
         solves.append((T.rule, out[0].aux.record.evaluations, args[-1]))
         return out
 
-    monkeypatch.setattr(batch, "channel_evaluation", counted)
+    monkeypatch.setattr(fixed_point, "channel_evaluation", counted)
     monkeypatch.setattr(batch_solve, "refined_solve", spy)
     df = gm.lambda_sweep(SPARSE, "logistic", lams, alpha=1.0, penalty="l1")
     assert df.converged.all() and len(solves) == 2  # (the smooth and the sharp points)
@@ -252,13 +253,13 @@ def test_a_curve_over_alpha_costs_less_restarted(monkeypatch) -> None:
             if not seeded:
                 m.setattr(continuation, "_seed_params", lambda T: None)
             log: list[int] = []
-            evaluate = batch.channel_evaluation
+            evaluate = fixed_point.channel_evaluation
 
             def spy(*args, log=log, evaluate=evaluate):
                 log.append(1)
                 return evaluate(*args)
 
-            m.setattr(batch, "channel_evaluation", spy)
+            m.setattr(fixed_point, "channel_evaluation", spy)
             gm.learning_curve(BLOCK, "square", SLOW_ALPHAS, lam=SLOW_LAM)
             counts.append(len(log))
     assert counts[0] * 2 < counts[1], counts  # measured: 73 against 226

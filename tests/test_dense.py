@@ -576,8 +576,8 @@ def test_mean_bias_step_lands_on_the_fixed_point_of_a_linear_model(monkeypatch):
     ``G = 0`` and ``M`` already the prior's, the bias part is :func:`bias_step`; a step
     longer than ``MEAN_STEP_MAX`` is the full step shortened to it."""
     from gaussmix.theory.numerics.tolerances import BIAS_RIDGE, MEAN_STEP_MAX
-    from gaussmix.theory.solve import fixed_point
-    from gaussmix.theory.solve.fixed_point import bias_step, mean_bias_step
+    from gaussmix.theory.solve import bias
+    from gaussmix.theory.solve.bias import bias_step, mean_bias_step
 
     rng = np.random.default_rng(7)
     K, L = 4, 3
@@ -594,7 +594,7 @@ def test_mean_bias_step_lands_on_the_fixed_point_of_a_linear_model(monkeypatch):
     Mh = mhat(M, b)
     prior_M = np.einsum("kajb,jb->ka", G, Mh)
     dMh_short, db_short = mean_bias_step(G, Vh, Mh, prior_M - M)
-    monkeypatch.setattr(fixed_point, "MEAN_STEP_MAX", np.inf)  # the full step
+    monkeypatch.setattr(bias, "MEAN_STEP_MAX", np.inf)  # the full step
     dMh, db = mean_bias_step(G, Vh, Mh, prior_M - M)
     shift = np.linalg.solve(Vh, -dMh[..., None])[..., 0]  # dM_c + db
     t = MEAN_STEP_MAX / np.abs(shift).max()

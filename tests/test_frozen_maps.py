@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 import gaussmix as gm
-from gaussmix.theory.solve.batch import StackedMap
 from gaussmix.theory.solve.fixed_point import FixedPointMap, MapMemory, start_state
 from gaussmix.theory.solve.policy import channel_rule
 
@@ -25,7 +24,7 @@ THEORY = Path(gm.__file__).parent / "theory"
 #: the maps and the modules that define them
 MAPS = {
     "solve/fixed_point.py": ("FixedPointMap",),
-    "solve/batch.py": ("StackedMap",),
+    "solve/batch.py": ("StackedPoints",),
     "limits/margin.py": ("_MarginMap",),
 }
 
@@ -124,7 +123,7 @@ def test_a_stacked_iteration_carries_its_freeze_record() -> None:
     opts = SolverOptions()
     mix = gm.Mixture.isotropic(1.0, "antipodal", labels="binary")
     problems = curves._problems(mix, "logistic", [(0.1, a) for a in (0.5, 1.0, 2.0)], "l2", None)
-    T = StackedMap(
+    T = FixedPointMap(
         problems, channel_rule(problems[0], None), freezing=batch_solve.solve_freezing(opts)
     )
     memory = T.memory()

@@ -9,7 +9,7 @@ import pytest
 
 import gaussmix as gm
 from gaussmix.experiments import curves
-from gaussmix.theory.solve import batch, batch_solve
+from gaussmix.theory.solve import batch_solve
 from gaussmix.theory.solve.fixed_point import FixedPointMap
 from gaussmix.theory.solve.policy import channel_rule
 from gaussmix.theory.solve.refinement import evaluate_observables
@@ -60,7 +60,7 @@ def test_each_stacked_point_has_its_single_points_observables(
     sym = problems[0].symmetry if symmetric else None
     assert (sym is not None) == symmetric
     rule = channel_rule(problems[0], None, symmetry=symmetric)
-    T = batch.StackedMap(problems, rule, symmetry=sym)
+    T = FixedPointMap(problems, rule, symmetry=sym)
     x = T(T(T.start()))  # (a state away from the start's, different at each point)
     stacked = batch_solve.stacked_observables(T, x)
     assert len(stacked) == len(problems)

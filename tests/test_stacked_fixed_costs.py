@@ -20,8 +20,8 @@ from gaussmix.experiments.continuation import (
 )
 from gaussmix.theory.numerics.quadrature import GaussHermite, GradedPanels
 from gaussmix.theory.prior.prior import prior_update
-from gaussmix.theory.solve import batch, batch_solve
-from gaussmix.theory.solve.fixed_point import initial_hats, initial_hats_points
+from gaussmix.theory.solve import batch, batch_solve, fixed_point
+from gaussmix.theory.solve.fixed_point import FixedPointMap, initial_hats, initial_hats_points
 from gaussmix.theory.solve.observables import weight_sparsities, weight_sparsity
 from gaussmix.theory.solve.options import solver_options
 from gaussmix.theory.solve.state import LogChart, pack_state
@@ -39,7 +39,7 @@ def _same(a, b) -> bool:
 def _stacked(mixture, loss, points, penalty="l2", rule=None):
     problems = curves._problems(mixture, loss, points, penalty, None)
     L = problems[0].dim
-    return batch.StackedMap(problems, rule or GaussHermite(8, L)), problems
+    return FixedPointMap(problems, rule or GaussHermite(8, L)), problems
 
 
 def _reference_distance(a: dict, b: dict) -> float:
@@ -154,7 +154,7 @@ def test_points_enter_and_leave_the_chart_as_each_alone() -> None:
         np.testing.assert_allclose(xi, x[T.blocks == i], rtol=1e-12, atol=1e-14)
     # a point outside the chart (a V_c not positive definite): None for it alone
     bad = x.copy()
-    V = T.unpack(bad)[2]
+    V = T.unpack_points(bad)[2]
     V[2, 1] = -V[2, 1]
     ys_bad = continuation._charted(T, bad, points, forward=True)
     assert ys_bad[1] is None
@@ -169,7 +169,7 @@ def test_the_sharp_test_of_the_points_is_each_points() -> None:
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
     opts = solver_options(None, {})
     rule = channel_rule(problems[0], None, opts.symmetry)
-    T = batch.StackedMap(problems, rule, freezing=batch_solve.solve_freezing(opts))
+    T = FixedPointMap(problems, rule, freezing=batch_solve.solve_freezing(opts))
     out = batch_solve.converged_solve(T, T.start(), None, opts)
     assert out is not None
     got = batch_solve.sharp_rules(T, out.x, opts)
@@ -223,14 +223,14 @@ def test_the_constraints_arrays_made_once_give_the_same_accuracies(mixture) -> N
         "logistic" if mixture is SPARSE else "cross-entropy",
         [(lam, 1.0) for lam in (1e-2, 0.1, 1.0)],
     )
-    again = batch.StackedMap(problems, T.rule)
+    again = FixedPointMap(problems, T.rule)
     assert again.outputs.constraints is T.outputs.constraints  # (one tuple for the maps)
     m, Q, V, b = T.means(T.start())
     L = T.L
     mf, Qf, Vf = m.reshape(-1, L), Q.reshape(-1, L, L), V.reshape(-1, L, L)
     zero = np.zeros(L)
     # the same outputs with their constraints as a list (never remembered): made afresh
-    fresh = batch._StackedOutputs(
+    fresh = fixed_point._StackedOutputs(
         T.outputs.loss, T.outputs.y, list(T.outputs.constraints), T.K, L, T.outputs.P
     )
     for _ in range(2):  # (made, then remembered)
@@ -248,7 +248,7 @@ def test_own_residuals_of_the_freeze_test_are_the_trails() -> None:
     lams = np.geomspace(1e-2, 1.0, 6)
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
     freezing = batch.Freezing(tol=1e-8, trail=3)
-    T = batch.StackedMap(problems, channel_rule(problems[0], None), freezing=freezing)
+    T = FixedPointMap(problems, channel_rule(problems[0], None), freezing=freezing)
     x, memory = T.start(), T.memory()
     rec = memory.record  # (the iteration's record, written by its evaluations)
     for _ in range(3):
@@ -265,7 +265,7 @@ def test_own_residuals_of_the_freeze_test_are_the_trails() -> None:
 def test_a_stacked_states_points_are_their_packed_states(mixture, loss) -> None:
     T, _ = _stacked(mixture, loss, [(lam, 1.0) for lam in (1e-2, 0.1, 1.0, 3.0)])
     x = T.start() + np.arange(T.blocks.size) * 1e-3  # (every component its own number)
-    Q, M, V, b = T.unpack(x)
+    Q, M, V, b = T.unpack_points(x)
     for i, xi in enumerate(T.split(x)):
         assert _same(xi, pack_state(Q[i], M[i], V[i], b[i]))
     assert _same(T.stack(T.split(x)), x)
@@ -275,7 +275,7 @@ def test_a_stacked_map_is_set_by_its_constructor() -> None:
     """A stacked map is a frozen value: its settings (its points, rule, freezing and the
     layout made from them) are written once, by its constructor, and a later write
     raises, of a setting or of a memory of an evaluation; what an evaluation hands to the
-    next (and the record of which points froze) is the StackedMemory it returns, carried
+    next (and the record of which points froze) is the MapMemory it returns, carried
     by the iteration; a solve refuses a map not made for its options."""
     T, problems = _stacked(SPARSE, "logistic", [(0.1, 1.0), (0.1, 2.0)])
     names = ("freezing", "rule", "problems", "blocks", "lams", "last", "warm", "frozen")
@@ -290,6 +290,6 @@ def test_a_stacked_map_is_set_by_its_constructor() -> None:
     opts = solver_options(None, {})
     with pytest.raises(ValueError, match="solve_freezing"):
         batch_solve.iterated_solve(T, x, None, opts)
-    made = batch.StackedMap(problems, T.rule, freezing=batch_solve.solve_freezing(opts))
+    made = FixedPointMap(problems, T.rule, freezing=batch_solve.solve_freezing(opts))
     out = batch_solve.converged_solve(made, x, None, opts)
     assert out is not None and out.aux.record.frozen.all()

@@ -41,7 +41,7 @@ from gaussmix.core.caught import caught, reissue
 from gaussmix.theory.numerics.quadrature import QuadratureRule, auto_rule
 from gaussmix.theory.prior.prior import prior_quadrature_dim, takes_stacked_points
 from gaussmix.theory.problem.problem import Problem
-from gaussmix.theory.solve.batch import FreezeRecord, StackedMap, StackedMemory, point_mask
+from gaussmix.theory.solve.batch import FreezeRecord, point_mask
 from gaussmix.theory.solve.batch_solve import (
     SharpPoint,
     SharpWatch,
@@ -52,7 +52,13 @@ from gaussmix.theory.solve.batch_solve import (
     sharp_rules,
     solve_freezing,
 )
-from gaussmix.theory.solve.fixed_point import map_features, needs_quadrature, uses_log_chart
+from gaussmix.theory.solve.fixed_point import (
+    FixedPointMap,
+    MapMemory,
+    map_features,
+    needs_quadrature,
+    uses_log_chart,
+)
 from gaussmix.theory.solve.iteration import AndersonState, IterationOutcome, IterationState
 from gaussmix.theory.solve.options import SolverOptions
 from gaussmix.theory.solve.policy import channel_rule
@@ -371,11 +377,11 @@ def stacked_curve_options(
 
 
 def _first_solve(
-    T: StackedMap,
+    T: FixedPointMap,
     x0: np.ndarray,
     opts: SolverOptions,
     on_converged: Callable[[int], None] | None = None,
-) -> tuple[StackedMap, IterationOutcome | None]:
+) -> tuple[FixedPointMap, IterationOutcome | None]:
     """The first stacked solve of a curve, from the cold start ``x0`` (:func:`converged_solve`),
     and the map that made it: for a sweep over lambda (:func:`_seed_params`) with its slow
     points restarted from their fast neighbours (:func:`_seeded_iterate`), and where that
@@ -408,7 +414,7 @@ def _first_solve(
             return T, None
         if out is not None and out.converged and T.is_valid(out.x):
             return T, out
-        T = StackedMap(T.problems, T.rule, T.symmetry, T.log_chart, T.freezing)
+        T = FixedPointMap(T.problems, T.rule, T.symmetry, T.log_chart, T.freezing)
     memory = T.memory()
     try:
         out = iterated_solve(
@@ -454,7 +460,7 @@ class _StallWatch:
 
     def __init__(
         self,
-        T: StackedMap,
+        T: FixedPointMap,
         record: FreezeRecord,
         then: Callable[[IterationState], IterationState | None] | None = None,
     ) -> None:
@@ -526,7 +532,7 @@ SEED_FRACTION = 0.5
 # same evaluations).
 
 
-def _seed_params(T: StackedMap) -> np.ndarray | None:
+def _seed_params(T: FixedPointMap) -> np.ndarray | None:
     """``log lambda`` of each point of ``T`` where its points are a sweep over lambda that
     is seeded (:func:`_seeded_iterate`: one ``alpha``, distinct positive ``lam``, at least
     :data:`SEED_POINTS` + 1 points), ``log alpha`` where they are a curve over alpha (one
@@ -545,12 +551,12 @@ def _seed_params(T: StackedMap) -> np.ndarray | None:
 
 
 def _seeded_iterate(
-    T: StackedMap,
+    T: FixedPointMap,
     x0: np.ndarray,
     params: np.ndarray,
     report: Callable[..., None] | None,
     opts: SolverOptions,
-    memory: StackedMemory,
+    memory: MapMemory,
 ) -> IterationOutcome | None:
     """The stacked iteration of a sweep over lambda or a curve over alpha (``params``: each
     point's ``log lambda`` or ``log alpha``, :func:`_seed_params`) from the cold start
@@ -562,7 +568,7 @@ def _seeded_iterate(
     marches to its fixed point and overshoots; BENCHMARKS.md), and the stacked solve takes
     the slowest one's.  Here, after the first evaluation where at least
     :data:`SEED_FRACTION` of the points have an own residual below :data:`SEED_TOL`
-    (:meth:`~gaussmix.theory.solve.batch.StackedMap.last_own_residuals`; the seeds, their images
+    (:meth:`~gaussmix.theory.solve.batch.FixedPointMap.last_own_residuals`; the seeds, their images
     standing for their fixed points),
     every point not frozen whose residual is at least :data:`SEED_RESTART` is restarted
     from the Lagrange polynomial in ``log lambda`` through the :data:`SEED_POINTS` seeds
@@ -606,7 +612,7 @@ class _Seeding:
     """The restart of a stacked sweep's slow points (:func:`_seeded_iterate`): the
     iteration's ``on_step``, and the safeguard's record of the restarted points."""
 
-    def __init__(self, T: StackedMap, params: np.ndarray, record: FreezeRecord) -> None:
+    def __init__(self, T: FixedPointMap, params: np.ndarray, record: FreezeRecord) -> None:
         self.T, self.params = T, params
         self.record = record  # (the iteration's: its freezes and trail)
         #: a sweep over lambda (restarted once half its points are below SEED_TOL), or a
@@ -693,7 +699,7 @@ class _Seeding:
             return True
         if not frozen:
             return False
-        parts = T.unpack(rec.frozen_x)  # (each point's state at its freeze)
+        parts = T.unpack_points(rec.frozen_x)  # (each point's state at its freeze)
         fixed = [_PointState(*(a[j] for a in parts)) for j in frozen]
         watched = [self.waiting.pop(j) for j in frozen]
         accepted = predictions_accepted(fixed, *(list(w) for w in zip(*watched)))
@@ -723,7 +729,7 @@ class _PointState(NamedTuple):
 
 
 def _reseed(
-    T: StackedMap, rec: FreezeRecord, x_next: np.ndarray, own: np.ndarray, params: np.ndarray
+    T: FixedPointMap, rec: FreezeRecord, x_next: np.ndarray, own: np.ndarray, params: np.ndarray
 ) -> tuple[np.ndarray, list[int], list[dict], list[dict]] | None:
     """The next stacked iterate ``x_next`` with the slow points (not frozen, own residual ``own``
     at least :data:`SEED_RESTART`) replaced by their predictions from the seeds (below it, at
@@ -740,7 +746,7 @@ def _reseed(
     if len(seeds) < 2:
         return None
     charted = {int(i): y for i, y in zip(below, charted) if y is not None}
-    states = dict(zip(seeds, _point_dicts(T.unpack(at), seeds)))
+    states = dict(zip(seeds, _point_dicts(T.unpack_points(at), seeds)))
     slow = np.flatnonzero((own >= SEED_RESTART) & ~rec.frozen)
     preds = []
     for j in slow:
@@ -765,11 +771,11 @@ def _reseed(
 
 def _point_dicts(parts: tuple[np.ndarray, ...], points) -> list[dict]:
     """``Q, M, V, b`` of each of ``points`` (dicts) of a state's parts with a leading axis of
-    points (:meth:`StackedMap.unpack`)."""
+    points (:meth:`FixedPointMap.unpack`)."""
     return [dict(zip("QMVb", (a[i] for a in parts))) for i in points]
 
 
-def _charted(T: StackedMap, z, points: np.ndarray, forward: bool) -> list:
+def _charted(T: FixedPointMap, z, points: np.ndarray, forward: bool) -> list:
     """The chart's coordinates of ``points`` (increasing) of the stacked state ``z``
     (``forward``: dicts of ``Q, M, V, b``, None for a point not in the chart,
     :meth:`~gaussmix.theory.solve.state.LogChart.forward`), or the state vector of each point of
@@ -812,7 +818,7 @@ def solve_points(
     regime, for the caller to solve point by point.
 
     One output, as a single point (:func:`~gaussmix.theory.solve.solver.solve_problem`): every
-    point starts from the solver's cold start (:meth:`StackedMap.start`) and the stacked
+    point starts from the solver's cold start (:meth:`FixedPointMap.start`) and the stacked
     state is iterated with the solver's automatic rule to ``opts.tol`` in every component
     of every point (a sweep over lambda restarting its slow points once from its fast
     ones, :func:`_first_solve`); the points in the sharp regime of the channel
@@ -859,7 +865,7 @@ def solve_points(
         rule = chain_predecessor(rule) or rule
     # (two outputs: stopped as soon as the curve's first point is in the sharp regime)
     watch = SharpWatch(opts, every=not refines) if two else None
-    T = StackedMap(problems, rule, sym, log_chart, solve_freezing(opts, watch))
+    T = FixedPointMap(problems, rule, sym, log_chart, solve_freezing(opts, watch))
     x0 = T.start()
     if not T.is_valid(x0):
         return None

@@ -41,10 +41,11 @@ from gaussmix.core.jsonio import plain
 from gaussmix.core.results import Result
 from gaussmix.core.validation import check_real
 
+from ..channel.channel import ChannelMoments
 from ..model.mixture import Mixture
 from ..prior.prior import prior_update
 from ..problem.problem import Problem
-from ..solve.fixed_point import FixedPointMap, HatEvaluation
+from ..solve.fixed_point import FixedPointMap
 from ..solve.iteration import AndersonState, IterationStatus, iterate
 from ..solve.observables import test_accuracy
 from ..solve.state import is_valid_state, unpack_state
@@ -77,10 +78,15 @@ class _MarginMap(FixedPointMap):
         object.__setattr__(self, "kappa", kappa)  # (a map is frozen after construction)
         object.__setattr__(self, "nodes", nodes)
 
-    def channel(self, x: np.ndarray, warm: None) -> tuple[HatEvaluation, None]:
-        Q, M, V, b = unpack_state(x, self.K, self.L)
-        mom, _ = polyhedron_moments(self.problem, M, b, Q, V, self.kappa, self.nodes)
-        return HatEvaluation.of(x, mom, self.ar), None
+    def _rows_channel(
+        self, y: np.ndarray, m: np.ndarray, Q: np.ndarray, V: np.ndarray, warm: None
+    ) -> tuple[ChannelMoments, None]:
+        """The max-margin channel of every cluster at means ``m = M_c + b`` (the map's
+        channel hook: a map of one point, no symmetry)."""
+        mom, _ = polyhedron_moments(
+            self.problem, m, np.zeros(self.L), Q, V, self.kappa, self.nodes
+        )
+        return mom, None
 
 
 @dataclass

@@ -1,78 +1,44 @@
-"""Theorem 1's map for the points of a curve at once: a state with a leading axis of points.
+"""The points of Theorem 1's map: their layout in one state, and the freezing of the points
+that converge.
 
-The ``P`` points of a curve (problems that differ only in ``lam`` and ``alpha``) are the
-clusters of one *stacked* state
+The fixed-point map (:class:`~gaussmix.theory.solve.fixed_point.FixedPointMap`) takes a
+leading axis of points: the ``P`` points of a curve (problems that differ only in ``lam``
+and ``alpha``) are the clusters of one *stacked* state
 
     x = (Q (P K), M (P K), V (P K), b (P L)),
 
-(:func:`~gaussmix.theory.solve.state.pack_state`'s layout with one bias per point), and
-:class:`StackedMap` is Theorem 1's map for all of them at once: one channel evaluation of
-the ``P K`` clusters (the compiled kernels loop over clusters; with exchangeable clusters,
-:class:`~gaussmix.theory.problem.symmetry.ClusterSymmetry`, of cluster 0 of each point, as a single
-point's map), the Newton step of each point's bias
-(:func:`~gaussmix.theory.solve.fixed_point.bias_step`), the priors of all points in one call
-(:func:`~gaussmix.theory.prior.prior.ridge_prior` and
-:func:`~gaussmix.theory.prior.prior.elastic_net_prior` take a leading axis of points).  The
-iteration is the solver's own (:func:`~gaussmix.theory.solve.iteration.iterate`), each point
-mixed with its own Anderson coefficients (``AndersonState.blocks``) and frozen, no longer
-evaluated, once its own residual passes the convergence test: on a curve over alpha a
-point's iterates are its single point's.  The stacked solve, its sharp-regime test and
-each point's integration error estimate are :mod:`gaussmix.theory.solve.batch_solve`; the order
-of the points and the restart of a sweep's slow points are the continuation's
-(:mod:`gaussmix.experiments.continuation`).
+(:func:`~gaussmix.theory.solve.state.pack_state`'s layout with one bias per point; a single
+solve is a batch of one, whose state is the single point's).  This module holds what the
+map's points share beside the equations: the layout of their components
+(:class:`StackedPoints`: split, stack, each point's own Anderson mixing) and, for an
+iteration of several points, the freezing of each point at its own convergence
+(:class:`Freezing`, :class:`FreezeRecord`): a frozen point is no longer evaluated, so that
+on a curve over alpha a point's iterates are its single point's.  The stacked solve, its
+sharp-regime test and each point's integration error estimate are
+:mod:`gaussmix.theory.solve.batch_solve`; the order of the points and the restart of a
+sweep's slow points are the continuation's (:mod:`gaussmix.experiments.continuation`).
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 import numpy as np
 
-from gaussmix.core.memo import IdentityMemo
-
-from ..channel.channel import ChannelMoments, ProxWarmStart, channel_evaluation
-from ..numerics.quadrature import QuadratureRule
-from ..prior.prior import prior_update
-from ..problem.problem import Problem
-from ..problem.symmetry import ClusterSymmetry
-from .fixed_point import (
-    FixedPointMap,
-    HatEvaluation,
-    MapMemory,
-    bias_step,
-    initial_hats_points,
-    new_map,
-)
+from ..channel.channel import ChannelMoments
 from .iteration import AndersonState
-from .nested import nearest_nodes
-from .state import LogChart, is_valid_state, pack_state, residual_scale, unpack_state
+from .state import LogChart, pack_state, residual_scale, unpack_state
 
 __all__ = [
     "MOMENTS",
     "NO_FREEZING",
     "FreezeRecord",
     "Freezing",
-    "StackedMap",
-    "StackedMemory",
+    "StackedPoints",
     "Watch",
     "point_mask",
 ]
-
-
-@dataclass(frozen=True)
-class _StackedOutputs:
-    """The outputs of the ``P K`` stacked clusters as the observables and the regime test
-    read them (labels, the loss, each cluster's correct set, the number of clusters and of
-    effective outputs, the effective output basis): a problem's, repeated for each point."""
-
-    loss: object
-    y: np.ndarray
-    constraints: tuple
-    n_clusters: int
-    dim: int = 1
-    P: np.ndarray | None = None
 
 
 class Watch(Protocol):
@@ -80,15 +46,16 @@ class Watch(Protocol):
     the points that freeze (a mask) and the state, and with the map and every image; either
     may raise to stop the iteration."""
 
-    def on_freeze(self, T: StackedMap, points: np.ndarray, x: np.ndarray) -> None: ...
+    def on_freeze(self, T: StackedPoints, points: np.ndarray, x: np.ndarray) -> None: ...
 
-    def on_image(self, T: StackedMap, g: np.ndarray) -> None: ...
+    def on_image(self, T: StackedPoints, g: np.ndarray) -> None: ...
 
 
 @dataclass(frozen=True)
 class Freezing:
-    """How the iteration of a :class:`StackedMap` freezes its points: the settings of one
-    stacked solve, given to the map's constructor.
+    """How the iteration of a :class:`~gaussmix.theory.solve.fixed_point.FixedPointMap` of
+    several points freezes them: the settings of one stacked solve, given to the map's
+    constructor.
 
     Attributes
     ----------
@@ -98,7 +65,7 @@ class Freezing:
     trail : int
         Evaluations ``(x, T(x))`` kept (0: none): the last ones of the iteration, and each
         point's own at its freeze, whose differences are its own secant pairs
-        (:meth:`StackedMap.pairs`).
+        (:meth:`StackedPoints.pairs`).
     settle_tol : float, optional
         Set (with ``tol`` below it) for a solve that freezes a point at ``tol`` where it gets
         there within ``settle_extra`` evaluations after its residual first passed
@@ -124,12 +91,13 @@ NO_FREEZING = Freezing()
 class FreezeRecord:
     """What the evaluations of one stacked iteration record as they go (which points froze
     where and after how many evaluations, the trail of evaluations), read by its caller
-    during and after the iteration (:meth:`StackedMap.own_iterations`,
-    :meth:`StackedMap.images`, :meth:`StackedMap.pairs`).
+    during and after the iteration (:meth:`StackedPoints.own_iterations`,
+    :meth:`StackedPoints.images`, :meth:`StackedPoints.pairs`).
 
-    The record of one iteration, made with its memory (:meth:`StackedMap.memory`) and
-    carried in it (:class:`StackedMemory`, the iteration state's ``aux``); the map keeps
-    none.  Its arrays are written in place by the evaluations of that iteration.
+    The record of one iteration, made with its memory
+    (:meth:`~gaussmix.theory.solve.fixed_point.FixedPointMap.memory`) and carried in it
+    (:class:`~gaussmix.theory.solve.fixed_point.MapMemory`, the iteration state's ``aux``);
+    the map keeps none.  Its arrays are written in place by the evaluations of that iteration.
     """
 
     frozen: np.ndarray  # (P,) bool: the points frozen
@@ -145,7 +113,7 @@ class FreezeRecord:
     #: evaluations of the map in this iteration
     evaluations: int = 0
     #: each point's own residual at an evaluation, by the freeze test, and which
-    #: evaluation (:meth:`StackedMap.last_own_residuals` reads it instead of making it again)
+    #: evaluation (:meth:`StackedPoints.last_own_residuals` reads it instead of making it again)
     own_at: tuple[int, np.ndarray] | None = None
     #: the last evaluations ``(x, T(x))`` of the iteration (``freezing.trail``)
     trail: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
@@ -170,198 +138,25 @@ class FreezeRecord:
         )
 
 
-class StackedMemory(NamedTuple):
-    """What one evaluation of a :class:`StackedMap` hands to the next (the iteration
-    state's ``aux``, as a single point's map's
-    :class:`~gaussmix.theory.solve.fixed_point.MapMemory`).
+class StackedPoints:
+    """The points of a fixed-point map stacked in one state: the layout of their components
+    and the freezing of each at its own convergence (the part of
+    :class:`~gaussmix.theory.solve.fixed_point.FixedPointMap` that knows no equation).
 
-    Attributes
-    ----------
-    ev : HatEvaluation or None
-        The last channel evaluation (at ``ev.x``), returned again by :meth:`StackedMap.hats`
-        at that state.
-    rows : ChannelMoments or None
-        The integrated clusters' moments of that evaluation (a frozen point's stand for its
-        unchanged state at the next evaluation).
-    warm : ProxWarmStart or None
-        The proximal points of the last evaluation, the warm start of the next.
-    owns_warm : bool
-        Whether this memory alone holds ``warm``'s arrays (a partial evaluation then writes
-        its clusters' proximal points into them instead of into copies; a memory handed to
-        another map, :meth:`StackedMap.shared`, shares them until it evaluates).
-    record : FreezeRecord
-        The record of the iteration's freezes and trail.
+    It reads the map's ``n_points``, ``K0`` (clusters a point), ``K``, ``L``, ``log_chart``,
+    ``freezing`` and the layout arrays ``blocks`` (the point of each component), ``_order``
+    and ``_starts`` (the components in the order of their points, the start of each
+    point's run).  What one iteration records as it goes (which points froze where) is
+    the :class:`FreezeRecord` that its memory carries, given to these methods.
     """
-
-    ev: HatEvaluation | None
-    rows: ChannelMoments | None
-    warm: ProxWarmStart | None
-    owns_warm: bool
-    record: FreezeRecord
-
-
-class StackedMap:
-    """Theorem 1's map for ``P`` problems at once (a stacked state, see the module's
-    docstring): the interface of a :class:`~gaussmix.theory.solve.fixed_point.FixedPointMap` for
-    the iteration (``K = P K0`` clusters, ``L`` effective outputs, ``P L`` biases).
-
-    Parameters
-    ----------
-    problems : list of Problem
-        Problems that differ only in ``lam`` and ``alpha``.
-    rule : QuadratureRule
-        The channel's rule (a placeholder for closed-form channels).
-    symmetry : ClusterSymmetry, optional
-        The relabelling symmetry of exchangeable clusters: cluster 0's channel of each point
-        stands for its ``K0`` clusters, as in a single point's map.
-    log_chart : bool
-        Mix in :class:`~gaussmix.theory.solve.state.LogChart` coordinates (each point's overlaps;
-        the chart is block by block).
-    freezing : Freezing
-        How its iteration freezes converged points (default: never).
-
-    Notes
-    -----
-    A map is a frozen value set by its constructor: no attribute can be written afterwards
-    (``AttributeError``).  What one evaluation hands to the next (the last evaluation, the
-    proximal points, the record of which points froze where and of the trail of
-    evaluations) is a :class:`StackedMemory` that :meth:`evaluate` takes and returns: the
-    iteration carries it in its state (``aux``), and its caller reads the record from it.
-    """
-
-    def __init__(
-        self,
-        problems: list[Problem],
-        rule: QuadratureRule,
-        symmetry: ClusterSymmetry | None = None,
-        log_chart: bool = False,
-        freezing: Freezing = NO_FREEZING,
-    ) -> None:
-        p0 = problems[0]
-        P, K0, L = len(problems), p0.n_clusters, p0.dim
-        # each point's alpha rho_c (one mixture), all at once
-        alphas = np.array([p.alpha for p in problems])
-        layout = _layout(P, K0, L, symmetry is not None)
-        settings = dict(
-            freezing=freezing,
-            problems=problems,
-            rule=rule,
-            symmetry=symmetry,
-            log_chart=log_chart,
-            n_points=P,
-            K0=K0,
-            K=P * K0,
-            L=L,
-            ar=np.repeat(alphas, K0) * np.tile(p0.mixture.rho, P),
-            lams=np.array([p.lam for p in problems]),
-            outputs=_StackedOutputs(
-                p0.loss, np.tile(p0.y, (P, 1)), _repeated(p0.constraints, P), P * K0, L, p0.P
-            ),
-            # the clusters whose channel is integrated (cluster 0 of each point with the
-            # symmetry, every cluster without), the point of each, the point of each
-            # cluster and the point of each component of the stacked state (Q, M, V: K0
-            # blocks each; b: L)
-            rows=layout[0],
-            row_point=layout[1],
-            row_of_cluster=layout[2],
-            blocks=layout[3],
-            # the components of each point in one run (a maximum over each point's
-            # components by ``np.maximum.reduceat``, exact, instead of the slower
-            # ``np.maximum.at``)
-            _order=layout[4],
-            _starts=layout[5],
-        )
-        for name, value in settings.items():
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(
-            f"StackedMap.{name} is set by the constructor; make a new map (like) for "
-            "other settings"
-        )
-
-    def like(
-        self, problems: list[Problem], rule: QuadratureRule, freezing: Freezing = NO_FREEZING
-    ) -> StackedMap:
-        """A stacked map of ``problems`` with ``rule``, ``freezing`` and this map's symmetry
-        and chart (its memory is the caller's: :meth:`shared`, :meth:`warm_from`)."""
-        return StackedMap(problems, rule, self.symmetry, self.log_chart, freezing)
-
-    def memory(self) -> StackedMemory:
-        """The memory before a first evaluation (a fresh record)."""
-        return StackedMemory(None, None, None, False, FreezeRecord.empty(*self._sizes()))
-
-    def _sizes(self) -> tuple[int, int]:
-        return self.n_points, self.blocks.size
-
-    def shared(self, other: StackedMap, memory: StackedMemory | None) -> StackedMemory:
-        """The memory this map starts from after ``other``'s evaluations (``memory``): for
-        the same points and rule (an iteration continued, a refined re-solve) ``other``'s
-        proximal points as the warm start of its first evaluation, as a single point's
-        iteration keeps them from one evaluation to the next (shared until either
-        evaluates, :attr:`StackedMemory.owns_warm`); a fresh memory otherwise."""
-        fresh = self.memory()
-        if memory is None or self.rule != other.rule or self.n_points != other.n_points:
-            return fresh
-        if not all(p is q for p, q in zip(self.problems, other.problems)):
-            return fresh
-        return fresh._replace(warm=memory.warm)
-
-    def warm_from(self, other: StackedMap, memory: StackedMemory | None) -> StackedMemory:
-        """The memory that starts the first evaluation of this map (whose points are some of
-        ``other``'s, in the same order, and whose rule is another) from the proximal points
-        of ``other``'s last evaluation (``memory``), at the state this map starts from: each
-        node's from the nearest node of ``other``'s rule (:func:`.nested.nearest_nodes`), whose
-        ``f = V^{-1}(h - omega)`` the compiled channel maps through this evaluation's nodes
-        and metrics, as from one evaluation to the next
-        (:class:`~gaussmix.theory.channel.channel.ProxWarmStart`).  The proximal solves
-        converge to their own tolerance from any start; a good one saves Newton steps (a
-        rule's first evaluation started from ``h = omega`` costs about 2.5 times a warm one,
-        BENCHMARKS.md).  A fresh memory without ``other``'s proximal points."""
-        fresh = self.memory()
-        warm = None if memory is None else memory.warm
-        if warm is None or warm.h.shape[0] != other.rows.size or self.rule == other.rule:
-            return fresh
-        ids = {id(p): i for i, p in enumerate(other.problems)}
-        points = [ids.get(id(p)) for p in self.problems]
-        if None in points or points != sorted(points):
-            return fresh
-        rows = point_mask(other.n_points, points)[other.row_point]
-        nodes = nearest_nodes(other.rule, self.rule)
-        # (np.take gathers the nodes about 8 times faster than fancy indexing)
-        h, omega = (np.take(a[rows], nodes, axis=1) for a in (warm.h, warm.omega))
-        start = ProxWarmStart((self.rule, h.shape), h, omega, warm.V[rows])
-        return fresh._replace(warm=start, owns_warm=True)
-
-    def start(self) -> np.ndarray:
-        """The solver's starting point of every point
-        (:func:`~gaussmix.theory.solve.fixed_point.start_state` without ``init``), its prior
-        update made for all points at once."""
-        Qh, Mh, Vh, lams, ybar = initial_hats_points(self.problems)
-        pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=np.array(lams))
-        return self._pack(pr.Q, pr.M, pr.V, np.tile(ybar, self.n_points))
-
-    def _pack(self, Q: np.ndarray, M: np.ndarray, V: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """The stacked state of the points' overlaps (any leading shape)."""
-        L = self.L
-        return pack_state(Q.reshape(-1, L, L), M.reshape(-1, L), V.reshape(-1, L, L), b)
 
     def anderson(self, memory: int, previous: AndersonState | None = None) -> AndersonState:
         """A secant history that mixes each point with its own coefficients (empty, or the
-        newest pairs of ``previous``, an iteration of the same stacked state)."""
+        newest pairs of ``previous``, an iteration of the same stacked state); one point's
+        without blocks (the same coefficients: a single point's mixing, to the bit)."""
+        if self.n_points == 1:
+            return AndersonState.init(memory, previous)
         return replace(AndersonState.init(memory, previous), blocks=self.blocks)
-
-    def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(Q, M, V, b)`` of a stacked state with a leading axis of points: (P, K0, L, L),
-        (P, K0, L), (P, K0, L, L), (P, L)."""
-        Q, M, V, b = unpack_state(x, self.K, self.L)
-        P, K0, L = self.n_points, self.K0, self.L
-        return (
-            Q.reshape(P, K0, L, L),
-            M.reshape(P, K0, L),
-            V.reshape(P, K0, L, L),
-            b.reshape(P, L),
-        )
 
     def stack(self, states: list[np.ndarray]) -> np.ndarray:
         """The stacked state of one state per point."""
@@ -379,118 +174,6 @@ class StackedMap:
         components in the order of its points are its state's layout,
         :func:`~gaussmix.theory.solve.state.pack_state`)."""
         return list(x[self._order].reshape(self.n_points, -1))
-
-    def means(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(M_c + b, Q_c, V_c)`` of every point and cluster (its point's bias added),
-        with a leading axis of points, and the biases; of the equivariant state
-        (:meth:`~gaussmix.theory.problem.symmetry.ClusterSymmetry.symmetric_state`, ``b = 0``)
-        with the symmetry, as a single point's map and observables read it."""
-        Q, M, V, b = self.unpack(x)
-        if self.symmetry is not None:
-            Q, M, V, b = self.symmetry.symmetric_state(Q, M, V, b)
-        return M + b[:, None, :], Q, V, b
-
-    def is_valid(self, x: np.ndarray) -> bool:
-        """:func:`~gaussmix.theory.solve.state.is_valid_state` of every point."""
-        return is_valid_state(x, self.K, self.L)
-
-    def hats(self, x: np.ndarray, memory: StackedMemory | None = None) -> HatEvaluation:
-        """The channel of every stacked cluster at ``x`` in one evaluation (of cluster 0 of
-        each point with the symmetry), and the hats ``alpha rho_c E[...]`` of each point:
-        ``memory``'s evaluation where made at ``x``, else a new one."""
-        return self.hats_memory(x, memory)[0]
-
-    def hats_memory(
-        self, x: np.ndarray, memory: StackedMemory | None = None
-    ) -> tuple[HatEvaluation, StackedMemory]:
-        """:meth:`hats` and the memory after it."""
-        if memory is None:
-            memory = self.memory()
-        last = memory.ev
-        if last is not None and last.x.shape == x.shape and (last.x == x).all():
-            return last, memory  # (np.array_equal's test, without its cost)
-        m, Q, V, _ = self.means(x)
-        L = self.L
-        p = self.problems[0]
-        rows = self.rows
-        m, Q, V = m.reshape(-1, L)[rows], Q.reshape(-1, L, L)[rows], V.reshape(-1, L, L)[rows]
-        y = self.outputs.y[rows]
-        zero = np.zeros(L)
-        active = ~self._frozen_at(memory.record, x)[self.row_point]
-        owns = memory.owns_warm
-        if memory.rows is None or active.all():
-            mom, warm = channel_evaluation(p.loss, y, m, zero, Q, V, self.rule, memory.warm)
-            owns = True  # (the evaluation's own arrays)
-        else:  # the frozen points' moments are those of their (unchanged) states
-            active = np.flatnonzero(active)  # (the rows by index: cheaper to gather)
-            warm = memory.warm
-            full = warm if warm is not None and warm.h.shape[0] == rows.size else None
-            sub, warm_sub = channel_evaluation(
-                p.loss,
-                y[active],
-                m[active],
-                zero,
-                Q[active],
-                V[active],
-                self.rule,
-                None if full is None else _warm_rows(full, active),
-            )
-            if full is not None and warm_sub is not None:  # the proximal points of every cluster
-                if not owns:  # (copies: another memory holds these arrays)
-                    full = ProxWarmStart(full.key, *(getattr(full, f).copy() for f in _WARM))
-                    owns = True
-                for f in _WARM:  # (a cluster's rows of a stacked rule: about 1 MB each)
-                    getattr(full, f)[active] = getattr(warm_sub, f)
-                warm = full
-            mom = ChannelMoments(
-                *(_merged(getattr(memory.rows, f), getattr(sub, f), active) for f in MOMENTS)
-            )
-        rows_mom = mom
-        if self.symmetry is not None:  # cluster 0's moments stand for its point's clusters
-            mom = self.symmetry.expand_point_moments(mom)
-        ev = HatEvaluation.of(x, mom, self.ar)
-        return ev, StackedMemory(ev, rows_mom, warm, owns, memory.record)
-
-    def __call__(self, x: np.ndarray, memory: StackedMemory | None = None) -> np.ndarray:
-        """``T(x)`` (:meth:`evaluate`'s image)."""
-        return self.evaluate(x, memory)[0]
-
-    def evaluate(
-        self, x: np.ndarray, memory: StackedMemory | None = None
-    ) -> tuple[np.ndarray, StackedMemory]:
-        """``T(x)`` of every point: channel, Newton step of each bias, priors; and the
-        memory of this evaluation for the next (its record written: the evaluation counted,
-        the trail, the points that freeze)."""
-        ev, memory = self.hats_memory(x, memory)
-        return self.image(x, ev, memory)
-
-    def image(
-        self, x: np.ndarray, ev: HatEvaluation, memory: StackedMemory
-    ) -> tuple[np.ndarray, StackedMemory]:
-        """The second half of :meth:`evaluate`: the image at ``x`` from its channel
-        evaluation ``ev`` (:meth:`hats_memory`'s, with its ``memory``), as a single point's
-        map's (:meth:`~gaussmix.theory.solve.fixed_point.FixedPointMap.image`)."""
-        P, K0, L = self.n_points, self.K0, self.L
-        b = self.unpack(x)[3]
-        if self.symmetry is not None:  # the equivariant bias (as a single point's map)
-            b = np.zeros_like(b)
-        record = memory.record
-        Vh = ev.Vhat.reshape(P, K0, L, L)
-        Mh = ev.Mhat.reshape(P, K0, L)
-        db = bias_step(Vh.sum(axis=1), Mh.sum(axis=1))
-        Qh = ev.Qhat.reshape(P, K0, L, L)
-        pr = prior_update(self.problems[0], Qh, Mh, Vh, lam=self.lams)
-        g = self._pack(pr.Q, pr.M, pr.V, (b + db).ravel())
-        watch, trail = self.freezing.watch, self.freezing.trail
-        if watch is not None:
-            watch.on_image(self, g)
-        record.evaluations += 1
-        if trail:
-            record.trail.append((x.copy(), g.copy()))
-            del record.trail[:-trail]
-        if self.freezing.tol is not None:
-            self._freeze(record, x, g)
-        return g, memory
 
     def own_iterations(self, record: FreezeRecord, n_iter: int) -> np.ndarray:
         """Each point's evaluations in an iteration of ``n_iter`` evaluations (its
@@ -645,49 +328,6 @@ class StackedMap:
         diffs = diffs[nonzero[0] :]  # (pairs that are zero in every point: none)
         return AndersonState(tuple(diffs[:, 0]), tuple(diffs[:, 1]), memory, self.log_chart)
 
-    def point_maps(
-        self,
-        x: np.ndarray,
-        memory: StackedMemory | None = None,
-        points: list[int] | None = None,
-        states: list[np.ndarray] | None = None,
-    ) -> tuple[list[np.ndarray], list[FixedPointMap], list[MapMemory]]:
-        """Each point's state of the stacked state ``x``, a single point's map there and its
-        memory (:class:`~gaussmix.theory.solve.fixed_point.MapMemory`) of its share of the
-        channel evaluation at ``x`` (``memory``'s where made there: its observables then
-        need none); of ``points`` alone, in their order, where given; ``states``: theirs,
-        where the caller has split ``x`` already."""
-        ev = self.hats(x, memory)
-        if points is None:
-            points = list(range(self.n_points))
-        if states is None:
-            split = self.split(x)
-            states = [split[i] for i in points]
-        maps, memories = [], []
-        k = self.K0
-        for i, xi in zip(points, states):
-            p = self.problems[i]
-            s = slice(i * k, (i + 1) * k)
-            mom = ChannelMoments(*(getattr(ev.moments, f)[s] for f in MOMENTS))
-            known = HatEvaluation(xi.copy(), mom, ev.Qhat[s], ev.Mhat[s], ev.Vhat[s])
-            maps.append(new_map(p, self.rule, (self.symmetry, self.log_chart)))
-            memories.append(MapMemory(ev=known))
-        return states, maps, memories
-
-
-#: the constraints of a curve's stacked clusters, by the identity of its problems' (a tuple
-#: shared by the problems of one label map) and the number of points: one tuple for all the
-#: maps of a curve (and of the curves of a label map), whose arrays the observables then
-#: make once (:func:`~gaussmix.theory.solve.observables.test_accuracy`)
-_REPEATED = IdentityMemo(16)
-
-
-def _repeated(constraints: tuple, n_points: int) -> tuple:
-    """``constraints * n_points``, one tuple for a tuple of constraints and a count."""
-    if not isinstance(constraints, tuple):  # (only an immutable sequence is remembered)
-        return tuple(constraints) * n_points
-    return _REPEATED.get(constraints, n_points, lambda: constraints * n_points)
-
 
 def point_mask(n_points: int, points: list[int]) -> np.ndarray:
     """The mask of ``points`` among ``n_points`` points (a mask of components or clusters
@@ -697,47 +337,5 @@ def point_mask(n_points: int, points: list[int]) -> np.ndarray:
     return mask
 
 
-@functools.lru_cache(maxsize=32)
-def _layout(P: int, K0: int, L: int, symmetric: bool) -> tuple[np.ndarray, ...]:
-    """The index arrays of a :class:`StackedMap` of ``P`` points of ``K0`` clusters and
-    ``L`` outputs (``symmetric``: cluster 0 of each point integrated), made once for the
-    maps of a curve (read-only; one ``blocks`` array for all of them, whose block layout
-    the mixing remembers, :meth:`~gaussmix.theory.solve.iteration.AndersonState.extrapolate`):
-    the integrated clusters, the point of each, the point of each cluster, the point of
-    each component, and the components in the order of their points with the start of
-    each point's run."""
-    rows = K0 * np.arange(P) if symmetric else np.arange(P * K0)
-    pts = np.arange(P)
-    blocks = np.concatenate(
-        [np.repeat(pts, K0 * L * L), np.repeat(pts, K0 * L), np.repeat(pts, K0 * L * L)]
-        + [np.repeat(pts, L)]
-    )
-    order = np.argsort(blocks, kind="stable")
-    starts = np.searchsorted(blocks[order], pts)
-    out = (rows, rows // K0, np.repeat(pts, K0), blocks, order, starts)
-    for a in out:
-        a.flags.writeable = False
-    return out
-
-
 #: the fields of the channel moments
 MOMENTS = tuple(ChannelMoments.__dataclass_fields__)
-
-
-def _merged(old: np.ndarray, new: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``old`` with its ``rows`` (indices) replaced by ``new``."""
-    out = old.copy()
-    out[rows] = new
-    return out
-
-
-#: the arrays of a warm start of the proximal solves
-_WARM = ("h", "omega", "V")
-
-
-def _warm_rows(warm: ProxWarmStart, rows: np.ndarray) -> ProxWarmStart:
-    """The warm start of the proximal solves of the clusters ``rows`` (indices)."""
-    rule, shape = warm.key
-    return ProxWarmStart(
-        (rule, (rows.size, *shape[1:])), *(np.take(getattr(warm, f), rows, 0) for f in _WARM)
-    )

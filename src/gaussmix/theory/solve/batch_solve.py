@@ -1,6 +1,6 @@
 """The stacked solve of a curve's points and each point's integration error estimate.
 
-The points of a curve stacked in one state (:class:`~gaussmix.theory.solve.batch.StackedMap`)
+The points of a curve stacked in one state (:class:`~gaussmix.theory.solve.batch.FixedPointMap`)
 are iterated with the solver's own iteration (:func:`iterated_solve`), each point frozen at
 its own convergence; the points in the sharp regime of the channel are found as a single
 point finds them (:func:`sharp_rules`, :func:`~gaussmix.theory.solve.policy.sharp_rule`);
@@ -25,10 +25,9 @@ from ..model.outputs import error_keys
 from ..numerics.linalg import sym_eigvals
 from ..numerics.quadrature import QuadratureRule
 from ..numerics.tolerances import REFINED_EXTRA_ITER, SMOOTH_Q_MAX, refined_tol
-from ..prior.prior import PriorResult, prior_update
-from .batch import Freezing, StackedMap, StackedMemory, Watch
+from .batch import Freezing, Watch
 from .estimate import RuleRefinement, refine_rule, tighter_run
-from .fixed_point import FixedPointMap, HatEvaluation, MapMemory, needs_quadrature
+from .fixed_point import FixedPointMap, MapMemory, needs_quadrature
 from .iteration import AndersonState, IterationOutcome, IterationState, IterationStatus, iterate
 from .options import SolverOptions
 from .policy import channel_rule, sharp_rule
@@ -82,13 +81,13 @@ def refined_freezing(opts: SolverOptions, merge: bool) -> Freezing:
 
 
 def refined_solve(
-    T: StackedMap,
+    T: FixedPointMap,
     x0: np.ndarray,
     anderson: AndersonState,
     opts: SolverOptions,
     kw: dict,
     merge: bool,
-    memory: StackedMemory | None = None,
+    memory: MapMemory | None = None,
 ) -> tuple[IterationOutcome, np.ndarray, np.ndarray, AndersonState] | None:
     """The refined stacked fixed point of ``T`` from ``x0`` in an error estimate, as a single
     point's (:func:`~gaussmix.theory.solve.refinement.estimate_errors`: the refined rule iterated
@@ -99,7 +98,7 @@ def refined_solve(
     its last iterate, see below), else its image at ``opts.tol``; its own evaluations and
     residuals; and the secant pairs of the iteration to ``opts.tol`` (for the next
     refinement); the outcome's ``aux`` is the map's memory after the iteration to
-    ``opts.tol`` (``memory``: the one it starts from, :meth:`StackedMap.warm_from`).  None
+    ``opts.tol`` (``memory``: the one it starts from, :meth:`FixedPointMap.warm_from`).  None
     where a point does not reach ``opts.tol``.
 
     Without ``merge`` (one output, a curve over alpha): the two iterations one after the
@@ -152,7 +151,7 @@ def refined_solve(
 
 
 def _tighter_stacked(
-    T: StackedMap,
+    T: FixedPointMap,
     out: IterationOutcome,
     own: np.ndarray,
     own_res: np.ndarray,
@@ -182,13 +181,13 @@ def _tighter_stacked(
 
 
 def stacked_observables(
-    T: StackedMap, x: np.ndarray, memory: StackedMemory | None = None
+    T: FixedPointMap, x: np.ndarray, memory: MapMemory | None = None
 ) -> list[Observables]:
     """Each point's errors and losses at the stacked state ``x``:
     :func:`~gaussmix.theory.solve.refinement.light_observables` of the map's points (of its
     equivariant state with the symmetry, as a single point's), at ``memory``'s channel
     evaluation where made at ``x``."""
-    Q, M, V, b = T.unpack(x)
+    Q, M, V, b = T.unpack_points(x)
     if T.symmetry is not None:
         Q, M, V, b = T.symmetry.symmetric_state(Q, M, V, b)
     return light_observables(
@@ -196,10 +195,10 @@ def stacked_observables(
     )
 
 
-def own_refined_pairs(T: StackedMap) -> bool:
+def own_refined_pairs(T: FixedPointMap) -> bool:
     """Whether the refined re-solve of an error estimate (and the sharp regime's re-solve)
     of the points of ``T`` starts from each point's own secant pairs
-    (:meth:`StackedMap.pairs`), by whether they have more than one effective output
+    (:meth:`FixedPointMap.pairs`), by whether they have more than one effective output
     (``T.L``; the one key of both callers: K = 3 square, several outputs without
     quadrature, has neither re-solve).  One output: yes, as a single point's; the binary
     logistic curve then takes its single points' ``n_iter`` at every point, and the lasso
@@ -243,19 +242,19 @@ class SharpWatch:
             watched[1:] = False
         return watched
 
-    def on_freeze(self, T: StackedMap, points: np.ndarray, x: np.ndarray) -> None:
+    def on_freeze(self, T: FixedPointMap, points: np.ndarray, x: np.ndarray) -> None:
         new = points & self._watched(T.n_points)
         if new.any() and any(r is not None for r in sharp_rules(T, x, self.opts, new)):
             raise SharpPoint
 
-    def on_image(self, T: StackedMap, g: np.ndarray) -> None:
+    def on_image(self, T: FixedPointMap, g: np.ndarray) -> None:
         Q = unpack_state(g, T.K, T.L)[0][self._watched(T.n_points)[T.row_of_cluster]]
         if np.isfinite(Q).all() and sym_eigvals(Q).max() > SHARP_IMAGE_FACTOR * SMOOTH_Q_MAX:
             raise SharpPoint
 
 
 def sharp_rules(
-    T: StackedMap, x: np.ndarray, opts: SolverOptions, points: np.ndarray | None = None
+    T: FixedPointMap, x: np.ndarray, opts: SolverOptions, points: np.ndarray | None = None
 ) -> list:
     """The sharp rule of each point of the stacked state ``x`` (of ``points``, a mask)
     solved with the automatic rule of the smooth regime, as a single point tests it
@@ -268,7 +267,7 @@ def sharp_rules(
         return [None] * idx.size
     # each point's largest overlap eigenvalue, all at once (the same numbers as each
     # point's own test: the eigenvalues are block by block)
-    top = sym_eigvals(T.unpack(x)[0][idx]).max(axis=(1, 2))
+    top = sym_eigvals(T.unpack_points(x)[0][idx]).max(axis=(1, 2))
     if top.max() <= SMOOTH_Q_MAX:
         return [None] * idx.size
     rule = channel_rule(p0, None, opts.symmetry)
@@ -287,12 +286,12 @@ def sharp_rules(
 
 
 def converged_solve(
-    T: StackedMap,
+    T: FixedPointMap,
     x0: np.ndarray,
     history: AndersonState | None,
     opts: SolverOptions,
     report: Callable[..., None] | None = None,
-    memory: StackedMemory | None = None,
+    memory: MapMemory | None = None,
 ):
     """The stacked iteration of ``T`` from ``x0`` (:func:`iterated_solve`), or None where it
     fails."""
@@ -306,19 +305,19 @@ def converged_solve(
 
 
 def iterated_solve(
-    T: StackedMap,
+    T: FixedPointMap,
     x0: np.ndarray,
     history: AndersonState | None,
     opts: SolverOptions,
     report: Callable[..., None] | None = None,
     on_step: Callable[[IterationState], IterationState | None] | None = None,
-    memory: StackedMemory | None = None,
+    memory: MapMemory | None = None,
 ) -> IterationOutcome:
     """The stacked iteration of ``T`` from ``x0`` with the secant pairs ``history``, with
     the solver's options, each point frozen at its own convergence (``report``: the
     iteration's callback; ``on_step``: :func:`~gaussmix.theory.solve.iteration.iterate`'s); ``T``
     is made with :func:`solve_freezing` of ``opts``.  ``memory``: the map's memory to start
-    from (:meth:`StackedMap.memory`, whose record a caller reads as the iteration goes; a
+    from (:meth:`FixedPointMap.memory`, whose record a caller reads as the iteration goes; a
     fresh one by default); the outcome's ``aux`` is the memory after it."""
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
     if T.freezing.tol != opts.tol or T.freezing.trail != opts.anderson + 1:
@@ -332,14 +331,14 @@ def iterated_solve(
 
 
 def estimate_points(
-    T: StackedMap,
+    T: FixedPointMap,
     x: np.ndarray,
     n_iter: np.ndarray,
     residual: np.ndarray,
     opts: SolverOptions,
     history: AndersonState | None = None,
     merge: bool = False,
-    memory: StackedMemory | None = None,
+    memory: MapMemory | None = None,
 ) -> list[FixedPointResult] | None:
     """The results of the points of the stacked fixed point ``x`` of ``T``, each with its
     integration error estimated as :func:`~gaussmix.theory.solve.refinement.estimate_errors`
@@ -349,7 +348,7 @@ def estimate_points(
     error or training loss exceeds ``quad_tol`` (``auto_refine``, at most ``max_refine``
     times); None after a failure.  As a single point's, each re-solve starts with the
     secant pairs of the last solve (``history``: those of the iteration that reached
-    ``x``; with one output each point's own, :meth:`StackedMap.pairs`,
+    ``x``; with one output each point's own, :meth:`FixedPointMap.pairs`,
     :func:`own_refined_pairs`) as its model of the Jacobian, and a point converged in it
     leaves it with its own image (with ``merge``, two outputs or a sweep over lambda: its
     last iterate, whose channel evaluation its memory holds, :func:`refined_solve`).
@@ -364,7 +363,7 @@ def estimate_points(
     except (FloatingPointError, np.linalg.LinAlgError, ValueError):
         return None
     # each point's last solve: its stacked map, state, index there and memory (its single
-    # point's map made once, at the end, :meth:`StackedMap.point_maps`)
+    # point's map made once, at the end, :meth:`FixedPointMap.point_maps`)
     where = [(T, x, i, memory) for i in range(len(problems))]
     # the last solve and its points (indices among all)
     last = (T, x, list(range(len(problems))), memory)
@@ -404,7 +403,7 @@ def estimate_points(
     opts = replace(opts, throw=False)
     maps, memories = _point_maps(where, states)
     try:
-        priors = _prior_details(T, [m.ev for m in memories])
+        priors = T.prior_details([m.ev for m in memories])
         fulls = with_statistics_points(problems, maps, states, obs, priors, memories)
     except (FloatingPointError, np.linalg.LinAlgError, ValueError):
         return None
@@ -430,12 +429,12 @@ def estimate_points(
 
 
 def _point_maps(
-    where: list[tuple[StackedMap, np.ndarray, int, StackedMemory]], states: list[np.ndarray]
+    where: list[tuple[FixedPointMap, np.ndarray, int, MapMemory]], states: list[np.ndarray]
 ) -> tuple[list[FixedPointMap], list[MapMemory]]:
     """Each point's single point's map at its state ``states[i]`` in its last solve
     (``where``: the stacked map, its state, the point's index there and the map's memory)
     and its memory of
-    its share of the channel evaluation there, one :meth:`StackedMap.point_maps` for the
+    its share of the channel evaluation there, one :meth:`FixedPointMap.point_maps` for the
     points of each solve."""
     maps: list = [None] * len(where)
     memories: list = [None] * len(where)
@@ -449,26 +448,3 @@ def _point_maps(
         for i, m, k in zip(mine, made, known):
             maps[i], memories[i] = m, k
     return maps, memories
-
-
-def _prior_details(T: StackedMap, hats: list[HatEvaluation]) -> list[PriorResult]:
-    """The prior's details (``psi_w``, penalty, sparsity) at each point's hats, one prior
-    update for all points (:func:`~gaussmix.theory.prior.prior.prior_update` with ``details``)."""
-    Qh, Mh, Vh = (np.stack([getattr(h, f) for h in hats]) for f in ("Qhat", "Mhat", "Vhat"))
-    pr = prior_update(T.problems[0], Qh, Mh, Vh, lam=T.lams, details=True)
-    # (the floats of each array at once: ``tolist`` gives each entry's ``float``)
-    floats = zip(
-        *(np.asarray(a, dtype=float).tolist() for a in (pr.psi_w, pr.penalty, pr.l1_norm))
-    )
-    return [
-        PriorResult(
-            Q=pr.Q[i],
-            M=pr.M[i],
-            V=pr.V[i],
-            psi_w=psi_w,
-            penalty=penalty,
-            atom_nonzero=pr.atom_nonzero[i],
-            l1_norm=l1_norm,
-        )
-        for i, (psi_w, penalty, l1_norm) in enumerate(floats)
-    ]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -42,8 +42,21 @@ from ..numerics.tolerances import (
 )
 from .state import LogChart, invalid_blocks, is_valid_state, q_is_psd, residual_scale
 
-if TYPE_CHECKING:
-    from .fixed_point import FixedPointMap
+
+class IteratedMap(Protocol):
+    """What :func:`iterate` reads of a map (a
+    :class:`~gaussmix.theory.solve.fixed_point.FixedPointMap`): its clusters ``K`` and
+    outputs ``L``, whether it mixes in the logarithmic chart, and the two halves of an
+    evaluation, each taking the memory of the last and returning its own."""
+
+    K: int
+    L: int
+    log_chart: bool
+
+    def hats_memory(self, x: np.ndarray, memory: Any) -> tuple[Any, Any]: ...
+
+    def image(self, x: np.ndarray, ev: Any, memory: Any) -> tuple[np.ndarray, Any]: ...
+
 
 __all__ = [
     "IterationStatus",
@@ -407,7 +420,7 @@ class FixedPointIteration:
     report: bool = True
 
     def init(
-        self, T: FixedPointMap, x0: np.ndarray, anderson: AndersonState, aux: Any = None
+        self, T: IteratedMap, x0: np.ndarray, anderson: AndersonState, aux: Any = None
     ) -> IterationState:
         """The state before the first evaluation, from ``x0`` with the secant history
         ``anderson`` (dropped if its pairs are in the other coordinates) and the map's
@@ -433,7 +446,7 @@ class FixedPointIteration:
         st = IterationStatus.MAX_ITER
         return IterationOutcome(s.x, self.max_iter, res, st, msg, s.anderson, s.aux)
 
-    def step(self, T: FixedPointMap, s: IterationState) -> IterationState:
+    def step(self, T: IteratedMap, s: IterationState) -> IterationState:
         """One evaluation of the map at ``s.x`` and the next iterate (or the outcome)."""
         K, L = T.K, T.L
         S = IterationStatus
@@ -525,7 +538,7 @@ class FixedPointIteration:
 
 
 def iterate(
-    T: FixedPointMap,
+    T: IteratedMap,
     x0: np.ndarray,
     anderson: AndersonState,
     *,

@@ -25,7 +25,7 @@ def nearest_nodes(coarse: QuadratureRule, fine: QuadratureRule) -> np.ndarray:
     """The index of the node of the rule ``coarse`` nearest to each node of ``fine`` (a k-d
     tree, once per pair of rules: rules are frozen values): the warm start of a rule's
     first evaluation from another's (:func:`nearest_warm`,
-    :meth:`~gaussmix.theory.solve.batch.StackedMap.warm_from`)."""
+    :meth:`~gaussmix.theory.solve.fixed_point.FixedPointMap.warm_from`)."""
     from scipy.spatial import cKDTree  # lazily: the command line's start-up loads no scipy
 
     return cKDTree(coarse.nodes).query(fine.nodes)[1]
@@ -37,7 +37,7 @@ def nearest_warm(
     """The warm start of the proximal solves with the rule ``target`` from ``warm``, the last
     evaluation with ``rule`` (None where it is not of ``rule``): each node of ``target``
     starts from the proximal point of ``rule``'s nearest node (as
-    :meth:`~gaussmix.theory.solve.batch.StackedMap.warm_from` does for a curve's points),
+    :meth:`~gaussmix.theory.solve.fixed_point.FixedPointMap.warm_from` does for a curve's points),
     through the predictor of the evaluation
     (:func:`~gaussmix.theory.channel.channel.channel_evaluation`: the node's ``f = V^{-1}
     (h - omega)`` kept, mapped through the new node and metric), which is smooth in the node

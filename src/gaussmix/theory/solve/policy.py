@@ -74,9 +74,9 @@ from ..problem.symmetry import (
     ExchangeablePanels,
     symmetric_rule,
 )
+from .bias import bias_condition_step
 from .fixed_point import (
     FixedPointMap,
-    bias_condition_step,
     needs_quadrature,
     start_state,
 )

@@ -41,11 +41,11 @@ from ..numerics.tolerances import (
 )
 from ..prior.prior import prior_update
 from ..problem.problem import Problem
+from .bias import bias_condition_step
 from .fixed_point import (
     FixedPointMap,
     FixedPointState,
     HatEvaluation,
-    bias_condition_step,
     needs_quadrature,
     start_state,
 )
