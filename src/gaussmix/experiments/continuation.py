@@ -63,7 +63,7 @@ from gaussmix.theory.solve.iteration import AndersonState, IterationOutcome, Ite
 from gaussmix.theory.solve.options import SolverOptions
 from gaussmix.theory.solve.policy import channel_rule
 from gaussmix.theory.solve.solver import FixedPointResult
-from gaussmix.theory.solve.state import LogChart, pack_state, unpack_state
+from gaussmix.theory.solve.state import LogChart, chart_resolved, pack_state, unpack_state
 
 __all__ = [
     "PREDICTOR_POINTS",
@@ -735,18 +735,30 @@ def _reseed(
     at least :data:`SEED_RESTART`) replaced by their predictions from the seeds (below it, at
     their images of the last evaluation), see :func:`_seeded_iterate`; with the restarted
     points, their predictions and their nearest seeds' states (dicts of ``Q, M, V, b``).
-    None where no point can be predicted (fewer than two seeds in the chart).  The seeds
-    enter the chart, and the predictions leave it, all at once (:func:`_charted`)."""
+    A seed is a point whose chart's coordinates its residual determines
+    (:func:`~gaussmix.theory.solve.state.chart_resolved`: not an overlap converging to a
+    singular one, such as the square loss's ``Q_c`` of rank ``L - 1``, whose smallest
+    eigenvalue's logarithm a residual of ``SEED_TOL`` leaves open: through such seeds the
+    K = 3 square-loss curve of ``bench_square_k.py --means gaussian`` predicted ``Q`` up
+    to 1e125, and its seeded solve ended not positive definite after 76 evaluations).
+    None where no point can be predicted (fewer than :data:`SEED_POINTS` seeds in the
+    chart: a secant through the two left may span the curve).  The seeds enter the chart,
+    and the predictions leave it, all at once (:func:`_charted`)."""
     x_last, g_last = rec.trail[-1]
     # each point's state: a frozen point's own, else its image of the last evaluation
     at = np.where(rec.frozen[T.blocks], x_last, g_last)
-    below = np.flatnonzero(own < SEED_TOL)
+    parts = T.unpack_points(at)
+    # (a seed where its chart's coordinates are known to its residual, a frozen point's
+    # at its freeze: not an overlap converging to a singular one, the logarithm of whose
+    # smallest eigenvalue the residual leaves open)
+    known = chart_resolved(parts[0], parts[2], np.where(rec.frozen, rec.residuals, own))
+    below = np.flatnonzero((own < SEED_TOL) & known)
     charted = _charted(T, at, below, forward=True)
     seeds = [int(i) for i, y in zip(below, charted) if y is not None]
-    if len(seeds) < 2:
+    if len(seeds) < SEED_POINTS:
         return None
     charted = {int(i): y for i, y in zip(below, charted) if y is not None}
-    states = dict(zip(seeds, _point_dicts(T.unpack_points(at), seeds)))
+    states = dict(zip(seeds, _point_dicts(parts, seeds)))
     slow = np.flatnonzero((own >= SEED_RESTART) & ~rec.frozen)
     preds = []
     for j in slow:

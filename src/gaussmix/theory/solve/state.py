@@ -29,6 +29,7 @@ __all__ = [
     "q_is_psd",
     "residual_scale",
     "LogChart",
+    "chart_resolved",
 ]
 
 
@@ -236,6 +237,35 @@ class LogChart:
         lq, M, lv, b = unpack_state(y, self.K, self.L)
         qv = _expm_sym(np.concatenate([lq, lv]))
         return pack_state(qv[: self.K], M, qv[self.K :], b)
+
+
+def chart_resolved(Q: np.ndarray, V: np.ndarray, accuracy: np.ndarray) -> np.ndarray:
+    """Whether states known to a relative accuracy are known in :class:`LogChart`
+    coordinates: every ``Q_c`` and ``V_c`` with its smallest eigenvalue above ``accuracy``
+    times its largest |eigenvalue|.
+
+    A change of the overlaps of relative size ``a`` (a state within ``a`` of its fixed
+    point, :func:`residual_scale`'s units) moves the logarithm of an eigenvalue
+    ``lambda_min`` by about ``a lambda_max / lambda_min``: where that is one or more, the
+    chart's coordinate of that eigenvalue is not known at all (an overlap converging to a
+    singular one, e.g. the square loss's ``Q_c`` of rank ``L - 1``, whose smallest
+    eigenvalue falls towards rounding as the iteration goes on).  One output: every positive
+    overlap is resolved (its eigenvalue is its largest).
+
+    Parameters
+    ----------
+    Q, V : ndarray (P, K, L, L)
+        The overlaps of ``P`` states.
+    accuracy : ndarray (P,)
+        The relative accuracy of each state (e.g. its own residual).
+
+    Returns
+    -------
+    ndarray of bool (P,)
+    """
+    w = sym_eigvals(np.concatenate([Q, V], axis=1))  # (P, 2 K, L), ascending
+    low, high = w[..., 0], np.abs(w).max(axis=-1)
+    return np.all(low > np.asarray(accuracy)[:, None] * high, axis=1)
 
 
 def _logm_pd(A: np.ndarray) -> np.ndarray | None:
