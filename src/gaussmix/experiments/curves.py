@@ -322,9 +322,13 @@ def _predicted(
         if res is not None and prediction_accepted(res, prediction, previous):
             reissue(log, stacklevel=2)
             return res
-    try:
+    try:  # (a warm start that stalls is given up early: the cold solve follows)
         return solve_problem(
-            problem, options=replace(opts, throw=True), init=previous, history=history
+            problem,
+            options=replace(opts, throw=True),
+            init=previous,
+            history=history,
+            fail_fast=True,
         )
     except ConvergenceError:
         history.clear()

@@ -577,14 +577,18 @@ class SolvePolicy:
         return s.est
 
 
-def policy_for(problem: Problem, opts: SolverOptions, *, warm: bool = False) -> SolvePolicy:
+def policy_for(
+    problem: Problem, opts: SolverOptions, *, warm: bool = False, fail_fast: bool = False
+) -> SolvePolicy:
     """The policy of a solve of ``problem`` with the options ``opts`` (``warm``: from a
     given starting state, a curve's neighbour or a user's ``init``).
 
     Every kind of problem solved cold with ``opts.fallback`` declares the same fallback, the
     :class:`LambdaHomotopy` (a penalty's ``lam`` is the one parameter every problem has),
     and with it the :class:`FailFast` of its fixed-point runs; a warm start declares
-    neither."""
+    neither, unless ``fail_fast``: its caller has a fallback of its own (a curve's warm
+    start from its last point, whose point is then solved cold), so that a run that stalls
+    is stopped early (:class:`FailFast`) instead of after ``max_iter`` evaluations."""
     rule = channel_rule(problem, opts.quadrature, opts.symmetry)
     symmetric = opts.symmetry and problem.symmetry is not None
     automatic = opts.quadrature is None and needs_quadrature(problem)
@@ -604,7 +608,7 @@ def policy_for(problem: Problem, opts: SolverOptions, *, warm: bool = False) -> 
         normaliser_switch=normaliser and panels and opts.estimate_error,
         prior_refinement=opts.estimate_error and prior_quadrature_dim(problem) > 0,
         fallback=LambdaHomotopy() if falls_back else None,
-        fail_fast=FailFast() if falls_back else None,
+        fail_fast=FailFast() if falls_back or fail_fast else None,
     )
 
 

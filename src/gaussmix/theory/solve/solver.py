@@ -208,6 +208,7 @@ def solve_problem(
     init: FixedPointResult | dict | None = None,
     callback: Callable[[int, float], Any] | None = None,
     history: dict | None = None,
+    fail_fast: bool = False,
     **option_keywords: Any,
 ) -> FixedPointResult:
     """Solve the fixed point of a validated :class:`~gaussmix.theory.problem.problem.Problem`.
@@ -221,6 +222,12 @@ def solve_problem(
         Mixture, loss, penalty, ``lam`` and ``alpha``
         (:func:`~gaussmix.theory.api.api.make_problem`).
     %(solve_inputs)s
+    fail_fast : bool
+        Stop a run from ``init`` that stalls early
+        (:class:`~gaussmix.theory.solve.policy.FailFast`) instead of after ``max_iter``
+        evaluations, where the caller has a fallback of its own (a curve's warm start from
+        its last point, whose point is then solved cold); a cold solve with
+        ``fallback`` does so anyway.
     %(solver_options)s
     Returns
     -------
@@ -234,7 +241,7 @@ def solve_problem(
     """
     opts = solver_options(options, option_keywords, caller="solve_problem")
     history = history if history is not None else {}
-    policy = policy_for(problem, opts, warm=init is not None)
+    policy = policy_for(problem, opts, warm=init is not None, fail_fast=fail_fast)
     est = policy.run(problem, opts, start_state(problem, init), callback, history)
     # stacklevel: assemble_results <- assemble_result <- solve_problem <- its caller's caller
     return assemble_result(problem, opts, est, stacklevel=5)
