@@ -78,3 +78,22 @@ def load_benchmark(name: str):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def solved_on_randomised_rule(problem):
+    """``problem`` (whose automatic channel rule must be randomised) solved to its fixed
+    point on that rule, without the error estimate: ``(problem, options, secant history,
+    map, the iteration's outcome)``, for the tests of the estimate's parts."""
+    from gaussmix.theory.solve import refinement
+    from gaussmix.theory.solve.fixed_point import start_state
+    from gaussmix.theory.solve.options import SolverOptions
+    from gaussmix.theory.solve.policy import channel_rule, continuation
+
+    opts, history = SolverOptions(), {}
+    rule = channel_rule(problem, None, opts.symmetry)
+    assert rule.randomised
+    first = continuation(problem, opts)
+    x0 = start_state(problem, None)
+    T, out = refinement.run_fixed_point(problem, rule, x0, opts, None, history, first_phase=first)
+    assert out.converged
+    return problem, opts, history, T, out

@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _helpers import solved_on_randomised_rule
 from sklearn.datasets import load_digits
 
 import gaussmix as gm
@@ -16,10 +17,8 @@ from gaussmix.theory.api.api import make_problem
 from gaussmix.theory.numerics.quadrature import SobolRQMC
 from gaussmix.theory.numerics.tolerances import PROX_TOL, REPLICATE_SHIFT_RTOL
 from gaussmix.theory.solve import nested, refinement
-from gaussmix.theory.solve.fixed_point import MapMemory, new_map, start_state
+from gaussmix.theory.solve.fixed_point import MapMemory, new_map
 from gaussmix.theory.solve.iteration import AndersonState, iterate
-from gaussmix.theory.solve.options import SolverOptions
-from gaussmix.theory.solve.policy import channel_rule, continuation
 from gaussmix.theory.solve.refinement import _refinement_reaches
 
 KEYS = ("test_error", "train_loss")
@@ -119,15 +118,7 @@ def _solved_randomised(K: int, lam: float, alpha: float):
     randomised, solved to its fixed point (no estimate): problem, options, secant history,
     map and the iteration's outcome."""
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=K)
-    problem = make_problem(mix, "cross-entropy", lam=lam, alpha=alpha)
-    opts, history = SolverOptions(), {}
-    rule = channel_rule(problem, None, opts.symmetry)
-    assert rule.randomised
-    x0 = start_state(problem, None)
-    first = continuation(problem, opts)
-    T, out = refinement.run_fixed_point(problem, rule, x0, opts, None, history, first_phase=first)
-    assert out.converged
-    return problem, opts, history, T, out
+    return solved_on_randomised_rule(make_problem(mix, "cross-entropy", lam=lam, alpha=alpha))
 
 
 def _randomised_fixed_point():

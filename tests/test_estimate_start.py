@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _helpers import solved_on_randomised_rule
 
 import gaussmix as gm
 from gaussmix.theory.api.api import make_problem
@@ -175,15 +176,7 @@ def _dense_randomised():
     y = np.arange(n) % K
     X = means[y] + rng.standard_normal((n, d)) * (0.5 + rng.random(d))
     mix = gm.Mixture.from_data(X, y)
-    problem = make_problem(mix, "cross-entropy", lam=1.0, alpha=1.0)
-    opts, history = SolverOptions(), {}
-    rule = channel_rule(problem, None, opts.symmetry)
-    assert rule.randomised
-    first = continuation(problem, opts)
-    x0 = start_state(problem, None)
-    T, out = refinement.run_fixed_point(problem, rule, x0, opts, None, history, first_phase=first)
-    assert out.converged
-    return problem, opts, history, T, out
+    return solved_on_randomised_rule(make_problem(mix, "cross-entropy", lam=1.0, alpha=1.0))
 
 
 def test_single_precision_replicates_give_the_double_spread(monkeypatch):
