@@ -89,7 +89,8 @@ class SpuriousFixedPointError(ConvergenceError):
 
 class UnboundedWeightsError(ConvergenceError, FloatingPointError):
     """A sparse penalty keeps weights where the loss has no curvature: Theorem 1's fixed
-    point is degenerate there.
+    point is degenerate at such a state, and the solver found none away from it (which does
+    not prove that none exists: docs/design.md, "Weights the loss leaves unbounded").
 
     The scalar lasso of the prior's channel, ``min_w a w^2 / 2 + t |w| - B w``, has the
     curvature ``a = sum_k sigma^k Vhat_k`` that the loss gives; a loss with none at the state

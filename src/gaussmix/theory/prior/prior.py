@@ -354,9 +354,12 @@ def _check_curvature(a: np.ndarray, p0: np.ndarray, w: np.ndarray) -> None:
             "hinge's when every margin is at or past its kink, as at W* = 0 with the bias at "
             "the kink, which is where the hinge with a sparse penalty at large lam goes: its "
             "finite-size minimiser is exactly W* = 0), and Theorem 1's fixed point is "
-            "degenerate: the Gaussian field B keeps P(|B| > t) > 0 while the weights have no "
-            "scale.  Use gm.simulate for the finite-size estimator, a smaller lam (a warm "
-            "start from it may reach the fixed point), or an elastic net (l1_ratio < 1, "
+            "degenerate at such a state: the Gaussian field B keeps P(|B| > t) > 0 while "
+            "the weights have no scale.  The solver found no fixed point away from it, which "
+            "does not prove there is none (a continuation in small steps of alpha from a "
+            "solved neighbour has reached some: docs/design.md, 'Weights the loss leaves "
+            "unbounded').  Use gm.simulate for the finite-size estimator, a smaller lam (a "
+            "warm start from it may reach the fixed point), or an elastic net (l1_ratio < 1, "
             "whose ridge part gives the curvature lam (1 - l1_ratio) > 0)"
         )
 
