@@ -9,7 +9,7 @@ Run:  python benchmarks/bench_tenclass.py [--pool 1] [--alphas 2] [--estimate-er
 of the dense prior alone, then, per alpha (each solve warm-started from the last), the fixed
 point's iterations, its wall time and the test error, the whole curve's time and the peak
 resident memory of the process.  ``--plain`` iterates the map without its mean-field Newton
-step (:func:`gaussmix.theory.solve.fixed_point.mean_bias_step`), as before it: the same fixed
+step (:func:`gaussmix.theory.solve.bias.mean_bias_step`), as before it: the same fixed
 points,
 for the before / after of BENCHMARKS.md; ``--double`` without the single-precision first
 phase (:func:`gaussmix.theory.solve.refinement.run_fixed_point`), likewise.

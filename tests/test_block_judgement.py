@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gaussmix.theory.solve import iteration
-from gaussmix.theory.solve.batch import _layout
+from gaussmix.theory.solve.fixed_point import _layout
 from gaussmix.theory.solve.iteration import AndersonState
 from gaussmix.theory.solve.state import invalid_blocks, is_valid_state, pack_state
 

@@ -107,7 +107,7 @@ def test_multi_output_lasso_points_take_their_single_points_prior_and_panels() -
 
 def test_the_zero_estimator_takes_its_single_points_bias() -> None:
     """Hinge and elastic net at ``W* = 0``: no curvature from the loss, the bias condition
-    unmet; each point's bias is :func:`~gaussmix.theory.solve.fixed_point.flat_bias` (the
+    unmet; each point's bias is :func:`~gaussmix.theory.solve.bias.flat_bias` (the
     kink of least risk), as its single point's, beside points with curvature.  (The
     elastic net's ridge part keeps the prior's curvature where a lasso's would raise
     ``UnboundedWeightsError`` at this state, as its single point's.)"""

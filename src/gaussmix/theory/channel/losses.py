@@ -459,7 +459,7 @@ class HingeLoss(Loss):
         """The outputs where the loss of label ``y`` (K, 1) is not differentiable,
         ``y h = 1``, i.e. ``h = y`` (K, 1): where a piecewise-linear risk of a constant
         output has its minimum (the zero estimator's bias,
-        :func:`~gaussmix.theory.solve.fixed_point.flat_bias`)."""
+        :func:`~gaussmix.theory.solve.bias.flat_bias`)."""
         return np.asarray(y, dtype=float).copy()
 
     def prox(self, y, omega, V, h0=None, **kw):

@@ -151,7 +151,7 @@ PSD_RTOL = 1e-9
 #: froze the bias (at lam = 1e-14 a bias condition violated by 100% passed for converged).
 BIAS_RIDGE = 1e-12
 #: Largest change ``max_c |dM_c + db|`` of the logits' means that the mean-field Newton step
-#: of the map (:func:`~gaussmix.theory.solve.fixed_point.mean_bias_step`) takes; a longer step is
+#: of the map (:func:`~gaussmix.theory.solve.bias.mean_bias_step`) takes; a longer step is
 #: shortened to it.  The step linearises the channel in ``omega``, whose curvature changes
 #: over an O(1) change of the logits (softmax, logistic); from a start in saturation
 #: (``Vhat ~ 1e-12``) the full step was ``~ 1e31`` (measured: a binary logistic point on

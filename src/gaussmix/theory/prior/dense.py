@@ -344,7 +344,7 @@ def dense_ridge_terms(
     mean_response : bool
         Also return the image as a function of ``Mhat`` (:class:`MeanResponse`: ``O(n^2 K)``
         beside the ``O(n^3)``), for the mean-field Newton step of the fixed-point map
-        (:func:`~gaussmix.theory.solve.fixed_point.mean_bias_step`).
+        (:func:`~gaussmix.theory.solve.bias.mean_bias_step`).
     single : bool
         Run the ``O(n^3)`` linear algebra in single precision (module docstring): about
         half the time, every output within ``~kappa(A) eps32`` relative of the double

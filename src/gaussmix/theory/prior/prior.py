@@ -92,7 +92,7 @@ class PriorResult:
         provides it (ridge on dense covariances,
         :class:`~gaussmix.theory.prior.dense.MeanResponse`),
         for the map's mean-field Newton step
-        (:func:`~gaussmix.theory.solve.fixed_point.mean_bias_step`).
+        (:func:`~gaussmix.theory.solve.bias.mean_bias_step`).
     """
 
     Q: np.ndarray

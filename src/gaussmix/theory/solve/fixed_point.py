@@ -549,11 +549,11 @@ class FixedPointMap(StackedPoints):
         prior (this map's panels and precision); where the prior gives its mean response
         (ridge on dense covariances, :class:`~gaussmix.theory.prior.dense.MeanResponse`; no
         symmetry) the joint Newton step of the means and the bias
-        (:func:`~gaussmix.theory.solve.fixed_point.mean_bias_step`: the same fixed points,
+        (:func:`~gaussmix.theory.solve.bias.mean_bias_step`: the same fixed points,
         reached in fewer iterations where the prior's gain is large); where the loss has no
         curvature and the bias condition is unmet, the zero estimator's bias
-        (:func:`~gaussmix.theory.solve.fixed_point.flat_bias`); else the Newton step of the
-        bias (:func:`~gaussmix.theory.solve.fixed_point.bias_step`)."""
+        (:func:`~gaussmix.theory.solve.bias.flat_bias`); else the Newton step of the
+        bias (:func:`~gaussmix.theory.solve.bias.bias_step`)."""
         pr = prior_update(problem, Qhat, Mhat, Vhat, panels=self.prior_panels, single=self.single)
         response = pr.mean_response if self.symmetry is None else None
         if response is not None:
