@@ -272,9 +272,6 @@ class CurveJob(_Job):
         The error that ended the job (invalid state, unexpected failure).
     table : CurveTable or None
         The library's table, once the whole curve is computed.
-    results : list of FixedPointResult or None
-        The fixed point of each row that has arrived (None without one), in the order
-        solved: a later curve's warm start (:func:`warm_start`).
     cached : bool
         Whether the curve came from the cache of finished curves.
     """
@@ -291,7 +288,6 @@ class CurveJob(_Job):
     ) -> None:
         self.state = state
         self.init = list(init or [])
-        self.results: list[FixedPointResult | None] = []
         self.rows: list[dict] = []
         self.preview: list[dict] = []
         self.failed: list[tuple[float, str]] = []
@@ -330,7 +326,6 @@ class CurveJob(_Job):
             table, rows, warned = hit
             self.cached = True
             self.warnings.extend(warned)
-            self.results = list(table.points)
             for row in rows:
                 self._check()
                 self._add(dict(row))
@@ -349,7 +344,6 @@ class CurveJob(_Job):
             row = {**row, **order_parameters(result, point.mixture)}
             if not row["converged"]:
                 row["_reason"] = _failure(row)
-            self.results.append(result)
             self._add(row)
             self._check()
 
