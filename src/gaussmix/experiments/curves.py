@@ -309,16 +309,10 @@ def _predicted(
     previous = done[-1][1]
     prediction = predict(done, param)
     if prediction is not None and prediction_resolved(done, param, prediction):
-        cap = max(PREDICTOR_MIN_ITER, PREDICTOR_ITER_FACTOR * int(previous.n_iter))
-        direct = replace(opts, continuation=False, max_iter=min(opts.max_iter, cap), throw=True)
+        direct = replace(opts, continuation=False)
         # the warnings of a solve that the safeguard rejects are dropped with it; those of
         # an accepted one are given as the solve gave them (at the caller's line)
-        with caught() as log:
-            try:
-                res = solve_problem(problem, options=direct, init=prediction, history=history)
-            except ConvergenceError:
-                res = None
-                history.clear()
+        res, log = _capped_solve(problem, prediction, previous, direct, history)
         if res is not None and prediction_accepted(res, prediction, previous):
             reissue(log, stacklevel=2)
             return res
@@ -412,16 +406,33 @@ def _from_init(
     L = problem.P.shape[1]  # the full label space of Q, M, V, b
     if np.shape(start.Q) != (problem.n_clusters, L, L):
         return None
-    cap = max(PREDICTOR_MIN_ITER, PREDICTOR_ITER_FACTOR * int(start.n_iter))
-    warm = replace(opts, max_iter=min(opts.max_iter, cap), throw=True)
-    with caught() as log:  # the warnings of an abandoned start are dropped with it
+    res, log = _capped_solve(problem, start, start, opts, history)
+    if res is not None:  # the warnings of an abandoned start are dropped with it
+        reissue(log, stacklevel=2)
+    return res
+
+
+def _capped_solve(
+    problem: Problem,
+    start: FixedPointResult | dict,
+    paced: FixedPointResult,
+    opts: SolverOptions,
+    history: dict,
+) -> tuple[FixedPointResult | None, list]:
+    """``problem`` solved (options ``opts``) from ``start`` with its iterations capped at
+    :data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times those of the
+    neighbour ``paced`` (at least :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`),
+    so that a start that converges slowly is abandoned: the result (None where it fails, the
+    history then cleared) and the warnings it gave, caught for the caller to reissue or drop."""
+    cap = max(PREDICTOR_MIN_ITER, PREDICTOR_ITER_FACTOR * int(paced.n_iter))
+    capped = replace(opts, max_iter=min(opts.max_iter, cap), throw=True)
+    with caught() as log:
         try:
-            res = solve_problem(problem, options=warm, init=start, history=history)
+            res = solve_problem(problem, options=capped, init=start, history=history)
         except ConvergenceError:
             history.clear()
-            return None
-    reissue(log, stacklevel=2)
-    return res
+            res = None
+    return res, log
 
 
 def _refines(opts: SolverOptions) -> bool:
