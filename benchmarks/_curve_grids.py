@@ -181,19 +181,20 @@ def random_grids(n: int, seed: int = 0, multiclass: bool = True) -> list[Grid]:
     return [random_grid(rng, i, multiclass) for i in range(n)]
 
 
-#: The logs of the open :func:`counted_evaluations` blocks (the innermost last).
-_LOGS: list[list[int]] = []
-
-
 def _counting(original):
-    """The counting stand-in of the library's ``channel_evaluation`` (made once)."""
+    """The counting stand-in of the library's ``channel_evaluation`` (made once).  The logs
+    of the open :func:`counted_evaluations` blocks (the innermost last) are the stand-in's
+    own ``counted_logs``: a second copy of this module (a test loading the script afresh)
+    finds the stand-in the first copy installed and counts into the same list."""
+    logs: list[list[int]] = []
 
     def counted(loss, y, M, b, Q, V, *args, **kwargs):
-        if _LOGS:
-            _LOGS[-1].append(int(np.shape(M)[0]))
+        if logs:
+            logs[-1].append(int(np.shape(M)[0]))
         return original(loss, y, M, b, Q, V, *args, **kwargs)
 
     counted.counted_original = original
+    counted.counted_logs = logs
     return counted
 
 
@@ -217,11 +218,12 @@ def counted_evaluations() -> Iterator[list[int]]:
         ) in (original, counted):
             m.channel_evaluation = counted
     log: list[int] = []
-    _LOGS.append(log)
+    logs = counted.counted_logs
+    logs.append(log)
     try:
         yield log
     finally:
-        _LOGS.remove(log)
+        logs.remove(log)
 
 
 def _kwargs(grid: Grid) -> dict:

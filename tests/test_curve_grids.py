@@ -216,3 +216,19 @@ def test_a_curves_stalled_warm_start_stops_early() -> None:
     assert fast.success and fast.n_iter == slow.n_iter < window
     for key in ("Q", "M", "V", "b", "test_error"):
         assert np.array_equal(getattr(fast, key), getattr(slow, key))
+
+
+def test_a_second_copy_of_the_counting_module_counts_what_the_first_installed() -> None:
+    """A test that loads ``_curve_grids`` afresh (a second module object) counts the
+    evaluations made through the stand-in the first copy installed: the open blocks' logs
+    are the stand-in's own, not a module's."""
+    import gaussmix as gm
+
+    again = load_benchmark("_curve_grids")
+    assert again is not cg
+    mix = gm.Mixture.isotropic(0.5, "antipodal", labels="binary")
+    with cg.counted_evaluations() as first:
+        gm.solve(mix, "logistic", lam=0.1, alpha=2.0, estimate_error=False)
+    with again.counted_evaluations() as second:
+        gm.solve(mix, "logistic", lam=0.1, alpha=2.0, estimate_error=False)
+    assert len(first) > 0 and first == second
