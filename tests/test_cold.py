@@ -97,24 +97,27 @@ KNOWN_SLOW = {
     "falls to 5.7e-5)",
 }
 #: ... and those of the long test (:func:`~_random_problems.long_only`: the multi-output
-#: lasso of four outputs with the cross-entropy loss, median 6.3 s of CPU), measured on
-#: 2026-12-06 under load (``benchmarks/bench_cold.py``): on #189 half of it is the
-#: prior's refinement (the estimate of its own quadrature error: re-solves with twice and
-#: four times the panels per outer dimension, four and sixteen times the lines, where the
-#: first change exceeds quad_tol: 8.4 of 15 s), the rest the sharp regime's
-#: three-dimensional randomised channel rule and the lasso's line kernel
+#: lasso of four outputs with the cross-entropy loss, median 6.3 s of CPU on 2026-12-06),
+#: measured on 2026-12-07 under load 15 to 20 (``benchmarks/bench_cold.py --indices``)
+#: since the prior's refinement stops where ``quad_tol`` is out of reach (one re-solve with
+#: 16 x 16 panels, not a second with 32 x 32: #54, #113, #189, #440 now within 10 s, from
+#: 10.1 to 14 s; measured beside them in the same minutes, the earlier code took 12.1,
+#: 11.6, 12.1 s on #54, #113, #189): the rest is the sharp regime's three-dimensional
+#: randomised channel rule (30 to 50 iterations a phase on #217), its replicates' spread and the
+#: re-solve (a third of #217: 7.3 s for the first solve, 3.3 s the spread, 4.7 s the
+#: re-solve, profiled)
 KNOWN_SLOW_LONG: dict[int, str] = {
     i: f"K = 4 cross-entropy with a multi-output lasso: {t} s of CPU"
     for i, t in {
-        54: "10.1 to over 15",
-        113: "11.8",
-        189: "13.6 (the prior's refinement 8.4 of 15 s)",
-        217: "24.8",
-        409: "22.3",
-        440: "14.0",
-        477: "24.2",
-        721: "14.3",
+        217: "13.4 (24.8 before)",
+        409: "13.7 (22.3 before)",
+        477: "12.2 (24.2 before)",
+        721: "11.2 (14.3 before)",
         # measured within 10 s, close to it
+        54: "7.1",
+        113: "9.0",
+        189: "9.2",
+        440: "8.4",
         357: "9.2",
         575: "7.9",
         782: "7.8",
