@@ -530,6 +530,25 @@ def test_prior_error_estimate_three_effective_outputs():
     _check_bounds_finer(auto, fine)
 
 
+def test_prior_refines_again_only_where_its_target_is_within_reach():
+    """The prior's rule is refined again while its last change of the test error or the
+    training loss exceeds ``quad_tol`` and, for each that does, the channel's part and the
+    evaluation's own leave room for the target (a channel in closed form always does)."""
+    from gaussmix.theory.solve.refinement import _prior_refinement_reaches as reaches
+
+    def parts(te, tl):
+        return {"test_error": te, "train_loss": tl, "train_error": 1.0, "test_loss": 1.0}
+
+    zero, tol = parts(0.0, 0.0), 1e-7
+    assert reaches(parts(1e-5, 0.0), zero, zero, tol)  # closed form: as before
+    assert not reaches(parts(1e-8, 1e-8), zero, zero, tol)  # within quad_tol
+    assert reaches(parts(1e-5, 0.0), parts(5e-8, 1e-5), zero, tol)  # room where it exceeds
+    assert not reaches(parts(1e-5, 0.0), parts(1e-5, 0.0), zero, tol)  # the channel's 1e-5
+    assert not reaches(parts(1e-5, 0.0), zero, parts(2e-7, 0.0), tol)  # the evaluation's own
+    assert not reaches(parts(1e-5, 1e-5), parts(0.0, 1e-6), zero, tol)  # one without room
+    assert reaches(parts(1e-5, 0.0), zero, zero, 0.0)  # quad_tol = 0, closed form
+
+
 def test_prior_error_not_estimated_is_nan_and_warns(monkeypatch):
     """Where no refined prior rule is affordable (five or more effective outputs: forced
     here by a cap below the K = 3 cross-entropy's ~400 lines) the prior's error is NaN, the
