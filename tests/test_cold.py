@@ -8,9 +8,9 @@ the modules and compiled kernels that the first solve of each kind would otherwi
   multi-output lasso of four outputs with the cross-entropy loss (``ci_subset``): every
   mixture model, loss and penalty, the multi-output lasso (lasso or elastic net of one-hot
   labels) of three outputs with either loss and of four with the square loss, with the
-  :data:`KNOWN_UNBOUNDED` (one hinge problem with a lasso, which must raise the named
-  :class:`gaussmix.UnboundedWeightsError`) and :data:`KNOWN_SLOW` (one) named with their
-  reasons (102 s of CPU in all, measured under load);
+  :data:`KNOWN_UNBOUNDED` (none since the homotopy in alpha: problems that must raise
+  the named :class:`gaussmix.UnboundedWeightsError`) and :data:`KNOWN_SLOW` (one) named
+  with their reasons (102 s of CPU in all, measured under load);
 * ``-m long``: all 1,000 (``python -m pytest -m long tests/test_cold.py -s``), with the
   31 multi-output lasso problems of four outputs and the cross-entropy loss, too slow for
   CI (222 s of CPU in all, 0.3 to 25 s each, median 6.3 s: :data:`KNOWN_SLOW_LONG`), all
@@ -18,8 +18,8 @@ the modules and compiled kernels that the first solve of each kind would otherwi
   ``BENCHMARKS.md``).
 
 And the solver's own fallback (``SolverOptions.fallback``): where the iteration from the cold
-start fails, the homotopy in ``lam`` finds the fixed point that the curve machinery finds
-(``learning_curve``'s continuation), and says so.
+start fails, a homotopy in ``lam`` or in ``alpha`` finds the fixed point that the curve
+machinery finds (``learning_curve``'s continuation), and says so.
 """
 
 from __future__ import annotations
@@ -70,14 +70,16 @@ NEAR_ZERO_K4 = 449
 #: ``W* = 0`` does not minimise its ERM: the fixed point has weights
 REACHED_FROM_BELOW = 533
 #: the problems of seed 0 that raise the named :class:`gaussmix.UnboundedWeightsError` (the
-#: test's contract met: a documented degenerate case, not a failure): the hinge with a pure
-#: lasso at lam ~ 1 to 3 and alpha < 1/5, whose finite-size ERM is exactly ``W* = 0`` with
-#: the bias at the kink (``test_hinge_lasso_erm_is_zero_where_named``) while the Gaussian
-#: field ``B`` keeps ``P(|B| > t) > 0``, so that the hinge (no margin near 1) leaves the
-#: weights unbounded
-KNOWN_UNBOUNDED = {
-    669: "hinge, lasso at lam = 2.8, K = 4 clusters, alpha = 0.12: P(|B| > t) = 5e-26",
-}
+#: test's contract met: a documented degenerate case, not a failure): none since the cold
+#: solve's homotopy in alpha (:data:`REACHED_IN_ALPHA`)
+KNOWN_UNBOUNDED: dict[int, str] = {}
+#: named here before as the one case of :data:`KNOWN_UNBOUNDED` (hinge, lasso at lam = 2.8,
+#: K = 4 clusters, alpha = 0.12: the cold map fails at its first evaluation, the hinge
+#: without curvature at the zero estimator while ``P(|B| > t) = 5e-26``): the homotopy in
+#: alpha from alpha = 3.77 reaches a fixed point with test error 0.5 and a nonzero fraction
+#: 3e-26; its finite-size ERM (d = 200, 400) is exactly ``W* = 0`` with the bias at the kink
+#: (a fraction 3e-26 of 400 coordinates is none)
+REACHED_IN_ALPHA = 669
 #: named here before as a case of :data:`KNOWN_UNBOUNDED` (hinge, lasso at lam = 1.03,
 #: sparse mixture, alpha = 0.19: the cold map fails at the zero estimator, and warm starts
 #: from lam = 0.1 were measured to fail at 0.83): the homotopy from below reaches a fixed
@@ -263,30 +265,40 @@ def _zero_certificate(problem, d: int, seed: int) -> float:
     return best
 
 
-@pytest.mark.parametrize("index", sorted(KNOWN_UNBOUNDED))
-def test_hinge_lasso_erm_is_zero_where_named(index):
-    """The hinge with a pure lasso of :data:`KNOWN_UNBOUNDED`: the solve raises the named
-    error, and the finite-size ERM (d = 200, 400) is exactly ``W* = 0`` with the bias at the
-    kink, proved by a subgradient whose sup norm is below ``lam`` (measured 0.90 against
-    lam = 2.84)."""
-    problem = random_problems(max(KNOWN_UNBOUNDED) + 1, seed=0)[index]
+def test_hinge_lasso_erm_is_zero_where_reached_in_alpha():
+    """The hinge with a pure lasso of :data:`REACHED_IN_ALPHA`: the direct iteration raises
+    the named error at the zero estimator, the solve's homotopy in alpha reaches a fixed
+    point next to it (test error 0.5, nonzero fraction below 1e-20, a fixed point of the
+    map in the state's own coordinates too), and the finite-size ERM (d = 200, 400) is
+    exactly ``W* = 0`` with the bias at the kink, proved by a subgradient whose sup norm
+    is below ``lam`` (measured 0.90 against lam = 2.84)."""
+    problem = random_problems(REACHED_IN_ALPHA + 1, seed=0)[REACHED_IN_ALPHA]
     assert problem.loss == "hinge" and problem.penalty == "l1"
     with pytest.raises(gm.UnboundedWeightsError, match="Theorem 1's fixed point is degenerate"):
-        problem.solve()
-    with pytest.raises(gm.ConvergenceError):  # and it is still a ConvergenceError
-        problem.solve()
+        problem.solve(fallback=False)
+    res = problem.solve()
+    assert res.success and res.params["fallback"].startswith("alpha homotopy from alpha=")
+    assert res.test_error == pytest.approx(0.5, abs=1e-9)
+    assert 0.0 < res.nonzero_fraction < 1e-20
+    # the answer is a fixed point of the plain map (no chart, no damping): one
+    # evaluation moves it by less than the solver's tolerance
+    again = gm.solve(
+        problem.mixture, "hinge", lam=problem.lam, alpha=problem.alpha, penalty="l1", init=res
+    )
+    assert again.success and again.n_iter == 1
     for d in (200, 400):
         assert _zero_certificate(problem, d, seed=2) < problem.lam
 
 
 def test_hinge_lasso_with_few_weights_reached_from_below():
-    """:data:`FEW_WEIGHTS`: the solve's answer through the homotopy is the one of warm
-    starts from lam = 0.1 in 20 equal steps (measured within 3e-11), with a nonzero
-    fraction of about 1e-3."""
+    """:data:`FEW_WEIGHTS`: the solve's answer through a homotopy (in alpha, tried first
+    where the cold map fails with the weights unbounded; before it, in lam from 0.1) is
+    the one of warm starts from lam = 0.1 in 20 equal steps (measured within 3e-11), with
+    a nonzero fraction of about 1e-3."""
     problem = random_problems(FEW_WEIGHTS + 1, seed=0)[FEW_WEIGHTS]
     assert problem.loss == "hinge" and problem.penalty == "l1"
     res = problem.solve()
-    assert res.success and res.params["fallback"].startswith("lambda homotopy from lam=0.1")
+    assert res.success and res.params["fallback"].startswith("alpha homotopy from alpha=0.77")
     assert 1e-4 < res.nonzero_fraction < 1e-2
     ref = None
     for lam in np.linspace(0.1, problem.lam, 20):

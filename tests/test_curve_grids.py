@@ -32,23 +32,19 @@ RANDOM = cg.random_grids(40, seed=0)
 #: elastic-net sweep, passes: 125 -> 54; since a curve's warm start from its last point
 #: stops where it stalls, its cold solve following, "random 36", hinge + lasso on the
 #: sparse mixture, passes: 3877 -> 1177, its second point's warm start stopped after 300
-#: evaluations instead of 3001).
+#: evaluations instead of 3001; since a sweep's points still slow once half its restarted
+#: points have frozen are restarted once more from the seeds converged nearer to them,
+#: "random 29", a hinge + lasso sweep, passes: 116 -> 53).
 KNOWN = {
     "random 3": (
-        "13886 evaluations, 121 median cold points (115): hinge + lasso at lam = 9.75, "
-        "whose cold start is the zero estimator's neighbourhood, where the hinge has no "
+        "4376 evaluations, 45 median cold points (97): hinge + lasso at lam = 9.75, whose "
+        "cold start is the zero estimator's neighbourhood, where the hinge has no "
         "curvature: the stacked solve's first evaluation is not finite at 15 points and "
-        "the curve goes point by point; its three points at the smallest alphas "
-        "(UnboundedWeightsError, cold too) spend 3339-3633 evaluations each in the "
-        "solver's cold fallback, the next 2334.  They are not points without a fixed "
-        "point: a continuation in alpha from 1.59 in steps of about 0.002 reaches "
-        "alpha = 0.39 (Q = 0.011, nonzero fraction 5e-40, test error 0.5), so no test of "
-        "the state can give them up as unbounded early"
-    ),
-    "random 29": (
-        "116 evaluations, 7.3 median cold points (16): a hinge + lasso sweep to lam = "
-        "0.0243, whose four smallest lambdas, restarted after 11 evaluations from their "
-        "predictions, freeze 70-105 evaluations later (27-111 cold)"
+        "the curve goes point by point; its first points (alpha = 0.39 to 1.59) fail the "
+        "direct iteration at its first evaluation and are solved cold through the homotopy "
+        "in alpha, 304-661 evaluations each (its first point alone costs more than 5 "
+        "median cold points); before it, 13886 evaluations, the three smallest alphas "
+        "failing"
     ),
 }
 
@@ -134,12 +130,15 @@ def test_the_counter_sees_a_stacked_curves_evaluations() -> None:
     assert max(log) == 2 * len(grid.values)  # the first evaluations: every point's clusters
 
 
-def test_a_sweeps_late_restarted_point_is_kept(monkeypatch) -> None:
-    # "random 15" (a hinge + elastic-net sweep to lam = 1.5e-3): its point at the smallest
-    # lambda, restarted from its prediction after 8 evaluations, freezes 46 after, beyond
-    # the budget of evaluations a restarted point had (twice those before the restart, at
-    # least 30): kept, judged by the safeguard alone, the curve costs less than its plain
-    # solve from the cold start, and each point is its cold point's
+def test_a_sweeps_restarted_points_are_kept_and_restarted_again(monkeypatch) -> None:
+    # "random 15" (a hinge + elastic-net sweep to lam = 1.5e-3): its slow points, the point
+    # at the smallest lambda among them, are restarted from their predictions after 8
+    # evaluations; once half of them have frozen (after 22), the one still slow is
+    # restarted again from the seeds converged nearer to it, and freezes at 31 (with one
+    # restart it froze at 54, beyond the budget of evaluations a restarted point once had:
+    # twice those before the restart, at least 30).  Kept, judged by the safeguard alone,
+    # the curve costs less than its plain solve from the cold start, and each point is its
+    # cold point's
     import gaussmix as gm
     from gaussmix.experiments import continuation
 
@@ -147,8 +146,8 @@ def test_a_sweeps_late_restarted_point_is_kept(monkeypatch) -> None:
     restarted: list[tuple[int, list[int]]] = []  # (evaluations before, points restarted)
     reseed = continuation._reseed
 
-    def spy(T, rec, x, own, params):
-        out = reseed(T, rec, x, own, params)
+    def spy(T, rec, x, own, params, *rest):
+        out = reseed(T, rec, x, own, params, *rest)
         restarted.append((rec.evaluations, [] if out is None else list(out[1])))
         return out
 
@@ -160,13 +159,13 @@ def test_a_sweeps_late_restarted_point_is_kept(monkeypatch) -> None:
         m.setattr(continuation, "_seed_params", lambda T: None)
         with cg.counted_evaluations() as log:
             cg.curve(grid)
-    assert len(restarted) == 1 and table["converged"].all()
-    at, points = restarted[0]
+    assert len(restarted) == 2 and table["converged"].all()
+    (at, points), (again, later) = restarted
     # the point at the smallest lambda (the stacked state's last: its points run from the
-    # largest lambda) was restarted, and froze later than the former budget allowed
-    assert len(grid.values) - 1 in points
-    assert table["n_iter"].max() > at + max(30, 2 * at)
-    assert seeded < len(log)
+    # largest lambda) was restarted, and again, later, alone
+    last = len(grid.values) - 1
+    assert last in points and later == [last] and again > at
+    assert seeded == table["n_iter"].max() < len(log)
     mix = cg.mixture(grid.mixture)
     assert list(table["lam"]) == list(grid.values)
     for (lam, alpha), r in zip(grid.points(), table.points):
@@ -232,3 +231,52 @@ def test_a_second_copy_of_the_counting_module_counts_what_the_first_installed() 
     with again.counted_evaluations() as second:
         gm.solve(mix, "logistic", lam=0.1, alpha=2.0, estimate_error=False)
     assert len(first) > 0 and first == second
+
+
+def test_random_3s_smallest_alphas_converge_cold() -> None:
+    # "random 3" (isotropic, hinge + lasso at lam = 9.75): at its three smallest alphas the
+    # direct iteration fails at its first evaluation (the cold start, Q ~ 1e-92, is the
+    # zero estimator's neighbourhood, where the hinge has no curvature:
+    # UnboundedWeightsError) and so does the homotopy in lam (3339-3633 evaluations before
+    # it was given up); the homotopy in alpha, tried first for that failure, reaches them.
+    # Each answer is a fixed point of the map in the state's own coordinates (a warm start
+    # from it converges at its first evaluation); at alpha = 0.39 it is the one a
+    # continuation in alpha in steps of about 0.002 from alpha = 1.59 reached (Q = 0.011,
+    # nonzero fraction 5e-40, test error 0.5); at alpha = 1.59 the homotopy in lam arrives
+    # too, at the same fixed point
+    from dataclasses import replace
+
+    import gaussmix as gm
+    from gaussmix.theory.api.api import make_problem
+    from gaussmix.theory.solve.fixed_point import start_state
+    from gaussmix.theory.solve.policy import LambdaHomotopy, policy_for
+    from gaussmix.theory.solve.solver import assemble_result
+
+    grid = next(g for g in RANDOM if g.name == "random 3")
+    mix = cg.mixture(grid.mixture)
+    kw = {"lam": grid.fixed, "penalty": grid.penalty}
+    for alpha in grid.values[:3]:
+        with pytest.raises(gm.UnboundedWeightsError):
+            gm.solve(mix, grid.loss, alpha=alpha, fallback=False, **kw)
+        with cg.counted_evaluations() as log:
+            res = gm.solve(mix, grid.loss, alpha=alpha, **kw)
+        assert res.success and res.params["fallback"].startswith("alpha homotopy from")
+        assert len(log) < 1000  # (measured 522-661)
+        again = gm.solve(mix, grid.loss, alpha=alpha, init=res, **kw)
+        assert again.success and again.n_iter == 1
+        assert res.test_error == pytest.approx(0.5, abs=1e-4)
+    low = gm.solve(mix, grid.loss, alpha=grid.values[0], **kw)
+    assert float(low.Q[0, 0, 0]) == pytest.approx(0.011, rel=0.02)
+    assert 1e-40 < low.nonzero_fraction < 1e-39
+    assert low.test_error == pytest.approx(0.5, abs=1e-9)
+    # alpha = 1.59: the homotopy in alpha (the default) against the homotopy in lam alone
+    problem = make_problem(mix, grid.loss, alpha=grid.values[3], **kw)
+    opts = gm.SolverOptions()
+    policy = replace(policy_for(problem, opts), fallback=LambdaHomotopy())
+    est = policy.run(problem, opts, start_state(problem, None), None, {})
+    by_lam = assemble_result(problem, opts, est)
+    by_alpha = gm.solve(mix, grid.loss, alpha=grid.values[3], **kw)
+    assert by_lam.params["fallback"].startswith("lambda homotopy from")
+    assert by_alpha.params["fallback"].startswith("alpha homotopy from")
+    for key in ("test_error", "train_error", "train_loss", "nonzero_fraction"):
+        assert getattr(by_alpha, key) == pytest.approx(getattr(by_lam, key), abs=1e-9), key

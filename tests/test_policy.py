@@ -26,6 +26,7 @@ from gaussmix.theory.numerics.quadrature import (
 from gaussmix.theory.problem.symmetry import ExchangeablePanels
 from gaussmix.theory.solve import policy as P
 from gaussmix.theory.solve.fixed_point import start_state
+from gaussmix.theory.solve.homotopy import AlphaHomotopy, Fallbacks
 from gaussmix.theory.solve.iteration import IterationStatus
 from gaussmix.theory.solve.options import SolverOptions
 from gaussmix.theory.solve.refinement import Continuation, ErrorEstimate
@@ -206,13 +207,15 @@ def test_the_declared_policy_of_each_problem_kind(kind, single_phase_reachable):
     make, steps, rule, cont, estimate = TABLE[kind]
     problem, opts, warm = make()
     policy = P.policy_for(problem, opts, warm=warm)
-    # every kind solved cold declares the homotopy in lam as its fallback, a warm start none
+    # every kind solved cold declares the homotopies in lam and alpha as its fallbacks, a
+    # warm start none
     fallback = () if warm else (F,)
     assert tuple(type(s).__name__ for s in policy.steps) == steps + fallback
     assert policy.rule == rule
     assert policy.continuation is cont
     assert policy.estimate is estimate
-    assert policy.fallback == (None if warm else P.LambdaHomotopy())
+    homotopies = (P.LambdaHomotopy(), AlphaHomotopy())
+    assert policy.fallback == (None if warm else Fallbacks(homotopies, P.verdict))
     assert P.policy_for(problem, replace(opts, fallback=False), warm=warm).fallback is None
     assert P.policy_for(problem, opts, warm=True).fallback is None
 
@@ -364,15 +367,17 @@ def test_no_capability_is_read_with_a_default():
 
 
 def test_a_failed_fallback_says_so_in_the_message():
-    """Where the declared homotopy fails too (every solve starved of iterations), the
-    result is the direct solve's failure with the homotopy's account appended, and
+    """Where the declared homotopies fail too (every solve starved of iterations), the
+    result is the direct solve's failure with their accounts appended (in lam first: the
+    failure is not the unbounded weights the homotopy in alpha is tried first for), and
     ``throw`` raises it."""
     problem = make_problem(_binary(), "logistic", lam=0.1, alpha=2.0)
     starved = replace(OPTS, max_iter=2, throw=False)
     res = solve_problem(problem, options=starved)
     assert not res.success and "fallback" not in res.params
     assert res.message.startswith("did not converge in 2 iterations")
-    assert res.message.endswith(P.LambdaHomotopy().describe())
+    accounts = (P.LambdaHomotopy().describe(), AlphaHomotopy().describe())
+    assert res.message.endswith("; ".join(accounts))
     with pytest.raises(gm.ConvergenceError, match="failed too"):
         solve_problem(problem, options=replace(starved, throw=True))
 

@@ -202,13 +202,19 @@ def test_simulation_keeps_no_weight():
 
 
 def test_hinge_lasso_without_curvature_is_named():
-    """Hinge + pure lasso between the decline and the underflow: the cold start reaches a
-    state where the hinge has no curvature while weights remain, and the solve says so
-    (not an anonymous NaN): the named :class:`gaussmix.UnboundedWeightsError`, a
-    :class:`gaussmix.ConvergenceError`."""
+    """Hinge + pure lasso between the decline and the underflow: the cold start is a state
+    where the hinge has no curvature while weights remain, and the direct iteration says
+    so (not an anonymous NaN): the named :class:`gaussmix.UnboundedWeightsError`, a
+    :class:`gaussmix.ConvergenceError`; the solve's homotopy in alpha then reaches the fixed
+    point next to the zero estimator (test error 0.5 to 1e-9, weights on a fraction below
+    1e-20 of the coordinates)."""
     mix = Mixture.isotropic(1.0, "antipodal", labels="binary")
     with pytest.raises(gm.UnboundedWeightsError, match="lasso's weights are unbounded") as exc:
-        gm.solve(mix, "hinge", alpha=0.5, lam=10.0, penalty="l1")
+        gm.solve(mix, "hinge", alpha=0.5, lam=10.0, penalty="l1", fallback=False)
     assert isinstance(exc.value, gm.ConvergenceError)
     assert exc.value.result.status is IterationStatus.UNBOUNDED_WEIGHTS
     assert not exc.value.result.success
+    res = gm.solve(mix, "hinge", alpha=0.5, lam=10.0, penalty="l1")
+    assert res.success and res.params["fallback"].startswith("alpha homotopy")
+    assert res.test_error == pytest.approx(0.5, abs=1e-9)
+    assert 0.0 < res.nonzero_fraction < 1e-20

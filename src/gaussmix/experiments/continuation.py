@@ -509,6 +509,17 @@ SEED_POINTS = 3
 #: of evaluations on the restarted points, since dropped).
 SEED_FRACTION = 0.5
 
+#: A point restarted before is restarted again (:func:`_reseed`, a later round of the same
+#: solve) where the seed nearest to it is now at most this fraction of the distance (in
+#: ``log lambda`` or ``log alpha``) of the nearest seed of its last prediction: seeds that
+#: converged since, between it and the first seeds.  Measured on the hinge + lasso sweep at
+#: alpha = 2.25, 20 lambdas in [0.0243, 1.05] (``bench_curves.py --grids``, random 29): its
+#: eight smallest lambdas, restarted after 11 evaluations from seeds at lam >= 0.12 (a
+#: quadratic extrapolated over 0.7 decades: Q = 8.4 to 8.9 predicted against 9.6 to 15.8),
+#: froze 17 to 105 evaluations later; the four at lam >= 0.054 at 28 to 34, from which the
+#: four below are predicted again.
+SEED_NEARER = 0.5
+
 # A restarted point has no budget of evaluations, on a sweep over lambda as on a curve
 # over alpha: the safeguard judges it where it freezes
 # (:func:`~gaussmix.experiments.continuation.prediction_accepted`), and a seeded iteration
@@ -575,7 +586,9 @@ def _seeded_iterate(
     (:meth:`~gaussmix.theory.solve.batch.FixedPointMap.last_own_residuals`; the seeds, their images
     standing for their fixed points),
     every point not frozen whose residual is at least :data:`SEED_RESTART` is restarted
-    from the Lagrange polynomial in ``log lambda`` through the :data:`SEED_POINTS` seeds
+    (once more, in one later round, where it still is once half the points restarted have
+    frozen and a seed has converged within :data:`SEED_NEARER` of its last nearest seed's
+    distance) from the Lagrange polynomial in ``log lambda`` through the :data:`SEED_POINTS` seeds
     nearest to it (:func:`~gaussmix.experiments.continuation.predict`, in the logarithmic
     chart's coordinates, :class:`~gaussmix.theory.solve.state.LogChart`, where ``V ~ 1 / lam`` is
     linear), its secant pairs zeroed (its block of the Anderson mixing starts afresh), the
@@ -624,6 +637,11 @@ class _Seeding:
         self.sweep = len({p.alpha for p in T.problems}) == 1
         self.need = max(SEED_POINTS, math.ceil(SEED_FRACTION * T.n_points))
         self.done = False  # restarted once (or found nothing to restart)
+        #: each restarted point's distance to the nearest seed of its last prediction
+        #: (a later round restarts it only from nearer seeds, SEED_NEARER)
+        self.reach: dict[int, float] = {}
+        self.rounds = 0  # restarts made (at most two: the first, and one later round)
+        self.first_points = np.zeros(0, int)  # the points of the first restart
         self.waiting: dict[int, tuple[dict, dict]] = {}  # point -> (prediction, nearest seed)
         #: (the iterate, secant pairs and own residuals before the restart) until the first
         #: evaluation at the predictions
@@ -636,7 +654,6 @@ class _Seeding:
         if self.done:  # the safeguard, at each restarted point's freeze
             if self.rejections():
                 raise _SeedRejected
-            return None
         rec = self.record
         if not rec.trail:
             return None
@@ -644,15 +661,22 @@ class _Seeding:
         # (a curve over alpha: once half its points have converged, its own points'
         # count, so that only the points slower than its median point are restarted)
         below = own < SEED_TOL if self.sweep else rec.frozen
-        if below.sum() < self.need or not (own >= SEED_RESTART).any():
+        if below.sum() < self.need or not ((own >= SEED_RESTART) & ~rec.frozen).any():
             return None
+        first = not self.done
+        if not first:  # the one later round: once half the points restarted have frozen
+            if self.rounds > 1 or 2 * rec.frozen[self.first_points].sum() < self.first_points.size:
+                return None
         self.done = True
-        made = _reseed(T, rec, s.x, own, self.params)
+        self.rounds += 1
+        made = _reseed(T, rec, s.x, own, self.params, self.reach)
         if made is None:
             return None
         x, points, predictions, nearest = made
-        self.waiting = {j: (p, q) for j, p, q in zip(points, predictions, nearest)}
-        self.trial = (s.x, s.anderson, own)
+        if first:
+            self.waiting, self.first_points = {}, np.array(points, int)
+        self.waiting.update({j: (p, q) for j, p, q in zip(points, predictions, nearest)})
+        self.trial = (s.x, s.anderson, own, points)
         return self._restarted(s, x, point_mask(T.n_points, points)[T.blocks])
 
     @staticmethod
@@ -674,10 +698,10 @@ class _Seeding:
         residual there is not below their residual before the restart go back to their
         iterate and secant pairs of then (a prediction no better than where the point
         was), the others go on from their predictions."""
-        x_old, anderson_old, own_old = self.trial
+        x_old, anderson_old, own_old, points = self.trial
         self.trial = None
         own = self.T.last_own_residuals(self.record)
-        back = [j for j in self.waiting if not own[j] < own_old[j]]
+        back = [j for j in points if j in self.waiting and not own[j] < own_old[j]]
         if not back:
             return None
         for j in back:
@@ -733,7 +757,12 @@ class _PointState(NamedTuple):
 
 
 def _reseed(
-    T: FixedPointMap, rec: FreezeRecord, x_next: np.ndarray, own: np.ndarray, params: np.ndarray
+    T: FixedPointMap,
+    rec: FreezeRecord,
+    x_next: np.ndarray,
+    own: np.ndarray,
+    params: np.ndarray,
+    reach: dict[int, float] | None = None,
 ) -> tuple[np.ndarray, list[int], list[dict], list[dict]] | None:
     """The next stacked iterate ``x_next`` with the slow points (not frozen, own residual ``own``
     at least :data:`SEED_RESTART`) replaced by their predictions from the seeds (below it, at
@@ -747,7 +776,22 @@ def _reseed(
     to 1e125, and its seeded solve ended not positive definite after 76 evaluations).
     None where no point can be predicted (fewer than :data:`SEED_POINTS` seeds in the
     chart: a secant through the two left may span the curve).  The seeds enter the chart,
-    and the predictions leave it, all at once (:func:`_charted`)."""
+    and the predictions leave it, all at once (:func:`_charted`).
+
+    ``reach`` (updated): each point's distance to the nearest seed of its last prediction;
+    a point in it is restarted again only where its nearest seed now is within
+    :data:`SEED_NEARER` of that distance (None: every slow point)."""
+    slow = np.flatnonzero((own >= SEED_RESTART) & ~rec.frozen)
+    below = np.flatnonzero(own < SEED_TOL)
+    if reach is not None and reach:  # a later round: only points with nearer seeds
+        if below.size == 0:
+            return None
+        gap = {int(j): float(np.min(np.abs(params[below] - params[j]))) for j in slow}
+        slow = np.array(
+            [j for j in slow if gap[int(j)] < SEED_NEARER * reach.get(int(j), np.inf)], int
+        )
+        if slow.size == 0:
+            return None
     x_last, g_last = rec.trail[-1]
     # each point's state: a frozen point's own, else its image of the last evaluation
     at = np.where(rec.frozen[T.blocks], x_last, g_last)
@@ -763,11 +807,12 @@ def _reseed(
         return None
     charted = {int(i): y for i, y in zip(below, charted) if y is not None}
     states = dict(zip(seeds, _point_dicts(parts, seeds)))
-    slow = np.flatnonzero((own >= SEED_RESTART) & ~rec.frozen)
     preds = []
     for j in slow:
         # the nearest seeds, the nearest last (predict's order), ties by index
         near = sorted(seeds, key=lambda i: (-abs(params[i] - params[j]), -i))[-SEED_POINTS:]
+        if reach is not None:
+            reach[int(j)] = abs(float(params[near[-1]] - params[j]))
         done = [(float(params[i]), _PointState(**charted[i])) for i in near]
         preds.append((predict(done, float(params[j]), SEED_POINTS), near[-1]))
     x = x_next.copy()

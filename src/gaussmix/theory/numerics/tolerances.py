@@ -51,6 +51,12 @@ __all__ = [
     "HOMOTOPY_MIN_STEP",
     "HOMOTOPY_MAX_SOLVES",
     "HOMOTOPY_STEP_ITER",
+    "ALPHA_HOMOTOPY_STARTS",
+    "ALPHA_HOMOTOPY_STEP",
+    "ALPHA_HOMOTOPY_MIN_STEP",
+    "ALPHA_HOMOTOPY_MAX_SOLVES",
+    "ALPHA_HOMOTOPY_STEP_ITER",
+    "ALPHA_HOMOTOPY_DAMPING",
     "STALL_WINDOW",
     "STALL_GAIN",
     "INTEGRATION_WARNING_FLOOR",
@@ -223,6 +229,33 @@ HOMOTOPY_MAX_SOLVES = 40
 #: The iteration budget of each intermediate step (a step that needs more is too long: it
 #: is halved), except the last, the problem's own point, which has ``max_iter``.
 HOMOTOPY_STEP_ITER = 300
+#: The homotopy in ``alpha`` (:class:`~gaussmix.theory.solve.homotopy.AlphaHomotopy`, the
+#: cold solve's fallback where the weights the loss leaves unbounded stopped it) starts
+#: from ``alpha`` times the first of these factors whose point converges from the cold
+#: start: more samples move the estimator away from the zero estimator, where the hinge
+#: has no curvature (issue 31's random grid 3, hinge + lasso at lam = 9.75: every alpha
+#: below 3.6 fails cold at its first evaluation, alpha = 6.2 converges in 143).
+ALPHA_HOMOTOPY_STARTS = (2.0, 4.0, 8.0, 16.0, 32.0)
+#: The longest step of the homotopy in ``alpha``, a factor (the first step's too); a step
+#: that converges grows the next by half, one that fails is halved in ``log alpha``.
+ALPHA_HOMOTOPY_STEP = 2.0
+#: A path in ``alpha`` whose step is halved below this factor is given up.
+ALPHA_HOMOTOPY_MIN_STEP = 1.001
+#: The homotopy in ``alpha`` gives up after this many solves (its starts included).
+ALPHA_HOMOTOPY_MAX_SOLVES = 60
+#: The iteration budget of each solve of the homotopy in ``alpha`` but its last (the
+#: problem's own point, which has ``max_iter``): a step that needs more is halved.
+ALPHA_HOMOTOPY_STEP_ITER = 100
+#: The mixing parameter of the homotopy in ``alpha``'s steps (in
+#: :class:`~gaussmix.theory.solve.state.LogChart` coordinates).  Near the zero estimator of
+#: the hinge with a lasso the map is stiff: the hinge's curvature ``Vhat`` is the density
+#: of the margins at the kink, ``~ exp(-(1 - M)^2 / (2 Q))``, the prior's ``Q ~ 1 / Vhat^2``,
+#: so the map's derivative in ``log Q`` is about ``-(1 - M)^2 / Q`` (-90 at random grid 3's
+#: alpha = 0.39, Q = 0.011): undamped steps overshoot into the underflow of ``Vhat``
+#: (``UnboundedWeightsError``).  Measured on that grid's path from alpha = 6.2 to 0.39:
+#: 15 solves and 518 evaluations at 0.03, 28 and 1076 at 0.1, 21 and 836 at 0.01; in the
+#: state's own coordinates (no chart) at any damping, 565 solves or more.
+ALPHA_HOMOTOPY_DAMPING = 0.03
 #: A cold solve that has a fallback gives up early where its iteration stalls: the smallest
 #: step ``max |T(x) - x| / max(1, |x|)`` seen (the iteration's own divergence measure) is
 #: taken every ``STALL_WINDOW`` evaluations, and the solve stops when it has not fallen by

@@ -103,7 +103,9 @@ _OPTIONS_DOC = """\
         or an invalid point), solve again by homotopy in ``lam`` before giving up: from a
         larger ``lam``, where the fixed point is easy (else from a smaller one), to the
         problem's in geometric steps, each warm-started from the last
-        (:class:`~gaussmix.theory.solve.policy.LambdaHomotopy`).  The result says so in
+        (:class:`~gaussmix.theory.solve.policy.LambdaHomotopy`), or by homotopy in
+        ``alpha`` from a larger one (:class:`~gaussmix.theory.solve.homotopy.AlphaHomotopy`,
+        first where the weights were unbounded).  The result says so in
         ``params['fallback']``, and its ``n_iter`` counts every iteration spent.  With it, a
         cold iteration that stalls stops early
         (:class:`~gaussmix.theory.solve.policy.FailFast`) instead of after ``max_iter``.  A

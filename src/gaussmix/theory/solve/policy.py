@@ -30,7 +30,9 @@ step                what it does, and when the policy takes it
                     refinement (:func:`~gaussmix.theory.solve.refinement.refine_prior`)
 :class:`Fallback`   a cold solve that failed (:func:`verdict`) handed to
                     :attr:`SolvePolicy.fallback`: the :class:`LambdaHomotopy` from a
-                    larger (or smaller) ``lam`` to the problem's
+                    larger (or smaller) ``lam`` to the problem's, and the
+                    :class:`~gaussmix.theory.solve.homotopy.AlphaHomotopy` from a larger
+                    ``alpha`` (first where the weights were unbounded)
 ==================  =======================================================================
 
 The steps hold no numerics: they call the mechanics of :mod:`gaussmix.theory.solve.refinement`
@@ -80,6 +82,7 @@ from .fixed_point import (
     needs_quadrature,
     start_state,
 )
+from .homotopy import AlphaHomotopy, Fallbacks
 from .iteration import IterationOutcome, IterationState, IterationStatus
 from .options import SolverOptions
 from .refinement import (
@@ -583,12 +586,14 @@ def policy_for(
     """The policy of a solve of ``problem`` with the options ``opts`` (``warm``: from a
     given starting state, a curve's neighbour or a user's ``init``).
 
-    Every kind of problem solved cold with ``opts.fallback`` declares the same fallback, the
-    :class:`LambdaHomotopy` (a penalty's ``lam`` is the one parameter every problem has),
-    and with it the :class:`FailFast` of its fixed-point runs; a warm start declares
-    neither, unless ``fail_fast``: its caller has a fallback of its own (a curve's warm
-    start from its last point, whose point is then solved cold), so that a run that stalls
-    is stopped early (:class:`FailFast`) instead of after ``max_iter`` evaluations."""
+    Every kind of problem solved cold with ``opts.fallback`` declares the same fallbacks, the
+    :class:`LambdaHomotopy` (a penalty's ``lam`` is the one parameter every problem has) and
+    the :class:`~gaussmix.theory.solve.homotopy.AlphaHomotopy`, tried in turn
+    (:class:`~gaussmix.theory.solve.homotopy.Fallbacks`), and with them the
+    :class:`FailFast` of its fixed-point runs; a warm start declares neither, unless
+    ``fail_fast``: its caller has a fallback of its own (a curve's warm start from its last
+    point, whose point is then solved cold), so that a run that stalls is stopped early
+    (:class:`FailFast`) instead of after ``max_iter`` evaluations."""
     rule = channel_rule(problem, opts.quadrature, opts.symmetry)
     symmetric = opts.symmetry and problem.symmetry is not None
     automatic = opts.quadrature is None and needs_quadrature(problem)
@@ -607,7 +612,7 @@ def policy_for(
         estimate=estimate_kind(problem, opts, rule),
         normaliser_switch=normaliser and panels and opts.estimate_error,
         prior_refinement=opts.estimate_error and prior_quadrature_dim(problem) > 0,
-        fallback=LambdaHomotopy() if falls_back else None,
+        fallback=Fallbacks((LambdaHomotopy(), AlphaHomotopy()), verdict) if falls_back else None,
         fail_fast=FailFast() if falls_back or fail_fast else None,
     )
 
