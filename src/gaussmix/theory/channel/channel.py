@@ -334,8 +334,9 @@ def _hinge_moments(y, m, Q, V) -> ChannelMoments:
     narrow = v <= s
     with np.errstate(divide="ignore", invalid="ignore"):
         pb = P1 - P0  # P(0 < u < v)
-        eu = mu * pb + s * (p0 - p1)
-        eu2 = (mu * mu + s * s) * pb + 2.0 * mu * s * (p0 - p1) + s * s * (a0 * p0 - a1 * p1)
+        dp, ss = p0 - p1, s * s  # (each made once)
+        eu = mu * pb + s * dp
+        eu2 = (mu * mu + ss) * pb + 2.0 * mu * s * dp + ss * (a0 * p0 - a1 * p1)
         mid0, mid1, mid2 = pb / v, eu / v, eu2 / v**2
     if narrow.any():
         tau, wt = _HINGE_MIDDLE_RULE

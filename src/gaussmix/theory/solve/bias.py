@@ -69,6 +69,8 @@ def bias_step(Sv: np.ndarray, Sm: np.ndarray) -> np.ndarray:
     if Sm.ndim == 1:
         size = float(np.abs(Sv).max())
         reg = BIAS_RIDGE * (size if size > 0.0 else 1.0)
+        if L == 1:  # ((Sv + reg) \ Sm: the same numbers, without the identity's arrays)
+            return Sm / (Sv[0] + reg)
         return solve_batch(Sv + reg * np.eye(L), Sm)
     size = np.abs(Sv).max(axis=(-2, -1))
     reg = BIAS_RIDGE * np.where(size > 0.0, size, 1.0)

@@ -407,7 +407,7 @@ class FixedPointMap(StackedPoints):
             return last, memory  # (np.array_equal's test, without its cost)
         if memory.record is None:  # (a caller's memory: ``MapMemory(warm=...)``)
             memory = memory._replace(record=FreezeRecord.empty(*self._sizes()))
-        if self.n_points == 1 and not memory.record.frozen.any():
+        if self.n_points == 1 and not memory.record.frozen[0]:  # (its one point: no any())
             return self._point_hats(x, memory)
         m, Q, V, _ = self.means(x)
         L = self.L
@@ -452,12 +452,16 @@ class FixedPointMap(StackedPoints):
         Q, M, V, b = unpack_state(x, self.K, self.L)
         y = self.outputs.y
         sym = self.symmetry
-        if sym is not None:  # cluster 0's channel stands for all (its equivariant state)
-            Q, M, V, b = sym.symmetric_state(Q, M, V, b)
-            Q, M, V, y = Q[:1], M[:1], V[:1], y[:1]
+        if sym is None:  # (the channel adds the bias itself, as a single point's map did)
+            loss = self.problems[0].loss
+            rows, warm = channel_evaluation(loss, y, M, b, Q, V, self.rule, memory.warm)
+            ev = HatEvaluation.of(x, rows, self.ar)
+            return ev, MapMemory(ev, None, warm, rows, True, memory.record)
+        # cluster 0's channel stands for all (its equivariant state)
+        Q, M, V, b = sym.symmetric_state(Q, M, V, b)
+        Q, M, V, y = Q[:1], M[:1], V[:1], y[:1]
         rows, warm = self._rows_channel(y, M + b, Q, V, memory.warm)
-        mom = rows if sym is None else sym.expand_moments(rows)
-        ev = HatEvaluation.of(x, mom, self.ar)
+        ev = HatEvaluation.of(x, sym.expand_moments(rows), self.ar)
         return ev, MapMemory(ev, None, warm, rows, True, memory.record)
 
     def _rows_channel(
