@@ -25,6 +25,7 @@ from ..model.outputs import error_keys
 from ..numerics import tolerances
 from ..numerics.quadrature import MAX_PANELS, MAX_QUADRATURE_NODES, MAX_TENSOR_DIM, QuadratureRule
 from ..numerics.tolerances import (
+    HALF_REPLICATES_CONFIDENCE,
     SINGLE_REPLICATE_MIN_SHIFT,
     TRAIN_ERROR_TARGET,
     integration_warning_threshold,
@@ -930,8 +931,9 @@ def _half_decides(
 ) -> bool:
     """Whether the ``values`` of the first half of ``rule``'s replicates make the estimate
     (:func:`_standard_errors`, scaled to all the replicates' coverage) without the others:
-    where every standard error within the two-sided 90 % confidence interval the half gives
-    (:func:`_spread_scale`'s bounds at 5 % and 95 %, a factor 4.7 apart with four values)
+    where every standard error within the two-sided confidence interval the half gives
+    (:data:`~gaussmix.theory.numerics.tolerances.HALF_REPLICATES_CONFIDENCE`, 90 %:
+    :func:`_spread_scale`'s bounds at 5 % and 95 %, a factor 4.7 apart with four values)
     leads to the same refinement (:func:`_finer_randomised`; none in the estimate's
     ``last`` round), so that a true standard error that would refine otherwise lies
     outside it, with a probability of at most 5 % for Gaussian errors.  The interval is
@@ -941,8 +943,9 @@ def _half_decides(
     if last:
         return True
     n = len(values["test_error"])
-    lo, hi = (_spread_scale(n, rule.n_rep, q) for q in (0.05, 0.95))
-    base = _standard_errors(values, rule.n_rep, quantile=0.05)
+    tail = (1.0 - HALF_REPLICATES_CONFIDENCE) / 2
+    lo, hi = (_spread_scale(n, rule.n_rep, q) for q in (tail, 1.0 - tail))
+    base = _standard_errors(values, rule.n_rep, quantile=tail)
     steps = int(np.ceil(np.log(hi / lo) / np.log(2.0))) + 1
     decided = [
         _finer_randomised(rule, {k: f / lo * v for k, v in base.items()}, evals, opts)
