@@ -16,10 +16,10 @@ import gaussmix as gm
 from gaussmix.theory.api.api import make_problem
 from gaussmix.theory.numerics.quadrature import SobolRQMC
 from gaussmix.theory.numerics.tolerances import PROX_TOL, REPLICATE_SHIFT_RTOL
-from gaussmix.theory.solve import nested, refinement
+from gaussmix.theory.solve import estimate, nested, refinement
+from gaussmix.theory.solve.estimate import refinement_reaches as _refinement_reaches
 from gaussmix.theory.solve.fixed_point import MapMemory, new_map
 from gaussmix.theory.solve.iteration import AndersonState, iterate
-from gaussmix.theory.solve.refinement import _refinement_reaches
 
 KEYS = ("test_error", "train_loss")
 
@@ -182,13 +182,13 @@ def test_half_of_the_replicates_keeps_the_coverage_of_all():
     z = rng.standard_normal((n_sim, 8))  # the replicates' errors, true value 0, sd 1
     mean = z.mean(axis=1)
     first = {"test_error": list(z[0, :4])}
-    assert refinement._standard_errors(first, 8)["test_error"] == pytest.approx(
-        refinement._spread_scale(4, 8) * np.std(z[0, :4], ddof=1) / np.sqrt(8), rel=1e-14
+    assert estimate.standard_errors(first, 8)["test_error"] == pytest.approx(
+        estimate.spread_scale(4, 8) * np.std(z[0, :4], ddof=1) / np.sqrt(8), rel=1e-14
     )
-    assert refinement._spread_scale(8, 8) == 1.0
+    assert estimate.spread_scale(8, 8) == 1.0
     s4 = z[:, :4].std(axis=1, ddof=1) / np.sqrt(8)
     cover8 = np.mean(np.abs(mean) <= z.std(axis=1, ddof=1) / np.sqrt(8))
-    cover4 = np.mean(np.abs(mean) <= refinement._spread_scale(4, 8) * s4)
+    cover4 = np.mean(np.abs(mean) <= estimate.spread_scale(4, 8) * s4)
     bare4 = np.mean(np.abs(mean) <= s4)
     sd = np.sqrt(2 * cover8 * (1 - cover8) / n_sim)  # of the difference of two coverages
     assert abs(cover8 - 0.6494) <= 4 * sd  # the eight replicates' own coverage
@@ -196,7 +196,7 @@ def test_half_of_the_replicates_keeps_the_coverage_of_all():
     assert cover8 - bare4 > 10 * sd
     true_se = 1 / np.sqrt(8)
     for q in (0.05, 0.95):
-        below = np.mean(true_se <= refinement._spread_scale(4, 8, q) * s4)
+        below = np.mean(true_se <= estimate.spread_scale(4, 8, q) * s4)
         assert abs(below - q) <= 4 * np.sqrt(q * (1 - q) / n_sim), q
 
 
@@ -215,23 +215,20 @@ def test_half_of_the_replicates_decides_only_far_from_a_target():
         return {k: list(sd * unit / np.std(unit, ddof=1)) for k in refinement._ERROR_KEYS}
 
     def se(sd: float) -> float:  # the estimate of the training error's part
-        return refinement._standard_errors(values(sd), 8)["train_error"]
+        return estimate.standard_errors(values(sd), 8)["train_error"]
 
     far = values(1e-5 * np.sqrt(8))  # a standard error of 1.1e-5: + 1.8e-5 << 1e-4
     assert se(1e-5 * np.sqrt(8)) + evals["train_error"] < TRAIN_ERROR_TARGET / 2
-    assert refinement._half_decides(rule, far, evals, opts, last=False)
+    assert estimate.half_decides(rule, far, evals, opts, last=False)
     near = values(6e-5 * np.sqrt(8))  # 6.6e-5 + 1.8e-5: below the target, not by enough
     assert se(6e-5 * np.sqrt(8)) + evals["train_error"] < TRAIN_ERROR_TARGET
-    assert (
-        refinement._finer_randomised(rule, refinement._standard_errors(near, 8), evals, opts)
-        is None
-    )
-    assert not refinement._half_decides(rule, near, evals, opts, last=False)
-    assert refinement._half_decides(rule, near, evals, opts, last=True)
+    assert estimate.finer_randomised(rule, estimate.standard_errors(near, 8), evals, opts) is None
+    assert not estimate.half_decides(rule, near, evals, opts, last=False)
+    assert estimate.half_decides(rule, near, evals, opts, last=True)
     above = values(3e-4 * np.sqrt(8))  # far above: refined whatever the other half
-    assert refinement._half_decides(rule, above, evals, opts, last=False)
+    assert estimate.half_decides(rule, above, evals, opts, last=False)
     assert (
-        refinement._finer_randomised(rule, refinement._standard_errors(above, 8), evals, opts)
+        estimate.finer_randomised(rule, estimate.standard_errors(above, 8), evals, opts)
         == rule.refined()
     )
 
