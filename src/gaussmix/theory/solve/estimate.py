@@ -12,7 +12,10 @@ the error of stopping the iteration at ``tol``.  :class:`Observables` is what th
 compares.  Two linear responses of the fixed point, each checked by the iteration that
 follows it: :func:`predicted_start` (to the residual a solve stopped at: where a single
 point's re-solve with the finer rule starts) and :func:`replicate_state` (to the change of
-the rule to one replicate of a randomised rule).
+the rule to one replicate of a randomised rule).  A randomised rule's estimate: the
+standard error from its replicates' values (:func:`standard_errors`, of some of them at all
+the replicates' coverage), whether half of them decide its refinement (:func:`half_decides`)
+and which (:func:`finer_randomised`).
 """
 
 from __future__ import annotations
