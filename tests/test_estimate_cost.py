@@ -16,10 +16,10 @@ import gaussmix as gm
 from gaussmix.theory.api.api import make_problem
 from gaussmix.theory.numerics.quadrature import SobolRQMC
 from gaussmix.theory.numerics.tolerances import PROX_TOL, REPLICATE_SHIFT_RTOL
-from gaussmix.theory.solve import nested, refinement
+from gaussmix.theory.solve import estimate, nested, refinement
+from gaussmix.theory.solve.estimate import refinement_reaches as _refinement_reaches
 from gaussmix.theory.solve.fixed_point import MapMemory, new_map
 from gaussmix.theory.solve.iteration import AndersonState, iterate
-from gaussmix.theory.solve.refinement import _refinement_reaches
 
 KEYS = ("test_error", "train_loss")
 
@@ -169,3 +169,104 @@ def test_nested_warm_starts_a_replicate_and_the_refined_rule_where_the_points_ar
     np.testing.assert_allclose(
         _moments(T2, x, start), _moments(T2, x), rtol=0, atol=1e3 * PROX_TOL
     )
+
+
+def test_half_of_the_replicates_keeps_the_coverage_of_all():
+    """The spread of the first four of eight replicates, scaled by _spread_scale, covers
+    the mean of all eight (Gaussian errors, simulated) as often as the eight replicates'
+    own one standard error does (0.649, Student's t with 7 degrees of freedom); unscaled it
+    would cover it less often (0.61), which the test tells apart.  The confidence bounds
+    hold the true standard error with their stated probabilities."""
+    rng = np.random.default_rng(0)
+    n_sim = 200_000
+    z = rng.standard_normal((n_sim, 8))  # the replicates' errors, true value 0, sd 1
+    mean = z.mean(axis=1)
+    first = {"test_error": list(z[0, :4])}
+    assert estimate.standard_errors(first, 8)["test_error"] == pytest.approx(
+        estimate.spread_scale(4, 8) * np.std(z[0, :4], ddof=1) / np.sqrt(8), rel=1e-14
+    )
+    assert estimate.spread_scale(8, 8) == 1.0
+    s4 = z[:, :4].std(axis=1, ddof=1) / np.sqrt(8)
+    cover8 = np.mean(np.abs(mean) <= z.std(axis=1, ddof=1) / np.sqrt(8))
+    cover4 = np.mean(np.abs(mean) <= estimate.spread_scale(4, 8) * s4)
+    bare4 = np.mean(np.abs(mean) <= s4)
+    sd = np.sqrt(2 * cover8 * (1 - cover8) / n_sim)  # of the difference of two coverages
+    assert abs(cover8 - 0.6494) <= 4 * sd  # the eight replicates' own coverage
+    assert abs(cover4 - cover8) <= 4 * sd
+    assert cover8 - bare4 > 10 * sd
+    true_se = 1 / np.sqrt(8)
+    for q in (0.05, 0.95):
+        below = np.mean(true_se <= estimate.spread_scale(4, 8, q) * s4)
+        assert abs(below - q) <= 4 * np.sqrt(q * (1 - q) / n_sim), q
+
+
+def test_half_of_the_replicates_decides_only_far_from_a_target():
+    """_half_decides: four replicates whose training-error spread is far below its target
+    (and the test error's target out of reach) decide; a spread whose confidence interval
+    holds the target does not (the other half is found); the last round always does."""
+    from gaussmix.theory.numerics.tolerances import TRAIN_ERROR_TARGET
+    from gaussmix.theory.solve.options import SolverOptions
+
+    rule, opts = SobolRQMC(9, 8, 8), SolverOptions()
+    evals = {"test_error": 4e-6, "train_error": 1.8e-5, "train_loss": 0.0, "test_loss": 0.0}
+    unit = np.array([1.0, -1.0, 0.5, -0.5])  # spread: std 0.913
+
+    def values(sd: float) -> dict:
+        return {k: list(sd * unit / np.std(unit, ddof=1)) for k in refinement._ERROR_KEYS}
+
+    def se(sd: float) -> float:  # the estimate of the training error's part
+        return estimate.standard_errors(values(sd), 8)["train_error"]
+
+    far = values(1e-5 * np.sqrt(8))  # a standard error of 1.1e-5: + 1.8e-5 << 1e-4
+    assert se(1e-5 * np.sqrt(8)) + evals["train_error"] < TRAIN_ERROR_TARGET / 2
+    assert estimate.half_decides(rule, far, evals, opts, last=False)
+    near = values(6e-5 * np.sqrt(8))  # 6.6e-5 + 1.8e-5: below the target, not by enough
+    assert se(6e-5 * np.sqrt(8)) + evals["train_error"] < TRAIN_ERROR_TARGET
+    assert estimate.finer_randomised(rule, estimate.standard_errors(near, 8), evals, opts) is None
+    assert not estimate.half_decides(rule, near, evals, opts, last=False)
+    assert estimate.half_decides(rule, near, evals, opts, last=True)
+    above = values(3e-4 * np.sqrt(8))  # far above: refined whatever the other half
+    assert estimate.half_decides(rule, above, evals, opts, last=False)
+    assert (
+        estimate.finer_randomised(rule, estimate.standard_errors(above, 8), evals, opts)
+        == rule.refined()
+    )
+
+
+@pytest.mark.slow  # ~20 s of CPU: two ten-class points on a dense prior
+def test_dense_prior_estimate_from_half_the_replicates_bounds_a_finer_rule(monkeypatch):
+    """Ten classes with the dense ridge prior (Gaussian data, d = 24): the training error's
+    estimate is far from its target, so the estimate is made from the first half of the
+    replicates (four replicate maps), and the change of every estimated error to a rule
+    with eight times the points is within two estimates (the coarse one and the fine
+    evaluation's own)."""
+    rng = np.random.default_rng(3)
+    K, d, n = 10, 24, 3000
+    means = rng.standard_normal((K, d))
+    y = np.arange(n) % K
+    X = means[y] + rng.standard_normal((n, d)) * (0.5 + rng.random(d))
+    mix = gm.Mixture.from_data(X, y)
+    kw = dict(lam=1.0, alpha=1.0)
+    rules = []
+    real = refinement.new_map
+
+    def spy(problem, rule, *args, **kwargs):
+        rules.append(rule)
+        return real(problem, rule, *args, **kwargs)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gm.IntegrationWarning)
+        with monkeypatch.context() as m:
+            m.setattr(refinement, "new_map", spy)
+            res = gm.solve(mix, "cross-entropy", **kw)
+        fine = gm.solve(
+            mix, "cross-entropy", **kw, quadrature=SobolRQMC(9, 11, 8), estimate_error=False
+        )
+    assert res.success and fine.success
+    assert res.params["quadrature"].startswith("sobol-rqmc(dim=9, points=2**8, replicates=8")
+    assert sum(r.randomised and r.n_rep == 1 for r in rules) == 4
+    err, fine_err = res.integration_errors, fine.integration_errors
+    for key in ("test_error", "train_error", "train_loss"):
+        assert err[key] > 0.0, key  # not vacuous
+        change = abs(getattr(res, key) - getattr(fine, key))
+        assert change <= 2.0 * (err[key] + fine_err[key]), key

@@ -74,6 +74,7 @@ __all__ = [
     "SPREAD_ORTHANT_TOL",
     "REPLICATE_SHIFT_RTOL",
     "SINGLE_REPLICATE_MIN_SHIFT",
+    "HALF_REPLICATES_CONFIDENCE",
     "ISOTROPIC_METRIC_RTOL",
     "METRIC_NEG_RTOL",
     "METRIC_EIG_FLOOR",
@@ -379,6 +380,15 @@ REPLICATE_SHIFT_RTOL = 0.2
 #: shift is found again in double precision.  (MNIST ten-class pooled to d = 196,
 #: ``lam = 0.1``, alpha = 2: shifts 3e-3 to 1e-2.)
 SINGLE_REPLICATE_MIN_SHIFT = 1e-4
+#: Two-sided confidence of the interval of the standard error over which the first half of
+#: a randomised rule's replicates must lead to one refinement for the estimate to be made
+#: from them alone (:func:`gaussmix.theory.solve.refinement._half_decides`; the dense prior):
+#: its bounds at 5 % and 95 %, a factor 4.7 apart with four replicates.  A true standard
+#: error that would refine otherwise lies outside it with a probability of at most 5 %
+#: (Gaussian errors).  Four groups of two replicates without that check crossed the
+#: training error's target on MNIST d = 196 and refined its rule (the estimate 0.75 -> 2.27
+#: times the solve).
+HALF_REPLICATES_CONFIDENCE = 0.9
 #: Regime of a one-dimensional channel integrand: the proximal map changes regime over a
 #: width ~1 of the output, i.e. ``~ 1 / sqrt(q)`` of ``xi`` (``q`` the largest eigenvalue of
 #: any ``Q_c``).  With ``q <= SMOOTH_Q_MAX`` the features are at least half a unit of ``xi``

@@ -60,6 +60,7 @@ __all__ = [
     "soft_threshold_moments",
     "prior_update",
     "prior_quadrature_dim",
+    "dense_prior",
     "single_precision_phase",
     "prior_for",
     "register_prior",
@@ -795,13 +796,19 @@ def prior_quadrature_dim(problem) -> int:
     return problem.dim - 1
 
 
+def dense_prior(problem) -> bool:
+    """Whether the prior of ``problem`` is the dense ridge prior
+    (:mod:`gaussmix.theory.prior.dense`: general covariances)."""
+    return problem.prior is _ridge_dense
+
+
 def single_precision_phase(problem) -> bool:
     """Whether a fixed point of ``problem`` starts in single precision: its prior is the
     dense ridge prior (the one that takes ``single``, :mod:`gaussmix.theory.prior.dense`) on a
     matrix of at least :data:`~gaussmix.theory.numerics.tolerances.SINGLE_PHASE_MIN_N` rows
     (``L r``: effective outputs times axes with variance), where its ``O((L r)^3)`` linear
     algebra is most of an iteration."""
-    if problem.prior is not _ridge_dense:
+    if not dense_prior(problem):
         return False
     n = problem.dim * int(np.count_nonzero(problem.mixture.covariance.active))
     return n >= tolerances.SINGLE_PHASE_MIN_N

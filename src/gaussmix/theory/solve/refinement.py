@@ -24,16 +24,26 @@ import numpy as np
 from ..model.outputs import error_keys
 from ..numerics import tolerances
 from ..numerics.quadrature import MAX_PANELS, MAX_QUADRATURE_NODES, MAX_TENSOR_DIM, QuadratureRule
-from ..numerics.tolerances import (
-    SINGLE_REPLICATE_MIN_SHIFT,
-    TRAIN_ERROR_TARGET,
-    integration_warning_threshold,
-)
+from ..numerics.tolerances import SINGLE_REPLICATE_MIN_SHIFT, integration_warning_threshold
 from ..prior.lasso import OUTER_PANEL_ORDER, outer_panels
-from ..prior.prior import PriorResult, prior_quadrature_dim, single_precision_phase
+from ..prior.prior import (
+    PriorResult,
+    dense_prior,
+    prior_quadrature_dim,
+    single_precision_phase,
+)
 from ..problem.problem import Problem
-from .estimate import Observables, predicted_start, refine_rule, replicate_state, tighter_run
-from .estimate import finer_rule as _finer_rule
+from .estimate import (
+    MAX_TRAIN_RQMC_NODES,
+    Observables,
+    predicted_start,
+    refine_rule,
+    replicate_state,
+    tighter_run,
+)
+from .estimate import finer_randomised as _finer_randomised
+from .estimate import half_decides as _half_decides
+from .estimate import standard_errors as _standard_errors
 from .fixed_point import (
     FixedPointMap,
     HatEvaluation,
@@ -86,9 +96,6 @@ __all__ = [
 #: largest dimension of a deterministic (tensor) channel rule; beyond it the automatic rule is
 #: randomised quasi-Monte Carlo (:class:`~gaussmix.theory.numerics.quadrature.SobolRQMC`)
 MAX_QUADRATURE_DIM = MAX_TENSOR_DIM
-#: largest number of nodes of a randomised rule refined for the training error's target
-#: (:data:`~gaussmix.theory.numerics.tolerances.TRAIN_ERROR_TARGET`): ``8 x 2**13`` Sobol' points
-MAX_TRAIN_RQMC_NODES = 2**16
 
 #: largest number of lines per atom (``(panels OUTER_PANEL_ORDER)^(L' - 1)``, before the
 #: kinks' extra panels) of the prior's outer rule that the automatic refinement reaches
@@ -106,6 +113,14 @@ MAX_PRIOR_LINES = 10_000
 MAX_PRIOR_ESTIMATE_LINES = 40_000
 #: the observables whose integration error is estimated (the observables registry's)
 _ERROR_KEYS = error_keys()
+#: With the dense prior (general covariances: ten classes fitted from data) a replicate of a
+#: randomised rule costs about the same whatever its points (its prior's linear algebra and
+#: its ``K`` orthants of dimension ``K - 1``; measured on ten classes from digits, ``lam =
+#: 1``, alpha = 1: 85 ms for its state, 100 ms for its observables, the channel ~10 ms of
+#: it), so the estimate finds the first half of the replicates first, and the others only
+#: where the half does not decide the refinement (:func:`_half_decides`): a rule of at least
+#: twice this many replicates
+HALF_REPLICATES_MIN = 4
 #: (the refinement's target, ``quad_tol``, and the integration warning are on the test error
 #: and the training loss; the test loss's estimate is reported, in ``integration_errors``:
 #: its integrand, the loss at the Gaussian output itself, is less smooth than the training
@@ -731,7 +746,28 @@ def _replicate_spread(
     history: dict,
     memory: MapMemory | None = None,
 ) -> tuple[dict, int] | None:
-    """Standard error of the errors and losses across the replicates of a randomised rule.
+    """Standard error of the errors and losses across the replicates of a randomised rule
+    (:func:`_replicate_values` of all of them, :func:`_standard_errors`) and the
+    iterations spent, or None if a replicate's iteration fails."""
+    found = _replicate_values(problem, T, x, opts, callback, history, memory)
+    if found is None:
+        return None
+    values, n_iter = found
+    return _standard_errors(values, T.rule.n_rep), n_iter
+
+
+def _replicate_values(
+    problem: Problem,
+    T: FixedPointMap,
+    x: np.ndarray,
+    opts: SolverOptions,
+    callback: Callable | None,
+    history: dict,
+    memory: MapMemory | None = None,
+    known: dict | None = None,
+    stop: int | None = None,
+) -> tuple[dict, int] | None:
+    """The errors and losses at the fixed point of each replicate of a randomised rule.
 
     Each replicate of ``T.rule`` alone (an independent randomisation; the rule is their
     average; its proximal solves start at the rule's last ones, held by ``memory``, the
@@ -750,15 +786,18 @@ def _replicate_spread(
     linear algebra) where its shift is at least
     :data:`~gaussmix.theory.numerics.tolerances.SINGLE_REPLICATE_MIN_SHIFT`, else again in
     double precision (and the next replicates with it); the observables are the double
-    channel's at that state either way.  Returns the standard errors and the iterations
-    spent, or None if a replicate's iteration fails.
+    channel's at that state either way.  ``known``: the values of the first replicates,
+    found before (the next ones are found, up to ``stop``, default all of them).  Returns
+    the values (a list per observable, in the replicates' order) and the iterations spent,
+    or None if a replicate's iteration fails.
     """
-    values: dict = {k: [] for k in _ERROR_KEYS}
+    values: dict = {k: list(known[k]) if known else [] for k in _ERROR_KEYS}
     n_iter = 0
     reps = T.rule.replicates()
     single = single_precision_phase(problem)
     scale = residual_scale(x, T.K, T.L)
-    for r, rep in enumerate(reps):
+    for r in range(len(values["test_error"]), len(reps) if stop is None else stop):
+        rep = reps[r]
         warm = nested_warm(
             None if memory is None else memory.warm,
             T.rule,
@@ -788,8 +827,7 @@ def _replicate_spread(
         obs = evaluate_observables(problem, Tr, xr, light=True, spread=True, memory=memory)
         for k in _ERROR_KEYS:
             values[k].append(obs.value(k))
-    n = len(values["test_error"])
-    return {k: float(np.std(v, ddof=1) / np.sqrt(n)) for k, v in values.items()}, n_iter
+    return values, n_iter
 
 
 def _estimate_randomised(
@@ -815,29 +853,29 @@ def _estimate_randomised(
     for k in range(opts.max_refine + 1):
         mem = T.hats_memory(x, mem)[1]
         obs = evaluate_observables(problem, T, x, light=True, memory=mem)
-        spread = _replicate_spread(problem, T, x, opts, callback, history, mem)
-        if spread is None:
+        evals = dict(obs.errors)
+        last = not opts.auto_refine or k == opts.max_refine
+        n_rep = T.rule.n_rep
+        # with the dense prior the first half of the replicates, where it decides
+        first = n_rep // 2 if dense_prior(problem) and n_rep >= 2 * HALF_REPLICATES_MIN else None
+        found = _replicate_values(problem, T, x, opts, callback, history, mem, stop=first)
+        if found is not None and first is not None:
+            if not _half_decides(T.rule, found[0], evals, opts, last):  # the other half
+                more = _replicate_values(
+                    problem, T, x, opts, callback, history, mem, known=found[0]
+                )
+                found = None if more is None else (more[0], found[1] + more[1])
+        if found is None:
             status = IterationStatus.NUMERICAL_FAILURE
             msg = "a replicate of the randomised channel rule found no fixed point"
             quad = dict.fromkeys(_ERROR_KEYS, np.inf)
             break
-        quad, extra = spread
+        values, extra = found
+        quad = _standard_errors(values, n_rep)
         n_iter += extra
-        evals = dict(obs.errors)
-        if not opts.auto_refine or k == opts.max_refine:
+        finer = None if last else _finer_randomised(T.rule, quad, evals, opts)
+        if finer is None:
             break
-        finer = _finer_rule(T.rule)
-        ratio = T.rule.weights.size / _largest_nodes(T.rule)
-        wants_finer = finer is not None and _refinement_reaches(
-            quad, evals, ("test_error", "train_loss"), opts.quad_tol, ratio
-        )
-        if not wants_finer:
-            # the training error's own target (issue 10), a little further if need be
-            finer = _finer_rule(T.rule, cap=MAX_TRAIN_RQMC_NODES)
-            if finer is None or not _refinement_reaches(
-                quad, evals, ("train_error",), TRAIN_ERROR_TARGET, 0.0
-            ):
-                break
         T2 = new_map(problem, finer, T)
         n_rep = len(T.rule.replicates())
         warm = nested_warm(
@@ -855,37 +893,6 @@ def _estimate_randomised(
     if status is IterationStatus.CONVERGED:
         obs = with_statistics(problem, T, x, obs, memory=mem)
     return Estimate(T, x, n_iter, res, status, msg, obs, quad, evals, memory=mem)
-
-
-def _refinement_reaches(
-    quad: dict, evals: dict, keys: tuple[str, ...], target: float, ratio: float
-) -> bool:
-    """Whether a finer randomised channel rule can bring the estimates of ``keys`` above
-    ``target`` (``quad + evals``) down to it: some estimate exceeds it, and for each that
-    does, the evaluation's own error ``evals`` (the seeded orthant and training-error
-    integrals, which no channel rule reduces) is below it, with room for the channel's
-    part ``quad`` once divided by ``1 / ratio`` (``ratio``: the nodes of the rule over
-    those of its finest admissible refinement, the optimistic rate ``1 / N``; 0 asks only
-    that the evaluation's own error leaves room).
-
-    Measured on ten classes fitted from scikit-learn's digits (``lam = 1``, alpha = 1): the
-    training error's own estimate is 1.07e-4 at its sampling cap, above
-    :data:`~gaussmix.theory.numerics.tolerances.TRAIN_ERROR_TARGET`, and the five refinements of
-    the
-    channel rule that chased the target (to 8 x 2**13 nodes) cost 26 times the solve and
-    left the estimate at 1.06e-4."""
-    excess = [k for k in keys if quad[k] + evals[k] > target]
-    return bool(excess) and all(evals[k] + ratio * quad[k] < target for k in excess)
-
-
-def _largest_nodes(rule: QuadratureRule) -> int:
-    """Nodes of the finest admissible refinement of ``rule``."""
-    size = rule.weights.size
-    finer = _finer_rule(rule)
-    while finer is not None:
-        size = finer.weights.size
-        finer = _finer_rule(finer)
-    return size
 
 
 def _refinement_limit(rule: QuadratureRule) -> str | None:
