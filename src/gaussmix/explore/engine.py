@@ -69,6 +69,7 @@ __all__ = [
     "CACHE_SIZE",
     "COARSE_POINTS",
     "COARSE_BUDGET_S",
+    "POINT_BUDGET",
     "PrefetchJob",
     "MAX_OVERLAY_POINTS",
     "WARM_CONTROLS",
@@ -87,6 +88,20 @@ MAX_OVERLAY_POINTS = 8
 #: (BENCHMARKS.md); bounded so, a curve that takes longer is drawn coarse first, and one
 #: that the coarse pass would delay by more than this is computed point by point at once
 COARSE_BUDGET_S = 0.3
+#: steps of the solver's iteration (about one evaluation of its map each, counted by the
+#: cooperative stop :func:`gaussmix.core.interrupt.check_interrupt`) that one point of a
+#: curve at the screen precision may take (a stacked solve: this many for each of its
+#: points); a point that has not converged within them is drawn missing, with the reason,
+#: and the curve goes on from the points solved (:meth:`CurveJob._budgeted`).  A point of
+#: a curve takes 2-30 steps from its neighbour, a cold first point 100-250; the points past
+#: this (BENCHMARKS.md: a K = 3 cross-entropy lasso point of 2532 iterations at lam = 6.6e-4;
+#: at lam = 30 points near the lasso's zero estimator that the solver does not resolve,
+#: each 9000 evaluations of its fallback and 78 s of CPU) held the page for tens of seconds
+#: to minutes.  Counted, not timed: the curve drawn is the same on any machine.  The
+#: library's precision (``ExplorerState.precision``) has no budget
+POINT_BUDGET = 300
+
+
 #: test hook: the environment variable naming a coarse pass's budget in seconds instead of
 #: :data:`COARSE_BUDGET_S` (read when a job starts; ``inf``: the whole pass), so that a test
 #: served explorer draws a coarse pass whole on a machine of any speed.  Not for other uses.
@@ -99,6 +114,11 @@ class _Cancelled(Exception):
 
 class _OverBudget(Exception):
     """Raised in a job's thread when its coarse pass has spent :data:`COARSE_BUDGET_S`."""
+
+
+class _PointOverBudget(Exception):
+    """Raised in a job's thread when a point of its curve has taken :data:`POINT_BUDGET`
+    steps."""
 
 
 # ============================================================================ warnings
@@ -298,6 +318,7 @@ class CurveJob(_Job):
         self._coarse = coarse
         self.coarse_budget = float(os.environ.get(COARSE_BUDGET_ENV) or COARSE_BUDGET_S)
         self.coarse_stopped = False
+        self.point_budget = POINT_BUDGET if state.precision == "screen" else None
         self.refining = False
         self.started = time.monotonic()
         self._x = x_column(state)
@@ -333,7 +354,10 @@ class CurveJob(_Job):
             return
         if 0 < self._coarse and 2 * self._coarse <= len(values):
             self._preview(point, values)
-        self.table = _library_curve(self.state, point, values, self._solved(point), self.init)
+        if self.point_budget is None:
+            self.table = _library_curve(self.state, point, values, self._solved(point), self.init)
+        else:
+            self.table = self._budgeted(point, values, self.point_budget)
         _CACHE.put(key, (_copy(self.table), [dict(r) for r in self.rows], list(self.warnings)))
 
     def _solved(self, point: Any) -> Callable[[dict, FixedPointResult | None], None]:
@@ -348,6 +372,70 @@ class CurveJob(_Job):
             self._check()
 
         return hook
+
+    def _budgeted(self, point: Any, values: np.ndarray, budget: int) -> CurveTable:
+        """The library's curve over ``values`` with each point's steps counted (the
+        cooperative stop, within one evaluation of the map): a point past ``budget`` steps
+        (``budget`` for each point of a stacked solve, :func:`_stacks`) is stopped and
+        drawn missing with the reason (:func:`gaussmix.experiments.curves.missing_row`),
+        and the library's curve goes on over the points after it (in the order the library
+        solves them: a sweep over lambda from large to small), from the fixed points solved
+        so far and those of ``init`` (the library curve's ``init``: its nearest, the point
+        before, starts it).  The table: the rows in the grid's order, each point's result
+        beside its row."""
+        from gaussmix.core.tables import CurveTable
+        from gaussmix.experiments.curves import missing_row
+
+        # the order the library solves the points in (lambda_sweep: large to small lambda)
+        order = list(
+            range(len(values)) if self._x == "alpha" else np.argsort(-values, kind="stable")
+        )
+        rows: dict[int, dict] = {}  # the library's rows, by the index in the grid
+        results: dict[int, FixedPointResult | None] = {}
+        solved = self._solved(point)
+        while len(rows) < len(values):
+            rest = order[len(rows) :]
+            first = budget * len(rest) if _stacks(point, len(rest)) else budget
+            steps = [0, first]  # steps of the point being solved, its budget
+
+            def check(steps: list[int] = steps) -> None:
+                self._check()
+                steps[0] += 1
+                if steps[0] > steps[1]:
+                    raise _PointOverBudget
+
+            def hook(row: dict, result: FixedPointResult | None, steps: list[int] = steps) -> None:
+                steps[:] = [0, budget]
+                i = order[len(rows)]
+                rows[i], results[i] = dict(row), result
+                solved(row, result)
+
+            init = self.init + [r for r in results.values() if r is not None]
+            try:
+                with interruptible(check):
+                    _library_curve(self.state, point, values[sorted(rest)], hook, init)
+            except _PointOverBudget:
+                i = order[len(rows)]
+                x = float(values[i])
+                at = (
+                    {"alpha": x, "lam": point.lam}
+                    if self._x == "alpha"
+                    else {"alpha": point.alpha, "lam": x}
+                )
+                rows[i], results[i] = {**missing_row(**at), "n_iter": steps[1]}, None
+                self._add(
+                    {
+                        **rows[i],
+                        **order_parameters(None, point.mixture),
+                        "_reason": (
+                            f"not solved within the screen precision's {steps[1]} iterations "
+                            f"at lam={at['lam']:g}, alpha={at['alpha']:g} (the library's "
+                            "precision has no such budget): drawn missing"
+                        ),
+                    }
+                )
+        index = range(len(values))
+        return CurveTable.from_rows([rows[i] for i in index], [results[i] for i in index])
 
     def _preview(self, point: Any, values: np.ndarray) -> None:
         """The coarse pass: the library's curve on ``coarse`` points of the grid, evenly
@@ -823,6 +911,16 @@ class PrefetchJob(_Job):
             self.progress = (i + 1, self.progress[1])
 
 
+def _stacks(point: Any, n: int) -> bool:
+    """Whether the library solves a curve of ``n`` points of ``point``'s problem at all
+    its points at once (:func:`~gaussmix.experiments.continuation.stacked_curve_options`)."""
+    from gaussmix.experiments.continuation import stacked_curve_options
+    from gaussmix.theory.solve.options import solver_options
+
+    opts = solver_options(None, point.solve_kw)
+    return stacked_curve_options(point.problem, opts, n) is not None
+
+
 def _auto_coarse(state: ExplorerState) -> int:
     """:data:`COARSE_POINTS` for curves of problems with more than one output (one-hot
     labels: cross-entropy and multi-output square or hinge losses, about 10 times the cost
@@ -832,17 +930,11 @@ def _auto_coarse(state: ExplorerState) -> int:
     twice the time of a coarse pass, which would delay them by half as much again
     (BENCHMARKS.md); one whose first point turns out to be in the sharp regime is then
     solved point by point, and its rows stream."""
-    from gaussmix.experiments.continuation import stacked_curve_options
-    from gaussmix.theory.solve.options import solver_options
-
     try:
         point, values = setup(state)
     except (ValueError, TypeError, OSError):
         return 0
-    if point.problem.dim == 1:
-        return 0
-    opts = solver_options(None, point.solve_kw)
-    if stacked_curve_options(point.problem, opts, len(values)) is not None:
+    if point.problem.dim == 1 or _stacks(point, len(values)):
         return 0
     return COARSE_POINTS
 
