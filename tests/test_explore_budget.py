@@ -39,32 +39,33 @@ SWEEP = ExplorerState(
 )
 
 
-def _run(state: ExplorerState) -> CurveJob:
+def _run(state: ExplorerState, init=None) -> CurveJob:
     clear_cache()
-    job = engine.start_curve(state)
+    job = engine.start_curve(state, init=init)
     job.wait(HANG)
     assert job.done and job.error is None
     return job
 
 
 def test_a_point_over_the_budget_is_drawn_missing_and_the_curve_goes_on(monkeypatch):
-    monkeypatch.setattr(engine, "POINT_BUDGET", 50)
-    job = _run(HOPELESS)
+    point, values = setup(HOPELESS)
+    kw = {**point.penalty_kw, **point.solve_kw}
+    start = gm.learning_curve(point.mixture, point.loss, values[1:], lam=point.lam, **kw)
+    monkeypatch.setattr(engine, "POINT_BUDGET", 20)
+    job = _run(HOPELESS, init=list(start.points))  # the curve's start: the fixed point at 3.6
     table = job.table
     # alpha = 3: stopped after the budget's steps, NaN, the reason given
     assert [x for x, _ in job.failed] == [3.0]
-    assert "not solved within the screen precision's 50 iterations" in job.failed[0][1]
-    assert table.n_iter.iloc[0] == 50 and not table.converged.iloc[0]
+    assert "not solved within the screen precision's 20 iterations" in job.failed[0][1]
+    assert table.n_iter.iloc[0] == 20 and not table.converged.iloc[0]
     assert np.isnan(table.test_error.iloc[0]) and table.points[0] is None
     assert np.isnan(job.rows[0]["test_error"]) and np.isnan(job.rows[0]["q1"])
-    # alpha = 3.6: the library's curve over the points after it (nothing solved to start
-    # from: cold), to the bit
-    point, values = setup(HOPELESS)
+    # alpha = 3.6: the library's curve over the points after it, from init, to the bit
     rest = gm.learning_curve(
-        point.mixture, point.loss, values[1:], lam=point.lam, **point.penalty_kw, **point.solve_kw
+        point.mixture, point.loss, values[1:], lam=point.lam, init=start, **kw
     )
     np.testing.assert_array_equal(table[COLUMNS].iloc[1:], rest[COLUMNS])
-    assert table.points[1] is not None and table.n_iter.iloc[1] < 50
+    assert table.points[1] is not None and table.n_iter.iloc[1] < 20
 
 
 def test_a_sweep_goes_on_from_the_points_solved_in_its_order(monkeypatch):
@@ -94,10 +95,21 @@ def test_a_sweep_goes_on_from_the_points_solved_in_its_order(monkeypatch):
 def test_without_a_stop_the_curve_is_the_librarys_whole(monkeypatch, budget):
     if budget is not None:
         monkeypatch.setattr(engine, "POINT_BUDGET", budget)
-    state = SWEEP if budget is not None else SWEEP.replace(precision="library")
+    state = SWEEP if budget is not None else SWEEP.replace(precision="library", n_points=3)
     job = _run(state)
     assert job.point_budget == budget and not job.failed
     point, values = setup(state)
     kw = {**point.penalty_kw, **point.solve_kw}
     whole = gm.lambda_sweep(point.mixture, point.loss, values, alpha=point.alpha, **kw)
     np.testing.assert_array_equal(job.table[COLUMNS], whole[COLUMNS])
+
+
+def test_a_cold_point_has_no_budget(monkeypatch):
+    # a budget of one step: the first point solved (lambda = 1, nothing to start from) takes
+    # what it takes, each point after it is stopped (never a curve drawn all missing)
+    monkeypatch.setattr(engine, "POINT_BUDGET", 1)
+    job = _run(SWEEP)
+    table = job.table
+    assert table.converged.iloc[-1] and table.n_iter.iloc[-1] > 1
+    assert not table.converged.iloc[:-1].any() and (table.n_iter.iloc[:-1] == 1).all()
+    assert len(job.failed) == len(table) - 1

@@ -34,6 +34,7 @@ import collections
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import threading
 import time
@@ -376,7 +377,10 @@ class CurveJob(_Job):
     def _budgeted(self, point: Any, values: np.ndarray, budget: int) -> CurveTable:
         """The library's curve over ``values`` with each point's steps counted (the
         cooperative stop, within one evaluation of the map): a point past ``budget`` steps
-        (``budget`` for each point of a stacked solve, :func:`_stacks`) is stopped and
+        (``budget`` for each point of a stacked solve, :func:`_stacks`) that had a fixed
+        point to start from (of ``init``, or one solved before it: a cold point has no
+        budget, so that a curve whose cold start is slow is never drawn all missing) is
+        stopped and
         drawn missing with the reason (:func:`gaussmix.experiments.curves.missing_row`),
         and the library's curve goes on over the points after it (in the order the library
         solves them: a sweep over lambda from large to small), from the fixed points solved
@@ -393,21 +397,26 @@ class CurveJob(_Job):
         rows: dict[int, dict] = {}  # the library's rows, by the index in the grid
         results: dict[int, FixedPointResult | None] = {}
         solved = self._solved(point)
+
+        def limit(n: int) -> float:  # the budget of the next point (n: points left)
+            if not self.init and all(r is None for r in results.values()):
+                return math.inf  # the cold start
+            return budget * n if _stacks(point, n) else budget
+
         while len(rows) < len(values):
             rest = order[len(rows) :]
-            first = budget * len(rest) if _stacks(point, len(rest)) else budget
-            steps = [0, first]  # steps of the point being solved, its budget
+            steps = [0, limit(len(rest))]  # steps of the point being solved, its budget
 
-            def check(steps: list[int] = steps) -> None:
+            def check(steps: list = steps) -> None:
                 self._check()
                 steps[0] += 1
                 if steps[0] > steps[1]:
                     raise _PointOverBudget
 
-            def hook(row: dict, result: FixedPointResult | None, steps: list[int] = steps) -> None:
-                steps[:] = [0, budget]
+            def hook(row: dict, result: FixedPointResult | None, steps: list = steps) -> None:
                 i = order[len(rows)]
                 rows[i], results[i] = dict(row), result
+                steps[:] = [0, limit(1)]
                 solved(row, result)
 
             init = self.init + [r for r in results.values() if r is not None]
