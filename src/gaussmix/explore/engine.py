@@ -30,10 +30,8 @@ previous one.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
-import json
 import math
 import os
 import threading
@@ -48,6 +46,7 @@ import numpy as np
 from gaussmix.core.caught import routed
 from gaussmix.core.interrupt import interruptible
 
+from .cache import CACHE, CACHE_SIZE, cache_key, clear_cache, copy_table
 from .state import ORDER_PARAMETERS, ExplorerState, setup
 
 #: the explorer's controls (the fields of a state)
@@ -77,8 +76,6 @@ __all__ = [
     "warm_start",
 ]
 
-#: finished curves kept (LRU)
-CACHE_SIZE = 64
 #: points of the coarse pass drawn first (:func:`start_curve`'s ``coarse``, :class:`Session`)
 COARSE_POINTS = 10
 #: largest number of alphas at which the costly overlays (lambda*, simulations) are computed
@@ -89,17 +86,14 @@ MAX_OVERLAY_POINTS = 8
 #: (BENCHMARKS.md); bounded so, a curve that takes longer is drawn coarse first, and one
 #: that the coarse pass would delay by more than this is computed point by point at once
 COARSE_BUDGET_S = 0.3
-#: steps of the solver's iteration (about one evaluation of its map each, counted by the
-#: cooperative stop :func:`gaussmix.core.interrupt.check_interrupt`) that one point of a
-#: curve at the screen precision may take (a stacked solve: this many for each of its
-#: points); a point that has not converged within them is drawn missing, with the reason,
-#: and the curve goes on from the points solved (:meth:`CurveJob._budgeted`).  A point of
-#: a curve takes 2-30 steps from its neighbour, a cold first point 100-250; the points past
-#: this (BENCHMARKS.md: a K = 3 cross-entropy lasso point of 2532 iterations at lam = 6.6e-4;
-#: at lam = 30 points near the lasso's zero estimator that the solver does not resolve,
-#: each 9000 evaluations of its fallback and 78 s of CPU) held the page for tens of seconds
-#: to minutes.  Counted, not timed: the curve drawn is the same on any machine.  The
-#: library's precision (``ExplorerState.precision``) has no budget
+#: steps of the solver (about one evaluation of its map each, counted by the cooperative
+#: stop :func:`gaussmix.core.interrupt.check_interrupt`) that a point of a curve at the
+#: screen precision may take, where it has a fixed point to start from (a stacked solve:
+#: this many for each of its points); past them it is drawn missing with the reason and
+#: the curve goes on (:meth:`CurveJob._budgeted`).  A point takes 2-30 steps from its
+#: neighbour; points near the lasso's zero estimator that the solver does not resolve
+#: took 9000 evaluations of its fallback each, minutes a curve (BENCHMARKS.md).  Counted,
+#: not timed: the same curve on any machine.  The library's precision has no budget
 POINT_BUDGET = 300
 
 
@@ -342,8 +336,8 @@ class CurveJob(_Job):
 
     def _run(self) -> None:
         point, values = setup(self.state)
-        key = _cache_key(self.state, point.params, values)
-        hit = _CACHE.get(key)
+        key = cache_key(self.state, point.params, values)
+        hit = CACHE.get(key)
         if hit is not None:
             table, rows, warned = hit
             self.cached = True
@@ -351,7 +345,7 @@ class CurveJob(_Job):
             for row in rows:
                 self._check()
                 self._add(dict(row))
-            self.table = _copy(table)
+            self.table = copy_table(table)
             return
         if 0 < self._coarse and 2 * self._coarse <= len(values):
             self._preview(point, values)
@@ -359,7 +353,7 @@ class CurveJob(_Job):
             self.table = _library_curve(self.state, point, values, self._solved(point), self.init)
         else:
             self.table = self._budgeted(point, values, self.point_budget)
-        _CACHE.put(key, (_copy(self.table), [dict(r) for r in self.rows], list(self.warnings)))
+        CACHE.put(key, (copy_table(self.table), [dict(r) for r in self.rows], list(self.warnings)))
 
     def _solved(self, point: Any) -> Callable[[dict, FixedPointResult | None], None]:
         """The library curve's callback: each row with its order parameters, then the
@@ -620,60 +614,6 @@ def warm_start(job: CurveJob | None, state: ExplorerState) -> list[FixedPointRes
     if not found or np.shape(found[0].Q)[-1] < 2:  # one output
         return None
     return found
-
-
-# ============================================================================ cache
-class _LRU:
-    """A small thread-safe least-recently-used cache."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: collections.OrderedDict[str, Any] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> Any:
-        with self._lock:
-            if key not in self._items:
-                return None
-            self._items.move_to_end(key)
-            return self._items[key]
-
-    def put(self, key: str, value: Any) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-
-_CACHE = _LRU(CACHE_SIZE)
-
-
-def clear_cache() -> None:
-    """Forget the finished curves (e.g. to time a computation)."""
-    _CACHE.clear()
-
-
-def _copy(table: CurveTable) -> CurveTable:
-    """A copy of a curve's table with its points (a cached table is never handed out: a
-    caller may change its own)."""
-    from gaussmix.core.tables import CurveTable
-
-    return CurveTable.from_rows(table.to_frame(), table.points)
-
-
-def _cache_key(state: ExplorerState, params: dict, values: np.ndarray) -> str:
-    """The problem's parameters (a mixture file by its content), the axis and the grid
-    (exactly: the values' bits)."""
-    return json.dumps(
-        {"params": params, "axis": state.axis, "grid": values.tobytes().hex()},
-        sort_keys=True,
-        default=str,
-    )
 
 
 # ============================================================================ overlays
