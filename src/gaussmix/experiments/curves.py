@@ -135,6 +135,14 @@ def _row(res: FixedPointResult | None, **coords: Any) -> dict:
     return {**coords, **base}
 
 
+def missing_row(**coords: float) -> dict:
+    """The row of a curve's table for a point that a caller stopped before it was solved
+    (NaN observables, ``converged`` False, no iterations), with the columns and order of
+    the rows :func:`learning_curve` and :func:`lambda_sweep` give (the explorer's budget
+    of a point, :mod:`gaussmix.explore.engine`)."""
+    return _row(None, **coords)
+
+
 def _curve(
     mixture: Mixture,
     loss: str | Loss,

@@ -30,10 +30,9 @@ previous one.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
-import json
+import math
 import os
 import threading
 import time
@@ -47,6 +46,7 @@ import numpy as np
 from gaussmix.core.caught import routed
 from gaussmix.core.interrupt import interruptible
 
+from .cache import CACHE, CACHE_SIZE, cache_key, clear_cache, copy_table
 from .state import ORDER_PARAMETERS, ExplorerState, setup
 
 #: the explorer's controls (the fields of a state)
@@ -69,14 +69,13 @@ __all__ = [
     "CACHE_SIZE",
     "COARSE_POINTS",
     "COARSE_BUDGET_S",
+    "POINT_BUDGET",
     "PrefetchJob",
     "MAX_OVERLAY_POINTS",
     "WARM_CONTROLS",
     "warm_start",
 ]
 
-#: finished curves kept (LRU)
-CACHE_SIZE = 64
 #: points of the coarse pass drawn first (:func:`start_curve`'s ``coarse``, :class:`Session`)
 COARSE_POINTS = 10
 #: largest number of alphas at which the costly overlays (lambda*, simulations) are computed
@@ -87,6 +86,17 @@ MAX_OVERLAY_POINTS = 8
 #: (BENCHMARKS.md); bounded so, a curve that takes longer is drawn coarse first, and one
 #: that the coarse pass would delay by more than this is computed point by point at once
 COARSE_BUDGET_S = 0.3
+#: steps of the solver (about one evaluation of its map each, counted by the cooperative
+#: stop :func:`gaussmix.core.interrupt.check_interrupt`) that a point of a curve at the
+#: screen precision may take, where it has a fixed point to start from (a stacked solve:
+#: this many for each of its points); past them it is drawn missing with the reason and
+#: the curve goes on (:meth:`CurveJob._budgeted`).  A point takes 2-30 steps from its
+#: neighbour; points near the lasso's zero estimator that the solver does not resolve
+#: took 9000 evaluations of its fallback each, minutes a curve (BENCHMARKS.md).  Counted,
+#: not timed: the same curve on any machine.  The library's precision has no budget
+POINT_BUDGET = 300
+
+
 #: test hook: the environment variable naming a coarse pass's budget in seconds instead of
 #: :data:`COARSE_BUDGET_S` (read when a job starts; ``inf``: the whole pass), so that a test
 #: served explorer draws a coarse pass whole on a machine of any speed.  Not for other uses.
@@ -99,6 +109,11 @@ class _Cancelled(Exception):
 
 class _OverBudget(Exception):
     """Raised in a job's thread when its coarse pass has spent :data:`COARSE_BUDGET_S`."""
+
+
+class _PointOverBudget(Exception):
+    """Raised in a job's thread when a point of its curve has taken :data:`POINT_BUDGET`
+    steps."""
 
 
 # ============================================================================ warnings
@@ -298,6 +313,7 @@ class CurveJob(_Job):
         self._coarse = coarse
         self.coarse_budget = float(os.environ.get(COARSE_BUDGET_ENV) or COARSE_BUDGET_S)
         self.coarse_stopped = False
+        self.point_budget = POINT_BUDGET if state.precision == "screen" else None
         self.refining = False
         self.started = time.monotonic()
         self._x = x_column(state)
@@ -320,8 +336,8 @@ class CurveJob(_Job):
 
     def _run(self) -> None:
         point, values = setup(self.state)
-        key = _cache_key(self.state, point.params, values)
-        hit = _CACHE.get(key)
+        key = cache_key(self.state, point.params, values)
+        hit = CACHE.get(key)
         if hit is not None:
             table, rows, warned = hit
             self.cached = True
@@ -329,12 +345,15 @@ class CurveJob(_Job):
             for row in rows:
                 self._check()
                 self._add(dict(row))
-            self.table = _copy(table)
+            self.table = copy_table(table)
             return
         if 0 < self._coarse and 2 * self._coarse <= len(values):
             self._preview(point, values)
-        self.table = _library_curve(self.state, point, values, self._solved(point), self.init)
-        _CACHE.put(key, (_copy(self.table), [dict(r) for r in self.rows], list(self.warnings)))
+        if self.point_budget is None:
+            self.table = _library_curve(self.state, point, values, self._solved(point), self.init)
+        else:
+            self.table = self._budgeted(point, values, self.point_budget)
+        CACHE.put(key, (copy_table(self.table), [dict(r) for r in self.rows], list(self.warnings)))
 
     def _solved(self, point: Any) -> Callable[[dict, FixedPointResult | None], None]:
         """The library curve's callback: each row with its order parameters, then the
@@ -348,6 +367,78 @@ class CurveJob(_Job):
             self._check()
 
         return hook
+
+    def _budgeted(self, point: Any, values: np.ndarray, budget: int) -> CurveTable:
+        """The library's curve over ``values`` with each point's steps counted (the
+        cooperative stop, within one evaluation of the map): a point past ``budget`` steps
+        (``budget`` for each point of a stacked solve, :func:`_stacks`) that had a fixed
+        point to start from (of ``init``, or one solved before it: a cold point has no
+        budget, so that a curve whose cold start is slow is never drawn all missing) is
+        stopped and
+        drawn missing with the reason (:func:`gaussmix.experiments.curves.missing_row`),
+        and the library's curve goes on over the points after it (in the order the library
+        solves them: a sweep over lambda from large to small), from the fixed points solved
+        so far and those of ``init`` (the library curve's ``init``: its nearest, the point
+        before, starts it).  The table: the rows in the grid's order, each point's result
+        beside its row."""
+        from gaussmix.core.tables import CurveTable
+        from gaussmix.experiments.curves import missing_row
+
+        # the order the library solves the points in (lambda_sweep: large to small lambda)
+        order = list(
+            range(len(values)) if self._x == "alpha" else np.argsort(-values, kind="stable")
+        )
+        rows: dict[int, dict] = {}  # the library's rows, by the index in the grid
+        results: dict[int, FixedPointResult | None] = {}
+        solved = self._solved(point)
+
+        def limit(n: int) -> float:  # the budget of the next point (n: points left)
+            if not self.init and all(r is None for r in results.values()):
+                return math.inf  # the cold start
+            return budget * n if _stacks(point, n) else budget
+
+        while len(rows) < len(values):
+            rest = order[len(rows) :]
+            steps = [0, limit(len(rest))]  # steps of the point being solved, its budget
+
+            def check(steps: list = steps) -> None:
+                self._check()
+                steps[0] += 1
+                if steps[0] > steps[1]:
+                    raise _PointOverBudget
+
+            def hook(row: dict, result: FixedPointResult | None, steps: list = steps) -> None:
+                i = order[len(rows)]
+                rows[i], results[i] = dict(row), result
+                steps[:] = [0, limit(1)]
+                solved(row, result)
+
+            init = self.init + [r for r in results.values() if r is not None]
+            try:
+                with interruptible(check):
+                    _library_curve(self.state, point, values[sorted(rest)], hook, init)
+            except _PointOverBudget:
+                i = order[len(rows)]
+                x = float(values[i])
+                at = (
+                    {"alpha": x, "lam": point.lam}
+                    if self._x == "alpha"
+                    else {"alpha": point.alpha, "lam": x}
+                )
+                rows[i], results[i] = {**missing_row(**at), "n_iter": steps[1]}, None
+                self._add(
+                    {
+                        **rows[i],
+                        **order_parameters(None, point.mixture),
+                        "_reason": (
+                            f"not solved within the screen precision's {steps[1]} iterations "
+                            f"at lam={at['lam']:g}, alpha={at['alpha']:g} (the library's "
+                            "precision has no such budget): drawn missing"
+                        ),
+                    }
+                )
+        index = range(len(values))
+        return CurveTable.from_rows([rows[i] for i in index], [results[i] for i in index])
 
     def _preview(self, point: Any, values: np.ndarray) -> None:
         """The coarse pass: the library's curve on ``coarse`` points of the grid, evenly
@@ -523,60 +614,6 @@ def warm_start(job: CurveJob | None, state: ExplorerState) -> list[FixedPointRes
     if not found or np.shape(found[0].Q)[-1] < 2:  # one output
         return None
     return found
-
-
-# ============================================================================ cache
-class _LRU:
-    """A small thread-safe least-recently-used cache."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: collections.OrderedDict[str, Any] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> Any:
-        with self._lock:
-            if key not in self._items:
-                return None
-            self._items.move_to_end(key)
-            return self._items[key]
-
-    def put(self, key: str, value: Any) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-
-_CACHE = _LRU(CACHE_SIZE)
-
-
-def clear_cache() -> None:
-    """Forget the finished curves (e.g. to time a computation)."""
-    _CACHE.clear()
-
-
-def _copy(table: CurveTable) -> CurveTable:
-    """A copy of a curve's table with its points (a cached table is never handed out: a
-    caller may change its own)."""
-    from gaussmix.core.tables import CurveTable
-
-    return CurveTable.from_rows(table.to_frame(), table.points)
-
-
-def _cache_key(state: ExplorerState, params: dict, values: np.ndarray) -> str:
-    """The problem's parameters (a mixture file by its content), the axis and the grid
-    (exactly: the values' bits)."""
-    return json.dumps(
-        {"params": params, "axis": state.axis, "grid": values.tobytes().hex()},
-        sort_keys=True,
-        default=str,
-    )
 
 
 # ============================================================================ overlays
@@ -823,6 +860,16 @@ class PrefetchJob(_Job):
             self.progress = (i + 1, self.progress[1])
 
 
+def _stacks(point: Any, n: int) -> bool:
+    """Whether the library solves a curve of ``n`` points of ``point``'s problem at all
+    its points at once (:func:`~gaussmix.experiments.continuation.stacked_curve_options`)."""
+    from gaussmix.experiments.continuation import stacked_curve_options
+    from gaussmix.theory.solve.options import solver_options
+
+    opts = solver_options(None, point.solve_kw)
+    return stacked_curve_options(point.problem, opts, n) is not None
+
+
 def _auto_coarse(state: ExplorerState) -> int:
     """:data:`COARSE_POINTS` for curves of problems with more than one output (one-hot
     labels: cross-entropy and multi-output square or hinge losses, about 10 times the cost
@@ -832,17 +879,11 @@ def _auto_coarse(state: ExplorerState) -> int:
     twice the time of a coarse pass, which would delay them by half as much again
     (BENCHMARKS.md); one whose first point turns out to be in the sharp regime is then
     solved point by point, and its rows stream."""
-    from gaussmix.experiments.continuation import stacked_curve_options
-    from gaussmix.theory.solve.options import solver_options
-
     try:
         point, values = setup(state)
     except (ValueError, TypeError, OSError):
         return 0
-    if point.problem.dim == 1:
-        return 0
-    opts = solver_options(None, point.solve_kw)
-    if stacked_curve_options(point.problem, opts, len(values)) is not None:
+    if point.problem.dim == 1 or _stacks(point, len(values)):
         return 0
     return COARSE_POINTS
 

@@ -1,0 +1,115 @@
+"""The explorer's budget of a point (``gaussmix.explore.engine.POINT_BUDGET``): at the
+screen precision a point of a curve that has not converged within the budget's steps of
+the solver is drawn missing, with the reason, and the library's curve goes on over the
+points after it from the fixed points solved so far.  Counted in steps, never timed: the
+rows are the library's, to the bit, piece by piece.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gaussmix as gm
+from gaussmix.explore import CurveJob, ExplorerState, clear_cache, engine
+from gaussmix.explore.state import setup
+
+HANG = 300.0
+COLUMNS = ["test_error", "train_error", "train_loss", "n_iter", "converged"]
+#: a K = 3 cross-entropy lasso at lam = 9.6 (a state of the explorer's sampled space,
+#: ``benchmarks/_explore_space.py``, seed 0) near its zero estimator: from the cold start
+#: the solver does not converge at alpha = 3 (its fallback still running after 200 s of
+#: CPU), and does at alpha = 3.6 in 9 iterations
+HOPELESS = ExplorerState.from_query(
+    "n_clusters=3&delta=0.4638&rho=0.2065,0.3292,0.4643&means=gaussian&loss=cross-entropy"
+    "&penalty=l1&lam=9.634&alpha_min=3.0&alpha_max=3.6&n_points=2"
+)
+#: a K = 3 square lasso along lambda (solved from large to small lambda), whose points
+#: take 7-10 iterations each
+SWEEP = ExplorerState(
+    n_clusters=3,
+    loss="square",
+    penalty="l1",
+    delta=(0.5,),
+    axis="lambda",
+    alpha=2.0,
+    lam_min=0.01,
+    lam_max=1.0,
+    n_points=8,
+)
+
+
+def _run(state: ExplorerState, init=None) -> CurveJob:
+    clear_cache()
+    job = engine.start_curve(state, init=init)
+    job.wait(HANG)
+    assert job.done and job.error is None
+    return job
+
+
+def test_a_point_over_the_budget_is_drawn_missing_and_the_curve_goes_on(monkeypatch):
+    point, values = setup(HOPELESS)
+    kw = {**point.penalty_kw, **point.solve_kw}
+    start = gm.learning_curve(point.mixture, point.loss, values[1:], lam=point.lam, **kw)
+    monkeypatch.setattr(engine, "POINT_BUDGET", 20)
+    job = _run(HOPELESS, init=list(start.points))  # the curve's start: the fixed point at 3.6
+    table = job.table
+    # alpha = 3: stopped after the budget's steps, NaN, the reason given
+    assert [x for x, _ in job.failed] == [3.0]
+    assert "not solved within the screen precision's 20 iterations" in job.failed[0][1]
+    assert table.n_iter.iloc[0] == 20 and not table.converged.iloc[0]
+    assert np.isnan(table.test_error.iloc[0]) and table.points[0] is None
+    assert np.isnan(job.rows[0]["test_error"]) and np.isnan(job.rows[0]["q1"])
+    # alpha = 3.6: the library's curve over the points after it, from init, to the bit
+    rest = gm.learning_curve(
+        point.mixture, point.loss, values[1:], lam=point.lam, init=start, **kw
+    )
+    np.testing.assert_array_equal(table[COLUMNS].iloc[1:], rest[COLUMNS])
+    assert table.points[1] is not None and table.n_iter.iloc[1] < 20
+
+
+def test_a_sweep_goes_on_from_the_points_solved_in_its_order(monkeypatch):
+    # a budget of 9 steps stops the second smallest lambda (the 7th solved), not the others
+    monkeypatch.setattr(engine, "POINT_BUDGET", 9)
+    job = _run(SWEEP)
+    table = job.table
+    point, values = setup(SWEEP)
+    assert values[0] < values[-1]  # solved from the end
+    assert [x for x, _ in job.failed] == [values[1]]
+    assert table.n_iter.iloc[1] == 9 and np.isnan(table.test_error.iloc[1])
+    # the rows solved before it: the library's sweep over them, to the bit
+    kw = {**point.penalty_kw, **point.solve_kw}
+    first = gm.lambda_sweep(point.mixture, point.loss, values[2:], alpha=point.alpha, **kw)
+    np.testing.assert_array_equal(table[COLUMNS].iloc[2:], first[COLUMNS])
+    assert table.n_iter.iloc[2:].max() <= 9
+    # the row after it: the library's, started from the fixed points solved
+    last = gm.lambda_sweep(
+        point.mixture, point.loss, values[:1], alpha=point.alpha, init=first, **kw
+    )
+    np.testing.assert_array_equal(table[COLUMNS].iloc[:1], last[COLUMNS])
+    # the rows in the grid's order, as the library's table has them
+    np.testing.assert_array_equal(table.lam, values)
+
+
+@pytest.mark.parametrize("budget", [None, 10**6])
+def test_without_a_stop_the_curve_is_the_librarys_whole(monkeypatch, budget):
+    if budget is not None:
+        monkeypatch.setattr(engine, "POINT_BUDGET", budget)
+    state = SWEEP if budget is not None else SWEEP.replace(precision="library", n_points=3)
+    job = _run(state)
+    assert job.point_budget == budget and not job.failed
+    point, values = setup(state)
+    kw = {**point.penalty_kw, **point.solve_kw}
+    whole = gm.lambda_sweep(point.mixture, point.loss, values, alpha=point.alpha, **kw)
+    np.testing.assert_array_equal(job.table[COLUMNS], whole[COLUMNS])
+
+
+def test_a_cold_point_has_no_budget(monkeypatch):
+    # a budget of one step: the first point solved (lambda = 1, nothing to start from) takes
+    # what it takes, each point after it is stopped (never a curve drawn all missing)
+    monkeypatch.setattr(engine, "POINT_BUDGET", 1)
+    job = _run(SWEEP)
+    table = job.table
+    assert table.converged.iloc[-1] and table.n_iter.iloc[-1] > 1
+    assert not table.converged.iloc[:-1].any() and (table.n_iter.iloc[:-1] == 1).all()
+    assert len(job.failed) == len(table) - 1
