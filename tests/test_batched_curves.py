@@ -16,7 +16,7 @@ from gaussmix.experiments import continuation, curves
 from gaussmix.theory.numerics.quadrature import auto_rule
 from gaussmix.theory.numerics.tolerances import refined_tol
 from gaussmix.theory.prior.prior import elastic_net_prior, ridge_prior
-from gaussmix.theory.solve import batch, batch_solve, fixed_point, nested
+from gaussmix.theory.solve import batch, batch_solve, fixed_point, nested, policy
 from gaussmix.theory.solve.bias import bias_step
 from gaussmix.theory.solve.fixed_point import FixedPointMap
 from gaussmix.theory.solve.iteration import AndersonState
@@ -132,7 +132,7 @@ def test_each_stacked_point_estimates_its_own_error(monkeypatch, stacked_calls) 
     # a coarse rule, so that the estimates stand far above the tolerance: each point's is
     # the single point's on the same rule (not a neighbour's, not the curve's)
     rule = gm.GaussHermite(8, 1)
-    for module in (continuation, batch_solve):  # (the curve's rule and the sharp regime's test)
+    for module in (continuation, policy):  # (the curve's rule and the sharp regime's test)
         monkeypatch.setattr(module, "channel_rule", lambda problem, quadrature, sym=False: rule)
     alphas = np.linspace(0.5, 4.0, 12)
     opts = dict(lam=0.1, tol=TOL, max_refine=1)

@@ -43,13 +43,10 @@ from gaussmix.theory.prior.prior import prior_quadrature_dim, takes_stacked_poin
 from gaussmix.theory.problem.problem import Problem
 from gaussmix.theory.solve.batch import FreezeRecord, point_mask
 from gaussmix.theory.solve.batch_solve import (
-    SharpPoint,
-    SharpWatch,
     converged_solve,
     estimate_points,
     iterated_solve,
     own_refined_pairs,
-    sharp_rules,
     solve_freezing,
 )
 from gaussmix.theory.solve.fixed_point import (
@@ -61,7 +58,7 @@ from gaussmix.theory.solve.fixed_point import (
 )
 from gaussmix.theory.solve.iteration import AndersonState, IterationOutcome, IterationState
 from gaussmix.theory.solve.options import SolverOptions
-from gaussmix.theory.solve.policy import channel_rule
+from gaussmix.theory.solve.policy import SharpPoint, SharpWatch, channel_rule, sharp_rules
 from gaussmix.theory.solve.solver import FixedPointResult
 from gaussmix.theory.solve.state import LogChart, chart_resolved, pack_state, unpack_state
 

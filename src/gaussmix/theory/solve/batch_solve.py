@@ -3,7 +3,8 @@
 The points of a curve stacked in one state (:class:`~gaussmix.theory.solve.batch.FixedPointMap`)
 are iterated with the solver's own iteration (:func:`iterated_solve`), each point frozen at
 its own convergence; the points in the sharp regime of the channel are found as a single
-point finds them (:func:`sharp_rules`, :func:`~gaussmix.theory.solve.policy.sharp_rule`);
+point finds them (:func:`~gaussmix.theory.solve.policy.sharp_rules`, the test of the policy's
+:class:`~gaussmix.theory.solve.policy.SharpSwitch`);
 and each point estimates its own integration error as a single point does
 (:func:`estimate_points`, :func:`~gaussmix.theory.solve.refinement.estimate_errors`): the
 stacked state re-solved with the refined rule from the last solve's secant pairs
@@ -17,20 +18,19 @@ slow points are the continuation's (:func:`gaussmix.experiments.continuation.sol
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from ..model.outputs import error_keys
-from ..numerics.linalg import sym_eigvals
 from ..numerics.quadrature import QuadratureRule
-from ..numerics.tolerances import REFINED_EXTRA_ITER, SMOOTH_Q_MAX, refined_tol
+from ..numerics.tolerances import REFINED_EXTRA_ITER, refined_tol
 from .batch import Freezing, Watch
 from .estimate import RuleRefinement, refine_rule, tighter_run
 from .fixed_point import FixedPointMap, MapMemory, needs_quadrature
 from .iteration import AndersonState, IterationOutcome, IterationState, IterationStatus, iterate
 from .options import SolverOptions
-from .policy import channel_rule, sharp_rule
+from .policy import SharpPoint
 from .refinement import (
     Estimate,
     Observables,
@@ -39,18 +39,13 @@ from .refinement import (
 )
 from .results import FixedPointResult
 from .solver import assemble_results
-from .state import unpack_state
 
 __all__ = [
-    "SHARP_IMAGE_FACTOR",
-    "SharpPoint",
     "converged_solve",
     "estimate_points",
     "iterated_solve",
     "own_refined_pairs",
     "refined_solve",
-    "sharp_rules",
-    "SharpWatch",
     "refined_freezing",
     "solve_freezing",
 ]
@@ -210,79 +205,6 @@ def own_refined_pairs(T: FixedPointMap) -> bool:
     observables came from the last refined evaluation (:func:`refined_solve`): 0.64
     million against 0.81 million from each point's own pairs."""
     return T.L == 1
-
-
-class SharpPoint(Exception):
-    """The first point of a stacked solve of two outputs is in the sharp regime."""
-
-
-#: a stacked solve of two outputs gives up where an image of the map at the curve's first
-#: point has an overlap ``Q_c`` with an eigenvalue above this many times
-#: :data:`~gaussmix.theory.numerics.tolerances.SMOOTH_Q_MAX` (the sharp regime's threshold, tested
-#: at the fixed point).  Measured at K = 3 cross-entropy, alphas in [0.2, 4], from the cold
-#: start: the largest eigenvalue of the first image is within 30 % of the fixed point's
-#: (96 against 73 at lam = 1e-3, 15.0 against 13.9 at 1e-2, 2.43 against 2.34 at 0.1)
-SHARP_IMAGE_FACTOR = 2.0
-
-
-@dataclass(frozen=True)
-class SharpWatch:
-    """Stops a stacked iteration (:class:`SharpPoint`) as soon as the curve's first point
-    (``every``: any point) converges in the sharp regime (the test :func:`sharp_rules` makes
-    at the end, made as it freezes at its own fixed point), or its image is far into it
-    (:data:`SHARP_IMAGE_FACTOR`): a curve that goes back to the point-by-point solve pays
-    little of the stacked one (a :class:`~gaussmix.theory.solve.batch.Watch`)."""
-
-    opts: SolverOptions
-    every: bool = False
-
-    def _watched(self, n_points: int) -> np.ndarray:
-        watched = np.ones(n_points, dtype=bool)
-        if not self.every:
-            watched[1:] = False
-        return watched
-
-    def on_freeze(self, T: FixedPointMap, points: np.ndarray, x: np.ndarray) -> None:
-        new = points & self._watched(T.n_points)
-        if new.any() and any(r is not None for r in sharp_rules(T, x, self.opts, new)):
-            raise SharpPoint
-
-    def on_image(self, T: FixedPointMap, g: np.ndarray) -> None:
-        Q = unpack_state(g, T.K, T.L)[0][self._watched(T.n_points)[T.row_of_cluster]]
-        if np.isfinite(Q).all() and sym_eigvals(Q).max() > SHARP_IMAGE_FACTOR * SMOOTH_Q_MAX:
-            raise SharpPoint
-
-
-def sharp_rules(
-    T: FixedPointMap, x: np.ndarray, opts: SolverOptions, points: np.ndarray | None = None
-) -> list:
-    """The sharp rule of each point of the stacked state ``x`` (of ``points``, a mask)
-    solved with the automatic rule of the smooth regime, as a single point tests it
-    (:func:`~gaussmix.theory.solve.policy.sharp_rule`; None: its rule stays): the points at
-    most at the threshold without a call, and without the symmetry one call for all the
-    points above it (its rule there does not depend on the state)."""
-    p0 = T.problems[0]
-    idx = np.arange(T.n_points) if points is None else np.flatnonzero(points)
-    if not needs_quadrature(p0):
-        return [None] * idx.size
-    # each point's largest overlap eigenvalue, all at once (the same numbers as each
-    # point's own test: the eigenvalues are block by block)
-    top = sym_eigvals(T.unpack_points(x)[0][idx]).max(axis=(1, 2))
-    if top.max() <= SMOOTH_Q_MAX:
-        return [None] * idx.size
-    rule = channel_rule(p0, None, opts.symmetry)
-    sym = T.symmetry is not None
-    states = T.split(x)
-    out: list = [None] * idx.size  # (a point at most at the threshold: its rule stays)
-    same = None  # without the symmetry, the rule of every point above it (state-free)
-    for k in np.flatnonzero(~(top <= SMOOTH_Q_MAX)):  # (NaN: tested, as each point's)
-        i = idx[k]
-        if sym or same is None:
-            out[k] = sharp_rule(T.problems[i], rule, states[i], symmetric=sym)
-            same = (out[k],)
-        else:
-            out[k] = same[0]
-    return out
 
 
 def converged_solve(
