@@ -678,7 +678,7 @@ def test_a_rules_first_evaluation_starts_from_the_nearest_nodes_of_the_last_rule
     their own tolerance, so the moments are those of a cold start to that tolerance."""
     lam_alphas = [(1.0, a) for a in (0.5, 1.0, 2.0, 3.0)]
     problems = curves._problems(MIX3, "cross-entropy", lam_alphas, "l2", None)
-    sym = continuation.map_features(problems[0], gm.SolverOptions())[0]
+    sym = fixed_point.map_features(problems[0], gm.SolverOptions())[0]
     rule = auto_rule(2).coarsened()
     T = FixedPointMap(problems, rule, sym)
     x = T.start()
