@@ -732,3 +732,23 @@ def test_correct_intervals_of_many_clusters_at_once() -> None:
         want_hi = min([t[i] / d[i] for i in range(d.size) if d[i] > 0], default=np.inf)
         assert repr(float(lo)) == repr(float(want_lo))
         assert repr(float(hi)) == repr(float(want_hi))
+
+
+def test_a_batch_without_a_continuation_is_the_same_loop() -> None:
+    """``solve_batch`` with its own first solve (no restart of slow points) is the policy's
+    loop alone: on a curve over alpha whose points converge alike (the continuation's
+    restart then leaves the iterates alone) every point's state, evaluations and estimate
+    are the continuation's to the bit, and the progress callback counts the frozen points
+    up to all of them, never going back."""
+    alphas = np.linspace(0.2, 4.0, 20)
+    problems = curves._problems(BINARY, "logistic", [(0.1, a) for a in alphas], "l2", None)
+    opts = solver_options(None, {})
+    counts: list[int] = []
+    s = batch_solve.solve_batch(problems, opts, on_converged=counts.append)
+    ref = continuation.solve_points(problems, opts)
+    assert s.results is not None and ref is not None
+    for got, want in zip(s.results, ref):
+        np.testing.assert_array_equal(got.state.x, want.state.x)
+        assert got.n_iter == want.n_iter
+        assert got.integration_errors == want.integration_errors
+    assert counts == sorted(counts) and counts[-1] == len(problems)
