@@ -5,7 +5,11 @@ error estimate, depends on the kind of problem (closed-form or quadrature channe
 number of effective outputs, exchangeable clusters, the prior's own integrals, the size of
 a dense prior) and on the options.  :func:`policy_for` decides it once per problem and
 returns a frozen :class:`SolvePolicy`; :func:`~gaussmix.theory.solve.solver.solve_problem` is
-one loop over its :attr:`SolvePolicy.steps`.  The steps, in the order they run:
+one loop over its :attr:`SolvePolicy.steps` (:meth:`SolvePolicy.loop`).  The points of a
+curve solved as one stacked state take the same loop over the steps
+:func:`policy_for_points` declares (:class:`Iterate`, :class:`SharpSwitch`,
+:class:`EstimateErrors`), with the same decisions, on a state with a point axis
+(:func:`~gaussmix.theory.solve.batch_solve.solve_batch`).  The steps, in the order they run:
 
 ==================  =======================================================================
 step                what it does, and when the policy takes it
@@ -36,7 +40,10 @@ step                what it does, and when the policy takes it
 The steps hold no numerics: they call the mechanics of :mod:`gaussmix.theory.solve.refinement`
 (:func:`~gaussmix.theory.solve.refinement.run_fixed_point`,
 :func:`~gaussmix.theory.solve.refinement.estimate_errors`,
-:func:`~gaussmix.theory.solve.refinement.refine_prior`) with the decisions made here, and read
+:func:`~gaussmix.theory.solve.refinement.refine_prior`) through one point's
+:class:`SolveState`, or those of :mod:`gaussmix.theory.solve.batch_solve` through a curve's
+:class:`~gaussmix.theory.solve.batch_solve.PointsState` (:class:`StepState`: what both
+answer), with the decisions made here, and read
 the rules' declared capabilities (:class:`~gaussmix.theory.numerics.quadrature.QuadratureRule`:
 ``randomised``, ``computes_moments``, ``needs_symmetry``, ``seed``, ``fallback``).
 """
