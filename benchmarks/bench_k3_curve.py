@@ -24,7 +24,6 @@ from collections import defaultdict
 
 from _timing import machine_line
 
-import gaussmix.experiments.continuation as continuation
 import gaussmix.theory.solve.batch as batch
 import gaussmix.theory.solve.batch_solve as batch_solve
 from gaussmix.explore import ExplorerState
@@ -47,7 +46,7 @@ def evaluations(lam: float) -> None:
     stage = ["solve"]
     evaluate, estimate, light = (
         batch.channel_evaluation,
-        continuation.estimate_points,
+        batch_solve.estimate_points,
         batch_solve.stacked_observables,
     )
 
@@ -68,12 +67,12 @@ def evaluations(lam: float) -> None:
         return run
 
     batch.channel_evaluation = spy
-    continuation.estimate_points = staged("refined", estimate)
+    batch_solve.estimate_points = staged("refined", estimate)
     batch_solve.stacked_observables = staged("observables", light)
     try:
         curve(lam)
     finally:
-        batch.channel_evaluation, continuation.estimate_points = evaluate, estimate
+        batch.channel_evaluation, batch_solve.estimate_points = evaluate, estimate
         batch_solve.stacked_observables = light
     groups: dict = defaultdict(list)
     for name, nodes, rows, dt in log:

@@ -16,7 +16,7 @@ from gaussmix.experiments import continuation, curves
 from gaussmix.theory.numerics.quadrature import auto_rule
 from gaussmix.theory.numerics.tolerances import refined_tol
 from gaussmix.theory.prior.prior import elastic_net_prior, ridge_prior
-from gaussmix.theory.solve import batch, batch_solve, fixed_point, nested
+from gaussmix.theory.solve import batch, batch_solve, fixed_point, nested, policy
 from gaussmix.theory.solve.bias import bias_step
 from gaussmix.theory.solve.fixed_point import FixedPointMap
 from gaussmix.theory.solve.iteration import AndersonState
@@ -132,7 +132,7 @@ def test_each_stacked_point_estimates_its_own_error(monkeypatch, stacked_calls) 
     # a coarse rule, so that the estimates stand far above the tolerance: each point's is
     # the single point's on the same rule (not a neighbour's, not the curve's)
     rule = gm.GaussHermite(8, 1)
-    for module in (continuation, batch_solve):  # (the curve's rule and the sharp regime's test)
+    for module in (continuation, policy):  # (the curve's rule and the sharp regime's test)
         monkeypatch.setattr(module, "channel_rule", lambda problem, quadrature, sym=False: rule)
     alphas = np.linspace(0.5, 4.0, 12)
     opts = dict(lam=0.1, tol=TOL, max_refine=1)
@@ -678,7 +678,7 @@ def test_a_rules_first_evaluation_starts_from_the_nearest_nodes_of_the_last_rule
     their own tolerance, so the moments are those of a cold start to that tolerance."""
     lam_alphas = [(1.0, a) for a in (0.5, 1.0, 2.0, 3.0)]
     problems = curves._problems(MIX3, "cross-entropy", lam_alphas, "l2", None)
-    sym = continuation.map_features(problems[0], gm.SolverOptions())[0]
+    sym = fixed_point.map_features(problems[0], gm.SolverOptions())[0]
     rule = auto_rule(2).coarsened()
     T = FixedPointMap(problems, rule, sym)
     x = T.start()
@@ -732,3 +732,23 @@ def test_correct_intervals_of_many_clusters_at_once() -> None:
         want_hi = min([t[i] / d[i] for i in range(d.size) if d[i] > 0], default=np.inf)
         assert repr(float(lo)) == repr(float(want_lo))
         assert repr(float(hi)) == repr(float(want_hi))
+
+
+def test_a_batch_without_a_continuation_is_the_same_loop() -> None:
+    """``solve_batch`` with its own first solve (no restart of slow points) is the policy's
+    loop alone: on a curve over alpha whose points converge alike (the continuation's
+    restart then leaves the iterates alone) every point's state, evaluations and estimate
+    are the continuation's to the bit, and the progress callback counts the frozen points
+    up to all of them, never going back."""
+    alphas = np.linspace(0.2, 4.0, 20)
+    problems = curves._problems(BINARY, "logistic", [(0.1, a) for a in alphas], "l2", None)
+    opts = solver_options(None, {})
+    counts: list[int] = []
+    s = batch_solve.solve_batch(problems, opts, on_converged=counts.append)
+    ref = continuation.solve_points(problems, opts)
+    assert s.results is not None and ref is not None
+    for got, want in zip(s.results, ref):
+        np.testing.assert_array_equal(got.state.x, want.state.x)
+        assert got.n_iter == want.n_iter
+        assert got.integration_errors == want.integration_errors
+    assert counts == sorted(counts) and counts[-1] == len(problems)

@@ -290,6 +290,62 @@ def test_the_solver_takes_exactly_the_declared_steps(monkeypatch):
     assert res.params["quadrature"] == "closed-form"
 
 
+def test_a_curves_stacked_points_take_the_declared_steps_of_their_policy(monkeypatch):
+    """A curve's stacked solve is the same loop over the same steps, on a point axis: its
+    policy (``policy_for_points``) declares them, the stacked solve takes exactly those,
+    and each point's answer is the one its step gave (graded panels where the sharp switch
+    met the sharp regime, Gauss-Hermite elsewhere: each point its own rule)."""
+    from gaussmix.experiments import curves
+
+    stacked: list[bool] = []
+    solve = curves.solve_points
+
+    def spy(problems, opts, **kw):
+        out = solve(problems, opts, **kw)
+        stacked.append(out is not None)
+        return out
+
+    monkeypatch.setattr(curves, "solve_points", spy)
+    ran = _spy_steps(monkeypatch)
+    alphas = np.geomspace(0.3, 30.0, 12)
+    problems = [make_problem(_binary(), "logistic", lam=0.1, alpha=a) for a in alphas]
+    policy = P.policy_for_points(problems, OPTS)
+    assert tuple(type(s).__name__ for s in policy.steps) == (I, S, E)
+    df = gm.learning_curve(_binary(), "logistic", alphas, lam=0.1)
+    assert stacked == [True] and ran == [I, S, E]
+    rules = [r.params["quadrature"] for r in df.points]
+    assert rules[0].startswith("gauss-hermite") and rules[-1].startswith("graded-panels")
+    ran.clear()
+    for i in (0, -1):  # each point's rule its single point's
+        assert solve_problem(problems[i]).params["quadrature"] == rules[i]
+    assert ran == [I, S, E, F] * 2
+
+
+def test_the_points_policy_shares_the_single_points_decisions():
+    """The decisions a curve's stacked points and a single point share are one: with one
+    output the same first rule, switch and kind of estimate as ``policy_for`` for every
+    point; with two outputs (K = 3 cross-entropy) the curve's rule one step down the
+    chain of the automatic one, a coarser rule first, no switch but the watch that sends a
+    sharp curve back to the points, and the merged re-solves of the estimate."""
+    for loss, lam in (("logistic", 1e-3), ("logistic", 1.0), ("square", 0.1)):
+        problems = [make_problem(_binary(), loss, lam=lam, alpha=a) for a in (0.5, 2.0, 8.0)]
+        points = P.policy_for_points(problems, OPTS)
+        for p in problems:
+            single = P.policy_for(p, OPTS)
+            assert points.rule == single.rule
+            assert points.sharp_switch == single.sharp_switch
+            assert points.estimate is single.estimate
+        assert points.sharp_watch is None and points.own_pairs
+        assert points.continuation is Continuation.NONE
+    problems = [make_problem(_iso(3), "cross-entropy", lam=1.0, alpha=a) for a in (0.5, 2.0)]
+    points = P.policy_for_points(problems, OPTS)
+    single = P.policy_for(problems[0], OPTS)
+    assert points.rule.refined() == single.rule
+    assert tuple(type(s).__name__ for s in points.steps) == (I, E)
+    assert points.sharp_watch is not None and points.merge and not points.own_pairs
+    assert points.continuation is Continuation.COARSE
+
+
 def test_the_fallback_slot_takes_a_failed_solve_only():
     """A fallback declared in the policy is handed the failed solve's state and its
     estimate replaces the failure; a solve that converges never calls it."""

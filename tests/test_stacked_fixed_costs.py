@@ -163,7 +163,7 @@ def test_points_enter_and_leave_the_chart_as_each_alone() -> None:
 
 
 def test_the_sharp_test_of_the_points_is_each_points() -> None:
-    from gaussmix.theory.solve.policy import channel_rule, sharp_rule
+    from gaussmix.theory.solve.policy import channel_rule, sharp_rule, sharp_rules
 
     lams = np.geomspace(1e-3, 1.0, 12)
     problems = curves._problems(SPARSE, "logistic", [(lam, 1.0) for lam in lams], "l1", None)
@@ -172,16 +172,14 @@ def test_the_sharp_test_of_the_points_is_each_points() -> None:
     T = FixedPointMap(problems, rule, freezing=batch_solve.solve_freezing(opts))
     out = batch_solve.converged_solve(T, T.start(), None, opts)
     assert out is not None
-    got = batch_solve.sharp_rules(T, out.x, opts)
+    got = sharp_rules(T, out.x, opts)
     each = [sharp_rule(p, rule, xi) for p, xi in zip(problems, T.split(out.x))]
     assert got == each
     assert any(r is None for r in each) and any(r is not None for r in each)
     # a NaN state is tested as a single point tests it
     nan = out.x.copy()
     nan[T.blocks == 0] = np.nan
-    assert batch_solve.sharp_rules(T, nan, opts)[0] == sharp_rule(
-        problems[0], rule, T.split(nan)[0]
-    )
+    assert sharp_rules(T, nan, opts)[0] == sharp_rule(problems[0], rule, T.split(nan)[0])
 
 
 def test_the_state_of_some_points_is_their_states_stacked() -> None:

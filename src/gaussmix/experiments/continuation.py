@@ -18,14 +18,17 @@ Neighbouring points of a curve differ little.  Along a curve:
   for one rule more.
 
 A curve of :data:`STACKED_MIN_POINTS` points or more whose problem stacks
-(:func:`stackable`) is instead solved at all its points at once (:func:`solve_points`) on
-the batch-native map of :mod:`gaussmix.theory.solve.batch` (the stacked solve and each point's
-error estimate are :mod:`gaussmix.theory.solve.batch_solve`); what is decided here is when to
-stack, the rule the curve starts on, and, for a sweep over lambda, the restart of its slow
-points from predictions through its fast ones (:func:`_seeded_iterate`, the predictor and
-safeguard above applied inside the one stacked solve).  The point-by-point path uses only
-public solver entry points (:func:`~gaussmix.theory.solve.solver.solve_problem` with its
-options), so a single point's iterates are untouched.
+(:func:`stackable`) is instead solved at all its points at once (:func:`solve_points`) by
+the steps of the solve policy on a point axis
+(:func:`~gaussmix.theory.solve.batch_solve.solve_batch`: the loop of a single solve over the
+steps of :func:`~gaussmix.theory.solve.policy.policy_for_points`, which decides the curve's
+rule, its sharp regime and its estimates); what is decided here is when to stack, the
+first stacked solve's restart of its slow points from predictions through its fast ones
+(:func:`_first_solve`, :func:`_seeded_iterate`: the predictor and safeguard above applied
+inside the one stacked solve) and the fall back to the points one by one.  The
+point-by-point path uses only public solver entry points
+(:func:`~gaussmix.theory.solve.solver.solve_problem` with its options), so a single
+point's iterates are untouched.
 """
 
 from __future__ import annotations
@@ -37,31 +40,20 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gaussmix.core.caught import caught, reissue
+from gaussmix.core.caught import reissue
 from gaussmix.theory.numerics.quadrature import QuadratureRule, auto_rule
 from gaussmix.theory.prior.prior import prior_quadrature_dim, takes_stacked_points
 from gaussmix.theory.problem.problem import Problem
 from gaussmix.theory.solve.batch import FreezeRecord, point_mask
-from gaussmix.theory.solve.batch_solve import (
-    SharpPoint,
-    SharpWatch,
-    converged_solve,
-    estimate_points,
-    iterated_solve,
-    own_refined_pairs,
-    sharp_rules,
-    solve_freezing,
-)
+from gaussmix.theory.solve.batch_solve import iterated_solve, solve_batch
 from gaussmix.theory.solve.fixed_point import (
     FixedPointMap,
     MapMemory,
-    map_features,
     needs_quadrature,
-    uses_log_chart,
 )
 from gaussmix.theory.solve.iteration import AndersonState, IterationOutcome, IterationState
 from gaussmix.theory.solve.options import SolverOptions
-from gaussmix.theory.solve.policy import channel_rule
+from gaussmix.theory.solve.policy import SharpPoint, chain_predecessor, channel_rule
 from gaussmix.theory.solve.solver import FixedPointResult
 from gaussmix.theory.solve.state import LogChart, chart_resolved, pack_state, unpack_state
 
@@ -240,16 +232,6 @@ def predictions_accepted(results: list, predictions: list, previous: list) -> np
         )
         out[idx] = _row_distances(R, Q, starts) <= _row_distances(Q, P, starts)
     return out
-
-
-def chain_predecessor(rule: QuadratureRule) -> QuadratureRule | None:
-    """The rule whose refinement is ``rule`` (``prev.refined() == rule``), reached from
-    ``rule.coarsened()`` up the refinement chain; None where there is none (a cheap rule, or
-    a coarsening off the chain)."""
-    prev, cur = None, rule.coarsened()
-    while cur is not None and cur != rule and cur.weights.size < rule.weights.size:
-        prev, cur = cur, cur.refined()
-    return prev if cur == rule else None
 
 
 def curve_start_rule(result: FixedPointResult, problem: Problem) -> QuadratureRule | None:
@@ -876,25 +858,29 @@ def solve_points(
     :func:`stackable`) solved as one stacked state, each with its own integration error
     estimate and its result; None where the stacked solve fails (no convergence, a
     spurious or degenerate point) or, with two outputs, where a point is in the sharp
-    regime, for the caller to solve point by point.
+    regime, for the caller to solve point by point.  The solve is the policy's steps
+    (:func:`~gaussmix.theory.solve.batch_solve.solve_batch`,
+    :func:`~gaussmix.theory.solve.policy.policy_for_points`), the first stacked solve this
+    module's (:func:`_first_solve`).
 
     One output, as a single point (:func:`~gaussmix.theory.solve.solver.solve_problem`): every
     point starts from the solver's cold start (:meth:`FixedPointMap.start`) and the stacked
     state is iterated with the solver's automatic rule to ``opts.tol`` in every component
     of every point (a sweep over lambda restarting its slow points once from its fast
     ones, :func:`_first_solve`); the points in the sharp regime of the channel
-    (:func:`~gaussmix.theory.solve.policy.sharp_rule`) are solved again, stacked, with its
+    (:func:`~gaussmix.theory.solve.policy.sharp_rules`) are solved again, stacked, with its
     rule from there; then each group of points on one rule estimates its errors
-    (:func:`estimate_points`; a sweep over lambda with its refined re-solve merged into one
-    iteration, :func:`refined_solve`).  A point's ``n_iter`` counts the evaluations of the
-    stacked maps up to its own convergence (the single point's count where the iterates
-    agree: on a curve over alpha; a point of a sweep over lambda restarted from a prediction
-    counts the evaluations before its restart too).
+    (:func:`~gaussmix.theory.solve.batch_solve.estimate_points`; a sweep over lambda with its
+    refined re-solve merged into one iteration,
+    :func:`~gaussmix.theory.solve.batch_solve.refined_solve`).  A point's ``n_iter``
+    counts the evaluations of the stacked maps up to its own convergence (the single
+    point's count where the iterates agree: on a curve over alpha; a point of a sweep over
+    lambda restarted from a prediction counts the evaluations before its restart too).
 
     Two outputs by quadrature (K = 3 cross-entropy), as the points of a curve solved one
     by one (:mod:`gaussmix.experiments.continuation`): the rule is one step down the
     refinement chain of the automatic rule
-    (:func:`~gaussmix.experiments.continuation.chain_predecessor`), reached by continuation
+    (:func:`~gaussmix.theory.solve.policy.chain_predecessor`), reached by continuation
     from its coarser rule (``opts.continuation``; a sweep over lambda restarting its slow
     points there once from its fast ones, :func:`_first_solve`), with the single point's
     symmetry of
@@ -916,79 +902,10 @@ def solve_points(
     solve passes it); the later stages (the sharp regime's re-solve, the error estimates)
     are not counted.  It does not change the iterates.
     """
-    p0 = problems[0]
-    sym, _ = map_features(p0, opts)
-    log_chart = any(uses_log_chart(p) for p in problems)
-    rule = channel_rule(p0, None, opts.symmetry)
-    two = needs_quadrature(p0) and p0.dim > 1
-    refines = opts.estimate_error and (not opts.auto_refine or opts.max_refine > 0)
-    if two and refines:  # the curve's rule (continuation.curve_start_rule)
-        rule = chain_predecessor(rule) or rule
-    # (two outputs: stopped as soon as the curve's first point is in the sharp regime)
-    watch = SharpWatch(opts, every=not refines) if two else None
-    T = FixedPointMap(problems, rule, sym, log_chart, solve_freezing(opts, watch))
-    x0 = T.start()
-    if not T.is_valid(x0):
+    s = solve_batch(problems, opts, first_solve=_first_solve, on_converged=on_converged)
+    if s.results is None:
         return None
-    # the refined re-solves merged into one iteration (refined_solve) where the curve's
-    # iterates are not its single points' anyway: two outputs, and a sweep over lambda (one
-    # alpha), whose first solve restarts its slow points (_first_solve)
-    merge = two or len({p.alpha for p in problems}) == 1
-    history = None
-    coarse = rule.coarsened() if two and opts.continuation else None
-    if coarse is not None:  # the continuation from the coarser rule (run_fixed_point)
-        Tc = T.like(problems, coarse, T.freezing)
-        Tc, out = _first_solve(Tc, x0, opts)
-        if out is None:
-            return None
-        rec = out.aux.record
-        x0 = out.x
-        history = Tc.pairs(rec, out.anderson, list(range(len(problems))), opts.anderson)
-        start = T.warm_from(
-            Tc, out.aux
-        )  # (two outputs: the curve's rule is not the single point's)
-        n_coarse = Tc.own_iterations(rec, out.n_iter)
-    if coarse is None:
-        T, out = _first_solve(T, x0, opts, on_converged)
-    else:
-        frozen = start.record.frozen
-        report = None if on_converged is None else lambda *_: on_converged(int(frozen.sum()))
-        out = converged_solve(T, x0, history, opts, report, memory=start)
-    if out is None:
-        return None
-    rec = out.aux.record
-    residuals = np.where(rec.frozen, rec.residuals, out.residual)  # each point's own
-    n_iters = T.own_iterations(rec, out.n_iter) + (n_coarse if coarse is not None else 0)
-    # (two outputs: the points after the first stay on the curve's rule, as point by point)
-    sharps = [None] * len(problems) if two else sharp_rules(T, out.x, opts)
-    groups: dict = {}  # the rule of each point -> its points
-    for i, sharp in enumerate(sharps):
-        groups.setdefault(sharp, []).append(i)
-    results: list = [None] * len(problems)
-    with caught() as log:  # given once every point stands
-        for sharp, idx in groups.items():
-            T_g, x_g, n_iter, res_g = T, out.x, n_iters[idx], residuals[idx]
-            mem_g = out.aux  # (the memory of the map's last evaluation)
-            hist = T.pairs(rec, out.anderson, idx, opts.anderson, own=own_refined_pairs(T))
-            if len(idx) < len(problems):  # the group's points alone
-                T_g = T.like([problems[i] for i in idx], rule)
-                x_g, mem_g = T.points_of(out.x, idx), None
-            if sharp is not None:  # in the sharp regime: its rule, from there
-                # (with the secant pairs of the iteration that reached it, as a single
-                # point's re-solve, solver.solve_problem)
-                T_s = T_g.like(T_g.problems, sharp, solve_freezing(opts))
-                out_g = converged_solve(T_s, x_g, hist, opts, memory=T_s.shared(T_g, mem_g))
-                if out_g is None:
-                    return None
-                T_g, mem_g, rec_g = T_s, out_g.aux, out_g.aux.record
-                x_g, n_iter = out_g.x, n_iter + T_g.own_iterations(rec_g, out_g.n_iter)
-                res_g = np.where(rec_g.frozen, rec_g.residuals, out_g.residual)
-                hist = T_g.pairs(rec_g, out_g.anderson, list(range(len(idx))), opts.anderson)
-            done = estimate_points(T_g, x_g, n_iter, res_g, opts, hist, merge=merge, memory=mem_g)
-            if done is None:
-                return None
-            for i, res in zip(idx, done):
-                results[i] = res
+    # (the warnings of the sharp switch and the estimates, given once every point stands)
     # at the user's line: solve_points <- _curve <- learning_curve / lambda_sweep <- user
-    reissue(log, stacklevel=4)
-    return results
+    reissue(s.log, stacklevel=4)
+    return s.results

@@ -14,7 +14,8 @@ map's points share beside the equations: the layout of their components
 iteration of several points, the freezing of each point at its own convergence
 (:class:`Freezing`, :class:`FreezeRecord`): a frozen point is no longer evaluated, so that
 on a curve over alpha a point's iterates are its single point's.  The stacked solve, its
-sharp-regime test and each point's integration error estimate are
+sharp-regime test and each point's integration error estimate are the solve policy's steps
+(:mod:`gaussmix.theory.solve.policy`), their work on stacked points
 :mod:`gaussmix.theory.solve.batch_solve`; the order of the points and the restart of a
 sweep's slow points are the continuation's (:mod:`gaussmix.experiments.continuation`).
 """

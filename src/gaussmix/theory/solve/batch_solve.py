@@ -1,37 +1,48 @@
-"""The stacked solve of a curve's points and each point's integration error estimate.
+"""The work of the solve policy's steps on the points of a curve stacked in one state.
 
-The points of a curve stacked in one state (:class:`~gaussmix.theory.solve.batch.FixedPointMap`)
-are iterated with the solver's own iteration (:func:`iterated_solve`), each point frozen at
-its own convergence; the points in the sharp regime of the channel are found as a single
-point finds them (:func:`sharp_rules`, :func:`~gaussmix.theory.solve.policy.sharp_rule`);
-and each point estimates its own integration error as a single point does
-(:func:`estimate_points`, :func:`~gaussmix.theory.solve.refinement.estimate_errors`): the
-stacked state re-solved with the refined rule from the last solve's secant pairs
-(:func:`refined_solve`), the change of each point's observables, refinement again for the
-points whose estimate exceeds ``quad_tol``; its result is assembled by the solver's own
-code (:func:`~gaussmix.theory.solve.solver.assemble_results`), with its free energy and
-sparsity.  Which points are stacked, from where they start and the restart of a sweep's
-slow points are the continuation's (:func:`gaussmix.experiments.continuation.solve_points`).
+A curve's points (problems that differ only in ``lam`` and ``alpha``) are solved by the
+same steps as a single point, run by the same loop
+(:meth:`~gaussmix.theory.solve.policy.SolvePolicy.loop`) over the steps their policy
+declares (:func:`~gaussmix.theory.solve.policy.policy_for_points`), on a state with a
+point axis (:class:`PointsState`, beside a single point's
+:class:`~gaussmix.theory.solve.policy.SolveState`): :func:`solve_batch`.  Every decision
+is the policy's (the first rule, the continuation, the sharp regime's test
+:func:`~gaussmix.theory.solve.policy.sharp_rules`, the kind of estimate, which secant pairs
+the re-solves start from); this module does the work: the stacked iteration
+(:func:`iterated_solve`, :func:`converged_solve`), each point frozen at its own
+convergence; the points in the sharp regime solved again with its rule; each point's own
+integration error estimate, as a single point's
+(:func:`estimate_points`, :func:`~gaussmix.theory.solve.refinement.estimate_errors`, one
+driver :func:`~gaussmix.theory.solve.estimate.refine_rule`): the stacked state re-solved
+with the refined rule from the last solve's secant pairs (:func:`refined_solve`), the change
+of each point's observables, refinement again for the points whose estimate exceeds
+``quad_tol``; its results assembled by the solver's own code
+(:func:`~gaussmix.theory.solve.solver.assemble_results`).  Which points are stacked, the
+first solve's restart of a sweep's slow points and the fall back to the points one by one
+are the continuation's (:func:`gaussmix.experiments.continuation.solve_points`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ...core.caught import caught
 from ..model.outputs import error_keys
-from ..numerics.linalg import sym_eigvals
 from ..numerics.quadrature import QuadratureRule
-from ..numerics.tolerances import REFINED_EXTRA_ITER, SMOOTH_Q_MAX, refined_tol
+from ..numerics.tolerances import REFINED_EXTRA_ITER, refined_tol
+from ..problem.problem import Problem
 from .batch import Freezing, Watch
 from .estimate import RuleRefinement, refine_rule, tighter_run
-from .fixed_point import FixedPointMap, MapMemory, needs_quadrature
+from .fixed_point import FixedPointMap, MapMemory, map_features, uses_log_chart
 from .iteration import AndersonState, IterationOutcome, IterationState, IterationStatus, iterate
 from .options import SolverOptions
-from .policy import channel_rule, sharp_rule
+from .policy import SharpPoint, SolvePolicy, estimate_kind, policy_for_points
 from .refinement import (
+    Continuation,
+    ErrorEstimate,
     Estimate,
     Observables,
     light_observables,
@@ -39,18 +50,16 @@ from .refinement import (
 )
 from .results import FixedPointResult
 from .solver import assemble_results
-from .state import unpack_state
 
 __all__ = [
-    "SHARP_IMAGE_FACTOR",
-    "SharpPoint",
+    "FirstSolve",
+    "PointsState",
+    "plain_first_solve",
+    "solve_batch",
     "converged_solve",
     "estimate_points",
     "iterated_solve",
-    "own_refined_pairs",
     "refined_solve",
-    "sharp_rules",
-    "SharpWatch",
     "refined_freezing",
     "solve_freezing",
 ]
@@ -195,96 +204,6 @@ def stacked_observables(
     )
 
 
-def own_refined_pairs(T: FixedPointMap) -> bool:
-    """Whether the refined re-solve of an error estimate (and the sharp regime's re-solve)
-    of the points of ``T`` starts from each point's own secant pairs
-    (:meth:`FixedPointMap.pairs`), by whether they have more than one effective output
-    (``T.L``; the one key of both callers: K = 3 square, several outputs without
-    quadrature, has neither re-solve).  One output: yes, as a single point's; the binary
-    logistic curve then takes its single points' ``n_iter`` at every point, and the lasso
-    sweep (20 lambdas in [1e-2, 1]) 50 stacked evaluations instead of 53.  Two outputs (K = 3
-    cross-entropy, whose refined rule has four times the curve's nodes): no, the stacked
-    history (pairs only for the points that froze within the memory); measured on 20 lambdas
-    in [1e-3, 10] at alpha = 2: 1.00 million node-evaluations against 1.12 million from each
-    point's own pairs and 1.30 million without pairs, and again once the estimate's
-    observables came from the last refined evaluation (:func:`refined_solve`): 0.64
-    million against 0.81 million from each point's own pairs."""
-    return T.L == 1
-
-
-class SharpPoint(Exception):
-    """The first point of a stacked solve of two outputs is in the sharp regime."""
-
-
-#: a stacked solve of two outputs gives up where an image of the map at the curve's first
-#: point has an overlap ``Q_c`` with an eigenvalue above this many times
-#: :data:`~gaussmix.theory.numerics.tolerances.SMOOTH_Q_MAX` (the sharp regime's threshold, tested
-#: at the fixed point).  Measured at K = 3 cross-entropy, alphas in [0.2, 4], from the cold
-#: start: the largest eigenvalue of the first image is within 30 % of the fixed point's
-#: (96 against 73 at lam = 1e-3, 15.0 against 13.9 at 1e-2, 2.43 against 2.34 at 0.1)
-SHARP_IMAGE_FACTOR = 2.0
-
-
-@dataclass(frozen=True)
-class SharpWatch:
-    """Stops a stacked iteration (:class:`SharpPoint`) as soon as the curve's first point
-    (``every``: any point) converges in the sharp regime (the test :func:`sharp_rules` makes
-    at the end, made as it freezes at its own fixed point), or its image is far into it
-    (:data:`SHARP_IMAGE_FACTOR`): a curve that goes back to the point-by-point solve pays
-    little of the stacked one (a :class:`~gaussmix.theory.solve.batch.Watch`)."""
-
-    opts: SolverOptions
-    every: bool = False
-
-    def _watched(self, n_points: int) -> np.ndarray:
-        watched = np.ones(n_points, dtype=bool)
-        if not self.every:
-            watched[1:] = False
-        return watched
-
-    def on_freeze(self, T: FixedPointMap, points: np.ndarray, x: np.ndarray) -> None:
-        new = points & self._watched(T.n_points)
-        if new.any() and any(r is not None for r in sharp_rules(T, x, self.opts, new)):
-            raise SharpPoint
-
-    def on_image(self, T: FixedPointMap, g: np.ndarray) -> None:
-        Q = unpack_state(g, T.K, T.L)[0][self._watched(T.n_points)[T.row_of_cluster]]
-        if np.isfinite(Q).all() and sym_eigvals(Q).max() > SHARP_IMAGE_FACTOR * SMOOTH_Q_MAX:
-            raise SharpPoint
-
-
-def sharp_rules(
-    T: FixedPointMap, x: np.ndarray, opts: SolverOptions, points: np.ndarray | None = None
-) -> list:
-    """The sharp rule of each point of the stacked state ``x`` (of ``points``, a mask)
-    solved with the automatic rule of the smooth regime, as a single point tests it
-    (:func:`~gaussmix.theory.solve.policy.sharp_rule`; None: its rule stays): the points at
-    most at the threshold without a call, and without the symmetry one call for all the
-    points above it (its rule there does not depend on the state)."""
-    p0 = T.problems[0]
-    idx = np.arange(T.n_points) if points is None else np.flatnonzero(points)
-    if not needs_quadrature(p0):
-        return [None] * idx.size
-    # each point's largest overlap eigenvalue, all at once (the same numbers as each
-    # point's own test: the eigenvalues are block by block)
-    top = sym_eigvals(T.unpack_points(x)[0][idx]).max(axis=(1, 2))
-    if top.max() <= SMOOTH_Q_MAX:
-        return [None] * idx.size
-    rule = channel_rule(p0, None, opts.symmetry)
-    sym = T.symmetry is not None
-    states = T.split(x)
-    out: list = [None] * idx.size  # (a point at most at the threshold: its rule stays)
-    same = None  # without the symmetry, the rule of every point above it (state-free)
-    for k in np.flatnonzero(~(top <= SMOOTH_Q_MAX)):  # (NaN: tested, as each point's)
-        i = idx[k]
-        if sym or same is None:
-            out[k] = sharp_rule(T.problems[i], rule, states[i], symmetric=sym)
-            same = (out[k],)
-        else:
-            out[k] = same[0]
-    return out
-
-
 def converged_solve(
     T: FixedPointMap,
     x0: np.ndarray,
@@ -339,6 +258,9 @@ def estimate_points(
     history: AndersonState | None = None,
     merge: bool = False,
     memory: MapMemory | None = None,
+    *,
+    refine: bool,
+    own_pairs: bool,
 ) -> list[FixedPointResult] | None:
     """The results of the points of the stacked fixed point ``x`` of ``T``, each with its
     integration error estimated as :func:`~gaussmix.theory.solve.refinement.estimate_errors`
@@ -348,12 +270,15 @@ def estimate_points(
     error or training loss exceeds ``quad_tol`` (``auto_refine``, at most ``max_refine``
     times); None after a failure.  As a single point's, each re-solve starts with the
     secant pairs of the last solve (``history``: those of the iteration that reached
-    ``x``; with one output each point's own, :meth:`FixedPointMap.pairs`,
-    :func:`own_refined_pairs`) as its model of the Jacobian, and a point converged in it
-    leaves it with its own image (with ``merge``, two outputs or a sweep over lambda: its
-    last iterate, whose channel evaluation its memory holds, :func:`refined_solve`).
-    ``memory``: the memory of the iteration that reached ``x`` (its record and last
-    evaluation), None for a fresh one."""
+    ``x``; with ``own_pairs`` each point's own, :meth:`FixedPointMap.pairs`,
+    :func:`~gaussmix.theory.solve.policy.own_refined_pairs`) as its model of the Jacobian,
+    and a point converged in it leaves it with its own image (with ``merge``, two outputs
+    or a sweep over lambda: its last iterate, whose channel evaluation its memory holds,
+    :func:`refined_solve`).
+    ``refine``: whether the estimate is by refinement of the rule (the policy's
+    :func:`~gaussmix.theory.solve.policy.estimate_kind`; else each point's observables and
+    their own errors).  ``memory``: the memory of the iteration that reached ``x`` (its
+    record and last evaluation), None for a fresh one."""
     problems = T.problems
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
     states = T.split(x)
@@ -373,7 +298,7 @@ def estimate_points(
         T_last, x_last, points, mem_last = last
         mine = [points.index(i) for i in active]  # (in T_last's points)
         T2 = T.like([problems[i] for i in active], finer, refined_freezing(opts, merge))
-        own = own_refined_pairs(T)
+        own = own_pairs
         pairs = T_last.pairs(mem_last.record, history, mine, opts.anderson, own=own)
         x2 = T_last.points_of(x_last, mine)
         # (else each point's iterates from here are its single point's)
@@ -394,7 +319,7 @@ def estimate_points(
         return [(o, int(n), float(r)) for o, n, r in zip(obs2, own, own_res)]
 
     done = RuleRefinement.unrefined(obs, [int(n) for n in n_iter], [float(r) for r in residual])
-    if opts.estimate_error and needs_quadrature(problems[0]):
+    if refine:  # (the policy's estimate by refinement of the rule)
         done = refine_rule(T.rule, obs, done.n_iter, done.residual, opts, resolve)
         if done.failed:
             return None
@@ -426,6 +351,219 @@ def estimate_points(
     if not all(res.success for res in results):  # a spurious or degenerate point: point by point
         return None
     return results
+
+
+#: the first stacked solve of a batch (:attr:`PointsState.first_solve`): given the map (its
+#: freezing made with :func:`solve_freezing`), the cold start, the options and a progress
+#: callback (``on_converged(n)``, or None), the map that made it and the converged
+#: outcome, or None where it fails (a curve's continuation restarts its slow points there,
+#: :func:`gaussmix.experiments.continuation.solve_points`)
+FirstSolve = Callable[
+    [FixedPointMap, np.ndarray, SolverOptions, "Callable[[int], None] | None"],
+    "tuple[FixedPointMap, IterationOutcome | None]",
+]
+
+
+def plain_first_solve(
+    T: FixedPointMap,
+    x0: np.ndarray,
+    opts: SolverOptions,
+    on_converged: Callable[[int], None] | None = None,
+) -> tuple[FixedPointMap, IterationOutcome | None]:
+    """The first stacked solve without a continuation of its own: :func:`converged_solve`
+    from ``x0`` (``on_converged``: called after each evaluation with the points frozen)."""
+    memory = T.memory()
+    frozen = memory.record.frozen
+    report = None if on_converged is None else lambda *_: on_converged(int(frozen.sum()))
+    return T, converged_solve(T, x0, None, opts, report, memory=memory)
+
+
+@dataclass
+class _Group:
+    """The points of a batch on one rule after the sharp switch (indices ``idx``): their
+    map, stacked state, each point's evaluations and residual, the map's memory of its
+    last evaluation (None: a fresh one) and the secant pairs the estimate starts from."""
+
+    idx: list[int]
+    T: FixedPointMap
+    x: np.ndarray
+    n_iter: np.ndarray
+    residual: np.ndarray
+    memory: MapMemory | None
+    history: AndersonState | None
+
+
+@dataclass
+class PointsState:
+    """What the policy's steps hand on in a solve of the points of a curve stacked in one
+    state (:func:`solve_batch`), as :class:`~gaussmix.theory.solve.policy.SolveState` does
+    for one point: the same steps (:class:`~gaussmix.theory.solve.policy.Iterate`,
+    :class:`~gaussmix.theory.solve.policy.SharpSwitch`,
+    :class:`~gaussmix.theory.solve.policy.EstimateErrors`) call its :meth:`iterate`,
+    :meth:`switch` and :meth:`estimate_errors`, which do their work on a point axis.
+
+    ``first_solve``: the first stacked solve (:data:`FirstSolve`; the continuation's
+    restart of a sweep's slow points); ``on_converged``: its progress callback.  After the
+    steps, ``results`` holds each point's result (None where the stacked solve failed:
+    no convergence, a point in the sharp regime with two outputs, a spurious or
+    degenerate point) and ``log`` the warnings of the sharp switch and the estimates,
+    for the caller to give once every point stands."""
+
+    policy: SolvePolicy
+    problems: list[Problem]
+    opts: SolverOptions
+    first_solve: FirstSolve = plain_first_solve
+    on_converged: Callable[[int], None] | None = None
+    T: FixedPointMap | None = None
+    out: IterationOutcome | None = None
+    n_iter: np.ndarray | None = None
+    residual: np.ndarray | None = None
+    groups: list[_Group] | None = None
+    results: list[FixedPointResult] | None = None
+    failed: bool = False
+    log: list = field(default_factory=list)
+    #: (a batch declares no warm start)
+    warm_kept: bool = False
+
+    @property
+    def converged(self) -> bool:
+        """Whether every point converged so far."""
+        return not self.failed and self.out is not None
+
+    @property
+    def x(self) -> np.ndarray:
+        """The stacked state of the last solve."""
+        return self.out.x
+
+    def iterate(self, rule: QuadratureRule) -> None:
+        """The stacked iteration with ``rule`` from the cold start, each point frozen at its
+        own convergence, after the policy's continuation (a coarser rule first, whose
+        secant pairs and proximal points the rule's solve starts from) and watched by its
+        :class:`~gaussmix.theory.solve.policy.SharpWatch`; the first solve is
+        :attr:`first_solve`.  Each point's evaluations count both phases."""
+        problems, opts, policy = self.problems, self.opts, self.policy
+        sym, _ = map_features(problems[0], opts)
+        log_chart = any(uses_log_chart(p) for p in problems)
+        T = FixedPointMap(problems, rule, sym, log_chart, solve_freezing(opts, policy.sharp_watch))
+        x0 = T.start()
+        if not T.is_valid(x0):
+            self.failed = True
+            return
+        coarse = rule.coarsened() if policy.continuation is Continuation.COARSE else None
+        n_coarse: np.ndarray | int = 0
+        if coarse is not None:  # the continuation from the coarser rule (run_fixed_point)
+            Tc, out = self.first_solve(T.like(problems, coarse, T.freezing), x0, opts, None)
+            if out is None:
+                self.failed = True
+                return
+            rec = out.aux.record
+            x0 = out.x
+            history = Tc.pairs(rec, out.anderson, list(range(len(problems))), opts.anderson)
+            # (two outputs: the curve's rule is not the single point's)
+            start = T.warm_from(Tc, out.aux)
+            n_coarse = Tc.own_iterations(rec, out.n_iter)
+            frozen, on_converged = start.record.frozen, self.on_converged
+            report = None if on_converged is None else lambda *_: on_converged(int(frozen.sum()))
+            out = converged_solve(T, x0, history, opts, report, memory=start)
+        else:
+            T, out = self.first_solve(T, x0, opts, self.on_converged)
+        if out is None:
+            self.failed = True
+            return
+        rec = out.aux.record
+        self.T, self.out = T, out
+        self.residual = np.where(rec.frozen, rec.residuals, out.residual)  # each point's own
+        self.n_iter = T.own_iterations(rec, out.n_iter) + n_coarse
+
+    def switch(self, sharps: list[QuadratureRule | None]) -> None:
+        """The points by the rule ``sharps`` gives each (None: its rule stays), the points
+        with a sharp rule solved again with it from their fixed point, stacked, with the
+        secant pairs of the iteration that reached it (as a single point's
+        :class:`~gaussmix.theory.solve.policy.SharpSwitch`)."""
+        with caught() as log:
+            self.groups = self._grouped(sharps)
+        self.log.extend(log)
+
+    def _grouped(self, sharps: list[QuadratureRule | None]) -> list[_Group] | None:
+        T, out, opts, problems = self.T, self.out, self.opts, self.problems
+        rec = out.aux.record
+        by_rule: dict = {}  # the rule of each point -> its points
+        for i, sharp in enumerate(sharps):
+            by_rule.setdefault(sharp, []).append(i)
+        groups = []
+        for sharp, idx in by_rule.items():
+            T_g, x_g, n_iter, res_g = T, out.x, self.n_iter[idx], self.residual[idx]
+            mem_g = out.aux  # (the memory of the map's last evaluation)
+            hist = T.pairs(rec, out.anderson, idx, opts.anderson, own=self.policy.own_pairs)
+            if len(idx) < len(problems):  # the group's points alone
+                T_g = T.like([problems[i] for i in idx], T.rule)
+                x_g, mem_g = T.points_of(out.x, idx), None
+            if sharp is not None:  # in the sharp regime: its rule, from there
+                T_s = T_g.like(T_g.problems, sharp, solve_freezing(opts))
+                out_g = converged_solve(T_s, x_g, hist, opts, memory=T_s.shared(T_g, mem_g))
+                if out_g is None:
+                    self.failed = True
+                    return None
+                T_g, mem_g, rec_g = T_s, out_g.aux, out_g.aux.record
+                x_g, n_iter = out_g.x, n_iter + T_g.own_iterations(rec_g, out_g.n_iter)
+                res_g = np.where(rec_g.frozen, rec_g.residuals, out_g.residual)
+                hist = T_g.pairs(rec_g, out_g.anderson, list(range(len(idx))), opts.anderson)
+            groups.append(_Group(idx, T_g, x_g, n_iter, res_g, mem_g, hist))
+        return groups
+
+    def estimate_errors(self) -> None:
+        """Each group's points' observables and integration errors
+        (:func:`estimate_points`, of the kind
+        :func:`~gaussmix.theory.solve.policy.estimate_kind` gives for the group's rule)
+        and their results; None after a failure."""
+        if self.failed:
+            return
+        with caught() as log:
+            if self.groups is None:  # (no sharp switch: every point on its rule)
+                self.groups = self._grouped([None] * len(self.problems))
+            results: list = [None] * len(self.problems)
+            for g in self.groups:
+                kind = estimate_kind(self.problems[0], self.opts, g.T.rule)
+                done = estimate_points(
+                    g.T,
+                    g.x,
+                    g.n_iter,
+                    g.residual,
+                    self.opts,
+                    g.history,
+                    merge=self.policy.merge,
+                    memory=g.memory,
+                    refine=kind is ErrorEstimate.REFINED_RULE,
+                    own_pairs=self.policy.own_pairs,
+                )
+                if done is None:
+                    self.failed = True
+                    break
+                for i, res in zip(g.idx, done):
+                    results[i] = res
+        self.log.extend(log)
+        if not self.failed:
+            self.results = results
+
+
+def solve_batch(
+    problems: list[Problem],
+    opts: SolverOptions,
+    *,
+    first_solve: FirstSolve = plain_first_solve,
+    on_converged: Callable[[int], None] | None = None,
+) -> PointsState:
+    """The points ``problems`` (of one mixture, loss and penalty, at other ``lam`` and
+    ``alpha``) solved as one stacked state by the steps of their policy
+    (:func:`~gaussmix.theory.solve.policy.policy_for_points`), the one loop of a single
+    solve (:meth:`~gaussmix.theory.solve.policy.SolvePolicy.loop`) on a point axis
+    (:class:`PointsState`); ``first_solve`` and ``on_converged``: the first stacked solve
+    and its progress callback.  The state after the steps: its ``results`` (None after a
+    failure) and ``log``."""
+    policy = policy_for_points(problems, opts)
+    s = PointsState(policy, problems, opts, first_solve, on_converged)
+    policy.loop(s)
+    return s
 
 
 def _point_maps(
