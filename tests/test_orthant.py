@@ -432,3 +432,62 @@ def test_a_randomised_batch_is_each_problem_alone_to_the_bit(m: int) -> None:
     for i in range(mean.shape[0]):
         q, e = orthant_probability(mean[i], cov[i], rng_seed=4, abs_tol=5e-5)
         assert (p[i], err[i]) == (q, e)
+
+
+def _sov_reference(factor, wt: np.ndarray, ymax: float) -> np.ndarray:
+    """The separation-of-variables integrand of an ordered factor, point by point with scalar
+    normal functions (every column's limits evaluated at every point)."""
+    from scipy.special import ndtri
+
+    out = np.empty(wt.shape[1])
+    for p in range(wt.shape[1]):
+        y, prod = [], 1.0
+        for c, (U, LO, HI, _) in enumerate(factor.columns):
+            s = U @ np.array(y) if c else np.zeros(len(HI))
+            hi, lo = float(np.min(HI - s)), float(np.max(LO - s))
+            if lo > 0:  # (the integrand's branch for an interval above the mean)
+                p_lo, p_hi = ndtr(-lo), ndtr(-max(hi, lo))
+            else:
+                p_lo, p_hi = ndtr(lo), ndtr(max(hi, lo))
+            e = abs(p_hi - p_lo)
+            prod *= e
+            if c < factor.rank - 1:
+                w = wt[c, p]
+                yc = -ndtri(p_lo - w * e) if lo > 0 else ndtri(p_lo + w * e)
+                y.append(float(np.clip(yc, -ymax, ymax)))
+        out[p] = prod
+    return out
+
+
+@pytest.mark.parametrize("mean0", [None, 0.1, -1.0])
+def test_sov_integrand_first_column_once(mean0: float | None) -> None:
+    """The integrand evaluates the first column's constant limits once: the same values as
+    evaluating them at every point (a scalar reference), for an orthant and for a first
+    column with two limits (a variable merged with its negative, ``-0.2 <= Z_0 <= 0``, with
+    ``E Z_0 = mean0``: the interval below and above the mean, the integrand's two
+    branches)."""
+    from gaussmix.theory.numerics import orthant as o
+
+    rng = np.random.default_rng(7)
+    m = 7
+    G = rng.standard_normal((m, m + 1))
+    cov = G @ G.T / m
+    mean = 0.5 * rng.standard_normal(m)
+    two_sided = mean0 is not None
+    if two_sided:  # Z_1 = -Z_0 - 0.2: Z_0 in [-0.2, 0], a narrow interval pivoted first
+        T = np.eye(m)
+        T[1] = -T[0]
+        cov = T @ cov @ T.T
+        mean[0] = mean0
+        mean[1] = -mean0 - 0.2
+    sd = np.sqrt(np.diag(cov))
+    b, corr = -mean / sd, cov / np.outer(sd, sd)
+    a = np.full(m, -np.inf)
+    reduced = o._merge_degenerate(a, b, corr)
+    factor = o._SOVFactor(*reduced)
+    assert factor.columns[0][3] == two_sided
+    if two_sided:  # (the branch: the interval's lower limit above the mean or not)
+        assert (factor.columns[0][1].max() > 0) == (mean0 < -0.2)
+    wt = rng.random((factor.rank - 1, 64))
+    ref = _sov_reference(factor, wt, o.YMAX)
+    np.testing.assert_allclose(factor.integrand(wt), ref, rtol=1e-13)

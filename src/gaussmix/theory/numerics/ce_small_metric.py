@@ -10,7 +10,9 @@ failed.  There (:func:`small_metric`: ``||V H|| < 0.1`` at every point) the stat
 condition ``r(u) = u - omega + V grad(u) = 0`` is solved by Newton with the Jacobian
 ``I + V H``, which contracts the residual with full steps (no line search) and never forms
 ``V^{-1}``; the Stein term is ``E[H - H (I + V H)^{-1} V H]``, the ``B = H`` form of
-:func:`~gaussmix.theory.numerics.kernels.ce_channel` (``A^{-1} = (I + V H)^{-1} V``).  The
+:func:`~gaussmix.theory.numerics.kernels.ce_channel` (``A^{-1} = (I + V H)^{-1} V``), computed
+as ``E[(I + H V)^{-1} H]`` (the same matrix: ``H - H (I + V H)^{-1} V H = H (I + V H)^{-1}``,
+and ``H (I + V H)^{-1} = (I + H V)^{-1} H``), one solve with the columns of ``H`` a node.  The
 channel (:mod:`gaussmix.theory.channel.channel`) hands such clusters here and the others to
 the general kernels, whose arithmetic is unchanged.  Same arguments (without ``Vinv``),
 results and stopping rule as :func:`~gaussmix.theory.numerics.kernels.ce_channel`.
@@ -49,7 +51,7 @@ def small_metric(vnorm: float, L: int) -> bool:
 def _near_identity_solve(Vc, Hm, M, R, X):  # pragma: no cover - compiled
     """``X = (I + V H)^{-1} R`` (``R``, ``X`` (L, m); ``M`` scratch, ``R`` overwritten) by
     elimination without pivoting: ``||V H||_inf < 1/2`` makes ``I + V H`` diagonally
-    dominant by rows."""
+    dominant by rows (also called with the two factors exchanged, for ``I + H V``)."""
     L = M.shape[0]
     for i in range(L):
         for j in range(L):
@@ -123,15 +125,13 @@ def ce_channel_small_metric(ylab, P, omega, V, h, w, tol, max_iter):  # pragma: 
                 lval = ce_eval(u, P, yc, z, p, Pp, gr)
             if not ok:
                 n_failed += 1
-            # contributions at the proximal point: Edf = H - H X, X = (I + V H)^{-1} V H
+            # contribution at the proximal point: H - H (I + V H)^{-1} V H, which is
+            # H (I + V H)^{-1} = (I + H V)^{-1} H (push-through): one solve with the
+            # columns of H (I + H V is as diagonally dominant: ||H V|| has the bound of
+            # small_metric), no product V H and no product H X
             ce_system_hessian(zero, P, p, Pp, A, Hm, qrow)
-            for i in range(L):
-                for j in range(L):
-                    t = 0.0
-                    for k in range(L):
-                        t += Vc[i, k] * Hm[k, j]
-                    R[i, j] = t
-            _near_identity_solve(Vc, Hm, M, R, X)
+            R[:, :] = Hm
+            _near_identity_solve(Hm, Vc, M, R, X)
             wn = w[n]
             quad = 0.0
             for i in range(L):
@@ -141,10 +141,7 @@ def ce_channel_small_metric(ylab, P, omega, V, h, w, tol, max_iter):  # pragma: 
                     fj = -gr[j]
                     Eff[c, i, j] += wn * fi * fj
                     quad += fi * Vc[i, j] * fj
-                    t = 0.0
-                    for k in range(L):
-                        t += Hm[i, k] * X[k, j]
-                    Edf[c, i, j] += wn * (Hm[i, j] - t)
+                    Edf[c, i, j] += wn * X[i, j]
             Eloss[c] += wn * lval
             Eenv[c] += wn * (0.5 * quad + lval)
     return Ef, Eff, Edf, Eloss, Eenv, n_failed

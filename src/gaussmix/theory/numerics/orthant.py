@@ -398,10 +398,10 @@ class _SOVFactor:
         prod = np.ones(npts)
         for c, (U, LO, HI, two_sided) in enumerate(self.columns):
             last = c == self.rank - 1
-            if c == 0:
-                hi = np.full(npts, HI.min())
-                lo = np.full(npts, LO.max()) if two_sided else None
-            elif U.shape[0] == 1:
+            if c == 0:  # constant limits: their probabilities once, not at every point
+                self._first_column(HI.min(), LO.max() if two_sided else None, wt, y, prod, last)
+                continue
+            if U.shape[0] == 1:
                 s = U[0] @ y[:c]
                 hi = HI[0] - s
                 lo = LO[0] - s if two_sided else None
@@ -427,6 +427,36 @@ class _SOVFactor:
             if not last:
                 np.clip(y[c], -YMAX, YMAX, out=y[c])
         return prod
+
+    @staticmethod
+    def _first_column(
+        hi: float, lo: float | None, wt: np.ndarray, y: np.ndarray, prod: np.ndarray, last: bool
+    ) -> None:
+        """The first column of :meth:`integrand`, whose limits ``(lo, hi]`` do not depend on
+        the point: its interval probability ``e`` once (the integrand's operations on one
+        value, the same bits as at every point), ``prod *= e`` and ``y[0]`` (the inverse
+        normal function at the points, one branch of a two-sided interval)."""
+        hi_ = np.array([hi])
+        if lo is None:
+            e = ndtr(hi_)
+            prod *= e[0]
+            if not last:
+                ndtri(e[0] * wt[0], out=y[0])
+        else:
+            lo_ = np.array([lo])
+            np.maximum(hi_, lo_, out=hi_)
+            upper = bool(lo_[0] > 0)
+            p_lo = ndtr(-lo_) if upper else ndtr(lo_)
+            p_hi = ndtr(-hi_) if upper else ndtr(hi_)
+            e = np.abs(p_hi - p_lo)
+            prod *= e[0]
+            if not last:
+                if upper:
+                    np.negative(ndtri(p_lo[0] - wt[0] * e[0]), out=y[0])
+                else:
+                    ndtri(p_lo[0] + wt[0] * e[0], out=y[0])
+        if not last:
+            np.clip(y[0], -YMAX, YMAX, out=y[0])
 
 
 @functools.cache
