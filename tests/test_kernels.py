@@ -242,6 +242,31 @@ def test_kernel_reports_nodes_that_did_not_converge():
     assert lf == 4
 
 
+def test_three_class_kernel_stops_at_the_first_failed_node(monkeypatch):
+    """ce3_channel returns the status 1 at the first node whose proximal solve fails (the
+    evaluation is lost: the channel raises), its earlier nodes solved as with enough
+    iterations and the later ones' starts left as they were; the channel then raises."""
+    import gaussmix.theory.channel.channel as channel
+
+    rng = np.random.default_rng(4)
+    loss, y, m, Q, V = _ce_state(rng, 3, scale_m=5.0)
+    args, w = _ce_kernel_inputs(loss, y, m, Q, V, GaussHermite(6, 2))
+    omega = args[2]
+    full = omega.copy()
+    assert _kernels.ce3_channel(*args, full, w, 1e-13, 100)[-1] == 0
+    h = omega.copy()
+    assert _kernels.ce3_channel(*args, h, w, 1e-13, 3)[-1] == 1
+    # in the kernel's order (cluster, node): the same proximal points up to the failed
+    # node, which some nodes come after, and the starts untouched after it
+    hf, ff, of = h.reshape(-1, 2), full.reshape(-1, 2), omega.reshape(-1, 2)
+    first = int(np.flatnonzero(np.any(hf != ff, axis=-1))[0])
+    assert 0 < first < hf.shape[0] - 1
+    np.testing.assert_array_equal(hf[first + 1 :], of[first + 1 :])
+    monkeypatch.setattr(channel, "PROX_MAX_ITER", 3)
+    with pytest.raises(FloatingPointError, match="did not converge"):
+        channel.compiled_moments(channel.CROSS_ENTROPY_KERNEL, loss, y, omega, V, w, None)
+
+
 @pytest.mark.parametrize("lam,alpha", [(1.0, 2.0), (0.01, 0.5), (10.0, 1.0)])
 def test_compiled_wedge_matches_numpy_wedge(lam, alpha):
     gram = [[1.0, 0.2, -0.1], [0.2, 0.8, 0.0], [-0.1, 0.0, 1.3]]
