@@ -44,6 +44,8 @@ MODELS = ("isotropic-simplex", "isotropic-gaussian", "block", "spectral")
 #: directions of the empirical (spectral) law
 SPECTRAL_D = 16
 RHO_FLOOR = 0.05
+#: lam of the untimed warm-up points
+WARM_LAMS = (0.1, 9.0)
 #: the options of ``--phases``: the solve without its error estimate, and with the estimate
 #: but one refinement only (of the prior's rule: the channel of these problems needs none
 #: or refines within it)
@@ -142,8 +144,10 @@ def main() -> None:
     print(machine_line())
     print(f"load average before: {os.getloadavg()}")
     problems = sample(args.n, args.seed)
-    for loss in LOSSES:  # warm-up: imports and compiled kernels
-        Problem(loss, "isotropic-simplex", 0.1, 2.0, 0.5, None, 0).solve()
+    for loss in LOSSES:  # warm-up: imports and compiled kernels (a large lam: the kernel
+        # of small metrics; compiled on first use after a change, 2-3 s of the point's time)
+        for lam in WARM_LAMS:
+            Problem(loss, "isotropic-simplex", lam, 2.0, 0.5, None, 0).solve()
     rows = []
     for p in problems:
         t0 = time.process_time()

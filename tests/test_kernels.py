@@ -548,3 +548,26 @@ def test_in_parts_reuses_one_pool_and_a_part_does_not_split_again(monkeypatch):
     with np.errstate(divide="ignore", over="raise"):
         states = channel.in_parts(7, 1, lambda rows: np.geterr())
     assert [(e["divide"], e["over"]) for e in states] == [("ignore", "raise")] * 3
+
+
+def test_three_class_lasso_at_the_zero_estimator_solves_cold():
+    """A K = 3 cross-entropy lasso whose fixed point is the zero estimator (lam = 2.29, a
+    spectral mixture of 16 directions, unequal priors).  Until the channel of small metrics
+    (V ~ 1e-17 here) had a kernel of its own without ``V^{-1}``, the proximal solves failed
+    at 17072 nodes and the homotopy failed too (``ConvergenceError``).  Checked against what
+    ``W* = 0`` implies, independently of the solver: the bias alone fits the labels, so
+    ``softmax(b)`` is the priors, and every point is given the most likely class."""
+    rng = np.random.default_rng(558555015)
+    delta = 0.46204232774675064
+    sigma = delta * rng.uniform(0.25, 1.0, size=(16, 3))
+    rho = np.array([0.1949611832402162, 0.6634954250732339, 0.14154339168655])
+    mix = gm.Mixture.spectral(sigma, rng.normal(size=(16, 3)), rho=rho)
+    res = gm.solve(mix, "cross-entropy", lam=2.2883691490014226, alpha=0.6636820286700923,
+                   penalty="l1")  # fmt: skip
+    assert res.success
+    assert np.abs(res.Q).max() < 1e-12 and np.abs(res.M).max() < 1e-12
+    # b to the fixed point's tolerance (FIXED_POINT_TOL = 1e-8 relative; measured 3e-15)
+    p = np.exp(res.b - res.b.max())
+    np.testing.assert_allclose(p / p.sum(), rho, rtol=0, atol=1e-8)
+    # the margins of argmax(M_c + b) are ~1 against sqrt(Q) < 1e-6: no point is misplaced
+    assert res.test_error == pytest.approx(1.0 - rho.max(), abs=1e-12)
