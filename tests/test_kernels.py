@@ -242,6 +242,31 @@ def test_kernel_reports_nodes_that_did_not_converge():
     assert lf == 4
 
 
+def test_three_class_kernel_stops_at_the_first_failed_node(monkeypatch):
+    """ce3_channel returns the status 1 at the first node whose proximal solve fails (the
+    evaluation is lost: the channel raises), its earlier nodes solved as with enough
+    iterations and the later ones' starts left as they were; the channel then raises."""
+    import gaussmix.theory.channel.channel as channel
+
+    rng = np.random.default_rng(4)
+    loss, y, m, Q, V = _ce_state(rng, 3, scale_m=5.0)
+    args, w = _ce_kernel_inputs(loss, y, m, Q, V, GaussHermite(6, 2))
+    omega = args[2]
+    full = omega.copy()
+    assert _kernels.ce3_channel(*args, full, w, 1e-13, 100)[-1] == 0
+    h = omega.copy()
+    assert _kernels.ce3_channel(*args, h, w, 1e-13, 3)[-1] == 1
+    # in the kernel's order (cluster, node): the same proximal points up to the failed
+    # node, which some nodes come after, and the starts untouched after it
+    hf, ff, of = h.reshape(-1, 2), full.reshape(-1, 2), omega.reshape(-1, 2)
+    first = int(np.flatnonzero(np.any(hf != ff, axis=-1))[0])
+    assert 0 < first < hf.shape[0] - 1
+    np.testing.assert_array_equal(hf[first + 1 :], of[first + 1 :])
+    monkeypatch.setattr(channel, "PROX_MAX_ITER", 3)
+    with pytest.raises(FloatingPointError, match="did not converge"):
+        channel.compiled_moments(channel.CROSS_ENTROPY_KERNEL, loss, y, omega, V, w, None)
+
+
 @pytest.mark.parametrize("lam,alpha", [(1.0, 2.0), (0.01, 0.5), (10.0, 1.0)])
 def test_compiled_wedge_matches_numpy_wedge(lam, alpha):
     gram = [[1.0, 0.2, -0.1], [0.2, 0.8, 0.0], [-0.1, 0.0, 1.3]]
@@ -523,3 +548,26 @@ def test_in_parts_reuses_one_pool_and_a_part_does_not_split_again(monkeypatch):
     with np.errstate(divide="ignore", over="raise"):
         states = channel.in_parts(7, 1, lambda rows: np.geterr())
     assert [(e["divide"], e["over"]) for e in states] == [("ignore", "raise")] * 3
+
+
+def test_three_class_lasso_at_the_zero_estimator_solves_cold():
+    """A K = 3 cross-entropy lasso whose fixed point is the zero estimator (lam = 2.29, a
+    spectral mixture of 16 directions, unequal priors).  Until the channel of small metrics
+    (V ~ 1e-17 here) had a kernel of its own without ``V^{-1}``, the proximal solves failed
+    at 17072 nodes and the homotopy failed too (``ConvergenceError``).  Checked against what
+    ``W* = 0`` implies, independently of the solver: the bias alone fits the labels, so
+    ``softmax(b)`` is the priors, and every point is given the most likely class."""
+    rng = np.random.default_rng(558555015)
+    delta = 0.46204232774675064
+    sigma = delta * rng.uniform(0.25, 1.0, size=(16, 3))
+    rho = np.array([0.1949611832402162, 0.6634954250732339, 0.14154339168655])
+    mix = gm.Mixture.spectral(sigma, rng.normal(size=(16, 3)), rho=rho)
+    res = gm.solve(mix, "cross-entropy", lam=2.2883691490014226, alpha=0.6636820286700923,
+                   penalty="l1")  # fmt: skip
+    assert res.success
+    assert np.abs(res.Q).max() < 1e-12 and np.abs(res.M).max() < 1e-12
+    # b to the fixed point's tolerance (FIXED_POINT_TOL = 1e-8 relative; measured 3e-15)
+    p = np.exp(res.b - res.b.max())
+    np.testing.assert_allclose(p / p.sum(), rho, rtol=0, atol=1e-8)
+    # the margins of argmax(M_c + b) are ~1 against sqrt(Q) < 1e-6: no point is misplaced
+    assert res.test_error == pytest.approx(1.0 - rho.max(), abs=1e-12)

@@ -403,7 +403,8 @@ class CompiledKernel:
         threshold (a node has converged when
         ``max |h - omega + V grad| <= tol (1 + max |omega| + max |h|) (1 + ||V|| ||H||)``,
         :func:`gaussmix.theory.channel.losses.prox_threshold`).  Returns the moments and the
-        number of nodes whose solve failed.
+        number of nodes whose solve failed (at least 1 where any did: a kernel may stop at
+        the first, the evaluation being lost).
         """
         raise NotImplementedError
 
@@ -617,7 +618,7 @@ def _compiled(
     failed = sum(n for _, n in done)
     if failed:
         raise FloatingPointError(
-            f"{loss.name} proximal map did not converge at {failed} quadrature node(s)"
+            f"{loss.name} proximal map did not converge at {failed} quadrature node(s) or more"
         )
     return mom
 
