@@ -97,3 +97,19 @@ def solved_on_randomised_rule(problem):
     T, out = refinement.run_fixed_point(problem, rule, x0, opts, None, history, first_phase=first)
     assert out.converged
     return problem, opts, history, T, out
+
+
+def dense_ten_class_mixture():
+    """Ten classes fitted from seeded Gaussian data (``Mixture.from_data``; d = 24, 3000
+    samples, unequal variances per direction): a mixture whose ridge prior is the dense
+    one, for the tests of the ten-class error estimate."""
+    import numpy as np
+
+    import gaussmix as gm
+
+    rng = np.random.default_rng(3)
+    K, d, n = 10, 24, 3000
+    means = rng.standard_normal((K, d))
+    y = np.arange(n) % K
+    X = means[y] + rng.standard_normal((n, d)) * (0.5 + rng.random(d))
+    return gm.Mixture.from_data(X, y)

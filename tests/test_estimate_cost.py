@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
-from _helpers import solved_on_randomised_rule
+from _helpers import dense_ten_class_mixture, solved_on_randomised_rule
 from sklearn.datasets import load_digits
 
 import gaussmix as gm
@@ -240,12 +240,7 @@ def test_dense_prior_estimate_from_half_the_replicates_bounds_a_finer_rule(monke
     replicates (four replicate maps), and the change of every estimated error to a rule
     with eight times the points is within two estimates (the coarse one and the fine
     evaluation's own)."""
-    rng = np.random.default_rng(3)
-    K, d, n = 10, 24, 3000
-    means = rng.standard_normal((K, d))
-    y = np.arange(n) % K
-    X = means[y] + rng.standard_normal((n, d)) * (0.5 + rng.random(d))
-    mix = gm.Mixture.from_data(X, y)
+    mix = dense_ten_class_mixture()
     kw = dict(lam=1.0, alpha=1.0)
     rules = []
     real = refinement.new_map

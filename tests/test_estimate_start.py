@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
-from _helpers import solved_on_randomised_rule
+from _helpers import dense_ten_class_mixture, solved_on_randomised_rule
 
 import gaussmix as gm
 from gaussmix.theory.api.api import make_problem
@@ -170,12 +170,7 @@ def _dense_randomised():
     """Ten classes fitted from seeded Gaussian data (d = 24, the dense ridge prior on a
     216-row matrix), solved with its randomised rule: problem, options, history, map and
     outcome."""
-    rng = np.random.default_rng(3)
-    K, d, n = 10, 24, 3000
-    means = rng.standard_normal((K, d))
-    y = np.arange(n) % K
-    X = means[y] + rng.standard_normal((n, d)) * (0.5 + rng.random(d))
-    mix = gm.Mixture.from_data(X, y)
+    mix = dense_ten_class_mixture()
     return solved_on_randomised_rule(make_problem(mix, "cross-entropy", lam=1.0, alpha=1.0))
 
 
