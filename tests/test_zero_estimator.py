@@ -218,3 +218,38 @@ def test_hinge_lasso_without_curvature_is_named():
     assert res.success and res.params["fallback"].startswith("alpha homotopy")
     assert res.test_error == pytest.approx(0.5, abs=1e-9)
     assert 0.0 < res.nonzero_fraction < 1e-20
+
+
+def test_a_tiny_overlap_rounded_below_the_cone_is_projected_not_refused():
+    """K = 3 square + lasso near its zero estimator (the explorer's state lam = 3.23, unequal
+    priors): the fixed points have ``Q_c ~ 1e-19 .. 1e-12`` whose smallest eigenvalue is
+    negative by 1e-10 .. 1e-8 of the largest (the prior's tail integrals' absolute error),
+    which the orthants refused (a ConvergenceError, "cov must be positive semi-definite").
+    Within the state's own PSD test the overlap is projected onto the cone: the errors are
+    the majority-class classifier's (the bias alone, 1 - max rho) to the width of the fields."""
+    from gaussmix.theory.numerics.orthant import PSD_CHECK_RTOL
+    from gaussmix.theory.numerics.tolerances import PSD_RTOL
+    from gaussmix.theory.solve.observables import _within_state_psd
+
+    rho = [0.7332, 0.1115, 0.1553]
+    mix = Mixture.isotropic(0.2064, "gaussian", n_clusters=3, rho=rho)
+    for alpha in (1.2725, 1.7):
+        r = gm.solve(mix, "square", lam=3.23, alpha=alpha, penalty="l1")
+        width = float(np.sqrt(np.abs(r.Q).max()))  # the fields' spread about their means
+        assert width < 1e-5
+        assert abs(r.test_error - (1 - max(rho))) <= 1e-12 + 10 * width
+        assert abs(r.train_error - (1 - max(rho))) <= 1e-12 + 10 * width
+
+    # the projection itself: moves a rounded-below overlap by no more than its eigenvalue
+    rng = np.random.default_rng(0)
+    U = np.linalg.qr(rng.standard_normal((3, 3)))[0]
+    Q = (U * np.array([5.9e-19, 2e-20, -1.5e-28])) @ U.T
+    Q = 0.5 * (Q + Q.T)[None]
+    P = _within_state_psd(Q)
+    assert np.linalg.eigvalsh(P[0]).min() >= -PSD_CHECK_RTOL * 5.9e-19
+    assert np.abs(P - Q).max() <= 2e-28
+    # an overlap the orthants accept is returned as it is, and an indefinite one too
+    fine = np.eye(3)[None] * 0.3
+    assert _within_state_psd(fine) is fine
+    bad = (U * np.array([1.0, 0.5, -10 * PSD_RTOL])) @ U.T
+    assert np.array_equal(_within_state_psd(bad[None]), bad[None])

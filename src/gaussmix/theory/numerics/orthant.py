@@ -97,7 +97,7 @@ EXACT_ERR_1D = 1e-16
 #: error estimate reported by the deterministic two-dimensional path
 EXACT_ERR_2D = 1e-15
 #: relative tolerance of the symmetry and positive semi-definiteness checks
-_PSD_RTOL = 1e-10
+PSD_CHECK_RTOL = 1e-10
 #: a conditional variance (correlation scale) at or below this is treated as zero
 _VAR_TOL = 1e-14
 #: a correlation with ``1 - |r| <= MERGE_TOL`` is rounding noise around ``+-1``: it is snapped
@@ -159,24 +159,24 @@ def _validate(mean: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def _check_psd(name: str, cov: np.ndarray) -> None:
-    """Symmetry and PSD checks (relative tolerance ``_PSD_RTOL``) of a stack ``(B, m, m)``."""
+    """Symmetry and PSD checks (relative tolerance ``PSD_CHECK_RTOL``) of a stack ``(B, m, m)``."""
     scale = np.abs(cov).max(axis=(-2, -1))
     asym = np.abs(cov - np.swapaxes(cov, -1, -2)).max(axis=(-2, -1))
-    bad = asym > _PSD_RTOL * scale
+    bad = asym > PSD_CHECK_RTOL * scale
     if np.any(bad):
         i = int(np.argmax(bad))
         raise ValueError(
-            f"{name} must be symmetric (relative tolerance {_PSD_RTOL:g}); "
+            f"{name} must be symmetric (relative tolerance {PSD_CHECK_RTOL:g}); "
             f"max |cov - cov^T| = {asym[i]:.3g} for max |cov| = {scale[i]:.3g}"
         )
     eig = sym_eigvals(cov)
     top = np.abs(eig).max(axis=-1)
     low = eig.min(axis=-1)
-    bad = low < -_PSD_RTOL * top
+    bad = low < -PSD_CHECK_RTOL * top
     if np.any(bad):
         i = int(np.argmax(bad))
         raise ValueError(
-            f"{name} must be positive semi-definite (relative tolerance {_PSD_RTOL:g}); "
+            f"{name} must be positive semi-definite (relative tolerance {PSD_CHECK_RTOL:g}); "
             f"smallest eigenvalue {low[i]:.3g}, largest |eigenvalue| {top[i]:.3g}"
         )
 

@@ -47,12 +47,14 @@ from ..numerics.linalg import sym_eigvals
 from ..numerics.orthant import (
     EXACT_ERR_1D,
     EXACT_ERR_2D,
+    PSD_CHECK_RTOL,
     orthant_probability,
     orthant_probability_batch,
 )
 from ..numerics.quadrature import MAX_RQMC_LOG2, QuadratureRule, SobolRQMC, auto_rule
 from ..numerics.tolerances import (
     ISOTROPIC_METRIC_RTOL,
+    PSD_RTOL,
     SMOOTH_Q_MAX,
     SPREAD_ORTHANT_TOL,
     TRAIN_CONTROL_ORTHANT_TOL,
@@ -104,6 +106,7 @@ def test_accuracy(
     so cluster 0's probability stands for every cluster (one orthant instead of ``K``)."""
     if _all_point_masses(Q):  # the lasso's zero estimator: omega_c = b, the bias-only classifier
         return _point_mass_accuracy(problem, M + b), np.zeros(M.shape[0]) if per_cluster else 0.0
+    Q = _within_state_psd(Q)
     stacked = _stacked_constraints(problem.constraints)
     if stacked is not None and stacked[0].shape[1] <= 2:
         # orthants of dimension <= 2: all clusters in one batched call
@@ -311,6 +314,34 @@ def _point_masses(Q: np.ndarray) -> np.ndarray:
     return ~np.any(Q.reshape(Q.shape[0], -1) != 0.0, axis=1)
 
 
+def _within_state_psd(Q: np.ndarray) -> np.ndarray:
+    """``Q`` (K, L, L) with each ``Q_c`` whose smallest eigenvalue is negative beyond the
+    orthants' relative check (:data:`~gaussmix.theory.numerics.orthant.PSD_CHECK_RTOL` of its
+    largest) but within the state's own
+    (:data:`~gaussmix.theory.numerics.tolerances.PSD_RTOL` ``max(1, max |eig|)``, the test
+    a fixed point passed: :func:`~gaussmix.theory.solve.state.q_is_psd`) projected onto the
+    positive semi-definite cone (its negative eigenvalues set to zero); every other ``Q_c``
+    as it is, to the bit.
+
+    A tiny ``Q_c`` (the lasso near its zero estimator: ``Q_c ~ 1e-19`` at ``lam = 3.23``) is
+    the prior's tail integrals, whose absolute error is the state's, not ``eps ||Q_c||``:
+    measured ``-1.5e-28`` against ``5.9e-19`` (2.6e-10 relative), which the orthants refuse.
+    The projection moves ``Q_c`` by no more than that eigenvalue, an error the fixed point's
+    own validity test allows."""
+    if Q.shape[-1] == 1:
+        return Q
+    eig = sym_eigvals(Q)
+    top = np.abs(eig).max(axis=-1)
+    low = eig.min(axis=-1)
+    fix = (low < -PSD_CHECK_RTOL * top) & (low >= -PSD_RTOL * np.maximum(1.0, top))
+    if not fix.any():
+        return Q
+    w, U = np.linalg.eigh(Q[fix])
+    Q = Q.copy()
+    Q[fix] = (U * np.maximum(w, 0.0)[..., None, :]) @ np.swapaxes(U, -1, -2)
+    return Q
+
+
 def _all_point_masses(Q: np.ndarray) -> bool:
     """Whether every cluster's ``Q_c`` is exactly zero (:func:`_point_masses`); one
     reduction where ``Q`` has no zero entry, the usual case."""
@@ -435,7 +466,7 @@ def affine_train_accuracy(
     """
     A = np.linalg.inv(np.eye(M.shape[1]) + V)
     mh = np.einsum("kij,kj->ki", A, M + b + np.einsum("kij,kj->ki", V, problem.y))
-    return _cluster_orthants(problem.constraints, mh, A @ Q @ A)
+    return _cluster_orthants(problem.constraints, mh, A @ _within_state_psd(Q) @ A)
 
 
 def train_accuracy(
@@ -489,6 +520,7 @@ def train_accuracy(
     out = np.empty(K)
     if _all_point_masses(Q) and _all_point_masses(V):  # the zero estimator: h_c = omega_c
         return _point_mass_accuracy(problem, M + b), 0.0
+    Q = _within_state_psd(Q)
     if loss.affine_prox:  # square loss: h = (I+V)^{-1}(omega + V y) is Gaussian
         out, err = affine_train_accuracy(problem, M, b, Q, V)
         return out, float(err.max())  # bounds the error of any prior-weighted average
