@@ -73,6 +73,8 @@ class _MarginMap(FixedPointMap):
 
     __slots__ = ("kappa", "nodes")
 
+    library_channel = False  # (its channel is _rows_channel's max-margin polyhedron)
+
     def __init__(self, problem: Problem, kappa: float, nodes: QMCNodes | None) -> None:
         super().__init__(problem, None)  # type: ignore[arg-type] - no quadrature rule
         object.__setattr__(self, "kappa", kappa)  # (a map is frozen after construction)

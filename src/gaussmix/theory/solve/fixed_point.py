@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import ClassVar, Literal, NamedTuple
 
 import numpy as np
 
@@ -202,6 +202,11 @@ class FixedPointMap(StackedPoints):
     the point's own arrays (no leading axis): the single point's operations, to the bit
     (``tests/test_one_map.py``).
     """
+
+    #: whether the channel is the library's :func:`channel_evaluation` (a map of one point
+    #: without symmetry then calls it on the point's own arrays); False for a map with a
+    #: channel of its own in :meth:`_rows_channel` (the max-margin map's)
+    library_channel: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -452,16 +457,18 @@ class FixedPointMap(StackedPoints):
         Q, M, V, b = unpack_state(x, self.K, self.L)
         y = self.outputs.y
         sym = self.symmetry
-        if sym is None:  # (the channel adds the bias itself, as a single point's map did)
+        if sym is None and self.library_channel:
+            # (the channel adds the bias itself, as a single point's map did)
             loss = self.problems[0].loss
             rows, warm = channel_evaluation(loss, y, M, b, Q, V, self.rule, memory.warm)
             ev = HatEvaluation.of(x, rows, self.ar)
             return ev, MapMemory(ev, None, warm, rows, True, memory.record)
-        # cluster 0's channel stands for all (its equivariant state)
-        Q, M, V, b = sym.symmetric_state(Q, M, V, b)
-        Q, M, V, y = Q[:1], M[:1], V[:1], y[:1]
+        if sym is not None:  # cluster 0's channel stands for all (its equivariant state)
+            Q, M, V, b = sym.symmetric_state(Q, M, V, b)
+            Q, M, V, y = Q[:1], M[:1], V[:1], y[:1]
         rows, warm = self._rows_channel(y, M + b, Q, V, memory.warm)
-        ev = HatEvaluation.of(x, sym.expand_moments(rows), self.ar)
+        mom = rows if sym is None else sym.expand_moments(rows)
+        ev = HatEvaluation.of(x, mom, self.ar)
         return ev, MapMemory(ev, None, warm, rows, True, memory.record)
 
     def _rows_channel(
