@@ -4,9 +4,9 @@ wall and CPU time, and where its channel evaluations go.
 The explorer's problem (``gaussmix explore --n-clusters 3 --loss cross-entropy``: three
 exchangeable clusters, 40 alphas log-spaced in [0.2, 8]) at the lambdas the browser
 benchmark moves the slider to (``bench_explore.py``: 10^-0.6 to 10^-1.2), solved by
-``gm.learning_curve`` as the explorer calls it (one stacked state,
-:mod:`gaussmix.theory.solve.batch`).  For each lambda: the wall time and the process's
-CPU time (both cores' threads), then, with ``--evaluations``, the channel evaluations of
+``gm.learning_curve`` as the explorer calls it (one stacked state, the one map of
+:mod:`gaussmix.theory.solve.fixed_point`).  For each lambda: the wall time and the
+process's CPU time (both cores' threads), then, with ``--evaluations``, the channel evaluations of
 one curve by rule (nodes) and stage (the solve on the curve's rule and its coarser one;
 the refined rule's iteration of the error estimate; the observables at its images), their
 clusters and their time.
@@ -24,8 +24,8 @@ from collections import defaultdict
 
 from _timing import machine_line
 
-import gaussmix.theory.solve.batch as batch
 import gaussmix.theory.solve.batch_solve as batch_solve
+import gaussmix.theory.solve.fixed_point as fixed_point
 from gaussmix.explore import ExplorerState
 from gaussmix.explore.engine import _library_curve
 from gaussmix.explore.state import setup
@@ -45,7 +45,7 @@ def evaluations(lam: float) -> None:
     log: list[tuple[str, int, int, float]] = []
     stage = ["solve"]
     evaluate, estimate, light = (
-        batch.channel_evaluation,
+        fixed_point.channel_evaluation,
         batch_solve.estimate_points,
         batch_solve.stacked_observables,
     )
@@ -66,13 +66,13 @@ def evaluations(lam: float) -> None:
 
         return run
 
-    batch.channel_evaluation = spy
+    fixed_point.channel_evaluation = spy
     batch_solve.estimate_points = staged("refined", estimate)
     batch_solve.stacked_observables = staged("observables", light)
     try:
         curve(lam)
     finally:
-        batch.channel_evaluation, batch_solve.estimate_points = evaluate, estimate
+        fixed_point.channel_evaluation, batch_solve.estimate_points = evaluate, estimate
         batch_solve.stacked_observables = light
     groups: dict = defaultdict(list)
     for name, nodes, rows, dt in log:
