@@ -520,7 +520,6 @@ def train_accuracy(
     out = np.empty(K)
     if _all_point_masses(Q) and _all_point_masses(V):  # the zero estimator: h_c = omega_c
         return _point_mass_accuracy(problem, M + b), 0.0
-    Q = _within_state_psd(Q)
     if loss.affine_prox:  # square loss: h = (I+V)^{-1}(omega + V y) is Gaussian
         out, err = affine_train_accuracy(problem, M, b, Q, V)
         return out, float(err.max())  # bounds the error of any prior-weighted average
@@ -538,6 +537,8 @@ def train_accuracy(
         return test_accuracy(
             problem, shifted, b, Q, seed=qmc_seed, quick=quick, exchangeable=exchangeable
         )
+    # (the affine and isotropic paths above project Q themselves, the monotone one clips it)
+    Q = _within_state_psd(Q)
     if L == 2:
         errs = np.empty(K)
         for c in range(1 if exchangeable else K):
