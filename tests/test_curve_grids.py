@@ -249,7 +249,8 @@ def test_random_3s_smallest_alphas_converge_cold() -> None:
     import gaussmix as gm
     from gaussmix.theory.api.api import make_problem
     from gaussmix.theory.solve.fixed_point import start_state
-    from gaussmix.theory.solve.policy import LambdaHomotopy, policy_for
+    from gaussmix.theory.solve.homotopy import Fallbacks, LambdaHomotopy
+    from gaussmix.theory.solve.policy import policy_for, verdict
     from gaussmix.theory.solve.solver import assemble_result
 
     grid = next(g for g in RANDOM if g.name == "random 3")
@@ -272,7 +273,8 @@ def test_random_3s_smallest_alphas_converge_cold() -> None:
     # alpha = 1.59: the homotopy in alpha (the default) against the homotopy in lam alone
     problem = make_problem(mix, grid.loss, alpha=grid.values[3], **kw)
     opts = gm.SolverOptions()
-    policy = replace(policy_for(problem, opts), fallback=LambdaHomotopy())
+    lam_only = Fallbacks((LambdaHomotopy(),), verdict, policy_for)
+    policy = replace(policy_for(problem, opts), fallback=lam_only)
     est = policy.run(problem, opts, start_state(problem, None), None, {})
     by_lam = assemble_result(problem, opts, est)
     by_alpha = gm.solve(mix, grid.loss, alpha=grid.values[3], **kw)

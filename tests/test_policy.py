@@ -26,7 +26,7 @@ from gaussmix.theory.numerics.quadrature import (
 from gaussmix.theory.problem.symmetry import ExchangeablePanels
 from gaussmix.theory.solve import policy as P
 from gaussmix.theory.solve.fixed_point import start_state
-from gaussmix.theory.solve.homotopy import AlphaHomotopy, Fallbacks
+from gaussmix.theory.solve.homotopy import AlphaHomotopy, Fallbacks, LambdaHomotopy
 from gaussmix.theory.solve.iteration import IterationStatus
 from gaussmix.theory.solve.options import SolverOptions
 from gaussmix.theory.solve.refinement import Continuation, ErrorEstimate
@@ -214,8 +214,9 @@ def test_the_declared_policy_of_each_problem_kind(kind, single_phase_reachable):
     assert policy.rule == rule
     assert policy.continuation is cont
     assert policy.estimate is estimate
-    homotopies = (P.LambdaHomotopy(), AlphaHomotopy())
-    assert policy.fallback == (None if warm else Fallbacks(homotopies, P.verdict))
+    homotopies = (LambdaHomotopy(), AlphaHomotopy())
+    chain = Fallbacks(homotopies, P.verdict, P.policy_for)
+    assert policy.fallback == (None if warm else chain)
     assert P.policy_for(problem, replace(opts, fallback=False), warm=warm).fallback is None
     assert P.policy_for(problem, opts, warm=True).fallback is None
 
@@ -432,7 +433,7 @@ def test_a_failed_fallback_says_so_in_the_message():
     res = solve_problem(problem, options=starved)
     assert not res.success and "fallback" not in res.params
     assert res.message.startswith("did not converge in 2 iterations")
-    accounts = (P.LambdaHomotopy().describe(), AlphaHomotopy().describe())
+    accounts = (LambdaHomotopy().describe(), AlphaHomotopy().describe())
     assert res.message.endswith("; ".join(accounts))
     with pytest.raises(gm.ConvergenceError, match="failed too"):
         solve_problem(problem, options=replace(starved, throw=True))
@@ -481,3 +482,94 @@ def test_only_a_solve_with_a_fallback_fails_fast():
     assert P.policy_for(problem, OPTS).fail_fast == P.FailFast()
     assert P.policy_for(problem, replace(OPTS, fallback=False)).fail_fast is None
     assert P.policy_for(problem, OPTS, warm=True).fail_fast is None
+
+
+def test_the_path_walk_halves_grows_and_gives_up() -> None:
+    """The one adaptive step of both homotopies (:class:`PathWalk`): from ``log 100`` to
+    ``log 1`` with steps of at most a factor 10, a step that converges grows the next by
+    half, the one that passes the target is made to it; a step that fails is halved and
+    tried again from the last point, and the walk is given up where the step falls below
+    its least or the solves reach the caller's limit."""
+    from gaussmix.theory.solve.homotopy import PathWalk
+
+    walk = PathWalk(step=10.0, min_step=1.5)
+    tried: list[tuple[float, bool]] = []
+
+    def easy(nxt: float, final: bool) -> bool:
+        tried.append((float(np.exp(nxt)), final))
+        return True
+
+    assert walk.walk(np.log(100.0), 0.0, easy, 3, 50) == (True, 5)
+    assert [f for _, f in tried] == [False, True]
+    assert tried[0][0] == pytest.approx(10.0) and tried[1][0] == 1.0
+    # upwards too (the homotopy in lam from below)
+    tried.clear()
+    assert walk.walk(np.log(0.01), 0.0, easy, 0, 50) == (True, 2)
+    assert tried[0][0] == pytest.approx(0.1) and tried[1] == (1.0, True)
+
+    # a barrier at 2: every step below it fails, halved until below a factor 1.5
+    tried.clear()
+
+    def barrier(nxt: float, final: bool) -> bool:
+        tried.append((float(np.exp(nxt)), final))
+        return float(np.exp(nxt)) >= 2.0
+
+    ok, solves = walk.walk(np.log(100.0), 0.0, barrier, 0, 50)
+    assert not ok and solves == len(tried) < 50
+    # the last step tried was at least the least step, and its half would be below it
+    last_ok = max(i for i, (p, _) in enumerate(tried) if p >= 2.0)
+    steps = [np.log(tried[last_ok][0] / p) for p, _ in tried[last_ok + 1 :]]
+    assert steps and min(steps) >= np.log(1.5) > min(steps) / 2
+    # the limit of solves is the caller's
+    assert walk.walk(np.log(100.0), 0.0, barrier, 7, 9) == (False, 9)
+
+
+def test_the_fallbacks_read_what_each_homotopy_declares() -> None:
+    """``prefers`` is a class attribute of both homotopies, read as such by the chain's
+    order; the chain's budget of solves is the sum of theirs."""
+    chain = Fallbacks((LambdaHomotopy(), AlphaHomotopy()), P.verdict, P.policy_for)
+    assert LambdaHomotopy.prefers == () and AlphaHomotopy.prefers == (
+        IterationStatus.UNBOUNDED_WEIGHTS,
+    )
+    first = chain.order(IterationStatus.UNBOUNDED_WEIGHTS)
+    assert [type(h) for h in first] == [AlphaHomotopy, LambdaHomotopy]
+    assert [type(h) for h in chain.order(IterationStatus.STALLED)] == [
+        LambdaHomotopy,
+        AlphaHomotopy,
+    ]
+    assert chain.max_solves == LambdaHomotopy().max_solves + AlphaHomotopy().max_solves
+
+
+def test_a_failing_problem_makes_at_most_the_chains_solves(monkeypatch) -> None:
+    """A problem whose fallbacks all fail (every solve starved of iterations) makes at
+    most :attr:`Fallbacks.max_solves` solves of the homotopies before its error: each
+    start and each step of a path counted (the intermediate solves of the homotopy in
+    lam, every run of the homotopy in alpha, the problem's own point's solves)."""
+    from gaussmix.theory.solve import homotopy as H
+
+    solves: list[str] = []
+    quiet, run = H._quiet, H.AlphaHomotopy._run
+
+    def counted_quiet(*args):
+        solves.append("lam")
+        return quiet(*args)
+
+    def counted_run(self, *args):
+        solves.append("alpha")
+        return run(self, *args)
+
+    def counted_plan(*args, **kwargs):
+        if kwargs.get("fail_fast"):  # (the problem's own point of the homotopy in lam)
+            solves.append("lam")
+        return P.policy_for(*args, **kwargs)
+
+    monkeypatch.setattr(H, "_quiet", counted_quiet)
+    monkeypatch.setattr(H.AlphaHomotopy, "_run", counted_run)
+    problem = make_problem(_binary(), "logistic", lam=0.1, alpha=2.0)
+    starved = replace(OPTS, max_iter=2, throw=False)
+    policy = P.policy_for(problem, starved)
+    policy = replace(policy, fallback=replace(policy.fallback, plan=counted_plan))
+    est = policy.run(problem, starved, start_state(problem, None), None, {})
+    assert est.status is not IterationStatus.CONVERGED
+    assert 0 < len(solves) <= policy.fallback.max_solves
+    assert {"lam", "alpha"} <= set(solves)

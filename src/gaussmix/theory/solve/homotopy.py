@@ -1,12 +1,17 @@
-"""The homotopy in ``alpha`` of a failed cold solve, and the chain of a cold solve's fallbacks.
+"""The homotopies of a failed cold solve, and the chain that tries them.
 
 Where the direct iteration of a cold solve fails, the policy hands the solve to its
 fallbacks (:class:`~gaussmix.theory.solve.policy.Fallback`), each a path of warm-started
 solves from a problem that converges cold to the problem's own: the homotopy in ``lam``
-(:class:`~gaussmix.theory.solve.policy.LambdaHomotopy`, from a larger or smaller penalty)
-and the homotopy in ``alpha`` here (:class:`AlphaHomotopy`, from a larger sample ratio),
-tried in turn by :class:`Fallbacks`, the first the one that declares the failure's status
-its own (:attr:`AlphaHomotopy.prefers`).
+(:class:`LambdaHomotopy`, from a larger or smaller penalty) and the homotopy in ``alpha``
+(:class:`AlphaHomotopy`, from a larger sample ratio), tried in turn by :class:`Fallbacks`,
+first those that declare the failure's status their own (``prefers``, a class attribute of
+each).  Both walk their parameter the same way (:class:`PathWalk`): in its logarithm
+towards the problem's, a step that converges followed by one half as long again, one that
+fails halved, the path given up below a least step or at a number of solves; where a path
+starts, how a point of it is solved and what is done at the problem's own point are each
+homotopy's.  A failing problem costs at most :attr:`Fallbacks.max_solves` solves of the
+homotopies (100 with the defaults: 40 in ``lam``, 60 in ``alpha``) before its error.
 
 Why a homotopy in ``alpha``, with its steps in
 :class:`~gaussmix.theory.solve.state.LogChart` coordinates and damped: the hinge with a
@@ -33,10 +38,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from ...core.caught import caught
 from ..numerics.quadrature import QuadratureRule
 from ..numerics.tolerances import (
     ALPHA_HOMOTOPY_DAMPING,
@@ -45,6 +51,12 @@ from ..numerics.tolerances import (
     ALPHA_HOMOTOPY_STARTS,
     ALPHA_HOMOTOPY_STEP,
     ALPHA_HOMOTOPY_STEP_ITER,
+    HOMOTOPY_MAX_SOLVES,
+    HOMOTOPY_MIN_STEP,
+    HOMOTOPY_PATH_SOLVES,
+    HOMOTOPY_STARTS,
+    HOMOTOPY_STEP,
+    HOMOTOPY_STEP_ITER,
 )
 from ..problem.problem import Problem
 from ..problem.symmetry import ClusterSymmetry
@@ -54,7 +66,250 @@ from .options import SolverOptions
 from .refinement import Estimate
 from .state import is_valid_state
 
-__all__ = ["AlphaHomotopy", "Fallbacks"]
+__all__ = ["PathWalk", "Homotopy", "LambdaHomotopy", "AlphaHomotopy", "Fallbacks"]
+
+#: ``judge(problem, opts, est) -> (status, message)``: the policy's
+#: :func:`~gaussmix.theory.solve.policy.verdict` on a solve's estimate
+Judge = Callable[[Problem, SolverOptions, Estimate], tuple[IterationStatus, str]]
+#: ``plan(problem, opts, warm=..., fail_fast=...)``: the policy of a solve,
+#: :func:`~gaussmix.theory.solve.policy.policy_for` (given to the chain by the policy,
+#: which this module sits below)
+Plan = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class PathWalk:
+    """The walk of a homotopy's parameter, in its logarithm, from a point solved to the
+    problem's own: the one adaptive step of :class:`LambdaHomotopy` and
+    :class:`AlphaHomotopy`.
+
+    The first step is the longest, a factor :attr:`step` of the parameter; a step whose
+    solve fails is halved and tried again from the last point, one that converges is
+    followed by one half as long again (at most :attr:`step`); the step that reaches or
+    passes the target is made to the target itself.  The walk is given up where the step
+    is halved below :attr:`min_step` or the solves reach the caller's limit.
+
+    Attributes
+    ----------
+    step, min_step : float
+        The longest and the shortest step, factors of the parameter.
+    """
+
+    step: float
+    min_step: float
+
+    def walk(
+        self,
+        current: float,
+        target: float,
+        solve: Callable[[float, bool], bool],
+        solves: int,
+        limit: int,
+    ) -> tuple[bool, int]:
+        """Walk from the logarithm ``current`` to ``target``: ``solve(log_param, final)``
+        solves the point (``final``: the problem's own, ``log_param`` then ``target``) from
+        the last point it solved, and says whether it converged.  Returns whether the
+        target was reached and the solves counted so far (``solves`` before the walk; no
+        solve once they reach ``limit``)."""
+        longest = np.log(self.step)
+        step = longest
+        while solves < limit and step >= np.log(self.min_step):
+            down = current > target
+            nxt = current - step if down else current + step
+            final = nxt <= target if down else nxt >= target
+            if final:
+                nxt = target
+            ok = solve(nxt, final)
+            solves += 1
+            if not ok:
+                step /= 2.0
+                continue
+            if final:
+                return True, solves
+            current = nxt
+            step = min(1.5 * step, longest)
+        return False, solves
+
+
+class Homotopy(Protocol):
+    """What :class:`Fallbacks` reads of a homotopy: the failures it is tried first for,
+    its budget of solves, its account of a failure, and the solve itself (given the
+    failed solve's :class:`~gaussmix.theory.solve.policy.SolveState`, the policy's
+    ``judge`` and ``plan``)."""
+
+    prefers: ClassVar[tuple[IterationStatus, ...]]
+    max_solves: int
+
+    def describe(self) -> str: ...
+
+    def __call__(self, s: Any, judge: Judge, plan: Plan) -> Estimate: ...
+
+
+@dataclass
+class _Path:
+    """A homotopy's path while it is walked: the last point solved (an estimate, or a
+    state), the evaluations spent so far and the steps that converged."""
+
+    last: Any
+    spent: int
+    n_steps: int = 0
+
+
+@dataclass(frozen=True)
+class LambdaHomotopy:
+    """The fallback of a failed cold solve: the problem solved by homotopy in ``lam``.
+
+    The annealing of the paper's Appendix B: the fixed point at a larger ``lam`` is close
+    to the cold start (the penalty dominates the loss, the overlaps are small), and it moves
+    continuously with ``lam``.  The homotopy starts at ``lam`` times the first factor of
+    :attr:`starts` whose point converges from the cold start, then walks in ``log lam`` to
+    the problem's (:class:`PathWalk`: at most a factor :attr:`step`, halved on failure,
+    grown by half on success), each step warm-started from the last point (its state and
+    its Anderson secant pairs); a path that does not arrive within :attr:`path_solves`
+    solves, or whose step falls below :attr:`min_step`, is left for the first starting
+    factor on the other side of ``lam`` (a second start on the same side would retrace
+    the failed path from the point where it converged cold).  The factors below 1 are for
+    the problems that a larger ``lam`` makes harder: the hinge loss with unbalanced
+    classes, whose bias tends to a kink of the loss as ``W* -> 0``, and whose path from
+    above can stall at the ``lam`` where the weights vanish (issue 31's #533: the elastic
+    net at lam = 2.9, stalled near 3.6 from above, reached from 0.29).  At most
+    :attr:`max_solves` solves in all.  The intermediate points are solved without an
+    error estimate and with at most :attr:`step_iter` iterations; the last, the problem's
+    own point, with the solve's options and the policy of a warm start, failing fast (so
+    that its fixed point passes the checks and gets the error estimate of a direct
+    solve).  No solve of the homotopy falls back itself.
+
+    Attributes
+    ----------
+    prefers : tuple of IterationStatus
+        The failures this fallback is tried first for (:class:`Fallbacks`): none, it is
+        the first of the chain.
+    starts : tuple of float
+        The factors of ``lam`` the paths start from, in the order tried
+        (:data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_STARTS`).
+    path_solves : int
+        Solves of one path (:data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_PATH_SOLVES`).
+    max_solves : int
+        Solves in all (:data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_MAX_SOLVES`).
+    step : float
+        The longest step, a factor of ``lam``
+        (:data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_STEP`).
+    min_step : float
+        The shortest: a path whose step is halved below it is given up
+        (:data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_MIN_STEP`).
+    step_iter : int
+        The iterations of an intermediate point
+        (:data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_STEP_ITER`).
+    """
+
+    prefers: ClassVar[tuple[IterationStatus, ...]] = ()
+    starts: tuple[float, ...] = HOMOTOPY_STARTS
+    path_solves: int = HOMOTOPY_PATH_SOLVES
+    max_solves: int = HOMOTOPY_MAX_SOLVES
+    step: float = HOMOTOPY_STEP
+    min_step: float = HOMOTOPY_MIN_STEP
+    step_iter: int = HOMOTOPY_STEP_ITER
+
+    def describe(self) -> str:
+        """The account of a homotopy that failed (appended to the failed solve's message)."""
+        starts = ", ".join(f"{f:g} lam" for f in self.starts)
+        return f"the fallback, a homotopy in lam from {starts}, failed too"
+
+    def __call__(self, s: Any, judge: Judge, plan: Plan) -> Estimate:
+        """The problem's estimate at the end of the homotopy, with ``fallback`` saying what
+        was done and ``n_iter`` counting every iteration (the failed solve's included);
+        where every path fails, the failed solve's estimate with ``fallback`` saying so
+        (appended to its message).  ``s`` is the failed solve's
+        :class:`~gaussmix.theory.solve.policy.SolveState`; ``judge`` and ``plan`` the
+        policy's (:class:`Fallbacks`)."""
+        problem, opts, failed = s.problem, s.opts, s.est
+        lam, spent, solves = problem.lam, int(failed.n_iter), 0
+        steps = self._step_options(opts)
+        sides: set[bool] = set()  # the sides (above lam: True) whose path has started
+        for factor in self.starts:
+            if solves >= self.max_solves:
+                break
+            if (factor > 1.0) in sides:  # that side's path started and failed: the next
+                continue  # start on it would retrace it from where it is solved cold
+            start_lam, local = lam * factor, {}
+            start = problem.with_lam_alpha(start_lam, problem.alpha)
+            est, ok = _quiet(start, steps, None, local, judge, plan)
+            solves += 1
+            spent += int(est.n_iter)
+            if not ok:
+                continue
+            sides.add(factor > 1.0)
+            path = _Path(est, spent)
+            limit = min(solves + self.path_solves, self.max_solves)
+            arrived, solves = self._walk(s, judge, plan, path, start_lam, local, solves, limit)
+            spent = path.spent
+            if arrived:
+                s.history.update(local)
+                text = (
+                    f"lambda homotopy from lam={start_lam:.3g} ({path.n_steps} steps, "
+                    f"{solves} solves): the cold solve failed "
+                    f"({judge(problem, opts, failed)[1]})"
+                )
+                return replace(path.last, n_iter=spent, fallback=text)
+        return replace(failed, fallback=self.describe())
+
+    def _walk(
+        self,
+        s: Any,
+        judge: Judge,
+        plan: Plan,
+        path: _Path,
+        start_lam: float,
+        local: dict,
+        solves: int,
+        limit: int,
+    ) -> tuple[bool, int]:
+        """The path in ``log lam`` from ``start_lam`` (solved: ``path.last``) to the
+        problem's ``lam`` (:meth:`PathWalk.walk`), ``path`` updated at each step."""
+        problem, opts = s.problem, s.opts
+        steps = self._step_options(opts)
+        final_opts = replace(opts, fallback=False)
+
+        def solve(nxt: float, final: bool) -> bool:
+            if final:  # the problem's own point: its options, failing fast
+                policy = plan(problem, final_opts, warm=True, fail_fast=True)
+                est = policy.run(problem, final_opts, path.last.x, s.callback, local)
+                ok = judge(problem, final_opts, est)[0] is IterationStatus.CONVERGED
+            else:
+                point = problem.with_lam_alpha(float(np.exp(nxt)), problem.alpha)
+                est, ok = _quiet(point, steps, path.last, local, judge, plan)
+            path.spent += int(est.n_iter)
+            if ok:
+                path.last, path.n_steps = est, path.n_steps + 1
+            return ok
+
+        walk = PathWalk(self.step, self.min_step)
+        return walk.walk(np.log(start_lam), np.log(problem.lam), solve, solves, limit)
+
+    def _step_options(self, opts: SolverOptions) -> SolverOptions:
+        """The options of an intermediate solve: no fallback, no error estimate, at most
+        :attr:`step_iter` iterations."""
+        return replace(
+            opts, fallback=False, estimate_error=False, max_iter=min(opts.max_iter, self.step_iter)
+        )
+
+
+def _quiet(
+    problem: Problem,
+    opts: SolverOptions,
+    last: Estimate | None,
+    history: dict,
+    judge: Judge,
+    plan: Plan,
+) -> tuple[Estimate, bool]:
+    """An intermediate solve of the homotopy in ``lam``, from the last point's state (None:
+    the cold start; warnings dropped: its observables are not reported), and whether it
+    passed ``judge``."""
+    with caught((Warning,)):
+        x0 = start_state(problem, None) if last is None else last.x
+        policy = plan(problem, opts, warm=last is not None)
+        est = policy.run(problem, opts, x0, None, history)
+        return est, judge(problem, opts, est)[0] is IterationStatus.CONVERGED
 
 
 @dataclass(frozen=True)
@@ -63,15 +318,15 @@ class AlphaHomotopy:
 
     The path starts at ``alpha`` times the first factor of :attr:`starts` whose point
     converges from the cold start (the direct iteration, at most :attr:`step_iter`
-    evaluations), then steps down in ``log alpha`` to the problem's, each step a
-    fixed-point run from the last point's state in
+    evaluations), then walks down in ``log alpha`` to the problem's (:class:`PathWalk`:
+    at most a factor :attr:`step`, halved on failure, grown by half on success), each
+    step a fixed-point run from the last point's state in
     :class:`~gaussmix.theory.solve.state.LogChart` coordinates with the damping
-    :attr:`damping` (the module docstring says why); a step that converges is followed by
-    one half as long again (at most a factor :attr:`step`), one that fails is halved, and
-    the path is given up where the step falls below :attr:`min_step` or after
-    :attr:`max_solves` solves (a further start would retrace it).  At the problem's own
-    ``alpha`` the failed solve's policy, without its fallback, runs from the path's fixed
-    point (its checks and error estimate those of a direct solve).
+    :attr:`damping` (the module docstring says why); the path is given up where the step
+    falls below :attr:`min_step` or after :attr:`max_solves` solves (a further start
+    would retrace it).  At the problem's own ``alpha`` the failed solve's policy, without
+    its fallback, runs from the path's fixed point (its checks and error estimate those
+    of a direct solve).
 
     Attributes
     ----------
@@ -108,15 +363,15 @@ class AlphaHomotopy:
         starts = ", ".join(f"{f:g} alpha" for f in self.starts)
         return f"the homotopy in alpha from the first of {starts} solved cold failed too"
 
-    def __call__(self, s: Any) -> Estimate:
+    def __call__(self, s: Any, judge: Judge, plan: Plan) -> Estimate:
         """The problem's estimate at the end of the path, with ``fallback`` saying what was
         done and ``n_iter`` counting the failed solve's iterations and the path's; where the
         path fails, the failed estimate with ``fallback`` saying so.  ``s`` is the failed
-        solve's :class:`~gaussmix.theory.solve.policy.SolveState`."""
+        solve's :class:`~gaussmix.theory.solve.policy.SolveState` (its own policy is the
+        one run at the end: ``judge`` and ``plan`` are not needed)."""
         problem, opts, failed = s.problem, s.opts, s.est
         rule, sym = failed.T.rule, failed.T.symmetry
         spent, solves = int(failed.n_iter), 0
-        target = np.log(problem.alpha)
         for factor in self.starts:
             if solves >= self.max_solves:
                 break
@@ -126,22 +381,37 @@ class AlphaHomotopy:
             spent += out.n_iter
             if not ok:
                 continue
-            x, current, step = out.x, np.log(start.alpha), np.log(self.step)
-            while solves < self.max_solves and step >= np.log(self.min_step):
-                nxt = max(current - step, target)
-                point = problem.with_lam_alpha(problem.lam, float(np.exp(nxt)))
-                out, ok = self._run(point, rule, sym, x, opts, True)
-                solves += 1
-                spent += out.n_iter
-                if not ok:
-                    step /= 2.0
-                    continue
-                x, current = out.x, nxt
-                if nxt <= target:
-                    return self._finish(s, x, spent, start.alpha, solves)
-                step = min(1.5 * step, np.log(self.step))
+            path = _Path(out.x, spent)
+            arrived, solves = self._walk(problem, opts, rule, sym, path, start.alpha, solves)
+            spent = path.spent
+            if arrived:
+                return self._finish(s, path.last, spent, start.alpha, solves)
             break  # the path from the first start that converged failed
         return replace(failed, fallback=self.describe())
+
+    def _walk(
+        self,
+        problem: Problem,
+        opts: SolverOptions,
+        rule: QuadratureRule,
+        sym: ClusterSymmetry | None,
+        path: _Path,
+        alpha0: float,
+        solves: int,
+    ) -> tuple[bool, int]:
+        """The path in ``log alpha`` from ``alpha0`` (solved: the state ``path.last``) down
+        to the problem's ``alpha`` (:meth:`PathWalk.walk`), ``path`` updated at each step."""
+
+        def solve(nxt: float, final: bool) -> bool:
+            point = problem.with_lam_alpha(problem.lam, float(np.exp(nxt)))
+            out, ok = self._run(point, rule, sym, path.last, opts, True)
+            path.spent += out.n_iter
+            if ok:
+                path.last = out.x
+            return ok
+
+        walk = PathWalk(self.step, self.min_step)
+        return walk.walk(np.log(alpha0), np.log(problem.alpha), solve, solves, self.max_solves)
 
     def _run(
         self,
@@ -188,27 +458,39 @@ class Fallbacks:
     the policy's :func:`~gaussmix.theory.solve.policy.verdict`, says whether it did): first
     those that declare the failure's status in their ``prefers``, then the others in the
     order given.  Where every one fails, the failed estimate with their accounts in
-    ``Estimate.fallback``.
+    ``Estimate.fallback``, after at most :attr:`max_solves` solves of the homotopies.
 
     Attributes
     ----------
-    hooks : tuple
-        The fallbacks (each a :data:`~gaussmix.theory.solve.policy.FallbackHook`).
+    hooks : tuple of Homotopy
+        The fallbacks.
     judge : callable
         ``judge(problem, opts, est) -> (status, message)``.
+    plan : callable
+        ``plan(problem, opts, warm=..., fail_fast=...)``, the policy of a solve (the
+        policy's :func:`~gaussmix.theory.solve.policy.policy_for`), for the homotopies'
+        own solves.
     """
 
-    hooks: tuple[Callable[[Any], Estimate], ...]
-    judge: Callable[[Problem, SolverOptions, Estimate], tuple[IterationStatus, str]]
+    hooks: tuple[Homotopy, ...]
+    judge: Judge
+    plan: Plan
 
-    def order(self, status: IterationStatus) -> list[Callable[[Any], Estimate]]:
+    @property
+    def max_solves(self) -> int:
+        """The most solves the homotopies make for one failed solve: each its own
+        ``max_solves`` (each solve at most the homotopy's ``step_iter`` evaluations, the
+        problem's own point's ``max_iter``)."""
+        return sum(h.max_solves for h in self.hooks)
+
+    def order(self, status: IterationStatus) -> list[Homotopy]:
         """The hooks in the order tried after a failure of ``status``."""
-        return sorted(self.hooks, key=lambda h: status not in getattr(h, "prefers", ()))
+        return sorted(self.hooks, key=lambda h: status not in h.prefers)
 
     def __call__(self, s: Any) -> Estimate:
         failed, texts = s.est, []
         for hook in self.order(failed.status):
-            est = hook(s)
+            est = hook(s, self.judge, self.plan)
             if self.judge(s.problem, s.opts, est)[0] is IterationStatus.CONVERGED:
                 return est
             texts.append(est.fallback)

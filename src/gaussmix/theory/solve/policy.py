@@ -58,19 +58,12 @@ from typing import Protocol
 
 import numpy as np
 
-from ...core.caught import caught
 from ..channel.normaliser import NormaliserRule, normaliser_serves
 from ..numerics import tolerances
 from ..numerics.linalg import sym_eigvals
 from ..numerics.quadrature import MAX_QUADRATURE_NODES, GaussHermite, QuadratureRule, auto_rule
 from ..numerics.tolerances import (
     DEGENERATE_BIAS_STEP,
-    HOMOTOPY_MAX_SOLVES,
-    HOMOTOPY_MIN_STEP,
-    HOMOTOPY_PATH_SOLVES,
-    HOMOTOPY_STARTS,
-    HOMOTOPY_STEP,
-    HOMOTOPY_STEP_ITER,
     SMOOTH_Q_MAX,
     STALL_GAIN,
     STALL_WINDOW,
@@ -88,9 +81,8 @@ from .bias import bias_condition_step
 from .fixed_point import (
     FixedPointMap,
     needs_quadrature,
-    start_state,
 )
-from .homotopy import AlphaHomotopy, Fallbacks
+from .homotopy import AlphaHomotopy, Fallbacks, LambdaHomotopy
 from .iteration import IterationOutcome, IterationState, IterationStatus
 from .options import SolverOptions
 from .refinement import (
@@ -117,7 +109,6 @@ __all__ = [
     "Fallback",
     "FallbackHook",
     "FailFast",
-    "LambdaHomotopy",
     "policy_for",
     "policy_for_points",
     "StepState",
@@ -407,135 +398,6 @@ class FailFast:
         return on_step
 
 
-@dataclass(frozen=True)
-class LambdaHomotopy:
-    """The fallback of a failed cold solve: the problem solved by homotopy in ``lam``.
-
-    The annealing of the paper's Appendix B: the fixed point at a larger ``lam`` is close
-    to the cold start (the penalty dominates the loss, the overlaps are small), and it moves
-    continuously with ``lam``.  The homotopy starts at ``lam`` times the first factor of
-    :attr:`starts` whose point converges from the cold start, then steps in ``log lam`` to
-    the problem's, each step warm-started from the last point (its state and its Anderson
-    secant pairs), a step that fails halved, one that converges followed by one half as
-    long again (at most a factor :attr:`step`); a path that does not arrive within
-    :attr:`path_solves` solves, or whose step falls below :attr:`min_step`, is left for
-    the first starting factor on the other side of ``lam`` (a second start on the same side
-    would retrace the failed path from the point where it converged cold).  The factors
-    below 1 are for the problems that a larger ``lam`` makes harder: the hinge loss with
-    unbalanced classes, whose bias tends to a kink of the loss as ``W* -> 0``, and whose
-    path from above can stall at the ``lam`` where the weights vanish (issue 31's #533:
-    the elastic net at lam = 2.9, stalled near 3.6 from above, reached from 0.29).  At most
-    :attr:`max_solves` solves in all.  The intermediate points are solved without an
-    error estimate and with at most :attr:`step_iter` iterations; the last, the problem's
-    own point, with the solve's options and the policy of a warm start (so that its fixed
-    point passes the checks and gets the error estimate of a direct solve).  No solve of
-    the homotopy falls back itself.
-
-    Attributes
-    ----------
-    starts : tuple of float
-        The factors of ``lam`` the paths start from, in the order tried
-        (:data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_STARTS`).
-    path_solves : int
-        Solves of one path (:data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_PATH_SOLVES`).
-    max_solves : int
-        Solves in all (:data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_MAX_SOLVES`).
-    step : float
-        The longest step, a factor of ``lam``
-        (:data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_STEP`).
-    min_step : float
-        The shortest: a path whose step is halved below it is given up
-        (:data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_MIN_STEP`).
-    step_iter : int
-        The iterations of an intermediate point
-        (:data:`~gaussmix.theory.numerics.tolerances.HOMOTOPY_STEP_ITER`).
-    """
-
-    starts: tuple[float, ...] = HOMOTOPY_STARTS
-    path_solves: int = HOMOTOPY_PATH_SOLVES
-    max_solves: int = HOMOTOPY_MAX_SOLVES
-    step: float = HOMOTOPY_STEP
-    min_step: float = HOMOTOPY_MIN_STEP
-    step_iter: int = HOMOTOPY_STEP_ITER
-
-    def describe(self) -> str:
-        """The account of a homotopy that failed (appended to the failed solve's message)."""
-        starts = ", ".join(f"{f:g} lam" for f in self.starts)
-        return f"the fallback, a homotopy in lam from {starts}, failed too"
-
-    def __call__(self, s: SolveState) -> Estimate:
-        """The problem's estimate at the end of the homotopy, with ``fallback`` saying what
-        was done and ``n_iter`` counting every iteration (the failed solve's included);
-        where every path fails, the failed solve's estimate with ``fallback`` saying so
-        (appended to its message)."""
-        problem, opts, failed = s.problem, s.opts, s.est
-        lam, spent, solves = problem.lam, int(failed.n_iter), 0
-        steps = replace(
-            opts,
-            fallback=False,
-            estimate_error=False,
-            max_iter=min(opts.max_iter, self.step_iter),
-        )
-        final_opts = replace(opts, fallback=False)
-        sides: set[bool] = set()  # the sides (above lam: True) whose path has started
-        for factor in self.starts:
-            if solves >= self.max_solves:
-                break
-            if (factor > 1.0) in sides:  # that side's path started and failed: the next
-                continue  # start on it would retrace it from where it is solved cold
-            start_lam, local = lam * factor, {}
-            start = problem.with_lam_alpha(start_lam, problem.alpha)
-            est, ok = _quiet(start, steps, None, local)
-            solves += 1
-            spent += int(est.n_iter)
-            if not ok:
-                continue
-            sides.add(factor > 1.0)
-            last, current, target = est, np.log(start_lam), np.log(lam)
-            step, n_steps, budget = np.log(self.step), 0, solves + self.path_solves
-            while solves < min(budget, self.max_solves) and step >= np.log(self.min_step):
-                nxt = current - step if current > target else current + step
-                final = (nxt <= target) if current > target else (nxt >= target)
-                if final:  # the problem's own point: its options, failing fast
-                    policy = replace(
-                        policy_for(problem, final_opts, warm=True), fail_fast=FailFast()
-                    )
-                    est = policy.run(problem, final_opts, last.x, s.callback, local)
-                    ok = verdict(problem, final_opts, est)[0] is IterationStatus.CONVERGED
-                else:
-                    point = problem.with_lam_alpha(float(np.exp(nxt)), problem.alpha)
-                    est, ok = _quiet(point, steps, last, local)
-                solves += 1
-                spent += int(est.n_iter)
-                if not ok:
-                    step /= 2.0
-                    continue
-                n_steps += 1
-                if final:
-                    s.history.update(local)
-                    text = (
-                        f"lambda homotopy from lam={start_lam:.3g} ({n_steps} steps, {solves} "
-                        f"solves): the cold solve failed ({verdict(problem, opts, failed)[1]})"
-                    )
-                    return replace(est, n_iter=spent, fallback=text)
-                last, current = est, nxt
-                step = min(1.5 * step, np.log(self.step))
-        return replace(failed, fallback=self.describe())
-
-
-def _quiet(
-    problem: Problem, opts: SolverOptions, last: Estimate | None, history: dict
-) -> tuple[Estimate, bool]:
-    """An intermediate solve of the homotopy, from the last point's state (None: the cold
-    start; warnings dropped: its observables are not reported), and whether it passed
-    :func:`verdict`."""
-    with caught((Warning,)):
-        x0 = start_state(problem, None) if last is None else last.x
-        policy = policy_for(problem, opts, warm=last is not None)
-        est = policy.run(problem, opts, x0, None, history)
-        return est, verdict(problem, opts, est)[0] is IterationStatus.CONVERGED
-
-
 def verdict(problem: Problem, opts: SolverOptions, est: Estimate) -> tuple[IterationStatus, str]:
     """The status and message of a solve's estimate after the result's checks: a state
     that converged but is not valid (a ``Q_c`` or ``V_c`` not positive definite) is
@@ -706,7 +568,11 @@ def policy_for(
         estimate=estimate_kind(problem, opts, rule),
         normaliser_switch=normaliser and panels and opts.estimate_error,
         prior_refinement=opts.estimate_error and prior_quadrature_dim(problem) > 0,
-        fallback=Fallbacks((LambdaHomotopy(), AlphaHomotopy()), verdict) if falls_back else None,
+        fallback=(
+            Fallbacks((LambdaHomotopy(), AlphaHomotopy()), verdict, policy_for)
+            if falls_back
+            else None
+        ),
         fail_fast=FailFast() if falls_back or fail_fast else None,
     )
 
