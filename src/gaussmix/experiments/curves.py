@@ -39,12 +39,14 @@ from gaussmix.theory.model.mixture import Mixture
 from gaussmix.theory.model.outputs import summary_keys
 from gaussmix.theory.numerics.quadrature import QuadratureRule, default_rule
 from gaussmix.theory.problem.problem import Problem
+from gaussmix.theory.solve.homotopy import AlphaHomotopy
 from gaussmix.theory.solve.options import SolverOptions, solver_options, with_options_doc
 from gaussmix.theory.solve.solver import FixedPointResult, solve_problem
 
 from .continuation import (
     PREDICTOR_ITER_FACTOR,
     PREDICTOR_MIN_ITER,
+    PREDICTOR_POINTS,
     curve_start_rule,
     next_start_rule,
     predict,
@@ -216,15 +218,26 @@ def _curve(
                 for i, res in enumerate(stacked):
                     on_result(i, res)
             return stacked
+    stiff = False  # the last point needed a fallback, or a walk in alpha (below)
     for problem, (lam, alpha) in zip(
         progress_bar(problems, desc=desc, enabled=progress, leave=False), points
     ):
         param = float(np.log(max(alpha if axis == "alpha" else lam, 1e-300)))
-        res = _predicted(problem, done, param, opts, history)
+        walk = stiff and axis == "alpha"
+        # (the walk's first solve starts from the secant through the last two points in
+        # the logarithmic chart: where the curve's predictor would be that secant in the
+        # state's own coordinates, the walk is made instead)
+        res = None
+        if not walk or len(done) >= PREDICTOR_POINTS:
+            res = _predicted(problem, done, param, opts, history, warm=not walk)
+        walked = res is None and walk
+        if walked:
+            res = _walked(problem, done, opts, history)
         if res is None and not results and init:  # the curve's first point
             res = _from_init(problem, _nearest(init, lam, alpha), opts, history)
         if res is None:
             res = _solve_cold(problem, opts, history, failures)
+        stiff = res is not None and res.success and (walked or "fallback" in res.params)
         if res is not None and res.success:
             done.append((param, res))
             if carry:
@@ -297,7 +310,12 @@ def _next_start_rule(res: FixedPointResult, base: QuadratureRule) -> QuadratureR
 
 
 def _predicted(
-    problem: Problem, done: list, param: float, opts: SolverOptions, history: dict
+    problem: Problem,
+    done: list,
+    param: float,
+    opts: SolverOptions,
+    history: dict,
+    warm: bool = True,
 ) -> FixedPointResult | None:
     """``problem`` solved (options ``opts``) from the predictor through ``done``, or from the
     last point of ``done`` where the safeguard rejects the predictor's fixed point (or there
@@ -311,7 +329,8 @@ def _predicted(
     coarse and 2 of the rule, 30 % less time per point).  Its iterations are capped at
     :data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times the last
     point's (at least :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`):
-    a predictor that converges slowly is abandoned for the warm start."""
+    a predictor that converges slowly is abandoned for the warm start (``warm`` False:
+    for None, the caller's walk in alpha, :func:`_walked`)."""
     if not done:
         return None
     previous = done[-1][1]
@@ -324,6 +343,8 @@ def _predicted(
         if res is not None and prediction_accepted(res, prediction, previous):
             reissue(log, stacklevel=2)
             return res
+    if not warm:
+        return None
     try:  # (a warm start that stalls is given up early: the cold solve follows)
         return solve_problem(
             problem,
@@ -335,6 +356,39 @@ def _predicted(
     except ConvergenceError:
         history.clear()
         return None
+
+
+def _walked(
+    problem: Problem, done: list, opts: SolverOptions, history: dict
+) -> FixedPointResult | None:
+    """``problem`` solved (options ``opts``) after the point before it needed a fallback
+    or this walk, on a learning curve: the path of the cold solve's homotopy in alpha
+    (:meth:`~gaussmix.theory.solve.homotopy.AlphaHomotopy.walk_from`) from the curve's last
+    two points, then a warm start from the path's fixed point (its checks and error
+    estimate those of a direct solve; ``n_iter`` counts the path's evaluations too); None
+    where either fails (the cold solve, with its fallback, follows).
+
+    Near the zero estimator of the hinge with a lasso (the map stiff, ``docs/design.md``,
+    *When the direct iteration fails*) the plain warm start from the last point stalls
+    where the homotopy's damped steps in logarithmic coordinates converge: on the curve
+    "random 3" of ``benchmarks/_curve_grids.py`` (lam = 9.75) the points at alpha = 0.79
+    to 1.59 each spent 301 evaluations on the stalled warm start and 77-184 on the cold
+    solve's homotopy from a larger alpha, where the walk from the last points takes
+    about 20."""
+    states = [r.state for _, r in done[-2:] if r.state is not None]
+    if not states:
+        return None
+    start, spent = AlphaHomotopy().walk_from(problem, opts, states)
+    if start is None:
+        return None
+    try:
+        res = solve_problem(
+            problem, options=replace(opts, throw=True), init=start, history=history, fail_fast=True
+        )
+    except ConvergenceError:
+        history.clear()
+        return None
+    return replace(res, n_iter=res.n_iter + spent)
 
 
 def _solve_cold(
