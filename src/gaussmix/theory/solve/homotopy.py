@@ -322,7 +322,8 @@ class AlphaHomotopy:
     converges from the cold start (the direct iteration, at most :attr:`step_iter`
     evaluations), then walks down in ``log alpha`` to the problem's (:class:`PathWalk`:
     at most a factor :attr:`step`, halved on failure, grown by half on success), each
-    step a fixed-point run from the last point's state in
+    step a fixed-point run from the secant through the path's last two fixed points
+    (:func:`_secant`; the first step from the start's fixed point) in
     :class:`~gaussmix.theory.solve.state.LogChart` coordinates with the damping
     :attr:`damping` (the module docstring says why); the path is given up where the step
     falls below :attr:`min_step` or after :attr:`max_solves` solves (a further start
