@@ -242,23 +242,26 @@ def test_kernel_reports_nodes_that_did_not_converge():
     assert lf == 4
 
 
-def test_three_class_kernel_stops_at_the_first_failed_node(monkeypatch):
-    """ce3_channel returns the status 1 at the first node whose proximal solve fails (the
-    evaluation is lost: the channel raises), its earlier nodes solved as with enough
-    iterations and the later ones' starts left as they were; the channel then raises."""
+@pytest.mark.parametrize("K", [3, 4])
+def test_cross_entropy_kernels_stop_at_the_first_failed_node(monkeypatch, K):
+    """ce3_channel (K = 3) and ce_channel (K = 4) return the status 1 at the first node
+    whose proximal solve fails (the evaluation is lost: the channel raises), its earlier
+    nodes solved as with enough iterations and the later ones' starts left as they were;
+    the channel then raises."""
     import gaussmix.theory.channel.channel as channel
 
+    kernel = _kernels.ce3_channel if K == 3 else _kernels.ce_channel
     rng = np.random.default_rng(4)
-    loss, y, m, Q, V = _ce_state(rng, 3, scale_m=5.0)
-    args, w = _ce_kernel_inputs(loss, y, m, Q, V, GaussHermite(6, 2))
+    loss, y, m, Q, V = _ce_state(rng, K, scale_m=5.0)
+    args, w = _ce_kernel_inputs(loss, y, m, Q, V, GaussHermite(6, K - 1))
     omega = args[2]
     full = omega.copy()
-    assert _kernels.ce3_channel(*args, full, w, 1e-13, 100)[-1] == 0
+    assert kernel(*args, full, w, 1e-13, 100)[-1] == 0
     h = omega.copy()
-    assert _kernels.ce3_channel(*args, h, w, 1e-13, 3)[-1] == 1
+    assert kernel(*args, h, w, 1e-13, 3)[-1] == 1
     # in the kernel's order (cluster, node): the same proximal points up to the failed
     # node, which some nodes come after, and the starts untouched after it
-    hf, ff, of = h.reshape(-1, 2), full.reshape(-1, 2), omega.reshape(-1, 2)
+    hf, ff, of = (a.reshape(-1, K - 1) for a in (h, full, omega))
     first = int(np.flatnonzero(np.any(hf != ff, axis=-1))[0])
     assert 0 < first < hf.shape[0] - 1
     np.testing.assert_array_equal(hf[first + 1 :], of[first + 1 :])

@@ -22,7 +22,8 @@ They return the same moments as the numpy reference path
 :func:`gaussmix.theory.channel.channel._quadrature_moments` (``Ef, Eff, Edf, Eloss, Eenv``), which
 the
 tests compare them with, plus a status: 0 on success, otherwise the number of nodes whose
-proximal solve did not converge (:func:`ce3_channel`: 1, it stops at the first such node).
+proximal solve did not converge (:func:`ce_channel`, :func:`ce3_channel`: 1, they stop at the
+first such node).
 ``h`` (the warm start) is updated in place.
 
 One proximal Newton per loss and backend, and why they stay apart.  The numpy oracle is
@@ -387,7 +388,9 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
 
     Returns
     -------
-    Ef (K, L), Eff (K, L, L), Edf (K, L, L), Eloss (K,), Eenv (K,), n_failed : int
+    Ef (K, L), Eff (K, L, L), Edf (K, L, L), Eloss (K,), Eenv (K,), status : int
+        0, or 1 at the first node whose proximal solve failed (the moments then partial,
+        ``h`` written up to that node: the evaluation is lost, the channel raises).
 
     Notes
     -----
@@ -416,7 +419,6 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
     Hm = np.empty((L, L))
     qrow = np.empty(Kf)
     e = np.empty(L)
-    n_failed = 0
     for c in range(K):
         yc = ylab[c]
         Vi = Vinv[c]
@@ -473,13 +475,12 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
                 lval = lnew
                 if not accepted:
                     break
-            if not ok:
-                n_failed += 1
+            if not ok:  # (the evaluation is lost: the channel raises)
+                return Ef, Eff, Edf, Eloss, Eenv, 1
             # contributions at the proximal point (p, Pp, gr are those of u)
             _ce_system_hessian(Vi, P, p, Pp, A, Hm, qrow)
             if not _cholesky(A, C):
-                n_failed += 1
-                continue
+                return Ef, Eff, Edf, Eloss, Eenv, 1
             # Edf = B - B A^{-1} B with B = V^{-1}, or B = H where ||V|| ||H|| is small
             B = Hm if vnorm * _max_row_sum(Hm) < STEIN_H_FORM else Vi
             for col in range(L):
@@ -503,7 +504,7 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
                     Edf[c, i, j] += wn * (B[i, j] - t)
             Eloss[c] += wn * lval
             Eenv[c] += wn * (0.5 * quad + lval)
-    return Ef, Eff, Edf, Eloss, Eenv, n_failed
+    return Ef, Eff, Edf, Eloss, Eenv, 0
 
 
 @njit(cache=True, error_model="numpy", nogil=True)

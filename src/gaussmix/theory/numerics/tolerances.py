@@ -58,6 +58,7 @@ __all__ = [
     "ALPHA_HOMOTOPY_STEP_ITER",
     "ALPHA_HOMOTOPY_DAMPING",
     "STALL_WINDOW",
+    "RANDOMISED_MIXING_MEMORY",
     "STALL_GAIN",
     "INTEGRATION_WARNING_FLOOR",
     "INTEGRATION_WARNING_FACTOR",
@@ -268,6 +269,16 @@ ALPHA_HOMOTOPY_DAMPING = 0.03
 #: evaluations first: they stall too, and the homotopy finds their fixed points (within
 #: 1.4e-9 of the direct ones).
 STALL_WINDOW = 100
+#: The least Anderson memory (secant pairs) of an iteration whose map integrates its channel
+#: with a randomised rule of three to five dimensions (the sharp regime's automatic rule,
+#: :func:`~gaussmix.theory.numerics.quadrature.auto_rule`: K = 4 to 6 cross-entropy at small
+#: ``lam``): a state of 63 unknowns and more (K = 4) whose map contracts slowly, where six
+#: pairs model too few of its slow directions and every evaluation costs 32768 proximal
+#: solves a cluster.  Measured on the slowest K = 4 cross-entropy problems of the cold test
+#: (``benchmarks/bench_cold.py``, seed 0), with ``anderson`` raised for the whole solve
+#: (evaluations to the answer, default 6 -> 12 -> 20): #217 205 -> 156 -> 144 (15: 145),
+#: #409 144 -> 104 -> 91, #426 212 -> 155 -> 123.
+RANDOMISED_MIXING_MEMORY = 20
 #: The factor by which the smallest step must fall over two windows of ``STALL_WINDOW``
 #: evaluations (a run converging at a rate slower than 1/2 in 200 evaluations is stopped).
 STALL_GAIN = 0.5

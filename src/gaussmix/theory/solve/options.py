@@ -51,7 +51,9 @@ _OPTIONS_DOC = """\
         ``lam``); graded panels in two (accurate at every ``lam``), tensor Gauss-Hermite
         in three to five, seeded randomised quasi-Monte Carlo beyond five.
     anderson : int
-        Anderson memory (0: damped plain iteration).
+        Anderson memory (0: damped plain iteration).  With the sharp regime's randomised
+        rule of three to five dimensions, at least ``RANDOMISED_MIXING_MEMORY`` (20) unless
+        0 (:attr:`~gaussmix.theory.solve.fixed_point.FixedPointMap.mixing_memory`).
     damping : float
         Mixing parameter in (0, 1].
     estimate_error : bool
