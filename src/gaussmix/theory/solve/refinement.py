@@ -882,7 +882,10 @@ def _estimate_randomised(
             None if mem is None else mem.warm, T.rule, finer, refined_blocks(T.rule, finer, n_rep)
         )
         pairs = AndersonState.init(opts.anderson, history.get(T.rule))
-        out2 = iterate(T2, x, pairs, aux=MapMemory(warm=warm), **kw)
+        # (the last iterate, whose channel evaluation the memory holds, as the solve's own
+        # run returns: its observables and replicates need no evaluation of the refined
+        # rule of their own, one of four at K = 10)
+        out2 = iterate(T2, x, pairs, return_image=False, aux=MapMemory(warm=warm), **kw)
         history[finer] = out2.anderson
         n_iter += out2.n_iter
         if not out2.converged:
