@@ -2,7 +2,7 @@
 4: the estimate costs at most as much as the solve, on every problem kind).
 
 Run:  python benchmarks/bench_estimate.py [--repeats 5] [--cases binary,k3,k3small,k10,digits]
-      [--erm] [--parts]
+      [--erm] [--parts] [--evaluations]
 
 For each case, the CPU time (``time.process_time``, median over ``--repeats``, the solves
 with and without the estimate interleaved) of ``gm.solve`` with ``estimate_error=False``
@@ -22,6 +22,9 @@ profile with the CPU clock, ``--repeats`` solves of each): the channel's evaluat
 (``test_accuracy``), the training error (``train_accuracy``, its proximal points and
 orthants), the test loss (``gaussian_risk``) and the rest (the iteration, the Python of
 the map and of the estimate); the profiler's own overhead falls mostly on the rest.
+``--evaluations`` adds, per case, the channel evaluations of one solve without and one with
+the estimate by the size of their rule (nodes x evaluations, their CPU time): which rules
+the solve, the replicates and a refinement's re-solve evaluate, against ``n_iter``.
 """
 
 from __future__ import annotations
@@ -93,12 +96,37 @@ def parts(solve, repeats: int) -> dict[str, float]:
     return {k: v / repeats for k, v in out.items()}
 
 
+def evaluations(solve) -> dict[int, tuple[int, float]]:
+    """The channel evaluations of one call of ``solve`` by the number of nodes of their
+    rule: ``{nodes: (evaluations, CPU seconds)}`` (a spy on the one map's channel)."""
+    from gaussmix.theory.solve import fixed_point
+
+    real = fixed_point.channel_evaluation
+    seen: dict[int, tuple[int, float]] = {}
+
+    def spy(*args, **kw):
+        t = time.process_time()
+        out = real(*args, **kw)
+        n = args[6].weights.size  # (loss, y, m, b, Q, V, rule, warm)
+        calls, cpu = seen.get(n, (0, 0.0))
+        seen[n] = (calls + 1, cpu + time.process_time() - t)
+        return out
+
+    fixed_point.channel_evaluation = spy
+    try:
+        solve()
+    finally:
+        fixed_point.channel_evaluation = real
+    return dict(sorted(seen.items()))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--erm", action="store_true", help="time one exact-ERM seed too")
     ap.add_argument("--parts", action="store_true", help="where the CPU time goes")
+    ap.add_argument("--evaluations", action="store_true", help="channel evaluations by rule size")
     args = ap.parse_args()
     print(machine_line(), flush=True)
     print("| case | solve (CPU) | with estimate | estimate / solve | evaluations | estimate |")
@@ -128,6 +156,13 @@ def main() -> None:
                 text = ", ".join(f"{k} {v * 1e3:.1f}" for k, v in got.items())
                 what = "with estimate" if est else "solve"
                 print(f"|   parts, {what} (ms of CPU, profiled) | {text} | | | | |", flush=True)
+        if args.evaluations:
+            for est in (False, True):
+                run = partial(gm.solve, mix, loss, lam=lam, alpha=alpha, estimate_error=est)
+                got = evaluations(run)
+                text = ", ".join(f"{n} x {c} ({t * 1e3:.0f} ms)" for n, (c, t) in got.items())
+                what = "with estimate" if est else "solve"
+                print(f"|   channel evaluations, {what} (nodes x calls) | {text} | | | | |")
         if args.erm:
             d = 64 if name == "digits" else 200
             erm = []

@@ -99,6 +99,19 @@ def solved_on_randomised_rule(problem):
     return problem, opts, history, T, out
 
 
+def replicate_spread(problem, T, x, opts, history):
+    """The randomised estimate's standard errors at the fixed point ``x`` of the map ``T``
+    (``_estimate_randomised``'s: :func:`standard_errors` of all the replicates' values,
+    ``_replicate_values``) and the replicates' evaluations."""
+    from gaussmix.theory.solve import refinement
+    from gaussmix.theory.solve.estimate import standard_errors
+
+    found = refinement._replicate_values(problem, T, x, opts, None, history)
+    assert found is not None
+    values, n_iter = found
+    return standard_errors(values, T.rule.n_rep), n_iter
+
+
 def dense_ten_class_mixture():
     """Ten classes fitted from seeded Gaussian data (``Mixture.from_data``; d = 24, 3000
     samples, unequal variances per direction): a mixture whose ridge prior is the dense

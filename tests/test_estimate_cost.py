@@ -9,14 +9,14 @@ import warnings
 
 import numpy as np
 import pytest
-from _helpers import dense_ten_class_mixture, solved_on_randomised_rule
+from _helpers import dense_ten_class_mixture, replicate_spread, solved_on_randomised_rule
 from sklearn.datasets import load_digits
 
 import gaussmix as gm
 from gaussmix.theory.api.api import make_problem
 from gaussmix.theory.numerics.quadrature import SobolRQMC
 from gaussmix.theory.numerics.tolerances import PROX_TOL, REPLICATE_SHIFT_RTOL
-from gaussmix.theory.solve import estimate, nested, refinement
+from gaussmix.theory.solve import estimate, fixed_point, nested, refinement
 from gaussmix.theory.solve.estimate import refinement_reaches as _refinement_reaches
 from gaussmix.theory.solve.fixed_point import MapMemory, new_map
 from gaussmix.theory.solve.iteration import AndersonState, iterate
@@ -68,7 +68,7 @@ def test_linear_response_spread_tracks_the_resolved_one(K, lam, alpha):
     relative accuracy (the spread is a difference of two such shifted evaluations' worth;
     measured 0.90-1.25 on eight problems, 0.999-1.01 on these), in fewer evaluations."""
     problem, opts, history, T, out = _solved_randomised(K, lam, alpha)
-    cheap, n_cheap = refinement._replicate_spread(problem, T, out.x, opts, None, history)
+    cheap, n_cheap = replicate_spread(problem, T, out.x, opts, history)
     ref, n_ref = _resolved_spread(problem, T, out.x, opts, history)
     for key in ref:
         assert ref[key] > 0.0, key  # not vacuous
@@ -111,6 +111,30 @@ def test_ten_class_estimate_keeps_the_rule_and_bounds_a_finer_one(digits_mixture
         # evaluation's own
         assert change <= 2.0 * (err[key] + fine_err[key]), key
     assert np.isfinite(err["train_error"]) and err["train_error"] > 0.0
+
+
+def test_refined_randomised_rule_counts_every_channel_evaluation(monkeypatch):
+    """Isotropic K = 10 (lam = 1e-2, alpha = 10), whose training error's spread refines
+    the rule to 8 x 2**12 points: the refined rule's re-solve returns its last iterate
+    (converged to tol), whose channel evaluation its observables and replicates reuse, so
+    that every channel evaluation of the solve and its estimate is one the result counts
+    (before: one more of the refined rule, at its image, 53 for 52)."""
+    calls = []
+    real = fixed_point.FixedPointMap._point_hats
+
+    def spy(self, x, memory):
+        calls.append(self.rule.weights.size)
+        return real(self, x, memory)
+
+    monkeypatch.setattr(fixed_point.FixedPointMap, "_point_hats", spy)
+    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gm.IntegrationWarning)
+        res = gm.solve(mix, "cross-entropy", lam=1e-2, alpha=10.0)
+    assert res.success and res.residual <= 1e-8
+    assert res.params["quadrature"].startswith("sobol-rqmc(dim=9, points=2**12")  # refined
+    assert len(calls) == res.n_iter
+    assert calls.count(8 * 2**12) >= 2  # (the re-solve's own evaluations, counted)
 
 
 def _solved_randomised(K: int, lam: float, alpha: float):

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
-from _helpers import dense_ten_class_mixture, solved_on_randomised_rule
+from _helpers import dense_ten_class_mixture, replicate_spread, solved_on_randomised_rule
 
 import gaussmix as gm
 from gaussmix.theory.api.api import make_problem
@@ -182,7 +182,7 @@ def test_single_precision_replicates_give_the_double_spread(monkeypatch):
     found again in double precision, which then gives the double spread exactly."""
     problem, opts, history, T, out = _dense_randomised()
     assert not single_precision_phase(problem)
-    double, n_double = refinement._replicate_spread(problem, T, out.x, opts, None, history)
+    double, n_double = replicate_spread(problem, T, out.x, opts, history)
     monkeypatch.setattr(tolerances, "SINGLE_PHASE_MIN_N", 100)
     assert single_precision_phase(problem)
     calls = []
@@ -193,13 +193,13 @@ def test_single_precision_replicates_give_the_double_spread(monkeypatch):
         return real(*args, **kw)
 
     monkeypatch.setattr(refinement, "new_map", spy)
-    single, _ = refinement._replicate_spread(problem, T, out.x, opts, None, history)
+    single, _ = replicate_spread(problem, T, out.x, opts, history)
     assert calls and all(calls)  # every replicate in single precision
     for key in double:
         assert double[key] > 0.0, key
         assert abs(single[key] / double[key] - 1.0) <= REPLICATE_SHIFT_RTOL, key
     calls.clear()
     monkeypatch.setattr(refinement, "SINGLE_REPLICATE_MIN_SHIFT", 1.0)
-    again, n_again = refinement._replicate_spread(problem, T, out.x, opts, None, history)
+    again, n_again = replicate_spread(problem, T, out.x, opts, history)
     assert calls[:2] == [True, False] and not any(calls[2:])  # one try, then double
     assert again == double and n_again > n_double

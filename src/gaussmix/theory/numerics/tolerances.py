@@ -373,7 +373,7 @@ TRAIN_CONTROL_ORTHANT_TOL = 5e-6
 #: alpha = 4), at a third to a half of the replicates' cost (digits: 9.0 s -> 2.9 s).
 SPREAD_ORTHANT_TOL = 5e-5
 #: Relative accuracy of the shift of a replicate's fixed point in the error estimate of a
-#: randomised channel rule (:func:`gaussmix.theory.solve.refinement._replicate_spread`): the
+#: randomised channel rule (:func:`gaussmix.theory.solve.estimate.replicate_state`): the
 #: replicate's iteration from the full rule's fixed point ``x*`` stops at the first state
 #: ``x`` whose scaled residual is at most this fraction of its scaled distance from ``x*``
 #: (the residual measures the distance to the replicate's fixed point: measured on ten

@@ -172,7 +172,7 @@ def evaluate_observables(
     The seeded estimators (orthant probabilities of dimension >= 3, the training error with
     three or more outputs) take the seed of a randomised channel rule.  ``spread`` asks for
     their cheaper versions with the same seeds (common random numbers), for the differences
-    between nearby states of :func:`_replicate_spread`.
+    between nearby states of :func:`_replicate_values`.
     """
     ev, memory = T.hats_memory(x, memory)
     Q, M, V, b = T.unpack(x)
@@ -737,25 +737,6 @@ def refine_prior(
     )
 
 
-def _replicate_spread(
-    problem: Problem,
-    T: FixedPointMap,
-    x: np.ndarray,
-    opts: SolverOptions,
-    callback: Callable | None,
-    history: dict,
-    memory: MapMemory | None = None,
-) -> tuple[dict, int] | None:
-    """Standard error of the errors and losses across the replicates of a randomised rule
-    (:func:`_replicate_values` of all of them, :func:`_standard_errors`) and the
-    iterations spent, or None if a replicate's iteration fails."""
-    found = _replicate_values(problem, T, x, opts, callback, history, memory)
-    if found is None:
-        return None
-    values, n_iter = found
-    return _standard_errors(values, T.rule.n_rep), n_iter
-
-
 def _replicate_values(
     problem: Problem,
     T: FixedPointMap,
@@ -839,11 +820,11 @@ def _estimate_randomised(
     history: dict,
 ) -> Estimate:
     """:func:`estimate_errors` for a randomised rule: the integration error is the standard
-    error across its replicates (:func:`_replicate_spread`) plus the final evaluation's own
-    error.  With ``auto_refine`` the rule is refined (twice the points) while the estimate of
-    the test error or training loss exceeds ``quad_tol`` and the target is within reach
-    within ``MAX_QUADRATURE_NODES`` nodes at the optimistic rate ``1 / N``, and otherwise
-    while the training error's estimate exceeds
+    error across its replicates (:func:`_standard_errors` of :func:`_replicate_values`) plus
+    the final evaluation's own error.  With ``auto_refine`` the rule is refined (twice the
+    points) while the estimate of the test error or training loss exceeds ``quad_tol`` and
+    the target is within reach within ``MAX_QUADRATURE_NODES`` nodes at the optimistic rate
+    ``1 / N``, and otherwise while the training error's estimate exceeds
     :data:`~gaussmix.theory.numerics.tolerances.TRAIN_ERROR_TARGET` (up to ``MAX_TRAIN_RQMC_NODES``
     nodes); never where the evaluation's own error alone leaves no room for the target
     (:func:`_refinement_reaches`: a finer channel rule does not reduce it)."""
@@ -882,7 +863,10 @@ def _estimate_randomised(
             None if mem is None else mem.warm, T.rule, finer, refined_blocks(T.rule, finer, n_rep)
         )
         pairs = AndersonState.init(opts.anderson, history.get(T.rule))
-        out2 = iterate(T2, x, pairs, aux=MapMemory(warm=warm), **kw)
+        # (the last iterate, whose channel evaluation the memory holds, as the solve's own
+        # run returns: its observables and replicates need no evaluation of the refined
+        # rule of their own, one of four at K = 10)
+        out2 = iterate(T2, x, pairs, return_image=False, aux=MapMemory(warm=warm), **kw)
         history[finer] = out2.anderson
         n_iter += out2.n_iter
         if not out2.converged:
