@@ -3,13 +3,16 @@
 the dense prior at effective output dimension L = 9.
 
 Run:  python benchmarks/bench_tenclass.py [--pool 1] [--alphas 2] [--estimate-error] [--plain]
-      [--double] [--phases] [--digits [--repeats 3] [--erm]]
+      [--double] [--phases] [--chain] [--digits [--repeats 3] [--erm]]
 
 ``--pool 1`` is pixels (d = 784, 719 of them not constant: the prior's matrix is
 (9 x 719)^2); ``--pool 4`` the 7 x 7 block means of the tests (d = 49).  Prints one evaluation
-of the dense prior alone, then, per alpha (each solve warm-started from the last), the fixed
-point's iterations, its wall time and the test error, the whole curve's time and the peak
-resident memory of the process.  ``--plain`` iterates the map without its mean-field Newton
+of the dense prior alone, then, per alpha of the curve (``gm.learning_curve``: each alpha
+from the state predicted through the last ones, the secant pairs carried; ``--chain``:
+``gm.solve`` from the last alpha's fixed point alone, as this benchmark did before), the
+fixed point's iterations, its dense prior evaluations in single and in double precision,
+its wall and CPU time and the test error; the whole curve's time and evaluations and the
+peak resident memory of the process.  ``--plain`` iterates the map without its mean-field Newton
 step (:func:`gaussmix.theory.solve.bias.mean_bias_step`), as before it: the same fixed
 points,
 for the before / after of BENCHMARKS.md; ``--double`` without the single-precision first
@@ -59,11 +62,18 @@ PARTS = {
 PART_CPU: dict[str, list[float]] = {name: [] for name in PARTS}
 
 
+#: the dense prior's evaluations of the current alpha and of the curve, by precision
+POINT_EVALS: dict[bool, list[float]] = {False: [], True: []}
+EVALUATIONS: dict[bool, list[float]] = {False: [], True: []}
+
+
 def _timed_prior(*args, **kwargs):
     """:func:`dense_ridge_terms` as the prior calls it, its CPU time recorded."""
     t = time.process_time()
     out = dense_ridge_terms(*args, **kwargs)
-    PRIOR_CPU[bool(kwargs.get("single", False))].append(time.process_time() - t)
+    single = bool(kwargs.get("single", False))
+    PRIOR_CPU[single].append(time.process_time() - t)
+    POINT_EVALS[single].append(time.process_time() - t)
     return out
 
 
@@ -81,9 +91,8 @@ def _timing(name: str, fn):
 
 
 def _time_phases() -> None:
-    """Record the CPU time of the dense prior and of :data:`PARTS` where the solver calls
-    them (the names its modules look up)."""
-    prior_module.dense_ridge_terms = _timed_prior
+    """Record the CPU time of :data:`PARTS` where the solver calls them (the names its
+    modules look up)."""
     for name, (module, attr) in PARTS.items():
         setattr(module, attr, _timing(name, getattr(module, attr)))
 
@@ -147,6 +156,54 @@ def digits_main(args: argparse.Namespace) -> None:
             )
 
 
+def _point_line(alpha: float, r, wall: float, cpu: float, phases: bool) -> None:
+    """One alpha's line: its iterations, dense prior evaluations by precision, times."""
+    print(
+        f"alpha = {alpha:g}: {r.n_iter} iterations, {len(POINT_EVALS[True])} single + "
+        f"{len(POINT_EVALS[False])} double dense priors, {wall:.1f} s ({cpu:.1f} s of CPU), "
+        f"test error {r.test_error:.12f}, success {r.success}",
+        flush=True,
+    )
+    if phases:
+        print(f"  phases (CPU): {_phases(cpu)}", flush=True)
+    for single in (False, True):
+        EVALUATIONS[single] += POINT_EVALS[single]
+        POINT_EVALS[single].clear()
+    _clear_phases()
+
+
+def _curve(mixture, lam: float, alphas: list[float], options, phases: bool) -> list:
+    """The curve as ``gm.learning_curve`` solves it (each alpha from the state predicted
+    through the last points, the secant pairs carried), one line per alpha."""
+    clock = [time.perf_counter(), time.process_time()]
+
+    def on_point(row, r) -> None:
+        _point_line(
+            row["alpha"], r, time.perf_counter() - clock[0], time.process_time() - clock[1], phases
+        )
+        clock[:] = [time.perf_counter(), time.process_time()]
+
+    _clear_phases()
+    table = gm.learning_curve(
+        mixture, "cross-entropy", alphas, lam=lam, options=options, callback=on_point
+    )
+    return list(table.points)
+
+
+def _chain(mixture, lam: float, alphas: list[float], options, phases: bool) -> list:
+    """``--chain``: each alpha solved by ``gm.solve`` from the last alpha's fixed point (no
+    predictor, no secant pairs carried: the benchmark before the curve's warm starts)."""
+    init, results = None, []
+    for alpha in alphas:
+        _clear_phases()
+        t, c = time.perf_counter(), time.process_time()
+        r = gm.solve(mixture, "cross-entropy", lam=lam, alpha=alpha, options=options, init=init)
+        init = r
+        results.append(r)
+        _point_line(alpha, r, time.perf_counter() - t, time.process_time() - c, phases)
+    return results
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pool", type=int, default=1)
@@ -159,7 +216,9 @@ def main() -> None:
     ap.add_argument("--digits", action="store_true", help="scikit-learn's digits (d = 64)")
     ap.add_argument("--repeats", type=int, default=3, help="solves per alpha (--digits)")
     ap.add_argument("--erm", action="store_true", help="one exact-ERM seed (--digits)")
+    ap.add_argument("--chain", action="store_true", help="gm.solve from the last alpha")
     args = ap.parse_args()
+    prior_module.dense_ridge_terms = _timed_prior  # (counted always, cheap)
     if args.phases:
         _time_phases()
     if args.double:
@@ -187,28 +246,17 @@ def main() -> None:
     dense_ridge_terms(cov, args.lam, hat, rng.standard_normal((K, L)), hat)
     print(f"one dense prior evaluation (L = {L}): {time.perf_counter() - t:.1f} s", flush=True)
     options = gm.SolverOptions(estimate_error=args.estimate_error)
-    init = None
-    start, cpu, iterations = time.perf_counter(), time.process_time(), 0
-    for alpha in (float(a) for a in (args.alphas or "2").split(",")):
-        _clear_phases()
-        t, c = time.perf_counter(), time.process_time()
-        r = gm.solve(
-            problem.mixture, "cross-entropy", lam=args.lam, alpha=alpha, options=options, init=init
-        )
-        init = r
-        iterations += r.n_iter
-        print(
-            f"alpha = {alpha:g}: {r.n_iter} iterations, {time.perf_counter() - t:.1f} s "
-            f"({time.process_time() - c:.1f} s of CPU), "
-            f"test error {r.test_error:.12f}, success {r.success}",
-            flush=True,
-        )
-        if args.phases:
-            print(f"  phases (CPU): {_phases(time.process_time() - c)}", flush=True)
+    alphas = [float(a) for a in (args.alphas or "2").split(",")]
+    start, cpu = time.perf_counter(), time.process_time()
+    if args.chain:
+        results = _chain(problem.mixture, args.lam, alphas, options, args.phases)
+    else:
+        results = _curve(problem.mixture, args.lam, alphas, options, args.phases)
     print(
         f"curve: {time.perf_counter() - start:.1f} s ({time.process_time() - cpu:.1f} s of "
-        f"CPU), {iterations} iterations "
-        "(one prior evaluation each, and one for the cold start)",
+        f"CPU), {sum(r.n_iter for r in results)} iterations, "
+        f"{sum(map(len, EVALUATIONS.values()))} dense prior evaluations "
+        f"({len(EVALUATIONS[True])} single, {len(EVALUATIONS[False])} double)",
         flush=True,
     )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20

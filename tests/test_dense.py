@@ -258,6 +258,50 @@ def test_single_precision_prior_is_the_double_within_its_rounding(d, L, K, zero)
     assert float(np.abs(double.Q - single.Q).max()) > 1e3 * np.finfo(float).eps
 
 
+@pytest.mark.parametrize(
+    "d,L,K,zero,lam", [(20, 2, 3, 0, 0.15), (33, 9, 10, 4, 0.15), (60, 4, 5, 7, 0.01)]
+)
+def test_single_precision_mean_is_refined_to_double(d, L, K, zero, lam):
+    """After a float32 evaluation the mean ``u = A^{-1} m`` is refined in double precision
+    (``dense._refined_mean``): with ``eta = |I - S32 A|_2`` measured on the float32 inverse
+    of the evaluation, ``k`` steps leave ``|u_k - u| <= eta^(k+1) |u|`` plus the rounding
+    of a double residual, ``<= 8 kappa(A) eps64 |u|`` (the double evaluation's own
+    rounding, the same bound), so ``M``, the weights' mean and the mean part of ``Q`` agree
+    with the double evaluation to that, where the float32 evaluation alone was ``~eta``
+    off; ``V`` and the trace part of ``Q`` stay float32 (``8 kappa eps32``, the test
+    above)."""
+    rng = np.random.default_rng(d * 100 + L)
+    cov = _noncommuting(rng, K, d, zero=zero)
+    G = rng.standard_normal((2, K, L, L + 1))
+    Qh, Vh = G @ np.swapaxes(G, 2, 3) / (L + 1)
+    Mh = rng.standard_normal((K, L))
+    double = dense_ridge_terms(cov, lam, Qh, Mh, Vh, details=True)
+    single = dense_ridge_terms(cov, lam, Qh, Mh, Vh, details=True, single=True)
+    covs = cov.active_covariances
+    n = L * covs.shape[1]
+    A = lam * np.eye(n) + sum(np.kron(Vh[k], covs[k]) for k in range(K))
+    S32 = dense._inverse_and_sandwich(
+        dense._kron_sum(Vh, covs.astype(np.float32), lam),
+        dense._kron_sum(Qh, covs.astype(np.float32)),
+        single=True,
+    )[0].astype(float)
+    S32 = np.triu(S32) + np.triu(S32, 1).T
+    eta = float(np.linalg.norm(np.eye(n) - S32 @ A, 2))
+    kappa = float(np.linalg.cond(A))
+    assert eta < 1e-2  # (the regime of the bound: a contraction)
+    bound = eta ** (dense.MEAN_REFINEMENT_STEPS + 1) + 8.0 * kappa * np.finfo(float).eps
+    a, b = double.weight_mean, single.weight_mean
+    err = float(np.abs(a - b).max()) / float(np.abs(a).max())
+    assert err <= bound, f"weight mean: {err:.2e} > {bound:.2e} (eta {eta:.1e})"
+    err = float(np.abs(double.M - single.M).max()) / float(np.abs(double.M).max())
+    assert err <= bound, f"M: {err:.2e} > {bound:.2e}"
+    # the float32 mean alone (no refinement) was eta-sized: the refinement did the work
+    U32 = (S32.astype(np.float32) @ (Mh.T @ cov.means)[:, cov.active].reshape(-1).astype(
+        np.float32)).astype(float)  # fmt: skip
+    raw = float(np.abs(U32 - a[:, cov.active].reshape(-1) / np.sqrt(d)).max())
+    assert raw / float(np.abs(a).max() / np.sqrt(d)) > 10 * bound
+
+
 def _threads_in_calls(monkeypatch) -> list[int]:
     """Record the BLAS threads in force during each ``O(n^3)`` call of the dense prior."""
     from gaussmix.theory.numerics.linalg import _blas_pools
@@ -708,6 +752,50 @@ def test_single_precision_phase_returns_the_double_fixed_point(monkeypatch, loss
     e = effective_state(mixed)
     ref = dense_ridge_terms(mix.covariance, 0.1, e["Qhat"], e["Mhat"], e["Vhat"])
     np.testing.assert_allclose(effective_state(mixed)["V"], ref.V, rtol=0, atol=10 * tol)
+
+
+@pytest.mark.filterwarnings("ignore::gaussmix.IntegrationWarning")  # (the orthants' QMC)
+def test_dense_learning_curve_warm_starts_cut_the_evaluations(monkeypatch):
+    """The evaluations of a dense ten-class curve (``_helpers.dense_ten_class_mixture``,
+    d = 24, the float32 first phase forced as at MNIST's size), counted by precision: each
+    point after the first, started from the state predicted through the last points with
+    their secant pairs (``gm.learning_curve``), takes fewer evaluations than its cold solve,
+    and the curve no more than the chain of solves from the last point alone; every point
+    starts in single precision and ends in double (measured: cold 14, 16, 17, 19; chain 14,
+    12, 13, 13; curve 14, 12, 12, 12, the last four to five of each double)."""
+    from _helpers import dense_ten_class_mixture
+
+    from gaussmix.theory.numerics import tolerances
+
+    mix = dense_ten_class_mixture()
+    monkeypatch.setattr(tolerances, "SINGLE_PHASE_MIN_N", 1)
+    calls = _spy_single(monkeypatch)
+    alphas = [0.5, 1.0, 2.0, 4.0]
+    opts = gm.SolverOptions(estimate_error=False)
+
+    cold, chain, init = [], [], None
+    for a in alphas:
+        calls.clear()
+        gm.solve(mix, "cross-entropy", lam=0.1, alpha=a, options=opts)
+        cold.append(list(calls))
+        calls.clear()
+        init = gm.solve(mix, "cross-entropy", lam=0.1, alpha=a, options=opts, init=init)
+        chain.append(list(calls))
+    calls.clear()
+    marks: list[int] = []
+    table = gm.learning_curve(
+        mix, "cross-entropy", alphas, lam=0.1, options=opts,
+        callback=lambda row, res: marks.append(len(calls)),
+    )  # fmt: skip
+    assert all(r.success for r in table.points)
+    curve = [calls[i:j] for i, j in zip([0] + marks[:-1], marks)]
+    n = {name: [len(c) for c in runs] for name, runs in
+         (("cold", cold), ("chain", chain), ("curve", curve))}  # fmt: skip
+    print(n)
+    for point in (*cold, *chain, *curve):  # single first, then double to the end
+        assert point[0] and not point[-1] and point.index(False) == sum(point)
+    assert all(c < k for c, k in zip(n["curve"][1:], n["cold"][1:])), n
+    assert sum(n["curve"]) <= sum(n["chain"]) < sum(n["cold"]), n
 
 
 def test_a_failing_single_precision_phase_falls_back_to_double(monkeypatch):
