@@ -113,3 +113,51 @@ def test_a_cold_point_has_no_budget(monkeypatch):
     assert table.converged.iloc[-1] and table.n_iter.iloc[-1] > 1
     assert not table.converged.iloc[:-1].any() and (table.n_iter.iloc[:-1] == 1).all()
     assert len(job.failed) == len(table) - 1
+
+
+def test_after_a_stop_the_curve_starts_again_from_the_curve_before(monkeypatch):
+    # the sweep with a neighbouring curve's fixed points (alpha 4 instead of 2, as a move
+    # of the alpha control gives them; its points take 6-10 steps from them): a budget of
+    # 8 steps stops a point; the library's curve over the points after it starts from the
+    # neighbouring curve's fixed points alone (its nearest: the same lambda), not from the
+    # points solved before the stop (their nearest: the point before the stop)
+    point, values = setup(SWEEP)
+    kw = {**point.penalty_kw, **point.solve_kw}
+    near = list(gm.lambda_sweep(point.mixture, point.loss, values, alpha=4.0, **kw).points)
+    calls = []
+    library_curve = engine._library_curve
+
+    def spy(state, point, values, callback, init=None):
+        calls.append((list(values), list(init or [])))
+        return library_curve(state, point, values, callback, init)
+
+    monkeypatch.setattr(engine, "_library_curve", spy)
+    monkeypatch.setattr(engine, "POINT_BUDGET", 8)
+    job = _run(SWEEP, init=near)
+    assert job.failed and len(calls) >= 2
+    assert calls[0] == (list(values), near)  # the whole curve, from the neighbouring one
+    stopped = sorted(x for x, _ in job.failed)
+    for rest, init in calls[1:]:  # after each stop: the points below it, from near alone
+        assert max(rest) < max(x for x in stopped if x > max(rest))
+        assert init == near and all(any(r is n for n in near) for r in init)
+    # the row after the first stop: the library's from the neighbouring curve, to the bit
+    rest = np.asarray(calls[1][0])
+    after = gm.lambda_sweep(
+        point.mixture, point.loss, rest[-1:], alpha=point.alpha, init=near, **kw
+    )
+    row = table_row(job.table, rest[-1])
+    np.testing.assert_array_equal(row[COLUMNS].to_numpy(), after[COLUMNS].iloc[0].to_numpy())
+
+
+def table_row(table, lam: float):
+    """The row of ``table`` at ``lam``."""
+    return table[table.lam == lam].iloc[0]
+
+
+def test_the_start_after_a_stop():
+    near = [object(), object()]
+    solved = {0: "a", 1: None, 2: "b"}
+    assert engine._restart(near, solved, stopped=False) == [*near, "a", "b"]
+    assert engine._restart(near, solved, stopped=True) == near
+    # a curve that started cold: the points solved so far are all there is
+    assert engine._restart([], solved, stopped=True) == ["a", "b"]
