@@ -70,6 +70,7 @@ __all__ = [
     "COARSE_POINTS",
     "COARSE_BUDGET_S",
     "POINT_BUDGET",
+    "FIRST_TRY_SHARE",
     "PrefetchJob",
     "MAX_OVERLAY_POINTS",
     "WARM_CONTROLS",
@@ -96,6 +97,17 @@ COARSE_BUDGET_S = 0.3
 #: not timed: the same curve on any machine.  The library's precision has no budget
 POINT_BUDGET = 300
 
+
+#: the share of :data:`POINT_BUDGET` that a point of a curve with a neighbouring curve's
+#: fixed points (:func:`warm_start`) may take from the continuation along the curve; past
+#: it the point starts again from the neighbouring curve's fixed point nearest to it (the
+#: same alpha at the lambda before a slider's move) with the rest of the budget
+#: (:meth:`CurveJob._budgeted`).  The two points that the sampled space's slowest states
+#: (K = 3 cross-entropy lasso, lam = 6.1e-4 and 6.6e-4, after a move from half a decade
+#: above; ``benchmarks/bench_explore.py``) stopped after 300 steps of the continuation
+#: take 32 and 17 steps from there; the slowest points that the continuation solved took
+#: 78 and 116 (from the curve before: 404 and 239), within this share
+FIRST_TRY_SHARE = 0.5
 
 #: test hook: the environment variable naming a coarse pass's budget in seconds instead of
 #: :data:`COARSE_BUDGET_S` (read when a job starts; ``inf``: the whole pass), so that a test
@@ -376,6 +388,10 @@ class CurveJob(_Job):
         budget, so that a curve whose cold start is slow is never drawn all missing) is
         stopped and
         drawn missing with the reason (:func:`gaussmix.experiments.curves.missing_row`),
+        where the job has a neighbouring curve's fixed points (``init``) after a second
+        start: a point that the continuation along the curve has not solved within
+        :data:`FIRST_TRY_SHARE` of the budget starts again from ``init`` (its nearest: the
+        same alpha on the curve before a slider's move) with the rest of it,
         and the library's curve goes on over the points after it (in the order the library
         solves them: a sweep over lambda from large to small), from the fixed points solved
         so far and those of ``init`` (the library curve's ``init``: its nearest, the point
@@ -393,15 +409,27 @@ class CurveJob(_Job):
         results: dict[int, FixedPointResult | None] = {}
         solved = self._solved(point)
 
-        def limit(n: int) -> float:  # the budget of the next point (n: points left)
+        # the steps the point being solved has spent before it started again from init
+        # (0: its first start)
+        spent = [0]
+
+        def limit(n: int, along: bool) -> float:
+            # the budget of the next point (n: points left; along: started by the
+            # continuation along the curve, not from the library call's init)
             if not self.init and all(r is None for r in results.values()):
                 return math.inf  # the cold start
-            return budget * n if _stacks(point, n) else budget
+            if _stacks(point, n):
+                return budget * n
+            if spent[0]:  # started again from init: what is left of the point's budget
+                return budget - spent[0]
+            # with a neighbouring curve, the continuation's share; then init (_budgeted)
+            return math.ceil(FIRST_TRY_SHARE * budget) if along and self.init else budget
 
         stopped = False  # whether a point has been stopped by the budget
         while len(rows) < len(values):
             rest = order[len(rows) :]
-            steps = [0, limit(len(rest))]  # steps of the point being solved, its budget
+            # steps of the point being solved, its budget, whether the continuation started it
+            steps = [0, limit(len(rest), False), False]
 
             def check(steps: list = steps) -> None:
                 self._check()
@@ -412,19 +440,25 @@ class CurveJob(_Job):
             def hook(row: dict, result: FixedPointResult | None, steps: list = steps) -> None:
                 i = order[len(rows)]
                 rows[i], results[i] = dict(row), result
-                steps[:] = [0, limit(1)]
+                spent[0] = 0
+                steps[:] = [0, limit(1, True), True]
                 solved(row, result)
 
-            # after a point stopped by the budget, the rest of the curve starts from the
-            # neighbouring curve's fixed points where the job has them (the same alpha at
-            # the lambda before a slider's move), not from this curve's points before the
-            # stop: the continuation from them did not cross the stopped point, and the
-            # point after it started from them failed too (:func:`_restart`)
-            init = _restart(self.init, results, stopped)
+            # a point started again, and after a point stopped by the budget the rest of
+            # the curve: from the neighbouring curve's fixed points where the job has them
+            # (the same alpha at the lambda before a slider's move), not from this curve's
+            # points before the stop: the continuation from them did not cross the stopped
+            # point, and the point after it started from them failed too (:func:`_restart`)
+            init = _restart(self.init, results, stopped or bool(spent[0]))
             try:
                 with interruptible(check):
                     _library_curve(self.state, point, values[sorted(rest)], hook, init)
             except _PointOverBudget:
+                used = spent[0] + steps[1]
+                if steps[2] and self.init and used < budget:
+                    spent[0] = used  # the same point again, from init
+                    continue
+                spent[0] = 0
                 stopped = True
                 i = order[len(rows)]
                 x = float(values[i])
@@ -433,13 +467,13 @@ class CurveJob(_Job):
                     if self._x == "alpha"
                     else {"alpha": point.alpha, "lam": x}
                 )
-                rows[i], results[i] = {**missing_row(**at), "n_iter": steps[1]}, None
+                rows[i], results[i] = {**missing_row(**at), "n_iter": used}, None
                 self._add(
                     {
                         **rows[i],
                         **order_parameters(None, point.mixture),
                         "_reason": (
-                            f"not solved within the screen precision's {steps[1]} iterations "
+                            f"not solved within the screen precision's {used} iterations "
                             f"at lam={at['lam']:g}, alpha={at['alpha']:g} (the library's "
                             "precision has no such budget): drawn missing"
                         ),
