@@ -7,6 +7,8 @@ rows are the library's, to the bit, piece by piece.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -113,3 +115,54 @@ def test_a_cold_point_has_no_budget(monkeypatch):
     assert table.converged.iloc[-1] and table.n_iter.iloc[-1] > 1
     assert not table.converged.iloc[:-1].any() and (table.n_iter.iloc[:-1] == 1).all()
     assert len(job.failed) == len(table) - 1
+
+
+def test_a_slow_point_starts_again_from_the_curve_before(monkeypatch):
+    # the sweep with a neighbouring curve's fixed points (alpha 4 instead of 2, as a move
+    # of the alpha control gives them; its points take 6-10 steps from them), a budget of
+    # 16 steps: the continuation along the curve may take half of them (8); a point past
+    # them starts again from the neighbouring curve's fixed point at its own lambda with
+    # the other half, and after a point stopped by the whole budget the rest of the curve
+    # starts from the neighbouring curve alone, not from the points solved before the stop
+    point, values = setup(SWEEP)
+    kw = {**point.penalty_kw, **point.solve_kw}
+    near = list(gm.lambda_sweep(point.mixture, point.loss, values, alpha=4.0, **kw).points)
+    calls = []
+    library_curve = engine._library_curve
+
+    def spy(state, point, values, callback, init=None):
+        calls.append((list(values), list(init or [])))
+        return library_curve(state, point, values, callback, init)
+
+    monkeypatch.setattr(engine, "_library_curve", spy)
+    monkeypatch.setattr(engine, "POINT_BUDGET", 16)
+    job = _run(SWEEP, init=near)
+    table = job.table
+    share = math.ceil(engine.FIRST_TRY_SHARE * 16)
+    # solved from lambda = 1 down: lambda[3] past the share, again from near, past the
+    # budget: drawn missing, its steps those of both starts
+    assert [x for x, _ in job.failed] == [values[3]]
+    assert table.n_iter.iloc[3] == 16 and np.isnan(table.test_error.iloc[3])
+    # the library's calls: the curve, lambda[3] again, the rest after the stop, lambda[0]
+    # again (past the share after two points of the continuation), each from near alone
+    assert [c[0] for c in calls] == [list(values), *(list(values[:k]) for k in (4, 3, 1))]
+    assert calls[0][1] == near
+    for _, init in calls[1:]:
+        assert len(init) == len(near) and all(r is n for r, n in zip(init, near, strict=True))
+    # lambda[0] started again: the library's from near, to the bit
+    again = gm.lambda_sweep(
+        point.mixture, point.loss, values[:1], alpha=point.alpha, init=near, **kw
+    )
+    np.testing.assert_array_equal(table[COLUMNS].iloc[:1], again[COLUMNS])
+    # the points the continuation solved (after lambda[7] and lambda[2], each the first of
+    # its call, from near with the whole budget) within its share
+    assert table.n_iter.iloc[[1, 4, 5, 6]].max() <= share
+
+
+def test_the_start_after_a_stop():
+    near = [object(), object()]
+    solved = {0: "a", 1: None, 2: "b"}
+    assert engine._restart(near, solved, stopped=False) == [*near, "a", "b"]
+    assert engine._restart(near, solved, stopped=True) == near
+    # a curve that started cold: the points solved so far are all there is
+    assert engine._restart([], solved, stopped=True) == ["a", "b"]

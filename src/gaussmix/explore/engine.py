@@ -38,7 +38,6 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -47,6 +46,9 @@ from gaussmix.core.caught import routed
 from gaussmix.core.interrupt import interruptible
 
 from .cache import CACHE, CACHE_SIZE, cache_key, clear_cache, copy_table
+from .overlays import MAX_OVERLAY_POINTS, Overlay
+from .overlays import evenly as _evenly
+from .overlays import overlay_steps as _overlay_steps
 from .state import ORDER_PARAMETERS, ExplorerState, setup
 
 #: the explorer's controls (the fields of a state)
@@ -70,6 +72,7 @@ __all__ = [
     "COARSE_POINTS",
     "COARSE_BUDGET_S",
     "POINT_BUDGET",
+    "FIRST_TRY_SHARE",
     "PrefetchJob",
     "MAX_OVERLAY_POINTS",
     "WARM_CONTROLS",
@@ -78,8 +81,6 @@ __all__ = [
 
 #: points of the coarse pass drawn first (:func:`start_curve`'s ``coarse``, :class:`Session`)
 COARSE_POINTS = 10
-#: largest number of alphas at which the costly overlays (lambda*, simulations) are computed
-MAX_OVERLAY_POINTS = 8
 #: seconds of the job thread's CPU time after which the coarse pass stops (its rows so far
 #: kept as the preview) and the final curve starts: the coarse pass takes larger
 #: continuation steps than the curve, and cost up to 5 times the curve on a K = 3 lasso
@@ -96,6 +97,17 @@ COARSE_BUDGET_S = 0.3
 #: not timed: the same curve on any machine.  The library's precision has no budget
 POINT_BUDGET = 300
 
+
+#: the share of :data:`POINT_BUDGET` that a point of a curve with a neighbouring curve's
+#: fixed points (:func:`warm_start`) may take from the continuation along the curve; past
+#: it the point starts again from the neighbouring curve's fixed point nearest to it (the
+#: same alpha at the lambda before a slider's move) with the rest of the budget
+#: (:meth:`CurveJob._budgeted`).  The two points that the sampled space's slowest states
+#: (K = 3 cross-entropy lasso, lam = 6.1e-4 and 6.6e-4, after a move from half a decade
+#: above; ``benchmarks/bench_explore.py``) stopped after 300 steps of the continuation
+#: take 32 and 17 steps from there; the slowest points that the continuation solved took
+#: 78 and 116 (from the curve before: 404 and 239), within this share
+FIRST_TRY_SHARE = 0.5
 
 #: test hook: the environment variable naming a coarse pass's budget in seconds instead of
 #: :data:`COARSE_BUDGET_S` (read when a job starts; ``inf``: the whole pass), so that a test
@@ -376,11 +388,16 @@ class CurveJob(_Job):
         budget, so that a curve whose cold start is slow is never drawn all missing) is
         stopped and
         drawn missing with the reason (:func:`gaussmix.experiments.curves.missing_row`),
+        where the job has a neighbouring curve's fixed points (``init``) after a second
+        start: a point that the continuation along the curve has not solved within
+        :data:`FIRST_TRY_SHARE` of the budget starts again from ``init`` (its nearest: the
+        same alpha on the curve before a slider's move) with the rest of it,
         and the library's curve goes on over the points after it (in the order the library
         solves them: a sweep over lambda from large to small), from the fixed points solved
         so far and those of ``init`` (the library curve's ``init``: its nearest, the point
-        before, starts it).  The table: the rows in the grid's order, each point's result
-        beside its row."""
+        before, starts it), or those of ``init`` alone where it has any (:func:`_restart`:
+        the same alpha on the curve before a slider's move).  The table: the rows in the
+        grid's order, each point's result beside its row."""
         from gaussmix.core.tables import CurveTable
         from gaussmix.experiments.curves import missing_row
 
@@ -392,14 +409,27 @@ class CurveJob(_Job):
         results: dict[int, FixedPointResult | None] = {}
         solved = self._solved(point)
 
-        def limit(n: int) -> float:  # the budget of the next point (n: points left)
+        # the steps the point being solved has spent before it started again from init
+        # (0: its first start)
+        spent = [0]
+
+        def limit(n: int, along: bool) -> float:
+            # the budget of the next point (n: points left; along: started by the
+            # continuation along the curve, not from the library call's init)
             if not self.init and all(r is None for r in results.values()):
                 return math.inf  # the cold start
-            return budget * n if _stacks(point, n) else budget
+            if _stacks(point, n):
+                return budget * n
+            if spent[0]:  # started again from init: what is left of the point's budget
+                return budget - spent[0]
+            # with a neighbouring curve, the continuation's share; then init (_budgeted)
+            return math.ceil(FIRST_TRY_SHARE * budget) if along and self.init else budget
 
+        stopped = False  # whether a point has been stopped by the budget
         while len(rows) < len(values):
             rest = order[len(rows) :]
-            steps = [0, limit(len(rest))]  # steps of the point being solved, its budget
+            # steps of the point being solved, its budget, whether the continuation started it
+            steps = [0, limit(len(rest), False), False]
 
             def check(steps: list = steps) -> None:
                 self._check()
@@ -410,14 +440,26 @@ class CurveJob(_Job):
             def hook(row: dict, result: FixedPointResult | None, steps: list = steps) -> None:
                 i = order[len(rows)]
                 rows[i], results[i] = dict(row), result
-                steps[:] = [0, limit(1)]
+                spent[0] = 0
+                steps[:] = [0, limit(1, True), True]
                 solved(row, result)
 
-            init = self.init + [r for r in results.values() if r is not None]
+            # a point started again, and after a point stopped by the budget the rest of
+            # the curve: from the neighbouring curve's fixed points where the job has them
+            # (the same alpha at the lambda before a slider's move), not from this curve's
+            # points before the stop: the continuation from them did not cross the stopped
+            # point, and the point after it started from them failed too (:func:`_restart`)
+            init = _restart(self.init, results, stopped or bool(spent[0]))
             try:
                 with interruptible(check):
                     _library_curve(self.state, point, values[sorted(rest)], hook, init)
             except _PointOverBudget:
+                used = spent[0] + steps[1]
+                if steps[2] and self.init and used < budget:
+                    spent[0] = used  # the same point again, from init
+                    continue
+                spent[0] = 0
+                stopped = True
                 i = order[len(rows)]
                 x = float(values[i])
                 at = (
@@ -425,13 +467,13 @@ class CurveJob(_Job):
                     if self._x == "alpha"
                     else {"alpha": point.alpha, "lam": x}
                 )
-                rows[i], results[i] = {**missing_row(**at), "n_iter": steps[1]}, None
+                rows[i], results[i] = {**missing_row(**at), "n_iter": used}, None
                 self._add(
                     {
                         **rows[i],
                         **order_parameters(None, point.mixture),
                         "_reason": (
-                            f"not solved within the screen precision's {steps[1]} iterations "
+                            f"not solved within the screen precision's {used} iterations "
                             f"at lam={at['lam']:g}, alpha={at['alpha']:g} (the library's "
                             "precision has no such budget): drawn missing"
                         ),
@@ -470,6 +512,33 @@ class CurveJob(_Job):
         self.refining = bool(rows)  # a coarse curve to refine (none: stopped at once)
         if self._on_preview is not None:
             self._on_preview(self.preview)
+
+
+def _restart(
+    init: list[FixedPointResult],
+    results: dict[int, FixedPointResult | None],
+    stopped: bool,
+) -> list[FixedPointResult]:
+    """The fixed points that start the library's curve over the points not yet solved
+    (:meth:`CurveJob._budgeted`; the library's ``init``: its nearest starts the first of
+    them): those of the neighbouring curve ``init`` (:func:`warm_start`) and the fixed
+    points ``results`` solved so far, or, once a point has been ``stopped`` by the
+    budget and ``init`` is not empty, those of ``init`` alone.
+
+    The point after a stopped one lies beyond a region that the continuation from this
+    curve's points did not cross; the nearest of them (before the stop) is a start that
+    the library's capped warm start gives up only after twice its own iterations, before
+    its cold start.  Measured on the two slowest states of the explorer's sampled space
+    (K = 3 cross-entropy lasso, lam = 6.1e-4 and 6.6e-4, after the lambda slider's move
+    from half a decade above; ``benchmarks/bench_explore.py``): the point after the
+    stopped one took 239 + 29 and 139 + 26 steps from the point before the stop (its
+    warm start given up, then cold), 19 and 14 from the curve before's point at the same
+    alpha.  Without ``init`` (a curve that started cold) the points solved so far are
+    all there is: its cold start has the budget too."""
+    solved = [r for r in results.values() if r is not None]
+    if stopped and init:
+        return list(init)
+    return init + solved
 
 
 def _library_curve(
@@ -617,36 +686,6 @@ def warm_start(job: CurveJob | None, state: ExplorerState) -> list[FixedPointRes
 
 
 # ============================================================================ overlays
-@dataclass
-class Overlay:
-    """One overlay: rows (``x`` and values, with standard errors ``<name>_se`` for
-    simulations), a single value (alpha*, lambda*), or why it is not available.
-
-    Parameters
-    ----------
-    name : str
-        Which overlay, one of :data:`~gaussmix.explore.OVERLAYS`: ``'bayes'``,
-        ``'alpha_star'``, ``'lambda_star'`` or ``'simulation'``.
-    rows : list of dict
-        The overlay's points, each a dict with ``alpha`` (and ``lam``) and the values:
-        ``test_error`` (``bayes``; ``lambda_star``, with ``lam`` the optimal lambda at that
-        alpha) or every scalar observable of :func:`gaussmix.simulate` with its standard
-        error ``<name>_se`` (``simulation``).  Empty for ``alpha_star``.
-    value : float, optional
-        The overlay's single number where it has one: alpha*_K (``alpha_star``); on the
-        lambda axis the Bayes-optimal error at ``alpha`` (``bayes``) and lambda*
-        (``lambda_star``).
-    unavailable : str, optional
-        The library's reason when the overlay is not defined for the state (e.g. the
-        Bayes-optimal error of a non-isotropic mixture); None otherwise.
-    """
-
-    name: str
-    rows: list[dict] = field(default_factory=list)
-    value: float | None = None
-    unavailable: str | None = None
-
-
 class OverlayJob(_Job):
     """The overlays of a state computed in a background thread (:func:`start_overlays`).
 
@@ -709,87 +748,6 @@ class OverlayJob(_Job):
                 self.warnings.extend(f"{name}: {e}" for e in errors)
             if self._on_result is not None:
                 self._on_result(overlay)
-
-
-def _evenly(n: int, k: int) -> np.ndarray:
-    """The indices of at most ``k`` of ``n`` points, evenly spread, both ends included."""
-    return np.unique(np.round(np.linspace(0, n - 1, min(k, n))).astype(int))
-
-
-def _thin(values: np.ndarray) -> list[float]:
-    """At most :data:`MAX_OVERLAY_POINTS` values of the grid (:func:`_evenly`)."""
-    return [float(values[i]) for i in _evenly(len(values), MAX_OVERLAY_POINTS)]
-
-
-def _overlay_steps(state: ExplorerState, point: Any, values: np.ndarray) -> list:
-    """``[(name, [call(overlay), ...]), ...]``: the library calls of each overlay asked for."""
-    from gaussmix.experiments.lambda_star import optimal_lambda
-    from gaussmix.experiments.transition import separability_threshold
-    from gaussmix.simulate.simulation import simulate
-    from gaussmix.theory.limits.bayes import bayes_optimal_error
-
-    mixture = point.mixture
-    along_alpha = state.axis == "alpha"
-    steps = []
-    if "bayes" in state.overlays:
-        alphas = [float(v) for v in values] if along_alpha else [point.alpha]
-
-        def bayes(overlay: Overlay, alpha: float) -> None:
-            err = bayes_optimal_error(mixture, alpha).test_error
-            overlay.rows.append({"alpha": alpha, "test_error": float(err)})
-            if not along_alpha:
-                overlay.value = float(err)
-
-        steps.append(("bayes", [_bind(bayes, a) for a in alphas]))
-    if "alpha_star" in state.overlays:
-
-        def alpha_star(overlay: Overlay) -> None:
-            res = separability_threshold(mixture, evidence=False)
-            overlay.value = float(res.alpha_star)
-
-        steps.append(("alpha_star", [alpha_star]))
-    if "lambda_star" in state.overlays:
-        alphas = _thin(values) if along_alpha else [point.alpha]
-
-        def lambda_star(overlay: Overlay, alpha: float) -> None:
-            res = optimal_lambda(
-                mixture, point.loss, alpha=alpha, **point.penalty_kw, **point.solve_kw
-            )
-            overlay.rows.append(
-                {"alpha": alpha, "lam": float(res.lam_star), "test_error": float(res.test_error)}
-            )
-            if not along_alpha:
-                overlay.value = float(res.lam_star)
-
-        steps.append(("lambda_star", [_bind(lambda_star, a) for a in alphas]))
-    if "simulation" in state.overlays:
-        xs = _thin(values)
-
-        def simulation(overlay: Overlay, x: float) -> None:
-            lam, alpha = (point.lam, x) if along_alpha else (x, point.alpha)
-            res = simulate(
-                mixture,
-                loss=point.loss,
-                lam=lam,
-                alpha=alpha,
-                d=state.sim_d,
-                seeds=state.sim_seeds,
-                seed=0,
-                **point.penalty_kw,
-            )
-            row: dict[str, float] = {"alpha": alpha, "lam": lam}
-            for key, mean in res.mean.items():
-                if np.isscalar(mean):
-                    row[key] = float(mean)
-                    row[f"{key}_se"] = float(res.se[key])
-            overlay.rows.append(row)
-
-        steps.append(("simulation", [_bind(simulation, x) for x in xs]))
-    return steps
-
-
-def _bind(func: Callable[..., None], arg: float) -> Callable[[Overlay], None]:
-    return lambda overlay: func(overlay, arg)
 
 
 def start_overlays(
