@@ -346,6 +346,43 @@ def test_the_points_policy_shares_the_single_points_decisions():
     assert points.continuation is Continuation.COARSE
 
 
+def test_a_step_of_one_point_is_refused_on_a_state_of_several():
+    """One state with a point axis: the steps that work on one point alone declare it
+    (``Step.points``), and the loop refuses them on a state of several points before any
+    work, as the state refuses a single point's accessors there."""
+    declared = {
+        cls.__name__: cls.points
+        for cls in (
+            P.WarmStart,
+            P.Iterate,
+            P.SharpSwitch,
+            P.EstimateErrors,
+            P.NormaliserSwitch,
+            P.RefinePrior,
+            P.Fallback,
+        )
+    }
+    assert declared == {
+        "WarmStart": False,
+        "Iterate": True,
+        "SharpSwitch": True,
+        "EstimateErrors": True,
+        "NormaliserSwitch": False,
+        "RefinePrior": False,
+        "Fallback": False,
+    }
+    problems = [make_problem(_binary(), "logistic", lam=0.1, alpha=a) for a in (0.5, 2.0)]
+    policy = replace(P.policy_for_points(problems, OPTS), prior_refinement=True)
+    s = P.SolveState(policy, problems, OPTS)
+    with pytest.raises(ValueError, match="RefinePrior works on one point; the state has 2"):
+        policy.loop(s)
+    assert s.out is None and s.ests is None  # (refused before the first step)
+    with pytest.raises(ValueError, match="single point's; the state has 2"):
+        _ = s.problem
+    with pytest.raises(ValueError, match="single point's; the state has 2"):
+        _ = s.est
+
+
 def test_the_fallback_slot_takes_a_failed_solve_only():
     """A fallback declared in the policy is handed the failed solve's state and its
     estimate replaces the failure; a solve that converges never calls it."""
