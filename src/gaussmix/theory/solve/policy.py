@@ -8,8 +8,9 @@ returns a frozen :class:`SolvePolicy`; :func:`~gaussmix.theory.solve.solver.solv
 one loop over its :attr:`SolvePolicy.steps` (:meth:`SolvePolicy.loop`).  The points of a
 curve solved as one stacked state take the same loop over the steps
 :func:`policy_for_points` declares (:class:`Iterate`, :class:`SharpSwitch`,
-:class:`EstimateErrors`), with the same decisions, on a state with a point axis
-(:func:`~gaussmix.theory.solve.solver.solve_batch`).  The steps, in the order they run:
+:class:`EstimateErrors`), with the same decisions, on the same state with a point axis
+(:class:`~gaussmix.theory.solve.solve_state.SolveState`, of one point in a single solve;
+:func:`~gaussmix.theory.solve.solver.solve_batch`).  The steps, in the order they run:
 
 ==================  =======================================================================
 step                what it does, and when the policy takes it
