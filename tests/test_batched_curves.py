@@ -16,7 +16,7 @@ from gaussmix.experiments import continuation, curves
 from gaussmix.theory.numerics.quadrature import auto_rule
 from gaussmix.theory.numerics.tolerances import refined_tol
 from gaussmix.theory.prior.prior import elastic_net_prior, ridge_prior
-from gaussmix.theory.solve import batch, batch_solve, fixed_point, nested, policy
+from gaussmix.theory.solve import batch, batch_solve, fixed_point, nested, policy, solver
 from gaussmix.theory.solve.bias import bias_step
 from gaussmix.theory.solve.fixed_point import FixedPointMap
 from gaussmix.theory.solve.iteration import AndersonState
@@ -744,7 +744,7 @@ def test_a_batch_without_a_continuation_is_the_same_loop() -> None:
     problems = curves._problems(BINARY, "logistic", [(0.1, a) for a in alphas], "l2", None)
     opts = solver_options(None, {})
     counts: list[int] = []
-    s = batch_solve.solve_batch(problems, opts, on_converged=counts.append)
+    s = solver.solve_batch(problems, opts, on_converged=counts.append)
     ref = continuation.solve_points(problems, opts)
     assert s.results is not None and ref is not None
     for got, want in zip(s.results, ref):

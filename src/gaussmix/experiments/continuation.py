@@ -20,7 +20,7 @@ Neighbouring points of a curve differ little.  Along a curve:
 A curve of :data:`STACKED_MIN_POINTS` points or more whose problem stacks
 (:func:`stackable`) is instead solved at all its points at once (:func:`solve_points`) by
 the steps of the solve policy on a point axis
-(:func:`~gaussmix.theory.solve.batch_solve.solve_batch`: the loop of a single solve over the
+(:func:`~gaussmix.theory.solve.solver.solve_batch`: the loop of a single solve over the
 steps of :func:`~gaussmix.theory.solve.policy.policy_for_points`, which decides the curve's
 rule, its sharp regime and its estimates); what is decided here is when to stack, the
 first stacked solve's restart of its slow points from predictions through its fast ones
@@ -45,7 +45,7 @@ from gaussmix.theory.numerics.quadrature import QuadratureRule, auto_rule
 from gaussmix.theory.prior.prior import prior_quadrature_dim, takes_stacked_points
 from gaussmix.theory.problem.problem import Problem
 from gaussmix.theory.solve.batch import FreezeRecord, point_mask
-from gaussmix.theory.solve.batch_solve import iterated_solve, solve_batch
+from gaussmix.theory.solve.batch_solve import iterated_solve
 from gaussmix.theory.solve.fixed_point import (
     FixedPointMap,
     MapMemory,
@@ -54,7 +54,7 @@ from gaussmix.theory.solve.fixed_point import (
 from gaussmix.theory.solve.iteration import AndersonState, IterationOutcome, IterationState
 from gaussmix.theory.solve.options import SolverOptions
 from gaussmix.theory.solve.policy import SharpPoint, chain_predecessor, channel_rule
-from gaussmix.theory.solve.solver import FixedPointResult
+from gaussmix.theory.solve.solver import FixedPointResult, solve_batch
 from gaussmix.theory.solve.state import LogChart, chart_resolved, pack_state, unpack_state
 
 __all__ = [
@@ -859,7 +859,7 @@ def solve_points(
     estimate and its result; None where the stacked solve fails (no convergence, a
     spurious or degenerate point) or, with two outputs, where a point is in the sharp
     regime, for the caller to solve point by point.  The solve is the policy's steps
-    (:func:`~gaussmix.theory.solve.batch_solve.solve_batch`,
+    (:func:`~gaussmix.theory.solve.solver.solve_batch`,
     :func:`~gaussmix.theory.solve.policy.policy_for_points`), the first stacked solve this
     module's (:func:`_first_solve`).
 

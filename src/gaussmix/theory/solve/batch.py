@@ -36,10 +36,17 @@ __all__ = [
     "NO_FREEZING",
     "FreezeRecord",
     "Freezing",
+    "SharpPoint",
     "StackedPoints",
     "Watch",
     "point_mask",
 ]
+
+
+class SharpPoint(Exception):
+    """The first point of a stacked solve of two outputs is in the sharp regime (raised by
+    a :class:`Watch`, the policy's
+    :class:`~gaussmix.theory.solve.policy.SharpWatch`)."""
 
 
 class Watch(Protocol):

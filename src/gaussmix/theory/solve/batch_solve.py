@@ -1,22 +1,24 @@
-"""The work of the solve policy's steps on the points of a curve stacked in one state.
+"""The stacked mechanics of the one solve state: the points of a curve iterated and
+estimated as one state.
 
 A curve's points (problems that differ only in ``lam`` and ``alpha``) are solved by the
 same steps as a single point, run by the same loop
 (:meth:`~gaussmix.theory.solve.policy.SolvePolicy.loop`) over the steps their policy
-declares (:func:`~gaussmix.theory.solve.policy.policy_for_points`), on a state with a
-point axis (:class:`PointsState`, beside a single point's
-:class:`~gaussmix.theory.solve.policy.SolveState`): :func:`solve_batch`.  Every decision
-is the policy's (the first rule, the continuation, the sharp regime's test
+declares (:func:`~gaussmix.theory.solve.policy.policy_for_points`), on the one state with
+a point axis (:class:`~gaussmix.theory.solve.solve_state.SolveState`, whose policy
+declares these mechanics: ``stacked``), by
+:func:`~gaussmix.theory.solve.solver.solve_batch`.  Every decision is the policy's (the
+first rule, the continuation, the sharp regime's test
 :func:`~gaussmix.theory.solve.policy.sharp_rules`, the kind of estimate, which secant pairs
-the re-solves start from); this module does the work: the stacked iteration
-(:func:`iterated_solve`, :func:`converged_solve`), each point frozen at its own
-convergence; the points in the sharp regime solved again with its rule; each point's own
+the re-solves start from); this module does the work below the state and imports neither
+the policy nor the solver: the stacked iteration (:func:`iterated_solve`,
+:func:`converged_solve`), each point frozen at its own convergence; each point's own
 integration error estimate, as a single point's
 (:func:`estimate_points`, :func:`~gaussmix.theory.solve.refinement.estimate_errors`, one
 driver :func:`~gaussmix.theory.solve.estimate.refine_rule`): the stacked state re-solved
 with the refined rule from the last solve's secant pairs (:func:`refined_solve`), the change
 of each point's observables, refinement again for the points whose estimate exceeds
-``quad_tol``; its results assembled by the solver's own code
+``quad_tol``; the points' estimates, whose results the solver assembles
 (:func:`~gaussmix.theory.solve.solver.assemble_results`).  Which points are stacked, the
 first solve's restart of a sweep's slow points and the fall back to the points one by one
 are the continuation's (:func:`gaussmix.experiments.continuation.solve_points`).
@@ -25,37 +27,28 @@ are the continuation's (:func:`gaussmix.experiments.continuation.solve_points`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
-from ...core.caught import caught
 from ..model.outputs import error_keys
 from ..numerics.quadrature import QuadratureRule
 from ..numerics.tolerances import REFINED_EXTRA_ITER, refined_tol
-from ..problem.problem import Problem
-from .batch import Freezing, Watch
+from .batch import Freezing, SharpPoint, Watch
 from .estimate import RuleRefinement, refine_rule, tighter_run
-from .fixed_point import FixedPointMap, MapMemory, map_features, uses_log_chart
+from .fixed_point import FixedPointMap, MapMemory
 from .iteration import AndersonState, IterationOutcome, IterationState, IterationStatus, iterate
 from .options import SolverOptions
-from .policy import SharpPoint, SolvePolicy, estimate_kind, policy_for_points
 from .refinement import (
-    Continuation,
-    ErrorEstimate,
     Estimate,
     Observables,
     light_observables,
     with_statistics_points,
 )
-from .results import FixedPointResult
-from .solver import assemble_results
 
 __all__ = [
     "FirstSolve",
-    "PointsState",
     "plain_first_solve",
-    "solve_batch",
     "converged_solve",
     "estimate_points",
     "iterated_solve",
@@ -261,8 +254,8 @@ def estimate_points(
     *,
     refine: bool,
     own_pairs: bool,
-) -> list[FixedPointResult] | None:
-    """The results of the points of the stacked fixed point ``x`` of ``T``, each with its
+) -> list[Estimate] | None:
+    """The estimates of the points of the stacked fixed point ``x`` of ``T``, each with its
     integration error estimated as :func:`~gaussmix.theory.solve.refinement.estimate_errors`
     estimates a single point's: the stacked state re-solved with the refined rule (returning
     the image, so that the state moves with the rule), the change of each point's
@@ -325,14 +318,13 @@ def estimate_points(
             return None
     obs, quad, evals = done.obs, done.quad, done.evals
     n_iters, residuals = done.n_iter, done.residual
-    opts = replace(opts, throw=False)
     maps, memories = _point_maps(where, states)
     try:
         priors = T.prior_details([m.ev for m in memories])
         fulls = with_statistics_points(problems, maps, states, obs, priors, memories)
     except (FloatingPointError, np.linalg.LinAlgError, ValueError):
         return None
-    ests = [
+    return [
         Estimate(
             maps[i],
             states[i],
@@ -347,13 +339,9 @@ def estimate_points(
         )
         for i, full in enumerate(fulls)
     ]
-    results = assemble_results(problems, opts, ests)
-    if not all(res.success for res in results):  # a spurious or degenerate point: point by point
-        return None
-    return results
 
 
-#: the first stacked solve of a batch (:attr:`PointsState.first_solve`): given the map (its
+#: the first stacked solve of a batch (``SolveState.first_solve``): given the map (its
 #: freezing made with :func:`solve_freezing`), the cold start, the options and a progress
 #: callback (``on_converged(n)``, or None), the map that made it and the converged
 #: outcome, or None where it fails (a curve's continuation restarts its slow points there,
@@ -376,194 +364,6 @@ def plain_first_solve(
     frozen = memory.record.frozen
     report = None if on_converged is None else lambda *_: on_converged(int(frozen.sum()))
     return T, converged_solve(T, x0, None, opts, report, memory=memory)
-
-
-@dataclass
-class _Group:
-    """The points of a batch on one rule after the sharp switch (indices ``idx``): their
-    map, stacked state, each point's evaluations and residual, the map's memory of its
-    last evaluation (None: a fresh one) and the secant pairs the estimate starts from."""
-
-    idx: list[int]
-    T: FixedPointMap
-    x: np.ndarray
-    n_iter: np.ndarray
-    residual: np.ndarray
-    memory: MapMemory | None
-    history: AndersonState | None
-
-
-@dataclass
-class PointsState:
-    """What the policy's steps hand on in a solve of the points of a curve stacked in one
-    state (:func:`solve_batch`), as :class:`~gaussmix.theory.solve.policy.SolveState` does
-    for one point: the same steps (:class:`~gaussmix.theory.solve.policy.Iterate`,
-    :class:`~gaussmix.theory.solve.policy.SharpSwitch`,
-    :class:`~gaussmix.theory.solve.policy.EstimateErrors`) call its :meth:`iterate`,
-    :meth:`switch` and :meth:`estimate_errors`, which do their work on a point axis.
-
-    ``first_solve``: the first stacked solve (:data:`FirstSolve`; the continuation's
-    restart of a sweep's slow points); ``on_converged``: its progress callback.  After the
-    steps, ``results`` holds each point's result (None where the stacked solve failed:
-    no convergence, a point in the sharp regime with two outputs, a spurious or
-    degenerate point) and ``log`` the warnings of the sharp switch and the estimates,
-    for the caller to give once every point stands."""
-
-    policy: SolvePolicy
-    problems: list[Problem]
-    opts: SolverOptions
-    first_solve: FirstSolve = plain_first_solve
-    on_converged: Callable[[int], None] | None = None
-    T: FixedPointMap | None = None
-    out: IterationOutcome | None = None
-    n_iter: np.ndarray | None = None
-    residual: np.ndarray | None = None
-    groups: list[_Group] | None = None
-    results: list[FixedPointResult] | None = None
-    failed: bool = False
-    log: list = field(default_factory=list)
-    #: (a batch declares no warm start)
-    warm_kept: bool = False
-
-    @property
-    def converged(self) -> bool:
-        """Whether every point converged so far."""
-        return not self.failed and self.out is not None
-
-    @property
-    def x(self) -> np.ndarray:
-        """The stacked state of the last solve."""
-        return self.out.x
-
-    def iterate(self, rule: QuadratureRule) -> None:
-        """The stacked iteration with ``rule`` from the cold start, each point frozen at its
-        own convergence, after the policy's continuation (a coarser rule first, whose
-        secant pairs and proximal points the rule's solve starts from) and watched by its
-        :class:`~gaussmix.theory.solve.policy.SharpWatch`; the first solve is
-        :attr:`first_solve`.  Each point's evaluations count both phases."""
-        problems, opts, policy = self.problems, self.opts, self.policy
-        sym, _ = map_features(problems[0], opts)
-        log_chart = any(uses_log_chart(p) for p in problems)
-        T = FixedPointMap(problems, rule, sym, log_chart, solve_freezing(opts, policy.sharp_watch))
-        x0 = T.start()
-        if not T.is_valid(x0):
-            self.failed = True
-            return
-        coarse = rule.coarsened() if policy.continuation is Continuation.COARSE else None
-        n_coarse: np.ndarray | int = 0
-        if coarse is not None:  # the continuation from the coarser rule (run_fixed_point)
-            Tc, out = self.first_solve(T.like(problems, coarse, T.freezing), x0, opts, None)
-            if out is None:
-                self.failed = True
-                return
-            rec = out.aux.record
-            x0 = out.x
-            history = Tc.pairs(rec, out.anderson, list(range(len(problems))), opts.anderson)
-            # (two outputs: the curve's rule is not the single point's)
-            start = T.warm_from(Tc, out.aux)
-            n_coarse = Tc.own_iterations(rec, out.n_iter)
-            frozen, on_converged = start.record.frozen, self.on_converged
-            report = None if on_converged is None else lambda *_: on_converged(int(frozen.sum()))
-            out = converged_solve(T, x0, history, opts, report, memory=start)
-        else:
-            T, out = self.first_solve(T, x0, opts, self.on_converged)
-        if out is None:
-            self.failed = True
-            return
-        rec = out.aux.record
-        self.T, self.out = T, out
-        self.residual = np.where(rec.frozen, rec.residuals, out.residual)  # each point's own
-        self.n_iter = T.own_iterations(rec, out.n_iter) + n_coarse
-
-    def switch(self, sharps: list[QuadratureRule | None]) -> None:
-        """The points by the rule ``sharps`` gives each (None: its rule stays), the points
-        with a sharp rule solved again with it from their fixed point, stacked, with the
-        secant pairs of the iteration that reached it (as a single point's
-        :class:`~gaussmix.theory.solve.policy.SharpSwitch`)."""
-        with caught() as log:
-            self.groups = self._grouped(sharps)
-        self.log.extend(log)
-
-    def _grouped(self, sharps: list[QuadratureRule | None]) -> list[_Group] | None:
-        T, out, opts, problems = self.T, self.out, self.opts, self.problems
-        rec = out.aux.record
-        by_rule: dict = {}  # the rule of each point -> its points
-        for i, sharp in enumerate(sharps):
-            by_rule.setdefault(sharp, []).append(i)
-        groups = []
-        for sharp, idx in by_rule.items():
-            T_g, x_g, n_iter, res_g = T, out.x, self.n_iter[idx], self.residual[idx]
-            mem_g = out.aux  # (the memory of the map's last evaluation)
-            hist = T.pairs(rec, out.anderson, idx, opts.anderson, own=self.policy.own_pairs)
-            if len(idx) < len(problems):  # the group's points alone
-                T_g = T.like([problems[i] for i in idx], T.rule)
-                x_g, mem_g = T.points_of(out.x, idx), None
-            if sharp is not None:  # in the sharp regime: its rule, from there
-                T_s = T_g.like(T_g.problems, sharp, solve_freezing(opts))
-                out_g = converged_solve(T_s, x_g, hist, opts, memory=T_s.shared(T_g, mem_g))
-                if out_g is None:
-                    self.failed = True
-                    return None
-                T_g, mem_g, rec_g = T_s, out_g.aux, out_g.aux.record
-                x_g, n_iter = out_g.x, n_iter + T_g.own_iterations(rec_g, out_g.n_iter)
-                res_g = np.where(rec_g.frozen, rec_g.residuals, out_g.residual)
-                hist = T_g.pairs(rec_g, out_g.anderson, list(range(len(idx))), opts.anderson)
-            groups.append(_Group(idx, T_g, x_g, n_iter, res_g, mem_g, hist))
-        return groups
-
-    def estimate_errors(self) -> None:
-        """Each group's points' observables and integration errors
-        (:func:`estimate_points`, of the kind
-        :func:`~gaussmix.theory.solve.policy.estimate_kind` gives for the group's rule)
-        and their results; None after a failure."""
-        if self.failed:
-            return
-        with caught() as log:
-            if self.groups is None:  # (no sharp switch: every point on its rule)
-                self.groups = self._grouped([None] * len(self.problems))
-            results: list = [None] * len(self.problems)
-            for g in self.groups:
-                kind = estimate_kind(self.problems[0], self.opts, g.T.rule)
-                done = estimate_points(
-                    g.T,
-                    g.x,
-                    g.n_iter,
-                    g.residual,
-                    self.opts,
-                    g.history,
-                    merge=self.policy.merge,
-                    memory=g.memory,
-                    refine=kind is ErrorEstimate.REFINED_RULE,
-                    own_pairs=self.policy.own_pairs,
-                )
-                if done is None:
-                    self.failed = True
-                    break
-                for i, res in zip(g.idx, done):
-                    results[i] = res
-        self.log.extend(log)
-        if not self.failed:
-            self.results = results
-
-
-def solve_batch(
-    problems: list[Problem],
-    opts: SolverOptions,
-    *,
-    first_solve: FirstSolve = plain_first_solve,
-    on_converged: Callable[[int], None] | None = None,
-) -> PointsState:
-    """The points ``problems`` (of one mixture, loss and penalty, at other ``lam`` and
-    ``alpha``) solved as one stacked state by the steps of their policy
-    (:func:`~gaussmix.theory.solve.policy.policy_for_points`), the one loop of a single
-    solve (:meth:`~gaussmix.theory.solve.policy.SolvePolicy.loop`) on a point axis
-    (:class:`PointsState`); ``first_solve`` and ``on_converged``: the first stacked solve
-    and its progress callback.  The state after the steps: its ``results`` (None after a
-    failure) and ``log``."""
-    policy = policy_for_points(problems, opts)
-    s = PointsState(policy, problems, opts, first_solve, on_converged)
-    policy.loop(s)
-    return s
 
 
 def _point_maps(

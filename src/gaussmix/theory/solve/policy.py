@@ -8,8 +8,9 @@ returns a frozen :class:`SolvePolicy`; :func:`~gaussmix.theory.solve.solver.solv
 one loop over its :attr:`SolvePolicy.steps` (:meth:`SolvePolicy.loop`).  The points of a
 curve solved as one stacked state take the same loop over the steps
 :func:`policy_for_points` declares (:class:`Iterate`, :class:`SharpSwitch`,
-:class:`EstimateErrors`), with the same decisions, on a state with a point axis
-(:func:`~gaussmix.theory.solve.batch_solve.solve_batch`).  The steps, in the order they run:
+:class:`EstimateErrors`), with the same decisions, on the same state with a point axis
+(:class:`~gaussmix.theory.solve.solve_state.SolveState`, of one point in a single solve;
+:func:`~gaussmix.theory.solve.solver.solve_batch`).  The steps, in the order they run:
 
 ==================  =======================================================================
 step                what it does, and when the policy takes it
@@ -39,13 +40,10 @@ step                what it does, and when the policy takes it
                     ``alpha`` (first where the weights were unbounded)
 ==================  =======================================================================
 
-The steps hold no numerics: they call the mechanics of :mod:`gaussmix.theory.solve.refinement`
-(:func:`~gaussmix.theory.solve.refinement.run_fixed_point`,
-:func:`~gaussmix.theory.solve.refinement.estimate_errors`,
-:func:`~gaussmix.theory.solve.refinement.refine_prior`) through one point's
-:class:`SolveState`, or those of :mod:`gaussmix.theory.solve.batch_solve` through a curve's
-:class:`~gaussmix.theory.solve.batch_solve.PointsState` (:class:`StepState`: what both
-answer), with the decisions made here, and read
+The steps hold no numerics: they call the work of one state with a point axis below the
+policy (:class:`~gaussmix.theory.solve.solve_state.SolveState`: one point, or a curve's
+stacked points; the steps of one point declare so, :attr:`Step.points`), with the
+decisions made here, and read
 the rules' declared capabilities (:class:`~gaussmix.theory.numerics.quadrature.QuadratureRule`:
 ``randomised``, ``computes_moments``, ``needs_symmetry``, ``seed``, ``fallback``).
 """
@@ -54,7 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import ClassVar
 
 import numpy as np
 
@@ -77,6 +75,7 @@ from ..problem.symmetry import (
     ExchangeablePanels,
     symmetric_rule,
 )
+from .batch import SharpPoint
 from .bias import bias_condition_step
 from .fixed_point import (
     FixedPointMap,
@@ -89,11 +88,10 @@ from .refinement import (
     Continuation,
     ErrorEstimate,
     Estimate,
-    estimate_errors,
     failed_observables,
     refine_prior,
-    run_fixed_point,
 )
+from .solve_state import SolveState
 from .state import unpack_state
 
 __all__ = [
@@ -111,7 +109,6 @@ __all__ = [
     "FailFast",
     "policy_for",
     "policy_for_points",
-    "StepState",
     "chain_predecessor",
     "own_refined_pairs",
     "verdict",
@@ -127,106 +124,22 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------- the state
-@dataclass
-class SolveState:
-    """What the steps of one solve hand on: the problem, options, callback and the secant
-    pairs by rule (``history``), the starting state ``x0``, the map and outcome of the last
-    fixed-point run (``T``, ``out``), whether the warm start's solve stands
-    (``warm_kept``) and its iterations (``n_warm``), and the estimate (``est``) once made."""
-
-    policy: SolvePolicy
-    problem: Problem
-    opts: SolverOptions
-    callback: Callable | None
-    history: dict
-    x0: np.ndarray
-    T: FixedPointMap | None = None
-    out: IterationOutcome | None = None
-    n_warm: int = 0
-    warm_kept: bool = False
-    est: Estimate | None = None
-
-    def run(self, rule: QuadratureRule, x0: np.ndarray) -> tuple[FixedPointMap, IterationOutcome]:
-        """:func:`~gaussmix.theory.solve.refinement.run_fixed_point` with ``rule`` from ``x0``
-        after the policy's continuation."""
-        return run_fixed_point(
-            self.problem,
-            rule,
-            x0,
-            self.opts,
-            self.callback,
-            self.history,
-            first_phase=self.policy.continuation,
-            watch=None if self.policy.fail_fast is None else self.policy.fail_fast.watch,
-        )
-
-    def estimate(self, T: FixedPointMap, out: IterationOutcome) -> Estimate:
-        """:func:`~gaussmix.theory.solve.refinement.estimate_errors` at ``out``, of the kind
-        :func:`estimate_kind` gives for the rule of ``T``."""
-        kind = estimate_kind(self.problem, self.opts, T.rule)
-        return estimate_errors(self.problem, T, out, self.opts, self.callback, self.history, kind)
-
-    # the work of the steps that a batch of points does too (:class:`StepState`)
-    @property
-    def converged(self) -> bool:
-        """Whether the last fixed-point run converged."""
-        return self.out.converged
-
-    @property
-    def x(self) -> np.ndarray:
-        """The state of the last fixed-point run."""
-        return self.out.x
-
-    def iterate(self, rule: QuadratureRule) -> None:
-        """The fixed point with ``rule`` from the starting state, after the policy's
-        continuation; the warm start's iterations count."""
-        T, out = self.run(rule, self.x0)
-        self.T, self.out = T, replace(out, n_iter=out.n_iter + self.n_warm)
-
-    def switch(self, sharps: list[QuadratureRule | None]) -> None:
-        """With the sharp rule of the point (``sharps``, one; None: its rule stays), the
-        solve again from its fixed point, with its secant pairs."""
-        (sharp,) = sharps
-        if sharp is None:
-            return
-        self.history.setdefault(sharp, self.out.anderson)
-        T, out2 = self.run(sharp, self.out.x)
-        self.T, self.out = T, replace(out2, n_iter=self.out.n_iter + out2.n_iter)
-
-    def estimate_errors(self) -> None:
-        """The observables at the fixed point and their integration error."""
-        self.est = self.estimate(self.T, self.out)
-
-
-class StepState(Protocol):
-    """What the steps a single solve and a batch of points share (:class:`Iterate`,
-    :class:`SharpSwitch`, :class:`EstimateErrors`) read and call: one point's
-    :class:`SolveState`, or the points of a curve stacked in one state
-    (:class:`~gaussmix.theory.solve.batch_solve.PointsState`).  The steps hold the
-    decisions; the state does the work on its points."""
-
-    opts: SolverOptions
-    T: FixedPointMap | None
-    warm_kept: bool
-
-    @property
-    def converged(self) -> bool: ...
-
-    @property
-    def x(self) -> np.ndarray: ...
-
-    def iterate(self, rule: QuadratureRule) -> None: ...
-
-    def switch(self, sharps: list[QuadratureRule | None]) -> None: ...
-
-    def estimate_errors(self) -> None: ...
-
-
 # --------------------------------------------------------------------------- the steps
 class Step:
-    """One step of a solve: :meth:`run` reads and updates the :class:`SolveState` (the
-    steps a curve's stacked points take too, any :class:`StepState`)."""
+    """One step of a solve: :meth:`run` reads and updates the
+    :class:`~gaussmix.theory.solve.solve_state.SolveState`, of one point or of a curve's
+    stacked points.
+
+    Attributes
+    ----------
+    points : bool
+        Whether the step works on a state of any number of points (:class:`Iterate`,
+        :class:`SharpSwitch`, :class:`EstimateErrors`), rather than on one point's alone
+        (the warm start, the normaliser switch, the prior's refinement and the fallback):
+        :meth:`SolvePolicy.loop` refuses a step of one point on a state of several.
+    """
+
+    points: ClassVar[bool] = False
 
     def run(self, s: SolveState) -> None:
         """Do the step."""
@@ -265,11 +178,14 @@ class WarmStart(Step):
 class Iterate(Step):
     """The fixed point with ``rule`` from the starting state, after the policy's
     continuation; the warm start's iterations count.  Of a curve's stacked points: each
-    point frozen at its own convergence (:meth:`StepState.iterate`)."""
+    point frozen at its own convergence
+    (:meth:`~gaussmix.theory.solve.solve_state.SolveState.iterate`)."""
 
     rule: QuadratureRule
 
-    def run(self, s: StepState) -> None:
+    points: ClassVar[bool] = True
+
+    def run(self, s: SolveState) -> None:
         if s.warm_kept:
             return
         s.iterate(self.rule)
@@ -280,9 +196,11 @@ class SharpSwitch(Step):
     """Where the solve converged with the automatic smooth-regime rule to a sharp state,
     the sharp regime's rule from that state, with its secant pairs: the test of a curve's
     stacked points (:func:`sharp_rules`), each point of a batch with its own rule
-    (:meth:`StepState.switch`)."""
+    (:meth:`~gaussmix.theory.solve.solve_state.SolveState.switch`)."""
 
-    def run(self, s: StepState) -> None:
+    points: ClassVar[bool] = True
+
+    def run(self, s: SolveState) -> None:
         if s.warm_kept or not s.converged:
             return
         s.switch(sharp_rules(s.T, s.x, s.opts))
@@ -292,10 +210,12 @@ class SharpSwitch(Step):
 class EstimateErrors(Step):
     """The observables at the fixed point and their integration error (the kind of
     :func:`estimate_kind` for the rule the solve ended with), each point of a batch its
-    own (:meth:`StepState.estimate_errors`)."""
+    own (:meth:`~gaussmix.theory.solve.solve_state.SolveState.estimate_errors`)."""
 
-    def run(self, s: StepState) -> None:
-        s.estimate_errors()
+    points: ClassVar[bool] = True
+
+    def run(self, s: SolveState) -> None:
+        s.estimate_errors(lambda rule: estimate_kind(s.problems[0], s.opts, rule))
 
 
 @dataclass(frozen=True)
@@ -309,7 +229,8 @@ class NormaliserSwitch(Step):
         if switch is None:
             return
         T, out2 = s.run(switch, s.est.x)
-        est2 = s.estimate(T, replace(out2, n_iter=s.est.n_iter + out2.n_iter))
+        out2 = replace(out2, n_iter=s.est.n_iter + out2.n_iter)
+        est2 = s.estimate(T, out2, estimate_kind(s.problem, s.opts, T.rule))
         if est2.status is IterationStatus.CONVERGED and _worst(est2) < _worst(s.est):
             s.est = est2
 
@@ -480,6 +401,12 @@ class SolvePolicy:
         Of a curve's stacked points: whether the re-solves of the sharp switch and the
         estimate start from each point's own secant pairs (one output) or the stacked
         history (two; :func:`own_refined_pairs`).
+    stacked : bool
+        Whether the state's points are iterated as one stacked state, each frozen at its
+        own convergence, with each point's estimate on the point axis (a curve's points,
+        :func:`policy_for_points`), rather than by a single point's fixed-point run and
+        estimate (:func:`policy_for`); the mechanics the
+        :class:`~gaussmix.theory.solve.solve_state.SolveState` takes.
     """
 
     rule: QuadratureRule
@@ -495,6 +422,7 @@ class SolvePolicy:
     sharp_watch: SharpWatch | None = None
     merge: bool = False
     own_pairs: bool = True
+    stacked: bool = False
 
     @property
     def steps(self) -> tuple[Step, ...]:
@@ -523,15 +451,22 @@ class SolvePolicy:
         history: dict,
     ) -> Estimate:
         """The solve of one point: :meth:`loop` from the starting state ``x0``."""
-        s = SolveState(self, problem, opts, callback, history, x0)
+        s = SolveState(self, [problem], opts, callback, history, x0)
         self.loop(s)
         return s.est
 
-    def loop(self, s: StepState) -> StepState:
+    def loop(self, s: SolveState) -> SolveState:
         """The one loop of every solve: each of :attr:`steps` in turn on the state ``s``
-        (one point's :class:`SolveState`, or a curve's stacked points,
-        :class:`~gaussmix.theory.solve.batch_solve.PointsState`)."""
-        for step in self.steps:
+        (one point, or a curve's stacked points); a step of one point
+        (:attr:`Step.points` false) on a state of several is refused."""
+        steps = self.steps
+        for step in steps:
+            if not step.points and s.n_points != 1:
+                raise ValueError(
+                    f"the step {type(step).__name__} works on one point; the state has "
+                    f"{s.n_points}"
+                )
+        for step in steps:
             step.run(s)
         return s
 
@@ -618,6 +553,7 @@ def policy_for_points(problems: list[Problem], opts: SolverOptions) -> SolvePoli
         # restarts its slow points
         merge=two or len({p.alpha for p in problems}) == 1,
         own_pairs=own_refined_pairs(p0),
+        stacked=True,
     )
 
 
@@ -744,10 +680,6 @@ def sharp_rule(
     if symmetric:  # exchangeable clusters: cluster 0's rule
         sharp = symmetric_rule(problem, sharp, Q, M, V)
     return None if sharp == rule else sharp
-
-
-class SharpPoint(Exception):
-    """The first point of a stacked solve of two outputs is in the sharp regime."""
 
 
 #: a stacked solve of two outputs gives up where an image of the map at the curve's first

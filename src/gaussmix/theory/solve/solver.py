@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any
+from dataclasses import replace
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from gaussmix.core.caught import caught
 from gaussmix.core.exceptions import ConvergenceError, IntegrationWarning
 from gaussmix.core.version import __version__
 
@@ -41,6 +43,7 @@ from ..numerics.tolerances import (
 )
 from ..prior.prior import prior_update
 from ..problem.problem import Problem
+from .batch_solve import FirstSolve, plain_first_solve
 from .bias import bias_condition_step
 from .fixed_point import (
     FixedPointMap,
@@ -52,7 +55,7 @@ from .fixed_point import (
 from .iteration import AndersonState, IterationOutcome, IterationStatus, iterate
 from .observables import free_energy_terms
 from .options import DEFAULT_OPTIONS, SolverOptions, solver_options, with_options_doc
-from .policy import policy_for, verdict
+from .policy import policy_for, policy_for_points, verdict
 from .refinement import (
     MAX_QUADRATURE_DIM,
     MAX_QUADRATURE_NODES,
@@ -62,6 +65,7 @@ from .refinement import (
     integration_warning_text,
 )
 from .results import FixedPointResult
+from .solve_state import SolveState
 from .state import LogChart, is_valid_state, pack_state, residual_scale, unpack_state
 
 __all__ = [
@@ -76,6 +80,8 @@ __all__ = [
     "LogChart",
     "iterate",
     "solve_problem",
+    "solve_batch",
+    "BatchSolve",
     "with_options_doc",
     "DEFAULT_OPTIONS",
     "free_energy",
@@ -245,6 +251,49 @@ def solve_problem(
     est = policy.run(problem, opts, start_state(problem, init), callback, history)
     # stacklevel: assemble_results <- assemble_result <- solve_problem <- its caller's caller
     return assemble_result(problem, opts, est, stacklevel=5)
+
+
+class BatchSolve(NamedTuple):
+    """The points of :func:`solve_batch`: each point's result (None where the stacked
+    solve failed: no convergence, a point in the sharp regime with two outputs, a spurious
+    or degenerate point) and the warnings of the sharp switch, the estimates and the
+    results (``log``, :func:`~gaussmix.core.caught.caught`'s), for the caller to give once
+    every point stands."""
+
+    results: list[FixedPointResult] | None
+    log: list
+
+
+def solve_batch(
+    problems: list[Problem],
+    opts: SolverOptions,
+    *,
+    first_solve: FirstSolve = plain_first_solve,
+    on_converged: Callable[[int], None] | None = None,
+) -> BatchSolve:
+    """The points ``problems`` (of one mixture, loss and penalty, at other ``lam`` and
+    ``alpha``) solved as one stacked state by the steps of their policy
+    (:func:`~gaussmix.theory.solve.policy.policy_for_points`): the one loop of a single
+    solve (:meth:`~gaussmix.theory.solve.policy.SolvePolicy.loop`) on the one state with a
+    point axis (:class:`~gaussmix.theory.solve.solve_state.SolveState` of ``P`` points,
+    where :func:`solve_problem`'s has one); ``first_solve`` and ``on_converged``: the first
+    stacked solve (:data:`~gaussmix.theory.solve.batch_solve.FirstSolve`) and its progress
+    callback.  The results are assembled as a single point's (:func:`assemble_results`);
+    where one of them is not a success, none is returned (the caller solves the points
+    one by one)."""
+    policy = policy_for_points(problems, opts)
+    s = SolveState(
+        policy, list(problems), opts, first_solve=first_solve, on_converged=on_converged
+    )
+    policy.loop(s)
+    if s.ests is None:
+        return BatchSolve(None, s.log)
+    with caught() as log:
+        results = assemble_results(problems, replace(opts, throw=False), s.ests)
+    s.log.extend(log)
+    if not all(res.success for res in results):  # a spurious or degenerate point
+        return BatchSolve(None, s.log)
+    return BatchSolve(results, s.log)
 
 
 def free_energy(

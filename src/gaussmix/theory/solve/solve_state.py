@@ -1,0 +1,336 @@
+"""The state a solve's steps work on: one state with a point axis, below the policy.
+
+The policy (:mod:`gaussmix.theory.solve.policy`) declares the steps of a solve and is their
+one driver (:meth:`~gaussmix.theory.solve.policy.SolvePolicy.loop`); the steps read and
+update a :class:`SolveState`, which holds ``P >= 1`` points (problems of one mixture, loss
+and penalty at other ``lam`` and ``alpha``) and does the work the steps call on all of
+them: :meth:`SolveState.iterate`, :meth:`SolveState.switch` and
+:meth:`SolveState.estimate_errors`.  A single solve is a state of one point
+(:func:`~gaussmix.theory.solve.solver.solve_problem`), a curve's stacked points a state of
+``P`` (:func:`~gaussmix.theory.solve.solver.solve_batch`).  The state makes no decision:
+which rule, continuation, estimate and fallback is its policy's, read through the
+fields it declares (:class:`Declared`); the steps that need one point say so
+(:attr:`~gaussmix.theory.solve.policy.Step.points`).
+
+Which mechanics do the work is one declared field of the policy,
+:attr:`Declared.stacked`: a single point's fixed-point run and estimate
+(:func:`~gaussmix.theory.solve.refinement.run_fixed_point`,
+:func:`~gaussmix.theory.solve.refinement.estimate_errors`: a predicted start for each
+refined re-solve, the single-precision phase, the fallback's early stop), or the stacked
+iteration with each point frozen at its own convergence and each point's estimate on the
+point axis (:func:`~gaussmix.theory.solve.batch_solve.converged_solve`,
+:func:`~gaussmix.theory.solve.batch_solve.estimate_points`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+import numpy as np
+
+from ...core.caught import caught
+from ..numerics.quadrature import QuadratureRule
+from ..problem.problem import Problem
+from . import batch_solve
+from .batch import Watch
+from .batch_solve import FirstSolve, plain_first_solve, solve_freezing
+from .fixed_point import FixedPointMap, MapMemory, map_features, uses_log_chart
+from .iteration import AndersonState, IterationOutcome
+from .options import SolverOptions
+from .refinement import (
+    Continuation,
+    ErrorEstimate,
+    Estimate,
+    estimate_errors,
+    run_fixed_point,
+)
+
+__all__ = ["Declared", "PointGroup", "SolveState"]
+
+
+class _FailFast(Protocol):
+    """The policy's early stop of a run that stalls
+    (:class:`~gaussmix.theory.solve.policy.FailFast`)."""
+
+    def watch(self) -> Callable: ...
+
+
+class Declared(Protocol):
+    """What the state reads of its policy
+    (:class:`~gaussmix.theory.solve.policy.SolvePolicy`): the declared fields that choose
+    its mechanics, never a decision of its own."""
+
+    @property
+    def stacked(self) -> bool:
+        """Whether the points are iterated as one stacked state, each frozen at its own
+        convergence (a curve's points), rather than by a single point's run."""
+
+    @property
+    def continuation(self) -> Continuation:
+        """The cheaper first phase of every fixed-point run."""
+
+    @property
+    def fail_fast(self) -> _FailFast | None:
+        """The early stop of a single point's runs, where a fallback waits."""
+
+    @property
+    def sharp_watch(self) -> Watch | None:
+        """The stop of a stacked solve in the sharp regime (two outputs)."""
+
+    @property
+    def merge(self) -> bool:
+        """Whether a stacked estimate's refined re-solve goes on to the tighter tolerance in
+        the same iteration."""
+
+    @property
+    def own_pairs(self) -> bool:
+        """Whether the stacked re-solves start from each point's own secant pairs."""
+
+
+@dataclass
+class PointGroup:
+    """The points of a stacked state on one rule after the sharp switch (indices ``idx``):
+    their map, stacked state, each point's evaluations and residual, the map's memory of
+    its last evaluation (None: a fresh one) and the secant pairs the estimate starts
+    from."""
+
+    idx: list[int]
+    T: FixedPointMap
+    x: np.ndarray
+    n_iter: np.ndarray
+    residual: np.ndarray
+    memory: MapMemory | None
+    history: AndersonState | None
+
+
+@dataclass
+class SolveState:
+    """What the steps of a solve hand on, for ``P >= 1`` points (``problems``).
+
+    Given: the policy (:class:`Declared`), the points' problems, the options, the
+    iteration's callback and the secant pairs by rule (``history``; a single point's),
+    the starting state ``x0`` (a single point's; a stacked solve starts cold), the first
+    stacked solve (``first_solve``, :data:`~gaussmix.theory.solve.batch_solve.FirstSolve`:
+    the continuation's restart of a sweep's slow points) and its progress callback
+    (``on_converged``).  Handed on: the map and outcome of the last fixed-point run (``T``,
+    ``out``; stacked: each point's evaluations ``n_iter`` and residual ``residual``, and
+    after the sharp switch its points by rule, ``groups``), whether the warm start's solve
+    stands (``warm_kept``) and its iterations (``n_warm``), and once made each point's
+    estimate (``ests``; None after a failed stacked solve, ``failed``), with the warnings of
+    the stacked switch and estimates in ``log`` for the caller to give once every point
+    stands."""
+
+    policy: Declared
+    problems: list[Problem]
+    opts: SolverOptions
+    callback: Callable | None = None
+    history: dict = field(default_factory=dict)
+    x0: np.ndarray | None = None
+    first_solve: FirstSolve = plain_first_solve
+    on_converged: Callable[[int], None] | None = None
+    T: FixedPointMap | None = None
+    out: IterationOutcome | None = None
+    n_iter: np.ndarray | None = None
+    residual: np.ndarray | None = None
+    groups: list[PointGroup] | None = None
+    ests: list[Estimate] | None = None
+    failed: bool = False
+    log: list = field(default_factory=list)
+    n_warm: int = 0
+    warm_kept: bool = False
+
+    # ----------------------------------------------------------------- the point axis
+    @property
+    def n_points(self) -> int:
+        """The number ``P`` of points."""
+        return len(self.problems)
+
+    @property
+    def problem(self) -> Problem:
+        """The problem of a state of one point (the steps that need one point)."""
+        self._one("problem")
+        return self.problems[0]
+
+    @property
+    def est(self) -> Estimate | None:
+        """The estimate of a state of one point (None before the estimate)."""
+        self._one("est")
+        return None if self.ests is None else self.ests[0]
+
+    @est.setter
+    def est(self, value: Estimate) -> None:
+        self._one("est")
+        self.ests = [value]
+
+    def _one(self, what: str) -> None:
+        if self.n_points != 1:
+            raise ValueError(
+                f"SolveState.{what} is a single point's; the state has {self.n_points}"
+            )
+
+    @property
+    def converged(self) -> bool:
+        """Whether every point converged in the last fixed-point run."""
+        return not self.failed and self.out is not None and self.out.converged
+
+    @property
+    def x(self) -> np.ndarray:
+        """The (stacked) state of the last fixed-point run."""
+        return self.out.x
+
+    # ----------------------------------------------------------------- a single point's run
+    def run(self, rule: QuadratureRule, x0: np.ndarray) -> tuple[FixedPointMap, IterationOutcome]:
+        """:func:`~gaussmix.theory.solve.refinement.run_fixed_point` of the one point with
+        ``rule`` from ``x0`` after the policy's continuation."""
+        fail_fast = self.policy.fail_fast
+        return run_fixed_point(
+            self.problem,
+            rule,
+            x0,
+            self.opts,
+            self.callback,
+            self.history,
+            first_phase=self.policy.continuation,
+            watch=None if fail_fast is None else fail_fast.watch,
+        )
+
+    def estimate(self, T: FixedPointMap, out: IterationOutcome, kind: ErrorEstimate) -> Estimate:
+        """:func:`~gaussmix.theory.solve.refinement.estimate_errors` of the one point at
+        ``out``, of the policy's ``kind``."""
+        return estimate_errors(self.problem, T, out, self.opts, self.callback, self.history, kind)
+
+    # ----------------------------------------------------------------- the steps' work
+    def iterate(self, rule: QuadratureRule) -> None:
+        """The fixed point with ``rule`` after the policy's continuation: a single point's
+        from its starting state (the warm start's iterations count), or the stacked points
+        from the cold start, each frozen at its own convergence."""
+        if self.policy.stacked:
+            self._iterate_stacked(rule)
+            return
+        T, out = self.run(rule, self.x0)
+        self.T, self.out = T, replace(out, n_iter=out.n_iter + self.n_warm)
+
+    def switch(self, sharps: list[QuadratureRule | None]) -> None:
+        """The points with a sharp rule (``sharps``, one a point; None: its rule stays)
+        solved again with it from their fixed point, with the secant pairs of the iteration
+        that reached it."""
+        if self.policy.stacked:
+            with caught() as log:
+                self.groups = self._grouped(sharps)
+            self.log.extend(log)
+            return
+        (sharp,) = sharps
+        if sharp is None:
+            return
+        self.history.setdefault(sharp, self.out.anderson)
+        T, out2 = self.run(sharp, self.out.x)
+        self.T, self.out = T, replace(out2, n_iter=self.out.n_iter + out2.n_iter)
+
+    def estimate_errors(self, kind: Callable[[QuadratureRule], ErrorEstimate]) -> None:
+        """Each point's observables at its fixed point and their integration error, of the
+        policy's ``kind`` for the rule the point ended with (``ests``; a stacked solve's:
+        None after a failure)."""
+        if not self.policy.stacked:
+            self.est = self.estimate(self.T, self.out, kind(self.T.rule))
+            return
+        if self.failed:
+            return
+        with caught() as log:
+            if self.groups is None:  # (no sharp switch: every point on its rule)
+                self.groups = self._grouped([None] * self.n_points)
+            ests: list = [None] * self.n_points
+            for g in self.groups:
+                done = batch_solve.estimate_points(
+                    g.T,
+                    g.x,
+                    g.n_iter,
+                    g.residual,
+                    self.opts,
+                    g.history,
+                    merge=self.policy.merge,
+                    memory=g.memory,
+                    refine=kind(g.T.rule) is ErrorEstimate.REFINED_RULE,
+                    own_pairs=self.policy.own_pairs,
+                )
+                if done is None:
+                    self.failed = True
+                    break
+                for i, est in zip(g.idx, done):
+                    ests[i] = est
+        self.log.extend(log)
+        if not self.failed:
+            self.ests = ests
+
+    # ----------------------------------------------------------------- stacked points
+    def _iterate_stacked(self, rule: QuadratureRule) -> None:
+        """The stacked iteration with ``rule`` from the cold start, each point frozen at its
+        own convergence, after the policy's continuation (a coarser rule first, whose
+        secant pairs and proximal points the rule's solve starts from) and watched by its
+        ``sharp_watch``; the first solve is :attr:`first_solve`.  Each point's evaluations
+        count both phases."""
+        problems, opts, policy = self.problems, self.opts, self.policy
+        sym, _ = map_features(problems[0], opts)
+        log_chart = any(uses_log_chart(p) for p in problems)
+        T = FixedPointMap(problems, rule, sym, log_chart, solve_freezing(opts, policy.sharp_watch))
+        x0 = T.start()
+        if not T.is_valid(x0):
+            self.failed = True
+            return
+        coarse = rule.coarsened() if policy.continuation is Continuation.COARSE else None
+        n_coarse: np.ndarray | int = 0
+        if coarse is not None:  # the continuation from the coarser rule (run_fixed_point)
+            Tc, out = self.first_solve(T.like(problems, coarse, T.freezing), x0, opts, None)
+            if out is None:
+                self.failed = True
+                return
+            rec = out.aux.record
+            x0 = out.x
+            history = Tc.pairs(rec, out.anderson, list(range(len(problems))), opts.anderson)
+            # (two outputs: the curve's rule is not the single point's)
+            start = T.warm_from(Tc, out.aux)
+            n_coarse = Tc.own_iterations(rec, out.n_iter)
+            frozen, on_converged = start.record.frozen, self.on_converged
+            report = None if on_converged is None else lambda *_: on_converged(int(frozen.sum()))
+            out = batch_solve.converged_solve(T, x0, history, opts, report, memory=start)
+        else:
+            T, out = self.first_solve(T, x0, opts, self.on_converged)
+        if out is None:
+            self.failed = True
+            return
+        rec = out.aux.record
+        self.T, self.out = T, out
+        self.residual = np.where(rec.frozen, rec.residuals, out.residual)  # each point's own
+        self.n_iter = T.own_iterations(rec, out.n_iter) + n_coarse
+
+    def _grouped(self, sharps: list[QuadratureRule | None]) -> list[PointGroup] | None:
+        """The stacked points by the rule ``sharps`` gives each, those with a sharp rule
+        solved again with it, stacked (None after a failure)."""
+        T, out, opts, problems = self.T, self.out, self.opts, self.problems
+        rec = out.aux.record
+        by_rule: dict = {}  # the rule of each point -> its points
+        for i, sharp in enumerate(sharps):
+            by_rule.setdefault(sharp, []).append(i)
+        groups = []
+        for sharp, idx in by_rule.items():
+            T_g, x_g, n_iter, res_g = T, out.x, self.n_iter[idx], self.residual[idx]
+            mem_g = out.aux  # (the memory of the map's last evaluation)
+            hist = T.pairs(rec, out.anderson, idx, opts.anderson, own=self.policy.own_pairs)
+            if len(idx) < len(problems):  # the group's points alone
+                T_g = T.like([problems[i] for i in idx], T.rule)
+                x_g, mem_g = T.points_of(out.x, idx), None
+            if sharp is not None:  # in the sharp regime: its rule, from there
+                T_s = T_g.like(T_g.problems, sharp, solve_freezing(opts))
+                out_g = batch_solve.converged_solve(
+                    T_s, x_g, hist, opts, memory=T_s.shared(T_g, mem_g)
+                )
+                if out_g is None:
+                    self.failed = True
+                    return None
+                T_g, mem_g, rec_g = T_s, out_g.aux, out_g.aux.record
+                x_g, n_iter = out_g.x, n_iter + T_g.own_iterations(rec_g, out_g.n_iter)
+                res_g = np.where(rec_g.frozen, rec_g.residuals, out_g.residual)
+                hist = T_g.pairs(rec_g, out_g.anderson, list(range(len(idx))), opts.anderson)
+            groups.append(PointGroup(idx, T_g, x_g, n_iter, res_g, mem_g, hist))
+        return groups
