@@ -136,7 +136,7 @@ class PathWalk:
 class Homotopy(Protocol):
     """What :class:`Fallbacks` reads of a homotopy: the failures it is tried first for,
     its budget of solves, its account of a failure, and the solve itself (given the
-    failed solve's :class:`~gaussmix.theory.solve.policy.SolveState`, the policy's
+    failed solve's :class:`~gaussmix.theory.solve.solve_state.SolveState`, the policy's
     ``judge`` and ``plan``)."""
 
     prefers: ClassVar[tuple[IterationStatus, ...]]
@@ -222,7 +222,7 @@ class LambdaHomotopy:
         was done and ``n_iter`` counting every iteration (the failed solve's included);
         where every path fails, the failed solve's estimate with ``fallback`` saying so
         (appended to its message).  ``s`` is the failed solve's
-        :class:`~gaussmix.theory.solve.policy.SolveState`; ``judge`` and ``plan`` the
+        :class:`~gaussmix.theory.solve.solve_state.SolveState`; ``judge`` and ``plan`` the
         policy's (:class:`Fallbacks`)."""
         problem, opts, failed = s.problem, s.opts, s.est
         lam, spent, solves = problem.lam, int(failed.n_iter), 0
@@ -370,7 +370,7 @@ class AlphaHomotopy:
         """The problem's estimate at the end of the path, with ``fallback`` saying what was
         done and ``n_iter`` counting the failed solve's iterations and the path's; where the
         path fails, the failed estimate with ``fallback`` saying so.  ``s`` is the failed
-        solve's :class:`~gaussmix.theory.solve.policy.SolveState` (its own policy is the
+        solve's :class:`~gaussmix.theory.solve.solve_state.SolveState` (its own policy is the
         one run at the end: ``judge`` and ``plan`` are not needed)."""
         problem, opts, failed = s.problem, s.opts, s.est
         rule, sym = failed.T.rule, failed.T.symmetry
