@@ -39,6 +39,7 @@ from .estimate import (
     predicted_start,
     refine_rule,
     replicate_state,
+    resolve_memory,
     tighter_run,
 )
 from .estimate import finer_randomised as _finer_randomised
@@ -582,7 +583,7 @@ def estimate_errors(
                     # K = 3; so does a rule that computes its own moments, and the image
                     # where it converged at its start)
                     keep = last or problem.dim == 2
-                    start = AndersonState.init(opts.anderson, prev)
+                    start = AndersonState.init(resolve_memory(opts), prev)
                     own = AndersonState.init(opts.anderson, history.get(T.rule))
                     x0 = predicted_start(T, x, own, opts, mem)
                     # (its proximal solves from the coarser rule's nearest nodes)
@@ -597,7 +598,7 @@ def estimate_errors(
                     # (on to the tighter tolerance, unless already there: from the
                     # predicted start, often at the first evaluation)
                     if out2.residual >= tolerances.refined_tol(opts.tol):
-                        start = AndersonState.init(opts.anderson, out2.anderson)
+                        start = AndersonState.init(resolve_memory(opts), out2.anderson)
                         kw2 = {**kw, "return_image": not keep}
                         more = tighter_run(T2, out2.x, start, opts, kw2, aux=mem2)
                         if more is not None:
@@ -704,7 +705,7 @@ def refine_prior(
             # (the channel at x, if evaluated there, is the same: its evaluation alone)
             T2 = new_map(problem, T.rule, T, prior_panels=finer)
             known = MapMemory(ev=None if mem is None else mem.ev)
-            start = AndersonState.init(opts.anderson, history.get(T.rule))
+            start = AndersonState.init(resolve_memory(opts), history.get(T.rule))
             out2 = iterate(T2, x, start, aux=known, **kw)
             mem = out2.aux
             n_iter += out2.n_iter
