@@ -420,7 +420,11 @@ def run_fixed_point(
 
     The coarse solve (``opts.continuation``) converges with cheap evaluations; the rule's
     own solve then starts from there with the coarse secant pairs as its Jacobian model and
-    needs one or two evaluations.  Only the starting point and the secant pairs carry over;
+    needs one or two evaluations; it mixes with the longer memory of a re-solve
+    (:func:`~gaussmix.theory.solve.estimate.resolve_memory`: measured on 12 K = 3
+    cross-entropy lasso points of ``benchmarks/bench_lasso_k3.py``, 8-38 evaluations of the
+    finer rule, 180 in all with 6 pairs, 130 with 12).  Only the starting point and the
+    secant pairs carry over;
     a failure of the first phase is ignored.  The returned state is the last evaluated
     one, whose channel evaluation the outcome's ``aux`` holds (its observables reuse it), always of
     the double-precision map with the rule ``rule``; the iterations of both phases count.
@@ -431,6 +435,7 @@ def run_fixed_point(
     fresh = (lambda: {}) if watch is None else (lambda: {"on_step": watch()})
     features = map_features(problem, opts)
     n_first = 0
+    memory = opts.anderson
     if first_phase is Continuation.SINGLE:
         x0, pairs, n_first = _single_phase(problem, rule, x0, opts, features, history, kw)
         if pairs is not None:
@@ -444,12 +449,13 @@ def run_fixed_point(
             n_first = out.n_iter
             if out.converged and is_valid_state(out.x, problem.n_clusters, problem.dim):
                 x0 = out.x
+                memory = resolve_memory(opts)  # (from a fixed point moved by the rule)
                 # (a coarse run that converged at its start made no pairs: the rule's own,
                 # e.g. those a sharp switch handed it, stay its Jacobian model)
                 if not out.anderson.empty or history.get(rule) is None:
                     history[rule] = out.anderson
     T = new_map(problem, rule, features, prior_panels=opts.prior_panels)
-    start = AndersonState.init(opts.anderson, history.get(rule))
+    start = AndersonState.init(memory, history.get(rule))
     out = iterate(T, x0, start, return_image=False, **kw, **fresh())
     history[rule] = out.anderson
     return T, replace(out, n_iter=out.n_iter + n_first)
