@@ -420,11 +420,10 @@ def run_fixed_point(
 
     The coarse solve (``opts.continuation``) converges with cheap evaluations; the rule's
     own solve then starts from there with the coarse secant pairs as its Jacobian model and
-    needs one or two evaluations; it mixes with the longer memory of a re-solve
-    (:func:`~gaussmix.theory.solve.estimate.resolve_memory`: measured on 12 K = 3
-    cross-entropy lasso points of ``benchmarks/bench_lasso_k3.py``, 8-38 evaluations of the
-    finer rule, 180 in all with 6 pairs, 130 with 12).  Only the starting point and the
-    secant pairs carry over;
+    needs one or two evaluations, with a re-solve's longer memory
+    (:func:`~gaussmix.theory.solve.estimate.resolve_memory`: 12 K = 3 cross-entropy lasso
+    points of ``bench_lasso_k3.py``, 180 -> 130 evaluations of the finer rule).  Only the
+    starting point and the secant pairs carry over;
     a failure of the first phase is ignored.  The returned state is the last evaluated
     one, whose channel evaluation the outcome's ``aux`` holds (its observables reuse it), always of
     the double-precision map with the rule ``rule``; the iterations of both phases count.
@@ -691,10 +690,8 @@ def refine_prior(
     on, the prior's errors are NaN: not estimated, and the solver warns).  The re-solves
     start from the fixed point and reuse its channel evaluation there (the channel does not
     depend on the prior's rule), the first with the channel rule's secant pairs, each next
-    one with the last re-solve's (a model of the Jacobian at the nearest state and map:
-    measured on 14 K = 3 square and cross-entropy lasso points of
-    ``benchmarks/bench_lasso_k3.py``, the second refinement's re-solves 92 -> 79
-    evaluations, with :func:`~gaussmix.theory.solve.estimate.resolve_memory`'s pairs).
+    one with the last re-solve's (the Jacobian model of the nearest state and map: 14 K = 3
+    lasso points of ``bench_lasso_k3.py``, the second refinement's 92 -> 79 evaluations).
     """
     n_outer = prior_quadrature_dim(problem)
     if est.status is not IterationStatus.CONVERGED:
