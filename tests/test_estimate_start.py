@@ -19,7 +19,7 @@ from gaussmix.theory.numerics import tolerances
 from gaussmix.theory.numerics.tolerances import PROX_TOL, REPLICATE_SHIFT_RTOL, refined_tol
 from gaussmix.theory.prior.prior import single_precision_phase
 from gaussmix.theory.solve import fixed_point, policy, refinement
-from gaussmix.theory.solve.estimate import predicted_start
+from gaussmix.theory.solve.estimate import predicted_start, resolve_memory
 from gaussmix.theory.solve.fixed_point import MapMemory, new_map, start_state
 from gaussmix.theory.solve.iteration import AndersonState, iterate
 from gaussmix.theory.solve.nested import nearest_warm
@@ -203,3 +203,35 @@ def test_single_precision_replicates_give_the_double_spread(monkeypatch):
     again, n_again = replicate_spread(problem, T, out.x, opts, history)
     assert calls[:2] == [True, False] and not any(calls[2:])  # one try, then double
     assert again == double and n_again > n_double
+
+
+def test_the_resolves_mix_with_the_longer_memory(monkeypatch):
+    """The estimate's re-solves (the refined rule, on to the tighter tolerance, the finer
+    rule of the lasso prior) and the rule's own solve from the coarser rule's fixed point
+    mix with :func:`resolve_memory`'s pairs, the cold coarse solve with the options' own; a
+    plain damped iteration (``anderson=0``) stays one, and the memory stays within what the
+    options accept."""
+    assert resolve_memory(SolverOptions()) == tolerances.RESOLVE_ANDERSON_FACTOR * 6
+    assert resolve_memory(SolverOptions(anderson=0)) == 0
+    assert resolve_memory(SolverOptions(anderson=50)) == 50
+    memories = []
+    real = refinement.iterate
+
+    def spy(T, x0, anderson, **kw):
+        memories.append((kw["tol"], T.prior_panels, anderson.memory))
+        return real(T, x0, anderson, **kw)
+
+    monkeypatch.setattr(refinement, "iterate", spy)
+    mixture = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gm.IntegrationWarning)
+        res = gm.solve(mixture, "cross-entropy", lam=0.1, alpha=2.0, penalty="l1")
+    assert res.success
+    long = resolve_memory(SolverOptions())
+    # the cold solve with a coarser rule, then the rule's own from its fixed point, then the
+    # estimate's re-solves: the refined rule, possibly the tighter tolerance, and the
+    # prior's finer rule
+    cold, resolves = memories[0], memories[1:]
+    assert cold[-1] == 6
+    assert len(resolves) >= 3 and all(m == long for *_, m in resolves)
+    assert resolves[-1][1] == 2 * 64  # (the prior's: twice its 64 panels)

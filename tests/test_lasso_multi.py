@@ -530,6 +530,46 @@ def test_prior_error_estimate_three_effective_outputs():
     _check_bounds_finer(auto, fine)
 
 
+def test_prior_refinements_start_from_the_last_resolves_pairs(monkeypatch):
+    """Each refinement of the prior's rule after the first re-solves with the secant pairs
+    its predecessor ended with (the Jacobian model at the nearest state and map), the first
+    with the channel rule's; all with the estimate's longer memory; and the answer is the
+    fixed point of its finest map, within the estimate of the change a finer rule makes."""
+    from gaussmix.theory.solve import refinement
+    from gaussmix.theory.solve.estimate import resolve_memory
+    from gaussmix.theory.solve.state import residual_scale
+
+    starts, ends = [], []
+    real = refinement.iterate
+
+    def spy(T, x0, anderson, **kw):
+        out = real(T, x0, anderson, **kw)
+        if T.prior_panels is not None:
+            starts.append(anderson)
+            ends.append(out.anderson)
+        return out
+
+    monkeypatch.setattr(refinement, "iterate", spy)
+    mix = gm.Mixture.isotropic(0.35, "gaussian", n_clusters=3)
+    res = gm.solve(mix, "square", penalty="l1", lam=0.13, alpha=2.7)
+    assert res.state.prior_panels == 32 and len(starts) == 2  # (8 -> 16 -> 32 panels)
+    assert all(s.memory == resolve_memory(gm.SolverOptions()) for s in starts)
+
+    def same(a, b):  # (the same pairs: the very arrays)
+        return len(a) == len(b) and all(u is v for u, v in zip(a, b))
+
+    assert not starts[0].empty and not same(starts[1].dxs, starts[0].dxs)
+    assert same(starts[1].dxs, ends[0].dxs) and same(starts[1].dgs, ends[0].dgs)
+    T, x = res.state.map(), res.state.x
+    assert np.max(np.abs(T(x) - x) / residual_scale(x, 3, 3)) < 1e-7
+    monkeypatch.undo()
+    fine = gm.solve(
+        mix, "square", penalty="l1", lam=0.13, alpha=2.7, prior_panels=48,
+        estimate_error=False, init=res,
+    )  # fmt: skip
+    _check_bounds_finer(res, fine)
+
+
 def test_prior_refines_again_only_where_its_target_is_within_reach():
     """The prior's rule is refined again while its last change of the test error or the
     training loss exceeds ``quad_tol`` and, for each that does, the channel's part and the

@@ -132,6 +132,16 @@ REFINED_TOL_FLOOR = 1e-12
 #: The most evaluations the refined rule's iteration takes beyond ``tol`` (4 at the point
 #: above); where it does not reach :func:`refined_tol` in these the state at ``tol`` stands.
 REFINED_EXTRA_ITER = 20
+#: The re-solves of an error estimate (a finer channel rule, the tighter tolerance, a finer
+#: rule of the prior) mix with this many times the solve's Anderson memory
+#: (:func:`gaussmix.theory.solve.estimate.resolve_memory`).  They start at a fixed point
+#: moved by a small change of the map, where the iteration is in its linear regime and the
+#: mixing is a restarted Krylov method (GMRES(m) on ``(I - J) dx = T(x) - x``): a longer
+#: memory spans more of the Jacobian's slow directions (K = 3 cross-entropy: 32 order
+#: parameters, 6 pairs).  Measured on 12 of the slowest K = 3 lasso points of
+#: ``benchmarks/bench_lasso_k3.py`` (seeds 0, 1): their re-solves took 226 evaluations with
+#: 6 pairs, 163 with 12, 162 with 24.
+RESOLVE_ANDERSON_FACTOR = 2
 #: A fixed point whose prior runs on an ``n x n`` matrix with ``n >= SINGLE_PHASE_MIN_N``
 #: (the dense ridge prior, ``n = L r``) starts in single precision
 #: (:func:`gaussmix.theory.solve.refinement.run_fixed_point`): there the ``O(n^3)`` prior is most

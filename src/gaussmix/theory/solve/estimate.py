@@ -34,11 +34,12 @@ from ..numerics.tolerances import (
     HALF_REPLICATES_CONFIDENCE,
     REFINED_EXTRA_ITER,
     REPLICATE_SHIFT_RTOL,
+    RESOLVE_ANDERSON_FACTOR,
     TRAIN_ERROR_TARGET,
     refined_tol,
 )
 from .iteration import AndersonState, FixedPointIteration, IterationOutcome, iterate
-from .options import SolverOptions
+from .options import MAX_ANDERSON_MEMORY, SolverOptions
 from .state import residual_scale
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "refine_rule",
     "refinement_reaches",
     "replicate_state",
+    "resolve_memory",
     "spread_scale",
     "standard_errors",
     "tighter_run",
@@ -95,6 +97,21 @@ def finer_rule(rule: QuadratureRule, cap: int = MAX_QUADRATURE_NODES) -> Quadrat
     if finer is None or finer.weights.size > cap:
         return None
     return finer
+
+
+def resolve_memory(opts: SolverOptions) -> int:
+    """The Anderson memory of an error estimate's re-solves of one point (a finer channel
+    rule, :func:`tighter_run`, a finer rule of the prior) and of a solve from a coarser
+    rule's fixed point (:func:`~gaussmix.theory.solve.refinement.run_fixed_point`):
+    :data:`~gaussmix.theory.numerics.tolerances.RESOLVE_ANDERSON_FACTOR` times ``opts.anderson``
+    (0, a plain damped iteration, stays 0), at most the largest memory the options accept.
+
+    A re-solve starts at a fixed point moved by a small change of the map, where the
+    iteration is linear to first order: Anderson mixing with ``m`` pairs is then GMRES(m) on
+    ``(I - J) dx = T(x) - x``, and more pairs span more of the slow directions of the
+    Jacobian ``J`` (a cold solve, far from the fixed point, keeps the shorter memory, whose
+    old pairs would describe another state)."""
+    return min(RESOLVE_ANDERSON_FACTOR * opts.anderson, MAX_ANDERSON_MEMORY)
 
 
 def predicted_start(

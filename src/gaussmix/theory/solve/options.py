@@ -27,7 +27,11 @@ __all__ = [
     "solver_options",
     "changed_options",
     "option_summaries",
+    "MAX_ANDERSON_MEMORY",
 ]
+
+#: the largest Anderson memory (``anderson``) the options accept
+MAX_ANDERSON_MEMORY = 50
 
 #: Documentation of the solver's options (numpydoc), one entry per field of
 #: :class:`SolverOptions`, in their order: the ``%(solver_options)s`` block of the docstrings
@@ -211,7 +215,7 @@ class SolverOptions:
         checked = {
             "tol": check_tol(self.tol),
             "max_iter": check_int("max_iter", self.max_iter, low=1),
-            "anderson": check_int("anderson", self.anderson, low=0, high=50),
+            "anderson": check_int("anderson", self.anderson, low=0, high=MAX_ANDERSON_MEMORY),
             "damping": check_real("damping", self.damping, low=0.0, high=1.0, low_open=True),
             "quad_tol": check_real("quad_tol", self.quad_tol, low=0.0),
             "max_refine": check_int("max_refine", self.max_refine, low=0, high=10),

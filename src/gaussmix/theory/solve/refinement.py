@@ -39,6 +39,7 @@ from .estimate import (
     predicted_start,
     refine_rule,
     replicate_state,
+    resolve_memory,
     tighter_run,
 )
 from .estimate import finer_randomised as _finer_randomised
@@ -419,7 +420,10 @@ def run_fixed_point(
 
     The coarse solve (``opts.continuation``) converges with cheap evaluations; the rule's
     own solve then starts from there with the coarse secant pairs as its Jacobian model and
-    needs one or two evaluations.  Only the starting point and the secant pairs carry over;
+    needs one or two evaluations, with a re-solve's longer memory
+    (:func:`~gaussmix.theory.solve.estimate.resolve_memory`: 12 K = 3 cross-entropy lasso
+    points of ``bench_lasso_k3.py``, 180 -> 130 evaluations of the finer rule).  Only the
+    starting point and the secant pairs carry over;
     a failure of the first phase is ignored.  The returned state is the last evaluated
     one, whose channel evaluation the outcome's ``aux`` holds (its observables reuse it), always of
     the double-precision map with the rule ``rule``; the iterations of both phases count.
@@ -430,6 +434,7 @@ def run_fixed_point(
     fresh = (lambda: {}) if watch is None else (lambda: {"on_step": watch()})
     features = map_features(problem, opts)
     n_first = 0
+    memory = opts.anderson
     if first_phase is Continuation.SINGLE:
         x0, pairs, n_first = _single_phase(problem, rule, x0, opts, features, history, kw)
         if pairs is not None:
@@ -443,12 +448,13 @@ def run_fixed_point(
             n_first = out.n_iter
             if out.converged and is_valid_state(out.x, problem.n_clusters, problem.dim):
                 x0 = out.x
+                memory = resolve_memory(opts)  # (from a fixed point moved by the rule)
                 # (a coarse run that converged at its start made no pairs: the rule's own,
                 # e.g. those a sharp switch handed it, stay its Jacobian model)
                 if not out.anderson.empty or history.get(rule) is None:
                     history[rule] = out.anderson
     T = new_map(problem, rule, features, prior_panels=opts.prior_panels)
-    start = AndersonState.init(opts.anderson, history.get(rule))
+    start = AndersonState.init(memory, history.get(rule))
     out = iterate(T, x0, start, return_image=False, **kw, **fresh())
     history[rule] = out.anderson
     return T, replace(out, n_iter=out.n_iter + n_first)
@@ -582,7 +588,7 @@ def estimate_errors(
                     # K = 3; so does a rule that computes its own moments, and the image
                     # where it converged at its start)
                     keep = last or problem.dim == 2
-                    start = AndersonState.init(opts.anderson, prev)
+                    start = AndersonState.init(resolve_memory(opts), prev)
                     own = AndersonState.init(opts.anderson, history.get(T.rule))
                     x0 = predicted_start(T, x, own, opts, mem)
                     # (its proximal solves from the coarser rule's nearest nodes)
@@ -597,7 +603,7 @@ def estimate_errors(
                     # (on to the tighter tolerance, unless already there: from the
                     # predicted start, often at the first evaluation)
                     if out2.residual >= tolerances.refined_tol(opts.tol):
-                        start = AndersonState.init(opts.anderson, out2.anderson)
+                        start = AndersonState.init(resolve_memory(opts), out2.anderson)
                         kw2 = {**kw, "return_image": not keep}
                         more = tighter_run(T2, out2.x, start, opts, kw2, aux=mem2)
                         if more is not None:
@@ -682,8 +688,10 @@ def refine_prior(
     :data:`MAX_PRIOR_LINES` lines per atom (the first refinement, the estimate itself, is
     always made within :data:`MAX_PRIOR_ESTIMATE_LINES`; beyond, from five effective outputs
     on, the prior's errors are NaN: not estimated, and the solver warns).  The re-solves
-    start from the fixed point with the channel rule's secant pairs and reuse its channel
-    evaluation there (the channel does not depend on the prior's rule).
+    start from the fixed point and reuse its channel evaluation there (the channel does not
+    depend on the prior's rule), the first with the channel rule's secant pairs, each next
+    one with the last re-solve's (the Jacobian model of the nearest state and map: 14 K = 3
+    lasso points of ``bench_lasso_k3.py``, the second refinement's 92 -> 79 evaluations).
     """
     n_outer = prior_quadrature_dim(problem)
     if est.status is not IterationStatus.CONVERGED:
@@ -694,6 +702,7 @@ def refine_prior(
     prior = dict(est.prior)
     panels = T.prior_panels or outer_panels(n_outer)
     changed = False
+    pairs = history.get(T.rule)  # (then each re-solve's own: the model nearest the next)
     try:
         for k in range(opts.max_refine if opts.auto_refine else 1):
             finer = _finer_prior_panels(panels, n_outer, first=k == 0)
@@ -704,8 +713,9 @@ def refine_prior(
             # (the channel at x, if evaluated there, is the same: its evaluation alone)
             T2 = new_map(problem, T.rule, T, prior_panels=finer)
             known = MapMemory(ev=None if mem is None else mem.ev)
-            start = AndersonState.init(opts.anderson, history.get(T.rule))
+            start = AndersonState.init(resolve_memory(opts), pairs)
             out2 = iterate(T2, x, start, aux=known, **kw)
+            pairs = out2.anderson
             mem = out2.aux
             n_iter += out2.n_iter
             if not out2.converged:
