@@ -18,7 +18,7 @@ from gaussmix.theory.api.api import make_problem
 from gaussmix.theory.numerics import tolerances
 from gaussmix.theory.numerics.tolerances import PROX_TOL, REPLICATE_SHIFT_RTOL, refined_tol
 from gaussmix.theory.prior.prior import single_precision_phase
-from gaussmix.theory.solve import fixed_point, policy, refinement
+from gaussmix.theory.solve import fixed_point, refinement, solve_state
 from gaussmix.theory.solve.estimate import predicted_start, resolve_memory
 from gaussmix.theory.solve.fixed_point import MapMemory, new_map, start_state
 from gaussmix.theory.solve.iteration import AndersonState, iterate
@@ -98,13 +98,13 @@ def test_the_estimate_is_the_resolve_from_the_fixed_point(kind, monkeypatch):
     converged to that tolerance, so the answers and changes agree to a few times it,
     relative to the observables' size."""
     seen = {}
-    real = policy.estimate_errors
+    real = solve_state.estimate_errors
 
     def spy(problem, T, out, opts, callback, history, kind_):
         seen.update(problem=problem, T=T, out=out, opts=opts, pairs=history.get(T.rule))
         return real(problem, T, out, opts, callback, history, kind_)
 
-    monkeypatch.setattr(policy, "estimate_errors", spy)
+    monkeypatch.setattr(solve_state, "estimate_errors", spy)
     spec, loss, lam, alpha = KINDS[kind]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", gm.IntegrationWarning)
