@@ -289,3 +289,25 @@ def test_dense_prior_estimate_from_half_the_replicates_bounds_a_finer_rule(monke
         assert err[key] > 0.0, key  # not vacuous
         change = abs(getattr(res, key) - getattr(fine, key))
         assert change <= 2.0 * (err[key] + fine_err[key]), key
+
+
+def test_every_replicate_starts_its_proximal_solves_from_the_rules_last_evaluation(monkeypatch):
+    """Each replicate's proximal solves start at the rule's last evaluation (its block of
+    it, :func:`~gaussmix.theory.solve.nested.nested_warm`), not only the first one's: the
+    memory a replicate's own solve ends with is of the replicate's rule, from which no
+    later replicate can start (before, it replaced the rule's, and replicates 2 to 8
+    started cold)."""
+    problem, opts, history, T, out = _solved_randomised(8, 0.1, 4.0)
+    assert out.aux.warm is not None
+    starts: list[bool] = []
+    real = refinement.nested_warm
+
+    def spy(warm, rule, target, blocks):
+        start = real(warm, rule, target, blocks)
+        starts.append(start is not None)
+        return start
+
+    monkeypatch.setattr(refinement, "nested_warm", spy)
+    found = refinement._replicate_values(problem, T, out.x, opts, None, history, out.aux)
+    assert found is not None
+    assert starts == [True] * T.rule.n_rep

@@ -814,8 +814,8 @@ def _replicate_values(
             if found is None:
                 return None
             n_iter += found[1]
-        xr, _, memory = found
-        obs = evaluate_observables(problem, Tr, xr, light=True, spread=True, memory=memory)
+        xr, _, at_r = found  # (``memory`` stays the rule's: every replicate warms from it)
+        obs = evaluate_observables(problem, Tr, xr, light=True, spread=True, memory=at_r)
         for k in _ERROR_KEYS:
             values[k].append(obs.value(k))
     return values, n_iter
