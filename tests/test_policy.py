@@ -259,17 +259,21 @@ def test_each_declared_step_matches_the_decision_it_makes(kind, single_phase_rea
         assert P.estimate_kind(problem, opts, at_sharp) is want
 
 
+#: every step class of the policy
+STEPS = (
+    P.WarmStart,
+    P.Iterate,
+    P.SharpSwitch,
+    P.EstimateErrors,
+    P.NormaliserSwitch,
+    P.RefinePrior,
+    P.Fallback,
+)
+
+
 def _spy_steps(monkeypatch) -> list[str]:
     ran: list[str] = []
-    for cls in (
-        P.WarmStart,
-        P.Iterate,
-        P.SharpSwitch,
-        P.EstimateErrors,
-        P.NormaliserSwitch,
-        P.RefinePrior,
-        P.Fallback,
-    ):
+    for cls in STEPS:
 
         def run(self, s, _real=cls.run, _name=cls.__name__):
             ran.append(_name)
@@ -356,18 +360,7 @@ def test_a_step_of_one_point_is_refused_on_a_state_of_several():
     """One state with a point axis: the steps that work on one point alone declare it
     (``Step.points``), and the loop refuses them on a state of several points before any
     work, as the state refuses a single point's accessors there."""
-    declared = {
-        cls.__name__: cls.points
-        for cls in (
-            P.WarmStart,
-            P.Iterate,
-            P.SharpSwitch,
-            P.EstimateErrors,
-            P.NormaliserSwitch,
-            P.RefinePrior,
-            P.Fallback,
-        )
-    }
+    declared = {cls.__name__: cls.points for cls in STEPS}
     assert declared == {
         "WarmStart": False,
         "Iterate": True,
