@@ -301,9 +301,9 @@ class FixedPointMap(StackedPoints):
         nonzero one to it): :data:`~gaussmix.theory.numerics.tolerances.RANDOMISED_MIXING_MEMORY`
         with a randomised channel rule of at most
         :data:`~gaussmix.theory.numerics.quadrature.MAX_TENSOR_DIM` dimensions (the sharp
-        regime's), else 0."""
+        regime's), else 0 (a map without a quadrature rule, as the max-margin map's, too)."""
         rule = self.rule
-        if rule.randomised and rule.dim <= MAX_TENSOR_DIM:
+        if rule is not None and rule.randomised and rule.dim <= MAX_TENSOR_DIM:
             return RANDOMISED_MIXING_MEMORY
         return 0
 
