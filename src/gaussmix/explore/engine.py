@@ -128,6 +128,42 @@ class _PointOverBudget(Exception):
     steps."""
 
 
+@dataclasses.dataclass
+class _PointSteps:
+    """The budget of the point of a curve being solved (:meth:`CurveJob._budgeted`): the
+    steps of its current start against that start's limit, and what an earlier start of
+    the same point spent.
+
+    Attributes
+    ----------
+    taken : int
+        Steps of the solver since the point's current start.
+    limit : float
+        Steps that start may take (``math.inf``: a cold start, without a budget).
+    along : bool
+        Whether the continuation along the curve started it (from the point solved
+        before it), not the library call's ``init``.
+    spent : int
+        Steps the point took before it started again from the neighbouring curve's fixed
+        points (0: its first start).
+    """
+
+    taken: int = 0
+    limit: float = math.inf
+    along: bool = False
+    spent: int = 0
+
+    def start(self, limit: float, along: bool) -> None:
+        """A new start of the point being solved (or of the next one): ``limit`` steps."""
+        self.taken, self.limit, self.along = 0, limit, along
+
+    def step(self) -> None:
+        """One step of the solver; :class:`_PointOverBudget` past the start's limit."""
+        self.taken += 1
+        if self.taken > self.limit:
+            raise _PointOverBudget
+
+
 # ============================================================================ warnings
 def _collecting(sink: list[str]) -> contextlib.AbstractContextManager[None]:
     """Within the block, the warnings of this thread (a job's) go into ``sink`` as one line
@@ -409,9 +445,7 @@ class CurveJob(_Job):
         results: dict[int, FixedPointResult | None] = {}
         solved = self._solved(point)
 
-        # the steps the point being solved has spent before it started again from init
-        # (0: its first start)
-        spent = [0]
+        now = _PointSteps()  # the point being solved
 
         def limit(n: int, along: bool) -> float:
             # the budget of the next point (n: points left; along: started by the
@@ -420,45 +454,41 @@ class CurveJob(_Job):
                 return math.inf  # the cold start
             if _stacks(point, n):
                 return budget * n
-            if spent[0]:  # started again from init: what is left of the point's budget
-                return budget - spent[0]
+            if now.spent:  # started again from init: what is left of the point's budget
+                return budget - now.spent
             # with a neighbouring curve, the continuation's share; then init (_budgeted)
             return math.ceil(FIRST_TRY_SHARE * budget) if along and self.init else budget
+
+        def check() -> None:
+            self._check()
+            now.step()
+
+        def hook(row: dict, result: FixedPointResult | None) -> None:
+            i = order[len(rows)]
+            rows[i], results[i] = dict(row), result
+            now.spent = 0
+            now.start(limit(1, True), along=True)
+            solved(row, result)
 
         stopped = False  # whether a point has been stopped by the budget
         while len(rows) < len(values):
             rest = order[len(rows) :]
-            # steps of the point being solved, its budget, whether the continuation started it
-            steps = [0, limit(len(rest), False), False]
-
-            def check(steps: list = steps) -> None:
-                self._check()
-                steps[0] += 1
-                if steps[0] > steps[1]:
-                    raise _PointOverBudget
-
-            def hook(row: dict, result: FixedPointResult | None, steps: list = steps) -> None:
-                i = order[len(rows)]
-                rows[i], results[i] = dict(row), result
-                spent[0] = 0
-                steps[:] = [0, limit(1, True), True]
-                solved(row, result)
-
+            now.start(limit(len(rest), False), along=False)
             # a point started again, and after a point stopped by the budget the rest of
             # the curve: from the neighbouring curve's fixed points where the job has them
             # (the same alpha at the lambda before a slider's move), not from this curve's
             # points before the stop: the continuation from them did not cross the stopped
             # point, and the point after it started from them failed too (:func:`_restart`)
-            init = _restart(self.init, results, stopped or bool(spent[0]))
+            init = _restart(self.init, results, stopped or bool(now.spent))
             try:
                 with interruptible(check):
                     _library_curve(self.state, point, values[sorted(rest)], hook, init)
             except _PointOverBudget:
-                used = spent[0] + steps[1]
-                if steps[2] and self.init and used < budget:
-                    spent[0] = used  # the same point again, from init
+                used = int(now.spent + now.limit)
+                if now.along and self.init and used < budget:
+                    now.spent = used  # the same point again, from init
                     continue
-                spent[0] = 0
+                now.spent = 0
                 stopped = True
                 i = order[len(rows)]
                 x = float(values[i])
