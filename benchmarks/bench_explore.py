@@ -42,7 +42,9 @@ them.
 from 10^-0.5 down, ``--moves`` each), for comparison with the earlier measurements.
 
 Usage: ``python benchmarks/bench_explore.py [--n 15] [--seed 0] [--timeout 120]``,
-``python benchmarks/bench_explore.py --in-process [--n 60] [--json FILE] [--cold]``,
+``python benchmarks/bench_explore.py --in-process [--n 60] [--json FILE] [--cold]
+[--points 1]`` (``--points``: each curve over that many seconds of CPU time point by
+point, its rows' steps and CPU milliseconds in the order solved),
 ``python benchmarks/bench_explore.py --fixed [--moves 7]``, ``--list``: the states drawn,
 ``--max-k 3``: of the same draws, only those with at most 3 clusters timed (the group with
 a 95th-percentile target, in a shorter run)
@@ -365,18 +367,33 @@ def _time_state(state: ExplorerState, before: ExplorerState | None = None) -> di
         session.submit(before).wait()
         print(json.dumps({"before": True}), flush=True)
     c0, t0 = time.process_time(), time.perf_counter()
+    # each row of the curve: [x, steps (the row's n_iter), CPU ms of the job's thread since
+    # the row before (the first: since the coarse pass, else since the job's thread
+    # started, whose thread_time starts at 0), converged]
+    trace: list[list] = []
+    mark = [0.0]  # the job thread's CPU seconds at the row before
 
     def whole_range(_rows: list[dict]) -> None:  # the coarse pass done: the range drawn
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        mark[0] = time.thread_time()  # (called in the job's thread)
         print(json.dumps({"range": wall, "range_cpu": cpu}), flush=True)
 
+    def row(r: dict) -> None:  # called in the job's thread, after each row of the curve
+        now = time.thread_time()
+        x = r["alpha"] if state.axis == "alpha" else r["lam"]
+        trace.append([x, int(r["n_iter"]), 1e3 * (now - mark[0]), bool(r["converged"])])
+        mark[0] = now
+
     try:
-        job = session.submit(state, on_preview=whole_range)
+        job = session.submit(state, on_point=row, on_preview=whole_range)
         job.wait()
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     finally:
         session.close()
     return {
+        "trace": trace,
+        "coarse_rows": len(job.preview),
+        "coarse_stopped": job.coarse_stopped,
         "coarse": bool(job.preview),
         "wall": wall,
         "cpu": cpu,
@@ -559,6 +576,35 @@ def slowest_engine(records: list[dict], count: int) -> None:
         print(f"    {command(r['state'])}")
 
 
+def points_engine(records: list[dict], over: float) -> None:
+    """Each curve of more than ``over`` seconds of CPU time point by point (``--points``):
+    its coarse pass (CPU seconds, rows, whether its budget stopped it), then each row of
+    the curve in the order solved, ``x:steps/ms`` (the row's ``n_iter``, the CPU
+    milliseconds of the job's thread since the row before: a point started again from the
+    curve before shows the steps of its second start and the time of both), a point drawn
+    missing marked ``!`` (its steps: those of both starts)."""
+    slow = [r for r in records if not r.get("error") and r["cpu"] > over and r.get("trace")]
+    print(f"\n{len(slow)} curves over {over:g} s of CPU time, point by point (x:steps/ms):")
+    for r in sorted(slow, key=lambda r: -r["cpu"]):
+        pts = r["trace"]
+        ms = [p[2] for p in pts]
+        coarse = (
+            f"coarse pass {r.get('range_cpu', 0.0):.2f} s, {r['coarse_rows']} rows"
+            + (" (stopped by its budget)" if r.get("coarse_stopped") else "")
+            if r.get("coarse")
+            else "no coarse pass"
+        )
+        print(
+            f"- {_fmt(r['cpu'])} s: {label(r['state'])}\n  {coarse}; {len(pts)} rows, "
+            f"{sum(ms) / 1e3:.2f} s of the job's thread after it, steps median "
+            f"{statistics.median(p[1] for p in pts):g} max {max(p[1] for p in pts)}, "
+            f"ms median {statistics.median(ms):.0f} max {max(ms):.0f}"
+        )
+        cells = [f"{p[0]:.3g}:{p[1]}/{p[2]:.0f}{'' if p[3] else '!'}" for p in pts]
+        for i in range(0, len(cells), 8):
+            print("    " + "  ".join(cells[i : i + 8]))
+
+
 def in_process(
     n: int,
     seed: int,
@@ -569,10 +615,12 @@ def in_process(
     cpu_timeout: bool = False,
     max_k: int | None = None,
     cold: bool = False,
+    points_over: float | None = None,
 ) -> None:
     """The engine's curve time of ``n`` sampled states (those with at most ``max_k``
     clusters) after a move of the lambda slider (``cold``: from the cold start), in a
-    killable worker."""
+    killable worker; the curves of more than ``points_over`` seconds of CPU time then
+    point by point (:func:`points_engine`)."""
     drawn = sample(n, seed)
     drawn.states = _at_most(drawn.states, max_k)
     print(
@@ -609,6 +657,8 @@ def in_process(
     print(f"load average after: {os.getloadavg()}")
     report_engine(records, timeout)
     slowest_engine(records, count)
+    if points_over is not None:
+        points_engine(records, points_over)
     if out is not None:
         rows = [{**r, "state": r["state"].to_query()} for r in records]
         out.write_text(json.dumps(rows, indent=1))
@@ -651,6 +701,14 @@ def main() -> None:
         help="--in-process: each state's curve alone, from the cold start (default: after "
         "the lambda slider's move from half a decade away, as in the browser)",
     )
+    parser.add_argument(
+        "--points",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="--in-process: the curves of more than this many seconds of CPU time point by "
+        "point (each row's steps and CPU milliseconds, in the order solved)",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -679,6 +737,7 @@ def main() -> None:
             args.cpu_timeout,
             args.max_k,
             args.cold,
+            args.points,
         )
     else:
         sampled(n, args.seed, args.timeout, args.precision, args.max_k)
