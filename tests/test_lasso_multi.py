@@ -538,7 +538,7 @@ def test_prior_refinements_start_from_the_last_resolves_pairs(monkeypatch):
     first with the channel rule's; all with the estimate's longer memory; the finer map's
     run converges at its first evaluations; and the answer is the fixed point of its finest
     map, within the estimate of the change a finer rule makes."""
-    from gaussmix.theory.solve import refinement
+    from gaussmix.theory.solve import defect, refinement
     from gaussmix.theory.solve.estimate import resolve_memory
     from gaussmix.theory.solve.state import residual_scale
 
@@ -547,12 +547,13 @@ def test_prior_refinements_start_from_the_last_resolves_pairs(monkeypatch):
 
     def spy(T, x0, anderson, **kw):
         out = real(T, x0, anderson, **kw)
-        corrected = isinstance(T, refinement._DefectCorrected)
+        corrected = isinstance(T, defect.DefectCorrected)
         if corrected or T.prior_panels is not None:
             runs.append((corrected, anderson, out))
         return out
 
     monkeypatch.setattr(refinement, "iterate", spy)
+    monkeypatch.setattr(defect, "iterate", spy)
     mix = gm.Mixture.isotropic(0.35, "gaussian", n_clusters=3)
     res = gm.solve(mix, "square", penalty="l1", lam=0.13, alpha=2.7)
     # (8 -> 16 -> 32 panels: a corrected run and the finer map's, twice)

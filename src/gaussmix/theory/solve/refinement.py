@@ -33,6 +33,7 @@ from ..prior.prior import (
     single_precision_phase,
 )
 from ..problem.problem import Problem
+from .defect import defect_corrected_solve
 from .estimate import (
     MAX_TRAIN_RQMC_NODES,
     Observables,
@@ -703,7 +704,7 @@ def refine_prior(
     prior = dict(est.prior)
     panels = T.prior_panels or outer_panels(n_outer)
     changed = False
-    # (a channel in closed form: the prior's rule is the map's cost, see _DefectCorrected)
+    # (a channel in closed form: the prior's rule is the map's cost, see defect_corrected_solve)
     corrected = not needs_quadrature(problem)
     pairs = history.get(T.rule)  # (then each re-solve's own: the model nearest the next)
     try:
@@ -718,7 +719,7 @@ def refine_prior(
             known = MapMemory(ev=None if mem is None else mem.ev)
             start = AndersonState.init(resolve_memory(opts), pairs)
             if corrected:
-                out2, spent = _defect_corrected_solve(T, T2, x, known, start, kw)
+                out2, spent = defect_corrected_solve(T, T2, x, known, start, kw)
                 n_iter += spent
             else:
                 out2 = iterate(T2, x, start, aux=known, **kw)
@@ -752,81 +753,6 @@ def refine_prior(
         prior=prior,
         memory=mem,
     )
-
-
-@dataclass(frozen=True)
-class _DefectCorrected:
-    """The map ``x -> T(x) + delta`` of a coarser prior rule ``T`` corrected by the
-    difference ``delta = T'(x0) - T(x0)`` of the finer rule's map ``T'`` at one state ``x0``
-    (the defect correction of :func:`_defect_corrected_solve`): each evaluation costs the
-    channel and the coarser prior.  What :func:`~gaussmix.theory.solve.iteration.iterate`
-    reads of a map, the coarse map's (its channel is the finer map's: they differ in the
-    prior's rule only); the memory it hands on holds no prior evaluation (its image is not
-    the coarse prior's)."""
-
-    coarse: FixedPointMap
-    delta: np.ndarray
-
-    @property
-    def K(self) -> int:
-        return self.coarse.K
-
-    @property
-    def L(self) -> int:
-        return self.coarse.L
-
-    @property
-    def log_chart(self) -> bool:
-        return self.coarse.log_chart
-
-    @property
-    def mixing_memory(self) -> int:
-        return self.coarse.mixing_memory
-
-    def hats_memory(self, x: np.ndarray, memory: MapMemory | None) -> tuple:
-        return self.coarse.hats_memory(x, memory)
-
-    def image(self, x: np.ndarray, ev: HatEvaluation, memory: MapMemory) -> tuple:
-        g, memory = self.coarse.image(x, ev, memory)
-        return g + self.delta, memory._replace(prior=None)
-
-
-def _defect_corrected_solve(
-    T: FixedPointMap,
-    T2: FixedPointMap,
-    x: np.ndarray,
-    known: MapMemory,
-    start: AndersonState,
-    kw: dict,
-) -> tuple[IterationOutcome, int]:
-    """The fixed point of the finer prior rule's map ``T2`` from the coarser one's ``x`` (a
-    fixed point of ``T``), by defect correction: ``T2`` and ``T`` evaluated once at ``x``
-    (one channel evaluation, two priors), the corrected map ``T + (T2(x) - T(x))``
-    (:class:`_DefectCorrected`) iterated from ``x`` to ``tol``, then ``T2`` itself from there
-    with the corrected run's secant pairs, to its own convergence test (so the answer is
-    ``T2``'s fixed point to ``tol`` whatever the correction's quality; a corrected run that
-    fails leaves ``T2`` to start from ``x``).
-
-    The corrected map's fixed point ``x*`` differs from ``T2``'s by the change of the rules'
-    difference ``D = T2 - T`` between ``x`` and ``x*``: ``T2(x*) - x* = D(x*) - D(x)``, of
-    the order of the rules' difference times the state's move, far below ``tol`` where the
-    finer rule moves the state by ``1e-4`` or less; ``T2``'s run then converges at its first
-    evaluation.  Measured (``benchmarks/bench_lasso_k3.py``, the square loss: 8 x 8, 16 x 16
-    and 32 x 32 panels, one prior evaluation 6, 20 and 82 ms on the spectral model's 16
-    atoms): the re-solves took 8 to 14 evaluations of the finer rule at 16 x 16 and 4 to 7
-    at 32 x 32; by defect correction two at 32 x 32 (the difference and one of ``T2``'s run)
-    and 3 to 8 at 16 x 16 (the 8 -> 16 difference, up to 1e-4, moves the state further),
-    with 3 to 14 of the coarser rule's.  Returns ``T2``'s outcome and the evaluations before
-    its run."""
-    ev, m2 = T2.hats_memory(x, known)
-    g2, m2 = T2.image(x, ev, m2)
-    g1, _ = T.image(x, ev, MapMemory(ev=ev))
-    spent = 1
-    corr = iterate(_DefectCorrected(T, g2 - g1), x, start, aux=MapMemory(ev=ev), **kw)
-    spent += corr.n_iter
-    if not corr.converged:
-        return iterate(T2, x, start, aux=m2, **kw), spent
-    return iterate(T2, corr.x, corr.anderson, aux=MapMemory(ev=None), **kw), spent
 
 
 def _replicate_values(
