@@ -80,11 +80,14 @@ def defect_corrected_solve(
     finer rule moves the state by ``1e-4`` or less; ``T2``'s run then converges at its first
     evaluation.  Measured (``benchmarks/bench_lasso_k3.py``, the square loss: 8 x 8, 16 x 16
     and 32 x 32 panels, one prior evaluation 6, 20 and 82 ms on the spectral model's 16
-    atoms): the re-solves took 8 to 14 evaluations of the finer rule at 16 x 16 and 4 to 7
-    at 32 x 32; by defect correction two at 32 x 32 (the difference and one of ``T2``'s run)
-    and 3 to 8 at 16 x 16 (the 8 -> 16 difference, up to 1e-4, moves the state further),
-    with 3 to 14 of the coarser rule's.  Returns ``T2``'s outcome and the evaluations before
-    its run."""
+    atoms): the re-solves took 4 to 7 evaluations at 32 x 32, by defect correction two (the
+    difference and one of ``T2``'s run) and 3 to 8 of the 16 x 16 rule's.  Used from the
+    second refinement on (:func:`~gaussmix.theory.solve.refinement.refine_prior`): the first
+    rules' difference (8 -> 16 panels, up to 1e-4) moves the state further, and the 16 x 16
+    run from the corrected state still took 2 to 7 evaluations, 11 near the zero estimator
+    (seed 1 #21: the prior's unresolved atoms set to zero make the map not smooth there;
+    3 from the coarse fixed point).  Returns ``T2``'s outcome and the evaluations before its
+    run."""
     ev, m2 = T2.hats_memory(x, known)
     g2, m2 = T2.image(x, ev, m2)
     g1, _ = T.image(x, ev, MapMemory(ev=ev))

@@ -704,7 +704,8 @@ def refine_prior(
     prior = dict(est.prior)
     panels = T.prior_panels or outer_panels(n_outer)
     changed = False
-    # (a channel in closed form: the prior's rule is the map's cost, see defect_corrected_solve)
+    # (a channel in closed form: the prior's rule is the map's cost; from the second
+    # refinement on, whose rules' difference is small, see defect_corrected_solve)
     corrected = not needs_quadrature(problem)
     pairs = history.get(T.rule)  # (then each re-solve's own: the model nearest the next)
     try:
@@ -718,7 +719,7 @@ def refine_prior(
             T2 = new_map(problem, T.rule, T, prior_panels=finer)
             known = MapMemory(ev=None if mem is None else mem.ev)
             start = AndersonState.init(resolve_memory(opts), pairs)
-            if corrected:
+            if corrected and k > 0:
                 out2, spent = defect_corrected_solve(T, T2, x, known, start, kw)
                 n_iter += spent
             else:
