@@ -531,35 +531,46 @@ def test_prior_error_estimate_three_effective_outputs():
 
 
 def test_prior_refinements_start_from_the_last_resolves_pairs(monkeypatch):
-    """Each refinement of the prior's rule after the first re-solves with the secant pairs
-    its predecessor ended with (the Jacobian model at the nearest state and map), the first
-    with the channel rule's; all with the estimate's longer memory; and the answer is the
-    fixed point of its finest map, within the estimate of the change a finer rule makes."""
-    from gaussmix.theory.solve import refinement
+    """Each refinement of the prior's rule after the first re-solves by defect correction
+    (the channel in closed form: the coarser rule's map corrected by the two rules'
+    difference at the last fixed point, then the finer rule's own map from there), the
+    first by the finer map from the fixed point; each run with the secant pairs
+    the run before it ended with (the Jacobian model at the nearest state and map), the
+    first with the channel rule's; all with the estimate's longer memory; the finer map's
+    run converges at its first evaluations; and the answer is the fixed point of its finest
+    map, within the estimate of the change a finer rule makes."""
+    from gaussmix.theory.solve import defect, refinement
     from gaussmix.theory.solve.estimate import resolve_memory
     from gaussmix.theory.solve.state import residual_scale
 
-    starts, ends = [], []
+    runs = []
     real = refinement.iterate
 
     def spy(T, x0, anderson, **kw):
         out = real(T, x0, anderson, **kw)
-        if T.prior_panels is not None:
-            starts.append(anderson)
-            ends.append(out.anderson)
+        corrected = isinstance(T, defect.DefectCorrected)
+        if corrected or T.prior_panels is not None:
+            runs.append((corrected, anderson, out))
         return out
 
     monkeypatch.setattr(refinement, "iterate", spy)
+    monkeypatch.setattr(defect, "iterate", spy)
     mix = gm.Mixture.isotropic(0.35, "gaussian", n_clusters=3)
     res = gm.solve(mix, "square", penalty="l1", lam=0.13, alpha=2.7)
-    assert res.state.prior_panels == 32 and len(starts) == 2  # (8 -> 16 -> 32 panels)
+    # (8 -> 16 panels by the finer map; 16 -> 32 a corrected run and the finer map's)
+    assert res.state.prior_panels == 32
+    assert [c for c, _, _ in runs] == [False, True, False]
+    starts = [a for _, a, _ in runs]
     assert all(s.memory == resolve_memory(gm.SolverOptions()) for s in starts)
 
     def same(a, b):  # (the same pairs: the very arrays)
         return len(a) == len(b) and all(u is v for u, v in zip(a, b))
 
-    assert not starts[0].empty and not same(starts[1].dxs, starts[0].dxs)
-    assert same(starts[1].dxs, ends[0].dxs) and same(starts[1].dgs, ends[0].dgs)
+    assert not starts[0].empty
+    for k in range(1, 3):
+        assert same(starts[k].dxs, runs[k - 1][2].anderson.dxs)
+        assert same(starts[k].dgs, runs[k - 1][2].anderson.dgs)
+    assert runs[2][2].converged and runs[2][2].n_iter <= 2
     T, x = res.state.map(), res.state.x
     assert np.max(np.abs(T(x) - x) / residual_scale(x, 3, 3)) < 1e-7
     monkeypatch.undo()

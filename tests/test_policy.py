@@ -595,6 +595,45 @@ def test_the_path_walk_halves_grows_and_gives_up() -> None:
     assert walk.walk(np.log(100.0), 0.0, barrier, 7, 9) == (False, 9)
 
 
+def test_the_trail_predicts_along_the_secant_in_the_chart() -> None:
+    """The one predictor of both homotopies (:class:`Trail`): the last fixed point itself
+    before a secant exists or where a point is outside the chart; else the secant through
+    the last two fixed points in ``log`` of the parameter and in chart coordinates, exact
+    for overlaps that scale as a power of the parameter (``V ~ 1 / lam``) and means and
+    bias affine in its logarithm, and a valid state however far it extrapolates."""
+    from gaussmix.theory.solve.homotopy import Trail
+    from gaussmix.theory.solve.state import LogChart, is_valid_state
+
+    K, L = 2, 2
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(2 * K, L, L))
+    S0 = np.einsum("kab,kcb->kac", A, A) + np.eye(L)  # positive definite
+    ev, vec = np.linalg.eigh(S0)
+    M0, dM = rng.normal(size=(K, L)), rng.normal(size=(K, L))
+    b0, db = rng.normal(size=L), rng.normal(size=L)
+
+    def state(t: float) -> np.ndarray:  # overlaps S0^(1 - t): log-linear in t
+        QV = np.einsum("kab,kb,kcb->kac", vec, ev ** (1.0 - t), vec)
+        return pack_state(QV[:K], M0 + t * dM, QV[K:], b0 + t * db)
+
+    trail = Trail(LogChart(K, L))
+    last = state(0.0)
+    trail.add(0.0, last)
+    assert trail.predict(1.0, last) is last  # (one point: no secant)
+    trail.add(0.5, state(0.5))
+    for t in (1.0, 2.5, 0.25):  # (to the rounding of the matrix logarithm and exponential)
+        want = state(t)
+        got = trail.predict(t, state(0.5))
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12 * np.abs(want).max())
+    far = trail.predict(6.0, state(0.5))  # (eigenvalues ev^-5, 3e-5 to 0.9: valid)
+    assert is_valid_state(far, K, L)
+    singular = state(1.0)
+    Q, _, _, _ = unpack_state(singular, K, L)
+    Q[0] = 0.0  # (outside the chart: its Q_0 is not positive definite)
+    trail.add(1.0, singular)
+    assert trail.predict(2.0, singular) is singular
+
+
 def test_the_fallbacks_read_what_each_homotopy_declares() -> None:
     """``prefers`` is a class attribute of both homotopies, read as such by the chain's
     order; the chain's budget of solves is the sum of theirs."""

@@ -37,7 +37,7 @@ own coordinates steps of about 0.002 in ``alpha`` were needed).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -66,7 +66,7 @@ from .options import SolverOptions
 from .refinement import Estimate
 from .state import LogChart, is_valid_state, unpack_state
 
-__all__ = ["PathWalk", "Homotopy", "LambdaHomotopy", "AlphaHomotopy", "Fallbacks"]
+__all__ = ["PathWalk", "Trail", "Homotopy", "LambdaHomotopy", "AlphaHomotopy", "Fallbacks"]
 
 #: ``judge(problem, opts, est) -> (status, message)``: the policy's
 #: :func:`~gaussmix.theory.solve.policy.verdict` on a solve's estimate
@@ -271,18 +271,22 @@ class LambdaHomotopy:
         problem, opts = s.problem, s.opts
         steps = self._step_options(opts)
         final_opts = replace(opts, fallback=False)
+        trail = Trail(LogChart(problem.n_clusters, problem.dim))
+        trail.add(float(np.log(start_lam)), path.last.x)
 
         def solve(nxt: float, final: bool) -> bool:
+            x0 = trail.predict(nxt, path.last.x)
             if final:  # the problem's own point: its options, failing fast
                 policy = plan(problem, final_opts, warm=True, fail_fast=True)
-                est = policy.run(problem, final_opts, path.last.x, s.callback, local)
+                est = policy.run(problem, final_opts, x0, s.callback, local)
                 ok = judge(problem, final_opts, est)[0] is IterationStatus.CONVERGED
             else:
                 point = problem.with_lam_alpha(float(np.exp(nxt)), problem.alpha)
-                est, ok = _quiet(point, steps, path.last, local, judge, plan)
+                est, ok = _quiet(point, steps, x0, local, judge, plan)
             path.spent += int(est.n_iter)
             if ok:
                 path.last, path.n_steps = est, path.n_steps + 1
+                trail.add(nxt, est.x)
             return ok
 
         walk = PathWalk(self.step, self.min_step)
@@ -299,17 +303,17 @@ class LambdaHomotopy:
 def _quiet(
     problem: Problem,
     opts: SolverOptions,
-    last: Estimate | None,
+    start: np.ndarray | None,
     history: dict,
     judge: Judge,
     plan: Plan,
 ) -> tuple[Estimate, bool]:
-    """An intermediate solve of the homotopy in ``lam``, from the last point's state (None:
-    the cold start; warnings dropped: its observables are not reported), and whether it
-    passed ``judge``."""
+    """An intermediate solve of the homotopy in ``lam``, from the state ``start`` (the
+    path's prediction, :class:`Trail`; None: the cold start; warnings dropped: its
+    observables are not reported), and whether it passed ``judge``."""
     with caught((Warning,)):
-        x0 = start_state(problem, None) if last is None else last.x
-        policy = plan(problem, opts, warm=last is not None)
+        x0 = start_state(problem, None) if start is None else start
+        policy = plan(problem, opts, warm=start is not None)
         est = policy.run(problem, opts, x0, None, history)
         return est, judge(problem, opts, est)[0] is IterationStatus.CONVERGED
 
@@ -323,7 +327,7 @@ class AlphaHomotopy:
     evaluations), then walks down in ``log alpha`` to the problem's (:class:`PathWalk`:
     at most a factor :attr:`step`, halved on failure, grown by half on success), each
     step a fixed-point run from the secant through the path's last two fixed points
-    (:func:`_secant`; the first step from the start's fixed point) in
+    (:class:`Trail`; the first step from the start's fixed point) in
     :class:`~gaussmix.theory.solve.state.LogChart` coordinates with the damping
     :attr:`damping` (the module docstring says why); the path is given up where the step
     falls below :attr:`min_step` or after :attr:`max_solves` solves (a further start
@@ -439,22 +443,20 @@ class AlphaHomotopy:
         """The path in ``log alpha`` from ``alphas[-1]`` (solved: the state ``path.last``;
         with ``earlier``, the fixed point at ``alphas[0]`` before it) to the problem's
         ``alpha`` (:meth:`PathWalk.walk`), each solve from the secant through the path's
-        last two fixed points (:func:`_secant`), ``path`` updated at each step; ``first``:
+        last two fixed points (:class:`Trail`), ``path`` updated at each step; ``first``:
         the first step, a factor (None: :attr:`step`)."""
-        chart = LogChart(problem.n_clusters, problem.dim)
-        trail = [(float(np.log(alphas[-1])), chart.forward(path.last))]
+        trail = Trail(LogChart(problem.n_clusters, problem.dim))
         if earlier is not None:
-            trail.insert(0, (float(np.log(alphas[0])), chart.forward(earlier)))
+            trail.add(float(np.log(alphas[0])), earlier)
+        trail.add(float(np.log(alphas[-1])), path.last)
 
         def solve(nxt: float, final: bool) -> bool:
             point = problem.with_lam_alpha(problem.lam, float(np.exp(nxt)))
-            out, ok = self._run(
-                point, rule, sym, _secant(trail, nxt, chart, path.last), opts, True
-            )
+            out, ok = self._run(point, rule, sym, trail.predict(nxt, path.last), opts, True)
             path.spent += out.n_iter
             if ok:
                 path.last = out.x
-                trail.append((nxt, chart.forward(out.x)))
+                trail.add(nxt, out.x)
             return ok
 
         walk = PathWalk(self.step, self.min_step)
@@ -501,24 +503,53 @@ class AlphaHomotopy:
         return replace(est, n_iter=spent + int(est.n_iter), fallback=text)
 
 
-def _secant(
-    trail: list[tuple[float, np.ndarray | None]], t: float, chart: LogChart, last: np.ndarray
-) -> np.ndarray:
-    """The start of the homotopy in ``alpha``'s solve at ``log alpha = t``: the secant
-    through the path's last two fixed points (``trail``: ``log alpha`` and
-    :class:`~gaussmix.theory.solve.state.LogChart` coordinates, None outside the chart)
-    extrapolated to ``t`` in the chart, the predictor of a predictor-corrector path; the
-    last fixed point ``last`` where there is no secant (the path's first step).
+@dataclass
+class Trail:
+    """The fixed points of a homotopy's path so far and the predictor of its next point:
+    the secant through the last two, in the logarithm of the path's parameter and in
+    :class:`~gaussmix.theory.solve.state.LogChart` coordinates (the predictor of a
+    predictor-corrector path), the one start of every step of :class:`LambdaHomotopy` and
+    :class:`AlphaHomotopy`.
 
-    Measured on the learning curve "random 3" of ``benchmarks/_curve_grids.py`` (hinge +
-    lasso, lam = 9.75): the cold solves at alpha = 0.39, 0.79, 1.19, 1.59, 2.0 cost 207,
-    181, 176, 172, 71 evaluations instead of 518, 559, 654, 304, 424 from the last fixed
-    point, whose steps of a factor 2 failed after 100 evaluations and were halved (every
-    step from the secant converged, in 9 to 20 evaluations)."""
-    if len(trail) < 2 or trail[-1][1] is None or trail[-2][1] is None:
-        return last
-    (t0, y0), (t1, y1) = trail[-2], trail[-1]
-    return chart.inverse(y1 + (y1 - y0) * (t - t1) / (t1 - t0))
+    In the chart the overlaps are matrix logarithms, so a march by a factor per decade of
+    the parameter (``V_c ~ 1 / lam`` where the penalty leaves the weights free) is a
+    straight line, and every prediction is a valid state (positive-definite ``Q_c`` and
+    ``V_c``).  Measured on the learning curve "random 3" of ``benchmarks/_curve_grids.py``
+    (hinge + lasso, lam = 9.75, the homotopy in alpha): the cold solves at alpha = 0.39,
+    0.79, 1.19, 1.59, 2.0 cost 207, 181, 176, 172, 71 evaluations instead of 518, 559,
+    654, 304, 424 from the last fixed point, whose steps of a factor 2 failed after 100
+    evaluations and were halved (every step from the secant converged, in 9 to 20
+    evaluations).  In ``lam`` (issue 32's K = 3 square-loss lasso at lam = 1.4e-3, alpha =
+    0.73, from 100 lam in steps of a factor 10, ``bench_lasso_k3.py`` seed 1 #5): the last
+    step from 10 lam took 254 evaluations from the last fixed point (the largest overlap
+    from 7.7 towards 78 by way of 4.8e3), 76 from the secant (the point 678 -> 502).
+
+    Attributes
+    ----------
+    chart : LogChart
+        The coordinates of the secant.
+    points : list of (float, ndarray or None)
+        The path's fixed points so far, oldest first: the logarithm of the parameter and
+        the chart's coordinates (None outside the chart: a state that is not positive
+        definite, whose step starts from the last fixed point itself).
+    """
+
+    chart: LogChart
+    points: list[tuple[float, np.ndarray | None]] = field(default_factory=list)
+
+    def add(self, t: float, x: np.ndarray) -> None:
+        """Note the fixed point ``x`` of the path at the logarithm ``t`` of its parameter."""
+        self.points.append((t, self.chart.forward(x)))
+
+    def predict(self, t: float, last: np.ndarray) -> np.ndarray:
+        """The start of the solve at ``t``: the secant through the last two fixed points
+        extrapolated (or interpolated) to ``t`` in the chart; the last fixed point
+        ``last`` itself where there is no secant (the path's first step, or a point
+        outside the chart)."""
+        if len(self.points) < 2 or self.points[-1][1] is None or self.points[-2][1] is None:
+            return last
+        (t0, y0), (t1, y1) = self.points[-2], self.points[-1]
+        return self.chart.inverse(y1 + (y1 - y0) * (t - t1) / (t1 - t0))
 
 
 @dataclass(frozen=True)
