@@ -401,6 +401,15 @@ class SolvePolicy:
         Of a curve's stacked points: whether the re-solves of the sharp switch and the
         estimate start from each point's own secant pairs (one output) or the stacked
         history (two; :func:`own_refined_pairs`).
+    predicted_start : bool
+        Whether each refined re-solve of the estimate starts from the predicted start
+        (:func:`~gaussmix.theory.solve.estimate.predicted_start`: one step of the last
+        solve's own iteration, a single point's), rather than from the fixed point (a
+        curve's stacked points).
+    longer_resolve_memory : bool
+        Whether the estimate's re-solves take a re-solve's longer Anderson memory
+        (:func:`~gaussmix.theory.solve.estimate.resolve_memory`: a single point's), rather
+        than ``opts.anderson`` (a curve's stacked points).
     stacked : bool
         Whether the state's points are iterated as one stacked state, each frozen at its
         own convergence, with each point's estimate on the point axis (a curve's points,
@@ -422,6 +431,8 @@ class SolvePolicy:
     sharp_watch: SharpWatch | None = None
     merge: bool = False
     own_pairs: bool = True
+    predicted_start: bool = True
+    longer_resolve_memory: bool = True
     stacked: bool = False
 
     @property
@@ -553,6 +564,8 @@ def policy_for_points(problems: list[Problem], opts: SolverOptions) -> SolvePoli
         # restarts its slow points
         merge=two or len({p.alpha for p in problems}) == 1,
         own_pairs=own_refined_pairs(p0),
+        predicted_start=False,
+        longer_resolve_memory=False,
         stacked=True,
     )
 

@@ -24,7 +24,7 @@ point axis (:func:`~gaussmix.theory.solve.batch_solve.converged_solve`,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -36,14 +36,14 @@ from ..problem.problem import Problem
 from . import batch_solve
 from .batch import Watch
 from .batch_solve import FirstSolve, plain_first_solve, solve_freezing
+from .estimate import resolve_memory
 from .fixed_point import FixedPointMap, MapMemory, map_features, uses_log_chart
-from .iteration import AndersonState, IterationOutcome
+from .iteration import AndersonState, IterationOutcome, IterationStatus
 from .options import SolverOptions
 from .refinement import (
     Continuation,
     ErrorEstimate,
     Estimate,
-    estimate_errors,
     run_fixed_point,
 )
 
@@ -78,6 +78,17 @@ class Declared(Protocol):
     @property
     def sharp_watch(self) -> Watch | None:
         """The stop of a stacked solve in the sharp regime (two outputs)."""
+
+    @property
+    def predicted_start(self) -> bool:
+        """Whether an estimate's refined re-solve starts from the predicted start (one
+        step of the last solve's own iteration), rather than from the fixed point."""
+
+    @property
+    def longer_resolve_memory(self) -> bool:
+        """Whether an estimate's re-solves take the longer Anderson memory of a re-solve
+        (:func:`~gaussmix.theory.solve.estimate.resolve_memory`), rather than
+        ``opts.anderson``."""
 
     @property
     def merge(self) -> bool:
@@ -197,9 +208,38 @@ class SolveState:
         )
 
     def estimate(self, T: FixedPointMap, out: IterationOutcome, kind: ErrorEstimate) -> Estimate:
-        """:func:`~gaussmix.theory.solve.refinement.estimate_errors` of the one point at
-        ``out``, of the policy's ``kind``."""
-        return estimate_errors(self.problem, T, out, self.opts, self.callback, self.history, kind)
+        """The estimate of the one point at ``out`` of ``kind``
+        (:func:`~gaussmix.theory.solve.batch_solve.estimate_points` of a map of one point)."""
+        (est,) = self._estimates(T, out, [out.n_iter], [out.residual], kind, self.history)
+        return est
+
+    def _estimates(
+        self,
+        T: FixedPointMap,
+        out: IterationOutcome,
+        n_iter: Sequence[int],
+        residual: Sequence[float],
+        kind: ErrorEstimate,
+        history: dict | None,
+    ) -> list[Estimate]:
+        """:func:`~gaussmix.theory.solve.batch_solve.estimate_points` of the points of
+        ``T`` at ``out``, with the re-solves the policy declares."""
+        policy, opts = self.policy, self.opts
+        return batch_solve.estimate_points(
+            T,
+            out,
+            n_iter,
+            residual,
+            self.opts,
+            kind=kind,
+            stacked=policy.stacked,
+            predicted=policy.predicted_start,
+            merge=policy.merge,
+            own_pairs=policy.own_pairs,
+            memory=resolve_memory(opts) if policy.longer_resolve_memory else opts.anderson,
+            history=history,
+            callback=self.callback,
+        )
 
     # ----------------------------------------------------------------- the steps' work
     def iterate(self, rule: QuadratureRule) -> None:
@@ -242,19 +282,11 @@ class SolveState:
                 self.groups = self._grouped([None] * self.n_points)
             ests: list = [None] * self.n_points
             for g in self.groups:
-                done = batch_solve.estimate_points(
-                    g.T,
-                    g.x,
-                    g.n_iter,
-                    g.residual,
-                    self.opts,
-                    g.history,
-                    merge=self.policy.merge,
-                    memory=g.memory,
-                    refine=kind(g.T.rule) is ErrorEstimate.REFINED_RULE,
-                    own_pairs=self.policy.own_pairs,
+                at = IterationOutcome(
+                    g.x, 0, 0.0, IterationStatus.CONVERGED, "converged", g.history, g.memory
                 )
-                if done is None:
+                done = self._estimates(g.T, at, g.n_iter, g.residual, kind(g.T.rule), None)
+                if any(est.status is not IterationStatus.CONVERGED for est in done):
                     self.failed = True
                     break
                 for i, est in zip(g.idx, done):
