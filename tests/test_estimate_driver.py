@@ -157,3 +157,28 @@ def test_the_predicted_start_is_a_single_points() -> None:
             own_pairs=True,
             memory=6,
         )
+
+
+def test_a_solve_and_a_stacked_curve_take_the_one_run(monkeypatch) -> None:
+    """The fixed-point run of a single point and of a curve's stacked points is one
+    function (``batch_solve.run_points``) on a map of one point and of the curve's points:
+    a single point's map freezes nothing and its runs are its iteration; the curve's
+    freezes each point at its own convergence (``stacked``)."""
+    from gaussmix.theory.solve import batch_solve
+    from gaussmix.theory.solve.batch import NO_FREEZING
+
+    calls: list[tuple[int, bool, bool]] = []
+    real = batch_solve.run_points
+
+    def spy(T, x0, opts, **kw):
+        calls.append((T.n_points, kw["stacked"], T.freezing == NO_FREEZING))
+        return real(T, x0, opts, **kw)
+
+    monkeypatch.setattr(batch_solve, "run_points", spy)
+    mix = gm.Mixture.isotropic(1.0, "antipodal", labels="binary")
+    single = gm.solve(mix, "logistic", lam=0.1, alpha=2.0)
+    assert single.success and calls == [(1, False, True)]
+    calls.clear()
+    alphas = np.linspace(0.5, 3.0, 10)
+    curve = gm.learning_curve(mix, "logistic", alphas, lam=0.1)
+    assert curve.converged.all() and calls == [(10, True, False)]

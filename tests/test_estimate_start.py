@@ -24,7 +24,7 @@ from gaussmix.theory.solve.fixed_point import MapMemory, new_map, start_state
 from gaussmix.theory.solve.iteration import AndersonState, iterate
 from gaussmix.theory.solve.nested import nearest_warm
 from gaussmix.theory.solve.options import SolverOptions
-from gaussmix.theory.solve.policy import channel_rule, continuation
+from gaussmix.theory.solve.policy import SolveState, channel_rule, policy_for
 from gaussmix.theory.solve.state import residual_scale
 
 #: problem kinds whose estimate re-solves with a refined deterministic rule: (mixture,
@@ -52,8 +52,8 @@ def _solved(kind: str):
     rule = channel_rule(problem, None, opts.symmetry)
     assert not rule.randomised and rule.refined() is not None
     x0 = start_state(problem, None)
-    first = continuation(problem, opts)
-    T, out = refinement.run_fixed_point(problem, rule, x0, opts, None, history, first_phase=first)
+    state = SolveState(policy_for(problem, opts, warm=True), [problem], opts, None, history, x0)
+    T, out = state.run(rule, x0)
     assert out.converged
     return problem, opts, history, T, out
 

@@ -42,12 +42,14 @@ from .iteration import AndersonState, IterationOutcome, IterationState, Iteratio
 from .nested import nearest_warm
 from .options import SolverOptions
 from .refinement import (
+    Continuation,
     ErrorEstimate,
     Estimate,
     Observables,
     estimate_randomised,
     light_observables,
     numerical_failure,
+    single_phase,
     with_statistics_points,
 )
 
@@ -55,6 +57,7 @@ __all__ = [
     "FirstSolve",
     "plain_first_solve",
     "converged_solve",
+    "run_points",
     "estimate_points",
     "iterated_solve",
     "refined_solve",
@@ -207,6 +210,107 @@ def stacked_observables(
         outputs = T.outputs
     ev = T.hats(x, memory)
     return light_observables(T.problems, outputs, T.rule, sym, (Q, M, V, b), ev, seed=T.rule.seed)
+
+
+def run_points(
+    T: FixedPointMap,
+    x0: np.ndarray,
+    opts: SolverOptions,
+    *,
+    continuation: Continuation,
+    stacked: bool,
+    memory: int,
+    history: dict,
+    callback: Callable | None = None,
+    watch: Callable[[], Callable] | None = None,
+    first_solve: FirstSolve | None = None,
+    on_converged: Callable[[int], None] | None = None,
+) -> tuple[FixedPointMap, IterationOutcome | None, np.ndarray, np.ndarray]:
+    """The fixed point of the points of ``T`` (with its rule) from ``x0`` after the cheaper
+    first phase ``continuation`` the policy chose
+    (:func:`~gaussmix.theory.solve.policy.continuation`): the one run of a single point (a
+    map of one point) and of a curve's stacked points.
+
+    The first phase: the prior in single precision (a map of one point whose prior's linear
+    algebra is most of an iteration, :func:`~gaussmix.theory.solve.refinement.single_phase`),
+    or a solve with the rule's coarser rule (:meth:`QuadratureRule.coarsened`), whose
+    cheap evaluations converge; the rule's own solve then starts from there with the coarse
+    secant pairs as its Jacobian model (each point's own, :meth:`FixedPointMap.pairs`) and
+    needs one or two evaluations, with the Anderson ``memory`` of a solve from a fixed point
+    (:func:`~gaussmix.theory.solve.estimate.resolve_memory` for a single point: 12 K = 3
+    cross-entropy lasso points of ``bench_lasso_k3.py``, 180 -> 130 evaluations of the finer
+    rule).  Only the starting point and the secant pairs carry over.  A coarse run that
+    converged at its start made no pairs: the rule's own in ``history`` (the solve's pairs
+    by rule, e.g. those a sharp switch handed it) stay its Jacobian model; each run leaves
+    its own there.
+
+    What differs between a single point's run and a curve's is the policy's, read here:
+    ``stacked`` (each point frozen at its own convergence, ``T``'s freezing made with
+    :func:`solve_freezing`): each run is the curve's first solve (``first_solve``, its
+    restart of a sweep's slow points; the coarse one and, without it, the rule's) or
+    :func:`converged_solve` (the rule's after the coarse one, the proximal solves warm from
+    its nearest nodes, :meth:`FixedPointMap.warm_from`), a failed run fails the points
+    (None); one point: each run is its iteration (``callback``; ``watch``: a fresh
+    ``on_step`` of :func:`~gaussmix.theory.solve.iteration.iterate` for each run, the
+    policy's :class:`~gaussmix.theory.solve.policy.FailFast`), a failed first phase is
+    ignored and the rule's run returned as it ends.
+
+    Returns the map of the rule's run (a curve's first solve may make it afresh), its
+    outcome (the last evaluated state, whose channel evaluation the outcome's ``aux``
+    holds), each point's evaluations in both phases (to its own convergence) and each
+    point's own residual."""
+    problems, rule = T.problems, T.rule
+    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
+    fresh = (lambda: {}) if watch is None else (lambda: {"on_step": watch()})
+    first = plain_first_solve if first_solve is None else first_solve
+    n_first: np.ndarray | int = 0
+    m, aux, coarse_ran = opts.anderson, None, False
+    coarse = rule.coarsened() if continuation is Continuation.COARSE else None
+    if continuation is Continuation.SINGLE:  # (a point's prior in float32 first)
+        features = (T.symmetry, T.log_chart)
+        x0, pairs, n_first = single_phase(T.problem, rule, x0, opts, features, history, kw)
+        if pairs is not None:
+            history[rule] = pairs
+    elif coarse is not None:
+        Tc = T.like(problems, coarse, T.freezing)
+        if stacked:
+            Tc, out = first(Tc, x0, opts, None)
+        else:
+            start = AndersonState.init(opts.anderson)
+            out = iterate(Tc, x0, start, return_image=False, **kw, **fresh())
+        coarse_ran = True
+        if out is not None and out.converged and Tc.is_valid(out.x):
+            rec = out.aux.record
+            x0, m = out.x, memory  # (from a fixed point moved by the rule)
+            pairs = Tc.pairs(rec, out.anderson, list(range(len(problems))), opts.anderson)
+            if pairs is not None or history.get(rule) is None:
+                history[rule] = pairs
+            n_first = Tc.own_iterations(rec, out.n_iter)
+            if stacked:  # (two outputs: the curve's rule is not the single point's)
+                aux = T.warm_from(Tc, out.aux)
+        elif stacked:
+            return T, None, np.zeros(len(problems), dtype=int), np.full(len(problems), np.inf)
+        else:
+            n_first = out.n_iter
+    if stacked:
+        if coarse_ran:
+            frozen = aux.record.frozen
+            report = None if on_converged is None else lambda *_: on_converged(int(frozen.sum()))
+            out = converged_solve(T, x0, history.get(rule), opts, report, memory=aux)
+        else:
+            T, out = first(T, x0, opts, on_converged)
+        if out is None:
+            return T, None, np.zeros(len(problems), dtype=int), np.full(len(problems), np.inf)
+    else:
+        start = AndersonState.init(m, history.get(rule))
+        out = iterate(T, x0, start, return_image=False, **kw, **fresh())
+    history[rule] = out.anderson
+    rec = None if out.aux is None else out.aux.record
+    if rec is None:  # (a run whose first evaluation failed: no record)
+        P = len(problems)
+        return T, out, np.full(P, out.n_iter) + n_first, np.full(P, out.residual)
+    residual = np.where(rec.frozen, rec.residuals, out.residual)  # each point's own
+    return T, out, T.own_iterations(rec, out.n_iter) + n_first, residual
 
 
 def converged_solve(

@@ -102,7 +102,7 @@ def finer_rule(rule: QuadratureRule, cap: int = MAX_QUADRATURE_NODES) -> Quadrat
 def resolve_memory(opts: SolverOptions) -> int:
     """The Anderson memory of an error estimate's re-solves of one point (a finer channel
     rule, :func:`tighter_run`, a finer rule of the prior) and of a solve from a coarser
-    rule's fixed point (:func:`~gaussmix.theory.solve.refinement.run_fixed_point`):
+    rule's fixed point (:func:`~gaussmix.theory.solve.batch_solve.run_points`):
     :data:`~gaussmix.theory.numerics.tolerances.RESOLVE_ANDERSON_FACTOR` times ``opts.anderson``
     (0, a plain damped iteration, stays 0), at most the largest memory the options accept.
 

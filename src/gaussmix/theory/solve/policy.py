@@ -407,15 +407,18 @@ class SolvePolicy:
         solve's own iteration, a single point's), rather than from the fixed point (a
         curve's stacked points).
     longer_resolve_memory : bool
-        Whether the estimate's re-solves take a re-solve's longer Anderson memory
+        Whether a run from a fixed point (the rule's after a coarser rule's, the estimate's
+        re-solves) takes a re-solve's longer Anderson memory
         (:func:`~gaussmix.theory.solve.estimate.resolve_memory`: a single point's), rather
         than ``opts.anderson`` (a curve's stacked points).
     stacked : bool
-        Whether the state's points are iterated as one stacked state, each frozen at its
-        own convergence, with each point's estimate on the point axis (a curve's points,
-        :func:`policy_for_points`), rather than by a single point's fixed-point run and
-        estimate (:func:`policy_for`); the mechanics the
-        :class:`~gaussmix.theory.solve.solve_state.SolveState` takes.
+        Whether each point of the state's runs is frozen at its own convergence, the runs
+        the curve's (its first solve, a failed run failing the points), and the sharp
+        switch by groups of points (a curve's points, :func:`policy_for_points`), rather
+        than one point's iteration (:func:`policy_for`): read by the
+        :class:`~gaussmix.theory.solve.solve_state.SolveState` and handed to the one run
+        and estimate (:func:`~gaussmix.theory.solve.batch_solve.run_points`,
+        :func:`~gaussmix.theory.solve.batch_solve.estimate_points`).
     """
 
     rule: QuadratureRule

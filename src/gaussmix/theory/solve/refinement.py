@@ -1,18 +1,17 @@
 """Quadrature rules of a solve, their refinement, and the integration error estimate.
 
 Which rule, continuation and estimate a solve takes is decided by its policy
-(:mod:`gaussmix.theory.solve.policy`); this module does the work: a solve runs the iteration with a
-rule after the first phase its policy chose (:func:`run_fixed_point`: a continuation from a
-coarser rule, or a single-precision phase), evaluates Theorem 2's observables at the fixed point
-(:func:`evaluate_observables`: test error and loss, training error and loss, the free energy of
-eq. (168), the penalty and the sparsity of ``W*``), and estimates the integration error
-of each observable by re-solving with finer rules, or across the independent replicates of
-a randomised rule (:func:`estimate_randomised`; the one driver of the estimate of a point and
-of a curve's points, of the kind its policy chose, is
-:func:`~gaussmix.theory.solve.batch_solve.estimate_points`), then with a finer rule of the
-prior's own integrals where it has one (:func:`refine_prior`: the multi-output lasso).
-:func:`integration_warning_text` says where a large estimate comes from; the solver issues
-the warning.
+(:mod:`gaussmix.theory.solve.policy`); this module does part of the work: the first phase of
+a run in single precision (:func:`single_phase`; the one run of a point and of a curve's
+points is :func:`~gaussmix.theory.solve.batch_solve.run_points`), Theorem 2's observables at
+the fixed point (:func:`evaluate_observables`: test error and loss, training error and loss,
+the free energy of eq. (168), the penalty and the sparsity of ``W*``), the estimate of the
+integration error across the independent replicates of a randomised rule
+(:func:`estimate_randomised`; the one estimate of a point and of a curve's points, of the
+kind its policy chose, is :func:`~gaussmix.theory.solve.batch_solve.estimate_points`), and
+the estimate of a finer rule of the prior's own integrals where it has one
+(:func:`refine_prior`: the multi-output lasso).  :func:`integration_warning_text` says
+where a large estimate comes from; the solver issues the warning.
 """
 
 from __future__ import annotations
@@ -48,7 +47,6 @@ from .fixed_point import (
     FixedPointMap,
     HatEvaluation,
     MapMemory,
-    map_features,
     new_map,
 )
 from .iteration import (
@@ -84,7 +82,7 @@ __all__ = [
     "failed_observables",
     "Continuation",
     "ErrorEstimate",
-    "run_fixed_point",
+    "single_phase",
     "Estimate",
     "estimate_randomised",
     "numerical_failure",
@@ -130,7 +128,8 @@ HALF_REPLICATES_MIN = 4
 
 
 class Continuation(Enum):
-    """The cheaper first phase of :func:`run_fixed_point` before the rule's own solve (the
+    """The cheaper first phase of a fixed-point run
+    (:func:`~gaussmix.theory.solve.batch_solve.run_points`) before the rule's own solve (the
     solve's policy chooses it, :mod:`gaussmix.theory.solve.policy`)."""
 
     #: the rule's own iteration from the start
@@ -139,7 +138,7 @@ class Continuation(Enum):
     #: :meth:`~gaussmix.theory.numerics.quadrature.QuadratureRule.coarsened`
     #: rule first, where it has one
     COARSE = "coarse rule"
-    #: the map with its prior in single precision first (:func:`_single_phase`)
+    #: the map with its prior in single precision first (:func:`single_phase`)
     SINGLE = "single precision"
 
 
@@ -402,65 +401,7 @@ def failed_observables(
 
 
 # --------------------------------------------------------------------------- the solve
-def run_fixed_point(
-    problem: Problem,
-    rule: QuadratureRule,
-    x0: np.ndarray,
-    opts: SolverOptions,
-    callback: Callable | None,
-    history: dict,
-    *,
-    first_phase: Continuation,
-    watch: Callable[[], Callable] | None = None,
-) -> tuple[FixedPointMap, IterationOutcome]:
-    """The fixed-point run with the channel rule ``rule``, after the cheaper ``first_phase``
-    (the policy's, :func:`gaussmix.theory.solve.policy.continuation`): a single-precision phase
-    where the prior's linear algebra is most of an iteration, or a continuation from a
-    coarser rule where ``rule`` has one.
-
-    The coarse solve (``opts.continuation``) converges with cheap evaluations; the rule's
-    own solve then starts from there with the coarse secant pairs as its Jacobian model and
-    needs one or two evaluations, with a re-solve's longer memory
-    (:func:`~gaussmix.theory.solve.estimate.resolve_memory`: 12 K = 3 cross-entropy lasso
-    points of ``bench_lasso_k3.py``, 180 -> 130 evaluations of the finer rule).  Only the
-    starting point and the secant pairs carry over;
-    a failure of the first phase is ignored.  The returned state is the last evaluated
-    one, whose channel evaluation the outcome's ``aux`` holds (its observables reuse it), always of
-    the double-precision map with the rule ``rule``; the iterations of both phases count.
-    ``watch``, if given, makes a fresh ``on_step`` of :func:`iterate` for the coarse and
-    the main run (the policy's :class:`~gaussmix.theory.solve.policy.FailFast`).
-    """
-    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
-    fresh = (lambda: {}) if watch is None else (lambda: {"on_step": watch()})
-    features = map_features(problem, opts)
-    n_first = 0
-    memory = opts.anderson
-    if first_phase is Continuation.SINGLE:
-        x0, pairs, n_first = _single_phase(problem, rule, x0, opts, features, history, kw)
-        if pairs is not None:
-            history[rule] = pairs
-    elif first_phase is Continuation.COARSE:
-        coarse = rule.coarsened()
-        if coarse is not None:
-            start = AndersonState.init(opts.anderson)
-            Tc = new_map(problem, coarse, features, prior_panels=opts.prior_panels)
-            out = iterate(Tc, x0, start, return_image=False, **kw, **fresh())
-            n_first = out.n_iter
-            if out.converged and is_valid_state(out.x, problem.n_clusters, problem.dim):
-                x0 = out.x
-                memory = resolve_memory(opts)  # (from a fixed point moved by the rule)
-                # (a coarse run that converged at its start made no pairs: the rule's own,
-                # e.g. those a sharp switch handed it, stay its Jacobian model)
-                if not out.anderson.empty or history.get(rule) is None:
-                    history[rule] = out.anderson
-    T = new_map(problem, rule, features, prior_panels=opts.prior_panels)
-    start = AndersonState.init(memory, history.get(rule))
-    out = iterate(T, x0, start, return_image=False, **kw, **fresh())
-    history[rule] = out.anderson
-    return T, replace(out, n_iter=out.n_iter + n_first)
-
-
-def _single_phase(
+def single_phase(
     problem: Problem,
     rule: QuadratureRule,
     x0: np.ndarray,
@@ -469,7 +410,8 @@ def _single_phase(
     history: dict,
     kw: dict,
 ) -> tuple[np.ndarray, AndersonState | None, int]:
-    """The single-precision phase of :func:`run_fixed_point`: the map with the prior in
+    """The single-precision phase of a fixed-point run of one point
+    (:func:`~gaussmix.theory.solve.batch_solve.run_points`): the map with the prior in
     float32 (:func:`gaussmix.theory.prior.dense.dense_ridge_terms`' ``single``: half the time of
     an evaluation at MNIST's size, within ~1e-6 of the double map), iterated from ``x0``
     to :data:`~gaussmix.theory.numerics.tolerances.SINGLE_PHASE_TOL`, or for at most
