@@ -182,3 +182,30 @@ def test_a_solve_and_a_stacked_curve_take_the_one_run(monkeypatch) -> None:
     alphas = np.linspace(0.5, 3.0, 10)
     curve = gm.learning_curve(mix, "logistic", alphas, lam=0.1)
     assert curve.converged.all() and calls == [(10, True, False)]
+
+
+@pytest.mark.parametrize(
+    "mixture, loss",
+    [
+        (gm.Mixture.isotropic(1.0, "antipodal", labels="binary"), "logistic"),
+        (gm.Mixture.isotropic(0.5, "simplex", n_clusters=3), "cross-entropy"),
+    ],
+)
+def test_the_observables_of_a_map_of_one_point_are_a_batchs(mixture, loss) -> None:
+    """The one estimate reads a map of one point on its own arrays (its problem its
+    outputs, as a single point's observables): the same errors and losses as that point's
+    in a map of several, at the same state, to rounding."""
+    from gaussmix.theory.api.api import make_problem
+    from gaussmix.theory.solve.batch_solve import stacked_observables
+    from gaussmix.theory.solve.fixed_point import FixedPointMap
+    from gaussmix.theory.solve.policy import channel_rule
+
+    problems = [make_problem(mixture, loss, lam=0.1, alpha=a) for a in (0.5, 1.0, 3.0)]
+    rule = channel_rule(problems[0], None)
+    T = FixedPointMap(problems, rule)
+    x = T.start()
+    together = stacked_observables(T, x)
+    for p, xi, ob in zip(problems, T.split(x), together):
+        (alone,) = stacked_observables(FixedPointMap(p, rule), xi)
+        for key in ("test_error", "train_error", "train_loss", "test_loss"):
+            assert alone.value(key) == pytest.approx(ob.value(key), rel=1e-12, abs=1e-15), key

@@ -267,6 +267,8 @@ def run_points(
     m, aux, coarse_ran = opts.anderson, None, False
     coarse = rule.coarsened() if continuation is Continuation.COARSE else None
     if continuation is Continuation.SINGLE:  # (a point's prior in float32 first)
+        if len(problems) != 1:
+            raise ValueError("the single-precision phase is a single point's (P = 1)")
         features = (T.symmetry, T.log_chart)
         x0, pairs, n_first = single_phase(T.problem, rule, x0, opts, features, history, kw)
         if pairs is not None:
@@ -296,7 +298,7 @@ def run_points(
         if coarse_ran:
             frozen = aux.record.frozen
             report = None if on_converged is None else lambda *_: on_converged(int(frozen.sum()))
-            out = converged_solve(T, x0, history.get(rule), opts, report, memory=aux)
+            out = converged_solve(T, x0, history.get(rule), opts, report, aux, m)
         else:
             T, out = first(T, x0, opts, on_converged)
         if out is None:
@@ -320,11 +322,12 @@ def converged_solve(
     opts: SolverOptions,
     report: Callable[..., None] | None = None,
     memory: MapMemory | None = None,
+    anderson: int | None = None,
 ):
-    """The stacked iteration of ``T`` from ``x0`` (:func:`iterated_solve`), or None where it
-    fails."""
+    """The stacked iteration of ``T`` from ``x0`` (:func:`iterated_solve`, with the Anderson
+    memory ``anderson``, by default ``opts.anderson``), or None where it fails."""
     try:
-        out = iterated_solve(T, x0, history, opts, report, memory=memory)
+        out = iterated_solve(T, x0, history, opts, report, memory=memory, anderson=anderson)
     except SharpPoint:
         return None
     if not out.converged or not T.is_valid(out.x):
@@ -340,21 +343,24 @@ def iterated_solve(
     report: Callable[..., None] | None = None,
     on_step: Callable[[IterationState], IterationState | None] | None = None,
     memory: MapMemory | None = None,
+    anderson: int | None = None,
 ) -> IterationOutcome:
     """The stacked iteration of ``T`` from ``x0`` with the secant pairs ``history``, with
     the solver's options, each point frozen at its own convergence (``report``: the
     iteration's callback; ``on_step``: :func:`~gaussmix.theory.solve.iteration.iterate`'s); ``T``
     is made with :func:`solve_freezing` of ``opts``.  ``memory``: the map's memory to start
     from (:meth:`FixedPointMap.memory`, whose record a caller reads as the iteration goes; a
-    fresh one by default); the outcome's ``aux`` is the memory after it."""
+    fresh one by default); the outcome's ``aux`` is the memory after it.  ``anderson``: the
+    Anderson memory (``opts.anderson`` by default; a run from a fixed point may take a longer
+    one, :func:`run_points`)."""
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
     if T.freezing.tol != opts.tol or T.freezing.trail != opts.anderson + 1:
         raise ValueError("a stacked solve's map is made with solve_freezing(opts)")
-    anderson = T.anderson(opts.anderson, history)
+    start = T.anderson(opts.anderson if anderson is None else anderson, history)
     if memory is None:
         memory = T.memory()
     return iterate(
-        T, x0, anderson, return_image=False, callback=report, on_step=on_step, aux=memory, **kw
+        T, x0, start, return_image=False, callback=report, on_step=on_step, aux=memory, **kw
     )
 
 

@@ -39,7 +39,7 @@ from . import batch_solve
 from .batch import NO_FREEZING, Watch
 from .batch_solve import FirstSolve, plain_first_solve, solve_freezing
 from .estimate import resolve_memory
-from .fixed_point import FixedPointMap, MapMemory, map_features, uses_log_chart
+from .fixed_point import FixedPointMap, MapMemory, map_features
 from .iteration import AndersonState, IterationOutcome, IterationStatus
 from .options import SolverOptions
 from .refinement import (
@@ -212,7 +212,7 @@ class SolveState:
         callback."""
         problems, opts, policy = self.problems, self.opts, self.policy
         sym, _ = map_features(problems[0], opts)
-        log_chart = any(uses_log_chart(p) for p in problems)
+        log_chart = any(map_features(p, opts)[1] for p in problems)  # (each point's chart)
         freezing = solve_freezing(opts, policy.sharp_watch) if policy.stacked else NO_FREEZING
         T = FixedPointMap(
             problems,
