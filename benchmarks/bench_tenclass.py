@@ -16,7 +16,7 @@ peak resident memory of the process.  ``--plain`` iterates the map without its m
 step (:func:`gaussmix.theory.solve.bias.mean_bias_step`), as before it: the same fixed
 points,
 for the before / after of BENCHMARKS.md; ``--double`` without the single-precision first
-phase (:func:`gaussmix.theory.solve.refinement.run_fixed_point`), likewise.
+phase (:func:`gaussmix.theory.solve.batch_solve.run_points`), likewise.
 ``--phases`` adds, per alpha, where its CPU time went: the dense prior's evaluations in
 single and in double precision (count and CPU seconds), the channel's evaluations, the test
 error's orthants, the training error (its orthants and proximal points) and the rest (the

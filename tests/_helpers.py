@@ -84,17 +84,16 @@ def solved_on_randomised_rule(problem):
     """``problem`` (whose automatic channel rule must be randomised) solved to its fixed
     point on that rule, without the error estimate: ``(problem, options, secant history,
     map, the iteration's outcome)``, for the tests of the estimate's parts."""
-    from gaussmix.theory.solve import refinement
     from gaussmix.theory.solve.fixed_point import start_state
     from gaussmix.theory.solve.options import SolverOptions
-    from gaussmix.theory.solve.policy import channel_rule, continuation
+    from gaussmix.theory.solve.policy import SolveState, channel_rule, policy_for
 
     opts, history = SolverOptions(), {}
     rule = channel_rule(problem, None, opts.symmetry)
     assert rule.randomised
-    first = continuation(problem, opts)
     x0 = start_state(problem, None)
-    T, out = refinement.run_fixed_point(problem, rule, x0, opts, None, history, first_phase=first)
+    state = SolveState(policy_for(problem, opts, warm=True), [problem], opts, None, history, x0)
+    T, out = state.run(rule, x0)
     assert out.converged
     return problem, opts, history, T, out
 

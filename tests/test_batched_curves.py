@@ -240,9 +240,10 @@ def test_stacked_points_take_their_single_points_iterations(monkeypatch) -> None
         assert abs(r0.train_loss - single0.train_loss) < 1e-12
         assert r0.n_iter == single0.n_iter  # its own evaluations, not the stack's
         # with the error estimate: the single point's re-solves from the predicted start
-        # (refinement.estimate_errors: one evaluation of the refined rule where the change
-        # of the rule is below refined_tol), the stacked curve's from the fixed point, each
-        # to refined_tol: the answers agree to that tolerance, no longer to rounding
+        # (batch_solve.estimate_points of one point: one evaluation of the refined rule
+        # where the change of the rule is below refined_tol), the stacked curve's from the
+        # fixed point, each to refined_tol: the answers agree to that tolerance, no longer
+        # to rounding
         tight = refined_tol(1e-8)
         assert abs(r.test_error - single.test_error) < tight
         assert abs(r.train_loss - single.train_loss) < tight

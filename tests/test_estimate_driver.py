@@ -100,3 +100,112 @@ def test_a_single_point_and_a_curve_point_get_the_same_estimate() -> None:
         assert np.isfinite(est_c) and np.isfinite(est_s)
         # both estimates bound the other answer's distance (each within its own estimate)
         assert abs(point.test_error - single.test_error) <= max(est_c, est_s) + 1e-7
+
+
+def test_a_solve_and_a_stacked_curve_take_the_one_estimate(monkeypatch) -> None:
+    """The estimate of a single point and of a curve's stacked points is one function
+    (``batch_solve.estimate_points``), on a map of one point and of the curve's points;
+    what differs is the policy's declared fields (the predicted start, a single point's;
+    the points frozen at their own convergence, a curve's)."""
+    from gaussmix.theory.solve import batch_solve
+
+    calls: list[tuple[int, bool, bool]] = []
+    real = batch_solve.estimate_points
+
+    def spy(T, out, n_iter, residual, opts, **kw):
+        calls.append((T.n_points, kw["predicted"], kw["stacked"]))
+        return real(T, out, n_iter, residual, opts, **kw)
+
+    monkeypatch.setattr(batch_solve, "estimate_points", spy)
+    mix = gm.Mixture.isotropic(1.0, "antipodal", labels="binary")
+    single = gm.solve(mix, "logistic", lam=0.1, alpha=2.0)
+    assert single.success and calls == [(1, True, False)]
+    calls.clear()
+    alphas = np.linspace(0.5, 3.0, 10)
+    curve = gm.learning_curve(mix, "logistic", alphas, lam=0.1)
+    # (the points by the rule each ends with: the sharp switch may group them)
+    assert curve.converged.all() and sum(n for n, _, _ in calls) == len(alphas)
+    assert all(not predicted and stacked for _, predicted, stacked in calls)
+
+
+def test_the_predicted_start_is_a_single_points() -> None:
+    """The predicted start (one step of the last solve's own iteration) is declared for a
+    map of one point; with several points the one estimate refuses it rather than step
+    the stacked state with another point's pairs."""
+    from gaussmix.theory.api.api import make_problem
+    from gaussmix.theory.solve import batch_solve
+    from gaussmix.theory.solve.fixed_point import FixedPointMap
+    from gaussmix.theory.solve.iteration import IterationStatus
+    from gaussmix.theory.solve.refinement import ErrorEstimate
+
+    mix = gm.Mixture.isotropic(1.0, "antipodal", labels="binary")
+    problems = [make_problem(mix, "logistic", lam=0.1, alpha=a) for a in (1.0, 2.0)]
+    T = FixedPointMap(problems, GaussHermite(8, 1))
+    x = T.start()
+    out = batch_solve.IterationOutcome(x, 0, 0.0, IterationStatus.CONVERGED, "", None, None)
+    with pytest.raises(ValueError, match="predicted start"):
+        batch_solve.estimate_points(
+            T,
+            out,
+            [0, 0],
+            [0.0, 0.0],
+            SolverOptions(),
+            kind=ErrorEstimate.REFINED_RULE,
+            stacked=True,
+            predicted=True,
+            merge=False,
+            own_pairs=True,
+            memory=6,
+        )
+
+
+def test_a_solve_and_a_stacked_curve_take_the_one_run(monkeypatch) -> None:
+    """The fixed-point run of a single point and of a curve's stacked points is one
+    function (``batch_solve.run_points``) on a map of one point and of the curve's points:
+    a single point's map freezes nothing and its runs are its iteration; the curve's
+    freezes each point at its own convergence (``stacked``)."""
+    from gaussmix.theory.solve import batch_solve
+    from gaussmix.theory.solve.batch import NO_FREEZING
+
+    calls: list[tuple[int, bool, bool]] = []
+    real = batch_solve.run_points
+
+    def spy(T, x0, opts, **kw):
+        calls.append((T.n_points, kw["stacked"], T.freezing == NO_FREEZING))
+        return real(T, x0, opts, **kw)
+
+    monkeypatch.setattr(batch_solve, "run_points", spy)
+    mix = gm.Mixture.isotropic(1.0, "antipodal", labels="binary")
+    single = gm.solve(mix, "logistic", lam=0.1, alpha=2.0)
+    assert single.success and calls == [(1, False, True)]
+    calls.clear()
+    alphas = np.linspace(0.5, 3.0, 10)
+    curve = gm.learning_curve(mix, "logistic", alphas, lam=0.1)
+    assert curve.converged.all() and calls == [(10, True, False)]
+
+
+@pytest.mark.parametrize(
+    "mixture, loss",
+    [
+        (gm.Mixture.isotropic(1.0, "antipodal", labels="binary"), "logistic"),
+        (gm.Mixture.isotropic(0.5, "simplex", n_clusters=3), "cross-entropy"),
+    ],
+)
+def test_the_observables_of_a_map_of_one_point_are_a_batchs(mixture, loss) -> None:
+    """The one estimate reads a map of one point on its own arrays (its problem its
+    outputs, as a single point's observables): the same errors and losses as that point's
+    in a map of several, at the same state, to rounding."""
+    from gaussmix.theory.api.api import make_problem
+    from gaussmix.theory.solve.batch_solve import stacked_observables
+    from gaussmix.theory.solve.fixed_point import FixedPointMap
+    from gaussmix.theory.solve.policy import channel_rule
+
+    problems = [make_problem(mixture, loss, lam=0.1, alpha=a) for a in (0.5, 1.0, 3.0)]
+    rule = channel_rule(problems[0], None)
+    T = FixedPointMap(problems, rule)
+    x = T.start()
+    together = stacked_observables(T, x)
+    for p, xi, ob in zip(problems, T.split(x), together):
+        (alone,) = stacked_observables(FixedPointMap(p, rule), xi)
+        for key in ("test_error", "train_error", "train_loss", "test_loss"):
+            assert alone.value(key) == pytest.approx(ob.value(key), rel=1e-12, abs=1e-15), key

@@ -18,13 +18,13 @@ from gaussmix.theory.api.api import make_problem
 from gaussmix.theory.numerics import tolerances
 from gaussmix.theory.numerics.tolerances import PROX_TOL, REPLICATE_SHIFT_RTOL, refined_tol
 from gaussmix.theory.prior.prior import single_precision_phase
-from gaussmix.theory.solve import fixed_point, refinement, solve_state
+from gaussmix.theory.solve import batch_solve, fixed_point, refinement
 from gaussmix.theory.solve.estimate import predicted_start, resolve_memory
 from gaussmix.theory.solve.fixed_point import MapMemory, new_map, start_state
 from gaussmix.theory.solve.iteration import AndersonState, iterate
 from gaussmix.theory.solve.nested import nearest_warm
 from gaussmix.theory.solve.options import SolverOptions
-from gaussmix.theory.solve.policy import channel_rule, continuation
+from gaussmix.theory.solve.policy import SolveState, channel_rule, policy_for
 from gaussmix.theory.solve.state import residual_scale
 
 #: problem kinds whose estimate re-solves with a refined deterministic rule: (mixture,
@@ -52,8 +52,8 @@ def _solved(kind: str):
     rule = channel_rule(problem, None, opts.symmetry)
     assert not rule.randomised and rule.refined() is not None
     x0 = start_state(problem, None)
-    first = continuation(problem, opts)
-    T, out = refinement.run_fixed_point(problem, rule, x0, opts, None, history, first_phase=first)
+    state = SolveState(policy_for(problem, opts, warm=True), [problem], opts, None, history, x0)
+    T, out = state.run(rule, x0)
     assert out.converged
     return problem, opts, history, T, out
 
@@ -98,13 +98,14 @@ def test_the_estimate_is_the_resolve_from_the_fixed_point(kind, monkeypatch):
     converged to that tolerance, so the answers and changes agree to a few times it,
     relative to the observables' size."""
     seen = {}
-    real = solve_state.estimate_errors
+    real = batch_solve.estimate_points
 
-    def spy(problem, T, out, opts, callback, history, kind_):
-        seen.update(problem=problem, T=T, out=out, opts=opts, pairs=history.get(T.rule))
-        return real(problem, T, out, opts, callback, history, kind_)
+    def spy(T, out, n_iter, residual, opts, **kw):
+        pairs = kw["history"].get(T.rule)
+        seen.update(problem=T.problems[0], T=T, out=out, opts=opts, pairs=pairs)
+        return real(T, out, n_iter, residual, opts, **kw)
 
-    monkeypatch.setattr(solve_state, "estimate_errors", spy)
+    monkeypatch.setattr(batch_solve, "estimate_points", spy)
     spec, loss, lam, alpha = KINDS[kind]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", gm.IntegrationWarning)
@@ -221,7 +222,8 @@ def test_the_resolves_mix_with_the_longer_memory(monkeypatch):
         memories.append((kw["tol"], T.prior_panels, anderson.memory))
         return real(T, x0, anderson, **kw)
 
-    monkeypatch.setattr(refinement, "iterate", spy)
+    monkeypatch.setattr(refinement, "iterate", spy)  # (the runs, the prior's re-solves)
+    monkeypatch.setattr(batch_solve, "iterate", spy)  # (the estimate's re-solves)
     mixture = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", gm.IntegrationWarning)

@@ -5,11 +5,11 @@ point").
 The point-by-point curve and :func:`gaussmix.solve` integrate every point of
 ``linspace(2.5, 5, 20)`` with the same symmetric rule, but stop the iteration at different
 states within ``tol = 1e-8`` of the fixed point; with the estimate of the integration alone
-(before :func:`~gaussmix.theory.solve.refinement.estimate_errors` iterated its refined rule to
-:func:`~gaussmix.theory.numerics.tolerances.refined_tol`) their observables differed by up to 4e-9
-where the estimates were 1e-12 to 1e-10.  The truth is a solve to ``tol = 1e-13`` on a much
-finer rule of the same family (40 panels of 14 nodes instead of 32 of 10, 2.4 times the
-nodes).
+(before the estimate, :func:`~gaussmix.theory.solve.batch_solve.estimate_points`, iterated its
+refined rule to :func:`~gaussmix.theory.numerics.tolerances.refined_tol`) their observables
+differed by up to 4e-9 where the estimates were 1e-12 to 1e-10.  The truth is a solve to
+``tol = 1e-13`` on a much finer rule of the same family (40 panels of 14 nodes instead of 32
+of 10, 2.4 times the nodes).
 """
 
 from __future__ import annotations

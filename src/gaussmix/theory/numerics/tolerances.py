@@ -144,7 +144,7 @@ REFINED_EXTRA_ITER = 20
 RESOLVE_ANDERSON_FACTOR = 2
 #: A fixed point whose prior runs on an ``n x n`` matrix with ``n >= SINGLE_PHASE_MIN_N``
 #: (the dense ridge prior, ``n = L r``) starts in single precision
-#: (:func:`gaussmix.theory.solve.refinement.run_fixed_point`): there the ``O(n^3)`` prior is most
+#: (:func:`gaussmix.theory.solve.batch_solve.run_points`): there the ``O(n^3)`` prior is most
 #: of an iteration, and float32 LAPACK takes about half its time (d = 196, n = 1692: 0.29 s
 #: of CPU against 0.73 s; d = 784, n = 6471: 14 s against 29 s).
 SINGLE_PHASE_MIN_N = 1500

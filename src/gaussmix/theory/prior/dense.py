@@ -70,7 +70,7 @@ No covariance is inverted or assumed invertible: ``lam > 0`` makes
 half the time, and half the memory), the outputs within ``~kappa(A) eps32`` of the double
 evaluation (about 1e-6 relative at MNIST's size); the fixed-point iteration uses it for its
 first iterations only, far from the fixed point, and never returns it
-(:func:`~gaussmix.theory.solve.refinement.run_fixed_point`).  The mean ``u = S m`` is then
+(:func:`~gaussmix.theory.solve.batch_solve.run_points`).  The mean ``u = S m`` is then
 refined to double precision by two steps of iterative refinement against ``A`` applied
 from its factors (:func:`_refined_mean`, ``O(K L r^2)``): ``M_k`` and the mean part of
 ``Q_k`` carry the double evaluation's accuracy, and only ``V_k`` and the trace part of

@@ -1,5 +1,5 @@
-"""The stacked mechanics of the one solve state: the points of a curve iterated and
-estimated as one state.
+"""The mechanics of the one solve state: the points of a curve iterated as one state, and
+the one integration error estimate of a single point and of a curve's points.
 
 A curve's points (problems that differ only in ``lam`` and ``alpha``) are solved by the
 same steps as a single point, run by the same loop
@@ -13,10 +13,11 @@ first rule, the continuation, the sharp regime's test
 the re-solves start from); this module does the work below the state and imports neither
 the policy nor the solver: the stacked iteration (:func:`iterated_solve`,
 :func:`converged_solve`), each point frozen at its own convergence; each point's own
-integration error estimate, as a single point's
-(:func:`estimate_points`, :func:`~gaussmix.theory.solve.refinement.estimate_errors`, one
-driver :func:`~gaussmix.theory.solve.estimate.refine_rule`): the stacked state re-solved
-with the refined rule from the last solve's secant pairs (:func:`refined_solve`), the change
+integration error estimate, the one of a single point too (:func:`estimate_points`, whose
+bookkeeping is :func:`~gaussmix.theory.solve.estimate.refine_rule`; what differs between a
+single point's re-solves and a curve's is the policy's declared fields): the stacked state
+re-solved with the refined rule from the last solve's secant pairs (:func:`refined_solve`; a
+single point's, :func:`_point_resolve`, from the predicted start), the change
 of each point's observables, refinement again for the points whose estimate exceeds
 ``quad_tol``; the points' estimates, whose results the solver assembles
 (:func:`~gaussmix.theory.solve.solver.assemble_results`).  Which points are stacked, the
@@ -26,7 +27,7 @@ are the continuation's (:func:`gaussmix.experiments.continuation.solve_points`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -34,15 +35,21 @@ import numpy as np
 from ..model.outputs import error_keys
 from ..numerics.quadrature import QuadratureRule
 from ..numerics.tolerances import REFINED_EXTRA_ITER, refined_tol
-from .batch import Freezing, SharpPoint, Watch
-from .estimate import RuleRefinement, refine_rule, tighter_run
+from .batch import NO_FREEZING, Freezing, SharpPoint, Watch
+from .estimate import RuleRefinement, predicted_start, refine_rule, tighter_run
 from .fixed_point import FixedPointMap, MapMemory
 from .iteration import AndersonState, IterationOutcome, IterationState, IterationStatus, iterate
+from .nested import nearest_warm
 from .options import SolverOptions
 from .refinement import (
+    Continuation,
+    ErrorEstimate,
     Estimate,
     Observables,
+    estimate_randomised,
     light_observables,
+    numerical_failure,
+    single_phase,
     with_statistics_points,
 )
 
@@ -50,6 +57,7 @@ __all__ = [
     "FirstSolve",
     "plain_first_solve",
     "converged_solve",
+    "run_points",
     "estimate_points",
     "iterated_solve",
     "refined_solve",
@@ -92,9 +100,8 @@ def refined_solve(
     memory: MapMemory | None = None,
 ) -> tuple[IterationOutcome, np.ndarray, np.ndarray, AndersonState] | None:
     """The refined stacked fixed point of ``T`` from ``x0`` in an error estimate, as a single
-    point's (:func:`~gaussmix.theory.solve.refinement.estimate_errors`: the refined rule iterated
-    to ``opts.tol``, then on to :func:`~gaussmix.theory.numerics.tolerances.refined_tol` for at
-    most
+    point's (:func:`_point_resolve`: the refined rule iterated to ``opts.tol``, then on to
+    :func:`~gaussmix.theory.numerics.tolerances.refined_tol` for at most
     :data:`~gaussmix.theory.numerics.tolerances.REFINED_EXTRA_ITER` more evaluations): each point's
     state where its own residual passes ``refined_tol`` (one output: its image there; two:
     its last iterate, see below), else its image at ``opts.tol``; its own evaluations and
@@ -187,14 +194,125 @@ def stacked_observables(
 ) -> list[Observables]:
     """Each point's errors and losses at the stacked state ``x``:
     :func:`~gaussmix.theory.solve.refinement.light_observables` of the map's points (of its
-    equivariant state with the symmetry, as a single point's), at ``memory``'s channel
-    evaluation where made at ``x``."""
-    Q, M, V, b = T.unpack_points(x)
-    if T.symmetry is not None:
-        Q, M, V, b = T.symmetry.symmetric_state(Q, M, V, b)
-    return light_observables(
-        T.problems, T.outputs, T.rule, T.symmetry is not None, (Q, M, V, b), T.hats(x, memory)
-    )
+    equivariant state with the symmetry; a map of one point on its own arrays, as
+    :func:`~gaussmix.theory.solve.refinement.evaluate_observables`), with the seed of the
+    map's rule, at ``memory``'s channel evaluation where made at ``x``."""
+    sym = T.symmetry is not None
+    if T.n_points == 1:  # (a single point's arrays, its problem its outputs)
+        Q, M, V, b = T.unpack(x)
+        if sym:
+            Q, M, V, b = T.symmetry.symmetric_state(Q, M, V, b)
+        Q, M, V, b, outputs = Q[None], M[None], V[None], b[None], T.problems[0]
+    else:
+        Q, M, V, b = T.unpack_points(x)
+        if sym:
+            Q, M, V, b = T.symmetry.symmetric_state(Q, M, V, b)
+        outputs = T.outputs
+    ev = T.hats(x, memory)
+    return light_observables(T.problems, outputs, T.rule, sym, (Q, M, V, b), ev, seed=T.rule.seed)
+
+
+def run_points(
+    T: FixedPointMap,
+    x0: np.ndarray,
+    opts: SolverOptions,
+    *,
+    continuation: Continuation,
+    stacked: bool,
+    memory: int,
+    history: dict,
+    callback: Callable | None = None,
+    watch: Callable[[], Callable] | None = None,
+    first_solve: FirstSolve | None = None,
+    on_converged: Callable[[int], None] | None = None,
+) -> tuple[FixedPointMap, IterationOutcome | None, np.ndarray, np.ndarray]:
+    """The fixed point of the points of ``T`` (with its rule) from ``x0`` after the cheaper
+    first phase ``continuation`` the policy chose
+    (:func:`~gaussmix.theory.solve.policy.continuation`): the one run of a single point (a
+    map of one point) and of a curve's stacked points.
+
+    The first phase: the prior in single precision (a map of one point whose prior's linear
+    algebra is most of an iteration, :func:`~gaussmix.theory.solve.refinement.single_phase`),
+    or a solve with the rule's coarser rule (:meth:`QuadratureRule.coarsened`), whose
+    cheap evaluations converge; the rule's own solve then starts from there with the coarse
+    secant pairs as its Jacobian model (each point's own, :meth:`FixedPointMap.pairs`) and
+    needs one or two evaluations, with the Anderson ``memory`` of a solve from a fixed point
+    (:func:`~gaussmix.theory.solve.estimate.resolve_memory` for a single point: 12 K = 3
+    cross-entropy lasso points of ``bench_lasso_k3.py``, 180 -> 130 evaluations of the finer
+    rule).  Only the starting point and the secant pairs carry over.  A coarse run that
+    converged at its start made no pairs: the rule's own in ``history`` (the solve's pairs
+    by rule, e.g. those a sharp switch handed it) stay its Jacobian model; each run leaves
+    its own there.
+
+    What differs between a single point's run and a curve's is the policy's, read here:
+    ``stacked`` (each point frozen at its own convergence, ``T``'s freezing made with
+    :func:`solve_freezing`): each run is the curve's first solve (``first_solve``, its
+    restart of a sweep's slow points; the coarse one and, without it, the rule's) or
+    :func:`converged_solve` (the rule's after the coarse one, the proximal solves warm from
+    its nearest nodes, :meth:`FixedPointMap.warm_from`), a failed run fails the points
+    (None); one point: each run is its iteration (``callback``; ``watch``: a fresh
+    ``on_step`` of :func:`~gaussmix.theory.solve.iteration.iterate` for each run, the
+    policy's :class:`~gaussmix.theory.solve.policy.FailFast`), a failed first phase is
+    ignored and the rule's run returned as it ends.
+
+    Returns the map of the rule's run (a curve's first solve may make it afresh), its
+    outcome (the last evaluated state, whose channel evaluation the outcome's ``aux``
+    holds), each point's evaluations in both phases (to its own convergence) and each
+    point's own residual."""
+    problems, rule = T.problems, T.rule
+    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
+    fresh = (lambda: {}) if watch is None else (lambda: {"on_step": watch()})
+    first = plain_first_solve if first_solve is None else first_solve
+    n_first: np.ndarray | int = 0
+    m, aux, coarse_ran = opts.anderson, None, False
+    coarse = rule.coarsened() if continuation is Continuation.COARSE else None
+    if continuation is Continuation.SINGLE:  # (a point's prior in float32 first)
+        if len(problems) != 1:
+            raise ValueError("the single-precision phase is a single point's (P = 1)")
+        features = (T.symmetry, T.log_chart)
+        x0, pairs, n_first = single_phase(T.problem, rule, x0, opts, features, history, kw)
+        if pairs is not None:
+            history[rule] = pairs
+    elif coarse is not None:
+        Tc = T.like(problems, coarse, T.freezing)
+        if stacked:
+            Tc, out = first(Tc, x0, opts, None)
+        else:
+            start = AndersonState.init(opts.anderson)
+            out = iterate(Tc, x0, start, return_image=False, **kw, **fresh())
+        coarse_ran = True
+        if out is not None and out.converged and Tc.is_valid(out.x):
+            rec = out.aux.record
+            x0, m = out.x, memory  # (from a fixed point moved by the rule)
+            pairs = Tc.pairs(rec, out.anderson, list(range(len(problems))), opts.anderson)
+            if pairs is not None or history.get(rule) is None:
+                history[rule] = pairs
+            n_first = Tc.own_iterations(rec, out.n_iter)
+            if stacked:  # (two outputs: the curve's rule is not the single point's)
+                aux = T.warm_from(Tc, out.aux)
+        elif stacked:
+            return T, None, np.zeros(len(problems), dtype=int), np.full(len(problems), np.inf)
+        else:
+            n_first = out.n_iter
+    if stacked:
+        if coarse_ran:
+            frozen = aux.record.frozen
+            report = None if on_converged is None else lambda *_: on_converged(int(frozen.sum()))
+            out = converged_solve(T, x0, history.get(rule), opts, report, aux, m)
+        else:
+            T, out = first(T, x0, opts, on_converged)
+        if out is None:
+            return T, None, np.zeros(len(problems), dtype=int), np.full(len(problems), np.inf)
+    else:
+        start = AndersonState.init(m, history.get(rule))
+        out = iterate(T, x0, start, return_image=False, **kw, **fresh())
+    history[rule] = out.anderson
+    rec = None if out.aux is None else out.aux.record
+    if rec is None:  # (a run whose first evaluation failed: no record)
+        P = len(problems)
+        return T, out, np.full(P, out.n_iter) + n_first, np.full(P, out.residual)
+    residual = np.where(rec.frozen, rec.residuals, out.residual)  # each point's own
+    return T, out, T.own_iterations(rec, out.n_iter) + n_first, residual
 
 
 def converged_solve(
@@ -204,11 +322,12 @@ def converged_solve(
     opts: SolverOptions,
     report: Callable[..., None] | None = None,
     memory: MapMemory | None = None,
+    anderson: int | None = None,
 ):
-    """The stacked iteration of ``T`` from ``x0`` (:func:`iterated_solve`), or None where it
-    fails."""
+    """The stacked iteration of ``T`` from ``x0`` (:func:`iterated_solve`, with the Anderson
+    memory ``anderson``, by default ``opts.anderson``), or None where it fails."""
     try:
-        out = iterated_solve(T, x0, history, opts, report, memory=memory)
+        out = iterated_solve(T, x0, history, opts, report, memory=memory, anderson=anderson)
     except SharpPoint:
         return None
     if not out.converged or not T.is_valid(out.x):
@@ -224,121 +343,275 @@ def iterated_solve(
     report: Callable[..., None] | None = None,
     on_step: Callable[[IterationState], IterationState | None] | None = None,
     memory: MapMemory | None = None,
+    anderson: int | None = None,
 ) -> IterationOutcome:
     """The stacked iteration of ``T`` from ``x0`` with the secant pairs ``history``, with
     the solver's options, each point frozen at its own convergence (``report``: the
     iteration's callback; ``on_step``: :func:`~gaussmix.theory.solve.iteration.iterate`'s); ``T``
     is made with :func:`solve_freezing` of ``opts``.  ``memory``: the map's memory to start
     from (:meth:`FixedPointMap.memory`, whose record a caller reads as the iteration goes; a
-    fresh one by default); the outcome's ``aux`` is the memory after it."""
+    fresh one by default); the outcome's ``aux`` is the memory after it.  ``anderson``: the
+    Anderson memory (``opts.anderson`` by default; a run from a fixed point may take a longer
+    one, :func:`run_points`)."""
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
     if T.freezing.tol != opts.tol or T.freezing.trail != opts.anderson + 1:
         raise ValueError("a stacked solve's map is made with solve_freezing(opts)")
-    anderson = T.anderson(opts.anderson, history)
+    start = T.anderson(opts.anderson if anderson is None else anderson, history)
     if memory is None:
         memory = T.memory()
     return iterate(
-        T, x0, anderson, return_image=False, callback=report, on_step=on_step, aux=memory, **kw
+        T, x0, start, return_image=False, callback=report, on_step=on_step, aux=memory, **kw
     )
 
 
 def estimate_points(
     T: FixedPointMap,
-    x: np.ndarray,
-    n_iter: np.ndarray,
-    residual: np.ndarray,
+    out: IterationOutcome,
+    n_iter: Sequence[int],
+    residual: Sequence[float],
     opts: SolverOptions,
-    history: AndersonState | None = None,
-    merge: bool = False,
-    memory: MapMemory | None = None,
     *,
-    refine: bool,
+    kind: ErrorEstimate,
+    stacked: bool,
+    predicted: bool,
+    merge: bool,
     own_pairs: bool,
-) -> list[Estimate] | None:
-    """The estimates of the points of the stacked fixed point ``x`` of ``T``, each with its
-    integration error estimated as :func:`~gaussmix.theory.solve.refinement.estimate_errors`
-    estimates a single point's: the stacked state re-solved with the refined rule (returning
-    the image, so that the state moves with the rule), the change of each point's
-    observables plus their own errors; again, for the points whose estimate of the test
-    error or training loss exceeds ``quad_tol`` (``auto_refine``, at most ``max_refine``
-    times); None after a failure.  As a single point's, each re-solve starts with the
-    secant pairs of the last solve (``history``: those of the iteration that reached
-    ``x``; with ``own_pairs`` each point's own, :meth:`FixedPointMap.pairs`,
-    :func:`~gaussmix.theory.solve.policy.own_refined_pairs`) as its model of the Jacobian,
-    and a point converged in it leaves it with its own image (with ``merge``, two outputs
-    or a sweep over lambda: its last iterate, whose channel evaluation its memory holds,
-    :func:`refined_solve`).
-    ``refine``: whether the estimate is by refinement of the rule (the policy's
-    :func:`~gaussmix.theory.solve.policy.estimate_kind`; else each point's observables and
-    their own errors).  ``memory``: the memory of the iteration that reached ``x`` (its
-    record and last evaluation), None for a fresh one."""
-    problems = T.problems
-    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
-    states = T.split(x)
-    try:
-        memory = T.hats_memory(x, memory)[1]
-        obs = stacked_observables(T, x, memory)
-    except (FloatingPointError, np.linalg.LinAlgError, ValueError):
-        return None
-    # each point's last solve: its stacked map, state, index there and memory (its single
-    # point's map made once, at the end, :meth:`FixedPointMap.point_maps`)
-    where = [(T, x, i, memory) for i in range(len(problems))]
-    # the last solve and its points (indices among all)
-    last = (T, x, list(range(len(problems))), memory)
+    memory: int,
+    history: dict | None = None,
+    callback: Callable | None = None,
+) -> list[Estimate]:
+    """Each point's observables of Theorem 2 (eq. (9)) at the fixed point ``out.x`` of
+    ``T`` and their integration error of the ``kind`` the policy chose
+    (:func:`~gaussmix.theory.solve.policy.estimate_kind`): the one estimate of a single
+    point (a map of one point) and of a curve's stacked points.
 
-    def resolve(finer: QuadratureRule, active: list[int]):
-        nonlocal last, history
-        T_last, x_last, points, mem_last = last
-        mine = [points.index(i) for i in active]  # (in T_last's points)
-        T2 = T.like([problems[i] for i in active], finer, refined_freezing(opts, merge))
-        own = own_pairs
-        pairs = T_last.pairs(mem_last.record, history, mine, opts.anderson, own=own)
-        x2 = T_last.points_of(x_last, mine)
-        # (else each point's iterates from here are its single point's)
-        start = T2.warm_from(T_last, mem_last) if merge else None
-        anderson = T2.anderson(opts.anderson, pairs)
-        solved = refined_solve(T2, x2, anderson, opts, kw, merge, memory=start)
-        if solved is None:
-            return None
-        out2, own, own_res, history = solved
-        try:
+    By refinement of the rule (:func:`~gaussmix.theory.solve.estimate.refine_rule`, the
+    one driver of its bookkeeping): the points re-solved with the refined rule from their
+    last solve, the change of each point's observables plus their own errors, again for
+    the points whose estimate of the test error or training loss exceeds ``quad_tol``
+    (``auto_refine``, at most ``max_refine`` times); across the replicates of a randomised
+    rule (one point: :func:`~gaussmix.theory.solve.refinement.estimate_randomised`); or
+    none.  A point's own evaluations and residual (``n_iter``, ``residual``) count its
+    re-solves'.
+
+    What differs between a single point's re-solves and a curve's is the policy's, each
+    a declared field read once here:
+
+    - ``stacked``: each point of the re-solve frozen at its own convergence
+      (:func:`refined_solve`), or the iteration of a map of one point (:func:`_point_resolve`);
+    - ``predicted``: the re-solve starts from the predicted start
+      (:func:`~gaussmix.theory.solve.estimate.predicted_start`, one step of the last
+      solve's own iteration; a map of one point), else from the last fixed point;
+    - ``merge``: the tighter tolerance in the same iteration (:func:`refined_solve`), the
+      proximal solves warm from the last solve's nearest nodes;
+    - ``own_pairs``: the re-solve's secant pairs each point's own
+      (:meth:`FixedPointMap.pairs`), else the last solve's stacked ones;
+    - ``memory``: the re-solves' Anderson memory
+      (:func:`~gaussmix.theory.solve.estimate.resolve_memory`, or ``opts.anderson``).
+
+    ``out``: the outcome that reached the fixed point (its secant pairs ``anderson``, the
+    map's memory of its last evaluation ``aux``; a fixed point not converged is returned as
+    it is).  ``history``: the solve's secant pairs by rule (a single point's, whose curve
+    hands them to its next point): the refined rule's there, where an earlier solve left
+    them, start its re-solve, and each re-solve leaves its own; None for a curve's points.
+    Returns each point's estimate; after a failure (a re-solve that does not converge, a
+    numerical failure) each point's with the failure's status."""
+    problems = T.problems
+    P = len(problems)
+    if kind is ErrorEstimate.REPLICATES and out.status is IterationStatus.CONVERGED:
+        if P != 1:
+            raise ValueError("the estimate across a randomised rule's replicates is one point's")
+        known = history if history is not None else {}
+        return [estimate_randomised(problems[0], T, out, opts, callback, known)]
+    if predicted and P != 1:
+        raise ValueError("the predicted start of a re-solve is a single point's (P = 1)")
+    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
+    x, status, msg = out.x, out.status, out.message
+    n_iters, residuals = [int(n) for n in n_iter], [float(r) for r in residual]
+    states = [x] if P == 1 else T.split(x)
+    # each point's last solve: its map, state, index there and memory (a stacked point's
+    # single point's map made once, at the end, :meth:`FixedPointMap.point_maps`)
+    where = [(T, x, i, out.aux) for i in range(P)]
+    done = None
+    try:
+        if status is not IterationStatus.CONVERGED:
+            raise _Failed(status, msg)
+        mem = T.hats_memory(x, out.aux)[1]
+        obs = stacked_observables(T, x, mem)
+        where = [(T, x, i, mem) for i in range(P)]
+        done = RuleRefinement.unrefined(obs, n_iters, residuals)
+        # the last solve: its map, state, points (indices among all), memory and pairs
+        last = (T, x, list(range(P)), mem, out.anderson)
+
+        def resolve(finer: QuadratureRule, active: list[int]):
+            nonlocal last
+            T_last, x_last, points, mem_last, pairs_last = last
+            mine = [points.index(i) for i in active]  # (in T_last's points)
+            freezing = refined_freezing(opts, merge) if stacked else NO_FREEZING
+            T2 = T.like([problems[i] for i in active], finer, freezing)
+            pairs = T_last.pairs(mem_last.record, pairs_last, mine, opts.anderson, own=own_pairs)
+            earlier = None if history is None else history.get(finer)
+            if earlier is not None and not earlier.empty:  # (the refined rule's own model)
+                pairs = earlier
+            start = T2.anderson(memory, pairs)
+            x2 = T_last.points_of(x_last, mine)
+            if predicted:  # (one step of the last solve's own iteration)
+                x2 = predicted_start(
+                    T_last, x2, T_last.anderson(opts.anderson, pairs_last), opts, mem_last
+                )
+            if stacked:
+                # (else each point's iterates from here are its single point's)
+                warm = T2.warm_from(T_last, mem_last) if merge else None
+                solved = refined_solve(T2, x2, start, opts, kw, merge, memory=warm)
+            else:  # (its proximal solves from the last rule's nearest nodes)
+                warm = nearest_warm(mem_last.warm, T_last.rule, finer)
+                solved = _point_resolve(T2, x2, start, opts, kw, memory, MapMemory(warm=warm))
+            if solved is not None and history is not None:
+                history[finer] = solved[3]
+            if solved is None or not solved[0].converged:
+                failed = None if solved is None else solved[0]
+                raise _Failed(
+                    IterationStatus.MAX_ITER if failed is None else failed.status,
+                    "refined quadrature: "
+                    + ("a point did not converge" if failed is None else failed.message),
+                )
+            out2, own, own_res, pairs2 = solved
             mem2 = T2.hats_memory(out2.x, out2.aux)[1]
             obs2 = stacked_observables(T2, out2.x, mem2)
-        except (FloatingPointError, np.linalg.LinAlgError, ValueError):
-            return None
-        last = (T2, out2.x, active, mem2)
-        for j, (i, xi) in enumerate(zip(active, T2.split(out2.x))):
-            states[i], where[i] = xi, (T2, out2.x, j, mem2)
-        return [(o, int(n), float(r)) for o, n, r in zip(obs2, own, own_res)]
+            last = (T2, out2.x, active, mem2, pairs2)
+            for j, (i, xi) in enumerate(zip(active, T2.split(out2.x))):
+                states[i], where[i] = xi, (T2, out2.x, j, mem2)
+            return [(o, int(n), float(r)) for o, n, r in zip(obs2, own, own_res)]
 
-    done = RuleRefinement.unrefined(obs, [int(n) for n in n_iter], [float(r) for r in residual])
-    if refine:  # (the policy's estimate by refinement of the rule)
-        done = refine_rule(T.rule, obs, done.n_iter, done.residual, opts, resolve)
-        if done.failed:
-            return None
-    obs, quad, evals = done.obs, done.quad, done.evals
-    n_iters, residuals = done.n_iter, done.residual
-    maps, memories = _point_maps(where, states)
-    try:
-        priors = T.prior_details([m.ev for m in memories])
-        fulls = with_statistics_points(problems, maps, states, obs, priors, memories)
-    except (FloatingPointError, np.linalg.LinAlgError, ValueError):
-        return None
+        if kind is ErrorEstimate.REFINED_RULE:
+            failures: list = []
+
+            def resolving(finer: QuadratureRule, active: list[int]):
+                try:
+                    return resolve(finer, active)
+                except _Failed as exc:  # (refine_rule keeps what each point had)
+                    failures.append(exc)
+                    return None
+
+            done = refine_rule(T.rule, obs, done.n_iter, done.residual, opts, resolving)
+            if failures:
+                raise failures[0]
+        fulls = _with_statistics(T, where, states, done.obs)
+    except (_Failed, FloatingPointError, np.linalg.LinAlgError, ValueError) as exc:
+        if isinstance(exc, _Failed):
+            status, msg = exc.status, exc.message
+        else:
+            status, msg = numerical_failure(exc)[:2]
+        if done is None:
+            blank = dict.fromkeys(_ERROR_KEYS, 0.0)
+            done = RuleRefinement([None] * P, [blank] * P, [blank] * P, n_iters, residuals)
+        keep = isinstance(exc, _Failed)  # (a numerical failure has no observables)
+        return [
+            Estimate(
+                where[i][0],
+                states[i],
+                done.n_iter[i],
+                done.residual[i],
+                status,
+                msg,
+                done.obs[i] if keep else None,
+                dict(done.quad[i]),
+                dict(done.evals[i]),
+                memory=where[i][3],
+            )
+            for i in range(P)
+        ]
     return [
         Estimate(
-            maps[i],
+            T_i,
             states[i],
-            n_iters[i],
-            residuals[i],
+            done.n_iter[i],
+            done.residual[i],
             IterationStatus.CONVERGED,
-            "converged",
+            msg,
             full,
-            quad[i],
-            evals[i],
-            memory=memories[i],
+            done.quad[i],
+            done.evals[i],
+            memory=m_i,
         )
-        for i, full in enumerate(fulls)
+        for i, (full, T_i, m_i) in enumerate(fulls)
     ]
+
+
+class _Failed(Exception):
+    """A re-solve of :func:`estimate_points` that did not converge (its status and
+    message), or a fixed point that was not."""
+
+    def __init__(self, status: IterationStatus, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def _point_resolve(
+    T2: FixedPointMap,
+    x0: np.ndarray,
+    start: AndersonState,
+    opts: SolverOptions,
+    kw: dict,
+    memory: int,
+    aux: MapMemory,
+) -> tuple[IterationOutcome, list[int], list[float], AndersonState]:
+    """The refined fixed point of a map of one point ``T2`` from ``x0`` in an error
+    estimate (:func:`estimate_points`, a single point's re-solve): the refined rule
+    iterated to ``opts.tol`` from the secant pairs ``start``, then on to
+    :func:`~gaussmix.theory.numerics.tolerances.refined_tol`, unless already there (from the
+    predicted start, often at the first evaluation), with the Anderson memory ``memory``
+    (:func:`~gaussmix.theory.solve.estimate.tighter_run`; a point that does not get there
+    keeps its state at ``opts.tol``).  The state returned is the image, or the last iterate
+    (whose channel evaluation the outcome's memory holds) with two outputs and with a rule
+    that computes its own moments (:class:`~gaussmix.theory.channel.normaliser.NormaliserRule`),
+    as the stacked K = 3 curves do: the observables then need no evaluation of the refined
+    rule of their own, one of four at K = 3; such a rule's fixed point already passed at its
+    start is its image (measured along the K = 5 curve, 3 evaluations of the finer rule a
+    point -> 2).  Returns the outcome (not converged: the failure), the point's evaluations
+    and residual, and the secant pairs of the iteration to ``opts.tol``."""
+    finer = T2.rule
+    keep = finer.computes_moments or T2.L == 2  # the last iterate
+    out2 = iterate(T2, x0, start, return_image=not keep, aux=aux, **kw)
+    pairs = out2.anderson
+    if not out2.converged:
+        return out2, [out2.n_iter], [out2.residual], pairs
+    mem2 = out2.aux
+    if out2.residual >= refined_tol(opts.tol):
+        more_start = AndersonState.init(memory, out2.anderson)
+        more = tighter_run(T2, out2.x, more_start, opts, {**kw, "return_image": not keep}, mem2)
+        if more is not None:
+            mem2 = more.aux
+        if more is not None and more.converged:
+            out2 = replace(more, n_iter=out2.n_iter + more.n_iter)
+    if finer.computes_moments and out2.n_iter <= 1:  # converged where it started: to T2(x)
+        g, mem2 = T2.evaluate(out2.x, mem2)
+        out2 = replace(out2, x=g)
+    out2 = replace(out2, aux=mem2)
+    return out2, [out2.n_iter], [out2.residual], pairs
+
+
+def _with_statistics(
+    T: FixedPointMap,
+    where: list[tuple[FixedPointMap, np.ndarray, int, MapMemory]],
+    states: list[np.ndarray],
+    obs: list[Observables],
+) -> list[tuple[Observables, FixedPointMap, MapMemory]]:
+    """Each point's observables ``obs`` with the free energy, penalty and sparsity at its
+    state (:func:`~gaussmix.theory.solve.refinement.with_statistics_points`), its map and
+    memory: of one point, its last map and memory (the prior's details at its hats as the
+    map's, :meth:`FixedPointMap.prior_at`); of several, each point's single point's map
+    (:func:`_point_maps`), the priors' details of all points in one call where the prior
+    takes them (:meth:`FixedPointMap.prior_details`)."""
+    problems = T.problems
+    if len(problems) == 1:
+        T1, x1, _, m1 = where[0]
+        full = with_statistics_points(problems, [T1], [x1], obs, [None], [m1])
+        return [(full[0], T1, m1)]
+    maps, memories = _point_maps(where, states)
+    priors = T.prior_details([m.ev for m in memories])
+    fulls = with_statistics_points(problems, maps, states, obs, priors, memories)
+    return list(zip(fulls, maps, memories))
 
 
 #: the first stacked solve of a batch (``SolveState.first_solve``): given the map (its

@@ -3,8 +3,8 @@ curve.
 
 A solve estimates the integration error of Theorem 2's observables (eq. (9)) by re-solving
 its fixed point with finer channel rules: :func:`refine_rule` is that loop, whichever map
-re-solves (one point's, :func:`~gaussmix.theory.solve.refinement.estimate_errors`, or a
-curve's stacked points, :func:`~gaussmix.theory.solve.batch_solve.estimate_points`): the next
+re-solves (one point's or a curve's stacked points, in the one estimate
+:func:`~gaussmix.theory.solve.batch_solve.estimate_points`): the next
 finer rule (:func:`finer_rule`), the change of each observable plus the new evaluation's own
 error, and refinement again for the points whose estimate exceeds ``quad_tol``.  Each
 re-solve goes on to a tighter tolerance (:func:`tighter_run`) so that the change also holds
@@ -102,7 +102,7 @@ def finer_rule(rule: QuadratureRule, cap: int = MAX_QUADRATURE_NODES) -> Quadrat
 def resolve_memory(opts: SolverOptions) -> int:
     """The Anderson memory of an error estimate's re-solves of one point (a finer channel
     rule, :func:`tighter_run`, a finer rule of the prior) and of a solve from a coarser
-    rule's fixed point (:func:`~gaussmix.theory.solve.refinement.run_fixed_point`):
+    rule's fixed point (:func:`~gaussmix.theory.solve.batch_solve.run_points`):
     :data:`~gaussmix.theory.numerics.tolerances.RESOLVE_ANDERSON_FACTOR` times ``opts.anderson``
     (0, a plain damped iteration, stays 0), at most the largest memory the options accept.
 
@@ -256,7 +256,7 @@ def refine_rule(
     resolve: Resolve,
 ) -> RuleRefinement:
     """The integration error estimate by refinement of the channel rule, of one point or
-    of the points of a curve (the one driver of both: :func:`estimate_errors`,
+    of the points of a curve (the bookkeeping of the one estimate of both,
     :func:`~gaussmix.theory.solve.batch_solve.estimate_points`; only the re-solve is the
     map's, ``resolve``).
 
@@ -333,7 +333,7 @@ def finer_randomised(
     rule: QuadratureRule, quad: dict, evals: dict, opts: SolverOptions
 ) -> QuadratureRule | None:
     """The rule that the randomised estimate
-    (:func:`~gaussmix.theory.solve.refinement.estimate_errors`) refines ``rule`` to, given
+    (:func:`~gaussmix.theory.solve.refinement.estimate_randomised`) refines ``rule`` to, given
     the estimate's parts (the replicates' ``quad``, the evaluation's own ``evals``), or
     None: twice the points while the test error's or training loss's estimate exceeds
     ``quad_tol`` and a finer rule reaches it, else while the training error's exceeds

@@ -187,7 +187,7 @@ class FixedPointMap(StackedPoints):
         :func:`~gaussmix.theory.prior.lasso.outer_panels`.
     single : bool
         Evaluate the prior in single precision (the first phase of a large dense fixed
-        point, :func:`~gaussmix.theory.solve.refinement.run_fixed_point`; never a returned
+        point, :func:`~gaussmix.theory.solve.batch_solve.run_points`; never a returned
         state).
 
     Notes
@@ -288,9 +288,9 @@ class FixedPointMap(StackedPoints):
         return FixedPointMap(
             problems,
             rule,
-            self.symmetry,
-            self.log_chart,
-            freezing,
+            symmetry=self.symmetry,
+            log_chart=self.log_chart,
+            freezing=freezing,
             prior_panels=self.prior_panels,
         )
 

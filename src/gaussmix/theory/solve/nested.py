@@ -45,7 +45,7 @@ def nearest_warm(
     stationarity tolerance from any start.
 
     For the refined rule of an error estimate
-    (:func:`~gaussmix.theory.solve.refinement.estimate_errors`), whose nodes interleave the
+    (:func:`~gaussmix.theory.solve.batch_solve.estimate_points`), whose nodes interleave the
     coarser rule's.  Measured on K = 3 cross-entropy, alpha = 2 (CPU medians of the refined
     rule's channel at the solve's fixed point): ``lam = 0.01`` (23648 nodes from 15173)
     8.9 ms cold, 5.7 ms from the nearest nodes; ``lam = 1`` (34604 from 8536) 8.9 -> 8.2

@@ -298,7 +298,7 @@ def test_loss(
 
     ``rule`` is the channel's rule of the solve (unused by the closed forms,
     :func:`gaussian_risk`); its error is estimated as that of the training loss, by the
-    change under a refined rule (:func:`gaussmix.theory.solve.refinement.estimate_errors`).
+    change under a refined rule (:func:`gaussmix.theory.solve.batch_solve.estimate_points`).
     ``exchangeable``: the clusters and the state are equivariant under relabelling
     (:mod:`gaussmix.theory.problem.symmetry`), so cluster 0's risk stands for every cluster (and
     ``rule`` may be one that integrates only competitor-symmetric integrands: the risk of

@@ -401,12 +401,24 @@ class SolvePolicy:
         Of a curve's stacked points: whether the re-solves of the sharp switch and the
         estimate start from each point's own secant pairs (one output) or the stacked
         history (two; :func:`own_refined_pairs`).
+    predicted_start : bool
+        Whether each refined re-solve of the estimate starts from the predicted start
+        (:func:`~gaussmix.theory.solve.estimate.predicted_start`: one step of the last
+        solve's own iteration, a single point's), rather than from the fixed point (a
+        curve's stacked points).
+    longer_resolve_memory : bool
+        Whether a run from a fixed point (the rule's after a coarser rule's, the estimate's
+        re-solves) takes a re-solve's longer Anderson memory
+        (:func:`~gaussmix.theory.solve.estimate.resolve_memory`: a single point's), rather
+        than ``opts.anderson`` (a curve's stacked points).
     stacked : bool
-        Whether the state's points are iterated as one stacked state, each frozen at its
-        own convergence, with each point's estimate on the point axis (a curve's points,
-        :func:`policy_for_points`), rather than by a single point's fixed-point run and
-        estimate (:func:`policy_for`); the mechanics the
-        :class:`~gaussmix.theory.solve.solve_state.SolveState` takes.
+        Whether each point of the state's runs is frozen at its own convergence, the runs
+        the curve's (its first solve, a failed run failing the points), and the sharp
+        switch by groups of points (a curve's points, :func:`policy_for_points`), rather
+        than one point's iteration (:func:`policy_for`): read by the
+        :class:`~gaussmix.theory.solve.solve_state.SolveState` and handed to the one run
+        and estimate (:func:`~gaussmix.theory.solve.batch_solve.run_points`,
+        :func:`~gaussmix.theory.solve.batch_solve.estimate_points`).
     """
 
     rule: QuadratureRule
@@ -422,6 +434,8 @@ class SolvePolicy:
     sharp_watch: SharpWatch | None = None
     merge: bool = False
     own_pairs: bool = True
+    predicted_start: bool = True
+    longer_resolve_memory: bool = True
     stacked: bool = False
 
     @property
@@ -553,6 +567,8 @@ def policy_for_points(problems: list[Problem], opts: SolverOptions) -> SolvePoli
         # restarts its slow points
         merge=two or len({p.alpha for p in problems}) == 1,
         own_pairs=own_refined_pairs(p0),
+        predicted_start=False,
+        longer_resolve_memory=False,
         stacked=True,
     )
 

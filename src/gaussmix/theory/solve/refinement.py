@@ -1,16 +1,17 @@
 """Quadrature rules of a solve, their refinement, and the integration error estimate.
 
 Which rule, continuation and estimate a solve takes is decided by its policy
-(:mod:`gaussmix.theory.solve.policy`); this module does the work: a solve runs the iteration with a
-rule after the first phase its policy chose (:func:`run_fixed_point`: a continuation from a
-coarser rule, or a single-precision phase), evaluates Theorem 2's observables at the fixed point
-(:func:`evaluate_observables`: test error and loss, training error and loss, the free energy of
-eq. (168), the penalty and the sparsity of ``W*``), and estimates the integration error
-of each observable by re-solving with finer rules, or across the independent replicates of
-a randomised rule (:func:`estimate_errors`, the kind its policy chose), then with a finer
-rule of the prior's own integrals where it has one (:func:`refine_prior`: the multi-output lasso).
-:func:`integration_warning_text` says where a large estimate comes from; the solver issues
-the warning.
+(:mod:`gaussmix.theory.solve.policy`); this module does part of the work: the first phase of
+a run in single precision (:func:`single_phase`; the one run of a point and of a curve's
+points is :func:`~gaussmix.theory.solve.batch_solve.run_points`), Theorem 2's observables at
+the fixed point (:func:`evaluate_observables`: test error and loss, training error and loss,
+the free energy of eq. (168), the penalty and the sparsity of ``W*``), the estimate of the
+integration error across the independent replicates of a randomised rule
+(:func:`estimate_randomised`; the one estimate of a point and of a curve's points, of the
+kind its policy chose, is :func:`~gaussmix.theory.solve.batch_solve.estimate_points`), and
+the estimate of a finer rule of the prior's own integrals where it has one
+(:func:`refine_prior`: the multi-output lasso).  :func:`integration_warning_text` says
+where a large estimate comes from; the solver issues the warning.
 """
 
 from __future__ import annotations
@@ -37,11 +38,8 @@ from .defect import defect_corrected_solve
 from .estimate import (
     MAX_TRAIN_RQMC_NODES,
     Observables,
-    predicted_start,
-    refine_rule,
     replicate_state,
     resolve_memory,
-    tighter_run,
 )
 from .estimate import finer_randomised as _finer_randomised
 from .estimate import half_decides as _half_decides
@@ -50,7 +48,6 @@ from .fixed_point import (
     FixedPointMap,
     HatEvaluation,
     MapMemory,
-    map_features,
     needs_quadrature,
     new_map,
 )
@@ -60,7 +57,7 @@ from .iteration import (
     IterationStatus,
     iterate,
 )
-from .nested import nearest_warm, nested_warm, refined_blocks, replicate_blocks
+from .nested import nested_warm, refined_blocks, replicate_blocks
 from .observables import (
     affine_train_accuracy,
     exact_orthants,
@@ -87,9 +84,10 @@ __all__ = [
     "failed_observables",
     "Continuation",
     "ErrorEstimate",
-    "run_fixed_point",
+    "single_phase",
     "Estimate",
-    "estimate_errors",
+    "estimate_randomised",
+    "numerical_failure",
     "refine_prior",
     "MAX_PRIOR_LINES",
     "MAX_PRIOR_ESTIMATE_LINES",
@@ -132,7 +130,8 @@ HALF_REPLICATES_MIN = 4
 
 
 class Continuation(Enum):
-    """The cheaper first phase of :func:`run_fixed_point` before the rule's own solve (the
+    """The cheaper first phase of a fixed-point run
+    (:func:`~gaussmix.theory.solve.batch_solve.run_points`) before the rule's own solve (the
     solve's policy chooses it, :mod:`gaussmix.theory.solve.policy`)."""
 
     #: the rule's own iteration from the start
@@ -141,13 +140,13 @@ class Continuation(Enum):
     #: :meth:`~gaussmix.theory.numerics.quadrature.QuadratureRule.coarsened`
     #: rule first, where it has one
     COARSE = "coarse rule"
-    #: the map with its prior in single precision first (:func:`_single_phase`)
+    #: the map with its prior in single precision first (:func:`single_phase`)
     SINGLE = "single precision"
 
 
 class ErrorEstimate(Enum):
-    """How :func:`estimate_errors` estimates the integration error (the solve's policy
-    chooses it, :mod:`gaussmix.theory.solve.policy`)."""
+    """How :func:`~gaussmix.theory.solve.batch_solve.estimate_points` estimates the
+    integration error (the solve's policy chooses it, :mod:`gaussmix.theory.solve.policy`)."""
 
     #: the observables only (a closed-form channel, or no estimate asked for)
     NONE = "none"
@@ -404,65 +403,7 @@ def failed_observables(
 
 
 # --------------------------------------------------------------------------- the solve
-def run_fixed_point(
-    problem: Problem,
-    rule: QuadratureRule,
-    x0: np.ndarray,
-    opts: SolverOptions,
-    callback: Callable | None,
-    history: dict,
-    *,
-    first_phase: Continuation,
-    watch: Callable[[], Callable] | None = None,
-) -> tuple[FixedPointMap, IterationOutcome]:
-    """The fixed-point run with the channel rule ``rule``, after the cheaper ``first_phase``
-    (the policy's, :func:`gaussmix.theory.solve.policy.continuation`): a single-precision phase
-    where the prior's linear algebra is most of an iteration, or a continuation from a
-    coarser rule where ``rule`` has one.
-
-    The coarse solve (``opts.continuation``) converges with cheap evaluations; the rule's
-    own solve then starts from there with the coarse secant pairs as its Jacobian model and
-    needs one or two evaluations, with a re-solve's longer memory
-    (:func:`~gaussmix.theory.solve.estimate.resolve_memory`: 12 K = 3 cross-entropy lasso
-    points of ``bench_lasso_k3.py``, 180 -> 130 evaluations of the finer rule).  Only the
-    starting point and the secant pairs carry over;
-    a failure of the first phase is ignored.  The returned state is the last evaluated
-    one, whose channel evaluation the outcome's ``aux`` holds (its observables reuse it), always of
-    the double-precision map with the rule ``rule``; the iterations of both phases count.
-    ``watch``, if given, makes a fresh ``on_step`` of :func:`iterate` for the coarse and
-    the main run (the policy's :class:`~gaussmix.theory.solve.policy.FailFast`).
-    """
-    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
-    fresh = (lambda: {}) if watch is None else (lambda: {"on_step": watch()})
-    features = map_features(problem, opts)
-    n_first = 0
-    memory = opts.anderson
-    if first_phase is Continuation.SINGLE:
-        x0, pairs, n_first = _single_phase(problem, rule, x0, opts, features, history, kw)
-        if pairs is not None:
-            history[rule] = pairs
-    elif first_phase is Continuation.COARSE:
-        coarse = rule.coarsened()
-        if coarse is not None:
-            start = AndersonState.init(opts.anderson)
-            Tc = new_map(problem, coarse, features, prior_panels=opts.prior_panels)
-            out = iterate(Tc, x0, start, return_image=False, **kw, **fresh())
-            n_first = out.n_iter
-            if out.converged and is_valid_state(out.x, problem.n_clusters, problem.dim):
-                x0 = out.x
-                memory = resolve_memory(opts)  # (from a fixed point moved by the rule)
-                # (a coarse run that converged at its start made no pairs: the rule's own,
-                # e.g. those a sharp switch handed it, stay its Jacobian model)
-                if not out.anderson.empty or history.get(rule) is None:
-                    history[rule] = out.anderson
-    T = new_map(problem, rule, features, prior_panels=opts.prior_panels)
-    start = AndersonState.init(memory, history.get(rule))
-    out = iterate(T, x0, start, return_image=False, **kw, **fresh())
-    history[rule] = out.anderson
-    return T, replace(out, n_iter=out.n_iter + n_first)
-
-
-def _single_phase(
+def single_phase(
     problem: Problem,
     rule: QuadratureRule,
     x0: np.ndarray,
@@ -471,7 +412,8 @@ def _single_phase(
     history: dict,
     kw: dict,
 ) -> tuple[np.ndarray, AndersonState | None, int]:
-    """The single-precision phase of :func:`run_fixed_point`: the map with the prior in
+    """The single-precision phase of a fixed-point run of one point
+    (:func:`~gaussmix.theory.solve.batch_solve.run_points`): the map with the prior in
     float32 (:func:`gaussmix.theory.prior.dense.dense_ridge_terms`' ``single``: half the time of
     an evaluation at MNIST's size, within ~1e-6 of the double map), iterated from ``x0``
     to :data:`~gaussmix.theory.numerics.tolerances.SINGLE_PHASE_TOL`, or for at most
@@ -532,102 +474,9 @@ class Estimate:
 _NUMERICAL_FAILURES = (FloatingPointError, np.linalg.LinAlgError, ValueError)
 
 
-def _numerical_failure(exc: Exception) -> tuple[IterationStatus, str, None]:
+def numerical_failure(exc: Exception) -> tuple[IterationStatus, str, None]:
     """Status, message and (no) observables of a numerical failure at the fixed point."""
     return IterationStatus.NUMERICAL_FAILURE, f"numerical failure at the fixed point: {exc}", None
-
-
-def estimate_errors(
-    problem: Problem,
-    T: FixedPointMap,
-    out: IterationOutcome,
-    opts: SolverOptions,
-    callback: Callable | None,
-    history: dict,
-    kind: ErrorEstimate,
-) -> Estimate:
-    """Observables at the fixed point, and their integration error of the ``kind`` the
-    policy chose (:func:`gaussmix.theory.solve.policy.estimate_kind`): by refinement
-    (:func:`refine_rule`, with this point's re-solve), across the replicates of a
-    randomised rule (:func:`_estimate_randomised`), or none.
-
-    The state is re-solved with finer rules from the fixed point (each returning the image
-    ``T2(x)``, so that the state moves with the rule; a rule that computes its own moments,
-    :class:`~gaussmix.theory.channel.normaliser.NormaliserRule`, returns the last iterate, whose
-    channel evaluation the observables reuse, and the image only where the fixed point
-    already passes the finer rule's test: measured along the K = 5 curve, 3 evaluations of
-    the finer rule a point -> 2; the other rules keep the image, which the stacked curves'
-    estimate, :mod:`gaussmix.theory.solve.batch`, returns too), then on to the tighter
-    tolerance (:func:`tighter_run`).
-    """
-    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
-    x, n_iter, res, status, msg = out.x, out.n_iter, out.residual, out.status, out.message
-    mem = out.aux  # the memory of the map's last evaluation
-    obs = None
-    quad = dict.fromkeys(_ERROR_KEYS, 0.0)
-    evals = dict.fromkeys(_ERROR_KEYS, 0.0)
-    try:
-        if status is IterationStatus.CONVERGED and kind is ErrorEstimate.REPLICATES:
-            return _estimate_randomised(problem, T, out, opts, callback, history)
-        if status is IterationStatus.CONVERGED:
-            refining = kind is ErrorEstimate.REFINED_RULE
-            # (only the errors at a rule that a finer one will replace)
-            mem = T.hats_memory(x, mem)[1]
-            obs = evaluate_observables(problem, T, x, light=refining, memory=mem)
-            evals = dict(obs.errors)
-            if refining:
-
-                def resolve(finer: QuadratureRule, active: list[int]):
-                    nonlocal T, x, status, msg, mem
-                    T2 = new_map(problem, finer, T)
-                    prev = history.get(finer)
-                    if prev is None or prev.empty:  # the coarser rule's pairs model it
-                        prev = history.get(T.rule)
-                    last = finer.computes_moments  # the last iterate
-                    # (two outputs keep the last iterate, whose channel evaluation the
-                    # memory holds, as the stacked K = 3 curves do: the observables then
-                    # need no evaluation of the refined rule of their own, one of four at
-                    # K = 3; so does a rule that computes its own moments, and the image
-                    # where it converged at its start)
-                    keep = last or problem.dim == 2
-                    start = AndersonState.init(resolve_memory(opts), prev)
-                    own = AndersonState.init(opts.anderson, history.get(T.rule))
-                    x0 = predicted_start(T, x, own, opts, mem)
-                    # (its proximal solves from the coarser rule's nearest nodes)
-                    warm = nearest_warm(None if mem is None else mem.warm, T.rule, finer)
-                    aux = MapMemory(warm=warm)
-                    out2 = iterate(T2, x0, start, return_image=not keep, aux=aux, **kw)
-                    mem2 = out2.aux
-                    history[finer] = out2.anderson
-                    if not out2.converged:
-                        status, msg = out2.status, f"refined quadrature: {out2.message}"
-                        return None
-                    # (on to the tighter tolerance, unless already there: from the
-                    # predicted start, often at the first evaluation)
-                    if out2.residual >= tolerances.refined_tol(opts.tol):
-                        start = AndersonState.init(resolve_memory(opts), out2.anderson)
-                        kw2 = {**kw, "return_image": not keep}
-                        more = tighter_run(T2, out2.x, start, opts, kw2, aux=mem2)
-                        if more is not None:
-                            mem2 = more.aux
-                        if more is not None and more.converged:
-                            out2 = replace(more, n_iter=out2.n_iter + more.n_iter)
-                    if last and out2.n_iter <= 1:  # converged where it started: to T2(x)
-                        g, mem2 = T2.evaluate(out2.x, mem2)
-                        out2 = replace(out2, x=g)
-                    T, x = T2, out2.x
-                    mem = T2.hats_memory(x, mem2)[1]
-                    obs2 = evaluate_observables(problem, T2, x, light=True, memory=mem)
-                    return [(obs2, out2.n_iter, out2.residual)]
-
-                done = refine_rule(T.rule, [obs], [n_iter], [res], opts, resolve)
-                obs, quad, evals = done.obs[0], done.quad[0], done.evals[0]
-                n_iter, res = done.n_iter[0], done.residual[0]
-        if status is IterationStatus.CONVERGED and not obs.complete:
-            obs = with_statistics(problem, T, x, obs, memory=mem)  # of the returned state
-    except _NUMERICAL_FAILURES as exc:
-        status, msg, obs = _numerical_failure(exc)
-    return Estimate(T, x, n_iter, res, status, msg, obs, quad, evals, memory=mem)
 
 
 def _finer_prior_panels(panels: int, n_outer: int, first: bool) -> int | None:
@@ -677,7 +526,8 @@ def refine_prior(
     Where the prior has its own rule (:func:`~gaussmix.theory.prior.prior.prior_quadrature_dim`)
     and the solve asks for an error estimate (the policy's step,
     :class:`gaussmix.theory.solve.policy.RefinePrior`), after the channel's refinement
-    (:func:`estimate_errors`); a solve that did not converge is returned as it is.  The
+    (:func:`~gaussmix.theory.solve.batch_solve.estimate_points`); a solve that did not
+    converge is returned as it is.  The
     multi-output lasso's moments (:func:`~gaussmix.theory.prior.lasso.gaussian_l1_moments`) are
     exact along lines and integrated across them by a composite Gauss-Legendre rule of ``L' - 1``
     dimensions, whose error reaches the order parameters (and so every observable) through
@@ -740,7 +590,7 @@ def refine_prior(
         if changed and status is IterationStatus.CONVERGED:
             obs = with_statistics(problem, T, x, obs, memory=mem)
     except _NUMERICAL_FAILURES as exc:
-        status, msg, obs = _numerical_failure(exc)
+        status, msg, obs = numerical_failure(exc)
     return replace(
         est,
         T=T,
@@ -830,7 +680,7 @@ def _replicate_values(
     return values, n_iter
 
 
-def _estimate_randomised(
+def estimate_randomised(
     problem: Problem,
     T: FixedPointMap,
     out: IterationOutcome,
@@ -838,15 +688,17 @@ def _estimate_randomised(
     callback: Callable | None,
     history: dict,
 ) -> Estimate:
-    """:func:`estimate_errors` for a randomised rule: the integration error is the standard
-    error across its replicates (:func:`_standard_errors` of :func:`_replicate_values`) plus
-    the final evaluation's own error.  With ``auto_refine`` the rule is refined (twice the
-    points) while the estimate of the test error or training loss exceeds ``quad_tol`` and
-    the target is within reach within ``MAX_QUADRATURE_NODES`` nodes at the optimistic rate
-    ``1 / N``, and otherwise while the training error's estimate exceeds
-    :data:`~gaussmix.theory.numerics.tolerances.TRAIN_ERROR_TARGET` (up to ``MAX_TRAIN_RQMC_NODES``
-    nodes); never where the evaluation's own error alone leaves no room for the target
-    (:func:`_refinement_reaches`: a finer channel rule does not reduce it)."""
+    """The estimate of one point with a randomised rule
+    (:func:`~gaussmix.theory.solve.batch_solve.estimate_points`): the integration error is
+    the standard error across its replicates (:func:`_standard_errors` of
+    :func:`_replicate_values`) plus the final evaluation's own error.  With ``auto_refine``
+    the rule is refined (twice the points) while the estimate of the test error or training
+    loss exceeds ``quad_tol`` and the target is within reach within ``MAX_QUADRATURE_NODES``
+    nodes at the optimistic rate ``1 / N``, and otherwise while the training error's
+    estimate exceeds :data:`~gaussmix.theory.numerics.tolerances.TRAIN_ERROR_TARGET` (up to
+    ``MAX_TRAIN_RQMC_NODES`` nodes); never where the evaluation's own error alone leaves no
+    room for the target (:func:`_refinement_reaches`: a finer channel rule does not reduce
+    it)."""
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
     x, n_iter, res, status, msg = out.x, out.n_iter, out.residual, out.status, out.message
     mem = out.aux  # the memory of the map's last evaluation

@@ -12,19 +12,21 @@ which rule, continuation, estimate and fallback is its policy's, read through th
 fields it declares (:class:`Declared`); the steps that need one point say so
 (:attr:`~gaussmix.theory.solve.policy.Step.points`).
 
-Which mechanics do the work is one declared field of the policy,
-:attr:`Declared.stacked`: a single point's fixed-point run and estimate
-(:func:`~gaussmix.theory.solve.refinement.run_fixed_point`,
-:func:`~gaussmix.theory.solve.refinement.estimate_errors`: a predicted start for each
-refined re-solve, the single-precision phase, the fallback's early stop), or the stacked
-iteration with each point frozen at its own convergence and each point's estimate on the
-point axis (:func:`~gaussmix.theory.solve.batch_solve.converged_solve`,
-:func:`~gaussmix.theory.solve.batch_solve.estimate_points`).
+Below the state there is one run and one estimate of its points, a single point's being a
+map of one point: :func:`~gaussmix.theory.solve.batch_solve.run_points` and
+:func:`~gaussmix.theory.solve.batch_solve.estimate_points`.  What differs between a single
+point's and a curve's is what the policy declares, read by the state and handed to them:
+:attr:`Declared.stacked` (each point frozen at its own convergence, the curve's first
+solve; or one point's iteration, with its early stop), the predicted start, the merged
+tighter run, whose secant pairs, and the memory of a run from a fixed point.  The sharp
+switch is still two-fold (:meth:`SolveState.switch`): a single point solves again with its
+sharp rule after the policy's continuation, a curve's points grouped by the rule each
+ends with, stacked.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -34,17 +36,16 @@ from ...core.caught import caught
 from ..numerics.quadrature import QuadratureRule
 from ..problem.problem import Problem
 from . import batch_solve
-from .batch import Watch
+from .batch import NO_FREEZING, Watch
 from .batch_solve import FirstSolve, plain_first_solve, solve_freezing
-from .fixed_point import FixedPointMap, MapMemory, map_features, uses_log_chart
-from .iteration import AndersonState, IterationOutcome
+from .estimate import resolve_memory
+from .fixed_point import FixedPointMap, MapMemory, map_features
+from .iteration import AndersonState, IterationOutcome, IterationStatus
 from .options import SolverOptions
 from .refinement import (
     Continuation,
     ErrorEstimate,
     Estimate,
-    estimate_errors,
-    run_fixed_point,
 )
 
 __all__ = ["Declared", "PointGroup", "SolveState"]
@@ -64,8 +65,8 @@ class Declared(Protocol):
 
     @property
     def stacked(self) -> bool:
-        """Whether the points are iterated as one stacked state, each frozen at its own
-        convergence (a curve's points), rather than by a single point's run."""
+        """Whether each point of a run is frozen at its own convergence and the runs are the
+        curve's (a curve's points), rather than one point's iteration."""
 
     @property
     def continuation(self) -> Continuation:
@@ -78,6 +79,17 @@ class Declared(Protocol):
     @property
     def sharp_watch(self) -> Watch | None:
         """The stop of a stacked solve in the sharp regime (two outputs)."""
+
+    @property
+    def predicted_start(self) -> bool:
+        """Whether an estimate's refined re-solve starts from the predicted start (one
+        step of the last solve's own iteration), rather than from the fixed point."""
+
+    @property
+    def longer_resolve_memory(self) -> bool:
+        """Whether an estimate's re-solves take the longer Anderson memory of a re-solve
+        (:func:`~gaussmix.theory.solve.estimate.resolve_memory`), rather than
+        ``opts.anderson``."""
 
     @property
     def merge(self) -> bool:
@@ -180,37 +192,103 @@ class SolveState:
         """The (stacked) state of the last fixed-point run."""
         return self.out.x
 
-    # ----------------------------------------------------------------- a single point's run
+    # ----------------------------------------------------------------- the runs
     def run(self, rule: QuadratureRule, x0: np.ndarray) -> tuple[FixedPointMap, IterationOutcome]:
-        """:func:`~gaussmix.theory.solve.refinement.run_fixed_point` of the one point with
-        ``rule`` from ``x0`` after the policy's continuation."""
-        fail_fast = self.policy.fail_fast
-        return run_fixed_point(
-            self.problem,
+        """The run of the one point with ``rule`` from ``x0`` after the policy's
+        continuation (:meth:`run_points`); the outcome's evaluations count both phases."""
+        T, out, n_iter, _ = self.run_points(rule, x0)
+        return T, replace(out, n_iter=int(n_iter[0]))
+
+    def run_points(
+        self, rule: QuadratureRule, x0: np.ndarray | None
+    ) -> tuple[FixedPointMap, IterationOutcome | None, np.ndarray, np.ndarray]:
+        """:func:`~gaussmix.theory.solve.batch_solve.run_points` of the state's points with
+        ``rule`` from ``x0`` (None: the map's cold start of every point; None is returned
+        for the outcome where it is not valid), with what the policy declares: its
+        continuation, whether the points are frozen at their own convergence
+        (``stacked``, with the sharp watch), the rule's memory after a first phase
+        (``longer_resolve_memory``), the early stop of a single point's runs
+        (``fail_fast``); and the state's callback, first stacked solve and its progress
+        callback."""
+        problems, opts, policy = self.problems, self.opts, self.policy
+        sym, _ = map_features(problems[0], opts)
+        log_chart = any(map_features(p, opts)[1] for p in problems)  # (each point's chart)
+        freezing = solve_freezing(opts, policy.sharp_watch) if policy.stacked else NO_FREEZING
+        T = FixedPointMap(
+            problems,
             rule,
+            symmetry=sym,
+            log_chart=log_chart,
+            freezing=freezing,
+            prior_panels=opts.prior_panels,
+        )
+        if x0 is None:  # (the cold start)
+            x0 = T.start()
+            if not T.is_valid(x0):
+                P = len(problems)
+                return T, None, np.zeros(P, dtype=int), np.full(P, np.inf)
+        fail_fast = policy.fail_fast
+        return batch_solve.run_points(
+            T,
             x0,
-            self.opts,
-            self.callback,
-            self.history,
-            first_phase=self.policy.continuation,
+            opts,
+            continuation=policy.continuation,
+            stacked=policy.stacked,
+            memory=resolve_memory(opts) if policy.longer_resolve_memory else opts.anderson,
+            history=self.history if self.n_points == 1 else {},
+            callback=self.callback,
             watch=None if fail_fast is None else fail_fast.watch,
+            first_solve=self.first_solve,
+            on_converged=self.on_converged,
         )
 
     def estimate(self, T: FixedPointMap, out: IterationOutcome, kind: ErrorEstimate) -> Estimate:
-        """:func:`~gaussmix.theory.solve.refinement.estimate_errors` of the one point at
-        ``out``, of the policy's ``kind``."""
-        return estimate_errors(self.problem, T, out, self.opts, self.callback, self.history, kind)
+        """The estimate of the one point at ``out`` of ``kind``
+        (:func:`~gaussmix.theory.solve.batch_solve.estimate_points` of a map of one point)."""
+        (est,) = self._estimates(T, out, [out.n_iter], [out.residual], kind, self.history)
+        return est
+
+    def _estimates(
+        self,
+        T: FixedPointMap,
+        out: IterationOutcome,
+        n_iter: Sequence[int],
+        residual: Sequence[float],
+        kind: ErrorEstimate,
+        history: dict | None,
+    ) -> list[Estimate]:
+        """:func:`~gaussmix.theory.solve.batch_solve.estimate_points` of the points of
+        ``T`` at ``out``, with the re-solves the policy declares."""
+        policy, opts = self.policy, self.opts
+        return batch_solve.estimate_points(
+            T,
+            out,
+            n_iter,
+            residual,
+            self.opts,
+            kind=kind,
+            stacked=policy.stacked,
+            predicted=policy.predicted_start,
+            merge=policy.merge,
+            own_pairs=policy.own_pairs,
+            memory=resolve_memory(opts) if policy.longer_resolve_memory else opts.anderson,
+            history=history,
+            callback=self.callback,
+        )
 
     # ----------------------------------------------------------------- the steps' work
     def iterate(self, rule: QuadratureRule) -> None:
-        """The fixed point with ``rule`` after the policy's continuation: a single point's
-        from its starting state (the warm start's iterations count), or the stacked points
-        from the cold start, each frozen at its own convergence."""
-        if self.policy.stacked:
-            self._iterate_stacked(rule)
+        """The fixed point with ``rule`` after the policy's continuation, of every point
+        from its starting state (a single point's, whose warm start's iterations count; the
+        cold start of a curve's stacked points, each frozen at its own convergence): each
+        point's evaluations (``n_iter``) and own residual (``residual``); ``failed`` where
+        a stacked run fails."""
+        T, out, n_iter, residual = self.run_points(rule, self.x0)
+        if out is None:
+            self.failed = True
             return
-        T, out = self.run(rule, self.x0)
-        self.T, self.out = T, replace(out, n_iter=out.n_iter + self.n_warm)
+        self.T, self.n_iter, self.residual = T, n_iter + self.n_warm, residual
+        self.out = out if self.n_points != 1 else replace(out, n_iter=int(self.n_iter[0]))
 
     def switch(self, sharps: list[QuadratureRule | None]) -> None:
         """The points with a sharp rule (``sharps``, one a point; None: its rule stays)
@@ -242,19 +320,11 @@ class SolveState:
                 self.groups = self._grouped([None] * self.n_points)
             ests: list = [None] * self.n_points
             for g in self.groups:
-                done = batch_solve.estimate_points(
-                    g.T,
-                    g.x,
-                    g.n_iter,
-                    g.residual,
-                    self.opts,
-                    g.history,
-                    merge=self.policy.merge,
-                    memory=g.memory,
-                    refine=kind(g.T.rule) is ErrorEstimate.REFINED_RULE,
-                    own_pairs=self.policy.own_pairs,
+                at = IterationOutcome(
+                    g.x, 0, 0.0, IterationStatus.CONVERGED, "converged", g.history, g.memory
                 )
-                if done is None:
+                done = self._estimates(g.T, at, g.n_iter, g.residual, kind(g.T.rule), None)
+                if any(est.status is not IterationStatus.CONVERGED for est in done):
                     self.failed = True
                     break
                 for i, est in zip(g.idx, done):
@@ -264,46 +334,6 @@ class SolveState:
             self.ests = ests
 
     # ----------------------------------------------------------------- stacked points
-    def _iterate_stacked(self, rule: QuadratureRule) -> None:
-        """The stacked iteration with ``rule`` from the cold start, each point frozen at its
-        own convergence, after the policy's continuation (a coarser rule first, whose
-        secant pairs and proximal points the rule's solve starts from) and watched by its
-        ``sharp_watch``; the first solve is :attr:`first_solve`.  Each point's evaluations
-        count both phases."""
-        problems, opts, policy = self.problems, self.opts, self.policy
-        sym, _ = map_features(problems[0], opts)
-        log_chart = any(uses_log_chart(p) for p in problems)
-        T = FixedPointMap(problems, rule, sym, log_chart, solve_freezing(opts, policy.sharp_watch))
-        x0 = T.start()
-        if not T.is_valid(x0):
-            self.failed = True
-            return
-        coarse = rule.coarsened() if policy.continuation is Continuation.COARSE else None
-        n_coarse: np.ndarray | int = 0
-        if coarse is not None:  # the continuation from the coarser rule (run_fixed_point)
-            Tc, out = self.first_solve(T.like(problems, coarse, T.freezing), x0, opts, None)
-            if out is None:
-                self.failed = True
-                return
-            rec = out.aux.record
-            x0 = out.x
-            history = Tc.pairs(rec, out.anderson, list(range(len(problems))), opts.anderson)
-            # (two outputs: the curve's rule is not the single point's)
-            start = T.warm_from(Tc, out.aux)
-            n_coarse = Tc.own_iterations(rec, out.n_iter)
-            frozen, on_converged = start.record.frozen, self.on_converged
-            report = None if on_converged is None else lambda *_: on_converged(int(frozen.sum()))
-            out = batch_solve.converged_solve(T, x0, history, opts, report, memory=start)
-        else:
-            T, out = self.first_solve(T, x0, opts, self.on_converged)
-        if out is None:
-            self.failed = True
-            return
-        rec = out.aux.record
-        self.T, self.out = T, out
-        self.residual = np.where(rec.frozen, rec.residuals, out.residual)  # each point's own
-        self.n_iter = T.own_iterations(rec, out.n_iter) + n_coarse
-
     def _grouped(self, sharps: list[QuadratureRule | None]) -> list[PointGroup] | None:
         """The stacked points by the rule ``sharps`` gives each, those with a sharp rule
         solved again with it, stacked (None after a failure)."""
