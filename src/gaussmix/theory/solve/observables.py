@@ -785,13 +785,9 @@ def _qmc_train_accuracy(
     no disagreeing point seen, a bound on their weighted probability: with
     ``sum_c p_c > 1 / n`` the chance of seeing none is below ``1 / e``).
 
-    Without the control (where it does not pay, :func:`_control_pays`) the cross-entropy's
-    proximal point is solved only where that screening is unsure as well: elsewhere the
-    indicator of ``omega + V y`` in the cone is the proximal point's (:func:`_control_radius`),
-    so the estimate is the same, to the bit, at a fraction of the proximal solves (measured
-    on the K = 4 cross-entropy lasso fixed points of the cold test, ``tests/test_cold.py``:
-    4 to 10 % of the nodes of each cluster at lam = 0.24, 0 to 48 % at lam = 0.019; the
-    training error of #721 0.66 -> 0.11 s a call, eight calls a solve).
+    Without the control (where it does not pay) the proximal point too is solved only where
+    that screening is unsure: the same estimate, to the bit (measured on K = 4 lasso fixed
+    points of ``tests/test_cold.py``: at 4-10 % of the nodes, 0.66 -> 0.11 s a call).
 
     The points are the scrambled Sobol' sets of
     :class:`~gaussmix.theory.numerics.quadrature.SobolRQMC` with ``seed`` (one per replicate),
@@ -828,29 +824,18 @@ def _qmc_train_accuracy(
         # depend on the others: the same points, on the kernel's threads)
         xi = np.concatenate([rep.nodes[done:] for rep in rule.replicates()])
         omega = (M + b)[:, None, :] + xi @ S  # S symmetric
-        if control:
+        if radius is not None:  # the proximal point only where the screening is unsure
             for c, (D, t) in enumerate(constraints):
                 g = (omega[c] + shift[c]) @ D.T - t
+                r = radius[c, : D.shape[0]]
                 ctrl = np.all(g < 0.0, axis=-1)
-                # the proximal point only where the two indicators may differ
-                r = radius[c, : D.shape[0]]
                 unsure = np.nonzero(~(np.all(g < -r, axis=-1) | np.any(g > r, axis=-1)))[0]
-                diff = np.zeros(ctrl.size, dtype=np.int8)
-                if unsure.size:
-                    h = _prox_points(problem, omega[c][None, unsure], V[c][None], idx[c : c + 1])
-                    inside = np.all(h[0] @ D.T < t, axis=-1)
-                    diff[unsure] = inside.astype(np.int8) - ctrl[unsure]
-                hits[:, c] += diff.reshape(n_rep, -1).sum(axis=1)
-        elif radius is not None:  # the proximal point only where the screening is unsure
-            for c, (D, t) in enumerate(constraints):
-                g = (omega[c] + shift[c]) @ D.T - t
-                r = radius[c, : D.shape[0]]
-                inside = np.all(g < -r, axis=-1)
-                unsure = np.nonzero(~(inside | np.any(g > r, axis=-1)))[0]
+                inside = ctrl.astype(np.int8)
                 if unsure.size:
                     h = _prox_points(problem, omega[c][None, unsure], V[c][None], idx[c : c + 1])
                     inside[unsure] = np.all(h[0] @ D.T < t, axis=-1)
-                hits[:, c] += np.count_nonzero(inside.reshape(n_rep, -1), axis=1)
+                diff = inside - ctrl if control else inside  # (the control's: subtracted)
+                hits[:, c] += diff.reshape(n_rep, -1).sum(axis=1)
         else:
             h = _prox_points(problem, omega, V, idx)
             for c, (D, t) in enumerate(constraints):
