@@ -97,27 +97,15 @@ FEW_WEIGHTS = 849
 #: replicates' spread of the training error, 9.4e-5, now below its target: no refinement)
 KNOWN_SLOW: dict[int, str] = {}
 #: ... and those of the long test (:func:`~_random_problems.long_only`: the multi-output
-#: lasso of four outputs with the cross-entropy loss), measured on 2026-12-07 under load 16
-#: to 22 (``benchmarks/bench_cold.py --indices``, beside the earlier code in the same
-#: minutes, whose times follow in parentheses): the sharp regime's three-dimensional
-#: randomised rule mixes with 20 secant pairs instead of 6 (#217: its phase 34 -> 22
-#: iterations, the prior's re-solve 33 -> 20; #409 144 -> 120 iterations, #477 138 -> 125).
-#: Still over: #217 and #477 (the randomised rule's phases and the prior's re-solve at
-#: 32768 nodes an evaluation, with the lasso prior's lines), #721 (lam = 0.24, the smooth
-#: regime: six refinements of the Gauss-Hermite rule to n = 20 and two of the prior's
-#: panels, 98 iterations, its time the prior's: unchanged).  Within 10 s now (was 7.1 to
-#: 9.2 s): #54 5.3, #113 6.2, #189 6.2, #357 4.5, #440 5.2, #553 4.1, #575 4.2, #782 4.8
-KNOWN_SLOW_LONG: dict[int, str] = {
-    i: f"K = 4 cross-entropy with a multi-output lasso: {t} s of CPU"
-    for i, t in {
-        217: "10.0 (13.5)",
-        477: "10.3 (16.0)",
-        721: "11.8 (12.1)",
-        # measured within 10 s, close to it
-        409: "9.6 (11.7)",
-        893: "8.3",
-    }.items()
-}
+#: lasso of four outputs with the cross-entropy loss): none since the training error's
+#: proximal points are screened without the control variate too and the prior's re-solve
+#: keeps the sharp rule's 20 secant pairs, measured on 2026-12-07 under load 16-20
+#: (``benchmarks/bench_cold.py --indices``, two rounds alternated with the earlier code,
+#: whose times follow in parentheses; CPU seconds, the larger of the two rounds): #217 6.4
+#: (7.5), #477 6.1 (7.5), #721 4.9 (9.3: eight training errors of 0.66 s, now 0.11 s),
+#: #409 5.6 (7.0), #113 3.4 (5.4), #189 4.9 (5.2), #440 4.3 (4.4), #893 3.2 (3.2).  Named
+#: here before: #217 10.0 s, #477 10.3 s, #721 11.8 s (load 16-22)
+KNOWN_SLOW_LONG: dict[int, str] = {}
 
 
 #: two K = 4 cross-entropy multi-output lasso problems (of the long test) whose prior's
