@@ -13,9 +13,9 @@ the modules and compiled kernels that the first solve of each kind would otherwi
   with their reasons (102 s of CPU in all, measured under load);
 * ``-m long``: all 1,000 (``python -m pytest -m long tests/test_cold.py -s``), with the
   31 multi-output lasso problems of four outputs and the cross-entropy loss, too slow for
-  CI (222 s of CPU in all, 0.3 to 25 s each, median 6.3 s: :data:`KNOWN_SLOW_LONG`), all
-  of which succeed since :data:`NEAR_ZERO_K4` converges (``benchmarks/bench_cold.py``,
-  ``BENCHMARKS.md``).
+  CI (72 s of CPU in all, 0.09 to 6.2 s each, median 2.3 s, load 13-16; none in
+  :data:`KNOWN_SLOW_LONG`), all of which succeed since :data:`NEAR_ZERO_K4` converges
+  (``benchmarks/bench_cold.py``, ``BENCHMARKS.md``).
 
 And the solver's own fallback (``SolverOptions.fallback``): where the iteration from the cold
 start fails, a homotopy in ``lam`` or in ``alpha`` finds the fixed point that the curve
