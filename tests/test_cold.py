@@ -10,7 +10,7 @@ the modules and compiled kernels that the first solve of each kind would otherwi
   labels) of three outputs with either loss and of four with the square loss, with the
   :data:`KNOWN_UNBOUNDED` (none since the homotopy in alpha: problems that must raise
   the named :class:`gaussmix.UnboundedWeightsError`) and :data:`KNOWN_SLOW` (none) named
-  with their reasons (102 s of CPU in all, measured under load);
+  with their reasons (62 s of CPU in all, at most 3.0 s each, under load 10-12);
 * ``-m long``: all 1,000 (``python -m pytest -m long tests/test_cold.py -s``), with the
   31 multi-output lasso problems of four outputs and the cross-entropy loss, too slow for
   CI (72 s of CPU in all, 0.09 to 6.2 s each, median 2.3 s, load 13-16; none in
