@@ -9,13 +9,13 @@ Run:  python benchmarks/bench_tenclass.py [--pool 1] [--alphas 2] [--estimate-er
 (9 x 719)^2); ``--pool 4`` the 7 x 7 block means of the tests (d = 49).  Prints one evaluation
 of the dense prior alone, then, per alpha of the curve (``gm.learning_curve``: each alpha
 from the state predicted through the last ones; the curve drops a point's secant pairs
-after it where it carries no rule, as here, so each alpha's iteration starts without them; ``--chain``: ``gm.solve`` from the last
-alpha's fixed point alone, as this benchmark did before), the
-fixed point's iterations, its dense prior evaluations in single and in double precision,
-its wall and CPU time and the test error; the whole curve's time and evaluations and the
-peak resident memory of the process.  ``--plain`` iterates the map without its mean-field Newton
-step (:func:`gaussmix.theory.solve.bias.mean_bias_step`), as before it: the same fixed
-points,
+after it where it carries no rule, as here, so each alpha's iteration starts without
+them; ``--chain``: ``gm.solve`` from the last alpha's fixed point alone, as this
+benchmark did before), the fixed point's iterations, its dense prior evaluations in
+single and in double precision, its wall and CPU time and the test error; the whole
+curve's time and evaluations and the peak resident memory of the process.  ``--plain``
+iterates the map without its mean-field Newton step
+(:func:`gaussmix.theory.solve.bias.mean_bias_step`), as before it: the same fixed points,
 for the before / after of BENCHMARKS.md; ``--double`` without the single-precision first
 phase (:func:`gaussmix.theory.solve.refinement.run_fixed_point`), likewise.
 ``--phases`` adds, per alpha, where its CPU time went: the dense prior's evaluations in
