@@ -3,24 +3,32 @@
 the dense prior at effective output dimension L = 9.
 
 Run:  python benchmarks/bench_tenclass.py [--pool 1] [--alphas 2] [--estimate-error] [--plain]
-      [--double] [--phases] [--chain] [--digits [--repeats 3] [--erm]]
+      [--double] [--phases] [--trace] [--spectrum 40] [--chain] [--digits [--repeats 3] [--erm]]
 
 ``--pool 1`` is pixels (d = 784, 719 of them not constant: the prior's matrix is
 (9 x 719)^2); ``--pool 4`` the 7 x 7 block means of the tests (d = 49).  Prints one evaluation
 of the dense prior alone, then, per alpha of the curve (``gm.learning_curve``: each alpha
-from the state predicted through the last ones, the secant pairs carried; ``--chain``:
-``gm.solve`` from the last alpha's fixed point alone, as this benchmark did before), the
-fixed point's iterations, its dense prior evaluations in single and in double precision,
-its wall and CPU time and the test error; the whole curve's time and evaluations and the
-peak resident memory of the process.  ``--plain`` iterates the map without its mean-field Newton
-step (:func:`gaussmix.theory.solve.bias.mean_bias_step`), as before it: the same fixed
-points,
+from the state predicted through the last ones; the curve drops a point's secant pairs
+after it where it carries no rule, as here, so each alpha's iteration starts without
+them; ``--chain``: ``gm.solve`` from the last alpha's fixed point alone, as this
+benchmark did before), the fixed point's iterations, its dense prior evaluations in
+single and in double precision, its wall and CPU time and the test error; the whole
+curve's time and evaluations and the peak resident memory of the process.  ``--plain``
+iterates the map without its mean-field Newton step
+(:func:`gaussmix.theory.solve.bias.mean_bias_step`), as before it: the same fixed points,
 for the before / after of BENCHMARKS.md; ``--double`` without the single-precision first
 phase (:func:`gaussmix.theory.solve.batch_solve.run_points`), likewise.
 ``--phases`` adds, per alpha, where its CPU time went: the dense prior's evaluations in
 single and in double precision (count and CPU seconds), the channel's evaluations, the test
 error's orthants, the training error (its orthants and proximal points) and the rest (the
-iteration, the bias steps, the Python of the map).
+iteration, the bias steps, the Python of the map).  ``--trace`` adds, per alpha, each evaluation
+of the fixed-point iteration in order: its precision (``s`` float32, ``D`` double) and the
+scaled residual the iteration measured there.  ``--spectrum m`` (after the curve) runs ``m``
+steps of Arnoldi's method on the Jacobian of the last alpha's double-precision map at its
+fixed point (finite-difference products, in the state's coordinates scaled by
+``max(|x_i|, 1e-3)``) and prints the largest Ritz values: where they fill a disc about the
+origin of radius ``rho``, no method that mixes the map's past evaluations (Anderson, a
+Krylov solver of ``(I - J) dx = r``) contracts much faster than ``rho`` an evaluation.
 
 ``--digits``: the ten classes of scikit-learn's digits (``gm.Mixture.from_data(X / 16, y)``,
 d = 64, 61 pixels with variance: the prior's matrix is 549 x 549), ``lam = 1`` and alpha = 1
@@ -47,7 +55,7 @@ from gaussmix.studies import prepare_realdata
 from gaussmix.theory.numerics import tolerances
 from gaussmix.theory.prior import prior as prior_module
 from gaussmix.theory.prior.dense import dense_ridge_terms
-from gaussmix.theory.solve import fixed_point, refinement
+from gaussmix.theory.solve import fixed_point, iteration, refinement
 
 warnings.simplefilter("ignore", gm.IntegrationWarning)
 
@@ -72,9 +80,70 @@ def _timed_prior(*args, **kwargs):
     t = time.process_time()
     out = dense_ridge_terms(*args, **kwargs)
     single = bool(kwargs.get("single", False))
+    PRECISIONS.append("s" if single else "D")
     PRIOR_CPU[single].append(time.process_time() - t)
     POINT_EVALS[single].append(time.process_time() - t)
     return out
+
+
+#: ``--trace``: the precision of each dense prior evaluation, and each evaluation of the
+#: fixed-point iteration as (the precision of the last prior, its scaled residual)
+PRECISIONS: list[str] = []
+TRACE: list[tuple[str, float]] = []
+#: ``--spectrum``: the map and state of the last fixed-point run (the double-precision one)
+LAST_RUN: dict = {}
+
+
+def _traced_iterate(T, *args, callback=None, **kwargs):
+    """:func:`~gaussmix.theory.solve.iteration.iterate` as the fixed-point run calls it, each
+    evaluation's precision and residual recorded in :data:`TRACE` (``--trace``) and the last
+    double-precision map and its returned state in :data:`LAST_RUN` (``--spectrum``)."""
+
+    def on_evaluation(i: int, residual: float) -> None:
+        TRACE.append((PRECISIONS[-1] if PRECISIONS else "?", residual))
+        if callback is not None:
+            callback(i, residual)
+
+    out = iteration.iterate(T, *args, callback=on_evaluation, **kwargs)
+    if not T.single:
+        LAST_RUN.update(T=T, x=out.x)
+    return out
+
+
+def _spectrum(steps: int) -> None:
+    """``--spectrum``: Arnoldi's method on the Jacobian of :data:`LAST_RUN`'s map at its state
+    (module docstring), the largest Ritz values printed every ten steps."""
+    T, x = LAST_RUN["T"], LAST_RUN["x"]
+    gx = T(x)
+    scale = np.maximum(np.abs(x), 1e-3)
+    print(
+        f"spectrum: {x.size} unknowns, scaled residual at the state "
+        f"{np.max(np.abs(gx - x) / scale):.1e}",
+        flush=True,
+    )
+    basis = np.zeros((x.size, steps + 1))
+    H = np.zeros((steps + 1, steps))
+    v = np.random.default_rng(0).standard_normal(x.size)
+    basis[:, 0] = v / np.linalg.norm(v)
+    for j in range(steps):
+        v = basis[:, j]
+        h = 1e-6 / np.max(np.abs(v))  # (a forward difference, 1e-6 of each unknown's scale)
+        w = (T(x + h * v * scale) - gx) / (h * scale)
+        for _ in range(2):  # (Gram-Schmidt twice)
+            c = basis[:, : j + 1].T @ w
+            H[: j + 1, j] += c
+            w -= basis[:, : j + 1] @ c
+        H[j + 1, j] = np.linalg.norm(w)
+        basis[:, j + 1] = w / H[j + 1, j]
+        if (j + 1) % 10 == 0 or j + 1 == steps:
+            ritz = np.linalg.eigvals(H[: j + 1, : j + 1])
+            ritz = ritz[np.argsort(-np.abs(ritz))][:10]
+            print(
+                f"  {j + 1} products: largest |Ritz values| "
+                f"{' '.join(f'{abs(z):.3f}' for z in ritz)}; arguments (degrees) "
+                f"{' '.join(f'{np.degrees(np.angle(z)):.0f}' for z in ritz)}",
+                flush=True,
+            )
 
 
 def _timing(name: str, fn):
@@ -156,7 +225,7 @@ def digits_main(args: argparse.Namespace) -> None:
             )
 
 
-def _point_line(alpha: float, r, wall: float, cpu: float, phases: bool) -> None:
+def _point_line(alpha: float, r, wall: float, cpu: float, phases: bool, trace: bool) -> None:
     """One alpha's line: its iterations, dense prior evaluations by precision, times."""
     print(
         f"alpha = {alpha:g}: {r.n_iter} iterations, {len(POINT_EVALS[True])} single + "
@@ -166,20 +235,29 @@ def _point_line(alpha: float, r, wall: float, cpu: float, phases: bool) -> None:
     )
     if phases:
         print(f"  phases (CPU): {_phases(cpu)}", flush=True)
+    if trace:
+        print("  trace: " + " ".join(f"{p}{res:.1e}" for p, res in TRACE), flush=True)
+    TRACE.clear()
     for single in (False, True):
         EVALUATIONS[single] += POINT_EVALS[single]
         POINT_EVALS[single].clear()
     _clear_phases()
 
 
-def _curve(mixture, lam: float, alphas: list[float], options, phases: bool) -> list:
+def _curve(mixture, lam: float, alphas: list[float], options, phases: bool, trace: bool) -> list:
     """The curve as ``gm.learning_curve`` solves it (each alpha from the state predicted
-    through the last points, the secant pairs carried), one line per alpha."""
+    through the last points; no secant pairs carried, module docstring), one line per
+    alpha."""
     clock = [time.perf_counter(), time.process_time()]
 
     def on_point(row, r) -> None:
         _point_line(
-            row["alpha"], r, time.perf_counter() - clock[0], time.process_time() - clock[1], phases
+            row["alpha"],
+            r,
+            time.perf_counter() - clock[0],
+            time.process_time() - clock[1],
+            phases,
+            trace,
         )
         clock[:] = [time.perf_counter(), time.process_time()]
 
@@ -190,7 +268,7 @@ def _curve(mixture, lam: float, alphas: list[float], options, phases: bool) -> l
     return list(table.points)
 
 
-def _chain(mixture, lam: float, alphas: list[float], options, phases: bool) -> list:
+def _chain(mixture, lam: float, alphas: list[float], options, phases: bool, trace: bool) -> list:
     """``--chain``: each alpha solved by ``gm.solve`` from the last alpha's fixed point (no
     predictor, no secant pairs carried: the benchmark before the curve's warm starts)."""
     init, results = None, []
@@ -200,7 +278,7 @@ def _chain(mixture, lam: float, alphas: list[float], options, phases: bool) -> l
         r = gm.solve(mixture, "cross-entropy", lam=lam, alpha=alpha, options=options, init=init)
         init = r
         results.append(r)
-        _point_line(alpha, r, time.perf_counter() - t, time.process_time() - c, phases)
+        _point_line(alpha, r, time.perf_counter() - t, time.process_time() - c, phases, trace)
     return results
 
 
@@ -213,6 +291,8 @@ def main() -> None:
     ap.add_argument("--plain", action="store_true", help="without the mean-field Newton step")
     ap.add_argument("--double", action="store_true", help="without the float32 first phase")
     ap.add_argument("--phases", action="store_true", help="where each alpha's CPU time goes")
+    ap.add_argument("--trace", action="store_true", help="each evaluation's residual")
+    ap.add_argument("--spectrum", type=int, default=0, help="Arnoldi steps at the last alpha")
     ap.add_argument("--digits", action="store_true", help="scikit-learn's digits (d = 64)")
     ap.add_argument("--repeats", type=int, default=3, help="solves per alpha (--digits)")
     ap.add_argument("--erm", action="store_true", help="one exact-ERM seed (--digits)")
@@ -221,6 +301,8 @@ def main() -> None:
     prior_module.dense_ridge_terms = _timed_prior  # (counted always, cheap)
     if args.phases:
         _time_phases()
+    if args.trace or args.spectrum:
+        refinement.iterate = _traced_iterate
     if args.double:
         tolerances.SINGLE_PHASE_MIN_N = 10**9
     if args.plain:
@@ -249,9 +331,9 @@ def main() -> None:
     alphas = [float(a) for a in (args.alphas or "2").split(",")]
     start, cpu = time.perf_counter(), time.process_time()
     if args.chain:
-        results = _chain(problem.mixture, args.lam, alphas, options, args.phases)
+        results = _chain(problem.mixture, args.lam, alphas, options, args.phases, args.trace)
     else:
-        results = _curve(problem.mixture, args.lam, alphas, options, args.phases)
+        results = _curve(problem.mixture, args.lam, alphas, options, args.phases, args.trace)
     print(
         f"curve: {time.perf_counter() - start:.1f} s ({time.process_time() - cpu:.1f} s of "
         f"CPU), {sum(r.n_iter for r in results)} iterations, "
@@ -261,6 +343,8 @@ def main() -> None:
     )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(f"peak resident memory: {peak:.2f} GiB")
+    if args.spectrum:
+        _spectrum(args.spectrum)
 
 
 if __name__ == "__main__":
