@@ -17,7 +17,14 @@ import numpy as np
 from ..channel.channel import ProxWarmStart
 from ..numerics.quadrature import QuadratureRule
 
-__all__ = ["nearest_nodes", "nearest_warm", "nested_warm", "refined_blocks", "replicate_blocks"]
+__all__ = [
+    "nearest_nodes",
+    "nearest_warm",
+    "nested_warm",
+    "refined_blocks",
+    "replicate_blocks",
+    "tail_blocks",
+]
 
 
 @lru_cache(maxsize=16)
@@ -97,6 +104,15 @@ def replicate_blocks(rule: QuadratureRule, r: int, n_rep: int) -> list[tuple[sli
     ``r``-th block of its nodes."""
     n = rule.weights.size // n_rep
     return [(slice(0, n), slice(r * n, (r + 1) * n))]
+
+
+def tail_blocks(rule: QuadratureRule, r: int, n_rep: int) -> list[tuple[slice, slice]]:
+    """:func:`nested_warm`'s blocks of the tail of replicate ``r`` of the ``n_rep`` of the
+    refined randomised rule ``rule``
+    (:meth:`~gaussmix.theory.numerics.quadrature.SobolRQMC.tails` of the rule it refines):
+    the second half of ``rule``'s ``r``-th block of nodes."""
+    m = rule.weights.size // n_rep
+    return [(slice(0, m // 2), slice(r * m + m // 2, (r + 1) * m))]
 
 
 def refined_blocks(

@@ -58,7 +58,7 @@ from .iteration import (
     IterationStatus,
     iterate,
 )
-from .nested import nearest_warm, nested_warm, refined_blocks, replicate_blocks
+from .nested import nearest_warm, nested_warm, refined_blocks, replicate_blocks, tail_blocks
 from .observables import (
     affine_train_accuracy,
     exact_orthants,
@@ -757,6 +757,7 @@ def _replicate_values(
     memory: MapMemory | None = None,
     known: dict | None = None,
     stop: int | None = None,
+    coarse: tuple[QuadratureRule, dict] | None = None,
 ) -> tuple[dict, int] | None:
     """The errors and losses at the fixed point of each replicate of a randomised rule.
 
@@ -778,23 +779,31 @@ def _replicate_values(
     :data:`~gaussmix.theory.numerics.tolerances.SINGLE_REPLICATE_MIN_SHIFT`, else again in
     double precision (and the next replicates with it); the observables are the double
     channel's at that state either way.  ``known``: the values of the first replicates,
-    found before (the next ones are found, up to ``stop``, default all of them).  Returns
-    the values (a list per observable, in the replicates' order) and the iterations spent,
-    or None if a replicate's iteration fails.
+    found before (the next ones are found, up to ``stop``, default all of them).
+    ``coarse``: the rule that ``T.rule`` refines and its replicates' values (a list per
+    observable, perhaps of its first replicates only): replicate ``r`` of ``T.rule`` is
+    that rule's replicate ``r`` extended by its tail
+    (:meth:`~gaussmix.theory.numerics.quadrature.SobolRQMC.tails`), and its channel
+    integrals the average of the two halves', so to first order in the channel error its
+    fixed point's shift, and each observable's, is the average of theirs: where the coarse
+    value is known, only the tail's state is found (half the nodes; warm from ``T.rule``'s
+    evaluation) and the replicate's value is the average of the two.  Returns the values (a
+    list per observable, in the replicates' order) and the iterations spent, or None if a
+    replicate's iteration fails.
     """
     values: dict = {k: list(known[k]) if known else [] for k in _ERROR_KEYS}
     n_iter = 0
     reps = T.rule.replicates()
     single = single_precision_phase(problem)
     scale = residual_scale(x, T.K, T.L)
+    halves = 0 if coarse is None else len(coarse[1]["test_error"])
+    tails = () if coarse is None else coarse[0].tails()
     for r in range(len(values["test_error"]), len(reps) if stop is None else stop):
-        rep = reps[r]
-        warm = nested_warm(
-            None if memory is None else memory.warm,
-            T.rule,
-            rep,
-            replicate_blocks(T.rule, r, len(reps)),
-        )
+        rep = tails[r] if r < halves else reps[r]
+        blocks = replicate_blocks(T.rule, r, len(reps))
+        if r < halves:  # (the tail: the second half of the replicate's block)
+            blocks = tail_blocks(T.rule, r, len(reps))
+        warm = nested_warm(None if memory is None else memory.warm, T.rule, rep, blocks)
         found = None
         if single:  # the prior in float32, where its shift is well above that rounding
             Tr = new_map(problem, rep, T, single=True)
@@ -817,7 +826,8 @@ def _replicate_values(
         xr, _, at_r = found  # (``memory`` stays the rule's: every replicate warms from it)
         obs = evaluate_observables(problem, Tr, xr, light=True, spread=True, memory=at_r)
         for k in _ERROR_KEYS:
-            values[k].append(obs.value(k))
+            half = coarse[1][k][r] if r < halves else None
+            values[k].append(obs.value(k) if half is None else (half + obs.value(k)) / 2)
     return values, n_iter
 
 
@@ -841,6 +851,7 @@ def _estimate_randomised(
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
     x, n_iter, res, status, msg = out.x, out.n_iter, out.residual, out.status, out.message
     mem = out.aux  # the memory of the map's last evaluation
+    coarse = None  # the rule refined and its replicates' values (its tails extend them)
     for k in range(opts.max_refine + 1):
         mem = T.hats_memory(x, mem)[1]
         obs = evaluate_observables(problem, T, x, light=True, memory=mem)
@@ -849,11 +860,13 @@ def _estimate_randomised(
         n_rep = T.rule.n_rep
         # with the dense prior the first half of the replicates, where it decides
         first = n_rep // 2 if dense_prior(problem) and n_rep >= 2 * HALF_REPLICATES_MIN else None
-        found = _replicate_values(problem, T, x, opts, callback, history, mem, stop=first)
+        found = _replicate_values(
+            problem, T, x, opts, callback, history, mem, stop=first, coarse=coarse
+        )
         if found is not None and first is not None:
             if not _half_decides(T.rule, found[0], evals, opts, last):  # the other half
                 more = _replicate_values(
-                    problem, T, x, opts, callback, history, mem, known=found[0]
+                    problem, T, x, opts, callback, history, mem, known=found[0], coarse=coarse
                 )
                 found = None if more is None else (more[0], found[1] + more[1])
         if found is None:
@@ -882,6 +895,7 @@ def _estimate_randomised(
         if not out2.converged:
             status, msg = out2.status, f"refined quadrature: {out2.message}"
             break
+        coarse = None if T.rule.tails() is None else (T.rule, values)
         T, x, res, mem = T2, out2.x, out2.residual, out2.aux
     evals = dict(obs.errors)
     if status is IterationStatus.CONVERGED:
