@@ -46,44 +46,33 @@ def _solved_k10():
     return solved_on_randomised_rule(make_problem(mix, "cross-entropy", lam=1e-2, alpha=10.0))
 
 
-def _moments(T, x) -> np.ndarray:
-    m = T.hats(x, MapMemory()).moments
+def _moments(T, x, warm=None) -> np.ndarray:
+    m = T.hats(x, MapMemory(warm=warm)).moments
     return np.concatenate([np.ravel(a) for a in (m.Ef, m.Eff, m.Edf, m.Eloss, m.Eenv)])
 
 
 def test_tail_spread_is_the_refined_rules_spread():
     """Isotropic K = 10 (lam = 1e-2, alpha = 10), whose training error's spread refines the
-    rule to 8 x 2**12 points: at the refined rule's fixed point, the spread of the
-    replicates made of the coarse replicates' values and their tails' (the average of the
-    two) is the spread of the refined replicates themselves, within twice the linear
-    response's relative accuracy (each spread is within it of the replicates' fixed
-    points; measured 0.1-1 %), with the tails' evaluations: half the nodes.  The channel
-    moments of a refined replicate are the average of its halves' (to the proximal
-    solves' tolerance): the first-order argument's premise."""
+    rule to 8 x 2**12 points: the spread of the refined rule's replicates made of the
+    coarse replicates' values and their tails' (found from the coarse fixed point; the
+    average of the two) is the spread of the refined replicates themselves (found from the
+    refined rule's fixed point), within twice the linear response's relative accuracy
+    (each spread is within it of the replicates' fixed points; measured 0.1-1 %), with the
+    tails' evaluations: half the nodes.  The channel moments of a refined replicate are
+    the average of its halves' (to the proximal solves' tolerance): the first-order
+    argument's premise."""
     problem, opts, history, T, out = _solved_k10()
     coarse, _ = refinement._replicate_values(problem, T, out.x, opts, None, history, out.aux)
     finer = T.rule.refined()
     assert finer is not None
-    fine = finer.replicates()[1]
-    both = (
-        _moments(new_map(problem, r, T), out.x)
-        for r in (T.rule.replicates()[1], T.rule.tails()[1])
-    )
+    halves = (T.rule.replicates()[1], T.rule.tails()[1])
+    both = (_moments(new_map(problem, r, T), out.x) for r in halves)
     np.testing.assert_allclose(
-        _moments(new_map(problem, fine, T), out.x),
+        _moments(new_map(problem, finer.replicates()[1], T), out.x),
         sum(both) / 2,
         rtol=0,
         atol=1e3 * PROX_TOL,
     )
-    T2 = new_map(problem, finer, T)
-    warm = nested.nested_warm(
-        out.aux.warm, T.rule, finer, nested.refined_blocks(T.rule, finer, T.rule.n_rep)
-    )
-    start = AndersonState.init(opts.anderson, history.get(T.rule))
-    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
-    out2 = iterate(T2, out.x, start, return_image=False, aux=MapMemory(warm=warm), **kw)
-    assert out2.converged
-    history[finer] = out2.anderson
     nodes: list[int] = []
     real = refinement.new_map
 
@@ -93,14 +82,23 @@ def test_tail_spread_is_the_refined_rules_spread():
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(refinement, "new_map", spy)
-        direct, n_direct = refinement._replicate_values(
-            problem, T2, out2.x, opts, None, history, out2.aux
-        )
         paired, n_paired = refinement._replicate_values(
-            problem, T2, out2.x, opts, None, history, out2.aux, coarse=(T.rule, coarse)
+            problem, T, out.x, opts, None, history, out.aux, halves=coarse
         )
     n = T.rule.n_rep
-    assert nodes == [2**12] * n + [2**11] * n  # the tails: half the nodes
+    assert nodes == [2**11] * n  # the tails: half the nodes of the refined replicates
+    T2 = new_map(problem, finer, T)
+    warm = nested.nested_warm(
+        out.aux.warm, T.rule, finer, nested.refined_blocks(T.rule, finer, T.rule.n_rep)
+    )
+    start = AndersonState.init(opts.anderson, history.get(T.rule))
+    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
+    out2 = iterate(T2, out.x, start, return_image=False, aux=MapMemory(warm=warm), **kw)
+    assert out2.converged
+    history[finer] = out2.anderson
+    direct, n_direct = refinement._replicate_values(
+        problem, T2, out2.x, opts, None, history, out2.aux
+    )
     assert n_paired <= n_direct
     sd, sp = standard_errors(direct, n), standard_errors(paired, n)
     for key in sd:
@@ -110,6 +108,33 @@ def test_tail_spread_is_the_refined_rules_spread():
         assert abs(sp[key] / sd[key] - 1.0) < abs(
             standard_errors(coarse, n)[key] / sd[key] - 1.0
         ), key
+
+
+def test_the_refined_rules_first_evaluation_is_its_halves():
+    """The refined rule's channel evaluation at the coarse fixed point that the tails make
+    (the coarse rule's and the tails' first evaluations averaged, their proximal points
+    laid out as the refined rule's) is the refined rule's own evaluation there, to the
+    proximal solves' tolerance, and starts its proximal solves."""
+    problem, opts, history, T, out = _solved_k10()
+    mem = T.hats_memory(out.x, out.aux)[1]
+    values, _ = refinement._replicate_values(problem, T, out.x, opts, None, history, mem)
+    T2 = new_map(problem, T.rule.refined(), T)
+    found = refinement._tail_start(problem, T, T2, out.x, opts, None, history, mem, values)
+    assert found is not None
+    _, memory, n_iter = found
+    assert n_iter >= T.rule.n_rep  # (at least the tails' first evaluations, counted)
+    own = T2.hats(out.x)
+    assert memory.ev.x is not out.x and np.array_equal(memory.ev.x, out.x)
+    for made, ref in (
+        (memory.ev.Qhat, own.Qhat),
+        (memory.ev.Mhat, own.Mhat),
+        (memory.ev.Vhat, own.Vhat),
+    ):
+        np.testing.assert_allclose(made, ref, rtol=0, atol=1e3 * PROX_TOL)
+    assert memory.warm is not None and memory.warm.key == (T2.rule, memory.warm.h.shape)
+    np.testing.assert_allclose(
+        _moments(T2, out.x, memory.warm), _moments(T2, out.x), rtol=0, atol=1e3 * PROX_TOL
+    )
 
 
 @pytest.mark.slow  # ~6 s of CPU: the K = 10 point with its estimate, a rule of 2**17 nodes

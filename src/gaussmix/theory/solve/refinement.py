@@ -21,6 +21,7 @@ from enum import Enum
 
 import numpy as np
 
+from ..channel.channel import ChannelMoments
 from ..model.outputs import error_keys
 from ..numerics import tolerances
 from ..numerics.quadrature import MAX_PANELS, MAX_QUADRATURE_NODES, MAX_TENSOR_DIM, QuadratureRule
@@ -33,6 +34,7 @@ from ..prior.prior import (
     single_precision_phase,
 )
 from ..problem.problem import Problem
+from .batch import MOMENTS
 from .estimate import (
     MAX_TRAIN_RQMC_NODES,
     Observables,
@@ -58,7 +60,7 @@ from .iteration import (
     IterationStatus,
     iterate,
 )
-from .nested import nearest_warm, nested_warm, refined_blocks, replicate_blocks, tail_blocks
+from .nested import nearest_warm, nested_warm, refined_blocks, refined_warm, replicate_blocks
 from .observables import (
     affine_train_accuracy,
     exact_orthants,
@@ -757,7 +759,8 @@ def _replicate_values(
     memory: MapMemory | None = None,
     known: dict | None = None,
     stop: int | None = None,
-    coarse: tuple[QuadratureRule, dict] | None = None,
+    halves: dict | None = None,
+    at_x: list | None = None,
 ) -> tuple[dict, int] | None:
     """The errors and losses at the fixed point of each replicate of a randomised rule.
 
@@ -780,53 +783,58 @@ def _replicate_values(
     double precision (and the next replicates with it); the observables are the double
     channel's at that state either way.  ``known``: the values of the first replicates,
     found before (the next ones are found, up to ``stop``, default all of them).
-    ``coarse``: the rule that ``T.rule`` refines and its replicates' values (a list per
-    observable, perhaps of its first replicates only): replicate ``r`` of ``T.rule`` is
-    that rule's replicate ``r`` extended by its tail
+
+    ``halves``: the values of every replicate of ``T.rule``; the values returned are then
+    those of the replicates of its refinement (``T.rule.refined()``).  Replicate ``r`` of
+    the refined rule is ``T.rule``'s replicate ``r`` extended by its tail
     (:meth:`~gaussmix.theory.numerics.quadrature.SobolRQMC.tails`), and its channel
     integrals the average of the two halves', so to first order in the channel error its
-    fixed point's shift, and each observable's, is the average of theirs: where the coarse
-    value is known, only the tail's state is found (half the nodes; warm from ``T.rule``'s
-    evaluation) and the replicate's value is the average of the two.  Returns the values (a
-    list per observable, in the replicates' order) and the iterations spent, or None if a
-    replicate's iteration fails.
+    fixed point's shift, and each observable's, is the average of theirs: only the tail's
+    state is found (half the nodes, from ``x``; its proximal solves cold: the tail's points
+    are new) and the replicate's value is the average of the two.  ``at_x``: a list to
+    which the map's memory of each replicate's channel evaluation at ``x`` is appended (the
+    first of its iteration).  Returns the values (a list per observable, in the
+    replicates' order) and the iterations spent, or None if a replicate's iteration fails.
     """
     values: dict = {k: list(known[k]) if known else [] for k in _ERROR_KEYS}
     n_iter = 0
-    reps = T.rule.replicates()
+    reps = T.rule.replicates() if halves is None else T.rule.tails()
     single = single_precision_phase(problem)
     scale = residual_scale(x, T.K, T.L)
-    halves = 0 if coarse is None else len(coarse[1]["test_error"])
-    tails = () if coarse is None else coarse[0].tails()
     for r in range(len(values["test_error"]), len(reps) if stop is None else stop):
-        rep = tails[r] if r < halves else reps[r]
-        blocks = replicate_blocks(T.rule, r, len(reps))
-        if r < halves:  # (the tail: the second half of the replicate's block)
-            blocks = tail_blocks(T.rule, r, len(reps))
-        warm = nested_warm(None if memory is None else memory.warm, T.rule, rep, blocks)
+        rep = reps[r]
+        warm = None  # (a tail's points are new: its proximal solves cold)
+        if halves is None:
+            warm = nested_warm(
+                None if memory is None else memory.warm,
+                T.rule,
+                rep,
+                replicate_blocks(T.rule, r, len(reps)),
+            )
+        Tr = new_map(problem, rep, T, single=True) if single else new_map(problem, rep, T)
+        # (its channel at x, the first evaluation of its iteration in either precision)
+        start = Tr.hats_memory(x, MapMemory(warm=warm))[1]
+        if at_x is not None:
+            at_x.append(start)
         found = None
         if single:  # the prior in float32, where its shift is well above that rounding
-            Tr = new_map(problem, rep, T, single=True)
-            found = replicate_state(
-                Tr, x, history.get(T.rule), opts, callback, MapMemory(warm=warm)
-            )
+            found = replicate_state(Tr, x, history.get(T.rule), opts, callback, start)
             if found is not None:
                 n_iter += found[1]
                 shift = float(np.max(np.abs(found[0] - x) / scale))
                 if not shift >= SINGLE_REPLICATE_MIN_SHIFT:
                     found, single = None, False  # (and the next replicates in double)
         if found is None:
-            Tr = new_map(problem, rep, T)
-            found = replicate_state(
-                Tr, x, history.get(T.rule), opts, callback, MapMemory(warm=warm)
-            )
+            if Tr.single:  # (again in double, from the same channel evaluation at x)
+                Tr, start = new_map(problem, rep, T), start._replace(record=None)
+            found = replicate_state(Tr, x, history.get(T.rule), opts, callback, start)
             if found is None:
                 return None
             n_iter += found[1]
         xr, _, at_r = found  # (``memory`` stays the rule's: every replicate warms from it)
         obs = evaluate_observables(problem, Tr, xr, light=True, spread=True, memory=at_r)
         for k in _ERROR_KEYS:
-            half = coarse[1][k][r] if r < halves else None
+            half = None if halves is None else halves[k][r]
             values[k].append(obs.value(k) if half is None else (half + obs.value(k)) / 2)
     return values, n_iter
 
@@ -851,7 +859,7 @@ def _estimate_randomised(
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
     x, n_iter, res, status, msg = out.x, out.n_iter, out.residual, out.status, out.message
     mem = out.aux  # the memory of the map's last evaluation
-    coarse = None  # the rule refined and its replicates' values (its tails extend them)
+    refined = None  # the values of the replicates of a rule refined by its tails
     for k in range(opts.max_refine + 1):
         mem = T.hats_memory(x, mem)[1]
         obs = evaluate_observables(problem, T, x, light=True, memory=mem)
@@ -860,13 +868,14 @@ def _estimate_randomised(
         n_rep = T.rule.n_rep
         # with the dense prior the first half of the replicates, where it decides
         first = n_rep // 2 if dense_prior(problem) and n_rep >= 2 * HALF_REPLICATES_MIN else None
-        found = _replicate_values(
-            problem, T, x, opts, callback, history, mem, stop=first, coarse=coarse
-        )
-        if found is not None and first is not None:
+        if refined is not None:  # (found with the tails, before the re-solve)
+            found = (refined, 0)
+        else:
+            found = _replicate_values(problem, T, x, opts, callback, history, mem, stop=first)
+        if found is not None and first is not None and refined is None:
             if not _half_decides(T.rule, found[0], evals, opts, last):  # the other half
                 more = _replicate_values(
-                    problem, T, x, opts, callback, history, mem, known=found[0], coarse=coarse
+                    problem, T, x, opts, callback, history, mem, known=found[0]
                 )
                 found = None if more is None else (more[0], found[1] + more[1])
         if found is None:
@@ -881,26 +890,91 @@ def _estimate_randomised(
         if finer is None:
             break
         T2 = new_map(problem, finer, T)
-        n_rep = len(T.rule.replicates())
-        warm = nested_warm(
-            None if mem is None else mem.warm, T.rule, finer, refined_blocks(T.rule, finer, n_rep)
-        )
+        aux, reused = None, 0
+        if T.rule.tails() is not None and finer == T.rule.refined() and T.n_points == 1:
+            found = _tail_start(problem, T, T2, x, opts, callback, history, mem, values)
+            if found is None:
+                status = IterationStatus.NUMERICAL_FAILURE
+                msg = "a replicate of the randomised channel rule found no fixed point"
+                quad = dict.fromkeys(_ERROR_KEYS, np.inf)
+                break
+            refined, aux, extra = found
+            n_iter += extra
+            reused = 1  # (the re-solve's first evaluation: the halves', counted)
+        else:
+            refined = None
+            warm = nested_warm(
+                None if mem is None else mem.warm,
+                T.rule,
+                finer,
+                refined_blocks(T.rule, finer, len(T.rule.replicates())),
+            )
+            aux = MapMemory(warm=warm)
         pairs = AndersonState.init(opts.anderson, history.get(T.rule))
         # (the last iterate, whose channel evaluation the memory holds, as the solve's own
         # run returns: its observables and replicates need no evaluation of the refined
         # rule of their own, one of four at K = 10)
-        out2 = iterate(T2, x, pairs, return_image=False, aux=MapMemory(warm=warm), **kw)
+        out2 = iterate(T2, x, pairs, return_image=False, aux=aux, **kw)
         history[finer] = out2.anderson
-        n_iter += out2.n_iter
+        n_iter += out2.n_iter - reused
         if not out2.converged:
             status, msg = out2.status, f"refined quadrature: {out2.message}"
             break
-        coarse = None if T.rule.tails() is None else (T.rule, values)
         T, x, res, mem = T2, out2.x, out2.residual, out2.aux
     evals = dict(obs.errors)
     if status is IterationStatus.CONVERGED:
         obs = with_statistics(problem, T, x, obs, memory=mem)
     return Estimate(T, x, n_iter, res, status, msg, obs, quad, evals, memory=mem)
+
+
+def _tail_start(
+    problem: Problem,
+    T: FixedPointMap,
+    T2: FixedPointMap,
+    x: np.ndarray,
+    opts: SolverOptions,
+    callback: Callable | None,
+    history: dict,
+    memory: MapMemory,
+    values: dict,
+) -> tuple[dict, MapMemory, int] | None:
+    """The refinement of :func:`_estimate_randomised` by the tails of a nested randomised
+    rule, before the refined rule's re-solve (``T2``) from the fixed point ``x`` of ``T``
+    (``memory``: its channel evaluation there; ``values``: its replicates', the first ones
+    where only they were found).
+
+    The values of the refined rule's replicates (:func:`_replicate_values` with
+    ``halves``: every replicate of ``T.rule`` and its tail), the memory of ``T2``'s channel
+    evaluation at ``x`` and the iterations spent (None where a replicate fails).  The
+    tails' iterations start at ``x``, so their channel evaluations there, averaged, are the
+    channel integrals over the points the refinement adds, and with ``T``'s over the
+    others, ``T2``'s: the re-solve's first evaluation costs none of its own (its proximal
+    points those of the halves, :func:`~gaussmix.theory.solve.nested.refined_warm`).
+    Measured at isotropic K = 10 (``lam = 1e-2``, alpha = 10): 3 evaluations of the refined
+    rule's 8 x 2**12 points and 16 of its replicates' 2**12 -> 16 of the tails' 2**11 and 2
+    of the refined rule."""
+    n_iter = 0
+    n_rep = T.rule.n_rep
+    if len(values["test_error"]) < n_rep:  # (the first half decided: the others too)
+        more = _replicate_values(problem, T, x, opts, callback, history, memory, known=values)
+        if more is None:
+            return None
+        values, n_iter = more
+    at_x: list[MapMemory] = []
+    found = _replicate_values(
+        problem, T, x, opts, callback, history, memory, halves=values, at_x=at_x
+    )
+    if found is None:
+        return None
+    rows = [memory.rows] + [m.rows for m in at_x]
+    weights = [0.5] + [0.5 / n_rep] * n_rep  # (the halves' points: equal weights)
+    mean = ChannelMoments(
+        *(sum(w * getattr(m, f) for w, m in zip(weights, rows)) for f in MOMENTS)
+    )
+    mom = mean if T2.symmetry is None else T2.symmetry.expand_moments(mean)
+    warm = refined_warm(memory.warm, [m.warm for m in at_x], T.rule, T2.rule)
+    ev = HatEvaluation.of(x, mom, T2.ar)
+    return found[0], MapMemory(ev, None, warm, mean, True, None), n_iter + found[1]
 
 
 def _refinement_limit(rule: QuadratureRule) -> str | None:
