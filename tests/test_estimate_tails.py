@@ -13,6 +13,7 @@ from _helpers import solved_on_randomised_rule
 
 import gaussmix as gm
 from gaussmix.theory.api.api import make_problem
+from gaussmix.theory.channel.channel import ProxWarmStart
 from gaussmix.theory.numerics.quadrature import GaussHermite, SobolRQMC, SobolTail
 from gaussmix.theory.numerics.tolerances import PROX_TOL, REPLICATE_SHIFT_RTOL
 from gaussmix.theory.solve import nested, refinement
@@ -31,10 +32,25 @@ def test_a_refined_replicate_is_its_coarse_replicate_and_its_tail():
         assert tail == SobolTail(5, 6, 3, r) and tail.replicates() == (tail,)
         np.testing.assert_array_equal(fine.nodes, np.concatenate([rep.nodes, tail.nodes]))
         np.testing.assert_array_equal(tail.weights, np.full(2**6, 2.0**-6))
-        m = finer.weights.size // rule.n_rep
-        ((into, of),) = nested.tail_blocks(finer, r, rule.n_rep)
-        np.testing.assert_array_equal(tail.nodes[into], finer.nodes[of])
-        assert of.start == r * m + m // 2 and of.stop == (r + 1) * m
+        m = finer.weights.size // rule.n_rep  # (the refined rule's block r ends with it)
+        np.testing.assert_array_equal(tail.nodes, finer.nodes[r * m + m // 2 : (r + 1) * m])
+    # the refined rule's proximal points laid out from the halves' (each block: rule, tail)
+    k, L, n = 2, 3, 2**6
+
+    def start(of, size, value):
+        full = np.full((k, size, L), float(value))
+        return ProxWarmStart((of, (k, size, L)), full, full + 0.5, np.eye(L)[None])
+
+    halves = [start(t, n, 10 + r) for r, t in enumerate(tails)]
+    laid = nested.refined_warm(start(rule, 4 * n, 1), halves, rule, finer)
+    assert laid.key == (finer, (k, 8 * n, L))
+    for r in range(rule.n_rep):
+        assert (laid.h[:, 2 * r * n : (2 * r + 1) * n] == 1).all()
+        assert (laid.h[:, (2 * r + 1) * n : (2 * r + 2) * n] == 10 + r).all()
+        assert (laid.omega[:, (2 * r + 1) * n : (2 * r + 2) * n] == 10.5 + r).all()
+    # a missing tail, or a start of another rule, lays out nothing
+    assert nested.refined_warm(start(rule, 4 * n, 1), [None, *halves[1:]], rule, finer) is None
+    assert nested.refined_warm(start(finer, 4 * n, 1), halves, rule, finer) is None
     assert tails[0].refined() is None and tails[0].limit() and tails[0].tails() is None
     assert "sobol-tail" in tails[0].describe()
     # a deterministic rule has no tails

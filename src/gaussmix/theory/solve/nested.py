@@ -24,7 +24,6 @@ __all__ = [
     "refined_blocks",
     "refined_warm",
     "replicate_blocks",
-    "tail_blocks",
 ]
 
 
@@ -107,15 +106,6 @@ def replicate_blocks(rule: QuadratureRule, r: int, n_rep: int) -> list[tuple[sli
     return [(slice(0, n), slice(r * n, (r + 1) * n))]
 
 
-def tail_blocks(rule: QuadratureRule, r: int, n_rep: int) -> list[tuple[slice, slice]]:
-    """:func:`nested_warm`'s blocks of the tail of replicate ``r`` of the ``n_rep`` of the
-    refined randomised rule ``rule``
-    (:meth:`~gaussmix.theory.numerics.quadrature.SobolRQMC.tails` of the rule it refines):
-    the second half of ``rule``'s ``r``-th block of nodes."""
-    m = rule.weights.size // n_rep
-    return [(slice(0, m // 2), slice(r * m + m // 2, (r + 1) * m))]
-
-
 def refined_warm(
     warm: ProxWarmStart | None,
     tails: list[ProxWarmStart | None],
@@ -126,8 +116,7 @@ def refined_warm(
     (``warm``) and of each of its tails (``tails``,
     :meth:`~gaussmix.theory.numerics.quadrature.SobolRQMC.tails`), all made at one state:
     replicate ``r`` of ``finer`` is ``rule``'s block ``r`` followed by tail ``r``
-    (:func:`refined_blocks`, :func:`tail_blocks`); None where one of them is missing or of
-    another rule."""
+    (:func:`refined_blocks`); None where one of them is missing or of another rule."""
     n_rep = len(tails)
     if warm is None or warm.key[0] != rule or any(t is None for t in tails):
         return None
