@@ -100,7 +100,7 @@ def solved_on_randomised_rule(problem):
 
 def replicate_spread(problem, T, x, opts, history):
     """The randomised estimate's standard errors at the fixed point ``x`` of the map ``T``
-    (``_estimate_randomised``'s: :func:`standard_errors` of all the replicates' values,
+    (``estimate_randomised``'s: :func:`standard_errors` of all the replicates' values,
     ``_replicate_values``) and the replicates' evaluations."""
     from gaussmix.theory.solve import refinement
     from gaussmix.theory.solve.estimate import standard_errors

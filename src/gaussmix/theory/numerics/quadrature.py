@@ -38,6 +38,7 @@ __all__ = [
     "GaussHermite",
     "GradedPanels",
     "SobolRQMC",
+    "SobolTail",
     "default_rule",
     "auto_rule",
     "graded_line",
@@ -155,6 +156,12 @@ class QuadratureRule:
 
     def coarsened(self) -> QuadratureRule | None:
         """A cheaper rule for a continuation start, or None where this one is cheap."""
+        return None
+
+    def tails(self) -> tuple[QuadratureRule, ...] | None:
+        """Where each replicate of :meth:`refined` is, with equal weights, the average of
+        this rule's replicate and a rule of the points it adds: those rules, one per
+        replicate (nested randomised rules); None otherwise."""
         return None
 
     def limit(self) -> str | None:
@@ -455,6 +462,14 @@ class SobolRQMC(QuadratureRule):
         """The ``n_rep`` independent one-set rules whose average is this rule."""
         return tuple(replace(self, n_rep=1, first=self.first + r) for r in range(self.n_rep))
 
+    def tails(self) -> tuple[SobolTail, ...]:
+        """The points that :meth:`refined` adds to each replicate, one rule per replicate:
+        replicate ``r`` of the refined rule is the average, with equal weights, of this
+        rule's replicate ``r`` and tail ``r``."""
+        return tuple(
+            SobolTail(self.dim, self.n_log2, self.seed, self.first + r) for r in range(self.n_rep)
+        )
+
     def refined(self) -> SobolRQMC | None:
         """Twice the points per replicate (the same sets, extended), None beyond
         ``MAX_RQMC_LOG2``."""
@@ -491,6 +506,69 @@ class SobolRQMC(QuadratureRule):
 
 
 # --------------------------------------------------------------------------- choice
+@lru_cache(maxsize=32)
+def _tail_rule(dim: int, n_log2: int, seed: int, rep: int) -> tuple[np.ndarray, ...]:
+    nodes = np.ascontiguousarray(_sobol_set(dim, n_log2 + 1, seed, rep)[2**n_log2 :])
+    weights = np.full(nodes.shape[0], 1.0 / nodes.shape[0])
+    nodes.setflags(write=False)
+    weights.setflags(write=False)
+    return nodes, weights
+
+
+@dataclass(frozen=True)
+class SobolTail(QuadratureRule):
+    """The second half of a scrambled Sobol' set: points ``2**n_log2`` to ``2**(n_log2 + 1)
+    - 1`` of set ``first`` of ``seed`` (:meth:`SobolRQMC.tails`), equal weights.
+
+    Each point of a scrambled set is uniform, so the tail alone is an unbiased rule; with
+    the set's first half (``SobolRQMC(dim, n_log2, 1, seed, first)``) it makes the set of
+    ``2**(n_log2 + 1)`` points, whose channel integrals are the average of the two halves'.
+    The error estimate of a refined randomised rule evaluates the tails only
+    (:func:`~gaussmix.theory.solve.refinement.estimate_randomised`); the rule is not refined.
+    """
+
+    dim: int
+    n_log2: int
+    seed: int = 0
+    first: int = 0
+    randomised: ClassVar[bool] = True
+    #: one set (as a replicate of :class:`SobolRQMC`)
+    n_rep: ClassVar[int] = 1
+
+    @property
+    def nodes(self) -> np.ndarray:
+        """Nodes, shape (2**n_log2, dim)."""
+        return _tail_rule(self.dim, self.n_log2, self.seed, self.first)[0]
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Equal weights, summing to one."""
+        return _tail_rule(self.dim, self.n_log2, self.seed, self.first)[1]
+
+    def replicates(self) -> tuple[SobolTail, ...]:
+        """The rule itself (one set)."""
+        return (self,)
+
+    def refined(self) -> None:
+        """None: a tail is a part of a refined set, not refined itself."""
+        return None
+
+    def limit(self) -> str:
+        """Why no finer rule exists."""
+        return "the tail of a scrambled Sobol' set is not refined"
+
+    def remedy(self) -> str:
+        """The advice of a warning (that of the rule whose tail it is)."""
+        return SobolRQMC(self.dim).remedy()
+
+    def describe(self) -> str:
+        """Short text for provenance."""
+        return (
+            f"sobol-tail(dim={self.dim}, points=2**{self.n_log2}..2**{self.n_log2 + 1}, "
+            f"seed={self.seed}, set={self.first})"
+        )
+
+
 def default_rule(dim: int) -> GaussHermite:
     """The default tensor Gauss-Hermite rule of dimension ``dim`` (the family's starting
     point; the solver's automatic choice is :func:`auto_rule`)."""

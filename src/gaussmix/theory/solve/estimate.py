@@ -166,12 +166,15 @@ def replicate_state(
     the Jacobian ``J`` that the replicate's map shares to first order: its first evaluation
     is ``Tr(x) - x``, and the Anderson step from there is the linear response of the fixed
     point, ``(I - J)^{-1} (Tr(x) - x)``.  The iteration stops at the first evaluated state
-    whose scaled residual (its distance to the replicate's fixed point, to first order) is
+    whose scaled residual and next step (the secant model's distance to the replicate's
+    fixed point, which the residual alone understates where the map contracts slowly) are
     at most :data:`~gaussmix.theory.numerics.tolerances.REPLICATE_SHIFT_RTOL` times its scaled
     distance from ``x`` (usually the second evaluation: the linear response checked by one
     re-evaluation), or at ``opts.tol``; it returns that state with the memory of its
     channel evaluation (the observables reuse it).  Measured on ten classes from digits: 2
-    evaluations per replicate where the iteration to ``opts.tol`` took 4.
+    evaluations per replicate where the iteration to ``opts.tol`` took 4; on the sharp K =
+    4 point #426 of the cold stream (8 x 2**12 points) 32 evaluations for eight replicates
+    (22 with the residual alone, whose spreads were up to 31 % off), 148 to ``tol``.
     """
     solver = FixedPointIteration(opts.tol, opts.max_iter, opts.damping, return_image=False)
     scale = residual_scale(x, Tr.K, Tr.L)
@@ -185,7 +188,9 @@ def replicate_state(
             check_interrupt()
             if s.outcome is None and s.evaluated and s.n_iter > 1:
                 shift = float(np.max(np.abs(at - x) / scale))
-                if s.residual <= REPLICATE_SHIFT_RTOL * shift and Tr.is_valid(at):
+                # (the next step: the secant model's distance to the fixed point)
+                rest = max(s.residual, float(np.max(np.abs(s.x - at) / scale)))
+                if rest <= REPLICATE_SHIFT_RTOL * shift and Tr.is_valid(at):
                     return at, s.n_iter, s.aux
     out = solver.outcome(s)
     if not out.converged or not Tr.is_valid(out.x):

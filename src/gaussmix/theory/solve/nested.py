@@ -17,7 +17,14 @@ import numpy as np
 from ..channel.channel import ProxWarmStart
 from ..numerics.quadrature import QuadratureRule
 
-__all__ = ["nearest_nodes", "nearest_warm", "nested_warm", "refined_blocks", "replicate_blocks"]
+__all__ = [
+    "nearest_nodes",
+    "nearest_warm",
+    "nested_warm",
+    "refined_blocks",
+    "refined_warm",
+    "replicate_blocks",
+]
 
 
 @lru_cache(maxsize=16)
@@ -97,6 +104,33 @@ def replicate_blocks(rule: QuadratureRule, r: int, n_rep: int) -> list[tuple[sli
     ``r``-th block of its nodes."""
     n = rule.weights.size // n_rep
     return [(slice(0, n), slice(r * n, (r + 1) * n))]
+
+
+def refined_warm(
+    warm: ProxWarmStart | None,
+    tails: list[ProxWarmStart | None],
+    rule: QuadratureRule,
+    finer: QuadratureRule,
+) -> ProxWarmStart | None:
+    """The proximal points of the refined randomised rule ``finer`` from those of ``rule``
+    (``warm``) and of each of its tails (``tails``,
+    :meth:`~gaussmix.theory.numerics.quadrature.SobolRQMC.tails`), all made at one state:
+    replicate ``r`` of ``finer`` is ``rule``'s block ``r`` followed by tail ``r``
+    (:func:`refined_blocks`); None where one of them is missing or of another rule."""
+    n_rep = len(tails)
+    if warm is None or warm.key[0] != rule or any(t is None for t in tails):
+        return None
+    k, _, L = warm.key[1]
+    n = rule.weights.size // n_rep
+    if any(t.key != (tail, (k, n, L)) for t, tail in zip(tails, rule.tails())):
+        return None
+    h, omega = np.empty((k, 2 * n * n_rep, L)), np.empty((k, 2 * n * n_rep, L))
+    for r, t in enumerate(tails):
+        h[:, 2 * r * n : (2 * r + 1) * n] = warm.h[:, r * n : (r + 1) * n]
+        omega[:, 2 * r * n : (2 * r + 1) * n] = warm.omega[:, r * n : (r + 1) * n]
+        h[:, (2 * r + 1) * n : (2 * r + 2) * n] = t.h
+        omega[:, (2 * r + 1) * n : (2 * r + 2) * n] = t.omega
+    return ProxWarmStart((finer, (k, h.shape[1], L)), h, omega, warm.V)
 
 
 def refined_blocks(

@@ -62,11 +62,11 @@ from .refinement import (
     MAX_TRAIN_RQMC_NODES,
     Estimate,
     failed_observables,
-    integration_warning_text,
 )
 from .results import FixedPointResult
 from .solve_state import SolveState
 from .state import LogChart, is_valid_state, pack_state, residual_scale, unpack_state
+from .warning_text import integration_warning_text
 
 __all__ = [
     "FixedPointResult",
