@@ -1,0 +1,55 @@
+"""The plain-float paths of a small state's evaluation give numpy's answers to the bit: the
+cone tests of a state of one output (``is_valid_state``, ``q_is_psd``) and the Anderson
+mixing's linear solve."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gaussmix.theory.solve import iteration, state
+
+#: entries that exercise every branch: signed zeros, the PSD tolerance's edge, large,
+#: non-finite
+_ENTRIES = [
+    0.0,
+    -0.0,
+    1e-20,
+    -1e-20,
+    1.0,
+    -1.0,
+    2.5,
+    -1e-13,
+    1e-13,
+    np.nan,
+    np.inf,
+    -np.inf,
+    1e300,
+]
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 5])
+def test_small_state_tests_are_numpys(K: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(K)
+    p = np.array([10, 5, 5, 5, 20, 10, 10, 10, 10, 5, 4, 3, 3], dtype=float)
+    xs = rng.choice(_ENTRIES, size=(4000, 3 * K + 1), p=p / p.sum())
+    fast = [(state.is_valid_state(x, K, 1), state.q_is_psd(x, K, 1)) for x in xs]
+    monkeypatch.setattr(state, "_SMALL_STATE", -1)  # every state through the numpy path
+    slow = [(state.is_valid_state(x, K, 1), state.q_is_psd(x, K, 1)) for x in xs]
+    assert fast == slow
+    assert {v for v, _ in fast} == {True, False}  # both answers occur
+
+
+def test_solve_is_numpys_to_the_bit() -> None:
+    rng = np.random.default_rng(0)
+    for m in range(1, 7):
+        for _ in range(50):
+            dR = rng.standard_normal((7, m))
+            A = dR.T @ dR + 1e-3 * np.eye(m)
+            b = rng.standard_normal(m)
+            assert np.array_equal(iteration._solve(A, b), np.linalg.solve(A, b))
+
+
+def test_solve_of_a_singular_matrix_raises() -> None:
+    with np.errstate(invalid="ignore"), pytest.raises(np.linalg.LinAlgError):
+        iteration._solve(np.zeros((2, 2)), np.ones(2))
