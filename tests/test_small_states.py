@@ -53,3 +53,21 @@ def test_solve_is_numpys_to_the_bit() -> None:
 def test_solve_of_a_singular_matrix_raises() -> None:
     with np.errstate(invalid="ignore"), pytest.raises(np.linalg.LinAlgError):
         iteration._solve(np.zeros((2, 2)), np.ones(2))
+
+
+def test_one_variable_orthant_check_is_the_eigenvalue_check() -> None:
+    """The orthants' PSD check of 1 x 1 covariances (entries as eigenvalues) accepts and
+    refuses what the eigenvalue path does, with its message."""
+    from gaussmix.theory.numerics import orthant
+
+    for c in (0.0, -0.0, 1e-300, 2.0, np.inf, np.nan):
+        orthant._check_psd("cov", np.array([[[1.0]], [[c]]]))  # no error
+    for c in (-1e-300, -2.0, -np.inf):
+        cov = np.array([[[1.0]], [[c]]])
+        with pytest.raises(ValueError, match="positive semi-definite") as fast:
+            orthant._check_psd("cov", cov)
+        with pytest.raises(ValueError) as slow:
+            orthant._check_eigenvalues("cov", orthant.sym_eigvals(cov))
+        assert str(fast.value) == str(slow.value)
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        orthant.orthant_probability_batch(np.zeros((2, 1)), np.array([[[1.0]], [[-1.0]]]))
