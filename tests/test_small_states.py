@@ -81,3 +81,28 @@ def test_one_variable_orthant_check_is_the_eigenvalue_check() -> None:
     assert refused == 2  # (-1e-300 and -2; -inf against an infinite scale is not)
     with pytest.raises(ValueError, match="positive semi-definite"):
         orthant.orthant_probability_batch(np.zeros((2, 1)), np.array([[[1.0]], [[-1.0]]]))
+
+
+@pytest.mark.parametrize("K", [2, 3, 4, 6])
+def test_stabilised_matrix_is_the_means(K: int) -> None:
+    """Cluster 0's stabilised matrix (sums over counts, the trace once) is the label-space
+    average by ``np.mean`` entry by entry, to the bit."""
+    from gaussmix.theory.numerics.linalg import complement_of_ones
+    from gaussmix.theory.problem.symmetry import ClusterSymmetry
+
+    P = complement_of_ones(K)
+    sym = ClusterSymmetry(P, np.zeros((K, K - 1, K - 1)))
+    rng = np.random.default_rng(K)
+    for _ in range(200):
+        A = rng.standard_normal((K - 1, K - 1))
+        A = A + A.T
+        full = P.T @ A @ P
+        want = np.empty_like(full)
+        want[0, 0] = full[0, 0]
+        want[0, 1:] = full[0, 1:].mean()
+        want[1:, 0] = full[1:, 0].mean()
+        rest = full[1:, 1:]
+        want[1:, 1:] = (rest.sum() - np.trace(rest)) / max(1, (K - 1) * (K - 2))
+        for j in range(1, K):
+            want[j, j] = np.trace(rest) / (K - 1)
+        assert np.array_equal(sym.stabilised_matrix(A), P @ want @ P.T)
