@@ -159,7 +159,14 @@ def _validate(mean: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def _check_psd(name: str, cov: np.ndarray) -> None:
-    """Symmetry and PSD checks (relative tolerance ``PSD_CHECK_RTOL``) of a stack ``(B, m, m)``."""
+    """Symmetry and PSD checks (relative tolerance ``PSD_CHECK_RTOL``) of a stack ``(B, m, m)``.
+
+    One variable (``m = 1``, a binary problem's orthants) is symmetric (``|c - c|`` is 0, or
+    NaN for an infinite entry, which fails no test) and its eigenvalue is its entry: the
+    same test on the entries, without the symmetry's and the eigenvalues' arrays."""
+    if cov.shape[-1] == 1:
+        _check_eigenvalues(name, cov[:, 0])
+        return
     scale = np.abs(cov).max(axis=(-2, -1))
     asym = np.abs(cov - np.swapaxes(cov, -1, -2)).max(axis=(-2, -1))
     bad = asym > PSD_CHECK_RTOL * scale
@@ -169,7 +176,11 @@ def _check_psd(name: str, cov: np.ndarray) -> None:
             f"{name} must be symmetric (relative tolerance {PSD_CHECK_RTOL:g}); "
             f"max |cov - cov^T| = {asym[i]:.3g} for max |cov| = {scale[i]:.3g}"
         )
-    eig = sym_eigvals(cov)
+    _check_eigenvalues(name, sym_eigvals(cov))
+
+
+def _check_eigenvalues(name: str, eig: np.ndarray) -> None:
+    """:func:`_check_psd`'s test of the eigenvalues ``eig`` (B, m) of a stack."""
     top = np.abs(eig).max(axis=-1)
     low = eig.min(axis=-1)
     bad = low < -PSD_CHECK_RTOL * top

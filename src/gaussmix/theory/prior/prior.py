@@ -177,15 +177,16 @@ def ridge_prior(
     psi_w = -0.5 * float(w @ (Ainv * X).sum(axis=(1, 2)))  # tr(A^-1 X), both symmetric
     penalty = 0.5 * float(w @ np.trace(AXA, axis1=1, axis2=2))
     out = PriorResult(Q=Q, M=M, V=V, psi_w=psi_w, penalty=penalty, atom_nonzero=np.ones(w.size))
-    # E|w_a| per atom: w_a is Gaussian with mean (A^-1 B)_a (empirical law) or 0
+    # E|w_a| per atom: w_a is Gaussian with mean (A^-1 B)_a (empirical law) or 0 (then one
+    # tail, doubled: the same numbers as soft_threshold_moments' two)
     if mixture.mu is None:
-        mean = np.zeros((w.size, L))
         var = np.einsum("jaa->ja", AXA)
+        _, abs_mean, _ = _centred_soft_threshold_moments(np.sqrt(np.clip(var, 0.0, None)), 0.0)
     else:
         mean = np.einsum("jab,jk,kb->ja", Ainv, mixture.mu, Mhat)
         C = np.einsum("jk,kab->jab", sig, Qhat)
         var = np.einsum("jaa->ja", Ainv @ C @ Ainv)
-    _, abs_mean, _, _ = soft_threshold_moments(mean, np.sqrt(np.clip(var, 0.0, None)), 0.0)
+        _, abs_mean, _, _ = soft_threshold_moments(mean, np.sqrt(np.clip(var, 0.0, None)), 0.0)
     out.l1_norm = float(w @ abs_mean.sum(axis=1))
     return out
 
@@ -206,14 +207,14 @@ def _ridge_details_points(
     w = mixture.weights
     psi_w = -0.5 * ((Ainv * X).sum(axis=(-2, -1)) @ w)
     penalty = 0.5 * (np.trace(AXA, axis1=-2, axis2=-1) @ w)
-    if mixture.mu is None:
+    if mixture.mu is None:  # (centred: one tail, doubled, as for a single point)
         var = np.diagonal(AXA, axis1=-2, axis2=-1)
-        mean = np.zeros_like(var)
+        _, abs_mean, _ = _centred_soft_threshold_moments(np.sqrt(np.clip(var, 0.0, None)), 0.0)
     else:
         mean = np.einsum("...jab,jk,...kb->...ja", Ainv, mixture.mu, Mhat)
         C = np.einsum("jk,...kab->...jab", mixture.sigma, Qhat)
         var = np.diagonal(Ainv @ C @ Ainv, axis1=-2, axis2=-1)
-    _, abs_mean, _, _ = soft_threshold_moments(mean, np.sqrt(np.clip(var, 0.0, None)), 0.0)
+        _, abs_mean, _, _ = soft_threshold_moments(mean, np.sqrt(np.clip(var, 0.0, None)), 0.0)
     ones = np.ones(AXA.shape[:-2])
     return PriorResult(Q, M, V, psi_w, penalty, ones, abs_mean.sum(axis=-1) @ w)
 

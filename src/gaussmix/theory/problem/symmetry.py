@@ -194,15 +194,19 @@ class ClusterSymmetry:
             out[..., 1:, 1:] = offd[..., None, None]
             out[..., np.arange(1, K), np.arange(1, K)] = (trace / (K - 1))[..., None]
             return self.P @ out @ self.P.T
+        # (each mean as its sum over the count, ``np.mean``'s own sums and division, and the
+        # trace once: the same numbers without their calls' Python work, at every K = 3
+        # evaluation)
         out = np.empty_like(full)
         out[0, 0] = full[0, 0]
-        out[0, 1:] = full[0, 1:].mean()
-        out[1:, 0] = full[1:, 0].mean()
+        out[0, 1:] = full[0, 1:].sum() / (K - 1)
+        out[1:, 0] = full[1:, 0].sum() / (K - 1)
         rest = full[1:, 1:]
-        diag = np.trace(rest) / (K - 1)
-        offd = (rest.sum() - np.trace(rest)) / max(1, (K - 1) * (K - 2))
+        trace = rest.trace()
+        diag = trace / (K - 1)
+        offd = (rest.sum() - trace) / max(1, (K - 1) * (K - 2))
         out[1:, 1:] = offd
-        out[np.arange(1, K), np.arange(1, K)] = diag
+        out.ravel()[K + 1 :: K + 1] = diag  # (the diagonal's entries (j, j), j >= 1)
         return self.P @ out @ self.P.T
 
     # ----------------------------------------------------------------- to every cluster
