@@ -25,6 +25,20 @@ def k4_unequal():
     return e["problem"], e["M"], e["b"], e["Q"], e["V"]
 
 
+def _count_prox_points(monkeypatch) -> list[int]:
+    """A spy on the proximal points solved by the training error's estimate: each call's
+    number of nodes, appended to the list returned."""
+    calls: list[int] = []
+    prox = O._prox_points
+
+    def counting(problem, omega, V, clusters=None):
+        calls.append(omega.shape[0] * omega.shape[1])
+        return prox(problem, omega, V, clusters)
+
+    monkeypatch.setattr(O, "_prox_points", counting)
+    return calls
+
+
 def _stretched(V: np.ndarray) -> np.ndarray:
     """``B V B`` with ``B = diag(0.5, 1, 2)``: a strongly anisotropic metric, where the
     control differs from the proximal point's indicator on a set of measurable mass."""
@@ -96,14 +110,7 @@ def test_the_plain_estimate_is_screened_too(k4_unequal, monkeypatch, stretch):
     if stretch:
         V = _stretched(V)
     kw = dict(seed=0, start=12, stop=12)
-    calls = []
-    prox = O._prox_points
-
-    def counting(problem, omega, V, clusters=None):
-        calls.append(omega.shape[0] * omega.shape[1])
-        return prox(problem, omega, V, clusters)
-
-    monkeypatch.setattr(O, "_prox_points", counting)
+    calls = _count_prox_points(monkeypatch)
     screened, err = O._qmc_train_accuracy(problem, M, b, Q, V, **kw)
     solved = sum(calls)
     radius = O._control_radius(problem, problem.constraints, V)
@@ -154,18 +161,11 @@ def test_ten_classes_from_digits_need_few_proximal_points(monkeypatch):
     problem, M, b, Q, V = (e[k] for k in ("problem", "M", "b", "Q", "V"))
     assert not O.isotropic_softmax_metric(problem, V)
     assert O._control_pays(problem, M, b, Q, V, tuple(range(10)), 0)
-    calls = []
-    prox = O._prox_points
-
-    def counting(problem, omega, V, clusters=None):
-        calls.append(omega.shape[0] * omega.shape[1])
-        return prox(problem, omega, V, clusters)
-
-    monkeypatch.setattr(O, "_prox_points", counting)
+    calls = _count_prox_points(monkeypatch)
     acc, err = O.train_accuracy(problem, M, b, Q, V)
     assert err <= TRAIN_QMC_TOL
     assert sum(calls) < 0.01 * 10 * 8 * 2**10
-    monkeypatch.setattr(O, "_prox_points", prox)
+    monkeypatch.undo()
     ref, ref_err = O._qmc_train_accuracy(problem, M, b, Q, V, seed=1, start=12, stop=12)
     assert abs(problem.mixture.rho @ (acc - ref)) <= 4 * np.hypot(err, ref_err)
 
