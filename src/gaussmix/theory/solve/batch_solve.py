@@ -56,6 +56,7 @@ from .refinement import (
 __all__ = [
     "FirstSolve",
     "plain_first_solve",
+    "failed_run",
     "converged_solve",
     "run_points",
     "estimate_points",
@@ -212,6 +213,13 @@ def stacked_observables(
     return light_observables(T.problems, outputs, T.rule, sym, (Q, M, V, b), ev, seed=T.rule.seed)
 
 
+def failed_run(T: FixedPointMap) -> tuple[FixedPointMap, None, np.ndarray, np.ndarray]:
+    """What :func:`run_points` returns for the points of ``T`` where no run is made or the
+    run fails: no outcome, no evaluations and an infinite residual for each point."""
+    P = T.n_points
+    return T, None, np.zeros(P, dtype=int), np.full(P, np.inf)
+
+
 def run_points(
     T: FixedPointMap,
     x0: np.ndarray,
@@ -291,7 +299,7 @@ def run_points(
             if stacked:  # (two outputs: the curve's rule is not the single point's)
                 aux = T.warm_from(Tc, out.aux)
         elif stacked:
-            return T, None, np.zeros(len(problems), dtype=int), np.full(len(problems), np.inf)
+            return failed_run(T)
         else:
             n_first = out.n_iter
     if stacked:
@@ -302,7 +310,7 @@ def run_points(
         else:
             T, out = first(T, x0, opts, on_converged)
         if out is None:
-            return T, None, np.zeros(len(problems), dtype=int), np.full(len(problems), np.inf)
+            return failed_run(T)
     else:
         start = AndersonState.init(m, history.get(rule))
         out = iterate(T, x0, start, return_image=False, **kw, **fresh())

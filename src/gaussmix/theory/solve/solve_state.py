@@ -225,8 +225,7 @@ class SolveState:
         if x0 is None:  # (the cold start)
             x0 = T.start()
             if not T.is_valid(x0):
-                P = len(problems)
-                return T, None, np.zeros(P, dtype=int), np.full(P, np.inf)
+                return batch_solve.failed_run(T)
         fail_fast = policy.fail_fast
         return batch_solve.run_points(
             T,
@@ -234,13 +233,20 @@ class SolveState:
             opts,
             continuation=policy.continuation,
             stacked=policy.stacked,
-            memory=resolve_memory(opts) if policy.longer_resolve_memory else opts.anderson,
+            memory=self._resolve_memory(),
             history=self.history if self.n_points == 1 else {},
             callback=self.callback,
             watch=None if fail_fast is None else fail_fast.watch,
             first_solve=self.first_solve,
             on_converged=self.on_converged,
         )
+
+    def _resolve_memory(self) -> int:
+        """The Anderson memory of a run from a fixed point (after a first phase, and the
+        estimate's re-solves): :func:`~gaussmix.theory.solve.estimate.resolve_memory` where
+        the policy declares ``longer_resolve_memory``, else the options' own."""
+        opts = self.opts
+        return resolve_memory(opts) if self.policy.longer_resolve_memory else opts.anderson
 
     def estimate(self, T: FixedPointMap, out: IterationOutcome, kind: ErrorEstimate) -> Estimate:
         """The estimate of the one point at ``out`` of ``kind``
@@ -259,7 +265,7 @@ class SolveState:
     ) -> list[Estimate]:
         """:func:`~gaussmix.theory.solve.batch_solve.estimate_points` of the points of
         ``T`` at ``out``, with the re-solves the policy declares."""
-        policy, opts = self.policy, self.opts
+        policy = self.policy
         return batch_solve.estimate_points(
             T,
             out,
@@ -271,7 +277,7 @@ class SolveState:
             predicted=policy.predicted_start,
             merge=policy.merge,
             own_pairs=policy.own_pairs,
-            memory=resolve_memory(opts) if policy.longer_resolve_memory else opts.anderson,
+            memory=self._resolve_memory(),
             history=history,
             callback=self.callback,
         )
