@@ -683,3 +683,39 @@ def test_a_failing_problem_makes_at_most_the_chains_solves(monkeypatch) -> None:
     assert est.status is not IterationStatus.CONVERGED
     assert 0 < len(solves) <= policy.fallback.max_solves
     assert {"lam", "alpha"} <= set(solves)
+
+
+def test_sharp_switch_one_code_for_one_or_p_points() -> None:
+    """The sharp switch and the estimate's grouping are one code for 1 or ``P`` points
+    (``SolveState.switch``): a stacked state's points grouped by the rule each ends with,
+    each group with a sharp rule solved again by the one run; a single point is a group of
+    one.  Binary logistic at lam = 0.03 (two smooth points, three sharp): each point of the
+    batch ends on the rule of the same point solved alone, as a batch of one and by
+    ``solve_problem`` (another policy: its continuation, predicted start and memory), at the
+    same answer within the estimate's own bound (its integration error plus ``10 tol``)."""
+    mix = _binary()
+    probs = [make_problem(mix, "logistic", lam=0.03, alpha=a) for a in (0.25, 0.5, 1.0, 2.0, 4.0)]
+    policy = P.policy_for_points(probs, OPTS)
+    s = P.SolveState(policy, probs, OPTS, log=[])
+    policy.loop(s)
+    assert not s.failed
+    rules = [g.T.rule for g in s.groups]
+    assert [g.idx for g in s.groups] == [[0, 1], [2, 3, 4]]
+    assert isinstance(rules[0], GaussHermite) and isinstance(rules[1], GradedPanels)
+    batch = {i: (g.T.rule, s.ests[i]) for g in s.groups for i in g.idx}
+    for i, p in enumerate(probs):
+        rule, est = batch[i]
+        alone = P.SolveState(policy, [p], OPTS, log=[])
+        policy.loop(alone)
+        (g,) = alone.groups
+        assert g.idx == [0] and g.T.rule == rule and alone.ests[0].T.rule == est.T.rule
+        single = P.policy_for(p, OPTS)
+        one = P.SolveState(single, [p], OPTS, x0=start_state(p, None))
+        single.loop(one)
+        (g1,) = one.groups
+        assert g1.idx == [0] and g1.T.rule == rule
+        for other in (alone.ests[0], one.est):
+            assert other.status is IterationStatus.CONVERGED
+            for key in ("test_error", "train_loss"):
+                bound = est.quad[key] + other.quad[key] + 10 * OPTS.tol
+                assert abs(other.obs.value(key) - est.obs.value(key)) <= bound, (i, key)

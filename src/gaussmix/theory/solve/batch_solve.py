@@ -257,7 +257,9 @@ def run_points(
     :func:`solve_freezing`): each run is the curve's first solve (``first_solve``, its
     restart of a sweep's slow points; the coarse one and, without it, the rule's) or
     :func:`converged_solve` (the rule's after the coarse one, the proximal solves warm from
-    its nearest nodes, :meth:`FixedPointMap.warm_from`), a failed run fails the points
+    its nearest nodes, :meth:`FixedPointMap.warm_from`; without ``first_solve``, a run from
+    a given state such as the sharp switch's, from the rule's pairs in ``history``), a
+    failed run fails the points
     (None); one point: each run is its iteration (``callback``; ``watch``: a fresh
     ``on_step`` of :func:`~gaussmix.theory.solve.iteration.iterate` for each run, the
     policy's :class:`~gaussmix.theory.solve.policy.FailFast`), a failed first phase is
@@ -303,7 +305,8 @@ def run_points(
         else:
             n_first = out.n_iter
     if stacked:
-        if coarse_ran:
+        if coarse_ran or first_solve is None:  # (from the first phase, or a given state)
+            aux = T.memory() if aux is None else aux
             frozen = aux.record.frozen
             report = None if on_converged is None else lambda *_: on_converged(int(frozen.sum()))
             out = converged_solve(T, x0, history.get(rule), opts, report, aux, m)
@@ -430,7 +433,9 @@ def estimate_points(
         if P != 1:
             raise ValueError("the estimate across a randomised rule's replicates is one point's")
         known = history if history is not None else {}
-        return [estimate_randomised(problems[0], T, out, opts, callback, known)]
+        # (the point's own evaluations and residual: the outcome's are a run's)
+        own = replace(out, n_iter=int(n_iter[0]), residual=float(residual[0]))
+        return [estimate_randomised(problems[0], T, own, opts, callback, known)]
     if predicted and P != 1:
         raise ValueError("the predicted start of a re-solve is a single point's (P = 1)")
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)

@@ -169,7 +169,7 @@ class WarmStart(Step):
         s.n_warm = out.n_iter
         symmetric = T.symmetry is not None
         if out.converged and sharp_rule(s.problem, rule, out.x, symmetric=symmetric) == warm:
-            s.T, s.out, s.warm_kept = T, out, True
+            s.stand(T, out)
         else:
             s.history.pop(warm, None)
 
@@ -194,8 +194,9 @@ class Iterate(Step):
 @dataclass(frozen=True)
 class SharpSwitch(Step):
     """Where the solve converged with the automatic smooth-regime rule to a sharp state,
-    the sharp regime's rule from that state, with its secant pairs: the test of a curve's
-    stacked points (:func:`sharp_rules`), each point of a batch with its own rule
+    the sharp regime's rule from that state, with its secant pairs: the test of each
+    point (:func:`sharp_rules`), the points grouped by the rule each ends with, a single
+    point a group of one
     (:meth:`~gaussmix.theory.solve.solve_state.SolveState.switch`)."""
 
     points: ClassVar[bool] = True
@@ -413,9 +414,9 @@ class SolvePolicy:
         than ``opts.anderson`` (a curve's stacked points).
     stacked : bool
         Whether each point of the state's runs is frozen at its own convergence, the runs
-        the curve's (its first solve, a failed run failing the points), and the sharp
-        switch by groups of points (a curve's points, :func:`policy_for_points`), rather
-        than one point's iteration (:func:`policy_for`): read by the
+        the curve's (its first solve, a failed run failing the points; a curve's points,
+        :func:`policy_for_points`), rather than one point's iteration (:func:`policy_for`;
+        the sharp switch is one code for both, its points grouped by rule): read by the
         :class:`~gaussmix.theory.solve.solve_state.SolveState` and handed to the one run
         and estimate (:func:`~gaussmix.theory.solve.batch_solve.run_points`,
         :func:`~gaussmix.theory.solve.batch_solve.estimate_points`).
