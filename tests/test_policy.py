@@ -719,3 +719,57 @@ def test_sharp_switch_one_code_for_one_or_p_points() -> None:
             for key in ("test_error", "train_loss"):
                 bound = est.quad[key] + other.quad[key] + 10 * OPTS.tol
                 assert abs(other.obs.value(key) - est.obs.value(key)) <= bound, (i, key)
+
+
+def test_the_anderson_memory_is_one_declared_value_by_phase_and_rule() -> None:
+    """The Anderson memory of every run of a solve is the policy's one declared value
+    (``SolvePolicy.memory``, :func:`~gaussmix.theory.solve.policy.anderson_memory`), by
+    phase and rule: ``opts.anderson`` for a solve from its start; a re-solve's longer memory
+    (``resolve_memory``) from a fixed point for a single point, the options' own for a
+    curve's stacked points; the re-solve's for the prior's refinement; at least
+    ``RANDOMISED_MIXING_MEMORY`` in every phase with the sharp regime's randomised rule of
+    three to five dimensions, unless 0 (a plain damped iteration).  No map decides it: the
+    iteration runs with the memory it is given, and no rule a curve stacks asks its first
+    solve for another memory than the options' (which ``FirstSolve`` runs with)."""
+    from gaussmix.theory.solve.estimate import resolve_memory
+    from gaussmix.theory.solve.fixed_point import FixedPointMap
+    from gaussmix.theory.solve.iteration import AndersonState, iterate
+    from gaussmix.theory.solve.memory import Phase
+
+    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=4)
+    problem = make_problem(mix, "cross-entropy", lam=1e-3, alpha=2.0)
+    sharp, wide, smooth = SobolRQMC(dim=3), SobolRQMC(dim=6), auto_rule(3, smooth=True)
+    top = tolerances.RANDOMISED_MIXING_MEMORY
+    for anderson in (0, 6, 30):
+        opts = SolverOptions(anderson=anderson)
+        longer = resolve_memory(opts)
+        single = P.policy_for(problem, opts).memory
+        curve = P.policy_for_points([problem, problem.with_lam_alpha(1e-3, 3.0)], opts).memory
+        assert [single.of(ph, smooth) for ph in Phase] == [anderson, longer, longer]
+        assert [curve.of(ph, smooth) for ph in Phase] == [anderson, anderson, longer]
+        for memory in (single, curve):
+            assert memory.of(Phase.SOLVE, wide) == anderson  # (beyond five dimensions)
+            for ph in Phase:
+                want = 0 if memory.of(ph, smooth) == 0 else max(memory.of(ph, smooth), top)
+                assert memory.of(ph, sharp) == want
+    # a run starts from the newest pairs up to its phase's memory and mixes with the rule's
+    pairs = AndersonState.init(40)
+    for i in range(30):
+        pairs = pairs.update(np.full(3, float(i)), np.full(3, -float(i)))
+    single = P.policy_for(problem, OPTS).memory
+    start = single.starting(Phase.SOLVE, sharp, pairs)
+    assert start.memory == top and len(start.dxs) == OPTS.anderson
+    assert [d[0] for d in start.dxs] == list(range(30 - OPTS.anderson, 30))
+    start = single.starting(Phase.RESOLVE, smooth, pairs)
+    assert start.memory == len(start.dxs) == resolve_memory(OPTS)
+    # the iteration keeps the memory it is given, whatever the map's rule
+    T = FixedPointMap(problem, SobolRQMC(dim=3, n_log2=6, n_rep=2))
+    out = iterate(T, T.start(), AndersonState.init(6), tol=OPTS.tol, max_iter=2, damping=1.0)
+    assert out.anderson.memory == 6
+    assert not hasattr(T, "mixing_memory")
+    # a curve's first solve runs with the options' memory: so does the policy of every curve
+    for k in (2, 3, 4, 5, 6, 7):
+        mk = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=k)
+        ps = [make_problem(mk, "cross-entropy", lam=1e-3, alpha=a) for a in (1.0, 2.0)]
+        policy = P.policy_for_points(ps, OPTS)
+        assert policy.memory.of(Phase.SOLVE, policy.rule) == OPTS.anderson, k

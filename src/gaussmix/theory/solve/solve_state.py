@@ -40,9 +40,9 @@ from ..problem.problem import Problem
 from . import batch_solve
 from .batch import NO_FREEZING, Freezing, Watch
 from .batch_solve import FirstSolve, plain_first_solve, solve_freezing
-from .estimate import resolve_memory
 from .fixed_point import FixedPointMap, MapMemory, map_features
 from .iteration import AndersonState, IterationOutcome, IterationStatus
+from .memory import AndersonMemory
 from .options import SolverOptions
 from .refinement import (
     Continuation,
@@ -89,10 +89,9 @@ class Declared(Protocol):
         step of the last solve's own iteration), rather than from the fixed point."""
 
     @property
-    def longer_resolve_memory(self) -> bool:
-        """Whether an estimate's re-solves take the longer Anderson memory of a re-solve
-        (:func:`~gaussmix.theory.solve.estimate.resolve_memory`), rather than
-        ``opts.anderson``."""
+    def memory(self) -> AndersonMemory:
+        """The Anderson memory of every run, by phase and rule, handed to the run and the
+        estimate."""
 
     @property
     def merge(self) -> bool:
@@ -255,7 +254,7 @@ class SolveState:
         """:func:`~gaussmix.theory.solve.batch_solve.run_points` of the points of ``T``
         from ``x0`` with the secant pairs by rule ``history``, with what the policy
         declares: its continuation, whether the points are frozen at their own convergence
-        (``stacked``), the rule's memory after a first phase (``longer_resolve_memory``),
+        (``stacked``), the Anderson memory of each of its phases (``memory``),
         the early stop of a single point's runs (``fail_fast``); and the state's callback.
         ``first_solve``: the first stacked solve (None: a run from a fixed point, from the
         pairs in ``history``) and its progress callback ``on_converged``."""
@@ -267,20 +266,13 @@ class SolveState:
             self.opts,
             continuation=policy.continuation,
             stacked=policy.stacked,
-            memory=self._resolve_memory(),
+            memory=policy.memory,
             history=history,
             callback=self.callback,
             watch=None if fail_fast is None else fail_fast.watch,
             first_solve=first_solve,
             on_converged=on_converged,
         )
-
-    def _resolve_memory(self) -> int:
-        """The Anderson memory of a run from a fixed point (after a first phase, and the
-        estimate's re-solves): :func:`~gaussmix.theory.solve.estimate.resolve_memory` where
-        the policy declares ``longer_resolve_memory``, else the options' own."""
-        opts = self.opts
-        return resolve_memory(opts) if self.policy.longer_resolve_memory else opts.anderson
 
     def estimate(self, T: FixedPointMap, out: IterationOutcome, kind: ErrorEstimate) -> Estimate:
         """The estimate of the one point at ``out`` of ``kind``
@@ -311,7 +303,7 @@ class SolveState:
             predicted=policy.predicted_start,
             merge=policy.merge,
             own_pairs=policy.own_pairs,
-            memory=self._resolve_memory(),
+            memory=policy.memory,
             history=history,
             callback=self.callback,
         )
