@@ -14,7 +14,7 @@ no map and no iteration raises it on its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 
 from ..numerics.quadrature import MAX_TENSOR_DIM, QuadratureRule
@@ -82,12 +82,13 @@ class AndersonMemory:
         randomised rule the run keeps up to :attr:`randomised` pairs as it goes, and starts
         from as many as the phase's memory keeps)."""
         start = AndersonState.init(self._own(phase), previous)
-        return replace(start, memory=self.of(phase, rule))
+        return AndersonState(start.dxs, start.dgs, self.of(phase, rule), start.log_chart)
 
     def _own(self, phase: Phase) -> int:
         """The memory of ``phase`` before the rule's."""
-        own = {Phase.SOLVE: self.solve, Phase.RESOLVE: self.resolve, Phase.PRIOR: self.prior}
-        return own[phase]
+        if phase is Phase.SOLVE:
+            return self.solve
+        return self.resolve if phase is Phase.RESOLVE else self.prior
 
 
 def _randomised_tensor(rule: QuadratureRule | None) -> bool:

@@ -28,7 +28,7 @@ memory of a run from a fixed point.  Where the warnings of the work go is the ca
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -308,16 +308,10 @@ class SolveState:
             callback=self.callback,
         )
 
-    @contextmanager
-    def _held(self) -> Iterator[None]:
+    def _held(self) -> AbstractContextManager:
         """Where the warnings of the state's work go: held in ``log`` where the caller gives
         one (a curve's points, given once every point stands), else as they come."""
-        if self.log is None:
-            yield
-            return
-        with caught() as log:
-            yield
-        self.log.extend(log)
+        return nullcontext() if self.log is None else _held_in(self.log)
 
     # ----------------------------------------------------------------- the steps' work
     def iterate(self, rule: QuadratureRule) -> None:
@@ -389,8 +383,8 @@ class SolveState:
             T_g, x_g, n_iter, res_g = T, out.x, self.n_iter[idx], self.residual[idx]
             mem_g = out.aux  # (the memory of the map's last evaluation)
             status, message = out.status, out.message
-            hist = out.anderson
-            if rec is not None:
+            hist = out.anderson  # (all the points on their rule: the estimate's own pairs)
+            if rec is not None and (sharp is not None or len(idx) < len(problems)):
                 hist = T.pairs(rec, out.anderson, idx, opts.anderson, own=self.policy.own_pairs)
             if len(idx) < len(problems):  # the group's points alone
                 T_g = T.like([problems[i] for i in idx], T.rule)
@@ -411,3 +405,11 @@ class SolveState:
                     hist = T_g.pairs(rec_g, out_g.anderson, mine, opts.anderson, own=own)
             groups.append(PointGroup(idx, T_g, x_g, n_iter, res_g, mem_g, hist, status, message))
         return groups
+
+
+@contextmanager
+def _held_in(log: list) -> Iterator[None]:
+    """The warnings of the block held in ``log`` (:func:`~gaussmix.core.caught.caught`)."""
+    with caught() as got:
+        yield
+    log.extend(got)
