@@ -89,7 +89,7 @@ REACHED_IN_ALPHA = 669
 FEW_WEIGHTS = 849
 #: ... and those that succeed beyond :data:`SECONDS`, with the reason (not timed): none
 #: since the sharp regime's randomised rule mixes with 20 secant pairs
-#: (:attr:`~gaussmix.theory.solve.fixed_point.FixedPointMap.mixing_memory`): #426, K = 4
+#: (the policy's :class:`~gaussmix.theory.solve.memory.AndersonMemory`): #426, K = 4
 #: cross-entropy of a spectral mixture at lam = 2.4e-3, was 15 to 20 s of CPU (212
 #: iterations: 26 to 41 a phase of the three-dimensional randomised rule, then the
 #: estimate's refinement of the rule to 2**13 x 8 points and its re-solve), now 5.2 s (142

@@ -163,7 +163,9 @@ def test_a_solve_and_a_stacked_curve_take_the_one_run(monkeypatch) -> None:
     """The fixed-point run of a single point and of a curve's stacked points is one
     function (``batch_solve.run_points``) on a map of one point and of the curve's points:
     a single point's map freezes nothing and its runs are its iteration; the curve's
-    freezes each point at its own convergence (``stacked``)."""
+    freezes each point at its own convergence (``stacked``).  The sharp switch's re-solve
+    is that run too, of a single point (a group of one) and of the curve's points in the
+    sharp regime (one group, stacked)."""
     from gaussmix.theory.solve import batch_solve
     from gaussmix.theory.solve.batch import NO_FREEZING
 
@@ -179,9 +181,13 @@ def test_a_solve_and_a_stacked_curve_take_the_one_run(monkeypatch) -> None:
     single = gm.solve(mix, "logistic", lam=0.1, alpha=2.0)
     assert single.success and calls == [(1, False, True)]
     calls.clear()
+    sharp = gm.solve(mix, "logistic", lam=0.03, alpha=2.0)  # (graded panels at the end)
+    assert sharp.success and calls == [(1, False, True)] * 2
+    calls.clear()
     alphas = np.linspace(0.5, 3.0, 10)
     curve = gm.learning_curve(mix, "logistic", alphas, lam=0.1)
-    assert curve.converged.all() and calls == [(10, True, False)]
+    assert curve.converged.all() and len(calls) == 2 and calls[0] == (10, True, False)
+    assert 0 < calls[1][0] < 10 and calls[1][1:] == (True, False)
 
 
 @pytest.mark.parametrize(

@@ -683,3 +683,93 @@ def test_a_failing_problem_makes_at_most_the_chains_solves(monkeypatch) -> None:
     assert est.status is not IterationStatus.CONVERGED
     assert 0 < len(solves) <= policy.fallback.max_solves
     assert {"lam", "alpha"} <= set(solves)
+
+
+def test_sharp_switch_one_code_for_one_or_p_points() -> None:
+    """The sharp switch and the estimate's grouping are one code for 1 or ``P`` points
+    (``SolveState.switch``): a stacked state's points grouped by the rule each ends with,
+    each group with a sharp rule solved again by the one run; a single point is a group of
+    one.  Binary logistic at lam = 0.03 (two smooth points, three sharp): each point of the
+    batch ends on the rule of the same point solved alone, as a batch of one and by
+    ``solve_problem`` (another policy: its continuation, predicted start and memory), at the
+    same answer within the estimate's own bound (its integration error plus ``10 tol``)."""
+    mix = _binary()
+    probs = [make_problem(mix, "logistic", lam=0.03, alpha=a) for a in (0.25, 0.5, 1.0, 2.0, 4.0)]
+    policy = P.policy_for_points(probs, OPTS)
+    s = P.SolveState(policy, probs, OPTS, log=[])
+    policy.loop(s)
+    assert not s.failed
+    rules = [g.T.rule for g in s.groups]
+    assert [g.idx for g in s.groups] == [[0, 1], [2, 3, 4]]
+    assert isinstance(rules[0], GaussHermite) and isinstance(rules[1], GradedPanels)
+    batch = {i: (g.T.rule, s.ests[i]) for g in s.groups for i in g.idx}
+    for i, p in enumerate(probs):
+        rule, est = batch[i]
+        alone = P.SolveState(policy, [p], OPTS, log=[])
+        policy.loop(alone)
+        (g,) = alone.groups
+        assert g.idx == [0] and g.T.rule == rule and alone.ests[0].T.rule == est.T.rule
+        single = P.policy_for(p, OPTS)
+        one = P.SolveState(single, [p], OPTS, x0=start_state(p, None))
+        single.loop(one)
+        (g1,) = one.groups
+        assert g1.idx == [0] and g1.T.rule == rule
+        for other in (alone.ests[0], one.est):
+            assert other.status is IterationStatus.CONVERGED
+            for key in ("test_error", "train_loss"):
+                bound = est.quad[key] + other.quad[key] + 10 * OPTS.tol
+                assert abs(other.obs.value(key) - est.obs.value(key)) <= bound, (i, key)
+
+
+def test_the_anderson_memory_is_one_declared_value_by_phase_and_rule() -> None:
+    """The Anderson memory of every run of a solve is the policy's one declared value
+    (``SolvePolicy.memory``, :func:`~gaussmix.theory.solve.policy.anderson_memory`), by
+    phase and rule: ``opts.anderson`` for a solve from its start; a re-solve's longer memory
+    (``resolve_memory``) from a fixed point for a single point, the options' own for a
+    curve's stacked points; the re-solve's for the prior's refinement; at least
+    ``RANDOMISED_MIXING_MEMORY`` in every phase with the sharp regime's randomised rule of
+    three to five dimensions, unless 0 (a plain damped iteration).  No map decides it: the
+    iteration runs with the memory it is given, and no rule a curve stacks asks its first
+    solve for another memory than the options' (which ``FirstSolve`` runs with)."""
+    from gaussmix.theory.solve.estimate import resolve_memory
+    from gaussmix.theory.solve.fixed_point import FixedPointMap
+    from gaussmix.theory.solve.iteration import AndersonState, iterate
+    from gaussmix.theory.solve.memory import Phase
+
+    mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=4)
+    problem = make_problem(mix, "cross-entropy", lam=1e-3, alpha=2.0)
+    sharp, wide, smooth = SobolRQMC(dim=3), SobolRQMC(dim=6), auto_rule(3, smooth=True)
+    top = tolerances.RANDOMISED_MIXING_MEMORY
+    for anderson in (0, 6, 30):
+        opts = SolverOptions(anderson=anderson)
+        longer = resolve_memory(opts)
+        single = P.policy_for(problem, opts).memory
+        curve = P.policy_for_points([problem, problem.with_lam_alpha(1e-3, 3.0)], opts).memory
+        assert [single.of(ph, smooth) for ph in Phase] == [anderson, longer, longer]
+        assert [curve.of(ph, smooth) for ph in Phase] == [anderson, anderson, longer]
+        for memory in (single, curve):
+            assert memory.of(Phase.SOLVE, wide) == anderson  # (beyond five dimensions)
+            for ph in Phase:
+                want = 0 if memory.of(ph, smooth) == 0 else max(memory.of(ph, smooth), top)
+                assert memory.of(ph, sharp) == want
+    # a run starts from the newest pairs up to its phase's memory and mixes with the rule's
+    pairs = AndersonState.init(40)
+    for i in range(30):
+        pairs = pairs.update(np.full(3, float(i)), np.full(3, -float(i)))
+    single = P.policy_for(problem, OPTS).memory
+    start = single.starting(Phase.SOLVE, sharp, pairs)
+    assert start.memory == top and len(start.dxs) == OPTS.anderson
+    assert [d[0] for d in start.dxs] == list(range(30 - OPTS.anderson, 30))
+    start = single.starting(Phase.RESOLVE, smooth, pairs)
+    assert start.memory == len(start.dxs) == resolve_memory(OPTS)
+    # the iteration keeps the memory it is given, whatever the map's rule
+    T = FixedPointMap(problem, SobolRQMC(dim=3, n_log2=6, n_rep=2))
+    out = iterate(T, T.start(), AndersonState.init(6), tol=OPTS.tol, max_iter=2, damping=1.0)
+    assert out.anderson.memory == 6
+    assert not hasattr(T, "mixing_memory")
+    # a curve's first solve runs with the options' memory: so does the policy of every curve
+    for k in (2, 3, 4, 5, 6, 7):
+        mk = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=k)
+        ps = [make_problem(mk, "cross-entropy", lam=1e-3, alpha=a) for a in (1.0, 2.0)]
+        policy = P.policy_for_points(ps, OPTS)
+        assert policy.memory.of(Phase.SOLVE, policy.rule) == OPTS.anderson, k

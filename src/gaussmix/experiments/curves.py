@@ -41,6 +41,7 @@ from gaussmix.theory.numerics.quadrature import QuadratureRule, default_rule
 from gaussmix.theory.problem.problem import Problem
 from gaussmix.theory.solve.homotopy import AlphaHomotopy
 from gaussmix.theory.solve.options import SolverOptions, solver_options, with_options_doc
+from gaussmix.theory.solve.policy import anderson_memory
 from gaussmix.theory.solve.solver import FixedPointResult, solve_problem
 
 from .continuation import (
@@ -378,7 +379,7 @@ def _walked(
     states = [r.state for _, r in done[-2:] if r.state is not None]
     if not states:
         return None
-    start, spent = AlphaHomotopy().walk_from(problem, opts, states)
+    start, spent = AlphaHomotopy().walk_from(problem, opts, states, anderson_memory(opts))
     if start is None:
         return None
     try:

@@ -39,6 +39,7 @@ from .batch import NO_FREEZING, Freezing, SharpPoint, Watch
 from .estimate import RuleRefinement, predicted_start, refine_rule, tighter_run
 from .fixed_point import FixedPointMap, MapMemory
 from .iteration import AndersonState, IterationOutcome, IterationState, IterationStatus, iterate
+from .memory import AndersonMemory, Phase
 from .nested import nearest_warm
 from .options import SolverOptions
 from .refinement import (
@@ -178,7 +179,7 @@ def _tighter_stacked(
     if refined_tol(opts.tol) >= opts.tol:  # (no tighter run: no map for it)
         return out, own, own_res
     T3 = T.like(T.problems, T.rule, Freezing(tol=refined_tol(opts.tol)))
-    start = T3.anderson(opts.anderson, out.anderson)
+    start = T3.anderson(out.anderson.memory, out.anderson)  # (the re-solve's memory)
     more = tighter_run(T3, out.x, start, opts, kw, aux=T3.shared(T, out.aux))
     if more is None or not more.aux.record.frozen.any():
         return out, own, own_res
@@ -227,7 +228,7 @@ def run_points(
     *,
     continuation: Continuation,
     stacked: bool,
-    memory: int,
+    memory: AndersonMemory,
     history: dict,
     callback: Callable | None = None,
     watch: Callable[[], Callable] | None = None,
@@ -244,20 +245,23 @@ def run_points(
     or a solve with the rule's coarser rule (:meth:`QuadratureRule.coarsened`), whose
     cheap evaluations converge; the rule's own solve then starts from there with the coarse
     secant pairs as its Jacobian model (each point's own, :meth:`FixedPointMap.pairs`) and
-    needs one or two evaluations, with the Anderson ``memory`` of a solve from a fixed point
-    (:func:`~gaussmix.theory.solve.estimate.resolve_memory` for a single point: 12 K = 3
-    cross-entropy lasso points of ``bench_lasso_k3.py``, 180 -> 130 evaluations of the finer
-    rule).  Only the starting point and the secant pairs carry over.  A coarse run that
-    converged at its start made no pairs: the rule's own in ``history`` (the solve's pairs
-    by rule, e.g. those a sharp switch handed it) stay its Jacobian model; each run leaves
-    its own there.
+    needs one or two evaluations.  Each phase runs with the Anderson memory the policy
+    declares for it and its rule (``memory``,
+    :class:`~gaussmix.theory.solve.memory.AndersonMemory`: :attr:`Phase.SOLVE` for the
+    first phase and a run without one, :attr:`Phase.RESOLVE` for the rule's run from the
+    first phase's fixed point).  Only the starting point and the secant pairs carry over.
+    A coarse run that converged at its start made no pairs: the rule's own in ``history``
+    (the solve's pairs by rule, e.g. those a sharp switch handed it) stay its Jacobian
+    model; each run leaves its own there.
 
     What differs between a single point's run and a curve's is the policy's, read here:
     ``stacked`` (each point frozen at its own convergence, ``T``'s freezing made with
     :func:`solve_freezing`): each run is the curve's first solve (``first_solve``, its
     restart of a sweep's slow points; the coarse one and, without it, the rule's) or
     :func:`converged_solve` (the rule's after the coarse one, the proximal solves warm from
-    its nearest nodes, :meth:`FixedPointMap.warm_from`), a failed run fails the points
+    its nearest nodes, :meth:`FixedPointMap.warm_from`; without ``first_solve``, a run from
+    a given state such as the sharp switch's, from the rule's pairs in ``history``), a
+    failed run fails the points
     (None); one point: each run is its iteration (``callback``; ``watch``: a fresh
     ``on_step`` of :func:`~gaussmix.theory.solve.iteration.iterate` for each run, the
     policy's :class:`~gaussmix.theory.solve.policy.FailFast`), a failed first phase is
@@ -272,26 +276,27 @@ def run_points(
     fresh = (lambda: {}) if watch is None else (lambda: {"on_step": watch()})
     first = plain_first_solve if first_solve is None else first_solve
     n_first: np.ndarray | int = 0
-    m, aux, coarse_ran = opts.anderson, None, False
+    phase, aux, coarse_ran = Phase.SOLVE, None, False
     coarse = rule.coarsened() if continuation is Continuation.COARSE else None
     if continuation is Continuation.SINGLE:  # (a point's prior in float32 first)
         if len(problems) != 1:
             raise ValueError("the single-precision phase is a single point's (P = 1)")
         features = (T.symmetry, T.log_chart)
-        x0, pairs, n_first = single_phase(T.problem, rule, x0, opts, features, history, kw)
+        x0, pairs, n_first = single_phase(T.problem, rule, x0, opts, features, history, kw, memory)
         if pairs is not None:
             history[rule] = pairs
     elif coarse is not None:
         Tc = T.like(problems, coarse, T.freezing)
         if stacked:
+            _first_memory(memory, coarse, opts)
             Tc, out = first(Tc, x0, opts, None)
         else:
-            start = AndersonState.init(opts.anderson)
+            start = AndersonState.init(memory.of(Phase.SOLVE, coarse))
             out = iterate(Tc, x0, start, return_image=False, **kw, **fresh())
         coarse_ran = True
         if out is not None and out.converged and Tc.is_valid(out.x):
             rec = out.aux.record
-            x0, m = out.x, memory  # (from a fixed point moved by the rule)
+            x0, phase = out.x, Phase.RESOLVE  # (from a fixed point moved by the rule)
             pairs = Tc.pairs(rec, out.anderson, list(range(len(problems))), opts.anderson)
             if pairs is not None or history.get(rule) is None:
                 history[rule] = pairs
@@ -303,16 +308,19 @@ def run_points(
         else:
             n_first = out.n_iter
     if stacked:
-        if coarse_ran:
+        if coarse_ran or first_solve is None:  # (from the first phase, or a given state)
+            aux = T.memory() if aux is None else aux
             frozen = aux.record.frozen
             report = None if on_converged is None else lambda *_: on_converged(int(frozen.sum()))
+            m = memory.of(phase, rule)
             out = converged_solve(T, x0, history.get(rule), opts, report, aux, m)
         else:
-            T, out = first(T, x0, opts, on_converged)
+            _first_memory(memory, rule, opts)
+            T, out = first_solve(T, x0, opts, on_converged)
         if out is None:
             return failed_run(T)
     else:
-        start = AndersonState.init(m, history.get(rule))
+        start = memory.starting(phase, rule, history.get(rule))
         out = iterate(T, x0, start, return_image=False, **kw, **fresh())
     history[rule] = out.anderson
     rec = None if out.aux is None else out.aux.record
@@ -321,6 +329,19 @@ def run_points(
         return T, out, np.full(P, out.n_iter) + n_first, np.full(P, out.residual)
     residual = np.where(rec.frozen, rec.residuals, out.residual)  # each point's own
     return T, out, T.own_iterations(rec, out.n_iter) + n_first, residual
+
+
+def _first_memory(memory: AndersonMemory, rule: QuadratureRule, opts: SolverOptions) -> None:
+    """Refuse a curve's first stacked solve with ``rule`` where the policy's memory of a
+    solve from its start is not the options' own, which the first solve runs with
+    (:data:`FirstSolve`: no rule a curve stacks, :func:`~gaussmix.theory.solve.policy.
+    policy_for_points`, is the sharp regime's randomised one)."""
+    m = memory.of(Phase.SOLVE, rule)
+    if m != opts.anderson:
+        raise ValueError(
+            f"a curve's first stacked solve runs with the options' Anderson memory "
+            f"{opts.anderson}; the policy declares {m} for {rule.describe()}"
+        )
 
 
 def converged_solve(
@@ -384,7 +405,7 @@ def estimate_points(
     predicted: bool,
     merge: bool,
     own_pairs: bool,
-    memory: int,
+    memory: AndersonMemory,
     history: dict | None = None,
     callback: Callable | None = None,
 ) -> list[Estimate]:
@@ -414,8 +435,10 @@ def estimate_points(
       proximal solves warm from the last solve's nearest nodes;
     - ``own_pairs``: the re-solve's secant pairs each point's own
       (:meth:`FixedPointMap.pairs`), else the last solve's stacked ones;
-    - ``memory``: the re-solves' Anderson memory
-      (:func:`~gaussmix.theory.solve.estimate.resolve_memory`, or ``opts.anderson``).
+    - ``memory``: the Anderson memory of each re-solve, :attr:`Phase.RESOLVE`'s of its rule
+      (a single point's longer one,
+      :func:`~gaussmix.theory.solve.estimate.resolve_memory`, or ``opts.anderson``), and of
+      the replicates of a randomised rule, :attr:`Phase.SOLVE`'s.
 
     ``out``: the outcome that reached the fixed point (its secant pairs ``anderson``, the
     map's memory of its last evaluation ``aux``; a fixed point not converged is returned as
@@ -430,7 +453,9 @@ def estimate_points(
         if P != 1:
             raise ValueError("the estimate across a randomised rule's replicates is one point's")
         known = history if history is not None else {}
-        return [estimate_randomised(problems[0], T, out, opts, callback, known)]
+        # (the point's own evaluations and residual: the outcome's are a run's)
+        own = replace(out, n_iter=int(n_iter[0]), residual=float(residual[0]))
+        return [estimate_randomised(problems[0], T, own, opts, callback, known, memory)]
     if predicted and P != 1:
         raise ValueError("the predicted start of a re-solve is a single point's (P = 1)")
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
@@ -461,7 +486,8 @@ def estimate_points(
             earlier = None if history is None else history.get(finer)
             if earlier is not None and not earlier.empty:  # (the refined rule's own model)
                 pairs = earlier
-            start = T2.anderson(memory, pairs)
+            m2 = memory.of(Phase.RESOLVE, finer)
+            start = T2.anderson(m2, pairs)
             x2 = T_last.points_of(x_last, mine)
             if predicted:  # (one step of the last solve's own iteration)
                 x2 = predicted_start(
@@ -473,7 +499,7 @@ def estimate_points(
                 solved = refined_solve(T2, x2, start, opts, kw, merge, memory=warm)
             else:  # (its proximal solves from the last rule's nearest nodes)
                 warm = nearest_warm(mem_last.warm, T_last.rule, finer)
-                solved = _point_resolve(T2, x2, start, opts, kw, memory, MapMemory(warm=warm))
+                solved = _point_resolve(T2, x2, start, opts, kw, m2, MapMemory(warm=warm))
             if solved is not None and history is not None:
                 history[finer] = solved[3]
             if solved is None or not solved[0].converged:

@@ -46,10 +46,6 @@ class DefectCorrected:
     def log_chart(self) -> bool:
         return self.coarse.log_chart
 
-    @property
-    def mixing_memory(self) -> int:
-        return self.coarse.mixing_memory
-
     def hats_memory(self, x: np.ndarray, memory: MapMemory | None) -> tuple:
         return self.coarse.hats_memory(x, memory)
 

@@ -156,11 +156,13 @@ def replicate_state(
     opts: SolverOptions,
     callback: Callable | None,
     memory: Any = None,
+    anderson: int | None = None,
 ) -> tuple[np.ndarray, int, Any] | None:
     """The fixed point of a replicate's map ``Tr`` near the full rule's fixed point ``x``, to
     the accuracy of its shift, the evaluations spent and the map's memory of its last
     evaluation (at that state); None where the iteration fails or ends at an invalid state.
-    ``memory``: the map's memory to start from (the warm start of its proximal solves).
+    ``memory``: the map's memory to start from (the warm start of its proximal solves);
+    ``anderson``: the Anderson memory (the policy's for the rule; None: ``opts.anderson``).
 
     The iteration of ``Tr`` starts at ``x`` with the full rule's secant pairs, a model of
     the Jacobian ``J`` that the replicate's map shares to first order: its first evaluation
@@ -179,7 +181,8 @@ def replicate_state(
     solver = FixedPointIteration(opts.tol, opts.max_iter, opts.damping, return_image=False)
     scale = residual_scale(x, Tr.K, Tr.L)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # as in iterate
-        s = solver.init(Tr, x, AndersonState.init(opts.anderson, pairs), memory)
+        m = opts.anderson if anderson is None else anderson
+        s = solver.init(Tr, x, AndersonState.init(m, pairs), memory)
         while not solver.terminate(s):
             at = s.x
             s = solver.step(Tr, s)

@@ -41,8 +41,8 @@ from ..channel.channel import (
     flat_metrics,
     identity_prox_moments,
 )
-from ..numerics.quadrature import MAX_TENSOR_DIM, QuadratureRule
-from ..numerics.tolerances import LOG_CHART_MAX_LAM, RANDOMISED_MIXING_MEMORY
+from ..numerics.quadrature import QuadratureRule
+from ..numerics.tolerances import LOG_CHART_MAX_LAM
 from ..prior.prior import (
     PriorResult,
     prior_update,
@@ -293,19 +293,6 @@ class FixedPointMap(StackedPoints):
             freezing=freezing,
             prior_panels=self.prior_panels,
         )
-
-    @property
-    def mixing_memory(self) -> int:
-        """The least Anderson memory of an iteration of this map
-        (:meth:`~gaussmix.theory.solve.iteration.FixedPointIteration.init` raises a smaller
-        nonzero one to it): :data:`~gaussmix.theory.numerics.tolerances.RANDOMISED_MIXING_MEMORY`
-        with a randomised channel rule of at most
-        :data:`~gaussmix.theory.numerics.quadrature.MAX_TENSOR_DIM` dimensions (the sharp
-        regime's), else 0 (a map without a quadrature rule, as the max-margin map's, too)."""
-        rule = self.rule
-        if rule is not None and rule.randomised and rule.dim <= MAX_TENSOR_DIM:
-            return RANDOMISED_MIXING_MEMORY
-        return 0
 
     def memory(self) -> MapMemory:
         """The memory before a first evaluation (a fresh record)."""

@@ -62,6 +62,7 @@ from ..problem.problem import Problem
 from ..problem.symmetry import ClusterSymmetry
 from .fixed_point import FixedPointState, new_map, start_state
 from .iteration import AndersonState, IterationOutcome, IterationStatus, iterate
+from .memory import AndersonMemory, Phase
 from .options import SolverOptions
 from .refinement import Estimate
 from .state import LogChart, is_valid_state, unpack_state
@@ -376,20 +377,23 @@ class AlphaHomotopy:
         path fails, the failed estimate with ``fallback`` saying so.  ``s`` is the failed
         solve's :class:`~gaussmix.theory.solve.solve_state.SolveState` (its own policy is the
         one run at the end: ``judge`` and ``plan`` are not needed)."""
-        problem, opts, failed = s.problem, s.opts, s.est
+        problem, opts, failed, memory = s.problem, s.opts, s.est, s.policy.memory
         rule, sym = failed.T.rule, failed.T.symmetry
         spent, solves = int(failed.n_iter), 0
         for factor in self.starts:
             if solves >= self.max_solves:
                 break
             start = problem.with_lam_alpha(problem.lam, problem.alpha * factor)
-            out, ok = self._run(start, rule, sym, start_state(start, None), opts, False)
+            x0 = start_state(start, None)
+            out, ok = self._run(start, rule, sym, x0, opts, memory, False)
             solves += 1
             spent += out.n_iter
             if not ok:
                 continue
             path = _Path(out.x, spent)
-            arrived, solves = self._walk(problem, opts, rule, sym, path, [start.alpha], solves)
+            arrived, solves = self._walk(
+                problem, opts, memory, rule, sym, path, [start.alpha], solves
+            )
             spent = path.spent
             if arrived:
                 return self._finish(s, path.last, spent, start.alpha, solves)
@@ -397,13 +401,19 @@ class AlphaHomotopy:
         return replace(failed, fallback=self.describe())
 
     def walk_from(
-        self, problem: Problem, opts: SolverOptions, states: list[FixedPointState]
+        self,
+        problem: Problem,
+        opts: SolverOptions,
+        states: list[FixedPointState],
+        memory: AndersonMemory,
     ) -> tuple[dict | None, int]:
         """The homotopy's path to ``problem`` from fixed points of the same problem at
         other ``alpha`` (``states``, the nearest last: a curve's last points, of their
         rule and symmetry), without its search for a start: the path walked from the last
         of them, each solve from the secant through the path's last two fixed points (the
-        first through the last two of ``states``).  Returns the path's fixed point at the
+        first through the last two of ``states``), each with the Anderson memory of a solve
+        in ``memory`` (the policy's, :func:`~gaussmix.theory.solve.policy.anderson_memory`).
+        Returns the path's fixed point at the
         problem's ``alpha`` as an ``init`` of a solve (``Q, M, V, b`` of the full label
         space; None where the path fails) and the evaluations spent."""
         last = states[-1]
@@ -415,7 +425,9 @@ class AlphaHomotopy:
         # failed after 100 evaluations where one of 1.41 converged in 12)
         first = None if earlier is not None else float(np.sqrt(self.step))
         sym = last.symmetry
-        arrived, _ = self._walk(problem, opts, last.rule, sym, path, alphas, 0, earlier, first)
+        arrived, _ = self._walk(
+            problem, opts, memory, last.rule, sym, path, alphas, 0, earlier, first
+        )
         if not arrived:
             return None, path.spent
         Q, M, V, b = unpack_state(path.last, problem.n_clusters, problem.dim)
@@ -432,6 +444,7 @@ class AlphaHomotopy:
         self,
         problem: Problem,
         opts: SolverOptions,
+        memory: AndersonMemory,
         rule: QuadratureRule,
         sym: ClusterSymmetry | None,
         path: _Path,
@@ -452,7 +465,8 @@ class AlphaHomotopy:
 
         def solve(nxt: float, final: bool) -> bool:
             point = problem.with_lam_alpha(problem.lam, float(np.exp(nxt)))
-            out, ok = self._run(point, rule, sym, trail.predict(nxt, path.last), opts, True)
+            x0 = trail.predict(nxt, path.last)
+            out, ok = self._run(point, rule, sym, x0, opts, memory, True)
             path.spent += out.n_iter
             if ok:
                 path.last = out.x
@@ -471,6 +485,7 @@ class AlphaHomotopy:
         sym: ClusterSymmetry | None,
         x0: np.ndarray,
         opts: SolverOptions,
+        memory: AndersonMemory,
         step: bool,
     ) -> tuple[IterationOutcome, bool]:
         """A solve of the path at ``point`` from ``x0``: its start (``step`` False: the
@@ -480,7 +495,7 @@ class AlphaHomotopy:
         out = iterate(
             T,
             x0,
-            AndersonState.init(opts.anderson),
+            AndersonState.init(memory.of(Phase.SOLVE, rule)),
             tol=opts.tol,
             max_iter=min(opts.max_iter, self.step_iter),
             damping=self.damping if step else opts.damping,

@@ -58,7 +58,6 @@ class IteratedMap(Protocol):
     K: int
     L: int
     log_chart: bool
-    mixing_memory: int
 
     def hats_memory(self, x: np.ndarray, memory: Any) -> tuple[Any, Any]: ...
 
@@ -451,14 +450,12 @@ class FixedPointIteration:
         self, T: IteratedMap, x0: np.ndarray, anderson: AndersonState, aux: Any = None
     ) -> IterationState:
         """The state before the first evaluation, from ``x0`` with the secant history
-        ``anderson`` (dropped if its pairs are in the other coordinates; its memory raised
-        to the map's ``mixing_memory`` where it is smaller and not 0, the mixing turned off)
-        and the map's memory ``aux`` (an earlier evaluation's, or None)."""
+        ``anderson`` (dropped if its pairs are in the other coordinates; its memory is the
+        caller's, :class:`~gaussmix.theory.solve.memory.AndersonMemory`) and the map's
+        memory ``aux`` (an earlier evaluation's, or None)."""
         chart = LogChart(T.K, T.L) if getattr(T, "log_chart", False) else None
         if anderson.log_chart != (chart is not None):  # pairs of the other coordinates
             anderson = replace(anderson.cleared(), log_chart=chart is not None)
-        if 0 < anderson.memory < T.mixing_memory:
-            anderson = replace(anderson, memory=T.mixing_memory)
         return IterationState(
             x0.copy(), 0, anderson, chart, None, np.inf, self.damping, np.inf, aux=aux
         )

@@ -57,7 +57,7 @@ _OPTIONS_DOC = """\
     anderson : int
         Anderson memory (0: damped plain iteration).  With the sharp regime's randomised
         rule of three to five dimensions, at least ``RANDOMISED_MIXING_MEMORY`` (20) unless
-        0 (:attr:`~gaussmix.theory.solve.fixed_point.FixedPointMap.mixing_memory`).
+        0 (:class:`~gaussmix.theory.solve.memory.AndersonMemory`, the policy's).
     damping : float
         Mixing parameter in (0, 1].
     estimate_error : bool

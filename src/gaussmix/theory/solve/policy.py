@@ -62,6 +62,7 @@ from ..numerics.linalg import sym_eigvals
 from ..numerics.quadrature import MAX_QUADRATURE_NODES, GaussHermite, QuadratureRule, auto_rule
 from ..numerics.tolerances import (
     DEGENERATE_BIAS_STEP,
+    RANDOMISED_MIXING_MEMORY,
     SMOOTH_Q_MAX,
     STALL_GAIN,
     STALL_WINDOW,
@@ -77,12 +78,14 @@ from ..problem.symmetry import (
 )
 from .batch import SharpPoint
 from .bias import bias_condition_step
+from .estimate import resolve_memory
 from .fixed_point import (
     FixedPointMap,
     needs_quadrature,
 )
 from .homotopy import AlphaHomotopy, Fallbacks, LambdaHomotopy
 from .iteration import IterationOutcome, IterationState, IterationStatus
+from .memory import AndersonMemory, Phase
 from .options import SolverOptions
 from .refinement import (
     Continuation,
@@ -97,6 +100,7 @@ from .state import unpack_state
 __all__ = [
     "SolvePolicy",
     "SolveState",
+    "anderson_memory",
     "Step",
     "WarmStart",
     "Iterate",
@@ -169,7 +173,7 @@ class WarmStart(Step):
         s.n_warm = out.n_iter
         symmetric = T.symmetry is not None
         if out.converged and sharp_rule(s.problem, rule, out.x, symmetric=symmetric) == warm:
-            s.T, s.out, s.warm_kept = T, out, True
+            s.stand(T, out)
         else:
             s.history.pop(warm, None)
 
@@ -194,8 +198,9 @@ class Iterate(Step):
 @dataclass(frozen=True)
 class SharpSwitch(Step):
     """Where the solve converged with the automatic smooth-regime rule to a sharp state,
-    the sharp regime's rule from that state, with its secant pairs: the test of a curve's
-    stacked points (:func:`sharp_rules`), each point of a batch with its own rule
+    the sharp regime's rule from that state, with its secant pairs: the test of each
+    point (:func:`sharp_rules`), the points grouped by the rule each ends with, a single
+    point a group of one
     (:meth:`~gaussmix.theory.solve.solve_state.SolveState.switch`)."""
 
     points: ClassVar[bool] = True
@@ -241,7 +246,8 @@ class RefinePrior(Step):
     refinement: :func:`~gaussmix.theory.solve.refinement.refine_prior`."""
 
     def run(self, s: SolveState) -> None:
-        s.est = refine_prior(s.problem, s.est, s.opts, s.callback, s.history)
+        memory = s.policy.memory.of(Phase.PRIOR, s.est.T.rule)
+        s.est = refine_prior(s.problem, s.est, s.opts, s.callback, s.history, memory)
 
 
 #: a fallback of a failed solve: given the state of the failed solve, a converged
@@ -380,6 +386,10 @@ class SolvePolicy:
         Whether the :class:`NormaliserSwitch` step is taken.
     prior_refinement : bool
         Whether the :class:`RefinePrior` step is taken.
+    memory : AndersonMemory
+        The Anderson memory of every run of the solve, by phase and rule
+        (:func:`anderson_memory`): read by the state and handed to each run, estimate and
+        refinement.
     fail_fast : FailFast or None
         The early stop of a fixed-point run that stalls, where a fallback waits (set with
         :attr:`fallback`); None: every run may take ``max_iter`` evaluations.
@@ -406,16 +416,11 @@ class SolvePolicy:
         (:func:`~gaussmix.theory.solve.estimate.predicted_start`: one step of the last
         solve's own iteration, a single point's), rather than from the fixed point (a
         curve's stacked points).
-    longer_resolve_memory : bool
-        Whether a run from a fixed point (the rule's after a coarser rule's, the estimate's
-        re-solves) takes a re-solve's longer Anderson memory
-        (:func:`~gaussmix.theory.solve.estimate.resolve_memory`: a single point's), rather
-        than ``opts.anderson`` (a curve's stacked points).
     stacked : bool
         Whether each point of the state's runs is frozen at its own convergence, the runs
-        the curve's (its first solve, a failed run failing the points), and the sharp
-        switch by groups of points (a curve's points, :func:`policy_for_points`), rather
-        than one point's iteration (:func:`policy_for`): read by the
+        the curve's (its first solve, a failed run failing the points; a curve's points,
+        :func:`policy_for_points`), rather than one point's iteration (:func:`policy_for`;
+        the sharp switch is one code for both, its points grouped by rule): read by the
         :class:`~gaussmix.theory.solve.solve_state.SolveState` and handed to the one run
         and estimate (:func:`~gaussmix.theory.solve.batch_solve.run_points`,
         :func:`~gaussmix.theory.solve.batch_solve.estimate_points`).
@@ -429,13 +434,13 @@ class SolvePolicy:
     estimate: ErrorEstimate
     normaliser_switch: bool
     prior_refinement: bool
+    memory: AndersonMemory
     fallback: FallbackHook | None = None
     fail_fast: FailFast | None = None
     sharp_watch: SharpWatch | None = None
     merge: bool = False
     own_pairs: bool = True
     predicted_start: bool = True
-    longer_resolve_memory: bool = True
     stacked: bool = False
 
     @property
@@ -517,6 +522,7 @@ def policy_for(
         estimate=estimate_kind(problem, opts, rule),
         normaliser_switch=normaliser and panels and opts.estimate_error,
         prior_refinement=opts.estimate_error and prior_quadrature_dim(problem) > 0,
+        memory=anderson_memory(opts),
         fallback=(
             Fallbacks((LambdaHomotopy(), AlphaHomotopy()), verdict, policy_for)
             if falls_back
@@ -561,6 +567,9 @@ def policy_for_points(problems: list[Problem], opts: SolverOptions) -> SolvePoli
         estimate=estimate_kind(p0, opts, rule),
         normaliser_switch=False,
         prior_refinement=False,
+        # (the options' own from a fixed point: each point's iterates its single point's on
+        # a curve over alpha)
+        memory=anderson_memory(opts, longer_resolve=False),
         sharp_watch=SharpWatch(opts, every=not refines) if two else None,
         # the re-solves merged where the curve's iterates are not its single points'
         # anyway: two outputs, and a sweep over lambda (one alpha), whose first solve
@@ -568,12 +577,32 @@ def policy_for_points(problems: list[Problem], opts: SolverOptions) -> SolvePoli
         merge=two or len({p.alpha for p in problems}) == 1,
         own_pairs=own_refined_pairs(p0),
         predicted_start=False,
-        longer_resolve_memory=False,
         stacked=True,
     )
 
 
 # --------------------------------------------------------------------------- the decisions
+def anderson_memory(opts: SolverOptions, *, longer_resolve: bool = True) -> AndersonMemory:
+    """The Anderson memory of a solve with the options ``opts``, by phase
+    (:class:`~gaussmix.theory.solve.memory.Phase`) and rule: ``opts.anderson`` for a solve
+    from its start; a re-solve's longer memory
+    (:func:`~gaussmix.theory.solve.estimate.resolve_memory`) for a run from a fixed point
+    with ``longer_resolve`` (a single point's: 12 K = 3 cross-entropy lasso points of
+    ``bench_lasso_k3.py``, 180 -> 130 evaluations of the finer rule after the coarse one),
+    else ``opts.anderson`` (a curve's stacked points), and for the prior's refinement
+    always; and at least
+    :data:`~gaussmix.theory.numerics.tolerances.RANDOMISED_MIXING_MEMORY` (unless 0) in
+    every phase with the sharp regime's randomised rule of three to five outputs (the
+    slowest cold K = 4 points: 205 -> 144 evaluations with 20 pairs instead of 6)."""
+    longer = resolve_memory(opts)
+    return AndersonMemory(
+        solve=opts.anderson,
+        resolve=longer if longer_resolve else opts.anderson,
+        prior=longer,
+        randomised=RANDOMISED_MIXING_MEMORY,
+    )
+
+
 def channel_rule(
     problem: Problem, quadrature: QuadratureRule | None, symmetry: bool = False
 ) -> QuadratureRule:

@@ -42,7 +42,6 @@ from .estimate import (
     MAX_TRAIN_RQMC_NODES,
     Observables,
     replicate_state,
-    resolve_memory,
 )
 from .estimate import finer_randomised as _finer_randomised
 from .estimate import half_decides as _half_decides
@@ -60,6 +59,7 @@ from .iteration import (
     IterationStatus,
     iterate,
 )
+from .memory import AndersonMemory, Phase
 from .nested import nested_warm, refined_blocks, refined_warm, replicate_blocks
 from .observables import (
     affine_train_accuracy,
@@ -414,6 +414,7 @@ def single_phase(
     features: tuple,
     history: dict,
     kw: dict,
+    memory: AndersonMemory,
 ) -> tuple[np.ndarray, AndersonState | None, int]:
     """The single-precision phase of a fixed-point run of one point
     (:func:`~gaussmix.theory.solve.batch_solve.run_points`): the map with the prior in
@@ -426,9 +427,11 @@ def single_phase(
     the phase failed or left the cone of valid states), its secant pairs (None after a
     failure: the double phase starts with the pairs it had) and its evaluations.  Only a
     starting point: the double map's iteration decides convergence and returns the state.
+    ``memory``: the policy's Anderson memory
+    (:class:`~gaussmix.theory.solve.memory.AndersonMemory`; a solve's).
     """
     Ts = new_map(problem, rule, features, prior_panels=opts.prior_panels, single=True)
-    start = AndersonState.init(opts.anderson, history.get(rule))
+    start = memory.starting(Phase.SOLVE, rule, history.get(rule))
     max_iter = min(opts.max_iter, tolerances.SINGLE_PHASE_MAX_ITER)
     out = iterate(
         Ts, x0, start, **{**kw, "tol": tolerances.SINGLE_PHASE_TOL, "max_iter": max_iter}
@@ -523,6 +526,7 @@ def refine_prior(
     opts: SolverOptions,
     callback: Callable | None,
     history: dict,
+    anderson: int,
 ) -> Estimate:
     """The integration error of the prior's own rule, by refinement.
 
@@ -546,7 +550,9 @@ def refine_prior(
     start from the fixed point and reuse its channel evaluation there (the channel does not
     depend on the prior's rule), the first with the channel rule's secant pairs, each next
     one with the last re-solve's (the Jacobian model of the nearest state and map: 14 K = 3
-    lasso points of ``bench_lasso_k3.py``, the second refinement's 92 -> 79 evaluations).
+    lasso points of ``bench_lasso_k3.py``, the second refinement's 92 -> 79 evaluations),
+    with the Anderson memory ``anderson`` (the policy's for the prior's refinement,
+    :attr:`~gaussmix.theory.solve.memory.Phase.PRIOR`).
     """
     n_outer = prior_quadrature_dim(problem)
     if est.status is not IterationStatus.CONVERGED:
@@ -572,15 +578,12 @@ def refine_prior(
             # proximal points the warm start of the next one, as within an iteration)
             T2 = new_map(problem, T.rule, T, prior_panels=finer)
             known = T2.shared(T, mem)._replace(ev=None if mem is None else mem.ev)
-            # (the newest pairs up to the memory the iteration runs with: a re-solve's, or
-            # the map's larger mixing memory, to which it is raised; measured on the K = 4
-            # cross-entropy lasso problems of the cold test, the sharp regime's randomised
-            # rule's 20 pairs instead of 12: #217, #477, #409 14 -> 11, 11 -> 9, 11 -> 10
-            # evaluations of the re-solve)
-            memory = resolve_memory(opts)
-            if 0 < memory < T2.mixing_memory:
-                memory = T2.mixing_memory
-            start = AndersonState.init(memory, pairs)
+            # (the newest pairs up to the memory the policy declares for the prior's
+            # refinement, ``anderson``: a re-solve's, or with the sharp regime's randomised
+            # rule its larger memory; measured on the K = 4 cross-entropy lasso problems of
+            # the cold test, 20 pairs instead of 12: #217, #477, #409 14 -> 11, 11 -> 9,
+            # 11 -> 10 evaluations of the re-solve)
+            start = AndersonState.init(anderson, pairs)
             if corrected and k > 0:
                 out2, spent = defect_corrected_solve(T, T2, x, known, start, kw)
                 n_iter += spent
@@ -630,6 +633,7 @@ def _replicate_values(
     stop: int | None = None,
     halves: dict | None = None,
     at_x: list | None = None,
+    anderson: AndersonMemory | None = None,
 ) -> tuple[dict, int] | None:
     """The errors and losses at the fixed point of each replicate of a randomised rule.
 
@@ -662,14 +666,21 @@ def _replicate_values(
     state is found (half the nodes, from ``x``; its proximal solves cold: the tail's points
     are new) and the replicate's value is the average of the two.  ``at_x``: a list to
     which the map's memory of each replicate's channel evaluation at ``x`` is appended (the
-    first of its iteration).  Returns the values (a list per observable, in the
-    replicates' order) and the iterations spent, or None if a replicate's iteration fails.
+    first of its iteration).  ``anderson``: the policy's Anderson memory (the replicates
+    start as a solve of the rule, :attr:`~gaussmix.theory.solve.memory.Phase.SOLVE`; None:
+    ``opts.anderson``).
+    Returns the values (a list per observable, in the replicates' order) and the iterations
+    spent, or None if a replicate's iteration fails.
     """
     values: dict = {k: list(known[k]) if known else [] for k in _ERROR_KEYS}
     n_iter = 0
     reps = T.rule.replicates() if halves is None else T.rule.tails()
     single = single_precision_phase(problem)
     scale = residual_scale(x, T.K, T.L)
+    pairs, m = history.get(T.rule), None  # (the replicates' secant pairs and memory)
+    if anderson is not None:
+        pairs = anderson.starting(Phase.SOLVE, T.rule, pairs)
+        m = pairs.memory
     for r in range(len(values["test_error"]), len(reps) if stop is None else stop):
         rep = reps[r]
         warm = None  # (a tail's points are new: its proximal solves cold)
@@ -687,7 +698,7 @@ def _replicate_values(
             at_x.append(start)
         found = None
         if single:  # the prior in float32, where its shift is well above that rounding
-            found = replicate_state(Tr, x, history.get(T.rule), opts, callback, start)
+            found = replicate_state(Tr, x, pairs, opts, callback, start, m)
             if found is not None:
                 n_iter += found[1]
                 shift = float(np.max(np.abs(found[0] - x) / scale))
@@ -696,7 +707,7 @@ def _replicate_values(
         if found is None:
             if Tr.single:  # (again in double, from the same channel evaluation at x)
                 Tr, start = new_map(problem, rep, T), start._replace(record=None)
-            found = replicate_state(Tr, x, history.get(T.rule), opts, callback, start)
+            found = replicate_state(Tr, x, pairs, opts, callback, start, m)
             if found is None:
                 return None
             n_iter += found[1]
@@ -715,6 +726,7 @@ def estimate_randomised(
     opts: SolverOptions,
     callback: Callable | None,
     history: dict,
+    memory: AndersonMemory,
 ) -> Estimate:
     """The estimate of one point with a randomised rule
     (:func:`~gaussmix.theory.solve.batch_solve.estimate_points`): the integration error is
@@ -726,7 +738,9 @@ def estimate_randomised(
     estimate exceeds :data:`~gaussmix.theory.numerics.tolerances.TRAIN_ERROR_TARGET` (up to
     ``MAX_TRAIN_RQMC_NODES`` nodes); never where the evaluation's own error alone leaves no
     room for the target (:func:`_refinement_reaches`: a finer channel rule does not reduce
-    it)."""
+    it).  Its replicates and each refined rule's re-solve run with the Anderson memory the
+    policy declares for a solve (``memory``, :attr:`~gaussmix.theory.solve.memory.Phase.SOLVE`
+    of the rule)."""
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
     x, n_iter, res, status, msg = out.x, out.n_iter, out.residual, out.status, out.message
     mem = out.aux  # the memory of the map's last evaluation
@@ -742,11 +756,21 @@ def estimate_randomised(
         if refined is not None:  # (found with the tails, before the re-solve)
             found = (refined, 0)
         else:
-            found = _replicate_values(problem, T, x, opts, callback, history, mem, stop=first)
+            found = _replicate_values(
+                problem, T, x, opts, callback, history, mem, stop=first, anderson=memory
+            )
         if found is not None and first is not None and refined is None:
             if not _half_decides(T.rule, found[0], evals, opts, last):  # the other half
                 more = _replicate_values(
-                    problem, T, x, opts, callback, history, mem, known=found[0]
+                    problem,
+                    T,
+                    x,
+                    opts,
+                    callback,
+                    history,
+                    mem,
+                    known=found[0],
+                    anderson=memory,
                 )
                 found = None if more is None else (more[0], found[1] + more[1])
         if found is None:
@@ -763,7 +787,7 @@ def estimate_randomised(
         T2 = new_map(problem, finer, T)
         aux, reused = None, 0
         if T.rule.tails() is not None and finer == T.rule.refined() and T.n_points == 1:
-            found = _tail_start(problem, T, T2, x, opts, callback, history, mem, values)
+            found = _tail_start(problem, T, T2, x, opts, callback, history, mem, values, memory)
             if found is None:
                 status = IterationStatus.NUMERICAL_FAILURE
                 msg = "a replicate of the randomised channel rule found no fixed point"
@@ -781,7 +805,7 @@ def estimate_randomised(
                 refined_blocks(T.rule, finer, len(T.rule.replicates())),
             )
             aux = MapMemory(warm=warm)
-        pairs = AndersonState.init(opts.anderson, history.get(T.rule))
+        pairs = memory.starting(Phase.SOLVE, finer, history.get(T.rule))
         # (the last iterate, whose channel evaluation the memory holds, as the solve's own
         # run returns: its observables and replicates need no evaluation of the refined
         # rule of their own, one of four at K = 10)
@@ -808,6 +832,7 @@ def _tail_start(
     history: dict,
     memory: MapMemory,
     values: dict,
+    anderson: AndersonMemory | None = None,
 ) -> tuple[dict, MapMemory, int] | None:
     """The refinement of :func:`estimate_randomised` by the tails of a nested randomised
     rule, before the refined rule's re-solve (``T2``) from the fixed point ``x`` of ``T``
@@ -823,17 +848,20 @@ def _tail_start(
     points those of the halves, :func:`~gaussmix.theory.solve.nested.refined_warm`).
     Measured at isotropic K = 10 (``lam = 1e-2``, alpha = 10): 3 evaluations of the refined
     rule's 8 x 2**12 points and 16 of its replicates' 2**12 -> 16 of the tails' 2**11 and 2
-    of the refined rule."""
+    of the refined rule.  ``anderson``: the replicates' Anderson memory
+    (:func:`_replicate_values`')."""
     n_iter = 0
     n_rep = T.rule.n_rep
     if len(values["test_error"]) < n_rep:  # (the first half decided: the others too)
-        more = _replicate_values(problem, T, x, opts, callback, history, memory, known=values)
+        more = _replicate_values(
+            problem, T, x, opts, callback, history, memory, known=values, anderson=anderson
+        )
         if more is None:
             return None
         values, n_iter = more
     at_x: list[MapMemory] = []
     found = _replicate_values(
-        problem, T, x, opts, callback, history, memory, halves=values, at_x=at_x
+        problem, T, x, opts, callback, history, memory, halves=values, at_x=at_x, anderson=anderson
     )
     if found is None:
         return None

@@ -14,19 +14,21 @@ fields it declares (:class:`Declared`); the steps that need one point say so
 
 Below the state there is one run and one estimate of its points, a single point's being a
 map of one point: :func:`~gaussmix.theory.solve.batch_solve.run_points` and
-:func:`~gaussmix.theory.solve.batch_solve.estimate_points`.  What differs between a single
-point's and a curve's is what the policy declares, read by the state and handed to them:
-:attr:`Declared.stacked` (each point frozen at its own convergence, the curve's first
-solve; or one point's iteration, with its early stop), the predicted start, the merged
-tighter run, whose secant pairs, and the memory of a run from a fixed point.  The sharp
-switch is still two-fold (:meth:`SolveState.switch`): a single point solves again with its
-sharp rule after the policy's continuation, a curve's points grouped by the rule each
-ends with, stacked.
+:func:`~gaussmix.theory.solve.batch_solve.estimate_points`; and one sharp switch
+(:meth:`SolveState.switch`): the points grouped by the rule each ends with, each group with
+a sharp rule solved again by the one run from its fixed point, a single point a group of
+one.  What differs between a single point's and a curve's is what the policy declares, read
+by the state and handed to them: :attr:`Declared.stacked` (each point frozen at its own
+convergence, the curve's first solve; or one point's iteration, with its early stop), the
+continuation, the predicted start, the merged tighter run, whose secant pairs, and the
+memory of a run from a fixed point.  Where the warnings of the work go is the caller's
+(``log``: held for a curve's points until every point stands).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -36,11 +38,11 @@ from ...core.caught import caught
 from ..numerics.quadrature import QuadratureRule
 from ..problem.problem import Problem
 from . import batch_solve
-from .batch import NO_FREEZING, Watch
+from .batch import NO_FREEZING, Freezing, Watch
 from .batch_solve import FirstSolve, plain_first_solve, solve_freezing
-from .estimate import resolve_memory
 from .fixed_point import FixedPointMap, MapMemory, map_features
 from .iteration import AndersonState, IterationOutcome, IterationStatus
+from .memory import AndersonMemory
 from .options import SolverOptions
 from .refinement import (
     Continuation,
@@ -65,8 +67,9 @@ class Declared(Protocol):
 
     @property
     def stacked(self) -> bool:
-        """Whether each point of a run is frozen at its own convergence and the runs are the
-        curve's (a curve's points), rather than one point's iteration."""
+        """Whether each point of a run is frozen at its own convergence, its first run the
+        curve's first solve and a failed run failing the points (a curve's points), rather
+        than one point's iteration."""
 
     @property
     def continuation(self) -> Continuation:
@@ -86,10 +89,9 @@ class Declared(Protocol):
         step of the last solve's own iteration), rather than from the fixed point."""
 
     @property
-    def longer_resolve_memory(self) -> bool:
-        """Whether an estimate's re-solves take the longer Anderson memory of a re-solve
-        (:func:`~gaussmix.theory.solve.estimate.resolve_memory`), rather than
-        ``opts.anderson``."""
+    def memory(self) -> AndersonMemory:
+        """The Anderson memory of every run, by phase and rule, handed to the run and the
+        estimate."""
 
     @property
     def merge(self) -> bool:
@@ -103,10 +105,11 @@ class Declared(Protocol):
 
 @dataclass
 class PointGroup:
-    """The points of a stacked state on one rule after the sharp switch (indices ``idx``):
-    their map, stacked state, each point's evaluations and residual, the map's memory of
-    its last evaluation (None: a fresh one) and the secant pairs the estimate starts
-    from."""
+    """The points of a state on one rule after the sharp switch (indices ``idx``; a single
+    point's, a group of one): their map, (stacked) state, each point's evaluations and
+    residual, the map's memory of its last evaluation (None: a fresh one), the secant pairs
+    the estimate starts from, and the status and message of the run that reached the state
+    (a single point's run may end not converged: its estimate is the failure's)."""
 
     idx: list[int]
     T: FixedPointMap
@@ -115,6 +118,8 @@ class PointGroup:
     residual: np.ndarray
     memory: MapMemory | None
     history: AndersonState | None
+    status: IterationStatus = IterationStatus.CONVERGED
+    message: str = "converged"
 
 
 @dataclass
@@ -126,13 +131,15 @@ class SolveState:
     the starting state ``x0`` (a single point's; a stacked solve starts cold), the first
     stacked solve (``first_solve``, :data:`~gaussmix.theory.solve.batch_solve.FirstSolve`:
     the continuation's restart of a sweep's slow points) and its progress callback
-    (``on_converged``).  Handed on: the map and outcome of the last fixed-point run (``T``,
-    ``out``; stacked: each point's evaluations ``n_iter`` and residual ``residual``, and
-    after the sharp switch its points by rule, ``groups``), whether the warm start's solve
-    stands (``warm_kept``) and its iterations (``n_warm``), and once made each point's
-    estimate (``ests``; None after a failed stacked solve, ``failed``), with the warnings of
-    the stacked switch and estimates in ``log`` for the caller to give once every point
-    stands."""
+    (``on_converged``), and where the warnings of the switch and the estimates go
+    (``log``: a list that holds them for the caller to give once every point stands, a
+    curve's; None: as they come, a single solve's).  Handed on: the map and outcome of the
+    last fixed-point run of :meth:`iterate` or the warm start (``T``, ``out``; each point's
+    evaluations ``n_iter`` and residual ``residual``), the points by the rule each ends
+    with after the sharp switch or the estimate (``groups``), whether the warm start's
+    solve stands (``warm_kept``) and its iterations (``n_warm``), and once made each
+    point's estimate (``ests``); ``failed`` where a run fails the points or a point's
+    estimate did not converge (the points after it then not estimated)."""
 
     policy: Declared
     problems: list[Problem]
@@ -149,7 +156,7 @@ class SolveState:
     groups: list[PointGroup] | None = None
     ests: list[Estimate] | None = None
     failed: bool = False
-    log: list = field(default_factory=list)
+    log: list | None = None
     n_warm: int = 0
     warm_kept: bool = False
 
@@ -202,51 +209,70 @@ class SolveState:
     def run_points(
         self, rule: QuadratureRule, x0: np.ndarray | None
     ) -> tuple[FixedPointMap, IterationOutcome | None, np.ndarray, np.ndarray]:
-        """:func:`~gaussmix.theory.solve.batch_solve.run_points` of the state's points with
-        ``rule`` from ``x0`` (None: the map's cold start of every point; None is returned
-        for the outcome where it is not valid), with what the policy declares: its
-        continuation, whether the points are frozen at their own convergence
-        (``stacked``, with the sharp watch), the rule's memory after a first phase
-        (``longer_resolve_memory``), the early stop of a single point's runs
-        (``fail_fast``); and the state's callback, first stacked solve and its progress
-        callback."""
-        problems, opts, policy = self.problems, self.opts, self.policy
+        """The first run of the state's points with ``rule`` from ``x0`` (None: the map's
+        cold start of every point; None is returned for the outcome where it is not valid),
+        :meth:`_run` of a map of the state's points (each point's chart), with the state's
+        first stacked solve and its progress callback."""
+        problems, opts = self.problems, self.opts
         sym, _ = map_features(problems[0], opts)
         log_chart = any(map_features(p, opts)[1] for p in problems)  # (each point's chart)
-        freezing = solve_freezing(opts, policy.sharp_watch) if policy.stacked else NO_FREEZING
         T = FixedPointMap(
             problems,
             rule,
             symmetry=sym,
             log_chart=log_chart,
-            freezing=freezing,
+            freezing=self._freezing(),
             prior_panels=opts.prior_panels,
         )
         if x0 is None:  # (the cold start)
             x0 = T.start()
             if not T.is_valid(x0):
                 return batch_solve.failed_run(T)
+        return self._run(T, x0, self._pairs_by_rule(), self.first_solve, self.on_converged)
+
+    def _freezing(self) -> Freezing:
+        """The freezing of the state's maps: each point frozen at its own convergence, with
+        the sharp watch, where the policy declares ``stacked``; else none."""
+        policy = self.policy
+        return solve_freezing(self.opts, policy.sharp_watch) if policy.stacked else NO_FREEZING
+
+    def _pairs_by_rule(self) -> dict:
+        """The secant pairs by rule that a run starts from and leaves its own in: a state of
+        one point's ``history`` (the solve's, which a curve hands to its next point); a
+        fresh dict for a state of several points (pairs of a stacked state are of its
+        points alone: a group of them has other components)."""
+        return self.history if self.n_points == 1 else {}
+
+    def _run(
+        self,
+        T: FixedPointMap,
+        x0: np.ndarray,
+        history: dict,
+        first_solve: FirstSolve | None,
+        on_converged: Callable[[int], None] | None,
+    ) -> tuple[FixedPointMap, IterationOutcome | None, np.ndarray, np.ndarray]:
+        """:func:`~gaussmix.theory.solve.batch_solve.run_points` of the points of ``T``
+        from ``x0`` with the secant pairs by rule ``history``, with what the policy
+        declares: its continuation, whether the points are frozen at their own convergence
+        (``stacked``), the Anderson memory of each of its phases (``memory``),
+        the early stop of a single point's runs (``fail_fast``); and the state's callback.
+        ``first_solve``: the first stacked solve (None: a run from a fixed point, from the
+        pairs in ``history``) and its progress callback ``on_converged``."""
+        policy = self.policy
         fail_fast = policy.fail_fast
         return batch_solve.run_points(
             T,
             x0,
-            opts,
+            self.opts,
             continuation=policy.continuation,
             stacked=policy.stacked,
-            memory=self._resolve_memory(),
-            history=self.history if self.n_points == 1 else {},
+            memory=policy.memory,
+            history=history,
             callback=self.callback,
             watch=None if fail_fast is None else fail_fast.watch,
-            first_solve=self.first_solve,
-            on_converged=self.on_converged,
+            first_solve=first_solve,
+            on_converged=on_converged,
         )
-
-    def _resolve_memory(self) -> int:
-        """The Anderson memory of a run from a fixed point (after a first phase, and the
-        estimate's re-solves): :func:`~gaussmix.theory.solve.estimate.resolve_memory` where
-        the policy declares ``longer_resolve_memory``, else the options' own."""
-        opts = self.opts
-        return resolve_memory(opts) if self.policy.longer_resolve_memory else opts.anderson
 
     def estimate(self, T: FixedPointMap, out: IterationOutcome, kind: ErrorEstimate) -> Estimate:
         """The estimate of the one point at ``out`` of ``kind``
@@ -277,10 +303,15 @@ class SolveState:
             predicted=policy.predicted_start,
             merge=policy.merge,
             own_pairs=policy.own_pairs,
-            memory=self._resolve_memory(),
+            memory=policy.memory,
             history=history,
             callback=self.callback,
         )
+
+    def _held(self) -> AbstractContextManager:
+        """Where the warnings of the state's work go: held in ``log`` where the caller gives
+        one (a curve's points, given once every point stands), else as they come."""
+        return nullcontext() if self.log is None else _held_in(self.log)
 
     # ----------------------------------------------------------------- the steps' work
     def iterate(self, rule: QuadratureRule) -> None:
@@ -296,55 +327,54 @@ class SolveState:
         self.T, self.n_iter, self.residual = T, n_iter + self.n_warm, residual
         self.out = out if self.n_points != 1 else replace(out, n_iter=int(self.n_iter[0]))
 
+    def stand(self, T: FixedPointMap, out: IterationOutcome) -> None:
+        """The run ``out`` of the one point (the warm start's) as the state's last, in place
+        of :meth:`iterate`'s (``warm_kept``)."""
+        self._one("stand")
+        self.T, self.out, self.warm_kept = T, out, True
+        self.n_iter, self.residual = np.array([out.n_iter]), np.array([out.residual])
+
     def switch(self, sharps: list[QuadratureRule | None]) -> None:
         """The points with a sharp rule (``sharps``, one a point; None: its rule stays)
         solved again with it from their fixed point, with the secant pairs of the iteration
-        that reached it."""
-        if self.policy.stacked:
-            with caught() as log:
-                self.groups = self._grouped(sharps)
-            self.log.extend(log)
-            return
-        (sharp,) = sharps
-        if sharp is None:
-            return
-        self.history.setdefault(sharp, self.out.anderson)
-        T, out2 = self.run(sharp, self.out.x)
-        self.T, self.out = T, replace(out2, n_iter=self.out.n_iter + out2.n_iter)
+        that reached it: the points grouped by the rule each ends with (``groups``;
+        :meth:`_grouped`), a single point a group of one."""
+        with self._held():
+            self.groups = self._grouped(sharps)
 
     def estimate_errors(self, kind: Callable[[QuadratureRule], ErrorEstimate]) -> None:
         """Each point's observables at its fixed point and their integration error, of the
-        policy's ``kind`` for the rule the point ended with (``ests``; a stacked solve's:
-        None after a failure)."""
-        if not self.policy.stacked:
-            self.est = self.estimate(self.T, self.out, kind(self.T.rule))
-            return
+        policy's ``kind`` for the rule the point ended with, group by group (``ests``; a
+        point's not converged: its failed estimate, and ``failed``, the groups after it not
+        estimated)."""
         if self.failed:
             return
-        with caught() as log:
+        ests: list = [None] * self.n_points
+        with self._held():
             if self.groups is None:  # (no sharp switch: every point on its rule)
                 self.groups = self._grouped([None] * self.n_points)
-            ests: list = [None] * self.n_points
             for g in self.groups:
-                at = IterationOutcome(
-                    g.x, 0, 0.0, IterationStatus.CONVERGED, "converged", g.history, g.memory
-                )
-                done = self._estimates(g.T, at, g.n_iter, g.residual, kind(g.T.rule), None)
+                at = IterationOutcome(g.x, 0, 0.0, g.status, g.message, g.history, g.memory)
+                history = self._pairs_by_rule()
+                done = self._estimates(g.T, at, g.n_iter, g.residual, kind(g.T.rule), history)
+                for i, est in zip(g.idx, done):
+                    ests[i] = est
                 if any(est.status is not IterationStatus.CONVERGED for est in done):
                     self.failed = True
                     break
-                for i, est in zip(g.idx, done):
-                    ests[i] = est
-        self.log.extend(log)
-        if not self.failed:
-            self.ests = ests
+        self.ests = ests
 
-    # ----------------------------------------------------------------- stacked points
+    # ----------------------------------------------------------------- the groups
     def _grouped(self, sharps: list[QuadratureRule | None]) -> list[PointGroup] | None:
-        """The stacked points by the rule ``sharps`` gives each, those with a sharp rule
-        solved again with it, stacked (None after a failure)."""
+        """The points by the rule ``sharps`` gives each (None: the rule of the last run), the
+        points with a sharp rule solved again with it from their fixed point by the one run
+        (:meth:`_run`, after the policy's continuation, from the secant pairs of the
+        iteration that reached it, each point's own where the policy declares
+        ``own_pairs``); None after a run that fails (``failed``).  A state of one point is
+        a group of one, whose run starts from the solve's own pairs of the sharp rule
+        where an earlier solve left them (``history``)."""
         T, out, opts, problems = self.T, self.out, self.opts, self.problems
-        rec = out.aux.record
+        rec = None if out.aux is None else out.aux.record  # (None: a failed first evaluation)
         by_rule: dict = {}  # the rule of each point -> its points
         for i, sharp in enumerate(sharps):
             by_rule.setdefault(sharp, []).append(i)
@@ -352,21 +382,34 @@ class SolveState:
         for sharp, idx in by_rule.items():
             T_g, x_g, n_iter, res_g = T, out.x, self.n_iter[idx], self.residual[idx]
             mem_g = out.aux  # (the memory of the map's last evaluation)
-            hist = T.pairs(rec, out.anderson, idx, opts.anderson, own=self.policy.own_pairs)
+            status, message = out.status, out.message
+            hist = out.anderson  # (all the points on their rule: the estimate's own pairs)
+            if rec is not None and (sharp is not None or len(idx) < len(problems)):
+                hist = T.pairs(rec, out.anderson, idx, opts.anderson, own=self.policy.own_pairs)
             if len(idx) < len(problems):  # the group's points alone
                 T_g = T.like([problems[i] for i in idx], T.rule)
                 x_g, mem_g = T.points_of(out.x, idx), None
             if sharp is not None:  # in the sharp regime: its rule, from there
-                T_s = T_g.like(T_g.problems, sharp, solve_freezing(opts))
-                out_g = batch_solve.converged_solve(
-                    T_s, x_g, hist, opts, memory=T_s.shared(T_g, mem_g)
-                )
+                T_s = T_g.like(T_g.problems, sharp, self._freezing())
+                pairs = self._pairs_by_rule()
+                pairs.setdefault(sharp, hist)
+                T_s, out_g, n_s, res_g = self._run(T_s, x_g, pairs, None, None)
                 if out_g is None:
                     self.failed = True
                     return None
-                T_g, mem_g, rec_g = T_s, out_g.aux, out_g.aux.record
-                x_g, n_iter = out_g.x, n_iter + T_g.own_iterations(rec_g, out_g.n_iter)
-                res_g = np.where(rec_g.frozen, rec_g.residuals, out_g.residual)
-                hist = T_g.pairs(rec_g, out_g.anderson, list(range(len(idx))), opts.anderson)
-            groups.append(PointGroup(idx, T_g, x_g, n_iter, res_g, mem_g, hist))
+                T_g, mem_g, x_g, n_iter = T_s, out_g.aux, out_g.x, n_iter + n_s
+                status, message, hist = out_g.status, out_g.message, out_g.anderson
+                if out_g.aux is not None:
+                    rec_g, mine = out_g.aux.record, list(range(len(idx)))
+                    own = self.policy.own_pairs
+                    hist = T_g.pairs(rec_g, out_g.anderson, mine, opts.anderson, own=own)
+            groups.append(PointGroup(idx, T_g, x_g, n_iter, res_g, mem_g, hist, status, message))
         return groups
+
+
+@contextmanager
+def _held_in(log: list) -> Iterator[None]:
+    """The warnings of the block held in ``log`` (:func:`~gaussmix.core.caught.caught`)."""
+    with caught() as got:
+        yield
+    log.extend(got)

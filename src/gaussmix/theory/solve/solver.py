@@ -283,10 +283,15 @@ def solve_batch(
     one by one)."""
     policy = policy_for_points(problems, opts)
     s = SolveState(
-        policy, list(problems), opts, first_solve=first_solve, on_converged=on_converged
+        policy,
+        list(problems),
+        opts,
+        first_solve=first_solve,
+        on_converged=on_converged,
+        log=[],  # (held: given once every point stands)
     )
     policy.loop(s)
-    if s.ests is None:
+    if s.failed:
         return BatchSolve(None, s.log)
     with caught() as log:
         results = assemble_results(problems, replace(opts, throw=False), s.ests)
