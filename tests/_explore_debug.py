@@ -63,6 +63,18 @@ def _document(doc: Any) -> list[str]:
             f"connections={len(session._subscribed_connections)} "
             f"expiration_blocked={getattr(session, '_expiration_blocked_count', '?')}"
         )
+        for conn in session._subscribed_connections:
+            lock = getattr(conn._socket, "write_lock", None)
+            held = getattr(getattr(lock, "_block", None), "_value", "?") == 0
+            lines.append(f"  connection {conn!r}: socket write lock held={held}")
+    from panel.io import document as pdoc  # Panel's own writes of a page's changes
+
+    lines.append(
+        f"  panel writes: blocked={pdoc._WRITE_BLOCK.get(doc)} "
+        f"queued={ {id(c): len(m) for c, m in pdoc._WRITE_MSGS.get(doc, {}).items()} } "
+        f"futures={len(pdoc._WRITE_FUTURES.get(doc, []))} "
+        f"tasks={len(getattr(pdoc, '_write_tasks', {}).get(doc, []))}"
+    )
     return lines
 
 
