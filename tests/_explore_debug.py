@@ -25,6 +25,8 @@ import time
 import traceback
 from typing import Any
 
+import numpy as np
+
 #: the last line of a ``SIGUSR2`` report
 END = "=== end of the explorer's debug report ==="
 
@@ -42,6 +44,10 @@ def _job(job: Any) -> str:
         f"{'alive' if thread is not None and thread.is_alive() else 'ended'}"
         f"{'' if thread is None else f' ident={thread.ident}'}"
     )
+
+
+def _xs(source: Any) -> list[float]:
+    return np.asarray(source.data.get("x", []), dtype=float).tolist()
 
 
 def _document(doc: Any) -> list[str]:
@@ -96,6 +102,9 @@ def report() -> str:
                 f"  periodic: running={getattr(periodic, 'running', None)} "
                 f"counter={getattr(periodic, 'counter', None)} "
                 f"cb={getattr(periodic, '_cb', None)!r}",
+                f"  status's models (the server's copy of what the page shows): "
+                f"{[m.text for m, _ in ex.status._models.values()]!r}",
+                f"  curve's source (the server's copy): x={_xs(ex.source)}",
                 f"  job: {_job(ex.job)}",
                 f"  overlay job: {_job(ex.overlay_job)}",
             ]
