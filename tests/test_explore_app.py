@@ -27,6 +27,7 @@ pn = pytest.importorskip("panel", reason="the explorer's interface is the 'explo
 
 from gaussmix.explore import ExplorerState, validate  # noqa: E402
 from gaussmix.explore.app import LAM_DIGITS, Explorer, explorer  # noqa: E402
+from gaussmix.explore.serving import Waker  # noqa: E402
 from gaussmix.explore.state import PRECISIONS, field_text  # noqa: E402
 
 #: the solver's options of the explorer's default (screen) precision
@@ -71,28 +72,83 @@ def test_the_lambda_slider_redraws_the_librarys_curve(app: Explorer) -> None:
 
 
 def test_a_served_page_draws_a_curve_when_its_job_ends_not_at_the_next_poll(app: Explorer) -> None:
-    """A served page (a document with a session) is asked to draw on its next tick by the
-    job's thread as the curve ends (one request however many jobs end before it runs);
-    the draw is the library's curve, with no poll in between."""
+    """A served page (a document with a session) is asked to draw on its next tick as the
+    curve ends (the job's thread asks the server's event loop, whose thread adds the
+    tick; one request however many jobs end before it runs); the draw is the library's
+    curve, with no poll in between."""
+    import asyncio
+
     from bokeh.document import Document
 
     ticks: list = []
 
     class Page(Document):  # a document whose next tick is run here
         def add_next_tick_callback(self, callback):
-            ticks.append(callback)
+            ticks.append((callback, threading.current_thread()))
 
-    app._doc = Page()
-    app.lam_slider.value = -1.7
-    lam = app.state.lam
-    app.job.wait(DEADLINE)
-    app._wake()  # a second end before the tick: no second request
-    assert len(ticks) == 1
-    ticks.pop()()
-    assert np.array_equal(_columns(app, "test_error"), library_curve(lam, N)["test_error"])
-    assert app.status.object.startswith(f"{N} of {N} points")
-    app._wake()  # the tick ran: a later end asks again
-    assert len(ticks) == 1
+    loop = asyncio.new_event_loop()  # the server's, run here
+    try:
+        app._doc = Page()
+        app._waker = Waker(app._doc, loop, app.refresh)
+        app.lam_slider.value = -1.7
+        lam = app.state.lam
+        assert app.job.join(DEADLINE)
+        app._wake()  # a second end before the tick: no second request
+        loop.run_until_complete(asyncio.sleep(0))
+        assert len(ticks) == 1
+        tick, thread = ticks.pop()
+        assert thread is threading.current_thread()  # added by the loop's thread
+        tick()
+        assert np.array_equal(_columns(app, "test_error"), library_curve(lam, N)["test_error"])
+        assert app.status.object.startswith(f"{N} of {N} points")
+        app._wake()  # the tick ran: a later end asks again
+        loop.run_until_complete(asyncio.sleep(0))
+        assert len(ticks) == 1
+    finally:
+        app._doc = app._waker = None
+        loop.close()
+
+
+def test_a_job_that_ends_while_the_page_is_held_still_has_its_curve_drawn(app: Explorer) -> None:
+    """A job's thread that ends while the page's own thread holds the document (a draw or
+    a control's change in progress: ``pn.io.hold``) still gets its curve drawn at once.
+    Panel releases a hold in two steps (``panel.io.document.unlocked``: the held events
+    taken, then the list emptied); a request for the draw made on the document from the
+    job's thread between them was lost, and with it every later one (the explorer asks
+    once until its tick runs): the page then waited for its poll.  The interleaving is
+    forced here: the job ends between the two steps."""
+    import asyncio
+
+    from bokeh.document import Document
+
+    ticks: list = []
+
+    class Session:  # the server's session: told of each callback the document is given
+        def _session_callback_added(self, event: object) -> None:
+            ticks.append(event.callback)  # type: ignore[attr-defined]
+
+    doc = Document()
+    doc.callbacks.on_change_dispatch_to(Session())
+    loop = asyncio.new_event_loop()
+    try:
+        app._doc, app._waker = doc, Waker(doc, loop, app.refresh)
+        doc.hold("combine")
+        taken = list(doc.callbacks._held_events)  # Panel's release: the events taken ...
+        app.lam_slider.value = -1.3
+        lam = app.state.lam
+        assert app.job.join(DEADLINE)  # ... the job ends (its thread asks for the draw) ...
+        doc.callbacks._held_events = []  # ... and the list emptied
+        for event in taken:
+            doc.callbacks.trigger_on_change(event)
+        doc.unhold()
+        loop.run_until_complete(asyncio.sleep(0))  # the server's loop runs
+        assert len(ticks) == 1, ticks
+        ticks.pop().callback()
+        assert np.array_equal(_columns(app, "test_error"), library_curve(lam, N)["test_error"])
+        assert not app._waker.asked
+    finally:
+        app._doc = app._waker = None
+        loop.close()
 
 
 def test_a_newer_request_cancels_the_older() -> None:

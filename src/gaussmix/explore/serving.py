@@ -1,0 +1,72 @@
+"""What a served page of the explorer (:mod:`gaussmix.explore.app`) needs of its Bokeh
+server: a draw asked from a job's thread, run on the page's next tick.
+
+A job's thread never touches the page's document (:class:`Waker`): it asks the server's
+event loop (``call_soon_threadsafe``), whose thread adds the draw as the document's next
+tick callback.  Added from the job's thread, the request was lost when the page's thread
+was releasing a hold of the document (``pn.io.hold``: Panel takes the held events, then
+empties their list, two steps another thread can come between), and every later one with
+it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from panel.io.state import set_curdoc
+
+__all__ = ["Waker", "running_loop"]
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread (a served page's: the Bokeh server's, in
+    which its pages are made), or None."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class Waker:
+    """Run ``draw`` on a served page's next tick, asked from any thread (a job's, as it
+    ends): once however many asks come before it runs.
+
+    Parameters
+    ----------
+    doc : bokeh.document.Document
+        The page's document (of its server session).
+    loop : asyncio.AbstractEventLoop
+        The server's event loop, whose thread the document belongs to.
+    draw : callable
+        ``draw()``, run in the loop's thread on the page's next tick, with ``doc`` as
+        Panel's current document.
+    """
+
+    def __init__(self, doc: Any, loop: asyncio.AbstractEventLoop, draw: Callable[[], None]):
+        self.doc: Any = doc
+        self.loop = loop
+        self.draw = draw
+        self.asked = False
+
+    def __call__(self) -> None:
+        """Ask for the draw (thread-safe; nothing once :meth:`close` was called)."""
+        if self.doc is None or self.asked:
+            return
+        self.asked = True
+        self.loop.call_soon_threadsafe(self._next_tick)
+
+    def _next_tick(self) -> None:  # in the loop's thread
+        doc = self.doc
+        if doc is not None:
+            doc.add_next_tick_callback(self._tick)
+
+    def _tick(self) -> None:
+        self.asked = False
+        with set_curdoc(self.doc):
+            self.draw()
+
+    def close(self) -> None:
+        """Ask no more draws (the page has gone)."""
+        self.doc = None
