@@ -58,7 +58,7 @@ from gaussmix.explore import (
     validate,
 )
 from gaussmix.explore.engine import x_column
-from gaussmix.explore.serving import Waker, running_loop
+from gaussmix.explore.serving import Waker, resend_stranded_writes, running_loop
 from gaussmix.explore.state import ORDER_PARAMETERS, PRECISIONS, field_text, observable_names
 from gaussmix.explore.status import curve_status, running_seconds
 from gaussmix.theory.channel.losses import LOSSES
@@ -683,6 +683,8 @@ class Explorer:
     def refresh(self, wait: bool = False) -> None:
         """Draw what the jobs have computed (``wait``: wait for them to finish first); a
         served page not yet loaded draws nothing (its first draw follows the load)."""
+        if self._doc is not None:
+            resend_stranded_writes(self._doc)
         job, overlays = self.job, self.overlay_job
         if job is None or not self._loaded:
             return

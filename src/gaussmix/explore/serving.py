@@ -1,12 +1,14 @@
 """What a served page of the explorer (:mod:`gaussmix.explore.app`) needs of its Bokeh
-server: a draw asked from a job's thread, run on the page's next tick.
+server: a draw asked from a job's thread, run on the page's next tick, and the page's
+changes that Panel left queued, sent.
 
 A job's thread never touches the page's document (:class:`Waker`): it asks the server's
 event loop (``call_soon_threadsafe``), whose thread adds the draw as the document's next
 tick callback.  Added from the job's thread, the request was lost when the page's thread
 was releasing a hold of the document (``pn.io.hold``: Panel takes the held events, then
 empties their list, two steps another thread can come between), and every later one with
-it.
+it.  Panel (1.9) can leave a page's change queued with no task to send it
+(:func:`resend_stranded_writes`); the page's poll sends it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from panel.io.state import set_curdoc
 
-__all__ = ["Waker", "running_loop"]
+__all__ = ["Waker", "running_loop", "resend_stranded_writes"]
 
 
 def running_loop() -> asyncio.AbstractEventLoop | None:
@@ -70,3 +72,28 @@ class Waker:
     def close(self) -> None:
         """Ask no more draws (the page has gone)."""
         self.doc = None
+
+
+def resend_stranded_writes(doc: Any) -> None:
+    """Send the changes of a served page that Panel left queued with no task to send them.
+
+    While a write to a page's websocket is in progress, Panel (1.9) queues the page's
+    next changes and a task sends the queue; a change queued while the task that sent the
+    one before awaits its write gets a task of its own, which ends at once if that write
+    completes first (the first task then marks the queue released): the change stays
+    queued until the page's next change.  The last draw of a curve has no next change:
+    the page kept "computing: 7 of 8 points" while the curve had ended.  Called at every
+    poll (in the server's event loop), this starts Panel's sender again for such a queue;
+    a no-op where Panel keeps its queue otherwise (a version that drains it itself).
+    """
+    from panel.io import document as pdoc
+
+    queued = getattr(pdoc, "_WRITE_MSGS", None)
+    sending = getattr(pdoc, "_WRITE_BLOCK", None)
+    send = getattr(pdoc, "_dispatch_msgs", None)
+    start = getattr(pdoc, "_dispatch_write_task", None)
+    if queued is None or sending is None or send is None or start is None:
+        return
+    if doc in queued and doc not in sending:
+        sending[doc] = True  # as Panel marks a queue being sent
+        start(doc, send, doc)
