@@ -218,6 +218,39 @@ def test_a_change_queued_while_panel_sends_the_one_before_reaches_the_page(
     assert doc not in pdoc._WRITE_MSGS and doc not in pdoc._WRITE_BLOCK
 
 
+def test_a_job_that_ends_while_a_poll_reads_it_is_drawn_whole_at_the_next(app: Explorer) -> None:
+    """A poll reads a running job's rows, then whether it has ended: a job whose last row
+    arrives and that ends between the two reads is drawn with the rows read (its status
+    already says it ended), and whole at the next poll, which finds more rows than drawn.
+    The interleaving is forced by a job whose last row and end arrive as its rows are
+    read."""
+    job = app.job
+    assert job.done and len(job.rows) == N
+
+    class Ending:  # the finished job as a poll saw it while it ended
+        def __init__(self) -> None:
+            self.rows = job.rows[:-1]
+            self._done = False
+
+        @property
+        def done(self) -> bool:
+            if not self._done:  # the last row and the end, just after the rows were read
+                self.rows, self._done = job.rows, True
+            return self._done
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(job, name)
+
+    app.job = Ending()
+    app._drawn = None
+    app.refresh()
+    assert len(app.source.data["x"]) == N - 1  # the rows the poll read
+    assert app.status.object.startswith(f"{N} of {N} points")
+    app.refresh()  # the next poll
+    ref = library_curve(0.1, N)
+    assert np.array_equal(_columns(app, "test_error"), ref["test_error"].to_numpy())
+
+
 def test_a_newer_request_cancels_the_older() -> None:
     a = Explorer(ExplorerState(n_points=30, lam=0.0123), poll=False)
     try:
