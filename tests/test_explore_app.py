@@ -109,6 +109,31 @@ def test_a_served_page_draws_a_curve_when_its_job_ends_not_at_the_next_poll(app:
         loop.close()
 
 
+def test_a_page_that_has_gone_is_asked_no_draw() -> None:
+    """A job that ends after its page was closed, or after the server stopped, asks no
+    draw and raises nothing in its thread."""
+    import asyncio
+
+    from bokeh.document import Document
+
+    drawn: list = []
+    stopped = asyncio.new_event_loop()
+    stopped.close()
+    waker = Waker(Document(), stopped, lambda: drawn.append(1))
+    waker()  # the server's loop has closed
+    assert waker.doc is None
+    loop = asyncio.new_event_loop()
+    try:
+        doc = Document()
+        waker = Waker(doc, loop, lambda: drawn.append(1))
+        waker()
+        waker.close()  # the page goes before the loop runs the request
+        loop.run_until_complete(asyncio.sleep(0))
+        assert not doc.session_callbacks and not drawn
+    finally:
+        loop.close()
+
+
 def test_a_job_that_ends_while_the_page_is_held_still_has_its_curve_drawn(app: Explorer) -> None:
     """A job's thread that ends while the page's own thread holds the document (a draw or
     a control's change in progress: ``pn.io.hold``) still gets its curve drawn at once.

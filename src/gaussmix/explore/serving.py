@@ -53,11 +53,15 @@ class Waker:
         self.asked = False
 
     def __call__(self) -> None:
-        """Ask for the draw (thread-safe; nothing once :meth:`close` was called)."""
+        """Ask for the draw (thread-safe; nothing once :meth:`close` was called or the
+        loop has closed: the page has gone)."""
         if self.doc is None or self.asked:
             return
         self.asked = True
-        self.loop.call_soon_threadsafe(self._next_tick)
+        try:
+            self.loop.call_soon_threadsafe(self._next_tick)
+        except RuntimeError:  # the server has stopped
+            self.doc = None
 
     def _next_tick(self) -> None:  # in the loop's thread
         doc = self.doc
@@ -66,8 +70,10 @@ class Waker:
 
     def _tick(self) -> None:
         self.asked = False
-        with set_curdoc(self.doc):
-            self.draw()
+        doc = self.doc
+        if doc is not None:
+            with set_curdoc(doc):
+                self.draw()
 
     def close(self) -> None:
         """Ask no more draws (the page has gone)."""
