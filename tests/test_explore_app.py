@@ -27,6 +27,7 @@ pn = pytest.importorskip("panel", reason="the explorer's interface is the 'explo
 
 from gaussmix.explore import ExplorerState, validate  # noqa: E402
 from gaussmix.explore.app import LAM_DIGITS, Explorer, explorer  # noqa: E402
+from gaussmix.explore.serving import Waker  # noqa: E402
 from gaussmix.explore.state import PRECISIONS, field_text  # noqa: E402
 
 #: the solver's options of the explorer's default (screen) precision
@@ -71,28 +72,208 @@ def test_the_lambda_slider_redraws_the_librarys_curve(app: Explorer) -> None:
 
 
 def test_a_served_page_draws_a_curve_when_its_job_ends_not_at_the_next_poll(app: Explorer) -> None:
-    """A served page (a document with a session) is asked to draw on its next tick by the
-    job's thread as the curve ends (one request however many jobs end before it runs);
-    the draw is the library's curve, with no poll in between."""
+    """A served page (a document with a session) is asked to draw on its next tick as the
+    curve ends (the job's thread asks the server's event loop, whose thread adds the
+    tick; one request however many jobs end before it runs); the draw is the library's
+    curve, with no poll in between."""
+    import asyncio
+
     from bokeh.document import Document
 
     ticks: list = []
 
     class Page(Document):  # a document whose next tick is run here
         def add_next_tick_callback(self, callback):
-            ticks.append(callback)
+            ticks.append((callback, threading.current_thread()))
 
-    app._doc = Page()
-    app.lam_slider.value = -1.7
-    lam = app.state.lam
-    app.job.wait(DEADLINE)
-    app._wake()  # a second end before the tick: no second request
-    assert len(ticks) == 1
-    ticks.pop()()
-    assert np.array_equal(_columns(app, "test_error"), library_curve(lam, N)["test_error"])
+    loop = asyncio.new_event_loop()  # the server's, run here
+    try:
+        app._doc = Page()
+        app._waker = Waker(app._doc, loop, app.refresh)
+        app.lam_slider.value = -1.7
+        lam = app.state.lam
+        assert app.job.join(DEADLINE)
+        app._wake()  # a second end before the tick: no second request
+        loop.run_until_complete(asyncio.sleep(0))
+        assert len(ticks) == 1
+        tick, thread = ticks.pop()
+        assert thread is threading.current_thread()  # added by the loop's thread
+        tick()
+        assert np.array_equal(_columns(app, "test_error"), library_curve(lam, N)["test_error"])
+        assert app.status.object.startswith(f"{N} of {N} points")
+        app._wake()  # the tick ran: a later end asks again
+        loop.run_until_complete(asyncio.sleep(0))
+        assert len(ticks) == 1
+    finally:
+        app._doc = app._waker = None
+        loop.close()
+
+
+def test_a_page_that_has_gone_is_asked_no_draw() -> None:
+    """A job that ends after its page was closed, or after the server stopped, asks no
+    draw and raises nothing in its thread."""
+    import asyncio
+
+    from bokeh.document import Document
+
+    drawn: list = []
+    stopped = asyncio.new_event_loop()
+    stopped.close()
+    waker = Waker(Document(), stopped, lambda: drawn.append(1))
+    waker()  # the server's loop has closed
+    assert waker.doc is None
+    loop = asyncio.new_event_loop()
+    try:
+        doc = Document()
+        waker = Waker(doc, loop, lambda: drawn.append(1))
+        waker()
+        waker.close()  # the page goes before the loop runs the request
+        loop.run_until_complete(asyncio.sleep(0))
+        assert not doc.session_callbacks and not drawn
+    finally:
+        loop.close()
+
+
+def test_a_job_that_ends_while_the_page_is_held_still_has_its_curve_drawn(app: Explorer) -> None:
+    """A job's thread that ends while the page's own thread holds the document (a draw or
+    a control's change in progress: ``pn.io.hold``) still gets its curve drawn at once.
+    Panel releases a hold in two steps (``panel.io.document.unlocked``: the held events
+    taken, then the list emptied); a request for the draw made on the document from the
+    job's thread between them was lost, and with it every later one (the explorer asks
+    once until its tick runs): the page then waited for its poll.  The interleaving is
+    forced here: the job ends between the two steps."""
+    import asyncio
+
+    from bokeh.document import Document
+
+    ticks: list = []
+
+    class Session:  # the server's session: told of each callback the document is given
+        def _session_callback_added(self, event: object) -> None:
+            ticks.append(event.callback)  # type: ignore[attr-defined]
+
+    doc = Document()
+    doc.callbacks.on_change_dispatch_to(Session())
+    loop = asyncio.new_event_loop()
+    try:
+        app._doc, app._waker = doc, Waker(doc, loop, app.refresh)
+        doc.hold("combine")
+        taken = list(doc.callbacks._held_events)  # Panel's release: the events taken ...
+        app.lam_slider.value = -1.3
+        lam = app.state.lam
+        assert app.job.join(DEADLINE)  # ... the job ends (its thread asks for the draw) ...
+        doc.callbacks._held_events = []  # ... and the list emptied
+        for event in taken:
+            doc.callbacks.trigger_on_change(event)
+        doc.unhold()
+        loop.run_until_complete(asyncio.sleep(0))  # the server's loop runs
+        assert len(ticks) == 1, ticks
+        ticks.pop().callback()
+        assert np.array_equal(_columns(app, "test_error"), library_curve(lam, N)["test_error"])
+        assert not app._waker.asked
+    finally:
+        app._doc = app._waker = None
+        loop.close()
+
+
+def test_a_change_queued_while_panel_sends_the_one_before_reaches_the_page(
+    app: Explorer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Panel (1.9) queues a served page's changes while one of its writes is in progress;
+    a change queued while the task sending the one before awaits its write, when that
+    write completes first, was left queued with no task to send it (the page kept the
+    draw before: "computing: 7 of 8 points" for good, once the curve had ended).  The
+    interleaving is forced here (a socket whose writes complete when told); the
+    explorer's next poll sends the change."""
+    import asyncio
+
+    from bokeh.document import Document
+    from panel.io import document as pdoc
+
+    if not hasattr(pdoc, "_WRITE_MSGS"):
+        pytest.skip("Panel's queue of a page's writes is not the one of Panel 1.9")
+    loop = asyncio.new_event_loop()
+    sent: list = []
+    writes: list = []
+
+    class Socket:  # a page's websocket
+        pass
+
+    def write(conn: object, events: object = None, msg: object = None) -> list:
+        writes.append(loop.create_future())  # completes when the test says
+        sent.append(msg)
+        return [writes[-1]]
+
+    class Protocol:
+        def create(self, kind: str, events: list) -> tuple:
+            return tuple(events)
+
+    class Connection:
+        _socket = Socket()
+        protocol = Protocol()
+
+    monkeypatch.setitem(pdoc.extra_socket_handlers, Socket, write)  # Panel's socket hook
+    doc, conn = Document(), Connection()
+
+    async def turns(n: int = 3) -> None:
+        for _ in range(n):
+            await asyncio.sleep(0)
+
+    async def page() -> None:
+        pdoc.schedule_write_events(doc, [conn], ["7 of 8"])  # a draw, queued
+        await turns()  # Panel's task writes it ...
+        writes[-1].set_result(None)  # ... and its write completes,
+        pdoc.schedule_write_events(doc, [conn], ["8 of 8"])  # while the next is queued
+        await turns()
+        assert sent == [("7 of 8",)]  # left queued (Panel 1.9)
+        app._doc = doc
+        app.refresh()  # the explorer's next poll
+        await turns()
+        for w in writes:
+            if not w.done():
+                w.set_result(None)
+        await turns()
+
+    try:
+        loop.run_until_complete(page())
+    finally:
+        app._doc = app._waker = None
+        loop.close()
+    assert sent == [("7 of 8",), ("8 of 8",)]
+    assert doc not in pdoc._WRITE_MSGS and doc not in pdoc._WRITE_BLOCK
+
+
+def test_a_job_that_ends_while_a_poll_reads_it_is_drawn_whole_at_the_next(app: Explorer) -> None:
+    """A poll reads a running job's rows, then whether it has ended: a job whose last row
+    arrives and that ends between the two reads is drawn with the rows read (its status
+    already says it ended), and whole at the next poll, which finds more rows than drawn.
+    The interleaving is forced by a job whose last row and end arrive as its rows are
+    read."""
+    job = app.job
+    assert job.done and len(job.rows) == N
+
+    class Ending:  # the finished job as a poll saw it while it ended
+        def __init__(self) -> None:
+            self.rows = job.rows[:-1]
+            self._done = False
+
+        @property
+        def done(self) -> bool:
+            if not self._done:  # the last row and the end, just after the rows were read
+                self.rows, self._done = job.rows, True
+            return self._done
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(job, name)
+
+    app.job = Ending()
+    app._drawn = None
+    app.refresh()
+    assert len(app.source.data["x"]) == N - 1  # the rows the poll read
     assert app.status.object.startswith(f"{N} of {N} points")
-    app._wake()  # the tick ran: a later end asks again
-    assert len(ticks) == 1
+    app.refresh()  # the next poll
+    ref = library_curve(0.1, N)
+    assert np.array_equal(_columns(app, "test_error"), ref["test_error"].to_numpy())
 
 
 def test_a_newer_request_cancels_the_older() -> None:

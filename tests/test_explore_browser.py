@@ -16,14 +16,14 @@ from __future__ import annotations
 import html
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from _browser import WAIT, chrome, console_errors, load, requested_urls
-from _explore import library_curve, served
+from _explore import library_curve, served, server_report
 
 pytestmark = pytest.mark.browser
 
@@ -102,8 +102,24 @@ def _curve_becomes(driver: Any, *expected: Any) -> dict[str, list]:
         pass
     curve = seen["curve"] or {}
     status = _model(driver, "gm-status", "m.text")  # what the page says it is doing
-    assert matches(curve), (status, curve)
+    assert matches(curve), _waited_in_vain(driver, status, curve)
     return curve
+
+
+#: the served explorer's report (``_explore.server_report``), set by the fixture ``server``
+_REPORT: dict[str, Callable[[], str]] = {}
+
+
+def _waited_in_vain(driver: Any, *seen: Any) -> str:
+    """The message of a wait for the page that ran out: what the test ``seen``, the page's
+    console log, and what the server is doing (its error stream's tail, every thread's
+    stack, its view of its explorers' jobs)."""
+    try:
+        console = "\n".join(f"{e['level']} {e['message']}" for e in driver.get_log("browser"))
+    except Exception as exc:  # noqa: BLE001 - the rest of the message still helps
+        console = f"(not read: {exc!r})"
+    server = _REPORT["server"]() if "server" in _REPORT else "(no report)"
+    return f"{seen!r}\n--- the page's console ---\n{console}\n{server}"
 
 
 @pytest.fixture(scope="module")
@@ -111,8 +127,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("explore-server")
     # a coarse pass drawn whole however slow the machine (its budget is CPU seconds: 0.1-0.2 s
     # for the slow state here, over 0.3 s on a slower one, which then goes point by point)
-    with served("--n-points", str(N), tmp=tmp, env={COARSE_BUDGET_ENV: "inf"}) as (_proc, url):
-        yield url
+    env = {COARSE_BUDGET_ENV: "inf"}
+    with served("--n-points", str(N), tmp=tmp, env=env, debug=True) as (proc, url):
+        _REPORT["server"] = lambda: server_report(proc, tmp)
+        try:
+            yield url
+        finally:
+            _REPORT.clear()
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +184,8 @@ def test_moving_lambda_redraws_the_librarys_curve_and_the_url(server: str, drive
     query = ExplorerState(n_points=N, lam=lam).to_query()
     deadline = time.monotonic() + WAIT
     while driver.execute_script("return window.location.search") != "?" + query:
-        assert time.monotonic() < deadline, driver.execute_script("return location.search")
+        where = driver.execute_script("return location.search")
+        assert time.monotonic() < deadline, _waited_in_vain(driver, where)
         time.sleep(0.1)
     assert not console_errors(driver)
 

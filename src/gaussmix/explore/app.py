@@ -45,7 +45,6 @@ from bokeh.models import (
     Span,
 )
 from bokeh.plotting import figure
-from panel.io.state import set_curdoc
 
 from gaussmix.core.exceptions import ArgumentError
 from gaussmix.explore import (
@@ -59,6 +58,7 @@ from gaussmix.explore import (
     validate,
 )
 from gaussmix.explore.engine import x_column
+from gaussmix.explore.serving import Waker, resend_stranded_writes, running_loop
 from gaussmix.explore.state import ORDER_PARAMETERS, PRECISIONS, field_text, observable_names
 from gaussmix.explore.status import curve_status, running_seconds
 from gaussmix.theory.channel.losses import LOSSES
@@ -280,7 +280,8 @@ class Explorer:
         # of its event loop) rather than at the next poll
         doc = pn.state.curdoc if poll else None
         self._doc = doc if doc is not None and doc.session_context is not None else None
-        self._woken = False
+        loop = running_loop() if self._doc is not None else None  # the server's
+        self._waker = Waker(self._doc, loop, self.refresh) if loop is not None else None
         # a served page draws once it has loaded: draws made before its websocket opened
         # were at times lost (the page kept a stale curve while its status said done); the
         # job starts at once, computing while the page loads
@@ -669,19 +670,10 @@ class Explorer:
 
     # ------------------------------------------------------------------ drawing
     def _wake(self) -> None:
-        """Called in a job's thread when it ends: draw on the page's next tick (the one
-        thread-safe call of a Bokeh document), once however many jobs end before it."""
-        if self._doc is None or self._woken:
-            return
-        self._woken = True
-        doc = self._doc
-
-        def tick() -> None:
-            self._woken = False
-            with set_curdoc(doc):
-                self.refresh()
-
-        doc.add_next_tick_callback(tick)
+        """Called in a job's thread when it ends: draw on the page's next tick, once
+        however many jobs end before it (:class:`~gaussmix.explore.serving.Waker`)."""
+        if self._waker is not None:
+            self._waker()
 
     def _on_load(self) -> None:
         """The served page has loaded (its websocket is open): draw from now on."""
@@ -691,6 +683,8 @@ class Explorer:
     def refresh(self, wait: bool = False) -> None:
         """Draw what the jobs have computed (``wait``: wait for them to finish first); a
         served page not yet loaded draws nothing (its first draw follows the load)."""
+        if self._doc is not None:
+            resend_stranded_writes(self._doc)
         job, overlays = self.job, self.overlay_job
         if job is None or not self._loaded:
             return
@@ -864,6 +858,8 @@ class Explorer:
     def close(self) -> None:
         """Stop polling, cancel the jobs and join their threads, remove uploaded files."""
         self._doc = None  # (a job that ends now asks no draw of the page that has gone)
+        if self._waker is not None:
+            self._waker.close()
         if self._periodic is not None:
             self._periodic.stop()
             self._periodic = None
