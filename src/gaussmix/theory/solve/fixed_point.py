@@ -43,7 +43,7 @@ from ..channel.channel import (
 )
 from ..numerics.quadrature import MAX_TENSOR_DIM, QuadratureRule
 from ..numerics.tolerances import LOG_CHART_MAX_LAM, RANDOMISED_MIXING_MEMORY
-from ..prior.lasso import weak_penalty_start
+from ..prior.lasso import START_MAX_LAM, weak_penalty_start
 from ..prior.prior import (
     PriorResult,
     prior_quadrature_dim,
@@ -853,14 +853,14 @@ def _start_hats(
 def _initial_state(problem: Problem) -> np.ndarray:
     """The prior's image of :func:`initial_hats`, in single precision where a fixed point
     of ``problem`` starts in it (:func:`~gaussmix.theory.prior.prior.single_precision_phase`),
-    raised to the scale of the fixed points of the K = 3 cross-entropy lasso at small ``lam``
-    (two effective outputs, in the logarithmic chart's range of ``lam``:
-    :func:`~gaussmix.theory.prior.lasso.weak_penalty_start`): only a starting point."""
+    for the multi-output lasso (two or more effective outputs) below
+    :data:`~gaussmix.theory.prior.lasso.START_MAX_LAM` raised to the scale of its fixed points
+    (:func:`~gaussmix.theory.prior.lasso.weak_penalty_start`): only a starting point."""
     Qhat, Mhat, Vhat, lam, ybar = initial_hats(problem)
     single = single_precision_phase(problem)
     pr = prior_update(problem, Qhat, Mhat, Vhat, lam=lam, single=single)
     Q, M, V = pr.Q, pr.M, pr.V
-    if prior_quadrature_dim(problem) == 1 and uses_log_chart(problem):
+    if prior_quadrature_dim(problem) > 0 and problem.lam < START_MAX_LAM:
         Q, M, V = weak_penalty_start(Q, M, V, problem.lam)
     return pack_state(Q, M, V, ybar)
 
