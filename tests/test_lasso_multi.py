@@ -15,12 +15,16 @@ from _helpers import check_free_energy
 import gaussmix as gm
 from gaussmix.core.exceptions import ArgumentError
 from gaussmix.theory.model.penalties import ElasticNet, Lasso
+from gaussmix.theory.prior import lasso as lasso_mod
 from gaussmix.theory.prior import prior as prior_mod
 from gaussmix.theory.prior.lasso import (
+    START_LAM_TR_V,
+    START_Q_POWER,
     gaussian_l1_moments,
     l1_kkt_residual,
     l1_prox,
     l1_prox_jacobian,
+    weak_penalty_start,
 )
 from gaussmix.theory.prior.prior import elastic_net_prior, multi_output_elastic_net_prior
 from gaussmix.theory.problem.problem import _complement_of_ones
@@ -295,6 +299,52 @@ def test_square_loss_lasso_with_a_zeroed_output_converges_cold():
         assert abs(cold.test_error - warm.test_error) <= bound
         # the same fixed point to the iteration's tolerance (relative, 1e-8)
         assert cold.nonzero_fraction == pytest.approx(warm.nonzero_fraction, rel=1e-6)
+
+
+def test_weak_penalty_start_raises_v_to_its_target_and_the_weights_less():
+    """:func:`weak_penalty_start`: a start with ``lam tr V`` below the target gets ``lam tr V``
+    (the clusters' mean) equal to it, ``V`` multiplied by ``s``, ``Q`` by ``s^p`` and ``M``
+    by ``s^(p/2)`` (the weights scaled alike, so that ``M_c / sqrt(Q_c)`` is unchanged); one
+    above the target is returned as it is."""
+    rng = np.random.default_rng(5)
+    Q, V = _psd(rng, 3, 2, 0.1), _psd(rng, 3, 2, 0.1)
+    M = rng.standard_normal((3, 2))
+    lam = 1e-3
+    Q2, M2, V2 = weak_penalty_start(Q, M, V, lam)
+    trace = np.trace(V2, axis1=1, axis2=2).mean()
+    assert lam * trace == pytest.approx(START_LAM_TR_V, rel=1e-14)
+    s = trace / np.trace(V, axis1=1, axis2=2).mean()
+    assert s > 100
+    np.testing.assert_allclose(V2, s * V, rtol=1e-14)
+    np.testing.assert_allclose(Q2, s**START_Q_POWER * Q, rtol=1e-14)
+    np.testing.assert_allclose(M2, s ** (START_Q_POWER / 2) * M, rtol=1e-14)
+    big = 10.0 * START_LAM_TR_V / lam / np.trace(V, axis1=1, axis2=2).mean()
+    same = weak_penalty_start(Q, M, big * V, lam)
+    assert same[0] is Q and same[1] is M and same[2] is not None
+    np.testing.assert_array_equal(same[2], big * V)
+
+
+def test_k3_cross_entropy_lasso_at_small_lam_converges_from_the_raised_start(monkeypatch):
+    """The cold start of the K = 3 cross-entropy lasso at small ``lam`` raised to the scale of
+    its fixed point (:func:`weak_penalty_start`; isotropic simplex means, Delta = 0.5,
+    lam = 5e-3, alpha = 1): measured 27 evaluations against 127 from the default start
+    (``START_LAM_TR_V = 0`` leaves it as it is), to the same fixed point.  Both stop at a
+    relative residual below ``tol`` = 1e-8 with the map contracting by at least 1/2 an
+    evaluation near it (about 1/3 measured), so each state is within 2 ``tol`` (relative,
+    :func:`~gaussmix.theory.solve.state.residual_scale`) of the fixed point: 1e-7 of the
+    order parameters bounds both differences with room (measured 1.2e-10 of the test
+    error)."""
+    mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    kw = dict(lam=5e-3, alpha=1.0, penalty="l1", estimate_error=False)
+    raised = gm.solve(mix, "cross-entropy", **kw)
+    monkeypatch.setattr(lasso_mod, "START_LAM_TR_V", 0.0)
+    plain = gm.solve(mix, "cross-entropy", **kw)
+    assert raised.success and plain.success
+    assert raised.n_iter <= 40 < plain.n_iter, (raised.n_iter, plain.n_iter)
+    for key in ("Q", "V", "M"):
+        a, b = getattr(raised, key), getattr(plain, key)
+        assert np.abs(a - b).max() <= 1e-7 * max(1.0, np.abs(b).max()), key
+    assert raised.test_error == pytest.approx(plain.test_error, abs=1e-7)
 
 
 # ----------------------------------------------------------------------------- L = 1

@@ -43,8 +43,10 @@ from ..channel.channel import (
 )
 from ..numerics.quadrature import QuadratureRule
 from ..numerics.tolerances import LOG_CHART_MAX_LAM
+from ..prior.lasso import START_MAX_LAM, weak_penalty_start
 from ..prior.prior import (
     PriorResult,
+    prior_quadrature_dim,
     prior_update,
     single_precision_phase,
     takes_stacked_points,
@@ -837,12 +839,17 @@ def _start_hats(
 
 def _initial_state(problem: Problem) -> np.ndarray:
     """The prior's image of :func:`initial_hats`, in single precision where a fixed point
-    of ``problem`` starts in it (:func:`~gaussmix.theory.prior.prior.single_precision_phase`):
-    only a starting point."""
+    of ``problem`` starts in it (:func:`~gaussmix.theory.prior.prior.single_precision_phase`),
+    for the multi-output lasso (two or more effective outputs) below
+    :data:`~gaussmix.theory.prior.lasso.START_MAX_LAM` raised to the scale of its fixed points
+    (:func:`~gaussmix.theory.prior.lasso.weak_penalty_start`): only a starting point."""
     Qhat, Mhat, Vhat, lam, ybar = initial_hats(problem)
     single = single_precision_phase(problem)
     pr = prior_update(problem, Qhat, Mhat, Vhat, lam=lam, single=single)
-    return pack_state(pr.Q, pr.M, pr.V, ybar)
+    Q, M, V = pr.Q, pr.M, pr.V
+    if prior_quadrature_dim(problem) > 0 and problem.lam < START_MAX_LAM:
+        Q, M, V = weak_penalty_start(Q, M, V, problem.lam)
+    return pack_state(Q, M, V, ybar)
 
 
 def _state_from_result(problem: Problem, res: Result | dict) -> np.ndarray | None:
