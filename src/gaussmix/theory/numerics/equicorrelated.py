@@ -152,7 +152,8 @@ def _panel_integral(h: float, a: float, s: float, m: int) -> tuple[float, float]
     of order 10 on the same panels, a bound on the coarser one's error, is the error
     returned (plus the mass beyond ``|u| = 9``, below ``2.3e-19``).  Vectorised: about 600
     evaluations of the integrand in a few array operations instead of adaptive quadrature's
-    ~260 scalar ones (measured at K = 10, ``m = 9``: 0.1 ms for 2.4 ms)."""
+    ~260 scalar ones (measured at K = 10, ``m = 9``: the 36 orthants of a solve with its
+    error estimate 4.2 ms for 22 ms, medians of interleaved rounds)."""
     width = min(1.0, s / a)
     n = int(np.ceil(2 * _PANEL_UMAX / width))
     if n > _MAX_EQUI_PANELS:
