@@ -194,37 +194,46 @@ def _worker(case: str) -> None:
     print(json.dumps({"point": tp, "curve": tc}))
 
 
-#: the modules that call the channel by name (this tree's, and those of older trees)
+#: the modules that call the channel by name (this tree's, and those of older trees: the
+#: first that imports defines ``channel_evaluation``)
 _EVALUATING_MODULES = (
     "gaussmix.theory.channel.channel",
+    "gaussmix.theory.channel",
     "gaussmix.theory.solve.fixed_point",
+    "gaussmix.theory.fixed_point",
     "gaussmix.theory.solve.batch",
     "gaussmix.experiments.batched",
 )
 
 
+def _module(name: str):
+    """The module ``name``, or None where the tree has no such module."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
 def _count_worker(case: str) -> None:
     """The channel evaluations and node-evaluations of the case's curve and cold point
     (``--count``), as JSON."""
-    import importlib
     import warnings
 
     import gaussmix as gm
 
     warnings.simplefilter("ignore", gm.IntegrationWarning)
     log: list[tuple[int, int]] = []
-    evaluate = importlib.import_module("gaussmix.theory.channel.channel").channel_evaluation
+    modules = [m for m in map(_module, _EVALUATING_MODULES) if m is not None]
+    evaluate = next(m.channel_evaluation for m in modules if hasattr(m, "channel_evaluation"))
 
     def counted(loss, y, M, b, Q, V, rule, warm=None):
         nodes = getattr(rule, "weights", None)
         log.append((M.shape[0], 0 if nodes is None else nodes.size))
         return evaluate(loss, y, M, b, Q, V, rule, warm)
 
-    for name in _EVALUATING_MODULES:  # (those of the tree: a baseline may be older)
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
+    for module in modules:  # (those of the tree: a baseline may be older)
         if hasattr(module, "channel_evaluation"):
             module.channel_evaluation = counted
     out = {}

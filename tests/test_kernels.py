@@ -17,7 +17,11 @@ from gaussmix.theory.channel.channel import (
 )
 from gaussmix.theory.channel.losses import CrossEntropyLoss, LogisticLoss, ReducedLoss
 from gaussmix.theory.numerics import kernels as _kernels
-from gaussmix.theory.numerics.ce_small_metric import ce_channel_small_metric, small_metric
+from gaussmix.theory.numerics.ce_small_metric import (
+    ce3_channel_small_metric,
+    ce_channel_small_metric,
+    small_metric,
+)
 from gaussmix.theory.numerics.quadrature import MAX_ORDER, GaussHermite
 from gaussmix.theory.numerics.tolerances import PROX_TOL
 from gaussmix.theory.problem.problem import _complement_of_ones
@@ -152,6 +156,31 @@ def test_small_metric_kernel_matches_the_general_kernel(K):
     np.testing.assert_allclose(h_small, h_gen, rtol=0.0, atol=1e-11)
     for a, b in zip(small[:5], gen[:5]):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["small", "tiny", "singular", "cut short"])
+def test_three_class_small_metric_kernel_is_the_general_one_to_the_bit(kind):
+    """The scalar three-class form of the small-metric kernel makes the general one's
+    operations in the same order: the same proximal points, moments and failure count,
+    bit for bit (also where Newton is cut short after one step and every node fails)."""
+    rng = np.random.default_rng(7)
+    v_range = (1e-12, 1e-10) if kind == "tiny" else (1e-3, 6e-2)
+    loss, y, m, Q, V = _ce_state(rng, 3, 2.0, v_range)
+    if kind == "singular":
+        V = np.stack([_metric(rng, 2, [0.0, 0.08]) for _ in range(3)])
+    assert all(small_metric(np.abs(v).sum(axis=1).max(), 2) for v in V)
+    rule = GaussHermite(16, 2)
+    omega = np.ascontiguousarray(m[:, None, :] + rule.nodes @ sqrtm_psd(Q))
+    args = (np.argmax(y, axis=1).astype(np.int64), np.ascontiguousarray(loss.P), omega, V)
+    w, max_iter = np.ascontiguousarray(rule.weights), 1 if kind == "cut short" else 100
+    h_gen, h_ce3 = omega.copy(), omega.copy()
+    gen = ce_channel_small_metric(*args, h_gen, w, PROX_TOL, max_iter)
+    ce3 = ce3_channel_small_metric(*args, h_ce3, w, PROX_TOL, max_iter)
+    assert (gen[-1] > 0) == (kind == "cut short")
+    assert ce3[-1] == gen[-1]
+    np.testing.assert_array_equal(h_ce3, h_gen)
+    for a, b in zip(ce3[:5], gen[:5]):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("K", [3, 4, 5, 7])

@@ -455,37 +455,41 @@ class _CrossEntropyKernel(CompiledKernel):
         omega = np.ascontiguousarray(omega)
         # clusters of small metric (which may be singular, or indefinite by rounding)
         # without V^{-1}; the others by the general kernels
-        vnorm = np.abs(Vc).sum(axis=-1).max(axis=-1)
-        small = np.array([_small.small_metric(float(v), L) for v in vnorm], dtype=bool)
+        small = _small.small_metric(np.abs(Vc).sum(axis=-1).max(axis=-1), L)
         if not small.any():
             out = self._general(P, ylab, omega, Vc, h, w, tol)
         elif small.all():
-            out = _small.ce_channel_small_metric(
-                ylab, P, omega, Vc, h, w, float(tol), PROX_MAX_ITER
-            )
-        else:  # each part on copies of its clusters, the proximal points written back
+            out = self._small(P, ylab, omega, Vc, h, w, tol)
+        else:  # each run of consecutive clusters of one kind on views of its rows (the
+            # proximal points written in place; a curve's points of small metric are
+            # usually one run, those of its largest lambdas or smallest alphas)
             K = ylab.size
             parts = (np.zeros((K, L)), np.zeros((K, L, L)), np.zeros((K, L, L)))
             parts += (np.zeros(K), np.zeros(K))
+            edges = [0, *(np.flatnonzero(small[1:] != small[:-1]) + 1).tolist(), K]
             failed = 0
-            for part in (small, ~small):
-                i = np.flatnonzero(part)
-                hp = np.ascontiguousarray(h[i])
-                om, Vp = np.ascontiguousarray(omega[i]), np.ascontiguousarray(Vc[i])
-                if part is small:
-                    got = _small.ce_channel_small_metric(
-                        ylab[i], P, om, Vp, hp, w, float(tol), PROX_MAX_ITER
-                    )
-                else:
-                    got = self._general(P, ylab[i], om, Vp, hp, w, tol)
-                h[i] = hp
+            for lo, hi in zip(edges[:-1], edges[1:]):
+                part = self._small if small[lo] else self._general
+                got = part(P, ylab[lo:hi], omega[lo:hi], Vc[lo:hi], h[lo:hi], w, tol)
                 for a, b in zip(parts, got[:5]):
-                    a[i] = b
+                    a[lo:hi] = b
                 failed += got[5]
+                if failed:  # the evaluation is lost (its caller raises): stop here
+                    break
             out = (*parts, failed)
         Ef, Eff, Edf, Eloss, Eenv, failed = out
         mom = ChannelMoments(Ef, 0.5 * (Eff + np.swapaxes(Eff, -1, -2)), Edf, Eloss, Eenv)
         return mom, failed
+
+    @staticmethod
+    def _small(P, ylab, omega, Vc, h, w, tol):
+        """:func:`~gaussmix.theory.numerics.ce_small_metric.ce_channel_small_metric` (or
+        ``ce3_channel_small_metric``, its three-class scalar form: the same bits)."""
+        if P.shape == (2, 3):
+            kernel = _small.ce3_channel_small_metric
+        else:
+            kernel = _small.ce_channel_small_metric
+        return kernel(ylab, P, omega, Vc, h, w, float(tol), PROX_MAX_ITER)
 
     @staticmethod
     def _general(P, ylab, omega, Vc, h, w, tol):

@@ -27,6 +27,7 @@ from numba import njit
 
 from .kernels import (
     STEIN_H_FORM,
+    ce3_eval,
     ce_curvature,
     ce_eval,
     ce_system_hessian,
@@ -35,15 +36,16 @@ from .kernels import (
     scaled_residual,
 )
 
-__all__ = ["small_metric", "ce_channel_small_metric"]
+__all__ = ["small_metric", "ce_channel_small_metric", "ce3_channel_small_metric"]
 
 
-def small_metric(vnorm: float, L: int) -> bool:
+def small_metric(vnorm: float | np.ndarray, L: int) -> bool | np.ndarray:
     """Whether a cluster of metric ``V`` (``vnorm`` its max-norm, ``L`` reduced outputs) is
     solved by :func:`ce_channel_small_metric`: ``||V|| sqrt(L) / 2 <``
     :data:`~gaussmix.theory.numerics.kernels.STEIN_H_FORM` bounds ``||V H||`` everywhere
     (the reduced softmax Hessian has ``||H||_2 <= 1/2``, Gershgorin on ``diag p - p p^T``;
-    ``||H||_inf <= sqrt(L) ||H||_2``, ``||V||_2 <= ||V||_inf``)."""
+    ``||H||_inf <= sqrt(L) ||H||_2``, ``||V||_2 <= ||V||_inf``).  Elementwise for an array
+    of max-norms (one per cluster)."""
     return vnorm * 0.5 * math.sqrt(L) < STEIN_H_FORM
 
 
@@ -142,6 +144,127 @@ def ce_channel_small_metric(ylab, P, omega, V, h, w, tol, max_iter):  # pragma: 
                     Eff[c, i, j] += wn * fi * fj
                     quad += fi * Vc[i, j] * fj
                     Edf[c, i, j] += wn * X[i, j]
+            Eloss[c] += wn * lval
+            Eenv[c] += wn * (0.5 * quad + lval)
+    return Ef, Eff, Edf, Eloss, Eenv, n_failed
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def _near_identity_solve2(a00, a01, a10, a11, b00, b01, b10, b11, r0, r1):  # pragma: no cover
+    """:func:`_near_identity_solve` for ``L = 2`` and one right-hand side ``r``, in
+    scalars: ``(I + A B)^{-1} r`` by the same operations in the same order."""
+    m00 = 1.0 + a00 * b00 + a01 * b10
+    m01 = 0.0 + a00 * b01 + a01 * b11
+    m10 = 0.0 + a10 * b00 + a11 * b10
+    m11 = 1.0 + a10 * b01 + a11 * b11
+    f = m10 / m00
+    m11 -= f * m01
+    r1 -= f * r0
+    x1 = r1 / m11
+    x0 = (r0 - m01 * x1) / m00
+    return x0, x1
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def _ce3_hessian(P, p0, p1, p2, q0, q1):  # pragma: no cover - compiled
+    """The reduced Hessian ``H = P (diag p - p p^T) P^T`` of three classes, each entry
+    rounded as :func:`~gaussmix.theory.numerics.kernels.ce_system_hessian` rounds it
+    (``-Pp_i Pp_j + sum_k (P_ik p_k) P_jk`` in the order of ``k``; ``H_01`` and ``H_10``
+    may differ in the last bit)."""
+    r00, r01, r02 = P[0, 0] * p0, P[0, 1] * p1, P[0, 2] * p2
+    r10, r11, r12 = P[1, 0] * p0, P[1, 1] * p1, P[1, 2] * p2
+    h00 = -(q0 * q0) + r00 * P[0, 0] + r01 * P[0, 1] + r02 * P[0, 2]
+    h01 = -(q0 * q1) + r00 * P[1, 0] + r01 * P[1, 1] + r02 * P[1, 2]
+    h10 = -(q1 * q0) + r10 * P[0, 0] + r11 * P[0, 1] + r12 * P[0, 2]
+    h11 = -(q1 * q1) + r10 * P[1, 0] + r11 * P[1, 1] + r12 * P[1, 2]
+    return h00, h01, h10, h11
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def ce3_channel_small_metric(ylab, P, omega, V, h, w, tol, max_iter):  # pragma: no cover
+    """:func:`ce_channel_small_metric` for three classes (two reduced outputs), in scalar
+    arithmetic: the same operations in the same order, so the same proximal points and
+    moments to the bit (``tests/test_kernels.py``), without the loops over arrays of two
+    and three entries (as :func:`~gaussmix.theory.numerics.kernels.ce3_channel` is the
+    general kernel's)."""
+    K, N, _ = omega.shape
+    Ef = np.zeros((K, 2))
+    Eff = np.zeros((K, 2, 2))
+    Edf = np.zeros((K, 2, 2))
+    Eloss = np.zeros(K)
+    Eenv = np.zeros(K)
+    n_failed = 0
+    for c in range(K):
+        yc = ylab[c]
+        v00, v01, v10, v11 = V[c, 0, 0], V[c, 0, 1], V[c, 1, 0], V[c, 1, 1]
+        vnorm = max(0.0, 0.0 + abs(v00) + abs(v01))
+        vnorm = max(vnorm, 0.0 + abs(v10) + abs(v11))
+        for n in range(N):
+            u0 = h[c, n, 0]
+            u1 = h[c, n, 1]
+            o0 = omega[c, n, 0]
+            o1 = omega[c, n, 1]
+            lval, p0, p1, p2, q0, q1, g0, g1 = ce3_eval(u0, u1, P, yc)
+            ok = False
+            for _ in range(max_iter):
+                r0 = u0 - o0 + v00 * g0 + v01 * g1
+                r1 = u1 - o1 + v10 * g0 + v11 * g1
+                res = 0.0
+                if abs(r0) > res:
+                    res = abs(r0)
+                if abs(r1) > res:
+                    res = abs(r1)
+                # the node's scale (node_scale, ce_curvature: the first largest p_k)
+                a = max(max(0.0, abs(o0)), abs(o1))
+                b = max(max(0.0, abs(u0)), abs(u1))
+                kmax = 0
+                pmax = p0
+                if p1 > pmax:
+                    kmax = 1
+                    pmax = p1
+                if p2 > pmax:
+                    kmax = 2
+                if kmax == 0:
+                    curv = 2.0 * (0.0 + p1 + p2)
+                elif kmax == 1:
+                    curv = 2.0 * (0.0 + p0 + p2)
+                else:
+                    curv = 2.0 * (0.0 + p0 + p1)
+                if res <= tol * ((1.0 + a + b) * (1.0 + vnorm * curv)):
+                    ok = True
+                    break
+                h00, h01, h10, h11 = _ce3_hessian(P, p0, p1, p2, q0, q1)
+                x0, x1 = _near_identity_solve2(v00, v01, v10, v11, h00, h01, h10, h11, r0, r1)
+                u0 -= x0
+                u1 -= x1
+                lval, p0, p1, p2, q0, q1, g0, g1 = ce3_eval(u0, u1, P, yc)
+            h[c, n, 0] = u0
+            h[c, n, 1] = u1
+            if not ok:
+                n_failed += 1
+            # the Stein term (I + H V)^{-1} H, a column of H at a time (see the kernel
+            # above)
+            h00, h01, h10, h11 = _ce3_hessian(P, p0, p1, p2, q0, q1)
+            x00, x10 = _near_identity_solve2(h00, h01, h10, h11, v00, v01, v10, v11, h00, h10)
+            x01, x11 = _near_identity_solve2(h00, h01, h10, h11, v00, v01, v10, v11, h01, h11)
+            wn = w[n]
+            f0 = -g0
+            f1 = -g1
+            quad = 0.0
+            Ef[c, 0] += wn * f0
+            Eff[c, 0, 0] += wn * f0 * f0
+            quad += f0 * v00 * f0
+            Edf[c, 0, 0] += wn * x00
+            Eff[c, 0, 1] += wn * f0 * f1
+            quad += f0 * v01 * f1
+            Edf[c, 0, 1] += wn * x01
+            Ef[c, 1] += wn * f1
+            Eff[c, 1, 0] += wn * f1 * f0
+            quad += f1 * v10 * f0
+            Edf[c, 1, 0] += wn * x10
+            Eff[c, 1, 1] += wn * f1 * f1
+            quad += f1 * v11 * f1
+            Edf[c, 1, 1] += wn * x11
             Eloss[c] += wn * lval
             Eenv[c] += wn * (0.5 * quad + lval)
     return Ef, Eff, Edf, Eloss, Eenv, n_failed

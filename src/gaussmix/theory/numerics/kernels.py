@@ -949,3 +949,4 @@ def bvnu_rows(h, k, r, x, w, x6, w6, x12, w12):  # pragma: no cover - compiled
 #: (:mod:`gaussmix.theory.numerics.ce_small_metric`)
 ce_eval, ce_system_hessian, scaled_residual = _ce_eval, _ce_system_hessian, _scaled_residual
 ce_curvature, node_scale, max_row_sum = _ce_curvature, _node_scale, _max_row_sum
+ce3_eval = _ce3_eval
