@@ -77,6 +77,9 @@ __all__ = [
     "MAX_OVERLAY_POINTS",
     "WARM_CONTROLS",
     "warm_start",
+    "TYPICAL_FACTOR",
+    "TYPICAL_FLOOR",
+    "TYPICAL_FROM",
 ]
 
 #: points of the coarse pass drawn first (:func:`start_curve`'s ``coarse``, :class:`Session`)
@@ -108,6 +111,25 @@ POINT_BUDGET = 300
 #: take 32 and 17 steps from there; the slowest points that the continuation solved took
 #: 78 and 116 (from the curve before: 404 and 239), within this share
 FIRST_TRY_SHARE = 0.5
+
+#: the budget of a point of a curve at the screen precision once :data:`TYPICAL_FROM`
+#: points of it have been solved (:meth:`CurveJob._budgeted`): at most
+#: :data:`TYPICAL_FACTOR` times the median steps those points took (their starts
+#: together), and never under :data:`TYPICAL_FLOOR` steps (nor over :data:`POINT_BUDGET`).
+#: A point past the solver's reach took the whole :data:`POINT_BUDGET` before it was drawn
+#: missing: 1.3-1.7 s of the two sampled K = 3 cross-entropy lassos with one (lam = 9.63
+#: and 6.1e-4, after the lambda slider's move; ``benchmarks/bench_explore.py``), whose
+#: other points take a median of 2 and 13 steps.  Over the 29 sampled states with K <= 3
+#: the slowest point that converged took 17 times its curve's median (83 steps against 5,
+#: near a lasso's transition: now drawn missing, the one point lost); 10 times drew two
+#: points of a ridge at 21-29 steps missing.  Counted, not timed
+TYPICAL_FACTOR = 20
+#: the least budget of a point that the median of its curve's points sets
+#: (:data:`TYPICAL_FACTOR`)
+TYPICAL_FLOOR = 40
+#: points of a curve solved before their median steps set the budget of the next
+#: (:data:`TYPICAL_FACTOR`)
+TYPICAL_FROM = 3
 
 #: test hook: the environment variable naming a coarse pass's budget in seconds instead of
 #: :data:`COARSE_BUDGET_S` (read when a job starts; ``inf``: the whole pass), so that a test
@@ -146,12 +168,15 @@ class _PointSteps:
     spent : int
         Steps the point took before it started again from the neighbouring curve's fixed
         points (0: its first start).
+    whole : float
+        Steps the point may take over all its starts (set at its first start).
     """
 
     taken: int = 0
     limit: float = math.inf
     along: bool = False
     spent: int = 0
+    whole: float = math.inf
 
     def start(self, limit: float, along: bool) -> None:
         """A new start of the point being solved (or of the next one): ``limit`` steps."""
@@ -401,7 +426,14 @@ class CurveJob(_Job):
             self.table = _library_curve(self.state, point, values, self._solved(point), self.init)
         else:
             self.table = self._budgeted(point, values, self.point_budget)
-        CACHE.put(key, (copy_table(self.table), [dict(r) for r in self.rows], list(self.warnings)))
+        # the rows as they arrived (a row without a fixed point with its reason: a move
+        # back lists it again)
+        reasons = dict(self.failed)
+        cached = [
+            dict(r) if r["converged"] else {**r, "_reason": reasons[float(r[self._x])]}
+            for r in self.rows
+        ]
+        CACHE.put(key, (copy_table(self.table), cached, list(self.warnings)))
 
     def _solved(self, point: Any) -> Callable[[dict, FixedPointResult | None], None]:
         """The library curve's callback: each row with its order parameters, then the
@@ -419,7 +451,9 @@ class CurveJob(_Job):
     def _budgeted(self, point: Any, values: np.ndarray, budget: int) -> CurveTable:
         """The library's curve over ``values`` with each point's steps counted (the
         cooperative stop, within one evaluation of the map): a point past ``budget`` steps
-        (``budget`` for each point of a stacked solve, :func:`_stacks`) that had a fixed
+        (``budget`` for each point of a stacked solve, :func:`_stacks`; once
+        :data:`TYPICAL_FROM` points are solved, :data:`TYPICAL_FACTOR` times their median
+        steps, at least :data:`TYPICAL_FLOOR`, if that is less) that had a fixed
         point to start from (of ``init``, or one solved before it: a cold point has no
         budget, so that a curve whose cold start is slow is never drawn all missing) is
         stopped and
@@ -446,6 +480,15 @@ class CurveJob(_Job):
         solved = self._solved(point)
 
         now = _PointSteps()  # the point being solved
+        costs: list[int] = []  # the steps of each point solved (its starts together)
+
+        def whole() -> float:
+            # the budget of the next point over all its starts: the screen precision's, or
+            # the curve's typical cost's once it has one
+            if len(costs) < TYPICAL_FROM:
+                return budget
+            typical = TYPICAL_FACTOR * float(np.median(costs))
+            return min(budget, max(TYPICAL_FLOOR, math.ceil(typical)))
 
         def limit(n: int, along: bool) -> float:
             # the budget of the next point (n: points left; along: started by the
@@ -455,9 +498,12 @@ class CurveJob(_Job):
             if _stacks(point, n):
                 return budget * n
             if now.spent:  # started again from init: what is left of the point's budget
-                return budget - now.spent
+                return now.whole - now.spent
+            now.whole = whole()
             # with a neighbouring curve, the continuation's share; then init (_budgeted)
-            return math.ceil(FIRST_TRY_SHARE * budget) if along and self.init else budget
+            if along and self.init:
+                return math.ceil(FIRST_TRY_SHARE * now.whole)
+            return now.whole
 
         def check() -> None:
             self._check()
@@ -466,8 +512,11 @@ class CurveJob(_Job):
         def hook(row: dict, result: FixedPointResult | None) -> None:
             i = order[len(rows)]
             rows[i], results[i] = dict(row), result
+            if result is not None and math.isfinite(now.limit):
+                costs.append(now.spent + now.taken)
             now.spent = 0
-            now.start(limit(1, True), along=True)
+            if len(rows) < len(values):
+                now.start(limit(1, True), along=True)
             solved(row, result)
 
         stopped = False  # whether a point has been stopped by the budget
@@ -485,7 +534,7 @@ class CurveJob(_Job):
                     _library_curve(self.state, point, values[sorted(rest)], hook, init)
             except _PointOverBudget:
                 used = int(now.spent + now.limit)
-                if now.along and self.init and used < budget:
+                if now.along and self.init and used < now.whole:
                     now.spent = used  # the same point again, from init
                     continue
                 now.spent = 0
