@@ -45,6 +45,9 @@ import numpy as np
 from gaussmix.core.caught import routed
 from gaussmix.core.interrupt import interruptible
 
+from .budget import PointOverBudget as _PointOverBudget
+from .budget import PointSteps as _PointSteps
+from .budget import restart as _restart
 from .cache import CACHE, CACHE_SIZE, cache_key, clear_cache, copy_table
 from .overlays import MAX_OVERLAY_POINTS, Overlay
 from .overlays import evenly as _evenly
@@ -143,50 +146,6 @@ class _Cancelled(Exception):
 
 class _OverBudget(Exception):
     """Raised in a job's thread when its coarse pass has spent :data:`COARSE_BUDGET_S`."""
-
-
-class _PointOverBudget(Exception):
-    """Raised in a job's thread when a point of its curve has taken :data:`POINT_BUDGET`
-    steps."""
-
-
-@dataclasses.dataclass
-class _PointSteps:
-    """The budget of the point of a curve being solved (:meth:`CurveJob._budgeted`): the
-    steps of its current start against that start's limit, and what an earlier start of
-    the same point spent.
-
-    Attributes
-    ----------
-    taken : int
-        Steps of the solver since the point's current start.
-    limit : float
-        Steps that start may take (``math.inf``: a cold start, without a budget).
-    along : bool
-        Whether the continuation along the curve started it (from the point solved
-        before it), not the library call's ``init``.
-    spent : int
-        Steps the point took before it started again from the neighbouring curve's fixed
-        points (0: its first start).
-    whole : float
-        Steps the point may take over all its starts (set at its first start).
-    """
-
-    taken: int = 0
-    limit: float = math.inf
-    along: bool = False
-    spent: int = 0
-    whole: float = math.inf
-
-    def start(self, limit: float, along: bool) -> None:
-        """A new start of the point being solved (or of the next one): ``limit`` steps."""
-        self.taken, self.limit, self.along = 0, limit, along
-
-    def step(self) -> None:
-        """One step of the solver; :class:`_PointOverBudget` past the start's limit."""
-        self.taken += 1
-        if self.taken > self.limit:
-            raise _PointOverBudget
 
 
 # ============================================================================ warnings
@@ -591,33 +550,6 @@ class CurveJob(_Job):
         self.refining = bool(rows)  # a coarse curve to refine (none: stopped at once)
         if self._on_preview is not None:
             self._on_preview(self.preview)
-
-
-def _restart(
-    init: list[FixedPointResult],
-    results: dict[int, FixedPointResult | None],
-    stopped: bool,
-) -> list[FixedPointResult]:
-    """The fixed points that start the library's curve over the points not yet solved
-    (:meth:`CurveJob._budgeted`; the library's ``init``: its nearest starts the first of
-    them): those of the neighbouring curve ``init`` (:func:`warm_start`) and the fixed
-    points ``results`` solved so far, or, once a point has been ``stopped`` by the
-    budget and ``init`` is not empty, those of ``init`` alone.
-
-    The point after a stopped one lies beyond a region that the continuation from this
-    curve's points did not cross; the nearest of them (before the stop) is a start that
-    the library's capped warm start gives up only after twice its own iterations, before
-    its cold start.  Measured on the two slowest states of the explorer's sampled space
-    (K = 3 cross-entropy lasso, lam = 6.1e-4 and 6.6e-4, after the lambda slider's move
-    from half a decade above; ``benchmarks/bench_explore.py``): the point after the
-    stopped one took 239 + 29 and 139 + 26 steps from the point before the stop (its
-    warm start given up, then cold), 19 and 14 from the curve before's point at the same
-    alpha.  Without ``init`` (a curve that started cold) the points solved so far are
-    all there is: its cold start has the budget too."""
-    solved = [r for r in results.values() if r is not None]
-    if stopped and init:
-        return list(init)
-    return init + solved
 
 
 def _library_curve(
