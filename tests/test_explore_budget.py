@@ -166,3 +166,59 @@ def test_the_start_after_a_stop():
     assert engine._restart(near, solved, stopped=True) == near
     # a curve that started cold: the points solved so far are all there is
     assert engine._restart([], solved, stopped=True) == ["a", "b"]
+
+
+def _steps(job: CurveJob) -> list[int]:
+    """The steps of each row of a budgeted curve in the order solved (its ``n_iter``)."""
+    return [int(r["n_iter"]) for r in job.rows]
+
+
+@pytest.fixture(scope="module")
+def sweep() -> CurveJob:
+    """SWEEP with the default budgets: no point stopped (its points take 7-10 steps)."""
+    return _run(SWEEP)
+
+
+def test_a_point_far_over_its_curves_typical_steps_is_drawn_missing(monkeypatch, sweep):
+    # the sweep's points' steps in the order solved (the first cold), none stopped
+    assert not sweep.failed
+    steps = _steps(sweep)
+    # the budget of a point after TYPICAL_FROM solved (the cold one not counted): the
+    # median of their steps (factor 1, no floor); the first point over it is stopped there
+    monkeypatch.setattr(engine, "TYPICAL_FROM", 3)
+    monkeypatch.setattr(engine, "TYPICAL_FACTOR", 1)
+    monkeypatch.setattr(engine, "TYPICAL_FLOOR", 1)
+    over = next(k for k in range(4, len(steps)) if steps[k] > np.median(steps[1:k]))
+    limit = math.ceil(np.median(steps[1:over]))
+    job = _run(SWEEP)
+    assert _steps(job)[:over] == steps[:over]  # the points before it: as unbudgeted
+    _, values = setup(SWEEP)
+    stopped = values[::-1][over]  # (solved from the largest lambda)
+    assert job.failed[0][0] == stopped
+    assert f"within the screen precision's {limit} iterations" in job.failed[0][1]
+    assert job.table.n_iter[job.table.lam == stopped].item() == limit
+
+
+@pytest.fixture(scope="module")
+def hopeless_start() -> list:
+    """HOPELESS's library curve at alpha = 3.6 alone (the start of its budgeted curves)."""
+    point, values = setup(HOPELESS)
+    kw = {**point.penalty_kw, **point.solve_kw}
+    return list(
+        gm.learning_curve(point.mixture, point.loss, values[1:], lam=point.lam, **kw).points
+    )
+
+
+@pytest.fixture
+def hopeless(monkeypatch, hopeless_start):
+    """HOPELESS's start and a budget of 20 steps."""
+    monkeypatch.setattr(engine, "POINT_BUDGET", 20)
+    return hopeless_start
+
+
+def test_a_curve_with_a_point_missing_comes_back_from_the_cache_with_its_reason(hopeless):
+    job = _run(HOPELESS, init=hopeless)
+    again = engine.start_curve(HOPELESS, init=hopeless)
+    again.wait(HANG)
+    assert again.cached and again.error is None
+    assert again.failed == job.failed and not again.rows[0]["converged"]

@@ -45,6 +45,9 @@ import numpy as np
 from gaussmix.core.caught import routed
 from gaussmix.core.interrupt import interruptible
 
+from .budget import PointOverBudget as _PointOverBudget
+from .budget import PointSteps as _PointSteps
+from .budget import restart as _restart
 from .cache import CACHE, CACHE_SIZE, cache_key, clear_cache, copy_table
 from .overlays import MAX_OVERLAY_POINTS, Overlay
 from .overlays import evenly as _evenly
@@ -77,6 +80,9 @@ __all__ = [
     "MAX_OVERLAY_POINTS",
     "WARM_CONTROLS",
     "warm_start",
+    "TYPICAL_FACTOR",
+    "TYPICAL_FLOOR",
+    "TYPICAL_FROM",
 ]
 
 #: points of the coarse pass drawn first (:func:`start_curve`'s ``coarse``, :class:`Session`)
@@ -109,6 +115,25 @@ POINT_BUDGET = 300
 #: 78 and 116 (from the curve before: 404 and 239), within this share
 FIRST_TRY_SHARE = 0.5
 
+#: the budget of a point of a curve at the screen precision once :data:`TYPICAL_FROM`
+#: points of it have been solved (:meth:`CurveJob._budgeted`): at most
+#: :data:`TYPICAL_FACTOR` times the median steps those points took (their starts
+#: together), and never under :data:`TYPICAL_FLOOR` steps (nor over :data:`POINT_BUDGET`).
+#: A point past the solver's reach took the whole :data:`POINT_BUDGET` before it was drawn
+#: missing: 1.3-1.7 s of the two sampled K = 3 cross-entropy lassos with one (lam = 9.63
+#: and 6.1e-4, after the lambda slider's move; ``benchmarks/bench_explore.py``), whose
+#: other points take a median of 2 and 13 steps.  Over the 29 sampled states with K <= 3
+#: the slowest point that converged took 17 times its curve's median (83 steps against 5,
+#: near a lasso's transition: now drawn missing, the one point lost); 10 times drew two
+#: points of a ridge at 21-29 steps missing.  Counted, not timed
+TYPICAL_FACTOR = 20
+#: the least budget of a point that the median of its curve's points sets
+#: (:data:`TYPICAL_FACTOR`)
+TYPICAL_FLOOR = 40
+#: points of a curve solved before their median steps set the budget of the next
+#: (:data:`TYPICAL_FACTOR`)
+TYPICAL_FROM = 3
+
 #: test hook: the environment variable naming a coarse pass's budget in seconds instead of
 #: :data:`COARSE_BUDGET_S` (read when a job starts; ``inf``: the whole pass), so that a test
 #: served explorer draws a coarse pass whole on a machine of any speed.  Not for other uses.
@@ -121,47 +146,6 @@ class _Cancelled(Exception):
 
 class _OverBudget(Exception):
     """Raised in a job's thread when its coarse pass has spent :data:`COARSE_BUDGET_S`."""
-
-
-class _PointOverBudget(Exception):
-    """Raised in a job's thread when a point of its curve has taken :data:`POINT_BUDGET`
-    steps."""
-
-
-@dataclasses.dataclass
-class _PointSteps:
-    """The budget of the point of a curve being solved (:meth:`CurveJob._budgeted`): the
-    steps of its current start against that start's limit, and what an earlier start of
-    the same point spent.
-
-    Attributes
-    ----------
-    taken : int
-        Steps of the solver since the point's current start.
-    limit : float
-        Steps that start may take (``math.inf``: a cold start, without a budget).
-    along : bool
-        Whether the continuation along the curve started it (from the point solved
-        before it), not the library call's ``init``.
-    spent : int
-        Steps the point took before it started again from the neighbouring curve's fixed
-        points (0: its first start).
-    """
-
-    taken: int = 0
-    limit: float = math.inf
-    along: bool = False
-    spent: int = 0
-
-    def start(self, limit: float, along: bool) -> None:
-        """A new start of the point being solved (or of the next one): ``limit`` steps."""
-        self.taken, self.limit, self.along = 0, limit, along
-
-    def step(self) -> None:
-        """One step of the solver; :class:`_PointOverBudget` past the start's limit."""
-        self.taken += 1
-        if self.taken > self.limit:
-            raise _PointOverBudget
 
 
 # ============================================================================ warnings
@@ -401,7 +385,14 @@ class CurveJob(_Job):
             self.table = _library_curve(self.state, point, values, self._solved(point), self.init)
         else:
             self.table = self._budgeted(point, values, self.point_budget)
-        CACHE.put(key, (copy_table(self.table), [dict(r) for r in self.rows], list(self.warnings)))
+        # the rows as they arrived (a row without a fixed point with its reason: a move
+        # back lists it again)
+        reasons = dict(self.failed)
+        cached = [
+            dict(r) if r["converged"] else {**r, "_reason": reasons[float(r[self._x])]}
+            for r in self.rows
+        ]
+        CACHE.put(key, (copy_table(self.table), cached, list(self.warnings)))
 
     def _solved(self, point: Any) -> Callable[[dict, FixedPointResult | None], None]:
         """The library curve's callback: each row with its order parameters, then the
@@ -419,7 +410,9 @@ class CurveJob(_Job):
     def _budgeted(self, point: Any, values: np.ndarray, budget: int) -> CurveTable:
         """The library's curve over ``values`` with each point's steps counted (the
         cooperative stop, within one evaluation of the map): a point past ``budget`` steps
-        (``budget`` for each point of a stacked solve, :func:`_stacks`) that had a fixed
+        (``budget`` for each point of a stacked solve, :func:`_stacks`; once
+        :data:`TYPICAL_FROM` points are solved, :data:`TYPICAL_FACTOR` times their median
+        steps, at least :data:`TYPICAL_FLOOR`, if that is less) that had a fixed
         point to start from (of ``init``, or one solved before it: a cold point has no
         budget, so that a curve whose cold start is slow is never drawn all missing) is
         stopped and
@@ -446,6 +439,15 @@ class CurveJob(_Job):
         solved = self._solved(point)
 
         now = _PointSteps()  # the point being solved
+        costs: list[int] = []  # the steps of each point solved (its starts together)
+
+        def whole() -> float:
+            # the budget of the next point over all its starts: the screen precision's, or
+            # the curve's typical cost's once it has one
+            if len(costs) < TYPICAL_FROM:
+                return budget
+            typical = TYPICAL_FACTOR * float(np.median(costs))
+            return min(budget, max(TYPICAL_FLOOR, math.ceil(typical)))
 
         def limit(n: int, along: bool) -> float:
             # the budget of the next point (n: points left; along: started by the
@@ -455,9 +457,12 @@ class CurveJob(_Job):
             if _stacks(point, n):
                 return budget * n
             if now.spent:  # started again from init: what is left of the point's budget
-                return budget - now.spent
+                return now.whole - now.spent
+            now.whole = whole()
             # with a neighbouring curve, the continuation's share; then init (_budgeted)
-            return math.ceil(FIRST_TRY_SHARE * budget) if along and self.init else budget
+            if along and self.init:
+                return math.ceil(FIRST_TRY_SHARE * now.whole)
+            return now.whole
 
         def check() -> None:
             self._check()
@@ -466,8 +471,11 @@ class CurveJob(_Job):
         def hook(row: dict, result: FixedPointResult | None) -> None:
             i = order[len(rows)]
             rows[i], results[i] = dict(row), result
+            if result is not None and math.isfinite(now.limit):
+                costs.append(now.spent + now.taken)
             now.spent = 0
-            now.start(limit(1, True), along=True)
+            if len(rows) < len(values):
+                now.start(limit(1, True), along=True)
             solved(row, result)
 
         stopped = False  # whether a point has been stopped by the budget
@@ -485,7 +493,7 @@ class CurveJob(_Job):
                     _library_curve(self.state, point, values[sorted(rest)], hook, init)
             except _PointOverBudget:
                 used = int(now.spent + now.limit)
-                if now.along and self.init and used < budget:
+                if now.along and self.init and used < now.whole:
                     now.spent = used  # the same point again, from init
                     continue
                 now.spent = 0
@@ -542,33 +550,6 @@ class CurveJob(_Job):
         self.refining = bool(rows)  # a coarse curve to refine (none: stopped at once)
         if self._on_preview is not None:
             self._on_preview(self.preview)
-
-
-def _restart(
-    init: list[FixedPointResult],
-    results: dict[int, FixedPointResult | None],
-    stopped: bool,
-) -> list[FixedPointResult]:
-    """The fixed points that start the library's curve over the points not yet solved
-    (:meth:`CurveJob._budgeted`; the library's ``init``: its nearest starts the first of
-    them): those of the neighbouring curve ``init`` (:func:`warm_start`) and the fixed
-    points ``results`` solved so far, or, once a point has been ``stopped`` by the
-    budget and ``init`` is not empty, those of ``init`` alone.
-
-    The point after a stopped one lies beyond a region that the continuation from this
-    curve's points did not cross; the nearest of them (before the stop) is a start that
-    the library's capped warm start gives up only after twice its own iterations, before
-    its cold start.  Measured on the two slowest states of the explorer's sampled space
-    (K = 3 cross-entropy lasso, lam = 6.1e-4 and 6.6e-4, after the lambda slider's move
-    from half a decade above; ``benchmarks/bench_explore.py``): the point after the
-    stopped one took 239 + 29 and 139 + 26 steps from the point before the stop (its
-    warm start given up, then cold), 19 and 14 from the curve before's point at the same
-    alpha.  Without ``init`` (a curve that started cold) the points solved so far are
-    all there is: its cold start has the budget too."""
-    solved = [r for r in results.values() if r is not None]
-    if stopped and init:
-        return list(init)
-    return init + solved
 
 
 def _library_curve(

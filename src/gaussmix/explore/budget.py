@@ -1,0 +1,87 @@
+"""The explorer's budget of a point of a curve at the screen precision: the steps of the
+point being solved and where the curve goes on after a point stopped by it
+(:meth:`gaussmix.explore.engine.CurveJob._budgeted`, whose budgets are
+:data:`~gaussmix.explore.engine.POINT_BUDGET` and its neighbours)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gaussmix.theory.solve.results import FixedPointResult
+
+__all__ = ["PointOverBudget", "PointSteps", "restart"]
+
+
+class PointOverBudget(Exception):
+    """Raised in a job's thread when a point of its curve has taken its budget's steps
+    (:data:`~gaussmix.explore.engine.POINT_BUDGET`)."""
+
+
+@dataclasses.dataclass
+class PointSteps:
+    """The budget of the point of a curve being solved
+    (:meth:`~gaussmix.explore.engine.CurveJob._budgeted`): the steps of its current start
+    against that start's limit, and what an earlier start of the same point spent.
+
+    Attributes
+    ----------
+    taken : int
+        Steps of the solver since the point's current start.
+    limit : float
+        Steps that start may take (``math.inf``: a cold start, without a budget).
+    along : bool
+        Whether the continuation along the curve started it (from the point solved
+        before it), not the library call's ``init``.
+    spent : int
+        Steps the point took before it started again from the neighbouring curve's fixed
+        points (0: its first start).
+    whole : float
+        Steps the point may take over all its starts (set at its first start).
+    """
+
+    taken: int = 0
+    limit: float = math.inf
+    along: bool = False
+    spent: int = 0
+    whole: float = math.inf
+
+    def start(self, limit: float, along: bool) -> None:
+        """A new start of the point being solved (or of the next one): ``limit`` steps."""
+        self.taken, self.limit, self.along = 0, limit, along
+
+    def step(self) -> None:
+        """One step of the solver; :class:`PointOverBudget` past the start's limit."""
+        self.taken += 1
+        if self.taken > self.limit:
+            raise PointOverBudget
+
+
+def restart(
+    init: list[FixedPointResult],
+    results: dict[int, FixedPointResult | None],
+    stopped: bool,
+) -> list[FixedPointResult]:
+    """The fixed points that start the library's curve over the points not yet solved
+    (:meth:`~gaussmix.explore.engine.CurveJob._budgeted`; the library's ``init``: its
+    nearest starts the first of them): those of the neighbouring curve ``init``
+    (:func:`~gaussmix.explore.engine.warm_start`) and the fixed points ``results`` solved
+    so far, or, once a point has been ``stopped`` by the
+    budget and ``init`` is not empty, those of ``init`` alone.
+
+    The point after a stopped one lies beyond a region that the continuation from this
+    curve's points did not cross; the nearest of them (before the stop) is a start that
+    the library's capped warm start gives up only after twice its own iterations, before
+    its cold start.  Measured on the two slowest states of the explorer's sampled space
+    (K = 3 cross-entropy lasso, lam = 6.1e-4 and 6.6e-4, after the lambda slider's move
+    from half a decade above; ``benchmarks/bench_explore.py``): the point after the
+    stopped one took 239 + 29 and 139 + 26 steps from the point before the stop (its
+    warm start given up, then cold), 19 and 14 from the curve before's point at the same
+    alpha.  Without ``init`` (a curve that started cold) the points solved so far are
+    all there is: its cold start has the budget too."""
+    solved = [r for r in results.values() if r is not None]
+    if stopped and init:
+        return list(init)
+    return init + solved
