@@ -55,7 +55,7 @@ from gaussmix.studies import prepare_realdata
 from gaussmix.theory.numerics import tolerances
 from gaussmix.theory.prior import prior as prior_module
 from gaussmix.theory.prior.dense import dense_ridge_terms
-from gaussmix.theory.solve import fixed_point, iteration, refinement
+from gaussmix.theory.solve import batch_solve, coarse_axes, fixed_point, iteration, refinement
 
 warnings.simplefilter("ignore", gm.IntegrationWarning)
 
@@ -73,16 +73,32 @@ PART_CPU: dict[str, list[float]] = {name: [] for name in PARTS}
 #: the dense prior's evaluations of the current alpha and of the curve, by precision
 POINT_EVALS: dict[bool, list[float]] = {False: [], True: []}
 EVALUATIONS: dict[bool, list[float]] = {False: [], True: []}
+CURVE_COARSE: dict[bool, list[float]] = {False: [], True: []}
 
 
-def _timed_prior(*args, **kwargs):
-    """:func:`dense_ridge_terms` as the prior calls it, its CPU time recorded."""
+#: the active axes of the problem's own covariance (a prior on fewer is the coarse phase's,
+#: :mod:`gaussmix.theory.solve.coarse_axes`)
+FULL_AXES: list[int] = []
+#: CPU seconds of the coarse phase's priors (on the covariances' leading axes), by precision
+COARSE_CPU: dict[bool, list[float]] = {False: [], True: []}
+COARSE_EVALS: dict[bool, list[float]] = {False: [], True: []}
+
+
+def _timed_prior(cov, *args, **kwargs):
+    """:func:`dense_ridge_terms` as the prior calls it, its CPU time recorded (by precision,
+    and apart where it runs on the coarse phase's leading axes)."""
     t = time.process_time()
-    out = dense_ridge_terms(*args, **kwargs)
+    out = dense_ridge_terms(cov, *args, **kwargs)
     single = bool(kwargs.get("single", False))
+    cpu = time.process_time() - t
+    if FULL_AXES and int(np.count_nonzero(cov.active)) < FULL_AXES[0]:
+        PRECISIONS.append("c" if single else "C")
+        COARSE_CPU[single].append(cpu)
+        COARSE_EVALS[single].append(cpu)
+        return out
     PRECISIONS.append("s" if single else "D")
-    PRIOR_CPU[single].append(time.process_time() - t)
-    POINT_EVALS[single].append(time.process_time() - t)
+    PRIOR_CPU[single].append(cpu)
+    POINT_EVALS[single].append(cpu)
     return out
 
 
@@ -105,7 +121,7 @@ def _traced_iterate(T, *args, callback=None, **kwargs):
             callback(i, residual)
 
     out = iteration.iterate(T, *args, callback=on_evaluation, **kwargs)
-    if not T.single:
+    if isinstance(T, fixed_point.FixedPointMap) and not T.single:  # (not a corrected map)
         LAST_RUN.update(T=T, x=out.x)
     return out
 
@@ -167,7 +183,7 @@ def _time_phases() -> None:
 
 
 def _clear_phases() -> None:
-    for calls in (*PRIOR_CPU.values(), *PART_CPU.values()):
+    for calls in (*PRIOR_CPU.values(), *COARSE_CPU.values(), *PART_CPU.values()):
         calls.clear()
 
 
@@ -178,8 +194,13 @@ def _phases(cpu: float) -> str:
         f"{len(PRIOR_CPU[s])} {name} priors {sum(PRIOR_CPU[s]):.2f} s"
         for s, name in ((True, "single"), (False, "double"))
     ]
+    parts += [
+        f"{len(COARSE_CPU[s])} coarse {name} priors {sum(COARSE_CPU[s]):.2f} s"
+        for s, name in ((True, "single"), (False, "double"))
+        if COARSE_CPU[s]
+    ]
     parts += [f"{len(v)} {name} {sum(v):.2f} s" for name, v in PART_CPU.items()]
-    timed = sum(map(sum, PRIOR_CPU.values())) + sum(map(sum, PART_CPU.values()))
+    timed = sum(map(sum, (*PRIOR_CPU.values(), *COARSE_CPU.values(), *PART_CPU.values())))
     return "; ".join(parts) + f"; the rest {cpu - timed:.2f} s"
 
 
@@ -227,10 +248,15 @@ def digits_main(args: argparse.Namespace) -> None:
 
 def _point_line(alpha: float, r, wall: float, cpu: float, phases: bool, trace: bool) -> None:
     """One alpha's line: its iterations, dense prior evaluations by precision, times."""
+    coarse = (
+        f" (and {len(COARSE_EVALS[True])} + {len(COARSE_EVALS[False])} on the leading axes)"
+        if any(COARSE_EVALS.values())
+        else ""
+    )
     print(
         f"alpha = {alpha:g}: {r.n_iter} iterations, {len(POINT_EVALS[True])} single + "
-        f"{len(POINT_EVALS[False])} double dense priors, {wall:.1f} s ({cpu:.1f} s of CPU), "
-        f"test error {r.test_error:.12f}, success {r.success}",
+        f"{len(POINT_EVALS[False])} double dense priors{coarse}, {wall:.1f} s ({cpu:.1f} s "
+        f"of CPU), test error {r.test_error:.12f}, success {r.success}",
         flush=True,
     )
     if phases:
@@ -241,6 +267,8 @@ def _point_line(alpha: float, r, wall: float, cpu: float, phases: bool, trace: b
     for single in (False, True):
         EVALUATIONS[single] += POINT_EVALS[single]
         POINT_EVALS[single].clear()
+        CURVE_COARSE[single] += COARSE_EVALS[single]
+        COARSE_EVALS[single].clear()
     _clear_phases()
 
 
@@ -302,7 +330,8 @@ def main() -> None:
     if args.phases:
         _time_phases()
     if args.trace or args.spectrum:
-        refinement.iterate = _traced_iterate
+        for module in (refinement, batch_solve, coarse_axes):
+            module.iterate = _traced_iterate
     if args.double:
         tolerances.SINGLE_PHASE_MIN_N = 10**9
     if args.plain:
@@ -316,6 +345,7 @@ def main() -> None:
     t = time.perf_counter()
     problem = prepare_realdata(load_dataset("mnist", "ten-class"), feature_map=fmap)
     cov = problem.mixture.covariance
+    FULL_AXES.append(int(np.sum(cov.active)))
     print(
         f"prepare (load + fit): {time.perf_counter() - t:.1f} s; d = {problem.d}, "
         f"active axes r = {int(np.sum(cov.active))}",
@@ -338,7 +368,8 @@ def main() -> None:
         f"curve: {time.perf_counter() - start:.1f} s ({time.process_time() - cpu:.1f} s of "
         f"CPU), {sum(r.n_iter for r in results)} iterations, "
         f"{sum(map(len, EVALUATIONS.values()))} dense prior evaluations "
-        f"({len(EVALUATIONS[True])} single, {len(EVALUATIONS[False])} double)",
+        f"({len(EVALUATIONS[True])} single, {len(EVALUATIONS[False])} double; on the "
+        f"leading axes {len(CURVE_COARSE[True])} single, {len(CURVE_COARSE[False])} double)",
         flush=True,
     )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20

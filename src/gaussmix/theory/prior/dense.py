@@ -79,6 +79,7 @@ from its factors (:func:`_refined_mean`, ``O(K L r^2)``): ``M_k`` and the mean p
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -92,7 +93,7 @@ from gaussmix.core.exceptions import ArgumentError
 from ..model.covariance import DenseCovariance
 from ..numerics.linalg import blas_thread_limit, blas_threads
 
-__all__ = ["DenseRidgeTerms", "MeanResponse", "dense_ridge_terms"]
+__all__ = ["DenseRidgeTerms", "MeanResponse", "coarse_covariance", "dense_ridge_terms"]
 
 
 @dataclass(frozen=True)
@@ -487,3 +488,61 @@ def _dense_ridge_terms(
         weight_var=var,
         mean_response=response,
     )
+
+
+#: the coarse covariances of :func:`coarse_covariance`, by the id of the covariance they
+#: were made from (an entry leaves with its covariance) and then by ``(weights, tail)``
+_COARSE: dict[int, dict[tuple, DenseCovariance | None]] = {}
+
+
+def coarse_covariance(
+    cov: DenseCovariance, weights: np.ndarray, tail: float, max_share: float
+) -> DenseCovariance | None:
+    """The covariances restricted to the leading axes of their weighted sum, in its
+    eigenbasis: a cheaper ridge prior whose image differs from ``cov``'s smoothly.
+
+    With ``Sigma = sum_k w_k Sigma_k = E diag(t) E^T`` on the active axes (``t``
+    descending), the ``p`` leading axes are the fewest whose left-out eigenvalues sum to at
+    most ``tail`` of ``tr Sigma``; the coarse covariances are ``E_p^T Sigma_k E_p`` on axes
+    ``0 .. p - 1`` of the rotated coordinates (means ``mu_k^T E``), every other axis of
+    zero variance (treated in closed form by :func:`dense_ridge_terms`).  The prior's
+    ``Q_k, M_k, V_k`` are invariant under a rotation of the axes (``A``, ``C`` and ``m``
+    rotate together), so only the truncation changes them, by a smooth function of the
+    hats (the axes left out), not by rounding; the prior costs ``(p / r)^3`` of ``cov``'s.
+    Its weights' statistics (``details``) are in the rotated coordinates.
+
+    Made once for each ``cov``, ``weights`` and ``tail`` (an eigendecomposition and ``K``
+    rotations, ``O(K d^3)``).  None where ``p > max_share r``: no cheaper prior.
+    """
+    key = (tuple(np.asarray(weights, dtype=float).tolist()), float(tail), float(max_share))
+    cached = _COARSE.get(id(cov))
+    if cached is None:
+        cached = _COARSE[id(cov)] = {}
+        weakref.finalize(cov, _COARSE.pop, id(cov), None)
+    if key not in cached:
+        cached[key] = _coarse_covariance(cov, np.asarray(weights, dtype=float), tail, max_share)
+    return cached[key]
+
+
+def _coarse_covariance(
+    cov: DenseCovariance, weights: np.ndarray, tail: float, max_share: float
+) -> DenseCovariance | None:
+    """:func:`coarse_covariance`, made."""
+    act = cov.active
+    covs = cov.active_covariances  # (K, r, r)
+    r = covs.shape[1]
+    t, E = np.linalg.eigh(np.tensordot(weights, covs, axes=1))
+    t, E = t[::-1], E[:, ::-1]
+    left_out = np.cumsum(t[::-1])[::-1]  # left_out[p] = sum_{i >= p} t_i
+    total = float(left_out[0])
+    p = int(np.argmax(np.append(left_out, 0.0) <= tail * total))
+    if p > max_share * r or p < 1:
+        return None
+    K, d = cov.means.shape
+    Ep = E[:, :p]
+    means = np.zeros((K, d))
+    means[:, :r] = cov.means[:, act] @ E
+    means[:, r:] = cov.means[:, ~act]
+    coarse = np.zeros((K, d, d))
+    coarse[:, :p, :p] = np.einsum("ia,kij,jb->kab", Ep, covs, Ep, optimize=True)
+    return DenseCovariance(means, coarse)

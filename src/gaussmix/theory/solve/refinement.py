@@ -37,6 +37,7 @@ from ..prior.prior import (
 )
 from ..problem.problem import Problem
 from .batch import MOMENTS
+from .coarse_axes import coarse_axes_phase
 from .defect import defect_corrected_solve
 from .estimate import (
     MAX_TRAIN_RQMC_NODES,
@@ -429,7 +430,15 @@ def single_phase(
     starting point: the double map's iteration decides convergence and returns the state.
     ``memory``: the policy's Anderson memory
     (:class:`~gaussmix.theory.solve.memory.AndersonMemory`; a solve's).
+    Where the covariances have a cheaper coarse prior on their leading axes, the phase is
+    the defect correction on those axes instead
+    (:func:`~gaussmix.theory.solve.coarse_axes.coarse_axes_phase`), and the float32 map
+    from ``x0`` only where that did not converge (its evaluations counted).
     """
+    coarse = coarse_axes_phase(problem, rule, x0, opts, features, history, kw, memory)
+    if coarse is not None and coarse.converged:  # (a cheaper coarse prior: its phase)
+        return coarse.x, coarse.pairs, coarse.evaluations
+    spent = 0 if coarse is None else coarse.evaluations
     Ts = new_map(problem, rule, features, prior_panels=opts.prior_panels, single=True)
     start = memory.starting(Phase.SOLVE, rule, history.get(rule))
     max_iter = min(opts.max_iter, tolerances.SINGLE_PHASE_MAX_ITER)
@@ -438,8 +447,8 @@ def single_phase(
     )
     usable = out.status in (IterationStatus.CONVERGED, IterationStatus.MAX_ITER)
     if not usable or not is_valid_state(out.x, problem.n_clusters, problem.dim):
-        return x0, None, out.n_iter
-    return out.x, out.anderson, out.n_iter
+        return x0, None, spent + out.n_iter
+    return out.x, out.anderson, spent + out.n_iter
 
 
 @dataclass(frozen=True)
