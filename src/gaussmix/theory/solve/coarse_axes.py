@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..numerics import tolerances
+from ..numerics.quadrature import QuadratureRule
 from ..prior.dense import coarse_covariance
 from ..prior.prior import single_precision_phase
 from ..problem.problem import Problem
@@ -76,7 +77,7 @@ def coarse_problem(problem: Problem) -> Problem | None:
 
 def coarse_axes_phase(
     problem: Problem,
-    rule,
+    rule: QuadratureRule,
     x0: np.ndarray,
     opts: SolverOptions,
     features: tuple,
