@@ -12,7 +12,9 @@ from the state predicted through the last ones; the curve drops a point's secant
 after it where it carries no rule, as here, so each alpha's iteration starts without
 them; ``--chain``: ``gm.solve`` from the last alpha's fixed point alone, as this
 benchmark did before), the fixed point's iterations, its dense prior evaluations in
-single and in double precision, its wall and CPU time and the test error; the whole
+single and in double precision (those of the first phase's prior on the covariances'
+leading axes apart, :mod:`gaussmix.theory.solve.coarse_axes`), its wall and CPU time and
+the test error; the whole
 curve's time and evaluations and the peak resident memory of the process.  ``--plain``
 iterates the map without its mean-field Newton step
 (:func:`gaussmix.theory.solve.bias.mean_bias_step`), as before it: the same fixed points,
@@ -22,13 +24,15 @@ phase (:func:`gaussmix.theory.solve.batch_solve.run_points`), likewise.
 single and in double precision (count and CPU seconds), the channel's evaluations, the test
 error's orthants, the training error (its orthants and proximal points) and the rest (the
 iteration, the bias steps, the Python of the map).  ``--trace`` adds, per alpha, each evaluation
-of the fixed-point iteration in order: its precision (``s`` float32, ``D`` double) and the
-scaled residual the iteration measured there.  ``--spectrum m`` (after the curve) runs ``m``
-steps of Arnoldi's method on the Jacobian of the last alpha's double-precision map at its
-fixed point (finite-difference products, in the state's coordinates scaled by
-``max(|x_i|, 1e-3)``) and prints the largest Ritz values: where they fill a disc about the
-origin of radius ``rho``, no method that mixes the map's past evaluations (Anderson, a
-Krylov solver of ``(I - J) dx = r``) contracts much faster than ``rho`` an evaluation.
+of the fixed-point iteration in order: its precision (``s`` float32, ``D`` double; ``c`` /
+``C`` the prior on the leading axes, whose corrected runs' residuals are the corrected
+map's) and the scaled residual the iteration measured there.  ``--spectrum m`` (after the
+curve) runs ``m`` steps of Arnoldi's method on the Jacobian of the last alpha's
+double-precision map at its fixed point (finite-difference products, in the state's
+coordinates scaled by ``max(|x_i|, 1e-3)``) and prints the largest Ritz values: where
+they fill a disc about the origin of radius ``rho``, no method that mixes the map's past
+evaluations (Anderson, a Krylov solver of ``(I - J) dx = r``) contracts much faster than
+``rho`` an evaluation.
 
 ``--digits``: the ten classes of scikit-learn's digits (``gm.Mixture.from_data(X / 16, y)``,
 d = 64, 61 pixels with variance: the prior's matrix is 549 x 549), ``lam = 1`` and alpha = 1

@@ -137,14 +137,14 @@ def _same_fixed_point(double, coarse) -> None:
 def test_the_coarse_phase_returns_the_fixed_point_of_the_full_prior(monkeypatch):
     """The phase forced on a small problem (2 % of the trace left out: 13 of 27 axes): the
     answer is the all-double solve's within the tolerance's reach and a fixed point of the
-    full double map; after the cold start's image (float32) the full prior is evaluated in
-    double only, the last evaluation its, in at most a quarter of the all-double solve's
-    evaluations (four corrections and the double phase's check: measured 5 of 24, beside
-    34 of the coarse prior)."""
+    full double map; after the cold start's image the full prior is evaluated in float32
+    once (the first correction) and then in double only, the last evaluation its, in at
+    most a quarter of the all-double solve's evaluations (four corrections and the double
+    phase's check: measured 5 of 24, beside 34 of the coarse prior)."""
     double, coarse, calls, r = _solves(monkeypatch, 0.02)
     full = [single for axes, single in calls if axes == r]
     assert len(full) < len(calls) and calls[-1] == (r, False)
-    assert not any(full[1:]) and len(full) - 1 <= double.n_iter // 4, calls
+    assert full[1] and not any(full[2:]) and len(full) - 1 <= double.n_iter // 4, calls
     _same_fixed_point(double, coarse)
 
 

@@ -75,6 +75,11 @@ refined to double precision by two steps of iterative refinement against ``A`` a
 from its factors (:func:`_refined_mean`, ``O(K L r^2)``): ``M_k`` and the mean part of
 ``Q_k`` carry the double evaluation's accuracy, and only ``V_k`` and the trace part of
 ``Q_k`` the float32 rounding.
+
+:func:`coarse_covariance` gives the same prior on the leading axes of the covariances'
+weighted sum (rotated to its eigenbasis, the rest of zero variance): ``(p / r)^3`` of the
+cost, an image that differs from this one's by a smooth function of the hats, which the
+first phase of a large dense fixed point corrects (:mod:`gaussmix.theory.solve.coarse_axes`).
 """
 
 from __future__ import annotations

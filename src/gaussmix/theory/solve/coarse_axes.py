@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..numerics import tolerances
+from ..numerics.quadrature import QuadratureRule
 from ..prior.dense import coarse_covariance
 from ..prior.prior import single_precision_phase
 from ..problem.problem import Problem
@@ -77,7 +78,7 @@ def coarse_problem(problem: Problem) -> Problem | None:
 
 def coarse_axes_phase(
     problem: Problem,
-    rule,
+    rule: QuadratureRule,
     x0: np.ndarray,
     opts: SolverOptions,
     features: tuple,
@@ -97,8 +98,11 @@ def coarse_axes_phase(
        the full one: fewer axes, a stronger separation).
     2. At most :data:`~gaussmix.theory.numerics.tolerances.COARSE_AXES_MAX_CORRECTIONS`
        times: ``T`` and the coarse map at ``x`` (one channel evaluation), ``T``'s residual
-       ``r``; the corrected coarse map iterated (double) from ``x`` to a tenth of the
-       residual the correction is expected to reach, ``g r`` with ``g =``
+       ``r`` (the first time with ``T``'s prior in float32, half the cost: from the coarse
+       fixed point ``r`` is of the order of the axes left out, and the correction reaches
+       about ``g r``, still above the float32 map's distance from ``T``); the corrected
+       coarse map iterated (double) from ``x`` to a tenth of the residual the correction
+       is expected to reach, ``g r`` with ``g =``
        :data:`~gaussmix.theory.numerics.tolerances.COARSE_AXES_GAIN`, or of ``tol``
        (whichever is larger), with the secant pairs of the runs before (a constant
        correction leaves the map's differences, so its pairs, unchanged).  It stops where
@@ -129,9 +133,11 @@ def coarse_axes_phase(
     x, pairs = out.x, out.anderson
     tol, gain = kw["tol"], tolerances.COARSE_AXES_GAIN
     best: CoarsePhase | None = None  # (the evaluated state of smallest residual)
-    for _ in range(tolerances.COARSE_AXES_MAX_CORRECTIONS):
-        ev, memory = T.hats_memory(x)
-        g, _ = T.image(x, ev, memory)
+    T32 = new_map(problem, rule, features, prior_panels=panels, single=True)
+    for k in range(tolerances.COARSE_AXES_MAX_CORRECTIONS):
+        Tk = T32 if k == 0 else T  # (the first correction's full prior in float32)
+        ev, memory = Tk.hats_memory(x)
+        g, _ = Tk.image(x, ev, memory)
         gc, _ = Tc.image(x, ev, MapMemory(ev=ev))
         spent += 1
         r = float(np.max(np.abs(g - x) / residual_scale(x, K, L)))
