@@ -442,7 +442,10 @@ class _StallWatch:
     """The test of :data:`STALL_EVALS` after each evaluation of a stacked iteration (its
     ``on_step``; ``record``: the iteration's :class:`FreezeRecord`), raising
     :class:`_Stalled`; it never changes the iterates.  ``then``: the iteration's own
-    ``on_step`` (:class:`_Seeding`), called after the test."""
+    ``on_step`` (:class:`_Seeding`), called after the test.  The test is decided once a
+    later median is below the first (the solve is not given up) or at the
+    :data:`STALL_EVALS`-th evaluation: no median is taken after it (a converging curve's
+    solve takes one or two, not one an evaluation)."""
 
     def __init__(
         self,
@@ -452,14 +455,17 @@ class _StallWatch:
     ) -> None:
         self.T, self.record, self.then = T, record, then
         self.medians: list[float] = []  # the median own residual after each evaluation
+        self.decided = False  # whether the test is decided (no median taken after)
 
     def __call__(self, s: IterationState) -> IterationState | None:
         rec = self.record
-        if s.evaluated and rec.trail:
+        if not self.decided and s.evaluated and rec.trail:
             own = np.where(rec.frozen, 0.0, self.T.last_own_residuals(rec))
-            self.medians.append(float(np.median(own)))
-            first, later = self.medians[0], self.medians[1:]
-            if len(self.medians) == STALL_EVALS and not min(later) < first:
+            medians = self.medians
+            medians.append(float(np.median(own)))
+            if len(medians) > 1 and medians[-1] < medians[0]:
+                self.decided = True  # (the least later median is below the first)
+            elif len(medians) == STALL_EVALS:
                 raise _Stalled
         return self.then(s) if self.then is not None else None
 

@@ -109,11 +109,12 @@ class HatEvaluation:
         )
 
 
-@dataclass(frozen=True)
-class _StackedOutputs:
+class _StackedOutputs(NamedTuple):
     """The outputs of the ``P K`` stacked clusters as the observables and the regime test
     read them (labels, the loss, each cluster's correct set, the number of clusters and of
-    effective outputs, the effective output basis): a problem's, repeated for each point."""
+    effective outputs, the effective output basis): a problem's, repeated for each point
+    (a named tuple: made with every map, a map of one point at every solve, where a frozen
+    dataclass's fields cost a call each)."""
 
     loss: object
     y: np.ndarray
@@ -265,8 +266,7 @@ class FixedPointMap(StackedPoints):
             _order=layout[4],
             _starts=layout[5],
         )
-        for name, value in settings.items():
-            object.__setattr__(self, name, value)
+        vars(self).update(settings)  # (past __setattr__, at once: a map is made at every solve)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(
