@@ -136,8 +136,8 @@ def coarse_axes_phase(
     T32 = new_map(problem, rule, features, prior_panels=panels, single=True)
     for k in range(tolerances.COARSE_AXES_MAX_CORRECTIONS):
         Tk = T32 if k == 0 else T  # (the first correction's full prior in float32)
-        ev, memory = Tk.hats_memory(x)
-        g, _ = Tk.image(x, ev, memory)
+        ev, mem = Tk.hats_memory(x)  # (the map's memory of this evaluation)
+        g, _ = Tk.image(x, ev, mem)
         gc, _ = Tc.image(x, ev, MapMemory(ev=ev))
         spent += 1
         r = float(np.max(np.abs(g - x) / residual_scale(x, K, L)))
