@@ -25,6 +25,10 @@ the map and of the estimate); the profiler's own overhead falls mostly on the re
 ``--evaluations`` adds, per case, the channel evaluations of one solve without and one with
 the estimate by the size of their rule (nodes x evaluations, their CPU time): which rules
 the solve, the replicates and a refinement's re-solve evaluate, against ``n_iter``.
+``--phases`` adds, per case, the node evaluations (nodes x calls of the channel) of one solve
+with the estimate by the phase that made them (:data:`PHASES`: the solve, the replicates of
+the rule it ends with, the tails of a refinement by tails, the refined rule's re-solve and
+observables).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import argparse
 import cProfile
 import pstats
 import statistics
+import sys
 import time
 import warnings
 from functools import partial
@@ -120,6 +125,42 @@ def evaluations(solve) -> dict[int, tuple[int, float]]:
     return dict(sorted(seen.items()))
 
 
+#: the phases of ``--phases``: the estimate's function on the call stack -> its name (the
+#: first listed that is on the stack names the phase; none: the solve)
+PHASES = {
+    "_tail_start": "tails",
+    "_replicate_values": "replicates",
+    "estimate_randomised": "refined rule",
+    "estimate_points": "refined rule",
+}
+
+
+def phases(solve) -> dict[str, tuple[int, int]]:
+    """The channel evaluations of one call of ``solve`` by :data:`PHASES`: ``{phase: (node
+    evaluations, calls)}`` (a spy on the one map's channel, reading the call stack)."""
+    from gaussmix.theory.solve import fixed_point
+
+    real = fixed_point.channel_evaluation
+    seen: dict[str, tuple[int, int]] = {}
+
+    def spy(*args, **kw):
+        frame, names = sys._getframe(1), set()
+        while frame is not None:
+            names.add(frame.f_code.co_name)
+            frame = frame.f_back
+        phase = next((PHASES[f] for f in PHASES if f in names), "solve")
+        nodes, calls = seen.get(phase, (0, 0))
+        seen[phase] = (nodes + args[6].weights.size, calls + 1)
+        return real(*args, **kw)
+
+    fixed_point.channel_evaluation = spy
+    try:
+        solve()
+    finally:
+        fixed_point.channel_evaluation = real
+    return seen
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=5)
@@ -127,6 +168,7 @@ def main() -> None:
     ap.add_argument("--erm", action="store_true", help="time one exact-ERM seed too")
     ap.add_argument("--parts", action="store_true", help="where the CPU time goes")
     ap.add_argument("--evaluations", action="store_true", help="channel evaluations by rule size")
+    ap.add_argument("--phases", action="store_true", help="node evaluations by phase")
     args = ap.parse_args()
     print(machine_line(), flush=True)
     print("| case | solve (CPU) | with estimate | estimate / solve | evaluations | estimate |")
@@ -163,6 +205,11 @@ def main() -> None:
                 text = ", ".join(f"{n} x {c} ({t * 1e3:.0f} ms)" for n, (c, t) in got.items())
                 what = "with estimate" if est else "solve"
                 print(f"|   channel evaluations, {what} (nodes x calls) | {text} | | | | |")
+        if args.phases:
+            run = partial(gm.solve, mix, loss, lam=lam, alpha=alpha)
+            got = phases(run)
+            text = ", ".join(f"{p} {n / 1e3:.1f} k ({c})" for p, (n, c) in got.items())
+            print(f"|   node evaluations by phase (k nodes (calls)) | {text} | | | | |")
         if args.erm:
             d = 64 if name == "digits" else 200
             erm = []
