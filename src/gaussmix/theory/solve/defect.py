@@ -82,13 +82,18 @@ def defect_corrected_solve(
     rules' difference (8 -> 16 panels, up to 1e-4) moves the state further, and the 16 x 16
     run from the corrected state still took 2 to 7 evaluations, 11 near the zero estimator
     (seed 1 #21: the prior's unresolved atoms set to zero make the map not smooth there;
-    3 from the coarse fixed point).  Returns ``T2``'s outcome and the evaluations before its
-    run."""
+    3 from the coarse fixed point).  ``kw``: the options of ``T2``'s runs (its
+    ``return_image`` among them: :func:`~gaussmix.theory.solve.refinement.refine_prior`
+    keeps their last iterate); the corrected run returns its image.  Returns ``T2``'s
+    outcome and the evaluations before its run."""
     ev, m2 = T2.hats_memory(x, known)
     g2, m2 = T2.image(x, ev, m2)
     g1, _ = T.image(x, ev, MapMemory(ev=ev))
     spent = 1
-    corr = iterate(DefectCorrected(T, g2 - g1), x, start, aux=MapMemory(ev=ev), **kw)
+    # (the corrected map's image: ``kw``'s ``return_image`` is for ``T2``'s runs)
+    corr = iterate(
+        DefectCorrected(T, g2 - g1), x, start, aux=MapMemory(ev=ev), **{**kw, "return_image": True}
+    )
     spent += corr.n_iter
     if not corr.converged:
         return iterate(T2, x, start, aux=m2, **kw), spent
