@@ -33,6 +33,8 @@ from scipy.special import ndtr
 
 from ..numerics import ce_small_metric as _small
 from ..numerics import kernels as _kernels
+from ..numerics.ce_risk import ce3_risk, ce_risk
+from ..numerics.channel_arrays import inverse_metrics, metric_coordinates, shifted_nodes
 from ..numerics.linalg import process_cores
 from ..numerics.quadrature import QuadratureRule
 from ..numerics.tolerances import PROX_MAX_ITER, PROX_TOL, SQRTM_2X2_DET_RTOL
@@ -494,8 +496,10 @@ class _CrossEntropyKernel(CompiledKernel):
     @staticmethod
     def _general(P, ylab, omega, Vc, h, w, tol):
         """:func:`~gaussmix.theory.numerics.kernels.ce_channel` (or ``ce3_channel``)."""
-        L = omega.shape[-1]
-        Vinv = solve_batch(Vc, np.broadcast_to(np.eye(L), Vc.shape))
+        Vinv = inverse_metrics(Vc)  # (compiled for L = 2: solve_batch's bits)
+        if Vinv is None:
+            L = omega.shape[-1]
+            Vinv = solve_batch(Vc, np.broadcast_to(np.eye(L), Vc.shape))
         # three classes (two reduced outputs): the scalar fast path of the same kernel
         kernel = _kernels.ce3_channel if P.shape == (2, 3) else _kernels.ce_channel
         return kernel(
@@ -503,7 +507,9 @@ class _CrossEntropyKernel(CompiledKernel):
         )
 
     def risk(self, loss, y, m, S, rule):  # noqa: D102 - see CompiledKernel.risk
-        return _kernels.ce_risk(
+        # three classes (two reduced outputs): the scalar form, the same bits
+        kernel = ce3_risk if loss.P.shape == (2, 3) else ce_risk
+        return kernel(
             np.argmax(y, axis=-1).astype(np.int64),
             np.ascontiguousarray(loss.P),
             np.ascontiguousarray(m, dtype=float),
@@ -747,20 +753,21 @@ def _quadrature_moments(
         omega, h = np.empty(key[1]), np.empty(key[1])
 
         def fill(rows: slice) -> None:
-            # S symmetric: omega_kn = m_k + S_k xi_n
-            np.add(m[rows, None, :], xi @ S[rows], out=omega[rows])
+            # S symmetric: omega_kn = m_k + S_k xi_n (the sum compiled: np.add's bits)
+            shifted_nodes(m[rows], xi @ S[rows], omega[rows])
             if h0 is None:
                 h[rows] = omega[rows]
                 return
             # predictor: keep f = V^{-1}(h - omega) of the previous evaluation, which varies
-            # slowly along the iteration, and map it through the new omega and V
-            d = h0[rows] - warm.omega[rows]
-            if d.shape[-1] <= 2:  # (solve_batch's explicit formulas, node by node)
-                f_old = solve_batch(warm.V[rows, None], d)
+            # slowly along the iteration, and map it through the new omega and V (compiled
+            # for L <= 2: solve_batch's bits in one pass)
+            f_old = metric_coordinates(warm.V[rows], h0[rows], warm.omega[rows])
+            if f_old is not None:
                 np.add(omega[rows], f_old @ V[rows], out=h[rows])  # V symmetric
                 return
             # one factorisation a cluster, not one a node: f V = d (V_old^{-1} V), V_old
             # symmetric (a third of an L = 9 evaluation's time at 2**11 nodes otherwise)
+            d = h0[rows] - warm.omega[rows]
             np.add(omega[rows], d @ np.linalg.solve(warm.V[rows], V[rows]), out=h[rows])
 
         mom = _compiled(kernel, loss, y, omega, V, w, h, fill)

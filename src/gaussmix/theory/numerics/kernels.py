@@ -238,33 +238,6 @@ def _ce_eval(u, P, yc, z, p, Pp, gr):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def ce_risk(ylab, P, m, S, xi, w):  # pragma: no cover - compiled
-    """Gaussian risk of the reduced cross-entropy for each cluster ``k``:
-    ``sum_n w_n loss(y_k, m_k + S_k xi_n)`` with the loss of :func:`_ce_eval`
-    (``logsumexp(P^T u) - (P^T u)_y``), the test loss of Theorem 2's output
-    (:func:`gaussmix.theory.solve.observables.gaussian_risk`)."""
-    K, L = m.shape
-    Kf = P.shape[1]
-    out = np.zeros(K)
-    u = np.empty(L)
-    z = np.empty(Kf)
-    p = np.empty(Kf)
-    Pp = np.empty(L)
-    gr = np.empty(L)
-    for k in range(K):
-        acc = 0.0
-        for n in range(xi.shape[0]):
-            for i in range(L):
-                t = m[k, i]
-                for j in range(L):
-                    t += S[k, i, j] * xi[n, j]
-                u[i] = t
-            acc += w[n] * _ce_eval(u, P, ylab[k], z, p, Pp, gr)
-        out[k] = acc
-    return out
-
-
-@njit(cache=True, error_model="numpy", nogil=True)
 def _ce_system(Vi, P, p, Pp, A, q):  # pragma: no cover - compiled
     """The lower triangle of ``A = V^{-1} + H`` with the reduced Hessian
     ``H = P (diag p - p p^T) P^T``, all that :func:`_cholesky` reads (the upper triangle is
