@@ -46,10 +46,12 @@ class AndersonMemory:
     solve : int
         The memory of :attr:`Phase.SOLVE` (the options' ``anderson``).
     resolve : int
-        The memory of :attr:`Phase.RESOLVE`: a single point's longer memory of a re-solve
+        The memory of :attr:`Phase.RESOLVE`: the longer memory of a re-solve
         (:func:`~gaussmix.theory.solve.estimate.resolve_memory`: near a fixed point the
         mixing is GMRES on the linearised map, and more pairs span more of its slow
-        directions), the options' own for a curve's stacked points.
+        directions) for a single point whose prior is integrated by quadrature, where it
+        pays; the options' own for other points and a curve's stacked points
+        (:func:`~gaussmix.theory.solve.policy.anderson_memory`).
     prior : int
         The memory of :attr:`Phase.PRIOR` (a re-solve's,
         :func:`~gaussmix.theory.solve.estimate.resolve_memory`).
