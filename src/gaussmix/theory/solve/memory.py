@@ -55,6 +55,12 @@ class AndersonMemory:
     prior : int
         The memory of :attr:`Phase.PRIOR` (a re-solve's,
         :func:`~gaussmix.theory.solve.estimate.resolve_memory`).
+    resolve_randomised : int
+        The memory of :attr:`Phase.RESOLVE` with a randomised rule of at most
+        :data:`~gaussmix.theory.numerics.quadrature.MAX_TENSOR_DIM` dimensions (the sharp
+        regime's, whose replicates the estimate then solves from the run's pairs), where it
+        exceeds :attr:`resolve` (0 keeps 0): how many of the coarser rule's pairs the run
+        starts from (:meth:`starting`).
     randomised : int
         The least memory of any phase with a randomised rule of at most
         :data:`~gaussmix.theory.numerics.quadrature.MAX_TENSOR_DIM` dimensions (the sharp
@@ -66,11 +72,12 @@ class AndersonMemory:
     solve: int
     resolve: int
     prior: int
+    resolve_randomised: int = 0
     randomised: int = 0
 
     def of(self, phase: Phase, rule: QuadratureRule | None) -> int:
         """The memory of a run of ``phase`` with the channel rule ``rule`` (None: no rule)."""
-        m = self._own(phase)
+        m = self._own(phase, rule)
         if 0 < m < self.randomised and _randomised_tensor(rule):
             return self.randomised
         return m
@@ -83,14 +90,18 @@ class AndersonMemory:
         from the newest pairs up to the phase's own memory (with the sharp regime's
         randomised rule the run keeps up to :attr:`randomised` pairs as it goes, and starts
         from as many as the phase's memory keeps)."""
-        start = AndersonState.init(self._own(phase), previous)
+        start = AndersonState.init(self._own(phase, rule), previous)
         return AndersonState(start.dxs, start.dgs, self.of(phase, rule), start.log_chart)
 
-    def _own(self, phase: Phase) -> int:
-        """The memory of ``phase`` before the rule's."""
+    def _own(self, phase: Phase, rule: QuadratureRule | None) -> int:
+        """The memory of ``phase`` before the randomised rule's least one."""
         if phase is Phase.SOLVE:
             return self.solve
-        return self.resolve if phase is Phase.RESOLVE else self.prior
+        if phase is Phase.PRIOR:
+            return self.prior
+        if 0 < self.resolve < self.resolve_randomised and _randomised_tensor(rule):
+            return self.resolve_randomised
+        return self.resolve
 
 
 def _randomised_tensor(rule: QuadratureRule | None) -> bool:
