@@ -725,8 +725,11 @@ def test_the_anderson_memory_is_one_declared_value_by_phase_and_rule() -> None:
     """The Anderson memory of every run of a solve is the policy's one declared value
     (``SolvePolicy.memory``, :func:`~gaussmix.theory.solve.policy.anderson_memory`), by
     phase and rule: ``opts.anderson`` for a solve from its start; a re-solve's longer memory
-    (``resolve_memory``) from a fixed point for a single point, the options' own for a
-    curve's stacked points; the re-solve's for the prior's refinement; at least
+    (``resolve_memory``) from a fixed point for a single point whose prior is integrated by
+    quadrature (the multi-output lasso), the options' own for any other single point and
+    for a curve's stacked points, and the longer one for a single point's run of the sharp
+    regime's randomised rule (``resolve_randomised``); the re-solve's for the prior's
+    refinement; at least
     ``RANDOMISED_MIXING_MEMORY`` in every phase with the sharp regime's randomised rule of
     three to five dimensions, unless 0 (a plain damped iteration).  No map decides it: the
     iteration runs with the memory it is given, and no rule a curve stacks asks its first
@@ -738,20 +741,30 @@ def test_the_anderson_memory_is_one_declared_value_by_phase_and_rule() -> None:
 
     mix = gm.Mixture.isotropic(0.5, "gaussian", n_clusters=4)
     problem = make_problem(mix, "cross-entropy", lam=1e-3, alpha=2.0)
+    lasso = make_problem(mix, "cross-entropy", lam=1e-3, alpha=2.0, penalty="l1")
     sharp, wide, smooth = SobolRQMC(dim=3), SobolRQMC(dim=6), auto_rule(3, smooth=True)
     top = tolerances.RANDOMISED_MIXING_MEMORY
     for anderson in (0, 6, 30):
         opts = SolverOptions(anderson=anderson)
         longer = resolve_memory(opts)
         single = P.policy_for(problem, opts).memory
+        quadrature = P.policy_for(lasso, opts).memory
         curve = P.policy_for_points([problem, problem.with_lam_alpha(1e-3, 3.0)], opts).memory
-        assert [single.of(ph, smooth) for ph in Phase] == [anderson, longer, longer]
+        assert [single.of(ph, smooth) for ph in Phase] == [anderson, anderson, longer]
+        assert [quadrature.of(ph, smooth) for ph in Phase] == [anderson, longer, longer]
         assert [curve.of(ph, smooth) for ph in Phase] == [anderson, anderson, longer]
-        for memory in (single, curve):
+        for memory in (single, quadrature, curve):
             assert memory.of(Phase.SOLVE, wide) == anderson  # (beyond five dimensions)
             for ph in Phase:
-                want = 0 if memory.of(ph, smooth) == 0 else max(memory.of(ph, smooth), top)
+                own = memory.of(ph, smooth)
+                if ph is Phase.RESOLVE and own > 0:  # (the sharp randomised rule's re-solve)
+                    own = max(own, memory.resolve_randomised)
+                want = 0 if own == 0 else max(own, top)
                 assert memory.of(ph, sharp) == want
+        # a single point's run of the sharp randomised rule from a fixed point starts from
+        # the longer memory's pairs (a curve's from the options' own)
+        assert single.resolve_randomised == quadrature.resolve_randomised == longer
+        assert curve.resolve_randomised == anderson
     # a run starts from the newest pairs up to its phase's memory and mixes with the rule's
     pairs = AndersonState.init(40)
     for i in range(30):
@@ -760,7 +773,12 @@ def test_the_anderson_memory_is_one_declared_value_by_phase_and_rule() -> None:
     start = single.starting(Phase.SOLVE, sharp, pairs)
     assert start.memory == top and len(start.dxs) == OPTS.anderson
     assert [d[0] for d in start.dxs] == list(range(30 - OPTS.anderson, 30))
+    start = single.starting(Phase.RESOLVE, sharp, pairs)
+    assert start.memory == top and len(start.dxs) == resolve_memory(OPTS)
+    assert len(single.starting(Phase.RESOLVE, wide, pairs).dxs) == OPTS.anderson
     start = single.starting(Phase.RESOLVE, smooth, pairs)
+    assert start.memory == len(start.dxs) == OPTS.anderson
+    start = P.policy_for(lasso, OPTS).memory.starting(Phase.RESOLVE, smooth, pairs)
     assert start.memory == len(start.dxs) == resolve_memory(OPTS)
     # the iteration keeps the memory it is given, whatever the map's rule
     T = FixedPointMap(problem, SobolRQMC(dim=3, n_log2=6, n_rep=2))

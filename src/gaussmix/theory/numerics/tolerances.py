@@ -79,6 +79,7 @@ __all__ = [
     "SMOOTH_Q_MAX",
     "SPREAD_ORTHANT_TOL",
     "REPLICATE_SHIFT_RTOL",
+    "SECANT_GAIN_RCOND",
     "SINGLE_REPLICATE_MIN_SHIFT",
     "HALF_REPLICATES_CONFIDENCE",
     "ISOTROPIC_METRIC_RTOL",
@@ -424,6 +425,19 @@ SPREAD_ORTHANT_TOL = 5e-5
 #: The spread the estimate is made of has a relative standard error of ``1 / sqrt(14)``
 #: (27 %) with its eight replicates.
 REPLICATE_SHIFT_RTOL = 0.2
+#: The smallest gain of the linearised map on the span of a run's secant pairs
+#: (:func:`gaussmix.theory.solve.estimate.secant_gain`, the replicates' stop) leaves out the
+#: directions of the span whose singular value, the pairs normalised, is below this
+#: fraction of the largest: a direction that only a near-cancelling combination of the
+#: pairs reaches, whose gain is then their inconsistency (each pair is one Jacobian's only
+#: to its second-order term and its images' accuracy) over that singular value.  Measured
+#: on the runs of three randomised-rule points, the normalised pairs' singular values fall
+#: in two groups: at least 8.5e-4 of the largest (the sharp K = 4 point #426 of the cold
+#: stream: its smallest gain 0.048, the same, 0.05-0.07, at any cut from 1e-4 to 1e-12)
+#: and at most 3.4e-8 (K = 10 and 8 isotropic cross-entropy, ``lam`` 1e-2 and 0.1: runs
+#: that converge along one direction, their last pairs collinear; "gains" of 4e-7 to 1e7
+#: there, 0.23 and 0.47 without them).
+SECANT_GAIN_RCOND = 1e-5
 #: A replicate's fixed point in the error estimate of a randomised rule is found with the
 #: prior in single precision (where the solve's first phase is: the dense ridge prior on a
 #: large matrix) only where its scaled shift from the full rule's fixed point is at least

@@ -46,13 +46,21 @@ class AndersonMemory:
     solve : int
         The memory of :attr:`Phase.SOLVE` (the options' ``anderson``).
     resolve : int
-        The memory of :attr:`Phase.RESOLVE`: a single point's longer memory of a re-solve
+        The memory of :attr:`Phase.RESOLVE`: the longer memory of a re-solve
         (:func:`~gaussmix.theory.solve.estimate.resolve_memory`: near a fixed point the
         mixing is GMRES on the linearised map, and more pairs span more of its slow
-        directions), the options' own for a curve's stacked points.
+        directions) for a single point whose prior is integrated by quadrature, where it
+        pays; the options' own for other points and a curve's stacked points
+        (:func:`~gaussmix.theory.solve.policy.anderson_memory`).
     prior : int
         The memory of :attr:`Phase.PRIOR` (a re-solve's,
         :func:`~gaussmix.theory.solve.estimate.resolve_memory`).
+    resolve_randomised : int
+        The memory of :attr:`Phase.RESOLVE` with a randomised rule of at most
+        :data:`~gaussmix.theory.numerics.quadrature.MAX_TENSOR_DIM` dimensions (the sharp
+        regime's, whose replicates the estimate then solves from the run's pairs), where it
+        exceeds :attr:`resolve` (0 keeps 0): how many of the coarser rule's pairs the run
+        starts from (:meth:`starting`).
     randomised : int
         The least memory of any phase with a randomised rule of at most
         :data:`~gaussmix.theory.numerics.quadrature.MAX_TENSOR_DIM` dimensions (the sharp
@@ -64,11 +72,12 @@ class AndersonMemory:
     solve: int
     resolve: int
     prior: int
+    resolve_randomised: int = 0
     randomised: int = 0
 
     def of(self, phase: Phase, rule: QuadratureRule | None) -> int:
         """The memory of a run of ``phase`` with the channel rule ``rule`` (None: no rule)."""
-        m = self._own(phase)
+        m = self._own(phase, rule)
         if 0 < m < self.randomised and _randomised_tensor(rule):
             return self.randomised
         return m
@@ -81,14 +90,18 @@ class AndersonMemory:
         from the newest pairs up to the phase's own memory (with the sharp regime's
         randomised rule the run keeps up to :attr:`randomised` pairs as it goes, and starts
         from as many as the phase's memory keeps)."""
-        start = AndersonState.init(self._own(phase), previous)
+        start = AndersonState.init(self._own(phase, rule), previous)
         return AndersonState(start.dxs, start.dgs, self.of(phase, rule), start.log_chart)
 
-    def _own(self, phase: Phase) -> int:
-        """The memory of ``phase`` before the rule's."""
+    def _own(self, phase: Phase, rule: QuadratureRule | None) -> int:
+        """The memory of ``phase`` before the randomised rule's least one."""
         if phase is Phase.SOLVE:
             return self.solve
-        return self.resolve if phase is Phase.RESOLVE else self.prior
+        if phase is Phase.PRIOR:
+            return self.prior
+        if 0 < self.resolve < self.resolve_randomised and _randomised_tensor(rule):
+            return self.resolve_randomised
+        return self.resolve
 
 
 def _randomised_tensor(rule: QuadratureRule | None) -> bool:

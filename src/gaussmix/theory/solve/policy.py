@@ -522,7 +522,11 @@ def policy_for(
         estimate=estimate_kind(problem, opts, rule),
         normaliser_switch=normaliser and panels and opts.estimate_error,
         prior_refinement=opts.estimate_error and prior_quadrature_dim(problem) > 0,
-        memory=anderson_memory(opts),
+        # (a re-solve's longer memory from a fixed point only where the prior is integrated
+        # by quadrature, or with the sharp regime's randomised rule: anderson_memory)
+        memory=anderson_memory(
+            opts, longer_resolve=prior_quadrature_dim(problem) > 0, longer_randomised=True
+        ),
         fallback=(
             Fallbacks((LambdaHomotopy(), AlphaHomotopy()), verdict, policy_for)
             if falls_back
@@ -582,23 +586,48 @@ def policy_for_points(problems: list[Problem], opts: SolverOptions) -> SolvePoli
 
 
 # --------------------------------------------------------------------------- the decisions
-def anderson_memory(opts: SolverOptions, *, longer_resolve: bool = True) -> AndersonMemory:
+def anderson_memory(
+    opts: SolverOptions, *, longer_resolve: bool = True, longer_randomised: bool = False
+) -> AndersonMemory:
     """The Anderson memory of a solve with the options ``opts``, by phase
     (:class:`~gaussmix.theory.solve.memory.Phase`) and rule: ``opts.anderson`` for a solve
     from its start; a re-solve's longer memory
     (:func:`~gaussmix.theory.solve.estimate.resolve_memory`) for a run from a fixed point
-    with ``longer_resolve`` (a single point's: 12 K = 3 cross-entropy lasso points of
-    ``bench_lasso_k3.py``, 180 -> 130 evaluations of the finer rule after the coarse one),
-    else ``opts.anderson`` (a curve's stacked points), and for the prior's refinement
-    always; and at least
+    with ``longer_resolve`` (with ``longer_randomised``: also a run of the sharp regime's
+    randomised rule of three to five outputs), else ``opts.anderson``, and for the prior's
+    refinement always; and at least
     :data:`~gaussmix.theory.numerics.tolerances.RANDOMISED_MIXING_MEMORY` (unless 0) in
     every phase with the sharp regime's randomised rule of three to five outputs (the
-    slowest cold K = 4 points: 205 -> 144 evaluations with 20 pairs instead of 6)."""
+    slowest cold K = 4 points: 205 -> 144 evaluations with 20 pairs instead of 6).
+
+    ``longer_resolve`` is declared by :func:`policy_for` for a single point whose prior is
+    integrated by quadrature (the multi-output lasso,
+    :func:`~gaussmix.theory.prior.prior.prior_quadrature_dim`), and for no other point nor
+    a curve's stacked points (:func:`policy_for_points`: each point's iterates its single
+    point's on a curve over alpha).  The longer memory pays only there, where the run from
+    the coarser rule's fixed point follows the prior's quadrature as well: cold, with the
+    default options, the 80 K = 3 lasso points of ``bench_lasso_k3.py`` (seeds 0, 1) take
+    2969 evaluations with 12 pairs against 3092 with 6 (21 points differ; 12 K = 3
+    cross-entropy lasso points of the slowest, 180 -> 130 of the finer rule after the
+    coarse one); on points whose prior is in closed form it does not, and there the same
+    count is kept or lowered with 6: cross-entropy of isotropic clusters, K = 3 at ``lam``
+    1e-4, 1e-2 and 1 and alpha 1 and 4, K = 4 and 5 at ``lam = 1``, the same evaluations
+    (at alpha = 2, K = 3: the states within 1.5e-11 of the 12 pairs', relative to
+    ``max(1, |x|)``, the observables within 3e-13); K = 5 at ``lam = 1e-4``, alpha = 3 (the
+    softmax normaliser's rule), 54 against 56.  ``longer_randomised`` is declared by
+    :func:`policy_for` for every single point: the run of the sharp regime's randomised
+    rule from the coarser rule's fixed point starts from 12 of its pairs, not 6, where its
+    replicates' estimate follows (:func:`~gaussmix.theory.solve.estimate.replicate_state`,
+    from that run's pairs); measured on the sharp K = 4 ridge point #426 of the cold
+    stream, 170 evaluations of the solve and its estimate against 184 (0.90 million
+    node-evaluations against 1.13: 16 of the full rule, 8 x 2**12 points, against 22)."""
     longer = resolve_memory(opts)
+    resolve = longer if longer_resolve else opts.anderson
     return AndersonMemory(
         solve=opts.anderson,
-        resolve=longer if longer_resolve else opts.anderson,
+        resolve=resolve,
         prior=longer,
+        resolve_randomised=longer if longer_randomised else resolve,
         randomised=RANDOMISED_MIXING_MEMORY,
     )
 

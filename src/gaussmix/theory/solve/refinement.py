@@ -706,6 +706,7 @@ def _replicate_values(
     single = single_precision_phase(problem)
     scale = residual_scale(x, T.K, T.L)
     pairs, m = history.get(T.rule), None  # (the replicates' secant pairs and memory)
+    model = pairs  # (all the full rule's pairs: the bound of each replicate's distance)
     if anderson is not None:
         pairs = anderson.starting(Phase.SOLVE, T.rule, pairs)
         m = pairs.memory
@@ -726,7 +727,7 @@ def _replicate_values(
             at_x.append(start)
         found = None
         if single:  # the prior in float32, where its shift is well above that rounding
-            found = replicate_state(Tr, x, pairs, opts, callback, start, m)
+            found = replicate_state(Tr, x, pairs, opts, callback, start, m, model)
             if found is not None:
                 n_iter += found[1]
                 shift = float(np.max(np.abs(found[0] - x) / scale))
@@ -735,7 +736,7 @@ def _replicate_values(
         if found is None:
             if Tr.single:  # (again in double, from the same channel evaluation at x)
                 Tr, start = new_map(problem, rep, T), start._replace(record=None)
-            found = replicate_state(Tr, x, pairs, opts, callback, start, m)
+            found = replicate_state(Tr, x, pairs, opts, callback, start, m, model)
             if found is None:
                 return None
             n_iter += found[1]
