@@ -147,7 +147,8 @@ def coarse_axes_phase(
             return CoarsePhase(x, pairs, spent, True, r)
         best = CoarsePhase(x, pairs, spent, best is not None, r)
         inner_kw = {**kw, "tol": 0.1 * max(tol, gain * r), "max_iter": max_iter}
-        corr = iterate(DefectCorrected(Tc, g - gc), x, pairs, aux=MapMemory(ev=ev), **inner_kw)
+        corrected = DefectCorrected(Tc, g - gc, known=(x, gc))  # (its first image: no prior)
+        corr = iterate(corrected, x, pairs, aux=MapMemory(ev=ev), **inner_kw)
         spent += corr.n_iter
         if not corr.converged or not is_valid_state(corr.x, K, L):
             return replace(best, evaluations=spent)
