@@ -140,11 +140,20 @@ def test_the_coarse_phase_returns_the_fixed_point_of_the_full_prior(monkeypatch)
     full double map; after the cold start's image the full prior is evaluated in float32
     once (the first correction) and then in double only, the last evaluation its, in at
     most a quarter of the all-double solve's evaluations (four corrections and the double
-    phase's check: measured 5 of 24, beside 34 of the coarse prior)."""
+    phase's check: measured 5 of 24, beside 29 of the coarse prior).  The first
+    correction's run starts on the float32 coarse prior (its double continuation, if any,
+    after); and each evaluation counted is one prior evaluation (a correction's full and
+    coarse priors at one state count one, its run's first image, that coarse one, counts
+    one without a prior) beside the cold start's image: no coarse prior made twice at a
+    state (before, four more)."""
     double, coarse, calls, r = _solves(monkeypatch, 0.02)
     full = [single for axes, single in calls if axes == r]
     assert len(full) < len(calls) and calls[-1] == (r, False)
     assert full[1] and not any(full[2:]) and len(full) - 1 <= double.n_iter // 4, calls
+    at = [i for i, (axes, _) in enumerate(calls) if axes == r]
+    first_run = [single for _, single in calls[at[1] + 1 : at[2]]]
+    assert first_run[0] and first_run == sorted(first_run, reverse=True), calls
+    assert len(calls) == coarse.n_iter + 1, (len(calls), coarse.n_iter)
     _same_fixed_point(double, coarse)
 
 
