@@ -26,8 +26,7 @@ import numpy as np
 
 from ..numerics import tolerances
 from ..numerics.quadrature import QuadratureRule
-from ..prior.dense import coarse_covariance
-from ..prior.prior import single_precision_phase
+from ..prior.prior import coarse_axes_problem
 from ..problem.problem import Problem
 from .defect import DefectCorrected
 from .fixed_point import MapMemory, new_map
@@ -36,7 +35,7 @@ from .memory import AndersonMemory, Phase
 from .options import SolverOptions
 from .state import is_valid_state, residual_scale
 
-__all__ = ["CoarsePhase", "coarse_problem", "coarse_axes_phase"]
+__all__ = ["CoarsePhase", "coarse_axes_phase"]
 
 
 @dataclass(frozen=True)
@@ -54,28 +53,6 @@ class CoarsePhase:
     residual: float = np.inf
 
 
-def coarse_problem(problem: Problem) -> Problem | None:
-    """``problem`` with its dense covariance restricted to the leading axes
-    (:func:`~gaussmix.theory.prior.dense.coarse_covariance`, the cluster priors as weights,
-    :data:`~gaussmix.theory.numerics.tolerances.COARSE_AXES_TAIL` of the trace left out);
-    None where ``problem`` takes no single-precision phase (a dense ridge prior on fewer than
-    :data:`~gaussmix.theory.numerics.tolerances.SINGLE_PHASE_MIN_N` rows, or another prior)
-    or the leading axes are more than
-    :data:`~gaussmix.theory.numerics.tolerances.COARSE_AXES_MAX_SHARE` of the active ones."""
-    if not single_precision_phase(problem):
-        return None
-    mixture = problem.mixture
-    cov = coarse_covariance(
-        mixture.covariance,
-        mixture.rho,
-        tolerances.COARSE_AXES_TAIL,
-        tolerances.COARSE_AXES_MAX_SHARE,
-    )
-    if cov is None:
-        return None
-    return replace(problem, mixture=replace(mixture, covariance=cov))
-
-
 def coarse_axes_phase(
     problem: Problem,
     rule: QuadratureRule,
@@ -88,7 +65,7 @@ def coarse_axes_phase(
 ) -> CoarsePhase | None:
     """The state the double phase starts from, by defect correction on the coarse axes
     (module docstring), as a :class:`CoarsePhase`; None where ``problem`` has no coarse
-    problem (:func:`coarse_problem`).
+    problem (:func:`~gaussmix.theory.prior.prior.coarse_axes_problem`).
 
     1. The coarse map in float32 from ``x0`` to
        :data:`~gaussmix.theory.numerics.tolerances.COARSE_AXES_START_TOL` (its fixed point
@@ -121,7 +98,7 @@ def coarse_axes_phase(
     evaluation).  ``memory``: the policy's Anderson memory
     (:class:`~gaussmix.theory.solve.memory.AndersonMemory`; a solve's).
     """
-    coarse = coarse_problem(problem)
+    coarse = coarse_axes_problem(problem)
     if coarse is None:
         return None
     K, L = problem.n_clusters, problem.dim
