@@ -137,14 +137,25 @@ def _same_fixed_point(double, coarse) -> None:
 def test_the_coarse_phase_returns_the_fixed_point_of_the_full_prior(monkeypatch):
     """The phase forced on a small problem (2 % of the trace left out: 13 of 27 axes): the
     answer is the all-double solve's within the tolerance's reach and a fixed point of the
-    full double map; after the cold start's image the full prior is evaluated in float32
-    once (the first correction) and then in double only, the last evaluation its, in at
-    most a quarter of the all-double solve's evaluations (four corrections and the double
-    phase's check: measured 5 of 24, beside 34 of the coarse prior)."""
+    full double map; the cold start's image is the coarse prior's (float32), the full
+    prior is evaluated in float32 once (the first correction) and then in double only,
+    the last evaluation its, in at most a quarter of the all-double solve's evaluations
+    (four corrections and the double phase's check: measured 5 of 24, beside 29 of the
+    coarse prior, the cold start's image among them).  The first
+    correction's run starts on the float32 coarse prior (its double continuation, if any,
+    after); and each evaluation counted is one prior evaluation (a correction's full and
+    coarse priors at one state count one, its run's first image, that coarse one, counts
+    one without a prior) beside the cold start's image: no coarse prior made twice at a
+    state (before, one more a correction)."""
     double, coarse, calls, r = _solves(monkeypatch, 0.02)
     full = [single for axes, single in calls if axes == r]
+    assert calls[0][0] < r and calls[0][1]  # the cold start's image: coarse, float32
     assert len(full) < len(calls) and calls[-1] == (r, False)
-    assert full[1] and not any(full[2:]) and len(full) - 1 <= double.n_iter // 4, calls
+    assert full[0] and not any(full[1:]) and len(full) <= double.n_iter // 4, calls
+    at = [i for i, (axes, _) in enumerate(calls) if axes == r]
+    first_run = [single for _, single in calls[at[0] + 1 : at[1]]]
+    assert first_run[0] and first_run == sorted(first_run, reverse=True), calls
+    assert len(calls) == coarse.n_iter + 1, (len(calls), coarse.n_iter)
     _same_fixed_point(double, coarse)
 
 
@@ -154,7 +165,7 @@ def test_a_coarse_phase_that_does_not_converge_leaves_the_single_phase(monkeypat
     phase, and the answer is the same fixed point."""
     double, coarse, calls, r = _solves(monkeypatch, 0.02, max_iter=2)
     kinds = [(axes == r, single) for axes, single in calls]
-    first_full_single = kinds.index((True, True), 1)  # (after the cold start's image)
+    first_full_single = kinds.index((True, True))
     assert (False, True) in kinds[:first_full_single]  # the coarse start ran first
     assert all(full for full, _ in kinds[first_full_single:])
     _same_fixed_point(double, coarse)

@@ -38,6 +38,7 @@ __all__ = [
     "COARSE_AXES_START_TOL",
     "COARSE_AXES_GAIN",
     "COARSE_AXES_MAX_CORRECTIONS",
+    "COARSE_AXES_SINGLE_TOL",
     "PSD_RTOL",
     "BIAS_RIDGE",
     "MEAN_STEP_MAX",
@@ -173,9 +174,12 @@ COARSE_AXES_TAIL = 1e-2
 #: costs more than half the prior's: no coarse phase)
 COARSE_AXES_MAX_SHARE = 0.8
 #: The coarse phase's float32 start stops at this residual: the coarse fixed point is
-#: within the axes left out of the fixed point (1e-2 to 1, scaled), so a correction is
-#: worth its evaluation of the full prior from here.
-COARSE_AXES_START_TOL = 1e-3
+#: within the axes left out of the fixed point (1e-2 to 1, scaled; MNIST's first full
+#: residuals 2.2e-2 to 2.9e-2), so a correction is worth its evaluation of the full prior
+#: from here, and the start's iterations further would converge to the coarse fixed point,
+#: not to the full one (MNIST pooled 2 x 2, five alphas: 1e-3 -> 1e-2 took the float32
+#: coarse evaluations from 52 to 48, the later ones and the full ones the same).
+COARSE_AXES_START_TOL = 1e-2
 #: The factor by which a defect correction of the coarse phase is expected to divide the
 #: residual (about 1e-3 measured at the tail above: 2e-2 -> 5e-6 -> 1e-9 on the pooled
 #: MNIST curve): its corrected map is iterated to a tenth of that (the correction's own
@@ -184,6 +188,13 @@ COARSE_AXES_START_TOL = 1e-3
 COARSE_AXES_GAIN = 1e-3
 #: ... or after this many corrections (each one evaluation of the full prior)
 COARSE_AXES_MAX_CORRECTIONS = 6
+#: The first correction's run (its difference that of the full and coarse priors in
+#: float32) iterates the float32 coarse map to its target or to this residual, whichever is
+#: larger, and only below it goes on in double: the float32 maps' rounding, scaled, at the
+#: fixed point (MNIST ten classes pooled 2 x 2, alpha = 8): full 4.3e-7, coarse 2.9e-7, its
+#: change between nearby states 1.4e-7 to 2.9e-7 (the corrected map's noise), a decade
+#: below the first target (``COARSE_AXES_GAIN`` times the first residual, ~2e-2, over 10).
+COARSE_AXES_SINGLE_TOL = 1e-6
 #: Relative tolerance of the validity test of a state: ``Q_c`` counts as positive
 #: semi-definite when its smallest eigenvalue is ``>= -PSD_RTOL max(1, max |eig Q|)``.
 #: Rounding of a singular ``Q_c`` (the cross-entropy gauge ``Q_c 1 = 0``) stays far inside it;

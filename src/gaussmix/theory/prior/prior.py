@@ -49,7 +49,7 @@ from gaussmix.core.exceptions import ArgumentError, UnboundedWeightsError
 from ..model.mixture import Mixture
 from ..model.penalties import ElasticNet, Lasso, Penalty, Ridge
 from ..numerics import tolerances
-from .dense import MeanResponse, dense_ridge_terms
+from .dense import MeanResponse, coarse_covariance, dense_ridge_terms
 from .lasso import gaussian_l1_moments
 
 __all__ = [
@@ -813,6 +813,29 @@ def single_precision_phase(problem) -> bool:
         return False
     n = problem.dim * int(np.count_nonzero(problem.mixture.covariance.active))
     return n >= tolerances.SINGLE_PHASE_MIN_N
+
+
+def coarse_axes_problem(problem):
+    """``problem`` with its dense covariance restricted to the leading axes
+    (:func:`~gaussmix.theory.prior.dense.coarse_covariance`, the cluster priors as weights,
+    :data:`~gaussmix.theory.numerics.tolerances.COARSE_AXES_TAIL` of the trace left out),
+    whose fixed point the first phase corrects
+    (:mod:`gaussmix.theory.solve.coarse_axes`); None where ``problem`` takes no
+    single-precision phase (:func:`single_precision_phase`) or the leading axes are more
+    than :data:`~gaussmix.theory.numerics.tolerances.COARSE_AXES_MAX_SHARE` of the active
+    ones."""
+    if not single_precision_phase(problem):
+        return None
+    mixture = problem.mixture
+    cov = coarse_covariance(
+        mixture.covariance,
+        mixture.rho,
+        tolerances.COARSE_AXES_TAIL,
+        tolerances.COARSE_AXES_MAX_SHARE,
+    )
+    if cov is None:
+        return None
+    return replace(problem, mixture=replace(mixture, covariance=cov))
 
 
 def prior_update(

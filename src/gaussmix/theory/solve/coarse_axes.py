@@ -9,7 +9,7 @@ map ``Tc`` differs from the map ``T`` by a smooth function of the state (the axe
 so the defect correction converges fast: the fixed point of ``Tc + (T(x) - Tc(x))``, whose
 Jacobian is ``Tc``'s, is ``T``'s to the change of ``T - Tc`` between ``x`` and it.  Each
 correction costs one evaluation of ``T`` and one iteration of the cheap map
-(:func:`coarse_axes_phase`).
+(:func:`coarse_axes_phase`); the first, far from the fixed point, both in float32.
 
 Only a starting point, as the single-precision phase
 (:func:`~gaussmix.theory.solve.refinement.single_phase`) whose place it takes: the double
@@ -26,8 +26,7 @@ import numpy as np
 
 from ..numerics import tolerances
 from ..numerics.quadrature import QuadratureRule
-from ..prior.dense import coarse_covariance
-from ..prior.prior import single_precision_phase
+from ..prior.prior import coarse_axes_problem
 from ..problem.problem import Problem
 from .defect import DefectCorrected
 from .fixed_point import MapMemory, new_map
@@ -36,7 +35,7 @@ from .memory import AndersonMemory, Phase
 from .options import SolverOptions
 from .state import is_valid_state, residual_scale
 
-__all__ = ["CoarsePhase", "coarse_problem", "coarse_axes_phase"]
+__all__ = ["CoarsePhase", "coarse_axes_phase"]
 
 
 @dataclass(frozen=True)
@@ -54,28 +53,6 @@ class CoarsePhase:
     residual: float = np.inf
 
 
-def coarse_problem(problem: Problem) -> Problem | None:
-    """``problem`` with its dense covariance restricted to the leading axes
-    (:func:`~gaussmix.theory.prior.dense.coarse_covariance`, the cluster priors as weights,
-    :data:`~gaussmix.theory.numerics.tolerances.COARSE_AXES_TAIL` of the trace left out);
-    None where ``problem`` takes no single-precision phase (a dense ridge prior on fewer than
-    :data:`~gaussmix.theory.numerics.tolerances.SINGLE_PHASE_MIN_N` rows, or another prior)
-    or the leading axes are more than
-    :data:`~gaussmix.theory.numerics.tolerances.COARSE_AXES_MAX_SHARE` of the active ones."""
-    if not single_precision_phase(problem):
-        return None
-    mixture = problem.mixture
-    cov = coarse_covariance(
-        mixture.covariance,
-        mixture.rho,
-        tolerances.COARSE_AXES_TAIL,
-        tolerances.COARSE_AXES_MAX_SHARE,
-    )
-    if cov is None:
-        return None
-    return replace(problem, mixture=replace(mixture, covariance=cov))
-
-
 def coarse_axes_phase(
     problem: Problem,
     rule: QuadratureRule,
@@ -88,7 +65,7 @@ def coarse_axes_phase(
 ) -> CoarsePhase | None:
     """The state the double phase starts from, by defect correction on the coarse axes
     (module docstring), as a :class:`CoarsePhase`; None where ``problem`` has no coarse
-    problem (:func:`coarse_problem`).
+    problem (:func:`~gaussmix.theory.prior.prior.coarse_axes_problem`).
 
     1. The coarse map in float32 from ``x0`` to
        :data:`~gaussmix.theory.numerics.tolerances.COARSE_AXES_START_TOL` (its fixed point
@@ -98,14 +75,20 @@ def coarse_axes_phase(
        the full one: fewer axes, a stronger separation).
     2. At most :data:`~gaussmix.theory.numerics.tolerances.COARSE_AXES_MAX_CORRECTIONS`
        times: ``T`` and the coarse map at ``x`` (one channel evaluation), ``T``'s residual
-       ``r`` (the first time with ``T``'s prior in float32, half the cost: from the coarse
+       ``r`` (the first time with both priors in float32, half the cost: from the coarse
        fixed point ``r`` is of the order of the axes left out, and the correction reaches
-       about ``g r``, still above the float32 map's distance from ``T``); the corrected
-       coarse map iterated (double) from ``x`` to a tenth of the residual the correction
+       about ``g r``, still above the float32 maps' distance from the double ones); the
+       corrected coarse map iterated from ``x`` to a tenth of the residual the correction
        is expected to reach, ``g r`` with ``g =``
        :data:`~gaussmix.theory.numerics.tolerances.COARSE_AXES_GAIN`, or of ``tol``
        (whichever is larger), with the secant pairs of the runs before (a constant
-       correction leaves the map's differences, so its pairs, unchanged).  It stops where
+       correction leaves the map's differences, so its pairs, unchanged); its first image
+       is the coarse one the difference was formed from (no second coarse prior at ``x``).
+       The first correction's run is the float32 coarse map's (corrected by the float32
+       difference) to that target or to
+       :data:`~gaussmix.theory.numerics.tolerances.COARSE_AXES_SINGLE_TOL`, whichever is
+       larger, and goes on with the double coarse map only where its residual is still
+       above the target (the later runs double throughout).  It stops where
        ``r`` is below ``tol`` (then ``x`` is returned), or after the correction from
        ``r <= tol / g`` (whose fixed point is expected within ``tol``), or where a
        correction did not reduce ``r`` tenfold or its run failed (the evaluated state of
@@ -115,7 +98,7 @@ def coarse_axes_phase(
     evaluation).  ``memory``: the policy's Anderson memory
     (:class:`~gaussmix.theory.solve.memory.AndersonMemory`; a solve's).
     """
-    coarse = coarse_problem(problem)
+    coarse = coarse_axes_problem(problem)
     if coarse is None:
         return None
     K, L = problem.n_clusters, problem.dim
@@ -134,11 +117,13 @@ def coarse_axes_phase(
     tol, gain = kw["tol"], tolerances.COARSE_AXES_GAIN
     best: CoarsePhase | None = None  # (the evaluated state of smallest residual)
     T32 = new_map(problem, rule, features, prior_panels=panels, single=True)
+    inner_kw = {**kw, "max_iter": max_iter}
     for k in range(tolerances.COARSE_AXES_MAX_CORRECTIONS):
-        Tk = T32 if k == 0 else T  # (the first correction's full prior in float32)
+        # (the first correction in float32, full and coarse prior: module docstring)
+        Tk, Tck = (T32, Ts) if k == 0 else (T, Tc)
         ev, mem = Tk.hats_memory(x)  # (the map's memory of this evaluation)
         g, _ = Tk.image(x, ev, mem)
-        gc, _ = Tc.image(x, ev, MapMemory(ev=ev))
+        gc, _ = Tck.image(x, ev, MapMemory(ev=ev))
         spent += 1
         r = float(np.max(np.abs(g - x) / residual_scale(x, K, L)))
         if best is not None and r > 0.1 * best.residual:  # (the last one did not pay)
@@ -146,8 +131,21 @@ def coarse_axes_phase(
         if r <= tol:
             return CoarsePhase(x, pairs, spent, True, r)
         best = CoarsePhase(x, pairs, spent, best is not None, r)
-        inner_kw = {**kw, "tol": 0.1 * max(tol, gain * r), "max_iter": max_iter}
-        corr = iterate(DefectCorrected(Tc, g - gc), x, pairs, aux=MapMemory(ev=ev), **inner_kw)
+        target = 0.1 * max(tol, gain * r)
+        # (its first image the coarse one it was formed from: no second prior there)
+        corrected = DefectCorrected(Tck, g - gc, known=(x, gc))
+        aux: MapMemory | None = MapMemory(ev=ev)
+        if k == 0:  # in float32 to its rounding's decade, then in double the rest if any
+            reach = max(target, tolerances.COARSE_AXES_SINGLE_TOL)
+            corr = iterate(corrected, x, pairs, aux=aux, **{**inner_kw, "tol": reach})
+            spent += corr.n_iter
+            if not corr.converged or not is_valid_state(corr.x, K, L):
+                return replace(best, evaluations=spent)
+            x, pairs, aux = corr.x, corr.anderson, None
+            if corr.residual <= target:
+                continue
+            corrected = DefectCorrected(Tc, corrected.delta)
+        corr = iterate(corrected, x, pairs, aux=aux, **{**inner_kw, "tol": target})
         spent += corr.n_iter
         if not corr.converged or not is_valid_state(corr.x, K, L):
             return replace(best, evaluations=spent)

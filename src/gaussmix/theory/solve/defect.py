@@ -29,10 +29,13 @@ class DefectCorrected:
     channel and the coarser prior.  What :func:`~gaussmix.theory.solve.iteration.iterate`
     reads of a map, the coarse map's (its channel is the finer map's: they differ in the
     prior's rule only); the memory it hands on holds no prior evaluation (its image is not
-    the coarse prior's)."""
+    the coarse prior's).  ``known``: the coarse map's image at one state ``(x0, T(x0))``,
+    where ``delta`` was formed (the iteration's first evaluation is at ``x0``), returned
+    again there instead of evaluating the coarse prior a second time: the same numbers."""
 
     coarse: FixedPointMap
     delta: np.ndarray
+    known: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def K(self) -> int:
@@ -50,6 +53,9 @@ class DefectCorrected:
         return self.coarse.hats_memory(x, memory)
 
     def image(self, x: np.ndarray, ev: HatEvaluation, memory: MapMemory) -> tuple:
+        known = self.known
+        if known is not None and known[0].shape == x.shape and (known[0] == x).all():
+            return known[1] + self.delta, memory._replace(prior=None)
         g, memory = self.coarse.image(x, ev, memory)
         return g + self.delta, memory._replace(prior=None)
 
