@@ -70,25 +70,32 @@ def test_a_point_over_the_budget_is_drawn_missing_and_the_curve_goes_on(monkeypa
     assert table.points[1] is not None and table.n_iter.iloc[1] < 20
 
 
+#: a K = 3 square lasso along lambda whose third point solved (lam = 0.0311) takes more
+#: than 11 steps from the continuation, the points before it fewer (7 and 9), and the
+#: points after it, from the fixed points solved before, at most 11
+STOPPED_SWEEP = SWEEP.replace(alpha=1.0, lam_min=0.003)
+
+
 def test_a_sweep_goes_on_from_the_points_solved_in_its_order(monkeypatch):
-    # a budget of 9 steps stops the second smallest lambda (the 7th solved), not the others
-    monkeypatch.setattr(engine, "POINT_BUDGET", 9)
-    job = _run(SWEEP)
+    # a budget of 11 steps stops the sixth smallest lambda (the third solved), not the others
+    monkeypatch.setattr(engine, "POINT_BUDGET", 11)
+    job = _run(STOPPED_SWEEP)
     table = job.table
-    point, values = setup(SWEEP)
+    point, values = setup(STOPPED_SWEEP)
     assert values[0] < values[-1]  # solved from the end
-    assert [x for x, _ in job.failed] == [values[1]]
-    assert table.n_iter.iloc[1] == 9 and np.isnan(table.test_error.iloc[1])
+    assert [x for x, _ in job.failed] == [values[5]]
+    assert table.n_iter.iloc[5] == 11 and np.isnan(table.test_error.iloc[5])
     # the rows solved before it: the library's sweep over them, to the bit
     kw = {**point.penalty_kw, **point.solve_kw}
-    first = gm.lambda_sweep(point.mixture, point.loss, values[2:], alpha=point.alpha, **kw)
-    np.testing.assert_array_equal(table[COLUMNS].iloc[2:], first[COLUMNS])
-    assert table.n_iter.iloc[2:].max() <= 9
-    # the row after it: the library's, started from the fixed points solved
+    first = gm.lambda_sweep(point.mixture, point.loss, values[6:], alpha=point.alpha, **kw)
+    np.testing.assert_array_equal(table[COLUMNS].iloc[6:], first[COLUMNS])
+    assert table.n_iter.iloc[6:].max() <= 11
+    # the rows after it: the library's, started from the fixed points solved
     last = gm.lambda_sweep(
-        point.mixture, point.loss, values[:1], alpha=point.alpha, init=first, **kw
+        point.mixture, point.loss, values[:5], alpha=point.alpha, init=first, **kw
     )
-    np.testing.assert_array_equal(table[COLUMNS].iloc[:1], last[COLUMNS])
+    np.testing.assert_array_equal(table[COLUMNS].iloc[:5], last[COLUMNS])
+    assert table.converged.iloc[:5].all()
     # the rows in the grid's order, as the library's table has them
     np.testing.assert_array_equal(table.lam, values)
 
@@ -119,7 +126,7 @@ def test_a_cold_point_has_no_budget(monkeypatch):
 
 def test_a_slow_point_starts_again_from_the_curve_before(monkeypatch):
     # the sweep with a neighbouring curve's fixed points (alpha 4 instead of 2, as a move
-    # of the alpha control gives them; its points take 6-10 steps from them), a budget of
+    # of the alpha control gives them; its points take 7-9 steps from them), a budget of
     # 16 steps: the continuation along the curve may take half of them (8); a point past
     # them starts again from the neighbouring curve's fixed point at its own lambda with
     # the other half, and after a point stopped by the whole budget the rest of the curve
@@ -139,13 +146,16 @@ def test_a_slow_point_starts_again_from_the_curve_before(monkeypatch):
     job = _run(SWEEP, init=near)
     table = job.table
     share = math.ceil(engine.FIRST_TRY_SHARE * 16)
-    # solved from lambda = 1 down: lambda[3] past the share, again from near, past the
-    # budget: drawn missing, its steps those of both starts
-    assert [x for x, _ in job.failed] == [values[3]]
-    assert table.n_iter.iloc[3] == 16 and np.isnan(table.test_error.iloc[3])
-    # the library's calls: the curve, lambda[3] again, the rest after the stop, lambda[0]
-    # again (past the share after two points of the continuation), each from near alone
-    assert [c[0] for c in calls] == [list(values), *(list(values[:k]) for k in (4, 3, 1))]
+    # solved from lambda = 1 down: lambda[6] and lambda[5] past the share, each solved
+    # again from near; lambda[4] past the share, again from near, past the budget: drawn
+    # missing, its steps those of both starts
+    assert [x for x, _ in job.failed] == [values[4]]
+    assert table.n_iter.iloc[4] == 16 and np.isnan(table.test_error.iloc[4])
+    # the library's calls: the curve, lambda[6], [5] and [4] again, the rest after the
+    # stop, lambda[2] and lambda[0] again (past the share: lambda[1] the continuation
+    # solved), each from near alone
+    expected = [list(values), *(list(values[:k]) for k in (7, 6, 5, 4, 3, 1))]
+    assert [c[0] for c in calls] == expected
     assert calls[0][1] == near
     for _, init in calls[1:]:
         assert len(init) == len(near) and all(r is n for r, n in zip(init, near, strict=True))
@@ -154,9 +164,9 @@ def test_a_slow_point_starts_again_from_the_curve_before(monkeypatch):
         point.mixture, point.loss, values[:1], alpha=point.alpha, init=near, **kw
     )
     np.testing.assert_array_equal(table[COLUMNS].iloc[:1], again[COLUMNS])
-    # the points the continuation solved (after lambda[7] and lambda[2], each the first of
-    # its call, from near with the whole budget) within its share
-    assert table.n_iter.iloc[[1, 4, 5, 6]].max() <= share
+    # the point the continuation solved (after lambda[2], the first of its call, from near
+    # with the whole budget) within its share
+    assert table.n_iter.iloc[1] <= share
 
 
 def test_the_start_after_a_stop():
@@ -175,8 +185,9 @@ def _steps(job: CurveJob) -> list[int]:
 
 @pytest.fixture(scope="module")
 def sweep() -> CurveJob:
-    """SWEEP with the default budgets: no point stopped (its points take 7-10 steps)."""
-    return _run(SWEEP)
+    """STOPPED_SWEEP with the default budgets: no point stopped (its points take 7-11
+    steps, the last solved 11, over the median 9 of those before it)."""
+    return _run(STOPPED_SWEEP)
 
 
 def test_a_point_far_over_its_curves_typical_steps_is_drawn_missing(monkeypatch, sweep):
@@ -190,9 +201,9 @@ def test_a_point_far_over_its_curves_typical_steps_is_drawn_missing(monkeypatch,
     monkeypatch.setattr(engine, "TYPICAL_FLOOR", 1)
     over = next(k for k in range(4, len(steps)) if steps[k] > np.median(steps[1:k]))
     limit = math.ceil(np.median(steps[1:over]))
-    job = _run(SWEEP)
+    job = _run(STOPPED_SWEEP)
     assert _steps(job)[:over] == steps[:over]  # the points before it: as unbudgeted
-    _, values = setup(SWEEP)
+    _, values = setup(STOPPED_SWEEP)
     stopped = values[::-1][over]  # (solved from the largest lambda)
     assert job.failed[0][0] == stopped
     assert f"within the screen precision's {limit} iterations" in job.failed[0][1]
