@@ -20,6 +20,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .kernels import _logits
+
 __all__ = ["ce_risk", "ce3_risk"]
 
 
@@ -28,15 +30,8 @@ def _ce_value(u, P, yc, z):  # pragma: no cover - compiled
     """The loss of :func:`~gaussmix.theory.numerics.kernels.ce_channel`'s node evaluation
     alone, ``logsumexp(z) - z_y`` by its operations (the logits, their maximum, the sum of
     the exponentials in the order of ``k``; ``z`` (Kf) scratch)."""
-    L, Kf = P.shape
-    zmax = -math.inf
-    for k in range(Kf):
-        t = 0.0
-        for i in range(L):
-            t += u[i] * P[i, k]
-        z[k] = t
-        if t > zmax:
-            zmax = t
+    Kf = P.shape[1]
+    zmax = _logits(u, P, z)
     S = 0.0
     for k in range(Kf):
         S += math.exp(z[k] - zmax)

@@ -203,13 +203,11 @@ def _chol_solve(C, b, x):  # pragma: no cover - compiled
         x[i] = t / C[i, i]
 
 
-@njit(cache=True, error_model="numpy", nogil=True)
-def _ce_eval(u, P, yc, z, p, Pp, gr):  # pragma: no cover - compiled
-    """Logits ``z = P^T u``, softmax ``p``, ``Pp = P p`` and the reduced gradient
-    ``gr = P (p - e_y) = sum_{k != y} (P_k - P_y) p_k`` (the sum of small terms where
-    ``p_y -> 1``: accurate relative to its size, not to 1, so that the stationarity residual
-    ``u - omega + V gr`` has no rounding floor ``eps |V|``); returns the loss
-    ``logsumexp(z) - z_y``."""
+@njit(cache=True, error_model="numpy", nogil=True, inline="always")
+def _logits(u, P, z):  # pragma: no cover - compiled
+    """The logits ``z = P^T u`` (written into ``z``, each sum in the order of ``i``) and
+    their maximum, which :func:`_ce_eval` and the risk's loss
+    (:func:`gaussmix.theory.numerics.ce_risk.ce_risk`) both start from."""
     L, Kf = P.shape
     zmax = -math.inf
     for k in range(Kf):
@@ -219,6 +217,18 @@ def _ce_eval(u, P, yc, z, p, Pp, gr):  # pragma: no cover - compiled
         z[k] = t
         if t > zmax:
             zmax = t
+    return zmax
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def _ce_eval(u, P, yc, z, p, Pp, gr):  # pragma: no cover - compiled
+    """Logits ``z = P^T u``, softmax ``p``, ``Pp = P p`` and the reduced gradient
+    ``gr = P (p - e_y) = sum_{k != y} (P_k - P_y) p_k`` (the sum of small terms where
+    ``p_y -> 1``: accurate relative to its size, not to 1, so that the stationarity residual
+    ``u - omega + V gr`` has no rounding floor ``eps |V|``); returns the loss
+    ``logsumexp(z) - z_y``."""
+    L, Kf = P.shape
+    zmax = _logits(u, P, z)
     S = 0.0
     for k in range(Kf):
         p[k] = math.exp(z[k] - zmax)
