@@ -51,6 +51,34 @@ def require_dataset(name: str, task: str | None = None, **kwargs):
         skip_optional(str(exc))
 
 
+def worker_blas_threads(workers: int, cores: int) -> int:
+    """The BLAS threads of one of ``workers`` test workers on ``cores`` cores: its share,
+    at least one."""
+    return max(1, cores // max(1, workers))
+
+
+def pytest_configure(config) -> None:
+    """On a test worker (``python -m pytest -n 2``, pytest-xdist) BLAS runs on the worker's
+    share of the cores by default (one thread each for two workers on two cores), as a
+    sweep's joblib workers do: two workers each starting OpenBLAS's two threads
+    oversubscribe the cores, and a threaded OpenBLAS beside other work was measured up to
+    30x slower (``gaussmix.theory.numerics.linalg.one_blas_thread``).  Only the default
+    changes: a test that sets its BLAS threads (``threadpoolctl.threadpool_limits``) gets
+    them, and a serial run keeps OpenBLAS's own default.  scipy's OpenBLAS is loaded first,
+    so that its pool is limited too."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if os.environ.get("PYTEST_XDIST_WORKER") is None or workers is None:
+        return
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        cores = os.cpu_count() or 1
+    import scipy.linalg  # noqa: F401 - scipy's own OpenBLAS, limited with numpy's
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(worker_blas_threads(int(workers), cores), user_api="blas")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

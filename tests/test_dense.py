@@ -776,8 +776,12 @@ def test_dense_learning_curve_warm_starts_cut_the_evaluations(monkeypatch):
     cold, chain, init = [], [], None
     for a in alphas:
         calls.clear()
-        gm.solve(mix, "cross-entropy", lam=0.1, alpha=a, options=opts)
+        res = gm.solve(mix, "cross-entropy", lam=0.1, alpha=a, options=opts)
         cold.append(list(calls))
+        if init is None:  # the chain's first solve, from no init, is this cold one
+            init = res
+            chain.append(list(cold[-1]))
+            continue
         calls.clear()
         init = gm.solve(mix, "cross-entropy", lam=0.1, alpha=a, options=opts, init=init)
         chain.append(list(calls))
