@@ -243,10 +243,13 @@ class AndersonState:
         np.multiply(dT, r / scale, out=terms[n_up:])
         sums = np.bincount(index, weights=terms.ravel(), minlength=n_blocks * (n_up + m))
         sums = sums.reshape(n_blocks, n_up + m)
-        A = sums[:, full].reshape(n_blocks, m, m)  # (each entry its upper triangle's sum)
+        A = sums[:, full]  # (n_blocks, m * m: each entry its upper triangle's sum)
         rhs = sums[:, n_up:]
-        ridge = ANDERSON_RIDGE * np.trace(A, axis1=1, axis2=2) / m + ANDERSON_RIDGE_FLOOR
-        A += ridge[:, None, None] * np.eye(m)
+        # (the ridge on each diagonal alone, through a view of it, as :meth:`extrapolate`
+        # adds its own: the same sums as adding it times the identity, without np.eye)
+        diag = A[:, :: m + 1]
+        diag += ANDERSON_RIDGE * diag.sum(axis=1, keepdims=True) / m + ANDERSON_RIDGE_FLOOR
+        A = A.reshape(n_blocks, m, m)
         gamma = _solve(A, rhs)  # (one per block: the gufunc's batch, without the checks)
         return x + beta * r - ((dX + beta * dGX) * gamma[blocks]).sum(axis=1)
 
