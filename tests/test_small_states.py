@@ -50,9 +50,25 @@ def test_solve_is_numpys_to_the_bit() -> None:
             assert np.array_equal(iteration._solve(A, b), np.linalg.solve(A, b))
 
 
+def test_stacked_solve_is_numpys_to_the_bit() -> None:
+    """A block-mixed step's systems, one per block (``A`` (n, m, m), ``b`` (n, m), ``b`` a
+    strided view as the step's sums give it): ``np.linalg.solve``'s numbers."""
+    rng = np.random.default_rng(1)
+    for m in range(1, 7):
+        for n in (1, 2, 20):
+            dR = rng.standard_normal((n, 7, m))
+            A = dR.transpose(0, 2, 1) @ dR + 1e-3 * np.eye(m)
+            b = rng.standard_normal((n, 2 * m))[:, m:]
+            ref = np.linalg.solve(A, b[..., None])[..., 0]
+            assert np.array_equal(iteration._solve(A, b), ref)
+
+
 def test_solve_of_a_singular_matrix_raises() -> None:
     with np.errstate(invalid="ignore"), pytest.raises(np.linalg.LinAlgError):
         iteration._solve(np.zeros((2, 2)), np.ones(2))
+    A = np.stack([np.eye(2), np.zeros((2, 2))])  # (one singular block of two)
+    with np.errstate(invalid="ignore"), pytest.raises(np.linalg.LinAlgError):
+        iteration._solve(A, np.ones((2, 2)))
 
 
 def test_one_variable_orthant_check_is_the_eigenvalue_check() -> None:

@@ -19,7 +19,7 @@ import gaussmix as gm
 from gaussmix import Mixture
 from gaussmix.theory.channel.channel import channel_moments, identity_prox_moments
 from gaussmix.theory.channel.losses import get_loss
-from gaussmix.theory.prior.prior import _tail_moments
+from gaussmix.theory.prior.prior import _over_for, _tail_moments
 from gaussmix.theory.solve.iteration import IterationStatus
 from gaussmix.theory.solve.state import is_valid_state, pack_state
 
@@ -149,6 +149,33 @@ def test_tail_moments_against_quadrature(u):
     for k, p in ((1, p1), (2, p2)):
         ref = quad(lambda s, k=k: s**k * np.exp(-c * s - s * s / 2), 0, np.inf, epsrel=1e-13)
         assert p[0] == pytest.approx(phi * ref[0], rel=2e-13)
+
+
+def test_tail_moments_deep_beside_nan():
+    """The continued fraction is taken wherever ``u < -5``, also beside a NaN (the test
+    that decides it ignores NaN) and in one entry of many."""
+    u = np.array([np.nan, -8.0, 1.0, -20.0])
+    got = _tail_moments(u, np.ones(4), np.ones(4, bool))
+    for i in (1, 2, 3):
+        one = _tail_moments(u[i : i + 1], np.ones(1), np.ones(1, bool))
+        assert all(g[i] == o[0] for g, o in zip(got, one))
+    assert all(np.isnan(g[0]) for g in got)
+
+
+def test_over_for_divides_where_every_curvature_and_square_is_positive():
+    """Plain division exactly where ``min(a) > 0`` and ``min(a**2) > 0`` (a curvature whose
+    square underflows, a zero or a NaN: the guarded quotient)."""
+    for a, plain in (
+        ([0.5, 2.0], True),
+        ([1e-150, 3.0], True),
+        ([1e-170, 3.0], False),
+        ([0.0, 1.0], False),
+        ([np.nan, 1.0], False),
+        ([-1.0, 1.0], False),
+    ):
+        a = np.array(a)
+        assert (a.min() > 0.0 and (a**2).min() > 0.0) == plain
+        assert (_over_for(a) is np.divide) == plain
 
 
 def test_tail_moments_underflow_to_zero():

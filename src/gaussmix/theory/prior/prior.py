@@ -278,8 +278,10 @@ def _tail_moments(
     phi = _INV_SQRT_2PI * np.exp(-0.5 * u * u)
     g1 = np.asarray(u * Phi + phi)
     g2 = np.asarray((u * u + 1.0) * Phi + u * phi)
-    deep = u < -TAIL_CF_FROM
-    if deep.any():
+    # (one NaN-ignoring minimum: the test of ``(u < -TAIL_CF_FROM).any()``, a few
+    # microseconds cheaper on a curve's stacked points; the decision is the same)
+    if np.fmin.reduce(u, axis=None, initial=np.inf) < -TAIL_CF_FROM:
+        deep = u < -TAIL_CF_FROM
         r1, r2 = _mills_tail(-u[deep])
         c = r1 / (-u[deep] + r1)  # 1 - c Phi(-c) / phi(c), c = -u
         g1[deep] = phi[deep] * c
@@ -330,12 +332,17 @@ def _over(p: np.ndarray, a: np.ndarray) -> np.ndarray:
         return np.where(p == 0.0, 0.0, p / a)
 
 
-def _over_for(a: np.ndarray, a2: np.ndarray) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """The quotient of the moments over the curvature ``a`` (and ``a2 = a**2``): where every
-    ``a`` and ``a2`` is positive, plain division (``p / a`` is then already 0 where
+def _over_for(a: np.ndarray) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The quotient of the moments over the curvature ``a`` (and ``a**2``): where every
+    ``a`` and ``a**2`` is positive, plain division (``p / a`` is then already 0 where
     ``p = 0``: the numbers of :func:`_over`, without its ``errstate`` and ``where`` on each
-    of a prior update's six quotients, a third of the update's time); else :func:`_over`."""
-    if a.min() > 0.0 and a2.min() > 0.0:
+    of a prior update's six quotients, a third of the update's time); else :func:`_over`.
+
+    One reduction: where every ``a`` is positive, the smallest of the rounded squares is
+    the rounded square of the smallest (rounding is monotone), so ``min(a)**2 > 0`` is
+    ``min(a**2) > 0``; a NaN makes the minimum NaN and the test false, as before."""
+    amin = np.minimum.reduce(a, axis=None)
+    if amin > 0.0 and amin * amin > 0.0:
         return np.divide
     return _over
 
@@ -415,7 +422,7 @@ def elastic_net_prior(
     vh = Vhat[:, 0, 0]
     a = sig @ vh + lam * (1.0 - l1_ratio)
     a2 = a**2
-    over = _over_for(a, a2)
+    over = _over_for(a)
     t = lam * l1_ratio
     c = sig @ qh
     if mixture.mu is None:
@@ -466,7 +473,7 @@ def _elastic_net_points(
     t = lam * l1_ratio
     c = qh @ sig.T
     a2 = a**2
-    over = _over_for(a, a2)
+    over = _over_for(a)
     if mixture.mu is None:
         cov = np.einsum("jkl,pl->pjk", mixture.theta, mh)  # Cov(mu^k, B) on each atom
         s2 = np.einsum("pjk,pk->pj", cov, mh) + c
