@@ -20,7 +20,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .kernels import _logits
+from .kernels import logits
 
 __all__ = ["ce_risk", "ce3_risk"]
 
@@ -31,7 +31,7 @@ def _ce_value(u, P, yc, z):  # pragma: no cover - compiled
     alone, ``logsumexp(z) - z_y`` by its operations (the logits, their maximum, the sum of
     the exponentials in the order of ``k``; ``z`` (Kf) scratch)."""
     Kf = P.shape[1]
-    zmax = _logits(u, P, z)
+    zmax = logits(u, P, z)
     S = 0.0
     for k in range(Kf):
         S += math.exp(z[k] - zmax)

@@ -64,6 +64,7 @@ __all__ = [
     "logistic_channel",
     "ce_channel",
     "ce3_channel",
+    "logits",
     "ce_ray_flux",
     "bvnu",
     "bvnu_rows",
@@ -204,7 +205,7 @@ def _chol_solve(C, b, x):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy", nogil=True, inline="always")
-def _logits(u, P, z):  # pragma: no cover - compiled
+def logits(u, P, z):  # pragma: no cover - compiled
     """The logits ``z = P^T u`` (written into ``z``, each sum in the order of ``i``) and
     their maximum, which :func:`_ce_eval` and the risk's loss
     (:func:`gaussmix.theory.numerics.ce_risk.ce_risk`) both start from."""
@@ -228,7 +229,7 @@ def _ce_eval(u, P, yc, z, p, Pp, gr):  # pragma: no cover - compiled
     ``u - omega + V gr`` has no rounding floor ``eps |V|``); returns the loss
     ``logsumexp(z) - z_y``."""
     L, Kf = P.shape
-    zmax = _logits(u, P, z)
+    zmax = logits(u, P, z)
     S = 0.0
     for k in range(Kf):
         p[k] = math.exp(z[k] - zmax)
