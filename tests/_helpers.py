@@ -98,14 +98,35 @@ def solved_on_randomised_rule(problem):
     return problem, opts, history, T, out
 
 
+def policy_memory(problem, opts):
+    """The Anderson memory the solver's policy declares for a solve of the single point
+    ``problem`` with ``opts`` (``policy_for(problem, opts).memory``): what a test that calls
+    the estimate's replicates directly passes, so that they mix as in the solver."""
+    from gaussmix.theory.solve.policy import policy_for
+
+    return policy_for(problem, opts).memory
+
+
+def first_solve_memory(T, opts):
+    """The Anderson memory of a curve's first stacked solve with the map ``T`` (the policy
+    of its points, ``policy_for_points``, for a solve of ``T.rule`` from its start): what a
+    test that calls ``converged_solve`` or ``iterated_solve`` directly passes."""
+    from gaussmix.theory.solve.memory import Phase
+    from gaussmix.theory.solve.policy import policy_for_points
+
+    return policy_for_points(list(T.problems), opts).memory.of(Phase.SOLVE, T.rule)
+
+
 def replicate_spread(problem, T, x, opts, history):
     """The randomised estimate's standard errors at the fixed point ``x`` of the map ``T``
     (``estimate_randomised``'s: :func:`standard_errors` of all the replicates' values,
-    ``_replicate_values``) and the replicates' evaluations."""
+    ``_replicate_values`` with the policy's Anderson memory) and the replicates'
+    evaluations."""
     from gaussmix.theory.solve import refinement
     from gaussmix.theory.solve.estimate import standard_errors
 
-    found = refinement._replicate_values(problem, T, x, opts, None, history)
+    anderson = policy_memory(problem, opts)
+    found = refinement._replicate_values(problem, T, x, opts, None, history, anderson=anderson)
     assert found is not None
     values, n_iter = found
     return standard_errors(values, T.rule.n_rep), n_iter

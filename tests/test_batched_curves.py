@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from _helpers import first_solve_memory
 
 import gaussmix as gm
 from gaussmix.experiments import continuation, curves
@@ -632,7 +633,8 @@ def test_a_point_carries_its_own_secant_pairs() -> None:
         problems, auto_rule(1, smooth=True), freezing=batch_solve.solve_freezing(opts)
     )
     assert not T.log_chart  # (the pairs are differences of the states themselves)
-    out = batch_solve.converged_solve(T, T.start(), None, opts)
+    m = first_solve_memory(T, opts)
+    out = batch_solve.converged_solve(T, T.start(), None, opts, anderson=m)
     rec = out.aux.record  # (the iteration's record of its freezes and trail)
     assert out is not None and rec.frozen.all()
     first = int(np.argmin(rec.frozen_after))  # frozen longest before the end

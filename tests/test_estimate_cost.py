@@ -9,7 +9,12 @@ import warnings
 
 import numpy as np
 import pytest
-from _helpers import dense_ten_class_mixture, replicate_spread, solved_on_randomised_rule
+from _helpers import (
+    dense_ten_class_mixture,
+    policy_memory,
+    replicate_spread,
+    solved_on_randomised_rule,
+)
 from sklearn.datasets import load_digits
 
 import gaussmix as gm
@@ -309,7 +314,10 @@ def test_every_replicate_starts_its_proximal_solves_from_the_rules_last_evaluati
         return start
 
     monkeypatch.setattr(refinement, "nested_warm", spy)
-    found = refinement._replicate_values(problem, T, out.x, opts, None, history, out.aux)
+    anderson = policy_memory(problem, opts)
+    found = refinement._replicate_values(
+        problem, T, out.x, opts, None, history, out.aux, anderson=anderson
+    )
     assert found is not None
     assert starts == [True] * T.rule.n_rep
 

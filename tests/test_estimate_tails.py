@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
-from _helpers import solved_on_randomised_rule
+from _helpers import policy_memory, solved_on_randomised_rule
 
 import gaussmix as gm
 from gaussmix.theory.api.api import make_problem
@@ -19,7 +19,8 @@ from gaussmix.theory.numerics.tolerances import PROX_TOL, REPLICATE_SHIFT_RTOL
 from gaussmix.theory.solve import nested, refinement
 from gaussmix.theory.solve.estimate import standard_errors
 from gaussmix.theory.solve.fixed_point import MapMemory, new_map
-from gaussmix.theory.solve.iteration import AndersonState, iterate
+from gaussmix.theory.solve.iteration import iterate
+from gaussmix.theory.solve.memory import Phase
 
 
 def test_a_refined_replicate_is_its_coarse_replicate_and_its_tail():
@@ -78,7 +79,10 @@ def test_tail_spread_is_the_refined_rules_spread():
     the average of its halves' (to the proximal solves' tolerance): the first-order
     argument's premise."""
     problem, opts, history, T, out = _solved_k10()
-    coarse, _ = refinement._replicate_values(problem, T, out.x, opts, None, history, out.aux)
+    anderson = policy_memory(problem, opts)  # (the solver's: its replicates mix with it)
+    coarse, _ = refinement._replicate_values(
+        problem, T, out.x, opts, None, history, out.aux, anderson=anderson
+    )
     finer = T.rule.refined()
     assert finer is not None
     halves = (T.rule.replicates()[1], T.rule.tails()[1])
@@ -99,7 +103,7 @@ def test_tail_spread_is_the_refined_rules_spread():
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(refinement, "new_map", spy)
         paired, n_paired = refinement._replicate_values(
-            problem, T, out.x, opts, None, history, out.aux, halves=coarse
+            problem, T, out.x, opts, None, history, out.aux, anderson=anderson, halves=coarse
         )
     n = T.rule.n_rep
     assert nodes == [2**11] * n  # the tails: half the nodes of the refined replicates
@@ -107,13 +111,13 @@ def test_tail_spread_is_the_refined_rules_spread():
     warm = nested.nested_warm(
         out.aux.warm, T.rule, finer, nested.refined_blocks(T.rule, finer, T.rule.n_rep)
     )
-    start = AndersonState.init(opts.anderson, history.get(T.rule))
+    start = anderson.starting(Phase.SOLVE, finer, history.get(T.rule))  # (the re-solve's)
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
     out2 = iterate(T2, out.x, start, return_image=False, aux=MapMemory(warm=warm), **kw)
     assert out2.converged
     history[finer] = out2.anderson
     direct, n_direct = refinement._replicate_values(
-        problem, T2, out2.x, opts, None, history, out2.aux
+        problem, T2, out2.x, opts, None, history, out2.aux, anderson=anderson
     )
     assert n_paired <= n_direct
     sd, sp = standard_errors(direct, n), standard_errors(paired, n)
@@ -133,9 +137,14 @@ def test_the_refined_rules_first_evaluation_is_its_halves():
     proximal solves' tolerance, and starts its proximal solves."""
     problem, opts, history, T, out = _solved_k10()
     mem = T.hats_memory(out.x, out.aux)[1]
-    values, _ = refinement._replicate_values(problem, T, out.x, opts, None, history, mem)
+    anderson = policy_memory(problem, opts)
+    values, _ = refinement._replicate_values(
+        problem, T, out.x, opts, None, history, mem, anderson=anderson
+    )
     T2 = new_map(problem, T.rule.refined(), T)
-    found = refinement._tail_start(problem, T, T2, out.x, opts, None, history, mem, values)
+    found = refinement._tail_start(
+        problem, T, T2, out.x, opts, None, history, mem, values, anderson
+    )
     assert found is not None
     _, memory, n_iter = found
     assert n_iter >= T.rule.n_rep  # (at least the tails' first evaluations, counted)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import first_solve_memory
 
 import gaussmix as gm
 from gaussmix.theory.solve.fixed_point import FixedPointMap, MapMemory, start_state
@@ -127,10 +128,11 @@ def test_a_stacked_iteration_carries_its_freeze_record() -> None:
         problems, channel_rule(problems[0], None), freezing=batch_solve.solve_freezing(opts)
     )
     memory = T.memory()
-    out = batch_solve.converged_solve(T, T.start(), None, opts, memory=memory)
+    m = first_solve_memory(T, opts)
+    out = batch_solve.converged_solve(T, T.start(), None, opts, memory=memory, anderson=m)
     assert out is not None and out.aux.record is memory.record
     assert memory.record.frozen.all() and memory.record.evaluations == out.n_iter
-    again = batch_solve.converged_solve(T, T.start(), None, opts)  # a fresh record
+    again = batch_solve.converged_solve(T, T.start(), None, opts, anderson=m)  # a fresh record
     assert again is not None and again.aux.record is not memory.record
     np.testing.assert_array_equal(again.x, out.x)
     assert not hasattr(T, "frozen") and not hasattr(T, "last")

@@ -791,3 +791,17 @@ def test_the_anderson_memory_is_one_declared_value_by_phase_and_rule() -> None:
         ps = [make_problem(mk, "cross-entropy", lam=1e-3, alpha=a) for a in (1.0, 2.0)]
         policy = P.policy_for_points(ps, OPTS)
         assert policy.memory.of(Phase.SOLVE, policy.rule) == OPTS.anderson, k
+    # and no run below the policy decides it: each takes the memory, with no default
+    import inspect
+
+    from gaussmix.theory.solve import batch_solve, estimate, refinement
+
+    for run in (
+        batch_solve.converged_solve,
+        batch_solve.iterated_solve,
+        estimate.replicate_state,
+        refinement._replicate_values,
+        refinement._tail_start,
+    ):
+        param = inspect.signature(run).parameters["anderson"]
+        assert param.default is inspect.Parameter.empty, run.__name__

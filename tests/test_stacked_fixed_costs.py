@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from _helpers import first_solve_memory
 
 import gaussmix as gm
 from gaussmix.experiments import continuation, curves
@@ -170,7 +171,8 @@ def test_the_sharp_test_of_the_points_is_each_points() -> None:
     opts = solver_options(None, {})
     rule = channel_rule(problems[0], None, opts.symmetry)
     T = FixedPointMap(problems, rule, freezing=batch_solve.solve_freezing(opts))
-    out = batch_solve.converged_solve(T, T.start(), None, opts)
+    m = first_solve_memory(T, opts)
+    out = batch_solve.converged_solve(T, T.start(), None, opts, anderson=m)
     assert out is not None
     got = sharp_rules(T, out.x, opts)
     each = [sharp_rule(p, rule, xi) for p, xi in zip(problems, T.split(out.x))]
@@ -287,7 +289,7 @@ def test_a_stacked_map_is_set_by_its_constructor() -> None:
     assert _same(T(x), g)  # (the map itself remembers nothing)
     opts = solver_options(None, {})
     with pytest.raises(ValueError, match="solve_freezing"):
-        batch_solve.iterated_solve(T, x, None, opts)
+        batch_solve.iterated_solve(T, x, None, opts, anderson=first_solve_memory(T, opts))
     made = FixedPointMap(problems, T.rule, freezing=batch_solve.solve_freezing(opts))
-    out = batch_solve.converged_solve(made, x, None, opts)
+    out = batch_solve.converged_solve(made, x, None, opts, anderson=first_solve_memory(T, opts))
     assert out is not None and out.aux.record.frozen.all()

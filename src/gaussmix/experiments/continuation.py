@@ -400,7 +400,14 @@ def _first_solve(
     memory = T.memory()
     try:
         out = iterated_solve(
-            T, x0, None, opts, reporter(memory.record), _StallWatch(T, memory.record), memory
+            T,
+            x0,
+            None,
+            opts,
+            reporter(memory.record),
+            _StallWatch(T, memory.record),
+            memory,
+            anderson=opts.anderson,  # (the policy's for a first solve: batch_solve checks it)
         )
     except (SharpPoint, _Stalled):
         return T, None
@@ -601,7 +608,9 @@ def _seeded_iterate(
     seeding = _Seeding(T, params, memory.record)
     watch = _StallWatch(T, memory.record, seeding)  # (its _Stalled goes to _first_solve)
     try:
-        out = iterated_solve(T, x0, None, opts, report, on_step=watch, memory=memory)
+        out = iterated_solve(
+            T, x0, None, opts, report, on_step=watch, memory=memory, anderson=opts.anderson
+        )
     except _SeedRejected:
         return None
     if out.converged and seeding.rejections(final=True):

@@ -313,7 +313,7 @@ def run_points(
             frozen = aux.record.frozen
             report = None if on_converged is None else lambda *_: on_converged(int(frozen.sum()))
             m = memory.of(phase, rule)
-            out = converged_solve(T, x0, history.get(rule), opts, report, aux, m)
+            out = converged_solve(T, x0, history.get(rule), opts, report, aux, anderson=m)
         else:
             _first_memory(memory, rule, opts)
             T, out = first_solve(T, x0, opts, on_converged)
@@ -351,10 +351,12 @@ def converged_solve(
     opts: SolverOptions,
     report: Callable[..., None] | None = None,
     memory: MapMemory | None = None,
-    anderson: int | None = None,
+    *,
+    anderson: int,
 ):
     """The stacked iteration of ``T`` from ``x0`` (:func:`iterated_solve`, with the Anderson
-    memory ``anderson``, by default ``opts.anderson``), or None where it fails."""
+    memory ``anderson``: the policy's for the run, ``SolvePolicy.memory.of(phase, rule)``),
+    or None where it fails."""
     try:
         out = iterated_solve(T, x0, history, opts, report, memory=memory, anderson=anderson)
     except SharpPoint:
@@ -372,7 +374,8 @@ def iterated_solve(
     report: Callable[..., None] | None = None,
     on_step: Callable[[IterationState], IterationState | None] | None = None,
     memory: MapMemory | None = None,
-    anderson: int | None = None,
+    *,
+    anderson: int,
 ) -> IterationOutcome:
     """The stacked iteration of ``T`` from ``x0`` with the secant pairs ``history``, with
     the solver's options, each point frozen at its own convergence (``report``: the
@@ -380,12 +383,14 @@ def iterated_solve(
     is made with :func:`solve_freezing` of ``opts``.  ``memory``: the map's memory to start
     from (:meth:`FixedPointMap.memory`, whose record a caller reads as the iteration goes; a
     fresh one by default); the outcome's ``aux`` is the memory after it.  ``anderson``: the
-    Anderson memory (``opts.anderson`` by default; a run from a fixed point may take a longer
-    one, :func:`run_points`)."""
+    Anderson memory, the policy's for the run (``SolvePolicy.memory.of(phase, rule)``,
+    :class:`~gaussmix.theory.solve.memory.AndersonMemory`; a curve's first solve runs with
+    the options' own, which :func:`_first_memory` checks the policy declares; a run from a
+    fixed point may take a longer one, :func:`run_points`)."""
     kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping)
     if T.freezing.tol != opts.tol or T.freezing.trail != opts.anderson + 1:
         raise ValueError("a stacked solve's map is made with solve_freezing(opts)")
-    start = T.anderson(opts.anderson if anderson is None else anderson, history)
+    start = T.anderson(anderson, history)
     if memory is None:
         memory = T.memory()
     return iterate(
@@ -666,11 +671,13 @@ def plain_first_solve(
     on_converged: Callable[[int], None] | None = None,
 ) -> tuple[FixedPointMap, IterationOutcome | None]:
     """The first stacked solve without a continuation of its own: :func:`converged_solve`
-    from ``x0`` (``on_converged``: called after each evaluation with the points frozen)."""
+    from ``x0`` (``on_converged``: called after each evaluation with the points frozen),
+    with the options' Anderson memory (the policy's for a curve's first solve,
+    :func:`_first_memory`)."""
     memory = T.memory()
     frozen = memory.record.frozen
     report = None if on_converged is None else lambda *_: on_converged(int(frozen.sum()))
-    return T, converged_solve(T, x0, None, opts, report, memory=memory)
+    return T, converged_solve(T, x0, None, opts, report, memory=memory, anderson=opts.anderson)
 
 
 def _point_maps(

@@ -189,15 +189,18 @@ def replicate_state(
     pairs: AndersonState | None,
     opts: SolverOptions,
     callback: Callable | None,
-    memory: Any = None,
-    anderson: int | None = None,
+    memory: Any,
+    anderson: int,
     model: AndersonState | None = None,
 ) -> tuple[np.ndarray, int, Any] | None:
     """The fixed point of a replicate's map ``Tr`` near the full rule's fixed point ``x``, to
     the accuracy of its shift, the evaluations spent and the map's memory of its last
     evaluation (at that state); None where the iteration fails or ends at an invalid state.
-    ``memory``: the map's memory to start from (the warm start of its proximal solves);
-    ``anderson``: the Anderson memory (the policy's for the rule; None: ``opts.anderson``);
+    ``memory``: the map's memory to start from (the warm start of its proximal solves, or
+    None); ``anderson``: the Anderson memory, the policy's for the replicates (they start as
+    a solve of the rule: ``SolvePolicy.memory.of(Phase.SOLVE, rule)``,
+    :class:`~gaussmix.theory.solve.memory.AndersonMemory`; no default, so that no run mixes
+    with a memory the policy did not declare);
     ``model``: the full rule's secant pairs whose :func:`secant_gain` bounds the distance
     to the replicate's fixed point (None: ``pairs``).
 
@@ -230,8 +233,7 @@ def replicate_state(
     """
     solver = FixedPointIteration(opts.tol, opts.max_iter, opts.damping, return_image=False)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # as in iterate
-        m = opts.anderson if anderson is None else anderson
-        s = solver.init(Tr, x, AndersonState.init(m, pairs), memory)
+        s = solver.init(Tr, x, AndersonState.init(anderson, pairs), memory)
         y0 = x if s.chart is None else s.chart.forward(x)
         weight = None if y0 is None else 1.0 / np.maximum(1.0, np.abs(y0))
         model = pairs if model is None else model

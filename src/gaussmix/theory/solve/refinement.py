@@ -657,11 +657,12 @@ def _replicate_values(
     callback: Callable | None,
     history: dict,
     memory: MapMemory | None = None,
+    *,
+    anderson: AndersonMemory,
     known: dict | None = None,
     stop: int | None = None,
     halves: dict | None = None,
     at_x: list | None = None,
-    anderson: AndersonMemory | None = None,
 ) -> tuple[dict, int] | None:
     """The errors and losses at the fixed point of each replicate of a randomised rule.
 
@@ -694,9 +695,10 @@ def _replicate_values(
     state is found (half the nodes, from ``x``; its proximal solves cold: the tail's points
     are new) and the replicate's value is the average of the two.  ``at_x``: a list to
     which the map's memory of each replicate's channel evaluation at ``x`` is appended (the
-    first of its iteration).  ``anderson``: the policy's Anderson memory (the replicates
-    start as a solve of the rule, :attr:`~gaussmix.theory.solve.memory.Phase.SOLVE`; None:
-    ``opts.anderson``).
+    first of its iteration).  ``anderson``: the policy's Anderson memory
+    (``SolvePolicy.memory``; the replicates start as a solve of the rule, and mix with
+    ``anderson.of(Phase.SOLVE, T.rule)`` pairs,
+    :attr:`~gaussmix.theory.solve.memory.Phase.SOLVE`).
     Returns the values (a list per observable, in the replicates' order) and the iterations
     spent, or None if a replicate's iteration fails.
     """
@@ -705,11 +707,9 @@ def _replicate_values(
     reps = T.rule.replicates() if halves is None else T.rule.tails()
     single = single_precision_phase(problem)
     scale = residual_scale(x, T.K, T.L)
-    pairs, m = history.get(T.rule), None  # (the replicates' secant pairs and memory)
-    model = pairs  # (all the full rule's pairs: the bound of each replicate's distance)
-    if anderson is not None:
-        pairs = anderson.starting(Phase.SOLVE, T.rule, pairs)
-        m = pairs.memory
+    model = history.get(T.rule)  # (all the full rule's pairs: each replicate's bound)
+    pairs = anderson.starting(Phase.SOLVE, T.rule, model)  # (the replicates' pairs)
+    m = pairs.memory  # (and memory)
     for r in range(len(values["test_error"]), len(reps) if stop is None else stop):
         rep = reps[r]
         warm = None  # (a tail's points are new: its proximal solves cold)
@@ -861,7 +861,7 @@ def _tail_start(
     history: dict,
     memory: MapMemory,
     values: dict,
-    anderson: AndersonMemory | None = None,
+    anderson: AndersonMemory,
 ) -> tuple[dict, MapMemory, int] | None:
     """The refinement of :func:`estimate_randomised` by the tails of a nested randomised
     rule, before the refined rule's re-solve (``T2``) from the fixed point ``x`` of ``T``
@@ -877,8 +877,8 @@ def _tail_start(
     points those of the halves, :func:`~gaussmix.theory.solve.nested.refined_warm`).
     Measured at isotropic K = 10 (``lam = 1e-2``, alpha = 10): 3 evaluations of the refined
     rule's 8 x 2**12 points and 16 of its replicates' 2**12 -> 16 of the tails' 2**11 and 2
-    of the refined rule.  ``anderson``: the replicates' Anderson memory
-    (:func:`_replicate_values`')."""
+    of the refined rule.  ``anderson``: the policy's Anderson memory
+    (``SolvePolicy.memory``, the replicates', :func:`_replicate_values`')."""
     n_iter = 0
     n_rep = T.rule.n_rep
     if len(values["test_error"]) < n_rep:  # (the first half decided: the others too)
