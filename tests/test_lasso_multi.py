@@ -638,36 +638,35 @@ def test_prior_resolves_keep_their_last_iterate_or_the_image_at_their_start(monk
     coarser rule's fixed point, and the answer is the image there (the finer rule's change,
     which moves the test error of a state near the zero estimator by more than ``tol``)."""
     from gaussmix.theory.prior import prior as prior_module
-    from gaussmix.theory.solve import defect, refinement
+    from gaussmix.theory.solve import refinement
 
     runs, calls = [], []
-    real, real_prior = refinement.iterate, prior_module.gaussian_l1_moments
+    real, real_prior = refinement.image_at_start, prior_module.gaussian_l1_moments
 
-    def spy(T, x0, anderson, **kw):
-        out = real(T, x0, anderson, **kw)
-        if isinstance(T, defect.ImageKept):
-            runs.append((x0, T.last, out, kw["return_image"]))
-        return out
+    def spy(out):  # (each re-solve's outcome as its run returned it, and the answer)
+        runs.append((out.x, out.image, real(out)))
+        return runs[-1][2]
 
     def count(*args, **kw):
         calls.append(kw.get("panels"))
         return real_prior(*args, **kw)
 
-    monkeypatch.setattr(refinement, "iterate", spy)
+    monkeypatch.setattr(refinement, "image_at_start", spy)
     monkeypatch.setattr(prior_module, "gaussian_l1_moments", count)
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     at_start = gm.solve(mix, "cross-entropy", penalty="l1", lam=5.0, alpha=0.1)
-    x0, image, out, returns_image = runs[-1]
-    assert not returns_image and out.converged and out.n_iter == 1
+    x0, image, out = runs[-1]  # (x0: the last iterate of a run converged at its start)
+    assert out.converged and out.n_iter == 1
     assert not np.array_equal(image, x0)
     np.testing.assert_array_equal(at_start.state.x, image)
     runs.clear()
     calls.clear()
     mix = gm.Mixture.isotropic(0.88, "gaussian", n_clusters=3)
     moved = gm.solve(mix, "cross-entropy", penalty="l1", lam=0.0357, alpha=0.0688)
-    x0, image, out, _ = runs[-1]
+    last, image, out = runs[-1]
     assert out.converged and out.n_iter >= 2
-    np.testing.assert_array_equal(moved.state.x, out.x)  # the last iterate, not the image
+    assert not np.array_equal(last, image)
+    np.testing.assert_array_equal(moved.state.x, last)  # the last iterate, not the image
     # the finest rule's evaluations are the re-solve's own: none for the statistics
     assert calls.count(moved.state.prior_panels) == out.n_iter
 

@@ -18,7 +18,7 @@ import numpy as np
 from .fixed_point import FixedPointMap, HatEvaluation, MapMemory
 from .iteration import AndersonState, IterationOutcome, iterate
 
-__all__ = ["DefectCorrected", "ImageKept", "defect_corrected_solve"]
+__all__ = ["DefectCorrected", "defect_corrected_solve", "image_at_start"]
 
 
 @dataclass(frozen=True)
@@ -102,35 +102,18 @@ def defect_corrected_solve(
     )
     spent += corr.n_iter
     if not corr.converged:  # (T2 from x: at its first evaluation, the image there)
-        kept = ImageKept(T2)
-        out = iterate(kept, x, start, aux=m2, **kw)
-        if out.converged and out.n_iter <= 1:
-            out = replace(out, x=kept.last)
-        return out, spent
+        return image_at_start(iterate(T2, x, start, aux=m2, **kw)), spent
     return iterate(T2, corr.x, corr.anderson, aux=MapMemory(ev=None), **kw), spent
 
 
-@dataclass
-class ImageKept:
-    """The map ``T`` with the image of its last evaluation kept (``last``): where a run that
-    returns its last iterate (``return_image=False``) converged at its first evaluation, that
-    iterate is its start, the coarser rule's fixed point, and the answer is the image there,
-    ``last``, which carries the finer rule's change (at a state near the zero estimator the
-    test error moves with it by 4e-3, ``bench_lasso_k3.py`` seed 2 #8, where the state
-    moves by less than ``tol``)."""
-
-    T: FixedPointMap
-    last: np.ndarray | None = None
-
-    def __getattr__(self, name: str):
-        if name == "T":  # (not yet set: no recursion)
-            raise AttributeError(name)
-        return getattr(self.T, name)  # (the map's own: K, L, log_chart, prior_panels, ...)
-
-    def hats_memory(self, x: np.ndarray, memory: MapMemory | None) -> tuple:
-        return self.T.hats_memory(x, memory)
-
-    def image(self, x: np.ndarray, ev: HatEvaluation, memory: MapMemory) -> tuple:
-        g, memory = self.T.image(x, ev, memory)
-        self.last = g
-        return g, memory
+def image_at_start(out: IterationOutcome) -> IterationOutcome:
+    """``out``, or where its run (returning its last iterate, ``return_image=False``)
+    converged at its first evaluation, ``out`` with the image there as its state
+    (:attr:`~gaussmix.theory.solve.iteration.IterationOutcome.image`): that iterate is the
+    run's start, the coarser rule's fixed point, and the answer is the image there, which
+    carries the finer rule's change (at a state near the zero estimator the test error
+    moves with it by 4e-3, ``bench_lasso_k3.py`` seed 2 #8, where the state moves by less
+    than ``tol``)."""
+    if out.converged and out.n_iter <= 1 and out.image is not None:
+        return replace(out, x=out.image)
+    return out

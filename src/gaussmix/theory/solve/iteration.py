@@ -324,6 +324,11 @@ class IterationOutcome:
         map a :class:`~gaussmix.theory.solve.fixed_point.MapMemory`, whose channel
         evaluation at the returned state, where it is the last evaluated one, the
         observables reuse); None before any evaluation.
+    image : ndarray or None
+        On convergence, the map's image ``T(x)`` at the state its test passed at (``x``
+        itself where the iteration returns its image; with ``return_image=False`` the answer
+        of a run that converged at its first evaluation, whose last iterate is its start);
+        None otherwise.
     """
 
     x: np.ndarray
@@ -333,6 +338,7 @@ class IterationOutcome:
     message: str
     anderson: AndersonState
     aux: Any = None
+    image: np.ndarray | None = None
 
     @property
     def converged(self) -> bool:
@@ -486,8 +492,8 @@ class FixedPointIteration:
         chart, state, last, beta = s.chart, s.anderson, s.last, s.damping
         x, it = s.x, s.n_iter + 1
 
-        def ended(xr: np.ndarray, res: float, status: IterationStatus, msg: str, st):
-            out = IterationOutcome(xr, it, res, status, msg, st, aux)
+        def ended(xr: np.ndarray, res: float, status: IterationStatus, msg: str, st, image=None):
+            out = IterationOutcome(xr, it, res, status, msg, st, aux, image)
             return s._replace(
                 n_iter=it, residual=res, evaluated=True, outcome=out, pending=None, aux=aux
             )
@@ -552,13 +558,13 @@ class FixedPointIteration:
         if y is None or yg is None:  # outside the chart: a plain step, history dropped
             state = state.cleared()
             if converged:
-                return ended(xr, res, S.CONVERGED, "converged", state)
+                return ended(xr, res, S.CONVERGED, "converged", state, g)
             x, state = _next_iterate(x, r, beta, scale, state, K, L, None)
             return going_on(x, state, None, s.best, beta)
         if last is not None:
             state = state.update(y - last[0], yg - last[1])
         if converged:
-            return ended(xr, res, S.CONVERGED, "converged", state)
+            return ended(xr, res, S.CONVERGED, "converged", state, g)
         best = s.best
         if step > DIVERGENCE_FACTOR * best and not state.empty:
             # divergence of the extrapolation: restart from here with more damping

@@ -38,7 +38,7 @@ from ..prior.prior import (
 from ..problem.problem import Problem
 from .batch import MOMENTS
 from .coarse_axes import coarse_axes_phase
-from .defect import ImageKept, defect_corrected_solve
+from .defect import defect_corrected_solve, image_at_start
 from .estimate import (
     MAX_TRAIN_RQMC_NODES,
     Observables,
@@ -571,7 +571,7 @@ def refine_prior(
     1.5e-9, the order of stopping at ``tol``: the image and the last iterate are both
     within about ``tol / (1 - r)`` of the fixed point, ``r`` the map's contraction).  A
     re-solve that converged at its first evaluation returns the image there
-    (:class:`~gaussmix.theory.solve.defect.ImageKept`): its last iterate would be the
+    (:func:`~gaussmix.theory.solve.defect.image_at_start`): its last iterate would be the
     coarser rule's fixed point itself, and the change under refinement zero however
     much the finer rule moves an observable (near the zero estimator, seed 2 #8, the test
     error by 4e-3 for a state that moves by less than ``tol``).
@@ -613,10 +613,8 @@ def refine_prior(
                 out2, spent = defect_corrected_solve(T, T2, x, known, start, kw)
                 n_iter += spent
             else:
-                kept = ImageKept(T2)
-                out2 = iterate(kept, x, start, aux=known, **kw)
-                if out2.converged and out2.n_iter <= 1:  # at its start: the image there
-                    out2 = replace(out2, x=kept.last)
+                out2 = iterate(T2, x, start, aux=known, **kw)
+                out2 = image_at_start(out2)
             pairs = out2.anderson
             mem = out2.aux
             n_iter += out2.n_iter
