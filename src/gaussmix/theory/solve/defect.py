@@ -97,9 +97,9 @@ def defect_corrected_solve(
     g1, _ = T.image(x, ev, MapMemory(ev=ev))
     spent = 1
     # (the corrected map's image: ``kw``'s ``return_image`` is for ``T2``'s runs)
-    corr = iterate(
-        DefectCorrected(T, g2 - g1), x, start, aux=MapMemory(ev=ev), **{**kw, "return_image": True}
-    )
+    # (its first image the coarse one the difference was formed from: no second prior at x)
+    corrected = DefectCorrected(T, g2 - g1, known=(x, g1))
+    corr = iterate(corrected, x, start, aux=MapMemory(ev=ev), **{**kw, "return_image": True})
     spent += corr.n_iter
     if not corr.converged:  # (T2 from x: at its first evaluation, the image there)
         return image_at_start(iterate(T2, x, start, aux=m2, **kw)), spent
