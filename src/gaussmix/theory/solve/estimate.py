@@ -169,8 +169,9 @@ def secant_gain(pairs: AndersonState | None, weight: np.ndarray) -> float | None
     dropped (combinations of the pairs at their rounding)."""
     if pairs is None or pairs.empty:
         return None
-    dY = np.array(pairs.dxs).T * weight[:, None]
-    dR = (np.array(pairs.dgs).T - np.array(pairs.dxs).T) * weight[:, None]
+    dX = np.array(pairs.dxs).T
+    dY = dX * weight[:, None]
+    dR = (np.array(pairs.dgs).T - dX) * weight[:, None]
     norms = np.linalg.norm(dY, axis=0)
     ok = norms > 0.0
     if not ok.any():

@@ -849,7 +849,7 @@ def _initial_state(problem: Problem) -> np.ndarray:
     (MNIST ten classes: 0.12 of the cost; the phase iterates its map from here)."""
     Qhat, Mhat, Vhat, lam, ybar = initial_hats(problem)
     single = single_precision_phase(problem)
-    coarse = coarse_axes_problem(problem) if single else None
+    coarse = coarse_axes_problem(problem)  # (None without a single-precision phase)
     pr = prior_update(coarse or problem, Qhat, Mhat, Vhat, lam=lam, single=single)
     Q, M, V = pr.Q, pr.M, pr.V
     if prior_quadrature_dim(problem) > 0 and problem.lam < START_MAX_LAM:

@@ -581,8 +581,13 @@ def refine_prior(
         return est
     # (each re-solve's last iterate, whose channel and prior evaluations the outcome's memory
     # holds: the observables and the statistics at it cost no evaluation of their own)
-    kw = dict(tol=opts.tol, max_iter=opts.max_iter, damping=opts.damping, callback=callback)
-    kw["return_image"] = False
+    kw = dict(
+        tol=opts.tol,
+        max_iter=opts.max_iter,
+        damping=opts.damping,
+        callback=callback,
+        return_image=False,
+    )
     T, x, obs, evals, mem = est.T, est.x, est.obs, dict(est.evals), est.memory
     n_iter, res, status, msg = est.n_iter, est.residual, est.status, est.message
     prior = dict(est.prior)
