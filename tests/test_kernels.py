@@ -22,7 +22,7 @@ from gaussmix.theory.numerics.ce_small_metric import (
     ce_channel_small_metric,
     small_metric,
 )
-from gaussmix.theory.numerics.quadrature import MAX_ORDER, GaussHermite
+from gaussmix.theory.numerics.quadrature import MAX_ORDER, GaussHermite, SobolRQMC
 from gaussmix.theory.numerics.tolerances import PROX_TOL
 from gaussmix.theory.problem.problem import _complement_of_ones
 from gaussmix.theory.solve.observables import _wedge_probability, gaussian_risk
@@ -137,6 +137,34 @@ def test_cross_entropy_kernel_at_a_singular_or_indefinite_metric(K, kind):
         # ||V H|| ~ 1e-11 leaves its factor 1 + ||V H|| at 1)
         size = 1.0 + np.abs(omega).max(axis=-1) + np.abs(warm.h).max(axis=-1)
         assert np.all(np.abs(warm.h - first).max(axis=-1) <= 1.01 * PROX_TOL * size)
+
+
+@pytest.mark.parametrize("K", [6, 10])
+@pytest.mark.parametrize("eigenvalues", ["small", "small, ill-conditioned", "moderate", "large"])
+def test_many_class_cross_entropy_kernels_match_numpy_path(K, eigenvalues):
+    """Five and nine reduced outputs, against the numpy path: the general kernel's Stein
+    term as the clusters' sum of ``A^{-1}`` multiplied by ``V^{-1}`` once (``ce_stein``;
+    ``moderate``, ``large``) or node by node in the ``B = H`` form; the clusters of small
+    metric solved in whitened coordinates (``small``) or, where the metric's Cholesky factor
+    is too ill-conditioned to whiten, with ``I + V H`` (``small, ill-conditioned``)."""
+    from gaussmix.theory.numerics import ce_small_metric as cesm
+
+    rng = np.random.default_rng(K + len(eigenvalues))
+    L = K - 1
+    loss, y, m, Q, _ = _ce_state(rng, K, 1.5)
+    top = {"small": 0.02, "small, ill-conditioned": 0.02, "moderate": 1.0, "large": 50.0}
+    spread = np.geomspace(1e-7 if eigenvalues == "small, ill-conditioned" else 0.3, 1.0, L)
+    V = np.stack([_metric(rng, L, top[eigenvalues] * spread) for _ in y])
+    small = cesm.small_metric(np.abs(V).sum(axis=-1).max(axis=-1), L)
+    assert small.all() == eigenvalues.startswith("small")
+    whiten = [cesm._whitening(v, np.zeros((L, L))) for v in V]
+    assert all(whiten) == (eigenvalues != "small, ill-conditioned") and any(whiten) == all(whiten)
+    rule = SobolRQMC(L, n_log2=7, n_rep=2)
+    ref = _quadrature_moments(loss, y, m, Q, V, rule, None, compiled=False)[0]
+    got = _quadrature_moments(loss, y, m, Q, V, rule, None, compiled=True)[0]
+    _assert_moments_equal(got, ref)
+    if all(whiten) or not small.all():  # (formed as symmetric matrices: lower triangles)
+        np.testing.assert_array_equal(got.Edf, np.swapaxes(got.Edf, -1, -2))
 
 
 @pytest.mark.parametrize("K", [3, 4, 5])

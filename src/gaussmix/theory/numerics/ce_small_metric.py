@@ -31,10 +31,12 @@ from .kernels import (
     ce_curvature,
     ce_eval,
     ce_system_hessian,
+    cholesky,
     max_row_sum,
     node_scale,
     scaled_residual,
 )
+from .tolerances import WHITENED_METRIC_RCOND
 
 __all__ = ["small_metric", "ce_channel_small_metric", "ce3_channel_small_metric"]
 
@@ -77,17 +79,13 @@ def _near_identity_solve(Vc, Hm, M, R, X):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def ce_channel_small_metric(ylab, P, omega, V, h, w, tol, max_iter):  # pragma: no cover
-    """Cross-entropy channel moments on the complement of ``(1, ..., 1)`` for clusters of
-    :func:`small_metric` (see the module): the arguments and results of
-    :func:`~gaussmix.theory.numerics.kernels.ce_channel` without ``Vinv``."""
-    K, N, L = omega.shape
+def _plain_cluster(yc, P, omega, Vc, h, w, tol, max_iter, Ef, Eff, Edf):  # pragma: no cover
+    """One cluster of :func:`ce_channel_small_metric` node by node: Newton with the
+    Jacobian ``I + V H``, the Stein term ``(I + H V)^{-1} H`` by a solve with the columns of
+    ``H``; adds to ``Ef, Eff, Edf`` (this cluster's rows), returns ``Eloss, Eenv`` and the
+    number of nodes that did not converge."""
+    N, L = omega.shape
     Kf = P.shape[1]
-    Ef = np.zeros((K, L))
-    Eff = np.zeros((K, L, L))
-    Edf = np.zeros((K, L, L))
-    Eloss = np.zeros(K)
-    Eenv = np.zeros(K)
     z = np.empty(Kf)
     p = np.empty(Kf)
     Pp = np.empty(L)
@@ -101,51 +99,288 @@ def ce_channel_small_metric(ylab, P, omega, V, h, w, tol, max_iter):  # pragma: 
     r = np.empty((L, 1))
     X = np.empty((L, L))
     n_failed = 0
-    for c in range(K):
-        yc = ylab[c]
-        Vc = V[c]
-        vnorm = max_row_sum(Vc)
-        for n in range(N):
-            u = h[c, n]
-            om = omega[c, n]
-            lval = ce_eval(u, P, yc, z, p, Pp, gr)
-            ok = False
-            for _ in range(max_iter):
-                res = scaled_residual(u, om, Vc, gr)
-                if res <= tol * node_scale(u, om, vnorm, ce_curvature(p)):
-                    ok = True
-                    break
-                ce_system_hessian(zero, P, p, Pp, A, Hm, qrow)
-                for i in range(L):
-                    t = u[i] - om[i]
-                    for j in range(L):
-                        t += Vc[i, j] * gr[j]
-                    r[i, 0] = t
-                _near_identity_solve(Vc, Hm, M, r, X)
-                for i in range(L):
-                    u[i] -= X[i, 0]
-                lval = ce_eval(u, P, yc, z, p, Pp, gr)
-            if not ok:
-                n_failed += 1
-            # contribution at the proximal point: H - H (I + V H)^{-1} V H, which is
-            # H (I + V H)^{-1} = (I + H V)^{-1} H (push-through): one solve with the
-            # columns of H (I + H V is as diagonally dominant: ||H V|| has the bound of
-            # small_metric), no product V H and no product H X
+    Eloss = 0.0
+    Eenv = 0.0
+    vnorm = max_row_sum(Vc)
+    for n in range(N):
+        u = h[n]
+        om = omega[n]
+        lval = ce_eval(u, P, yc, z, p, Pp, gr)
+        ok = False
+        for _ in range(max_iter):
+            res = scaled_residual(u, om, Vc, gr)
+            if res <= tol * node_scale(u, om, vnorm, ce_curvature(p)):
+                ok = True
+                break
             ce_system_hessian(zero, P, p, Pp, A, Hm, qrow)
-            R[:, :] = Hm
-            _near_identity_solve(Hm, Vc, M, R, X)
-            wn = w[n]
-            quad = 0.0
             for i in range(L):
-                fi = -gr[i]
-                Ef[c, i] += wn * fi
+                t = u[i] - om[i]
                 for j in range(L):
-                    fj = -gr[j]
-                    Eff[c, i, j] += wn * fi * fj
-                    quad += fi * Vc[i, j] * fj
-                    Edf[c, i, j] += wn * X[i, j]
-            Eloss[c] += wn * lval
-            Eenv[c] += wn * (0.5 * quad + lval)
+                    t += Vc[i, j] * gr[j]
+                r[i, 0] = t
+            _near_identity_solve(Vc, Hm, M, r, X)
+            for i in range(L):
+                u[i] -= X[i, 0]
+            lval = ce_eval(u, P, yc, z, p, Pp, gr)
+        if not ok:
+            n_failed += 1
+        # contribution at the proximal point: H - H (I + V H)^{-1} V H, which is
+        # H (I + V H)^{-1} = (I + H V)^{-1} H (push-through): one solve with the
+        # columns of H (I + H V is as diagonally dominant: ||H V|| has the bound of
+        # small_metric), no product V H and no product H X
+        ce_system_hessian(zero, P, p, Pp, A, Hm, qrow)
+        R[:, :] = Hm
+        _near_identity_solve(Hm, Vc, M, R, X)
+        wn = w[n]
+        quad = 0.0
+        for i in range(L):
+            fi = -gr[i]
+            Ef[i] += wn * fi
+            for j in range(L):
+                fj = -gr[j]
+                Eff[i, j] += wn * fi * fj
+                quad += fi * Vc[i, j] * fj
+                Edf[i, j] += wn * X[i, j]
+        Eloss += wn * lval
+        Eenv += wn * (0.5 * quad + lval)
+    return Eloss, Eenv, n_failed
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def _whitening(Vc, LV):  # pragma: no cover - compiled
+    """The lower Cholesky factor ``L_V`` of ``V`` into ``LV``; whether it exists with every
+    squared pivot at least :data:`~gaussmix.theory.numerics.tolerances.WHITENED_METRIC_RCOND`
+    times the largest diagonal entry of ``V`` (then :func:`_whitened_cluster` applies)."""
+    L = Vc.shape[0]
+    if not cholesky(Vc, LV):
+        return False
+    vmax = 0.0
+    for i in range(L):
+        vmax = max(vmax, Vc[i, i])
+    for i in range(L):
+        if not LV[i, i] * LV[i, i] >= WHITENED_METRIC_RCOND * vmax:
+            return False
+    return True
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def _whitened_cluster(yc, P, omega, Vc, LV, h, w, tol, max_iter, Ef, Eff, Edf):  # pragma: no cover
+    """:func:`_plain_cluster` in the coordinates whitened by ``V = L_V L_V^T``.
+
+    With ``W = L_V^T P`` and the whitened Hessian ``Ht = L_V^T H L_V = W (diag p - p p^T)
+    W^T`` (symmetric, positive semi-definite): ``I + V H = L_V (I + Ht) L_V^{-1}``, so the
+    Newton step is ``L_V (I + Ht)^{-1} L_V^{-1} r`` (a Cholesky factor ``C`` of ``I + Ht``
+    instead of the elimination of ``I + V H``: no product ``V H``), and the Stein term is
+    ``(I + H V)^{-1} H = L_V^{-T} (Ht - Ht (I + Ht)^{-1} Ht) L_V^{-1}``, whose middle factor
+    is ``Ht - Y^T Y``, ``Y = C^{-1} Ht`` (free of cancellation where ``Ht`` is small, as the
+    ``B = H`` form of :func:`~gaussmix.theory.numerics.kernels.ce_channel`); the nodes sum
+    it, the cluster maps the sum back once.  Only lower triangles are formed.  The
+    proximal points, residuals and stopping rule are those of the original coordinates."""
+    N, L = omega.shape
+    Kf = P.shape[1]
+    z = np.empty(Kf)
+    p = np.empty(Kf)
+    Pp = np.empty(L)
+    gr = np.empty(L)
+    W = np.zeros((L, Kf))  # W = L_V^T P
+    for i in range(L):
+        for k in range(Kf):
+            t = 0.0
+            for j in range(i, L):
+                t += LV[j, i] * P[j, k]
+            W[i, k] = t
+    Wp = np.empty(L)
+    qrow = np.empty(Kf)
+    Ht = np.zeros((L, L))
+    C = np.zeros((L, L))
+    Y = np.empty((L, L))
+    S = np.zeros((L, L))
+    d = np.empty(L)
+    r = np.empty(L)
+    a = np.empty(L)
+    b = np.empty(L)
+    n_failed = 0
+    Eloss = 0.0
+    Eenv = 0.0
+    vnorm = max_row_sum(Vc)
+    for n in range(N):
+        u = h[n]
+        om = omega[n]
+        lval = ce_eval(u, P, yc, z, p, Pp, gr)
+        ok = False
+        factored = False
+        for _ in range(max_iter):
+            res = scaled_residual(u, om, Vc, gr)
+            if res <= tol * node_scale(u, om, vnorm, ce_curvature(p)):
+                ok = True
+                break
+            factored = _whitened_system(W, p, Wp, qrow, Ht, C, d)
+            if not factored:
+                break
+            for i in range(L):  # r = u - omega + V grad
+                t = u[i] - om[i]
+                for j in range(L):
+                    t += Vc[i, j] * gr[j]
+                r[i] = t
+            _forward(LV, r, a)  # a = L_V^{-1} r
+            for i in range(L):  # b = (I + Ht)^{-1} a = C^{-T} C^{-1} a
+                t = a[i]
+                for k in range(i):
+                    t -= C[i, k] * b[k]
+                b[i] = t * d[i]
+            for i in range(L - 1, -1, -1):
+                t = b[i]
+                for k in range(i + 1, L):
+                    t -= C[k, i] * b[k]
+                b[i] = t * d[i]
+            for i in range(L):  # u -= L_V b
+                t = 0.0
+                for j in range(i + 1):
+                    t += LV[i, j] * b[j]
+                u[i] -= t
+            lval = ce_eval(u, P, yc, z, p, Pp, gr)
+        if not ok:
+            n_failed += 1
+        # the Stein term's middle factor Ht - Y^T Y at the proximal point
+        if _whitened_system(W, p, Wp, qrow, Ht, C, d):
+            for j in range(L):  # Y = C^{-1} Ht, column by column
+                for i in range(L):
+                    t = Ht[i, j] if j <= i else Ht[j, i]
+                    for k in range(i):
+                        t -= C[i, k] * Y[k, j]
+                    Y[i, j] = t * d[i]
+        else:  # (I + Ht cannot fail to be positive definite but by NaN: count the node)
+            if ok:
+                n_failed += 1
+            Y[:, :] = 0.0
+        wn = w[n]
+        for i in range(L):
+            for j in range(i + 1):
+                t = 0.0
+                for k in range(L):
+                    t += Y[k, i] * Y[k, j]
+                S[i, j] += wn * (Ht[i, j] - t)
+        quad = 0.0
+        for i in range(L):
+            fi = -gr[i]
+            Ef[i] += wn * fi
+            t = 0.0
+            for j in range(i):
+                fj = -gr[j]
+                Eff[i, j] += wn * fi * fj
+                t += Vc[i, j] * fj
+            Eff[i, i] += wn * fi * fi
+            quad += fi * (2.0 * t + Vc[i, i] * fi)
+        Eloss += wn * lval
+        Eenv += wn * (0.5 * quad + lval)
+    # Edf = L_V^{-T} S L_V^{-1}: with T = L_V^{-1}, Edf_ij = sum_kl T_ki S_kl T_lj
+    T = np.zeros((L, L))
+    for j in range(L):
+        T[j, j] = 1.0 / LV[j, j]
+        for i in range(j + 1, L):
+            t = 0.0
+            for k in range(j, i):
+                t += LV[i, k] * T[k, j]
+            T[i, j] = -t / LV[i, i]
+    for k in range(L):  # Y = S T (S symmetric from its lower triangle)
+        for j in range(L):
+            t = 0.0
+            for m in range(j, L):
+                t += (S[k, m] if m <= k else S[m, k]) * T[m, j]
+            Y[k, j] = t
+    for i in range(L):
+        for j in range(i + 1):
+            t = 0.0
+            for k in range(i, L):
+                t += T[k, i] * Y[k, j]
+            Edf[i, j] += t
+    for i in range(L):
+        for j in range(i):
+            Edf[j, i] = Edf[i, j]
+            Eff[j, i] = Eff[i, j]
+    return Eloss, Eenv, n_failed
+
+
+@njit(cache=True, error_model="numpy", nogil=True, inline="always")
+def _whitened_system(W, p, Wp, q, Ht, C, d):  # pragma: no cover - compiled
+    """The lower triangle of ``Ht = W (diag p - p p^T) W^T`` and the Cholesky factor ``C`` of
+    ``I + Ht`` (whether it exists), the reciprocals of its pivots in ``d``."""
+    L, Kf = W.shape
+    for i in range(L):
+        t = 0.0
+        for k in range(Kf):
+            t += W[i, k] * p[k]
+        Wp[i] = t
+    for i in range(L):
+        for k in range(Kf):
+            q[k] = W[i, k] * p[k]
+        for j in range(i + 1):
+            t = -Wp[i] * Wp[j]
+            for k in range(Kf):
+                t += q[k] * W[j, k]
+            Ht[i, j] = t
+            C[i, j] = t + (1.0 if i == j else 0.0)
+    return _cholesky_reciprocal(C, d)
+
+
+@njit(cache=True, error_model="numpy", nogil=True, inline="always")
+def _cholesky_reciprocal(C, d):  # pragma: no cover - compiled
+    """The lower Cholesky factor of ``C`` (its lower triangle) in place, with the
+    reciprocals of its pivots in ``d`` (one division a column instead of one an entry: the
+    factor and its solves are bound by the latency of their divisions, not their
+    multiplications); False if ``C`` is not positive definite."""
+    L = C.shape[0]
+    for j in range(L):
+        t = C[j, j]
+        for k in range(j):
+            t -= C[j, k] * C[j, k]
+        if not t > 0.0:
+            return False
+        r = math.sqrt(t)
+        C[j, j] = r
+        d[j] = 1.0 / r
+        for i in range(j + 1, L):
+            t = C[i, j]
+            for k in range(j):
+                t -= C[i, k] * C[j, k]
+            C[i, j] = t * d[j]
+    return True
+
+
+@njit(cache=True, error_model="numpy", nogil=True, inline="always")
+def _forward(LV, r, a):  # pragma: no cover - compiled
+    """``a = L_V^{-1} r`` (``L_V`` lower triangular)."""
+    for i in range(LV.shape[0]):
+        t = r[i]
+        for k in range(i):
+            t -= LV[i, k] * a[k]
+        a[i] = t / LV[i, i]
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def ce_channel_small_metric(ylab, P, omega, V, h, w, tol, max_iter):  # pragma: no cover
+    """Cross-entropy channel moments on the complement of ``(1, ..., 1)`` for clusters of
+    :func:`small_metric` (see the module): the arguments and results of
+    :func:`~gaussmix.theory.numerics.kernels.ce_channel` without ``Vinv``.  A cluster of
+    more than two outputs whose metric has a well-conditioned Cholesky factor
+    (:func:`_whitening`) is solved in whitened coordinates (:func:`_whitened_cluster`), the
+    others node by node with ``I + V H`` (:func:`_plain_cluster`)."""
+    K, N, L = omega.shape
+    Ef = np.zeros((K, L))
+    Eff = np.zeros((K, L, L))
+    Edf = np.zeros((K, L, L))
+    Eloss = np.zeros(K)
+    Eenv = np.zeros(K)
+    LV = np.zeros((L, L))
+    n_failed = 0
+    for c in range(K):
+        out = (Ef[c], Eff[c], Edf[c])
+        if L > 2 and _whitening(V[c], LV):
+            got = _whitened_cluster(ylab[c], P, omega[c], V[c], LV, h[c], w, tol, max_iter, *out)
+        else:
+            got = _plain_cluster(ylab[c], P, omega[c], V[c], h[c], w, tol, max_iter, *out)
+        Eloss[c], Eenv[c] = got[0], got[1]
+        n_failed += got[2]
     return Ef, Eff, Edf, Eloss, Eenv, n_failed
 
 

@@ -60,6 +60,8 @@ import math
 import numpy as np
 from numba import njit
 
+from . import ce_stein as _stein
+
 __all__ = [
     "logistic_channel",
     "ce_channel",
@@ -401,6 +403,8 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
     C = np.empty((L, L))
     X = np.empty((L, L))
     Hm = np.empty((L, L))
+    T = np.empty((L, L))
+    S = np.empty((L, L))
     qrow = np.empty(Kf)
     e = np.empty(L)
     for c in range(K):
@@ -408,6 +412,8 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
         Vi = Vinv[c]
         Vc = V[c]
         vnorm = _max_row_sum(Vc)
+        S[:, :] = 0.0
+        wv = 0.0
         for n in range(N):
             u = h[c, n]
             om = omega[c, n]
@@ -462,32 +468,32 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
             if not ok:  # (the evaluation is lost: the channel raises)
                 return Ef, Eff, Edf, Eloss, Eenv, 1
             # contributions at the proximal point (p, Pp, gr are those of u)
-            _ce_system_hessian(Vi, P, p, Pp, A, Hm, qrow)
+            hnorm = _stein.hessian_system_lower(Vi, P, p, Pp, A, Hm, qrow)
             if not _cholesky(A, C):
                 return Ef, Eff, Edf, Eloss, Eenv, 1
-            # Edf = B - B A^{-1} B with B = V^{-1}, or B = H where ||V|| ||H|| is small
-            B = Hm if vnorm * _max_row_sum(Hm) < STEIN_H_FORM else Vi
-            for col in range(L):
-                for i in range(L):
-                    e[i] = B[i, col]
-                _chol_solve(C, e, s)  # A^{-1} B e_col
-                for i in range(L):
-                    X[i, col] = s[i]
+            _stein.triangular_inverse(C, T)
             wn = w[n]
+            # Edf = B - B A^{-1} B with B = H where ||V|| ||H|| is small, else B = V^{-1}:
+            # the cluster's sum of A^{-1}, multiplied by V^{-1} once (ce_stein)
+            if vnorm * hnorm < STEIN_H_FORM:
+                _stein.add_h_form(T, Hm, X, wn, Edf[c])
+            else:
+                _stein.add_inverse(T, wn, S)
+                wv += wn
             quad = 0.0
             for i in range(L):
                 fi = -gr[i]
                 Ef[c, i] += wn * fi
-                for j in range(L):
+                t = 0.0
+                for j in range(i):
                     fj = -gr[j]
                     Eff[c, i, j] += wn * fi * fj
-                    quad += fi * Vc[i, j] * fj
-                    t = 0.0
-                    for k in range(L):
-                        t += B[i, k] * X[k, j]
-                    Edf[c, i, j] += wn * (B[i, j] - t)
+                    t += Vc[i, j] * fj
+                Eff[c, i, i] += wn * fi * fi
+                quad += fi * (2.0 * t + Vc[i, i] * fi)
             Eloss[c] += wn * lval
             Eenv[c] += wn * (0.5 * quad + lval)
+        _stein.close_cluster(Vi, S, wv, X, Edf[c], Eff[c])
     return Ef, Eff, Edf, Eloss, Eenv, 0
 
 
@@ -934,3 +940,4 @@ def bvnu_rows(h, k, r, x, w, x6, w6, x12, w12):  # pragma: no cover - compiled
 ce_eval, ce_system_hessian, scaled_residual = _ce_eval, _ce_system_hessian, _scaled_residual
 ce_curvature, node_scale, max_row_sum = _ce_curvature, _node_scale, _max_row_sum
 ce3_eval = _ce3_eval
+cholesky, chol_solve = _cholesky, _chol_solve

@@ -86,6 +86,7 @@ __all__ = [
     "ISOTROPIC_METRIC_RTOL",
     "METRIC_NEG_RTOL",
     "METRIC_EIG_FLOOR",
+    "WHITENED_METRIC_RCOND",
 ]
 
 # --------------------------------------------------------------------------- proximal map
@@ -492,3 +493,13 @@ METRIC_NEG_RTOL = 1e-6
 #: rebuilt matrix (a few ``eps``), so that it stays positive definite, far below any
 #: integration error
 METRIC_EIG_FLOOR = 1e-12
+#: The cross-entropy channel's clusters of small metric (more than two reduced outputs) are
+#: solved in the coordinates whitened by the Cholesky factor ``V = L_V L_V^T``
+#: (:mod:`gaussmix.theory.numerics.ce_small_metric`) when every squared pivot of ``L_V`` is
+#: at least ``WHITENED_METRIC_RCOND`` times the largest diagonal entry of ``V`` (``V`` then
+#: has a condition number of order at most its inverse): the Stein term is mapped back by
+#: ``L_V^{-1}`` on both sides, which multiplies its rounding (a few ``eps``) by at most the
+#: condition number, 1e-12 relative at this bound, far below any integration error.  A
+#: metric that is singular, indefinite by rounding or worse conditioned keeps the kernel's
+#: unwhitened form.
+WHITENED_METRIC_RCOND = 1e-4
