@@ -25,6 +25,7 @@ import math
 import numpy as np
 from numba import njit
 
+from . import ce_stein as _stein
 from .kernels import (
     STEIN_H_FORM,
     ce3_eval,
@@ -189,8 +190,10 @@ def _whitened_cluster(yc, P, omega, Vc, LV, h, w, tol, max_iter, Ef, Eff, Edf): 
             for j in range(i, L):
                 t += LV[j, i] * P[j, k]
             W[i, k] = t
+    O = _stein.packed_outer(W)
+    eye = np.eye(L)
     Wp = np.empty(L)
-    qrow = np.empty(Kf)
+    qrow = np.empty(O.shape[1])
     Ht = np.zeros((L, L))
     C = np.zeros((L, L))
     Y = np.empty((L, L))
@@ -214,7 +217,7 @@ def _whitened_cluster(yc, P, omega, Vc, LV, h, w, tol, max_iter, Ef, Eff, Edf): 
             if res <= tol * node_scale(u, om, vnorm, ce_curvature(p)):
                 ok = True
                 break
-            factored = _whitened_system(W, p, Wp, qrow, Ht, C, d)
+            factored = _whitened_system(W, O, eye, p, Wp, qrow, Ht, C, d)
             if not factored:
                 break
             for i in range(L):  # r = u - omega + V grad
@@ -223,16 +226,7 @@ def _whitened_cluster(yc, P, omega, Vc, LV, h, w, tol, max_iter, Ef, Eff, Edf): 
                     t += Vc[i, j] * gr[j]
                 r[i] = t
             _forward(LV, r, a)  # a = L_V^{-1} r
-            for i in range(L):  # b = (I + Ht)^{-1} a = C^{-T} C^{-1} a
-                t = a[i]
-                for k in range(i):
-                    t -= C[i, k] * b[k]
-                b[i] = t * d[i]
-            for i in range(L - 1, -1, -1):
-                t = b[i]
-                for k in range(i + 1, L):
-                    t -= C[k, i] * b[k]
-                b[i] = t * d[i]
+            _stein.solve_reciprocal(C, d, a, b)  # b = (I + Ht)^{-1} a
             for i in range(L):  # u -= L_V b
                 t = 0.0
                 for j in range(i + 1):
@@ -242,7 +236,7 @@ def _whitened_cluster(yc, P, omega, Vc, LV, h, w, tol, max_iter, Ef, Eff, Edf): 
         if not ok:
             n_failed += 1
         # the Stein term's middle factor Ht - Y^T Y at the proximal point
-        if _whitened_system(W, p, Wp, qrow, Ht, C, d):
+        if _whitened_system(W, O, eye, p, Wp, qrow, Ht, C, d):
             for j in range(L):  # Y = C^{-1} Ht, column by column
                 for i in range(L):
                     t = Ht[i, j] if j <= i else Ht[j, i]
@@ -302,49 +296,19 @@ def _whitened_cluster(yc, P, omega, Vc, LV, h, w, tol, max_iter, Ef, Eff, Edf): 
 
 
 @njit(cache=True, error_model="numpy", nogil=True, inline="always")
-def _whitened_system(W, p, Wp, q, Ht, C, d):  # pragma: no cover - compiled
+def _whitened_system(W, O, eye, p, Wp, q, Ht, C, d):  # pragma: no cover - compiled
     """The lower triangle of ``Ht = W (diag p - p p^T) W^T`` and the Cholesky factor ``C`` of
-    ``I + Ht`` (whether it exists), the reciprocals of its pivots in ``d``."""
+    ``I + Ht`` (whether it exists), the reciprocals of its pivots in ``d``
+    (:mod:`~gaussmix.theory.numerics.ce_stein`'s system with ``W`` for ``P`` and the
+    identity ``eye`` for ``V^{-1}``; ``O = packed_outer(W)``, ``q`` scratch)."""
     L, Kf = W.shape
     for i in range(L):
         t = 0.0
         for k in range(Kf):
             t += W[i, k] * p[k]
         Wp[i] = t
-    for i in range(L):
-        for k in range(Kf):
-            q[k] = W[i, k] * p[k]
-        for j in range(i + 1):
-            t = -Wp[i] * Wp[j]
-            for k in range(Kf):
-                t += q[k] * W[j, k]
-            Ht[i, j] = t
-            C[i, j] = t + (1.0 if i == j else 0.0)
-    return _cholesky_reciprocal(C, d)
-
-
-@njit(cache=True, error_model="numpy", nogil=True, inline="always")
-def _cholesky_reciprocal(C, d):  # pragma: no cover - compiled
-    """The lower Cholesky factor of ``C`` (its lower triangle) in place, with the
-    reciprocals of its pivots in ``d`` (one division a column instead of one an entry: the
-    factor and its solves are bound by the latency of their divisions, not their
-    multiplications); False if ``C`` is not positive definite."""
-    L = C.shape[0]
-    for j in range(L):
-        t = C[j, j]
-        for k in range(j):
-            t -= C[j, k] * C[j, k]
-        if not t > 0.0:
-            return False
-        r = math.sqrt(t)
-        C[j, j] = r
-        d[j] = 1.0 / r
-        for i in range(j + 1, L):
-            t = C[i, j]
-            for k in range(j):
-                t -= C[i, k] * C[j, k]
-            C[i, j] = t * d[j]
-    return True
+    _stein.hessian_system_lower(eye, O, p, Wp, C, Ht, q)
+    return _stein.cholesky_reciprocal(C, C, d)
 
 
 @njit(cache=True, error_model="numpy", nogil=True, inline="always")

@@ -17,10 +17,17 @@ node loop from converged proximal points 56 ms before, see ``docs/benchmarks-his
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 from numba import njit
 
 __all__ = [
+    "packed_outer",
+    "newton_system",
     "hessian_system_lower",
+    "cholesky_reciprocal",
+    "solve_reciprocal",
     "triangular_inverse",
     "add_inverse",
     "add_h_form",
@@ -28,22 +35,56 @@ __all__ = [
 ]
 
 
-@njit(cache=True, error_model="numpy", nogil=True, inline="always")
-def hessian_system_lower(Vi, P, p, Pp, A, H, q):  # pragma: no cover - compiled
-    """The lower triangles of the reduced Hessian ``H = P (diag p - p p^T) P^T`` and of
-    ``A = V^{-1} + H`` (``A_ij = V^{-1}_ij + H_ij``); ``q`` (Kf) is scratch (row ``i`` of
-    ``P diag p``); returns the max-norm of ``H`` (each row's sum with the upper triangle's
-    entries read from the lower one)."""
+@njit(cache=True, error_model="numpy", nogil=True)
+def packed_outer(P):  # pragma: no cover - compiled
+    """The lower triangles of the outer products ``P_k P_k^T`` of the columns of ``P`` (L,
+    Kf), packed by rows: ``O[k, i (i + 1) / 2 + j] = P_ik P_jk`` for ``j <= i``.  With them
+    ``P diag(p) P^T = sum_k p_k O_k`` is a sum of whole rows of independent entries (which
+    the compiler vectorises) instead of one dot product of ``Kf`` terms an entry (each a
+    chain of dependent additions)."""
     L, Kf = P.shape
+    O = np.empty((Kf, L * (L + 1) // 2))
+    for k in range(Kf):
+        e = 0
+        for i in range(L):
+            for j in range(i + 1):
+                O[k, e] = P[i, k] * P[j, k]
+                e += 1
+    return O
+
+
+@njit(cache=True, error_model="numpy", nogil=True, inline="always")
+def newton_system(B, O, p, Pp, A, q):  # pragma: no cover - compiled
+    """The lower triangle of ``A = B + P (diag p - p p^T) P^T`` (``B`` symmetric, read in
+    its lower triangle; ``O`` from :func:`packed_outer`, ``Pp = P p``; ``q`` (L (L + 1) / 2)
+    scratch: ``P diag(p) P^T`` packed)."""
+    L = A.shape[0]
+    n = O.shape[1]
+    for e in range(n):
+        q[e] = 0.0
+    for k in range(O.shape[0]):
+        pk = p[k]
+        for e in range(n):
+            q[e] += pk * O[k, e]
+    e = 0
     for i in range(L):
-        for k in range(Kf):
-            q[k] = P[i, k] * p[k]
         for j in range(i + 1):
-            t = -Pp[i] * Pp[j]
-            for k in range(Kf):
-                t += q[k] * P[j, k]
-            H[i, j] = t
-            A[i, j] = Vi[i, j] + t
+            A[i, j] = B[i, j] + (q[e] - Pp[i] * Pp[j])
+            e += 1
+
+
+@njit(cache=True, error_model="numpy", nogil=True, inline="always")
+def hessian_system_lower(Vi, O, p, Pp, A, H, q):  # pragma: no cover - compiled
+    """The lower triangles of the reduced Hessian ``H = P (diag p - p p^T) P^T`` and of
+    ``A = V^{-1} + H`` (:func:`newton_system`'s arguments); returns the max-norm of ``H``
+    (each row's sum with the upper triangle's entries read from the lower one)."""
+    L = A.shape[0]
+    newton_system(Vi, O, p, Pp, A, q)
+    e = 0
+    for i in range(L):
+        for j in range(i + 1):
+            H[i, j] = q[e] - Pp[i] * Pp[j]
+            e += 1
     hn = 0.0
     for i in range(L):
         t = 0.0
@@ -54,16 +95,57 @@ def hessian_system_lower(Vi, P, p, Pp, A, H, q):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy", nogil=True, inline="always")
-def triangular_inverse(C, T):  # pragma: no cover - compiled
-    """The lower triangle of ``T = C^{-1}`` (``C`` lower triangular), by columns."""
+def cholesky_reciprocal(A, C, d):  # pragma: no cover - compiled
+    """The lower Cholesky factor of ``A`` (its lower triangle read) into ``C`` (may be
+    ``A``), with the reciprocals of its pivots in ``d`` (one division a column instead of one
+    an entry, here and in the solves: their latency, not the multiplications, bounds these
+    small factorisations); False if ``A`` is not positive definite."""
+    L = A.shape[0]
+    for j in range(L):
+        t = A[j, j]
+        for k in range(j):
+            t -= C[j, k] * C[j, k]
+        if not t > 0.0:
+            return False
+        r = math.sqrt(t)
+        C[j, j] = r
+        d[j] = 1.0 / r
+        for i in range(j + 1, L):
+            t = A[i, j]
+            for k in range(j):
+                t -= C[i, k] * C[j, k]
+            C[i, j] = t * d[j]
+    return True
+
+
+@njit(cache=True, error_model="numpy", nogil=True, inline="always")
+def solve_reciprocal(C, d, b, x):  # pragma: no cover - compiled
+    """Solve ``C C^T x = b`` (``C``, ``d`` from :func:`cholesky_reciprocal`)."""
+    L = C.shape[0]
+    for i in range(L):
+        t = b[i]
+        for k in range(i):
+            t -= C[i, k] * x[k]
+        x[i] = t * d[i]
+    for i in range(L - 1, -1, -1):
+        t = x[i]
+        for k in range(i + 1, L):
+            t -= C[k, i] * x[k]
+        x[i] = t * d[i]
+
+
+@njit(cache=True, error_model="numpy", nogil=True, inline="always")
+def triangular_inverse(C, d, T):  # pragma: no cover - compiled
+    """The lower triangle of ``T = C^{-1}`` (``C``, ``d`` from :func:`cholesky_reciprocal`),
+    by columns."""
     L = C.shape[0]
     for j in range(L):
-        T[j, j] = 1.0 / C[j, j]
+        T[j, j] = d[j]
         for i in range(j + 1, L):
             t = 0.0
             for k in range(j, i):
                 t += C[i, k] * T[k, j]
-            T[i, j] = -t / C[i, i]
+            T[i, j] = -t * d[i]
 
 
 @njit(cache=True, error_model="numpy", nogil=True, inline="always")

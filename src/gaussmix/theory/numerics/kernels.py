@@ -405,7 +405,9 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
     Hm = np.empty((L, L))
     T = np.empty((L, L))
     S = np.empty((L, L))
-    qrow = np.empty(Kf)
+    O = _stein.packed_outer(P)  # (P diag(p) P^T as a sum of rows: ce_stein)
+    qpack = np.empty(O.shape[1])
+    dC = np.empty(L)
     e = np.empty(L)
     for c in range(K):
         yc = ylab[c]
@@ -428,10 +430,10 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
                 phi = lval + _metric_term(u, om, Vi, g)
                 for i in range(L):
                     g[i] += gr[i]
-                _ce_system(Vi, P, p, Pp, A, qrow)
-                if not _cholesky(A, C):
+                _stein.newton_system(Vi, O, p, Pp, A, qpack)
+                if not _stein.cholesky_reciprocal(A, C, dC):
                     break
-                _chol_solve(C, g, s)
+                _stein.solve_reciprocal(C, dC, g, s)
                 if res <= 1e-4:
                     # close to the minimum (quadratic convergence region of Newton's
                     # method): the full step, no line search
@@ -468,10 +470,10 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
             if not ok:  # (the evaluation is lost: the channel raises)
                 return Ef, Eff, Edf, Eloss, Eenv, 1
             # contributions at the proximal point (p, Pp, gr are those of u)
-            hnorm = _stein.hessian_system_lower(Vi, P, p, Pp, A, Hm, qrow)
-            if not _cholesky(A, C):
+            hnorm = _stein.hessian_system_lower(Vi, O, p, Pp, A, Hm, qpack)
+            if not _stein.cholesky_reciprocal(A, C, dC):
                 return Ef, Eff, Edf, Eloss, Eenv, 1
-            _stein.triangular_inverse(C, T)
+            _stein.triangular_inverse(C, dC, T)
             wn = w[n]
             # Edf = B - B A^{-1} B with B = H where ||V|| ||H|| is small, else B = V^{-1}:
             # the cluster's sum of A^{-1}, multiplied by V^{-1} once (ce_stein)
