@@ -383,7 +383,9 @@ def ce_channel(ylab, P, omega, V, Vinv, h, w, tol, max_iter):  # pragma: no cove
     Newton on ``phi(u) = 1/2 (u - omega)^T V^{-1} (u - omega) + loss(u)`` (strictly convex)
     with Armijo backtracking; ``Edf = E[(I + H V)^{-1} H] = E[V^{-1} - V^{-1} A^{-1} V^{-1}]``
     with ``A = V^{-1} + H`` (symmetric, valid for singular ``H``), or ``E[H - H A^{-1} H]``
-    where ``||V|| ||H|| <`` :data:`STEIN_H_FORM` (small ``V``, where the first form cancels).
+    where ``||V|| ||H|| <`` :data:`STEIN_H_FORM` (small ``V``, where the first form cancels):
+    the first summed over the cluster's nodes as ``V^{-1} - V^{-1} E[A^{-1}] V^{-1}``
+    (:mod:`~gaussmix.theory.numerics.ce_stein`), the second node by node.
     """
     K, N, L = omega.shape
     Kf = P.shape[1]
