@@ -140,31 +140,42 @@ def test_cross_entropy_kernel_at_a_singular_or_indefinite_metric(K, kind):
 
 
 @pytest.mark.parametrize("K", [6, 10])
-@pytest.mark.parametrize("eigenvalues", ["small", "small, ill-conditioned", "moderate", "large"])
+@pytest.mark.parametrize(
+    "eigenvalues",
+    ["small", "small, ill-conditioned", "small, 1e-30", "small, 1e-200", "moderate", "large"],
+)
 def test_many_class_cross_entropy_kernels_match_numpy_path(K, eigenvalues):
     """Five and nine reduced outputs, against the numpy path: the general kernel's Stein
     term as the clusters' sum of ``A^{-1}`` multiplied by ``V^{-1}`` once (``ce_stein``;
     ``moderate``, ``large``) or node by node in the ``B = H`` form; the clusters of small
     metric solved in whitened coordinates (``small``) or, where the metric's Cholesky factor
-    is too ill-conditioned to whiten, with ``I + V H`` (``small, ill-conditioned``)."""
+    is too ill-conditioned or too small to whiten, with ``I + V H`` (``small,
+    ill-conditioned``, ``small, 1e-200``)."""
     from gaussmix.theory.numerics import ce_small_metric as cesm
 
     rng = np.random.default_rng(K + len(eigenvalues))
     L = K - 1
     loss, y, m, Q, _ = _ce_state(rng, K, 1.5)
     top = {"small": 0.02, "small, ill-conditioned": 0.02, "moderate": 1.0, "large": 50.0}
+    top |= {"small, 1e-30": 1e-30, "small, 1e-200": 1e-200}
     spread = np.geomspace(1e-7 if eigenvalues == "small, ill-conditioned" else 0.3, 1.0, L)
     V = np.stack([_metric(rng, L, top[eigenvalues] * spread) for _ in y])
     small = cesm.small_metric(np.abs(V).sum(axis=-1).max(axis=-1), L)
     assert small.all() == eigenvalues.startswith("small")
     whiten = [cesm._whitening(v, np.zeros((L, L))) for v in V]
-    assert all(whiten) == (eigenvalues != "small, ill-conditioned") and any(whiten) == all(whiten)
+    plain = eigenvalues in ("small, ill-conditioned", "small, 1e-200")
+    assert all(whiten) != plain and any(whiten) == all(whiten)
     rule = SobolRQMC(L, n_log2=7, n_rep=2)
     ref = _quadrature_moments(loss, y, m, Q, V, rule, None, compiled=False)[0]
     got = _quadrature_moments(loss, y, m, Q, V, rule, None, compiled=True)[0]
     _assert_moments_equal(got, ref)
     if all(whiten) or not small.all():  # (formed as symmetric matrices: lower triangles)
         np.testing.assert_array_equal(got.Edf, np.swapaxes(got.Edf, -1, -2))
+    if top[eigenvalues] > 1e-3 and small.all():  # one check, no Newton step: the nodes not
+        # converged at their start (omega) are counted
+        args, w = _ce_kernel_inputs(loss, y, m, Q, V, rule)
+        h = args[2].copy()
+        assert cesm.ce_channel_small_metric(*args[:4], h, w, PROX_TOL, 1)[-1] > 0
 
 
 @pytest.mark.parametrize("K", [3, 4, 5])

@@ -48,7 +48,7 @@ from .kernels import (
     node_scale,
     scaled_residual,
 )
-from .tolerances import WHITENED_METRIC_RCOND
+from .tolerances import WHITENED_METRIC_FLOOR, WHITENED_METRIC_RCOND
 
 __all__ = ["small_metric", "ce_channel_small_metric", "ce3_channel_small_metric"]
 
@@ -162,13 +162,17 @@ def _plain_cluster(yc, P, omega, Vc, h, w, tol, max_iter, Ef, Eff, Edf):  # prag
 def _whitening(Vc, LV):  # pragma: no cover - compiled
     """The lower Cholesky factor ``L_V`` of ``V`` into ``LV``; whether it exists with every
     squared pivot at least :data:`~gaussmix.theory.numerics.tolerances.WHITENED_METRIC_RCOND`
-    times the largest diagonal entry of ``V`` (then :func:`_whitened_cluster` applies)."""
+    times the largest diagonal entry of ``V``, itself at least
+    :data:`~gaussmix.theory.numerics.tolerances.WHITENED_METRIC_FLOOR` (then
+    :func:`_whitened_cluster` applies)."""
     L = Vc.shape[0]
     if not cholesky(Vc, LV):
         return False
     vmax = 0.0
     for i in range(L):
         vmax = max(vmax, Vc[i, i])
+    if not vmax >= WHITENED_METRIC_FLOOR:
+        return False
     for i in range(L):
         if not LV[i, i] * LV[i, i] >= WHITENED_METRIC_RCOND * vmax:
             return False

@@ -87,6 +87,7 @@ __all__ = [
     "METRIC_NEG_RTOL",
     "METRIC_EIG_FLOOR",
     "WHITENED_METRIC_RCOND",
+    "WHITENED_METRIC_FLOOR",
 ]
 
 # --------------------------------------------------------------------------- proximal map
@@ -503,3 +504,9 @@ METRIC_EIG_FLOOR = 1e-12
 #: metric that is singular, indefinite by rounding or worse conditioned keeps the kernel's
 #: unwhitened form.
 WHITENED_METRIC_RCOND = 1e-4
+#: ... and when its largest diagonal entry is at least ``WHITENED_METRIC_FLOOR``: the
+#: whitened Hessian's entries are products of the softmax probabilities with the metric's
+#: scale, which stay far above the subnormal range (``2.2e-308``) for every probability the
+#: Stein term's sum can feel; a smaller metric (the lasso's on its way to the zero
+#: estimator) keeps the unwhitened form, whose entries carry no factor ``V``.
+WHITENED_METRIC_FLOOR = 1e-100
