@@ -3,7 +3,8 @@
 the dense prior at effective output dimension L = 9.
 
 Run:  python benchmarks/bench_tenclass.py [--pool 1] [--alphas 2] [--estimate-error] [--plain]
-      [--double] [--phases] [--trace] [--spectrum 40] [--chain] [--digits [--repeats 3] [--erm]]
+      [--double] [--phases] [--trace] [--project] [--spectrum 40] [--chain]
+      [--digits [--repeats 3] [--erm]]
 
 ``--pool 1`` is pixels (d = 784, 719 of them not constant: the prior's matrix is
 (9 x 719)^2); ``--pool 4`` the 7 x 7 block means of the tests (d = 49).  Prints one evaluation
@@ -33,6 +34,16 @@ coordinates scaled by ``max(|x_i|, 1e-3)``) and prints the largest Ritz values: 
 they fill a disc about the origin of radius ``rho``, no method that mixes the map's past
 evaluations (Anderson, a Krylov solver of ``(I - J) dx = r``) contracts much faster than
 ``rho`` an evaluation.
+
+``--project`` adds, per alpha and for the curve, the time the counted evaluations would take
+at d = 784 on two free cores (issue 32, item 4: the five-alpha curve within 5 minutes), by
+the formula ``7.2 n_s + 14.6 n_D + 0.94 n_c + 1.8 n_C + rest``: ``n_s`` / ``n_D`` the full
+prior's float32 / double evaluations, ``n_c`` / ``n_C`` the coarse prior's (on the leading
+axes), their costs (:data:`PROJECTED_COST`) measured at d = 784 (the full prior on two BLAS
+threads on the idle machine; the coarse one, 352 of 717 axes, at its one-thread ratio to the
+full one), and ``rest`` this run's CPU outside the dense prior (the channel, the
+observables, the iteration: independent of d).  At d = 196 (``--pool 2``) that is the
+projection of d = 784 by d = 196's counts, which the docs' history quotes.
 
 ``--digits``: the ten classes of scikit-learn's digits (``gm.Mixture.from_data(X / 16, y)``,
 d = 64, 61 pixels with variance: the prior's matrix is 549 x 549), ``lam = 1`` and alpha = 1
@@ -78,6 +89,24 @@ PART_CPU: dict[str, list[float]] = {name: [] for name in PARTS}
 POINT_EVALS: dict[bool, list[float]] = {False: [], True: []}
 EVALUATIONS: dict[bool, list[float]] = {False: [], True: []}
 CURVE_COARSE: dict[bool, list[float]] = {False: [], True: []}
+
+
+#: ``--project``: seconds an evaluation of the dense prior takes at d = 784 (n = 6453) on two
+#: free cores, by kind (``s`` / ``D`` the full prior in float32 / double, ``c`` / ``C`` the
+#: coarse prior on the leading axes): the full prior on two BLAS threads on the idle machine
+#: (docs' history, *Ten classes (issue 20, item 3)*), the coarse one at its one-thread ratio
+#: to it (0.13 / 0.12, *The MNIST ten-class curve on the covariances' leading axes*)
+PROJECTED_COST = {"s": 7.2, "D": 14.6, "c": 0.94, "C": 1.8}
+
+
+def _projected(counts: dict[str, int], rest: float) -> float:
+    """``--project``: seconds at d = 784 on two free cores of ``counts`` dense prior
+    evaluations by kind (:data:`PROJECTED_COST`) and ``rest`` seconds of the other work."""
+    return sum(PROJECTED_COST[k] * n for k, n in counts.items()) + rest
+
+
+#: ``--project``: the curve's evaluations by kind and its CPU seconds outside the dense prior
+CURVE_PROJECTION: dict[str, float] = dict.fromkeys(("s", "D", "c", "C", "rest"), 0.0)
 
 
 #: the active axes of the problem's own covariance (a prior on fewer is the coarse phase's,
@@ -250,8 +279,11 @@ def digits_main(args: argparse.Namespace) -> None:
             )
 
 
-def _point_line(alpha: float, r, wall: float, cpu: float, phases: bool, trace: bool) -> None:
-    """One alpha's line: its iterations, dense prior evaluations by precision, times."""
+def _point_line(
+    alpha: float, r, wall: float, cpu: float, phases: bool, trace: bool, project: bool = False
+) -> None:
+    """One alpha's line: its iterations, dense prior evaluations by precision, times (and
+    with ``project`` the time at d = 784 on two free cores, :func:`_projected`)."""
     coarse = (
         f" (and {len(COARSE_EVALS[True])} + {len(COARSE_EVALS[False])} on the leading axes)"
         if any(COARSE_EVALS.values())
@@ -267,6 +299,24 @@ def _point_line(alpha: float, r, wall: float, cpu: float, phases: bool, trace: b
         print(f"  phases (CPU): {_phases(cpu)}", flush=True)
     if trace:
         print("  trace: " + " ".join(f"{p}{res:.1e}" for p, res in TRACE), flush=True)
+    if project:
+        counts = {
+            "s": len(POINT_EVALS[True]),
+            "D": len(POINT_EVALS[False]),
+            "c": len(COARSE_EVALS[True]),
+            "C": len(COARSE_EVALS[False]),
+        }
+        prior_cpu = sum(map(sum, (*POINT_EVALS.values(), *COARSE_EVALS.values())))
+        rest = cpu - prior_cpu
+        for kind, n in counts.items():
+            CURVE_PROJECTION[kind] += n
+        CURVE_PROJECTION["rest"] += rest
+        print(
+            f"  projected at d = 784 on two free cores: {_projected(counts, rest):.1f} s "
+            f"({counts['s']} s + {counts['D']} D + {counts['c']} c + {counts['C']} C, "
+            f"the rest {rest:.1f} s)",
+            flush=True,
+        )
     TRACE.clear()
     for single in (False, True):
         EVALUATIONS[single] += POINT_EVALS[single]
@@ -276,7 +326,9 @@ def _point_line(alpha: float, r, wall: float, cpu: float, phases: bool, trace: b
     _clear_phases()
 
 
-def _curve(mixture, lam: float, alphas: list[float], options, phases: bool, trace: bool) -> list:
+def _curve(
+    mixture, lam: float, alphas: list[float], options, phases: bool, trace: bool, project: bool
+) -> list:
     """The curve as ``gm.learning_curve`` solves it (each alpha from the state predicted
     through the last points; no secant pairs carried, module docstring), one line per
     alpha."""
@@ -290,6 +342,7 @@ def _curve(mixture, lam: float, alphas: list[float], options, phases: bool, trac
             time.process_time() - clock[1],
             phases,
             trace,
+            project,
         )
         clock[:] = [time.perf_counter(), time.process_time()]
 
@@ -300,7 +353,9 @@ def _curve(mixture, lam: float, alphas: list[float], options, phases: bool, trac
     return list(table.points)
 
 
-def _chain(mixture, lam: float, alphas: list[float], options, phases: bool, trace: bool) -> list:
+def _chain(
+    mixture, lam: float, alphas: list[float], options, phases: bool, trace: bool, project: bool
+) -> list:
     """``--chain``: each alpha solved by ``gm.solve`` from the last alpha's fixed point (no
     predictor, no secant pairs carried: the benchmark before the curve's warm starts)."""
     init, results = None, []
@@ -310,7 +365,8 @@ def _chain(mixture, lam: float, alphas: list[float], options, phases: bool, trac
         r = gm.solve(mixture, "cross-entropy", lam=lam, alpha=alpha, options=options, init=init)
         init = r
         results.append(r)
-        _point_line(alpha, r, time.perf_counter() - t, time.process_time() - c, phases, trace)
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
+        _point_line(alpha, r, wall, cpu, phases, trace, project)
     return results
 
 
@@ -324,6 +380,7 @@ def main() -> None:
     ap.add_argument("--double", action="store_true", help="without the float32 first phase")
     ap.add_argument("--phases", action="store_true", help="where each alpha's CPU time goes")
     ap.add_argument("--trace", action="store_true", help="each evaluation's residual")
+    ap.add_argument("--project", action="store_true", help="the time at d = 784, 2 cores")
     ap.add_argument("--spectrum", type=int, default=0, help="Arnoldi steps at the last alpha")
     ap.add_argument("--digits", action="store_true", help="scikit-learn's digits (d = 64)")
     ap.add_argument("--repeats", type=int, default=3, help="solves per alpha (--digits)")
@@ -364,10 +421,9 @@ def main() -> None:
     options = gm.SolverOptions(estimate_error=args.estimate_error)
     alphas = [float(a) for a in (args.alphas or "2").split(",")]
     start, cpu = time.perf_counter(), time.process_time()
-    if args.chain:
-        results = _chain(problem.mixture, args.lam, alphas, options, args.phases, args.trace)
-    else:
-        results = _curve(problem.mixture, args.lam, alphas, options, args.phases, args.trace)
+    run = _chain if args.chain else _curve
+    flags = (args.phases, args.trace, args.project)
+    results = run(problem.mixture, args.lam, alphas, options, *flags)
     print(
         f"curve: {time.perf_counter() - start:.1f} s ({time.process_time() - cpu:.1f} s of "
         f"CPU), {sum(r.n_iter for r in results)} iterations, "
@@ -376,6 +432,15 @@ def main() -> None:
         f"leading axes {len(CURVE_COARSE[True])} single, {len(CURVE_COARSE[False])} double)",
         flush=True,
     )
+    if args.project:
+        counts = {k: int(CURVE_PROJECTION[k]) for k in ("s", "D", "c", "C")}
+        total = _projected(counts, CURVE_PROJECTION["rest"])
+        print(
+            f"curve projected at d = 784 on two free cores: {total:.0f} s = {total / 60:.2f} "
+            f"min (7.2 x {counts['s']} + 14.6 x {counts['D']} + 0.94 x {counts['c']} + 1.8 x "
+            f"{counts['C']} + the rest {CURVE_PROJECTION['rest']:.1f} s)",
+            flush=True,
+        )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(f"peak resident memory: {peak:.2f} GiB")
     if args.spectrum:
