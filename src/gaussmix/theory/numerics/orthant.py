@@ -50,8 +50,9 @@ Algorithms
 * ``m == 4`` (five classes), before the nested rules: Plackett's reduction
   (:func:`~gaussmix.theory.numerics.plackett.plackett_orthant4`), a one-dimensional
   Gauss-Legendre integral of bivariate normal distribution functions from the correlation
-  keeping two paired correlations to the full one (12, 18, ... nodes until two rules agree,
-  about 120 bivariate evaluations against 976), for correlations whose smallest eigenvalue is
+  keeping two paired correlations to the full one (the 21-point Gauss-Kronrod rule and the
+  10-point Gauss rule within it, then 27, 40, ... nodes until two rules agree: about 84
+  bivariate evaluations against 976), for correlations whose smallest eigenvalue is
   at least :data:`~gaussmix.theory.numerics.plackett.PLACKETT_MIN_EIG`; the nested rules take
   the others and any problem it does not settle.
 * Otherwise (more variables, or a singular factor): Genz's separation-of-variables
