@@ -17,7 +17,15 @@ from gaussmix.experiments import continuation, curves
 from gaussmix.theory.numerics.quadrature import auto_rule
 from gaussmix.theory.numerics.tolerances import refined_tol
 from gaussmix.theory.prior.prior import elastic_net_prior, ridge_prior
-from gaussmix.theory.solve import batch, batch_solve, fixed_point, nested, policy, solver
+from gaussmix.theory.solve import (
+    batch,
+    batch_solve,
+    fixed_point,
+    iteration,
+    nested,
+    policy,
+    solver,
+)
 from gaussmix.theory.solve.bias import bias_step
 from gaussmix.theory.solve.fixed_point import FixedPointMap
 from gaussmix.theory.solve.iteration import AndersonState
@@ -213,6 +221,34 @@ def test_each_block_is_mixed_as_if_alone(m: int) -> None:
     # updates and restarts keep the blocks
     st = AndersonState((), (), m, False, blocks).update(x, r)
     assert st.blocks is blocks and st.cleared().blocks is blocks
+
+
+@pytest.mark.parametrize("m", [2, 6, 9])
+def test_runs_of_blocks_are_mixed_as_all_at_once(monkeypatch, m: int) -> None:
+    # blocks that are runs of components (a stacked curve's points) have their sums formed
+    # a few whole blocks at a time: the same additions in the same order as all at once
+    # (one run), to the bit, with any number of pairs (fewer than 8: the step's sums made
+    # row by row; more: numpy's pairwise ones), a block larger than a run, an empty block
+    rng = np.random.default_rng(5)
+    blocks = np.repeat(np.arange(6), [12, 40, 0, 13, 25, 14])
+    n = blocks.size
+    pairs = [(rng.normal(size=n), rng.normal(size=n)) for _ in range(m)]
+    x, r = rng.normal(size=n), rng.normal(size=n)
+    scale = rng.uniform(0.5, 2.0, n)
+    answers = []
+    for terms in (1, 120, 2**40):  # one block a run, a few, all in one run
+        monkeypatch.setattr(iteration, "_BLOCK_TERMS", terms)
+        state = AndersonState(
+            tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), m, False, blocks.copy()
+        )
+        answers.append(state.extrapolate(x, r, 0.7, scale))
+    assert all(np.array_equal(a, answers[-1]) for a in answers)
+    for b in (0, 1, 3, 4, 5):
+        sel = blocks == b
+        alone = AndersonState(tuple(p[0][sel] for p in pairs), tuple(p[1][sel] for p in pairs), m)
+        np.testing.assert_allclose(
+            answers[0][sel], alone.extrapolate(x[sel], r[sel], 0.7, scale[sel]), rtol=1e-12
+        )
 
 
 def test_stacked_points_take_their_single_points_iterations(monkeypatch) -> None:

@@ -88,8 +88,8 @@ def test_near_singular_correlations_are_left_to_the_nested_rule() -> None:
 
 
 def test_each_problem_is_refined_alone() -> None:
-    """Problems of one stack that need different rules (12 and 18 nodes up to 90) each get
-    the rules and the answer they get alone (to rounding)."""
+    """Problems of one stack that need different rules (the Kronrod pair, then 27 nodes up
+    to 90) each get the rules and the answer they get alone (to rounding)."""
     rng = np.random.default_rng(9)
     b, R = _problems(rng, 40, 4, 1.0)
     keep = np.linalg.eigvalsh(R)[:, 0] >= PLACKETT_MIN_EIG
@@ -117,3 +117,22 @@ def test_random_orthants_agree_with_randomised_qmc(seed: int) -> None:
     for i in np.nonzero(ok)[0][:5]:
         q, se = orthant._sov_rqmc(np.full(4, -np.inf), b[i], R[i], 0, 1e-10)
         assert abs(p[i] - q) <= 4 * se + err[i]
+
+
+def test_the_kronrod_rule_is_exact_to_degree_31_and_holds_the_gauss_rule() -> None:
+    """QUADPACK's 21-point Kronrod nodes and weights (transcribed): exact for the monomials
+    of degree up to 31 on [-1, 1] (3n + 1 for n = 10), its odd nodes the 10-point Gauss
+    rule's; in ``t`` on [0, 1] both rules integrate the substitution's Jacobian to 1."""
+    xk, wk = np.array(plackett._KRONROD_NODES), np.array(plackett._KRONROD_WEIGHTS)
+    x = np.concatenate([-xk[:-1], xk[::-1]])
+    w = np.concatenate([wk[:-1], wk[::-1]])
+    for d in range(32):
+        exact = (1 - (-1) ** (d + 1)) / (d + 1)
+        assert abs(w @ x**d - exact) <= 2e-15, d
+    assert abs(w @ x**32 - 2 / 33) > 1e-12  # (not beyond)
+    xg, _ = np.polynomial.legendre.leggauss(10)
+    assert np.allclose(x[1::2], xg, rtol=0, atol=2e-16)
+    t, wt, gauss, wg = plackett._kronrod_rule()
+    assert np.all(np.diff(t) > 0) and t[0] > 0 and t[-1] < 1
+    assert abs(wt.sum() - 1) <= 1e-15 and abs(wg.sum() - 1) <= 1e-15
+    np.testing.assert_allclose(t[gauss] @ wg, t @ wt, rtol=0, atol=1e-15)

@@ -47,13 +47,10 @@ Algorithms
   to ``1e-13`` - the relabelled orthants of exchangeable clusters - integrated once, the bound
   on their difference added to the error estimate); :func:`orthant_probability` is the stack
   of one.
-* ``m == 4`` (five classes), before the nested rules: Plackett's reduction
-  (:func:`~gaussmix.theory.numerics.plackett.plackett_orthant4`), a one-dimensional
-  Gauss-Legendre integral of bivariate normal distribution functions from the correlation
-  keeping two paired correlations to the full one (12, 18, ... nodes until two rules agree,
-  about 120 bivariate evaluations against 976), for correlations whose smallest eigenvalue is
-  at least :data:`~gaussmix.theory.numerics.plackett.PLACKETT_MIN_EIG`; the nested rules take
-  the others and any problem it does not settle.
+* ``m == 4`` (five classes), before the pivoted factor and the nested rules: Plackett's
+  reduction (:func:`~gaussmix.theory.numerics.plackett.plackett_orthant4`, a 1-d Gauss-Kronrod
+  integral of bivariate CDFs: about 84 of them against 976) where the smallest eigenvalue of
+  the correlation is at least :data:`~gaussmix.theory.numerics.plackett.PLACKETT_MIN_EIG`.
 * Otherwise (more variables, or a singular factor): Genz's separation-of-variables
   transformation on the pivoted factor (robust to singular covariances: a variable with zero
   conditional variance becomes a linear constraint that narrows the integration interval of an
@@ -61,19 +58,14 @@ Algorithms
   Sobol' point sets, doubled in size until the standard error across the randomisations is
   below ``abs_tol`` or a work cap is reached (``2**15`` points per set for three or four
   variables, ``2**14`` for five to eight, halved again for every further doubling of the
-  dimension; about 0.1-0.3 s per call).  The generator is seeded, so the result is a
-  deterministic function of the input and ``rng_seed``.
-
+  dimension; about 0.1-0.3 s per call), seeded: a deterministic function of the input and
+  ``rng_seed``.  Its error estimate is the *standard error* (one sigma) of the mean of the
+  randomisations (a conservative bound: three to four times it); the deterministic paths
+  return a bound-like estimate (the difference of two rules).
 * Equicorrelated covariances ``sigma^2 ((1 - r) I + r 1 1^T)``, ``r >= 0``, with a common
-  mean (the test error of exchangeable clusters):
-  :func:`~gaussmix.theory.numerics.equicorrelated.equicorrelated_orthant`, a
-  deterministic one-dimensional integral over the common factor, error about ``1e-14``
-  (:func:`orthant_probability` itself does not detect the structure; callers that know
-  it ask for it first).
-
-The error estimate returned by the randomised path is the *standard error* (one sigma) of the
-mean of the independent randomisations; a conservative bound is three to four times that
-value.  The deterministic paths return a bound-like estimate (the difference of two rules).
+  mean (exchangeable clusters):
+  :func:`~gaussmix.theory.numerics.equicorrelated.equicorrelated_orthant`, a 1-d integral
+  over the common factor, error about ``1e-14`` (callers that know the structure ask it).
 """
 
 from __future__ import annotations
@@ -121,16 +113,13 @@ _WORK_BUDGET = 2**21
 #: up to ``MAX_TENSOR_DIM + 2`` variables, K <= 6 classes, are deterministic)
 MAX_TENSOR_DIM = 3
 #: nodes per dimension of the first and the second tensor rule (then :func:`_next_nodes`),
-#: by the number of outer variables.  Two (K = 5): measured on the 800 orthants of two
-#: 40-point square-loss curves of ``benchmarks/bench_square_k.py`` (simplex means;
-#: Gaussian means with unequal priors), the rule of 16 nodes is 2e-9 to 7e-9 from that of
-#: 64, of 20 nodes 8e-13 to 2e-11, of 24 within 2e-14: the rules of 20 and 24 nodes end
-#: the refinement at the default ``abs_tol``, 976 points where 16, 24, 36 took 2128.
-#: Three (K = 6): on 499 orthants of 12-point K = 6 square curves (both means, lam 1e-3,
-#: 0.1, 10) against the rule of 40 nodes, 18 nodes are within 7.6e-10, 22 within 4.5e-12;
-#: the difference of 18 and 22 is at least 6 times the finer rule's error where that
-#: exceeds 2e-14 and below 1e-10 for 94 % of them: 16,480 points where 12, 18, 27 (and 40
-#: for 6 %) took about 27,000
+#: by the number of outer variables.  Two (K = 5; since Plackett's reduction only its
+#: near-singular correlations): on 800 orthants of two 40-point square curves the rules of
+#: 16 / 20 / 24 nodes are 7e-9 / 2e-11 / 2e-14 from that of 64 (976 points where 16, 24, 36
+#: took 2128).  Three (K = 6): on 499 orthants of K = 6 square curves (lam 1e-3, 0.1, 10)
+#: against 40 nodes, 18 nodes within 7.6e-10, 22 within 4.5e-12; the difference of 18 and
+#: 22 is at least 6 times the finer rule's error above 2e-14, below 1e-10 for 94 %: 16,480
+#: points where 12, 18, 27 (and 40 for 6 %) took about 27,000
 _TENSOR_START = {1: 32, 2: 20, 3: 18}
 _TENSOR_SECOND = {1: 48, 2: 24, 3: 22}
 #: largest number of points of a tensor rule (then the last difference is the error)
@@ -594,21 +583,21 @@ def _sov_tensor(
     return p, err
 
 
-#: two ordered problems whose lower and upper limits and correlations (after the pivoting,
-#: limits clipped to ``+-HMAX``) agree to this are integrated once (:func:`_same_problems`):
-#: the orthants of exchangeable clusters are permutations of one another, equal after the
-#: pivoting to rounding (a few ``1e-15``)
+#: two ordered problems (pivoted, or limits sorted) whose limits and correlations agree to
+#: this are integrated once (:func:`_same_problems`): the orthants of exchangeable clusters
+#: are permutations of one another, equal once ordered to rounding (a few ``1e-15``)
 _SAME_TOL = 1e-13
-#: stand-in of an infinite lower limit in :func:`_same_problems`' comparison (``-inf`` minus
-#: ``-inf`` is not a number; a finite limit is clipped to ``+-HMAX``, so never matches it)
+#: stand-in of an infinite lower limit in :func:`_same_problems` (``-inf`` minus ``-inf`` is
+#: not a number; a finite limit is clipped to ``+-HMAX``, so never matches it)
 _NO_LIMIT = -4 * HMAX
 
 
-def _same_problems(a: np.ndarray, b: np.ndarray, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Which problems of a stack of ordered factors (:func:`_pivoted_factor`) are the same
+def _same_problems(a: np.ndarray, b: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which problems of a stack of ordered problems (the pivoted factors' ``C = L L^T``,
+    :func:`_pivoted_factor`, or the limits sorted, :func:`_orthant4_sorted`) are the same
     problem to :data:`_SAME_TOL`, and a bound on the difference of their probabilities.
 
-    ``P[a < X <= b]``, ``X ~ N(0, C)``, ``C = L L^T``, depends on ``(a, b, C)`` alone.  Each
+    ``P[a < X <= b]``, ``X ~ N(0, C)``, depends on ``(a, b, C)`` alone.  Each
     problem is matched to the first earlier one whose limits and correlations all agree
     within :data:`_SAME_TOL` (its representative).  The difference of the two probabilities
     is bounded along the straight path between them by the derivatives' bounds
@@ -625,7 +614,7 @@ def _same_problems(a: np.ndarray, b: np.ndarray, L: np.ndarray) -> tuple[np.ndar
     """
     B, n = a.shape
     iu = np.triu_indices(n, 1)
-    C = np.einsum("bik,bjk->bij", L, L)[:, iu[0], iu[1]]
+    C = C[:, iu[0], iu[1]]
     F = np.concatenate([np.where(np.isneginf(a), _NO_LIMIT, a), b, C], axis=1)
     rep = np.arange(B)
     # problems that agree can only be in one run of the first upper limits sorted with gaps
@@ -649,39 +638,58 @@ def _same_problems(a: np.ndarray, b: np.ndarray, L: np.ndarray) -> tuple[np.ndar
     return rep, slack
 
 
+def _orthant4_sorted(
+    b: np.ndarray, corr: np.ndarray, abs_tol: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Four-variable orthants ``P[X <= b]``, ``X ~ N(0, corr)``, of a stack by Plackett's
+    reduction (:func:`plackett_orthant4`), without the pivoted factor: the variables
+    sorted by their limits (the relabellings of one problem with distinct limits, or with
+    an exchangeable correlation, are then one problem), each distinct problem integrated
+    once (:func:`_same_problems`, the bound on the difference added to the error
+    estimate).  Returns ``(p, err, ok)``, ``ok`` False (NaN) where the reduction did not
+    settle the problem (its correlation near-singular: the nested rules decide)."""
+    B = b.shape[0]
+    perm = np.argsort(b, axis=1, kind="stable")
+    bs = np.take_along_axis(b, perm, axis=1)
+    Rs = corr[np.arange(B)[:, None, None], perm[:, :, None], perm[:, None, :]]
+    rep, slack = _same_problems(np.full(bs.shape, -np.inf), bs, Rs)
+    uniq, pos = np.unique(rep, return_inverse=True)
+    pu, eu, oku = plackett_orthant4(bs[uniq], Rs[uniq], abs_tol)
+    return pu[pos], np.maximum(eu, EXACT_ERR_2D)[pos] + slack, oku[pos]
+
+
 def _orthant_nested(
     a: np.ndarray, b: np.ndarray, corr: np.ndarray, abs_tol: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The deterministic path of a stack of standardised problems ``P[a < X <= b]``,
-    ``X ~ N(0, corr)``, of 3 to ``MAX_TENSOR_DIM + 2`` variables: the pivoted factor
-    (:func:`_pivoted_factor`) and the nested rules (:func:`_sov_tensor`; four variables:
-    Plackett's reduction first, :func:`plackett_orthant4`), vectorised over the stack, each
-    distinct problem integrated once (:func:`_same_problems`: a problem
-    equal to an earlier one to :data:`_SAME_TOL` takes its value, the bound on the
-    difference added to its error estimate).  Returns ``(p, err, ok)``; ``ok`` is False
-    (and ``p``, ``err`` NaN) where the factor is rank-deficient (the caller's randomised
-    path decides those)."""
-    a, b, L, rank = _pivoted_factor(a, b, corr)
-    ok = rank == a.shape[1]
-    p = np.full(a.shape[0], np.nan)
-    err = np.full(a.shape[0], np.nan)
-    if np.any(ok):
-        rows = np.nonzero(ok)[0]
-        rep, slack = _same_problems(a[rows], b[rows], L[rows])
+    ``X ~ N(0, corr)``, of 3 to ``MAX_TENSOR_DIM + 2`` variables: four-variable orthants
+    first by :func:`_orthant4_sorted`; the rest by the pivoted factor and the nested rules
+    (:func:`_sov_tensor`), each distinct problem once (:func:`_same_problems`).  Returns
+    ``(p, err, ok)``; ``ok`` False (NaN) where the factor is rank-deficient."""
+    B, n = a.shape
+    p = np.full(B, np.nan)
+    err = np.full(B, np.nan)
+    ok = np.zeros(B, dtype=bool)
+    todo = np.arange(B)
+    if n == 4:  # four variables: Plackett's reduction first
+        cdf = np.nonzero(np.all(np.isneginf(a), axis=1))[0]
+        if cdf.size:
+            pc, ec, ok_c = _orthant4_sorted(b[cdf], corr[cdf], abs_tol)
+            at = cdf[ok_c]
+            p[at], err[at], ok[at] = pc[ok_c], ec[ok_c], True
+            todo = np.nonzero(~ok)[0]
+    if not todo.size:
+        return p, err, ok
+    a, b, L, rank = _pivoted_factor(a[todo], b[todo], corr[todo])
+    full = rank == n
+    if np.any(full):
+        rows = np.nonzero(full)[0]
+        C = np.einsum("bik,bjk->bij", L[rows], L[rows])
+        rep, slack = _same_problems(a[rows], b[rows], C)
         uniq, pos = np.unique(rep, return_inverse=True)
-        au, bu, Lu = a[rows[uniq]], b[rows[uniq]], L[rows[uniq]]
-        pu, eu = np.empty(uniq.size), np.empty(uniq.size)
-        nested = np.ones(uniq.size, dtype=bool)
-        if a.shape[1] == 4:  # four variables: Plackett's reduction first
-            cdf = np.all(np.isneginf(au), axis=1)
-            R = np.einsum("bik,bjk->bij", Lu[cdf], Lu[cdf])
-            pc, ec, ok_c = plackett_orthant4(bu[cdf], R, abs_tol)
-            at = np.nonzero(cdf)[0][ok_c]
-            pu[at], eu[at] = pc[ok_c], np.maximum(ec[ok_c], EXACT_ERR_2D)
-            nested[at] = False
-        if np.any(nested):
-            pu[nested], eu[nested] = _sov_tensor(au[nested], bu[nested], Lu[nested], abs_tol)
-        p[rows], err[rows] = pu[pos], eu[pos] + slack
+        pu, eu = _sov_tensor(a[rows[uniq]], b[rows[uniq]], L[rows[uniq]], abs_tol)
+        at = todo[rows]
+        p[at], err[at], ok[at] = pu[pos], eu[pos] + slack, True
     return p, err, ok
 
 
@@ -700,11 +708,8 @@ _LOG2_N_CACHED = 13
 @functools.lru_cache(maxsize=4)
 def _sobol_prefix(dim: int, rng_seed: int, log2_n: int) -> np.ndarray:
     """The first ``2**log2_n`` points of each of the ``_N_RANDOMISATIONS`` scrambled Sobol'
-    sequences of :func:`_sov_rqmc` by coordinate (read-only, (dim, randomisations,
-    points): a block of points is then the rows the integrand reads, without transposing
-    it at every call), made once per dimension and seed: constructing the scrambled
-    engines took about half of a nine-variable orthant stopped at a loose tolerance (ten
-    classes: 2.4 ms an engine, 16 per call)."""
+    sequences of :func:`_sov_rqmc` by coordinate (read-only, (dim, randomisations, points)),
+    made once per dimension and seed (2.4 ms an engine, 16 per call)."""
     seeds = np.random.SeedSequence(rng_seed).spawn(_N_RANDOMISATIONS)
     pts = np.stack([make_sobol(dim, s).random_base2(log2_n) for s in seeds])
     out = np.ascontiguousarray(np.moveaxis(pts, -1, 0))
@@ -923,17 +928,15 @@ def orthant_probability_batch(
     vectorised where the path is deterministic.
 
     ``m <= 2``: exact, all problems at once.  ``3 <= m <= 5``: problems with positive
-    variances, no correlation within ``8 eps`` of ``+-1`` and a full-rank pivoted factor are
-    integrated together: one pivoted Cholesky factorisation of the stack and one nested
-    Gauss-Legendre rule (four variables: first one rule of Plackett's reduction) per
-    refinement of the nodes, each problem refined until its own two
-    rules agree to ``abs_tol``, so that each result equals :func:`orthant_probability`'s on
-    the problem alone (to rounding, about ``1e-16``).  Problems whose ordered limits and
-    correlations agree to ``1e-13`` (a problem and its relabellings: the orthants of
-    exchangeable clusters) are integrated once; the others take that value, with the bound
-    on the difference (``|dP / db_i| <= 1 / sqrt(2 pi)``, ``|dP / dC_ij| <=
-    1 / (2 pi sqrt(1 - C_ij^2))``, Plackett's identity; about ``1e-14``) added to their
-    error estimates.  ``m > 5``: the randomised path, the ordered factors of the problems
+    variances, no correlation within ``8 eps`` of ``+-1`` and a full-rank factor are
+    integrated together (four variables: Plackett's reduction first, on the limits sorted;
+    then one pivoted Cholesky factorisation of the stack and one nested rule per refinement),
+    each problem refined until its own two rules agree to ``abs_tol``: each result is
+    :func:`orthant_probability`'s on the problem alone (to rounding, about ``1e-16``).
+    Problems whose ordered limits and correlations agree to ``1e-13`` (a problem and its
+    relabellings: the orthants of exchangeable clusters) are integrated once, the bound on
+    the difference (about ``1e-14``, :func:`_same_problems`) added to the others' error
+    estimates.  ``m > 5``: the randomised path, the ordered factors of the problems
     with positive variances and nothing merged made for the stack at once, each problem
     then integrated as alone (the same numbers).  Every other problem (a zero variance,
     merged variables, and for ``m <= 5`` a singular factor) takes

@@ -194,14 +194,14 @@ class AndersonState:
         ANDERSON_RIDGE_FLOOR) I`` (:mod:`gaussmix.theory.numerics.tolerances`).  Raises
         ``numpy.linalg.LinAlgError`` if they are singular all the same.
         """
+        if self.blocks is not None:
+            return self._extrapolate_blocks(x, r, beta, scale)
         # (the pairs as the columns of C-ordered arrays, as np.stack(..., axis=1) makes them,
         # without its Python-level checks: a tenth of a binary solve's Python work)
         dX = np.array(self.dxs).T.copy()
         dG = np.array(self.dgs).T.copy()
         dGX = dG - dX
         dR = dGX / scale[:, None]
-        if self.blocks is not None:
-            return self._extrapolate_blocks(x, r, beta, scale, dX, dGX, dR)
         A = dR.T @ dR
         m = A.shape[0]
         # (the ridge on the diagonal alone, through a view of it: the same sums as adding it
@@ -211,38 +211,44 @@ class AndersonState:
         return x + beta * r - (dX + beta * dGX) @ gamma
 
     def _extrapolate_blocks(
-        self,
-        x: np.ndarray,
-        r: np.ndarray,
-        beta: float,
-        scale: np.ndarray,
-        dX: np.ndarray,
-        dGX: np.ndarray,
-        dR: np.ndarray,
+        self, x: np.ndarray, r: np.ndarray, beta: float, scale: np.ndarray
     ) -> np.ndarray:
         """:meth:`extrapolate` with one ``gamma`` per block (the same normal equations,
-        ridge and step, summed over each block's components; ``dGX = dG - dX``, ``dR`` its
-        scaled columns)."""
-        blocks = self.blocks
-        m = dR.shape[1]
-        n_blocks, index, full = _block_layout(blocks, m)
-        # each block's sums, one bincount over (block, column) pairs: linear in the number
-        # of components (a dense block-by-component indicator matrix made a long stacked
-        # curve quadratic); each sum adds its block's components in order, as one bincount
-        # per column did, in one call instead of m (m + 1); of the upper triangle of the
-        # symmetric normal matrix only (its entry (j, i) is the same sum of the same
-        # products, bit for bit, as (i, j)); the products written column by column into
-        # rows of ``terms`` (columns of the pairs: contiguous)
+        ridge and step, summed over each block's components).
+
+        The pairs are kept as rows (``(m, N)``: the components contiguous), so that no
+        ``(N, m)`` copy of them is made; each block's sums are one bincount over (block,
+        column) pairs, linear in the number of components (a dense block-by-component
+        indicator matrix made a long stacked curve quadratic), each sum adding its block's
+        components in order, of the upper triangle of the symmetric normal matrix only (its
+        entry (j, i) is the same sum of the same products, bit for bit, as (i, j)).  Where
+        the blocks are runs of components (a stacked curve's points), the products are
+        formed and summed a few whole blocks at a time into one scratch array of at most
+        :data:`_BLOCK_TERMS` numbers (:func:`_block_layout`): each block's sums are the
+        same additions in the same order, and the scratch stays small (the products of a
+        whole K = 5 curve at once were 2.4 MB a step, mapped and faulted in afresh each
+        time by the C allocator: 40 % of that curve's time).
+        """
+        XT = np.array(self.dxs)  # (m, N)
+        GXT = np.array(self.dgs)
+        GXT -= XT  # dG - dX, the same numbers as the difference made anew
+        RT = GXT / scale  # the scaled columns, as rows
+        m = RT.shape[0]
+        n_blocks, chunks, full = _block_layout(self.blocks, m)
         n_up = m * (m + 1) // 2
-        dT = dR.T.copy()
-        terms = np.empty((n_up + m, dT.shape[1]))
-        k = 0
-        for i in range(m):  # (the upper triangle's columns (i, i..m-1), in np.triu_indices order)
-            np.multiply(dT[i], dT[i:], out=terms[k : k + m - i])
-            k += m - i
-        np.multiply(dT, r / scale, out=terms[n_up:])
-        sums = np.bincount(index, weights=terms.ravel(), minlength=n_blocks * (n_up + m))
-        sums = sums.reshape(n_blocks, n_up + m)
+        cols = n_up + m
+        rs = r / scale
+        sums = np.empty(n_blocks * cols)
+        scratch = np.empty(cols * max(c1 - c0 for c0, c1, *_ in chunks))
+        for c0, c1, s0, s1, index in chunks:
+            terms = scratch[: cols * (c1 - c0)].reshape(cols, c1 - c0)
+            k = 0
+            for i in range(m):  # (the upper triangle's columns (i, i..m-1), np.triu_indices')
+                np.multiply(RT[i, c0:c1], RT[i:, c0:c1], out=terms[k : k + m - i])
+                k += m - i
+            np.multiply(RT[:, c0:c1], rs[c0:c1], out=terms[n_up:])
+            sums[s0:s1] = np.bincount(index, weights=terms.ravel(), minlength=s1 - s0)
+        sums = sums.reshape(n_blocks, cols)
         A = sums[:, full]  # (n_blocks, m * m: each entry its upper triangle's sum)
         rhs = sums[:, n_up:]
         # (the ridge on each diagonal alone, through a view of it, as :meth:`extrapolate`
@@ -251,7 +257,18 @@ class AndersonState:
         diag += ANDERSON_RIDGE * diag.sum(axis=1, keepdims=True) / m + ANDERSON_RIDGE_FLOOR
         A = A.reshape(n_blocks, m, m)
         gamma = _solve(A, rhs)  # (one per block: the gufunc's batch, without the checks)
-        return x + beta * r - ((dX + beta * dGX) * gamma[blocks]).sum(axis=1)
+        GXT *= beta
+        GXT += XT  # dX + beta (dG - dX), as rows
+        GXT *= gamma.T[:, self.blocks]
+        if m < _SEQUENTIAL_SUM_MAX:
+            # numpy sums fewer than 8 numbers of a row one after the other: the rows added
+            # in order are the same sums as the (N, m) product's along its rows
+            step = GXT[0].copy()
+            for k in range(1, m):
+                step += GXT[k]
+        else:  # (its pairwise sums beyond: the (N, m) layout's own)
+            step = np.ascontiguousarray(GXT.T).sum(axis=1)
+        return x + beta * r - step
 
 
 def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -277,26 +294,55 @@ def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 #: memory (:func:`_block_layout`), for the last 8 blocks arrays (a curve's stages: its
 #: points, its groups of points; the oldest forgotten first)
 _LAYOUTS = IdentityMemo(8)
+#: largest number of products a block-mixed extrapolation forms at once (runs of whole
+#: blocks, :func:`_block_layout`): 256 kB of scratch, reused across the runs of a step
+_BLOCK_TERMS = 2**15
+#: numpy's sum of a row of fewer than this many numbers adds them one after the other
+#: (pairwise beyond: eight partial sums), :meth:`AndersonState._extrapolate_blocks`
+_SEQUENTIAL_SUM_MAX = 8
 
 
-def _block_layout(blocks: np.ndarray, m: int) -> tuple[int, np.ndarray, np.ndarray]:
+def _block_layout(
+    blocks: np.ndarray, m: int
+) -> tuple[int, list[tuple[int, int, int, int, np.ndarray]], np.ndarray]:
     """The index arrays of :meth:`AndersonState._extrapolate_blocks` for the components'
-    blocks ``blocks`` and ``m`` pairs: the number of blocks, the (block, column) bin of each
-    product (``n_up + m`` columns: the normal matrix's upper triangle in
-    ``np.triu_indices`` order, then the right-hand side; column by column, each over the
-    components), and the column of the upper triangle of each entry of the ``m x m``
-    matrix (row-major).  Remembered for the last few ``blocks`` arrays (by identity: the
-    iteration of a stacked map mixes with one array, not modified, every step; the stacked
-    maps of a curve share theirs)."""
+    blocks ``blocks`` and ``m`` pairs: the number of blocks; the runs of components whose
+    products are summed together, each ``(c0, c1, s0, s1, index)``: components ``c0:c1``,
+    whose sums are the entries ``s0:s1`` of the flattened (block, column) sums and
+    ``index`` the bin of each product within them (``n_up + m`` columns: the normal
+    matrix's upper triangle in ``np.triu_indices`` order, then the right-hand side; column
+    by column, each over the run's components); and the column of the upper triangle of
+    each entry of the ``m x m`` matrix (row-major).  Where ``blocks`` is non-decreasing
+    (each block a run of components) the runs are whole blocks, as many as fit in
+    :data:`_BLOCK_TERMS` products (at least one); otherwise one run of every component.
+    Remembered for the last few ``blocks`` arrays (by identity: the iteration of a stacked
+    map mixes with one array, not modified, every step; the stacked maps of a curve share
+    theirs)."""
 
-    def make() -> tuple[int, np.ndarray, np.ndarray]:
+    def make() -> tuple[int, list[tuple[int, int, int, int, np.ndarray]], np.ndarray]:
         n_blocks = int(blocks.max()) + 1
         iu, ju = np.triu_indices(m)
         cols = iu.size + m
-        index = (np.arange(cols)[:, None] + blocks * cols).ravel()
         column = np.empty((m, m), dtype=np.intp)
         column[iu, ju] = column[ju, iu] = np.arange(iu.size)
-        return n_blocks, index, column.ravel()
+        N = blocks.size
+        if np.all(blocks[1:] >= blocks[:-1]):
+            ends = np.searchsorted(blocks, np.arange(n_blocks), side="right")
+            per_run = max(1, _BLOCK_TERMS // cols)  # components a run may hold
+            runs, b0 = [], 0
+            while b0 < n_blocks:
+                c0 = int(ends[b0 - 1]) if b0 else 0
+                # the most whole blocks from b0 that fit (at least one)
+                b1 = max(b0 + 1, int(np.searchsorted(ends, c0 + per_run, side="right")))
+                runs.append((b0, b1, c0, int(ends[b1 - 1])))
+                b0 = b1
+        else:
+            runs = [(0, n_blocks, 0, N)]
+        chunks = []
+        for b0, b1, c0, c1 in runs:
+            index = (np.arange(cols)[:, None] + (blocks[c0:c1] - b0) * cols).ravel()
+            chunks.append((c0, c1, b0 * cols, b1 * cols, index))
+        return n_blocks, chunks, column.ravel()
 
     return _LAYOUTS.get(blocks, m, make)
 
