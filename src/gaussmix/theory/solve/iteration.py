@@ -40,6 +40,8 @@ from ..numerics.tolerances import (
     DIVERGENCE_FACTOR,
     MIN_RESTART_DAMPING,
     MIN_STEP_FRACTION,
+    RULE_ERROR_CHECK,
+    RULE_ERROR_FRACTION,
 )
 from .state import LogChart, invalid_blocks, is_valid_state, q_is_psd, residual_scale
 
@@ -71,6 +73,8 @@ __all__ = [
     "IterationState",
     "FixedPointIteration",
     "iterate",
+    "iterate_to_rule_error",
+    "KnownImage",
 ]
 
 #: consecutive images T(x) outside the cone of valid states (a ``Q_c`` that is not positive
@@ -616,6 +620,94 @@ def iterate(
             if on_step is not None and not solver.terminate(s):
                 s = on_step(s) or s
     return solver.outcome(s)
+
+
+@dataclass(frozen=True)
+class KnownImage:
+    """A map ``T`` whose image at one state is known: ``(x, g, memory)``, its evaluation made
+    before the iteration that starts there (:func:`iterate_to_rule_error`'s of the finer
+    rule), returned again at ``x`` with that evaluation's memory instead of a second
+    evaluation (the same numbers); every other state is ``T``'s."""
+
+    T: Any
+    known: tuple[np.ndarray, np.ndarray, Any]
+
+    @property
+    def K(self) -> int:
+        return self.T.K
+
+    @property
+    def L(self) -> int:
+        return self.T.L
+
+    @property
+    def log_chart(self) -> bool:
+        return self.T.log_chart
+
+    def hats_memory(self, x: np.ndarray, memory: Any) -> tuple[Any, Any]:
+        return self.T.hats_memory(x, memory)
+
+    def image(self, x: np.ndarray, ev: Any, memory: Any) -> tuple[np.ndarray, Any]:
+        x0, g, known = self.known
+        if x0.shape == x.shape and (x0 == x).all():
+            return g.copy(), known
+        return self.T.image(x, ev, memory)
+
+
+def iterate_to_rule_error(
+    T: IteratedMap,
+    x0: np.ndarray,
+    anderson: AndersonState,
+    finer: Callable[[IterationOutcome], tuple[np.ndarray, Any]],
+    *,
+    tol: float,
+    max_iter: int,
+    damping: float,
+    callback: Callable[[int, float], Any] | None = None,
+    fresh: Callable[[], dict] = dict,
+    aux: Any = None,
+) -> tuple[IterationOutcome, Any]:
+    """:func:`iterate` of a coarser rule's map ``T`` whose fixed point only starts a finer
+    rule's run, stopped near the coarser rule's own error rather than at ``tol``.
+
+    The run goes to the residual
+    :data:`~gaussmix.theory.numerics.tolerances.RULE_ERROR_CHECK` (or ``tol``, if larger);
+    there the finer rule's map is evaluated once at the last iterate ``x`` (``finer(out)``:
+    its image and its memory of that evaluation), and the two rules' difference there,
+    ``delta = max |T'(x) - T(x)| / s`` (:func:`~gaussmix.theory.solve.state.residual_scale`),
+    the coarser rule's own error in the map, sets the stop: the run goes on (from ``x``,
+    with its secant pairs and memory: the same iterates as one run, ``x``'s image
+    evaluated once more) to ``max(tol, RULE_ERROR_FRACTION * delta)``.  The coarser fixed
+    point is about ``delta / (1 - r)`` from the finer one (``r`` the map's contraction), so
+    iterating the coarser rule further would move the finer run's start by less than that
+    fraction of its distance to the finer fixed point.  A finer evaluation that fails or
+    is not finite leaves the stop at ``tol``.
+    Returns the outcome (``return_image=False``: the last iterate, its channel evaluation
+    in the outcome's ``aux``), and the finer map's evaluation ``(x, T'(x), memory)`` at the
+    outcome's state where the run stopped at the check (the finer run's first evaluation
+    is then at that same state: the caller's to reuse, :class:`KnownImage`), else None.
+    ``fresh()``: the keywords of each :func:`iterate` call made (a fresh ``on_step``
+    each)."""
+    kw = dict(damping=damping, callback=callback, return_image=False)
+    check = max(tol, RULE_ERROR_CHECK)
+    out = iterate(T, x0, anderson, tol=check, max_iter=max_iter, aux=aux, **kw, **fresh())
+    if not out.converged or check == tol:
+        return out, None
+    stop, x, known = tol, out.x, None
+    try:
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            g, memory = finer(out)
+            image = x if out.image is None else out.image
+            delta = float(np.max(np.abs(g - image) / residual_scale(x, T.K, T.L)))
+        if math.isfinite(delta):
+            stop, known = max(tol, RULE_ERROR_FRACTION * delta), (x, g, memory)
+    except (FloatingPointError, np.linalg.LinAlgError):
+        pass
+    if out.residual < stop:
+        return out, known
+    left = max_iter - out.n_iter
+    more = iterate(T, x, out.anderson, tol=stop, max_iter=left, aux=out.aux, **kw, **fresh())
+    return replace(more, n_iter=out.n_iter + more.n_iter), None
 
 
 def _back(chart: LogChart | None, y: np.ndarray) -> np.ndarray:
