@@ -627,22 +627,14 @@ class KnownImage:
     """A map ``T`` whose image at one state is known: ``(x, g, memory)``, its evaluation made
     before the iteration that starts there (:func:`iterate_to_rule_error`'s of the finer
     rule), returned again at ``x`` with that evaluation's memory instead of a second
-    evaluation (the same numbers); every other state is ``T``'s."""
+    evaluation (the same numbers); every other state is ``T``'s, and so is every other
+    attribute (the map's ``K``, ``L``, chart, rule and prior panels)."""
 
     T: Any
     known: tuple[np.ndarray, np.ndarray, Any]
 
-    @property
-    def K(self) -> int:
-        return self.T.K
-
-    @property
-    def L(self) -> int:
-        return self.T.L
-
-    @property
-    def log_chart(self) -> bool:
-        return self.T.log_chart
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.T, name)
 
     def hats_memory(self, x: np.ndarray, memory: Any) -> tuple[Any, Any]:
         return self.T.hats_memory(x, memory)
