@@ -668,8 +668,8 @@ def iterate_to_rule_error(
     its image and its memory of that evaluation), and the two rules' difference there,
     ``delta = max |T'(x) - T(x)| / s`` (:func:`~gaussmix.theory.solve.state.residual_scale`),
     the coarser rule's own error in the map, sets the stop: the run goes on (from ``x``,
-    with its secant pairs and memory: the same iterates as one run, ``x``'s image
-    evaluated once more) to ``max(tol, RULE_ERROR_FRACTION * delta)``.  The coarser fixed
+    with its secant pairs, memory and image there: the same iterates as one run) to
+    ``max(tol, RULE_ERROR_FRACTION * delta)``.  The coarser fixed
     point is about ``delta / (1 - r)`` from the finer one (``r`` the map's contraction), so
     iterating the coarser rule further would move the finer run's start by less than that
     fraction of its distance to the finer fixed point.  A finer evaluation that fails or
@@ -697,9 +697,14 @@ def iterate_to_rule_error(
         pass
     if out.residual < stop:
         return out, known
-    left = max_iter - out.n_iter
-    more = iterate(T, x, out.anderson, tol=stop, max_iter=left, aux=out.aux, **kw, **fresh())
-    return replace(more, n_iter=out.n_iter + more.n_iter), None
+    # (on from x: its image known, the outcome's, not evaluated again; that step is no
+    # evaluation of its own)
+    image = KnownImage(T, (x, out.image, out.aux)) if out.image is not None else T
+    spent = out.n_iter - (image is not T)
+    more = iterate(
+        image, x, out.anderson, tol=stop, max_iter=max_iter - spent, aux=out.aux, **kw, **fresh()
+    )
+    return replace(more, n_iter=spent + more.n_iter), None
 
 
 def _back(chart: LogChart | None, y: np.ndarray) -> np.ndarray:
