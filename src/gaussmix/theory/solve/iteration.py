@@ -42,6 +42,7 @@ from ..numerics.tolerances import (
     MIN_STEP_FRACTION,
     RULE_ERROR_CHECK,
     RULE_ERROR_FRACTION,
+    RULE_ERROR_MIN_RUN,
 )
 from .state import LogChart, invalid_blocks, is_valid_state, q_is_psd, residual_scale
 
@@ -673,7 +674,10 @@ def iterate_to_rule_error(
     point is about ``delta / (1 - r)`` from the finer one (``r`` the map's contraction), so
     iterating the coarser rule further would move the finer run's start by less than that
     fraction of its distance to the finer fixed point.  A finer evaluation that fails or
-    is not finite leaves the stop at ``tol``.
+    is not finite leaves the stop at ``tol``, and a run that got to the check in fewer than
+    :data:`~gaussmix.theory.numerics.tolerances.RULE_ERROR_MIN_RUN` evaluations goes on to
+    ``tol`` without it (its tail is as short: the finer evaluation would cost more than it
+    saves).
     Returns the outcome (``return_image=False``: the last iterate, its channel evaluation
     in the outcome's ``aux``), and the finer map's evaluation ``(x, T'(x), memory)`` at the
     outcome's state where the run stopped at the check (the finer run's first evaluation
@@ -686,6 +690,8 @@ def iterate_to_rule_error(
     if not out.converged or check == tol:
         return out, None
     stop, x, known = tol, out.x, None
+    if out.n_iter < RULE_ERROR_MIN_RUN:  # (a short run: its tail is short too)
+        return _go_on(T, out, tol, max_iter, kw, fresh), None
     try:
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             g, memory = finer(out)
@@ -697,14 +703,22 @@ def iterate_to_rule_error(
         pass
     if out.residual < stop:
         return out, known
-    # (on from x: its image known, the outcome's, not evaluated again; that step is no
-    # evaluation of its own)
+    return _go_on(T, out, stop, max_iter, kw, fresh), None
+
+
+def _go_on(
+    T: IteratedMap, out: IterationOutcome, tol: float, max_iter: int, kw: dict, fresh: Callable
+) -> IterationOutcome:
+    """The run ``out`` of ``T`` (converged to a looser tolerance, its last iterate ``x``)
+    continued to ``tol``: from ``x`` with its pairs, memory and image there (not evaluated
+    again; that step is no evaluation of its own)."""
+    x = out.x
     image = KnownImage(T, (x, out.image, out.aux)) if out.image is not None else T
     spent = out.n_iter - (image is not T)
     more = iterate(
-        image, x, out.anderson, tol=stop, max_iter=max_iter - spent, aux=out.aux, **kw, **fresh()
+        image, x, out.anderson, tol=tol, max_iter=max_iter - spent, aux=out.aux, **kw, **fresh()
     )
-    return replace(more, n_iter=spent + more.n_iter), None
+    return replace(more, n_iter=spent + more.n_iter)
 
 
 def _back(chart: LogChart | None, y: np.ndarray) -> np.ndarray:
