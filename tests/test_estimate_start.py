@@ -18,7 +18,7 @@ from gaussmix.theory.api.api import make_problem
 from gaussmix.theory.numerics import tolerances
 from gaussmix.theory.numerics.tolerances import PROX_TOL, REPLICATE_SHIFT_RTOL, refined_tol
 from gaussmix.theory.prior.prior import single_precision_phase
-from gaussmix.theory.solve import batch_solve, fixed_point, refinement
+from gaussmix.theory.solve import batch_solve, fixed_point, iteration, refinement
 from gaussmix.theory.solve.estimate import predicted_start, resolve_memory
 from gaussmix.theory.solve.fixed_point import MapMemory, new_map, start_state
 from gaussmix.theory.solve.iteration import AndersonState, iterate
@@ -224,16 +224,18 @@ def test_the_resolves_mix_with_the_longer_memory(monkeypatch):
 
     monkeypatch.setattr(refinement, "iterate", spy)  # (the runs, the prior's re-solves)
     monkeypatch.setattr(batch_solve, "iterate", spy)  # (the estimate's re-solves)
+    monkeypatch.setattr(iteration, "iterate", spy)  # (the coarse solve's, iterate_to_rule_error)
     mixture = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", gm.IntegrationWarning)
         res = gm.solve(mixture, "cross-entropy", lam=0.1, alpha=2.0, penalty="l1")
     assert res.success
     long = resolve_memory(SolverOptions())
-    # the cold solve with a coarser rule, then the rule's own from its fixed point, then the
-    # estimate's re-solves: the refined rule, possibly the tighter tolerance, and the
-    # prior's finer rule
-    cold, resolves = memories[0], memories[1:]
-    assert cold[-1] == 6
+    # the cold solve with a coarser rule (one run, or two where it goes on past the check
+    # of its rule's error), then the rule's own from its fixed point, then the estimate's
+    # re-solves: the refined rule, possibly the tighter tolerance, and the prior's finer rule
+    n_cold = next(i for i, (*_, m) in enumerate(memories) if m != 6)
+    cold, resolves = memories[:n_cold], memories[n_cold:]
+    assert 1 <= len(cold) <= 2
     assert len(resolves) >= 3 and all(m == long for *_, m in resolves)
     assert resolves[-1][1] == 2 * 64  # (the prior's: twice its 64 panels)

@@ -827,3 +827,41 @@ def test_metric_kept_positive_definite_within_its_bound():
     assert 1.3e-20 / 1.4e-11 < METRIC_NEG_RTOL < 1e-3
     np.testing.assert_array_equal(out[1:], V[1:])
     np.testing.assert_array_equal(prior_mod._positive_metric(V[2:]), V[2:])
+
+
+def test_first_run_stops_near_the_prior_rules_error(monkeypatch):
+    """Where the prior's refinement re-solves from it (the square loss), the cold run of the
+    prior's first rule (8 x 8 panels) stops once its residual is below
+    ``RULE_ERROR_FRACTION`` times the two rules' difference ``|T16(x) - T8(x)| / s`` at its
+    end, well above ``tol``; the refinement's first evaluation is the one that check made
+    (16 x 16 panels: the same image at the same state); and the answer is the 16 x 16
+    rule's fixed point or finer, and its estimate bounds the change a 64 x 64 rule makes."""
+    from gaussmix.theory.numerics.tolerances import RULE_ERROR_FRACTION
+    from gaussmix.theory.solve import batch_solve
+    from gaussmix.theory.solve.fixed_point import new_map
+    from gaussmix.theory.solve.state import residual_scale
+
+    seen = []
+    real = batch_solve.iterate_to_rule_error
+
+    def spy(T, x0, anderson, finer, **kw):
+        out, known = real(T, x0, anderson, finer, **kw)
+        seen.append((T, out, known))
+        return out, known
+
+    monkeypatch.setattr(batch_solve, "iterate_to_rule_error", spy)
+    mix = gm.Mixture.isotropic(0.75, "gaussian", n_clusters=3, rho=np.array([0.83, 0.09, 0.08]))
+    kw = dict(penalty="l1", lam=1.3e-3, alpha=0.094)
+    res = gm.solve(mix, "square", **kw)
+    monkeypatch.undo()
+    ((T, out, known),) = seen
+    x = out.x
+    T16 = new_map(T.problem, T.rule, T, prior_panels=16)
+    s = residual_scale(x, T.K, T.L)
+    delta = np.max(np.abs(T16(x) - T(x)) / s)
+    assert out.converged and 1e-6 < out.residual < RULE_ERROR_FRACTION * delta
+    assert known is not None and (known[0] == x).all()
+    np.testing.assert_allclose(known[1], T16(x), rtol=0, atol=1e-14 * np.max(np.abs(x)))
+    assert res.state.prior_panels >= 16
+    fine = gm.solve(mix, "square", prior_panels=64, estimate_error=False, **kw)
+    _check_bounds_finer(res, fine)

@@ -513,3 +513,34 @@ WHITENED_METRIC_RCOND = 1e-4
 #: Stein term's sum can feel; a smaller metric (the lasso's on its way to the zero
 #: estimator) keeps the unwhitened form, whose entries carry no factor ``V``.
 WHITENED_METRIC_FLOOR = 1e-100
+#: A run of a coarser rule whose fixed point only starts a finer rule's run (the channel's
+#: coarser rule of a multi-output lasso point, or its prior's first rule where the prior's
+#: refinement re-solves from it directly) stops where its residual is below
+#: ``RULE_ERROR_FRACTION`` times the two rules' difference ``max |T'(x) - T(x)| / s`` at
+#: its last iterate (the coarser rule's own error in the map), instead of at ``tol``
+#: (:func:`gaussmix.theory.solve.iteration.iterate_to_rule_error`).  The coarser fixed
+#: point is about ``1 / (1 - r)`` times that difference from the finer one and the run's
+#: end about ``1 / (1 - r)`` times its residual from the coarser one (``r`` the map's
+#: contraction), so the finer run's start, and the change under refinement that estimates
+#: the coarser rule's error, move by about this fraction (1 %) of that change.  (At 0.1 the
+#: cross-entropy's points take 1477 prior evaluations instead of 1533, but one answer moved
+#: by 1.14 times its estimate, 2.6e-9: kept at 1 %.)
+RULE_ERROR_FRACTION = 1e-2
+#: ... and where the two rules' difference is measured: at the first iterate of the
+#: coarser run whose residual is below ``RULE_ERROR_CHECK`` (one evaluation of the finer
+#: map, which is the finer run's first where the run stops there).  The K = 3 lasso points
+#: of ``benchmarks/bench_lasso_k3.py`` (seeds 0-2) measure the coarser rules' differences
+#: 1e-3 to 0.6 where the cold phase is long (the prior's 8 x 8 panels against 16 x 16, the
+#: channel's coarser graded panels against its rule), so that at 1e-5 those stop at the
+#: check; a run that goes on past it pays that evaluation.  Counted on those 120 points
+#: (prior evaluations, cross-entropy / square at 8 x 8, 16 x 16, 32 x 32 panels; main 1576
+#: / 1586, 791, 138), with a continued run that evaluated its start again: a check at 1e-3
+#: 1533 / 1314, 822, 140; 1e-4 1515 / 1314, 781, 139; 3e-5 1499 / 1320, 766, 139; 1e-5
+#: 1484 / 1346, 766, 140 (its start's image kept: 1464 / 1340, 766, 140).
+RULE_ERROR_CHECK = 1e-5
+#: ... and the check is made only where the run took at least ``RULE_ERROR_MIN_RUN``
+#: evaluations to get there: a run that converges fast has a short tail to cut, and the
+#: finer map's evaluation then costs more than it saves (``bench_lasso_k3.py``, 120 points,
+#: the cross-entropy's points of lam above 0.5, 1-6 evaluations to the check: 5-25 % more
+#: CPU with the check; its slow points, 13-54 evaluations, 5-20 % less).
+RULE_ERROR_MIN_RUN = 10

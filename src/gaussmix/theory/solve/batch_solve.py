@@ -38,7 +38,15 @@ from ..numerics.tolerances import REFINED_EXTRA_ITER, refined_tol
 from .batch import NO_FREEZING, Freezing, SharpPoint, Watch
 from .estimate import RuleRefinement, predicted_start, refine_rule, tighter_run
 from .fixed_point import FixedPointMap, MapMemory
-from .iteration import AndersonState, IterationOutcome, IterationState, IterationStatus, iterate
+from .iteration import (
+    AndersonState,
+    IterationOutcome,
+    IterationState,
+    IterationStatus,
+    KnownImage,
+    iterate,
+    iterate_to_rule_error,
+)
 from .memory import AndersonMemory, Phase
 from .nested import nearest_warm
 from .options import SolverOptions
@@ -234,6 +242,9 @@ def run_points(
     watch: Callable[[], Callable] | None = None,
     first_solve: FirstSolve | None = None,
     on_converged: Callable[[int], None] | None = None,
+    coarse_stop: bool = False,
+    finer: FixedPointMap | None = None,
+    on_finer: Callable[[tuple], None] | None = None,
 ) -> tuple[FixedPointMap, IterationOutcome | None, np.ndarray, np.ndarray]:
     """The fixed point of the points of ``T`` (with its rule) from ``x0`` after the cheaper
     first phase ``continuation`` the policy chose
@@ -267,6 +278,15 @@ def run_points(
     policy's :class:`~gaussmix.theory.solve.policy.FailFast`), a failed first phase is
     ignored and the rule's run returned as it ends.
 
+    Where the policy declares it for one point (the multi-output lasso, whose prior costs
+    the same at either channel rule), the coarse run stops near its rule's own error
+    (``coarse_stop``: :func:`~gaussmix.theory.solve.iteration.iterate_to_rule_error`, the
+    rule's map ``T`` the finer one, its evaluation there the first of the rule's run where
+    that starts at the same state), and so does the rule's run where ``finer`` is given (the
+    map of the prior's first refinement, which re-solves from this run's end; its
+    evaluation at the run's end, where the run stopped at the check, is handed to
+    ``on_finer`` for that re-solve's first).
+
     Returns the map of the rule's run (a curve's first solve may make it afresh), its
     outcome (the last evaluated state, whose channel evaluation the outcome's ``aux``
     holds), each point's evaluations in both phases (to its own convergence) and each
@@ -276,7 +296,7 @@ def run_points(
     fresh = (lambda: {}) if watch is None else (lambda: {"on_step": watch()})
     first = plain_first_solve if first_solve is None else first_solve
     n_first: np.ndarray | int = 0
-    phase, aux, coarse_ran = Phase.SOLVE, None, False
+    phase, aux, coarse_ran, known = Phase.SOLVE, None, False, None
     coarse = rule.coarsened() if continuation is Continuation.COARSE else None
     if continuation is Continuation.SINGLE:  # (a point's prior in float32 first)
         if len(problems) != 1:
@@ -290,6 +310,11 @@ def run_points(
         if stacked:
             _first_memory(memory, coarse, opts)
             Tc, out = first(Tc, x0, opts, None)
+        elif coarse_stop:
+            start = AndersonState.init(memory.of(Phase.SOLVE, coarse))
+            out, known = iterate_to_rule_error(
+                Tc, x0, start, _evaluation(T, lambda o: T.warm_from(Tc, o.aux)), fresh=fresh, **kw
+            )
         else:
             start = AndersonState.init(memory.of(Phase.SOLVE, coarse))
             out = iterate(Tc, x0, start, return_image=False, **kw, **fresh())
@@ -306,7 +331,7 @@ def run_points(
         elif stacked:
             return failed_run(T)
         else:
-            n_first = out.n_iter
+            n_first, known = out.n_iter, None
     if stacked:
         if coarse_ran or first_solve is None:  # (from the first phase, or a given state)
             aux = T.memory() if aux is None else aux
@@ -319,9 +344,20 @@ def run_points(
             T, out = first_solve(T, x0, opts, on_converged)
         if out is None:
             return failed_run(T)
+    elif finer is not None:
+        start = memory.starting(phase, rule, history.get(rule))
+        shared = lambda o: finer.shared(T, o.aux)._replace(ev=o.aux.ev)  # noqa: E731
+        Tk = T if known is None else KnownImage(T, known)
+        out, at_finer = iterate_to_rule_error(
+            Tk, x0, start, _evaluation(finer, shared), fresh=fresh, **kw
+        )
+        if on_finer is not None and at_finer is not None:
+            on_finer(at_finer)
     else:
         start = memory.starting(phase, rule, history.get(rule))
-        out = iterate(T, x0, start, return_image=False, **kw, **fresh())
+        Tk = T if known is None else KnownImage(T, known)
+        aux = aux if known is None else known[2]
+        out = iterate(Tk, x0, start, return_image=False, aux=aux, **kw, **fresh())
     history[rule] = out.anderson
     rec = None if out.aux is None else out.aux.record
     if rec is None:  # (a run whose first evaluation failed: no record)
@@ -329,6 +365,20 @@ def run_points(
         return T, out, np.full(P, out.n_iter) + n_first, np.full(P, out.residual)
     residual = np.where(rec.frozen, rec.residuals, out.residual)  # each point's own
     return T, out, T.own_iterations(rec, out.n_iter) + n_first, residual
+
+
+def _evaluation(
+    T: FixedPointMap, memory: Callable[[IterationOutcome], MapMemory]
+) -> Callable[[IterationOutcome], tuple[np.ndarray, MapMemory]]:
+    """The ``finer`` of :func:`~gaussmix.theory.solve.iteration.iterate_to_rule_error`: the
+    image of ``T`` at an outcome's state, from the memory ``memory(outcome)``, and the
+    memory after it."""
+
+    def image(out: IterationOutcome) -> tuple[np.ndarray, MapMemory]:
+        ev, mem = T.hats_memory(out.x, memory(out))
+        return T.image(out.x, ev, mem)
+
+    return image
 
 
 def _first_memory(memory: AndersonMemory, rule: QuadratureRule, opts: SolverOptions) -> None:

@@ -40,6 +40,9 @@ from ..numerics.tolerances import (
     DIVERGENCE_FACTOR,
     MIN_RESTART_DAMPING,
     MIN_STEP_FRACTION,
+    RULE_ERROR_CHECK,
+    RULE_ERROR_FRACTION,
+    RULE_ERROR_MIN_RUN,
 )
 from .state import LogChart, invalid_blocks, is_valid_state, q_is_psd, residual_scale
 
@@ -71,6 +74,8 @@ __all__ = [
     "IterationState",
     "FixedPointIteration",
     "iterate",
+    "iterate_to_rule_error",
+    "KnownImage",
 ]
 
 #: consecutive images T(x) outside the cone of valid states (a ``Q_c`` that is not positive
@@ -662,6 +667,104 @@ def iterate(
             if on_step is not None and not solver.terminate(s):
                 s = on_step(s) or s
     return solver.outcome(s)
+
+
+@dataclass(frozen=True)
+class KnownImage:
+    """A map ``T`` whose image at one state is known: ``(x, g, memory)``, its evaluation made
+    before the iteration that starts there (:func:`iterate_to_rule_error`'s of the finer
+    rule), returned again at ``x`` with that evaluation's memory instead of a second
+    evaluation (the same numbers); every other state is ``T``'s, and so is every other
+    attribute (the map's ``K``, ``L``, chart, rule and prior panels)."""
+
+    T: Any
+    known: tuple[np.ndarray, np.ndarray, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.T, name)
+
+    def hats_memory(self, x: np.ndarray, memory: Any) -> tuple[Any, Any]:
+        return self.T.hats_memory(x, memory)
+
+    def image(self, x: np.ndarray, ev: Any, memory: Any) -> tuple[np.ndarray, Any]:
+        x0, g, known = self.known
+        if x0.shape == x.shape and (x0 == x).all():
+            return g.copy(), known
+        return self.T.image(x, ev, memory)
+
+
+def iterate_to_rule_error(
+    T: IteratedMap,
+    x0: np.ndarray,
+    anderson: AndersonState,
+    finer: Callable[[IterationOutcome], tuple[np.ndarray, Any]],
+    *,
+    tol: float,
+    max_iter: int,
+    damping: float,
+    callback: Callable[[int, float], Any] | None = None,
+    fresh: Callable[[], dict] = dict,
+    aux: Any = None,
+) -> tuple[IterationOutcome, Any]:
+    """:func:`iterate` of a coarser rule's map ``T`` whose fixed point only starts a finer
+    rule's run, stopped near the coarser rule's own error rather than at ``tol``.
+
+    The run goes to the residual
+    :data:`~gaussmix.theory.numerics.tolerances.RULE_ERROR_CHECK` (or ``tol``, if larger);
+    there the finer rule's map is evaluated once at the last iterate ``x`` (``finer(out)``:
+    its image and its memory of that evaluation), and the two rules' difference there,
+    ``delta = max |T'(x) - T(x)| / s`` (:func:`~gaussmix.theory.solve.state.residual_scale`),
+    the coarser rule's own error in the map, sets the stop: the run goes on (from ``x``,
+    with its secant pairs, memory and image there: the same iterates as one run) to
+    ``max(tol, RULE_ERROR_FRACTION * delta)``.  The coarser fixed
+    point is about ``delta / (1 - r)`` from the finer one (``r`` the map's contraction), so
+    iterating the coarser rule further would move the finer run's start by less than that
+    fraction of its distance to the finer fixed point.  A finer evaluation that fails or
+    is not finite leaves the stop at ``tol``, and a run that got to the check in fewer than
+    :data:`~gaussmix.theory.numerics.tolerances.RULE_ERROR_MIN_RUN` evaluations goes on to
+    ``tol`` without it (its tail is as short: the finer evaluation would cost more than it
+    saves).
+    Returns the outcome (``return_image=False``: the last iterate, its channel evaluation
+    in the outcome's ``aux``), and the finer map's evaluation ``(x, T'(x), memory)`` at the
+    outcome's state where the run stopped at the check (the finer run's first evaluation
+    is then at that same state: the caller's to reuse, :class:`KnownImage`), else None.
+    ``fresh()``: the keywords of each :func:`iterate` call made (a fresh ``on_step``
+    each)."""
+    kw = dict(damping=damping, callback=callback, return_image=False)
+    check = max(tol, RULE_ERROR_CHECK)
+    out = iterate(T, x0, anderson, tol=check, max_iter=max_iter, aux=aux, **kw, **fresh())
+    if not out.converged or check == tol:
+        return out, None
+    stop, x, known = tol, out.x, None
+    if out.n_iter < RULE_ERROR_MIN_RUN:  # (a short run: its tail is short too)
+        return _go_on(T, out, tol, max_iter, kw, fresh), None
+    try:
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            g, memory = finer(out)
+            image = x if out.image is None else out.image
+            delta = float(np.max(np.abs(g - image) / residual_scale(x, T.K, T.L)))
+        if math.isfinite(delta):
+            stop, known = max(tol, RULE_ERROR_FRACTION * delta), (x, g, memory)
+    except (FloatingPointError, np.linalg.LinAlgError):
+        pass
+    if out.residual < stop:
+        return out, known
+    return _go_on(T, out, stop, max_iter, kw, fresh), None
+
+
+def _go_on(
+    T: IteratedMap, out: IterationOutcome, tol: float, max_iter: int, kw: dict, fresh: Callable
+) -> IterationOutcome:
+    """The run ``out`` of ``T`` (converged to a looser tolerance, its last iterate ``x``)
+    continued to ``tol``: from ``x`` with its pairs, memory and image there (not evaluated
+    again; that step is no evaluation of its own)."""
+    x = out.x
+    image = KnownImage(T, (x, out.image, out.aux)) if out.image is not None else T
+    spent = out.n_iter - (image is not T)
+    more = iterate(
+        image, x, out.anderson, tol=tol, max_iter=max_iter - spent, aux=out.aux, **kw, **fresh()
+    )
+    return replace(more, n_iter=spent + more.n_iter)
 
 
 def _back(chart: LogChart | None, y: np.ndarray) -> np.ndarray:

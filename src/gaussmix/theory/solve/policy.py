@@ -247,7 +247,9 @@ class RefinePrior(Step):
 
     def run(self, s: SolveState) -> None:
         memory = s.policy.memory.of(Phase.PRIOR, s.est.T.rule)
-        s.est = refine_prior(s.problem, s.est, s.opts, s.callback, s.history, memory)
+        s.est = refine_prior(
+            s.problem, s.est, s.opts, s.callback, s.history, memory, at_start=s.at_finer
+        )
 
 
 #: a fallback of a failed solve: given the state of the failed solve, a converged
@@ -416,6 +418,18 @@ class SolvePolicy:
         (:func:`~gaussmix.theory.solve.estimate.predicted_start`: one step of the last
         solve's own iteration, a single point's), rather than from the fixed point (a
         curve's stacked points).
+    coarse_stop : bool
+        Whether a single point's coarser first phase (:attr:`continuation`'s coarser channel
+        rule) stops near its rule's own error rather than at ``tol``
+        (:func:`~gaussmix.theory.solve.iteration.iterate_to_rule_error`): a prior integrated
+        by quadrature (the multi-output lasso), whose evaluation costs the same at either
+        channel rule and is most of the map's cost.
+    prior_stop : bool
+        Whether the :class:`Iterate` step's run stops near the prior's first rule's own error
+        too, against the map of the prior's first refinement, which re-solves from there
+        directly (:func:`~gaussmix.theory.solve.refinement.prior_refinement_map`): a prior
+        refinement whose first refinement is made, and a channel in closed form (no channel
+        estimate between the two that would read the run's fixed point).
     stacked : bool
         Whether each point of the state's runs is frozen at its own convergence, the runs
         the curve's (its first solve, a failed run failing the points; a curve's points,
@@ -441,6 +455,8 @@ class SolvePolicy:
     merge: bool = False
     own_pairs: bool = True
     predicted_start: bool = True
+    coarse_stop: bool = False
+    prior_stop: bool = False
     stacked: bool = False
 
     @property
@@ -513,6 +529,8 @@ def policy_for(
     normaliser = sharp and symmetric and normaliser_serves(problem)
     panels = rule.dim in EXCHANGEABLE_PANEL_DIMS
     falls_back = opts.fallback and not warm
+    quadrature_prior = prior_quadrature_dim(problem) > 0
+    refines_prior = opts.estimate_error and quadrature_prior
     return SolvePolicy(
         rule=rule,
         symmetric=symmetric,
@@ -521,7 +539,13 @@ def policy_for(
         sharp_switch=sharp,
         estimate=estimate_kind(problem, opts, rule),
         normaliser_switch=normaliser and panels and opts.estimate_error,
-        prior_refinement=opts.estimate_error and prior_quadrature_dim(problem) > 0,
+        prior_refinement=refines_prior,
+        coarse_stop=quadrature_prior,
+        prior_stop=(
+            refines_prior
+            and not needs_quadrature(problem)
+            and (opts.max_refine >= 1 or not opts.auto_refine)
+        ),
         # (a re-solve's longer memory from a fixed point only where the prior is integrated
         # by quadrature, or with the sharp regime's randomised rule: anderson_memory)
         memory=anderson_memory(

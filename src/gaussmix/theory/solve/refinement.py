@@ -58,6 +58,7 @@ from .iteration import (
     AndersonState,
     IterationOutcome,
     IterationStatus,
+    KnownImage,
     iterate,
 )
 from .memory import AndersonMemory, Phase
@@ -96,6 +97,7 @@ __all__ = [
     "MAX_PRIOR_LINES",
     "MAX_PRIOR_ESTIMATE_LINES",
     "finer_prior_panels",
+    "prior_refinement_map",
 ]
 
 #: largest dimension of a deterministic (tensor) channel rule; beyond it the automatic rule is
@@ -506,6 +508,17 @@ def finer_prior_panels(panels: int, n_outer: int, first: bool) -> int | None:
     return finer
 
 
+def prior_refinement_map(problem: Problem, T: FixedPointMap) -> FixedPointMap | None:
+    """The map of the first refinement of the prior's rule that :func:`refine_prior` makes
+    from a fixed point of ``T`` (twice its panels, :func:`finer_prior_panels`), or None
+    where it makes none (a prior without a rule of its own, or beyond the caps)."""
+    n_outer = prior_quadrature_dim(problem)
+    if n_outer == 0:
+        return None
+    finer = finer_prior_panels(T.prior_panels or outer_panels(n_outer), n_outer, first=True)
+    return None if finer is None else new_map(problem, T.rule, T, prior_panels=finer)
+
+
 def _prior_refinement_reaches(prior: dict, quad: dict, evals: dict, quad_tol: float) -> bool:
     """Whether :func:`refine_prior` refines the prior's rule again: the change under its last
     refinement, ``prior``, exceeds ``quad_tol`` for the test error or the training loss (the
@@ -536,6 +549,8 @@ def refine_prior(
     callback: Callable | None,
     history: dict,
     anderson: int,
+    *,
+    at_start: tuple | None = None,
 ) -> Estimate:
     """The integration error of the prior's own rule, by refinement.
 
@@ -574,7 +589,10 @@ def refine_prior(
     (:func:`~gaussmix.theory.solve.defect.image_at_start`): its last iterate would be the
     coarser rule's fixed point itself, and the change under refinement zero however
     much the finer rule moves an observable (near the zero estimator, seed 2 #8, the test
-    error by 4e-3 for a state that moves by less than ``tol``).
+    error by 4e-3 for a state that moves by less than ``tol``).  ``at_start``: the first
+    refinement's map evaluated at ``est``'s state, ``(x, T'(x), memory)``, where the solve's
+    run made that evaluation (stopped near its rule's error, the policy's ``prior_stop``):
+    the re-solve's first evaluation (:class:`~gaussmix.theory.solve.iteration.KnownImage`).
     """
     n_outer = prior_quadrature_dim(problem)
     if est.status is not IterationStatus.CONVERGED:
@@ -618,7 +636,8 @@ def refine_prior(
                 out2, spent = defect_corrected_solve(T, T2, x, known, start, kw)
                 n_iter += spent
             else:
-                out2 = iterate(T2, x, start, aux=known, **kw)
+                Tk = T2 if k > 0 or at_start is None else KnownImage(T2, at_start)
+                out2 = iterate(Tk, x, start, aux=known, **kw)
                 out2 = image_at_start(out2)
             pairs = out2.anderson
             mem = out2.aux

@@ -48,6 +48,7 @@ from .refinement import (
     Continuation,
     ErrorEstimate,
     Estimate,
+    prior_refinement_map,
 )
 
 __all__ = ["Declared", "PointGroup", "SolveState"]
@@ -87,6 +88,15 @@ class Declared(Protocol):
     def predicted_start(self) -> bool:
         """Whether an estimate's refined re-solve starts from the predicted start (one
         step of the last solve's own iteration), rather than from the fixed point."""
+
+    @property
+    def coarse_stop(self) -> bool:
+        """Whether a single point's coarser first phase stops near its rule's own error."""
+
+    @property
+    def prior_stop(self) -> bool:
+        """Whether the first run stops near the prior's first rule's own error (the prior's
+        refinement re-solves from it directly)."""
 
     @property
     def memory(self) -> AndersonMemory:
@@ -139,7 +149,10 @@ class SolveState:
     with after the sharp switch or the estimate (``groups``), whether the warm start's
     solve stands (``warm_kept``) and its iterations (``n_warm``), and once made each
     point's estimate (``ests``); ``failed`` where a run fails the points or a point's
-    estimate did not converge (the points after it then not estimated)."""
+    estimate did not converge (the points after it then not estimated); ``at_finer``: the
+    map of the prior's first refinement evaluated at the first run's end, ``(x, T'(x),
+    memory)``, where the policy's ``prior_stop`` stopped that run at it (the refinement's
+    first evaluation, :func:`~gaussmix.theory.solve.refinement.refine_prior`)."""
 
     policy: Declared
     problems: list[Problem]
@@ -159,6 +172,7 @@ class SolveState:
     log: list | None = None
     n_warm: int = 0
     warm_kept: bool = False
+    at_finer: tuple | None = None
 
     # ----------------------------------------------------------------- the point axis
     @property
@@ -228,7 +242,13 @@ class SolveState:
             x0 = T.start()
             if not T.is_valid(x0):
                 return batch_solve.failed_run(T)
-        return self._run(T, x0, self._pairs_by_rule(), self.first_solve, self.on_converged)
+        finer = prior_refinement_map(problems[0], T) if self.policy.prior_stop else None
+        history = self._pairs_by_rule()
+        return self._run(T, x0, history, self.first_solve, self.on_converged, finer)
+
+    def _at_finer(self, known: tuple) -> None:
+        """Keep the finer prior map's evaluation at the first run's end (``at_finer``)."""
+        self.at_finer = known
 
     def _freezing(self) -> Freezing:
         """The freezing of the state's maps: each point frozen at its own convergence, with
@@ -250,6 +270,7 @@ class SolveState:
         history: dict,
         first_solve: FirstSolve | None,
         on_converged: Callable[[int], None] | None,
+        finer: FixedPointMap | None = None,
     ) -> tuple[FixedPointMap, IterationOutcome | None, np.ndarray, np.ndarray]:
         """:func:`~gaussmix.theory.solve.batch_solve.run_points` of the points of ``T``
         from ``x0`` with the secant pairs by rule ``history``, with what the policy
@@ -257,7 +278,10 @@ class SolveState:
         (``stacked``), the Anderson memory of each of its phases (``memory``),
         the early stop of a single point's runs (``fail_fast``); and the state's callback.
         ``first_solve``: the first stacked solve (None: a run from a fixed point, from the
-        pairs in ``history``) and its progress callback ``on_converged``."""
+        pairs in ``history``) and its progress callback ``on_converged``; the early stops of
+        a single point's coarser runs near their rule's error (``coarse_stop``, and
+        ``finer``: the map of the prior's first refinement where the policy declares
+        ``prior_stop``)."""
         policy = self.policy
         fail_fast = policy.fail_fast
         return batch_solve.run_points(
@@ -272,6 +296,9 @@ class SolveState:
             watch=None if fail_fast is None else fail_fast.watch,
             first_solve=first_solve,
             on_converged=on_converged,
+            coarse_stop=policy.coarse_stop and not policy.stacked,
+            finer=finer,
+            on_finer=None if finer is None else self._at_finer,
         )
 
     def estimate(self, T: FixedPointMap, out: IterationOutcome, kind: ErrorEstimate) -> Estimate:
