@@ -577,21 +577,21 @@ def test_a_coarse_pass_over_its_budget_stops_and_the_curve_is_unchanged():
 
 
 def test_a_session_skips_a_coarse_pass_that_the_curve_before_says_would_stop(monkeypatch):
-    """After a curve whose coarse pass its budget stopped (here a budget of none), the next
-    curve one control away starts without one (it would only delay the curve: its rows
-    come from the low end as the coarse pass's would), its rows those of the same curve
-    without a coarse pass, to the bit; where the curve before's pace fits the budget, the
-    coarse pass is run.  A curve from the cache carries the CPU time of its computation."""
+    """Where 4 points at the pace of the curve before (the median CPU time of its rows)
+    take more than the coarse pass's budget (here none), the next curve one control away
+    starts without one (it would only delay the curve: its rows come from the low end as
+    the coarse pass's would), its rows those of the same curve without a coarse pass, to
+    the bit; where they fit the budget, the coarse pass is run.  A curve from the cache
+    carries the pace of its computation."""
     from gaussmix.explore.budget import coarse_hopeless
     from gaussmix.explore.engine import COARSE_BUDGET_ENV
 
-    assert not coarse_hopeless(False, 1.1, 40, 10, 0.3)  # 10 of its 40 points in 0.275 s
     state = THREE.replace(n_points=8)  # point by point: fewer than 10 points
     monkeypatch.setenv(COARSE_BUDGET_ENV, "0")
     with Session(coarse=4) as session:
         first = session.submit(state)
         first.wait(HANG)
-        assert first.coarse_stopped and first.curve_cpu > 0
+        assert first.coarse_stopped and first.point_cpu > 0
         moved = state.replace(lam=0.8)
         second = session.submit(moved)
         second.wait(HANG)
@@ -602,7 +602,8 @@ def test_a_session_skips_a_coarse_pass_that_the_curve_before_says_would_stop(mon
         _same_bits(second.table, alone.table)
         again = session.submit(state)  # (from the cache)
         again.wait(HANG)
-        assert again.cached and again.curve_cpu == first.curve_cpu
-    assert coarse_hopeless(False, 1.3, 40, 10, 0.3)  # 10 of its 40 points in over 0.3 s
-    assert not coarse_hopeless(False, None, 40, 10, 0.3)  # not known
-    assert coarse_hopeless(True, None, 40, 10, math.inf)  # its own coarse pass stopped
+        assert again.cached and again.point_cpu == first.point_cpu
+    assert coarse_hopeless(0.05, 10, 0.3)  # 10 points of 50 ms: over 0.3 s
+    assert not coarse_hopeless(0.025, 10, 0.3)
+    assert not coarse_hopeless(None, 10, 0.3)  # not known
+    assert not coarse_hopeless(10.0, 10, math.inf)

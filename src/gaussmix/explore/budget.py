@@ -88,26 +88,21 @@ def restart(
     return init + solved
 
 
-def coarse_hopeless(
-    coarse_stopped: bool, curve_cpu: float | None, n_points: int, coarse: int, budget: float
-) -> bool:
+def coarse_hopeless(point_cpu: float | None, coarse: int, budget: float) -> bool:
     """Whether the coarse pass of ``coarse`` points of a curve one control away from a
     finished curve (the curve before a slider's move, whose fixed points start it:
     :func:`~gaussmix.explore.engine.warm_start`) would be stopped by its ``budget`` of CPU
     seconds before it has drawn the range (:data:`~gaussmix.explore.engine.COARSE_BUDGET_S`):
-    the curve before's own coarse pass was (``coarse_stopped``), or that curve's
-    ``n_points`` took ``curve_cpu`` seconds of CPU (None: not known), more than ``budget``
-    for ``coarse`` of them at its pace (a lower bound: the coarse pass takes larger
-    continuation steps, each point dearer).
+    ``coarse`` points at the pace of the curve before, the median ``point_cpu`` seconds of
+    CPU a point (:attr:`~gaussmix.explore.engine.CurveJob.point_cpu`; None: not known),
+    take more than ``budget``.  A lower bound: the coarse pass takes larger continuation
+    steps, each point dearer; the median leaves out a curve's cold first point (seconds at
+    K >= 4) and its few points near a transition.
 
     Such a coarse pass draws the few points from the low end that the curve itself draws
     first, and delays the curve by its whole budget: on the sampled space's three K = 3
     cross-entropy lassos at lambda below 1e-3 (``benchmarks/bench_explore.py``, after the
-    lambda slider's move) it stopped after 1-5 of its 10 points, 0.3-0.65 s of CPU, every
-    time after a curve before whose coarse pass had stopped too; the curve's rows are the
-    same either way (the coarse pass's are never kept)."""
-    if coarse_stopped:
-        return True
-    if curve_cpu is None or n_points < 1:
-        return False
-    return curve_cpu * coarse / n_points > budget
+    lambda slider's move; 50-70 ms a point) it stopped after 2-4 of its 10 points, 0.30-0.31
+    s of CPU each time; the curve's rows are the same either way (the coarse pass's are
+    never kept)."""
+    return point_cpu is not None and coarse * point_cpu > budget
