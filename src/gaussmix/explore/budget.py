@@ -102,7 +102,7 @@ def coarse_hopeless(point_cpu: float | None, coarse: int, budget: float) -> bool
     Such a coarse pass draws the few points from the low end that the curve itself draws
     first, and delays the curve by its whole budget: on the sampled space's three K = 3
     cross-entropy lassos at lambda below 1e-3 (``benchmarks/bench_explore.py``, after the
-    lambda slider's move; 50-70 ms a point) it stopped after 2-4 of its 10 points, 0.30-0.31
+    lambda slider's move; 44-76 ms a point) it stopped after 2-4 of its 10 points, 0.30-0.31
     s of CPU each time; the curve's rows are the same either way (the coarse pass's are
     never kept)."""
     return point_cpu is not None and coarse * point_cpu > budget
