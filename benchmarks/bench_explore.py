@@ -24,12 +24,12 @@ state with lambda half a decade away and waits for its curve, untimed, then subm
 state, never computed before, and waits for the whole curve: the session starts it from
 the curve before, as the page does; ``--cold``: the state alone, from the cold start;
 the explorer's default screen precision, ``--precision library`` for the library's), wall
-and CPU time (the process's, the job's thread included: steadier on a
-loaded machine), and the wall time until the whole range is drawn (the coarse pass done,
-where the page draws one; else the whole curve), in a worker subprocess warmed once
-(imports, compiled kernels).  A curve longer than ``--timeout`` seconds has the worker
-killed (and a new one started); ``--cpu-timeout``: seconds of the worker's CPU time (on a
-loaded machine the wall time is the load's).
+and CPU time (the process's, the job's thread included: steadier on a loaded machine),
+and the wall time until the whole range is drawn (the coarse pass done, where the page
+draws one and its budget did not stop it; else the whole curve), in a worker subprocess
+warmed once (imports, compiled kernels).  A curve longer than ``--timeout`` seconds has
+the worker killed (and a new one started); ``--cpu-timeout``: seconds of the worker's
+CPU time (on a loaded machine the wall time is the load's).
 
 Either way a curve longer than ``--timeout`` counts as longer (a timeout), and is
 reported; a state that the engine ends with an error (accepted by ``validate``, not
@@ -492,11 +492,13 @@ class _Worker:
             if "range" in rec and "wall" not in rec:  # the coarse pass's line
                 coarse = rec
                 continue
-            # without a coarse pass the whole range is drawn with the whole curve
+            # without a coarse pass, or with one stopped by its budget (a few points from
+            # the low end), the whole range is drawn with the whole curve
+            whole = coarse if not rec.get("coarse_stopped") else {}
             return {
                 **rec,
-                "range": coarse.get("range", rec["wall"]),
-                "range_cpu": coarse.get("range_cpu", rec["cpu"]),
+                "range": whole.get("range", rec["wall"]),
+                "range_cpu": whole.get("range_cpu", rec["cpu"]),
             }
 
     def _over(self, t0: float, cpu0: float, timeout: float) -> bool:

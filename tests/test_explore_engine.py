@@ -574,3 +574,36 @@ def test_a_coarse_pass_over_its_budget_stops_and_the_curve_is_unchanged():
         _rows_are_the_table(job.preview, direct, "alpha")
     _same_bits(table, gm.learning_curve(mix, "cross-entropy", grid, lam=1.0, **SCREEN))
     assert len(job.rows) == 12 and not job.failed
+
+
+def test_a_session_skips_a_coarse_pass_that_the_curve_before_says_would_stop(monkeypatch):
+    """Where 4 points at the pace of the curve before (the median CPU time of its rows)
+    take more than the coarse pass's budget (here none), the next curve one control away
+    starts without one (it would only delay the curve: its rows come from the low end as
+    the coarse pass's would), its rows those of the same curve without a coarse pass, to
+    the bit; where they fit the budget, the coarse pass is run.  A curve from the cache
+    carries the pace of its computation."""
+    from gaussmix.explore.budget import coarse_hopeless
+    from gaussmix.explore.engine import COARSE_BUDGET_ENV
+
+    state = THREE.replace(n_points=8)  # point by point: fewer than 10 points
+    monkeypatch.setenv(COARSE_BUDGET_ENV, "0")
+    with Session(coarse=4) as session:
+        first = session.submit(state)
+        first.wait(HANG)
+        assert first.coarse_stopped and first.point_cpu > 0
+        moved = state.replace(lam=0.8)
+        second = session.submit(moved)
+        second.wait(HANG)
+        assert second.init and second.preview == [] and not second.coarse_stopped
+        assert not second.refining and len(second.rows) == 8 and not second.error
+        alone = CurveJob(moved, init=second.init)
+        alone._run()
+        _same_bits(second.table, alone.table)
+        again = session.submit(state)  # (from the cache)
+        again.wait(HANG)
+        assert again.cached and again.point_cpu == first.point_cpu
+    assert coarse_hopeless(0.05, 10, 0.3)  # 10 points of 50 ms: over 0.3 s
+    assert not coarse_hopeless(0.025, 10, 0.3)
+    assert not coarse_hopeless(None, 10, 0.3)  # not known
+    assert not coarse_hopeless(10.0, 10, math.inf)

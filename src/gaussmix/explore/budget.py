@@ -1,7 +1,8 @@
 """The explorer's budget of a point of a curve at the screen precision: the steps of the
 point being solved and where the curve goes on after a point stopped by it
 (:meth:`gaussmix.explore.engine.CurveJob._budgeted`, whose budgets are
-:data:`~gaussmix.explore.engine.POINT_BUDGET` and its neighbours)."""
+:data:`~gaussmix.explore.engine.POINT_BUDGET` and its neighbours); and whether a coarse
+pass could draw the range within its budget (:func:`coarse_hopeless`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from gaussmix.theory.solve.results import FixedPointResult
 
-__all__ = ["PointOverBudget", "PointSteps", "restart"]
+__all__ = ["PointOverBudget", "PointSteps", "coarse_hopeless", "restart"]
 
 
 class PointOverBudget(Exception):
@@ -85,3 +86,23 @@ def restart(
     if stopped and init:
         return list(init)
     return init + solved
+
+
+def coarse_hopeless(point_cpu: float | None, coarse: int, budget: float) -> bool:
+    """Whether the coarse pass of ``coarse`` points of a curve one control away from a
+    finished curve (the curve before a slider's move, whose fixed points start it:
+    :func:`~gaussmix.explore.engine.warm_start`) would be stopped by its ``budget`` of CPU
+    seconds before it has drawn the range (:data:`~gaussmix.explore.engine.COARSE_BUDGET_S`):
+    ``coarse`` points at the pace of the curve before, the median ``point_cpu`` seconds of
+    CPU a point (:attr:`~gaussmix.explore.engine.CurveJob.point_cpu`; None: not known),
+    take more than ``budget``.  A lower bound: the coarse pass takes larger continuation
+    steps, each point dearer; the median leaves out a curve's cold first point (seconds at
+    K >= 4) and its few points near a transition.
+
+    Such a coarse pass draws the few points from the low end that the curve itself draws
+    first, and delays the curve by its whole budget: on the sampled space's three K = 3
+    cross-entropy lassos at lambda below 1e-3 (``benchmarks/bench_explore.py``, after the
+    lambda slider's move; 44-76 ms a point) it stopped after 2-4 of its 10 points, 0.30-0.31
+    s of CPU each time; the curve's rows are the same either way (the coarse pass's are
+    never kept)."""
+    return point_cpu is not None and coarse * point_cpu > budget

@@ -47,6 +47,7 @@ from gaussmix.core.interrupt import interruptible
 
 from .budget import PointOverBudget as _PointOverBudget
 from .budget import PointSteps as _PointSteps
+from .budget import coarse_hopeless as _coarse_hopeless
 from .budget import restart as _restart
 from .cache import CACHE, CACHE_SIZE, cache_key, clear_cache, copy_table
 from .overlays import MAX_OVERLAY_POINTS, Overlay
@@ -301,6 +302,10 @@ class CurveJob(_Job):
     coarse_stopped : bool
         Whether the coarse pass was stopped by its budget (``preview`` then holds the
         rows it had solved, from the low end of the range).
+    point_cpu : float or None
+        The median seconds of the job thread's CPU time a row of the curve took (after its
+        coarse pass; None until it is done; from the cache, the computing job's): what the
+        next curve's coarse pass would cost is judged by it (:meth:`Session.submit`).
     refining : bool
         Whether the coarse pass is over, with rows to draw, and the final curve is being
         computed, its rows replacing the coarse ones in place (False for a curve without a
@@ -345,6 +350,9 @@ class CurveJob(_Job):
         self._coarse = coarse
         self.coarse_budget = float(os.environ.get(COARSE_BUDGET_ENV) or COARSE_BUDGET_S)
         self.coarse_stopped = False
+        self.point_cpu: float | None = None
+        self._row_cpu: list[float] = []  # the CPU seconds of each row (the curve's)
+        self._mark = 0.0  # the job thread's CPU time at the row before
         self.point_budget = POINT_BUDGET if state.precision == "screen" else None
         self.refining = False
         self.started = time.monotonic()
@@ -358,6 +366,9 @@ class CurveJob(_Job):
         return self.table
 
     def _add(self, row: dict) -> None:
+        now = time.thread_time()
+        self._row_cpu.append(now - self._mark)
+        self._mark = now
         if not row["converged"]:
             self.failed.append((float(row[self._x]), row.pop("_reason")))
         row.pop("_reason", None)
@@ -371,7 +382,7 @@ class CurveJob(_Job):
         key = cache_key(self.state, point.params, values)
         hit = CACHE.get(key)
         if hit is not None:
-            table, rows, warned = hit
+            table, rows, warned, self.point_cpu = hit
             self.cached = True
             self.warnings.extend(warned)
             for row in rows:
@@ -381,10 +392,12 @@ class CurveJob(_Job):
             return
         if 0 < self._coarse and 2 * self._coarse <= len(values):
             self._preview(point, values)
+        self._mark, self._row_cpu = time.thread_time(), []
         if self.point_budget is None:
             self.table = _library_curve(self.state, point, values, self._solved(point), self.init)
         else:
             self.table = self._budgeted(point, values, self.point_budget)
+        self.point_cpu = float(np.median(self._row_cpu)) if self._row_cpu else None
         # the rows as they arrived (a row without a fixed point with its reason: a move
         # back lists it again)
         reasons = dict(self.failed)
@@ -392,7 +405,7 @@ class CurveJob(_Job):
             dict(r) if r["converged"] else {**r, "_reason": reasons[float(r[self._x])]}
             for r in self.rows
         ]
-        CACHE.put(key, (copy_table(self.table), cached, list(self.warnings)))
+        CACHE.put(key, (copy_table(self.table), cached, list(self.warnings), self.point_cpu))
 
     def _solved(self, point: Any) -> Callable[[dict, FixedPointResult | None], None]:
         """The library curve's callback: each row with its order parameters, then the
@@ -900,17 +913,20 @@ class Session:
     ) -> CurveJob:
         """Cancel the running curve and prefetch (if any) and start the curve of
         ``state``, from the fixed points of the curve before it where one control moved
-        (:func:`warm_start`)."""
+        (:func:`warm_start`); without the coarse pass where the curve before says that it
+        would not draw the range within its budget
+        (:func:`~gaussmix.explore.budget.coarse_hopeless`)."""
         coarse = _auto_coarse(state) if self.coarse == "auto" else int(self.coarse)
         with self._lock:
             self._cancel_curve()
+            before = self.curve
+            init = warm_start(before, state)
+            if coarse and init is not None and before is not None:
+                budget = float(os.environ.get(COARSE_BUDGET_ENV) or COARSE_BUDGET_S)
+                if _coarse_hopeless(before.point_cpu, coarse, budget):
+                    coarse = 0
             self.curve = start_curve(
-                state,
-                on_point,
-                coarse=coarse,
-                on_preview=on_preview,
-                on_done=on_done,
-                init=warm_start(self.curve, state),
+                state, on_point, coarse=coarse, on_preview=on_preview, on_done=on_done, init=init
             )
             self._track(self.curve)
             return self.curve
