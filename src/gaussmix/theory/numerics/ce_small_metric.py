@@ -263,12 +263,7 @@ def _whitened_cluster(yc, P, omega, Vc, LV, h, w, tol, max_iter, Ef, Eff, Edf): 
                 n_failed += 1
             Y[:, :] = 0.0
         wn = w[n]
-        for i in range(L):
-            for j in range(i + 1):
-                t = 0.0
-                for k in range(L):
-                    t += Y[k, i] * Y[k, j]
-                S[i, j] += wn * (Ht[i, j] - t)
+        _stein.add_gram_complement(Ht, Y, wn, S)
         quad = 0.0
         for i in range(L):
             fi = -gr[i]

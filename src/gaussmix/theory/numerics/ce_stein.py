@@ -37,6 +37,7 @@ __all__ = [
     "triangular_inverse",
     "add_inverse",
     "add_h_form",
+    "add_gram_complement",
     "close_cluster",
 ]
 
@@ -177,6 +178,15 @@ def add_h_form(T, H, Y, wn, E):  # pragma: no cover - compiled
             for k in range(i + 1):
                 t += T[i, k] * (H[k, j] if j <= k else H[j, k])
             Y[i, j] = t
+    add_gram_complement(H, Y, wn, E)
+
+
+@njit(cache=True, error_model="numpy", nogil=True, inline="always")
+def add_gram_complement(H, Y, wn, E):  # pragma: no cover - compiled
+    """``E += wn (H - Y^T Y)`` (lower triangles; ``H`` read in its lower triangle): the
+    Stein term's middle factor at a node, ``H - H A^{-1} H`` with ``Y`` the factor's
+    triangular solve of ``H`` (:func:`add_h_form`, the whitened small-metric kernel)."""
+    L = Y.shape[0]
     for i in range(L):
         for j in range(i + 1):
             t = 0.0
