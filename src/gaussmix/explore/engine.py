@@ -75,6 +75,7 @@ __all__ = [
     "CACHE_SIZE",
     "COARSE_POINTS",
     "COARSE_BUDGET_S",
+    "coarse_budget",
     "POINT_BUDGET",
     "FIRST_TRY_SHARE",
     "PrefetchJob",
@@ -139,6 +140,12 @@ TYPICAL_FROM = 3
 #: :data:`COARSE_BUDGET_S` (read when a job starts; ``inf``: the whole pass), so that a test
 #: served explorer draws a coarse pass whole on a machine of any speed.  Not for other uses.
 COARSE_BUDGET_ENV = "GAUSSMIX_EXPLORE_COARSE_BUDGET"
+
+
+def coarse_budget() -> float:
+    """A coarse pass's budget of CPU seconds: :data:`COARSE_BUDGET_S`, or the test hook's
+    :data:`COARSE_BUDGET_ENV` where it is set."""
+    return float(os.environ.get(COARSE_BUDGET_ENV) or COARSE_BUDGET_S)
 
 
 class _Cancelled(Exception):
@@ -348,7 +355,7 @@ class CurveJob(_Job):
         self._on_point = on_point
         self._on_preview = on_preview
         self._coarse = coarse
-        self.coarse_budget = float(os.environ.get(COARSE_BUDGET_ENV) or COARSE_BUDGET_S)
+        self.coarse_budget = coarse_budget()
         self.coarse_stopped = False
         self.point_cpu: float | None = None
         self._row_cpu: list[float] = []  # the CPU seconds of each row (the curve's)
@@ -922,8 +929,7 @@ class Session:
             before = self.curve
             init = warm_start(before, state)
             if coarse and init is not None and before is not None:
-                budget = float(os.environ.get(COARSE_BUDGET_ENV) or COARSE_BUDGET_S)
-                if _coarse_hopeless(before.point_cpu, coarse, budget):
+                if _coarse_hopeless(before.point_cpu, coarse, coarse_budget()):
                     coarse = 0
             self.curve = start_curve(
                 state, on_point, coarse=coarse, on_preview=on_preview, on_done=on_done, init=init
