@@ -344,12 +344,11 @@ def run_points(
             T, out = first_solve(T, x0, opts, on_converged)
         if out is None:
             return failed_run(T)
-    elif finer is not None:
+    elif finer is not None:  # (a closed-form channel's prior_stop: no coarse phase before it)
         start = memory.starting(phase, rule, history.get(rule))
         shared = lambda o: finer.shared(T, o.aux)._replace(ev=o.aux.ev)  # noqa: E731
-        Tk = T if known is None else KnownImage(T, known)
         out, at_finer = iterate_to_rule_error(
-            Tk, x0, start, _evaluation(finer, shared), fresh=fresh, **kw
+            T, x0, start, _evaluation(finer, shared), fresh=fresh, **kw
         )
         if on_finer is not None and at_finer is not None:
             on_finer(at_finer)
