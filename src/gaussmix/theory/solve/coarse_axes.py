@@ -28,7 +28,7 @@ from ..numerics import tolerances
 from ..numerics.quadrature import QuadratureRule
 from ..prior.prior import coarse_axes_problem
 from ..problem.problem import Problem
-from .defect import DefectCorrected
+from .defect import DefectCorrected, corrected_at
 from .fixed_point import MapMemory, new_map
 from .iteration import AndersonState, iterate
 from .memory import AndersonMemory, Phase
@@ -133,8 +133,7 @@ def coarse_axes_phase(
         best = CoarsePhase(x, pairs, spent, best is not None, r)
         target = 0.1 * max(tol, gain * r)
         # (its first image the coarse one it was formed from: no second prior there)
-        corrected = DefectCorrected(Tck, g - gc, known=(x, gc))
-        aux: MapMemory | None = MapMemory(ev=ev)
+        corrected, aux = corrected_at(Tck, x, g, gc, ev)
         if k == 0:  # in float32 to its rounding's decade, then in double the rest if any
             reach = max(target, tolerances.COARSE_AXES_SINGLE_TOL)
             corr = iterate(corrected, x, pairs, aux=aux, **{**inner_kw, "tol": reach})
@@ -144,7 +143,7 @@ def coarse_axes_phase(
             x, pairs, aux = corr.x, corr.anderson, None
             if corr.residual <= target:
                 continue
-            corrected = DefectCorrected(Tc, corrected.delta)
+            corrected = DefectCorrected(Tc, corrected.delta)  # (no image known at corr.x)
         corr = iterate(corrected, x, pairs, aux=aux, **{**inner_kw, "tol": target})
         spent += corr.n_iter
         if not corr.converged or not is_valid_state(corr.x, K, L):

@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .fixed_point import FixedPointMap, HatEvaluation, MapMemory
-from .iteration import AndersonState, IterationOutcome, iterate
+from .iteration import AndersonState, IteratedMap, IterationOutcome, KnownImage, iterate
 
-__all__ = ["DefectCorrected", "defect_corrected_solve", "image_at_start"]
+__all__ = ["DefectCorrected", "corrected_at", "defect_corrected_solve", "image_at_start"]
 
 
 @dataclass(frozen=True)
@@ -29,13 +29,13 @@ class DefectCorrected:
     channel and the coarser prior.  What :func:`~gaussmix.theory.solve.iteration.iterate`
     reads of a map, the coarse map's (its channel is the finer map's: they differ in the
     prior's rule only); the memory it hands on holds no prior evaluation (its image is not
-    the coarse prior's).  ``known``: the coarse map's image at one state ``(x0, T(x0))``,
-    where ``delta`` was formed (the iteration's first evaluation is at ``x0``), returned
-    again there instead of evaluating the coarse prior a second time: the same numbers."""
+    the coarse prior's).  Where ``T(x0)`` is already evaluated (it forms ``delta``, and the
+    corrected run's first evaluation is at ``x0``), ``coarse`` is ``T`` with that image
+    known (:func:`corrected_at`, a :class:`~gaussmix.theory.solve.iteration.KnownImage`):
+    no second coarse prior there, the same numbers."""
 
-    coarse: FixedPointMap
+    coarse: IteratedMap
     delta: np.ndarray
-    known: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def K(self) -> int:
@@ -53,11 +53,23 @@ class DefectCorrected:
         return self.coarse.hats_memory(x, memory)
 
     def image(self, x: np.ndarray, ev: HatEvaluation, memory: MapMemory) -> tuple:
-        known = self.known
-        if known is not None and known[0].shape == x.shape and (known[0] == x).all():
-            return known[1] + self.delta, memory._replace(prior=None)
         g, memory = self.coarse.image(x, ev, memory)
         return g + self.delta, memory._replace(prior=None)
+
+
+def corrected_at(
+    coarse: IteratedMap, x: np.ndarray, g: np.ndarray, gc: np.ndarray, ev: HatEvaluation
+) -> tuple[DefectCorrected, MapMemory]:
+    """The coarse map ``coarse`` corrected by ``g - gc``, the finer and the coarse map's
+    images at ``x`` from one channel evaluation ``ev`` there (:class:`DefectCorrected`), and
+    the memory its run from ``x`` starts with (``ev``'s: the run's first evaluation, at
+    ``x``, is no channel evaluation of its own).  The coarse image at ``x`` is the known
+    ``gc`` (:class:`~gaussmix.theory.solve.iteration.KnownImage`) with that memory, the one
+    ``coarse.hats_memory(x, memory)`` hands on there (``ev`` is at ``x``): the corrected
+    run's first image ``gc + delta`` and its memory are those of an evaluation of the coarse
+    prior at ``x``, which is not made."""
+    memory = MapMemory(ev=ev)
+    return DefectCorrected(KnownImage(coarse, (x, gc, memory)), g - gc), memory
 
 
 def defect_corrected_solve(
@@ -98,8 +110,8 @@ def defect_corrected_solve(
     spent = 1
     # (the corrected map's image: ``kw``'s ``return_image`` is for ``T2``'s runs)
     # (its first image the coarse one the difference was formed from: no second prior at x)
-    corrected = DefectCorrected(T, g2 - g1, known=(x, g1))
-    corr = iterate(corrected, x, start, aux=MapMemory(ev=ev), **{**kw, "return_image": True})
+    corrected, aux = corrected_at(T, x, g2, g1, ev)
+    corr = iterate(corrected, x, start, aux=aux, **{**kw, "return_image": True})
     spent += corr.n_iter
     if not corr.converged:  # (T2 from x: at its first evaluation, the image there)
         return image_at_start(iterate(T2, x, start, aux=m2, **kw)), spent

@@ -672,10 +672,18 @@ def iterate(
 @dataclass(frozen=True)
 class KnownImage:
     """A map ``T`` whose image at one state is known: ``(x, g, memory)``, its evaluation made
-    before the iteration that starts there (:func:`iterate_to_rule_error`'s of the finer
-    rule), returned again at ``x`` with that evaluation's memory instead of a second
-    evaluation (the same numbers); every other state is ``T``'s, and so is every other
-    attribute (the map's ``K``, ``L``, chart, rule and prior panels)."""
+    before the iteration that starts there, returned again at ``x`` with that evaluation's
+    memory instead of a second evaluation (the same numbers); every other state is ``T``'s,
+    and so is every other attribute (the map's ``K``, ``L``, chart, rule and prior panels).
+
+    The one mechanism of an image known at a run's start: a run continued from its last
+    image (:func:`_go_on`), the finer rule's evaluation at the coarser run's end
+    (:func:`iterate_to_rule_error`, its first refinement's re-solve in
+    :func:`~gaussmix.theory.solve.refinement.refine_prior`), and the coarse image a defect
+    correction is formed from (:func:`~gaussmix.theory.solve.defect.corrected_at`, the
+    coarse map inside :class:`~gaussmix.theory.solve.defect.DefectCorrected`).  ``memory``
+    is what the evaluation at ``x`` would have handed on: the iteration's next evaluation
+    starts from it whatever memory the map is handed at ``x``."""
 
     T: Any
     known: tuple[np.ndarray, np.ndarray, Any]
