@@ -90,12 +90,56 @@ def _near_identity_solve(Vc, Hm, M, R, X):  # pragma: no cover - compiled
             X[i, j] = t / M[i, i]
 
 
+@njit(cache=True, error_model="numpy", nogil=True, inline="always")
+def _newton_node(
+    u, om, P, yc, Vc, vnorm, tol, max_iter, z, p, Pp, gr, r, step, work
+):  # pragma: no cover
+    """The proximal point of one node of a small-metric cluster, in place in ``u`` (its
+    warm start): Newton on ``r(u) = u - omega + V grad(u)`` with full steps (no line
+    search: the Jacobian ``I + V H`` is near the identity), to the stopping rule of
+    :func:`~gaussmix.theory.numerics.kernels.ce_channel` (the scaled residual against the
+    node's scale) or ``max_iter`` steps.  ``step(u, p, Pp, r, work)``: the Newton update of
+    ``u`` from the residual ``r`` at the current ``p``, ``Pp`` (its system in the kernel's
+    coordinates, scratch ``work``), False where its system has no factor (the run then
+    stops, not converged): :func:`_plain_step` or :func:`_whitened_step`, the one loop of
+    both kernels.  Returns the loss at ``u`` and whether the node converged; ``p``, ``Pp``
+    and ``gr`` are left at ``u``."""
+    L = u.shape[0]
+    lval = ce_eval(u, P, yc, z, p, Pp, gr)
+    for _ in range(max_iter):
+        res = scaled_residual(u, om, Vc, gr)
+        if res <= tol * node_scale(u, om, vnorm, ce_curvature(p)):
+            return lval, True
+        for i in range(L):  # r = u - omega + V grad
+            t = u[i] - om[i]
+            for j in range(L):
+                t += Vc[i, j] * gr[j]
+            r[i] = t
+        if not step(u, p, Pp, r, work):
+            return lval, False
+        lval = ce_eval(u, P, yc, z, p, Pp, gr)
+    return lval, False
+
+
+@njit(cache=True, error_model="numpy", nogil=True, inline="always")
+def _plain_step(u, p, Pp, r, work):  # pragma: no cover - compiled
+    """:func:`_newton_node`'s step of :func:`_plain_cluster`: ``u -= (I + V H)^{-1} r`` by
+    elimination (``work = (V, P, zero, A, H, q, M, R, X)``; ``r`` is the column of ``R``)."""
+    Vc, P, zero, A, Hm, qrow, M, R, X = work
+    ce_system_hessian(zero, P, p, Pp, A, Hm, qrow)
+    _near_identity_solve(Vc, Hm, M, R, X)
+    for i in range(u.shape[0]):
+        u[i] -= X[i, 0]
+    return True
+
+
 @njit(cache=True, error_model="numpy", nogil=True)
 def _plain_cluster(yc, P, omega, Vc, h, w, tol, max_iter, Ef, Eff, Edf):  # pragma: no cover
     """One cluster of :func:`ce_channel_small_metric` node by node: Newton with the
-    Jacobian ``I + V H``, the Stein term ``(I + H V)^{-1} H`` by a solve with the columns of
-    ``H``; adds to ``Ef, Eff, Edf`` (this cluster's rows), returns ``Eloss, Eenv`` and the
-    number of nodes that did not converge."""
+    Jacobian ``I + V H`` (:func:`_newton_node`, :func:`_plain_step`), the Stein term
+    ``(I + H V)^{-1} H`` by a solve with the columns of ``H``; adds to ``Ef, Eff, Edf``
+    (this cluster's rows), returns ``Eloss, Eenv`` and the number of nodes that did not
+    converge."""
     N, L = omega.shape
     Kf = P.shape[1]
     z = np.empty(Kf)
@@ -110,30 +154,16 @@ def _plain_cluster(yc, P, omega, Vc, h, w, tol, max_iter, Ef, Eff, Edf):  # prag
     R = np.empty((L, L))
     r = np.empty((L, 1))
     X = np.empty((L, L))
+    work = (Vc, P, zero, A, Hm, qrow, M, r, X)
     n_failed = 0
     Eloss = 0.0
     Eenv = 0.0
     vnorm = max_row_sum(Vc)
     for n in range(N):
         u = h[n]
-        om = omega[n]
-        lval = ce_eval(u, P, yc, z, p, Pp, gr)
-        ok = False
-        for _ in range(max_iter):
-            res = scaled_residual(u, om, Vc, gr)
-            if res <= tol * node_scale(u, om, vnorm, ce_curvature(p)):
-                ok = True
-                break
-            ce_system_hessian(zero, P, p, Pp, A, Hm, qrow)
-            for i in range(L):
-                t = u[i] - om[i]
-                for j in range(L):
-                    t += Vc[i, j] * gr[j]
-                r[i, 0] = t
-            _near_identity_solve(Vc, Hm, M, r, X)
-            for i in range(L):
-                u[i] -= X[i, 0]
-            lval = ce_eval(u, P, yc, z, p, Pp, gr)
+        lval, ok = _newton_node(
+            u, omega[n], P, yc, Vc, vnorm, tol, max_iter, z, p, Pp, gr, r[:, 0], _plain_step, work
+        )
         if not ok:
             n_failed += 1
         # contribution at the proximal point: H - H (I + V H)^{-1} V H, which is
@@ -221,33 +251,12 @@ def _whitened_cluster(yc, P, omega, Vc, LV, h, w, tol, max_iter, Ef, Eff, Edf): 
     Eloss = 0.0
     Eenv = 0.0
     vnorm = max_row_sum(Vc)
+    work = (W, O, eye, Wp, qrow, Ht, C, d, LV, a, b)
     for n in range(N):
         u = h[n]
-        om = omega[n]
-        lval = ce_eval(u, P, yc, z, p, Pp, gr)
-        ok = False
-        factored = False
-        for _ in range(max_iter):
-            res = scaled_residual(u, om, Vc, gr)
-            if res <= tol * node_scale(u, om, vnorm, ce_curvature(p)):
-                ok = True
-                break
-            factored = _whitened_system(W, O, eye, p, Wp, qrow, Ht, C, d)
-            if not factored:
-                break
-            for i in range(L):  # r = u - omega + V grad
-                t = u[i] - om[i]
-                for j in range(L):
-                    t += Vc[i, j] * gr[j]
-                r[i] = t
-            _forward(LV, r, a)  # a = L_V^{-1} r
-            _stein.solve_reciprocal(C, d, a, b)  # b = (I + Ht)^{-1} a
-            for i in range(L):  # u -= L_V b
-                t = 0.0
-                for j in range(i + 1):
-                    t += LV[i, j] * b[j]
-                u[i] -= t
-            lval = ce_eval(u, P, yc, z, p, Pp, gr)
+        lval, ok = _newton_node(
+            u, omega[n], P, yc, Vc, vnorm, tol, max_iter, z, p, Pp, gr, r, _whitened_step, work
+        )
         if not ok:
             n_failed += 1
         # the Stein term's middle factor Ht - Y^T Y at the proximal point
@@ -319,6 +328,24 @@ def _whitened_system(W, O, eye, p, Wp, q, Ht, C, d):  # pragma: no cover - compi
         Wp[i] = t
     _stein.hessian_system_lower(eye, O, p, Wp, C, Ht, q)
     return _stein.cholesky_reciprocal(C, C, d)
+
+
+@njit(cache=True, error_model="numpy", nogil=True, inline="always")
+def _whitened_step(u, p, Pp, r, work):  # pragma: no cover - compiled
+    """:func:`_newton_node`'s step of :func:`_whitened_cluster`: ``u -= L_V (I + Ht)^{-1}
+    L_V^{-1} r`` (``work = (W, O, eye, Wp, q, Ht, C, d, L_V, a, b)``), False where ``I +
+    Ht`` has no Cholesky factor (:func:`_whitened_system`)."""
+    W, O, eye, Wp, qrow, Ht, C, d, LV, a, b = work
+    if not _whitened_system(W, O, eye, p, Wp, qrow, Ht, C, d):
+        return False
+    _forward(LV, r, a)  # a = L_V^{-1} r
+    _stein.solve_reciprocal(C, d, a, b)  # b = (I + Ht)^{-1} a
+    for i in range(u.shape[0]):  # u -= L_V b
+        t = 0.0
+        for j in range(i + 1):
+            t += LV[i, j] * b[j]
+        u[i] -= t
+    return True
 
 
 @njit(cache=True, error_model="numpy", nogil=True, inline="always")
