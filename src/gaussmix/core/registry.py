@@ -16,12 +16,12 @@ The registries themselves live next to what they declare
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from gaussmix.core.exceptions import ArgumentError
 
-__all__ = ["Registry"]
+__all__ = ["Registry", "by_class"]
 
 T = TypeVar("T")
 
@@ -107,3 +107,22 @@ class Registry(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}: {', '.join(self._items)})"
+
+
+def by_class(table: Mapping[type, T], obj: object) -> T | None:
+    """The entry of ``table`` (keyed by class) for ``obj``'s nearest class: the first of
+    ``type(obj).__mro__`` that ``table`` holds (a subclass inherits its base's entry unless
+    it has its own), or None.
+
+    Examples
+    --------
+    >>> class Base: ...
+    >>> class Child(Base): ...
+    >>> by_class({Base: "base"}, Child()), by_class({Base: "base"}, 1.0)
+    ('base', None)
+    """
+    for cls in type(obj).__mro__:
+        entry = table.get(cls)
+        if entry is not None:
+            return entry
+    return None

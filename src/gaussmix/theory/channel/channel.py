@@ -31,6 +31,8 @@ import numpy as np
 from numba.core import config as numba_config
 from scipy.special import ndtr
 
+from gaussmix.core.registry import by_class
+
 from ..numerics import ce_small_metric as _small
 from ..numerics import kernels as _kernels
 from ..numerics.ce_risk import ce3_risk, ce_risk
@@ -288,10 +290,9 @@ def _with_identity_prox(loss, y, m, Q, V, rule, flat, warm):
 
 def _exact_moments(loss: Loss):
     """The closed-form moment function of :data:`_EXACT_MOMENTS` for ``loss``."""
-    for cls in type(loss).__mro__:
-        fn = _EXACT_MOMENTS.get(cls)
-        if fn is not None:
-            return fn
+    fn = by_class(_EXACT_MOMENTS, loss)
+    if fn is not None:
+        return fn
     raise TypeError(
         f"loss {type(loss).__name__} declares exact_channel=True but has no closed-form "
         "channel moments"
@@ -548,11 +549,8 @@ def compiled_kernel(loss: Loss) -> CompiledKernel | None:
     """
     reduced = isinstance(loss, ReducedLoss)
     target = loss.base if reduced else loss
-    for cls in type(target).__mro__:
-        kernel = COMPILED_KERNELS.get(cls)
-        if kernel is not None:
-            return kernel if kernel.reduced == reduced else None
-    return None
+    kernel = by_class(COMPILED_KERNELS, target)
+    return kernel if kernel is not None and kernel.reduced == reduced else None
 
 
 def compiled_moments(

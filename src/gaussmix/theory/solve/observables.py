@@ -32,6 +32,7 @@ import numpy as np
 from scipy.special import ndtr, owens_t
 
 from gaussmix.core.memo import IdentityMemo
+from gaussmix.core.registry import by_class
 
 from ..channel.channel import (
     CROSS_ENTROPY_KERNEL,
@@ -186,11 +187,7 @@ _CLOSED_FORM_RISKS = {SquareLoss: _square_risk, HingeLoss: _hinge_risk}
 
 def _closed_form_risk(loss: Loss):
     """The closed-form Gaussian risk of ``loss`` (:data:`_CLOSED_FORM_RISKS`), or None."""
-    for cls in type(loss).__mro__:
-        fn = _CLOSED_FORM_RISKS.get(cls)
-        if fn is not None:
-            return fn
-    return None
+    return by_class(_CLOSED_FORM_RISKS, loss)
 
 
 def gaussian_risk(
