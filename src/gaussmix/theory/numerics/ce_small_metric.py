@@ -307,10 +307,7 @@ def _whitened_cluster(yc, P, omega, Vc, LV, h, w, tol, max_iter, Ef, Eff, Edf): 
             for k in range(i, L):
                 t += T[k, i] * Y[k, j]
             Edf[i, j] += t
-    for i in range(L):
-        for j in range(i):
-            Edf[j, i] = Edf[i, j]
-            Eff[j, i] = Eff[i, j]
+    _stein.mirror_lower(Edf, Eff)
     return Eloss, Eenv, n_failed
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "triangular_inverse",
     "add_inverse",
     "add_h_form",
+    "mirror_lower",
     "add_gram_complement",
     "close_cluster",
 ]
@@ -215,7 +216,15 @@ def close_cluster(Vi, S, wv, X, Edf, Eff):  # pragma: no cover - compiled
                 for k in range(L):
                     t += Vi[i, k] * X[k, j]
                 Edf[i, j] += wv * Vi[i, j] - t
-    for i in range(L):
+    mirror_lower(Edf, Eff)
+
+
+@njit(cache=True, error_model="numpy", nogil=True, inline="always")
+def mirror_lower(Edf, Eff):  # pragma: no cover - compiled
+    """``Edf`` and ``Eff``, accumulated in their lower triangles, made symmetric (the upper
+    triangles copied from the lower: a cluster's end, :func:`close_cluster` and the
+    whitened small-metric kernel's)."""
+    for i in range(Edf.shape[0]):
         for j in range(i):
             Edf[j, i] = Edf[i, j]
             Eff[j, i] = Eff[i, j]
