@@ -588,7 +588,8 @@ def test_prior_refinements_start_from_the_last_resolves_pairs(monkeypatch):
     the run before it ended with (the Jacobian model at the nearest state and map), the
     first with the channel rule's; all with the estimate's longer memory; the finer map's
     run converges at its first evaluations; and the answer is the fixed point of its finest
-    map, within the estimate of the change a finer rule makes."""
+    map, within the estimate of the change a finer rule makes.  The corrected map's known
+    first image is the general path's (:func:`_check_known_coarse_image`)."""
     from gaussmix.theory.solve import defect, refinement
     from gaussmix.theory.solve.estimate import resolve_memory
     from gaussmix.theory.solve.state import residual_scale
@@ -629,6 +630,54 @@ def test_prior_refinements_start_from_the_last_resolves_pairs(monkeypatch):
         estimate_error=False, init=res,
     )  # fmt: skip
     _check_bounds_finer(res, fine)
+    _check_known_coarse_image(res, monkeypatch)
+
+
+def _check_known_coarse_image(res, monkeypatch) -> None:
+    """The defect-corrected map of :func:`~gaussmix.theory.solve.defect.corrected_at` (the
+    coarse image at the state where the correction is formed known: a
+    :class:`~gaussmix.theory.solve.iteration.KnownImage` inside it) against the general
+    path, the same correction with the coarse prior evaluated, at ``res``'s fixed point
+    (16 -> 32 panels): there the same image to the bit (the known coarse image plus the
+    correction) and the same memory handed on (its channel evaluation, no prior), without
+    a prior evaluation; at another state the general path's image and memory."""
+    from gaussmix.theory.solve import fixed_point
+    from gaussmix.theory.solve.defect import DefectCorrected, corrected_at
+    from gaussmix.theory.solve.fixed_point import MapMemory, new_map
+
+    s = res.state
+    T2 = s.map()
+    T = new_map(s.problem, s.rule, T2, prior_panels=16)
+    x = s.x
+    ev, _ = T2.hats_memory(x)
+    g2, _ = T2.image(x, ev, MapMemory(ev=ev))
+    gc, _ = T.image(x, ev, MapMemory(ev=ev))
+    known, aux = corrected_at(T, x, g2, gc, ev)
+    general = DefectCorrected(T, g2 - gc)
+    priors = []
+    real = fixed_point.prior_update
+
+    def spy(*args, **kw):
+        priors.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(fixed_point, "prior_update", spy)
+    for x_at in (x, x * (1.0 + 1e-3)):
+        b_ev, b_mem = general.hats_memory(x_at, MapMemory(ev=ev))
+        gb, mb = general.image(x_at, b_ev, b_mem)
+        assert len(priors) == 1  # (the general path evaluates the coarse prior)
+        a_ev, a_mem = known.hats_memory(x_at, aux)
+        ga, ma = known.image(x_at, a_ev, a_mem)
+        assert ga.tobytes() == gb.tobytes()
+        assert ma.prior is None and mb.prior is None
+        assert ma.ev.Vhat.tobytes() == mb.ev.Vhat.tobytes()
+        if x_at is x:  # (the known image: no prior evaluated, the memory the given one)
+            assert len(priors) == 1 and ma.ev is ev
+            assert ga.tobytes() == (gc + (g2 - gc)).tobytes()
+        else:
+            assert len(priors) == 2
+        priors.clear()
+    monkeypatch.undo()
 
 
 def test_prior_resolves_keep_their_last_iterate_or_the_image_at_their_start(monkeypatch):
