@@ -28,7 +28,7 @@ the solve, the replicates and a refinement's re-solve evaluate, against ``n_iter
 ``--phases`` adds, per case, the node evaluations (nodes x calls of the channel) of one solve
 with the estimate by the phase that made them (:data:`PHASES`: the solve, the replicates of
 the rule it ends with, the tails of a refinement by tails, the refined rule's re-solve and
-observables).
+observables), with the CPU time of those channel calls and its share a node.
 """
 
 from __future__ import annotations
@@ -135,13 +135,14 @@ PHASES = {
 }
 
 
-def phases(solve) -> dict[str, tuple[int, int]]:
+def phases(solve) -> dict[str, tuple[int, int, float]]:
     """The channel evaluations of one call of ``solve`` by :data:`PHASES`: ``{phase: (node
-    evaluations, calls)}`` (a spy on the one map's channel, reading the call stack)."""
+    evaluations, calls, CPU seconds of those calls)}`` (a spy on the one map's channel,
+    reading the call stack): whether a phase's evaluations cost what the solve's do a node."""
     from gaussmix.theory.solve import fixed_point
 
     real = fixed_point.channel_evaluation
-    seen: dict[str, tuple[int, int]] = {}
+    seen: dict[str, tuple[int, int, float]] = {}
 
     def spy(*args, **kw):
         frame, names = sys._getframe(1), set()
@@ -149,9 +150,11 @@ def phases(solve) -> dict[str, tuple[int, int]]:
             names.add(frame.f_code.co_name)
             frame = frame.f_back
         phase = next((PHASES[f] for f in PHASES if f in names), "solve")
-        nodes, calls = seen.get(phase, (0, 0))
-        seen[phase] = (nodes + args[6].weights.size, calls + 1)
-        return real(*args, **kw)
+        t = time.process_time()
+        out = real(*args, **kw)
+        nodes, calls, cpu = seen.get(phase, (0, 0, 0.0))
+        seen[phase] = (nodes + args[6].weights.size, calls + 1, cpu + time.process_time() - t)
+        return out
 
     fixed_point.channel_evaluation = spy
     try:
@@ -208,8 +211,12 @@ def main() -> None:
         if args.phases:
             run = partial(gm.solve, mix, loss, lam=lam, alpha=alpha)
             got = phases(run)
-            text = ", ".join(f"{p} {n / 1e3:.1f} k ({c})" for p, (n, c) in got.items())
-            print(f"|   node evaluations by phase (k nodes (calls)) | {text} | | | | |")
+            text = ", ".join(
+                f"{p} {n / 1e3:.1f} k ({c}; {t * 1e3:.0f} ms, {t / n * 1e6:.2f} us a node)"
+                for p, (n, c, t) in got.items()
+            )
+            what = "node evaluations by phase (k nodes (calls; channel CPU))"
+            print(f"|   {what} | {text} | | | | |")
         if args.erm:
             d = 64 if name == "digits" else 200
             erm = []
