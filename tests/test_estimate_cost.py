@@ -334,13 +334,12 @@ def test_every_replicate_starts_its_proximal_solves_from_the_rules_last_evaluati
     real_state = refinement.replicate_state
     monkeypatch.setattr(
         refinement, "replicate_state", lambda *a: real_state(*a[:-1], None)
-    )  # (no memo: each replicate its own)
+    )  # (no memo: each replicate its own; the first two)
     each = refinement._replicate_values(
-        problem, T, out.x, opts, None, history, out.aux, anderson=anderson
+        problem, T, out.x, opts, None, history, out.aux, anderson=anderson, stop=2
     )
-    assert each is not None and len(gains) == 1 + T.rule.n_rep
-    assert gains[1:] == gains[:1] * T.rule.n_rep
-    assert each == found
+    assert each is not None and len(gains) == 3 and gains[1:] == gains[:1] * 2
+    assert each[0] == {k: v[:2] for k, v in found[0].items()}
 
 
 @pytest.mark.slow  # ~20 s of CPU: a sharp K = 4 point's eight replicates re-solved to tol
