@@ -2,7 +2,7 @@
 4: the estimate costs at most as much as the solve, on every problem kind).
 
 Run:  python benchmarks/bench_estimate.py [--repeats 5] [--cases binary,k3,k3small,k10,digits]
-      [--erm] [--parts] [--evaluations]
+      [--erm] [--parts] [--evaluations] [--phases] [--seeds 10]
 
 For each case, the CPU time (``time.process_time``, median over ``--repeats``, the solves
 with and without the estimate interleaved) of ``gm.solve`` with ``estimate_error=False``
@@ -28,7 +28,9 @@ the solve, the replicates and a refinement's re-solve evaluate, against ``n_iter
 ``--phases`` adds, per case, the node evaluations (nodes x calls of the channel) of one solve
 with the estimate by the phase that made them (:data:`PHASES`: the solve, the replicates of
 the rule it ends with, the tails of a refinement by tails, the refined rule's re-solve and
-observables).
+observables), with the CPU time of those channel calls and its share a node.
+``--seeds N`` runs instead the isotropic K = 10 case over its rule's seeds ``0 .. N - 1``
+(the estimate's cost in solves and in node evaluations per seed, and summed over them).
 """
 
 from __future__ import annotations
@@ -135,13 +137,14 @@ PHASES = {
 }
 
 
-def phases(solve) -> dict[str, tuple[int, int]]:
+def phases(solve) -> dict[str, tuple[int, int, float]]:
     """The channel evaluations of one call of ``solve`` by :data:`PHASES`: ``{phase: (node
-    evaluations, calls)}`` (a spy on the one map's channel, reading the call stack)."""
+    evaluations, calls, CPU seconds of those calls)}`` (a spy on the one map's channel,
+    reading the call stack): whether a phase's evaluations cost what the solve's do a node."""
     from gaussmix.theory.solve import fixed_point
 
     real = fixed_point.channel_evaluation
-    seen: dict[str, tuple[int, int]] = {}
+    seen: dict[str, tuple[int, int, float]] = {}
 
     def spy(*args, **kw):
         frame, names = sys._getframe(1), set()
@@ -149,9 +152,11 @@ def phases(solve) -> dict[str, tuple[int, int]]:
             names.add(frame.f_code.co_name)
             frame = frame.f_back
         phase = next((PHASES[f] for f in PHASES if f in names), "solve")
-        nodes, calls = seen.get(phase, (0, 0))
-        seen[phase] = (nodes + args[6].weights.size, calls + 1)
-        return real(*args, **kw)
+        t = time.process_time()
+        out = real(*args, **kw)
+        nodes, calls, cpu = seen.get(phase, (0, 0, 0.0))
+        seen[phase] = (nodes + args[6].weights.size, calls + 1, cpu + time.process_time() - t)
+        return out
 
     fixed_point.channel_evaluation = spy
     try:
@@ -159,6 +164,46 @@ def phases(solve) -> dict[str, tuple[int, int]]:
     finally:
         fixed_point.channel_evaluation = real
     return seen
+
+
+def seeds(n: int, repeats: int) -> None:
+    """The isotropic K = 10 case (``k10``) over the seeds ``0 .. n - 1`` of its rule
+    (``SobolRQMC(9, 11, 8, seed=s)``): per seed, the CPU medians over ``repeats`` of the
+    solve and of the solve with its estimate (interleaved), the estimate's cost in solves
+    and its node evaluations over the solve's (:func:`phases`); then the sums over the
+    seeds: what the estimate costs a user over the randomisations, not at one of them."""
+    from gaussmix.theory.numerics.quadrature import SobolRQMC
+
+    make, loss, lam, alpha = CASES["k10"]
+    mix = make()
+    gm.solve(mix, loss, lam=lam, alpha=alpha)  # warm-up (compiled kernels, caches)
+    print("| seed | solve (CPU) | with estimate | estimate / solve | nodes: estimate / solve |")
+    print("|---|---|---|---|---|", flush=True)
+    total = [0.0, 0.0, 0, 0]
+    for seed in range(n):
+        kw = dict(lam=lam, alpha=alpha, quadrature=SobolRQMC(9, 11, 8, seed=seed))
+        times: dict = {False: [], True: []}
+        for _ in range(repeats):
+            for est in (False, True):
+                t = time.process_time()
+                gm.solve(mix, loss, **kw, estimate_error=est)
+                times[est].append(time.process_time() - t)
+        solve, both = statistics.median(times[False]), statistics.median(times[True])
+        got = phases(partial(gm.solve, mix, loss, **kw))
+        own = got.get("solve", (0, 0, 0.0))[0]
+        est_nodes = sum(v[0] for k, v in got.items() if k != "solve")
+        total = [total[0] + solve, total[1] + both, total[2] + own, total[3] + est_nodes]
+        print(
+            f"| {seed} | {solve * 1e3:.1f} ms | {both * 1e3:.1f} ms | "
+            f"{(both - solve) / solve:.2f} | {est_nodes / own:.2f} |",
+            flush=True,
+        )
+    solve, both, own, est_nodes = total
+    print(
+        f"| seeds 0-{n - 1} (sums) | {solve:.2f} s | {both:.2f} s | "
+        f"{(both - solve) / solve:.2f} | {est_nodes / own:.2f} |",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -169,8 +214,12 @@ def main() -> None:
     ap.add_argument("--parts", action="store_true", help="where the CPU time goes")
     ap.add_argument("--evaluations", action="store_true", help="channel evaluations by rule size")
     ap.add_argument("--phases", action="store_true", help="node evaluations by phase")
+    ap.add_argument("--seeds", type=int, default=0, help="the K = 10 case over rule seeds")
     args = ap.parse_args()
     print(machine_line(), flush=True)
+    if args.seeds:
+        seeds(args.seeds, args.repeats)
+        return
     print("| case | solve (CPU) | with estimate | estimate / solve | evaluations | estimate |")
     print("|---|---|---|---|---|---|", flush=True)
     for name in args.cases.split(","):
@@ -208,8 +257,12 @@ def main() -> None:
         if args.phases:
             run = partial(gm.solve, mix, loss, lam=lam, alpha=alpha)
             got = phases(run)
-            text = ", ".join(f"{p} {n / 1e3:.1f} k ({c})" for p, (n, c) in got.items())
-            print(f"|   node evaluations by phase (k nodes (calls)) | {text} | | | | |")
+            text = ", ".join(
+                f"{p} {n / 1e3:.1f} k ({c}; {t * 1e3:.0f} ms, {t / n * 1e6:.2f} us a node)"
+                for p, (n, c, t) in got.items()
+            )
+            what = "node evaluations by phase (k nodes (calls; channel CPU))"
+            print(f"|   {what} | {text} | | | | |")
         if args.erm:
             d = 64 if name == "digits" else 200
             erm = []

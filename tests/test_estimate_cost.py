@@ -302,7 +302,9 @@ def test_every_replicate_starts_its_proximal_solves_from_the_rules_last_evaluati
     it, :func:`~gaussmix.theory.solve.nested.nested_warm`), not only the first one's: the
     memory a replicate's own solve ends with is of the replicate's rule, from which no
     later replicate can start (before, it replaced the rule's, and replicates 2 to 8
-    started cold)."""
+    started cold).  Their bound's gain (the full rule's secant pairs at the same state) is
+    computed once for all of them, and is each one's: the values to the bit of replicates
+    that compute it each."""
     problem, opts, history, T, out = _solved_randomised(8, 0.1, 4.0)
     assert out.aux.warm is not None
     starts: list[bool] = []
@@ -313,13 +315,31 @@ def test_every_replicate_starts_its_proximal_solves_from_the_rules_last_evaluati
         starts.append(start is not None)
         return start
 
+    gains: list[float | None] = []
+    real_gain = estimate.secant_gain
+
+    def spy_gain(pairs, weight):
+        gains.append(real_gain(pairs, weight))
+        return gains[-1]
+
     monkeypatch.setattr(refinement, "nested_warm", spy)
+    monkeypatch.setattr(estimate, "secant_gain", spy_gain)
     anderson = policy_memory(problem, opts)
     found = refinement._replicate_values(
         problem, T, out.x, opts, None, history, out.aux, anderson=anderson
     )
     assert found is not None
     assert starts == [True] * T.rule.n_rep
+    assert len(gains) == 1 and gains[0] is not None  # (a gain: the bound is not vacuous)
+    real_state = refinement.replicate_state
+    monkeypatch.setattr(
+        refinement, "replicate_state", lambda *a: real_state(*a[:-1], None)
+    )  # (no memo: each replicate its own; the first two)
+    each = refinement._replicate_values(
+        problem, T, out.x, opts, None, history, out.aux, anderson=anderson, stop=2
+    )
+    assert each is not None and len(gains) == 3 and gains[1:] == gains[:1] * 2
+    assert each[0] == {k: v[:2] for k, v in found[0].items()}
 
 
 @pytest.mark.slow  # ~20 s of CPU: a sharp K = 4 point's eight replicates re-solved to tol

@@ -732,6 +732,7 @@ def _replicate_values(
     model = history.get(T.rule)  # (all the full rule's pairs: each replicate's bound)
     pairs = anderson.starting(Phase.SOLVE, T.rule, model)  # (the replicates' pairs)
     m = pairs.memory  # (and memory)
+    gains: dict = {}  # (every replicate's bound from the same model at the same x: once)
     for r in range(len(values["test_error"]), len(reps) if stop is None else stop):
         rep = reps[r]
         warm = None  # (a tail's points are new: its proximal solves cold)
@@ -749,7 +750,7 @@ def _replicate_values(
             at_x.append(start)
         found = None
         if single:  # the prior in float32, where its shift is well above that rounding
-            found = replicate_state(Tr, x, pairs, opts, callback, start, m, model)
+            found = replicate_state(Tr, x, pairs, opts, callback, start, m, model, gains)
             if found is not None:
                 n_iter += found[1]
                 shift = float(np.max(np.abs(found[0] - x) / scale))
@@ -758,7 +759,7 @@ def _replicate_values(
         if found is None:
             if Tr.single:  # (again in double, from the same channel evaluation at x)
                 Tr, start = new_map(problem, rep, T), start._replace(record=None)
-            found = replicate_state(Tr, x, pairs, opts, callback, start, m, model)
+            found = replicate_state(Tr, x, pairs, opts, callback, start, m, model, gains)
             if found is None:
                 return None
             n_iter += found[1]
