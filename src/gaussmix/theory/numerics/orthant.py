@@ -74,13 +74,14 @@ import functools
 import inspect
 
 import numpy as np
-from scipy.special import log_ndtr, ndtr, ndtri
+from scipy.special import log_ndtr, ndtr
 
 from gaussmix.core.validation import check_array, check_int, check_real
 
 from .bivariate import HMAX, bvn_cdf, bvn_cdf_rows, interval_prob
 from .linalg import sym_eigvals
 from .plackett import plackett_orthant4
+from .sov_kernels import pack_columns, sov_integrand
 
 __all__ = ["orthant_probability", "orthant_probability_batch"]
 
@@ -389,74 +390,12 @@ class _SOVFactor:
             LO = np.array([t[1] for t in cols[c]])
             HI = np.array([t[2] for t in cols[c]])
             self.columns.append((U, LO, HI, bool(np.any(np.isfinite(LO)))))
+        self.packed = pack_columns(self.columns)
 
     def integrand(self, wt: np.ndarray) -> np.ndarray:
         """Values of the separation-of-variables integrand at points ``wt`` given by
-        coordinate, (rank - 1, N)."""
-        npts = wt.shape[1]
-        y = np.empty((self.rank, npts))
-        prod = np.ones(npts)
-        for c, (U, LO, HI, two_sided) in enumerate(self.columns):
-            last = c == self.rank - 1
-            if c == 0:  # constant limits: their probabilities once, not at every point
-                self._first_column(HI.min(), LO.max() if two_sided else None, wt, y, prod, last)
-                continue
-            if U.shape[0] == 1:
-                s = U[0] @ y[:c]
-                hi = HI[0] - s
-                lo = LO[0] - s if two_sided else None
-            else:
-                s = U @ y[:c]
-                hi = np.min(HI[:, None] - s, axis=0)
-                lo = np.max(LO[:, None] - s, axis=0) if two_sided else None
-            if lo is None:
-                e = ndtr(hi)
-                prod *= e
-                if not last:
-                    e *= wt[c]
-                    ndtri(e, out=y[c])
-            else:
-                np.maximum(hi, lo, out=hi)
-                upper = lo > 0
-                p_lo = np.where(upper, ndtr(-lo), ndtr(lo))
-                p_hi = np.where(upper, ndtr(-hi), ndtr(hi))
-                e = np.abs(p_hi - p_lo)
-                prod *= e
-                if not last:
-                    y[c] = np.where(upper, -ndtri(p_lo - wt[c] * e), ndtri(p_lo + wt[c] * e))
-            if not last:
-                np.clip(y[c], -YMAX, YMAX, out=y[c])
-        return prod
-
-    @staticmethod
-    def _first_column(
-        hi: float, lo: float | None, wt: np.ndarray, y: np.ndarray, prod: np.ndarray, last: bool
-    ) -> None:
-        """The first column of :meth:`integrand`, whose limits ``(lo, hi]`` do not depend on
-        the point: its interval probability ``e`` once (the integrand's operations on one
-        value, the same bits as at every point), ``prod *= e`` and ``y[0]`` (the inverse
-        normal function at the points, one branch of a two-sided interval)."""
-        hi_ = np.array([hi])
-        if lo is None:
-            e = ndtr(hi_)
-            prod *= e[0]
-            if not last:
-                ndtri(e[0] * wt[0], out=y[0])
-        else:
-            lo_ = np.array([lo])
-            np.maximum(hi_, lo_, out=hi_)
-            upper = bool(lo_[0] > 0)
-            p_lo = ndtr(-lo_) if upper else ndtr(lo_)
-            p_hi = ndtr(-hi_) if upper else ndtr(hi_)
-            e = np.abs(p_hi - p_lo)
-            prod *= e[0]
-            if not last:
-                if upper:
-                    np.negative(ndtri(p_lo[0] - wt[0] * e[0]), out=y[0])
-                else:
-                    ndtri(p_lo[0] + wt[0] * e[0], out=y[0])
-        if not last:
-            np.clip(y[0], -YMAX, YMAX, out=y[0])
+        coordinate, (rank - 1, N) (compiled: :func:`~.sov_kernels.sov_integrand`)."""
+        return sov_integrand(self.packed, wt, YMAX)
 
 
 @functools.cache
