@@ -11,11 +11,11 @@ functions written out: the same bits as scipy's on the whole line (``tests/
 test_normal_kernels.py``), so a compiled kernel and the numpy paths that call scipy agree to
 the bit.  Against the exact ``Phi`` of the double argument (200-bit reference) it is within
 1 ulp above ``-1.4``, 6 ulp on ``[-1.4, 0]`` (``0.5 + 0.5 erf(x)`` near ``x = -1``) and
-about ``a^2 / 2`` ulp below (the rounding of ``a / sqrt 2``, amplified by the tail's
+up to about ``a^2`` ulp below (the rounding of ``a / sqrt 2``, amplified by the tail's
 slope, which every evaluation from a double ``a / sqrt 2`` shares); it is 0 below
 ``-37.7`` (values under ``6e-311``).  It replaced ``0.5 erfc(-a / sqrt 2)`` with numba's
 ``math.erfc`` (CPython's series and continued fraction), as accurate within a few ulp
-(its tail error the same ``a^2 / 2`` ulp), up to 490 ulp from scipy's values, and 1.5-3
+(its tail error of the same order), up to 490 ulp from scipy's values, and 1.5-3
 times slower (3.5 / 15 ns a call against 11 / 24 ns on ``[-1.4, 1.4]`` / ``[-8, 8]``).
 
 :func:`ndtri_scalar` is Wichura's algorithm AS241 (PPND16, relative error about
