@@ -44,7 +44,8 @@ own stopping rule (:func:`gaussmix.theory.channel.losses.prox_threshold`).
 Two observables have kernels too: :func:`ce_ray_flux` (the curved part of the boundary
 integral of the K = 3 training error,
 :func:`gaussmix.theory.solve.observables._wedge_probability`) and
-:func:`bvnu` (Genz's bivariate normal, :mod:`gaussmix.theory.numerics.orthant`).
+:func:`bvnu` (Genz's bivariate normal, :mod:`gaussmix.theory.numerics.orthant`; its ``Phi``
+the engine's compiled one, :func:`~gaussmix.theory.numerics.normal_kernels.ndtr_scalar`).
 
 Functions are compiled on first use and cached on disk (``cache=True``); every argument must
 be a C-contiguous float64 array (int64 for labels) so that one signature serves all calls.
@@ -61,6 +62,7 @@ import numpy as np
 from numba import njit
 
 from . import ce_stein as _stein
+from .normal_kernels import ndtr_scalar
 
 __all__ = [
     "logistic_channel",
@@ -70,7 +72,6 @@ __all__ = [
     "ce_ray_flux",
     "bvnu",
     "bvnu_rows",
-    "ndtr_scalar",
 ]
 
 #: points of the scan that places the panels of :func:`ce_ray_flux`
@@ -619,12 +620,6 @@ def ce_ray_flux(u, P, yc, V, m, Linv, s1, xa, wa, xb, wb):  # pragma: no cover -
 
 
 # ------------------------------------------------------------------ bivariate normal
-@njit(cache=True, error_model="numpy", nogil=True)
-def ndtr_scalar(x):  # pragma: no cover - compiled
-    """Standard normal distribution function."""
-    return 0.5 * math.erfc(-x / math.sqrt(2.0))
-
-
 @njit(cache=True, error_model="numpy", nogil=True)
 def _bvnu_one(h, k, r, x, w, x6, w6, x12, w12):  # pragma: no cover - compiled
     """``P[X > h, Y > k]``, standard bivariate normal with correlation ``r`` (finite h, k):

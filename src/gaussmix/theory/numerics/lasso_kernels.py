@@ -3,8 +3,9 @@ lines, integrated in one pass (Appendix C, the lasso prior with several effectiv
 
 :func:`l1_line_moments` is the compiled form of the numpy pieces in
 :mod:`gaussmix.theory.prior.lasso`, which stay the reference the tests compare it with.  Like
-:mod:`gaussmix.theory.numerics.kernels` (whose normal CDF it uses), it is compiled on first use and
-cached on disk; every argument must be a C-contiguous float64 array.
+:mod:`gaussmix.theory.numerics.kernels`, it is compiled on first use and cached on disk (its
+normal CDF the engine's compiled one, :mod:`gaussmix.theory.numerics.normal_kernels`);
+every argument must be a C-contiguous float64 array.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .kernels import ndtr_scalar
+from .normal_kernels import ndtr_scalar
 
 __all__ = ["l1_line_moments", "l1_kinks_2d"]
 
