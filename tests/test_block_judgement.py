@@ -1,6 +1,6 @@
 """The judgement of an Anderson extrapolation of a stacked state (the points of a curve as
 independent blocks) that leaves the cone of valid states: point by point
-(``iteration._per_block``), not by dropping every point's secant pairs (issue 31, item 5)."""
+(``stacked_step.per_block``), not by dropping every point's secant pairs (issue 31, item 5)."""
 
 from __future__ import annotations
 

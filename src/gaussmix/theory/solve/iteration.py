@@ -44,7 +44,12 @@ from ..numerics.tolerances import (
     RULE_ERROR_FRACTION,
     RULE_ERROR_MIN_RUN,
 )
-from .state import LogChart, invalid_blocks, is_valid_state, q_is_psd, residual_scale
+from .stacked_step import back as _back
+from .stacked_step import image_psd as _image_psd
+from .stacked_step import moving_blocks as _moving_blocks
+from .stacked_step import next_iterate_moving as _next_iterate_moving
+from .stacked_step import per_block as _per_block
+from .state import LogChart, is_valid_state, residual_scale
 
 try:  # numpy's gufunc behind ``np.linalg.solve`` for a vector right-hand side (:func:`_solve`)
     from numpy.linalg._umath_linalg import solve1 as _SOLVE1
@@ -580,7 +585,7 @@ class FixedPointIteration:
             if last is not None:  # a step from a finite image overflowed: retreat from it
                 return retreat(damping=0.5 * beta, residual=res, evaluated=True, pending=None)
             return ended(x, res, S.NON_FINITE, "NaN or infinite order parameters", state)
-        invalid_images = 0 if q_is_psd(g, K, L) else s.invalid_images + 1
+        invalid_images = 0 if _image_psd(g, r, K, L, state.blocks) else s.invalid_images + 1
         if invalid_images >= _MAX_INVALID_IMAGES:
             msg = (
                 "spurious fixed point: the map returns an overlap matrix Q_c that is not "
@@ -775,11 +780,6 @@ def _go_on(
     return replace(more, n_iter=spent + more.n_iter)
 
 
-def _back(chart: LogChart | None, y: np.ndarray) -> np.ndarray:
-    """The state of chart coordinates ``y`` (the identity without a chart)."""
-    return y if chart is None else chart.inverse(y)
-
-
 def _next_iterate(
     y: np.ndarray,
     r: np.ndarray,
@@ -795,8 +795,19 @@ def _next_iterate(
     (else the history is dropped), otherwise the damped step ``y + beta r``, shortened until
     it is valid (without a chart, ``y`` is the state itself).  A state of independent
     blocks (``state.blocks``: the points of a curve) is judged block by block
-    (:func:`_per_block`): only the blocks that leave the cone, or that the extrapolation
-    does not help, take the damped step and lose their pairs."""
+    (:func:`~gaussmix.theory.solve.stacked_step.per_block`): only the blocks that leave the
+    cone, or that the extrapolation does not help, take the damped step and lose their
+    pairs; the blocks that no longer move (frozen: residual zero) are left out of it
+    (:func:`~gaussmix.theory.solve.stacked_step.next_iterate_moving`)."""
+    if state.blocks is not None and chart is None and L > 1:
+        moving = _moving_blocks(r, state.blocks)
+        step = (
+            None
+            if moving is None
+            else _next_iterate_moving(y, r, beta, scale, state, K, L, moving)
+        )
+        if step is not None:
+            return step
     if not state.empty and state.memory > 0:
         try:
             cand = _back(chart, state.extrapolate(y, r, beta, scale))
@@ -815,65 +826,3 @@ def _next_iterate(
         t *= 0.5
         x_new = _back(chart, y + t * beta * r)
     return x_new, state
-
-
-def _per_block(
-    y: np.ndarray,
-    r: np.ndarray,
-    beta: float,
-    scale: np.ndarray,
-    cand: np.ndarray,
-    state: AndersonState,
-    K: int,
-    L: int,
-    chart: LogChart | None,
-) -> tuple[np.ndarray, AndersonState] | None:
-    """The next iterate of a state of independent blocks (``state.blocks``, the points of
-    a curve) whose Anderson extrapolation ``cand`` left the cone of valid states, judged
-    block by block instead of dropping every block's pairs.
-
-    A block takes the damped step ``y + beta r`` (shortened, all such blocks at once,
-    until the state is valid) and loses its secant pairs (its components zeroed: its
-    block of the mixing starts afresh) where its extrapolation left the cone, or where
-    its largest scaled residual ``max |r| / scale`` did not decrease over the last step
-    (the last pair's residual difference ``dG - dX``: an extrapolation that is not
-    helping that block); every other block keeps its extrapolation and its pairs, as if
-    iterated alone.  A block without pairs, or frozen (residual zero), is unchanged
-    either way.  None (the caller drops every block's pairs) where every block left the
-    cone or the damped steps do not make a valid state.
-
-    Measured (``benchmarks/bench_curves.py --grids``, BENCHMARKS.md): the paper's sparse
-    lasso curve 272 -> 60 evaluations; dropping only the pairs of the blocks that left
-    the cone, with the others' extrapolation kept, left the slow points of a sweep to
-    ``lam = 1e-4`` unconverged after 3000 evaluations (the stack-wide restart's damped
-    steps had carried them)."""
-    blocks = state.blocks
-    n_blocks = int(blocks.max()) + 1
-    bad = invalid_blocks(cand, K, L, blocks, n_blocks)
-    if bad.all():
-        return None
-    now = _block_max(np.abs(r) / scale, blocks, n_blocks)
-    before = _block_max(np.abs(r - (state.dgs[-1] - state.dxs[-1])) / scale, blocks, n_blocks)
-    restart = bad | ((now > 0) & (now >= before))
-    comp = restart[blocks]
-    t = 1.0
-    while True:
-        x_new = np.where(comp, _back(chart, y + t * beta * r), cand)
-        if is_valid_state(x_new, K, L):
-            break
-        t *= 0.5
-        if t <= MIN_STEP_FRACTION:
-            return None
-    kept = replace(
-        state,
-        dxs=tuple(np.where(comp, 0.0, d) for d in state.dxs),
-        dgs=tuple(np.where(comp, 0.0, d) for d in state.dgs),
-    )
-    return x_new, kept
-
-
-def _block_max(a: np.ndarray, blocks: np.ndarray, n_blocks: int) -> np.ndarray:
-    """The largest entry of ``a`` in each block (0 for an empty block)."""
-    out = np.zeros(n_blocks)
-    np.maximum.at(out, blocks, a)
-    return out

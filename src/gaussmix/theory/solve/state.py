@@ -72,21 +72,23 @@ def unpack_state(
     return Q, M, V, b
 
 
-def is_valid_state(x: np.ndarray, K: int, L: int) -> bool:
+def is_valid_state(x: np.ndarray, K: int, L: int, floor: float = 1.0) -> bool:
     """Whether a state is finite, every ``Q_c`` positive semi-definite and every ``V_c``
     positive definite (the cone the iteration must stay in; docs/design.md pitfall 5), or
     zero together with ``Q_c`` (the lasso's zero estimator, :func:`_zero_estimator_ok`).
 
     ``Q_c`` is accepted down to a smallest eigenvalue of ``-PSD_RTOL max(1, max |eig Q|)``
     (:data:`~gaussmix.theory.numerics.tolerances.PSD_RTOL`: rounding of the singular cross-entropy
-    overlaps).
+    overlaps).  ``floor``: a larger floor of that scale than 1 (the largest ``|eig Q|`` of
+    the points of a stacked state left out of ``x``, whose scale they share:
+    :func:`~gaussmix.theory.solve.stacked_step.next_iterate_moving`).
     """
-    if L == 1 and x.size <= _SMALL_STATE:  # (plain floats: the same comparisons)
+    if L == 1 and x.size <= _SMALL_STATE and floor == 1.0:  # (plain floats: the same tests)
         return _is_valid_small(x, K)
     if not np.isfinite(x).all():
         return False
     eq, ev = _eigvals(x, K, L, 0), _eigvals(x, K, L, K * L * (L + 1))
-    scale = max(1.0, float(np.abs(eq).max()))
+    scale = max(floor, float(np.abs(eq).max()))
     if not eq.min() >= -PSD_RTOL * scale:
         return False
     return bool(ev.min() > 0 or _zero_estimator_ok(x, K, L, ev))
@@ -110,20 +112,23 @@ def _is_valid_small(x: np.ndarray, K: int) -> bool:
     return min(ev) > 0 or _zero_estimator_ok(x, K, 1, x[2 * K : 3 * K])
 
 
-def invalid_blocks(x: np.ndarray, K: int, L: int, blocks: np.ndarray, n_blocks: int) -> np.ndarray:
+def invalid_blocks(
+    x: np.ndarray, K: int, L: int, blocks: np.ndarray, n_blocks: int, floor: float = 1.0
+) -> np.ndarray:
     """Which blocks of a state made of independent blocks (the points of a curve stacked
     in one state; ``blocks``: the block of each component, a cluster's ``Q_c``, ``M_c`` and
     ``V_c`` in one block) leave the cone of :func:`is_valid_state`: a component not finite,
     a ``Q_c`` below its tolerance (relative to the largest ``|eig Q|`` of the whole state,
     as :func:`is_valid_state` judges it) or a ``V_c`` not positive definite and not the
-    zero estimator's.  A state is valid if and only if no block is marked."""
+    zero estimator's.  A state is valid if and only if no block is marked.  ``floor``: as
+    :func:`is_valid_state`'s."""
     bad = np.bincount(blocks, weights=~np.isfinite(x), minlength=n_blocks) > 0
     if bad.all():
         return bad
     z = np.where(np.isfinite(x), x, 0.0)
     eq = _eigvals(z, K, L, 0).reshape(K, L)
     ev = _eigvals(z, K, L, K * L * (L + 1)).reshape(K, L)
-    scale = max(1.0, float(np.abs(eq).max()))
+    scale = max(floor, float(np.abs(eq).max()))
     q_bad = ~(eq.min(axis=1) >= -PSD_RTOL * scale)
     v_bad = ~(ev.min(axis=1) > 0) & ~_zero_clusters(z, K, L)
     cluster_block = blocks[: K * L * L : L * L]
@@ -210,16 +215,17 @@ def _unit_index(K: int, L: int, n_b: int) -> np.ndarray:
     )
 
 
-def q_is_psd(x: np.ndarray, K: int, L: int) -> bool:
+def q_is_psd(x: np.ndarray, K: int, L: int, floor: float = 1.0) -> bool:
     """Whether every ``Q_c`` of a (finite) state is positive semi-definite, to
     :data:`~gaussmix.theory.numerics.tolerances.PSD_RTOL` (the spurious fixed points of Appendix E;
-    a vanishing ``V_c``, e.g. of a lasso that keeps no weight, is not one of them)."""
-    if L == 1 and x.size <= _SMALL_STATE:  # (plain floats: the same comparisons)
+    a vanishing ``V_c``, e.g. of a lasso that keeps no weight, is not one of them).
+    ``floor``: as :func:`is_valid_state`'s."""
+    if L == 1 and x.size <= _SMALL_STATE and floor == 1.0:  # (plain floats: the same tests)
         q = x[:K].tolist()
         if all(map(math.isfinite, q)):  # (else numpy's NaN and infinity rules, below)
             return min(q) >= -PSD_RTOL * max(1.0, max(map(abs, q)))
     eq = _eigvals(x, K, L, 0)
-    return bool(eq.min() >= -PSD_RTOL * max(1.0, float(np.abs(eq).max())))
+    return bool(eq.min() >= -PSD_RTOL * max(floor, float(np.abs(eq).max())))
 
 
 @dataclass(frozen=True)
