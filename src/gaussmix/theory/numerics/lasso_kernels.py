@@ -15,9 +15,18 @@ import numpy as np
 from numba import njit
 from scipy.special import ndtr
 
+from .bivariate import bvn_cdf
 from .kernels import ndtr_scalar
+from .quadrature import graded_edges
+from .tolerances import SOFT_PAIR_DEGENERATE, XI_MAX
 
-__all__ = ["l1_line_moments", "l1_kinks_2d", "soft_threshold_moments", "soft_threshold_cross"]
+__all__ = [
+    "l1_line_moments",
+    "l1_kinks_2d",
+    "soft_threshold_moments",
+    "soft_threshold_cross",
+    "soft_threshold_products",
+]
 
 _INV_SQRT_2PI = 0.3989422804014327
 
@@ -513,8 +522,6 @@ def soft_threshold_cross(
     has its kinks (``X = +-lam``) and where the conditional mean of ``Y`` crosses ``+-lam``
     (the kinks of ``E[S(Y) | t]`` as its variance vanishes): the integrand is smooth on
     every panel."""
-    from .quadrature import graded_edges
-
     swap = cov[:, 1, 1] > cov[:, 0, 0]
     ix, iy = np.where(swap, 1, 0), np.where(swap, 0, 1)
     n = np.arange(mu.shape[0])
@@ -546,3 +553,49 @@ def soft_threshold_cross(
         my[:, None] + slope[:, None] * t, sc[:, None] * np.ones_like(t), lam
     )[0]
     return np.einsum("nq,nq->n", wt, sxv * ey)
+
+
+def _tail_product(al: np.ndarray, be: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """``E[(U - al)_+ (V - be)_+]`` for standard bivariate normals ``U, V`` of correlation
+    ``r`` (``|r| < 1``): with ``s = sqrt(1 - r^2)``, ``p = P[U > al, V > be]``,
+    ``q_u = phi(al) Phi((r al - be) / s)`` and ``q_v = phi(be) Phi((r be - al) / s)``,
+
+        E[U V 1] = r p + r al q_u + r be q_v + s^2 phi_2(al, be; r),
+        E[U 1] = q_u + r q_v,   E[V 1] = q_v + r q_u,
+
+    and the product is ``E[U V 1] - be E[U 1] - al E[V 1] + al be p`` (Gaussian partial
+    moments of the orthant; tested against the rule of :func:`soft_threshold_cross`)."""
+    s = np.sqrt(1.0 - r * r)
+    p = bvn_cdf(-al, -be, r)
+    qu = _INV_SQRT_2PI * np.exp(-0.5 * al * al) * ndtr((r * al - be) / s)
+    qv = _INV_SQRT_2PI * np.exp(-0.5 * be * be) * ndtr((r * be - al) / s)
+    dens = s * _INV_SQRT_2PI**2 * np.exp(-0.5 * (al * al - 2.0 * r * al * be + be * be) / (s * s))
+    euv = r * p + r * al * qu + r * be * qv + dens
+    return euv - be * (qu + r * qv) - al * (qv + r * qu) + al * be * p
+
+
+def soft_threshold_products(mu: np.ndarray, cov: np.ndarray, lam: float) -> np.ndarray:
+    """``E[S(X) S(Y)]`` (:func:`soft_threshold_moments`'s soft threshold) for ``(X, Y)``
+    bivariate normal, means ``mu`` (N, 2), covariances ``cov`` (N, 2, 2), in closed form:
+    ``S(x) = (x - lam)_+ - (-x - lam)_+``, so the product is four products of tails, each
+    :func:`_tail_product` of the standardised pair (bivariate normal orthant moments).  A
+    pair whose correlation is within rounding of +-1 (``1 - r^2`` at most
+    :data:`~gaussmix.theory.numerics.tolerances.SOFT_PAIR_DEGENERATE`), or with a constant
+    member, by the rule of :func:`soft_threshold_cross` (exact panels at the kinks there)."""
+    vx, vy, c = cov[:, 0, 0], cov[:, 1, 1], cov[:, 0, 1]
+    sx, sy = np.sqrt(np.maximum(vx, 0.0)), np.sqrt(np.maximum(vy, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.clip(c / (sx * sy), -1.0, 1.0)
+    good = (sx > 0.0) & (sy > 0.0) & (1.0 - r * r > SOFT_PAIR_DEGENERATE)
+    out = np.empty(mu.shape[0])
+    if np.any(~good):
+        out[~good] = soft_threshold_cross(mu[~good], cov[~good], lam, XI_MAX)
+    if np.any(good):
+        mx, my, sx, sy, r = mu[good, 0], mu[good, 1], sx[good], sy[good], r[good]
+        total = np.zeros(mx.size)
+        for a in (1.0, -1.0):  # S = (x - lam)_+ - (-x - lam)_+: the tails x > lam, -x > lam
+            for b in (1.0, -1.0):
+                al, be = (lam - a * mx) / sx, (lam - b * my) / sy
+                total += a * b * _tail_product(al, be, a * b * r)
+        out[good] = sx * sy * total
+    return out

@@ -42,7 +42,10 @@ error of a moment is 2e-3 with 8 x 8 panels, 2e-6 with 16 x 16, 2e-8 with 32 x 3
 kinks of the line integrals are mild, and panels ending at them, with higher orders, took
 as many lines for 2e-8 and more time a line, issue 32).  The solver estimates the outer
 rule's error by refinement
-(:func:`gaussmix.theory.solve.refinement.refine_prior`).
+(:func:`gaussmix.theory.solve.refinement.refine_prior`).  An atom whose metric is diagonal
+(the square loss with one-hot labels: its metrics stay diagonal from the start) has a prox
+that decouples into soft thresholds, and exact moments without lines
+(:func:`_decoupled_moments`), the same whatever the panels: its refinement changes nothing.
 """
 
 from __future__ import annotations
@@ -57,8 +60,8 @@ from scipy.special import ndtr
 from ..numerics.lasso_kernels import (
     l1_kinks_2d,
     l1_line_moments,
-    soft_threshold_cross,
     soft_threshold_moments,
+    soft_threshold_products,
 )
 from ..numerics.quadrature import GradedPanels, graded_edges
 from ..numerics.tolerances import XI_MAX
@@ -392,6 +395,8 @@ def gaussian_l1_moments(
     diagonal = _decoupled_atoms(A, shift_free)
     if diagonal.any():
         mom = _decoupled_moments(A[diagonal], P, mean[diagonal], cov[diagonal], lam)
+        if Lp >= 2:  # (the zero estimator's convention, as the rule of lines: see there)
+            _zero_unresolved(mom, A.shape[-1], Lp - 1)
         if diagonal.all():
             return mom
         rest = ~diagonal
@@ -466,8 +471,8 @@ def _decoupled_moments(A, P, mean, cov, lam) -> L1Moments:
     threshold at ``lam`` (Appendix C.2, one output per coordinate).  ``E[w]``, the diagonal
     of ``E[w w^T]``, ``E||w||_1`` and the Jacobian ``E[dw/dg] = diag(P(|g_i| > lam) / a_i)``
     in closed form (:func:`~gaussmix.theory.numerics.lasso_kernels.soft_threshold_moments`);
-    the off-diagonal ``E[w_i w_k]`` by a one-dimensional rule whose panels end at the kinks
-    (:func:`~gaussmix.theory.numerics.lasso_kernels.soft_threshold_cross`, to rounding).
+    the off-diagonal ``E[w_i w_k]`` from the bivariate normal's orthant moments
+    (:func:`~gaussmix.theory.numerics.lasso_kernels.soft_threshold_products`, to rounding).
     No outer rule: the moments do not depend on the prior's panels, whose refinement then
     changes nothing."""
     J, L = A.shape[0], A.shape[-1]
@@ -488,7 +493,7 @@ def _decoupled_moments(A, P, mean, cov, lam) -> L1Moments:
             ],
             axis=-2,
         ).reshape(-1, 2, 2)
-        cross = soft_threshold_cross(mu2, sig2, lam, XI_MAX).reshape(J, i.size)
+        cross = soft_threshold_products(mu2, sig2, lam).reshape(J, i.size)
         cross = cross / (a[:, i] * a[:, k])
         second[:, i, k] = cross
         second[:, k, i] = cross
@@ -512,7 +517,11 @@ def _zero_unresolved(mom: L1Moments, L: int, n_outer: int) -> None:
     """Set to zero, in place, the moments of the atoms whose expected fraction of non-zero
     entries of ``w`` is below :data:`UNRESOLVED_NONZERO` (times the outer dimensions): there
     ``w = 0`` to the rule's resolution (the lasso's zero estimator at large ``lam``), and
-    the rounding left in the moments (of either sign) would make an indefinite metric."""
+    the rounding left in the moments (of either sign) would make an indefinite metric.  The
+    exact moments of a diagonal metric (:func:`_decoupled_moments`) keep the same convention:
+    weights of activity 1e-31 (``bench_lasso_k3.py`` seed 2 #29) would otherwise decide
+    the test error of an estimator that is zero to every practical resolution (0.652
+    against the zero estimator's 2/3 there), by the direction of its ``1e-16`` entries."""
     tiny = ~(mom.nonzero / L > UNRESOLVED_NONZERO * n_outer)
     if np.any(tiny):
         for a in (mom.mean, mom.second, mom.jacobian, mom.nonzero, mom.l1):
