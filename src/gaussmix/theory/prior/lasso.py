@@ -474,10 +474,13 @@ def _decoupled_moments(A, P, mean, cov, lam) -> L1Moments:
     the off-diagonal ``E[w_i w_k]`` from the bivariate normal's orthant moments
     (:func:`~gaussmix.theory.numerics.lasso_kernels.soft_threshold_products`, to rounding).
     No outer rule: the moments do not depend on the prior's panels, whose refinement then
-    changes nothing."""
+    changes nothing.  The field's law is the rule of lines' (``cov`` with its negative
+    eigenvalues clipped: an iterate's ``cov`` may be indefinite, a fixed point's is not)."""
     J, L = A.shape[0], A.shape[-1]
     a = np.diagonal(A, axis1=1, axis2=2)
     mu = mean @ P
+    ev, vec = np.linalg.eigh(0.5 * (cov + np.swapaxes(cov, 1, 2)))
+    cov = (vec * np.clip(ev, 0.0, None)[:, None, :]) @ np.swapaxes(vec, 1, 2)
     sig = np.swapaxes(P, 0, 1) @ cov @ P
     s = np.sqrt(np.clip(np.diagonal(sig, axis1=1, axis2=2), 0.0, None))
     m1, m2, m_abs, active = soft_threshold_moments(mu, s, lam)
