@@ -539,8 +539,8 @@ def rule_of_lines():
 def test_diagonal_metric_moments_are_the_soft_thresholds_exactly():
     """A diagonal metric decouples the prox into soft thresholds, ``w_i = S(g_i) / a_i``:
     the closed-form moments (and the one-dimensional rule of the cross moments, panels at
-    the kinks) agree with the rule of lines as it converges (96 x 96 panels, within the
-    change from 48 x 48 that estimates the lines' own error) and with a Monte Carlo of the
+    the kinks) agree with the rule of lines as it converges (64 x 64 panels, within the
+    change from 32 x 32 that estimates the lines' own error) and with a Monte Carlo of the
     soft thresholds (5 standard errors), on atoms with correlated fields, a rank-one field
     and an output whose field is exactly its mean."""
     rng = np.random.default_rng(3)
@@ -557,12 +557,12 @@ def test_diagonal_metric_moments_are_the_soft_thresholds_exactly():
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lasso_mod, "_decoupled_atoms", lambda A, shift_free: np.zeros(len(A), bool))
         coarse, lines = (
-            gaussian_l1_moments(A[:1], P, mean[:1], cov[:1], lam, panels=n) for n in (48, 96)
+            gaussian_l1_moments(A[:1], P, mean[:1], cov[:1], lam, panels=n) for n in (32, 64)
         )
     for key in ("mean", "jacobian", "nonzero", "l1", "second"):  # within the lines' change
         a, b, c = (getattr(m, key)[:1] for m in (exact, lines, coarse))
         assert np.max(np.abs(a - b)) <= np.max(np.abs(b - c)), key
-    n = 200_000
+    n = 100_000
     for j in range(J):
         ev, vec = np.linalg.eigh(cov[j])
         g = mean[j] + (rng.normal(size=(n, L)) * np.sqrt(np.clip(ev, 0, None))) @ vec.T
@@ -586,7 +586,7 @@ def test_soft_threshold_products_closed_form_is_the_rule_at_the_kinks(lam, monke
     from gaussmix.theory.numerics.tolerances import XI_MAX
 
     rng = np.random.default_rng(7)
-    n = 200
+    n = 120
     sx, sy = rng.uniform(0.05, 2.0, n), rng.uniform(0.05, 2.0, n)
     r = rng.uniform(-0.999, 0.999, n)
     r[:40] = rng.choice([-1.0, 1.0], 40) * np.sqrt(1.0 - 1e-4)
