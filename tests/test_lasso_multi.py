@@ -524,6 +524,95 @@ def test_three_class_lasso_matches_exact_erm(loss, lam, d, seeds, tol):
         )
 
 
+@pytest.fixture
+def rule_of_lines():
+    """The prior's rule of lines on every atom, the exact moments of a diagonal metric
+    (``lasso._decoupled_atoms``) off: the K = 3 square loss with one-hot labels keeps its
+    metrics diagonal, so its prior is exact and its rule never refined; the tests of the
+    rule's refinement (which every non-diagonal metric takes: the K = 4 cross-entropy, a
+    square loss from a non-diagonal start) run it on that problem as before."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lasso_mod, "_decoupled_atoms", lambda A, shift_free: np.zeros(len(A), bool))
+        yield
+
+
+def test_diagonal_metric_moments_are_the_soft_thresholds_exactly():
+    """A diagonal metric decouples the prox into soft thresholds, ``w_i = S(g_i) / a_i``:
+    the closed-form moments (and the one-dimensional rule of the cross moments, panels at
+    the kinks) agree with the rule of lines as it converges (64 x 64 panels, within the
+    change from 32 x 32 that estimates the lines' own error) and with a Monte Carlo of the
+    soft thresholds (5 standard errors), on atoms with correlated fields, a rank-one field
+    and an output whose field is exactly its mean."""
+    rng = np.random.default_rng(3)
+    J, L, lam = 3, 3, 0.4
+    A = np.einsum("ja,ab->jab", rng.uniform(0.5, 2.0, (J, L)), np.eye(L))
+    X = rng.normal(size=(J, L, L))
+    cov = X @ np.swapaxes(X, 1, 2)
+    cov[1] = np.outer(X[1, 0], X[1, 0])  # rank one
+    cov[2, 0, :] = cov[2, :, 0] = 0.0  # a deterministic output
+    mean = rng.normal(size=(J, L))
+    P = np.eye(L)
+    exact = gaussian_l1_moments(A, P, mean, cov, lam)
+    assert lasso_mod._decoupled_atoms(A, False).all()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lasso_mod, "_decoupled_atoms", lambda A, shift_free: np.zeros(len(A), bool))
+        coarse, lines = (
+            gaussian_l1_moments(A[:1], P, mean[:1], cov[:1], lam, panels=n) for n in (32, 64)
+        )
+    for key in ("mean", "jacobian", "nonzero", "l1", "second"):  # within the lines' change
+        a, b, c = (getattr(m, key)[:1] for m in (exact, lines, coarse))
+        assert np.max(np.abs(a - b)) <= np.max(np.abs(b - c)), key
+    n = 100_000
+    for j in range(J):
+        ev, vec = np.linalg.eigh(cov[j])
+        g = mean[j] + (rng.normal(size=(n, L)) * np.sqrt(np.clip(ev, 0, None))) @ vec.T
+        w = np.sign(g) * np.maximum(np.abs(g) - lam, 0.0) / np.diag(A[j])
+        ww = np.einsum("na,nb->nab", w, w)
+        se = ww.std(axis=0) / np.sqrt(n) + 1e-12 * np.abs(exact.second[j])  # (rounding)
+        assert np.all(np.abs(ww.mean(axis=0) - exact.second[j]) < 5 * se), j
+        active = np.diag(exact.jacobian[j]) * np.diag(A[j])
+        assert np.allclose(active, (w != 0).mean(axis=0), atol=5e-3), j
+
+
+@pytest.mark.parametrize("lam", [1e-3, 0.3, 3.0])
+def test_soft_threshold_products_closed_form_is_the_rule_at_the_kinks(lam, monkeypatch):
+    """``E[S(X) S(Y)]`` of two soft thresholds of bivariate normals: the closed form
+    (orthant moments) against the one-dimensional rule with panels at the kinks, at
+    correlations up to 0.999 and within ``1e-4`` of +-1 (where ``E[S(Y) | X]`` bends
+    sharply; the rule with 400 panels of 16 nodes), to 1e-13 of the pair's scale; a
+    constant member and a correlation of +-1 go to the rule, whose panels are exact there
+    (the product of two soft thresholds of one normal: checked against its Monte Carlo)."""
+    from gaussmix.theory.numerics import lasso_kernels as lk
+    from gaussmix.theory.numerics.tolerances import XI_MAX
+
+    rng = np.random.default_rng(7)
+    n = 120
+    sx, sy = rng.uniform(0.05, 2.0, n), rng.uniform(0.05, 2.0, n)
+    r = rng.uniform(-0.999, 0.999, n)
+    r[:40] = rng.choice([-1.0, 1.0], 40) * np.sqrt(1.0 - 1e-4)
+    cov = np.stack([np.stack([sx**2, r * sx * sy], -1), np.stack([r * sx * sy, sy**2], -1)], -2)
+    mu = rng.normal(size=(n, 2)) * rng.choice([0.1, 1.0, 5.0], (n, 1))
+    scale = sx * sy + np.abs(mu).prod(axis=1)
+    closed = lk.soft_threshold_products(mu, cov, lam)
+    with monkeypatch.context() as mp:  # (a fine rule: within 1e-4 of +-1 the bend is sharp)
+        mp.setattr(lk, "CROSS_PANELS", 400)
+        mp.setattr(lk, "CROSS_ORDER", 16)
+        rule = lk.soft_threshold_cross(mu, cov, lam, XI_MAX)
+    assert np.max(np.abs(closed - rule) / scale) < 1e-13
+    # degenerate pairs: Y = 2 X exactly, and a constant X
+    one = np.array([[[1.0, 2.0], [2.0, 4.0]], [[0.0, 0.0], [0.0, 1.0]]])
+    m = np.array([[0.2, -0.1], [0.7, 0.3]])
+    got = lk.soft_threshold_products(m, one, lam)
+    x = rng.normal(size=400_000)
+
+    def soft(v):
+        return np.sign(v) * np.maximum(np.abs(v) - lam, 0.0)
+
+    mc = [soft(0.2 + x) * soft(-0.1 + 2 * x), soft(np.full_like(x, 0.7)) * soft(0.3 + x)]
+    for g, v in zip(got, mc):
+        assert abs(g - v.mean()) < 5 * v.std() / np.sqrt(x.size) + 1e-15
+
+
 # ----------------------------------------------------------------------------- the prior's error
 def _three_class(loss, lam, **kw):
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
@@ -564,7 +653,7 @@ def test_prior_error_estimate_two_effective_outputs():
 
 
 @pytest.mark.slow
-def test_prior_error_estimate_three_effective_outputs():
+def test_prior_error_estimate_three_effective_outputs(rule_of_lines):
     """K = 3 square-loss lasso (three effective outputs, L = 3: a two-dimensional outer
     rule, the channel in closed form): one refinement (8 x 8 -> 16 x 16 panels) estimates
     4.2e-5 on the test error and warns; the automatic refinement reaches 32 x 32 (estimate
@@ -580,7 +669,7 @@ def test_prior_error_estimate_three_effective_outputs():
     _check_bounds_finer(auto, fine)
 
 
-def test_prior_refinements_start_from_the_last_resolves_pairs(monkeypatch):
+def test_prior_refinements_start_from_the_last_resolves_pairs(monkeypatch, rule_of_lines):
     """Each refinement of the prior's rule after the first re-solves by defect correction
     (the channel in closed form: the coarser rule's map corrected by the two rules'
     difference at the last fixed point, then the finer rule's own map from there), the
@@ -878,7 +967,7 @@ def test_metric_kept_positive_definite_within_its_bound():
     np.testing.assert_array_equal(prior_mod._positive_metric(V[2:]), V[2:])
 
 
-def test_first_run_stops_near_the_prior_rules_error(monkeypatch):
+def test_first_run_stops_near_the_prior_rules_error(monkeypatch, rule_of_lines):
     """Where the prior's refinement re-solves from it (the square loss), the cold run of the
     prior's first rule (8 x 8 panels) stops once its residual is below
     ``RULE_ERROR_FRACTION`` times the two rules' difference ``|T16(x) - T8(x)| / s`` at its
