@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core.memo import IdentityMemo
 from ..numerics.linalg import sym_eigvals
 from ..numerics.tolerances import MIN_STEP_FRACTION
 from .state import LogChart, invalid_blocks, is_valid_state, q_is_psd
@@ -50,22 +51,20 @@ def _frozen_part(
     no smaller); remembered with the frozen components (unchanged while the same points
     stay frozen: no eigenvalues again)."""
     frozen = x[~comp]
-    key = (id(blocks), comp.tobytes())
-    hit = _FROZEN_PARTS.get(key)
-    if hit is not None and hit[0] is blocks and np.array_equal(hit[1], frozen):
-        return hit[2]
+    held = _FROZEN_PARTS.get(blocks, comp.tobytes(), lambda: [None, None])
+    if held[0] is not None and np.array_equal(held[0], frozen):
+        return held[1]
     k_frozen = K - int(comp[: K * L * L : L * L].sum())
     eq = sym_eigvals(frozen[: k_frozen * L * L].reshape(k_frozen, L, L))
     floor = max(1.0, float(np.abs(eq).max()))
     out = floor, is_valid_state(frozen, k_frozen, L)
-    if len(_FROZEN_PARTS) >= _LIVE_LAYOUTS_KEPT:
-        del _FROZEN_PARTS[next(iter(_FROZEN_PARTS))]
-    _FROZEN_PARTS[key] = (blocks, frozen.copy(), out)
+    held[:] = [frozen.copy(), out]
     return out
 
 
-#: the frozen points' scale (:func:`_frozen_part`), for the last few layouts
-_FROZEN_PARTS: dict[tuple[int, bytes], tuple] = {}
+#: the frozen points' scale (:func:`_frozen_part`) by layout, for the last few blocks arrays
+#: (one memo shared by threads: the explorer solves curves at once)
+_FROZEN_PARTS = IdentityMemo(8)
 
 
 def moving_blocks(r: np.ndarray, blocks: np.ndarray) -> np.ndarray | None:
@@ -155,8 +154,7 @@ def _put(full: tuple[np.ndarray, ...], part: tuple[np.ndarray, ...], comp: np.nd
 
 #: the last few layouts of moving blocks (:func:`_live_layout`; points freeze a few at a
 #: time, and the same sub-blocks array keys :func:`_block_layout`'s own cache)
-_LIVE_LAYOUTS: dict[tuple[int, bytes, int, int], tuple] = {}
-_LIVE_LAYOUTS_KEPT = 8
+_LIVE_LAYOUTS = IdentityMemo(8)
 
 
 def _live_layout(
@@ -164,18 +162,13 @@ def _live_layout(
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """The components of the moving blocks of a stacked state (``blocks``: the block of
     each component), their blocks numbered afresh in order, and their number of clusters."""
-    key = (id(blocks), moving.tobytes(), K, L)
-    hit = _LIVE_LAYOUTS.get(key)
-    if hit is not None and hit[0] is blocks:
-        return hit[1:]
-    comp = moving[blocks]
-    renumber = np.cumsum(moving) - 1
-    sub_blocks = renumber[blocks[comp]]
-    k_live = int(moving[blocks[: K * L * L : L * L]].sum())
-    if len(_LIVE_LAYOUTS) >= _LIVE_LAYOUTS_KEPT:
-        del _LIVE_LAYOUTS[next(iter(_LIVE_LAYOUTS))]
-    _LIVE_LAYOUTS[key] = (blocks, comp, sub_blocks, k_live)
-    return comp, sub_blocks, k_live
+
+    def make() -> tuple[np.ndarray, np.ndarray, int]:
+        comp = moving[blocks]
+        renumber = np.cumsum(moving) - 1
+        return comp, renumber[blocks[comp]], int(moving[blocks[: K * L * L : L * L]].sum())
+
+    return _LIVE_LAYOUTS.get(blocks, (moving.tobytes(), K, L), make)
 
 
 def per_block(
