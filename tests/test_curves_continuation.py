@@ -261,3 +261,30 @@ def test_a_slow_predictor_is_abandoned_for_the_warm_start() -> None:
     assert df.n_iter.max() <= 2 * continuation.PREDICTOR_MIN_ITER
     last = df.points[-1]
     assert _gap(last, single) <= last.integration_error + single.integration_error + 1e-7
+
+
+def test_the_predictors_cap_is_paced_by_the_median_of_the_last_three_points(monkeypatch):
+    # one slow point (84 iterations, a transition solved from its warm start) no longer
+    # doubles the next point's cap: the median of the last three paces it
+    from types import SimpleNamespace
+
+    from gaussmix.theory.solve.options import SolverOptions
+
+    done = [(float(p), SimpleNamespace(n_iter=n)) for p, n in enumerate([40, 5, 13, 84, 7])]
+    assert continuation.PREDICTOR_PACE_POINTS == 3
+    assert curves._pace(done) == 13  # median(13, 84, 7)
+    assert curves._pace(done[:4]) == 13  # median(5, 13, 84)
+    assert curves._pace(done[:2]) == 22  # two points: their mean, rounded down
+    assert curves._pace(done[:1]) == 40
+    caps = []
+
+    def solve(problem, options, **kw):
+        caps.append(options.max_iter)
+        return "solved"
+
+    monkeypatch.setattr(curves, "solve_problem", solve)
+    opts = SolverOptions(max_iter=100)
+    for pace in (7, 40, 84):
+        assert curves._capped_solve(None, {}, pace, opts, {})[0] == "solved"
+    factor, least = continuation.PREDICTOR_ITER_FACTOR, continuation.PREDICTOR_MIN_ITER
+    assert caps == [max(least, factor * 7), factor * 40, 100]  # never over max_iter

@@ -61,6 +61,7 @@ __all__ = [
     "PREDICTOR_POINTS",
     "PREDICTOR_ITER_FACTOR",
     "PREDICTOR_MIN_ITER",
+    "PREDICTOR_PACE_POINTS",
     "STATE_KEYS",
     "predict",
     "state_distance",
@@ -81,15 +82,24 @@ __all__ = [
 #: in the curve's parameter; fewer at the start of a curve).
 PREDICTOR_POINTS = 4
 
-#: A solve from the predictor may take at most this many times the iterations of the last
-#: point (and at least :data:`PREDICTOR_MIN_ITER`); beyond, the point is solved from the
-#: last point instead.  Across a sharp change of the curve (K = 3 cross-entropy at
-#: ``lam = 1e-4`` past the separability threshold) an extrapolated start without the
-#: coarse-rule continuation took 705 iterations where the warm start took 29.
+#: A solve from the predictor may take at most this many times the iterations of the
+#: curve's recent points (the median of the last :data:`PREDICTOR_PACE_POINTS`; at least
+#: :data:`PREDICTOR_MIN_ITER`); beyond, the point is solved from the last point instead.
+#: Across a sharp change of the curve (K = 3 cross-entropy at ``lam = 1e-4`` past the
+#: separability threshold) an extrapolated start without the coarse-rule continuation
+#: took 705 iterations where the warm start took 29.
 PREDICTOR_ITER_FACTOR = 2
 
 #: The least iteration budget of a solve from the predictor.
 PREDICTOR_MIN_ITER = 30
+
+#: Points of the curve whose median iterations pace a solve from the predictor
+#: (:data:`PREDICTOR_ITER_FACTOR`): the last point alone let one slow point (a transition
+#: solved from its warm start) double the next one's cap.  On the explorer's K = 3
+#: cross-entropy lasso at lam = 6.6e-4 (``benchmarks/bench_explore.py``) the point after
+#: one of 84 iterations spent a cap of 168 on the 8536-node rule (3.2 s) before its warm
+#: start, where the median of its last three points (13) caps it at 30.
+PREDICTOR_PACE_POINTS = 3
 
 #: A predictor whose change from the polynomial through one point fewer exceeds this
 #: fraction of its step from the last point is not used (:func:`prediction_resolved`).

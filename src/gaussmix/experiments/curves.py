@@ -47,6 +47,7 @@ from gaussmix.theory.solve.solver import FixedPointResult, solve_problem
 from .continuation import (
     PREDICTOR_ITER_FACTOR,
     PREDICTOR_MIN_ITER,
+    PREDICTOR_PACE_POINTS,
     PREDICTOR_POINTS,
     curve_start_rule,
     next_start_rule,
@@ -333,8 +334,9 @@ def _predicted(
     changes the starting point only): the predictor is closer to the fixed point than the
     coarse rule's (measured at K = 3 cross-entropy: 2 evaluations of the rule instead of 5
     coarse and 2 of the rule, 30 % less time per point).  Its iterations are capped at
-    :data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times the last
-    point's (at least :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`):
+    :data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times the median of
+    the last :data:`~gaussmix.experiments.continuation.PREDICTOR_PACE_POINTS` points'
+    (:func:`_pace`; at least :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`):
     a predictor that converges slowly is abandoned for the warm start (``warm`` False:
     for None, the caller's walk in alpha, :func:`_walked`)."""
     if not done:
@@ -345,7 +347,7 @@ def _predicted(
         direct = replace(opts, continuation=False)
         # the warnings of a solve that the safeguard rejects are dropped with it; those of
         # an accepted one are given as the solve gave them (at the caller's line)
-        res, log = _capped_solve(problem, prediction, previous, direct, history)
+        res, log = _capped_solve(problem, prediction, _pace(done), direct, history)
         if res is not None and prediction_accepted(res, prediction, previous):
             reissue(log, stacklevel=2)
             return res
@@ -474,25 +476,35 @@ def _from_init(
     L = problem.P.shape[1]  # the full label space of Q, M, V, b
     if np.shape(start.Q) != (problem.n_clusters, L, L):
         return None
-    res, log = _capped_solve(problem, start, start, opts, history)
+    res, log = _capped_solve(problem, start, int(start.n_iter), opts, history)
     if res is not None:  # the warnings of an abandoned start are dropped with it
         reissue(log, stacklevel=2)
     return res
 
 
+def _pace(done: list) -> int:
+    """The iterations that pace a solve from the predictor through ``done`` (non-empty
+    ``(parameter, result)`` pairs of a curve): the median of its last
+    :data:`~gaussmix.experiments.continuation.PREDICTOR_PACE_POINTS` points' (rounded
+    down), so that one slow point does not double the next one's cap."""
+    recent = [int(r.n_iter) for _, r in done[-PREDICTOR_PACE_POINTS:]]
+    return int(np.median(recent))
+
+
 def _capped_solve(
     problem: Problem,
     start: FixedPointResult | dict,
-    paced: FixedPointResult,
+    pace: int,
     opts: SolverOptions,
     history: dict,
 ) -> tuple[FixedPointResult | None, list]:
     """``problem`` solved (options ``opts``) from ``start`` with its iterations capped at
-    :data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times those of the
-    neighbour ``paced`` (at least :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`),
-    so that a start that converges slowly is abandoned: the result (None where it fails, the
-    history then cleared) and the warnings it gave, caught for the caller to reissue or drop."""
-    cap = max(PREDICTOR_MIN_ITER, PREDICTOR_ITER_FACTOR * int(paced.n_iter))
+    :data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times ``pace`` (the
+    iterations of its neighbours; at least
+    :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`), so that a start that
+    converges slowly is abandoned: the result (None where it fails, the history then
+    cleared) and the warnings it gave, caught for the caller to reissue or drop."""
+    cap = max(PREDICTOR_MIN_ITER, PREDICTOR_ITER_FACTOR * pace)
     capped = replace(opts, max_iter=min(opts.max_iter, cap), throw=True)
     with caught() as log:
         try:
