@@ -288,3 +288,28 @@ def test_the_predictors_cap_is_paced_by_the_median_of_the_last_three_points(monk
         assert curves._capped_solve(None, {}, pace, opts, {})[0] == "solved"
     factor, least = continuation.PREDICTOR_ITER_FACTOR, continuation.PREDICTOR_MIN_ITER
     assert caps == [max(least, factor * 7), factor * 40, 100]  # never over max_iter
+
+
+def test_the_point_after_a_failed_predictor_starts_from_its_warm_start(monkeypatch) -> None:
+    # at a transition the predictor of the next point fails too, after its cap on the fine
+    # rule: that point goes to its warm start at once (the coarse rule's continuation), and
+    # the predictor is tried again from the point after it
+    alphas = np.linspace(1.0, 2.0, 8)
+    real = curves._capped_solve
+    tried: list[float] = []
+
+    def capped(problem, start, pace, opts, history):
+        tried.append(float(problem.alpha))
+        if problem.alpha == alphas[4]:  # this one fails (as at its cap)
+            history.clear()
+            return None, []
+        return real(problem, start, pace, opts, history)
+
+    monkeypatch.setattr(curves, "_capped_solve", capped)
+    monkeypatch.setattr(curves, "prediction_resolved", lambda *args: True)
+    df = gm.learning_curve(BINARY, "logistic", alphas, lam=0.1, tol=TOL)
+    assert df.converged.all()
+    assert tried == [float(alphas[i]) for i in (2, 3, 4, 6, 7)]  # not at alphas[5]
+    for alpha, r in zip(alphas, df.points):
+        single = gm.solve(BINARY, "logistic", lam=0.1, alpha=alpha, tol=TOL)
+        assert _gap(r, single) <= SAME + r.integration_error + single.integration_error

@@ -173,7 +173,9 @@ def _curve(
     (:func:`~gaussmix.experiments.continuation.predict`, in ``log alpha`` or ``log
     lambda``), kept only where the safeguard accepts the fixed point it led to
     (:func:`~gaussmix.experiments.continuation.prediction_accepted`), else from the last
-    point, else from the cold start; the Anderson secant pairs are carried along too.
+    point, else from the cold start; the Anderson secant pairs are carried along too.  The
+    point after one whose solve from the predictor failed starts from the last point at once
+    (:func:`_predicted`'s ``predictor``).
 
     Unless the caller fixes ``quadrature`` (``opts.quadrature`` not None), the channel rule is
     carried (:func:`_carried_rule`): points are solved as single points are until one ends on
@@ -221,6 +223,7 @@ def _curve(
                     on_result(i, res)
             return stacked
     stiff = False  # the last point needed a fallback, or a walk in alpha (below)
+    failed = False  # the last point's solve from the predictor failed (_predicted)
     for problem, (lam, alpha) in zip(
         progress_bar(problems, desc=desc, enabled=progress, leave=False), points
     ):
@@ -231,7 +234,13 @@ def _curve(
         # state's own coordinates, the walk is made instead)
         res = None
         if not walk or len(done) >= PREDICTOR_POINTS:
-            res = _predicted(problem, done, param, opts, history, warm=not walk)
+            # after a point whose predictor failed (a transition), the next starts from its
+            # warm start at once (:func:`_predicted`'s ``predictor``)
+            res, failed = _predicted(
+                problem, done, param, opts, history, warm=not walk, predictor=not failed
+            )
+        else:
+            failed = False
         walked = res is None and walk
         if walked:
             res = _walked(problem, done, opts, history)
@@ -323,12 +332,14 @@ def _predicted(
     opts: SolverOptions,
     history: dict,
     warm: bool = True,
-) -> FixedPointResult | None:
+    predictor: bool = True,
+) -> tuple[FixedPointResult | None, bool]:
     """``problem`` solved (options ``opts``) from the predictor through ``done``, or from the
     last point of ``done`` where the safeguard rejects the predictor's fixed point (or there
     is no predictor, or it does not resolve the curve:
-    :func:`~gaussmix.experiments.continuation.prediction_resolved`); None if that fails (or
-    ``done`` is empty).
+    :func:`~gaussmix.experiments.continuation.prediction_resolved`, or ``predictor`` is
+    False); None if that fails (or ``done`` is empty); and whether the solve from the
+    predictor failed (reached its cap or an error).
 
     From the predictor the solve skips the continuation from a coarser rule (``continuation``
     changes the starting point only): the predictor is closer to the fixed point than the
@@ -338,11 +349,20 @@ def _predicted(
     the last :data:`~gaussmix.experiments.continuation.PREDICTOR_PACE_POINTS` points'
     (:func:`_pace`; at least :data:`~gaussmix.experiments.continuation.PREDICTOR_MIN_ITER`):
     a predictor that converges slowly is abandoned for the warm start (``warm`` False:
-    for None, the caller's walk in alpha, :func:`_walked`)."""
+    for None, the caller's walk in alpha, :func:`_walked`).
+
+    The caller passes ``predictor`` False for the point after one whose solve from the
+    predictor failed: at a transition the next predictor fails too, each time after its cap
+    on the fine rule, where the warm start's continuation runs on the coarse rule first.  On
+    the explorer's K = 3 cross-entropy lasso at lam = 6.1e-4 (``benchmarks/bench_explore.py``,
+    after the lambda slider's move) the point at alpha 3.43 spent 51 fine evaluations (1.31
+    million node-evaluations) on its failed predictor: the curve 16.9 -> 11.8 million
+    node-evaluations, 1147 -> 963 evaluations; at 6.6e-4 10.3 -> 9.7 million."""
     if not done:
-        return None
+        return None, False
     previous = done[-1][1]
-    prediction = predict(done, param)
+    prediction = predict(done, param) if predictor else None
+    failed = False
     if prediction is not None and prediction_resolved(done, param, prediction):
         direct = replace(opts, continuation=False)
         # the warnings of a solve that the safeguard rejects are dropped with it; those of
@@ -350,11 +370,12 @@ def _predicted(
         res, log = _capped_solve(problem, prediction, _pace(done), direct, history)
         if res is not None and prediction_accepted(res, prediction, previous):
             reissue(log, stacklevel=2)
-            return res
+            return res, False
+        failed = res is None
     if not warm:
-        return None
+        return None, failed
     try:  # (a warm start that stalls is given up early: the cold solve follows)
-        return solve_problem(
+        res = solve_problem(
             problem,
             options=replace(opts, throw=True),
             init=previous,
@@ -363,7 +384,8 @@ def _predicted(
         )
     except ConvergenceError:
         history.clear()
-        return None
+        return None, failed
+    return res, failed
 
 
 def _walked(
