@@ -574,45 +574,6 @@ def test_diagonal_metric_moments_are_the_soft_thresholds_exactly():
         assert np.allclose(active, (w != 0).mean(axis=0), atol=5e-3), j
 
 
-@pytest.mark.parametrize("lam", [1e-3, 0.3, 3.0])
-def test_soft_threshold_products_closed_form_is_the_rule_at_the_kinks(lam, monkeypatch):
-    """``E[S(X) S(Y)]`` of two soft thresholds of bivariate normals: the closed form
-    (orthant moments) against the one-dimensional rule with panels at the kinks, at
-    correlations up to 0.999 and within ``1e-4`` of +-1 (where ``E[S(Y) | X]`` bends
-    sharply; the rule with 400 panels of 16 nodes), to 1e-13 of the pair's scale; a
-    constant member and a correlation of +-1 go to the rule, whose panels are exact there
-    (the product of two soft thresholds of one normal: checked against its Monte Carlo)."""
-    from gaussmix.theory.numerics import lasso_kernels as lk
-    from gaussmix.theory.numerics.tolerances import XI_MAX
-
-    rng = np.random.default_rng(7)
-    n = 120
-    sx, sy = rng.uniform(0.05, 2.0, n), rng.uniform(0.05, 2.0, n)
-    r = rng.uniform(-0.999, 0.999, n)
-    r[:40] = rng.choice([-1.0, 1.0], 40) * np.sqrt(1.0 - 1e-4)
-    cov = np.stack([np.stack([sx**2, r * sx * sy], -1), np.stack([r * sx * sy, sy**2], -1)], -2)
-    mu = rng.normal(size=(n, 2)) * rng.choice([0.1, 1.0, 5.0], (n, 1))
-    scale = sx * sy + np.abs(mu).prod(axis=1)
-    closed = lk.soft_threshold_products(mu, cov, lam)
-    with monkeypatch.context() as mp:  # (a fine rule: within 1e-4 of +-1 the bend is sharp)
-        mp.setattr(lk, "CROSS_PANELS", 400)
-        mp.setattr(lk, "CROSS_ORDER", 16)
-        rule = lk.soft_threshold_cross(mu, cov, lam, XI_MAX)
-    assert np.max(np.abs(closed - rule) / scale) < 1e-13
-    # degenerate pairs: Y = 2 X exactly, and a constant X
-    one = np.array([[[1.0, 2.0], [2.0, 4.0]], [[0.0, 0.0], [0.0, 1.0]]])
-    m = np.array([[0.2, -0.1], [0.7, 0.3]])
-    got = lk.soft_threshold_products(m, one, lam)
-    x = rng.normal(size=400_000)
-
-    def soft(v):
-        return np.sign(v) * np.maximum(np.abs(v) - lam, 0.0)
-
-    mc = [soft(0.2 + x) * soft(-0.1 + 2 * x), soft(np.full_like(x, 0.7)) * soft(0.3 + x)]
-    for g, v in zip(got, mc):
-        assert abs(g - v.mean()) < 5 * v.std() / np.sqrt(x.size) + 1e-15
-
-
 # ----------------------------------------------------------------------------- the prior's error
 def _three_class(loss, lam, **kw):
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)

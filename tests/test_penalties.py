@@ -12,8 +12,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from _helpers import check_free_energy
-from scipy import integrate
+from _helpers import check_free_energy, gauss_expect, soft
 
 import gaussmix as gm
 from gaussmix.core.exceptions import IntegrationWarning
@@ -22,77 +21,7 @@ from gaussmix.theory.model.covariance import SpectralLaw
 from gaussmix.theory.model.labels import LabelMap
 from gaussmix.theory.model.mixture import Mixture
 from gaussmix.theory.numerics.tolerances import integration_warning_threshold
-from gaussmix.theory.prior.prior import (
-    _centred_soft_threshold_moments,
-    elastic_net_prior,
-    ridge_prior,
-    soft_threshold_moments,
-)
-
-# ----------------------------------------------------------------------------- quadrature
-
-
-def _soft(b, t):
-    return np.sign(b) * np.maximum(np.abs(b) - t, 0.0)
-
-
-def _gauss_expect(f, m, s, t):
-    """``E[f(B)]`` for ``B ~ N(m, s^2)`` by adaptive quadrature, split at the kinks +-t."""
-    if s == 0:
-        return float(f(m))
-
-    def g(x):
-        return f(x) * np.exp(-0.5 * ((x - m) / s) ** 2) / (s * np.sqrt(2 * np.pi))
-
-    lo, hi = m - 40 * s, m + 40 * s
-    pts = sorted({lo, hi, *(p for p in (-t, t) if lo < p < hi)})
-    total = 0.0
-    for a, b in zip(pts[:-1], pts[1:]):
-        # full_output: QUADPACK's roundoff notice (asked for 1e-14, beyond what double
-        # precision resolves on some pieces) is not a warning here; its error estimate is
-        # checked instead, two decades below the comparisons' atol of 1e-11
-        val, abserr, *_ = integrate.quad(g, a, b, epsabs=1e-14, epsrel=1e-13, limit=200,
-                                         full_output=1)  # fmt: skip
-        assert abserr < 1e-13 + 1e-12 * abs(val), (a, b, val, abserr)
-        total += val
-    return total
-
-
-MOMENT_CASES = [
-    (0.0, 1.0, 0.0),
-    (0.0, 1.0, 0.7),
-    (0.3, 0.5, 0.2),
-    (-1.2, 0.8, 0.5),
-    (2.0, 0.3, 0.1),
-    (0.1, 0.05, 1.0),  # far in the tail: almost surely thresholded
-    (-0.4, 2.0, 3.0),
-    (0.5, 0.0, 0.2),  # point mass
-]
-
-
-@pytest.mark.parametrize("m,s,t", MOMENT_CASES)
-def test_soft_threshold_moments_match_quadrature(m, s, t):
-    p0, p1, p2, e = soft_threshold_moments(m, s, t)
-    ref = [
-        _gauss_expect(lambda b: (np.abs(b) > t).astype(float), m, s, t),
-        _gauss_expect(lambda b: np.abs(_soft(b, t)), m, s, t),
-        _gauss_expect(lambda b: _soft(b, t) ** 2, m, s, t),
-        _gauss_expect(lambda b: _soft(b, t), m, s, t),
-    ]
-    np.testing.assert_allclose([p0, p1, p2, e], ref, rtol=1e-9, atol=1e-12)
-
-
-def test_centred_soft_threshold_moments_are_the_general_ones_to_the_bit():
-    # the points' form of the lasso prior takes a centred field's moments from one tail
-    # (both tails are the same numbers); it must return soft_threshold_moments' bits,
-    # point masses and a zero threshold included
-    rng = np.random.default_rng(7)
-    s = np.abs(rng.normal(size=(6, 4))) * rng.choice([0.0, 1e-3, 1.0, 30.0], size=(6, 4))
-    for t in (0.0, 0.3, rng.uniform(0.0, 2.0, size=(6, 1))):
-        got = _centred_soft_threshold_moments(s, t)
-        want = soft_threshold_moments(0.0, s, t)[:3]
-        for g, w in zip(got, want):
-            assert g.shape == w.shape and np.array_equal(g.view(np.int64), w.view(np.int64))
+from gaussmix.theory.prior.prior import elastic_net_prior, ridge_prior
 
 
 def _point_expectations(m, s, t, a):
@@ -100,15 +29,15 @@ def _point_expectations(m, s, t, a):
     ``w = soft(B, t) / a`` (``xi = (B - m) / s``)."""
 
     def w_of(b):
-        return _soft(b, t) / a
+        return soft(b, t) / a
 
     return (
-        _gauss_expect(lambda b: w_of(b) ** 2, m, s, t),
-        _gauss_expect(w_of, m, s, t),
-        _gauss_expect(lambda b: np.abs(w_of(b)), m, s, t),
-        _gauss_expect(lambda b: (b - m) / s * w_of(b), m, s, t),
-        _gauss_expect(lambda b: t * np.abs(w_of(b)) + a * w_of(b) ** 2 / 2 - b * w_of(b), m, s, t),
-        _gauss_expect(lambda b: (np.abs(b) > t).astype(float), m, s, t),
+        gauss_expect(lambda b: w_of(b) ** 2, m, s, t),
+        gauss_expect(w_of, m, s, t),
+        gauss_expect(lambda b: np.abs(w_of(b)), m, s, t),
+        gauss_expect(lambda b: (b - m) / s * w_of(b), m, s, t),
+        gauss_expect(lambda b: t * np.abs(w_of(b)) + a * w_of(b) ** 2 / 2 - b * w_of(b), m, s, t),
+        gauss_expect(lambda b: (np.abs(b) > t).astype(float), m, s, t),
     )
 
 

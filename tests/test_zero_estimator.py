@@ -3,8 +3,9 @@
 
 Checked against closed forms of the bias-only classifier (not against the solver): the bias
 solving ``sum_c rho_c E[grad loss(y_c, b)] = 0`` and the errors and losses of the constant
-output ``b``; continuity of a sweep across the threshold; the soft threshold's tail moments
-against a quadrature; a finite-size ERM whose weights are exactly zero.
+output ``b``; continuity of a sweep across the threshold; a finite-size ERM whose weights
+are exactly zero.  (The soft threshold's tail moments, exactly zero past that point, are
+tested in ``test_soft_threshold.py``.)
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy.integrate import quad
 
 import gaussmix as gm
 from gaussmix import Mixture
 from gaussmix.theory.channel.channel import channel_moments, identity_prox_moments
 from gaussmix.theory.channel.losses import get_loss
-from gaussmix.theory.prior.prior import _over_for, _tail_moments
+from gaussmix.theory.prior.prior import _over_for
 from gaussmix.theory.solve.iteration import IterationStatus
 from gaussmix.theory.solve.state import is_valid_state, pack_state
 
@@ -139,29 +139,6 @@ def test_issue_sweep_finite(loss):
     assert t["test_error"].iloc[-1] == 0.5 and t["train_error"].iloc[-1] == 0.5
 
 
-@pytest.mark.parametrize("u", [-3.0, -4.9, -5.1, -8.0, -20.0, -37.0])
-def test_tail_moments_against_quadrature(u):
-    """``E[(Z - c)_+^k] = phi(c) int_0^inf s^k exp(-c s - s^2/2) ds``, ``c = -u``, to 1e-13
-    relative on both sides of the switch to the continued fraction (``u = -5``)."""
-    p0, p1, p2 = _tail_moments(np.array([u]), np.array([1.0]), np.array([True]))
-    c = -u
-    phi = np.exp(-0.5 * c * c) / np.sqrt(2.0 * np.pi)
-    for k, p in ((1, p1), (2, p2)):
-        ref = quad(lambda s, k=k: s**k * np.exp(-c * s - s * s / 2), 0, np.inf, epsrel=1e-13)
-        assert p[0] == pytest.approx(phi * ref[0], rel=2e-13)
-
-
-def test_tail_moments_deep_beside_nan():
-    """The continued fraction is taken wherever ``u < -5``, also beside a NaN (the test
-    that decides it ignores NaN) and in one entry of many."""
-    u = np.array([np.nan, -8.0, 1.0, -20.0])
-    got = _tail_moments(u, np.ones(4), np.ones(4, bool))
-    for i in (1, 2, 3):
-        one = _tail_moments(u[i : i + 1], np.ones(1), np.ones(1, bool))
-        assert all(g[i] == o[0] for g, o in zip(got, one))
-    assert all(np.isnan(g[0]) for g in got)
-
-
 def test_over_for_divides_where_every_curvature_and_square_is_positive():
     """Plain division exactly where ``min(a) > 0`` and ``min(a**2) > 0`` (a curvature whose
     square underflows, a zero or a NaN: the guarded quotient)."""
@@ -176,12 +153,6 @@ def test_over_for_divides_where_every_curvature_and_square_is_positive():
         a = np.array(a)
         assert (a.min() > 0.0 and (a**2).min() > 0.0) == plain
         assert (_over_for(a) is np.divide) == plain
-
-
-def test_tail_moments_underflow_to_zero():
-    """Beyond ~38.5 standard deviations the moments are exactly 0, never negative or NaN."""
-    p0, p1, p2 = _tail_moments(-np.array([39.0, 50.0, 1e3]), np.ones(3), np.ones(3, bool))
-    assert np.all(p0 == 0.0) and np.all(p1 == 0.0) and np.all(p2 == 0.0)
 
 
 @pytest.mark.parametrize("loss", ["logistic", "hinge"])

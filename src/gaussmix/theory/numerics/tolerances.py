@@ -404,7 +404,7 @@ QUADRATURE_PRUNE = 1e-16
 XI_MAX = 9.0
 #: a pair of soft thresholds whose fields' correlation has ``1 - r^2`` at most this is
 #: integrated by the rule with panels at the kinks
-#: (:func:`gaussmix.theory.numerics.lasso_kernels.soft_threshold_products`), not the closed
+#: (:func:`gaussmix.theory.numerics.soft_threshold.soft_threshold_products`), not the closed
 #: form, whose terms divide by ``sqrt(1 - r^2)``.  Measured over 3000 random pairs against
 #: that rule (400 panels of 16 nodes): just above 1e-12 within 2e-13 of the pair's scale
 #: ``s_x s_y + |mu_x mu_y|``, below 5e-15 at ``1 - r^2 >= 1e-4``; between, at 1e-8, the rule

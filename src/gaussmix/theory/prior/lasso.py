@@ -57,13 +57,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
-from ..numerics.lasso_kernels import (
-    l1_kinks_2d,
-    l1_line_moments,
-    soft_threshold_moments,
-    soft_threshold_products,
-)
+from ..numerics.lasso_kernels import l1_kinks_2d, l1_line_moments
 from ..numerics.quadrature import GradedPanels, graded_edges
+from ..numerics.soft_threshold import soft_threshold_moments, soft_threshold_products
 from ..numerics.tolerances import XI_MAX
 
 __all__ = [
@@ -470,9 +466,9 @@ def _decoupled_moments(A, P, mean, cov, lam) -> L1Moments:
     ``w_i = S(g_i) / a_i`` with ``g = P^T B ~ N(P^T m, P^T cov P)``, ``S`` the soft
     threshold at ``lam`` (Appendix C.2, one output per coordinate).  ``E[w]``, the diagonal
     of ``E[w w^T]``, ``E||w||_1`` and the Jacobian ``E[dw/dg] = diag(P(|g_i| > lam) / a_i)``
-    in closed form (:func:`~gaussmix.theory.numerics.lasso_kernels.soft_threshold_moments`);
+    in closed form (:func:`~gaussmix.theory.numerics.soft_threshold.soft_threshold_moments`);
     the off-diagonal ``E[w_i w_k]`` from the bivariate normal's orthant moments
-    (:func:`~gaussmix.theory.numerics.lasso_kernels.soft_threshold_products`, to rounding).
+    (:func:`~gaussmix.theory.numerics.soft_threshold.soft_threshold_products`, to rounding).
     No outer rule: the moments do not depend on the prior's panels, whose refinement then
     changes nothing.  The field's law is the rule of lines' (``cov`` with its negative
     eigenvalues clipped: an iterate's ``cov`` may be indefinite, a fixed point's is not)."""
@@ -483,7 +479,7 @@ def _decoupled_moments(A, P, mean, cov, lam) -> L1Moments:
     cov = (vec * np.clip(ev, 0.0, None)[:, None, :]) @ np.swapaxes(vec, 1, 2)
     sig = np.swapaxes(P, 0, 1) @ cov @ P
     s = np.sqrt(np.clip(np.diagonal(sig, axis1=1, axis2=2), 0.0, None))
-    m1, m2, m_abs, active = soft_threshold_moments(mu, s, lam)
+    active, m_abs, m2, m1 = soft_threshold_moments(mu, s, lam)
     second = np.zeros((J, L, L))
     second[:, np.arange(L), np.arange(L)] = m2 / (a * a)
     i, k = np.triu_indices(L, 1)

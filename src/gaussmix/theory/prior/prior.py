@@ -32,8 +32,9 @@ Gaussian given the atom: for Gaussian mean components (``mixture.mu is None``,
 ``mu ~ N(0, theta_j)``) it is centred with variance ``s^2 = Mhat^T theta_j Mhat + c`` and
 Stein's lemma gives ``E[mu^k soft(B, t)] = (theta_j Mhat)_k P(|B| > t)``; for an empirical
 law it has mean ``m = mu_j . Mhat`` and variance ``c``.  The Gaussian partial moments
-(:func:`soft_threshold_moments`) are closed forms in ``ndtr`` and the normal density.  At
-``rho1 = 0`` everything reduces to the ridge prior (``t = 0``).
+(:func:`~gaussmix.theory.numerics.soft_threshold.soft_threshold_moments`) are closed forms in
+``ndtr`` and the normal density.  At ``rho1 = 0`` everything reduces to the ridge prior
+(``t = 0``).
 """
 
 from __future__ import annotations
@@ -42,13 +43,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.special import ndtr
 
 from gaussmix.core.exceptions import ArgumentError, UnboundedWeightsError
 
 from ..model.mixture import Mixture
 from ..model.penalties import ElasticNet, Lasso, Penalty, Ridge
 from ..numerics import tolerances
+from ..numerics.soft_threshold import centred_soft_threshold_moments, soft_threshold_moments
 from .dense import MeanResponse, coarse_covariance, dense_ridge_terms
 from .lasso import gaussian_l1_moments
 
@@ -57,7 +58,6 @@ __all__ = [
     "ridge_prior",
     "elastic_net_prior",
     "multi_output_elastic_net_prior",
-    "soft_threshold_moments",
     "prior_update",
     "prior_quadrature_dim",
     "dense_prior",
@@ -66,8 +66,6 @@ __all__ = [
     "register_prior",
     "PRIORS",
 ]
-
-_INV_SQRT_2PI = 0.3989422804014327
 
 
 @dataclass
@@ -181,7 +179,7 @@ def ridge_prior(
     # tail, doubled: the same numbers as soft_threshold_moments' two)
     if mixture.mu is None:
         var = np.einsum("jaa->ja", AXA)
-        _, abs_mean, _ = _centred_soft_threshold_moments(np.sqrt(np.clip(var, 0.0, None)), 0.0)
+        _, abs_mean, _ = centred_soft_threshold_moments(np.sqrt(np.clip(var, 0.0, None)), 0.0)
     else:
         mean = np.einsum("jab,jk,kb->ja", Ainv, mixture.mu, Mhat)
         C = np.einsum("jk,kab->jab", sig, Qhat)
@@ -209,7 +207,7 @@ def _ridge_details_points(
     penalty = 0.5 * (np.trace(AXA, axis1=-2, axis2=-1) @ w)
     if mixture.mu is None:  # (centred: one tail, doubled, as for a single point)
         var = np.diagonal(AXA, axis1=-2, axis2=-1)
-        _, abs_mean, _ = _centred_soft_threshold_moments(np.sqrt(np.clip(var, 0.0, None)), 0.0)
+        _, abs_mean, _ = centred_soft_threshold_moments(np.sqrt(np.clip(var, 0.0, None)), 0.0)
     else:
         mean = np.einsum("...jab,jk,...kb->...ja", Ainv, mixture.mu, Mhat)
         C = np.einsum("jk,...kab->...jab", mixture.sigma, Qhat)
@@ -217,103 +215,6 @@ def _ridge_details_points(
         _, abs_mean, _, _ = soft_threshold_moments(mean, np.sqrt(np.clip(var, 0.0, None)), 0.0)
     ones = np.ones(AXA.shape[:-2])
     return PriorResult(Q, M, V, psi_w, penalty, ones, abs_mean.sum(axis=-1) @ w)
-
-
-def soft_threshold_moments(
-    m: np.ndarray | float, s: np.ndarray | float, t: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Gaussian moments of the soft threshold ``soft(B, t) = sign(B) (|B| - t)_+``.
-
-    For ``B ~ N(m, s^2)`` and ``t >= 0`` return
-
-    * ``P(|B| > t)``,
-    * ``E[(|B| - t)_+]`` (= ``E|soft(B, t)|``),
-    * ``E[(|B| - t)_+^2]`` (= ``E[soft(B, t)^2]``),
-    * ``E[soft(B, t)]``,
-
-    from the partial moments of each tail: with ``u = (+-m - t) / s``,
-    ``E[(+-B - t)_+^0] = Phi(u)``, ``E[(+-B - t)_+] = s (u Phi(u) + phi(u))`` and
-    ``E[(+-B - t)_+^2] = s^2 ((u^2 + 1) Phi(u) + u phi(u))``.  ``s = 0`` is the point mass.
-    """
-    m = np.asarray(m, dtype=float)
-    s = np.asarray(s, dtype=float)
-    m, s = np.broadcast_arrays(m, s)
-    pos = s > 0
-    ss = np.where(pos, s, 1.0)
-    r0, r1, r2 = _tail_moments(m - t, ss, pos)
-    l0, l1, l2 = _tail_moments(-1.0 * m - t, ss, pos)
-    return r0 + l0, r1 + l1, r2 + l2, r1 - l1
-
-
-def _centred_soft_threshold_moments(
-    s: np.ndarray, t: np.ndarray | float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The first three of :func:`soft_threshold_moments` at ``m = 0``, from one tail: the
-    two tails of a centred ``B`` are the same (``x = +-0 - t``, equal but for the sign of
-    a zero, which neither moment keeps), so the sums are each tail's doubled, the same
-    numbers as :func:`soft_threshold_moments` (to the bit)."""
-    s = np.asarray(s, dtype=float)
-    pos = s > 0
-    ss = np.where(pos, s, 1.0)
-    r0, r1, r2 = _tail_moments(np.broadcast_to(0.0 - t, s.shape), ss, pos)
-    return r0 + r0, r1 + r1, r2 + r2
-
-
-def _tail_moments(
-    x: np.ndarray, ss: np.ndarray, pos: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The partial moments ``E[(+-B - t)_+^k]``, ``k = 0, 1, 2``, of one tail of
-    :func:`soft_threshold_moments` (``x = +-m - t``, ``ss`` the standard deviation where
-    ``pos``, else 1: the point mass).
-
-    With ``u = x / ss``: ``Phi(u)``, ``ss (u Phi(u) + phi(u))`` and
-    ``ss^2 ((u^2 + 1) Phi(u) + u phi(u))``.  Deep in the tail (``u < -TAIL_CF_FROM``) the
-    last two cancel (to ``phi / u^2`` and ``2 phi / |u|^3``: a relative error growing like
-    ``u^4 eps``) and are taken cancellation-free from the Laplace continued fraction of the
-    Mills ratio (:func:`_mills_tail`); they then go smoothly to zero with ``phi(u)``,
-    underflowing with it (below ``u ~ -38.5``) to exactly 0, never to a negative or NaN.
-    """
-    u = np.asarray(x / ss)
-    Phi = ndtr(u)
-    phi = _INV_SQRT_2PI * np.exp(-0.5 * u * u)
-    g1 = np.asarray(u * Phi + phi)
-    g2 = np.asarray((u * u + 1.0) * Phi + u * phi)
-    # (one NaN-ignoring minimum: the test of ``(u < -TAIL_CF_FROM).any()``, a few
-    # microseconds cheaper on a curve's stacked points; the decision is the same)
-    if np.fmin.reduce(u, axis=None, initial=np.inf) < -TAIL_CF_FROM:
-        deep = u < -TAIL_CF_FROM
-        r1, r2 = _mills_tail(-u[deep])
-        c = r1 / (-u[deep] + r1)  # 1 - c Phi(-c) / phi(c), c = -u
-        g1[deep] = phi[deep] * c
-        g2[deep] = phi[deep] * c * r2
-    p0 = np.where(pos, Phi, (x > 0).astype(float))
-    p1 = np.where(pos, ss * g1, np.maximum(x, 0.0))
-    p2 = np.where(pos, ss * ss * g2, np.maximum(x, 0.0) ** 2)
-    return p0, np.maximum(p1, 0.0), np.maximum(p2, 0.0)
-
-
-#: below ``u = -TAIL_CF_FROM`` the soft threshold's partial moments come from the continued
-#: fraction of the Mills ratio (:func:`_mills_tail`); above, the direct forms lose at most
-#: ``~u^4 eps ~ 1e-13`` to cancellation
-TAIL_CF_FROM = 5.0
-#: depth of that continued fraction: at ``c >= 5`` its truncation error is below 1e-17
-#: relative (against a quadrature of ``int_0^inf s^k exp(-c s - s^2 / 2) ds``, tests)
-_CF_DEPTH = 80
-
-
-def _mills_tail(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The first two tails ``r_1, r_2`` of Laplace's continued fraction of the Mills ratio
-    ``R(c) = Phi(-c) / phi(c) = 1 / (c + r_1)``, ``r_k = k / (c + r_{k+1})`` (``c > 0``).
-
-    Then ``1 - c R = r_1 / (c + r_1)`` and ``(c^2 + 1) R - c = r_1 r_2 / (c + r_1)`` without
-    cancellation: ``E[(Z - c)_+] = phi(c) r_1 / (c + r_1)`` and
-    ``E[(Z - c)_+^2] = phi(c) r_1 r_2 / (c + r_1)`` for ``Z ~ N(0, 1)``.
-    """
-    r = np.zeros_like(c)
-    for k in range(_CF_DEPTH, 1, -1):
-        r = k / (c + r)
-    r2 = r
-    return 1.0 / (c + r2), r2
 
 
 def _over(p: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -428,7 +329,7 @@ def elastic_net_prior(
     if mixture.mu is None:
         cov = mixture.theta @ mh  # (J, K): Cov(mu^k, B) on each atom
         s2 = cov @ mh + c
-        p0, p1, p2 = _centred_soft_threshold_moments(np.sqrt(np.clip(s2, 0.0, None)), t)
+        p0, p1, p2 = centred_soft_threshold_moments(np.sqrt(np.clip(s2, 0.0, None)), t)
         Mk = np.einsum("j,jk->k", w * over(p0, a), cov)
     else:
         m = mixture.mu @ mh
@@ -477,7 +378,7 @@ def _elastic_net_points(
     if mixture.mu is None:
         cov = np.einsum("jkl,pl->pjk", mixture.theta, mh)  # Cov(mu^k, B) on each atom
         s2 = np.einsum("pjk,pk->pj", cov, mh) + c
-        p0, p1, p2 = _centred_soft_threshold_moments(np.sqrt(np.clip(s2, 0.0, None)), t)
+        p0, p1, p2 = centred_soft_threshold_moments(np.sqrt(np.clip(s2, 0.0, None)), t)
         v = w * over(p0, a)
         Mk = np.einsum("pj,pjk->pk", v, cov)
     else:
