@@ -11,12 +11,13 @@ the one home of these closed forms, for the scalar lasso's prior
   form from the orthant's partial moments (:func:`_tail_product`), or by a one-dimensional
   rule with panels at the kinks (:func:`soft_threshold_cross`) where the pair is degenerate.
 
-Plain numpy (vectorised over its arguments), not compiled.
+Numpy, vectorised over its arguments; only the continued fraction's recursion is compiled.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 from scipy.special import ndtr
 
 from .bivariate import bvn_cdf
@@ -65,15 +66,15 @@ def soft_threshold_moments(
     from the partial moments of each tail (Appendix C.2): with ``u = (+-m - t) / s``,
     ``E[(+-B - t)_+^0] = Phi(u)``, ``E[(+-B - t)_+] = s (u Phi(u) + phi(u))`` and
     ``E[(+-B - t)_+^2] = s^2 ((u^2 + 1) Phi(u) + u phi(u))`` (:func:`_tail_moments`, exact
-    to rounding deep in a tail).  ``s = 0`` is the point mass.
+    to rounding deep in a tail; both tails in one call: its continued fraction, where some
+    entry is deep, is some 160 array operations).  ``s = 0`` is the point mass.
     """
     m = np.asarray(m, dtype=float)
     s = np.asarray(s, dtype=float)
     m, s = np.broadcast_arrays(m, s)
     pos = s > 0
     ss = np.where(pos, s, 1.0)
-    r0, r1, r2 = _tail_moments(m - t, ss, pos)
-    l0, l1, l2 = _tail_moments(-1.0 * m - t, ss, pos)
+    (r0, l0), (r1, l1), (r2, l2) = _tail_moments(np.stack([m - t, -1.0 * m - t]), ss, pos)
     return r0 + l0, r1 + l1, r2 + l2, r1 - l1
 
 
@@ -114,7 +115,7 @@ def _tail_moments(
     # microseconds cheaper on a curve's stacked points; the decision is the same)
     if np.fmin.reduce(u, axis=None, initial=np.inf) < -TAIL_CF_FROM:
         deep = u < -TAIL_CF_FROM
-        r1, r2 = _mills_tail(-u[deep])
+        r1, r2 = _mills_tail(np.ascontiguousarray(-u[deep], dtype=np.float64))
         c = r1 / (-u[deep] + r1)  # 1 - c Phi(-c) / phi(c), c = -u
         g1[deep] = phi[deep] * c
         g2[deep] = phi[deep] * c * r2
@@ -124,19 +125,28 @@ def _tail_moments(
     return p0, np.maximum(p1, 0.0), np.maximum(p2, 0.0)
 
 
-def _mills_tail(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+@njit(cache=True, error_model="numpy", nogil=True)
+def _mills_tail(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """The first two tails ``r_1, r_2`` of Laplace's continued fraction of the Mills ratio
-    ``R(c) = Phi(-c) / phi(c) = 1 / (c + r_1)``, ``r_k = k / (c + r_{k+1})`` (``c > 0``).
+    ``R(c) = Phi(-c) / phi(c) = 1 / (c + r_1)``, ``r_k = k / (c + r_{k+1})`` (``c > 0``, a
+    1-d array), to depth :data:`_CF_DEPTH`.
 
     Then ``1 - c R = r_1 / (c + r_1)`` and ``(c^2 + 1) R - c = r_1 r_2 / (c + r_1)`` without
     cancellation: ``E[(Z - c)_+] = phi(c) r_1 / (c + r_1)`` and
-    ``E[(Z - c)_+^2] = phi(c) r_1 r_2 / (c + r_1)`` for ``Z ~ N(0, 1)``.
+    ``E[(Z - c)_+^2] = phi(c) r_1 r_2 / (c + r_1)`` for ``Z ~ N(0, 1)``.  Compiled (numba):
+    the recursion's ``2 _CF_DEPTH`` operations as numpy calls took ~100 us however few the
+    entries, 1.5 us compiled for one; the same IEEE operations, so the same bits.
     """
-    r = np.zeros_like(c)
-    for k in range(_CF_DEPTH, 1, -1):
-        r = k / (c + r)
-    r2 = r
-    return 1.0 / (c + r2), r2
+    r1 = np.empty_like(c)
+    r2 = np.empty_like(c)
+    for i in range(c.size):
+        ci = c[i]
+        r = 0.0
+        for k in range(_CF_DEPTH, 1, -1):
+            r = k / (ci + r)
+        r2[i] = r
+        r1[i] = 1.0 / (ci + r)
+    return r1, r2
 
 
 def soft_threshold_cross(
