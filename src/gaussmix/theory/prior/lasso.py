@@ -155,10 +155,11 @@ START_MAX_LAM = 0.1
 #: :data:`START_MAX_LAM` (:func:`gaussmix.theory.solve.policy.coarse_prior_panels`): that
 #: phase only starts the solve's own rule, from a channel rule 1e-3 to 5e-2 off (the two
 #: rules' difference in the map at its end), and a prior evaluation of 16 atoms costs
-#: 2.6 ms at 16 panels against 4.1 at 64 (the lines' kernel and a fixed part).  Counted
-#: on the 27 K = 3 cross-entropy problems of ``lam < 0.1`` of ``bench_lasso_k3.py``'s
-#: seeds 0 to 2 (evaluations without the estimate, coarse + fine): 579 + 231 at 64 panels,
-#: 586 + 231 at 32, 590 + 227 at 16, 580 + 236 at 8; CPU 4.13, 4.21, 3.72, 3.68 s.  Not at
+#: half as much at 16 panels as at 64 (2.3 against 4.5 ms at one load: the lines' kernel
+#: 0.75 against 2.7, and a fixed part).  Counted on the 27 K = 3 cross-entropy problems of
+#: ``lam < 0.1`` of ``bench_lasso_k3.py``'s seeds 0 to 2 (evaluations without the
+#: estimate, coarse + fine): 579 + 231 at 64 panels, 586 + 231 at 32, 590 + 227 at 16,
+#: 580 + 236 at 8; CPU 4.13, 4.21, 3.72, 3.68 s (one run each, load 3-4).  Not at
 #: larger ``lam``, near the zero estimator, where the kinks decide the rule's accuracy:
 #: there 16 panels sent three problems (``lam`` 2.3 to 9.6) from 11-14 evaluations to
 #: the fallback (over 300), and 32 one (``lam`` 1.16, 5 -> 25)
