@@ -805,3 +805,50 @@ def test_the_anderson_memory_is_one_declared_value_by_phase_and_rule() -> None:
     ):
         param = inspect.signature(run).parameters["anderson"]
         assert param.default is inspect.Parameter.empty, run.__name__
+
+
+def test_the_coarse_phase_of_a_small_lam_k3_lasso_takes_the_coarser_prior_rule(monkeypatch):
+    """The K = 3 cross-entropy lasso below ``START_MAX_LAM`` declares a coarser rule of
+    lines for its coarse phase (``coarse_prior_panels``), and only it: not at larger
+    ``lam``, not with panels of the user's, not for a closed-form channel, three effective
+    outputs or a curve's stacked points.  The solve runs it (the coarse channel rule's
+    evaluations on those panels, the solve's own rule on the default ones) and returns the
+    fixed point of its own rules: the same test error as without the coarser phase, within
+    the answer's own error estimate."""
+    from gaussmix.theory.prior.lasso import COARSE_OUTER_PANELS, START_MAX_LAM
+    from gaussmix.theory.solve import fixed_point as fp
+
+    def lasso(lam: float, loss: str = "cross-entropy", K: int = 3):
+        return make_problem(_iso(K), loss, lam=lam, alpha=2.0, penalty="l1")
+
+    small = 0.1 * START_MAX_LAM
+    assert P.policy_for(lasso(small), OPTS).coarse_prior_panels == COARSE_OUTER_PANELS
+    assert P.policy_for(lasso(START_MAX_LAM), OPTS).coarse_prior_panels is None
+    own = replace(OPTS, prior_panels=64)
+    assert P.policy_for(lasso(small), own).coarse_prior_panels is None
+    assert P.policy_for(lasso(small, "square"), OPTS).coarse_prior_panels is None
+    assert P.policy_for(lasso(small, K=4), OPTS).coarse_prior_panels is None
+    points = [lasso(small), make_problem(_iso(3), "cross-entropy", lam=small, alpha=3.0)]
+    assert P.policy_for_points(points, OPTS).coarse_prior_panels is None
+
+    seen: list[tuple[int, int | None]] = []
+    real = fp.FixedPointMap._point_image
+
+    def spy(self, problem, *args):
+        seen.append((self.rule.weights.size, self.prior_panels))
+        return real(self, problem, *args)
+
+    monkeypatch.setattr(fp.FixedPointMap, "_point_image", spy)
+    problem = lasso(small)
+    res = solve_problem(problem, options=replace(OPTS, estimate_error=False))
+    rule = P.policy_for(problem, OPTS).rule
+    coarse = rule.coarsened().weights.size
+    assert res.success and seen[0] == (coarse, COARSE_OUTER_PANELS)
+    assert {p for n, p in seen if n == coarse} == {COARSE_OUTER_PANELS}
+    assert {p for n, p in seen if n != coarse} == {None}
+    monkeypatch.setattr(fp.FixedPointMap, "_point_image", real)
+    res = solve_problem(problem)
+    monkeypatch.setattr(P, "coarse_prior_panels", lambda problem, opts: None)
+    ref = solve_problem(problem)
+    assert res.success and ref.success
+    assert abs(res.test_error - ref.test_error) <= ref.integration_error

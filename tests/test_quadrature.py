@@ -16,6 +16,9 @@ from gaussmix.theory.numerics.quadrature import (
     GradedPanels,
     SobolRQMC,
     auto_rule,
+    composite_legendre,
+    graded_edges,
+    kinked_composite_legendre,
 )
 
 #: the acceptance target of issue 10: integration error of the test error at small lambda
@@ -70,6 +73,45 @@ def test_graded_panels_converge_on_a_near_kink_where_gauss_hermite_stalls():
     gh = GaussHermite(360)
     gh_err = abs(gh.weights @ _near_kink(gh.nodes[:, 0]) - exact)
     assert errs[-1] < 1e-12 and gh_err > 1e3 * errs[-1], (errs, gh_err)
+
+
+def _kinked_edges(edges: np.ndarray, kinks: np.ndarray, merge: float) -> list[float]:
+    """One rule's edges the plain way: each kink strictly inside, in increasing order, kept
+    unless within ``merge`` of an edge or of the last kink kept."""
+    kept: list[float] = []
+    for k in sorted(set(kinks.tolist())):
+        inside = edges[0] + merge < k < edges[-1] - merge
+        if inside and np.min(np.abs(k - edges)) > merge and (not kept or k - kept[-1] > merge):
+            kept.append(k)
+    return sorted(edges.tolist() + kept)
+
+
+def test_kinked_composite_legendre_is_each_rule_made_alone():
+    """The composite rules split at kinks, made at once (the multi-output lasso's outer
+    rules, one per atom), are each rule made alone with :func:`composite_legendre`, to the
+    bit: kinks outside, repeated, on an edge or within the merge distance of one dropped;
+    and a rule integrates a function with kinks at its kinks exactly (``|x - k|``, linear
+    between them)."""
+    rng = np.random.default_rng(3)
+    merge = 1e-9
+    for _ in range(60):
+        edges = graded_edges(int(rng.choice([4, 16, 64])), 2.0, 9.0)
+        kinks = []
+        for _ in range(int(rng.integers(0, 5))):
+            k = rng.uniform(-11.0, 11.0, int(rng.integers(0, 9)))
+            near = edges[rng.integers(0, edges.size, 2)] + rng.choice([0.0, 3e-10, -2e-8], 2)
+            kinks.append(np.concatenate([k, k[:2], near, k[:1] + 0.5 * merge]))
+        x, w, sizes = kinked_composite_legendre(edges, kinks, 3, merge)
+        assert sizes.sum() == x.size == w.size
+        ends = np.cumsum(sizes)
+        for j, kj in enumerate(kinks):
+            xr, wr = composite_legendre(np.array(_kinked_edges(edges, kj, merge)), 3)
+            part = slice(ends[j] - sizes[j], ends[j])
+            assert np.array_equal(x[part], xr) and np.array_equal(w[part], wr)
+    k = np.array([0.123456789, -4.0 + 1e-3])
+    x, w, _ = kinked_composite_legendre(graded_edges(4, 2.0, 9.0), [k], 2, merge)
+    exact = [(9.0 - c) ** 2 / 2 + (9.0 + c) ** 2 / 2 for c in k]
+    assert np.allclose([w @ np.abs(x - c) for c in k], exact, rtol=1e-14)
 
 
 def test_rules_validate_their_arguments():

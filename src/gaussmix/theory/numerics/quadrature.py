@@ -44,6 +44,7 @@ __all__ = [
     "graded_line",
     "graded_edges",
     "composite_legendre",
+    "kinked_composite_legendre",
     "MAX_ORDER",
     "MAX_PANELS",
     "MAX_RQMC_LOG2",
@@ -286,6 +287,56 @@ def composite_legendre(edges: np.ndarray, order: int) -> tuple[np.ndarray, np.nd
     x, w = np.polynomial.legendre.leggauss(order)
     a, e = edges[:-1, None], edges[1:, None]
     return (0.5 * (a + e) + 0.5 * (e - a) * x).ravel(), (0.5 * (e - a) * w).ravel()
+
+
+@lru_cache(maxsize=8)
+def _leggauss(order: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.polynomial.legendre.leggauss(order)
+
+
+def kinked_composite_legendre(
+    edges: np.ndarray, kinks: list[np.ndarray], order: int, merge: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Composite Gauss-Legendre rules, one per array of ``kinks``, made at once: the panels
+    between consecutive ``edges`` (increasing) with the kinks strictly inside them added as
+    edges, except a kink within ``merge`` of an edge or of the previous kink kept; ``order``
+    nodes a panel.  Rule ``j`` is :func:`composite_legendre` of those edges, to the bit
+    (the same operations on each panel), without a pass of numpy calls per rule.
+
+    Returns
+    -------
+    x, w : ndarray (N,)
+        The nodes and weights of every rule, rule after rule.
+    sizes : ndarray of int (len(kinks),)
+        The nodes of each rule.
+    """
+    J, E = len(kinks), edges.size
+    k = np.concatenate(kinks) if J else np.zeros(0)
+    owner = np.repeat(np.arange(J), [a.size for a in kinks])
+    keep = (k > edges[0] + merge) & (k < edges[-1] - merge)
+    k, owner = k[keep], owner[keep]
+    order_ = np.lexsort((k, owner))  # (each rule's kinks sorted, without repeats)
+    k, owner = k[order_], owner[order_]
+    new = np.ones(k.size, dtype=bool)
+    new[1:] = (owner[1:] != owner[:-1]) | (k[1:] != k[:-1])
+    k, owner = k[new], owner[new]
+    i = np.searchsorted(edges, k)  # (the nearest edge is a neighbour in the sorted edges)
+    lo, hi = edges[np.maximum(i - 1, 0)], edges[np.minimum(i, E - 1)]
+    away = np.minimum(np.abs(k - lo), np.abs(k - hi)) > merge
+    k, owner = k[away], owner[away]
+    apart = np.ones(k.size, dtype=bool)  # (from the previous kink kept)
+    apart[1:] = (owner[1:] != owner[:-1]) | (k[1:] - k[:-1] > merge)
+    k, owner = k[apart], owner[apart]
+    cut = np.concatenate([np.tile(edges, J), k])
+    at = np.concatenate([np.repeat(np.arange(J), E), owner])
+    order_ = np.lexsort((cut, at))
+    cut, at = cut[order_], at[order_]
+    panel = at[1:] == at[:-1]  # (consecutive edges of one rule)
+    xg, wg = _leggauss(order)
+    a, e = cut[:-1][panel, None], cut[1:][panel, None]
+    x = (0.5 * (a + e) + 0.5 * (e - a) * xg).ravel()
+    w = (0.5 * (e - a) * wg).ravel()
+    return x, w, order * np.bincount(at[1:][panel], minlength=J)
 
 
 @lru_cache(maxsize=64)

@@ -58,7 +58,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from ..numerics.lasso_kernels import l1_kinks_2d, l1_line_moments
-from ..numerics.quadrature import GradedPanels, graded_edges
+from ..numerics.quadrature import GradedPanels, graded_edges, kinked_composite_legendre
 from ..numerics.soft_threshold import soft_threshold_moments, soft_threshold_products
 from ..numerics.tolerances import XI_MAX
 
@@ -72,6 +72,7 @@ __all__ = [
     "outer_panels",
     "START_LAM_TR_V",
     "START_MAX_LAM",
+    "COARSE_OUTER_PANELS",
     "weak_penalty_start",
 ]
 
@@ -146,8 +147,22 @@ START_Q_POWER = 0.25
 #: problems below it among the first 1,000 of ``tests/_random_problems.py``: 266 -> 259 and
 #: 290 -> 279 (each within 8 evaluations of the default start's, the same answers)
 START_MAX_LAM = 0.1
+#: the outer rule's panels (two effective outputs) of a single point's coarse phase below
+#: :data:`START_MAX_LAM` (:func:`gaussmix.theory.solve.policy.coarse_prior_panels`): that
+#: phase only starts the solve's own rule, from a channel rule 1e-3 to 5e-2 off (the two
+#: rules' difference in the map at its end), and a prior evaluation of 16 atoms costs
+#: half as much at 16 panels as at 64 (2.3 against 4.5 ms at one load: the lines' kernel
+#: 0.75 against 2.7, and a fixed part).  Counted on the 27 K = 3 cross-entropy problems of
+#: ``lam < 0.1`` of ``bench_lasso_k3.py``'s seeds 0 to 2 (evaluations without the
+#: estimate, coarse + fine): 579 + 231 at 64 panels, 586 + 231 at 32, 590 + 227 at 16,
+#: 580 + 236 at 8; CPU 4.13, 4.21, 3.72, 3.68 s (one run each, load 3-4).  Not at
+#: larger ``lam``, near the zero estimator, where the kinks decide the rule's accuracy:
+#: there 16 panels sent three problems (``lam`` 2.3 to 9.6) from 11-14 evaluations to
+#: the fallback (over 300), and 32 one (``lam`` 1.16, 5 -> 25)
+COARSE_OUTER_PANELS = 16
 _INV_SQRT_2PI = 0.3989422804014327
 _EPS = np.finfo(float).eps
+_TINY = np.finfo(float).tiny
 
 
 def outer_panels(n_outer: int) -> int:
@@ -416,24 +431,26 @@ def gaussian_l1_moments(
             if compiled
             else _kinks_across_lines(A, P, mean, R, lam, shift_free)
         )
-        rules = [_composite_legendre(_merge_edges(edges, k)) for k in kinks]
-        xs = [x[:, None] for x, _ in rules]
-        ws = [w * np.exp(-0.5 * x * x) * _INV_SQRT_2PI for x, w in rules]
+        # (every atom's rule at once: a pass of numpy calls per atom was 1.2 ms of a 4.4 ms
+        # evaluation of the spectral model's 16 atoms)
+        x, w, sizes = kinked_composite_legendre(
+            edges, kinks, OUTER_PANEL_ORDER, _KINK_MERGE * XI_MAX
+        )
+        x = x[:, None]
+        lw = w * np.exp(-0.5 * x[:, 0] * x[:, 0]) * _INV_SQRT_2PI
     else:
         if Lp > 2:
             rule = GradedPanels(n, Lp - 1, OUTER_PANEL_ORDER, OUTER_GRADE)
             xo, wo = np.asarray(rule.nodes), np.asarray(rule.weights)
         else:
             xo, wo = np.zeros((1, 0)), np.ones(1)
-        xs, ws = [xo] * J, [wo] * J
+        x, lw, sizes = np.tile(xo, (J, 1)), np.tile(wo, J), np.full(J, wo.size)
     # lines: (atom, outer node); g = mean + R[:, :, :-1] x + R[:, :, -1] z
-    sizes = [w.size for w in ws]
     atom = np.repeat(np.arange(J), sizes)
-    lw = np.concatenate(ws)
     if compiled:  # (the kernel forms each line from its atom's frame)
-        x = np.concatenate(xs)
         mom = _line_moments(A, P, x, atom, lw, mean, R, cov, lam, pattern_data)
     else:
+        xs = np.split(x, np.cumsum(sizes)[:-1])
         base = np.concatenate([mean[j] + xs[j] @ R[j, :, :-1].T for j in range(J)])
         dirn = np.repeat(R[:, :, -1], sizes, axis=0)
         off = base - np.repeat(mean, sizes, axis=0)
@@ -731,14 +748,12 @@ def _pattern_jacobians(A: np.ndarray, shift_free: bool) -> tuple[np.ndarray, ...
     pats : ndarray (n_pat, L); usable : ndarray of bool (n_pat, J); Jps : ndarray (n_pat, J, L, L)
     """
     J, L = A.shape[0], A.shape[-1]
-    pats = np.array(_sign_patterns(L, shift_free))
-    # the Jacobian and the test of A_SS depend on the support only: once per support
-    supports, which = np.unique(pats != 0.0, axis=0, return_inverse=True)
+    pats, supports, which = _pattern_supports(L, shift_free)
     usable_s = np.ones((supports.shape[0], J), dtype=np.bool_)
     for k, S in enumerate(supports):
         if S.any():
             ev = np.linalg.eigvalsh(A[:, S][:, :, S])
-            usable_s[k] = ev[:, 0] > _PD_RCOND * np.maximum(ev[:, -1], np.finfo(float).tiny)
+            usable_s[k] = ev[:, 0] > _PD_RCOND * np.maximum(ev[:, -1], _TINY)
     Ss = np.repeat(supports, J, axis=0)  # (supports x atoms, L)
     # (an unusable A_SS, singular to rounding, is never read: the identity stands for it)
     As = np.where(
@@ -746,8 +761,21 @@ def _pattern_jacobians(A: np.ndarray, shift_free: bool) -> tuple[np.ndarray, ...
     )
     Js = l1_prox_jacobian(As, Ss)
     Js = Js.reshape(supports.shape[0], J, L, L)
+    return pats, usable_s[which], np.ascontiguousarray(Js[which])
+
+
+@functools.cache
+def _pattern_supports(L: int, shift_free: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sign patterns of :func:`_sign_patterns` as one array (n_pat, L), their distinct
+    supports (bool (n_sup, L)) and the support of each pattern (int (n_pat,)): the Jacobian
+    and the test of ``A_SS`` depend on the support only, made once per support
+    (:func:`_pattern_jacobians`; made once per ``L``: not to be written)."""
+    pats = np.ascontiguousarray(np.array(_sign_patterns(L, shift_free)))
+    supports, which = np.unique(pats != 0.0, axis=0, return_inverse=True)
     which = which.reshape(-1)
-    return np.ascontiguousarray(pats), usable_s[which], np.ascontiguousarray(Js[which])
+    for a in (supports, which):  # (the patterns stay writeable: the compiled kernels'
+        a.flags.writeable = False  # signature is that of a writeable array)
+    return pats, supports, which
 
 
 def _compiled_kinks(A, P, mean, R, lam, pattern_data) -> list[np.ndarray]:
@@ -773,19 +801,6 @@ def _compiled_kinks(A, P, mean, R, lam, pattern_data) -> list[np.ndarray]:
         count,
     )
     return [np.unique(out[j, : count[j]]) for j in range(J)]
-
-
-@functools.cache
-def _legendre(order: int) -> tuple[np.ndarray, np.ndarray]:
-    return np.polynomial.legendre.leggauss(order)
-
-
-def _composite_legendre(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`~gaussmix.theory.numerics.quadrature.composite_legendre` with
-    :data:`OUTER_PANEL_ORDER` nodes, the Legendre rule computed once."""
-    x, w = _legendre(OUTER_PANEL_ORDER)
-    a, e = edges[:-1, None], edges[1:, None]
-    return (0.5 * (a + e) + 0.5 * (e - a) * x).ravel(), (0.5 * (e - a) * w).ravel()
 
 
 def _line_moments(A, P, x, atom, lw, mean, R, cov, lam, pattern_data) -> L1Moments:

@@ -243,6 +243,7 @@ def run_points(
     first_solve: FirstSolve | None = None,
     on_converged: Callable[[int], None] | None = None,
     coarse_stop: bool = False,
+    coarse_prior_panels: int | None = None,
     finer: FixedPointMap | None = None,
     on_finer: Callable[[tuple], None] | None = None,
 ) -> tuple[FixedPointMap, IterationOutcome | None, np.ndarray, np.ndarray]:
@@ -287,6 +288,10 @@ def run_points(
     evaluation at the run's end, where the run stopped at the check, is handed to
     ``on_finer`` for that re-solve's first).
 
+    ``coarse_prior_panels``: the prior's panels in that coarse run (the policy's, for one
+    point whose coarse phase only starts the rule's run, where a coarser rule of lines is
+    within the coarse channel rule's own error); None: ``T``'s.
+
     Returns the map of the rule's run (a curve's first solve may make it afresh), its
     outcome (the last evaluated state, whose channel evaluation the outcome's ``aux``
     holds), each point's evaluations in both phases (to its own convergence) and each
@@ -306,7 +311,8 @@ def run_points(
         if pairs is not None:
             history[rule] = pairs
     elif coarse is not None:
-        Tc = T.like(problems, coarse, T.freezing)
+        panels = T.prior_panels if coarse_prior_panels is None else coarse_prior_panels
+        Tc = T.like(problems, coarse, T.freezing, prior_panels=panels)
         if stacked:
             _first_memory(memory, coarse, opts)
             Tc, out = first(Tc, x0, opts, None)

@@ -283,18 +283,22 @@ class FixedPointMap(StackedPoints):
         return self.problems[0]
 
     def like(
-        self, problems: list[Problem], rule: QuadratureRule, freezing: Freezing = NO_FREEZING
+        self,
+        problems: list[Problem],
+        rule: QuadratureRule,
+        freezing: Freezing = NO_FREEZING,
+        prior_panels: int | None | Literal["like"] = "like",
     ) -> FixedPointMap:
         """A map of ``problems`` with ``rule``, ``freezing`` and this map's symmetry, chart
-        and prior panels, in double precision (its memory is the caller's: :meth:`shared`,
-        :meth:`warm_from`)."""
+        and prior panels (or ``prior_panels``), in double precision (its memory is the
+        caller's: :meth:`shared`, :meth:`warm_from`)."""
         return FixedPointMap(
             problems,
             rule,
             symmetry=self.symmetry,
             log_chart=self.log_chart,
             freezing=freezing,
-            prior_panels=self.prior_panels,
+            prior_panels=self.prior_panels if prior_panels == "like" else prior_panels,
         )
 
     def memory(self) -> MapMemory:

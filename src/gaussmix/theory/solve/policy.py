@@ -68,6 +68,7 @@ from ..numerics.tolerances import (
     STALL_WINDOW,
     integration_warning_threshold,
 )
+from ..prior.lasso import COARSE_OUTER_PANELS, START_MAX_LAM
 from ..prior.prior import prior_quadrature_dim, single_precision_phase
 from ..problem.problem import Problem
 from ..problem.symmetry import (
@@ -424,6 +425,10 @@ class SolvePolicy:
         (:func:`~gaussmix.theory.solve.iteration.iterate_to_rule_error`): a prior integrated
         by quadrature (the multi-output lasso), whose evaluation costs the same at either
         channel rule and is most of the map's cost.
+    coarse_prior_panels : int or None
+        The prior's panels (its rule of lines) in a single point's coarser first phase
+        (:func:`coarse_prior_panels`: the multi-output lasso of two effective outputs at
+        small ``lam``); None: the solve's own.
     prior_stop : bool
         Whether the :class:`Iterate` step's run stops near the prior's first rule's own error
         too, against the map of the prior's first refinement, which re-solves from there
@@ -456,6 +461,7 @@ class SolvePolicy:
     own_pairs: bool = True
     predicted_start: bool = True
     coarse_stop: bool = False
+    coarse_prior_panels: int | None = None
     prior_stop: bool = False
     stacked: bool = False
 
@@ -541,6 +547,7 @@ def policy_for(
         normaliser_switch=normaliser and panels and opts.estimate_error,
         prior_refinement=refines_prior,
         coarse_stop=quadrature_prior,
+        coarse_prior_panels=coarse_prior_panels(problem, opts),
         prior_stop=(
             refines_prior
             and not needs_quadrature(problem)
@@ -703,6 +710,24 @@ def continuation(problem: Problem, opts: SolverOptions) -> Continuation:
     if needs_quadrature(problem) and opts.continuation:
         return Continuation.COARSE
     return Continuation.NONE
+
+
+def coarse_prior_panels(problem: Problem, opts: SolverOptions) -> int | None:
+    """The prior's panels in a single point's coarser first phase (:data:`Continuation.COARSE`):
+    for the multi-output lasso of two effective outputs (the K = 3 cross-entropy) below
+    :data:`~gaussmix.theory.prior.lasso.START_MAX_LAM`, with the default rule of lines,
+    :data:`~gaussmix.theory.prior.lasso.COARSE_OUTER_PANELS`: the phase only starts the
+    solve's rules, from a channel rule farther off than that prior rule, and stops near
+    that difference (``coarse_stop``, measured against the solve's own rules); None (the
+    solve's own panels) otherwise."""
+    if (
+        opts.prior_panels is None
+        and prior_quadrature_dim(problem) == 1
+        and problem.lam < START_MAX_LAM
+        and continuation(problem, opts) is Continuation.COARSE
+    ):
+        return COARSE_OUTER_PANELS
+    return None
 
 
 def estimate_kind(problem: Problem, opts: SolverOptions, rule: QuadratureRule) -> ErrorEstimate:

@@ -94,6 +94,10 @@ class Declared(Protocol):
         """Whether a single point's coarser first phase stops near its rule's own error."""
 
     @property
+    def coarse_prior_panels(self) -> int | None:
+        """The prior's panels in a single point's coarser first phase (None: the solve's)."""
+
+    @property
     def prior_stop(self) -> bool:
         """Whether the first run stops near the prior's first rule's own error (the prior's
         refinement re-solves from it directly)."""
@@ -297,6 +301,7 @@ class SolveState:
             first_solve=first_solve,
             on_converged=on_converged,
             coarse_stop=policy.coarse_stop and not policy.stacked,
+            coarse_prior_panels=None if policy.stacked else policy.coarse_prior_panels,
             finer=finer,
             on_finer=None if finer is None else self._at_finer,
         )
