@@ -13,8 +13,9 @@ proximal map ``h_c = prox(omega_c)`` (metric ``V_c``) and ``f_c = V_c^{-1}(h_c -
   average is the channel part of the free energy, eq. (168)).
 
 The hat parameters are ``alpha rho_c`` times these.  Losses with ``exact_channel`` (square,
-hinge) have closed forms (no quadrature); smooth losses use the quadrature rule given by the
-caller, with a compiled kernel where :data:`COMPILED_KERNELS` has one for the loss.
+hinge) have closed forms (no quadrature; of one output compiled,
+:mod:`gaussmix.theory.numerics.exact_kernels`); smooth losses use the quadrature rule given by
+the caller, with a compiled kernel where :data:`COMPILED_KERNELS` has one for the loss.
 """
 
 from __future__ import annotations
