@@ -28,6 +28,12 @@ def test_the_cluster_symmetry_is_made_with_the_problem_and_shared_along_a_curve(
     # it depends on neither lam nor alpha: a problem made at the other point has the same
     made = make_problem(MIX3, "cross-entropy", lam=1e-3, alpha=4.0).symmetry
     assert np.array_equal(made.R, sym.R)
+    # and is made once for a mixture (remembered by its identity), anew for another one
+    assert made is sym
+    again = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
+    other_mix = make_problem(again, "cross-entropy", lam=1.0, alpha=1.0).symmetry
+    assert other_mix is not sym and np.array_equal(other_mix.R, sym.R)
+    assert not sym.P.flags.writeable and not sym.R.flags.writeable
     # no symmetry: two clusters, or a penalty other than ridge, or a loss not equivariant
     assert make_problem(BINARY, "logistic", lam=1.0, alpha=1.0).symmetry is None
     assert make_problem(MIX3, "square", lam=1.0, alpha=1.0, penalty="l1").symmetry is None

@@ -205,3 +205,20 @@ def test_a_one_point_map_iterates_as_the_single_points(mixture, loss, penalty, l
     assert stacked.n_iter == one.n_iter
     np.testing.assert_array_equal(stacked.x, one.x)
     np.testing.assert_array_equal(T.start(), x0)
+
+
+def test_the_sum_over_two_clusters_is_numpys() -> None:
+    """A binary point's sums of its hats over the clusters (``_cluster_sum``) are numpy's
+    reduction's, to the bit: signed zeros, infinities and NaN included."""
+    from gaussmix.theory.solve.fixed_point import _cluster_sum
+
+    rng = np.random.default_rng(3)
+    scales = [0.0, -0.0, 1.0, 1e-300, 1e300, np.inf, -np.inf, np.nan]
+    with np.errstate(invalid="ignore"):
+        for _ in range(2000):
+            L = int(rng.integers(1, 3))
+            for shape in ((2, L, L), (2, L)):
+                A = rng.normal(size=shape) * rng.choice(scales, shape)
+                assert (_cluster_sum(A).view(np.int64) == A.sum(axis=0).view(np.int64)).all()
+        A = rng.normal(size=(3, 2, 2))
+        assert (_cluster_sum(A) == A.sum(axis=0)).all()

@@ -491,3 +491,29 @@ def test_sov_integrand_first_column_once(mean0: float | None) -> None:
     wt = rng.random((factor.rank - 1, 64))
     ref = _sov_reference(factor, wt, o.YMAX)
     np.testing.assert_allclose(factor.integrand(wt), ref, rtol=1e-13)
+
+
+def test_one_variable_floats_are_the_stacks_numbers(rng):
+    """A binary point's orthants (a few one-variable problems) on floats: the numbers of
+    the stacked path to the bit, point masses, tiny and huge variances included; anything
+    else (more problems, a negative or non-finite entry) takes the stacked path, which
+    raises where it should."""
+    from gaussmix.theory.numerics.orthant import _one_variable, _orthant_small
+
+    for _ in range(400):
+        B = int(rng.integers(1, 9))
+        mean = rng.normal(size=(B, 1)) * rng.choice([0.0, -0.0, 1e-200, 1.0, 1e3], (B, 1))
+        scales = rng.choice([0.0, 1e-310, 1e-30, 1.0, 1e250], (B, 1, 1))
+        cov = rng.uniform(0, 2, (B, 1, 1)) * scales
+        fast = _one_variable(mean, cov)
+        slow = _orthant_small(mean, 0.5 * (cov + np.swapaxes(cov, -1, -2)))
+        assert fast is not None and fast.view(np.int64).tolist() == slow.view(np.int64).tolist()
+        assert (orthant_probability_batch(mean, cov) == slow).all()
+    assert _one_variable(np.zeros((9, 1)), np.ones((9, 1, 1))) is None
+    assert _one_variable(np.zeros((2, 2)), np.tile(np.eye(2), (2, 1, 1))) is None
+    for bad in (-1e-12, np.nan, np.inf):
+        assert _one_variable(np.zeros((1, 1)), np.full((1, 1, 1), bad)) is None
+        with pytest.raises(ValueError):
+            orthant_probability_batch(np.zeros((1, 1)), np.full((1, 1, 1), bad))
+    with pytest.raises(ValueError):
+        orthant_probability_batch(np.array([[np.nan]]), np.ones((1, 1, 1)))

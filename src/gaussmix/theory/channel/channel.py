@@ -13,8 +13,9 @@ proximal map ``h_c = prox(omega_c)`` (metric ``V_c``) and ``f_c = V_c^{-1}(h_c -
   average is the channel part of the free energy, eq. (168)).
 
 The hat parameters are ``alpha rho_c`` times these.  Losses with ``exact_channel`` (square,
-hinge) have closed forms (no quadrature); smooth losses use the quadrature rule given by the
-caller, with a compiled kernel where :data:`COMPILED_KERNELS` has one for the loss.
+hinge) have closed forms (no quadrature; of one output compiled,
+:mod:`gaussmix.theory.numerics.exact_kernels`); smooth losses use the quadrature rule given by
+the caller, with a compiled kernel where :data:`COMPILED_KERNELS` has one for the loss.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from typing import TypeVar
 
 import numpy as np
 from numba.core import config as numba_config
-from scipy.special import ndtr
 
 from gaussmix.core.registry import by_class
 
@@ -37,7 +37,8 @@ from ..numerics import ce_small_metric as _small
 from ..numerics import kernels as _kernels
 from ..numerics.ce_risk import ce3_risk, ce_risk
 from ..numerics.channel_arrays import inverse_metrics, metric_coordinates, shifted_nodes
-from ..numerics.linalg import process_cores
+from ..numerics.exact_kernels import HINGE_MIDDLE_RULE, hinge_moments, square_moments_scalar
+from ..numerics.linalg import inv, process_cores
 from ..numerics.quadrature import QuadratureRule
 from ..numerics.tolerances import PROX_MAX_ITER, PROX_TOL, SQRTM_2X2_DET_RTOL
 from .losses import (
@@ -67,8 +68,6 @@ __all__ = [
     "flat_metrics",
     "identity_prox_moments",
 ]
-
-_SQRT2PI = np.sqrt(2.0 * np.pi)
 
 T = TypeVar("T")
 
@@ -131,10 +130,6 @@ def sqrtm_psd(Q: np.ndarray) -> np.ndarray:
             return (Qs + sd[..., None, None] * np.eye(2)) / t[..., None, None]
     w, U = np.linalg.eigh(Qs)
     return (U * np.sqrt(np.maximum(w, 0.0))[..., None, :]) @ np.swapaxes(U, -1, -2)
-
-
-def _phi(x: np.ndarray) -> np.ndarray:
-    return np.exp(-0.5 * x * x) / _SQRT2PI
 
 
 def channel_moments(
@@ -300,9 +295,15 @@ def _exact_moments(loss: Loss):
 
 
 def _square_moments(y, m, Q, V) -> ChannelMoments:
-    """Square loss: ``f = (I + V)^{-1} (y - omega)`` is affine, expectations are exact."""
+    """Square loss: ``f = (I + V)^{-1} (y - omega)`` is affine, expectations are exact.
+
+    One output (binary labels) by the compiled scalar form
+    (:func:`~gaussmix.theory.numerics.exact_kernels.square_moments_scalar`: these operations
+    on ``1 x 1`` blocks, the same bits, a seventh of the time)."""
     L = m.shape[-1]
-    A = np.linalg.inv(np.eye(L) + V)
+    if L == 1:
+        return ChannelMoments(*square_moments_scalar(y, m, Q, V))
+    A = inv(np.eye(L) + V)  # (np.linalg.inv's routine without its checks)
     r = y - m
     Ef = np.einsum("kij,kj->ki", A, r)
     Eff = A @ (r[:, :, None] * r[:, None, :] + Q) @ A
@@ -313,56 +314,9 @@ def _square_moments(y, m, Q, V) -> ChannelMoments:
 
 
 def _hinge_moments(y, m, Q, V) -> ChannelMoments:
-    """Hinge loss (L = 1): piecewise-linear prox, exact Gaussian partial moments.
-
-    With ``z = y omega`` and ``u = 1 - z ~ N(1 - y m, q)``: ``f = 0`` for ``u <= 0``,
-    ``f = y u / v`` for ``0 < u < v`` and ``f = y`` for ``u >= v``.  The middle piece enters
-    as ``P(0 < u < v) / v``, ``E[u; 0 < u < v] / v`` and ``E[u^2; 0 < u < v] / v^2``: where
-    ``v <= s`` these are ``J_0``, ``v J_1`` and ``v J_2`` with
-    ``J_k = int_0^1 tau^k p_u(v tau) dtau`` (``p_u`` the density of ``u``), by
-    Gauss-Legendre (:data:`_HINGE_MIDDLE_NODES` nodes: the density varies on the scale
-    ``s >= v``, error below 10^-16), since the closed forms cancel there (relative error
-    ``~ eps s^2 / v^2``: 3e-3 in ``E[f^2]`` at ``v = 10^-7``, ``s = 0.6``); at ``v = 0`` (the
-    lasso's zero estimator) they are the limit: the density of ``u`` at 0, and 0, 0.
-    """
-    yy = y[:, 0]
-    v = V[:, 0, 0]
-    s = np.sqrt(np.maximum(Q[:, 0, 0], 1e-300))
-    mu = 1.0 - yy * m[:, 0]
-    a0 = (0.0 - mu) / s
-    a1 = (v - mu) / s
-    P0, P1 = ndtr(a0), ndtr(a1)
-    p0, p1 = _phi(a0), _phi(a1)
-    pc = 1.0 - P1  # P(u >= v)
-    narrow = v <= s
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pb = P1 - P0  # P(0 < u < v)
-        dp, ss = p0 - p1, s * s  # (each made once)
-        eu = mu * pb + s * dp
-        eu2 = (mu * mu + ss) * pb + 2.0 * mu * s * dp + ss * (a0 * p0 - a1 * p1)
-        mid0, mid1, mid2 = pb / v, eu / v, eu2 / v**2
-    if narrow.any():
-        tau, wt = _HINGE_MIDDLE_RULE
-        vn, sn = v[narrow, None], s[narrow, None]
-        dens = _phi((vn * tau - mu[narrow, None]) / sn) * wt / sn
-        mid0[narrow] = dens.sum(axis=1)
-        mid1[narrow] = v[narrow] * (dens @ tau)
-        mid2[narrow] = v[narrow] * (dens @ (tau * tau))
-    Ef = (yy * (mid1 + pc))[:, None]
-    Eff = (mid2 + pc)[:, None, None]
-    Edf = mid0[:, None, None]
-    Eloss = (mu - v) * pc + s * p1  # E[(u - v)_+]
-    Eenv = 0.5 * v * Eff[:, 0, 0] + Eloss
-    return ChannelMoments(Ef, Eff, Edf, Eloss, Eenv)
-
-
-#: Gauss-Legendre nodes of the hinge channel's middle piece on ``(0, 1)``
-#: (:func:`_hinge_moments`)
-_HINGE_MIDDLE_NODES = 12
-_HINGE_MIDDLE_RULE = (
-    0.5 * (np.polynomial.legendre.leggauss(_HINGE_MIDDLE_NODES)[0] + 1.0),
-    0.5 * np.polynomial.legendre.leggauss(_HINGE_MIDDLE_NODES)[1],
-)
+    """Hinge loss (L = 1): piecewise-linear prox, exact Gaussian partial moments, compiled
+    (:func:`~gaussmix.theory.numerics.exact_kernels.hinge_moments`, where the forms are)."""
+    return ChannelMoments(*hinge_moments(y, m, Q, V, *HINGE_MIDDLE_RULE))
 
 
 #: Closed-form channel moments of the losses with ``exact_channel = True``, by loss class.

@@ -72,6 +72,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
+from typing import Any
 
 import numpy as np
 from scipy.special import log_ndtr, ndtr
@@ -210,6 +212,37 @@ def _rectangle_prob_small(a: np.ndarray, b: np.ndarray, corr: np.ndarray) -> flo
         + bvn_cdf(a[0], a[1], r)
     )
     return float(np.clip(p, 0.0, 1.0))
+
+
+def _one_variable(mean: Any, cov: Any) -> np.ndarray | None:
+    """:func:`orthant_probability_batch` of a few one-variable problems (float arrays
+    (B, 1) and (B, 1, 1), ``B <= 8``: a binary point's clusters) whose entries pass its
+    checks (finite, variances non-negative, none near overflow) on the entries as floats:
+    ``Phi(-m / s)`` by the same operations as :func:`_orthant_small` (the point mass's 1 or
+    0 where ``s = 0``), the same numbers without the checks' and the stack's two dozen numpy
+    calls; None for any other input (the general path, which also raises)."""
+    if not (isinstance(mean, np.ndarray) and isinstance(cov, np.ndarray)):
+        return None
+    if mean.dtype != np.float64 or cov.dtype != np.float64 or mean.ndim != 2:
+        return None
+    B = mean.shape[0]
+    if not 0 < B <= 8 or mean.shape[1] != 1 or cov.shape != (B, 1, 1):
+        return None
+    ms, vs = mean.ravel().tolist(), cov.ravel().tolist()
+    if not all(map(math.isfinite, ms)) or not all(0.0 <= v < _ONE_VARIABLE_MAX for v in vs):
+        return None
+    # (0.5 (c + c) is c below overflow: the symmetrised covariance; np.clip's min and max)
+    h = [min(max(-mu / math.sqrt(v), -HMAX), HMAX) if v > 0 else 0.0 for mu, v in zip(ms, vs)]
+    marg = ndtr(np.array(h))
+    for i, (mu, v) in enumerate(zip(ms, vs)):
+        if not v > 0:  # the point mass: P[mean <= 0]
+            marg[i] = 1.0 if mu <= 0 else 0.0
+    return marg
+
+
+#: the largest variance :func:`_one_variable` takes (its doubling in the symmetrisation
+#: stays finite)
+_ONE_VARIABLE_MAX = 1e300
 
 
 def _orthant_small(mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
@@ -915,13 +948,16 @@ def orthant_probability_batch(
         For wrong shapes, non-finite entries, a covariance that is not symmetric PSD, or a
         non-positive ``abs_tol`` or negative ``rng_seed``.
     """
+    rng_seed = check_int("rng_seed", rng_seed, low=0)
+    abs_tol = check_real("abs_tol", abs_tol, low=0.0, low_open=True)
+    p = _one_variable(mean, cov)  # (a binary point's orthants, on floats)
+    if p is not None:
+        return (p, np.full(p.size, EXACT_ERR_1D)) if return_error else p
     mean = check_array("mean", mean, shape=(None, None))
     B, m = mean.shape
     if m < 1:
         raise ValueError("mean must have shape (B, m) with m >= 1, got (B, 0)")
     cov = check_array("cov", cov, shape=(B, m, m))
-    rng_seed = check_int("rng_seed", rng_seed, low=0)
-    abs_tol = check_real("abs_tol", abs_tol, low=0.0, low_open=True)
     if B == 0:
         return (np.zeros(0), np.zeros(0)) if return_error else np.zeros(0)
     _check_psd("cov", cov)

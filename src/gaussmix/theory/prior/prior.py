@@ -49,6 +49,7 @@ from gaussmix.core.exceptions import ArgumentError, UnboundedWeightsError
 from ..model.mixture import Mixture
 from ..model.penalties import ElasticNet, Lasso, Penalty, Ridge
 from ..numerics import tolerances
+from ..numerics.linalg import inv
 from ..numerics.soft_threshold import centred_soft_threshold_moments, soft_threshold_moments
 from .dense import MeanResponse, coarse_covariance, dense_ridge_terms
 from .lasso import gaussian_l1_moments
@@ -151,7 +152,7 @@ def ridge_prior(
     if L == 1:
         Ainv = 1.0 / (A + lam)
     else:
-        Ainv = np.linalg.inv(A + lam * np.eye(L))
+        Ainv = inv(A + lam * np.eye(L))  # (np.linalg.inv's routine without its checks)
         Ainv = 0.5 * (Ainv + np.swapaxes(Ainv, -1, -2))
     if lead:  # (P, J, K, L) and (P, J, L, L)
         TM = th @ Mhat[..., None, :, :]

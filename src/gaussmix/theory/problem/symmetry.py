@@ -55,6 +55,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.optimize import brentq
 
+from gaussmix.core.memo import IdentityMemo
 from gaussmix.core.validation import check_int, check_real
 
 from ..channel.channel import ChannelMoments
@@ -69,6 +70,12 @@ __all__ = ["ClusterSymmetry", "ExchangeablePanels", "exchangeable_mixture", "sym
 #: relative tolerance of the equalities that make clusters exchangeable (exact in
 #: constructions such as ``Mixture.isotropic``; rounding of user-given Gram matrices)
 _EXCHANGEABLE_RTOL = 1e-12
+
+
+#: the symmetries made by :meth:`ClusterSymmetry.of_outputs`, by the mixture's identity (the
+#: mixtures of the last 16 solves' problems; a mixture is not modified once made) and the
+#: outputs' values
+_SYMMETRIES = IdentityMemo(16)
 
 
 def exchangeable_mixture(mixture: Mixture) -> bool:
@@ -144,11 +151,27 @@ class ClusterSymmetry:
             return None
         if not getattr(loss, "label_equivariant", False):
             return None
+        P = np.asarray(P, dtype=float)
+        y = np.asarray(y)
+        # (remembered by the mixture's identity and the outputs' values: the same answer,
+        # made once for the solves of one mixture rather than a third of a millisecond
+        # each, the tests of exchangeability being a dozen numpy calls)
+        key = (P.shape, P.tobytes(), y.shape, y.dtype.str, y.tobytes())
+        return _SYMMETRIES.get(mixture, key, lambda: cls._of_exchangeable(mixture, P, y))
+
+    @classmethod
+    def _of_exchangeable(
+        cls, mixture: Mixture, P: np.ndarray, y: np.ndarray
+    ) -> ClusterSymmetry | None:
+        """:meth:`of_outputs` past the loss's and the penalty's tests: the mixture's and
+        the outputs' (``P`` float, read-only copies kept)."""
+        K = mixture.n_clusters
         if not exchangeable_mixture(mixture):
             return None
-        P = np.asarray(P, dtype=float)
         if P.shape[1] != K or not np.allclose(y, np.eye(K)):
             return None
+        P = P.copy()
+        P.setflags(write=False)
         R = np.empty((K, P.shape[0], P.shape[0]))
         for c in range(K):
             perm = np.arange(K)

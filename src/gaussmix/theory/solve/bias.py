@@ -67,7 +67,8 @@ def bias_step(Sv: np.ndarray, Sm: np.ndarray) -> np.ndarray:
     """
     L = Sm.shape[-1]
     if Sm.ndim == 1:
-        size = float(np.abs(Sv).max())
+        # (one output: its one entry's magnitude as a float, the same number)
+        size = abs(float(Sv[0, 0])) if L == 1 else float(np.abs(Sv).max())
         reg = BIAS_RIDGE * (size if size > 0.0 else 1.0)
         if L == 1:  # ((Sv + reg) \ Sm: the same numbers, without the identity's arrays)
             return Sm / (Sv[0] + reg)
