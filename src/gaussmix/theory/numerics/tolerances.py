@@ -49,6 +49,7 @@ __all__ = [
     "DIVERGENCE_FACTOR",
     "MIN_RESTART_DAMPING",
     "MIN_STEP_FRACTION",
+    "MIN_SHORTENED_EXTRAPOLATION",
     "LOG_CHART_MIN_EIG",
     "LOG_CHART_MAX_LAM",
     "HOMOTOPY_STARTS",
@@ -249,6 +250,12 @@ MIN_RESTART_DAMPING = 0.05
 #: A damped step that leaves the cone of valid overlaps is halved down to this fraction of
 #: itself before it is taken anyway (the validity test of the next step then reports it).
 MIN_STEP_FRACTION = 1e-6
+#: A block of a stacked state whose Anderson extrapolation leaves the cone of valid overlaps
+#: tries it shortened towards its damped step, halving the fraction kept down to this one
+#: (ten halvings: each a cone test of the moving blocks) before it takes the damped step
+#: and drops its pairs (``gaussmix.theory.solve.stacked_step.per_block``): a block kept at
+#: ``2**-10`` of its extrapolation is a damped step to within 0.1 %.
+MIN_SHORTENED_EXTRAPOLATION = 2.0**-10
 #: The logarithmic chart of the fixed-point iteration (``gaussmix.theory.solve.state.LogChart``)
 #: needs positive-definite overlaps: a state whose ``Q_c`` or ``V_c`` has an eigenvalue at or
 #: below ``LOG_CHART_MIN_EIG`` times its largest is mixed in the state itself (the logarithm
