@@ -250,7 +250,8 @@ def _shortened(
     towards its damped step ``d = y + beta r``, ``d + s (cand - d)`` for ``s = 1/2, 1/4,
     ...`` down to :data:`~gaussmix.theory.numerics.tolerances.MIN_SHORTENED_EXTRAPOLATION`,
     each at the first ``s`` where it is valid (the cone is convex: where ``d`` is in it, so
-    is a stretch of the segment next to it); with the blocks still invalid at the last.
+    is a stretch of the segment next to it); with the blocks still invalid at the last
+    (which then take the damped step and drop their pairs).
 
     A block of the square loss at ``lam = 1.8e-4``, ``alpha = 0.71`` (K = 5, the
     explorer's sampled curve of ``bench_square_k.py``) whose one-pair extrapolation left
