@@ -58,6 +58,43 @@ def test_square_loss_equals_closed_form(K, means, rho, lam, alpha):
     np.testing.assert_allclose(res.b, b, atol=1e-10)
 
 
+@pytest.mark.parametrize("K,lam", [(3, 0.01), (4, 1.0), (5, 0.05), (6, 0.3)])
+def test_square_loss_on_the_complement_of_ones_is_the_full_space_solve(K, lam):
+    """The square loss with the ridge on one-hot labels is solved on the complement of
+    ``1`` (``W 1 = 0``, ``1^T b = 1`` at its minimiser): the same fixed point, embedded, as
+    the solve in the full label space (the loss and constraints of the unreduced space put
+    back into the problem), with ``b``'s ``1 / K`` and ``V``'s, ``Vhat``'s component along
+    ``1`` restored.  Both are iterated to ``tol = 1e-12``; the iterate is within about ``100
+    tol`` of its fixed point (contraction up to 0.99), the observables' derivatives of order
+    one: ``1e-9``."""
+    from dataclasses import replace
+
+    from gaussmix.theory.channel.losses import ReducedLoss, SquareLoss
+    from gaussmix.theory.problem.problem import _output_space
+    from gaussmix.theory.solve.solver import solve_problem
+
+    rng = np.random.default_rng(K)
+    A = rng.standard_normal((K, K))
+    mix = gm.Mixture.isotropic(1.0, A @ A.T / 2, rho=rng.dirichlet(np.full(K, 3.0)))
+    problem = gm.make_problem(mix, "square", lam=lam, alpha=0.8)
+    assert isinstance(problem.loss, ReducedLoss) and problem.dim == K - 1
+    P, constraints = _output_space(mix.labels, False)
+    full = replace(problem, loss=SquareLoss(), P=P, constraints=constraints, symmetry=None)
+    opts = gm.SolverOptions(tol=1e-12)
+    a, b = solve_problem(problem, options=opts), solve_problem(full, options=opts)
+    assert a.success and b.success
+    for key in ("test_error", "train_error", "train_loss", "test_loss", "free_energy",
+                "penalty_value", "l1_norm"):  # fmt: skip
+        np.testing.assert_allclose(
+            getattr(a, key), getattr(b, key), rtol=0, atol=1e-9, err_msg=key
+        )
+    for key in ("Q", "M", "V", "b", "Qhat", "Mhat", "Vhat"):
+        np.testing.assert_allclose(
+            getattr(a, key), getattr(b, key), rtol=1e-9, atol=1e-9, err_msg=key
+        )
+    np.testing.assert_allclose(a.b.sum(), 1.0, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("lam,alpha", [(0.2, 0.5), (1.0, 2.0), (0.02, 3.0)])
 @pytest.mark.parametrize("rho", [None, [0.35, 0.65]])
 def test_two_class_cross_entropy_is_logistic_with_half_lambda(lam, alpha, rho):

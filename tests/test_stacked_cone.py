@@ -127,3 +127,35 @@ def test_the_step_on_the_moving_points_is_the_whole_states(L, leave, monkeypatch
         np.testing.assert_array_equal(split[0][comp], x[comp])  # (frozen: unchanged)
         g = x + r
         assert stacked_step.image_psd(g, r, K, L, state.blocks) == q_is_psd(g, K, L)
+
+
+@pytest.mark.parametrize("L", [2, 4])
+def test_an_extrapolation_outside_the_cone_is_shortened_towards_the_damped_step(L):
+    """``stacked_step._shortened``: a block whose extrapolation leaves the cone takes the
+    first point ``d + s (c - d)`` (``s = 1/2, 1/4, ...``) of the segment from its damped step
+    ``d`` that is valid, the point the cone test finds by bisecting that segment; blocks
+    inside keep their extrapolation; a block whose damped step itself is outside stays
+    marked, its extrapolation unchanged."""
+    rng = np.random.default_rng(L)
+    K0 = 2
+    points = [_point(rng, K0, L, 1.0, 0.5) for _ in range(3)]
+    y, blocks = _stack(points, K0, L)
+    r = np.zeros_like(y)  # the damped step y + beta r is y: valid
+    cand = y.copy()
+    n = K0 * L * L
+    u = np.ones(L) / np.sqrt(L)
+    # block 0: Q of its first cluster pushed out of the cone along u by 4 (eigenvalue
+    # 0.5 - 4 = -3.5): the segment from y re-enters at s <= 0.5 / 4, so s = 1/8
+    cand[:n][: L * L] -= 4.0 * np.outer(u, u).ravel()
+    # block 2: its damped step itself outside (r moves y out), its extrapolation too
+    r[2 * n : 2 * n + L * L] = -10.0 * np.outer(u, u).ravel()
+    cand[2 * n : 2 * n + L * L] -= 10.0 * np.outer(u, u).ravel()
+    bad = invalid_blocks(cand, 3 * K0, L, blocks, 3)
+    assert bad.tolist() == [True, False, True]
+    out, still = stacked_step._shortened(y, r, 1.0, cand, 3 * K0, L, None, blocks, bad, 1.0)
+    assert still.tolist() == [False, False, True]
+    expect = cand.copy()
+    expect[blocks == 0] = y[blocks == 0] + 0.125 * (cand - y)[blocks == 0]
+    np.testing.assert_array_equal(out[blocks != 0], cand[blocks != 0])
+    np.testing.assert_allclose(out[blocks == 0], expect[blocks == 0], rtol=0, atol=1e-15)
+    assert not invalid_blocks(out, 3 * K0, L, blocks, 3)[:2].any()

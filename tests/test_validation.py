@@ -180,9 +180,13 @@ def test_output_space_is_built_once_per_label_map_and_read_only():
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
     p1 = make_problem(mix, "cross-entropy", lam=0.1, alpha=1.0)
     p2 = make_problem(mix, "cross-entropy", lam=1.0, alpha=2.0)
-    sq = make_problem(mix, "square", lam=1.0, alpha=2.0)
+    sq = make_problem(mix, "square", lam=1.0, alpha=2.0, penalty="l1")
+    ridge = make_problem(mix, "square", lam=1.0, alpha=2.0)
     assert p1.P is p2.P and p1.constraints is p2.constraints  # shared, not rebuilt
     assert sq.P.shape == (3, 3) and p1.P.shape == (2, 3)  # the reduced space is another entry
+    # the square loss with the ridge on one-hot labels: the cross-entropy's reduced space
+    assert ridge.P is p1.P and ridge.constraints is p1.constraints
+    np.testing.assert_array_equal(ridge.loss.offset, np.full(3, 1.0 / 3.0))
     with pytest.raises(ValueError, match="read-only"):
         p1.constraints[0][0][0, 0] = 1.0
     # the same rule as a fresh label map with the same labels (nearest label vector)

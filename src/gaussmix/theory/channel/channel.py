@@ -48,6 +48,7 @@ from .losses import (
     Loss,
     ReducedLoss,
     SquareLoss,
+    closed_form_of,
     solve_batch,
 )
 
@@ -285,7 +286,7 @@ def _with_identity_prox(loss, y, m, Q, V, rule, flat, warm):
 
 def _exact_moments(loss: Loss):
     """The closed-form moment function of :data:`_EXACT_MOMENTS` for ``loss``."""
-    fn = by_class(_EXACT_MOMENTS, loss)
+    fn = closed_form_of(_EXACT_MOMENTS, loss)
     if fn is not None:
         return fn
     raise TypeError(

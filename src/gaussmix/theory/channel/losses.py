@@ -9,8 +9,11 @@ batched over clusters and quadrature nodes: ``omega`` has shape ``(K, N, L)``, `
 ``(K, L, L)`` and ``y`` ``(K, L)``.  Smooth losses use a damped Newton method; square and
 hinge losses have closed forms.  Nothing here keeps solver state.
 
-A :class:`ReducedLoss` composes a loss with an orthonormal map ``u -> P^T u``; it removes the
-shift-invariant direction of the cross-entropy (docs/design.md pitfall 2).
+A :class:`ReducedLoss` composes a loss with an orthonormal map ``u -> P^T u`` (and a fixed
+offset); it removes the shift-invariant direction of the cross-entropy (docs/design.md
+pitfall 2), and the direction of ``(1, ..., 1)`` of the square loss with the ridge on labels
+of one sum (one-hot), which the minimiser never uses (:func:`gaussmix.theory.problem.problem.
+effective_loss`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gaussmix.core.exceptions import ArgumentError
-from gaussmix.core.registry import Registry
+from gaussmix.core.registry import Registry, by_class
 
 from ..model.penalties import Penalty, Ridge
 from ..numerics.tolerances import PROX_TOL
@@ -32,6 +35,7 @@ __all__ = [
     "CrossEntropyLoss",
     "HingeLoss",
     "ReducedLoss",
+    "closed_form_of",
     "get_loss",
     "LOSSES",
     "BINARY_LOSSES",
@@ -147,6 +151,11 @@ class Loss:
     #: ``loss(Pi y, Pi h) = loss(y, h)`` (one-hot labels): exchangeable clusters then have
     #: equivalent channels (:mod:`gaussmix.theory.problem.symmetry`)
     label_equivariant: ClassVar[bool] = False
+    #: a function of ``||y - h||`` alone: with labels of one sum and a penalty invariant
+    #: under rotations of the outputs (ridge), the minimiser has ``W 1 = 0`` and ``1^T b``
+    #: that sum, so it is solved on the complement of ``1``, where it is the same loss of
+    #: the projected labels ``P y`` (:class:`ReducedLoss` with an offset)
+    distance_loss: ClassVar[bool] = False
     #: the class attributes above: what a :class:`ReducedLoss` shares with its base loss
     DECLARATIONS: ClassVar[tuple[str, ...]] = (
         "name",
@@ -159,6 +168,7 @@ class Loss:
         "affine_prox",
         "exact_channel",
         "label_equivariant",
+        "distance_loss",
     )
 
     def value(self, y: np.ndarray, h: np.ndarray) -> np.ndarray:
@@ -302,6 +312,7 @@ class SquareLoss(Loss):
     affine_prox = True
     exact_channel = True
     zero_lam_min_alpha = 1.0
+    distance_loss = True
 
     def fit_erm(self, Xs, Y, lam, penalty, **kw):
         from .erm import fit_square
@@ -471,15 +482,30 @@ class HingeLoss(Loss):
 
 
 class ReducedLoss(Loss):
-    """The loss ``u -> base(y, P^T u)`` on a subspace with orthonormal basis ``P`` (L', L).
+    """The loss ``u -> base(y, P^T u + offset)`` on a subspace with orthonormal basis ``P``
+    (L', L).
 
-    Used to remove exact shift invariances (cross-entropy: ``P`` spans the complement of
-    ``(1, ..., 1)``).  Labels stay in the full space.
+    Used to remove exact invariances: the cross-entropy's shift along ``(1, ..., 1)`` (``P``
+    spans the complement of ``1``, no offset), and the square loss's direction ``1`` with
+    the ridge and labels of one sum ``s`` (``offset = s 1 / L``, the full outputs' component
+    along ``1`` at the minimiser: :attr:`Loss.distance_loss`).  Labels stay in the full space.
+
+    Parameters
+    ----------
+    base : Loss
+    P : ndarray (L', L)
+        Orthonormal rows.
+    offset : ndarray (L,), optional
+        The full outputs' fixed component off the span of ``P``'s rows (None: zero).  With a
+        :attr:`Loss.distance_loss` base and labels ``y`` whose component off that span is
+        ``offset``, ``base(y, P^T u + offset) = base_L'(P y, u)``: the base loss of the
+        projected labels (:meth:`effective_labels`), which the closed forms use.
     """
 
-    def __init__(self, base: Loss, P: np.ndarray) -> None:
+    def __init__(self, base: Loss, P: np.ndarray, offset: np.ndarray | None = None) -> None:
         self.base = base
         self.P = np.asarray(P, dtype=float)
+        self.offset = None if offset is None else np.asarray(offset, dtype=float)
         for attr in Loss.DECLARATIONS:
             setattr(self, attr, getattr(base, attr))
 
@@ -489,18 +515,47 @@ class ReducedLoss(Loss):
     def sweep_erm_tol(self, penalty):
         return self.base.sweep_erm_tol(penalty)
 
+    def full(self, u: np.ndarray) -> np.ndarray:
+        """The full outputs ``P^T u + offset`` of effective outputs ``u`` (..., L')."""
+        h = u @ self.P
+        return h if self.offset is None else h + self.offset
+
+    def effective_labels(self, y: np.ndarray) -> np.ndarray:
+        """``P y`` of labels ``y`` (..., L): the labels of the base loss on the effective
+        outputs, where the loss is a :attr:`Loss.distance_loss` with an offset."""
+        return y @ self.P.T
+
     def value(self, y, u):
-        return self.base.value(y, u @ self.P)
+        return self.base.value(y, self.full(u))
 
     def grad(self, y, u):
-        return self.base.grad(y, u @ self.P) @ self.P.T
+        return self.base.grad(y, self.full(u)) @ self.P.T
 
     def hess(self, y, u):
-        H = self.base.hess(y, u @ self.P)
+        H = self.base.hess(y, self.full(u))
         return self.P @ H @ self.P.T
 
     def __repr__(self) -> str:
         return f"ReducedLoss({self.base!r}, dim={self.P.shape[0]})"
+
+
+def closed_form_of(table: dict, loss: Loss):
+    """The closed form of ``table`` (keyed by loss class; called with the labels first) for
+    ``loss``, or None.  A :class:`ReducedLoss` of a :attr:`Loss.distance_loss` base with an
+    offset takes its base's closed form on the projected labels (the same loss there: see
+    :class:`ReducedLoss`); another reduced loss has none."""
+    if isinstance(loss, ReducedLoss):
+        if not (loss.base.distance_loss and loss.offset is not None):
+            return None
+        fn = by_class(table, loss.base)
+        if fn is None:
+            return None
+
+        def reduced(y, *args, _fn=fn, _loss=loss):
+            return _fn(_loss.effective_labels(y), *args)
+
+        return reduced
+    return by_class(table, loss)
 
 
 def get_loss(name: str | Loss) -> Loss:

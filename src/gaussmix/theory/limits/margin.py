@@ -294,7 +294,7 @@ def max_margin(
         Q=to_full(P, Q),
         M=M @ P,
         V=to_full(P, V),
-        b=b @ P,
+        b=problem.full_bias(b),
         Qhat=to_full(P, ev.Qhat) if ok else nanK(to_full(P, Q), np.nan),
         Mhat=ev.Mhat @ P if ok else nanK(M @ P, np.nan),
         Vhat=to_full(P, ev.Vhat) if ok else nanK(to_full(P, Q), np.nan),

@@ -725,7 +725,7 @@ def _homogeneous_threshold(
         shape={
             "Q": to_full(P, Q).tolist(),
             "M": (M @ P).tolist(),
-            "b": (b @ P).tolist(),
+            "b": problem.full_bias(b).tolist(),
             "V": to_full(P, V).tolist(),
         },
     )

@@ -49,6 +49,7 @@ __all__ = [
     "DIVERGENCE_FACTOR",
     "MIN_RESTART_DAMPING",
     "MIN_STEP_FRACTION",
+    "MIN_SHORTENED_EXTRAPOLATION",
     "LOG_CHART_MIN_EIG",
     "LOG_CHART_MAX_LAM",
     "HOMOTOPY_STARTS",
@@ -249,6 +250,16 @@ MIN_RESTART_DAMPING = 0.05
 #: A damped step that leaves the cone of valid overlaps is halved down to this fraction of
 #: itself before it is taken anyway (the validity test of the next step then reports it).
 MIN_STEP_FRACTION = 1e-6
+#: A block of a stacked state whose Anderson extrapolation leaves the cone of valid overlaps
+#: tries it shortened towards its damped step, halving the fraction kept down to this one
+#: before it takes the damped step and drops its pairs
+#: (``gaussmix.theory.solve.stacked_step.per_block``): an extrapolation that must be cut
+#: below an eighth of its length to enter the cone is a secant model that no longer
+#: describes the block.  Measured on the square loss's sampled curves of
+#: ``bench_square_k.py`` (seeds 0 and 1, K = 3-5): down to ``2**-10`` a K = 4 curve at
+#: ``lam = 1.5e-4`` kept stale pairs and did not converge stacked (6 s, point by point);
+#: at 1/8 every curve measured is at most main's time.
+MIN_SHORTENED_EXTRAPOLATION = 0.125
 #: The logarithmic chart of the fixed-point iteration (``gaussmix.theory.solve.state.LogChart``)
 #: needs positive-definite overlaps: a state whose ``Q_c`` or ``V_c`` has an eigenvalue at or
 #: below ``LOG_CHART_MIN_EIG`` times its largest is mixed in the state itself (the logarithm

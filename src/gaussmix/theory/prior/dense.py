@@ -383,6 +383,7 @@ def dense_ridge_terms(
     details: bool = False,
     mean_response: bool = False,
     single: bool = False,
+    basis: np.ndarray | None = None,
 ) -> DenseRidgeTerms:
     """``Q_k, M_k, V_k`` of the ridge prior on general covariances (module docstring;
     Appendix C, l2 case), on the BLAS threads of :func:`~.linalg.blas_threads` for its
@@ -407,6 +408,10 @@ def dense_ridge_terms(
         half the time, every output within ``~kappa(A) eps32`` relative of the double
         evaluation (``M`` and the weights' mean within its rounding: the mean is refined
         in double), and in double precision all the same.
+    basis : ndarray (L, L_full), optional
+        The law of each component of the full weights ``basis^T w`` in the details (the
+        square loss solved on the complement of ``1``: its full weights), instead of the
+        effective ones'.
 
     Raises
     ------
@@ -434,6 +439,7 @@ def dense_ridge_terms(
             mean_response,
             single,
             paired=threads == 1 and n >= PAIR_THREADS_MIN_N,
+            basis=basis,
         )
     return replace(terms, blas_threads=threads)
 
@@ -448,6 +454,7 @@ def _dense_ridge_terms(
     mean_response: bool = False,
     single: bool = False,
     paired: bool = False,
+    basis: np.ndarray | None = None,
 ) -> DenseRidgeTerms:
     """:func:`dense_ridge_terms` after its check, on the caller's BLAS threads (its
     independent LAPACK calls two at a time on two Python threads with ``paired``)."""
@@ -481,8 +488,14 @@ def _dense_ridge_terms(
         return DenseRidgeTerms(Q=Q, M=M, V=V, mean_response=response)
     psi_w = -0.5 * float(np.vdot(m, U)) - 0.5 * tr_sc / d
     penalty = 0.5 * float(np.vdot(U, U)) + 0.5 * float(np.trace(Z)) / d
-    var = np.zeros((L, d))
-    var[:, act] = np.clip(np.diag(Z), 0.0, None).reshape(L, r)
+    if basis is None:
+        var = np.zeros((L, d))
+        var[:, act] = np.clip(np.diag(Z), 0.0, None).reshape(L, r)
+    else:  # the full components basis^T w: each coordinate's L x L block of Z, rotated
+        Zd = np.einsum("aibi->abi", np.asarray(Z, dtype=float).reshape(L, r, L, r))
+        var = np.zeros((basis.shape[1], d))
+        var[:, act] = np.clip(np.einsum("ae,be,abi->ei", basis, basis, Zd), 0.0, None)
+        U = basis.T @ U
     return DenseRidgeTerms(
         Q=Q,
         M=M,

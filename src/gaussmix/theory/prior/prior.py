@@ -114,6 +114,7 @@ def ridge_prior(
     P: np.ndarray | None = None,
     *,
     details: bool = False,
+    basis: np.ndarray | None = None,
 ) -> PriorResult:
     """Ridge prior update on a spectral mixture (Corollary 3, L x L blocks).
 
@@ -129,6 +130,9 @@ def ridge_prior(
     details : bool
         Also compute ``psi_w``, ``penalty`` and ``l1_norm`` (NaN otherwise; the iteration
         needs only the overlaps).
+    basis : ndarray (L, L_full), optional
+        ``l1_norm`` of the full weights ``basis^T w`` (the square loss solved on the
+        complement of ``1``: its full weights), not of the effective ones.
 
     Notes
     -----
@@ -172,19 +176,21 @@ def ridge_prior(
     if not details:  # the iteration needs the overlaps only
         return PriorResult(Q=Q, M=M, V=V, psi_w=np.nan, penalty=np.nan)
     if lead:
-        return _ridge_details_points(mixture, Qhat, Mhat, Q, M, V, Ainv, X, AXA)
+        return _ridge_details_points(mixture, Qhat, Mhat, Q, M, V, Ainv, X, AXA, basis)
     psi_w = -0.5 * float(w @ (Ainv * X).sum(axis=(1, 2)))  # tr(A^-1 X), both symmetric
     penalty = 0.5 * float(w @ np.trace(AXA, axis1=1, axis2=2))
     out = PriorResult(Q=Q, M=M, V=V, psi_w=psi_w, penalty=penalty, atom_nonzero=np.ones(w.size))
     # E|w_a| per atom: w_a is Gaussian with mean (A^-1 B)_a (empirical law) or 0 (then one
     # tail, doubled: the same numbers as soft_threshold_moments' two)
     if mixture.mu is None:
-        var = np.einsum("jaa->ja", AXA)
+        var = _component_variances(AXA, basis)
         _, abs_mean, _ = centred_soft_threshold_moments(np.sqrt(np.clip(var, 0.0, None)), 0.0)
     else:
         mean = np.einsum("jab,jk,kb->ja", Ainv, mixture.mu, Mhat)
         C = np.einsum("jk,kab->jab", sig, Qhat)
-        var = np.einsum("jaa->ja", Ainv @ C @ Ainv)
+        var = _component_variances(Ainv @ C @ Ainv, basis)
+        if basis is not None:
+            mean = mean @ basis
         _, abs_mean, _, _ = soft_threshold_moments(mean, np.sqrt(np.clip(var, 0.0, None)), 0.0)
     out.l1_norm = float(w @ abs_mean.sum(axis=1))
     return out
@@ -200,6 +206,7 @@ def _ridge_details_points(
     Ainv: np.ndarray,
     X: np.ndarray,
     AXA: np.ndarray,
+    basis: np.ndarray | None = None,
 ) -> PriorResult:
     """:func:`ridge_prior`'s ``details`` for points on a leading axis (arrays (P,) of
     ``psi_w``, ``penalty``, ``l1_norm``; the single point's forms, per point)."""
@@ -207,15 +214,26 @@ def _ridge_details_points(
     psi_w = -0.5 * ((Ainv * X).sum(axis=(-2, -1)) @ w)
     penalty = 0.5 * (np.trace(AXA, axis1=-2, axis2=-1) @ w)
     if mixture.mu is None:  # (centred: one tail, doubled, as for a single point)
-        var = np.diagonal(AXA, axis1=-2, axis2=-1)
+        var = _component_variances(AXA, basis)
         _, abs_mean, _ = centred_soft_threshold_moments(np.sqrt(np.clip(var, 0.0, None)), 0.0)
     else:
         mean = np.einsum("...jab,jk,...kb->...ja", Ainv, mixture.mu, Mhat)
         C = np.einsum("jk,...kab->...jab", mixture.sigma, Qhat)
-        var = np.diagonal(Ainv @ C @ Ainv, axis1=-2, axis2=-1)
+        var = _component_variances(Ainv @ C @ Ainv, basis)
+        if basis is not None:
+            mean = mean @ basis
         _, abs_mean, _, _ = soft_threshold_moments(mean, np.sqrt(np.clip(var, 0.0, None)), 0.0)
     ones = np.ones(AXA.shape[:-2])
     return PriorResult(Q, M, V, psi_w, penalty, ones, abs_mean.sum(axis=-1) @ w)
+
+
+def _component_variances(C: np.ndarray, basis: np.ndarray | None) -> np.ndarray:
+    """The variances of the weight components of covariances ``C`` (..., L, L): their
+    diagonal, or with ``basis`` (L, L_full) those of the full components ``basis^T w``,
+    ``diag(basis^T C basis)`` (..., L_full)."""
+    if basis is None:
+        return np.diagonal(C, axis1=-2, axis2=-1)
+    return np.einsum("ae,...ab,be->...e", basis, C, basis)
 
 
 def _over(p: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -597,14 +615,14 @@ def takes_stacked_points(penalty: Penalty, mixture: Mixture, P: np.ndarray | Non
 
 @register_prior(Ridge, "spectral", stacked=True)
 def _ridge_spectral(
-    penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=None
+    penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=None, basis=None
 ) -> PriorResult:
-    return ridge_prior(mixture, lam, Qhat, Mhat, Vhat, details=details)
+    return ridge_prior(mixture, lam, Qhat, Mhat, Vhat, details=details, basis=basis)
 
 
 @register_prior(Ridge, "dense")
 def _ridge_dense(
-    penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=None, single=False
+    penalty, mixture, lam, Qhat, Mhat, Vhat, *, details=False, P=None, single=False, basis=None
 ) -> PriorResult:
     """Ridge on general covariances (Appendix C; :mod:`gaussmix.theory.prior.dense`), in single
     precision with ``single`` (:func:`single_precision_phase`).
@@ -613,7 +631,15 @@ def _ridge_dense(
     ``O(L d)``, and with them the map's last evaluation serves the observables of a converged
     state (:meth:`~gaussmix.theory.solve.fixed_point.FixedPointMap.prior_at`)."""
     t = dense_ridge_terms(
-        mixture.covariance, lam, Qhat, Mhat, Vhat, details=True, mean_response=True, single=single
+        mixture.covariance,
+        lam,
+        Qhat,
+        Mhat,
+        Vhat,
+        details=True,
+        mean_response=True,
+        single=single,
+        basis=basis,
     )
     # each weight component is Gaussian: E|w| from its mean and variance
     _, abs_mean, _, _ = soft_threshold_moments(t.weight_mean, np.sqrt(t.weight_var), 0.0)
@@ -771,6 +797,10 @@ def prior_update(
     extra = {"panels": panels} if panels is not None and prior_quadrature_dim(problem) else {}
     if single and problem.prior is _ridge_dense:
         extra["single"] = True
+    if getattr(problem.loss, "offset", None) is not None:
+        # the square loss on the complement of 1 (ridge): the l1 norm of its full weights
+        # (the dense prior's details come with every evaluation, and serve the observables)
+        extra["basis"] = problem.P
     return problem.prior(
         problem.penalty_spec,
         problem.mixture,

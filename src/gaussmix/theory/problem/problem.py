@@ -2,9 +2,12 @@
 
 The solver works in an *effective output space* of dimension ``L'``: the label space
 itself, except for the cross-entropy, whose shift invariance ``h -> h + t 1`` is removed by
-working on the orthogonal complement of ``1`` (docs/design.md pitfall 2).  ``P`` (L', L) is an
+working on the orthogonal complement of ``1`` (docs/design.md pitfall 2), and the square
+loss with the ridge on one-hot labels, whose minimiser has ``W 1 = 0`` (solved on the same
+complement, :func:`effective_loss`).  ``P`` (L', L) is an
 orthonormal basis of that space; full-space quantities are ``Q_full = P^T Q P``,
-``M_full = P^T M``, ``b_full = P^T b``.
+``M_full = P^T M``, ``b_full = P^T b`` (plus ``s 1 / L`` for the square loss:
+:meth:`Problem.full_bias`).
 """
 
 from __future__ import annotations
@@ -85,18 +88,55 @@ def _output_space(labels: LabelMap, reduced: bool) -> tuple[np.ndarray, tuple]:
     return out
 
 
-def effective_loss(loss: str | Loss, labels: LabelMap) -> tuple[Loss, np.ndarray]:
+def _distance_offset(base: Loss, penalty: Penalty | None, labels: LabelMap) -> np.ndarray | None:
+    """The full outputs' component along ``1`` at the minimiser, ``s 1 / L``, where the
+    square loss (a :attr:`~gaussmix.theory.channel.losses.Loss.distance_loss`) is solved on
+    the complement of ``1``: a penalty without an l1 part (invariant under rotations of the
+    outputs) and at least two outputs whose labels all sum to the same ``s`` (one-hot:
+    ``s = 1``); None otherwise.
+
+    Why it is exact: write ``W = P^T W' + 1 w^T / sqrt(L)`` and ``b = P^T b' + 1 b_1 /
+    sqrt(L)``.  Then ``||y - W^T x - b||^2 = ||P y - W'^T x - b'||^2 + (s - sqrt(L) (w^T x +
+    b_1))^2 / L`` and ``||W||_F^2 = ||W'||_F^2 + ||w||^2``: the two parts are minimised
+    apart, the second at ``w = 0``, ``b_1 = s / sqrt(L)`` for any ``lam > 0`` (and at ``lam
+    = 0``, where the square loss's minimiser is unique, ``alpha > 1``).  The order parameters
+    (eq. (13)) of the full problem are those of the reduced one embedded by ``P`` (``W 1 =
+    0``: no mean, variance or response along ``1`` enters an observable), the outputs
+    ``P^T u + s 1 / L``, the nearest-label rule the same (the labels' differences are
+    orthogonal to ``1``), and the loss the square loss of the labels ``P y`` exactly.
+    """
+    if not base.distance_loss or penalty is None or penalty.l1_ratio != 0.0:
+        return None
+    y = np.asarray(labels.labels, dtype=float)
+    if labels.dim < 2:
+        return None
+    sums = y.sum(axis=1)
+    if not np.all(sums == sums[0]):
+        return None
+    out = np.full(labels.dim, sums[0] / labels.dim)
+    out.flags.writeable = False
+    return out
+
+
+def effective_loss(
+    loss: str | Loss, labels: LabelMap, penalty: Penalty | None = None
+) -> tuple[Loss, np.ndarray]:
     """The loss acting on the effective outputs of ``labels`` and the basis ``P`` (L', L)
     of that space: a :class:`~gaussmix.theory.channel.losses.ReducedLoss` on the complement of
-    ``1`` for a shift-invariant loss (cross-entropy), else the loss itself and ``I``.
+    ``1`` for a shift-invariant loss (cross-entropy) and for the square loss with a
+    ``penalty`` without an l1 part on labels of one sum (:func:`_distance_offset`), else the
+    loss itself and ``I``.
 
     A full-space output ``h`` has the effective output ``P h``; for the losses here
-    ``loss(y, h) = effective(y, P h)`` (shift invariance), so a Gaussian output
-    ``N(m, Q)`` has the effective law ``N(P m, P Q P^T)``.
+    ``loss(y, h) = effective(y, P h)`` (shift invariance; for the square loss on the outputs
+    ``h = P^T u + s 1 / L`` of the minimiser), so a Gaussian output ``N(m, Q)`` has the
+    effective law ``N(P m, P Q P^T)``.  Without ``penalty`` the square loss is not reduced.
     """
     base = get_loss(loss)
-    P = _output_space(labels, base.shift_invariant)[0]
-    return (ReducedLoss(base, P) if base.shift_invariant else base), P
+    offset = _distance_offset(base, penalty, labels)
+    reduced = base.shift_invariant or offset is not None
+    P = _output_space(labels, reduced)[0]
+    return (ReducedLoss(base, P, offset) if reduced else base), P
 
 
 @dataclass(frozen=True, eq=False)
@@ -151,6 +191,27 @@ class Problem:
     @property
     def n_clusters(self) -> int:
         return self.mixture.n_clusters
+
+    def full_bias(self, b: np.ndarray) -> np.ndarray:
+        """The full-space bias of an effective one (..., L'): ``b P`` plus the offset of a
+        reduced square loss (:func:`effective_loss`)."""
+        out = b @ self.P
+        offset = getattr(self.loss, "offset", None)
+        return out if offset is None else out + offset
+
+    def full_response(self, embedded: np.ndarray, A: np.ndarray) -> np.ndarray:
+        """The full-space ``V_c`` or ``Vhat_c`` (K, L, L) of effective ones ``A`` (K, L', L')
+        whose embedding ``P^T A_c P`` is ``embedded``: that embedding, plus, for a reduced
+        square loss (:func:`effective_loss`), the response along ``1``.  With the ridge the
+        square loss's ``V_c`` and ``Vhat_c`` are multiples of the identity in every
+        direction (their equations, eq. (13) with ``E[df/domega] = -(I + V_c)^{-1}``, are
+        closed in ``V`` and ``Vhat``, map multiples of ``I`` to multiples of ``I``, and have
+        one solution), ``1`` included: its component is ``tr A_c / L'``."""
+        if getattr(self.loss, "offset", None) is None:
+            return embedded
+        L = self.P.shape[1]
+        along = np.trace(A, axis1=-2, axis2=-1) / self.P.shape[0]
+        return embedded + (along / L)[..., None, None] * np.ones((L, L))
 
     @property
     def dim(self) -> int:
@@ -296,7 +357,7 @@ def build_problem(
         lam, alpha, loss=base, penalty=pen, mixture=mixture, separability=separability
     )
     prior = prior_for(pen, mixture)
-    eff, P = effective_loss(base, labels)
+    eff, P = effective_loss(base, labels, pen)
     if pen.sparse and P.shape[0] - 1 > GRADED_MAX_DIM:
         # the multi-output lasso's moments are exact along lines and integrated across them
         # by a graded rule in L' - 1 dimensions (theory.lasso.gaussian_l1_moments)
@@ -307,7 +368,7 @@ def build_problem(
             f"these labels has {P.shape[0]} (K = {mixture.n_clusters} clusters): use fewer "
             "classes or penalty='l2'",
         )
-    constraints = _output_space(labels, base.shift_invariant)[1]
+    constraints = _output_space(labels, isinstance(eff, ReducedLoss))[1]
     l1 = _problem_l1_ratio(pen)
     return Problem(
         mixture=mixture,

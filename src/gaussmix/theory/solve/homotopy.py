@@ -436,7 +436,7 @@ class AlphaHomotopy:
             "Q": np.einsum("ia,kij,jb->kab", P, Q, P),
             "M": M @ P,
             "V": np.einsum("ia,kij,jb->kab", P, V, P),
-            "b": b @ P,
+            "b": problem.full_bias(b),
         }
         return full, path.spent
 

@@ -32,7 +32,6 @@ import numpy as np
 from scipy.special import ndtr, owens_t
 
 from gaussmix.core.memo import IdentityMemo
-from gaussmix.core.registry import by_class
 
 from ..channel.channel import (
     CROSS_ENTROPY_KERNEL,
@@ -41,7 +40,7 @@ from ..channel.channel import (
     in_parts,
     sqrtm_psd,
 )
-from ..channel.losses import HingeLoss, Loss, SquareLoss
+from ..channel.losses import HingeLoss, Loss, ReducedLoss, SquareLoss, closed_form_of
 from ..numerics.equicorrelated import equicorrelated_orthant
 from ..numerics.kernels import WEDGE_MIN_PANELS, WEDGE_PANEL, WEDGE_SCAN, ce_ray_flux
 from ..numerics.linalg import sym_eigvals
@@ -187,7 +186,7 @@ _CLOSED_FORM_RISKS = {SquareLoss: _square_risk, HingeLoss: _hinge_risk}
 
 def _closed_form_risk(loss: Loss):
     """The closed-form Gaussian risk of ``loss`` (:data:`_CLOSED_FORM_RISKS`), or None."""
-    return by_class(_CLOSED_FORM_RISKS, loss)
+    return closed_form_of(_CLOSED_FORM_RISKS, loss)
 
 
 def gaussian_risk(
@@ -461,8 +460,11 @@ def affine_train_accuracy(
     and ``V_c`` are zero are not told apart from Gaussian ones: the caller routes the zero
     estimator to :func:`train_accuracy`.
     """
+    y = problem.y
+    if isinstance(problem.loss, ReducedLoss):  # (the square loss on the complement of 1)
+        y = problem.loss.effective_labels(y)
     A = np.linalg.inv(np.eye(M.shape[1]) + V)
-    mh = np.einsum("kij,kj->ki", A, M + b + np.einsum("kij,kj->ki", V, problem.y))
+    mh = np.einsum("kij,kj->ki", A, M + b + np.einsum("kij,kj->ki", V, y))
     return _cluster_orthants(problem.constraints, mh, A @ _within_state_psd(Q) @ A)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...core.memo import IdentityMemo
 from ..numerics.linalg import sym_eigvals
-from ..numerics.tolerances import MIN_STEP_FRACTION
+from ..numerics.tolerances import MIN_SHORTENED_EXTRAPOLATION, MIN_STEP_FRACTION
 from .state import LogChart, invalid_blocks, is_valid_state, q_is_psd
 
 #: an :class:`~gaussmix.theory.solve.iteration.AndersonState` (its module imports this one)
@@ -190,7 +190,9 @@ def per_block(
 
     A block takes the damped step ``y + beta r`` (shortened, all such blocks at once,
     until the state is valid) and loses its secant pairs (its components zeroed: its
-    block of the mixing starts afresh) where its extrapolation left the cone, or where
+    block of the mixing starts afresh) where its extrapolation left the cone even when
+    shortened towards that step (:func:`_shortened`; a block valid there takes the
+    shortened extrapolation and keeps its pairs), or where
     its largest scaled residual ``max |r| / scale`` did not decrease over the last step
     (the last pair's residual difference ``dG - dX``: an extrapolation that is not
     helping that block); every other block keeps its extrapolation and its pairs, as if
@@ -212,6 +214,8 @@ def per_block(
         return None
     now = _block_max(np.abs(r) / scale, blocks, n_blocks)
     before = _block_max(np.abs(r - (state.dgs[-1] - state.dxs[-1])) / scale, blocks, n_blocks)
+    if L > 1:  # (one output: measured worse, :func:`_shortened`)
+        cand, bad = _shortened(y, r, beta, cand, K, L, chart, blocks, bad, floor)
     restart = bad | ((now > 0) & (now >= before))
     comp = restart[blocks]
     t = 1.0
@@ -228,6 +232,46 @@ def per_block(
         dgs=tuple(np.where(comp, 0.0, d) for d in state.dgs),
     )
     return x_new, kept
+
+
+def _shortened(
+    y: np.ndarray,
+    r: np.ndarray,
+    beta: float,
+    cand: np.ndarray,
+    K: int,
+    L: int,
+    chart: LogChart | None,
+    blocks: np.ndarray,
+    bad: np.ndarray,
+    floor: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The extrapolation ``cand`` with each block that left the cone (``bad``) moved back
+    towards its damped step ``d = y + beta r``, ``d + s (cand - d)`` for ``s = 1/2, 1/4,
+    ...`` down to :data:`~gaussmix.theory.numerics.tolerances.MIN_SHORTENED_EXTRAPOLATION`,
+    each at the first ``s`` where it is valid (the cone is convex: where ``d`` is in it, so
+    is a stretch of the segment next to it); with the blocks still invalid at the last
+    (which then take the damped step and drop their pairs).
+
+    A block of the square loss at ``lam = 1.8e-4``, ``alpha = 0.71`` (K = 5, the
+    explorer's sampled curve of ``bench_square_k.py``) whose one-pair extrapolation left
+    the cone at every step took the damped step every time, the plain map, which moves away
+    from its fixed point there: its overlaps grew to 1e34 over 3000 evaluations and the
+    curve went point by point; shortened, the stacked solve converges in 38.  States of
+    one output keep the damped step: the paper's sparse lasso (binary, 40 alphas), whose
+    restarted blocks the damped steps carry, stalled shortened and went point by point."""
+    if not bad.any():
+        return cand, bad
+    n_blocks = bad.size
+    damped = back(chart, y + beta * r)
+    s = 0.5
+    while bad.any() and s >= MIN_SHORTENED_EXTRAPOLATION:
+        part = np.where(bad[blocks], damped + s * (cand - damped), cand)
+        still = invalid_blocks(part, K, L, blocks, n_blocks, floor)
+        cand = np.where((bad & ~still)[blocks], part, cand)
+        bad = bad & still
+        s *= 0.5
+    return cand, bad
 
 
 def _block_max(a: np.ndarray, blocks: np.ndarray, n_blocks: int) -> np.ndarray:
