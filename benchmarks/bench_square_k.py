@@ -82,7 +82,8 @@ def main() -> None:
 def _sampled_curve(state, K: int, seed: int):
     """The curve of the drawn explorer state ``state`` at ``K`` clusters: the square loss
     with the ridge at the library's precision; unequal priors (where drawn) redrawn for
-    ``K`` as the sampler draws them (Dirichlet(1), floored at 0.02)."""
+    ``K`` as the sampler draws them (Dirichlet(1), floored at 0.02); antipodal means (drawn
+    for two clusters only) become the simplex's, which is antipodal at K = 2."""
     from dataclasses import replace
 
     from _explore_space import RHO_FLOOR
@@ -94,7 +95,16 @@ def _sampled_curve(state, K: int, seed: int):
         p = np.random.default_rng([seed, K]).dirichlet(np.ones(K))
         p = np.maximum(p, RHO_FLOOR)
         rho = tuple(float(v) for v in p / p.sum())
-    st = replace(state, n_clusters=K, rho=rho, loss="square", penalty="l2", precision="library")
+    means = "simplex" if state.means == "antipodal" else state.means
+    st = replace(
+        state,
+        n_clusters=K,
+        means=means,
+        rho=rho,
+        loss="square",
+        penalty="l2",
+        precision="library",
+    )
     point, values = setup(st)
 
     def curve():
