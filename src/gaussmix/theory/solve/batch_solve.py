@@ -36,6 +36,7 @@ from ..model.outputs import error_keys
 from ..numerics.quadrature import QuadratureRule
 from ..numerics.tolerances import REFINED_EXTRA_ITER, refined_tol
 from .batch import NO_FREEZING, Freezing, SharpPoint, Watch
+from .defect import PROXIMAL, coarse_corrected_start
 from .estimate import RuleRefinement, predicted_start, refine_rule, tighter_run
 from .fixed_point import FixedPointMap, MapMemory
 from .iteration import (
@@ -298,6 +299,11 @@ def run_points(
     n_first: np.ndarray | int = 0
     phase, aux, coarse_ran, known = Phase.SOLVE, None, False, None
     coarse = rule.coarsened() if continuation is Continuation.COARSE else None
+    # (from a predicted start: the coarser rule corrected at the start, where the rule has no
+    # secant pairs to start from; with them, the rule's own run from there)
+    corrected = continuation is Continuation.CORRECTED and not stacked
+    if corrected and history.get(rule) is None:
+        coarse = rule.coarsened()
     if continuation is Continuation.SINGLE:  # (a point's prior in float32 first)
         if len(problems) != 1:
             raise ValueError("the single-precision phase is a single point's (P = 1)")
@@ -310,6 +316,14 @@ def run_points(
         if stacked:
             _first_memory(memory, coarse, opts)
             Tc, out = first(Tc, x0, opts, None)
+        elif corrected:  # (Tc's own map for its pairs and validity below)
+            start = AndersonState.init(memory.of(Phase.SOLVE, coarse))
+            try:  # (a map that fails at the start: T's own run from there, as it would)
+                with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                    Td, aux_c, known = coarse_corrected_start(T, Tc, x0, history.get(PROXIMAL))
+                out = iterate(Td, x0, start, return_image=False, aux=aux_c, **kw, **fresh())
+            except (FloatingPointError, np.linalg.LinAlgError):
+                out = None
         elif coarse_stop:
             start = AndersonState.init(memory.of(Phase.SOLVE, coarse))
             out, known = iterate_to_rule_error(
@@ -330,8 +344,13 @@ def run_points(
                 aux = T.warm_from(Tc, out.aux)
         elif stacked:
             return failed_run(T)
-        else:
-            n_first, known = out.n_iter, None
+        elif out is None:  # (the corrected start failed)
+            n_first = 0
+        elif corrected:  # (the start is not near the fixed point: no run of T from there)
+            P = len(problems)
+            return T, replace(out, aux=None), np.full(P, out.n_iter), np.full(P, out.residual)
+        else:  # (T's run from the start: its image there known where corrected)
+            n_first, known = out.n_iter, (known if corrected else None)
     if stacked:
         if coarse_ran or first_solve is None:  # (from the first phase, or a given state)
             aux = T.memory() if aux is None else aux
@@ -358,6 +377,8 @@ def run_points(
         aux = aux if known is None else known[2]
         out = iterate(Tk, x0, start, return_image=False, aux=aux, **kw, **fresh())
     history[rule] = out.anderson
+    if not stacked and out.aux is not None and out.aux.warm is not None:
+        history[PROXIMAL] = out.aux.warm  # (a curve's next predicted start, corrected)
     rec = None if out.aux is None else out.aux.record
     if rec is None:  # (a run whose first evaluation failed: no record)
         P = len(problems)
