@@ -328,7 +328,7 @@ def test_a_predicted_point_runs_the_coarse_rule_corrected_at_the_predictor(monke
 
     # (unequal priors: no exchangeable clusters, whose curve keeps its rule's pairs)
     mixture = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3, rho=(0.25, 0.35, 0.4))
-    alphas = np.geomspace(0.5, 1.0, 6)
+    alphas = np.geomspace(0.5, 1.0, 5)
     fine = rule_of(2).weights.size
     evaluate = fixed_point.channel_evaluation
     runs: list[list[int]] = []  # the nodes of each channel evaluation, by solve

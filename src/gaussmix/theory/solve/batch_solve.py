@@ -36,7 +36,7 @@ from ..model.outputs import error_keys
 from ..numerics.quadrature import QuadratureRule
 from ..numerics.tolerances import REFINED_EXTRA_ITER, refined_tol
 from .batch import NO_FREEZING, Freezing, SharpPoint, Watch
-from .defect import PROXIMAL, coarse_corrected_start
+from .defect import PROXIMAL, coarse_corrected_start, image_at
 from .estimate import RuleRefinement, predicted_start, refine_rule, tighter_run
 from .fixed_point import FixedPointMap, MapMemory
 from .iteration import (
@@ -62,6 +62,7 @@ from .refinement import (
     single_phase,
     with_statistics_points,
 )
+from .state import residual_scale
 
 __all__ = [
     "FirstSolve",
@@ -318,12 +319,18 @@ def run_points(
             Tc, out = first(Tc, x0, opts, None)
         elif corrected:  # (Tc's own map for its pairs and validity below)
             start = AndersonState.init(memory.of(Phase.SOLVE, coarse))
-            try:  # (a map that fails at the start: T's own run from there, as it would)
+            out = None  # (T converged at the start, or a map failed there: T's run from x0)
+            try:
                 with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-                    Td, aux_c, known = coarse_corrected_start(T, Tc, x0, history.get(PROXIMAL))
-                out = iterate(Td, x0, start, return_image=False, aux=aux_c, **kw, **fresh())
+                    known = image_at(T, x0, history.get(PROXIMAL))
+                    res0 = np.max(np.abs(known[1] - x0) / residual_scale(x0, T.K, T.L))
+                    if res0 >= opts.tol:
+                        Td, aux_c = coarse_corrected_start(T, Tc, known)
+                        out = iterate(
+                            Td, x0, start, return_image=False, aux=aux_c, **kw, **fresh()
+                        )
             except (FloatingPointError, np.linalg.LinAlgError):
-                out = None
+                pass
         elif coarse_stop:
             start = AndersonState.init(memory.of(Phase.SOLVE, coarse))
             out, known = iterate_to_rule_error(
@@ -344,7 +351,7 @@ def run_points(
                 aux = T.warm_from(Tc, out.aux)
         elif stacked:
             return failed_run(T)
-        elif out is None:  # (the corrected start failed)
+        elif out is None:  # (no corrected run: T's own from the start, its image known)
             n_first = 0
         elif corrected:  # (the start is not near the fixed point: no run of T from there)
             P = len(problems)

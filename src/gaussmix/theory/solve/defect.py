@@ -24,14 +24,15 @@ __all__ = [
     "coarse_corrected_start",
     "corrected_at",
     "defect_corrected_solve",
+    "image_at",
     "image_at_start",
 ]
 
 #: the key of a solve's ``history`` (its secant pairs by rule, which a curve hands from
 #: point to point) under which a single point's run leaves the proximal points of its last
 #: evaluation (:class:`~gaussmix.theory.channel.channel.ProxWarmStart`, used only by an
-#: evaluation of the same rule and shapes), the warm start of
-#: :func:`coarse_corrected_start`'s evaluation at the next point's predicted start: started
+#: evaluation of the same rule and shapes), the warm start of :func:`image_at`, the rule's
+#: evaluation at the next point's predicted start: started
 #: from ``h = omega`` instead, that evaluation of the K = 3 cross-entropy's 8536-node rule
 #: took 17 ms against 4.2 ms (the explorer's lasso at lam = 9.55e-4)
 PROXIMAL = "proximal points"
@@ -88,17 +89,25 @@ def corrected_at(
     return DefectCorrected(KnownImage(coarse, (x, gc, memory)), g - gc), memory
 
 
+def image_at(T: FixedPointMap, x: np.ndarray, warm: object | None) -> tuple:
+    """``T``'s evaluation at ``x`` ``(x, T(x), memory)``, its proximal points started from
+    ``warm`` (the last point's, :data:`PROXIMAL`; None: from ``h = omega``): the start of
+    :func:`coarse_corrected_start`, and of ``T``'s run from ``x`` where it converges there
+    (:class:`~gaussmix.theory.solve.iteration.KnownImage`)."""
+    ev, m = T.hats_memory(x, T.memory()._replace(warm=warm))
+    g, m = T.image(x, ev, m)
+    return x, g, m
+
+
 def coarse_corrected_start(
-    T: FixedPointMap, Tc: FixedPointMap, x: np.ndarray, warm: object | None
-) -> tuple[DefectCorrected, MapMemory, tuple]:
+    T: FixedPointMap, Tc: FixedPointMap, known: tuple
+) -> tuple[DefectCorrected, MapMemory]:
     """The coarser channel rule's map ``Tc`` corrected by the difference ``T(x) - Tc(x)`` of
     the two maps at a start ``x`` near the fixed point (a curve's predictor;
-    :attr:`~gaussmix.theory.solve.refinement.Continuation.CORRECTED`), the memory its run
-    from ``x`` starts with (its first image ``T(x)``, no evaluation of its own), and ``T``'s
-    evaluation at ``x`` ``(x, T(x), memory)`` for ``T``'s run after it
-    (:class:`~gaussmix.theory.solve.iteration.KnownImage`): ``T`` evaluated from the
-    proximal points ``warm`` (the last point's, :data:`PROXIMAL`; None: from ``h =
-    omega``), ``Tc`` from ``T``'s at its nearest nodes
+    :attr:`~gaussmix.theory.solve.refinement.Continuation.CORRECTED`), from ``T``'s
+    evaluation there ``known = (x, T(x), memory)`` (:func:`image_at`), and the memory its
+    run from ``x`` starts with (its first image ``T(x)``, no evaluation of its own); ``Tc``
+    evaluated at ``x`` from ``T``'s proximal points at its nearest nodes
     (:meth:`~gaussmix.theory.solve.fixed_point.FixedPointMap.warm_from`).
 
     The corrected run's fixed point ``x*`` leaves ``T`` the residual ``D(x*) - D(x)`` of the
@@ -109,11 +118,10 @@ def coarse_corrected_start(
     ``x*`` with them converges in one or two evaluations, where from the predictor without
     pairs Anderson's mixing took four or five of ``T`` (it extrapolates from about four
     pairs): measured in :mod:`gaussmix.experiments.curves`."""
-    ev, m = T.hats_memory(x, T.memory()._replace(warm=warm))
-    g, m = T.image(x, ev, m)
+    x, g, m = known
     evc, mc = Tc.hats_memory(x, Tc.warm_from(T, m))
     gc, mc = Tc.image(x, evc, mc)
-    return DefectCorrected(KnownImage(Tc, (x, gc, mc)), g - gc), mc, (x, g, m)
+    return DefectCorrected(KnownImage(Tc, (x, gc, mc)), g - gc), mc
 
 
 def defect_corrected_solve(
