@@ -356,8 +356,8 @@ def run_points(
         elif corrected:  # (the start is not near the fixed point: no run of T from there)
             P = len(problems)
             return T, replace(out, aux=None), np.full(P, out.n_iter), np.full(P, out.residual)
-        else:  # (T's run from the start: its image there known where corrected)
-            n_first, known = out.n_iter, (known if corrected else None)
+        else:
+            n_first, known = out.n_iter, None
     if stacked:
         if coarse_ran or first_solve is None:  # (from the first phase, or a given state)
             aux = T.memory() if aux is None else aux
