@@ -387,3 +387,27 @@ def test_a_predicted_point_runs_the_coarse_rule_corrected_at_the_predictor(monke
     assert policy_for(problem, opts, predicted=True).continuation is Continuation.COARSE
     square = make_problem(MIX3, "square", lam=1e-3, alpha=1.0)
     assert policy_for(square, opts, warm=True, predicted=True).continuation is Continuation.NONE
+
+
+def test_the_corrected_start_maps_only_its_rules_own_proximal_points() -> None:
+    # a rule with integrals of its own (the softmax normaliser's at K = 5) hands on the
+    # proximal points it was given: a curve's last ones may be of another rule, which the
+    # coarse rule's warm start must not map as the rule's own (an IndexError at K = 5 in the
+    # explorer); they start nothing, and the corrected map is the one from no warm start
+    from gaussmix.theory.solve.defect import coarse_corrected_start, image_at
+    from gaussmix.theory.solve.fixed_point import FixedPointMap
+
+    mixture = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3, rho=(0.25, 0.35, 0.4))
+    res = gm.solve(mixture, "cross-entropy", lam=1e-3, alpha=1.0, tol=1e-5, estimate_error=False)
+    T = res.state.map()
+    Tc = FixedPointMap(res.state.problem, T.rule.coarsened())
+    x = res.state.x * (1.0 + 1e-3)
+    coarse = image_at(Tc, x, None)[2].warm  # (proximal points of another rule)
+    assert coarse is not None and coarse.key[0] != T.rule
+    clean = image_at(T, x, None)
+    x0, g, m = image_at(T, x, coarse)  # (not T's: not used)
+    assert np.array_equal(g, clean[1])
+    stale = (x0, g, m._replace(warm=coarse))  # (as a rule that passes them on)
+    corrected, _ = coarse_corrected_start(T, Tc, stale)
+    reference, _ = coarse_corrected_start(T, Tc, (x0, g, m._replace(warm=None)))
+    assert np.array_equal(corrected.delta, reference.delta)

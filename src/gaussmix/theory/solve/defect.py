@@ -91,10 +91,12 @@ def corrected_at(
 
 def image_at(T: FixedPointMap, x: np.ndarray, warm: object | None) -> tuple:
     """``T``'s evaluation at ``x`` ``(x, T(x), memory)``, its proximal points started from
-    ``warm`` (the last point's, :data:`PROXIMAL`; None: from ``h = omega``): the start of
+    ``warm`` (the last point's, :data:`PROXIMAL`, where of ``T``'s rule; else from ``h =
+    omega``): the start of
     :func:`coarse_corrected_start`, and of ``T``'s run from ``x`` where it converges there
     (:class:`~gaussmix.theory.solve.iteration.KnownImage`)."""
-    ev, m = T.hats_memory(x, T.memory()._replace(warm=warm))
+    mine = warm is not None and warm.key[0] == T.rule  # (a rule's own: nothing else)
+    ev, m = T.hats_memory(x, T.memory()._replace(warm=warm if mine else None))
     g, m = T.image(x, ev, m)
     return x, g, m
 
@@ -119,7 +121,10 @@ def coarse_corrected_start(
     pairs Anderson's mixing took four or five of ``T`` (it extrapolates from about four
     pairs): measured in :mod:`gaussmix.experiments.curves`."""
     x, g, m = known
-    evc, mc = Tc.hats_memory(x, Tc.warm_from(T, m))
+    # (a rule with integrals of its own hands on the proximal points it was given: those
+    # of T's rule only are mapped to Tc's nodes)
+    mine = m.warm is not None and m.warm.key[0] == T.rule
+    evc, mc = Tc.hats_memory(x, Tc.warm_from(T, m) if mine else Tc.memory())
     gc, mc = Tc.image(x, evc, mc)
     return DefectCorrected(KnownImage(Tc, (x, gc, mc)), g - gc), mc
 
