@@ -298,12 +298,12 @@ def test_the_point_after_a_failed_predictor_starts_from_its_warm_start(monkeypat
     real = curves._capped_solve
     tried: list[float] = []
 
-    def capped(problem, start, pace, opts, history):
+    def capped(problem, start, pace, opts, history, predicted=False):
         tried.append(float(problem.alpha))
         if problem.alpha == alphas[4]:  # this one fails (as at its cap)
             history.clear()
             return None, []
-        return real(problem, start, pace, opts, history)
+        return real(problem, start, pace, opts, history, predicted)
 
     monkeypatch.setattr(curves, "_capped_solve", capped)
     monkeypatch.setattr(curves, "prediction_resolved", lambda *args: True)
@@ -313,3 +313,102 @@ def test_the_point_after_a_failed_predictor_starts_from_its_warm_start(monkeypat
     for alpha, r in zip(alphas, df.points):
         single = gm.solve(BINARY, "logistic", lam=0.1, alpha=alpha, tol=TOL)
         assert _gap(r, single) <= SAME + r.integration_error + single.integration_error
+
+
+def test_a_predicted_point_runs_the_coarse_rule_corrected_at_the_predictor(monkeypatch) -> None:
+    # from the predictor, without secant pairs of its rule (a curve without an estimate
+    # drops them after each point), a point's first run is the coarse rule's map corrected
+    # by the two rules' difference at the predictor (Continuation.CORRECTED): its fixed
+    # point leaves the automatic rule one or two evaluations, where the rule's own run from
+    # the predictor took four or five; the fixed points are the rule's, to its tolerance
+    from gaussmix.theory.numerics.quadrature import auto_rule as rule_of
+    from gaussmix.theory.solve import fixed_point
+    from gaussmix.theory.solve.policy import policy_for
+    from gaussmix.theory.solve.refinement import Continuation
+
+    # (unequal priors: no exchangeable clusters, whose curve keeps its rule's pairs)
+    mixture = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3, rho=(0.25, 0.35, 0.4))
+    alphas = np.geomspace(0.5, 1.0, 6)
+    fine = rule_of(2).weights.size
+    evaluate = fixed_point.channel_evaluation
+    runs: list[list[int]] = []  # the nodes of each channel evaluation, by solve
+
+    def counted(loss, y, M, b, Q, V, rule, warm=None):
+        runs[-1].append(rule.weights.size)
+        return evaluate(loss, y, M, b, Q, V, rule, warm)
+
+    solve = curves.solve_problem
+
+    def traced(problem, **kw):
+        if not (runs and runs[-1] == [-1]):  # (a solve not marked before)
+            runs.append([-1] if kw.get("predicted") else [])
+        return solve(problem, **kw)
+
+    monkeypatch.setattr(fixed_point, "channel_evaluation", counted)
+    monkeypatch.setattr(curves, "solve_problem", traced)
+
+    def curve(predicted: bool, tol: float, n: int = len(alphas)) -> gm.CurveTable:
+        runs.clear()
+        real = curves._capped_solve
+        if not predicted:  # the rule's own run from the predictor (as before)
+
+            def direct(problem, start, pace, opts, history, predicted=False):
+                if predicted:  # (marked as predicted, solved as before)
+                    runs.append([-1])
+                    opts = replace(opts, continuation=False)
+                return real(problem, start, pace, opts, history)
+
+            monkeypatch.setattr(curves, "_capped_solve", direct)
+        try:
+            kw = dict(lam=1e-3, tol=tol, estimate_error=False)
+            return gm.learning_curve(mixture, "cross-entropy", alphas[:n], **kw)
+        finally:
+            monkeypatch.setattr(curves, "_capped_solve", real)
+
+    corrected = curve(True, 1e-5)
+    fine_runs = [sum(n == fine for n in r) for r in runs if r and r[0] == -1]
+    coarse_runs = [sum(0 < n < fine for n in r) for r in runs if r and r[0] == -1]
+    plain = curve(False, 1e-5)
+    plain_runs = [sum(n == fine for n in r) for r in runs if r and r[0] == -1]
+    assert len(fine_runs) == len(plain_runs) >= 3  # the points after the first two or three
+    assert max(fine_runs) <= 2 and min(coarse_runs) >= 2, (fine_runs, plain_runs)
+    assert min(plain_runs) >= 4
+    assert corrected.converged.all() and plain.converged.all()
+    # the same fixed points, each to its solver's tolerance: at tol = 1e-8 the two agree
+    # as two solves of one point from different starts do (SAME's factor 10; four points,
+    # the last two from the predictor)
+    a, b = curve(True, 1e-8, 4), curve(False, 1e-8, 4)
+    for ra, rb in zip(a.points, b.points):
+        assert _gap(ra, rb) <= 10 * 1e-8
+    problem = make_problem(mixture, "cross-entropy", lam=1e-3, alpha=1.0)
+    opts = gm.SolverOptions()
+    assert policy_for(problem, opts, warm=True, predicted=True).continuation is (
+        Continuation.CORRECTED
+    )
+    assert policy_for(problem, opts, predicted=True).continuation is Continuation.COARSE
+    square = make_problem(MIX3, "square", lam=1e-3, alpha=1.0)
+    assert policy_for(square, opts, warm=True, predicted=True).continuation is Continuation.NONE
+
+
+def test_the_corrected_start_maps_only_its_rules_own_proximal_points() -> None:
+    # a rule with integrals of its own (the softmax normaliser's at K = 5) hands on the
+    # proximal points it was given: a curve's last ones may be of another rule, which the
+    # coarse rule's warm start must not map as the rule's own (an IndexError at K = 5 in the
+    # explorer); they start nothing, and the corrected map is the one from no warm start
+    from gaussmix.theory.solve.defect import coarse_corrected_start, image_at
+    from gaussmix.theory.solve.fixed_point import FixedPointMap
+
+    mixture = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3, rho=(0.25, 0.35, 0.4))
+    res = gm.solve(mixture, "cross-entropy", lam=1e-3, alpha=1.0, tol=1e-5, estimate_error=False)
+    T = res.state.map()
+    Tc = FixedPointMap(res.state.problem, T.rule.coarsened())
+    x = res.state.x * (1.0 + 1e-3)
+    coarse = image_at(Tc, x, None)[2].warm  # (proximal points of another rule)
+    assert coarse is not None and coarse.key[0] != T.rule
+    clean = image_at(T, x, None)
+    x0, g, m = image_at(T, x, coarse)  # (not T's: not used)
+    assert np.array_equal(g, clean[1])
+    stale = (x0, g, m._replace(warm=coarse))  # (as a rule that passes them on)
+    corrected, _ = coarse_corrected_start(T, Tc, stale)
+    reference, _ = coarse_corrected_start(T, Tc, (x0, g, m._replace(warm=None)))
+    assert np.array_equal(corrected.delta, reference.delta)

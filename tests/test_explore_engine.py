@@ -603,7 +603,8 @@ def test_a_session_skips_a_coarse_pass_that_the_curve_before_says_would_stop(mon
         again = session.submit(state)  # (from the cache)
         again.wait(HANG)
         assert again.cached and again.point_cpu == first.point_cpu
-    assert coarse_hopeless(0.05, 10, 0.3)  # 10 points of 50 ms: over 0.3 s
-    assert not coarse_hopeless(0.025, 10, 0.3)
+    # 10 points of 20 ms, each counted at twice the pace (COARSE_POINT_FACTOR): over 0.3 s
+    assert coarse_hopeless(0.02, 10, 0.3) and coarse_hopeless(0.05, 10, 0.3)
+    assert not coarse_hopeless(0.0125, 10, 0.3)
     assert not coarse_hopeless(None, 10, 0.3)  # not known
     assert not coarse_hopeless(10.0, 10, math.inf)

@@ -364,10 +364,9 @@ def _predicted(
     prediction = predict(done, param) if predictor else None
     failed = False
     if prediction is not None and prediction_resolved(done, param, prediction):
-        direct = replace(opts, continuation=False)
         # the warnings of a solve that the safeguard rejects are dropped with it; those of
         # an accepted one are given as the solve gave them (at the caller's line)
-        res, log = _capped_solve(problem, prediction, _pace(done), direct, history)
+        res, log = _capped_solve(problem, prediction, _pace(done), opts, history, predicted=True)
         if res is not None and prediction_accepted(res, prediction, previous):
             reissue(log, stacklevel=2)
             return res, False
@@ -519,6 +518,7 @@ def _capped_solve(
     pace: int,
     opts: SolverOptions,
     history: dict,
+    predicted: bool = False,
 ) -> tuple[FixedPointResult | None, list]:
     """``problem`` solved (options ``opts``) from ``start`` with its iterations capped at
     :data:`~gaussmix.experiments.continuation.PREDICTOR_ITER_FACTOR` times ``pace`` (the
@@ -530,7 +530,9 @@ def _capped_solve(
     capped = replace(opts, max_iter=min(opts.max_iter, cap), throw=True)
     with caught() as log:
         try:
-            res = solve_problem(problem, options=capped, init=start, history=history)
+            res = solve_problem(
+                problem, options=capped, init=start, history=history, predicted=predicted
+            )
         except ConvergenceError:
             history.clear()
             res = None

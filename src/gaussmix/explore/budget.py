@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from gaussmix.theory.solve.results import FixedPointResult
 
-__all__ = ["PointOverBudget", "PointSteps", "coarse_hopeless", "restart"]
+__all__ = ["COARSE_POINT_FACTOR", "PointOverBudget", "PointSteps", "coarse_hopeless", "restart"]
 
 
 class PointOverBudget(Exception):
@@ -88,6 +88,14 @@ def restart(
     return init + solved
 
 
+#: what a point of a coarse pass costs at most in points of the curve before
+#: (:func:`coarse_hopeless`): its continuation steps are four times the curve's, each point
+#: dearer; measured 1.3-2.0 times on the K = 3 cross-entropy lasso at lam = 9.55e-4 (the
+#: sampled space's coarse passes that drew the range: 1.35 times on the K = 3 square lasso
+#: at lam = 0.036)
+COARSE_POINT_FACTOR = 2.0
+
+
 def coarse_hopeless(point_cpu: float | None, coarse: int, budget: float) -> bool:
     """Whether the coarse pass of ``coarse`` points of a curve one control away from a
     finished curve (the curve before a slider's move, whose fixed points start it:
@@ -104,5 +112,9 @@ def coarse_hopeless(point_cpu: float | None, coarse: int, budget: float) -> bool
     cross-entropy lassos at lambda below 1e-3 (``benchmarks/bench_explore.py``, after the
     lambda slider's move; 44-76 ms a point) it stopped after 2-4 of its 10 points, 0.30-0.31
     s of CPU each time; the curve's rows are the same either way (the coarse pass's are
-    never kept)."""
-    return point_cpu is not None and coarse * point_cpu > budget
+    never kept).  Each of its points is counted at :data:`COARSE_POINT_FACTOR` times the
+    curve before's pace: with the predictor's defect-corrected start
+    (:attr:`~gaussmix.theory.solve.refinement.Continuation.CORRECTED`) the lasso at lam =
+    9.55e-4 goes at 27 ms a point, 10 of them within the budget, but its coarse pass took
+    35-55 ms a point and was stopped after 5 of them (0.3 s, the curve's second point)."""
+    return point_cpu is not None and coarse * COARSE_POINT_FACTOR * point_cpu > budget

@@ -36,6 +36,7 @@ from ..model.outputs import error_keys
 from ..numerics.quadrature import QuadratureRule
 from ..numerics.tolerances import REFINED_EXTRA_ITER, refined_tol
 from .batch import NO_FREEZING, Freezing, SharpPoint, Watch
+from .defect import PROXIMAL, coarse_corrected_start, image_at
 from .estimate import RuleRefinement, predicted_start, refine_rule, tighter_run
 from .fixed_point import FixedPointMap, MapMemory
 from .iteration import (
@@ -61,6 +62,7 @@ from .refinement import (
     single_phase,
     with_statistics_points,
 )
+from .state import residual_scale
 
 __all__ = [
     "FirstSolve",
@@ -303,6 +305,11 @@ def run_points(
     n_first: np.ndarray | int = 0
     phase, aux, coarse_ran, known = Phase.SOLVE, None, False, None
     coarse = rule.coarsened() if continuation is Continuation.COARSE else None
+    # (from a predicted start: the coarser rule corrected at the start, where the rule has no
+    # secant pairs to start from; with them, the rule's own run from there)
+    corrected = continuation is Continuation.CORRECTED and not stacked
+    if corrected and history.get(rule) is None:
+        coarse = rule.coarsened()
     if continuation is Continuation.SINGLE:  # (a point's prior in float32 first)
         if len(problems) != 1:
             raise ValueError("the single-precision phase is a single point's (P = 1)")
@@ -316,6 +323,20 @@ def run_points(
         if stacked:
             _first_memory(memory, coarse, opts)
             Tc, out = first(Tc, x0, opts, None)
+        elif corrected:  # (Tc's own map for its pairs and validity below)
+            start = AndersonState.init(memory.of(Phase.SOLVE, coarse))
+            out = None  # (T converged at the start, or a map failed there: T's run from x0)
+            try:
+                with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                    known = image_at(T, x0, history.get(PROXIMAL))
+                    res0 = np.max(np.abs(known[1] - x0) / residual_scale(x0, T.K, T.L))
+                    if res0 >= opts.tol:
+                        Td, aux_c = coarse_corrected_start(T, Tc, known)
+                        out = iterate(
+                            Td, x0, start, return_image=False, aux=aux_c, **kw, **fresh()
+                        )
+            except (FloatingPointError, np.linalg.LinAlgError):
+                pass
         elif coarse_stop:
             start = AndersonState.init(memory.of(Phase.SOLVE, coarse))
             out, known = iterate_to_rule_error(
@@ -336,6 +357,11 @@ def run_points(
                 aux = T.warm_from(Tc, out.aux)
         elif stacked:
             return failed_run(T)
+        elif out is None:  # (no corrected run: T's own from the start, its image known)
+            n_first = 0
+        elif corrected:  # (the start is not near the fixed point: no run of T from there)
+            P = len(problems)
+            return T, replace(out, aux=None), np.full(P, out.n_iter), np.full(P, out.residual)
         else:
             n_first, known = out.n_iter, None
     if stacked:
@@ -364,6 +390,8 @@ def run_points(
         aux = aux if known is None else known[2]
         out = iterate(Tk, x0, start, return_image=False, aux=aux, **kw, **fresh())
     history[rule] = out.anderson
+    if not stacked and out.aux is not None and out.aux.warm is not None:
+        history[PROXIMAL] = out.aux.warm  # (a curve's next predicted start, corrected)
     rec = None if out.aux is None else out.aux.record
     if rec is None:  # (a run whose first evaluation failed: no record)
         P = len(problems)

@@ -513,10 +513,16 @@ class SolvePolicy:
 
 
 def policy_for(
-    problem: Problem, opts: SolverOptions, *, warm: bool = False, fail_fast: bool = False
+    problem: Problem,
+    opts: SolverOptions,
+    *,
+    warm: bool = False,
+    fail_fast: bool = False,
+    predicted: bool = False,
 ) -> SolvePolicy:
     """The policy of a solve of ``problem`` with the options ``opts`` (``warm``: from a
-    given starting state, a curve's neighbour or a user's ``init``).
+    given starting state, a curve's neighbour or a user's ``init``; ``predicted``: that
+    state a curve's predictor, near the fixed point, :func:`continuation`).
 
     Every kind of problem solved cold with ``opts.fallback`` declares the same fallbacks, the
     :class:`LambdaHomotopy` (a penalty's ``lam`` is the one parameter every problem has) and
@@ -540,7 +546,7 @@ def policy_for(
     return SolvePolicy(
         rule=rule,
         symmetric=symmetric,
-        continuation=continuation(problem, opts),
+        continuation=continuation(problem, opts, predicted and warm),
         warm_start=warm and normaliser and not panels,
         sharp_switch=sharp,
         estimate=estimate_kind(problem, opts, rule),
@@ -698,17 +704,20 @@ def channel_rule(
     return rule
 
 
-def continuation(problem: Problem, opts: SolverOptions) -> Continuation:
+def continuation(problem: Problem, opts: SolverOptions, predicted: bool = False) -> Continuation:
     """The first phase of the solve's fixed-point runs: single precision where the prior
     takes it on a large matrix (:func:`~gaussmix.theory.prior.prior.single_precision_phase`) and
     the tolerance is below the phase's own
     (:data:`~gaussmix.theory.numerics.tolerances.SINGLE_PHASE_TOL`); otherwise a coarser rule first
     for a channel by quadrature with ``opts.continuation`` (where the rule has one,
-    :meth:`~gaussmix.theory.numerics.quadrature.QuadratureRule.coarsened`); else none."""
+    :meth:`~gaussmix.theory.numerics.quadrature.QuadratureRule.coarsened`): from a
+    ``predicted`` start (a curve's predictor, near the fixed point) corrected by the two
+    rules' difference there (:attr:`Continuation.CORRECTED`, where the rule has no secant
+    pairs of its own to start from); else none."""
     if opts.tol < tolerances.SINGLE_PHASE_TOL and single_precision_phase(problem):
         return Continuation.SINGLE
     if needs_quadrature(problem) and opts.continuation:
-        return Continuation.COARSE
+        return Continuation.CORRECTED if predicted else Continuation.COARSE
     return Continuation.NONE
 
 

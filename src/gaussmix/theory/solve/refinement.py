@@ -148,6 +148,11 @@ class Continuation(Enum):
     COARSE = "coarse rule"
     #: the map with its prior in single precision first (:func:`single_phase`)
     SINGLE = "single precision"
+    #: from a start near the fixed point (a curve's predictor) whose rule has no secant
+    #: pairs to start from: the coarser rule corrected by the two rules' difference at the
+    #: start first (:func:`~gaussmix.theory.solve.defect.coarse_corrected_start`), which
+    #: builds them at the coarser rule's cost; with the rule's pairs, none
+    CORRECTED = "coarse rule, defect-corrected"
 
 
 class ErrorEstimate(Enum):

@@ -215,6 +215,7 @@ def solve_problem(
     callback: Callable[[int, float], Any] | None = None,
     history: dict | None = None,
     fail_fast: bool = False,
+    predicted: bool = False,
     **option_keywords: Any,
 ) -> FixedPointResult:
     """Solve the fixed point of a validated :class:`~gaussmix.theory.problem.problem.Problem`.
@@ -234,6 +235,12 @@ def solve_problem(
         evaluations, where the caller has a fallback of its own (a curve's warm start from
         its last point, whose point is then solved cold); a cold solve with
         ``fallback`` does so anyway.
+    predicted : bool
+        ``init`` is a curve's predictor, near the fixed point: where the rule has no secant
+        pairs in ``history``, its first run is the coarser rule's corrected by the two
+        rules' difference at ``init``
+        (:attr:`~gaussmix.theory.solve.refinement.Continuation.CORRECTED`; with
+        ``continuation``).
     %(solver_options)s
     Returns
     -------
@@ -247,7 +254,9 @@ def solve_problem(
     """
     opts = solver_options(options, option_keywords, caller="solve_problem")
     history = history if history is not None else {}
-    policy = policy_for(problem, opts, warm=init is not None, fail_fast=fail_fast)
+    policy = policy_for(
+        problem, opts, warm=init is not None, fail_fast=fail_fast, predicted=predicted
+    )
     est = policy.run(problem, opts, start_state(problem, init), callback, history)
     # stacklevel: assemble_results <- assemble_result <- solve_problem <- its caller's caller
     return assemble_result(problem, opts, est, stacklevel=5)
