@@ -114,6 +114,37 @@ def test_a_rejected_restart_solves_the_curve_again_without_it(
     assert [r.n_iter for r in df.points] == [r.n_iter for r in plain.points]
 
 
+def test_a_seeded_solve_that_runs_long_is_given_up_for_the_plain_one(
+    monkeypatch, stacked_calls, restarts
+) -> None:
+    # the K = 3 square ridge at lam = 1.46e-4 over its interpolation peak (40 alphas, the
+    # sampled square-loss problem that ran its seeded solve to max_iter = 3000): after
+    # SEED_MAX_EVALS evaluations the seeded solve is given up, and the curve is the plain
+    # solve's, made again on a fresh map, to the bit
+    mixture = gm.Mixture.isotropic(0.5013, "simplex", n_clusters=3)
+    alphas = np.geomspace(0.2084, 14.2467, 40)
+    args, kw = (mixture, "square", alphas), dict(lam=1.463e-4)
+    plain = _unseeded(monkeypatch, gm.learning_curve, *args, **kw)
+    given_up: list[tuple[int, int, bool]] = []  # (cap, evaluations, converged)
+    real = continuation.iterated_solve
+
+    def solve(T, x0, aux, opts, *a, **k):
+        out = real(T, x0, aux, opts, *a, **k)
+        given_up.append((opts.max_iter, out.n_iter, bool(out.converged)))
+        return out
+
+    monkeypatch.setattr(continuation, "iterated_solve", solve)
+    df = gm.learning_curve(*args, **kw)
+    assert restarts and restarts[0]  # (its slow points restarted)
+    cap = continuation.SEED_MAX_EVALS
+    # the seeded solve ran to its cap, not converged; then the plain solve converged
+    assert given_up[0] == (cap, cap, False), given_up
+    assert len(given_up) == 2 and given_up[1][2]
+    assert stacked_calls == [True, True] and df.converged.all()
+    assert df.equals(plain)
+    assert [r.n_iter for r in df.points] == [r.n_iter for r in plain.points]
+
+
 def test_a_seeded_sweep_is_deterministic(monkeypatch, restarts) -> None:
     lams = np.geomspace(1e-2, 1.0, 20)
     a = gm.lambda_sweep(SPARSE, "logistic", lams, alpha=1.0, penalty="l1")

@@ -525,6 +525,20 @@ SEED_FRACTION = 0.5
 #: four below are predicted again.
 SEED_NEARER = 0.5
 
+#: The most evaluations of a seeded stacked solve (:func:`_seeded_iterate`, with its
+#: restarts) before it is given up for the plain solve (:func:`_first_solve`), where the
+#: solver's ``max_iter`` (3000) let it run to that end.  Measured on the seeded solves of
+#: ``benchmarks/bench_curves.py --grids 40`` and of the K <= 3 explorer states of
+#: ``benchmarks/_explore_space.py`` (60 of seed 0 and 60 of seed 1, library precision):
+#: every one that converged took at most 57 evaluations but one, a binary logistic lasso
+#: at lam = 6.3e-4 (524, where the plain solve's curve took 2.4 s of CPU against 3.7 s
+#: seeded); two ran to 3000 without converging, then the plain solve: a binary hinge
+#: lasso at lam = 0.0144 (3.7 s, 2.5 s plain) and the K = 3 square ridge at lam = 1.46e-4
+#: of ``benchmarks/bench_square_k.py --means sampled --seed 1`` (its problem 1: 3.0 s,
+#: the plain solve 158 evaluations).  120 is twice the largest converged solve but the one
+#: that lost to the plain solve (a seeded evaluation of 40 points costs 4-5 ms there).
+SEED_MAX_EVALS = 120
+
 # A restarted point has no budget of evaluations, on a sweep over lambda as on a curve
 # over alpha: the safeguard judges it where it freezes
 # (:func:`~gaussmix.experiments.continuation.prediction_accepted`), and a seeded iteration
@@ -607,9 +621,10 @@ def _seeded_iterate(
     The safeguard of the continuation
     (:func:`~gaussmix.experiments.continuation.prediction_accepted`): a restarted point's
     fixed point must be closer to its prediction than the prediction is to its nearest
-    seed's state, and it must converge (within ``opts.max_iter``, no budget of its own:
-    see the note after :data:`SEED_FRACTION`); otherwise None, and the curve's first solve
-    is made again without the restart (:func:`_first_solve`).  Without enough seeds, or
+    seed's state, and it must converge (within :data:`SEED_MAX_EVALS` evaluations of the
+    whole seeded solve, no budget of a restarted point's own: see the note after
+    :data:`SEED_FRACTION`); otherwise None, and the curve's first solve is made again
+    without the restart (:func:`_first_solve`).  Without enough seeds, or
     nothing to restart, the iteration is the plain one.  A curve over alpha restarts once
     :data:`SEED_FRACTION` of its points have converged (frozen).
     Deterministic: the trigger, the seeds and the predictions depend on the iterates
@@ -617,9 +632,10 @@ def _seeded_iterate(
     restart reads."""
     seeding = _Seeding(T, params, memory.record)
     watch = _StallWatch(T, memory.record, seeding)  # (its _Stalled goes to _first_solve)
+    capped = replace(opts, max_iter=min(opts.max_iter, SEED_MAX_EVALS))
     try:
         out = iterated_solve(
-            T, x0, None, opts, report, on_step=watch, memory=memory, anderson=opts.anderson
+            T, x0, None, capped, report, on_step=watch, memory=memory, anderson=opts.anderson
         )
     except _SeedRejected:
         return None
