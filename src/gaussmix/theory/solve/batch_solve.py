@@ -673,7 +673,10 @@ def _point_resolve(
     mem2 = out2.aux
     if out2.residual >= refined_tol(opts.tol):
         more_start = AndersonState.init(memory, out2.anderson)
-        more = tighter_run(T2, out2.x, more_start, opts, {**kw, "return_image": not keep}, mem2)
+        # (the last iterate's image is known: the tighter run's first evaluation, the same
+        # numbers, costs no second evaluation of the prior and the bias there)
+        Tt = T2 if not keep or out2.image is None else KnownImage(T2, (out2.x, out2.image, mem2))
+        more = tighter_run(Tt, out2.x, more_start, opts, {**kw, "return_image": not keep}, mem2)
         if more is not None:
             mem2 = more.aux
         if more is not None and more.converged:
