@@ -239,3 +239,43 @@ def test_the_resolves_mix_with_the_longer_memory(monkeypatch):
     assert 1 <= len(cold) <= 2
     assert len(resolves) >= 3 and all(m == long for *_, m in resolves)
     assert resolves[-1][1] == 2 * 64  # (the prior's: twice its 64 panels)
+
+
+def test_the_tighter_run_starts_from_the_known_image(monkeypatch):
+    """A single point's re-solve that returns its last iterate (K = 3 cross-entropy) hands
+    its image there to the tighter run (``KnownImage``): the same numbers as evaluating it
+    again, one evaluation of the map's image fewer (a lasso point of ``bench_lasso_k3.py``,
+    seed 1 #2, whose re-solve goes on to ``refined_tol``)."""
+    mix = gm.Mixture.isotropic(0.33455081099958367, "simplex", n_clusters=3)
+    kw = dict(lam=0.06516157274392362, alpha=0.09872200969206338, penalty="l1")
+    calls = [0]
+    image = fixed_point.FixedPointMap.image
+
+    def counted(self, *args):
+        calls[0] += 1
+        return image(self, *args)
+
+    monkeypatch.setattr(fixed_point.FixedPointMap, "image", counted)
+    tighter = []
+    real_tighter = batch_solve.tighter_run
+    unwrap = [False]
+
+    def watched(T, *args, **kwargs):
+        tighter.append(isinstance(T, iteration.KnownImage))
+        if unwrap[0] and tighter[-1]:  # (the map itself: its image at the start again)
+            T = T.T
+        return real_tighter(T, *args, **kwargs)
+
+    monkeypatch.setattr(batch_solve, "tighter_run", watched)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gm.IntegrationWarning)
+        r = gm.solve(mix, "cross-entropy", **kw)
+        known = calls[0]
+        calls[0], unwrap[0] = 0, True
+        r2 = gm.solve(mix, "cross-entropy", **kw)
+    assert tighter == [True, True]
+    assert known == calls[0] - 1
+    np.testing.assert_array_equal(r.state.x, r2.state.x)
+    assert r.n_iter == r2.n_iter
+    for key in ("test_error", "train_error", "train_loss", "integration_error"):
+        assert getattr(r, key) == getattr(r2, key)
