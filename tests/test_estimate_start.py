@@ -22,7 +22,7 @@ from gaussmix.theory.solve import batch_solve, fixed_point, iteration, refinemen
 from gaussmix.theory.solve.estimate import predicted_start, resolve_memory
 from gaussmix.theory.solve.fixed_point import MapMemory, new_map, start_state
 from gaussmix.theory.solve.iteration import AndersonState, iterate
-from gaussmix.theory.solve.nested import nearest_warm
+from gaussmix.theory.solve.nested import linear_nodes, linear_warm, nearest_nodes, nearest_warm
 from gaussmix.theory.solve.options import SolverOptions
 from gaussmix.theory.solve.policy import SolveState, channel_rule, policy_for
 from gaussmix.theory.solve.state import residual_scale
@@ -165,6 +165,36 @@ def test_nearest_warm_starts_each_node_at_the_coarser_rules_nearest():
     np.testing.assert_allclose(moments(start), moments(None), rtol=0, atol=1e3 * PROX_TOL)
     assert nearest_warm(mem.warm, finer, finer.refined()) is None
     assert nearest_warm(None, T.rule, finer) is None
+
+
+def test_linear_warm_interpolates_within_the_coarser_rules_cells():
+    """The refined rule's nodes inside a cell of the coarser rule's tensor grid start at
+    the bilinear interpolation of its corners (an affine function of the nodes reproduced
+    to rounding, checked against the nodes themselves), the others at the nearest node's;
+    the moments are the cold start's to the proximal tolerance (a start only)."""
+    problem, opts, history, T, out = _solved("K = 3 cross-entropy, lam = 1")
+    finer = T.rule.refined()
+    index, weight = linear_nodes(T.rule, finer)
+    np.testing.assert_allclose(weight.sum(axis=1), 1.0, rtol=0, atol=1e-15)
+    cell = (weight[:, 1:] != 0).any(axis=1)
+    assert cell.mean() > 0.9 and (weight >= 0).all()
+    affine = T.rule.nodes @ np.array([[1.5, -0.25], [0.5, 2.0]]) + 0.75
+    got = np.einsum("nc,ncj->nj", weight, affine[index])
+    want = finer.nodes @ np.array([[1.5, -0.25], [0.5, 2.0]]) + 0.75
+    np.testing.assert_allclose(got[cell], want[cell], rtol=0, atol=1e-13)
+    np.testing.assert_array_equal(index[~cell, 0], nearest_nodes(T.rule, finer)[~cell])
+    mem = T.hats_memory(out.x, out.aux)[1]
+    start = linear_warm(mem.warm, T.rule, finer)
+    assert start is not None and start.key[0] == finer
+    T2 = new_map(problem, finer, T)
+
+    def moments(warm):
+        m = T2.hats(out.x, MapMemory(warm=warm)).moments
+        return np.concatenate([np.ravel(a) for a in (m.Ef, m.Eff, m.Edf, m.Eloss, m.Eenv)])
+
+    np.testing.assert_allclose(moments(start), moments(None), rtol=0, atol=1e3 * PROX_TOL)
+    assert linear_warm(mem.warm, finer, finer.refined()) is None
+    assert linear_warm(None, T.rule, finer) is None
 
 
 def _dense_randomised():

@@ -48,7 +48,7 @@ from .iteration import (
     iterate_to_rule_error,
 )
 from .memory import AndersonMemory, Phase
-from .nested import nearest_warm
+from .nested import linear_warm
 from .options import SolverOptions
 from .refinement import (
     Continuation,
@@ -557,8 +557,8 @@ def estimate_points(
                 # (else each point's iterates from here are its single point's)
                 warm = T2.warm_from(T_last, mem_last) if merge else None
                 solved = refined_solve(T2, x2, start, opts, kw, merge, memory=warm)
-            else:  # (its proximal solves from the last rule's nearest nodes)
-                warm = nearest_warm(mem_last.warm, T_last.rule, finer)
+            else:  # (its proximal solves from the last rule's cells or nearest nodes)
+                warm = linear_warm(mem_last.warm, T_last.rule, finer)
                 solved = _point_resolve(T2, x2, start, opts, kw, m2, MapMemory(warm=warm))
             if solved is not None and history is not None:
                 history[finer] = solved[3]
