@@ -70,6 +70,12 @@ def nearest_warm(
     return ProxWarmStart((target, (k, of.size, L)), h, omega, warm.V)
 
 
+#: the largest ratio of a two-dimensional rule's tensor grid (its distinct coordinates' product)
+#: to its nodes for which :func:`linear_nodes` interpolates within its cells (a pruned tensor
+#: product keeps most of its grid: GradedPanels 8536 of 94 x 94)
+GRID_FILL = 4
+
+
 @lru_cache(maxsize=16)
 def linear_nodes(coarse: QuadratureRule, fine: QuadratureRule) -> tuple[np.ndarray, np.ndarray]:
     """Each node of the rule ``fine`` as a bilinear combination of the four nodes of the
@@ -79,11 +85,15 @@ def linear_nodes(coarse: QuadratureRule, fine: QuadratureRule) -> tuple[np.ndarr
     coordinates (a pruned tensor product,
     :class:`~gaussmix.theory.numerics.quadrature.GradedPanels`); a node whose cell lacks a
     corner (pruned) or lies outside the grid takes the nearest node alone (index repeated,
-    weight one)."""
+    weight one); a rule whose grid would hold more than :data:`GRID_FILL` times its nodes
+    (not a tensor product) takes the nearest node at every node."""
     xi, z = coarse.nodes, fine.nodes
     if xi.shape[1] != 2 or z.shape[1] != 2:
         raise ValueError("linear_nodes interpolates between two-dimensional rules")
     axes = [np.unique(xi[:, j]) for j in range(2)]
+    if axes[0].size * axes[1].size > GRID_FILL * xi.shape[0]:  # (no tensor grid: the nearest)
+        index = np.repeat(nearest_nodes(coarse, fine)[:, None], 4, axis=1)
+        return index, np.repeat([[1.0, 0.0, 0.0, 0.0]], z.shape[0], axis=0)
     grid = np.full((axes[0].size, axes[1].size), -1, dtype=np.intp)
     grid[np.searchsorted(axes[0], xi[:, 0]), np.searchsorted(axes[1], xi[:, 1])] = np.arange(
         xi.shape[0]
