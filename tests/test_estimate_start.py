@@ -22,7 +22,7 @@ from gaussmix.theory.solve import batch_solve, fixed_point, iteration, refinemen
 from gaussmix.theory.solve.estimate import predicted_start, resolve_memory
 from gaussmix.theory.solve.fixed_point import MapMemory, new_map, start_state
 from gaussmix.theory.solve.iteration import AndersonState, iterate
-from gaussmix.theory.solve.nested import nearest_warm
+from gaussmix.theory.solve.nested import linear_nodes, linear_warm, nearest_nodes, nearest_warm
 from gaussmix.theory.solve.options import SolverOptions
 from gaussmix.theory.solve.policy import SolveState, channel_rule, policy_for
 from gaussmix.theory.solve.state import residual_scale
@@ -167,6 +167,36 @@ def test_nearest_warm_starts_each_node_at_the_coarser_rules_nearest():
     assert nearest_warm(None, T.rule, finer) is None
 
 
+def test_linear_warm_interpolates_within_the_coarser_rules_cells():
+    """The refined rule's nodes inside a cell of the coarser rule's tensor grid start at
+    the bilinear interpolation of its corners (an affine function of the nodes reproduced
+    to rounding, checked against the nodes themselves), the others at the nearest node's;
+    the moments are the cold start's to the proximal tolerance (a start only)."""
+    problem, opts, history, T, out = _solved("K = 3 cross-entropy, lam = 1")
+    finer = T.rule.refined()
+    index, weight = linear_nodes(T.rule, finer)
+    np.testing.assert_allclose(weight.sum(axis=1), 1.0, rtol=0, atol=1e-15)
+    cell = (weight[:, 1:] != 0).any(axis=1)
+    assert cell.mean() > 0.9 and (weight >= 0).all()
+    affine = T.rule.nodes @ np.array([[1.5, -0.25], [0.5, 2.0]]) + 0.75
+    got = np.einsum("nc,ncj->nj", weight, affine[index])
+    want = finer.nodes @ np.array([[1.5, -0.25], [0.5, 2.0]]) + 0.75
+    np.testing.assert_allclose(got[cell], want[cell], rtol=0, atol=1e-13)
+    np.testing.assert_array_equal(index[~cell, 0], nearest_nodes(T.rule, finer)[~cell])
+    mem = T.hats_memory(out.x, out.aux)[1]
+    start = linear_warm(mem.warm, T.rule, finer)
+    assert start is not None and start.key[0] == finer
+    T2 = new_map(problem, finer, T)
+
+    def moments(warm):
+        m = T2.hats(out.x, MapMemory(warm=warm)).moments
+        return np.concatenate([np.ravel(a) for a in (m.Ef, m.Eff, m.Edf, m.Eloss, m.Eenv)])
+
+    np.testing.assert_allclose(moments(start), moments(None), rtol=0, atol=1e3 * PROX_TOL)
+    assert linear_warm(mem.warm, finer, finer.refined()) is None
+    assert linear_warm(None, T.rule, finer) is None
+
+
 def _dense_randomised():
     """Ten classes fitted from seeded Gaussian data (d = 24, the dense ridge prior on a
     216-row matrix), solved with its randomised rule: problem, options, history, map and
@@ -239,3 +269,43 @@ def test_the_resolves_mix_with_the_longer_memory(monkeypatch):
     assert 1 <= len(cold) <= 2
     assert len(resolves) >= 3 and all(m == long for *_, m in resolves)
     assert resolves[-1][1] == 2 * 64  # (the prior's: twice its 64 panels)
+
+
+def test_the_tighter_run_starts_from_the_known_image(monkeypatch):
+    """A single point's re-solve that returns its last iterate (K = 3 cross-entropy) hands
+    its image there to the tighter run (``KnownImage``): the same numbers as evaluating it
+    again, one evaluation of the map's image fewer (a lasso point of ``bench_lasso_k3.py``,
+    seed 1 #2, whose re-solve goes on to ``refined_tol``)."""
+    mix = gm.Mixture.isotropic(0.33455081099958367, "simplex", n_clusters=3)
+    kw = dict(lam=0.06516157274392362, alpha=0.09872200969206338, penalty="l1")
+    calls = [0]
+    image = fixed_point.FixedPointMap.image
+
+    def counted(self, *args):
+        calls[0] += 1
+        return image(self, *args)
+
+    monkeypatch.setattr(fixed_point.FixedPointMap, "image", counted)
+    tighter = []
+    real_tighter = batch_solve.tighter_run
+    unwrap = [False]
+
+    def watched(T, *args, **kwargs):
+        tighter.append(isinstance(T, iteration.KnownImage))
+        if unwrap[0] and tighter[-1]:  # (the map itself: its image at the start again)
+            T = T.T
+        return real_tighter(T, *args, **kwargs)
+
+    monkeypatch.setattr(batch_solve, "tighter_run", watched)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gm.IntegrationWarning)
+        r = gm.solve(mix, "cross-entropy", **kw)
+        known = calls[0]
+        calls[0], unwrap[0] = 0, True
+        r2 = gm.solve(mix, "cross-entropy", **kw)
+    assert tighter == [True, True]
+    assert known == calls[0] - 1
+    np.testing.assert_array_equal(r.state.x, r2.state.x)
+    assert r.n_iter == r2.n_iter
+    for key in ("test_error", "train_error", "train_loss", "integration_error"):
+        assert getattr(r, key) == getattr(r2, key)

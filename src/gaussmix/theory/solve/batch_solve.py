@@ -49,7 +49,7 @@ from .iteration import (
     iterate_to_rule_error,
 )
 from .memory import AndersonMemory, Phase
-from .nested import nearest_warm
+from .nested import linear_warm
 from .options import SolverOptions
 from .refinement import (
     Continuation,
@@ -585,8 +585,8 @@ def estimate_points(
                 # (else each point's iterates from here are its single point's)
                 warm = T2.warm_from(T_last, mem_last) if merge else None
                 solved = refined_solve(T2, x2, start, opts, kw, merge, memory=warm)
-            else:  # (its proximal solves from the last rule's nearest nodes)
-                warm = nearest_warm(mem_last.warm, T_last.rule, finer)
+            else:  # (its proximal solves from the last rule's cells or nearest nodes)
+                warm = linear_warm(mem_last.warm, T_last.rule, finer)
                 solved = _point_resolve(T2, x2, start, opts, kw, m2, MapMemory(warm=warm))
             if solved is not None and history is not None:
                 history[finer] = solved[3]
@@ -701,7 +701,10 @@ def _point_resolve(
     mem2 = out2.aux
     if out2.residual >= refined_tol(opts.tol):
         more_start = AndersonState.init(memory, out2.anderson)
-        more = tighter_run(T2, out2.x, more_start, opts, {**kw, "return_image": not keep}, mem2)
+        # (the last iterate's image is known: the tighter run's first evaluation, the same
+        # numbers, costs no second evaluation of the prior and the bias there)
+        Tt = T2 if not keep or out2.image is None else KnownImage(T2, (out2.x, out2.image, mem2))
+        more = tighter_run(Tt, out2.x, more_start, opts, {**kw, "return_image": not keep}, mem2)
         if more is not None:
             mem2 = more.aux
         if more is not None and more.converged:
