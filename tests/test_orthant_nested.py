@@ -96,8 +96,10 @@ def test_the_square_loss_test_error_of_exchangeable_clusters_both_ways(K: int) -
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=K)
     res = gm.solve(mix, "square", lam=0.1, alpha=1.5)
     problem = gm.make_problem(mix, "square", lam=0.1, alpha=1.5)
-    general, e1 = accuracy(problem, res.M, res.b, res.Q)
-    equi, e2 = accuracy(problem, res.M, res.b, res.Q, exchangeable=True)
+    # (the solver's own state: the square loss's K - 1 outputs orthogonal to the ones)
+    Q, M, _, b = res.state.unpack()
+    general, e1 = accuracy(problem, M, b, Q)
+    equi, e2 = accuracy(problem, M, b, Q, exchangeable=True)
     assert np.all(np.abs(general - equi) <= e1 + e2 + 1e-13)
     assert e1 < 1e-9
 
@@ -248,15 +250,17 @@ def test_the_square_loss_errors_of_all_clusters_at_once_are_each_clusters_orthan
     mix = gm.Mixture.dense(means, covs, rho=np.arange(1, K + 1) / (K * (K + 1) / 2))
     res = gm.solve(mix, "square", lam=0.1, alpha=1.5)
     problem = gm.make_problem(mix, "square", lam=0.1, alpha=1.5)
-    acc, err = accuracy(problem, res.M, res.b, res.Q)
-    tacc, terr = train_accuracy(problem, res.M, res.b, res.Q, res.V)
-    A = np.linalg.inv(np.eye(K) + res.V)
+    # (the solver's own state: the square loss's K - 1 outputs orthogonal to the ones)
+    Q, M, V, b = res.state.unpack()
+    acc, err = accuracy(problem, M, b, Q)
+    tacc, terr = train_accuracy(problem, M, b, Q, V)
+    A = np.linalg.inv(np.eye(K - 1) + V)
     for c, (D, t) in enumerate(problem.constraints):
-        cov = D @ res.Q[c] @ D.T
-        p, e = orthant_probability(D @ (res.M[c] + res.b) - t, 0.5 * (cov + cov.T))
+        cov = D @ Q[c] @ D.T
+        p, e = orthant_probability(D @ (M[c] + b) - t, 0.5 * (cov + cov.T))
         assert abs(acc[c] - p) <= 1e-14
-        mh = A[c] @ (res.M[c] + res.b + res.V[c] @ problem.y[c])
-        cov = D @ A[c] @ res.Q[c] @ A[c] @ D.T
+        mh = A[c] @ (M[c] + b + V[c] @ (problem.y[c] @ problem.P.T))  # (labels P y there)
+        cov = D @ A[c] @ Q[c] @ A[c] @ D.T
         p, e2 = orthant_probability(D @ mh - t, 0.5 * (cov + cov.T))
         assert abs(tacc[c] - p) <= 1e-14
         # the largest cluster's (the batch is each problem alone to rounding, so its

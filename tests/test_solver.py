@@ -339,7 +339,9 @@ def test_solver_options_validate_with_the_argument_name():
 
 
 def test_options_of_the_full_solver_act_through_solve(monkeypatch):
+    from gaussmix.theory.channel.channel import ProxWarmStart
     from gaussmix.theory.numerics.quadrature import auto_rule, default_rule
+    from gaussmix.theory.solve.defect import PROXIMAL
     from gaussmix.theory.solve.solver import AndersonState, FixedPointMap
 
     mix = gm.Mixture.isotropic(0.5, "simplex", n_clusters=3)
@@ -349,7 +351,11 @@ def test_options_of_the_full_solver_act_through_solve(monkeypatch):
     r = gm.solve(mix, "cross-entropy", callback=lambda it, res: calls.append(res), **kw)
     assert len(calls) == r.n_iter and calls[-1] == r.residual
     r1 = gm.solve(mix, "cross-entropy", history=history, max_refine=1, quad_tol=0.0, **kw)
-    assert history and all(isinstance(v, AndersonState) for v in history.values())
+    # (each rule's secant pairs, and the last point's proximal points for a curve's next
+    # start from its predictor)
+    pairs = {k: v for k, v in history.items() if k != PROXIMAL}
+    assert pairs and all(isinstance(v, AndersonState) for v in pairs.values())
+    assert isinstance(history.get(PROXIMAL), ProxWarmStart)
     default = auto_rule(2, smooth=True)
     assert r1.params["quadrature"] == default.refined().describe()  # one refinement
     r0 = gm.solve(mix, "cross-entropy", max_refine=0, **kw)  # no refinement: default rule

@@ -133,7 +133,9 @@ _INPUTS_DOC = """\
         Called as ``callback(iteration, residual)`` after every evaluation of the map.
     history : dict, optional
         Carries the Anderson secant history of each quadrature rule from one point of a
-        curve to the next (updated in place; pass the same dict along the curve).
+        curve to the next (updated in place; pass the same dict along the curve), and the
+        last point's proximal points (key ``"proximal points"``), from which the next
+        point's first evaluation starts.
 """
 
 _BLOCKS = {"solver_options": _OPTIONS_DOC, "solve_inputs": _INPUTS_DOC}
