@@ -702,7 +702,7 @@ def _check_known_coarse_image(res, monkeypatch) -> None:
     ev, _ = T2.hats_memory(x)
     g2, _ = T2.image(x, ev, MapMemory(ev=ev))
     gc, _ = T.image(x, ev, MapMemory(ev=ev))
-    known, aux = corrected_at(T, x, g2, gc, ev)
+    known, aux = corrected_at(T, x, g2, gc, MapMemory(ev=ev))
     general = DefectCorrected(T, g2 - gc)
     priors = []
     real = fixed_point.prior_update

@@ -133,7 +133,7 @@ def coarse_axes_phase(
         best = CoarsePhase(x, pairs, spent, best is not None, r)
         target = 0.1 * max(tol, gain * r)
         # (its first image the coarse one it was formed from: no second prior there)
-        corrected, aux = corrected_at(Tck, x, g, gc, ev)
+        corrected, aux = corrected_at(Tck, x, g, gc, MapMemory(ev=ev))
         if k == 0:  # in float32 to its rounding's decade, then in double the rest if any
             reach = max(target, tolerances.COARSE_AXES_SINGLE_TOL)
             corr = iterate(corrected, x, pairs, aux=aux, **{**inner_kw, "tol": reach})

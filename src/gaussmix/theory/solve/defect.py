@@ -75,17 +75,17 @@ class DefectCorrected:
 
 
 def corrected_at(
-    coarse: IteratedMap, x: np.ndarray, g: np.ndarray, gc: np.ndarray, ev: HatEvaluation
+    coarse: IteratedMap, x: np.ndarray, g: np.ndarray, gc: np.ndarray, memory: MapMemory
 ) -> tuple[DefectCorrected, MapMemory]:
     """The coarse map ``coarse`` corrected by ``g - gc``, the finer and the coarse map's
-    images at ``x`` from one channel evaluation ``ev`` there (:class:`DefectCorrected`), and
-    the memory its run from ``x`` starts with (``ev``'s: the run's first evaluation, at
-    ``x``, is no channel evaluation of its own).  The coarse image at ``x`` is the known
-    ``gc`` (:class:`~gaussmix.theory.solve.iteration.KnownImage`) with that memory, the one
-    ``coarse.hats_memory(x, memory)`` hands on there (``ev`` is at ``x``): the corrected
-    run's first image ``gc + delta`` and its memory are those of an evaluation of the coarse
-    prior at ``x``, which is not made."""
-    memory = MapMemory(ev=ev)
+    images at ``x`` (:class:`DefectCorrected`), and the memory its run from ``x`` starts
+    with: ``memory``, the coarse map's evaluation at ``x`` that made ``gc`` (for two prior
+    rules of one channel evaluation ``ev``, ``MapMemory(ev=ev)``: the run's first
+    evaluation, at ``x``, is no channel evaluation of its own).  The coarse image at ``x``
+    is the known ``gc`` (:class:`~gaussmix.theory.solve.iteration.KnownImage`) with that
+    memory, the one ``coarse.hats_memory(x, memory)`` hands on there: the corrected run's
+    first image ``gc + delta`` and its memory are those of an evaluation of the coarse map
+    at ``x``, which is not made again."""
     return DefectCorrected(KnownImage(coarse, (x, gc, memory)), g - gc), memory
 
 
@@ -126,7 +126,7 @@ def coarse_corrected_start(
     mine = m.warm is not None and m.warm.key[0] == T.rule
     evc, mc = Tc.hats_memory(x, Tc.warm_from(T, m) if mine else Tc.memory())
     gc, mc = Tc.image(x, evc, mc)
-    return DefectCorrected(KnownImage(Tc, (x, gc, mc)), g - gc), mc
+    return corrected_at(Tc, x, g, gc, mc)
 
 
 def defect_corrected_solve(
@@ -167,7 +167,7 @@ def defect_corrected_solve(
     spent = 1
     # (the corrected map's image: ``kw``'s ``return_image`` is for ``T2``'s runs)
     # (its first image the coarse one the difference was formed from: no second prior at x)
-    corrected, aux = corrected_at(T, x, g2, g1, ev)
+    corrected, aux = corrected_at(T, x, g2, g1, MapMemory(ev=ev))
     corr = iterate(corrected, x, start, aux=aux, **{**kw, "return_image": True})
     spent += corr.n_iter
     if not corr.converged:  # (T2 from x: at its first evaluation, the image there)
